@@ -1,0 +1,97 @@
+/*
+ * critbench.h — the critic plugin ABI, version 1.
+ *
+ * A critic plugin is a shared library that exports one C function, `critbench_critic_v1`, which
+ * returns a pointer to a static descriptor. The host loads the library once per run and never
+ * unloads it.
+ *
+ * Rules of the boundary:
+ *   - Every string crosses as UTF-8 bytes with an explicit length; nothing is NUL-terminated.
+ *   - Whoever allocates a buffer frees it: the host copies a plugin's buffer and hands it back to
+ *     the plugin's `free_buffer`.
+ *   - Nothing unwinds across the boundary: a failure is a non-zero status plus a message.
+ *   - Unless `CRITBENCH_FLAG_THREAD_SAFE` is set, the host never calls `critique` on one
+ *     instance from two threads at once.
+ *
+ * Messages are JSON (see SPEC §4 and §8):
+ *   create config:    any JSON value, `{}` when the experiment gives none
+ *   critique request: {"request_version": 1, "task": {...}, "draft": "...", "round": 0}
+ *   critique answer:  {"score": 7.5, "dimensions": {...}, "issues": [...], "fatal_issues": [...],
+ *                      "suggestions": [{"dimension": "...", "target": "...", "edit": "..."}],
+ *                      "passed": false, "rationale": "..."}
+ *                     `score` may be left out when `dimensions` is given; the host then uses
+ *                     their mean. The host, never the critic, decides pass.
+ */
+#ifndef CRITBENCH_H
+#define CRITBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CRITBENCH_ABI_VERSION 1u
+
+/* Descriptor flags. */
+/* `critique` may run on one instance from many threads at once. */
+#define CRITBENCH_FLAG_THREAD_SAFE 1u
+/* The critique depends on the loop's policy, so recorded loops cannot be replayed under another. */
+#define CRITBENCH_FLAG_POLICY_DEPENDENT 2u
+
+/* Status codes. */
+#define CRITBENCH_OK 0
+#define CRITBENCH_ERROR 1
+
+/* Borrowed UTF-8 text. */
+typedef struct critbench_str {
+    const uint8_t *ptr;
+    size_t len;
+} critbench_str;
+
+/* Bytes owned by whoever allocated them; freed only by that side's `free_buffer`. */
+typedef struct critbench_buffer {
+    uint8_t *ptr;
+    size_t len;
+} critbench_buffer;
+
+/* Services the host offers a plugin for the lifetime of the run. */
+typedef struct critbench_host_v1 {
+    uint32_t abi_version;
+    /* sizeof(critbench_host_v1) as the host knows it: later versions only append fields. */
+    uint32_t size;
+    void *context;
+    /* Calls the host service `service` with a JSON request. On CRITBENCH_OK `*out` holds the JSON
+     * answer, otherwise an error message; either way release it with `free_buffer` below. */
+    int32_t (*call)(void *context, critbench_str service, critbench_str request, critbench_buffer *out);
+    void (*free_buffer)(critbench_buffer buffer);
+} critbench_host_v1;
+
+typedef struct critbench_critic_descriptor_v1 {
+    uint32_t abi_version; /* CRITBENCH_ABI_VERSION */
+    uint32_t flags;       /* CRITBENCH_FLAG_* */
+    critbench_str name;
+    critbench_str version;
+    double score_min;
+    double score_max;
+    /* Makes an instance from a JSON config. On error, returns non-zero and puts a message in
+     * `*error` (allocated by the plugin). `host` outlives the instance. */
+    int32_t (*create)(critbench_str config, const critbench_host_v1 *host, void **instance,
+                      critbench_buffer *error);
+    /* Critiques one draft. `*out` receives the critique JSON on CRITBENCH_OK, or an error message
+     * otherwise; both are allocated by the plugin. */
+    int32_t (*critique)(void *instance, critbench_str request, critbench_buffer *out);
+    void (*destroy)(void *instance);
+    /* Frees a buffer this plugin allocated. */
+    void (*free_buffer)(critbench_buffer buffer);
+} critbench_critic_descriptor_v1;
+
+/* The one symbol a plugin exports. */
+const critbench_critic_descriptor_v1 *critbench_critic_v1(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CRITBENCH_H */

@@ -1,0 +1,194 @@
+//! The Rust side of a plugin: the [`CriticPlugin`] trait and the glue behind [`export_critic!`].
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+
+use crate::{Buffer, HostV1, STATUS_ERROR, STATUS_OK, Str};
+
+/// A critic written in Rust. Export it with [`export_critic!`](crate::export_critic).
+pub trait CriticPlugin: Sized + Send + Sync + 'static {
+    const NAME: &'static str;
+    const VERSION: &'static str;
+    const SCORE_MIN: f64;
+    const SCORE_MAX: f64;
+    /// Whether `critique` may run from many threads at once (the host serializes calls otherwise).
+    const THREAD_SAFE: bool = true;
+    /// Whether the critique depends on the loop's policy (this disables replay).
+    const POLICY_DEPENDENT: bool = false;
+
+    /// Builds an instance from the experiment's JSON config (`{}` when none is given).
+    fn create(config: &str, host: Host) -> Result<Self, String>;
+
+    /// Critiques one request (see [`Request`](crate::Request)) into critique JSON.
+    fn critique(&self, request: &str) -> Result<String, String>;
+}
+
+/// The host's services, as a plugin sees them.
+#[derive(Clone, Copy)]
+pub struct Host {
+    raw: *const HostV1,
+}
+
+// SAFETY: the host table is immutable for the run and its `call` is thread-safe.
+unsafe impl Send for Host {}
+// SAFETY: as above.
+unsafe impl Sync for Host {}
+
+impl Host {
+    /// Calls a host service with a JSON request and returns its JSON answer.
+    pub fn call(&self, service: &str, request: &str) -> Result<String, String> {
+        if self.raw.is_null() {
+            return Err("the host offers no services".to_string());
+        }
+        // SAFETY: the host promises the table outlives every instance.
+        let host = unsafe { &*self.raw };
+        let mut out = Buffer::EMPTY;
+        // SAFETY: the strings are valid for the call; `out` is written by the host.
+        let status = unsafe { (host.call)(host.context, Str::new(service), Str::new(request), &mut out) };
+        // SAFETY: the host filled `out`; we copy it and hand it back to the host's free.
+        let bytes = unsafe { out.to_vec() };
+        // SAFETY: `out` was allocated by the host, so the host frees it.
+        unsafe { (host.free_buffer)(out) };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if status == STATUS_OK { Ok(text) } else { Err(text) }
+    }
+}
+
+/// Functions the macro expands to. Not for direct use.
+pub mod glue {
+    use super::*;
+
+    static QUIET: Once = Once::new();
+
+    /// A plugin has its own copy of std, so the host's panic hook does not reach it: silence
+    /// this library's hook, since every panic is caught and reported as an error string.
+    fn quiet_panics() {
+        QUIET.call_once(|| std::panic::set_hook(Box::new(|_| {})));
+    }
+
+    fn panic_message(payload: Box<dyn Any + Send>) -> String {
+        let detail = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic payload".to_string());
+        format!("critic panicked: {detail}")
+    }
+
+    fn write(out: *mut Buffer, text: String) {
+        if !out.is_null() {
+            // SAFETY: the host passes a valid, writable out-pointer.
+            unsafe { *out = Buffer::from_vec(text.into_bytes()) };
+        }
+    }
+
+    fn text<'a>(s: Str) -> Result<&'a str, String> {
+        // SAFETY: the host passes a valid (ptr, len) for the duration of the call.
+        std::str::from_utf8(unsafe { s.as_bytes() }).map_err(|e| format!("input is not UTF-8: {e}"))
+    }
+
+    /// # Safety
+    /// Called by the host through the descriptor with valid pointers.
+    pub unsafe extern "C" fn create<P: CriticPlugin>(
+        config: Str,
+        host: *const HostV1,
+        instance: *mut *mut c_void,
+        error: *mut Buffer,
+    ) -> i32 {
+        quiet_panics();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let config = text(config)?;
+            P::create(config, Host { raw: host })
+        }));
+        match result {
+            Ok(Ok(plugin)) => {
+                // SAFETY: `instance` is a valid out-pointer from the host.
+                unsafe { *instance = Box::into_raw(Box::new(plugin)) as *mut c_void };
+                STATUS_OK
+            }
+            Ok(Err(message)) => {
+                write(error, message);
+                STATUS_ERROR
+            }
+            Err(payload) => {
+                write(error, panic_message(payload));
+                STATUS_ERROR
+            }
+        }
+    }
+
+    /// # Safety
+    /// `instance` must come from `create::<P>` and not be destroyed.
+    pub unsafe extern "C" fn critique<P: CriticPlugin>(instance: *mut c_void, request: Str, out: *mut Buffer) -> i32 {
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the host only passes instances made by `create::<P>`.
+            let plugin = unsafe { &*(instance as *const P) };
+            plugin.critique(text(request)?)
+        }));
+        match result {
+            Ok(Ok(json)) => {
+                write(out, json);
+                STATUS_OK
+            }
+            Ok(Err(message)) => {
+                write(out, message);
+                STATUS_ERROR
+            }
+            Err(payload) => {
+                write(out, panic_message(payload));
+                STATUS_ERROR
+            }
+        }
+    }
+
+    /// # Safety
+    /// `instance` must come from `create::<P>` and is not used afterwards.
+    pub unsafe extern "C" fn destroy<P: CriticPlugin>(instance: *mut c_void) {
+        if instance.is_null() {
+            return;
+        }
+        // A panic in Drop must not unwind into the host.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: made by Box::into_raw in `create::<P>`, destroyed once.
+            drop(unsafe { Box::from_raw(instance as *mut P) });
+        }));
+    }
+
+    /// # Safety
+    /// `buffer` must have been allocated by this library.
+    pub unsafe extern "C" fn free_buffer(buffer: Buffer) {
+        // SAFETY: guaranteed by the caller.
+        unsafe { buffer.free() };
+    }
+
+    pub const fn flags<P: CriticPlugin>() -> u32 {
+        (if P::THREAD_SAFE { crate::FLAG_THREAD_SAFE } else { 0 })
+            | (if P::POLICY_DEPENDENT { crate::FLAG_POLICY_DEPENDENT } else { 0 })
+    }
+}
+
+/// Exports a [`CriticPlugin`] as the `critbench_critic_v1` entry point of a `cdylib`.
+#[macro_export]
+macro_rules! export_critic {
+    ($plugin:ty) => {
+        /// The plugin's entry point (critbench ABI v1).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn critbench_critic_v1() -> *const $crate::CriticDescriptorV1 {
+            static DESCRIPTOR: $crate::CriticDescriptorV1 = $crate::CriticDescriptorV1 {
+                abi_version: $crate::ABI_VERSION,
+                flags: $crate::glue::flags::<$plugin>(),
+                name: $crate::Str::from_static(<$plugin as $crate::CriticPlugin>::NAME),
+                version: $crate::Str::from_static(<$plugin as $crate::CriticPlugin>::VERSION),
+                score_min: <$plugin as $crate::CriticPlugin>::SCORE_MIN,
+                score_max: <$plugin as $crate::CriticPlugin>::SCORE_MAX,
+                create: $crate::glue::create::<$plugin>,
+                critique: $crate::glue::critique::<$plugin>,
+                destroy: $crate::glue::destroy::<$plugin>,
+                free_buffer: $crate::glue::free_buffer,
+            };
+            &DESCRIPTOR
+        }
+    };
+}

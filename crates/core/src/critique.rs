@@ -1,0 +1,209 @@
+//! The critique a critic returns for one draft (SPEC §4), and its validation.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The scores a critic can give, inclusive at both ends.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRange {
+    pub min: f64,
+    pub max: f64,
+}
+
+impl ScoreRange {
+    pub fn contains(&self, value: f64) -> bool {
+        value.is_finite() && value >= self.min && value <= self.max
+    }
+}
+
+impl fmt::Display for ScoreRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}–{}", self.min, self.max)
+    }
+}
+
+/// One concrete edit the critic proposes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Suggestion {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimension: Option<String>,
+    /// The part of the draft to change, e.g. a section name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub edit: String,
+}
+
+/// A validated critique: the score is always present and inside the critic's range.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Critique {
+    pub score: f64,
+    pub dimensions: BTreeMap<String, f64>,
+    pub issues: Vec<String>,
+    pub fatal_issues: Vec<String>,
+    pub suggestions: Vec<Suggestion>,
+    /// The critic's own verdict. Recorded, never used to decide.
+    pub critic_passed: Option<bool>,
+    pub rationale: Option<String>,
+}
+
+/// The issue text recorded when no valid critique could be had.
+pub const CRITIQUE_UNAVAILABLE: &str = "critique unavailable";
+
+/// Why a critic's answer is not a valid critique.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CritiqueError {
+    Json(String),
+    NoScore,
+    ScoreOutOfRange { score: f64, range: ScoreRange },
+    DimensionOutOfRange { name: String, value: f64, range: ScoreRange },
+}
+
+impl fmt::Display for CritiqueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CritiqueError::Json(message) => write!(f, "malformed critique: {message}"),
+            CritiqueError::NoScore => write!(f, "critique has neither `score` nor `dimensions`"),
+            CritiqueError::ScoreOutOfRange { score, range } => {
+                write!(f, "score {score} is outside the critic's range {range}")
+            }
+            CritiqueError::DimensionOutOfRange { name, value, range } => {
+                write!(f, "dimension `{name}` = {value} is outside the critic's range {range}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CritiqueError {}
+
+/// The critique as it arrives on the wire, before validation.
+#[derive(Deserialize)]
+struct WireCritique {
+    #[serde(default)]
+    score: Option<f64>,
+    #[serde(default)]
+    dimensions: BTreeMap<String, f64>,
+    #[serde(default)]
+    issues: Vec<String>,
+    #[serde(default)]
+    fatal_issues: Vec<String>,
+    #[serde(default)]
+    suggestions: Vec<Suggestion>,
+    #[serde(default)]
+    passed: Option<bool>,
+    #[serde(default)]
+    rationale: Option<String>,
+}
+
+impl Critique {
+    /// Parses and validates a critic's JSON answer.
+    ///
+    /// When the critique has dimensions but no score, the score is their mean, weighted by
+    /// `weights` when given (a dimension without a weight counts once).
+    pub fn parse(
+        json: &str,
+        range: ScoreRange,
+        weights: Option<&BTreeMap<String, f64>>,
+    ) -> Result<Critique, CritiqueError> {
+        let wire: WireCritique =
+            serde_json::from_str(json).map_err(|e| CritiqueError::Json(e.to_string()))?;
+        for (name, value) in &wire.dimensions {
+            if !range.contains(*value) {
+                return Err(CritiqueError::DimensionOutOfRange { name: name.clone(), value: *value, range });
+            }
+        }
+        let score = match wire.score {
+            Some(score) => score,
+            None if wire.dimensions.is_empty() => return Err(CritiqueError::NoScore),
+            None => weighted_mean(&wire.dimensions, weights),
+        };
+        if !range.contains(score) {
+            return Err(CritiqueError::ScoreOutOfRange { score, range });
+        }
+        Ok(Critique {
+            score,
+            dimensions: wire.dimensions,
+            issues: wire.issues,
+            fatal_issues: wire.fatal_issues,
+            suggestions: wire.suggestions,
+            critic_passed: wire.passed,
+            rationale: wire.rationale,
+        })
+    }
+
+    /// The conservative stand-in for a critique that could not be had: the lowest score, one
+    /// issue saying so. It never passes a draft.
+    pub fn unavailable(range: ScoreRange) -> Critique {
+        Critique {
+            score: range.min,
+            dimensions: BTreeMap::new(),
+            issues: vec![CRITIQUE_UNAVAILABLE.to_string()],
+            fatal_issues: Vec::new(),
+            suggestions: Vec::new(),
+            critic_passed: None,
+            rationale: None,
+        }
+    }
+
+    pub fn min_dimension(&self) -> Option<f64> {
+        self.dimensions.values().copied().reduce(f64::min)
+    }
+}
+
+fn weighted_mean(dimensions: &BTreeMap<String, f64>, weights: Option<&BTreeMap<String, f64>>) -> f64 {
+    let (mut total, mut weight_sum) = (0.0, 0.0);
+    for (name, value) in dimensions {
+        let weight = weights.and_then(|w| w.get(name)).copied().unwrap_or(1.0);
+        total += weight * value;
+        weight_sum += weight;
+    }
+    if weight_sum > 0.0 { total / weight_sum } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RANGE: ScoreRange = ScoreRange { min: 0.0, max: 10.0 };
+
+    #[test]
+    fn score_is_taken_as_given() {
+        let c = Critique::parse(r#"{"score": 7.5, "issues": ["thin"], "passed": true}"#, RANGE, None).unwrap();
+        assert_eq!(c.score, 7.5);
+        assert_eq!(c.issues, ["thin"]);
+        assert_eq!(c.critic_passed, Some(true));
+    }
+
+    #[test]
+    fn missing_score_is_the_mean_of_dimensions() {
+        let c = Critique::parse(r#"{"dimensions": {"a": 4, "b": 8}}"#, RANGE, None).unwrap();
+        assert_eq!(c.score, 6.0);
+        let weights = BTreeMap::from([("b".to_string(), 3.0)]);
+        let c = Critique::parse(r#"{"dimensions": {"a": 4, "b": 8}}"#, RANGE, Some(&weights)).unwrap();
+        assert_eq!(c.score, 7.0);
+        assert_eq!(c.min_dimension(), Some(4.0));
+    }
+
+    #[test]
+    fn out_of_range_and_malformed_critiques_are_errors() {
+        assert!(matches!(
+            Critique::parse(r#"{"score": 11}"#, RANGE, None),
+            Err(CritiqueError::ScoreOutOfRange { .. })
+        ));
+        assert!(matches!(
+            Critique::parse(r#"{"score": 5, "dimensions": {"x": -1}}"#, RANGE, None),
+            Err(CritiqueError::DimensionOutOfRange { .. })
+        ));
+        assert_eq!(Critique::parse(r#"{"issues": []}"#, RANGE, None), Err(CritiqueError::NoScore));
+        assert!(matches!(Critique::parse("not json", RANGE, None), Err(CritiqueError::Json(_))));
+        assert!(matches!(Critique::parse(r#"{"score": "8"}"#, RANGE, None), Err(CritiqueError::Json(_))));
+    }
+
+    #[test]
+    fn unavailable_critique_is_the_range_minimum() {
+        let c = Critique::unavailable(ScoreRange { min: 1.0, max: 10.0 });
+        assert_eq!(c.score, 1.0);
+        assert_eq!(c.issues, [CRITIQUE_UNAVAILABLE]);
+    }
+}

@@ -1,0 +1,25 @@
+//! The pure heart of critbench: tasks, critiques, the stop/revise policy and best-draft tracking.
+//!
+//! Nothing here touches files, clocks, threads or global randomness, so every function can be
+//! replayed, swept and unit-tested exhaustively. Everything that performs I/O (plugins, model
+//! backends, datasets, Parquet) lives in other crates and depends on this one.
+//!
+//! ```
+//! use critbench_core::{decide, Decision, ExitReason, Policy, RoundScore};
+//!
+//! let policy = Policy::default(); // pass_score 8, max_revisions 3, stall on
+//! let rounds = [RoundScore::new(6.0), RoundScore::new(5.5)];
+//! assert_eq!(decide(&rounds, &policy), Decision::Stop(ExitReason::Stall));
+//! ```
+
+mod best;
+mod critique;
+mod policy;
+mod seed;
+mod task;
+
+pub use best::{BestDraft, best_round};
+pub use critique::{CRITIQUE_UNAVAILABLE, Critique, CritiqueError, ScoreRange, Suggestion};
+pub use policy::{Decision, ExitReason, FinalDraft, Policy, RoundScore, decide};
+pub use seed::{Rng, SeedKey, derive_seed};
+pub use task::{Arm, Task};

@@ -1,0 +1,434 @@
+//! The stop/revise decision rule of SPEC §5, as a pure function of the recorded rounds.
+
+use std::fmt;
+
+/// Why a loop stopped. These four strings are part of the output contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExitReason {
+    /// The critique met the pass rule.
+    Pass,
+    /// The score dropped below the previous round's score.
+    Stall,
+    /// Two consecutive improvements were both smaller than `plateau_eps`.
+    Plateau,
+    /// The revision cap was reached.
+    Budget,
+}
+
+impl ExitReason {
+    pub const ALL: [ExitReason; 4] = [Self::Pass, Self::Stall, Self::Plateau, Self::Budget];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Stall => "stall",
+            Self::Plateau => "plateau",
+            Self::Budget => "budget",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|reason| reason.as_str() == text)
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the policy says after a critique.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Revise,
+    Stop(ExitReason),
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Revise => "revise",
+            Decision::Stop(_) => "stop",
+        }
+    }
+
+    pub fn exit_reason(self) -> Option<ExitReason> {
+        match self {
+            Decision::Revise => None,
+            Decision::Stop(reason) => Some(reason),
+        }
+    }
+}
+
+/// Which draft a loop returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FinalDraft {
+    /// The best draft (SPEC §5 best-draft rule).
+    #[default]
+    Best,
+    /// The draft of the last round.
+    Last,
+}
+
+impl FinalDraft {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinalDraft::Best => "best",
+            FinalDraft::Last => "last",
+        }
+    }
+}
+
+/// The knobs of the decision rule. One value of each; grids are built by the engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    pub pass_score: f64,
+    pub max_revisions: u32,
+    pub stall: bool,
+    /// Plateau detection is off when this is 0.
+    pub plateau_eps: f64,
+    /// When set, every dimension must also reach this value to pass.
+    pub dim_target: Option<f64>,
+    pub final_draft: FinalDraft,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            pass_score: 8.0,
+            max_revisions: 3,
+            stall: true,
+            plateau_eps: 0.0,
+            dim_target: None,
+            final_draft: FinalDraft::Best,
+        }
+    }
+}
+
+impl Policy {
+    /// A short, stable, readable name for this combination, e.g. `p8-r3-stall-e0`.
+    pub fn config_id(&self) -> String {
+        let mut id = format!(
+            "p{}-r{}-{}-e{}",
+            compact(self.pass_score),
+            self.max_revisions,
+            if self.stall { "stall" } else { "nostall" },
+            compact(self.plateau_eps)
+        );
+        if let Some(target) = self.dim_target {
+            id.push_str(&format!("-d{}", compact(target)));
+        }
+        if self.final_draft == FinalDraft::Last {
+            id.push_str("-last");
+        }
+        id
+    }
+}
+
+/// `8.0` → `8`, `0.25` → `0.25`: the shortest text that reads back as the same number.
+fn compact(value: f64) -> String {
+    format!("{value}")
+}
+
+/// What the policy needs to know about one critiqued round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RoundScore {
+    pub score: f64,
+    /// The critique has at least one fatal issue.
+    pub fatal: bool,
+    /// The critic call failed after every attempt (the score is the range minimum).
+    pub failed: bool,
+    /// The lowest dimension score, if the critique had dimensions.
+    pub min_dimension: Option<f64>,
+}
+
+impl RoundScore {
+    pub fn new(score: f64) -> Self {
+        RoundScore { score, fatal: false, failed: false, min_dimension: None }
+    }
+
+    pub fn fatal(mut self) -> Self {
+        self.fatal = true;
+        self
+    }
+
+    pub fn failed(mut self) -> Self {
+        self.failed = true;
+        self
+    }
+
+    pub fn with_min_dimension(mut self, min: f64) -> Self {
+        self.min_dimension = Some(min);
+        self
+    }
+
+    /// The pass rule alone (SPEC §5 step 1), without the loop's history.
+    pub fn meets_pass_rule(&self, policy: &Policy) -> bool {
+        let dimensions_ok = match (policy.dim_target, self.min_dimension) {
+            (Some(target), Some(min)) => min >= target,
+            // A critique without dimensions has no dimension below the target.
+            _ => true,
+        };
+        !self.failed && !self.fatal && self.score >= policy.pass_score && dimensions_ok
+    }
+}
+
+/// Decides, after the last round of `rounds`, whether to revise or stop and why (SPEC §5).
+///
+/// `rounds[k]` is the critique of round `k`; round 0 is the first draft, so the number of
+/// revisions made so far is `rounds.len() - 1`. The rules apply in order: pass, fatal issues,
+/// stall, plateau, budget.
+///
+/// # Panics
+/// If `rounds` is empty: there is nothing to decide before the first critique.
+pub fn decide(rounds: &[RoundScore], policy: &Policy) -> Decision {
+    let current = rounds.last().expect("decide needs at least one critiqued round");
+    let round = rounds.len() - 1;
+    let revisions = round as u64;
+    let budget_left = revisions < u64::from(policy.max_revisions);
+
+    if current.meets_pass_rule(policy) {
+        return Decision::Stop(ExitReason::Pass);
+    }
+    if current.fatal {
+        // A fatal issue must be fixed: skip stall and plateau, stop only at the cap.
+        return if budget_left { Decision::Revise } else { Decision::Stop(ExitReason::Budget) };
+    }
+    if policy.stall && round >= 1 && current.score < rounds[round - 1].score {
+        return Decision::Stop(ExitReason::Stall);
+    }
+    if policy.plateau_eps > 0.0 && round >= 2 {
+        let last_gain = current.score - rounds[round - 1].score;
+        let previous_gain = rounds[round - 1].score - rounds[round - 2].score;
+        if last_gain < policy.plateau_eps && previous_gain < policy.plateau_eps {
+            return Decision::Stop(ExitReason::Plateau);
+        }
+    }
+    if !budget_left {
+        return Decision::Stop(ExitReason::Budget);
+    }
+    Decision::Revise
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy::default()
+    }
+
+    fn scores(values: &[f64]) -> Vec<RoundScore> {
+        values.iter().copied().map(RoundScore::new).collect()
+    }
+
+    fn run(values: &[f64], policy: &Policy) -> Decision {
+        decide(&scores(values), policy)
+    }
+
+    #[test]
+    fn pass_at_threshold_stops_with_pass() {
+        assert_eq!(run(&[8.0], &policy()), Decision::Stop(ExitReason::Pass));
+        assert_eq!(run(&[7.999], &policy()), Decision::Revise);
+    }
+
+    #[test]
+    fn pass_wins_over_every_other_rule() {
+        // Last round is the cap, below the previous score and on a plateau: still a pass.
+        let p = Policy { plateau_eps: 5.0, max_revisions: 2, pass_score: 5.0, ..policy() };
+        assert_eq!(run(&[9.0, 9.5, 9.0], &p), Decision::Stop(ExitReason::Pass));
+    }
+
+    #[test]
+    fn fatal_issue_blocks_pass_even_with_top_score() {
+        let rounds = [RoundScore::new(10.0).fatal()];
+        assert_eq!(decide(&rounds, &policy()), Decision::Revise);
+    }
+
+    #[test]
+    fn failed_critique_never_passes() {
+        let p = Policy { pass_score: 0.0, ..policy() };
+        let rounds = [RoundScore::new(0.0).failed()];
+        assert_eq!(decide(&rounds, &p), Decision::Revise);
+        assert!(!rounds[0].meets_pass_rule(&p));
+    }
+
+    #[test]
+    fn fatal_issues_skip_stall_and_plateau() {
+        let p = Policy { plateau_eps: 1.0, ..policy() };
+        let rounds = [RoundScore::new(6.0), RoundScore::new(5.0), RoundScore::new(4.0).fatal()];
+        assert_eq!(decide(&rounds, &p), Decision::Revise);
+    }
+
+    #[test]
+    fn fatal_issues_do_not_override_the_budget() {
+        let p = Policy { max_revisions: 1, ..policy() };
+        let rounds = [RoundScore::new(6.0).fatal(), RoundScore::new(7.0).fatal()];
+        assert_eq!(decide(&rounds, &p), Decision::Stop(ExitReason::Budget));
+    }
+
+    #[test]
+    fn score_drop_is_a_stall() {
+        assert_eq!(run(&[6.0, 5.9], &policy()), Decision::Stop(ExitReason::Stall));
+    }
+
+    #[test]
+    fn a_tie_is_not_a_stall() {
+        assert_eq!(run(&[6.0, 6.0], &policy()), Decision::Revise);
+    }
+
+    #[test]
+    fn stall_off_keeps_revising_after_a_drop() {
+        let p = Policy { stall: false, ..policy() };
+        assert_eq!(run(&[6.0, 5.0], &p), Decision::Revise);
+    }
+
+    #[test]
+    fn plateau_needs_two_consecutive_small_improvements() {
+        let p = Policy { plateau_eps: 0.5, max_revisions: 10, ..policy() };
+        // One small gain is noise.
+        assert_eq!(run(&[5.0, 5.1], &p), Decision::Revise);
+        // A big gain then a small one: not yet.
+        assert_eq!(run(&[5.0, 6.0, 6.1], &p), Decision::Revise);
+        // Two small gains in a row.
+        assert_eq!(run(&[5.0, 6.0, 6.1, 6.2], &p), Decision::Stop(ExitReason::Plateau));
+        // Two ties in a row are two gains of zero.
+        assert_eq!(run(&[5.0, 5.0, 5.0], &p), Decision::Stop(ExitReason::Plateau));
+        // A gain of exactly eps is not small.
+        assert_eq!(run(&[5.0, 5.5, 6.0], &p), Decision::Revise);
+    }
+
+    #[test]
+    fn plateau_off_when_eps_is_zero() {
+        let p = Policy { plateau_eps: 0.0, max_revisions: 10, ..policy() };
+        assert_eq!(run(&[5.0, 5.0, 5.0, 5.0], &p), Decision::Revise);
+    }
+
+    #[test]
+    fn stall_is_checked_before_plateau() {
+        let p = Policy { plateau_eps: 1.0, max_revisions: 10, ..policy() };
+        assert_eq!(run(&[5.0, 5.1, 5.0], &p), Decision::Stop(ExitReason::Stall));
+    }
+
+    #[test]
+    fn plateau_is_checked_before_budget() {
+        let p = Policy { plateau_eps: 1.0, max_revisions: 2, ..policy() };
+        assert_eq!(run(&[5.0, 5.1, 5.2], &p), Decision::Stop(ExitReason::Plateau));
+    }
+
+    #[test]
+    fn budget_stops_at_the_revision_cap() {
+        let p = Policy { max_revisions: 3, ..policy() };
+        assert_eq!(run(&[1.0, 2.0, 3.0], &p), Decision::Revise);
+        assert_eq!(run(&[1.0, 2.0, 3.0, 4.0], &p), Decision::Stop(ExitReason::Budget));
+    }
+
+    #[test]
+    fn zero_revisions_is_the_single_arm() {
+        let p = Policy { max_revisions: 0, ..policy() };
+        assert_eq!(run(&[3.0], &p), Decision::Stop(ExitReason::Budget));
+        assert_eq!(run(&[9.0], &p), Decision::Stop(ExitReason::Pass));
+        assert_eq!(decide(&[RoundScore::new(3.0).fatal()], &p), Decision::Stop(ExitReason::Budget));
+    }
+
+    #[test]
+    fn pass_score_above_the_range_leaves_only_the_other_exits() {
+        // "Forced" mode: a 0-10 critic never reaches 11, so loops end by stall, plateau or budget.
+        let p = Policy { pass_score: 11.0, plateau_eps: 0.1, max_revisions: 4, ..policy() };
+        assert_eq!(run(&[10.0], &p), Decision::Revise);
+        assert_eq!(run(&[10.0, 9.0], &p), Decision::Stop(ExitReason::Stall));
+        assert_eq!(run(&[10.0, 10.0, 10.0], &p), Decision::Stop(ExitReason::Plateau));
+        let no_plateau = Policy { plateau_eps: 0.0, ..p };
+        assert_eq!(run(&[10.0; 5], &no_plateau), Decision::Stop(ExitReason::Budget));
+    }
+
+    #[test]
+    fn dim_target_requires_every_dimension() {
+        let p = Policy { dim_target: Some(8.0), ..policy() };
+        let weak = [RoundScore::new(9.0).with_min_dimension(7.5)];
+        assert_eq!(decide(&weak, &p), Decision::Revise);
+        let strong = [RoundScore::new(9.0).with_min_dimension(8.0)];
+        assert_eq!(decide(&strong, &p), Decision::Stop(ExitReason::Pass));
+        // Without a target, a weak dimension does not block a pass.
+        assert_eq!(decide(&weak, &policy()), Decision::Stop(ExitReason::Pass));
+    }
+
+    #[test]
+    fn config_ids_are_readable_and_distinct() {
+        assert_eq!(policy().config_id(), "p8-r3-stall-e0");
+        let p = Policy {
+            pass_score: 7.5,
+            max_revisions: 5,
+            stall: false,
+            plateau_eps: 0.1,
+            dim_target: Some(8.0),
+            final_draft: FinalDraft::Last,
+        };
+        assert_eq!(p.config_id(), "p7.5-r5-nostall-e0.1-d8-last");
+    }
+
+    #[test]
+    fn exit_reasons_round_trip_through_text() {
+        for reason in ExitReason::ALL {
+            assert_eq!(ExitReason::parse(reason.as_str()), Some(reason));
+        }
+        assert_eq!(ExitReason::parse("done"), None);
+    }
+
+    /// Every sequence of scores on a small grid, checked against the rule written out longhand.
+    #[test]
+    fn exhaustive_small_grid_matches_the_spec_table() {
+        let values = [4.0, 5.0, 5.05, 8.0];
+        let policies = [
+            Policy::default(),
+            Policy { stall: false, ..Policy::default() },
+            Policy { plateau_eps: 0.1, max_revisions: 4, ..Policy::default() },
+            Policy { max_revisions: 0, ..Policy::default() },
+        ];
+        let mut checked = 0;
+        for p in &policies {
+            for len in 1..=4usize {
+                for code in 0..(values.len() * 2).pow(len as u32) {
+                    let mut c = code;
+                    let rounds: Vec<RoundScore> = (0..len)
+                        .map(|_| {
+                            let pick = c % (values.len() * 2);
+                            c /= values.len() * 2;
+                            let r = RoundScore::new(values[pick / 2]);
+                            if pick % 2 == 1 { r.fatal() } else { r }
+                        })
+                        .collect();
+                    assert_eq!(decide(&rounds, p), longhand(&rounds, p), "{rounds:?} {p:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000);
+    }
+
+    fn longhand(rounds: &[RoundScore], p: &Policy) -> Decision {
+        let r = rounds.len() - 1;
+        let s = |i: usize| rounds[i].score;
+        let last = rounds[r];
+        if !last.fatal && last.score >= p.pass_score {
+            Decision::Stop(ExitReason::Pass)
+        } else if last.fatal && (r as u32) < p.max_revisions {
+            Decision::Revise
+        } else if last.fatal {
+            Decision::Stop(ExitReason::Budget)
+        } else if p.stall && r >= 1 && s(r) < s(r - 1) {
+            Decision::Stop(ExitReason::Stall)
+        } else if p.plateau_eps > 0.0
+            && r >= 2
+            && s(r) - s(r - 1) < p.plateau_eps
+            && s(r - 1) - s(r - 2) < p.plateau_eps
+        {
+            Decision::Stop(ExitReason::Plateau)
+        } else if r as u32 >= p.max_revisions {
+            Decision::Stop(ExitReason::Budget)
+        } else {
+            Decision::Revise
+        }
+    }
+}
