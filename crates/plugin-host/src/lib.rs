@@ -1,1 +1,26 @@
+//! Loads critic plugins (shared libraries speaking the ABI of `critbench-abi`) and calls them
+//! safely: resolution by name or path, ABI checks, serialized calls for plugins that are not
+//! thread-safe, and the retry-then-fail-conservatively rule of SPEC §4.
+//!
+//! Libraries are loaded once per process and never unloaded: thread-local destructors inside a
+//! plugin would otherwise run into unmapped code.
+//!
+//! ```no_run
+//! use critbench_plugin_host::{PluginLibrary, SearchPath};
+//!
+//! let search = SearchPath::default_for_current_exe(&[]);
+//! let library = PluginLibrary::resolve("rubric", &search, None).unwrap();
+//! let critic = library.instantiate("{}").unwrap();
+//! let answer = critic.call(r#"{"request_version":1,"task":{"id":"t","prompt":"p"},"draft":"# A","round":0}"#);
+//! println!("{} {}: {answer:?}", library.name, library.version);
+//! ```
 
+mod error;
+mod library;
+mod retry;
+mod search;
+
+pub use error::PluginError;
+pub use library::{CriticInstance, PluginLibrary};
+pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_with_retry};
+pub use search::SearchPath;

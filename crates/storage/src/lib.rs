@@ -1,1 +1,25 @@
+//! critbench's files: dataset readers (JSONL, CSV, Parquet) on the way in, and the Parquet tables
+//! of every round and every loop on the way out.
+//!
+//! Readers validate each row against SPEC §3 and name the file, line or row, and field at fault.
+//! Writers stream: a row goes into a column builder as soon as it exists and is flushed to disk
+//! in bounded batches, so memory stays flat however long the run.
+//!
+//! ```no_run
+//! use critbench_storage::dataset::{read_dataset, OnBadRow};
+//!
+//! let dataset = read_dataset("datasets/papers.jsonl".as_ref(), OnBadRow::Error).unwrap();
+//! println!("{} tasks, sha256 {}", dataset.tasks.len(), dataset.sha256);
+//! ```
 
+pub mod dataset;
+mod parquet_sink;
+pub mod tables;
+
+pub use parquet_sink::SCHEMA_VERSION;
+
+/// Hex-encoded SHA-256 of a file's bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,1 +1,241 @@
+//! The `scripted` critic: returns the critique the dataset scripted for this round (SPEC §3, §8).
+//!
+//! Round `k` gets `task.critiques[min(k, len - 1)]`, byte for byte as it appears in the request,
+//! so a loop with the `scripted` backend and this critic replays exactly and the decision rule can
+//! be tested on known score sequences. It is also the critic of the throughput benchmark, so it
+//! never builds the task: it borrows the raw JSON text of the one critique it returns.
+//!
+//! ```
+//! use critbench_abi::{CriticPlugin, Host};
+//! use critbench_scripted::Scripted;
+//!
+//! let critic = Scripted::create("{}", Host::none()).unwrap();
+//! let request = r#"{"request_version": 1, "round": 3, "draft": "...",
+//!     "task": {"id": "t", "prompt": "p", "critiques": [{"score": 5}, {"score": 8.5}]}}"#;
+//! assert_eq!(critic.critique(request).unwrap(), r#"{"score": 8.5}"#);
+//! ```
 
+use std::collections::BTreeMap;
+
+use critbench_abi::{CriticPlugin, Host, export_critic};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+
+/// The scripted critic. It has no settings: its config must be `{}`.
+#[derive(Debug)]
+pub struct Scripted;
+
+/// The parts of a request this critic reads; every other field is skipped without being built.
+#[derive(Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    task: ScriptedTask<'a>,
+    round: u64,
+}
+
+#[derive(Deserialize)]
+struct ScriptedTask<'a> {
+    #[serde(default)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    critiques: Vec<&'a RawValue>,
+}
+
+impl CriticPlugin for Scripted {
+    const NAME: &'static str = "scripted";
+    const VERSION: &'static str = "1.0.0";
+    const SCORE_MIN: f64 = 0.0;
+    const SCORE_MAX: f64 = 10.0;
+    const THREAD_SAFE: bool = true;
+
+    fn create(config: &str, _host: Host) -> Result<Self, String> {
+        let keys: BTreeMap<String, IgnoredAny> = serde_json::from_str(config)
+            .map_err(|e| format!("the scripted critic's config must be a JSON object: {e}"))?;
+        match keys.keys().next() {
+            None => Ok(Scripted),
+            Some(key) => Err(format!(
+                "the scripted critic takes no config, but got the key `{key}`; use {{}}"
+            )),
+        }
+    }
+
+    fn critique(&self, request: &str) -> Result<String, String> {
+        let request: Request = serde_json::from_str(request)
+            .map_err(|e| format!("malformed critique request: {e}"))?;
+        let critiques = &request.task.critiques;
+        let Some(last) = critiques.len().checked_sub(1) else {
+            let id = request.task.id.map_or("(no id)", |id| id.get());
+            return Err(format!(
+                "task {id} has no `critiques` for the scripted critic"
+            ));
+        };
+        let index = usize::try_from(request.round)
+            .unwrap_or(usize::MAX)
+            .min(last);
+        let critique = critiques[index].get();
+        // Anything but an object would only fail later in the host with a vaguer message.
+        if !critique.starts_with('{') {
+            return Err(format!(
+                "critiques[{index}] is not a JSON object: {critique}"
+            ));
+        }
+        Ok(critique.to_owned())
+    }
+}
+
+export_critic!(Scripted);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn critic() -> Scripted {
+        Scripted::create("{}", Host::none()).unwrap()
+    }
+
+    fn request(round: u32, critiques: &str) -> String {
+        format!(
+            r#"{{"request_version": 1, "task": {{"id": "essay-001", "prompt": "Write {{an}} essay",
+                "drafts": ["a \"quoted\" draft", "x"], "critiques": {critiques},
+                "meta": {{"expect": "pass", "nested": [{{"critiques": []}}]}}}},
+               "draft": "The draft \\u00e9 with \"quotes\" and {{braces}}", "round": {round}}}"#
+        )
+    }
+
+    #[test]
+    fn returns_the_critique_of_the_round_verbatim() {
+        let critiques = r#"[{"score": 6,   "issues": ["thin \"evidence\""]},
+            {"dimensions": {"clarity": 7.5}, "fatal_issues": [], "passed": true}]"#;
+        assert_eq!(
+            critic().critique(&request(0, critiques)).unwrap(),
+            r#"{"score": 6,   "issues": ["thin \"evidence\""]}"#
+        );
+        assert_eq!(
+            critic().critique(&request(1, critiques)).unwrap(),
+            r#"{"dimensions": {"clarity": 7.5}, "fatal_issues": [], "passed": true}"#
+        );
+    }
+
+    #[test]
+    fn rounds_past_the_script_repeat_the_last_critique() {
+        let critiques = r#"[{"score": 4}, {"score": 7}]"#;
+        for round in [2, 3, 100, u32::MAX] {
+            assert_eq!(
+                critic().critique(&request(round, critiques)).unwrap(),
+                r#"{"score": 7}"#
+            );
+        }
+    }
+
+    #[test]
+    fn field_order_does_not_matter() {
+        let request = r#"{"round": 1, "draft": "d", "task": {"critiques": [{"score": 1}, {"score": 2}], "id": "t"}}"#;
+        assert_eq!(critic().critique(request).unwrap(), r#"{"score": 2}"#);
+    }
+
+    #[test]
+    fn a_task_without_critiques_is_an_error_naming_it() {
+        let error = critic().critique(&request(0, "[]")).unwrap_err();
+        assert!(
+            error.contains("\"essay-001\"") && error.contains("critiques"),
+            "{error}"
+        );
+        let error = critic()
+            .critique(r#"{"round": 0, "draft": "", "task": {"id": "t2", "prompt": "p"}}"#)
+            .unwrap_err();
+        assert!(error.contains("\"t2\""), "{error}");
+    }
+
+    #[test]
+    fn malformed_requests_and_critiques_are_errors() {
+        for bad in [
+            "",
+            "not json",
+            r#"{"task": {"critiques": [{"score": 1}]}}"#,
+            r#"{"round": -1, "task": {}}"#,
+        ] {
+            assert!(
+                critic()
+                    .critique(bad)
+                    .unwrap_err()
+                    .starts_with("malformed critique request"),
+                "{bad}"
+            );
+        }
+        let error = critic().critique(&request(0, "[7]")).unwrap_err();
+        assert!(
+            error.contains("critiques[0] is not a JSON object"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn config_must_be_empty() {
+        assert!(Scripted::create(" { } ", Host::none()).is_ok());
+        let error = Scripted::create(r#"{"score_max": 5}"#, Host::none()).unwrap_err();
+        assert!(error.contains("`score_max`"), "{error}");
+        assert!(Scripted::create("[]", Host::none()).is_err());
+        assert!(Scripted::create("", Host::none()).is_err());
+    }
+
+    #[test]
+    fn the_exported_descriptor_works_across_the_c_boundary() {
+        use critbench_abi::{ABI_VERSION, Buffer, FLAG_THREAD_SAFE, STATUS_ERROR, STATUS_OK, Str};
+
+        // SAFETY: the descriptor is static and its strings point at static text.
+        let descriptor = unsafe { &*critbench_critic_v1() };
+        assert_eq!(descriptor.abi_version, ABI_VERSION);
+        assert_eq!(descriptor.flags, FLAG_THREAD_SAFE);
+        // SAFETY: as above.
+        assert_eq!(unsafe { descriptor.name.as_bytes() }, b"scripted");
+        // SAFETY: as above.
+        assert_eq!(unsafe { descriptor.version.as_bytes() }, b"1.0.0");
+        assert_eq!((descriptor.score_min, descriptor.score_max), (0.0, 10.0));
+
+        let mut instance = std::ptr::null_mut();
+        let mut error = Buffer::EMPTY;
+        // SAFETY: valid config text, no host services, valid out-pointers.
+        let status = unsafe {
+            (descriptor.create)(Str::new("{}"), std::ptr::null(), &mut instance, &mut error)
+        };
+        assert_eq!(status, STATUS_OK);
+
+        let call = |request: &str| {
+            let mut out = Buffer::EMPTY;
+            // SAFETY: `instance` was made by this descriptor's create and is not destroyed yet.
+            let status = unsafe { (descriptor.critique)(instance, Str::new(request), &mut out) };
+            // SAFETY: the plugin filled `out`; copy it, then hand it back to the plugin's free.
+            let text = String::from_utf8(unsafe { out.to_vec() }).unwrap();
+            // SAFETY: allocated by this plugin, freed once.
+            unsafe { (descriptor.free_buffer)(out) };
+            (status, text)
+        };
+        assert_eq!(
+            call(&request(5, r#"[{"score": 9}]"#)),
+            (STATUS_OK, r#"{"score": 9}"#.to_string())
+        );
+        let (status, message) = call(&request(0, "[]"));
+        assert_eq!(status, STATUS_ERROR);
+        assert!(message.contains("no `critiques`"), "{message}");
+        // SAFETY: made by create above, destroyed once.
+        unsafe { (descriptor.destroy)(instance) };
+
+        let mut instance = std::ptr::null_mut();
+        // SAFETY: as above.
+        let status = unsafe {
+            (descriptor.create)(
+                Str::new(r#"{"x": 1}"#),
+                std::ptr::null(),
+                &mut instance,
+                &mut error,
+            )
+        };
+        assert_eq!(status, STATUS_ERROR);
+        // SAFETY: the plugin filled `error`.
+        let message = String::from_utf8(unsafe { error.to_vec() }).unwrap();
+        // SAFETY: allocated by this plugin, freed once.
+        unsafe { (descriptor.free_buffer)(error) };
+        assert!(message.contains("`x`"), "{message}");
+    }
+}

@@ -1,0 +1,234 @@
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use critbench_abi::{
+    ABI_VERSION, Buffer, CriticDescriptorV1, ENTRY_SYMBOL, EntryPoint, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE,
+    HostV1, STATUS_ERROR, STATUS_OK, Str,
+};
+use critbench_core::ScoreRange;
+use sha2::{Digest, Sha256};
+
+use crate::{PluginError, SearchPath};
+
+/// A loaded plugin library: its descriptor and what the manifest records about it.
+#[derive(Debug)]
+pub struct PluginLibrary {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub name: String,
+    pub version: String,
+    pub range: ScoreRange,
+    pub thread_safe: bool,
+    pub policy_dependent: bool,
+    descriptor: &'static CriticDescriptorV1,
+}
+
+/// Libraries loaded so far, by canonical path: each is loaded once per process.
+fn loaded() -> &'static Mutex<HashMap<PathBuf, Arc<PluginLibrary>>> {
+    static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<PluginLibrary>>>> = OnceLock::new();
+    LOADED.get_or_init(Default::default)
+}
+
+impl PluginLibrary {
+    /// Resolves `reference` — a built-in name such as `rubric` or a path to a shared library
+    /// (relative paths against `base_dir` when given) — and loads it.
+    pub fn resolve(
+        reference: &str,
+        search: &SearchPath,
+        base_dir: Option<&Path>,
+    ) -> Result<Arc<PluginLibrary>, PluginError> {
+        let path = if SearchPath::is_path(reference) {
+            let path = PathBuf::from(reference);
+            match base_dir {
+                Some(base) if path.is_relative() => base.join(path),
+                _ => path,
+            }
+        } else {
+            search.find(reference).map_err(|(names, dirs)| PluginError::NotFound {
+                name: reference.to_string(),
+                candidates: names.join(" or "),
+                searched: if dirs.is_empty() {
+                    "(no directories)".to_string()
+                } else {
+                    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+                },
+            })?
+        };
+        Self::load(&path)
+    }
+
+    /// Loads the library at `path` (once per process) and checks its descriptor.
+    pub fn load(path: &Path) -> Result<Arc<PluginLibrary>, PluginError> {
+        if !path.is_file() {
+            return Err(PluginError::MissingFile { path: path.to_path_buf() });
+        }
+        let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let mut cache = loaded().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(library) = cache.get(&canonical) {
+            return Ok(Arc::clone(library));
+        }
+        let library = Arc::new(Self::open(&canonical)?);
+        cache.insert(canonical, Arc::clone(&library));
+        Ok(library)
+    }
+
+    fn open(path: &Path) -> Result<PluginLibrary, PluginError> {
+        let bytes = std::fs::read(path).map_err(|e| PluginError::Load { path: path.into(), message: e.to_string() })?;
+        let sha256 = hex(&Sha256::digest(&bytes));
+        // SAFETY: loading a library runs its initializers; the user chose this file as a plugin.
+        let library = unsafe { libloading::Library::new(path) }
+            .map_err(|e| PluginError::Load { path: path.into(), message: e.to_string() })?;
+        // Never unloaded: see the crate docs.
+        let library: &'static libloading::Library = Box::leak(Box::new(library));
+        // SAFETY: the symbol's type is fixed by the ABI; a library exporting the name with another
+        // type is not a critbench plugin and breaks the ABI contract.
+        let entry = unsafe { library.get::<EntryPoint>(ENTRY_SYMBOL.as_bytes()) }
+            .map_err(|_| PluginError::MissingSymbol { path: path.into() })?;
+        // SAFETY: the entry point takes no arguments and returns a pointer to static data.
+        let descriptor = unsafe { entry() };
+        let bad = |message: &str| PluginError::BadDescriptor { path: path.into(), message: message.into() };
+        if descriptor.is_null() {
+            return Err(bad("the entry point returned a null descriptor"));
+        }
+        // SAFETY: non-null, and the ABI says it points to a static descriptor.
+        let descriptor: &'static CriticDescriptorV1 = unsafe { &*descriptor };
+        if descriptor.abi_version != ABI_VERSION {
+            return Err(PluginError::AbiVersion { path: path.into(), found: descriptor.abi_version, expected: ABI_VERSION });
+        }
+        let text = |s: Str, field: &str| -> Result<String, PluginError> {
+            if s.ptr.is_null() && s.len > 0 {
+                return Err(bad(&format!("{field} is a null pointer")));
+            }
+            // SAFETY: static string owned by the plugin, (ptr, len) per the ABI.
+            let bytes = unsafe { s.as_bytes() };
+            std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| bad(&format!("{field} is not UTF-8")))
+        };
+        let name = text(descriptor.name, "name")?;
+        let version = text(descriptor.version, "version")?;
+        if name.is_empty() {
+            return Err(bad("name is empty"));
+        }
+        let range = ScoreRange { min: descriptor.score_min, max: descriptor.score_max };
+        if !(range.min.is_finite() && range.max.is_finite() && range.min < range.max) {
+            return Err(bad(&format!("score range {range} is not a finite, non-empty interval")));
+        }
+        Ok(PluginLibrary {
+            path: path.to_path_buf(),
+            sha256,
+            name,
+            version,
+            range,
+            thread_safe: descriptor.flags & FLAG_THREAD_SAFE != 0,
+            policy_dependent: descriptor.flags & FLAG_POLICY_DEPENDENT != 0,
+            descriptor,
+        })
+    }
+
+    /// Creates an instance from a JSON config.
+    pub fn instantiate(self: &Arc<Self>, config_json: &str) -> Result<CriticInstance, PluginError> {
+        let mut raw: *mut c_void = std::ptr::null_mut();
+        let mut error = Buffer::EMPTY;
+        // SAFETY: valid config bytes for the call, a host table that lives forever, valid out-pointers.
+        let status = unsafe { (self.descriptor.create)(Str::new(config_json), host_table(), &mut raw, &mut error) };
+        if status != STATUS_OK || raw.is_null() {
+            let message = self.take(error);
+            return Err(PluginError::ConfigRejected {
+                plugin: self.name.clone(),
+                config: config_json.to_string(),
+                message: if message.is_empty() { format!("create returned status {status}") } else { message },
+            });
+        }
+        self.take(error);
+        Ok(CriticInstance {
+            library: Arc::clone(self),
+            raw,
+            serialize: (!self.thread_safe).then(|| Mutex::new(())),
+        })
+    }
+
+    /// Copies a plugin-allocated buffer and frees it with the plugin's own allocator.
+    fn take(&self, buffer: Buffer) -> String {
+        if buffer.ptr.is_null() {
+            return String::new();
+        }
+        // SAFETY: the plugin filled (ptr, len); we copy before handing it back.
+        let bytes = unsafe { buffer.to_vec() };
+        // SAFETY: the buffer was allocated by this plugin and is freed exactly once.
+        unsafe { (self.descriptor.free_buffer)(buffer) };
+        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+}
+
+/// One critic instance. Calls are serialized when the plugin is not thread-safe.
+pub struct CriticInstance {
+    library: Arc<PluginLibrary>,
+    raw: *mut c_void,
+    serialize: Option<Mutex<()>>,
+}
+
+// SAFETY: the instance pointer is only used through `call`, which holds the mutex when the
+// plugin did not declare itself thread-safe; otherwise the plugin promises concurrent calls work.
+unsafe impl Send for CriticInstance {}
+// SAFETY: as above.
+unsafe impl Sync for CriticInstance {}
+
+impl CriticInstance {
+    pub fn library(&self) -> &Arc<PluginLibrary> {
+        &self.library
+    }
+
+    /// Sends one request; returns the plugin's answer, or its error message.
+    pub fn call(&self, request: &str) -> Result<String, String> {
+        let _guard = self.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut out = Buffer::EMPTY;
+        // SAFETY: `raw` came from this library's create and is alive until Drop; request bytes are
+        // valid for the call.
+        let status = unsafe { (self.library.descriptor.critique)(self.raw, Str::new(request), &mut out) };
+        let text = self.library.take(out);
+        match status {
+            STATUS_OK => Ok(text),
+            STATUS_ERROR if !text.is_empty() => Err(text),
+            other => Err(if text.is_empty() { format!("critique returned status {other}") } else { text }),
+        }
+    }
+}
+
+impl Drop for CriticInstance {
+    fn drop(&mut self) {
+        // SAFETY: made by this library's create, destroyed once.
+        unsafe { (self.library.descriptor.destroy)(self.raw) };
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The services this host offers plugins. None yet: every call answers with an error.
+fn host_table() -> &'static HostV1 {
+    static HOST: HostV1 = HostV1 {
+        abi_version: ABI_VERSION,
+        size: std::mem::size_of::<HostV1>() as u32,
+        context: std::ptr::null_mut(),
+        call: host_call,
+        free_buffer: host_free_buffer,
+    };
+    &HOST
+}
+
+unsafe extern "C" fn host_call(_context: *mut c_void, service: Str, _request: Str, out: *mut Buffer) -> i32 {
+    // SAFETY: (ptr, len) from the plugin, valid for the call.
+    let name = String::from_utf8_lossy(unsafe { service.as_bytes() }).into_owned();
+    if !out.is_null() {
+        // SAFETY: valid out-pointer from the plugin.
+        unsafe { *out = Buffer::from_vec(format!("this host offers no service `{name}`").into_bytes()) };
+    }
+    STATUS_ERROR
+}
+
+unsafe extern "C" fn host_free_buffer(buffer: Buffer) {
+    // SAFETY: allocated by `Buffer::from_vec` in this host.
+    unsafe { buffer.free() };
+}

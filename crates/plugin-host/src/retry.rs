@@ -1,0 +1,46 @@
+use std::collections::BTreeMap;
+
+use critbench_core::Critique;
+
+use crate::CriticInstance;
+
+/// Attempts per critique, in all, unless configured otherwise (SPEC §4).
+pub const DEFAULT_ATTEMPTS: u32 = 3;
+
+/// The result of critiquing one draft, after retries.
+#[derive(Debug)]
+pub struct CritiqueCall {
+    pub critique: Critique,
+    pub attempts: u32,
+    /// The last error when every attempt failed; the critique is then the conservative stand-in.
+    pub error: Option<String>,
+}
+
+impl CritiqueCall {
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+/// Calls the critic up to `attempts` times until it returns a valid critique; after the last
+/// failure returns [`Critique::unavailable`], which never passes a draft.
+pub fn critique_with_retry(
+    critic: &CriticInstance,
+    request: &str,
+    weights: Option<&BTreeMap<String, f64>>,
+    attempts: u32,
+) -> CritiqueCall {
+    let range = critic.library().range;
+    let attempts = attempts.max(1);
+    let mut last_error = String::new();
+    for attempt in 1..=attempts {
+        match critic.call(request) {
+            Ok(json) => match Critique::parse(&json, range, weights) {
+                Ok(critique) => return CritiqueCall { critique, attempts: attempt, error: None },
+                Err(e) => last_error = e.to_string(),
+            },
+            Err(message) => last_error = message,
+        }
+    }
+    CritiqueCall { critique: Critique::unavailable(range), attempts, error: Some(last_error) }
+}

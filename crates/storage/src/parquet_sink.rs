@@ -1,0 +1,67 @@
+//! A Parquet file written batch by batch: ZSTD-compressed, row groups capped by size.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+
+/// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
+/// up in memory.
+const MAX_ROW_GROUP_ROWS: usize = 256 * 1024;
+const MAX_ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
+
+/// Why an output file could not be written or read. Never the user's fault, except a missing or
+/// corrupt file given to `report`.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: {message}", path.display())]
+    Parquet { path: PathBuf, message: String },
+}
+
+pub(crate) struct ParquetSink {
+    path: PathBuf,
+    schema: SchemaRef,
+    writer: ArrowWriter<BufWriter<File>>,
+}
+
+impl ParquetSink {
+    pub(crate) fn create(path: &Path, schema: SchemaRef, table: &str) -> Result<Self, StorageError> {
+        let file = File::create(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+        let properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("3 is a valid zstd level")))
+            .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
+            .set_max_row_group_bytes(Some(MAX_ROW_GROUP_BYTES))
+            .set_key_value_metadata(Some(vec![
+                KeyValue::new("critbench.table".to_string(), table.to_string()),
+                KeyValue::new("critbench.schema_version".to_string(), SCHEMA_VERSION.to_string()),
+            ]))
+            .build();
+        let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))
+            .map_err(|e| StorageError::Parquet { path: path.into(), message: e.to_string() })?;
+        Ok(ParquetSink { path: path.into(), schema, writer })
+    }
+
+    pub(crate) fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), StorageError> {
+        let error = |e: &dyn std::fmt::Display| StorageError::Parquet { path: self.path.clone(), message: e.to_string() };
+        let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| error(&e))?;
+        self.writer.write(&batch).map_err(|e| error(&e))
+
+    }
+
+    pub(crate) fn close(self) -> Result<(), StorageError> {
+        let path = self.path;
+        self.writer.close().map_err(|e| StorageError::Parquet { path, message: e.to_string() })?;
+        Ok(())
+    }
+}

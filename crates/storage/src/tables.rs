@@ -1,0 +1,633 @@
+//! The two Parquet tables of a run (SPEC §7): `trajectories.parquet`, one row per critique, and
+//! `outcomes.parquet`, one row per loop (task × config × arm × critic × epoch).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, ListBuilder, MapBuilder, StringBuilder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+pub use crate::parquet_sink::StorageError;
+use crate::parquet_sink::ParquetSink;
+
+/// Rows buffered in column builders before they are handed to the Parquet writer.
+const BATCH_ROWS: usize = 8192;
+
+/// One critique of one draft, as written to `trajectories.parquet`.
+#[derive(Clone, Debug)]
+pub struct TrajectoryRow<'a> {
+    pub run_id: &'a str,
+    pub config_id: &'a str,
+    pub arm: &'a str,
+    pub critic: &'a str,
+    pub task_id: &'a str,
+    pub kind: Option<&'a str>,
+    pub epoch: u32,
+    pub round: u32,
+    pub revisions: u32,
+    pub score: f64,
+    pub dims: &'a BTreeMap<String, f64>,
+    pub issues: &'a [String],
+    pub fatal_issues: &'a [String],
+    /// Suggestions as JSON text, null when there are none.
+    pub suggestions: Option<&'a str>,
+    pub rationale: Option<&'a str>,
+    pub critic_passed: Option<bool>,
+    pub passed: bool,
+    pub decision: &'a str,
+    pub exit_reason: Option<&'a str>,
+    pub is_best: bool,
+    pub best_score: f64,
+    pub draft_chars: u64,
+    pub draft: Option<&'a str>,
+    pub gen_ms: f64,
+    pub critic_ms: f64,
+    pub critic_attempts: u32,
+    pub critic_error: Option<&'a str>,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+}
+
+/// One finished loop, as written to `outcomes.parquet` and read back by reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutcomeRow {
+    pub run_id: String,
+    pub config_id: String,
+    pub arm: String,
+    pub critic: String,
+    pub task_id: String,
+    pub kind: Option<String>,
+    pub epoch: u32,
+    pub pass_score: f64,
+    pub max_revisions: u32,
+    pub stall: bool,
+    pub plateau_eps: f64,
+    pub dim_target: Option<f64>,
+    pub final_draft: String,
+    pub rounds: u32,
+    pub revisions: u32,
+    pub exit_reason: String,
+    pub passed: bool,
+    pub first_score: f64,
+    pub last_score: f64,
+    pub final_score: f64,
+    pub best_score: f64,
+    pub best_round: u32,
+    pub critic_errors: u32,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+    pub wall_ms: f64,
+    /// The task's `meta`, as JSON text.
+    pub meta: Option<String>,
+}
+
+fn utf8(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
+}
+
+fn string_list(name: &str) -> Field {
+    Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false)
+}
+
+fn dims_map(name: &str) -> Field {
+    let entries = Field::new(
+        "entries",
+        DataType::Struct(
+            vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Float64, true)].into(),
+        ),
+        false,
+    );
+    Field::new(name, DataType::Map(Arc::new(entries), false), false)
+}
+
+/// The schema of `trajectories.parquet`.
+pub fn trajectory_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        utf8("run_id", false),
+        utf8("config_id", false),
+        utf8("arm", false),
+        utf8("critic", false),
+        utf8("task_id", false),
+        utf8("kind", true),
+        Field::new("epoch", DataType::Int32, false),
+        Field::new("round", DataType::Int32, false),
+        Field::new("revisions", DataType::Int32, false),
+        Field::new("score", DataType::Float64, false),
+        dims_map("dims"),
+        string_list("issues"),
+        string_list("fatal_issues"),
+        utf8("suggestions", true),
+        utf8("rationale", true),
+        Field::new("critic_passed", DataType::Boolean, true),
+        Field::new("passed", DataType::Boolean, false),
+        utf8("decision", false),
+        utf8("exit_reason", true),
+        Field::new("is_best", DataType::Boolean, false),
+        Field::new("best_score", DataType::Float64, false),
+        Field::new("draft_chars", DataType::Int64, false),
+        utf8("draft", true),
+        Field::new("gen_ms", DataType::Float64, false),
+        Field::new("critic_ms", DataType::Float64, false),
+        Field::new("critic_attempts", DataType::Int32, false),
+        utf8("critic_error", true),
+        Field::new("tokens_in", DataType::Int64, true),
+        Field::new("tokens_out", DataType::Int64, true),
+    ]))
+}
+
+/// The schema of `outcomes.parquet`.
+pub fn outcome_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        utf8("run_id", false),
+        utf8("config_id", false),
+        utf8("arm", false),
+        utf8("critic", false),
+        utf8("task_id", false),
+        utf8("kind", true),
+        Field::new("epoch", DataType::Int32, false),
+        Field::new("pass_score", DataType::Float64, false),
+        Field::new("max_revisions", DataType::Int32, false),
+        Field::new("stall", DataType::Boolean, false),
+        Field::new("plateau_eps", DataType::Float64, false),
+        Field::new("dim_target", DataType::Float64, true),
+        utf8("final", false),
+        Field::new("rounds", DataType::Int32, false),
+        Field::new("revisions", DataType::Int32, false),
+        utf8("exit_reason", false),
+        Field::new("passed", DataType::Boolean, false),
+        Field::new("first_score", DataType::Float64, false),
+        Field::new("last_score", DataType::Float64, false),
+        Field::new("final_score", DataType::Float64, false),
+        Field::new("best_score", DataType::Float64, false),
+        Field::new("best_round", DataType::Int32, false),
+        Field::new("critic_errors", DataType::Int32, false),
+        Field::new("tokens_in", DataType::Int64, true),
+        Field::new("tokens_out", DataType::Int64, true),
+        Field::new("wall_ms", DataType::Float64, false),
+        utf8("meta", true),
+    ]))
+}
+
+fn int(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+fn int64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn append_list(builder: &mut ListBuilder<StringBuilder>, items: &[String]) {
+    for item in items {
+        builder.values().append_value(item);
+    }
+    builder.append(true);
+}
+
+/// Streams [`TrajectoryRow`]s into `trajectories.parquet`.
+pub struct TrajectoryWriter {
+    sink: ParquetSink,
+    rows: usize,
+    run_id: StringBuilder,
+    config_id: StringBuilder,
+    arm: StringBuilder,
+    critic: StringBuilder,
+    task_id: StringBuilder,
+    kind: StringBuilder,
+    epoch: Int32Builder,
+    round: Int32Builder,
+    revisions: Int32Builder,
+    score: Float64Builder,
+    dims: MapBuilder<StringBuilder, Float64Builder>,
+    issues: ListBuilder<StringBuilder>,
+    fatal_issues: ListBuilder<StringBuilder>,
+    suggestions: StringBuilder,
+    rationale: StringBuilder,
+    critic_passed: BooleanBuilder,
+    passed: BooleanBuilder,
+    decision: StringBuilder,
+    exit_reason: StringBuilder,
+    is_best: BooleanBuilder,
+    best_score: Float64Builder,
+    draft_chars: Int64Builder,
+    draft: StringBuilder,
+    gen_ms: Float64Builder,
+    critic_ms: Float64Builder,
+    critic_attempts: Int32Builder,
+    critic_error: StringBuilder,
+    tokens_in: Int64Builder,
+    tokens_out: Int64Builder,
+}
+
+impl TrajectoryWriter {
+    pub fn create(path: &Path) -> Result<Self, StorageError> {
+        Ok(TrajectoryWriter {
+            sink: ParquetSink::create(path, trajectory_schema(), "trajectories")?,
+            rows: 0,
+            run_id: StringBuilder::new(),
+            config_id: StringBuilder::new(),
+            arm: StringBuilder::new(),
+            critic: StringBuilder::new(),
+            task_id: StringBuilder::new(),
+            kind: StringBuilder::new(),
+            epoch: Int32Builder::new(),
+            round: Int32Builder::new(),
+            revisions: Int32Builder::new(),
+            score: Float64Builder::new(),
+            dims: MapBuilder::new(None, StringBuilder::new(), Float64Builder::new()),
+            issues: ListBuilder::new(StringBuilder::new()),
+            fatal_issues: ListBuilder::new(StringBuilder::new()),
+            suggestions: StringBuilder::new(),
+            rationale: StringBuilder::new(),
+            critic_passed: BooleanBuilder::new(),
+            passed: BooleanBuilder::new(),
+            decision: StringBuilder::new(),
+            exit_reason: StringBuilder::new(),
+            is_best: BooleanBuilder::new(),
+            best_score: Float64Builder::new(),
+            draft_chars: Int64Builder::new(),
+            draft: StringBuilder::new(),
+            gen_ms: Float64Builder::new(),
+            critic_ms: Float64Builder::new(),
+            critic_attempts: Int32Builder::new(),
+            critic_error: StringBuilder::new(),
+            tokens_in: Int64Builder::new(),
+            tokens_out: Int64Builder::new(),
+        })
+    }
+
+    pub fn push(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError> {
+        self.run_id.append_value(row.run_id);
+        self.config_id.append_value(row.config_id);
+        self.arm.append_value(row.arm);
+        self.critic.append_value(row.critic);
+        self.task_id.append_value(row.task_id);
+        self.kind.append_option(row.kind);
+        self.epoch.append_value(int(row.epoch));
+        self.round.append_value(int(row.round));
+        self.revisions.append_value(int(row.revisions));
+        self.score.append_value(row.score);
+        for (name, value) in row.dims {
+            self.dims.keys().append_value(name);
+            self.dims.values().append_value(*value);
+        }
+        self.dims.append(true).expect("map keys and values are appended in pairs");
+        append_list(&mut self.issues, row.issues);
+        append_list(&mut self.fatal_issues, row.fatal_issues);
+        self.suggestions.append_option(row.suggestions);
+        self.rationale.append_option(row.rationale);
+        self.critic_passed.append_option(row.critic_passed);
+        self.passed.append_value(row.passed);
+        self.decision.append_value(row.decision);
+        self.exit_reason.append_option(row.exit_reason);
+        self.is_best.append_value(row.is_best);
+        self.best_score.append_value(row.best_score);
+        self.draft_chars.append_value(int64(row.draft_chars));
+        self.draft.append_option(row.draft);
+        self.gen_ms.append_value(row.gen_ms);
+        self.critic_ms.append_value(row.critic_ms);
+        self.critic_attempts.append_value(int(row.critic_attempts));
+        self.critic_error.append_option(row.critic_error);
+        self.tokens_in.append_option(row.tokens_in.map(int64));
+        self.tokens_out.append_option(row.tokens_out.map(int64));
+        self.rows += 1;
+        if self.rows >= BATCH_ROWS { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<(), StorageError> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        self.rows = 0;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(self.run_id.finish()),
+            Arc::new(self.config_id.finish()),
+            Arc::new(self.arm.finish()),
+            Arc::new(self.critic.finish()),
+            Arc::new(self.task_id.finish()),
+            Arc::new(self.kind.finish()),
+            Arc::new(self.epoch.finish()),
+            Arc::new(self.round.finish()),
+            Arc::new(self.revisions.finish()),
+            Arc::new(self.score.finish()),
+            Arc::new(self.dims.finish()),
+            Arc::new(self.issues.finish()),
+            Arc::new(self.fatal_issues.finish()),
+            Arc::new(self.suggestions.finish()),
+            Arc::new(self.rationale.finish()),
+            Arc::new(self.critic_passed.finish()),
+            Arc::new(self.passed.finish()),
+            Arc::new(self.decision.finish()),
+            Arc::new(self.exit_reason.finish()),
+            Arc::new(self.is_best.finish()),
+            Arc::new(self.best_score.finish()),
+            Arc::new(self.draft_chars.finish()),
+            Arc::new(self.draft.finish()),
+            Arc::new(self.gen_ms.finish()),
+            Arc::new(self.critic_ms.finish()),
+            Arc::new(self.critic_attempts.finish()),
+            Arc::new(self.critic_error.finish()),
+            Arc::new(self.tokens_in.finish()),
+            Arc::new(self.tokens_out.finish()),
+        ];
+        self.sink.write(columns)
+    }
+
+    pub fn close(mut self) -> Result<(), StorageError> {
+        self.flush()?;
+        self.sink.close()
+    }
+}
+
+/// Streams [`OutcomeRow`]s into `outcomes.parquet`.
+pub struct OutcomeWriter {
+    sink: ParquetSink,
+    pending: Vec<OutcomeRow>,
+}
+
+impl OutcomeWriter {
+    pub fn create(path: &Path) -> Result<Self, StorageError> {
+        Ok(OutcomeWriter { sink: ParquetSink::create(path, outcome_schema(), "outcomes")?, pending: Vec::new() })
+    }
+
+    pub fn push(&mut self, row: OutcomeRow) -> Result<(), StorageError> {
+        self.pending.push(row);
+        if self.pending.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<(), StorageError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let rows = std::mem::take(&mut self.pending);
+        let text = |f: &dyn Fn(&OutcomeRow) -> &str| -> ArrayRef {
+            Arc::new(arrow_array::StringArray::from_iter_values(rows.iter().map(f)))
+        };
+        let optional_text = |f: &dyn Fn(&OutcomeRow) -> Option<&str>| -> ArrayRef {
+            Arc::new(arrow_array::StringArray::from_iter(rows.iter().map(f)))
+        };
+        let int32 = |f: &dyn Fn(&OutcomeRow) -> u32| -> ArrayRef {
+            Arc::new(arrow_array::Int32Array::from_iter_values(rows.iter().map(|r| int(f(r)))))
+        };
+        let float = |f: &dyn Fn(&OutcomeRow) -> f64| -> ArrayRef {
+            Arc::new(arrow_array::Float64Array::from_iter_values(rows.iter().map(f)))
+        };
+        let boolean = |f: &dyn Fn(&OutcomeRow) -> bool| -> ArrayRef {
+            Arc::new(arrow_array::BooleanArray::from_iter(rows.iter().map(|r| Some(f(r)))))
+        };
+        let tokens = |f: &dyn Fn(&OutcomeRow) -> Option<u64>| -> ArrayRef {
+            Arc::new(arrow_array::Int64Array::from_iter(rows.iter().map(|r| f(r).map(int64))))
+        };
+        let columns = vec![
+            text(&|r| &r.run_id),
+            text(&|r| &r.config_id),
+            text(&|r| &r.arm),
+            text(&|r| &r.critic),
+            text(&|r| &r.task_id),
+            optional_text(&|r| r.kind.as_deref()),
+            int32(&|r| r.epoch),
+            float(&|r| r.pass_score),
+            int32(&|r| r.max_revisions),
+            boolean(&|r| r.stall),
+            float(&|r| r.plateau_eps),
+            Arc::new(arrow_array::Float64Array::from_iter(rows.iter().map(|r| r.dim_target))),
+            text(&|r| &r.final_draft),
+            int32(&|r| r.rounds),
+            int32(&|r| r.revisions),
+            text(&|r| &r.exit_reason),
+            boolean(&|r| r.passed),
+            float(&|r| r.first_score),
+            float(&|r| r.last_score),
+            float(&|r| r.final_score),
+            float(&|r| r.best_score),
+            int32(&|r| r.best_round),
+            int32(&|r| r.critic_errors),
+            tokens(&|r| r.tokens_in),
+            tokens(&|r| r.tokens_out),
+            float(&|r| r.wall_ms),
+            optional_text(&|r| r.meta.as_deref()),
+        ];
+        self.sink.write(columns)
+    }
+
+    pub fn close(mut self) -> Result<(), StorageError> {
+        self.flush()?;
+        self.sink.close()
+    }
+}
+
+/// Reads `outcomes.parquet` back, checking that every column this version writes is there.
+pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
+    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
+    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
+        read_outcome_batch(&batch, &mut rows).map_err(corrupt)?;
+    }
+    Ok(rows)
+}
+
+fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result<(), String> {
+    let column = |name: &str| -> Result<&ArrayRef, String> {
+        batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))
+    };
+    let text = |name: &str| -> Result<Vec<Option<String>>, String> {
+        let array = column(name)?;
+        let strings = array.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
+        Ok((0..strings.len()).map(|i| strings.is_valid(i).then(|| strings.value(i).to_string())).collect())
+    };
+    let required = |name: &str| -> Result<Vec<String>, String> {
+        text(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    };
+    let int32 = |name: &str| -> Result<Vec<u32>, String> {
+        let array = column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| format!("column `{name}` is not int32"))?;
+        Ok(array.values().iter().map(|v| u32::try_from(*v).unwrap_or(0)).collect())
+    };
+    let float = |name: &str| -> Result<Vec<Option<f64>>, String> {
+        let array =
+            column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| format!("column `{name}` is not float64"))?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
+    };
+    let required_float = |name: &str| -> Result<Vec<f64>, String> {
+        float(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    };
+    let boolean = |name: &str| -> Result<Vec<bool>, String> {
+        let array = column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
+        Ok((0..array.len()).map(|i| array.value(i)).collect())
+    };
+    let tokens = |name: &str| -> Result<Vec<Option<u64>>, String> {
+        let array = column(name)?.as_primitive_opt::<Int64Type>().ok_or_else(|| format!("column `{name}` is not int64"))?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).max(0) as u64)).collect())
+    };
+    let (run_id, config_id, arm, critic, task_id) =
+        (required("run_id")?, required("config_id")?, required("arm")?, required("critic")?, required("task_id")?);
+    let (kind, meta, final_draft, exit_reason) = (text("kind")?, text("meta")?, required("final")?, required("exit_reason")?);
+    let (epoch, max_revisions, rounds, revisions, best_round, critic_errors) = (
+        int32("epoch")?,
+        int32("max_revisions")?,
+        int32("rounds")?,
+        int32("revisions")?,
+        int32("best_round")?,
+        int32("critic_errors")?,
+    );
+    let (pass_score, plateau_eps, dim_target) =
+        (required_float("pass_score")?, required_float("plateau_eps")?, float("dim_target")?);
+    let (first_score, last_score, final_score, best_score, wall_ms) = (
+        required_float("first_score")?,
+        required_float("last_score")?,
+        required_float("final_score")?,
+        required_float("best_score")?,
+        required_float("wall_ms")?,
+    );
+    let (stall, passed) = (boolean("stall")?, boolean("passed")?);
+    let (tokens_in, tokens_out) = (tokens("tokens_in")?, tokens("tokens_out")?);
+    for i in 0..batch.num_rows() {
+        rows.push(OutcomeRow {
+            run_id: run_id[i].clone(),
+            config_id: config_id[i].clone(),
+            arm: arm[i].clone(),
+            critic: critic[i].clone(),
+            task_id: task_id[i].clone(),
+            kind: kind[i].clone(),
+            epoch: epoch[i],
+            pass_score: pass_score[i],
+            max_revisions: max_revisions[i],
+            stall: stall[i],
+            plateau_eps: plateau_eps[i],
+            dim_target: dim_target[i],
+            final_draft: final_draft[i].clone(),
+            rounds: rounds[i],
+            revisions: revisions[i],
+            exit_reason: exit_reason[i].clone(),
+            passed: passed[i],
+            first_score: first_score[i],
+            last_score: last_score[i],
+            final_score: final_score[i],
+            best_score: best_score[i],
+            best_round: best_round[i],
+            critic_errors: critic_errors[i],
+            tokens_in: tokens_in[i],
+            tokens_out: tokens_out[i],
+            wall_ms: wall_ms[i],
+            meta: meta[i].clone(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(task: &str, passed: bool) -> OutcomeRow {
+        OutcomeRow {
+            run_id: "r".into(),
+            config_id: "p8-r3-stall-e0".into(),
+            arm: "feedback".into(),
+            critic: "rubric".into(),
+            task_id: task.into(),
+            kind: Some("paper".into()),
+            epoch: 1,
+            pass_score: 8.0,
+            max_revisions: 3,
+            stall: true,
+            plateau_eps: 0.0,
+            dim_target: None,
+            final_draft: "best".into(),
+            rounds: 2,
+            revisions: 1,
+            exit_reason: if passed { "pass" } else { "stall" }.into(),
+            passed,
+            first_score: 5.0,
+            last_score: 8.5,
+            final_score: 8.5,
+            best_score: 8.5,
+            best_round: 1,
+            critic_errors: 0,
+            tokens_in: None,
+            tokens_out: Some(12),
+            wall_ms: 0.5,
+            meta: Some("{}".into()),
+        }
+    }
+
+    #[test]
+    fn outcomes_round_trip_through_parquet() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        let mut writer = OutcomeWriter::create(&path).unwrap();
+        let rows: Vec<OutcomeRow> = (0..10_000).map(|i| outcome(&format!("t{i}"), i % 3 == 0)).collect();
+        for row in &rows {
+            writer.push(row.clone()).unwrap();
+        }
+        writer.close().unwrap();
+        assert_eq!(read_outcomes(&path).unwrap(), rows);
+    }
+
+    #[test]
+    fn trajectories_write_nested_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let mut writer = TrajectoryWriter::create(&path).unwrap();
+        let dims = BTreeMap::from([("clarity".to_string(), 7.0), ("evidence".to_string(), 4.0)]);
+        let issues = vec!["thin evidence".to_string()];
+        for round in 0..20_000u32 {
+            writer
+                .push(&TrajectoryRow {
+                    run_id: "r",
+                    config_id: "c",
+                    arm: "feedback",
+                    critic: "rubric",
+                    task_id: "t",
+                    kind: None,
+                    epoch: 0,
+                    round,
+                    revisions: round,
+                    score: 5.5,
+                    dims: &dims,
+                    issues: &issues,
+                    fatal_issues: &[],
+                    suggestions: None,
+                    rationale: None,
+                    critic_passed: Some(false),
+                    passed: false,
+                    decision: "revise",
+                    exit_reason: None,
+                    is_best: round == 0,
+                    best_score: 5.5,
+                    draft_chars: 10,
+                    draft: None,
+                    gen_ms: 0.1,
+                    critic_ms: 0.1,
+                    critic_attempts: 1,
+                    critic_error: None,
+                    tokens_in: None,
+                    tokens_out: None,
+                })
+                .unwrap();
+        }
+        writer.close().unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        assert_eq!(reader.metadata().file_metadata().num_rows(), 20_000);
+        assert_eq!(reader.schema().as_ref(), trajectory_schema().as_ref());
+        let batch = reader.build().unwrap().next().unwrap().unwrap();
+        let dims = batch.column_by_name("dims").unwrap().as_map();
+        assert_eq!(dims.value(0).len(), 2);
+    }
+
+    #[test]
+    fn missing_outcome_file_is_an_io_error() {
+        let error = read_outcomes(Path::new("/nonexistent/outcomes.parquet")).unwrap_err();
+        assert!(error.to_string().contains("/nonexistent/outcomes.parquet"));
+    }
+}
