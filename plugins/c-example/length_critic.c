@@ -19,7 +19,7 @@
 #include "critbench.h"
 
 #define DEFAULT_TARGET_WORDS 150L
-/* Keeps 100 * target well inside a long, and no sensible essay target is larger. */
+/* Keeps 100 * target far from overflow; no sensible essay target is larger. */
 #define MAX_TARGET_WORDS 1000000L
 /* Deeper nesting than this is refused rather than risking the host's stack. */
 #define MAX_DEPTH 256
@@ -38,7 +38,7 @@ typedef struct text {
 } text;
 
 static void text_append(text *t, const char *bytes, size_t len) {
-    if (t->failed) {
+    if (t->failed || len == 0) {
         return;
     }
     if (t->len + len > t->cap) {
@@ -71,7 +71,6 @@ static void text_size(text *t, size_t value) {
         text_append(t, digits, (size_t)n);
     }
 }
-
 
 /* Hands the text over as a plugin-owned buffer through `out`, or frees it if there is nowhere to
  * put it. After a failed allocation the buffer is empty: there is no memory for a message. */
@@ -380,7 +379,12 @@ static int skip_value(scanner *s, int depth) {
     case 't': return scan_literal(s, "true");
     case 'f': return scan_literal(s, "false");
     case 'n': return scan_literal(s, "null");
-    default: return scan_number(s, NULL);
+    case '-': return scan_number(s, NULL);
+    default:
+        if (*s->p >= '0' && *s->p <= '9') {
+            return scan_number(s, NULL);
+        }
+        return scan_failed(s, "unexpected character");
     }
 }
 

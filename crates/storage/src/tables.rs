@@ -619,7 +619,8 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
         assert_eq!(reader.metadata().file_metadata().num_rows(), 20_000);
-        assert_eq!(reader.schema().as_ref(), trajectory_schema().as_ref());
+        assert_eq!(reader.schema().fields(), trajectory_schema().fields());
+        assert_eq!(reader.schema().metadata()["critbench.schema_version"], "1");
         let batch = reader.build().unwrap().next().unwrap().unwrap();
         let dims = batch.column_by_name("dims").unwrap().as_map();
         assert_eq!(dims.value(0).len(), 2);
