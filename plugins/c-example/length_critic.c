@@ -615,7 +615,7 @@ static int32_t critic_critique(void *instance, critbench_str request, critbench_
     }
     text_puts(&t, "], \"rationale\": \"");
     text_size(&t, words);
-    text_puts(&t, " words against a target of ");
+    text_puts(&t, words == 1 ? " word against a target of " : " words against a target of ");
     text_size(&t, target);
     text_puts(&t, "\"}");
     if (t.failed) {

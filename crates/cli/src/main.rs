@@ -1,1 +1,26 @@
-fn main() {}
+//! The `critbench` command: parses flags into plain structs and dispatches to one file per
+//! subcommand. All the work happens in the library crates.
+
+mod args;
+mod failure;
+mod plugins;
+mod report;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Run(options) => run::run(options),
+        args::Command::Report(options) => report::report(options),
+        args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
+        args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}

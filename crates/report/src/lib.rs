@@ -1,1 +1,66 @@
+//! Summaries of a finished run, computed from `outcomes.parquet` alone: pass rates with Wilson
+//! intervals, rounds used, exit reasons, and paired comparisons of arms on the same task × epoch
+//! (paired bootstrap interval of the pass-rate difference, exact McNemar test).
+//!
+//! Writes `summary.csv`, `summary.json`, `comparisons.csv` and `report.md` into the run directory.
+//!
+//! ```no_run
+//! let report = critbench_report::write_reports("reports/demo".as_ref()).unwrap();
+//! for row in &report.summary {
+//!     println!("{} {} {}: {:.1}%", row.config_id, row.critic, row.arm, 100.0 * row.pass_rate);
+//! }
+//! ```
 
+mod markdown;
+pub mod stats;
+mod summary;
+
+pub use markdown::{render_markdown, summary_table};
+pub use summary::{ComparisonRow, Report, SummaryRow, build_report};
+
+use std::path::{Path, PathBuf};
+
+use critbench_storage::tables::read_outcomes;
+
+/// Why reports could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{} is not a run directory: {reason}\n  hint: pass the directory a `critbench run` wrote (it holds outcomes.parquet)", path.display())]
+    NotARun { path: PathBuf, reason: String },
+    #[error("{0}")]
+    Corrupt(String),
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+impl ReportError {
+    /// Missing or corrupt inputs are the user's to fix; a failed write is not.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, ReportError::Write { .. })
+    }
+}
+
+/// Reads the run directory's outcomes (and manifest, for names and order) and writes every
+/// summary file. Returns what it wrote.
+pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
+    let outcomes_path = run_dir.join("outcomes.parquet");
+    if !run_dir.is_dir() {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
+    }
+    if !outcomes_path.is_file() {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason: "outcomes.parquet is missing".into() });
+    }
+    let outcomes = read_outcomes(&outcomes_path).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let manifest: Option<serde_json::Value> = match std::fs::read_to_string(run_dir.join("manifest.json")) {
+        Ok(text) => Some(serde_json::from_str(&text).map_err(|e| {
+            ReportError::Corrupt(format!("{}: invalid JSON: {e}", run_dir.join("manifest.json").display()))
+        })?),
+        Err(_) => None,
+    };
+    let report = build_report(&outcomes, manifest.as_ref());
+    summary::write_files(run_dir, &report)?;
+    let markdown = render_markdown(&report);
+    let path = run_dir.join("report.md");
+    std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;
+    Ok(report)
+}

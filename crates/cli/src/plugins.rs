@@ -1,0 +1,73 @@
+use critbench_core::Critique;
+use critbench_plugin_host::{PluginLibrary, SearchPath};
+
+use crate::args::{PluginCheckArgs, PluginListArgs};
+use crate::failure::Failure;
+
+pub fn list(args: PluginListArgs) -> Result<(), Failure> {
+    let search = SearchPath::default_for_current_exe(&args.plugin_dirs);
+    let found = search.discover();
+    if found.is_empty() {
+        println!("no plugins found in: {}", dirs(&search));
+        println!("build the built-in plugins with `cargo build --workspace`, or pass --plugin-dir DIR");
+        return Ok(());
+    }
+    println!("{:<12} {:<9} {:<8} path", "name", "version", "range");
+    for path in found {
+        match PluginLibrary::load(&path) {
+            Ok(library) => println!(
+                "{:<12} {:<9} {:<8} {}",
+                library.name,
+                library.version,
+                format!("{}–{}", library.range.min, library.range.max),
+                path.display()
+            ),
+            Err(error) => println!("{:<12} {:<9} {:<8} {} ({error})", "?", "?", "?", path.display()),
+        }
+    }
+    Ok(())
+}
+
+fn dirs(search: &SearchPath) -> String {
+    search.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// A request any built-in critic can answer: a short paper that cites known evidence, with a
+/// scripted critique attached.
+const SAMPLE_REQUEST: &str = r#"{"request_version":1,"round":0,"draft":"{\"answer\": \"Retrieval-augmented generation grounds answers in retrieved documents.\", \"evidence_ids\": [\"d1\"]}","task":{"id":"sample","prompt":"What does retrieval-augmented generation do?","kind":"rag","evidence":{"d1":"Retrieval-augmented generation grounds answers in retrieved documents."},"critiques":[{"score":7,"issues":["sample issue"]}]}}"#;
+
+pub fn check(args: PluginCheckArgs) -> Result<(), Failure> {
+    let search = SearchPath::default_for_current_exe(&args.plugin_dirs);
+    let cwd = std::env::current_dir().ok();
+    let library =
+        PluginLibrary::resolve(&args.plugin, &search, cwd.as_deref()).map_err(|e| Failure::usage(e.to_string()))?;
+    println!("plugin:      {}", library.path.display());
+    println!("sha256:      {}", library.sha256);
+    println!("abi:         v{}", critbench_abi::ABI_VERSION);
+    println!("name:        {}", library.name);
+    println!("version:     {}", library.version);
+    println!("score range: {}–{}", library.range.min, library.range.max);
+    println!("thread-safe: {}", if library.thread_safe { "yes" } else { "no (calls are serialized)" });
+    if library.policy_dependent {
+        println!("note:        its critiques depend on the loop policy");
+    }
+    if serde_json::from_str::<serde_json::Value>(&args.config).is_err() {
+        return Err(Failure::usage(format!("--config is not valid JSON: {}", args.config)));
+    }
+    let critic = library.instantiate(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
+    let answer = critic
+        .call(SAMPLE_REQUEST)
+        .map_err(|e| Failure::usage(format!("the plugin failed on the sample request: {e}")))?;
+    let critique = Critique::parse(&answer, library.range, None)
+        .map_err(|e| Failure::usage(format!("the plugin's answer to the sample request is invalid: {e}\n  answer: {answer}")))?;
+    println!(
+        "sample:      score {} · {} issue(s) · {} fatal · {} suggestion(s) · {} dimension(s)",
+        critique.score,
+        critique.issues.len(),
+        critique.fatal_issues.len(),
+        critique.suggestions.len(),
+        critique.dimensions.len()
+    );
+    println!("ok");
+    Ok(())
+}

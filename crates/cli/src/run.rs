@@ -1,0 +1,64 @@
+use std::path::PathBuf;
+
+use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides};
+use critbench_engine::run::{RunOptions, run_experiment};
+use critbench_storage::dataset::OnBadRow;
+
+use crate::args::{BadRow, RunArgs};
+use crate::failure::Failure;
+
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    let path = match args.experiment {
+        Some(path) => path,
+        None => {
+            let default = PathBuf::from(DEFAULT_EXPERIMENT);
+            if !default.is_file() {
+                return Err(Failure::usage(format!(
+                    "no experiment given and {DEFAULT_EXPERIMENT} is not here; run from the critbench \
+                     repository root or pass an experiment file: critbench run EXPERIMENT.toml"
+                )));
+            }
+            default
+        }
+    };
+    if args.jobs == Some(0) {
+        return Err(Failure::usage("--jobs must be at least 1"));
+    }
+    let overrides = Overrides {
+        out: args.out,
+        jobs: args.jobs,
+        datasets: args.datasets,
+        limit: args.limit,
+        on_bad_row: args.on_bad_row.map(|mode| match mode {
+            BadRow::Error => OnBadRow::Error,
+            BadRow::Skip => OnBadRow::Skip,
+        }),
+        store_drafts: args.store_drafts,
+        plugin_dirs: args.plugin_dirs,
+    };
+    let experiment = Experiment::load(&path, &overrides)?;
+    let summary = run_experiment(&experiment, &RunOptions { quiet: args.quiet })?;
+    if let Some(report) = &summary.report {
+        println!("{}", critbench_report::summary_table(report));
+    }
+    let seconds = summary.elapsed.as_secs_f64();
+    println!(
+        "{} loops, {} critiques in {:.2} s ({:.0} critiques/s); wrote {}",
+        summary.loops,
+        summary.critiques,
+        seconds,
+        summary.critiques as f64 / seconds.max(1e-9),
+        summary.out_dir.display()
+    );
+    if summary.rows_skipped > 0 {
+        println!("skipped {} bad dataset row(s); see manifest.json", summary.rows_skipped);
+    }
+    if !summary.failed_loops.is_empty() {
+        return Err(Failure::failed(format!(
+            "{} loop(s) failed and have no rows (every other loop was written); see failed_loops in {}",
+            summary.failed_loops.len(),
+            summary.out_dir.join("manifest.json").display()
+        )));
+    }
+    Ok(())
+}

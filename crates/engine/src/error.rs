@@ -1,0 +1,37 @@
+use std::path::PathBuf;
+
+/// Everything that can stop a run. [`EngineError::is_usage`] tells the user's mistakes (exit 2)
+/// from internal failures (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{}: {message}", path.display())]
+    Experiment { path: PathBuf, message: String },
+    #[error(transparent)]
+    Dataset(#[from] critbench_storage::dataset::DatasetError),
+    #[error("critic `{critic}`: {source}")]
+    Plugin { critic: String, source: critbench_plugin_host::PluginError },
+    #[error("{0}")]
+    Usage(String),
+    #[error("writing the run directory failed: {0}")]
+    Storage(#[from] critbench_storage::tables::StorageError),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error(transparent)]
+    Report(#[from] critbench_report::ReportError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl EngineError {
+    /// Whether the user can fix this by changing their input (exit status 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            EngineError::Experiment { .. }
+            | EngineError::Dataset(_)
+            | EngineError::Plugin { .. }
+            | EngineError::Usage(_) => true,
+            EngineError::Report(error) => error.is_usage(),
+            EngineError::Storage(_) | EngineError::Io { .. } | EngineError::Internal(_) => false,
+        }
+    }
+}

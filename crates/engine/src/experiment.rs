@@ -1,0 +1,491 @@
+//! The experiment file (SPEC §9), validated and resolved against command-line overrides.
+//!
+//! Every path inside the file is relative to the file; every path on the command line is
+//! relative to the current directory. Unknown keys are errors.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use critbench_core::{Arm, FinalDraft, Policy};
+use critbench_storage::dataset::OnBadRow;
+use serde::{Deserialize, Serialize};
+
+use crate::EngineError;
+
+/// The experiment run when `critbench run` is given none.
+pub const DEFAULT_EXPERIMENT: &str = "experiments/demo.toml";
+
+/// Where the model side of the loop comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// The built-in deterministic simulated writer.
+    Sim,
+    /// Drafts from each task's `drafts` field.
+    Scripted,
+    /// An OpenAI-compatible server.
+    Openai,
+}
+
+/// One critic of the experiment: a label, a plugin and its config.
+#[derive(Clone, Debug, Serialize)]
+pub struct CriticSpec {
+    /// The label in the outputs.
+    pub name: String,
+    /// A built-in plugin name or a path (already resolved against the experiment file).
+    pub plugin: String,
+    /// Only tasks of these kinds; every task when `None`.
+    pub kinds: Option<Vec<String>>,
+    /// JSON handed to the plugin's `create`.
+    pub config: serde_json::Value,
+    /// Weights for the mean of dimensions when a critique has no score.
+    pub weights: Option<BTreeMap<String, f64>>,
+}
+
+impl CriticSpec {
+    pub fn takes(&self, kind: Option<&str>) -> bool {
+        match &self.kinds {
+            None => true,
+            Some(kinds) => kind.is_some_and(|k| kinds.iter().any(|wanted| wanted == k)),
+        }
+    }
+}
+
+/// A fully resolved experiment: what `run` executes and the manifest records.
+#[derive(Clone, Debug, Serialize)]
+pub struct Experiment {
+    pub name: String,
+    /// The experiment file, if the experiment came from one.
+    pub path: Option<PathBuf>,
+    pub datasets: Vec<PathBuf>,
+    pub backend: BackendKind,
+    #[serde(serialize_with = "arm_names")]
+    pub arms: Vec<Arm>,
+    pub epochs: u32,
+    pub seed: u64,
+    pub out: PathBuf,
+    pub critics: Vec<CriticSpec>,
+    /// The policy grid: one entry per config, in a stable order.
+    #[serde(serialize_with = "policy_tables")]
+    pub policies: Vec<Policy>,
+    /// Attempts per critique before the conservative failure (SPEC §4).
+    pub critic_attempts: u32,
+    /// Keep each draft's text in `trajectories.parquet`.
+    pub store_drafts: bool,
+    pub plugin_dirs: Vec<PathBuf>,
+    #[serde(serialize_with = "bad_row_name")]
+    pub on_bad_row: OnBadRow,
+    /// Only the first N tasks of the dataset(s).
+    pub limit: Option<usize>,
+    /// Worker threads; 0 means every core.
+    pub jobs: usize,
+}
+
+fn arm_names<S: serde::Serializer>(arms: &[Arm], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(arms.iter().map(|a| a.as_str()))
+}
+
+fn bad_row_name<S: serde::Serializer>(mode: &OnBadRow, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match mode {
+        OnBadRow::Error => "error",
+        OnBadRow::Skip => "skip",
+    })
+}
+
+/// A policy as it appears in the manifest and `summary.json`.
+pub fn policy_json(policy: &Policy) -> serde_json::Value {
+    serde_json::json!({
+        "config_id": policy.config_id(),
+        "pass_score": policy.pass_score,
+        "max_revisions": policy.max_revisions,
+        "stall": policy.stall,
+        "plateau_eps": policy.plateau_eps,
+        "dim_target": policy.dim_target,
+        "final": policy.final_draft.as_str(),
+    })
+}
+
+fn policy_tables<S: serde::Serializer>(policies: &[Policy], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(policies.iter().map(policy_json))
+}
+
+/// Command-line flags that override the file.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub out: Option<PathBuf>,
+    pub jobs: Option<usize>,
+    pub datasets: Vec<PathBuf>,
+    pub limit: Option<usize>,
+    pub on_bad_row: Option<OnBadRow>,
+    pub store_drafts: bool,
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    name: String,
+    #[serde(default)]
+    dataset: Option<OneOrMany<String>>,
+    #[serde(default = "default_backend")]
+    backend: String,
+    #[serde(default)]
+    arms: Option<Vec<String>>,
+    #[serde(default = "one")]
+    epochs: u32,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    out: Option<String>,
+    #[serde(default = "default_attempts")]
+    critic_attempts: u32,
+    #[serde(default)]
+    store_drafts: bool,
+    #[serde(default)]
+    plugin_dirs: Vec<String>,
+    #[serde(default)]
+    on_bad_row: Option<String>,
+    critics: Vec<CriticEntry>,
+    #[serde(default)]
+    policy: toml::Table,
+    #[serde(default)]
+    openai: Option<OpenAiSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CriticEntry {
+    name: String,
+    plugin: String,
+    #[serde(default)]
+    kinds: Option<Vec<String>>,
+    #[serde(default)]
+    config: Option<toml::Value>,
+    #[serde(default)]
+    weights: Option<BTreeMap<String, f64>>,
+}
+
+/// Accepted so that files written for real-model runs parse; the backend itself is separate.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct OpenAiSection {
+    base_url: String,
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    concurrency: Option<u32>,
+    #[serde(default)]
+    models: BTreeMap<String, String>,
+}
+
+fn default_backend() -> String {
+    "sim".into()
+}
+fn one() -> u32 {
+    1
+}
+fn default_attempts() -> u32 {
+    critbench_plugin_host::DEFAULT_ATTEMPTS
+}
+
+const POLICY_KEYS: [&str; 6] = ["pass_score", "max_revisions", "stall", "plateau_eps", "dim_target", "final"];
+
+impl Experiment {
+    /// Reads, validates and resolves an experiment file.
+    pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, EngineError> {
+        let fail = |message: String| EngineError::Experiment { path: path.to_path_buf(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            fail(format!("cannot read the experiment file: {e}"))
+        })?;
+        let file: ExperimentFile = toml::from_str(&text).map_err(|e| fail(e.to_string().trim_end().to_string()))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::resolve(file, &base, overrides).map(|mut experiment| {
+            experiment.path = Some(path.to_path_buf());
+            experiment
+        })
+        .map_err(fail)
+    }
+
+    fn resolve(file: ExperimentFile, base: &Path, overrides: &Overrides) -> Result<Experiment, String> {
+        let relative = |p: &str| -> PathBuf {
+            let path = PathBuf::from(p);
+            if path.is_absolute() { path } else { normalize(&base.join(path)) }
+        };
+        if file.name.trim().is_empty() {
+            return Err("`name` must not be empty".into());
+        }
+        let datasets: Vec<PathBuf> = if !overrides.datasets.is_empty() {
+            overrides.datasets.clone()
+        } else {
+            match file.dataset {
+                Some(OneOrMany::One(p)) => vec![relative(&p)],
+                Some(OneOrMany::Many(ps)) if !ps.is_empty() => ps.iter().map(|p| relative(p)).collect(),
+                Some(OneOrMany::Many(_)) => return Err("`dataset` is an empty list; give at least one path".into()),
+                None => return Err("`dataset` is missing; give a path (or pass --dataset PATH)".into()),
+            }
+        };
+        let backend = match file.backend.as_str() {
+            "sim" => BackendKind::Sim,
+            "scripted" => BackendKind::Scripted,
+            "openai" => BackendKind::Openai,
+            other => return Err(format!("`backend` = \"{other}\" is not known; use \"sim\", \"scripted\" or \"openai\"")),
+        };
+        if backend == BackendKind::Openai && file.openai.is_none() {
+            return Err("`backend` = \"openai\" needs an [openai] section with `base_url`".into());
+        }
+        let arm_names = file.arms.unwrap_or_else(|| Arm::ALL.iter().map(|a| a.as_str().to_string()).collect());
+        if arm_names.is_empty() {
+            return Err("`arms` is empty; use any of \"feedback\", \"no-feedback\", \"single\"".into());
+        }
+        let mut arms = Vec::new();
+        for name in &arm_names {
+            let arm = Arm::parse(name).ok_or_else(|| {
+                format!("`arms`: \"{name}\" is not an arm; use \"feedback\", \"no-feedback\" or \"single\"")
+            })?;
+            if arms.contains(&arm) {
+                return Err(format!("`arms`: \"{name}\" is listed twice"));
+            }
+            arms.push(arm);
+        }
+        if file.epochs == 0 {
+            return Err("`epochs` must be at least 1".into());
+        }
+        if file.critic_attempts == 0 {
+            return Err("`critic_attempts` must be at least 1".into());
+        }
+        if file.critics.is_empty() {
+            return Err("no critics: add at least one [[critics]] table with `name` and `plugin`".into());
+        }
+        let mut labels = BTreeSet::new();
+        let mut critics = Vec::new();
+        for (index, entry) in file.critics.into_iter().enumerate() {
+            let at = format!("critics[{index}]");
+            if entry.name.trim().is_empty() {
+                return Err(format!("{at}: `name` must not be empty"));
+            }
+            if !labels.insert(entry.name.clone()) {
+                return Err(format!("{at}: the critic name \"{}\" is used twice; names label the outputs", entry.name));
+            }
+            if entry.plugin.trim().is_empty() {
+                return Err(format!("{at}: `plugin` must not be empty"));
+            }
+            if entry.kinds.as_ref().is_some_and(Vec::is_empty) {
+                return Err(format!("{at}: `kinds` is empty, so no task would reach this critic; remove it to take every task"));
+            }
+            let plugin = if critbench_plugin_host::SearchPath::is_path(&entry.plugin) {
+                relative(&entry.plugin).display().to_string()
+            } else {
+                entry.plugin.clone()
+            };
+            let config = match entry.config {
+                None => serde_json::json!({}),
+                Some(value) => serde_json::to_value(value).map_err(|e| format!("{at}: `config`: {e}"))?,
+            };
+            critics.push(CriticSpec { name: entry.name, plugin, kinds: entry.kinds, config, weights: entry.weights });
+        }
+        let policies = policy_grid(&file.policy)?;
+        let on_bad_row = match (overrides.on_bad_row, file.on_bad_row.as_deref()) {
+            (Some(mode), _) => mode,
+            (None, None | Some("error")) => OnBadRow::Error,
+            (None, Some("skip")) => OnBadRow::Skip,
+            (None, Some(other)) => return Err(format!("`on_bad_row` = \"{other}\"; use \"error\" or \"skip\"")),
+        };
+        let out = match (&overrides.out, &file.out) {
+            (Some(out), _) => out.clone(),
+            (None, Some(out)) => relative(out),
+            (None, None) => PathBuf::from("reports").join(&file.name),
+        };
+        let mut plugin_dirs = overrides.plugin_dirs.clone();
+        plugin_dirs.extend(file.plugin_dirs.iter().map(|d| relative(d)));
+        Ok(Experiment {
+            name: file.name,
+            path: None,
+            datasets,
+            backend,
+            arms,
+            epochs: file.epochs,
+            seed: file.seed,
+            out,
+            critics,
+            policies,
+            critic_attempts: file.critic_attempts,
+            store_drafts: file.store_drafts || overrides.store_drafts,
+            plugin_dirs,
+            on_bad_row,
+            limit: overrides.limit,
+            jobs: overrides.jobs.unwrap_or(0),
+        })
+    }
+}
+
+/// Removes `.` and `name/..` pairs without touching the file system, so the manifest records
+/// `datasets/x.jsonl` rather than `experiments/../datasets/x.jsonl`.
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
+}
+
+/// The cross product of every `[policy]` field, each a value or a list of values.
+fn policy_grid(table: &toml::Table) -> Result<Vec<Policy>, String> {
+    for key in table.keys() {
+        if !POLICY_KEYS.contains(&key.as_str()) {
+            return Err(format!("[policy]: unknown key `{key}`; expected one of: {}", POLICY_KEYS.join(", ")));
+        }
+    }
+    let defaults = Policy::default();
+    let list = |key: &str| -> Result<Option<Vec<toml::Value>>, String> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Array(items)) if items.is_empty() => {
+                Err(format!("[policy]: `{key}` is an empty list; give at least one value"))
+            }
+            Some(toml::Value::Array(items)) => Ok(Some(items.clone())),
+            Some(value) => Ok(Some(vec![value.clone()])),
+        }
+    };
+    let number = |key: &str, value: &toml::Value| -> Result<f64, String> {
+        let n = match value {
+            toml::Value::Integer(i) => *i as f64,
+            toml::Value::Float(f) => *f,
+            other => return Err(format!("[policy]: `{key}` must be a number, found {}", other.type_str())),
+        };
+        if n.is_finite() { Ok(n) } else { Err(format!("[policy]: `{key}` must be finite")) }
+    };
+    let numbers = |key: &str, default: f64| -> Result<Vec<f64>, String> {
+        match list(key)? {
+            None => Ok(vec![default]),
+            Some(values) => values.iter().map(|v| number(key, v)).collect(),
+        }
+    };
+    let pass_scores = numbers("pass_score", defaults.pass_score)?;
+    let plateau = numbers("plateau_eps", defaults.plateau_eps)?;
+    if let Some(eps) = plateau.iter().find(|e| **e < 0.0) {
+        return Err(format!("[policy]: `plateau_eps` = {eps} must be ≥ 0 (0 turns plateau detection off)"));
+    }
+    let caps: Vec<u32> = match list("max_revisions")? {
+        None => vec![defaults.max_revisions],
+        Some(values) => values
+            .iter()
+            .map(|v| match v {
+                toml::Value::Integer(i) if (0..=1000).contains(i) => Ok(*i as u32),
+                other => Err(format!("[policy]: `max_revisions` must be a whole number from 0 to 1000, found {other}")),
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let stalls: Vec<bool> = match list("stall")? {
+        None => vec![defaults.stall],
+        Some(values) => values
+            .iter()
+            .map(|v| v.as_bool().ok_or_else(|| format!("[policy]: `stall` must be true or false, found {v}")))
+            .collect::<Result<_, _>>()?,
+    };
+    let targets: Vec<Option<f64>> = match list("dim_target")? {
+        None => vec![None],
+        Some(values) => values.iter().map(|v| number("dim_target", v).map(Some)).collect::<Result<_, _>>()?,
+    };
+    let finals: Vec<FinalDraft> = match list("final")? {
+        None => vec![FinalDraft::Best],
+        Some(values) => values
+            .iter()
+            .map(|v| match v.as_str() {
+                Some("best") => Ok(FinalDraft::Best),
+                Some("last") => Ok(FinalDraft::Last),
+                _ => Err(format!("[policy]: `final` must be \"best\" or \"last\", found {v}")),
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let mut grid = Vec::new();
+    let mut seen = BTreeSet::new();
+    for &pass_score in &pass_scores {
+        for &max_revisions in &caps {
+            for &stall in &stalls {
+                for &plateau_eps in &plateau {
+                    for &dim_target in &targets {
+                        for &final_draft in &finals {
+                            let policy = Policy { pass_score, max_revisions, stall, plateau_eps, dim_target, final_draft };
+                            if !seen.insert(policy.config_id()) {
+                                return Err(format!("[policy]: the value list repeats a value (config {} twice)", policy.config_id()));
+                            }
+                            grid.push(policy);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(grid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Experiment, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, text).unwrap();
+        Experiment::load(&path, &Overrides::default())
+            .map_err(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"))
+    }
+
+    const MINIMAL: &str = "name = \"t\"\ndataset = \"d.jsonl\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let e = load(MINIMAL).unwrap();
+        assert_eq!(e.backend, BackendKind::Sim);
+        assert_eq!(e.arms, Arm::ALL);
+        assert_eq!(e.policies, [Policy::default()]);
+        assert_eq!(e.critic_attempts, 3);
+        assert!(e.datasets[0].ends_with("d.jsonl") && e.datasets[0].is_absolute());
+    }
+
+    #[test]
+    fn paths_are_normalized_lexically() {
+        assert_eq!(normalize(Path::new("experiments/../datasets/x.jsonl")), Path::new("datasets/x.jsonl"));
+        assert_eq!(normalize(Path::new("./a/./b")), Path::new("a/b"));
+        assert_eq!(normalize(Path::new("../x")), Path::new("../x"));
+        assert_eq!(normalize(Path::new("a/..")), Path::new("."));
+    }
+
+    #[test]
+    fn policy_lists_make_a_grid() {
+        let e = load(&format!("{MINIMAL}[policy]\npass_score = [7, 8.5]\nmax_revisions = [1, 3, 5]\nstall = false\n")).unwrap();
+        let ids: Vec<String> = e.policies.iter().map(Policy::config_id).collect();
+        assert_eq!(ids.len(), 6);
+        assert_eq!(ids[0], "p7-r1-nostall-e0");
+        assert_eq!(ids[5], "p8.5-r5-nostall-e0");
+    }
+
+    #[test]
+    fn bad_files_name_the_key() {
+        assert!(load(&format!("{MINIMAL}colour = 3\n")).unwrap_err().contains("unknown field `colour`"));
+        assert!(load(&format!("{MINIMAL}[policy]\nthreshold = 3\n")).unwrap_err().contains("[policy]: unknown key `threshold`"));
+        assert!(load(&format!("{MINIMAL}[policy]\npass_score = []\n")).unwrap_err().contains("`pass_score` is an empty list"));
+        assert!(load(&format!("{MINIMAL}[policy]\nmax_revisions = -1\n")).unwrap_err().contains("`max_revisions` must be a whole number"));
+        assert!(load(&format!("{MINIMAL}arms = [\"feedback\", \"blind\"]\n")).unwrap_err().contains("\"blind\" is not an arm"));
+        assert!(load(&format!("{MINIMAL}backend = \"gpt\"\n")).unwrap_err().contains("`backend` = \"gpt\" is not known"));
+        assert!(load("name = \"t\"\ndataset = \"d\"\ncritics = []\n").unwrap_err().contains("no critics"));
+        let e = load("name = \"t\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n").unwrap_err();
+        assert!(e.starts_with("DIR/x.toml: `dataset` is missing"), "{e}");
+        assert!(load(&format!("{MINIMAL}epochs = \"two\"\n")).unwrap_err().contains("line 6"));
+    }
+}

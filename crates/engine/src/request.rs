@@ -1,0 +1,45 @@
+//! The critique request sent to plugins (see `critbench.h`).
+
+use critbench_abi::REQUEST_VERSION;
+use critbench_core::Task;
+
+/// A task serialized once, reused for every request about it.
+pub struct TaskJson(String);
+
+impl TaskJson {
+    pub fn new(task: &Task) -> TaskJson {
+        TaskJson(serde_json::to_string(task).expect("a task always serializes"))
+    }
+}
+
+/// `{"request_version":1,"round":R,"draft":"...","task":{...}}`
+pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
+    let draft = serde_json::to_string(draft).expect("a string always serializes");
+    let mut request = String::with_capacity(64 + draft.len() + task.0.len());
+    request.push_str("{\"request_version\":");
+    request.push_str(&REQUEST_VERSION.to_string());
+    request.push_str(",\"round\":");
+    request.push_str(&round.to_string());
+    request.push_str(",\"draft\":");
+    request.push_str(&draft);
+    request.push_str(",\"task\":");
+    request.push_str(&task.0);
+    request.push('}');
+    request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_is_valid_json_with_every_part() {
+        let task = Task { id: "t\"1".into(), prompt: "p".into(), ..Task::default() };
+        let request = critique_request(&TaskJson::new(&task), "line\n\"quoted\"", 2);
+        let parsed: serde_json::Value = serde_json::from_str(&request).unwrap();
+        assert_eq!(parsed["round"], 2);
+        assert_eq!(parsed["draft"], "line\n\"quoted\"");
+        assert_eq!(parsed["task"]["id"], "t\"1");
+        assert_eq!(parsed["request_version"], 1);
+    }
+}

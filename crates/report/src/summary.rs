@@ -1,0 +1,291 @@
+//! Grouping outcomes into summary rows and paired comparisons.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use critbench_core::{Arm, derive_seed, SeedKey};
+use critbench_storage::tables::OutcomeRow;
+use serde::Serialize;
+
+use crate::ReportError;
+use crate::stats::{mcnemar_exact, mean, paired_bootstrap_diff, wilson_interval};
+
+/// Bootstrap resamples for the pass-rate difference.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// One config × arm × critic.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SummaryRow {
+    pub config_id: String,
+    pub arm: String,
+    pub critic: String,
+    pub n: u64,
+    pub passed: u64,
+    pub pass_rate: f64,
+    pub pass_rate_lo: f64,
+    pub pass_rate_hi: f64,
+    pub mean_rounds: f64,
+    pub exit_pass: u64,
+    pub exit_stall: u64,
+    pub exit_plateau: u64,
+    pub exit_budget: u64,
+    pub mean_first_score: f64,
+    pub mean_best_score: f64,
+    pub mean_final_score: f64,
+    pub critic_errors: u64,
+}
+
+/// Two arms of one config × critic, on the task × epoch pairs both ran.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ComparisonRow {
+    pub config_id: String,
+    pub critic: String,
+    pub arm_a: String,
+    pub arm_b: String,
+    pub n_pairs: u64,
+    pub pass_rate_a: f64,
+    pub pass_rate_b: f64,
+    pub diff: f64,
+    pub diff_lo: f64,
+    pub diff_hi: f64,
+    pub a_only: u64,
+    pub b_only: u64,
+    pub mcnemar_p: f64,
+    pub mean_rounds_a: f64,
+    pub mean_rounds_b: f64,
+}
+
+/// Everything the summary files hold.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub run_id: Option<String>,
+    pub name: Option<String>,
+    pub summary: Vec<SummaryRow>,
+    pub comparisons: Vec<ComparisonRow>,
+}
+
+/// Sort position of a name in the manifest's list, unknown names last (then by name).
+fn order_of(manifest: Option<&serde_json::Value>, pointer: &str, field: Option<&str>) -> HashMap<String, usize> {
+    let mut order = HashMap::new();
+    if let Some(items) = manifest.and_then(|m| m.pointer(pointer)).and_then(|v| v.as_array()) {
+        for (index, item) in items.iter().enumerate() {
+            let name = match field {
+                Some(field) => item.get(field).and_then(|v| v.as_str()),
+                None => item.as_str(),
+            };
+            if let Some(name) = name {
+                order.entry(name.to_string()).or_insert(index);
+            }
+        }
+    }
+    order
+}
+
+fn arm_rank(arm: &str) -> usize {
+    Arm::parse(arm).map(|a| a as usize).unwrap_or(usize::MAX)
+}
+
+/// Groups outcomes into the summary and the pairwise comparisons.
+pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value>) -> Report {
+    let config_order = order_of(manifest, "/experiment/policies", Some("config_id"));
+    let critic_order = order_of(manifest, "/experiment/critics", Some("name"));
+    let rank = |map: &HashMap<String, usize>, name: &str| (map.get(name).copied().unwrap_or(usize::MAX), name.to_string());
+
+    type Group<'a> = Vec<&'a OutcomeRow>;
+    let mut groups: BTreeMap<((usize, String), (usize, String), (usize, String)), Group<'_>> = BTreeMap::new();
+    for row in outcomes {
+        let key = (
+            rank(&config_order, &row.config_id),
+            rank(&critic_order, &row.critic),
+            (arm_rank(&row.arm), row.arm.clone()),
+        );
+        groups.entry(key).or_default().push(row);
+    }
+
+    let summary: Vec<SummaryRow> = groups
+        .values()
+        .map(|rows| {
+            let n = rows.len() as u64;
+            let passed = rows.iter().filter(|r| r.passed).count() as u64;
+            let exits = |reason: &str| rows.iter().filter(|r| r.exit_reason == reason).count() as u64;
+            let (lo, hi) = wilson_interval(passed, n);
+            SummaryRow {
+                config_id: rows[0].config_id.clone(),
+                arm: rows[0].arm.clone(),
+                critic: rows[0].critic.clone(),
+                n,
+                passed,
+                pass_rate: passed as f64 / n as f64,
+                pass_rate_lo: lo,
+                pass_rate_hi: hi,
+                mean_rounds: mean(rows.iter().map(|r| f64::from(r.rounds))),
+                exit_pass: exits("pass"),
+                exit_stall: exits("stall"),
+                exit_plateau: exits("plateau"),
+                exit_budget: exits("budget"),
+                mean_first_score: mean(rows.iter().map(|r| r.first_score)),
+                mean_best_score: mean(rows.iter().map(|r| r.best_score)),
+                mean_final_score: mean(rows.iter().map(|r| r.final_score)),
+                critic_errors: rows.iter().map(|r| u64::from(r.critic_errors)).sum(),
+            }
+        })
+        .collect();
+
+    // Pair arms within each config × critic on (task, epoch).
+    let mut comparisons = Vec::new();
+    let mut by_config_critic: BTreeMap<(&(usize, String), &(usize, String)), Vec<(&(usize, String), &Group<'_>)>> =
+        BTreeMap::new();
+    for ((config, critic, arm), rows) in &groups {
+        by_config_critic.entry((config, critic)).or_default().push((arm, rows));
+    }
+    for ((config, critic), arms) in by_config_critic {
+        for (i, (arm_a, rows_a)) in arms.iter().enumerate() {
+            for (arm_b, rows_b) in arms.iter().skip(i + 1) {
+                let index_b: HashMap<(&str, u32), &OutcomeRow> =
+                    rows_b.iter().map(|r| ((r.task_id.as_str(), r.epoch), *r)).collect();
+                let matched: Vec<(&OutcomeRow, &OutcomeRow)> = rows_a
+                    .iter()
+                    .filter_map(|a| index_b.get(&(a.task_id.as_str(), a.epoch)).map(|b| (*a, *b)))
+                    .collect();
+                if matched.is_empty() {
+                    continue;
+                }
+                let pairs: Vec<(bool, bool)> = matched.iter().map(|(a, b)| (a.passed, b.passed)).collect();
+                let n = pairs.len() as u64;
+                let a_only = pairs.iter().filter(|(a, b)| *a && !*b).count() as u64;
+                let b_only = pairs.iter().filter(|(a, b)| !*a && *b).count() as u64;
+                let rate_a = pairs.iter().filter(|p| p.0).count() as f64 / n as f64;
+                let rate_b = pairs.iter().filter(|p| p.1).count() as f64 / n as f64;
+                let seed = derive_seed(&SeedKey {
+                    seed: 0,
+                    task_id: &format!("{}|{}|{}|{}", config.1, critic.1, arm_a.1, arm_b.1),
+                    epoch: 0,
+                    round: 0,
+                    purpose: "bootstrap",
+                });
+                let (lo, hi) = paired_bootstrap_diff(&pairs, BOOTSTRAP_RESAMPLES, seed);
+                comparisons.push(ComparisonRow {
+                    config_id: config.1.clone(),
+                    critic: critic.1.clone(),
+                    arm_a: arm_a.1.clone(),
+                    arm_b: arm_b.1.clone(),
+                    n_pairs: n,
+                    pass_rate_a: rate_a,
+                    pass_rate_b: rate_b,
+                    diff: rate_a - rate_b,
+                    diff_lo: lo,
+                    diff_hi: hi,
+                    a_only,
+                    b_only,
+                    mcnemar_p: mcnemar_exact(a_only, b_only),
+                    mean_rounds_a: mean(matched.iter().map(|(a, _)| f64::from(a.rounds))),
+                    mean_rounds_b: mean(matched.iter().map(|(_, b)| f64::from(b.rounds))),
+                });
+            }
+        }
+    }
+
+    Report {
+        run_id: manifest
+            .and_then(|m| m.get("run_id"))
+            .and_then(|v| v.as_str())
+            .map(String::from)
+            .or_else(|| outcomes.first().map(|o| o.run_id.clone())),
+        name: manifest.and_then(|m| m.pointer("/experiment/name")).and_then(|v| v.as_str()).map(String::from),
+        summary,
+        comparisons,
+    }
+}
+
+fn write_csv<T: Serialize>(path: &Path, rows: &[T], headers: &[&str]) -> Result<(), ReportError> {
+    let failed = |e: csv::Error| ReportError::Write {
+        path: path.into(),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let mut writer = csv::WriterBuilder::new().has_headers(!rows.is_empty()).from_path(path).map_err(failed)?;
+    if rows.is_empty() {
+        writer.write_record(headers).map_err(failed)?;
+    }
+    for row in rows {
+        writer.serialize(row).map_err(failed)?;
+    }
+    writer.flush().map_err(|source| ReportError::Write { path: path.into(), source })
+}
+
+pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
+    write_csv(&run_dir.join("summary.csv"), &report.summary, SUMMARY_HEADERS)?;
+    write_csv(&run_dir.join("comparisons.csv"), &report.comparisons, COMPARISON_HEADERS)?;
+    let path = run_dir.join("summary.json");
+    let json = serde_json::to_string_pretty(report).expect("the report serializes");
+    std::fs::write(&path, json + "\n").map_err(|source| ReportError::Write { path, source })
+}
+
+const SUMMARY_HEADERS: &[&str] = &[
+    "config_id", "arm", "critic", "n", "passed", "pass_rate", "pass_rate_lo", "pass_rate_hi", "mean_rounds",
+    "exit_pass", "exit_stall", "exit_plateau", "exit_budget", "mean_first_score", "mean_best_score",
+    "mean_final_score", "critic_errors",
+];
+const COMPARISON_HEADERS: &[&str] = &[
+    "config_id", "critic", "arm_a", "arm_b", "n_pairs", "pass_rate_a", "pass_rate_b", "diff", "diff_lo", "diff_hi",
+    "a_only", "b_only", "mcnemar_p", "mean_rounds_a", "mean_rounds_b",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(task: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
+        OutcomeRow {
+            run_id: "r".into(),
+            config_id: "p8-r3-stall-e0".into(),
+            arm: arm.into(),
+            critic: "rubric".into(),
+            task_id: task.into(),
+            kind: None,
+            epoch: 0,
+            pass_score: 8.0,
+            max_revisions: 3,
+            stall: true,
+            plateau_eps: 0.0,
+            dim_target: None,
+            final_draft: "best".into(),
+            rounds,
+            revisions: rounds - 1,
+            exit_reason: if passed { "pass" } else { "budget" }.into(),
+            passed,
+            first_score: 5.0,
+            last_score: 6.0,
+            final_score: 6.0,
+            best_score: 6.0,
+            best_round: 0,
+            critic_errors: 0,
+            tokens_in: None,
+            tokens_out: None,
+            wall_ms: 1.0,
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn summary_counts_and_pairs_arms_by_task() {
+        let outcomes = vec![
+            row("a", "no-feedback", false, 4),
+            row("a", "feedback", true, 2),
+            row("b", "feedback", true, 3),
+            row("b", "no-feedback", true, 1),
+            row("c", "feedback", false, 4),
+            row("c", "no-feedback", false, 4),
+            row("d", "feedback", true, 2), // no partner: not paired
+        ];
+        let report = build_report(&outcomes, None);
+        assert_eq!(report.summary.len(), 2);
+        let feedback = &report.summary[0];
+        assert_eq!((feedback.arm.as_str(), feedback.n, feedback.passed, feedback.exit_budget), ("feedback", 4, 3, 1));
+        assert_eq!(feedback.mean_rounds, 2.75);
+        let comparison = &report.comparisons[0];
+        assert_eq!((comparison.arm_a.as_str(), comparison.arm_b.as_str()), ("feedback", "no-feedback"));
+        assert_eq!((comparison.n_pairs, comparison.a_only, comparison.b_only), (3, 1, 0));
+        assert!((comparison.diff - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(comparison.mcnemar_p, 1.0);
+    }
+}
