@@ -40,7 +40,8 @@ impl Host {
     /// A host that offers no services: every [`Host::call`] returns an error. For tests and for
     /// tools that run a plugin outside critbench.
     pub fn none() -> Host {
-        Host { raw: std::ptr::null() }
+        let raw = std::ptr::null();
+        Host { raw }
     }
 
     /// Calls a host service with a JSON request and returns its JSON answer.

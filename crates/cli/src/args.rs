@@ -34,7 +34,7 @@ pub struct RunArgs {
     /// Dataset file(s) to use instead of the experiment's `dataset` (repeatable).
     #[arg(long = "dataset")]
     pub datasets: Vec<PathBuf>,
-    /// Only the first N tasks.
+    /// Only the first N tasks of each dataset file.
     #[arg(long)]
     pub limit: Option<usize>,
     /// What to do with a dataset row that breaks the rules.

@@ -58,8 +58,9 @@ pub fn check(args: PluginCheckArgs) -> Result<(), Failure> {
     let answer = critic
         .call(SAMPLE_REQUEST)
         .map_err(|e| Failure::usage(format!("the plugin failed on the sample request: {e}")))?;
-    let critique = Critique::parse(&answer, library.range, None)
-        .map_err(|e| Failure::usage(format!("the plugin's answer to the sample request is invalid: {e}\n  answer: {answer}")))?;
+    let critique = Critique::parse(&answer, library.range, None).map_err(|e| {
+        Failure::usage(format!("the plugin's answer to the sample request is invalid: {e}\n  answer: {answer}"))
+    })?;
     println!(
         "sample:      score {} · {} issue(s) · {} fatal · {} suggestion(s) · {} dimension(s)",
         critique.score,

@@ -106,8 +106,7 @@ impl Critique {
         range: ScoreRange,
         weights: Option<&BTreeMap<String, f64>>,
     ) -> Result<Critique, CritiqueError> {
-        let wire: WireCritique =
-            serde_json::from_str(json).map_err(|e| CritiqueError::Json(e.to_string()))?;
+        let wire: WireCritique = serde_json::from_str(json).map_err(|e| CritiqueError::Json(e.to_string()))?;
         for (name, value) in &wire.dimensions {
             if !range.contains(*value) {
                 return Err(CritiqueError::DimensionOutOfRange { name: name.clone(), value: *value, range });
@@ -187,10 +186,7 @@ mod tests {
 
     #[test]
     fn out_of_range_and_malformed_critiques_are_errors() {
-        assert!(matches!(
-            Critique::parse(r#"{"score": 11}"#, RANGE, None),
-            Err(CritiqueError::ScoreOutOfRange { .. })
-        ));
+        assert!(matches!(Critique::parse(r#"{"score": 11}"#, RANGE, None), Err(CritiqueError::ScoreOutOfRange { .. })));
         assert!(matches!(
             Critique::parse(r#"{"score": 5, "dimensions": {"x": -1}}"#, RANGE, None),
             Err(CritiqueError::DimensionOutOfRange { .. })

@@ -52,9 +52,10 @@ impl Backend {
         match kind {
             BackendKind::Sim => Ok(Backend::Sim),
             BackendKind::Scripted => Ok(Backend::Scripted),
-            BackendKind::Openai => Err(
-                "the openai backend is not part of this build yet; use backend = \"sim\" or \"scripted\"".to_string(),
-            ),
+            BackendKind::Openai => {
+                Err("the openai backend is not part of this build yet; use backend = \"sim\" or \"scripted\""
+                    .to_string())
+            }
         }
     }
 

@@ -75,7 +75,7 @@ pub struct Experiment {
     pub plugin_dirs: Vec<PathBuf>,
     #[serde(serialize_with = "bad_row_name")]
     pub on_bad_row: OnBadRow,
-    /// Only the first N tasks of the dataset(s).
+    /// Only the first N tasks of each dataset file.
     pub limit: Option<usize>,
     /// Worker threads; 0 means every core.
     pub jobs: usize,
@@ -202,16 +202,15 @@ impl Experiment {
     /// Reads, validates and resolves an experiment file.
     pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, EngineError> {
         let fail = |message: String| EngineError::Experiment { path: path.to_path_buf(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            fail(format!("cannot read the experiment file: {e}"))
-        })?;
+        let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read the experiment file: {e}")))?;
         let file: ExperimentFile = toml::from_str(&text).map_err(|e| fail(e.to_string().trim_end().to_string()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Self::resolve(file, &base, overrides).map(|mut experiment| {
-            experiment.path = Some(path.to_path_buf());
-            experiment
-        })
-        .map_err(fail)
+        Self::resolve(file, &base, overrides)
+            .map(|mut experiment| {
+                experiment.path = Some(path.to_path_buf());
+                experiment
+            })
+            .map_err(fail)
     }
 
     fn resolve(file: ExperimentFile, base: &Path, overrides: &Overrides) -> Result<Experiment, String> {
@@ -236,7 +235,9 @@ impl Experiment {
             "sim" => BackendKind::Sim,
             "scripted" => BackendKind::Scripted,
             "openai" => BackendKind::Openai,
-            other => return Err(format!("`backend` = \"{other}\" is not known; use \"sim\", \"scripted\" or \"openai\"")),
+            other => {
+                return Err(format!("`backend` = \"{other}\" is not known; use \"sim\", \"scripted\" or \"openai\""));
+            }
         };
         if backend == BackendKind::Openai && file.openai.is_none() {
             return Err("`backend` = \"openai\" needs an [openai] section with `base_url`".into());
@@ -278,7 +279,9 @@ impl Experiment {
                 return Err(format!("{at}: `plugin` must not be empty"));
             }
             if entry.kinds.as_ref().is_some_and(Vec::is_empty) {
-                return Err(format!("{at}: `kinds` is empty, so no task would reach this critic; remove it to take every task"));
+                return Err(format!(
+                    "{at}: `kinds` is empty, so no task would reach this critic; remove it to take every task"
+                ));
             }
             let plugin = if critbench_plugin_host::SearchPath::is_path(&entry.plugin) {
                 relative(&entry.plugin).display().to_string()
@@ -420,9 +423,13 @@ fn policy_grid(table: &toml::Table) -> Result<Vec<Policy>, String> {
                 for &plateau_eps in &plateau {
                     for &dim_target in &targets {
                         for &final_draft in &finals {
-                            let policy = Policy { pass_score, max_revisions, stall, plateau_eps, dim_target, final_draft };
+                            let policy =
+                                Policy { pass_score, max_revisions, stall, plateau_eps, dim_target, final_draft };
                             if !seen.insert(policy.config_id()) {
-                                return Err(format!("[policy]: the value list repeats a value (config {} twice)", policy.config_id()));
+                                return Err(format!(
+                                    "[policy]: the value list repeats a value (config {} twice)",
+                                    policy.config_id()
+                                ));
                             }
                             grid.push(policy);
                         }
@@ -468,7 +475,8 @@ mod tests {
 
     #[test]
     fn policy_lists_make_a_grid() {
-        let e = load(&format!("{MINIMAL}[policy]\npass_score = [7, 8.5]\nmax_revisions = [1, 3, 5]\nstall = false\n")).unwrap();
+        let e = load(&format!("{MINIMAL}[policy]\npass_score = [7, 8.5]\nmax_revisions = [1, 3, 5]\nstall = false\n"))
+            .unwrap();
         let ids: Vec<String> = e.policies.iter().map(Policy::config_id).collect();
         assert_eq!(ids.len(), 6);
         assert_eq!(ids[0], "p7-r1-nostall-e0");
@@ -478,11 +486,29 @@ mod tests {
     #[test]
     fn bad_files_name_the_key() {
         assert!(load(&format!("{MINIMAL}colour = 3\n")).unwrap_err().contains("unknown field `colour`"));
-        assert!(load(&format!("{MINIMAL}[policy]\nthreshold = 3\n")).unwrap_err().contains("[policy]: unknown key `threshold`"));
-        assert!(load(&format!("{MINIMAL}[policy]\npass_score = []\n")).unwrap_err().contains("`pass_score` is an empty list"));
-        assert!(load(&format!("{MINIMAL}[policy]\nmax_revisions = -1\n")).unwrap_err().contains("`max_revisions` must be a whole number"));
-        assert!(load(&format!("{MINIMAL}arms = [\"feedback\", \"blind\"]\n")).unwrap_err().contains("\"blind\" is not an arm"));
-        assert!(load(&format!("{MINIMAL}backend = \"gpt\"\n")).unwrap_err().contains("`backend` = \"gpt\" is not known"));
+        assert!(
+            load(&format!("{MINIMAL}[policy]\nthreshold = 3\n"))
+                .unwrap_err()
+                .contains("[policy]: unknown key `threshold`")
+        );
+        assert!(
+            load(&format!("{MINIMAL}[policy]\npass_score = []\n"))
+                .unwrap_err()
+                .contains("`pass_score` is an empty list")
+        );
+        assert!(
+            load(&format!("{MINIMAL}[policy]\nmax_revisions = -1\n"))
+                .unwrap_err()
+                .contains("`max_revisions` must be a whole number")
+        );
+        assert!(
+            load(&format!("{MINIMAL}arms = [\"feedback\", \"blind\"]\n"))
+                .unwrap_err()
+                .contains("\"blind\" is not an arm")
+        );
+        assert!(
+            load(&format!("{MINIMAL}backend = \"gpt\"\n")).unwrap_err().contains("`backend` = \"gpt\" is not known")
+        );
         assert!(load("name = \"t\"\ndataset = \"d\"\ncritics = []\n").unwrap_err().contains("no critics"));
         let e = load("name = \"t\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n").unwrap_err();
         assert!(e.starts_with("DIR/x.toml: `dataset` is missing"), "{e}");

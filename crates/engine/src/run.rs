@@ -99,11 +99,9 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
 
     let backend = Backend::new(experiment.backend).map_err(EngineError::Usage)?;
     let datasets = load_datasets(experiment)?;
-    let mut tasks: Vec<Task> = datasets.iter().flat_map(|d| d.tasks.iter().cloned()).collect();
     check_unique_ids(&datasets)?;
-    if let Some(limit) = experiment.limit {
-        tasks.truncate(limit);
-    }
+    let per_file = experiment.limit.unwrap_or(usize::MAX);
+    let tasks: Vec<Task> = datasets.iter().flat_map(|d| d.tasks.iter().take(per_file).cloned()).collect();
     let search = SearchPath::default_for_current_exe(&experiment.plugin_dirs);
     let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
     let mut plugins = Vec::new();
@@ -123,9 +121,7 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         let mut routed = false;
         for (critic_index, spec) in experiment.critics.iter().enumerate() {
             if spec.takes(task.kind.as_deref()) {
-                backend
-                    .check_task(task)
-                    .map_err(|e| EngineError::Usage(format!("task `{}`: {e}", task.id)))?;
+                backend.check_task(task).map_err(|e| EngineError::Usage(format!("task `{}`: {e}", task.id)))?;
                 pairs.push((critic_index, task_index));
                 routed = true;
             }
@@ -166,13 +162,7 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         }
     };
 
-    let shared = Shared {
-        experiment,
-        task_json: tasks.iter().map(TaskJson::new).collect(),
-        tasks,
-        critics,
-        backend,
-    };
+    let shared = Shared { experiment, task_json: tasks.iter().map(TaskJson::new).collect(), tasks, critics, backend };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(experiment.jobs)
         .build()
@@ -181,7 +171,8 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
     let (sender, receiver) = sync_channel::<Message>(4096);
 
     let written = std::thread::scope(|scope| {
-        let writer = scope.spawn(|| write_results(&shared, &run_id, receiver, &mut trajectories, &mut outcomes, &progress));
+        let writer =
+            scope.spawn(|| write_results(&shared, &run_id, receiver, &mut trajectories, &mut outcomes, &progress));
         pool.install(|| {
             (0..total).into_par_iter().for_each_with(sender, |sender, index| {
                 let unit = unit_at(index);
@@ -497,10 +488,8 @@ fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
     }
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} loops · {per_sec} · {msg} · ETA {eta}",
-        )
-        .expect("the template is valid"),
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} loops · {per_sec} · {msg} · ETA {eta}")
+            .expect("the template is valid"),
     );
     bar.set_message("pass rate –");
     bar

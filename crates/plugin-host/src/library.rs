@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use critbench_abi::{
-    ABI_VERSION, Buffer, CriticDescriptorV1, ENTRY_SYMBOL, EntryPoint, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE,
-    HostV1, STATUS_ERROR, STATUS_OK, Str,
+    ABI_VERSION, Buffer, CriticDescriptorV1, ENTRY_SYMBOL, EntryPoint, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE, HostV1,
+    STATUS_ERROR, STATUS_OK, Str,
 };
 use critbench_core::ScoreRange;
 use sha2::{Digest, Sha256};
@@ -95,7 +95,11 @@ impl PluginLibrary {
         // SAFETY: non-null, and the ABI says it points to a static descriptor.
         let descriptor: &'static CriticDescriptorV1 = unsafe { &*descriptor };
         if descriptor.abi_version != ABI_VERSION {
-            return Err(PluginError::AbiVersion { path: path.into(), found: descriptor.abi_version, expected: ABI_VERSION });
+            return Err(PluginError::AbiVersion {
+                path: path.into(),
+                found: descriptor.abi_version,
+                expected: ABI_VERSION,
+            });
         }
         let text = |s: Str, field: &str| -> Result<String, PluginError> {
             if s.ptr.is_null() && s.len > 0 {
@@ -141,11 +145,7 @@ impl PluginLibrary {
             });
         }
         self.take(error);
-        Ok(CriticInstance {
-            library: Arc::clone(self),
-            raw,
-            serialize: (!self.thread_safe).then(|| Mutex::new(())),
-        })
+        Ok(CriticInstance { library: Arc::clone(self), raw, serialize: (!self.thread_safe).then(|| Mutex::new(())) })
     }
 
     /// Copies a plugin-allocated buffer and frees it with the plugin's own allocator.

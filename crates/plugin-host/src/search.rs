@@ -35,10 +35,7 @@ impl SearchPath {
     /// this platform's prefix and suffix, and `-` read as `_`).
     pub fn candidate_file_names(name: &str) -> Vec<String> {
         let stem = name.replace('-', "_");
-        vec![
-            format!("{DLL_PREFIX}critbench_{stem}{DLL_SUFFIX}"),
-            format!("{DLL_PREFIX}{stem}{DLL_SUFFIX}"),
-        ]
+        vec![format!("{DLL_PREFIX}critbench_{stem}{DLL_SUFFIX}"), format!("{DLL_PREFIX}{stem}{DLL_SUFFIX}")]
     }
 
     /// Whether `reference` names a file rather than a plugin to look up.
@@ -87,10 +84,7 @@ impl SearchPath {
 
 fn is_plugin_file_name(path: &Path, prefix: &str) -> bool {
     path.is_file()
-        && path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with(prefix) && n.ends_with(DLL_SUFFIX))
+        && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix) && n.ends_with(DLL_SUFFIX))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use critbench_core::{Arm, derive_seed, SeedKey};
+use critbench_core::{Arm, SeedKey, derive_seed};
 use critbench_storage::tables::OutcomeRow;
 use serde::Serialize;
 
@@ -89,7 +89,8 @@ fn arm_rank(arm: &str) -> usize {
 pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value>) -> Report {
     let config_order = order_of(manifest, "/experiment/policies", Some("config_id"));
     let critic_order = order_of(manifest, "/experiment/critics", Some("name"));
-    let rank = |map: &HashMap<String, usize>, name: &str| (map.get(name).copied().unwrap_or(usize::MAX), name.to_string());
+    let rank =
+        |map: &HashMap<String, usize>, name: &str| (map.get(name).copied().unwrap_or(usize::MAX), name.to_string());
 
     type Group<'a> = Vec<&'a OutcomeRow>;
     let mut groups: BTreeMap<((usize, String), (usize, String), (usize, String)), Group<'_>> = BTreeMap::new();
@@ -198,10 +199,7 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
 }
 
 fn write_csv<T: Serialize>(path: &Path, rows: &[T], headers: &[&str]) -> Result<(), ReportError> {
-    let failed = |e: csv::Error| ReportError::Write {
-        path: path.into(),
-        source: std::io::Error::other(e.to_string()),
-    };
+    let failed = |e: csv::Error| ReportError::Write { path: path.into(), source: std::io::Error::other(e.to_string()) };
     let mut writer = csv::WriterBuilder::new().has_headers(!rows.is_empty()).from_path(path).map_err(failed)?;
     if rows.is_empty() {
         writer.write_record(headers).map_err(failed)?;
@@ -221,13 +219,40 @@ pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportE
 }
 
 const SUMMARY_HEADERS: &[&str] = &[
-    "config_id", "arm", "critic", "n", "passed", "pass_rate", "pass_rate_lo", "pass_rate_hi", "mean_rounds",
-    "exit_pass", "exit_stall", "exit_plateau", "exit_budget", "mean_first_score", "mean_best_score",
-    "mean_final_score", "critic_errors",
+    "config_id",
+    "arm",
+    "critic",
+    "n",
+    "passed",
+    "pass_rate",
+    "pass_rate_lo",
+    "pass_rate_hi",
+    "mean_rounds",
+    "exit_pass",
+    "exit_stall",
+    "exit_plateau",
+    "exit_budget",
+    "mean_first_score",
+    "mean_best_score",
+    "mean_final_score",
+    "critic_errors",
 ];
 const COMPARISON_HEADERS: &[&str] = &[
-    "config_id", "critic", "arm_a", "arm_b", "n_pairs", "pass_rate_a", "pass_rate_b", "diff", "diff_lo", "diff_hi",
-    "a_only", "b_only", "mcnemar_p", "mean_rounds_a", "mean_rounds_b",
+    "config_id",
+    "critic",
+    "arm_a",
+    "arm_b",
+    "n_pairs",
+    "pass_rate_a",
+    "pass_rate_b",
+    "diff",
+    "diff_lo",
+    "diff_hi",
+    "a_only",
+    "b_only",
+    "mcnemar_p",
+    "mean_rounds_a",
+    "mean_rounds_b",
 ];
 
 #[cfg(test)]

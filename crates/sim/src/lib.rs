@@ -42,21 +42,13 @@ mod text;
 
 /// The first draft for a task.
 pub fn generate(task: &Task, rng: &mut Rng) -> String {
-    if is_rag(task) {
-        rag::generate(task, rng)
-    } else {
-        paper::generate(task, rng)
-    }
+    if is_rag(task) { rag::generate(task, rng) } else { paper::generate(task, rng) }
 }
 
 /// A revision of `draft`. `feedback` is `Some(critique)` in the feedback arm, `None` in the
 /// blind (no-feedback) arm.
 pub fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> String {
-    if is_rag(task) {
-        rag::revise(task, draft, feedback, rng)
-    } else {
-        paper::revise(task, draft, feedback, rng)
-    }
+    if is_rag(task) { rag::revise(task, draft, feedback, rng) } else { paper::revise(task, draft, feedback, rng) }
 }
 
 fn is_rag(task: &Task) -> bool {

@@ -17,11 +17,8 @@ pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
     let material = Material::of(task);
     // How well this particular draft goes: harder tasks start lower, with some luck either way.
     let skill = (1.0 - material.difficulty + (rng.unit() - 0.5) * 0.6).clamp(0.0, 1.0);
-    let mut paper = Paper {
-        title: Some(material.title(rng)),
-        originality: first_originality(skill, rng),
-        ..Paper::default()
-    };
+    let mut paper =
+        Paper { title: Some(material.title(rng)), originality: first_originality(skill, rng), ..Paper::default() };
     if rng.chance(0.06 * material.difficulty) {
         // Now and then a hard task gets one undivided block of text: no sections at all.
         for _ in 0..rng.between(3, 6) {
@@ -124,11 +121,9 @@ fn act_on_critique(paper: &mut Paper, critique: &Critique, material: &Material, 
 fn requests(critique: &Critique) -> Vec<(Dimension, Option<String>)> {
     let mut requests: Vec<(Dimension, Option<String>)> = Vec::new();
     for suggestion in &critique.suggestions {
-        let dimension = suggestion
-            .dimension
-            .as_deref()
-            .and_then(Dimension::recognise)
-            .or_else(|| Dimension::recognise(&format!("{} {}", suggestion.target.as_deref().unwrap_or(""), suggestion.edit)));
+        let dimension = suggestion.dimension.as_deref().and_then(Dimension::recognise).or_else(|| {
+            Dimension::recognise(&format!("{} {}", suggestion.target.as_deref().unwrap_or(""), suggestion.edit))
+        });
         if let Some(dimension) = dimension {
             if !requests.iter().any(|(seen, _)| *seen == dimension) {
                 requests.push((dimension, suggestion.target.clone()));
@@ -184,7 +179,9 @@ fn apply_fix(
             } else {
                 Some(paper.originality.map_or(Originality::Medium, Originality::raised))
             };
-            let index = paper.find_kind(SectionKind::Introduction).unwrap_or_else(|| paper.insert_section(SectionKind::Introduction));
+            let index = paper
+                .find_kind(SectionKind::Introduction)
+                .unwrap_or_else(|| paper.insert_section(SectionKind::Introduction));
             let sentence = material.contribution(rng);
             paper.sections[index].sentences.push(sentence);
             Some(index)
@@ -250,7 +247,8 @@ fn edit_blindly(paper: &mut Paper, material: &Material, rng: &mut Rng) {
             let count = rng.between(1, 2);
             material.extend(&mut paper.sections[index], count, rng);
         } else if roll < 0.50 {
-            let long: Vec<usize> = (0..paper.sections.len()).filter(|i| paper.sections[*i].sentences.len() >= 2).collect();
+            let long: Vec<usize> =
+                (0..paper.sections.len()).filter(|i| paper.sections[*i].sentences.len() >= 2).collect();
             if let Some(&index) = rng.pick(&long) {
                 let sentences = &mut paper.sections[index].sentences;
                 let position = rng.below(sentences.len());
@@ -689,8 +687,13 @@ impl Material {
     }
 
     fn title(&self, rng: &mut Rng) -> String {
-        const ENDINGS: [&str; 5] =
-            [": A Short Review", ": What the Evidence Shows", ": Evidence and Open Questions", ": A Critical Synthesis", " Revisited"];
+        const ENDINGS: [&str; 5] = [
+            ": A Short Review",
+            ": What the Evidence Shows",
+            ": Evidence and Open Questions",
+            ": A Critical Synthesis",
+            " Revisited",
+        ];
         format!("{}{}", capitalize(&self.topic), rng.pick(&ENDINGS).expect("ENDINGS is not empty"))
     }
 

@@ -394,7 +394,8 @@ impl<'a> Pool<'a> {
 
     /// An id shaped like the pool's ids (`d7` next to `d1`..`d4`) that is not in it.
     fn invented_id(&self, rng: &mut Rng) -> String {
-        let prefix: String = self.ids.first().map(|id| id.chars().take_while(|c| !c.is_ascii_digit()).collect()).unwrap_or_default();
+        let prefix: String =
+            self.ids.first().map(|id| id.chars().take_while(|c| !c.is_ascii_digit()).collect()).unwrap_or_default();
         let prefix = if prefix.is_empty() { "d".to_string() } else { prefix };
         let highest = self
             .ids
@@ -467,9 +468,10 @@ impl<'a> Pool<'a> {
     /// Adds a sentence quoting a relevant passage the answer does not use yet.
     fn lengthen(&self, answer: &mut Answer, rng: &mut Rng) {
         let words = content_words(&answer.sentences.join(" "));
-        let unused = self.relevant.iter().find(|id| {
-            self.text(id).is_some_and(|text| content_words(text).intersection(&words).count() < 3)
-        });
+        let unused = self
+            .relevant
+            .iter()
+            .find(|id| self.text(id).is_some_and(|text| content_words(text).intersection(&words).count() < 3));
         match unused.or(self.relevant.first()) {
             Some(id) => {
                 let style = if rng.chance(0.6) { Style::Quoted } else { Style::Loose };
@@ -481,8 +483,12 @@ impl<'a> Pool<'a> {
 
     /// A confident answer with nothing behind it, built from the question's own words.
     fn from_memory(&self, rng: &mut Rng) -> String {
-        let words: Vec<&str> =
-            self.task.prompt.split(|c: char| !c.is_alphanumeric()).filter(|w| self.question.contains(&w.to_lowercase())).collect();
+        let words: Vec<&str> = self
+            .task
+            .prompt
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| self.question.contains(&w.to_lowercase()))
+            .collect();
         let topic = match words.as_slice() {
             [] => "this".to_string(),
             [only] => only.to_string(),
@@ -498,7 +504,8 @@ impl<'a> Pool<'a> {
 
     /// The honest answer when no passage addresses the question.
     fn abstain(&self, closest: &str, rng: &mut Rng) -> String {
-        let about: Vec<String> = self.text(closest).map(content_words).unwrap_or_default().into_iter().take(3).collect();
+        let about: Vec<String> =
+            self.text(closest).map(content_words).unwrap_or_default().into_iter().take(3).collect();
         const ABSTAIN: [&str; 2] = [
             "The evidence provided does not answer this question; the closest passage is about {w}.",
             "None of the passages covers this question directly; the nearest one discusses {w}.",

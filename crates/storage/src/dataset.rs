@@ -170,10 +170,8 @@ type Accept<'a> = dyn FnMut(usize, Result<Task, RowError>) -> Result<(), Dataset
 
 fn read_csv(path: &Path, bytes: &[u8], accept: &mut Accept<'_>) -> Result<(), DatasetError> {
     let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(bytes);
-    let headers = reader
-        .headers()
-        .map_err(|e| DatasetError::file(path, format!("cannot read the CSV header: {e}")))?
-        .clone();
+    let headers =
+        reader.headers().map_err(|e| DatasetError::file(path, format!("cannot read the CSV header: {e}")))?.clone();
     for (column, name) in headers.iter().enumerate() {
         if !FIELDS.contains(&name) {
             return Err(DatasetError {
@@ -462,16 +460,27 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_field() {
-        assert_eq!(error("d.jsonl", r#"{"prompt":"p"}"#), "DIR/d.jsonl: line 1: field `id`: missing (a unique, non-empty string is required)");
+        assert_eq!(
+            error("d.jsonl", r#"{"prompt":"p"}"#),
+            "DIR/d.jsonl: line 1: field `id`: missing (a unique, non-empty string is required)"
+        );
         assert_eq!(
             error("d.jsonl", "{\"id\":\"a\",\"prompt\":\"p\"}\n{\"id\":\"b\"}"),
             "DIR/d.jsonl: line 2: field `prompt`: missing (a string is required)"
         );
-        assert_eq!(error("d.jsonl", r#"{"id":5,"prompt":"p"}"#), "DIR/d.jsonl: line 1: field `id`: expected a string, found a number");
-        assert!(error("d.jsonl", "{\"id\":\"a\",\"prompt\":\"p\"}\n{\"id\":\"a\",\"prompt\":\"p\"}")
-            .starts_with("DIR/d.jsonl: line 2: field `id`: duplicate id `a` (first on line 1)"));
+        assert_eq!(
+            error("d.jsonl", r#"{"id":5,"prompt":"p"}"#),
+            "DIR/d.jsonl: line 1: field `id`: expected a string, found a number"
+        );
+        assert!(
+            error("d.jsonl", "{\"id\":\"a\",\"prompt\":\"p\"}\n{\"id\":\"a\",\"prompt\":\"p\"}")
+                .starts_with("DIR/d.jsonl: line 2: field `id`: duplicate id `a` (first on line 1)")
+        );
         assert!(error("d.jsonl", "{not json").starts_with("DIR/d.jsonl: line 1: invalid JSON"));
-        assert!(error("d.jsonl", r#"{"id":"a","prompt":"p","colour":"red"}"#).starts_with("DIR/d.jsonl: line 1: field `colour`: unknown field"));
+        assert!(
+            error("d.jsonl", r#"{"id":"a","prompt":"p","colour":"red"}"#)
+                .starts_with("DIR/d.jsonl: line 1: field `colour`: unknown field")
+        );
         assert_eq!(
             error("d.jsonl", r#"{"id":"a","prompt":"p","drafts":["x",3]}"#),
             "DIR/d.jsonl: line 1: field `drafts`: drafts[1] must be a string, found a number"
@@ -483,7 +492,11 @@ mod tests {
     #[test]
     fn skip_mode_counts_bad_rows() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(&dir, "d.jsonl", "{\"id\":\"a\",\"prompt\":\"p\"}\n{\"id\":\"b\"}\n{\"id\":\"a\",\"prompt\":\"p\"}\n");
+        let path = write(
+            &dir,
+            "d.jsonl",
+            "{\"id\":\"a\",\"prompt\":\"p\"}\n{\"id\":\"b\"}\n{\"id\":\"a\",\"prompt\":\"p\"}\n",
+        );
         let dataset = read_dataset(&path, OnBadRow::Skip).unwrap();
         assert_eq!(dataset.tasks.len(), 1);
         assert_eq!(dataset.skipped.iter().map(|s| s.row).collect::<Vec<_>>(), [2, 3]);
@@ -501,8 +514,14 @@ mod tests {
         assert_eq!(dataset.tasks[0].drafts, ["one", "two"]);
         assert_eq!(dataset.tasks[0].evidence["d1"], "x");
         assert_eq!(dataset.tasks[1].kind, None);
-        assert_eq!(error("d.csv", "id,prompt,size\na,b,3\n"), "DIR/d.csv: line 1: field `size`: unknown column (column 3); expected one of: id, prompt, kind, context, evidence, drafts, critiques, labels, meta");
-        assert!(error("d.csv", "id,prompt,meta\na,b,{oops\n").starts_with("DIR/d.csv: line 2: field `meta`: expected JSON text"));
+        assert_eq!(
+            error("d.csv", "id,prompt,size\na,b,3\n"),
+            "DIR/d.csv: line 1: field `size`: unknown column (column 3); expected one of: id, prompt, kind, context, evidence, drafts, critiques, labels, meta"
+        );
+        assert!(
+            error("d.csv", "id,prompt,meta\na,b,{oops\n")
+                .starts_with("DIR/d.csv: line 2: field `meta`: expected JSON text")
+        );
     }
 
     #[test]

@@ -53,10 +53,10 @@ impl ParquetSink {
     }
 
     pub(crate) fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), StorageError> {
-        let error = |e: &dyn std::fmt::Display| StorageError::Parquet { path: self.path.clone(), message: e.to_string() };
+        let error =
+            |e: &dyn std::fmt::Display| StorageError::Parquet { path: self.path.clone(), message: e.to_string() };
         let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| error(&e))?;
         self.writer.write(&batch).map_err(|e| error(&e))
-
     }
 
     pub(crate) fn close(self) -> Result<(), StorageError> {

@@ -13,8 +13,8 @@ use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-pub use crate::parquet_sink::StorageError;
 use crate::parquet_sink::ParquetSink;
+pub use crate::parquet_sink::StorageError;
 
 /// Rows buffered in column builders before they are handed to the Parquet writer.
 const BATCH_ROWS: usize = 8192;
@@ -449,7 +449,8 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
         text(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
     };
     let int32 = |name: &str| -> Result<Vec<u32>, String> {
-        let array = column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| format!("column `{name}` is not int32"))?;
+        let array =
+            column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| format!("column `{name}` is not int32"))?;
         Ok(array.values().iter().map(|v| u32::try_from(*v).unwrap_or(0)).collect())
     };
     let float = |name: &str| -> Result<Vec<Option<f64>>, String> {
@@ -465,12 +466,14 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
         Ok((0..array.len()).map(|i| array.value(i)).collect())
     };
     let tokens = |name: &str| -> Result<Vec<Option<u64>>, String> {
-        let array = column(name)?.as_primitive_opt::<Int64Type>().ok_or_else(|| format!("column `{name}` is not int64"))?;
+        let array =
+            column(name)?.as_primitive_opt::<Int64Type>().ok_or_else(|| format!("column `{name}` is not int64"))?;
         Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).max(0) as u64)).collect())
     };
     let (run_id, config_id, arm, critic, task_id) =
         (required("run_id")?, required("config_id")?, required("arm")?, required("critic")?, required("task_id")?);
-    let (kind, meta, final_draft, exit_reason) = (text("kind")?, text("meta")?, required("final")?, required("exit_reason")?);
+    let (kind, meta, final_draft, exit_reason) =
+        (text("kind")?, text("meta")?, required("final")?, required("exit_reason")?);
     let (epoch, max_revisions, rounds, revisions, best_round, critic_errors) = (
         int32("epoch")?,
         int32("max_revisions")?,

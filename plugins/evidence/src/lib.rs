@@ -1,1 +1,467 @@
+//! The `evidence` critic: seed 001's rule-based checker for answers grounded in an evidence pool.
+//!
+//! The draft is either seed 001's JSON object `{"answer": "...", "evidence_ids": ["d1"]}` or
+//! prose citing passages in brackets (`... as measured [d1].`, `[d1, d3]`). The pool is the
+//! task's `evidence` (id → text); the question is its `prompt`.
+//!
+//! Fatal issues (the loop may not pass while any remains):
+//! - a draft that looks like JSON but does not parse, or lacks a string `answer`;
+//! - an empty answer;
+//! - a cited id that is not in the pool (seed 000's invented source), named in the issue.
+//!
+//! Otherwise the score (0–10) adds three parts:
+//! - support, up to 6: the share of the answer's content words found in the cited passages
+//!   (40% or less scores 0, 90% or more scores 6);
+//! - length, up to 2: eight content words or more score full marks;
+//! - relevance, 2 when every cited passage addresses the question (shares at least two
+//!   content words with it), −1 when any does not.
+//!
+//! No evidence ids at all is an ordinary issue ("missing evidence ids") with a score of at most
+//! 2, and when none of the cited passages addresses the question the score is capped at 4. A
+//! quoted, well-cited answer scores 10. Each issue comes with a suggestion whose `target` is
+//! `evidence_ids` or `answer`. Config: `{}` only.
+//!
+//! ```
+//! use critbench_abi::{CriticPlugin, Host};
+//! use critbench_evidence::EvidenceCritic;
+//!
+//! let critic = EvidenceCritic::create("{}", Host::none()).unwrap();
+//! let request = r#"{"task": {"id": "t", "prompt": "What does RAG add?",
+//!                            "evidence": {"d1": "RAG adds retrieved sources to generation."}},
+//!                   "draft": "{\"answer\": \"RAG adds retrieved sources.\", \"evidence_ids\": [\"d9\"]}",
+//!                   "round": 0}"#;
+//! let critique: serde_json::Value = serde_json::from_str(&critic.critique(request).unwrap()).unwrap();
+//! assert!(critique["fatal_issues"][0].as_str().unwrap().contains("`d9`"));
+//! ```
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use critbench_abi::{CriticPlugin, Host, Request, export_critic};
+use serde_json::{Value, json};
+
+/// The evidence critic. It has no settings.
+#[derive(Debug)]
+pub struct EvidenceCritic;
+
+impl CriticPlugin for EvidenceCritic {
+    const NAME: &'static str = "evidence";
+    const VERSION: &'static str = "1.0.0";
+    const SCORE_MIN: f64 = 0.0;
+    const SCORE_MAX: f64 = 10.0;
+    const THREAD_SAFE: bool = true;
+
+    fn create(config: &str, _host: Host) -> Result<Self, String> {
+        let config = config.trim();
+        if config.is_empty() {
+            return Ok(EvidenceCritic);
+        }
+        match serde_json::from_str::<Value>(config) {
+            Err(e) => Err(format!("evidence config is not valid JSON: {e}")),
+            Ok(Value::Null) => Ok(EvidenceCritic),
+            Ok(Value::Object(entries)) => match entries.keys().next() {
+                None => Ok(EvidenceCritic),
+                Some(key) => Err(format!("evidence config has an unknown key `{key}` (the evidence critic takes no settings)")),
+            },
+            Ok(other) => Err(format!("evidence config must be a JSON object, got {other}")),
+        }
+    }
+
+    fn critique(&self, request: &str) -> Result<String, String> {
+        let request: Request =
+            serde_json::from_str(request).map_err(|e| format!("evidence: malformed critique request: {e}"))?;
+        Ok(check(&request.task.prompt, &request.task.evidence, &request.draft).to_string())
+    }
+}
+
+export_critic!(EvidenceCritic);
+
+/// A draft as the critic reads it.
+enum Draft {
+    Answer { answer: String, ids: Vec<String> },
+    Invalid(String),
+}
+
+/// Support below this share of content words is reported as an issue.
+const WELL_SUPPORTED: f64 = 0.8;
+/// Content words an answer needs for full length marks, and below which it is "too short".
+const FULL_LENGTH_WORDS: usize = 8;
+const SHORT_WORDS: usize = 5;
+
+/// The critique of `draft` as an answer to `question` from `pool`.
+fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value {
+    let (answer, ids) = match read_draft(draft) {
+        Draft::Invalid(reason) => return critique(0.0, vec![reason], Vec::new(), Vec::new()),
+        Draft::Answer { answer, ids } => (answer, ids),
+    };
+    let answer_words = content_words(&answer);
+    if answer_words.is_empty() && !answer.chars().any(char::is_alphanumeric) {
+        let suggestion = json!({"target": "answer", "edit": "Write an answer to the question from the evidence."});
+        return critique(0.0, vec!["empty answer".to_string()], Vec::new(), vec![suggestion]);
+    }
+
+    let mut fatal_issues = Vec::new();
+    let mut issues = Vec::new();
+    let mut suggestions = Vec::new();
+    let known_ids = pool.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+    let (known, unknown): (Vec<&String>, Vec<&String>) = ids.iter().partition(|id| pool.contains_key(*id));
+    for id in &unknown {
+        fatal_issues.push(format!("unknown evidence id `{id}`: not in the task's evidence ({known_ids})"));
+        suggestions.push(json!({
+            "target": "evidence_ids",
+            "edit": format!("Remove `{id}`: cite only ids from the evidence pool ({known_ids}).")
+        }));
+    }
+
+    let length_points = 2.0 * (answer_words.len() as f64 / FULL_LENGTH_WORDS as f64).min(1.0);
+    if answer_words.len() < SHORT_WORDS {
+        issues.push(format!("answer too short: {} content words", answer_words.len()));
+        suggestions.push(json!({
+            "target": "answer",
+            "edit": "Expand the answer with the specific facts the evidence gives."
+        }));
+    }
+
+    if known.is_empty() {
+        let score = if unknown.is_empty() {
+            issues.push("missing evidence ids: the answer cites no evidence".to_string());
+            let closest = closest_passage(&answer_words, pool);
+            let hint = closest.map(|id| format!(" (closest to the answer: {id})")).unwrap_or_default();
+            suggestions.push(json!({
+                "target": "evidence_ids",
+                "edit": format!("Cite the evidence the answer relies on{hint}.")
+            }));
+            1.0 + 0.5 * length_points
+        } else {
+            1.0
+        };
+        return critique(score, fatal_issues, issues, suggestions);
+    }
+
+    let question_words = content_words(question);
+    let needed = question_words.len().min(2);
+    let mut cited_words = BTreeSet::new();
+    let mut off_topic = Vec::new();
+    for id in &known {
+        let passage = content_words(&pool[id.as_str()]);
+        if passage.intersection(&question_words).count() < needed {
+            off_topic.push(id.as_str());
+        }
+        cited_words.extend(passage);
+    }
+    for id in &off_topic {
+        issues.push(format!("`{id}` does not address the question"));
+        suggestions.push(json!({
+            "target": "evidence_ids",
+            "edit": format!("Drop `{id}` or replace it with a passage about the question.")
+        }));
+    }
+    let relevance_points = if off_topic.is_empty() { 2.0 } else { -1.0 };
+
+    let supported = answer_words.intersection(&cited_words).count();
+    let support = if answer_words.is_empty() { 0.0 } else { supported as f64 / answer_words.len() as f64 };
+    let support_points = 6.0 * ((support - 0.4) / 0.5).clamp(0.0, 1.0);
+    if support < WELL_SUPPORTED {
+        issues.push(format!(
+            "answer weakly supported: {supported} of {} content words appear in the cited evidence",
+            answer_words.len()
+        ));
+        let cited: Vec<&str> = known.iter().map(|id| id.as_str()).collect();
+        suggestions.push(json!({
+            "target": "answer",
+            "edit": format!("Rewrite the answer from the cited evidence ({}); drop claims it does not make.", cited.join(", "))
+        }));
+    }
+
+    let mut score = support_points + length_points + relevance_points;
+    if off_topic.len() == known.len() {
+        issues.push("none of the cited evidence addresses the question".to_string());
+        score = score.min(4.0);
+    }
+    if !unknown.is_empty() {
+        score = score.min(3.0);
+    }
+    critique(score, fatal_issues, issues, suggestions)
+}
+
+fn critique(score: f64, fatal_issues: Vec<String>, issues: Vec<String>, suggestions: Vec<Value>) -> Value {
+    let score = (score.clamp(0.0, 10.0) * 100.0).round() / 100.0;
+    let rationale = if fatal_issues.is_empty() && issues.is_empty() {
+        "every cited id is in the pool and the answer is supported by the cited evidence".to_string()
+    } else {
+        format!("{} fatal issue(s), {} issue(s)", fatal_issues.len(), issues.len())
+    };
+    json!({
+        "score": score,
+        "passed": fatal_issues.is_empty() && issues.is_empty(),
+        "issues": issues,
+        "fatal_issues": fatal_issues,
+        "suggestions": suggestions,
+        "rationale": rationale,
+    })
+}
+
+/// Reads a JSON-object draft or a prose draft with bracketed citations.
+fn read_draft(draft: &str) -> Draft {
+    let body = strip_code_fence(draft.trim());
+    // A leading `[` is JSON only if it parses: prose may open with a citation.
+    let json_list = body.starts_with('[').then(|| serde_json::from_str::<Value>(body).ok()).flatten();
+    if body.starts_with('{') || json_list.is_some() {
+        let value = match json_list.map_or_else(|| serde_json::from_str::<Value>(body), Ok) {
+            Ok(value) => value,
+            Err(e) => return Draft::Invalid(format!("invalid draft: looks like JSON but does not parse ({e})")),
+        };
+        let Value::Object(object) = value else {
+            return Draft::Invalid("invalid draft: JSON must be an object with `answer` and `evidence_ids`".to_string());
+        };
+        let Some(answer) = object.get("answer").and_then(Value::as_str) else {
+            return Draft::Invalid("invalid draft: JSON has no string `answer` field".to_string());
+        };
+        let ids = match object.get("evidence_ids") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => {
+                let ids: Option<Vec<String>> = items.iter().map(|item| item.as_str().map(str::to_string)).collect();
+                match ids {
+                    Some(ids) => ids,
+                    None => return Draft::Invalid("invalid draft: `evidence_ids` must be a list of strings".to_string()),
+                }
+            }
+            Some(_) => return Draft::Invalid("invalid draft: `evidence_ids` must be a list of strings".to_string()),
+        };
+        return Draft::Answer { answer: answer.trim().to_string(), ids: dedup(ids) };
+    }
+    let (answer, ids) = strip_citations(body);
+    Draft::Answer { answer, ids: dedup(ids) }
+}
+
+fn dedup(ids: Vec<String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    ids.into_iter().filter(|id| seen.insert(id.clone())).collect()
+}
+
+/// The text inside a fenced code block (```` ```json ... ``` ````), or the text itself.
+fn strip_code_fence(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else { return text };
+    let rest = rest.split_once('\n').map_or("", |(_, body)| body);
+    rest.trim_end().strip_suffix("```").unwrap_or(rest).trim()
+}
+
+/// Prose without its citation marks, and the ids cited. A bracket counts as a citation when it
+/// holds a comma-separated list of id-like tokens that each contain a digit (`[d1]`, `[d1, d3]`,
+/// `[12]`) and is not a markdown link (`[text](url)`).
+fn strip_citations(text: &str) -> (String, Vec<String>) {
+    let mut plain = String::with_capacity(text.len());
+    let mut ids = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        plain.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let citation = after.find(']').filter(|close| {
+            let inside = &after[..*close];
+            let is_link = after[*close + 1..].starts_with('(');
+            !is_link && !inside.trim().is_empty() && inside.split(',').all(|id| is_citation_id(id.trim()))
+        });
+        match citation {
+            Some(close) => {
+                ids.extend(after[..close].split(',').map(|id| id.trim().to_string()));
+                rest = &after[close + 1..];
+            }
+            None => {
+                plain.push('[');
+                rest = after;
+            }
+        }
+    }
+    plain.push_str(rest);
+    let answer = plain
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ");
+    // "dance [d1]." leaves "dance ." behind.
+    let answer = [".", ",", ";", ":", "!", "?"].iter().fold(answer, |text, mark| text.replace(&format!(" {mark}"), mark));
+    (answer, ids)
+}
+
+fn is_citation_id(token: &str) -> bool {
+    !token.is_empty()
+        && token.len() <= 40
+        && token.chars().any(|c| c.is_ascii_digit())
+        && token.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+}
+
+/// The pool passage sharing most content words with the answer, if any shares one.
+fn closest_passage<'a>(answer_words: &BTreeSet<String>, pool: &'a BTreeMap<String, String>) -> Option<&'a str> {
+    pool.iter()
+        .map(|(id, text)| (content_words(text).intersection(answer_words).count(), id))
+        .filter(|(shared, _)| *shared > 0)
+        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(a.1)))
+        .map(|(_, id)| id.as_str())
+}
+
+/// The words that carry meaning: lowercase alphanumeric runs of three or more characters,
+/// without stopwords, with a plural `s` trimmed so "tides" matches "tide".
+fn content_words(text: &str) -> BTreeSet<String> {
+    let mut words = BTreeSet::new();
+    for raw in text.split(|c: char| !c.is_alphanumeric()) {
+        if raw.chars().count() < 3 {
+            continue;
+        }
+        let mut word = raw.to_lowercase();
+        if STOPWORDS.binary_search(&word.as_str()).is_ok() {
+            continue;
+        }
+        if word.len() > 4 && word.ends_with('s') && !word.ends_with("ss") {
+            word.pop();
+        }
+        words.insert(word);
+    }
+    words
+}
+
+/// Words too common to say what a text is about, sorted for binary search.
+const STOPWORDS: [&str; 119] = [
+    "about", "above", "across", "after", "again", "against", "all", "almost", "along", "also", "among", "and", "another",
+    "any", "are", "around", "because", "been", "before", "being", "below", "between", "both", "but", "can", "could",
+    "did", "does", "doing", "done", "down", "during", "each", "even", "ever", "every", "for", "from", "had", "has",
+    "have", "having", "her", "here", "hers", "him", "his", "how", "into", "its", "itself", "just", "many", "may",
+    "might", "more", "most", "mostly", "much", "must", "nor", "not", "off", "often", "one", "only", "onto", "other",
+    "our", "ours", "out", "over", "per", "shall", "she", "should", "some", "still", "such", "than", "that", "the",
+    "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "too", "two", "under",
+    "usually", "very", "via", "was", "were", "what", "when", "where", "which", "while", "who", "whom", "whose", "why",
+    "will", "with", "within", "without", "would", "yes", "yet", "you", "your", "yours",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool() -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (
+                "d1".to_string(),
+                "Honeybees perform a waggle dance whose angle tells other bees the direction of flowers.".to_string(),
+            ),
+            ("d2".to_string(), "Jupiter has more than 90 confirmed moons.".to_string()),
+        ])
+    }
+
+    const QUESTION: &str = "How do honeybees tell other bees where to find flowers?";
+
+    fn run(draft: &str) -> Value {
+        check(QUESTION, &pool(), draft)
+    }
+
+    fn strings(value: &Value) -> Vec<String> {
+        value.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+
+    #[test]
+    fn a_quoted_well_cited_answer_scores_high() {
+        let answer = pool()["d1"].clone();
+        let critique = run(&json!({"answer": answer, "evidence_ids": ["d1"]}).to_string());
+        assert_eq!(critique["score"], 10.0);
+        assert_eq!(critique["fatal_issues"], json!([]));
+        assert_eq!(critique["issues"], json!([]));
+        let prose = run(&format!("{} [d1]", pool()["d1"].trim_end_matches('.')));
+        assert_eq!(prose["score"], 10.0);
+    }
+
+    #[test]
+    fn an_invented_id_is_fatal_and_named() {
+        let critique = run(r#"{"answer": "Honeybees perform a waggle dance.", "evidence_ids": ["d1", "d9"]}"#);
+        let fatal = strings(&critique["fatal_issues"]);
+        assert_eq!(fatal.len(), 1);
+        assert!(fatal[0].contains("`d9`"), "{fatal:?}");
+        assert!(critique["score"].as_f64().unwrap() <= 3.0);
+        let prose = run("Bees dance to show where flowers are [d7].");
+        assert!(strings(&prose["fatal_issues"])[0].contains("`d7`"));
+    }
+
+    #[test]
+    fn missing_ids_are_an_ordinary_issue_with_a_low_score() {
+        let critique = run(r#"{"answer": "Honeybees perform a waggle dance toward flowers.", "evidence_ids": []}"#);
+        assert_eq!(critique["fatal_issues"], json!([]));
+        assert!(strings(&critique["issues"]).iter().any(|i| i.starts_with("missing evidence ids")));
+        assert!(critique["score"].as_f64().unwrap() <= 2.0);
+        assert_eq!(critique["suggestions"][0]["target"], "evidence_ids");
+        assert!(critique["suggestions"][0]["edit"].as_str().unwrap().contains("d1"));
+    }
+
+    #[test]
+    fn invalid_drafts_are_fatal_not_errors() {
+        for draft in [
+            r#"{"answer": "cut off", "evidence_ids": ["d1""#,
+            r#"{"evidence_ids": ["d1"]}"#,
+            r#"{"answer": 3}"#,
+            r#"{"answer": "x", "evidence_ids": "d1"}"#,
+            r#"{"answer": "x", "evidence_ids": [1]}"#,
+            "[1, 2]",
+            "{",
+        ] {
+            let critique = run(draft);
+            let fatal = strings(&critique["fatal_issues"]);
+            assert_eq!(fatal.len(), 1, "{draft}");
+            assert!(fatal[0].starts_with("invalid draft"), "{fatal:?}");
+            assert_eq!(critique["score"], 0.0);
+        }
+    }
+
+    #[test]
+    fn an_empty_answer_is_fatal() {
+        for draft in ["", "   ", r#"{"answer": "", "evidence_ids": ["d1"]}"#, "[d1]"] {
+            let critique = run(draft);
+            assert_eq!(strings(&critique["fatal_issues"]), ["empty answer"], "{draft:?}");
+        }
+    }
+
+    #[test]
+    fn a_cited_distractor_keeps_a_good_answer_below_the_bar() {
+        let answer = pool()["d1"].clone();
+        let critique = run(&json!({"answer": answer, "evidence_ids": ["d1", "d2"]}).to_string());
+        assert!(critique["score"].as_f64().unwrap() < 8.0);
+        assert!(strings(&critique["issues"]).iter().any(|i| i.contains("`d2` does not address")));
+    }
+
+    #[test]
+    fn an_unsupported_answer_is_told_to_rewrite_from_the_evidence() {
+        let critique = run(r#"{"answer": "Bees navigate by smell and memory of the landscape, mostly.", "evidence_ids": ["d1"]}"#);
+        assert!(critique["score"].as_f64().unwrap() < 8.0);
+        assert!(strings(&critique["issues"]).iter().any(|i| i.starts_with("answer weakly supported")));
+        assert!(critique["suggestions"].as_array().unwrap().iter().any(|s| s["target"] == "answer"));
+    }
+
+    #[test]
+    fn prose_reads_citation_lists_and_ignores_links_and_notes() {
+        let (answer, ids) = strip_citations("## Answer\nBees dance [d1, d2]. See [the guide](http://x) [note].");
+        assert_eq!(answer, "Bees dance. See [the guide](http://x) [note].");
+        assert_eq!(ids, ["d1", "d2"]);
+        let fenced = "```json\n{\"answer\": \"Honeybees dance.\", \"evidence_ids\": [\"d1\"]}\n```";
+        assert!(matches!(read_draft(fenced), Draft::Answer { ref ids, .. } if ids == &["d1"]));
+    }
+
+    #[test]
+    fn config_takes_no_keys() {
+        assert!(EvidenceCritic::create("{}", Host::none()).is_ok());
+        assert!(EvidenceCritic::create("", Host::none()).is_ok());
+        let error = EvidenceCritic::create(r#"{"strict": true}"#, Host::none()).unwrap_err();
+        assert!(error.contains("`strict`"), "{error}");
+        assert!(EvidenceCritic::create("[]", Host::none()).is_err());
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        let huge = "word [d1] ".repeat(100_000);
+        for draft in ["[", "]", "[[d1]", "```", "```json", "{\"answer\": \"\u{0}\"}", "é [é1]", &huge] {
+            let critique = run(draft);
+            assert!((0.0..=10.0).contains(&critique["score"].as_f64().unwrap()));
+        }
+        let critic = EvidenceCritic::create("{}", Host::none()).unwrap();
+        assert!(critic.critique("{}").is_err());
+    }
+}

@@ -52,33 +52,25 @@ impl CriticPlugin for Scripted {
     fn create(config: &str, _host: Host) -> Result<Self, String> {
         let keys: BTreeMap<String, IgnoredAny> = serde_json::from_str(config)
             .map_err(|e| format!("the scripted critic's config must be a JSON object: {e}"))?;
-        match keys.keys().next() {
-            None => Ok(Scripted),
-            Some(key) => Err(format!(
-                "the scripted critic takes no config, but got the key `{key}`; use {{}}"
-            )),
+        if keys.is_empty() {
+            return Ok(Scripted);
         }
+        let named: Vec<String> = keys.keys().map(|key| format!("`{key}`")).collect();
+        Err(format!("the scripted critic takes no config, but got {}; use {{}}", named.join(", ")))
     }
 
     fn critique(&self, request: &str) -> Result<String, String> {
-        let request: Request = serde_json::from_str(request)
-            .map_err(|e| format!("malformed critique request: {e}"))?;
+        let request: Request = serde_json::from_str(request).map_err(|e| format!("malformed critique request: {e}"))?;
         let critiques = &request.task.critiques;
         let Some(last) = critiques.len().checked_sub(1) else {
             let id = request.task.id.map_or("(no id)", |id| id.get());
-            return Err(format!(
-                "task {id} has no `critiques` for the scripted critic"
-            ));
+            return Err(format!("task {id} has no `critiques` for the scripted critic"));
         };
-        let index = usize::try_from(request.round)
-            .unwrap_or(usize::MAX)
-            .min(last);
+        let index = usize::try_from(request.round).unwrap_or(usize::MAX).min(last);
         let critique = critiques[index].get();
         // Anything but an object would only fail later in the host with a vaguer message.
         if !critique.starts_with('{') {
-            return Err(format!(
-                "critiques[{index}] is not a JSON object: {critique}"
-            ));
+            return Err(format!("critiques[{index}] is not a JSON object: {critique}"));
         }
         Ok(critique.to_owned())
     }
@@ -121,10 +113,7 @@ mod tests {
     fn rounds_past_the_script_repeat_the_last_critique() {
         let critiques = r#"[{"score": 4}, {"score": 7}]"#;
         for round in [2, 3, 100, u32::MAX] {
-            assert_eq!(
-                critic().critique(&request(round, critiques)).unwrap(),
-                r#"{"score": 7}"#
-            );
+            assert_eq!(critic().critique(&request(round, critiques)).unwrap(), r#"{"score": 7}"#);
         }
     }
 
@@ -137,37 +126,18 @@ mod tests {
     #[test]
     fn a_task_without_critiques_is_an_error_naming_it() {
         let error = critic().critique(&request(0, "[]")).unwrap_err();
-        assert!(
-            error.contains("\"essay-001\"") && error.contains("critiques"),
-            "{error}"
-        );
-        let error = critic()
-            .critique(r#"{"round": 0, "draft": "", "task": {"id": "t2", "prompt": "p"}}"#)
-            .unwrap_err();
+        assert!(error.contains("\"essay-001\"") && error.contains("critiques"), "{error}");
+        let error = critic().critique(r#"{"round": 0, "draft": "", "task": {"id": "t2", "prompt": "p"}}"#).unwrap_err();
         assert!(error.contains("\"t2\""), "{error}");
     }
 
     #[test]
     fn malformed_requests_and_critiques_are_errors() {
-        for bad in [
-            "",
-            "not json",
-            r#"{"task": {"critiques": [{"score": 1}]}}"#,
-            r#"{"round": -1, "task": {}}"#,
-        ] {
-            assert!(
-                critic()
-                    .critique(bad)
-                    .unwrap_err()
-                    .starts_with("malformed critique request"),
-                "{bad}"
-            );
+        for bad in ["", "not json", r#"{"task": {"critiques": [{"score": 1}]}}"#, r#"{"round": -1, "task": {}}"#] {
+            assert!(critic().critique(bad).unwrap_err().starts_with("malformed critique request"), "{bad}");
         }
         let error = critic().critique(&request(0, "[7]")).unwrap_err();
-        assert!(
-            error.contains("critiques[0] is not a JSON object"),
-            "{error}"
-        );
+        assert!(error.contains("critiques[0] is not a JSON object"), "{error}");
     }
 
     #[test]
@@ -175,6 +145,8 @@ mod tests {
         assert!(Scripted::create(" { } ", Host::none()).is_ok());
         let error = Scripted::create(r#"{"score_max": 5}"#, Host::none()).unwrap_err();
         assert!(error.contains("`score_max`"), "{error}");
+        let error = Scripted::create(r#"{"b": 1, "a": {}}"#, Host::none()).unwrap_err();
+        assert!(error.contains("`a`, `b`"), "{error}");
         assert!(Scripted::create("[]", Host::none()).is_err());
         assert!(Scripted::create("", Host::none()).is_err());
     }
@@ -196,9 +168,7 @@ mod tests {
         let mut instance = std::ptr::null_mut();
         let mut error = Buffer::EMPTY;
         // SAFETY: valid config text, no host services, valid out-pointers.
-        let status = unsafe {
-            (descriptor.create)(Str::new("{}"), std::ptr::null(), &mut instance, &mut error)
-        };
+        let status = unsafe { (descriptor.create)(Str::new("{}"), std::ptr::null(), &mut instance, &mut error) };
         assert_eq!(status, STATUS_OK);
 
         let call = |request: &str| {
@@ -211,10 +181,7 @@ mod tests {
             unsafe { (descriptor.free_buffer)(out) };
             (status, text)
         };
-        assert_eq!(
-            call(&request(5, r#"[{"score": 9}]"#)),
-            (STATUS_OK, r#"{"score": 9}"#.to_string())
-        );
+        assert_eq!(call(&request(5, r#"[{"score": 9}]"#)), (STATUS_OK, r#"{"score": 9}"#.to_string()));
         let (status, message) = call(&request(0, "[]"));
         assert_eq!(status, STATUS_ERROR);
         assert!(message.contains("no `critiques`"), "{message}");
@@ -223,14 +190,8 @@ mod tests {
 
         let mut instance = std::ptr::null_mut();
         // SAFETY: as above.
-        let status = unsafe {
-            (descriptor.create)(
-                Str::new(r#"{"x": 1}"#),
-                std::ptr::null(),
-                &mut instance,
-                &mut error,
-            )
-        };
+        let status =
+            unsafe { (descriptor.create)(Str::new(r#"{"x": 1}"#), std::ptr::null(), &mut instance, &mut error) };
         assert_eq!(status, STATUS_ERROR);
         // SAFETY: the plugin filled `error`.
         let message = String::from_utf8(unsafe { error.to_vec() }).unwrap();

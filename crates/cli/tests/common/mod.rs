@@ -1,0 +1,95 @@
+//! Helpers for tests that run the real `critbench` binary on fixtures.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use critbench_storage::tables::{OutcomeRow, read_outcomes};
+
+/// The repository root (two levels above this crate).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+}
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_critbench"))
+}
+
+/// Fails with instructions when the plugins were not built beside the binary.
+pub fn require_plugins() {
+    let dir = binary().parent().unwrap().to_path_buf();
+    for name in ["rubric", "evidence", "scripted", "faulty"] {
+        let file =
+            dir.join(format!("{}critbench_{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
+        assert!(
+            file.is_file(),
+            "plugin {} is not built; run `cargo build --workspace` before `cargo test --workspace`",
+            file.display()
+        );
+    }
+}
+
+/// Runs `critbench ARGS` from the repository root.
+pub fn critbench(args: &[&str]) -> Output {
+    require_plugins();
+    Command::new(binary()).args(args).current_dir(repo()).output().expect("the critbench binary runs")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts success and returns stdout.
+pub fn ok(output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "critbench failed ({:?})\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        stdout(&output),
+        stderr(&output)
+    );
+    stdout(&output)
+}
+
+/// Asserts exit status 2 and returns stderr with `dir` replaced by `DIR`.
+pub fn usage_error(output: Output, dir: &Path) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "expected exit 2\nstdout:\n{}\nstderr:\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    stderr(&output).replace(&dir.display().to_string(), "DIR")
+}
+
+pub fn outcomes(run_dir: &Path) -> Vec<OutcomeRow> {
+    read_outcomes(&run_dir.join("outcomes.parquet")).expect("outcomes.parquet reads")
+}
+
+/// Compiles a C plugin from `source` into `dir` with the system compiler and the shipped header.
+pub fn compile_c_plugin(source: &Path, dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(format!("lib{name}{}", std::env::consts::DLL_SUFFIX));
+    let include = repo().join("crates/abi/include");
+    let status = Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC", "-O2", "-I"])
+        .arg(&include)
+        .arg(source)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("a C compiler (cc) is installed");
+    assert!(status.success(), "cc failed on {}", source.display());
+    out
+}
+
+/// Writes an experiment file into `dir` and returns its path.
+pub fn experiment(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}

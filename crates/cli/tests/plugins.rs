@@ -1,0 +1,143 @@
+//! Plugins through the C ABI: the Rust built-ins, a plugin written in C, and broken ones.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+#[test]
+fn plugins_check_prints_name_version_and_range_for_each_built_in() {
+    for (name, range) in [("rubric", "0–10"), ("evidence", "0–10"), ("scripted", "0–10"), ("faulty", "0–10")] {
+        let printed = ok(critbench(&["plugins", "check", name]));
+        assert!(printed.contains(&format!("name:        {name}\n")), "{printed}");
+        assert!(printed.contains("version:     1.0.0\n"), "{printed}");
+        assert!(printed.contains(&format!("score range: {range}\n")), "{printed}");
+        assert!(printed.contains("sample:      score "), "{printed}");
+        assert!(printed.trim_end().ends_with("ok"), "{printed}");
+    }
+}
+
+#[test]
+fn plugins_list_finds_the_built_ins() {
+    let printed = ok(critbench(&["plugins", "list"]));
+    for name in ["rubric", "evidence", "scripted", "faulty"] {
+        assert!(printed.lines().any(|l| l.starts_with(name) && l.contains("1.0.0")), "{name} missing:\n{printed}");
+    }
+}
+
+#[test]
+fn a_plugin_written_in_c_loads_checks_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = compile_c_plugin(&repo().join("plugins/c-example/length_critic.c"), dir.path(), "length_critic");
+    let printed = ok(critbench(&["plugins", "check", library.to_str().unwrap()]));
+    assert!(printed.contains("name:        length\n"), "{printed}");
+    assert!(printed.contains("score range: 0–10\n"), "{printed}");
+
+    let file = experiment(
+        dir.path(),
+        "c.toml",
+        &format!(
+            "name = \"c\"\ndataset = \"{}\"\nbackend = \"scripted\"\narms = [\"feedback\", \"single\"]\n\
+             [[critics]]\nname = \"length\"\nplugin = \"{}\"\nconfig = {{ target_words = 120 }}\n",
+            repo().join("datasets/essays.jsonl").display(),
+            library.display()
+        ),
+    );
+    let run = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", run.to_str().unwrap(), "-q"]));
+    let rows = outcomes(&run);
+    assert_eq!(rows.len(), 36 * 2);
+    assert!(rows.iter().all(|r| r.critic == "length" && r.critic_errors == 0));
+    assert!(rows.iter().all(|r| (0.0..=10.0).contains(&r.first_score)));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["plugins"][0]["name"], "length");
+
+    let rejected = usage_error(
+        critbench(&["plugins", "check", library.to_str().unwrap(), "--config", "{\"target_words\": -3}"]),
+        dir.path(),
+    );
+    assert!(rejected.starts_with("error: plugin `length` rejected its config"), "{rejected}");
+}
+
+fn compile_source(dir: &Path, name: &str, source: &str) -> std::path::PathBuf {
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, source).unwrap();
+    compile_c_plugin(&file, dir, name)
+}
+
+#[test]
+fn a_library_without_the_entry_symbol_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = compile_source(dir.path(), "empty", "int not_a_plugin(void) { return 0; }\n");
+    let message = usage_error(critbench(&["plugins", "check", library.to_str().unwrap()]), dir.path());
+    assert_eq!(
+        message.trim_end(),
+        "error: DIR/libempty.so is not a critbench plugin: it does not export the symbol `critbench_critic_v1`"
+    );
+}
+
+#[test]
+fn a_plugin_of_another_abi_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = compile_source(
+        dir.path(),
+        "future",
+        r#"#include "critbench.h"
+static const critbench_critic_descriptor_v1 DESCRIPTOR = { 99u, 0u, { (const uint8_t *)"future", 6 },
+    { (const uint8_t *)"9.0", 3 }, 0.0, 1.0, 0, 0, 0, 0 };
+const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &DESCRIPTOR; }
+"#,
+    );
+    let message = usage_error(critbench(&["plugins", "check", library.to_str().unwrap()]), dir.path());
+    assert!(message.contains("speaks critbench ABI version 99, but this critbench speaks version 1"), "{message}");
+}
+
+#[test]
+fn a_plugin_that_panics_or_fails_costs_only_its_own_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "faulty.toml",
+        &format!(
+            "name = \"faulty\"\ndataset = \"{}\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+             [[critics]]\nname = \"faulty\"\nplugin = \"faulty\"\n\
+             config = {{ panic_on = [\"essay-001\"], error_on = [\"essay-002\"], malformed_on = [\"essay-003\"], \
+             out_of_range_on = [\"essay-004\"], flaky_on = [\"essay-005\"] }}\n[policy]\npass_score = 0\n",
+            repo().join("datasets/essays.jsonl").display()
+        ),
+    );
+    let run = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", run.to_str().unwrap(), "-q"]));
+    let rows = outcomes(&run);
+    assert_eq!(rows.len(), 36, "every task has its outcome");
+    for row in &rows {
+        let broken = ["essay-001", "essay-002", "essay-003", "essay-004"].contains(&row.task_id.as_str());
+        if broken {
+            // A failed critique scores the range minimum and never passes, even at pass_score 0.
+            assert!(!row.passed, "{row:?}");
+            assert_eq!(row.first_score, 0.0);
+            assert!(row.critic_errors >= 1, "{row:?}");
+        } else {
+            assert!(row.passed, "{row:?}");
+            assert_eq!(row.critic_errors, 0, "{row:?}");
+        }
+    }
+    // The trajectory rows say what went wrong, after three attempts.
+    let python = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, pyarrow.parquet as pq; t = pq.read_table(sys.argv[1]).to_pylist(); \
+            [print(r['task_id'], r['critic_attempts'], r['critic_error']) for r in t if r['round'] == 0]",
+        ])
+        .arg(run.join("trajectories.parquet"))
+        .output()
+        .expect("python3 with pyarrow");
+    let text = String::from_utf8_lossy(&python.stdout);
+    assert!(text.contains("essay-001 3 critic panicked: deliberate panic on task essay-001"), "{text}");
+    assert!(text.contains("essay-002 3 deliberate error on task essay-002"), "{text}");
+    assert!(text.contains("essay-003 3 malformed critique"), "{text}");
+    assert!(text.contains("essay-004 3 score 42 is outside the critic's range 0–10"), "{text}");
+    assert!(text.contains("essay-005 2 None"), "{text}");
+}
