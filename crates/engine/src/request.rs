@@ -3,12 +3,15 @@
 use critbench_abi::REQUEST_VERSION;
 use critbench_core::Task;
 
-/// A task serialized once, reused for every request about it.
+/// A task as critics see it, serialized once and reused for every request about it.
 pub struct TaskJson(String);
 
 impl TaskJson {
+    /// Leaves out what a critic must not see: the scripted backend's future `drafts` and the
+    /// gold `labels` used to benchmark critics. A critic judges the draft it is given.
     pub fn new(task: &Task) -> TaskJson {
-        TaskJson(serde_json::to_string(task).expect("a task always serializes"))
+        let visible = Task { drafts: Vec::new(), labels: None, ..task.clone() };
+        TaskJson(serde_json::to_string(&visible).expect("a task always serializes"))
     }
 }
 
@@ -34,12 +37,19 @@ mod tests {
 
     #[test]
     fn request_is_valid_json_with_every_part() {
-        let task = Task { id: "t\"1".into(), prompt: "p".into(), ..Task::default() };
+        let task = Task {
+            id: "t\"1".into(),
+            prompt: "p".into(),
+            drafts: vec!["future draft".into()],
+            labels: Some(serde_json::json!([{"pass": true}])),
+            ..Task::default()
+        };
         let request = critique_request(&TaskJson::new(&task), "line\n\"quoted\"", 2);
         let parsed: serde_json::Value = serde_json::from_str(&request).unwrap();
         assert_eq!(parsed["round"], 2);
         assert_eq!(parsed["draft"], "line\n\"quoted\"");
         assert_eq!(parsed["task"]["id"], "t\"1");
         assert_eq!(parsed["request_version"], 1);
+        assert!(parsed["task"].get("drafts").is_none() && parsed["task"].get("labels").is_none());
     }
 }

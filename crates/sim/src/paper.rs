@@ -100,7 +100,7 @@ impl Dimension {
 /// Applies each requested fix with a probability that falls with difficulty, so not every fix
 /// lands; a rewrite may also damage another part of the paper.
 fn act_on_critique(paper: &mut Paper, critique: &Critique, material: &Material, rng: &mut Rng) {
-    let lands = (0.92 - 0.45 * material.difficulty).clamp(0.3, 0.95);
+    let lands = (0.8 - 0.55 * material.difficulty).clamp(0.25, 0.9);
     if paper.sections.is_empty() && rng.chance(lands.max(0.8)) {
         restructure(paper, material, rng);
     }
@@ -112,7 +112,7 @@ fn act_on_critique(paper: &mut Paper, critique: &Critique, material: &Material, 
         let index = apply_fix(paper, dimension, target.as_deref(), material, rng);
         touched.extend(index);
     }
-    if rng.chance(0.1 + 0.2 * material.difficulty) {
+    if rng.chance(0.15 + 0.25 * material.difficulty) {
         regress(paper, &touched, rng);
     }
 }
@@ -242,11 +242,15 @@ fn edit_blindly(paper: &mut Paper, material: &Material, rng: &mut Rng) {
         if paper.sections.is_empty() {
             let kind = *rng.pick(&SectionKind::ORDER).expect("ORDER is not empty");
             paper.unsectioned.push(material.sentence(kind, &[], rng));
-        } else if roll < 0.30 {
-            let index = rng.below(paper.sections.len());
+        } else if roll < 0.45 {
+            // Thin sections invite expansion, so the shortest one is the likeliest pick.
+            let index = match paper.shortest_section() {
+                Some(shortest) if rng.chance(0.5) => shortest,
+                _ => rng.below(paper.sections.len()),
+            };
             let count = rng.between(1, 2);
             material.extend(&mut paper.sections[index], count, rng);
-        } else if roll < 0.50 {
+        } else if roll < 0.55 {
             let long: Vec<usize> =
                 (0..paper.sections.len()).filter(|i| paper.sections[*i].sentences.len() >= 2).collect();
             if let Some(&index) = rng.pick(&long) {
@@ -254,22 +258,26 @@ fn edit_blindly(paper: &mut Paper, material: &Material, rng: &mut Rng) {
                 let position = rng.below(sentences.len());
                 sentences.remove(position);
             }
-        } else if roll < 0.62 {
+        } else if roll < 0.68 {
             add_citation(paper, None, rng);
-        } else if roll < 0.70 {
+        } else if roll < 0.72 {
             drop_citation(paper, rng);
-        } else if roll < 0.78 {
+        } else if roll < 0.82 {
             add_figure(paper, None, material, rng);
-        } else if roll < 0.84 {
-            let kind = if rng.chance(0.5) { SectionKind::Method } else { SectionKind::RelatedWork };
-            if paper.find_kind(kind).is_none() {
+        } else if roll < 0.90 {
+            // A reviser who knows what papers look like may add a standard section it lacks.
+            let missing: Vec<SectionKind> = [SectionKind::Method, SectionKind::RelatedWork]
+                .into_iter()
+                .filter(|kind| paper.find_kind(*kind).is_none())
+                .collect();
+            if let Some(&kind) = rng.pick(&missing) {
                 let index = paper.insert_section(kind);
                 let count = rng.between(1, 2);
                 material.extend(&mut paper.sections[index], count, rng);
             }
-        } else if roll < 0.88 {
+        } else if roll < 0.95 {
             paper.originality = Some(paper.originality.map_or(Originality::Medium, Originality::raised));
-        } else if roll < 0.91 {
+        } else if roll < 0.97 {
             paper.originality = paper.originality.map(Originality::lowered);
         } else {
             // Reword one sentence: same length class, different words.

@@ -106,9 +106,9 @@ fn dims_map(name: &str) -> Field {
     Field::new(name, DataType::Map(Arc::new(entries), false), false)
 }
 
-/// The schema of `trajectories.parquet`.
-pub fn trajectory_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
+/// The columns that identify a loop (task × config × arm × critic × epoch), first in both tables.
+fn loop_key_fields() -> Vec<Field> {
+    vec![
         utf8("run_id", false),
         utf8("config_id", false),
         utf8("arm", false),
@@ -116,6 +116,13 @@ pub fn trajectory_schema() -> SchemaRef {
         utf8("task_id", false),
         utf8("kind", true),
         Field::new("epoch", DataType::Int32, false),
+    ]
+}
+
+/// The schema of `trajectories.parquet`.
+pub fn trajectory_schema() -> SchemaRef {
+    let mut fields = loop_key_fields();
+    fields.extend([
         Field::new("round", DataType::Int32, false),
         Field::new("revisions", DataType::Int32, false),
         Field::new("score", DataType::Float64, false),
@@ -138,19 +145,14 @@ pub fn trajectory_schema() -> SchemaRef {
         utf8("critic_error", true),
         Field::new("tokens_in", DataType::Int64, true),
         Field::new("tokens_out", DataType::Int64, true),
-    ]))
+    ]);
+    Arc::new(Schema::new(fields))
 }
 
 /// The schema of `outcomes.parquet`.
 pub fn outcome_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        utf8("run_id", false),
-        utf8("config_id", false),
-        utf8("arm", false),
-        utf8("critic", false),
-        utf8("task_id", false),
-        utf8("kind", true),
-        Field::new("epoch", DataType::Int32, false),
+    let mut fields = loop_key_fields();
+    fields.extend([
         Field::new("pass_score", DataType::Float64, false),
         Field::new("max_revisions", DataType::Int32, false),
         Field::new("stall", DataType::Boolean, false),
@@ -171,7 +173,8 @@ pub fn outcome_schema() -> SchemaRef {
         Field::new("tokens_out", DataType::Int64, true),
         Field::new("wall_ms", DataType::Float64, false),
         utf8("meta", true),
-    ]))
+    ]);
+    Arc::new(Schema::new(fields))
 }
 
 fn int(value: u32) -> i32 {

@@ -60,7 +60,9 @@ impl CriticPlugin for EvidenceCritic {
             Ok(Value::Null) => Ok(EvidenceCritic),
             Ok(Value::Object(entries)) => match entries.keys().next() {
                 None => Ok(EvidenceCritic),
-                Some(key) => Err(format!("evidence config has an unknown key `{key}` (the evidence critic takes no settings)")),
+                Some(key) => {
+                    Err(format!("evidence config has an unknown key `{key}` (the evidence critic takes no settings)"))
+                }
             },
             Ok(other) => Err(format!("evidence config must be a JSON object, got {other}")),
         }
@@ -211,7 +213,9 @@ fn read_draft(draft: &str) -> Draft {
             Err(e) => return Draft::Invalid(format!("invalid draft: looks like JSON but does not parse ({e})")),
         };
         let Value::Object(object) = value else {
-            return Draft::Invalid("invalid draft: JSON must be an object with `answer` and `evidence_ids`".to_string());
+            return Draft::Invalid(
+                "invalid draft: JSON must be an object with `answer` and `evidence_ids`".to_string(),
+            );
         };
         let Some(answer) = object.get("answer").and_then(Value::as_str) else {
             return Draft::Invalid("invalid draft: JSON has no string `answer` field".to_string());
@@ -222,7 +226,9 @@ fn read_draft(draft: &str) -> Draft {
                 let ids: Option<Vec<String>> = items.iter().map(|item| item.as_str().map(str::to_string)).collect();
                 match ids {
                     Some(ids) => ids,
-                    None => return Draft::Invalid("invalid draft: `evidence_ids` must be a list of strings".to_string()),
+                    None => {
+                        return Draft::Invalid("invalid draft: `evidence_ids` must be a list of strings".to_string());
+                    }
                 }
             }
             Some(_) => return Draft::Invalid("invalid draft: `evidence_ids` must be a list of strings".to_string()),
@@ -279,7 +285,8 @@ fn strip_citations(text: &str) -> (String, Vec<String>) {
         .collect::<Vec<_>>()
         .join(" ");
     // "dance [d1]." leaves "dance ." behind.
-    let answer = [".", ",", ";", ":", "!", "?"].iter().fold(answer, |text, mark| text.replace(&format!(" {mark}"), mark));
+    let answer =
+        [".", ",", ";", ":", "!", "?"].iter().fold(answer, |text, mark| text.replace(&format!(" {mark}"), mark));
     (answer, ids)
 }
 
@@ -321,15 +328,15 @@ fn content_words(text: &str) -> BTreeSet<String> {
 
 /// Words too common to say what a text is about, sorted for binary search.
 const STOPWORDS: [&str; 119] = [
-    "about", "above", "across", "after", "again", "against", "all", "almost", "along", "also", "among", "and", "another",
-    "any", "are", "around", "because", "been", "before", "being", "below", "between", "both", "but", "can", "could",
-    "did", "does", "doing", "done", "down", "during", "each", "even", "ever", "every", "for", "from", "had", "has",
-    "have", "having", "her", "here", "hers", "him", "his", "how", "into", "its", "itself", "just", "many", "may",
-    "might", "more", "most", "mostly", "much", "must", "nor", "not", "off", "often", "one", "only", "onto", "other",
-    "our", "ours", "out", "over", "per", "shall", "she", "should", "some", "still", "such", "than", "that", "the",
-    "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "too", "two", "under",
-    "usually", "very", "via", "was", "were", "what", "when", "where", "which", "while", "who", "whom", "whose", "why",
-    "will", "with", "within", "without", "would", "yes", "yet", "you", "your", "yours",
+    "about", "above", "across", "after", "again", "against", "all", "almost", "along", "also", "among", "and",
+    "another", "any", "are", "around", "because", "been", "before", "being", "below", "between", "both", "but", "can",
+    "could", "did", "does", "doing", "done", "down", "during", "each", "even", "ever", "every", "for", "from", "had",
+    "has", "have", "having", "her", "here", "hers", "him", "his", "how", "into", "its", "itself", "just", "many",
+    "may", "might", "more", "most", "mostly", "much", "must", "nor", "not", "off", "often", "one", "only", "onto",
+    "other", "our", "ours", "out", "over", "per", "shall", "she", "should", "some", "still", "such", "than", "that",
+    "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "too", "two",
+    "under", "usually", "very", "via", "was", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "whose", "why", "will", "with", "within", "without", "would", "yes", "yet", "you", "your", "yours",
 ];
 
 #[cfg(test)]
@@ -430,7 +437,8 @@ mod tests {
 
     #[test]
     fn an_unsupported_answer_is_told_to_rewrite_from_the_evidence() {
-        let critique = run(r#"{"answer": "Bees navigate by smell and memory of the landscape, mostly.", "evidence_ids": ["d1"]}"#);
+        let critique =
+            run(r#"{"answer": "Bees navigate by smell and memory of the landscape, mostly.", "evidence_ids": ["d1"]}"#);
         assert!(critique["score"].as_f64().unwrap() < 8.0);
         assert!(strings(&critique["issues"]).iter().any(|i| i.starts_with("answer weakly supported")));
         assert!(critique["suggestions"].as_array().unwrap().iter().any(|s| s["target"] == "answer"));
