@@ -124,19 +124,19 @@ fn requests(critique: &Critique) -> Vec<(Dimension, Option<String>)> {
         let dimension = suggestion.dimension.as_deref().and_then(Dimension::recognise).or_else(|| {
             Dimension::recognise(&format!("{} {}", suggestion.target.as_deref().unwrap_or(""), suggestion.edit))
         });
-        if let Some(dimension) = dimension {
-            if !requests.iter().any(|(seen, _)| *seen == dimension) {
-                requests.push((dimension, suggestion.target.clone()));
-            }
+        if let Some(dimension) = dimension
+            && !requests.iter().any(|(seen, _)| *seen == dimension)
+        {
+            requests.push((dimension, suggestion.target.clone()));
         }
     }
     if requests.is_empty() {
         // A critique without structured suggestions: read its issues instead.
         for line in critique_text(critique).lines() {
-            if let Some(dimension) = Dimension::recognise(line) {
-                if !requests.iter().any(|(seen, _)| *seen == dimension) {
-                    requests.push((dimension, None));
-                }
+            if let Some(dimension) = Dimension::recognise(line)
+                && !requests.iter().any(|(seen, _)| *seen == dimension)
+            {
+                requests.push((dimension, None));
             }
         }
     }
@@ -156,10 +156,10 @@ fn apply_fix(
             let index = target.and_then(|name| paper.find(name)).or_else(|| paper.shortest_section())?;
             let count = rng.between(2, 3);
             material.extend(&mut paper.sections[index], count, rng);
-            if rng.chance(0.5) {
-                if let Some(other) = paper.shortest_section() {
-                    material.extend(&mut paper.sections[other], 1, rng);
-                }
+            if rng.chance(0.5)
+                && let Some(other) = paper.shortest_section()
+            {
+                material.extend(&mut paper.sections[other], 1, rng);
             }
             Some(index)
         }
@@ -220,13 +220,13 @@ fn regress(paper: &mut Paper, touched: &BTreeSet<usize>, rng: &mut Rng) {
     let untouched: Vec<usize> = (0..paper.sections.len())
         .filter(|index| !touched.contains(index) && paper.sections[*index].sentences.len() >= 2)
         .collect();
-    if rng.chance(0.6) {
-        if let Some(&index) = rng.pick(&untouched) {
-            let sentences = &mut paper.sections[index].sentences;
-            let position = rng.below(sentences.len());
-            sentences.remove(position);
-            return;
-        }
+    if rng.chance(0.6)
+        && let Some(&index) = rng.pick(&untouched)
+    {
+        let sentences = &mut paper.sections[index].sentences;
+        let position = rng.below(sentences.len());
+        sentences.remove(position);
+        return;
     }
     drop_citation(paper, rng);
 }
@@ -688,10 +688,7 @@ impl Material {
     }
 
     fn fill(&self, template: &str) -> String {
-        template
-            .replace("{Topic}", &capitalize(&self.topic))
-            .replace("{topic}", &self.topic)
-            .replace("{field}", &self.field)
+        template.replace("{topic}", &self.topic).replace("{field}", &self.field)
     }
 
     fn title(&self, rng: &mut Rng) -> String {
@@ -709,7 +706,7 @@ impl Material {
     fn sentence(&self, kind: SectionKind, avoid: &[String], rng: &mut Rng) -> String {
         let mut sentence = String::new();
         for _ in 0..4 {
-            sentence = self.candidate(kind, rng);
+            sentence = self.candidate(kind, avoid, rng);
             if !avoid.contains(&sentence) {
                 break;
             }
@@ -717,11 +714,11 @@ impl Material {
         sentence
     }
 
-    fn candidate(&self, kind: SectionKind, rng: &mut Rng) -> String {
-        if !self.context.is_empty() && rng.chance(0.25) {
-            let source = rng.pick(&self.context).expect("context is not empty");
-            let lead = rng.pick(context_leads(kind)).expect("leads are not empty");
-            return format!("{lead}{}", decapitalize(source));
+    fn candidate(&self, kind: SectionKind, avoid: &[String], rng: &mut Rng) -> String {
+        if rng.chance(0.3)
+            && let Some(sentence) = self.context_sentence(kind, avoid, rng)
+        {
+            return sentence;
         }
         let mut sentence = self.fill(rng.pick(templates(kind)).expect("templates are not empty"));
         if rng.chance(0.3) {
@@ -729,6 +726,31 @@ impl Material {
             sentence = format!("{}{clause}.", strip_final_stop(&sentence));
         }
         sentence
+    }
+
+    /// A sentence of the source material woven into a section: one that suits the section
+    /// (the method for Method, the finding for Results) and is not used there yet.
+    fn context_sentence(&self, kind: SectionKind, avoid: &[String], rng: &mut Rng) -> Option<String> {
+        let unused: Vec<&String> = self
+            .context
+            .iter()
+            .filter(|source| !avoid.iter().any(|sentence| sentence.contains(&decapitalize(source))))
+            .collect();
+        let suited: Vec<&String> = unused
+            .iter()
+            .copied()
+            .filter(|source| {
+                let source = source.to_lowercase();
+                context_cues(kind).iter().any(|cue| source.contains(cue))
+            })
+            .collect();
+        let source = rng.pick(if suited.is_empty() { &unused } else { &suited })?;
+        let leads: Vec<&&str> = context_leads(kind)
+            .iter()
+            .filter(|lead| !avoid.iter().any(|sentence| sentence.starts_with(**lead)))
+            .collect();
+        let lead = rng.pick(&leads)?;
+        Some(format!("{lead}{}", decapitalize(source)))
     }
 
     /// Appends `count` new sentences to a section.
@@ -755,7 +777,7 @@ impl Material {
         const CONTRIBUTIONS: [&str; 3] = [
             "Our contribution is a new comparison of {topic} that earlier reviews did not attempt.",
             "Unlike earlier work, we combine evidence on {topic} from settings that are usually studied apart.",
-            "The new element here is a single framework that explains when {topic} works and when it fails.",
+            "The new element here is a single framework that explains when findings on {topic} hold and when they fail.",
         ];
         self.fill(rng.pick(&CONTRIBUTIONS).expect("CONTRIBUTIONS is not empty"))
     }
@@ -786,7 +808,7 @@ const CLAUSES: [&str; 6] = [
 fn templates(kind: SectionKind) -> &'static [&'static str] {
     match kind {
         SectionKind::Introduction => &[
-            "{Topic} has become a pressing question in {field}, and the evidence so far is scattered.",
+            "Research on {topic} has become a pressing question in {field}, and the evidence so far is scattered.",
             "This paper studies {topic} and asks what the available evidence actually supports.",
             "Interest in {topic} has grown quickly because early results were promising but mixed.",
             "Practitioners in {field} often make decisions about {topic} with little systematic guidance.",
@@ -830,11 +852,22 @@ fn templates(kind: SectionKind) -> &'static [&'static str] {
     }
 }
 
+/// Words that mark a source sentence as suited to a section.
+fn context_cues(kind: SectionKind) -> &'static [&'static str] {
+    match kind {
+        SectionKind::Introduction => &["matters", "because", "important"],
+        SectionKind::Method => &["apply", "applied", "method", "measure", "data"],
+        SectionKind::Results => &["finding", "found", "show", "result"],
+        SectionKind::RelatedWork => &["existing", "studies", "earlier", "prior"],
+        SectionKind::Conclusion => &["open", "remain", "question", "unclear"],
+    }
+}
+
 /// Openings that weave a sentence of the source material into a section.
 fn context_leads(kind: SectionKind) -> &'static [&'static str] {
     match kind {
         SectionKind::Introduction => &["As the source material notes, ", "The starting point is simple: "],
-        SectionKind::Method => &["Our design follows earlier work, in which ", "We keep to common practice: "],
+        SectionKind::Method => &["Our design follows earlier work, in which ", "We keep to common practice, in which "],
         SectionKind::Results => &["This agrees with earlier reports: ", "In line with the literature, "],
         SectionKind::RelatedWork => &["Prior work sets the scene: ", "Earlier accounts agree on one point: "],
         SectionKind::Conclusion => &["Much remains unsettled, and ", "One caution applies: "],

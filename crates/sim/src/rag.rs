@@ -23,7 +23,7 @@ pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
         if rng.chance(0.45 + 0.35 * d) {
             // Seed 000's failure: nothing in the pool answers the question, so the writer
             // answers from memory and makes up a source.
-            answer.sentences.push(pool.from_memory(rng));
+            answer.sentences.push(pool.answer_from_memory(rng));
             answer.ids.push(pool.invented_id(rng));
         } else if let (true, Some(closest)) = (rng.chance(0.5), pool.closest()) {
             answer.sentences.push(pool.abstain(closest, rng));
@@ -49,10 +49,10 @@ pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
         if !rng.chance(0.25 + 0.4 * d) {
             answer.ids = used;
         }
-        if rng.chance(0.1 + 0.3 * d) {
-            if let Some(distractor) = pool.random_distractor(rng) {
-                answer.ids.push(distractor);
-            }
+        if rng.chance(0.1 + 0.3 * d)
+            && let Some(distractor) = pool.random_distractor(rng)
+        {
+            answer.ids.push(distractor);
         }
     }
     let format = Format::of(task);
@@ -99,8 +99,9 @@ fn act_on_critique(answer: &mut Answer, critique: &Critique, pool: &Pool, d: f64
             }
         }
     }
-    let wants_ids = mentions(&["missing evidence", "no evidence id", "cite"]) || answer.ids.is_empty();
-    if wants_ids && answer.ids.is_empty() && rng.chance(lands) {
+    // Whether the critique asked for ids or the fixes above removed the last one, an answer
+    // without ids cannot pass the check: cite the passages it draws on.
+    if answer.ids.is_empty() && rng.chance(lands) {
         answer.ids = pool.sources_of(&answer.sentences);
         if answer.ids.is_empty() {
             answer.ids.extend(pool.relevant.first().cloned().or_else(|| pool.closest().map(str::to_string)));
@@ -109,14 +110,18 @@ fn act_on_critique(answer: &mut Answer, critique: &Critique, pool: &Pool, d: f64
     if mentions(&["support", "rewrite the answer"]) && rng.chance(lands) {
         pool.rewrite_from_evidence(answer, rng);
     } else if mentions(&["too short", "expand the answer"]) && rng.chance(lands) {
-        pool.lengthen(answer, rng);
+        if answer.sentences.len() > 1 || pool.relevant.is_empty() {
+            pool.lengthen(answer, false, rng);
+        } else {
+            pool.rewrite_from_evidence(answer, rng);
+        }
     }
     if rng.chance(0.06 + 0.12 * d) {
         // A side effect of rewriting: one sentence paraphrased loosely, or one id lost.
         if answer.ids.len() > 1 && rng.chance(0.5) {
             let position = rng.below(answer.ids.len());
             answer.ids.remove(position);
-        } else if !answer.sentences.is_empty() {
+        } else if !answer.sentences.is_empty() && !pool.relevant.is_empty() {
             let position = rng.below(answer.sentences.len());
             answer.sentences[position] = loosen(&answer.sentences[position], rng);
         }
@@ -149,10 +154,10 @@ fn edit_blindly(answer: &mut Answer, pool: &Pool, rng: &mut Rng) {
                 answer.sentences = pool.compose(&sources, style, rng);
             }
         } else if roll < 0.62 {
-            if let Some(id) = rng.pick(&pool.ids).cloned() {
-                if !answer.ids.contains(&id) {
-                    answer.ids.push(id);
-                }
+            if let Some(id) = rng.pick(&pool.ids).cloned()
+                && !answer.ids.contains(&id)
+            {
+                answer.ids.push(id);
             }
         } else if roll < 0.74 {
             if !answer.ids.is_empty() {
@@ -160,7 +165,7 @@ fn edit_blindly(answer: &mut Answer, pool: &Pool, rng: &mut Rng) {
                 answer.ids.remove(position);
             }
         } else if roll < 0.84 {
-            pool.lengthen(answer, rng);
+            pool.lengthen(answer, true, rng);
         } else if roll < 0.92 && answer.sentences.len() > 1 {
             let position = rng.below(answer.sentences.len());
             answer.sentences.remove(position);
@@ -465,24 +470,26 @@ impl<'a> Pool<'a> {
         }
     }
 
-    /// Adds a sentence quoting a relevant passage the answer does not use yet.
-    fn lengthen(&self, answer: &mut Answer, rng: &mut Rng) {
+    /// Adds a sentence from a relevant passage the answer does not use yet; with none left, a
+    /// blind reviser (`pad_when_stuck`) may pad the answer with a generality instead.
+    fn lengthen(&self, answer: &mut Answer, pad_when_stuck: bool, rng: &mut Rng) {
         let words = content_words(&answer.sentences.join(" "));
         let unused = self
             .relevant
             .iter()
             .find(|id| self.text(id).is_some_and(|text| content_words(text).intersection(&words).count() < 3));
-        match unused.or(self.relevant.first()) {
+        match unused {
             Some(id) => {
                 let style = if rng.chance(0.6) { Style::Quoted } else { Style::Loose };
                 answer.sentences.extend(self.compose(std::slice::from_ref(id), style, rng));
             }
-            None => answer.sentences.push(vague(rng)),
+            None if pad_when_stuck && rng.chance(0.5) => answer.sentences.push(vague(rng)),
+            None => {}
         }
     }
 
     /// A confident answer with nothing behind it, built from the question's own words.
-    fn from_memory(&self, rng: &mut Rng) -> String {
+    fn answer_from_memory(&self, rng: &mut Rng) -> String {
         let words: Vec<&str> = self
             .task
             .prompt
@@ -504,13 +511,14 @@ impl<'a> Pool<'a> {
 
     /// The honest answer when no passage addresses the question.
     fn abstain(&self, closest: &str, rng: &mut Rng) -> String {
-        let about: Vec<String> =
-            self.text(closest).map(content_words).unwrap_or_default().into_iter().take(3).collect();
+        let opening: Vec<&str> = self.text(closest).unwrap_or("").split_whitespace().take(6).collect();
+        let opening = opening.join(" ");
+        let opening = opening.trim_end_matches([',', '.', ';', ':']);
         const ABSTAIN: [&str; 2] = [
-            "The evidence provided does not answer this question; the closest passage is about {w}.",
-            "None of the passages covers this question directly; the nearest one discusses {w}.",
+            "The evidence provided does not answer this question; the closest passage, \"{w}...\", is about something else.",
+            "None of the passages covers this question directly; the nearest one, \"{w}...\", concerns another topic.",
         ];
-        rng.pick(&ABSTAIN).expect("ABSTAIN is not empty").replace("{w}", &about.join(", "))
+        rng.pick(&ABSTAIN).expect("ABSTAIN is not empty").replace("{w}", opening)
     }
 }
 
@@ -524,9 +532,18 @@ fn loosen(sentence: &str, rng: &mut Rng) -> String {
         "for reasons that are widely discussed elsewhere",
         "alongside various broader considerations",
     ];
+    // A cut must not leave a dangling "the" or "and" behind.
+    const DANGLING: [&str; 24] = [
+        "a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "its", "of", "on", "or", "than", "that",
+        "the", "their", "to", "using", "when", "where", "which", "whose",
+    ];
     let words: Vec<&str> = strip_final_stop(sentence).split_whitespace().collect();
-    let keep = ((words.len() as f64) * (0.4 + 0.25 * rng.unit())).ceil() as usize;
-    let kept = words[..keep.clamp(1, words.len().max(1)).min(words.len())].join(" ");
+    let cut = ((words.len() as f64) * (0.4 + 0.25 * rng.unit())).ceil() as usize;
+    let mut keep = cut.clamp(1, words.len().max(1)).min(words.len());
+    while keep > 1 && DANGLING.contains(&words[keep - 1].trim_end_matches([',', ';', ':']).to_lowercase().as_str()) {
+        keep -= 1;
+    }
+    let kept = words[..keep].join(" ");
     let kept = kept.trim_end_matches([',', ';', ':']);
     format!("{kept}, {}.", rng.pick(&TAILS).expect("TAILS is not empty"))
 }

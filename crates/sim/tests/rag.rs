@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{SEED, create, critique, dataset, measure_and_check, rng};
+use common::{create, critique, dataset, measure_and_check, rng};
 use critbench_core::Task;
 use critbench_evidence::EvidenceCritic;
 
