@@ -8,7 +8,10 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 line=""
 for attempt in 1 2 3; do
+    start=$(date +%s.%N)
     result="$("$bin" run experiments/bench-scripted.toml --jobs 1 --quiet --out "$out/run" | tail -n 1)"
+    whole=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    result="${result%%; wrote*} (whole command with summaries: ${whole} s)"
     echo "run $attempt: $result"
     line="$line\n  - run $attempt: $result"
 done

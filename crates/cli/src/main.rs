@@ -11,6 +11,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// Loops are built on worker threads and freed on the writer thread; the system allocator
+// serializes such cross-thread frees on an arena lock, mimalloc does not.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let result = match cli.command {

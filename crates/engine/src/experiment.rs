@@ -485,7 +485,7 @@ mod tests {
 
     #[test]
     fn bad_files_name_the_key() {
-        assert!(load(&format!("{MINIMAL}colour = 3\n")).unwrap_err().contains("unknown field `colour`"));
+        assert!(load(&format!("colour = 3\n{MINIMAL}")).unwrap_err().contains("unknown field `colour`"));
         assert!(
             load(&format!("{MINIMAL}[policy]\nthreshold = 3\n"))
                 .unwrap_err()
@@ -502,16 +502,16 @@ mod tests {
                 .contains("`max_revisions` must be a whole number")
         );
         assert!(
-            load(&format!("{MINIMAL}arms = [\"feedback\", \"blind\"]\n"))
+            load(&format!("arms = [\"feedback\", \"blind\"]\n{MINIMAL}"))
                 .unwrap_err()
                 .contains("\"blind\" is not an arm")
         );
         assert!(
-            load(&format!("{MINIMAL}backend = \"gpt\"\n")).unwrap_err().contains("`backend` = \"gpt\" is not known")
+            load(&format!("backend = \"gpt\"\n{MINIMAL}")).unwrap_err().contains("`backend` = \"gpt\" is not known")
         );
         assert!(load("name = \"t\"\ndataset = \"d\"\ncritics = []\n").unwrap_err().contains("no critics"));
         let e = load("name = \"t\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n").unwrap_err();
         assert!(e.starts_with("DIR/x.toml: `dataset` is missing"), "{e}");
-        assert!(load(&format!("{MINIMAL}epochs = \"two\"\n")).unwrap_err().contains("line 6"));
+        assert!(load(&format!("epochs = \"two\"\n{MINIMAL}")).unwrap_err().contains("line 1"));
     }
 }

@@ -43,6 +43,9 @@ pub struct RunSummary {
     pub report: Option<critbench_report::Report>,
 }
 
+/// Loops a worker runs before handing their rows to the writer.
+const BATCH_LOOPS: usize = 32;
+
 /// One loop to run: indices into the run's critics, tasks, arms and policies.
 #[derive(Clone, Copy, Debug)]
 struct Unit {
@@ -169,21 +172,29 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         .build()
         .map_err(|e| EngineError::Internal(format!("cannot start worker threads: {e}")))?;
     let progress = progress_bar(total as u64, options.quiet);
-    let (sender, receiver) = sync_channel::<Message>(4096);
+    let (sender, receiver) = sync_channel::<Vec<Message>>(64);
 
     let written = std::thread::scope(|scope| {
         let writer =
             scope.spawn(|| write_results(&shared, &run_id, receiver, &mut trajectories, &mut outcomes, &progress));
         pool.install(|| {
-            (0..total).into_par_iter().for_each_with(sender, |sender, index| {
-                let unit = unit_at(index);
-                let message = match catch_unwind(AssertUnwindSafe(|| run_loop(&shared, unit))) {
-                    Ok(Ok(result)) => Message::Done(result),
-                    Ok(Err(error)) => Message::Failed { unit, error },
-                    Err(payload) => Message::Failed { unit, error: panic_text(payload) },
-                };
+            // Loops travel to the writer in batches: one channel hand-off per batch rather than
+            // per loop keeps the workers from waking the writer thousands of times a second.
+            let batches = total.div_ceil(BATCH_LOOPS);
+            (0..batches).into_par_iter().for_each_with(sender, |sender, batch| {
+                let end = ((batch + 1) * BATCH_LOOPS).min(total);
+                let messages: Vec<Message> = (batch * BATCH_LOOPS..end)
+                    .map(|index| {
+                        let unit = unit_at(index);
+                        match catch_unwind(AssertUnwindSafe(|| run_loop(&shared, unit))) {
+                            Ok(Ok(result)) => Message::Done(result),
+                            Ok(Err(error)) => Message::Failed { unit, error },
+                            Err(payload) => Message::Failed { unit, error: panic_text(payload) },
+                        }
+                    })
+                    .collect();
                 // The writer only stops early on a storage error, which is reported below.
-                let _ = sender.send(message);
+                let _ = sender.send(messages);
             });
         });
         writer.join().unwrap_or_else(|payload| Err(EngineError::Internal(panic_text(payload))))
@@ -370,7 +381,7 @@ fn sum_tokens(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 fn write_results(
     shared: &Shared<'_>,
     run_id: &str,
-    receiver: Receiver<Message>,
+    receiver: Receiver<Vec<Message>>,
     trajectories: &mut TrajectoryWriter,
     outcomes: &mut OutcomeWriter,
     progress: &indicatif::ProgressBar,
@@ -378,7 +389,7 @@ fn write_results(
     let experiment = shared.experiment;
     let config_ids: Vec<String> = experiment.policies.iter().map(Policy::config_id).collect();
     let mut written = Written { loops: 0, critiques: 0, passed: 0, failed: Vec::new() };
-    for message in receiver {
+    for message in receiver.into_iter().flatten() {
         let result = match message {
             Message::Done(result) => result,
             Message::Failed { unit, error } => {
@@ -476,7 +487,7 @@ fn write_results(
         written.critiques += result.rounds.len() as u64;
         written.passed += u64::from(passed);
         progress.inc(1);
-        if written.loops % 64 == 0 {
+        if written.loops.is_multiple_of(64) {
             progress.set_message(format!("pass rate {:.1}%", 100.0 * written.passed as f64 / written.loops as f64));
         }
     }

@@ -11,7 +11,8 @@
 //! let search = SearchPath::default_for_current_exe(&[]);
 //! let library = PluginLibrary::resolve("rubric", &search, None).unwrap();
 //! let critic = library.instantiate("{}").unwrap();
-//! let answer = critic.call(r#"{"request_version":1,"task":{"id":"t","prompt":"p"},"draft":"# A","round":0}"#);
+//! let request = r##"{"request_version":1,"task":{"id":"t","prompt":"p"},"draft":"# A","round":0}"##;
+//! let answer = critic.call(request);
 //! println!("{} {}: {answer:?}", library.name, library.version);
 //! ```
 

@@ -92,8 +92,10 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
     let rank =
         |map: &HashMap<String, usize>, name: &str| (map.get(name).copied().unwrap_or(usize::MAX), name.to_string());
 
+    // Names carry their sort rank: manifest order first, then alphabetical.
+    type Ranked = (usize, String);
     type Group<'a> = Vec<&'a OutcomeRow>;
-    let mut groups: BTreeMap<((usize, String), (usize, String), (usize, String)), Group<'_>> = BTreeMap::new();
+    let mut groups: BTreeMap<(Ranked, Ranked, Ranked), Group<'_>> = BTreeMap::new();
     for row in outcomes {
         let key = (
             rank(&config_order, &row.config_id),
@@ -134,8 +136,7 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
 
     // Pair arms within each config × critic on (task, epoch).
     let mut comparisons = Vec::new();
-    let mut by_config_critic: BTreeMap<(&(usize, String), &(usize, String)), Vec<(&(usize, String), &Group<'_>)>> =
-        BTreeMap::new();
+    let mut by_config_critic: BTreeMap<(&Ranked, &Ranked), Vec<(&Ranked, &Group<'_>)>> = BTreeMap::new();
     for ((config, critic, arm), rows) in &groups {
         by_config_critic.entry((config, critic)).or_default().push((arm, rows));
     }
