@@ -141,3 +141,69 @@ fn a_plugin_that_panics_or_fails_costs_only_its_own_rounds() {
     assert!(text.contains("essay-004 3 score 42 is outside the critic's range 0–10"), "{text}");
     assert!(text.contains("essay-005 2 None"), "{text}");
 }
+
+/// A plugin that does not declare itself thread-safe is never called from two threads at once:
+/// this C critic answers with an error whenever it finds another call already inside it.
+#[test]
+fn calls_to_a_plugin_that_is_not_thread_safe_are_serialized() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = compile_source(
+        dir.path(),
+        "single_threaded",
+        r#"#define _POSIX_C_SOURCE 199309L
+#include "critbench.h"
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static atomic_int inside = 0;
+
+static critbench_buffer text(const char *s) {
+    size_t n = strlen(s);
+    critbench_buffer b = { malloc(n), n };
+    memcpy(b.ptr, s, n);
+    return b;
+}
+static int32_t create(critbench_str config, const critbench_host_v1 *host, void **instance, critbench_buffer *error) {
+    (void)config; (void)host; (void)error;
+    *instance = malloc(1);
+    return CRITBENCH_OK;
+}
+static int32_t critique(void *instance, critbench_str request, critbench_buffer *out) {
+    (void)instance; (void)request;
+    if (atomic_fetch_add(&inside, 1) != 0) {
+        atomic_fetch_sub(&inside, 1);
+        *out = text("called from two threads at once");
+        return CRITBENCH_ERROR;
+    }
+    struct timespec pause = { 0, 100000 };
+    nanosleep(&pause, NULL);
+    atomic_fetch_sub(&inside, 1);
+    *out = text("{\"score\": 5}");
+    return CRITBENCH_OK;
+}
+static void destroy(void *instance) { free(instance); }
+static void free_buffer(critbench_buffer buffer) { free(buffer.ptr); }
+static const critbench_critic_descriptor_v1 DESCRIPTOR = { CRITBENCH_ABI_VERSION, 0u,
+    { (const uint8_t *)"single", 6 }, { (const uint8_t *)"1.0.0", 5 }, 0.0, 10.0,
+    create, critique, destroy, free_buffer };
+const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &DESCRIPTOR; }
+"#,
+    );
+    let file = experiment(
+        dir.path(),
+        "single.toml",
+        &format!(
+            "name = \"single\"\ndataset = \"{}\"\nbackend = \"scripted\"\nepochs = 3\n\
+             [[critics]]\nname = \"single\"\nplugin = \"{}\"\n[policy]\npass_score = 11\nstall = false\n",
+            repo().join("datasets/essays.jsonl").display(),
+            library.display()
+        ),
+    );
+    let run = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", run.to_str().unwrap(), "--jobs", "2", "-q"]));
+    let rows = outcomes(&run);
+    assert_eq!(rows.len(), 36 * 3 * 3);
+    assert_eq!(rows.iter().map(|r| r.critic_errors).sum::<u32>(), 0);
+}
