@@ -38,12 +38,14 @@ pub fn summary_table(report: &Report) -> String {
 
 fn comparison_table(report: &Report) -> String {
     let mut out = String::new();
-    out.push_str("| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | McNemar p | rounds A / B |\n");
-    out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---|\n");
+    out.push_str(
+        "| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | McNemar p | rounds A / B | best score A / B |\n",
+    );
+    out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|\n");
     for row in &report.comparisons {
         let _ = writeln!(
             out,
-            "| {} | {} | {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} | {:.2} / {:.2} |",
+            "| {} | {} | {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} |",
             row.config_id,
             row.critic,
             row.arm_a,
@@ -59,6 +61,8 @@ fn comparison_table(report: &Report) -> String {
             format_p(row.mcnemar_p),
             row.mean_rounds_a,
             row.mean_rounds_b,
+            row.mean_best_score_a,
+            row.mean_best_score_b,
         );
     }
     out

@@ -53,6 +53,12 @@ pub struct ComparisonRow {
     pub mcnemar_p: f64,
     pub mean_rounds_a: f64,
     pub mean_rounds_b: f64,
+    /// mean_rounds_a − mean_rounds_b
+    pub diff_mean_rounds: f64,
+    pub mean_best_score_a: f64,
+    pub mean_best_score_b: f64,
+    /// mean_best_score_a − mean_best_score_b
+    pub diff_mean_best_score: f64,
 }
 
 /// Everything the summary files hold.
@@ -166,6 +172,10 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
                     purpose: "bootstrap",
                 });
                 let (lo, hi) = paired_bootstrap_diff(&pairs, BOOTSTRAP_RESAMPLES, seed);
+                let rounds_a = mean(matched.iter().map(|(a, _)| f64::from(a.rounds)));
+                let rounds_b = mean(matched.iter().map(|(_, b)| f64::from(b.rounds)));
+                let best_a = mean(matched.iter().map(|(a, _)| a.best_score));
+                let best_b = mean(matched.iter().map(|(_, b)| b.best_score));
                 comparisons.push(ComparisonRow {
                     config_id: config.1.clone(),
                     critic: critic.1.clone(),
@@ -180,8 +190,12 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
                     a_only,
                     b_only,
                     mcnemar_p: mcnemar_exact(a_only, b_only),
-                    mean_rounds_a: mean(matched.iter().map(|(a, _)| f64::from(a.rounds))),
-                    mean_rounds_b: mean(matched.iter().map(|(_, b)| f64::from(b.rounds))),
+                    mean_rounds_a: rounds_a,
+                    mean_rounds_b: rounds_b,
+                    diff_mean_rounds: rounds_a - rounds_b,
+                    mean_best_score_a: best_a,
+                    mean_best_score_b: best_b,
+                    diff_mean_best_score: best_a - best_b,
                 });
             }
         }
