@@ -16,6 +16,8 @@ pub enum Command {
     Run(RunArgs),
     /// Rebuild summary.csv, summary.json, comparisons.csv and report.md from a run's Parquet files.
     Report(ReportArgs),
+    /// Evaluate new policies on a finished run's recorded loops, without calling any model or critic.
+    Replay(ReplayArgs),
     /// Show or check critic plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
@@ -46,9 +48,19 @@ pub struct RunArgs {
     /// Extra directory to look for plugins in (repeatable).
     #[arg(long = "plugin-dir")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// How to run a policy grid: record each loop once and replay every config on it (the
+    /// default), or run each config separately.
+    #[arg(long, value_enum)]
+    pub sweep: Option<SweepMode>,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SweepMode {
+    Replay,
+    Direct,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -63,6 +75,39 @@ pub enum BadRow {
 pub struct ReportArgs {
     /// A run directory written by `critbench run`.
     pub run_dir: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// A run directory written by `critbench run`.
+    pub run_dir: PathBuf,
+    /// Pass thresholds to evaluate (comma-separated list).
+    #[arg(long, value_delimiter = ',', default_value = "8")]
+    pub pass_score: Vec<f64>,
+    /// Revision caps to evaluate (comma-separated list).
+    #[arg(long, value_delimiter = ',', default_value = "3")]
+    pub max_revisions: Vec<u32>,
+    /// Stop on a score drop (true, false, or both: true,false).
+    #[arg(long, value_delimiter = ',', default_value = "true", action = clap::ArgAction::Set)]
+    pub stall: Vec<bool>,
+    /// Plateau thresholds (0 turns plateau detection off).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub plateau_eps: Vec<f64>,
+    /// Every dimension must reach this to pass (repeat values as a list).
+    #[arg(long, value_delimiter = ',')]
+    pub dim_target: Vec<f64>,
+    /// Which draft a loop returns.
+    #[arg(long, value_enum, default_value = "best")]
+    pub final_draft: FinalChoice,
+    /// Where to write the new run directory (default: RUN_DIR-replay).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FinalChoice {
+    Best,
+    Last,
 }
 
 #[derive(Subcommand, Debug)]

@@ -4,6 +4,7 @@
 mod args;
 mod failure;
 mod plugins;
+mod replay;
 mod report;
 mod run;
 
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         args::Command::Run(options) => run::run(options),
         args::Command::Report(options) => report::report(options),
+        args::Command::Replay(options) => replay::replay(options),
         args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
         args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),
     };

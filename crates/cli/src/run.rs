@@ -1,10 +1,10 @@
 use std::path::PathBuf;
 
-use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides};
+use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides, Sweep};
 use critbench_engine::run::{RunOptions, run_experiment};
 use critbench_storage::dataset::OnBadRow;
 
-use crate::args::{BadRow, RunArgs};
+use crate::args::{BadRow, RunArgs, SweepMode};
 use crate::failure::Failure;
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
@@ -35,6 +35,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         }),
         store_drafts: args.store_drafts,
         plugin_dirs: args.plugin_dirs,
+        sweep: args.sweep.map(|mode| match mode {
+            SweepMode::Replay => Sweep::Replay,
+            SweepMode::Direct => Sweep::Direct,
+        }),
     };
     let experiment = Experiment::load(&path, &overrides)?;
     let summary = run_experiment(&experiment, &RunOptions { quiet: args.quiet })?;

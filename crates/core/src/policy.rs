@@ -211,6 +211,19 @@ pub fn decide(rounds: &[RoundScore], policy: &Policy) -> Decision {
     Decision::Revise
 }
 
+/// Where `policy` stops on a recorded trajectory: the first round whose decision is a stop, and
+/// why. `None` when the recording ends before the policy would stop (it was recorded under a
+/// smaller cap or stopped earlier under every policy it was recorded for).
+///
+/// Because the writer never sees the policy, a loop recorded without stopping holds the answer for
+/// every policy: this is what makes replaying a policy grid exact.
+pub fn stop_point(rounds: &[RoundScore], policy: &Policy) -> Option<(usize, ExitReason)> {
+    (1..=rounds.len()).find_map(|len| match decide(&rounds[..len], policy) {
+        Decision::Stop(reason) => Some((len - 1, reason)),
+        Decision::Revise => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,6 +379,18 @@ mod tests {
             final_draft: FinalDraft::Last,
         };
         assert_eq!(p.config_id(), "p7.5-r5-nostall-e0.1-d8-last");
+    }
+
+    #[test]
+    fn stop_point_finds_the_first_stop_on_a_recording() {
+        let recording = scores(&[5.0, 6.0, 8.5, 7.0]);
+        assert_eq!(stop_point(&recording, &policy()), Some((2, ExitReason::Pass)));
+        let strict = Policy { pass_score: 9.0, ..policy() };
+        assert_eq!(stop_point(&recording, &strict), Some((3, ExitReason::Stall)));
+        let one = Policy { max_revisions: 1, ..policy() };
+        assert_eq!(stop_point(&recording, &one), Some((1, ExitReason::Budget)));
+        let long = Policy { pass_score: 9.0, stall: false, max_revisions: 5, ..policy() };
+        assert_eq!(stop_point(&recording, &long), None);
     }
 
     #[test]

@@ -27,6 +27,17 @@ pub enum BackendKind {
     Openai,
 }
 
+/// How a policy grid is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sweep {
+    /// Record each loop once, until every config has stopped, and derive every config's rows
+    /// from that recording (exact, because the writer never sees the policy).
+    Replay,
+    /// Run every config's loops separately.
+    Direct,
+}
+
 /// One critic of the experiment: a label, a plugin and its config.
 #[derive(Clone, Debug, Serialize)]
 pub struct CriticSpec {
@@ -65,6 +76,7 @@ pub struct Experiment {
     pub seed: u64,
     pub out: PathBuf,
     pub critics: Vec<CriticSpec>,
+    pub sweep: Sweep,
     /// The policy grid: one entry per config, in a stable order.
     #[serde(serialize_with = "policy_tables")]
     pub policies: Vec<Policy>,
@@ -119,6 +131,7 @@ pub struct Overrides {
     pub on_bad_row: Option<OnBadRow>,
     pub store_drafts: bool,
     pub plugin_dirs: Vec<PathBuf>,
+    pub sweep: Option<Sweep>,
 }
 
 #[derive(Deserialize)]
@@ -148,6 +161,8 @@ struct ExperimentFile {
     critics: Vec<CriticEntry>,
     #[serde(default)]
     policy: toml::Table,
+    #[serde(default)]
+    sweep: Option<String>,
     #[serde(default)]
     openai: Option<OpenAiSection>,
 }
@@ -295,6 +310,12 @@ impl Experiment {
             critics.push(CriticSpec { name: entry.name, plugin, kinds: entry.kinds, config, weights: entry.weights });
         }
         let policies = policy_grid(&file.policy)?;
+        let sweep = match file.sweep.as_deref() {
+            _ if overrides.sweep.is_some() => overrides.sweep.expect("checked just above"),
+            None | Some("replay") => Sweep::Replay,
+            Some("direct") => Sweep::Direct,
+            Some(other) => return Err(format!("`sweep` = \"{other}\"; use \"replay\" or \"direct\"")),
+        };
         let on_bad_row = match (overrides.on_bad_row, file.on_bad_row.as_deref()) {
             (Some(mode), _) => mode,
             (None, None | Some("error")) => OnBadRow::Error,
@@ -318,6 +339,7 @@ impl Experiment {
             seed: file.seed,
             out,
             critics,
+            sweep,
             policies,
             critic_attempts: file.critic_attempts,
             store_drafts: file.store_drafts || overrides.store_drafts,

@@ -15,9 +15,11 @@
 
 pub mod backend;
 mod clock;
+mod emit;
 mod error;
 pub mod experiment;
 mod manifest;
+pub mod replay;
 mod request;
 pub mod run;
 

@@ -60,6 +60,16 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         "rows_skipped": input.summary.rows_skipped,
         "loops": input.summary.loops,
         "critiques": input.summary.critiques,
+        "sweep": input.summary.sweep,
+        // Every output round is one generator call (write or revise) and one critique. A replayed
+        // sweep derives all configs from one recording per loop, so it makes fewer of each.
+        "calls": {
+            "generator": input.summary.recorded_rounds,
+            "critic": input.summary.recorded_rounds,
+            "direct_equivalent": input.summary.critiques,
+            "saved": input.summary.critiques.saturating_sub(input.summary.recorded_rounds),
+            "ratio": input.summary.critiques as f64 / input.summary.recorded_rounds.max(1) as f64,
+        },
         "failed_loops": input.summary.failed_loops,
     });
     let path = input.experiment.out.join("manifest.json");

@@ -7,14 +7,16 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::{Duration, Instant, SystemTime};
 
-use critbench_core::{Arm, BestDraft, Critique, Decision, FinalDraft, Policy, RoundScore, Task, decide};
+use critbench_core::{Arm, Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::{CriticInstance, PluginLibrary, SearchPath, critique_with_retry};
 use critbench_storage::dataset::{Dataset, read_dataset};
-use critbench_storage::tables::{OutcomeRow, OutcomeWriter, TrajectoryRow, TrajectoryWriter};
+use critbench_storage::recorded::RecordedRound;
+use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
 use rayon::prelude::*;
 
 use crate::backend::{Backend, DraftKey};
-use crate::experiment::{CriticSpec, Experiment};
+use crate::emit::{LoopLabels, effective_policy, emit_loop};
+use crate::experiment::{CriticSpec, Experiment, Sweep};
 use crate::manifest::{self, LoadedPlugin};
 use crate::request::{TaskJson, critique_request};
 use crate::{EngineError, clock};
@@ -38,6 +40,11 @@ pub struct RunSummary {
     /// other loop's rows are written.
     pub failed_loops: Vec<String>,
     pub rows_skipped: usize,
+    /// How the policy grid was run.
+    pub sweep: Sweep,
+    /// Rounds actually generated and critiqued; `critiques` counts the rounds in the outputs,
+    /// which a replayed sweep serves from fewer recorded rounds.
+    pub recorded_rounds: u64,
     pub elapsed: Duration,
     /// The summaries written into the run directory.
     pub report: Option<critbench_report::Report>,
@@ -46,37 +53,32 @@ pub struct RunSummary {
 /// Loops a worker runs before handing their rows to the writer.
 const BATCH_LOOPS: usize = 32;
 
-/// One loop to run: indices into the run's critics, tasks, arms and policies.
+/// One loop to record: indices into the run's critics, tasks and arms, and the policies it must
+/// serve — one config (a direct sweep) or every config of the grid (a replayed sweep).
 #[derive(Clone, Copy, Debug)]
 struct Unit {
     critic: usize,
     task: usize,
     epoch: u32,
     arm: Arm,
-    policy: usize,
+    /// `Some(config)` for a direct sweep, `None` for every config.
+    policy: Option<usize>,
 }
 
-/// One critiqued round, waiting for its loop to finish (to know which draft was best).
-struct Round {
-    critique: Critique,
-    attempts: u32,
-    error: Option<String>,
-    passed: bool,
-    decision: Decision,
-    best_score: f64,
-    draft_chars: u64,
-    draft: Option<String>,
-    gen_ms: f64,
-    critic_ms: f64,
-    tokens_in: Option<u64>,
-    tokens_out: Option<u64>,
+impl Unit {
+    fn policies(&self, count: usize) -> std::ops::Range<usize> {
+        match self.policy {
+            Some(index) => index..index + 1,
+            None => 0..count,
+        }
+    }
 }
 
+/// A recorded loop: every round until each of the unit's policies has stopped.
 struct LoopResult {
     unit: Unit,
-    rounds: Vec<Round>,
-    best: BestDraft,
-    wall_ms: f64,
+    rounds: Vec<RecordedRound>,
+    scores: Vec<RoundScore>,
 }
 
 enum Message {
@@ -150,19 +152,29 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
     let mut outcomes = OutcomeWriter::create(&experiment.out.join("outcomes.parquet"))?;
 
     let arms = &experiment.arms;
-    let per_pair = experiment.epochs as usize * arms.len() * experiment.policies.len();
+    let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
+    if replay && let Some(plugin) = plugins.iter().find(|p| p.library.policy_dependent) {
+        return Err(EngineError::Usage(format!(
+            "critic `{}` ({}) says its critiques depend on the loop policy, so one recording cannot serve \
+             every config; set sweep = \"direct\" in the experiment",
+            plugin.critic, plugin.library.name
+        )));
+    }
+    let configs_per_unit = if replay { 1 } else { experiment.policies.len() };
+    let per_pair = experiment.epochs as usize * arms.len() * configs_per_unit;
     let total = pairs.len() * per_pair;
+    let total_loops = pairs.len() * experiment.epochs as usize * arms.len() * experiment.policies.len();
     // Tasks vary fastest, so the progress bar's pass rate is a fair sample from the start.
     let unit_at = |index: usize| -> Unit {
         let (critic, task) = pairs[index % pairs.len()];
         let rest = index / pairs.len();
-        let per_epoch = arms.len() * experiment.policies.len();
+        let per_epoch = arms.len() * configs_per_unit;
         Unit {
             critic,
             task,
             epoch: (rest / per_epoch) as u32,
-            arm: arms[rest % per_epoch / experiment.policies.len()],
-            policy: rest % experiment.policies.len(),
+            arm: arms[rest % per_epoch / configs_per_unit],
+            policy: (!replay).then_some(rest % configs_per_unit),
         }
     };
 
@@ -171,7 +183,7 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         .num_threads(experiment.jobs)
         .build()
         .map_err(|e| EngineError::Internal(format!("cannot start worker threads: {e}")))?;
-    let progress = progress_bar(total as u64, options.quiet);
+    let progress = progress_bar(total_loops as u64, options.quiet);
     let (sender, receiver) = sync_channel::<Vec<Message>>(64);
 
     let written = std::thread::scope(|scope| {
@@ -186,7 +198,7 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
                 let messages: Vec<Message> = (batch * BATCH_LOOPS..end)
                     .map(|index| {
                         let unit = unit_at(index);
-                        match catch_unwind(AssertUnwindSafe(|| run_loop(&shared, unit))) {
+                        match catch_unwind(AssertUnwindSafe(|| record_loop(&shared, unit))) {
                             Ok(Ok(result)) => Message::Done(result),
                             Ok(Err(error)) => Message::Failed { unit, error },
                             Err(payload) => Message::Failed { unit, error: panic_text(payload) },
@@ -213,6 +225,8 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         passed: written.passed,
         failed_loops: written.failed,
         rows_skipped,
+        sweep: if replay { Sweep::Replay } else { Sweep::Direct },
+        recorded_rounds: written.recorded_rounds,
         elapsed: started.elapsed(),
         report: None,
     };
@@ -289,62 +303,67 @@ fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
 }
 
-/// Runs one loop: generate, then critique → decide → revise until the policy stops it.
-fn run_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
-    let started = Instant::now();
+/// Records one loop: generate, then critique → revise until every policy the unit serves has
+/// stopped. The writer never sees the policy, so the recording is the same for all of them.
+fn record_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
     let experiment = shared.experiment;
     let task = &shared.tasks[unit.task];
     let critic = &shared.critics[unit.critic];
     let weights = experiment.critics[unit.critic].weights.as_ref();
-    let grid_policy = &experiment.policies[unit.policy];
-    let single = Policy { max_revisions: 0, ..grid_policy.clone() };
-    let policy = if unit.arm == Arm::Single { &single } else { grid_policy };
+    let policies: Vec<Policy> = unit
+        .policies(experiment.policies.len())
+        .map(|index| effective_policy(&experiment.policies[index], unit.arm))
+        .collect();
+    let longest = policies.iter().map(|p| p.max_revisions).max().unwrap_or(0) as usize + 1;
     let key = |round: u32| DraftKey { seed: experiment.seed, task_id: &task.id, epoch: unit.epoch, round };
 
     let generated = Instant::now();
     let mut draft = shared.backend.generate(task, &key(0))?;
     let mut gen_ms = ms(generated);
-    let mut scores: Vec<RoundScore> = Vec::with_capacity(policy.max_revisions as usize + 1);
-    let mut rounds: Vec<Round> = Vec::with_capacity(policy.max_revisions as usize + 1);
-    let mut best: Option<BestDraft> = None;
+    let mut running = vec![true; policies.len()];
+    let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
+    let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
     loop {
         let round = rounds.len() as u32;
         let critiqued = Instant::now();
         let request = critique_request(&shared.task_json[unit.task], &draft.text, round);
         let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts);
         let critic_ms = ms(critiqued);
+        let failed = call.failed();
+        let critique = call.critique;
         let score = RoundScore {
-            score: call.critique.score,
-            fatal: !call.critique.fatal_issues.is_empty(),
-            failed: call.failed(),
-            min_dimension: call.critique.min_dimension(),
+            score: critique.score,
+            fatal: !critique.fatal_issues.is_empty(),
+            failed,
+            min_dimension: critique.min_dimension(),
         };
         scores.push(score);
-        match &mut best {
-            None => best = Some(BestDraft::first(&score)),
-            Some(best) => {
-                best.observe(round as usize, &score);
+        for (policy, running) in policies.iter().zip(running.iter_mut()) {
+            if *running && decide(&scores, policy) != Decision::Revise {
+                *running = false;
             }
         }
-        let decision = decide(&scores, policy);
         let draft_text = std::mem::take(&mut draft.text);
-        let draft_chars = draft_text.chars().count() as u64;
-        let next = if decision == Decision::Revise {
+        let next = if running.contains(&true) {
             let revised = Instant::now();
-            let shown = unit.arm.shows_critique().then_some(&call.critique);
+            let shown = unit.arm.shows_critique().then_some(&critique);
             let next = shared.backend.revise(task, &draft_text, shown, &key(round + 1))?;
             Some((next, ms(revised)))
         } else {
             None
         };
-        rounds.push(Round {
-            passed: score.meets_pass_rule(policy),
-            best_score: best.map(|b| b.score).unwrap_or(score.score),
-            critique: call.critique,
-            attempts: call.attempts,
-            error: call.error,
-            decision,
-            draft_chars,
+        rounds.push(RecordedRound {
+            score: critique.score,
+            suggestions: (!critique.suggestions.is_empty())
+                .then(|| serde_json::to_string(&critique.suggestions).expect("suggestions serialize")),
+            dims: critique.dimensions,
+            issues: critique.issues,
+            fatal_issues: critique.fatal_issues,
+            rationale: critique.rationale,
+            critic_passed: critique.critic_passed,
+            critic_attempts: call.attempts,
+            critic_error: call.error,
+            draft_chars: draft_text.chars().count() as u64,
             draft: experiment.store_drafts.then_some(draft_text),
             gen_ms,
             critic_ms,
@@ -359,22 +378,16 @@ fn run_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
             None => break,
         }
     }
-    Ok(LoopResult { unit, rounds, best: best.expect("a loop has at least one round"), wall_ms: ms(started) })
+    Ok(LoopResult { unit, rounds, scores })
 }
 
 struct Written {
     loops: u64,
     critiques: u64,
     passed: u64,
+    /// Rounds actually recorded: one generator call and one critique each.
+    recorded_rounds: u64,
     failed: Vec<String>,
-}
-
-fn sum_tokens(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
-    values.fold(None, |total, value| match (total, value) {
-        (None, v) => v,
-        (Some(t), Some(v)) => Some(t + v),
-        (t, None) => t,
-    })
 }
 
 /// The single consumer: writes every finished loop's rows and keeps the progress bar.
@@ -388,105 +401,62 @@ fn write_results(
 ) -> Result<Written, EngineError> {
     let experiment = shared.experiment;
     let config_ids: Vec<String> = experiment.policies.iter().map(Policy::config_id).collect();
-    let mut written = Written { loops: 0, critiques: 0, passed: 0, failed: Vec::new() };
+    let metas: Vec<Option<String>> = shared.tasks.iter().map(|t| t.meta.as_ref().map(|m| m.to_string())).collect();
+    let mut written = Written { loops: 0, critiques: 0, passed: 0, recorded_rounds: 0, failed: Vec::new() };
     for message in receiver.into_iter().flatten() {
         let result = match message {
             Message::Done(result) => result,
             Message::Failed { unit, error } => {
                 let task = &shared.tasks[unit.task];
+                let configs: Vec<&str> =
+                    unit.policies(config_ids.len()).map(|index| config_ids[index].as_str()).collect();
                 let failure = format!(
                     "task `{}` × {} × {} × epoch {} × {}: {error}",
-                    task.id, config_ids[unit.policy], unit.arm, unit.epoch, experiment.critics[unit.critic].name
+                    task.id,
+                    configs.join(","),
+                    unit.arm,
+                    unit.epoch,
+                    experiment.critics[unit.critic].name
                 );
                 eprintln!("error: {failure}");
                 written.failed.push(failure);
-                progress.inc(1);
+                progress.inc(configs.len() as u64);
                 continue;
             }
         };
         let unit = result.unit;
         let task = &shared.tasks[unit.task];
-        let critic = &experiment.critics[unit.critic].name;
-        let config_id = &config_ids[unit.policy];
-        let grid_policy = &experiment.policies[unit.policy];
-        let max_revisions = if unit.arm == Arm::Single { 0 } else { grid_policy.max_revisions };
-        let last_index = result.rounds.len() - 1;
-        for (index, round) in result.rounds.iter().enumerate() {
-            let suggestions = (!round.critique.suggestions.is_empty())
-                .then(|| serde_json::to_string(&round.critique.suggestions).expect("suggestions serialize"));
-            let exit_reason = round.decision.exit_reason().map(|r| r.as_str());
-            trajectories.push(&TrajectoryRow {
-                run_id,
-                config_id,
-                arm: unit.arm.as_str(),
-                critic,
-                task_id: &task.id,
-                kind: task.kind.as_deref(),
-                epoch: unit.epoch,
-                round: index as u32,
-                revisions: index as u32,
-                score: round.critique.score,
-                dims: &round.critique.dimensions,
-                issues: &round.critique.issues,
-                fatal_issues: &round.critique.fatal_issues,
-                suggestions: suggestions.as_deref(),
-                rationale: round.critique.rationale.as_deref(),
-                critic_passed: round.critique.critic_passed,
-                passed: round.passed,
-                decision: round.decision.as_str(),
-                exit_reason,
-                is_best: index == result.best.round,
-                best_score: round.best_score,
-                draft_chars: round.draft_chars,
-                draft: round.draft.as_deref(),
-                gen_ms: round.gen_ms,
-                critic_ms: round.critic_ms,
-                critic_attempts: round.attempts,
-                critic_error: round.error.as_deref(),
-                tokens_in: round.tokens_in,
-                tokens_out: round.tokens_out,
-            })?;
-        }
-        let last = &result.rounds[last_index];
-        let exit = last.decision.exit_reason().expect("the last round of a loop stops it");
-        let final_round = match grid_policy.final_draft {
-            FinalDraft::Best => result.best.round,
-            FinalDraft::Last => last_index,
-        };
-        let passed = exit == critbench_core::ExitReason::Pass;
-        outcomes.push(OutcomeRow {
-            run_id: run_id.to_string(),
-            config_id: config_id.clone(),
-            arm: unit.arm.as_str().to_string(),
-            critic: critic.clone(),
-            task_id: task.id.clone(),
-            kind: task.kind.clone(),
+        let labels = LoopLabels {
+            run_id,
+            critic: &experiment.critics[unit.critic].name,
+            arm: unit.arm,
+            task_id: &task.id,
+            kind: task.kind.as_deref(),
             epoch: unit.epoch,
-            pass_score: grid_policy.pass_score,
-            max_revisions,
-            stall: grid_policy.stall,
-            plateau_eps: grid_policy.plateau_eps,
-            dim_target: grid_policy.dim_target,
-            final_draft: grid_policy.final_draft.as_str().to_string(),
-            rounds: result.rounds.len() as u32,
-            revisions: last_index as u32,
-            exit_reason: exit.as_str().to_string(),
-            passed,
-            first_score: result.rounds[0].critique.score,
-            last_score: last.critique.score,
-            final_score: result.rounds[final_round].critique.score,
-            best_score: result.best.score,
-            best_round: result.best.round as u32,
-            critic_errors: result.rounds.iter().filter(|r| r.error.is_some()).count() as u32,
-            tokens_in: sum_tokens(result.rounds.iter().map(|r| r.tokens_in)),
-            tokens_out: sum_tokens(result.rounds.iter().map(|r| r.tokens_out)),
-            wall_ms: result.wall_ms,
-            meta: task.meta.as_ref().map(|m| m.to_string()),
-        })?;
-        written.loops += 1;
-        written.critiques += result.rounds.len() as u64;
-        written.passed += u64::from(passed);
-        progress.inc(1);
+            meta: metas[unit.task].clone(),
+        };
+        written.recorded_rounds += result.rounds.len() as u64;
+        for index in unit.policies(config_ids.len()) {
+            let emitted = emit_loop(
+                &labels,
+                &result.rounds,
+                &result.scores,
+                &experiment.policies[index],
+                &config_ids[index],
+                trajectories,
+                outcomes,
+            )?;
+            let (passed, rounds) = emitted.ok_or_else(|| {
+                EngineError::Internal(format!(
+                    "the recording of task `{}` ended before config {} stopped",
+                    task.id, config_ids[index]
+                ))
+            })?;
+            written.loops += 1;
+            written.critiques += rounds as u64;
+            written.passed += u64::from(passed);
+            progress.inc(1);
+        }
         if written.loops.is_multiple_of(64) {
             progress.set_message(format!("pass rate {:.1}%", 100.0 * written.passed as f64 / written.loops as f64));
         }

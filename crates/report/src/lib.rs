@@ -2,7 +2,8 @@
 //! intervals, rounds used, exit reasons, and paired comparisons of arms on the same task × epoch
 //! (paired bootstrap interval of the pass-rate difference, exact McNemar test).
 //!
-//! Writes `summary.csv`, `summary.json`, `comparisons.csv` and `report.md` into the run directory.
+//! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `report.md` and `report.html` (the same
+//! with inline SVG charts) into the run directory.
 //!
 //! ```no_run
 //! let report = critbench_report::write_reports("reports/demo".as_ref()).unwrap();
@@ -11,6 +12,7 @@
 //! }
 //! ```
 
+mod html;
 mod markdown;
 pub mod stats;
 mod summary;
@@ -62,5 +64,6 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     let markdown = render_markdown(&report);
     let path = run_dir.join("report.md");
     std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;
+    html::write_html(run_dir, &report)?;
     Ok(report)
 }

@@ -14,6 +14,8 @@
 
 pub mod dataset;
 mod parquet_sink;
+pub mod recorded;
+pub mod round_scores;
 pub mod tables;
 
 pub use parquet_sink::SCHEMA_VERSION;

@@ -1,0 +1,137 @@
+//! Turns one recorded loop into the rows one policy would have produced: its decisions, its stop,
+//! its best draft. Runs (direct or replayed) and `critbench replay` all write through here, so
+//! the tables look the same however they were made.
+
+use critbench_core::{Arm, BestDraft, Decision, ExitReason, FinalDraft, Policy, RoundScore, decide};
+use critbench_storage::recorded::RecordedRound;
+use critbench_storage::tables::{OutcomeRow, OutcomeWriter, StorageError, TrajectoryRow, TrajectoryWriter};
+
+/// What the policy needs from a recorded round.
+pub fn round_score(round: &RecordedRound) -> RoundScore {
+    RoundScore {
+        score: round.score,
+        fatal: !round.fatal_issues.is_empty(),
+        failed: round.critic_error.is_some(),
+        min_dimension: round.dims.values().copied().reduce(f64::min),
+    }
+}
+
+/// The policy a loop of `arm` runs under: the single arm is the loop without revisions.
+pub fn effective_policy(policy: &Policy, arm: Arm) -> Policy {
+    if arm == Arm::Single { Policy { max_revisions: 0, ..policy.clone() } } else { policy.clone() }
+}
+
+/// Identifies the loop in the output rows.
+pub struct LoopLabels<'a> {
+    pub run_id: &'a str,
+    pub critic: &'a str,
+    pub arm: Arm,
+    pub task_id: &'a str,
+    pub kind: Option<&'a str>,
+    pub epoch: u32,
+    pub meta: Option<String>,
+}
+
+/// Writes the rows `policy` (labelled `config_id`) produces on `rounds` and returns whether the
+/// loop passed, with the number of rounds it used. `None` when the recording ends before the
+/// policy stops.
+pub fn emit_loop(
+    labels: &LoopLabels<'_>,
+    rounds: &[RecordedRound],
+    scores: &[RoundScore],
+    grid_policy: &Policy,
+    config_id: &str,
+    trajectories: &mut TrajectoryWriter,
+    outcomes: &mut OutcomeWriter,
+) -> Result<Option<(bool, usize)>, StorageError> {
+    let policy = effective_policy(grid_policy, labels.arm);
+    let Some((stop, exit)) = critbench_core::stop_point(scores, &policy) else { return Ok(None) };
+    let best = critbench_core::best_round(&scores[..=stop]).expect("a stopped loop has a round");
+    let mut running_best: Option<BestDraft> = None;
+    for (index, round) in rounds[..=stop].iter().enumerate() {
+        let score = scores[index];
+        match &mut running_best {
+            None => running_best = Some(BestDraft::first(&score)),
+            Some(b) => {
+                b.observe(index, &score);
+            }
+        }
+        let decision = if index == stop { Decision::Stop(exit) } else { Decision::Revise };
+        debug_assert_eq!(decide(&scores[..=index], &policy), decision);
+        trajectories.push(&TrajectoryRow {
+            run_id: labels.run_id,
+            config_id,
+            arm: labels.arm.as_str(),
+            critic: labels.critic,
+            task_id: labels.task_id,
+            kind: labels.kind,
+            epoch: labels.epoch,
+            round: index as u32,
+            revisions: index as u32,
+            score: round.score,
+            dims: &round.dims,
+            issues: &round.issues,
+            fatal_issues: &round.fatal_issues,
+            suggestions: round.suggestions.as_deref(),
+            rationale: round.rationale.as_deref(),
+            critic_passed: round.critic_passed,
+            passed: score.meets_pass_rule(&policy),
+            decision: decision.as_str(),
+            exit_reason: decision.exit_reason().map(ExitReason::as_str),
+            is_best: index == best.round,
+            best_score: running_best.map(|b| b.score).unwrap_or(score.score),
+            draft_chars: round.draft_chars,
+            draft: round.draft.as_deref(),
+            gen_ms: round.gen_ms,
+            critic_ms: round.critic_ms,
+            critic_attempts: round.critic_attempts,
+            critic_error: round.critic_error.as_deref(),
+            tokens_in: round.tokens_in,
+            tokens_out: round.tokens_out,
+        })?;
+    }
+    let used = &rounds[..=stop];
+    let final_round = match policy.final_draft {
+        FinalDraft::Best => best.round,
+        FinalDraft::Last => stop,
+    };
+    let passed = exit == ExitReason::Pass;
+    outcomes.push(OutcomeRow {
+        run_id: labels.run_id.to_string(),
+        config_id: config_id.to_string(),
+        arm: labels.arm.as_str().to_string(),
+        critic: labels.critic.to_string(),
+        task_id: labels.task_id.to_string(),
+        kind: labels.kind.map(str::to_string),
+        epoch: labels.epoch,
+        pass_score: policy.pass_score,
+        max_revisions: policy.max_revisions,
+        stall: policy.stall,
+        plateau_eps: policy.plateau_eps,
+        dim_target: policy.dim_target,
+        final_draft: policy.final_draft.as_str().to_string(),
+        rounds: used.len() as u32,
+        revisions: stop as u32,
+        exit_reason: exit.as_str().to_string(),
+        passed,
+        first_score: used[0].score,
+        last_score: used[stop].score,
+        final_score: used[final_round].score,
+        best_score: best.score,
+        best_round: best.round as u32,
+        critic_errors: used.iter().filter(|r| r.critic_error.is_some()).count() as u32,
+        tokens_in: sum_tokens(used.iter().map(|r| r.tokens_in)),
+        tokens_out: sum_tokens(used.iter().map(|r| r.tokens_out)),
+        wall_ms: used.iter().map(|r| r.gen_ms + r.critic_ms).sum(),
+        meta: labels.meta.clone(),
+    })?;
+    Ok(Some((passed, used.len())))
+}
+
+fn sum_tokens(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    values.fold(None, |total, value| match (total, value) {
+        (None, v) => v,
+        (Some(t), Some(v)) => Some(t + v),
+        (t, None) => t,
+    })
+}

@@ -1,0 +1,1004 @@
+//! `report.html`: the summary for people, as one self-contained page.
+//!
+//! The page must open anywhere a run directory is copied to — a laptop offline, a CI artifact,
+//! an email attachment — so it loads nothing: no scripts, fonts, stylesheets or images from
+//! elsewhere. Charts are SVG written here as text, styled by one inline stylesheet; there is no
+//! JavaScript. Every string that came from data (config ids, critic and arm names) is escaped.
+//!
+//! Charts, each an `<svg id="chart-…">` with a `<title>` and a caption:
+//! - `chart-pass-rate`: pass rate per config × critic × arm, with Wilson 95% intervals;
+//! - `chart-exit-reasons`: the four exits stacked per arm;
+//! - `chart-score-trajectory`: mean critic score by round per arm (from `trajectories.parquet`);
+//! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config.
+//!
+//! Tables with the same numbers as `report.md` follow the charts.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use critbench_storage::round_scores::{RoundScore, read_round_scores};
+
+use crate::{ComparisonRow, Report, ReportError, SummaryRow};
+
+/// Width of every chart's coordinate system; the page scales it to the column width.
+const WIDTH: f64 = 960.0;
+const TEXT: &str = "#1f2328";
+const MUTED: &str = "#57606a";
+const GRID: &str = "#d8dee4";
+const EXIT_REASONS: [&str; 4] = ["pass", "stall", "plateau", "budget"];
+
+/// Reads what the charts need beyond the report (round scores, pass thresholds) and writes
+/// `report.html` into the run directory.
+pub(crate) fn write_html(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
+    // Reports can be rebuilt from outcomes alone (SPEC §2); without trajectories the page says
+    // the trajectory is unavailable instead of failing. A file that is there but unreadable is
+    // an error, like a corrupt outcomes file.
+    let trajectories = run_dir.join("trajectories.parquet");
+    let rounds = if trajectories.is_file() {
+        Some(read_round_scores(&trajectories).map_err(|e| ReportError::Corrupt(e.to_string()))?)
+    } else {
+        None
+    };
+    let manifest: Option<serde_json::Value> = std::fs::read_to_string(run_dir.join("manifest.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok());
+    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()));
+    let path = run_dir.join("report.html");
+    std::fs::write(&path, html).map_err(|source| ReportError::Write { path, source })
+}
+
+/// Each config's pass threshold, from the manifest's resolved policies.
+fn pass_scores(manifest: Option<&serde_json::Value>) -> HashMap<String, f64> {
+    let policies = manifest.and_then(|m| m.pointer("/experiment/policies")).and_then(|p| p.as_array());
+    policies
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p.get("config_id")?.as_str()?.to_string(), p.get("pass_score")?.as_f64()?)))
+        .collect()
+}
+
+/// Escapes text for HTML content and attribute values alike.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn percent(value: f64) -> String {
+    format!("{:.1}%", 100.0 * value)
+}
+
+/// A coordinate: one decimal is finer than a pixel, and a non-finite value must not leave the
+/// SVG unparseable.
+fn px(value: f64) -> String {
+    if value.is_finite() { format!("{value:.1}") } else { "0".to_string() }
+}
+
+/// Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
+fn arm_color(arm: &str, index: usize) -> &'static str {
+    match arm {
+        "feedback" => "#0072b2",
+        "no-feedback" => "#e69f00",
+        "single" => "#7f7f7f",
+        _ => ["#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000"][index % 5],
+    }
+}
+
+fn exit_color(reason: &str) -> (&'static str, &'static str) {
+    // (fill, text on it)
+    match reason {
+        "pass" => ("#009e73", "#ffffff"),
+        "stall" => ("#d55e00", "#ffffff"),
+        "plateau" => ("#cc79a7", "#ffffff"),
+        _ => ("#b8bec5", TEXT),
+    }
+}
+
+fn exit_count(row: &SummaryRow, reason: &str) -> u64 {
+    match reason {
+        "pass" => row.exit_pass,
+        "stall" => row.exit_stall,
+        "plateau" => row.exit_plateau,
+        _ => row.exit_budget,
+    }
+}
+
+/// Arms in the order the summary lists them, each with its colour.
+fn arms(report: &Report) -> Vec<(String, &'static str)> {
+    let mut arms: Vec<String> = Vec::new();
+    for row in &report.summary {
+        if !arms.contains(&row.arm) {
+            arms.push(row.arm.clone());
+        }
+    }
+    arms.into_iter().enumerate().map(|(i, arm)| (arm_color(&arm, i), arm)).map(|(color, arm)| (arm, color)).collect()
+}
+
+fn color_of(arms: &[(String, &'static str)], arm: &str) -> &'static str {
+    arms.iter().find(|(a, _)| a == arm).map(|(_, c)| *c).unwrap_or(TEXT)
+}
+
+/// Unique values in first-seen order.
+fn unique<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for value in values {
+        if !seen.contains(&value) {
+            seen.push(value);
+        }
+    }
+    seen
+}
+
+/// Summary rows grouped by config × critic, in report order (the summary is sorted that way).
+fn groups(report: &Report) -> Vec<(&str, &str, Vec<&SummaryRow>)> {
+    let mut groups: Vec<(&str, &str, Vec<&SummaryRow>)> = Vec::new();
+    for row in &report.summary {
+        match groups.last_mut() {
+            Some((config, critic, rows)) if *config == row.config_id && *critic == row.critic => rows.push(row),
+            _ => groups.push((&row.config_id, &row.critic, vec![row])),
+        }
+    }
+    groups
+}
+
+/// Tick values from `low` to `high` at a round step, about `target` of them.
+fn ticks(low: f64, high: f64, target: f64) -> Vec<f64> {
+    let raw = ((high - low) / target).max(1e-9);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(magnitude * 10.0);
+    let first = (low / step).ceil() as i64;
+    let last = (high / step + 1e-9).floor() as i64;
+    (first..=last).map(|i| i as f64 * step).collect()
+}
+
+fn tick_label(value: f64) -> String {
+    if (value - value.round()).abs() < 1e-9 { format!("{value:.0}") } else { format!("{value:.1}") }
+}
+
+/// Opens a chart: `<svg>` with an accessible title and description.
+fn open_svg(out: &mut String, id: &str, height: f64, title: &str, description: &str) {
+    let _ = write!(
+        out,
+        "<svg id=\"{id}\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" \
+         aria-labelledby=\"{id}-title {id}-desc\" preserveAspectRatio=\"xMinYMin meet\">\
+         <title id=\"{id}-title\">{title}</title><desc id=\"{id}-desc\">{description}</desc>",
+        w = px(WIDTH),
+        h = px(height),
+        title = escape(title),
+        description = escape(description),
+    );
+}
+
+fn text(out: &mut String, x: f64, y: f64, anchor: &str, class: &str, content: &str) {
+    let _ = write!(
+        out,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\" class=\"{class}\">{}</text>",
+        px(x),
+        px(y),
+        escape(content)
+    );
+}
+
+fn line(out: &mut String, (x1, y1): (f64, f64), (x2, y2): (f64, f64), stroke: &str, width: f64) {
+    let _ = write!(
+        out,
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{stroke}\" stroke-width=\"{}\"/>",
+        px(x1),
+        px(y1),
+        px(x2),
+        px(y2),
+        px(width)
+    );
+}
+
+/// A row of coloured swatches with labels, starting at (x, y).
+fn legend(out: &mut String, x: f64, y: f64, items: &[(&str, &str)]) {
+    let mut x = x;
+    for (label, color) in items {
+        let _ = write!(
+            out,
+            "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" rx=\"2\" fill=\"{color}\"/>",
+            px(x),
+            px(y - 10.0)
+        );
+        text(out, x + 17.0, y, "start", "legend", label);
+        x += 17.0 + label.chars().count() as f64 * 7.0 + 22.0;
+    }
+}
+
+// ---- (a) pass rate with intervals and (b) exit reasons: one row per config × critic × arm ------
+
+/// Vertical layout shared by the per-arm charts: a header line per config × critic, then a row
+/// per arm.
+struct RowLayout<'a> {
+    headers: Vec<(f64, String)>,
+    rows: Vec<(f64, &'a SummaryRow)>,
+    height: f64,
+}
+
+const ROW: f64 = 22.0;
+const BAR: f64 = 14.0;
+const HEADER: f64 = 24.0;
+
+fn row_layout<'a>(report: &'a Report, top: f64) -> RowLayout<'a> {
+    let mut y = top;
+    let mut layout = RowLayout { headers: Vec::new(), rows: Vec::new(), height: 0.0 };
+    for (config, critic, rows) in groups(report) {
+        y += HEADER;
+        layout.headers.push((y - 7.0, format!("{config} · {critic}")));
+        for row in rows {
+            layout.rows.push((y, row));
+            y += ROW;
+        }
+    }
+    layout.height = y;
+    layout
+}
+
+/// Percentage gridlines and labels across `x0..x1`, from `top` to `bottom`.
+fn percent_axis(out: &mut String, x0: f64, x1: f64, top: f64, bottom: f64) {
+    for tick in ticks(0.0, 1.0, 5.0) {
+        let x = x0 + tick * (x1 - x0);
+        line(out, (x, top), (x, bottom), GRID, 1.0);
+        text(out, x, bottom + 16.0, "middle", "tick", &format!("{:.0}%", 100.0 * tick));
+    }
+}
+
+fn pass_rate_chart(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
+    let (x0, x1, value_x) = (210.0, 740.0, 752.0);
+    let layout = row_layout(report, 8.0);
+    let height = layout.height + 30.0;
+    open_svg(
+        out,
+        "chart-pass-rate",
+        height,
+        "Pass rate by arm, with Wilson 95% intervals",
+        &format!(
+            "Horizontal bars, one per config, critic and arm: {}.",
+            layout
+                .rows
+                .iter()
+                .map(|(_, r)| format!(
+                    "{} {} {}: {} ({} to {})",
+                    r.config_id,
+                    r.critic,
+                    r.arm,
+                    percent(r.pass_rate),
+                    percent(r.pass_rate_lo),
+                    percent(r.pass_rate_hi)
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    );
+    percent_axis(out, x0, x1, 8.0, layout.height);
+    for (y, label) in &layout.headers {
+        text(out, 0.0, *y, "start", "group", label);
+    }
+    let scale = |v: f64| x0 + v.clamp(0.0, 1.0) * (x1 - x0);
+    for (y, row) in &layout.rows {
+        let color = color_of(arms, &row.arm);
+        let middle = y + BAR / 2.0;
+        text(out, 14.0, middle + 4.0, "start", "label", &row.arm);
+        let _ = write!(
+            out,
+            "<g><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{BAR}\" fill=\"{color}\" \
+             fill-opacity=\"0.85\"/>",
+            escape(&format!(
+                "{} · {} · {}: {} passed of {} ({}, 95% CI {} to {})",
+                row.config_id,
+                row.critic,
+                row.arm,
+                row.passed,
+                row.n,
+                percent(row.pass_rate),
+                percent(row.pass_rate_lo),
+                percent(row.pass_rate_hi)
+            )),
+            px(x0),
+            px(*y),
+            px(scale(row.pass_rate) - x0),
+        );
+        // The interval: a whisker with caps, drawn dark so it reads on the bar and off it.
+        let (lo, hi) = (scale(row.pass_rate_lo), scale(row.pass_rate_hi));
+        line(out, (lo, middle), (hi, middle), TEXT, 1.5);
+        line(out, (lo, middle - 5.0), (lo, middle + 5.0), TEXT, 1.5);
+        line(out, (hi, middle - 5.0), (hi, middle + 5.0), TEXT, 1.5);
+        out.push_str("</g>");
+        text(
+            out,
+            value_x,
+            middle + 4.0,
+            "start",
+            "value",
+            &format!(
+                "{}  ({}–{})  n = {}",
+                percent(row.pass_rate),
+                percent(row.pass_rate_lo),
+                percent(row.pass_rate_hi),
+                row.n
+            ),
+        );
+    }
+    out.push_str("</svg>\n");
+}
+
+fn exit_reasons_chart(out: &mut String, report: &Report) {
+    let (x0, x1, value_x) = (210.0, 860.0, 872.0);
+    let top = 30.0;
+    let layout = row_layout(report, top);
+    let height = layout.height + 30.0;
+    open_svg(
+        out,
+        "chart-exit-reasons",
+        height,
+        "Why loops stopped: exit reasons per arm",
+        &format!(
+            "Stacked bars of the share of loops ending in pass, stall, plateau and budget: {}.",
+            layout
+                .rows
+                .iter()
+                .map(|(_, r)| format!(
+                    "{} {} {}: pass {}, stall {}, plateau {}, budget {}",
+                    r.config_id, r.critic, r.arm, r.exit_pass, r.exit_stall, r.exit_plateau, r.exit_budget
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    );
+    let items: Vec<(&str, &str)> = EXIT_REASONS.iter().map(|r| (*r, exit_color(r).0)).collect();
+    legend(out, x0, 16.0, &items);
+    percent_axis(out, x0, x1, top, layout.height);
+    for (y, label) in &layout.headers {
+        text(out, 0.0, *y, "start", "group", label);
+    }
+    for (y, row) in &layout.rows {
+        let middle = y + BAR / 2.0;
+        text(out, 14.0, middle + 4.0, "start", "label", &row.arm);
+        let mut x = x0;
+        for reason in EXIT_REASONS {
+            let count = exit_count(row, reason);
+            if count == 0 || row.n == 0 {
+                continue;
+            }
+            let share = count as f64 / row.n as f64;
+            let width = share * (x1 - x0);
+            let (fill, ink) = exit_color(reason);
+            let _ = write!(
+                out,
+                "<g><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{BAR}\" fill=\"{fill}\"/>",
+                escape(&format!(
+                    "{} · {} · {}: {reason} {count} of {} ({})",
+                    row.config_id,
+                    row.critic,
+                    row.arm,
+                    row.n,
+                    percent(share)
+                )),
+                px(x),
+                px(*y),
+                px(width),
+            );
+            // Counts go inside segments wide enough to hold them.
+            let label = count.to_string();
+            if width > label.len() as f64 * 7.0 + 8.0 {
+                let _ = write!(
+                    out,
+                    "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"inside\" fill=\"{ink}\">{label}</text>",
+                    px(x + width / 2.0),
+                    px(middle + 4.0)
+                );
+            }
+            out.push_str("</g>");
+            x += width;
+        }
+        text(out, value_x, middle + 4.0, "start", "value", &format!("n = {}", row.n));
+    }
+    out.push_str("</svg>\n");
+}
+
+// ---- (c) the score trajectory: mean score by round, one panel per config × critic --------------
+
+fn trajectory_chart(
+    out: &mut String,
+    report: &Report,
+    rounds: &[RoundScore],
+    arms: &[(String, &'static str)],
+    pass_scores: &HashMap<String, f64>,
+) {
+    let panels = groups(report);
+    let columns = panels.len().clamp(1, 3);
+    let (gap, panel_height, top) = (24.0, 250.0, 30.0);
+    let panel_width = (WIDTH - gap * (columns as f64 - 1.0)) / columns as f64;
+    let panel_rows = panels.len().div_ceil(columns);
+    let height = top + panel_rows as f64 * (panel_height + gap);
+
+    // One score axis and one round axis for every panel, so panels compare at a glance.
+    let mut low = f64::INFINITY;
+    let mut high = f64::NEG_INFINITY;
+    let mut last_round = 1;
+    let shown = |r: &&RoundScore| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
+    for r in rounds.iter().filter(shown) {
+        low = low.min(r.mean_score);
+        high = high.max(r.mean_score);
+        last_round = last_round.max(r.round);
+    }
+    for (config, _, _) in &panels {
+        if let Some(threshold) = pass_scores.get(*config) {
+            low = low.min(*threshold);
+            high = high.max(*threshold);
+        }
+    }
+    if !low.is_finite() {
+        (low, high) = (0.0, 10.0);
+    }
+    let (low, high) = (low.floor(), if high.ceil() > low.floor() { high.ceil() } else { low.floor() + 1.0 });
+
+    open_svg(
+        out,
+        "chart-score-trajectory",
+        height,
+        "Score trajectory: mean critic score by round, per arm",
+        &format!(
+            "Line charts, one per config and critic, of the mean score at each round for each arm: {}.",
+            rounds
+                .iter()
+                .filter(shown)
+                .map(|r| format!(
+                    "{} {} {} round {}: {:.2} over {} loops",
+                    r.config_id, r.critic, r.arm, r.round, r.mean_score, r.count
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    );
+    let items: Vec<(&str, &str)> = arms.iter().map(|(a, c)| (a.as_str(), *c)).collect();
+    legend(out, 0.0, 16.0, &items);
+    if pass_scores.values().next().is_some() {
+        let x = 0.0 + items.iter().map(|(l, _)| 17.0 + l.chars().count() as f64 * 7.0 + 22.0).sum::<f64>();
+        let _ = write!(
+            out,
+            "<line x1=\"{}\" y1=\"12\" x2=\"{}\" y2=\"12\" stroke=\"{MUTED}\" stroke-dasharray=\"4 3\"/>",
+            px(x),
+            px(x + 22.0)
+        );
+        text(out, x + 28.0, 16.0, "start", "legend", "pass score");
+    }
+
+    for (index, (config, critic, _)) in panels.iter().enumerate() {
+        let left = (index % columns) as f64 * (panel_width + gap);
+        let top = top + (index / columns) as f64 * (panel_height + gap);
+        let (x0, x1) = (left + 34.0, left + panel_width - 10.0);
+        let (y0, y1) = (top + 26.0, top + panel_height - 34.0); // y0 is the top of the plot
+        let x_of = |round: u32| x0 + f64::from(round) / f64::from(last_round) * (x1 - x0);
+        let y_of = |score: f64| y1 - (score - low) / (high - low) * (y1 - y0);
+        let _ = write!(out, "<g class=\"panel\">");
+        text(out, left, top + 12.0, "start", "group", &format!("{config} · {critic}"));
+        for tick in ticks(low, high, 5.0) {
+            line(out, (x0, y_of(tick)), (x1, y_of(tick)), GRID, 1.0);
+            text(out, x0 - 6.0, y_of(tick) + 4.0, "end", "tick", &tick_label(tick));
+        }
+        for round in 0..=last_round {
+            text(out, x_of(round), y1 + 16.0, "middle", "tick", &round.to_string());
+        }
+        text(out, (x0 + x1) / 2.0, y1 + 31.0, "middle", "axis", "round");
+        if let Some(threshold) = pass_scores.get(*config) {
+            let y = y_of(*threshold);
+            let _ = write!(
+                out,
+                "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{MUTED}\" stroke-dasharray=\"4 3\"><title>pass \
+                 score {}</title></line>",
+                px(x0),
+                px(y),
+                px(x1),
+                px(y),
+                tick_label(*threshold)
+            );
+        }
+        for (arm, color) in arms {
+            let series: Vec<&RoundScore> =
+                rounds.iter().filter(|r| r.config_id == *config && r.critic == *critic && &r.arm == arm).collect();
+            if series.is_empty() {
+                continue;
+            }
+            let points: Vec<String> =
+                series.iter().map(|r| format!("{},{}", px(x_of(r.round)), px(y_of(r.mean_score)))).collect();
+            let _ = write!(
+                out,
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2.5\" \
+                 stroke-linejoin=\"round\"/>",
+                points.join(" ")
+            );
+            for r in series {
+                let _ = write!(
+                    out,
+                    "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{color}\" stroke=\"#ffffff\" stroke-width=\"1.5\">\
+                     <title>{}</title></circle>",
+                    px(x_of(r.round)),
+                    px(y_of(r.mean_score)),
+                    escape(&format!(
+                        "{} · {} · {}, round {}: mean score {:.2} over {} loops",
+                        r.config_id, r.critic, r.arm, r.round, r.mean_score, r.count
+                    ))
+                );
+            }
+        }
+        out.push_str("</g>");
+    }
+    out.push_str("</svg>\n");
+}
+
+// ---- (d) grids: pass rate against rounds spent, one panel per critic ---------------------------
+
+/// Where a point's label goes: the first of a few spots next to it that overlaps no label
+/// placed before (greedy; a grid's points crowd, and overlapping labels are unreadable).
+fn place_label(placed: &mut Vec<(f64, f64, f64, f64)>, x: f64, y: f64, width: f64, bounds: (f64, f64)) -> (f64, f64) {
+    let height = 12.0;
+    let candidates = [
+        (x + 7.0, y + 4.0),
+        (x - 7.0 - width, y + 4.0),
+        (x - width / 2.0, y - 9.0),
+        (x - width / 2.0, y + 17.0),
+        (x + 7.0, y - 8.0),
+        (x + 7.0, y + 16.0),
+        (x - 7.0 - width, y - 8.0),
+        (x - 7.0 - width, y + 16.0),
+    ];
+    let free = |(left, baseline): (f64, f64)| {
+        let (top, right, bottom) = (baseline - height + 2.0, left + width, baseline + 2.0);
+        left >= bounds.0
+            && right <= bounds.1
+            && placed.iter().all(|(l, t, r, b)| right < *l || left > *r || bottom < *t || top > *b)
+    };
+    let spot = candidates.iter().copied().find(|c| free(*c)).unwrap_or(candidates[0]);
+    placed.push((spot.0, spot.1 - height + 2.0, spot.0 + width, spot.1 + 2.0));
+    spot
+}
+
+fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
+    let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
+    let (panel_height, gap, top) = (380.0, 28.0, 30.0);
+    let height = top + critics.len() as f64 * (panel_height + gap);
+    // Rounds start at 1 (the first draft); pass rate in round 10% steps around the data.
+    let max_rounds = report.summary.iter().map(|r| r.mean_rounds).fold(1.0, f64::max).ceil().max(2.0);
+    let (min_rate, max_rate) =
+        report.summary.iter().fold((1.0f64, 0.0f64), |(lo, hi), r| (lo.min(r.pass_rate), hi.max(r.pass_rate)));
+    let (rate_low, rate_high) = ((min_rate * 10.0).floor() / 10.0, ((max_rate * 10.0).ceil() / 10.0).max(0.1));
+    let rate_high = if rate_high <= rate_low { rate_low + 0.1 } else { rate_high };
+
+    open_svg(
+        out,
+        "chart-pass-vs-rounds",
+        height,
+        "Pass rate against mean rounds, per config",
+        &format!(
+            "Scatter plots, one per critic: each point is a config and arm, placed by its mean rounds and \
+             pass rate: {}.",
+            report
+                .summary
+                .iter()
+                .map(|r| format!(
+                    "{} {} {}: {} in {:.2} rounds",
+                    r.config_id,
+                    r.critic,
+                    r.arm,
+                    percent(r.pass_rate),
+                    r.mean_rounds
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    );
+    let items: Vec<(&str, &str)> = arms.iter().map(|(a, c)| (a.as_str(), *c)).collect();
+    legend(out, 0.0, 16.0, &items);
+    for (index, critic) in critics.iter().enumerate() {
+        let top = top + index as f64 * (panel_height + gap);
+        let (x0, x1) = (56.0, WIDTH - 16.0);
+        let (y0, y1) = (top + 26.0, top + panel_height - 40.0);
+        let x_of = |rounds: f64| x0 + (rounds - 1.0) / (max_rounds - 1.0) * (x1 - x0);
+        let y_of = |rate: f64| y1 - (rate - rate_low) / (rate_high - rate_low) * (y1 - y0);
+        out.push_str("<g class=\"panel\">");
+        text(out, 0.0, top + 12.0, "start", "group", critic);
+        for tick in ticks(rate_low, rate_high, 5.0) {
+            line(out, (x0, y_of(tick)), (x1, y_of(tick)), GRID, 1.0);
+            text(out, x0 - 6.0, y_of(tick) + 4.0, "end", "tick", &format!("{:.0}%", 100.0 * tick));
+        }
+        for tick in ticks(1.0, max_rounds, 8.0) {
+            line(out, (x_of(tick), y0), (x_of(tick), y1), GRID, 1.0);
+            text(out, x_of(tick), y1 + 16.0, "middle", "tick", &tick_label(tick));
+        }
+        text(out, (x0 + x1) / 2.0, y1 + 33.0, "middle", "axis", "mean rounds per loop (critiques)");
+        let _ = write!(
+            out,
+            "<text x=\"14\" y=\"{}\" text-anchor=\"middle\" class=\"axis\" transform=\"rotate(-90 14 {})\">pass \
+             rate</text>",
+            px((y0 + y1) / 2.0),
+            px((y0 + y1) / 2.0)
+        );
+        let mut placed = Vec::new();
+        let rows: Vec<&SummaryRow> = report.summary.iter().filter(|r| r.critic == *critic).collect();
+        // Points first, then labels, so no point hides a label.
+        for row in &rows {
+            let color = color_of(arms, &row.arm);
+            let (x, y) = (x_of(row.mean_rounds), y_of(row.pass_rate));
+            placed.push((x - 5.0, y - 5.0, x + 5.0, y + 5.0));
+            let _ = write!(
+                out,
+                "<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{color}\" stroke=\"#ffffff\" stroke-width=\"1.5\">\
+                 <title>{}</title></circle>",
+                px(x),
+                px(y),
+                escape(&format!(
+                    "{} · {} · {}: pass rate {} in {:.2} rounds ({:.3} passes per round)",
+                    row.config_id,
+                    row.critic,
+                    row.arm,
+                    percent(row.pass_rate),
+                    row.mean_rounds,
+                    row.pass_rate / row.mean_rounds
+                ))
+            );
+        }
+        for row in &rows {
+            let (x, y) = (x_of(row.mean_rounds), y_of(row.pass_rate));
+            let width = row.config_id.chars().count() as f64 * 5.6;
+            let (lx, ly) = place_label(&mut placed, x, y, width, (0.0, WIDTH));
+            let _ = write!(
+                out,
+                "<text x=\"{}\" y=\"{}\" class=\"point\" fill=\"{}\">{}</text>",
+                px(lx),
+                px(ly),
+                color_of(arms, &row.arm),
+                escape(&row.config_id)
+            );
+        }
+        out.push_str("</g>");
+    }
+    out.push_str("</svg>\n");
+}
+
+// ---- tables --------------------------------------------------------------------------------------
+
+fn format_p(p: f64) -> String {
+    if p < 0.0001 { "&lt; 0.0001".to_string() } else { format!("{p:.4}") }
+}
+
+fn summary_table(out: &mut String, report: &Report) {
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-summary\"><thead><tr><th>config</th><th>critic</th>\
+         <th>arm</th><th class=\"num\">n</th><th class=\"num\">pass rate</th><th class=\"num\">95% CI</th>\
+         <th class=\"num\">mean rounds</th><th class=\"num\">pass</th><th class=\"num\">stall</th>\
+         <th class=\"num\">plateau</th><th class=\"num\">budget</th><th class=\"num\">first → best score</th>\
+         </tr></thead><tbody>\n",
+    );
+    for row in &report.summary {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{:.2} → {:.2}</td></tr>",
+            escape(&row.config_id),
+            escape(&row.critic),
+            escape(&row.arm),
+            row.n,
+            percent(row.pass_rate),
+            percent(row.pass_rate_lo),
+            percent(row.pass_rate_hi),
+            row.mean_rounds,
+            row.exit_pass,
+            row.exit_stall,
+            row.exit_plateau,
+            row.exit_budget,
+            row.mean_first_score,
+            row.mean_best_score,
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+fn comparison_row(out: &mut String, row: &ComparisonRow) {
+    // Significance is marked, not hidden: the interval and the p-value are both shown.
+    let class = if row.mcnemar_p < 0.05 { " class=\"significant\"" } else { "" };
+    let _ = writeln!(
+        out,
+        "<tr{class}><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{:+.1} pp ({:+.1} to {:+.1})</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num p\">{}</td><td class=\"num\">{:.2} / {:.2}</td>\
+         <td class=\"num\">{:.2} / {:.2}</td></tr>",
+        escape(&row.config_id),
+        escape(&row.critic),
+        escape(&row.arm_a),
+        escape(&row.arm_b),
+        row.n_pairs,
+        percent(row.pass_rate_a),
+        percent(row.pass_rate_b),
+        100.0 * row.diff,
+        100.0 * row.diff_lo,
+        100.0 * row.diff_hi,
+        row.a_only,
+        row.b_only,
+        format_p(row.mcnemar_p),
+        row.mean_rounds_a,
+        row.mean_rounds_b,
+        row.mean_best_score_a,
+        row.mean_best_score_b,
+    );
+}
+
+fn comparison_table(out: &mut String, report: &Report) {
+    if report.comparisons.is_empty() {
+        out.push_str("<p>Only one arm ran: nothing to compare.</p>\n");
+        return;
+    }
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-comparisons\"><thead><tr><th>config</th><th>critic</th>\
+         <th>A vs B</th><th class=\"num\">pairs</th><th class=\"num\">pass A</th><th class=\"num\">pass B</th>\
+         <th class=\"num\">A − B (95% CI)</th><th class=\"num\">A only</th><th class=\"num\">B only</th>\
+         <th class=\"num\">McNemar p</th><th class=\"num\">rounds A / B</th><th class=\"num\">best score A / B</th>\
+         </tr></thead><tbody>\n",
+    );
+    for row in &report.comparisons {
+        comparison_row(out, row);
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+// ---- the page ------------------------------------------------------------------------------------
+
+const STYLE: &str = "
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { margin: 0; background: #ffffff; color: #1f2328;
+  font: 16px/1.55 system-ui, -apple-system, \"Segoe UI\", Roboto, \"Noto Sans\", \"Helvetica Neue\", Arial, sans-serif; }
+main { max-width: 1040px; margin: 0 auto; padding: 40px 32px 72px; }
+h1 { font-size: 1.75rem; line-height: 1.25; margin: 0 0 0.4rem; }
+h2 { font-size: 1.25rem; margin: 2.75rem 0 0.6rem; padding-bottom: 0.3rem; border-bottom: 1px solid #d8dee4; }
+p { margin: 0.5rem 0; max-width: 75ch; }
+.meta { color: #57606a; font-size: 0.95rem; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, \"Liberation Mono\", monospace; font-size: 0.9em;
+  background: #f6f8fa; padding: 0.1em 0.3em; border-radius: 4px; }
+nav ul { list-style: none; padding: 0; margin: 1rem 0 0; display: flex; flex-wrap: wrap; gap: 0.4rem 1.2rem; }
+nav a, a { color: #0550ae; text-decoration: none; }
+nav a:hover { text-decoration: underline; }
+figure { margin: 1rem 0 0; }
+figcaption { color: #57606a; font-size: 0.9rem; margin-top: 0.5rem; max-width: 80ch; }
+svg { display: block; width: 100%; height: auto; font-family: inherit; }
+svg text { fill: #1f2328; font-size: 12px; }
+svg text.group { font-weight: 600; font-size: 13px; }
+svg text.label { font-size: 12.5px; }
+svg text.value { font-size: 12px; font-variant-numeric: tabular-nums; }
+svg text.tick, svg text.axis { fill: #57606a; font-size: 11.5px; }
+svg text.inside { font-size: 11px; font-weight: 600; }
+svg text.point { font-size: 10px; }
+svg text.legend { font-size: 12.5px; }
+.table-wrap { overflow-x: auto; margin-top: 0.75rem; }
+table { border-collapse: collapse; font-size: 0.85rem; font-variant-numeric: tabular-nums; width: 100%; }
+th, td { padding: 0.35rem 0.6rem; border-bottom: 1px solid #d8dee4; text-align: left; white-space: nowrap; }
+thead th { background: #f6f8fa; font-weight: 600; border-bottom: 1px solid #afb8c1; }
+.num { text-align: right; }
+tr.significant td.p { font-weight: 700; }
+tbody tr:hover { background: #f6f8fa; }
+.note { color: #57606a; font-style: italic; }
+";
+
+/// The whole page. `rounds` is `None` when the run directory has no `trajectories.parquet`;
+/// `pass_scores` maps config ids to their threshold, drawn on the trajectory.
+pub(crate) fn render_html(report: &Report, rounds: Option<&[RoundScore]>, pass_scores: &HashMap<String, f64>) -> String {
+    let arms = arms(report);
+    let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
+    let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
+    let grid = configs.len() > 1;
+    let loops: u64 = report.summary.iter().map(|r| r.n).sum();
+    let name = report.name.as_deref().unwrap_or("run");
+    let plural = |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
+
+    let mut out = String::with_capacity(64 * 1024);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light\">\n<title>critbench report: {}</title>\n<style>{STYLE}</style>\n\
+         </head>\n<body>\n<main>\n<header>\n<h1>critbench report: {}</h1>\n",
+        escape(name),
+        escape(name)
+    );
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">{}{} loops · {} · {} · {}</p>",
+        report.run_id.as_deref().map(|id| format!("Run <code>{}</code> · ", escape(id))).unwrap_or_default(),
+        loops,
+        plural(configs.len(), "config"),
+        plural(critics.len(), "critic"),
+        plural(arms.len(), "arm"),
+    );
+    out.push_str("<nav><ul><li><a href=\"#chart-pass-rate\">Pass rate</a></li>");
+    out.push_str("<li><a href=\"#chart-exit-reasons\">Exit reasons</a></li>");
+    out.push_str("<li><a href=\"#chart-score-trajectory\">Score trajectory</a></li>");
+    if grid {
+        out.push_str("<li><a href=\"#chart-pass-vs-rounds\">Passes per round</a></li>");
+    }
+    out.push_str("<li><a href=\"#table-summary\">Summary table</a></li>");
+    out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li></ul></nav>\n</header>\n");
+
+    if report.summary.is_empty() {
+        out.push_str("<p class=\"note\">The run has no outcomes: nothing to chart.</p>\n");
+    } else {
+        out.push_str("<section>\n<h2>Pass rate by arm</h2>\n<figure>\n");
+        pass_rate_chart(&mut out, report, &arms);
+        out.push_str(
+            "<figcaption>Share of loops whose exit was <code>pass</code>. Whiskers are Wilson 95% intervals. \
+             The arms of a config and critic ran on the same tasks and epochs; the paired comparisons below \
+             say whether their difference is real.</figcaption>\n</figure>\n</section>\n",
+        );
+
+        out.push_str("<section>\n<h2>Why loops stopped</h2>\n<figure>\n");
+        exit_reasons_chart(&mut out, report);
+        out.push_str(
+            "<figcaption>Each bar splits an arm's loops by exit reason: <code>pass</code> (the critique cleared \
+             the bar), <code>stall</code> (the score fell), <code>plateau</code> (improvements became too small) \
+             and <code>budget</code> (the revision cap was reached). Hover a segment for its share.\
+             </figcaption>\n</figure>\n</section>\n",
+        );
+
+        out.push_str("<section>\n<h2>Score trajectory</h2>\n<figure>\n");
+        match rounds {
+            Some(rounds) => {
+                trajectory_chart(&mut out, report, rounds, &arms, pass_scores);
+                out.push_str(
+                    "<figcaption>Mean critic score at each round (round 0 is the first draft). Each point \
+                     averages the loops still running at that round, so loops that passed or stopped early drop \
+                     out and later rounds hold the harder tasks; hover a point for its count. The dashed line \
+                     is the config's pass score.</figcaption>\n",
+                );
+            }
+            None => out.push_str(
+                "<p class=\"note\" id=\"chart-score-trajectory\">No <code>trajectories.parquet</code> in this run \
+                 directory: the score trajectory needs it.</p>\n",
+            ),
+        }
+        out.push_str("</figure>\n</section>\n");
+
+        if grid {
+            out.push_str("<section>\n<h2>Passes per round spent</h2>\n<figure>\n");
+            pass_vs_rounds_chart(&mut out, report, &arms);
+            out.push_str(
+                "<figcaption>Each point is one config (labelled by its id) and arm: how often its loops passed \
+                 against how many rounds they used on average. Up and to the left is better: more passes for \
+                 fewer rounds spent.</figcaption>\n</figure>\n</section>\n",
+            );
+        }
+    }
+
+    out.push_str("<section>\n<h2>Pass rate, rounds and exits per arm</h2>\n");
+    out.push_str(
+        "<p>A loop passes when its exit is <code>pass</code>. Intervals are Wilson 95%. Rounds count critiques \
+         (round 0 is the first draft).</p>\n",
+    );
+    summary_table(&mut out, report);
+    out.push_str("</section>\n<section>\n<h2 id=\"paired-comparisons\">Paired comparisons</h2>\n");
+    out.push_str(
+        "<p>Arms compared on the same task × epoch. The interval of the difference is a paired bootstrap \
+         (2,000 resamples); the p-value is McNemar's exact test on the pairs where only one arm passed \
+         (bold when below 0.05).</p>\n",
+    );
+    comparison_table(&mut out, report);
+    out.push_str("</section>\n</main>\n</body>\n</html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(config_id: &str, critic: &str, arm: &str, passed: u64, mean_rounds: f64) -> SummaryRow {
+        let n = 100;
+        let (lo, hi) = crate::stats::wilson_interval(passed, n);
+        SummaryRow {
+            config_id: config_id.into(),
+            arm: arm.into(),
+            critic: critic.into(),
+            n,
+            passed,
+            pass_rate: passed as f64 / n as f64,
+            pass_rate_lo: lo,
+            pass_rate_hi: hi,
+            mean_rounds,
+            exit_pass: passed,
+            exit_stall: (n - passed) / 2,
+            exit_plateau: 0,
+            exit_budget: n - passed - (n - passed) / 2,
+            mean_first_score: 5.0,
+            mean_best_score: 7.0,
+            mean_final_score: 7.0,
+            critic_errors: 0,
+        }
+    }
+
+    fn report(configs: &[&str], critic: &str) -> Report {
+        let mut rows = Vec::new();
+        for config in configs {
+            rows.push(summary(config, critic, "feedback", 80, 2.5));
+            rows.push(summary(config, critic, "no-feedback", 30, 3.0));
+        }
+        Report { run_id: Some("run-1".into()), name: Some("demo".into()), summary: rows, comparisons: Vec::new() }
+    }
+
+    fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundScore {
+        RoundScore { config_id: config_id.into(), critic: critic.into(), arm: arm.into(), round, mean_score, count: 10 }
+    }
+
+    #[test]
+    fn names_from_data_are_escaped_everywhere() {
+        let critic = "<script>alert(\"x\")</script>&'";
+        let page = render_html(
+            &report(&["p8", "p9"], critic),
+            Some(&[round("p8", critic, "feedback", 0, 5.0)]),
+            &HashMap::new(),
+        );
+        assert!(!page.contains("<script"), "raw markup from data reached the page");
+        assert!(page.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;"));
+    }
+
+    #[test]
+    fn every_chart_is_an_svg_with_a_title_and_the_grid_chart_only_for_grids() {
+        let rounds = [round("p8", "rubric", "feedback", 0, 5.0), round("p8", "rubric", "feedback", 1, 7.5)];
+        let one = render_html(&report(&["p8"], "rubric"), Some(&rounds), &HashMap::from([("p8".into(), 8.0)]));
+        for id in ["chart-pass-rate", "chart-exit-reasons", "chart-score-trajectory"] {
+            assert!(one.contains(&format!("<svg id=\"{id}\"")), "{id} missing");
+            assert!(one.contains(&format!("<title id=\"{id}-title\">")), "{id} has no title");
+        }
+        assert!(!one.contains("chart-pass-vs-rounds"), "a single config has nothing to trade off");
+        // The trajectory joins its rounds with a line; the pass score is drawn.
+        assert!(one.contains("<polyline points=\""));
+        assert!(one.contains("pass score 8"));
+
+        let grid = render_html(&report(&["p7", "p8", "p9"], "rubric"), Some(&rounds), &HashMap::new());
+        assert!(grid.contains("<svg id=\"chart-pass-vs-rounds\""));
+        for config in ["p7", "p8", "p9"] {
+            assert!(grid.contains(&format!("class=\"point\" fill=\"#0072b2\">{config}</text>")), "{config} unlabelled");
+        }
+    }
+
+    #[test]
+    fn the_page_loads_nothing_from_elsewhere() {
+        let page = render_html(&report(&["p7", "p8"], "rubric"), Some(&[]), &HashMap::new());
+        assert!(!page.contains("http://") && !page.contains("https://"));
+        assert!(!page.contains("<script") && !page.contains("<link") && !page.contains("@import"));
+        assert!(!page.contains("url("));
+    }
+
+    #[test]
+    fn without_trajectories_the_page_says_so() {
+        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new());
+        assert!(page.contains("No <code>trajectories.parquet</code>"));
+        assert!(page.contains("<svg id=\"chart-pass-rate\""));
+    }
+
+    #[test]
+    fn bars_and_whiskers_are_drawn_to_scale() {
+        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new());
+        // 80% of the 210..740 axis is 424 wide.
+        assert!(page.contains("width=\"424.0\" height=\"14\" fill=\"#0072b2\""), "{page}");
+        // Exit segments of a row add up to the full axis (650 wide): 80 + 10 + 10 of 100.
+        assert!(page.contains("width=\"520.0\" height=\"14\" fill=\"#009e73\""));
+        assert!(page.contains("width=\"65.0\" height=\"14\" fill=\"#d55e00\""));
+    }
+
+    #[test]
+    fn ticks_are_round_numbers_covering_the_range() {
+        assert_eq!(ticks(0.0, 1.0, 5.0), vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]);
+        assert_eq!(ticks(4.0, 9.0, 5.0), vec![4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+        assert_eq!(ticks(1.0, 4.0, 8.0), vec![1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]);
+    }
+}

@@ -1,0 +1,283 @@
+//! Mean critic score by round, per config × critic × arm, read from `trajectories.parquet`: the
+//! score trajectory the reports draw.
+//!
+//! A trajectory file has a row per critique and can be far larger than memory, so the reader
+//! decodes only the five columns it needs (a Parquet projection: the other columns, drafts
+//! included, are never decompressed) and folds each batch into running sums as it goes. Memory
+//! is one batch plus one accumulator per (config, critic, arm, round).
+//!
+//! ```no_run
+//! let rounds = critbench_storage::round_scores::read_round_scores("reports/demo/trajectories.parquet".as_ref())?;
+//! for r in &rounds {
+//!     println!("{} {} {} round {}: {:.2} over {} loops", r.config_id, r.critic, r.arm, r.round, r.mean_score, r.count);
+//! }
+//! # Ok::<(), critbench_storage::tables::StorageError>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type};
+use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_schema::DataType;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::tables::StorageError;
+
+/// The columns the reader decodes, with the types this version writes.
+const COLUMNS: [(&str, DataType); 5] = [
+    ("config_id", DataType::Utf8),
+    ("critic", DataType::Utf8),
+    ("arm", DataType::Utf8),
+    ("round", DataType::Int32),
+    ("score", DataType::Float64),
+];
+
+/// The critiques of one round of one config × critic × arm, averaged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundScore {
+    pub config_id: String,
+    pub critic: String,
+    pub arm: String,
+    pub round: u32,
+    /// Mean critic score over the loops that reached this round. Loops that stopped earlier are
+    /// not in it, so later rounds average the harder tasks.
+    pub mean_score: f64,
+    /// How many loops reached this round (critiques averaged).
+    pub count: u64,
+}
+
+/// Running sums for one (config, critic, arm): index = round.
+#[derive(Default)]
+struct Series {
+    sums: Vec<f64>,
+    counts: Vec<u64>,
+}
+
+impl Series {
+    fn add(&mut self, round: usize, score: f64) {
+        if self.sums.len() <= round {
+            self.sums.resize(round + 1, 0.0);
+            self.counts.resize(round + 1, 0);
+        }
+        self.sums[round] += score;
+        self.counts[round] += 1;
+    }
+}
+
+/// Accumulators keyed config → critic → arm, so a row's strings are looked up by reference and a
+/// key is allocated only the first time it is seen.
+#[derive(Default)]
+struct Accumulator {
+    index: HashMap<String, HashMap<String, HashMap<String, usize>>>,
+    keys: Vec<(String, String, String)>,
+    series: Vec<Series>,
+}
+
+impl Accumulator {
+    fn slot(&mut self, config_id: &str, critic: &str, arm: &str) -> usize {
+        if let Some(&slot) = self.index.get(config_id).and_then(|c| c.get(critic)).and_then(|a| a.get(arm)) {
+            return slot;
+        }
+        let slot = self.series.len();
+        self.keys.push((config_id.to_string(), critic.to_string(), arm.to_string()));
+        self.series.push(Series::default());
+        self.index
+            .entry(config_id.to_string())
+            .or_default()
+            .entry(critic.to_string())
+            .or_default()
+            .insert(arm.to_string(), slot);
+        slot
+    }
+
+    fn add_batch(&mut self, batch: &RecordBatch) -> Result<(), String> {
+        // A projection keeps the file's column order, not the order asked for: look up by name.
+        let column = |name: &str| batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"));
+        let text = |name: &str| -> Result<&StringArray, String> {
+            column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))
+        };
+        let (config_id, critic, arm) = (text("config_id")?, text("critic")?, text("arm")?);
+        let round = column("round")?.as_primitive_opt::<Int32Type>().ok_or("column `round` is not int32")?;
+        let score = column("score")?.as_primitive_opt::<Float64Type>().ok_or("column `score` is not float64")?;
+        // Rows arrive loop by loop, so consecutive rows nearly always share their key: remember
+        // the last one instead of hashing three strings per row.
+        let mut last: Option<(usize, usize)> = None; // (row it was looked up for, slot)
+        for row in 0..batch.num_rows() {
+            if config_id.is_null(row) || critic.is_null(row) || arm.is_null(row) {
+                return Err(format!("row {row} of a batch has a null key (config_id, critic or arm)"));
+            }
+            if round.is_null(row) || score.is_null(row) {
+                return Err(format!("row {row} of a batch has a null round or score"));
+            }
+            let same_key = |previous: usize| {
+                config_id.value(previous) == config_id.value(row)
+                    && critic.value(previous) == critic.value(row)
+                    && arm.value(previous) == arm.value(row)
+            };
+            let slot = match last {
+                Some((previous, slot)) if same_key(previous) => slot,
+                _ => self.slot(config_id.value(row), critic.value(row), arm.value(row)),
+            };
+            last = Some((row, slot));
+            let round_number =
+                usize::try_from(round.value(row)).map_err(|_| format!("negative round {}", round.value(row)))?;
+            self.series[slot].add(round_number, score.value(row));
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Vec<RoundScore> {
+        let mut rows: Vec<RoundScore> = self
+            .keys
+            .into_iter()
+            .zip(self.series)
+            .flat_map(|((config_id, critic, arm), series)| {
+                series.sums.into_iter().zip(series.counts).enumerate().filter(|(_, (_, count))| *count > 0).map(
+                    move |(round, (sum, count))| RoundScore {
+                        config_id: config_id.clone(),
+                        critic: critic.clone(),
+                        arm: arm.clone(),
+                        round: round as u32,
+                        mean_score: sum / count as f64,
+                        count,
+                    },
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            (&a.config_id, &a.critic, &a.arm, a.round).cmp(&(&b.config_id, &b.critic, &b.arm, b.round))
+        });
+        rows
+    }
+}
+
+/// Reads `trajectories.parquet` and returns the mean score and count per (config_id, critic, arm,
+/// round), sorted by those keys. Streams: only the five columns it needs are decoded, a batch at a
+/// time.
+pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
+    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
+    let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+    let schema = builder.schema().clone();
+    let mut roots = Vec::with_capacity(COLUMNS.len());
+    for (name, expected) in &COLUMNS {
+        let (index, field) =
+            schema.column_with_name(name).ok_or_else(|| corrupt(format!("missing column `{name}`")))?;
+        if field.data_type() != expected {
+            return Err(corrupt(format!("column `{name}` is {}, expected {expected}", field.data_type())));
+        }
+        roots.push(index);
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
+    let reader = builder.with_projection(mask).build().map_err(|e| corrupt(format!("cannot read: {e}")))?;
+    let mut accumulator = Accumulator::default();
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
+        accumulator.add_batch(&batch).map_err(corrupt)?;
+    }
+    Ok(accumulator.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::tables::{TrajectoryRow, TrajectoryWriter};
+
+    fn row<'a>(
+        config_id: &'a str,
+        arm: &'a str,
+        task_id: &'a str,
+        round: u32,
+        score: f64,
+        dims: &'a BTreeMap<String, f64>,
+    ) -> TrajectoryRow<'a> {
+        TrajectoryRow {
+            run_id: "r",
+            config_id,
+            arm,
+            critic: "rubric",
+            task_id,
+            kind: None,
+            epoch: 0,
+            round,
+            revisions: round,
+            score,
+            dims,
+            issues: &[],
+            fatal_issues: &[],
+            suggestions: None,
+            rationale: None,
+            critic_passed: None,
+            passed: false,
+            decision: "revise",
+            exit_reason: None,
+            is_best: false,
+            best_score: score,
+            draft_chars: 1,
+            draft: Some("a stored draft the reader must not need"),
+            gen_ms: 0.0,
+            critic_ms: 0.0,
+            critic_attempts: 1,
+            critic_error: None,
+            tokens_in: None,
+            tokens_out: None,
+        }
+    }
+
+    #[test]
+    fn averages_each_round_of_each_arm_across_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let dims = BTreeMap::new();
+        let mut writer = TrajectoryWriter::create(&path).unwrap();
+        // 30,000 loops span several writer and reader batches; arms interleave so the reader's
+        // last-key shortcut is exercised on key changes as well as runs.
+        let mut expected: BTreeMap<(&str, &str, u32), (f64, u64)> = BTreeMap::new();
+        for task in 0..30_000u32 {
+            let task_id = format!("t{task}");
+            for (arm, config) in [("feedback", "c1"), ("no-feedback", "c1"), ("feedback", "c2")] {
+                let rounds = 1 + task % 3;
+                for round in 0..rounds {
+                    let score = f64::from((task + round) % 11);
+                    writer.push(&row(config, arm, &task_id, round, score, &dims)).unwrap();
+                    let entry = expected.entry((config, arm, round)).or_default();
+                    entry.0 += score;
+                    entry.1 += 1;
+                }
+            }
+        }
+        writer.close().unwrap();
+
+        let scores = read_round_scores(&path).unwrap();
+        assert_eq!(scores.len(), expected.len());
+        for score in &scores {
+            let (sum, count) = expected[&(score.config_id.as_str(), score.arm.as_str(), score.round)];
+            assert_eq!(score.critic, "rubric");
+            assert_eq!(score.count, count, "{score:?}");
+            assert!((score.mean_score - sum / count as f64).abs() < 1e-9, "{score:?}");
+        }
+        // Sorted by config, critic, arm, round; later rounds have fewer loops.
+        assert_eq!((scores[0].config_id.as_str(), scores[0].arm.as_str(), scores[0].round), ("c1", "feedback", 0));
+        assert_eq!(scores[0].count, 30_000);
+        assert_eq!(scores[2].count, 10_000);
+    }
+
+    #[test]
+    fn a_file_without_the_columns_is_corrupt_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        let writer = crate::tables::OutcomeWriter::create(&path).unwrap();
+        writer.close().unwrap();
+        let error = read_round_scores(&path).unwrap_err().to_string();
+        assert!(error.contains("outcomes.parquet") && error.contains("missing column `round`"), "{error}");
+        let error = read_round_scores(&dir.path().join("none.parquet")).unwrap_err().to_string();
+        assert!(error.contains("none.parquet"), "{error}");
+    }
+}

@@ -1,0 +1,48 @@
+"""Checks that two run directories hold the same rows, row for row, apart from what names the run
+or measures time: `same_rows.py RUN_A RUN_B`. Used to prove that a replayed policy sweep equals
+the direct one. Exit 1 with the first differences on a mismatch."""
+
+import sys
+
+import pyarrow.parquet as pq
+
+IGNORED = {"run_id", "wall_ms", "gen_ms", "critic_ms"}
+KEYS = ["critic", "task_id", "arm", "epoch", "config_id"]
+
+
+def rows(run_dir, table):
+    data = pq.read_table(f"{run_dir}/{table}.parquet").to_pylist()
+    for row in data:
+        for column in IGNORED:
+            row.pop(column, None)
+    order = KEYS + (["round"] if table == "trajectories" else [])
+    return sorted(data, key=lambda r: tuple(r[k] for k in order))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print("usage: same_rows.py RUN_A RUN_B", file=sys.stderr)
+        return 2
+    a_dir, b_dir = sys.argv[1:]
+    failed = False
+    for table in ("outcomes", "trajectories"):
+        a, b = rows(a_dir, table), rows(b_dir, table)
+        if len(a) != len(b):
+            print(f"{table}: {len(a)} rows vs {len(b)} rows")
+            failed = True
+            continue
+        differences = [(x, y) for x, y in zip(a, b) if x != y]
+        if differences:
+            failed = True
+            print(f"{table}: {len(differences)} of {len(a)} rows differ; first:")
+            x, y = differences[0]
+            for column in x:
+                if x[column] != y.get(column):
+                    print(f"  {column}: {x[column]!r} vs {y.get(column)!r}")
+        else:
+            print(f"{table}: {len(a)} rows, identical")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
