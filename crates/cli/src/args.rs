@@ -16,6 +16,8 @@ pub enum Command {
     Run(RunArgs),
     /// Rebuild summary.csv, summary.json, comparisons.csv and report.md from a run's Parquet files.
     Report(ReportArgs),
+    /// Compare two runs on the tasks they share (e.g. two critics or two model versions).
+    Compare(CompareArgs),
     /// Evaluate new policies on a finished run's recorded loops, without calling any model or critic.
     Replay(ReplayArgs),
     /// Show or check critic plugins.
@@ -75,6 +77,17 @@ pub enum BadRow {
 pub struct ReportArgs {
     /// A run directory written by `critbench run`.
     pub run_dir: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The first run directory (side A).
+    pub run_a: PathBuf,
+    /// The second run directory (side B).
+    pub run_b: PathBuf,
+    /// Also write compare.md and compare.csv into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -2,6 +2,7 @@
 //! subcommand. All the work happens in the library crates.
 
 mod args;
+mod compare;
 mod failure;
 mod plugins;
 mod replay;
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
         args::Command::Run(options) => run::run(options),
         args::Command::Report(options) => report::report(options),
         args::Command::Replay(options) => replay::replay(options),
+        args::Command::Compare(options) => compare::compare(options),
         args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
         args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),
     };

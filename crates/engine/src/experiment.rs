@@ -91,7 +91,24 @@ pub struct Experiment {
     pub limit: Option<usize>,
     /// Worker threads; 0 means every core.
     pub jobs: usize,
+    /// `critbench judge` settings (the `[judge]` table).
+    pub judge: JudgeSettings,
 }
+
+/// The `[judge]` table: how `critbench judge` benchmarks the critics on labeled drafts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JudgeSettings {
+    /// Critiques of each labeled draft by each critic (more than 1 for critics that are not
+    /// deterministic, to measure their self-consistency).
+    pub repeats: u32,
+    /// Labeled datasets to judge on instead of the experiment's `dataset`.
+    pub datasets: Option<Vec<PathBuf>>,
+    /// Where `critbench judge` writes, instead of the experiment's `out`.
+    pub out: Option<PathBuf>,
+}
+
+/// The largest `[judge] repeats`: beyond this a typo is likelier than a plan.
+pub const MAX_JUDGE_REPEATS: u32 = 1000;
 
 fn arm_names<S: serde::Serializer>(arms: &[Arm], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(arms.iter().map(|a| a.as_str()))
@@ -165,6 +182,19 @@ struct ExperimentFile {
     sweep: Option<String>,
     #[serde(default)]
     openai: Option<OpenAiSection>,
+    #[serde(default)]
+    judge: Option<JudgeSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JudgeSection {
+    #[serde(default = "one")]
+    repeats: u32,
+    #[serde(default)]
+    dataset: Option<OneOrMany<String>>,
+    #[serde(default)]
+    out: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -310,6 +340,23 @@ impl Experiment {
             critics.push(CriticSpec { name: entry.name, plugin, kinds: entry.kinds, config, weights: entry.weights });
         }
         let policies = policy_grid(&file.policy)?;
+        let judge = match file.judge {
+            None => JudgeSettings { repeats: 1, datasets: None, out: None },
+            Some(section) => {
+                if !(1..=MAX_JUDGE_REPEATS).contains(&section.repeats) {
+                    return Err(format!("[judge]: `repeats` must be from 1 to {MAX_JUDGE_REPEATS}"));
+                }
+                let datasets = match section.dataset {
+                    None => None,
+                    Some(OneOrMany::One(p)) => Some(vec![relative(&p)]),
+                    Some(OneOrMany::Many(ps)) if !ps.is_empty() => Some(ps.iter().map(|p| relative(p)).collect()),
+                    Some(OneOrMany::Many(_)) => {
+                        return Err("[judge]: `dataset` is an empty list; give at least one path".into());
+                    }
+                };
+                JudgeSettings { repeats: section.repeats, datasets, out: section.out.as_deref().map(relative) }
+            }
+        };
         let sweep = match file.sweep.as_deref() {
             _ if overrides.sweep.is_some() => overrides.sweep.expect("checked just above"),
             None | Some("replay") => Sweep::Replay,
@@ -347,6 +394,7 @@ impl Experiment {
             on_bad_row,
             limit: overrides.limit,
             jobs: overrides.jobs.unwrap_or(0),
+            judge,
         })
     }
 }
@@ -503,6 +551,21 @@ mod tests {
         assert_eq!(ids.len(), 6);
         assert_eq!(ids[0], "p7-r1-nostall-e0");
         assert_eq!(ids[5], "p8.5-r5-nostall-e0");
+    }
+
+    #[test]
+    fn judge_table_is_optional_and_checked() {
+        let e = load(MINIMAL).unwrap();
+        assert_eq!(e.judge, JudgeSettings { repeats: 1, datasets: None, out: None });
+        let e = load(&format!("{MINIMAL}[judge]\nrepeats = 3\ndataset = \"labeled.jsonl\"\nout = \"j\"\n")).unwrap();
+        assert_eq!(e.judge.repeats, 3);
+        assert!(e.judge.datasets.unwrap()[0].ends_with("labeled.jsonl"));
+        assert!(e.judge.out.unwrap().is_absolute());
+        assert!(load(&format!("{MINIMAL}[judge]\nrepeats = 0\n")).unwrap_err().contains("[judge]: `repeats` must be"));
+        assert!(load(&format!("{MINIMAL}[judge]\nrepeat = 2\n")).unwrap_err().contains("unknown field `repeat`"));
+        assert!(
+            load(&format!("{MINIMAL}[judge]\ndataset = []\n")).unwrap_err().contains("[judge]: `dataset` is an empty")
+        );
     }
 
     #[test]

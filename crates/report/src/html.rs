@@ -27,6 +27,8 @@ const TEXT: &str = "#1f2328";
 const MUTED: &str = "#57606a";
 const GRID: &str = "#d8dee4";
 const EXIT_REASONS: [&str; 4] = ["pass", "stall", "plateau", "budget"];
+/// Trajectory points averaging fewer loops than this are drawn hollow.
+const FEW_LOOPS: u64 = 10;
 
 /// Reads what the charts need beyond the report (round scores, pass thresholds) and writes
 /// `report.html` into the run directory.
@@ -40,9 +42,8 @@ pub(crate) fn write_html(run_dir: &Path, report: &Report) -> Result<(), ReportEr
     } else {
         None
     };
-    let manifest: Option<serde_json::Value> = std::fs::read_to_string(run_dir.join("manifest.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok());
+    let manifest: Option<serde_json::Value> =
+        std::fs::read_to_string(run_dir.join("manifest.json")).ok().and_then(|text| serde_json::from_str(&text).ok());
     let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()));
     let path = run_dir.join("report.html");
     std::fs::write(&path, html).map_err(|source| ReportError::Write { path, source })
@@ -151,11 +152,16 @@ fn groups(report: &Report) -> Vec<(&str, &str, Vec<&SummaryRow>)> {
     groups
 }
 
-/// Tick values from `low` to `high` at a round step, about `target` of them.
-fn ticks(low: f64, high: f64, target: f64) -> Vec<f64> {
+/// A round step (1, 2, 2.5 or 5 times a power of ten) giving about `target` ticks over the range.
+fn tick_step(low: f64, high: f64, target: f64) -> f64 {
     let raw = ((high - low) / target).max(1e-9);
     let magnitude = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(magnitude * 10.0);
+    [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(magnitude * 10.0)
+}
+
+/// Tick values from `low` to `high` at a round step, about `target` of them.
+fn ticks(low: f64, high: f64, target: f64) -> Vec<f64> {
+    let step = tick_step(low, high, target);
     let first = (low / step).ceil() as i64;
     let last = (high / step + 1e-9).floor() as i64;
     (first..=last).map(|i| i as f64 * step).collect()
@@ -427,7 +433,8 @@ fn trajectory_chart(
     let mut low = f64::INFINITY;
     let mut high = f64::NEG_INFINITY;
     let mut last_round = 1;
-    let shown = |r: &&RoundScore| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
+    let shown =
+        |r: &&RoundScore| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
     for r in rounds.iter().filter(shown) {
         low = low.min(r.mean_score);
         high = high.max(r.mean_score);
@@ -442,7 +449,10 @@ fn trajectory_chart(
     if !low.is_finite() {
         (low, high) = (0.0, 10.0);
     }
-    let (low, high) = (low.floor(), if high.ceil() > low.floor() { high.ceil() } else { low.floor() + 1.0 });
+    // Widen to whole ticks so the frame starts and ends on a labelled gridline.
+    let high = if high - low < 1.0 { low + 1.0 } else { high };
+    let step = tick_step(low, high, 5.0);
+    let (low, high) = ((low / step).floor() * step, (high / step).ceil() * step);
 
     open_svg(
         out,
@@ -520,9 +530,12 @@ fn trajectory_chart(
                 points.join(" ")
             );
             for r in series {
+                // A mean over a handful of loops is noise; draw it hollow so it reads as such.
+                let (fill, stroke): (&str, &str) =
+                    if r.count < FEW_LOOPS { ("#ffffff", color) } else { (color, "#ffffff") };
                 let _ = write!(
                     out,
-                    "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{color}\" stroke=\"#ffffff\" stroke-width=\"1.5\">\
+                    "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"1.5\">\
                      <title>{}</title></circle>",
                     px(x_of(r.round)),
                     px(y_of(r.mean_score)),
@@ -540,41 +553,113 @@ fn trajectory_chart(
 
 // ---- (d) grids: pass rate against rounds spent, one panel per critic ---------------------------
 
-/// Where a point's label goes: the first of a few spots next to it that overlaps no label
-/// placed before (greedy; a grid's points crowd, and overlapping labels are unreadable).
-fn place_label(placed: &mut Vec<(f64, f64, f64, f64)>, x: f64, y: f64, width: f64, bounds: (f64, f64)) -> (f64, f64) {
+/// Config ids shortened for point labels: the `-`-separated parts every config shares (in a grid
+/// over pass score and revision cap, `stall-e0`) say nothing about which point is which.
+fn short_config_labels(configs: &[&str]) -> HashMap<String, String> {
+    let parts: Vec<Vec<&str>> = configs.iter().map(|c| c.split('-').collect()).collect();
+    let same_shape = parts.windows(2).all(|w| w[0].len() == w[1].len());
+    let shared = |position: usize| parts.iter().all(|p| p[position] == parts[0][position]);
+    configs
+        .iter()
+        .zip(&parts)
+        .map(|(config, split)| {
+            let kept: Vec<&str> =
+                split.iter().enumerate().filter(|(i, _)| !same_shape || !shared(*i)).map(|(_, p)| *p).collect();
+            let label = if kept.is_empty() { config.to_string() } else { kept.join("-") };
+            (config.to_string(), label)
+        })
+        .collect()
+}
+
+/// An axis-aligned box: left, top, right, bottom.
+type Box2 = (f64, f64, f64, f64);
+
+/// Where a label goes: the first of a few spots around its point that stays inside `area` and
+/// overlaps nothing placed before (greedy: grid points crowd, and overlapping labels are
+/// unreadable). Returns the text's left end and baseline.
+fn place_label(placed: &mut Vec<Box2>, (x, y): (f64, f64), width: f64, area: Box2) -> (f64, f64) {
     let height = 12.0;
     let candidates = [
-        (x + 7.0, y + 4.0),
-        (x - 7.0 - width, y + 4.0),
+        (x + 8.0, y + 4.0),
+        (x - 8.0 - width, y + 4.0),
         (x - width / 2.0, y - 9.0),
-        (x - width / 2.0, y + 17.0),
+        (x - width / 2.0, y + 18.0),
         (x + 7.0, y - 8.0),
         (x + 7.0, y + 16.0),
         (x - 7.0 - width, y - 8.0),
         (x - 7.0 - width, y + 16.0),
+        (x + 8.0, y - 20.0),
+        (x + 8.0, y + 28.0),
     ];
-    let free = |(left, baseline): (f64, f64)| {
-        let (top, right, bottom) = (baseline - height + 2.0, left + width, baseline + 2.0);
-        left >= bounds.0
-            && right <= bounds.1
+    let bounds = |(left, baseline): (f64, f64)| (left, baseline - height + 2.0, left + width, baseline + 3.0);
+    let free = |spot: (f64, f64)| {
+        let (left, top, right, bottom) = bounds(spot);
+        left >= area.0
+            && top >= area.1
+            && right <= area.2
+            && bottom <= area.3
             && placed.iter().all(|(l, t, r, b)| right < *l || left > *r || bottom < *t || top > *b)
     };
-    let spot = candidates.iter().copied().find(|c| free(*c)).unwrap_or(candidates[0]);
-    placed.push((spot.0, spot.1 - height + 2.0, spot.0 + width, spot.1 + 2.0));
+    let inside = |spot: &&(f64, f64)| {
+        let (left, _, right, _) = bounds(**spot);
+        left >= area.0 && right <= area.2
+    };
+    let spot = candidates
+        .iter()
+        .find(|c| free(**c))
+        .or_else(|| candidates.iter().find(inside))
+        .copied()
+        .unwrap_or(candidates[0]);
+    placed.push(bounds(spot));
     spot
+}
+
+/// One point of the scatter: the configs of an arm that landed on the same spot share it (in a
+/// grid, the `single` arm ignores the revision cap, so its configs coincide).
+struct Point<'a> {
+    arm: &'a str,
+    mean_rounds: f64,
+    pass_rate: f64,
+    rows: Vec<&'a SummaryRow>,
+}
+
+fn points<'a>(rows: &[&'a SummaryRow]) -> Vec<Point<'a>> {
+    let mut points: Vec<Point<'a>> = Vec::new();
+    for row in rows {
+        let same = |p: &&mut Point<'a>| {
+            p.arm == row.arm
+                && (p.mean_rounds - row.mean_rounds).abs() < 1e-9
+                && (p.pass_rate - row.pass_rate).abs() < 1e-9
+        };
+        match points.iter_mut().find(|p| same(p)) {
+            Some(point) => point.rows.push(row),
+            None => points.push(Point {
+                arm: &row.arm,
+                mean_rounds: row.mean_rounds,
+                pass_rate: row.pass_rate,
+                rows: vec![row],
+            }),
+        }
+    }
+    points
 }
 
 fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
     let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
+    let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
+    let labels = short_config_labels(&configs);
     let (panel_height, gap, top) = (380.0, 28.0, 30.0);
     let height = top + critics.len() as f64 * (panel_height + gap);
-    // Rounds start at 1 (the first draft); pass rate in round 10% steps around the data.
+    // Rounds start at 1 (the first draft alone); pass rates span whole tens around the data.
+    // Both axes get a margin so points on the extremes do not sit on the frame.
     let max_rounds = report.summary.iter().map(|r| r.mean_rounds).fold(1.0, f64::max).ceil().max(2.0);
+    let (round_low, round_high) = (1.0 - 0.03 * (max_rounds - 1.0), max_rounds);
     let (min_rate, max_rate) =
         report.summary.iter().fold((1.0f64, 0.0f64), |(lo, hi), r| (lo.min(r.pass_rate), hi.max(r.pass_rate)));
-    let (rate_low, rate_high) = ((min_rate * 10.0).floor() / 10.0, ((max_rate * 10.0).ceil() / 10.0).max(0.1));
-    let rate_high = if rate_high <= rate_low { rate_low + 0.1 } else { rate_high };
+    let (rate_floor, rate_ceiling) = ((min_rate * 10.0).floor() / 10.0, ((max_rate * 10.0).ceil() / 10.0).max(0.1));
+    let rate_ceiling = if rate_ceiling <= rate_floor { rate_floor + 0.1 } else { rate_ceiling };
+    let margin = 0.03 * (rate_ceiling - rate_floor);
+    let (rate_low, rate_high) = (rate_floor - margin, rate_ceiling + margin);
 
     open_svg(
         out,
@@ -605,11 +690,11 @@ fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'st
         let top = top + index as f64 * (panel_height + gap);
         let (x0, x1) = (56.0, WIDTH - 16.0);
         let (y0, y1) = (top + 26.0, top + panel_height - 40.0);
-        let x_of = |rounds: f64| x0 + (rounds - 1.0) / (max_rounds - 1.0) * (x1 - x0);
+        let x_of = |rounds: f64| x0 + (rounds - round_low) / (round_high - round_low) * (x1 - x0);
         let y_of = |rate: f64| y1 - (rate - rate_low) / (rate_high - rate_low) * (y1 - y0);
         out.push_str("<g class=\"panel\">");
         text(out, 0.0, top + 12.0, "start", "group", critic);
-        for tick in ticks(rate_low, rate_high, 5.0) {
+        for tick in ticks(rate_floor, rate_ceiling, 5.0) {
             line(out, (x0, y_of(tick)), (x1, y_of(tick)), GRID, 1.0);
             text(out, x0 - 6.0, y_of(tick) + 4.0, "end", "tick", &format!("{:.0}%", 100.0 * tick));
         }
@@ -625,13 +710,15 @@ fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'st
             px((y0 + y1) / 2.0),
             px((y0 + y1) / 2.0)
         );
-        let mut placed = Vec::new();
         let rows: Vec<&SummaryRow> = report.summary.iter().filter(|r| r.critic == *critic).collect();
-        // Points first, then labels, so no point hides a label.
-        for row in &rows {
-            let color = color_of(arms, &row.arm);
-            let (x, y) = (x_of(row.mean_rounds), y_of(row.pass_rate));
+        let points = points(&rows);
+        // Every point is placed before any label, so no label covers a point.
+        let mut placed: Vec<Box2> = Vec::new();
+        for point in &points {
+            let color = color_of(arms, point.arm);
+            let (x, y) = (x_of(point.mean_rounds), y_of(point.pass_rate));
             placed.push((x - 5.0, y - 5.0, x + 5.0, y + 5.0));
+            let configs: Vec<&str> = point.rows.iter().map(|r| r.config_id.as_str()).collect();
             let _ = write!(
                 out,
                 "<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{color}\" stroke=\"#ffffff\" stroke-width=\"1.5\">\
@@ -639,27 +726,28 @@ fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'st
                 px(x),
                 px(y),
                 escape(&format!(
-                    "{} · {} · {}: pass rate {} in {:.2} rounds ({:.3} passes per round)",
-                    row.config_id,
-                    row.critic,
-                    row.arm,
-                    percent(row.pass_rate),
-                    row.mean_rounds,
-                    row.pass_rate / row.mean_rounds
+                    "{} · {critic} · {}: pass rate {} in {:.2} rounds ({:.3} passes per round)",
+                    configs.join(", "),
+                    point.arm,
+                    percent(point.pass_rate),
+                    point.mean_rounds,
+                    point.pass_rate / point.mean_rounds
                 ))
             );
         }
-        for row in &rows {
-            let (x, y) = (x_of(row.mean_rounds), y_of(row.pass_rate));
-            let width = row.config_id.chars().count() as f64 * 5.6;
-            let (lx, ly) = place_label(&mut placed, x, y, width, (0.0, WIDTH));
+        for point in &points {
+            let (x, y) = (x_of(point.mean_rounds), y_of(point.pass_rate));
+            let label: Vec<&str> = point.rows.iter().map(|r| labels[&r.config_id].as_str()).collect();
+            let label = label.join(", ");
+            let width = label.chars().count() as f64 * 6.0;
+            let (lx, ly) = place_label(&mut placed, (x, y), width, (x0 + 2.0, y0 - 4.0, x1, y1));
             let _ = write!(
                 out,
                 "<text x=\"{}\" y=\"{}\" class=\"point\" fill=\"{}\">{}</text>",
                 px(lx),
                 px(ly),
-                color_of(arms, &row.arm),
-                escape(&row.config_id)
+                color_of(arms, point.arm),
+                escape(&label)
             );
         }
         out.push_str("</g>");
@@ -713,8 +801,8 @@ fn comparison_row(out: &mut String, row: &ComparisonRow) {
     let _ = writeln!(
         out,
         "<tr{class}><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-         <td class=\"num\">{}</td><td class=\"num\">{:+.1} pp ({:+.1} to {:+.1})</td><td class=\"num\">{}</td>\
-         <td class=\"num\">{}</td><td class=\"num p\">{}</td><td class=\"num\">{:.2} / {:.2}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num p\">{}</td><td class=\"num\">{:.2} / {:.2}</td>\
          <td class=\"num\">{:.2} / {:.2}</td></tr>",
         escape(&row.config_id),
         escape(&row.critic),
@@ -761,7 +849,7 @@ const STYLE: &str = "
 * { box-sizing: border-box; }
 body { margin: 0; background: #ffffff; color: #1f2328;
   font: 16px/1.55 system-ui, -apple-system, \"Segoe UI\", Roboto, \"Noto Sans\", \"Helvetica Neue\", Arial, sans-serif; }
-main { max-width: 1040px; margin: 0 auto; padding: 40px 32px 72px; }
+main { max-width: 1100px; margin: 0 auto; padding: 40px 28px 72px; }
 h1 { font-size: 1.75rem; line-height: 1.25; margin: 0 0 0.4rem; }
 h2 { font-size: 1.25rem; margin: 2.75rem 0 0.6rem; padding-bottom: 0.3rem; border-bottom: 1px solid #d8dee4; }
 p { margin: 0.5rem 0; max-width: 75ch; }
@@ -783,18 +871,24 @@ svg text.inside { font-size: 11px; font-weight: 600; }
 svg text.point { font-size: 10px; }
 svg text.legend { font-size: 12.5px; }
 .table-wrap { overflow-x: auto; margin-top: 0.75rem; }
-table { border-collapse: collapse; font-size: 0.85rem; font-variant-numeric: tabular-nums; width: 100%; }
-th, td { padding: 0.35rem 0.6rem; border-bottom: 1px solid #d8dee4; text-align: left; white-space: nowrap; }
-thead th { background: #f6f8fa; font-weight: 600; border-bottom: 1px solid #afb8c1; }
+table { border-collapse: collapse; font-size: 0.82rem; font-variant-numeric: tabular-nums; width: 100%; }
+th, td { padding: 0.35rem 0.5rem; border-bottom: 1px solid #d8dee4; text-align: left; white-space: nowrap; }
+thead th { background: #f6f8fa; font-weight: 600; border-bottom: 1px solid #afb8c1; vertical-align: bottom;
+  white-space: normal; }
 .num { text-align: right; }
 tr.significant td.p { font-weight: 700; }
+.ci { color: #57606a; font-size: 0.92em; }
 tbody tr:hover { background: #f6f8fa; }
 .note { color: #57606a; font-style: italic; }
 ";
 
 /// The whole page. `rounds` is `None` when the run directory has no `trajectories.parquet`;
 /// `pass_scores` maps config ids to their threshold, drawn on the trajectory.
-pub(crate) fn render_html(report: &Report, rounds: Option<&[RoundScore]>, pass_scores: &HashMap<String, f64>) -> String {
+pub(crate) fn render_html(
+    report: &Report,
+    rounds: Option<&[RoundScore]>,
+    pass_scores: &HashMap<String, f64>,
+) -> String {
     let arms = arms(report);
     let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
     let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
@@ -858,8 +952,8 @@ pub(crate) fn render_html(report: &Report, rounds: Option<&[RoundScore]>, pass_s
                 out.push_str(
                     "<figcaption>Mean critic score at each round (round 0 is the first draft). Each point \
                      averages the loops still running at that round, so loops that passed or stopped early drop \
-                     out and later rounds hold the harder tasks; hover a point for its count. The dashed line \
-                     is the config's pass score.</figcaption>\n",
+                     out and later rounds hold the harder tasks; hover a point for its count. Hollow points \
+                     average fewer than 10 loops. The dashed line is the config's pass score.</figcaption>\n",
                 );
             }
             None => out.push_str(
@@ -873,9 +967,10 @@ pub(crate) fn render_html(report: &Report, rounds: Option<&[RoundScore]>, pass_s
             out.push_str("<section>\n<h2>Passes per round spent</h2>\n<figure>\n");
             pass_vs_rounds_chart(&mut out, report, &arms);
             out.push_str(
-                "<figcaption>Each point is one config (labelled by its id) and arm: how often its loops passed \
-                 against how many rounds they used on average. Up and to the left is better: more passes for \
-                 fewer rounds spent.</figcaption>\n</figure>\n</section>\n",
+                "<figcaption>Each point is one config and arm: how often its loops passed against how many \
+                 rounds they used on average. Up and to the left is better: more passes for fewer rounds spent. \
+                 Points are labelled by config id, leaving out the parts all configs share; configs that landed \
+                 on the same spot share a point.</figcaption>\n</figure>\n</section>\n",
             );
         }
     }
@@ -927,8 +1022,9 @@ mod tests {
 
     fn report(configs: &[&str], critic: &str) -> Report {
         let mut rows = Vec::new();
-        for config in configs {
-            rows.push(summary(config, critic, "feedback", 80, 2.5));
+        for (i, config) in configs.iter().enumerate() {
+            let i = i as u64;
+            rows.push(summary(config, critic, "feedback", 80 - i, 2.5 + 0.1 * i as f64));
             rows.push(summary(config, critic, "no-feedback", 30, 3.0));
         }
         Report { run_id: Some("run-1".into()), name: Some("demo".into()), summary: rows, comparisons: Vec::new() }
@@ -968,6 +1064,33 @@ mod tests {
         for config in ["p7", "p8", "p9"] {
             assert!(grid.contains(&format!("class=\"point\" fill=\"#0072b2\">{config}</text>")), "{config} unlabelled");
         }
+        // no-feedback landed on one spot in every config: one point, one label naming them all.
+        assert!(grid.contains("class=\"point\" fill=\"#e69f00\">p7, p8, p9</text>"), "{grid}");
+        assert_eq!(grid.matches("fill=\"#e69f00\" stroke=\"#ffffff\"").count(), 1);
+    }
+
+    #[test]
+    fn point_labels_leave_out_what_every_config_shares() {
+        let labels = short_config_labels(&["p7-r1-stall-e0", "p8-r1-stall-e0", "p8-r3-stall-e0"]);
+        assert_eq!(labels["p7-r1-stall-e0"], "p7-r1");
+        assert_eq!(labels["p8-r3-stall-e0"], "p8-r3");
+        let labels = short_config_labels(&["p8-r3-stall-e0", "p8-r3-nostall-e0"]);
+        assert_eq!(labels["p8-r3-nostall-e0"], "nostall");
+        // Ids of different shapes are kept whole rather than cut inconsistently.
+        let labels = short_config_labels(&["a-b", "a-b-c"]);
+        assert_eq!((labels["a-b"].as_str(), labels["a-b-c"].as_str()), ("a-b", "a-b-c"));
+    }
+
+    #[test]
+    fn labels_avoid_each_other_and_stay_in_the_plot() {
+        let mut placed = Vec::new();
+        let area = (0.0, 0.0, 200.0, 200.0);
+        let first = place_label(&mut placed, (100.0, 100.0), 40.0, area);
+        let second = place_label(&mut placed, (100.0, 100.0), 40.0, area);
+        assert_ne!(first, second);
+        // A point on the right edge puts its label to the left.
+        let edge = place_label(&mut placed, (198.0, 50.0), 40.0, area);
+        assert!(edge.0 + 40.0 <= 200.0, "{edge:?}");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! }
 //! ```
 
+pub mod compare;
 mod html;
 mod markdown;
 pub mod stats;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::Report;
+use crate::{ComparisonRow, Report};
 
 fn percent(value: f64) -> String {
     format!("{:.1}%", 100.0 * value)
@@ -43,29 +43,33 @@ fn comparison_table(report: &Report) -> String {
     );
     out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|\n");
     for row in &report.comparisons {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} |",
-            row.config_id,
-            row.critic,
-            row.arm_a,
-            row.arm_b,
-            row.n_pairs,
-            percent(row.pass_rate_a),
-            percent(row.pass_rate_b),
-            100.0 * row.diff,
-            100.0 * row.diff_lo,
-            100.0 * row.diff_hi,
-            row.a_only,
-            row.b_only,
-            format_p(row.mcnemar_p),
-            row.mean_rounds_a,
-            row.mean_rounds_b,
-            row.mean_best_score_a,
-            row.mean_best_score_b,
-        );
+        out.push_str(&comparison_line(row));
     }
     out
+}
+
+/// One row of a comparison table.
+pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
+    format!(
+        "| {} | {} | {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} |\n",
+        row.config_id,
+        row.critic,
+        row.arm_a,
+        row.arm_b,
+        row.n_pairs,
+        percent(row.pass_rate_a),
+        percent(row.pass_rate_b),
+        100.0 * row.diff,
+        100.0 * row.diff_lo,
+        100.0 * row.diff_hi,
+        row.a_only,
+        row.b_only,
+        format_p(row.mcnemar_p),
+        row.mean_rounds_a,
+        row.mean_rounds_b,
+        row.mean_best_score_a,
+        row.mean_best_score_b,
+    )
 }
 
 fn format_p(p: f64) -> String {

@@ -158,45 +158,7 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
                 if matched.is_empty() {
                     continue;
                 }
-                let pairs: Vec<(bool, bool)> = matched.iter().map(|(a, b)| (a.passed, b.passed)).collect();
-                let n = pairs.len() as u64;
-                let a_only = pairs.iter().filter(|(a, b)| *a && !*b).count() as u64;
-                let b_only = pairs.iter().filter(|(a, b)| !*a && *b).count() as u64;
-                let rate_a = pairs.iter().filter(|p| p.0).count() as f64 / n as f64;
-                let rate_b = pairs.iter().filter(|p| p.1).count() as f64 / n as f64;
-                let seed = derive_seed(&SeedKey {
-                    seed: 0,
-                    task_id: &format!("{}|{}|{}|{}", config.1, critic.1, arm_a.1, arm_b.1),
-                    epoch: 0,
-                    round: 0,
-                    purpose: "bootstrap",
-                });
-                let (lo, hi) = paired_bootstrap_diff(&pairs, BOOTSTRAP_RESAMPLES, seed);
-                let rounds_a = mean(matched.iter().map(|(a, _)| f64::from(a.rounds)));
-                let rounds_b = mean(matched.iter().map(|(_, b)| f64::from(b.rounds)));
-                let best_a = mean(matched.iter().map(|(a, _)| a.best_score));
-                let best_b = mean(matched.iter().map(|(_, b)| b.best_score));
-                comparisons.push(ComparisonRow {
-                    config_id: config.1.clone(),
-                    critic: critic.1.clone(),
-                    arm_a: arm_a.1.clone(),
-                    arm_b: arm_b.1.clone(),
-                    n_pairs: n,
-                    pass_rate_a: rate_a,
-                    pass_rate_b: rate_b,
-                    diff: rate_a - rate_b,
-                    diff_lo: lo,
-                    diff_hi: hi,
-                    a_only,
-                    b_only,
-                    mcnemar_p: mcnemar_exact(a_only, b_only),
-                    mean_rounds_a: rounds_a,
-                    mean_rounds_b: rounds_b,
-                    diff_mean_rounds: rounds_a - rounds_b,
-                    mean_best_score_a: best_a,
-                    mean_best_score_b: best_b,
-                    diff_mean_best_score: best_a - best_b,
-                });
+                comparisons.push(compare_pairs(&config.1, &critic.1, &arm_a.1, &arm_b.1, &matched));
             }
         }
     }
@@ -213,7 +175,57 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
     }
 }
 
-fn write_csv<T: Serialize>(path: &Path, rows: &[T], headers: &[&str]) -> Result<(), ReportError> {
+/// The paired statistics of side A against side B over matched outcomes (same task × epoch).
+pub fn compare_pairs(
+    config_id: &str,
+    critic: &str,
+    label_a: &str,
+    label_b: &str,
+    matched: &[(&OutcomeRow, &OutcomeRow)],
+) -> ComparisonRow {
+    let pairs: Vec<(bool, bool)> = matched.iter().map(|(a, b)| (a.passed, b.passed)).collect();
+    let n = pairs.len() as u64;
+    let a_only = pairs.iter().filter(|(a, b)| *a && !*b).count() as u64;
+    let b_only = pairs.iter().filter(|(a, b)| !*a && *b).count() as u64;
+    let rate_a = pairs.iter().filter(|p| p.0).count() as f64 / n as f64;
+    let rate_b = pairs.iter().filter(|p| p.1).count() as f64 / n as f64;
+    // Seeded by what is compared, so every rebuild of a report gives the same interval.
+    let seed = derive_seed(&SeedKey {
+        seed: 0,
+        task_id: &format!("{config_id}|{critic}|{label_a}|{label_b}"),
+        epoch: 0,
+        round: 0,
+        purpose: "bootstrap",
+    });
+    let (lo, hi) = paired_bootstrap_diff(&pairs, BOOTSTRAP_RESAMPLES, seed);
+    let rounds_a = mean(matched.iter().map(|(a, _)| f64::from(a.rounds)));
+    let rounds_b = mean(matched.iter().map(|(_, b)| f64::from(b.rounds)));
+    let best_a = mean(matched.iter().map(|(a, _)| a.best_score));
+    let best_b = mean(matched.iter().map(|(_, b)| b.best_score));
+    ComparisonRow {
+        config_id: config_id.to_string(),
+        critic: critic.to_string(),
+        arm_a: label_a.to_string(),
+        arm_b: label_b.to_string(),
+        n_pairs: n,
+        pass_rate_a: rate_a,
+        pass_rate_b: rate_b,
+        diff: rate_a - rate_b,
+        diff_lo: lo,
+        diff_hi: hi,
+        a_only,
+        b_only,
+        mcnemar_p: mcnemar_exact(a_only, b_only),
+        mean_rounds_a: rounds_a,
+        mean_rounds_b: rounds_b,
+        diff_mean_rounds: rounds_a - rounds_b,
+        mean_best_score_a: best_a,
+        mean_best_score_b: best_b,
+        diff_mean_best_score: best_a - best_b,
+    }
+}
+
+pub(crate) fn write_csv<T: Serialize>(path: &Path, rows: &[T], headers: &[&str]) -> Result<(), ReportError> {
     let failed = |e: csv::Error| ReportError::Write { path: path.into(), source: std::io::Error::other(e.to_string()) };
     let mut writer = csv::WriterBuilder::new().has_headers(!rows.is_empty()).from_path(path).map_err(failed)?;
     if rows.is_empty() {
@@ -252,7 +264,7 @@ const SUMMARY_HEADERS: &[&str] = &[
     "mean_final_score",
     "critic_errors",
 ];
-const COMPARISON_HEADERS: &[&str] = &[
+pub(crate) const COMPARISON_HEADERS: &[&str] = &[
     "config_id",
     "critic",
     "arm_a",

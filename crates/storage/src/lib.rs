@@ -13,6 +13,7 @@
 //! ```
 
 pub mod dataset;
+pub mod judgments;
 mod parquet_sink;
 pub mod recorded;
 pub mod round_scores;

@@ -1,0 +1,377 @@
+//! `judgments.parquet`: one row per critic × task × draft × repeat of `critbench judge`, the critic's
+//! critique of a labeled draft beside the draft's gold label.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{Float64Builder, ListBuilder, MapBuilder, StringBuilder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use crate::parquet_sink::{ParquetSink, StorageError};
+
+/// Rows buffered before they are handed to the Parquet writer.
+const BATCH_ROWS: usize = 8192;
+
+/// One critique of one labeled draft.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JudgmentRow {
+    pub run_id: String,
+    pub critic: String,
+    pub task_id: String,
+    pub kind: Option<String>,
+    /// Index into the task's `drafts` (and `labels`).
+    pub draft_index: u32,
+    /// 0-based repeat of the same request.
+    pub repeat: u32,
+    pub score: f64,
+    pub dims: BTreeMap<String, f64>,
+    pub issues: Vec<String>,
+    pub fatal_issues: Vec<String>,
+    /// Suggestions as JSON text, null when there are none.
+    pub suggestions: Option<String>,
+    pub rationale: Option<String>,
+    /// The critic's own verdict; recorded, never used.
+    pub critic_passed: Option<bool>,
+    /// The host's verdict: the critique meets the policy's pass rule (SPEC §5 step 1).
+    pub passed: bool,
+    pub pass_score: f64,
+    pub dim_target: Option<f64>,
+    pub gold_pass: bool,
+    pub gold_score: Option<f64>,
+    pub gold_fatal: Option<bool>,
+    /// The label's failure type (`none` for a good draft), if the dataset names one.
+    pub flaw: Option<String>,
+    pub draft_chars: u64,
+    pub critic_ms: f64,
+    pub critic_attempts: u32,
+    /// Set when every attempt failed; the critique is then the conservative stand-in (SPEC §4).
+    pub critic_error: Option<String>,
+    /// The task's `meta`, as JSON text.
+    pub meta: Option<String>,
+}
+
+fn utf8(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
+}
+
+// The nested columns are typed exactly as in `trajectories.parquet`, so a notebook reads `dims`,
+// `issues` and `fatal_issues` of both tables the same way.
+fn string_list(name: &str) -> Field {
+    Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false)
+}
+
+fn dims_map(name: &str) -> Field {
+    let entries = Field::new(
+        "entries",
+        DataType::Struct(
+            vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Float64, true)].into(),
+        ),
+        false,
+    );
+    Field::new(name, DataType::Map(Arc::new(entries), false), false)
+}
+
+/// The schema of `judgments.parquet`.
+pub fn judgment_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        utf8("run_id", false),
+        utf8("critic", false),
+        utf8("task_id", false),
+        utf8("kind", true),
+        Field::new("draft_index", DataType::Int32, false),
+        Field::new("repeat", DataType::Int32, false),
+        Field::new("score", DataType::Float64, false),
+        dims_map("dims"),
+        string_list("issues"),
+        string_list("fatal_issues"),
+        utf8("suggestions", true),
+        utf8("rationale", true),
+        Field::new("critic_passed", DataType::Boolean, true),
+        Field::new("passed", DataType::Boolean, false),
+        Field::new("pass_score", DataType::Float64, false),
+        Field::new("dim_target", DataType::Float64, true),
+        Field::new("gold_pass", DataType::Boolean, false),
+        Field::new("gold_score", DataType::Float64, true),
+        Field::new("gold_fatal", DataType::Boolean, true),
+        utf8("flaw", true),
+        Field::new("draft_chars", DataType::Int64, false),
+        Field::new("critic_ms", DataType::Float64, false),
+        Field::new("critic_attempts", DataType::Int32, false),
+        utf8("critic_error", true),
+        utf8("meta", true),
+    ]))
+}
+
+fn int(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+/// Streams [`JudgmentRow`]s into `judgments.parquet`.
+pub struct JudgmentWriter {
+    sink: ParquetSink,
+    pending: Vec<JudgmentRow>,
+}
+
+impl JudgmentWriter {
+    pub fn create(path: &Path) -> Result<Self, StorageError> {
+        Ok(JudgmentWriter { sink: ParquetSink::create(path, judgment_schema(), "judgments")?, pending: Vec::new() })
+    }
+
+    pub fn push(&mut self, row: JudgmentRow) -> Result<(), StorageError> {
+        self.pending.push(row);
+        if self.pending.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<(), StorageError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let rows = std::mem::take(&mut self.pending);
+        let text = |f: &dyn Fn(&JudgmentRow) -> &str| -> ArrayRef {
+            Arc::new(arrow_array::StringArray::from_iter_values(rows.iter().map(f)))
+        };
+        let optional_text = |f: &dyn Fn(&JudgmentRow) -> Option<&str>| -> ArrayRef {
+            Arc::new(arrow_array::StringArray::from_iter(rows.iter().map(f)))
+        };
+        let int32 = |f: &dyn Fn(&JudgmentRow) -> u32| -> ArrayRef {
+            Arc::new(arrow_array::Int32Array::from_iter_values(rows.iter().map(|r| int(f(r)))))
+        };
+        let float = |f: &dyn Fn(&JudgmentRow) -> f64| -> ArrayRef {
+            Arc::new(arrow_array::Float64Array::from_iter_values(rows.iter().map(f)))
+        };
+        let optional_float = |f: &dyn Fn(&JudgmentRow) -> Option<f64>| -> ArrayRef {
+            Arc::new(arrow_array::Float64Array::from_iter(rows.iter().map(f)))
+        };
+        let boolean = |f: &dyn Fn(&JudgmentRow) -> Option<bool>| -> ArrayRef {
+            Arc::new(arrow_array::BooleanArray::from_iter(rows.iter().map(f)))
+        };
+        let list = |f: &dyn Fn(&JudgmentRow) -> &[String]| -> ArrayRef {
+            let mut builder = ListBuilder::new(StringBuilder::new());
+            for row in &rows {
+                for item in f(row) {
+                    builder.values().append_value(item);
+                }
+                builder.append(true);
+            }
+            Arc::new(builder.finish())
+        };
+        let mut dims = MapBuilder::new(None, StringBuilder::new(), Float64Builder::new());
+        for row in &rows {
+            for (name, value) in &row.dims {
+                dims.keys().append_value(name);
+                dims.values().append_value(*value);
+            }
+            dims.append(true).expect("map keys and values are appended in pairs");
+        }
+        let columns = vec![
+            text(&|r| &r.run_id),
+            text(&|r| &r.critic),
+            text(&|r| &r.task_id),
+            optional_text(&|r| r.kind.as_deref()),
+            int32(&|r| r.draft_index),
+            int32(&|r| r.repeat),
+            float(&|r| r.score),
+            Arc::new(dims.finish()) as ArrayRef,
+            list(&|r| &r.issues),
+            list(&|r| &r.fatal_issues),
+            optional_text(&|r| r.suggestions.as_deref()),
+            optional_text(&|r| r.rationale.as_deref()),
+            boolean(&|r| r.critic_passed),
+            boolean(&|r| Some(r.passed)),
+            float(&|r| r.pass_score),
+            optional_float(&|r| r.dim_target),
+            boolean(&|r| Some(r.gold_pass)),
+            optional_float(&|r| r.gold_score),
+            boolean(&|r| r.gold_fatal),
+            optional_text(&|r| r.flaw.as_deref()),
+            Arc::new(arrow_array::Int64Array::from_iter_values(
+                rows.iter().map(|r| i64::try_from(r.draft_chars).unwrap_or(i64::MAX)),
+            )),
+            float(&|r| r.critic_ms),
+            int32(&|r| r.critic_attempts),
+            optional_text(&|r| r.critic_error.as_deref()),
+            optional_text(&|r| r.meta.as_deref()),
+        ];
+        self.sink.write(columns)
+    }
+
+    pub fn close(mut self) -> Result<(), StorageError> {
+        self.flush()?;
+        self.sink.close()
+    }
+}
+
+/// Reads `judgments.parquet` back, checking that every column this version writes is there.
+pub fn read_judgments(path: &Path) -> Result<Vec<JudgmentRow>, StorageError> {
+    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
+    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
+        read_batch(&batch, &mut rows).map_err(corrupt)?;
+    }
+    Ok(rows)
+}
+
+fn read_batch(batch: &RecordBatch, rows: &mut Vec<JudgmentRow>) -> Result<(), String> {
+    let column = |name: &str| -> Result<&ArrayRef, String> {
+        batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))
+    };
+    let text = |name: &str| -> Result<Vec<Option<String>>, String> {
+        let strings = column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
+        Ok((0..strings.len()).map(|i| strings.is_valid(i).then(|| strings.value(i).to_string())).collect())
+    };
+    let required = |name: &str| -> Result<Vec<String>, String> {
+        text(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    };
+    let int32 = |name: &str| -> Result<Vec<u32>, String> {
+        let array =
+            column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| format!("column `{name}` is not int32"))?;
+        Ok(array.values().iter().map(|v| u32::try_from(*v).unwrap_or(0)).collect())
+    };
+    let float = |name: &str| -> Result<Vec<Option<f64>>, String> {
+        let array =
+            column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| format!("column `{name}` is not float64"))?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
+    };
+    let required_float = |name: &str| -> Result<Vec<f64>, String> {
+        float(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    };
+    let boolean = |name: &str| -> Result<Vec<Option<bool>>, String> {
+        let array = column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
+    };
+    let required_bool = |name: &str| -> Result<Vec<bool>, String> {
+        boolean(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    };
+    let lists = |name: &str| -> Result<Vec<Vec<String>>, String> {
+        let array = column(name)?.as_list_opt::<i32>().ok_or_else(|| format!("column `{name}` is not a list"))?;
+        (0..array.len())
+            .map(|i| {
+                let items = array.value(i);
+                let strings = items.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
+                Ok((0..strings.len()).map(|j| strings.value(j).to_string()).collect())
+            })
+            .collect()
+    };
+    let dims_column = column("dims")?.as_map_opt().ok_or_else(|| "column `dims` is not a map".to_string())?;
+    let dims_keys =
+        dims_column.keys().as_string_opt::<i32>().ok_or_else(|| "column `dims` keys are not utf8".to_string())?;
+    let dims_values = dims_column
+        .values()
+        .as_primitive_opt::<Float64Type>()
+        .ok_or_else(|| "column `dims` values are not float64".to_string())?;
+    let offsets = dims_column.value_offsets();
+
+    let (run_id, critic, task_id, kind) =
+        (required("run_id")?, required("critic")?, required("task_id")?, text("kind")?);
+    let (draft_index, repeat, critic_attempts) = (int32("draft_index")?, int32("repeat")?, int32("critic_attempts")?);
+    let (score, pass_score, critic_ms) =
+        (required_float("score")?, required_float("pass_score")?, required_float("critic_ms")?);
+    let (dim_target, gold_score) = (float("dim_target")?, float("gold_score")?);
+    let (issues, fatal_issues) = (lists("issues")?, lists("fatal_issues")?);
+    let (suggestions, rationale, flaw, critic_error, meta) =
+        (text("suggestions")?, text("rationale")?, text("flaw")?, text("critic_error")?, text("meta")?);
+    let (critic_passed, gold_fatal) = (boolean("critic_passed")?, boolean("gold_fatal")?);
+    let (passed, gold_pass) = (required_bool("passed")?, required_bool("gold_pass")?);
+    let draft_chars = column("draft_chars")?
+        .as_primitive_opt::<Int64Type>()
+        .ok_or_else(|| "column `draft_chars` is not int64".to_string())?;
+    for i in 0..batch.num_rows() {
+        let dims = (offsets[i] as usize..offsets[i + 1] as usize)
+            .map(|j| (dims_keys.value(j).to_string(), dims_values.value(j)))
+            .collect();
+        rows.push(JudgmentRow {
+            run_id: run_id[i].clone(),
+            critic: critic[i].clone(),
+            task_id: task_id[i].clone(),
+            kind: kind[i].clone(),
+            draft_index: draft_index[i],
+            repeat: repeat[i],
+            score: score[i],
+            dims,
+            issues: issues[i].clone(),
+            fatal_issues: fatal_issues[i].clone(),
+            suggestions: suggestions[i].clone(),
+            rationale: rationale[i].clone(),
+            critic_passed: critic_passed[i],
+            passed: passed[i],
+            pass_score: pass_score[i],
+            dim_target: dim_target[i],
+            gold_pass: gold_pass[i],
+            gold_score: gold_score[i],
+            gold_fatal: gold_fatal[i],
+            flaw: flaw[i].clone(),
+            draft_chars: draft_chars.value(i).max(0) as u64,
+            critic_ms: critic_ms[i],
+            critic_attempts: critic_attempts[i],
+            critic_error: critic_error[i].clone(),
+            meta: meta[i].clone(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(i: u32) -> JudgmentRow {
+        JudgmentRow {
+            run_id: "r".into(),
+            critic: if i % 2 == 0 { "rubric" } else { "evidence" }.into(),
+            task_id: format!("t{}", i / 6),
+            kind: (i % 3 != 0).then(|| "paper".to_string()),
+            draft_index: i % 3,
+            repeat: i % 2,
+            score: f64::from(i % 11),
+            dims: if i % 4 == 0 {
+                BTreeMap::new()
+            } else {
+                BTreeMap::from([("clarity".to_string(), 7.5), ("evidence".to_string(), f64::from(i % 10))])
+            },
+            issues: (0..i % 3).map(|k| format!("issue {k}")).collect(),
+            fatal_issues: if i % 5 == 0 { vec!["unknown evidence id `d9`".into()] } else { Vec::new() },
+            suggestions: (i % 2 == 0).then(|| "[{\"edit\":\"x\"}]".to_string()),
+            rationale: None,
+            critic_passed: (i % 3 == 0).then_some(i % 2 == 0),
+            passed: i % 7 == 0,
+            pass_score: 8.0,
+            dim_target: (i % 2 == 0).then_some(7.0),
+            gold_pass: i % 4 == 1,
+            gold_score: (i % 6 != 0).then_some(f64::from(i % 10)),
+            gold_fatal: (i % 6 != 0).then_some(i % 5 == 0),
+            flaw: Some("fabricated_citation".into()),
+            draft_chars: u64::from(i) * 10,
+            critic_ms: 0.25,
+            critic_attempts: 1 + i % 3,
+            critic_error: (i % 9 == 0).then(|| "critique returned status 1".to_string()),
+            meta: Some("{\"subject\":\"bees\"}".into()),
+        }
+    }
+
+    #[test]
+    fn judgments_round_trip_through_parquet() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("judgments.parquet");
+        let mut writer = JudgmentWriter::create(&path).unwrap();
+        // More than one batch, so offsets of the nested columns restart inside the file.
+        let rows: Vec<JudgmentRow> = (0..(BATCH_ROWS as u32 + 500)).map(row).collect();
+        for row in &rows {
+            writer.push(row.clone()).unwrap();
+        }
+        writer.close().unwrap();
+        assert_eq!(read_judgments(&path).unwrap(), rows);
+        let file = std::fs::File::open(&path).unwrap();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        assert_eq!(reader.schema().fields(), judgment_schema().fields());
+        assert_eq!(reader.schema().metadata()["critbench.table"], "judgments");
+    }
+}
