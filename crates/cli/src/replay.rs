@@ -41,7 +41,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
         PathBuf::from(name)
     });
     let summary = replay_run(&args.run_dir, &policies, &out)?;
-    println!("{}", critbench_report::summary_table(&summary.report));
+    println!("{}", critbench_report::glance_table(&summary.report));
     println!(
         "replayed {} loops ({} critiques) with no model or critic calls; wrote {}",
         summary.loops,

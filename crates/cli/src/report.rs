@@ -3,7 +3,7 @@ use crate::failure::Failure;
 
 pub fn report(args: ReportArgs) -> Result<(), Failure> {
     let report = critbench_report::write_reports(&args.run_dir)?;
-    println!("{}", critbench_report::summary_table(&report));
+    println!("{}", critbench_report::glance_table(&report));
     println!("wrote summary.csv, summary.json, comparisons.csv and report.md in {}", args.run_dir.display());
     Ok(())
 }

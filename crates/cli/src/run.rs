@@ -43,15 +43,24 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let experiment = Experiment::load(&path, &overrides)?;
     let summary = run_experiment(&experiment, &RunOptions { quiet: args.quiet })?;
     if let Some(report) = &summary.report {
-        println!("{}", critbench_report::summary_table(report));
+        println!("{}", critbench_report::glance_table(report));
     }
     let seconds = summary.elapsed.as_secs_f64();
+    let replayed = if summary.sweep == Sweep::Replay {
+        format!(
+            " (replay: {} critiques in the outputs, {:.1}× what was recorded)",
+            summary.critiques,
+            summary.critiques as f64 / summary.recorded_rounds.max(1) as f64
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "{} loops, {} critiques in {:.2} s ({:.0} critiques/s); wrote {}",
+        "{} loops, {} critiques in {:.2} s ({:.0} critiques/s){replayed}; wrote {}",
         summary.loops,
-        summary.critiques,
+        summary.recorded_rounds,
         seconds,
-        summary.critiques as f64 / seconds.max(1e-9),
+        summary.recorded_rounds as f64 / seconds.max(1e-9),
         summary.out_dir.display()
     );
     if summary.rows_skipped > 0 {

@@ -18,7 +18,7 @@ mod markdown;
 pub mod stats;
 mod summary;
 
-pub use markdown::{render_markdown, summary_table};
+pub use markdown::{glance_table, render_markdown, summary_table};
 pub use summary::{ComparisonRow, Report, SummaryRow, build_report};
 
 use std::path::{Path, PathBuf};

@@ -8,6 +8,60 @@ fn percent(value: f64) -> String {
     format!("{:.1}%", 100.0 * value)
 }
 
+/// One line per config × critic: each arm's pass rate, and the first comparison that involves
+/// `feedback` (or the first comparison at all). What a terminal shows after a run.
+pub fn glance_table(report: &Report) -> String {
+    let mut arms: Vec<&str> = Vec::new();
+    for row in &report.summary {
+        if !arms.contains(&row.arm.as_str()) {
+            arms.push(&row.arm);
+        }
+    }
+    let mut out = String::from("| config | critic |");
+    for arm in &arms {
+        let _ = write!(out, " {arm} |");
+    }
+    out.push_str(" paired difference (95% CI) | McNemar p |\n|---|---|");
+    out.push_str(&"---:|".repeat(arms.len()));
+    out.push_str("---|---:|\n");
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    for row in &report.summary {
+        if !groups.contains(&(row.config_id.as_str(), row.critic.as_str())) {
+            groups.push((&row.config_id, &row.critic));
+        }
+    }
+    for (config, critic) in groups {
+        let _ = write!(out, "| {config} | {critic} |");
+        for arm in &arms {
+            match report.summary.iter().find(|r| r.config_id == config && r.critic == critic && r.arm == *arm) {
+                Some(row) => {
+                    let _ = write!(out, " {} |", percent(row.pass_rate));
+                }
+                None => out.push_str(" – |"),
+            }
+        }
+        let comparisons: Vec<_> =
+            report.comparisons.iter().filter(|c| c.config_id == config && c.critic == critic).collect();
+        let chosen = comparisons.iter().find(|c| c.arm_a == "feedback").or(comparisons.first());
+        match chosen {
+            Some(c) => {
+                let _ = writeln!(
+                    out,
+                    " {} − {}: {:+.1} pp ({:+.1} to {:+.1}) | {} |",
+                    c.arm_a,
+                    c.arm_b,
+                    100.0 * c.diff,
+                    100.0 * c.diff_lo,
+                    100.0 * c.diff_hi,
+                    format_p(c.mcnemar_p)
+                );
+            }
+            None => out.push_str(" – | – |\n"),
+        }
+    }
+    out
+}
+
 /// The per-arm table: pass rate with its interval, rounds, exits.
 pub fn summary_table(report: &Report) -> String {
     let mut out = String::new();
