@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""Checks critbench's report statistics against reference implementations (statsmodels, scipy, numpy).
+
+Usage: python3 tests/python/check_stats.py CRITBENCH_BINARY [--schema-from OUTCOMES_PARQUET]
+
+For each fixture below it writes an `outcomes.parquet` with pyarrow (the schema of `outcome_schema()`
+in crates/storage/src/tables.rs: same columns, types and nullability), runs `critbench report DIR`,
+and compares `summary.json` with values computed here from the same rows:
+
+- counts, pass rates, mean rounds, mean first / best / final scores and exit counts, exactly or to 1e-9;
+- Wilson 95% intervals: statsmodels `proportion_confint(method="wilson")`, to 1e-9;
+- paired comparisons on (task_id, epoch): pair counts, a_only / b_only, rates and their difference, mean
+  rounds and mean best score per arm and their differences, to 1e-9;
+- McNemar's exact test: statsmodels `mcnemar(exact=True)` and scipy `binomtest`, to 1e-9;
+- the paired bootstrap interval: it must bracket the point difference and agree with a numpy percentile
+  bootstrap of the same pairs within 0.03 (plus one lattice step, 1/n, for small n: the bootstrap
+  distribution of a difference of proportions over n pairs only takes values k/n, so two correct
+  bootstraps can land on neighbouring values).
+
+With --schema-from, the fixture schema is first checked against a real outcomes.parquet written by
+critbench, so the fixtures cannot drift from what the binary writes.
+
+Prints one line per fixture and exits 0, or prints every disagreement and exits 1 (2 for bad usage).
+Requirements: tests/python/requirements.txt.
+"""
+
+import argparse
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from scipy.stats import binomtest
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.proportion import proportion_confint
+
+TOLERANCE = 1e-9
+BOOTSTRAP_TOLERANCE = 0.03
+BOOTSTRAP_RESAMPLES = 20_000  # more than critbench's 2,000, so the reference itself is steady
+ARM_ORDER = ["feedback", "no-feedback", "single"]  # critbench's arm order (core::Arm)
+
+# outcome_schema() in crates/storage/src/tables.rs, column for column.
+SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("config_id", pa.string(), nullable=False),
+        pa.field("arm", pa.string(), nullable=False),
+        pa.field("critic", pa.string(), nullable=False),
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=True),
+        pa.field("epoch", pa.int32(), nullable=False),
+        pa.field("pass_score", pa.float64(), nullable=False),
+        pa.field("max_revisions", pa.int32(), nullable=False),
+        pa.field("stall", pa.bool_(), nullable=False),
+        pa.field("plateau_eps", pa.float64(), nullable=False),
+        pa.field("dim_target", pa.float64(), nullable=True),
+        pa.field("final", pa.string(), nullable=False),
+        pa.field("rounds", pa.int32(), nullable=False),
+        pa.field("revisions", pa.int32(), nullable=False),
+        pa.field("exit_reason", pa.string(), nullable=False),
+        pa.field("passed", pa.bool_(), nullable=False),
+        pa.field("first_score", pa.float64(), nullable=False),
+        pa.field("last_score", pa.float64(), nullable=False),
+        pa.field("final_score", pa.float64(), nullable=False),
+        pa.field("best_score", pa.float64(), nullable=False),
+        pa.field("best_round", pa.int32(), nullable=False),
+        pa.field("critic_errors", pa.int32(), nullable=False),
+        pa.field("tokens_in", pa.int64(), nullable=True),
+        pa.field("tokens_out", pa.int64(), nullable=True),
+        pa.field("wall_ms", pa.float64(), nullable=False),
+        pa.field("meta", pa.string(), nullable=True),
+    ]
+)
+
+
+# ---- fixtures -------------------------------------------------------------------------------------
+
+
+def loop(config_id, critic, arm, task_id, epoch, passed, rounds, first, best):
+    """One outcome row; fields the statistics do not read get plausible constants."""
+    if passed:
+        exit_reason = "pass"
+    else:
+        # Vary the failing exits so exit counts are checked too; `single` can only run out of budget.
+        exit_reason = "budget" if arm == "single" else ("stall", "plateau", "budget")[(rounds + len(task_id)) % 3]
+    return {
+        "run_id": "fixture",
+        "config_id": config_id,
+        "arm": arm,
+        "critic": critic,
+        "task_id": task_id,
+        "kind": None,
+        "epoch": epoch,
+        "pass_score": 8.0,
+        "max_revisions": 3,
+        "stall": True,
+        "plateau_eps": 0.0,
+        "dim_target": None,
+        "final": "best",
+        "rounds": rounds,
+        "revisions": rounds - 1,
+        "exit_reason": exit_reason,
+        "passed": passed,
+        "first_score": first,
+        "last_score": best - 0.25,
+        "final_score": best,
+        "best_score": best,
+        "best_round": rounds - 1,
+        "critic_errors": 0,
+        "tokens_in": None,
+        "tokens_out": None,
+        "wall_ms": 1.0,
+        "meta": None,
+    }
+
+
+def paired(config_id, critic, pattern, epochs=1, rng=None):
+    """Rows for arms feedback and no-feedback from (passed_a, passed_b) pairs, one task per pair."""
+    rng = rng or np.random.default_rng(0)
+    rows = []
+    for index, (a, b) in enumerate(pattern):
+        for epoch in range(epochs):
+            task = f"t{index:05d}"
+            first = float(rng.integers(20, 80)) / 10
+            rows.append(
+                loop(config_id, critic, "feedback", task, epoch, a, 1 + int(rng.integers(0, 4)), first, first + 2.5 * a)
+            )
+            rows.append(
+                loop(config_id, critic, "no-feedback", task, epoch, b, 1 + int(rng.integers(0, 4)), first, first + b)
+            )
+    return rows
+
+
+def counts(both, a_only, b_only, neither):
+    return [(True, True)] * both + [(True, False)] * a_only + [(False, True)] * b_only + [(False, False)] * neither
+
+
+def mixed_fixture():
+    """Two configs × two critics × three arms, two epochs, with tasks some arms never ran."""
+    rng = np.random.default_rng(42)
+    rows = []
+    rates = {"feedback": 0.75, "no-feedback": 0.35, "single": 0.2}
+    for config_id, critic in itertools.product(["p7-r1", "p8-r3"], ["rubric", "evidence"]):
+        for arm, rate in rates.items():
+            for task in range(40):
+                # Unmatched tasks: single skips every fifth task, no-feedback every seventh; the
+                # evidence critic's feedback arm also ran extra tasks no other arm has.
+                if (arm == "single" and task % 5 == 0) or (arm == "no-feedback" and task % 7 == 3):
+                    continue
+                for epoch in range(2):
+                    passed = bool(rng.random() < rate)
+                    rounds = 1 if arm == "single" else 1 + int(rng.integers(0, 4))
+                    first = float(rng.integers(20, 80)) / 10
+                    best = first + (float(rng.integers(0, 30)) / 10 if arm != "single" else 0.0)
+                    rows.append(loop(config_id, critic, arm, f"task-{task}", epoch, passed, rounds, first, best))
+            if critic == "evidence" and arm == "feedback":
+                for task in range(5):
+                    rows.append(loop(config_id, critic, arm, f"extra-{task}", 0, True, 2, 5.0, 8.5))
+    return rows
+
+
+def fixtures():
+    rng = np.random.default_rng(7)
+    large = counts(900, 1000, 1100, 400)  # 2,100 discordant pairs, 3,400 in all
+    rng.shuffle(large)
+    return {
+        "small n": paired("p8-r3", "rubric", counts(1, 3, 1, 2)),
+        "all pass": paired("p8-r3", "rubric", counts(15, 0, 0, 0)),
+        "none pass": paired("p8-r3", "rubric", counts(0, 0, 0, 12)),
+        "no discordant pairs": paired("p8-r3", "rubric", counts(9, 0, 0, 11), epochs=2),
+        "one-sided discordance": paired("p8-r3", "rubric", counts(20, 0, 14, 6)),
+        "large discordant counts": paired("p8-r3", "rubric", large, rng=rng),
+        "configs × critics × arms, unmatched tasks": mixed_fixture(),
+    }
+
+
+# ---- reference values -----------------------------------------------------------------------------
+
+
+def reference_summary(rows):
+    """config × arm × critic → the summary fields, computed here."""
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["config_id"], row["arm"], row["critic"]), []).append(row)
+    expected = {}
+    for key, group in groups.items():
+        n = len(group)
+        passed = sum(r["passed"] for r in group)
+        lo, hi = proportion_confint(passed, n, alpha=0.05, method="wilson")
+        expected[key] = {
+            "n": n,
+            "passed": passed,
+            "pass_rate": passed / n,
+            "pass_rate_lo": float(lo),
+            "pass_rate_hi": float(hi),
+            "mean_rounds": float(np.mean([r["rounds"] for r in group])),
+            "exit_pass": sum(r["exit_reason"] == "pass" for r in group),
+            "exit_stall": sum(r["exit_reason"] == "stall" for r in group),
+            "exit_plateau": sum(r["exit_reason"] == "plateau" for r in group),
+            "exit_budget": sum(r["exit_reason"] == "budget" for r in group),
+            "mean_first_score": float(np.mean([r["first_score"] for r in group])),
+            "mean_best_score": float(np.mean([r["best_score"] for r in group])),
+            "mean_final_score": float(np.mean([r["final_score"] for r in group])),
+        }
+    return expected
+
+
+def numpy_bootstrap(a, b, seed):
+    """Percentile bootstrap of mean(a) − mean(b), resampling pairs (numpy's default percentile)."""
+    rng = np.random.default_rng(seed)
+    differences = a.astype(float) - b.astype(float)
+    picks = rng.integers(0, len(differences), size=(BOOTSTRAP_RESAMPLES, len(differences)))
+    means = differences[picks].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def reference_comparisons(rows):
+    """(config, critic, arm_a, arm_b) → the comparison fields, for arm pairs sharing a task × epoch."""
+    by_group = {}
+    for row in rows:
+        arms = by_group.setdefault((row["config_id"], row["critic"]), {})
+        arms.setdefault(row["arm"], {})[(row["task_id"], row["epoch"])] = row
+    expected = {}
+    for (config_id, critic), arms in by_group.items():
+        names = sorted(arms, key=ARM_ORDER.index)
+        for arm_a, arm_b in itertools.combinations(names, 2):
+            keys = sorted(set(arms[arm_a]) & set(arms[arm_b]))
+            if not keys:
+                continue
+            left = [arms[arm_a][k] for k in keys]
+            right = [arms[arm_b][k] for k in keys]
+            a = np.array([r["passed"] for r in left])
+            b = np.array([r["passed"] for r in right])
+            a_only = int(np.sum(a & ~b))
+            b_only = int(np.sum(~a & b))
+            table = [[int(np.sum(a & b)), a_only], [b_only, int(np.sum(~a & ~b))]]
+            p_statsmodels = float(mcnemar(table, exact=True).pvalue)
+            p_scipy = float(binomtest(a_only, a_only + b_only, 0.5).pvalue) if a_only + b_only else 1.0
+            rounds_a = float(np.mean([r["rounds"] for r in left]))
+            rounds_b = float(np.mean([r["rounds"] for r in right]))
+            best_a = float(np.mean([r["best_score"] for r in left]))
+            best_b = float(np.mean([r["best_score"] for r in right]))
+            expected[(config_id, critic, arm_a, arm_b)] = {
+                "n_pairs": len(keys),
+                "pass_rate_a": float(a.mean()),
+                "pass_rate_b": float(b.mean()),
+                "diff": float(a.mean() - b.mean()),
+                "a_only": a_only,
+                "b_only": b_only,
+                "mcnemar_p": p_statsmodels,
+                "mcnemar_p_scipy": p_scipy,
+                "mean_rounds_a": rounds_a,
+                "mean_rounds_b": rounds_b,
+                "diff_mean_rounds": rounds_a - rounds_b,
+                "mean_best_score_a": best_a,
+                "mean_best_score_b": best_b,
+                "diff_mean_best_score": best_a - best_b,
+                "bootstrap": numpy_bootstrap(a, b, seed=len(keys)),
+            }
+    return expected
+
+
+# ---- comparing ------------------------------------------------------------------------------------
+
+
+def agree(failures, where, field, got, want, tolerance=TOLERANCE):
+    if got is None:
+        failures.append(f"{where}: {field} is missing or null (expected {want!r})")
+    elif isinstance(want, (int, np.integer)) and not isinstance(want, bool):
+        if got != want:
+            failures.append(f"{where}: {field} = {got!r}, expected {want!r}")
+    elif not abs(float(got) - float(want)) <= tolerance:
+        failures.append(f"{where}: {field} = {got!r}, reference {want!r} (off by {abs(float(got) - float(want)):.3g})")
+
+
+def check_fixture(binary, name, rows, work):
+    """Writes the fixture, runs `critbench report`, returns (failures, facts)."""
+    run = work / name.replace(" ", "-").replace("×", "x").replace(",", "")
+    run.mkdir(parents=True)
+    # zstd, as critbench writes: pyarrow's default (snappy) is not compiled into critbench's reader.
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), run / "outcomes.parquet", compression="zstd")
+    result = subprocess.run([str(binary), "report", str(run)], capture_output=True, text=True)
+    if result.returncode != 0:
+        return [f"{name}: `critbench report` exited {result.returncode}:\n{result.stderr}"], {}
+    report = json.loads((run / "summary.json").read_text())
+    failures = []
+
+    expected = reference_summary(rows)
+    got = {(r["config_id"], r["arm"], r["critic"]): r for r in report["summary"]}
+    if set(got) != set(expected):
+        failures.append(f"{name}: summary groups {sorted(got)} differ from {sorted(expected)}")
+    for key in sorted(set(got) & set(expected)):
+        for field, want in expected[key].items():
+            agree(failures, f"{name}: summary {'/'.join(key)}", field, got[key].get(field), want)
+
+    expected = reference_comparisons(rows)
+    got = {(r["config_id"], r["critic"], r["arm_a"], r["arm_b"]): r for r in report["comparisons"]}
+    if set(got) != set(expected):
+        failures.append(f"{name}: comparisons {sorted(got)} differ from {sorted(expected)}")
+    widest = 0.0
+    for key in sorted(set(got) & set(expected)):
+        row, want = got[key], expected[key]
+        where = f"{name}: comparison {key[0]}/{key[1]} {key[2]} vs {key[3]}"
+        for field, value in want.items():
+            if field == "bootstrap":
+                continue
+            # scipy's two-sided binomial test and statsmodels' exact McNemar must both agree.
+            agree(failures, where, field, row.get("mcnemar_p" if field == "mcnemar_p_scipy" else field), value)
+        lo, hi = row.get("diff_lo"), row.get("diff_hi")
+        if lo is None or hi is None:
+            failures.append(f"{where}: diff_lo / diff_hi missing")
+            continue
+        if not lo - TOLERANCE <= row["diff"] <= hi + TOLERANCE:
+            failures.append(f"{where}: bootstrap interval [{lo}, {hi}] does not bracket diff {row['diff']}")
+        reference_lo, reference_hi = want["bootstrap"]
+        tolerance = BOOTSTRAP_TOLERANCE + (1 / want["n_pairs"] if want["n_pairs"] < 100 else 0.0)
+        for bound, value, reference in (("diff_lo", lo, reference_lo), ("diff_hi", hi, reference_hi)):
+            agree(failures, where, f"{bound} (numpy percentile bootstrap)", value, reference, tolerance)
+            widest = max(widest, abs(value - reference))
+    if not (run / "report.html").is_file():
+        failures.append(f"{name}: `critbench report` wrote no report.html")
+    facts = {"rows": len(rows), "summary": len(report["summary"]), "comparisons": len(report["comparisons"])}
+    facts["bootstrap"] = widest
+    return failures, facts
+
+
+def check_schema(template):
+    """The fixtures' schema must be the one critbench writes (names, types, nullability, order)."""
+    real = pq.read_schema(template)
+    ours = [(f.name, str(f.type), f.nullable) for f in SCHEMA]
+    theirs = [(f.name, str(f.type), f.nullable) for f in real]
+    if ours == theirs:
+        return []
+    diff = [f"  {o} != {t}" for o, t in itertools.zip_longest(ours, theirs) if o != t]
+    return [
+        f"check_stats.py's SCHEMA differs from {template} (update it to match outcome_schema()):\n" + "\n".join(diff)
+    ]
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("binary", type=Path, help="the critbench binary")
+    parser.add_argument("--schema-from", type=Path, help="an outcomes.parquet written by critbench")
+    args = parser.parse_args(argv[1:])
+    if not args.binary.is_file():
+        print(f"check_stats: {args.binary} is not a file", file=sys.stderr)
+        return 2
+
+    failures = check_schema(args.schema_from) if args.schema_from else []
+    with tempfile.TemporaryDirectory(prefix="check_stats_") as work:
+        for name, rows in fixtures().items():
+            fixture_failures, facts = check_fixture(args.binary, name, rows, Path(work))
+            failures += fixture_failures
+            if facts:
+                print(
+                    f"check_stats: {name}: {facts['rows']} outcomes, {facts['summary']} summary rows, "
+                    f"{facts['comparisons']} comparisons; bootstrap bounds within {facts['bootstrap']:.4f} of numpy"
+                )
+    if failures:
+        print(f"FAILED: {len(failures)} disagreement(s):", file=sys.stderr)
+        for failure in failures:
+            print(f"  - {failure}", file=sys.stderr)
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
