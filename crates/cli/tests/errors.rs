@@ -161,3 +161,13 @@ fn unknown_flag_is_a_usage_error() {
     let output = critbench(&["run", "--colour"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn experiment_grid_with_a_value_of_the_wrong_type() {
+    insta::assert_snapshot!(run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n[policy]\npass_score = [7, \"8\"]\n", header())), @r#"error: DIR/x.toml: [policy]: `pass_score` must be a number, found string"#);
+}
+
+#[test]
+fn experiment_grid_with_an_empty_list() {
+    insta::assert_snapshot!(run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n[policy]\nmax_revisions = []\n", header())), @"error: DIR/x.toml: [policy]: `max_revisions` is an empty list; give at least one value");
+}

@@ -12,6 +12,7 @@
 //! println!("{} tasks, sha256 {}", dataset.tasks.len(), dataset.sha256);
 //! ```
 
+mod columns;
 pub mod dataset;
 pub mod judgments;
 mod parquet_sink;

@@ -4,10 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::RecordBatch;
 
+use crate::columns::Columns;
 use crate::tables::StorageError;
 
 /// One critiqued round of a loop.
@@ -48,17 +47,10 @@ type LoopKey = (String, String, String, u32);
 /// recorded rounds up to its own stop, so the longest config's rows are the whole recording.
 pub fn read_recorded_loops(path: &Path) -> Result<Vec<RecordedLoop>, StorageError> {
     let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
-    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.build())
-        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
     // loop → config → (round → recorded round), and the loop's kind.
     let mut loops: Loops = HashMap::new();
     let mut order: Vec<LoopKey> = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
-        read_batch(&batch, &mut loops, &mut order).map_err(corrupt)?;
-    }
+    crate::columns::for_each_batch(path, |batch| read_batch(batch, &mut loops, &mut order))?;
     let mut recorded = Vec::with_capacity(order.len());
     for key in order {
         let (kind, configs) = loops.remove(&key).expect("every ordered key was inserted");
@@ -91,57 +83,20 @@ pub fn read_recorded_loops(path: &Path) -> Result<Vec<RecordedLoop>, StorageErro
 type Loops = HashMap<LoopKey, (Option<String>, HashMap<String, BTreeMap<u32, RecordedRound>>)>;
 
 fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) -> Result<(), String> {
-    let column = |name: &str| -> Result<&ArrayRef, String> {
-        batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))
-    };
-    let strings = |name: &str| -> Result<Vec<Option<String>>, String> {
-        let array = column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
-        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).to_string())).collect())
-    };
-    let required = |name: &str| -> Result<Vec<String>, String> {
-        strings(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
-    };
-    let int32 = |name: &str| -> Result<Vec<u32>, String> {
-        let array =
-            column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| format!("column `{name}` is not int32"))?;
-        Ok(array.values().iter().map(|v| u32::try_from(*v).unwrap_or(0)).collect())
-    };
-    let int64 = |name: &str| -> Result<Vec<Option<u64>>, String> {
-        let array =
-            column(name)?.as_primitive_opt::<Int64Type>().ok_or_else(|| format!("column `{name}` is not int64"))?;
-        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).max(0) as u64)).collect())
-    };
-    let float = |name: &str| -> Result<Vec<f64>, String> {
-        let array =
-            column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| format!("column `{name}` is not float64"))?;
-        Ok(array.values().to_vec())
-    };
-    let lists = |name: &str| -> Result<Vec<Vec<String>>, String> {
-        let array = column(name)?.as_list_opt::<i32>().ok_or_else(|| format!("column `{name}` is not a list"))?;
-        (0..array.len())
-            .map(|i| {
-                let items = array.value(i);
-                let items = items.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` holds no strings"))?;
-                Ok((0..items.len()).map(|j| items.value(j).to_string()).collect())
-            })
-            .collect()
-    };
-    let dims = column("dims")?.as_map_opt().ok_or_else(|| "column `dims` is not a map".to_string())?;
-    let critic_passed =
-        column("critic_passed")?.as_boolean_opt().ok_or_else(|| "column `critic_passed` is not boolean".to_string())?;
+    let c = Columns(batch);
     let (critic, arm, task_id, config_id) =
-        (required("critic")?, required("arm")?, required("task_id")?, required("config_id")?);
+        (c.required_text("critic")?, c.required_text("arm")?, c.required_text("task_id")?, c.required_text("config_id")?);
     let (kind, suggestions, rationale, critic_error, draft) =
-        (strings("kind")?, strings("suggestions")?, strings("rationale")?, strings("critic_error")?, strings("draft")?);
-    let (epoch, round, attempts) = (int32("epoch")?, int32("round")?, int32("critic_attempts")?);
-    let (score, gen_ms, critic_ms) = (float("score")?, float("gen_ms")?, float("critic_ms")?);
-    let (draft_chars, tokens_in, tokens_out) = (int64("draft_chars")?, int64("tokens_in")?, int64("tokens_out")?);
-    let (issues, fatal_issues) = (lists("issues")?, lists("fatal_issues")?);
+        (c.text("kind")?, c.text("suggestions")?, c.text("rationale")?, c.text("critic_error")?, c.text("draft")?);
+    let (epoch, round, attempts) = (c.int32("epoch")?, c.int32("round")?, c.int32("critic_attempts")?);
+    let (score, gen_ms, critic_ms) =
+        (c.required_float("score")?, c.required_float("gen_ms")?, c.required_float("critic_ms")?);
+    let (draft_chars, tokens_in, tokens_out) = (c.int64("draft_chars")?, c.int64("tokens_in")?, c.int64("tokens_out")?);
+    let (issues, fatal_issues, critic_passed) =
+        (c.string_lists("issues")?, c.string_lists("fatal_issues")?, c.boolean("critic_passed")?);
+    let mut dims = c.float_maps("dims")?;
     for i in 0..batch.num_rows() {
-        let entry = dims.value(i);
-        let keys = entry.column(0).as_string::<i32>();
-        let values = entry.column(1).as_primitive::<Float64Type>();
-        let round_dims = (0..entry.len()).map(|j| (keys.value(j).to_string(), values.value(j))).collect();
+        let round_dims = std::mem::take(&mut dims[i]);
         let key = (critic[i].clone(), arm[i].clone(), task_id[i].clone(), epoch[i]);
         let slot = loops.entry(key.clone()).or_insert_with(|| {
             order.push(key);
@@ -156,7 +111,7 @@ fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) 
                 fatal_issues: fatal_issues[i].clone(),
                 suggestions: suggestions[i].clone(),
                 rationale: rationale[i].clone(),
-                critic_passed: critic_passed.is_valid(i).then(|| critic_passed.value(i)),
+                critic_passed: critic_passed[i],
                 critic_attempts: attempts[i],
                 critic_error: critic_error[i].clone(),
                 draft_chars: draft_chars[i].unwrap_or(0),

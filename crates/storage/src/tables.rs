@@ -8,9 +8,7 @@ use std::sync::Arc;
 use arrow_array::builder::{
     BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, ListBuilder, MapBuilder, StringBuilder,
 };
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::parquet_sink::ParquetSink;
@@ -426,76 +424,41 @@ impl OutcomeWriter {
 
 /// Reads `outcomes.parquet` back, checking that every column this version writes is there.
 pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
-    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
-    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.build())
-        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
     let mut rows = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
-        read_outcome_batch(&batch, &mut rows).map_err(corrupt)?;
-    }
+    crate::columns::for_each_batch(path, |batch| read_outcome_batch(batch, &mut rows))?;
     Ok(rows)
 }
 
 fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result<(), String> {
-    let column = |name: &str| -> Result<&ArrayRef, String> {
-        batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))
-    };
-    let text = |name: &str| -> Result<Vec<Option<String>>, String> {
-        let array = column(name)?;
-        let strings = array.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
-        Ok((0..strings.len()).map(|i| strings.is_valid(i).then(|| strings.value(i).to_string())).collect())
-    };
-    let required = |name: &str| -> Result<Vec<String>, String> {
-        text(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
-    };
-    let int32 = |name: &str| -> Result<Vec<u32>, String> {
-        let array =
-            column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| format!("column `{name}` is not int32"))?;
-        Ok(array.values().iter().map(|v| u32::try_from(*v).unwrap_or(0)).collect())
-    };
-    let float = |name: &str| -> Result<Vec<Option<f64>>, String> {
-        let array =
-            column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| format!("column `{name}` is not float64"))?;
-        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
-    };
-    let required_float = |name: &str| -> Result<Vec<f64>, String> {
-        float(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
-    };
-    let boolean = |name: &str| -> Result<Vec<bool>, String> {
-        let array = column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
-        Ok((0..array.len()).map(|i| array.value(i)).collect())
-    };
-    let tokens = |name: &str| -> Result<Vec<Option<u64>>, String> {
-        let array =
-            column(name)?.as_primitive_opt::<Int64Type>().ok_or_else(|| format!("column `{name}` is not int64"))?;
-        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).max(0) as u64)).collect())
-    };
-    let (run_id, config_id, arm, critic, task_id) =
-        (required("run_id")?, required("config_id")?, required("arm")?, required("critic")?, required("task_id")?);
+    let c = crate::columns::Columns(batch);
+    let (run_id, config_id, arm, critic, task_id) = (
+        c.required_text("run_id")?,
+        c.required_text("config_id")?,
+        c.required_text("arm")?,
+        c.required_text("critic")?,
+        c.required_text("task_id")?,
+    );
     let (kind, meta, final_draft, exit_reason) =
-        (text("kind")?, text("meta")?, required("final")?, required("exit_reason")?);
+        (c.text("kind")?, c.text("meta")?, c.required_text("final")?, c.required_text("exit_reason")?);
     let (epoch, max_revisions, rounds, revisions, best_round, critic_errors) = (
-        int32("epoch")?,
-        int32("max_revisions")?,
-        int32("rounds")?,
-        int32("revisions")?,
-        int32("best_round")?,
-        int32("critic_errors")?,
+        c.int32("epoch")?,
+        c.int32("max_revisions")?,
+        c.int32("rounds")?,
+        c.int32("revisions")?,
+        c.int32("best_round")?,
+        c.int32("critic_errors")?,
     );
     let (pass_score, plateau_eps, dim_target) =
-        (required_float("pass_score")?, required_float("plateau_eps")?, float("dim_target")?);
+        (c.required_float("pass_score")?, c.required_float("plateau_eps")?, c.float("dim_target")?);
     let (first_score, last_score, final_score, best_score, wall_ms) = (
-        required_float("first_score")?,
-        required_float("last_score")?,
-        required_float("final_score")?,
-        required_float("best_score")?,
-        required_float("wall_ms")?,
+        c.required_float("first_score")?,
+        c.required_float("last_score")?,
+        c.required_float("final_score")?,
+        c.required_float("best_score")?,
+        c.required_float("wall_ms")?,
     );
-    let (stall, passed) = (boolean("stall")?, boolean("passed")?);
-    let (tokens_in, tokens_out) = (tokens("tokens_in")?, tokens("tokens_out")?);
+    let (stall, passed) = (c.required_boolean("stall")?, c.required_boolean("passed")?);
+    let (tokens_in, tokens_out) = (c.int64("tokens_in")?, c.int64("tokens_out")?);
     for i in 0..batch.num_rows() {
         rows.push(OutcomeRow {
             run_id: run_id[i].clone(),
@@ -533,6 +496,8 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
 
     fn outcome(task: &str, passed: bool) -> OutcomeRow {
         OutcomeRow {

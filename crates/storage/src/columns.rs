@@ -1,0 +1,121 @@
+//! Reading Parquet back: typed access to a batch's columns by name, with errors that name the
+//! column, so every reader checks the file it is given the same way.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+
+use crate::tables::StorageError;
+
+/// Calls `each` on every record batch of the Parquet file at `path`.
+pub(crate) fn for_each_batch(
+    path: &Path,
+    mut each: impl FnMut(&RecordBatch) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
+    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
+        each(&batch).map_err(corrupt)?;
+    }
+    Ok(())
+}
+
+/// The columns of one batch.
+pub(crate) struct Columns<'a>(pub &'a RecordBatch);
+
+impl Columns<'_> {
+    fn column(&self, name: &str) -> Result<&ArrayRef, String> {
+        self.0.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))
+    }
+
+    fn required<T>(name: &str, values: Vec<Option<T>>) -> Result<Vec<T>, String> {
+        values.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    }
+
+    pub fn text(&self, name: &str) -> Result<Vec<Option<String>>, String> {
+        let array = self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).to_string())).collect())
+    }
+
+    pub fn required_text(&self, name: &str) -> Result<Vec<String>, String> {
+        Self::required(name, self.text(name)?)
+    }
+
+    /// Non-negative whole numbers stored as int32.
+    pub fn int32(&self, name: &str) -> Result<Vec<u32>, String> {
+        let array = self
+            .column(name)?
+            .as_primitive_opt::<Int32Type>()
+            .ok_or_else(|| format!("column `{name}` is not int32"))?;
+        Ok(array.values().iter().map(|v| u32::try_from(*v).unwrap_or(0)).collect())
+    }
+
+    /// Non-negative whole numbers stored as int64, null where unknown.
+    pub fn int64(&self, name: &str) -> Result<Vec<Option<u64>>, String> {
+        let array = self
+            .column(name)?
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| format!("column `{name}` is not int64"))?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).max(0) as u64)).collect())
+    }
+
+    pub fn float(&self, name: &str) -> Result<Vec<Option<f64>>, String> {
+        let array = self
+            .column(name)?
+            .as_primitive_opt::<Float64Type>()
+            .ok_or_else(|| format!("column `{name}` is not float64"))?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
+    }
+
+    pub fn required_float(&self, name: &str) -> Result<Vec<f64>, String> {
+        Self::required(name, self.float(name)?)
+    }
+
+    pub fn boolean(&self, name: &str) -> Result<Vec<Option<bool>>, String> {
+        let array = self.column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
+    }
+
+    pub fn required_boolean(&self, name: &str) -> Result<Vec<bool>, String> {
+        Self::required(name, self.boolean(name)?)
+    }
+
+    /// A list<utf8> column; a null list reads as empty.
+    pub fn string_lists(&self, name: &str) -> Result<Vec<Vec<String>>, String> {
+        let array = self.column(name)?.as_list_opt::<i32>().ok_or_else(|| format!("column `{name}` is not a list"))?;
+        (0..array.len())
+            .map(|i| {
+                if array.is_null(i) {
+                    return Ok(Vec::new());
+                }
+                let items = array.value(i);
+                let items = items.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` holds no strings"))?;
+                Ok((0..items.len()).map(|j| items.value(j).to_string()).collect())
+            })
+            .collect()
+    }
+
+    /// A map<utf8, float64> column; a null map reads as empty.
+    pub fn float_maps(&self, name: &str) -> Result<Vec<BTreeMap<String, f64>>, String> {
+        let array = self.column(name)?.as_map_opt().ok_or_else(|| format!("column `{name}` is not a map"))?;
+        let keys = array.keys().as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` has non-text keys"))?;
+        let values = array
+            .values()
+            .as_primitive_opt::<Float64Type>()
+            .ok_or_else(|| format!("column `{name}` has non-float64 values"))?;
+        let offsets = array.value_offsets();
+        Ok((0..array.len())
+            .map(|i| {
+                let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+                (start..end).map(|j| (keys.value(j).to_string(), values.value(j))).collect()
+            })
+            .collect())
+    }
+}
