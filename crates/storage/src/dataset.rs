@@ -544,7 +544,11 @@ mod tests {
         ])
         .unwrap();
         let file = std::fs::File::create(&path).unwrap();
-        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        // Snappy: what pandas and pyarrow write by default.
+        let properties = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(properties)).unwrap();
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         let dataset = read_dataset(&path, OnBadRow::Error).unwrap();

@@ -1,0 +1,33 @@
+//! The report's statistics against reference implementations: tests/python/check_stats.py builds
+//! fixed outcomes with pyarrow, runs `critbench report` on them, and compares summary.json with
+//! statsmodels (Wilson intervals, exact McNemar), scipy (binomial test) and a numpy bootstrap.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn statistics_agree_with_statsmodels_scipy_and_numpy() {
+    // A real outcomes.parquet, so the script can check its fixtures have the schema this version
+    // writes: fixtures that drifted from it would test a file critbench never produces.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    ok(critbench(&["run", "experiments/essays.toml", "--limit", "2", "--out", run.to_str().unwrap(), "-q"]));
+    let python = std::process::Command::new("python3")
+        .arg(repo().join("tests/python/check_stats.py"))
+        .arg(binary())
+        .arg("--schema-from")
+        .arg(run.join("outcomes.parquet"))
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&python.stdout);
+    assert!(
+        python.status.success(),
+        "check_stats.py failed (install tests/python/requirements.txt):\n{stdout}\n{}",
+        String::from_utf8_lossy(&python.stderr)
+    );
+    // Every fixture ran; a script that silently checked nothing must not pass.
+    for fixture in ["small n", "all pass", "no discordant pairs", "large discordant counts", "unmatched tasks"] {
+        assert!(stdout.contains(fixture), "fixture `{fixture}` did not run:\n{stdout}");
+    }
+}
