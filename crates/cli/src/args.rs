@@ -20,6 +20,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Evaluate new policies on a finished run's recorded loops, without calling any model or critic.
     Replay(ReplayArgs),
+    /// Benchmark the critics themselves on labeled drafts (experiments/judge-demo.toml when none is given).
+    Judge(JudgeArgs),
     /// Show or check critic plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
@@ -63,6 +65,30 @@ pub struct RunArgs {
 pub enum SweepMode {
     Replay,
     Direct,
+}
+
+#[derive(Args, Debug)]
+pub struct JudgeArgs {
+    /// The experiment file (TOML): its critics, pass rule and labeled dataset.
+    pub experiment: Option<PathBuf>,
+    /// Directory to write judgments.parquet and the judge reports to (overrides `[judge] out` and `out`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Worker threads (default: every core).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Critiques of each draft by each critic (overrides `[judge] repeats`).
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Labeled dataset file(s) to judge on instead of the experiment's (repeatable).
+    #[arg(long = "dataset")]
+    pub datasets: Vec<PathBuf>,
+    /// What to do with a dataset row or a task's labels that break the rules.
+    #[arg(long, value_enum)]
+    pub on_bad_row: Option<BadRow>,
+    /// Extra directory to look for plugins in (repeatable).
+    #[arg(long = "plugin-dir")]
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

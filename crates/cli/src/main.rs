@@ -4,6 +4,7 @@
 mod args;
 mod compare;
 mod failure;
+mod judge;
 mod plugins;
 mod replay;
 mod report;
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
         args::Command::Report(options) => report::report(options),
         args::Command::Replay(options) => replay::replay(options),
         args::Command::Compare(options) => compare::compare(options),
+        args::Command::Judge(options) => judge::judge(options),
         args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
         args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),
     };

@@ -5,12 +5,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use arrow_array::ArrayRef;
 use arrow_array::builder::{Float64Builder, ListBuilder, MapBuilder, StringBuilder};
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use crate::columns::{Columns, for_each_batch};
 use crate::parquet_sink::{ParquetSink, StorageError};
 
 /// Rows buffered before they are handed to the Parquet writer.
@@ -207,87 +206,36 @@ impl JudgmentWriter {
 
 /// Reads `judgments.parquet` back, checking that every column this version writes is there.
 pub fn read_judgments(path: &Path) -> Result<Vec<JudgmentRow>, StorageError> {
-    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
-    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.build())
-        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
     let mut rows = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
-        read_batch(&batch, &mut rows).map_err(corrupt)?;
-    }
+    for_each_batch(path, |batch| read_batch(&Columns(batch), &mut rows))?;
     Ok(rows)
 }
 
-fn read_batch(batch: &RecordBatch, rows: &mut Vec<JudgmentRow>) -> Result<(), String> {
-    let column = |name: &str| -> Result<&ArrayRef, String> {
-        batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))
-    };
-    let text = |name: &str| -> Result<Vec<Option<String>>, String> {
-        let strings = column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
-        Ok((0..strings.len()).map(|i| strings.is_valid(i).then(|| strings.value(i).to_string())).collect())
-    };
-    let required = |name: &str| -> Result<Vec<String>, String> {
-        text(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
-    };
-    let int32 = |name: &str| -> Result<Vec<u32>, String> {
-        let array =
-            column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| format!("column `{name}` is not int32"))?;
-        Ok(array.values().iter().map(|v| u32::try_from(*v).unwrap_or(0)).collect())
-    };
-    let float = |name: &str| -> Result<Vec<Option<f64>>, String> {
-        let array =
-            column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| format!("column `{name}` is not float64"))?;
-        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
-    };
-    let required_float = |name: &str| -> Result<Vec<f64>, String> {
-        float(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
-    };
-    let boolean = |name: &str| -> Result<Vec<Option<bool>>, String> {
-        let array = column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
-        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
-    };
-    let required_bool = |name: &str| -> Result<Vec<bool>, String> {
-        boolean(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
-    };
-    let lists = |name: &str| -> Result<Vec<Vec<String>>, String> {
-        let array = column(name)?.as_list_opt::<i32>().ok_or_else(|| format!("column `{name}` is not a list"))?;
-        (0..array.len())
-            .map(|i| {
-                let items = array.value(i);
-                let strings = items.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
-                Ok((0..strings.len()).map(|j| strings.value(j).to_string()).collect())
-            })
-            .collect()
-    };
-    let dims_column = column("dims")?.as_map_opt().ok_or_else(|| "column `dims` is not a map".to_string())?;
-    let dims_keys =
-        dims_column.keys().as_string_opt::<i32>().ok_or_else(|| "column `dims` keys are not utf8".to_string())?;
-    let dims_values = dims_column
-        .values()
-        .as_primitive_opt::<Float64Type>()
-        .ok_or_else(|| "column `dims` values are not float64".to_string())?;
-    let offsets = dims_column.value_offsets();
-
-    let (run_id, critic, task_id, kind) =
-        (required("run_id")?, required("critic")?, required("task_id")?, text("kind")?);
-    let (draft_index, repeat, critic_attempts) = (int32("draft_index")?, int32("repeat")?, int32("critic_attempts")?);
+fn read_batch(columns: &Columns<'_>, rows: &mut Vec<JudgmentRow>) -> Result<(), String> {
+    let (run_id, critic, task_id, kind) = (
+        columns.required_text("run_id")?,
+        columns.required_text("critic")?,
+        columns.required_text("task_id")?,
+        columns.text("kind")?,
+    );
+    let (draft_index, repeat, critic_attempts) =
+        (columns.int32("draft_index")?, columns.int32("repeat")?, columns.int32("critic_attempts")?);
     let (score, pass_score, critic_ms) =
-        (required_float("score")?, required_float("pass_score")?, required_float("critic_ms")?);
-    let (dim_target, gold_score) = (float("dim_target")?, float("gold_score")?);
-    let (issues, fatal_issues) = (lists("issues")?, lists("fatal_issues")?);
-    let (suggestions, rationale, flaw, critic_error, meta) =
-        (text("suggestions")?, text("rationale")?, text("flaw")?, text("critic_error")?, text("meta")?);
-    let (critic_passed, gold_fatal) = (boolean("critic_passed")?, boolean("gold_fatal")?);
-    let (passed, gold_pass) = (required_bool("passed")?, required_bool("gold_pass")?);
-    let draft_chars = column("draft_chars")?
-        .as_primitive_opt::<Int64Type>()
-        .ok_or_else(|| "column `draft_chars` is not int64".to_string())?;
-    for i in 0..batch.num_rows() {
-        let dims = (offsets[i] as usize..offsets[i + 1] as usize)
-            .map(|j| (dims_keys.value(j).to_string(), dims_values.value(j)))
-            .collect();
+        (columns.required_float("score")?, columns.required_float("pass_score")?, columns.required_float("critic_ms")?);
+    let (dim_target, gold_score) = (columns.float("dim_target")?, columns.float("gold_score")?);
+    let dims = columns.float_maps("dims")?;
+    let (issues, fatal_issues) = (columns.string_lists("issues")?, columns.string_lists("fatal_issues")?);
+    let (suggestions, rationale, flaw, critic_error, meta) = (
+        columns.text("suggestions")?,
+        columns.text("rationale")?,
+        columns.text("flaw")?,
+        columns.text("critic_error")?,
+        columns.text("meta")?,
+    );
+    let (critic_passed, gold_fatal) = (columns.boolean("critic_passed")?, columns.boolean("gold_fatal")?);
+    let (passed, gold_pass) = (columns.required_boolean("passed")?, columns.required_boolean("gold_pass")?);
+    let draft_chars = columns.int64("draft_chars")?;
+    for i in 0..columns.0.num_rows() {
         rows.push(JudgmentRow {
             run_id: run_id[i].clone(),
             critic: critic[i].clone(),
@@ -296,7 +244,7 @@ fn read_batch(batch: &RecordBatch, rows: &mut Vec<JudgmentRow>) -> Result<(), St
             draft_index: draft_index[i],
             repeat: repeat[i],
             score: score[i],
-            dims,
+            dims: dims[i].clone(),
             issues: issues[i].clone(),
             fatal_issues: fatal_issues[i].clone(),
             suggestions: suggestions[i].clone(),
@@ -309,7 +257,7 @@ fn read_batch(batch: &RecordBatch, rows: &mut Vec<JudgmentRow>) -> Result<(), St
             gold_score: gold_score[i],
             gold_fatal: gold_fatal[i],
             flaw: flaw[i].clone(),
-            draft_chars: draft_chars.value(i).max(0) as u64,
+            draft_chars: draft_chars[i].unwrap_or(0),
             critic_ms: critic_ms[i],
             critic_attempts: critic_attempts[i],
             critic_error: critic_error[i].clone(),

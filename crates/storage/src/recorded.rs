@@ -84,8 +84,12 @@ type Loops = HashMap<LoopKey, (Option<String>, HashMap<String, BTreeMap<u32, Rec
 
 fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) -> Result<(), String> {
     let c = Columns(batch);
-    let (critic, arm, task_id, config_id) =
-        (c.required_text("critic")?, c.required_text("arm")?, c.required_text("task_id")?, c.required_text("config_id")?);
+    let (critic, arm, task_id, config_id) = (
+        c.required_text("critic")?,
+        c.required_text("arm")?,
+        c.required_text("task_id")?,
+        c.required_text("config_id")?,
+    );
     let (kind, suggestions, rationale, critic_error, draft) =
         (c.text("kind")?, c.text("suggestions")?, c.text("rationale")?, c.text("critic_error")?, c.text("draft")?);
     let (epoch, round, attempts) = (c.int32("epoch")?, c.int32("round")?, c.int32("critic_attempts")?);

@@ -1,0 +1,105 @@
+use std::path::PathBuf;
+
+use critbench_engine::experiment::{Experiment, MAX_JUDGE_REPEATS, Overrides};
+use critbench_judge::{CriticSetup, JudgeError, JudgeSpec};
+use critbench_storage::dataset::OnBadRow;
+
+use crate::args::{BadRow, JudgeArgs};
+use crate::failure::Failure;
+
+/// The experiment `critbench judge` runs when given none.
+pub const DEFAULT_JUDGE_EXPERIMENT: &str = "experiments/judge-demo.toml";
+
+fn failure(error: JudgeError) -> Failure {
+    if error.is_usage() { Failure::usage(error.to_string()) } else { Failure::failed(error.to_string()) }
+}
+
+pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
+    let path = match args.experiment {
+        Some(path) => path,
+        None => {
+            let default = PathBuf::from(DEFAULT_JUDGE_EXPERIMENT);
+            if !default.is_file() {
+                return Err(Failure::usage(format!(
+                    "no experiment given and {DEFAULT_JUDGE_EXPERIMENT} is not here; run from the critbench \
+                     repository root or pass an experiment file: critbench judge EXPERIMENT.toml"
+                )));
+            }
+            default
+        }
+    };
+    if args.jobs == Some(0) {
+        return Err(Failure::usage("--jobs must be at least 1"));
+    }
+    if let Some(repeats) = args.repeats
+        && !(1..=MAX_JUDGE_REPEATS).contains(&repeats)
+    {
+        return Err(Failure::usage(format!("--repeats must be from 1 to {MAX_JUDGE_REPEATS}")));
+    }
+    let on_bad_row = args.on_bad_row.map(|mode| match mode {
+        BadRow::Error => OnBadRow::Error,
+        BadRow::Skip => OnBadRow::Skip,
+    });
+    let overrides = Overrides {
+        jobs: args.jobs,
+        // Passed on so that an experiment file without `dataset` loads when --dataset is given.
+        datasets: args.datasets.clone(),
+        on_bad_row,
+        plugin_dirs: args.plugin_dirs,
+        ..Overrides::default()
+    };
+    let experiment = Experiment::load(&path, &overrides)?;
+    // The command line first, then the [judge] table, then the experiment's own.
+    let datasets = if !args.datasets.is_empty() {
+        args.datasets
+    } else {
+        experiment.judge.datasets.clone().unwrap_or_else(|| experiment.datasets.clone())
+    };
+    let out = args.out.or_else(|| experiment.judge.out.clone()).unwrap_or_else(|| experiment.out.clone());
+    let spec = JudgeSpec {
+        name: experiment.name.clone(),
+        experiment_path: experiment.path.clone(),
+        datasets,
+        on_bad_row: experiment.on_bad_row,
+        critics: experiment
+            .critics
+            .iter()
+            .map(|c| CriticSetup {
+                name: c.name.clone(),
+                plugin: c.plugin.clone(),
+                kinds: c.kinds.clone(),
+                config: c.config.clone(),
+                weights: c.weights.clone(),
+            })
+            .collect(),
+        policy: experiment.policies[0].clone(),
+        grid_size: experiment.policies.len(),
+        repeats: args.repeats.unwrap_or(experiment.judge.repeats),
+        attempts: experiment.critic_attempts,
+        seed: experiment.seed,
+        out,
+        plugin_dirs: experiment.plugin_dirs.clone(),
+        jobs: experiment.jobs,
+    };
+    let outcome = critbench_judge::judge(&spec).map_err(failure)?;
+    let report = &outcome.report;
+    for note in &report.notes {
+        eprintln!("warning: {note}");
+    }
+    println!("{}", critbench_judge::side_by_side(report));
+    if !report.pairs.is_empty() {
+        println!("{}", critbench_judge::pair_table(report));
+    }
+    for line in critbench_judge::findings(report) {
+        println!("- {line}");
+    }
+    println!(
+        "\n{} judgments of {} labeled drafts by {} critic(s) in {:.2} s; wrote {}",
+        outcome.judgments,
+        report.datasets.iter().map(|d| d.labeled_drafts).sum::<usize>(),
+        report.critics.len(),
+        outcome.elapsed.as_secs_f64(),
+        outcome.out_dir.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! Loading labeled drafts and critics, and critiquing every draft: critic × task × draft × repeat,
+//! in parallel, with the rows in a fixed order whatever the thread count.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use critbench_core::{RoundScore, Task};
+use critbench_plugin_host::{CriticInstance, PluginLibrary, SearchPath, critique_with_retry};
+use critbench_storage::dataset::{OnBadRow, read_dataset};
+use critbench_storage::judgments::JudgmentRow;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::labels::{GoldLabel, Labeled, gold_labels};
+use crate::request::{TaskJson, critique_request};
+use crate::{JudgeError, JudgeSpec};
+
+/// A task with drafts and one gold label per draft.
+pub(crate) struct LabeledTask {
+    pub task: Task,
+    pub labels: Vec<GoldLabel>,
+    json: TaskJson,
+}
+
+/// A task left out because its labels were bad and `on_bad_row = "skip"`.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkippedTask {
+    pub task: String,
+    pub reason: String,
+}
+
+/// What one dataset file held, for the record in `judge.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct DatasetSummary {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub tasks: usize,
+    /// Tasks with drafts and labels: what was judged.
+    pub labeled_tasks: usize,
+    pub labeled_drafts: usize,
+    /// Tasks without drafts (their `labels`, if any, are not critic labels and are ignored).
+    pub tasks_without_drafts: usize,
+    /// Tasks with drafts but no labels: nothing to judge a verdict against.
+    pub tasks_without_labels: usize,
+    /// Rows the reader skipped (`on_bad_row = "skip"`).
+    pub rows_skipped: usize,
+    /// Tasks whose labels were bad, skipped under `on_bad_row = "skip"`.
+    pub tasks_skipped: Vec<SkippedTask>,
+}
+
+/// Reads every dataset and keeps the tasks with labeled drafts.
+pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<DatasetSummary>), JudgeError> {
+    let mut labeled = Vec::new();
+    let mut summaries = Vec::new();
+    let mut first_seen: HashMap<String, PathBuf> = HashMap::new();
+    for path in &spec.datasets {
+        let dataset = read_dataset(path, spec.on_bad_row)?;
+        let mut summary = DatasetSummary {
+            path: path.clone(),
+            sha256: dataset.sha256.clone(),
+            tasks: dataset.tasks.len(),
+            labeled_tasks: 0,
+            labeled_drafts: 0,
+            tasks_without_drafts: 0,
+            tasks_without_labels: 0,
+            rows_skipped: dataset.skipped.len(),
+            tasks_skipped: Vec::new(),
+        };
+        for task in dataset.tasks {
+            if let Some(first) = first_seen.get(&task.id) {
+                return Err(JudgeError::Usage(format!(
+                    "{}: field `id`: duplicate id `{}` (also in {}); ids must be unique across datasets",
+                    path.display(),
+                    task.id,
+                    first.display()
+                )));
+            }
+            first_seen.insert(task.id.clone(), path.clone());
+            match gold_labels(&task) {
+                Ok(Labeled::NoDrafts) => summary.tasks_without_drafts += 1,
+                Ok(Labeled::Unlabeled) => summary.tasks_without_labels += 1,
+                Ok(Labeled::Labels(labels)) => {
+                    summary.labeled_tasks += 1;
+                    summary.labeled_drafts += labels.len();
+                    labeled.push(LabeledTask { json: TaskJson::new(&task), task, labels });
+                }
+                Err(message) if spec.on_bad_row == OnBadRow::Skip => {
+                    summary.tasks_skipped.push(SkippedTask { task: task.id.clone(), reason: message });
+                }
+                Err(message) => return Err(JudgeError::Labels { path: path.clone(), task: task.id, message }),
+            }
+        }
+        summaries.push(summary);
+    }
+    if labeled.is_empty() {
+        let files: Vec<String> = spec.datasets.iter().map(|p| p.display().to_string()).collect();
+        return Err(JudgeError::Usage(format!(
+            "no labeled drafts in {}: `critbench judge` needs tasks with `drafts` and one label per draft, \
+             e.g. \"drafts\": [\"...\", \"...\"], \"labels\": [{{\"pass\": true}}, {{\"pass\": false, \"fatal\": true}}]",
+            files.join(", ")
+        )));
+    }
+    Ok((labeled, summaries))
+}
+
+/// A critic ready to call, and the library it came from.
+pub(crate) struct LoadedCritic {
+    pub library: Arc<PluginLibrary>,
+    instance: CriticInstance,
+}
+
+pub(crate) fn load_critics(spec: &JudgeSpec) -> Result<Vec<LoadedCritic>, JudgeError> {
+    let search = SearchPath::default_for_current_exe(&spec.plugin_dirs);
+    let base_dir = spec.experiment_path.as_ref().and_then(|p| p.parent());
+    spec.critics
+        .iter()
+        .map(|setup| {
+            let plugin_error = |source| JudgeError::Plugin { critic: setup.name.clone(), source };
+            let library = PluginLibrary::resolve(&setup.plugin, &search, base_dir).map_err(plugin_error)?;
+            let instance = library.instantiate(&setup.config.to_string()).map_err(plugin_error)?;
+            Ok(LoadedCritic { library, instance })
+        })
+        .collect()
+}
+
+/// One critique to make: indices into the critics and labeled tasks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Unit {
+    pub critic: usize,
+    pub task: usize,
+    pub draft: usize,
+    pub repeat: u32,
+}
+
+/// Every critique, critics in experiment order, then tasks in dataset order, drafts, repeats.
+pub(crate) fn units(spec: &JudgeSpec, tasks: &[LabeledTask]) -> Vec<Unit> {
+    let mut units = Vec::new();
+    for (critic, setup) in spec.critics.iter().enumerate() {
+        for (task, labeled) in tasks.iter().enumerate() {
+            if !setup.takes(labeled.task.kind.as_deref()) {
+                continue;
+            }
+            for draft in 0..labeled.task.drafts.len() {
+                for repeat in 0..spec.repeats {
+                    units.push(Unit { critic, task, draft, repeat });
+                }
+            }
+        }
+    }
+    units
+}
+
+/// Critiques every unit on `jobs` threads. The result is in the order of `units`.
+pub(crate) fn critique_all(
+    spec: &JudgeSpec,
+    run_id: &str,
+    tasks: &[LabeledTask],
+    critics: &[LoadedCritic],
+    units: &[Unit],
+    pool: &rayon::ThreadPool,
+) -> Vec<JudgmentRow> {
+    pool.install(|| units.par_iter().map(|unit| critique_one(spec, run_id, tasks, critics, *unit)).collect())
+}
+
+fn critique_one(
+    spec: &JudgeSpec,
+    run_id: &str,
+    tasks: &[LabeledTask],
+    critics: &[LoadedCritic],
+    unit: Unit,
+) -> JudgmentRow {
+    let labeled = &tasks[unit.task];
+    let setup = &spec.critics[unit.critic];
+    let draft = &labeled.task.drafts[unit.draft];
+    let gold = &labeled.labels[unit.draft];
+    // Round k is draft k, as in a scripted loop, so a scripted critic's `critiques[k]` is its
+    // critique of `drafts[k]`.
+    let request = critique_request(&labeled.json, draft, unit.draft as u32);
+    let started = Instant::now();
+    let call = critique_with_retry(&critics[unit.critic].instance, &request, setup.weights.as_ref(), spec.attempts);
+    let critic_ms = started.elapsed().as_secs_f64() * 1000.0;
+    // The host decides, never the critic: the same rule that stops a loop with `pass`.
+    let verdict = RoundScore {
+        score: call.critique.score,
+        fatal: !call.critique.fatal_issues.is_empty(),
+        failed: call.failed(),
+        min_dimension: call.critique.min_dimension(),
+    }
+    .meets_pass_rule(&spec.policy);
+    let critique = call.critique;
+    JudgmentRow {
+        run_id: run_id.to_string(),
+        critic: setup.name.clone(),
+        task_id: labeled.task.id.clone(),
+        kind: labeled.task.kind.clone(),
+        draft_index: unit.draft as u32,
+        repeat: unit.repeat,
+        score: critique.score,
+        suggestions: (!critique.suggestions.is_empty())
+            .then(|| serde_json::to_string(&critique.suggestions).expect("suggestions serialize")),
+        dims: critique.dimensions,
+        issues: critique.issues,
+        fatal_issues: critique.fatal_issues,
+        rationale: critique.rationale,
+        critic_passed: critique.critic_passed,
+        passed: verdict,
+        pass_score: spec.policy.pass_score,
+        dim_target: spec.policy.dim_target,
+        gold_pass: gold.pass,
+        gold_score: gold.score,
+        gold_fatal: gold.fatal,
+        flaw: gold.flaw.clone(),
+        draft_chars: draft.chars().count() as u64,
+        critic_ms,
+        critic_attempts: call.attempts,
+        critic_error: call.error,
+        meta: labeled.task.meta.as_ref().map(|m| m.to_string()),
+    }
+}

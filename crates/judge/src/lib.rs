@@ -1,0 +1,233 @@
+//! Benchmarks the critics themselves (`critbench judge`): each critic critiques every labeled draft
+//! of a dataset — no loop, `repeats` times — and its verdicts, under the experiment's pass rule,
+//! are compared with the drafts' gold labels.
+//!
+//! A loop is only as good as its critic: one that passes a draft with a fabricated citation, or
+//! scores the same draft 9 and then 2, ruins every number downstream. This crate measures that:
+//! the false-pass rate first (a gold fail judged pass — the costly error), then false fails,
+//! accuracy, precision and recall of "pass", Cohen's kappa, rank correlation with gold scores,
+//! fatal-issue recall, spread across repeats, critique errors and latency; a threshold sweep,
+//! calibration bins, a per-flaw breakdown, and paired comparisons of critics on shared drafts.
+//!
+//! It writes `judgments.parquet` (one row per critic × task × draft × repeat), `judge.json`,
+//! `judge.csv`, `judge.md` and `judge.html` into the output directory.
+//!
+//! ```no_run
+//! use critbench_judge::{CriticSetup, JudgeSpec, judge};
+//!
+//! let spec = JudgeSpec {
+//!     critics: vec![CriticSetup::new("evidence", "evidence")],
+//!     datasets: vec!["datasets/judge.jsonl".into()],
+//!     out: "reports/judge".into(),
+//!     ..JudgeSpec::default()
+//! };
+//! let outcome = judge(&spec).unwrap();
+//! for critic in &outcome.report.critics {
+//!     println!("{}: false-pass rate {:?}", critic.critic, critic.false_pass_rate);
+//! }
+//! ```
+
+mod clock;
+mod error;
+mod html;
+mod judging;
+pub mod labels;
+mod markdown;
+pub mod metrics;
+mod report;
+mod request;
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use critbench_core::Policy;
+use critbench_storage::dataset::OnBadRow;
+use critbench_storage::judgments::JudgmentWriter;
+
+pub use error::JudgeError;
+pub use judging::{DatasetSummary, SkippedTask};
+pub use markdown::{findings, pair_table, side_by_side};
+pub use report::{JudgeReport, PluginRecord, PolicyRecord};
+
+/// One critic to benchmark, as the experiment file describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CriticSetup {
+    /// The label in the outputs.
+    pub name: String,
+    /// A built-in plugin name or a path (relative paths against the experiment's directory).
+    pub plugin: String,
+    /// Only drafts of tasks of these kinds; every draft when `None`.
+    pub kinds: Option<Vec<String>>,
+    /// JSON handed to the plugin's `create`.
+    pub config: serde_json::Value,
+    /// Weights for the mean of dimensions when a critique has no score.
+    pub weights: Option<BTreeMap<String, f64>>,
+}
+
+impl CriticSetup {
+    pub fn new(name: &str, plugin: &str) -> CriticSetup {
+        CriticSetup {
+            name: name.into(),
+            plugin: plugin.into(),
+            kinds: None,
+            config: serde_json::json!({}),
+            weights: None,
+        }
+    }
+
+    pub fn takes(&self, kind: Option<&str>) -> bool {
+        match &self.kinds {
+            None => true,
+            Some(kinds) => kind.is_some_and(|k| kinds.iter().any(|wanted| wanted == k)),
+        }
+    }
+}
+
+/// Everything `critbench judge` needs, resolved from the experiment file and the command line.
+#[derive(Clone, Debug)]
+pub struct JudgeSpec {
+    /// The experiment's name: it names the run.
+    pub name: String,
+    /// The experiment file, if any: plugin paths are relative to its directory.
+    pub experiment_path: Option<PathBuf>,
+    pub datasets: Vec<PathBuf>,
+    pub on_bad_row: OnBadRow,
+    pub critics: Vec<CriticSetup>,
+    /// The pass rule that turns a critique into a verdict (the experiment's first policy).
+    pub policy: Policy,
+    /// How many configs the experiment's policy grid has (only the first is used here).
+    pub grid_size: usize,
+    /// Critiques of each draft by each critic.
+    pub repeats: u32,
+    /// Attempts per critique before the conservative failure (SPEC §4).
+    pub attempts: u32,
+    /// Seeds the bootstrap intervals.
+    pub seed: u64,
+    pub out: PathBuf,
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Worker threads; 0 means every core.
+    pub jobs: usize,
+}
+
+impl Default for JudgeSpec {
+    fn default() -> Self {
+        JudgeSpec {
+            name: "judge".into(),
+            experiment_path: None,
+            datasets: Vec::new(),
+            on_bad_row: OnBadRow::Error,
+            critics: Vec::new(),
+            policy: Policy::default(),
+            grid_size: 1,
+            repeats: 1,
+            attempts: critbench_plugin_host::DEFAULT_ATTEMPTS,
+            seed: 0,
+            out: PathBuf::from("reports/judge"),
+            plugin_dirs: Vec::new(),
+            jobs: 0,
+        }
+    }
+}
+
+/// What a finished `judge` reports back.
+#[derive(Debug)]
+pub struct JudgeOutcome {
+    pub report: JudgeReport,
+    pub out_dir: PathBuf,
+    pub judgments: usize,
+    pub elapsed: Duration,
+}
+
+/// The files `judge` writes into the output directory.
+pub const OUTPUT_FILES: [&str; 5] = ["judgments.parquet", "judge.json", "judge.csv", "judge.md", "judge.html"];
+
+/// Runs every critic on every labeled draft and writes the judgments and reports.
+pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
+    let started = Instant::now();
+    let (started_at, stamp) = clock::utc_stamps(SystemTime::now());
+    let run_id = format!("{}-judge-{stamp}", spec.name);
+    if spec.critics.is_empty() {
+        return Err(JudgeError::Usage("no critics to judge: add a [[critics]] table".into()));
+    }
+    if spec.repeats == 0 {
+        return Err(JudgeError::Usage("`repeats` must be at least 1".into()));
+    }
+    let (tasks, datasets) = judging::load_labeled(spec)?;
+    let critics = judging::load_critics(spec)?;
+    let units = judging::units(spec, &tasks);
+    if units.is_empty() {
+        let mut kinds: Vec<&str> = tasks.iter().map(|t| t.task.kind.as_deref().unwrap_or("(none)")).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        return Err(JudgeError::Usage(format!(
+            "no labeled draft reaches any critic: the labeled tasks have kinds [{}]; check each critic's `kinds`",
+            kinds.join(", ")
+        )));
+    }
+    let mut notes = Vec::new();
+    let unrouted = tasks.iter().filter(|t| !spec.critics.iter().any(|c| c.takes(t.task.kind.as_deref()))).count();
+    if unrouted > 0 {
+        notes.push(format!("{unrouted} labeled task(s) match no critic's `kinds` and were not judged"));
+    }
+    for (setup, _) in spec.critics.iter().zip(&critics) {
+        if !units.iter().any(|u| spec.critics[u.critic].name == setup.name) {
+            notes.push(format!("critic `{}` takes no labeled draft (check its `kinds`); it is left out", setup.name));
+        }
+    }
+    for dataset in &datasets {
+        let path = dataset.path.display();
+        if dataset.tasks_without_labels > 0 {
+            notes.push(format!(
+                "{path}: {} task(s) have drafts but no `labels` and were not judged",
+                dataset.tasks_without_labels
+            ));
+        }
+        if dataset.rows_skipped > 0 {
+            notes.push(format!("{path}: {} bad row(s) skipped by the reader", dataset.rows_skipped));
+        }
+        for skipped in &dataset.tasks_skipped {
+            notes.push(format!("{path}: task `{}` skipped: field `labels`: {}", skipped.task, skipped.reason));
+        }
+    }
+    if spec.grid_size > 1 {
+        notes.push(format!(
+            "the experiment's policy grid has {} configs; verdicts use the first, {} (the threshold sweep shows the others' pass scores)",
+            spec.grid_size,
+            spec.policy.config_id()
+        ));
+    }
+
+    std::fs::create_dir_all(&spec.out).map_err(|source| JudgeError::Io {
+        context: format!("cannot create the output directory {}", spec.out.display()),
+        source,
+    })?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(spec.jobs)
+        .build()
+        .map_err(|e| JudgeError::Internal(format!("cannot start worker threads: {e}")))?;
+    let rows = judging::critique_all(spec, &run_id, &tasks, &critics, &units, &pool);
+    let mut writer = JudgmentWriter::create(&spec.out.join("judgments.parquet"))?;
+    for row in &rows {
+        writer.push(row.clone())?;
+    }
+    writer.close()?;
+
+    let libraries: Vec<_> = critics.iter().map(|c| c.library.clone()).collect();
+    let (finished_at, _) = clock::utc_stamps(SystemTime::now());
+    let context = report::Context {
+        spec,
+        run_id: &run_id,
+        datasets,
+        libraries: &libraries,
+        notes,
+        started_at,
+        finished_at,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        jobs: pool.current_num_threads(),
+    };
+    let report = pool.install(|| report::build(&rows, context));
+    report::write_files(&spec.out, &report)?;
+    Ok(JudgeOutcome { report, out_dir: spec.out.clone(), judgments: rows.len(), elapsed: started.elapsed() })
+}

@@ -1,0 +1,814 @@
+//! Agreement of each critic with the gold labels, computed from the judgment rows alone.
+//!
+//! The unit of every rate is one judgment (critic × draft × repeat), so with repeats a rate is
+//! what one call of the critic achieves on average. Intervals come from a bootstrap that resamples
+//! *drafts* with all their repeats, because the repeats of one draft are not independent. Tables
+//! that need one observation per draft (critic vs critic, the per-flaw breakdown) say which one
+//! they take.
+
+use std::collections::{BTreeMap, HashMap};
+
+use critbench_core::{Policy, Rng, RoundScore, ScoreRange, SeedKey, derive_seed};
+use critbench_report::stats::{mcnemar_exact, paired_bootstrap_diff, wilson_interval};
+use critbench_storage::judgments::JudgmentRow;
+use serde::Serialize;
+
+use crate::stats::{cohen_kappa, kendall_tau_b, percentile, ratio, sample_sd, spearman};
+
+/// Bootstrap resamples for every interval.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+/// Pass thresholds are swept over the critic's range in steps of this size.
+pub const THRESHOLD_STEP: f64 = 0.5;
+/// Calibration bins over the critic's range.
+pub const CALIBRATION_BINS: usize = 10;
+
+/// One critic's judgments and what is needed to read them.
+pub struct CriticRows<'a> {
+    pub critic: &'a str,
+    pub plugin: &'a str,
+    pub plugin_version: &'a str,
+    pub range: ScoreRange,
+    pub rows: Vec<&'a JudgmentRow>,
+}
+
+/// Every metric of one critic. `_lo`/`_hi` are 95% bootstrap bounds over drafts (Wilson bounds
+/// over drafts for a rate of exactly 0 or 1); `None` (null, an empty CSV cell) where a metric is
+/// undefined, e.g. precision when nothing was judged pass.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CriticMetrics {
+    pub critic: String,
+    pub plugin: String,
+    pub plugin_version: String,
+    pub score_min: f64,
+    pub score_max: f64,
+    pub pass_score: f64,
+    pub dim_target: Option<f64>,
+    pub drafts: u64,
+    pub judgments: u64,
+    pub gold_pass: u64,
+    pub gold_fail: u64,
+    /// Gold pass judged pass.
+    pub true_pass: u64,
+    /// Gold fail judged pass: the costly error.
+    pub false_pass: u64,
+    /// Gold pass judged fail.
+    pub false_fail: u64,
+    pub true_fail: u64,
+    pub false_pass_rate: Option<f64>,
+    pub false_pass_rate_lo: Option<f64>,
+    pub false_pass_rate_hi: Option<f64>,
+    pub false_fail_rate: Option<f64>,
+    pub false_fail_rate_lo: Option<f64>,
+    pub false_fail_rate_hi: Option<f64>,
+    pub accuracy: Option<f64>,
+    pub accuracy_lo: Option<f64>,
+    pub accuracy_hi: Option<f64>,
+    pub precision: Option<f64>,
+    pub precision_lo: Option<f64>,
+    pub precision_hi: Option<f64>,
+    pub recall: Option<f64>,
+    pub recall_lo: Option<f64>,
+    pub recall_hi: Option<f64>,
+    pub kappa: Option<f64>,
+    pub kappa_lo: Option<f64>,
+    pub kappa_hi: Option<f64>,
+    /// Judgments whose label has a gold score.
+    pub scored: u64,
+    pub spearman: Option<f64>,
+    pub spearman_lo: Option<f64>,
+    pub spearman_hi: Option<f64>,
+    pub kendall: Option<f64>,
+    pub kendall_lo: Option<f64>,
+    pub kendall_hi: Option<f64>,
+    /// Judgments of drafts labeled fatal, and how many of them the critic flagged fatal.
+    pub gold_fatal: u64,
+    pub fatal_flagged: u64,
+    pub fatal_recall: Option<f64>,
+    pub fatal_recall_lo: Option<f64>,
+    pub fatal_recall_hi: Option<f64>,
+    /// Of the judgments the critic flagged fatal (among labels with a `fatal` flag), the share
+    /// labeled fatal.
+    pub fatal_precision: Option<f64>,
+    pub repeats: u32,
+    /// Mean over drafts of the sample standard deviation of the score across repeats.
+    pub score_sd_mean: Option<f64>,
+    /// Largest max − min of one draft's scores across repeats.
+    pub score_range_max: Option<f64>,
+    /// Share of drafts whose repeats did not all reach the same verdict.
+    pub verdict_flip_rate: Option<f64>,
+    pub critic_errors: u64,
+    pub critic_error_rate: Option<f64>,
+    pub critic_error_rate_lo: Option<f64>,
+    pub critic_error_rate_hi: Option<f64>,
+    pub mean_attempts: Option<f64>,
+    pub mean_score: Option<f64>,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p90_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub latency_max_ms: Option<f64>,
+}
+
+/// The error rates had the critic been run under another pass threshold.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ThresholdRow {
+    pub critic: String,
+    pub pass_score: f64,
+    /// This is the experiment's threshold.
+    pub current: bool,
+    pub judged_pass: u64,
+    pub false_pass_rate: Option<f64>,
+    pub false_fail_rate: Option<f64>,
+    pub accuracy: Option<f64>,
+}
+
+/// How often drafts the critic scored in one band are gold passes.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CalibrationBin {
+    pub critic: String,
+    pub bin: usize,
+    /// `[score_lo, score_hi)`; the last bin includes the critic's maximum.
+    pub score_lo: f64,
+    pub score_hi: f64,
+    pub judgments: u64,
+    pub gold_pass: u64,
+    pub gold_pass_rate: Option<f64>,
+    pub mean_score: Option<f64>,
+}
+
+/// One critic on one kind of draft (task kind × label `flaw` × gold verdict), counted by draft.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FlawRow {
+    pub critic: String,
+    pub kind: String,
+    pub flaw: String,
+    pub gold_pass: bool,
+    pub drafts: u64,
+    pub judgments: u64,
+    /// Judgments with a pass verdict.
+    pub judged_pass: u64,
+    /// Drafts judged against their gold verdict in at least one repeat: for gold fails a
+    /// false pass, for gold passes a false fail. Counting a draft once, and as wrong if any
+    /// repeat was, keeps the Wilson interval honest with repeats and errs on the costly side.
+    pub misjudged: u64,
+    pub misjudged_rate: f64,
+    pub misjudged_lo: f64,
+    pub misjudged_hi: f64,
+}
+
+/// Two critics on the drafts both judged, first repeat of each.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PairRow {
+    pub critic_a: String,
+    pub critic_b: String,
+    pub n_pairs: u64,
+    pub accuracy_a: f64,
+    pub accuracy_b: f64,
+    /// accuracy_a − accuracy_b, with a paired bootstrap 95% interval.
+    pub diff: f64,
+    pub diff_lo: f64,
+    pub diff_hi: f64,
+    /// Drafts only A judged right, and only B.
+    pub a_only: u64,
+    pub b_only: u64,
+    /// Exact McNemar test on `a_only` against `b_only`.
+    pub mcnemar_p: f64,
+    pub false_pass_rate_a: Option<f64>,
+    pub false_pass_rate_b: Option<f64>,
+}
+
+/// What one judgment contributes to the metrics.
+struct Observation {
+    /// Index of the draft (task × draft index) within the critic's judgments.
+    draft: usize,
+    gold_pass: bool,
+    gold_score: Option<f64>,
+    gold_fatal: Option<bool>,
+    passed: bool,
+    score: f64,
+    flagged_fatal: bool,
+    failed: bool,
+    attempts: u32,
+    round: RoundScore,
+}
+
+fn observations(rows: &[&JudgmentRow]) -> (Vec<Observation>, usize) {
+    let mut drafts: HashMap<(&str, u32), usize> = HashMap::new();
+    let observations = rows
+        .iter()
+        .map(|row| {
+            let next = drafts.len();
+            let draft = *drafts.entry((row.task_id.as_str(), row.draft_index)).or_insert(next);
+            let round = RoundScore {
+                score: row.score,
+                fatal: !row.fatal_issues.is_empty(),
+                failed: row.critic_error.is_some(),
+                min_dimension: row.dims.values().copied().reduce(f64::min),
+            };
+            Observation {
+                draft,
+                gold_pass: row.gold_pass,
+                gold_score: row.gold_score,
+                gold_fatal: row.gold_fatal,
+                passed: row.passed,
+                score: row.score,
+                flagged_fatal: round.fatal,
+                failed: round.failed,
+                attempts: row.critic_attempts,
+                round,
+            }
+        })
+        .collect();
+    (observations, drafts.len())
+}
+
+/// The metrics that get bootstrap intervals, for one set of judgments.
+#[derive(Clone, Copy, Default)]
+struct Estimates {
+    false_pass_rate: Option<f64>,
+    false_fail_rate: Option<f64>,
+    accuracy: Option<f64>,
+    precision: Option<f64>,
+    recall: Option<f64>,
+    kappa: Option<f64>,
+    spearman: Option<f64>,
+    kendall: Option<f64>,
+    fatal_recall: Option<f64>,
+    critic_error_rate: Option<f64>,
+}
+
+const ESTIMATES: usize = 10;
+
+impl Estimates {
+    fn values(&self) -> [Option<f64>; ESTIMATES] {
+        [
+            self.false_pass_rate,
+            self.false_fail_rate,
+            self.accuracy,
+            self.precision,
+            self.recall,
+            self.kappa,
+            self.spearman,
+            self.kendall,
+            self.fatal_recall,
+            self.critic_error_rate,
+        ]
+    }
+}
+
+/// The 2×2 table of gold verdict against judged verdict.
+#[derive(Clone, Copy, Default)]
+struct Confusion {
+    true_pass: u64,
+    false_pass: u64,
+    false_fail: u64,
+    true_fail: u64,
+}
+
+impl Confusion {
+    fn add(&mut self, gold_pass: bool, judged_pass: bool) {
+        match (gold_pass, judged_pass) {
+            (true, true) => self.true_pass += 1,
+            (false, true) => self.false_pass += 1,
+            (true, false) => self.false_fail += 1,
+            (false, false) => self.true_fail += 1,
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.true_pass + self.false_pass + self.false_fail + self.true_fail
+    }
+
+    fn false_pass_rate(&self) -> Option<f64> {
+        ratio(self.false_pass, self.false_pass + self.true_fail)
+    }
+
+    fn false_fail_rate(&self) -> Option<f64> {
+        ratio(self.false_fail, self.false_fail + self.true_pass)
+    }
+
+    fn accuracy(&self) -> Option<f64> {
+        ratio(self.true_pass + self.true_fail, self.total())
+    }
+}
+
+fn estimate<'a>(observations: impl Iterator<Item = &'a Observation>) -> Estimates {
+    let mut confusion = Confusion::default();
+    let (mut errors, mut fatal_labeled, mut fatal_caught) = (0u64, 0u64, 0u64);
+    let (mut gold_scores, mut scores) = (Vec::new(), Vec::new());
+    for o in observations {
+        confusion.add(o.gold_pass, o.passed);
+        errors += u64::from(o.failed);
+        if o.gold_fatal == Some(true) {
+            fatal_labeled += 1;
+            fatal_caught += u64::from(o.flagged_fatal);
+        }
+        if let Some(gold) = o.gold_score {
+            gold_scores.push(gold);
+            scores.push(o.score);
+        }
+    }
+    let c = confusion;
+    Estimates {
+        false_pass_rate: c.false_pass_rate(),
+        false_fail_rate: c.false_fail_rate(),
+        accuracy: c.accuracy(),
+        precision: ratio(c.true_pass, c.true_pass + c.false_pass),
+        recall: ratio(c.true_pass, c.true_pass + c.false_fail),
+        kappa: cohen_kappa(c.true_pass, c.false_fail, c.false_pass, c.true_fail),
+        spearman: spearman(&gold_scores, &scores),
+        kendall: kendall_tau_b(&gold_scores, &scores),
+        fatal_recall: ratio(fatal_caught, fatal_labeled),
+        critic_error_rate: ratio(errors, c.total()),
+    }
+}
+
+type Interval = (Option<f64>, Option<f64>);
+
+/// Percentile 95% intervals of every estimate over `resamples` draws of whole drafts. A metric
+/// undefined in more than half the resamples gets no interval.
+fn bootstrap(observations: &[Observation], drafts: usize, resamples: usize, seed: u64) -> [Interval; ESTIMATES] {
+    let mut by_draft: Vec<Vec<usize>> = vec![Vec::new(); drafts];
+    for (index, o) in observations.iter().enumerate() {
+        by_draft[o.draft].push(index);
+    }
+    let mut draws: [Vec<f64>; ESTIMATES] = Default::default();
+    if drafts == 0 {
+        return [(None, None); ESTIMATES];
+    }
+    let mut rng = Rng::new(seed);
+    let mut sample: Vec<&Observation> = Vec::with_capacity(observations.len());
+    for _ in 0..resamples {
+        sample.clear();
+        for _ in 0..drafts {
+            sample.extend(by_draft[rng.below(drafts)].iter().map(|&i| &observations[i]));
+        }
+        for (draw, value) in draws.iter_mut().zip(estimate(sample.iter().copied()).values()) {
+            draw.extend(value);
+        }
+    }
+    draws.map(|mut values| {
+        if values.len() * 2 < resamples {
+            return (None, None);
+        }
+        values.sort_by(f64::total_cmp);
+        (percentile(&values, 0.025), percentile(&values, 0.975))
+    })
+}
+
+/// Where every judgment agrees (a rate of exactly 0 or 1) no resample can differ and the percentile
+/// interval collapses to a point, which would claim certainty; there the interval is Wilson's over
+/// the `drafts` in the rate's denominator (at 0 or 1 the judgments of a draft all agree, so the
+/// count of drafts with the event is exact).
+fn at_boundary(point: Option<f64>, interval: Interval, drafts: u64) -> Interval {
+    match point {
+        Some(p) if p == 0.0 || p == 1.0 => {
+            let (lo, hi) = wilson_interval(if p == 1.0 { drafts } else { 0 }, drafts);
+            (Some(lo), Some(hi))
+        }
+        _ => interval,
+    }
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, count) = values.fold((0.0, 0u64), |(s, c), v| (s + v, c + 1));
+    (count > 0).then(|| sum / count as f64)
+}
+
+fn bootstrap_seed(seed: u64, name: &str, purpose: &str) -> u64 {
+    derive_seed(&SeedKey { seed, task_id: name, epoch: 0, round: 0, purpose })
+}
+
+/// Every metric of one critic's judgments under `policy`.
+pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, seed: u64) -> CriticMetrics {
+    let (observations, drafts) = observations(&input.rows);
+    let point = estimate(observations.iter());
+    let seed = bootstrap_seed(seed, input.critic, "judge-bootstrap");
+    let [fpr, ffr, acc, prec, rec, kappa, rho, tau, fatal, errors] =
+        bootstrap(&observations, drafts, BOOTSTRAP_RESAMPLES, seed);
+
+    let mut confusion = Confusion::default();
+    for o in &observations {
+        confusion.add(o.gold_pass, o.passed);
+    }
+    let fatal_known: Vec<&Observation> = observations.iter().filter(|o| o.gold_fatal.is_some()).collect();
+    let gold_fatal = fatal_known.iter().filter(|o| o.gold_fatal == Some(true)).count() as u64;
+    let fatal_flagged = fatal_known.iter().filter(|o| o.gold_fatal == Some(true) && o.flagged_fatal).count() as u64;
+    let flagged_known = fatal_known.iter().filter(|o| o.flagged_fatal).count() as u64;
+
+    // Self-consistency: how one draft's repeats differ.
+    let mut per_draft: Vec<Vec<&Observation>> = vec![Vec::new(); drafts];
+    for o in &observations {
+        per_draft[o.draft].push(o);
+    }
+    let repeated: Vec<&Vec<&Observation>> = per_draft.iter().filter(|d| d.len() >= 2).collect();
+    let drafts_where =
+        |test: fn(&Observation) -> bool| per_draft.iter().filter(|d| d.iter().any(|o| test(o))).count() as u64;
+    let (gold_fail_drafts, gold_pass_drafts) = (drafts_where(|o| !o.gold_pass), drafts_where(|o| o.gold_pass));
+    let fpr = at_boundary(point.false_pass_rate, fpr, gold_fail_drafts);
+    let ffr = at_boundary(point.false_fail_rate, ffr, gold_pass_drafts);
+    let acc = at_boundary(point.accuracy, acc, drafts as u64);
+    let prec = at_boundary(point.precision, prec, drafts_where(|o| o.passed));
+    let rec = at_boundary(point.recall, rec, gold_pass_drafts);
+    let fatal = at_boundary(point.fatal_recall, fatal, drafts_where(|o| o.gold_fatal == Some(true)));
+    let errors = at_boundary(point.critic_error_rate, errors, drafts as u64);
+    let draft_scores = |d: &Vec<&Observation>| d.iter().map(|o| o.score).collect::<Vec<f64>>();
+    let score_sd_mean = mean(repeated.iter().filter_map(|d| sample_sd(&draft_scores(d))));
+    let score_range_max = repeated
+        .iter()
+        .map(|d| {
+            let scores = draft_scores(d);
+            scores.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                - scores.iter().copied().fold(f64::INFINITY, f64::min)
+        })
+        .reduce(f64::max);
+    let flips = repeated.iter().filter(|d| d.iter().any(|o| o.passed != d[0].passed)).count() as u64;
+
+    let mut latencies: Vec<f64> = input.rows.iter().map(|r| r.critic_ms).collect();
+    latencies.sort_by(f64::total_cmp);
+    let errors_count = observations.iter().filter(|o| o.failed).count() as u64;
+
+    CriticMetrics {
+        critic: input.critic.to_string(),
+        plugin: input.plugin.to_string(),
+        plugin_version: input.plugin_version.to_string(),
+        score_min: input.range.min,
+        score_max: input.range.max,
+        pass_score: policy.pass_score,
+        dim_target: policy.dim_target,
+        drafts: drafts as u64,
+        judgments: observations.len() as u64,
+        gold_pass: confusion.true_pass + confusion.false_fail,
+        gold_fail: confusion.false_pass + confusion.true_fail,
+        true_pass: confusion.true_pass,
+        false_pass: confusion.false_pass,
+        false_fail: confusion.false_fail,
+        true_fail: confusion.true_fail,
+        false_pass_rate: point.false_pass_rate,
+        false_pass_rate_lo: fpr.0,
+        false_pass_rate_hi: fpr.1,
+        false_fail_rate: point.false_fail_rate,
+        false_fail_rate_lo: ffr.0,
+        false_fail_rate_hi: ffr.1,
+        accuracy: point.accuracy,
+        accuracy_lo: acc.0,
+        accuracy_hi: acc.1,
+        precision: point.precision,
+        precision_lo: prec.0,
+        precision_hi: prec.1,
+        recall: point.recall,
+        recall_lo: rec.0,
+        recall_hi: rec.1,
+        kappa: point.kappa,
+        kappa_lo: kappa.0,
+        kappa_hi: kappa.1,
+        scored: observations.iter().filter(|o| o.gold_score.is_some()).count() as u64,
+        spearman: point.spearman,
+        spearman_lo: rho.0,
+        spearman_hi: rho.1,
+        kendall: point.kendall,
+        kendall_lo: tau.0,
+        kendall_hi: tau.1,
+        gold_fatal,
+        fatal_flagged,
+        fatal_recall: point.fatal_recall,
+        fatal_recall_lo: fatal.0,
+        fatal_recall_hi: fatal.1,
+        fatal_precision: ratio(fatal_flagged, flagged_known),
+        repeats,
+        score_sd_mean,
+        score_range_max,
+        verdict_flip_rate: ratio(flips, repeated.len() as u64),
+        critic_errors: errors_count,
+        critic_error_rate: point.critic_error_rate,
+        critic_error_rate_lo: errors.0,
+        critic_error_rate_hi: errors.1,
+        mean_attempts: mean(observations.iter().map(|o| f64::from(o.attempts))),
+        mean_score: mean(observations.iter().map(|o| o.score)),
+        latency_p50_ms: percentile(&latencies, 0.5),
+        latency_p90_ms: percentile(&latencies, 0.9),
+        latency_p99_ms: percentile(&latencies, 0.99),
+        latency_max_ms: latencies.last().copied(),
+    }
+}
+
+/// The thresholds swept: the critic's range in steps of [`THRESHOLD_STEP`], plus the
+/// experiment's own threshold when it falls between steps.
+pub fn thresholds(range: ScoreRange, current: f64) -> Vec<f64> {
+    let mut values = Vec::new();
+    let mut step = 0u32;
+    loop {
+        let value = range.min + f64::from(step) * THRESHOLD_STEP;
+        if value > range.max + 1e-9 {
+            break;
+        }
+        values.push(value);
+        step += 1;
+    }
+    if range.contains(current) && !values.iter().any(|v| (v - current).abs() < 1e-9) {
+        values.push(current);
+        values.sort_by(f64::total_cmp);
+    }
+    values
+}
+
+/// False-pass and false-fail rates of one critic at every threshold of [`thresholds`], under
+/// the same pass rule otherwise (fatal issues and failed critiques never pass; `dim_target`).
+pub fn threshold_sweep(input: &CriticRows<'_>, policy: &Policy) -> Vec<ThresholdRow> {
+    let (observations, _) = observations(&input.rows);
+    thresholds(input.range, policy.pass_score)
+        .into_iter()
+        .map(|pass_score| {
+            let at = Policy { pass_score, ..policy.clone() };
+            let mut confusion = Confusion::default();
+            for o in &observations {
+                confusion.add(o.gold_pass, o.round.meets_pass_rule(&at));
+            }
+            ThresholdRow {
+                critic: input.critic.to_string(),
+                pass_score,
+                current: (pass_score - policy.pass_score).abs() < 1e-9,
+                judged_pass: confusion.true_pass + confusion.false_pass,
+                false_pass_rate: confusion.false_pass_rate(),
+                false_fail_rate: confusion.false_fail_rate(),
+                accuracy: confusion.accuracy(),
+            }
+        })
+        .collect()
+}
+
+/// Gold pass share per band of the critic's score ([`CALIBRATION_BINS`] equal bands).
+pub fn calibration(input: &CriticRows<'_>) -> Vec<CalibrationBin> {
+    let width = (input.range.max - input.range.min) / CALIBRATION_BINS as f64;
+    let mut bins: Vec<(u64, u64, f64)> = vec![(0, 0, 0.0); CALIBRATION_BINS];
+    for row in &input.rows {
+        let index = (((row.score - input.range.min) / width).floor().max(0.0) as usize).min(CALIBRATION_BINS - 1);
+        let bin = &mut bins[index];
+        bin.0 += 1;
+        bin.1 += u64::from(row.gold_pass);
+        bin.2 += row.score;
+    }
+    bins.into_iter()
+        .enumerate()
+        .map(|(bin, (judgments, gold_pass, score_sum))| CalibrationBin {
+            critic: input.critic.to_string(),
+            bin,
+            score_lo: input.range.min + bin as f64 * width,
+            score_hi: input.range.min + (bin + 1) as f64 * width,
+            judgments,
+            gold_pass,
+            gold_pass_rate: ratio(gold_pass, judgments),
+            mean_score: (judgments > 0).then(|| score_sum / judgments as f64),
+        })
+        .collect()
+}
+
+/// Misjudged drafts per kind × flaw × gold verdict. Gold fails come first in each kind: a false
+/// pass is the error that ruins a loop.
+pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
+    type Key = (String, bool, String);
+    // key → draft → (judgments, passes, wrong)
+    let mut groups: BTreeMap<Key, BTreeMap<(&str, u32), (u64, u64, bool)>> = BTreeMap::new();
+    for row in &input.rows {
+        let key = (
+            row.kind.clone().unwrap_or_else(|| "(none)".into()),
+            row.gold_pass,
+            row.flaw.clone().unwrap_or_else(|| "(unnamed)".into()),
+        );
+        let draft = groups.entry(key).or_default().entry((row.task_id.as_str(), row.draft_index)).or_default();
+        draft.0 += 1;
+        draft.1 += u64::from(row.passed);
+        draft.2 |= row.passed != row.gold_pass;
+    }
+    groups
+        .into_iter()
+        .map(|((kind, gold_pass, flaw), drafts)| {
+            let n = drafts.len() as u64;
+            let misjudged = drafts.values().filter(|d| d.2).count() as u64;
+            let (lo, hi) = wilson_interval(misjudged, n);
+            FlawRow {
+                critic: input.critic.to_string(),
+                kind,
+                flaw,
+                gold_pass,
+                drafts: n,
+                judgments: drafts.values().map(|d| d.0).sum(),
+                judged_pass: drafts.values().map(|d| d.1).sum(),
+                misjudged,
+                misjudged_rate: misjudged as f64 / n as f64,
+                misjudged_lo: lo,
+                misjudged_hi: hi,
+            }
+        })
+        .collect()
+}
+
+/// Critic A against critic B on the drafts both judged (first repeat of each, so every draft is
+/// one pair, as McNemar's test needs). `None` when they share no draft.
+pub fn compare(a: &CriticRows<'_>, b: &CriticRows<'_>, seed: u64) -> Option<PairRow> {
+    let first = |rows: &[&JudgmentRow]| -> HashMap<(String, u32), (bool, bool)> {
+        rows.iter()
+            .filter(|r| r.repeat == 0)
+            .map(|r| ((r.task_id.clone(), r.draft_index), (r.passed, r.gold_pass)))
+            .collect()
+    };
+    let verdicts_b = first(&b.rows);
+    let mut shared: Vec<(bool, bool, bool)> = Vec::new(); // (passed_a, passed_b, gold_pass)
+    for row in a.rows.iter().filter(|r| r.repeat == 0) {
+        if let Some((passed_b, _)) = verdicts_b.get(&(row.task_id.clone(), row.draft_index)) {
+            shared.push((row.passed, *passed_b, row.gold_pass));
+        }
+    }
+    if shared.is_empty() {
+        return None;
+    }
+    let pairs: Vec<(bool, bool)> = shared.iter().map(|(pa, pb, gold)| (pa == gold, pb == gold)).collect();
+    let n = pairs.len() as u64;
+    let right_a = pairs.iter().filter(|p| p.0).count() as u64;
+    let right_b = pairs.iter().filter(|p| p.1).count() as u64;
+    let a_only = pairs.iter().filter(|(x, y)| *x && !*y).count() as u64;
+    let b_only = pairs.iter().filter(|(x, y)| !*x && *y).count() as u64;
+    let seed = bootstrap_seed(seed, &format!("{}|{}", a.critic, b.critic), "judge-pair-bootstrap");
+    let (lo, hi) = paired_bootstrap_diff(&pairs, BOOTSTRAP_RESAMPLES, seed);
+    let gold_fail = shared.iter().filter(|s| !s.2).count() as u64;
+    let false_pass = |pick: fn(&(bool, bool, bool)) -> bool| {
+        ratio(shared.iter().filter(|s| !s.2 && pick(s)).count() as u64, gold_fail)
+    };
+    Some(PairRow {
+        critic_a: a.critic.to_string(),
+        critic_b: b.critic.to_string(),
+        n_pairs: n,
+        accuracy_a: right_a as f64 / n as f64,
+        accuracy_b: right_b as f64 / n as f64,
+        diff: (right_a as f64 - right_b as f64) / n as f64,
+        diff_lo: lo,
+        diff_hi: hi,
+        a_only,
+        b_only,
+        mcnemar_p: mcnemar_exact(a_only, b_only),
+        false_pass_rate_a: false_pass(|s| s.0),
+        false_pass_rate_b: false_pass(|s| s.1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RANGE: ScoreRange = ScoreRange { min: 0.0, max: 10.0 };
+
+    fn row(task: &str, draft: u32, repeat: u32, score: f64, gold_pass: bool, gold_score: f64) -> JudgmentRow {
+        JudgmentRow {
+            run_id: "r".into(),
+            critic: "c".into(),
+            task_id: task.into(),
+            kind: Some("rag".into()),
+            draft_index: draft,
+            repeat,
+            score,
+            dims: BTreeMap::new(),
+            issues: Vec::new(),
+            fatal_issues: Vec::new(),
+            suggestions: None,
+            rationale: None,
+            critic_passed: None,
+            passed: score >= 8.0,
+            pass_score: 8.0,
+            dim_target: None,
+            gold_pass,
+            gold_score: Some(gold_score),
+            gold_fatal: Some(false),
+            flaw: Some(if gold_pass { "none" } else { "weak" }.into()),
+            draft_chars: 10,
+            critic_ms: 1.0,
+            critic_attempts: 1,
+            critic_error: None,
+            meta: None,
+        }
+    }
+
+    fn input<'a>(rows: &'a [JudgmentRow]) -> CriticRows<'a> {
+        CriticRows { critic: "c", plugin: "p", plugin_version: "1", range: RANGE, rows: rows.iter().collect() }
+    }
+
+    /// Ten drafts whose confusion table is 3 / 1 / 1 / 5, as in the kappa reference.
+    fn ten() -> Vec<JudgmentRow> {
+        let cases = [
+            (9.0, true, 9.0),
+            (8.5, true, 8.0),
+            (3.0, true, 8.0),
+            (1.0, false, 1.0),
+            (2.0, false, 2.0),
+            (9.0, false, 3.0),
+            (0.0, false, 0.0),
+            (8.0, true, 9.0),
+            (4.0, false, 4.0),
+            (5.0, false, 5.0),
+        ];
+        cases.iter().enumerate().map(|(i, (s, p, g))| row(&format!("t{i}"), 0, 0, *s, *p, *g)).collect()
+    }
+
+    #[test]
+    fn confusion_rates_and_kappa_follow_their_definitions() {
+        let rows = ten();
+        let m = critic_metrics(&input(&rows), &Policy::default(), 1, 7);
+        assert_eq!((m.true_pass, m.false_pass, m.false_fail, m.true_fail), (3, 1, 1, 5));
+        assert_eq!(m.false_pass_rate, Some(1.0 / 6.0));
+        assert_eq!(m.false_fail_rate, Some(0.25));
+        assert_eq!(m.accuracy, Some(0.8));
+        assert_eq!(m.precision, Some(0.75));
+        assert_eq!(m.recall, Some(0.75));
+        assert!((m.kappa.unwrap() - 0.583_333_333_333_333_3).abs() < 1e-12);
+        // One repeat: self-consistency is not measured.
+        assert_eq!((m.score_sd_mean, m.verdict_flip_rate), (None, None));
+        for (value, lo, hi) in [
+            (m.false_pass_rate, m.false_pass_rate_lo, m.false_pass_rate_hi),
+            (m.accuracy, m.accuracy_lo, m.accuracy_hi),
+            (m.kappa, m.kappa_lo, m.kappa_hi),
+            (m.spearman, m.spearman_lo, m.spearman_hi),
+        ] {
+            let (value, lo, hi) = (value.unwrap(), lo.unwrap(), hi.unwrap());
+            assert!(lo <= value && value <= hi, "{lo} {value} {hi}");
+            assert!(hi > lo, "a sample of ten drafts has a wide interval");
+        }
+        assert_eq!(critic_metrics(&input(&rows), &Policy::default(), 1, 7), m, "seeded: reproducible");
+    }
+
+    #[test]
+    fn repeats_measure_spread_and_count_drafts_once_in_the_bootstrap() {
+        let mut rows = ten();
+        rows.push(row("t0", 0, 1, 7.0, true, 9.0)); // the same draft, another verdict
+        rows.push(row("t1", 0, 1, 8.5, true, 8.0));
+        let m = critic_metrics(&input(&rows), &Policy::default(), 2, 7);
+        assert_eq!((m.drafts, m.judgments), (10, 12));
+        assert_eq!(m.verdict_flip_rate, Some(0.5));
+        assert_eq!(m.score_range_max, Some(2.0));
+        // sd(9, 7) = √2, sd(8.5, 8.5) = 0
+        assert!((m.score_sd_mean.unwrap() - std::f64::consts::SQRT_2 / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fatal_flags_and_errors_are_counted() {
+        let mut rows = ten();
+        rows[3].gold_fatal = Some(true);
+        rows[3].fatal_issues = vec!["unknown evidence id `d9`".into()];
+        rows[5].gold_fatal = Some(true); // judged pass, not flagged
+        rows[6].critic_error = Some("boom".into());
+        let m = critic_metrics(&input(&rows), &Policy::default(), 1, 7);
+        assert_eq!((m.gold_fatal, m.fatal_flagged, m.fatal_recall, m.fatal_precision), (2, 1, Some(0.5), Some(1.0)));
+        assert_eq!((m.critic_errors, m.critic_error_rate), (1, Some(0.1)));
+    }
+
+    #[test]
+    fn the_threshold_sweep_replays_the_pass_rule() {
+        let mut rows = ten();
+        rows[0].fatal_issues = vec!["fatal".into()]; // never passes, whatever the threshold
+        let sweep = threshold_sweep(&input(&rows), &Policy::default());
+        assert_eq!(sweep.len(), 21);
+        let at = |t: f64| sweep.iter().find(|r| r.pass_score == t).unwrap();
+        assert!(at(8.0).current && !at(7.5).current);
+        // Scores ≥ 8 without the fatal draft: 8.5 (pass), 9.0 (fail), 8.0 (pass).
+        assert_eq!(at(8.0).judged_pass, 3);
+        assert_eq!(at(0.0).judged_pass, 9);
+        assert_eq!(at(0.0).false_fail_rate, Some(0.25));
+        assert_eq!(at(10.0).false_pass_rate, Some(0.0));
+        assert_eq!(thresholds(RANGE, 7.75).iter().filter(|t| **t == 7.75).count(), 1);
+    }
+
+    #[test]
+    fn calibration_bins_cover_the_range() {
+        let rows = ten();
+        let bins = calibration(&input(&rows));
+        assert_eq!(bins.len(), 10);
+        assert_eq!(bins.iter().map(|b| b.judgments).sum::<u64>(), 10);
+        assert_eq!((bins[9].judgments, bins[9].gold_pass), (2, 1)); // 9.0 and 9.0: the maximum bin
+        assert_eq!((bins[8].judgments, bins[8].gold_pass), (2, 2));
+    }
+
+    #[test]
+    fn flaws_count_a_draft_wrong_if_any_repeat_was() {
+        let mut rows = ten();
+        rows.push(row("t3", 0, 1, 9.0, false, 1.0)); // gold fail passed on its second repeat
+        let flaws = flaw_breakdown(&input(&rows));
+        let weak = flaws.iter().find(|f| f.flaw == "weak").unwrap();
+        assert!(!weak.gold_pass);
+        assert_eq!((weak.drafts, weak.judgments, weak.judged_pass, weak.misjudged), (6, 7, 2, 2));
+        assert_eq!(flaws[0].flaw, "weak", "gold fails first");
+    }
+
+    #[test]
+    fn critics_are_paired_on_shared_drafts() {
+        let a = ten();
+        let mut b = ten();
+        for row in &mut b {
+            row.passed = row.gold_pass; // b is always right
+        }
+        b.pop();
+        let pair = compare(&input(&a), &input(&b), 7).unwrap();
+        assert_eq!((pair.n_pairs, pair.a_only, pair.b_only), (9, 0, 2));
+        assert!((pair.diff + 2.0 / 9.0).abs() < 1e-12);
+        assert_eq!(pair.mcnemar_p, 0.5);
+        assert!(pair.diff_lo <= pair.diff && pair.diff <= pair.diff_hi);
+        assert_eq!(pair.false_pass_rate_b, Some(0.0));
+        assert!(compare(&input(&a), &input(&[]), 7).is_none());
+    }
+}

@@ -1,0 +1,195 @@
+//! The judge report: every table, built from the judgment rows, and its files (`judge.json`,
+//! `judge.csv`, `judge.md`, `judge.html`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use critbench_plugin_host::PluginLibrary;
+use critbench_storage::judgments::JudgmentRow;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::judging::DatasetSummary;
+use crate::metrics::{
+    self, BOOTSTRAP_RESAMPLES, CalibrationBin, CriticMetrics, CriticRows, FlawRow, PairRow, ThresholdRow,
+};
+use crate::{JudgeError, JudgeSpec};
+
+/// The version of `judge.json`'s layout and `judgments.parquet`'s columns; see `docs/FORMAT.md`.
+pub const JUDGE_FORMAT_VERSION: u32 = 1;
+
+/// The pass rule the verdicts were made under.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyRecord {
+    pub config_id: String,
+    pub pass_score: f64,
+    pub dim_target: Option<f64>,
+    /// Configs in the experiment's policy grid; verdicts use the first.
+    pub grid_size: usize,
+}
+
+/// One critic's plugin, as loaded.
+#[derive(Clone, Debug, Serialize)]
+pub struct PluginRecord {
+    pub critic: String,
+    pub kinds: Option<Vec<String>>,
+    pub config: serde_json::Value,
+    pub path: PathBuf,
+    pub name: String,
+    pub version: String,
+    pub sha256: String,
+    pub score_range: [f64; 2],
+    pub thread_safe: bool,
+}
+
+/// Everything `judge.json` holds.
+#[derive(Clone, Debug, Serialize)]
+pub struct JudgeReport {
+    pub format_version: u32,
+    pub critbench_version: &'static str,
+    pub name: String,
+    pub run_id: String,
+    pub experiment: Option<PathBuf>,
+    pub policy: PolicyRecord,
+    pub repeats: u32,
+    pub critic_attempts: u32,
+    pub seed: u64,
+    pub bootstrap_resamples: usize,
+    pub datasets: Vec<DatasetSummary>,
+    pub plugins: Vec<PluginRecord>,
+    /// One entry per critic that judged at least one draft, in experiment order.
+    pub critics: Vec<CriticMetrics>,
+    pub pairs: Vec<PairRow>,
+    pub flaws: Vec<FlawRow>,
+    pub thresholds: Vec<ThresholdRow>,
+    pub calibration: Vec<CalibrationBin>,
+    /// What was left out or needs a reader's attention; also printed as warnings.
+    pub notes: Vec<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    /// Time to load the datasets and plugins and make every critique.
+    pub judging_seconds: f64,
+    pub jobs: usize,
+}
+
+pub(crate) struct Context<'a> {
+    pub spec: &'a JudgeSpec,
+    pub run_id: &'a str,
+    pub datasets: Vec<DatasetSummary>,
+    pub libraries: &'a [Arc<PluginLibrary>],
+    pub notes: Vec<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_seconds: f64,
+    pub jobs: usize,
+}
+
+/// Computes every table from the rows. Critics are independent, so they are computed in parallel
+/// (each with its own seed, so the result does not depend on the thread count).
+pub(crate) fn build(rows: &[JudgmentRow], context: Context<'_>) -> JudgeReport {
+    let spec = context.spec;
+    let inputs: Vec<CriticRows<'_>> = spec
+        .critics
+        .iter()
+        .zip(context.libraries)
+        .map(|(setup, library)| CriticRows {
+            critic: &setup.name,
+            plugin: &library.name,
+            plugin_version: &library.version,
+            range: library.range,
+            rows: rows.iter().filter(|r| r.critic == setup.name).collect(),
+        })
+        .filter(|input| !input.rows.is_empty())
+        .collect();
+    type PerCritic = (CriticMetrics, Vec<ThresholdRow>, Vec<CalibrationBin>, Vec<FlawRow>);
+    let per_critic: Vec<PerCritic> = inputs
+        .par_iter()
+        .map(|input| {
+            (
+                metrics::critic_metrics(input, &spec.policy, spec.repeats, spec.seed),
+                metrics::threshold_sweep(input, &spec.policy),
+                metrics::calibration(input),
+                metrics::flaw_breakdown(input),
+            )
+        })
+        .collect();
+    let mut pairs = Vec::new();
+    for (i, a) in inputs.iter().enumerate() {
+        for b in &inputs[i + 1..] {
+            pairs.extend(metrics::compare(a, b, spec.seed));
+        }
+    }
+    let mut report = JudgeReport {
+        format_version: JUDGE_FORMAT_VERSION,
+        critbench_version: env!("CARGO_PKG_VERSION"),
+        name: spec.name.clone(),
+        run_id: context.run_id.to_string(),
+        experiment: spec.experiment_path.clone(),
+        policy: PolicyRecord {
+            config_id: spec.policy.config_id(),
+            pass_score: spec.policy.pass_score,
+            dim_target: spec.policy.dim_target,
+            grid_size: spec.grid_size,
+        },
+        repeats: spec.repeats,
+        critic_attempts: spec.attempts,
+        seed: spec.seed,
+        bootstrap_resamples: BOOTSTRAP_RESAMPLES,
+        datasets: context.datasets,
+        plugins: spec
+            .critics
+            .iter()
+            .zip(context.libraries)
+            .map(|(setup, library)| PluginRecord {
+                critic: setup.name.clone(),
+                kinds: setup.kinds.clone(),
+                config: setup.config.clone(),
+                path: library.path.clone(),
+                name: library.name.clone(),
+                version: library.version.clone(),
+                sha256: library.sha256.clone(),
+                score_range: [library.range.min, library.range.max],
+                thread_safe: library.thread_safe,
+            })
+            .collect(),
+        critics: Vec::new(),
+        pairs,
+        flaws: Vec::new(),
+        thresholds: Vec::new(),
+        calibration: Vec::new(),
+        notes: context.notes,
+        started_at: context.started_at,
+        finished_at: context.finished_at,
+        judging_seconds: context.wall_seconds,
+        jobs: context.jobs,
+    };
+    for (critic, thresholds, calibration, flaws) in per_critic {
+        report.critics.push(critic);
+        report.thresholds.extend(thresholds);
+        report.calibration.extend(calibration);
+        report.flaws.extend(flaws);
+    }
+    report
+}
+
+fn write(path: &Path, text: String) -> Result<(), JudgeError> {
+    std::fs::write(path, text)
+        .map_err(|source| JudgeError::Io { context: format!("cannot write {}", path.display()), source })
+}
+
+pub(crate) fn write_files(out: &Path, report: &JudgeReport) -> Result<(), JudgeError> {
+    let json = serde_json::to_string_pretty(report).expect("the report serializes");
+    write(&out.join("judge.json"), json + "\n")?;
+    let path = out.join("judge.csv");
+    let failed = |e: csv::Error| JudgeError::Io {
+        context: format!("cannot write {}", path.display()),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let mut writer = csv::Writer::from_path(&path).map_err(failed)?;
+    for critic in &report.critics {
+        writer.serialize(critic).map_err(failed)?;
+    }
+    writer.flush().map_err(|source| JudgeError::Io { context: format!("cannot write {}", path.display()), source })?;
+    write(&out.join("judge.md"), crate::markdown::render(report))?;
+    write(&out.join("judge.html"), crate::html::render(report))
+}
