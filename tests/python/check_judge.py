@@ -4,6 +4,9 @@ implementations (scikit-learn, scipy, statsmodels, numpy) and compares them with
 
 Usage: python3 tests/python/check_judge.py JUDGE_DIR
 
+Run it from the directory `critbench judge` ran in (the repository root for the demo): judge.json
+names the datasets as the run was given them.
+
 Checks, for every critic in judge.json:
 
 - coverage: every labeled draft of the datasets named in judge.json (JSONL files) appears once per

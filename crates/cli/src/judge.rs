@@ -2,6 +2,7 @@ use std::path::PathBuf;
 
 use critbench_engine::experiment::{Experiment, MAX_JUDGE_REPEATS, Overrides};
 use critbench_judge::{CriticSetup, JudgeError, JudgeSpec};
+use critbench_plugin_host::PluginError;
 use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, JudgeArgs};
@@ -11,7 +12,16 @@ use crate::failure::Failure;
 pub const DEFAULT_JUDGE_EXPERIMENT: &str = "experiments/judge-demo.toml";
 
 fn failure(error: JudgeError) -> Failure {
-    if error.is_usage() { Failure::usage(error.to_string()) } else { Failure::failed(error.to_string()) }
+    // The demo's C critic is the one plugin `cargo build` does not build.
+    let hint = match &error {
+        JudgeError::Plugin { source: PluginError::NotFound { name, .. }, .. } if name == "length" => {
+            "\n  hint: `length` is the C example critic (plugins/c-example/length_critic.c); build it with \
+             `just c-plugin`, which writes reports/plugins/liblength.so"
+        }
+        _ => "",
+    };
+    let message = format!("{error}{hint}");
+    if error.is_usage() { Failure::usage(message) } else { Failure::failed(message) }
 }
 
 pub fn judge(args: JudgeArgs) -> Result<(), Failure> {

@@ -135,6 +135,8 @@ fn run_reference_check(out: &Path) {
     let python = std::process::Command::new("python3")
         .arg(repo().join("tests/python/check_judge.py"))
         .arg(out)
+        // judge.json names the datasets as the run was given them, relative to the repository.
+        .current_dir(repo())
         .output()
         .expect("python3 runs");
     assert!(
@@ -414,4 +416,31 @@ fn rag_loop_labels_beside_judge_labels_are_left_alone() {
     assert_eq!(report["datasets"][0]["tasks_without_drafts"], 240);
     assert_eq!(report["datasets"][0]["labeled_drafts"], 0);
     assert_eq!(critic(&report, "evidence")["drafts"], 240);
+}
+
+#[test]
+fn a_critic_no_labeled_draft_reaches_is_left_out_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("labeled.jsonl");
+    write_jsonl(&dataset, &[essay("a", 1, json!([{"pass": false}]))]);
+    let file = experiment(
+        dir.path(),
+        "idle.toml",
+        &format!(
+            "name = \"idle\"\ndataset = \"{}\"\n[[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n\
+             [[critics]]\nname = \"evidence\"\nplugin = \"evidence\"\nkinds = [\"rag\"]\n",
+            dataset.display()
+        ),
+    );
+    let out = dir.path().join("out");
+    let output = critbench(&["judge", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(
+        stderr(&output).contains("warning: critic `evidence` takes no labeled draft (check its `kinds`)"),
+        "{}",
+        stderr(&output)
+    );
+    ok(output);
+    let names: Vec<String> =
+        report(&out)["critics"].as_array().unwrap().iter().map(|c| c["critic"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names, ["scripted"]);
 }

@@ -42,6 +42,9 @@ pub struct Critique {
     pub dimensions: BTreeMap<String, f64>,
     pub issues: Vec<String>,
     pub fatal_issues: Vec<String>,
+    /// The machine-readable types the critic tagged its issues and fatal issues with (e.g.
+    /// `missing_evidence`), each once, in the order they first appear.
+    pub issue_types: Vec<String>,
     pub suggestions: Vec<Suggestion>,
     /// The critic's own verdict. Recorded, never used to decide.
     pub critic_passed: Option<bool>,
@@ -85,15 +88,45 @@ struct WireCritique {
     #[serde(default)]
     dimensions: BTreeMap<String, f64>,
     #[serde(default)]
-    issues: Vec<String>,
+    issues: Vec<WireIssue>,
     #[serde(default)]
-    fatal_issues: Vec<String>,
+    fatal_issues: Vec<WireIssue>,
     #[serde(default)]
     suggestions: Vec<Suggestion>,
     #[serde(default)]
     passed: Option<bool>,
     #[serde(default)]
     rationale: Option<String>,
+}
+
+/// An issue is a line of text, or an object with the text and a short machine-readable type.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WireIssue {
+    Text(String),
+    Typed {
+        text: String,
+        #[serde(rename = "type", default)]
+        issue_type: Option<String>,
+    },
+}
+
+/// Splits issues into their texts, collecting their types into `types` (each once).
+fn split_issues(issues: Vec<WireIssue>, types: &mut Vec<String>) -> Vec<String> {
+    issues
+        .into_iter()
+        .map(|issue| match issue {
+            WireIssue::Text(text) => text,
+            WireIssue::Typed { text, issue_type } => {
+                if let Some(issue_type) = issue_type.filter(|t| !t.is_empty())
+                    && !types.contains(&issue_type)
+                {
+                    types.push(issue_type);
+                }
+                text
+            }
+        })
+        .collect()
 }
 
 impl Critique {
@@ -120,11 +153,15 @@ impl Critique {
         if !range.contains(score) {
             return Err(CritiqueError::ScoreOutOfRange { score, range });
         }
+        let mut issue_types = Vec::new();
+        let fatal_issues = split_issues(wire.fatal_issues, &mut issue_types);
+        let issues = split_issues(wire.issues, &mut issue_types);
         Ok(Critique {
             score,
             dimensions: wire.dimensions,
-            issues: wire.issues,
-            fatal_issues: wire.fatal_issues,
+            issues,
+            fatal_issues,
+            issue_types,
             suggestions: wire.suggestions,
             critic_passed: wire.passed,
             rationale: wire.rationale,
@@ -139,6 +176,7 @@ impl Critique {
             dimensions: BTreeMap::new(),
             issues: vec![CRITIQUE_UNAVAILABLE.to_string()],
             fatal_issues: Vec::new(),
+            issue_types: Vec::new(),
             suggestions: Vec::new(),
             critic_passed: None,
             rationale: None,
@@ -172,6 +210,24 @@ mod tests {
         assert_eq!(c.score, 7.5);
         assert_eq!(c.issues, ["thin"]);
         assert_eq!(c.critic_passed, Some(true));
+    }
+
+    #[test]
+    fn issues_may_carry_types() {
+        let c = Critique::parse(
+            r#"{"score": 3, "issues": ["plain", {"text": "no ids", "type": "missing_evidence"}, {"text": "again", "type": "missing_evidence"}],
+                "fatal_issues": [{"text": "bad id d9", "type": "unknown_evidence_id"}]}"#,
+            RANGE,
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.issues, ["plain", "no ids", "again"]);
+        assert_eq!(c.fatal_issues, ["bad id d9"]);
+        assert_eq!(c.issue_types, ["unknown_evidence_id", "missing_evidence"]);
+        assert!(matches!(
+            Critique::parse(r#"{"score": 3, "issues": [{"type": "x"}]}"#, RANGE, None),
+            Err(CritiqueError::Json(_))
+        ));
     }
 
     #[test]

@@ -61,16 +61,21 @@ pub enum Arm {
     NoFeedback,
     /// Round 0 only.
     Single,
+    /// Feedback, plus strategy hints learned from earlier tasks given to the writer from round 0.
+    FeedbackMemory,
 }
 
 impl Arm {
-    pub const ALL: [Arm; 3] = [Arm::Feedback, Arm::NoFeedback, Arm::Single];
+    pub const ALL: [Arm; 4] = [Arm::Feedback, Arm::NoFeedback, Arm::Single, Arm::FeedbackMemory];
+    /// The arms an experiment runs when it names none.
+    pub const DEFAULT: [Arm; 3] = [Arm::Feedback, Arm::NoFeedback, Arm::Single];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Arm::Feedback => "feedback",
             Arm::NoFeedback => "no-feedback",
             Arm::Single => "single",
+            Arm::FeedbackMemory => "feedback+memory",
         }
     }
 
@@ -80,7 +85,12 @@ impl Arm {
 
     /// Whether the reviser is shown the critique.
     pub fn shows_critique(self) -> bool {
-        self == Arm::Feedback
+        matches!(self, Arm::Feedback | Arm::FeedbackMemory)
+    }
+
+    /// Whether the writer gets strategy hints from memory before the first draft.
+    pub fn uses_memory(self) -> bool {
+        self == Arm::FeedbackMemory
     }
 }
 

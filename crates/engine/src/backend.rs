@@ -1,4 +1,8 @@
 //! The model side of the loop: who writes the first draft and the revisions.
+//!
+//! A [`Writer`] is anything that can write a first draft and revise one. The built-in ones are the
+//! simulated writer and the scripted one; a test, or a real model client, implements the same
+//! trait and hands it to [`crate::run::run_experiment_with`].
 
 use critbench_core::{Critique, Rng, SeedKey, Task};
 
@@ -13,12 +17,14 @@ pub struct Draft {
 }
 
 impl Draft {
-    fn offline(text: String) -> Draft {
+    /// A draft written without a model, so without token counts.
+    pub fn offline(text: String) -> Draft {
         Draft { text, tokens_in: None, tokens_out: None }
     }
 }
 
-/// Which draft of which loop is being written; seeds every random choice.
+/// Which draft of which loop is being written; seeds every random choice. The arm is
+/// deliberately not part of it: every arm of a task draws the same randomness, so arms are paired.
 #[derive(Clone, Copy, Debug)]
 pub struct DraftKey<'a> {
     pub seed: u64,
@@ -29,7 +35,8 @@ pub struct DraftKey<'a> {
 }
 
 impl DraftKey<'_> {
-    fn rng(&self, purpose: &str) -> Rng {
+    /// A generator for one purpose (e.g. `"generate"`, `"revise"`) of this draft.
+    pub fn rng(&self, purpose: &str) -> Rng {
         Rng::from_key(&SeedKey {
             seed: self.seed,
             task_id: self.task_id,
@@ -40,54 +47,81 @@ impl DraftKey<'_> {
     }
 }
 
-/// A writer of drafts. The arm is deliberately not part of the key: every arm of a task draws
-/// the same randomness, so arms are paired.
-pub enum Backend {
-    Sim,
-    Scripted,
+/// A strategy hint given to the writer before the first draft (from strategy memory): what
+/// kind of issue to avoid, and how to say so to a model.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Hint {
+    /// The issue type it addresses, e.g. `missing_evidence`.
+    pub issue_type: String,
+    /// The instruction, e.g. "List the evidence first, then answer."
+    pub text: String,
 }
 
-impl Backend {
-    pub fn new(kind: BackendKind) -> Result<Backend, String> {
-        match kind {
-            BackendKind::Sim => Ok(Backend::Sim),
-            BackendKind::Scripted => Ok(Backend::Scripted),
-            BackendKind::Openai => {
-                Err("the openai backend is not part of this build yet; use backend = \"sim\" or \"scripted\""
-                    .to_string())
-            }
-        }
+/// Writes and revises drafts. Implementations must be deterministic in (task, key, inputs) so
+/// that results do not depend on scheduling.
+pub trait Writer: Sync {
+    /// Checks before the run that this writer can serve `task`.
+    fn check_task(&self, _task: &Task) -> Result<(), String> {
+        Ok(())
     }
 
-    /// Checks before the run that this backend can write drafts for `task`.
-    pub fn check_task(&self, task: &Task) -> Result<(), String> {
-        match self {
-            Backend::Scripted if task.drafts.is_empty() => {
-                Err("field `drafts`: the scripted backend needs at least one draft".to_string())
-            }
-            _ => Ok(()),
-        }
+    /// The first draft; `hints` is empty unless the arm uses strategy memory.
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String>;
+
+    /// A revision of `draft`; `critique` is `None` when the arm keeps it from the reviser.
+    fn revise(
+        &self,
+        task: &Task,
+        draft: &str,
+        critique: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Result<Draft, String>;
+}
+
+/// The built-in deterministic simulated writer (`critbench-sim`).
+pub struct SimWriter;
+
+impl Writer for SimWriter {
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+        let types: Vec<&str> = hints.iter().map(|h| h.issue_type.as_str()).collect();
+        Ok(Draft::offline(critbench_sim::generate_with_hints(task, &types, &mut key.rng("generate"))))
     }
 
-    pub fn generate(&self, task: &Task, key: &DraftKey<'_>) -> Result<Draft, String> {
-        match self {
-            Backend::Sim => Ok(Draft::offline(critbench_sim::generate(task, &mut key.rng("generate")))),
-            Backend::Scripted => scripted(task, key.round),
-        }
-    }
-
-    /// Revises `draft`; `critique` is `None` when the arm keeps it from the reviser.
-    pub fn revise(
+    fn revise(
         &self,
         task: &Task,
         draft: &str,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, String> {
-        match self {
-            Backend::Sim => Ok(Draft::offline(critbench_sim::revise(task, draft, critique, &mut key.rng("revise")))),
-            Backend::Scripted => scripted(task, key.round),
+        Ok(Draft::offline(critbench_sim::revise(task, draft, critique, &mut key.rng("revise"))))
+    }
+}
+
+/// Drafts from each task's `drafts` field: round k uses `drafts[min(k, len - 1)]`.
+pub struct ScriptedWriter;
+
+impl Writer for ScriptedWriter {
+    fn check_task(&self, task: &Task) -> Result<(), String> {
+        if task.drafts.is_empty() {
+            Err("field `drafts`: the scripted backend needs at least one draft".to_string())
+        } else {
+            Ok(())
         }
+    }
+
+    fn generate(&self, task: &Task, _hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+        scripted(task, key.round)
+    }
+
+    fn revise(
+        &self,
+        task: &Task,
+        _draft: &str,
+        _critique: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Result<Draft, String> {
+        scripted(task, key.round)
     }
 }
 
@@ -95,4 +129,15 @@ fn scripted(task: &Task, round: u32) -> Result<Draft, String> {
     task.scripted_draft(round as usize)
         .map(|text| Draft::offline(text.to_string()))
         .ok_or_else(|| format!("task `{}` has no scripted drafts", task.id))
+}
+
+/// The writer an experiment's `backend` names.
+pub fn writer_for(kind: BackendKind) -> Result<Box<dyn Writer>, String> {
+    match kind {
+        BackendKind::Sim => Ok(Box::new(SimWriter)),
+        BackendKind::Scripted => Ok(Box::new(ScriptedWriter)),
+        BackendKind::Openai => {
+            Err("the openai backend is not part of this build yet; use backend = \"sim\" or \"scripted\"".to_string())
+        }
+    }
 }

@@ -72,6 +72,7 @@ pub fn emit_loop(
             dims: &round.dims,
             issues: &round.issues,
             fatal_issues: &round.fatal_issues,
+            issue_types: &round.issue_types,
             suggestions: round.suggestions.as_deref(),
             rationale: round.rationale.as_deref(),
             critic_passed: round.critic_passed,

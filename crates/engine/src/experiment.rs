@@ -77,6 +77,8 @@ pub struct Experiment {
     pub out: PathBuf,
     pub critics: Vec<CriticSpec>,
     pub sweep: Sweep,
+    /// Strategy memory, for the `feedback+memory` arm.
+    pub memory: crate::memory::MemoryConfig,
     /// The policy grid: one entry per config, in a stable order.
     #[serde(serialize_with = "policy_tables")]
     pub policies: Vec<Policy>,
@@ -181,6 +183,8 @@ struct ExperimentFile {
     #[serde(default)]
     sweep: Option<String>,
     #[serde(default)]
+    memory: Option<MemorySection>,
+    #[serde(default)]
     openai: Option<OpenAiSection>,
     #[serde(default)]
     judge: Option<JudgeSection>,
@@ -202,6 +206,17 @@ struct JudgeSection {
 enum OneOrMany<T> {
     One(T),
     Many(Vec<T>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemorySection {
+    #[serde(default)]
+    learn_fraction: Option<f64>,
+    #[serde(default)]
+    min_count: Option<u32>,
+    #[serde(default)]
+    hints: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -287,14 +302,14 @@ impl Experiment {
         if backend == BackendKind::Openai && file.openai.is_none() {
             return Err("`backend` = \"openai\" needs an [openai] section with `base_url`".into());
         }
-        let arm_names = file.arms.unwrap_or_else(|| Arm::ALL.iter().map(|a| a.as_str().to_string()).collect());
+        let arm_names = file.arms.unwrap_or_else(|| Arm::DEFAULT.iter().map(|a| a.as_str().to_string()).collect());
         if arm_names.is_empty() {
             return Err("`arms` is empty; use any of \"feedback\", \"no-feedback\", \"single\"".into());
         }
         let mut arms = Vec::new();
         for name in &arm_names {
             let arm = Arm::parse(name).ok_or_else(|| {
-                format!("`arms`: \"{name}\" is not an arm; use \"feedback\", \"no-feedback\" or \"single\"")
+                format!("`arms`: \"{name}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\" or \"feedback+memory\"")
             })?;
             if arms.contains(&arm) {
                 return Err(format!("`arms`: \"{name}\" is listed twice"));
@@ -357,6 +372,22 @@ impl Experiment {
                 JudgeSettings { repeats: section.repeats, datasets, out: section.out.as_deref().map(relative) }
             }
         };
+        let mut memory = crate::memory::MemoryConfig::default();
+        if let Some(section) = file.memory {
+            if let Some(fraction) = section.learn_fraction {
+                if !(fraction > 0.0 && fraction < 1.0) {
+                    return Err(format!("[memory]: `learn_fraction` = {fraction} must be between 0 and 1 (exclusive)"));
+                }
+                memory.learn_fraction = fraction;
+            }
+            if let Some(min_count) = section.min_count {
+                if min_count == 0 {
+                    return Err("[memory]: `min_count` must be at least 1".into());
+                }
+                memory.min_count = min_count;
+            }
+            memory.hints = section.hints;
+        }
         let sweep = match file.sweep.as_deref() {
             _ if overrides.sweep.is_some() => overrides.sweep.expect("checked just above"),
             None | Some("replay") => Sweep::Replay,
@@ -387,6 +418,7 @@ impl Experiment {
             out,
             critics,
             sweep,
+            memory,
             policies,
             critic_attempts: file.critic_attempts,
             store_drafts: file.store_drafts || overrides.store_drafts,
@@ -529,7 +561,7 @@ mod tests {
     fn defaults_follow_the_spec() {
         let e = load(MINIMAL).unwrap();
         assert_eq!(e.backend, BackendKind::Sim);
-        assert_eq!(e.arms, Arm::ALL);
+        assert_eq!(e.arms, Arm::DEFAULT);
         assert_eq!(e.policies, [Policy::default()]);
         assert_eq!(e.critic_attempts, 3);
         assert!(e.datasets[0].ends_with("d.jsonl") && e.datasets[0].is_absolute());

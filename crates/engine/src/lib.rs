@@ -14,13 +14,12 @@
 //! ```
 
 pub mod backend;
-mod clock;
 mod emit;
 mod error;
 pub mod experiment;
 mod manifest;
+pub mod memory;
 pub mod replay;
-mod request;
 pub mod run;
 
 pub use error::EngineError;

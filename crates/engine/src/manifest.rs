@@ -24,6 +24,8 @@ pub struct ManifestInput<'a> {
     pub finished_at: &'a str,
     pub summary: &'a RunSummary,
     pub tasks_run: usize,
+    /// The learning phase of strategy memory, when the experiment has the memory arm.
+    pub memory: Option<&'a serde_json::Value>,
     pub tasks_unrouted: usize,
     pub jobs: usize,
 }
@@ -57,6 +59,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         "jobs": input.jobs,
         "tasks_run": input.tasks_run,
         "tasks_unrouted": input.tasks_unrouted,
+        "memory": input.memory,
         "rows_skipped": input.summary.rows_skipped,
         "loops": input.summary.loops,
         "critiques": input.summary.critiques,

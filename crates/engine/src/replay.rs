@@ -11,8 +11,9 @@ use critbench_storage::recorded::read_recorded_loops;
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcomes};
 use serde_json::json;
 
+use crate::EngineError;
 use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
-use crate::{EngineError, clock};
+use critbench_storage::clock;
 
 /// What a replay wrote.
 #[derive(Debug)]

@@ -1,5 +1,6 @@
 //! The parallel runner: every loop of an experiment, streamed to the run directory.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -14,12 +15,14 @@ use critbench_storage::recorded::RecordedRound;
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
 use rayon::prelude::*;
 
-use crate::backend::{Backend, DraftKey};
+use crate::EngineError;
+use crate::backend::{DraftKey, Hint, Writer, writer_for};
 use crate::emit::{LoopLabels, effective_policy, emit_loop};
 use crate::experiment::{CriticSpec, Experiment, Sweep};
 use crate::manifest::{self, LoadedPlugin};
-use crate::request::{TaskJson, critique_request};
-use crate::{EngineError, clock};
+use crate::memory::{Namespace, Split, fixed_types, freeze, split_of};
+use critbench_plugin_host::request::{TaskJson, critique_request};
+use critbench_storage::clock;
 
 /// How a run reports while it works.
 #[derive(Clone, Debug, Default)]
@@ -92,17 +95,29 @@ struct Shared<'a> {
     tasks: Vec<Task>,
     task_json: Vec<TaskJson>,
     critics: Vec<CriticInstance>,
-    backend: Backend,
+    writer: &'a dyn Writer,
+    /// Strategy hints per (critic, task kind), for the `feedback+memory` arm.
+    hints: HashMap<(usize, Option<String>), Vec<Hint>>,
 }
 
-/// Runs the whole experiment and writes the run directory (SPEC §7).
+/// Runs the whole experiment with the writer its `backend` names and writes the run directory
+/// (SPEC §7).
 pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, EngineError> {
+    let writer = writer_for(experiment.backend).map_err(EngineError::Usage)?;
+    run_experiment_with(experiment, writer.as_ref(), options)
+}
+
+/// Runs the whole experiment with `writer` as the model side and writes the run directory.
+pub fn run_experiment_with(
+    experiment: &Experiment,
+    writer: &dyn Writer,
+    options: &RunOptions,
+) -> Result<RunSummary, EngineError> {
     let started = Instant::now();
     let started_at = SystemTime::now();
     let (started_iso, started_compact) = clock::utc_stamps(started_at);
     let run_id = format!("{}-{started_compact}", experiment.name);
 
-    let backend = Backend::new(experiment.backend).map_err(EngineError::Usage)?;
     let datasets = load_datasets(experiment)?;
     check_unique_ids(&datasets)?;
     let per_file = experiment.limit.unwrap_or(usize::MAX);
@@ -126,7 +141,7 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         let mut routed = false;
         for (critic_index, spec) in experiment.critics.iter().enumerate() {
             if spec.takes(task.kind.as_deref()) {
-                backend.check_task(task).map_err(|e| EngineError::Usage(format!("task `{}`: {e}", task.id)))?;
+                writer.check_task(task).map_err(|e| EngineError::Usage(format!("task `{}`: {e}", task.id)))?;
                 pairs.push((critic_index, task_index));
                 routed = true;
             }
@@ -148,6 +163,24 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         context: format!("cannot create the run directory {}", experiment.out.display()),
         source,
     })?;
+    let mut shared = Shared {
+        experiment,
+        task_json: tasks.iter().map(TaskJson::new).collect(),
+        tasks,
+        critics,
+        writer,
+        hints: HashMap::new(),
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(experiment.jobs)
+        .build()
+        .map_err(|e| EngineError::Internal(format!("cannot start worker threads: {e}")))?;
+    // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
+    let memory = if experiment.arms.contains(&Arm::FeedbackMemory) {
+        Some(learn(&mut shared, &mut pairs, &plugins, &pool)?)
+    } else {
+        None
+    };
     let mut trajectories = TrajectoryWriter::create(&experiment.out.join("trajectories.parquet"))?;
     let mut outcomes = OutcomeWriter::create(&experiment.out.join("outcomes.parquet"))?;
 
@@ -178,11 +211,6 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         }
     };
 
-    let shared = Shared { experiment, task_json: tasks.iter().map(TaskJson::new).collect(), tasks, critics, backend };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(experiment.jobs)
-        .build()
-        .map_err(|e| EngineError::Internal(format!("cannot start worker threads: {e}")))?;
     let progress = progress_bar(total_loops as u64, options.quiet);
     let (sender, receiver) = sync_channel::<Vec<Message>>(64);
 
@@ -239,11 +267,111 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
         finished_at: &finished_iso,
         summary: &summary,
         tasks_run: shared.tasks.len(),
+        memory: memory.as_ref(),
         tasks_unrouted: unrouted,
         jobs: pool.current_num_threads(),
     })?;
     summary.report = Some(critbench_report::write_reports(&experiment.out)?);
     Ok(summary)
+}
+
+/// The learning phase of strategy memory: runs the feedback loop (first config, epoch 0) on the
+/// learning tasks, counts the issue types each loop that passed after revision had fixed,
+/// freezes them into hints per critic and task kind, writes `memory.json`, and leaves only the
+/// evaluation tasks in `pairs`. Returns what the manifest records.
+fn learn(
+    shared: &mut Shared<'_>,
+    pairs: &mut Vec<(usize, usize)>,
+    plugins: &[LoadedPlugin],
+    pool: &rayon::ThreadPool,
+) -> Result<serde_json::Value, EngineError> {
+    let experiment = shared.experiment;
+    let (mut learning, mut evaluation) = (Vec::new(), Vec::new());
+    for &(critic, task) in pairs.iter() {
+        match split_of(&shared.tasks[task], experiment.seed, experiment.memory.learn_fraction)
+            .map_err(EngineError::Usage)?
+        {
+            Split::Learn => learning.push((critic, task)),
+            Split::Eval => evaluation.push((critic, task)),
+        }
+    }
+    if evaluation.is_empty() {
+        return Err(EngineError::Usage(
+            "the memory split left no evaluation tasks; lower [memory] learn_fraction or mark some tasks meta.split = \"eval\"".into(),
+        ));
+    }
+    let policy = effective_policy(&experiment.policies[0], Arm::Feedback);
+    let view: &Shared<'_> = shared;
+    // Each learning loop's (critic, task) and the issue types it fixed.
+    type Learned = Result<((usize, usize), Vec<String>), String>;
+    let learned: Vec<Learned> = pool.install(|| {
+        learning
+            .par_iter()
+            .map(|&(critic, task)| {
+                let unit = Unit { critic, task, epoch: 0, arm: Arm::Feedback, policy: Some(0) };
+                let result =
+                    catch_unwind(AssertUnwindSafe(|| record_loop(view, unit))).map_err(panic_text).and_then(|r| r)?;
+                let (stop, exit) = critbench_core::stop_point(&result.scores, &policy)
+                    .ok_or_else(|| "the learning loop ended before its policy stopped".to_string())?;
+                let passed = exit == critbench_core::ExitReason::Pass;
+                Ok(((critic, task), fixed_types(&result.rounds, &result.scores, stop, passed)))
+            })
+            .collect()
+    });
+    let mut namespaces: BTreeMap<(usize, Option<String>), Namespace> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for outcome in learned {
+        let ((critic, task), fixed) = match outcome {
+            Ok(learned) => learned,
+            Err(error) => {
+                failures.push(error);
+                continue;
+            }
+        };
+        let task = &view.tasks[task];
+        let namespace = namespaces.entry((critic, task.kind.clone())).or_insert_with(|| Namespace {
+            critic: experiment.critics[critic].name.clone(),
+            plugin: plugins[critic].library.name.clone(),
+            plugin_version: plugins[critic].library.version.clone(),
+            kind: task.kind.clone(),
+            ..Namespace::default()
+        });
+        if !fixed.is_empty() {
+            namespace.learned_from.push(task.id.clone());
+        }
+        for issue_type in fixed {
+            *namespace.fixed.entry(issue_type).or_default() += 1;
+        }
+    }
+    if !failures.is_empty() {
+        return Err(EngineError::Internal(format!(
+            "{} learning loop(s) failed; first: {}",
+            failures.len(),
+            failures[0]
+        )));
+    }
+    for namespace in namespaces.values_mut() {
+        namespace.learned_from.sort();
+        freeze(namespace, &experiment.memory);
+    }
+    let memory = serde_json::json!({
+        "memory_version": 1,
+        "learned_under": experiment.policies[0].config_id(),
+        "learning_tasks": learning.len(),
+        "evaluation_tasks": evaluation.len(),
+        "namespaces": namespaces.values().collect::<Vec<_>>(),
+    });
+    let path = experiment.out.join("memory.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&memory).expect("memory serializes") + "\n")
+        .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
+    shared.hints = namespaces.into_iter().map(|(key, namespace)| (key, namespace.hints)).collect();
+    *pairs = evaluation;
+    Ok(serde_json::json!({
+        "file": "memory.json",
+        "learning_tasks": learning.len(),
+        "evaluation_tasks": pairs.len(),
+        "learned_under": experiment.policies[0].config_id(),
+    }))
 }
 
 fn load_datasets(experiment: &Experiment) -> Result<Vec<Dataset>, EngineError> {
@@ -318,7 +446,12 @@ fn record_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
     let key = |round: u32| DraftKey { seed: experiment.seed, task_id: &task.id, epoch: unit.epoch, round };
 
     let generated = Instant::now();
-    let mut draft = shared.backend.generate(task, &key(0))?;
+    let hints: &[Hint] = if unit.arm.uses_memory() {
+        shared.hints.get(&(unit.critic, task.kind.clone())).map(Vec::as_slice).unwrap_or(&[])
+    } else {
+        &[]
+    };
+    let mut draft = shared.writer.generate(task, hints, &key(0))?;
     let mut gen_ms = ms(generated);
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
@@ -347,7 +480,7 @@ fn record_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
         let next = if running.contains(&true) {
             let revised = Instant::now();
             let shown = unit.arm.shows_critique().then_some(&critique);
-            let next = shared.backend.revise(task, &draft_text, shown, &key(round + 1))?;
+            let next = shared.writer.revise(task, &draft_text, shown, &key(round + 1))?;
             Some((next, ms(revised)))
         } else {
             None
@@ -359,6 +492,7 @@ fn record_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
             dims: critique.dimensions,
             issues: critique.issues,
             fatal_issues: critique.fatal_issues,
+            issue_types: critique.issue_types,
             rationale: critique.rationale,
             critic_passed: critique.critic_passed,
             critic_attempts: call.attempts,

@@ -14,8 +14,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::labels::{GoldLabel, Labeled, gold_labels};
-use crate::request::{TaskJson, critique_request};
 use crate::{JudgeError, JudgeSpec};
+use critbench_plugin_host::request::{TaskJson, critique_request};
 
 /// A task with drafts and one gold label per draft.
 pub(crate) struct LabeledTask {

@@ -27,7 +27,6 @@
 //! }
 //! ```
 
-mod clock;
 mod error;
 mod html;
 mod judging;
@@ -35,7 +34,6 @@ pub mod labels;
 mod markdown;
 pub mod metrics;
 mod report;
-mod request;
 pub mod stats;
 
 use std::collections::BTreeMap;
@@ -146,7 +144,7 @@ pub const OUTPUT_FILES: [&str; 5] = ["judgments.parquet", "judge.json", "judge.c
 /// Runs every critic on every labeled draft and writes the judgments and reports.
 pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
     let started = Instant::now();
-    let (started_at, stamp) = clock::utc_stamps(SystemTime::now());
+    let (started_at, stamp) = critbench_storage::clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-judge-{stamp}", spec.name);
     if spec.critics.is_empty() {
         return Err(JudgeError::Usage("no critics to judge: add a [[critics]] table".into()));
@@ -171,8 +169,8 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
     if unrouted > 0 {
         notes.push(format!("{unrouted} labeled task(s) match no critic's `kinds` and were not judged"));
     }
-    for (setup, _) in spec.critics.iter().zip(&critics) {
-        if !units.iter().any(|u| spec.critics[u.critic].name == setup.name) {
+    for (index, setup) in spec.critics.iter().enumerate() {
+        if !units.iter().any(|u| u.critic == index) {
             notes.push(format!("critic `{}` takes no labeled draft (check its `kinds`); it is left out", setup.name));
         }
     }
@@ -215,7 +213,7 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
     writer.close()?;
 
     let libraries: Vec<_> = critics.iter().map(|c| c.library.clone()).collect();
-    let (finished_at, _) = clock::utc_stamps(SystemTime::now());
+    let (finished_at, _) = critbench_storage::clock::utc_stamps(SystemTime::now());
     let context = report::Context {
         spec,
         run_id: &run_id,

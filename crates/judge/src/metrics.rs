@@ -395,12 +395,11 @@ pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, see
     let fatal_flagged = fatal_known.iter().filter(|o| o.gold_fatal == Some(true) && o.flagged_fatal).count() as u64;
     let flagged_known = fatal_known.iter().filter(|o| o.flagged_fatal).count() as u64;
 
-    // Self-consistency: how one draft's repeats differ.
     let mut per_draft: Vec<Vec<&Observation>> = vec![Vec::new(); drafts];
     for o in &observations {
         per_draft[o.draft].push(o);
     }
-    let repeated: Vec<&Vec<&Observation>> = per_draft.iter().filter(|d| d.len() >= 2).collect();
+    // A rate of exactly 0 or 1 gets Wilson's interval over the drafts of its denominator.
     let drafts_where =
         |test: fn(&Observation) -> bool| per_draft.iter().filter(|d| d.iter().any(|o| test(o))).count() as u64;
     let (gold_fail_drafts, gold_pass_drafts) = (drafts_where(|o| !o.gold_pass), drafts_where(|o| o.gold_pass));
@@ -411,6 +410,9 @@ pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, see
     let rec = at_boundary(point.recall, rec, gold_pass_drafts);
     let fatal = at_boundary(point.fatal_recall, fatal, drafts_where(|o| o.gold_fatal == Some(true)));
     let errors = at_boundary(point.critic_error_rate, errors, drafts as u64);
+
+    // Self-consistency: how one draft's repeats differ.
+    let repeated: Vec<&Vec<&Observation>> = per_draft.iter().filter(|d| d.len() >= 2).collect();
     let draft_scores = |d: &Vec<&Observation>| d.iter().map(|o| o.score).collect::<Vec<f64>>();
     let score_sd_mean = mean(repeated.iter().filter_map(|d| sample_sd(&draft_scores(d))));
     let score_range_max = repeated
@@ -565,9 +567,16 @@ pub fn calibration(input: &CriticRows<'_>) -> Vec<CalibrationBin> {
 /// Misjudged drafts per kind × flaw × gold verdict. Gold fails come first in each kind: a false
 /// pass is the error that ruins a loop.
 pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
+    /// One draft's repeats.
+    #[derive(Default)]
+    struct Tally {
+        judgments: u64,
+        passes: u64,
+        wrong: bool,
+    }
+    // (kind, gold verdict, flaw) → (task, draft) → tally; gold fails sort first.
     type Key = (String, bool, String);
-    // key → draft → (judgments, passes, wrong)
-    let mut groups: BTreeMap<Key, BTreeMap<(&str, u32), (u64, u64, bool)>> = BTreeMap::new();
+    let mut groups: BTreeMap<Key, BTreeMap<(&str, u32), Tally>> = BTreeMap::new();
     for row in &input.rows {
         let key = (
             row.kind.clone().unwrap_or_else(|| "(none)".into()),
@@ -575,15 +584,15 @@ pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
             row.flaw.clone().unwrap_or_else(|| "(unnamed)".into()),
         );
         let draft = groups.entry(key).or_default().entry((row.task_id.as_str(), row.draft_index)).or_default();
-        draft.0 += 1;
-        draft.1 += u64::from(row.passed);
-        draft.2 |= row.passed != row.gold_pass;
+        draft.judgments += 1;
+        draft.passes += u64::from(row.passed);
+        draft.wrong |= row.passed != row.gold_pass;
     }
     groups
         .into_iter()
         .map(|((kind, gold_pass, flaw), drafts)| {
             let n = drafts.len() as u64;
-            let misjudged = drafts.values().filter(|d| d.2).count() as u64;
+            let misjudged = drafts.values().filter(|d| d.wrong).count() as u64;
             let (lo, hi) = wilson_interval(misjudged, n);
             FlawRow {
                 critic: input.critic.to_string(),
@@ -591,8 +600,8 @@ pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
                 flaw,
                 gold_pass,
                 drafts: n,
-                judgments: drafts.values().map(|d| d.0).sum(),
-                judged_pass: drafts.values().map(|d| d.1).sum(),
+                judgments: drafts.values().map(|d| d.judgments).sum(),
+                judged_pass: drafts.values().map(|d| d.passes).sum(),
                 misjudged,
                 misjudged_rate: misjudged as f64 / n as f64,
                 misjudged_lo: lo,

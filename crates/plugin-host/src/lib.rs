@@ -18,6 +18,7 @@
 
 mod error;
 mod library;
+pub mod request;
 mod retry;
 mod search;
 

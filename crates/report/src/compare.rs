@@ -8,7 +8,7 @@ use std::path::Path;
 use critbench_storage::tables::{OutcomeRow, read_outcomes};
 
 use crate::ReportError;
-use crate::summary::{COMPARISON_HEADERS, ComparisonRow, compare_pairs, write_csv};
+use crate::summary::{ComparisonRow, compare_pairs, write_csv};
 
 /// The comparison of two runs.
 #[derive(Debug)]
@@ -62,7 +62,9 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
         }
     }
     let mut seen_a = BTreeSet::new();
-    let mut groups: BTreeMap<(String, String, String, String), Vec<(&OutcomeRow, &OutcomeRow)>> = BTreeMap::new();
+    // (config, arm, critic of A, critic of B) → the matched loops.
+    type Group<'a> = Vec<(&'a OutcomeRow, &'a OutcomeRow)>;
+    let mut groups: BTreeMap<(String, String, String, String), Group<'_>> = BTreeMap::new();
     let mut unmatched_a = 0;
     for row in &a_rows {
         if !seen_a.insert(pair_key(row, by_critic)) {
@@ -132,7 +134,7 @@ pub fn render_comparison(comparison: &RunComparison) -> String {
 /// Writes `compare.md` and `compare.csv` into `dir`.
 pub fn write_comparison(dir: &Path, comparison: &RunComparison) -> Result<(), ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Write { path: dir.into(), source })?;
-    write_csv(&dir.join("compare.csv"), &comparison.rows, COMPARISON_HEADERS)?;
+    write_csv(&dir.join("compare.csv"), &comparison.rows)?;
     let path = dir.join("compare.md");
     std::fs::write(&path, render_comparison(comparison)).map_err(|source| ReportError::Write { path, source })
 }

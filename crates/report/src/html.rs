@@ -1017,6 +1017,7 @@ mod tests {
             mean_best_score: 7.0,
             mean_final_score: 7.0,
             critic_errors: 0,
+            ..SummaryRow::default()
         }
     }
 

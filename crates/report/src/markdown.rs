@@ -8,8 +8,8 @@ fn percent(value: f64) -> String {
     format!("{:.1}%", 100.0 * value)
 }
 
-/// One line per config × critic: each arm's pass rate, and the first comparison that involves
-/// `feedback` (or the first comparison at all). What a terminal shows after a run.
+/// One line per config × critic: each arm's pass rate, and the headline comparison. What a
+/// terminal shows after a run.
 pub fn glance_table(report: &Report) -> String {
     let mut arms: Vec<&str> = Vec::new();
     for row in &report.summary {
@@ -42,7 +42,10 @@ pub fn glance_table(report: &Report) -> String {
         }
         let comparisons: Vec<_> =
             report.comparisons.iter().filter(|c| c.config_id == config && c.critic == critic).collect();
-        let chosen = comparisons.iter().find(|c| c.arm_a == "feedback").or(comparisons.first());
+        // Memory against plain feedback when the run has the memory arm, else feedback against
+        // the next arm; pairs come in reading order, so the first match is the one.
+        let chosen =
+            comparisons.iter().find(|c| c.arm_a == "feedback+memory" || c.arm_a == "feedback").or(comparisons.first());
         match chosen {
             Some(c) => {
                 let _ = writeln!(

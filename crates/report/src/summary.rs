@@ -14,7 +14,7 @@ use crate::stats::{mcnemar_exact, mean, paired_bootstrap_diff, wilson_interval};
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
 /// One config × arm × critic.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct SummaryRow {
     pub config_id: String,
     pub arm: String,
@@ -25,6 +25,11 @@ pub struct SummaryRow {
     pub pass_rate_lo: f64,
     pub pass_rate_hi: f64,
     pub mean_rounds: f64,
+    /// Loops whose first draft passed (round 0), with its Wilson interval.
+    pub first_round_passed: u64,
+    pub first_round_pass_rate: f64,
+    pub first_round_pass_rate_lo: f64,
+    pub first_round_pass_rate_hi: f64,
     pub exit_pass: u64,
     pub exit_stall: u64,
     pub exit_plateau: u64,
@@ -36,7 +41,7 @@ pub struct SummaryRow {
 }
 
 /// Two arms of one config × critic, on the task × epoch pairs both ran.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct ComparisonRow {
     pub config_id: String,
     pub critic: String,
@@ -59,6 +64,12 @@ pub struct ComparisonRow {
     pub mean_best_score_b: f64,
     /// mean_best_score_a − mean_best_score_b
     pub diff_mean_best_score: f64,
+    /// Pass rates of the first draft alone, and their paired difference with its interval.
+    pub first_round_rate_a: f64,
+    pub first_round_rate_b: f64,
+    pub first_round_diff: f64,
+    pub first_round_diff_lo: f64,
+    pub first_round_diff_hi: f64,
 }
 
 /// Everything the summary files hold.
@@ -87,8 +98,16 @@ fn order_of(manifest: Option<&serde_json::Value>, pointer: &str, field: Option<&
     order
 }
 
+/// Arms in reading order: the memory arm first (it is compared with plain feedback), then
+/// feedback, no-feedback and single; unknown names last.
 fn arm_rank(arm: &str) -> usize {
-    Arm::parse(arm).map(|a| a as usize).unwrap_or(usize::MAX)
+    match Arm::parse(arm) {
+        Some(Arm::FeedbackMemory) => 0,
+        Some(Arm::Feedback) => 1,
+        Some(Arm::NoFeedback) => 2,
+        Some(Arm::Single) => 3,
+        None => usize::MAX,
+    }
 }
 
 /// Groups outcomes into the summary and the pairwise comparisons.
@@ -118,6 +137,8 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
             let passed = rows.iter().filter(|r| r.passed).count() as u64;
             let exits = |reason: &str| rows.iter().filter(|r| r.exit_reason == reason).count() as u64;
             let (lo, hi) = wilson_interval(passed, n);
+            let first = rows.iter().filter(|r| r.passed && r.revisions == 0).count() as u64;
+            let (first_lo, first_hi) = wilson_interval(first, n);
             SummaryRow {
                 config_id: rows[0].config_id.clone(),
                 arm: rows[0].arm.clone(),
@@ -128,6 +149,10 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
                 pass_rate_lo: lo,
                 pass_rate_hi: hi,
                 mean_rounds: mean(rows.iter().map(|r| f64::from(r.rounds))),
+                first_round_passed: first,
+                first_round_pass_rate: first as f64 / n as f64,
+                first_round_pass_rate_lo: first_lo,
+                first_round_pass_rate_hi: first_hi,
                 exit_pass: exits("pass"),
                 exit_stall: exits("stall"),
                 exit_plateau: exits("plateau"),
@@ -198,6 +223,11 @@ pub fn compare_pairs(
         purpose: "bootstrap",
     });
     let (lo, hi) = paired_bootstrap_diff(&pairs, BOOTSTRAP_RESAMPLES, seed);
+    let first_pairs: Vec<(bool, bool)> =
+        matched.iter().map(|(a, b)| (a.passed && a.revisions == 0, b.passed && b.revisions == 0)).collect();
+    let (first_lo, first_hi) = paired_bootstrap_diff(&first_pairs, BOOTSTRAP_RESAMPLES, seed ^ 1);
+    let first_a = first_pairs.iter().filter(|p| p.0).count() as f64 / n as f64;
+    let first_b = first_pairs.iter().filter(|p| p.1).count() as f64 / n as f64;
     let rounds_a = mean(matched.iter().map(|(a, _)| f64::from(a.rounds)));
     let rounds_b = mean(matched.iter().map(|(_, b)| f64::from(b.rounds)));
     let best_a = mean(matched.iter().map(|(a, _)| a.best_score));
@@ -222,14 +252,27 @@ pub fn compare_pairs(
         mean_best_score_a: best_a,
         mean_best_score_b: best_b,
         diff_mean_best_score: best_a - best_b,
+        first_round_rate_a: first_a,
+        first_round_rate_b: first_b,
+        first_round_diff: first_a - first_b,
+        first_round_diff_lo: first_lo,
+        first_round_diff_hi: first_hi,
     }
 }
 
-pub(crate) fn write_csv<T: Serialize>(path: &Path, rows: &[T], headers: &[&str]) -> Result<(), ReportError> {
+/// The column names a row type serializes to, for a CSV with no rows.
+fn headers<T: Serialize + Default>() -> Vec<String> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.serialize(T::default()).expect("a default row serializes");
+    let text = String::from_utf8(writer.into_inner().expect("writing to memory cannot fail")).expect("CSV is UTF-8");
+    text.lines().next().unwrap_or_default().split(',').map(String::from).collect()
+}
+
+pub(crate) fn write_csv<T: Serialize + Default>(path: &Path, rows: &[T]) -> Result<(), ReportError> {
     let failed = |e: csv::Error| ReportError::Write { path: path.into(), source: std::io::Error::other(e.to_string()) };
     let mut writer = csv::WriterBuilder::new().has_headers(!rows.is_empty()).from_path(path).map_err(failed)?;
     if rows.is_empty() {
-        writer.write_record(headers).map_err(failed)?;
+        writer.write_record(headers::<T>()).map_err(failed)?;
     }
     for row in rows {
         writer.serialize(row).map_err(failed)?;
@@ -238,49 +281,12 @@ pub(crate) fn write_csv<T: Serialize>(path: &Path, rows: &[T], headers: &[&str])
 }
 
 pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
-    write_csv(&run_dir.join("summary.csv"), &report.summary, SUMMARY_HEADERS)?;
-    write_csv(&run_dir.join("comparisons.csv"), &report.comparisons, COMPARISON_HEADERS)?;
+    write_csv(&run_dir.join("summary.csv"), &report.summary)?;
+    write_csv(&run_dir.join("comparisons.csv"), &report.comparisons)?;
     let path = run_dir.join("summary.json");
     let json = serde_json::to_string_pretty(report).expect("the report serializes");
     std::fs::write(&path, json + "\n").map_err(|source| ReportError::Write { path, source })
 }
-
-const SUMMARY_HEADERS: &[&str] = &[
-    "config_id",
-    "arm",
-    "critic",
-    "n",
-    "passed",
-    "pass_rate",
-    "pass_rate_lo",
-    "pass_rate_hi",
-    "mean_rounds",
-    "exit_pass",
-    "exit_stall",
-    "exit_plateau",
-    "exit_budget",
-    "mean_first_score",
-    "mean_best_score",
-    "mean_final_score",
-    "critic_errors",
-];
-pub(crate) const COMPARISON_HEADERS: &[&str] = &[
-    "config_id",
-    "critic",
-    "arm_a",
-    "arm_b",
-    "n_pairs",
-    "pass_rate_a",
-    "pass_rate_b",
-    "diff",
-    "diff_lo",
-    "diff_hi",
-    "a_only",
-    "b_only",
-    "mcnemar_p",
-    "mean_rounds_a",
-    "mean_rounds_b",
-];
 
 #[cfg(test)]
 mod tests {
@@ -316,6 +322,14 @@ mod tests {
             wall_ms: 1.0,
             meta: None,
         }
+    }
+
+    #[test]
+    fn empty_tables_still_have_their_header() {
+        let summary = headers::<SummaryRow>();
+        assert_eq!(&summary[..4], ["config_id", "arm", "critic", "n"]);
+        assert!(summary.contains(&"first_round_pass_rate".to_string()));
+        assert!(headers::<ComparisonRow>().contains(&"diff_mean_best_score".to_string()));
     }
 
     #[test]

@@ -45,6 +45,57 @@ pub fn generate(task: &Task, rng: &mut Rng) -> String {
     if is_rag(task) { rag::generate(task, rng) } else { paper::generate(task, rng) }
 }
 
+/// The first draft, written with strategy hints learned from earlier tasks (issue types such as
+/// `missing_evidence` or `weak_methodology`). The writer addresses each hinted issue up front
+/// with the same chance a requested fix has of landing, as a model told "list the evidence
+/// first, then answer" usually, not always, does. Without hints this is [`generate`], draw for
+/// draw, so the memory arm stays paired with the others.
+pub fn generate_with_hints(task: &Task, hint_types: &[&str], rng: &mut Rng) -> String {
+    let draft = generate(task, rng);
+    if hint_types.is_empty() {
+        return draft;
+    }
+    revise(task, &draft, Some(&hints_as_critique(hint_types)), rng)
+}
+
+/// What the writer understands from hint types: the request a critic would have made.
+fn hints_as_critique(hint_types: &[&str]) -> Critique {
+    let mut issues = Vec::new();
+    let mut suggestions = Vec::new();
+    for hint in hint_types {
+        match *hint {
+            "missing_evidence" => {
+                issues.push("missing evidence ids: cite the evidence the answer draws on".to_string())
+            }
+            "unknown_evidence_id" => issues.push("unknown evidence id: cite only ids in the pool".to_string()),
+            "empty_answer" => issues.push("empty answer".to_string()),
+            "unsupported_answer" | "off_topic_evidence" => {
+                issues.push("rewrite the answer so the cited evidence supports it".to_string())
+            }
+            "answer_too_short" => issues.push("answer too short: expand the answer".to_string()),
+            other => {
+                if let Some(dimension) = other.strip_prefix("weak_") {
+                    suggestions.push(critbench_core::Suggestion {
+                        dimension: Some(dimension.to_string()),
+                        target: None,
+                        edit: format!("strengthen {}", dimension.replace('_', " ")),
+                    });
+                }
+            }
+        }
+    }
+    Critique {
+        score: 0.0,
+        dimensions: Default::default(),
+        issues,
+        fatal_issues: Vec::new(),
+        issue_types: hint_types.iter().map(|t| t.to_string()).collect(),
+        suggestions,
+        critic_passed: None,
+        rationale: None,
+    }
+}
+
 /// A revision of `draft`. `feedback` is `Some(critique)` in the feedback arm, `None` in the
 /// blind (no-feedback) arm.
 pub fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> String {

@@ -274,33 +274,33 @@ mod tests {
     fn row(i: u32) -> JudgmentRow {
         JudgmentRow {
             run_id: "r".into(),
-            critic: if i % 2 == 0 { "rubric" } else { "evidence" }.into(),
+            critic: if i.is_multiple_of(2) { "rubric" } else { "evidence" }.into(),
             task_id: format!("t{}", i / 6),
-            kind: (i % 3 != 0).then(|| "paper".to_string()),
+            kind: (!i.is_multiple_of(3)).then(|| "paper".to_string()),
             draft_index: i % 3,
             repeat: i % 2,
             score: f64::from(i % 11),
-            dims: if i % 4 == 0 {
+            dims: if i.is_multiple_of(4) {
                 BTreeMap::new()
             } else {
                 BTreeMap::from([("clarity".to_string(), 7.5), ("evidence".to_string(), f64::from(i % 10))])
             },
             issues: (0..i % 3).map(|k| format!("issue {k}")).collect(),
-            fatal_issues: if i % 5 == 0 { vec!["unknown evidence id `d9`".into()] } else { Vec::new() },
-            suggestions: (i % 2 == 0).then(|| "[{\"edit\":\"x\"}]".to_string()),
+            fatal_issues: if i.is_multiple_of(5) { vec!["unknown evidence id `d9`".into()] } else { Vec::new() },
+            suggestions: i.is_multiple_of(2).then(|| "[{\"edit\":\"x\"}]".to_string()),
             rationale: None,
-            critic_passed: (i % 3 == 0).then_some(i % 2 == 0),
-            passed: i % 7 == 0,
+            critic_passed: i.is_multiple_of(3).then_some(i.is_multiple_of(2)),
+            passed: i.is_multiple_of(7),
             pass_score: 8.0,
-            dim_target: (i % 2 == 0).then_some(7.0),
+            dim_target: i.is_multiple_of(2).then_some(7.0),
             gold_pass: i % 4 == 1,
-            gold_score: (i % 6 != 0).then_some(f64::from(i % 10)),
-            gold_fatal: (i % 6 != 0).then_some(i % 5 == 0),
+            gold_score: (!i.is_multiple_of(6)).then_some(f64::from(i % 10)),
+            gold_fatal: (!i.is_multiple_of(6)).then_some(i.is_multiple_of(5)),
             flaw: Some("fabricated_citation".into()),
             draft_chars: u64::from(i) * 10,
             critic_ms: 0.25,
             critic_attempts: 1 + i % 3,
-            critic_error: (i % 9 == 0).then(|| "critique returned status 1".to_string()),
+            critic_error: i.is_multiple_of(9).then(|| "critique returned status 1".to_string()),
             meta: Some("{\"subject\":\"bees\"}".into()),
         }
     }

@@ -12,6 +12,7 @@
 //! println!("{} tasks, sha256 {}", dataset.tasks.len(), dataset.sha256);
 //! ```
 
+pub mod clock;
 mod columns;
 pub mod dataset;
 pub mod judgments;

@@ -16,6 +16,7 @@ pub struct RecordedRound {
     pub dims: BTreeMap<String, f64>,
     pub issues: Vec<String>,
     pub fatal_issues: Vec<String>,
+    pub issue_types: Vec<String>,
     /// Suggestions as JSON text.
     pub suggestions: Option<String>,
     pub rationale: Option<String>,
@@ -96,8 +97,12 @@ fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) 
     let (score, gen_ms, critic_ms) =
         (c.required_float("score")?, c.required_float("gen_ms")?, c.required_float("critic_ms")?);
     let (draft_chars, tokens_in, tokens_out) = (c.int64("draft_chars")?, c.int64("tokens_in")?, c.int64("tokens_out")?);
-    let (issues, fatal_issues, critic_passed) =
-        (c.string_lists("issues")?, c.string_lists("fatal_issues")?, c.boolean("critic_passed")?);
+    let (issues, fatal_issues, issue_types, critic_passed) = (
+        c.string_lists("issues")?,
+        c.string_lists("fatal_issues")?,
+        c.string_lists("issue_types")?,
+        c.boolean("critic_passed")?,
+    );
     let mut dims = c.float_maps("dims")?;
     for i in 0..batch.num_rows() {
         let round_dims = std::mem::take(&mut dims[i]);
@@ -113,6 +118,7 @@ fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) 
                 dims: round_dims,
                 issues: issues[i].clone(),
                 fatal_issues: fatal_issues[i].clone(),
+                issue_types: issue_types[i].clone(),
                 suggestions: suggestions[i].clone(),
                 rationale: rationale[i].clone(),
                 critic_passed: critic_passed[i],

@@ -212,6 +212,7 @@ mod tests {
             dims,
             issues: &[],
             fatal_issues: &[],
+            issue_types: &[],
             suggestions: None,
             rationale: None,
             critic_passed: None,

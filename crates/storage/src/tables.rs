@@ -33,6 +33,8 @@ pub struct TrajectoryRow<'a> {
     pub dims: &'a BTreeMap<String, f64>,
     pub issues: &'a [String],
     pub fatal_issues: &'a [String],
+    /// The types the critic tagged its issues with, each once.
+    pub issue_types: &'a [String],
     /// Suggestions as JSON text, null when there are none.
     pub suggestions: Option<&'a str>,
     pub rationale: Option<&'a str>,
@@ -127,6 +129,7 @@ pub fn trajectory_schema() -> SchemaRef {
         dims_map("dims"),
         string_list("issues"),
         string_list("fatal_issues"),
+        string_list("issue_types"),
         utf8("suggestions", true),
         utf8("rationale", true),
         Field::new("critic_passed", DataType::Boolean, true),
@@ -207,6 +210,7 @@ pub struct TrajectoryWriter {
     dims: MapBuilder<StringBuilder, Float64Builder>,
     issues: ListBuilder<StringBuilder>,
     fatal_issues: ListBuilder<StringBuilder>,
+    issue_types: ListBuilder<StringBuilder>,
     suggestions: StringBuilder,
     rationale: StringBuilder,
     critic_passed: BooleanBuilder,
@@ -243,6 +247,7 @@ impl TrajectoryWriter {
             dims: MapBuilder::new(None, StringBuilder::new(), Float64Builder::new()),
             issues: ListBuilder::new(StringBuilder::new()),
             fatal_issues: ListBuilder::new(StringBuilder::new()),
+            issue_types: ListBuilder::new(StringBuilder::new()),
             suggestions: StringBuilder::new(),
             rationale: StringBuilder::new(),
             critic_passed: BooleanBuilder::new(),
@@ -280,6 +285,7 @@ impl TrajectoryWriter {
         self.dims.append(true).expect("map keys and values are appended in pairs");
         append_list(&mut self.issues, row.issues);
         append_list(&mut self.fatal_issues, row.fatal_issues);
+        append_list(&mut self.issue_types, row.issue_types);
         self.suggestions.append_option(row.suggestions);
         self.rationale.append_option(row.rationale);
         self.critic_passed.append_option(row.critic_passed);
@@ -319,6 +325,7 @@ impl TrajectoryWriter {
             Arc::new(self.dims.finish()),
             Arc::new(self.issues.finish()),
             Arc::new(self.fatal_issues.finish()),
+            Arc::new(self.issue_types.finish()),
             Arc::new(self.suggestions.finish()),
             Arc::new(self.rationale.finish()),
             Arc::new(self.critic_passed.finish()),
@@ -496,6 +503,7 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::SCHEMA_VERSION;
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
 
@@ -567,6 +575,7 @@ mod tests {
                     dims: &dims,
                     issues: &issues,
                     fatal_issues: &[],
+                    issue_types: &[],
                     suggestions: None,
                     rationale: None,
                     critic_passed: Some(false),
@@ -591,7 +600,7 @@ mod tests {
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
         assert_eq!(reader.metadata().file_metadata().num_rows(), 20_000);
         assert_eq!(reader.schema().fields(), trajectory_schema().fields());
-        assert_eq!(reader.schema().metadata()["critbench.schema_version"], "1");
+        assert_eq!(reader.schema().metadata()["critbench.schema_version"], SCHEMA_VERSION.to_string());
         let batch = reader.build().unwrap().next().unwrap().unwrap();
         let dims = batch.column_by_name("dims").unwrap().as_map();
         assert_eq!(dims.value(0).len(), 2);

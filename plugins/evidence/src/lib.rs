@@ -19,7 +19,9 @@
 //! No evidence ids at all is an ordinary issue ("missing evidence ids") with a score of at most
 //! 2, and when none of the cited passages addresses the question the score is capped at 4. A
 //! quoted, well-cited answer scores 10. Each issue comes with a suggestion whose `target` is
-//! `evidence_ids` or `answer`. Config: `{}` only.
+//! `evidence_ids` or `answer`. Every issue is `{"text", "type"}`, the type one of
+//! `invalid_draft`, `empty_answer`, `unknown_evidence_id` (fatal), `missing_evidence`,
+//! `answer_too_short`, `off_topic_evidence`, `unsupported_answer`. Config: `{}` only.
 //!
 //! ```
 //! use critbench_abi::{CriticPlugin, Host};
@@ -31,7 +33,9 @@
 //!                   "draft": "{\"answer\": \"RAG adds retrieved sources.\", \"evidence_ids\": [\"d9\"]}",
 //!                   "round": 0}"#;
 //! let critique: serde_json::Value = serde_json::from_str(&critic.critique(request).unwrap()).unwrap();
-//! assert!(critique["fatal_issues"][0].as_str().unwrap().contains("`d9`"));
+//! let fatal = &critique["fatal_issues"][0];
+//! assert!(fatal["text"].as_str().unwrap().contains("`d9`"));
+//! assert_eq!(fatal["type"], "unknown_evidence_id");
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,13 +96,13 @@ const SHORT_WORDS: usize = 5;
 /// The critique of `draft` as an answer to `question` from `pool`.
 fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value {
     let (answer, ids) = match read_draft(draft) {
-        Draft::Invalid(reason) => return critique(0.0, vec![reason], Vec::new(), Vec::new()),
+        Draft::Invalid(reason) => return critique(0.0, vec![typed(reason, "invalid_draft")], Vec::new(), Vec::new()),
         Draft::Answer { answer, ids } => (answer, ids),
     };
     let answer_words = content_words(&answer);
     if answer_words.is_empty() && !answer.chars().any(char::is_alphanumeric) {
         let suggestion = json!({"target": "answer", "edit": "Write an answer to the question from the evidence."});
-        return critique(0.0, vec!["empty answer".to_string()], Vec::new(), vec![suggestion]);
+        return critique(0.0, vec![typed("empty answer".to_string(), "empty_answer")], Vec::new(), vec![suggestion]);
     }
 
     let mut fatal_issues = Vec::new();
@@ -107,7 +111,10 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
     let known_ids = pool.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
     let (known, unknown): (Vec<&String>, Vec<&String>) = ids.iter().partition(|id| pool.contains_key(*id));
     for id in &unknown {
-        fatal_issues.push(format!("unknown evidence id `{id}`: not in the task's evidence ({known_ids})"));
+        fatal_issues.push(typed(
+            format!("unknown evidence id `{id}`: not in the task's evidence ({known_ids})"),
+            "unknown_evidence_id",
+        ));
         suggestions.push(json!({
             "target": "evidence_ids",
             "edit": format!("Remove `{id}`: cite only ids from the evidence pool ({known_ids}).")
@@ -116,7 +123,7 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
 
     let length_points = 2.0 * (answer_words.len() as f64 / FULL_LENGTH_WORDS as f64).min(1.0);
     if answer_words.len() < SHORT_WORDS {
-        issues.push(format!("answer too short: {} content words", answer_words.len()));
+        issues.push(typed(format!("answer too short: {} content words", answer_words.len()), "answer_too_short"));
         suggestions.push(json!({
             "target": "answer",
             "edit": "Expand the answer with the specific facts the evidence gives."
@@ -125,7 +132,7 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
 
     if known.is_empty() {
         let score = if unknown.is_empty() {
-            issues.push("missing evidence ids: the answer cites no evidence".to_string());
+            issues.push(typed("missing evidence ids: the answer cites no evidence".to_string(), "missing_evidence"));
             let closest = closest_passage(&answer_words, pool);
             let hint = closest.map(|id| format!(" (closest to the answer: {id})")).unwrap_or_default();
             suggestions.push(json!({
@@ -151,7 +158,7 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
         cited_words.extend(passage);
     }
     for id in &off_topic {
-        issues.push(format!("`{id}` does not address the question"));
+        issues.push(typed(format!("`{id}` does not address the question"), "off_topic_evidence"));
         suggestions.push(json!({
             "target": "evidence_ids",
             "edit": format!("Drop `{id}` or replace it with a passage about the question.")
@@ -163,9 +170,12 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
     let support = if answer_words.is_empty() { 0.0 } else { supported as f64 / answer_words.len() as f64 };
     let support_points = 6.0 * ((support - 0.4) / 0.5).clamp(0.0, 1.0);
     if support < WELL_SUPPORTED {
-        issues.push(format!(
-            "answer weakly supported: {supported} of {} content words appear in the cited evidence",
-            answer_words.len()
+        issues.push(typed(
+            format!(
+                "answer weakly supported: {supported} of {} content words appear in the cited evidence",
+                answer_words.len()
+            ),
+            "unsupported_answer",
         ));
         let cited: Vec<&str> = known.iter().map(|id| id.as_str()).collect();
         suggestions.push(json!({
@@ -176,7 +186,7 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
 
     let mut score = support_points + length_points + relevance_points;
     if off_topic.len() == known.len() {
-        issues.push("none of the cited evidence addresses the question".to_string());
+        issues.push(typed("none of the cited evidence addresses the question".to_string(), "off_topic_evidence"));
         score = score.min(4.0);
     }
     if !unknown.is_empty() {
@@ -185,7 +195,12 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
     critique(score, fatal_issues, issues, suggestions)
 }
 
-fn critique(score: f64, fatal_issues: Vec<String>, issues: Vec<String>, suggestions: Vec<Value>) -> Value {
+/// An issue with its machine-readable type, as the critique carries it (`{"text", "type"}`).
+fn typed(text: String, issue_type: &str) -> Value {
+    json!({ "text": text, "type": issue_type })
+}
+
+fn critique(score: f64, fatal_issues: Vec<Value>, issues: Vec<Value>, suggestions: Vec<Value>) -> Value {
     let score = (score.clamp(0.0, 10.0) * 100.0).round() / 100.0;
     let rationale = if fatal_issues.is_empty() && issues.is_empty() {
         "every cited id is in the pool and the answer is supported by the cited evidence".to_string()
@@ -359,8 +374,23 @@ mod tests {
         check(QUESTION, &pool(), draft)
     }
 
+    /// The texts of a list of typed issues.
     fn strings(value: &Value) -> Vec<String> {
-        value.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+        value.as_array().unwrap().iter().map(|v| v["text"].as_str().unwrap().to_string()).collect()
+    }
+
+    fn types(value: &Value) -> Vec<String> {
+        value.as_array().unwrap().iter().map(|v| v["type"].as_str().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn issues_carry_machine_readable_types() {
+        let missing = run(r#"{"answer": "Retrieval helps.", "evidence_ids": []}"#);
+        assert!(types(&missing["issues"]).contains(&"missing_evidence".to_string()), "{missing}");
+        let invented = run(r#"{"answer": "Retrieval helps.", "evidence_ids": ["d99"]}"#);
+        assert_eq!(types(&invented["fatal_issues"]), ["unknown_evidence_id"]);
+        assert_eq!(types(&run("")["fatal_issues"]), ["empty_answer"]);
+        assert_eq!(types(&run("{\"answer\": ")["fatal_issues"]), ["invalid_draft"]);
     }
 
     #[test]

@@ -17,6 +17,8 @@
 //! fatal issue. `passed` is the rubric's own verdict (no fatal issue and no weak dimension);
 //! the host records it and decides by itself.
 //!
+//! Issues are `{"text", "type"}`: `weak_<dimension>` for a weak dimension, `empty_draft` and
+//! `no_sections` for the fatal ones.
 //! Config: `{}` or `{"weak_below": 8}`; any other key is rejected.
 //!
 //! ```
@@ -99,12 +101,12 @@ impl Rubric {
         let outline = Outline::parse(draft);
         let mut fatal_issues = Vec::new();
         if draft.trim().is_empty() {
-            fatal_issues.push("draft is empty".to_string());
+            fatal_issues.push(json!({ "text": "draft is empty", "type": "empty_draft" }));
         } else if outline.sections.is_empty() {
-            fatal_issues.push(
-                "draft has no sections: use `## Heading` lines for Introduction, Method, Results, Related Work"
-                    .to_string(),
-            );
+            fatal_issues.push(json!({
+                "text": "draft has no sections: use `## Heading` lines for Introduction, Method, Results, Related Work",
+                "type": "no_sections",
+            }));
         }
 
         let scores = Scores::of(&outline);
@@ -113,7 +115,7 @@ impl Rubric {
         for (name, value) in scores.named() {
             if value < self.weak_below {
                 let (issue, target, edit) = advice(name, value, &outline);
-                issues.push(issue);
+                issues.push(json!({ "text": issue, "type": format!("weak_{name}") }));
                 suggestions.push(json!({ "dimension": name, "target": target, "edit": edit }));
             }
         }
@@ -451,6 +453,9 @@ mod tests {
         // clarity: (70 + 13) / 2 = 41.5 words → 6.9; novelty 6.5; evidence 1.25; no Method, no Related Work.
         assert_eq!(dimensions, ["clarity", "novelty", "evidence", "methodology", "related_work"]);
         assert_eq!(critique["issues"].as_array().unwrap().len(), 5);
+        let types: Vec<&str> =
+            critique["issues"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["weak_clarity", "weak_novelty", "weak_evidence", "weak_methodology", "weak_related_work"]);
         let target = |dimension: &str| {
             suggestions.iter().find(|s| s["dimension"] == dimension).unwrap()["target"].as_str().unwrap().to_string()
         };

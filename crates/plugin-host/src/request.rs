@@ -1,4 +1,5 @@
-//! The critique request sent to plugins (see `critbench.h`).
+//! The critique request sent to plugins (see `critbench.h`), built the same way by every
+//! command that calls critics.
 
 use critbench_abi::REQUEST_VERSION;
 use critbench_core::Task;

@@ -1,0 +1,166 @@
+//! Strategy memory (seed 001): what the feedback loop had to fix on learning tasks, frozen into
+//! hints that the `feedback+memory` arm gives the writer before its first draft on evaluation
+//! tasks. External memory, not training; kept apart per critic (and its version) and task kind.
+
+use std::collections::BTreeMap;
+
+use critbench_core::{RoundScore, SeedKey, Task, derive_seed};
+use critbench_storage::recorded::RecordedRound;
+use serde::Serialize;
+
+use crate::backend::Hint;
+
+/// The `[memory]` table of an experiment.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryConfig {
+    /// Share of tasks (without `meta.split`) that go to the learning part, by a seeded hash.
+    pub learn_fraction: f64,
+    /// How many learning tasks must have fixed an issue type before it becomes a hint.
+    pub min_count: u32,
+    /// Hint text per issue type, over the built-in table.
+    pub hints: BTreeMap<String, String>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig { learn_fraction: 0.5, min_count: 1, hints: BTreeMap::new() }
+    }
+}
+
+impl MemoryConfig {
+    /// The instruction for an issue type: the experiment's, the built-in one, or a generic one.
+    pub fn hint_text(&self, issue_type: &str) -> String {
+        if let Some(text) = self.hints.get(issue_type) {
+            return text.clone();
+        }
+        let builtin = match issue_type {
+            "missing_evidence" => "List the evidence first, then answer: cite the ids of the passages you use.",
+            "unknown_evidence_id" => "Cite only evidence ids that are in the pool you were given.",
+            "empty_answer" => "Always write an answer to the question.",
+            "answer_too_short" => "Answer with the specific facts the evidence gives, not a one-liner.",
+            "unsupported_answer" => "Say only what the cited evidence says.",
+            "off_topic_evidence" => "Cite only passages that address the question.",
+            "invalid_draft" => "Answer with a JSON object with `answer` and `evidence_ids`.",
+            "weak_clarity" => "Give every section a full body.",
+            "weak_novelty" => "State what is original about the work.",
+            "weak_evidence" => "Back the results with figures and citations.",
+            "weak_methodology" => "Include a Method section that says how the work was done.",
+            "weak_related_work" => "Include a Related Work section that cites prior work.",
+            "no_sections" | "empty_draft" => "Structure the paper in sections with headings.",
+            other => return format!("Avoid this issue from the start: {}.", other.replace('_', " ")),
+        };
+        builtin.to_string()
+    }
+}
+
+/// Which part of the task set a task belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    Learn,
+    Eval,
+}
+
+/// `meta.split` ("learn" or "eval") when the task has one, else a seeded hash of its id, so the
+/// split does not depend on the order of the dataset.
+pub fn split_of(task: &Task, seed: u64, learn_fraction: f64) -> Result<Split, String> {
+    match task.meta_str("split") {
+        Some("learn") => Ok(Split::Learn),
+        Some("eval") => Ok(Split::Eval),
+        Some(other) => Err(format!("task `{}`: field `meta.split` = \"{other}\"; use \"learn\" or \"eval\"", task.id)),
+        None => {
+            let hash = derive_seed(&SeedKey { seed, task_id: &task.id, epoch: 0, round: 0, purpose: "memory-split" });
+            let unit = (hash >> 11) as f64 / (1u64 << 53) as f64;
+            Ok(if unit < learn_fraction { Split::Learn } else { Split::Eval })
+        }
+    }
+}
+
+/// The issue types a loop fixed: tagged in an earlier round, gone from the round that passed.
+/// Empty unless the loop passed after at least one revision.
+pub fn fixed_types(rounds: &[RecordedRound], scores: &[RoundScore], stop: usize, passed: bool) -> Vec<String> {
+    if !passed || stop == 0 || stop >= rounds.len() || scores.len() != rounds.len() {
+        return Vec::new();
+    }
+    let last = &rounds[stop].issue_types;
+    let mut fixed: Vec<String> =
+        rounds[..stop].iter().flat_map(|r| r.issue_types.iter()).filter(|t| !last.contains(t)).cloned().collect();
+    fixed.sort();
+    fixed.dedup();
+    fixed
+}
+
+/// One namespace of memory: a critic (by label, plugin and version) on one task kind.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Namespace {
+    pub critic: String,
+    pub plugin: String,
+    pub plugin_version: String,
+    pub kind: Option<String>,
+    /// Learning tasks that passed only after revision, and so taught something.
+    pub learned_from: Vec<String>,
+    /// Issue type → how many of those tasks fixed it.
+    pub fixed: BTreeMap<String, u32>,
+    /// The hints the memory arm gives, most often fixed first.
+    pub hints: Vec<Hint>,
+}
+
+/// Builds the frozen hints of a namespace from its counts.
+pub fn freeze(namespace: &mut Namespace, config: &MemoryConfig) {
+    let mut types: Vec<(&String, &u32)> = namespace.fixed.iter().filter(|(_, n)| **n >= config.min_count).collect();
+    types.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    namespace.hints =
+        types.into_iter().map(|(t, _)| Hint { issue_type: t.clone(), text: config.hint_text(t) }).collect();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(types: &[&str]) -> RecordedRound {
+        RecordedRound { issue_types: types.iter().map(|t| t.to_string()).collect(), ..Default::default() }
+    }
+
+    #[test]
+    fn fixed_types_are_those_gone_from_the_passing_round() {
+        let rounds = [round(&["missing_evidence", "answer_too_short"]), round(&["answer_too_short"]), round(&[])];
+        let scores = [RoundScore::new(2.0), RoundScore::new(6.0), RoundScore::new(9.0)];
+        assert_eq!(fixed_types(&rounds, &scores, 2, true), ["answer_too_short", "missing_evidence"]);
+        assert_eq!(fixed_types(&rounds, &scores, 1, true), ["missing_evidence"]);
+        assert!(fixed_types(&rounds, &scores, 2, false).is_empty(), "a loop that failed teaches nothing");
+        assert!(fixed_types(&rounds, &scores, 0, true).is_empty(), "a first-draft pass fixed nothing");
+    }
+
+    #[test]
+    fn split_follows_meta_then_a_seeded_hash() {
+        let task = |id: &str, meta: Option<&str>| Task {
+            id: id.into(),
+            meta: meta.map(|m| serde_json::json!({ "split": m })),
+            ..Task::default()
+        };
+        assert_eq!(split_of(&task("a", Some("learn")), 1, 0.0), Ok(Split::Learn));
+        assert_eq!(split_of(&task("a", Some("eval")), 1, 1.0), Ok(Split::Eval));
+        assert!(split_of(&task("a", Some("train")), 1, 0.5).is_err());
+        let learned = (0..1000).filter(|i| split_of(&task(&format!("t{i}"), None), 7, 0.3) == Ok(Split::Learn)).count();
+        assert!((250..350).contains(&learned), "{learned}");
+        assert_eq!(split_of(&task("x", None), 7, 0.3), split_of(&task("x", None), 7, 0.3));
+    }
+
+    #[test]
+    fn hints_are_ordered_by_count_and_respect_the_minimum() {
+        let mut namespace = Namespace {
+            fixed: BTreeMap::from([
+                ("b".to_string(), 3),
+                ("a".to_string(), 3),
+                ("missing_evidence".to_string(), 5),
+                ("rare".to_string(), 1),
+            ]),
+            ..Namespace::default()
+        };
+        let config = MemoryConfig { min_count: 2, ..MemoryConfig::default() };
+        freeze(&mut namespace, &config);
+        let types: Vec<&str> = namespace.hints.iter().map(|h| h.issue_type.as_str()).collect();
+        assert_eq!(types, ["missing_evidence", "a", "b"]);
+        assert!(namespace.hints[0].text.starts_with("List the evidence first"));
+        assert_eq!(namespace.hints[1].text, "Avoid this issue from the start: a.");
+    }
+}
