@@ -6,14 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
-use arrow_array::builder::{Float64Builder, ListBuilder, MapBuilder, StringBuilder};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use crate::buffered::{BufferedWriter, RowColumns};
 use crate::columns::{Columns, for_each_batch};
-use crate::parquet_sink::{ParquetSink, StorageError};
-
-/// Rows buffered before they are handed to the Parquet writer.
-const BATCH_ROWS: usize = 8192;
+use crate::parquet_sink::StorageError;
 
 /// One critique of one labeled draft.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,103 +102,53 @@ pub fn judgment_schema() -> SchemaRef {
     ]))
 }
 
-fn int(value: u32) -> i32 {
-    i32::try_from(value).unwrap_or(i32::MAX)
-}
-
 /// Streams [`JudgmentRow`]s into `judgments.parquet`.
-pub struct JudgmentWriter {
-    sink: ParquetSink,
-    pending: Vec<JudgmentRow>,
-}
+pub struct JudgmentWriter(BufferedWriter<JudgmentRow>);
 
 impl JudgmentWriter {
     pub fn create(path: &Path) -> Result<Self, StorageError> {
-        Ok(JudgmentWriter { sink: ParquetSink::create(path, judgment_schema(), "judgments")?, pending: Vec::new() })
+        BufferedWriter::create(path, judgment_schema(), "judgments", judgment_columns).map(JudgmentWriter)
     }
 
     pub fn push(&mut self, row: JudgmentRow) -> Result<(), StorageError> {
-        self.pending.push(row);
-        if self.pending.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
+        self.0.push(row)
     }
 
-    fn flush(&mut self) -> Result<(), StorageError> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let rows = std::mem::take(&mut self.pending);
-        let text = |f: &dyn Fn(&JudgmentRow) -> &str| -> ArrayRef {
-            Arc::new(arrow_array::StringArray::from_iter_values(rows.iter().map(f)))
-        };
-        let optional_text = |f: &dyn Fn(&JudgmentRow) -> Option<&str>| -> ArrayRef {
-            Arc::new(arrow_array::StringArray::from_iter(rows.iter().map(f)))
-        };
-        let int32 = |f: &dyn Fn(&JudgmentRow) -> u32| -> ArrayRef {
-            Arc::new(arrow_array::Int32Array::from_iter_values(rows.iter().map(|r| int(f(r)))))
-        };
-        let float = |f: &dyn Fn(&JudgmentRow) -> f64| -> ArrayRef {
-            Arc::new(arrow_array::Float64Array::from_iter_values(rows.iter().map(f)))
-        };
-        let optional_float = |f: &dyn Fn(&JudgmentRow) -> Option<f64>| -> ArrayRef {
-            Arc::new(arrow_array::Float64Array::from_iter(rows.iter().map(f)))
-        };
-        let boolean = |f: &dyn Fn(&JudgmentRow) -> Option<bool>| -> ArrayRef {
-            Arc::new(arrow_array::BooleanArray::from_iter(rows.iter().map(f)))
-        };
-        let list = |f: &dyn Fn(&JudgmentRow) -> &[String]| -> ArrayRef {
-            let mut builder = ListBuilder::new(StringBuilder::new());
-            for row in &rows {
-                for item in f(row) {
-                    builder.values().append_value(item);
-                }
-                builder.append(true);
-            }
-            Arc::new(builder.finish())
-        };
-        let mut dims = MapBuilder::new(None, StringBuilder::new(), Float64Builder::new());
-        for row in &rows {
-            for (name, value) in &row.dims {
-                dims.keys().append_value(name);
-                dims.values().append_value(*value);
-            }
-            dims.append(true).expect("map keys and values are appended in pairs");
-        }
-        let columns = vec![
-            text(&|r| &r.run_id),
-            text(&|r| &r.critic),
-            text(&|r| &r.task_id),
-            optional_text(&|r| r.kind.as_deref()),
-            int32(&|r| r.draft_index),
-            int32(&|r| r.repeat),
-            float(&|r| r.score),
-            Arc::new(dims.finish()) as ArrayRef,
-            list(&|r| &r.issues),
-            list(&|r| &r.fatal_issues),
-            optional_text(&|r| r.suggestions.as_deref()),
-            optional_text(&|r| r.rationale.as_deref()),
-            boolean(&|r| r.critic_passed),
-            boolean(&|r| Some(r.passed)),
-            float(&|r| r.pass_score),
-            optional_float(&|r| r.dim_target),
-            boolean(&|r| Some(r.gold_pass)),
-            optional_float(&|r| r.gold_score),
-            boolean(&|r| r.gold_fatal),
-            optional_text(&|r| r.flaw.as_deref()),
-            Arc::new(arrow_array::Int64Array::from_iter_values(
-                rows.iter().map(|r| i64::try_from(r.draft_chars).unwrap_or(i64::MAX)),
-            )),
-            float(&|r| r.critic_ms),
-            int32(&|r| r.critic_attempts),
-            optional_text(&|r| r.critic_error.as_deref()),
-            optional_text(&|r| r.meta.as_deref()),
-        ];
-        self.sink.write(columns)
+    pub fn close(self) -> Result<(), StorageError> {
+        self.0.close()
     }
+}
 
-    pub fn close(mut self) -> Result<(), StorageError> {
-        self.flush()?;
-        self.sink.close()
-    }
+/// The columns of `judgment_schema()`, in order.
+fn judgment_columns(rows: &[JudgmentRow]) -> Vec<ArrayRef> {
+    let c = RowColumns(rows);
+    vec![
+        c.text(|r| &r.run_id),
+        c.text(|r| &r.critic),
+        c.text(|r| &r.task_id),
+        c.optional_text(|r| r.kind.as_deref()),
+        c.int32(|r| r.draft_index),
+        c.int32(|r| r.repeat),
+        c.float(|r| r.score),
+        c.float_maps(|r| &r.dims),
+        c.string_lists(|r| &r.issues),
+        c.string_lists(|r| &r.fatal_issues),
+        c.optional_text(|r| r.suggestions.as_deref()),
+        c.optional_text(|r| r.rationale.as_deref()),
+        c.optional_boolean(|r| r.critic_passed),
+        c.boolean(|r| r.passed),
+        c.float(|r| r.pass_score),
+        c.optional_float(|r| r.dim_target),
+        c.boolean(|r| r.gold_pass),
+        c.optional_float(|r| r.gold_score),
+        c.optional_boolean(|r| r.gold_fatal),
+        c.optional_text(|r| r.flaw.as_deref()),
+        c.int64(|r| r.draft_chars),
+        c.float(|r| r.critic_ms),
+        c.int32(|r| r.critic_attempts),
+        c.optional_text(|r| r.critic_error.as_deref()),
+        c.optional_text(|r| r.meta.as_deref()),
+    ]
 }
 
 /// Reads `judgments.parquet` back, checking that every column this version writes is there.
@@ -311,7 +258,7 @@ mod tests {
         let path = dir.path().join("judgments.parquet");
         let mut writer = JudgmentWriter::create(&path).unwrap();
         // More than one batch, so offsets of the nested columns restart inside the file.
-        let rows: Vec<JudgmentRow> = (0..(BATCH_ROWS as u32 + 500)).map(row).collect();
+        let rows: Vec<JudgmentRow> = (0..(crate::buffered::BATCH_ROWS as u32 + 500)).map(row).collect();
         for row in &rows {
             writer.push(row.clone()).unwrap();
         }

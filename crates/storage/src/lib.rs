@@ -12,6 +12,7 @@
 //! println!("{} tasks, sha256 {}", dataset.tasks.len(), dataset.sha256);
 //! ```
 
+mod buffered;
 pub mod clock;
 mod columns;
 pub mod dataset;

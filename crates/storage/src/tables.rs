@@ -11,11 +11,9 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use crate::buffered::{BATCH_ROWS, BufferedWriter, RowColumns};
 use crate::parquet_sink::ParquetSink;
 pub use crate::parquet_sink::StorageError;
-
-/// Rows buffered in column builders before they are handed to the Parquet writer.
-const BATCH_ROWS: usize = 8192;
 
 /// One critique of one draft, as written to `trajectories.parquet`.
 #[derive(Clone, Debug)]
@@ -353,80 +351,54 @@ impl TrajectoryWriter {
 }
 
 /// Streams [`OutcomeRow`]s into `outcomes.parquet`.
-pub struct OutcomeWriter {
-    sink: ParquetSink,
-    pending: Vec<OutcomeRow>,
-}
+pub struct OutcomeWriter(BufferedWriter<OutcomeRow>);
 
 impl OutcomeWriter {
     pub fn create(path: &Path) -> Result<Self, StorageError> {
-        Ok(OutcomeWriter { sink: ParquetSink::create(path, outcome_schema(), "outcomes")?, pending: Vec::new() })
+        BufferedWriter::create(path, outcome_schema(), "outcomes", outcome_columns).map(OutcomeWriter)
     }
 
     pub fn push(&mut self, row: OutcomeRow) -> Result<(), StorageError> {
-        self.pending.push(row);
-        if self.pending.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
+        self.0.push(row)
     }
 
-    fn flush(&mut self) -> Result<(), StorageError> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let rows = std::mem::take(&mut self.pending);
-        let text = |f: &dyn Fn(&OutcomeRow) -> &str| -> ArrayRef {
-            Arc::new(arrow_array::StringArray::from_iter_values(rows.iter().map(f)))
-        };
-        let optional_text = |f: &dyn Fn(&OutcomeRow) -> Option<&str>| -> ArrayRef {
-            Arc::new(arrow_array::StringArray::from_iter(rows.iter().map(f)))
-        };
-        let int32 = |f: &dyn Fn(&OutcomeRow) -> u32| -> ArrayRef {
-            Arc::new(arrow_array::Int32Array::from_iter_values(rows.iter().map(|r| int(f(r)))))
-        };
-        let float = |f: &dyn Fn(&OutcomeRow) -> f64| -> ArrayRef {
-            Arc::new(arrow_array::Float64Array::from_iter_values(rows.iter().map(f)))
-        };
-        let boolean = |f: &dyn Fn(&OutcomeRow) -> bool| -> ArrayRef {
-            Arc::new(arrow_array::BooleanArray::from_iter(rows.iter().map(|r| Some(f(r)))))
-        };
-        let tokens = |f: &dyn Fn(&OutcomeRow) -> Option<u64>| -> ArrayRef {
-            Arc::new(arrow_array::Int64Array::from_iter(rows.iter().map(|r| f(r).map(int64))))
-        };
-        let columns = vec![
-            text(&|r| &r.run_id),
-            text(&|r| &r.config_id),
-            text(&|r| &r.arm),
-            text(&|r| &r.critic),
-            text(&|r| &r.task_id),
-            optional_text(&|r| r.kind.as_deref()),
-            int32(&|r| r.epoch),
-            float(&|r| r.pass_score),
-            int32(&|r| r.max_revisions),
-            boolean(&|r| r.stall),
-            float(&|r| r.plateau_eps),
-            Arc::new(arrow_array::Float64Array::from_iter(rows.iter().map(|r| r.dim_target))),
-            text(&|r| &r.final_draft),
-            int32(&|r| r.rounds),
-            int32(&|r| r.revisions),
-            text(&|r| &r.exit_reason),
-            boolean(&|r| r.passed),
-            float(&|r| r.first_score),
-            float(&|r| r.last_score),
-            float(&|r| r.final_score),
-            float(&|r| r.best_score),
-            int32(&|r| r.best_round),
-            int32(&|r| r.critic_errors),
-            tokens(&|r| r.tokens_in),
-            tokens(&|r| r.tokens_out),
-            float(&|r| r.wall_ms),
-            optional_text(&|r| r.meta.as_deref()),
-        ];
-        self.sink.write(columns)
+    pub fn close(self) -> Result<(), StorageError> {
+        self.0.close()
     }
+}
 
-    pub fn close(mut self) -> Result<(), StorageError> {
-        self.flush()?;
-        self.sink.close()
-    }
+/// The columns of `outcome_schema()`, in order.
+fn outcome_columns(rows: &[OutcomeRow]) -> Vec<ArrayRef> {
+    let c = RowColumns(rows);
+    vec![
+        c.text(|r| &r.run_id),
+        c.text(|r| &r.config_id),
+        c.text(|r| &r.arm),
+        c.text(|r| &r.critic),
+        c.text(|r| &r.task_id),
+        c.optional_text(|r| r.kind.as_deref()),
+        c.int32(|r| r.epoch),
+        c.float(|r| r.pass_score),
+        c.int32(|r| r.max_revisions),
+        c.boolean(|r| r.stall),
+        c.float(|r| r.plateau_eps),
+        c.optional_float(|r| r.dim_target),
+        c.text(|r| &r.final_draft),
+        c.int32(|r| r.rounds),
+        c.int32(|r| r.revisions),
+        c.text(|r| &r.exit_reason),
+        c.boolean(|r| r.passed),
+        c.float(|r| r.first_score),
+        c.float(|r| r.last_score),
+        c.float(|r| r.final_score),
+        c.float(|r| r.best_score),
+        c.int32(|r| r.best_round),
+        c.int32(|r| r.critic_errors),
+        c.optional_int64(|r| r.tokens_in),
+        c.optional_int64(|r| r.tokens_out),
+        c.float(|r| r.wall_ms),
+        c.optional_text(|r| r.meta.as_deref()),
+    ]
 }
 
 /// Reads `outcomes.parquet` back, checking that every column this version writes is there.

@@ -1,0 +1,126 @@
+//! Writing owned rows to Parquet in batches: rows wait in memory until a batch is full, then a
+//! table-specific function turns them into columns with the helpers of [`RowColumns`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{Float64Builder, ListBuilder, MapBuilder, StringBuilder};
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray};
+use arrow_schema::SchemaRef;
+
+use crate::parquet_sink::{ParquetSink, StorageError};
+
+/// Rows held before they are handed to the Parquet writer.
+pub(crate) const BATCH_ROWS: usize = 8192;
+
+/// A Parquet file of owned rows of type `R`.
+pub(crate) struct BufferedWriter<R> {
+    sink: ParquetSink,
+    pending: Vec<R>,
+    columns: fn(&[R]) -> Vec<ArrayRef>,
+}
+
+impl<R> BufferedWriter<R> {
+    pub(crate) fn create(
+        path: &Path,
+        schema: SchemaRef,
+        table: &str,
+        columns: fn(&[R]) -> Vec<ArrayRef>,
+    ) -> Result<Self, StorageError> {
+        Ok(BufferedWriter { sink: ParquetSink::create(path, schema, table)?, pending: Vec::new(), columns })
+    }
+
+    pub(crate) fn push(&mut self, row: R) -> Result<(), StorageError> {
+        self.pending.push(row);
+        if self.pending.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<(), StorageError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let columns = (self.columns)(&self.pending);
+        self.pending.clear();
+        self.sink.write(columns)
+    }
+
+    pub(crate) fn close(mut self) -> Result<(), StorageError> {
+        self.flush()?;
+        self.sink.close()
+    }
+}
+
+/// One column at a time out of a batch of rows.
+pub(crate) struct RowColumns<'a, R>(pub &'a [R]);
+
+fn int32(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+fn int64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl<R> RowColumns<'_, R> {
+    pub fn text(&self, f: impl Fn(&R) -> &str) -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(self.0.iter().map(f)))
+    }
+
+    pub fn optional_text(&self, f: impl Fn(&R) -> Option<&str>) -> ArrayRef {
+        Arc::new(StringArray::from_iter(self.0.iter().map(f)))
+    }
+
+    pub fn int32(&self, f: impl Fn(&R) -> u32) -> ArrayRef {
+        Arc::new(Int32Array::from_iter_values(self.0.iter().map(|r| int32(f(r)))))
+    }
+
+    pub fn int64(&self, f: impl Fn(&R) -> u64) -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(self.0.iter().map(|r| int64(f(r)))))
+    }
+
+    pub fn optional_int64(&self, f: impl Fn(&R) -> Option<u64>) -> ArrayRef {
+        Arc::new(Int64Array::from_iter(self.0.iter().map(|r| f(r).map(int64))))
+    }
+
+    pub fn float(&self, f: impl Fn(&R) -> f64) -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(self.0.iter().map(f)))
+    }
+
+    pub fn optional_float(&self, f: impl Fn(&R) -> Option<f64>) -> ArrayRef {
+        Arc::new(Float64Array::from_iter(self.0.iter().map(f)))
+    }
+
+    pub fn boolean(&self, f: impl Fn(&R) -> bool) -> ArrayRef {
+        Arc::new(BooleanArray::from_iter(self.0.iter().map(|r| Some(f(r)))))
+    }
+
+    pub fn optional_boolean(&self, f: impl Fn(&R) -> Option<bool>) -> ArrayRef {
+        Arc::new(BooleanArray::from_iter(self.0.iter().map(f)))
+    }
+
+    /// A list<utf8> column, typed as in every critbench table.
+    pub fn string_lists(&self, f: impl Fn(&R) -> &[String]) -> ArrayRef {
+        let mut builder = ListBuilder::new(StringBuilder::new());
+        for row in self.0 {
+            for item in f(row) {
+                builder.values().append_value(item);
+            }
+            builder.append(true);
+        }
+        Arc::new(builder.finish())
+    }
+
+    /// A map<utf8, float64> column, typed as in every critbench table.
+    pub fn float_maps(&self, f: impl Fn(&R) -> &BTreeMap<String, f64>) -> ArrayRef {
+        let mut builder = MapBuilder::new(None, StringBuilder::new(), Float64Builder::new());
+        for row in self.0 {
+            for (name, value) in f(row) {
+                builder.keys().append_value(name);
+                builder.values().append_value(*value);
+            }
+            builder.append(true).expect("map keys and values are appended in pairs");
+        }
+        Arc::new(builder.finish())
+    }
+}
