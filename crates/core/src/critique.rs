@@ -183,6 +183,12 @@ impl Critique {
         }
     }
 
+    /// The suggestions as JSON text, as the output tables store them; `None` when there are none.
+    pub fn suggestions_json(&self) -> Option<String> {
+        (!self.suggestions.is_empty())
+            .then(|| serde_json::to_string(&self.suggestions).expect("suggestions always serialize"))
+    }
+
     pub fn min_dimension(&self) -> Option<f64> {
         self.dimensions.values().copied().reduce(f64::min)
     }

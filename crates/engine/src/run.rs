@@ -487,8 +487,7 @@ fn record_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
         };
         rounds.push(RecordedRound {
             score: critique.score,
-            suggestions: (!critique.suggestions.is_empty())
-                .then(|| serde_json::to_string(&critique.suggestions).expect("suggestions serialize")),
+            suggestions: critique.suggestions_json(),
             dims: critique.dimensions,
             issues: critique.issues,
             fatal_issues: critique.fatal_issues,

@@ -12,6 +12,8 @@
 
 use std::fmt::Write;
 
+use critbench_report::escape_html as escape;
+
 use crate::JudgeReport;
 use crate::markdown;
 use crate::metrics::{CalibrationBin, CriticMetrics, ThresholdRow};
@@ -28,21 +30,6 @@ const LEFT: f64 = 44.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 36.0;
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 /// `**bold**` and `` `code` `` of the markdown cells, after escaping.
 fn inline(text: &str) -> String {

@@ -198,8 +198,7 @@ fn critique_one(
         draft_index: unit.draft as u32,
         repeat: unit.repeat,
         score: critique.score,
-        suggestions: (!critique.suggestions.is_empty())
-            .then(|| serde_json::to_string(&critique.suggestions).expect("suggestions serialize")),
+        suggestions: critique.suggestions_json(),
         dims: critique.dimensions,
         issues: critique.issues,
         fatal_issues: critique.fatal_issues,

@@ -60,7 +60,7 @@ fn pass_scores(manifest: Option<&serde_json::Value>) -> HashMap<String, f64> {
 }
 
 /// Escapes text for HTML content and attribute values alike.
-pub(crate) fn escape(text: &str) -> String {
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

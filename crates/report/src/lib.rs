@@ -18,6 +18,7 @@ mod markdown;
 pub mod stats;
 mod summary;
 
+pub use html::escape as escape_html;
 pub use markdown::{glance_table, render_markdown, summary_table};
 pub use summary::{ComparisonRow, Report, SummaryRow, build_report};
 
