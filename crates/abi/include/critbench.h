@@ -63,7 +63,14 @@ typedef struct critbench_host_v1 {
     uint32_t size;
     void *context;
     /* Calls the host service `service` with a JSON request. On CRITBENCH_OK `*out` holds the JSON
-     * answer, otherwise an error message; either way release it with `free_buffer` below. */
+     * answer, otherwise an error message; either way release it with `free_buffer` below.
+     * Services (an unknown name answers an error):
+     *   "chat" (when the experiment has an [openai] table): asks the judge model.
+     *     request: {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}],
+     *               "response_format": {"type": "json_object"}}   (response_format optional)
+     *     answer:  {"content": "...", "tokens_in": n, "tokens_out": n, "cached": bool}
+     *   The host owns the model, sampling, concurrency, retries and cache; it keys the cache by
+     *   the critique being made (task, epoch, round, attempt), so call it from `critique`'s thread. */
     int32_t (*call)(void *context, critbench_str service, critbench_str request, critbench_buffer *out);
     void (*free_buffer)(critbench_buffer buffer);
 } critbench_host_v1;

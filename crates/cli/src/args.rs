@@ -56,6 +56,9 @@ pub struct RunArgs {
     /// default), or run each config separately.
     #[arg(long, value_enum)]
     pub sweep: Option<SweepMode>,
+    /// Neither read nor write the model response cache (backend "openai" and llm-judge).
+    #[arg(long)]
+    pub no_cache: bool,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,

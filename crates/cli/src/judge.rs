@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 
 use critbench_engine::experiment::{Experiment, MAX_JUDGE_REPEATS, Overrides};
+use critbench_engine::openai_writer::OpenAiSession;
 use critbench_judge::{CriticSetup, JudgeError, JudgeSpec};
 use critbench_plugin_host::PluginError;
 use critbench_storage::dataset::OnBadRow;
@@ -91,6 +92,11 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         plugin_dirs: experiment.plugin_dirs.clone(),
         jobs: experiment.jobs,
     };
+    // An [openai] table offers the judge model to plugins (llm-judge) as the `chat` service.
+    let session = match &experiment.openai {
+        Some(settings) => Some(OpenAiSession::start(settings).map_err(|e| Failure::usage(e.to_string()))?),
+        None => None,
+    };
     let outcome = critbench_judge::judge(&spec).map_err(failure)?;
     let report = &outcome.report;
     for note in &report.notes {
@@ -111,5 +117,8 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         outcome.elapsed.as_secs_f64(),
         outcome.out_dir.display()
     );
+    if let Some(session) = &session {
+        println!("{}", crate::run::model_line(&session.client.report()));
+    }
     Ok(())
 }

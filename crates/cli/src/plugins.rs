@@ -55,9 +55,16 @@ pub fn check(args: PluginCheckArgs) -> Result<(), Failure> {
         return Err(Failure::usage(format!("--config is not valid JSON: {}", args.config)));
     }
     let critic = library.instantiate(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
-    let answer = critic
-        .call(SAMPLE_REQUEST)
-        .map_err(|e| Failure::usage(format!("the plugin failed on the sample request: {e}")))?;
+    let answer = critic.call(SAMPLE_REQUEST).map_err(|e| {
+        // A plugin that calls back into the host (llm-judge asks `chat`) needs a run's services.
+        let hint = if e.contains("offers no service") {
+            "\n  hint: this plugin uses a host service; `plugins check` runs none. Run it in an experiment \
+                 (for `chat`: one with an [openai] table naming a judge model)"
+        } else {
+            ""
+        };
+        Failure::usage(format!("the plugin failed on the sample request: {e}{hint}"))
+    })?;
     let critique = Critique::parse(&answer, library.range, None).map_err(|e| {
         Failure::usage(format!("the plugin's answer to the sample request is invalid: {e}\n  answer: {answer}"))
     })?;

@@ -39,6 +39,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             SweepMode::Replay => Sweep::Replay,
             SweepMode::Direct => Sweep::Direct,
         }),
+        no_cache: args.no_cache,
     };
     let experiment = Experiment::load(&path, &overrides)?;
     let summary = run_experiment(&experiment, &RunOptions { quiet: args.quiet })?;
@@ -63,10 +64,18 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         summary.recorded_rounds as f64 / seconds.max(1e-9),
         summary.out_dir.display()
     );
+    if let Some(openai) = &summary.openai {
+        println!("{}", model_line(openai));
+    }
     if summary.rows_skipped > 0 {
         println!("skipped {} bad dataset row(s); see manifest.json", summary.rows_skipped);
     }
     if !summary.failed_loops.is_empty() {
+        if summary.openai.as_ref().is_some_and(|o| o["tokens"]["cap_reached"] == true) {
+            eprintln!(
+                "note: the token cap (max_tokens_total) was reached; loops that needed more model calls failed fast"
+            );
+        }
         return Err(Failure::failed(format!(
             "{} loop(s) failed and have no rows (every other loop was written); see failed_loops in {}",
             summary.failed_loops.len(),
@@ -74,4 +83,35 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// One line on what the model client did: calls made, answers from the cache, tokens.
+pub(crate) fn model_line(openai: &serde_json::Value) -> String {
+    let count = |value: &serde_json::Value| value.as_u64().unwrap_or(0);
+    let mut line = format!(
+        "models: {} calls, {} sent to {} ({} HTTP requests, {} retries), {} from the cache, {} shared in flight; {} tokens in, {} out",
+        count(&openai["calls"]["total"]),
+        count(&openai["calls"]["model_calls"]),
+        openai["endpoint"].as_str().unwrap_or("?"),
+        count(&openai["http"]["requests"]),
+        count(&openai["http"]["retries"]),
+        count(&openai["cache"]["hits"]),
+        count(&openai["cache"]["shared_in_flight"]),
+        count(&openai["tokens"]["in"]),
+        count(&openai["tokens"]["out"]),
+    );
+    if count(&openai["calls"]["failures"]) > 0 {
+        line.push_str(&format!("; {} calls failed", count(&openai["calls"]["failures"])));
+    }
+    if openai["tokens"]["cap_reached"] == true {
+        line.push_str(&format!("; token cap reached ({} calls refused)", count(&openai["tokens"]["refused_calls"])));
+    }
+    let concurrency = &openai["concurrency"];
+    if concurrency["lowest"] != concurrency["max"] {
+        line.push_str(&format!(
+            "; concurrency lowered to {} on 429/503 (ended at {} of {})",
+            concurrency["lowest"], concurrency["final"], concurrency["max"]
+        ));
+    }
+    line
 }

@@ -136,8 +136,9 @@ pub fn writer_for(kind: BackendKind) -> Result<Box<dyn Writer>, String> {
     match kind {
         BackendKind::Sim => Ok(Box::new(SimWriter)),
         BackendKind::Scripted => Ok(Box::new(ScriptedWriter)),
-        BackendKind::Openai => {
-            Err("the openai backend is not part of this build yet; use backend = \"sim\" or \"scripted\"".to_string())
-        }
+        // It needs the experiment's [openai] settings: `run::run_experiment` builds it from them.
+        BackendKind::Openai => Err("the openai backend is made from the experiment's [openai] table; run the \
+                                     experiment with run_experiment"
+            .to_string()),
     }
 }

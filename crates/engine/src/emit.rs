@@ -121,6 +121,11 @@ pub fn emit_loop(
         best_score: best.score,
         best_round: best.round as u32,
         critic_errors: used.iter().filter(|r| r.critic_error.is_some()).count() as u32,
+        critic_disagreements: used
+            .iter()
+            .zip(scores)
+            .filter(|(round, score)| round.critic_passed.is_some_and(|own| own != score.meets_pass_rule(&policy)))
+            .count() as u32,
         tokens_in: sum_tokens(used.iter().map(|r| r.tokens_in)),
         tokens_out: sum_tokens(used.iter().map(|r| r.tokens_out)),
         wall_ms: used.iter().map(|r| r.gen_ms + r.critic_ms).sum(),

@@ -19,6 +19,8 @@ mod error;
 pub mod experiment;
 mod manifest;
 pub mod memory;
+pub mod openai_writer;
+pub mod prompts;
 pub mod replay;
 pub mod run;
 

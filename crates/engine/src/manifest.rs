@@ -28,6 +28,9 @@ pub struct ManifestInput<'a> {
     pub memory: Option<&'a serde_json::Value>,
     pub tasks_unrouted: usize,
     pub jobs: usize,
+    /// The model client's report (`[openai]` experiments only): calls, cache, tokens, the
+    /// concurrency limit's history. Never the API key.
+    pub openai: Option<&'a serde_json::Value>,
 }
 
 pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
@@ -75,6 +78,10 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         },
         "failed_loops": input.summary.failed_loops,
     });
+    let mut manifest = manifest;
+    if let Some(openai) = input.openai {
+        manifest["openai"] = openai.clone();
+    }
     let path = input.experiment.out.join("manifest.json");
     let text = serde_json::to_string_pretty(&manifest).expect("the manifest serializes");
     std::fs::write(&path, text + "\n")

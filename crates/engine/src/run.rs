@@ -18,10 +18,12 @@ use rayon::prelude::*;
 use crate::EngineError;
 use crate::backend::{DraftKey, Hint, Writer, writer_for};
 use crate::emit::{LoopLabels, effective_policy, emit_loop};
-use crate::experiment::{CriticSpec, Experiment, Sweep};
+use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
 use crate::manifest::{self, LoadedPlugin};
 use crate::memory::{Namespace, Split, fixed_types, freeze, split_of};
+use crate::openai_writer::{OpenAiSession, OpenAiWriter};
 use critbench_plugin_host::request::{TaskJson, critique_request};
+use critbench_plugin_host::services::{CallScope, with_scope};
 use critbench_storage::clock;
 
 /// How a run reports while it works.
@@ -51,6 +53,9 @@ pub struct RunSummary {
     pub elapsed: Duration,
     /// The summaries written into the run directory.
     pub report: Option<critbench_report::Report>,
+    /// What the model client did (calls, cache hits, tokens, the concurrency limit), when the
+    /// experiment has an `[openai]` table; the same as `openai` in `manifest.json`.
+    pub openai: Option<serde_json::Value>,
 }
 
 /// Loops a worker runs before handing their rows to the writer.
@@ -103,14 +108,46 @@ struct Shared<'a> {
 /// Runs the whole experiment with the writer its `backend` names and writes the run directory
 /// (SPEC §7).
 pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, EngineError> {
-    let writer = writer_for(experiment.backend).map_err(EngineError::Usage)?;
-    run_experiment_with(experiment, writer.as_ref(), options)
+    let session = start_session(experiment)?;
+    match (experiment.backend, &session) {
+        (BackendKind::Openai, Some(session)) => {
+            let writer = OpenAiWriter::new(Arc::clone(&session.client), experiment.prompts.clone());
+            run_inner(experiment, &writer, Some(session), options)
+        }
+        (kind, _) => {
+            let writer = writer_for(kind).map_err(EngineError::Usage)?;
+            run_inner(experiment, writer.as_ref(), session.as_ref(), options)
+        }
+    }
 }
 
-/// Runs the whole experiment with `writer` as the model side and writes the run directory.
+/// Runs the whole experiment with `writer` as the model side and writes the run directory. An
+/// `[openai]` table still serves plugins (the `llm-judge` critic) through the `chat` service.
 pub fn run_experiment_with(
     experiment: &Experiment,
     writer: &dyn Writer,
+    options: &RunOptions,
+) -> Result<RunSummary, EngineError> {
+    let session = start_session(experiment)?;
+    run_inner(experiment, writer, session.as_ref(), options)
+}
+
+/// The model client of an experiment with an `[openai]` table, offered to plugins as `chat`.
+/// Started before any plugin is created, withdrawn when dropped.
+fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, EngineError> {
+    let Some(settings) = &experiment.openai else { return Ok(None) };
+    OpenAiSession::start(settings).map(Some).map_err(|error| match error {
+        critbench_openai::ClientError::Http(message) => {
+            EngineError::Internal(format!("cannot start the model client: {message}"))
+        }
+        usage => EngineError::Usage(usage.to_string()),
+    })
+}
+
+fn run_inner(
+    experiment: &Experiment,
+    writer: &dyn Writer,
+    session: Option<&OpenAiSession>,
     options: &RunOptions,
 ) -> Result<RunSummary, EngineError> {
     let started = Instant::now();
@@ -220,10 +257,12 @@ pub fn run_experiment_with(
         pool.install(|| {
             // Loops travel to the writer in batches: one channel hand-off per batch rather than
             // per loop keeps the workers from waking the writer thousands of times a second.
-            let batches = total.div_ceil(BATCH_LOOPS);
+            // Loops that wait on a model server go one by one, so that every worker has one.
+            let batch_loops = if experiment.openai.is_some() { 1 } else { BATCH_LOOPS };
+            let batches = total.div_ceil(batch_loops);
             (0..batches).into_par_iter().for_each_with(sender, |sender, batch| {
-                let end = ((batch + 1) * BATCH_LOOPS).min(total);
-                let messages: Vec<Message> = (batch * BATCH_LOOPS..end)
+                let end = ((batch + 1) * batch_loops).min(total);
+                let messages: Vec<Message> = (batch * batch_loops..end)
                     .map(|index| {
                         let unit = unit_at(index);
                         match catch_unwind(AssertUnwindSafe(|| record_loop(&shared, unit))) {
@@ -257,6 +296,7 @@ pub fn run_experiment_with(
         recorded_rounds: written.recorded_rounds,
         elapsed: started.elapsed(),
         report: None,
+        openai: session.map(|s| s.client.report()),
     };
     manifest::write(&manifest::ManifestInput {
         experiment,
@@ -270,6 +310,7 @@ pub fn run_experiment_with(
         memory: memory.as_ref(),
         tasks_unrouted: unrouted,
         jobs: pool.current_num_threads(),
+        openai: summary.openai.as_ref(),
     })?;
     summary.report = Some(critbench_report::write_reports(&experiment.out)?);
     Ok(summary)
@@ -460,7 +501,9 @@ fn record_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
         let round = rounds.len() as u32;
         let critiqued = Instant::now();
         let request = critique_request(&shared.task_json[unit.task], &draft.text, round);
-        let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts);
+        // Host services (the judge model's cache) key their answers by this critique's identity.
+        let scope = CallScope { task_id: task.id.clone(), epoch: unit.epoch, round, attempt: 1 };
+        let call = with_scope(scope, || critique_with_retry(critic, &request, weights, experiment.critic_attempts));
         let critic_ms = ms(critiqued);
         let failed = call.failed();
         let critique = call.critique;

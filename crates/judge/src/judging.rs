@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use critbench_core::{RoundScore, Task};
+use critbench_plugin_host::services::{CallScope, with_scope};
 use critbench_plugin_host::{CriticInstance, PluginLibrary, SearchPath, critique_with_retry};
 use critbench_storage::dataset::{OnBadRow, read_dataset};
 use critbench_storage::judgments::JudgmentRow;
@@ -179,7 +180,13 @@ fn critique_one(
     // critique of `drafts[k]`.
     let request = critique_request(&labeled.json, draft, unit.draft as u32);
     let started = Instant::now();
-    let call = critique_with_retry(&critics[unit.critic].instance, &request, setup.weights.as_ref(), spec.attempts);
+    // Host services (the judge model's cache) key their answers by this critique's identity:
+    // each repeat is an epoch of its own, so a model judge resamples it.
+    let scope =
+        CallScope { task_id: labeled.task.id.clone(), epoch: unit.repeat, round: unit.draft as u32, attempt: 1 };
+    let call = with_scope(scope, || {
+        critique_with_retry(&critics[unit.critic].instance, &request, setup.weights.as_ref(), spec.attempts)
+    });
     let critic_ms = started.elapsed().as_secs_f64() * 1000.0;
     // The host decides, never the critic: the same rule that stops a loop with `pass`.
     let verdict = RoundScore {

@@ -2,6 +2,10 @@
 //! safely: resolution by name or path, ABI checks, serialized calls for plugins that are not
 //! thread-safe, and the retry-then-fail-conservatively rule of SPEC §4.
 //!
+//! Plugins can call back into the host through `critbench_host_v1.call`: the services are
+//! whatever the run registered in [`services`] (the engine offers `chat`, the judge model, when
+//! the experiment has an `[openai]` table); an unknown service answers an error.
+//!
 //! Libraries are loaded once per process and never unloaded: thread-local destructors inside a
 //! plugin would otherwise run into unmapped code.
 //!
@@ -21,6 +25,7 @@ mod library;
 pub mod request;
 mod retry;
 mod search;
+pub mod services;
 
 pub use error::PluginError;
 pub use library::{CriticInstance, PluginLibrary};

@@ -206,7 +206,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The services this host offers plugins. None yet: every call answers with an error.
+/// The services this host offers plugins: whatever is registered in [`crate::services`].
 fn host_table() -> &'static HostV1 {
     static HOST: HostV1 = HostV1 {
         abi_version: ABI_VERSION,
@@ -218,14 +218,26 @@ fn host_table() -> &'static HostV1 {
     &HOST
 }
 
-unsafe extern "C" fn host_call(_context: *mut c_void, service: Str, _request: Str, out: *mut Buffer) -> i32 {
-    // SAFETY: (ptr, len) from the plugin, valid for the call.
-    let name = String::from_utf8_lossy(unsafe { service.as_bytes() }).into_owned();
+unsafe extern "C" fn host_call(_context: *mut c_void, service: Str, request: Str, out: *mut Buffer) -> i32 {
+    // A panic must not unwind into the plugin's frames.
+    let result = std::panic::catch_unwind(|| {
+        // SAFETY: (ptr, len) from the plugin, valid for the call.
+        let name = String::from_utf8_lossy(unsafe { service.as_bytes() }).into_owned();
+        // SAFETY: as above.
+        let request = std::str::from_utf8(unsafe { request.as_bytes() })
+            .map_err(|e| format!("the request to service `{name}` is not UTF-8: {e}"))?;
+        crate::services::dispatch(&name, request)
+    })
+    .unwrap_or_else(|_| Err("the host service panicked (internal error)".to_string()));
+    let (status, text) = match result {
+        Ok(answer) => (STATUS_OK, answer),
+        Err(message) => (STATUS_ERROR, message),
+    };
     if !out.is_null() {
         // SAFETY: valid out-pointer from the plugin.
-        unsafe { *out = Buffer::from_vec(format!("this host offers no service `{name}`").into_bytes()) };
+        unsafe { *out = Buffer::from_vec(text.into_bytes()) };
     }
-    STATUS_ERROR
+    status
 }
 
 unsafe extern "C" fn host_free_buffer(buffer: Buffer) {

@@ -34,6 +34,7 @@ pub fn critique_with_retry(
     let attempts = attempts.max(1);
     let mut last_error = String::new();
     for attempt in 1..=attempts {
+        crate::services::set_attempt(attempt);
         match critic.call(request) {
             Ok(json) => match Critique::parse(&json, range, weights) {
                 Ok(critique) => return CritiqueCall { critique, attempts: attempt, error: None },

@@ -153,5 +153,11 @@ pub fn render_markdown(report: &Report) -> String {
     } else {
         out.push_str(&comparison_table(report));
     }
+    if !report.notes.is_empty() {
+        out.push_str("\n## Notes\n\n");
+        for note in &report.notes {
+            let _ = writeln!(out, "- {note}");
+        }
+    }
     out
 }

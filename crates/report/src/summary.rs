@@ -38,6 +38,9 @@ pub struct SummaryRow {
     pub mean_best_score: f64,
     pub mean_final_score: f64,
     pub critic_errors: u64,
+    /// Rounds where the critic's own `passed` disagreed with the host's verdict (SPEC §4: the
+    /// critic's verdict is recorded, never obeyed).
+    pub critic_passed_disagreements: u64,
 }
 
 /// Two arms of one config × critic, on the task × epoch pairs both ran.
@@ -79,6 +82,52 @@ pub struct Report {
     pub name: Option<String>,
     pub summary: Vec<SummaryRow>,
     pub comparisons: Vec<ComparisonRow>,
+    /// What a reader should know beside the tables (from the manifest): a token cap that stopped
+    /// the run, loops that failed, the models and their cache, critics disagreeing with the host.
+    pub notes: Vec<String>,
+}
+
+fn notes(summary: &[SummaryRow], manifest: Option<&serde_json::Value>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let count = |pointer: &str| manifest.and_then(|m| m.pointer(pointer)).and_then(|v| v.as_u64()).unwrap_or(0);
+    let failed = manifest.and_then(|m| m.get("failed_loops")).and_then(|v| v.as_array()).map_or(0, Vec::len);
+    if let Some(openai) = manifest.and_then(|m| m.get("openai")).filter(|o| o.is_object()) {
+        let models: Vec<String> = openai["models"]
+            .as_object()
+            .map(|m| m.iter().map(|(role, model)| format!("{role} `{}`", model.as_str().unwrap_or("?"))).collect())
+            .unwrap_or_default();
+        notes.push(format!(
+            "Models ({}): {}. {} calls: {} answered by the model, {} from the response cache, {} shared with an \
+             identical request in flight; {} tokens in, {} out.",
+            openai["endpoint"].as_str().unwrap_or("?"),
+            models.join(", "),
+            count("/openai/calls/total"),
+            count("/openai/calls/model_calls"),
+            count("/openai/cache/hits"),
+            count("/openai/cache/shared_in_flight"),
+            count("/openai/tokens/in"),
+            count("/openai/tokens/out"),
+        ));
+        if openai.pointer("/tokens/cap_reached") == Some(&serde_json::Value::Bool(true)) {
+            notes.push(format!(
+                "**The token cap was reached** (max_tokens_total = {}): {} model calls were refused, so loops that \
+                 still needed the model failed and the rates above cover only the loops that finished.",
+                count("/openai/tokens/max_tokens_total"),
+                count("/openai/tokens/refused_calls"),
+            ));
+        }
+    }
+    if failed > 0 {
+        notes.push(format!("{failed} loop(s) failed and have no rows; `failed_loops` in manifest.json says why."));
+    }
+    let disagreements: u64 = summary.iter().map(|r| r.critic_passed_disagreements).sum();
+    if disagreements > 0 {
+        notes.push(format!(
+            "On {disagreements} critiqued round(s) the critic's own `passed` disagreed with the host's pass rule \
+             (`critic_passed_disagreements` in summary.csv); the host's rule decided."
+        ));
+    }
+    notes
 }
 
 /// Sort position of a name in the manifest's list, unknown names last (then by name).
@@ -161,6 +210,7 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
                 mean_best_score: mean(rows.iter().map(|r| r.best_score)),
                 mean_final_score: mean(rows.iter().map(|r| r.final_score)),
                 critic_errors: rows.iter().map(|r| u64::from(r.critic_errors)).sum(),
+                critic_passed_disagreements: rows.iter().map(|r| u64::from(r.critic_disagreements)).sum(),
             }
         })
         .collect();
@@ -195,6 +245,7 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
             .map(String::from)
             .or_else(|| outcomes.first().map(|o| o.run_id.clone())),
         name: manifest.and_then(|m| m.pointer("/experiment/name")).and_then(|v| v.as_str()).map(String::from),
+        notes: notes(&summary, manifest),
         summary,
         comparisons,
     }
@@ -317,6 +368,7 @@ mod tests {
             best_score: 6.0,
             best_round: 0,
             critic_errors: 0,
+            critic_disagreements: 0,
             tokens_in: None,
             tokens_out: None,
             wall_ms: 1.0,

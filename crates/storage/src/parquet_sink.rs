@@ -12,7 +12,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
 /// up in memory.

@@ -78,6 +78,8 @@ pub struct OutcomeRow {
     pub best_score: f64,
     pub best_round: u32,
     pub critic_errors: u32,
+    /// Rounds where the critic's own `passed` (when it gave one) disagreed with the host's verdict.
+    pub critic_disagreements: u32,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
     pub wall_ms: f64,
@@ -168,6 +170,7 @@ pub fn outcome_schema() -> SchemaRef {
         Field::new("best_score", DataType::Float64, false),
         Field::new("best_round", DataType::Int32, false),
         Field::new("critic_errors", DataType::Int32, false),
+        Field::new("critic_disagreements", DataType::Int32, false),
         Field::new("tokens_in", DataType::Int64, true),
         Field::new("tokens_out", DataType::Int64, true),
         Field::new("wall_ms", DataType::Float64, false),
@@ -394,6 +397,7 @@ fn outcome_columns(rows: &[OutcomeRow]) -> Vec<ArrayRef> {
         c.float(|r| r.best_score),
         c.int32(|r| r.best_round),
         c.int32(|r| r.critic_errors),
+        c.int32(|r| r.critic_disagreements),
         c.optional_int64(|r| r.tokens_in),
         c.optional_int64(|r| r.tokens_out),
         c.float(|r| r.wall_ms),
@@ -438,6 +442,11 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
     );
     let (stall, passed) = (c.required_boolean("stall")?, c.required_boolean("passed")?);
     let (tokens_in, tokens_out) = (c.int64("tokens_in")?, c.int64("tokens_out")?);
+    // Added in schema version 3; older runs had no way to count them.
+    let critic_disagreements = match batch.column_by_name("critic_disagreements") {
+        Some(_) => c.int32("critic_disagreements")?,
+        None => vec![0; batch.num_rows()],
+    };
     for i in 0..batch.num_rows() {
         rows.push(OutcomeRow {
             run_id: run_id[i].clone(),
@@ -463,6 +472,7 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
             best_score: best_score[i],
             best_round: best_round[i],
             critic_errors: critic_errors[i],
+            critic_disagreements: critic_disagreements[i],
             tokens_in: tokens_in[i],
             tokens_out: tokens_out[i],
             wall_ms: wall_ms[i],
@@ -504,6 +514,7 @@ mod tests {
             best_score: 8.5,
             best_round: 1,
             critic_errors: 0,
+            critic_disagreements: 0,
             tokens_in: None,
             tokens_out: Some(12),
             wall_ms: 0.5,

@@ -18,7 +18,7 @@ pub fn binary() -> PathBuf {
 /// Fails with instructions when the plugins were not built beside the binary.
 pub fn require_plugins() {
     let dir = binary().parent().unwrap().to_path_buf();
-    for name in ["rubric", "evidence", "scripted", "faulty"] {
+    for name in ["rubric", "evidence", "scripted", "faulty", "llm_judge"] {
         let file =
             dir.join(format!("{}critbench_{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
         assert!(

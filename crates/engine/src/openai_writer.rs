@@ -1,0 +1,175 @@
+//! The `openai` backend: a [`Writer`] whose generator and reviser are models behind an
+//! OpenAI-compatible endpoint, and the host's `chat` service through which the `llm-judge`
+//! plugin asks the judge model. Both share one [`critbench_openai::Client`], so the concurrency
+//! limit, the cache, the retries and the token cap are the run's, whoever asks.
+
+use std::sync::Arc;
+
+use critbench_core::{Critique, Task};
+use critbench_openai::{CallIdentity, ChatRequest, Client, ClientSettings, Message, Role};
+use critbench_plugin_host::services::{self, CallScope, HostService, Registration};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::backend::{Draft, DraftKey, Hint, Writer};
+use crate::prompts::{Prompts, clean_model_text, feedback_block, hints_block, render, task_blocks};
+
+/// The name plugins call the judge model by (`critbench_host_v1.call`).
+pub const CHAT_SERVICE: &str = "chat";
+
+/// A run's model client, offered to plugins as the `chat` service for as long as it lives.
+pub struct OpenAiSession {
+    pub client: Arc<Client>,
+    _registration: Registration,
+}
+
+impl OpenAiSession {
+    /// Makes the client (reading the API key from the environment) and registers the `chat`
+    /// service; call before the run's plugins are created.
+    pub fn start(settings: &ClientSettings) -> Result<OpenAiSession, critbench_openai::ClientError> {
+        let client = Arc::new(Client::new(settings.clone())?);
+        let registration = services::register(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&client) }));
+        Ok(OpenAiSession { client, _registration: registration })
+    }
+}
+
+/// `chat`: `{"messages": [{"role", "content"}...], "response_format": {...}?}` →
+/// `{"content": "...", "tokens_in": n, "tokens_out": n, "cached": bool}`, asked of the judge
+/// model with the judge's sampling settings.
+struct ChatService {
+    client: Arc<Client>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatServiceRequest {
+    messages: Vec<Message>,
+    #[serde(default)]
+    response_format: Option<Value>,
+}
+
+impl HostService for ChatService {
+    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<String, String> {
+        let request: ChatServiceRequest = serde_json::from_str(request).map_err(|e| {
+            format!(
+                "chat: bad request ({e}); send {{\"messages\": [{{\"role\": \"user\", \"content\": \"...\"}}], \
+                 \"response_format\": {{\"type\": \"json_object\"}}}}"
+            )
+        })?;
+        if request.messages.is_empty() {
+            return Err("chat: `messages` is empty".into());
+        }
+        let identity = match scope {
+            Some(scope) => CallIdentity {
+                task_id: scope.task_id.clone(),
+                epoch: scope.epoch,
+                round: scope.round,
+                attempt: scope.attempt.max(1),
+            },
+            None => CallIdentity { attempt: 1, ..CallIdentity::default() },
+        };
+        let chat = ChatRequest { messages: request.messages, response_format: request.response_format };
+        let answer = self.client.chat(Role::Judge, &chat, &identity).map_err(|e| e.to_string())?;
+        Ok(json!({
+            "content": answer.content,
+            "tokens_in": answer.tokens_in,
+            "tokens_out": answer.tokens_out,
+            "cached": answer.cached,
+        })
+        .to_string())
+    }
+}
+
+/// Drafts and revisions from the generator and reviser models.
+pub struct OpenAiWriter {
+    client: Arc<Client>,
+    prompts: Prompts,
+}
+
+impl OpenAiWriter {
+    pub fn new(client: Arc<Client>, prompts: Prompts) -> OpenAiWriter {
+        OpenAiWriter { client, prompts }
+    }
+
+    fn ask(&self, role: Role, system: &str, user: String, key: &DraftKey<'_>, what: &str) -> Result<Draft, String> {
+        let request =
+            ChatRequest { messages: vec![Message::system(system), Message::user(user)], response_format: None };
+        let identity =
+            CallIdentity { task_id: key.task_id.to_string(), epoch: key.epoch, round: key.round, attempt: 1 };
+        // One message per failed round, naming it: the runner records it in `failed_loops`.
+        let answer = self
+            .client
+            .chat(role, &request, &identity)
+            .map_err(|error| format!("round {} ({what}): {error}", key.round))?;
+        Ok(Draft {
+            text: clean_model_text(&answer.content),
+            tokens_in: answer.tokens_in,
+            tokens_out: answer.tokens_out,
+        })
+    }
+
+    /// The adjudicator's final pass over a finished loop's draft (seed 004), cleaned like every
+    /// other model text. `None` when no adjudicator model is configured.
+    pub fn adjudicate(
+        &self,
+        task: &Task,
+        draft: &str,
+        last_critique: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Option<Result<Draft, String>> {
+        if !self.client.has_role(Role::Adjudicator) {
+            return None;
+        }
+        let (context, evidence) = task_blocks(task);
+        let feedback = match last_critique {
+            Some(critique) => feedback_block(critique, &self.prompts.generic_fix),
+            None => format!("- {}\n", self.prompts.generic_fix),
+        };
+        let user = render(
+            &self.prompts.adjudicator,
+            &[
+                ("prompt", task.prompt.trim()),
+                ("context", &context),
+                ("evidence", &evidence),
+                ("draft", draft),
+                ("feedback", &feedback),
+            ],
+        );
+        Some(self.ask(Role::Adjudicator, &self.prompts.adjudicator_system, user, key, "adjudicate"))
+    }
+}
+
+impl Writer for OpenAiWriter {
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+        let (context, evidence) = task_blocks(task);
+        let hints = hints_block(hints);
+        let user = render(
+            &self.prompts.generator,
+            &[("prompt", task.prompt.trim()), ("context", &context), ("evidence", &evidence), ("hints", &hints)],
+        );
+        self.ask(Role::Generator, &self.prompts.generator_system, user, key, "generate")
+    }
+
+    fn revise(
+        &self,
+        task: &Task,
+        draft: &str,
+        critique: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Result<Draft, String> {
+        let (context, evidence) = task_blocks(task);
+        let mut values =
+            vec![("prompt", task.prompt.trim()), ("context", &context), ("evidence", &evidence), ("draft", draft)];
+        let feedback;
+        let template = match critique {
+            Some(critique) => {
+                feedback = feedback_block(critique, &self.prompts.generic_fix);
+                values.push(("feedback", &feedback));
+                &self.prompts.reviser_feedback
+            }
+            None => &self.prompts.reviser_blind,
+        };
+        let user = render(template, &values);
+        self.ask(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
+    }
+}

@@ -1,0 +1,284 @@
+//! The response cache: a SQLite table from request key to answer, plus "single flight" so that
+//! identical requests made at the same moment (round 0 of every arm of a task) reach the model
+//! once and all get the same answer. Only answers are stored, never errors, never the key.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::settings::CacheMode;
+
+/// Bumped when the key or the stored answer changes meaning; old rows are then never matched.
+pub const CACHE_FORMAT: u32 = 1;
+
+/// A stored answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CachedAnswer {
+    pub content: String,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+}
+
+/// What the key is made of, kept beside the answer so the table can be inspected and pruned.
+pub struct KeyParts<'a> {
+    pub endpoint: &'a str,
+    pub role: &'a str,
+    pub model: &'a str,
+    pub task_id: &'a str,
+    pub epoch: u32,
+    pub round: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("response cache {}: {message}", path.display())]
+pub struct CacheError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+type FlightResult = Result<CachedAnswer, String>;
+
+struct Flight {
+    result: Mutex<Option<FlightResult>>,
+    done: Condvar,
+}
+
+pub struct ResponseCache {
+    connection: Mutex<Connection>,
+    path: Option<PathBuf>,
+    in_flight: Mutex<HashMap<String, Arc<Flight>>>,
+}
+
+/// Where a lookup left the caller.
+pub enum Lookup<'a> {
+    /// Stored earlier (this run or another).
+    Hit(CachedAnswer),
+    /// An identical request was in flight; this is its outcome.
+    Joined(FlightResult),
+    /// Nobody has it: the caller asks the model and must [`Leader::finish`].
+    Lead(Leader<'a>),
+}
+
+/// The one caller that asks the model for a key; the others wait for it.
+pub struct Leader<'a> {
+    cache: &'a ResponseCache,
+    key: String,
+    flight: Arc<Flight>,
+    finished: bool,
+}
+
+impl ResponseCache {
+    pub fn open(mode: &CacheMode) -> Result<ResponseCache, CacheError> {
+        let (connection, path) = match mode {
+            CacheMode::Memory => {
+                let fail = |e: rusqlite::Error| CacheError { path: ":memory:".into(), message: e.to_string() };
+                (Connection::open_in_memory().map_err(fail)?, None)
+            }
+            CacheMode::Disk { path } => {
+                let fail = |message: String| CacheError { path: path.clone(), message };
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create its directory: {e}")))?;
+                }
+                let connection = Connection::open(path).map_err(|e| fail(e.to_string()))?;
+                connection.busy_timeout(Duration::from_secs(30)).map_err(|e| fail(e.to_string()))?;
+                // WAL lets other critbench processes read while this one writes.
+                connection
+                    .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+                    .map_err(|e| fail(format!("cannot switch to WAL: {e}")))?;
+                connection.execute_batch("PRAGMA synchronous = NORMAL").map_err(|e| fail(e.to_string()))?;
+                (connection, Some(path.clone()))
+            }
+        };
+        connection
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS responses (
+                    key TEXT PRIMARY KEY,
+                    format INTEGER NOT NULL,
+                    endpoint TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    model TEXT NOT NULL,
+                    task_id TEXT NOT NULL,
+                    epoch INTEGER NOT NULL,
+                    round INTEGER NOT NULL,
+                    content TEXT NOT NULL,
+                    tokens_in INTEGER,
+                    tokens_out INTEGER,
+                    created_at INTEGER NOT NULL
+                )",
+            )
+            .map_err(|e| CacheError {
+                path: path.clone().unwrap_or_else(|| ":memory:".into()),
+                message: format!("cannot create the table: {e}"),
+            })?;
+        Ok(ResponseCache { connection: Mutex::new(connection), path, in_flight: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        self.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn get(&self, key: &str) -> Result<Option<CachedAnswer>, String> {
+        self.connection()
+            .query_row(
+                "SELECT content, tokens_in, tokens_out FROM responses WHERE key = ?1 AND format = ?2",
+                params![key, CACHE_FORMAT],
+                |row| {
+                    Ok(CachedAnswer {
+                        content: row.get(0)?,
+                        tokens_in: row.get::<_, Option<i64>>(1)?.map(|n| n.max(0) as u64),
+                        tokens_out: row.get::<_, Option<i64>>(2)?.map(|n| n.max(0) as u64),
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| e.to_string())
+    }
+
+    fn put(&self, key: &str, parts: &KeyParts<'_>, answer: &CachedAnswer) -> Result<(), String> {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        self.connection()
+            .execute(
+                "INSERT OR REPLACE INTO responses
+                 (key, format, endpoint, role, model, task_id, epoch, round, content, tokens_in, tokens_out, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    key,
+                    CACHE_FORMAT,
+                    parts.endpoint,
+                    parts.role,
+                    parts.model,
+                    parts.task_id,
+                    parts.epoch,
+                    parts.round,
+                    answer.content,
+                    answer.tokens_in.map(|n| n as i64),
+                    answer.tokens_out.map(|n| n as i64),
+                    now
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Looks `key` up: a stored answer, the outcome of an identical request in flight (waiting
+    /// for it), or the lead, when this caller must ask the model. A cache that cannot be read is
+    /// treated as a miss (`read_error` says why).
+    pub fn lookup(&self, key: &str, read_error: &mut Option<String>) -> Lookup<'_> {
+        let flight = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            match in_flight.get(key) {
+                Some(flight) => Arc::clone(flight),
+                None => {
+                    // Checked while holding the in-flight map: a leader stores its answer before
+                    // it leaves the map, so there is no moment where the answer is in neither.
+                    match self.get(key) {
+                        Ok(Some(answer)) => return Lookup::Hit(answer),
+                        Ok(None) => {}
+                        Err(e) => *read_error = Some(e),
+                    }
+                    let flight = Arc::new(Flight { result: Mutex::new(None), done: Condvar::new() });
+                    in_flight.insert(key.to_string(), Arc::clone(&flight));
+                    return Lookup::Lead(Leader { cache: self, key: key.to_string(), flight, finished: false });
+                }
+            }
+        };
+        let mut result = flight.result.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        while result.is_none() {
+            result = flight.done.wait(result).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        Lookup::Joined(result.clone().expect("checked above"))
+    }
+}
+
+impl Leader<'_> {
+    /// Stores a successful answer (errors are never stored) and wakes the callers waiting on
+    /// this key. Returns the store's error, if any; the answer is good either way.
+    pub fn finish(mut self, parts: &KeyParts<'_>, result: &FlightResult) -> Result<(), String> {
+        let stored = match result {
+            Ok(answer) => self.cache.put(&self.key, parts, answer),
+            Err(_) => Ok(()),
+        };
+        self.publish(result.clone());
+        stored
+    }
+
+    fn publish(&mut self, result: FlightResult) {
+        self.finished = true;
+        *self.flight.result.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(result);
+        self.flight.done.notify_all();
+        self.cache.in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&self.key);
+    }
+}
+
+impl Drop for Leader<'_> {
+    fn drop(&mut self) {
+        // A leader that unwinds must not leave its followers waiting forever.
+        if !self.finished {
+            self.publish(Err("the request was abandoned (internal error)".to_string()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts() -> KeyParts<'static> {
+        KeyParts {
+            endpoint: "http://x/v1/chat/completions",
+            role: "judge",
+            model: "m",
+            task_id: "t",
+            epoch: 0,
+            round: 0,
+        }
+    }
+
+    fn answer(text: &str) -> CachedAnswer {
+        CachedAnswer { content: text.into(), tokens_in: Some(3), tokens_out: None }
+    }
+
+    #[test]
+    fn answers_persist_and_errors_are_not_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mode = CacheMode::Disk { path: dir.path().join("sub/cache.sqlite") };
+        {
+            let cache = ResponseCache::open(&mode).unwrap();
+            let mut error = None;
+            let Lookup::Lead(leader) = cache.lookup("a", &mut error) else { panic!("empty cache") };
+            leader.finish(&parts(), &Ok(answer("hello"))).unwrap();
+            let Lookup::Lead(leader) = cache.lookup("b", &mut error) else { panic!("empty cache") };
+            leader.finish(&parts(), &Err("HTTP 500".into())).unwrap();
+            assert!(error.is_none());
+        }
+        let cache = ResponseCache::open(&mode).unwrap();
+        let mut error = None;
+        assert!(matches!(cache.lookup("a", &mut error), Lookup::Hit(a) if a == answer("hello")));
+        assert!(matches!(cache.lookup("b", &mut error), Lookup::Lead(_)), "errors are never cached");
+    }
+
+    #[test]
+    fn identical_requests_in_flight_share_one_answer() {
+        let cache = Arc::new(ResponseCache::open(&CacheMode::Memory).unwrap());
+        let mut error = None;
+        let Lookup::Lead(leader) = cache.lookup("k", &mut error) else { panic!("empty cache") };
+        let follower = {
+            let cache = Arc::clone(&cache);
+            std::thread::spawn(move || match cache.lookup("k", &mut None) {
+                Lookup::Joined(result) => result,
+                Lookup::Hit(answer) => Ok(answer),
+                Lookup::Lead(_) => panic!("a second leader for the same key"),
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        leader.finish(&parts(), &Ok(answer("once"))).unwrap();
+        assert_eq!(follower.join().unwrap().unwrap().content, "once");
+    }
+}

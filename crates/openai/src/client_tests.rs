@@ -1,0 +1,198 @@
+//! The client against the scripted mock server: every failure mode the README promises to
+//! handle, with counts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::mock_server::{MockResponse, MockServer};
+use crate::*;
+
+fn settings(server: &MockServer, cache: CacheMode) -> ClientSettings {
+    let role = |model: &str| RoleSettings { model: model.into(), temperature: 0.0, max_tokens: Some(64), seed: 1 };
+    ClientSettings {
+        base_url: server.base_url(),
+        api_key_env: None,
+        concurrency: 4,
+        roles: BTreeMap::from([(Role::Generator, role("gen")), (Role::Judge, role("judge"))]),
+        timeout: Duration::from_millis(400),
+        max_retries: 3,
+        retry_base: Duration::from_millis(10),
+        max_tokens_total: None,
+        cache,
+    }
+}
+
+fn ask(client: &Client, epoch: u32) -> Result<ChatAnswer, ChatError> {
+    let request = ChatRequest { messages: vec![Message::user("write")], response_format: None };
+    client.chat(Role::Generator, &request, &CallIdentity { task_id: "t1".into(), epoch, round: 0, attempt: 1 })
+}
+
+/// Answers the first `failures` requests with `failure`, then with a chat completion.
+fn failing_first(failures: usize, failure: MockResponse) -> MockServer {
+    let seen = AtomicUsize::new(0);
+    MockServer::start(move |_| {
+        if seen.fetch_add(1, Ordering::SeqCst) < failures { failure.clone() } else { MockResponse::chat("ok", 7, 3) }
+    })
+}
+
+#[test]
+fn an_answer_carries_content_and_token_usage() {
+    let server = MockServer::start(|request| {
+        assert_eq!(request.path, "/v1/chat/completions");
+        assert_eq!(request.model(), "gen");
+        assert_eq!(request.body["temperature"], 0.0);
+        assert_eq!(request.body["max_tokens"], 64);
+        assert!(request.body["seed"].is_u64());
+        assert!(request.authorization.is_none(), "no key configured, none sent");
+        MockResponse::chat("a draft", 12, 5)
+    });
+    let client = Client::new(settings(&server, CacheMode::Memory)).unwrap();
+    let answer = ask(&client, 0).unwrap();
+    assert_eq!(
+        (answer.content.as_str(), answer.tokens_in, answer.tokens_out, answer.cached),
+        ("a draft", Some(12), Some(5), false)
+    );
+    let report = client.report();
+    assert_eq!(report["tokens"]["total"], 17);
+    assert_eq!(report["calls"]["by_role"]["generator"]["model_calls"], 1);
+}
+
+#[test]
+fn too_many_requests_honours_retry_after_and_lowers_the_limit() {
+    let server = failing_first(1, MockResponse::error(429, "slow down").header("Retry-After", "1"));
+    let client = Client::new(settings(&server, CacheMode::Memory)).unwrap();
+    let started = Instant::now();
+    assert_eq!(ask(&client, 0).unwrap().content, "ok");
+    assert!(started.elapsed() >= Duration::from_millis(950), "waited {:?}", started.elapsed());
+    let report = client.report();
+    assert_eq!(report["http"]["status_429"], 1);
+    assert_eq!(report["http"]["retries"], 1);
+    assert_eq!(report["concurrency"]["lowest"], 2, "halved from 4: {report:#}");
+    assert_eq!(report["concurrency"]["history"][1]["reason"], "overloaded");
+}
+
+#[test]
+fn server_errors_timeouts_and_truncated_bodies_are_retried() {
+    for (failure, counter) in [
+        (MockResponse::error(500, "boom"), "status_5xx_other"),
+        (MockResponse::error(503, "busy"), "status_503"),
+        (MockResponse::chat("late", 1, 1).after(Duration::from_millis(1200)), "timeouts"),
+        (MockResponse::chat("cut", 1, 1).truncated(), "connection_errors"),
+        (MockResponse::raw(200, b"{\"choices\": [".to_vec()), "malformed_bodies"),
+    ] {
+        let server = failing_first(2, failure);
+        let client = Client::new(settings(&server, CacheMode::Memory)).unwrap();
+        assert_eq!(ask(&client, 0).unwrap().content, "ok", "{counter}");
+        let report = client.report();
+        assert_eq!(report["http"]["retries"], 2, "{counter}: {report:#}");
+        assert_eq!(report["http"][counter], 2, "{counter}: {report:#}");
+        assert_eq!(server.requests(), 3);
+    }
+}
+
+#[test]
+fn the_last_failure_is_one_clear_error() {
+    let server = failing_first(usize::MAX, MockResponse::error(500, "model crashed"));
+    let client = Client::new(settings(&server, CacheMode::Memory)).unwrap();
+    let error = ask(&client, 0).unwrap_err().to_string();
+    assert!(
+        error.starts_with(
+            "generator call failed after 4 attempt(s): HTTP 500 Internal Server Error from http://127.0.0.1:"
+        ),
+        "{error}"
+    );
+    assert!(error.contains("model crashed"), "{error}");
+    assert_eq!(server.requests(), 4);
+    // A client error is not retried.
+    let server = failing_first(usize::MAX, MockResponse::error(404, "no such model"));
+    let client = Client::new(settings(&server, CacheMode::Memory)).unwrap();
+    let error = ask(&client, 0).unwrap_err().to_string();
+    assert!(error.contains("failed after 1 attempt(s): HTTP 404"), "{error}");
+    assert_eq!(server.requests(), 1);
+}
+
+#[test]
+fn the_cache_answers_repeats_but_not_other_epochs_and_never_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = CacheMode::Disk { path: dir.path().join(".critbench-cache.sqlite") };
+    let server = failing_first(4, MockResponse::error(500, "down"));
+    {
+        let client = Client::new(settings(&server, disk.clone())).unwrap();
+        assert!(ask(&client, 0).is_err(), "four failures exhaust the four attempts");
+        assert_eq!(ask(&client, 0).unwrap().content, "ok", "the error was not cached");
+        assert_eq!(server.requests(), 5);
+        assert!(ask(&client, 0).unwrap().cached);
+        assert!(!ask(&client, 1).unwrap().cached, "another epoch resamples");
+        assert_eq!(server.requests(), 6);
+    }
+    let client = Client::new(settings(&server, disk)).unwrap();
+    assert!(ask(&client, 0).unwrap().cached && ask(&client, 1).unwrap().cached);
+    assert_eq!(server.requests(), 6, "a new client on the same file makes no call");
+    assert_eq!(client.report()["cache"]["hits"], 2);
+    let fresh = Client::new(settings(&server, CacheMode::Memory)).unwrap();
+    assert!(!ask(&fresh, 0).unwrap().cached);
+    assert_eq!(server.requests(), 7, "an in-memory cache starts empty");
+}
+
+#[test]
+fn identical_requests_in_flight_reach_the_server_once() {
+    let server = MockServer::start(|_| MockResponse::chat("shared", 1, 1).after(Duration::from_millis(200)));
+    let client = Arc::new(Client::new(settings(&server, CacheMode::Memory)).unwrap());
+    let threads: Vec<_> = (0..3)
+        .map(|_| {
+            let client = Arc::clone(&client);
+            std::thread::spawn(move || ask(&client, 0).unwrap().content)
+        })
+        .collect();
+    for thread in threads {
+        assert_eq!(thread.join().unwrap(), "shared");
+    }
+    assert_eq!(server.requests(), 1);
+}
+
+#[test]
+fn concurrency_never_exceeds_the_limit() {
+    let server = MockServer::start(|_| MockResponse::chat("x", 1, 1).after(Duration::from_millis(100)));
+    let mut limited = settings(&server, CacheMode::Memory);
+    limited.concurrency = 2;
+    let client = Arc::new(Client::new(limited).unwrap());
+    let threads: Vec<_> = (0..8)
+        .map(|epoch| {
+            let client = Arc::clone(&client);
+            std::thread::spawn(move || ask(&client, epoch).unwrap())
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(server.requests(), 8);
+    assert_eq!(server.max_in_flight(), 2);
+}
+
+#[test]
+fn the_token_cap_refuses_new_calls() {
+    let server = MockServer::start(|_| MockResponse::chat("x", 8, 4));
+    let mut capped = settings(&server, CacheMode::Memory);
+    capped.max_tokens_total = Some(10);
+    let client = Client::new(capped).unwrap();
+    ask(&client, 0).unwrap();
+    let error = ask(&client, 1).unwrap_err();
+    assert_eq!(error, ChatError::TokenCap { cap: 10, used: 12 });
+    assert!(error.to_string().contains("max_tokens_total = 10"));
+    assert_eq!(server.requests(), 1);
+    let report = client.report();
+    assert_eq!(report["tokens"]["cap_reached"], true);
+    assert_eq!(report["tokens"]["refused_calls"], 1);
+}
+
+#[test]
+fn a_role_without_a_model_is_an_error() {
+    let server = MockServer::start(|_| MockResponse::chat("x", 1, 1));
+    let client = Client::new(settings(&server, CacheMode::Memory)).unwrap();
+    let request = ChatRequest { messages: vec![Message::user("x")], response_format: None };
+    let error = client.chat(Role::Adjudicator, &request, &CallIdentity::default()).unwrap_err();
+    assert!(error.to_string().contains("no model is configured for the adjudicator role"));
+    assert_eq!(server.requests(), 0);
+}

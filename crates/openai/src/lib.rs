@@ -1,0 +1,56 @@
+//! An OpenAI-compatible chat client for critique→revise loops: `/v1/chat/completions` with a
+//! model and sampling per role (generator, reviser, judge, adjudicator), as used against
+//! llama.cpp's server, vLLM, Ollama or a hosted API.
+//!
+//! What it adds over a bare HTTP call, all inside one blocking [`Client::chat`] that rayon worker
+//! threads call directly:
+//! - a **response cache** in SQLite, keyed by endpoint, request body (model, messages, sampling,
+//!   response format) and the call's identity (role × task × epoch × round × attempt), with
+//!   identical requests in flight answered once; errors are never stored;
+//! - a **concurrency limit** per endpoint that halves on 429/503 and grows back after sustained
+//!   success (AIMD), its history kept for the manifest;
+//! - **retries** with exponential backoff and jitter on timeouts, connection errors, 5xx, 429
+//!   (honouring `Retry-After`) and unparseable bodies, a per-request timeout, and one clear error
+//!   after the last attempt;
+//! - **token accounting** from `usage`, and a run-wide cap after which calls fail fast;
+//! - the **API key** read from the environment variable the settings name, sent as a sensitive
+//!   header, scrubbed from every error, never written anywhere.
+//!
+//! ```no_run
+//! use std::collections::BTreeMap;
+//! use std::time::Duration;
+//! use critbench_openai::{CacheMode, CallIdentity, ChatRequest, Client, ClientSettings, Message, Role, RoleSettings};
+//!
+//! let role = RoleSettings { model: "qwen2.5:7b".into(), temperature: 0.7, max_tokens: Some(512), seed: 7 };
+//! let client = Client::new(ClientSettings {
+//!     base_url: "http://127.0.0.1:11434/v1".into(),
+//!     api_key_env: None,
+//!     concurrency: 4,
+//!     roles: BTreeMap::from([(Role::Generator, role)]),
+//!     timeout: Duration::from_secs(60),
+//!     max_retries: 4,
+//!     retry_base: Duration::from_millis(500),
+//!     max_tokens_total: None,
+//!     cache: CacheMode::Disk { path: "reports/.critbench-cache.sqlite".into() },
+//! })
+//! .unwrap();
+//! let request = ChatRequest { messages: vec![Message::user("Write a haiku about rust.")], response_format: None };
+//! let identity = CallIdentity { task_id: "haiku".into(), epoch: 0, round: 0, attempt: 1 };
+//! let answer = client.chat(Role::Generator, &request, &identity).unwrap();
+//! println!("{} ({:?} tokens out)", answer.content, answer.tokens_out);
+//! ```
+
+mod cache;
+mod client;
+mod limiter;
+#[cfg(any(test, feature = "mock-server"))]
+pub mod mock_server;
+mod settings;
+
+pub use cache::CACHE_FORMAT;
+pub use client::{CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, Message, request_seed};
+pub use limiter::LimitChange;
+pub use settings::{CacheMode, ClientSettings, MAX_BACKOFF, Role, RoleSettings};
+
+#[cfg(test)]
+mod client_tests;

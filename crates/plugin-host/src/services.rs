@@ -1,0 +1,120 @@
+//! Services the host offers plugins through `critbench_host_v1.call` (e.g. `chat`, which the
+//! `llm-judge` plugin uses to ask the judge model), and the scope of the critique being made.
+//!
+//! The registry is process-wide: the engine registers a service before it creates the plugins of
+//! a run and removes it afterwards. A critique call runs on the thread that asked for it, so the
+//! identity of that critique (task, epoch, round, attempt) travels in a thread-local scope that
+//! services read to key their caches; plugins need not (and cannot) forge it.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// Which critique a service call belongs to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallScope {
+    pub task_id: String,
+    pub epoch: u32,
+    pub round: u32,
+    /// The host's attempt at this critique (SPEC §4 retries), from 1.
+    pub attempt: u32,
+}
+
+/// A service plugins can call by name with a JSON request; the answer is JSON, an error a message.
+pub trait HostService: Send + Sync {
+    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<String, String>;
+}
+
+type Registry = RwLock<HashMap<String, Arc<dyn HostService>>>;
+
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Default::default)
+}
+
+thread_local! {
+    static SCOPE: RefCell<Option<CallScope>> = const { RefCell::new(None) };
+}
+
+/// Offers `service` to plugins under `name` until the returned guard is dropped (replacing any
+/// service of that name meanwhile).
+#[must_use = "the service is withdrawn when the guard is dropped"]
+pub fn register(name: &str, service: Arc<dyn HostService>) -> Registration {
+    registry().write().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), service);
+    Registration { name: name.to_string() }
+}
+
+/// Withdraws a registered service when dropped.
+pub struct Registration {
+    name: String,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        registry().write().unwrap_or_else(|p| p.into_inner()).remove(&self.name);
+    }
+}
+
+/// Runs `f` with `scope` as the current critique's identity on this thread.
+pub fn with_scope<R>(scope: CallScope, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<CallScope>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPE.with(|s| *s.borrow_mut() = self.0.take());
+        }
+    }
+    let _restore = Restore(SCOPE.with(|s| s.borrow_mut().replace(scope)));
+    f()
+}
+
+/// Sets the attempt number of the current scope, if there is one.
+pub(crate) fn set_attempt(attempt: u32) {
+    SCOPE.with(|s| {
+        if let Some(scope) = s.borrow_mut().as_mut() {
+            scope.attempt = attempt;
+        }
+    });
+}
+
+/// Calls the service `name` (what `host_call` does for a plugin).
+pub fn dispatch(name: &str, request: &str) -> Result<String, String> {
+    let service = registry().read().unwrap_or_else(|p| p.into_inner()).get(name).cloned();
+    let Some(service) = service else {
+        let known: Vec<String> = registry().read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
+        return Err(if known.is_empty() {
+            format!("this host offers no service `{name}` (no services are registered in this run)")
+        } else {
+            format!("this host offers no service `{name}`; it offers: {}", known.join(", "))
+        });
+    };
+    let scope = SCOPE.with(|s| s.borrow().clone());
+    service.call(request, scope.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Echo;
+
+    impl HostService for Echo {
+        fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<String, String> {
+            Ok(format!("{request} @ {:?}", scope.map(|s| (&s.task_id, s.epoch, s.round, s.attempt))))
+        }
+    }
+
+    #[test]
+    fn services_see_the_scope_of_the_calling_thread() {
+        let registration = register("test-echo", Arc::new(Echo));
+        assert_eq!(dispatch("test-echo", "hi").unwrap(), "hi @ None");
+        let scope = CallScope { task_id: "t".into(), epoch: 2, round: 1, attempt: 1 };
+        let answer = with_scope(scope, || {
+            set_attempt(3);
+            dispatch("test-echo", "hi").unwrap()
+        });
+        assert_eq!(answer, "hi @ Some((\"t\", 2, 1, 3))");
+        assert_eq!(dispatch("test-echo", "hi").unwrap(), "hi @ None", "the scope ends with the closure");
+        drop(registration);
+        assert!(dispatch("test-echo", "hi").unwrap_err().contains("no service `test-echo`"));
+    }
+}
