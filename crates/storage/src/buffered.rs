@@ -14,24 +14,27 @@ use crate::parquet_sink::{ParquetSink, StorageError};
 /// Rows held before they are handed to the Parquet writer.
 pub(crate) const BATCH_ROWS: usize = 8192;
 
-/// A Parquet file of owned rows of type `R`.
-pub(crate) struct BufferedWriter<R> {
-    sink: ParquetSink,
-    pending: Vec<R>,
-    columns: fn(&[R]) -> Vec<ArrayRef>,
+/// A row type with a Parquet table of its own.
+pub trait TableRow: Sized {
+    /// The table's name, in the file's key-value metadata (`critbench.table`).
+    const TABLE: &'static str;
+    fn schema() -> SchemaRef;
+    /// The batch's columns, in the order of [`TableRow::schema`].
+    fn columns(rows: &[Self]) -> Vec<ArrayRef>;
 }
 
-impl<R> BufferedWriter<R> {
-    pub(crate) fn create(
-        path: &Path,
-        schema: SchemaRef,
-        table: &str,
-        columns: fn(&[R]) -> Vec<ArrayRef>,
-    ) -> Result<Self, StorageError> {
-        Ok(BufferedWriter { sink: ParquetSink::create(path, schema, table)?, pending: Vec::new(), columns })
+/// A Parquet file of owned rows, written a batch at a time.
+pub struct TableWriter<R: TableRow> {
+    sink: ParquetSink,
+    pending: Vec<R>,
+}
+
+impl<R: TableRow> TableWriter<R> {
+    pub fn create(path: &Path) -> Result<Self, StorageError> {
+        Ok(TableWriter { sink: ParquetSink::create(path, R::schema(), R::TABLE)?, pending: Vec::new() })
     }
 
-    pub(crate) fn push(&mut self, row: R) -> Result<(), StorageError> {
+    pub fn push(&mut self, row: R) -> Result<(), StorageError> {
         self.pending.push(row);
         if self.pending.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
     }
@@ -40,12 +43,12 @@ impl<R> BufferedWriter<R> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let columns = (self.columns)(&self.pending);
+        let columns = R::columns(&self.pending);
         self.pending.clear();
         self.sink.write(columns)
     }
 
-    pub(crate) fn close(mut self) -> Result<(), StorageError> {
+    pub fn close(mut self) -> Result<(), StorageError> {
         self.flush()?;
         self.sink.close()
     }

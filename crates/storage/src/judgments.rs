@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use crate::buffered::{BufferedWriter, RowColumns};
+use crate::buffered::{RowColumns, TableRow, TableWriter};
 use crate::columns::{Columns, for_each_batch};
 use crate::parquet_sink::StorageError;
 
@@ -103,19 +103,17 @@ pub fn judgment_schema() -> SchemaRef {
 }
 
 /// Streams [`JudgmentRow`]s into `judgments.parquet`.
-pub struct JudgmentWriter(BufferedWriter<JudgmentRow>);
+pub type JudgmentWriter = TableWriter<JudgmentRow>;
 
-impl JudgmentWriter {
-    pub fn create(path: &Path) -> Result<Self, StorageError> {
-        BufferedWriter::create(path, judgment_schema(), "judgments", judgment_columns).map(JudgmentWriter)
+impl TableRow for JudgmentRow {
+    const TABLE: &'static str = "judgments";
+
+    fn schema() -> SchemaRef {
+        judgment_schema()
     }
 
-    pub fn push(&mut self, row: JudgmentRow) -> Result<(), StorageError> {
-        self.0.push(row)
-    }
-
-    pub fn close(self) -> Result<(), StorageError> {
-        self.0.close()
+    fn columns(rows: &[Self]) -> Vec<ArrayRef> {
+        judgment_columns(rows)
     }
 }
 

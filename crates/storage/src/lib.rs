@@ -22,6 +22,7 @@ pub mod recorded;
 pub mod round_scores;
 pub mod tables;
 
+pub use buffered::{TableRow, TableWriter};
 pub use parquet_sink::SCHEMA_VERSION;
 
 /// Hex-encoded SHA-256 of a file's bytes.

@@ -11,7 +11,7 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use crate::buffered::{BATCH_ROWS, BufferedWriter, RowColumns};
+use crate::buffered::{BATCH_ROWS, RowColumns, TableRow, TableWriter};
 use crate::parquet_sink::ParquetSink;
 pub use crate::parquet_sink::StorageError;
 
@@ -354,19 +354,17 @@ impl TrajectoryWriter {
 }
 
 /// Streams [`OutcomeRow`]s into `outcomes.parquet`.
-pub struct OutcomeWriter(BufferedWriter<OutcomeRow>);
+pub type OutcomeWriter = TableWriter<OutcomeRow>;
 
-impl OutcomeWriter {
-    pub fn create(path: &Path) -> Result<Self, StorageError> {
-        BufferedWriter::create(path, outcome_schema(), "outcomes", outcome_columns).map(OutcomeWriter)
+impl TableRow for OutcomeRow {
+    const TABLE: &'static str = "outcomes";
+
+    fn schema() -> SchemaRef {
+        outcome_schema()
     }
 
-    pub fn push(&mut self, row: OutcomeRow) -> Result<(), StorageError> {
-        self.0.push(row)
-    }
-
-    pub fn close(self) -> Result<(), StorageError> {
-        self.0.close()
+    fn columns(rows: &[Self]) -> Vec<ArrayRef> {
+        outcome_columns(rows)
     }
 }
 
