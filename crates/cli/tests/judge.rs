@@ -316,6 +316,12 @@ fn judge_demo_reports_every_metric_for_rubric_evidence_and_the_c_plugin() {
         assert!(html.contains(&format!("<svg id=\"{id}\"")), "{id} missing");
     }
     assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"));
+    // The critics' issue types are kept: every fabricated citation is tagged as an unknown id.
+    let rows = read_judgments(&out.join("judgments.parquet")).unwrap();
+    let tagged: Vec<&JudgmentRow> =
+        rows.iter().filter(|r| r.critic == "evidence" && r.flaw.as_deref() == Some("fabricated_citation")).collect();
+    assert!(!tagged.is_empty());
+    assert!(tagged.iter().all(|r| r.issue_types.contains(&"unknown_evidence_id".to_string())), "{:?}", tagged[0]);
     run_reference_check(&out);
 }
 

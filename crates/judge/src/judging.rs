@@ -209,6 +209,7 @@ fn critique_one(
         dims: critique.dimensions,
         issues: critique.issues,
         fatal_issues: critique.fatal_issues,
+        issue_types: critique.issue_types,
         rationale: critique.rationale,
         critic_passed: critique.critic_passed,
         passed: verdict,

@@ -677,6 +677,7 @@ mod tests {
             dims: BTreeMap::new(),
             issues: Vec::new(),
             fatal_issues: Vec::new(),
+            issue_types: Vec::new(),
             suggestions: None,
             rationale: None,
             critic_passed: None,

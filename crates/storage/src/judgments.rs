@@ -27,6 +27,8 @@ pub struct JudgmentRow {
     pub dims: BTreeMap<String, f64>,
     pub issues: Vec<String>,
     pub fatal_issues: Vec<String>,
+    /// The types the critic tagged its issues with, each once.
+    pub issue_types: Vec<String>,
     /// Suggestions as JSON text, null when there are none.
     pub suggestions: Option<String>,
     pub rationale: Option<String>,
@@ -84,6 +86,7 @@ pub fn judgment_schema() -> SchemaRef {
         dims_map("dims"),
         string_list("issues"),
         string_list("fatal_issues"),
+        string_list("issue_types"),
         utf8("suggestions", true),
         utf8("rationale", true),
         Field::new("critic_passed", DataType::Boolean, true),
@@ -131,6 +134,7 @@ fn judgment_columns(rows: &[JudgmentRow]) -> Vec<ArrayRef> {
         c.float_maps(|r| &r.dims),
         c.string_lists(|r| &r.issues),
         c.string_lists(|r| &r.fatal_issues),
+        c.string_lists(|r| &r.issue_types),
         c.optional_text(|r| r.suggestions.as_deref()),
         c.optional_text(|r| r.rationale.as_deref()),
         c.optional_boolean(|r| r.critic_passed),
@@ -169,7 +173,8 @@ fn read_batch(columns: &Columns<'_>, rows: &mut Vec<JudgmentRow>) -> Result<(), 
         (columns.required_float("score")?, columns.required_float("pass_score")?, columns.required_float("critic_ms")?);
     let (dim_target, gold_score) = (columns.float("dim_target")?, columns.float("gold_score")?);
     let dims = columns.float_maps("dims")?;
-    let (issues, fatal_issues) = (columns.string_lists("issues")?, columns.string_lists("fatal_issues")?);
+    let (issues, fatal_issues, issue_types) =
+        (columns.string_lists("issues")?, columns.string_lists("fatal_issues")?, columns.string_lists("issue_types")?);
     let (suggestions, rationale, flaw, critic_error, meta) = (
         columns.text("suggestions")?,
         columns.text("rationale")?,
@@ -192,6 +197,7 @@ fn read_batch(columns: &Columns<'_>, rows: &mut Vec<JudgmentRow>) -> Result<(), 
             dims: dims[i].clone(),
             issues: issues[i].clone(),
             fatal_issues: fatal_issues[i].clone(),
+            issue_types: issue_types[i].clone(),
             suggestions: suggestions[i].clone(),
             rationale: rationale[i].clone(),
             critic_passed: critic_passed[i],
@@ -232,6 +238,7 @@ mod tests {
             },
             issues: (0..i % 3).map(|k| format!("issue {k}")).collect(),
             fatal_issues: if i.is_multiple_of(5) { vec!["unknown evidence id `d9`".into()] } else { Vec::new() },
+            issue_types: if i.is_multiple_of(5) { vec!["unknown_evidence_id".into()] } else { Vec::new() },
             suggestions: i.is_multiple_of(2).then(|| "[{\"edit\":\"x\"}]".to_string()),
             rationale: None,
             critic_passed: i.is_multiple_of(3).then_some(i.is_multiple_of(2)),
