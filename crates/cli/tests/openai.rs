@@ -229,6 +229,8 @@ fn real_model_loops_survive_faults_are_cached_and_never_leak_the_key() {
             let expected_in = if index == 0 { 40 } else { 60 };
             assert_eq!(round.tokens_in, Some(expected_in), "{} round {index}", recorded.task_id);
             assert!(round.tokens_out.is_some());
+            // The judge model's tokens are counted on the round it critiqued.
+            assert!(round.critic_tokens_in.unwrap_or(0) > 0 && round.critic_tokens_out.is_some(), "{round:?}");
             if recorded.task_id == "essay-4" {
                 assert!(round.critic_error.as_deref().unwrap().contains("not a valid critique after 2 attempt(s)"));
                 assert_eq!(

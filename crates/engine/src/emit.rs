@@ -89,6 +89,8 @@ pub fn emit_loop(
             critic_error: round.critic_error.as_deref(),
             tokens_in: round.tokens_in,
             tokens_out: round.tokens_out,
+            critic_tokens_in: round.critic_tokens_in,
+            critic_tokens_out: round.critic_tokens_out,
         })?;
     }
     let used = &rounds[..=stop];

@@ -70,6 +70,8 @@ impl HostService for ChatService {
         };
         let chat = ChatRequest { messages: request.messages, response_format: request.response_format };
         let answer = self.client.chat(Role::Judge, &chat, &identity).map_err(|e| e.to_string())?;
+        // Counted on the critique's round (`critic_tokens_*`), whatever the plugin does with them.
+        services::record_tokens(answer.tokens_in, answer.tokens_out);
         Ok(json!({
             "content": answer.content,
             "tokens_in": answer.tokens_in,

@@ -502,8 +502,9 @@ fn record_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
         let critiqued = Instant::now();
         let request = critique_request(&shared.task_json[unit.task], &draft.text, round);
         // Host services (the judge model's cache) key their answers by this critique's identity.
-        let scope = CallScope { task_id: task.id.clone(), epoch: unit.epoch, round, attempt: 1 };
-        let call = with_scope(scope, || critique_with_retry(critic, &request, weights, experiment.critic_attempts));
+        let scope = CallScope::new(&task.id, unit.epoch, round);
+        let (call, scope) =
+            with_scope(scope, || critique_with_retry(critic, &request, weights, experiment.critic_attempts));
         let critic_ms = ms(critiqued);
         let failed = call.failed();
         let critique = call.critique;
@@ -545,6 +546,8 @@ fn record_loop(shared: &Shared<'_>, unit: Unit) -> Result<LoopResult, String> {
             critic_ms,
             tokens_in: draft.tokens_in,
             tokens_out: draft.tokens_out,
+            critic_tokens_in: scope.tokens_in,
+            critic_tokens_out: scope.tokens_out,
         });
         match next {
             Some((next, next_ms)) => {

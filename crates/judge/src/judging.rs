@@ -182,9 +182,8 @@ fn critique_one(
     let started = Instant::now();
     // Host services (the judge model's cache) key their answers by this critique's identity:
     // each repeat is an epoch of its own, so a model judge resamples it.
-    let scope =
-        CallScope { task_id: labeled.task.id.clone(), epoch: unit.repeat, round: unit.draft as u32, attempt: 1 };
-    let call = with_scope(scope, || {
+    let scope = CallScope::new(&labeled.task.id, unit.repeat, unit.draft as u32);
+    let (call, _) = with_scope(scope, || {
         critique_with_retry(&critics[unit.critic].instance, &request, setup.weights.as_ref(), spec.attempts)
     });
     let critic_ms = started.elapsed().as_secs_f64() * 1000.0;

@@ -18,6 +18,15 @@ pub struct CallScope {
     pub round: u32,
     /// The host's attempt at this critique (SPEC §4 retries), from 1.
     pub attempt: u32,
+    /// Model tokens the services spent on this critique so far (all attempts), when they report any.
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+}
+
+impl CallScope {
+    pub fn new(task_id: &str, epoch: u32, round: u32) -> CallScope {
+        CallScope { task_id: task_id.to_string(), epoch, round, attempt: 1, tokens_in: None, tokens_out: None }
+    }
 }
 
 /// A service plugins can call by name with a JSON request; the answer is JSON, an error a message.
@@ -55,16 +64,35 @@ impl Drop for Registration {
     }
 }
 
-/// Runs `f` with `scope` as the current critique's identity on this thread.
-pub fn with_scope<R>(scope: CallScope, f: impl FnOnce() -> R) -> R {
+/// Runs `f` with `scope` as the current critique's identity on this thread, and returns the
+/// scope as `f` left it (with the tokens the services spent).
+pub fn with_scope<R>(scope: CallScope, f: impl FnOnce() -> R) -> (R, CallScope) {
     struct Restore(Option<CallScope>);
     impl Drop for Restore {
         fn drop(&mut self) {
             SCOPE.with(|s| *s.borrow_mut() = self.0.take());
         }
     }
-    let _restore = Restore(SCOPE.with(|s| s.borrow_mut().replace(scope)));
-    f()
+    let restore = Restore(SCOPE.with(|s| s.borrow_mut().replace(scope)));
+    let result = f();
+    let finished = SCOPE.with(|s| s.borrow_mut().take()).unwrap_or_default();
+    drop(restore);
+    (result, finished)
+}
+
+/// Adds tokens a service spent to the current critique's scope, if there is one.
+pub fn record_tokens(tokens_in: Option<u64>, tokens_out: Option<u64>) {
+    let add = |total: &mut Option<u64>, value: Option<u64>| {
+        if let Some(value) = value {
+            *total = Some(total.unwrap_or(0) + value);
+        }
+    };
+    SCOPE.with(|s| {
+        if let Some(scope) = s.borrow_mut().as_mut() {
+            add(&mut scope.tokens_in, tokens_in);
+            add(&mut scope.tokens_out, tokens_out);
+        }
+    });
 }
 
 /// Sets the attempt number of the current scope, if there is one.
@@ -107,12 +135,16 @@ mod tests {
     fn services_see_the_scope_of_the_calling_thread() {
         let registration = register("test-echo", Arc::new(Echo));
         assert_eq!(dispatch("test-echo", "hi").unwrap(), "hi @ None");
-        let scope = CallScope { task_id: "t".into(), epoch: 2, round: 1, attempt: 1 };
-        let answer = with_scope(scope, || {
+        let scope = CallScope::new("t", 2, 1);
+        let (answer, finished) = with_scope(scope, || {
             set_attempt(3);
+            record_tokens(Some(10), Some(4));
+            record_tokens(Some(5), None);
             dispatch("test-echo", "hi").unwrap()
         });
         assert_eq!(answer, "hi @ Some((\"t\", 2, 1, 3))");
+        assert_eq!((finished.tokens_in, finished.tokens_out), (Some(15), Some(4)));
+        record_tokens(Some(1), Some(1)); // outside any scope: nowhere to count, no panic
         assert_eq!(dispatch("test-echo", "hi").unwrap(), "hi @ None", "the scope ends with the closure");
         drop(registration);
         assert!(dispatch("test-echo", "hi").unwrap_err().contains("no service `test-echo`"));

@@ -29,6 +29,9 @@ pub struct RecordedRound {
     pub critic_ms: f64,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// Model tokens the critic spent on this round (a model judge), when known.
+    pub critic_tokens_in: Option<u64>,
+    pub critic_tokens_out: Option<u64>,
 }
 
 /// One loop (task × arm × critic × epoch) as far as it was recorded.
@@ -97,6 +100,7 @@ fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) 
     let (score, gen_ms, critic_ms) =
         (c.required_float("score")?, c.required_float("gen_ms")?, c.required_float("critic_ms")?);
     let (draft_chars, tokens_in, tokens_out) = (c.int64("draft_chars")?, c.int64("tokens_in")?, c.int64("tokens_out")?);
+    let (critic_tokens_in, critic_tokens_out) = (c.int64("critic_tokens_in")?, c.int64("critic_tokens_out")?);
     let (issues, fatal_issues, issue_types, critic_passed) = (
         c.string_lists("issues")?,
         c.string_lists("fatal_issues")?,
@@ -130,6 +134,8 @@ fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) 
                 critic_ms: critic_ms[i],
                 tokens_in: tokens_in[i],
                 tokens_out: tokens_out[i],
+                critic_tokens_in: critic_tokens_in[i],
+                critic_tokens_out: critic_tokens_out[i],
             },
         );
     }

@@ -229,6 +229,8 @@ mod tests {
             critic_error: None,
             tokens_in: None,
             tokens_out: None,
+            critic_tokens_in: None,
+            critic_tokens_out: None,
         }
     }
 

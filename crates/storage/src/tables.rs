@@ -50,6 +50,9 @@ pub struct TrajectoryRow<'a> {
     pub critic_error: Option<&'a str>,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// Model tokens the critic spent on this round, when it is a model judge.
+    pub critic_tokens_in: Option<u64>,
+    pub critic_tokens_out: Option<u64>,
 }
 
 /// One finished loop, as written to `outcomes.parquet` and read back by reports.
@@ -146,6 +149,8 @@ pub fn trajectory_schema() -> SchemaRef {
         utf8("critic_error", true),
         Field::new("tokens_in", DataType::Int64, true),
         Field::new("tokens_out", DataType::Int64, true),
+        Field::new("critic_tokens_in", DataType::Int64, true),
+        Field::new("critic_tokens_out", DataType::Int64, true),
     ]);
     Arc::new(Schema::new(fields))
 }
@@ -228,6 +233,8 @@ pub struct TrajectoryWriter {
     critic_error: StringBuilder,
     tokens_in: Int64Builder,
     tokens_out: Int64Builder,
+    critic_tokens_in: Int64Builder,
+    critic_tokens_out: Int64Builder,
 }
 
 impl TrajectoryWriter {
@@ -265,6 +272,8 @@ impl TrajectoryWriter {
             critic_error: StringBuilder::new(),
             tokens_in: Int64Builder::new(),
             tokens_out: Int64Builder::new(),
+            critic_tokens_in: Int64Builder::new(),
+            critic_tokens_out: Int64Builder::new(),
         })
     }
 
@@ -303,6 +312,8 @@ impl TrajectoryWriter {
         self.critic_error.append_option(row.critic_error);
         self.tokens_in.append_option(row.tokens_in.map(int64));
         self.tokens_out.append_option(row.tokens_out.map(int64));
+        self.critic_tokens_in.append_option(row.critic_tokens_in.map(int64));
+        self.critic_tokens_out.append_option(row.critic_tokens_out.map(int64));
         self.rows += 1;
         if self.rows >= BATCH_ROWS { self.flush() } else { Ok(()) }
     }
@@ -343,6 +354,8 @@ impl TrajectoryWriter {
             Arc::new(self.critic_error.finish()),
             Arc::new(self.tokens_in.finish()),
             Arc::new(self.tokens_out.finish()),
+            Arc::new(self.critic_tokens_in.finish()),
+            Arc::new(self.critic_tokens_out.finish()),
         ];
         self.sink.write(columns)
     }
@@ -573,6 +586,8 @@ mod tests {
                     critic_error: None,
                     tokens_in: None,
                     tokens_out: None,
+                    critic_tokens_in: None,
+                    critic_tokens_out: None,
                 })
                 .unwrap();
         }
