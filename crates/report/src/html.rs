@@ -59,6 +59,19 @@ fn pass_scores(manifest: Option<&serde_json::Value>) -> HashMap<String, f64> {
         .collect()
 }
 
+/// Escapes `text` and renders its `backticked` spans as `<code>`, as in the markdown report.
+fn with_code_spans(text: &str) -> String {
+    let mut out = String::new();
+    for (index, part) in text.split('`').enumerate() {
+        if index % 2 == 1 {
+            let _ = write!(out, "<code>{}</code>", escape(part));
+        } else {
+            out.push_str(&escape(part));
+        }
+    }
+    out
+}
+
 /// Escapes text for HTML content and attribute values alike.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -925,6 +938,15 @@ pub(crate) fn render_html(
     out.push_str("<li><a href=\"#table-summary\">Summary table</a></li>");
     out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li></ul></nav>\n</header>\n");
 
+    // What the reader must know before trusting the numbers: failed loops, a token cap, models.
+    if !report.notes.is_empty() {
+        out.push_str("<section id=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
+        for note in &report.notes {
+            let _ = writeln!(out, "<li>{}</li>", with_code_spans(note));
+        }
+        out.push_str("</ul>\n</section>\n");
+    }
+
     if report.summary.is_empty() {
         out.push_str("<p class=\"note\">The run has no outcomes: nothing to chart.</p>\n");
     } else {
@@ -1039,6 +1061,19 @@ mod tests {
 
     fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundScore {
         RoundScore { config_id: config_id.into(), critic: critic.into(), arm: arm.into(), round, mean_score, count: 10 }
+    }
+
+    #[test]
+    fn notes_are_shown_with_code_spans_and_escaped() {
+        let mut with_notes = report(&["p8"], "rubric");
+        with_notes.notes = vec!["2 loop(s) failed; `failed_loops` in manifest.json says why <b>".into()];
+        let page = render_html(&with_notes, None, &HashMap::new());
+        assert!(page.contains("<section id=\"notes\">"));
+        assert!(
+            page.contains("<li>2 loop(s) failed; <code>failed_loops</code> in manifest.json says why &lt;b&gt;</li>")
+        );
+        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new());
+        assert!(!page.contains("id=\"notes\""), "no notes, no section");
     }
 
     #[test]
