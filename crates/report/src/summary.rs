@@ -8,7 +8,7 @@ use critbench_storage::tables::OutcomeRow;
 use serde::Serialize;
 
 use crate::ReportError;
-use crate::stats::{mcnemar_exact, mean, paired_bootstrap_diff, wilson_interval};
+use crate::stats::{mcnemar_exact, mean, paired_bootstrap_diffs, wilson_interval};
 
 /// Bootstrap resamples for the pass-rate difference.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -273,10 +273,11 @@ pub fn compare_pairs(
         round: 0,
         purpose: "bootstrap",
     });
-    let (lo, hi) = paired_bootstrap_diff(&pairs, BOOTSTRAP_RESAMPLES, seed);
     let first_pairs: Vec<(bool, bool)> =
         matched.iter().map(|(a, b)| (a.passed && a.revisions == 0, b.passed && b.revisions == 0)).collect();
-    let (first_lo, first_hi) = paired_bootstrap_diff(&first_pairs, BOOTSTRAP_RESAMPLES, seed ^ 1);
+    // One resampling serves both differences.
+    let intervals = paired_bootstrap_diffs(&[&pairs, &first_pairs], BOOTSTRAP_RESAMPLES, seed);
+    let ((lo, hi), (first_lo, first_hi)) = (intervals[0], intervals[1]);
     let first_a = first_pairs.iter().filter(|p| p.0).count() as f64 / n as f64;
     let first_b = first_pairs.iter().filter(|p| p.1).count() as f64 / n as f64;
     let rounds_a = mean(matched.iter().map(|(a, _)| f64::from(a.rounds)));
