@@ -1,3 +1,4 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// A command's failure: a message and the exit status (1 run failed, 2 bad usage or input).
@@ -32,4 +33,25 @@ impl From<critbench_report::ReportError> for Failure {
     fn from(error: critbench_report::ReportError) -> Failure {
         Failure { code: if error.is_usage() { 2 } else { 1 }, message: error.to_string() }
     }
+}
+
+/// The experiment file a command was given, or its default when it is present here.
+pub fn experiment_file(given: Option<PathBuf>, default: &str, command: &str) -> Result<PathBuf, Failure> {
+    if let Some(path) = given {
+        return Ok(path);
+    }
+    let path = PathBuf::from(default);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Failure::usage(format!(
+            "no experiment given and {default} is not here; run from the critbench repository root or pass an \
+             experiment file: critbench {command} EXPERIMENT.toml"
+        )))
+    }
+}
+
+/// `--jobs 0` is not a number of workers.
+pub fn check_jobs(jobs: Option<usize>) -> Result<(), Failure> {
+    if jobs == Some(0) { Err(Failure::usage("--jobs must be at least 1")) } else { Ok(()) }
 }

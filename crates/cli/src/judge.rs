@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 use critbench_engine::experiment::{Experiment, MAX_JUDGE_REPEATS, Overrides};
 use critbench_engine::openai_writer::OpenAiSession;
 use critbench_judge::{CriticSetup, JudgeError, JudgeSpec};
@@ -7,7 +5,7 @@ use critbench_plugin_host::PluginError;
 use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, JudgeArgs};
-use crate::failure::Failure;
+use crate::failure::{Failure, check_jobs, experiment_file};
 
 /// The experiment `critbench judge` runs when given none.
 pub const DEFAULT_JUDGE_EXPERIMENT: &str = "experiments/judge-demo.toml";
@@ -26,22 +24,8 @@ fn failure(error: JudgeError) -> Failure {
 }
 
 pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
-    let path = match args.experiment {
-        Some(path) => path,
-        None => {
-            let default = PathBuf::from(DEFAULT_JUDGE_EXPERIMENT);
-            if !default.is_file() {
-                return Err(Failure::usage(format!(
-                    "no experiment given and {DEFAULT_JUDGE_EXPERIMENT} is not here; run from the critbench \
-                     repository root or pass an experiment file: critbench judge EXPERIMENT.toml"
-                )));
-            }
-            default
-        }
-    };
-    if args.jobs == Some(0) {
-        return Err(Failure::usage("--jobs must be at least 1"));
-    }
+    let path = experiment_file(args.experiment, DEFAULT_JUDGE_EXPERIMENT, "judge")?;
+    check_jobs(args.jobs)?;
     if let Some(repeats) = args.repeats
         && !(1..=MAX_JUDGE_REPEATS).contains(&repeats)
     {

@@ -1,29 +1,13 @@
-use std::path::PathBuf;
-
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides, Sweep};
 use critbench_engine::run::{RunOptions, run_experiment};
 use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, RunArgs, SweepMode};
-use crate::failure::Failure;
+use crate::failure::{Failure, check_jobs, experiment_file};
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
-    let path = match args.experiment {
-        Some(path) => path,
-        None => {
-            let default = PathBuf::from(DEFAULT_EXPERIMENT);
-            if !default.is_file() {
-                return Err(Failure::usage(format!(
-                    "no experiment given and {DEFAULT_EXPERIMENT} is not here; run from the critbench \
-                     repository root or pass an experiment file: critbench run EXPERIMENT.toml"
-                )));
-            }
-            default
-        }
-    };
-    if args.jobs == Some(0) {
-        return Err(Failure::usage("--jobs must be at least 1"));
-    }
+    let path = experiment_file(args.experiment, DEFAULT_EXPERIMENT, "run")?;
+    check_jobs(args.jobs)?;
     let overrides = Overrides {
         out: args.out,
         jobs: args.jobs,

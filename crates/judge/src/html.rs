@@ -142,19 +142,21 @@ fn polyline(out: &mut String, points: &[(f64, f64)], color: &str) {
     let _ = write!(out, r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#, path.join(" "));
 }
 
+/// Opens a panel's `<svg>` with its accessible title and the critic's name as a heading.
+fn panel_start(id: &str, critic: &str, what: &str) -> String {
+    let critic = escape(critic);
+    format!(
+        r#"<svg id="{id}" viewBox="0 0 {PANEL_WIDTH} {PANEL_HEIGHT}" role="img"><title>{critic}: {what}</title><text x="{}" y="14" font-size="13" font-weight="600" fill="{TEXT}">{critic}</text>"#,
+        px(LEFT)
+    )
+}
+
 fn threshold_panel(index: usize, critic: &CriticMetrics, rows: &[&ThresholdRow]) -> String {
     let frame = Frame { min: critic.score_min, max: critic.score_max };
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<svg id="chart-thresholds-{index}" viewBox="0 0 {PANEL_WIDTH} {PANEL_HEIGHT}" role="img"><title>{}: false-pass and false-fail rate by pass_score</title>"#,
-        escape(&critic.critic)
-    );
-    let _ = write!(
-        out,
-        r#"<text x="{}" y="14" font-size="13" font-weight="600" fill="{TEXT}">{}</text>"#,
-        px(LEFT),
-        escape(&critic.critic)
+    let mut out = panel_start(
+        &format!("chart-thresholds-{index}"),
+        &critic.critic,
+        "false-pass and false-fail rate by pass_score",
     );
     frame.axes(&mut out, "pass_score", critic.pass_score);
     for (color, pick) in [
@@ -175,18 +177,8 @@ fn threshold_panel(index: usize, critic: &CriticMetrics, rows: &[&ThresholdRow])
 fn calibration_panel(index: usize, critic: &CriticMetrics, bins: &[&CalibrationBin]) -> String {
     let frame = Frame { min: critic.score_min, max: critic.score_max };
     let most = bins.iter().map(|b| b.judgments).max().unwrap_or(1).max(1) as f64;
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<svg id="chart-calibration-{index}" viewBox="0 0 {PANEL_WIDTH} {PANEL_HEIGHT}" role="img"><title>{}: share of gold passes by critic score</title>"#,
-        escape(&critic.critic)
-    );
-    let _ = write!(
-        out,
-        r#"<text x="{}" y="14" font-size="13" font-weight="600" fill="{TEXT}">{}</text>"#,
-        px(LEFT),
-        escape(&critic.critic)
-    );
+    let mut out =
+        panel_start(&format!("chart-calibration-{index}"), &critic.critic, "share of gold passes by critic score");
     frame.axes(&mut out, "critic score (band middle)", critic.pass_score);
     let points: Vec<(f64, f64, &CalibrationBin)> = bins
         .iter()
