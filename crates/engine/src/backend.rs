@@ -6,8 +6,6 @@
 
 use critbench_core::{Critique, Rng, SeedKey, Task};
 
-use crate::experiment::BackendKind;
-
 /// A draft and what it cost, when the backend knows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Draft {
@@ -129,16 +127,4 @@ fn scripted(task: &Task, round: u32) -> Result<Draft, String> {
     task.scripted_draft(round as usize)
         .map(|text| Draft::offline(text.to_string()))
         .ok_or_else(|| format!("task `{}` has no scripted drafts", task.id))
-}
-
-/// The writer an experiment's `backend` names.
-pub fn writer_for(kind: BackendKind) -> Result<Box<dyn Writer>, String> {
-    match kind {
-        BackendKind::Sim => Ok(Box::new(SimWriter)),
-        BackendKind::Scripted => Ok(Box::new(ScriptedWriter)),
-        // It needs the experiment's [openai] settings: `run::run_experiment` builds it from them.
-        BackendKind::Openai => Err("the openai backend is made from the experiment's [openai] table; run the \
-                                     experiment with run_experiment"
-            .to_string()),
-    }
 }

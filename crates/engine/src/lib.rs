@@ -1,5 +1,10 @@
 //! Runs experiments: reads the experiment file, loads the critics, and runs every loop
-//! (task × config × arm × critic × epoch) in parallel, streaming each round to the storage writers.
+//! (task × config × arm × critic × epoch) in parallel, streaming tasks from the datasets and
+//! rows to the storage writers at constant memory.
+//!
+//! A run is a pipeline of stages, one module each: `plan` (critics, grid, units) → `source`
+//! (datasets, admission) → `loops` (workers) → `sink` (rows in order) → `summarize` (manifest,
+//! reports); `learn` is strategy memory's first pass over the same pipeline.
 //!
 //! The loop itself is small: generate, critique (with retries), ask the pure policy of
 //! `critbench-core` whether to revise, revise. Everything random is seeded from
@@ -17,11 +22,17 @@ pub mod backend;
 mod emit;
 mod error;
 pub mod experiment;
+mod learn;
+mod loops;
 mod manifest;
 pub mod memory;
 pub mod openai_writer;
+mod plan;
 pub mod prompts;
 pub mod replay;
 pub mod run;
+mod sink;
+mod source;
+mod summarize;
 
 pub use error::EngineError;

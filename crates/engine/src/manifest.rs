@@ -1,28 +1,24 @@
 //! `manifest.json`: what was run, on what, with which plugins, and when. Never any secret.
 
-use std::sync::Arc;
-
-use critbench_plugin_host::PluginLibrary;
-use critbench_storage::dataset::Dataset;
 use serde_json::json;
 
 use crate::EngineError;
-use crate::experiment::Experiment;
-use crate::run::RunSummary;
-
-pub struct LoadedPlugin {
-    pub critic: String,
-    pub library: Arc<PluginLibrary>,
-}
+use crate::experiment::{Experiment, Sweep};
+use crate::plan::LoadedPlugin;
+use crate::sink::Written;
+use crate::source::DatasetReport;
 
 pub struct ManifestInput<'a> {
     pub experiment: &'a Experiment,
     pub run_id: &'a str,
-    pub datasets: &'a [Dataset],
+    pub datasets: &'a [DatasetReport],
     pub plugins: &'a [LoadedPlugin],
     pub started_at: &'a str,
     pub finished_at: &'a str,
-    pub summary: &'a RunSummary,
+    pub wall_seconds: f64,
+    pub written: &'a Written,
+    pub sweep: Sweep,
+    pub rows_skipped: usize,
     pub tasks_run: usize,
     /// The learning phase of strategy memory, when the experiment has the memory arm.
     pub memory: Option<&'a serde_json::Value>,
@@ -39,13 +35,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         "critbench_version": env!("CARGO_PKG_VERSION"),
         "run_id": input.run_id,
         "experiment": input.experiment,
-        "datasets": input.datasets.iter().map(|d| json!({
-            "path": d.path,
-            "sha256": d.sha256,
-            "tasks": d.tasks.len(),
-            "rows_skipped": d.skipped.len(),
-            "skipped": d.skipped,
-        })).collect::<Vec<_>>(),
+        "datasets": input.datasets,
         "plugins": input.plugins.iter().map(|p| json!({
             "critic": p.critic,
             "path": p.library.path,
@@ -58,25 +48,27 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         })).collect::<Vec<_>>(),
         "started_at": input.started_at,
         "finished_at": input.finished_at,
-        "wall_seconds": input.summary.elapsed.as_secs_f64(),
+        "wall_seconds": input.wall_seconds,
         "jobs": input.jobs,
         "tasks_run": input.tasks_run,
         "tasks_unrouted": input.tasks_unrouted,
         "memory": input.memory,
-        "rows_skipped": input.summary.rows_skipped,
-        "loops": input.summary.loops,
-        "critiques": input.summary.critiques,
-        "sweep": input.summary.sweep,
+        "rows_skipped": input.rows_skipped,
+        "loops": input.written.loops,
+        "critiques": input.written.critiques,
+        "sweep": input.sweep,
         // Every output round is one generator call (write or revise) and one critique. A replayed
         // sweep derives all configs from one recording per loop, so it makes fewer of each.
         "calls": {
-            "generator": input.summary.recorded_rounds,
-            "critic": input.summary.recorded_rounds,
-            "direct_equivalent": input.summary.critiques,
-            "saved": input.summary.critiques.saturating_sub(input.summary.recorded_rounds),
-            "ratio": input.summary.critiques as f64 / input.summary.recorded_rounds.max(1) as f64,
+            "generator": input.written.recorded_rounds,
+            "critic": input.written.recorded_rounds,
+            "direct_equivalent": input.written.critiques,
+            "saved": input.written.critiques.saturating_sub(input.written.recorded_rounds),
+            "ratio": input.written.critiques as f64 / input.written.recorded_rounds.max(1) as f64,
         },
-        "failed_loops": input.summary.failed_loops,
+        "loops_with_critic_errors": input.written.loops_with_critic_errors,
+        "failed_loop_count": input.written.failed_count,
+        "failed_loops": input.written.failed,
     });
     let mut manifest = manifest;
     if let Some(openai) = input.openai {

@@ -61,6 +61,11 @@ impl fmt::Display for DatasetError {
 impl std::error::Error for DatasetError {}
 
 impl DatasetError {
+    /// A file that holds no row at all.
+    pub fn empty(path: &Path) -> Self {
+        DatasetError::file(path, "the dataset has no rows")
+    }
+
     fn file(path: &Path, message: impl Into<String>) -> Self {
         DatasetError { path: path.into(), row: None, field: None, message: message.into(), row_label: "line" }
     }
@@ -107,126 +112,357 @@ fn format_of(path: &Path) -> Result<Format, DatasetError> {
     }
 }
 
-/// Reads and validates one dataset file. Duplicate ids are always an error.
+/// Reads and validates one whole dataset file into memory. Duplicate ids are always an error.
+/// Runs stream their datasets with [`DatasetStream`] instead; this is for small labeled sets.
 pub fn read_dataset(path: &Path, on_bad_row: OnBadRow) -> Result<Dataset, DatasetError> {
-    let format = format_of(path)?;
-    let bytes = std::fs::read(path).map_err(|e| DatasetError::file(path, format!("cannot read: {e}")))?;
-    let sha256 = crate::sha256_hex(&bytes);
-    let row_label = if format == Format::Parquet { "row" } else { "line" };
+    let mut stream = DatasetStream::open(path)?;
+    let row_label = stream.row_label();
     let mut tasks = Vec::new();
     let mut skipped = Vec::new();
     let mut first_seen: HashMap<String, usize> = HashMap::new();
-    let mut accept = |row: usize, parsed: Result<Task, RowError>| -> Result<(), DatasetError> {
-        let result = parsed.and_then(|task| match first_seen.get(&task.id) {
-            Some(first) => Err(RowError::field(
-                "id",
-                format!("duplicate id `{}` (first on {row_label} {first}); ids must be unique", task.id),
-            )),
-            None => Ok(task),
-        });
-        match result {
-            Ok(task) => {
-                first_seen.insert(task.id.clone(), row);
-                tasks.push(task);
-                Ok(())
-            }
-            Err(error) if on_bad_row == OnBadRow::Skip => {
-                let field = error.field.map(|f| format!("field `{f}`: ")).unwrap_or_default();
-                skipped.push(SkippedRow { path: path.into(), row, reason: format!("{field}{}", error.message) });
-                Ok(())
-            }
-            Err(error) => Err(DatasetError {
-                path: path.into(),
-                row: Some(row),
-                field: error.field,
-                message: error.message,
-                row_label,
-            }),
-        }
-    };
-    match format {
-        Format::Jsonl => {
-            let text = std::str::from_utf8(&bytes).map_err(|e| DatasetError::file(path, format!("not UTF-8: {e}")))?;
-            for (index, line) in text.lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
+    while let Some(block) = stream.next_block(4096)? {
+        for (row, parsed) in block.parse() {
+            let result = parsed.and_then(|task| match first_seen.get(&task.id) {
+                Some(first) => Err(RowError::field(
+                    "id",
+                    format!("duplicate id `{}` (first on {row_label} {first}); ids must be unique", task.id),
+                )),
+                None => Ok(task),
+            });
+            match result {
+                Ok(task) => {
+                    first_seen.insert(task.id.clone(), row);
+                    tasks.push(task);
                 }
-                let parsed = serde_json::from_str::<Value>(line)
-                    .map_err(|e| RowError::row(format!("invalid JSON: {e}")))
-                    .and_then(task_from_value);
-                accept(index + 1, parsed)?;
+                Err(error) if on_bad_row == OnBadRow::Skip => skipped.push(stream.skipped(row, error)),
+                Err(error) => return Err(stream.row_error(row, error)),
             }
         }
-        Format::Csv => read_csv(path, &bytes, &mut accept)?,
-        Format::Parquet => read_parquet(path, bytes, &mut accept)?,
     }
+    let sha256 = stream.finish()?;
     if tasks.is_empty() && skipped.is_empty() {
-        return Err(DatasetError::file(path, "the dataset has no rows"));
+        return Err(DatasetError::empty(path));
     }
     Ok(Dataset { path: path.into(), sha256, tasks, skipped })
 }
 
-type Accept<'a> = dyn FnMut(usize, Result<Task, RowError>) -> Result<(), DatasetError> + 'a;
-
-fn read_csv(path: &Path, bytes: &[u8], accept: &mut Accept<'_>) -> Result<(), DatasetError> {
-    let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(bytes);
-    let headers =
-        reader.headers().map_err(|e| DatasetError::file(path, format!("cannot read the CSV header: {e}")))?.clone();
-    for (column, name) in headers.iter().enumerate() {
-        if !FIELDS.contains(&name) {
-            return Err(DatasetError {
-                path: path.into(),
-                row: Some(1),
-                field: Some(name.to_string()),
-                message: format!("unknown column (column {}); expected one of: {}", column + 1, FIELDS.join(", ")),
-                row_label: "line",
-            });
-        }
-    }
-    for record in reader.records() {
-        let record = match record {
-            Ok(record) => record,
-            Err(e) => {
-                let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
-                accept(line, Err(RowError::row(format!("malformed CSV: {e}"))))?;
-                continue;
-            }
-        };
-        let line = record.position().map(|p| p.line() as usize).unwrap_or(0);
-        let mut object = Map::new();
-        let mut parsed = Ok(());
-        for (name, cell) in headers.iter().zip(record.iter()) {
-            if cell.is_empty() {
-                continue;
-            }
-            let value = if STRUCTURED.contains(&name) {
-                match serde_json::from_str::<Value>(cell) {
-                    Ok(value) => value,
-                    Err(e) => {
-                        parsed = Err(RowError::field(name, format!("expected JSON text in this CSV cell: {e}")));
-                        break;
-                    }
-                }
-            } else {
-                Value::String(cell.to_string())
-            };
-            object.insert(name.to_string(), value);
-        }
-        accept(line, parsed.and_then(|_| task_from_value(Value::Object(object))))?;
-    }
-    Ok(())
+/// A dataset file read a block of rows at a time, hashing its bytes as they go by.
+///
+/// JSONL blocks are handed out as raw lines, so that callers can parse several blocks in
+/// parallel ([`RowBlock::parse`]); CSV and Parquet rows are decoded here, in file order.
+pub struct DatasetStream {
+    path: PathBuf,
+    reader: Reader,
+    /// Rows (lines for JSONL and CSV) handed out so far.
+    rows: usize,
+    /// Bytes of the file consumed so far (exact for JSONL; by row group for Parquet).
+    position: u64,
+    size: u64,
 }
 
-fn read_parquet(path: &Path, bytes: Vec<u8>, accept: &mut Accept<'_>) -> Result<(), DatasetError> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::{Array, ArrayRef};
+enum Reader {
+    Jsonl {
+        input: std::io::BufReader<std::fs::File>,
+        sha: sha2::Sha256,
+    },
+    Csv {
+        records: csv::Reader<HashingReader>,
+        headers: csv::StringRecord,
+    },
+    Parquet {
+        batches: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+        schema: arrow_schema::SchemaRef,
+        /// From the footer: progress in a Parquet file is by rows.
+        total_rows: usize,
+    },
+}
+
+/// Rows of a dataset file, in file order; JSONL rows are not parsed yet.
+pub struct RowBlock {
+    rows: BlockRows,
+}
+
+enum BlockRows {
+    /// Whole lines (without their newline), numbered from `first_line`.
+    Jsonl {
+        text: Vec<u8>,
+        ends: Vec<u32>,
+        first_line: usize,
+    },
+    Parsed(Vec<(usize, Result<Task, RowError>)>),
+}
+
+impl RowBlock {
+    /// Validates every row of the block: `(line or row number, task or what is wrong)`. Blank
+    /// JSONL lines are not rows.
+    pub fn parse(self) -> Vec<(usize, Result<Task, RowError>)> {
+        match self.rows {
+            BlockRows::Parsed(rows) => rows,
+            BlockRows::Jsonl { text, ends, first_line } => {
+                let mut rows = Vec::with_capacity(ends.len());
+                let mut start = 0usize;
+                for (index, &end) in ends.iter().enumerate() {
+                    let line = &text[start..end as usize];
+                    start = end as usize;
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    let parsed = std::str::from_utf8(line)
+                        .map_err(|e| RowError::row(format!("not UTF-8: {e}")))
+                        .and_then(|line| {
+                            serde_json::from_str::<Value>(line).map_err(|e| RowError::row(format!("invalid JSON: {e}")))
+                        })
+                        .and_then(task_from_value);
+                    rows.push((first_line + index, parsed));
+                }
+                rows
+            }
+        }
+    }
+
+    /// Lines or rows in the block, blank lines included.
+    pub fn len(&self) -> usize {
+        match &self.rows {
+            BlockRows::Jsonl { ends, .. } => ends.len(),
+            BlockRows::Parsed(rows) => rows.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Hashes what the CSV reader reads.
+struct HashingReader {
+    file: std::fs::File,
+    sha: sha2::Sha256,
+    read: u64,
+}
+
+impl std::io::Read for HashingReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use sha2::Digest;
+        let n = self.file.read(buf)?;
+        self.sha.update(&buf[..n]);
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Largest JSONL block in bytes: a block also ends at the row count the caller asks for.
+const MAX_BLOCK_BYTES: usize = 4 << 20;
+
+impl DatasetStream {
+    /// Opens a dataset file and checks what can be checked before any row: the format, the CSV
+    /// header, the Parquet schema.
+    pub fn open(path: &Path) -> Result<DatasetStream, DatasetError> {
+        let format = format_of(path)?;
+        let file = std::fs::File::open(path).map_err(|e| DatasetError::file(path, format!("cannot read: {e}")))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let reader = match format {
+            Format::Jsonl => {
+                Reader::Jsonl { input: std::io::BufReader::with_capacity(1 << 20, file), sha: Default::default() }
+            }
+            Format::Csv => {
+                let hashing = HashingReader { file, sha: Default::default(), read: 0 };
+                let mut records = csv::ReaderBuilder::new().flexible(false).from_reader(hashing);
+                let headers = records
+                    .headers()
+                    .map_err(|e| DatasetError::file(path, format!("cannot read the CSV header: {e}")))?
+                    .clone();
+                for (column, name) in headers.iter().enumerate() {
+                    if !FIELDS.contains(&name) {
+                        return Err(DatasetError {
+                            path: path.into(),
+                            row: Some(1),
+                            field: Some(name.to_string()),
+                            message: format!(
+                                "unknown column (column {}); expected one of: {}",
+                                column + 1,
+                                FIELDS.join(", ")
+                            ),
+                            row_label: "line",
+                        });
+                    }
+                }
+                Reader::Csv { records, headers }
+            }
+            Format::Parquet => {
+                let (batches, schema, total_rows) = open_parquet(path, file)?;
+                Reader::Parquet { batches, schema, total_rows }
+            }
+        };
+        Ok(DatasetStream { path: path.into(), reader, rows: 0, position: 0, size })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's size in bytes, and how far into it the rows handed out so far reach.
+    pub fn progress(&self) -> (u64, u64) {
+        (self.position.min(self.size), self.size)
+    }
+
+    /// What a row number means in messages: `line` (JSONL, CSV) or `row` (Parquet).
+    pub fn row_label(&self) -> &'static str {
+        match self.reader {
+            Reader::Parquet { .. } => "row",
+            _ => "line",
+        }
+    }
+
+    /// The error for a bad row of this file.
+    pub fn row_error(&self, row: usize, error: RowError) -> DatasetError {
+        DatasetError {
+            path: self.path.clone(),
+            row: Some(row),
+            field: error.field,
+            message: error.message,
+            row_label: self.row_label(),
+        }
+    }
+
+    /// The record of a bad row skipped under [`OnBadRow::Skip`].
+    pub fn skipped(&self, row: usize, error: RowError) -> SkippedRow {
+        let field = error.field.map(|f| format!("field `{f}`: ")).unwrap_or_default();
+        SkippedRow { path: self.path.clone(), row, reason: format!("{field}{}", error.message) }
+    }
+
+    /// The next block of at most `max_rows` rows (lines for JSONL, blank lines included), or
+    /// `None` at the end of the file. Errors here are the file's (unreadable, not Parquet);
+    /// a bad row is reported by [`RowBlock::parse`].
+    pub fn next_block(&mut self, max_rows: usize) -> Result<Option<RowBlock>, DatasetError> {
+        use std::io::BufRead;
+        let max_rows = max_rows.max(1);
+        let path = &self.path;
+        match &mut self.reader {
+            Reader::Jsonl { input, sha } => {
+                use sha2::Digest;
+                let first_line = self.rows + 1;
+                let mut text = Vec::new();
+                let mut ends = Vec::new();
+                while ends.len() < max_rows && text.len() < MAX_BLOCK_BYTES {
+                    let start = text.len();
+                    let read = input
+                        .read_until(b'\n', &mut text)
+                        .map_err(|e| DatasetError::file(path, format!("cannot read: {e}")))?;
+                    if read == 0 {
+                        break;
+                    }
+                    sha.update(&text[start..]);
+                    self.position += read as u64;
+                    if text.last() == Some(&b'\n') {
+                        text.pop();
+                        if text.last() == Some(&b'\r') {
+                            text.pop();
+                        }
+                    }
+                    ends.push(text.len() as u32);
+                }
+                if ends.is_empty() {
+                    return Ok(None);
+                }
+                self.rows += ends.len();
+                Ok(Some(RowBlock { rows: BlockRows::Jsonl { text, ends, first_line } }))
+            }
+            Reader::Csv { records, headers } => {
+                let mut rows = Vec::new();
+                let mut record = csv::StringRecord::new();
+                while rows.len() < max_rows {
+                    match records.read_record(&mut record) {
+                        Ok(false) => break,
+                        Ok(true) => {
+                            let line = record.position().map(|p| p.line() as usize).unwrap_or(0);
+                            rows.push((line, csv_task(headers, &record)));
+                        }
+                        Err(e) => {
+                            let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
+                            if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                                return Err(DatasetError::file(path, format!("cannot read: {e}")));
+                            }
+                            rows.push((line, Err(RowError::row(format!("malformed CSV: {e}")))));
+                        }
+                    }
+                }
+                self.position = records.get_ref().read;
+                if rows.is_empty() {
+                    return Ok(None);
+                }
+                self.rows += rows.len();
+                Ok(Some(RowBlock { rows: BlockRows::Parsed(rows) }))
+            }
+            Reader::Parquet { batches, schema, total_rows } => {
+                let Some(batch) = batches.next() else { return Ok(None) };
+                let batch = batch.map_err(|e| DatasetError::file(path, format!("cannot read Parquet: {e}")))?;
+                let rows = parquet_tasks(schema, &batch, self.rows);
+                self.rows += rows.len();
+                self.position = (self.size as f64 * self.rows as f64 / (*total_rows).max(1) as f64) as u64;
+                Ok(Some(RowBlock { rows: BlockRows::Parsed(rows) }))
+            }
+        }
+    }
+
+    /// Ends the stream and returns the SHA-256 of the whole file. For JSONL and CSV the bytes
+    /// were hashed as they were read (the rest of the file, if the caller stopped early, is
+    /// hashed now); Parquet, read by row group, is hashed in one sequential pass here.
+    pub fn finish(self) -> Result<String, DatasetError> {
+        use sha2::Digest;
+        use std::io::Read;
+        let path = self.path;
+        let fail = |e: std::io::Error| DatasetError::file(&path, format!("cannot read: {e}"));
+        let (sha, mut rest): (sha2::Sha256, Box<dyn Read>) = match self.reader {
+            Reader::Jsonl { input, sha } => (sha, Box::new(input)),
+            Reader::Csv { records, .. } => {
+                let hashing = records.into_inner();
+                // The CSV reader buffers ahead: what it read is already hashed.
+                (hashing.sha, Box::new(hashing.file))
+            }
+            Reader::Parquet { .. } => (Default::default(), Box::new(std::fs::File::open(&path).map_err(fail)?)),
+        };
+        let mut sha = sha;
+        let mut buffer = vec![0u8; 1 << 20];
+        loop {
+            let n = rest.read(&mut buffer).map_err(fail)?;
+            if n == 0 {
+                break;
+            }
+            sha.update(&buffer[..n]);
+        }
+        Ok(sha.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+fn csv_task(headers: &csv::StringRecord, record: &csv::StringRecord) -> Result<Task, RowError> {
+    let mut object = Map::new();
+    for (name, cell) in headers.iter().zip(record.iter()) {
+        if cell.is_empty() {
+            continue;
+        }
+        let value = if STRUCTURED.contains(&name) {
+            serde_json::from_str::<Value>(cell)
+                .map_err(|e| RowError::field(name, format!("expected JSON text in this CSV cell: {e}")))?
+        } else {
+            Value::String(cell.to_string())
+        };
+        object.insert(name.to_string(), value);
+    }
+    task_from_value(Value::Object(object))
+}
+
+fn open_parquet(
+    path: &Path,
+    file: std::fs::File,
+) -> Result<(parquet::arrow::arrow_reader::ParquetRecordBatchReader, arrow_schema::SchemaRef, usize), DatasetError> {
     use arrow_schema::DataType;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     let fail = |message: String| DatasetError::file(path, message);
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
     let schema = builder.schema().clone();
+    let total_rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
     for field in schema.fields() {
         let name = field.name().as_str();
         if !FIELDS.contains(&name) {
@@ -247,7 +483,20 @@ fn read_parquet(path: &Path, bytes: Vec<u8>, accept: &mut Accept<'_>) -> Result<
             )));
         }
     }
-    let reader = builder.build().map_err(|e| fail(format!("cannot read Parquet: {e}")))?;
+    let reader = builder.with_batch_size(512).build().map_err(|e| fail(format!("cannot read Parquet: {e}")))?;
+    Ok((reader, schema, total_rows))
+}
+
+/// The tasks of one Parquet batch; rows are numbered from `rows_before + 1`.
+fn parquet_tasks(
+    schema: &arrow_schema::SchemaRef,
+    batch: &arrow_array::RecordBatch,
+    rows_before: usize,
+) -> Vec<(usize, Result<Task, RowError>)> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::{Array, ArrayRef};
+    use arrow_schema::DataType;
+
     let string_at = |array: &ArrayRef, i: usize| -> Option<String> {
         if array.is_null(i) {
             return None;
@@ -258,44 +507,40 @@ fn read_parquet(path: &Path, bytes: Vec<u8>, accept: &mut Accept<'_>) -> Result<
             _ => None,
         }
     };
-    let mut row = 0usize;
-    for batch in reader {
-        let batch = batch.map_err(|e| fail(format!("cannot read Parquet: {e}")))?;
-        for i in 0..batch.num_rows() {
-            row += 1;
-            let mut object = Map::new();
-            let mut parsed = Ok(());
-            for (field, column) in schema.fields().iter().zip(batch.columns()) {
-                let name = field.name().as_str();
-                if column.is_null(i) {
-                    continue;
-                }
-                let value = match column.data_type() {
-                    DataType::List(_) | DataType::LargeList(_) => {
-                        let items = match column.data_type() {
-                            DataType::List(_) => column.as_list::<i32>().value(i),
-                            _ => column.as_list::<i64>().value(i),
-                        };
-                        Value::Array((0..items.len()).filter_map(|j| string_at(&items, j).map(Value::String)).collect())
-                    }
-                    _ => match string_at(column, i) {
-                        Some(text) if STRUCTURED.contains(&name) => match serde_json::from_str(&text) {
-                            Ok(value) => value,
-                            Err(e) => {
-                                parsed = Err(RowError::field(name, format!("expected JSON text: {e}")));
-                                break;
-                            }
-                        },
-                        Some(text) => Value::String(text),
-                        None => continue,
-                    },
-                };
-                object.insert(name.to_string(), value);
+    let mut rows = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let mut object = Map::new();
+        let mut parsed = Ok(());
+        for (field, column) in schema.fields().iter().zip(batch.columns()) {
+            let name = field.name().as_str();
+            if column.is_null(i) {
+                continue;
             }
-            accept(row, parsed.and_then(|_| task_from_value(Value::Object(object))))?;
+            let value = match column.data_type() {
+                DataType::List(_) | DataType::LargeList(_) => {
+                    let items = match column.data_type() {
+                        DataType::List(_) => column.as_list::<i32>().value(i),
+                        _ => column.as_list::<i64>().value(i),
+                    };
+                    Value::Array((0..items.len()).filter_map(|j| string_at(&items, j).map(Value::String)).collect())
+                }
+                _ => match string_at(column, i) {
+                    Some(text) if STRUCTURED.contains(&name) => match serde_json::from_str(&text) {
+                        Ok(value) => value,
+                        Err(e) => {
+                            parsed = Err(RowError::field(name, format!("expected JSON text: {e}")));
+                            break;
+                        }
+                    },
+                    Some(text) => Value::String(text),
+                    None => continue,
+                },
+            };
+            object.insert(name.to_string(), value);
         }
+        rows.push((rows_before + i + 1, parsed.and_then(|_| task_from_value(Value::Object(object)))));
     }
-    Ok(())
+    rows
 }
 
 fn type_name(value: &Value) -> &'static str {

@@ -1,0 +1,170 @@
+//! Stage 3 of a run: the loops. A worker takes a chunk of admitted tasks and records every loop
+//! of each (generate, critique with retries, ask the pure policy, revise), in the plan's unit
+//! order. A loop that fails (a backend error, a panic) fails alone: it is reported, and every
+//! other loop of the chunk is still recorded.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use critbench_core::{Decision, Policy, RoundScore, Task, decide};
+use critbench_plugin_host::critique_with_retry;
+use critbench_plugin_host::request::{TaskJson, critique_request};
+use critbench_plugin_host::services::{CallScope, with_scope};
+use critbench_storage::recorded::RecordedRound;
+
+use crate::backend::{DraftKey, Hint};
+use crate::emit::effective_policy;
+use crate::plan::{Plan, Scope, Unit};
+use crate::source::Chunk;
+
+/// A recorded loop: every round until each of the unit's policies has stopped.
+pub struct LoopResult {
+    pub rounds: Vec<RecordedRound>,
+    pub scores: Vec<RoundScore>,
+}
+
+/// The loops of one task, in unit order.
+pub struct TaskLoops {
+    pub id: String,
+    pub kind: Option<String>,
+    /// `meta` as JSON text, for the outcome rows.
+    pub meta: Option<String>,
+    pub loops: Vec<(Unit, Result<LoopResult, String>)>,
+}
+
+/// A chunk with its loops recorded.
+pub struct ChunkResult {
+    pub seq: u64,
+    pub progress: u64,
+    pub tasks: Vec<TaskLoops>,
+}
+
+/// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
+/// abandoned (the run is ending and the result will not be written).
+pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool) -> ChunkResult {
+    let mut tasks = Vec::with_capacity(chunk.tasks.len());
+    for admitted in chunk.tasks {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let task = &admitted.task;
+        let task_json = TaskJson::new(task);
+        let mut results = Vec::new();
+        for &critic in &admitted.critics {
+            for unit in plan.units(critic, scope) {
+                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &task_json, unit)))
+                    .unwrap_or_else(|payload| Err(panic_text(payload)));
+                results.push((unit, result));
+            }
+        }
+        let task = admitted.task;
+        tasks.push(TaskLoops {
+            meta: task.meta.as_ref().map(|m| m.to_string()),
+            id: task.id,
+            kind: task.kind,
+            loops: results,
+        });
+    }
+    ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks }
+}
+
+pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    let detail = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("internal error (please report): {detail}")
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Records one loop: generate, then critique → revise until every policy the unit serves has
+/// stopped. The writer never sees the policy, so the recording is the same for all of them.
+pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Unit) -> Result<LoopResult, String> {
+    let experiment = plan.experiment;
+    let critic = &plan.critics[unit.critic];
+    let weights = experiment.critics[unit.critic].weights.as_ref();
+    let policies: Vec<Policy> = unit
+        .policies(experiment.policies.len())
+        .map(|index| effective_policy(&experiment.policies[index], unit.arm))
+        .collect();
+    let longest = policies.iter().map(|p| p.max_revisions).max().unwrap_or(0) as usize + 1;
+    let key = |round: u32| DraftKey { seed: experiment.seed, task_id: &task.id, epoch: unit.epoch, round };
+
+    let generated = Instant::now();
+    let hints: &[Hint] = if unit.arm.uses_memory() {
+        plan.hints.get(&(unit.critic, task.kind.clone())).map(Vec::as_slice).unwrap_or(&[])
+    } else {
+        &[]
+    };
+    let mut draft = plan.writer.generate(task, hints, &key(0))?;
+    let mut gen_ms = ms(generated);
+    let mut running = vec![true; policies.len()];
+    let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
+    let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
+    loop {
+        let round = rounds.len() as u32;
+        let critiqued = Instant::now();
+        let request = critique_request(task_json, &draft.text, round);
+        // Host services (the judge model's cache) key their answers by this critique's identity.
+        let scope = CallScope::new(&task.id, unit.epoch, round);
+        let (call, scope) =
+            with_scope(scope, || critique_with_retry(critic, &request, weights, experiment.critic_attempts));
+        let critic_ms = ms(critiqued);
+        let failed = call.failed();
+        let critique = call.critique;
+        let score = RoundScore {
+            score: critique.score,
+            fatal: !critique.fatal_issues.is_empty(),
+            failed,
+            min_dimension: critique.min_dimension(),
+        };
+        scores.push(score);
+        for (policy, running) in policies.iter().zip(running.iter_mut()) {
+            if *running && decide(&scores, policy) != Decision::Revise {
+                *running = false;
+            }
+        }
+        let draft_text = std::mem::take(&mut draft.text);
+        let next = if running.contains(&true) {
+            let revised = Instant::now();
+            let shown = unit.arm.shows_critique().then_some(&critique);
+            let next = plan.writer.revise(task, &draft_text, shown, &key(round + 1))?;
+            Some((next, ms(revised)))
+        } else {
+            None
+        };
+        rounds.push(RecordedRound {
+            score: critique.score,
+            suggestions: critique.suggestions_json(),
+            dims: critique.dimensions,
+            issues: critique.issues,
+            fatal_issues: critique.fatal_issues,
+            issue_types: critique.issue_types,
+            rationale: critique.rationale,
+            critic_passed: critique.critic_passed,
+            critic_attempts: call.attempts,
+            critic_error: call.error,
+            draft_chars: draft_text.chars().count() as u64,
+            draft: experiment.store_drafts.then_some(draft_text),
+            gen_ms,
+            critic_ms,
+            tokens_in: draft.tokens_in,
+            tokens_out: draft.tokens_out,
+            critic_tokens_in: scope.tokens_in,
+            critic_tokens_out: scope.tokens_out,
+        });
+        match next {
+            Some((next, next_ms)) => {
+                draft = next;
+                gen_ms = next_ms;
+            }
+            None => break,
+        }
+    }
+    Ok(LoopResult { rounds, scores })
+}

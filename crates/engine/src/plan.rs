@@ -1,0 +1,158 @@
+//! Stage 1 of a run: what will run. Loads the critics, decides how the policy grid is swept, and
+//! lays out the loops of each task. Nothing here reads a dataset or writes a file.
+//!
+//! A *unit* is one recorded loop: a task under one critic, epoch and arm, recorded for one
+//! config (a direct sweep) or for every config of the grid at once (a replayed sweep, where one
+//! recording serves every config because the reviser never sees the policy).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use critbench_core::{Arm, Policy, Task};
+use critbench_plugin_host::{CriticInstance, PluginLibrary, SearchPath};
+
+use crate::EngineError;
+use crate::backend::{Hint, ScriptedWriter, SimWriter, Writer};
+use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
+
+/// A critic's plugin as loaded, for the manifest.
+pub struct LoadedPlugin {
+    pub critic: String,
+    pub library: Arc<PluginLibrary>,
+}
+
+/// One loop to record for a task: indices into the plan's critics and arms, and the policies it
+/// serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unit {
+    pub critic: usize,
+    pub epoch: u32,
+    pub arm: Arm,
+    /// `Some(config)` for a direct sweep, `None` for every config.
+    pub policy: Option<usize>,
+}
+
+impl Unit {
+    /// The configs this unit's recording serves.
+    pub fn policies(&self, count: usize) -> std::ops::Range<usize> {
+        match self.policy {
+            Some(index) => index..index + 1,
+            None => 0..count,
+        }
+    }
+}
+
+/// Which loops of a task a pass over the datasets records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Strategy memory's learning pass: the feedback loop, first config, epoch 0.
+    Learn,
+    /// Every loop of the experiment.
+    Evaluate,
+}
+
+/// Everything the loop workers share: the experiment, the writer, the critics, the grid.
+pub struct Plan<'a> {
+    pub experiment: &'a Experiment,
+    pub writer: &'a dyn Writer,
+    pub critics: Vec<CriticInstance>,
+    pub plugins: Vec<LoadedPlugin>,
+    /// One recording per loop serves every config.
+    pub replay: bool,
+    pub config_ids: Vec<String>,
+    /// Strategy hints per (critic, task kind), for the `feedback+memory` arm; filled by the
+    /// learning pass.
+    pub hints: HashMap<(usize, Option<String>), Vec<Hint>>,
+}
+
+impl<'a> Plan<'a> {
+    /// Loads every critic's plugin and creates its instance (after the model client, so that a
+    /// plugin can find the `chat` service), and checks the sweep can be replayed.
+    pub fn load(experiment: &'a Experiment, writer: &'a dyn Writer) -> Result<Plan<'a>, EngineError> {
+        let search = SearchPath::default_for_current_exe(&experiment.plugin_dirs);
+        let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
+        let mut plugins = Vec::new();
+        let mut critics = Vec::new();
+        for spec in &experiment.critics {
+            let plugin_error = |source| EngineError::Plugin { critic: spec.name.clone(), source };
+            let library = PluginLibrary::resolve(&spec.plugin, &search, base_dir).map_err(plugin_error)?;
+            let instance = library.instantiate(&spec.config.to_string()).map_err(plugin_error)?;
+            plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(&library) });
+            critics.push(instance);
+        }
+        let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
+        if replay && let Some(plugin) = plugins.iter().find(|p| p.library.policy_dependent) {
+            return Err(EngineError::Usage(format!(
+                "critic `{}` ({}) says its critiques depend on the loop policy, so one recording cannot serve \
+                 every config; set sweep = \"direct\" in the experiment",
+                plugin.critic, plugin.library.name
+            )));
+        }
+        Ok(Plan {
+            experiment,
+            writer,
+            critics,
+            plugins,
+            replay,
+            config_ids: experiment.policies.iter().map(Policy::config_id).collect(),
+            hints: HashMap::new(),
+        })
+    }
+
+    /// How the grid was swept.
+    pub fn sweep(&self) -> Sweep {
+        if self.replay { Sweep::Replay } else { Sweep::Direct }
+    }
+
+    /// The critics that take a task of `kind`, by index.
+    pub fn critics_for<'k>(&'k self, kind: Option<&'k str>) -> impl Iterator<Item = usize> + 'k {
+        self.experiment.critics.iter().enumerate().filter(move |(_, spec)| spec.takes(kind)).map(|(index, _)| index)
+    }
+
+    /// The units of one task under one critic, in output order: epoch, then arm, then config.
+    pub fn units(&self, critic: usize, scope: Scope) -> Vec<Unit> {
+        match scope {
+            Scope::Learn => vec![Unit { critic, epoch: 0, arm: Arm::Feedback, policy: Some(0) }],
+            Scope::Evaluate => {
+                let experiment = self.experiment;
+                let configs: Vec<Option<usize>> =
+                    if self.replay { vec![None] } else { (0..experiment.policies.len()).map(Some).collect() };
+                let mut units = Vec::with_capacity(experiment.epochs as usize * experiment.arms.len() * configs.len());
+                for epoch in 0..experiment.epochs {
+                    for &arm in &experiment.arms {
+                        for &policy in &configs {
+                            units.push(Unit { critic, epoch, arm, policy });
+                        }
+                    }
+                }
+                units
+            }
+        }
+    }
+
+    /// Whether the writer can serve `task` (the scripted backend needs drafts).
+    pub fn check_task(&self, task: &Task) -> Result<(), String> {
+        self.writer.check_task(task)
+    }
+}
+
+/// The writer an offline experiment's `backend` names; the openai writer is made from the
+/// experiment's `[openai]` table by the run.
+pub fn offline_writer(kind: BackendKind) -> Result<Box<dyn Writer>, String> {
+    match kind {
+        BackendKind::Sim => Ok(Box::new(SimWriter)),
+        BackendKind::Scripted => Ok(Box::new(ScriptedWriter)),
+        BackendKind::Openai => Err("the openai backend is made from the experiment's [openai] table; run the \
+                                     experiment with run_experiment"
+            .to_string()),
+    }
+}
+
+/// `[a, b] / (any)`: the kinds each critic takes, for messages.
+pub fn describe_kinds(critics: &[CriticSpec]) -> String {
+    let kinds: Vec<String> = critics
+        .iter()
+        .map(|c| c.kinds.as_ref().map(|k| format!("[{}]", k.join(", "))).unwrap_or_else(|| "(any)".into()))
+        .collect();
+    kinds.join(" / ")
+}

@@ -1,0 +1,264 @@
+//! Stage 2 of a run: tasks out of the dataset files, a chunk at a time.
+//!
+//! The source reads every dataset file in order, validates each row (SPEC §3), and admits it or
+//! not: a bad row stops the run or is skipped (`on_bad_row`), a duplicate id (within a file or
+//! across files) is a bad row, `--limit` keeps the first N tasks of each file, and a task no
+//! critic takes is counted and left out. Admission happens here, in file order, so that it is the
+//! same whatever the number of workers, and no loop is ever run for a task that is not admitted.
+//!
+//! Memory is bounded by the chunks in flight: ids are remembered as 64-bit hashes with the
+//! file and line of their first occurrence (16 bytes a task in the table, about 35 bytes a task
+//! with the table's spare capacity), never as the tasks themselves.
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::PathBuf;
+
+use critbench_core::Task;
+use critbench_storage::dataset::{DatasetError, DatasetStream, OnBadRow, RowError, SkippedRow};
+
+use crate::EngineError;
+use crate::memory::{Split, split_of};
+use crate::plan::{Plan, Scope};
+
+/// Tasks admitted from a run of rows, with the critics that take each.
+pub struct Chunk {
+    /// Position in the run's output order.
+    pub seq: u64,
+    pub tasks: Vec<AdmittedTask>,
+    /// Bytes of all the datasets consumed once this chunk is done, for the progress bar.
+    pub progress: u64,
+}
+
+pub struct AdmittedTask {
+    pub task: Task,
+    pub critics: Vec<usize>,
+}
+
+/// What the source learned about one dataset file.
+#[derive(Debug, serde::Serialize)]
+pub struct DatasetReport {
+    pub path: PathBuf,
+    pub sha256: String,
+    /// Tasks admitted (after `--limit`, bad rows and the memory split's other side).
+    pub tasks: usize,
+    pub rows_skipped: usize,
+    /// The first skipped rows (at most [`MAX_LISTED_SKIPS`] per file); `rows_skipped` counts all.
+    pub skipped: Vec<SkippedRow>,
+}
+
+/// Skipped rows listed by name in the manifest, per file.
+pub const MAX_LISTED_SKIPS: usize = 1000;
+
+/// Totals over all files.
+#[derive(Debug, Default)]
+pub struct SourceReport {
+    pub datasets: Vec<DatasetReport>,
+    /// Admitted tasks no critic takes.
+    pub unrouted: usize,
+    /// Admitted tasks that were run (in this pass's split).
+    pub tasks_run: usize,
+    /// Admitted tasks on the other side of the memory split.
+    pub other_split: usize,
+    /// Kinds of the admitted tasks (for the message when no task reaches a critic).
+    pub kinds: BTreeSet<String>,
+}
+
+/// Keys are already hashes.
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 keys are hashed")
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+/// Every dataset file of a run, opened (formats, CSV headers and Parquet schemas checked) before
+/// any loop runs.
+pub struct Source {
+    streams: Vec<DatasetStream>,
+    on_bad_row: OnBadRow,
+    limit: Option<usize>,
+    rows_per_chunk: usize,
+    total_bytes: u64,
+}
+
+impl Source {
+    pub fn open(plan: &Plan<'_>, rows_per_chunk: usize) -> Result<Source, EngineError> {
+        let experiment = plan.experiment;
+        if experiment.limit == Some(0) {
+            return Err(EngineError::Usage(
+                "--limit 0 leaves no task to run; give a positive number of tasks per file".into(),
+            ));
+        }
+        let mut streams = Vec::new();
+        for path in &experiment.datasets {
+            streams.push(DatasetStream::open(path)?);
+        }
+        let total_bytes = streams.iter().map(|s| s.progress().1).sum();
+        Ok(Source { streams, on_bad_row: experiment.on_bad_row, limit: experiment.limit, rows_per_chunk, total_bytes })
+    }
+
+    /// The datasets' size in bytes: the progress bar's length.
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    /// Reads every file, handing chunks of admitted tasks to `emit` in order. `emit` returns
+    /// `false` when the run is stopping; the source then stops reading. A bad row under
+    /// `on_bad_row = "error"` ends the source with that row's error once the tasks before it
+    /// have been handed on.
+    pub fn run(
+        self,
+        plan: &Plan<'_>,
+        scope: Scope,
+        mut emit: impl FnMut(Chunk) -> bool,
+    ) -> Result<SourceReport, EngineError> {
+        let experiment = plan.experiment;
+        let mut report = SourceReport::default();
+        let mut seen: HashMap<u64, (u32, u32), BuildHasherDefault<IdentityHasher>> = HashMap::default();
+        let mut seq = 0u64;
+        let mut bytes_before = 0u64;
+        let memory = experiment.arms.iter().any(|a| a.uses_memory());
+        for (file, mut stream) in self.streams.into_iter().enumerate() {
+            let mut admitted_in_file = 0usize;
+            let mut skipped = Vec::new();
+            let mut rows_skipped = 0usize;
+            let mut pending: Vec<AdmittedTask> = Vec::new();
+            let mut failure: Option<DatasetError> = None;
+            let mut stopped = false;
+            'file: loop {
+                if self.limit.is_some_and(|limit| admitted_in_file >= limit) {
+                    break;
+                }
+                // With a limit, never read (or run) much past it.
+                let wanted = self
+                    .limit
+                    .map_or(self.rows_per_chunk, |limit| (limit - admitted_in_file).clamp(1, self.rows_per_chunk));
+                let Some(block) = stream.next_block(wanted)? else { break };
+                for (row, parsed) in block.parse() {
+                    if self.limit.is_some_and(|limit| admitted_in_file >= limit) {
+                        break;
+                    }
+                    let admitted = parsed.and_then(|task| {
+                        let hash = id_hash(&task.id);
+                        if let Some(&(first_file, first_row)) = seen.get(&hash) {
+                            let label = stream.row_label();
+                            let message = if first_file as usize == file {
+                                format!("duplicate id `{}` (first on {label} {first_row}); ids must be unique", task.id)
+                            } else {
+                                format!(
+                                    "duplicate id `{}` (also in {}); ids must be unique across datasets",
+                                    task.id,
+                                    experiment.datasets[first_file as usize].display()
+                                )
+                            };
+                            return Err(RowError { field: Some("id".into()), message });
+                        }
+                        seen.insert(hash, (file as u32, row as u32));
+                        Ok(task)
+                    });
+                    let admitted = admitted.and_then(|task| {
+                        let split = if memory {
+                            Some(
+                                split_of(&task, experiment.seed, experiment.memory.learn_fraction)
+                                    .map_err(|message| RowError { field: Some("meta.split".into()), message })?,
+                            )
+                        } else {
+                            None
+                        };
+                        let critics: Vec<usize> = plan.critics_for(task.kind.as_deref()).collect();
+                        if !critics.is_empty() {
+                            plan.check_task(&task).map_err(|message| RowError { field: None, message })?;
+                        }
+                        Ok((task, split, critics))
+                    });
+                    let (task, split, critics) = match admitted {
+                        Ok(admitted) => admitted,
+                        Err(error) if self.on_bad_row == OnBadRow::Skip => {
+                            rows_skipped += 1;
+                            if skipped.len() < MAX_LISTED_SKIPS {
+                                skipped.push(stream.skipped(row, error));
+                            }
+                            continue;
+                        }
+                        Err(error) => {
+                            failure = Some(stream.row_error(row, error));
+                            break 'file;
+                        }
+                    };
+                    admitted_in_file += 1;
+                    if report.kinds.len() < 64 {
+                        report.kinds.insert(task.kind.clone().unwrap_or_else(|| "(none)".into()));
+                    }
+                    if critics.is_empty() {
+                        report.unrouted += 1;
+                        continue;
+                    }
+                    let in_scope = match (scope, split) {
+                        (_, None) => true,
+                        (Scope::Learn, Some(split)) => split == Split::Learn,
+                        (Scope::Evaluate, Some(split)) => split == Split::Eval,
+                    };
+                    if !in_scope {
+                        report.other_split += 1;
+                        continue;
+                    }
+                    report.tasks_run += 1;
+                    pending.push(AdmittedTask { task, critics });
+                }
+                if !pending.is_empty() {
+                    let progress = bytes_before + stream.progress().0;
+                    let chunk = Chunk { seq, tasks: std::mem::take(&mut pending), progress };
+                    seq += 1;
+                    if !emit(chunk) {
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+            if !pending.is_empty() && !stopped {
+                let progress = bytes_before + stream.progress().0;
+                let chunk = Chunk { seq, tasks: std::mem::take(&mut pending), progress };
+                seq += 1;
+                stopped = !emit(chunk);
+            }
+            let size = stream.progress().1;
+            if let Some(failure) = failure {
+                return Err(failure.into());
+            }
+            let path = stream.path().to_path_buf();
+            if rows_skipped > 0 && scope == Scope::Evaluate {
+                eprintln!("warning: skipped {rows_skipped} bad row(s) in {}", path.display());
+            }
+            // The hash covers the whole file even when `--limit` or a stop left rows unread.
+            let sha256 = stream.finish()?;
+            report.datasets.push(DatasetReport { path, sha256, tasks: admitted_in_file, rows_skipped, skipped });
+            bytes_before += size;
+            if stopped {
+                break;
+            }
+            if admitted_in_file == 0 && rows_skipped == 0 {
+                return Err(DatasetError::empty(&experiment.datasets[file]).into());
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// The id's hash for the duplicate check: SipHash with fixed keys (a collision between two
+/// different ids among a million has a probability of about 3·10⁻⁸).
+fn id_hash(id: &str) -> u64 {
+    use std::hash::Hash;
+    #[allow(deprecated)]
+    let mut hasher = std::hash::SipHasher::new_with_keys(0x6372_6974_6265_6e63, 0x6820_6964_7320_2020);
+    id.hash(&mut hasher);
+    hasher.finish()
+}

@@ -1,0 +1,92 @@
+//! Stage 5 of a run: the manifest and the summaries, once every row is written.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::EngineError;
+use crate::experiment::{Experiment, Sweep};
+use crate::manifest::{self, ManifestInput};
+use crate::plan::Plan;
+use crate::sink::Written;
+use crate::source::SourceReport;
+
+/// What a finished run reports back.
+#[derive(Debug)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub out_dir: PathBuf,
+    pub loops: u64,
+    pub critiques: u64,
+    pub passed: u64,
+    /// Loops that failed outright (a backend error or a bug); their rows are missing, every
+    /// other loop's rows are written. At most [`crate::sink::MAX_LISTED_FAILURES`] are listed.
+    pub failed_loops: Vec<String>,
+    /// How many loops failed.
+    pub failed_count: u64,
+    pub rows_skipped: usize,
+    /// How the policy grid was run.
+    pub sweep: Sweep,
+    /// Rounds actually generated and critiqued; `critiques` counts the rounds in the outputs,
+    /// which a replayed sweep serves from fewer recorded rounds.
+    pub recorded_rounds: u64,
+    pub elapsed: Duration,
+    /// The summaries written into the run directory.
+    pub report: Option<critbench_report::Report>,
+    /// What the model client did (calls, cache hits, tokens, the concurrency limit), when the
+    /// experiment has an `[openai]` table; the same as `openai` in `manifest.json`.
+    pub openai: Option<serde_json::Value>,
+}
+
+/// Everything the run learned on its way, for the manifest and the summary.
+pub struct Finished<'r> {
+    pub experiment: &'r Experiment,
+    pub run_id: &'r str,
+    pub started_at: &'r str,
+    pub elapsed: Duration,
+    pub written: Written,
+    pub source: SourceReport,
+    pub memory: Option<serde_json::Value>,
+    pub jobs: usize,
+    pub openai: Option<serde_json::Value>,
+}
+
+/// Writes `manifest.json` and every summary file, and returns the run's summary.
+pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, EngineError> {
+    let experiment = finished.experiment;
+    let (finished_at, _) = critbench_storage::clock::utc_stamps(std::time::SystemTime::now());
+    let rows_skipped = finished.source.datasets.iter().map(|d| d.rows_skipped).sum();
+    manifest::write(&ManifestInput {
+        experiment,
+        run_id: finished.run_id,
+        datasets: &finished.source.datasets,
+        plugins: &plan.plugins,
+        started_at: finished.started_at,
+        finished_at: &finished_at,
+        wall_seconds: finished.elapsed.as_secs_f64(),
+        written: &finished.written,
+        sweep: plan.sweep(),
+        rows_skipped,
+        tasks_run: finished.source.tasks_run,
+        memory: finished.memory.as_ref(),
+        tasks_unrouted: finished.source.unrouted,
+        jobs: finished.jobs,
+        openai: finished.openai.as_ref(),
+    })?;
+    let report = critbench_report::write_reports(&experiment.out)?;
+    let written = finished.written;
+    Ok(RunSummary {
+        run_id: finished.run_id.to_string(),
+        out_dir: experiment.out.clone(),
+        loops: written.loops,
+        critiques: written.critiques,
+        passed: written.passed,
+        failed_loops: written.failed,
+        failed_count: written.failed_count,
+        rows_skipped,
+        sweep: plan.sweep(),
+        recorded_rounds: written.recorded_rounds,
+        elapsed: finished.elapsed,
+        report: Some(report),
+        openai: finished.openai,
+    })
+}
