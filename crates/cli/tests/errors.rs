@@ -27,12 +27,12 @@ fn dataset_row_missing_prompt() {
 
 #[test]
 fn dataset_duplicate_id() {
-    insta::assert_snapshot!(run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\"}\n{\"id\":\"a\",\"prompt\":\"q\"}\n", "jsonl"), @"error: DIR/tasks.jsonl: line 2: field `id`: duplicate id `a` (first on line 1); ids must be unique");
+    insta::assert_snapshot!(run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\",\"drafts\":[\"x\"]}\n{\"id\":\"a\",\"prompt\":\"q\"}\n", "jsonl"), @"error: DIR/tasks.jsonl: line 2: field `id`: duplicate id `a` (first on line 1); ids must be unique");
 }
 
 #[test]
 fn dataset_invalid_json() {
-    let message = run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\"}\n{\"id\": \"b\", \n", "jsonl");
+    let message = run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\",\"drafts\":[\"x\"]}\n{\"id\": \"b\", \n", "jsonl");
     assert!(message.starts_with("error: DIR/tasks.jsonl: line 2: invalid JSON"), "{message}");
 }
 
@@ -48,7 +48,7 @@ fn dataset_unknown_csv_column() {
 
 #[test]
 fn scripted_backend_needs_drafts() {
-    insta::assert_snapshot!(run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\"}\n", "jsonl"), @"error: task `a`: field `drafts`: the scripted backend needs at least one draft");
+    insta::assert_snapshot!(run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\"}\n", "jsonl"), @"error: DIR/tasks.jsonl: line 1: field `drafts`: the scripted backend needs at least one draft");
 }
 
 #[test]
