@@ -225,15 +225,18 @@ fn drive<C: Consumer>(
     let (result_sender, result_receiver) = sync_channel(2 * jobs + 2);
     std::thread::scope(|scope_| {
         let window = &window;
-        let source_thread = scope_.spawn(move || {
-            let sender = chunk_sender;
-            source.run(plan, scope, |chunk| window.acquire() && sender.send(chunk).is_ok())
-        });
-        let workers: Vec<_> = (0..jobs)
-            .map(|_| {
+        let source_thread = std::thread::Builder::new()
+            .name("critbench-source".into())
+            .spawn_scoped(scope_, move || {
+                let sender = chunk_sender;
+                source.run(plan, scope, |chunk| window.acquire() && sender.send(chunk).is_ok())
+            })
+            .map_err(|e| EngineError::Internal(format!("cannot start the dataset reader thread: {e}")))?;
+        let workers: Result<Vec<_>, EngineError> = (0..jobs)
+            .map(|index| {
                 let results = result_sender.clone();
                 let chunks = &chunk_receiver;
-                scope_.spawn(move || {
+                std::thread::Builder::new().name(format!("critbench-loops-{index}")).spawn_scoped(scope_, move || {
                     loop {
                         let next = chunks.lock().unwrap_or_else(|e| e.into_inner()).recv();
                         let Ok(chunk) = next else { break };
@@ -248,7 +251,17 @@ fn drive<C: Consumer>(
                     }
                 })
             })
-            .collect();
+            .collect::<Result<_, _>>()
+            .map_err(|e| EngineError::Internal(format!("cannot start worker threads: {e}")));
+        let workers: Vec<_> = match workers {
+            Ok(workers) => workers,
+            Err(error) => {
+                // The source stops at its next chunk; nothing has been written yet.
+                window.stop();
+                let _ = source_thread.join();
+                return Err(error);
+            }
+        };
         drop(result_sender);
 
         // The sink: chunks in source order, whatever order they finish in.

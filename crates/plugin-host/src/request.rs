@@ -11,7 +11,31 @@ impl TaskJson {
     /// Leaves out what a critic must not see: the scripted backend's future `drafts` and the
     /// gold `labels` used to benchmark critics. A critic judges the draft it is given.
     pub fn new(task: &Task) -> TaskJson {
-        let visible = Task { drafts: Vec::new(), labels: None, ..task.clone() };
+        /// The task's fields a critic sees, borrowed: serialized like `Task` without cloning it.
+        #[derive(serde::Serialize)]
+        struct Visible<'a> {
+            id: &'a str,
+            prompt: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            kind: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            context: Option<&'a str>,
+            #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+            evidence: &'a std::collections::BTreeMap<String, String>,
+            #[serde(skip_serializing_if = "<[serde_json::Value]>::is_empty")]
+            critiques: &'a [serde_json::Value],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            meta: Option<&'a serde_json::Value>,
+        }
+        let visible = Visible {
+            id: &task.id,
+            prompt: &task.prompt,
+            kind: task.kind.as_deref(),
+            context: task.context.as_deref(),
+            evidence: &task.evidence,
+            critiques: &task.critiques,
+            meta: task.meta.as_ref(),
+        };
         TaskJson(serde_json::to_string(&visible).expect("a task always serializes"))
     }
 }
@@ -52,5 +76,24 @@ mod tests {
         assert_eq!(parsed["task"]["id"], "t\"1");
         assert_eq!(parsed["request_version"], 1);
         assert!(parsed["task"].get("drafts").is_none() && parsed["task"].get("labels").is_none());
+    }
+
+    #[test]
+    fn task_json_is_the_task_without_drafts_and_labels() {
+        let task = Task {
+            id: "t".into(),
+            prompt: "p".into(),
+            kind: Some("rag".into()),
+            context: Some("c".into()),
+            evidence: [("d1".to_string(), "x".to_string())].into(),
+            drafts: vec!["future".into()],
+            critiques: vec![serde_json::json!({"score": 5})],
+            labels: Some(serde_json::json!({"pass": true})),
+            meta: Some(serde_json::json!({"k": 1})),
+        };
+        let expected = Task { drafts: Vec::new(), labels: None, ..task.clone() };
+        assert_eq!(TaskJson::new(&task).0, serde_json::to_string(&expected).unwrap());
+        let bare = Task { id: "b".into(), prompt: "q".into(), ..Task::default() };
+        assert_eq!(TaskJson::new(&bare).0, serde_json::to_string(&bare).unwrap());
     }
 }
