@@ -53,8 +53,13 @@ pub struct RowSink<'p, 'a> {
     trajectories: Option<TrajectoryWriter>,
     outcomes: Option<OutcomeWriter>,
     paths: [PathBuf; 2],
+    last_sync: Instant,
     pub written: Written,
 }
+
+/// Rows reach the files at least this often (as row groups), so that a failing disk stops the
+/// run within seconds and an interrupted run loses at most this much.
+const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl<'p, 'a> RowSink<'p, 'a> {
     pub fn create(plan: &'p Plan<'a>, run_id: &str, out: &Path) -> Result<Self, EngineError> {
@@ -67,18 +72,16 @@ impl<'p, 'a> RowSink<'p, 'a> {
             trajectories: Some(trajectories),
             outcomes: Some(outcomes),
             paths,
+            last_sync: Instant::now(),
             written: Written::default(),
         })
     }
 
-    /// Writes the tables' footers.
+    /// Writes the tables' footers. A table that cannot be finished is renamed `*.incomplete`.
     pub fn close(mut self) -> Result<Written, EngineError> {
-        if let Some(writer) = self.trajectories.take() {
-            writer.close()?;
-        }
-        if let Some(writer) = self.outcomes.take() {
-            writer.close()?;
-        }
+        let [trajectories, outcomes] = self.finish_tables();
+        trajectories?;
+        outcomes?;
         Ok(std::mem::take(&mut self.written))
     }
 
@@ -86,15 +89,21 @@ impl<'p, 'a> RowSink<'p, 'a> {
     /// readable; a table that cannot be closed (a full disk) is renamed `*.incomplete`, so that
     /// nothing mistakes it for a finished table.
     pub fn abandon(mut self) {
-        let trajectories = self.trajectories.take().map(|w| w.close().is_ok());
-        let outcomes = self.outcomes.take().map(|w| w.close().is_ok());
-        for (closed, path) in [trajectories, outcomes].into_iter().zip(&self.paths) {
-            if closed == Some(false) {
+        let _ = self.finish_tables();
+    }
+
+    fn finish_tables(&mut self) -> [Result<(), EngineError>; 2] {
+        let trajectories = self.trajectories.take().map_or(Ok(()), |w| w.close());
+        let outcomes = self.outcomes.take().map_or(Ok(()), |w| w.close());
+        let results = [trajectories, outcomes];
+        for (result, path) in results.iter().zip(&self.paths) {
+            if result.is_err() {
                 let mut incomplete = path.clone().into_os_string();
                 incomplete.push(".incomplete");
                 let _ = std::fs::rename(path, incomplete);
             }
         }
+        results.map(|result| result.map_err(EngineError::from))
     }
 }
 
@@ -161,6 +170,11 @@ impl Consumer for RowSink<'_, '_> {
                     self.written.loops_with_critic_errors += u64::from(critic_errors);
                 }
             }
+        }
+        if self.last_sync.elapsed() >= SYNC_INTERVAL {
+            trajectories.sync()?;
+            outcomes.sync()?;
+            self.last_sync = Instant::now();
         }
         Ok(())
     }
