@@ -74,6 +74,7 @@ def timed(command, label, env=None):
     with tempfile.NamedTemporaryFile("r", suffix=".time", delete=False) as handle:
         time_file = handle.name
     try:
+        load = os.getloadavg()[0]
         started = time.perf_counter()
         done = subprocess.run(
             ["/usr/bin/time", "-f", "%U %S %M", "-o", time_file, *command],
@@ -96,6 +97,7 @@ def timed(command, label, env=None):
         "sys_s": float(system),
         "cpu_s": float(user) + float(system),
         "peak_rss_mb": int(rss_kb) / 1024,
+        "load_average_before": load,
         "stdout": done.stdout,
     }
 
@@ -123,6 +125,7 @@ def critbench_run(args, experiment, dataset, out, label, jobs=None, limit=None, 
     if rows != result["critiques"]:
         raise BenchError(f"{label}: critbench printed {result['critiques']} critiques but trajectories.parquet has {rows} rows")
     result["rate"] = result["critiques"] / result["wall_s"]
+    result["cpu_rate"] = result["critiques"] / max(result["cpu_s"], 1e-9)
     return result
 
 
@@ -139,6 +142,7 @@ def peer_run(args, peer, dataset, out, label, limit=None):
     if rows != result["critiques"]:
         raise BenchError(f"{label}: printed {result['critiques']} rounds but trajectories.parquet has {rows} rows")
     result["rate"] = result["critiques"] / result["wall_s"]
+    result["cpu_rate"] = result["critiques"] / max(result["cpu_s"], 1e-9)
     return result
 
 
@@ -241,7 +245,7 @@ def median_of(runs, key):
     return statistics.median(run[key] for run in runs)
 
 
-def summarize(runs, keys=("wall_s", "cpu_s", "user_s", "sys_s", "peak_rss_mb", "rate")):
+def summarize(runs, keys=("wall_s", "cpu_s", "user_s", "sys_s", "peak_rss_mb", "rate", "cpu_rate")):
     summary = {f"median_{key}": median_of(runs, key) for key in keys if key in runs[0]}
     summary["runs"] = [{key: run[key] for key in run if key != "stdout"} for run in runs]
     return summary
@@ -491,6 +495,16 @@ def bench_repeated(args, work, results):
 # Targets and the report
 
 
+def all_runs(node):
+    """Every timed run recorded anywhere in the results."""
+    if isinstance(node, dict):
+        if "runs" in node and isinstance(node["runs"], list):
+            yield from node["runs"]
+        for key, value in node.items():
+            if key != "runs":
+                yield from all_runs(value)
+
+
 def measured_targets(results, args):
     d = results.get("distinct")
     values = {}
@@ -547,7 +561,8 @@ def markdown(results, args):
         f"| CPU | {m['cpu']}, {m['cores']} cores |",
         f"| memory | {m['memory_gb']} GB |",
         f"| OS, kernel | {m['os']}, {m['kernel']} |",
-        f"| load average at start | {m['load_average_at_start']:.2f} (the machine is shared) |",
+        f"| load average (1 min) | {m['load_average_at_start']:.2f} at the start; {results['load_range'][0]:.2f} to"
+        f" {results['load_range'][1]:.2f} before the timed processes (the machine is shared) |",
         f"| Rust | {m['rustc']}; {m['critbench']} (release build) |",
         f"| Python | {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["packages"].items()) + " |",
         "",
@@ -593,8 +608,9 @@ def markdown(results, args):
             + "); then every timed run's outcomes were checked the same way against critbench's first run: every"
             f" task for critbench and the plain loop, the first {lg['tasks']:,} for LangGraph.",
             "",
-            "| | tasks | wall s | CPU s (user + sys) | peak RSS MB | rounds/s (whole process) | critbench `--jobs 1` ÷ this |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| | tasks | wall s | CPU s (user + sys) | peak RSS MB | rounds/s (whole process) | critbench `--jobs 1` ÷ this"
+            " | rounds per CPU s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         jobs1 = d["critbench_jobs1"]["median_rate"]
         for label, key, tasks in [
@@ -608,13 +624,15 @@ def markdown(results, args):
             lines.append(
                 f"| {label} | {tasks:,} | {s['median_wall_s']:.2f} | {s['median_cpu_s']:.2f} "
                 f"({s['median_user_s']:.2f} + {s['median_sys_s']:.2f}) | {s['median_peak_rss_mb']:,.0f} | "
-                f"{s['median_rate']:,.0f} | {ratio} |"
+                f"{s['median_rate']:,.0f} | {ratio} | {s['median_cpu_rate']:,.0f} |"
             )
         lines += [
             "",
             f"LangGraph runs {lg['tasks']:,} tasks ({lg['loops']:,} loops, {lg['rounds']:,} rounds), the first of the"
             " same file, because it is too slow for the whole set within the bench's time; its rate is rounds per"
-            " second of its whole process, as for the others. critbench's own run clock (start to both Parquet files"
+            " second of its whole process, as for the others. Rounds per CPU second (user + sys) are less"
+            " sensitive to what else runs on the machine than wall-clock rates, and show what `--jobs 2` costs."
+            " critbench's own run clock (start to both Parquet files"
             f" closed, without summaries): {d['critbench_jobs1']['median_run_clock_s']:.2f} s with `--jobs 1`,"
             f" {d['critbench_jobs2']['median_run_clock_s']:.2f} s with `--jobs 2`.",
         ]
@@ -735,6 +753,10 @@ def main():
     args.critbench = os.path.abspath(args.critbench)
     args.server = os.path.abspath(args.server)
 
+    for path, what in [(args.critbench, "--critbench"), (args.server, "--server"), ("/usr/bin/time", "GNU time")]:
+        if not os.access(path, os.X_OK):
+            print(f"{what}: {path} is not an executable file", file=sys.stderr)
+            return 2
     work = tempfile.mkdtemp(prefix="critbench-bench-", dir=args.work)
     results = {"machine": machine_info(args), "settings": {k: v for k, v in vars(args).items()
                                                             if k not in ("md", "json", "work")}}
@@ -770,6 +792,8 @@ def main():
     results["bench_seconds"] = time.monotonic() - STARTED
     results["finished_at"] = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
     results["targets"] = measured_targets(results, args)
+    loads = [run["load_average_before"] for run in all_runs(results)]
+    results["load_range"] = [min(loads), max(loads)] if loads else [0.0, 0.0]
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(results, handle, indent=2)
         handle.write("\n")
