@@ -585,6 +585,9 @@ def markdown(results, args):
         "The fourth target of the issue (the demo's outcomes and trajectories unchanged by the rewrite, its",
         "intervals never narrower than a task-cluster bootstrap's) is for the rewrite's tests; the bench does not measure it.",
     ]
+    for failure in results["failures"]:
+        lines += ["", f"**The `{failure['section']}` section failed**, so its figures are missing:", "", "```",
+                  failure["error"][-2000:], "```"]
 
     d = results.get("distinct")
     if d:
@@ -600,6 +603,13 @@ def markdown(results, args):
             " critic through the C ABI, arms feedback and no-feedback, 1 epoch, pass_score 8, max_revisions 3."
             f" {d['loops']:,} loops, {d['critiques']:,} critiques (= rounds); exits "
             + ", ".join(f"{k} {v:,}" for k, v in sorted(d["exits"].items())) + ".",
+            "",
+            "The peers (`scripts/bench/peers.py`, one process each) run the same loop: drafts from the task's"
+            " `drafts`, the critique from its `critiques` validated as critbench's host validates it, the decision"
+            " rule of SPEC §5 and its best-draft rule; they read the same JSONL with `json` and write one row per"
+            " critique and one per loop to Parquet with pyarrow (ZSTD level 3, as critbench), in batches. The"
+            " LangGraph version is a `StateGraph`: generator → critic → conditional edge → reviser → critic, the"
+            " trajectory kept in the state under an `operator.add` reducer, one `invoke` per loop.",
             "",
             f"Before timing, the bench checked that critbench, the plain Python loop and the LangGraph graph give"
             f" each of the first {a['tasks']:,} tasks' {a['loops']:,} loops the same rounds, exit reason, pass,"
@@ -758,7 +768,7 @@ def main():
             print(f"{what}: {path} is not an executable file", file=sys.stderr)
             return 2
     work = tempfile.mkdtemp(prefix="critbench-bench-", dir=args.work)
-    results = {"machine": machine_info(args), "settings": {k: v for k, v in vars(args).items()
+    results = {"machine": machine_info(args), "failures": [], "settings": {k: v for k, v in vars(args).items()
                                                             if k not in ("md", "json", "work")}}
     progress(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; work dir {work}")
     try:
@@ -770,20 +780,23 @@ def main():
         if sections & {"distinct", "server", "memory"}:
             make_tasks("scripted", args.tasks, tasks_file, args.seed)
         if "distinct" in sections:
+            # A disagreement between the three loops ends the bench: nothing after it would mean much.
             progress("1-2. distinct scripted tasks: critbench, plain Python, LangGraph")
             bench_distinct(args, work, tasks_file, results)
-        if "sim" in sections:
-            progress("3. sim + rubric")
-            bench_sim(args, work, results)
-        if "server" in sections:
-            progress("5. model-server mode")
-            bench_server(args, work, tasks_file, results)
-        if "repeated" in sections:
-            progress("the earlier benchmark (36 tasks × 2,000 epochs)")
-            bench_repeated(args, work, results)
-        if "memory" in sections:
-            progress("4. peak memory")
-            bench_memory(args, work, tasks_file, results)
+        # A later section that fails is reported in the results, and the others still run.
+        for section, title, step in [
+            ("sim", "3. sim + rubric", lambda: bench_sim(args, work, results)),
+            ("server", "5. model-server mode", lambda: bench_server(args, work, tasks_file, results)),
+            ("repeated", "the earlier benchmark (36 tasks × 2,000 epochs)", lambda: bench_repeated(args, work, results)),
+            ("memory", "4. peak memory", lambda: bench_memory(args, work, tasks_file, results)),
+        ]:
+            if section in sections:
+                progress(title)
+                try:
+                    step()
+                except BenchError as error:
+                    progress(f"FAILED ({section}): {error}")
+                    results["failures"].append({"section": section, "error": str(error)})
     except BenchError as error:
         progress(f"FAILED: {error}")
         return 1
@@ -805,6 +818,10 @@ def main():
         status = "—" if row["met"] is None else ("met" if row["met"] else "NOT MET")
         value = "not measured" if row["value"] is None else f"{row['value']:,.2f} {row['unit']}"
         print(f"{status:>8}  {row['what']}: {value} (wanted {row['op']} {row['target']:,})")
+    if results["failures"]:
+        for failure in results["failures"]:
+            print(f"  FAILED  {failure['section']}: {failure['error'].splitlines()[0]}")
+        return 1
     return 0
 
 
