@@ -15,11 +15,11 @@ plugins:
     cargo build --workspace
     cargo run -q -p critbench -- plugins list
 
-# Throughput of the host loop (scripted backend + scripted critic, one thread, Parquet written);
-# appends the measurement to docs/benchmarks.md.
-bench:
-    cargo build --release --workspace
-    bash scripts/bench.sh target/release/critbench
+# critbench against LangGraph and a plain Python loop on real-sized task sets, memory at 1M tasks
+# and model-server mode; writes docs/benchmarks.md and docs/benchmarks.json (about 10 minutes).
+# Same as `bash scripts/bench/run.sh`; `just bench --quick` checks every step on small sizes.
+bench *ARGS:
+    bash scripts/bench/run.sh {{ARGS}}
 
 # Build the C example critic into reports/plugins/, where experiments/judge-demo.toml looks for it
 # (on macOS name it liblength.dylib).

@@ -1,0 +1,829 @@
+#!/usr/bin/env python3
+"""critbench against its peers on real-sized task sets, in one run (issue 9, item 5).
+
+Run it through `bash scripts/bench/run.sh` (or `just bench`), which builds the release binaries,
+makes the bench's own Python venv from scripts/bench/requirements.txt and calls this file with it.
+By hand:
+
+    python bench.py --critbench target/release/critbench \
+        --server target/release/critbench-bench-server --md docs/benchmarks.md --json docs/benchmarks.json
+
+It generates the task sets (scripts/bench/make_tasks.py) in a temporary directory, checks that
+critbench, the plain Python loop and the LangGraph StateGraph (scripts/bench/peers.py) give every
+task the same rounds, exit and scores, fails loudly if not, then times whole processes (start to
+exit, summaries included) with /usr/bin/time: wall, user+sys CPU and peak RSS. Every figure is the
+median of --runs runs unless the table says otherwise; every "met" is computed from the targets
+below. The temporary directory (the 1M-task file is about 1 GB) is deleted at the end.
+"""
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+EXPERIMENTS = os.path.join(ROOT, "experiments")
+
+# Issue 9, "Targets": key, what (formatted with the bench's settings), unit, comparison, threshold.
+TARGETS = [
+    ("critiques_per_s_jobs1", "{tasks:,} distinct tasks, `--jobs 1`, whole process", "critiques/s", ">=", 300_000),
+    ("vs_langgraph", "critbench `--jobs 1` vs LangGraph (rounds/s, whole process)", "×", ">=", 300),
+    ("vs_plain_python", "critbench `--jobs 1` vs the plain Python loop (rounds/s, whole process)", "×", ">=", 4),
+    ("jobs2_vs_jobs1", "`--jobs 2` vs `--jobs 1` (critiques/s, whole process)", "×", ">=", 1.7),
+    ("rss_large_mb", "peak RSS at {rss_large:,} tasks", "MB", "<", 300),
+    ("rss_large_vs_small", "peak RSS at {rss_large:,} tasks vs at {rss_small:,}", "×", "<=", 1.5),
+    ("server_fraction_of_ideal",
+     "model server, {concurrency} in flight: steady requests/s vs ideal {concurrency} / {latency_ms} ms",
+     "% of ideal", ">=", 90),
+]
+
+STARTED = time.monotonic()
+# The whole bench must stay under this on the 2-core machine (issue 9).
+BUDGET_S = 15 * 60
+
+
+def progress(message):
+    elapsed = time.monotonic() - STARTED
+    print(f"[bench {int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {message}", file=sys.stderr, flush=True)
+
+
+class BenchError(Exception):
+    """The bench cannot go on: a process failed or the three loops disagree."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Running and timing one process
+
+
+def timed(command, label, env=None):
+    """Runs `command` under /usr/bin/time; returns wall s, user s, sys s, peak RSS MB and stdout.
+    The wall clock is taken here around the whole process, from spawn to exit."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time", delete=False) as handle:
+        time_file = handle.name
+    try:
+        load = os.getloadavg()[0]
+        started = time.perf_counter()
+        done = subprocess.run(
+            ["/usr/bin/time", "-f", "%U %S %M", "-o", time_file, *command],
+            capture_output=True, text=True, env=env,
+        )
+        wall = time.perf_counter() - started
+        with open(time_file, encoding="utf-8") as handle:
+            lines = [line for line in handle.read().splitlines() if line.strip()]
+    finally:
+        os.unlink(time_file)
+    if done.returncode != 0:
+        raise BenchError(
+            f"{label} failed with exit {done.returncode}: {' '.join(command)}\n--- stdout\n{done.stdout[-3000:]}"
+            f"\n--- stderr\n{done.stderr[-3000:]}"
+        )
+    user, system, rss_kb = lines[-1].split()
+    return {
+        "wall_s": wall,
+        "user_s": float(user),
+        "sys_s": float(system),
+        "cpu_s": float(user) + float(system),
+        "peak_rss_mb": int(rss_kb) / 1024,
+        "load_average_before": load,
+        "stdout": done.stdout,
+    }
+
+
+RUN_LINE = re.compile(r"^(\d+) loops, (\d+) critiques in ([0-9.]+) s", re.M)
+HTTP_LINE = re.compile(r"\((\d+) HTTP requests, (\d+) retries\)")
+
+
+def critbench_run(args, experiment, dataset, out, label, jobs=None, limit=None, extra=()):
+    command = [args.critbench, "run", experiment, "--quiet", "--out", out]
+    if dataset:
+        command += ["--dataset", dataset]
+    if jobs is not None:
+        command += ["--jobs", str(jobs)]
+    if limit is not None:
+        command += ["--limit", str(limit)]
+    command += list(extra)
+    result = timed(command, label)
+    match = RUN_LINE.search(result["stdout"])
+    if not match:
+        raise BenchError(f"{label}: no `N loops, M critiques` line in critbench's output:\n{result['stdout'][-2000:]}")
+    result["loops"], result["critiques"] = int(match.group(1)), int(match.group(2))
+    result["run_clock_s"] = float(match.group(3))
+    rows = pq.ParquetFile(os.path.join(out, "trajectories.parquet")).metadata.num_rows
+    if rows != result["critiques"]:
+        raise BenchError(f"{label}: critbench printed {result['critiques']} critiques but trajectories.parquet has {rows} rows")
+    result["rate"] = result["critiques"] / result["wall_s"]
+    result["cpu_rate"] = result["critiques"] / max(result["cpu_s"], 1e-9)
+    return result
+
+
+def peer_run(args, peer, dataset, out, label, limit=None):
+    command = [sys.executable, os.path.join(HERE, "peers.py"), peer, dataset, out]
+    if limit is not None:
+        command += ["--limit", str(limit)]
+    result = timed(command, label)
+    match = RUN_LINE.search(result["stdout"])
+    if not match:
+        raise BenchError(f"{label}: no `N loops, M critiques` line in the output:\n{result['stdout'][-2000:]}")
+    result["loops"], result["critiques"] = int(match.group(1)), int(match.group(2))
+    rows = pq.ParquetFile(os.path.join(out, "trajectories.parquet")).metadata.num_rows
+    if rows != result["critiques"]:
+        raise BenchError(f"{label}: printed {result['critiques']} rounds but trajectories.parquet has {rows} rows")
+    result["rate"] = result["critiques"] / result["wall_s"]
+    result["cpu_rate"] = result["critiques"] / max(result["cpu_s"], 1e-9)
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# The agreement check
+
+
+OUTCOME_KEYS = ["task_id", "arm"]
+OUTCOME_CHECKED = ["rounds", "exit_reason", "passed", "first_score", "last_score", "best_score", "best_round"]
+
+
+def outcomes_of(run_dir, limit_ids=None):
+    table = pq.read_table(os.path.join(run_dir, "outcomes.parquet"), columns=OUTCOME_KEYS + OUTCOME_CHECKED)
+    if limit_ids is not None:
+        table = table.filter(pc.is_in(table["task_id"], value_set=limit_ids))
+    return table.sort_by([(key, "ascending") for key in OUTCOME_KEYS])
+
+
+def check_agreement(reference_dir, other_dir, label, reference_label="critbench"):
+    """Every (task, arm) of `other_dir` has the same rounds, exit, pass and scores as in
+    `reference_dir`, and both have exactly the same loops. Raises BenchError naming the first
+    disagreements."""
+    other = outcomes_of(other_dir)
+    reference = outcomes_of(reference_dir, other["task_id"].unique() if other.num_rows else None)
+    if reference.num_rows != other.num_rows:
+        raise BenchError(
+            f"{label}: {other.num_rows} loops in {other_dir} but {reference.num_rows} for the same tasks in "
+            f"{reference_label}'s {reference_dir}"
+        )
+    for column in OUTCOME_KEYS + OUTCOME_CHECKED:
+        a, b = reference[column], other[column]
+        if a.type != b.type:
+            b = b.cast(a.type)
+        if column.endswith("_score"):
+            same = pc.less_equal(pc.abs(pc.subtract(a, b)), 1e-9)
+        else:
+            same = pc.equal(a, b)
+        if not pc.all(same).as_py():
+            bad = [i for i, ok in enumerate(same.to_pylist()) if not ok][:5]
+            rows = "\n".join(
+                f"  task {reference['task_id'][i]} arm {reference['arm'][i]}: {column} = "
+                f"{a[i].as_py()!r} ({reference_label}) vs {b[i].as_py()!r} ({label})"
+                for i in bad
+            )
+            raise BenchError(f"{label} disagrees with {reference_label} on `{column}`:\n{rows}")
+    return other.num_rows
+
+
+# ------------------------------------------------------------------------------------------------
+# Machine information
+
+
+def command_output(command):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine_info(args):
+    cpu = "unknown"
+    with open("/proc/cpuinfo", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory_gb = 0.0
+    with open("/proc/meminfo", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("MemTotal:"):
+                memory_gb = int(line.split()[1]) / 1024 / 1024
+    commit = command_output(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    dirty = command_output(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+    packages = {}
+    for name in ("langgraph", "langchain-core", "langgraph-checkpoint", "pyarrow"):
+        try:
+            packages[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            packages[name] = "not installed"
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(memory_gb, 1),
+        "kernel": platform.release(),
+        "os": command_output(["sh", "-c", ". /etc/os-release && echo \"$PRETTY_NAME\""]),
+        "rustc": command_output(["rustc", "--version"]),
+        "python": platform.python_version(),
+        "packages": packages,
+        "critbench": command_output([args.critbench, "--version"]),
+        "git_commit": commit + (" (with uncommitted changes)" if dirty and dirty != "unknown" else ""),
+        "load_average_at_start": os.getloadavg()[0],
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# The measurements
+
+
+def median_of(runs, key):
+    return statistics.median(run[key] for run in runs)
+
+
+def summarize(runs, keys=("wall_s", "cpu_s", "user_s", "sys_s", "peak_rss_mb", "rate", "cpu_rate")):
+    summary = {f"median_{key}": median_of(runs, key) for key in keys if key in runs[0]}
+    summary["runs"] = [{key: run[key] for key in run if key != "stdout"} for run in runs]
+    return summary
+
+
+def slice_file(source, target, lines):
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        for n, line in enumerate(src):
+            if n >= lines:
+                break
+            dst.write(line)
+
+
+def make_tasks(kind, count, path, seed):
+    progress(f"generating {count:,} {kind} tasks → {path}")
+    subprocess.run([sys.executable, os.path.join(HERE, "make_tasks.py"), kind, str(count), path, "--seed", str(seed)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return os.path.getsize(path)
+
+
+def fresh(work, name):
+    path = os.path.join(work, name)
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def exits_of(run_dir):
+    exits = pq.read_table(os.path.join(run_dir, "outcomes.parquet"), columns=["exit_reason"])
+    return {row["values"]: row["counts"] for row in pc.value_counts(exits["exit_reason"]).to_pylist()}
+
+
+def bench_distinct(args, work, tasks_file, results):
+    """Measure 1 and 2: critbench --jobs 1/2, plain Python and LangGraph on the same tasks."""
+    experiment = os.path.join(EXPERIMENTS, "bench-distinct.toml")
+    lg_limit = min(args.langgraph_tasks, args.tasks)
+    check_limit = min(args.check_tasks, lg_limit)
+
+    # A first check on a few tasks, so that a disagreement stops the bench before any timing; every
+    # timed run is then checked too: critbench and plain Python on every task, LangGraph on its share.
+    progress(f"agreement check on the first {check_limit:,} tasks: critbench, plain Python, LangGraph")
+    check_cb = critbench_run(args, experiment, tasks_file, fresh(work, "check-critbench"), "critbench check",
+                             jobs=1, limit=check_limit)
+    check_plain = peer_run(args, "plain", tasks_file, fresh(work, "check-plain"), "plain check", limit=check_limit)
+    check_lg = peer_run(args, "langgraph", tasks_file, fresh(work, "check-langgraph"), "langgraph check",
+                        limit=check_limit)
+    loops = check_agreement(os.path.join(work, "check-critbench"), os.path.join(work, "check-plain"), "plain Python")
+    check_agreement(os.path.join(work, "check-critbench"), os.path.join(work, "check-langgraph"), "LangGraph")
+    if not (check_cb["critiques"] == check_plain["critiques"] == check_lg["critiques"]):
+        raise BenchError(
+            f"round counts differ: critbench {check_cb['critiques']}, plain {check_plain['critiques']}, "
+            f"LangGraph {check_lg['critiques']}"
+        )
+    exit_counts = exits_of(os.path.join(work, "check-critbench"))
+    progress(f"  agree: {loops:,} loops, {check_cb['critiques']:,} rounds, exits {exit_counts}")
+    for name in ("check-critbench", "check-plain", "check-langgraph"):
+        shutil.rmtree(os.path.join(work, name))
+    results["agreement"] = {
+        "tasks": check_limit,
+        "loops": loops,
+        "rounds": check_cb["critiques"],
+        "exits": exit_counts,
+        "checked": OUTCOME_CHECKED,
+    }
+
+    jobs1, jobs2, plain, langgraph = [], [], [], []
+    reference = None
+    for run in range(1, args.runs + 1):
+        out = fresh(work, f"critbench-j1-{run}")
+        jobs1.append(critbench_run(args, experiment, tasks_file, out, f"critbench --jobs 1 run {run}", jobs=1))
+        progress(f"  run {run}: critbench --jobs 1: {jobs1[-1]['critiques']:,} critiques, "
+                 f"{jobs1[-1]['wall_s']:.2f} s whole process ({jobs1[-1]['rate']:,.0f}/s), "
+                 f"RSS {jobs1[-1]['peak_rss_mb']:.0f} MB")
+        if reference is None:
+            reference = out
+        else:
+            check_agreement(reference, out, f"critbench --jobs 1 run {run}", "critbench run 1")
+            shutil.rmtree(out)
+
+        out = fresh(work, f"critbench-j2-{run}")
+        jobs2.append(critbench_run(args, experiment, tasks_file, out, f"critbench --jobs 2 run {run}", jobs=2))
+        check_agreement(reference, out, f"critbench --jobs 2 run {run}", "critbench --jobs 1")
+        shutil.rmtree(out)
+        progress(f"  run {run}: critbench --jobs 2: {jobs2[-1]['wall_s']:.2f} s ({jobs2[-1]['rate']:,.0f}/s)")
+
+        out = fresh(work, f"plain-{run}")
+        plain.append(peer_run(args, "plain", tasks_file, out, f"plain Python run {run}"))
+        check_agreement(reference, out, f"plain Python run {run}")
+        shutil.rmtree(out)
+        progress(f"  run {run}: plain Python: {plain[-1]['wall_s']:.2f} s ({plain[-1]['rate']:,.0f} rounds/s)")
+
+        out = fresh(work, f"langgraph-{run}")
+        langgraph.append(peer_run(args, "langgraph", tasks_file, out, f"LangGraph run {run}", limit=lg_limit))
+        check_agreement(reference, out, f"LangGraph run {run}")
+        shutil.rmtree(out)
+        progress(f"  run {run}: LangGraph ({lg_limit:,} tasks): {langgraph[-1]['wall_s']:.2f} s "
+                 f"({langgraph[-1]['rate']:,.0f} rounds/s)")
+    exit_counts = exits_of(reference)
+    shutil.rmtree(reference)
+    results["distinct"] = {
+        "tasks": args.tasks,
+        "exits": exit_counts,
+        "dataset_bytes": os.path.getsize(tasks_file),
+        "loops": jobs1[0]["loops"],
+        "critiques": jobs1[0]["critiques"],
+        "critbench_jobs1": summarize(jobs1),
+        "critbench_jobs2": summarize(jobs2),
+        "plain_python": summarize(plain),
+        "langgraph": {"tasks": lg_limit, "loops": langgraph[0]["loops"], "rounds": langgraph[0]["critiques"],
+                      **summarize(langgraph)},
+    }
+    results["distinct"]["critbench_jobs1"]["median_run_clock_s"] = median_of(jobs1, "run_clock_s")
+    results["distinct"]["critbench_jobs2"]["median_run_clock_s"] = median_of(jobs2, "run_clock_s")
+
+
+def bench_sim(args, work, results):
+    """Measure 3: sim backend + rubric critic on distinct paper tasks."""
+    tasks_file = os.path.join(work, f"papers-{args.sim_tasks}.jsonl")
+    make_tasks("papers", args.sim_tasks, tasks_file, args.seed)
+    experiment = os.path.join(EXPERIMENTS, "bench-sim.toml")
+    runs = []
+    for run in range(1, args.runs + 1):
+        out = fresh(work, f"sim-{run}")
+        runs.append(critbench_run(args, experiment, tasks_file, out, f"sim + rubric run {run}", jobs=1))
+        shutil.rmtree(out)
+        progress(f"  run {run}: sim + rubric --jobs 1: {runs[-1]['critiques']:,} critiques, {runs[-1]['wall_s']:.2f} s "
+                 f"({runs[-1]['rate']:,.0f}/s)")
+    os.unlink(tasks_file)
+    results["sim_rubric"] = {"tasks": args.sim_tasks, "loops": runs[0]["loops"], "critiques": runs[0]["critiques"],
+                             **summarize(runs)}
+
+
+def bench_memory(args, work, tasks_file, results):
+    """Measure 4: peak RSS at the small and the large task count, --jobs 1."""
+    experiment = os.path.join(EXPERIMENTS, "bench-distinct.toml")
+    small_file = os.path.join(work, f"scripted-{args.rss_small}.jsonl")
+    if args.rss_small <= args.tasks:
+        slice_file(tasks_file, small_file, args.rss_small)
+    else:
+        make_tasks("scripted", args.rss_small, small_file, args.seed)
+    small = []
+    for run in range(1, args.runs + 1):
+        out = fresh(work, f"rss-small-{run}")
+        small.append(critbench_run(args, experiment, small_file, out, f"RSS at {args.rss_small} run {run}", jobs=1))
+        shutil.rmtree(out)
+        progress(f"  run {run}: {args.rss_small:,} tasks: peak RSS {small[-1]['peak_rss_mb']:.0f} MB, "
+                 f"{small[-1]['wall_s']:.2f} s")
+    os.unlink(small_file)
+
+    free_gb = shutil.disk_usage(work).free / 1e9
+    need_gb = args.rss_large * 1.2e3 / 1e9 * 2.5  # the JSONL, plus the run's Parquet files
+    if free_gb < need_gb:
+        raise BenchError(f"{work}: {free_gb:.1f} GB free, the {args.rss_large:,}-task run needs about {need_gb:.1f} GB")
+    large_file = os.path.join(work, f"scripted-{args.rss_large}.jsonl")
+    size = make_tasks("scripted", args.rss_large, large_file, args.seed)
+    large = []
+    for run in range(1, args.rss_large_runs + 1):
+        out = fresh(work, f"rss-large-{run}")
+        large.append(critbench_run(args, experiment, large_file, out, f"RSS at {args.rss_large} run {run}", jobs=1))
+        shutil.rmtree(out)
+        progress(f"  run {run}: {args.rss_large:,} tasks ({size / 1e9:.2f} GB): peak RSS "
+                 f"{large[-1]['peak_rss_mb']:.0f} MB, {large[-1]['wall_s']:.2f} s ({large[-1]['rate']:,.0f}/s)")
+    os.unlink(large_file)
+    results["memory"] = {
+        "small": {"tasks": args.rss_small, **summarize(small)},
+        "large": {"tasks": args.rss_large, "dataset_bytes": size, **summarize(large)},
+    }
+
+
+def bench_server(args, work, tasks_file, results):
+    """Measure 5: the openai backend against the fixed-latency server, 64 in flight."""
+    template = os.path.join(EXPERIMENTS, "bench-server.toml")
+    runs = []
+    for run in range(1, args.runs + 1):
+        server = subprocess.Popen([args.server, "--port", "0", "--latency-ms", str(args.latency_ms)],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            line = server.stdout.readline().strip()
+            match = re.fullmatch(r"listening on (127\.0\.0\.1:\d+)", line)
+            if not match:
+                raise BenchError(f"the bench server said {line!r} instead of `listening on 127.0.0.1:PORT`")
+            address = match.group(1)
+            with open(template, encoding="utf-8") as handle:
+                text = handle.read()
+            text, replaced = re.subn(r'(?m)^base_url = "[^"]*"', f'base_url = "http://{address}/v1"', text)
+            if replaced != 1:
+                raise BenchError(f"{template}: expected one `base_url = ...` line")
+            experiment = os.path.join(work, "bench-server.toml")
+            with open(experiment, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            out = fresh(work, f"server-{run}")
+            result = critbench_run(args, experiment, tasks_file, out, f"model-server run {run}",
+                                   limit=args.server_tasks, extra=["--no-cache"])
+            with urllib.request.urlopen(f"http://{address}/stats", timeout=10) as answer:
+                stats = json.load(answer)
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+        http = HTTP_LINE.search(result["stdout"])
+        if not http:
+            raise BenchError(f"model-server run {run}: no `models:` line in critbench's output:\n{result['stdout'][-2000:]}")
+        client_requests, retries = int(http.group(1)), int(http.group(2))
+        if client_requests != stats["requests"] or retries:
+            raise BenchError(f"model-server run {run}: critbench sent {client_requests} requests ({retries} retries), "
+                             f"the server answered {stats['requests']}")
+        with open(os.path.join(out, "manifest.json"), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        shutil.rmtree(out)
+        result.update(
+            requests=stats["requests"],
+            max_in_flight=stats["max_in_flight"],
+            mean_in_flight=stats["mean_in_flight"],
+            connections=stats["connections"],
+            window_s=stats["window_s"],
+            steady_rate=stats["steady_rate"],
+            server_rate=stats["requests"] / stats["window_s"],
+            whole_rate=stats["requests"] / result["wall_s"],
+            cpu_ms_per_request=result["cpu_s"] * 1e3 / stats["requests"],
+            jobs=manifest.get("jobs"),
+        )
+        runs.append(result)
+        progress(f"  run {run}: {result['requests']:,} requests, {result['max_in_flight']} in flight at most, "
+                 f"{result['mean_in_flight']:.1f} on average: {result['steady_rate']:,.0f}/s steady, "
+                 f"{result['server_rate']:,.0f}/s first to last, {result['whole_rate']:,.0f}/s whole process, "
+                 f"{result['cpu_ms_per_request']:.3f} ms client CPU per request")
+    ideal = args.concurrency / (args.latency_ms / 1e3)
+    summary = summarize(runs, keys=("wall_s", "cpu_s", "peak_rss_mb", "steady_rate", "server_rate", "whole_rate",
+                                    "cpu_ms_per_request", "requests", "max_in_flight", "mean_in_flight",
+                                    "window_s"))
+    results["server"] = {"tasks": args.server_tasks, "latency_ms": args.latency_ms, "concurrency": args.concurrency,
+                         "ideal_rate": ideal, **summary}
+
+
+def bench_repeated(args, work, results):
+    """The earlier benchmark (36 tasks × 2,000 epochs), kept for continuity with its history."""
+    experiment = os.path.join(EXPERIMENTS, "bench-scripted.toml")
+    runs = []
+    for run in range(1, args.runs + 1):
+        out = fresh(work, f"repeated-{run}")
+        runs.append(critbench_run(args, experiment, None, out, f"bench-scripted run {run}", jobs=1))
+        shutil.rmtree(out)
+    results["repeated"] = {"loops": runs[0]["loops"], "critiques": runs[0]["critiques"], **summarize(runs)}
+    results["repeated"]["median_run_clock_s"] = median_of(runs, "run_clock_s")
+    progress(f"  36 tasks × 2,000 epochs: {results['repeated']['median_rate']:,.0f} critiques/s whole process")
+
+
+# ------------------------------------------------------------------------------------------------
+# Targets and the report
+
+
+def all_runs(node):
+    """Every timed run recorded anywhere in the results."""
+    if isinstance(node, dict):
+        if "runs" in node and isinstance(node["runs"], list):
+            yield from node["runs"]
+        for key, value in node.items():
+            if key != "runs":
+                yield from all_runs(value)
+
+
+def measured_targets(results, args):
+    d = results.get("distinct")
+    values = {}
+    if d:
+        jobs1 = d["critbench_jobs1"]["median_rate"]
+        values["critiques_per_s_jobs1"] = jobs1
+        values["vs_langgraph"] = jobs1 / d["langgraph"]["median_rate"]
+        values["vs_plain_python"] = jobs1 / d["plain_python"]["median_rate"]
+        values["jobs2_vs_jobs1"] = d["critbench_jobs2"]["median_rate"] / jobs1
+    m = results.get("memory")
+    if m:
+        values["rss_large_mb"] = m["large"]["median_peak_rss_mb"]
+        values["rss_large_vs_small"] = m["large"]["median_peak_rss_mb"] / m["small"]["median_peak_rss_mb"]
+    s = results.get("server")
+    if s:
+        values["server_fraction_of_ideal"] = 100 * s["median_steady_rate"] / s["ideal_rate"]
+    table = []
+    for key, what, unit, op, threshold in TARGETS:
+        value = values.get(key)
+        met = None
+        if value is not None:
+            met = {">=": value >= threshold, "<": value < threshold, "<=": value <= threshold}[op]
+        table.append({"key": key, "what": what.format(**vars(args)), "unit": unit, "op": op, "target": threshold, "value": value,
+                      "met": met})
+    return table
+
+
+def number(value, digits=0):
+    if value is None:
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def markdown(results, args):
+    m = results["machine"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `just bench` (or `bash scripts/bench/run.sh`): `scripts/bench/bench.py` — do not edit by hand;",
+        "`docs/benchmarks.json` holds the same figures and every run. Each figure is the median of "
+        f"{args.runs} run(s) unless it says otherwise; every time is a **whole process**, from spawn to exit"
+        " (dataset reading, every loop, Parquet written, summaries and reports included), measured with"
+        " `/usr/bin/time` (CPU = user + sys, peak RSS = max resident set size).",
+        "",
+        f"Run {results['finished_at']} on commit `{m['git_commit']}`; the whole bench took "
+        f"**{results['bench_seconds'] / 60:.1f} minutes**"
+        + (" (within its 15-minute budget)." if results["bench_seconds"] <= BUDGET_S else
+           " — **over its 15-minute budget**."),
+        "",
+        "## Machine",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| CPU | {m['cpu']}, {m['cores']} cores |",
+        f"| memory | {m['memory_gb']} GB |",
+        f"| OS, kernel | {m['os']}, {m['kernel']} |",
+        f"| load average (1 min) | {m['load_average_at_start']:.2f} at the start; {results['load_range'][0]:.2f} to"
+        f" {results['load_range'][1]:.2f} before the timed processes (the machine is shared) |",
+        f"| Rust | {m['rustc']}; {m['critbench']} (release build) |",
+        f"| Python | {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["packages"].items()) + " |",
+        "",
+        "## Targets (issue 9)",
+        "",
+        "| target | wanted | measured (median) | met |",
+        "|---|---|---:|---|",
+    ]
+    for row in results["targets"]:
+        unit = row["unit"]
+        digits = 2 if unit == "×" and row["value"] is not None and row["value"] < 10 else 0
+        if row["key"] == "rss_large_vs_small":
+            digits = 2
+        wanted = f"{row['op'].replace('>=', '≥').replace('<=', '≤')} {row['target']:,} {unit}"
+        measured = f"{number(row['value'], digits)} {unit}" if row["value"] is not None else "not measured"
+        met = "—" if row["met"] is None else ("**met**" if row["met"] else "not met")
+        lines.append(f"| {row['what']} | {wanted} | {measured} | {met} |")
+    lines += [
+        "",
+        "The fourth target of the issue (the demo's outcomes and trajectories unchanged by the rewrite, its",
+        "intervals never narrower than a task-cluster bootstrap's) is for the rewrite's tests; the bench does not measure it.",
+    ]
+    for failure in results["failures"]:
+        lines += ["", f"**The `{failure['section']}` section failed**, so its figures are missing:", "", "```",
+                  failure["error"][-2000:], "```"]
+
+    d = results.get("distinct")
+    if d:
+        a = results["agreement"]
+        lg = d["langgraph"]
+        lines += [
+            "",
+            f"## 1–2. {d['tasks']:,} distinct scripted tasks: critbench and its peers",
+            "",
+            f"{d['tasks']:,} tasks of about {d['dataset_bytes'] / d['tasks']:,.0f} bytes each "
+            f"({d['dataset_bytes'] / 1e6:,.0f} MB of JSONL; `scripts/bench/make_tasks.py scripted`, seed {args.seed}),"
+            " each with its own drafts and critiques; `experiments/bench-distinct.toml`: scripted backend, scripted"
+            " critic through the C ABI, arms feedback and no-feedback, 1 epoch, pass_score 8, max_revisions 3."
+            f" {d['loops']:,} loops, {d['critiques']:,} critiques (= rounds); exits "
+            + ", ".join(f"{k} {v:,}" for k, v in sorted(d["exits"].items())) + ".",
+            "",
+            "The peers (`scripts/bench/peers.py`, one process each) run the same loop: drafts from the task's"
+            " `drafts`, the critique from its `critiques` validated as critbench's host validates it, the decision"
+            " rule of SPEC §5 and its best-draft rule; they read the same JSONL with `json` and write one row per"
+            " critique and one per loop to Parquet with pyarrow (ZSTD level 3, as critbench), in batches. The"
+            " LangGraph version is a `StateGraph`: generator → critic → conditional edge → reviser → critic, the"
+            " trajectory kept in the state under an `operator.add` reducer, one `invoke` per loop.",
+            "",
+            f"Before timing, the bench checked that critbench, the plain Python loop and the LangGraph graph give"
+            f" each of the first {a['tasks']:,} tasks' {a['loops']:,} loops the same rounds, exit reason, pass,"
+            f" first/last/best score and best round ({a['rounds']:,} rounds; exits "
+            + ", ".join(f"{k} {v:,}" for k, v in sorted(a["exits"].items()))
+            + "); then every timed run's outcomes were checked the same way against critbench's first run: every"
+            f" task for critbench and the plain loop, the first {lg['tasks']:,} for LangGraph.",
+            "",
+            "| | tasks | wall s | CPU s (user + sys) | peak RSS MB | rounds/s (whole process) | critbench `--jobs 1` ÷ this"
+            " | rounds per CPU s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        jobs1 = d["critbench_jobs1"]["median_rate"]
+        for label, key, tasks in [
+            ("critbench `--jobs 1`", "critbench_jobs1", d["tasks"]),
+            ("critbench `--jobs 2`", "critbench_jobs2", d["tasks"]),
+            ("plain Python loop (1 process)", "plain_python", d["tasks"]),
+            ("LangGraph StateGraph (1 process)", "langgraph", lg["tasks"]),
+        ]:
+            s = d[key]
+            ratio = "" if key == "critbench_jobs1" else f"{jobs1 / s['median_rate']:,.2f}×"
+            lines.append(
+                f"| {label} | {tasks:,} | {s['median_wall_s']:.2f} | {s['median_cpu_s']:.2f} "
+                f"({s['median_user_s']:.2f} + {s['median_sys_s']:.2f}) | {s['median_peak_rss_mb']:,.0f} | "
+                f"{s['median_rate']:,.0f} | {ratio} | {s['median_cpu_rate']:,.0f} |"
+            )
+        lines += [
+            "",
+            f"LangGraph runs {lg['tasks']:,} tasks ({lg['loops']:,} loops, {lg['rounds']:,} rounds), the first of the"
+            " same file, because it is too slow for the whole set within the bench's time; its rate is rounds per"
+            " second of its whole process, as for the others. Rounds per CPU second (user + sys) are less"
+            " sensitive to what else runs on the machine than wall-clock rates, and show what `--jobs 2` costs."
+            " critbench's own run clock (start to both Parquet files"
+            f" closed, without summaries): {d['critbench_jobs1']['median_run_clock_s']:.2f} s with `--jobs 1`,"
+            f" {d['critbench_jobs2']['median_run_clock_s']:.2f} s with `--jobs 2`.",
+        ]
+
+    s = results.get("sim_rubric")
+    if s:
+        lines += [
+            "",
+            f"## 3. `sim` backend + `rubric` critic, {s['tasks']:,} distinct paper tasks",
+            "",
+            "`experiments/bench-sim.toml` (arms feedback and no-feedback, 1 epoch, pass_score 8, max_revisions 3,"
+            " `--jobs 1`) on tasks built like `datasets/papers.jsonl` (`scripts/bench/make_tasks.py papers`):"
+            f" {s['loops']:,} loops, {s['critiques']:,} critiques in {s['median_wall_s']:.2f} s whole process:"
+            f" **{s['median_rate']:,.0f} critiques/s**, CPU {s['median_cpu_s']:.2f} s, peak RSS"
+            f" {s['median_peak_rss_mb']:,.0f} MB.",
+        ]
+
+    mem = results.get("memory")
+    if mem:
+        small, large = mem["small"], mem["large"]
+        lines += [
+            "",
+            "## 4. Peak memory",
+            "",
+            "| tasks | JSONL | peak RSS MB | wall s | critiques/s | runs |",
+            "|---:|---:|---:|---:|---:|---:|",
+            f"| {small['tasks']:,} | {small['tasks'] * d['dataset_bytes'] / d['tasks'] / 1e6 if d else 0:,.0f} MB |"
+            f" {small['median_peak_rss_mb']:,.0f} | {small['median_wall_s']:.2f} | {small['median_rate']:,.0f} |"
+            f" {len(small['runs'])} |",
+            f"| {large['tasks']:,} | {large['dataset_bytes'] / 1e6:,.0f} MB | {large['median_peak_rss_mb']:,.0f} |"
+            f" {large['median_wall_s']:.2f} | {large['median_rate']:,.0f} | {len(large['runs'])} |",
+            "",
+            f"Same experiment as section 1, `--jobs 1`. The {large['tasks']:,}-task file is generated for the"
+            " measurement and deleted after it"
+            + (" (one run: it is the longest step of the bench)." if len(large["runs"]) == 1 else "."),
+        ]
+
+    srv = results.get("server")
+    if srv:
+        lines += [
+            "",
+            "## 5. Model-server mode",
+            "",
+            f"`crates/bench-server` answers every chat request after a fixed {srv['latency_ms']} ms on 127.0.0.1"
+            f" (keep-alive, one thread per connection). `experiments/bench-server.toml`: the `openai` backend at"
+            f" `concurrency = {srv['concurrency']}` (critbench starts that many loop workers), the scripted critic,"
+            f" `--no-cache`, the first {srv['tasks']:,} tasks of section 1's file, arms feedback and no-feedback.",
+            "",
+            "| | median |",
+            "|---|---:|",
+            f"| requests (server count = critbench's count, no retries) | {srv['median_requests']:,.0f} |",
+            f"| in flight at once (server): most, time-weighted mean | {srv['median_max_in_flight']:.0f},"
+            f" {srv['median_mean_in_flight']:.1f} |",
+            f"| requests/s, steady state (middle 80% of the answers) | **{srv['median_steady_rate']:,.0f}**"
+            f" of {srv['ideal_rate']:,.0f} ideal ({100 * srv['median_steady_rate'] / srv['ideal_rate']:.0f}%) |",
+            f"| requests/s, first request to last answer | {srv['median_server_rate']:,.0f} |",
+            f"| requests/s over the whole process (start-up and summaries included) | {srv['median_whole_rate']:,.0f} |",
+            f"| client CPU per request (user + sys of critbench / requests) | {srv['median_cpu_ms_per_request']:.3f} ms |",
+            f"| wall s, peak RSS | {srv['median_wall_s']:.2f} s, {srv['median_peak_rss_mb']:,.0f} MB |",
+            "",
+            "The target uses the steady state: the first and last tenth of the answers are left out, where fewer"
+            " than 64 loops can be in flight (the ramp-up, and the last loops draining). Identical requests within"
+            " a run are answered once even with `--no-cache` (so the arms' shared first drafts are one request):"
+            " the request count is what reached the server.",
+        ]
+
+    r = results.get("repeated")
+    if r:
+        lines += [
+            "",
+            "## The earlier benchmark: 36 tasks × 2,000 epochs",
+            "",
+            f"`experiments/bench-scripted.toml`, `--jobs 1`: {r['loops']:,} loops, {r['critiques']:,} critiques;"
+            f" run clock {r['median_run_clock_s']:.2f} s, whole process {r['median_wall_s']:.2f} s"
+            f" ({r['median_rate']:,.0f} critiques/s), peak RSS {r['median_peak_rss_mb']:,.0f} MB.",
+        ]
+
+    lines += [
+        "",
+        "## Reproduce",
+        "",
+        "```sh",
+        "just bench                 # or, where just is not installed:",
+        "bash scripts/bench/run.sh  # builds the release binaries, makes ~/.cache/critbench/bench-venv, runs the bench",
+        "```",
+        "",
+        "`bash scripts/bench/run.sh --quick` runs every step on small sizes (a minute) and writes to a temporary"
+        " directory instead of docs/.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--critbench", required=True, help="the release critbench binary")
+    parser.add_argument("--server", required=True, help="the critbench-bench-server binary")
+    parser.add_argument("--md", required=True, help="markdown file to write")
+    parser.add_argument("--json", required=True, help="JSON file to write")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=200_000)
+    parser.add_argument("--langgraph-tasks", type=int, default=10_000)
+    parser.add_argument("--check-tasks", type=int, default=2_000,
+                        help="tasks of the agreement check run before any timing")
+    parser.add_argument("--sim-tasks", type=int, default=100_000)
+    parser.add_argument("--rss-small", type=int, default=100_000)
+    parser.add_argument("--rss-large", type=int, default=1_000_000)
+    parser.add_argument("--rss-large-runs", type=int, default=1)
+    parser.add_argument("--server-tasks", type=int, default=1_500)
+    parser.add_argument("--latency-ms", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=64,
+                        help="must match `concurrency` in experiments/bench-server.toml")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--only", default="distinct,sim,server,repeated,memory",
+                        help="comma-separated sections to run (default: all): distinct, sim, server, repeated, memory")
+    parser.add_argument("--work", default=None, help="directory for the generated files (default: a new temporary one)")
+    args = parser.parse_args()
+    args.critbench = os.path.abspath(args.critbench)
+    args.server = os.path.abspath(args.server)
+
+    for path, what in [(args.critbench, "--critbench"), (args.server, "--server"), ("/usr/bin/time", "GNU time")]:
+        if not os.access(path, os.X_OK):
+            print(f"{what}: {path} is not an executable file", file=sys.stderr)
+            return 2
+    work = tempfile.mkdtemp(prefix="critbench-bench-", dir=args.work)
+    results = {"machine": machine_info(args), "failures": [], "settings": {k: v for k, v in vars(args).items()
+                                                            if k not in ("md", "json", "work")}}
+    progress(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; work dir {work}")
+    try:
+        sections = set(args.only.split(","))
+        unknown = sections - {"distinct", "sim", "server", "repeated", "memory"}
+        if unknown:
+            raise BenchError(f"--only: unknown section(s) {', '.join(sorted(unknown))}")
+        tasks_file = os.path.join(work, f"scripted-{args.tasks}.jsonl")
+        if sections & {"distinct", "server", "memory"}:
+            make_tasks("scripted", args.tasks, tasks_file, args.seed)
+        if "distinct" in sections:
+            # A disagreement between the three loops ends the bench: nothing after it would mean much.
+            progress("1-2. distinct scripted tasks: critbench, plain Python, LangGraph")
+            bench_distinct(args, work, tasks_file, results)
+        # A later section that fails is reported in the results, and the others still run.
+        for section, title, step in [
+            ("sim", "3. sim + rubric", lambda: bench_sim(args, work, results)),
+            ("server", "5. model-server mode", lambda: bench_server(args, work, tasks_file, results)),
+            ("repeated", "the earlier benchmark (36 tasks × 2,000 epochs)", lambda: bench_repeated(args, work, results)),
+            ("memory", "4. peak memory", lambda: bench_memory(args, work, tasks_file, results)),
+        ]:
+            if section in sections:
+                progress(title)
+                try:
+                    step()
+                except BenchError as error:
+                    progress(f"FAILED ({section}): {error}")
+                    results["failures"].append({"section": section, "error": str(error)})
+    except BenchError as error:
+        progress(f"FAILED: {error}")
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results["bench_seconds"] = time.monotonic() - STARTED
+    results["finished_at"] = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    results["targets"] = measured_targets(results, args)
+    loads = [run["load_average_before"] for run in all_runs(results)]
+    results["load_range"] = [min(loads), max(loads)] if loads else [0.0, 0.0]
+    with open(args.json, "w", encoding="utf-8") as handle:
+        json.dump(results, handle, indent=2)
+        handle.write("\n")
+    text = markdown(results, args)
+    with open(args.md, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    progress(f"wrote {args.md} and {args.json} in {results['bench_seconds'] / 60:.1f} minutes")
+    for row in results["targets"]:
+        status = "—" if row["met"] is None else ("met" if row["met"] else "NOT MET")
+        value = "not measured" if row["value"] is None else f"{row['value']:,.2f} {row['unit']}"
+        print(f"{status:>8}  {row['what']}: {value} (wanted {row['op']} {row['target']:,})")
+    if results["failures"]:
+        for failure in results["failures"]:
+            print(f"  FAILED  {failure['section']}: {failure['error'].splitlines()[0]}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
