@@ -1,14 +1,14 @@
 //! `critbench compare RUN_A RUN_B`: two runs (two critics, two model versions, two prompt sets)
 //! on the tasks they share, with the same paired statistics as the arms within one run.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 use std::path::Path;
 
-use critbench_storage::tables::{OutcomeRow, read_outcomes};
+use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats, outcome_critics};
 
 use crate::ReportError;
-use crate::summary::{ComparisonRow, compare_pairs, write_csv};
+use crate::summary::{ComparisonRow, Loop, PairTotals, TaskPairs, task_hash, write_csv};
 
 /// The comparison of two runs.
 #[derive(Debug)]
@@ -24,61 +24,114 @@ pub struct RunComparison {
     pub by_critic: bool,
 }
 
-fn load(dir: &Path) -> Result<(Vec<OutcomeRow>, String), ReportError> {
+fn outcomes_of(dir: &Path) -> Result<std::path::PathBuf, ReportError> {
     let path = dir.join("outcomes.parquet");
     if !path.is_file() {
         return Err(ReportError::NotARun { path: dir.into(), reason: "outcomes.parquet is missing".into() });
     }
-    let rows = read_outcomes(&path).map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    let name = std::fs::read_to_string(dir.join("manifest.json"))
+    Ok(path)
+}
+
+fn name_of(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("manifest.json"))
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .and_then(|m| m.pointer("/experiment/name").and_then(|v| v.as_str()).map(String::from))
         .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "run".into());
-    Ok((rows, name))
+        .unwrap_or_else(|| "run".into())
 }
 
-type PairKey<'a> = (&'a str, &'a str, &'a str, u32, &'a str);
-
-fn pair_key(row: &OutcomeRow, by_critic: bool) -> PairKey<'_> {
-    let critic = if by_critic { row.critic.as_str() } else { "" };
-    (row.config_id.as_str(), row.arm.as_str(), row.task_id.as_str(), row.epoch, critic)
+/// Interned strings, so a loop's key is a few integers.
+#[derive(Default)]
+struct Names {
+    index: HashMap<String, u32>,
+    names: Vec<String>,
 }
+
+impl Names {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), id);
+        id
+    }
+}
+
+/// (config, arm, critic or "" when not pairing by critic, task hash, epoch): what pairs two loops.
+type PairKey = (u32, u32, u32, u128, u32);
+
+/// (config, arm, critic of A, critic of B): one row of the comparison.
+type GroupKey = (u32, u32, u32, u32);
 
 /// Pairs the loops of two runs on config × arm × task × epoch (and critic, when the runs share
 /// critic names) and compares each group.
+///
+/// Both files are streamed with a column projection. Run B's loops are kept as a compact index
+/// (a few integers per loop) until run A's partners arrive; A's loops are folded per task as
+/// they pair, so no outcome row is held whole.
 pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportError> {
-    let (a_rows, a_name) = load(a_dir)?;
-    let (b_rows, b_name) = load(b_dir)?;
+    let (a_path, b_path) = (outcomes_of(a_dir)?, outcomes_of(b_dir)?);
+    let (a_name, b_name) = (name_of(a_dir), name_of(b_dir));
     let (label_a, label_b) =
         if a_name == b_name { (format!("A({a_name})"), format!("B({b_name})")) } else { (a_name, b_name) };
-    let critics = |rows: &[OutcomeRow]| rows.iter().map(|r| r.critic.clone()).collect::<BTreeSet<_>>();
-    let by_critic = !critics(&a_rows).is_disjoint(&critics(&b_rows));
-    let mut index_b: HashMap<PairKey<'_>, &OutcomeRow> = HashMap::new();
-    for row in &b_rows {
-        if index_b.insert(pair_key(row, by_critic), row).is_some() {
-            return Err(ambiguous(b_dir, row));
+    let corrupt = |e: critbench_storage::tables::StorageError| ReportError::Corrupt(e.to_string());
+    let critics_a: BTreeSet<String> = outcome_critics(&a_path).map_err(corrupt)?;
+    let critics_b: BTreeSet<String> = outcome_critics(&b_path).map_err(corrupt)?;
+    let by_critic = !critics_a.is_disjoint(&critics_b);
+
+    let mut names = Names::default();
+    let empty = names.id("");
+    let key = |row: &OutcomeStats<'_>, names: &mut Names| -> PairKey {
+        let critic = if by_critic { names.id(row.critic) } else { empty };
+        (names.id(row.config_id), names.id(row.arm), critic, task_hash(row.task_id), row.epoch)
+    };
+    // Run B: pair key → (its loop, its critic).
+    let mut index_b: HashMap<PairKey, (Loop, u32)> = HashMap::new();
+    let mut ambiguous_b = None;
+    for_each_outcome_stats(&b_path, |row| {
+        let critic = names.id(row.critic);
+        if index_b.insert(key(row, &mut names), (Loop::of(row, 0), critic)).is_some() && ambiguous_b.is_none() {
+            ambiguous_b = Some(ambiguous(b_dir, row));
         }
+        Ok(())
+    })
+    .map_err(corrupt)?;
+    if let Some(error) = ambiguous_b {
+        return Err(error);
     }
-    let mut seen_a = BTreeSet::new();
-    // (config, arm, critic of A, critic of B) → the matched loops.
-    type Group<'a> = Vec<(&'a OutcomeRow, &'a OutcomeRow)>;
-    let mut groups: BTreeMap<(String, String, String, String), Group<'_>> = BTreeMap::new();
+    // Run A, paired as it streams: (config, arm, critic A, critic B) → task → its pairs so far.
+    let mut seen_a: HashSet<PairKey> = HashSet::new();
+    let mut totals: HashMap<GroupKey, PairTotals> = HashMap::new();
+    let mut tasks: HashMap<(GroupKey, u128), TaskPairs> = HashMap::new();
     let mut unmatched_a = 0;
-    for row in &a_rows {
-        if !seen_a.insert(pair_key(row, by_critic)) {
-            return Err(ambiguous(a_dir, row));
+    let mut ambiguous_a = None;
+    for_each_outcome_stats(&a_path, |row| {
+        let pair_key = key(row, &mut names);
+        if !seen_a.insert(pair_key) {
+            ambiguous_a.get_or_insert_with(|| ambiguous(a_dir, row));
+            return Ok(());
         }
-        match index_b.remove(&pair_key(row, by_critic)) {
-            Some(partner) => groups
-                .entry((row.config_id.clone(), row.arm.clone(), row.critic.clone(), partner.critic.clone()))
-                .or_default()
-                .push((row, partner)),
+        match index_b.remove(&pair_key) {
+            Some((partner, critic_b)) => {
+                let group = (pair_key.0, pair_key.1, names.id(row.critic), critic_b);
+                let task = tasks.entry((group, pair_key.3)).or_default();
+                totals.entry(group).or_default().add_pair(&Loop::of(row, 0), &partner, task);
+            }
             None => unmatched_a += 1,
         }
+        Ok(())
+    })
+    .map_err(corrupt)?;
+    if let Some(error) = ambiguous_a {
+        return Err(error);
     }
-    if groups.is_empty() {
+    for ((group, _), task) in tasks {
+        totals.get_mut(&group).expect("a task's group has totals").add_cluster(task);
+    }
+    if totals.is_empty() {
         return Err(ReportError::NotARun {
             path: b_dir.into(),
             reason: format!(
@@ -88,17 +141,24 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
             ),
         });
     }
-    let rows = groups
+    let name = |id: u32| names.names[id as usize].as_str();
+    let groups: BTreeMap<(&str, &str, &str, &str), &PairTotals> = totals
         .iter()
-        .map(|((config, arm, critic_a, critic_b), matched)| {
-            let critic = if critic_a == critic_b { critic_a.clone() } else { format!("{critic_a} vs {critic_b}") };
-            compare_pairs(config, &critic, &format!("{label_a}:{arm}"), &format!("{label_b}:{arm}"), matched)
+        .map(|(&(config, arm, critic_a, critic_b), pair)| {
+            ((name(config), name(arm), name(critic_a), name(critic_b)), pair)
+        })
+        .collect();
+    let rows = groups
+        .into_iter()
+        .map(|((config, arm, critic_a, critic_b), pair)| {
+            let critic = if critic_a == critic_b { critic_a.to_string() } else { format!("{critic_a} vs {critic_b}") };
+            pair.row(config, &critic, &format!("{label_a}:{arm}"), &format!("{label_b}:{arm}"))
         })
         .collect();
     Ok(RunComparison { label_a, label_b, rows, unmatched_a, unmatched_b: index_b.len(), by_critic })
 }
 
-fn ambiguous(dir: &Path, row: &OutcomeRow) -> ReportError {
+fn ambiguous(dir: &Path, row: &OutcomeStats<'_>) -> ReportError {
     ReportError::Corrupt(format!(
         "{}: task `{}` appears more than once for config {} × arm {} × epoch {}; the runs use different \
          critics on the same task, so loops cannot be paired one to one",
@@ -123,7 +183,7 @@ pub fn render_comparison(comparison: &RunComparison) -> String {
         comparison.unmatched_b,
         comparison.label_b
     );
-    out.push_str("| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | McNemar p | rounds A / B | best score A / B |\n");
+    out.push_str("| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | p (test) | rounds A / B | best score A / B |\n");
     out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|\n");
     for row in &comparison.rows {
         out.push_str(&crate::markdown::comparison_line(row));
