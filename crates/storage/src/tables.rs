@@ -527,6 +527,28 @@ pub fn for_each_outcome_stats(
     })
 }
 
+/// Each (critic, task)'s `meta` in `outcomes.parquet`, reading only those three columns; tasks
+/// without a meta are left out.
+pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(String, String), String>, StorageError> {
+    let mut metas = std::collections::HashMap::new();
+    crate::columns::for_each_projected_batch(path, &["critic", "task_id", "meta"], &[], |batch| {
+        let columns = crate::columns::Columns(batch);
+        let (critic, task_id) = (columns.text_array("critic")?, columns.text_array("task_id")?);
+        let meta = batch.column_by_name("meta").ok_or("missing column `meta`")?;
+        let meta =
+            arrow_array::cast::AsArray::as_string_opt::<i32>(meta.as_ref()).ok_or("column `meta` is not utf8")?;
+        for i in 0..batch.num_rows() {
+            if arrow_array::Array::is_valid(meta, i) {
+                metas
+                    .entry((critic.value(i).to_string(), task_id.value(i).to_string()))
+                    .or_insert_with(|| meta.value(i).to_string());
+            }
+        }
+        Ok(())
+    })?;
+    Ok(metas)
+}
+
 /// The distinct critic names of `outcomes.parquet`, reading only its `critic` column.
 pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>, StorageError> {
     let mut critics = std::collections::BTreeSet::new();
