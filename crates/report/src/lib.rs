@@ -1,6 +1,12 @@
-//! Summaries of a finished run, computed from `outcomes.parquet` alone: pass rates with Wilson
-//! intervals, rounds used, exit reasons, and paired comparisons of arms on the same task × epoch
-//! (paired bootstrap interval of the pass-rate difference, exact McNemar test).
+//! Summaries of a finished run, computed from `outcomes.parquet` alone: pass rates with 95%
+//! intervals, rounds used, exit reasons, critic-error rates, and paired comparisons of arms on the
+//! same task × epoch.
+//!
+//! The outcomes are streamed a batch at a time with a column projection and folded into running
+//! sums; each task's loops are held only until they have all arrived. A task's epochs are one
+//! cluster: with one epoch the intervals are Wilson's and the test is McNemar's exact test; with
+//! several, intervals are a task-cluster bootstrap and the test an exact sign test on tasks. The
+//! results depend only on the rows, not on their order.
 //!
 //! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `report.md` and `report.html` (the same
 //! with inline SVG charts) into the run directory.

@@ -144,11 +144,11 @@ impl Current {
     }
 }
 
+/// Receives one trajectory row: its loop key, kind, config, round and the recorded round.
+type RowSink<'a> = dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound) -> Result<(), String> + 'a;
+
 /// Decodes one batch and hands each row to `row` with its loop key, kind, config and round.
-fn read_batch(
-    batch: &RecordBatch,
-    row: &mut dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound) -> Result<(), String>,
-) -> Result<(), String> {
+fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> {
     let c = Columns(batch);
     let (critic, arm, task_id, config_id) = (
         c.required_text("critic")?,
