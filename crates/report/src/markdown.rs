@@ -202,7 +202,7 @@ pub(crate) fn comparison_sentence(report: &Report) -> String {
     }
     if report.comparisons.iter().any(|c| c.test == crate::TEST_SIGN) {
         sentence.push_str(
-            " With several epochs it is an exact sign test on the tasks (`task sign test`): tasks where A passed \
+            " With several epochs the p-value is an exact sign test on the tasks (`task sign test`): tasks where A passed \
              more epochs than B against tasks where B passed more, ties dropped, so a task counts once however \
              many epochs it ran (`tasks_a_better`, `tasks_b_better`; `mcnemar_p` in comparisons.csv is the \
              unclustered test on the pairs, for reference).",

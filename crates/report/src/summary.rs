@@ -856,4 +856,57 @@ mod tests {
         assert!((comparison.diff - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(comparison.mcnemar_p, 1.0);
     }
+
+    #[test]
+    fn one_epoch_keeps_wilson_and_mcnemar_and_several_resample_tasks() {
+        let mut outcomes = Vec::new();
+        for task in 0..40 {
+            let id = format!("t{task}");
+            outcomes.push(row(&id, "feedback", task % 4 != 0, 2));
+            outcomes.push(row(&id, "no-feedback", task % 2 == 0, 3));
+        }
+        let report = build_report(&outcomes, None).unwrap();
+        let feedback = &report.summary[0];
+        assert_eq!(feedback.interval, INTERVAL_WILSON);
+        assert_eq!((feedback.pass_rate_lo, feedback.pass_rate_hi), wilson_interval(30, 40));
+        let comparison = &report.comparisons[0];
+        assert_eq!((comparison.test.as_str(), comparison.n_tasks), (TEST_MCNEMAR, 40));
+        assert_eq!(comparison.p_value, comparison.mcnemar_p);
+        assert_eq!((comparison.tasks_a_better, comparison.tasks_b_better), (comparison.a_only, comparison.b_only));
+
+        // The same loops as 20 tasks × 2 epochs whose epochs agree exactly.
+        for (index, outcome) in outcomes.iter_mut().enumerate() {
+            let task = index / 2;
+            outcome.task_id = format!("t{}", task % 20);
+            outcome.epoch = (task / 20) as u32;
+            outcome.passed = if outcome.arm == "feedback" { task % 20 % 4 != 0 } else { task % 20 % 2 == 0 };
+        }
+        let clustered = build_report(&outcomes, None).unwrap();
+        let feedback = &clustered.summary[0];
+        assert_eq!((feedback.interval.as_str(), feedback.n_tasks, feedback.n), (INTERVAL_TASK_BOOTSTRAP, 20, 40));
+        let comparison = &clustered.comparisons[0];
+        assert_eq!((comparison.test.as_str(), comparison.n_tasks, comparison.n_pairs), (TEST_SIGN, 20, 40));
+        // Each task counts once in the test: half the evidence of 40 independent pairs.
+        assert_eq!(comparison.p_value, crate::stats::sign_test(comparison.tasks_a_better, comparison.tasks_b_better));
+        assert_eq!(comparison.tasks_a_better * 2, comparison.a_only);
+        assert!(comparison.p_value > comparison.mcnemar_p, "{comparison:?}");
+    }
+
+    #[test]
+    fn the_calls_note_says_what_the_manifest_records() {
+        let openai = serde_json::json!({
+            "endpoint": "http://127.0.0.1:9/v1/chat/completions",
+            "models": {"judge": "judge-m"},
+            "calls": {"total": 120, "model_calls": 114, "failures": 120},
+            "cache": {"hits": 0, "shared_in_flight": 6},
+            "http": {"requests": 228, "ok": 0, "retries": 114, "connection_errors": 228, "timeouts": 0},
+            "tokens": {"in": 0, "out": 0},
+        });
+        let note = calls_note(&openai);
+        assert!(note.contains("120 calls: 0 answered, 120 failed; 114 sent to the model"), "{note}");
+        assert!(note.contains("(228 HTTP requests: 0 ok, 228 connection errors; 114 retries)"), "{note}");
+        assert!(!note.contains("timeouts"), "zero counts are left out: {note}");
+        let notes = notes(&[], Some(&serde_json::json!({ "openai": openai })), None);
+        assert!(notes.iter().any(|n| n.starts_with("**Every model call failed** (120 of 120)")), "{notes:?}");
+    }
 }
