@@ -1,14 +1,14 @@
 //! `critbench compare RUN_A RUN_B`: two runs (two critics, two model versions, two prompt sets)
 //! on the tasks they share, with the same paired statistics as the arms within one run.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::Path;
 
 use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats, outcome_critics};
 
 use crate::ReportError;
-use crate::summary::{ComparisonRow, Loop, PairTotals, TaskPairs, task_hash, write_csv};
+use crate::summary::{ComparisonRow, KeyMap, Loop, PairTotals, TaskPairs, task_hash, write_csv};
 
 /// The comparison of two runs.
 #[derive(Debug)]
@@ -46,6 +46,8 @@ fn name_of(dir: &Path) -> String {
 struct Names {
     index: HashMap<String, u32>,
     names: Vec<String>,
+    /// The last (config, arm, critic) looked up and its ids: rows of a group come together.
+    last: Option<(String, String, String, [u32; 3])>,
 }
 
 impl Names {
@@ -58,6 +60,18 @@ impl Names {
         self.index.insert(name.to_string(), id);
         id
     }
+
+    /// Ids of a row's config, arm and critic.
+    fn ids(&mut self, row: &OutcomeStats<'_>) -> [u32; 3] {
+        if let Some((config, arm, critic, ids)) = &self.last
+            && (config.as_str(), arm.as_str(), critic.as_str()) == (row.config_id, row.arm, row.critic)
+        {
+            return *ids;
+        }
+        let ids = [self.id(row.config_id), self.id(row.arm), self.id(row.critic)];
+        self.last = Some((row.config_id.to_string(), row.arm.to_string(), row.critic.to_string(), ids));
+        ids
+    }
 }
 
 /// (config, arm, critic or "" when not pairing by critic, task hash, epoch): what pairs two loops.
@@ -66,12 +80,19 @@ type PairKey = (u32, u32, u32, u128, u32);
 /// (config, arm, critic of A, critic of B): one row of the comparison.
 type GroupKey = (u32, u32, u32, u32);
 
+/// A loop of run B waiting for its partner: the loop, its critic, and whether A's arrived.
+struct Waiting {
+    partner: Loop,
+    critic: u32,
+    matched: bool,
+}
+
 /// Pairs the loops of two runs on config × arm × task × epoch (and critic, when the runs share
 /// critic names) and compares each group.
 ///
-/// Both files are streamed with a column projection. Run B's loops are kept as a compact index
-/// (a few integers per loop) until run A's partners arrive; A's loops are folded per task as
-/// they pair, so no outcome row is held whole.
+/// Both files are streamed with a column projection. Run B's loops wait in a compact index (a
+/// few integers per loop) for run A's partners; each pair is folded into its task's counts as
+/// it is found, so no outcome row is held whole. Memory is O(loops of B + tasks).
 pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportError> {
     let (a_path, b_path) = (outcomes_of(a_dir)?, outcomes_of(b_dir)?);
     let (a_name, b_name) = (name_of(a_dir), name_of(b_dir));
@@ -84,16 +105,16 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
 
     let mut names = Names::default();
     let empty = names.id("");
-    let key = |row: &OutcomeStats<'_>, names: &mut Names| -> PairKey {
-        let critic = if by_critic { names.id(row.critic) } else { empty };
-        (names.id(row.config_id), names.id(row.arm), critic, task_hash(row.task_id), row.epoch)
+    let key = |row: &OutcomeStats<'_>, names: &mut Names| -> (PairKey, u32) {
+        let [config, arm, critic] = names.ids(row);
+        ((config, arm, if by_critic { critic } else { empty }, task_hash(row.task_id), row.epoch), critic)
     };
-    // Run B: pair key → (its loop, its critic).
-    let mut index_b: HashMap<PairKey, (Loop, u32)> = HashMap::new();
+    let mut index_b: KeyMap<PairKey, Waiting> = KeyMap::default();
     let mut ambiguous_b = None;
     for_each_outcome_stats(&b_path, |row| {
-        let critic = names.id(row.critic);
-        if index_b.insert(key(row, &mut names), (Loop::of(row, 0), critic)).is_some() && ambiguous_b.is_none() {
+        let (pair_key, critic) = key(row, &mut names);
+        let waiting = Waiting { partner: Loop::of(row, 0), critic, matched: false };
+        if index_b.insert(pair_key, waiting).is_some() && ambiguous_b.is_none() {
             ambiguous_b = Some(ambiguous(b_dir, row));
         }
         Ok(())
@@ -102,25 +123,31 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     if let Some(error) = ambiguous_b {
         return Err(error);
     }
-    // Run A, paired as it streams: (config, arm, critic A, critic B) → task → its pairs so far.
-    let mut seen_a: HashSet<PairKey> = HashSet::new();
+    // Run A, paired as it streams. A loop of A seen twice is caught by its partner's `matched`,
+    // or, without a partner, by the (usually small) set of A's unmatched keys.
+    let mut unmatched_keys: KeyMap<PairKey, ()> = KeyMap::default();
     let mut totals: HashMap<GroupKey, PairTotals> = HashMap::new();
-    let mut tasks: HashMap<(GroupKey, u128), TaskPairs> = HashMap::new();
-    let mut unmatched_a = 0;
+    let mut tasks: KeyMap<(GroupKey, u128), TaskPairs> = KeyMap::default();
+    let mut matched_b = 0usize;
     let mut ambiguous_a = None;
     for_each_outcome_stats(&a_path, |row| {
-        let pair_key = key(row, &mut names);
-        if !seen_a.insert(pair_key) {
-            ambiguous_a.get_or_insert_with(|| ambiguous(a_dir, row));
-            return Ok(());
-        }
-        match index_b.remove(&pair_key) {
-            Some((partner, critic_b)) => {
-                let group = (pair_key.0, pair_key.1, names.id(row.critic), critic_b);
-                let task = tasks.entry((group, pair_key.3)).or_default();
-                totals.entry(group).or_default().add_pair(&Loop::of(row, 0), &partner, task);
+        let (pair_key, critic_a) = key(row, &mut names);
+        match index_b.get_mut(&pair_key) {
+            Some(waiting) if waiting.matched => {
+                ambiguous_a.get_or_insert_with(|| ambiguous(a_dir, row));
             }
-            None => unmatched_a += 1,
+            Some(waiting) => {
+                waiting.matched = true;
+                matched_b += 1;
+                let group = (pair_key.0, pair_key.1, critic_a, waiting.critic);
+                let task = tasks.entry((group, pair_key.3)).or_default();
+                totals.entry(group).or_default().add_pair(&Loop::of(row, 0), &waiting.partner, task);
+            }
+            None => {
+                if unmatched_keys.insert(pair_key, ()).is_some() {
+                    ambiguous_a.get_or_insert_with(|| ambiguous(a_dir, row));
+                }
+            }
         }
         Ok(())
     })
@@ -128,6 +155,8 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     if let Some(error) = ambiguous_a {
         return Err(error);
     }
+    let (unmatched_a, unmatched_b) = (unmatched_keys.len(), index_b.len() - matched_b);
+    drop(index_b);
     for ((group, _), task) in tasks {
         totals.get_mut(&group).expect("a task's group has totals").add_cluster(task);
     }
@@ -155,7 +184,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
             pair.row(config, &critic, &format!("{label_a}:{arm}"), &format!("{label_b}:{arm}"))
         })
         .collect();
-    Ok(RunComparison { label_a, label_b, rows, unmatched_a, unmatched_b: index_b.len(), by_critic })
+    Ok(RunComparison { label_a, label_b, rows, unmatched_a, unmatched_b, by_critic })
 }
 
 fn ambiguous(dir: &Path, row: &OutcomeStats<'_>) -> ReportError {
@@ -197,4 +226,106 @@ pub fn write_comparison(dir: &Path, comparison: &RunComparison) -> Result<(), Re
     write_csv(&dir.join("compare.csv"), &comparison.rows)?;
     let path = dir.join("compare.md");
     std::fs::write(&path, render_comparison(comparison)).map_err(|source| ReportError::Write { path, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
+
+    use super::*;
+
+    fn loop_row(task: &str, epoch: u32, arm: &str, critic: &str, passed: bool) -> OutcomeRow {
+        OutcomeRow {
+            run_id: "r".into(),
+            config_id: "c".into(),
+            arm: arm.into(),
+            critic: critic.into(),
+            task_id: task.into(),
+            kind: None,
+            epoch,
+            pass_score: 8.0,
+            max_revisions: 3,
+            stall: true,
+            plateau_eps: 0.0,
+            dim_target: None,
+            final_draft: "best".into(),
+            rounds: 2,
+            revisions: 1,
+            exit_reason: if passed { "pass" } else { "budget" }.into(),
+            passed,
+            first_score: 5.0,
+            last_score: 6.0,
+            final_score: 6.0,
+            best_score: 6.0,
+            best_round: 1,
+            critic_errors: 0,
+            critic_disagreements: 0,
+            tokens_in: None,
+            tokens_out: None,
+            wall_ms: 1.0,
+            meta: None,
+        }
+    }
+
+    fn write_run(dir: &Path, rows: &[OutcomeRow]) {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut writer = OutcomeWriter::create(&dir.join("outcomes.parquet")).unwrap();
+        for row in rows {
+            writer.push(row.clone()).unwrap();
+        }
+        writer.close().unwrap();
+    }
+
+    #[test]
+    fn pairs_loops_counts_the_unmatched_and_clusters_epochs_by_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let mut rows_a = Vec::new();
+        let mut rows_b = Vec::new();
+        for task in 0..10 {
+            let id = format!("t{task}");
+            for epoch in 0..3 {
+                rows_a.push(loop_row(&id, epoch, "feedback", "rubric", task < 7));
+                rows_b.push(loop_row(&id, epoch, "feedback", "rubric", task < 4));
+            }
+        }
+        rows_a.push(loop_row("only-a", 0, "feedback", "rubric", true));
+        rows_b.extend([
+            loop_row("only-b", 0, "feedback", "rubric", true),
+            loop_row("only-b", 1, "feedback", "rubric", true),
+        ]);
+        rows_b.reverse();
+        write_run(&a, &rows_a);
+        write_run(&b, &rows_b);
+        let comparison = compare_runs(&a, &b).unwrap();
+        assert!(comparison.by_critic);
+        assert_eq!((comparison.unmatched_a, comparison.unmatched_b), (1, 2));
+        let row = &comparison.rows[0];
+        assert_eq!((row.n_pairs, row.n_tasks, row.a_only, row.b_only), (30, 10, 9, 0));
+        assert_eq!((row.tasks_a_better, row.tasks_b_better, row.test.as_str()), (3, 0, crate::TEST_SIGN));
+        assert_eq!(row.p_value, crate::stats::sign_test(3, 0));
+        assert!((row.diff - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_loop_twice_in_either_run_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let one = loop_row("t1", 0, "feedback", "rubric", true);
+        let lonely = loop_row("t2", 0, "feedback", "rubric", true);
+        write_run(&b, std::slice::from_ref(&one));
+        // Twice with a partner in B, and twice without one.
+        for rows in [vec![one.clone(), one.clone()], vec![one.clone(), lonely.clone(), lonely.clone()]] {
+            write_run(&a, &rows);
+            let error = compare_runs(&a, &b).unwrap_err().to_string();
+            assert!(error.contains("appears more than once") && error.contains(&a.display().to_string()), "{error}");
+        }
+        write_run(&a, std::slice::from_ref(&one));
+        write_run(&b, &[one.clone(), one]);
+        let error = compare_runs(&a, &b).unwrap_err().to_string();
+        assert!(
+            error.contains("task `t1` appears more than once") && error.contains(&b.display().to_string()),
+            "{error}"
+        );
+    }
 }
