@@ -182,6 +182,10 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             "name": name,
             "policies": policies.iter().map(crate::experiment::policy_json).collect::<Vec<_>>(),
             "critics": manifest.as_ref().and_then(|m| m.pointer("/experiment/critics")).cloned(),
+            // Every recorded loop is replayed under every policy, so each task has the recording's
+            // epochs × arms loops per config: the summary closes a task once they have arrived.
+            "epochs": manifest.as_ref().and_then(|m| m.pointer("/experiment/epochs")).cloned(),
+            "arms": manifest.as_ref().and_then(|m| m.pointer("/experiment/arms")).cloned(),
         },
         "sweep": "replay",
         "calls": { "generator": 0, "critic": 0, "direct_equivalent": critiques },
