@@ -591,6 +591,8 @@ pub(crate) struct Summarizer {
     /// Emptied accumulators, reused so closing and opening tasks does not allocate.
     spare: Vec<OpenTask>,
     run_id: Option<String>,
+    /// The most tasks open at once: what the summary's memory grows with.
+    pub(crate) peak_open: usize,
 }
 
 impl Summarizer {
@@ -609,6 +611,7 @@ impl Summarizer {
             open: KeyMap::default(),
             spare: Vec::new(),
             run_id: None,
+            peak_open: 0,
         }
     }
 
@@ -661,7 +664,9 @@ impl Summarizer {
             task
         });
         task.loops.push(Loop::of(row, arm));
-        if self.expected == Some(task.loops.len()) {
+        let complete = self.expected == Some(task.loops.len());
+        self.peak_open = self.peak_open.max(self.open.len());
+        if complete {
             let mut task = self.open.remove(&key).expect("the task was just looked up");
             self.close(slot, &mut task)?;
             task.task_id.clear();
@@ -947,5 +952,52 @@ mod tests {
         assert!(!note.contains("timeouts"), "zero counts are left out: {note}");
         let notes = notes(&[], Some(&serde_json::json!({ "openai": openai })), None);
         assert!(notes.iter().any(|n| n.starts_with("**Every model call failed** (120 of 120)")), "{notes:?}");
+    }
+
+    #[test]
+    fn a_task_is_dropped_as_soon_as_its_loops_have_arrived() {
+        let manifest = serde_json::json!({"experiment": {"epochs": 2, "arms": ["feedback", "no-feedback"]}});
+        let mut summarizer = Summarizer::new(Some(&manifest));
+        let mut outcomes = Vec::new();
+        for task in 0..5000 {
+            for epoch in 0..2 {
+                for arm in ["feedback", "no-feedback"] {
+                    let mut outcome = row(&format!("t{task}"), arm, task % 3 == 0, 2);
+                    outcome.epoch = epoch;
+                    outcomes.push(outcome);
+                }
+            }
+        }
+        // Rows a chunk of 100 tasks at a time, shuffled within the chunk.
+        for chunk in outcomes.chunks_mut(400) {
+            chunk.reverse();
+            chunk.swap(0, 399);
+        }
+        for outcome in &outcomes {
+            summarizer
+                .add(&OutcomeStats {
+                    run_id: &outcome.run_id,
+                    config_id: &outcome.config_id,
+                    arm: &outcome.arm,
+                    critic: &outcome.critic,
+                    task_id: &outcome.task_id,
+                    epoch: outcome.epoch,
+                    rounds: outcome.rounds,
+                    revisions: outcome.revisions,
+                    exit_reason: &outcome.exit_reason,
+                    passed: outcome.passed,
+                    first_score: outcome.first_score,
+                    best_score: outcome.best_score,
+                    final_score: outcome.final_score,
+                    critic_errors: outcome.critic_errors,
+                    critic_disagreements: outcome.critic_disagreements,
+                })
+                .unwrap();
+        }
+        assert!(summarizer.open.is_empty());
+        assert!(summarizer.peak_open <= 100, "{} tasks open at once", summarizer.peak_open);
+        let report = summarizer.finish(Some(&manifest)).unwrap();
+        assert_eq!(report.comparisons[0].n_tasks, 5000);
+        assert_eq!(report.summary[0].n, 10_000);
     }
 }
