@@ -11,8 +11,8 @@ and compares `summary.json` with values computed here from the same rows:
   (count, rounds, rate per round, loops with an error and their rate), exactly or to 1e-9;
 - per-arm intervals: when every task ran once, Wilson 95% (statsmodels `proportion_confint(method="wilson")`,
   to 1e-9); with several epochs, a numpy task-cluster percentile bootstrap (tasks resampled with all their
-  loops; the rate is passes / loops of the resample), within Monte-Carlo tolerance (below); `interval`
-  names the method;
+  loops; the rate is passes / loops of the resample), within Monte-Carlo tolerance (below), except at a
+  rate of 0 or 1, where it is Wilson's over the tasks (to 1e-9); `interval` names the method;
 - paired comparisons on (task_id, epoch): pair counts, a_only / b_only, rates and their difference, mean
   rounds and mean best score per arm and their differences, tasks and tasks where each arm did better;
 - McNemar's exact test on the pairs (`mcnemar_p`): statsmodels `mcnemar(exact=True)` and scipy
@@ -209,6 +209,7 @@ def fixtures():
         "small n": paired("p8-r3", "rubric", counts(1, 3, 1, 2)),
         "all pass": paired("p8-r3", "rubric", counts(15, 0, 0, 0)),
         "none pass": paired("p8-r3", "rubric", counts(0, 0, 0, 12)),
+        "all pass over 3 epochs": paired("p8-r3", "rubric", counts(15, 0, 0, 0), epochs=3),
         "no discordant pairs": paired("p8-r3", "rubric", counts(9, 0, 0, 11), epochs=2),
         "one-sided discordance": paired("p8-r3", "rubric", counts(20, 0, 14, 6)),
         "large discordant counts": paired("p8-r3", "rubric", large, rng=rng),
@@ -262,6 +263,17 @@ def reference_summary(rows):
             lo, hi = np.nan, np.nan  # checked against the bootstrap below
             facts["interval"] = "task-cluster bootstrap"
             facts["bootstrap"] = numpy_cluster_bootstrap(per_task[:, 0], per_task[:, 1:], seed=n)
+            # At 0% or 100% the bootstrap collapses to a point: Wilson over tasks instead.
+            tasks_n = len(tasks)
+            for column, (count, bounds) in enumerate(
+                ((passed, ("pass_rate_lo", "pass_rate_hi")), (first, ("first_round_pass_rate_lo", "first_round_pass_rate_hi")))
+            ):
+                if count in (0, n):
+                    edge_lo, edge_hi = proportion_confint(tasks_n if count else 0, tasks_n, alpha=0.05, method="wilson")
+                    facts["bootstrap"][column] = None
+                    facts[bounds[0]], facts[bounds[1]] = float(edge_lo), float(edge_hi)
+                    if column == 0:
+                        lo, hi = edge_lo, edge_hi
         expected[key] = {
             "n": n,
             "passed": passed,
@@ -439,19 +451,10 @@ def check_fixture(binary, name, rows, work):
                 continue
             agree(failures, where, field, got[key].get(field), value)
         if "bootstrap" in want:
-            pass_reference, first_reference = want["bootstrap"]
-            widest = max(
-                widest,
-                check_interval(failures, where, ("pass_rate_lo", "pass_rate_hi"), got[key], pass_reference, want["n_tasks"]),
-                check_interval(
-                    failures,
-                    where,
-                    ("first_round_pass_rate_lo", "first_round_pass_rate_hi"),
-                    got[key],
-                    first_reference,
-                    want["n_tasks"],
-                ),
-            )
+            bounds = (("pass_rate_lo", "pass_rate_hi"), ("first_round_pass_rate_lo", "first_round_pass_rate_hi"))
+            for names, reference in zip(bounds, want["bootstrap"]):
+                if reference is not None:
+                    widest = max(widest, check_interval(failures, where, names, got[key], reference, want["n_tasks"]))
 
     expected = reference_comparisons(rows)
     got = {(r["config_id"], r["critic"], r["arm_a"], r["arm_b"]): r for r in report["comparisons"]}

@@ -28,9 +28,15 @@ fn statistics_agree_with_statsmodels_scipy_and_numpy() {
         String::from_utf8_lossy(&python.stderr)
     );
     // Every fixture ran; a script that silently checked nothing must not pass.
-    for fixture in
-        ["small n", "all pass", "no discordant pairs", "large discordant counts", "unmatched tasks", "clustered epochs"]
-    {
+    for fixture in [
+        "small n",
+        "all pass",
+        "no discordant pairs",
+        "large discordant counts",
+        "unmatched tasks",
+        "clustered epochs",
+        "all pass over 3 epochs",
+    ] {
         assert!(stdout.contains(fixture), "fixture `{fixture}` did not run:\n{stdout}");
         assert!(
             stdout.lines().any(|l| l.contains(fixture) && l.ends_with("same bytes in reverse order")),

@@ -402,7 +402,15 @@ impl ArmTotals {
                 purpose: "arm-bootstrap",
             });
             let [pass, first] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
-            (pass, first, INTERVAL_TASK_BOOTSTRAP)
+            // At 0% or 100% every resample has the same rate and the interval would be a point:
+            // then Wilson's over the tasks, each task one trial (it passed every epoch or none).
+            let tasks: u64 = self.clusters.values().sum();
+            let edge = |count: u64, interval: (f64, f64)| match count {
+                0 => wilson_interval(0, tasks),
+                _ if count == self.n => wilson_interval(tasks, tasks),
+                _ => interval,
+            };
+            (edge(self.passed, pass), edge(self.first_passed, first), INTERVAL_TASK_BOOTSTRAP)
         };
         let rate = |count: u64, of: u64| if of == 0 { 0.0 } else { count as f64 / of as f64 };
         SummaryRow {
