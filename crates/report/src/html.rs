@@ -1018,14 +1018,14 @@ pub(crate) fn render_html(
         out,
         "<p>A loop passes when its exit is <code>pass</code>. Rounds count critiques (round 0 is the first draft). \
          {}</p>",
-        escape(&crate::markdown::interval_sentence(report))
+        with_code_spans(&crate::markdown::interval_sentence(report))
     );
     summary_table(&mut out, report);
     out.push_str("</section>\n<section>\n<h2 id=\"paired-comparisons\">Paired comparisons</h2>\n");
     let _ = writeln!(
         out,
         "<p>{} Rows with p below 0.05 are bold.</p>",
-        escape(&crate::markdown::comparison_sentence(report))
+        with_code_spans(&crate::markdown::comparison_sentence(report))
     );
     comparison_table(&mut out, report);
     out.push_str("</section>\n</main>\n</body>\n</html>\n");
