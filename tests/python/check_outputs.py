@@ -555,6 +555,17 @@ def check_summary(check, path, outcomes):
         if row.n <= 0:
             check.fail(f"{name}: n must be positive, got {row.n} for {row.config_id} / {row.arm} / {row.critic}")
             continue
+        if getattr(row, "interval", "wilson") != "wilson":
+            # Several epochs per task: a task-cluster bootstrap (checked against numpy in
+            # check_stats.py); here it must bracket the rate inside [0, 1].
+            check.expect(
+                0.0 <= row.pass_rate_lo <= row.pass_rate + RATE_TOLERANCE
+                and row.pass_rate - RATE_TOLERANCE <= row.pass_rate_hi <= 1.0
+                and row.interval == "task-cluster bootstrap",
+                f"{name}: {row.config_id} / {row.arm} / {row.critic}: interval {row.interval!r} "
+                f"[{row.pass_rate_lo}, {row.pass_rate_hi}] does not bracket pass_rate {row.pass_rate} inside [0, 1]",
+            )
+            continue
         lo, hi = wilson(row.passed, row.n)
         near = all(
             abs(a - b) <= RATE_TOLERANCE

@@ -7,15 +7,27 @@ For each fixture below it writes an `outcomes.parquet` with pyarrow (the schema 
 in crates/storage/src/tables.rs: same columns, types and nullability), runs `critbench report DIR`,
 and compares `summary.json` with values computed here from the same rows:
 
-- counts, pass rates, mean rounds, mean first / best / final scores and exit counts, exactly or to 1e-9;
-- Wilson 95% intervals: statsmodels `proportion_confint(method="wilson")`, to 1e-9;
+- counts, pass rates, mean rounds, mean first / best / final scores, exit counts, tasks, and critic errors
+  (count, rounds, rate per round, loops with an error and their rate), exactly or to 1e-9;
+- per-arm intervals: when every task ran once, Wilson 95% (statsmodels `proportion_confint(method="wilson")`,
+  to 1e-9); with several epochs, a numpy task-cluster percentile bootstrap (tasks resampled with all their
+  loops; the rate is passes / loops of the resample), within Monte-Carlo tolerance (below), except at a
+  rate of 0 or 1, where it is Wilson's over the tasks (to 1e-9); `interval` names the method;
 - paired comparisons on (task_id, epoch): pair counts, a_only / b_only, rates and their difference, mean
-  rounds and mean best score per arm and their differences, to 1e-9;
-- McNemar's exact test: statsmodels `mcnemar(exact=True)` and scipy `binomtest`, to 1e-9;
-- the paired bootstrap interval: it must bracket the point difference and agree with a numpy percentile
-  bootstrap of the same pairs within 0.03, or a quarter of the bootstrap standard error when that is
-  smaller (plus one lattice step, 1/n, for n < 100: the bootstrap distribution of a difference of
-  proportions over n pairs only takes values k/n, so two correct bootstraps can land on neighbours).
+  rounds and mean best score per arm and their differences, tasks and tasks where each arm did better;
+- McNemar's exact test on the pairs (`mcnemar_p`): statsmodels `mcnemar(exact=True)` and scipy
+  `binomtest`, to 1e-9;
+- the headline test (`p_value`, named in `test`): scipy `binomtest` of tasks where A passed more epochs than
+  B against tasks where B passed more (the sign test; with one epoch it is McNemar's test), to 1e-9;
+- the paired interval: it must bracket the point difference and agree with a numpy task-cluster percentile
+  bootstrap (tasks resampled with all their pairs; difference = Σ(a − b) / pairs of the resample) within
+  0.03, or a quarter of the bootstrap standard error when that is smaller (plus one lattice step, 1/n, for
+  n < 100 tasks: the bootstrap distribution over few tasks takes few values, so two correct bootstraps
+  can land on neighbours); the same for the first-draft difference;
+- in the "clustered epochs" fixture, where a task's epochs agree, the task-cluster interval must also be
+  clearly wider than a bootstrap that resamples pairs as if they were independent;
+- rows in another order: the same fixture written reversed gives byte-identical summary.csv,
+  summary.json and comparisons.csv.
 
 With --schema-from, the fixture schema is first checked against a real outcomes.parquet written by
 critbench, so the fixtures cannot drift from what the binary writes.
@@ -159,10 +171,33 @@ def mixed_fixture():
                     rounds = 1 if arm == "single" else 1 + int(rng.integers(0, 4))
                     first = float(rng.integers(20, 80)) / 10
                     best = first + (float(rng.integers(0, 30)) / 10 if arm != "single" else 0.0)
-                    rows.append(loop(config_id, critic, arm, f"task-{task}", epoch, passed, rounds, first, best))
+                    row = loop(config_id, critic, arm, f"task-{task}", epoch, passed, rounds, first, best)
+                    # The evidence critic fails now and then, so error counts and rates are checked.
+                    if critic == "evidence" and rng.random() < 0.2:
+                        row["critic_errors"] = 1 + int(rng.integers(0, rounds))
+                    rows.append(row)
             if critic == "evidence" and arm == "feedback":
                 for task in range(5):
                     rows.append(loop(config_id, critic, arm, f"extra-{task}", 0, True, 2, 5.0, 8.5))
+    return rows
+
+
+def clustered_fixture():
+    """Five epochs per task whose epochs mostly agree: each task either nearly always or nearly never
+    passes under each arm, as with a real model at low temperature."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for task in range(60):
+        chances = {
+            "feedback": 0.95 if rng.random() < 0.7 else 0.05,
+            "no-feedback": 0.95 if rng.random() < 0.4 else 0.05,
+        }
+        for epoch in range(5):
+            for arm, chance in chances.items():
+                passed = bool(rng.random() < chance)
+                rounds = 1 + int(rng.integers(0, 4))
+                first = float(rng.integers(20, 80)) / 10
+                rows.append(loop("p8-r3", "rubric", arm, f"t{task:03d}", epoch, passed, rounds, first, first + passed))
     return rows
 
 
@@ -174,10 +209,12 @@ def fixtures():
         "small n": paired("p8-r3", "rubric", counts(1, 3, 1, 2)),
         "all pass": paired("p8-r3", "rubric", counts(15, 0, 0, 0)),
         "none pass": paired("p8-r3", "rubric", counts(0, 0, 0, 12)),
+        "all pass over 3 epochs": paired("p8-r3", "rubric", counts(15, 0, 0, 0), epochs=3),
         "no discordant pairs": paired("p8-r3", "rubric", counts(9, 0, 0, 11), epochs=2),
         "one-sided discordance": paired("p8-r3", "rubric", counts(20, 0, 14, 6)),
         "large discordant counts": paired("p8-r3", "rubric", large, rng=rng),
         "configs × critics × arms, unmatched tasks": mixed_fixture(),
+        "clustered epochs": clustered_fixture(),
     }
 
 
@@ -193,13 +230,57 @@ def reference_summary(rows):
     for key, group in groups.items():
         n = len(group)
         passed = sum(r["passed"] for r in group)
-        lo, hi = proportion_confint(passed, n, alpha=0.05, method="wilson")
+        first = sum(r["passed"] and r["revisions"] == 0 for r in group)
+        tasks = {}
+        for r in group:
+            tasks.setdefault(r["task_id"], []).append(r)
+        rounds = sum(r["rounds"] for r in group)
+        errors = sum(r["critic_errors"] for r in group)
+        error_loops = sum(r["critic_errors"] > 0 for r in group)
+        facts = {
+            "n_tasks": len(tasks),
+            "first_round_passed": first,
+            "rounds_total": rounds,
+            "critic_errors": errors,
+            "critic_error_rate": errors / rounds,
+            "critic_error_loops": error_loops,
+            "critic_error_loop_rate": error_loops / n,
+        }
+        if all(len(loops) == 1 for loops in tasks.values()):
+            lo, hi = proportion_confint(passed, n, alpha=0.05, method="wilson")
+            first_lo, first_hi = proportion_confint(first, n, alpha=0.05, method="wilson")
+            facts["interval"] = "wilson"
+            facts["first_round_pass_rate_lo"] = float(first_lo)
+            facts["first_round_pass_rate_hi"] = float(first_hi)
+        else:
+            # Per task: loops, passes, first-draft passes; the bootstrap resamples tasks.
+            per_task = np.array(
+                [
+                    (len(loops), sum(r["passed"] for r in loops), sum(r["passed"] and r["revisions"] == 0 for r in loops))
+                    for loops in tasks.values()
+                ]
+            )
+            lo, hi = np.nan, np.nan  # checked against the bootstrap below
+            facts["interval"] = "task-cluster bootstrap"
+            facts["bootstrap"] = numpy_cluster_bootstrap(per_task[:, 0], per_task[:, 1:], seed=n)
+            # At 0% or 100% the bootstrap collapses to a point: Wilson over tasks instead.
+            tasks_n = len(tasks)
+            for column, (count, bounds) in enumerate(
+                ((passed, ("pass_rate_lo", "pass_rate_hi")), (first, ("first_round_pass_rate_lo", "first_round_pass_rate_hi")))
+            ):
+                if count in (0, n):
+                    edge_lo, edge_hi = proportion_confint(tasks_n if count else 0, tasks_n, alpha=0.05, method="wilson")
+                    facts["bootstrap"][column] = None
+                    facts[bounds[0]], facts[bounds[1]] = float(edge_lo), float(edge_hi)
+                    if column == 0:
+                        lo, hi = edge_lo, edge_hi
         expected[key] = {
             "n": n,
             "passed": passed,
             "pass_rate": passed / n,
             "pass_rate_lo": float(lo),
             "pass_rate_hi": float(hi),
+            **facts,
             "mean_rounds": float(np.mean([r["rounds"] for r in group])),
             "exit_pass": sum(r["exit_reason"] == "pass" for r in group),
             "exit_stall": sum(r["exit_reason"] == "stall" for r in group),
@@ -213,12 +294,30 @@ def reference_summary(rows):
 
 
 def numpy_bootstrap(a, b, seed):
-    """Percentile bootstrap of mean(a) − mean(b), resampling pairs (numpy's default percentile)."""
+    """Percentile bootstrap of mean(a) − mean(b), resampling pairs as if independent (the old method)."""
     rng = np.random.default_rng(seed)
     differences = a.astype(float) - b.astype(float)
     picks = rng.integers(0, len(differences), size=(BOOTSTRAP_RESAMPLES, len(differences)))
     means = differences[picks].mean(axis=1)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5)), float(means.std())
+
+
+def numpy_cluster_bootstrap(denominators, numerators, seed):
+    """Task-cluster percentile bootstrap of Σ numerator / Σ denominator for each numerator column.
+
+    Each row is a task; a resample draws as many tasks as there are, with replacement, and keeps each
+    drawn task's loops together. Returns one (lo, hi, standard error) per numerator column.
+    """
+    rng = np.random.default_rng(seed)
+    denominators = np.asarray(denominators, dtype=float)
+    numerators = np.asarray(numerators, dtype=float).reshape(len(denominators), -1)
+    picks = rng.integers(0, len(denominators), size=(BOOTSTRAP_RESAMPLES, len(denominators)))
+    totals = denominators[picks].sum(axis=1)
+    result = []
+    for column in range(numerators.shape[1]):
+        ratios = numerators[:, column][picks].sum(axis=1) / totals
+        result.append((float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5)), float(ratios.std())))
+    return result
 
 
 def reference_comparisons(rows):
@@ -238,6 +337,19 @@ def reference_comparisons(rows):
             right = [arms[arm_b][k] for k in keys]
             a = np.array([r["passed"] for r in left])
             b = np.array([r["passed"] for r in right])
+            first_a = np.array([r["passed"] and r["revisions"] == 0 for r in left])
+            first_b = np.array([r["passed"] and r["revisions"] == 0 for r in right])
+            # Per task: pairs, A's passes − B's, and the same for first drafts.
+            tasks = {}
+            for index, (task, _) in enumerate(keys):
+                counts_of = tasks.setdefault(task, [0, 0, 0])
+                counts_of[0] += 1
+                counts_of[1] += int(a[index]) - int(b[index])
+                counts_of[2] += int(first_a[index]) - int(first_b[index])
+            per_task = np.array(list(tasks.values()))
+            a_better = int(np.sum(per_task[:, 1] > 0))
+            b_better = int(np.sum(per_task[:, 1] < 0))
+            single = bool(np.all(per_task[:, 0] == 1))
             a_only = int(np.sum(a & ~b))
             b_only = int(np.sum(~a & b))
             table = [[int(np.sum(a & b)), a_only], [b_only, int(np.sum(~a & ~b))]]
@@ -262,7 +374,14 @@ def reference_comparisons(rows):
                 "mean_best_score_a": best_a,
                 "mean_best_score_b": best_b,
                 "diff_mean_best_score": best_a - best_b,
-                "bootstrap": numpy_bootstrap(a, b, seed=len(keys)),
+                "first_round_diff": float(first_a.mean() - first_b.mean()),
+                "n_tasks": len(tasks),
+                "tasks_a_better": a_better,
+                "tasks_b_better": b_better,
+                "p_value": float(binomtest(a_better, a_better + b_better, 0.5).pvalue) if a_better + b_better else 1.0,
+                "test": "exact McNemar" if single else "task sign test",
+                "bootstrap": numpy_cluster_bootstrap(per_task[:, 0], per_task[:, 1:], seed=len(keys)),
+                "unclustered": numpy_bootstrap(a, b, seed=len(keys) + 1),
             }
     return expected
 
@@ -273,6 +392,9 @@ def reference_comparisons(rows):
 def agree(failures, where, field, got, want, tolerance=TOLERANCE):
     if got is None:
         failures.append(f"{where}: {field} is missing or null (expected {want!r})")
+    elif isinstance(want, str):
+        if got != want:
+            failures.append(f"{where}: {field} = {got!r}, expected {want!r}")
     elif isinstance(want, (int, np.integer)) and not isinstance(want, bool):
         if got != want:
             failures.append(f"{where}: {field} = {got!r}, expected {want!r}")
@@ -280,36 +402,70 @@ def agree(failures, where, field, got, want, tolerance=TOLERANCE):
         failures.append(f"{where}: {field} = {got!r}, reference {want!r} (off by {abs(float(got) - float(want)):.3g})")
 
 
-def check_fixture(binary, name, rows, work):
-    """Writes the fixture, runs `critbench report`, returns (failures, facts)."""
-    run = work / name.replace(" ", "-").replace("×", "x").replace(",", "")
+def bootstrap_tolerance(spread, clusters):
+    """Two seeded bootstraps differ by Monte Carlo noise of a few hundredths of the spread of the
+    resampled statistic (2,000 resamples); a quarter of the spread still catches a wrong percentile
+    (5% instead of 2.5% moves a bound by a third of it) once n is large. Few clusters: one lattice step."""
+    return min(BOOTSTRAP_TOLERANCE, 0.25 * spread) + (1 / clusters if clusters < 100 else 0.0)
+
+
+def check_interval(failures, where, names, row, reference, clusters):
+    """`row[names]` (lo, hi) against a numpy bootstrap's (lo, hi, spread); returns the largest gap."""
+    reference_lo, reference_hi, spread = reference
+    tolerance = bootstrap_tolerance(spread, clusters)
+    widest = 0.0
+    for bound, want in zip(names, (reference_lo, reference_hi)):
+        value = row.get(bound)
+        agree(failures, where, f"{bound} (numpy task-cluster bootstrap)", value, want, tolerance)
+        if value is not None:
+            widest = max(widest, abs(value - want))
+    return widest
+
+
+def run_report(binary, run, rows):
     run.mkdir(parents=True)
     # zstd, as critbench writes: pyarrow's default (snappy) is not compiled into critbench's reader.
     pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), run / "outcomes.parquet", compression="zstd")
-    result = subprocess.run([str(binary), "report", str(run)], capture_output=True, text=True)
+    return subprocess.run([str(binary), "report", str(run)], capture_output=True, text=True)
+
+
+def check_fixture(binary, name, rows, work):
+    """Writes the fixture, runs `critbench report`, returns (failures, facts)."""
+    run = work / name.replace(" ", "-").replace("×", "x").replace(",", "")
+    result = run_report(binary, run, rows)
     if result.returncode != 0:
         return [f"{name}: `critbench report` exited {result.returncode}:\n{result.stderr}"], {}
     report = json.loads((run / "summary.json").read_text())
     failures = []
+    widest = 0.0
 
     expected = reference_summary(rows)
     got = {(r["config_id"], r["arm"], r["critic"]): r for r in report["summary"]}
     if set(got) != set(expected):
         failures.append(f"{name}: summary groups {sorted(got)} differ from {sorted(expected)}")
     for key in sorted(set(got) & set(expected)):
-        for field, want in expected[key].items():
-            agree(failures, f"{name}: summary {'/'.join(key)}", field, got[key].get(field), want)
+        where = f"{name}: summary {'/'.join(key)}"
+        want = expected[key]
+        for field, value in want.items():
+            if field == "bootstrap" or (isinstance(value, float) and np.isnan(value)):
+                continue
+            agree(failures, where, field, got[key].get(field), value)
+        if "bootstrap" in want:
+            bounds = (("pass_rate_lo", "pass_rate_hi"), ("first_round_pass_rate_lo", "first_round_pass_rate_hi"))
+            for names, reference in zip(bounds, want["bootstrap"]):
+                if reference is not None:
+                    widest = max(widest, check_interval(failures, where, names, got[key], reference, want["n_tasks"]))
 
     expected = reference_comparisons(rows)
     got = {(r["config_id"], r["critic"], r["arm_a"], r["arm_b"]): r for r in report["comparisons"]}
     if set(got) != set(expected):
         failures.append(f"{name}: comparisons {sorted(got)} differ from {sorted(expected)}")
-    widest = 0.0
+    width_ratios = []
     for key in sorted(set(got) & set(expected)):
         row, want = got[key], expected[key]
         where = f"{name}: comparison {key[0]}/{key[1]} {key[2]} vs {key[3]}"
         for field, value in want.items():
-            if field == "bootstrap":
+            if field in ("bootstrap", "unclustered"):
                 continue
             # scipy's two-sided binomial test and statsmodels' exact McNemar must both agree.
             agree(failures, where, field, row.get("mcnemar_p" if field == "mcnemar_p_scipy" else field), value)
@@ -319,18 +475,38 @@ def check_fixture(binary, name, rows, work):
             continue
         if not lo - TOLERANCE <= row["diff"] <= hi + TOLERANCE:
             failures.append(f"{where}: bootstrap interval [{lo}, {hi}] does not bracket diff {row['diff']}")
-        reference_lo, reference_hi, spread = want["bootstrap"]
-        # Two seeded bootstraps differ by Monte Carlo noise of a few hundredths of the spread of the
-        # resampled differences (2,000 resamples); a quarter of the spread still catches a wrong
-        # percentile (5% instead of 2.5% moves a bound by a third of it) once n is large.
-        tolerance = min(BOOTSTRAP_TOLERANCE, 0.25 * spread) + (1 / want["n_pairs"] if want["n_pairs"] < 100 else 0.0)
-        for bound, value, reference in (("diff_lo", lo, reference_lo), ("diff_hi", hi, reference_hi)):
-            agree(failures, where, f"{bound} (numpy percentile bootstrap)", value, reference, tolerance)
-            widest = max(widest, abs(value - reference))
+        diff_reference, first_reference = want["bootstrap"]
+        widest = max(
+            widest,
+            check_interval(failures, where, ("diff_lo", "diff_hi"), row, diff_reference, want["n_tasks"]),
+            check_interval(
+                failures, where, ("first_round_diff_lo", "first_round_diff_hi"), row, first_reference, want["n_tasks"]
+            ),
+        )
+        unclustered = want["unclustered"][1] - want["unclustered"][0]
+        if unclustered > 0:
+            width_ratios.append((hi - lo) / unclustered)
+    if name == "clustered epochs" and not (width_ratios and min(width_ratios) > 1.3):
+        failures.append(
+            f"{name}: the task-cluster interval should be clearly wider than one resampling independent pairs "
+            f"when a task's epochs agree; width ratios {width_ratios}"
+        )
     if not (run / "report.html").is_file():
         failures.append(f"{name}: `critbench report` wrote no report.html")
+
+    # The same rows in reverse order: the same bytes.
+    reversed_run = run.with_name(run.name + "-reversed")
+    result = run_report(binary, reversed_run, rows[::-1])
+    if result.returncode != 0:
+        failures.append(f"{name}: `critbench report` on reversed rows exited {result.returncode}:\n{result.stderr}")
+    else:
+        for file in ("summary.csv", "summary.json", "comparisons.csv"):
+            if (run / file).read_bytes() != (reversed_run / file).read_bytes():
+                failures.append(f"{name}: {file} differs when the rows are written in reverse order")
+
     facts = {"rows": len(rows), "summary": len(report["summary"]), "comparisons": len(report["comparisons"])}
     facts["bootstrap"] = widest
+    facts["ratio"] = float(np.median(width_ratios)) if width_ratios else None
     return failures, facts
 
 
@@ -362,9 +538,11 @@ def main(argv):
             fixture_failures, facts = check_fixture(args.binary, name, rows, Path(work))
             failures += fixture_failures
             if facts:
+                ratio = f"; median width / pair bootstrap {facts['ratio']:.2f}" if facts["ratio"] else ""
                 print(
                     f"check_stats: {name}: {facts['rows']} outcomes, {facts['summary']} summary rows, "
                     f"{facts['comparisons']} comparisons; bootstrap bounds within {facts['bootstrap']:.4f} of numpy"
+                    f"{ratio}; same bytes in reverse order"
                 )
     if failures:
         print(f"FAILED: {len(failures)} disagreement(s):", file=sys.stderr)

@@ -455,3 +455,85 @@ fn critbench_judge_benchmarks_the_llm_judge() {
     ok(critbench(&["judge", file.to_str().unwrap()]));
     assert_eq!(server.requests(), 4, "the rerun came from the cache");
 }
+
+#[test]
+fn a_dead_judge_endpoint_is_reported_as_the_manifest_records_it() {
+    // A port that was free a moment ago: nothing listens, every connection is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let tasks: String = (1..=4)
+        .map(|n| {
+            json!({"id": format!("essay-{n}"), "prompt": format!("Street trees, part {n}."), "kind": "essay"})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), tasks).unwrap();
+    let file = experiment(
+        dir.path(),
+        "dead.toml",
+        &format!(
+            r#"name = "dead judge"
+dataset = "tasks.jsonl"
+backend = "sim"
+arms = ["feedback", "no-feedback"]
+epochs = 2
+seed = 3
+
+[[critics]]
+name = "judge"
+plugin = "llm-judge"
+config = {{ attempts = 2 }}
+
+[policy]
+pass_score = 8
+max_revisions = 2
+
+[openai]
+base_url = "http://127.0.0.1:{port}/v1"
+api_key_env = "{KEY_VAR}"
+concurrency = 4
+timeout_s = 1.0
+max_retries = 1
+retry_base_ms = 1
+models = {{ judge = "judge-m" }}
+"#
+        ),
+    );
+    let out = dir.path().join("run");
+    let output = run(&file, &out, &[]);
+    let manifest = manifest(&out);
+    let openai = &manifest["openai"];
+    let count = |pointer: &str| openai.pointer(pointer).and_then(Value::as_u64).unwrap();
+    let (total, failures) = (count("/calls/total"), count("/calls/failures"));
+    assert!(total > 0 && failures == total, "{openai:#}");
+    assert_eq!(count("/http/ok"), 0, "{openai:#}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let note = report.lines().find(|l| l.starts_with("- Models (")).expect("a note on the model calls");
+    // Every number of the note is the manifest's.
+    for expected in [
+        format!("{total} calls: 0 answered, {failures} failed;"),
+        format!("{} sent to the model", count("/calls/model_calls")),
+        format!(
+            "{} HTTP requests: 0 ok, {} connection errors;",
+            count("/http/requests"),
+            count("/http/connection_errors")
+        ),
+        format!("{} shared with an identical request in flight", count("/cache/shared_in_flight")),
+    ] {
+        assert!(note.contains(&expected), "the note lacks `{expected}`:\n{note}\nmanifest: {openai:#}");
+    }
+    assert!(report.contains("**Every model call failed**"), "{report}");
+    // The critic failed on every round: the summary, report and terminal table say so.
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    for row in summary["summary"].as_array().unwrap() {
+        assert_eq!(row["critic_error_rate"], 1.0, "{row:#}");
+        assert_eq!(row["critic_error_loop_rate"], 1.0, "{row:#}");
+    }
+    assert!(report.contains("**The critic failed on"), "{report}");
+    assert!(
+        stdout(&output).contains("| critic errors |") && stdout(&output).contains("100.0% ("),
+        "{}",
+        stdout(&output)
+    );
+}

@@ -1,6 +1,7 @@
 //! The report's statistics against reference implementations: tests/python/check_stats.py builds
 //! fixed outcomes with pyarrow, runs `critbench report` on them, and compares summary.json with
-//! statsmodels (Wilson intervals, exact McNemar), scipy (binomial test) and a numpy bootstrap.
+//! statsmodels (Wilson intervals, exact McNemar), scipy (binomial and sign tests) and numpy
+//! task-cluster bootstraps, and checks that rows in reverse order give the same bytes.
 
 mod common;
 
@@ -27,7 +28,19 @@ fn statistics_agree_with_statsmodels_scipy_and_numpy() {
         String::from_utf8_lossy(&python.stderr)
     );
     // Every fixture ran; a script that silently checked nothing must not pass.
-    for fixture in ["small n", "all pass", "no discordant pairs", "large discordant counts", "unmatched tasks"] {
+    for fixture in [
+        "small n",
+        "all pass",
+        "no discordant pairs",
+        "large discordant counts",
+        "unmatched tasks",
+        "clustered epochs",
+        "all pass over 3 epochs",
+    ] {
         assert!(stdout.contains(fixture), "fixture `{fixture}` did not run:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l.contains(fixture) && l.ends_with("same bytes in reverse order")),
+            "fixture `{fixture}` was not checked in reverse order:\n{stdout}"
+        );
     }
 }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use critbench_core::{Arm, Policy, RoundScore};
-use critbench_storage::recorded::read_recorded_loops;
-use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcomes};
+use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
+use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
 use serde_json::json;
 
 use crate::EngineError;
@@ -41,12 +41,8 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             return Err(not_a_run(format!("{} is missing", path.file_name().unwrap().to_string_lossy())));
         }
     }
-    let loops = read_recorded_loops(&trajectories_path).map_err(|e| not_a_run(e.to_string()))?;
-    let metas: HashMap<(String, String), Option<String>> = read_outcomes(&outcomes_path)
-        .map_err(|e| not_a_run(e.to_string()))?
-        .into_iter()
-        .map(|o| ((o.critic, o.task_id), o.meta))
-        .collect();
+    let metas: HashMap<(String, String), String> =
+        read_outcome_metas(&outcomes_path).map_err(|e| not_a_run(e.to_string()))?;
     let manifest: Option<serde_json::Value> =
         std::fs::read_to_string(run_dir.join("manifest.json")).ok().and_then(|text| serde_json::from_str(&text).ok());
     let dependent: Vec<&str> = manifest
@@ -76,9 +72,9 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
         .unwrap_or("run")
         .to_string();
 
-    // Every loop must reach each policy's stop inside what was recorded.
-    let mut scores: Vec<Vec<RoundScore>> = Vec::with_capacity(loops.len());
-    for recorded in &loops {
+    // Every loop must reach each policy's stop inside what was recorded: a first pass over the
+    // recording checks that before anything is written. Both passes stream loop by loop.
+    let check = |recorded: &RecordedLoop| -> Result<(Arm, Vec<RoundScore>), EngineError> {
         let arm = Arm::parse(&recorded.arm)
             .ok_or_else(|| not_a_run(format!("unknown arm `{}` in trajectories.parquet", recorded.arm)))?;
         let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
@@ -105,8 +101,22 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
                 )));
             }
         }
-        scores.push(loop_scores);
+        Ok((arm, loop_scores))
+    };
+    // The first error of a pass, kept aside: the reader's callback speaks strings.
+    let mut failure: Option<EngineError> = None;
+    let read = for_each_recorded_loop(&trajectories_path, |recorded| match check(&recorded) {
+        Ok(_) => Ok(()),
+        Err(error) => {
+            let message = error.to_string();
+            failure = Some(error);
+            Err(message)
+        }
+    });
+    if let Some(error) = failure.take() {
+        return Err(error);
     }
+    read.map_err(|e| not_a_run(e.to_string()))?;
 
     std::fs::create_dir_all(out).map_err(|source| EngineError::Io {
         context: format!("cannot create the run directory {}", out.display()),
@@ -117,24 +127,47 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     let mut outcomes = OutcomeWriter::create(&out.join("outcomes.parquet"))?;
     let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
     let (mut written_loops, mut critiques) = (0u64, 0u64);
-    for (recorded, loop_scores) in loops.iter().zip(&scores) {
-        let labels = LoopLabels {
-            run_id: &run_id,
-            critic: &recorded.critic,
-            arm: Arm::parse(&recorded.arm).expect("checked above"),
-            task_id: &recorded.task_id,
-            kind: recorded.kind.as_deref(),
-            epoch: recorded.epoch,
-            meta: metas.get(&(recorded.critic.clone(), recorded.task_id.clone())).cloned().flatten(),
-        };
-        for (policy, config_id) in policies.iter().zip(&config_ids) {
-            let (_, rounds) =
-                emit_loop(&labels, &recorded.rounds, loop_scores, policy, config_id, &mut trajectories, &mut outcomes)?
-                    .expect("every policy was checked to stop within the recording");
-            written_loops += 1;
-            critiques += rounds as u64;
-        }
+    let mut meta_key = (String::new(), String::new());
+    let read = for_each_recorded_loop(&trajectories_path, |recorded| {
+        let result = (|| -> Result<(), EngineError> {
+            let (arm, loop_scores) = check(&recorded)?;
+            meta_key.0.clone_from(&recorded.critic);
+            meta_key.1.clone_from(&recorded.task_id);
+            let labels = LoopLabels {
+                run_id: &run_id,
+                critic: &recorded.critic,
+                arm,
+                task_id: &recorded.task_id,
+                kind: recorded.kind.as_deref(),
+                epoch: recorded.epoch,
+                meta: metas.get(&meta_key).cloned(),
+            };
+            for (policy, config_id) in policies.iter().zip(&config_ids) {
+                let (_, rounds) = emit_loop(
+                    &labels,
+                    &recorded.rounds,
+                    &loop_scores,
+                    policy,
+                    config_id,
+                    &mut trajectories,
+                    &mut outcomes,
+                )?
+                .expect("every policy was checked to stop within the recording");
+                written_loops += 1;
+                critiques += rounds as u64;
+            }
+            Ok(())
+        })();
+        result.map_err(|error| {
+            let message = error.to_string();
+            failure = Some(error);
+            message
+        })
+    });
+    if let Some(error) = failure.take() {
+        return Err(error);
     }
+    read.map_err(|e| not_a_run(e.to_string()))?;
     trajectories.close()?;
     outcomes.close()?;
 
@@ -149,6 +182,10 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             "name": name,
             "policies": policies.iter().map(crate::experiment::policy_json).collect::<Vec<_>>(),
             "critics": manifest.as_ref().and_then(|m| m.pointer("/experiment/critics")).cloned(),
+            // Every recorded loop is replayed under every policy, so each task has the recording's
+            // epochs × arms loops per config: the summary closes a task once they have arrived.
+            "epochs": manifest.as_ref().and_then(|m| m.pointer("/experiment/epochs")).cloned(),
+            "arms": manifest.as_ref().and_then(|m| m.pointer("/experiment/arms")).cloned(),
         },
         "sweep": "replay",
         "calls": { "generator": 0, "critic": 0, "direct_equivalent": critiques },

@@ -153,6 +153,39 @@ pub(crate) fn units(spec: &JudgeSpec, tasks: &[LabeledTask]) -> Vec<Unit> {
     units
 }
 
+/// What the metrics read of a judgment: the row without its issue texts, suggestions, rationale
+/// and meta (its fatal issues cut to the first: the metrics only ask whether there is one).
+pub(crate) fn for_metrics(row: &JudgmentRow) -> JudgmentRow {
+    JudgmentRow {
+        run_id: String::new(),
+        critic: row.critic.clone(),
+        task_id: row.task_id.clone(),
+        kind: row.kind.clone(),
+        draft_index: row.draft_index,
+        repeat: row.repeat,
+        score: row.score,
+        dims: row.dims.clone(),
+        issues: Vec::new(),
+        fatal_issues: row.fatal_issues.iter().take(1).cloned().collect(),
+        issue_types: Vec::new(),
+        suggestions: None,
+        rationale: None,
+        critic_passed: row.critic_passed,
+        passed: row.passed,
+        pass_score: row.pass_score,
+        dim_target: row.dim_target,
+        gold_pass: row.gold_pass,
+        gold_score: row.gold_score,
+        gold_fatal: row.gold_fatal,
+        flaw: row.flaw.clone(),
+        draft_chars: row.draft_chars,
+        critic_ms: row.critic_ms,
+        critic_attempts: row.critic_attempts,
+        critic_error: row.critic_error.clone(),
+        meta: None,
+    }
+}
+
 /// Critiques every unit on `jobs` threads. The result is in the order of `units`.
 pub(crate) fn critique_all(
     spec: &JudgeSpec,

@@ -138,6 +138,9 @@ pub struct JudgeOutcome {
     pub elapsed: Duration,
 }
 
+/// Units critiqued before their judgments are written: bounds the judgments held in memory.
+const JUDGE_CHUNK: usize = 4096;
+
 /// The files `judge` writes into the output directory.
 pub const OUTPUT_FILES: [&str; 5] = ["judgments.parquet", "judge.json", "judge.csv", "judge.md", "judge.html"];
 
@@ -205,10 +208,15 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
         .num_threads(spec.jobs)
         .build()
         .map_err(|e| JudgeError::Internal(format!("cannot start worker threads: {e}")))?;
-    let rows = judging::critique_all(spec, &run_id, &tasks, &critics, &units, &pool);
+    // Judgments reach Parquet a chunk of units at a time, in unit order, as they are made; the
+    // metrics keep only the fields they read (no issue texts, rationales or metas).
     let mut writer = JudgmentWriter::create(&spec.out.join("judgments.parquet"))?;
-    for row in &rows {
-        writer.push(row.clone())?;
+    let mut rows = Vec::with_capacity(units.len());
+    for chunk in units.chunks(JUDGE_CHUNK) {
+        for row in judging::critique_all(spec, &run_id, &tasks, &critics, chunk, &pool) {
+            rows.push(judging::for_metrics(&row));
+            writer.push(row)?;
+        }
     }
     writer.close()?;
 

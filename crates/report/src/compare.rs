@@ -5,10 +5,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::Path;
 
-use critbench_storage::tables::{OutcomeRow, read_outcomes};
+use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats, outcome_critics};
 
 use crate::ReportError;
-use crate::summary::{ComparisonRow, compare_pairs, write_csv};
+use crate::summary::{ComparisonRow, KeyMap, Loop, PairTotals, TaskPairs, task_hash, write_csv};
 
 /// The comparison of two runs.
 #[derive(Debug)]
@@ -24,61 +24,143 @@ pub struct RunComparison {
     pub by_critic: bool,
 }
 
-fn load(dir: &Path) -> Result<(Vec<OutcomeRow>, String), ReportError> {
+fn outcomes_of(dir: &Path) -> Result<std::path::PathBuf, ReportError> {
     let path = dir.join("outcomes.parquet");
     if !path.is_file() {
         return Err(ReportError::NotARun { path: dir.into(), reason: "outcomes.parquet is missing".into() });
     }
-    let rows = read_outcomes(&path).map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    let name = std::fs::read_to_string(dir.join("manifest.json"))
+    Ok(path)
+}
+
+fn name_of(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("manifest.json"))
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .and_then(|m| m.pointer("/experiment/name").and_then(|v| v.as_str()).map(String::from))
         .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "run".into());
-    Ok((rows, name))
+        .unwrap_or_else(|| "run".into())
 }
 
-type PairKey<'a> = (&'a str, &'a str, &'a str, u32, &'a str);
+/// Interned strings, so a loop's key is a few integers.
+#[derive(Default)]
+struct Names {
+    index: HashMap<String, u32>,
+    names: Vec<String>,
+    /// The last (config, arm, critic) looked up and its ids: rows of a group come together.
+    last: Option<(String, String, String, [u32; 3])>,
+}
 
-fn pair_key(row: &OutcomeRow, by_critic: bool) -> PairKey<'_> {
-    let critic = if by_critic { row.critic.as_str() } else { "" };
-    (row.config_id.as_str(), row.arm.as_str(), row.task_id.as_str(), row.epoch, critic)
+impl Names {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), id);
+        id
+    }
+
+    /// Ids of a row's config, arm and critic.
+    fn ids(&mut self, row: &OutcomeStats<'_>) -> [u32; 3] {
+        if let Some((config, arm, critic, ids)) = &self.last
+            && (config.as_str(), arm.as_str(), critic.as_str()) == (row.config_id, row.arm, row.critic)
+        {
+            return *ids;
+        }
+        let ids = [self.id(row.config_id), self.id(row.arm), self.id(row.critic)];
+        self.last = Some((row.config_id.to_string(), row.arm.to_string(), row.critic.to_string(), ids));
+        ids
+    }
+}
+
+/// (config, arm, critic or "" when not pairing by critic, task hash, epoch): what pairs two loops.
+type PairKey = (u32, u32, u32, u128, u32);
+
+/// (config, arm, critic of A, critic of B): one row of the comparison.
+type GroupKey = (u32, u32, u32, u32);
+
+/// A loop of run B waiting for its partner: the loop, its critic, and whether A's arrived.
+struct Waiting {
+    partner: Loop,
+    critic: u32,
+    matched: bool,
 }
 
 /// Pairs the loops of two runs on config × arm × task × epoch (and critic, when the runs share
 /// critic names) and compares each group.
+///
+/// Both files are streamed with a column projection. Run B's loops wait in a compact index (a
+/// few integers per loop) for run A's partners; each pair is folded into its task's counts as
+/// it is found, so no outcome row is held whole. Memory is O(loops of B + tasks).
 pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportError> {
-    let (a_rows, a_name) = load(a_dir)?;
-    let (b_rows, b_name) = load(b_dir)?;
+    let (a_path, b_path) = (outcomes_of(a_dir)?, outcomes_of(b_dir)?);
+    let (a_name, b_name) = (name_of(a_dir), name_of(b_dir));
     let (label_a, label_b) =
         if a_name == b_name { (format!("A({a_name})"), format!("B({b_name})")) } else { (a_name, b_name) };
-    let critics = |rows: &[OutcomeRow]| rows.iter().map(|r| r.critic.clone()).collect::<BTreeSet<_>>();
-    let by_critic = !critics(&a_rows).is_disjoint(&critics(&b_rows));
-    let mut index_b: HashMap<PairKey<'_>, &OutcomeRow> = HashMap::new();
-    for row in &b_rows {
-        if index_b.insert(pair_key(row, by_critic), row).is_some() {
-            return Err(ambiguous(b_dir, row));
+    let corrupt = |e: critbench_storage::tables::StorageError| ReportError::Corrupt(e.to_string());
+    let critics_a: BTreeSet<String> = outcome_critics(&a_path).map_err(corrupt)?;
+    let critics_b: BTreeSet<String> = outcome_critics(&b_path).map_err(corrupt)?;
+    let by_critic = !critics_a.is_disjoint(&critics_b);
+
+    let mut names = Names::default();
+    let empty = names.id("");
+    let key = |row: &OutcomeStats<'_>, names: &mut Names| -> (PairKey, u32) {
+        let [config, arm, critic] = names.ids(row);
+        ((config, arm, if by_critic { critic } else { empty }, task_hash(row.task_id), row.epoch), critic)
+    };
+    let mut index_b: KeyMap<PairKey, Waiting> = KeyMap::default();
+    let mut ambiguous_b = None;
+    for_each_outcome_stats(&b_path, |row| {
+        let (pair_key, critic) = key(row, &mut names);
+        let waiting = Waiting { partner: Loop::of(row, 0), critic, matched: false };
+        if index_b.insert(pair_key, waiting).is_some() && ambiguous_b.is_none() {
+            ambiguous_b = Some(ambiguous(b_dir, row));
         }
+        Ok(())
+    })
+    .map_err(corrupt)?;
+    if let Some(error) = ambiguous_b {
+        return Err(error);
     }
-    let mut seen_a = BTreeSet::new();
-    // (config, arm, critic of A, critic of B) → the matched loops.
-    type Group<'a> = Vec<(&'a OutcomeRow, &'a OutcomeRow)>;
-    let mut groups: BTreeMap<(String, String, String, String), Group<'_>> = BTreeMap::new();
-    let mut unmatched_a = 0;
-    for row in &a_rows {
-        if !seen_a.insert(pair_key(row, by_critic)) {
-            return Err(ambiguous(a_dir, row));
+    // Run A, paired as it streams. A loop of A seen twice is caught by its partner's `matched`,
+    // or, without a partner, by the (usually small) set of A's unmatched keys.
+    let mut unmatched_keys: KeyMap<PairKey, ()> = KeyMap::default();
+    let mut totals: HashMap<GroupKey, PairTotals> = HashMap::new();
+    let mut tasks: KeyMap<(GroupKey, u128), TaskPairs> = KeyMap::default();
+    let mut matched_b = 0usize;
+    let mut ambiguous_a = None;
+    for_each_outcome_stats(&a_path, |row| {
+        let (pair_key, critic_a) = key(row, &mut names);
+        match index_b.get_mut(&pair_key) {
+            Some(waiting) if waiting.matched => {
+                ambiguous_a.get_or_insert_with(|| ambiguous(a_dir, row));
+            }
+            Some(waiting) => {
+                waiting.matched = true;
+                matched_b += 1;
+                let group = (pair_key.0, pair_key.1, critic_a, waiting.critic);
+                let task = tasks.entry((group, pair_key.3)).or_default();
+                totals.entry(group).or_default().add_pair(&Loop::of(row, 0), &waiting.partner, task);
+            }
+            None => {
+                if unmatched_keys.insert(pair_key, ()).is_some() {
+                    ambiguous_a.get_or_insert_with(|| ambiguous(a_dir, row));
+                }
+            }
         }
-        match index_b.remove(&pair_key(row, by_critic)) {
-            Some(partner) => groups
-                .entry((row.config_id.clone(), row.arm.clone(), row.critic.clone(), partner.critic.clone()))
-                .or_default()
-                .push((row, partner)),
-            None => unmatched_a += 1,
-        }
+        Ok(())
+    })
+    .map_err(corrupt)?;
+    if let Some(error) = ambiguous_a {
+        return Err(error);
     }
-    if groups.is_empty() {
+    let (unmatched_a, unmatched_b) = (unmatched_keys.len(), index_b.len() - matched_b);
+    drop(index_b);
+    for ((group, _), task) in tasks {
+        totals.get_mut(&group).expect("a task's group has totals").add_cluster(task);
+    }
+    if totals.is_empty() {
         return Err(ReportError::NotARun {
             path: b_dir.into(),
             reason: format!(
@@ -88,17 +170,24 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
             ),
         });
     }
-    let rows = groups
+    let name = |id: u32| names.names[id as usize].as_str();
+    let groups: BTreeMap<(&str, &str, &str, &str), &PairTotals> = totals
         .iter()
-        .map(|((config, arm, critic_a, critic_b), matched)| {
-            let critic = if critic_a == critic_b { critic_a.clone() } else { format!("{critic_a} vs {critic_b}") };
-            compare_pairs(config, &critic, &format!("{label_a}:{arm}"), &format!("{label_b}:{arm}"), matched)
+        .map(|(&(config, arm, critic_a, critic_b), pair)| {
+            ((name(config), name(arm), name(critic_a), name(critic_b)), pair)
         })
         .collect();
-    Ok(RunComparison { label_a, label_b, rows, unmatched_a, unmatched_b: index_b.len(), by_critic })
+    let rows = groups
+        .into_iter()
+        .map(|((config, arm, critic_a, critic_b), pair)| {
+            let critic = if critic_a == critic_b { critic_a.to_string() } else { format!("{critic_a} vs {critic_b}") };
+            pair.row(config, &critic, &format!("{label_a}:{arm}"), &format!("{label_b}:{arm}"))
+        })
+        .collect();
+    Ok(RunComparison { label_a, label_b, rows, unmatched_a, unmatched_b, by_critic })
 }
 
-fn ambiguous(dir: &Path, row: &OutcomeRow) -> ReportError {
+fn ambiguous(dir: &Path, row: &OutcomeStats<'_>) -> ReportError {
     ReportError::Corrupt(format!(
         "{}: task `{}` appears more than once for config {} × arm {} × epoch {}; the runs use different \
          critics on the same task, so loops cannot be paired one to one",
@@ -123,7 +212,7 @@ pub fn render_comparison(comparison: &RunComparison) -> String {
         comparison.unmatched_b,
         comparison.label_b
     );
-    out.push_str("| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | McNemar p | rounds A / B | best score A / B |\n");
+    out.push_str("| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | p (test) | rounds A / B | best score A / B |\n");
     out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|\n");
     for row in &comparison.rows {
         out.push_str(&crate::markdown::comparison_line(row));
@@ -137,4 +226,106 @@ pub fn write_comparison(dir: &Path, comparison: &RunComparison) -> Result<(), Re
     write_csv(&dir.join("compare.csv"), &comparison.rows)?;
     let path = dir.join("compare.md");
     std::fs::write(&path, render_comparison(comparison)).map_err(|source| ReportError::Write { path, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
+
+    use super::*;
+
+    fn loop_row(task: &str, epoch: u32, arm: &str, critic: &str, passed: bool) -> OutcomeRow {
+        OutcomeRow {
+            run_id: "r".into(),
+            config_id: "c".into(),
+            arm: arm.into(),
+            critic: critic.into(),
+            task_id: task.into(),
+            kind: None,
+            epoch,
+            pass_score: 8.0,
+            max_revisions: 3,
+            stall: true,
+            plateau_eps: 0.0,
+            dim_target: None,
+            final_draft: "best".into(),
+            rounds: 2,
+            revisions: 1,
+            exit_reason: if passed { "pass" } else { "budget" }.into(),
+            passed,
+            first_score: 5.0,
+            last_score: 6.0,
+            final_score: 6.0,
+            best_score: 6.0,
+            best_round: 1,
+            critic_errors: 0,
+            critic_disagreements: 0,
+            tokens_in: None,
+            tokens_out: None,
+            wall_ms: 1.0,
+            meta: None,
+        }
+    }
+
+    fn write_run(dir: &Path, rows: &[OutcomeRow]) {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut writer = OutcomeWriter::create(&dir.join("outcomes.parquet")).unwrap();
+        for row in rows {
+            writer.push(row.clone()).unwrap();
+        }
+        writer.close().unwrap();
+    }
+
+    #[test]
+    fn pairs_loops_counts_the_unmatched_and_clusters_epochs_by_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let mut rows_a = Vec::new();
+        let mut rows_b = Vec::new();
+        for task in 0..10 {
+            let id = format!("t{task}");
+            for epoch in 0..3 {
+                rows_a.push(loop_row(&id, epoch, "feedback", "rubric", task < 7));
+                rows_b.push(loop_row(&id, epoch, "feedback", "rubric", task < 4));
+            }
+        }
+        rows_a.push(loop_row("only-a", 0, "feedback", "rubric", true));
+        rows_b.extend([
+            loop_row("only-b", 0, "feedback", "rubric", true),
+            loop_row("only-b", 1, "feedback", "rubric", true),
+        ]);
+        rows_b.reverse();
+        write_run(&a, &rows_a);
+        write_run(&b, &rows_b);
+        let comparison = compare_runs(&a, &b).unwrap();
+        assert!(comparison.by_critic);
+        assert_eq!((comparison.unmatched_a, comparison.unmatched_b), (1, 2));
+        let row = &comparison.rows[0];
+        assert_eq!((row.n_pairs, row.n_tasks, row.a_only, row.b_only), (30, 10, 9, 0));
+        assert_eq!((row.tasks_a_better, row.tasks_b_better, row.test.as_str()), (3, 0, crate::TEST_SIGN));
+        assert_eq!(row.p_value, crate::stats::sign_test(3, 0));
+        assert!((row.diff - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_loop_twice_in_either_run_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let one = loop_row("t1", 0, "feedback", "rubric", true);
+        let lonely = loop_row("t2", 0, "feedback", "rubric", true);
+        write_run(&b, std::slice::from_ref(&one));
+        // Twice with a partner in B, and twice without one.
+        for rows in [vec![one.clone(), one.clone()], vec![one.clone(), lonely.clone(), lonely.clone()]] {
+            write_run(&a, &rows);
+            let error = compare_runs(&a, &b).unwrap_err().to_string();
+            assert!(error.contains("appears more than once") && error.contains(&a.display().to_string()), "{error}");
+        }
+        write_run(&a, std::slice::from_ref(&one));
+        write_run(&b, &[one.clone(), one]);
+        let error = compare_runs(&a, &b).unwrap_err().to_string();
+        assert!(
+            error.contains("task `t1` appears more than once") && error.contains(&b.display().to_string()),
+            "{error}"
+        );
+    }
 }

@@ -6,7 +6,8 @@
 //! JavaScript. Every string that came from data (config ids, critic and arm names) is escaped.
 //!
 //! Charts, each an `<svg id="chart-…">` with a `<title>` and a caption:
-//! - `chart-pass-rate`: pass rate per config × critic × arm, with Wilson 95% intervals;
+//! - `chart-pass-rate`: pass rate per config × critic × arm, with 95% intervals (Wilson, or a
+//!   task-cluster bootstrap when tasks ran several epochs);
 //! - `chart-exit-reasons`: the four exits stacked per arm;
 //! - `chart-score-trajectory`: mean critic score by round per arm (from `trajectories.parquet`);
 //! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config.
@@ -281,7 +282,7 @@ fn pass_rate_chart(out: &mut String, report: &Report, arms: &[(String, &'static 
         out,
         "chart-pass-rate",
         height,
-        "Pass rate by arm, with Wilson 95% intervals",
+        "Pass rate by arm, with 95% intervals",
         &format!(
             "Horizontal bars, one per config, critic and arm: {}.",
             layout
@@ -779,16 +780,30 @@ fn summary_table(out: &mut String, report: &Report) {
         "<div class=\"table-wrap\"><table id=\"table-summary\"><thead><tr><th>config</th><th>critic</th>\
          <th>arm</th><th class=\"num\">n</th><th class=\"num\">pass rate</th><th class=\"num\">95% CI</th>\
          <th class=\"num\">mean rounds</th><th class=\"num\">pass</th><th class=\"num\">stall</th>\
-         <th class=\"num\">plateau</th><th class=\"num\">budget</th><th class=\"num\">first → best score</th>\
-         </tr></thead><tbody>\n",
+         <th class=\"num\">plateau</th><th class=\"num\">budget</th><th class=\"num\">first → best score</th>",
     );
+    let errors = report.summary.iter().any(|r| r.critic_errors > 0);
+    if errors {
+        out.push_str("<th class=\"num\">critic errors</th>");
+    }
+    out.push_str("</tr></thead><tbody>\n");
     for row in &report.summary {
+        let errors_cell = if errors {
+            format!(
+                "<td class=\"num\">{} <span class=\"ci\">({} of {})</span></td>",
+                percent(row.critic_error_rate),
+                row.critic_errors,
+                row.rounds_total
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{:.2} → {:.2}</td></tr>",
+             <td class=\"num\">{:.2} → {:.2}</td>{errors_cell}</tr>",
             escape(&row.config_id),
             escape(&row.critic),
             escape(&row.arm),
@@ -810,12 +825,12 @@ fn summary_table(out: &mut String, report: &Report) {
 
 fn comparison_row(out: &mut String, row: &ComparisonRow) {
     // Significance is marked, not hidden: the interval and the p-value are both shown.
-    let class = if row.mcnemar_p < 0.05 { " class=\"significant\"" } else { "" };
+    let class = if row.p_value < 0.05 { " class=\"significant\"" } else { "" };
     let _ = writeln!(
         out,
         "<tr{class}><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
          <td class=\"num\">{}</td><td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
-         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num p\">{}</td><td class=\"num\">{:.2} / {:.2}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num p\">{}<br><span class=\"ci\">{}</span></td><td class=\"num\">{:.2} / {:.2}</td>\
          <td class=\"num\">{:.2} / {:.2}</td></tr>",
         escape(&row.config_id),
         escape(&row.critic),
@@ -829,7 +844,8 @@ fn comparison_row(out: &mut String, row: &ComparisonRow) {
         100.0 * row.diff_hi,
         row.a_only,
         row.b_only,
-        format_p(row.mcnemar_p),
+        format_p(row.p_value),
+        escape(&row.test),
         row.mean_rounds_a,
         row.mean_rounds_b,
         row.mean_best_score_a,
@@ -846,7 +862,7 @@ fn comparison_table(out: &mut String, report: &Report) {
         "<div class=\"table-wrap\"><table id=\"table-comparisons\"><thead><tr><th>config</th><th>critic</th>\
          <th>A vs B</th><th class=\"num\">pairs</th><th class=\"num\">pass A</th><th class=\"num\">pass B</th>\
          <th class=\"num\">A − B (95% CI)</th><th class=\"num\">A only</th><th class=\"num\">B only</th>\
-         <th class=\"num\">McNemar p</th><th class=\"num\">rounds A / B</th><th class=\"num\">best score A / B</th>\
+         <th class=\"num\">p (test)</th><th class=\"num\">rounds A / B</th><th class=\"num\">best score A / B</th>\
          </tr></thead><tbody>\n",
     );
     for row in &report.comparisons {
@@ -953,8 +969,8 @@ pub(crate) fn render_html(
         out.push_str("<section>\n<h2>Pass rate by arm</h2>\n<figure>\n");
         pass_rate_chart(&mut out, report, &arms);
         out.push_str(
-            "<figcaption>Share of loops whose exit was <code>pass</code>. Whiskers are Wilson 95% intervals. \
-             The arms of a config and critic ran on the same tasks and epochs; the paired comparisons below \
+            "<figcaption>Share of loops whose exit was <code>pass</code>. Whiskers are 95% intervals (see the \
+             summary table). The arms of a config and critic ran on the same tasks and epochs; the paired comparisons below \
              say whether their difference is real.</figcaption>\n</figure>\n</section>\n",
         );
 
@@ -998,16 +1014,18 @@ pub(crate) fn render_html(
     }
 
     out.push_str("<section>\n<h2>Pass rate, rounds and exits per arm</h2>\n");
-    out.push_str(
-        "<p>A loop passes when its exit is <code>pass</code>. Intervals are Wilson 95%. Rounds count critiques \
-         (round 0 is the first draft).</p>\n",
+    let _ = writeln!(
+        out,
+        "<p>A loop passes when its exit is <code>pass</code>. Rounds count critiques (round 0 is the first draft). \
+         {}</p>",
+        with_code_spans(&crate::markdown::interval_sentence(report))
     );
     summary_table(&mut out, report);
     out.push_str("</section>\n<section>\n<h2 id=\"paired-comparisons\">Paired comparisons</h2>\n");
-    out.push_str(
-        "<p>Arms compared on the same task × epoch. The interval of the difference is a paired bootstrap \
-         (2,000 resamples); the p-value is McNemar's exact test on the pairs where only one arm passed \
-         (bold when below 0.05).</p>\n",
+    let _ = writeln!(
+        out,
+        "<p>{} Rows with p below 0.05 are bold.</p>",
+        with_code_spans(&crate::markdown::comparison_sentence(report))
     );
     comparison_table(&mut out, report);
     out.push_str("</section>\n</main>\n</body>\n</html>\n");

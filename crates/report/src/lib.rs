@@ -1,6 +1,12 @@
-//! Summaries of a finished run, computed from `outcomes.parquet` alone: pass rates with Wilson
-//! intervals, rounds used, exit reasons, and paired comparisons of arms on the same task × epoch
-//! (paired bootstrap interval of the pass-rate difference, exact McNemar test).
+//! Summaries of a finished run, computed from `outcomes.parquet` alone: pass rates with 95%
+//! intervals, rounds used, exit reasons, critic-error rates, and paired comparisons of arms on the
+//! same task × epoch.
+//!
+//! The outcomes are streamed a batch at a time with a column projection and folded into running
+//! sums; each task's loops are held only until they have all arrived. A task's epochs are one
+//! cluster: with one epoch the intervals are Wilson's and the test is McNemar's exact test; with
+//! several, intervals are a task-cluster bootstrap and the test an exact sign test on tasks. The
+//! results depend only on the rows, not on their order.
 //!
 //! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `report.md` and `report.html` (the same
 //! with inline SVG charts) into the run directory.
@@ -20,11 +26,12 @@ mod summary;
 
 pub use html::escape as escape_html;
 pub use markdown::{glance_table, render_markdown, summary_table};
-pub use summary::{ComparisonRow, Report, SummaryRow, build_report};
+pub use summary::{
+    ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, Report, SummaryRow, TEST_MCNEMAR, TEST_SIGN, build_report,
+    summarize_file,
+};
 
 use std::path::{Path, PathBuf};
-
-use critbench_storage::tables::read_outcomes;
 
 /// Why reports could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +51,8 @@ impl ReportError {
     }
 }
 
-/// Reads the run directory's outcomes (and manifest, for names and order) and writes every
-/// summary file. Returns what it wrote.
+/// Reads the run directory's outcomes (streaming, a batch at a time) and manifest (for names,
+/// order and how many loops each task has) and writes every summary file. Returns what it wrote.
 pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     let outcomes_path = run_dir.join("outcomes.parquet");
     if !run_dir.is_dir() {
@@ -54,14 +61,13 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     if !outcomes_path.is_file() {
         return Err(ReportError::NotARun { path: run_dir.into(), reason: "outcomes.parquet is missing".into() });
     }
-    let outcomes = read_outcomes(&outcomes_path).map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let manifest: Option<serde_json::Value> = match std::fs::read_to_string(run_dir.join("manifest.json")) {
         Ok(text) => Some(serde_json::from_str(&text).map_err(|e| {
             ReportError::Corrupt(format!("{}: invalid JSON: {e}", run_dir.join("manifest.json").display()))
         })?),
         Err(_) => None,
     };
-    let report = build_report(&outcomes, manifest.as_ref());
+    let report = summarize_file(&outcomes_path, manifest.as_ref())?;
     summary::write_files(run_dir, &report)?;
     let markdown = render_markdown(&report);
     let path = run_dir.join("report.md");

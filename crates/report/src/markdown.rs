@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::{ComparisonRow, Report};
+use crate::{ComparisonRow, Report, SummaryRow};
 
 fn percent(value: f64) -> String {
     format!("{:.1}%", 100.0 * value)
@@ -21,9 +21,15 @@ pub fn glance_table(report: &Report) -> String {
     for arm in &arms {
         let _ = write!(out, " {arm} |");
     }
-    out.push_str(" paired difference (95% CI) | McNemar p |\n|---|---|");
+    let errors = has_critic_errors(report);
+    out.push_str(" paired difference (95% CI) | p (test) |");
+    if errors {
+        out.push_str(" critic errors |");
+    }
+    out.push_str("\n|---|---|");
     out.push_str(&"---:|".repeat(arms.len()));
-    out.push_str("---|---:|\n");
+    out.push_str("---|---:|");
+    out.push_str(if errors { "---:|\n" } else { "\n" });
     let mut groups: Vec<(&str, &str)> = Vec::new();
     for row in &report.summary {
         if !groups.contains(&(row.config_id.as_str(), row.critic.as_str())) {
@@ -48,30 +54,55 @@ pub fn glance_table(report: &Report) -> String {
             comparisons.iter().find(|c| c.arm_a == "feedback+memory" || c.arm_a == "feedback").or(comparisons.first());
         match chosen {
             Some(c) => {
-                let _ = writeln!(
+                let _ = write!(
                     out,
-                    " {} − {}: {:+.1} pp ({:+.1} to {:+.1}) | {} |",
+                    " {} − {}: {:+.1} pp ({:+.1} to {:+.1}) | {} ({}) |",
                     c.arm_a,
                     c.arm_b,
                     100.0 * c.diff,
                     100.0 * c.diff_lo,
                     100.0 * c.diff_hi,
-                    format_p(c.mcnemar_p)
+                    format_p(c.p_value),
+                    c.test
                 );
             }
-            None => out.push_str(" – | – |\n"),
+            None => out.push_str(" – | – |"),
         }
+        if errors {
+            let rows = report.summary.iter().filter(|r| r.config_id == config && r.critic == critic);
+            let (failed, rounds) = rows.fold((0, 0), |(f, n), r| (f + r.critic_errors, n + r.rounds_total));
+            let _ = write!(out, " {} |", error_rate(failed, rounds));
+        }
+        out.push('\n');
     }
     out
 }
 
-/// The per-arm table: pass rate with its interval, rounds, exits.
+/// Whether any critique of the run failed: then the tables show a critic-error column.
+fn has_critic_errors(report: &Report) -> bool {
+    report.summary.iter().any(|r| r.critic_errors > 0)
+}
+
+/// A critic-error rate for a table cell: the share of critiques that failed.
+fn error_rate(failed: u64, rounds: u64) -> String {
+    if failed == 0 {
+        "0".to_string()
+    } else {
+        format!("{} ({failed} of {rounds})", percent(failed as f64 / rounds.max(1) as f64))
+    }
+}
+
+/// The per-arm table: pass rate with its interval, rounds, exits, and the critic-error rate
+/// when any critique failed.
 pub fn summary_table(report: &Report) -> String {
     let mut out = String::new();
-    out.push_str("| config | critic | arm | n | pass rate (95% CI) | mean rounds | pass | stall | plateau | budget | first → best score |\n");
-    out.push_str("|---|---|---|---:|---|---:|---:|---:|---:|---:|---|\n");
+    let errors = has_critic_errors(report);
+    out.push_str("| config | critic | arm | n | pass rate (95% CI) | mean rounds | pass | stall | plateau | budget | first → best score |");
+    out.push_str(if errors { " critic errors |\n" } else { "\n" });
+    out.push_str("|---|---|---|---:|---|---:|---:|---:|---:|---:|---|");
+    out.push_str(if errors { "---:|\n" } else { "\n" });
     for row in &report.summary {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "| {} | {} | {} | {} | {} ({}–{}) | {:.2} | {} | {} | {} | {} | {:.2} → {:.2} |",
             row.config_id,
@@ -89,14 +120,23 @@ pub fn summary_table(report: &Report) -> String {
             row.mean_first_score,
             row.mean_best_score,
         );
+        if errors {
+            let _ = write!(out, " {} |", error_rate(row.critic_errors, row.rounds_total));
+        }
+        out.push('\n');
     }
     out
+}
+
+/// Whether a summary row's intervals resampled tasks (several loops per task).
+fn clustered(row: &SummaryRow) -> bool {
+    row.interval != crate::INTERVAL_WILSON
 }
 
 fn comparison_table(report: &Report) -> String {
     let mut out = String::new();
     out.push_str(
-        "| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | McNemar p | rounds A / B | best score A / B |\n",
+        "| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | p (test) | rounds A / B | best score A / B |\n",
     );
     out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|\n");
     for row in &report.comparisons {
@@ -108,7 +148,7 @@ fn comparison_table(report: &Report) -> String {
 /// One row of a comparison table.
 pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
     format!(
-        "| {} | {} | {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} |\n",
+        "| {} | {} | {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} ({}) | {:.2} / {:.2} | {:.2} / {:.2} |\n",
         row.config_id,
         row.critic,
         row.arm_a,
@@ -121,12 +161,54 @@ pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
         100.0 * row.diff_hi,
         row.a_only,
         row.b_only,
-        format_p(row.mcnemar_p),
+        format_p(row.p_value),
+        row.test,
         row.mean_rounds_a,
         row.mean_rounds_b,
         row.mean_best_score_a,
         row.mean_best_score_b,
     )
+}
+
+/// How the per-arm intervals were computed, in words.
+pub(crate) fn interval_sentence(report: &Report) -> String {
+    let any_clustered = report.summary.iter().any(clustered);
+    let any_wilson = report.summary.iter().any(|r| !clustered(r));
+    let mut sentence = String::new();
+    if any_wilson {
+        sentence.push_str("Intervals of arms whose tasks ran once are Wilson 95%. ");
+    }
+    if any_clustered {
+        sentence.push_str(
+            "With several epochs a task's loops are one cluster (they agree more than independent loops do), so \
+             those intervals are a task-cluster percentile bootstrap (95%, 2,000 resamples of tasks, each with \
+             all its epochs; `interval` in summary.csv).",
+        );
+    }
+    sentence.trim_end().to_string()
+}
+
+/// How the paired comparisons were computed, in words.
+pub(crate) fn comparison_sentence(report: &Report) -> String {
+    let mut sentence = String::from(
+        "Arms compared on the same task × epoch. The interval of the difference is a paired bootstrap that \
+         resamples tasks, each with all its epochs (2,000 resamples).",
+    );
+    if report.comparisons.iter().any(|c| c.test == crate::TEST_MCNEMAR) {
+        sentence.push_str(
+            " With one epoch the p-value is McNemar's exact test on the pairs where only one arm passed \
+             (`exact McNemar`).",
+        );
+    }
+    if report.comparisons.iter().any(|c| c.test == crate::TEST_SIGN) {
+        sentence.push_str(
+            " With several epochs the p-value is an exact sign test on the tasks (`task sign test`): tasks where A passed \
+             more epochs than B against tasks where B passed more, ties dropped, so a task counts once however \
+             many epochs it ran (`tasks_a_better`, `tasks_b_better`; `mcnemar_p` in comparisons.csv is the \
+             unclustered test on the pairs, for reference).",
+        );
+    }
+    sentence
 }
 
 fn format_p(p: f64) -> String {
@@ -141,13 +223,13 @@ pub fn render_markdown(report: &Report) -> String {
         let _ = writeln!(out, "Run `{run_id}`.\n");
     }
     out.push_str("## Pass rate, rounds and exits per arm\n\n");
-    out.push_str("A loop passes when its exit is `pass`. Intervals are Wilson 95%. Rounds count critiques ");
-    out.push_str("(round 0 is the first draft).\n\n");
+    out.push_str("A loop passes when its exit is `pass`. Rounds count critiques (round 0 is the first draft). ");
+    out.push_str(&interval_sentence(report));
+    out.push_str("\n\n");
     out.push_str(&summary_table(report));
     out.push_str("\n## Paired comparisons\n\n");
-    out.push_str("Arms compared on the same task × epoch. The interval of the difference is a paired ");
-    out.push_str("bootstrap (2,000 resamples); the p-value is McNemar's exact test on the pairs where ");
-    out.push_str("only one arm passed.\n\n");
+    out.push_str(&comparison_sentence(report));
+    out.push_str("\n\n");
     if report.comparisons.is_empty() {
         out.push_str("(Only one arm ran: nothing to compare.)\n");
     } else {

@@ -27,6 +27,35 @@ pub(crate) fn for_each_batch(
     Ok(())
 }
 
+/// Calls `each` on every record batch of the Parquet file at `path`, decoding only the named
+/// columns (a Parquet projection: the others are never decompressed). A column in `required`
+/// that the file lacks is an error naming it; one in `optional` is simply left out of the batch.
+pub(crate) fn for_each_projected_batch(
+    path: &Path,
+    required: &[&str],
+    optional: &[&str],
+    mut each: impl FnMut(&RecordBatch) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
+    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+    let schema = builder.schema().clone();
+    let mut roots = Vec::with_capacity(required.len() + optional.len());
+    for name in required {
+        let (index, _) = schema.column_with_name(name).ok_or_else(|| corrupt(format!("missing column `{name}`")))?;
+        roots.push(index);
+    }
+    roots.extend(optional.iter().filter_map(|name| schema.column_with_name(name).map(|(index, _)| index)));
+    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+    let reader = builder.with_projection(mask).build().map_err(|e| corrupt(format!("cannot read: {e}")))?;
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
+        each(&batch).map_err(corrupt)?;
+    }
+    Ok(())
+}
+
 /// The columns of one batch.
 pub(crate) struct Columns<'a>(pub &'a RecordBatch);
 
@@ -42,6 +71,48 @@ impl Columns<'_> {
     pub fn text(&self, name: &str) -> Result<Vec<Option<String>>, String> {
         let array = self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
         Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).to_string())).collect())
+    }
+
+    /// A utf8 column without nulls, borrowed (no per-row allocation).
+    pub fn text_array(&self, name: &str) -> Result<&arrow_array::StringArray, String> {
+        let array = self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
+        if array.null_count() > 0 {
+            return Err(format!("column `{name}` has a null"));
+        }
+        Ok(array)
+    }
+
+    /// An int32 column without nulls, borrowed.
+    pub fn int32_array(&self, name: &str) -> Result<&arrow_array::Int32Array, String> {
+        let array = self
+            .column(name)?
+            .as_primitive_opt::<Int32Type>()
+            .ok_or_else(|| format!("column `{name}` is not int32"))?;
+        if array.null_count() > 0 {
+            return Err(format!("column `{name}` has a null"));
+        }
+        Ok(array)
+    }
+
+    /// A float64 column without nulls, borrowed.
+    pub fn float_array(&self, name: &str) -> Result<&arrow_array::Float64Array, String> {
+        let array = self
+            .column(name)?
+            .as_primitive_opt::<Float64Type>()
+            .ok_or_else(|| format!("column `{name}` is not float64"))?;
+        if array.null_count() > 0 {
+            return Err(format!("column `{name}` has a null"));
+        }
+        Ok(array)
+    }
+
+    /// A boolean column without nulls, borrowed.
+    pub fn boolean_array(&self, name: &str) -> Result<&arrow_array::BooleanArray, String> {
+        let array = self.column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
+        if array.null_count() > 0 {
+            return Err(format!("column `{name}` has a null"));
+        }
+        Ok(array)
     }
 
     pub fn required_text(&self, name: &str) -> Result<Vec<String>, String> {

@@ -1,7 +1,7 @@
 //! Loops as recorded, independent of any policy: what replay needs to judge a new policy on a
 //! finished run without calling a model or a critic.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -47,46 +47,108 @@ pub struct RecordedLoop {
 
 type LoopKey = (String, String, String, u32);
 
-/// Reads `trajectories.parquet` back into recorded loops. Every config of a loop shares the same
-/// recorded rounds up to its own stop, so the longest config's rows are the whole recording.
+/// Reads `trajectories.parquet` back into recorded loops (all of them, in file order). See
+/// [`for_each_recorded_loop`] to stream them instead.
 pub fn read_recorded_loops(path: &Path) -> Result<Vec<RecordedLoop>, StorageError> {
-    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
-    // loop → config → (round → recorded round), and the loop's kind.
-    let mut loops: Loops = HashMap::new();
-    let mut order: Vec<LoopKey> = Vec::new();
-    crate::columns::for_each_batch(path, |batch| read_batch(batch, &mut loops, &mut order))?;
-    let mut recorded = Vec::with_capacity(order.len());
-    for key in order {
-        let (kind, configs) = loops.remove(&key).expect("every ordered key was inserted");
-        let (_, rounds) = configs
+    let mut recorded = Vec::new();
+    for_each_recorded_loop(path, |one| {
+        recorded.push(one);
+        Ok(())
+    })?;
+    Ok(recorded)
+}
+
+/// Streams `trajectories.parquet` loop by loop: a loop's rows (every config's, every round's)
+/// are contiguous in the file, so only the loop being read is held, plus a 16-byte hash of each
+/// finished loop to catch a file whose loops are not contiguous. Every config of a loop shares
+/// the same recorded rounds up to its own stop, so the longest config's rows are the whole
+/// recording. An error from `each` is reported with the file.
+pub fn for_each_recorded_loop(
+    path: &Path,
+    mut each: impl FnMut(RecordedLoop) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    let mut current: Option<Current> = None;
+    let mut finished: HashSet<u128> = HashSet::new();
+    crate::columns::for_each_batch(path, |batch| {
+        read_batch(batch, &mut |key, kind, config_id, round, recorded| {
+            if current.as_ref().is_none_or(|c| c.key != *key) {
+                if let Some(done) = current.take() {
+                    finished.insert(key_hash(&done.key));
+                    each(done.finish()?)?;
+                }
+                if finished.contains(&key_hash(key)) {
+                    return Err(format!(
+                        "the rows of loop {} × {} × {} × epoch {} are not contiguous; expected each loop's rows \
+                         together, as critbench writes them",
+                        key.2, key.1, key.0, key.3
+                    ));
+                }
+                current = Some(Current { key: key.clone(), kind, configs: HashMap::new() });
+            }
+            let loop_rows = current.as_mut().expect("set above");
+            loop_rows.configs.entry(config_id.to_string()).or_default().insert(round, recorded);
+            Ok(())
+        })
+    })?;
+    if let Some(done) = current.take() {
+        each(done.finish().map_err(|message| StorageError::Parquet { path: path.into(), message })?)
+            .map_err(|message| StorageError::Parquet { path: path.into(), message })?;
+    }
+    Ok(())
+}
+
+fn key_hash(key: &LoopKey) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |prefix: u8| {
+        let mut hasher = std::hash::DefaultHasher::new();
+        prefix.hash(&mut hasher);
+        key.hash(&mut hasher);
+        hasher.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
+/// The loop being read: config → round → recorded round.
+struct Current {
+    key: LoopKey,
+    kind: Option<String>,
+    configs: HashMap<String, BTreeMap<u32, RecordedRound>>,
+}
+
+impl Current {
+    fn finish(self) -> Result<RecordedLoop, String> {
+        let key = self.key;
+        let (_, rounds) = self
+            .configs
             .into_iter()
             .max_by(|(a_id, a), (b_id, b)| a.len().cmp(&b.len()).then_with(|| b_id.cmp(a_id)))
             .expect("a loop has at least one config");
         if rounds.keys().copied().ne(0..rounds.len() as u32) {
-            return Err(corrupt(format!(
+            return Err(format!(
                 "loop {} × {} × {} × epoch {} has rounds {:?}; expected 0, 1, 2, … without gaps",
                 key.2,
                 key.1,
                 key.0,
                 key.3,
                 rounds.keys().collect::<Vec<_>>()
-            )));
+            ));
         }
-        recorded.push(RecordedLoop {
+        Ok(RecordedLoop {
             critic: key.0,
             arm: key.1,
             task_id: key.2,
-            kind,
+            kind: self.kind,
             epoch: key.3,
             rounds: rounds.into_values().collect(),
-        });
+        })
     }
-    Ok(recorded)
 }
 
-type Loops = HashMap<LoopKey, (Option<String>, HashMap<String, BTreeMap<u32, RecordedRound>>)>;
+/// Receives one trajectory row: its loop key, kind, config, round and the recorded round.
+type RowSink<'a> = dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound) -> Result<(), String> + 'a;
 
-fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) -> Result<(), String> {
+/// Decodes one batch and hands each row to `row` with its loop key, kind, config and round.
+fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> {
     let c = Columns(batch);
     let (critic, arm, task_id, config_id) = (
         c.required_text("critic")?,
@@ -101,43 +163,138 @@ fn read_batch(batch: &RecordBatch, loops: &mut Loops, order: &mut Vec<LoopKey>) 
         (c.required_float("score")?, c.required_float("gen_ms")?, c.required_float("critic_ms")?);
     let (draft_chars, tokens_in, tokens_out) = (c.int64("draft_chars")?, c.int64("tokens_in")?, c.int64("tokens_out")?);
     let (critic_tokens_in, critic_tokens_out) = (c.int64("critic_tokens_in")?, c.int64("critic_tokens_out")?);
-    let (issues, fatal_issues, issue_types, critic_passed) = (
+    let (mut issues, mut fatal_issues, mut issue_types, critic_passed) = (
         c.string_lists("issues")?,
         c.string_lists("fatal_issues")?,
         c.string_lists("issue_types")?,
         c.boolean("critic_passed")?,
     );
     let mut dims = c.float_maps("dims")?;
+    let mut key: LoopKey = Default::default();
     for i in 0..batch.num_rows() {
-        let round_dims = std::mem::take(&mut dims[i]);
-        let key = (critic[i].clone(), arm[i].clone(), task_id[i].clone(), epoch[i]);
-        let slot = loops.entry(key.clone()).or_insert_with(|| {
-            order.push(key);
-            (kind[i].clone(), HashMap::new())
-        });
-        slot.1.entry(config_id[i].clone()).or_default().insert(
-            round[i],
-            RecordedRound {
-                score: score[i],
-                dims: round_dims,
-                issues: issues[i].clone(),
-                fatal_issues: fatal_issues[i].clone(),
-                issue_types: issue_types[i].clone(),
-                suggestions: suggestions[i].clone(),
-                rationale: rationale[i].clone(),
-                critic_passed: critic_passed[i],
-                critic_attempts: attempts[i],
-                critic_error: critic_error[i].clone(),
-                draft_chars: draft_chars[i].unwrap_or(0),
-                draft: draft[i].clone(),
-                gen_ms: gen_ms[i],
-                critic_ms: critic_ms[i],
-                tokens_in: tokens_in[i],
-                tokens_out: tokens_out[i],
-                critic_tokens_in: critic_tokens_in[i],
-                critic_tokens_out: critic_tokens_out[i],
-            },
-        );
+        // Reuse the key's strings: most rows belong to the loop of the row before.
+        if (key.0.as_str(), key.1.as_str(), key.2.as_str(), key.3) != (&critic[i], &arm[i], &task_id[i], epoch[i]) {
+            key = (critic[i].clone(), arm[i].clone(), task_id[i].clone(), epoch[i]);
+        }
+        let recorded = RecordedRound {
+            score: score[i],
+            dims: std::mem::take(&mut dims[i]),
+            issues: std::mem::take(&mut issues[i]),
+            fatal_issues: std::mem::take(&mut fatal_issues[i]),
+            issue_types: std::mem::take(&mut issue_types[i]),
+            suggestions: suggestions[i].clone(),
+            rationale: rationale[i].clone(),
+            critic_passed: critic_passed[i],
+            critic_attempts: attempts[i],
+            critic_error: critic_error[i].clone(),
+            draft_chars: draft_chars[i].unwrap_or(0),
+            draft: draft[i].clone(),
+            gen_ms: gen_ms[i],
+            critic_ms: critic_ms[i],
+            tokens_in: tokens_in[i],
+            tokens_out: tokens_out[i],
+            critic_tokens_in: critic_tokens_in[i],
+            critic_tokens_out: critic_tokens_out[i],
+        };
+        row(&key, kind[i].clone(), &config_id[i], round[i], recorded)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::tables::{TrajectoryRow, TrajectoryWriter};
+
+    fn write(path: &Path, loops: &[(&str, u32, &str, u32)]) {
+        let dims = BTreeMap::new();
+        let mut writer = TrajectoryWriter::create(path).unwrap();
+        for &(task_id, epoch, config_id, round) in loops {
+            writer
+                .push(&TrajectoryRow {
+                    run_id: "r",
+                    config_id,
+                    arm: "feedback",
+                    critic: "rubric",
+                    task_id,
+                    kind: None,
+                    epoch,
+                    round,
+                    revisions: round,
+                    score: f64::from(round),
+                    dims: &dims,
+                    issues: &[],
+                    fatal_issues: &[],
+                    issue_types: &[],
+                    suggestions: None,
+                    rationale: None,
+                    critic_passed: None,
+                    passed: false,
+                    decision: "revise",
+                    exit_reason: None,
+                    is_best: false,
+                    best_score: 0.0,
+                    draft_chars: 1,
+                    draft: None,
+                    gen_ms: 0.0,
+                    critic_ms: 0.0,
+                    critic_attempts: 1,
+                    critic_error: None,
+                    tokens_in: None,
+                    tokens_out: None,
+                    critic_tokens_in: None,
+                    critic_tokens_out: None,
+                })
+                .unwrap();
+        }
+        writer.close().unwrap();
+    }
+
+    #[test]
+    fn loops_stream_one_at_a_time_with_their_longest_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let mut rows = Vec::new();
+        // 6,000 loops (several batches); config c1 stopped after 2 rounds, c2 after 3.
+        let ids: Vec<String> = (0..3000).map(|t| format!("t{t}")).collect();
+        for id in &ids {
+            for epoch in 0..2 {
+                rows.extend([(id.as_str(), epoch, "c1", 0), (id.as_str(), epoch, "c1", 1)]);
+                rows.extend([
+                    (id.as_str(), epoch, "c2", 0),
+                    (id.as_str(), epoch, "c2", 1),
+                    (id.as_str(), epoch, "c2", 2),
+                ]);
+            }
+        }
+        write(&path, &rows);
+        let mut seen = 0;
+        for_each_recorded_loop(&path, |one| {
+            assert_eq!(one.task_id, ids[seen / 2]);
+            assert_eq!(one.epoch, (seen % 2) as u32);
+            assert_eq!(one.rounds.iter().map(|r| r.score).collect::<Vec<_>>(), [0.0, 1.0, 2.0]);
+            seen += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, 6000);
+    }
+
+    #[test]
+    fn a_loop_split_across_the_file_is_an_error_that_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        write(&path, &[("a", 0, "c1", 0), ("b", 0, "c1", 0), ("a", 0, "c1", 1)]);
+        let error = read_recorded_loops(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("trajectories.parquet")
+                && error.contains("loop a × feedback × rubric × epoch 0 are not contiguous"),
+            "{error}"
+        );
+        write(&path, &[("a", 0, "c1", 0), ("a", 0, "c1", 2)]);
+        let error = read_recorded_loops(&path).unwrap_err().to_string();
+        assert!(error.contains("has rounds [0, 2]"), "{error}");
+    }
 }

@@ -429,6 +429,148 @@ pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
     Ok(rows)
 }
 
+/// The fields of one outcome row that summaries need, borrowed from the batch being read.
+#[derive(Clone, Copy, Debug)]
+pub struct OutcomeStats<'a> {
+    pub run_id: &'a str,
+    pub config_id: &'a str,
+    pub arm: &'a str,
+    pub critic: &'a str,
+    pub task_id: &'a str,
+    pub epoch: u32,
+    pub rounds: u32,
+    pub revisions: u32,
+    pub exit_reason: &'a str,
+    pub passed: bool,
+    pub first_score: f64,
+    pub best_score: f64,
+    pub final_score: f64,
+    pub critic_errors: u32,
+    pub critic_disagreements: u32,
+}
+
+/// The columns [`for_each_outcome_stats`] decodes.
+pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
+    "run_id",
+    "config_id",
+    "arm",
+    "critic",
+    "task_id",
+    "epoch",
+    "rounds",
+    "revisions",
+    "exit_reason",
+    "passed",
+    "first_score",
+    "best_score",
+    "final_score",
+    "critic_errors",
+];
+
+/// Streams `outcomes.parquet` row by row through `each`, decoding only
+/// [`OUTCOME_STATS_COLUMNS`] (and `critic_disagreements` when the file has it), a batch at a time:
+/// memory is one batch whatever the file's size. An error from `each` is reported with the file
+/// and the row's position in it.
+pub fn for_each_outcome_stats(
+    path: &Path,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    let mut offset = 0usize;
+    crate::columns::for_each_projected_batch(path, &OUTCOME_STATS_COLUMNS, &["critic_disagreements"], |batch| {
+        let c = crate::columns::Columns(batch);
+        let (run_id, config_id, arm, critic, task_id, exit_reason) = (
+            c.text_array("run_id")?,
+            c.text_array("config_id")?,
+            c.text_array("arm")?,
+            c.text_array("critic")?,
+            c.text_array("task_id")?,
+            c.text_array("exit_reason")?,
+        );
+        let (epoch, rounds, revisions, critic_errors) = (
+            c.int32_array("epoch")?,
+            c.int32_array("rounds")?,
+            c.int32_array("revisions")?,
+            c.int32_array("critic_errors")?,
+        );
+        // Added in schema version 3; older runs had no way to count them.
+        let disagreements = if batch.column_by_name("critic_disagreements").is_some() {
+            Some(c.int32_array("critic_disagreements")?)
+        } else {
+            None
+        };
+        let passed = c.boolean_array("passed")?;
+        let (first_score, best_score, final_score) =
+            (c.float_array("first_score")?, c.float_array("best_score")?, c.float_array("final_score")?);
+        let whole = |array: &arrow_array::Int32Array, name: &str, i: usize| {
+            u32::try_from(array.value(i))
+                .map_err(|_| format!("row {}: `{name}` is negative ({})", offset + i, array.value(i)))
+        };
+        for i in 0..batch.num_rows() {
+            let row = OutcomeStats {
+                run_id: run_id.value(i),
+                config_id: config_id.value(i),
+                arm: arm.value(i),
+                critic: critic.value(i),
+                task_id: task_id.value(i),
+                epoch: whole(epoch, "epoch", i)?,
+                rounds: whole(rounds, "rounds", i)?,
+                revisions: whole(revisions, "revisions", i)?,
+                exit_reason: exit_reason.value(i),
+                passed: passed.value(i),
+                first_score: first_score.value(i),
+                best_score: best_score.value(i),
+                final_score: final_score.value(i),
+                critic_errors: whole(critic_errors, "critic_errors", i)?,
+                critic_disagreements: match disagreements {
+                    Some(array) => whole(array, "critic_disagreements", i)?,
+                    None => 0,
+                },
+            };
+            each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
+        }
+        offset += batch.num_rows();
+        Ok(())
+    })
+}
+
+/// Each (critic, task)'s `meta` in `outcomes.parquet`, reading only those three columns; tasks
+/// without a meta are left out.
+pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(String, String), String>, StorageError> {
+    let mut metas = std::collections::HashMap::new();
+    crate::columns::for_each_projected_batch(path, &["critic", "task_id", "meta"], &[], |batch| {
+        let columns = crate::columns::Columns(batch);
+        let (critic, task_id) = (columns.text_array("critic")?, columns.text_array("task_id")?);
+        let meta = batch.column_by_name("meta").ok_or("missing column `meta`")?;
+        let meta =
+            arrow_array::cast::AsArray::as_string_opt::<i32>(meta.as_ref()).ok_or("column `meta` is not utf8")?;
+        for i in 0..batch.num_rows() {
+            if arrow_array::Array::is_valid(meta, i) {
+                metas
+                    .entry((critic.value(i).to_string(), task_id.value(i).to_string()))
+                    .or_insert_with(|| meta.value(i).to_string());
+            }
+        }
+        Ok(())
+    })?;
+    Ok(metas)
+}
+
+/// The distinct critic names of `outcomes.parquet`, reading only its `critic` column.
+pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>, StorageError> {
+    let mut critics = std::collections::BTreeSet::new();
+    crate::columns::for_each_projected_batch(path, &["critic"], &[], |batch| {
+        let column = crate::columns::Columns(batch);
+        let critic = column.text_array("critic")?;
+        for i in 0..batch.num_rows() {
+            if !critics.contains(critic.value(i)) {
+                critics.insert(critic.value(i).to_string());
+            }
+        }
+        Ok(())
+    })?;
+    Ok(critics)
+}
+
 fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result<(), String> {
     let c = crate::columns::Columns(batch);
     let (run_id, config_id, arm, critic, task_id) = (

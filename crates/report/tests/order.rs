@@ -1,0 +1,166 @@
+//! Summaries depend only on the outcomes, never on the order of their rows: the same rows written
+//! forwards, backwards and shuffled give byte-identical summary files, with and without a manifest
+//! to say when a task is complete.
+
+use std::path::Path;
+
+use critbench_core::Rng;
+use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
+
+const ARMS: [&str; 3] = ["feedback", "no-feedback", "single"];
+const EPOCHS: u32 = 3;
+
+fn outcome(config: &str, critic: &str, arm: &str, task: usize, epoch: u32, rng: &mut Rng) -> OutcomeRow {
+    // Each task has its own difficulty, so its epochs agree more than independent loops would.
+    let difficulty = (task * 37 % 100) as f64 / 100.0;
+    let boost = match arm {
+        "feedback" => 0.35,
+        "no-feedback" => 0.15,
+        _ => 0.0,
+    };
+    let passed = rng.unit() < (1.0 - difficulty + boost).clamp(0.0, 1.0) * 0.8;
+    let rounds = 1 + (rng.next_u64() % 4) as u32;
+    let rounds = if arm == "single" { 1 } else { rounds };
+    let first = (rng.next_u64() % 90) as f64 / 10.0 + 0.1;
+    OutcomeRow {
+        run_id: "order-test".into(),
+        config_id: config.into(),
+        arm: arm.into(),
+        critic: critic.into(),
+        task_id: format!("task-{task:05}"),
+        kind: None,
+        epoch,
+        pass_score: 8.0,
+        max_revisions: 3,
+        stall: true,
+        plateau_eps: 0.0,
+        dim_target: None,
+        final_draft: "best".into(),
+        rounds,
+        revisions: rounds - 1,
+        exit_reason: if passed { "pass" } else { ["stall", "plateau", "budget"][task % 3] }.into(),
+        passed,
+        first_score: first,
+        last_score: first + 0.3,
+        final_score: first + 0.7,
+        best_score: first + 1.0 / 3.0,
+        best_round: 0,
+        critic_errors: u32::from(rng.next_u64().is_multiple_of(7)),
+        critic_disagreements: 0,
+        tokens_in: None,
+        tokens_out: None,
+        wall_ms: 1.0,
+        meta: None,
+    }
+}
+
+/// Rows in the order a streaming engine writes them: task by task, every arm and epoch together.
+fn rows(tasks: usize) -> Vec<OutcomeRow> {
+    let mut rng = Rng::new(11);
+    let mut rows = Vec::new();
+    for task in 0..tasks {
+        for config in ["p7-r1", "p8-r3"] {
+            for critic in ["rubric", "evidence"] {
+                for epoch in 0..EPOCHS {
+                    for arm in ARMS {
+                        rows.push(outcome(config, critic, arm, task, epoch, &mut rng));
+                    }
+                }
+            }
+        }
+    }
+    rows
+}
+
+const MANIFEST: &str = r#"{"run_id": "order-test", "experiment": {"name": "order", "epochs": 3,
+  "arms": ["feedback", "no-feedback", "single"],
+  "policies": [{"config_id": "p7-r1"}, {"config_id": "p8-r3"}],
+  "critics": [{"name": "rubric"}, {"name": "evidence"}]}}"#;
+
+fn write_run(dir: &Path, rows: &[OutcomeRow], manifest: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut writer = OutcomeWriter::create(&dir.join("outcomes.parquet")).unwrap();
+    for row in rows {
+        writer.push(row.clone()).unwrap();
+    }
+    writer.close().unwrap();
+    if manifest {
+        std::fs::write(dir.join("manifest.json"), MANIFEST).unwrap();
+    }
+}
+
+fn files(dir: &Path) -> Vec<Vec<u8>> {
+    ["summary.csv", "summary.json", "comparisons.csv", "report.md"]
+        .iter()
+        .map(|name| std::fs::read(dir.join(name)).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_same_rows_in_any_order_give_the_same_bytes() {
+    let forward = rows(3000); // 108,000 rows: several Parquet batches
+    let mut reversed = forward.clone();
+    reversed.reverse();
+    let mut shuffled = forward.clone();
+    let mut rng = Rng::new(5);
+    for i in (1..shuffled.len()).rev() {
+        shuffled.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut outputs = Vec::new();
+    for (name, rows) in [("forward", &forward), ("reversed", &reversed), ("shuffled", &shuffled)] {
+        let run = dir.path().join(name);
+        write_run(&run, rows, true);
+        critbench_report::write_reports(&run).unwrap();
+        outputs.push((name, files(&run)));
+    }
+    for (name, output) in &outputs[1..] {
+        assert!(output == &outputs[0].1, "{name} rows give other summary bytes than forward rows");
+    }
+    // Several epochs per task: intervals and tests are the clustered ones.
+    let report = critbench_report::write_reports(&dir.path().join("shuffled")).unwrap();
+    assert!(
+        report.summary.iter().all(|r| r.interval == critbench_report::INTERVAL_TASK_BOOTSTRAP && r.n_tasks == 3000)
+    );
+    assert!(report.comparisons.iter().all(|c| c.test == critbench_report::TEST_SIGN && c.n_tasks == 3000));
+    assert!(report.summary.iter().any(|r| r.critic_errors > 0 && r.critic_error_rate > 0.0));
+
+    // Without a manifest every task stays open to the end: the same numbers, ordered by name.
+    let bare = dir.path().join("bare");
+    write_run(&bare, &shuffled, false);
+    let without = critbench_report::write_reports(&bare).unwrap();
+    let sorted = |mut rows: Vec<String>| {
+        rows.sort();
+        rows
+    };
+    let summary = |r: &critbench_report::Report| sorted(r.summary.iter().map(|s| format!("{s:?}")).collect());
+    let comparisons = |r: &critbench_report::Report| sorted(r.comparisons.iter().map(|c| format!("{c:?}")).collect());
+    assert_eq!(summary(&without), summary(&report));
+    assert_eq!(comparisons(&without), comparisons(&report));
+}
+
+#[test]
+fn a_loop_written_twice_is_corrupt_or_noted() {
+    // Within its task's rows: caught when the task closes.
+    let mut rows = rows(4);
+    rows.insert(6, rows[5].clone());
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &rows, true);
+    let error = critbench_report::write_reports(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("outcomes.parquet") && error.contains("appears more than once"), "{error}");
+    assert!(error.contains(&rows[5].task_id) && error.contains("epoch 1"), "{error}");
+
+    // After its task closed: the task is not kept, so the stray loop is a task short of loops,
+    // and the notes say more tasks are short than failed loops explain.
+    rows.remove(6);
+    rows.push(rows[5].clone());
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &rows, true);
+    let report = critbench_report::write_reports(dir.path()).unwrap();
+    assert!(
+        report.notes.iter().any(|n| n.starts_with("1 task(s) of a config × critic had fewer than the 9 loops")
+            && n.contains("More than the failed loops explain")),
+        "{:?}",
+        report.notes
+    );
+}
