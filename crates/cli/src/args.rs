@@ -52,6 +52,10 @@ pub struct RunArgs {
     /// Extra directory to look for plugins in (repeatable).
     #[arg(long = "plugin-dir")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// Replace the run already in the output directory (its files are removed first; a run
+    /// directory that holds a run is refused otherwise).
+    #[arg(long)]
+    pub overwrite: bool,
     /// How to run a policy grid: record each loop once and replay every config on it (the
     /// default), or run each config separately.
     #[arg(long, value_enum)]

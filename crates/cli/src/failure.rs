@@ -25,7 +25,15 @@ impl Failure {
 
 impl From<critbench_engine::EngineError> for Failure {
     fn from(error: critbench_engine::EngineError) -> Failure {
-        Failure { code: if error.is_usage() { 2 } else { 1 }, message: error.to_string() }
+        use critbench_engine::EngineError;
+        // A signal's conventional status: 128 + its number.
+        let code = match &error {
+            EngineError::Interrupted { signal: "SIGTERM", .. } => 143,
+            EngineError::Interrupted { .. } => 130,
+            error if error.is_usage() => 2,
+            _ => 1,
+        };
+        Failure { code, message: error.to_string() }
     }
 }
 

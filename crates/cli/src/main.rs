@@ -9,6 +9,7 @@ mod plugins;
 mod replay;
 mod report;
 mod run;
+mod signals;
 
 use std::process::ExitCode;
 

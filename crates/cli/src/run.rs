@@ -26,7 +26,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         no_cache: args.no_cache,
     };
     let experiment = Experiment::load(&path, &overrides)?;
-    let summary = run_experiment(&experiment, &RunOptions { quiet: args.quiet })?;
+    let interrupt = crate::signals::install()?;
+    let options = RunOptions { quiet: args.quiet, overwrite: args.overwrite, interrupt: Some(interrupt) };
+    let summary = run_experiment(&experiment, &options)?;
     if let Some(report) = &summary.report {
         println!("{}", critbench_report::glance_table(report));
     }

@@ -20,6 +20,9 @@ pub enum EngineError {
     Report(#[from] critbench_report::ReportError),
     #[error("{0}")]
     Internal(String),
+    /// A signal stopped the run; the loops finished before it are written.
+    #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\")", out.display())]
+    Interrupted { signal: &'static str, loops: u64, out: PathBuf },
 }
 
 impl EngineError {
@@ -31,7 +34,10 @@ impl EngineError {
             | EngineError::Plugin { .. }
             | EngineError::Usage(_) => true,
             EngineError::Report(error) => error.is_usage(),
-            EngineError::Storage(_) | EngineError::Io { .. } | EngineError::Internal(_) => false,
+            EngineError::Storage(_)
+            | EngineError::Io { .. }
+            | EngineError::Internal(_)
+            | EngineError::Interrupted { .. } => false,
         }
     }
 }

@@ -31,6 +31,7 @@ mod plan;
 pub mod prompts;
 pub mod replay;
 pub mod run;
+pub mod run_dir;
 mod sink;
 mod source;
 mod summarize;

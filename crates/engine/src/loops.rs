@@ -38,14 +38,19 @@ pub struct ChunkResult {
     pub seq: u64,
     pub progress: u64,
     pub tasks: Vec<TaskLoops>,
+    /// False when the run stopped before every task of the chunk was done; the tasks it holds
+    /// are whole.
+    pub complete: bool,
 }
 
 /// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
 /// abandoned (the run is ending and the result will not be written).
 pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool) -> ChunkResult {
     let mut tasks = Vec::with_capacity(chunk.tasks.len());
+    let mut complete = true;
     for admitted in chunk.tasks {
         if stop.load(Ordering::Relaxed) {
+            complete = false;
             break;
         }
         let task = &admitted.task;
@@ -66,7 +71,7 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
             loops: results,
         });
     }
-    ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks }
+    ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
 }
 
 pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {

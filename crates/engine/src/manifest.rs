@@ -16,6 +16,8 @@ pub struct ManifestInput<'a> {
     pub started_at: &'a str,
     pub finished_at: &'a str,
     pub wall_seconds: f64,
+    /// `finished`, or `interrupted` when a signal stopped the run.
+    pub status: &'a str,
     pub written: &'a Written,
     pub sweep: Sweep,
     pub rows_skipped: usize,
@@ -34,6 +36,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         "schema_version": critbench_storage::SCHEMA_VERSION,
         "critbench_version": env!("CARGO_PKG_VERSION"),
         "run_id": input.run_id,
+        "status": input.status,
         "experiment": input.experiment,
         "datasets": input.datasets,
         "plugins": input.plugins.iter().map(|p| json!({

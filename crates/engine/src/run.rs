@@ -10,7 +10,7 @@
 //! workers abandon their chunks, and the run ends with the error within a chunk's time.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Instant, SystemTime};
@@ -24,6 +24,7 @@ use crate::learn::LearnSink;
 use crate::loops::{panic_text, run_chunk};
 use crate::openai_writer::{OpenAiSession, OpenAiWriter};
 use crate::plan::{Plan, Scope, describe_kinds, offline_writer};
+use crate::run_dir;
 use crate::sink::{Consumer, Progress, RowSink};
 use crate::source::{Source, SourceReport};
 use crate::summarize::{Finished, summarize};
@@ -35,6 +36,20 @@ pub use crate::summarize::RunSummary;
 pub struct RunOptions {
     /// Never draw a progress bar (it is drawn only on a terminal anyway).
     pub quiet: bool,
+    /// Replace the run already in the output directory (its files are removed first).
+    pub overwrite: bool,
+    /// Raised to a signal's number (SIGINT 2, SIGTERM 15) by the caller's signal handler: the
+    /// run stops new work, writes the loops already finished and ends with
+    /// [`EngineError::Interrupted`].
+    pub interrupt: Option<Arc<AtomicUsize>>,
+}
+
+/// The signal an interrupt flag holds, by name.
+fn signal_name(number: usize) -> &'static str {
+    match number {
+        15 => "SIGTERM",
+        _ => "SIGINT",
+    }
 }
 
 /// Tasks per chunk on the offline backends: enough that a hand-off costs nothing next to the
@@ -96,18 +111,19 @@ fn run_inner(
     // Every file is opened (format, header, schema checked) before anything runs or is written.
     let mut source = Source::open(&plan, chunk_tasks)?;
     let total_bytes = source.total_bytes();
-    std::fs::create_dir_all(&experiment.out).map_err(|source| EngineError::Io {
-        context: format!("cannot create the run directory {}", experiment.out.display()),
-        source,
-    })?;
+    let _lock = run_dir::claim(&experiment.out, options.overwrite)?;
+    let interrupt = options.interrupt.as_deref();
 
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
     let memory = if experiment.arms.iter().any(|a| a.uses_memory()) {
         let progress = Progress::new(total_bytes, options.quiet, "learning");
         let mut learner = LearnSink::new(&plan);
-        let learned = drive(&plan, source, Scope::Learn, jobs, &mut learner, &progress);
+        let learned = drive(&plan, source, Scope::Learn, jobs, &mut learner, &progress, interrupt);
         progress.finish();
-        let learned = learned?;
+        let (learned, interrupted) = learned?;
+        if let Some(signal) = interrupted {
+            return Err(EngineError::Interrupted { signal, loops: 0, out: experiment.out.clone() });
+        }
         check_routed(experiment, &learned)?;
         let (record, hints) = learner.finish(&learned, &experiment.out)?;
         plan.hints = hints;
@@ -120,9 +136,9 @@ fn run_inner(
 
     let mut sink = RowSink::create(&plan, &run_id, &experiment.out)?;
     let progress = Progress::new(total_bytes, options.quiet, "loops");
-    let streamed = drive(&plan, source, Scope::Evaluate, jobs, &mut sink, &progress);
+    let streamed = drive(&plan, source, Scope::Evaluate, jobs, &mut sink, &progress, interrupt);
     progress.finish();
-    let report = match streamed {
+    let (report, interrupted) = match streamed {
         Ok(report) => report,
         Err(error) => {
             sink.abandon();
@@ -130,7 +146,9 @@ fn run_inner(
         }
     };
     let written = sink.close()?;
-    check_routed(experiment, &report)?;
+    if interrupted.is_none() {
+        check_routed(experiment, &report)?;
+    }
     if report.unrouted > 0 {
         eprintln!(
             "warning: {} task(s) match no critic's `kinds` and are not run (counted in manifest.json)",
@@ -147,8 +165,13 @@ fn run_inner(
         memory,
         jobs,
         openai: session.map(|s| s.client.report()),
+        interrupted,
     };
-    summarize(&plan, finished)
+    let summary = summarize(&plan, finished)?;
+    match interrupted {
+        Some(signal) => Err(EngineError::Interrupted { signal, loops: summary.loops, out: summary.out_dir }),
+        None => Ok(summary),
+    }
 }
 
 /// A pass in which no admitted task reached a critic is a mistake in the experiment.
@@ -218,7 +241,8 @@ fn drive<C: Consumer>(
     jobs: usize,
     consumer: &mut C,
     progress: &Progress,
-) -> Result<SourceReport, EngineError> {
+    interrupt: Option<&AtomicUsize>,
+) -> Result<(SourceReport, Option<&'static str>), EngineError> {
     let window = Window::new(2 * jobs + 2);
     let (chunk_sender, chunk_receiver) = sync_channel(jobs + 1);
     let chunk_receiver = Mutex::new(chunk_receiver);
@@ -268,8 +292,21 @@ fn drive<C: Consumer>(
         let mut waiting = BTreeMap::new();
         let mut next = 0u64;
         let mut failure: Option<EngineError> = None;
-        for result in result_receiver {
-            if failure.is_some() {
+        let mut interrupted: Option<&'static str> = None;
+        // After an interruption, rows stop at the first chunk the workers left unfinished, so
+        // that what is written is every loop of a prefix of the tasks.
+        let mut closed = false;
+        loop {
+            let result = match result_receiver.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(result) => result,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    check_interrupt(interrupt, &mut interrupted, window);
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            check_interrupt(interrupt, &mut interrupted, window);
+            if failure.is_some() || closed {
                 window.release();
                 continue;
             }
@@ -277,6 +314,7 @@ fn drive<C: Consumer>(
             while let Some(chunk) = waiting.remove(&next) {
                 next += 1;
                 let position = chunk.progress;
+                let complete = chunk.complete;
                 if let Err(error) = consumer.accept(chunk) {
                     failure = Some(error);
                     window.stop();
@@ -286,6 +324,14 @@ fn drive<C: Consumer>(
                 let (loops, passed) = consumer.counts();
                 progress.update(position, loops, passed);
                 window.release();
+                if !complete {
+                    closed = true;
+                    for _ in waiting.values() {
+                        window.release();
+                    }
+                    waiting.clear();
+                    break;
+                }
             }
         }
         let mut worker_panic = None;
@@ -301,9 +347,23 @@ fn drive<C: Consumer>(
         if let Some(panic) = worker_panic {
             return Err(EngineError::Internal(panic));
         }
+        if interrupted.is_some() {
+            // Chunks the workers dropped leave gaps after `next`: what was written stands.
+            return sourced.map(|report| (report, interrupted));
+        }
         if !waiting.is_empty() {
             return Err(EngineError::Internal("a chunk of loops never reached the writer".into()));
         }
-        sourced
+        sourced.map(|report| (report, None))
     })
+}
+
+/// Stops the pass at the first sight of a raised interrupt flag.
+fn check_interrupt(interrupt: Option<&AtomicUsize>, interrupted: &mut Option<&'static str>, window: &Window) {
+    if interrupted.is_none()
+        && let Some(signal) = interrupt.map(|flag| flag.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
+    {
+        *interrupted = Some(signal_name(signal));
+        window.stop();
+    }
 }

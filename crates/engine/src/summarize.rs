@@ -48,6 +48,8 @@ pub struct Finished<'r> {
     pub memory: Option<serde_json::Value>,
     pub jobs: usize,
     pub openai: Option<serde_json::Value>,
+    /// The signal that stopped the run early, if one did.
+    pub interrupted: Option<&'static str>,
 }
 
 /// Writes `manifest.json` and every summary file, and returns the run's summary.
@@ -63,6 +65,7 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         started_at: finished.started_at,
         finished_at: &finished_at,
         wall_seconds: finished.elapsed.as_secs_f64(),
+        status: if finished.interrupted.is_some() { "interrupted" } else { "finished" },
         written: &finished.written,
         sweep: plan.sweep(),
         rows_skipped,
