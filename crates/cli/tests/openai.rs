@@ -302,7 +302,7 @@ fn real_model_loops_survive_faults_are_cached_and_never_leak_the_key() {
     // A rerun asks the model nothing and writes the same results.
     faults.store(false, Ordering::SeqCst);
     let before = server.requests();
-    let second = run(&file, &out, &[]);
+    let second = run(&file, &out, &["--overwrite"]);
     ok(second.clone());
     assert_eq!(server.requests(), before, "a rerun is served from the cache");
     let cached = manifest(&out);
@@ -416,7 +416,7 @@ fn against_a_real_server_when_one_is_named() {
     }
     let requests = manifest(&out)["openai"]["http"]["requests"].clone();
     let rerun = Command::new(binary())
-        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"])
+        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--overwrite"])
         .current_dir(repo())
         .output()
         .unwrap();
