@@ -3,7 +3,7 @@
 # Build everything (CLI and plugins) and run the demo experiment.
 demo:
     cargo build --workspace
-    cargo run -q -p critbench -- run
+    cargo run -q -p critbench -- run --overwrite
 
 # The test suite CI runs (needs the Python packages in tests/python/requirements.txt).
 test:

@@ -70,8 +70,9 @@ fn seed_001_experience_becomes_the_next_tasks_strategy() {
     )
     .unwrap();
     let experiment = Experiment::load(&dir.path().join("seed001.toml"), &Overrides::default()).unwrap();
-    let summary = run_experiment_with(&experiment, &Seed001Writer, &RunOptions { quiet: true, ..RunOptions::default() })
-        .expect("the evidence plugin is built beside the test binary (cargo build --workspace)");
+    let summary =
+        run_experiment_with(&experiment, &Seed001Writer, &RunOptions { quiet: true, ..RunOptions::default() })
+            .expect("the evidence plugin is built beside the test binary (cargo build --workspace)");
 
     // The experience: one learning task fixed `missing_evidence`.
     let memory: serde_json::Value =
