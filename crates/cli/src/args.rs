@@ -56,6 +56,10 @@ pub struct RunArgs {
     /// directory that holds a run is refused otherwise).
     #[arg(long)]
     pub overwrite: bool,
+    /// Finish the interrupted run in the output directory: what it committed is kept, the rest
+    /// is run (refused, naming what changed, when the experiment, a dataset or a plugin differs).
+    #[arg(long)]
+    pub resume: bool,
     /// How to run a policy grid: record each loop once and replay every config on it (the
     /// default), or run each config separately.
     #[arg(long, value_enum)]

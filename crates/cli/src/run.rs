@@ -27,7 +27,8 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let experiment = Experiment::load(&path, &overrides)?;
     let interrupt = crate::signals::install()?;
-    let options = RunOptions { quiet: args.quiet, overwrite: args.overwrite, interrupt: Some(interrupt) };
+    let options =
+        RunOptions { quiet: args.quiet, overwrite: args.overwrite, resume: args.resume, interrupt: Some(interrupt) };
     let summary = run_experiment(&experiment, &options)?;
     if let Some(report) = &summary.report {
         println!("{}", critbench_report::glance_table(report));

@@ -127,3 +127,76 @@ fn a_live_run_holds_its_directory() {
     assert!(refused.contains("in use by another critbench run (pid 1 on"), "{refused}");
     assert!(!out.join("outcomes.parquet").exists(), "nothing was written");
 }
+
+/// Tables and summaries of `b` equal `a`'s: rows in the same order, times aside (same_rows.py),
+/// and byte-identical summary and comparison files.
+fn assert_same_run(a: &Path, b: &Path) {
+    let output = Command::new("python3")
+        .arg(repo().join("tests/python/same_rows.py"))
+        .args([a, b])
+        .output()
+        .expect("python3 runs tests/python/same_rows.py");
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    for file in ["summary.csv", "comparisons.csv"] {
+        assert_eq!(std::fs::read(a.join(file)).unwrap(), std::fs::read(b.join(file)).unwrap(), "{file}");
+    }
+}
+
+/// SIGKILL at several points of a run (while loops run, while parts are committed, while the
+/// tables are joined), then `--resume`: every time the result is the uninterrupted run's.
+#[test]
+fn a_run_killed_anywhere_resumes_to_the_uninterrupted_result() {
+    require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    let exp = scripted_experiment(dir.path(), 20_000);
+    let whole = dir.path().join("whole");
+    let started = Instant::now();
+    ok(critbench(&["run", exp.to_str().unwrap(), "--quiet", "--out", whole.to_str().unwrap()]));
+    let took = started.elapsed();
+    // Kill points spread over the run, from a fixed seed so a failure can be replayed.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for attempt in 0..4 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let at = took.mul_f64(0.1 + 0.8 * (state % 1000) as f64 / 1000.0);
+        let out = dir.path().join(format!("killed-{attempt}"));
+        let mut child = Command::new(binary())
+            .args(["run", exp.to_str().unwrap(), "--quiet", "--jobs", "2", "--out", out.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(at);
+        let _ = child.kill();
+        let _ = child.wait();
+        let resumed = critbench(&["run", exp.to_str().unwrap(), "--quiet", "--resume", "--out", out.to_str().unwrap()]);
+        if !resumed.status.success() && stderr(&resumed).contains("holds no run to resume") {
+            // Killed before it wrote anything: a fresh start is the same run.
+            ok(critbench(&["run", exp.to_str().unwrap(), "--quiet", "--overwrite", "--out", out.to_str().unwrap()]));
+        } else {
+            ok(resumed);
+        }
+        assert_same_run(&whole, &out);
+        assert!(!out.join("in-progress").exists(), "a finished run keeps no progress folder");
+    }
+}
+
+#[test]
+fn an_interrupted_run_resumes_and_a_changed_dataset_is_refused() {
+    let (code, message, dir) = interrupt_run("INT");
+    assert_eq!(code, Some(130), "{message}");
+    assert!(message.contains("--resume"), "the message says how to finish the run: {message}");
+    let exp = dir.path().join("exp.toml");
+    let out = dir.path().join("run");
+    // The dataset changed since: resuming would mix two task sets.
+    let dataset = dir.path().join("tasks.jsonl");
+    let mut text = std::fs::read_to_string(&dataset).unwrap();
+    text.push_str("{\"id\":\"extra\",\"prompt\":\"p\",\"drafts\":[\"a\"],\"critiques\":[{\"score\":9}]}\n");
+    std::fs::write(&dataset, text).unwrap();
+    let refused = usage_error(
+        critbench(&["run", exp.to_str().unwrap(), "--quiet", "--resume", "--out", out.to_str().unwrap()]),
+        dir.path(),
+    );
+    assert!(refused.contains("cannot resume") && refused.contains("tasks.jsonl changed"), "{refused}");
+}

@@ -74,9 +74,10 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_os_error() {
     assert_eq!(output.status.code(), Some(1), "a full disk is not the user's input: exit 1\n{message}");
     assert!(message.contains("No space left on device"), "the OS error is named:\n{message}");
     assert!(
-        message.contains("trajectories.parquet") || message.contains("outcomes.parquet"),
+        message.contains("/in-progress/trajectories-") || message.contains("/in-progress/outcomes-"),
         "the file is named:\n{message}"
     );
+    assert!(message.contains("--resume"), "the message says how to go on:\n{message}");
     assert!(!stdout(&output).contains("wrote"), "no summary for a failed run");
     // Whatever is left under a table's own name is a readable table; a table that could not be
     // finished carries `.incomplete`.
@@ -88,4 +89,19 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_os_error() {
                 .unwrap_or_else(|e| panic!("{table} is left unreadable under its own name: {e}"));
         }
     }
+    // With room on the disk again, the run resumes from what it committed and ends as a run
+    // that never failed.
+    let status = Command::new("mount").args(["-o", "remount,size=256m"]).arg(&disk).status().unwrap();
+    assert!(status.success());
+    ok(critbench(&["run", exp.to_str().unwrap(), "--quiet", "--resume", "--out", run.to_str().unwrap()]));
+    let whole = dir.path().join("whole");
+    ok(critbench(&["run", exp.to_str().unwrap(), "--quiet", "--out", whole.to_str().unwrap()]));
+    let strip = |mut rows: Vec<critbench_storage::tables::OutcomeRow>| {
+        for row in &mut rows {
+            row.run_id.clear();
+            row.wall_ms = 0.0;
+        }
+        rows
+    };
+    assert_eq!(strip(outcomes(&run)), strip(outcomes(&whole)));
 }

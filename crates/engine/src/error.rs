@@ -12,7 +12,9 @@ pub enum EngineError {
     Plugin { critic: String, source: critbench_plugin_host::PluginError },
     #[error("{0}")]
     Usage(String),
-    #[error("writing the run directory failed: {0}")]
+    #[error(
+        "writing the run directory failed: {0}\n  hint: every loop committed before this is kept; fix the cause (disk space, permissions) and run the same command with --resume"
+    )]
     Storage(#[from] critbench_storage::tables::StorageError),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
@@ -21,7 +23,7 @@ pub enum EngineError {
     #[error("{0}")]
     Internal(String),
     /// A signal stopped the run; the loops finished before it are written.
-    #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\")", out.display())]
+    #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
     Interrupted { signal: &'static str, loops: u64, out: PathBuf },
 }
 

@@ -22,6 +22,7 @@ pub mod backend;
 mod emit;
 mod error;
 pub mod experiment;
+mod journal;
 mod learn;
 mod loops;
 mod manifest;

@@ -20,6 +20,7 @@ use critbench_storage::clock;
 use crate::EngineError;
 use crate::backend::Writer;
 use crate::experiment::{BackendKind, Experiment};
+use crate::journal::{Fingerprint, progress_dir};
 use crate::learn::LearnSink;
 use crate::loops::{panic_text, run_chunk};
 use crate::openai_writer::{OpenAiSession, OpenAiWriter};
@@ -38,6 +39,9 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Replace the run already in the output directory (its files are removed first).
     pub overwrite: bool,
+    /// Finish the interrupted run in the output directory: loops it committed are kept, the
+    /// rest are run, and the tables end as an uninterrupted run's.
+    pub resume: bool,
     /// Raised to a signal's number (SIGINT 2, SIGTERM 15) by the caller's signal handler: the
     /// run stops new work, writes the loops already finished and ends with
     /// [`EngineError::Interrupted`].
@@ -111,7 +115,7 @@ fn run_inner(
     // Every file is opened (format, header, schema checked) before anything runs or is written.
     let mut source = Source::open(&plan, chunk_tasks)?;
     let total_bytes = source.total_bytes();
-    let _lock = run_dir::claim(&experiment.out, options.overwrite)?;
+    let _lock = run_dir::claim(&experiment.out, options.overwrite, options.resume)?;
     let interrupt = options.interrupt.as_deref();
 
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
@@ -134,9 +138,18 @@ fn run_inner(
         None
     };
 
-    let mut sink = RowSink::create(&plan, &run_id, &experiment.out)?;
+    let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks)?;
+    let (mut sink, first_chunk, run_id) = if options.resume {
+        let (sink, point) = RowSink::resume(&plan, &experiment.out, &fingerprint)?;
+        if !options.quiet {
+            eprintln!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
+        }
+        (sink, point.next_chunk, point.run_id)
+    } else {
+        (RowSink::create(&plan, &experiment.out, &fingerprint)?, 0, run_id)
+    };
     let progress = Progress::new(total_bytes, options.quiet, "loops");
-    let streamed = drive(&plan, source, Scope::Evaluate, jobs, &mut sink, &progress, interrupt);
+    let streamed = drive(&plan, source.skip(first_chunk), Scope::Evaluate, jobs, &mut sink, &progress, interrupt);
     progress.finish();
     let (report, interrupted) = match streamed {
         Ok(report) => report,
@@ -168,6 +181,10 @@ fn run_inner(
         interrupted,
     };
     let summary = summarize(&plan, finished)?;
+    if interrupted.is_none() {
+        // Finished: the committed parts are in the tables now.
+        let _ = std::fs::remove_dir_all(progress_dir(&experiment.out));
+    }
     match interrupted {
         Some(signal) => Err(EngineError::Interrupted { signal, loops: summary.loops, out: summary.out_dir }),
         None => Ok(summary),
@@ -247,6 +264,7 @@ fn drive<C: Consumer>(
     let (chunk_sender, chunk_receiver) = sync_channel(jobs + 1);
     let chunk_receiver = Mutex::new(chunk_receiver);
     let (result_sender, result_receiver) = sync_channel(2 * jobs + 2);
+    let first_chunk = source.first_chunk();
     std::thread::scope(|scope_| {
         let window = &window;
         let source_thread = std::thread::Builder::new()
@@ -290,7 +308,7 @@ fn drive<C: Consumer>(
 
         // The sink: chunks in source order, whatever order they finish in.
         let mut waiting = BTreeMap::new();
-        let mut next = 0u64;
+        let mut next = first_chunk;
         let mut failure: Option<EngineError> = None;
         let mut interrupted: Option<&'static str> = None;
         // After an interruption, rows stop at the first chunk the workers left unfinished, so

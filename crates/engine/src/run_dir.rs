@@ -41,15 +41,24 @@ impl Drop for RunLock {
 }
 
 /// Creates `out` if needed, takes its lock, and makes sure no earlier run's files are there:
-/// refused without `overwrite`, removed with it.
-pub fn claim(out: &Path, overwrite: bool) -> Result<RunLock, EngineError> {
+/// refused without `overwrite`, removed with it. With `resume` the earlier run is the one to
+/// finish: its files stay.
+pub fn claim(out: &Path, overwrite: bool, resume: bool) -> Result<RunLock, EngineError> {
+    if overwrite && resume {
+        return Err(EngineError::Usage("--overwrite and --resume contradict each other; choose one".into()));
+    }
     std::fs::create_dir_all(out).map_err(|source| EngineError::Io {
         context: format!("cannot create the run directory {}", out.display()),
         source,
     })?;
     let lock = take_lock(out)?;
-    let present: Vec<&str> = RUN_FILES.iter().copied().filter(|name| out.join(name).exists()).collect();
-    if present.is_empty() {
+    let present: Vec<&str> = RUN_FILES
+        .iter()
+        .copied()
+        .chain(std::iter::once(crate::journal::PROGRESS_DIR))
+        .filter(|name| out.join(name).exists())
+        .collect();
+    if present.is_empty() || resume {
         return Ok(lock);
     }
     if !overwrite {
@@ -58,17 +67,19 @@ pub fn claim(out: &Path, overwrite: bool) -> Result<RunLock, EngineError> {
             Ok(text) if text.contains("\"status\": \"interrupted\"") => "an interrupted",
             Ok(_) => "a finished",
         };
+        let resumable =
+            if present.contains(&crate::journal::PROGRESS_DIR) { "pass --resume to finish it, " } else { "" };
         return Err(EngineError::Usage(format!(
-            "{} already holds {state} run ({}); pass --overwrite to replace it (its files are removed \
-             first), or --out DIR to write this run somewhere new",
+            "{} already holds {state} run ({}); {resumable}pass --overwrite to replace it (its files are \
+             removed first), or --out DIR to write this run somewhere new",
             out.display(),
             present.join(", ")
         )));
     }
     for name in present {
         let path = out.join(name);
-        std::fs::remove_file(&path)
-            .map_err(|source| EngineError::Io { context: format!("cannot remove {}", path.display()), source })?;
+        let removed = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+        removed.map_err(|source| EngineError::Io { context: format!("cannot remove {}", path.display()), source })?;
     }
     Ok(lock)
 }
@@ -140,18 +151,18 @@ mod tests {
     fn a_directory_with_a_run_is_refused_then_overwritten_without_touching_other_files() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
-        drop(claim(&out, false).unwrap());
+        drop(claim(&out, false, false).unwrap());
         assert!(!out.join(LOCK_FILE).exists(), "the lock goes with the run");
         std::fs::write(out.join("outcomes.parquet"), "old").unwrap();
         std::fs::write(out.join("memory.json"), "old").unwrap();
         std::fs::write(out.join("notes.txt"), "mine").unwrap();
-        let refused = claim(&out, false).unwrap_err().to_string();
+        let refused = claim(&out, false, false).unwrap_err().to_string();
         assert!(refused.contains("unfinished run (outcomes.parquet, memory.json)"), "{refused}");
         assert!(refused.contains("--overwrite"), "{refused}");
-        let lock = claim(&out, true).unwrap();
+        let lock = claim(&out, true, false).unwrap();
         assert!(!out.join("outcomes.parquet").exists() && !out.join("memory.json").exists());
         assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine");
-        let busy = claim(&out, true).unwrap_err().to_string();
+        let busy = claim(&out, true, false).unwrap_err().to_string();
         assert!(busy.contains(&format!("pid {}", std::process::id())), "{busy}");
         drop(lock);
     }
@@ -162,6 +173,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dead = serde_json::json!({ "pid": u32::MAX, "host": host_name() });
         std::fs::write(dir.path().join(LOCK_FILE), dead.to_string()).unwrap();
-        assert!(claim(dir.path(), false).is_ok());
+        assert!(claim(dir.path(), false, false).is_ok());
     }
 }

@@ -13,6 +13,7 @@ use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
 
 use crate::EngineError;
 use crate::emit::{LoopLabels, emit_loop};
+use crate::journal::{Commit, Fingerprint, Journal, PROGRESS_DIR, SavedProgress, part_paths, progress_dir, sync_dir};
 use crate::loops::ChunkResult;
 use crate::plan::Plan;
 
@@ -50,70 +51,198 @@ pub struct Written {
 pub struct RowSink<'p, 'a> {
     plan: &'p Plan<'a>,
     run_id: String,
-    trajectories: Option<TrajectoryWriter>,
-    outcomes: Option<OutcomeWriter>,
-    paths: [PathBuf; 2],
-    last_sync: Instant,
+    out: PathBuf,
+    dir: PathBuf,
+    journal: Journal,
+    /// The part being written, as `*.tmp` files.
+    current: Option<(TrajectoryWriter, OutcomeWriter)>,
+    /// Parts committed so far.
+    parts: u32,
+    /// Chunks written, committed or in the current part.
+    next_chunk: u64,
+    /// Failed loops described since the last commit.
+    new_failures: Vec<String>,
+    last_commit: Instant,
     pub written: Written,
 }
 
-/// Rows reach the files at least this often (as row groups), so that a failing disk stops the
-/// run within seconds and an interrupted run loses at most this much.
-const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+/// Rows are committed at least this often, so that a failing disk stops the run within seconds
+/// and an interrupted or killed run loses at most this much.
+const COMMIT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Where a resumed run picks up.
+pub struct ResumePoint {
+    pub run_id: String,
+    /// The first chunk not yet written.
+    pub next_chunk: u64,
+    pub loops: u64,
+}
 
 impl<'p, 'a> RowSink<'p, 'a> {
-    pub fn create(plan: &'p Plan<'a>, run_id: &str, out: &Path) -> Result<Self, EngineError> {
-        let paths = [out.join("trajectories.parquet"), out.join("outcomes.parquet")];
-        let trajectories = TrajectoryWriter::create(&paths[0])?;
-        let outcomes = OutcomeWriter::create(&paths[1])?;
-        Ok(RowSink {
-            plan,
-            run_id: run_id.to_string(),
-            trajectories: Some(trajectories),
-            outcomes: Some(outcomes),
-            paths,
-            last_sync: Instant::now(),
-            written: Written::default(),
-        })
+    /// Starts the run's progress in `out/in-progress/`.
+    pub fn create(plan: &'p Plan<'a>, out: &Path, fingerprint: &Fingerprint) -> Result<Self, EngineError> {
+        let dir = progress_dir(out);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|source| EngineError::Io { context: format!("cannot remove {}", dir.display()), source })?;
+        }
+        let journal = Journal::create(&dir, fingerprint)?;
+        Ok(RowSink::with(plan, &fingerprint.run_id, out, dir, journal, 0, 0, Written::default()))
     }
 
-    /// Writes the tables' footers. A table that cannot be finished is renamed `*.incomplete`.
+    /// Picks up the progress an interrupted run of `fingerprint` left in `out`; refuses, naming
+    /// what changed, when the run is not the same.
+    pub fn resume(
+        plan: &'p Plan<'a>,
+        out: &Path,
+        fingerprint: &Fingerprint,
+    ) -> Result<(Self, ResumePoint), EngineError> {
+        let dir = progress_dir(out);
+        let Some(progress) = SavedProgress::read(&dir)? else {
+            return Err(EngineError::Usage(format!(
+                "{} holds no run to resume (no {}/run.json); run without --resume",
+                out.display(),
+                PROGRESS_DIR
+            )));
+        };
+        let mut now = fingerprint.clone();
+        now.run_id = progress.fingerprint.run_id.clone();
+        let changed = progress.fingerprint.differences(&now);
+        if !changed.is_empty() {
+            return Err(EngineError::Usage(format!(
+                "cannot resume the run in {}: {}; start it again with --overwrite",
+                out.display(),
+                changed.join("; ")
+            )));
+        }
+        let journal = progress.reopen(&dir)?;
+        let last = progress.commits.last().cloned().unwrap_or_default();
+        let written = Written {
+            loops: last.loops,
+            critiques: last.critiques,
+            passed: last.passed,
+            recorded_rounds: last.recorded_rounds,
+            failed_count: last.failed_count,
+            failed: progress.commits.iter().flat_map(|c| c.failed.iter().cloned()).take(MAX_LISTED_FAILURES).collect(),
+            loops_with_critic_errors: last.loops_with_critic_errors,
+        };
+        let point = ResumePoint { run_id: now.run_id.clone(), next_chunk: last.next_chunk, loops: last.loops };
+        let parts = progress.commits.len() as u32;
+        Ok((RowSink::with(plan, &now.run_id, out, dir, journal, parts, last.next_chunk, written), point))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with(
+        plan: &'p Plan<'a>,
+        run_id: &str,
+        out: &Path,
+        dir: PathBuf,
+        journal: Journal,
+        parts: u32,
+        next_chunk: u64,
+        written: Written,
+    ) -> Self {
+        RowSink {
+            plan,
+            run_id: run_id.to_string(),
+            out: out.to_path_buf(),
+            dir,
+            journal,
+            current: None,
+            parts,
+            next_chunk,
+            new_failures: Vec::new(),
+            last_commit: Instant::now(),
+            written,
+        }
+    }
+
+    fn open_part(&mut self) -> Result<(), EngineError> {
+        if self.current.is_none() {
+            let [trajectories, outcomes] = part_paths(&self.dir, self.parts).map(temporary);
+            self.current = Some((TrajectoryWriter::create(&trajectories)?, OutcomeWriter::create(&outcomes)?));
+        }
+        Ok(())
+    }
+
+    /// Closes the current part (footers, on disk), renames it into place and appends it to the
+    /// journal: from then on it survives any kill.
+    fn commit(&mut self) -> Result<(), EngineError> {
+        self.last_commit = Instant::now();
+        let Some((trajectories, outcomes)) = self.current.take() else { return Ok(()) };
+        trajectories.close()?;
+        outcomes.close()?;
+        for path in part_paths(&self.dir, self.parts) {
+            std::fs::rename(temporary(path.clone()), &path)
+                .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
+        }
+        sync_dir(&self.dir);
+        let written = &self.written;
+        self.journal.append(&Commit {
+            part: self.parts,
+            next_chunk: self.next_chunk,
+            loops: written.loops,
+            critiques: written.critiques,
+            passed: written.passed,
+            recorded_rounds: written.recorded_rounds,
+            failed_count: written.failed_count,
+            loops_with_critic_errors: written.loops_with_critic_errors,
+            failed: std::mem::take(&mut self.new_failures),
+        })?;
+        self.parts += 1;
+        Ok(())
+    }
+
+    /// Commits what is left and joins every committed part into `trajectories.parquet` and
+    /// `outcomes.parquet` (each written aside, then renamed into place). The progress folder
+    /// stays until the run is summarized, so that an interrupted run can be resumed.
     pub fn close(mut self) -> Result<Written, EngineError> {
-        let [trajectories, outcomes] = self.finish_tables();
-        trajectories?;
-        outcomes?;
+        if self.parts == 0 {
+            // A run with no loop still has its (empty) tables.
+            self.open_part()?;
+        }
+        self.commit()?;
+        let parts: Vec<[PathBuf; 2]> = (0..self.parts).map(|part| part_paths(&self.dir, part)).collect();
+        for (index, table) in ["trajectories.parquet", "outcomes.parquet"].into_iter().enumerate() {
+            let files: Vec<&PathBuf> = parts.iter().map(|pair| &pair[index]).collect();
+            let path = self.out.join(table);
+            let aside = temporary(path.clone());
+            critbench_storage::concat::concat_parquet(&files, &aside)?;
+            std::fs::rename(&aside, &path)
+                .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
+        }
+        sync_dir(&self.out);
         Ok(std::mem::take(&mut self.written))
     }
 
-    /// After a failure: closes what can still be closed, so the rows written so far stay
-    /// readable; a table that cannot be closed (a full disk) is renamed `*.incomplete`, so that
-    /// nothing mistakes it for a finished table.
+    /// After a failure: commits what can still be committed, so that the run can be resumed,
+    /// and removes a part that cannot be finished (a full disk).
     pub fn abandon(mut self) {
-        let _ = self.finish_tables();
-    }
-
-    fn finish_tables(&mut self) -> [Result<(), EngineError>; 2] {
-        let trajectories = self.trajectories.take().map_or(Ok(()), |w| w.close());
-        let outcomes = self.outcomes.take().map_or(Ok(()), |w| w.close());
-        let results = [trajectories, outcomes];
-        for (result, path) in results.iter().zip(&self.paths) {
-            if result.is_err() {
-                let mut incomplete = path.clone().into_os_string();
-                incomplete.push(".incomplete");
-                let _ = std::fs::rename(path, incomplete);
+        if self.commit().is_err() {
+            for path in part_paths(&self.dir, self.parts) {
+                let _ = std::fs::remove_file(temporary(path));
             }
         }
-        results.map(|result| result.map_err(EngineError::from))
     }
+}
+
+/// `path.tmp`.
+fn temporary(path: PathBuf) -> PathBuf {
+    let mut name = path.into_os_string();
+    name.push(".tmp");
+    PathBuf::from(name)
 }
 
 impl Consumer for RowSink<'_, '_> {
     fn accept(&mut self, chunk: ChunkResult) -> Result<(), EngineError> {
         let plan = self.plan;
         let experiment = plan.experiment;
-        let (Some(trajectories), Some(outcomes)) = (self.trajectories.as_mut(), self.outcomes.as_mut()) else {
-            return Err(EngineError::Internal("the tables were closed before the run ended".into()));
-        };
+        self.next_chunk = chunk.seq + 1;
+        let run_id = self.run_id.clone();
+        let mut failures = Vec::new();
+        self.open_part()?;
+        let (trajectories, outcomes) = self.current.as_mut().expect("a part is open");
+        let written = &mut self.written;
         for task in chunk.tasks {
             for (unit, result) in task.loops {
                 let critic = &experiment.critics[unit.critic].name;
@@ -130,15 +259,16 @@ impl Consumer for RowSink<'_, '_> {
                             unit.epoch
                         );
                         eprintln!("error: {failure}");
-                        self.written.failed_count += configs.len() as u64;
-                        if self.written.failed.len() < MAX_LISTED_FAILURES {
-                            self.written.failed.push(failure);
+                        written.failed_count += configs.len() as u64;
+                        if written.failed.len() < MAX_LISTED_FAILURES {
+                            written.failed.push(failure.clone());
+                            failures.push(failure);
                         }
                         continue;
                     }
                 };
                 let labels = LoopLabels {
-                    run_id: &self.run_id,
+                    run_id: &run_id,
                     critic,
                     arm: unit.arm,
                     task_id: &task.id,
@@ -146,7 +276,7 @@ impl Consumer for RowSink<'_, '_> {
                     epoch: unit.epoch,
                     meta: task.meta.clone(),
                 };
-                self.written.recorded_rounds += result.rounds.len() as u64;
+                written.recorded_rounds += result.rounds.len() as u64;
                 for index in unit.policies(plan.config_ids.len()) {
                     let emitted = emit_loop(
                         &labels,
@@ -163,18 +293,17 @@ impl Consumer for RowSink<'_, '_> {
                             task.id, plan.config_ids[index]
                         ))
                     })?;
-                    self.written.loops += 1;
-                    self.written.critiques += rounds as u64;
-                    self.written.passed += u64::from(passed);
+                    written.loops += 1;
+                    written.critiques += rounds as u64;
+                    written.passed += u64::from(passed);
                     let critic_errors = result.rounds[..rounds].iter().any(|r| r.critic_error.is_some());
-                    self.written.loops_with_critic_errors += u64::from(critic_errors);
+                    written.loops_with_critic_errors += u64::from(critic_errors);
                 }
             }
         }
-        if self.last_sync.elapsed() >= SYNC_INTERVAL {
-            trajectories.sync()?;
-            outcomes.sync()?;
-            self.last_sync = Instant::now();
+        self.new_failures.extend(failures);
+        if self.last_commit.elapsed() >= COMMIT_INTERVAL {
+            self.commit()?;
         }
         Ok(())
     }

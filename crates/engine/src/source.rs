@@ -88,6 +88,9 @@ pub struct Source {
     limit: Option<usize>,
     rows_per_chunk: usize,
     total_bytes: u64,
+    /// Chunks before this one are admitted (ids remembered, rows counted) but not handed on:
+    /// a resumed run wrote them already.
+    first_chunk: u64,
 }
 
 impl Source {
@@ -103,7 +106,23 @@ impl Source {
             streams.push(DatasetStream::open(path)?);
         }
         let total_bytes = streams.iter().map(|s| s.progress().1).sum();
-        Ok(Source { streams, on_bad_row: experiment.on_bad_row, limit: experiment.limit, rows_per_chunk, total_bytes })
+        Ok(Source {
+            streams,
+            on_bad_row: experiment.on_bad_row,
+            limit: experiment.limit,
+            rows_per_chunk,
+            total_bytes,
+            first_chunk: 0,
+        })
+    }
+
+    /// Hands on chunks from `first` on only.
+    pub fn skip(self, first: u64) -> Source {
+        Source { first_chunk: first, ..self }
+    }
+
+    pub fn first_chunk(&self) -> u64 {
+        self.first_chunk
     }
 
     /// The datasets' size in bytes: the progress bar's length.
@@ -218,7 +237,7 @@ impl Source {
                     let progress = bytes_before + stream.progress().0;
                     let chunk = Chunk { seq, tasks: std::mem::take(&mut pending), progress };
                     seq += 1;
-                    if !emit(chunk) {
+                    if chunk.seq >= self.first_chunk && !emit(chunk) {
                         stopped = true;
                         break;
                     }
@@ -228,7 +247,7 @@ impl Source {
                 let progress = bytes_before + stream.progress().0;
                 let chunk = Chunk { seq, tasks: std::mem::take(&mut pending), progress };
                 seq += 1;
-                stopped = !emit(chunk);
+                stopped = chunk.seq >= self.first_chunk && !emit(chunk);
             }
             let size = stream.progress().1;
             if let Some(failure) = failure {

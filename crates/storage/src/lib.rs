@@ -15,6 +15,7 @@
 mod buffered;
 pub mod clock;
 mod columns;
+pub mod concat;
 pub mod dataset;
 pub mod judgments;
 mod parquet_sink;

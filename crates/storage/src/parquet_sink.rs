@@ -67,9 +67,15 @@ impl ParquetSink {
         self.writer.inner_mut().flush().map_err(|source| StorageError::Io { path: self.path.clone(), source })
     }
 
+    /// Writes the footer and waits until the file is on disk.
     pub(crate) fn close(self) -> Result<(), StorageError> {
         let path = self.path;
-        self.writer.close().map_err(|e| StorageError::Parquet { path, message: e.to_string() })?;
-        Ok(())
+        let buffered = self
+            .writer
+            .into_inner()
+            .map_err(|e| StorageError::Parquet { path: path.clone(), message: e.to_string() })?;
+        let file =
+            buffered.into_inner().map_err(|e| StorageError::Io { path: path.clone(), source: e.into_error() })?;
+        file.sync_all().map_err(|source| StorageError::Io { path, source })
     }
 }

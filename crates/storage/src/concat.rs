@@ -1,0 +1,120 @@
+//! Joins Parquet files of one schema into one file by copying their column chunks as they are
+//! (no decoding, no re-compression): how a run's committed part files become its tables.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use parquet::column::writer::ColumnCloseResult;
+use parquet::file::metadata::ParquetMetaDataReader;
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+
+use crate::parquet_sink::StorageError;
+
+/// Writes the row groups of `parts`, in order, into `output`. Every part must have the schema
+/// of the first; the first part's key-value metadata (the Arrow schema, critbench's table name
+/// and version) is the output's.
+pub fn concat_parquet(parts: &[impl AsRef<Path>], output: &Path) -> Result<(), StorageError> {
+    let fail =
+        |path: &Path, e: &dyn std::fmt::Display| StorageError::Parquet { path: path.into(), message: e.to_string() };
+    let mut inputs = Vec::new();
+    for part in parts {
+        let path = part.as_ref();
+        let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+        let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| fail(path, &e))?;
+        inputs.push((path, file, metadata));
+    }
+    let Some((first_path, _, first)) = inputs.first() else {
+        return Err(fail(output, &"no part files to join"));
+    };
+    let schema = first.file_metadata().schema_descr().root_schema_ptr();
+    for (path, _, metadata) in &inputs[1..] {
+        if metadata.file_metadata().schema_descr().root_schema_ptr() != schema {
+            return Err(fail(path, &format!("its schema differs from {}'s", first_path.display())));
+        }
+    }
+    let properties =
+        WriterProperties::builder().set_key_value_metadata(first.file_metadata().key_value_metadata().cloned()).build();
+    let file = File::create(output).map_err(|source| StorageError::Io { path: output.into(), source })?;
+    let mut writer = SerializedFileWriter::new(std::io::BufWriter::new(file), schema, Arc::new(properties))
+        .map_err(|e| fail(output, &e))?;
+    for (_, input, metadata) in &inputs {
+        for group in metadata.row_groups() {
+            let mut out = writer.next_row_group().map_err(|e| fail(output, &e))?;
+            for column in group.columns() {
+                let close = ColumnCloseResult {
+                    bytes_written: column.compressed_size() as _,
+                    rows_written: group.num_rows() as _,
+                    metadata: column.clone(),
+                    bloom_filter: None,
+                    column_index: None,
+                    offset_index: None,
+                };
+                out.append_column(input, close).map_err(|e| fail(output, &e))?;
+            }
+            out.close().map_err(|e| fail(output, &e))?;
+        }
+    }
+    let buffered = writer.into_inner().map_err(|e| fail(output, &e))?;
+    let file = buffered.into_inner().map_err(|e| StorageError::Io { path: output.into(), source: e.into_error() })?;
+    file.sync_all().map_err(|source| StorageError::Io { path: output.into(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::{OutcomeRow, OutcomeWriter, read_outcomes};
+
+    fn row(task: &str) -> OutcomeRow {
+        OutcomeRow {
+            run_id: "r".into(),
+            config_id: "c".into(),
+            arm: "feedback".into(),
+            critic: "k".into(),
+            task_id: task.into(),
+            kind: None,
+            epoch: 0,
+            pass_score: 8.0,
+            max_revisions: 3,
+            stall: true,
+            plateau_eps: 0.0,
+            dim_target: None,
+            final_draft: "best".into(),
+            rounds: 1,
+            revisions: 0,
+            exit_reason: "pass".into(),
+            passed: true,
+            first_score: 9.0,
+            last_score: 9.0,
+            final_score: 9.0,
+            best_score: 9.0,
+            best_round: 0,
+            critic_errors: 0,
+            critic_disagreements: 0,
+            tokens_in: None,
+            tokens_out: None,
+            wall_ms: 1.0,
+            meta: Some("{}".into()),
+        }
+    }
+
+    #[test]
+    fn joined_parts_read_back_as_one_table_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut parts = Vec::new();
+        for (index, tasks) in [vec!["a", "b"], vec![], vec!["c"]].into_iter().enumerate() {
+            let path = dir.path().join(format!("part-{index}.parquet"));
+            let mut writer = OutcomeWriter::create(&path).unwrap();
+            for task in tasks {
+                writer.push(row(task)).unwrap();
+            }
+            writer.close().unwrap();
+            parts.push(path);
+        }
+        let joined = dir.path().join("outcomes.parquet");
+        concat_parquet(&parts, &joined).unwrap();
+        let ids: Vec<String> = read_outcomes(&joined).unwrap().into_iter().map(|r| r.task_id).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+    }
+}
