@@ -14,7 +14,8 @@ loop's invariants (SPEC §5):
   revisions == round; a row passes exactly when it stops with "pass";
 - outcomes has one row per stop row, with the same exit and revisions, and passed == (exit "pass");
 - the three libraries agree on row counts, pass counts and the number of nested values;
-- summary.csv has the contract's columns and its counts match outcomes.
+- summary.csv has the contract's columns and its counts (loops, passes, critic errors, rounds) match outcomes;
+  critic_error_rate is critic_errors / rounds_total; clustered intervals bracket their rate.
 
 Prints a short summary and exits 0, or prints every failure and exits 1 (2 for bad usage).
 Requirements: tests/python/requirements.txt.
@@ -99,6 +100,12 @@ SUMMARY_COLUMNS = [
     "exit_budget",
     "mean_first_score",
     "mean_best_score",
+    "critic_errors",
+    "n_tasks",
+    "interval",
+    "rounds_total",
+    "critic_error_rate",
+    "critic_error_loops",
 ]
 # summary.csv may round its rates; a Wilson bound off by more than this is wrong, not rounded.
 RATE_TOLERANCE = 0.005
@@ -539,6 +546,20 @@ def check_summary(check, path, outcomes):
     check.expect(
         int(summary["n"].sum()) == len(outcomes),
         f"{name}: n adds up to {int(summary['n'].sum())}, but outcomes.parquet has {len(outcomes)} rows",
+    )
+    for column, total in (("critic_errors", "critic_errors"), ("rounds_total", "rounds")):
+        if total in outcomes.columns:
+            check.expect(
+                int(summary[column].sum()) == int(outcomes[total].sum()),
+                f"{name}: {column} adds up to {int(summary[column].sum())}, but outcomes.parquet's {total} "
+                f"sum to {int(outcomes[total].sum())}",
+            )
+    expected_rate = summary["critic_errors"] / summary["rounds_total"]
+    bad = summary[(summary["critic_error_rate"] - expected_rate).abs() > 1e-9]
+    check.expect(
+        bad.empty,
+        f"{name}: critic_error_rate must be critic_errors / rounds_total; {len(bad)} rows differ, "
+        f"{examples(bad, GROUP_KEY + ['critic_errors', 'rounds_total', 'critic_error_rate'])}",
     )
     exits = summary[["exit_pass", "exit_stall", "exit_plateau", "exit_budget"]].sum(axis=1)
     bad = summary[exits != summary["n"]]

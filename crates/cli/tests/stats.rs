@@ -44,3 +44,32 @@ fn statistics_agree_with_statsmodels_scipy_and_numpy() {
         );
     }
 }
+
+#[test]
+fn summaries_are_the_same_bytes_whatever_the_number_of_threads() {
+    // Outcome rows arrive in thread-finish order; the statistics must not see it.
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, jobs) in [("one", "1"), ("two", "2"), ("two-again", "2")] {
+        let run = dir.path().join(name);
+        ok(critbench(&[
+            "run",
+            "experiments/demo.toml",
+            "--limit",
+            "12",
+            "--jobs",
+            jobs,
+            "--out",
+            run.to_str().unwrap(),
+            "-q",
+        ]));
+        let read = |file: &str| std::fs::read(run.join(file)).unwrap();
+        files.push((name, read("summary.csv"), read("comparisons.csv")));
+    }
+    for (name, summary, comparisons) in &files[1..] {
+        assert!(summary == &files[0].1, "summary.csv of `{name}` differs from `--jobs 1`");
+        assert!(comparisons == &files[0].2, "comparisons.csv of `{name}` differs from `--jobs 1`");
+    }
+    let text = String::from_utf8(files[0].2.clone()).unwrap();
+    assert!(text.contains("task sign test"), "demo.toml has several epochs:\n{text}");
+}

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::Path;
 
-use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats, outcome_critics};
+use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats, outcome_critics, parquet_rows};
 
 use crate::ReportError;
 use crate::summary::{ComparisonRow, KeyMap, Loop, PairTotals, TaskPairs, task_hash, write_csv};
@@ -74,25 +74,51 @@ impl Names {
     }
 }
 
-/// (config, arm, critic or "" when not pairing by critic, task hash, epoch): what pairs two loops.
-type PairKey = (u32, u32, u32, u128, u32);
+/// (config, arm, critic or "" when not pairing by critic, epoch, task hash): what pairs two loops.
+/// The hash is two words, so the key packs into 32 bytes (a `u128` would align it to 48).
+type PairKey = (u32, u32, u32, u32, [u64; 2]);
+
+fn words(hash: u128) -> [u64; 2] {
+    [hash as u64, (hash >> 64) as u64]
+}
 
 /// (config, arm, critic of A, critic of B): one row of the comparison.
 type GroupKey = (u32, u32, u32, u32);
 
-/// A loop of run B waiting for its partner: the loop, its critic, and whether A's arrived.
+/// A loop of run B waiting for its partner: what the pair statistics need of it, its critic, and
+/// once A's partner has arrived, that partner's critic and pass bits. 32 bytes.
 struct Waiting {
-    partner: Loop,
+    best_score: f64,
+    rounds: u32,
     critic: u32,
+    partner_critic: u32,
+    passed: bool,
+    first: bool,
     matched: bool,
+    partner_passed: bool,
+    partner_first: bool,
+}
+
+impl Waiting {
+    fn partner(&self) -> Loop {
+        Loop {
+            arm: 0,
+            epoch: 0,
+            passed: self.passed,
+            first: self.first,
+            rounds: self.rounds,
+            best_score: self.best_score,
+        }
+    }
 }
 
 /// Pairs the loops of two runs on config × arm × task × epoch (and critic, when the runs share
 /// critic names) and compares each group.
 ///
-/// Both files are streamed with a column projection. Run B's loops wait in a compact index (a
-/// few integers per loop) for run A's partners; each pair is folded into its task's counts as
-/// it is found, so no outcome row is held whole. Memory is O(loops of B + tasks).
+/// Both files are streamed with a column projection. Run B's loops wait in a compact index (64
+/// bytes a loop) for run A's partners; each pair's sums are added as it is found and its pass
+/// bits kept in the index, and the per-task counts are folded at the end by sorting the matched
+/// loops, so no outcome row is held whole. Memory is O(loops of B): about 180 bytes a loop.
 pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportError> {
     let (a_path, b_path) = (outcomes_of(a_dir)?, outcomes_of(b_dir)?);
     let (a_name, b_name) = (name_of(a_dir), name_of(b_dir));
@@ -107,13 +133,26 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     let empty = names.id("");
     let key = |row: &OutcomeStats<'_>, names: &mut Names| -> (PairKey, u32) {
         let [config, arm, critic] = names.ids(row);
-        ((config, arm, if by_critic { critic } else { empty }, task_hash(row.task_id), row.epoch), critic)
+        ((config, arm, if by_critic { critic } else { empty }, row.epoch, words(task_hash(row.task_id))), critic)
     };
-    let mut index_b: KeyMap<PairKey, Waiting> = KeyMap::default();
+    // Sized from the footer up front, so the index is never rehashed into a second copy.
+    let mut index_b: KeyMap<PairKey, Waiting> =
+        KeyMap::with_capacity_and_hasher(parquet_rows(&b_path).map_err(corrupt)?, Default::default());
     let mut ambiguous_b = None;
     for_each_outcome_stats(&b_path, |row| {
         let (pair_key, critic) = key(row, &mut names);
-        let waiting = Waiting { partner: Loop::of(row, 0), critic, matched: false };
+        let own = Loop::of(row, 0);
+        let waiting = Waiting {
+            best_score: own.best_score,
+            rounds: own.rounds,
+            critic,
+            passed: own.passed,
+            first: own.first,
+            partner_critic: 0,
+            matched: false,
+            partner_passed: false,
+            partner_first: false,
+        };
         if index_b.insert(pair_key, waiting).is_some() && ambiguous_b.is_none() {
             ambiguous_b = Some(ambiguous(b_dir, row));
         }
@@ -127,7 +166,6 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     // or, without a partner, by the (usually small) set of A's unmatched keys.
     let mut unmatched_keys: KeyMap<PairKey, ()> = KeyMap::default();
     let mut totals: HashMap<GroupKey, PairTotals> = HashMap::new();
-    let mut tasks: KeyMap<(GroupKey, u128), TaskPairs> = KeyMap::default();
     let mut matched_b = 0usize;
     let mut ambiguous_a = None;
     for_each_outcome_stats(&a_path, |row| {
@@ -137,11 +175,14 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
                 ambiguous_a.get_or_insert_with(|| ambiguous(a_dir, row));
             }
             Some(waiting) => {
+                let own = Loop::of(row, 0);
                 waiting.matched = true;
+                (waiting.partner_critic, waiting.partner_passed, waiting.partner_first) =
+                    (critic_a, own.passed, own.first);
                 matched_b += 1;
                 let group = (pair_key.0, pair_key.1, critic_a, waiting.critic);
-                let task = tasks.entry((group, pair_key.3)).or_default();
-                totals.entry(group).or_default().add_pair(&Loop::of(row, 0), &waiting.partner, task);
+                // The task's counts are folded below, from the index.
+                totals.entry(group).or_default().add_pair(&own, &waiting.partner(), &mut TaskPairs::default());
             }
             None => {
                 if unmatched_keys.insert(pair_key, ()).is_some() {
@@ -156,9 +197,24 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
         return Err(error);
     }
     let (unmatched_a, unmatched_b) = (unmatched_keys.len(), index_b.len() - matched_b);
+    // Each matched pair as (group, task, A − B passes, A − B first drafts), sorted so a task's
+    // pairs are adjacent.
+    let mut pairs: Vec<(GroupKey, [u64; 2], i8, i8)> = Vec::with_capacity(matched_b);
+    for (key, waiting) in index_b.drain().filter(|(_, waiting)| waiting.matched) {
+        let group = (key.0, key.1, waiting.partner_critic, waiting.critic);
+        let difference = i8::from(waiting.partner_passed) - i8::from(waiting.passed);
+        let first_difference = i8::from(waiting.partner_first) - i8::from(waiting.first);
+        pairs.push((group, key.4, difference, first_difference));
+    }
     drop(index_b);
-    for ((group, _), task) in tasks {
-        totals.get_mut(&group).expect("a task's group has totals").add_cluster(task);
+    pairs.sort_unstable_by_key(|&(group, task, _, _)| (group, task));
+    for task_pairs in pairs.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let task = task_pairs.iter().fold(TaskPairs::default(), |task, &(_, _, difference, first)| TaskPairs {
+            pairs: task.pairs + 1,
+            difference: task.difference + i64::from(difference),
+            first_difference: task.first_difference + i64::from(first),
+        });
+        totals.get_mut(&task_pairs[0].0).expect("a task's group has totals").add_cluster(task);
     }
     if totals.is_empty() {
         return Err(ReportError::NotARun {

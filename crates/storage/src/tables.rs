@@ -555,6 +555,15 @@ pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(Stri
     Ok(metas)
 }
 
+/// How many rows a Parquet file holds, from its footer (nothing else is read).
+pub fn parquet_rows(path: &Path) -> Result<usize, StorageError> {
+    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
+        StorageError::Parquet { path: path.into(), message: format!("not a readable Parquet file: {e}") }
+    })?;
+    Ok(usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0))
+}
+
 /// The distinct critic names of `outcomes.parquet`, reading only its `critic` column.
 pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>, StorageError> {
     let mut critics = std::collections::BTreeSet::new();
