@@ -57,6 +57,13 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if summary.rows_skipped > 0 {
         println!("skipped {} bad dataset row(s); see manifest.json", summary.rows_skipped);
     }
+    if let Some((critic, critiques)) = summary.critics_that_never_answered.first() {
+        return Err(Failure::failed(format!(
+            "critic `{critic}` failed on every one of its {critiques} critique(s) (see critic_error in {}): its pass \
+             rates measure nothing",
+            summary.out_dir.join("trajectories.parquet").display()
+        )));
+    }
     if !summary.failed_loops.is_empty() {
         if summary.openai.as_ref().is_some_and(|o| o["tokens"]["cap_reached"] == true) {
             eprintln!(
@@ -65,7 +72,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         }
         return Err(Failure::failed(format!(
             "{} loop(s) failed and have no rows (every other loop was written); see failed_loops in {}",
-            summary.failed_loops.len(),
+            summary.failed_count,
             summary.out_dir.join("manifest.json").display()
         )));
     }

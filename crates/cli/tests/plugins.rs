@@ -207,3 +207,28 @@ const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &DESCRI
     assert_eq!(rows.len(), 36 * 3 * 3);
     assert_eq!(rows.iter().map(|r| r.critic_errors).sum::<u32>(), 0);
 }
+
+/// A critic that never answers makes a run whose numbers measure nothing: exit 1, saying so,
+/// with every row still written.
+#[test]
+fn a_critic_that_fails_every_critique_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids: Vec<String> = (1..=36).map(|i| format!("\"essay-{i:03}\"")).collect();
+    let file = experiment(
+        dir.path(),
+        "dead.toml",
+        &format!(
+            "name = \"dead\"\ndataset = \"{}\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+             [[critics]]\nname = \"dead\"\nplugin = \"faulty\"\nconfig = {{ error_on = [{}] }}\n",
+            repo().join("datasets/essays.jsonl").display(),
+            ids.join(", ")
+        ),
+    );
+    let run = dir.path().join("run");
+    let output = critbench(&["run", file.to_str().unwrap(), "--out", run.to_str().unwrap(), "-q"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("critic `dead` failed on every one of its 144 critique(s)"), "{message}");
+    assert!(message.contains("measure nothing"), "{message}");
+    assert_eq!(outcomes(&run).len(), 36, "the rows are written all the same");
+}

@@ -152,6 +152,8 @@ pub struct Commit {
     pub recorded_rounds: u64,
     pub failed_count: u64,
     pub loops_with_critic_errors: u64,
+    #[serde(default)]
+    pub critiques_by_critic: std::collections::BTreeMap<String, crate::sink::CritiqueCounts>,
     /// Failed loops described, those of this part only.
     pub failed: Vec<String>,
 }

@@ -70,6 +70,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
             "ratio": input.written.critiques as f64 / input.written.recorded_rounds.max(1) as f64,
         },
         "loops_with_critic_errors": input.written.loops_with_critic_errors,
+        "critiques_by_critic": input.written.critiques_by_critic,
         "failed_loop_count": input.written.failed_count,
         "failed_loops": input.written.failed,
     });

@@ -5,6 +5,7 @@
 //! whatever `--jobs` is. The row consumer turns each recorded loop into the rows of every config
 //! it serves (through [`crate::emit`]); a failed write stops the run.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -45,6 +46,15 @@ pub struct Written {
     pub failed: Vec<String>,
     /// Loops with at least one critique that failed every attempt.
     pub loops_with_critic_errors: u64,
+    /// Per critic: critiques recorded, and those that failed every attempt.
+    pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
+}
+
+/// Critiques of one critic: how many were asked, how many failed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CritiqueCounts {
+    pub recorded: u64,
+    pub failed: u64,
 }
 
 /// Writes every finished loop's rows to `trajectories.parquet` and `outcomes.parquet`.
@@ -125,6 +135,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
             failed_count: last.failed_count,
             failed: progress.commits.iter().flat_map(|c| c.failed.iter().cloned()).take(MAX_LISTED_FAILURES).collect(),
             loops_with_critic_errors: last.loops_with_critic_errors,
+            critiques_by_critic: last.critiques_by_critic.clone(),
         };
         let point = ResumePoint { run_id: now.run_id.clone(), next_chunk: last.next_chunk, loops: last.loops };
         let parts = progress.commits.len() as u32;
@@ -187,6 +198,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
             recorded_rounds: written.recorded_rounds,
             failed_count: written.failed_count,
             loops_with_critic_errors: written.loops_with_critic_errors,
+            critiques_by_critic: written.critiques_by_critic.clone(),
             failed: std::mem::take(&mut self.new_failures),
         })?;
         self.parts += 1;
@@ -277,6 +289,9 @@ impl Consumer for RowSink<'_, '_> {
                     meta: task.meta.clone(),
                 };
                 written.recorded_rounds += result.rounds.len() as u64;
+                let counts = written.critiques_by_critic.entry(critic.clone()).or_default();
+                counts.recorded += result.rounds.len() as u64;
+                counts.failed += result.rounds.iter().filter(|r| r.critic_error.is_some()).count() as u64;
                 for index in unit.policies(plan.config_ids.len()) {
                     let emitted = emit_loop(
                         &labels,

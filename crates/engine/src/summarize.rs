@@ -30,6 +30,8 @@ pub struct RunSummary {
     /// which a replayed sweep serves from fewer recorded rounds.
     pub recorded_rounds: u64,
     pub elapsed: Duration,
+    /// Critics whose every critique failed (after retries): their numbers measure nothing.
+    pub critics_that_never_answered: Vec<(String, u64)>,
     /// The summaries written into the run directory.
     pub report: Option<critbench_report::Report>,
     /// What the model client did (calls, cache hits, tokens, the concurrency limit), when the
@@ -88,6 +90,12 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         rows_skipped,
         sweep: plan.sweep(),
         recorded_rounds: written.recorded_rounds,
+        critics_that_never_answered: written
+            .critiques_by_critic
+            .iter()
+            .filter(|(_, counts)| counts.recorded > 0 && counts.failed == counts.recorded)
+            .map(|(critic, counts)| (critic.clone(), counts.recorded))
+            .collect(),
         elapsed: finished.elapsed,
         report: Some(report),
         openai: finished.openai,
