@@ -38,6 +38,16 @@ pub enum Sweep {
     Direct,
 }
 
+impl Sweep {
+    /// The name in experiment files and the manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sweep::Replay => "replay",
+            Sweep::Direct => "direct",
+        }
+    }
+}
+
 /// One critic of the experiment: a label, a plugin and its config.
 #[derive(Clone, Debug, Serialize)]
 pub struct CriticSpec {

@@ -1,23 +1,24 @@
-//! `manifest.json`: what was run, on what, with which plugins, and when. Never any secret.
+//! `manifest.json` of a run, built from what the stages learned (the typed
+//! [`critbench_storage::manifest::Manifest`]). Never any secret.
 
-use serde_json::json;
+use critbench_storage::manifest::{
+    Calls, DatasetRecord, ExperimentRecord, MANIFEST_VERSION, Manifest, PluginRecord, RunStatus,
+};
 
 use crate::EngineError;
 use crate::experiment::{Experiment, Sweep};
 use crate::plan::LoadedPlugin;
 use crate::sink::Written;
-use crate::source::DatasetReport;
 
 pub struct ManifestInput<'a> {
     pub experiment: &'a Experiment,
     pub run_id: &'a str,
-    pub datasets: &'a [DatasetReport],
+    pub datasets: &'a [DatasetRecord],
     pub plugins: &'a [LoadedPlugin],
     pub started_at: &'a str,
     pub finished_at: &'a str,
     pub wall_seconds: f64,
-    /// `finished`, or `interrupted` when a signal stopped the run.
-    pub status: &'a str,
+    pub status: RunStatus,
     pub written: &'a Written,
     pub sweep: Sweep,
     pub rows_skipped: usize,
@@ -31,55 +32,68 @@ pub struct ManifestInput<'a> {
     pub openai: Option<&'a serde_json::Value>,
 }
 
+/// The resolved experiment as the manifest records it.
+pub fn experiment_record(experiment: &Experiment) -> ExperimentRecord {
+    serde_json::from_value(serde_json::to_value(experiment).expect("the experiment serializes"))
+        .expect("a resolved experiment has the fields of a manifest's")
+}
+
+pub fn plugin_record(plugin: &LoadedPlugin) -> PluginRecord {
+    let library = &plugin.library;
+    PluginRecord {
+        critic: plugin.critic.clone(),
+        path: library.path.clone(),
+        name: library.name.clone(),
+        version: library.version.clone(),
+        sha256: library.sha256.clone(),
+        score_range: [library.range.min, library.range.max],
+        thread_safe: library.thread_safe,
+        policy_dependent: library.policy_dependent,
+        rest: Default::default(),
+    }
+}
+
 pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
-    let manifest = json!({
-        "schema_version": critbench_storage::SCHEMA_VERSION,
-        "critbench_version": env!("CARGO_PKG_VERSION"),
-        "run_id": input.run_id,
-        "status": input.status,
-        "experiment": input.experiment,
-        "datasets": input.datasets,
-        "plugins": input.plugins.iter().map(|p| json!({
-            "critic": p.critic,
-            "path": p.library.path,
-            "name": p.library.name,
-            "version": p.library.version,
-            "sha256": p.library.sha256,
-            "score_range": [p.library.range.min, p.library.range.max],
-            "thread_safe": p.library.thread_safe,
-            "policy_dependent": p.library.policy_dependent,
-        })).collect::<Vec<_>>(),
-        "started_at": input.started_at,
-        "finished_at": input.finished_at,
-        "wall_seconds": input.wall_seconds,
-        "jobs": input.jobs,
-        "tasks_run": input.tasks_run,
-        "tasks_unrouted": input.tasks_unrouted,
-        "memory": input.memory,
-        "rows_skipped": input.rows_skipped,
-        "loops": input.written.loops,
-        "critiques": input.written.critiques,
-        "sweep": input.sweep,
+    let written = input.written;
+    let manifest = Manifest {
+        manifest_version: MANIFEST_VERSION,
+        schema_version: critbench_storage::SCHEMA_VERSION,
+        critbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: input.run_id.to_string(),
+        status: input.status,
+        experiment: experiment_record(input.experiment),
+        replayed_from: None,
+        source_run_id: None,
+        datasets: input.datasets.to_vec(),
+        plugins: input.plugins.iter().map(plugin_record).collect(),
+        started_at: input.started_at.to_string(),
+        finished_at: input.finished_at.to_string(),
+        wall_seconds: input.wall_seconds,
+        jobs: input.jobs,
+        tasks_run: input.tasks_run,
+        tasks_unrouted: input.tasks_unrouted,
+        memory: input.memory.cloned(),
+        rows_skipped: input.rows_skipped,
+        loops: written.loops,
+        critiques: written.critiques,
+        sweep: input.sweep.as_str().to_string(),
         // Every output round is one generator call (write or revise) and one critique. A replayed
         // sweep derives all configs from one recording per loop, so it makes fewer of each.
-        "calls": {
-            "generator": input.written.recorded_rounds,
-            "critic": input.written.recorded_rounds,
-            "direct_equivalent": input.written.critiques,
-            "saved": input.written.critiques.saturating_sub(input.written.recorded_rounds),
-            "ratio": input.written.critiques as f64 / input.written.recorded_rounds.max(1) as f64,
+        calls: Calls {
+            generator: written.recorded_rounds,
+            critic: written.recorded_rounds,
+            direct_equivalent: written.critiques,
+            saved: written.critiques.saturating_sub(written.recorded_rounds),
+            ratio: written.critiques as f64 / written.recorded_rounds.max(1) as f64,
         },
-        "loops_with_critic_errors": input.written.loops_with_critic_errors,
-        "critiques_by_critic": input.written.critiques_by_critic,
-        "failed_loop_count": input.written.failed_count,
-        "failed_loops": input.written.failed,
-    });
-    let mut manifest = manifest;
-    if let Some(openai) = input.openai {
-        manifest["openai"] = openai.clone();
-    }
-    let path = input.experiment.out.join("manifest.json");
-    let text = serde_json::to_string_pretty(&manifest).expect("the manifest serializes");
-    std::fs::write(&path, text + "\n")
-        .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })
+        loops_with_critic_errors: written.loops_with_critic_errors,
+        critiques_by_critic: written.critiques_by_critic.clone(),
+        failed_loop_count: written.failed_count,
+        failed_loops: written.failed.clone(),
+        openai: input.openai.cloned(),
+    };
+    manifest.write(&input.experiment.out).map_err(|source| EngineError::Io {
+        context: format!("cannot write {}", input.experiment.out.join("manifest.json").display()),
+        source,
+    })
 }

@@ -9,11 +9,11 @@ use std::time::{Instant, SystemTime};
 use critbench_core::{Arm, Policy, RoundScore};
 use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
-use serde_json::json;
 
 use crate::EngineError;
 use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
 use critbench_storage::clock;
+use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
 
 /// What a replay wrote.
 #[derive(Debug)]
@@ -43,20 +43,13 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     }
     let metas: HashMap<(String, String), String> =
         read_outcome_metas(&outcomes_path).map_err(|e| not_a_run(e.to_string()))?;
-    let manifest: Option<serde_json::Value> =
-        std::fs::read_to_string(run_dir.join("manifest.json")).ok().and_then(|text| serde_json::from_str(&text).ok());
+    let manifest = Manifest::read(run_dir).map_err(|e| EngineError::Usage(e.to_string()))?;
     let dependent: Vec<&str> = manifest
-        .as_ref()
-        .and_then(|m| m.get("plugins"))
-        .and_then(|p| p.as_array())
-        .map(|plugins| {
-            plugins
-                .iter()
-                .filter(|p| p.get("policy_dependent").and_then(|v| v.as_bool()) == Some(true))
-                .filter_map(|p| p.get("critic").and_then(|v| v.as_str()))
-                .collect()
-        })
-        .unwrap_or_default();
+        .iter()
+        .flat_map(|m| m.plugins.iter())
+        .filter(|p| p.policy_dependent)
+        .map(|p| p.critic.as_str())
+        .collect();
     if !dependent.is_empty() {
         return Err(EngineError::Usage(format!(
             "cannot replay {}: critic(s) {} say their critiques depend on the loop policy, so the recorded \
@@ -65,12 +58,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             dependent.join(", ")
         )));
     }
-    let name = manifest
-        .as_ref()
-        .and_then(|m| m.pointer("/experiment/name"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("run")
-        .to_string();
+    let name = manifest.as_ref().map_or_else(|| "run".to_string(), |m| m.experiment.name.clone());
 
     // Every loop must reach each policy's stop inside what was recorded: a first pass over the
     // recording checks that before anything is written. Both passes stream loop by loop.
@@ -82,9 +70,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             if critbench_core::stop_point(&loop_scores, &effective_policy(policy, arm)).is_none() {
                 let recorded_cap = manifest
                     .as_ref()
-                    .and_then(|m| m.pointer("/experiment/policies"))
-                    .and_then(|p| p.as_array())
-                    .and_then(|p| p.iter().filter_map(|p| p.get("max_revisions")?.as_u64()).max())
+                    .and_then(|m| m.experiment.policies.iter().map(|p| p.max_revisions).max())
                     .map(|cap| format!(" (the run's configs go up to max_revisions = {cap})"))
                     .unwrap_or_default();
                 return Err(EngineError::Usage(format!(
@@ -172,32 +158,40 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     outcomes.close()?;
 
     let (finished_iso, _) = clock::utc_stamps(SystemTime::now());
-    let manifest_out = json!({
-        "schema_version": critbench_storage::SCHEMA_VERSION,
-        "critbench_version": env!("CARGO_PKG_VERSION"),
-        "run_id": run_id,
-        "replayed_from": run_dir,
-        "source_run_id": manifest.as_ref().and_then(|m| m.get("run_id")).cloned(),
-        "experiment": {
-            "name": name,
-            "policies": policies.iter().map(crate::experiment::policy_json).collect::<Vec<_>>(),
-            "critics": manifest.as_ref().and_then(|m| m.pointer("/experiment/critics")).cloned(),
+    let recording = manifest.as_ref().map(|m| &m.experiment);
+    let manifest_out = Manifest {
+        manifest_version: critbench_storage::manifest::MANIFEST_VERSION,
+        schema_version: critbench_storage::SCHEMA_VERSION,
+        critbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: run_id.clone(),
+        replayed_from: Some(run_dir.to_path_buf()),
+        source_run_id: manifest.as_ref().map(|m| m.run_id.clone()),
+        experiment: ExperimentRecord {
+            name,
+            policies: policies
+                .iter()
+                .map(|p| serde_json::from_value(crate::experiment::policy_json(p)).expect("a policy record"))
+                .collect(),
+            critics: recording.map(|e| e.critics.clone()).unwrap_or_default(),
             // Every recorded loop is replayed under every policy, so each task has the recording's
             // epochs × arms loops per config: the summary closes a task once they have arrived.
-            "epochs": manifest.as_ref().and_then(|m| m.pointer("/experiment/epochs")).cloned(),
-            "arms": manifest.as_ref().and_then(|m| m.pointer("/experiment/arms")).cloned(),
+            epochs: recording.and_then(|e| e.epochs),
+            arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
+            rest: Default::default(),
         },
-        "sweep": "replay",
-        "calls": { "generator": 0, "critic": 0, "direct_equivalent": critiques },
-        "started_at": started_iso,
-        "finished_at": finished_iso,
-        "wall_seconds": started.elapsed().as_secs_f64(),
-        "loops": written_loops,
-        "critiques": critiques,
-    });
-    let path = out.join("manifest.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&manifest_out).expect("the manifest serializes") + "\n")
-        .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
+        sweep: "replay".into(),
+        calls: Calls { generator: 0, critic: 0, direct_equivalent: critiques, saved: critiques, ratio: 0.0 },
+        started_at: started_iso,
+        finished_at: finished_iso,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        loops: written_loops,
+        critiques,
+        ..Manifest::default()
+    };
+    manifest_out.write(out).map_err(|source| EngineError::Io {
+        context: format!("cannot write {}", out.join("manifest.json").display()),
+        source,
+    })?;
     let report = critbench_report::write_reports(out)?;
     Ok(ReplaySummary { out_dir: out.to_path_buf(), loops: written_loops, critiques, report })
 }

@@ -62,10 +62,12 @@ pub fn claim(out: &Path, overwrite: bool, resume: bool) -> Result<RunLock, Engin
         return Ok(lock);
     }
     if !overwrite {
-        let state = match std::fs::read_to_string(out.join("manifest.json")) {
-            Err(_) => "an unfinished",
-            Ok(text) if text.contains("\"status\": \"interrupted\"") => "an interrupted",
-            Ok(_) => "a finished",
+        use critbench_storage::manifest::{Manifest, RunStatus};
+        let state = match Manifest::read(out) {
+            Ok(Some(manifest)) if manifest.status == RunStatus::Interrupted => "an interrupted",
+            Ok(Some(_)) => "a finished",
+            // No manifest, or one that does not parse: the run never finished.
+            Ok(None) | Err(_) => "an unfinished",
         };
         let resumable =
             if present.contains(&crate::journal::PROGRESS_DIR) { "pass --resume to finish it, " } else { "" };

@@ -50,12 +50,7 @@ pub struct Written {
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
 }
 
-/// Critiques of one critic: how many were asked, how many failed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CritiqueCounts {
-    pub recorded: u64,
-    pub failed: u64,
-}
+pub use critbench_storage::manifest::CritiqueCounts;
 
 /// Writes every finished loop's rows to `trajectories.parquet` and `outcomes.parquet`.
 pub struct RowSink<'p, 'a> {

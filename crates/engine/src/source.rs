@@ -12,10 +12,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::path::PathBuf;
 
 use critbench_core::Task;
-use critbench_storage::dataset::{DatasetError, DatasetStream, OnBadRow, RowError, SkippedRow};
+use critbench_storage::dataset::{DatasetError, DatasetStream, OnBadRow, RowError};
+use critbench_storage::manifest::DatasetRecord;
 
 use crate::EngineError;
 use crate::memory::{Split, split_of};
@@ -35,25 +35,13 @@ pub struct AdmittedTask {
     pub critics: Vec<usize>,
 }
 
-/// What the source learned about one dataset file.
-#[derive(Debug, serde::Serialize)]
-pub struct DatasetReport {
-    pub path: PathBuf,
-    pub sha256: String,
-    /// Tasks admitted (after `--limit`, bad rows and the memory split's other side).
-    pub tasks: usize,
-    pub rows_skipped: usize,
-    /// The first skipped rows (at most [`MAX_LISTED_SKIPS`] per file); `rows_skipped` counts all.
-    pub skipped: Vec<SkippedRow>,
-}
-
 /// Skipped rows listed by name in the manifest, per file.
 pub const MAX_LISTED_SKIPS: usize = 1000;
 
 /// Totals over all files.
 #[derive(Debug, Default)]
 pub struct SourceReport {
-    pub datasets: Vec<DatasetReport>,
+    pub datasets: Vec<DatasetRecord>,
     /// Admitted tasks no critic takes.
     pub unrouted: usize,
     /// Admitted tasks that were run (in this pass's split).
@@ -259,7 +247,7 @@ impl Source {
             }
             // The hash covers the whole file even when `--limit` or a stop left rows unread.
             let sha256 = stream.finish()?;
-            report.datasets.push(DatasetReport { path, sha256, tasks: admitted_in_file, rows_skipped, skipped });
+            report.datasets.push(DatasetRecord { path, sha256, tasks: admitted_in_file, rows_skipped, skipped });
             bytes_before += size;
             if stopped {
                 break;

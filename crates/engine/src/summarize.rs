@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use critbench_storage::manifest::RunStatus;
+
 use crate::EngineError;
 use crate::experiment::{Experiment, Sweep};
 use crate::manifest::{self, ManifestInput};
@@ -67,7 +69,7 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         started_at: finished.started_at,
         finished_at: &finished_at,
         wall_seconds: finished.elapsed.as_secs_f64(),
-        status: if finished.interrupted.is_some() { "interrupted" } else { "finished" },
+        status: if finished.interrupted.is_some() { RunStatus::Interrupted } else { RunStatus::Finished },
         written: &finished.written,
         sweep: plan.sweep(),
         rows_skipped,

@@ -32,13 +32,12 @@ fn outcomes_of(dir: &Path) -> Result<std::path::PathBuf, ReportError> {
     Ok(path)
 }
 
-fn name_of(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("manifest.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .and_then(|m| m.pointer("/experiment/name").and_then(|v| v.as_str()).map(String::from))
+fn name_of(dir: &Path) -> Result<String, ReportError> {
+    let manifest = critbench_storage::manifest::Manifest::read(dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    Ok(manifest
+        .map(|m| m.experiment.name)
         .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "run".into())
+        .unwrap_or_else(|| "run".into()))
 }
 
 /// Interned strings, so a loop's key is a few integers.
@@ -121,7 +120,7 @@ impl Waiting {
 /// loops, so no outcome row is held whole. Memory is O(loops of B): about 180 bytes a loop.
 pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportError> {
     let (a_path, b_path) = (outcomes_of(a_dir)?, outcomes_of(b_dir)?);
-    let (a_name, b_name) = (name_of(a_dir), name_of(b_dir));
+    let (a_name, b_name) = (name_of(a_dir)?, name_of(b_dir)?);
     let (label_a, label_b) =
         if a_name == b_name { (format!("A({a_name})"), format!("B({b_name})")) } else { (a_name, b_name) };
     let corrupt = |e: critbench_storage::tables::StorageError| ReportError::Corrupt(e.to_string());

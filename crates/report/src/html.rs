@@ -15,6 +15,8 @@
 //! Tables with the same numbers as `report.md` follow the charts.
 
 use std::collections::HashMap;
+
+use critbench_storage::manifest::Manifest;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -43,20 +45,18 @@ pub(crate) fn write_html(run_dir: &Path, report: &Report) -> Result<(), ReportEr
     } else {
         None
     };
-    let manifest: Option<serde_json::Value> =
-        std::fs::read_to_string(run_dir.join("manifest.json")).ok().and_then(|text| serde_json::from_str(&text).ok());
+    let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()));
     let path = run_dir.join("report.html");
     std::fs::write(&path, html).map_err(|source| ReportError::Write { path, source })
 }
 
 /// Each config's pass threshold, from the manifest's resolved policies.
-fn pass_scores(manifest: Option<&serde_json::Value>) -> HashMap<String, f64> {
-    let policies = manifest.and_then(|m| m.pointer("/experiment/policies")).and_then(|p| p.as_array());
-    policies
+fn pass_scores(manifest: Option<&Manifest>) -> HashMap<String, f64> {
+    manifest
         .into_iter()
-        .flatten()
-        .filter_map(|p| Some((p.get("config_id")?.as_str()?.to_string(), p.get("pass_score")?.as_f64()?)))
+        .flat_map(|m| m.experiment.policies.iter())
+        .map(|p| (p.config_id.clone(), p.pass_score))
         .collect()
 }
 

@@ -61,12 +61,8 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     if !outcomes_path.is_file() {
         return Err(ReportError::NotARun { path: run_dir.into(), reason: "outcomes.parquet is missing".into() });
     }
-    let manifest: Option<serde_json::Value> = match std::fs::read_to_string(run_dir.join("manifest.json")) {
-        Ok(text) => Some(serde_json::from_str(&text).map_err(|e| {
-            ReportError::Corrupt(format!("{}: invalid JSON: {e}", run_dir.join("manifest.json").display()))
-        })?),
-        Err(_) => None,
-    };
+    let manifest =
+        critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let report = summarize_file(&outcomes_path, manifest.as_ref())?;
     summary::write_files(run_dir, &report)?;
     let markdown = render_markdown(&report);

@@ -13,6 +13,7 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 use critbench_core::{Arm, SeedKey, derive_seed};
+use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::{OutcomeRow, OutcomeStats};
 use serde::Serialize;
 
@@ -168,18 +169,14 @@ pub(crate) fn calls_note(openai: &serde_json::Value) -> String {
 }
 
 /// `incomplete`: the loops the manifest expects per task, and how many tasks had fewer.
-fn notes(
-    summary: &[SummaryRow],
-    manifest: Option<&serde_json::Value>,
-    incomplete: Option<(usize, usize)>,
-) -> Vec<String> {
+fn notes(summary: &[SummaryRow], manifest: Option<&Manifest>, incomplete: Option<(usize, usize)>) -> Vec<String> {
     let mut notes = Vec::new();
-    let count = |pointer: &str| manifest.and_then(|m| m.pointer(pointer)).and_then(|v| v.as_u64()).unwrap_or(0);
-    let failed = manifest.and_then(|m| m.get("failed_loops")).and_then(|v| v.as_array()).map_or(0, Vec::len);
-    if let Some(openai) = manifest.and_then(|m| m.get("openai")).filter(|o| o.is_object()) {
+    let failed = manifest.map_or(0, |m| (m.failed_loop_count as usize).max(m.failed_loops.len()));
+    if let Some(openai) = manifest.and_then(|m| m.openai.as_ref()).filter(|o| o.is_object()) {
+        let count = |pointer: &str| openai.pointer(pointer).and_then(|v| v.as_u64()).unwrap_or(0);
         notes.push(calls_note(openai));
-        let failures = count("/openai/calls/failures");
-        if failures > 0 && failures == count("/openai/calls/total") {
+        let failures = count("/calls/failures");
+        if failures > 0 && failures == count("/calls/total") {
             notes.push(format!(
                 "**Every model call failed** ({failures} of {failures}): the numbers above measure no model output."
             ));
@@ -188,8 +185,8 @@ fn notes(
             notes.push(format!(
                 "**The token cap was reached** (max_tokens_total = {}): {} model calls were refused, so loops that \
                  still needed the model failed and the rates above cover only the loops that finished.",
-                count("/openai/tokens/max_tokens_total"),
-                count("/openai/tokens/refused_calls"),
+                count("/tokens/max_tokens_total"),
+                count("/tokens/refused_calls"),
             ));
         }
     }
@@ -238,19 +235,11 @@ fn notes(
     notes
 }
 
-/// Sort position of a name in the manifest's list, unknown names last (then by name).
-fn order_of(manifest: Option<&serde_json::Value>, pointer: &str, field: Option<&str>) -> HashMap<String, usize> {
+/// Sort position of each name in the manifest's list (unknown names sort last, then by name).
+fn order_of<'m>(names: impl Iterator<Item = &'m str>) -> HashMap<String, usize> {
     let mut order = HashMap::new();
-    if let Some(items) = manifest.and_then(|m| m.pointer(pointer)).and_then(|v| v.as_array()) {
-        for (index, item) in items.iter().enumerate() {
-            let name = match field {
-                Some(field) => item.get(field).and_then(|v| v.as_str()),
-                None => item.as_str(),
-            };
-            if let Some(name) = name {
-                order.entry(name.to_string()).or_insert(index);
-            }
-        }
+    for (index, name) in names.enumerate() {
+        order.entry(name.to_string()).or_insert(index);
     }
     order
 }
@@ -604,9 +593,9 @@ pub(crate) struct Summarizer {
 }
 
 impl Summarizer {
-    pub(crate) fn new(manifest: Option<&serde_json::Value>) -> Summarizer {
-        let epochs = manifest.and_then(|m| m.pointer("/experiment/epochs")).and_then(|v| v.as_u64());
-        let arms = manifest.and_then(|m| m.pointer("/experiment/arms")).and_then(|v| v.as_array()).map(Vec::len);
+    pub(crate) fn new(manifest: Option<&Manifest>) -> Summarizer {
+        let epochs = manifest.and_then(|m| m.experiment.epochs).map(u64::from);
+        let arms = manifest.map(|m| m.experiment.arms.len()).filter(|&arms| arms > 0);
         let expected = match (epochs, arms) {
             (Some(epochs), Some(arms)) if epochs > 0 && arms > 0 => Some(epochs as usize * arms),
             _ => None,
@@ -718,14 +707,16 @@ impl Summarizer {
     }
 
     /// Folds the tasks still open and orders everything for reading.
-    pub(crate) fn finish(mut self, manifest: Option<&serde_json::Value>) -> Result<Report, String> {
+    pub(crate) fn finish(mut self, manifest: Option<&Manifest>) -> Result<Report, String> {
         let open: Vec<((usize, u128), OpenTask)> = self.open.drain().collect();
         let incomplete = if self.expected.is_some() { open.len() } else { 0 };
         for ((slot, _), mut task) in open {
             self.close(slot, &mut task)?;
         }
-        let config_order = order_of(manifest, "/experiment/policies", Some("config_id"));
-        let critic_order = order_of(manifest, "/experiment/critics", Some("name"));
+        let experiment = manifest.map(|m| &m.experiment);
+        let config_order =
+            order_of(experiment.into_iter().flat_map(|e| e.policies.iter().map(|p| p.config_id.as_str())));
+        let critic_order = order_of(experiment.into_iter().flat_map(|e| e.critics.iter().map(|c| c.name.as_str())));
         let rank =
             |map: &HashMap<String, usize>, name: &str| (map.get(name).copied().unwrap_or(usize::MAX), name.to_string());
         let mut groups = self.groups;
@@ -750,8 +741,8 @@ impl Summarizer {
             }
         }
         Ok(Report {
-            run_id: manifest.and_then(|m| m.get("run_id")).and_then(|v| v.as_str()).map(String::from).or(self.run_id),
-            name: manifest.and_then(|m| m.pointer("/experiment/name")).and_then(|v| v.as_str()).map(String::from),
+            run_id: manifest.map(|m| m.run_id.clone()).filter(|id| !id.is_empty()).or(self.run_id),
+            name: manifest.map(|m| m.experiment.name.clone()),
             notes: notes(&summary, manifest, self.expected.map(|e| (e, incomplete))),
             summary,
             comparisons,
@@ -780,7 +771,7 @@ pub(crate) fn matched_epochs<'a>(a: &'a [Loop], b: &'a [Loop]) -> impl Iterator<
 
 /// Groups outcomes into the summary and the pairwise comparisons (the rows in memory; the
 /// streaming path is [`summarize_file`]).
-pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value>) -> Result<Report, String> {
+pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Result<Report, String> {
     let mut summarizer = Summarizer::new(manifest);
     for row in outcomes {
         summarizer.add(&OutcomeStats {
@@ -806,7 +797,7 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&serde_json::Value
 
 /// Streams `outcomes.parquet` (a projection of the columns summaries need, a batch at a time)
 /// into a [`Report`].
-pub fn summarize_file(path: &Path, manifest: Option<&serde_json::Value>) -> Result<Report, ReportError> {
+pub fn summarize_file(path: &Path, manifest: Option<&Manifest>) -> Result<Report, ReportError> {
     let mut summarizer = Summarizer::new(manifest);
     critbench_storage::tables::for_each_outcome_stats(path, |row| summarizer.add(row))
         .map_err(|e| ReportError::Corrupt(e.to_string()))?;
@@ -958,13 +949,19 @@ mod tests {
         assert!(note.contains("120 calls: 0 answered, 120 failed; 114 sent to the model"), "{note}");
         assert!(note.contains("(228 HTTP requests: 0 ok, 228 connection errors; 114 retries)"), "{note}");
         assert!(!note.contains("timeouts"), "zero counts are left out: {note}");
-        let notes = notes(&[], Some(&serde_json::json!({ "openai": openai })), None);
+        let manifest = Manifest { openai: Some(openai.clone()), ..Manifest::default() };
+        let notes = notes(&[], Some(&manifest), None);
         assert!(notes.iter().any(|n| n.starts_with("**Every model call failed** (120 of 120)")), "{notes:?}");
     }
 
     #[test]
     fn a_task_is_dropped_as_soon_as_its_loops_have_arrived() {
-        let manifest = serde_json::json!({"experiment": {"epochs": 2, "arms": ["feedback", "no-feedback"]}});
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "schema_version": 3, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+            "wall_seconds": 0.0, "loops": 0, "critiques": 0, "sweep": "direct",
+            "experiment": {"name": "t", "epochs": 2, "arms": ["feedback", "no-feedback"]}
+        }))
+        .unwrap();
         let mut summarizer = Summarizer::new(Some(&manifest));
         let mut outcomes = Vec::new();
         for task in 0..5000 {

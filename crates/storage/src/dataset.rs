@@ -18,7 +18,7 @@ pub enum OnBadRow {
 }
 
 /// A row that was skipped under [`OnBadRow::Skip`].
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SkippedRow {
     pub path: PathBuf,
     /// Line (JSONL, CSV) or 1-based row (Parquet).

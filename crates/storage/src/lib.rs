@@ -18,6 +18,7 @@ mod columns;
 pub mod concat;
 pub mod dataset;
 pub mod judgments;
+pub mod manifest;
 mod parquet_sink;
 pub mod recorded;
 pub mod round_scores;

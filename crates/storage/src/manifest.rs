@@ -1,0 +1,257 @@
+//! `manifest.json`, typed: what was run, on what, with which plugins, when, and what it did.
+//! Written by `run` and `replay`, read by `report`, `replay`, `compare` and `run --resume`; a
+//! manifest that does not parse is the same error everywhere. Never any secret.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::dataset::SkippedRow;
+
+/// The manifest's own format version; bump it when a field changes meaning.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// The file's name in a run directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    #[default]
+    Finished,
+    /// A signal stopped it; the tables hold the loops finished before.
+    Interrupted,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Manifest {
+    /// Absent in manifests written before it existed: read as version 1.
+    #[serde(default = "first_version")]
+    pub manifest_version: u32,
+    pub schema_version: u32,
+    pub critbench_version: String,
+    pub run_id: String,
+    #[serde(default)]
+    pub status: RunStatus,
+    pub experiment: ExperimentRecord,
+    /// A replayed run: the run it was replayed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_from: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_run_id: Option<String>,
+    #[serde(default)]
+    pub datasets: Vec<DatasetRecord>,
+    #[serde(default)]
+    pub plugins: Vec<PluginRecord>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_seconds: f64,
+    #[serde(default)]
+    pub jobs: usize,
+    #[serde(default)]
+    pub tasks_run: usize,
+    #[serde(default)]
+    pub tasks_unrouted: usize,
+    /// The learning phase of strategy memory, when the experiment has the memory arm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Value>,
+    #[serde(default)]
+    pub rows_skipped: usize,
+    pub loops: u64,
+    pub critiques: u64,
+    pub sweep: String,
+    #[serde(default)]
+    pub calls: Calls,
+    #[serde(default)]
+    pub loops_with_critic_errors: u64,
+    /// Per critic: critiques asked and critiques that failed every attempt.
+    #[serde(default)]
+    pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
+    #[serde(default)]
+    pub failed_loop_count: u64,
+    /// The first failed loops, described.
+    #[serde(default)]
+    pub failed_loops: Vec<String>,
+    /// What the model client did (`[openai]` experiments only). Never the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openai: Option<Value>,
+}
+
+fn first_version() -> u32 {
+    1
+}
+
+/// The resolved experiment: the fields readers use, typed; the rest as written.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExperimentRecord {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<u32>,
+    #[serde(default)]
+    pub arms: Vec<String>,
+    #[serde(default)]
+    pub policies: Vec<PolicyRecord>,
+    #[serde(default)]
+    pub critics: Vec<CriticRecord>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PolicyRecord {
+    pub config_id: String,
+    pub pass_score: f64,
+    pub max_revisions: u32,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CriticRecord {
+    pub name: String,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// One dataset file as the run read it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DatasetRecord {
+    pub path: PathBuf,
+    pub sha256: String,
+    /// Tasks admitted (after `--limit`, bad rows and the memory split's other side).
+    pub tasks: usize,
+    pub rows_skipped: usize,
+    /// The first skipped rows; `rows_skipped` counts them all.
+    pub skipped: Vec<SkippedRow>,
+}
+
+/// A critic's plugin as loaded.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PluginRecord {
+    pub critic: String,
+    pub path: PathBuf,
+    pub name: String,
+    pub version: String,
+    pub sha256: String,
+    pub score_range: [f64; 2],
+    pub thread_safe: bool,
+    pub policy_dependent: bool,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// Generator and critic calls: every output round is one of each, and a replayed sweep serves
+/// every config from one recording.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Calls {
+    pub generator: u64,
+    pub critic: u64,
+    pub direct_equivalent: u64,
+    #[serde(default)]
+    pub saved: u64,
+    #[serde(default)]
+    pub ratio: f64,
+}
+
+/// Critiques of one critic: how many were asked, how many failed every attempt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CritiqueCounts {
+    pub recorded: u64,
+    pub failed: u64,
+}
+
+/// A manifest that cannot be read. Fields a manifest lacks (an older critbench's, or one
+/// written by hand) read as empty: only a file that is not JSON of this shape is corrupt.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{} is not a critbench manifest: {message}\n  hint: it is written by `critbench run`; run the experiment again (with --overwrite) to rebuild it", path.display())]
+    Corrupt { path: PathBuf, message: String },
+}
+
+impl Manifest {
+    /// Reads `dir/manifest.json`; `None` when the directory has none.
+    pub fn read(dir: &Path) -> Result<Option<Manifest>, ManifestError> {
+        let path = dir.join(MANIFEST_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(ManifestError::Io { path, source }),
+        };
+        let corrupt = |message: String| ManifestError::Corrupt { path: path.clone(), message };
+        let value: Value = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+        let version = value.get("manifest_version").and_then(Value::as_u64).unwrap_or(1);
+        if version > u64::from(MANIFEST_VERSION) {
+            return Err(corrupt(format!(
+                "manifest version {version} is newer than this critbench reads ({MANIFEST_VERSION}); upgrade critbench"
+            )));
+        }
+        serde_json::from_value(value).map(Some).map_err(|e| corrupt(e.to_string()))
+    }
+
+    /// Writes `dir/manifest.json` aside and renames it into place.
+    pub fn write(&self, dir: &Path) -> Result<(), std::io::Error> {
+        use std::io::Write;
+        let path = dir.join(MANIFEST_FILE);
+        let aside = dir.join(format!("{MANIFEST_FILE}.tmp"));
+        let mut file = std::fs::File::create(&aside)?;
+        file.write_all((serde_json::to_string_pretty(self).expect("a manifest serializes") + "\n").as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&aside, &path)
+    }
+
+    /// The position of each config, critic or arm in the experiment, for ordering tables.
+    pub fn config_ids(&self) -> Vec<&str> {
+        self.experiment.policies.iter().map(|p| p.config_id.as_str()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_round_trips_and_keeps_unknown_experiment_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = Manifest {
+            run_id: "r".into(),
+            status: RunStatus::Interrupted,
+            experiment: ExperimentRecord {
+                name: "demo".into(),
+                epochs: Some(3),
+                rest: [("seed".to_string(), Value::from(7))].into_iter().collect(),
+                ..ExperimentRecord::default()
+            },
+            ..Manifest::default()
+        };
+        manifest.write(dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(MANIFEST_FILE)).unwrap();
+        assert!(text.contains("\"status\": \"interrupted\"") && text.contains("\"seed\": 7"), "{text}");
+        let back = Manifest::read(dir.path()).unwrap().unwrap();
+        assert_eq!(back.status, RunStatus::Interrupted);
+        assert_eq!(back.experiment.epochs, Some(3));
+        assert_eq!(back.experiment.rest["seed"], 7);
+    }
+
+    #[test]
+    fn a_corrupt_or_future_manifest_is_one_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Manifest::read(dir.path()).unwrap().is_none());
+        std::fs::write(dir.path().join(MANIFEST_FILE), "{\"run_id\": 3").unwrap();
+        let error = Manifest::read(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("is not a critbench manifest") && error.contains("hint:"), "{error}");
+        let future = serde_json::json!({"manifest_version": 99});
+        std::fs::write(dir.path().join(MANIFEST_FILE), future.to_string()).unwrap();
+        assert!(Manifest::read(dir.path()).unwrap_err().to_string().contains("upgrade critbench"));
+    }
+}
