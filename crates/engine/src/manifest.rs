@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use critbench_plugin_host::PluginLibrary;
+use critbench_plugin_host::CriticInfo;
 use critbench_storage::dataset::Dataset;
 use serde_json::json;
 
@@ -12,7 +12,8 @@ use crate::run::RunSummary;
 
 pub struct LoadedPlugin {
     pub critic: String,
-    pub library: Arc<PluginLibrary>,
+    /// What the critic said it is when opened (library or command).
+    pub library: Arc<CriticInfo>,
 }
 
 pub struct ManifestInput<'a> {
@@ -55,6 +56,8 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
             "score_range": [p.library.range.min, p.library.range.max],
             "thread_safe": p.library.thread_safe,
             "policy_dependent": p.library.policy_dependent,
+            "isolation": p.library.isolation,
+            "command": p.library.command,
         })).collect::<Vec<_>>(),
         "started_at": input.started_at,
         "finished_at": input.finished_at,

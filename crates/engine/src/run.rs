@@ -9,7 +9,7 @@ use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::{Duration, Instant, SystemTime};
 
 use critbench_core::{Arm, Decision, Policy, RoundScore, Task, decide};
-use critbench_plugin_host::{CriticInstance, PluginLibrary, SearchPath, critique_with_retry};
+use critbench_plugin_host::{CriticInstance, SearchPath, critique_with_retry, open_critic};
 use critbench_storage::dataset::{Dataset, read_dataset};
 use critbench_storage::recorded::RecordedRound;
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
@@ -165,9 +165,11 @@ fn run_inner(
     let mut critics = Vec::new();
     for spec in &experiment.critics {
         let plugin_error = |source| EngineError::Plugin { critic: spec.name.clone(), source };
-        let library = PluginLibrary::resolve(&spec.plugin, &search, base_dir).map_err(plugin_error)?;
-        let instance = library.instantiate(&spec.config.to_string()).map_err(plugin_error)?;
-        plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(&library) });
+        let isolation = spec.isolation(experiment.jobs);
+        let instance = open_critic(&spec.source(), &spec.config.to_string(), &search, base_dir, &isolation)
+            .map_err(plugin_error)?;
+        spec.check_pass_scores(instance.info().range, &experiment.policies).map_err(EngineError::Usage)?;
+        plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });
         critics.push(instance);
     }
 
