@@ -28,6 +28,8 @@ use crate::library::excerpt;
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Why a read failed when the child closed its stdout (usually: it died).
 const CLOSED: &str = "the critic process closed its output";
+/// The least time a child gets to say hello and take its config.
+const MIN_STARTUP: Duration = Duration::from_secs(30);
 /// The longest line read from a child; a longer one is garbage.
 const MAX_LINE: usize = 64 << 20;
 
@@ -244,8 +246,9 @@ impl ProcessCritic {
             .spawn(move || read_lines(stdout, sender))
             .map_err(|e| StartFailure::Broken(format!("cannot start a reader thread: {e}")))?;
         let mut child = Child { process, stdin, lines };
-        let deadline = Instant::now() + self.timeout;
-        let hello = match read_message(&child, deadline, self.timeout) {
+        // Starting an interpreter or loading a library can be slow on a busy machine.
+        let startup = self.timeout.max(MIN_STARTUP);
+        let hello = match read_message(&child, Instant::now() + startup, startup) {
             Ok(value) => value,
             Err(message) => return Err(StartFailure::Broken(finish(child, message))),
         };
@@ -276,7 +279,7 @@ impl ProcessCritic {
         if let Err(e) = send(&mut child, &self.config_line) {
             return Err(StartFailure::Broken(finish(child, format!("cannot send the config: {e}"))));
         }
-        let ack = match read_message(&child, Instant::now() + self.timeout, self.timeout) {
+        let ack = match read_message(&child, Instant::now() + startup, startup) {
             Ok(value) => value,
             Err(message) => return Err(StartFailure::Broken(finish(child, message))),
         };
@@ -381,7 +384,7 @@ fn read_message(child: &Child, deadline: Instant, timeout: Duration) -> Result<s
             return Err(format!(
                 "the critic wrote bytes that are not valid UTF-8 (at byte {}): {}",
                 e.valid_up_to(),
-                excerpt(&String::from_utf8_lossy(&line))
+                excerpt(String::from_utf8_lossy(&line).trim_end())
             ));
         }
     };
