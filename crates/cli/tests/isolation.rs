@@ -116,13 +116,11 @@ fn rounds(out: &Path) -> Vec<(String, RecordedRound)> {
 /// No process still has the plugin's library on its command line (the workers are gone).
 fn assert_no_children_left(library: &Path) {
     let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let alive = workers_of(library);
-        if alive.is_empty() {
-            return;
-        }
+    let mut alive = workers_of(library);
+    while !alive.is_empty() {
         assert!(Instant::now() < deadline, "plugin workers outlived critbench: {alive:?}");
         std::thread::sleep(Duration::from_millis(50));
+        alive = workers_of(library);
     }
 }
 
@@ -349,4 +347,49 @@ fn plugin_workers_die_with_critbench_on_ctrl_c() {
     assert_eq!(status.signal(), Some(2), "critbench ends on SIGINT");
     assert!(!workers.is_empty());
     assert_no_children_left(&setup.library);
+}
+
+/// A Rust plugin's panic is caught by `export_critic!` in both modes; in a worker it travels
+/// back as the same error message.
+#[test]
+fn a_rust_panic_is_a_critic_error_in_a_process_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "faulty.toml",
+        &format!(
+            "name = \"faulty\"\ndataset = \"{}\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+             [[critics]]\nname = \"faulty\"\nplugin = \"faulty\"\nisolation = \"process\"\n\
+             config = {{ panic_on = [\"essay-002\"] }}\n",
+            repo().join("datasets/essays.jsonl").display()
+        ),
+    );
+    let out = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--limit", "3"]));
+    for (task, round) in rounds(&out) {
+        let error = round.critic_error.as_deref();
+        if task == "essay-002" {
+            assert!(error.unwrap_or_default().contains("deliberate panic on task essay-002"), "{error:?}");
+        } else {
+            assert_eq!(error, None, "{task}");
+        }
+    }
+}
+
+#[test]
+fn critbench_judge_refuses_command_critics() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "judge.toml",
+        &format!(
+            "name = \"j\"\ndataset = \"{}\"\n[[critics]]\nname = \"py\"\ncommand = [\"python3\", \"x.py\"]\n",
+            repo().join("datasets/judge.jsonl").display()
+        ),
+    );
+    let message = usage_error(critbench(&["judge", file.to_str().unwrap()]), dir.path());
+    assert!(
+        message.contains("critic `py` is a `command` critic; `critbench judge` runs plugin libraries in-process only"),
+        "{message}"
+    );
 }
