@@ -486,6 +486,9 @@ impl Experiment {
             if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= MAX_TIMEOUT_S) {
                 return Err(format!("{at}: `timeout_s` = {timeout_s} must be more than 0 and at most {MAX_TIMEOUT_S}"));
             }
+            if let Some((name, weight)) = entry.weights.iter().flatten().find(|(_, w)| !(w.is_finite() && **w >= 0.0)) {
+                return Err(format!("{at}: `weights`: {name} = {weight} must be a finite number ≥ 0"));
+            }
             let memory_mb = entry.memory_mb.unwrap_or(critbench_plugin_host::DEFAULT_MEMORY_MB);
             if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
                 return Err(format!("{at}: `memory_mb` = {memory_mb} must be from {MIN_MEMORY_MB} to {MAX_MEMORY_MB}"));
