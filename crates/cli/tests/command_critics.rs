@@ -89,6 +89,10 @@ for line in sys.stdin:
             time.sleep(3600)
         if mode == "error":
             send({"error": "I cannot judge this"}); continue
+        if mode == "twice":
+            # The answer and a stray line in one write, so both are in the pipe together.
+            sys.stdout.write(json.dumps({"critique": {"score": 1}}) + "\n" + json.dumps({"critique": {"score": 7}}) + "\n")
+            sys.stdout.flush(); continue
     send({"critique": {"score": 7, "issues": [], "fatal_issues": []}})
 "#;
 
@@ -148,7 +152,7 @@ fn command_critic_mistakes_are_usage_errors() {
         ),
         (
             "command = [\"python3\", \"silent.py\"]",
-            "error: critic `c`: the critic process of python3 silent.py does not speak the critbench protocol: \
+            "error: critic `c`: the critic process `python3 silent.py` did not start: \
              the critic wrote a line that is not protocol JSON: hello",
         ),
         (
@@ -183,4 +187,35 @@ fn command_critic_mistakes_are_usage_errors() {
         let message = usage_error(output, dir.path());
         assert!(message.contains(expected), "{critic}:\n{message}");
     }
+}
+
+/// A line the critic writes after its answer would be read as the next request's answer: it is
+/// caught before the next request, that attempt fails, and the retry gets a fresh process.
+#[test]
+fn a_line_written_after_the_answer_is_never_taken_for_the_next_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.py"), BROKEN_CRITIC).unwrap();
+    let rows: Vec<String> = ["t1", "bad-2", "t3"]
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "prompt": "p", "drafts": ["a draft", "a better draft"]}).to_string())
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+    let file = experiment(
+        dir.path(),
+        "twice.toml",
+        "name = \"b\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+         [[critics]]\nname = \"broken\"\ncommand = [\"python3\", \"broken.py\"]\nconfig = { mode = \"twice\" }\n\
+         [policy]\npass_score = 8\nmax_revisions = 1\n",
+    );
+    let out = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"]));
+    let all = rounds(&out, "feedback");
+    assert_eq!(all.len(), 6);
+    for (task, round) in &all {
+        assert_eq!(round.critic_error, None, "{task}");
+        assert_eq!(round.score, if task == "bad-2" { 1.0 } else { 7.0 }, "{task}: the stray 7 never counts");
+    }
+    // Each of bad-2's two answers left a stray line; the request after each paid one attempt.
+    let extra: u32 = all.iter().map(|(_, r)| r.critic_attempts - 1).sum();
+    assert!((1..=2).contains(&extra), "{extra} retries");
 }

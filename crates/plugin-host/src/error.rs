@@ -35,7 +35,7 @@ pub enum PluginError {
     #[error("plugin `{plugin}` rejected its config {config}: {message}")]
     ConfigRejected { plugin: String, config: String, message: String },
 
-    #[error("the critic process of {critic} does not speak the critbench protocol: {message}")]
+    #[error("the critic process `{critic}` did not start: {message}")]
     Protocol { critic: String, message: String },
 
     #[error("the command critic's program `{program}` was not found (a bare name is looked up on PATH)")]

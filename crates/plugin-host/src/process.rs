@@ -298,6 +298,13 @@ impl ProcessCritic {
     /// One request and its answer, serving the child's host-service calls in between. An `Err`
     /// means the child is no longer usable.
     fn exchange(&self, child: &mut Child, request: &str) -> Result<Answer, String> {
+        // A line written since the last answer would be taken for this request's answer.
+        if let Ok(Ok(line)) = child.lines.try_recv() {
+            return Err(format!(
+                "the critic wrote a line after its last answer, unasked: {}",
+                excerpt(String::from_utf8_lossy(&line).trim_end())
+            ));
+        }
         send(child, request).map_err(|e| format!("cannot send the request: {e}"))?;
         let mut deadline = Instant::now() + self.timeout;
         loop {
