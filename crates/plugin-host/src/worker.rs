@@ -60,6 +60,8 @@ pub fn serve(library: &Path) -> i32 {
 
 fn serve_inner(library: &Path) -> Result<(), String> {
     let io = |e: std::io::Error| format!("the pipe to critbench failed: {e}");
+    // Take the protocol's stdout before the library's initializers can print to it.
+    pipes();
     let plugin = match PluginLibrary::load(library) {
         Ok(plugin) => plugin,
         Err(error) => {
