@@ -996,6 +996,62 @@ mod tests {
     }
 
     #[test]
+    fn critics_run_in_process_unless_told_otherwise() {
+        let e = load(MINIMAL).unwrap();
+        let critic = &e.critics[0];
+        assert_eq!(critic.isolation, IsolationMode::InProcess);
+        assert_eq!((critic.timeout_s, critic.memory_mb), (60.0, 4096));
+        assert_eq!(critic.source(), CriticSource::Plugin("rubric".into()));
+        let isolation = critic.isolation(3);
+        assert_eq!(
+            (isolation.children, isolation.timeout, isolation.memory_mb),
+            (3, Duration::from_secs(60), Some(4096))
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        let text = format!(
+            "{MINIMAL}[[critics]]\nname = \"kept\"\nplugin = \"rubric\"\nisolation = \"in-process\"\n\
+             [[critics]]\nname = \"py\"\ncommand = [\"python3\", \"c.py\"]\ntimeout_s = 2.5\nmemory_mb = 128\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        let flagged = Experiment::load(&path, &Overrides { isolate_plugins: true, ..Overrides::default() }).unwrap();
+        let modes: Vec<IsolationMode> = flagged.critics.iter().map(|c| c.isolation).collect();
+        assert_eq!(modes, [IsolationMode::Process, IsolationMode::InProcess, IsolationMode::Process]);
+        let py = &flagged.critics[2];
+        assert_eq!(py.source(), CriticSource::Command(vec!["python3".into(), "c.py".into()]));
+        assert_eq!((py.timeout_s, py.memory_mb, py.plugin.as_str()), (2.5, 128, ""));
+    }
+
+    #[test]
+    fn critic_isolation_mistakes_name_the_key() {
+        let critic =
+            |extra: &str| load(&format!("name = \"t\"\ndataset = \"d\"\n[[critics]]\nname = \"c\"\n{extra}\n"));
+        for (extra, expected) in [
+            ("plugin = \"rubric\"\nisolation = \"thread\"", "critics[0]: `isolation` = \"thread\" is not known"),
+            ("plugin = \"rubric\"\ntimeout_s = 0", "critics[0]: `timeout_s` = 0 must be more than 0"),
+            ("plugin = \"rubric\"\ntimeout_s = nan", "critics[0]: `timeout_s` = NaN must be more than 0"),
+            ("plugin = \"rubric\"\nmemory_mb = 1", "critics[0]: `memory_mb` = 1 must be from 16 to 1048576"),
+            ("command = []", "critics[0]: `command` must start with a program"),
+            ("", "critics[0]: give `plugin` (a built-in name or a shared library) or `command`"),
+        ] {
+            let e = critic(extra).unwrap_err();
+            assert!(e.contains(expected), "{extra}: {e}");
+        }
+    }
+
+    #[test]
+    fn pass_scores_outside_a_critics_range_are_refused() {
+        let e = load(&format!("{MINIMAL}[policy]\npass_score = [8, 10, 10.5]\n")).unwrap();
+        let range = ScoreRange { min: 0.0, max: 10.0 };
+        assert_eq!(
+            e.critics[0].check_pass_scores(range, &e.policies).unwrap_err(),
+            "critic `r`: [policy] pass_score = 10.5 is outside the critic's score range 0–10; give a pass_score from 0 to 10"
+        );
+        assert!(e.critics[0].check_pass_scores(ScoreRange { min: 0.0, max: 11.0 }, &e.policies).is_ok());
+    }
+
+    #[test]
     fn bad_files_name_the_key() {
         assert!(load(&format!("colour = 3\n{MINIMAL}")).unwrap_err().contains("unknown field `colour`"));
         assert!(
