@@ -76,13 +76,13 @@ impl CriticSpec {
         }
     }
 
-    /// How to run this critic when the run has `jobs` worker threads.
+    /// How to run this critic when the run has `jobs` worker threads (0: one per core).
     pub fn isolation(&self, jobs: usize) -> Isolation {
         Isolation {
             mode: self.isolation,
             timeout: Duration::from_secs_f64(self.timeout_s),
             memory_mb: Some(self.memory_mb),
-            children: jobs,
+            children: if jobs == 0 { available_cores() } else { jobs },
             worker: None,
         }
     }
