@@ -415,7 +415,17 @@ fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Result<Vec<u8>, 
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                if sender.send(Ok(line)).is_err() {
+                // Every message waits for critbench's next line, so nothing may follow it yet;
+                // bytes already here are an answer to nothing, which would be taken for the next.
+                let message = if reader.buffer().iter().all(u8::is_ascii_whitespace) {
+                    Ok(line)
+                } else {
+                    Err(format!(
+                        "the critic wrote more after a message without waiting for critbench: {}",
+                        excerpt(String::from_utf8_lossy(&line).trim_end())
+                    ))
+                };
+                if sender.send(message).is_err() {
                     return;
                 }
             }
