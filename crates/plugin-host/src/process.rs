@@ -299,11 +299,15 @@ impl ProcessCritic {
     /// means the child is no longer usable.
     fn exchange(&self, child: &mut Child, request: &str) -> Result<Answer, String> {
         // A line written since the last answer would be taken for this request's answer.
-        if let Ok(Ok(line)) = child.lines.try_recv() {
-            return Err(format!(
-                "the critic wrote a line after its last answer, unasked: {}",
-                excerpt(String::from_utf8_lossy(&line).trim_end())
-            ));
+        match child.lines.try_recv() {
+            Ok(Ok(line)) => {
+                return Err(format!(
+                    "the critic wrote a line after its last answer, unasked: {}",
+                    excerpt(String::from_utf8_lossy(&line).trim_end())
+                ));
+            }
+            Ok(Err(message)) => return Err(message),
+            Err(_) => {}
         }
         send(child, request).map_err(|e| format!("cannot send the request: {e}"))?;
         let mut deadline = Instant::now() + self.timeout;
