@@ -109,7 +109,7 @@ fn a_command_critic_that_breaks_the_protocol_costs_only_its_own_rounds() {
         ("garbage", "the critic wrote a line that is not protocol JSON: Traceback (most recent call last): oops"),
         ("bad_bytes", "the critic wrote bytes that are not valid UTF-8 (at byte 38)"),
         ("exit", "the critic process exited with status 3"),
-        ("hang", "no answer within 1 s"),
+        ("hang", "no answer within 2 s"),
         ("error", "I cannot judge this"),
     ] {
         let file = experiment(
@@ -119,7 +119,7 @@ fn a_command_critic_that_breaks_the_protocol_costs_only_its_own_rounds() {
                 "name = \"b\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
                  [[critics]]\nname = \"broken\"\ncommand = [\"python3\", \"broken.py\"]\n\
                  config = {{ mode = \"{mode}\" }}\ntimeout_s = {}\n[policy]\npass_score = 8\nmax_revisions = 1\n",
-                if mode == "hang" { 1 } else { 60 }
+                if mode == "hang" { 2 } else { 60 }
             ),
         );
         let out = dir.path().join(format!("run-{mode}"));

@@ -28,6 +28,8 @@ use crate::library::excerpt;
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Why a read failed when the child closed its stdout (usually: it died).
 const CLOSED: &str = "the critic process closed its output";
+/// How the message starts when a line could not be written to the child (usually: it died).
+const SEND_FAILED: &str = "cannot send";
 /// The least time a child gets to say hello and take its config.
 const MIN_STARTUP: Duration = Duration::from_secs(30);
 /// The longest line read from a child; a longer one is garbage.
@@ -277,7 +279,7 @@ impl ProcessCritic {
             return Err(StartFailure::Broken(finish(child, message)));
         }
         if let Err(e) = send(&mut child, &self.config_line) {
-            return Err(StartFailure::Broken(finish(child, format!("cannot send the config: {e}"))));
+            return Err(StartFailure::Broken(finish(child, format!("{SEND_FAILED} the config: {e}"))));
         }
         let ack = match read_message(&child, Instant::now() + startup, startup) {
             Ok(value) => value,
@@ -309,7 +311,7 @@ impl ProcessCritic {
             Ok(Err(message)) => return Err(message),
             Err(_) => {}
         }
-        send(child, request).map_err(|e| format!("cannot send the request: {e}"))?;
+        send(child, request).map_err(|e| format!("{SEND_FAILED} the request: {e}"))?;
         let mut deadline = Instant::now() + self.timeout;
         loop {
             let message = read_message(child, deadline, self.timeout)?;
@@ -437,12 +439,14 @@ fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Result<Vec<u8>, 
     }
 }
 
-/// Stops a child that is no longer usable and says why: `message`, or how the process ended
-/// when its output closed because it died.
+/// Stops a child that is no longer usable and says why: `message`, or — when the child went
+/// silent because it died (its output closed, or it stopped reading) — how the process ended.
+/// A child that wrote something wrong keeps that as the reason even if it exited right after.
 fn finish(mut child: Child, message: String) -> String {
     child.stdin.take();
+    let died = message == CLOSED || message.starts_with(SEND_FAILED);
     let mut status = child.process.try_wait().ok().flatten();
-    if status.is_none() && message == CLOSED {
+    if status.is_none() && died {
         // It is exiting right now: give it a moment to be reaped.
         let grace = Instant::now() + Duration::from_secs(2);
         while status.is_none() && Instant::now() < grace {
@@ -450,13 +454,13 @@ fn finish(mut child: Child, message: String) -> String {
             status = child.process.try_wait().ok().flatten();
         }
     }
+    if status.is_none() {
+        let _ = child.process.kill();
+        let _ = child.process.wait();
+    }
     match status {
-        Some(status) => describe_exit(status),
-        None => {
-            let _ = child.process.kill();
-            let _ = child.process.wait();
-            message
-        }
+        Some(status) if died => describe_exit(status),
+        _ => message,
     }
 }
 
