@@ -30,7 +30,7 @@ fn open(dir: &Path) -> CriticInstance {
     let isolation = Isolation {
         mode: IsolationMode::Process,
         // Only blank lines are no answer at all: the timeout ends the wait.
-        timeout: Duration::from_secs(1),
+        timeout: Duration::from_secs(2),
         memory_mb: Some(1024),
         children: 1,
         worker: None,
@@ -64,7 +64,7 @@ fn answer_bytes() -> impl Strategy<Value = Vec<u8>> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 48,
+        cases: 40,
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
         ..ProptestConfig::default()
     })]
