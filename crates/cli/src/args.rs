@@ -25,6 +25,16 @@ pub enum Command {
     /// Show or check critic plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// Serve one plugin library over the JSON-lines protocol on stdin/stdout (docs/PROTOCOL.md);
+    /// started by critbench itself for critics with isolation = "process".
+    #[command(hide = true)]
+    PluginWorker(PluginWorkerArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PluginWorkerArgs {
+    /// The plugin's shared library.
+    pub library: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -67,6 +77,10 @@ pub struct RunArgs {
     /// Neither read nor write the model response cache (backend "openai" and llm-judge).
     #[arg(long)]
     pub no_cache: bool,
+    /// Run every critic without an `isolation` key in child processes (isolation = "process"):
+    /// a crash, hang or runaway memory in a plugin costs that round, not the run.
+    #[arg(long)]
+    pub isolate_plugins: bool,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,

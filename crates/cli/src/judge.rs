@@ -1,7 +1,7 @@
 use critbench_engine::experiment::{Experiment, MAX_JUDGE_REPEATS, Overrides};
 use critbench_engine::openai_writer::OpenAiSession;
 use critbench_judge::{CriticSetup, JudgeError, JudgeSpec};
-use critbench_plugin_host::PluginError;
+use critbench_plugin_host::{IsolationMode, PluginError};
 use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, JudgeArgs};
@@ -44,6 +44,20 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         ..Overrides::default()
     };
     let experiment = Experiment::load(&path, &overrides)?;
+    // `critbench judge` calls plugin libraries in-process only.
+    if let Some(critic) = experiment.critics.iter().find(|c| c.command.is_some()) {
+        return Err(Failure::usage(format!(
+            "critic `{}` is a `command` critic; `critbench judge` runs plugin libraries in-process only \
+             (use `critbench run` for command critics)",
+            critic.name
+        )));
+    }
+    for critic in experiment.critics.iter().filter(|c| c.isolation == IsolationMode::Process) {
+        eprintln!(
+            "warning: critic `{}`: `critbench judge` runs plugins in-process; isolation = \"process\" applies to `critbench run`",
+            critic.name
+        );
+    }
     // The command line first, then the [judge] table, then the experiment's own.
     let datasets = if !args.datasets.is_empty() {
         args.datasets

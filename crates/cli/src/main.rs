@@ -43,6 +43,9 @@ fn main() -> ExitCode {
         args::Command::Judge(options) => judge::judge(options),
         args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
         args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),
+        args::Command::PluginWorker(options) => {
+            return ExitCode::from(critbench_plugin_host::worker::serve(&options.library) as u8);
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -24,6 +24,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             SweepMode::Direct => Sweep::Direct,
         }),
         no_cache: args.no_cache,
+        isolate_plugins: args.isolate_plugins,
     };
     let experiment = Experiment::load(&path, &overrides)?;
     let interrupt = crate::signals::install()?;

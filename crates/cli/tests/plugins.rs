@@ -196,7 +196,7 @@ const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &DESCRI
         "single.toml",
         &format!(
             "name = \"single\"\ndataset = \"{}\"\nbackend = \"scripted\"\nepochs = 3\n\
-             [[critics]]\nname = \"single\"\nplugin = \"{}\"\n[policy]\npass_score = 11\nstall = false\n",
+             [[critics]]\nname = \"single\"\nplugin = \"{}\"\n[policy]\npass_score = 10\nstall = false\n",
             repo().join("datasets/essays.jsonl").display(),
             library.display()
         ),

@@ -5,8 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use critbench_core::{Arm, FinalDraft, Policy};
+use critbench_core::{Arm, FinalDraft, Policy, ScoreRange};
+use critbench_plugin_host::{CriticSource, Isolation, IsolationMode};
 use critbench_storage::dataset::OnBadRow;
 use serde::{Deserialize, Serialize};
 
@@ -48,13 +50,25 @@ impl Sweep {
     }
 }
 
-/// One critic of the experiment: a label, a plugin and its config.
+/// One critic of the experiment: a label, a plugin (or a command) and its config.
 #[derive(Clone, Debug, Serialize)]
 pub struct CriticSpec {
     /// The label in the outputs.
     pub name: String,
-    /// A built-in plugin name or a path (already resolved against the experiment file).
+    /// A built-in plugin name or a path (already resolved against the experiment file); empty for
+    /// a command critic.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub plugin: String,
+    /// A critic speaking the JSON-lines protocol: program and arguments, run in the experiment
+    /// file's directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Where the critic runs: in-process (plugins only) or in child processes.
+    pub isolation: IsolationMode,
+    /// The longest one critique may take.
+    pub timeout_s: f64,
+    /// The address-space limit of each child process, in MiB (process isolation only).
+    pub memory_mb: u64,
     /// Only tasks of these kinds; every task when `None`.
     pub kinds: Option<Vec<String>>,
     /// JSON handed to the plugin's `create`.
@@ -64,6 +78,38 @@ pub struct CriticSpec {
 }
 
 impl CriticSpec {
+    /// The plugin or command this critic runs.
+    pub fn source(&self) -> CriticSource {
+        match &self.command {
+            Some(command) => CriticSource::Command(command.clone()),
+            None => CriticSource::Plugin(self.plugin.clone()),
+        }
+    }
+
+    /// How to run this critic when the run has `jobs` worker threads (0: one per core).
+    pub fn isolation(&self, jobs: usize) -> Isolation {
+        Isolation {
+            mode: self.isolation,
+            timeout: Duration::from_secs_f64(self.timeout_s),
+            memory_mb: Some(self.memory_mb),
+            children: if jobs == 0 { available_cores() } else { jobs },
+            worker: None,
+        }
+    }
+
+    /// Refuses a policy grid whose `pass_score` lies outside the score range the critic declared:
+    /// such a threshold is either never or always met, and the comparison would measure nothing.
+    pub fn check_pass_scores(&self, range: ScoreRange, policies: &[Policy]) -> Result<(), String> {
+        match policies.iter().find(|p| !range.contains(p.pass_score)) {
+            None => Ok(()),
+            Some(policy) => Err(format!(
+                "critic `{}`: [policy] pass_score = {} is outside the critic's score range {range}; \
+                 give a pass_score from {} to {}",
+                self.name, policy.pass_score, range.min, range.max
+            )),
+        }
+    }
+
     pub fn takes(&self, kind: Option<&str>) -> bool {
         match &self.kinds {
             None => true,
@@ -169,7 +215,14 @@ pub struct Overrides {
     /// `--no-cache`: neither read nor write the response cache file (identical requests within
     /// the run are still answered once, so arms stay paired).
     pub no_cache: bool,
+    /// `--isolate-plugins`: run every critic without an `isolation` key in child processes.
+    pub isolate_plugins: bool,
 }
+
+/// Bounds of a critic's `timeout_s` and `memory_mb`.
+pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+pub const MIN_MEMORY_MB: u64 = 16;
+pub const MAX_MEMORY_MB: u64 = 1 << 20;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -243,7 +296,16 @@ struct MemorySection {
 #[serde(deny_unknown_fields)]
 struct CriticEntry {
     name: String,
-    plugin: String,
+    #[serde(default)]
+    plugin: Option<String>,
+    #[serde(default)]
+    command: Option<Vec<String>>,
+    #[serde(default)]
+    isolation: Option<String>,
+    #[serde(default)]
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    memory_mb: Option<u64>,
     #[serde(default)]
     kinds: Option<Vec<String>>,
     #[serde(default)]
@@ -397,24 +459,75 @@ impl Experiment {
             if !labels.insert(entry.name.clone()) {
                 return Err(format!("{at}: the critic name \"{}\" is used twice; names label the outputs", entry.name));
             }
-            if entry.plugin.trim().is_empty() {
-                return Err(format!("{at}: `plugin` must not be empty"));
+            let (plugin, command) = match (entry.plugin, entry.command) {
+                (Some(_), Some(_)) => {
+                    return Err(format!("{at}: give either `plugin` or `command`, not both"));
+                }
+                (None, None) => {
+                    return Err(format!(
+                        "{at}: give `plugin` (a built-in name or a shared library) or `command` \
+                         (an executable speaking the JSON-lines protocol)"
+                    ));
+                }
+                (Some(plugin), None) if plugin.trim().is_empty() => {
+                    return Err(format!("{at}: `plugin` must not be empty"));
+                }
+                (Some(plugin), None) => (plugin, None),
+                (None, Some(command)) if command.first().is_none_or(|p| p.trim().is_empty()) => {
+                    return Err(format!(
+                        "{at}: `command` must start with a program, e.g. [\"python3\", \"critic.py\"]"
+                    ));
+                }
+                (None, Some(command)) => (String::new(), Some(command)),
+            };
+            let isolation = match entry.isolation.as_deref() {
+                None if command.is_some() || overrides.isolate_plugins => IsolationMode::Process,
+                None => IsolationMode::InProcess,
+                Some(text) => IsolationMode::parse(text).ok_or_else(|| {
+                    format!("{at}: `isolation` = \"{text}\" is not known; use \"in-process\" or \"process\"")
+                })?,
+            };
+            if command.is_some() && isolation == IsolationMode::InProcess {
+                return Err(format!(
+                    "{at}: a `command` critic runs in its own process; remove `isolation` = \"in-process\""
+                ));
+            }
+            let timeout_s = entry.timeout_s.unwrap_or(critbench_plugin_host::DEFAULT_TIMEOUT.as_secs_f64());
+            if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= MAX_TIMEOUT_S) {
+                return Err(format!("{at}: `timeout_s` = {timeout_s} must be more than 0 and at most {MAX_TIMEOUT_S}"));
+            }
+            if let Some((name, weight)) = entry.weights.iter().flatten().find(|(_, w)| !(w.is_finite() && **w >= 0.0)) {
+                return Err(format!("{at}: `weights`: {name} = {weight} must be a finite number ≥ 0"));
+            }
+            let memory_mb = entry.memory_mb.unwrap_or(critbench_plugin_host::DEFAULT_MEMORY_MB);
+            if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
+                return Err(format!("{at}: `memory_mb` = {memory_mb} must be from {MIN_MEMORY_MB} to {MAX_MEMORY_MB}"));
             }
             if entry.kinds.as_ref().is_some_and(Vec::is_empty) {
                 return Err(format!(
                     "{at}: `kinds` is empty, so no task would reach this critic; remove it to take every task"
                 ));
             }
-            let plugin = if critbench_plugin_host::SearchPath::is_path(&entry.plugin) {
-                relative(&entry.plugin).display().to_string()
+            let plugin = if critbench_plugin_host::SearchPath::is_path(&plugin) {
+                relative(&plugin).display().to_string()
             } else {
-                entry.plugin.clone()
+                plugin
             };
             let config = match entry.config {
                 None => serde_json::json!({}),
                 Some(value) => serde_json::to_value(value).map_err(|e| format!("{at}: `config`: {e}"))?,
             };
-            critics.push(CriticSpec { name: entry.name, plugin, kinds: entry.kinds, config, weights: entry.weights });
+            critics.push(CriticSpec {
+                name: entry.name,
+                plugin,
+                command,
+                isolation,
+                timeout_s,
+                memory_mb,
+                kinds: entry.kinds,
+                config,
+                weights: entry.weights,
+            });
         }
         let policies = policy_grid(&file.policy)?;
         let judge = match file.judge {
@@ -890,6 +1003,62 @@ mod tests {
                 .unwrap_err()
                 .contains("[prompts] reviser_feedback: unknown placeholder {critique}")
         );
+    }
+
+    #[test]
+    fn critics_run_in_process_unless_told_otherwise() {
+        let e = load(MINIMAL).unwrap();
+        let critic = &e.critics[0];
+        assert_eq!(critic.isolation, IsolationMode::InProcess);
+        assert_eq!((critic.timeout_s, critic.memory_mb), (60.0, 4096));
+        assert_eq!(critic.source(), CriticSource::Plugin("rubric".into()));
+        let isolation = critic.isolation(3);
+        assert_eq!(
+            (isolation.children, isolation.timeout, isolation.memory_mb),
+            (3, Duration::from_secs(60), Some(4096))
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        let text = format!(
+            "{MINIMAL}[[critics]]\nname = \"kept\"\nplugin = \"rubric\"\nisolation = \"in-process\"\n\
+             [[critics]]\nname = \"py\"\ncommand = [\"python3\", \"c.py\"]\ntimeout_s = 2.5\nmemory_mb = 128\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        let flagged = Experiment::load(&path, &Overrides { isolate_plugins: true, ..Overrides::default() }).unwrap();
+        let modes: Vec<IsolationMode> = flagged.critics.iter().map(|c| c.isolation).collect();
+        assert_eq!(modes, [IsolationMode::Process, IsolationMode::InProcess, IsolationMode::Process]);
+        let py = &flagged.critics[2];
+        assert_eq!(py.source(), CriticSource::Command(vec!["python3".into(), "c.py".into()]));
+        assert_eq!((py.timeout_s, py.memory_mb, py.plugin.as_str()), (2.5, 128, ""));
+    }
+
+    #[test]
+    fn critic_isolation_mistakes_name_the_key() {
+        let critic =
+            |extra: &str| load(&format!("name = \"t\"\ndataset = \"d\"\n[[critics]]\nname = \"c\"\n{extra}\n"));
+        for (extra, expected) in [
+            ("plugin = \"rubric\"\nisolation = \"thread\"", "critics[0]: `isolation` = \"thread\" is not known"),
+            ("plugin = \"rubric\"\ntimeout_s = 0", "critics[0]: `timeout_s` = 0 must be more than 0"),
+            ("plugin = \"rubric\"\ntimeout_s = nan", "critics[0]: `timeout_s` = NaN must be more than 0"),
+            ("plugin = \"rubric\"\nmemory_mb = 1", "critics[0]: `memory_mb` = 1 must be from 16 to 1048576"),
+            ("command = []", "critics[0]: `command` must start with a program"),
+            ("", "critics[0]: give `plugin` (a built-in name or a shared library) or `command`"),
+        ] {
+            let e = critic(extra).unwrap_err();
+            assert!(e.contains(expected), "{extra}: {e}");
+        }
+    }
+
+    #[test]
+    fn pass_scores_outside_a_critics_range_are_refused() {
+        let e = load(&format!("{MINIMAL}[policy]\npass_score = [8, 10, 10.5]\n")).unwrap();
+        let range = ScoreRange { min: 0.0, max: 10.0 };
+        assert_eq!(
+            e.critics[0].check_pass_scores(range, &e.policies).unwrap_err(),
+            "critic `r`: [policy] pass_score = 10.5 is outside the critic's score range 0–10; give a pass_score from 0 to 10"
+        );
+        assert!(e.critics[0].check_pass_scores(ScoreRange { min: 0.0, max: 11.0 }, &e.policies).is_ok());
     }
 
     #[test]

@@ -9,16 +9,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use critbench_core::{Arm, Policy, Task};
-use critbench_plugin_host::{CriticInstance, PluginLibrary, SearchPath};
+use critbench_plugin_host::{CriticInfo, CriticInstance, SearchPath, open_critic};
 
 use crate::EngineError;
 use crate::backend::{Hint, ScriptedWriter, SimWriter, Writer};
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
 
-/// A critic's plugin as loaded, for the manifest.
+/// A critic as opened, for the manifest.
 pub struct LoadedPlugin {
     pub critic: String,
-    pub library: Arc<PluginLibrary>,
+    /// What the critic said it is when opened (library or command).
+    pub library: Arc<CriticInfo>,
 }
 
 /// One loop to record for a task: indices into the plan's critics and arms, and the policies it
@@ -75,9 +76,11 @@ impl<'a> Plan<'a> {
         let mut critics = Vec::new();
         for spec in &experiment.critics {
             let plugin_error = |source| EngineError::Plugin { critic: spec.name.clone(), source };
-            let library = PluginLibrary::resolve(&spec.plugin, &search, base_dir).map_err(plugin_error)?;
-            let instance = library.instantiate(&spec.config.to_string()).map_err(plugin_error)?;
-            plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(&library) });
+            let isolation = spec.isolation(experiment.jobs);
+            let instance = open_critic(&spec.source(), &spec.config.to_string(), &search, base_dir, &isolation)
+                .map_err(plugin_error)?;
+            spec.check_pass_scores(instance.info().range, &experiment.policies).map_err(EngineError::Usage)?;
+            plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });
             critics.push(instance);
         }
         let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;

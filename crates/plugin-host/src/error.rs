@@ -34,4 +34,16 @@ pub enum PluginError {
 
     #[error("plugin `{plugin}` rejected its config {config}: {message}")]
     ConfigRejected { plugin: String, config: String, message: String },
+
+    #[error("the critic process `{critic}` did not start: {message}")]
+    Protocol { critic: String, message: String },
+
+    #[error("the command critic's program `{program}` was not found (a bare name is looked up on PATH)")]
+    NoProgram { program: String },
+
+    #[error(
+        "process isolation of a plugin library needs the `critbench` executable (it runs `critbench plugin-worker`), \
+         and none was found beside this program"
+    )]
+    NoWorker,
 }

@@ -6,6 +6,11 @@
 //! whatever the run registered in [`services`] (the engine offers `chat`, the judge model, when
 //! the experiment has an `[openai]` table); an unknown service answers an error.
 //!
+//! Every critic is opened by [`open_critic`]: in-process (the fast default: a direct call through
+//! the C ABI) or in child processes speaking JSON lines (`docs/PROTOCOL.md`) — a plugin library
+//! hosted by `critbench plugin-worker` ([`worker`]), or any executable (`command`). A crash,
+//! hang or garbage in a child is a critique error and the child is restarted.
+//!
 //! Libraries are loaded once per process and never unloaded: thread-local destructors inside a
 //! plugin would otherwise run into unmapped code.
 //!
@@ -21,13 +26,23 @@
 //! ```
 
 mod error;
+mod info;
 mod library;
+mod open;
+mod process;
 pub mod request;
 mod retry;
 mod search;
 pub mod services;
+mod watchdog;
+pub mod worker;
 
 pub use error::PluginError;
-pub use library::{CriticInstance, PluginLibrary};
+pub use info::{
+    CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,
+};
+pub use library::{InProcessCritic, PluginLibrary};
+pub use open::{CriticInstance, open_critic};
+pub use process::{PROTOCOL_VERSION, ProcessCritic};
 pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_with_retry};
 pub use search::SearchPath;

@@ -2,6 +2,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use critbench_abi::{
     ABI_VERSION, Buffer, CriticDescriptorV1, ENTRY_SYMBOL, EntryPoint, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE, HostV1,
@@ -10,7 +11,8 @@ use critbench_abi::{
 use critbench_core::ScoreRange;
 use sha2::{Digest, Sha256};
 
-use crate::{PluginError, SearchPath};
+use crate::info::{CriticInfo, DEFAULT_TIMEOUT, IsolationMode};
+use crate::{CriticInstance, PluginError, SearchPath};
 
 /// A loaded plugin library: its descriptor and what the manifest records about it.
 #[derive(Debug)]
@@ -39,6 +41,11 @@ impl PluginLibrary {
         search: &SearchPath,
         base_dir: Option<&Path>,
     ) -> Result<Arc<PluginLibrary>, PluginError> {
+        Self::load(&Self::locate(reference, search, base_dir)?)
+    }
+
+    /// The file `reference` names, without loading it.
+    pub fn locate(reference: &str, search: &SearchPath, base_dir: Option<&Path>) -> Result<PathBuf, PluginError> {
         let path = if SearchPath::is_path(reference) {
             let path = PathBuf::from(reference);
             match base_dir {
@@ -56,7 +63,10 @@ impl PluginLibrary {
                 },
             })?
         };
-        Self::load(&path)
+        if !path.is_file() {
+            return Err(PluginError::MissingFile { path });
+        }
+        Ok(path)
     }
 
     /// Loads the library at `path` (once per process) and checks its descriptor.
@@ -130,63 +140,115 @@ impl PluginLibrary {
         })
     }
 
-    /// Creates an instance from a JSON config.
+    /// Creates an in-process instance from a JSON config, with the default per-call timeout.
     pub fn instantiate(self: &Arc<Self>, config_json: &str) -> Result<CriticInstance, PluginError> {
+        self.instantiate_in_process(config_json, Some(DEFAULT_TIMEOUT)).map(CriticInstance::InProcess)
+    }
+
+    /// Creates an instance from a JSON config. With a `timeout`, a call that takes longer stops
+    /// the process with a message naming the critic (see [`crate::watchdog`]): a plugin's thread
+    /// cannot be interrupted, and a run that waits forever measures nothing.
+    pub fn instantiate_in_process(
+        self: &Arc<Self>,
+        config_json: &str,
+        timeout: Option<Duration>,
+    ) -> Result<InProcessCritic, PluginError> {
         let mut raw: *mut c_void = std::ptr::null_mut();
         let mut error = Buffer::EMPTY;
         // SAFETY: valid config bytes for the call, a host table that lives forever, valid out-pointers.
         let status = unsafe { (self.descriptor.create)(Str::new(config_json), host_table(), &mut raw, &mut error) };
         if status != STATUS_OK || raw.is_null() {
-            let message = self.take(error);
+            let message = self.take(error).unwrap_or_else(|lossy| lossy);
             return Err(PluginError::ConfigRejected {
                 plugin: self.name.clone(),
                 config: config_json.to_string(),
                 message: if message.is_empty() { format!("create returned status {status}") } else { message },
             });
         }
-        self.take(error);
-        Ok(CriticInstance { library: Arc::clone(self), raw, serialize: (!self.thread_safe).then(|| Mutex::new(())) })
+        let _ = self.take(error);
+        let info = Arc::new(self.info(IsolationMode::InProcess));
+        let watch = timeout.map(|t| crate::watchdog::Watch::new(&self.name, t));
+        Ok(InProcessCritic {
+            library: Arc::clone(self),
+            info,
+            raw,
+            serialize: (!self.thread_safe).then(|| Mutex::new(())),
+            watch,
+        })
     }
 
-    /// Copies a plugin-allocated buffer and frees it with the plugin's own allocator.
-    fn take(&self, buffer: Buffer) -> String {
+    /// What the manifest records about this library, run in `isolation`.
+    pub fn info(&self, isolation: IsolationMode) -> CriticInfo {
+        CriticInfo {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            path: self.path.clone(),
+            command: None,
+            sha256: self.sha256.clone(),
+            range: self.range,
+            thread_safe: self.thread_safe,
+            policy_dependent: self.policy_dependent,
+            isolation,
+        }
+    }
+
+    /// Copies a plugin-allocated buffer and frees it with the plugin's own allocator. Bytes that
+    /// are not UTF-8 are an error carrying the text with U+FFFD in their place.
+    fn take(&self, buffer: Buffer) -> Result<String, String> {
         if buffer.ptr.is_null() {
-            return String::new();
+            return Ok(String::new());
         }
         // SAFETY: the plugin filled (ptr, len); we copy before handing it back.
         let bytes = unsafe { buffer.to_vec() };
         // SAFETY: the buffer was allocated by this plugin and is freed exactly once.
         unsafe { (self.descriptor.free_buffer)(buffer) };
-        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        String::from_utf8(bytes).map_err(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 }
 
-/// One critic instance. Calls are serialized when the plugin is not thread-safe.
-pub struct CriticInstance {
+/// One in-process critic instance. Calls are serialized when the plugin is not thread-safe.
+pub struct InProcessCritic {
     library: Arc<PluginLibrary>,
+    info: Arc<CriticInfo>,
     raw: *mut c_void,
     serialize: Option<Mutex<()>>,
+    watch: Option<crate::watchdog::Watch>,
 }
 
 // SAFETY: the instance pointer is only used through `call`, which holds the mutex when the
 // plugin did not declare itself thread-safe; otherwise the plugin promises concurrent calls work.
-unsafe impl Send for CriticInstance {}
+unsafe impl Send for InProcessCritic {}
 // SAFETY: as above.
-unsafe impl Sync for CriticInstance {}
+unsafe impl Sync for InProcessCritic {}
 
-impl CriticInstance {
+impl InProcessCritic {
     pub fn library(&self) -> &Arc<PluginLibrary> {
         &self.library
     }
 
-    /// Sends one request; returns the plugin's answer, or its error message.
+    pub fn info(&self) -> &Arc<CriticInfo> {
+        &self.info
+    }
+
+    /// Sends one request; returns the plugin's answer, or its error message. An answer that is
+    /// not UTF-8 is an error.
     pub fn call(&self, request: &str) -> Result<String, String> {
         let _guard = self.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        let _watching = self.watch.as_ref().map(crate::watchdog::Watch::begin);
         let mut out = Buffer::EMPTY;
         // SAFETY: `raw` came from this library's create and is alive until Drop; request bytes are
         // valid for the call.
         let status = unsafe { (self.library.descriptor.critique)(self.raw, Str::new(request), &mut out) };
-        let text = self.library.take(out);
+        let text = match self.library.take(out) {
+            Ok(text) => text,
+            Err(lossy) => {
+                return Err(format!(
+                    "the plugin's {} is not valid UTF-8: {}",
+                    if status == STATUS_OK { "critique" } else { "error message" },
+                    excerpt(&lossy)
+                ));
+            }
+        };
         match status {
             STATUS_OK => Ok(text),
             STATUS_ERROR if !text.is_empty() => Err(text),
@@ -195,7 +257,16 @@ impl CriticInstance {
     }
 }
 
-impl Drop for CriticInstance {
+/// The start of `text`, for error messages.
+pub(crate) fn excerpt(text: &str) -> String {
+    const LIMIT: usize = 120;
+    match text.char_indices().nth(LIMIT) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+impl Drop for InProcessCritic {
     fn drop(&mut self) {
         // SAFETY: made by this library's create, destroyed once.
         unsafe { (self.library.descriptor.destroy)(self.raw) };
@@ -226,6 +297,9 @@ unsafe extern "C" fn host_call(_context: *mut c_void, service: Str, request: Str
         // SAFETY: as above.
         let request = std::str::from_utf8(unsafe { request.as_bytes() })
             .map_err(|e| format!("the request to service `{name}` is not UTF-8: {e}"))?;
+        // The plugin's timeout measures the plugin, not the host's own services (they have their
+        // own timeouts).
+        let _paused = crate::watchdog::pause();
         crate::services::dispatch(&name, request)
     })
     .unwrap_or_else(|_| Err("the host service panicked (internal error)".to_string()));

@@ -30,7 +30,7 @@ pub fn critique_with_retry(
     weights: Option<&BTreeMap<String, f64>>,
     attempts: u32,
 ) -> CritiqueCall {
-    let range = critic.library().range;
+    let range = critic.info().range;
     let attempts = attempts.max(1);
     let mut last_error = String::new();
     for attempt in 1..=attempts {

@@ -104,8 +104,25 @@ pub(crate) fn set_attempt(attempt: u32) {
     });
 }
 
+/// Where service calls go instead of the registry: in `critbench plugin-worker`, to the parent
+/// process over the pipe.
+type Proxy = Arc<dyn Fn(&str, &str) -> Result<String, String> + Send + Sync>;
+
+fn proxy() -> &'static OnceLock<Proxy> {
+    static PROXY: OnceLock<Proxy> = OnceLock::new();
+    &PROXY
+}
+
+/// Sends every service call of this process to `forward` (once per process).
+pub(crate) fn set_proxy(forward: Proxy) {
+    let _ = proxy().set(forward);
+}
+
 /// Calls the service `name` (what `host_call` does for a plugin).
 pub fn dispatch(name: &str, request: &str) -> Result<String, String> {
+    if let Some(forward) = proxy().get() {
+        return forward(name, request);
+    }
     let service = registry().read().unwrap_or_else(|p| p.into_inner()).get(name).cloned();
     let Some(service) = service else {
         let known: Vec<String> = registry().read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();

@@ -1,0 +1,95 @@
+//! Opening a critic: every way a critic can be run goes through [`open_critic`].
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
+use crate::library::InProcessCritic;
+use crate::process::{Launch, ProcessCritic, resolve_program};
+use crate::{PluginError, PluginLibrary, SearchPath};
+
+/// A critic ready to call: a plugin library in this process, or child processes speaking the
+/// JSON-lines protocol. [`crate::critique_with_retry`] takes either.
+pub enum CriticInstance {
+    InProcess(InProcessCritic),
+    Process(ProcessCritic),
+}
+
+impl CriticInstance {
+    /// Sends one request; returns the critique JSON, or why there is none.
+    #[inline]
+    pub fn call(&self, request: &str) -> Result<String, String> {
+        match self {
+            CriticInstance::InProcess(critic) => critic.call(request),
+            CriticInstance::Process(critic) => critic.call(request),
+        }
+    }
+
+    /// What the manifest records: name, version, file, sha256, score range, flags, isolation.
+    pub fn info(&self) -> &Arc<CriticInfo> {
+        match self {
+            CriticInstance::InProcess(critic) => critic.info(),
+            CriticInstance::Process(critic) => critic.info(),
+        }
+    }
+}
+
+/// Opens a critic: resolves `source` (plugin names on `search`, relative paths against
+/// `base_dir`), runs it as `isolation` says and hands it `config_json`. A command critic always
+/// runs in child processes, in `base_dir`. Errors here are the user's to fix (exit status 2).
+pub fn open_critic(
+    source: &CriticSource,
+    config_json: &str,
+    search: &SearchPath,
+    base_dir: Option<&Path>,
+    isolation: &Isolation,
+) -> Result<CriticInstance, PluginError> {
+    match source {
+        CriticSource::Plugin(reference) if isolation.mode == IsolationMode::InProcess => {
+            let library = PluginLibrary::resolve(reference, search, base_dir)?;
+            library.instantiate_in_process(config_json, Some(isolation.timeout)).map(CriticInstance::InProcess)
+        }
+        CriticSource::Plugin(reference) => {
+            let path = PluginLibrary::locate(reference, search, base_dir)?;
+            let path = path.canonicalize().unwrap_or(path);
+            let sha256 = sha256_of(&path).map_err(|e| PluginError::Load { path: path.clone(), message: e })?;
+            let worker = isolation.worker.clone().or_else(default_worker).ok_or(PluginError::NoWorker)?;
+            let mut args: Vec<OsString> = worker[1..].to_vec();
+            args.push(path.clone().into_os_string());
+            let launch = Launch { program: worker[0].clone(), args, cwd: None, label: path.display().to_string() };
+            ProcessCritic::open(launch, config_json, isolation, path, None, sha256).map(CriticInstance::Process)
+        }
+        CriticSource::Command(command) => {
+            let Some(program) = command.first() else {
+                return Err(PluginError::Protocol { critic: "command".into(), message: "the command is empty".into() });
+            };
+            let path = resolve_program(program, base_dir)
+                .filter(|p| p.is_file())
+                .ok_or_else(|| PluginError::NoProgram { program: program.clone() })?;
+            let cwd = base_dir.filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf);
+            let in_cwd = |arg: &String| match &cwd {
+                Some(dir) => dir.join(arg),
+                None => Path::new(arg).to_path_buf(),
+            };
+            // The script is what changes between versions of a critic like `python3 x.py`.
+            let hashed = command[1..].iter().map(in_cwd).find(|p| p.is_file()).unwrap_or_else(|| path.clone());
+            let sha256 = sha256_of(&hashed).map_err(|e| PluginError::Load { path: hashed.clone(), message: e })?;
+            let launch = Launch {
+                program: path.clone().into_os_string(),
+                args: command[1..].iter().map(OsString::from).collect(),
+                cwd,
+                label: command.join(" "),
+            };
+            ProcessCritic::open(launch, config_json, isolation, path, Some(command.clone()), sha256)
+                .map(CriticInstance::Process)
+        }
+    }
+}
+
+fn sha256_of(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,134 @@
+//! The child side of process isolation for plugin libraries: `critbench plugin-worker LIB` loads
+//! one plugin and serves it over the JSON-lines protocol of `docs/PROTOCOL.md` on stdin/stdout.
+//!
+//! The protocol owns the original stdout; file descriptor 1 is pointed at stderr, so whatever
+//! the plugin itself prints cannot corrupt the protocol. The plugin's host-service calls (`chat`)
+//! are proxied to the parent, which answers them with its own services.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::FromRawFd;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::PluginLibrary;
+use crate::process::PROTOCOL_VERSION;
+
+struct Pipes {
+    input: BufReader<File>,
+    output: File,
+}
+
+fn pipes() -> &'static Mutex<Pipes> {
+    static PIPES: OnceLock<Mutex<Pipes>> = OnceLock::new();
+    PIPES.get_or_init(|| {
+        // SAFETY: plain descriptor juggling on 0, 1 and 2, which every process has; the new
+        // descriptor is owned by the File made from it.
+        let (input, output) = unsafe {
+            let protocol = libc::dup(1);
+            assert!(protocol >= 0, "cannot duplicate stdout");
+            libc::dup2(2, 1);
+            (File::from_raw_fd(libc::dup(0)), File::from_raw_fd(protocol))
+        };
+        Mutex::new(Pipes { input: BufReader::new(input), output })
+    })
+}
+
+fn write_line(pipes: &mut Pipes, value: &serde_json::Value) -> std::io::Result<()> {
+    let mut line = value.to_string();
+    line.push('\n');
+    pipes.output.write_all(line.as_bytes())?;
+    pipes.output.flush()
+}
+
+/// The next line, or `None` at the end of input.
+fn read_line(pipes: &mut Pipes) -> std::io::Result<Option<String>> {
+    let mut line = String::new();
+    Ok((pipes.input.read_line(&mut line)? > 0).then_some(line))
+}
+
+/// Serves the plugin at `library` until stdin closes; returns the process exit status.
+pub fn serve(library: &Path) -> i32 {
+    match serve_inner(library) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("critbench plugin-worker: {message}");
+            2
+        }
+    }
+}
+
+fn serve_inner(library: &Path) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("the pipe to critbench failed: {e}");
+    // Take the protocol's stdout before the library's initializers can print to it.
+    pipes();
+    let plugin = match PluginLibrary::load(library) {
+        Ok(plugin) => plugin,
+        Err(error) => {
+            let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
+            write_line(&mut pipes, &serde_json::json!({ "error": error.to_string() })).map_err(io)?;
+            return Err(error.to_string());
+        }
+    };
+    let hello = serde_json::json!({
+        "protocol": PROTOCOL_VERSION,
+        "name": plugin.name,
+        "version": plugin.version,
+        "score_range": [plugin.range.min, plugin.range.max],
+        "thread_safe": plugin.thread_safe,
+        "policy_dependent": plugin.policy_dependent,
+    });
+    let config = {
+        let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
+        write_line(&mut pipes, &hello).map_err(io)?;
+        let Some(line) = read_line(&mut pipes).map_err(io)? else { return Ok(()) };
+        let message: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| format!("the config line is not JSON: {e}"))?;
+        message.get("config").cloned().ok_or("the first line after the hello must be {\"config\": ...}")?
+    };
+    crate::services::set_proxy(Arc::new(proxy));
+    // The host times the calls and kills this process when one is late.
+    let critic = match plugin.instantiate_in_process(&config.to_string(), None) {
+        Ok(critic) => critic,
+        Err(error) => {
+            let message = match error {
+                crate::PluginError::ConfigRejected { message, .. } => message,
+                other => other.to_string(),
+            };
+            let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
+            write_line(&mut pipes, &serde_json::json!({ "error": message })).map_err(io)?;
+            return Ok(());
+        }
+    };
+    write_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &serde_json::json!({ "ok": true }))
+        .map_err(io)?;
+    loop {
+        let Some(request) = read_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner())).map_err(io)? else {
+            return Ok(());
+        };
+        // The critique travels as a JSON string, verbatim, so the host parses exactly what the
+        // plugin wrote (as it would in-process).
+        let answer = match critic.call(request.trim_end_matches(['\n', '\r'])) {
+            Ok(critique) => serde_json::json!({ "critique": critique }),
+            Err(message) => serde_json::json!({ "error": message }),
+        };
+        write_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer).map_err(io)?;
+    }
+}
+
+/// A host-service call of the plugin, asked of the parent over the pipe.
+fn proxy(service: &str, request: &str) -> Result<String, String> {
+    let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
+    let ask = serde_json::json!({ "service": service, "request": request });
+    write_line(&mut pipes, &ask).map_err(|e| format!("cannot ask critbench for `{service}`: {e}"))?;
+    let line = read_line(&mut pipes)
+        .map_err(|e| format!("no answer from critbench for `{service}`: {e}"))?
+        .ok_or_else(|| format!("critbench closed the pipe during a `{service}` call"))?;
+    let answer: serde_json::Value =
+        serde_json::from_str(&line).map_err(|e| format!("critbench's answer to `{service}` is not JSON: {e}"))?;
+    match (answer.get("answer"), answer.get("error")) {
+        (Some(serde_json::Value::String(text)), _) => Ok(text.clone()),
+        (_, Some(error)) => Err(error.as_str().unwrap_or("service error").to_string()),
+        _ => Err(format!("critbench's answer to `{service}` has neither `answer` nor `error`")),
+    }
+}

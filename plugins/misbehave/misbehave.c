@@ -1,0 +1,131 @@
+/* `misbehave`: a C critic that misbehaves on purpose, for the tests of plugin isolation
+ * (crates/cli/tests/isolation.rs). It answers {"score": 7} for every draft, except on tasks whose
+ * id starts with "bad", where it does what its config's `mode` says:
+ *
+ *   "segfault"      raises SIGSEGV            "abort"       calls abort()
+ *   "hang"          never returns             "leak"        allocates until malloc fails, then aborts
+ *   "garbage"       answers text that is not JSON
+ *   "invalid_utf8"  answers bytes that are not UTF-8
+ *   "out_of_range"  answers {"score": 42} (its range is 0-10)
+ *
+ * Config: {"mode": "..."}; any other config is refused. It keeps no mutable state and declares
+ * itself thread-safe. Build: cc -shared -fPIC -I crates/abi/include misbehave.c -o libmisbehave.so
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "critbench.h"
+
+#define NAME "misbehave"
+#define VERSION "1.0.0"
+
+enum mode { SEGFAULT, ABORT, HANG, LEAK, GARBAGE, INVALID_UTF8, OUT_OF_RANGE, MODES };
+
+static const char *const MODE_NAMES[MODES] = {
+    "\"segfault\"", "\"abort\"", "\"hang\"", "\"leak\"", "\"garbage\"", "\"invalid_utf8\"", "\"out_of_range\"",
+};
+
+static enum mode MODE_VALUES[MODES] = {SEGFAULT, ABORT, HANG, LEAK, GARBAGE, INVALID_UTF8, OUT_OF_RANGE};
+
+static int32_t answer(critbench_buffer *out, const char *bytes, int32_t status) {
+    size_t len = strlen(bytes);
+    uint8_t *copy = malloc(len);
+    if (copy == NULL) {
+        abort();
+    }
+    memcpy(copy, bytes, len);
+    out->ptr = copy;
+    out->len = len;
+    return status;
+}
+
+/* Whether `haystack` (not NUL-terminated) contains `needle`. */
+static int contains(critbench_str haystack, const char *needle) {
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= haystack.len; i++) {
+        if (memcmp(haystack.ptr + i, needle, n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int32_t critic_create(critbench_str config, const critbench_host_v1 *host, void **instance,
+                             critbench_buffer *error) {
+    (void)host;
+    for (int m = 0; m < MODES; m++) {
+        if (contains(config, "\"mode\"") && contains(config, MODE_NAMES[m])) {
+            /* The instance is a pointer to its mode; nothing is allocated. */
+            *instance = &MODE_VALUES[m];
+            return CRITBENCH_OK;
+        }
+    }
+    return answer(error, "config must be {\"mode\": M} with M one of segfault, abort, hang, leak, garbage, "
+                         "invalid_utf8, out_of_range", CRITBENCH_ERROR);
+}
+
+static int32_t critic_critique(void *instance, critbench_str request, critbench_buffer *out) {
+    enum mode mode = *(const enum mode *)instance;
+    if (!contains(request, "\"id\":\"bad")) {
+        return answer(out, "{\"score\": 7, \"issues\": [], \"fatal_issues\": []}", CRITBENCH_OK);
+    }
+    switch (mode) {
+    case SEGFAULT:
+        raise(SIGSEGV);
+        break;
+    case ABORT:
+        abort();
+    case HANG:
+        for (;;) {
+            struct timespec second = {1, 0};
+            nanosleep(&second, NULL);
+        }
+    case LEAK:
+        for (;;) {
+            size_t size = (size_t)16 << 20;
+            char *block = malloc(size);
+            if (block == NULL) {
+                abort();
+            }
+            memset(block, 1, size);
+        }
+    case GARBAGE:
+        return answer(out, "this is not JSON at all", CRITBENCH_OK);
+    case INVALID_UTF8:
+        return answer(out, "{\"score\": 5, \"issues\": [\"\xff\xfe broken\"], \"fatal_issues\": []}", CRITBENCH_OK);
+    case OUT_OF_RANGE:
+        return answer(out, "{\"score\": 42, \"issues\": [], \"fatal_issues\": []}", CRITBENCH_OK);
+    case MODES:
+        break;
+    }
+    return answer(out, "unknown mode", CRITBENCH_ERROR);
+}
+
+static void critic_destroy(void *instance) {
+    (void)instance;
+}
+
+static void critic_free_buffer(critbench_buffer buffer) {
+    free(buffer.ptr);
+}
+
+static const critbench_critic_descriptor_v1 DESCRIPTOR = {
+    CRITBENCH_ABI_VERSION,
+    CRITBENCH_FLAG_THREAD_SAFE,
+    {(const uint8_t *)NAME, sizeof NAME - 1},
+    {(const uint8_t *)VERSION, sizeof VERSION - 1},
+    0.0,
+    10.0,
+    critic_create,
+    critic_critique,
+    critic_destroy,
+    critic_free_buffer,
+};
+
+const critbench_critic_descriptor_v1 *critbench_critic_v1(void) {
+    return &DESCRIPTOR;
+}
