@@ -344,8 +344,10 @@ fn plugin_workers_die_with_critbench_on_ctrl_c() {
     std::thread::sleep(Duration::from_millis(300));
     let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
+    // The hung loop cannot finish: the run commits what it has, waits its grace period and ends
+    // with SIGINT's status.
     let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(2), "critbench ends on SIGINT");
+    assert_eq!(status.code(), Some(130), "critbench ends on SIGINT: {status:?}");
     assert!(!workers.is_empty());
     assert_no_children_left(&setup.library);
 }

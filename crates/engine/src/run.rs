@@ -314,16 +314,40 @@ fn drive<C: Consumer>(
         // After an interruption, rows stop at the first chunk the workers left unfinished, so
         // that what is written is every loop of a prefix of the tasks.
         let mut closed = false;
+        let mut interrupted_at: Option<Instant> = None;
         loop {
-            let result = match result_receiver.recv_timeout(std::time::Duration::from_millis(100)) {
-                Ok(result) => result,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    check_interrupt(interrupt, &mut interrupted, window);
-                    continue;
+            let received = result_receiver.recv_timeout(std::time::Duration::from_millis(100));
+            if check_interrupt(interrupt, &mut interrupted, window) {
+                // What is finished becomes durable now, whatever the loops in flight do.
+                if let Err(error) = consumer.commit() {
+                    failure.get_or_insert(error);
                 }
+                interrupted_at = Some(Instant::now());
+                eprintln!(
+                    "critbench: stopping on {}: the loops finished so far are committed; waiting up to {} s for \
+                     the loops in flight (a second signal stops at once)",
+                    interrupted.unwrap_or("a signal"),
+                    INTERRUPT_GRACE.as_secs()
+                );
+            }
+            if let (Some(at), Some(signal)) = (interrupted_at, interrupted)
+                && at.elapsed() > INTERRUPT_GRACE
+            {
+                // A loop stuck in a critic or a model call cannot be cancelled from here: commit
+                // what arrived meanwhile and end the process; the run stays resumable.
+                let _ = consumer.commit();
+                eprintln!(
+                    "critbench: loops still in flight after {} s were abandoned; the finished ones are kept: run the \
+                     same command with --resume to finish the run",
+                    INTERRUPT_GRACE.as_secs()
+                );
+                std::process::exit(if signal == "SIGTERM" { 143 } else { 130 });
+            }
+            let result = match received {
+                Ok(result) => result,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             };
-            check_interrupt(interrupt, &mut interrupted, window);
             if failure.is_some() || closed {
                 window.release();
                 continue;
@@ -376,12 +400,17 @@ fn drive<C: Consumer>(
     })
 }
 
-/// Stops the pass at the first sight of a raised interrupt flag.
-fn check_interrupt(interrupt: Option<&AtomicUsize>, interrupted: &mut Option<&'static str>, window: &Window) {
+/// Stops the pass at the first sight of a raised interrupt flag; `true` that once.
+fn check_interrupt(interrupt: Option<&AtomicUsize>, interrupted: &mut Option<&'static str>, window: &Window) -> bool {
     if interrupted.is_none()
         && let Some(signal) = interrupt.map(|flag| flag.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
     {
         *interrupted = Some(signal_name(signal));
         window.stop();
+        return true;
     }
+    false
 }
+
+/// How long an interrupted run waits for the loops in flight before it ends without them.
+const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);

@@ -25,6 +25,11 @@ pub trait Consumer {
 
     /// Loops handled and loops passed so far, for the progress bar.
     fn counts(&self) -> (u64, u64);
+
+    /// Makes what was accepted so far durable, when the consumer keeps anything.
+    fn commit(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
 }
 
 /// Failed loops named in the manifest; the count is always exact.
@@ -320,6 +325,10 @@ impl Consumer for RowSink<'_, '_> {
 
     fn counts(&self) -> (u64, u64) {
         (self.written.loops + self.written.failed_count, self.written.passed)
+    }
+
+    fn commit(&mut self) -> Result<(), EngineError> {
+        RowSink::commit(self)
     }
 }
 
