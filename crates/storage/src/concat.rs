@@ -64,40 +64,8 @@ pub fn concat_parquet(parts: &[impl AsRef<Path>], output: &Path) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tables::{OutcomeRow, OutcomeWriter, read_outcomes};
-
-    fn row(task: &str) -> OutcomeRow {
-        OutcomeRow {
-            run_id: "r".into(),
-            config_id: "c".into(),
-            arm: "feedback".into(),
-            critic: "k".into(),
-            task_id: task.into(),
-            kind: None,
-            epoch: 0,
-            pass_score: 8.0,
-            max_revisions: 3,
-            stall: true,
-            plateau_eps: 0.0,
-            dim_target: None,
-            final_draft: "best".into(),
-            rounds: 1,
-            revisions: 0,
-            exit_reason: "pass".into(),
-            passed: true,
-            first_score: 9.0,
-            last_score: 9.0,
-            final_score: 9.0,
-            best_score: 9.0,
-            best_round: 0,
-            critic_errors: 0,
-            critic_disagreements: 0,
-            tokens_in: None,
-            tokens_out: None,
-            wall_ms: 1.0,
-            meta: Some("{}".into()),
-        }
-    }
+    use crate::tables::tests::outcome;
+    use crate::tables::{OutcomeWriter, read_outcomes};
 
     #[test]
     fn joined_parts_read_back_as_one_table_in_order() {
@@ -107,7 +75,7 @@ mod tests {
             let path = dir.path().join(format!("part-{index}.parquet"));
             let mut writer = OutcomeWriter::create(&path).unwrap();
             for task in tasks {
-                writer.push(row(task)).unwrap();
+                writer.push(outcome(task, true)).unwrap();
             }
             writer.close().unwrap();
             parts.push(path);

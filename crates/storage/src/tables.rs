@@ -651,13 +651,13 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::SCHEMA_VERSION;
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
 
-    fn outcome(task: &str, passed: bool) -> OutcomeRow {
+    pub(crate) fn outcome(task: &str, passed: bool) -> OutcomeRow {
         OutcomeRow {
             run_id: "r".into(),
             config_id: "p8-r3-stall-e0".into(),
