@@ -92,20 +92,20 @@ impl Consumer for LearnSink<'_, '_> {
                 let fixed = match fixed {
                     Ok(fixed) => fixed,
                     Err(error) => {
-                        self.failures.push(format!("task `{}`: {error}", task.id));
+                        self.failures.push(format!("task `{}`: {error}", task.task.id));
                         continue;
                     }
                 };
                 let plugin = &plan.plugins[unit.critic];
-                let namespace = self.namespaces.entry((unit.critic, task.kind.clone())).or_insert_with(|| Namespace {
+                let namespace = self.namespaces.entry((unit.critic, task.task.kind.clone())).or_insert_with(|| Namespace {
                     critic: plugin.critic.clone(),
                     plugin: plugin.library.name.clone(),
                     plugin_version: plugin.library.version.clone(),
-                    kind: task.kind.clone(),
+                    kind: task.task.kind.clone(),
                     ..Namespace::default()
                 });
                 if !fixed.is_empty() {
-                    namespace.learned_from.push(task.id.clone());
+                    namespace.learned_from.push(task.task.id.clone());
                 }
                 for issue_type in fixed {
                     *namespace.fixed.entry(issue_type).or_default() += 1;

@@ -24,10 +24,10 @@ pub struct LoopResult {
     pub scores: Vec<RoundScore>,
 }
 
-/// The loops of one task, in unit order.
+/// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
+/// loop workers spend no time freeing it.
 pub struct TaskLoops {
-    pub id: String,
-    pub kind: Option<String>,
+    pub task: Task,
     /// `meta` as JSON text, for the outcome rows.
     pub meta: Option<String>,
     pub loops: Vec<(Unit, Result<LoopResult, String>)>,
@@ -54,22 +54,15 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
             break;
         }
         let task = &admitted.task;
-        let task_json = TaskJson::new(task);
         let mut results = Vec::new();
         for &critic in &admitted.critics {
             for unit in plan.units(critic, scope) {
-                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &task_json, unit)))
+                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit)))
                     .unwrap_or_else(|payload| Err(panic_text(payload)));
                 results.push((unit, result));
             }
         }
-        let task = admitted.task;
-        tasks.push(TaskLoops {
-            meta: task.meta.as_ref().map(|m| m.to_string()),
-            id: task.id,
-            kind: task.kind,
-            loops: results,
-        });
+        tasks.push(TaskLoops { task: admitted.task, meta: admitted.meta, loops: results });
     }
     ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
 }

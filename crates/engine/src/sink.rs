@@ -265,7 +265,7 @@ impl Consumer for RowSink<'_, '_> {
                             unit.policies(plan.config_ids.len()).map(|index| plan.config_ids[index].as_str()).collect();
                         let failure = format!(
                             "task `{}` × {} × {} × epoch {} × {critic}: {error}",
-                            task.id,
+                            task.task.id,
                             configs.join(","),
                             unit.arm,
                             unit.epoch
@@ -283,8 +283,8 @@ impl Consumer for RowSink<'_, '_> {
                     run_id: &run_id,
                     critic,
                     arm: unit.arm,
-                    task_id: &task.id,
-                    kind: task.kind.as_deref(),
+                    task_id: &task.task.id,
+                    kind: task.task.kind.as_deref(),
                     epoch: unit.epoch,
                     meta: task.meta.clone(),
                 };
@@ -305,7 +305,7 @@ impl Consumer for RowSink<'_, '_> {
                     let (passed, rounds) = emitted.ok_or_else(|| {
                         EngineError::Internal(format!(
                             "the recording of task `{}` ended before config {} stopped",
-                            task.id, plan.config_ids[index]
+                            task.task.id, plan.config_ids[index]
                         ))
                     })?;
                     written.loops += 1;

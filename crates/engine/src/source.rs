@@ -14,6 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use critbench_core::Task;
+use critbench_plugin_host::request::TaskJson;
 use critbench_storage::dataset::{DatasetError, DatasetStream, OnBadRow, RowError};
 use critbench_storage::manifest::DatasetRecord;
 
@@ -32,6 +33,10 @@ pub struct Chunk {
 
 pub struct AdmittedTask {
     pub task: Task,
+    /// The task as critics see it, serialized here rather than on the loop workers.
+    pub json: TaskJson,
+    /// `meta` as JSON text, for the outcome rows.
+    pub meta: Option<String>,
     pub critics: Vec<usize>,
 }
 
@@ -219,7 +224,8 @@ impl Source {
                         continue;
                     }
                     report.tasks_run += 1;
-                    pending.push(AdmittedTask { task, critics });
+                    let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
+                    pending.push(AdmittedTask { task, json, meta, critics });
                 }
                 if !pending.is_empty() {
                     let progress = bytes_before + stream.progress().0;

@@ -16,7 +16,7 @@ pub const SCHEMA_VERSION: u32 = 3;
 
 /// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
 /// up in memory.
-const MAX_ROW_GROUP_ROWS: usize = 256 * 1024;
+const MAX_ROW_GROUP_ROWS: usize = 64 * 1024;
 const MAX_ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why an output file could not be written or read. Never the user's fault, except a missing or
