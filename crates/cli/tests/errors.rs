@@ -171,3 +171,24 @@ fn experiment_grid_with_a_value_of_the_wrong_type() {
 fn experiment_grid_with_an_empty_list() {
     insta::assert_snapshot!(run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n[policy]\nmax_revisions = []\n", header())), @"error: DIR/x.toml: [policy]: `max_revisions` is an empty list; give at least one value");
 }
+
+#[test]
+fn a_duplicate_id_across_dataset_files_names_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = "{\"id\":\"a\",\"prompt\":\"p\",\"drafts\":[\"x\"],\"critiques\":[{\"score\":9}]}\n";
+    std::fs::write(dir.path().join("one.jsonl"), row).unwrap();
+    std::fs::write(dir.path().join("two.jsonl"), row).unwrap();
+    let file = experiment(
+        dir.path(),
+        "two.toml",
+        "name = \"two\"\ndataset = [\"one.jsonl\", \"two.jsonl\"]\nbackend = \"scripted\"\n\
+         [[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n",
+    );
+    let out = dir.path().join("run");
+    let message =
+        usage_error(critbench(&["run", file.to_str().unwrap(), "-q", "--out", out.to_str().unwrap()]), dir.path());
+    assert!(
+        message.contains("DIR/two.jsonl: line 1: field `id`: duplicate id `a` (also in DIR/one.jsonl)"),
+        "{message}"
+    );
+}

@@ -232,3 +232,34 @@ fn a_critic_that_fails_every_critique_fails_the_run() {
     assert!(message.contains("measure nothing"), "{message}");
     assert_eq!(outcomes(&run).len(), 36, "the rows are written all the same");
 }
+
+/// `llm-judge` pointed at an endpoint where nothing listens: every critique fails, and the run
+/// says its numbers measure nothing instead of reporting 0% against 0%.
+#[test]
+fn a_dead_judge_endpoint_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port that was free a moment ago: nothing answers there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let file = experiment(
+        dir.path(),
+        "dead-judge.toml",
+        &format!(
+            "name = \"dead-judge\"\ndataset = \"{}\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+             [[critics]]\nname = \"judge\"\nplugin = \"llm-judge\"\n[policy]\nmax_revisions = 1\n\
+             [openai]\nbase_url = \"http://127.0.0.1:{port}/v1\"\ntimeout_s = 1.0\nmax_retries = 1\nretry_base_ms = 1\n\
+             models = {{ judge = \"judge-m\" }}\n",
+            repo().join("datasets/essays.jsonl").display()
+        ),
+    );
+    let run = dir.path().join("run");
+    let output =
+        critbench(&["run", file.to_str().unwrap(), "--out", run.to_str().unwrap(), "-q", "--limit", "3", "--no-cache"]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("critic `judge` failed on every one of its"), "{message}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["openai"]["http"]["ok"], 0);
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("0 answered"), "the report's notes say what the manifest records:\n{report}");
+}

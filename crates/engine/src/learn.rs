@@ -97,13 +97,14 @@ impl Consumer for LearnSink<'_, '_> {
                     }
                 };
                 let plugin = &plan.plugins[unit.critic];
-                let namespace = self.namespaces.entry((unit.critic, task.task.kind.clone())).or_insert_with(|| Namespace {
-                    critic: plugin.critic.clone(),
-                    plugin: plugin.library.name.clone(),
-                    plugin_version: plugin.library.version.clone(),
-                    kind: task.task.kind.clone(),
-                    ..Namespace::default()
-                });
+                let namespace =
+                    self.namespaces.entry((unit.critic, task.task.kind.clone())).or_insert_with(|| Namespace {
+                        critic: plugin.critic.clone(),
+                        plugin: plugin.library.name.clone(),
+                        plugin_version: plugin.library.version.clone(),
+                        kind: task.task.kind.clone(),
+                        ..Namespace::default()
+                    });
                 if !fixed.is_empty() {
                     namespace.learned_from.push(task.task.id.clone());
                 }
