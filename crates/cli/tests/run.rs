@@ -61,24 +61,6 @@ fn dim_target_changes_exits_as_scripted() {
     }
 }
 
-fn comparable(mut rows: Vec<critbench_storage::tables::OutcomeRow>) -> Vec<critbench_storage::tables::OutcomeRow> {
-    for row in &mut rows {
-        // The run id names the moment of the run and wall time is measured: neither is a result.
-        row.run_id.clear();
-        row.wall_ms = 0.0;
-    }
-    rows.sort_by(|a, b| {
-        (&a.critic, &a.task_id, &a.arm, a.epoch, &a.config_id).cmp(&(
-            &b.critic,
-            &b.task_id,
-            &b.arm,
-            b.epoch,
-            &b.config_id,
-        ))
-    });
-    rows
-}
-
 /// The run id and measured times cleared: what is left is results.
 fn in_file_order(mut rows: Vec<critbench_storage::tables::OutcomeRow>) -> Vec<critbench_storage::tables::OutcomeRow> {
     for row in &mut rows {
