@@ -16,7 +16,7 @@ pub fn install() -> Result<Arc<AtomicUsize>, Failure> {
         let install = || -> std::io::Result<()> {
             // Registered first, so it sees the flag as the previous signal left it.
             let already = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            signal_hook::flag::register_conditional_shutdown(signal, 128 + signal as i32, Arc::clone(&already))?;
+            signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, Arc::clone(&already))?;
             signal_hook::flag::register(signal, already)?;
             signal_hook::flag::register_usize(signal, Arc::clone(&raised), signal as usize)?;
             Ok(())
