@@ -10,9 +10,14 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
 pub const SCHEMA_VERSION: u32 = 3;
+
+/// Columns of few distinct values, stored dictionary-encoded.
+const DICTIONARY_COLUMNS: &[&str] =
+    &["run_id", "config_id", "arm", "critic", "kind", "decision", "exit_reason", "final"];
 
 /// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
 /// up in memory.
@@ -38,7 +43,14 @@ pub(crate) struct ParquetSink {
 impl ParquetSink {
     pub(crate) fn create(path: &Path, schema: SchemaRef, table: &str) -> Result<Self, StorageError> {
         let file = File::create(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-        let properties = WriterProperties::builder()
+        let mut properties = WriterProperties::builder()
+            // Dictionaries pay only for columns with few distinct values; building one for ids and
+            // free text costs a hash per value and is then thrown away.
+            .set_dictionary_enabled(false);
+        for column in DICTIONARY_COLUMNS {
+            properties = properties.set_column_dictionary_enabled(ColumnPath::from(*column), true);
+        }
+        let properties = properties
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("3 is a valid zstd level")))
             .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
             .set_max_row_group_bytes(Some(MAX_ROW_GROUP_BYTES))
