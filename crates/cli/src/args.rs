@@ -18,6 +18,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two runs on the tasks they share (e.g. two critics or two model versions).
     Compare(CompareArgs),
+    /// Read one loop of a run round by round (--task), or list where two arms disagree (--pairs).
+    Show(ShowArgs),
     /// Evaluate new policies on a finished run's recorded loops, without calling any model or critic.
     Replay(ReplayArgs),
     /// Benchmark the critics themselves on labeled drafts (experiments/judge-demo.toml when none is given).
@@ -139,6 +141,33 @@ pub struct CompareArgs {
     /// Also write compare.md and compare.csv into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// A run directory written by `critbench run`.
+    pub run_dir: PathBuf,
+    /// The task to show (its dataset `id`).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// The config of the loop to show (default: the first that has the task).
+    #[arg(long)]
+    pub config: Option<String>,
+    /// The critic of the loop to show.
+    #[arg(long)]
+    pub critic: Option<String>,
+    /// The arm of the loop to show.
+    #[arg(long)]
+    pub arm: Option<String>,
+    /// The epoch of the loop to show.
+    #[arg(long)]
+    pub epoch: Option<u32>,
+    /// List the task × epoch units where one of two arms passed and the other did not (ARM_A,ARM_B).
+    #[arg(long, value_delimiter = ',', conflicts_with = "task")]
+    pub pairs: Option<Vec<String>>,
+    /// With --pairs: at most this many pairs per config and critic.
+    #[arg(long, default_value = "10")]
+    pub limit: usize,
 }
 
 #[derive(Args, Debug)]

@@ -21,6 +21,7 @@
 pub mod compare;
 mod html;
 mod markdown;
+pub mod show;
 pub mod stats;
 mod summary;
 
