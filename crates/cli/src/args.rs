@@ -16,7 +16,8 @@ pub enum Command {
     Run(RunArgs),
     /// Rebuild summary.csv, summary.json, comparisons.csv and report.md from a run's Parquet files.
     Report(ReportArgs),
-    /// Compare two runs on the tasks they share (e.g. two critics or two model versions).
+    /// Compare two runs on the tasks they share (e.g. two critics or two model versions), or two
+    /// configs of one run (--configs A,B).
     Compare(CompareArgs),
     /// Read one loop of a run round by round (--task), or list where two arms disagree (--pairs).
     Show(ShowArgs),
@@ -136,8 +137,13 @@ pub struct ReportArgs {
 pub struct CompareArgs {
     /// The first run directory (side A).
     pub run_a: PathBuf,
-    /// The second run directory (side B).
-    pub run_b: PathBuf,
+    /// The second run directory (side B); not with --configs.
+    #[arg(required_unless_present = "configs")]
+    pub run_b: Option<PathBuf>,
+    /// Compare two configs of RUN_A instead (CONFIG_A,CONFIG_B), per arm and critic, on the task ×
+    /// epoch units both ran.
+    #[arg(long, value_delimiter = ',', conflicts_with = "run_b")]
+    pub configs: Option<Vec<String>>,
     /// Also write compare.md and compare.csv into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -111,7 +111,7 @@ fn results_do_not_depend_on_the_thread_count() {
     let (a, b) = (in_file_order(outcomes(&one)), in_file_order(outcomes(&two)));
     assert_eq!(a.len(), 25 * 2 * 3 * 3 * 9);
     assert_eq!(a, b, "the tables hold the rows in the same order");
-    for file in ["summary.csv", "comparisons.csv"] {
+    for file in ["summary.csv", "comparisons.csv", "config_comparisons.csv"] {
         assert_eq!(
             std::fs::read(one.join(file)).unwrap(),
             std::fs::read(two.join(file)).unwrap(),
