@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use common::{critbench, ok, outcomes, usage_error};
 
+/// (config, arm, critic, task, epoch).
+type LoopKey = (String, String, String, String, u32);
+
 fn csv_rows(text: &str) -> Vec<HashMap<String, String>> {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -31,7 +34,7 @@ fn grid_neighbours_are_compared_unit_by_unit() {
     assert!(!steps.iter().any(|s| s.1 == "p9-r3-stall-e0" && s.2 == "p7-r3-stall-e0"), "not neighbours");
 
     // Each row against the outcomes: (config, arm, critic, task, epoch) → passed.
-    let mut passed: HashMap<(String, String, String, String, u32), (bool, u32)> = HashMap::new();
+    let mut passed: HashMap<LoopKey, (bool, u32)> = HashMap::new();
     for row in outcomes(&run) {
         passed.insert((row.config_id, row.arm, row.critic, row.task_id, row.epoch), (row.passed, row.rounds));
     }

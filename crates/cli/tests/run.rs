@@ -147,11 +147,11 @@ fn demo_outputs_are_complete_and_readable_from_python() {
         assert_eq!(plugin["sha256"].as_str().unwrap().len(), 64);
     }
     assert_eq!(manifest["datasets"][0]["sha256"].as_str().unwrap().len(), 64);
-    let python = std::process::Command::new("python3")
+    let python = common::python()
         .arg(repo().join("tests/python/check_outputs.py"))
         .arg(&run)
         .output()
-        .expect("python3 runs");
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs");
     assert!(
         python.status.success(),
         "check_outputs.py failed (install tests/python/requirements.txt):\n{}\n{}",
