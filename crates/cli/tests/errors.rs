@@ -171,3 +171,21 @@ fn experiment_grid_with_a_value_of_the_wrong_type() {
 fn experiment_grid_with_an_empty_list() {
     insta::assert_snapshot!(run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n[policy]\nmax_revisions = []\n", header())), @"error: DIR/x.toml: [policy]: `max_revisions` is an empty list; give at least one value");
 }
+
+/// A run's `name` is a directory under reports/: a path separator in it is refused with exit 2
+/// and nothing is written.
+#[test]
+fn a_name_with_a_path_separator_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "x.toml",
+        &format!(
+            "name = \"../../escaped\"\ndataset = \"{}\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n",
+            repo().join("datasets/papers.jsonl").display()
+        ),
+    );
+    let message = usage_error(critbench(&["run", file.to_str().unwrap(), "--limit", "1", "-q"]), dir.path());
+    assert!(message.contains("`name` = \"../../escaped\" must not contain a path separator"), "{message}");
+    assert!(!repo().join("../escaped").exists() && !repo().join("reports/../../escaped").exists());
+}
