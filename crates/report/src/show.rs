@@ -646,3 +646,74 @@ pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGrou
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use critbench_storage::tables::{TrajectoryRow, TrajectoryWriter};
+
+    use super::*;
+
+    /// Three tasks over two row groups (the writer closes a group at 65,536 rows): a task inside
+    /// one group's `task_id` range reads that group alone, a task in both reads both, and rows
+    /// of other tasks in a group read are left out.
+    #[test]
+    fn only_row_groups_whose_task_range_holds_the_task_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let mut writer = TrajectoryWriter::create(&path).unwrap();
+        let dims = BTreeMap::new();
+        // "a" fills most of the first group, "b" straddles both, "c" is in the second only.
+        let tasks = [("a", 60_000u32), ("b", 10_000), ("c", 5_000)];
+        for (task, rounds) in tasks {
+            for round in 0..rounds {
+                writer
+                    .push(&TrajectoryRow {
+                        run_id: "r",
+                        config_id: "p8-r3-stall-e0",
+                        arm: "feedback",
+                        critic: "rubric",
+                        task_id: task,
+                        kind: None,
+                        epoch: round / 4,
+                        round: round % 4,
+                        revisions: round % 4,
+                        score: 5.0,
+                        dims: &dims,
+                        issues: &[],
+                        fatal_issues: &[],
+                        issue_types: &[],
+                        suggestions: None,
+                        rationale: None,
+                        critic_passed: None,
+                        passed: false,
+                        decision: "revise",
+                        exit_reason: None,
+                        is_best: false,
+                        best_score: 5.0,
+                        draft_chars: 10,
+                        draft: None,
+                        gen_ms: 0.0,
+                        critic_ms: 0.0,
+                        critic_attempts: 1,
+                        critic_error: None,
+                        tokens_in: None,
+                        tokens_out: None,
+                        critic_tokens_in: None,
+                        critic_tokens_out: None,
+                    })
+                    .unwrap();
+            }
+        }
+        writer.close().unwrap();
+        let (rounds, read, total) = read_task_rounds(&path, "c").unwrap();
+        assert_eq!((rounds.len(), read, total), (5_000, 1, 2));
+        let (rounds, read, _) = read_task_rounds(&path, "a").unwrap();
+        assert_eq!((rounds.len(), read), (60_000, 1));
+        let (rounds, read, _) = read_task_rounds(&path, "b").unwrap();
+        assert_eq!((rounds.len(), read), (10_000, 2));
+        let (rounds, read, _) = read_task_rounds(&path, "0").unwrap();
+        assert_eq!((rounds.len(), read), (0, 0), "below every group's range");
+    }
+}
