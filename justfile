@@ -5,10 +5,24 @@ demo:
     cargo build --workspace
     cargo run -q -p critbench -- run --overwrite
 
-# The test suite CI runs (needs the Python packages in tests/python/requirements.txt).
+# The test suite CI runs, with the Python packages of tests/python/requirements.txt in .venv.
+# Plain commands: python3 -m venv .venv && .venv/bin/pip install -r tests/python/requirements.txt
+#   && cargo build --workspace && CRITBENCH_PYTHON=.venv/bin/python cargo test --workspace
 test:
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
     cargo build --workspace
-    cargo test --workspace
+    CRITBENCH_PYTHON=.venv/bin/python cargo test --workspace
+
+# Build the built-in plugins (release) and copy them to the user's plugin directory, where a
+# critbench installed with `cargo install --locked --path crates/cli` finds them. Plain commands:
+#   cargo build --release --locked -p critbench-rubric -p critbench-evidence -p critbench-scripted -p critbench-llm-judge
+#   mkdir -p "${XDG_DATA_HOME:-$HOME/.local/share}/critbench/plugins"
+#   cp "${CARGO_TARGET_DIR:-target}"/release/libcritbench_*.so "${XDG_DATA_HOME:-$HOME/.local/share}/critbench/plugins/"
+install-plugins:
+    cargo build --release --locked -p critbench-rubric -p critbench-evidence -p critbench-scripted -p critbench-llm-judge
+    mkdir -p "${XDG_DATA_HOME:-$HOME/.local/share}/critbench/plugins"
+    cp "${CARGO_TARGET_DIR:-target}"/release/libcritbench_*.so "${XDG_DATA_HOME:-$HOME/.local/share}/critbench/plugins/"
 
 # Build the built-in plugins and list them.
 plugins:

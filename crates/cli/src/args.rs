@@ -16,8 +16,11 @@ pub enum Command {
     Run(RunArgs),
     /// Rebuild summary.csv, summary.json, comparisons.csv and report.md from a run's Parquet files.
     Report(ReportArgs),
-    /// Compare two runs on the tasks they share (e.g. two critics or two model versions).
+    /// Compare two runs on the tasks they share (e.g. two critics or two model versions), or two
+    /// configs of one run (--configs A,B).
     Compare(CompareArgs),
+    /// Read one loop of a run round by round (--task), or list where two arms disagree (--pairs).
+    Show(ShowArgs),
     /// Evaluate new policies on a finished run's recorded loops, without calling any model or critic.
     Replay(ReplayArgs),
     /// Benchmark the critics themselves on labeled drafts (experiments/judge-demo.toml when none is given).
@@ -134,11 +137,43 @@ pub struct ReportArgs {
 pub struct CompareArgs {
     /// The first run directory (side A).
     pub run_a: PathBuf,
-    /// The second run directory (side B).
-    pub run_b: PathBuf,
+    /// The second run directory (side B); not with --configs.
+    #[arg(required_unless_present = "configs")]
+    pub run_b: Option<PathBuf>,
+    /// Compare two configs of RUN_A instead (CONFIG_A,CONFIG_B), per arm and critic, on the task ×
+    /// epoch units both ran.
+    #[arg(long, value_delimiter = ',', conflicts_with = "run_b")]
+    pub configs: Option<Vec<String>>,
     /// Also write compare.md and compare.csv into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// A run directory written by `critbench run`.
+    pub run_dir: PathBuf,
+    /// The task to show (its dataset `id`).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// The config of the loop to show (default: the first that has the task).
+    #[arg(long)]
+    pub config: Option<String>,
+    /// The critic of the loop to show.
+    #[arg(long)]
+    pub critic: Option<String>,
+    /// The arm of the loop to show.
+    #[arg(long)]
+    pub arm: Option<String>,
+    /// The epoch of the loop to show.
+    #[arg(long)]
+    pub epoch: Option<u32>,
+    /// List the task × epoch units where one of two arms passed and the other did not (ARM_A,ARM_B).
+    #[arg(long, value_delimiter = ',', conflicts_with = "task")]
+    pub pairs: Option<Vec<String>>,
+    /// With --pairs: at most this many pairs per config and critic.
+    #[arg(long, default_value = "10")]
+    pub limit: usize,
 }
 
 #[derive(Args, Debug)]

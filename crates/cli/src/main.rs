@@ -9,6 +9,7 @@ mod plugins;
 mod replay;
 mod report;
 mod run;
+mod show;
 mod signals;
 
 use std::process::ExitCode;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         args::Command::Report(options) => report::report(options),
         args::Command::Replay(options) => replay::replay(options),
         args::Command::Compare(options) => compare::compare(options),
+        args::Command::Show(options) => show::show(options),
         args::Command::Judge(options) => judge::judge(options),
         args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
         args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),

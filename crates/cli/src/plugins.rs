@@ -9,9 +9,13 @@ pub fn list(args: PluginListArgs) -> Result<(), Failure> {
     let found = search.discover();
     if found.is_empty() {
         println!("no plugins found in: {}", dirs(&search));
-        println!("build the built-in plugins with `cargo build --workspace`, or pass --plugin-dir DIR");
+        println!(
+            "build the built-in plugins with `cargo build --workspace` (or install them for an installed critbench: \
+             `just install-plugins`, see README.md), or pass --plugin-dir DIR"
+        );
         return Ok(());
     }
+    println!("searched, in order: {}", dirs(&search));
     println!("{:<12} {:<9} {:<8} path", "name", "version", "range");
     for path in found {
         match PluginLibrary::load(&path) {

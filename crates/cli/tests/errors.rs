@@ -192,3 +192,21 @@ fn a_duplicate_id_across_dataset_files_names_both() {
         "{message}"
     );
 }
+
+/// A run's `name` is a directory under reports/: a path separator in it is refused with exit 2
+/// and nothing is written.
+#[test]
+fn a_name_with_a_path_separator_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "x.toml",
+        &format!(
+            "name = \"../../escaped\"\ndataset = \"{}\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n",
+            repo().join("datasets/papers.jsonl").display()
+        ),
+    );
+    let message = usage_error(critbench(&["run", file.to_str().unwrap(), "--limit", "1", "-q"]), dir.path());
+    assert!(message.contains("`name` = \"../../escaped\" must not contain a path separator"), "{message}");
+    assert!(!repo().join("../escaped").exists() && !repo().join("reports/../../escaped").exists());
+}

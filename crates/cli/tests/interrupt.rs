@@ -131,11 +131,11 @@ fn a_live_run_holds_its_directory() {
 /// Tables and summaries of `b` equal `a`'s: rows in the same order, times aside (same_rows.py),
 /// and byte-identical summary and comparison files.
 fn assert_same_run(a: &Path, b: &Path) {
-    let output = Command::new("python3")
+    let output = common::python()
         .arg(repo().join("tests/python/same_rows.py"))
         .args([a, b])
         .output()
-        .expect("python3 runs tests/python/same_rows.py");
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs tests/python/same_rows.py");
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     for file in ["summary.csv", "comparisons.csv"] {
         assert_eq!(std::fs::read(a.join(file)).unwrap(), std::fs::read(b.join(file)).unwrap(), "{file}");

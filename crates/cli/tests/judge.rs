@@ -132,13 +132,13 @@ fn critic<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 fn run_reference_check(out: &Path) {
-    let python = std::process::Command::new("python3")
+    let python = common::python()
         .arg(repo().join("tests/python/check_judge.py"))
         .arg(out)
         // judge.json names the datasets as the run was given them, relative to the repository.
         .current_dir(repo())
         .output()
-        .expect("python3 runs");
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs");
     assert!(
         python.status.success(),
         "check_judge.py failed (install tests/python/requirements.txt):\n{}\n{}",

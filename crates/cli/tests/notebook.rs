@@ -25,8 +25,11 @@ fn notebook_runs_against_the_demo() {
     let figures = dir.path().join("figures");
     let executed = dir.path().join("executed.ipynb");
     // Executed from notebooks/, as Jupyter would; CRITBENCH_RUN points at the run.
+    // The kernel is this same Python: its environment's kernel spec comes first on the Jupyter
+    // path (a spec whose command is `python` is started with the running interpreter).
     let script = r#"
-import sys
+import os, sys
+os.environ["JUPYTER_PATH"] = os.path.join(sys.prefix, "share", "jupyter")
 import nbformat
 from nbclient import NotebookClient
 
@@ -34,7 +37,7 @@ notebook = nbformat.read(sys.argv[1], as_version=4)
 NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}}).execute()
 nbformat.write(notebook, sys.argv[3])
 "#;
-    let python = std::process::Command::new("python3")
+    let python = common::python()
         .args(["-c", script])
         .arg(repo().join("notebooks/analysis.ipynb"))
         .arg(repo().join("notebooks"))
@@ -42,7 +45,7 @@ nbformat.write(notebook, sys.argv[3])
         .env("CRITBENCH_RUN", &run)
         .env("CRITBENCH_FIGURES", &figures)
         .output()
-        .expect("python3 runs");
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs");
     assert!(
         python.status.success(),
         "the notebook failed (install tests/python/requirements.txt):\n{}\n{}",

@@ -125,7 +125,7 @@ fn a_plugin_that_panics_or_fails_costs_only_its_own_rounds() {
         }
     }
     // The trajectory rows say what went wrong, after three attempts.
-    let python = std::process::Command::new("python3")
+    let python = common::python()
         .args([
             "-c",
             "import sys, pyarrow.parquet as pq; t = pq.read_table(sys.argv[1]).to_pylist(); \
@@ -133,7 +133,7 @@ fn a_plugin_that_panics_or_fails_costs_only_its_own_rounds() {
         ])
         .arg(run.join("trajectories.parquet"))
         .output()
-        .expect("python3 with pyarrow");
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) with pyarrow");
     let text = String::from_utf8_lossy(&python.stdout);
     assert!(text.contains("essay-001 3 critic panicked: deliberate panic on task essay-001"), "{text}");
     assert!(text.contains("essay-002 3 deliberate error on task essay-002"), "{text}");

@@ -17,11 +17,11 @@ fn replayed_sweep_equals_direct_sweep_row_for_row() {
     for (out, sweep) in [(&replayed, "replay"), (&direct, "direct")] {
         ok(critbench(&["run", "--limit", "20", "--sweep", sweep, "--out", out.to_str().unwrap(), "-q"]));
     }
-    let python = std::process::Command::new("python3")
+    let python = common::python()
         .arg(repo().join("tests/python/same_rows.py"))
         .args([&replayed, &direct])
         .output()
-        .expect("python3 runs");
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs");
     assert!(
         python.status.success(),
         "replay and direct differ:\n{}{}",

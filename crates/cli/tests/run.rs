@@ -93,7 +93,7 @@ fn results_do_not_depend_on_the_thread_count() {
     let (a, b) = (in_file_order(outcomes(&one)), in_file_order(outcomes(&two)));
     assert_eq!(a.len(), 25 * 2 * 3 * 3 * 9);
     assert_eq!(a, b, "the tables hold the rows in the same order");
-    for file in ["summary.csv", "comparisons.csv"] {
+    for file in ["summary.csv", "comparisons.csv", "config_comparisons.csv"] {
         assert_eq!(
             std::fs::read(one.join(file)).unwrap(),
             std::fs::read(two.join(file)).unwrap(),
@@ -129,11 +129,11 @@ fn demo_outputs_are_complete_and_readable_from_python() {
         assert_eq!(plugin["sha256"].as_str().unwrap().len(), 64);
     }
     assert_eq!(manifest["datasets"][0]["sha256"].as_str().unwrap().len(), 64);
-    let python = std::process::Command::new("python3")
+    let python = common::python()
         .arg(repo().join("tests/python/check_outputs.py"))
         .arg(&run)
         .output()
-        .expect("python3 runs");
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs");
     assert!(
         python.status.success(),
         "check_outputs.py failed (install tests/python/requirements.txt):\n{}\n{}",

@@ -14,13 +14,13 @@ fn statistics_agree_with_statsmodels_scipy_and_numpy() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     ok(critbench(&["run", "experiments/essays.toml", "--limit", "2", "--out", run.to_str().unwrap(), "-q"]));
-    let python = std::process::Command::new("python3")
+    let python = common::python()
         .arg(repo().join("tests/python/check_stats.py"))
         .arg(binary())
         .arg("--schema-from")
         .arg(run.join("outcomes.parquet"))
         .output()
-        .expect("python3 runs");
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs");
     let stdout = String::from_utf8_lossy(&python.stdout);
     assert!(
         python.status.success(),

@@ -405,6 +405,14 @@ impl Experiment {
         if file.name.trim().is_empty() {
             return Err("`name` must not be empty".into());
         }
+        // The name is a directory under reports/ (and labels the run): one path component.
+        if file.name.contains(['/', '\\']) || file.name == "." || file.name == ".." {
+            return Err(format!(
+                "`name` = {:?} must not contain a path separator or be `.` or `..` (the run is written to \
+                 reports/NAME unless `out` says otherwise; set `out` to write elsewhere)",
+                file.name
+            ));
+        }
         let datasets: Vec<PathBuf> = if !overrides.datasets.is_empty() {
             overrides.datasets.clone()
         } else {
@@ -890,6 +898,15 @@ mod tests {
         assert_eq!(e.policies, [Policy::default()]);
         assert_eq!(e.critic_attempts, 3);
         assert!(e.datasets[0].ends_with("d.jsonl") && e.datasets[0].is_absolute());
+    }
+
+    #[test]
+    fn a_name_with_a_path_separator_is_refused() {
+        for name in ["../../x", "a/b", "a\\b", "..", "."] {
+            let error = load(&MINIMAL.replace("name = \"t\"", &format!("name = {name:?}"))).unwrap_err();
+            assert!(error.contains("must not contain a path separator"), "{name}: {error}");
+        }
+        assert_eq!(load(&MINIMAL.replace("name = \"t\"", "name = \"a.b-c\"")).unwrap().name, "a.b-c");
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub const RUN_FILES: &[&str] = &[
     "summary.csv",
     "summary.json",
     "comparisons.csv",
+    "config_comparisons.csv",
     "report.md",
     "report.html",
 ];

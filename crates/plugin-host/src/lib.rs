@@ -45,4 +45,4 @@ pub use library::{InProcessCritic, PluginLibrary};
 pub use open::{CriticInstance, open_critic};
 pub use process::{PROTOCOL_VERSION, ProcessCritic};
 pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_with_retry};
-pub use search::SearchPath;
+pub use search::{SearchPath, user_plugin_dir};

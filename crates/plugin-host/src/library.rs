@@ -89,7 +89,7 @@ impl PluginLibrary {
         let sha256 = hex(&Sha256::digest(&bytes));
         // SAFETY: loading a library runs its initializers; the user chose this file as a plugin.
         let library = unsafe { libloading::Library::new(path) }
-            .map_err(|e| PluginError::Load { path: path.into(), message: e.to_string() })?;
+            .map_err(|e| PluginError::Load { path: path.into(), message: with_sources(&e) })?;
         // Never unloaded: see the crate docs.
         let library: &'static libloading::Library = Box::leak(Box::new(library));
         // SAFETY: the symbol's type is fixed by the ABI; a library exporting the name with another
@@ -317,4 +317,20 @@ unsafe extern "C" fn host_call(_context: *mut c_void, service: Str, request: Str
 unsafe extern "C" fn host_free_buffer(buffer: Buffer) {
     // SAFETY: allocated by `Buffer::from_vec` in this host.
     unsafe { buffer.free() };
+}
+
+/// An error and its sources, `: `-separated: libloading's "dlopen failed" carries the loader's own
+/// message (`dlerror()`: file not found, wrong ELF class, undefined symbol …) as its source.
+fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
 }

@@ -13,7 +13,9 @@ pub const PLUGIN_DIR_ENV: &str = "CRITBENCH_PLUGIN_DIR";
 impl SearchPath {
     /// `extra` first, then `$CRITBENCH_PLUGIN_DIR`, then the running executable's directory and
     /// its parent (so `target/debug/critbench` and test binaries in `target/debug/deps` both
-    /// find the plugins cargo built beside them).
+    /// find the plugins cargo built beside them), then the user's plugin directory
+    /// ([`user_plugin_dir`]: where `just install-plugins` puts the built-in plugins for a
+    /// `critbench` installed with `cargo install`).
     pub fn default_for_current_exe(extra: &[PathBuf]) -> SearchPath {
         let mut dirs: Vec<PathBuf> = extra.to_vec();
         if let Some(value) = std::env::var_os(PLUGIN_DIR_ENV) {
@@ -27,7 +29,9 @@ impl SearchPath {
                 dirs.push(parent.to_path_buf());
             }
         }
-        dirs.dedup();
+        dirs.extend(user_plugin_dir(std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME")));
+        let mut seen = std::collections::HashSet::new();
+        dirs.retain(|dir| seen.insert(dir.clone()));
         SearchPath { dirs }
     }
 
@@ -59,17 +63,17 @@ impl SearchPath {
         Err((names, self.dirs.clone()))
     }
 
-    /// Every file in the search directories that looks like a critbench plugin
-    /// (`libcritbench_*.so`), first occurrence of each file name only.
+    /// Every shared library (`*.so`, `*.dylib` or `*.dll`, this platform's suffix) in the search
+    /// directories, in directory order and by name within one, first occurrence of each file
+    /// name only: the plugins a name can resolve to (`libNAME.so` or `libcritbench_NAME.so`).
     pub fn discover(&self) -> Vec<PathBuf> {
-        let prefix = format!("{DLL_PREFIX}critbench_");
         let mut seen = std::collections::BTreeSet::new();
         let mut found = Vec::new();
         for dir in &self.dirs {
             let Ok(entries) = std::fs::read_dir(dir) else { continue };
             let mut files: Vec<PathBuf> = entries
                 .filter_map(|entry| entry.ok().map(|e| e.path()))
-                .filter(|path| is_plugin_file_name(path, &prefix))
+                .filter(|path| is_library_file_name(path))
                 .collect();
             files.sort();
             for path in files {
@@ -82,9 +86,23 @@ impl SearchPath {
     }
 }
 
-fn is_plugin_file_name(path: &Path, prefix: &str) -> bool {
+fn is_library_file_name(path: &Path) -> bool {
     path.is_file()
-        && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix) && n.ends_with(DLL_SUFFIX))
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(DLL_PREFIX) && n.ends_with(DLL_SUFFIX))
+}
+
+/// The user's plugin directory: `$XDG_DATA_HOME/critbench/plugins`, or
+/// `$HOME/.local/share/critbench/plugins` when `XDG_DATA_HOME` is unset or empty (the XDG base
+/// directory default); none without either.
+pub fn user_plugin_dir(xdg_data_home: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let data = match xdg_data_home.filter(|v| !v.is_empty()) {
+        Some(data) => PathBuf::from(data),
+        None => PathBuf::from(home.filter(|v| !v.is_empty())?).join(".local/share"),
+    };
+    Some(data.join("critbench/plugins"))
 }
 
 #[cfg(test)]
@@ -97,6 +115,31 @@ mod tests {
         assert!(SearchPath::is_path("./librubric.so"));
         assert!(SearchPath::is_path("plugins/x.so"));
         assert!(SearchPath::is_path("x.dylib"));
+    }
+
+    #[test]
+    fn the_user_plugin_dir_follows_xdg() {
+        assert_eq!(
+            user_plugin_dir(Some("/x/data".into()), Some("/home/u".into())),
+            Some(PathBuf::from("/x/data/critbench/plugins"))
+        );
+        assert_eq!(
+            user_plugin_dir(Some("".into()), Some("/home/u".into())),
+            Some(PathBuf::from("/home/u/.local/share/critbench/plugins"))
+        );
+        assert_eq!(user_plugin_dir(None, None), None);
+    }
+
+    #[test]
+    fn every_library_in_a_dir_is_discovered() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["critbench_a", "length", "z"] {
+            std::fs::write(dir.path().join(format!("{DLL_PREFIX}{name}{DLL_SUFFIX}")), b"").unwrap();
+        }
+        std::fs::write(dir.path().join("notes.txt"), b"").unwrap();
+        let found = SearchPath { dirs: vec![dir.path().into()] }.discover();
+        let names: Vec<String> = found.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["critbench_a", "length", "z"].map(|n| format!("{DLL_PREFIX}{n}{DLL_SUFFIX}")).to_vec());
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! several, intervals are a task-cluster bootstrap and the test an exact sign test on tasks. The
 //! results depend only on the rows, not on their order.
 //!
-//! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `report.md` and `report.html` (the same
+//! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `config_comparisons.csv` (grid
+//! neighbours compared unit by unit), `report.md` and `report.html` (the same
 //! with inline SVG charts) into the run directory.
 //!
 //! ```no_run
@@ -19,8 +20,10 @@
 //! ```
 
 pub mod compare;
+pub mod configs;
 mod html;
 mod markdown;
+pub mod show;
 pub mod stats;
 mod summary;
 
@@ -65,6 +68,8 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
         critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let report = summarize_file(&outcomes_path, manifest.as_ref())?;
     summary::write_files(run_dir, &report)?;
+    let neighbours = configs::neighbour_comparisons(&outcomes_path, manifest.as_ref())?;
+    configs::write_file(run_dir, &neighbours)?;
     let markdown = render_markdown(&report);
     let path = run_dir.join("report.md");
     std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;

@@ -211,7 +211,7 @@ pub(crate) fn comparison_sentence(report: &Report) -> String {
     sentence
 }
 
-fn format_p(p: f64) -> String {
+pub(crate) fn format_p(p: f64) -> String {
     if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
 }
 

@@ -59,7 +59,7 @@ fn rows(tasks: usize) -> Vec<OutcomeRow> {
     let mut rng = Rng::new(11);
     let mut rows = Vec::new();
     for task in 0..tasks {
-        for config in ["p7-r1", "p8-r3"] {
+        for config in ["p7-r3", "p8-r3"] {
             for critic in ["rubric", "evidence"] {
                 for epoch in 0..EPOCHS {
                     for arm in ARMS {
@@ -74,7 +74,8 @@ fn rows(tasks: usize) -> Vec<OutcomeRow> {
 
 const MANIFEST: &str = r#"{"run_id": "order-test", "experiment": {"name": "order", "epochs": 3,
   "arms": ["feedback", "no-feedback", "single"],
-  "policies": [{"config_id": "p7-r1"}, {"config_id": "p8-r3"}],
+  "policies": [{"config_id": "p7-r3", "pass_score": 7, "max_revisions": 3},
+    {"config_id": "p8-r3", "pass_score": 8, "max_revisions": 3}],
   "critics": [{"name": "rubric"}, {"name": "evidence"}]}}"#;
 
 fn write_run(dir: &Path, rows: &[OutcomeRow], manifest: bool) {
@@ -90,7 +91,7 @@ fn write_run(dir: &Path, rows: &[OutcomeRow], manifest: bool) {
 }
 
 fn files(dir: &Path) -> Vec<Vec<u8>> {
-    ["summary.csv", "summary.json", "comparisons.csv", "report.md"]
+    ["summary.csv", "summary.json", "comparisons.csv", "config_comparisons.csv", "report.md"]
         .iter()
         .map(|name| std::fs::read(dir.join(name)).unwrap())
         .collect()
@@ -117,6 +118,10 @@ fn the_same_rows_in_any_order_give_the_same_bytes() {
     for (name, output) in &outputs[1..] {
         assert!(output == &outputs[0].1, "{name} rows give other summary bytes than forward rows");
     }
+    // The two configs are neighbours on pass_score: one row per arm × critic, on every unit.
+    let configs = std::fs::read_to_string(dir.path().join("shuffled/config_comparisons.csv")).unwrap();
+    assert_eq!(configs.lines().count(), 1 + 3 * 2, "{configs}");
+    assert!(configs.lines().skip(1).all(|l| l.starts_with("pass_score,") && l.contains(",p8-r3,p7-r3,9000,3000,")));
     // Several epochs per task: intervals and tests are the clustered ones.
     let report = critbench_report::write_reports(&dir.path().join("shuffled")).unwrap();
     assert!(

@@ -11,6 +11,26 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
 }
 
+/// The environment variable naming the Python the tests run (e.g. `.venv/bin/python`).
+pub const PYTHON_ENV: &str = "CRITBENCH_PYTHON";
+
+/// The Python that has tests/python/requirements.txt: `$CRITBENCH_PYTHON` (a relative path is
+/// taken from the repository root, where the README's test command creates `.venv`; a bare name
+/// is looked up on PATH), else `python3`.
+pub fn python() -> Command {
+    match std::env::var_os(PYTHON_ENV).filter(|v| !v.is_empty()) {
+        Some(value) => {
+            let path = PathBuf::from(&value);
+            if path.components().count() > 1 && path.is_relative() {
+                Command::new(repo().join(path))
+            } else {
+                Command::new(value)
+            }
+        }
+        None => Command::new("python3"),
+    }
+}
+
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_critbench"))
 }

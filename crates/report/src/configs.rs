@@ -1,0 +1,402 @@
+//! Paired comparisons between the configs of one run: every config of a policy grid ran on the
+//! same task × epoch units, so two configs are compared unit by unit, per arm and critic, with the
+//! same task-clustered statistics as two arms ([`PairTotals`]).
+//!
+//! `config_comparisons.csv` holds every pair of grid neighbours along each policy axis (configs
+//! that differ in one parameter, with no config between them on it); `critbench compare RUN
+//! --configs A,B` compares any two.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::path::Path;
+
+use critbench_storage::manifest::{Manifest, PolicyRecord};
+use critbench_storage::tables::for_each_outcome_stats;
+use serde::Serialize;
+
+use crate::ReportError;
+use crate::summary::{KeyMap, Loop, PairTotals, matched_epochs, task_hash, write_csv};
+
+/// One pair of configs under one arm and critic: `config_a` against `config_b` on the task × epoch
+/// units both ran. Differences are A − B; for grid neighbours A is the config with the larger
+/// value on `axis` (the change from B to A is the effect of raising that parameter).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ConfigComparisonRow {
+    /// The policy parameter the two configs differ in (`pass_score`, `max_revisions`, `stall`,
+    /// `plateau_eps`, `dim_target`, `final`), or empty for two configs compared on request.
+    pub axis: String,
+    pub arm: String,
+    pub critic: String,
+    pub config_a: String,
+    pub config_b: String,
+    pub n_pairs: u64,
+    pub n_tasks: u64,
+    pub pass_rate_a: f64,
+    pub pass_rate_b: f64,
+    /// `pass_rate_a − pass_rate_b` on the same units.
+    pub diff: f64,
+    pub diff_lo: f64,
+    pub diff_hi: f64,
+    /// Units only A passed / only B passed.
+    pub a_only: u64,
+    pub b_only: u64,
+    /// Tasks where A passed more epochs than B, and the reverse.
+    pub tasks_a_better: u64,
+    pub tasks_b_better: u64,
+    pub p_value: f64,
+    pub test: String,
+    pub mean_rounds_a: f64,
+    pub mean_rounds_b: f64,
+    pub diff_mean_rounds: f64,
+}
+
+/// A pair of configs to compare (indices into the run's config list) and the axis they differ in.
+#[derive(Clone, Debug, PartialEq)]
+struct ConfigPair {
+    axis: String,
+    a: usize,
+    b: usize,
+}
+
+/// The policy axes of a grid: every parameter a [`PolicyRecord`] carries, in a fixed order.
+fn axes(policies: &[PolicyRecord]) -> Vec<String> {
+    let mut names = vec!["pass_score".to_string(), "max_revisions".to_string()];
+    for policy in policies {
+        for key in policy.rest.keys() {
+            if key != "config_id" && !names.contains(key) {
+                names.push(key.clone());
+            }
+        }
+    }
+    names[2..].sort();
+    names
+}
+
+fn axis_value(policy: &PolicyRecord, axis: &str) -> serde_json::Value {
+    match axis {
+        "pass_score" => serde_json::json!(policy.pass_score),
+        "max_revisions" => serde_json::json!(policy.max_revisions),
+        other => policy.rest.get(other).cloned().unwrap_or(serde_json::Value::Null),
+    }
+}
+
+/// Orders values of one axis: null, then booleans, numbers and strings, each in its natural order.
+fn value_order(a: &serde_json::Value, b: &serde_json::Value) -> std::cmp::Ordering {
+    use serde_json::Value;
+    let rank = |v: &Value| match v {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Number(_) => 2,
+        Value::String(_) => 3,
+        _ => 4,
+    };
+    match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Number(x), Value::Number(y)) => {
+            x.as_f64().unwrap_or(f64::NAN).total_cmp(&y.as_f64().unwrap_or(f64::NAN))
+        }
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        _ => rank(a).cmp(&rank(b)).then_with(|| a.to_string().cmp(&b.to_string())),
+    }
+}
+
+/// Every pair of grid neighbours: for each axis, configs that agree on every other axis, taken in
+/// the order of their value on this one, each next to the following one. In axis order, then in
+/// the order the grid lists the first config of each line.
+fn grid_neighbours(policies: &[PolicyRecord]) -> Vec<ConfigPair> {
+    let axes = axes(policies);
+    let values: Vec<Vec<serde_json::Value>> =
+        policies.iter().map(|p| axes.iter().map(|axis| axis_value(p, axis)).collect()).collect();
+    let mut pairs = Vec::new();
+    for (k, axis) in axes.iter().enumerate() {
+        // The other axes' values → the configs on that line of the grid, in grid order.
+        let mut lines: Vec<Vec<usize>> = Vec::new();
+        let mut line_of: HashMap<String, usize> = HashMap::new();
+        for (i, row) in values.iter().enumerate() {
+            let others: Vec<&serde_json::Value> =
+                row.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, v)| v).collect();
+            let key = serde_json::to_string(&others).expect("values serialize");
+            let line = *line_of.entry(key).or_insert_with(|| {
+                lines.push(Vec::new());
+                lines.len() - 1
+            });
+            lines[line].push(i);
+        }
+        for mut line in lines {
+            line.sort_by(|&x, &y| value_order(&values[x][k], &values[y][k]));
+            for step in line.windows(2) {
+                if value_order(&values[step[0]][k], &values[step[1]][k]).is_ne() {
+                    pairs.push(ConfigPair { axis: axis.clone(), a: step[1], b: step[0] });
+                }
+            }
+        }
+    }
+    pairs
+}
+
+/// The loops of one (critic, arm, task) across configs, until all have arrived.
+#[derive(Default)]
+struct OpenUnit {
+    loops: Vec<Loop>,
+}
+
+/// Streams `outcomes.parquet` once and compares each pair in `pairs`, per arm and critic. Rows are
+/// ordered by pair, then critic and arm in the order the run lists them.
+fn compare_pairs(
+    path: &Path,
+    configs: &[String],
+    pairs: &[ConfigPair],
+    expected: Option<usize>,
+    arm_order: &[String],
+    critic_order: &[String],
+) -> Result<Vec<ConfigComparisonRow>, ReportError> {
+    if pairs.is_empty() {
+        return Ok(Vec::new());
+    }
+    if configs.len() > usize::from(u16::MAX) {
+        return Err(ReportError::Corrupt("more than 65,535 configs to compare".into()));
+    }
+    let config_index: HashMap<&str, u16> = configs.iter().enumerate().map(|(i, c)| (c.as_str(), i as u16)).collect();
+    // The pairs each config is in, so a closed unit touches only its own pairs.
+    let mut pairs_of: Vec<Vec<usize>> = vec![Vec::new(); configs.len()];
+    for (p, pair) in pairs.iter().enumerate() {
+        pairs_of[pair.a].push(p);
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut name_index: HashMap<String, u32> = HashMap::new();
+    let mut intern = |name: &str| -> u32 {
+        if let Some(&id) = name_index.get(name) {
+            return id;
+        }
+        names.push(name.to_string());
+        name_index.insert(name.to_string(), names.len() as u32 - 1);
+        names.len() as u32 - 1
+    };
+    // (pair, critic, arm) → totals.
+    let mut totals: BTreeMap<(usize, u32, u32), PairTotals> = BTreeMap::new();
+    let mut open: KeyMap<(u32, u32, u128), OpenUnit> = KeyMap::default();
+    let mut close = |critic: u32, arm: u32, unit: &mut OpenUnit| {
+        unit.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
+        let of_config = |c: usize| {
+            let start = unit.loops.partition_point(|l| usize::from(l.arm) < c);
+            let end = unit.loops.partition_point(|l| usize::from(l.arm) <= c);
+            &unit.loops[start..end]
+        };
+        for (c, list) in pairs_of.iter().enumerate() {
+            let loops_a = of_config(c);
+            if loops_a.is_empty() {
+                continue;
+            }
+            for &p in list {
+                let loops_b = of_config(pairs[p].b);
+                if !loops_b.is_empty() {
+                    totals.entry((p, critic, arm)).or_default().add_task(matched_epochs(loops_a, loops_b));
+                }
+            }
+        }
+    };
+    for_each_outcome_stats(path, |row| {
+        let Some(&config) = config_index.get(row.config_id) else { return Ok(()) };
+        let key = (intern(row.critic), intern(row.arm), task_hash(row.task_id));
+        let unit = open.entry(key).or_default();
+        unit.loops.push(Loop::of(row, config));
+        if expected == Some(unit.loops.len()) {
+            let mut unit = open.remove(&key).expect("the unit was just looked up");
+            close(key.0, key.1, &mut unit);
+        }
+        Ok(())
+    })
+    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    // Units that never completed (failed loops, no manifest), in a fixed order.
+    let mut rest: Vec<((u32, u32, u128), OpenUnit)> = open.drain().collect();
+    rest.sort_unstable_by_key(|(key, _)| *key);
+    for ((critic, arm, _), mut unit) in rest {
+        close(critic, arm, &mut unit);
+    }
+    let rank =
+        |order: &[String], name: &str| (order.iter().position(|n| n == name).unwrap_or(usize::MAX), name.to_string());
+    let mut rows: Vec<(RowOrder, ConfigComparisonRow)> = totals
+        .into_iter()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|((p, critic, arm), t)| {
+            let (critic, arm) = (&names[critic as usize], &names[arm as usize]);
+            let pair = &pairs[p];
+            let (a, b) = (&configs[pair.a], &configs[pair.b]);
+            let c = t.row(&format!("{arm}|{a}"), critic, a, b);
+            let row = ConfigComparisonRow {
+                axis: pair.axis.clone(),
+                arm: arm.clone(),
+                critic: critic.clone(),
+                config_a: a.clone(),
+                config_b: b.clone(),
+                n_pairs: c.n_pairs,
+                n_tasks: c.n_tasks,
+                pass_rate_a: c.pass_rate_a,
+                pass_rate_b: c.pass_rate_b,
+                diff: c.diff,
+                diff_lo: c.diff_lo,
+                diff_hi: c.diff_hi,
+                a_only: c.a_only,
+                b_only: c.b_only,
+                tasks_a_better: c.tasks_a_better,
+                tasks_b_better: c.tasks_b_better,
+                p_value: c.p_value,
+                test: c.test,
+                mean_rounds_a: c.mean_rounds_a,
+                mean_rounds_b: c.mean_rounds_b,
+                diff_mean_rounds: c.diff_mean_rounds,
+            };
+            ((p, rank(critic_order, critic), rank(arm_order, arm)), row)
+        })
+        .collect();
+    rows.sort_by(|x, y| x.0.cmp(&y.0));
+    Ok(rows.into_iter().map(|(_, row)| row).collect())
+}
+
+/// Where a row goes: its pair, then its critic's and arm's rank (and name).
+type RowOrder = (usize, (usize, String), (usize, String));
+
+/// Loops per (critic, arm, task) when every config ran every epoch.
+fn expected_loops(manifest: &Manifest) -> Option<usize> {
+    let epochs = manifest.experiment.epochs.filter(|&e| e > 0)? as usize;
+    let configs = manifest.experiment.policies.len();
+    (configs > 0).then_some(epochs * configs)
+}
+
+fn critic_order(manifest: &Manifest) -> Vec<String> {
+    manifest.experiment.critics.iter().map(|c| c.name.clone()).collect()
+}
+
+/// Compares every pair of grid neighbours of the run's policy grid (from its manifest); empty for a
+/// single config or a run without a manifest.
+pub fn neighbour_comparisons(
+    outcomes: &Path,
+    manifest: Option<&Manifest>,
+) -> Result<Vec<ConfigComparisonRow>, ReportError> {
+    let Some(manifest) = manifest else { return Ok(Vec::new()) };
+    let policies = &manifest.experiment.policies;
+    let configs: Vec<String> = policies.iter().map(|p| p.config_id.clone()).collect();
+    let pairs = grid_neighbours(policies);
+    compare_pairs(
+        outcomes,
+        &configs,
+        &pairs,
+        expected_loops(manifest),
+        &manifest.experiment.arms,
+        &critic_order(manifest),
+    )
+}
+
+/// Compares config `a` with config `b` of the run in `run_dir`, per arm and critic. An unknown
+/// config is an error listing the run's configs.
+pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigComparisonRow>, ReportError> {
+    let outcomes = run_dir.join("outcomes.parquet");
+    if !outcomes.is_file() {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason: "outcomes.parquet is missing".into() });
+    }
+    if a == b {
+        return Err(ReportError::Corrupt(format!("--configs needs two different configs, not `{a}` twice")));
+    }
+    let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let mut configs: Vec<String> = match &manifest {
+        Some(m) => m.experiment.policies.iter().map(|p| p.config_id.clone()).collect(),
+        None => Vec::new(),
+    };
+    if configs.is_empty() {
+        let mut seen = std::collections::BTreeSet::new();
+        for_each_outcome_stats(&outcomes, |row| {
+            seen.insert(row.config_id.to_string());
+            Ok(())
+        })
+        .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+        configs = seen.into_iter().collect();
+    }
+    let position = |name: &str| {
+        configs.iter().position(|c| c == name).ok_or_else(|| {
+            ReportError::Corrupt(format!("the run has no config `{name}`; its configs are {}", configs.join(", ")))
+        })
+    };
+    let pair = ConfigPair { axis: String::new(), a: position(a)?, b: position(b)? };
+    let (arms, critics) = match &manifest {
+        Some(m) => (m.experiment.arms.clone(), critic_order(m)),
+        None => (Vec::new(), Vec::new()),
+    };
+    let expected = manifest.as_ref().and_then(expected_loops);
+    compare_pairs(&outcomes, &configs, &[pair], expected, &arms, &critics)
+}
+
+/// The rows as a Markdown table, one line per arm × critic (and axis).
+pub fn render_config_comparisons(rows: &[ConfigComparisonRow]) -> String {
+    let mut out = String::new();
+    out.push_str("| A vs B | axis | arm | critic | pairs | pass A | pass B | A − B (95% CI) | A only | B only | p (test) | rounds A / B |\n");
+    out.push_str("|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|\n");
+    for row in rows {
+        let _ = writeln!(
+            out,
+            "| {} vs {} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} ({}) | {:.2} / {:.2} |",
+            row.config_a,
+            row.config_b,
+            if row.axis.is_empty() { "-" } else { &row.axis },
+            row.arm,
+            row.critic,
+            row.n_pairs,
+            100.0 * row.pass_rate_a,
+            100.0 * row.pass_rate_b,
+            100.0 * row.diff,
+            100.0 * row.diff_lo,
+            100.0 * row.diff_hi,
+            row.a_only,
+            row.b_only,
+            crate::markdown::format_p(row.p_value),
+            row.test,
+            row.mean_rounds_a,
+            row.mean_rounds_b,
+        );
+    }
+    out
+}
+
+/// Writes `config_comparisons.csv` (a header alone when the run has one config).
+pub(crate) fn write_file(run_dir: &Path, rows: &[ConfigComparisonRow]) -> Result<(), ReportError> {
+    write_csv(&run_dir.join("config_comparisons.csv"), rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(pass_score: f64, max_revisions: u32, stall: bool) -> PolicyRecord {
+        let mut rest = serde_json::Map::new();
+        rest.insert("stall".into(), serde_json::json!(stall));
+        rest.insert("plateau_eps".into(), serde_json::json!(0.0));
+        PolicyRecord {
+            config_id: format!("p{pass_score}-r{max_revisions}-{}", if stall { "stall" } else { "nostall" }),
+            pass_score,
+            max_revisions,
+            rest,
+        }
+    }
+
+    #[test]
+    fn neighbours_differ_in_one_axis_with_nothing_between() {
+        let mut policies = Vec::new();
+        for p in [9.0, 7.0, 8.0] {
+            for r in [5, 1, 3] {
+                policies.push(policy(p, r, true));
+            }
+        }
+        policies.push(policy(8.0, 3, false));
+        let ids: Vec<String> = policies.iter().map(|p| p.config_id.clone()).collect();
+        let pairs: Vec<(String, String, String)> =
+            grid_neighbours(&policies).into_iter().map(|p| (p.axis, ids[p.a].clone(), ids[p.b].clone())).collect();
+        let has = |axis: &str, a: &str, b: &str| pairs.contains(&(axis.into(), a.into(), b.into()));
+        assert!(has("pass_score", "p8-r3-stall", "p7-r3-stall"), "{pairs:?}");
+        assert!(has("pass_score", "p9-r3-stall", "p8-r3-stall"), "{pairs:?}");
+        assert!(!has("pass_score", "p9-r3-stall", "p7-r3-stall"), "p8 lies between: {pairs:?}");
+        assert!(has("max_revisions", "p8-r5-stall", "p8-r3-stall"), "{pairs:?}");
+        assert!(has("stall", "p8-r3-stall", "p8-r3-nostall"), "{pairs:?}");
+        // 3 lines × 2 steps on each grid axis, and the one stall step.
+        assert_eq!(pairs.len(), 6 + 6 + 1, "{pairs:?}");
+        assert!(pairs.iter().all(|(axis, _, _)| axis != "plateau_eps"), "one value: no step");
+    }
+}

@@ -1,0 +1,719 @@
+//! `critbench show RUN`: read one loop of a run round by round, or list the discordant pairs of two
+//! arms (the task × epoch units where one arm passed and the other did not).
+//!
+//! A loop is found in `trajectories.parquet` by its task: only the row groups whose `task_id`
+//! statistics (min/max) can hold the task are read, and only the columns shown are decoded, so
+//! showing one task of a run of a million rounds reads a row group or two.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::path::Path;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, RecordBatch};
+use critbench_storage::tables::for_each_outcome_stats;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::ReportError;
+
+/// Which loop of a task to show; `None` keys take the first loop that matches the others.
+#[derive(Clone, Debug, Default)]
+pub struct LoopQuery {
+    pub task: String,
+    pub config: Option<String>,
+    pub critic: Option<String>,
+    pub arm: Option<String>,
+    pub epoch: Option<u32>,
+}
+
+/// The columns `show` reads from `trajectories.parquet` (a projection: the rest is never decoded).
+const SHOWN_COLUMNS: [&str; 26] = [
+    "config_id",
+    "arm",
+    "critic",
+    "task_id",
+    "kind",
+    "epoch",
+    "round",
+    "score",
+    "dims",
+    "issues",
+    "fatal_issues",
+    "issue_types",
+    "suggestions",
+    "rationale",
+    "critic_passed",
+    "passed",
+    "decision",
+    "exit_reason",
+    "is_best",
+    "draft_chars",
+    "draft",
+    "gen_ms",
+    "critic_ms",
+    "critic_attempts",
+    "critic_error",
+    "tokens_in",
+];
+
+/// Token columns added after the first schema; read when present.
+const TOKEN_COLUMNS: [&str; 3] = ["tokens_out", "critic_tokens_in", "critic_tokens_out"];
+
+/// One round of a loop, as stored.
+#[derive(Clone, Debug, Default)]
+struct Round {
+    config: String,
+    arm: String,
+    critic: String,
+    kind: Option<String>,
+    epoch: u32,
+    round: u32,
+    score: f64,
+    dims: BTreeMap<String, f64>,
+    issues: Vec<String>,
+    fatal_issues: Vec<String>,
+    issue_types: Vec<String>,
+    suggestions: Option<String>,
+    rationale: Option<String>,
+    critic_passed: Option<bool>,
+    passed: bool,
+    decision: String,
+    exit_reason: Option<String>,
+    is_best: bool,
+    draft_chars: i64,
+    draft: Option<String>,
+    gen_ms: f64,
+    critic_ms: f64,
+    critic_attempts: i32,
+    critic_error: Option<String>,
+    tokens: [Option<i64>; 4],
+}
+
+fn corrupt(path: &Path, message: impl std::fmt::Display) -> ReportError {
+    ReportError::Corrupt(format!("{}: {message}", path.display()))
+}
+
+/// Every round of `task` in the Parquet file at `path`, in file order. Reads only the row groups
+/// whose `task_id` min/max statistics admit the task (all of them when a row group has none) and
+/// only [`SHOWN_COLUMNS`]. Returns the rounds and how many of the file's row groups were read.
+fn read_task_rounds(path: &Path, task: &str) -> Result<(Vec<Round>, usize, usize), ReportError> {
+    let file = std::fs::File::open(path).map_err(|e| corrupt(path, format!("cannot open: {e}")))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| corrupt(path, format!("not a readable Parquet file: {e}")))?;
+    let schema = builder.schema().clone();
+    let metadata = builder.metadata().clone();
+    let task_leaf = metadata
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .position(|c| c.path().string() == "task_id")
+        .ok_or_else(|| corrupt(path, "missing column `task_id`"))?;
+    let wanted = task.as_bytes();
+    let groups: Vec<usize> = metadata
+        .row_groups()
+        .iter()
+        .enumerate()
+        .filter(|(_, group)| {
+            let Some(stats) = group.column(task_leaf).statistics() else { return true };
+            let below = stats.min_bytes_opt().is_some_and(|min| wanted < min);
+            let above = stats.max_bytes_opt().is_some_and(|max| wanted > max);
+            !below && !above
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let total_groups = metadata.num_row_groups();
+    let mut roots = Vec::new();
+    for name in SHOWN_COLUMNS {
+        let (index, _) =
+            schema.column_with_name(name).ok_or_else(|| corrupt(path, format!("missing column `{name}`")))?;
+        roots.push(index);
+    }
+    roots.extend(TOKEN_COLUMNS.iter().filter_map(|name| schema.column_with_name(name).map(|(i, _)| i)));
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let read = groups.len();
+    let reader = builder
+        .with_row_groups(groups)
+        .with_projection(mask)
+        .build()
+        .map_err(|e| corrupt(path, format!("cannot read: {e}")))?;
+    let mut rounds = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(path, format!("cannot read: {e}")))?;
+        collect_rounds(&batch, task, &mut rounds).map_err(|e| corrupt(path, e))?;
+    }
+    Ok((rounds, read, total_groups))
+}
+
+fn text_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a arrow_array::StringArray, String> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_string_opt::<i32>())
+        .ok_or_else(|| format!("column `{name}` is missing or not utf8"))
+}
+
+fn optional_text(array: &arrow_array::StringArray, i: usize) -> Option<String> {
+    array.is_valid(i).then(|| array.value(i).to_string())
+}
+
+fn string_list(batch: &RecordBatch, name: &str, i: usize) -> Result<Vec<String>, String> {
+    let array = batch
+        .column_by_name(name)
+        .and_then(|c| c.as_list_opt::<i32>())
+        .ok_or_else(|| format!("column `{name}` is missing or not a list"))?;
+    if array.is_null(i) {
+        return Ok(Vec::new());
+    }
+    let items = array.value(i);
+    let items = items.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` holds no strings"))?;
+    Ok((0..items.len()).map(|j| items.value(j).to_string()).collect())
+}
+
+fn float_map(batch: &RecordBatch, name: &str, i: usize) -> Result<BTreeMap<String, f64>, String> {
+    let array = batch
+        .column_by_name(name)
+        .and_then(|c| c.as_map_opt())
+        .ok_or_else(|| format!("column `{name}` is missing or not a map"))?;
+    if array.is_null(i) {
+        return Ok(BTreeMap::new());
+    }
+    let keys = array.keys().as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` has non-text keys"))?;
+    let values = array
+        .values()
+        .as_primitive_opt::<Float64Type>()
+        .ok_or_else(|| format!("column `{name}` has non-float values"))?;
+    let offsets = array.value_offsets();
+    let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+    Ok((start..end).map(|j| (keys.value(j).to_string(), values.value(j))).collect())
+}
+
+fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<Round>) -> Result<(), String> {
+    let task_ids = text_column(batch, "task_id")?;
+    let int32 = |name: &str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_primitive_opt::<Int32Type>())
+            .ok_or_else(|| format!("column `{name}` is missing or not int32"))
+    };
+    let float = |name: &str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_primitive_opt::<Float64Type>())
+            .ok_or_else(|| format!("column `{name}` is missing or not float64"))
+    };
+    let boolean = |name: &str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_boolean_opt())
+            .ok_or_else(|| format!("column `{name}` is missing or not boolean"))
+    };
+    let int64 = |name: &str| batch.column_by_name(name).and_then(|c| c.as_primitive_opt::<Int64Type>());
+    let (config, arm, critic, kind) = (
+        text_column(batch, "config_id")?,
+        text_column(batch, "arm")?,
+        text_column(batch, "critic")?,
+        text_column(batch, "kind")?,
+    );
+    let (suggestions, rationale, decision, exit_reason, draft, critic_error) = (
+        text_column(batch, "suggestions")?,
+        text_column(batch, "rationale")?,
+        text_column(batch, "decision")?,
+        text_column(batch, "exit_reason")?,
+        text_column(batch, "draft")?,
+        text_column(batch, "critic_error")?,
+    );
+    let (epoch, round, attempts) = (int32("epoch")?, int32("round")?, int32("critic_attempts")?);
+    let (score, gen_ms, critic_ms) = (float("score")?, float("gen_ms")?, float("critic_ms")?);
+    let (critic_passed, passed, is_best) = (boolean("critic_passed")?, boolean("passed")?, boolean("is_best")?);
+    let draft_chars = int64("draft_chars").ok_or("column `draft_chars` is missing or not int64")?;
+    let tokens = ["tokens_in", "tokens_out", "critic_tokens_in", "critic_tokens_out"].map(int64);
+    for i in 0..batch.num_rows() {
+        if task_ids.value(i) != task {
+            continue;
+        }
+        rounds.push(Round {
+            config: config.value(i).to_string(),
+            arm: arm.value(i).to_string(),
+            critic: critic.value(i).to_string(),
+            kind: optional_text(kind, i),
+            epoch: u32::try_from(epoch.value(i)).unwrap_or(0),
+            round: u32::try_from(round.value(i)).unwrap_or(0),
+            score: score.value(i),
+            dims: float_map(batch, "dims", i)?,
+            issues: string_list(batch, "issues", i)?,
+            fatal_issues: string_list(batch, "fatal_issues", i)?,
+            issue_types: string_list(batch, "issue_types", i)?,
+            suggestions: optional_text(suggestions, i),
+            rationale: optional_text(rationale, i),
+            critic_passed: critic_passed.is_valid(i).then(|| critic_passed.value(i)),
+            passed: passed.value(i),
+            decision: decision.value(i).to_string(),
+            exit_reason: optional_text(exit_reason, i),
+            is_best: is_best.value(i),
+            draft_chars: draft_chars.value(i),
+            draft: optional_text(draft, i),
+            gen_ms: gen_ms.value(i),
+            critic_ms: critic_ms.value(i),
+            critic_attempts: attempts.value(i),
+            critic_error: optional_text(critic_error, i),
+            tokens: tokens.map(|column| column.and_then(|c| c.is_valid(i).then(|| c.value(i)))),
+        });
+    }
+    Ok(())
+}
+
+/// The distinct values of one key among `rounds`, in file order.
+fn distinct<T: PartialEq + Clone>(rounds: &[Round], key: impl Fn(&Round) -> T) -> Vec<T> {
+    let mut values: Vec<T> = Vec::new();
+    for round in rounds {
+        let value = key(round);
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+    values
+}
+
+fn trajectories_of(run_dir: &Path) -> Result<std::path::PathBuf, ReportError> {
+    if !run_dir.is_dir() {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
+    }
+    let path = run_dir.join("trajectories.parquet");
+    if !path.is_file() {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason: "trajectories.parquet is missing".into() });
+    }
+    Ok(path)
+}
+
+/// Renders one loop of `query.task` round by round. `color` adds ANSI colours to the draft diffs
+/// (for a terminal). Errors name what is missing: an unknown task, or a key no loop of the task has
+/// (with the values it does have).
+pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<String, ReportError> {
+    let path = trajectories_of(run_dir)?;
+    let (rounds, _, _) = read_task_rounds(&path, &query.task)?;
+    if rounds.is_empty() {
+        return Err(ReportError::Corrupt(format!(
+            "task `{}` is not in {} (task ids are the dataset's `id`s)",
+            query.task,
+            path.display()
+        )));
+    }
+    let keys = |r: &Round| (r.config.clone(), r.critic.clone(), r.arm.clone(), r.epoch);
+    let loops = distinct(&rounds, keys);
+    let matches = |key: &(String, String, String, u32)| {
+        query.config.as_ref().is_none_or(|c| *c == key.0)
+            && query.critic.as_ref().is_none_or(|c| *c == key.1)
+            && query.arm.as_ref().is_none_or(|a| *a == key.2)
+            && query.epoch.is_none_or(|e| e == key.3)
+    };
+    let matching: Vec<&(String, String, String, u32)> = loops.iter().filter(|k| matches(k)).collect();
+    let Some(&chosen) = matching.first() else {
+        let mut message = format!("task `{}` has no loop with", query.task);
+        let mut sep = " ";
+        for (flag, given, values) in [
+            ("--config", query.config.clone(), distinct(&rounds, |r| r.config.clone())),
+            ("--critic", query.critic.clone(), distinct(&rounds, |r| r.critic.clone())),
+            ("--arm", query.arm.clone(), distinct(&rounds, |r| r.arm.clone())),
+            ("--epoch", query.epoch.map(|e| e.to_string()), distinct(&rounds, |r| r.epoch.to_string())),
+        ] {
+            if let Some(given) = given {
+                let _ = write!(message, "{sep}{flag} {given}");
+                sep = ", ";
+                if !values.contains(&given) {
+                    let _ = write!(message, " (it has {})", values.join(", "));
+                }
+            }
+        }
+        return Err(ReportError::Corrupt(message));
+    };
+    let rounds: Vec<&Round> = rounds.iter().filter(|r| keys(r) == *chosen).collect();
+    Ok(render_loop(run_dir, query, chosen, &matching, &rounds, color))
+}
+
+fn render_loop(
+    run_dir: &Path,
+    query: &LoopQuery,
+    chosen: &(String, String, String, u32),
+    matching: &[&(String, String, String, u32)],
+    rounds: &[&Round],
+    color: bool,
+) -> String {
+    let mut out = String::new();
+    let (config, critic, arm, epoch) = chosen;
+    let kind = rounds[0].kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default();
+    let _ = writeln!(out, "task {}{kind} · config {config} · critic {critic} · arm {arm} · epoch {epoch}", query.task);
+    if matching.len() > 1 {
+        let _ = writeln!(
+            out,
+            "the first of {} loops that match; choose another with --config, --critic, --arm, --epoch:",
+            matching.len()
+        );
+        for (flag, values) in [
+            ("--config", distinct_keys(matching, |k| k.0.clone())),
+            ("--critic", distinct_keys(matching, |k| k.1.clone())),
+            ("--arm", distinct_keys(matching, |k| k.2.clone())),
+            ("--epoch", distinct_keys(matching, |k| k.3.to_string())),
+        ] {
+            if values.len() > 1 {
+                let _ = writeln!(out, "  {flag} {}", values.join(", "));
+            }
+        }
+    }
+    let mut previous: Option<&str> = None;
+    let mut drafts_stored = false;
+    for round in rounds {
+        let _ = writeln!(out);
+        let best = if round.is_best { ", the best draft" } else { "" };
+        let _ = writeln!(out, "round {}: score {}{best} → {}", round.round, number(round.score), round.decision);
+        if !round.dims.is_empty() {
+            let dims: Vec<String> = round.dims.iter().map(|(k, v)| format!("{k} {}", number(*v))).collect();
+            let _ = writeln!(out, "  dimensions: {}", dims.join(", "));
+        }
+        list(&mut out, "issues", &round.issues);
+        list(&mut out, "fatal issues", &round.fatal_issues);
+        if !round.issue_types.is_empty() {
+            let _ = writeln!(out, "  issue types: {}", round.issue_types.join(", "));
+        }
+        if let Some(suggestions) = &round.suggestions {
+            let _ = writeln!(out, "  suggestions:{}", suggestions_text(suggestions));
+        }
+        if let Some(rationale) = &round.rationale {
+            let _ = writeln!(out, "  rationale: {rationale}");
+        }
+        let verdict = match round.critic_passed {
+            Some(true) => "critic says pass, ",
+            Some(false) => "critic says fail, ",
+            None => "",
+        };
+        let attempts =
+            if round.critic_attempts == 1 { "1 attempt".into() } else { format!("{} attempts", round.critic_attempts) };
+        let _ = writeln!(out, "  critic: {verdict}{attempts}");
+        if let Some(error) = &round.critic_error {
+            let _ = writeln!(out, "  critic error: {error}");
+        }
+        if round.tokens.iter().any(Option::is_some) {
+            let t = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                out,
+                "  tokens: writer {} in / {} out, critic {} in / {} out",
+                t(round.tokens[0]),
+                t(round.tokens[1]),
+                t(round.tokens[2]),
+                t(round.tokens[3])
+            );
+        }
+        let _ = writeln!(out, "  time: writer {:.1} ms, critic {:.1} ms", round.gen_ms, round.critic_ms);
+        let _ = writeln!(out, "  draft: {} chars", round.draft_chars);
+        if let Some(draft) = &round.draft {
+            drafts_stored = true;
+            match previous {
+                None => indent(&mut out, draft),
+                Some(before) if before == draft => {
+                    let _ = writeln!(out, "  (the same draft as round {})", round.round.saturating_sub(1));
+                }
+                Some(before) => {
+                    let _ = writeln!(out, "  diff from round {}:", round.round.saturating_sub(1));
+                    unified_diff(&mut out, before, draft, color);
+                }
+            }
+            previous = Some(draft);
+        }
+        if round.passed || round.exit_reason.is_some() {
+            let exit = round.exit_reason.as_deref().unwrap_or("-");
+            let verdict = if round.passed { "passed" } else { "did not pass" };
+            let _ = writeln!(out, "  exit: {exit} ({verdict})");
+        }
+    }
+    if !drafts_stored {
+        let _ = writeln!(
+            out,
+            "\n(drafts were not stored; rerun with --store-drafts to see them: critbench run … --store-drafts --out {})",
+            run_dir.display()
+        );
+    }
+    out
+}
+
+fn distinct_keys(
+    keys: &[&(String, String, String, u32)],
+    key: impl Fn(&(String, String, String, u32)) -> String,
+) -> Vec<String> {
+    let mut values: Vec<String> = Vec::new();
+    for k in keys {
+        let value = key(k);
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+    values
+}
+
+fn number(value: f64) -> String {
+    let text = format!("{value:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_string()
+}
+
+fn list(out: &mut String, label: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  {label}:");
+    for item in items {
+        let _ = writeln!(out, "    - {item}");
+    }
+}
+
+/// Suggestions are stored as JSON text (a list of `{target, edit}` objects or strings); shown one
+/// per line when they parse, verbatim otherwise.
+fn suggestions_text(json: &str) -> String {
+    let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(json) else {
+        return format!(" {json}");
+    };
+    let lines: Vec<String> = items
+        .iter()
+        .map(|item| match item {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Object(map) => {
+                let field = |k: &str| map.get(k).and_then(|v| v.as_str()).unwrap_or("");
+                match (field("target"), field("edit")) {
+                    ("", edit) => edit.to_string(),
+                    (target, edit) => format!("{target}: {edit}"),
+                }
+            }
+            other => other.to_string(),
+        })
+        .collect();
+    lines.iter().map(|l| format!("\n    - {l}")).collect()
+}
+
+fn indent(out: &mut String, text: &str) {
+    for line in text.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+}
+
+/// A unified line diff of `before` → `after` with three lines of context, `-`/`+` lines red/green
+/// when `color`.
+fn unified_diff(out: &mut String, before: &str, after: &str, color: bool) {
+    let diff = similar::TextDiff::from_lines(before, after);
+    for group in diff.grouped_ops(3) {
+        let (first, last) = (&group[0], &group[group.len() - 1]);
+        let old = first.old_range().start..last.old_range().end;
+        let new = first.new_range().start..last.new_range().end;
+        let header = format!("@@ -{},{} +{},{} @@", old.start + 1, old.len(), new.start + 1, new.len());
+        if color {
+            let _ = writeln!(out, "    \x1b[36m{header}\x1b[0m");
+        } else {
+            let _ = writeln!(out, "    {header}");
+        }
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let (sign, paint) = match change.tag() {
+                    similar::ChangeTag::Delete => ('-', "\x1b[31m"),
+                    similar::ChangeTag::Insert => ('+', "\x1b[32m"),
+                    similar::ChangeTag::Equal => (' ', ""),
+                };
+                let line = change.value().trim_end_matches('\n');
+                if color && !paint.is_empty() {
+                    let _ = writeln!(out, "    {paint}{sign}{line}\x1b[0m");
+                } else {
+                    let _ = writeln!(out, "    {sign}{line}");
+                }
+            }
+        }
+    }
+}
+
+/// One discordant pair: a task × epoch where one of the two arms passed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiscordantPair {
+    pub task_id: String,
+    pub epoch: u32,
+    /// Whether arm A passed (then B did not).
+    pub a_passed: bool,
+}
+
+/// The discordant pairs of one config and critic.
+#[derive(Clone, Debug)]
+pub struct PairGroup {
+    pub config: String,
+    pub critic: String,
+    /// Units where both arms ran.
+    pub units: usize,
+    pub pairs: Vec<DiscordantPair>,
+}
+
+/// Every task × epoch, per config and critic, where exactly one of `arm_a` and `arm_b` passed,
+/// read from `outcomes.parquet` (only the columns it needs, a batch at a time). Groups and pairs
+/// are in file order. An arm the run does not have is an error listing the arms it has.
+pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<PairGroup>, ReportError> {
+    if !run_dir.is_dir() {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
+    }
+    let path = run_dir.join("outcomes.parquet");
+    if !path.is_file() {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason: "outcomes.parquet is missing".into() });
+    }
+    if arm_a == arm_b {
+        return Err(ReportError::Corrupt(format!("--pairs needs two different arms, not `{arm_a}` twice")));
+    }
+    let mut arms: Vec<String> = Vec::new();
+    let mut groups: Vec<(String, String)> = Vec::new();
+    let mut group_index: HashMap<(String, String), usize> = HashMap::new();
+    // (group, task, epoch) → [A passed, B passed], in order of first appearance.
+    let mut units: Vec<(usize, String, u32, [Option<bool>; 2])> = Vec::new();
+    let mut unit_index: HashMap<(usize, String, u32), usize> = HashMap::new();
+    for_each_outcome_stats(&path, |row| {
+        if !arms.iter().any(|a| a == row.arm) {
+            arms.push(row.arm.to_string());
+        }
+        let side = if row.arm == arm_a {
+            0
+        } else if row.arm == arm_b {
+            1
+        } else {
+            return Ok(());
+        };
+        let group_key = (row.config_id.to_string(), row.critic.to_string());
+        let group = *group_index.entry(group_key.clone()).or_insert_with(|| {
+            groups.push(group_key);
+            groups.len() - 1
+        });
+        let unit = *unit_index.entry((group, row.task_id.to_string(), row.epoch)).or_insert_with(|| {
+            units.push((group, row.task_id.to_string(), row.epoch, [None, None]));
+            units.len() - 1
+        });
+        units[unit].3[side] = Some(row.passed);
+        Ok(())
+    })
+    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    for arm in [arm_a, arm_b] {
+        if !arms.iter().any(|a| a == arm) {
+            return Err(ReportError::Corrupt(format!("the run has no arm `{arm}`; its arms are {}", arms.join(", "))));
+        }
+    }
+    let mut result: Vec<PairGroup> =
+        groups.into_iter().map(|(config, critic)| PairGroup { config, critic, units: 0, pairs: Vec::new() }).collect();
+    for (group, task_id, epoch, [a, b]) in units {
+        let (Some(a), Some(b)) = (a, b) else { continue };
+        result[group].units += 1;
+        if a != b {
+            result[group].pairs.push(DiscordantPair { task_id, epoch, a_passed: a });
+        }
+    }
+    Ok(result)
+}
+
+/// Renders [`discordant_pairs`]: per config and critic, the counts and at most `limit` pairs, each
+/// with the `critbench show` command that opens it; the rest are counted.
+pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGroup], limit: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "discordant pairs of {arm_a} and {arm_b}: the task × epoch units where one passed and the other did not"
+    );
+    for group in groups {
+        let a_only = group.pairs.iter().filter(|p| p.a_passed).count();
+        let b_only = group.pairs.len() - a_only;
+        let _ = writeln!(
+            out,
+            "\n{} · {}: {} of {} units ({a_only} only {arm_a} passed, {b_only} only {arm_b} passed)",
+            group.config,
+            group.critic,
+            group.pairs.len(),
+            group.units
+        );
+        for pair in group.pairs.iter().take(limit) {
+            let (won, lost) = if pair.a_passed { (arm_a, arm_b) } else { (arm_b, arm_a) };
+            let _ = writeln!(
+                out,
+                "  {} epoch {}: {won} passed, {lost} did not · critbench show {} --task {} --config {} --critic {} --epoch {} --arm {lost}",
+                pair.task_id,
+                pair.epoch,
+                run_dir.display(),
+                pair.task_id,
+                group.config,
+                group.critic,
+                pair.epoch
+            );
+        }
+        if group.pairs.len() > limit {
+            let _ = writeln!(out, "  … and {} more (--limit to see more)", group.pairs.len() - limit);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use critbench_storage::tables::{TrajectoryRow, TrajectoryWriter};
+
+    use super::*;
+
+    /// Three tasks over two row groups (the writer closes a group at 65,536 rows): a task inside
+    /// one group's `task_id` range reads that group alone, a task in both reads both, and rows
+    /// of other tasks in a group read are left out.
+    #[test]
+    fn only_row_groups_whose_task_range_holds_the_task_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let mut writer = TrajectoryWriter::create(&path).unwrap();
+        let dims = BTreeMap::new();
+        // "a" fills most of the first group, "b" straddles both, "c" is in the second only.
+        let tasks = [("a", 60_000u32), ("b", 10_000), ("c", 5_000)];
+        for (task, rounds) in tasks {
+            for round in 0..rounds {
+                writer
+                    .push(&TrajectoryRow {
+                        run_id: "r",
+                        config_id: "p8-r3-stall-e0",
+                        arm: "feedback",
+                        critic: "rubric",
+                        task_id: task,
+                        kind: None,
+                        epoch: round / 4,
+                        round: round % 4,
+                        revisions: round % 4,
+                        score: 5.0,
+                        dims: &dims,
+                        issues: &[],
+                        fatal_issues: &[],
+                        issue_types: &[],
+                        suggestions: None,
+                        rationale: None,
+                        critic_passed: None,
+                        passed: false,
+                        decision: "revise",
+                        exit_reason: None,
+                        is_best: false,
+                        best_score: 5.0,
+                        draft_chars: 10,
+                        draft: None,
+                        gen_ms: 0.0,
+                        critic_ms: 0.0,
+                        critic_attempts: 1,
+                        critic_error: None,
+                        tokens_in: None,
+                        tokens_out: None,
+                        critic_tokens_in: None,
+                        critic_tokens_out: None,
+                    })
+                    .unwrap();
+            }
+        }
+        writer.close().unwrap();
+        let (rounds, read, total) = read_task_rounds(&path, "c").unwrap();
+        assert_eq!((rounds.len(), read, total), (5_000, 1, 2));
+        let (rounds, read, _) = read_task_rounds(&path, "a").unwrap();
+        assert_eq!((rounds.len(), read), (60_000, 1));
+        let (rounds, read, _) = read_task_rounds(&path, "b").unwrap();
+        assert_eq!((rounds.len(), read), (10_000, 2));
+        let (rounds, read, _) = read_task_rounds(&path, "0").unwrap();
+        assert_eq!((rounds.len(), read), (0, 0), "below every group's range");
+    }
+}
