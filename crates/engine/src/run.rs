@@ -341,7 +341,12 @@ fn drive<C: Consumer>(
                      same command with --resume to finish the run",
                     INTERRUPT_GRACE.as_secs()
                 );
-                std::process::exit(if signal == "SIGTERM" { 143 } else { 130 });
+                // `_exit`, not `exit`: the workers are still running, and `exit` would run the
+                // process's exit handlers under their feet (a crash instead of the status).
+                use std::io::Write;
+                let _ = std::io::stderr().flush();
+                // SAFETY: ends the process at once; nothing here relies on destructors running.
+                unsafe { libc::_exit(if signal == "SIGTERM" { 143 } else { 130 }) };
             }
             let result = match received {
                 Ok(result) => result,

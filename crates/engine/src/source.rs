@@ -251,8 +251,10 @@ impl Source {
             if rows_skipped > 0 && scope == Scope::Evaluate {
                 eprintln!("warning: skipped {rows_skipped} bad row(s) in {}", path.display());
             }
-            // The hash covers the whole file even when `--limit` or a stop left rows unread.
-            let sha256 = stream.finish()?;
+            // The hash covers the whole file even when `--limit` left rows unread. A stopping run
+            // does not read on to hash the rest (that could take seconds on a large file): its
+            // manifest has no hash for that file.
+            let sha256 = if stopped { String::new() } else { stream.finish()? };
             report.datasets.push(DatasetRecord { path, sha256, tasks: admitted_in_file, rows_skipped, skipped });
             bytes_before += size;
             if stopped {
