@@ -670,38 +670,9 @@ mod tests {
             for round in 0..rounds {
                 writer
                     .push(&TrajectoryRow {
-                        run_id: "r",
-                        config_id: "p8-r3-stall-e0",
-                        arm: "feedback",
-                        critic: "rubric",
-                        task_id: task,
-                        kind: None,
                         epoch: round / 4,
-                        round: round % 4,
-                        revisions: round % 4,
-                        score: 5.0,
-                        dims: &dims,
-                        issues: &[],
-                        fatal_issues: &[],
-                        issue_types: &[],
-                        suggestions: None,
-                        rationale: None,
-                        critic_passed: None,
-                        passed: false,
-                        decision: "revise",
-                        exit_reason: None,
-                        is_best: false,
-                        best_score: 5.0,
                         draft_chars: 10,
-                        draft: None,
-                        gen_ms: 0.0,
-                        critic_ms: 0.0,
-                        critic_attempts: 1,
-                        critic_error: None,
-                        tokens_in: None,
-                        tokens_out: None,
-                        critic_tokens_in: None,
-                        critic_tokens_out: None,
+                        ..TrajectoryRow::bare(task, round % 4, 5.0, &dims)
                     })
                     .unwrap();
             }

@@ -214,38 +214,10 @@ mod tests {
         for &(task_id, epoch, config_id, round) in loops {
             writer
                 .push(&TrajectoryRow {
-                    run_id: "r",
                     config_id,
-                    arm: "feedback",
-                    critic: "rubric",
-                    task_id,
-                    kind: None,
                     epoch,
-                    round,
-                    revisions: round,
-                    score: f64::from(round),
-                    dims: &dims,
-                    issues: &[],
-                    fatal_issues: &[],
-                    issue_types: &[],
-                    suggestions: None,
-                    rationale: None,
-                    critic_passed: None,
-                    passed: false,
-                    decision: "revise",
-                    exit_reason: None,
-                    is_best: false,
                     best_score: 0.0,
-                    draft_chars: 1,
-                    draft: None,
-                    gen_ms: 0.0,
-                    critic_ms: 0.0,
-                    critic_attempts: 1,
-                    critic_error: None,
-                    tokens_in: None,
-                    tokens_out: None,
-                    critic_tokens_in: None,
-                    critic_tokens_out: None,
+                    ..TrajectoryRow::bare(task_id, round, f64::from(round), &dims)
                 })
                 .unwrap();
         }

@@ -55,6 +55,47 @@ pub struct TrajectoryRow<'a> {
     pub critic_tokens_out: Option<u64>,
 }
 
+impl<'a> TrajectoryRow<'a> {
+    /// A revising round of `task_id` with a score and nothing else: no issues, no text, no
+    /// times. For fixtures that need rows of a given shape; fill what matters with `..`.
+    pub fn bare(task_id: &'a str, round: u32, score: f64, dims: &'a BTreeMap<String, f64>) -> TrajectoryRow<'a> {
+        TrajectoryRow {
+            run_id: "r",
+            config_id: "p8-r3-stall-e0",
+            arm: "feedback",
+            critic: "rubric",
+            task_id,
+            kind: None,
+            epoch: 0,
+            round,
+            revisions: round,
+            score,
+            dims,
+            issues: &[],
+            fatal_issues: &[],
+            issue_types: &[],
+            suggestions: None,
+            rationale: None,
+            critic_passed: None,
+            passed: false,
+            decision: "revise",
+            exit_reason: None,
+            is_best: false,
+            best_score: score,
+            draft_chars: 1,
+            draft: None,
+            gen_ms: 0.0,
+            critic_ms: 0.0,
+            critic_attempts: 1,
+            critic_error: None,
+            tokens_in: None,
+            tokens_out: None,
+            critic_tokens_in: None,
+            critic_tokens_out: None,
+        }
+    }
+}
+
 /// One finished loop, as written to `outcomes.parquet` and read back by reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutcomeRow {
