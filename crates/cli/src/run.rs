@@ -44,12 +44,18 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     } else {
         String::new()
     };
+    // A resumed run's clock covers only the rounds it recorded itself.
+    let resumed = if summary.resumed_rounds > 0 {
+        format!(" ({} of them recorded before the interruption)", summary.resumed_rounds)
+    } else {
+        String::new()
+    };
     println!(
-        "{} loops, {} critiques in {:.2} s ({:.0} critiques/s){replayed}; wrote {}",
+        "{} loops, {} critiques{resumed} in {:.2} s ({:.0} critiques/s){replayed}; wrote {}",
         summary.loops,
         summary.recorded_rounds,
         seconds,
-        summary.recorded_rounds as f64 / seconds.max(1e-9),
+        (summary.recorded_rounds - summary.resumed_rounds) as f64 / seconds.max(1e-9),
         summary.out_dir.display()
     );
     if let Some(openai) = &summary.openai {

@@ -120,7 +120,7 @@ fn run_inner(
 
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
     let memory = if experiment.arms.iter().any(|a| a.uses_memory()) {
-        let progress = Progress::new(total_bytes, options.quiet, "learning");
+        let progress = Progress::new(total_bytes, options.quiet, "learning (strategy memory)");
         let mut learner = LearnSink::new(&plan);
         let learned = drive(&plan, source, Scope::Learn, jobs, &mut learner, &progress, interrupt);
         progress.finish();
@@ -139,16 +139,16 @@ fn run_inner(
     };
 
     let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks)?;
-    let (mut sink, first_chunk, run_id) = if options.resume {
+    let (mut sink, first_chunk, run_id, resumed_rounds) = if options.resume {
         let (sink, point) = RowSink::resume(&plan, &experiment.out, &fingerprint)?;
         if !options.quiet {
             eprintln!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
         }
-        (sink, point.next_chunk, point.run_id)
+        (sink, point.next_chunk, point.run_id, point.recorded_rounds)
     } else {
-        (RowSink::create(&plan, &experiment.out, &fingerprint)?, 0, run_id)
+        (RowSink::create(&plan, &experiment.out, &fingerprint)?, 0, run_id, 0)
     };
-    let progress = Progress::new(total_bytes, options.quiet, "loops");
+    let progress = Progress::new(total_bytes, options.quiet, "running");
     let streamed = drive(&plan, source.skip(first_chunk), Scope::Evaluate, jobs, &mut sink, &progress, interrupt);
     progress.finish();
     let (report, interrupted) = match streamed {
@@ -179,6 +179,7 @@ fn run_inner(
         jobs,
         openai: session.map(|s| s.client.report()),
         interrupted,
+        resumed_rounds,
     };
     let summary = summarize(&plan, finished)?;
     if interrupted.is_none() {
@@ -323,12 +324,12 @@ fn drive<C: Consumer>(
                     failure.get_or_insert(error);
                 }
                 interrupted_at = Some(Instant::now());
-                eprintln!(
+                progress.note(&format!(
                     "critbench: stopping on {}: the loops finished so far are committed; waiting up to {} s for \
                      the loops in flight (a second signal stops at once)",
                     interrupted.unwrap_or("a signal"),
                     INTERRUPT_GRACE.as_secs()
-                );
+                ));
             }
             if let (Some(at), Some(signal)) = (interrupted_at, interrupted)
                 && at.elapsed() > INTERRUPT_GRACE
@@ -336,6 +337,7 @@ fn drive<C: Consumer>(
                 // A loop stuck in a critic or a model call cannot be cancelled from here: commit
                 // what arrived meanwhile and end the process; the run stays resumable.
                 let _ = consumer.commit();
+                progress.finish();
                 eprintln!(
                     "critbench: loops still in flight after {} s were abandoned; the finished ones are kept: run the \
                      same command with --resume to finish the run",

@@ -86,6 +86,8 @@ pub struct ResumePoint {
     /// The first chunk not yet written.
     pub next_chunk: u64,
     pub loops: u64,
+    /// Rounds the interrupted run had recorded.
+    pub recorded_rounds: u64,
 }
 
 impl<'p, 'a> RowSink<'p, 'a> {
@@ -137,7 +139,12 @@ impl<'p, 'a> RowSink<'p, 'a> {
             loops_with_critic_errors: last.loops_with_critic_errors,
             critiques_by_critic: last.critiques_by_critic.clone(),
         };
-        let point = ResumePoint { run_id: now.run_id.clone(), next_chunk: last.next_chunk, loops: last.loops };
+        let point = ResumePoint {
+            run_id: now.run_id.clone(),
+            next_chunk: last.next_chunk,
+            loops: last.loops,
+            recorded_rounds: last.recorded_rounds,
+        };
         let parts = progress.commits.len() as u32;
         Ok((RowSink::with(plan, &now.run_id, out, dir, journal, parts, last.next_chunk, written), point))
     }
@@ -370,5 +377,10 @@ impl Progress {
 
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+
+    /// Prints a line on stderr above the bar, which is drawn again below it.
+    pub fn note(&self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
     }
 }

@@ -32,6 +32,9 @@ pub struct RunSummary {
     /// which a replayed sweep serves from fewer recorded rounds.
     pub recorded_rounds: u64,
     pub elapsed: Duration,
+    /// Of `recorded_rounds`, those the interrupted run had recorded before this one resumed it
+    /// (`elapsed` is this process's time only).
+    pub resumed_rounds: u64,
     /// Critics whose every critique failed (after retries): their numbers measure nothing.
     pub critics_that_never_answered: Vec<(String, u64)>,
     /// The summaries written into the run directory.
@@ -54,6 +57,8 @@ pub struct Finished<'r> {
     pub openai: Option<serde_json::Value>,
     /// The signal that stopped the run early, if one did.
     pub interrupted: Option<&'static str>,
+    /// Rounds a resumed run found already recorded.
+    pub resumed_rounds: u64,
 }
 
 /// Writes `manifest.json` and every summary file, and returns the run's summary.
@@ -92,6 +97,7 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         rows_skipped,
         sweep: plan.sweep(),
         recorded_rounds: written.recorded_rounds,
+        resumed_rounds: finished.resumed_rounds,
         critics_that_never_answered: written
             .critiques_by_critic
             .iter()
