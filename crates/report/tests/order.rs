@@ -144,7 +144,7 @@ fn the_same_rows_in_any_order_give_the_same_bytes() {
     for row in &report.summary {
         let mine: Vec<&OutcomeRow> = forward
             .iter()
-            .filter(|o| (o.config_id == row.config_id && o.arm == row.arm && o.critic == row.critic))
+            .filter(|o| o.config_id == row.config_id && o.arm == row.arm && o.critic == row.critic)
             .collect();
         let counted: Vec<&&OutcomeRow> = mine.iter().filter(|o| o.tokens_in.is_some()).collect();
         let passed: Vec<&&&OutcomeRow> = counted.iter().filter(|o| o.passed).collect();
