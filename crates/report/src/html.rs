@@ -10,7 +10,13 @@
 //!   task-cluster bootstrap when tasks ran several epochs);
 //! - `chart-exit-reasons`: the four exits stacked per arm;
 //! - `chart-score-trajectory`: mean critic score by round per arm (from `trajectories.parquet`);
-//! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config.
+//! - `chart-heatmap`: for grids over two policy parameters, each arm's pass rate and the first
+//!   compared pair's paired difference over the grid (see [`crate::grid`]);
+//! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config, each arm's
+//!   Pareto front ringed (and listed in `table-pareto`).
+//!
+//! Past [`crate::grid::MANY_CONFIGS`] configs the per-config charts and tables show the best and
+//! worst configs of each arm; the heatmaps and the Pareto chart keep every config.
 //!
 //! Tables with the same numbers as `report.md` follow the charts.
 
@@ -1055,7 +1061,7 @@ pub(crate) fn render_html(
     let report = listed.as_ref().unwrap_or(report);
     let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
     let grid = configs.len() > 1;
-    let loops: u64 = report.summary.iter().map(|r| r.n).sum();
+    let loops: u64 = full.summary.iter().map(|r| r.n).sum();
     let name = report.name.as_deref().unwrap_or("run");
     let plural = |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
 

@@ -9,13 +9,13 @@ fn percent(value: f64) -> String {
 }
 
 /// The most config × critic lines [`glance_table`] prints; past it, the best and worst
-/// [`GLANCE_EXTREMES`] each.
-pub const GLANCE_MAX_LINES: usize = 30;
-pub const GLANCE_EXTREMES: usize = 10;
+/// `GLANCE_EXTREMES` (10) each.
+pub(crate) const GLANCE_MAX_LINES: usize = 30;
+pub(crate) const GLANCE_EXTREMES: usize = 10;
 
 /// One line per config × critic: each arm's pass rate, and the headline comparison. What a
-/// terminal shows after a run. A grid of more than [`GLANCE_MAX_LINES`] lines prints its
-/// [`GLANCE_EXTREMES`] best and worst by the first arm's pass rate, and says how many it left out
+/// terminal shows after a run. A grid of more than `GLANCE_MAX_LINES` (30) lines prints its
+/// `GLANCE_EXTREMES` (10) best and worst by the first arm's pass rate, and says how many it left out
 /// (summary.csv keeps them all).
 pub fn glance_table(report: &Report) -> String {
     let mut arms: Vec<&str> = Vec::new();

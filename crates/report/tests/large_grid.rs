@@ -82,6 +82,7 @@ fn a_thousand_config_grid_gives_a_small_page_and_a_short_terminal_table() {
     // Every config has its cell in each arm's heatmap and in the difference's.
     assert_eq!(page.matches("<rect class=\"cell").count(), 3 * 1000);
     assert!(page.contains("This grid has 1000 configs"), "the page says it summarises");
+    assert!(page.contains(" · 24000 loops · 1000 configs · "), "the header counts every loop");
     let summary_table = &page[page.find("<table id=\"table-summary\">").unwrap()..];
     let summary_table = &summary_table[..summary_table.find("</table>").unwrap()];
     let listed = summary_table.matches("<tr><td>").count();
