@@ -906,9 +906,14 @@ fn summary_table(out: &mut String, report: &Report) {
     out.push_str(
         "<div class=\"table-wrap\"><table id=\"table-summary\"><thead><tr><th>config</th><th>critic</th>\
          <th>arm</th><th class=\"num\">n</th><th class=\"num\">pass rate</th><th class=\"num\">95% CI</th>\
-         <th class=\"num\">mean rounds</th><th class=\"num\">pass</th><th class=\"num\">stall</th>\
-         <th class=\"num\">plateau</th><th class=\"num\">budget</th><th class=\"num\">first → best score</th>",
+         <th class=\"num\">mean rounds</th><th class=\"num\">rounds per passed loop</th><th class=\"num\">pass</th>\
+         <th class=\"num\">stall</th><th class=\"num\">plateau</th><th class=\"num\">budget</th>\
+         <th class=\"num\">first → best score</th>",
     );
+    let tokens = report.summary.iter().any(|r| r.tokens_in_per_loop.is_some());
+    if tokens {
+        out.push_str("<th class=\"num\">tokens in / out per loop</th><th class=\"num\">per passed loop</th>");
+    }
     let errors = report.summary.iter().any(|r| r.critic_errors > 0);
     if errors {
         out.push_str("<th class=\"num\">critic errors</th>");
@@ -925,12 +930,23 @@ fn summary_table(out: &mut String, report: &Report) {
         } else {
             String::new()
         };
+        let pair = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("<td class=\"num\">{a:.0} / {b:.0}</td>"),
+            _ => "<td class=\"num\">–</td>".to_string(),
+        };
+        let tokens_cells = if tokens {
+            pair(row.tokens_in_per_loop, row.tokens_out_per_loop)
+                + &pair(row.tokens_in_per_pass, row.tokens_out_per_pass)
+        } else {
+            String::new()
+        };
+        let per_pass = if row.passed > 0 { format!("{:.2}", row.mean_rounds_passed) } else { "–".to_string() };
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{:.2} → {:.2}</td>{errors_cell}</tr>",
+             <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{per_pass}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{:.2} → {:.2}</td>{tokens_cells}{errors_cell}</tr>",
             escape(&row.config_id),
             escape(&row.critic),
             escape(&row.arm),
@@ -1422,6 +1438,23 @@ mod tests {
         let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[]);
         assert!(page.contains("No <code>trajectories.parquet</code>"));
         assert!(page.contains("<svg id=\"chart-pass-rate\""));
+    }
+
+    #[test]
+    fn the_summary_table_shows_what_a_pass_costs() {
+        let mut costed = report(&["p8"], "rubric");
+        costed.summary[0].mean_rounds_passed = 2.25;
+        let page = render_html(&costed, None, &HashMap::new(), &[]);
+        assert!(page.contains("<td class=\"num\">2.50</td><td class=\"num\">2.25</td>"), "{page}");
+        assert!(!page.contains("tokens in / out per loop"), "no tokens, no token columns");
+        costed.summary[0].tokens_in_per_loop = Some(1200.0);
+        costed.summary[0].tokens_out_per_loop = Some(300.4);
+        costed.summary[0].tokens_in_per_pass = Some(1000.0);
+        costed.summary[0].tokens_out_per_pass = Some(250.0);
+        let page = render_html(&costed, None, &HashMap::new(), &[]);
+        assert!(page.contains("<td class=\"num\">1200 / 300</td><td class=\"num\">1000 / 250</td>"), "{page}");
+        // An arm without token counts shows dashes in those columns.
+        assert!(page.contains("<td class=\"num\">–</td><td class=\"num\">–</td>"));
     }
 
     #[test]
