@@ -140,6 +140,49 @@ fn html_report_renders_in_chromium() {
     }
 }
 
+/// A single config has no grid: the page keeps its per-arm charts and draws no heatmap and no
+/// Pareto chart, and still paints.
+#[test]
+#[ignore = "needs Chromium (`chromium` on PATH; .ci/run installs it)"]
+fn single_config_report_renders_in_chromium_without_grid_charts() {
+    let chromium = find_chromium().expect("`chromium` (or `chromium-browser`) is not on PATH; .ci/run installs it");
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "single.toml",
+        &format!(
+            "name = \"one config\"\ndataset = \"{papers}\"\nbackend = \"sim\"\n\
+             arms = [\"feedback\", \"no-feedback\"]\nepochs = 1\nseed = 7\n\
+             [[critics]]\nname = \"rubric\"\nplugin = \"rubric\"\n\
+             [policy]\npass_score = 8\nmax_revisions = 3\n",
+            papers = repo().join("datasets/papers.jsonl").display(),
+        ),
+    );
+    let run = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--limit", "20", "--out", run.to_str().unwrap(), "-q"]));
+    let page = run.join("report.html");
+    let dom = headless(&chromium, &["--dump-dom"], &page);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    for id in ["chart-pass-rate", "chart-exit-reasons", "chart-score-trajectory"] {
+        assert!(dom.contains(&format!("<svg id=\"{id}\"")), "{id} not in the parsed DOM");
+    }
+    for id in ["chart-heatmap", "chart-pass-vs-rounds", "table-pareto"] {
+        assert!(!dom.contains(&format!("id=\"{id}\"")), "{id} drawn for a single config");
+    }
+    let shot = dir.path().join("single.png");
+    headless(
+        &chromium,
+        &["--window-size=1200,1600", "--hide-scrollbars", &format!("--screenshot={}", shot.display())],
+        &page,
+    );
+    let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert!(png.len() > 40_000, "the screenshot is only {} bytes: is the page blank?", png.len());
+    if let Some(keep) = std::env::var_os("CRITBENCH_KEEP_SINGLE_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
 fn find_chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
