@@ -227,10 +227,33 @@ fn cells(grid: &Grid) -> Cells {
     Cells { width, height: PLOT_TOP + rows * cell_h + 12.0, plot_width, cell_w, cell_h }
 }
 
+/// The report's rows by key, so each cell is found without a scan.
+struct Index<'a> {
+    summary: HashMap<(&'a str, &'a str, &'a str), &'a SummaryRow>,
+    comparisons: HashMap<(&'a str, &'a str, &'a str, &'a str), &'a ComparisonRow>,
+}
+
+impl<'a> Index<'a> {
+    fn of(report: &'a Report) -> Index<'a> {
+        Index {
+            summary: report
+                .summary
+                .iter()
+                .map(|r| ((r.config_id.as_str(), r.critic.as_str(), r.arm.as_str()), r))
+                .collect(),
+            comparisons: report
+                .comparisons
+                .iter()
+                .map(|c| ((c.config_id.as_str(), c.critic.as_str(), c.arm_a.as_str(), c.arm_b.as_str()), c))
+                .collect(),
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn panel(
     out: &mut String,
-    report: &Report,
+    index: &Index<'_>,
     grid: &Grid,
     geometry: &Cells,
     (left, top): (f64, f64),
@@ -274,9 +297,7 @@ fn panel(
         let (x, y) = (x0 + column as f64 * cell_w, y0 + row as f64 * cell_h);
         let (fill, ink, tooltip, label, significant) = match what {
             Panel::Rate(arm) => {
-                let Some(r) =
-                    report.summary.iter().find(|r| r.config_id == config && r.critic == critic && r.arm == *arm)
-                else {
+                let Some(r) = index.summary.get(&(config, critic, *arm)) else {
                     continue;
                 };
                 let (fill, ink) = rate_fill(r.pass_rate);
@@ -293,11 +314,7 @@ fn panel(
                 (fill, ink, tooltip, label, false)
             }
             Panel::Diff(a, b) => {
-                let Some(c) = report
-                    .comparisons
-                    .iter()
-                    .find(|c| c.config_id == config && c.critic == critic && c.arm_a == *a && c.arm_b == *b)
-                else {
+                let Some(c) = index.comparisons.get(&(config, critic, *a, *b)) else {
                     continue;
                 };
                 let (fill, ink) = diff_fill(c.diff, diff_scale);
@@ -408,6 +425,7 @@ pub(crate) fn heatmap_chart(out: &mut String, report: &Report, grid: &Grid, arms
         }
     }
     let pair = compared_pair(report);
+    let rows = Index::of(report);
     let geometry = cells(grid);
     let slices = grid.slices.len().min(MAX_SLICES);
     let mut panels: Vec<Panel<'_>> = arms.iter().map(|(arm, _)| Panel::Rate(arm)).collect();
@@ -458,7 +476,7 @@ pub(crate) fn heatmap_chart(out: &mut String, report: &Report, grid: &Grid, arms
             for (index, what) in panels.iter().enumerate() {
                 let left = (index % 2) as f64 * (geometry.width + PANEL_GAP);
                 let panel_top = top + 22.0 + (index / 2) as f64 * (geometry.height + 10.0);
-                panel(out, report, grid, &geometry, (left, panel_top), critic, slice, what, scale);
+                panel(out, &rows, grid, &geometry, (left, panel_top), critic, slice, what, scale);
             }
             top += block;
         }

@@ -46,13 +46,13 @@ pub fn glance_table(report: &Report) -> String {
     let mut omitted = 0;
     if groups.len() > GLANCE_MAX_LINES {
         // Ranked by the first arm's pass rate (ties in report order); shown best first.
-        let rate = |(config, critic): (&str, &str)| {
-            report
-                .summary
-                .iter()
-                .find(|r| r.config_id == config && r.critic == critic && r.arm == arms[0])
-                .map_or(f64::NEG_INFINITY, |r| r.pass_rate)
-        };
+        let rates: std::collections::HashMap<(&str, &str), f64> = report
+            .summary
+            .iter()
+            .filter(|r| r.arm == arms[0])
+            .map(|r| ((r.config_id.as_str(), r.critic.as_str()), r.pass_rate))
+            .collect();
+        let rate = |group: (&str, &str)| rates.get(&group).copied().unwrap_or(f64::NEG_INFINITY);
         let mut ranked: Vec<(usize, (&str, &str))> = groups.iter().copied().enumerate().collect();
         ranked.sort_by(|a, b| rate(b.1).total_cmp(&rate(a.1)).then(a.0.cmp(&b.0)));
         omitted = ranked.len() - 2 * GLANCE_EXTREMES;
