@@ -452,6 +452,9 @@ pub struct OutcomeStats<'a> {
     pub tokens_out: Option<u64>,
 }
 
+/// The columns [`for_each_outcome_stats`] decodes when the file has them.
+const OUTCOME_STATS_OPTIONAL: [&str; 3] = ["critic_disagreements", "tokens_in", "tokens_out"];
+
 /// The columns [`for_each_outcome_stats`] decodes.
 pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
     "run_id",
@@ -471,7 +474,7 @@ pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
 ];
 
 /// Streams `outcomes.parquet` row by row through `each`, decoding only
-/// [`OUTCOME_STATS_COLUMNS`] (and `critic_disagreements`, `tokens_in`, `tokens_out` when the file has them), a batch at a time:
+/// [`OUTCOME_STATS_COLUMNS`] (and those of `OUTCOME_STATS_OPTIONAL` the file has), a batch at a time:
 /// memory is one batch whatever the file's size. An error from `each` is reported with the file
 /// and the row's position in it.
 pub fn for_each_outcome_stats(
@@ -479,73 +482,68 @@ pub fn for_each_outcome_stats(
     mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
 ) -> Result<(), StorageError> {
     let mut offset = 0usize;
-    crate::columns::for_each_projected_batch(
-        path,
-        &OUTCOME_STATS_COLUMNS,
-        &["critic_disagreements", "tokens_in", "tokens_out"],
-        |batch| {
-            let c = crate::columns::Columns(batch);
-            let (run_id, config_id, arm, critic, task_id, exit_reason) = (
-                c.text_array("run_id")?,
-                c.text_array("config_id")?,
-                c.text_array("arm")?,
-                c.text_array("critic")?,
-                c.text_array("task_id")?,
-                c.text_array("exit_reason")?,
-            );
-            let (epoch, rounds, revisions, critic_errors) = (
-                c.int32_array("epoch")?,
-                c.int32_array("rounds")?,
-                c.int32_array("revisions")?,
-                c.int32_array("critic_errors")?,
-            );
-            // Added in schema version 3; older runs had no way to count them.
-            let disagreements = if batch.column_by_name("critic_disagreements").is_some() {
-                Some(c.int32_array("critic_disagreements")?)
-            } else {
-                None
+    crate::columns::for_each_projected_batch(path, &OUTCOME_STATS_COLUMNS, &OUTCOME_STATS_OPTIONAL, |batch| {
+        let c = crate::columns::Columns(batch);
+        let (run_id, config_id, arm, critic, task_id, exit_reason) = (
+            c.text_array("run_id")?,
+            c.text_array("config_id")?,
+            c.text_array("arm")?,
+            c.text_array("critic")?,
+            c.text_array("task_id")?,
+            c.text_array("exit_reason")?,
+        );
+        let (epoch, rounds, revisions, critic_errors) = (
+            c.int32_array("epoch")?,
+            c.int32_array("rounds")?,
+            c.int32_array("revisions")?,
+            c.int32_array("critic_errors")?,
+        );
+        // Added in schema version 3; older runs had no way to count them.
+        let disagreements = if batch.column_by_name("critic_disagreements").is_some() {
+            Some(c.int32_array("critic_disagreements")?)
+        } else {
+            None
+        };
+        let tokens = |name: &str| match batch.column_by_name(name) {
+            Some(_) => c.int64(name),
+            None => Ok(vec![None; batch.num_rows()]),
+        };
+        let (tokens_in, tokens_out) = (tokens("tokens_in")?, tokens("tokens_out")?);
+        let passed = c.boolean_array("passed")?;
+        let (first_score, best_score, final_score) =
+            (c.float_array("first_score")?, c.float_array("best_score")?, c.float_array("final_score")?);
+        let whole = |array: &arrow_array::Int32Array, name: &str, i: usize| {
+            u32::try_from(array.value(i))
+                .map_err(|_| format!("row {}: `{name}` is negative ({})", offset + i, array.value(i)))
+        };
+        for i in 0..batch.num_rows() {
+            let row = OutcomeStats {
+                run_id: run_id.value(i),
+                config_id: config_id.value(i),
+                arm: arm.value(i),
+                critic: critic.value(i),
+                task_id: task_id.value(i),
+                epoch: whole(epoch, "epoch", i)?,
+                rounds: whole(rounds, "rounds", i)?,
+                revisions: whole(revisions, "revisions", i)?,
+                exit_reason: exit_reason.value(i),
+                passed: passed.value(i),
+                first_score: first_score.value(i),
+                best_score: best_score.value(i),
+                final_score: final_score.value(i),
+                critic_errors: whole(critic_errors, "critic_errors", i)?,
+                critic_disagreements: match disagreements {
+                    Some(array) => whole(array, "critic_disagreements", i)?,
+                    None => 0,
+                },
+                tokens_in: tokens_in[i],
+                tokens_out: tokens_out[i],
             };
-            let tokens = |name: &str| match batch.column_by_name(name) {
-                Some(_) => c.int64(name),
-                None => Ok(vec![None; batch.num_rows()]),
-            };
-            let (tokens_in, tokens_out) = (tokens("tokens_in")?, tokens("tokens_out")?);
-            let passed = c.boolean_array("passed")?;
-            let (first_score, best_score, final_score) =
-                (c.float_array("first_score")?, c.float_array("best_score")?, c.float_array("final_score")?);
-            let whole = |array: &arrow_array::Int32Array, name: &str, i: usize| {
-                u32::try_from(array.value(i))
-                    .map_err(|_| format!("row {}: `{name}` is negative ({})", offset + i, array.value(i)))
-            };
-            for i in 0..batch.num_rows() {
-                let row = OutcomeStats {
-                    run_id: run_id.value(i),
-                    config_id: config_id.value(i),
-                    arm: arm.value(i),
-                    critic: critic.value(i),
-                    task_id: task_id.value(i),
-                    epoch: whole(epoch, "epoch", i)?,
-                    rounds: whole(rounds, "rounds", i)?,
-                    revisions: whole(revisions, "revisions", i)?,
-                    exit_reason: exit_reason.value(i),
-                    passed: passed.value(i),
-                    first_score: first_score.value(i),
-                    best_score: best_score.value(i),
-                    final_score: final_score.value(i),
-                    critic_errors: whole(critic_errors, "critic_errors", i)?,
-                    critic_disagreements: match disagreements {
-                        Some(array) => whole(array, "critic_disagreements", i)?,
-                        None => 0,
-                    },
-                    tokens_in: tokens_in[i],
-                    tokens_out: tokens_out[i],
-                };
-                each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
-            }
-            offset += batch.num_rows();
-            Ok(())
-        },
-    )
+            each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
+        }
+        offset += batch.num_rows();
+        Ok(())
+    })
 }
 
 /// Each (critic, task)'s `meta` in `outcomes.parquet`, reading only those three columns; tasks
