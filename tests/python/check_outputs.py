@@ -106,6 +106,11 @@ SUMMARY_COLUMNS = [
     "rounds_total",
     "critic_error_rate",
     "critic_error_loops",
+    "mean_rounds_passed",
+    "tokens_in_per_loop",
+    "tokens_out_per_loop",
+    "tokens_in_per_pass",
+    "tokens_out_per_pass",
 ]
 # summary.csv may round its rates; a Wilson bound off by more than this is wrong, not rounded.
 RATE_TOLERANCE = 0.005
@@ -616,7 +621,49 @@ def check_summary(check, path, outcomes):
             bad.empty,
             f"{name}: n and passed per config × arm × critic must match outcomes.parquet; {len(bad)} groups differ, {examples(bad, GROUP_KEY + ['n_outcomes', 'n_summary', 'passed_outcomes', 'passed_summary'])}",
         )
+    if all(c in outcomes.columns for c in GROUP_KEY + ["passed", "rounds"]):
+        check_cost_per_pass(check, name, summary, outcomes)
     return summary
+
+
+def check_cost_per_pass(check, name, summary, outcomes):
+    """mean_rounds_passed and the token columns, recomputed from outcomes.parquet."""
+    import pandas as pd
+
+    frame = outcomes.assign(passed=outcomes["passed"].eq(True))
+    has_tokens = {c: c in frame.columns for c in ("tokens_in", "tokens_out")}
+    rows = []
+    for key, group in frame.groupby(GROUP_KEY, observed=True):
+        passed = group[group["passed"]]
+        row = dict(zip(GROUP_KEY, map(str, key)))
+        row["mean_rounds_passed_expected"] = float(passed["rounds"].mean()) if len(passed) else 0.0
+        counted = group
+        if all(has_tokens.values()):
+            counted = group[group["tokens_in"].notna() | group["tokens_out"].notna()]
+        else:
+            counted = group.iloc[0:0]
+        counted_passed = counted[counted["passed"]]
+        for side in ("in", "out"):
+            column = f"tokens_{side}"
+            per_loop = counted[column].fillna(0).mean() if len(counted) else float("nan")
+            per_pass = counted_passed[column].fillna(0).mean() if len(counted_passed) else float("nan")
+            row[f"{column}_per_loop_expected"] = float(per_loop)
+            row[f"{column}_per_pass_expected"] = float(per_pass)
+        rows.append(row)
+    expected = pd.DataFrame(rows)
+    given = summary.astype({c: str for c in GROUP_KEY})
+    joined = expected.merge(given, on=GROUP_KEY, how="inner")
+    columns = ["mean_rounds_passed"] + [f"tokens_{s}_per_{p}" for s in ("in", "out") for p in ("loop", "pass")]
+    for column in columns:
+        want, got = joined[f"{column}_expected"], pd.to_numeric(joined[column], errors="coerce")
+        both_blank = want.isna() & got.isna()
+        close = (want - got).abs() <= 1e-9 * want.abs().clip(lower=1.0)
+        bad = joined[~(both_blank | close)]
+        check.expect(
+            bad.empty,
+            f"{name}: {column} must be recomputable from outcomes.parquet (blank when no loop counts tokens); "
+            f"{len(bad)} rows differ, {examples(bad, GROUP_KEY + [column, column + '_expected'])}",
+        )
 
 
 # ---- main -----------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-const CHARTS: [&str; 4] = ["chart-pass-rate", "chart-exit-reasons", "chart-score-trajectory", "chart-pass-vs-rounds"];
+const CHARTS: [&str; 5] =
+    ["chart-heatmap", "chart-pass-rate", "chart-exit-reasons", "chart-score-trajectory", "chart-pass-vs-rounds"];
 
 /// A small grid (2 × 2 configs, both bundled critics, three arms), so every chart has data,
 /// whatever the demo experiment sweeps.
@@ -91,6 +92,35 @@ fn html_report_renders_in_chromium() {
         let svg = &dom[start..end];
         assert!(svg.contains("<title") && (svg.contains("<rect") || svg.contains("<circle")), "{id} is empty");
     }
+    let svg_of = |id: &str| {
+        let start = dom.find(&format!("<svg id=\"{id}\"")).unwrap();
+        &dom[start..start + dom[start..].find("</svg>").unwrap()]
+    };
+    // The heatmap: per critic (2), a panel per arm (3) and the paired difference, over 2 × 2
+    // configs, every cell labelled (pass rates in %, differences in pp), both axes named.
+    let heatmap = svg_of("chart-heatmap");
+    let labels: Vec<&str> = heatmap
+        .split("class=\"cell-label\"")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('>').and_then(|(_, text)| text.split_once("</text>")).map(|(l, _)| l))
+        .collect();
+    assert_eq!(heatmap.matches("<rect class=\"cell").count(), 2 * 4 * 4, "{heatmap}");
+    assert_eq!(labels.len(), 2 * 4 * 4, "{labels:?}");
+    assert_eq!(labels.iter().filter(|l| l.ends_with('%')).count(), 2 * 3 * 4, "{labels:?}");
+    assert_eq!(labels.iter().filter(|l| l.contains(" pp")).count(), 2 * 4, "{labels:?}");
+    for title in ["feedback: pass rate", "single: pass rate", "feedback − no-feedback: paired difference (pp)"] {
+        assert!(heatmap.contains(&format!(">{title}</text>")), "no panel titled {title}");
+    }
+    assert!(heatmap.contains(">pass_score</text>") && heatmap.contains(">max_revisions</text>"));
+    // Where an interval excludes 0 the cell is outlined and its label starred, and only there.
+    let significant = heatmap.matches("<rect class=\"cell significant\"").count();
+    assert_eq!(significant, labels.iter().filter(|l| l.ends_with('*')).count());
+    // The Pareto chart: each arm's front ringed and in the legend, its points labelled by config.
+    let pareto = svg_of("chart-pass-vs-rounds");
+    assert!(pareto.contains(">Pareto front</text>"));
+    let rings = pareto.matches("<circle class=\"front\"").count();
+    assert!((3..=2 * 3 * 4).contains(&rings), "{rings} front points");
+    assert!(dom.contains("<table id=\"table-pareto\">"));
 
     // A screenshot: the page paints, with real content (a blank page compresses to a few KB).
     let shot = dir.path().join("report.png");
@@ -106,6 +136,49 @@ fn html_report_renders_in_chromium() {
     assert_eq!((width, height), (1200, 2400));
     assert!(png.len() > 60_000, "the screenshot is only {} bytes: is the page blank?", png.len());
     if let Some(keep) = std::env::var_os("CRITBENCH_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+/// A single config has no grid: the page keeps its per-arm charts and draws no heatmap and no
+/// Pareto chart, and still paints.
+#[test]
+#[ignore = "needs Chromium (`chromium` on PATH; .ci/run installs it)"]
+fn single_config_report_renders_in_chromium_without_grid_charts() {
+    let chromium = find_chromium().expect("`chromium` (or `chromium-browser`) is not on PATH; .ci/run installs it");
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "single.toml",
+        &format!(
+            "name = \"one config\"\ndataset = \"{papers}\"\nbackend = \"sim\"\n\
+             arms = [\"feedback\", \"no-feedback\"]\nepochs = 1\nseed = 7\n\
+             [[critics]]\nname = \"rubric\"\nplugin = \"rubric\"\n\
+             [policy]\npass_score = 8\nmax_revisions = 3\n",
+            papers = repo().join("datasets/papers.jsonl").display(),
+        ),
+    );
+    let run = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--limit", "20", "--out", run.to_str().unwrap(), "-q"]));
+    let page = run.join("report.html");
+    let dom = headless(&chromium, &["--dump-dom"], &page);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    for id in ["chart-pass-rate", "chart-exit-reasons", "chart-score-trajectory"] {
+        assert!(dom.contains(&format!("<svg id=\"{id}\"")), "{id} not in the parsed DOM");
+    }
+    for id in ["chart-heatmap", "chart-pass-vs-rounds", "table-pareto"] {
+        assert!(!dom.contains(&format!("id=\"{id}\"")), "{id} drawn for a single config");
+    }
+    let shot = dir.path().join("single.png");
+    headless(
+        &chromium,
+        &["--window-size=1200,1600", "--hide-scrollbars", &format!("--screenshot={}", shot.display())],
+        &page,
+    );
+    let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert!(png.len() > 40_000, "the screenshot is only {} bytes: is the page blank?", png.len());
+    if let Some(keep) = std::env::var_os("CRITBENCH_KEEP_SINGLE_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
 }

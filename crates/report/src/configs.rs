@@ -59,7 +59,7 @@ struct ConfigPair {
 }
 
 /// The policy axes of a grid: every parameter a [`PolicyRecord`] carries, in a fixed order.
-fn axes(policies: &[PolicyRecord]) -> Vec<String> {
+pub(crate) fn axes(policies: &[PolicyRecord]) -> Vec<String> {
     let mut names = vec!["pass_score".to_string(), "max_revisions".to_string()];
     for policy in policies {
         for key in policy.rest.keys() {
@@ -72,7 +72,7 @@ fn axes(policies: &[PolicyRecord]) -> Vec<String> {
     names
 }
 
-fn axis_value(policy: &PolicyRecord, axis: &str) -> serde_json::Value {
+pub(crate) fn axis_value(policy: &PolicyRecord, axis: &str) -> serde_json::Value {
     match axis {
         "pass_score" => serde_json::json!(policy.pass_score),
         "max_revisions" => serde_json::json!(policy.max_revisions),
@@ -81,7 +81,7 @@ fn axis_value(policy: &PolicyRecord, axis: &str) -> serde_json::Value {
 }
 
 /// Orders values of one axis: null, then booleans, numbers and strings, each in its natural order.
-fn value_order(a: &serde_json::Value, b: &serde_json::Value) -> std::cmp::Ordering {
+pub(crate) fn value_order(a: &serde_json::Value, b: &serde_json::Value) -> std::cmp::Ordering {
     use serde_json::Value;
     let rank = |v: &Value| match v {
         Value::Null => 0,

@@ -10,13 +10,19 @@
 //!   task-cluster bootstrap when tasks ran several epochs);
 //! - `chart-exit-reasons`: the four exits stacked per arm;
 //! - `chart-score-trajectory`: mean critic score by round per arm (from `trajectories.parquet`);
-//! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config.
+//! - `chart-heatmap`: for grids over two policy parameters, each arm's pass rate and the first
+//!   compared pair's paired difference over the grid (see [`crate::grid`]);
+//! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config, each arm's
+//!   Pareto front ringed (and listed in `table-pareto`).
+//!
+//! Past [`crate::grid::MANY_CONFIGS`] configs the per-config charts and tables show the best and
+//! worst configs of each arm; the heatmaps and the Pareto chart keep every config.
 //!
 //! Tables with the same numbers as `report.md` follow the charts.
 
 use std::collections::HashMap;
 
-use critbench_storage::manifest::Manifest;
+use critbench_storage::manifest::{Manifest, PolicyRecord};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -25,10 +31,10 @@ use critbench_storage::round_scores::{RoundScore, read_round_scores};
 use crate::{ComparisonRow, Report, ReportError, SummaryRow};
 
 /// Width of every chart's coordinate system; the page scales it to the column width.
-const WIDTH: f64 = 960.0;
-const TEXT: &str = "#1f2328";
+pub(crate) const WIDTH: f64 = 960.0;
+pub(crate) const TEXT: &str = "#1f2328";
 const MUTED: &str = "#57606a";
-const GRID: &str = "#d8dee4";
+pub(crate) const GRID: &str = "#d8dee4";
 const EXIT_REASONS: [&str; 4] = ["pass", "stall", "plateau", "budget"];
 /// Trajectory points averaging fewer loops than this are drawn hollow.
 const FEW_LOOPS: u64 = 10;
@@ -46,7 +52,8 @@ pub(crate) fn write_html(run_dir: &Path, report: &Report) -> Result<(), ReportEr
         None
     };
     let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()));
+    let policies = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
+    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()), policies);
     let path = run_dir.join("report.html");
     std::fs::write(&path, html).map_err(|source| ReportError::Write { path, source })
 }
@@ -89,13 +96,13 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn percent(value: f64) -> String {
+pub(crate) fn percent(value: f64) -> String {
     format!("{:.1}%", 100.0 * value)
 }
 
 /// A coordinate: one decimal is finer than a pixel, and a non-finite value must not leave the
 /// SVG unparseable.
-fn px(value: f64) -> String {
+pub(crate) fn px(value: f64) -> String {
     if value.is_finite() { format!("{value:.1}") } else { "0".to_string() }
 }
 
@@ -186,7 +193,7 @@ fn tick_label(value: f64) -> String {
 }
 
 /// Opens a chart: `<svg>` with an accessible title and description.
-fn open_svg(out: &mut String, id: &str, height: f64, title: &str, description: &str) {
+pub(crate) fn open_svg(out: &mut String, id: &str, height: f64, title: &str, description: &str) {
     let _ = write!(
         out,
         "<svg id=\"{id}\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" \
@@ -199,7 +206,7 @@ fn open_svg(out: &mut String, id: &str, height: f64, title: &str, description: &
     );
 }
 
-fn text(out: &mut String, x: f64, y: f64, anchor: &str, class: &str, content: &str) {
+pub(crate) fn text(out: &mut String, x: f64, y: f64, anchor: &str, class: &str, content: &str) {
     let _ = write!(
         out,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\" class=\"{class}\">{}</text>",
@@ -658,10 +665,31 @@ fn points<'a>(rows: &[&'a SummaryRow]) -> Vec<Point<'a>> {
     points
 }
 
+/// The rows of `report` on the Pareto front of their arm and critic, as (config, critic, arm).
+fn front_rows(report: &Report) -> std::collections::HashSet<(&str, &str, &str)> {
+    let mut by_arm: HashMap<(&str, &str), Vec<&SummaryRow>> = HashMap::new();
+    for row in &report.summary {
+        by_arm.entry((row.critic.as_str(), row.arm.as_str())).or_default().push(row);
+    }
+    let mut front = std::collections::HashSet::new();
+    for rows in by_arm.values() {
+        for (row, on) in rows.iter().zip(crate::grid::pareto_front(rows)) {
+            if on {
+                front.insert((row.config_id.as_str(), row.critic.as_str(), row.arm.as_str()));
+            }
+        }
+    }
+    front
+}
+
 fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
     let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
     let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
     let labels = short_config_labels(&configs);
+    // Past the size a page lists in full, only the front is labelled and described.
+    let many = configs.len() > crate::grid::MANY_CONFIGS;
+    let front = front_rows(report);
+    let on_front = |r: &SummaryRow| front.contains(&(r.config_id.as_str(), r.critic.as_str(), r.arm.as_str()));
     let (panel_height, gap, top) = (380.0, 28.0, 30.0);
     let height = top + critics.len() as f64 * (panel_height + gap);
     // Rounds start at 1 (the first draft alone); pass rates span whole tens around the data.
@@ -679,13 +707,16 @@ fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'st
         out,
         "chart-pass-vs-rounds",
         height,
-        "Pass rate against mean rounds, per config",
+        "Pass rate against mean rounds, per config, with the Pareto front",
         &format!(
             "Scatter plots, one per critic: each point is a config and arm, placed by its mean rounds and \
-             pass rate: {}.",
+             pass rate; configs on the Pareto front of their arm (no other config of the arm passes more often \
+             in as few rounds) are ringed and joined by a dashed line. {}: {}.",
+            if many { "On the front" } else { "Every point" },
             report
                 .summary
                 .iter()
+                .filter(|r| !many || on_front(r))
                 .map(|r| format!(
                     "{} {} {}: {} in {:.2} rounds",
                     r.config_id,
@@ -700,6 +731,13 @@ fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'st
     );
     let items: Vec<(&str, &str)> = arms.iter().map(|(a, c)| (a.as_str(), *c)).collect();
     legend(out, 0.0, 16.0, &items);
+    let x = items.iter().map(|(l, _)| 17.0 + l.chars().count() as f64 * 7.0 + 22.0).sum::<f64>();
+    let _ = write!(
+        out,
+        "<circle cx=\"{}\" cy=\"11\" r=\"7\" fill=\"none\" stroke=\"{TEXT}\" stroke-width=\"1.5\"/>",
+        px(x + 7.0)
+    );
+    text(out, x + 19.0, 16.0, "start", "legend", "Pareto front");
     for (index, critic) in critics.iter().enumerate() {
         let top = top + index as f64 * (panel_height + gap);
         let (x0, x1) = (56.0, WIDTH - 16.0);
@@ -726,12 +764,48 @@ fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'st
         );
         let rows: Vec<&SummaryRow> = report.summary.iter().filter(|r| r.critic == *critic).collect();
         let points = points(&rows);
+        // The front of each arm, joined in order of rounds.
+        for (arm, color) in arms {
+            let mut line: Vec<&SummaryRow> = rows.iter().copied().filter(|r| &r.arm == arm && on_front(r)).collect();
+            line.sort_by(|a, b| a.mean_rounds.total_cmp(&b.mean_rounds).then(a.pass_rate.total_cmp(&b.pass_rate)));
+            if line.len() > 1 {
+                let coordinates: Vec<String> =
+                    line.iter().map(|r| format!("{},{}", px(x_of(r.mean_rounds)), px(y_of(r.pass_rate)))).collect();
+                let _ = write!(
+                    out,
+                    "<polyline class=\"pareto-front\" points=\"{}\" fill=\"none\" stroke=\"{color}\" \
+                     stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>",
+                    coordinates.join(" ")
+                );
+            }
+        }
         // Every point is placed before any label, so no label covers a point.
         let mut placed: Vec<Box2> = Vec::new();
         for point in &points {
             let color = color_of(arms, point.arm);
             let (x, y) = (x_of(point.mean_rounds), y_of(point.pass_rate));
             placed.push((x - 5.0, y - 5.0, x + 5.0, y + 5.0));
+            let front = point.rows.iter().any(|r| on_front(r));
+            if many && !front {
+                // A point of a large grid off the front: its place only.
+                let _ = write!(
+                    out,
+                    "<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{color}\" fill-opacity=\"0.45\"/>",
+                    px(x),
+                    px(y)
+                );
+                continue;
+            }
+            if front {
+                let _ = write!(
+                    out,
+                    "<circle class=\"front\" cx=\"{}\" cy=\"{}\" r=\"8.5\" fill=\"none\" stroke=\"{color}\" \
+                     stroke-width=\"1.5\"/>",
+                    px(x),
+                    px(y)
+                );
+                placed.push((x - 9.0, y - 9.0, x + 9.0, y + 9.0));
+            }
             let configs: Vec<&str> = point.rows.iter().map(|r| r.config_id.as_str()).collect();
             let _ = write!(
                 out,
@@ -740,16 +814,20 @@ fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'st
                 px(x),
                 px(y),
                 escape(&format!(
-                    "{} · {critic} · {}: pass rate {} in {:.2} rounds ({:.3} passes per round)",
+                    "{} · {critic} · {}: pass rate {} in {:.2} rounds ({:.3} passes per round){}",
                     configs.join(", "),
                     point.arm,
                     percent(point.pass_rate),
                     point.mean_rounds,
-                    point.pass_rate / point.mean_rounds
+                    point.pass_rate / point.mean_rounds,
+                    if front { "; on the Pareto front" } else { "" }
                 ))
             );
         }
         for point in &points {
+            if many && !point.rows.iter().any(|r| on_front(r)) {
+                continue;
+            }
             let (x, y) = (x_of(point.mean_rounds), y_of(point.pass_rate));
             let label: Vec<&str> = point.rows.iter().map(|r| labels[&r.config_id].as_str()).collect();
             let label = label.join(", ");
@@ -771,6 +849,55 @@ fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'st
 
 // ---- tables --------------------------------------------------------------------------------------
 
+/// Configs on the Pareto front of each critic and arm, fewest rounds first, with what a pass costs.
+fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
+    let front = front_rows(report);
+    let tokens = report.summary.iter().any(|r| r.tokens_in_per_pass.is_some());
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-pareto\"><thead><tr><th>critic</th><th>arm</th><th>config</th>\
+         <th class=\"num\">pass rate</th><th class=\"num\">95% CI</th><th class=\"num\">mean rounds</th>\
+         <th class=\"num\">rounds per passed loop</th>",
+    );
+    if tokens {
+        out.push_str("<th class=\"num\">tokens in / out per passed loop</th>");
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for critic in unique(report.summary.iter().map(|r| r.critic.as_str())) {
+        for (arm, _) in arms {
+            let mut rows: Vec<&SummaryRow> = report
+                .summary
+                .iter()
+                .filter(|r| r.critic == critic && &r.arm == arm && front.contains(&(&r.config_id, critic, arm)))
+                .collect();
+            rows.sort_by(|a, b| a.mean_rounds.total_cmp(&b.mean_rounds).then(a.pass_rate.total_cmp(&b.pass_rate)));
+            for row in rows {
+                let tokens_cell = if tokens {
+                    match (row.tokens_in_per_pass, row.tokens_out_per_pass) {
+                        (Some(i), Some(o)) => format!("<td class=\"num\">{i:.0} / {o:.0}</td>"),
+                        _ => "<td class=\"num\">–</td>".to_string(),
+                    }
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}–{}</td>\
+                     <td class=\"num\">{:.2}</td><td class=\"num\">{}</td>{tokens_cell}</tr>",
+                    escape(critic),
+                    escape(arm),
+                    escape(&row.config_id),
+                    percent(row.pass_rate),
+                    percent(row.pass_rate_lo),
+                    percent(row.pass_rate_hi),
+                    row.mean_rounds,
+                    if row.passed > 0 { format!("{:.2}", row.mean_rounds_passed) } else { "–".to_string() },
+                );
+            }
+        }
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
 fn format_p(p: f64) -> String {
     if p < 0.0001 { "&lt; 0.0001".to_string() } else { format!("{p:.4}") }
 }
@@ -779,9 +906,14 @@ fn summary_table(out: &mut String, report: &Report) {
     out.push_str(
         "<div class=\"table-wrap\"><table id=\"table-summary\"><thead><tr><th>config</th><th>critic</th>\
          <th>arm</th><th class=\"num\">n</th><th class=\"num\">pass rate</th><th class=\"num\">95% CI</th>\
-         <th class=\"num\">mean rounds</th><th class=\"num\">pass</th><th class=\"num\">stall</th>\
-         <th class=\"num\">plateau</th><th class=\"num\">budget</th><th class=\"num\">first → best score</th>",
+         <th class=\"num\">mean rounds</th><th class=\"num\">rounds per passed loop</th><th class=\"num\">pass</th>\
+         <th class=\"num\">stall</th><th class=\"num\">plateau</th><th class=\"num\">budget</th>\
+         <th class=\"num\">first → best score</th>",
     );
+    let tokens = report.summary.iter().any(|r| r.tokens_in_per_loop.is_some());
+    if tokens {
+        out.push_str("<th class=\"num\">tokens in / out per loop</th><th class=\"num\">per passed loop</th>");
+    }
     let errors = report.summary.iter().any(|r| r.critic_errors > 0);
     if errors {
         out.push_str("<th class=\"num\">critic errors</th>");
@@ -798,12 +930,23 @@ fn summary_table(out: &mut String, report: &Report) {
         } else {
             String::new()
         };
+        let pair = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("<td class=\"num\">{a:.0} / {b:.0}</td>"),
+            _ => "<td class=\"num\">–</td>".to_string(),
+        };
+        let tokens_cells = if tokens {
+            pair(row.tokens_in_per_loop, row.tokens_out_per_loop)
+                + &pair(row.tokens_in_per_pass, row.tokens_out_per_pass)
+        } else {
+            String::new()
+        };
+        let per_pass = if row.passed > 0 { format!("{:.2}", row.mean_rounds_passed) } else { "–".to_string() };
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{:.2} → {:.2}</td>{errors_cell}</tr>",
+             <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{per_pass}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{:.2} → {:.2}</td>{tokens_cells}{errors_cell}</tr>",
             escape(&row.config_id),
             escape(&row.critic),
             escape(&row.arm),
@@ -880,6 +1023,7 @@ body { margin: 0; background: #ffffff; color: #1f2328;
   font: 16px/1.55 system-ui, -apple-system, \"Segoe UI\", Roboto, \"Noto Sans\", \"Helvetica Neue\", Arial, sans-serif; }
 main { max-width: 1100px; margin: 0 auto; padding: 40px 28px 72px; }
 h1 { font-size: 1.75rem; line-height: 1.25; margin: 0 0 0.4rem; }
+h3 { font-size: 1.05rem; margin: 1.75rem 0 0.4rem; }
 h2 { font-size: 1.25rem; margin: 2.75rem 0 0.6rem; padding-bottom: 0.3rem; border-bottom: 1px solid #d8dee4; }
 p { margin: 0.5rem 0; max-width: 75ch; }
 .meta { color: #57606a; font-size: 0.95rem; }
@@ -899,6 +1043,8 @@ svg text.tick, svg text.axis { fill: #57606a; font-size: 11.5px; }
 svg text.inside { font-size: 11px; font-weight: 600; }
 svg text.point { font-size: 10px; }
 svg text.legend { font-size: 12.5px; }
+svg text.cell-label { font-size: 11.5px; font-weight: 600; font-variant-numeric: tabular-nums; }
+svg text.cell-interval { font-size: 10px; font-variant-numeric: tabular-nums; }
 .table-wrap { overflow-x: auto; margin-top: 0.75rem; }
 table { border-collapse: collapse; font-size: 0.82rem; font-variant-numeric: tabular-nums; width: 100%; }
 th, td { padding: 0.35rem 0.5rem; border-bottom: 1px solid #d8dee4; text-align: left; white-space: nowrap; }
@@ -917,12 +1063,21 @@ pub(crate) fn render_html(
     report: &Report,
     rounds: Option<&[RoundScore]>,
     pass_scores: &HashMap<String, f64>,
+    policies: &[PolicyRecord],
 ) -> String {
     let arms = arms(report);
     let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
+    // Heatmaps need two axes of the manifest's grid, and at least one config of the report on it.
+    let heatmap_grid =
+        crate::grid::grid(policies).filter(|g| report.summary.iter().any(|r| g.cells.contains_key(&r.config_id)));
+    // Past MANY_CONFIGS the per-config charts and tables show the best and worst configs only.
+    let shown = crate::grid::shown_configs(report);
+    let listed = shown.as_ref().map(|configs| crate::grid::restricted(report, configs));
+    let full = report;
+    let report = listed.as_ref().unwrap_or(report);
     let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
     let grid = configs.len() > 1;
-    let loops: u64 = report.summary.iter().map(|r| r.n).sum();
+    let loops: u64 = full.summary.iter().map(|r| r.n).sum();
     let name = report.name.as_deref().unwrap_or("run");
     let plural = |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
 
@@ -948,8 +1103,12 @@ pub(crate) fn render_html(
     out.push_str("<nav><ul><li><a href=\"#chart-pass-rate\">Pass rate</a></li>");
     out.push_str("<li><a href=\"#chart-exit-reasons\">Exit reasons</a></li>");
     out.push_str("<li><a href=\"#chart-score-trajectory\">Score trajectory</a></li>");
+    if heatmap_grid.is_some() {
+        out.push_str("<li><a href=\"#chart-heatmap\">Grid heatmaps</a></li>");
+    }
     if grid {
         out.push_str("<li><a href=\"#chart-pass-vs-rounds\">Passes per round</a></li>");
+        out.push_str("<li><a href=\"#table-pareto\">Pareto front</a></li>");
     }
     out.push_str("<li><a href=\"#table-summary\">Summary table</a></li>");
     out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li></ul></nav>\n</header>\n");
@@ -963,6 +1122,48 @@ pub(crate) fn render_html(
         out.push_str("</ul>\n</section>\n");
     }
 
+    if let Some(shown) = &shown {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\" id=\"summarised\">This grid has {} configs: the charts and tables per config below show \
+             {} of them, the {} best and {} worst by pass rate of each arm. The heatmaps and the pass-rate-against-rounds \
+             chart cover every config; <code>summary.csv</code>, <code>comparisons.csv</code> and \
+             <code>config_comparisons.csv</code> hold every row.</p>",
+            configs.len(),
+            shown.len(),
+            crate::grid::EXTREMES,
+            crate::grid::EXTREMES,
+        );
+    }
+    if let (Some(grid), false) = (&heatmap_grid, full.summary.is_empty()) {
+        out.push_str("<section>\n<h2>The grid at a glance</h2>\n<figure>\n");
+        let left_out = crate::grid::heatmap_chart(&mut out, full, grid, &arms);
+        let pair = crate::grid::compared_pair(full);
+        let _ = writeln!(
+            out,
+            "<figcaption>Each cell is one config: {} down, {} across; darker blue is a higher pass rate.{} \
+             Hover a cell for its interval, counts and rounds.{}</figcaption>\n</figure>\n</section>",
+            escape(&grid.y_axis),
+            escape(&grid.x_axis),
+            match pair {
+                Some((a, b)) => format!(
+                    " The last heatmap is the paired difference {} − {} in percentage points (blue: {} ahead, red: \
+                     {} ahead) with its 95% interval; cells outlined and starred (*) are those whose interval \
+                     excludes 0.",
+                    escape(a),
+                    escape(b),
+                    escape(a),
+                    escape(b)
+                ),
+                None => String::new(),
+            },
+            if left_out > 0 {
+                format!(" {left_out} more combinations of the other axes are not drawn; the CSVs have them.")
+            } else {
+                String::new()
+            }
+        );
+    }
     if report.summary.is_empty() {
         out.push_str("<p class=\"note\">The run has no outcomes: nothing to chart.</p>\n");
     } else {
@@ -1003,13 +1204,24 @@ pub(crate) fn render_html(
 
         if grid {
             out.push_str("<section>\n<h2>Passes per round spent</h2>\n<figure>\n");
-            pass_vs_rounds_chart(&mut out, report, &arms);
+            pass_vs_rounds_chart(&mut out, full, &arms);
             out.push_str(
                 "<figcaption>Each point is one config and arm: how often its loops passed against how many \
                  rounds they used on average. Up and to the left is better: more passes for fewer rounds spent. \
-                 Points are labelled by config id, leaving out the parts all configs share; configs that landed \
-                 on the same spot share a point.</figcaption>\n</figure>\n</section>\n",
+                 Ringed points, joined by a dashed line, are each arm's Pareto front: no other config of that arm \
+                 and critic passes more often in as few rounds or fewer. Points are labelled by config id, leaving \
+                 out the parts all configs share; configs that landed on the same spot share a point.",
             );
+            if full.summary.len() != report.summary.len() {
+                out.push_str(" In a grid this large only the front is labelled.");
+            }
+            out.push_str("</figcaption>\n</figure>\n<h3>Pareto front</h3>\n");
+            out.push_str(
+                "<p>The configs worth shipping for each arm: the front, fewest rounds first. Rounds per passed loop \
+                 is what a pass costs.</p>\n",
+            );
+            pareto_table(&mut out, full, &arms);
+            out.push_str("</section>\n");
         }
     }
 
@@ -1085,12 +1297,12 @@ mod tests {
     fn notes_are_shown_with_code_spans_and_escaped() {
         let mut with_notes = report(&["p8"], "rubric");
         with_notes.notes = vec!["2 loop(s) failed; `failed_loops` in manifest.json says why <b>".into()];
-        let page = render_html(&with_notes, None, &HashMap::new());
+        let page = render_html(&with_notes, None, &HashMap::new(), &[]);
         assert!(page.contains("<section id=\"notes\">"));
         assert!(
             page.contains("<li>2 loop(s) failed; <code>failed_loops</code> in manifest.json says why &lt;b&gt;</li>")
         );
-        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new());
+        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[]);
         assert!(!page.contains("id=\"notes\""), "no notes, no section");
     }
 
@@ -1101,6 +1313,7 @@ mod tests {
             &report(&["p8", "p9"], critic),
             Some(&[round("p8", critic, "feedback", 0, 5.0)]),
             &HashMap::new(),
+            &[],
         );
         assert!(!page.contains("<script"), "raw markup from data reached the page");
         assert!(page.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;"));
@@ -1109,7 +1322,7 @@ mod tests {
     #[test]
     fn every_chart_is_an_svg_with_a_title_and_the_grid_chart_only_for_grids() {
         let rounds = [round("p8", "rubric", "feedback", 0, 5.0), round("p8", "rubric", "feedback", 1, 7.5)];
-        let one = render_html(&report(&["p8"], "rubric"), Some(&rounds), &HashMap::from([("p8".into(), 8.0)]));
+        let one = render_html(&report(&["p8"], "rubric"), Some(&rounds), &HashMap::from([("p8".into(), 8.0)]), &[]);
         for id in ["chart-pass-rate", "chart-exit-reasons", "chart-score-trajectory"] {
             assert!(one.contains(&format!("<svg id=\"{id}\"")), "{id} missing");
             assert!(one.contains(&format!("<title id=\"{id}-title\">")), "{id} has no title");
@@ -1119,7 +1332,7 @@ mod tests {
         assert!(one.contains("<polyline points=\""));
         assert!(one.contains("pass score 8"));
 
-        let grid = render_html(&report(&["p7", "p8", "p9"], "rubric"), Some(&rounds), &HashMap::new());
+        let grid = render_html(&report(&["p7", "p8", "p9"], "rubric"), Some(&rounds), &HashMap::new(), &[]);
         assert!(grid.contains("<svg id=\"chart-pass-vs-rounds\""));
         for config in ["p7", "p8", "p9"] {
             assert!(grid.contains(&format!("class=\"point\" fill=\"#0072b2\">{config}</text>")), "{config} unlabelled");
@@ -1127,6 +1340,65 @@ mod tests {
         // no-feedback landed on one spot in every config: one point, one label naming them all.
         assert!(grid.contains("class=\"point\" fill=\"#e69f00\">p7, p8, p9</text>"), "{grid}");
         assert_eq!(grid.matches("fill=\"#e69f00\" stroke=\"#ffffff\"").count(), 1);
+    }
+
+    fn policy(pass_score: f64, max_revisions: u32) -> PolicyRecord {
+        PolicyRecord {
+            config_id: format!("p{pass_score}-r{max_revisions}"),
+            pass_score,
+            max_revisions,
+            rest: serde_json::Map::new(),
+        }
+    }
+
+    #[test]
+    fn a_grid_gets_heatmaps_of_each_arm_and_of_the_paired_difference() {
+        let policies: Vec<PolicyRecord> =
+            [7.0, 8.0, 9.0].iter().flat_map(|p| [1, 3, 5].map(|r| policy(*p, r))).collect();
+        let configs: Vec<&str> = policies.iter().map(|p| p.config_id.as_str()).collect();
+        let mut grid = report(&configs, "rubric");
+        for (i, config) in configs.iter().enumerate() {
+            let diff = (50.0 - i as f64 * 6.0) / 100.0;
+            grid.comparisons.push(ComparisonRow {
+                config_id: config.to_string(),
+                critic: "rubric".into(),
+                arm_a: "feedback".into(),
+                arm_b: "no-feedback".into(),
+                diff,
+                diff_lo: diff - 0.1,
+                diff_hi: diff + 0.1,
+                ..ComparisonRow::default()
+            });
+        }
+        let page = render_html(&grid, None, &HashMap::new(), &policies);
+        assert!(page.contains("<svg id=\"chart-heatmap\""));
+        assert!(page.contains("<title id=\"chart-heatmap-title\">Pass rate over pass_score × max_revisions"));
+        // 9 cells for each arm and 9 for the difference.
+        assert_eq!(page.matches("<rect class=\"cell").count(), 27);
+        // Intervals diff ± 10 pp leave out 0 while |diff| > 10 pp: 50, 44, 38, 32, 26, 20, 14 pp.
+        assert_eq!(page.matches("<rect class=\"cell significant\"").count(), 7);
+        assert!(page.contains(">+50 pp*</text>") && page.contains(">+40 to +60</text>"), "{page}");
+        assert!(page.contains(">+2 pp</text>"), "p9-r5: +2 pp, interval includes 0, no star");
+        // Each arm's cell is labelled with its rate: feedback at p7-r1 passed 80 of 100.
+        assert!(page.contains(">80%</text>"));
+        assert!(page.contains(">pass_score</text>") && page.contains(">max_revisions</text>"));
+        // Without the manifest's policies there are no axes to draw.
+        let page = render_html(&grid, None, &HashMap::new(), &[]);
+        assert!(!page.contains("chart-heatmap"));
+    }
+
+    #[test]
+    fn the_pareto_front_is_ringed_joined_and_tabled() {
+        let page = render_html(&report(&["p7", "p8", "p9"], "rubric"), None, &HashMap::new(), &[]);
+        // Feedback: rates 80, 79, 78% at 2.5, 2.6, 2.7 rounds: only p7 is on its front; the
+        // no-feedback configs coincide (30% in 3 rounds) and share one ringed point.
+        assert_eq!(page.matches("<circle class=\"front\"").count(), 2, "{page}");
+        assert!(page.contains("<table id=\"table-pareto\">"));
+        let table = &page[page.find("<table id=\"table-pareto\">").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        assert_eq!(table.matches("<tr><td>").count(), 1 + 3, "{table}");
+        assert!(table.contains("<td>feedback</td><td>p7</td>"));
+        assert!(!table.contains("<td>p8</td><td class=\"num\">79.0%"), "{table}");
     }
 
     #[test]
@@ -1155,7 +1427,7 @@ mod tests {
 
     #[test]
     fn the_page_loads_nothing_from_elsewhere() {
-        let page = render_html(&report(&["p7", "p8"], "rubric"), Some(&[]), &HashMap::new());
+        let page = render_html(&report(&["p7", "p8"], "rubric"), Some(&[]), &HashMap::new(), &[]);
         assert!(!page.contains("http://") && !page.contains("https://"));
         assert!(!page.contains("<script") && !page.contains("<link") && !page.contains("@import"));
         assert!(!page.contains("url("));
@@ -1163,14 +1435,31 @@ mod tests {
 
     #[test]
     fn without_trajectories_the_page_says_so() {
-        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new());
+        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[]);
         assert!(page.contains("No <code>trajectories.parquet</code>"));
         assert!(page.contains("<svg id=\"chart-pass-rate\""));
     }
 
     #[test]
+    fn the_summary_table_shows_what_a_pass_costs() {
+        let mut costed = report(&["p8"], "rubric");
+        costed.summary[0].mean_rounds_passed = 2.25;
+        let page = render_html(&costed, None, &HashMap::new(), &[]);
+        assert!(page.contains("<td class=\"num\">2.50</td><td class=\"num\">2.25</td>"), "{page}");
+        assert!(!page.contains("tokens in / out per loop"), "no tokens, no token columns");
+        costed.summary[0].tokens_in_per_loop = Some(1200.0);
+        costed.summary[0].tokens_out_per_loop = Some(300.4);
+        costed.summary[0].tokens_in_per_pass = Some(1000.0);
+        costed.summary[0].tokens_out_per_pass = Some(250.0);
+        let page = render_html(&costed, None, &HashMap::new(), &[]);
+        assert!(page.contains("<td class=\"num\">1200 / 300</td><td class=\"num\">1000 / 250</td>"), "{page}");
+        // An arm without token counts shows dashes in those columns.
+        assert!(page.contains("<td class=\"num\">–</td><td class=\"num\">–</td>"));
+    }
+
+    #[test]
     fn bars_and_whiskers_are_drawn_to_scale() {
-        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new());
+        let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[]);
         // 80% of the 210..740 axis is 424 wide.
         assert!(page.contains("width=\"424.0\" height=\"14\" fill=\"#0072b2\""), "{page}");
         // Exit segments of a row add up to the full axis (650 wide): 80 + 10 + 10 of 100.

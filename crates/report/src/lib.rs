@@ -21,6 +21,7 @@
 
 pub mod compare;
 pub mod configs;
+mod grid;
 mod html;
 mod markdown;
 pub mod show;

@@ -8,8 +8,15 @@ fn percent(value: f64) -> String {
     format!("{:.1}%", 100.0 * value)
 }
 
+/// The most config × critic lines [`glance_table`] prints; past it, the best and worst
+/// `GLANCE_EXTREMES` (10) each.
+pub(crate) const GLANCE_MAX_LINES: usize = 30;
+pub(crate) const GLANCE_EXTREMES: usize = 10;
+
 /// One line per config × critic: each arm's pass rate, and the headline comparison. What a
-/// terminal shows after a run.
+/// terminal shows after a run. A grid of more than `GLANCE_MAX_LINES` (30) lines prints its
+/// `GLANCE_EXTREMES` (10) best and worst by the first arm's pass rate, and says how many it left out
+/// (summary.csv keeps them all).
 pub fn glance_table(report: &Report) -> String {
     let mut arms: Vec<&str> = Vec::new();
     for row in &report.summary {
@@ -36,7 +43,32 @@ pub fn glance_table(report: &Report) -> String {
             groups.push((&row.config_id, &row.critic));
         }
     }
-    for (config, critic) in groups {
+    let mut omitted = 0;
+    if groups.len() > GLANCE_MAX_LINES {
+        // Ranked by the first arm's pass rate (ties in report order); shown best first.
+        let rates: std::collections::HashMap<(&str, &str), f64> = report
+            .summary
+            .iter()
+            .filter(|r| r.arm == arms[0])
+            .map(|r| ((r.config_id.as_str(), r.critic.as_str()), r.pass_rate))
+            .collect();
+        let rate = |group: (&str, &str)| rates.get(&group).copied().unwrap_or(f64::NEG_INFINITY);
+        let mut ranked: Vec<(usize, (&str, &str))> = groups.iter().copied().enumerate().collect();
+        ranked.sort_by(|a, b| rate(b.1).total_cmp(&rate(a.1)).then(a.0.cmp(&b.0)));
+        omitted = ranked.len() - 2 * GLANCE_EXTREMES;
+        let tail = ranked.split_off(ranked.len() - GLANCE_EXTREMES);
+        ranked.truncate(GLANCE_EXTREMES);
+        groups = ranked.into_iter().chain(tail).map(|(_, group)| group).collect();
+    }
+    for (index, (config, critic)) in groups.into_iter().enumerate() {
+        if omitted > 0 && index == GLANCE_EXTREMES {
+            let _ = writeln!(
+                out,
+                "| … | {omitted} config × critic rows left out: the {GLANCE_EXTREMES} best and worst by {} pass rate are \
+                 shown; summary.csv has all |",
+                arms[0]
+            );
+        }
         let _ = write!(out, "| {config} | {critic} |");
         for arm in &arms {
             match report.summary.iter().find(|r| r.config_id == config && r.critic == critic && r.arm == *arm) {

@@ -72,6 +72,14 @@ pub struct SummaryRow {
     /// Loops with at least one failed critique, and their share of `n`.
     pub critic_error_loops: u64,
     pub critic_error_loop_rate: f64,
+    /// Mean rounds of the loops that passed (0 when none did): the cost of a pass.
+    pub mean_rounds_passed: f64,
+    /// The writer's tokens per loop and per passed loop; `None` (an empty cell) when no loop
+    /// counted tokens, and the per-pass ones when none passed.
+    pub tokens_in_per_loop: Option<f64>,
+    pub tokens_out_per_loop: Option<f64>,
+    pub tokens_in_per_pass: Option<f64>,
+    pub tokens_out_per_pass: Option<f64>,
 }
 
 /// Two arms of one config × critic, on the task × epoch pairs both ran.
@@ -115,6 +123,12 @@ pub struct ComparisonRow {
     pub p_value: f64,
     /// [`TEST_MCNEMAR`] (one pair per task) or [`TEST_SIGN`] (several).
     pub test: String,
+    /// Mean rounds of the passed loops of each arm, over the pairs where both passed, and
+    /// their difference (A − B); `None` (empty) when no pair passed on both sides.
+    pub both_passed: u64,
+    pub mean_rounds_passed_a: Option<f64>,
+    pub mean_rounds_passed_b: Option<f64>,
+    pub diff_mean_rounds_passed: Option<f64>,
 }
 
 /// Everything the summary files hold.
@@ -348,6 +362,13 @@ struct ArmTotals {
     critic_errors: u64,
     critic_error_loops: u64,
     disagreements: u64,
+    /// Rounds summed over the loops that passed.
+    rounds_passed: u64,
+    /// Loops that counted tokens, and their tokens in/out (all loops, then passed loops).
+    token_loops: u64,
+    tokens: [u64; 2],
+    token_passes: u64,
+    tokens_passed: [u64; 2],
     /// (loops, passes, first-draft passes) of a task → how many tasks had it.
     clusters: BTreeMap<(u64, i64, i64), u64>,
 }
@@ -367,6 +388,20 @@ impl ArmTotals {
         self.critic_errors += u64::from(row.critic_errors);
         self.critic_error_loops += u64::from(row.critic_errors > 0);
         self.disagreements += u64::from(row.critic_disagreements);
+        if row.passed {
+            self.rounds_passed += u64::from(row.rounds);
+        }
+        if row.tokens_in.is_some() || row.tokens_out.is_some() {
+            let counted = [row.tokens_in.unwrap_or(0), row.tokens_out.unwrap_or(0)];
+            self.token_loops += 1;
+            self.tokens[0] += counted[0];
+            self.tokens[1] += counted[1];
+            if row.passed {
+                self.token_passes += 1;
+                self.tokens_passed[0] += counted[0];
+                self.tokens_passed[1] += counted[1];
+            }
+        }
     }
 
     fn row(&self, config_id: &str, critic: &str) -> SummaryRow {
@@ -431,6 +466,11 @@ impl ArmTotals {
             critic_error_rate: rate(self.critic_errors, self.rounds),
             critic_error_loops: self.critic_error_loops,
             critic_error_loop_rate: rate(self.critic_error_loops, self.n),
+            mean_rounds_passed: rate(self.rounds_passed, self.passed),
+            tokens_in_per_loop: (self.token_loops > 0).then(|| rate(self.tokens[0], self.token_loops)),
+            tokens_out_per_loop: (self.token_loops > 0).then(|| rate(self.tokens[1], self.token_loops)),
+            tokens_in_per_pass: (self.token_passes > 0).then(|| rate(self.tokens_passed[0], self.token_passes)),
+            tokens_out_per_pass: (self.token_passes > 0).then(|| rate(self.tokens_passed[1], self.token_passes)),
         }
     }
 }
@@ -457,6 +497,10 @@ pub(crate) struct PairTotals {
     rounds_b: u64,
     best_a: ExactSum,
     best_b: ExactSum,
+    /// Pairs where both passed, and each side's rounds summed over them.
+    both_passed: u64,
+    rounds_both_a: u64,
+    rounds_both_b: u64,
     a_better: u64,
     b_better: u64,
     /// (pairs, A-only − B-only, the same for first drafts) of a task → how many tasks had it.
@@ -485,6 +529,11 @@ impl PairTotals {
         self.rounds_b += u64::from(b.rounds);
         self.best_a.add(a.best_score);
         self.best_b.add(b.best_score);
+        if a.passed && b.passed {
+            self.both_passed += 1;
+            self.rounds_both_a += u64::from(a.rounds);
+            self.rounds_both_b += u64::from(b.rounds);
+        }
         task.pairs += 1;
         task.difference += i64::from(a.passed) - i64::from(b.passed);
         task.first_difference += i64::from(a.first) - i64::from(b.first);
@@ -527,6 +576,10 @@ impl PairTotals {
         let single = self.clusters.keys().all(|(pairs, _, _)| *pairs == 1);
         let (rounds_a, rounds_b) = (self.rounds_a as f64 / n, self.rounds_b as f64 / n);
         let (best_a, best_b) = (self.best_a.mean(), self.best_b.mean());
+        let both = (self.both_passed > 0).then(|| {
+            let of = self.both_passed as f64;
+            (self.rounds_both_a as f64 / of, self.rounds_both_b as f64 / of)
+        });
         ComparisonRow {
             config_id: config_id.to_string(),
             critic: critic.to_string(),
@@ -557,6 +610,10 @@ impl PairTotals {
             tasks_b_better: self.b_better,
             p_value: sign_test(self.a_better, self.b_better),
             test: if single { TEST_MCNEMAR } else { TEST_SIGN }.to_string(),
+            both_passed: self.both_passed,
+            mean_rounds_passed_a: both.map(|(a, _)| a),
+            mean_rounds_passed_b: both.map(|(_, b)| b),
+            diff_mean_rounds_passed: both.map(|(a, b)| a - b),
         }
     }
 }
@@ -790,6 +847,8 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Res
             final_score: row.final_score,
             critic_errors: row.critic_errors,
             critic_disagreements: row.critic_disagreements,
+            tokens_in: row.tokens_in,
+            tokens_out: row.tokens_out,
         })?;
     }
     summarizer.finish(manifest)
@@ -901,6 +960,48 @@ mod tests {
     }
 
     #[test]
+    fn cost_per_pass_counts_only_passed_loops_and_tokens_only_where_counted() {
+        let mut outcomes = vec![
+            row("a", "feedback", true, 2),
+            row("a", "no-feedback", true, 4),
+            row("b", "feedback", true, 3),
+            row("b", "no-feedback", false, 4),
+            row("c", "feedback", false, 4),
+            row("c", "no-feedback", true, 1),
+        ];
+        let report = build_report(&outcomes, None).unwrap();
+        let (feedback, no_feedback) = (&report.summary[0], &report.summary[1]);
+        assert_eq!(feedback.mean_rounds_passed, 2.5);
+        assert_eq!(no_feedback.mean_rounds_passed, 2.5);
+        assert_eq!(feedback.tokens_in_per_loop, None);
+        assert_eq!(feedback.tokens_out_per_pass, None);
+        // Only task a passed on both sides: 2 rounds against 4.
+        let comparison = &report.comparisons[0];
+        assert_eq!(comparison.both_passed, 1);
+        assert_eq!(comparison.mean_rounds_passed_a, Some(2.0));
+        assert_eq!(comparison.mean_rounds_passed_b, Some(4.0));
+        assert_eq!(comparison.diff_mean_rounds_passed, Some(-2.0));
+
+        for (index, outcome) in outcomes.iter_mut().enumerate() {
+            outcome.tokens_in = Some(100 * (index as u64 + 1));
+            outcome.tokens_out = Some(10 * (index as u64 + 1));
+        }
+        let report = build_report(&outcomes, None).unwrap();
+        let feedback = &report.summary[0];
+        // Feedback's loops are rows 0, 2, 4 (tokens in 100, 300, 500); rows 0 and 2 passed.
+        assert_eq!(feedback.tokens_in_per_loop, Some(300.0));
+        assert_eq!(feedback.tokens_out_per_loop, Some(30.0));
+        assert_eq!(feedback.tokens_in_per_pass, Some(200.0));
+        assert_eq!(feedback.tokens_out_per_pass, Some(20.0));
+
+        let failing: Vec<OutcomeRow> = outcomes.iter().map(|o| OutcomeRow { passed: false, ..o.clone() }).collect();
+        let report = build_report(&failing, None).unwrap();
+        assert_eq!(report.summary[0].mean_rounds_passed, 0.0);
+        assert_eq!(report.summary[0].tokens_in_per_pass, None);
+        assert_eq!(report.comparisons[0].diff_mean_rounds_passed, None);
+    }
+
+    #[test]
     fn one_epoch_keeps_wilson_and_mcnemar_and_several_resample_tasks() {
         let mut outcomes = Vec::new();
         for task in 0..40 {
@@ -996,6 +1097,8 @@ mod tests {
                     final_score: outcome.final_score,
                     critic_errors: outcome.critic_errors,
                     critic_disagreements: outcome.critic_disagreements,
+                    tokens_in: outcome.tokens_in,
+                    tokens_out: outcome.tokens_out,
                 })
                 .unwrap();
         }

@@ -47,8 +47,9 @@ fn outcome(config: &str, critic: &str, arm: &str, task: usize, epoch: u32, rng: 
         best_round: 0,
         critic_errors: u32::from(rng.next_u64().is_multiple_of(7)),
         critic_disagreements: 0,
-        tokens_in: None,
-        tokens_out: None,
+        // Every other task counted tokens (a backend that counts only some calls).
+        tokens_in: task.is_multiple_of(2).then_some(100 * u64::from(rounds)),
+        tokens_out: task.is_multiple_of(2).then_some(7 * u64::from(rounds) + u64::from(passed)),
         wall_ms: 1.0,
         meta: None,
     }
@@ -129,6 +130,36 @@ fn the_same_rows_in_any_order_give_the_same_bytes() {
     );
     assert!(report.comparisons.iter().all(|c| c.test == critbench_report::TEST_SIGN && c.n_tasks == 3000));
     assert!(report.summary.iter().any(|r| r.critic_errors > 0 && r.critic_error_rate > 0.0));
+    // Streamed from Parquet (tokens included) the same as folded from the rows in memory.
+    let in_memory = critbench_report::build_report(&forward, None).unwrap();
+    let sorted_debug = |rows: Vec<String>| {
+        let mut rows = rows;
+        rows.sort();
+        rows
+    };
+    assert_eq!(
+        sorted_debug(in_memory.summary.iter().map(|s| format!("{s:?}")).collect()),
+        sorted_debug(report.summary.iter().map(|s| format!("{s:?}")).collect())
+    );
+    for row in &report.summary {
+        let mine: Vec<&OutcomeRow> = forward
+            .iter()
+            .filter(|o| o.config_id == row.config_id && o.arm == row.arm && o.critic == row.critic)
+            .collect();
+        let counted: Vec<&&OutcomeRow> = mine.iter().filter(|o| o.tokens_in.is_some()).collect();
+        let passed: Vec<&&&OutcomeRow> = counted.iter().filter(|o| o.passed).collect();
+        let mean = |values: &mut dyn Iterator<Item = u64>, of: usize| values.sum::<u64>() as f64 / of as f64;
+        assert_eq!(
+            row.tokens_in_per_loop,
+            Some(mean(&mut counted.iter().map(|o| o.tokens_in.unwrap()), counted.len()))
+        );
+        assert_eq!(
+            row.tokens_out_per_pass,
+            Some(mean(&mut passed.iter().map(|o| o.tokens_out.unwrap()), passed.len()))
+        );
+        let passes: Vec<&&OutcomeRow> = mine.iter().filter(|o| o.passed).collect();
+        assert_eq!(row.mean_rounds_passed, mean(&mut passes.iter().map(|o| u64::from(o.rounds)), passes.len()));
+    }
 
     // Without a manifest every task stays open to the end: the same numbers, ordered by name.
     let bare = dir.path().join("bare");

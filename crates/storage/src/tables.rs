@@ -488,7 +488,13 @@ pub struct OutcomeStats<'a> {
     pub final_score: f64,
     pub critic_errors: u32,
     pub critic_disagreements: u32,
+    /// The writer's tokens of the loop, when its backend counts them.
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
 }
+
+/// The columns [`for_each_outcome_stats`] decodes when the file has them.
+const OUTCOME_STATS_OPTIONAL: [&str; 3] = ["critic_disagreements", "tokens_in", "tokens_out"];
 
 /// The columns [`for_each_outcome_stats`] decodes.
 pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
@@ -509,7 +515,7 @@ pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
 ];
 
 /// Streams `outcomes.parquet` row by row through `each`, decoding only
-/// [`OUTCOME_STATS_COLUMNS`] (and `critic_disagreements` when the file has it), a batch at a time:
+/// [`OUTCOME_STATS_COLUMNS`] (and those of `OUTCOME_STATS_OPTIONAL` the file has), a batch at a time:
 /// memory is one batch whatever the file's size. An error from `each` is reported with the file
 /// and the row's position in it.
 pub fn for_each_outcome_stats(
@@ -517,7 +523,7 @@ pub fn for_each_outcome_stats(
     mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
 ) -> Result<(), StorageError> {
     let mut offset = 0usize;
-    crate::columns::for_each_projected_batch(path, &OUTCOME_STATS_COLUMNS, &["critic_disagreements"], |batch| {
+    crate::columns::for_each_projected_batch(path, &OUTCOME_STATS_COLUMNS, &OUTCOME_STATS_OPTIONAL, |batch| {
         let c = crate::columns::Columns(batch);
         let (run_id, config_id, arm, critic, task_id, exit_reason) = (
             c.text_array("run_id")?,
@@ -539,6 +545,11 @@ pub fn for_each_outcome_stats(
         } else {
             None
         };
+        let tokens = |name: &str| match batch.column_by_name(name) {
+            Some(_) => c.int64(name),
+            None => Ok(vec![None; batch.num_rows()]),
+        };
+        let (tokens_in, tokens_out) = (tokens("tokens_in")?, tokens("tokens_out")?);
         let passed = c.boolean_array("passed")?;
         let (first_score, best_score, final_score) =
             (c.float_array("first_score")?, c.float_array("best_score")?, c.float_array("final_score")?);
@@ -566,6 +577,8 @@ pub fn for_each_outcome_stats(
                     Some(array) => whole(array, "critic_disagreements", i)?,
                     None => 0,
                 },
+                tokens_in: tokens_in[i],
+                tokens_out: tokens_out[i],
             };
             each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
         }
