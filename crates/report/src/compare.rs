@@ -291,34 +291,11 @@ mod tests {
 
     fn loop_row(task: &str, epoch: u32, arm: &str, critic: &str, passed: bool) -> OutcomeRow {
         OutcomeRow {
-            run_id: "r".into(),
             config_id: "c".into(),
-            arm: arm.into(),
             critic: critic.into(),
-            task_id: task.into(),
-            kind: None,
             epoch,
-            pass_score: 8.0,
-            max_revisions: 3,
-            stall: true,
-            plateau_eps: 0.0,
-            dim_target: None,
-            final_draft: "best".into(),
-            rounds: 2,
-            revisions: 1,
-            exit_reason: if passed { "pass" } else { "budget" }.into(),
-            passed,
-            first_score: 5.0,
-            last_score: 6.0,
-            final_score: 6.0,
-            best_score: 6.0,
             best_round: 1,
-            critic_errors: 0,
-            critic_disagreements: 0,
-            tokens_in: None,
-            tokens_out: None,
-            wall_ms: 1.0,
-            meta: None,
+            ..OutcomeRow::bare(task, arm, passed, 2)
         }
     }
 

@@ -896,36 +896,7 @@ mod tests {
     use super::*;
 
     fn row(task: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
-        OutcomeRow {
-            run_id: "r".into(),
-            config_id: "p8-r3-stall-e0".into(),
-            arm: arm.into(),
-            critic: "rubric".into(),
-            task_id: task.into(),
-            kind: None,
-            epoch: 0,
-            pass_score: 8.0,
-            max_revisions: 3,
-            stall: true,
-            plateau_eps: 0.0,
-            dim_target: None,
-            final_draft: "best".into(),
-            rounds,
-            revisions: rounds - 1,
-            exit_reason: if passed { "pass" } else { "budget" }.into(),
-            passed,
-            first_score: 5.0,
-            last_score: 6.0,
-            final_score: 6.0,
-            best_score: 6.0,
-            best_round: 0,
-            critic_errors: 0,
-            critic_disagreements: 0,
-            tokens_in: None,
-            tokens_out: None,
-            wall_ms: 1.0,
-            meta: None,
-        }
+        OutcomeRow::bare(task, arm, passed, rounds)
     }
 
     #[test]

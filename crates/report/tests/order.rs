@@ -25,33 +25,18 @@ fn outcome(config: &str, critic: &str, arm: &str, task: usize, epoch: u32, rng: 
     OutcomeRow {
         run_id: "order-test".into(),
         config_id: config.into(),
-        arm: arm.into(),
         critic: critic.into(),
-        task_id: format!("task-{task:05}"),
-        kind: None,
         epoch,
-        pass_score: 8.0,
-        max_revisions: 3,
-        stall: true,
-        plateau_eps: 0.0,
-        dim_target: None,
-        final_draft: "best".into(),
-        rounds,
-        revisions: rounds - 1,
         exit_reason: if passed { "pass" } else { ["stall", "plateau", "budget"][task % 3] }.into(),
-        passed,
         first_score: first,
         last_score: first + 0.3,
         final_score: first + 0.7,
         best_score: first + 1.0 / 3.0,
-        best_round: 0,
         critic_errors: u32::from(rng.next_u64().is_multiple_of(7)),
-        critic_disagreements: 0,
         // Every other task counted tokens (a backend that counts only some calls).
         tokens_in: task.is_multiple_of(2).then_some(100 * u64::from(rounds)),
         tokens_out: task.is_multiple_of(2).then_some(7 * u64::from(rounds) + u64::from(passed)),
-        wall_ms: 1.0,
-        meta: None,
+        ..OutcomeRow::bare(&format!("task-{task:05}"), arm, passed, rounds)
     }
 }
 

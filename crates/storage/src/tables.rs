@@ -416,6 +416,44 @@ impl TrajectoryWriter {
 /// Streams [`OutcomeRow`]s into `outcomes.parquet`.
 pub type OutcomeWriter = TableWriter<OutcomeRow>;
 
+impl OutcomeRow {
+    /// A loop of `task_id` under `arm` that used `rounds` rounds, first scored 5 and last 6, and
+    /// passed or ran out of budget: nothing else set. For fixtures that need loops of a given
+    /// shape; fill what matters with `..`.
+    pub fn bare(task_id: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
+        OutcomeRow {
+            run_id: "r".into(),
+            config_id: "p8-r3-stall-e0".into(),
+            arm: arm.into(),
+            critic: "rubric".into(),
+            task_id: task_id.into(),
+            kind: None,
+            epoch: 0,
+            pass_score: 8.0,
+            max_revisions: 3,
+            stall: true,
+            plateau_eps: 0.0,
+            dim_target: None,
+            final_draft: "best".into(),
+            rounds,
+            revisions: rounds.saturating_sub(1),
+            exit_reason: if passed { "pass" } else { "budget" }.into(),
+            passed,
+            first_score: 5.0,
+            last_score: 6.0,
+            final_score: 6.0,
+            best_score: 6.0,
+            best_round: 0,
+            critic_errors: 0,
+            critic_disagreements: 0,
+            tokens_in: None,
+            tokens_out: None,
+            wall_ms: 1.0,
+            meta: None,
+        }
+    }
+}
+
 impl TableRow for OutcomeRow {
     const TABLE: &'static str = "outcomes";
 
@@ -713,34 +751,18 @@ pub(crate) mod tests {
 
     pub(crate) fn outcome(task: &str, passed: bool) -> OutcomeRow {
         OutcomeRow {
-            run_id: "r".into(),
-            config_id: "p8-r3-stall-e0".into(),
-            arm: "feedback".into(),
-            critic: "rubric".into(),
-            task_id: task.into(),
             kind: Some("paper".into()),
             epoch: 1,
-            pass_score: 8.0,
-            max_revisions: 3,
-            stall: true,
-            plateau_eps: 0.0,
-            dim_target: None,
-            final_draft: "best".into(),
-            rounds: 2,
             revisions: 1,
             exit_reason: if passed { "pass" } else { "stall" }.into(),
-            passed,
-            first_score: 5.0,
             last_score: 8.5,
             final_score: 8.5,
             best_score: 8.5,
             best_round: 1,
-            critic_errors: 0,
-            critic_disagreements: 0,
-            tokens_in: None,
             tokens_out: Some(12),
             wall_ms: 0.5,
             meta: Some("{}".into()),
+            ..OutcomeRow::bare(task, "feedback", passed, 2)
         }
     }
 
