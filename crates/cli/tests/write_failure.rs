@@ -79,8 +79,8 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_os_error() {
     );
     assert!(message.contains("--resume"), "the message says how to go on:\n{message}");
     assert!(!stdout(&output).contains("wrote"), "no summary for a failed run");
-    // Whatever is left under a table's own name is a readable table; a table that could not be
-    // finished carries `.incomplete`.
+    // Whatever is left under a table's own name is a readable table (a failed run writes its rows
+    // only to committed part files, and no table).
     for table in ["trajectories.parquet", "outcomes.parquet"] {
         let path = run.join(table);
         if path.exists() {

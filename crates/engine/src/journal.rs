@@ -146,14 +146,8 @@ pub struct Commit {
     pub part: u32,
     /// Chunks written so far: a resumed run starts at this one.
     pub next_chunk: u64,
-    pub loops: u64,
-    pub critiques: u64,
-    pub passed: u64,
-    pub recorded_rounds: u64,
-    pub failed_count: u64,
-    pub loops_with_critic_errors: u64,
-    #[serde(default)]
-    pub critiques_by_critic: std::collections::BTreeMap<String, crate::sink::CritiqueCounts>,
+    #[serde(flatten)]
+    pub counts: crate::sink::Counts,
     /// Failed loops described, those of this part only.
     pub failed: Vec<String>,
 }

@@ -15,8 +15,6 @@ use crate::EngineError;
 pub const RUN_FILES: &[&str] = &[
     "trajectories.parquet",
     "outcomes.parquet",
-    "trajectories.parquet.incomplete",
-    "outcomes.parquet.incomplete",
     "manifest.json",
     "memory.json",
     "summary.csv",

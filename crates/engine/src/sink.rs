@@ -38,6 +38,14 @@ pub const MAX_LISTED_FAILURES: usize = 1000;
 /// What the row sink wrote.
 #[derive(Debug, Default)]
 pub struct Written {
+    pub counts: Counts,
+    /// The first [`MAX_LISTED_FAILURES`] failed loops, described.
+    pub failed: Vec<String>,
+}
+
+/// The sink's running totals, as the journal records them at each commit.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Counts {
     /// Output loops: one per config a recording serves.
     pub loops: u64,
     /// Output rounds (rows of `trajectories.parquet`).
@@ -47,11 +55,10 @@ pub struct Written {
     pub recorded_rounds: u64,
     /// Loops that failed outright; their rows are missing.
     pub failed_count: u64,
-    /// The first [`MAX_LISTED_FAILURES`] of them, described.
-    pub failed: Vec<String>,
     /// Loops with at least one critique that failed every attempt.
     pub loops_with_critic_errors: u64,
     /// Per critic: critiques recorded, and those that failed every attempt.
+    #[serde(default)]
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
 }
 
@@ -130,20 +137,14 @@ impl<'p, 'a> RowSink<'p, 'a> {
         let journal = progress.reopen(&dir)?;
         let last = progress.commits.last().cloned().unwrap_or_default();
         let written = Written {
-            loops: last.loops,
-            critiques: last.critiques,
-            passed: last.passed,
-            recorded_rounds: last.recorded_rounds,
-            failed_count: last.failed_count,
+            counts: last.counts.clone(),
             failed: progress.commits.iter().flat_map(|c| c.failed.iter().cloned()).take(MAX_LISTED_FAILURES).collect(),
-            loops_with_critic_errors: last.loops_with_critic_errors,
-            critiques_by_critic: last.critiques_by_critic.clone(),
         };
         let point = ResumePoint {
             run_id: now.run_id.clone(),
             next_chunk: last.next_chunk,
-            loops: last.loops,
-            recorded_rounds: last.recorded_rounds,
+            loops: last.counts.loops,
+            recorded_rounds: last.counts.recorded_rounds,
         };
         let parts = progress.commits.len() as u32;
         Ok((RowSink::with(plan, &now.run_id, out, dir, journal, parts, last.next_chunk, written), point))
@@ -195,17 +196,10 @@ impl<'p, 'a> RowSink<'p, 'a> {
                 .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
         }
         sync_dir(&self.dir);
-        let written = &self.written;
         self.journal.append(&Commit {
             part: self.parts,
             next_chunk: self.next_chunk,
-            loops: written.loops,
-            critiques: written.critiques,
-            passed: written.passed,
-            recorded_rounds: written.recorded_rounds,
-            failed_count: written.failed_count,
-            loops_with_critic_errors: written.loops_with_critic_errors,
-            critiques_by_critic: written.critiques_by_critic.clone(),
+            counts: self.written.counts.clone(),
             failed: std::mem::take(&mut self.new_failures),
         })?;
         self.parts += 1;
@@ -278,7 +272,7 @@ impl Consumer for RowSink<'_, '_> {
                             unit.epoch
                         );
                         eprintln!("error: {failure}");
-                        written.failed_count += configs.len() as u64;
+                        written.counts.failed_count += configs.len() as u64;
                         if written.failed.len() < MAX_LISTED_FAILURES {
                             written.failed.push(failure.clone());
                             failures.push(failure);
@@ -295,8 +289,12 @@ impl Consumer for RowSink<'_, '_> {
                     epoch: unit.epoch,
                     meta: task.meta.clone(),
                 };
-                written.recorded_rounds += result.rounds.len() as u64;
-                let counts = written.critiques_by_critic.entry(critic.clone()).or_default();
+                written.counts.recorded_rounds += result.rounds.len() as u64;
+                let by_critic = &mut written.counts.critiques_by_critic;
+                if !by_critic.contains_key(critic) {
+                    by_critic.insert(critic.clone(), Default::default());
+                }
+                let counts = by_critic.get_mut(critic).expect("inserted above");
                 counts.recorded += result.rounds.len() as u64;
                 counts.failed += result.rounds.iter().filter(|r| r.critic_error.is_some()).count() as u64;
                 for index in unit.policies(plan.config_ids.len()) {
@@ -315,11 +313,11 @@ impl Consumer for RowSink<'_, '_> {
                             task.task.id, plan.config_ids[index]
                         ))
                     })?;
-                    written.loops += 1;
-                    written.critiques += rounds as u64;
-                    written.passed += u64::from(passed);
+                    written.counts.loops += 1;
+                    written.counts.critiques += rounds as u64;
+                    written.counts.passed += u64::from(passed);
                     let critic_errors = result.rounds[..rounds].iter().any(|r| r.critic_error.is_some());
-                    written.loops_with_critic_errors += u64::from(critic_errors);
+                    written.counts.loops_with_critic_errors += u64::from(critic_errors);
                 }
             }
         }
@@ -331,7 +329,7 @@ impl Consumer for RowSink<'_, '_> {
     }
 
     fn counts(&self) -> (u64, u64) {
-        (self.written.loops + self.written.failed_count, self.written.passed)
+        (self.written.counts.loops + self.written.counts.failed_count, self.written.counts.passed)
     }
 
     fn commit(&mut self) -> Result<(), EngineError> {

@@ -146,6 +146,15 @@ impl Source {
             let mut pending: Vec<AdmittedTask> = Vec::new();
             let mut failure: Option<DatasetError> = None;
             let mut stopped = false;
+            // Tasks admitted into the chunk being filled (prepared in `pending` unless skipped).
+            let mut in_chunk = 0usize;
+            // Hands the filled chunk on; `false` when the run is stopping.
+            let mut hand_on = |seq: &mut u64, in_chunk: &mut usize, pending: &mut Vec<AdmittedTask>, progress: u64| {
+                let chunk = Chunk { seq: *seq, tasks: std::mem::take(pending), progress };
+                *seq += 1;
+                *in_chunk = 0;
+                chunk.seq < self.first_chunk || emit(chunk)
+            };
             'file: loop {
                 if self.limit.is_some_and(|limit| admitted_in_file >= limit) {
                     break;
@@ -207,8 +216,9 @@ impl Source {
                         }
                     };
                     admitted_in_file += 1;
-                    if report.kinds.len() < 64 {
-                        report.kinds.insert(task.kind.clone().unwrap_or_else(|| "(none)".into()));
+                    let kind = task.kind.as_deref().unwrap_or("(none)");
+                    if report.kinds.len() < 64 && !report.kinds.contains(kind) {
+                        report.kinds.insert(kind.to_string());
                     }
                     if critics.is_empty() {
                         report.unrouted += 1;
@@ -224,24 +234,21 @@ impl Source {
                         continue;
                     }
                     report.tasks_run += 1;
-                    let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
-                    pending.push(AdmittedTask { task, json, meta, critics });
-                }
-                if !pending.is_empty() {
-                    let progress = bytes_before + stream.progress().0;
-                    let chunk = Chunk { seq, tasks: std::mem::take(&mut pending), progress };
-                    seq += 1;
-                    if chunk.seq >= self.first_chunk && !emit(chunk) {
-                        stopped = true;
-                        break;
+                    in_chunk += 1;
+                    // A chunk a resumed run wrote already is admitted, not prepared.
+                    if seq >= self.first_chunk {
+                        let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
+                        pending.push(AdmittedTask { task, json, meta, critics });
                     }
                 }
+                if in_chunk > 0 && !hand_on(&mut seq, &mut in_chunk, &mut pending, bytes_before + stream.progress().0) {
+                    stopped = true;
+                    break;
+                }
             }
-            if !pending.is_empty() && !stopped {
-                let progress = bytes_before + stream.progress().0;
-                let chunk = Chunk { seq, tasks: std::mem::take(&mut pending), progress };
-                seq += 1;
-                stopped = chunk.seq >= self.first_chunk && !emit(chunk);
+            // A bad row ended the file: the tasks before it still go on.
+            if in_chunk > 0 && !stopped {
+                stopped = !hand_on(&mut seq, &mut in_chunk, &mut pending, bytes_before + stream.progress().0);
             }
             let size = stream.progress().1;
             if let Some(failure) = failure {

@@ -89,16 +89,17 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
     Ok(RunSummary {
         run_id: finished.run_id.to_string(),
         out_dir: experiment.out.clone(),
-        loops: written.loops,
-        critiques: written.critiques,
-        passed: written.passed,
+        loops: written.counts.loops,
+        critiques: written.counts.critiques,
+        passed: written.counts.passed,
         failed_loops: written.failed,
-        failed_count: written.failed_count,
+        failed_count: written.counts.failed_count,
         rows_skipped,
         sweep: plan.sweep(),
-        recorded_rounds: written.recorded_rounds,
+        recorded_rounds: written.counts.recorded_rounds,
         resumed_rounds: finished.resumed_rounds,
         critics_that_never_answered: written
+            .counts
             .critiques_by_critic
             .iter()
             .filter(|(_, counts)| counts.recorded > 0 && counts.failed == counts.recorded)

@@ -48,12 +48,6 @@ impl<R: TableRow> TableWriter<R> {
         self.sink.write(columns)
     }
 
-    /// Writes every row pushed so far to the file as a row group and hands it to the OS.
-    pub fn sync(&mut self) -> Result<(), StorageError> {
-        self.flush()?;
-        self.sink.sync()
-    }
-
     pub fn close(mut self) -> Result<(), StorageError> {
         self.flush()?;
         self.sink.close()

@@ -218,18 +218,6 @@ impl RowBlock {
             }
         }
     }
-
-    /// Lines or rows in the block, blank lines included.
-    pub fn len(&self) -> usize {
-        match &self.rows {
-            BlockRows::Jsonl { ends, .. } => ends.len(),
-            BlockRows::Parsed(rows) => rows.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Hashes what the CSV reader reads.

@@ -71,14 +71,6 @@ impl ParquetSink {
         self.writer.write(&batch).map_err(|e| error(&e))
     }
 
-    /// Ends the row group in progress and writes it through to the OS, so that a failing disk
-    /// is noticed now and not at the end of the run.
-    pub(crate) fn sync(&mut self) -> Result<(), StorageError> {
-        use std::io::Write;
-        self.writer.flush().map_err(|e| StorageError::Parquet { path: self.path.clone(), message: e.to_string() })?;
-        self.writer.inner_mut().flush().map_err(|source| StorageError::Io { path: self.path.clone(), source })
-    }
-
     /// Writes the footer and waits until the file is on disk.
     pub(crate) fn close(self) -> Result<(), StorageError> {
         let path = self.path;
