@@ -25,6 +25,9 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Benchmark the critics themselves on labeled drafts (experiments/judge-demo.toml when none is given).
     Judge(JudgeArgs),
+    /// Write a starter experiment and its dataset (experiment.toml, tasks.jsonl) into DIR (default:
+    /// the current directory); never overwrites a file.
+    Init(InitArgs),
     /// Show or check critic plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
@@ -32,6 +35,12 @@ pub enum Command {
     /// started by critbench itself for critics with isolation = "process".
     #[command(hide = true)]
     PluginWorker(PluginWorkerArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The directory to write into (created if missing).
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

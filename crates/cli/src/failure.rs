@@ -54,7 +54,7 @@ pub fn experiment_file(given: Option<PathBuf>, default: &str, command: &str) -> 
     } else {
         Err(Failure::usage(format!(
             "no experiment given and {default} is not here; run from the critbench repository root or pass an \
-             experiment file: critbench {command} EXPERIMENT.toml"
+             experiment file: critbench {command} EXPERIMENT.toml (critbench init writes a starter experiment)"
         )))
     }
 }

@@ -4,6 +4,7 @@
 mod args;
 mod compare;
 mod failure;
+mod init;
 mod judge;
 mod plugins;
 mod replay;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         args::Command::Compare(options) => compare::compare(options),
         args::Command::Show(options) => show::show(options),
         args::Command::Judge(options) => judge::judge(options),
+        args::Command::Init(options) => init::init(options),
         args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
         args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),
         args::Command::PluginWorker(options) => {

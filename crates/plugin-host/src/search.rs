@@ -13,7 +13,9 @@ pub const PLUGIN_DIR_ENV: &str = "CRITBENCH_PLUGIN_DIR";
 impl SearchPath {
     /// `extra` first, then `$CRITBENCH_PLUGIN_DIR`, then the running executable's directory and
     /// its parent (so `target/debug/critbench` and test binaries in `target/debug/deps` both
-    /// find the plugins cargo built beside them), then the user's plugin directory
+    /// find the plugins cargo built beside them), then `share/critbench/plugins` under that
+    /// parent ([`prefix_plugin_dir`]: `PREFIX/bin/critbench` finds `PREFIX/share/critbench/plugins`,
+    /// where the Python wheel installs the built-in plugins), then the user's plugin directory
     /// ([`user_plugin_dir`]: where `just install-plugins` puts the built-in plugins for a
     /// `critbench` installed with `cargo install`).
     pub fn default_for_current_exe(extra: &[PathBuf]) -> SearchPath {
@@ -28,6 +30,7 @@ impl SearchPath {
             if let Some(parent) = dir.parent() {
                 dirs.push(parent.to_path_buf());
             }
+            dirs.extend(prefix_plugin_dir(&exe));
         }
         dirs.extend(user_plugin_dir(std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME")));
         let mut seen = std::collections::HashSet::new();
@@ -94,6 +97,12 @@ fn is_library_file_name(path: &Path) -> bool {
             .is_some_and(|n| n.starts_with(DLL_PREFIX) && n.ends_with(DLL_SUFFIX))
 }
 
+/// The plugin directory of the installation prefix an executable at `PREFIX/bin/critbench` belongs
+/// to: `PREFIX/share/critbench/plugins` (a virtualenv's, `/usr/local`'s or `~/.local`'s).
+pub fn prefix_plugin_dir(exe: &Path) -> Option<PathBuf> {
+    Some(exe.parent()?.parent()?.join("share/critbench/plugins"))
+}
+
 /// The user's plugin directory: `$XDG_DATA_HOME/critbench/plugins`, or
 /// `$HOME/.local/share/critbench/plugins` when `XDG_DATA_HOME` is unset or empty (the XDG base
 /// directory default); none without either.
@@ -128,6 +137,15 @@ mod tests {
             Some(PathBuf::from("/home/u/.local/share/critbench/plugins"))
         );
         assert_eq!(user_plugin_dir(None, None), None);
+    }
+
+    #[test]
+    fn an_installed_binary_looks_in_its_prefix_share_dir() {
+        assert_eq!(
+            prefix_plugin_dir(Path::new("/venv/bin/critbench")),
+            Some(PathBuf::from("/venv/share/critbench/plugins"))
+        );
+        assert_eq!(prefix_plugin_dir(Path::new("/critbench")), None);
     }
 
     #[test]
