@@ -1,0 +1,357 @@
+//! The documentation tells the truth: `docs/REFERENCE.md` lists every key the experiment parser
+//! accepts and no other, the defaults it gives are the code's, its exit statuses are the binary's,
+//! and the README and `docs/` link only to files that exist in the repository.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+
+use critbench_engine::experiment::{Experiment, Overrides};
+use serde_json::Value;
+
+use common::repo;
+
+const REFERENCE: &str = "docs/REFERENCE.md";
+const MINIMAL: &str = "name = \"t\"\ndataset = \"d.jsonl\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
+const OPENAI: &str = "[openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+
+fn reference() -> String {
+    std::fs::read_to_string(repo().join(REFERENCE)).unwrap()
+}
+
+/// The experiment-file tables of the reference: section (`""` for the top level, `critics`,
+/// `policy`, `openai.ROLE`, …) → key → its default cell.
+fn documented_keys() -> BTreeMap<String, BTreeMap<String, String>> {
+    let text = reference();
+    let start = text.find("## The experiment file").expect("the reference has an experiment file section");
+    let end = start + text[start..].find("\n## Dataset").expect("followed by the dataset section");
+    let mut sections: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut section = None;
+    for line in text[start..end].lines() {
+        if let Some(heading) = line.strip_prefix("### ") {
+            let name = heading.trim_matches(['`', '[', ']']);
+            section = Some(if heading == "Top level" { String::new() } else { name.to_string() });
+            continue;
+        }
+        let (Some(section), Some(row)) = (&section, line.strip_prefix("| `")) else { continue };
+        let cells: Vec<&str> = row.split(" | ").collect();
+        assert!(cells.len() >= 3, "{REFERENCE}: a table row without key, default and meaning: {line}");
+        for key in cells[0].split(", ") {
+            let key = key.trim_matches('`').to_string();
+            let previous = sections.entry(section.clone()).or_default().insert(key.clone(), cells[1].to_string());
+            assert!(previous.is_none(), "{REFERENCE}: [{section}] `{key}` is listed twice");
+        }
+    }
+    sections
+}
+
+fn load(text: &str) -> Result<Experiment, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(&path, text).unwrap();
+    Experiment::load(&path, &Overrides::default()).map_err(|e| e.to_string())
+}
+
+/// The keys a table of the parser accepts, read from its own refusal of an unknown key.
+fn accepted_keys(text: &str) -> BTreeSet<String> {
+    let error = load(text).expect_err("an unknown key is refused");
+    let list = error.split("expected one of").nth(1).unwrap_or_else(|| panic!("no key list in: {error}"));
+    let list = list.lines().next().unwrap();
+    let keys: BTreeSet<String> = if list.contains('`') {
+        list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    } else {
+        list.trim_start_matches(':').split(',').map(|k| k.trim().to_string()).collect()
+    };
+    assert!(!keys.is_empty(), "no keys in: {error}");
+    keys
+}
+
+#[test]
+fn every_key_the_parser_accepts_is_documented_and_no_other() {
+    let documented = documented_keys();
+    let probes: [(&str, String); 8] = [
+        ("", format!("zz_unknown = 1\n{MINIMAL}")),
+        ("critics", format!("{MINIMAL}zz_unknown = 1\n")),
+        ("policy", format!("{MINIMAL}[policy]\nzz_unknown = 1\n")),
+        ("memory", format!("{MINIMAL}[memory]\nzz_unknown = 1\n")),
+        ("openai", format!("{MINIMAL}{OPENAI}zz_unknown = 1\n")),
+        ("openai.ROLE", format!("{MINIMAL}{OPENAI}[openai.generator]\nzz_unknown = 1\n")),
+        ("prompts", format!("{MINIMAL}[prompts]\nzz_unknown = 1\n")),
+        ("judge", format!("{MINIMAL}[judge]\nzz_unknown = 1\n")),
+    ];
+    for (section, probe) in &probes {
+        let accepted = accepted_keys(probe);
+        let listed: BTreeSet<String> = documented
+            .get(*section)
+            .unwrap_or_else(|| panic!("{REFERENCE} has no [{section}] table"))
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(
+            listed, accepted,
+            "{REFERENCE}: the [{section}] table (left) against what the parser accepts (right)"
+        );
+    }
+    let sections: BTreeSet<&str> = probes.iter().map(|(s, _)| *s).collect();
+    let tables: BTreeSet<&str> = documented.keys().map(String::as_str).collect();
+    assert_eq!(tables, sections, "{REFERENCE}: every table is checked against the parser");
+}
+
+/// A default cell written as a TOML value in backticks, as JSON; `None` for prose ("required",
+/// "none", "built-in", …).
+fn literal(cell: &str) -> Option<Value> {
+    let inner = cell.strip_prefix('`')?.strip_suffix('`')?;
+    if inner.contains('`') {
+        return None;
+    }
+    let table: toml::Table = toml::from_str(&format!("v = {inner}"))
+        .unwrap_or_else(|e| panic!("{REFERENCE}: the default `{inner}` is not a TOML value: {e}"));
+    Some(serde_json::to_value(&table["v"]).unwrap())
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+#[test]
+fn the_documented_defaults_are_the_codes() {
+    let plain = serde_json::to_value(load(MINIMAL).unwrap()).unwrap();
+    let with_openai = load(&format!("{MINIMAL}{OPENAI}models = {{ generator = \"g\" }}\n")).unwrap();
+    let openai = with_openai.openai.as_ref().unwrap();
+    let generator = &openai.roles[&critbench_openai::Role::Generator];
+    // What the code resolves for every key the file leaves out (the experiment is named `t`).
+    let mut code: BTreeMap<(&str, &str), Value> = BTreeMap::new();
+    for key in
+        ["backend", "arms", "epochs", "seed", "critic_attempts", "store_drafts", "plugin_dirs", "on_bad_row", "sweep"]
+    {
+        code.insert(("", key), plain[key].clone());
+    }
+    code.insert(("", "out"), Value::from(plain["out"].as_str().unwrap().replace("reports/t", "reports/NAME")));
+    for key in ["isolation", "timeout_s", "memory_mb", "config"] {
+        code.insert(("critics", key), plain["critics"][0][key].clone());
+    }
+    for key in ["pass_score", "max_revisions", "stall", "plateau_eps", "final"] {
+        code.insert(("policy", key), plain["policies"][0][key].clone());
+    }
+    for key in ["learn_fraction", "min_count", "hints"] {
+        code.insert(("memory", key), plain["memory"][key].clone());
+    }
+    code.insert(("openai", "concurrency"), openai.concurrency.into());
+    code.insert(("openai", "timeout_s"), openai.timeout.as_secs_f64().into());
+    code.insert(("openai", "max_retries"), openai.max_retries.into());
+    code.insert(("openai", "retry_base_ms"), (openai.retry_base.as_millis() as u64).into());
+    code.insert(("judge", "repeats"), with_openai.judge.repeats.into());
+    // Defaults the code leaves unset: the reference must say "none" for them.
+    let unset: [(&str, &str, bool); 7] = [
+        ("critics", "kinds", plain["critics"][0]["kinds"].is_null()),
+        ("critics", "weights", plain["critics"][0]["weights"].is_null()),
+        ("policy", "dim_target", plain["policies"][0]["dim_target"].is_null()),
+        ("openai", "api_key_env", openai.api_key_env.is_none()),
+        ("openai", "max_tokens_total", openai.max_tokens_total.is_none()),
+        ("openai", "max_tokens", generator.max_tokens.is_none()),
+        ("", "openai", with_openai.openai.is_some() && load(MINIMAL).unwrap().openai.is_none()),
+    ];
+
+    let documented = documented_keys();
+    let mut checked = 0;
+    for (section, keys) in &documented {
+        for (key, cell) in keys {
+            let Some(written) = literal(cell) else { continue };
+            let actual = code
+                .get(&(section.as_str(), key.as_str()))
+                .unwrap_or_else(|| panic!("{REFERENCE}: [{section}] `{key}` = {cell} is not checked against the code"));
+            assert!(
+                same(&written, actual),
+                "{REFERENCE}: [{section}] `{key}` says {cell}, the code's default is {actual}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, code.len(), "every default the code resolves is written in {REFERENCE} as a value");
+    for (section, key, is_unset) in unset {
+        let cell = &documented[section][key];
+        assert!(cell.starts_with("none"), "{REFERENCE}: [{section}] `{key}` should say none, says {cell}");
+        assert!(is_unset, "[{section}] `{key}` has a default in the code but {REFERENCE} says none");
+    }
+}
+
+#[test]
+fn the_documented_required_keys_are_required() {
+    let documented = documented_keys();
+    let required: BTreeSet<(String, String)> = documented
+        .iter()
+        .flat_map(|(s, keys)| {
+            keys.iter().filter(|(_, c)| c.as_str() == "required").map(|(k, _)| (s.clone(), k.clone()))
+        })
+        .collect();
+    let without: [(&str, &str, String); 5] = [
+        ("", "name", MINIMAL.replace("name = \"t\"\n", "")),
+        ("", "dataset", MINIMAL.replace("dataset = \"d.jsonl\"\n", "")),
+        ("", "critics", "name = \"t\"\ndataset = \"d.jsonl\"\n".into()),
+        ("critics", "name", MINIMAL.replace("name = \"r\"\n", "")),
+        ("openai", "base_url", format!("{MINIMAL}[openai]\nconcurrency = 2\n")),
+    ];
+    let probed: BTreeSet<(String, String)> = without.iter().map(|(s, k, _)| (s.to_string(), k.to_string())).collect();
+    assert_eq!(required, probed, "{REFERENCE}: the keys marked required (left) against those this test checks (right)");
+    for (section, key, text) in without {
+        let error = load(&text).expect_err(&format!("[{section}] without `{key}` is refused"));
+        assert!(error.contains(key), "[{section}] without `{key}`: {error}");
+    }
+}
+
+/// The documented exit statuses, from the reference's table.
+fn documented_statuses() -> BTreeSet<i32> {
+    let text = reference();
+    let start = text.find("## Exit status").unwrap();
+    let end = start + text[start..].find("\n## The experiment file").unwrap();
+    text[start..end].lines().filter_map(|line| line.strip_prefix("| `")?.split('`').next()?.parse().ok()).collect()
+}
+
+#[test]
+fn the_documented_exit_statuses_are_the_binarys() {
+    common::require_plugins();
+    assert_eq!(documented_statuses(), BTreeSet::from([0, 1, 2, 130, 143]));
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(common::binary()).args(args).current_dir(dir.path()).output().unwrap().status.code()
+    };
+    assert_eq!(run(&["init", "."]), Some(0));
+    assert_eq!(run(&["run", "experiment.toml", "--limit", "2", "-q"]), Some(0));
+    // Bad usage, a bad file, a run directory that already holds a run.
+    assert_eq!(run(&["run", "--no-such-flag"]), Some(2));
+    assert_eq!(run(&["run", "missing.toml"]), Some(2));
+    assert_eq!(run(&["run", "experiment.toml", "--limit", "2", "-q"]), Some(2));
+    // A critic that fails on every critique: the run fails.
+    std::fs::write(
+        dir.path().join("failing.toml"),
+        "name = \"f\"\ndataset = \"tasks.jsonl\"\nout = \"f\"\n[[critics]]\nname = \"bad\"\nplugin = \"faulty\"\n\
+         config = { error_on = [\"paper-0001\", \"paper-0002\"] }\n",
+    )
+    .unwrap();
+    assert_eq!(run(&["run", "failing.toml", "--limit", "2", "-q"]), Some(1));
+    // 130 and 143 need a run stopped by a signal mid-way: crates/cli/tests/interrupt.rs sends them.
+    let interrupt = std::fs::read_to_string(repo().join("crates/cli/tests/interrupt.rs")).unwrap();
+    for status in [130, 143] {
+        assert!(interrupt.contains(&format!("assert_eq!(code, Some({status})")), "no test asserts exit {status}");
+    }
+}
+
+/// Markdown links `[text](target)` of a file.
+fn links(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        if let Some(end) = rest.find(')') {
+            found.push(rest[..end].to_string());
+        }
+    }
+    found
+}
+
+/// `path` with `.` and `..` resolved without the file system; `None` when it climbs above its root.
+fn lexical(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(part) => out.push(part),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Every problem with the links of `file` (relative to the repository): a link that leaves the
+/// repository, is a URL, or names a file that does not exist.
+fn link_problems(root: &Path, file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root.join(file)).unwrap();
+    let base = Path::new(file).parent().unwrap_or(Path::new(""));
+    let mut problems = Vec::new();
+    for link in links(&text) {
+        let (target, anchor) = link.split_once('#').unwrap_or((&link, ""));
+        if target.is_empty() {
+            continue;
+        }
+        if target.contains("://") || target.starts_with("mailto:") || target.starts_with('/') {
+            problems.push(format!("{file}: `{link}` is not a file in the repository"));
+            continue;
+        }
+        match lexical(&base.join(target)) {
+            None => problems.push(format!("{file}: `{link}` points outside the repository")),
+            Some(path) if !root.join(&path).exists() => {
+                problems.push(format!("{file}: `{link}` names {} which does not exist", path.display()))
+            }
+            Some(path) if !anchor.is_empty() && path.extension().is_some_and(|e| e == "md") => {
+                let headings = std::fs::read_to_string(root.join(&path)).unwrap_or_default();
+                if !headings
+                    .lines()
+                    .filter_map(|l| l.trim_start_matches('#').strip_prefix(' '))
+                    .any(|h| slug(h) == anchor)
+                {
+                    problems.push(format!("{file}: `{link}`: {} has no heading #{anchor}", path.display()));
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+/// A heading's anchor as Markdown renderers make it: lower case, punctuation dropped, spaces as `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn readme_and_docs_link_only_to_files_in_the_repository() {
+    let root = repo();
+    let mut files = vec!["README.md".to_string(), "crates/README.md".to_string()];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    let problems: Vec<String> = files.iter().flat_map(|f| link_problems(&root, f)).collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(links(&readme).iter().any(|l| l == "docs/REFERENCE.md"), "the README links the reference");
+    for outside in ["SPEC", "shared folder"] {
+        assert!(!readme.contains(outside), "the README refers to `{outside}`, which a clone does not contain");
+    }
+}
+
+#[test]
+fn the_link_check_catches_dangling_and_escaping_links() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(
+        dir.path().join("docs/x.md"),
+        "[ok](A.md) [ok](../docs/A.md#the-part-b) [anchor](#here) [gone](B.md) [up](../../etc/passwd) \
+         [web](https://x.org/) [no heading](A.md#nowhere)",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("docs/A.md"), "# Title\n\n## The `part` (b)\n").unwrap();
+    let problems = link_problems(dir.path(), "docs/x.md");
+    assert_eq!(problems.len(), 4, "{problems:#?}");
+    assert!(problems[0].contains("`B.md` names docs/B.md which does not exist"));
+    assert!(problems[1].contains("points outside the repository"));
+    assert!(problems[2].contains("is not a file in the repository"));
+    assert!(problems[3].contains("docs/A.md has no heading #nowhere"));
+}
