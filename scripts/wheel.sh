@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=dev; dir=debug; release=()
-if [[ "${1:-}" == "--release" ]]; then profile=release; dir=release; release=(--release); shift; fi
+if [[ "${1:-}" == "--release" ]]; then profile=release; dir=release; release=(--release --strip); shift; fi
 out="${1:-target/wheels}"
 target="${CARGO_TARGET_DIR:-target}"
 plugins=(rubric evidence scripted llm-judge)

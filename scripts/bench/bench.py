@@ -606,7 +606,7 @@ def markdown(results, args):
             "",
             "The peers (`scripts/bench/peers.py`, one process each) run the same loop: drafts from the task's"
             " `drafts`, the critique from its `critiques` validated as critbench's host validates it, the decision"
-            " rule of SPEC §5 and its best-draft rule; they read the same JSONL with `json` and write one row per"
+            " rule of docs/REFERENCE.md and its best-draft rule; they read the same JSONL with `json` and write one row per"
             " critique and one per loop to Parquet with pyarrow (ZSTD level 3, as critbench), in batches. The"
             " LangGraph version is a `StateGraph`: generator → critic → conditional edge → reviser → critic, the"
             " trajectory kept in the state under an `operator.add` reducer, one `invoke` per loop.",
