@@ -602,7 +602,7 @@ impl Experiment {
                     };
                     critbench_openai::CacheMode::Disk { path }
                 };
-                Some(resolve_openai(section, backend, file.seed, &critics, cache)?)
+                Some(resolve_openai(section, backend, file.seed, cache)?)
             }
         };
         let prompts = file.prompts.unwrap_or_default();
@@ -646,7 +646,6 @@ fn resolve_openai(
     section: OpenAiSection,
     backend: BackendKind,
     seed: u64,
-    critics: &[CriticSpec],
     cache: critbench_openai::CacheMode,
 ) -> Result<critbench_openai::ClientSettings, String> {
     use critbench_openai::{ClientSettings, Role, RoleSettings};
@@ -742,14 +741,6 @@ fn resolve_openai(
     }
     if backend == BackendKind::Openai && !roles.contains_key(&Role::Generator) {
         return Err("backend = \"openai\" needs a generator model: [openai] models = { generator = \"...\" }".into());
-    }
-    if !roles.contains_key(&Role::Judge)
-        && let Some(critic) = critics.iter().find(|c| c.plugin == "llm-judge")
-    {
-        return Err(format!(
-            "critic `{}` uses the llm-judge plugin, which needs a judge model: [openai] models = {{ judge = \"...\" }}",
-            critic.name
-        ));
     }
     Ok(ClientSettings {
         base_url,
@@ -999,8 +990,6 @@ mod tests {
         let e = load(&OPENAI.replace("models = { generator = \"g\", judge = \"j\" }", "models = { generatr = \"g\" }"))
             .unwrap_err();
         assert!(e.contains("unknown role `generatr`"), "{e}");
-        let e = load(&OPENAI.replace(", judge = \"j\"", "")).unwrap_err();
-        assert!(e.contains("critic `j` uses the llm-judge plugin, which needs a judge model"), "{e}");
         let e = load(&OPENAI.replace("generator = \"g\", ", "")).unwrap_err();
         assert!(e.contains("needs a generator model"), "{e}");
         let e = load(&OPENAI.replace("http://127", "http://me:secret@127")).unwrap_err();

@@ -10,7 +10,7 @@ use std::time::Instant;
 use critbench_core::{Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, critique_request};
-use critbench_plugin_host::services::{CallScope, with_scope};
+use critbench_plugin_host::services::CallScope;
 use critbench_storage::recorded::RecordedRound;
 
 use crate::backend::{DraftKey, Hint};
@@ -109,9 +109,8 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
         let critiqued = Instant::now();
         let request = critique_request(task_json, &draft.text, round);
         // Host services (the judge model's cache) key their answers by this critique's identity.
-        let scope = CallScope::new(&task.id, unit.epoch, round);
-        let (call, scope) =
-            with_scope(scope, || critique_with_retry(critic, &request, weights, experiment.critic_attempts));
+        let mut scope = CallScope::new(&task.id, unit.epoch, round);
+        let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts, &mut scope);
         let critic_ms = ms(critiqued);
         let failed = call.failed();
         let critique = call.critique;
