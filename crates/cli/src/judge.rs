@@ -58,6 +58,11 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         experiment.judge.datasets.clone().unwrap_or_else(|| experiment.datasets.clone())
     };
     let out = args.out.or_else(|| experiment.judge.out.clone()).unwrap_or_else(|| experiment.out.clone());
+    // An [openai] table with a judge model offers it to plugins as the `chat` service.
+    let session = match &experiment.openai {
+        Some(settings) => Some(OpenAiSession::start(settings).map_err(|e| Failure::usage(e.to_string()))?),
+        None => None,
+    };
     let spec = JudgeSpec {
         name: experiment.name.clone(),
         experiment_path: experiment.path.clone(),
@@ -82,13 +87,8 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         out,
         plugin_dirs: experiment.plugin_dirs.clone(),
         jobs: experiment.jobs,
+        host: plugin_host(session.as_ref()),
     };
-    // An [openai] table with a judge model offers it to plugins as the `chat` service.
-    let session = match &experiment.openai {
-        Some(settings) => Some(OpenAiSession::start(settings).map_err(|e| Failure::usage(e.to_string()))?),
-        None => None,
-    };
-    let spec = JudgeSpec { host: plugin_host(session.as_ref()), ..spec };
     let outcome = critbench_judge::judge(&spec).map_err(failure)?;
     let report = &outcome.report;
     for note in &report.notes {

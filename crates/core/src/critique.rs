@@ -262,7 +262,10 @@ mod tests {
         let error = Critique::parse(r#"{"critique_version": 2, "score": 3}"#, RANGE, None).unwrap_err();
         assert_eq!(error, CritiqueError::Version(2));
         assert!(error.to_string().contains("critique_version 2 is not one this critbench reads (1 to 1)"));
-        assert_eq!(Critique::parse(r#"{"critique_version": 0, "score": 3}"#, RANGE, None), Err(CritiqueError::Version(0)));
+        assert_eq!(
+            Critique::parse(r#"{"critique_version": 0, "score": 3}"#, RANGE, None),
+            Err(CritiqueError::Version(0))
+        );
     }
 
     #[test]

@@ -40,10 +40,8 @@ pub fn plugin_host(session: Option<&OpenAiSession>) -> Arc<Host> {
         Some(session) if session.judge => {
             host.offer(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&session.client) }))
         }
-        _ => host.withhold(
-            CHAT_SERVICE,
-            "it needs a judge model: [openai] models = { judge = \"...\" } in the experiment",
-        ),
+        _ => host
+            .withhold(CHAT_SERVICE, "it needs a judge model: [openai] models = { judge = \"...\" } in the experiment"),
     };
     Arc::new(host)
 }

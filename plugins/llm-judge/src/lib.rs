@@ -488,7 +488,7 @@ impl CriticPlugin for LlmJudge {
         "info_version": 1,
         "requires": ["chat"],
         "hints": {
-            "requires": "llm-judge asks a judge model through the host's `chat` service: name one in the experiment's [openai] table, e.g. models = { judge = "gpt-4o-mini" }"
+            "requires": "llm-judge asks a judge model through the host's `chat` service: name one in the experiment's [openai] table, e.g. models = { judge = \"gpt-4o-mini\" }"
         }
     }"#;
 

@@ -422,7 +422,8 @@ mod tests {
     #[test]
     fn info_declares_every_issue_type_the_rubric_tags() {
         let info = critbench_abi::PluginInfo::parse(Rubric::INFO).unwrap();
-        let request = r##"{"request_version": 1, "task": {"id": "t", "prompt": "p"}, "draft": "# T\n\nx", "round": 0}"##;
+        let request =
+            r##"{"request_version": 1, "task": {"id": "t", "prompt": "p"}, "draft": "# T\n\nx", "round": 0}"##;
         let critique: Value = serde_json::from_str(&rubric().critique(request).unwrap()).unwrap();
         for issue in critique["issues"].as_array().unwrap().iter().chain(critique["fatal_issues"].as_array().unwrap()) {
             let name = issue["type"].as_str().unwrap();

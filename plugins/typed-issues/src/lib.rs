@@ -90,7 +90,8 @@ mod tests {
         let critic = TypedIssues::create("{}", Host::none()).unwrap();
         let request = r#"{"task": {"id": "t", "prompt": "p"}, "draft": "d", "round": 0}"#;
         let critique: Value = serde_json::from_str(&critic.critique(request).unwrap()).unwrap();
-        let types: Vec<&str> = critique["issues"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+        let types: Vec<&str> =
+            critique["issues"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
         assert_eq!(types, ["opening_unclear", "claims_unsupported"]);
         for name in types {
             assert!(info.issue_hint(name).is_some(), "`{name}` is not declared");
