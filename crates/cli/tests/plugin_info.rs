@@ -82,6 +82,19 @@ fn a_critic_that_requires_chat_is_refused_where_no_judge_model_is_named() {
         "{message}"
     );
     assert!(message.contains("hint: llm-judge asks a judge model through the host's `chat` service"), "{message}");
+    // In a child process the plugin declares the same through the worker's hello line.
+    let isolated = usage_error(
+        critbench(&[
+            "run",
+            file.to_str().unwrap(),
+            "--isolate-plugins",
+            "--out",
+            dir.path().join("run").to_str().unwrap(),
+            "-q",
+        ]),
+        dir.path(),
+    );
+    assert_eq!(isolated, message);
 }
 
 #[test]
