@@ -173,19 +173,25 @@ impl Host {
         let Some(scope) = scope else { return f() };
         let thread = std::thread::current().id();
         let current = || self.current.lock().unwrap_or_else(|p| p.into_inner());
-        current().insert(thread, std::mem::take(scope));
+        // A critique made while another is in progress on this thread (a service that critiques)
+        // has its own scope; the outer one comes back when it ends.
+        let outer = current().insert(thread, std::mem::take(scope));
         struct Restore<'a> {
             host: &'a Host,
             thread: ThreadId,
             scope: &'a mut CallScope,
+            outer: Option<CallScope>,
         }
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
-                let taken = self.host.current.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.thread);
-                *self.scope = taken.unwrap_or_default();
+                let mut current = self.host.current.lock().unwrap_or_else(|p| p.into_inner());
+                *self.scope = current.remove(&self.thread).unwrap_or_default();
+                if let Some(outer) = self.outer.take() {
+                    current.insert(self.thread, outer);
+                }
             }
         }
-        let _restore = Restore { host: self, thread, scope };
+        let _restore = Restore { host: self, thread, scope, outer };
         f()
     }
 
@@ -235,6 +241,13 @@ mod tests {
         assert_eq!(answer, "hi @ Some((\"t\", 2, 1, 3))");
         assert_eq!((scope.tokens_in, scope.tokens_out), (Some(20), Some(8)));
         assert_eq!(host.dispatch_from_plugin("test-echo", "hi").unwrap(), "hi @ None", "the scope ends with the call");
+        let (mut outer, mut inner) = (CallScope::new("outer", 0, 0), CallScope::new("inner", 0, 0));
+        let seen = host.within(Some(&mut outer), || {
+            let nested = host.within(Some(&mut inner), || host.dispatch_from_plugin("test-echo", "in").unwrap());
+            (nested, host.dispatch_from_plugin("test-echo", "out").unwrap())
+        });
+        assert_eq!(seen, ("in @ Some((\"inner\", 0, 0, 1))".into(), "out @ Some((\"outer\", 0, 0, 1))".into()));
+        assert_eq!((outer.tokens_in, inner.tokens_in), (Some(10), Some(10)), "each scope counts its own tokens");
         assert!(host.dispatch("other", "hi", None).unwrap_err().contains("no service `other`; it offers: test-echo"));
         assert!(Host::new().dispatch("x", "hi", None).unwrap_err().contains("no services are offered"));
     }
