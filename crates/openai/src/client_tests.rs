@@ -12,15 +12,14 @@ use crate::*;
 fn settings(server: &MockServer, cache: CacheMode) -> ClientSettings {
     let role = |model: &str| RoleSettings { model: model.into(), temperature: 0.0, max_tokens: Some(64), seed: 1 };
     ClientSettings {
-        base_url: server.base_url(),
-        api_key_env: None,
-        concurrency: 4,
+        endpoints: vec![EndpointSettings::new(server.base_url(), 4)],
         roles: BTreeMap::from([(Role::Generator, role("gen")), (Role::Judge, role("judge"))]),
         timeout: Duration::from_millis(400),
         max_retries: 3,
         retry_base: Duration::from_millis(10),
         max_tokens_total: None,
         cache,
+        failover: Failover::default(),
     }
 }
 
@@ -156,7 +155,7 @@ fn identical_requests_in_flight_reach_the_server_once() {
 fn concurrency_never_exceeds_the_limit() {
     let server = MockServer::start(|_| MockResponse::chat("x", 1, 1).after(Duration::from_millis(100)));
     let mut limited = settings(&server, CacheMode::Memory);
-    limited.concurrency = 2;
+    limited.endpoints[0].concurrency = 2;
     let client = Arc::new(Client::new(limited).unwrap());
     let threads: Vec<_> = (0..8)
         .map(|epoch| {

@@ -125,7 +125,13 @@ pub struct MockServer {
 impl MockServer {
     /// Starts on 127.0.0.1 on a free port.
     pub fn start(handler: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static) -> MockServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        MockServer::start_on(0, handler)
+    }
+
+    /// Starts on 127.0.0.1 on `port` (0: a free one), e.g. to restart a stopped server where its
+    /// clients expect it.
+    pub fn start_on(port: u16, handler: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static) -> MockServer {
+        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| panic!("bind 127.0.0.1:{port}: {e}"));
         let port = listener.local_addr().expect("a bound address").port();
         let state = Arc::new(State {
             handler: Box::new(handler),
@@ -147,6 +153,10 @@ impl MockServer {
             }
         });
         MockServer { port, state, acceptor: Some(acceptor) }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `http://127.0.0.1:PORT/v1`, the value for `[openai] base_url`.
