@@ -582,9 +582,9 @@ impl Experiment {
             limit: overrides.limit,
             // Workers mostly wait on the network with a model server: enough of them to keep
             // `concurrency` requests in flight.
-            jobs: overrides
-                .jobs
-                .unwrap_or_else(|| openai.as_ref().map_or(0, |o| o.concurrency().max(available_cores() as u32) as usize)),
+            jobs: overrides.jobs.unwrap_or_else(|| {
+                openai.as_ref().map_or(0, |o| o.concurrency().max(available_cores() as u32) as usize)
+            }),
             judge,
             openai,
             prompts,

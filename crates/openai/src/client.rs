@@ -1,8 +1,8 @@
 //! The blocking chat client: cache, token cap, concurrency limit, retries, one HTTP request.
 
 use std::collections::BTreeMap;
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
@@ -357,11 +357,8 @@ impl Client {
                 }
                 Pick::Wait(Some(at_most)) => {
                     let wait = at_most.max(Duration::from_millis(1));
-                    rotation = self
-                        .finished
-                        .wait_timeout(rotation, wait)
-                        .unwrap_or_else(|poisoned| poisoned.into_inner())
-                        .0;
+                    rotation =
+                        self.finished.wait_timeout(rotation, wait).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
                 }
             }
         }

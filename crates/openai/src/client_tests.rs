@@ -230,7 +230,10 @@ fn a_failed_attempt_is_retried_at_once_on_another_endpoint() {
     assert_eq!((endpoints[1]["calls"].as_u64(), endpoints[1]["failures"].as_u64()), (Some(6), Some(0)));
     assert_eq!(report["http"]["retries"], 3);
     assert_eq!(report["http"]["ok"], 6);
-    assert_eq!(report["endpoint"], format!("{}/chat/completions, {}/chat/completions", broken.base_url(), healthy.base_url()));
+    assert_eq!(
+        report["endpoint"],
+        format!("{}/chat/completions, {}/chat/completions", broken.base_url(), healthy.base_url())
+    );
     assert_eq!(report["concurrency"]["max"], 4, "two endpoints of 2");
 }
 
@@ -243,7 +246,8 @@ fn with_every_endpoint_down_a_call_fails_after_its_retries_and_failover_attempts
     assert!(error.starts_with("generator call failed after 5 attempt(s): cannot reach http://127.0.0.1:"), "{error}");
     let report = client.report();
     assert_eq!(report["http"]["connection_errors"], 5);
-    let calls: Vec<u64> = report["endpoints"].as_array().unwrap().iter().map(|e| e["calls"].as_u64().unwrap()).collect();
+    let calls: Vec<u64> =
+        report["endpoints"].as_array().unwrap().iter().map(|e| e["calls"].as_u64().unwrap()).collect();
     assert_eq!(calls.iter().sum::<u64>(), 5);
     assert!(calls.iter().all(|&c| c >= 2), "both were tried: {calls:?}");
 }

@@ -179,14 +179,22 @@ impl MockServer {
     }
 }
 
-impl Drop for MockServer {
-    fn drop(&mut self) {
-        self.state.stopping.store(true, Ordering::SeqCst);
-        // Wake the acceptor so it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+impl MockServer {
+    /// Stops accepting connections (they are refused from now on), as a crashed server would;
+    /// requests already read are still answered, and the counts stay readable.
+    pub fn stop(&mut self) {
         if let Some(acceptor) = self.acceptor.take() {
+            self.state.stopping.store(true, Ordering::SeqCst);
+            // Wake the acceptor so it sees the flag.
+            let _ = TcpStream::connect(("127.0.0.1", self.port));
             let _ = acceptor.join();
         }
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -243,8 +251,9 @@ fn serve(stream: TcpStream, state: &State) {
     if !response.delay.is_zero() {
         std::thread::sleep(response.delay);
     }
-    let _ = write_response(&stream, &response);
+    // Counted out before the answer is sent: once the client has it, it may send the next.
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    let _ = write_response(&stream, &response);
     let _ = stream.shutdown(Shutdown::Both);
 }
 

@@ -35,9 +35,14 @@ pub enum Outcome {
 enum Health {
     Up,
     /// Out of rotation since `since` until `until`, then probed.
-    Out { since: Duration, until: Duration },
+    Out {
+        since: Duration,
+        until: Duration,
+    },
     /// Out of rotation since `since`; one request is probing it.
-    Probing { since: Duration },
+    Probing {
+        since: Duration,
+    },
 }
 
 struct Slot {
@@ -47,6 +52,8 @@ struct Slot {
     /// Back-offs since the endpoint was last answered: the exponent of the next one.
     backoffs: u32,
     health: Health,
+    /// Times taken out so far: a request sent before the last time cannot bring it back.
+    outages: u64,
     calls: u64,
     failures: u64,
     times_out: u64,
@@ -58,6 +65,8 @@ struct Slot {
 pub struct Ticket {
     pub endpoint: usize,
     generation: u64,
+    /// The endpoint's outages when it was sent.
+    outages: u64,
     /// The request that decides whether an endpoint out of rotation comes back.
     pub probe: bool,
 }
@@ -102,6 +111,7 @@ impl Rotation {
                 failures_in_a_row: 0,
                 backoffs: 0,
                 health: Health::Up,
+                outages: 0,
                 calls: 0,
                 failures: 0,
                 times_out: 0,
@@ -135,7 +145,8 @@ impl Rotation {
             self.slots[i].health = Health::Probing { since };
             return Some(Pick::Go(self.take(i, true)));
         }
-        let up: Vec<usize> = (0..self.slots.len()).filter(allowed).filter(|&i| self.slots[i].health == Health::Up).collect();
+        let up: Vec<usize> =
+            (0..self.slots.len()).filter(allowed).filter(|&i| self.slots[i].health == Health::Up).collect();
         if up.is_empty() {
             return None;
         }
@@ -179,7 +190,7 @@ impl Rotation {
         let slot = &mut self.slots[i];
         slot.in_flight += 1;
         slot.calls += 1;
-        Ticket { endpoint: i, generation: slot.aimd.generation(), probe }
+        Ticket { endpoint: i, generation: slot.aimd.generation(), outages: slot.outages, probe }
     }
 
     /// Whether an endpoint not in `tried` is in rotation or due a probe: a failed request can
@@ -211,6 +222,7 @@ impl Rotation {
             match slot.health {
                 Health::Up if slot.failures_in_a_row >= failover.failures_to_remove.max(1) => {
                     slot.times_out += 1;
+                    slot.outages += 1;
                     slot.backoffs = 1;
                     slot.health = Health::Out { since: now, until: now + backoff(&failover, 1) };
                 }
@@ -221,14 +233,16 @@ impl Rotation {
                 // A request sent before it was taken out, or while every endpoint was out.
                 _ => {}
             }
-        } else {
-            // Any answer shows the endpoint is alive.
+        } else if slot.health == Health::Up {
+            slot.failures_in_a_row = 0;
+        } else if ticket.outages == slot.outages {
+            // An answer to a request sent while it was out shows it is back. (One sent before it
+            // was taken out and answered late shows nothing new.)
+            let (Health::Out { since, .. } | Health::Probing { since }) = slot.health else { unreachable!() };
+            slot.out_total += now.saturating_sub(since);
+            slot.health = Health::Up;
             slot.failures_in_a_row = 0;
             slot.backoffs = 0;
-            if let Health::Out { since, .. } | Health::Probing { since } = slot.health {
-                slot.out_total += now.saturating_sub(since);
-                slot.health = Health::Up;
-            }
         }
     }
 
@@ -297,7 +311,7 @@ mod tests {
         assert_eq!(order, [0, 1, 2, 0, 1, 2]);
         assert_eq!(rotation.pick(ms(0), &[]), Pick::Wait(None), "every endpoint full");
         // One finishes at endpoint 1: it has the fewest in flight.
-        rotation.finish(Ticket { endpoint: 1, generation: 0, probe: false }, Outcome::Success, ms(1));
+        rotation.finish(Ticket { endpoint: 1, generation: 0, outages: 0, probe: false }, Outcome::Success, ms(1));
         assert_eq!(go(rotation.pick(ms(1), &[])).endpoint, 1);
 
         // Sequential calls spread by calls made, deterministically.
@@ -326,7 +340,7 @@ mod tests {
     #[test]
     fn repeated_failures_take_an_endpoint_out_and_a_probe_brings_it_back() {
         // Requests to endpoint 1 are left in flight: it has room for them all.
-        let mut rotation = Rotation::new(&[4, 100], failover());
+        let mut rotation = Rotation::new(&[8, 100], failover());
         let urls = ["a".to_string(), "b".to_string()];
         // Two failures in a row, then an answer: still in.
         for outcome in [Outcome::Failed, Outcome::Unavailable, Outcome::Success] {
@@ -341,12 +355,15 @@ mod tests {
             rotation.finish(t, outcome, ms(0));
         }
         assert!(rotation.stats(&urls, ms(0))[0].in_rotation);
-        // Three in a row: out at t = 100 ms for 1 s.
+        // Three in a row: out at t = 100 ms for 1 s. A request sent before, answered after, does
+        // not bring it back.
+        let late = go(rotation.pick(ms(100), &[1]));
         for _ in 0..3 {
             let t = go(rotation.pick(ms(100), &[1]));
             assert_eq!(t.endpoint, 0);
             rotation.finish(t, Outcome::Failed, ms(100));
         }
+        rotation.finish(late, Outcome::Success, ms(150));
         let stats = &rotation.stats(&urls, ms(600))[0];
         assert_eq!((stats.in_rotation, stats.times_out, stats.out_of_rotation_ms, stats.failures), (false, 1, 500, 7));
         // Out: every request goes to endpoint 1, even one that would rather avoid it.
@@ -424,7 +441,8 @@ mod tests {
             let now = ms(step * 37);
             let t = go(rotation.pick(now, &[0]));
             assert_eq!(t.endpoint, 0);
-            let outcome = [Outcome::Failed, Outcome::Success, Outcome::Unavailable, Outcome::RateLimited][(step % 7 % 4) as usize];
+            let outcome = [Outcome::Failed, Outcome::Success, Outcome::Unavailable, Outcome::RateLimited]
+                [(step % 7 % 4) as usize];
             rotation.finish(t, outcome, now);
         }
         assert_eq!(rotation.stats(&["a".into()], ms(0))[0].calls, 200);

@@ -159,7 +159,9 @@ pub enum SettingsError {
     ZeroTokens,
     #[error("[openai] models: unknown role `{0}`; the roles are generator, reviser, judge, adjudicator")]
     UnknownRole(String),
-    #[error("[openai] the {role} model is given twice, as \"{in_models}\" in `models` and \"{in_table}\" in [openai.{role}]")]
+    #[error(
+        "[openai] the {role} model is given twice, as \"{in_models}\" in `models` and \"{in_table}\" in [openai.{role}]"
+    )]
     ModelTwice { role: Role, in_models: String, in_table: String },
     #[error("[openai.{0}] has settings but no `model`")]
     SettingsWithoutModel(Role),
@@ -420,11 +422,15 @@ mod tests {
         assert_eq!(e, "[openai] base_url[1] = \"http://a/v1/\" is listed twice");
         let e = error(serde_json::json!({"endpoints": [{"base_url": "http://a", "concurrency": 0}]}));
         assert_eq!(e, "[openai] endpoints[0].concurrency = 0 must be from 1 to 1024");
-        let e = error(serde_json::json!({"endpoints": [{"base_url": "http://a"}, {"base_url": "http://b", "api_key_env": "sk-123"}]}));
+        let e = error(
+            serde_json::json!({"endpoints": [{"base_url": "http://a"}, {"base_url": "http://b", "api_key_env": "sk-123"}]}),
+        );
         assert!(e.starts_with("[openai] endpoints[1].api_key_env must be the *name*") && !e.contains("sk-123"), "{e}");
-        let e = serde_json::from_value::<OpenAiTable>(serde_json::json!({"endpoints": [{"base_url": "http://a", "key": "x"}]}))
-            .unwrap_err()
-            .to_string();
+        let e = serde_json::from_value::<OpenAiTable>(
+            serde_json::json!({"endpoints": [{"base_url": "http://a", "key": "x"}]}),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("unknown field `key`"), "{e}");
         let e = serde_json::from_value::<OpenAiTable>(serde_json::json!({"base_url": 3})).unwrap_err().to_string();
         assert!(e.contains("a URL or a list of URLs"), "{e}");
@@ -438,7 +444,10 @@ mod tests {
             json[key] = value;
             resolve(json).unwrap_err()
         };
-        assert_eq!(with("judge", serde_json::json!({"temperature": 3.0})), SettingsError::SettingsWithoutModel(Role::Judge));
+        assert_eq!(
+            with("judge", serde_json::json!({"temperature": 3.0})),
+            SettingsError::SettingsWithoutModel(Role::Judge)
+        );
         assert_eq!(
             with("generator", serde_json::json!({"model": "h"})),
             SettingsError::ModelTwice { role: Role::Generator, in_models: "g".into(), in_table: "h".into() }
