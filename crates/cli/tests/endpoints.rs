@@ -87,11 +87,11 @@ pass_score = 8
 max_revisions = 2
 
 [openai]
-{openai}
 timeout_s = 5.0
 max_retries = 3
 retry_base_ms = 20
 models = {{ generator = "gen-m", reviser = "rev-m", judge = "judge-m" }}
+{openai}
 "#
         ),
     )
@@ -237,4 +237,64 @@ fn a_killed_and_a_restarted_endpoint_change_no_outcome() {
 
 fn manifest_calls(out: &Path) -> Value {
     manifest(out)["openai"]["calls"]["model_calls"].clone()
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { found.extend(files(&path)) } else { found.push(path) }
+    }
+    found
+}
+
+#[test]
+fn a_query_in_an_endpoint_url_is_sent_but_never_written_or_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(answer);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let secret = "hidden-5ecret-token";
+    let openai = format!(
+        "[[openai.endpoints]]\nbase_url = \"http://127.0.0.1:{dead}/v1?api-key={secret}\"\n\
+         [[openai.endpoints]]\nbase_url = \"{}?api-key={secret}\"\nconcurrency = 3",
+        server.base_url()
+    );
+    let file = write_fixture(dir.path(), &format!("{openai}\n[openai.x]\nmodel = \"m\""));
+    // A mistake first: an unknown table under [openai] is named with the file.
+    let error = usage_error(run(&file, &dir.path().join("bad")), dir.path());
+    assert!(error.contains("DIR/endpoints.toml") && error.contains("unknown field `x`"), "{error}");
+
+    let file = write_fixture(dir.path(), &openai);
+    let out = dir.path().join("run");
+    // With a disk cache, so that the cache file is searched too.
+    let output = Command::new(binary())
+        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(server.received().iter().all(|r| r.path == format!("/v1/chat/completions?api-key={secret}")));
+    let mut checked = files(dir.path());
+    checked.retain(|f| !f.ends_with("endpoints.toml"));
+    assert!(checked.iter().any(|f| f.ends_with("manifest.json")));
+    assert!(checked.iter().any(|f| f.ends_with(".critbench-cache.sqlite")));
+    for file in checked {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "the query is in {}", file.display());
+    }
+    assert!(!stdout(&output).contains(secret) && !stderr(&output).contains(secret));
+    let manifest = manifest(&out);
+    let endpoints = manifest["openai"]["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints[0]["url"], format!("http://127.0.0.1:{dead}/v1/chat/completions"));
+    assert_eq!(endpoints[0]["calls"], endpoints[0]["failures"], "the dead endpoint answered nothing");
+    assert!(endpoints[0]["times_out"].as_u64().unwrap() >= 1);
+    assert_eq!(endpoints[1]["failures"], 0);
+    assert_eq!(manifest["experiment"]["openai"]["endpoints"][1]["concurrency"], 3);
+    assert_eq!(manifest["experiment"]["openai"]["endpoints"][0]["concurrency"], 4, "the default");
+
+    // Credentials in a URL are refused without being echoed.
+    let file = write_fixture(dir.path(), &openai.replace("http://127.0.0.1", "http://me:pa55word@127.0.0.1"));
+    let error = usage_error(run(&file, &dir.path().join("creds")), dir.path());
+    assert!(error.contains("endpoints[0].base_url must not carry credentials") && !error.contains("pa55word"), "{error}");
 }
