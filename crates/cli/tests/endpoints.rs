@@ -296,5 +296,8 @@ fn a_query_in_an_endpoint_url_is_sent_but_never_written_or_printed() {
     // Credentials in a URL are refused without being echoed.
     let file = write_fixture(dir.path(), &openai.replace("http://127.0.0.1", "http://me:pa55word@127.0.0.1"));
     let error = usage_error(run(&file, &dir.path().join("creds")), dir.path());
-    assert!(error.contains("endpoints[0].base_url must not carry credentials") && !error.contains("pa55word"), "{error}");
+    assert!(
+        error.contains("endpoints[0].base_url must not carry credentials") && !error.contains("pa55word"),
+        "{error}"
+    );
 }
