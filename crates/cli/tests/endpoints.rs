@@ -31,7 +31,7 @@ fn answer(request: &MockRequest) -> MockResponse {
         "gen-m" => MockResponse::chat(&format!("A first draft [{task}] v{}.", seed % 3), 30, 10),
         "rev-m" => {
             let fixed = request.last_message().contains("A reviewer found these problems");
-            let body = if fixed && seed % 2 == 0 { "FIXED" } else { "POLISHED" };
+            let body = if fixed && seed.is_multiple_of(2) { "FIXED" } else { "POLISHED" };
             MockResponse::chat(&format!("{body} draft [{task}]."), 50, 12)
         }
         "judge-m" => {
@@ -56,7 +56,7 @@ fn answer(request: &MockRequest) -> MockResponse {
         }
         other => return MockResponse::error(404, &format!("no model {other}")),
     };
-    response.after(Duration::from_millis(25))
+    response.after(Duration::from_millis(40))
 }
 
 fn write_fixture(dir: &Path, openai: &str) -> PathBuf {
@@ -168,7 +168,8 @@ fn a_killed_and_a_restarted_endpoint_change_no_outcome() {
     let reference = comparable(&single_out);
     assert_eq!(reference.len(), 12 * 3 * 3, "every loop of the reference run");
 
-    // Three replicas; the first dies after 10 requests, the second restarts after 25.
+    // Three replicas; the first dies after 8 requests, the second is down for 300 ms after 12
+    // (early enough that the run outlasts its 1 s back-off and the probe brings it back).
     let replicas = [Replica::start(), Replica::start(), Replica::start()];
     let urls: Vec<String> = replicas.iter().map(|r| r.server.lock().unwrap().as_ref().unwrap().base_url()).collect();
     let restart_port = replicas[1].server.lock().unwrap().as_ref().unwrap().port();
@@ -184,9 +185,9 @@ fn a_killed_and_a_restarted_endpoint_change_no_outcome() {
                     std::thread::sleep(Duration::from_millis(2));
                 }
             };
-            wait_for(&replicas[0], 10);
+            wait_for(&replicas[0], 8);
             replicas[0].stop();
-            wait_for(&replicas[1], 25);
+            wait_for(&replicas[1], 12);
             replicas[1].stop();
             std::thread::sleep(Duration::from_millis(300));
             replicas[1].restart(restart_port);
@@ -211,6 +212,8 @@ fn a_killed_and_a_restarted_endpoint_change_no_outcome() {
     assert!(dead["times_out"].as_u64().unwrap() >= 1, "{openai:#}");
     assert!(dead["out_of_rotation_ms"].as_u64().unwrap() > 0, "{openai:#}");
     assert_eq!(dead["in_rotation"], false, "{openai:#}");
+    let typed: Vec<critbench_openai::EndpointStats> = serde_json::from_value(openai["endpoints"].clone()).unwrap();
+    assert_eq!(typed[0].out_of_rotation_ms, dead["out_of_rotation_ms"].as_u64().unwrap());
     // The restarted endpoint answered again after coming back.
     assert!(replicas[1].requests() > 0, "the restarted replica was used again: {openai:#}");
     // Every request sent was counted at its endpoint, and every answer reached exactly one call:
