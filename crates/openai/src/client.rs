@@ -387,7 +387,7 @@ impl Client {
             let ticket = self.acquire(&tried);
             let endpoint = &self.endpoints[ticket.endpoint];
             let outcome = self.runtime.handle().block_on(self.attempt(endpoint, &body));
-            let wait = match outcome {
+            let (message, wait) = match outcome {
                 Attempt::Answer(answer) => {
                     self.release(ticket, Outcome::Success);
                     self.count_http(|c| c.ok += 1);
@@ -405,7 +405,6 @@ impl Client {
                     (self.scrub(message), wait)
                 }
             };
-            let (message, wait) = wait;
             if attempt == attempts {
                 break message;
             }
