@@ -291,7 +291,7 @@ fn real_model_loops_survive_faults_are_cached_and_never_leak_the_key() {
         "round 0 of the three arms is one request"
     );
     assert_eq!(openai["tokens"]["cap_reached"], false);
-    assert_eq!(first_manifest["experiment"]["openai"]["api_key_env"], KEY_VAR);
+    assert_eq!(first_manifest["experiment"]["openai"]["endpoints"][0]["api_key_env"], KEY_VAR);
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let disagreements: u64 =
         summary["summary"].as_array().unwrap().iter().map(|r| r["critic_passed_disagreements"].as_u64().unwrap()).sum();
