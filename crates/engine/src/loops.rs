@@ -22,6 +22,9 @@ use crate::source::Chunk;
 pub struct LoopResult {
     pub rounds: Vec<RecordedRound>,
     pub scores: Vec<RoundScore>,
+    /// The adjudicated final drafts, when the unit's arm adjudicates (one per distinct final
+    /// draft of the policies it serves).
+    pub adjudications: Vec<crate::adjudicate::Adjudication>,
 }
 
 /// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
@@ -104,6 +107,8 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
     let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
+    let adjudicating = experiment.adjudicate.contains(&unit.arm);
+    let mut texts: Vec<String> = Vec::new();
     loop {
         let round = rounds.len() as u32;
         let critiqued = Instant::now();
@@ -128,6 +133,9 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
             }
         }
         let draft_text = std::mem::take(&mut draft.text);
+        if adjudicating {
+            texts.push(draft_text.clone());
+        }
         let next = if running.contains(&true) {
             let revised = Instant::now();
             let shown = unit.arm.shows_critique().then_some(&critique);
@@ -164,5 +172,10 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
             None => break,
         }
     }
-    Ok(LoopResult { rounds, scores })
+    let adjudications = if adjudicating {
+        crate::adjudicate::adjudicate_loop(plan, task, task_json, unit, &policies, &scores, &rounds, &texts)?
+    } else {
+        Vec::new()
+    };
+    Ok(LoopResult { rounds, scores, adjudications })
 }

@@ -258,10 +258,14 @@ fn order_of<'m>(names: impl Iterator<Item = &'m str>) -> HashMap<String, usize> 
     order
 }
 
+/// What summaries append to an arm's name for its adjudicated loops: the same loops, answered
+/// with the adjudicated final draft (`adjudicated_passed`, `adjudicated_score`).
+pub const ADJUDICATED_SUFFIX: &str = "+adjudicate";
+
 /// Arms in reading order: the memory arm first (it is compared with plain feedback), then
-/// feedback, no-feedback and single; unknown names last.
+/// feedback, no-feedback and single, each followed by its adjudicated twin; unknown names last.
 fn arm_rank(arm: &str) -> usize {
-    match Arm::parse(arm) {
+    match Arm::parse(arm.strip_suffix(ADJUDICATED_SUFFIX).unwrap_or(arm)) {
         Some(Arm::FeedbackMemory) => 0,
         Some(Arm::Feedback) => 1,
         Some(Arm::NoFeedback) => 2,
@@ -652,7 +656,10 @@ pub(crate) struct Summarizer {
 impl Summarizer {
     pub(crate) fn new(manifest: Option<&Manifest>) -> Summarizer {
         let epochs = manifest.and_then(|m| m.experiment.epochs).map(u64::from);
-        let arms = manifest.map(|m| m.experiment.arms.len()).filter(|&arms| arms > 0);
+        // An adjudicated arm's loops count twice: as themselves and as the `+adjudicate` arm.
+        let arms = manifest
+            .filter(|m| !m.experiment.arms.is_empty())
+            .map(|m| m.experiment.arms.len() + m.experiment.adjudicate.len());
         let expected = match (epochs, arms) {
             (Some(epochs), Some(arms)) if epochs > 0 && arms > 0 => Some(epochs as usize * arms),
             _ => None,
@@ -695,7 +702,26 @@ impl Summarizer {
         slot
     }
 
+    /// Adds one outcome row; an adjudicated loop also counts as a loop of the arm
+    /// `ARM+adjudicate` whose answer is the adjudicated draft: its pass and final score are the
+    /// adjudicated ones, and it used one more critique.
     pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+        self.add_loop(row)?;
+        if let Some(passed) = row.adjudicated_passed {
+            let arm = format!("{}{ADJUDICATED_SUFFIX}", row.arm);
+            let adjudicated = OutcomeStats {
+                arm: &arm,
+                passed,
+                final_score: row.adjudicated_score.unwrap_or(row.final_score),
+                rounds: row.rounds + 1,
+                ..*row
+            };
+            self.add_loop(&adjudicated)?;
+        }
+        Ok(())
+    }
+
+    fn add_loop(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
         if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
             self.run_id = Some(row.run_id.to_string());
         }
@@ -849,6 +875,8 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Res
             critic_disagreements: row.critic_disagreements,
             tokens_in: row.tokens_in,
             tokens_out: row.tokens_out,
+            adjudicated_score: row.adjudicated_score,
+            adjudicated_passed: row.adjudicated_passed,
         })?;
     }
     summarizer.finish(manifest)
@@ -1070,6 +1098,8 @@ mod tests {
                     critic_disagreements: outcome.critic_disagreements,
                     tokens_in: outcome.tokens_in,
                     tokens_out: outcome.tokens_out,
+                    adjudicated_score: outcome.adjudicated_score,
+                    adjudicated_passed: outcome.adjudicated_passed,
                 })
                 .unwrap();
         }
