@@ -113,7 +113,12 @@ fn adjudication_is_recorded_paired_and_replayed_exactly() {
                 let twin = format!("{arm}+adjudicate");
                 let row = comparisons
                     .iter()
-                    .find(|c| c["config_id"] == config && c["critic"] == critic && c["arm_a"] == arm && c["arm_b"] == twin.as_str())
+                    .find(|c| {
+                        c["config_id"] == config
+                            && c["critic"] == critic
+                            && c["arm_a"] == arm
+                            && c["arm_b"] == twin.as_str()
+                    })
                     .unwrap_or_else(|| panic!("no comparison {config} {critic} {arm} vs {twin}"));
                 assert_eq!(row["n_pairs"], loops.len() as u64);
                 assert_eq!(row["a_only"], lost as u64, "{row}");
@@ -158,10 +163,7 @@ fn adjudication_is_recorded_paired_and_replayed_exactly() {
 fn adjudicate_is_refused_where_no_adjudicator_exists() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        (
-            "backend = \"scripted\"\nadjudicate = true\n",
-            "the scripted backend has no adjudicator",
-        ),
+        ("backend = \"scripted\"\nadjudicate = true\n", "the scripted backend has no adjudicator"),
         ("adjudicate = [\"single\"]\n", "\"single\" is not one of the experiment's `arms`"),
         ("adjudicate = 1\n", "give true (every arm), false, or a list of arms"),
     ];

@@ -75,10 +75,12 @@ pub fn resolve_arms(
                                                                         [openai.adjudicator] model = \"...\" (or \
                                                                         `adjudicator` in [openai] models)"
             .into()),
-        _ if chosen.is_empty() && has_model => Err("[openai]: an adjudicator model is set but no arm adjudicates; set \
+        _ if chosen.is_empty() && has_model => {
+            Err("[openai]: an adjudicator model is set but no arm adjudicates; set \
                                                     `adjudicate = true` (or a list of arms), or remove the \
                                                     adjudicator model"
-            .into()),
+                .into())
+        }
         _ => Ok(chosen),
     }
 }
@@ -181,7 +183,11 @@ fn critique_of(round: &RecordedRound) -> Critique {
 }
 
 /// The adjudication a policy's outcome uses: the one of its final draft.
-pub fn for_policy<'a>(adjudications: &'a [Adjudication], scores: &[RoundScore], policy: &Policy) -> Option<&'a Adjudication> {
+pub fn for_policy<'a>(
+    adjudications: &'a [Adjudication],
+    scores: &[RoundScore],
+    policy: &Policy,
+) -> Option<&'a Adjudication> {
     let (chosen, _) = final_round(scores, policy)?;
     adjudications.iter().find(|a| a.final_round == chosen)
 }
@@ -221,5 +227,79 @@ pub fn trajectory_row<'a>(
         critic_tokens_in: round.critic_tokens_in,
         critic_tokens_out: round.critic_tokens_out,
         ..base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{SimWriter, Writer};
+    use crate::experiment::{Experiment, Overrides};
+
+    fn load(text: &str) -> Result<Experiment, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, text).unwrap();
+        Experiment::load(&path, &Overrides::default()).map_err(|e| e.to_string())
+    }
+
+    const CRITIC: &str = "[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
+
+    #[test]
+    fn adjudicate_names_every_arm_some_arms_or_none() {
+        let with = |line: &str| {
+            load(&format!("name = \"t\"\ndataset = \"d.jsonl\"\narms = [\"feedback\", \"single\"]\n{line}\n{CRITIC}"))
+        };
+        assert_eq!(with("adjudicate = true").unwrap().adjudicate, [Arm::Feedback, Arm::Single]);
+        assert_eq!(with("adjudicate = [\"single\", \"feedback\"]").unwrap().adjudicate, [Arm::Feedback, Arm::Single]);
+        assert!(with("adjudicate = false").unwrap().adjudicate.is_empty());
+        assert!(with("").unwrap().adjudicate.is_empty());
+        assert!(with("adjudicate = [\"single\", \"single\"]").unwrap_err().contains("listed twice"));
+        assert!(with("adjudicate = \"yes\"").unwrap_err().contains("give true (every arm)"));
+    }
+
+    #[test]
+    fn the_openai_backend_needs_an_adjudicator_model_and_the_model_needs_an_arm() {
+        let openai = "[openai]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodels = { generator = \"g\", judge = \"j\" }\n";
+        let text = |top: &str, extra: &str| {
+            format!("name = \"t\"\ndataset = \"d.jsonl\"\nbackend = \"openai\"\n{top}\n{CRITIC}{openai}{extra}")
+        };
+        let missing = load(&text("adjudicate = true", "")).unwrap_err();
+        assert!(missing.contains("needs an adjudicator model"), "{missing}");
+        let unused = load(&text("", "[openai.adjudicator]\nmodel = \"a\"\n")).unwrap_err();
+        assert!(unused.contains("no arm adjudicates"), "{unused}");
+        let both = load(&text("adjudicate = [\"feedback\"]", "[openai.adjudicator]\nmodel = \"a\"\n")).unwrap();
+        assert_eq!(both.adjudicate, [Arm::Feedback]);
+    }
+
+    #[test]
+    fn the_sim_adjudicator_answers_without_its_chat_after_the_clean_up() {
+        let task = Task {
+            id: "t".into(),
+            prompt: "Write a short research paper on tide pools.".into(),
+            kind: Some("paper".into()),
+            ..Task::default()
+        };
+        let draft = "# Tide Pools\n\nOriginality: high\n\n## Introduction\n\nTide pools matter.\n";
+        let mut wrapped = 0;
+        for round in 0..100 {
+            let key = DraftKey { seed: 7, task_id: "t", epoch: 0, round };
+            let raw = critbench_sim::adjudicate(&task, draft, None, &mut key.rng("adjudicate"));
+            wrapped += usize::from(!raw.starts_with("# "));
+            let text = SimWriter.adjudicate(&task, draft, None, &key).unwrap().unwrap().text;
+            assert!(text.starts_with("# Tide Pools") && text.trim_end().ends_with("Tide pools matter."), "{text:?}");
+        }
+        assert!(wrapped > 20, "the residue is there to strip ({wrapped} of 100)");
+    }
+
+    #[test]
+    fn a_policy_s_final_draft_is_its_best_or_its_last() {
+        let scores: Vec<RoundScore> = [6.0, 7.5, 7.0].map(RoundScore::new).to_vec();
+        let best = Policy { stall: false, max_revisions: 2, ..Policy::default() };
+        assert_eq!(final_round(&scores, &best), Some((1, 2)));
+        let last = Policy { final_draft: FinalDraft::Last, ..best.clone() };
+        assert_eq!(final_round(&scores, &last), Some((2, 2)));
+        let longer = Policy { max_revisions: 5, ..best };
+        assert_eq!(final_round(&scores, &longer), None);
     }
 }

@@ -109,7 +109,8 @@ pub fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut R
 /// score where it was, sometimes settles a remaining concern, and with [`OVER_EDIT_CHANCE`] cuts
 /// too much: it can turn a pass into a fail, and how often it does is for the run to measure.
 pub fn adjudicate(task: &Task, draft: &str, concerns: Option<&Critique>, rng: &mut Rng) -> String {
-    let body = if is_rag(task) { rag::adjudicate(task, draft, rng) } else { paper::adjudicate(task, draft, concerns, rng) };
+    let body =
+        if is_rag(task) { rag::adjudicate(task, draft, rng) } else { paper::adjudicate(task, draft, concerns, rng) };
     let mut text = String::new();
     if rng.chance(0.5) {
         text.push_str(rng.pick(&PREAMBLES).expect("PREAMBLES is not empty"));

@@ -986,4 +986,25 @@ mod tests {
             let _ = paper.next_citation();
         }
     }
+
+    #[test]
+    fn the_adjudicator_keeps_repeated_sentences_once_and_closes_figure_gaps() {
+        let draft = "# T\n\nOriginality: high\n\n## Introduction\n\nTides matter. Figure 3 shows it.\n\n\
+                     ## Results\n\nTides matter. Figure 5 compares them. As Figure 3 shows, it holds. Tides rise.\n";
+        let task = Task { id: "t".into(), prompt: "p".into(), ..Task::default() };
+        let mut over_edited = 0;
+        for seed in 0..200 {
+            let text = adjudicate(&task, draft, None, &mut Rng::new(seed));
+            let paper = Paper::parse(&text);
+            assert_eq!(paper.all_sentences().filter(|s| *s == "Tides matter.").count(), 1, "{text}");
+            assert_eq!(paper.figure_numbers(), [1, 2], "{text}");
+            assert!(text.contains("Figure 1 shows it.") && text.contains("Figure 2 compares"), "{text}");
+            assert_eq!(text, adjudicate(&task, draft, None, &mut Rng::new(seed)), "deterministic");
+            assert!(text.contains("As Figure 1 shows, it holds."), "{text}");
+            // Results keeps its three sentences unless the adjudicator over-edits.
+            over_edited += usize::from(!text.contains("Tides rise."));
+        }
+        // Over-editing is a seeded chance, neither never nor always.
+        assert!((10..60).contains(&over_edited), "{over_edited} of 200 over-edited");
+    }
 }
