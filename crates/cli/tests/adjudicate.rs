@@ -139,6 +139,14 @@ fn adjudication_is_recorded_paired_and_replayed_exactly() {
         }
     }
     assert_eq!(checked, 8);
+    // The adjudicate rows keep the tables readable in pandas, polars and duckdb, and the loop
+    // rules of every other row intact.
+    let python = common::python()
+        .arg(repo().join("tests/python/check_outputs.py"))
+        .arg(&replayed)
+        .output()
+        .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs");
+    assert!(python.status.success(), "check_outputs.py failed:\n{}\n{}", stdout(&python), stderr(&python));
     let report = std::fs::read_to_string(replayed.join("report.md")).unwrap();
     assert!(report.contains("## Adjudication") && report.contains("pass → fail"), "{report}");
 
