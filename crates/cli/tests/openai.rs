@@ -570,7 +570,7 @@ fn the_adjudicator_model_is_called_once_per_loop_and_its_calls_and_tokens_are_re
     let adjudicator = &manifest(&out)["openai"]["calls"]["by_role"]["adjudicator"];
     assert_eq!(adjudicator["calls"], 24, "{adjudicator}");
     let model_calls = adjudicator["model_calls"].as_u64().unwrap();
-    assert!(model_calls >= 1 && model_calls <= 24, "{adjudicator}");
+    assert!((1..=24).contains(&model_calls), "{adjudicator}");
     // Tokens count every answer, those the run's cache shared included (as for every role).
     assert_eq!((adjudicator["tokens_in"].as_u64(), adjudicator["tokens_out"].as_u64()), (Some(70 * 24), Some(20 * 24)));
     assert_eq!(adjudicator["cache_hits"].as_u64().unwrap() + model_calls, 24, "{adjudicator}");

@@ -247,7 +247,6 @@ pub(crate) fn format_p(p: f64) -> String {
     if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
 }
 
-/// The whole `report.md`.
 /// The adjudicator's effect (seed 004), read off the paired comparison of each adjudicated arm
 /// with its `+adjudicate` twin: the same loops, before and after the final pass. A → B flips are
 /// the passes adjudication turned into fails. Empty when no arm adjudicated.
@@ -281,7 +280,7 @@ pub fn adjudication_section(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.1}% | {:.1}% | {:+.1} pp [{:+.1}, {:+.1}] | {} | {} | {:.3} | {} → {} |",
+            "| {} | {} | {} | {} | {:.1}% | {:.1}% | {:+.1} pp [{:+.1}, {:+.1}] | {} | {} | {} | {} → {} |",
             pair.config_id,
             pair.critic,
             pair.arm_a,
@@ -293,7 +292,7 @@ pub fn adjudication_section(report: &Report) -> String {
             -100.0 * pair.diff_lo,
             pair.a_only,
             pair.b_only,
-            pair.p_value,
+            format_p(pair.p_value),
             mean_final(&pair.arm_a),
             mean_final(&pair.arm_b),
         );
@@ -301,6 +300,7 @@ pub fn adjudication_section(report: &Report) -> String {
     out
 }
 
+/// The whole `report.md`.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# critbench report: {}\n", report.name.as_deref().unwrap_or("run"));
