@@ -60,7 +60,7 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
         let mut results = Vec::new();
         for &critic in &admitted.critics {
             for unit in plan.units(critic, scope) {
-                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit)))
+                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit, scope)))
                     .unwrap_or_else(|payload| Err(panic_text(payload)));
                 results.push((unit, result));
             }
@@ -85,7 +85,14 @@ fn ms(since: Instant) -> f64 {
 
 /// Records one loop: generate, then critique → revise until every policy the unit serves has
 /// stopped. The writer never sees the policy, so the recording is the same for all of them.
-pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Unit) -> Result<LoopResult, String> {
+/// Only an evaluated loop is adjudicated: strategy memory's learning pass needs the loop alone.
+pub fn record_loop(
+    plan: &Plan<'_>,
+    task: &Task,
+    task_json: &TaskJson,
+    unit: Unit,
+    scope: Scope,
+) -> Result<LoopResult, String> {
     let experiment = plan.experiment;
     let critic = &plan.critics[unit.critic];
     let weights = experiment.critics[unit.critic].weights.as_ref();
@@ -107,7 +114,7 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
     let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
-    let adjudicating = experiment.adjudicate.contains(&unit.arm);
+    let adjudicating = scope == Scope::Evaluate && experiment.adjudicate.contains(&unit.arm);
     let mut texts: Vec<String> = Vec::new();
     loop {
         let round = rounds.len() as u32;

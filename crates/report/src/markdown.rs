@@ -288,8 +288,9 @@ pub fn adjudication_section(report: &Report) -> String {
             100.0 * pair.pass_rate_a,
             100.0 * pair.pass_rate_b,
             100.0 * (pair.pass_rate_b - pair.pass_rate_a),
-            -100.0 * pair.diff_hi,
-            -100.0 * pair.diff_lo,
+            // `+ 0.0` turns a negated zero into zero, so no bound reads "-0.0".
+            -100.0 * pair.diff_hi + 0.0,
+            -100.0 * pair.diff_lo + 0.0,
             pair.a_only,
             pair.b_only,
             format_p(pair.p_value),
