@@ -128,6 +128,9 @@ pub struct Experiment {
     pub backend: BackendKind,
     #[serde(serialize_with = "arm_names")]
     pub arms: Vec<Arm>,
+    /// The arms whose loops end with the adjudicator's pass (seed 004), in `arms` order.
+    #[serde(serialize_with = "arm_names", skip_serializing_if = "Vec::is_empty")]
+    pub adjudicate: Vec<Arm>,
     pub epochs: u32,
     pub seed: u64,
     pub out: PathBuf,
@@ -234,6 +237,9 @@ struct ExperimentFile {
     backend: String,
     #[serde(default)]
     arms: Option<Vec<String>>,
+    /// `true`, `false` or a list of arms: see `crate::adjudicate::resolve_arms`.
+    #[serde(default)]
+    adjudicate: Option<toml::Value>,
     #[serde(default = "one")]
     epochs: u32,
     #[serde(default)]
@@ -561,12 +567,16 @@ impl Experiment {
         };
         let prompts = file.prompts.unwrap_or_default();
         prompts.check()?;
+        let mut adjudicate =
+            crate::adjudicate::resolve_arms(file.adjudicate.as_ref(), &arms, backend, openai.as_ref())?;
+        adjudicate.sort_by_key(|arm| arms.iter().position(|a| a == arm));
         Ok(Experiment {
             name: file.name,
             path: None,
             datasets,
             backend,
             arms,
+            adjudicate,
             epochs: file.epochs,
             seed: file.seed,
             out,

@@ -125,36 +125,6 @@ impl OpenAiWriter {
             tokens_out: answer.tokens_out,
         })
     }
-
-    /// The adjudicator's final pass over a finished loop's draft (seed 004), cleaned like every
-    /// other model text. `None` when no adjudicator model is configured.
-    pub fn adjudicate(
-        &self,
-        task: &Task,
-        draft: &str,
-        last_critique: Option<&Critique>,
-        key: &DraftKey<'_>,
-    ) -> Option<Result<Draft, String>> {
-        if !self.client.has_role(Role::Adjudicator) {
-            return None;
-        }
-        let (context, evidence) = task_blocks(task);
-        let feedback = match last_critique {
-            Some(critique) => feedback_block(critique, &self.prompts.generic_fix),
-            None => format!("- {}\n", self.prompts.generic_fix),
-        };
-        let user = render(
-            &self.prompts.adjudicator,
-            &[
-                ("prompt", task.prompt.trim()),
-                ("context", &context),
-                ("evidence", &evidence),
-                ("draft", draft),
-                ("feedback", &feedback),
-            ],
-        );
-        Some(self.ask(Role::Adjudicator, &self.prompts.adjudicator_system, user, key, "adjudicate"))
-    }
 }
 
 impl Writer for OpenAiWriter {
@@ -189,5 +159,35 @@ impl Writer for OpenAiWriter {
         };
         let user = render(template, &values);
         self.ask(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
+    }
+
+    /// The adjudicator's final pass over a finished loop's draft (seed 004), cleaned like every
+    /// other model text. `None` when no adjudicator model is configured.
+    fn adjudicate(
+        &self,
+        task: &Task,
+        draft: &str,
+        last_critique: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Option<Result<Draft, String>> {
+        if !self.client.has_role(Role::Adjudicator) {
+            return None;
+        }
+        let (context, evidence) = task_blocks(task);
+        let feedback = match last_critique {
+            Some(critique) => feedback_block(critique, &self.prompts.generic_fix),
+            None => format!("- {}\n", self.prompts.generic_fix),
+        };
+        let user = render(
+            &self.prompts.adjudicator,
+            &[
+                ("prompt", task.prompt.trim()),
+                ("context", &context),
+                ("evidence", &evidence),
+                ("draft", draft),
+                ("feedback", &feedback),
+            ],
+        );
+        Some(self.ask(Role::Adjudicator, &self.prompts.adjudicator_system, user, key, "adjudicate"))
     }
 }
