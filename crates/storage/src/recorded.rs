@@ -7,7 +7,7 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 
 use crate::columns::Columns;
-use crate::tables::StorageError;
+use crate::parquet_sink::StorageError;
 
 /// One critiqued round of a loop.
 #[derive(Clone, Debug, PartialEq, Default)]

@@ -25,7 +25,7 @@ use arrow_schema::DataType;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::tables::StorageError;
+use crate::parquet_sink::StorageError;
 
 /// The columns the reader decodes, with the types this version writes.
 const COLUMNS: [(&str, DataType); 5] = [
