@@ -10,6 +10,8 @@ pub enum EngineError {
     Dataset(#[from] critbench_storage::dataset::DatasetError),
     #[error("critic `{critic}`: {source}")]
     Plugin { critic: String, source: critbench_plugin_host::PluginError },
+    #[error(transparent)]
+    PassScore(#[from] critbench_plugin_host::PassScoreOutOfRange),
     #[error("{0}")]
     Usage(String),
     #[error(
@@ -20,11 +22,19 @@ pub enum EngineError {
     Io { context: String, source: std::io::Error },
     #[error(transparent)]
     Report(#[from] critbench_report::ReportError),
+    #[error(transparent)]
+    Judge(#[from] critbench_judge::JudgeError),
     #[error("{0}")]
     Internal(String),
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
     Interrupted { signal: &'static str, loops: u64, out: PathBuf },
+}
+
+impl From<critbench_plugin_host::OpenCriticError> for EngineError {
+    fn from(error: critbench_plugin_host::OpenCriticError) -> EngineError {
+        EngineError::Plugin { critic: error.critic, source: error.source }
+    }
 }
 
 impl EngineError {
@@ -34,8 +44,10 @@ impl EngineError {
             EngineError::Experiment { .. }
             | EngineError::Dataset(_)
             | EngineError::Plugin { .. }
+            | EngineError::PassScore(_)
             | EngineError::Usage(_) => true,
             EngineError::Report(error) => error.is_usage(),
+            EngineError::Judge(error) => error.is_usage(),
             EngineError::Storage(_)
             | EngineError::Io { .. }
             | EngineError::Internal(_)

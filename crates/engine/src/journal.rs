@@ -297,4 +297,3 @@ pub struct Counts {
 }
 
 pub use critbench_storage::manifest::CritiqueCounts;
-

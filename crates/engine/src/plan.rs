@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use critbench_core::{Arm, Policy, Task};
-use critbench_plugin_host::{CriticInfo, CriticInstance, SearchPath, open_critic};
+use critbench_plugin_host::{CriticInfo, CriticInstance, open_critics};
 
 use crate::EngineError;
 use crate::backend::{Hint, ScriptedWriter, SimWriter, Writer};
@@ -70,18 +70,12 @@ impl<'a> Plan<'a> {
     /// Loads every critic's plugin and creates its instance (after the model client, so that a
     /// plugin can find the `chat` service), and checks the sweep can be replayed.
     pub fn load(experiment: &'a Experiment, writer: &'a dyn Writer) -> Result<Plan<'a>, EngineError> {
-        let search = SearchPath::default_for_current_exe(&experiment.plugin_dirs);
         let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
+        let critics = open_critics(&experiment.critics, &experiment.plugin_dirs, base_dir, experiment.jobs)?;
         let mut plugins = Vec::new();
-        let mut critics = Vec::new();
-        for spec in &experiment.critics {
-            let plugin_error = |source| EngineError::Plugin { critic: spec.name.clone(), source };
-            let isolation = spec.isolation(experiment.jobs);
-            let instance = open_critic(&spec.source(), &spec.config.to_string(), &search, base_dir, &isolation)
-                .map_err(plugin_error)?;
-            spec.check_pass_scores(instance.info().range, &experiment.policies).map_err(EngineError::Usage)?;
+        for (spec, instance) in experiment.critics.iter().zip(&critics) {
+            spec.check_pass_scores(instance.info().range, &experiment.policies)?;
             plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });
-            critics.push(instance);
         }
         let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
         if replay && let Some(plugin) = plugins.iter().find(|p| p.library.policy_dependent) {

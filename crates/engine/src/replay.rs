@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use critbench_core::{Arm, Policy, RoundScore};
+use critbench_core::{Arm, Policy, PolicyGrid, RoundScore};
 use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
 
@@ -22,6 +22,19 @@ pub struct ReplaySummary {
     pub loops: u64,
     pub critiques: u64,
     pub report: critbench_report::Report,
+}
+
+/// The policies of a replay grid, checked: every `plateau_eps` finite and ≥ 0, every score
+/// finite, no config twice. The messages name the `critbench replay` flags.
+pub fn replay_policies(grid: &PolicyGrid) -> Result<Vec<Policy>, EngineError> {
+    if let Some(eps) = grid.plateau_eps.iter().find(|e| !(e.is_finite() && **e >= 0.0)) {
+        return Err(EngineError::Usage(format!("--plateau-eps {eps}: must be a number ≥ 0")));
+    }
+    let targets = grid.dim_target.iter().flatten();
+    if let Some(score) = grid.pass_score.iter().chain(targets).find(|v| !v.is_finite()) {
+        return Err(EngineError::Usage(format!("{score} is not a finite number")));
+    }
+    grid.policies().map_err(|repeated| EngineError::Usage(format!("config {} is listed twice", repeated.config_id)))
 }
 
 /// Replays `policies` on the loops recorded in `run_dir` and writes a new run directory `out`.

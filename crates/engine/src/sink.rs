@@ -42,7 +42,7 @@ pub struct Written {
     pub failed: Vec<String>,
 }
 
-pub use crate::journal::{Counts, CritiqueCounts};
+pub use crate::journal::Counts;
 
 /// Writes every finished loop's rows to `trajectories.parquet` and `outcomes.parquet`.
 pub struct RowSink<'p, 'a> {

@@ -20,6 +20,12 @@ pub enum JudgeError {
     Internal(String),
 }
 
+impl From<critbench_plugin_host::OpenCriticError> for JudgeError {
+    fn from(error: critbench_plugin_host::OpenCriticError) -> JudgeError {
+        JudgeError::Plugin { critic: error.critic, source: error.source }
+    }
+}
+
 impl JudgeError {
     /// Whether the user can fix this by changing their input (exit status 2).
     pub fn is_usage(&self) -> bool {

@@ -25,6 +25,7 @@
 //! println!("{} {}: {answer:?}", library.name, library.version);
 //! ```
 
+mod critics;
 mod error;
 mod info;
 mod library;
@@ -37,6 +38,7 @@ pub mod services;
 mod watchdog;
 pub mod worker;
 
+pub use critics::{CriticSpec, OpenCriticError, PassScoreOutOfRange, open_critics};
 pub use error::PluginError;
 pub use info::{
     CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,
