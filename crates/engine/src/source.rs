@@ -153,7 +153,9 @@ impl Source {
                     }
                     let row_label = stream.row_label();
                     let admitted = parsed.and_then(|task| {
-                        ids.admit(&task.id, file, row, row_label, &experiment.datasets).map(|()| task)
+                        ids.admit(&task.id, file, row, row_label, &experiment.datasets)
+                            .map(|()| task)
+                            .map_err(RowError::from)
                     });
                     let admitted = admitted.and_then(|task| {
                         let split = if memory {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use critbench_core::Task;
 
-use crate::task_ids::TaskIds;
+use crate::task_ids::{DuplicateId, TaskIds};
 use serde_json::{Map, Value};
 
 /// What to do with a row that breaks the dataset rules.
@@ -80,6 +80,12 @@ pub struct RowError {
     pub message: String,
 }
 
+impl From<DuplicateId> for RowError {
+    fn from(duplicate: DuplicateId) -> RowError {
+        RowError::field("id", duplicate.to_string())
+    }
+}
+
 impl RowError {
     fn field(field: &str, message: impl Into<String>) -> Self {
         RowError { field: Some(field.to_string()), message: message.into() }
@@ -133,7 +139,9 @@ pub fn read_datasets(paths: &[PathBuf], on_bad_row: OnBadRow) -> Result<Vec<Data
         let mut skipped = Vec::new();
         while let Some(block) = stream.next_block(4096)? {
             for (row, parsed) in block.parse() {
-                match parsed.and_then(|task| ids.admit(&task.id, file, row, row_label, paths).map(|()| task)) {
+                match parsed.and_then(|task| {
+                    ids.admit(&task.id, file, row, row_label, paths).map(|()| task).map_err(RowError::from)
+                }) {
                     Ok(task) => tasks.push(task),
                     Err(error) if on_bad_row == OnBadRow::Skip => skipped.push(stream.skipped(row, error)),
                     Err(error) => return Err(stream.row_error(row, error)),

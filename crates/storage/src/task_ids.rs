@@ -4,10 +4,9 @@
 //! task in the table), never as the tasks themselves, so a streamed run's memory stays bounded.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::PathBuf;
-
-use crate::dataset::RowError;
 
 /// Every task id seen so far, in the files of one run (or one judge).
 #[derive(Debug, Default)]
@@ -20,30 +19,61 @@ impl TaskIds {
         TaskIds::default()
     }
 
-    /// Remembers `id`, read on `row` of `files[file]`, or says where it was seen first: a
-    /// duplicate is a bad row (field `id`). `row_label` names rows in the messages (`line`, `row`).
+    /// Remembers `id`, read on `row` of `files[file]`, or says where it was seen first.
+    /// `row_label` names rows in the message (`line`, `row`).
     pub fn admit(
         &mut self,
         id: &str,
         file: usize,
         row: usize,
-        row_label: &str,
+        row_label: &'static str,
         files: &[PathBuf],
-    ) -> Result<(), RowError> {
+    ) -> Result<(), DuplicateId> {
         let hash = id_hash(id);
         if let Some(&(first_file, first_row)) = self.seen.get(&hash) {
-            let message = if first_file as usize == file {
-                format!("duplicate id `{id}` (first on {row_label} {first_row}); ids must be unique")
+            let first = if first_file as usize == file {
+                FirstSeen::Row { label: row_label, row: first_row as usize }
             } else {
-                let first = files.get(first_file as usize).map(|p| p.display().to_string()).unwrap_or_default();
-                format!("duplicate id `{id}` (also in {first}); ids must be unique across datasets")
+                FirstSeen::File(files.get(first_file as usize).cloned().unwrap_or_default())
             };
-            return Err(RowError { field: Some("id".into()), message });
+            return Err(DuplicateId { id: id.to_string(), first });
         }
         self.seen.insert(hash, (file as u32, row as u32));
         Ok(())
     }
 }
+
+/// A task id seen before: a bad row, in field `id`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DuplicateId {
+    pub id: String,
+    pub first: FirstSeen,
+}
+
+/// Where a duplicate id was first seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FirstSeen {
+    /// Earlier in the same file.
+    Row { label: &'static str, row: usize },
+    /// In an earlier file.
+    File(PathBuf),
+}
+
+impl fmt::Display for DuplicateId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = &self.id;
+        match &self.first {
+            FirstSeen::Row { label, row } => {
+                write!(f, "duplicate id `{id}` (first on {label} {row}); ids must be unique")
+            }
+            FirstSeen::File(path) => {
+                write!(f, "duplicate id `{id}` (also in {}); ids must be unique across datasets", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for DuplicateId {}
 
 /// The id's hash for the duplicate check: SipHash with fixed keys (a collision between two
 /// different ids among a million has a probability of about 3·10⁻⁸).
@@ -82,10 +112,9 @@ mod tests {
         ids.admit("x", 0, 1, "line", &files).unwrap();
         ids.admit("y", 0, 2, "line", &files).unwrap();
         let same = ids.admit("x", 0, 3, "line", &files).unwrap_err();
-        assert_eq!(same.field.as_deref(), Some("id"));
-        assert_eq!(same.message, "duplicate id `x` (first on line 1); ids must be unique");
+        assert_eq!(same.to_string(), "duplicate id `x` (first on line 1); ids must be unique");
         let across = ids.admit("y", 1, 1, "line", &files).unwrap_err();
-        assert_eq!(across.message, "duplicate id `y` (also in a.jsonl); ids must be unique across datasets");
+        assert_eq!(across.to_string(), "duplicate id `y` (also in a.jsonl); ids must be unique across datasets");
         ids.admit("z", 1, 2, "line", &files).unwrap();
     }
 }
