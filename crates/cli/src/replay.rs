@@ -23,7 +23,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
         },
         final_draft: vec![final_draft],
     };
-    let policies = replay_policies(&grid)?;
+    let policies = replay_policies(&grid).map_err(critbench_engine::EngineError::from)?;
     let out = args.out.unwrap_or_else(|| {
         let mut name = args.run_dir.clone().into_os_string();
         name.push("-replay");

@@ -45,14 +45,10 @@ pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Resul
     if let Some(repeats) = overrides.repeats
         && !(1..=MAX_JUDGE_REPEATS).contains(&repeats)
     {
-        return Err(EngineError::Usage(format!("--repeats must be from 1 to {MAX_JUDGE_REPEATS}")));
+        return Err(EngineError::JudgeRepeats { max: MAX_JUDGE_REPEATS });
     }
     if let Some(critic) = experiment.critics.iter().find(|c| c.command.is_some()) {
-        return Err(EngineError::Usage(format!(
-            "critic `{}` is a `command` critic; `critbench judge` runs plugin libraries in-process only \
-             (use `critbench run` for command critics)",
-            critic.name
-        )));
+        return Err(EngineError::CommandCriticInJudge { critic: critic.name.clone() });
     }
     let mut warnings = Vec::new();
     let mut critics = experiment.critics.clone();
@@ -91,13 +87,11 @@ pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Resul
 /// to plugins such as `llm-judge` as the `chat` service.
 pub fn judge_experiment(experiment: &Experiment, spec: &JudgeSpec) -> Result<JudgeRun, EngineError> {
     let session = match &experiment.openai {
-        Some(settings) => Some(OpenAiSession::start(settings).map_err(|e| EngineError::Usage(e.to_string()))?),
+        Some(settings) => Some(OpenAiSession::start(settings)?),
         None => None,
     };
     let outcome = critbench_judge::judge(spec)?;
-    let model_usage = session
-        .map(|s| ModelUsage::from_report(&s.client.report()))
-        .transpose()
-        .map_err(|e| EngineError::Internal(format!("the model client's report does not read back: {e}")))?;
+    let model_usage =
+        session.map(|s| ModelUsage::from_report(&s.client.report())).transpose().map_err(EngineError::ModelReport)?;
     Ok(JudgeRun { outcome, model_usage })
 }

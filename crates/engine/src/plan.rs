@@ -79,11 +79,10 @@ impl<'a> Plan<'a> {
         }
         let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
         if replay && let Some(plugin) = plugins.iter().find(|p| p.library.policy_dependent) {
-            return Err(EngineError::Usage(format!(
-                "critic `{}` ({}) says its critiques depend on the loop policy, so one recording cannot serve \
-                 every config; set sweep = \"direct\" in the experiment",
-                plugin.critic, plugin.library.name
-            )));
+            return Err(EngineError::PolicyDependentSweep {
+                critic: plugin.critic.clone(),
+                plugin: plugin.library.name.clone(),
+            });
         }
         Ok(Plan {
             experiment,
@@ -133,15 +132,13 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// The writer an offline experiment's `backend` names; the openai writer is made from the
-/// experiment's `[openai]` table by the run.
-pub fn offline_writer(kind: BackendKind) -> Result<Box<dyn Writer>, String> {
+/// The writer an offline experiment's `backend` names; `None` for the openai writer, which the
+/// run makes from the experiment's `[openai]` table.
+pub fn offline_writer(kind: BackendKind) -> Option<Box<dyn Writer>> {
     match kind {
-        BackendKind::Sim => Ok(Box::new(SimWriter)),
-        BackendKind::Scripted => Ok(Box::new(ScriptedWriter)),
-        BackendKind::Openai => Err("the openai backend is made from the experiment's [openai] table; run the \
-                                     experiment with run_experiment"
-            .to_string()),
+        BackendKind::Sim => Some(Box::new(SimWriter)),
+        BackendKind::Scripted => Some(Box::new(ScriptedWriter)),
+        BackendKind::Openai => None,
     }
 }
 

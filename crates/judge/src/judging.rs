@@ -85,12 +85,7 @@ pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<Da
         summaries.push(summary);
     }
     if labeled.is_empty() {
-        let files: Vec<String> = spec.datasets.iter().map(|p| p.display().to_string()).collect();
-        return Err(JudgeError::Usage(format!(
-            "no labeled drafts in {}: `critbench judge` needs tasks with `drafts` and one label per draft, \
-             e.g. \"drafts\": [\"...\", \"...\"], \"labels\": [{{\"pass\": true}}, {{\"pass\": false, \"fatal\": true}}]",
-            files.join(", ")
-        )));
+        return Err(JudgeError::NoLabeledDrafts { files: spec.datasets.clone() });
     }
     Ok((labeled, summaries))
 }
@@ -100,10 +95,7 @@ pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<Da
 pub(crate) fn load_critics(spec: &JudgeSpec) -> Result<Vec<CriticInstance>, JudgeError> {
     let base_dir = spec.experiment_path.as_ref().and_then(|p| p.parent());
     if let Some(critic) = spec.critics.iter().find(|c| c.command.is_some() || c.isolation != IsolationMode::InProcess) {
-        return Err(JudgeError::Usage(format!(
-            "critic `{}` must run in-process: `critbench judge` calls plugin libraries directly",
-            critic.name
-        )));
+        return Err(JudgeError::NotInProcess { critic: critic.name.clone() });
     }
     Ok(open_critics(&spec.critics, &spec.plugin_dirs, base_dir, spec.jobs)?)
 }

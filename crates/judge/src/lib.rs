@@ -117,22 +117,20 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
     let (started_at, stamp) = critbench_storage::clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-judge-{stamp}", spec.name);
     if spec.critics.is_empty() {
-        return Err(JudgeError::Usage("no critics to judge: add a [[critics]] table".into()));
+        return Err(JudgeError::NoCritics);
     }
     if spec.repeats == 0 {
-        return Err(JudgeError::Usage("`repeats` must be at least 1".into()));
+        return Err(JudgeError::NoRepeats);
     }
     let (tasks, datasets) = judging::load_labeled(spec)?;
     let critics = judging::load_critics(spec)?;
     let units = judging::units(spec, &tasks);
     if units.is_empty() {
-        let mut kinds: Vec<&str> = tasks.iter().map(|t| t.task.kind.as_deref().unwrap_or("(none)")).collect();
+        let mut kinds: Vec<String> =
+            tasks.iter().map(|t| t.task.kind.as_deref().unwrap_or("(none)").to_string()).collect();
         kinds.sort_unstable();
         kinds.dedup();
-        return Err(JudgeError::Usage(format!(
-            "no labeled draft reaches any critic: the labeled tasks have kinds [{}]; check each critic's `kinds`",
-            kinds.join(", ")
-        )));
+        return Err(JudgeError::NoDraftForAnyCritic { kinds });
     }
     let mut notes = Vec::new();
     let unrouted = tasks.iter().filter(|t| !spec.critics.iter().any(|c| c.takes(t.task.kind.as_deref()))).count();
@@ -171,10 +169,7 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
         context: format!("cannot create the output directory {}", spec.out.display()),
         source,
     })?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(spec.jobs)
-        .build()
-        .map_err(|e| JudgeError::Internal(format!("cannot start worker threads: {e}")))?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(spec.jobs).build().map_err(JudgeError::Threads)?;
     // Judgments reach Parquet a chunk of units at a time, in unit order, as they are made; the
     // metrics keep only the fields they read (no issue texts, rationales or metas).
     let mut writer = JudgmentWriter::create(&spec.out.join("judgments.parquet"))?;
