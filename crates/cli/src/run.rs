@@ -58,8 +58,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         (summary.recorded_rounds - summary.resumed_rounds) as f64 / seconds.max(1e-9),
         summary.out_dir.display()
     );
-    if let Some(openai) = &summary.openai {
-        println!("{}", model_line(openai));
+    let usage = summary.model_usage();
+    if let Some(usage) = &usage {
+        println!("{usage}");
     }
     if summary.rows_skipped > 0 {
         println!("skipped {} bad dataset row(s); see manifest.json", summary.rows_skipped);
@@ -72,7 +73,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         )));
     }
     if !summary.failed_loops.is_empty() {
-        if summary.openai.as_ref().is_some_and(|o| o["tokens"]["cap_reached"] == true) {
+        if usage.is_some_and(|u| u.tokens.cap_reached) {
             eprintln!(
                 "note: the token cap (max_tokens_total) was reached; loops that needed more model calls failed fast"
             );
@@ -84,35 +85,4 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         )));
     }
     Ok(())
-}
-
-/// One line on what the model client did: calls made, answers from the cache, tokens.
-pub(crate) fn model_line(openai: &serde_json::Value) -> String {
-    let count = |value: &serde_json::Value| value.as_u64().unwrap_or(0);
-    let mut line = format!(
-        "models: {} calls, {} sent to {} ({} HTTP requests, {} retries), {} from the cache, {} shared in flight; {} tokens in, {} out",
-        count(&openai["calls"]["total"]),
-        count(&openai["calls"]["model_calls"]),
-        openai["endpoint"].as_str().unwrap_or("?"),
-        count(&openai["http"]["requests"]),
-        count(&openai["http"]["retries"]),
-        count(&openai["cache"]["hits"]),
-        count(&openai["cache"]["shared_in_flight"]),
-        count(&openai["tokens"]["in"]),
-        count(&openai["tokens"]["out"]),
-    );
-    if count(&openai["calls"]["failures"]) > 0 {
-        line.push_str(&format!("; {} calls failed", count(&openai["calls"]["failures"])));
-    }
-    if openai["tokens"]["cap_reached"] == true {
-        line.push_str(&format!("; token cap reached ({} calls refused)", count(&openai["tokens"]["refused_calls"])));
-    }
-    let concurrency = &openai["concurrency"];
-    if concurrency["lowest"] != concurrency["max"] {
-        line.push_str(&format!(
-            "; concurrency lowered to {} on 429/503 (ended at {} of {})",
-            concurrency["lowest"], concurrency["final"], concurrency["max"]
-        ));
-    }
-    line
 }

@@ -10,6 +10,8 @@ pub enum EngineError {
     Dataset(#[from] critbench_storage::dataset::DatasetError),
     #[error("critic `{critic}`: {source}")]
     Plugin { critic: String, source: critbench_plugin_host::PluginError },
+    #[error(transparent)]
+    PassScore(#[from] critbench_plugin_host::PassScoreOutOfRange),
     #[error("{0}")]
     Usage(String),
     #[error(
@@ -20,11 +22,57 @@ pub enum EngineError {
     Io { context: String, source: std::io::Error },
     #[error(transparent)]
     Report(#[from] critbench_report::ReportError),
+    #[error(transparent)]
+    Judge(#[from] critbench_judge::JudgeError),
+    #[error(transparent)]
+    Replay(#[from] crate::replay::ReplayError),
+    /// The model client could not be made from the `[openai]` table.
+    #[error(transparent)]
+    ModelClient(#[from] critbench_openai::ClientError),
+    #[error("no task reaches any critic: the critics take kinds {critic_kinds} but the dataset's tasks have kinds [{}]", task_kinds.join(", "))]
+    NoTaskForAnyCritic { critic_kinds: String, task_kinds: Vec<String> },
+    #[error(
+        "critic `{critic}` ({plugin}) says its critiques depend on the loop policy, so one recording cannot serve \
+         every config; set sweep = \"direct\" in the experiment"
+    )]
+    PolicyDependentSweep { critic: String, plugin: String },
+    #[error(
+        "the memory split left no evaluation tasks; lower [memory] learn_fraction or mark some tasks meta.split = \"eval\""
+    )]
+    NoEvaluationTasks,
+    #[error("{count} learning loop(s) failed; first: {first}")]
+    LearningFailed { count: usize, first: String },
+    #[error("--repeats must be from 1 to {max}")]
+    JudgeRepeats { max: u32 },
+    #[error(
+        "critic `{critic}` is a `command` critic; `critbench judge` runs plugin libraries in-process only \
+         (use `critbench run` for command critics)"
+    )]
+    CommandCriticInJudge { critic: String },
+    /// The model client's report (`manifest.json`'s `openai`) did not read back as expected.
+    #[error("the model client's report does not read back: {0}")]
+    ModelReport(#[source] serde_json::Error),
+    #[error("the openai backend is made from the experiment's [openai] table; run the experiment with run_experiment")]
+    NoModelClient,
+    /// A thread of the run panicked; the payload's text.
+    #[error("{0}")]
+    Panicked(String),
+    #[error("a chunk of loops never reached the writer")]
+    LostChunk,
+    /// The operating system refused a thread the run needs.
+    #[error("cannot start {what}: {source}")]
+    Threads { what: &'static str, source: std::io::Error },
     #[error("{0}")]
     Internal(String),
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
     Interrupted { signal: &'static str, loops: u64, out: PathBuf },
+}
+
+impl From<critbench_plugin_host::OpenCriticError> for EngineError {
+    fn from(error: critbench_plugin_host::OpenCriticError) -> EngineError {
+        EngineError::Plugin { critic: error.critic, source: error.source }
+    }
 }
 
 impl EngineError {
@@ -34,8 +82,24 @@ impl EngineError {
             EngineError::Experiment { .. }
             | EngineError::Dataset(_)
             | EngineError::Plugin { .. }
+            | EngineError::PassScore(_)
             | EngineError::Usage(_) => true,
             EngineError::Report(error) => error.is_usage(),
+            EngineError::Judge(error) => error.is_usage(),
+            EngineError::Replay(_)
+            | EngineError::NoTaskForAnyCritic { .. }
+            | EngineError::PolicyDependentSweep { .. }
+            | EngineError::NoEvaluationTasks
+            | EngineError::JudgeRepeats { .. }
+            | EngineError::CommandCriticInJudge { .. } => true,
+            EngineError::LearningFailed { .. }
+            | EngineError::ModelReport(_)
+            | EngineError::NoModelClient
+            | EngineError::Panicked(_)
+            | EngineError::LostChunk => false,
+            // Bad settings or a missing key are the user's; an HTTP stack that will not start is not.
+            EngineError::ModelClient(error) => !matches!(error, critbench_openai::ClientError::Http(_)),
+            EngineError::Threads { .. } => false,
             EngineError::Storage(_)
             | EngineError::Io { .. }
             | EngineError::Internal(_)

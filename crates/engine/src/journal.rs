@@ -7,6 +7,7 @@
 //! a kill at any moment leaves every committed part readable and the journal naming exactly them.
 //! Chunks are written in source order, so the journal's `next_chunk` says where to resume.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -147,7 +148,7 @@ pub struct Commit {
     /// Chunks written so far: a resumed run starts at this one.
     pub next_chunk: u64,
     #[serde(flatten)]
-    pub counts: crate::sink::Counts,
+    pub counts: Counts,
     /// Failed loops described, those of this part only.
     pub failed: Vec<String>,
 }
@@ -276,3 +277,23 @@ fn io(path: &Path, source: std::io::Error) -> EngineError {
 pub fn progress_dir(out: &Path) -> PathBuf {
     out.join(PROGRESS_DIR)
 }
+/// The sink's running totals, as the journal records them at each commit.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Counts {
+    /// Output loops: one per config a recording serves.
+    pub loops: u64,
+    /// Output rounds (rows of `trajectories.parquet`).
+    pub critiques: u64,
+    pub passed: u64,
+    /// Rounds actually recorded: one generator call and one critique each.
+    pub recorded_rounds: u64,
+    /// Loops that failed outright; their rows are missing.
+    pub failed_count: u64,
+    /// Loops with at least one critique that failed every attempt.
+    pub loops_with_critic_errors: u64,
+    /// Per critic: critiques recorded, and those that failed every attempt.
+    #[serde(default)]
+    pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
+}
+
+pub use critbench_storage::manifest::CritiqueCounts;

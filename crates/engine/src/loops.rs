@@ -126,12 +126,7 @@ pub fn record_loop(
         let critic_ms = ms(critiqued);
         let failed = call.failed();
         let critique = call.critique;
-        let score = RoundScore {
-            score: critique.score,
-            fatal: !critique.fatal_issues.is_empty(),
-            failed,
-            min_dimension: critique.min_dimension(),
-        };
+        let score = critique.round_score(failed);
         scores.push(score);
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
             if *running && decide(&scores, policy) != Decision::Revise {
@@ -151,14 +146,7 @@ pub fn record_loop(
             None
         };
         rounds.push(RecordedRound {
-            score: critique.score,
-            suggestions: critique.suggestions_json(),
-            dims: critique.dimensions,
-            issues: critique.issues,
-            fatal_issues: critique.fatal_issues,
-            issue_types: critique.issue_types,
-            rationale: critique.rationale,
-            critic_passed: critique.critic_passed,
+            critique: critique.into(),
             critic_attempts: call.attempts,
             critic_error: call.error,
             draft_chars: draft_text.chars().count() as u64,

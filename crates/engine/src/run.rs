@@ -70,7 +70,7 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
             run_inner(experiment, &writer, Some(session), options)
         }
         (kind, _) => {
-            let writer = offline_writer(kind).map_err(EngineError::Usage)?;
+            let writer = offline_writer(kind).ok_or(EngineError::NoModelClient)?;
             run_inner(experiment, writer.as_ref(), session.as_ref(), options)
         }
     }
@@ -91,12 +91,7 @@ pub fn run_experiment_with(
 /// (see [`plugin_host`]). Started before any plugin is created.
 fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, EngineError> {
     let Some(settings) = &experiment.openai else { return Ok(None) };
-    OpenAiSession::start(settings).map(Some).map_err(|error| match error {
-        critbench_openai::ClientError::Http(message) => {
-            EngineError::Internal(format!("cannot start the model client: {message}"))
-        }
-        usage => EngineError::Usage(usage.to_string()),
-    })
+    Ok(Some(OpenAiSession::start(settings)?))
 }
 
 fn run_inner(
@@ -197,11 +192,10 @@ fn check_routed(experiment: &Experiment, report: &SourceReport) -> Result<(), En
     if report.tasks_run + report.other_split > 0 {
         return Ok(());
     }
-    Err(EngineError::Usage(format!(
-        "no task reaches any critic: the critics take kinds {} but the dataset's tasks have kinds [{}]",
-        describe_kinds(&experiment.critics),
-        report.kinds.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
-    )))
+    Err(EngineError::NoTaskForAnyCritic {
+        critic_kinds: describe_kinds(&experiment.critics),
+        task_kinds: report.kinds.iter().cloned().collect(),
+    })
 }
 
 fn worker_count(jobs: usize) -> usize {
@@ -274,7 +268,7 @@ fn drive<C: Consumer>(
                 let sender = chunk_sender;
                 source.run(plan, scope, |chunk| window.acquire() && sender.send(chunk).is_ok())
             })
-            .map_err(|e| EngineError::Internal(format!("cannot start the dataset reader thread: {e}")))?;
+            .map_err(|source| EngineError::Threads { what: "the dataset reader thread", source })?;
         let workers: Result<Vec<_>, EngineError> = (0..jobs)
             .map(|index| {
                 let results = result_sender.clone();
@@ -295,7 +289,7 @@ fn drive<C: Consumer>(
                 })
             })
             .collect::<Result<_, _>>()
-            .map_err(|e| EngineError::Internal(format!("cannot start worker threads: {e}")));
+            .map_err(|source| EngineError::Threads { what: "worker threads", source });
         let workers: Vec<_> = match workers {
             Ok(workers) => workers,
             Err(error) => {
@@ -389,19 +383,19 @@ fn drive<C: Consumer>(
                 worker_panic = Some(panic_text(payload));
             }
         }
-        let sourced = source_thread.join().unwrap_or_else(|payload| Err(EngineError::Internal(panic_text(payload))));
+        let sourced = source_thread.join().unwrap_or_else(|payload| Err(EngineError::Panicked(panic_text(payload))));
         if let Some(error) = failure {
             return Err(error);
         }
         if let Some(panic) = worker_panic {
-            return Err(EngineError::Internal(panic));
+            return Err(EngineError::Panicked(panic));
         }
         if interrupted.is_some() {
             // Chunks the workers dropped leave gaps after `next`: what was written stands.
             return sourced.map(|report| (report, interrupted));
         }
         if !waiting.is_empty() {
-            return Err(EngineError::Internal("a chunk of loops never reached the writer".into()));
+            return Err(EngineError::LostChunk);
         }
         sourced.map(|report| (report, None))
     })

@@ -5,7 +5,6 @@
 //! whatever `--jobs` is. The row consumer turns each recorded loop into the rows of every config
 //! it serves (through [`crate::emit`]); a failed write stops the run.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -43,26 +42,7 @@ pub struct Written {
     pub failed: Vec<String>,
 }
 
-/// The sink's running totals, as the journal records them at each commit.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Counts {
-    /// Output loops: one per config a recording serves.
-    pub loops: u64,
-    /// Output rounds (rows of `trajectories.parquet`).
-    pub critiques: u64,
-    pub passed: u64,
-    /// Rounds actually recorded: one generator call and one critique each.
-    pub recorded_rounds: u64,
-    /// Loops that failed outright; their rows are missing.
-    pub failed_count: u64,
-    /// Loops with at least one critique that failed every attempt.
-    pub loops_with_critic_errors: u64,
-    /// Per critic: critiques recorded, and those that failed every attempt.
-    #[serde(default)]
-    pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
-}
-
-pub use critbench_storage::manifest::CritiqueCounts;
+pub use crate::journal::Counts;
 
 /// Writes every finished loop's rows to `trajectories.parquet` and `outcomes.parquet`.
 pub struct RowSink<'p, 'a> {

@@ -44,6 +44,13 @@ pub struct RunSummary {
     pub openai: Option<serde_json::Value>,
 }
 
+impl RunSummary {
+    /// What the model client did, typed, when the experiment has an `[openai]` table.
+    pub fn model_usage(&self) -> Option<crate::model_usage::ModelUsage> {
+        self.openai.as_ref().and_then(|report| crate::model_usage::ModelUsage::from_report(report).ok())
+    }
+}
+
 /// Everything the run learned on its way, for the manifest and the summary.
 pub struct Finished<'r> {
     pub experiment: &'r Experiment,

@@ -649,8 +649,7 @@ pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGrou
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
+    use critbench_storage::critique_columns::CritiqueColumns;
     use critbench_storage::tables::{TrajectoryRow, TrajectoryWriter};
 
     use super::*;
@@ -663,7 +662,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trajectories.parquet");
         let mut writer = TrajectoryWriter::create(&path).unwrap();
-        let dims = BTreeMap::new();
+        let critique = CritiqueColumns::scored(5.0);
         // "a" fills most of the first group, "b" straddles both, "c" is in the second only.
         let tasks = [("a", 60_000u32), ("b", 10_000), ("c", 5_000)];
         for (task, rounds) in tasks {
@@ -672,7 +671,7 @@ mod tests {
                     .push(&TrajectoryRow {
                         epoch: round / 4,
                         draft_chars: 10,
-                        ..TrajectoryRow::bare(task, round % 4, 5.0, &dims)
+                        ..TrajectoryRow::bare(task, round % 4, &critique)
                     })
                     .unwrap();
             }

@@ -25,7 +25,7 @@ use arrow_schema::DataType;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::tables::StorageError;
+use crate::parquet_sink::StorageError;
 
 /// The columns the reader decodes, with the types this version writes.
 const COLUMNS: [(&str, DataType); 6] = [
@@ -194,6 +194,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::critique_columns::CritiqueColumns;
     use crate::tables::{TrajectoryRow, TrajectoryWriter};
 
     fn row<'a>(
@@ -201,14 +202,13 @@ mod tests {
         arm: &'a str,
         task_id: &'a str,
         round: u32,
-        score: f64,
-        dims: &'a BTreeMap<String, f64>,
+        critique: &'a CritiqueColumns,
     ) -> TrajectoryRow<'a> {
         TrajectoryRow {
             config_id,
             arm,
             draft: Some("a stored draft the reader must not need"),
-            ..TrajectoryRow::bare(task_id, round, score, dims)
+            ..TrajectoryRow::bare(task_id, round, critique)
         }
     }
 
@@ -216,7 +216,6 @@ mod tests {
     fn averages_each_round_of_each_arm_across_batches() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trajectories.parquet");
-        let dims = BTreeMap::new();
         let mut writer = TrajectoryWriter::create(&path).unwrap();
         // 30,000 loops span several writer and reader batches; arms interleave so the reader's
         // last-key shortcut is exercised on key changes as well as runs.
@@ -227,7 +226,8 @@ mod tests {
                 let rounds = 1 + task % 3;
                 for round in 0..rounds {
                     let score = f64::from((task + round) % 11);
-                    writer.push(&row(config, arm, &task_id, round, score, &dims)).unwrap();
+                    let critique = CritiqueColumns::scored(score);
+                    writer.push(&row(config, arm, &task_id, round, &critique)).unwrap();
                     let entry = expected.entry((config, arm, round)).or_default();
                     entry.0 += score;
                     entry.1 += 1;
