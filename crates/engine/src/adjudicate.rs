@@ -23,7 +23,7 @@ use crate::experiment::BackendKind;
 use crate::plan::{Plan, Unit};
 
 /// The adjudicated final draft of a loop: which round's draft it rewrote, and the critique of
-/// the rewrite (its draft, times and the adjudicator's tokens in the writer's columns).
+/// the rewrite (its draft, times and the adjudicator's tokens in the author's columns).
 #[derive(Clone, Debug)]
 pub struct Adjudication {
     pub final_round: usize,
@@ -122,9 +122,9 @@ pub fn adjudicate_loop(
         let started = Instant::now();
         let concerns = critique_of(&rounds[chosen]);
         let draft = plan
-            .writer
+            .author
             .adjudicate(task, &texts[chosen], Some(&concerns), &key)
-            .ok_or_else(|| "the writer has no adjudicator".to_string())??;
+            .ok_or_else(|| "the author has no adjudicator".to_string())??;
         let gen_ms = started.elapsed().as_secs_f64() * 1000.0;
         let critiqued = Instant::now();
         // Asked with the adjudicated draft's round, so that the critique depends on the draft alone.
@@ -214,7 +214,7 @@ pub fn trajectory_row<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{SimWriter, Writer};
+    use crate::backend::{Author, SimAuthor};
     use crate::experiment::{Experiment, Overrides};
 
     fn load(text: &str) -> Result<Experiment, String> {
@@ -267,7 +267,7 @@ mod tests {
             let key = DraftKey { seed: 7, task_id: "t", epoch: 0, round };
             let raw = critbench_sim::adjudicate(&task, draft, None, &mut key.rng("adjudicate"));
             wrapped += usize::from(!raw.starts_with("# "));
-            let text = SimWriter.adjudicate(&task, draft, None, &key).unwrap().unwrap().text;
+            let text = SimAuthor.adjudicate(&task, draft, None, &key).unwrap().unwrap().text;
             assert!(text.starts_with("# Tide Pools") && text.trim_end().ends_with("Tide pools matter."), "{text:?}");
         }
         assert!(wrapped > 20, "the residue is there to strip ({wrapped} of 100)");

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use std::sync::Arc;
+use std::time::Duration;
 
 use critbench_core::{Policy, ScoreRange};
 use serde::Serialize;
