@@ -27,6 +27,7 @@ mod learn;
 mod loops;
 mod manifest;
 pub mod memory;
+pub mod merge;
 pub mod openai_writer;
 mod plan;
 pub mod prompts;

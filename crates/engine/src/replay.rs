@@ -14,6 +14,7 @@ use crate::EngineError;
 use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
 use critbench_storage::clock;
 use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
+use critbench_storage::shards;
 
 /// What a replay wrote.
 #[derive(Debug)]
@@ -34,15 +35,20 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             run_dir.display()
         ))
     };
-    let trajectories_path = run_dir.join("trajectories.parquet");
-    let outcomes_path = run_dir.join("outcomes.parquet");
-    for path in [&trajectories_path, &outcomes_path] {
-        if !path.is_file() {
-            return Err(not_a_run(format!("{} is missing", path.file_name().unwrap().to_string_lossy())));
+    if let Some(message) = shards::unmerged(run_dir) {
+        return Err(not_a_run(message));
+    }
+    let trajectories_files = shards::table_files(run_dir, "trajectories");
+    let outcomes_files = shards::table_files(run_dir, "outcomes");
+    for (table, files) in [("trajectories", &trajectories_files), ("outcomes", &outcomes_files)] {
+        if files.is_empty() {
+            return Err(not_a_run(format!("{table}.parquet is missing")));
         }
     }
-    let metas: HashMap<(String, String), String> =
-        read_outcome_metas(&outcomes_path).map_err(|e| not_a_run(e.to_string()))?;
+    let mut metas: HashMap<(String, String), String> = HashMap::new();
+    for path in &outcomes_files {
+        metas.extend(read_outcome_metas(path).map_err(|e| not_a_run(e.to_string()))?);
+    }
     let manifest = Manifest::read(run_dir).map_err(|e| EngineError::Usage(e.to_string()))?;
     let dependent: Vec<&str> = manifest
         .iter()
@@ -91,13 +97,15 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     };
     // The first error of a pass, kept aside: the reader's callback speaks strings.
     let mut failure: Option<EngineError> = None;
-    let read = for_each_recorded_loop(&trajectories_path, |recorded| match check(&recorded) {
-        Ok(_) => Ok(()),
-        Err(error) => {
-            let message = error.to_string();
-            failure = Some(error);
-            Err(message)
-        }
+    let read = trajectories_files.iter().try_for_each(|path| {
+        for_each_recorded_loop(path, |recorded| match check(&recorded) {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let message = error.to_string();
+                failure = Some(error);
+                Err(message)
+            }
+        })
     });
     if let Some(error) = failure.take() {
         return Err(error);
@@ -114,7 +122,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
     let (mut written_loops, mut critiques) = (0u64, 0u64);
     let mut meta_key = (String::new(), String::new());
-    let read = for_each_recorded_loop(&trajectories_path, |recorded| {
+    let mut each = |recorded: RecordedLoop| {
         let result = (|| -> Result<(), EngineError> {
             let (arm, loop_scores) = check(&recorded)?;
             meta_key.0.clone_from(&recorded.critic);
@@ -149,7 +157,8 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             failure = Some(error);
             message
         })
-    });
+    };
+    let read = trajectories_files.iter().try_for_each(|path| for_each_recorded_loop(path, &mut each));
     if let Some(error) = failure.take() {
         return Err(error);
     }

@@ -22,6 +22,7 @@ pub mod manifest;
 mod parquet_sink;
 pub mod recorded;
 pub mod round_scores;
+pub mod shards;
 pub mod tables;
 
 pub use buffered::{TableRow, TableWriter};
