@@ -272,3 +272,82 @@ fn a_shard_owns_only_its_files() {
     }
     assert!(!fresh.exists(), "a refused shard writes nothing");
 }
+
+/// A scripted experiment of `tasks` tasks (ids `t000000`…) in `dir`.
+fn scripted_experiment(dir: &Path, tasks: usize) -> PathBuf {
+    let mut text = String::new();
+    for task in 0..tasks {
+        text.push_str(&format!(
+            "{{\"id\":\"t{task:06}\",\"prompt\":\"p\",\"drafts\":[\"a\",\"b\",\"c\"],\"critiques\":[{{\"score\":3}},{{\"score\":6}},{{\"score\":9}}]}}\n"
+        ));
+    }
+    std::fs::write(dir.join("tasks.jsonl"), text).unwrap();
+    experiment(
+        dir,
+        "exp.toml",
+        "name = \"sig\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\", \"no-feedback\"]\n\
+         [[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n[policy]\npass_score = 8\nmax_revisions = 3\n",
+    )
+}
+
+/// A shard stopped by SIGTERM (a preempted array task) is refused by merge as interrupted, cannot
+/// be resumed as another shard, and resumes on its own to the result of the run in one piece.
+#[test]
+fn a_preempted_shard_resumes_on_its_own() {
+    require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    let exp = scripted_experiment(dir.path(), 40_000);
+    let (whole, out) = (dir.path().join("whole"), dir.path().join("run"));
+    let base = |out: &Path| {
+        let mut command = Command::new(binary());
+        command.args(["run", exp.to_str().unwrap(), "--quiet", "--jobs", "2", "--out"]).arg(out);
+        for name in SHARD_VARIABLES {
+            command.env_remove(name);
+        }
+        command
+    };
+    ok(run(base(&whole)));
+    for shard in ["0/3", "2/3"] {
+        ok(run({
+            let mut command = base(&out);
+            command.args(["--shard", shard]);
+            command
+        }));
+    }
+    let mut command = base(&out);
+    let child =
+        command.args(["--shard", "1/3"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = child.spawn().unwrap();
+    let journal = out.join("shards/1/in-progress/journal.jsonl");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&journal).unwrap_or_default().lines().count() < 1 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(120), "shard 1 never committed a part");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let stopped = child.wait_with_output().unwrap();
+    assert_eq!(stopped.status.code(), Some(143), "{}", stderr(&stopped));
+
+    let refused = usage_error(merge(&out), dir.path());
+    assert!(refused.contains("shard 1 was interrupted before it finished"), "{refused}");
+    // Another shard count is another shard: its directory holds nothing to resume as it.
+    let mut command = base(&out);
+    let refused = usage_error(
+        run({
+            command.args(["--shard", "1/4", "--resume"]);
+            command
+        }),
+        dir.path(),
+    );
+    assert!(
+        refused.contains("cannot resume") && refused.contains("the run was shard 1/3 and is now shard 1/4"),
+        "{refused}"
+    );
+    let mut command = base(&out);
+    ok(run({
+        command.args(["--shard", "1/3", "--resume"]);
+        command
+    }));
+    ok(merge(&out));
+    assert_same_run(&whole, &out);
+}

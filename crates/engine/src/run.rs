@@ -317,8 +317,8 @@ fn drive<C: Consumer>(
         let mut next = first_chunk;
         let mut failure: Option<EngineError> = None;
         let mut interrupted: Option<&'static str> = None;
-        // After an interruption, rows stop at the first chunk the workers left unfinished, so
-        // that what is written is every loop of a prefix of the tasks.
+        // After an interruption, rows stop before the first chunk the workers left unfinished, so
+        // that what is written is every loop of a prefix of the tasks, in whole chunks.
         let mut closed = false;
         let mut interrupted_at: Option<Instant> = None;
         loop {
@@ -368,7 +368,17 @@ fn drive<C: Consumer>(
             while let Some(chunk) = waiting.remove(&next) {
                 next += 1;
                 let position = chunk.progress;
-                let complete = chunk.complete;
+                if !chunk.complete {
+                    // A chunk the workers left unfinished is not written at all: the journal
+                    // counts whole chunks, so a resumed run runs all of it again.
+                    closed = true;
+                    window.release();
+                    for _ in waiting.values() {
+                        window.release();
+                    }
+                    waiting.clear();
+                    break;
+                }
                 if let Err(error) = consumer.accept(chunk) {
                     failure = Some(error);
                     window.stop();
@@ -378,14 +388,6 @@ fn drive<C: Consumer>(
                 let (loops, passed) = consumer.counts();
                 progress.update(position, loops, passed);
                 window.release();
-                if !complete {
-                    closed = true;
-                    for _ in waiting.values() {
-                        window.release();
-                    }
-                    waiting.clear();
-                    break;
-                }
             }
         }
         let mut worker_panic = None;
