@@ -26,9 +26,14 @@ const LIMIT: &str = "30";
 
 /// `critbench run` of the demo (LIMIT tasks a file, one worker) into `out`, with `args` and `env`.
 fn demo(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    experiment_run("experiments/demo.toml", out, args, env)
+}
+
+/// `critbench run EXPERIMENT` (LIMIT tasks a file, one worker) into `out`, with `args` and `env`.
+fn experiment_run(experiment: &str, out: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     require_plugins();
     let mut command = Command::new(binary());
-    command.args(["run", "experiments/demo.toml", "--quiet", "--jobs", "1", "--limit", LIMIT, "--out"]);
+    command.args(["run", experiment, "--quiet", "--jobs", "1", "--limit", LIMIT, "--out"]);
     command.arg(out).args(args).current_dir(repo());
     for name in SHARD_VARIABLES {
         command.env_remove(name);
@@ -350,4 +355,26 @@ fn a_preempted_shard_resumes_on_its_own() {
     }));
     ok(merge(&out));
     assert_same_run(&whole, &out);
+}
+
+/// With the memory arm every shard learns from all the learning tasks and runs only its own
+/// evaluation tasks: the merge equals the run in one piece, hints (memory.json) included.
+#[test]
+fn shards_with_strategy_memory_learn_the_same_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, sharded) = (dir.path().join("whole"), dir.path().join("sharded"));
+    let memory = |out: &Path, extra: &[&str]| experiment_run("experiments/memory.toml", out, extra, &[]);
+    ok(run(memory(&whole, &[])));
+    for shard in ["0/2", "1/2"] {
+        ok(run(memory(&sharded, &["--shard", shard])));
+    }
+    ok(merge(&sharded));
+    assert_same_run(&whole, &sharded);
+    assert_eq!(std::fs::read(whole.join("memory.json")).unwrap(), std::fs::read(sharded.join("memory.json")).unwrap());
+    std::fs::write(sharded.join("shards/1/memory.json"), "{}").unwrap();
+    let refused = usage_error(merge(&sharded), dir.path());
+    assert!(
+        refused.contains("shard 1 is not the same run as shard 0: its strategy memory (memory.json) differs"),
+        "{refused}"
+    );
 }

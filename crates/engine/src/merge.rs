@@ -2,8 +2,9 @@
 //!
 //! Every shard 0..N-1 must be there and finished, and all must be the same run: the same
 //! critbench version, experiment, datasets (by SHA-256) and plugins (by SHA-256). Then the
-//! run-level `manifest.json` (the shards' counts added up) and the summaries are written over all
-//! shards' partitions, streamed from where the shards wrote them: nothing is copied.
+//! run-level `manifest.json` (the shards' counts added up), `memory.json` (with the memory arm,
+//! the same in every shard) and the summaries are written over all shards' partitions, streamed
+//! from where the shards wrote them: no table is copied.
 
 use std::path::{Path, PathBuf};
 
@@ -100,6 +101,19 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
         if let Some(difference) = difference(first, manifest) {
             return Err(usage(format!("shard {index} is not the same run as shard {first_index}: {difference}")));
         }
+    }
+    // Strategy memory: every shard learns from the same learning tasks, so the same hints.
+    let memory = |index: u32| std::fs::read(shard_dir(run_dir, index).join("memory.json")).ok();
+    let first_memory = memory(*first_index);
+    if let Some((index, _)) = manifests[1..].iter().find(|(index, _)| memory(*index) != first_memory) {
+        return Err(usage(format!(
+            "shard {index} is not the same run as shard {first_index}: its strategy memory (memory.json) differs"
+        )));
+    }
+    if let Some(bytes) = &first_memory {
+        let path = run_dir.join("memory.json");
+        std::fs::write(&path, bytes)
+            .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
     }
 
     let merged = merged_manifest(manifests.into_iter().map(|(_, m)| m).collect(), count);
