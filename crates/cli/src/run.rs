@@ -91,7 +91,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::failed(format!(
             "{} loop(s) failed and have no rows (every other loop was written); see failed_loops in {}",
             summary.failed_count,
-            summary.out_dir.join("manifest.json").display()
+            shard.map_or_else(|| summary.out_dir.clone(), |s| s.dir(&summary.out_dir)).join("manifest.json").display()
         )));
     }
     Ok(())

@@ -189,7 +189,11 @@ fn run_inner(
     let summary = summarize(&plan, finished)?;
     if interrupted.is_none() {
         // Finished: the committed parts are in the tables now.
-        let _ = std::fs::remove_dir_all(progress_dir(&layout.own_dir()));
+        // What makes it resumable goes first: a kill while the folder is being removed must not
+        // leave a journal naming part files that are gone.
+        let progress = progress_dir(&layout.own_dir());
+        let _ = std::fs::remove_file(progress.join("run.json"));
+        let _ = std::fs::remove_dir_all(progress);
     }
     match interrupted {
         Some(signal) => Err(EngineError::Interrupted { signal, loops: summary.loops, out: summary.out_dir }),
