@@ -126,6 +126,9 @@ pub enum NotARun {
     Missing(String),
     #[error("unknown arm `{0}` in trajectories.parquet")]
     UnknownArm(String),
+    /// A sharded run whose shards are not merged yet: the text says what to run.
+    #[error("{0}")]
+    Unmerged(String),
     #[error(transparent)]
     Unreadable(#[from] critbench_storage::tables::StorageError),
 }

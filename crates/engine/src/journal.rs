@@ -33,6 +33,9 @@ pub struct Fingerprint {
     pub datasets: Vec<DatasetStamp>,
     /// Tasks per chunk: chunk numbers in the journal count these.
     pub chunk_tasks: usize,
+    /// The shard this run is, when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<critbench_storage::shards::Shard>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,7 +52,12 @@ pub struct DatasetStamp {
 }
 
 impl Fingerprint {
-    pub fn of(plan: &Plan<'_>, run_id: &str, chunk_tasks: usize) -> Result<Fingerprint, EngineError> {
+    pub fn of(
+        plan: &Plan<'_>,
+        run_id: &str,
+        chunk_tasks: usize,
+        shard: Option<critbench_storage::shards::Shard>,
+    ) -> Result<Fingerprint, EngineError> {
         let experiment = plan.experiment;
         let mut resolved = serde_json::to_value(experiment).expect("the experiment serializes");
         if let Some(object) = resolved.as_object_mut() {
@@ -79,6 +87,7 @@ impl Fingerprint {
                 .collect(),
             datasets,
             chunk_tasks,
+            shard,
         })
     }
 
@@ -125,6 +134,12 @@ impl Fingerprint {
         }
         if self.plugins.len() != now.plugins.len() || self.datasets.len() != now.datasets.len() {
             changed.push("the critics or datasets are not the same list".into());
+        }
+        if self.shard != now.shard {
+            let name = |shard: Option<critbench_storage::shards::Shard>| {
+                shard.map_or_else(|| "the whole run".to_string(), |s| format!("shard {s}"))
+            };
+            changed.push(format!("the run was {} and is now {}", name(self.shard), name(now.shard)));
         }
         if self.chunk_tasks != now.chunk_tasks && changed.is_empty() {
             changed.push(format!("tasks per chunk were {} and are now {}", self.chunk_tasks, now.chunk_tasks));

@@ -29,6 +29,7 @@ mod learn;
 mod loops;
 mod manifest;
 pub mod memory;
+pub mod merge;
 pub mod model_usage;
 pub mod openai_author;
 mod plan;

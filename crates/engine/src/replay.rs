@@ -15,6 +15,7 @@ use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
 pub use crate::error::{NotARun, ReplayError};
 use critbench_storage::clock;
 use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
+use critbench_storage::shards;
 
 /// What a replay wrote.
 #[derive(Debug)]
@@ -43,15 +44,20 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     let started = Instant::now();
     let (started_iso, started_compact) = clock::utc_stamps(SystemTime::now());
     let not_a_run = |reason: NotARun| ReplayError::NotARun { dir: run_dir.to_path_buf(), reason };
-    let trajectories_path = run_dir.join("trajectories.parquet");
-    let outcomes_path = run_dir.join("outcomes.parquet");
-    for path in [&trajectories_path, &outcomes_path] {
-        if !path.is_file() {
-            return Err(not_a_run(NotARun::Missing(path.file_name().unwrap().to_string_lossy().into_owned())).into());
+    if let Some(message) = shards::unmerged(run_dir) {
+        return Err(not_a_run(NotARun::Unmerged(message)).into());
+    }
+    let trajectories_files = shards::table_files(run_dir, "trajectories");
+    let outcomes_files = shards::table_files(run_dir, "outcomes");
+    for (table, files) in [("trajectories", &trajectories_files), ("outcomes", &outcomes_files)] {
+        if files.is_empty() {
+            return Err(not_a_run(NotARun::Missing(format!("{table}.parquet"))).into());
         }
     }
-    let metas: HashMap<(String, String), String> =
-        read_outcome_metas(&outcomes_path).map_err(|e| not_a_run(e.into()))?;
+    let mut metas: HashMap<(String, String), String> = HashMap::new();
+    for path in &outcomes_files {
+        metas.extend(read_outcome_metas(path).map_err(|e| not_a_run(e.into()))?);
+    }
     let manifest = Manifest::read(run_dir).map_err(ReplayError::from)?;
     let dependent: Vec<String> = manifest
         .iter()
@@ -93,13 +99,15 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     };
     // The first error of a pass, kept aside: the reader's callback speaks strings.
     let mut failure: Option<EngineError> = None;
-    let read = for_each_recorded_loop(&trajectories_path, |recorded| match check(&recorded) {
-        Ok(_) => Ok(()),
-        Err(error) => {
-            let message = error.to_string();
-            failure = Some(error);
-            Err(message)
-        }
+    let read = trajectories_files.iter().try_for_each(|path| {
+        for_each_recorded_loop(path, |recorded| match check(&recorded) {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let message = error.to_string();
+                failure = Some(error);
+                Err(message)
+            }
+        })
     });
     if let Some(error) = failure.take() {
         return Err(error);
@@ -116,7 +124,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
     let (mut written_loops, mut critiques) = (0u64, 0u64);
     let mut meta_key = (String::new(), String::new());
-    let read = for_each_recorded_loop(&trajectories_path, |recorded| {
+    let mut each = |recorded: RecordedLoop| {
         let result = (|| -> Result<(), EngineError> {
             let (arm, loop_scores) = check(&recorded)?;
             meta_key.0.clone_from(&recorded.critic);
@@ -152,7 +160,8 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             failure = Some(error);
             message
         })
-    });
+    };
+    let read = trajectories_files.iter().try_for_each(|path| for_each_recorded_loop(path, &mut each));
     if let Some(error) = failure.take() {
         return Err(error);
     }

@@ -16,6 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Instant, SystemTime};
 
 use critbench_storage::clock;
+use critbench_storage::shards::Shard;
 
 use crate::EngineError;
 use crate::backend::Author;
@@ -46,6 +47,8 @@ pub struct RunOptions {
     /// run stops new work, writes the loops already finished and ends with
     /// [`EngineError::Interrupted`].
     pub interrupt: Option<Arc<AtomicUsize>>,
+    /// Run only this shard's tasks, into the shard's files of the run directory.
+    pub shard: Option<Shard>,
 }
 
 /// The signal an interrupt flag holds, by name.
@@ -108,9 +111,10 @@ fn run_inner(
     // Loops that wait on a model server go a task at a time, so that every worker has one.
     let chunk_tasks = if experiment.openai.is_some() { 1 } else { OFFLINE_CHUNK_TASKS };
     // Every file is opened (format, header, schema checked) before anything runs or is written.
-    let mut source = Source::open(&plan, chunk_tasks)?;
+    let mut source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
     let total_bytes = source.total_bytes();
-    let _lock = run_dir::claim(&experiment.out, options.overwrite, options.resume)?;
+    let layout = run_dir::Layout::new(&experiment.out, options.shard);
+    let _lock = run_dir::claim(&layout, options.overwrite, options.resume)?;
     let interrupt = options.interrupt.as_deref();
 
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
@@ -124,24 +128,24 @@ fn run_inner(
             return Err(EngineError::Interrupted { signal, loops: 0, out: experiment.out.clone() });
         }
         check_routed(experiment, &learned)?;
-        let (record, hints) = learner.finish(&learned, &experiment.out)?;
+        let (record, hints) = learner.finish(&learned, &layout.own_dir())?;
         plan.hints = hints;
         // The run proper reads the datasets again.
-        source = Source::open(&plan, chunk_tasks)?;
+        source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
         Some(record)
     } else {
         None
     };
 
-    let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks)?;
+    let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks, options.shard)?;
     let (mut sink, first_chunk, run_id, resumed_rounds) = if options.resume {
-        let (sink, point) = RowSink::resume(&plan, &experiment.out, &fingerprint)?;
+        let (sink, point) = RowSink::resume(&plan, &layout, &fingerprint)?;
         if !options.quiet {
             eprintln!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
         }
         (sink, point.next_chunk, point.run_id, point.recorded_rounds)
     } else {
-        (RowSink::create(&plan, &experiment.out, &fingerprint)?, 0, run_id, 0)
+        (RowSink::create(&plan, &layout, &fingerprint)?, 0, run_id, 0)
     };
     let progress = Progress::new(total_bytes, options.quiet, "running");
     let streamed = drive(&plan, source.skip(first_chunk), Scope::Evaluate, jobs, &mut sink, &progress, interrupt);
@@ -165,6 +169,7 @@ fn run_inner(
     }
     let finished = Finished {
         experiment,
+        layout: &layout,
         run_id: &run_id,
         started_at: &started_at,
         elapsed: started.elapsed(),
@@ -179,7 +184,11 @@ fn run_inner(
     let summary = summarize(&plan, finished)?;
     if interrupted.is_none() {
         // Finished: the committed parts are in the tables now.
-        let _ = std::fs::remove_dir_all(progress_dir(&experiment.out));
+        // What makes it resumable goes first: a kill while the folder is being removed must not
+        // leave a journal naming part files that are gone.
+        let progress = progress_dir(&layout.own_dir());
+        let _ = std::fs::remove_file(progress.join("run.json"));
+        let _ = std::fs::remove_dir_all(progress);
     }
     match interrupted {
         Some(signal) => Err(EngineError::Interrupted { signal, loops: summary.loops, out: summary.out_dir }),
@@ -189,7 +198,7 @@ fn run_inner(
 
 /// A pass in which no admitted task reached a critic is a mistake in the experiment.
 fn check_routed(experiment: &Experiment, report: &SourceReport) -> Result<(), EngineError> {
-    if report.tasks_run + report.other_split > 0 {
+    if report.tasks_run + report.other_split + report.other_shards > 0 {
         return Ok(());
     }
     Err(EngineError::NoTaskForAnyCritic {
@@ -306,8 +315,8 @@ fn drive<C: Consumer>(
         let mut next = first_chunk;
         let mut failure: Option<EngineError> = None;
         let mut interrupted: Option<&'static str> = None;
-        // After an interruption, rows stop at the first chunk the workers left unfinished, so
-        // that what is written is every loop of a prefix of the tasks.
+        // After an interruption, rows stop before the first chunk the workers left unfinished, so
+        // that what is written is every loop of a prefix of the tasks, in whole chunks.
         let mut closed = false;
         let mut interrupted_at: Option<Instant> = None;
         loop {
@@ -357,7 +366,17 @@ fn drive<C: Consumer>(
             while let Some(chunk) = waiting.remove(&next) {
                 next += 1;
                 let position = chunk.progress;
-                let complete = chunk.complete;
+                if !chunk.complete {
+                    // A chunk the workers left unfinished is not written at all: the journal
+                    // counts whole chunks, so a resumed run runs all of it again.
+                    closed = true;
+                    window.release();
+                    for _ in waiting.values() {
+                        window.release();
+                    }
+                    waiting.clear();
+                    break;
+                }
                 if let Err(error) = consumer.accept(chunk) {
                     failure = Some(error);
                     window.stop();
@@ -367,14 +386,6 @@ fn drive<C: Consumer>(
                 let (loops, passed) = consumer.counts();
                 progress.update(position, loops, passed);
                 window.release();
-                if !complete {
-                    closed = true;
-                    for _ in waiting.values() {
-                        window.release();
-                    }
-                    waiting.clear();
-                    break;
-                }
             }
         }
         let mut worker_panic = None;

@@ -15,6 +15,7 @@ use critbench_core::Task;
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::dataset::{DatasetError, DatasetStream, OnBadRow, RowError};
 use critbench_storage::manifest::DatasetRecord;
+use critbench_storage::shards::Shard;
 use critbench_storage::task_ids::TaskIds;
 
 use crate::EngineError;
@@ -54,6 +55,8 @@ pub struct SourceReport {
     pub other_split: usize,
     /// Kinds of the admitted tasks (for the message when no task reaches a critic).
     pub kinds: BTreeSet<String>,
+    /// Admitted tasks this pass would run but another shard runs.
+    pub other_shards: usize,
 }
 
 /// Every dataset file of a run, opened (formats, CSV headers and Parquet schemas checked) before
@@ -67,6 +70,9 @@ pub struct Source {
     /// Chunks before this one are admitted (ids remembered, rows counted) but not handed on:
     /// a resumed run wrote them already.
     first_chunk: u64,
+    /// Run only the tasks of this shard (in the evaluation pass; every shard learns from the
+    /// same learning tasks). Every row is still read and checked.
+    shard: Option<Shard>,
 }
 
 impl Source {
@@ -89,7 +95,13 @@ impl Source {
             rows_per_chunk,
             total_bytes,
             first_chunk: 0,
+            shard: None,
         })
+    }
+
+    /// Hands on only the tasks of `shard` in the evaluation pass.
+    pub fn shard(self, shard: Option<Shard>) -> Source {
+        Source { shard, ..self }
     }
 
     /// Hands on chunks from `first` on only.
@@ -202,6 +214,10 @@ impl Source {
                     };
                     if !in_scope {
                         report.other_split += 1;
+                        continue;
+                    }
+                    if scope == Scope::Evaluate && self.shard.is_some_and(|shard| !shard.holds(&task.id)) {
+                        report.other_shards += 1;
                         continue;
                     }
                     report.tasks_run += 1;

@@ -24,6 +24,7 @@ mod parquet_sink;
 pub mod recorded;
 pub mod round_scores;
 mod schema;
+pub mod shards;
 pub mod tables;
 pub mod task_ids;
 

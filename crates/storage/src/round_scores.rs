@@ -165,6 +165,19 @@ impl Accumulator {
 /// round), sorted by those keys. Streams: only the six columns it needs are decoded, a batch at a
 /// time.
 pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
+    read_round_scores_in(&[path])
+}
+
+/// [`read_round_scores`] of one table kept in several files (a sharded run's partitions).
+pub fn read_round_scores_in(paths: &[impl AsRef<Path>]) -> Result<Vec<RoundScore>, StorageError> {
+    let mut accumulator = Accumulator::default();
+    for path in paths {
+        add_file(path.as_ref(), &mut accumulator)?;
+    }
+    Ok(accumulator.finish())
+}
+
+fn add_file(path: &Path, accumulator: &mut Accumulator) -> Result<(), StorageError> {
     let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
     let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
@@ -181,12 +194,11 @@ pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
     let reader = builder.with_projection(mask).build().map_err(|e| corrupt(format!("cannot read: {e}")))?;
-    let mut accumulator = Accumulator::default();
     for batch in reader {
         let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
         accumulator.add_batch(&batch).map_err(corrupt)?;
     }
-    Ok(accumulator.finish())
+    Ok(())
 }
 
 #[cfg(test)]

@@ -579,6 +579,18 @@ pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(Stri
     Ok(metas)
 }
 
+/// [`for_each_outcome_stats`] over each of `paths` in turn: one table kept in several files (a
+/// sharded run's partitions, from [`crate::shards::table_files`]).
+pub fn for_each_outcome_stats_in(
+    paths: &[std::path::PathBuf],
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    for path in paths {
+        for_each_outcome_stats(path, &mut each)?;
+    }
+    Ok(())
+}
+
 /// How many rows a Parquet file holds, from its footer (nothing else is read).
 pub fn parquet_rows(path: &Path) -> Result<usize, StorageError> {
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
