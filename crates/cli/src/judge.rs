@@ -1,7 +1,7 @@
-use critbench_engine::experiment::{Experiment, MAX_JUDGE_REPEATS, Overrides};
-use critbench_engine::openai_writer::OpenAiSession;
-use critbench_judge::{CriticSetup, JudgeError, JudgeSpec};
-use critbench_plugin_host::{IsolationMode, PluginError};
+use critbench_engine::EngineError;
+use critbench_engine::experiment::{Experiment, Overrides};
+use critbench_engine::judge::{JudgeOverrides, judge_experiment, judge_setup};
+use critbench_judge::JudgeError;
 use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, JudgeArgs};
@@ -11,26 +11,14 @@ use crate::failure::{Failure, check_jobs, experiment_file};
 pub const DEFAULT_JUDGE_EXPERIMENT: &str = "experiments/judge-demo.toml";
 
 fn failure(error: JudgeError) -> Failure {
-    // The demo's C critic is the one plugin `cargo build` does not build.
-    let hint = match &error {
-        JudgeError::Plugin { source: PluginError::NotFound { name, .. }, .. } if name == "length" => {
-            "\n  hint: `length` is the C example critic (plugins/c-example/length_critic.c); build it with \
-             `just c-plugin`, which writes reports/plugins/liblength.so"
-        }
-        _ => "",
-    };
-    let message = format!("{error}{hint}");
+    // A plugin that is not built says how to build it (its `not_found` hint), in the error.
+    let message = error.to_string();
     if error.is_usage() { Failure::usage(message) } else { Failure::failed(message) }
 }
 
 pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
     let path = experiment_file(args.experiment, DEFAULT_JUDGE_EXPERIMENT, "judge")?;
     check_jobs(args.jobs)?;
-    if let Some(repeats) = args.repeats
-        && !(1..=MAX_JUDGE_REPEATS).contains(&repeats)
-    {
-        return Err(Failure::usage(format!("--repeats must be from 1 to {MAX_JUDGE_REPEATS}")));
-    }
     let on_bad_row = args.on_bad_row.map(|mode| match mode {
         BadRow::Error => OnBadRow::Error,
         BadRow::Skip => OnBadRow::Skip,
@@ -44,59 +32,16 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         ..Overrides::default()
     };
     let experiment = Experiment::load(&path, &overrides)?;
-    // `critbench judge` calls plugin libraries in-process only.
-    if let Some(critic) = experiment.critics.iter().find(|c| c.command.is_some()) {
-        return Err(Failure::usage(format!(
-            "critic `{}` is a `command` critic; `critbench judge` runs plugin libraries in-process only \
-             (use `critbench run` for command critics)",
-            critic.name
-        )));
+    let judge_overrides = JudgeOverrides { datasets: args.datasets, out: args.out, repeats: args.repeats };
+    let setup = judge_setup(&experiment, &judge_overrides)?;
+    for warning in &setup.warnings {
+        eprintln!("warning: {warning}");
     }
-    for critic in experiment.critics.iter().filter(|c| c.isolation == IsolationMode::Process) {
-        eprintln!(
-            "warning: critic `{}`: `critbench judge` runs plugins in-process; isolation = \"process\" applies to `critbench run`",
-            critic.name
-        );
-    }
-    // The command line first, then the [judge] table, then the experiment's own.
-    let datasets = if !args.datasets.is_empty() {
-        args.datasets
-    } else {
-        experiment.judge.datasets.clone().unwrap_or_else(|| experiment.datasets.clone())
-    };
-    let out = args.out.or_else(|| experiment.judge.out.clone()).unwrap_or_else(|| experiment.out.clone());
-    let spec = JudgeSpec {
-        name: experiment.name.clone(),
-        experiment_path: experiment.path.clone(),
-        datasets,
-        on_bad_row: experiment.on_bad_row,
-        critics: experiment
-            .critics
-            .iter()
-            .map(|c| CriticSetup {
-                name: c.name.clone(),
-                plugin: c.plugin.clone(),
-                kinds: c.kinds.clone(),
-                config: c.config.clone(),
-                weights: c.weights.clone(),
-            })
-            .collect(),
-        policy: experiment.policies[0].clone(),
-        grid_size: experiment.policies.len(),
-        repeats: args.repeats.unwrap_or(experiment.judge.repeats),
-        attempts: experiment.critic_attempts,
-        seed: experiment.seed,
-        out,
-        plugin_dirs: experiment.plugin_dirs.clone(),
-        jobs: experiment.jobs,
-    };
-    // An [openai] table offers the judge model to plugins (llm-judge) as the `chat` service.
-    let session = match &experiment.openai {
-        Some(settings) => Some(OpenAiSession::start(settings).map_err(|e| Failure::usage(e.to_string()))?),
-        None => None,
-    };
-    let outcome = critbench_judge::judge(&spec).map_err(failure)?;
-    let report = &outcome.report;
+    let run = judge_experiment(&experiment, setup.spec).map_err(|error| match error {
+        EngineError::Judge(error) => failure(error),
+        other => Failure::from(other),
+    })?;
+    let (outcome, report) = (&run.outcome, &run.outcome.report);
     for note in &report.notes {
         eprintln!("warning: {note}");
     }
@@ -115,8 +60,8 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         outcome.elapsed.as_secs_f64(),
         outcome.out_dir.display()
     );
-    if let Some(session) = &session {
-        println!("{}", crate::run::model_line(&session.client.report()));
+    if let Some(usage) = &run.model_usage {
+        println!("{usage}");
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ mod compare;
 mod failure;
 mod init;
 mod judge;
+mod merge;
 mod plugins;
 mod replay;
 mod report;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         args::Command::Run(options) => run::run(options),
         args::Command::Report(options) => report::report(options),
+        args::Command::Merge(options) => merge::merge(options),
         args::Command::Replay(options) => replay::replay(options),
         args::Command::Compare(options) => compare::compare(options),
         args::Command::Show(options) => show::show(options),

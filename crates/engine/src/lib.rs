@@ -18,16 +18,20 @@
 //! println!("{} loops written to {}", summary.loops, summary.out_dir.display());
 //! ```
 
+pub mod adjudicate;
 pub mod backend;
 mod emit;
 mod error;
 pub mod experiment;
 mod journal;
+pub mod judge;
 mod learn;
 mod loops;
 mod manifest;
 pub mod memory;
-pub mod openai_writer;
+pub mod merge;
+pub mod model_usage;
+pub mod openai_author;
 mod plan;
 pub mod prompts;
 pub mod replay;
@@ -37,4 +41,4 @@ mod sink;
 mod source;
 mod summarize;
 
-pub use error::EngineError;
+pub use error::{EngineError, ExperimentProblem};

@@ -10,7 +10,7 @@ use std::time::Instant;
 use critbench_core::{Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, critique_request};
-use critbench_plugin_host::services::{CallScope, with_scope};
+use critbench_plugin_host::services::CallScope;
 use critbench_storage::recorded::RecordedRound;
 
 use crate::backend::{DraftKey, Hint};
@@ -22,6 +22,9 @@ use crate::source::Chunk;
 pub struct LoopResult {
     pub rounds: Vec<RecordedRound>,
     pub scores: Vec<RoundScore>,
+    /// The adjudicated final drafts, when the unit's arm adjudicates (one per distinct final
+    /// draft of the policies it serves).
+    pub adjudications: Vec<crate::adjudicate::Adjudication>,
 }
 
 /// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
@@ -57,7 +60,7 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
         let mut results = Vec::new();
         for &critic in &admitted.critics {
             for unit in plan.units(critic, scope) {
-                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit)))
+                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit, scope)))
                     .unwrap_or_else(|payload| Err(panic_text(payload)));
                 results.push((unit, result));
             }
@@ -81,8 +84,15 @@ fn ms(since: Instant) -> f64 {
 }
 
 /// Records one loop: generate, then critique → revise until every policy the unit serves has
-/// stopped. The writer never sees the policy, so the recording is the same for all of them.
-pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Unit) -> Result<LoopResult, String> {
+/// stopped. The author never sees the policy, so the recording is the same for all of them.
+/// Only an evaluated loop is adjudicated: strategy memory's learning pass needs the loop alone.
+pub fn record_loop(
+    plan: &Plan<'_>,
+    task: &Task,
+    task_json: &TaskJson,
+    unit: Unit,
+    scope: Scope,
+) -> Result<LoopResult, String> {
     let experiment = plan.experiment;
     let critic = &plan.critics[unit.critic];
     let weights = experiment.critics[unit.critic].weights.as_ref();
@@ -99,28 +109,24 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
     } else {
         &[]
     };
-    let mut draft = plan.writer.generate(task, hints, &key(0))?;
+    let mut draft = plan.author.generate(task, hints, &key(0))?;
     let mut gen_ms = ms(generated);
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
     let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
+    let adjudicating = scope == Scope::Evaluate && experiment.adjudicate.contains(&unit.arm);
+    let mut texts: Vec<String> = Vec::new();
     loop {
         let round = rounds.len() as u32;
         let critiqued = Instant::now();
         let request = critique_request(task_json, &draft.text, round);
         // Host services (the judge model's cache) key their answers by this critique's identity.
-        let scope = CallScope::new(&task.id, unit.epoch, round);
-        let (call, scope) =
-            with_scope(scope, || critique_with_retry(critic, &request, weights, experiment.critic_attempts));
+        let mut scope = CallScope::new(&task.id, unit.epoch, round);
+        let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts, &mut scope);
         let critic_ms = ms(critiqued);
         let failed = call.failed();
         let critique = call.critique;
-        let score = RoundScore {
-            score: critique.score,
-            fatal: !critique.fatal_issues.is_empty(),
-            failed,
-            min_dimension: critique.min_dimension(),
-        };
+        let score = critique.round_score(failed);
         scores.push(score);
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
             if *running && decide(&scores, policy) != Decision::Revise {
@@ -128,23 +134,19 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
             }
         }
         let draft_text = std::mem::take(&mut draft.text);
+        if adjudicating {
+            texts.push(draft_text.clone());
+        }
         let next = if running.contains(&true) {
             let revised = Instant::now();
             let shown = unit.arm.shows_critique().then_some(&critique);
-            let next = plan.writer.revise(task, &draft_text, shown, &key(round + 1))?;
+            let next = plan.author.revise(task, &draft_text, shown, &key(round + 1))?;
             Some((next, ms(revised)))
         } else {
             None
         };
         rounds.push(RecordedRound {
-            score: critique.score,
-            suggestions: critique.suggestions_json(),
-            dims: critique.dimensions,
-            issues: critique.issues,
-            fatal_issues: critique.fatal_issues,
-            issue_types: critique.issue_types,
-            rationale: critique.rationale,
-            critic_passed: critique.critic_passed,
+            critique: critique.into(),
             critic_attempts: call.attempts,
             critic_error: call.error,
             draft_chars: draft_text.chars().count() as u64,
@@ -164,5 +166,10 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
             None => break,
         }
     }
-    Ok(LoopResult { rounds, scores })
+    let adjudications = if adjudicating {
+        crate::adjudicate::adjudicate_loop(plan, task, task_json, unit, &policies, &scores, &rounds, &texts)?
+    } else {
+        Vec::new()
+    };
+    Ok(LoopResult { rounds, scores, adjudications })
 }

@@ -37,6 +37,12 @@ pub struct Manifest {
     pub run_id: String,
     #[serde(default)]
     pub status: RunStatus,
+    /// The shard this manifest's run is, for a shard's own manifest (`RUN/shards/I/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shards::Shard>,
+    /// The number of shards merged, for the manifest `critbench merge` writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
     pub experiment: ExperimentRecord,
     /// A replayed run: the run it was replayed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,6 +104,10 @@ pub struct ExperimentRecord {
     pub policies: Vec<PolicyRecord>,
     #[serde(default)]
     pub critics: Vec<CriticRecord>,
+    /// The arms whose loops end with the adjudicator's pass (seed 004); summaries show each
+    /// as a second arm `ARM+adjudicate` paired with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adjudicate: Vec<String>,
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }

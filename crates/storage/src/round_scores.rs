@@ -2,7 +2,7 @@
 //! score trajectory the reports draw.
 //!
 //! A trajectory file has a row per critique and can be far larger than memory, so the reader
-//! decodes only the five columns it needs (a Parquet projection: the other columns, drafts
+//! decodes only the six columns it needs (a Parquet projection: the other columns, drafts
 //! included, are never decompressed) and folds each batch into running sums as it goes. Memory
 //! is one batch plus one accumulator per (config, critic, arm, round).
 //!
@@ -25,15 +25,16 @@ use arrow_schema::DataType;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::tables::StorageError;
+use crate::parquet_sink::StorageError;
 
 /// The columns the reader decodes, with the types this version writes.
-const COLUMNS: [(&str, DataType); 5] = [
+const COLUMNS: [(&str, DataType); 6] = [
     ("config_id", DataType::Utf8),
     ("critic", DataType::Utf8),
     ("arm", DataType::Utf8),
     ("round", DataType::Int32),
     ("score", DataType::Float64),
+    ("decision", DataType::Utf8),
 ];
 
 /// The critiques of one round of one config × critic × arm, averaged.
@@ -101,6 +102,8 @@ impl Accumulator {
             column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))
         };
         let (config_id, critic, arm) = (text("config_id")?, text("critic")?, text("arm")?);
+        // The adjudicated final draft is not a round of the loop's trajectory.
+        let decision = text("decision")?;
         let round = column("round")?.as_primitive_opt::<Int32Type>().ok_or("column `round` is not int32")?;
         let score = column("score")?.as_primitive_opt::<Float64Type>().ok_or("column `score` is not float64")?;
         // Rows arrive loop by loop, so consecutive rows nearly always share their key: remember
@@ -112,6 +115,9 @@ impl Accumulator {
             }
             if round.is_null(row) || score.is_null(row) {
                 return Err(format!("row {row} of a batch has a null round or score"));
+            }
+            if decision.value(row) == crate::recorded::DECISION_ADJUDICATE {
+                continue;
             }
             let same_key = |previous: usize| {
                 config_id.value(previous) == config_id.value(row)
@@ -156,9 +162,22 @@ impl Accumulator {
 }
 
 /// Reads `trajectories.parquet` and returns the mean score and count per (config_id, critic, arm,
-/// round), sorted by those keys. Streams: only the five columns it needs are decoded, a batch at a
+/// round), sorted by those keys. Streams: only the six columns it needs are decoded, a batch at a
 /// time.
 pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
+    read_round_scores_in(&[path])
+}
+
+/// [`read_round_scores`] of one table kept in several files (a sharded run's partitions).
+pub fn read_round_scores_in(paths: &[impl AsRef<Path>]) -> Result<Vec<RoundScore>, StorageError> {
+    let mut accumulator = Accumulator::default();
+    for path in paths {
+        add_file(path.as_ref(), &mut accumulator)?;
+    }
+    Ok(accumulator.finish())
+}
+
+fn add_file(path: &Path, accumulator: &mut Accumulator) -> Result<(), StorageError> {
     let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
     let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
@@ -175,12 +194,11 @@ pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
     let reader = builder.with_projection(mask).build().map_err(|e| corrupt(format!("cannot read: {e}")))?;
-    let mut accumulator = Accumulator::default();
     for batch in reader {
         let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
         accumulator.add_batch(&batch).map_err(corrupt)?;
     }
-    Ok(accumulator.finish())
+    Ok(())
 }
 
 #[cfg(test)]
@@ -188,6 +206,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::critique_columns::CritiqueColumns;
     use crate::tables::{TrajectoryRow, TrajectoryWriter};
 
     fn row<'a>(
@@ -195,14 +214,13 @@ mod tests {
         arm: &'a str,
         task_id: &'a str,
         round: u32,
-        score: f64,
-        dims: &'a BTreeMap<String, f64>,
+        critique: &'a CritiqueColumns,
     ) -> TrajectoryRow<'a> {
         TrajectoryRow {
             config_id,
             arm,
             draft: Some("a stored draft the reader must not need"),
-            ..TrajectoryRow::bare(task_id, round, score, dims)
+            ..TrajectoryRow::bare(task_id, round, critique)
         }
     }
 
@@ -210,7 +228,6 @@ mod tests {
     fn averages_each_round_of_each_arm_across_batches() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trajectories.parquet");
-        let dims = BTreeMap::new();
         let mut writer = TrajectoryWriter::create(&path).unwrap();
         // 30,000 loops span several writer and reader batches; arms interleave so the reader's
         // last-key shortcut is exercised on key changes as well as runs.
@@ -221,7 +238,8 @@ mod tests {
                 let rounds = 1 + task % 3;
                 for round in 0..rounds {
                     let score = f64::from((task + round) % 11);
-                    writer.push(&row(config, arm, &task_id, round, score, &dims)).unwrap();
+                    let critique = CritiqueColumns::scored(score);
+                    writer.push(&row(config, arm, &task_id, round, &critique)).unwrap();
                     let entry = expected.entry((config, arm, round)).or_default();
                     entry.0 += score;
                     entry.1 += 1;
