@@ -140,7 +140,7 @@ fn the_documented_defaults_are_the_codes() {
     for key in ["learn_fraction", "min_count", "hints"] {
         code.insert(("memory", key), plain["memory"][key].clone());
     }
-    code.insert(("openai", "concurrency"), openai.concurrency.into());
+    code.insert(("openai", "concurrency"), openai.endpoints[0].concurrency.into());
     code.insert(("openai", "timeout_s"), openai.timeout.as_secs_f64().into());
     code.insert(("openai", "max_retries"), openai.max_retries.into());
     code.insert(("openai", "retry_base_ms"), (openai.retry_base.as_millis() as u64).into());
@@ -150,7 +150,7 @@ fn the_documented_defaults_are_the_codes() {
         ("critics", "kinds", plain["critics"][0]["kinds"].is_null()),
         ("critics", "weights", plain["critics"][0]["weights"].is_null()),
         ("policy", "dim_target", plain["policies"][0]["dim_target"].is_null()),
-        ("openai", "api_key_env", openai.api_key_env.is_none()),
+        ("openai", "api_key_env", openai.endpoints[0].api_key_env.is_none()),
         ("openai", "max_tokens_total", openai.max_tokens_total.is_none()),
         ("openai", "max_tokens", generator.max_tokens.is_none()),
         ("", "openai", with_openai.openai.is_some() && load(MINIMAL).unwrap().openai.is_none()),
