@@ -16,7 +16,7 @@ use critbench_storage::manifest::PolicyRecord;
 use serde_json::Value;
 
 use crate::configs::{axes, axis_value, value_order};
-use crate::html::{GRID, TEXT, WIDTH, escape, open_svg, percent, px, text};
+use crate::html::svg::{GRID, TEXT, WIDTH, escape, open_svg, percent, px, text};
 use crate::{ComparisonRow, Report, SummaryRow};
 
 /// Past this many configs the page summarises instead of listing every config.
