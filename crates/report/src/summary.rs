@@ -143,7 +143,7 @@ pub struct ComparisonRow {
 }
 
 /// Everything the summary files hold.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub run_id: Option<String>,
     pub name: Option<String>,
@@ -152,6 +152,20 @@ pub struct Report {
     /// What a reader should know beside the tables (from the manifest): a token cap that stopped
     /// the run, loops that failed, the models and their calls, critics that failed or disagreed.
     pub notes: Vec<String>,
+    /// The same rows over the tasks of each kind, when the run has tasks of two kinds or more
+    /// (for the reports; not written to `summary.json`).
+    #[serde(skip)]
+    pub by_kind: Vec<KindReport>,
+}
+
+/// The summary and comparison rows of one task kind: the same statistics as the whole run's,
+/// over that kind's tasks only.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KindReport {
+    /// `None` for tasks whose dataset row gave no kind.
+    pub kind: Option<String>,
+    pub summary: Vec<SummaryRow>,
+    pub comparisons: Vec<ComparisonRow>,
 }
 
 /// Sort position of each name in the manifest's list (unknown names sort last, then by name).
@@ -182,12 +196,87 @@ struct Group {
     arms: Vec<ArmTotals>,
     /// (arm index of A, of B) → their comparison; A is the arm that reads first.
     pairs: HashMap<(u16, u16), PairTotals>,
+    /// The same totals per task kind, in order of first appearance.
+    kinds: Vec<KindTotals>,
+}
+
+/// One task kind's arms (indexed as the group's, added as they appear) and pairs.
+struct KindTotals {
+    kind: Option<String>,
+    arms: Vec<ArmTotals>,
+    pairs: HashMap<(u16, u16), PairTotals>,
+}
+
+impl Group {
+    /// The index of `kind` in `kinds`, added if new. Kinds are few, so a scan is enough.
+    fn kind(&mut self, kind: Option<&str>) -> usize {
+        match self.kinds.iter().position(|k| k.kind.as_deref() == kind) {
+            Some(index) => index,
+            None => {
+                self.kinds.push(KindTotals { kind: kind.map(String::from), arms: Vec::new(), pairs: HashMap::new() });
+                self.kinds.len() - 1
+            }
+        }
+    }
+
+    /// The totals of `arm` among the tasks of kind `kind`.
+    fn kind_arm(&mut self, kind: usize, arm: u16) -> &mut ArmTotals {
+        let totals = &mut self.kinds[kind];
+        while totals.arms.len() <= arm as usize {
+            let like = &self.arms[totals.arms.len()];
+            totals.arms.push(ArmTotals::new(like.name.clone(), like.rank.clone()));
+        }
+        &mut totals.arms[arm as usize]
+    }
+}
+
+/// Folds one task's runs of loops (one run per arm, in arm order) into per-task histograms of
+/// `arms` and the pairs of every two arms (A being the one that reads first).
+fn fold_task(arms: &mut [ArmTotals], pairs: &mut HashMap<(u16, u16), PairTotals>, runs: &[(u16, &[Loop])]) {
+    for (arm, loops) in runs {
+        let passes = loops.iter().filter(|l| l.passed).count() as i64;
+        let first = loops.iter().filter(|l| l.first).count() as i64;
+        *arms[*arm as usize].clusters.entry((loops.len() as u64, passes, first)).or_default() += 1;
+    }
+    for (i, (arm_i, loops_i)) in runs.iter().enumerate() {
+        for (arm_j, loops_j) in &runs[i + 1..] {
+            let (a, b, loops_a, loops_b) = if arms[*arm_i as usize].rank <= arms[*arm_j as usize].rank {
+                (*arm_i, *arm_j, loops_i, loops_j)
+            } else {
+                (*arm_j, *arm_i, loops_j, loops_i)
+            };
+            pairs.entry((a, b)).or_default().add_task(matched_epochs(loops_a, loops_b));
+        }
+    }
+}
+
+/// The summary rows of `arms` in reading order, and the comparison of every two that have pairs.
+fn group_rows(
+    config_id: &str,
+    critic: &str,
+    arms: &[ArmTotals],
+    pairs: &HashMap<(u16, u16), PairTotals>,
+    summary: &mut Vec<SummaryRow>,
+    comparisons: &mut Vec<ComparisonRow>,
+) {
+    let mut order: Vec<usize> = (0..arms.len()).collect();
+    order.sort_by(|&a, &b| arms[a].rank.cmp(&arms[b].rank));
+    summary.extend(order.iter().filter(|&&arm| arms[arm].n > 0).map(|&arm| arms[arm].row(config_id, critic)));
+    for (i, &a) in order.iter().enumerate() {
+        for &b in &order[i + 1..] {
+            if let Some(pair) = pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
+                comparisons.push(pair.row(config_id, critic, &arms[a].name, &arms[b].name));
+            }
+        }
+    }
 }
 
 /// A (config, critic, task) whose loops have not all arrived.
 #[derive(Default)]
 struct OpenTask {
     task_id: String,
+    /// Index of the task's kind in its group's `kinds` (that of its first row).
+    kind: usize,
     loops: Vec<Loop>,
 }
 
@@ -243,6 +332,7 @@ impl Summarizer {
                     critic: critic.to_string(),
                     arms: Vec::new(),
                     pairs: HashMap::new(),
+                    kinds: Vec::new(),
                 });
                 self.index.entry(config_id.to_string()).or_default().insert(critic.to_string(), slot);
                 slot
@@ -268,10 +358,13 @@ impl Summarizer {
         };
         group.arms[arm].add(row);
         let arm = u16::try_from(arm).map_err(|_| "more than 65,535 arms".to_string())?;
+        let kind = group.kind(row.kind);
+        group.kind_arm(kind, arm).add(row);
         let key = (slot, task_hash(row.task_id));
         let task = self.open.entry(key).or_insert_with(|| {
             let mut task = self.spare.pop().unwrap_or_default();
             task.task_id.push_str(row.task_id);
+            task.kind = kind;
             task
         });
         task.loops.push(Loop::of(row, arm));
@@ -302,21 +395,13 @@ impl Summarizer {
         for chunk in task.loops.chunk_by(|a, b| a.arm == b.arm) {
             runs.push((chunk[0].arm, chunk));
         }
-        for (arm, loops) in &runs {
-            let passes = loops.iter().filter(|l| l.passed).count() as i64;
-            let first = loops.iter().filter(|l| l.first).count() as i64;
-            *group.arms[*arm as usize].clusters.entry((loops.len() as u64, passes, first)).or_default() += 1;
+        fold_task(&mut group.arms, &mut group.pairs, &runs);
+        // The task counts once more among the tasks of its kind.
+        if let Some(&(last, _)) = runs.iter().max_by_key(|(arm, _)| *arm) {
+            group.kind_arm(task.kind, last);
         }
-        for (i, (arm_i, loops_i)) in runs.iter().enumerate() {
-            for (arm_j, loops_j) in &runs[i + 1..] {
-                let (a, b, loops_a, loops_b) = if group.arms[*arm_i as usize].rank <= group.arms[*arm_j as usize].rank {
-                    (*arm_i, *arm_j, loops_i, loops_j)
-                } else {
-                    (*arm_j, *arm_i, loops_j, loops_i)
-                };
-                group.pairs.entry((a, b)).or_default().add_task(matched_epochs(loops_a, loops_b));
-            }
-        }
+        let kind = &mut group.kinds[task.kind];
+        fold_task(&mut kind.arms, &mut kind.pairs, &runs);
         Ok(())
     }
 
@@ -338,20 +423,33 @@ impl Summarizer {
         let mut summary = Vec::new();
         let mut comparisons = Vec::new();
         for group in &groups {
-            let mut order: Vec<usize> = (0..group.arms.len()).collect();
-            order.sort_by(|&a, &b| group.arms[a].rank.cmp(&group.arms[b].rank));
-            summary.extend(order.iter().map(|&arm| group.arms[arm].row(&group.config_id, &group.critic)));
-            for (i, &a) in order.iter().enumerate() {
-                for &b in &order[i + 1..] {
-                    if let Some(pair) = group.pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
-                        comparisons.push(pair.row(
+            group_rows(&group.config_id, &group.critic, &group.arms, &group.pairs, &mut summary, &mut comparisons);
+        }
+        // Kinds by name (tasks without one last), so the order does not depend on the rows'.
+        let mut kinds: Vec<Option<&str>> = Vec::new();
+        for kind in groups.iter().flat_map(|g| g.kinds.iter().map(|k| k.kind.as_deref())) {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        kinds.sort_by_key(|kind| (kind.is_none(), *kind));
+        let mut by_kind = Vec::new();
+        if kinds.len() > 1 {
+            for kind in kinds {
+                let mut rows = KindReport { kind: kind.map(String::from), ..KindReport::default() };
+                for group in &groups {
+                    if let Some(totals) = group.kinds.iter().find(|k| k.kind.as_deref() == kind) {
+                        group_rows(
                             &group.config_id,
                             &group.critic,
-                            &group.arms[a].name,
-                            &group.arms[b].name,
-                        ));
+                            &totals.arms,
+                            &totals.pairs,
+                            &mut rows.summary,
+                            &mut rows.comparisons,
+                        );
                     }
                 }
+                by_kind.push(rows);
             }
         }
         Ok(Report {
@@ -360,6 +458,7 @@ impl Summarizer {
             notes: notes(&summary, manifest, self.expected.map(|e| (e, incomplete))),
             summary,
             comparisons,
+            by_kind,
         })
     }
 }
@@ -387,6 +486,7 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Res
             critic_disagreements: row.critic_disagreements,
             tokens_in: row.tokens_in,
             tokens_out: row.tokens_out,
+            kind: row.kind.as_deref(),
         })?;
     }
     summarizer.finish(manifest)
@@ -448,6 +548,45 @@ mod tests {
         assert_eq!((comparison.n_pairs, comparison.a_only, comparison.b_only), (3, 1, 0));
         assert!((comparison.diff - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(comparison.mcnemar_p, 1.0);
+    }
+
+    #[test]
+    fn each_kind_gets_the_same_rows_over_its_own_tasks() {
+        let kinded = |task: &str, kind: Option<&str>, arm: &str, passed: bool| OutcomeRow {
+            kind: kind.map(String::from),
+            ..row(task, arm, passed, 2)
+        };
+        let mut outcomes = vec![
+            kinded("p1", Some("paper"), "feedback", true),
+            kinded("p1", Some("paper"), "no-feedback", false),
+            kinded("p2", Some("paper"), "feedback", true),
+            kinded("p2", Some("paper"), "no-feedback", false),
+            kinded("r1", Some("rag"), "feedback", false),
+            kinded("r1", Some("rag"), "no-feedback", true),
+            kinded("r2", Some("rag"), "feedback", true),
+            kinded("r2", Some("rag"), "no-feedback", true),
+            kinded("x", None, "feedback", false),
+            kinded("x", None, "no-feedback", false),
+        ];
+        let report = build_report(&outcomes, None).unwrap();
+        let kinds: Vec<Option<&str>> = report.by_kind.iter().map(|k| k.kind.as_deref()).collect();
+        assert_eq!(kinds, [Some("paper"), Some("rag"), None], "by name, tasks without a kind last");
+        let paper = &report.by_kind[0];
+        assert_eq!((paper.summary[0].arm.as_str(), paper.summary[0].n, paper.summary[0].passed), ("feedback", 2, 2));
+        assert_eq!((paper.summary[1].n, paper.summary[1].passed), (2, 0));
+        assert_eq!((paper.comparisons[0].n_pairs, paper.comparisons[0].a_only, paper.comparisons[0].diff), (2, 2, 1.0));
+        let rag = &report.by_kind[1];
+        assert_eq!((rag.comparisons[0].a_only, rag.comparisons[0].b_only, rag.comparisons[0].diff), (0, 1, -0.5));
+        // The kinds add up to the whole run, and the whole run is what it was without kinds.
+        let passed: u64 = report.by_kind.iter().map(|k| k.summary[0].passed).sum();
+        assert_eq!(passed, report.summary[0].passed);
+        let plain: Vec<OutcomeRow> = outcomes.iter().map(|o| OutcomeRow { kind: None, ..o.clone() }).collect();
+        let without = build_report(&plain, None).unwrap();
+        assert_eq!((without.summary, without.comparisons), (report.summary.clone(), report.comparisons.clone()));
+        assert!(without.by_kind.is_empty(), "one kind: nothing to break down");
+        // The order rows arrive in changes nothing.
+        outcomes.reverse();
+        assert_eq!(build_report(&outcomes, None).unwrap().by_kind, report.by_kind);
     }
 
     #[test]
@@ -590,6 +729,7 @@ mod tests {
                     critic_disagreements: outcome.critic_disagreements,
                     tokens_in: outcome.tokens_in,
                     tokens_out: outcome.tokens_out,
+                    kind: outcome.kind.as_deref(),
                 })
                 .unwrap();
         }

@@ -523,10 +523,12 @@ pub struct OutcomeStats<'a> {
     /// The writer's tokens of the loop, when its backend counts them.
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// The task's kind, when its dataset row gave one.
+    pub kind: Option<&'a str>,
 }
 
 /// The columns [`for_each_outcome_stats`] decodes when the file has them.
-const OUTCOME_STATS_OPTIONAL: [&str; 3] = ["critic_disagreements", "tokens_in", "tokens_out"];
+const OUTCOME_STATS_OPTIONAL: [&str; 4] = ["critic_disagreements", "tokens_in", "tokens_out", "kind"];
 
 /// The columns [`for_each_outcome_stats`] decodes.
 pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
@@ -582,6 +584,12 @@ pub fn for_each_outcome_stats(
             None => Ok(vec![None; batch.num_rows()]),
         };
         let (tokens_in, tokens_out) = (tokens("tokens_in")?, tokens("tokens_out")?);
+        let kind = match batch.column_by_name("kind") {
+            Some(column) => Some(
+                arrow_array::cast::AsArray::as_string_opt::<i32>(column.as_ref()).ok_or("column `kind` is not utf8")?,
+            ),
+            None => None,
+        };
         let passed = c.boolean_array("passed")?;
         let (first_score, best_score, final_score) =
             (c.float_array("first_score")?, c.float_array("best_score")?, c.float_array("final_score")?);
@@ -611,6 +619,7 @@ pub fn for_each_outcome_stats(
                 },
                 tokens_in: tokens_in[i],
                 tokens_out: tokens_out[i],
+                kind: kind.filter(|k| arrow_array::Array::is_valid(*k, i)).map(|k| k.value(i)),
             };
             each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
         }

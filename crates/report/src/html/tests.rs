@@ -40,13 +40,7 @@ fn report(configs: &[&str], critic: &str) -> Report {
         rows.push(summary(config, critic, "feedback", 80 - i, 2.5 + 0.1 * i as f64));
         rows.push(summary(config, critic, "no-feedback", 30, 3.0));
     }
-    Report {
-        run_id: Some("run-1".into()),
-        name: Some("demo".into()),
-        summary: rows,
-        comparisons: Vec::new(),
-        notes: Vec::new(),
-    }
+    Report { run_id: Some("run-1".into()), name: Some("demo".into()), summary: rows, ..Report::default() }
 }
 
 fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundScore {

@@ -41,7 +41,7 @@ impl Loop {
 pub(crate) struct ArmTotals {
     pub(crate) name: String,
     pub(crate) rank: (usize, String),
-    n: u64,
+    pub(crate) n: u64,
     passed: u64,
     first_passed: u64,
     rounds: u64,
