@@ -543,6 +543,10 @@ pub struct PairGroup {
     pub critic: String,
     /// Units where both arms ran.
     pub units: usize,
+    /// Discordant units where only A passed, and where only B passed.
+    pub a_only: usize,
+    pub b_only: usize,
+    /// The discordant pairs in file order, the first `limit` of them when a limit was given.
     pub pairs: Vec<DiscordantPair>,
 }
 
@@ -550,6 +554,18 @@ pub struct PairGroup {
 /// read from `outcomes.parquet` (only the columns it needs, a batch at a time). Groups and pairs
 /// are in file order. An arm the run does not have is an error listing the arms it has.
 pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<PairGroup>, ReportError> {
+    discordant_pairs_limited(run_dir, arm_a, arm_b, usize::MAX)
+}
+
+/// [`discordant_pairs`] keeping at most `limit` pairs of each group (the first in file order)
+/// and counting the rest. A unit is held only until both arms' loops of it have been read, so
+/// memory grows with the groups, the units open at once and `limit`, not with the run.
+pub fn discordant_pairs_limited(
+    run_dir: &Path,
+    arm_a: &str,
+    arm_b: &str,
+    limit: usize,
+) -> Result<Vec<PairGroup>, ReportError> {
     if !run_dir.is_dir() {
         return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
     }
@@ -561,11 +577,19 @@ pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<
         return Err(ReportError::Corrupt(format!("--pairs needs two different arms, not `{arm_a}` twice")));
     }
     let mut arms: Vec<String> = Vec::new();
-    let mut groups: Vec<(String, String)> = Vec::new();
+    let mut groups: Vec<PairGroup> = Vec::new();
+    // Each group's discordant pairs, numbered by when their unit first appeared.
+    let mut found: Vec<Vec<(u64, DiscordantPair)>> = Vec::new();
     let mut group_index: HashMap<(String, String), usize> = HashMap::new();
-    // (group, task, epoch) → [A passed, B passed], in order of first appearance.
-    let mut units: Vec<(usize, String, u32, [Option<bool>; 2])> = Vec::new();
-    let mut unit_index: HashMap<(usize, String, u32), usize> = HashMap::new();
+    // (group, task, epoch) → (when first seen, [A passed, B passed]) until both have been read.
+    type Unit = (u64, [Option<bool>; 2]);
+    let mut open: HashMap<(usize, String, u32), Unit> = HashMap::new();
+    let mut seen = 0u64;
+    // The first `limit` pairs by appearance, trimmed now and then so memory stays bounded.
+    let keep_first = |pairs: &mut Vec<(u64, DiscordantPair)>| {
+        pairs.sort_unstable_by_key(|(order, _)| *order);
+        pairs.truncate(limit);
+    };
     for_each_outcome_stats(&path, |row| {
         if !arms.iter().any(|a| a == row.arm) {
             arms.push(row.arm.to_string());
@@ -578,15 +602,40 @@ pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<
             return Ok(());
         };
         let group_key = (row.config_id.to_string(), row.critic.to_string());
-        let group = *group_index.entry(group_key.clone()).or_insert_with(|| {
-            groups.push(group_key);
+        let group = *group_index.entry(group_key).or_insert_with(|| {
+            groups.push(PairGroup {
+                config: row.config_id.to_string(),
+                critic: row.critic.to_string(),
+                units: 0,
+                a_only: 0,
+                b_only: 0,
+                pairs: Vec::new(),
+            });
+            found.push(Vec::new());
             groups.len() - 1
         });
-        let unit = *unit_index.entry((group, row.task_id.to_string(), row.epoch)).or_insert_with(|| {
-            units.push((group, row.task_id.to_string(), row.epoch, [None, None]));
-            units.len() - 1
+        let key = (group, row.task_id.to_string(), row.epoch);
+        let unit = open.entry(key.clone()).or_insert_with(|| {
+            seen += 1;
+            (seen, [None, None])
         });
-        units[unit].3[side] = Some(row.passed);
+        unit.1[side] = Some(row.passed);
+        let (order, [Some(a), Some(b)]) = *unit else { return Ok(()) };
+        open.remove(&key);
+        let counts = &mut groups[group];
+        counts.units += 1;
+        if a != b {
+            if a {
+                counts.a_only += 1;
+            } else {
+                counts.b_only += 1;
+            }
+            let pairs = &mut found[group];
+            pairs.push((order, DiscordantPair { task_id: key.1, epoch: key.2, a_passed: a }));
+            if pairs.len() >= limit.saturating_mul(2).max(1024) {
+                keep_first(pairs);
+            }
+        }
         Ok(())
     })
     .map_err(|e| ReportError::Corrupt(e.to_string()))?;
@@ -595,16 +644,11 @@ pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<
             return Err(ReportError::Corrupt(format!("the run has no arm `{arm}`; its arms are {}", arms.join(", "))));
         }
     }
-    let mut result: Vec<PairGroup> =
-        groups.into_iter().map(|(config, critic)| PairGroup { config, critic, units: 0, pairs: Vec::new() }).collect();
-    for (group, task_id, epoch, [a, b]) in units {
-        let (Some(a), Some(b)) = (a, b) else { continue };
-        result[group].units += 1;
-        if a != b {
-            result[group].pairs.push(DiscordantPair { task_id, epoch, a_passed: a });
-        }
+    for (group, mut pairs) in groups.iter_mut().zip(found) {
+        keep_first(&mut pairs);
+        group.pairs = pairs.into_iter().map(|(_, pair)| pair).collect();
     }
-    Ok(result)
+    Ok(groups)
 }
 
 /// Renders [`discordant_pairs`]: per config and critic, the counts and at most `limit` pairs, each
@@ -616,14 +660,13 @@ pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGrou
         "discordant pairs of {arm_a} and {arm_b}: the task × epoch units where one passed and the other did not"
     );
     for group in groups {
-        let a_only = group.pairs.iter().filter(|p| p.a_passed).count();
-        let b_only = group.pairs.len() - a_only;
+        let (a_only, b_only) = (group.a_only, group.b_only);
         let _ = writeln!(
             out,
             "\n{} · {}: {} of {} units ({a_only} only {arm_a} passed, {b_only} only {arm_b} passed)",
             group.config,
             group.critic,
-            group.pairs.len(),
+            a_only + b_only,
             group.units
         );
         for pair in group.pairs.iter().take(limit) {
@@ -640,8 +683,8 @@ pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGrou
                 pair.epoch
             );
         }
-        if group.pairs.len() > limit {
-            let _ = writeln!(out, "  … and {} more (--limit to see more)", group.pairs.len() - limit);
+        if a_only + b_only > limit {
+            let _ = writeln!(out, "  … and {} more (--limit to see more)", a_only + b_only - limit);
         }
     }
     out
@@ -654,6 +697,52 @@ mod tests {
     use critbench_storage::tables::{TrajectoryRow, TrajectoryWriter};
 
     use super::*;
+
+    /// 3,000 tasks × 2 epochs, feedback passing the even tasks and no-feedback the tasks divisible
+    /// by 3; rows of a unit far apart (all feedback rows first, no-feedback reversed).
+    #[test]
+    fn discordant_pairs_keep_the_first_in_file_order_and_count_the_rest() {
+        use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let mut rows = Vec::new();
+        for (arm, passes) in [("feedback", 2), ("no-feedback", 3)] {
+            let mut arm_rows = Vec::new();
+            for task in 0..3000 {
+                for epoch in 0..2 {
+                    let id = format!("t{task:04}");
+                    arm_rows.push(OutcomeRow { epoch, ..OutcomeRow::bare(&id, arm, task % passes == 0, 2) });
+                }
+            }
+            if arm == "no-feedback" {
+                arm_rows.reverse();
+            }
+            rows.extend(arm_rows);
+        }
+        let mut writer = OutcomeWriter::create(&dir.path().join("outcomes.parquet")).unwrap();
+        for row in rows {
+            writer.push(row).unwrap();
+        }
+        writer.close().unwrap();
+        let all = discordant_pairs(dir.path(), "feedback", "no-feedback").unwrap();
+        let limited = discordant_pairs_limited(dir.path(), "feedback", "no-feedback", 5).unwrap();
+        // Tasks even but not divisible by 3: 1,000 of 3,000; divisible by 3 but odd: 500. Two epochs
+        // each: more than the limited read holds before it trims.
+        for groups in [&all, &limited] {
+            assert_eq!(groups.len(), 1);
+            assert_eq!((groups[0].units, groups[0].a_only, groups[0].b_only), (6000, 2000, 1000));
+        }
+        assert_eq!(all[0].pairs.len(), 3000);
+        assert_eq!(limited[0].pairs, all[0].pairs[..5].to_vec(), "the first five, in file order");
+        let first: Vec<(&str, u32, bool)> =
+            limited[0].pairs.iter().map(|p| (p.task_id.as_str(), p.epoch, p.a_passed)).collect();
+        assert_eq!(
+            first,
+            [("t0002", 0, true), ("t0002", 1, true), ("t0003", 0, false), ("t0003", 1, false), ("t0004", 0, true)]
+        );
+        let rendered = render_pairs(dir.path(), "feedback", "no-feedback", &limited, 5);
+        assert!(rendered.contains(": 3000 of 6000 units (2000 only feedback passed, 1000 only no-feedback passed)"));
+        assert!(rendered.contains("… and 2995 more"), "{rendered}");
+    }
 
     /// Three tasks over two row groups (the writer closes a group at 65,536 rows): a task inside
     /// one group's `task_id` range reads that group alone, a task in both reads both, and rows
