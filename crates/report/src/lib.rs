@@ -71,9 +71,14 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     summary::write_files(run_dir, &report)?;
     let neighbours = configs::neighbour_comparisons(&outcomes_path, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
-    let markdown = render_markdown(&report);
+    // The pairs behind the headline comparison, for a reader to open one by one.
+    let pairs = match grid::compared_pair(&report) {
+        Some((a, b)) => Some(show::ListedPairs::read(run_dir, a, b)?),
+        None => None,
+    };
+    let markdown = markdown::render_with_pairs(&report, pairs.as_ref());
     let path = run_dir.join("report.md");
     std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;
-    html::write_html(run_dir, &report)?;
+    html::write_html(run_dir, &report, pairs.as_ref())?;
     Ok(report)
 }

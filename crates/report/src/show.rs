@@ -632,7 +632,7 @@ pub fn discordant_pairs_limited(
             }
             let pairs = &mut found[group];
             pairs.push((order, DiscordantPair { task_id: key.1, epoch: key.2, a_passed: a }));
-            if pairs.len() >= limit.saturating_mul(2).max(1024) {
+            if pairs.len() >= limit.saturating_mul(2).max(16) {
                 keep_first(pairs);
             }
         }
@@ -649,6 +649,47 @@ pub fn discordant_pairs_limited(
         group.pairs = pairs.into_iter().map(|(_, pair)| pair).collect();
     }
     Ok(groups)
+}
+
+/// The command that opens the loop of `arm` in a discordant pair of `group`.
+pub fn show_command(run: &str, group: &PairGroup, pair: &DiscordantPair, arm: &str) -> String {
+    format!(
+        "critbench show {run} --task {} --config {} --critic {} --epoch {} --arm {arm}",
+        pair.task_id, group.config, group.critic, pair.epoch
+    )
+}
+
+/// The most discordant pairs `report.md` and `report.html` list.
+pub(crate) const LISTED_PAIRS: usize = 100;
+
+/// The discordant pairs of the two arms the reports compare, as they list them: every group's
+/// counts, and the first [`LISTED_PAIRS`] pairs in file order.
+pub(crate) struct ListedPairs {
+    pub arm_a: String,
+    pub arm_b: String,
+    pub groups: Vec<PairGroup>,
+}
+
+impl ListedPairs {
+    /// Reads the pairs of `arm_a` and `arm_b` in the run, at most [`LISTED_PAIRS`] of each group.
+    pub(crate) fn read(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<ListedPairs, ReportError> {
+        let groups = discordant_pairs_limited(run_dir, arm_a, arm_b, LISTED_PAIRS)?;
+        Ok(ListedPairs { arm_a: arm_a.to_string(), arm_b: arm_b.to_string(), groups })
+    }
+
+    /// Units where both arms ran, and the discordant ones where only A and only B passed.
+    pub(crate) fn totals(&self) -> (usize, usize, usize) {
+        self.groups.iter().fold((0, 0, 0), |(units, a, b), g| (units + g.units, a + g.a_only, b + g.b_only))
+    }
+
+    /// The pairs listed, with their group, and the arm that did not pass (the loop worth opening).
+    pub(crate) fn listed(&self) -> impl Iterator<Item = (&PairGroup, &DiscordantPair, &str)> {
+        self.groups
+            .iter()
+            .flat_map(|group| group.pairs.iter().map(move |pair| (group, pair)))
+            .take(LISTED_PAIRS)
+            .map(|(group, pair)| (group, pair, if pair.a_passed { self.arm_b.as_str() } else { self.arm_a.as_str() }))
+    }
 }
 
 /// Renders [`discordant_pairs`]: per config and critic, the counts and at most `limit` pairs, each
@@ -673,14 +714,10 @@ pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGrou
             let (won, lost) = if pair.a_passed { (arm_a, arm_b) } else { (arm_b, arm_a) };
             let _ = writeln!(
                 out,
-                "  {} epoch {}: {won} passed, {lost} did not · critbench show {} --task {} --config {} --critic {} --epoch {} --arm {lost}",
+                "  {} epoch {}: {won} passed, {lost} did not · {}",
                 pair.task_id,
                 pair.epoch,
-                run_dir.display(),
-                pair.task_id,
-                group.config,
-                group.critic,
-                pair.epoch
+                show_command(&run_dir.display().to_string(), group, pair, lost)
             );
         }
         if a_only + b_only > limit {

@@ -42,8 +42,9 @@ pub use svg::escape;
 
 use charts::{arms, exit_reasons_chart, pass_rate_chart, pass_vs_rounds_chart, trajectory_chart, unique};
 use svg::with_code_spans;
-use tables::{comparison_table, pareto_table, summary_table};
+use tables::{comparison_table, kinds_table, pairs_table, pareto_table, summary_table};
 
+use crate::show::ListedPairs;
 use crate::{Report, ReportError};
 
 /// The page's one stylesheet, inlined.
@@ -51,7 +52,7 @@ const STYLE: &str = include_str!("style.css");
 
 /// Reads what the charts need beyond the report (round scores, pass thresholds) and writes
 /// `report.html` into the run directory.
-pub(crate) fn write_html(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
+pub(crate) fn write_html(run_dir: &Path, report: &Report, pairs: Option<&ListedPairs>) -> Result<(), ReportError> {
     // Reports can be rebuilt from outcomes alone (SPEC §2); without trajectories the page says
     // the trajectory is unavailable instead of failing. A file that is there but unreadable is
     // an error, like a corrupt outcomes file.
@@ -63,7 +64,7 @@ pub(crate) fn write_html(run_dir: &Path, report: &Report) -> Result<(), ReportEr
     };
     let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let policies = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
-    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()), policies);
+    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()), policies, pairs);
     let path = run_dir.join("report.html");
     std::fs::write(&path, html).map_err(|source| ReportError::Write { path, source })
 }
@@ -78,12 +79,14 @@ fn pass_scores(manifest: Option<&Manifest>) -> HashMap<String, f64> {
 }
 
 /// The whole page. `rounds` is `None` when the run directory has no `trajectories.parquet`;
-/// `pass_scores` maps config ids to their threshold, drawn on the trajectory.
+/// `pass_scores` maps config ids to their threshold, drawn on the trajectory; `pairs`, when given,
+/// are the discordant pairs the page lists.
 pub(crate) fn render_html(
     report: &Report,
     rounds: Option<&[RoundScore]>,
     pass_scores: &HashMap<String, f64>,
     policies: &[PolicyRecord],
+    pairs: Option<&ListedPairs>,
 ) -> String {
     let arms = arms(report);
     let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
@@ -131,7 +134,14 @@ pub(crate) fn render_html(
         out.push_str("<li><a href=\"#table-pareto\">Pareto front</a></li>");
     }
     out.push_str("<li><a href=\"#table-summary\">Summary table</a></li>");
-    out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li></ul></nav>\n</header>\n");
+    out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li>");
+    if !report.by_kind.is_empty() {
+        out.push_str("<li><a href=\"#table-kinds\">By task kind</a></li>");
+    }
+    if pairs.is_some() {
+        out.push_str("<li><a href=\"#discordant-pairs\">Discordant pairs</a></li>");
+    }
+    out.push_str("</ul></nav>\n</header>\n");
 
     // What the reader must know before trusting the numbers: failed loops, a token cap, models.
     if !report.notes.is_empty() {
@@ -260,6 +270,21 @@ pub(crate) fn render_html(
         with_code_spans(&crate::markdown::comparison_sentence(report))
     );
     comparison_table(&mut out, report);
-    out.push_str("</section>\n</main>\n</body>\n</html>\n");
+    out.push_str("</section>\n");
+    if !report.by_kind.is_empty() {
+        out.push_str("<section>\n<h2 id=\"by-kind\">By task kind</h2>\n");
+        out.push_str(
+            "<p>The same headline over the tasks of each kind alone: each arm's pass rate with its 95% interval, and \
+             the paired difference with its interval and test. Rows with p below 0.05 are bold.</p>\n",
+        );
+        kinds_table(&mut out, report, &arms);
+        out.push_str("</section>\n");
+    }
+    if let Some(pairs) = pairs {
+        out.push_str("<section>\n");
+        pairs_table(&mut out, pairs);
+        out.push_str("</section>\n");
+    }
+    out.push_str("</main>\n</body>\n</html>\n");
     out
 }

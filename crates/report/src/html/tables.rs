@@ -1,9 +1,12 @@
-//! The tables under the charts: the Pareto front, the summary per arm and the paired comparisons.
+//! The tables under the charts: the Pareto front, the summary per arm, the paired comparisons, the
+//! headline per task kind and the discordant pairs.
 
 use std::fmt::Write;
 
 use super::charts::{front_rows, unique};
 use super::svg::{escape, percent};
+use crate::markdown::headline_comparison;
+use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
 use crate::{ComparisonRow, Report, SummaryRow};
 
 /// Configs on the Pareto front of each critic and arm, fewest rounds first, with what a pass costs.
@@ -167,6 +170,134 @@ pub(crate) fn comparison_table(out: &mut String, report: &Report) {
     );
     for row in &report.comparisons {
         comparison_row(out, row);
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+/// The headline of each task kind: per config × critic, each arm's pass rate with its interval,
+/// and the headline comparison over that kind's tasks.
+pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-kinds\"><thead><tr><th>kind</th><th class=\"num\">tasks</th>\
+         <th>config</th><th>critic</th>",
+    );
+    for (arm, _) in arms {
+        let _ = write!(out, "<th class=\"num\">{} pass rate (95% CI)</th>", escape(arm));
+    }
+    out.push_str(
+        "<th>A vs B</th><th class=\"num\">A − B (95% CI)</th><th class=\"num p\">p (test)</th></tr></thead><tbody>\n",
+    );
+    for kind in &report.by_kind {
+        let label = match &kind.kind {
+            Some(kind) => format!("<code>{}</code>", escape(kind)),
+            None => "<span class=\"note\">none</span>".to_string(),
+        };
+        let groups = unique_groups(&kind.summary);
+        for (config, critic) in groups {
+            let rows: Vec<&SummaryRow> =
+                kind.summary.iter().filter(|r| r.config_id == config && r.critic == critic).collect();
+            let tasks = rows.iter().map(|r| r.n_tasks).max().unwrap_or(0);
+            let comparison = headline_comparison(&kind.comparisons, config, critic);
+            let class = match comparison {
+                Some(c) if c.p_value < 0.05 => " class=\"significant\"",
+                _ => "",
+            };
+            let _ = write!(
+                out,
+                "<tr{class}><td>{label}</td><td class=\"num\">{tasks}</td><td>{}</td><td>{}</td>",
+                escape(config),
+                escape(critic)
+            );
+            for (arm, _) in arms {
+                match rows.iter().find(|r| &r.arm == arm) {
+                    Some(row) => {
+                        let _ = write!(
+                            out,
+                            "<td class=\"num\">{}<br><span class=\"ci\">({}–{}) n = {}</span></td>",
+                            percent(row.pass_rate),
+                            percent(row.pass_rate_lo),
+                            percent(row.pass_rate_hi),
+                            row.n
+                        );
+                    }
+                    None => out.push_str("<td class=\"num\">–</td>"),
+                }
+            }
+            match comparison {
+                Some(c) => {
+                    let _ = writeln!(
+                        out,
+                        "<td>{} vs {}</td><td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
+                         <td class=\"num p\">{}<br><span class=\"ci\">{}</span></td></tr>",
+                        escape(&c.arm_a),
+                        escape(&c.arm_b),
+                        100.0 * c.diff,
+                        100.0 * c.diff_lo,
+                        100.0 * c.diff_hi,
+                        format_p(c.p_value),
+                        escape(&c.test)
+                    );
+                }
+                None => out.push_str("<td>–</td><td class=\"num\">–</td><td class=\"num\">–</td></tr>\n"),
+            }
+        }
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+/// (config, critic) pairs of `rows` in first-seen order.
+fn unique_groups(rows: &[SummaryRow]) -> Vec<(&str, &str)> {
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    for row in rows {
+        if !groups.contains(&(row.config_id.as_str(), row.critic.as_str())) {
+            groups.push((&row.config_id, &row.critic));
+        }
+    }
+    groups
+}
+
+/// The discordant pairs of the compared arms: their counts, then the first pairs, each with the
+/// `critbench show` command that opens the loop that did not pass.
+pub(crate) fn pairs_table(out: &mut String, pairs: &ListedPairs) {
+    let (units, a_only, b_only) = pairs.totals();
+    let (a, b) = (escape(&pairs.arm_a), escape(&pairs.arm_b));
+    let _ = writeln!(out, "<h2 id=\"discordant-pairs\">Discordant pairs of {a} and {b}</h2>");
+    let _ = writeln!(
+        out,
+        "<p>{} of {units} task × epoch units had one arm pass and the other not: only {a} passed {a_only}, only {b} \
+         passed {b_only}. These are the pairs behind the paired test; open one to see why the arms parted.{} \
+         <code>RUN</code> is this report's directory.</p>",
+        a_only + b_only,
+        if a_only + b_only > LISTED_PAIRS {
+            format!(
+                " The first {LISTED_PAIRS} are listed; <code>critbench show RUN --pairs {},{}</code> lists them all.",
+                escape(&pairs.arm_a),
+                escape(&pairs.arm_b)
+            )
+        } else {
+            String::new()
+        }
+    );
+    if a_only + b_only == 0 {
+        return;
+    }
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-discordant-pairs\"><thead><tr><th>config</th><th>critic</th>\
+         <th>task</th><th class=\"num\">epoch</th><th>passed</th><th>open the loop that did not pass</th></tr>\
+         </thead><tbody>\n",
+    );
+    for (group, pair, lost) in pairs.listed() {
+        let won = if pair.a_passed { &pairs.arm_a } else { &pairs.arm_b };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            escape(&group.config),
+            escape(&group.critic),
+            escape(&pair.task_id),
+            pair.epoch,
+            escape(won),
+            escape(&show_command("RUN", group, pair, lost))
+        );
     }
     out.push_str("</tbody></table></div>\n");
 }

@@ -51,10 +51,10 @@ fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) 
 fn notes_are_shown_with_code_spans_and_escaped() {
     let mut with_notes = report(&["p8"], "rubric");
     with_notes.notes = vec!["2 loop(s) failed; `failed_loops` in manifest.json says why <b>".into()];
-    let page = render_html(&with_notes, None, &HashMap::new(), &[]);
+    let page = render_html(&with_notes, None, &HashMap::new(), &[], None);
     assert!(page.contains("<section id=\"notes\">"));
     assert!(page.contains("<li>2 loop(s) failed; <code>failed_loops</code> in manifest.json says why &lt;b&gt;</li>"));
-    let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[]);
+    let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[], None);
     assert!(!page.contains("id=\"notes\""), "no notes, no section");
 }
 
@@ -66,6 +66,7 @@ fn names_from_data_are_escaped_everywhere() {
         Some(&[round("p8", critic, "feedback", 0, 5.0)]),
         &HashMap::new(),
         &[],
+        None,
     );
     assert!(!page.contains("<script"), "raw markup from data reached the page");
     assert!(page.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;"));
@@ -74,7 +75,7 @@ fn names_from_data_are_escaped_everywhere() {
 #[test]
 fn every_chart_is_an_svg_with_a_title_and_the_grid_chart_only_for_grids() {
     let rounds = [round("p8", "rubric", "feedback", 0, 5.0), round("p8", "rubric", "feedback", 1, 7.5)];
-    let one = render_html(&report(&["p8"], "rubric"), Some(&rounds), &HashMap::from([("p8".into(), 8.0)]), &[]);
+    let one = render_html(&report(&["p8"], "rubric"), Some(&rounds), &HashMap::from([("p8".into(), 8.0)]), &[], None);
     for id in ["chart-pass-rate", "chart-exit-reasons", "chart-score-trajectory"] {
         assert!(one.contains(&format!("<svg id=\"{id}\"")), "{id} missing");
         assert!(one.contains(&format!("<title id=\"{id}-title\">")), "{id} has no title");
@@ -84,7 +85,7 @@ fn every_chart_is_an_svg_with_a_title_and_the_grid_chart_only_for_grids() {
     assert!(one.contains("<polyline points=\""));
     assert!(one.contains("pass score 8"));
 
-    let grid = render_html(&report(&["p7", "p8", "p9"], "rubric"), Some(&rounds), &HashMap::new(), &[]);
+    let grid = render_html(&report(&["p7", "p8", "p9"], "rubric"), Some(&rounds), &HashMap::new(), &[], None);
     assert!(grid.contains("<svg id=\"chart-pass-vs-rounds\""));
     for config in ["p7", "p8", "p9"] {
         assert!(grid.contains(&format!("class=\"point\" fill=\"#0072b2\">{config}</text>")), "{config} unlabelled");
@@ -121,7 +122,7 @@ fn a_grid_gets_heatmaps_of_each_arm_and_of_the_paired_difference() {
             ..ComparisonRow::default()
         });
     }
-    let page = render_html(&grid, None, &HashMap::new(), &policies);
+    let page = render_html(&grid, None, &HashMap::new(), &policies, None);
     assert!(page.contains("<svg id=\"chart-heatmap\""));
     assert!(page.contains("<title id=\"chart-heatmap-title\">Pass rate over pass_score × max_revisions"));
     // 9 cells for each arm and 9 for the difference.
@@ -134,13 +135,13 @@ fn a_grid_gets_heatmaps_of_each_arm_and_of_the_paired_difference() {
     assert!(page.contains(">80%</text>"));
     assert!(page.contains(">pass_score</text>") && page.contains(">max_revisions</text>"));
     // Without the manifest's policies there are no axes to draw.
-    let page = render_html(&grid, None, &HashMap::new(), &[]);
+    let page = render_html(&grid, None, &HashMap::new(), &[], None);
     assert!(!page.contains("chart-heatmap"));
 }
 
 #[test]
 fn the_pareto_front_is_ringed_joined_and_tabled() {
-    let page = render_html(&report(&["p7", "p8", "p9"], "rubric"), None, &HashMap::new(), &[]);
+    let page = render_html(&report(&["p7", "p8", "p9"], "rubric"), None, &HashMap::new(), &[], None);
     // Feedback: rates 80, 79, 78% at 2.5, 2.6, 2.7 rounds: only p7 is on its front; the
     // no-feedback configs coincide (30% in 3 rounds) and share one ringed point.
     assert_eq!(page.matches("<circle class=\"front\"").count(), 2, "{page}");
@@ -154,7 +155,7 @@ fn the_pareto_front_is_ringed_joined_and_tabled() {
 
 #[test]
 fn the_page_loads_nothing_from_elsewhere() {
-    let page = render_html(&report(&["p7", "p8"], "rubric"), Some(&[]), &HashMap::new(), &[]);
+    let page = render_html(&report(&["p7", "p8"], "rubric"), Some(&[]), &HashMap::new(), &[], None);
     assert!(!page.contains("http://") && !page.contains("https://"));
     assert!(!page.contains("<script") && !page.contains("<link") && !page.contains("@import"));
     assert!(!page.contains("url("));
@@ -162,7 +163,7 @@ fn the_page_loads_nothing_from_elsewhere() {
 
 #[test]
 fn without_trajectories_the_page_says_so() {
-    let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[]);
+    let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[], None);
     assert!(page.contains("No <code>trajectories.parquet</code>"));
     assert!(page.contains("<svg id=\"chart-pass-rate\""));
 }
@@ -171,14 +172,14 @@ fn without_trajectories_the_page_says_so() {
 fn the_summary_table_shows_what_a_pass_costs() {
     let mut costed = report(&["p8"], "rubric");
     costed.summary[0].mean_rounds_passed = 2.25;
-    let page = render_html(&costed, None, &HashMap::new(), &[]);
+    let page = render_html(&costed, None, &HashMap::new(), &[], None);
     assert!(page.contains("<td class=\"num\">2.50</td><td class=\"num\">2.25</td>"), "{page}");
     assert!(!page.contains("tokens in / out per loop"), "no tokens, no token columns");
     costed.summary[0].tokens_in_per_loop = Some(1200.0);
     costed.summary[0].tokens_out_per_loop = Some(300.4);
     costed.summary[0].tokens_in_per_pass = Some(1000.0);
     costed.summary[0].tokens_out_per_pass = Some(250.0);
-    let page = render_html(&costed, None, &HashMap::new(), &[]);
+    let page = render_html(&costed, None, &HashMap::new(), &[], None);
     assert!(page.contains("<td class=\"num\">1200 / 300</td><td class=\"num\">1000 / 250</td>"), "{page}");
     // An arm without token counts shows dashes in those columns.
     assert!(page.contains("<td class=\"num\">–</td><td class=\"num\">–</td>"));
@@ -186,7 +187,7 @@ fn the_summary_table_shows_what_a_pass_costs() {
 
 #[test]
 fn bars_and_whiskers_are_drawn_to_scale() {
-    let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[]);
+    let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[], None);
     // 80% of the 210..740 axis is 424 wide.
     assert!(page.contains("width=\"424.0\" height=\"14\" fill=\"#0072b2\""), "{page}");
     // Exit segments of a row add up to the full axis (650 wide): 80 + 10 + 10 of 100.
