@@ -73,7 +73,7 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the headline comparison, for a reader to open one by one.
     let pairs = match grid::compared_pair(&report) {
-        Some((a, b)) => Some(show::ListedPairs::read(run_dir, a, b)?),
+        Some((a, b)) => Some(show::ListedPairs::read(run_dir, &report, a, b)?),
         None => None,
     };
     let markdown = markdown::render_with_pairs(&report, pairs.as_ref());

@@ -16,7 +16,7 @@ use critbench_storage::tables::for_each_outcome_stats;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::ReportError;
+use crate::{Report, ReportError};
 
 /// Which loop of a task to show; `None` keys take the first loop that matches the others.
 #[derive(Clone, Debug, Default)]
@@ -546,18 +546,18 @@ pub struct PairGroup {
     /// Discordant units where only A passed, and where only B passed.
     pub a_only: usize,
     pub b_only: usize,
-    /// The discordant pairs in file order, the first `limit` of them when a limit was given.
+    /// The discordant pairs by task and epoch, the first `limit` of them when a limit was given.
     pub pairs: Vec<DiscordantPair>,
 }
 
 /// Every task × epoch, per config and critic, where exactly one of `arm_a` and `arm_b` passed,
-/// read from `outcomes.parquet` (only the columns it needs, a batch at a time). Groups and pairs
-/// are in file order. An arm the run does not have is an error listing the arms it has.
+/// read from `outcomes.parquet` (only the columns it needs, a batch at a time). Groups are in file
+/// order, pairs by task and epoch (whatever order the rows came in). An arm the run does not have is an error listing the arms it has.
 pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<PairGroup>, ReportError> {
     discordant_pairs_limited(run_dir, arm_a, arm_b, usize::MAX)
 }
 
-/// [`discordant_pairs`] keeping at most `limit` pairs of each group (the first in file order)
+/// [`discordant_pairs`] keeping at most `limit` pairs of each group (the first by task and epoch)
 /// and counting the rest. A unit is held only until both arms' loops of it have been read, so
 /// memory grows with the groups, the units open at once and `limit`, not with the run.
 pub fn discordant_pairs_limited(
@@ -578,16 +578,13 @@ pub fn discordant_pairs_limited(
     }
     let mut arms: Vec<String> = Vec::new();
     let mut groups: Vec<PairGroup> = Vec::new();
-    // Each group's discordant pairs, numbered by when their unit first appeared.
-    let mut found: Vec<Vec<(u64, DiscordantPair)>> = Vec::new();
+    let mut found: Vec<Vec<DiscordantPair>> = Vec::new();
     let mut group_index: HashMap<(String, String), usize> = HashMap::new();
-    // (group, task, epoch) → (when first seen, [A passed, B passed]) until both have been read.
-    type Unit = (u64, [Option<bool>; 2]);
-    let mut open: HashMap<(usize, String, u32), Unit> = HashMap::new();
-    let mut seen = 0u64;
-    // The first `limit` pairs by appearance, trimmed now and then so memory stays bounded.
-    let keep_first = |pairs: &mut Vec<(u64, DiscordantPair)>| {
-        pairs.sort_unstable_by_key(|(order, _)| *order);
+    // (group, task, epoch) → [A passed, B passed], until both have been read.
+    let mut open: HashMap<(usize, String, u32), [Option<bool>; 2]> = HashMap::new();
+    // The first `limit` pairs by task and epoch, trimmed now and then so memory stays bounded.
+    let keep_first = |pairs: &mut Vec<DiscordantPair>| {
+        pairs.sort_unstable_by(|x, y| (&x.task_id, x.epoch).cmp(&(&y.task_id, y.epoch)));
         pairs.truncate(limit);
     };
     for_each_outcome_stats(&path, |row| {
@@ -615,12 +612,9 @@ pub fn discordant_pairs_limited(
             groups.len() - 1
         });
         let key = (group, row.task_id.to_string(), row.epoch);
-        let unit = open.entry(key.clone()).or_insert_with(|| {
-            seen += 1;
-            (seen, [None, None])
-        });
-        unit.1[side] = Some(row.passed);
-        let (order, [Some(a), Some(b)]) = *unit else { return Ok(()) };
+        let unit = open.entry(key.clone()).or_default();
+        unit[side] = Some(row.passed);
+        let [Some(a), Some(b)] = *unit else { return Ok(()) };
         open.remove(&key);
         let counts = &mut groups[group];
         counts.units += 1;
@@ -631,7 +625,7 @@ pub fn discordant_pairs_limited(
                 counts.b_only += 1;
             }
             let pairs = &mut found[group];
-            pairs.push((order, DiscordantPair { task_id: key.1, epoch: key.2, a_passed: a }));
+            pairs.push(DiscordantPair { task_id: key.1, epoch: key.2, a_passed: a });
             if pairs.len() >= limit.saturating_mul(2).max(16) {
                 keep_first(pairs);
             }
@@ -646,7 +640,7 @@ pub fn discordant_pairs_limited(
     }
     for (group, mut pairs) in groups.iter_mut().zip(found) {
         keep_first(&mut pairs);
-        group.pairs = pairs.into_iter().map(|(_, pair)| pair).collect();
+        group.pairs = pairs;
     }
     Ok(groups)
 }
@@ -671,9 +665,16 @@ pub(crate) struct ListedPairs {
 }
 
 impl ListedPairs {
-    /// Reads the pairs of `arm_a` and `arm_b` in the run, at most [`LISTED_PAIRS`] of each group.
-    pub(crate) fn read(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<ListedPairs, ReportError> {
-        let groups = discordant_pairs_limited(run_dir, arm_a, arm_b, LISTED_PAIRS)?;
+    /// Reads the pairs of `arm_a` and `arm_b` in the run, at most [`LISTED_PAIRS`] of each group,
+    /// the groups in the order of `report`'s summary (so the list does not depend on the order of
+    /// the rows).
+    pub(crate) fn read(run_dir: &Path, report: &Report, arm_a: &str, arm_b: &str) -> Result<ListedPairs, ReportError> {
+        let mut groups = discordant_pairs_limited(run_dir, arm_a, arm_b, LISTED_PAIRS)?;
+        let position = |group: &PairGroup| {
+            let found = report.summary.iter().position(|r| r.config_id == group.config && r.critic == group.critic);
+            (found.unwrap_or(usize::MAX), group.config.clone(), group.critic.clone())
+        };
+        groups.sort_by_cached_key(position);
         Ok(ListedPairs { arm_a: arm_a.to_string(), arm_b: arm_b.to_string(), groups })
     }
 
@@ -769,7 +770,7 @@ mod tests {
             assert_eq!((groups[0].units, groups[0].a_only, groups[0].b_only), (6000, 2000, 1000));
         }
         assert_eq!(all[0].pairs.len(), 3000);
-        assert_eq!(limited[0].pairs, all[0].pairs[..5].to_vec(), "the first five, in file order");
+        assert_eq!(limited[0].pairs, all[0].pairs[..5].to_vec(), "the first five by task and epoch");
         let first: Vec<(&str, u32, bool)> =
             limited[0].pairs.iter().map(|p| (p.task_id.as_str(), p.epoch, p.a_passed)).collect();
         assert_eq!(
