@@ -359,3 +359,88 @@ pub(crate) fn render_with_pairs(report: &Report, pairs: Option<&ListedPairs>) ->
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::KindReport;
+    use crate::show::{DiscordantPair, PairGroup};
+
+    fn row(arm: &str, passed: u64) -> SummaryRow {
+        SummaryRow {
+            config_id: "p8".into(),
+            critic: "rubric".into(),
+            arm: arm.into(),
+            n: 10,
+            passed,
+            pass_rate: passed as f64 / 10.0,
+            n_tasks: 10,
+            ..SummaryRow::default()
+        }
+    }
+
+    #[test]
+    fn the_headline_per_kind_and_the_discordant_pairs_are_sections_of_report_md() {
+        let comparison = ComparisonRow {
+            config_id: "p8".into(),
+            critic: "rubric".into(),
+            arm_a: "feedback".into(),
+            arm_b: "no-feedback".into(),
+            diff: 0.3,
+            diff_lo: 0.1,
+            diff_hi: 0.5,
+            p_value: 0.03125,
+            test: "exact McNemar".into(),
+            ..ComparisonRow::default()
+        };
+        let report = Report {
+            summary: vec![row("feedback", 8), row("no-feedback", 5)],
+            comparisons: vec![comparison.clone()],
+            by_kind: vec![
+                KindReport {
+                    kind: Some("paper".into()),
+                    summary: vec![row("feedback", 8), row("no-feedback", 5)],
+                    comparisons: vec![comparison],
+                },
+                KindReport { kind: None, summary: vec![row("feedback", 1)], comparisons: Vec::new() },
+            ],
+            ..Report::default()
+        };
+        let pairs = ListedPairs {
+            arm_a: "feedback".into(),
+            arm_b: "no-feedback".into(),
+            groups: vec![PairGroup {
+                config: "p8".into(),
+                critic: "rubric".into(),
+                units: 10,
+                a_only: 1,
+                b_only: 0,
+                pairs: vec![DiscordantPair { task_id: "t1".into(), epoch: 0, a_passed: true }],
+            }],
+        };
+        let markdown = render_with_pairs(&report, Some(&pairs));
+        let kinds = &markdown[markdown.find("## By task kind").unwrap()..];
+        assert_eq!(
+            kinds,
+            "## By task kind\n\n\
+             The same headline over the tasks of each kind alone: each arm's pass rate, and the paired difference \
+             with its 95% interval and test.\n\n\
+             ### kind `paper` (10 tasks)\n\n\
+             | config | critic | feedback | no-feedback | paired difference (95% CI) | p (test) |\n\
+             |---|---|---:|---:|---|---:|\n\
+             | p8 | rubric | 80.0% | 50.0% | feedback − no-feedback: +30.0 pp (+10.0 to +50.0) | 0.0312 (exact McNemar) |\n\n\
+             ### tasks without a kind (10 tasks)\n\n\
+             | config | critic | feedback | paired difference (95% CI) | p (test) |\n\
+             |---|---|---:|---|---:|\n\
+             | p8 | rubric | 10.0% | – | – |\n\n\
+             ## Discordant pairs of feedback and no-feedback\n\n\
+             1 of 10 task × epoch units had one arm pass and the other not: only feedback passed 1, only \
+             no-feedback passed 0. `RUN` is this report's directory.\n\n\
+             | config | critic | task | epoch | passed | open the loop that did not pass |\n\
+             |---|---|---|---:|---|---|\n\
+             | p8 | rubric | t1 | 0 | feedback | `critbench show RUN --task t1 --config p8 --critic rubric --epoch 0 --arm no-feedback` |\n"
+        );
+        // `render_markdown` is the same page without the pairs.
+        assert!(!render_markdown(&report).contains("## Discordant pairs"));
+    }
+}

@@ -194,3 +194,94 @@ fn bars_and_whiskers_are_drawn_to_scale() {
     assert!(page.contains("width=\"520.0\" height=\"14\" fill=\"#009e73\""));
     assert!(page.contains("width=\"65.0\" height=\"14\" fill=\"#d55e00\""));
 }
+
+fn comparison(config: &str, diff: f64, p_value: f64) -> ComparisonRow {
+    ComparisonRow {
+        config_id: config.into(),
+        critic: "rubric".into(),
+        arm_a: "feedback".into(),
+        arm_b: "no-feedback".into(),
+        diff,
+        diff_lo: diff - 0.1,
+        diff_hi: diff + 0.1,
+        p_value,
+        test: "exact McNemar".into(),
+        ..ComparisonRow::default()
+    }
+}
+
+#[test]
+fn each_task_kind_gets_its_headline_row_per_config() {
+    let mut page_report = report(&["p7", "p8"], "rubric");
+    let paper = report(&["p7", "p8"], "rubric");
+    let mut essay = report(&["p7"], "rubric");
+    essay.summary.retain(|r| r.arm == "feedback");
+    page_report.by_kind = vec![
+        crate::KindReport {
+            kind: Some("paper<1>".into()),
+            summary: paper.summary,
+            comparisons: vec![comparison("p7", 0.5, 0.001), comparison("p8", 0.02, 0.6)],
+        },
+        crate::KindReport { kind: None, summary: essay.summary, comparisons: Vec::new() },
+    ];
+    let page = render_html(&page_report, None, &HashMap::new(), &[], None);
+    assert!(page.contains("<li><a href=\"#table-kinds\">By task kind</a></li>"));
+    let table = &page[page.find("<table id=\"table-kinds\">").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    // Two configs of the escaped kind, one of the tasks without a kind.
+    assert_eq!(table.matches("<td><code>paper&lt;1&gt;</code></td>").count(), 2, "{table}");
+    assert_eq!(table.matches("<td><span class=\"note\">none</span></td>").count(), 1);
+    // Significant differences are bold, as in the comparisons table.
+    assert_eq!(table.matches("<tr class=\"significant\">").count(), 1);
+    assert!(table.contains("<td class=\"num\">+50.0 pp<br><span class=\"ci\">(+40.0 to +60.0)</span></td>"), "{table}");
+    // Feedback passed 80 of 100 at p7; an arm a kind lacks is a dash, as is a missing comparison.
+    assert!(table.contains("<td class=\"num\">80.0%<br><span class=\"ci\">(71.1%–86.7%) n = 100</span></td>"));
+    assert!(table.contains("<td class=\"num\">–</td><td>–</td><td class=\"num\">–</td><td class=\"num\">–</td></tr>"));
+    // Without kinds, no section and no link.
+    let page = render_html(&report(&["p7"], "rubric"), None, &HashMap::new(), &[], None);
+    assert!(!page.contains("table-kinds") && !page.contains("By task kind"));
+}
+
+fn pair_group(config: &str, pairs: usize, units: usize) -> crate::show::PairGroup {
+    let pairs: Vec<crate::show::DiscordantPair> = (0..pairs)
+        .map(|i| crate::show::DiscordantPair { task_id: format!("t<{i:03}>"), epoch: 0, a_passed: i % 3 != 0 })
+        .collect();
+    crate::show::PairGroup {
+        config: config.into(),
+        critic: "rubric".into(),
+        units,
+        a_only: pairs.iter().filter(|p| p.a_passed).count(),
+        b_only: pairs.iter().filter(|p| !p.a_passed).count(),
+        pairs,
+    }
+}
+
+#[test]
+fn discordant_pairs_are_counted_and_the_first_hundred_listed_with_their_command() {
+    let pairs = crate::show::ListedPairs {
+        arm_a: "feedback".into(),
+        arm_b: "no-feedback".into(),
+        groups: vec![pair_group("p7", 60, 200), pair_group("p8", 60, 200)],
+    };
+    let page = render_html(&report(&["p7", "p8"], "rubric"), None, &HashMap::new(), &[], Some(&pairs));
+    assert!(page.contains("<li><a href=\"#discordant-pairs\">Discordant pairs</a></li>"));
+    assert!(page.contains("<h2 id=\"discordant-pairs\">Discordant pairs of feedback and no-feedback</h2>"));
+    assert!(page.contains(
+        "<p>120 of 400 task × epoch units had one arm pass and the other not: only feedback passed 80, only \
+         no-feedback passed 40."
+    ));
+    assert!(page.contains("The first 100 are listed; <code>critbench show RUN --pairs feedback,no-feedback</code>"));
+    let table = &page[page.find("<table id=\"table-discordant-pairs\">").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr><td>").count(), 100);
+    assert_eq!(table.matches("<tr><td>p8</td>").count(), 40, "p7's 60, then p8's first 40");
+    // Task ids are escaped; the command opens the arm that did not pass.
+    assert!(table.contains(
+        "<tr><td>p7</td><td>rubric</td><td>t&lt;000&gt;</td><td class=\"num\">0</td><td>no-feedback</td>\
+         <td><code>critbench show RUN --task t&lt;000&gt; --config p7 --critic rubric --epoch 0 --arm feedback</code></td></tr>"
+    ), "{table}");
+    // No discordant pairs: the counts, no table.
+    let none = crate::show::ListedPairs { groups: vec![pair_group("p7", 0, 200)], ..pairs };
+    let page = render_html(&report(&["p7"], "rubric"), None, &HashMap::new(), &[], Some(&none));
+    assert!(page.contains("<p>0 of 200 task × epoch units") && !page.contains("table-discordant-pairs"));
+}
