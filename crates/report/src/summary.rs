@@ -7,6 +7,9 @@
 //! complete (failed loops, or no manifest to say how many to expect) fold at the end with what
 //! they have. Memory is O(open tasks + distinct vectors), not O(rows), and every total is
 //! independent of the order rows arrive in: integer counts, exact float sums, sorted histograms.
+//!
+//! Each group keeps the same totals once more per task kind (a task's kind is that of its first
+//! row), so the reports can give the headline per kind from the same single pass.
 
 mod csv;
 mod keys;
