@@ -145,7 +145,7 @@ fn html_report_renders_in_chromium() {
     let kinds =
         dom.split("<table id=\"table-kinds\">").nth(1).expect("no table-kinds").split("</table>").next().unwrap();
     assert_eq!(kinds.matches("<code>paper</code>").count() + kinds.matches("<code>rag</code>").count(), 2 * 4);
-    assert!(kinds.contains("feedback vs no-feedback") && kinds.contains(" pp"), "{kinds}");
+    assert!(kinds.contains(">feedback − no-feedback (95% CI)</th>") && kinds.contains(" pp"), "{kinds}");
     let pairs = dom.split("<table id=\"table-discordant-pairs\">").nth(1).expect("no pairs table");
     let pairs = pairs.split("</table>").next().unwrap();
     let rows = pairs.matches("<tr><td>").count();

@@ -184,9 +184,28 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
     for (arm, _) in arms {
         let _ = write!(out, "<th class=\"num\">{} pass rate (95% CI)</th>", escape(arm));
     }
-    out.push_str(
-        "<th>A vs B</th><th class=\"num\">A − B (95% CI)</th><th class=\"num p\">p (test)</th></tr></thead><tbody>\n",
-    );
+    // When every row compares the same two arms, the header names them once.
+    let mut compared: Vec<(&str, &str)> = Vec::new();
+    for kind in &report.by_kind {
+        for (config, critic) in unique_groups(&kind.summary) {
+            if let Some(c) = headline_comparison(&kind.comparisons, config, critic)
+                && !compared.contains(&(c.arm_a.as_str(), c.arm_b.as_str()))
+            {
+                compared.push((&c.arm_a, &c.arm_b));
+            }
+        }
+    }
+    let one_pair = match compared[..] {
+        [(a, b)] => Some((a, b)),
+        _ => None,
+    };
+    match one_pair {
+        Some((a, b)) => {
+            let _ = write!(out, "<th class=\"num\">{} − {} (95% CI)</th>", escape(a), escape(b));
+        }
+        None => out.push_str("<th>A vs B</th><th class=\"num\">A − B (95% CI)</th>"),
+    }
+    out.push_str("<th class=\"num p\">p (test)</th></tr></thead><tbody>\n");
     for kind in &report.by_kind {
         let label = match &kind.kind {
             Some(kind) => format!("<code>{}</code>", escape(kind)),
@@ -225,12 +244,13 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
             }
             match comparison {
                 Some(c) => {
+                    if one_pair.is_none() {
+                        let _ = write!(out, "<td>{} vs {}</td>", escape(&c.arm_a), escape(&c.arm_b));
+                    }
                     let _ = writeln!(
                         out,
-                        "<td>{} vs {}</td><td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
+                        "<td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
                          <td class=\"num p\">{}<br><span class=\"ci\">{}</span></td></tr>",
-                        escape(&c.arm_a),
-                        escape(&c.arm_b),
                         100.0 * c.diff,
                         100.0 * c.diff_lo,
                         100.0 * c.diff_hi,
@@ -238,7 +258,12 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
                         escape(&c.test)
                     );
                 }
-                None => out.push_str("<td>–</td><td class=\"num\">–</td><td class=\"num\">–</td></tr>\n"),
+                None => {
+                    if one_pair.is_none() {
+                        out.push_str("<td>–</td>");
+                    }
+                    out.push_str("<td class=\"num\">–</td><td class=\"num\">–</td></tr>\n");
+                }
             }
         }
     }

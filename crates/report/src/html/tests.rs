@@ -236,7 +236,14 @@ fn each_task_kind_gets_its_headline_row_per_config() {
     assert!(table.contains("<td class=\"num\">+50.0 pp<br><span class=\"ci\">(+40.0 to +60.0)</span></td>"), "{table}");
     // Feedback passed 80 of 100 at p7; an arm a kind lacks is a dash, as is a missing comparison.
     assert!(table.contains("<td class=\"num\">80.0%<br><span class=\"ci\">(71.1%–86.7%) n = 100</span></td>"));
-    assert!(table.contains("<td class=\"num\">–</td><td>–</td><td class=\"num\">–</td><td class=\"num\">–</td></tr>"));
+    assert!(table.contains("<td class=\"num\">–</td><td class=\"num\">–</td><td class=\"num\">–</td></tr>"));
+    // Every row compares the same two arms: the header names them, no column repeats them.
+    assert!(table.contains("<th class=\"num\">feedback − no-feedback (95% CI)</th>") && !table.contains("A vs B"));
+    // Rows comparing different arms say which, row by row.
+    let mut mixed = page_report.clone();
+    mixed.by_kind[0].comparisons[1].arm_b = "single".into();
+    let page = render_html(&mixed, None, &HashMap::new(), &[], None);
+    assert!(page.contains("<th>A vs B</th>") && page.contains("<td>feedback vs single</td><td class=\"num\">+2.0 pp"));
     // Without kinds, no section and no link.
     let page = render_html(&report(&["p7"], "rubric"), None, &HashMap::new(), &[], None);
     assert!(!page.contains("table-kinds") && !page.contains("By task kind"));
