@@ -3,7 +3,8 @@
  *
  * It scores a draft by its word count against a target: score = 10 * min(words, target) / target,
  * rounded to 0.1. An empty draft is a fatal issue; fewer than half the target words is an issue with
- * a suggestion. Config: {"target_words": N} (default 150).
+ * a suggestion. Config: {"target_words": N} (default 150). Issues are typed ({"text", "type"}):
+ * `too_short` and `empty_draft`, declared with their memory hints in the plugin's info (INFO below).
  *
  * The request is read with a small JSON scanner rather than a library, so the plugin has no
  * dependency beyond libc. The scanner checks the JSON grammar of every value it skips, so a "draft"
@@ -587,21 +588,21 @@ static int32_t critic_critique(void *instance, critbench_str request, critbench_
     /* Below half the target: 2 * words < target, without the multiplication. */
     too_short = words > 0 && words < (target + 1) / 2;
 
-    text_puts(&t, "{\"score\": ");
+    text_puts(&t, "{\"critique_version\": 1, \"score\": ");
     text_size(&t, tenths / 10);
     text_puts(&t, ".");
     text_size(&t, tenths % 10);
     text_puts(&t, ", \"issues\": [");
     if (too_short) {
-        text_puts(&t, "\"draft is too short: ");
+        text_puts(&t, "{\"text\": \"draft is too short: ");
         text_size(&t, words);
         text_puts(&t, " words, target ");
         text_size(&t, target);
-        text_puts(&t, "\"");
+        text_puts(&t, "\", \"type\": \"too_short\"}");
     }
     text_puts(&t, "], \"fatal_issues\": [");
     if (words == 0) {
-        text_puts(&t, "\"empty draft\"");
+        text_puts(&t, "{\"text\": \"empty draft\", \"type\": \"empty_draft\"}");
     }
     text_puts(&t, "], \"suggestions\": [");
     if (words == 0) {
@@ -654,4 +655,20 @@ static const critbench_critic_descriptor_v1 DESCRIPTOR = {
 
 const critbench_critic_descriptor_v1 *critbench_critic_v1(void) {
     return &DESCRIPTOR;
+}
+
+/* What the plugin declares about itself (critbench.h, "plugin info"). The same JSON sits beside
+ * this file as length.plugin.json, so that a run that cannot find the unbuilt library can still
+ * say how to build it. */
+static const char INFO[] =
+    "{\"info_version\": 1,"
+    " \"issue_types\": ["
+    "{\"name\": \"too_short\", \"hint\": \"Develop every point with an example or a reason: aim for the target length.\"},"
+    " {\"name\": \"empty_draft\", \"hint\": \"Always write a full draft.\"}],"
+    " \"hints\": {\"not_found\": \"`length` is the C example critic (plugins/c-example/length_critic.c); build it with"
+    " `just c-plugin`, which writes reports/plugins/liblength.so\"}}";
+
+critbench_str critbench_critic_info_v1(void) {
+    critbench_str info = {(const uint8_t *)INFO, sizeof INFO - 1};
+    return info;
 }

@@ -9,10 +9,12 @@ and a small harness into a fresh temporary directory and runs them in a separate
 with a time limit. Then:
 
 - every test passes: score 10, no issues;
-- some fail: one issue per failing test (`test_x fails: AssertionError: ...`) and a suggestion
-  naming it; score = 10 × passed / total, rounded to 0.1;
+- some fail: one issue per failing test (`test_x fails: AssertionError: ...`, type
+  `failing_test`) and a suggestion naming it; score = 10 × passed / total, rounded to 0.1;
 - the draft does not compile or crashes on import, or the run exceeds the time limit, or the
-  task has no tests: score 0 and a fatal issue saying so.
+  task has no tests: score 0 and a fatal issue saying so (type `broken_run`).
+
+The hello line declares these issue types, with the hint strategy memory gives for each (INFO).
 
 Config (every key optional): {"time_limit_s": 5}. Standard library only; Python 3.8+.
 """
@@ -27,6 +29,14 @@ import tempfile
 NAME = "python-execution"
 VERSION = "1.0.0"
 PROTOCOL = 1
+# What the critic declares about itself (the info JSON of crates/abi/include/critbench.h).
+INFO = {
+    "info_version": 1,
+    "issue_types": [
+        {"name": "failing_test", "hint": "Check the code against every case the task names before answering."},
+        {"name": "broken_run", "hint": "Answer with code that compiles and runs: one fenced python block."},
+    ],
+}
 
 # Runs in the child: loads the draft, runs every test_* function of the tests, prints one JSON
 # object. Messages name exception types and line numbers, never temporary paths.
@@ -72,7 +82,8 @@ def code_of(draft):
 
 
 def fatal(message):
-    return {"score": 0, "issues": [], "fatal_issues": [message], "rationale": message}
+    return {"critique_version": 1, "score": 0, "issues": [],
+            "fatal_issues": [{"text": message, "type": "broken_run"}], "rationale": message}
 
 
 def critique(request, time_limit):
@@ -103,9 +114,10 @@ def critique(request, time_limit):
     failing = [t for t in tests if not t["ok"]]
     passed = len(tests) - len(failing)
     return {
+        "critique_version": 1,
         "score": round(10.0 * passed / len(tests), 1),
         "dimensions": {"tests": round(10.0 * passed / len(tests), 1)},
-        "issues": ["%s fails: %s" % (t["name"], t["error"]) for t in failing],
+        "issues": [{"text": "%s fails: %s" % (t["name"], t["error"]), "type": "failing_test"} for t in failing],
         "fatal_issues": [],
         "suggestions": [{"target": t["name"], "edit": "make %s pass" % t["name"]} for t in failing],
         "rationale": "%d of %d tests pass" % (passed, len(tests)),
@@ -119,7 +131,7 @@ def send(message):
 
 def main():
     send({"protocol": PROTOCOL, "name": NAME, "version": VERSION, "score_range": [0, 10],
-          "thread_safe": True, "policy_dependent": False})
+          "thread_safe": True, "policy_dependent": False, "info": INFO})
     first = sys.stdin.readline()
     if not first:
         return

@@ -9,7 +9,9 @@ loop's invariants (SPEC §5):
 
 - every column the contract names exists, and nested columns are typed as notebooks expect in each
   library (dims a map of string to float64, issues and fatal_issues lists of strings);
-- decision is "revise" or "stop"; exit_reason is null except on stop rows, where it is one of
+- decision is "revise", "stop" or "adjudicate" (an adjudicated loop's one extra row, one round past
+  its stop row, whose score and pass are the outcome's adjudicated_score and adjudicated_passed);
+  the loop rules below hold for the other rows; exit_reason is null except on stop rows, where it is one of
   pass / stall / plateau / budget; each loop has exactly one stop row, on its last round;
   revisions == round; a row passes exactly when it stops with "pass";
 - outcomes has one row per stop row, with the same exit and revisions, and passed == (exit "pass");
@@ -28,7 +30,8 @@ from pathlib import Path
 LOOP_KEY = ["run_id", "config_id", "arm", "critic", "task_id", "epoch"]
 GROUP_KEY = ["config_id", "arm", "critic"]
 EXIT_REASONS = ("pass", "stall", "plateau", "budget")
-DECISIONS = ("revise", "stop")
+DECISIONS = ("revise", "stop", "adjudicate")
+ADJUDICATED_SUFFIX = "+adjudicate"
 
 # Column → kind of value (SPEC §7). "number" accepts integers or floats.
 TRAJECTORY_COLUMNS = {
@@ -406,6 +409,8 @@ def check_trajectories(check, traj):
         bad.empty,
         f"{name}: decision must be one of {DECISIONS}; {len(bad)} rows are not, {examples(bad, LOOP_KEY + ['round', 'decision'])}",
     )
+    adjudicated = traj[traj["decision"].eq("adjudicate")]
+    traj = traj[~traj["decision"].eq("adjudicate")]
     stop = traj["decision"].eq("stop")
     bad = traj[~stop & traj["exit_reason"].notna()]
     check.expect(
@@ -457,10 +462,21 @@ def check_trajectories(check, traj):
         bad.empty,
         f"{name}: the stop row must be a loop's last round; {len(bad)} are not, {examples(bad, LOOP_KEY + ['round', 'last'])}",
     )
-    return traj[stop]
+    repeated = adjudicated[adjudicated.duplicated(LOOP_KEY, keep=False)]
+    check.expect(
+        repeated.empty,
+        f"{name}: a loop has at most one adjudicate row; {len(repeated)} rows repeat a loop, {examples(repeated, LOOP_KEY)}",
+    )
+    placed = adjudicated.merge(loops[LOOP_KEY + ["last"]], on=LOOP_KEY, how="left")
+    bad = placed[(placed["round"] != placed["last"] + 1) | (placed["revisions"] != placed["last"])]
+    check.expect(
+        bad.empty,
+        f"{name}: an adjudicate row comes one round past its loop's stop, with the loop's revisions; {len(bad)} do not, {examples(bad, LOOP_KEY + ['round', 'last'])}",
+    )
+    return traj[stop], adjudicated
 
 
-def check_outcomes(check, outcomes, stops):
+def check_outcomes(check, outcomes, stops, adjudicated=None):
     name = "outcomes.parquet"
     needed = LOOP_KEY + ["rounds", "revisions", "exit_reason", "passed"]
     if not check.expect(all(c in outcomes.columns for c in needed), f"{name}: cannot check outcomes without {needed}"):
@@ -515,6 +531,22 @@ def check_outcomes(check, outcomes, stops):
         bad.empty,
         f"{name}: revisions differs from the loop's stop row in {len(bad)} outcomes, {examples(bad, LOOP_KEY + ['revisions', 'revisions_trajectory'])}",
     )
+    if adjudicated is None or "adjudicated_passed" not in outcomes.columns:
+        return
+    with_pass = outcomes[outcomes["adjudicated_passed"].notna()]
+    check.expect(
+        len(with_pass) == len(adjudicated),
+        f"{name}: {len(with_pass)} outcomes have adjudicated_passed but trajectories.parquet has {len(adjudicated)} adjudicate rows",
+    )
+    joined = with_pass.merge(adjudicated, on=LOOP_KEY, suffixes=("", "_trajectory"))
+    bad = joined[
+        (joined["adjudicated_passed"].astype(bool) != joined["passed_trajectory"].astype(bool))
+        | (joined["adjudicated_score"] != joined["score"])
+    ]
+    check.expect(
+        bad.empty and len(joined) == len(with_pass),
+        f"{name}: adjudicated_score/adjudicated_passed differ from the loop's adjudicate row in {len(bad)} outcomes, {examples(bad, LOOP_KEY)}",
+    )
 
 
 def wilson(passed, n, z=1.959963984540054):
@@ -535,6 +567,19 @@ def check_summary(check, path, outcomes):
         return summary
     if not check.expect(len(summary) > 0, f"{name}: no rows"):
         return summary
+    # An adjudicated arm's twin (ARM+adjudicate) counts the same loops again, with their
+    # adjudicated pass: checked against adjudicated_passed, left out of the totals below.
+    twins = summary[summary["arm"].astype(str).str.endswith(ADJUDICATED_SUFFIX)]
+    summary = summary[~summary["arm"].astype(str).str.endswith(ADJUDICATED_SUFFIX)]
+    if len(twins) and "adjudicated_passed" in outcomes.columns:
+        adjudicated = outcomes[outcomes["adjudicated_passed"].notna()]
+        check.expect(
+            int(twins["n"].sum()) == len(adjudicated)
+            and int(twins["passed"].sum()) == int(adjudicated["adjudicated_passed"].astype(bool).sum()),
+            f"{name}: the +adjudicate rows count {int(twins['n'].sum())} loops and {int(twins['passed'].sum())} passes, "
+            f"but outcomes.parquet has {len(adjudicated)} adjudicated loops and "
+            f"{int(adjudicated['adjudicated_passed'].astype(bool).sum())} adjudicated passes",
+        )
     counts = ["n", "passed", "exit_pass", "exit_stall", "exit_plateau", "exit_budget"]
     rates = ["pass_rate", "pass_rate_lo", "pass_rate_hi"]
     for column in counts + rates:
@@ -703,8 +748,8 @@ def run(run_dir):
             f"the libraries disagree on {key}: " + ", ".join(f"{lib} {v}" for lib, v in values.items()),
         )
 
-    stops = check_trajectories(check, traj)
-    check_outcomes(check, outcomes, stops)
+    stops, adjudicated = check_trajectories(check, traj) or (None, None)
+    check_outcomes(check, outcomes, stops, adjudicated)
     summary = None
     try:
         summary = check_summary(check, paths["summary.csv"], outcomes)

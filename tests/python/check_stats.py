@@ -87,6 +87,8 @@ SCHEMA = pa.schema(
         pa.field("tokens_out", pa.int64(), nullable=True),
         pa.field("wall_ms", pa.float64(), nullable=False),
         pa.field("meta", pa.string(), nullable=True),
+        pa.field("adjudicated_score", pa.float64(), nullable=True),
+        pa.field("adjudicated_passed", pa.bool_(), nullable=True),
     ]
 )
 
@@ -130,6 +132,8 @@ def loop(config_id, critic, arm, task_id, epoch, passed, rounds, first, best):
         "tokens_out": None,
         "wall_ms": 1.0,
         "meta": None,
+        "adjudicated_score": None,
+        "adjudicated_passed": None,
     }
 
 

@@ -9,14 +9,21 @@ use crate::{Buffer, HostV1, STATUS_ERROR, STATUS_OK, Str};
 
 /// A critic written in Rust. Export it with [`export_critic!`](crate::export_critic).
 pub trait CriticPlugin: Sized + Send + Sync + 'static {
+    /// The critic's name, e.g. `rubric`.
     const NAME: &'static str;
+    /// The critic's version.
     const VERSION: &'static str;
+    /// The lowest score it gives.
     const SCORE_MIN: f64;
+    /// The highest score it gives.
     const SCORE_MAX: f64;
     /// Whether `critique` may run from many threads at once (the host serializes calls otherwise).
     const THREAD_SAFE: bool = true;
     /// Whether the critique depends on the loop's policy (this disables replay).
     const POLICY_DEPENDENT: bool = false;
+    /// The plugin's info JSON ([`PluginInfo`](crate::PluginInfo)): its issue types, the host
+    /// services it requires, hints. Empty declares nothing.
+    const INFO: &'static str = "";
 
     /// Builds an instance from the experiment's JSON config (`{}` when none is given).
     fn create(config: &str, host: Host) -> Result<Self, String>;
@@ -170,6 +177,7 @@ pub mod glue {
         unsafe { buffer.free() };
     }
 
+    /// The descriptor flags of `P`.
     pub const fn flags<P: CriticPlugin>() -> u32 {
         (if P::THREAD_SAFE { crate::FLAG_THREAD_SAFE } else { 0 })
             | (if P::POLICY_DEPENDENT { crate::FLAG_POLICY_DEPENDENT } else { 0 })
@@ -196,6 +204,12 @@ macro_rules! export_critic {
                 free_buffer: $crate::glue::free_buffer,
             };
             &DESCRIPTOR
+        }
+
+        /// The plugin's info JSON (critbench ABI v1, optional symbol).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn critbench_critic_info_v1() -> $crate::Str {
+            $crate::Str::from_static(<$plugin as $crate::CriticPlugin>::INFO)
         }
     };
 }

@@ -1,7 +1,7 @@
 use critbench_engine::experiment::{Experiment, MAX_JUDGE_REPEATS, Overrides};
-use critbench_engine::openai_writer::OpenAiSession;
+use critbench_engine::openai_writer::{OpenAiSession, plugin_host};
 use critbench_judge::{CriticSetup, JudgeError, JudgeSpec};
-use critbench_plugin_host::{IsolationMode, PluginError};
+use critbench_plugin_host::IsolationMode;
 use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, JudgeArgs};
@@ -11,15 +11,8 @@ use crate::failure::{Failure, check_jobs, experiment_file};
 pub const DEFAULT_JUDGE_EXPERIMENT: &str = "experiments/judge-demo.toml";
 
 fn failure(error: JudgeError) -> Failure {
-    // The demo's C critic is the one plugin `cargo build` does not build.
-    let hint = match &error {
-        JudgeError::Plugin { source: PluginError::NotFound { name, .. }, .. } if name == "length" => {
-            "\n  hint: `length` is the C example critic (plugins/c-example/length_critic.c); build it with \
-             `just c-plugin`, which writes reports/plugins/liblength.so"
-        }
-        _ => "",
-    };
-    let message = format!("{error}{hint}");
+    // A plugin that is not built says how to build it (its `not_found` hint), in the error.
+    let message = error.to_string();
     if error.is_usage() { Failure::usage(message) } else { Failure::failed(message) }
 }
 
@@ -65,6 +58,11 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         experiment.judge.datasets.clone().unwrap_or_else(|| experiment.datasets.clone())
     };
     let out = args.out.or_else(|| experiment.judge.out.clone()).unwrap_or_else(|| experiment.out.clone());
+    // An [openai] table with a judge model offers it to plugins as the `chat` service.
+    let session = match &experiment.openai {
+        Some(settings) => Some(OpenAiSession::start(settings).map_err(|e| Failure::usage(e.to_string()))?),
+        None => None,
+    };
     let spec = JudgeSpec {
         name: experiment.name.clone(),
         experiment_path: experiment.path.clone(),
@@ -89,11 +87,7 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         out,
         plugin_dirs: experiment.plugin_dirs.clone(),
         jobs: experiment.jobs,
-    };
-    // An [openai] table offers the judge model to plugins (llm-judge) as the `chat` service.
-    let session = match &experiment.openai {
-        Some(settings) => Some(OpenAiSession::start(settings).map_err(|e| Failure::usage(e.to_string()))?),
-        None => None,
+        host: plugin_host(session.as_ref()),
     };
     let outcome = critbench_judge::judge(&spec).map_err(failure)?;
     let report = &outcome.report;

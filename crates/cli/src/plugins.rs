@@ -55,17 +55,29 @@ pub fn check(args: PluginCheckArgs) -> Result<(), Failure> {
     if library.policy_dependent {
         println!("note:        its critiques depend on the loop policy");
     }
+    let declared = &library.declared;
+    if !declared.issue_types.is_empty() {
+        let names: Vec<&str> = declared.issue_types.iter().map(|t| t.name.as_str()).collect();
+        println!("issue types: {}", names.join(", "));
+    }
+    if !declared.requires.is_empty() {
+        println!("requires:    {}", declared.requires.join(", "));
+    }
     if serde_json::from_str::<serde_json::Value>(&args.config).is_err() {
         return Err(Failure::usage(format!("--config is not valid JSON: {}", args.config)));
     }
     let critic = library.instantiate(&args.config).map_err(|e| Failure::usage(e.to_string()))?;
     let answer = critic.call(SAMPLE_REQUEST).map_err(|e| {
-        // A plugin that calls back into the host (llm-judge asks `chat`) needs a run's services.
-        let hint = if e.contains("offers no service") {
-            "\n  hint: this plugin uses a host service; `plugins check` runs none. Run it in an experiment \
-                 (for `chat`: one with an [openai] table naming a judge model)"
+        // A plugin that calls back into the host needs a run's services.
+        let hint = if declared.requires.is_empty() {
+            String::new()
         } else {
-            ""
+            format!(
+                "\n  hint: this plugin requires the host service(s) {}; `plugins check` offers none. Run it in an \
+                 experiment{}",
+                declared.requires.join(", "),
+                declared.hint("requires").map(|h| format!(" ({h})")).unwrap_or_default()
+            )
         };
         Failure::usage(format!("the plugin failed on the sample request: {e}{hint}"))
     })?;

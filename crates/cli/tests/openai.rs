@@ -67,7 +67,7 @@ fn answer(request: &MockRequest) -> MockResponse {
             if task == "essay-4" || (task == "essay-3" && !asked_again) {
                 return MockResponse::chat(&"../".repeat(40), 50, 40);
             }
-            let score = if draft.contains("FIXED") {
+            let score = if draft.contains("FIXED") || draft.contains("ADJUDICATED") {
                 9
             } else if draft.contains("POLISHED") {
                 6
@@ -84,6 +84,14 @@ fn answer(request: &MockRequest) -> MockResponse {
             });
             MockResponse::chat(&format!("```json\n{critique}\n```"), 80, 30)
         }
+        "adj-m" => MockResponse::chat(
+            &format!(
+                "Here is the final version:\n\nADJUDICATED draft about trees [{}].\n\nI hope this helps.",
+                task_of(&text)
+            ),
+            70,
+            20,
+        ),
         other => MockResponse::error(404, &format!("no model {other}")),
     }
 }
@@ -291,7 +299,7 @@ fn real_model_loops_survive_faults_are_cached_and_never_leak_the_key() {
         "round 0 of the three arms is one request"
     );
     assert_eq!(openai["tokens"]["cap_reached"], false);
-    assert_eq!(first_manifest["experiment"]["openai"]["api_key_env"], KEY_VAR);
+    assert_eq!(first_manifest["experiment"]["openai"]["endpoints"][0]["api_key_env"], KEY_VAR);
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let disagreements: u64 =
         summary["summary"].as_array().unwrap().iter().map(|r| r["critic_passed_disagreements"].as_u64().unwrap()).sum();
@@ -535,4 +543,39 @@ models = {{ judge = "judge-m" }}
         "{}",
         stdout(&output)
     );
+}
+
+#[test]
+fn the_adjudicator_model_is_called_once_per_loop_and_its_calls_and_tokens_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(answer);
+    let file = write_fixture(dir.path(), &server.base_url(), "[openai.adjudicator]\nmodel = \"adj-m\"\n");
+    let text = std::fs::read_to_string(&file).unwrap().replace("seed = 3\n", "seed = 3\nadjudicate = true\n");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.path().join("run");
+    ok(run(&file, &out, &["--no-cache"]));
+    let rows = outcomes(&out);
+    // 4 tasks × 3 arms × 2 epochs, one config: one adjudication each.
+    assert_eq!(rows.len(), 24);
+    for row in &rows {
+        let score = row.adjudicated_score.expect("every loop is adjudicated");
+        if row.task_id == "essay-4" {
+            // The judge answers garbage for this task: the critique of the adjudicated draft fails.
+            assert_eq!(row.adjudicated_passed, Some(false), "{row:?}");
+        } else {
+            // The adjudicated draft (residue stripped) is what the judge scored 9.
+            assert_eq!((score, row.adjudicated_passed), (9.0, Some(true)), "{row:?}");
+        }
+    }
+    let adjudicator = &manifest(&out)["openai"]["calls"]["by_role"]["adjudicator"];
+    assert_eq!(adjudicator["calls"], 24, "{adjudicator}");
+    let model_calls = adjudicator["model_calls"].as_u64().unwrap();
+    assert!((1..=24).contains(&model_calls), "{adjudicator}");
+    // Tokens count every answer, those the run's cache shared included (as for every role).
+    assert_eq!((adjudicator["tokens_in"].as_u64(), adjudicator["tokens_out"].as_u64()), (Some(70 * 24), Some(20 * 24)));
+    assert_eq!(adjudicator["cache_hits"].as_u64().unwrap() + model_calls, 24, "{adjudicator}");
+    let requests = server.received();
+    let asked: Vec<_> = requests.iter().filter(|r| r.model() == "adj-m").collect();
+    assert_eq!(asked.len() as u64, model_calls);
+    assert!(asked.iter().all(|r| r.text().contains("senior editor")), "the adjudicator prompts are sent");
 }

@@ -263,3 +263,27 @@ fn a_dead_judge_endpoint_fails_the_run() {
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("0 answered"), "the report's notes say what the manifest records:\n{report}");
 }
+
+#[test]
+fn a_plugin_whose_create_succeeds_without_an_instance_gets_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = r#"
+#include "critbench.h"
+static int32_t create(critbench_str c, const critbench_host_v1 *h, void **instance, critbench_buffer *e) {
+    (void)c; (void)h; (void)e; *instance = 0; return CRITBENCH_OK;
+}
+static int32_t critique(void *i, critbench_str r, critbench_buffer *o) { (void)i; (void)r; (void)o; return CRITBENCH_ERROR; }
+static void destroy(void *i) { (void)i; }
+static void free_buffer(critbench_buffer b) { (void)b; }
+static const critbench_critic_descriptor_v1 D = {CRITBENCH_ABI_VERSION, 0, {(const uint8_t *)"null", 4},
+    {(const uint8_t *)"1", 1}, 0.0, 1.0, create, critique, destroy, free_buffer};
+const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &D; }
+"#;
+    let library = compile_source(dir.path(), "null", source);
+    let message = usage_error(critbench(&["plugins", "check", library.to_str().unwrap()]), dir.path());
+    assert_eq!(
+        message.trim_end(),
+        "error: plugin `null` returned success from `create` but no instance (a NULL pointer); `create` must set \
+         `*instance` to a non-NULL pointer (see critbench.h)"
+    );
+}

@@ -6,12 +6,16 @@ use crate::RoundScore;
 /// The best draft seen so far, updated one round at a time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BestDraft {
+    /// The round of the best draft.
     pub round: usize,
+    /// Its score.
     pub score: f64,
+    /// Whether it has a fatal issue.
     pub fatal: bool,
 }
 
 impl BestDraft {
+    /// Starts with round 0.
     pub fn first(score: &RoundScore) -> Self {
         BestDraft { round: 0, score: score.score, fatal: score.fatal }
     }

@@ -8,11 +8,14 @@ use serde::{Deserialize, Serialize};
 /// The scores a critic can give, inclusive at both ends.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScoreRange {
+    /// The lowest score.
     pub min: f64,
+    /// The highest score.
     pub max: f64,
 }
 
 impl ScoreRange {
+    /// Whether `value` is a finite score inside the range.
     pub fn contains(&self, value: f64) -> bool {
         value.is_finite() && value >= self.min && value <= self.max
     }
@@ -28,28 +31,40 @@ impl fmt::Display for ScoreRange {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Suggestion {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The dimension the edit improves, if the critic says.
     pub dimension: Option<String>,
     /// The part of the draft to change, e.g. a section name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The edit itself.
     pub edit: String,
 }
 
 /// A validated critique: the score is always present and inside the critic's range.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Critique {
+    /// The overall score, inside the critic's range.
     pub score: f64,
+    /// Scores per dimension (e.g. `clarity`), each inside the range.
     pub dimensions: BTreeMap<String, f64>,
+    /// Problems the reviser should fix.
     pub issues: Vec<String>,
+    /// Problems that make the draft unacceptable: a draft with one never passes.
     pub fatal_issues: Vec<String>,
     /// The machine-readable types the critic tagged its issues and fatal issues with (e.g.
     /// `missing_evidence`), each once, in the order they first appear.
     pub issue_types: Vec<String>,
+    /// Concrete edits the critic proposes.
     pub suggestions: Vec<Suggestion>,
     /// The critic's own verdict. Recorded, never used to decide.
     pub critic_passed: Option<bool>,
+    /// The critic's explanation of its scores, if any.
     pub rationale: Option<String>,
 }
+
+/// The newest critique answer version this crate reads (`critique_version`; an answer without
+/// one is version 1). The same number as `CRITBENCH_CRITIQUE_VERSION` of `critbench.h`.
+pub const CRITIQUE_VERSION: u32 = 1;
 
 /// The issue text recorded when no valid critique could be had.
 pub const CRITIQUE_UNAVAILABLE: &str = "critique unavailable";
@@ -57,10 +72,28 @@ pub const CRITIQUE_UNAVAILABLE: &str = "critique unavailable";
 /// Why a critic's answer is not a valid critique.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CritiqueError {
+    /// The answer is not JSON of the critique's shape.
     Json(String),
+    /// Neither `score` nor `dimensions` is given.
     NoScore,
-    ScoreOutOfRange { score: f64, range: ScoreRange },
-    DimensionOutOfRange { name: String, value: f64, range: ScoreRange },
+    /// A `critique_version` this crate does not read.
+    Version(u32),
+    /// The score is outside the critic's range.
+    ScoreOutOfRange {
+        /// The score given.
+        score: f64,
+        /// The critic's range.
+        range: ScoreRange,
+    },
+    /// A dimension's score is outside the critic's range.
+    DimensionOutOfRange {
+        /// The dimension.
+        name: String,
+        /// Its score.
+        value: f64,
+        /// The critic's range.
+        range: ScoreRange,
+    },
 }
 
 impl fmt::Display for CritiqueError {
@@ -68,6 +101,11 @@ impl fmt::Display for CritiqueError {
         match self {
             CritiqueError::Json(message) => write!(f, "malformed critique: {message}"),
             CritiqueError::NoScore => write!(f, "critique has neither `score` nor `dimensions`"),
+            CritiqueError::Version(version) => write!(
+                f,
+                "critique_version {version} is not one this critbench reads (1 to {CRITIQUE_VERSION}); \
+                 update critbench or have the critic write version {CRITIQUE_VERSION}"
+            ),
             CritiqueError::ScoreOutOfRange { score, range } => {
                 write!(f, "score {score} is outside the critic's range {range}")
             }
@@ -83,6 +121,8 @@ impl std::error::Error for CritiqueError {}
 /// The critique as it arrives on the wire, before validation.
 #[derive(Deserialize)]
 struct WireCritique {
+    #[serde(default)]
+    critique_version: Option<u32>,
     #[serde(default)]
     score: Option<f64>,
     #[serde(default)]
@@ -140,6 +180,11 @@ impl Critique {
         weights: Option<&BTreeMap<String, f64>>,
     ) -> Result<Critique, CritiqueError> {
         let wire: WireCritique = serde_json::from_str(json).map_err(|e| CritiqueError::Json(e.to_string()))?;
+        if let Some(version) = wire.critique_version
+            && !(1..=CRITIQUE_VERSION).contains(&version)
+        {
+            return Err(CritiqueError::Version(version));
+        }
         for (name, value) in &wire.dimensions {
             if !range.contains(*value) {
                 return Err(CritiqueError::DimensionOutOfRange { name: name.clone(), value: *value, range });
@@ -189,6 +234,7 @@ impl Critique {
             .then(|| serde_json::to_string(&self.suggestions).expect("suggestions always serialize"))
     }
 
+    /// The lowest dimension score, if the critique has dimensions.
     pub fn min_dimension(&self) -> Option<f64> {
         self.dimensions.values().copied().reduce(f64::min)
     }
@@ -209,6 +255,18 @@ mod tests {
     use super::*;
 
     const RANGE: ScoreRange = ScoreRange { min: 0.0, max: 10.0 };
+
+    #[test]
+    fn a_critique_version_this_crate_does_not_read_is_refused() {
+        assert_eq!(Critique::parse(r#"{"critique_version": 1, "score": 3}"#, RANGE, None).unwrap().score, 3.0);
+        let error = Critique::parse(r#"{"critique_version": 2, "score": 3}"#, RANGE, None).unwrap_err();
+        assert_eq!(error, CritiqueError::Version(2));
+        assert!(error.to_string().contains("critique_version 2 is not one this critbench reads (1 to 1)"));
+        assert_eq!(
+            Critique::parse(r#"{"critique_version": 0, "score": 3}"#, RANGE, None),
+            Err(CritiqueError::Version(0))
+        );
+    }
 
     #[test]
     fn score_is_taken_as_given() {

@@ -11,6 +11,7 @@
 //! let rounds = [RoundScore::new(6.0), RoundScore::new(5.5)];
 //! assert_eq!(decide(&rounds, &policy), Decision::Stop(ExitReason::Stall));
 //! ```
+#![warn(missing_docs)]
 
 mod best;
 mod critique;
@@ -19,7 +20,7 @@ mod seed;
 mod task;
 
 pub use best::{BestDraft, best_round};
-pub use critique::{CRITIQUE_UNAVAILABLE, Critique, CritiqueError, ScoreRange, Suggestion};
+pub use critique::{CRITIQUE_UNAVAILABLE, CRITIQUE_VERSION, Critique, CritiqueError, ScoreRange, Suggestion};
 pub use policy::{Decision, ExitReason, FinalDraft, Policy, RoundScore, decide, stop_point};
 pub use seed::{Rng, SeedKey, derive_seed};
 pub use task::{Arm, Task};

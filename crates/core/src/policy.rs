@@ -16,8 +16,10 @@ pub enum ExitReason {
 }
 
 impl ExitReason {
+    /// Every exit reason, in the order of the output contract.
     pub const ALL: [ExitReason; 4] = [Self::Pass, Self::Stall, Self::Plateau, Self::Budget];
 
+    /// The reason as the output writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pass => "pass",
@@ -27,6 +29,7 @@ impl ExitReason {
         }
     }
 
+    /// Reads a reason as the output writes it.
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|reason| reason.as_str() == text)
     }
@@ -41,11 +44,14 @@ impl fmt::Display for ExitReason {
 /// What the policy says after a critique.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
+    /// Write another draft.
     Revise,
+    /// Stop the loop, for this reason.
     Stop(ExitReason),
 }
 
 impl Decision {
+    /// `revise` or `stop`, as the trajectory records it.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Revise => "revise",
@@ -53,6 +59,7 @@ impl Decision {
         }
     }
 
+    /// Why the loop stopped, if it did.
     pub fn exit_reason(self) -> Option<ExitReason> {
         match self {
             Decision::Revise => None,
@@ -72,6 +79,7 @@ pub enum FinalDraft {
 }
 
 impl FinalDraft {
+    /// `best` or `last`, as the experiment file spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             FinalDraft::Best => "best",
@@ -83,13 +91,17 @@ impl FinalDraft {
 /// The knobs of the decision rule. One value of each; grids are built by the engine.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Policy {
+    /// The score a draft must reach to pass.
     pub pass_score: f64,
+    /// How many revisions a loop may make after the first draft.
     pub max_revisions: u32,
+    /// Stop when the score drops below the previous round's.
     pub stall: bool,
     /// Plateau detection is off when this is 0.
     pub plateau_eps: f64,
     /// When set, every dimension must also reach this value to pass.
     pub dim_target: Option<f64>,
+    /// Which draft the loop returns.
     pub final_draft: FinalDraft,
 }
 
@@ -134,6 +146,7 @@ fn compact(value: f64) -> String {
 /// What the policy needs to know about one critiqued round.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RoundScore {
+    /// The critique's score.
     pub score: f64,
     /// The critique has at least one fatal issue.
     pub fatal: bool,
@@ -144,20 +157,24 @@ pub struct RoundScore {
 }
 
 impl RoundScore {
+    /// A round with this score, no fatal issue, no failure and no dimensions.
     pub fn new(score: f64) -> Self {
         RoundScore { score, fatal: false, failed: false, min_dimension: None }
     }
 
+    /// Marks the critique as having a fatal issue.
     pub fn fatal(mut self) -> Self {
         self.fatal = true;
         self
     }
 
+    /// Marks the critic call as failed.
     pub fn failed(mut self) -> Self {
         self.failed = true;
         self
     }
 
+    /// Sets the lowest dimension score.
     pub fn with_min_dimension(mut self, min: f64) -> Self {
         self.min_dimension = Some(min);
         self

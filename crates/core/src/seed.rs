@@ -5,9 +5,13 @@
 /// Identifies one random decision point.
 #[derive(Clone, Copy, Debug)]
 pub struct SeedKey<'a> {
+    /// The run's seed.
     pub seed: u64,
+    /// The task the decision belongs to.
     pub task_id: &'a str,
+    /// The epoch (repeat) of the loop.
     pub epoch: u32,
+    /// The round of the loop.
     pub round: u32,
     /// What the randomness is for, e.g. `"generate"` or `"revise"`.
     pub purpose: &'a str,
@@ -47,6 +51,7 @@ pub struct Rng {
 }
 
 impl Rng {
+    /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Self {
         let mut s = seed;
         let mut next = || {
@@ -56,10 +61,12 @@ impl Rng {
         Rng { state: [next(), next(), next(), next()] }
     }
 
+    /// A generator seeded by a decision point (see [`derive_seed`]).
     pub fn from_key(key: &SeedKey<'_>) -> Self {
         Rng::new(derive_seed(key))
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let [s0, s1, s2, s3] = &mut self.state;
         let result = s0.wrapping_add(*s3).rotate_left(23).wrapping_add(*s0);

@@ -10,9 +10,12 @@ use serde_json::Value;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Task {
+    /// Unique id within the run's datasets.
     pub id: String,
+    /// What the writer is asked to write.
     pub prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The task's kind (`paper`, `rag`, …); critics may take only some kinds.
     pub kind: Option<String>,
     /// Source material for the writer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,10 +69,12 @@ pub enum Arm {
 }
 
 impl Arm {
+    /// Every arm, in the order of the output contract.
     pub const ALL: [Arm; 4] = [Arm::Feedback, Arm::NoFeedback, Arm::Single, Arm::FeedbackMemory];
     /// The arms an experiment runs when it names none.
     pub const DEFAULT: [Arm; 3] = [Arm::Feedback, Arm::NoFeedback, Arm::Single];
 
+    /// The arm as the output and the experiment file spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Arm::Feedback => "feedback",
@@ -79,6 +84,7 @@ impl Arm {
         }
     }
 
+    /// Reads an arm as the experiment file spells it.
     pub fn parse(text: &str) -> Option<Arm> {
         Arm::ALL.into_iter().find(|arm| arm.as_str() == text)
     }

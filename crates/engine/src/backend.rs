@@ -74,6 +74,19 @@ pub trait Writer: Sync {
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, String>;
+
+    /// The adjudicator's final pass over a finished loop's draft (seed 004): contradictions
+    /// resolved, conversational residue stripped. `concerns` is the critique of that draft.
+    /// `None` when this writer has no adjudicator (the experiment refuses `adjudicate` then).
+    fn adjudicate(
+        &self,
+        _task: &Task,
+        _draft: &str,
+        _concerns: Option<&Critique>,
+        _key: &DraftKey<'_>,
+    ) -> Option<Result<Draft, String>> {
+        None
+    }
 }
 
 /// The built-in deterministic simulated writer (`critbench-sim`).
@@ -93,6 +106,19 @@ impl Writer for SimWriter {
         key: &DraftKey<'_>,
     ) -> Result<Draft, String> {
         Ok(Draft::offline(critbench_sim::revise(task, draft, critique, &mut key.rng("revise"))))
+    }
+
+    /// The simulated adjudicator answers like a model, residue and all; the output clean-up
+    /// every model answer goes through strips it.
+    fn adjudicate(
+        &self,
+        task: &Task,
+        draft: &str,
+        concerns: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Option<Result<Draft, String>> {
+        let answer = critbench_sim::adjudicate(task, draft, concerns, &mut key.rng("adjudicate"));
+        Some(Ok(Draft::offline(crate::prompts::clean_model_text(&answer))))
     }
 }
 

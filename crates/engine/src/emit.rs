@@ -4,6 +4,8 @@
 
 use critbench_core::{Arm, BestDraft, Decision, ExitReason, FinalDraft, Policy, RoundScore, decide};
 use critbench_storage::recorded::RecordedRound;
+
+use crate::adjudicate::Adjudication;
 use critbench_storage::tables::{OutcomeRow, OutcomeWriter, StorageError, TrajectoryRow, TrajectoryWriter};
 
 /// What the policy needs from a recorded round.
@@ -34,11 +36,14 @@ pub struct LoopLabels<'a> {
 
 /// Writes the rows `policy` (labelled `config_id`) produces on `rounds` and returns whether the
 /// loop passed, with the number of rounds it used. `None` when the recording ends before the
-/// policy stops.
+/// policy stops. `adjudications` holds the loop's adjudicated final drafts when its arm
+/// adjudicates: the policy's is written as one more row and in the outcome's adjudicated columns.
+#[allow(clippy::too_many_arguments)]
 pub fn emit_loop(
     labels: &LoopLabels<'_>,
     rounds: &[RecordedRound],
     scores: &[RoundScore],
+    adjudications: &[Adjudication],
     grid_policy: &Policy,
     config_id: &str,
     trajectories: &mut TrajectoryWriter,
@@ -48,6 +53,7 @@ pub fn emit_loop(
     let Some((stop, exit)) = critbench_core::stop_point(scores, &policy) else { return Ok(None) };
     let best = critbench_core::best_round(&scores[..=stop]).expect("a stopped loop has a round");
     let mut running_best: Option<BestDraft> = None;
+    let mut last_row = None;
     for (index, round) in rounds[..=stop].iter().enumerate() {
         let score = scores[index];
         match &mut running_best {
@@ -58,7 +64,7 @@ pub fn emit_loop(
         }
         let decision = if index == stop { Decision::Stop(exit) } else { Decision::Revise };
         debug_assert_eq!(decide(&scores[..=index], &policy), decision);
-        trajectories.push(&TrajectoryRow {
+        let row = TrajectoryRow {
             run_id: labels.run_id,
             config_id,
             arm: labels.arm.as_str(),
@@ -91,7 +97,13 @@ pub fn emit_loop(
             tokens_out: round.tokens_out,
             critic_tokens_in: round.critic_tokens_in,
             critic_tokens_out: round.critic_tokens_out,
-        })?;
+        };
+        trajectories.push(&row)?;
+        last_row = Some(row);
+    }
+    let adjudication = crate::adjudicate::for_policy(adjudications, scores, &policy);
+    if let (Some(adjudication), Some(row)) = (adjudication, last_row) {
+        trajectories.push(&crate::adjudicate::trajectory_row(row, adjudication, &policy, stop))?;
     }
     let used = &rounds[..=stop];
     let final_round = match policy.final_draft {
@@ -132,6 +144,8 @@ pub fn emit_loop(
         tokens_out: sum_tokens(used.iter().map(|r| r.tokens_out)),
         wall_ms: used.iter().map(|r| r.gen_ms + r.critic_ms).sum(),
         meta: labels.meta.clone(),
+        adjudicated_score: adjudication.map(|a| a.score.score),
+        adjudicated_passed: adjudication.map(|a| a.score.meets_pass_rule(&policy)),
     })?;
     Ok(Some((passed, used.len())))
 }

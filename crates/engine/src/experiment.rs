@@ -128,6 +128,9 @@ pub struct Experiment {
     pub backend: BackendKind,
     #[serde(serialize_with = "arm_names")]
     pub arms: Vec<Arm>,
+    /// The arms whose loops end with the adjudicator's pass (seed 004), in `arms` order.
+    #[serde(serialize_with = "arm_names", skip_serializing_if = "Vec::is_empty")]
+    pub adjudicate: Vec<Arm>,
     pub epochs: u32,
     pub seed: u64,
     pub out: PathBuf,
@@ -234,6 +237,9 @@ struct ExperimentFile {
     backend: String,
     #[serde(default)]
     arms: Option<Vec<String>>,
+    /// `true`, `false` or a list of arms: see `crate::adjudicate::resolve_arms`.
+    #[serde(default)]
+    adjudicate: Option<toml::Value>,
     #[serde(default = "one")]
     epochs: u32,
     #[serde(default)]
@@ -256,7 +262,7 @@ struct ExperimentFile {
     #[serde(default)]
     memory: Option<MemorySection>,
     #[serde(default)]
-    openai: Option<OpenAiSection>,
+    openai: Option<critbench_openai::OpenAiTable>,
     #[serde(default)]
     prompts: Option<crate::prompts::Prompts>,
     #[serde(default)]
@@ -314,59 +320,8 @@ struct CriticEntry {
     weights: Option<BTreeMap<String, f64>>,
 }
 
-/// The `[openai]` table (SPEC §9, extended): an OpenAI-compatible endpoint and the model of each
-/// role. `models = { role = "name" }` is shorthand for `[openai.role] model = "name"`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OpenAiSection {
-    base_url: String,
-    #[serde(default)]
-    api_key_env: Option<String>,
-    #[serde(default)]
-    concurrency: Option<u32>,
-    #[serde(default)]
-    models: BTreeMap<String, String>,
-    #[serde(default)]
-    timeout_s: Option<f64>,
-    #[serde(default)]
-    max_retries: Option<u32>,
-    #[serde(default)]
-    retry_base_ms: Option<u64>,
-    #[serde(default)]
-    max_tokens_total: Option<u64>,
-    /// Every role's `max_tokens` unless the role sets its own.
-    #[serde(default)]
-    max_tokens: Option<u32>,
-    #[serde(default)]
-    cache: Option<String>,
-    #[serde(default)]
-    generator: Option<RoleSection>,
-    #[serde(default)]
-    reviser: Option<RoleSection>,
-    #[serde(default)]
-    judge: Option<RoleSection>,
-    #[serde(default)]
-    adjudicator: Option<RoleSection>,
-}
-
-#[derive(Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RoleSection {
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    temperature: Option<f64>,
-    #[serde(default)]
-    max_tokens: Option<u32>,
-    #[serde(default)]
-    seed: Option<u64>,
-}
-
 /// Defaults of the `[openai]` table.
-pub const DEFAULT_CONCURRENCY: u32 = 4;
-pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
-pub const DEFAULT_MAX_RETRIES: u32 = 4;
-pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
+pub use critbench_openai::{DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S};
 /// The cache file's name beside the run directory, unless `[openai] cache` names another.
 pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
 
@@ -596,23 +551,32 @@ impl Experiment {
                 let cache = if overrides.no_cache {
                     critbench_openai::CacheMode::Memory
                 } else {
-                    let path = match &section.cache {
+                    let path = match section.cache() {
                         Some(path) => relative(path),
                         None => out.parent().map(|p| p.join(CACHE_FILE)).unwrap_or_else(|| PathBuf::from(CACHE_FILE)),
                     };
                     critbench_openai::CacheMode::Disk { path }
                 };
-                Some(resolve_openai(section, backend, file.seed, &critics, cache)?)
+                let needs = critbench_openai::Requirements {
+                    generator: backend == BackendKind::Openai,
+                    seed: file.seed,
+                    cache,
+                };
+                Some(section.resolve(needs).map_err(|e| e.to_string())?)
             }
         };
         let prompts = file.prompts.unwrap_or_default();
         prompts.check()?;
+        let mut adjudicate =
+            crate::adjudicate::resolve_arms(file.adjudicate.as_ref(), &arms, backend, openai.as_ref())?;
+        adjudicate.sort_by_key(|arm| arms.iter().position(|a| a == arm));
         Ok(Experiment {
             name: file.name,
             path: None,
             datasets,
             backend,
             arms,
+            adjudicate,
             epochs: file.epochs,
             seed: file.seed,
             out,
@@ -627,9 +591,9 @@ impl Experiment {
             limit: overrides.limit,
             // Workers mostly wait on the network with a model server: enough of them to keep
             // `concurrency` requests in flight.
-            jobs: overrides
-                .jobs
-                .unwrap_or_else(|| openai.as_ref().map_or(0, |o| o.concurrency.max(available_cores() as u32) as usize)),
+            jobs: overrides.jobs.unwrap_or_else(|| {
+                openai.as_ref().map_or(0, |o| o.concurrency().max(available_cores() as u32) as usize)
+            }),
             judge,
             openai,
             prompts,
@@ -639,129 +603,6 @@ impl Experiment {
 
 fn available_cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-}
-
-/// Resolves the `[openai]` table: every role's model and sampling, the limits, the cache.
-fn resolve_openai(
-    section: OpenAiSection,
-    backend: BackendKind,
-    seed: u64,
-    critics: &[CriticSpec],
-    cache: critbench_openai::CacheMode,
-) -> Result<critbench_openai::ClientSettings, String> {
-    use critbench_openai::{ClientSettings, Role, RoleSettings};
-    let base_url = section.base_url.trim().to_string();
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(format!("[openai] base_url = \"{base_url}\" must start with http:// or https://"));
-    }
-    let authority = base_url.split_once("://").map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
-    if authority.contains('@') {
-        // It would be recorded in the manifest: credentials belong in the environment.
-        return Err("[openai] base_url must not carry credentials (user:password@); put the key in the \
-                    environment variable api_key_env names"
-            .into());
-    }
-    if let Some(name) = &section.api_key_env {
-        // Never echo the value: it may be a key pasted in the wrong place.
-        let valid = !name.is_empty()
-            && name.len() <= 64
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit());
-        if !valid {
-            return Err("[openai] api_key_env must be the *name* of an environment variable (letters, digits and \
-                        `_`, like OPENAI_API_KEY), not the key itself; the key never goes in a file"
-                .into());
-        }
-    }
-    let concurrency = section.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
-    if !(1..=1024).contains(&concurrency) {
-        return Err(format!("[openai] concurrency = {concurrency} must be from 1 to 1024"));
-    }
-    let timeout_s = section.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
-    if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= 86_400.0) {
-        return Err(format!("[openai] timeout_s = {timeout_s} must be a positive number of seconds"));
-    }
-    let max_retries = section.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
-    if max_retries > 100 {
-        return Err(format!("[openai] max_retries = {max_retries} is more than 100"));
-    }
-    if section.max_tokens_total == Some(0) || section.max_tokens == Some(0) {
-        return Err("[openai] max_tokens and max_tokens_total must be at least 1 (leave them out for no limit)".into());
-    }
-    for name in section.models.keys() {
-        if Role::parse(name).is_none() {
-            return Err(format!(
-                "[openai] models: unknown role `{name}`; the roles are generator, reviser, judge, adjudicator"
-            ));
-        }
-    }
-    let tables = [
-        (Role::Generator, section.generator),
-        (Role::Reviser, section.reviser),
-        (Role::Judge, section.judge),
-        (Role::Adjudicator, section.adjudicator),
-    ];
-    let mut roles = BTreeMap::new();
-    for (role, table) in tables {
-        let table = table.unwrap_or_default();
-        let model = match (table.model, section.models.get(role.as_str())) {
-            (Some(a), Some(b)) if a != *b => {
-                return Err(format!(
-                    "[openai] the {role} model is given twice, as \"{b}\" in `models` and \"{a}\" in [openai.{role}]"
-                ));
-            }
-            (Some(model), _) => Some(model),
-            (None, model) => model.cloned(),
-        };
-        let model = match model {
-            Some(model) => model,
-            // The reviser is the generator unless told otherwise.
-            None if role == Role::Reviser => match roles.get(&Role::Generator) {
-                Some(RoleSettings { model, .. }) => model.clone(),
-                None => continue,
-            },
-            None => {
-                if table.temperature.is_some() || table.max_tokens.is_some() || table.seed.is_some() {
-                    return Err(format!("[openai.{role}] has settings but no `model`"));
-                }
-                continue;
-            }
-        };
-        if model.trim().is_empty() {
-            return Err(format!("[openai] the {role} model name is empty"));
-        }
-        let temperature = table.temperature.unwrap_or(role.default_temperature());
-        if !(temperature.is_finite() && (0.0..=2.0).contains(&temperature)) {
-            return Err(format!("[openai.{role}] temperature = {temperature} must be from 0 to 2"));
-        }
-        if table.max_tokens == Some(0) {
-            return Err(format!("[openai.{role}] max_tokens must be at least 1"));
-        }
-        let max_tokens = table.max_tokens.or(section.max_tokens);
-        roles.insert(role, RoleSettings { model, temperature, max_tokens, seed: table.seed.unwrap_or(seed) });
-    }
-    if backend == BackendKind::Openai && !roles.contains_key(&Role::Generator) {
-        return Err("backend = \"openai\" needs a generator model: [openai] models = { generator = \"...\" }".into());
-    }
-    if !roles.contains_key(&Role::Judge)
-        && let Some(critic) = critics.iter().find(|c| c.plugin == "llm-judge")
-    {
-        return Err(format!(
-            "critic `{}` uses the llm-judge plugin, which needs a judge model: [openai] models = {{ judge = \"...\" }}",
-            critic.name
-        ));
-    }
-    Ok(ClientSettings {
-        base_url,
-        api_key_env: section.api_key_env,
-        concurrency,
-        roles,
-        timeout: std::time::Duration::from_secs_f64(timeout_s),
-        max_retries,
-        retry_base: std::time::Duration::from_millis(section.retry_base_ms.unwrap_or(DEFAULT_RETRY_BASE_MS)),
-        max_tokens_total: section.max_tokens_total,
-        cache,
-    })
 }
 
 /// Removes `.` and `name/..` pairs without touching the file system, so the manifest records
@@ -951,7 +792,7 @@ mod tests {
         use critbench_openai::{CacheMode, Role};
         let e = load(OPENAI).unwrap();
         let openai = e.openai.as_ref().unwrap();
-        assert_eq!(openai.concurrency, DEFAULT_CONCURRENCY);
+        assert_eq!(openai.concurrency(), DEFAULT_CONCURRENCY);
         assert_eq!(openai.max_retries, DEFAULT_MAX_RETRIES);
         assert_eq!(openai.roles[&Role::Generator].temperature, 0.7);
         assert_eq!(openai.roles[&Role::Reviser].model, "g", "the reviser defaults to the generator's model");
@@ -999,8 +840,6 @@ mod tests {
         let e = load(&OPENAI.replace("models = { generator = \"g\", judge = \"j\" }", "models = { generatr = \"g\" }"))
             .unwrap_err();
         assert!(e.contains("unknown role `generatr`"), "{e}");
-        let e = load(&OPENAI.replace(", judge = \"j\"", "")).unwrap_err();
-        assert!(e.contains("critic `j` uses the llm-judge plugin, which needs a judge model"), "{e}");
         let e = load(&OPENAI.replace("generator = \"g\", ", "")).unwrap_err();
         assert!(e.contains("needs a generator model"), "{e}");
         let e = load(&OPENAI.replace("http://127", "http://me:secret@127")).unwrap_err();

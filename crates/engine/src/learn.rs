@@ -50,9 +50,9 @@ impl<'p, 'a> LearnSink<'p, 'a> {
             ));
         }
         let mut namespaces = self.namespaces;
-        for namespace in namespaces.values_mut() {
+        for ((critic, _), namespace) in namespaces.iter_mut() {
             namespace.learned_from.sort();
-            freeze(namespace, &experiment.memory);
+            freeze(namespace, &experiment.memory, &self.plan.plugins[*critic].library.declared);
         }
         let memory = serde_json::json!({
             "memory_version": 1,

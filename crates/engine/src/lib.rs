@@ -18,6 +18,7 @@
 //! println!("{} loops written to {}", summary.loops, summary.out_dir.display());
 //! ```
 
+pub mod adjudicate;
 pub mod backend;
 mod emit;
 mod error;

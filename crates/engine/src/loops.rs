@@ -10,7 +10,7 @@ use std::time::Instant;
 use critbench_core::{Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, critique_request};
-use critbench_plugin_host::services::{CallScope, with_scope};
+use critbench_plugin_host::services::CallScope;
 use critbench_storage::recorded::RecordedRound;
 
 use crate::backend::{DraftKey, Hint};
@@ -22,6 +22,9 @@ use crate::source::Chunk;
 pub struct LoopResult {
     pub rounds: Vec<RecordedRound>,
     pub scores: Vec<RoundScore>,
+    /// The adjudicated final drafts, when the unit's arm adjudicates (one per distinct final
+    /// draft of the policies it serves).
+    pub adjudications: Vec<crate::adjudicate::Adjudication>,
 }
 
 /// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
@@ -57,7 +60,7 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
         let mut results = Vec::new();
         for &critic in &admitted.critics {
             for unit in plan.units(critic, scope) {
-                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit)))
+                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit, scope)))
                     .unwrap_or_else(|payload| Err(panic_text(payload)));
                 results.push((unit, result));
             }
@@ -82,7 +85,14 @@ fn ms(since: Instant) -> f64 {
 
 /// Records one loop: generate, then critique → revise until every policy the unit serves has
 /// stopped. The writer never sees the policy, so the recording is the same for all of them.
-pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Unit) -> Result<LoopResult, String> {
+/// Only an evaluated loop is adjudicated: strategy memory's learning pass needs the loop alone.
+pub fn record_loop(
+    plan: &Plan<'_>,
+    task: &Task,
+    task_json: &TaskJson,
+    unit: Unit,
+    scope: Scope,
+) -> Result<LoopResult, String> {
     let experiment = plan.experiment;
     let critic = &plan.critics[unit.critic];
     let weights = experiment.critics[unit.critic].weights.as_ref();
@@ -104,14 +114,15 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
     let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
+    let adjudicating = scope == Scope::Evaluate && experiment.adjudicate.contains(&unit.arm);
+    let mut texts: Vec<String> = Vec::new();
     loop {
         let round = rounds.len() as u32;
         let critiqued = Instant::now();
         let request = critique_request(task_json, &draft.text, round);
         // Host services (the judge model's cache) key their answers by this critique's identity.
-        let scope = CallScope::new(&task.id, unit.epoch, round);
-        let (call, scope) =
-            with_scope(scope, || critique_with_retry(critic, &request, weights, experiment.critic_attempts));
+        let mut scope = CallScope::new(&task.id, unit.epoch, round);
+        let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts, &mut scope);
         let critic_ms = ms(critiqued);
         let failed = call.failed();
         let critique = call.critique;
@@ -128,6 +139,9 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
             }
         }
         let draft_text = std::mem::take(&mut draft.text);
+        if adjudicating {
+            texts.push(draft_text.clone());
+        }
         let next = if running.contains(&true) {
             let revised = Instant::now();
             let shown = unit.arm.shows_critique().then_some(&critique);
@@ -164,5 +178,10 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
             None => break,
         }
     }
-    Ok(LoopResult { rounds, scores })
+    let adjudications = if adjudicating {
+        crate::adjudicate::adjudicate_loop(plan, task, task_json, unit, &policies, &scores, &rounds, &texts)?
+    } else {
+        Vec::new()
+    };
+    Ok(LoopResult { rounds, scores, adjudications })
 }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use critbench_abi::PluginInfo;
 use critbench_core::{RoundScore, SeedKey, Task, derive_seed};
 use critbench_storage::recorded::RecordedRound;
 use serde::Serialize;
@@ -17,7 +18,7 @@ pub struct MemoryConfig {
     pub learn_fraction: f64,
     /// How many learning tasks must have fixed an issue type before it becomes a hint.
     pub min_count: u32,
-    /// Hint text per issue type, over the built-in table.
+    /// Hint text per issue type, over the ones the critics declare.
     pub hints: BTreeMap<String, String>,
 }
 
@@ -28,28 +29,16 @@ impl Default for MemoryConfig {
 }
 
 impl MemoryConfig {
-    /// The instruction for an issue type: the experiment's, the built-in one, or a generic one.
-    pub fn hint_text(&self, issue_type: &str) -> String {
+    /// The instruction for an issue type: the experiment's, the one the critic declares for it
+    /// (its info's `issue_types`), or a generic one.
+    pub fn hint_text(&self, issue_type: &str, declared: &PluginInfo) -> String {
         if let Some(text) = self.hints.get(issue_type) {
             return text.clone();
         }
-        let builtin = match issue_type {
-            "missing_evidence" => "List the evidence first, then answer: cite the ids of the passages you use.",
-            "unknown_evidence_id" => "Cite only evidence ids that are in the pool you were given.",
-            "empty_answer" => "Always write an answer to the question.",
-            "answer_too_short" => "Answer with the specific facts the evidence gives, not a one-liner.",
-            "unsupported_answer" => "Say only what the cited evidence says.",
-            "off_topic_evidence" => "Cite only passages that address the question.",
-            "invalid_draft" => "Answer with a JSON object with `answer` and `evidence_ids`.",
-            "weak_clarity" => "Give every section a full body.",
-            "weak_novelty" => "State what is original about the work.",
-            "weak_evidence" => "Back the results with figures and citations.",
-            "weak_methodology" => "Include a Method section that says how the work was done.",
-            "weak_related_work" => "Include a Related Work section that cites prior work.",
-            "no_sections" | "empty_draft" => "Structure the paper in sections with headings.",
-            other => return format!("Avoid this issue from the start: {}.", other.replace('_', " ")),
-        };
-        builtin.to_string()
+        match declared.issue_hint(issue_type) {
+            Some(text) => text.to_string(),
+            None => format!("Avoid this issue from the start: {}.", issue_type.replace('_', " ")),
+        }
     }
 }
 
@@ -104,12 +93,13 @@ pub struct Namespace {
     pub hints: Vec<Hint>,
 }
 
-/// Builds the frozen hints of a namespace from its counts.
-pub fn freeze(namespace: &mut Namespace, config: &MemoryConfig) {
+/// Builds the frozen hints of a namespace from its counts, in the words of the experiment or of
+/// the critic's declared issue types (`declared`).
+pub fn freeze(namespace: &mut Namespace, config: &MemoryConfig, declared: &PluginInfo) {
     let mut types: Vec<(&String, &u32)> = namespace.fixed.iter().filter(|(_, n)| **n >= config.min_count).collect();
     types.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
     namespace.hints =
-        types.into_iter().map(|(t, _)| Hint { issue_type: t.clone(), text: config.hint_text(t) }).collect();
+        types.into_iter().map(|(t, _)| Hint { issue_type: t.clone(), text: config.hint_text(t, declared) }).collect();
 }
 
 #[cfg(test)]
@@ -156,11 +146,23 @@ mod tests {
             ]),
             ..Namespace::default()
         };
-        let config = MemoryConfig { min_count: 2, ..MemoryConfig::default() };
-        freeze(&mut namespace, &config);
+        let config = MemoryConfig {
+            min_count: 2,
+            hints: BTreeMap::from([("b".to_string(), "The experiment's words.".to_string())]),
+            ..MemoryConfig::default()
+        };
+        let declared = PluginInfo::parse(
+            r#"{"info_version": 1, "issue_types": [{"name": "missing_evidence", "hint": "List the evidence first."},
+                {"name": "b", "hint": "The critic's words."}]}"#,
+        )
+        .unwrap();
+        freeze(&mut namespace, &config, &declared);
         let types: Vec<&str> = namespace.hints.iter().map(|h| h.issue_type.as_str()).collect();
         assert_eq!(types, ["missing_evidence", "a", "b"]);
-        assert!(namespace.hints[0].text.starts_with("List the evidence first"));
-        assert_eq!(namespace.hints[1].text, "Avoid this issue from the start: a.");
+        assert_eq!(namespace.hints[0].text, "List the evidence first.", "the critic's declared hint");
+        assert_eq!(namespace.hints[1].text, "Avoid this issue from the start: a.", "undeclared: a generic hint");
+        assert_eq!(namespace.hints[2].text, "The experiment's words.", "the experiment's over the critic's");
+        freeze(&mut namespace, &config, &PluginInfo::default());
+        assert_eq!(namespace.hints[0].text, "Avoid this issue from the start: missing evidence.");
     }
 }

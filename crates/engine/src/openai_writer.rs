@@ -1,13 +1,13 @@
 //! The `openai` backend: a [`Writer`] whose generator and reviser are models behind an
-//! OpenAI-compatible endpoint, and the host's `chat` service through which the `llm-judge`
-//! plugin asks the judge model. Both share one [`critbench_openai::Client`], so the concurrency
+//! OpenAI-compatible endpoint, and the host's `chat` service through which plugins that require
+//! it ask the judge model. Both share one [`critbench_openai::Client`], so the concurrency
 //! limit, the cache, the retries and the token cap are the run's, whoever asks.
 
 use std::sync::Arc;
 
 use critbench_core::{Critique, Task};
 use critbench_openai::{CallIdentity, ChatRequest, Client, ClientSettings, Message, Role};
-use critbench_plugin_host::services::{self, CallScope, HostService, Registration};
+use critbench_plugin_host::services::{CallScope, Host, HostService, Reply};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -17,20 +17,33 @@ use crate::prompts::{Prompts, clean_model_text, feedback_block, hints_block, ren
 /// The name plugins call the judge model by (`critbench_host_v1.call`).
 pub const CHAT_SERVICE: &str = "chat";
 
-/// A run's model client, offered to plugins as the `chat` service for as long as it lives.
+/// A run's model client, offered to its plugins as the `chat` service when it has a judge model
+/// ([`plugin_host`]).
 pub struct OpenAiSession {
     pub client: Arc<Client>,
-    _registration: Registration,
+    judge: bool,
 }
 
 impl OpenAiSession {
-    /// Makes the client (reading the API key from the environment) and registers the `chat`
-    /// service; call before the run's plugins are created.
+    /// Makes the client (reading the API key from the environment).
     pub fn start(settings: &ClientSettings) -> Result<OpenAiSession, critbench_openai::ClientError> {
         let client = Arc::new(Client::new(settings.clone())?);
-        let registration = services::register(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&client) }));
-        Ok(OpenAiSession { client, _registration: registration })
+        Ok(OpenAiSession { client, judge: settings.roles.contains_key(&Role::Judge) })
     }
+}
+
+/// The services a run (or `critbench judge`) offers its plugins: `chat`, the judge model, when
+/// the experiment names one. Each run has its own; open the run's critics with it.
+pub fn plugin_host(session: Option<&OpenAiSession>) -> Arc<Host> {
+    let host = Host::new();
+    let host = match session {
+        Some(session) if session.judge => {
+            host.offer(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&session.client) }))
+        }
+        _ => host
+            .withhold(CHAT_SERVICE, "it needs a judge model: [openai] models = { judge = \"...\" } in the experiment"),
+    };
+    Arc::new(host)
 }
 
 /// `chat`: `{"messages": [{"role", "content"}...], "response_format": {...}?}` →
@@ -49,7 +62,7 @@ struct ChatServiceRequest {
 }
 
 impl HostService for ChatService {
-    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<String, String> {
+    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
         let request: ChatServiceRequest = serde_json::from_str(request).map_err(|e| {
             format!(
                 "chat: bad request ({e}); send {{\"messages\": [{{\"role\": \"user\", \"content\": \"...\"}}], \
@@ -71,14 +84,17 @@ impl HostService for ChatService {
         let chat = ChatRequest { messages: request.messages, response_format: request.response_format };
         let answer = self.client.chat(Role::Judge, &chat, &identity).map_err(|e| e.to_string())?;
         // Counted on the critique's round (`critic_tokens_*`), whatever the plugin does with them.
-        services::record_tokens(answer.tokens_in, answer.tokens_out);
-        Ok(json!({
-            "content": answer.content,
-            "tokens_in": answer.tokens_in,
-            "tokens_out": answer.tokens_out,
-            "cached": answer.cached,
+        Ok(Reply {
+            answer: json!({
+                "content": answer.content,
+                "tokens_in": answer.tokens_in,
+                "tokens_out": answer.tokens_out,
+                "cached": answer.cached,
+            })
+            .to_string(),
+            tokens_in: answer.tokens_in,
+            tokens_out: answer.tokens_out,
         })
-        .to_string())
     }
 }
 
@@ -108,36 +124,6 @@ impl OpenAiWriter {
             tokens_in: answer.tokens_in,
             tokens_out: answer.tokens_out,
         })
-    }
-
-    /// The adjudicator's final pass over a finished loop's draft (seed 004), cleaned like every
-    /// other model text. `None` when no adjudicator model is configured.
-    pub fn adjudicate(
-        &self,
-        task: &Task,
-        draft: &str,
-        last_critique: Option<&Critique>,
-        key: &DraftKey<'_>,
-    ) -> Option<Result<Draft, String>> {
-        if !self.client.has_role(Role::Adjudicator) {
-            return None;
-        }
-        let (context, evidence) = task_blocks(task);
-        let feedback = match last_critique {
-            Some(critique) => feedback_block(critique, &self.prompts.generic_fix),
-            None => format!("- {}\n", self.prompts.generic_fix),
-        };
-        let user = render(
-            &self.prompts.adjudicator,
-            &[
-                ("prompt", task.prompt.trim()),
-                ("context", &context),
-                ("evidence", &evidence),
-                ("draft", draft),
-                ("feedback", &feedback),
-            ],
-        );
-        Some(self.ask(Role::Adjudicator, &self.prompts.adjudicator_system, user, key, "adjudicate"))
     }
 }
 
@@ -173,5 +159,35 @@ impl Writer for OpenAiWriter {
         };
         let user = render(template, &values);
         self.ask(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
+    }
+
+    /// The adjudicator's final pass over a finished loop's draft (seed 004), cleaned like every
+    /// other model text. `None` when no adjudicator model is configured.
+    fn adjudicate(
+        &self,
+        task: &Task,
+        draft: &str,
+        last_critique: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Option<Result<Draft, String>> {
+        if !self.client.has_role(Role::Adjudicator) {
+            return None;
+        }
+        let (context, evidence) = task_blocks(task);
+        let feedback = match last_critique {
+            Some(critique) => feedback_block(critique, &self.prompts.generic_fix),
+            None => format!("- {}\n", self.prompts.generic_fix),
+        };
+        let user = render(
+            &self.prompts.adjudicator,
+            &[
+                ("prompt", task.prompt.trim()),
+                ("context", &context),
+                ("evidence", &evidence),
+                ("draft", draft),
+                ("feedback", &feedback),
+            ],
+        );
+        Some(self.ask(Role::Adjudicator, &self.prompts.adjudicator_system, user, key, "adjudicate"))
     }
 }

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use critbench_core::{Arm, Policy, Task};
+use critbench_plugin_host::services::Host;
 use critbench_plugin_host::{CriticInfo, CriticInstance, SearchPath, open_critic};
 
 use crate::EngineError;
@@ -67,9 +68,10 @@ pub struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    /// Loads every critic's plugin and creates its instance (after the model client, so that a
-    /// plugin can find the `chat` service), and checks the sweep can be replayed.
-    pub fn load(experiment: &'a Experiment, writer: &'a dyn Writer) -> Result<Plan<'a>, EngineError> {
+    /// Loads every critic's plugin and creates its instance with the run's `host` (a critic that
+    /// requires a service the host does not offer is refused), and checks the sweep can be
+    /// replayed.
+    pub fn load(experiment: &'a Experiment, writer: &'a dyn Writer, host: &Arc<Host>) -> Result<Plan<'a>, EngineError> {
         let search = SearchPath::default_for_current_exe(&experiment.plugin_dirs);
         let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
         let mut plugins = Vec::new();
@@ -77,7 +79,7 @@ impl<'a> Plan<'a> {
         for spec in &experiment.critics {
             let plugin_error = |source| EngineError::Plugin { critic: spec.name.clone(), source };
             let isolation = spec.isolation(experiment.jobs);
-            let instance = open_critic(&spec.source(), &spec.config.to_string(), &search, base_dir, &isolation)
+            let instance = open_critic(&spec.source(), &spec.config.to_string(), &search, base_dir, &isolation, host)
                 .map_err(plugin_error)?;
             spec.check_pass_scores(instance.info().range, &experiment.policies).map_err(EngineError::Usage)?;
             plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });

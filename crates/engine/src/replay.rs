@@ -65,6 +65,14 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     let check = |recorded: &RecordedLoop| -> Result<(Arm, Vec<RoundScore>), EngineError> {
         let arm = Arm::parse(&recorded.arm)
             .ok_or_else(|| not_a_run(format!("unknown arm `{}` in trajectories.parquet", recorded.arm)))?;
+        if recorded.adjudicated {
+            // The adjudicator is a model: a new policy's final draft may be one it never saw.
+            return Err(EngineError::Usage(format!(
+                "cannot replay {}: its {} loops end with the adjudicator's pass (`adjudicate` in the experiment),                  and replay calls no model to adjudicate the final draft a new policy would return; run the                  experiment again with the new policy grid in [policy] (a grid in one run is replayed exactly,                  adjudication included)",
+                run_dir.display(),
+                recorded.arm
+            )));
+        }
         let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
         for policy in policies {
             if critbench_core::stop_point(&loop_scores, &effective_policy(policy, arm)).is_none() {
@@ -133,6 +141,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
                     &labels,
                     &recorded.rounds,
                     &loop_scores,
+                    &[],
                     policy,
                     config_id,
                     &mut trajectories,
@@ -177,6 +186,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             // epochs × arms loops per config: the summary closes a task once they have arrived.
             epochs: recording.and_then(|e| e.epochs),
             arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
+            adjudicate: Vec::new(),
             rest: Default::default(),
         },
         sweep: "replay".into(),

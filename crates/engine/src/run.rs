@@ -23,7 +23,7 @@ use crate::experiment::{BackendKind, Experiment};
 use crate::journal::{Fingerprint, progress_dir};
 use crate::learn::LearnSink;
 use crate::loops::{panic_text, run_chunk};
-use crate::openai_writer::{OpenAiSession, OpenAiWriter};
+use crate::openai_writer::{OpenAiSession, OpenAiWriter, plugin_host};
 use crate::plan::{Plan, Scope, describe_kinds, offline_writer};
 use crate::run_dir;
 use crate::sink::{Consumer, Progress, RowSink};
@@ -77,7 +77,7 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
 }
 
 /// Runs the whole experiment with `writer` as the model side and writes the run directory. An
-/// `[openai]` table still serves plugins (the `llm-judge` critic) through the `chat` service.
+/// `[openai]` table naming a judge model still serves plugins through the `chat` service.
 pub fn run_experiment_with(
     experiment: &Experiment,
     writer: &dyn Writer,
@@ -87,8 +87,8 @@ pub fn run_experiment_with(
     run_inner(experiment, writer, session.as_ref(), options)
 }
 
-/// The model client of an experiment with an `[openai]` table, offered to plugins as `chat`.
-/// Started before any plugin is created, withdrawn when dropped.
+/// The model client of an experiment with an `[openai]` table, offered to plugins as `chat`
+/// (see [`plugin_host`]). Started before any plugin is created.
 fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, EngineError> {
     let Some(settings) = &experiment.openai else { return Ok(None) };
     OpenAiSession::start(settings).map(Some).map_err(|error| match error {
@@ -108,7 +108,7 @@ fn run_inner(
     let started = Instant::now();
     let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-{started_compact}", experiment.name);
-    let mut plan = Plan::load(experiment, writer)?;
+    let mut plan = Plan::load(experiment, writer, &plugin_host(session))?;
     let jobs = worker_count(experiment.jobs);
     // Loops that wait on a model server go a task at a time, so that every worker has one.
     let chunk_tasks = if experiment.openai.is_some() { 1 } else { OFFLINE_CHUNK_TASKS };

@@ -297,11 +297,14 @@ impl Consumer for RowSink<'_, '_> {
                 let counts = by_critic.get_mut(critic).expect("inserted above");
                 counts.recorded += result.rounds.len() as u64;
                 counts.failed += result.rounds.iter().filter(|r| r.critic_error.is_some()).count() as u64;
+                counts.recorded += result.adjudications.len() as u64;
+                counts.failed += result.adjudications.iter().filter(|a| a.round.critic_error.is_some()).count() as u64;
                 for index in unit.policies(plan.config_ids.len()) {
                     let emitted = emit_loop(
                         &labels,
                         &result.rounds,
                         &result.scores,
+                        &result.adjudications,
                         &experiment.policies[index],
                         &plan.config_ids[index],
                         trajectories,

@@ -11,7 +11,7 @@ use critbench_engine::backend::{DraftKey, Hint, Writer};
 use critbench_engine::openai_writer::OpenAiWriter;
 use critbench_engine::prompts::Prompts;
 use critbench_openai::mock_server::{MockResponse, MockServer};
-use critbench_openai::{CacheMode, Client, ClientSettings, Role, RoleSettings};
+use critbench_openai::{CacheMode, Client, ClientSettings, EndpointSettings, Failover, Role, RoleSettings};
 
 fn client(server: &MockServer, roles: &[(Role, &str)]) -> Arc<Client> {
     let roles: BTreeMap<Role, RoleSettings> = roles
@@ -22,15 +22,14 @@ fn client(server: &MockServer, roles: &[(Role, &str)]) -> Arc<Client> {
         .collect();
     Arc::new(
         Client::new(ClientSettings {
-            base_url: server.base_url(),
-            api_key_env: None,
-            concurrency: 2,
+            endpoints: vec![EndpointSettings::new(server.base_url(), 2)],
             roles,
             timeout: Duration::from_secs(5),
             max_retries: 1,
             retry_base: Duration::from_millis(1),
             max_tokens_total: None,
             cache: CacheMode::Memory,
+            failover: Failover::default(),
         })
         .unwrap(),
     )

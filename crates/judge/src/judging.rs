@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use critbench_core::{RoundScore, Task};
-use critbench_plugin_host::services::{CallScope, with_scope};
-use critbench_plugin_host::{CriticInstance, PluginLibrary, SearchPath, critique_with_retry};
+use critbench_plugin_host::services::CallScope;
+use critbench_plugin_host::{CriticInstance, DEFAULT_TIMEOUT, PluginLibrary, SearchPath, critique_with_retry};
 use critbench_storage::dataset::{OnBadRow, read_dataset};
 use critbench_storage::judgments::JudgmentRow;
 use rayon::prelude::*;
@@ -120,7 +120,11 @@ pub(crate) fn load_critics(spec: &JudgeSpec) -> Result<Vec<LoadedCritic>, JudgeE
         .map(|setup| {
             let plugin_error = |source| JudgeError::Plugin { critic: setup.name.clone(), source };
             let library = PluginLibrary::resolve(&setup.plugin, &search, base_dir).map_err(plugin_error)?;
-            let instance = library.instantiate(&setup.config.to_string()).map_err(plugin_error)?;
+            spec.host.check_requires(&library.name, &library.declared).map_err(plugin_error)?;
+            let instance = library
+                .instantiate_in_process(&setup.config.to_string(), Some(DEFAULT_TIMEOUT), &spec.host)
+                .map(CriticInstance::InProcess)
+                .map_err(plugin_error)?;
             Ok(LoadedCritic { library, instance })
         })
         .collect()
@@ -215,10 +219,9 @@ fn critique_one(
     let started = Instant::now();
     // Host services (the judge model's cache) key their answers by this critique's identity:
     // each repeat is an epoch of its own, so a model judge resamples it.
-    let scope = CallScope::new(&labeled.task.id, unit.repeat, unit.draft as u32);
-    let (call, _) = with_scope(scope, || {
-        critique_with_retry(&critics[unit.critic].instance, &request, setup.weights.as_ref(), spec.attempts)
-    });
+    let mut scope = CallScope::new(&labeled.task.id, unit.repeat, unit.draft as u32);
+    let instance = &critics[unit.critic].instance;
+    let call = critique_with_retry(instance, &request, setup.weights.as_ref(), spec.attempts, &mut scope);
     let critic_ms = started.elapsed().as_secs_f64() * 1000.0;
     // The host decides, never the critic: the same rule that stops a loop with `pass`.
     let verdict = RoundScore {

@@ -107,6 +107,8 @@ pub struct JudgeSpec {
     pub plugin_dirs: Vec<PathBuf>,
     /// Worker threads; 0 means every core.
     pub jobs: usize,
+    /// The services the critics may call (`chat` when a judge model is configured).
+    pub host: std::sync::Arc<critbench_plugin_host::services::Host>,
 }
 
 impl Default for JudgeSpec {
@@ -125,6 +127,7 @@ impl Default for JudgeSpec {
             out: PathBuf::from("reports/judge"),
             plugin_dirs: Vec::new(),
             jobs: 0,
+            host: Default::default(),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The blocking chat client: cache, token cap, concurrency limit, retries, one HTTP request.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{CACHE_FORMAT, CachedAnswer, KeyParts, Lookup, ResponseCache};
-use crate::limiter::Limiter;
-use crate::settings::{CacheMode, ClientSettings, MAX_BACKOFF, Role, RoleSettings};
+use crate::pool::{EndpointStats, Outcome, Pick, Rotation, Ticket};
+use crate::settings::{CacheMode, ClientSettings, EndpointSettings, MAX_BACKOFF, Role, RoleSettings};
 
 /// One chat message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,6 +90,8 @@ pub enum ClientError {
     MissingKey(String),
     #[error("[openai] base_url `{0}` is not an http:// or https:// URL")]
     BadUrl(String),
+    #[error("[openai] no endpoint: give `base_url`")]
+    NoEndpoint,
     #[error(transparent)]
     Cache(#[from] crate::cache::CacheError),
     #[error("cannot start the HTTP client: {0}")]
@@ -122,18 +124,33 @@ struct HttpCounters {
     malformed: u64,
 }
 
+/// One server requests may go to.
+struct Endpoint {
+    /// Where requests are sent, credentials and query included.
+    url: String,
+    /// The same without credentials or query: what every message and the manifest show.
+    display: String,
+    /// The `Authorization` header (marked sensitive), when a key is configured.
+    headers: HeaderMap,
+    api_key_env: Option<String>,
+    api_key_set: bool,
+    http: reqwest::Client,
+}
+
 /// The blocking OpenAI-compatible client. Safe to share between threads (rayon workers call
 /// [`Client::chat`] directly); it owns a small tokio runtime for the HTTP side.
 pub struct Client {
     settings: ClientSettings,
-    endpoint: String,
-    /// The `Authorization` header (marked sensitive), when a key is configured.
-    headers: HeaderMap,
-    /// The key itself, only to scrub it from any text that leaves the client.
-    secret: Option<String>,
-    http: reqwest::Client,
+    endpoints: Vec<Endpoint>,
+    /// What the cache keys name as the endpoint: the display URL, or for several endpoints (one
+    /// model served by replicas) their sorted display URLs.
+    cache_endpoint: String,
+    /// Keys, passwords and queries of the URLs: scrubbed from any text that leaves the client.
+    secrets: Vec<String>,
     runtime: tokio::runtime::Runtime,
-    limiter: Limiter,
+    rotation: Mutex<Rotation>,
+    /// Signalled whenever a request finishes, so that waiters for a free slot look again.
+    finished: Condvar,
     cache: ResponseCache,
     tokens_used: AtomicU64,
     cap_reached: AtomicBool,
@@ -145,7 +162,8 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("endpoint", &self.endpoint).finish_non_exhaustive()
+        let urls: Vec<&str> = self.endpoints.iter().map(|e| e.display.as_str()).collect();
+        f.debug_struct("Client").field("endpoints", &urls).finish_non_exhaustive()
     }
 }
 
@@ -155,7 +173,7 @@ enum Attempt {
     /// Worth another try, after `wait` when the server said so.
     Retry {
         message: String,
-        overloaded: bool,
+        outcome: Outcome,
         wait: Option<Duration>,
     },
     /// Trying again cannot help (400, 401, 404, ...).
@@ -166,31 +184,28 @@ impl Client {
     /// Makes a client: reads the API key from the environment (if one is named), opens the
     /// cache, starts the runtime.
     pub fn new(settings: ClientSettings) -> Result<Client, ClientError> {
-        let url = settings.base_url.trim();
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ClientError::BadUrl(settings.base_url.clone()));
-        }
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let mut secret = None;
-        if let Some(name) = &settings.api_key_env {
-            let key = std::env::var(name).ok().filter(|k| !k.trim().is_empty());
-            let key = key.ok_or_else(|| ClientError::MissingKey(name.clone()))?;
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.trim()))
-                .map_err(|_| ClientError::Http(format!("the value of `{name}` is not a valid header value")))?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-            secret = Some(key.trim().to_string());
+        if settings.endpoints.is_empty() {
+            return Err(ClientError::NoEndpoint);
         }
         // reqwest is built without a bundled crypto provider; ring is ours. A second install
         // (another client in the same process) is refused harmlessly.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder().timeout(settings.timeout).pool_max_idle_per_host(64);
-        if is_loopback(url) {
-            // A proxy from the environment must never see traffic meant for this machine.
-            builder = builder.no_proxy();
+        let mut endpoints = Vec::new();
+        let mut secrets = Vec::new();
+        for endpoint in &settings.endpoints {
+            let (made, secret) = open_endpoint(endpoint, settings.timeout)?;
+            endpoints.push(made);
+            secrets.extend(secret);
+            secrets.extend(url_secrets(&endpoint.base_url));
         }
-        let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
+        secrets.sort();
+        secrets.dedup();
+        // Longest first, so that a key containing another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let mut displays: Vec<&str> = endpoints.iter().map(|e| e.display.as_str()).collect();
+        displays.sort_unstable();
+        displays.dedup();
+        let cache_endpoint = displays.join(" ");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("critbench-http")
@@ -198,13 +213,14 @@ impl Client {
             .build()
             .map_err(|e| ClientError::Http(e.to_string()))?;
         let cache = ResponseCache::open(&settings.cache)?;
+        let concurrency: Vec<u32> = settings.endpoints.iter().map(|e| e.concurrency).collect();
         Ok(Client {
-            endpoint: settings.endpoint(),
-            limiter: Limiter::new(settings.concurrency),
+            rotation: Mutex::new(Rotation::new(&concurrency, settings.failover.clone())),
+            finished: Condvar::new(),
             settings,
-            headers,
-            secret,
-            http,
+            endpoints,
+            cache_endpoint,
+            secrets,
             runtime,
             cache,
             tokens_used: AtomicU64::new(0),
@@ -238,12 +254,15 @@ impl Client {
         update(&mut self.http_counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
     }
 
-    /// Replaces the API key wherever it appears, in case a server echoes it back.
-    fn scrub(&self, text: String) -> String {
-        match &self.secret {
-            Some(secret) if text.contains(secret.as_str()) => text.replace(secret.as_str(), "[redacted]"),
-            _ => text,
+    /// Replaces every API key, URL password and query wherever it appears, in case a server
+    /// or a library echoes it back.
+    fn scrub(&self, mut text: String) -> String {
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), "[redacted]");
+            }
         }
+        text
     }
 
     /// Asks `role`'s model. Blocks the calling thread (never call it from inside an async task).
@@ -259,9 +278,9 @@ impl Client {
             }
         }
         let body = request_body(settings, request, role, identity);
-        let key = cache_key(&self.endpoint, role, identity, &body);
+        let key = cache_key(&self.cache_endpoint, role, identity, &body);
         let parts = KeyParts {
-            endpoint: &self.endpoint,
+            endpoint: &self.cache_endpoint,
             role: role.as_str(),
             model: &settings.model,
             task_id: &identity.task_id,
@@ -319,43 +338,86 @@ impl Client {
         }
     }
 
-    /// Every attempt for one answer: permit, request, classify, back off. On failure, the text
-    /// of [`ChatError::Failed`].
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn lock_rotation(&self) -> MutexGuard<'_, Rotation> {
+        self.rotation.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Blocks until an endpoint can take the request (see `pool` for which).
+    fn acquire(&self, avoid: &[usize]) -> Ticket {
+        let mut rotation = self.lock_rotation();
+        loop {
+            match rotation.pick(self.now(), avoid) {
+                Pick::Go(ticket) => return ticket,
+                Pick::Wait(None) => {
+                    rotation = self.finished.wait(rotation).unwrap_or_else(|poisoned| poisoned.into_inner());
+                }
+                Pick::Wait(Some(at_most)) => {
+                    let wait = at_most.max(Duration::from_millis(1));
+                    rotation =
+                        self.finished.wait_timeout(rotation, wait).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
+                }
+            }
+        }
+    }
+
+    fn release(&self, ticket: Ticket, outcome: Outcome) {
+        self.lock_rotation().finish(ticket, outcome, self.now());
+        self.finished.notify_all();
+    }
+
+    /// Every attempt for one answer: an endpoint, the request, its outcome, then at once another
+    /// endpoint this call has not tried, or a backoff. On failure, the text of
+    /// [`ChatError::Failed`].
     fn call_model(&self, role: Role, body: &Value) -> Result<CachedAnswer, String> {
         let body = serde_json::to_vec(body).expect("a request body serializes");
-        let attempts = self.settings.max_retries + 1;
-        let mut last = String::new();
-        for attempt in 1..=attempts {
+        // A retry that fails over at once to an untried endpoint is not one of `max_retries`.
+        let attempts = self.settings.max_retries + self.endpoints.len() as u32;
+        let mut tried: Vec<usize> = Vec::new();
+        let mut backoffs = 0;
+        let mut attempt = 0;
+        let last = loop {
+            attempt += 1;
             if attempt > 1 {
                 self.count_http(|c| c.retries += 1);
             }
-            let permit = self.limiter.acquire();
-            let outcome = self.runtime.handle().block_on(self.attempt(&body));
-            let wait = match outcome {
+            let ticket = self.acquire(&tried);
+            let endpoint = &self.endpoints[ticket.endpoint];
+            let outcome = self.runtime.handle().block_on(self.attempt(endpoint, &body));
+            let (message, wait) = match outcome {
                 Attempt::Answer(answer) => {
-                    permit.succeeded();
+                    self.release(ticket, Outcome::Success);
                     self.count_http(|c| c.ok += 1);
                     return Ok(answer);
                 }
                 Attempt::Fatal(message) => {
-                    drop(permit);
+                    self.release(ticket, Outcome::Rejected);
                     return Err(format!("{role} call failed after {attempt} attempt(s): {}", self.scrub(message)));
                 }
-                Attempt::Retry { message, overloaded, wait } => {
-                    if overloaded {
-                        permit.overloaded();
-                    } else {
-                        drop(permit);
+                Attempt::Retry { message, outcome, wait } => {
+                    self.release(ticket, outcome);
+                    if !tried.contains(&ticket.endpoint) {
+                        tried.push(ticket.endpoint);
                     }
-                    last = self.scrub(message);
-                    wait
+                    (self.scrub(message), wait)
                 }
             };
-            if attempt < attempts {
-                std::thread::sleep(wait.unwrap_or_else(|| self.backoff(attempt)).min(MAX_BACKOFF));
+            if attempt == attempts {
+                break message;
             }
-        }
-        Err(format!("{role} call failed after {attempts} attempt(s): {last}"))
+            if self.lock_rotation().has_other(self.now(), &tried) {
+                continue;
+            }
+            if backoffs == self.settings.max_retries {
+                break message;
+            }
+            backoffs += 1;
+            std::thread::sleep(wait.unwrap_or_else(|| self.backoff(backoffs)).min(MAX_BACKOFF));
+        };
+        Err(format!("{role} call failed after {attempt} attempt(s): {last}"))
     }
 
     /// Exponential backoff with jitter: base × 2^(attempt-1), between half and all of it.
@@ -367,18 +429,18 @@ impl Client {
         full.mul_f64(fraction)
     }
 
-    async fn attempt(&self, body: &[u8]) -> Attempt {
+    async fn attempt(&self, endpoint: &Endpoint, body: &[u8]) -> Attempt {
         self.count_http(|c| c.requests += 1);
-        let response =
-            match self.http.post(&self.endpoint).headers(self.headers.clone()).body(body.to_vec()).send().await {
-                Ok(response) => response,
-                Err(error) => return self.transport_error(error),
-            };
+        let request = endpoint.http.post(&endpoint.url).headers(endpoint.headers.clone()).body(body.to_vec());
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => return self.transport_error(endpoint, error),
+        };
         let status = response.status();
         let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
         let bytes = match response.bytes().await {
             Ok(bytes) => bytes,
-            Err(error) => return self.transport_error(error),
+            Err(error) => return self.transport_error(endpoint, error),
         };
         if status.is_success() {
             return match parse_answer(&bytes) {
@@ -386,26 +448,26 @@ impl Client {
                 Err(message) => {
                     self.count_http(|c| c.malformed += 1);
                     Attempt::Retry {
-                        message: format!("{message} from {}", self.endpoint),
-                        overloaded: false,
+                        message: format!("{message} from {}", endpoint.display),
+                        outcome: Outcome::Failed,
                         wait: None,
                     }
                 }
             };
         }
-        let message = format!("HTTP {status} from {}: {}", self.endpoint, excerpt(&bytes));
+        let message = format!("HTTP {status} from {}: {}", endpoint.display, excerpt(&bytes));
         match status.as_u16() {
             429 => {
                 self.count_http(|c| c.status_429 += 1);
-                Attempt::Retry { message, overloaded: true, wait: retry_after }
+                Attempt::Retry { message, outcome: Outcome::RateLimited, wait: retry_after }
             }
             503 => {
                 self.count_http(|c| c.status_503 += 1);
-                Attempt::Retry { message, overloaded: true, wait: retry_after }
+                Attempt::Retry { message, outcome: Outcome::Unavailable, wait: retry_after }
             }
             408 | 500..=599 => {
                 self.count_http(|c| c.status_5xx_other += 1);
-                Attempt::Retry { message, overloaded: false, wait: retry_after }
+                Attempt::Retry { message, outcome: Outcome::Failed, wait: retry_after }
             }
             _ => {
                 self.count_http(|c| c.status_4xx_other += 1);
@@ -414,20 +476,60 @@ impl Client {
         }
     }
 
-    fn transport_error(&self, error: reqwest::Error) -> Attempt {
+    fn transport_error(&self, endpoint: &Endpoint, error: reqwest::Error) -> Attempt {
         let message = if error.is_timeout() {
             self.count_http(|c| c.timeouts += 1);
-            format!("timed out after {:.1} s waiting for {}", self.settings.timeout.as_secs_f64(), self.endpoint)
+            format!("timed out after {:.1} s waiting for {}", self.settings.timeout.as_secs_f64(), endpoint.display)
         } else {
             self.count_http(|c| c.connection_errors += 1);
-            format!("cannot reach {}: {}", self.endpoint, error_chain(&error))
+            // Without the URL: ours is named without its credentials.
+            format!("cannot reach {}: {}", endpoint.display, error_chain(&error.without_url()))
         };
-        Attempt::Retry { message, overloaded: false, wait: None }
+        Attempt::Retry { message, outcome: Outcome::Failed, wait: None }
     }
 
-    /// What the manifest records: endpoint, models, cache, calls, tokens, the concurrency
-    /// limit's history. Never the key.
+    /// Per endpoint, in the order configured: URL (without credentials), requests, failures, time
+    /// out of rotation.
+    pub fn endpoint_stats(&self) -> Vec<EndpointStats> {
+        let urls: Vec<String> = self.endpoints.iter().map(|e| e.display.clone()).collect();
+        self.lock_rotation().stats(&urls, self.now())
+    }
+
+    /// What the manifest records: endpoints, models, cache, calls, tokens, the concurrency
+    /// limit's history. Never a key, a URL's credentials or its query.
     pub fn report(&self) -> Value {
+        let endpoints: Vec<Value> = {
+            let rotation = self.lock_rotation();
+            let urls: Vec<String> = self.endpoints.iter().map(|e| e.display.clone()).collect();
+            let stats = rotation.stats(&urls, self.now());
+            stats
+                .into_iter()
+                .zip(&self.endpoints)
+                .enumerate()
+                .map(|(i, (stats, endpoint))| {
+                    let mut value = serde_json::to_value(stats).expect("stats serialize");
+                    value["api_key_env"] = json!(endpoint.api_key_env);
+                    value["api_key_set"] = json!(endpoint.api_key_set);
+                    value["concurrency"] = rotation.aimd(i).report();
+                    value
+                })
+                .collect()
+        };
+        // One endpoint: its limit's story, as before there could be several. Several: the sums,
+        // each endpoint's story under `endpoints`.
+        let concurrency = if endpoints.len() == 1 {
+            endpoints[0]["concurrency"].clone()
+        } else {
+            let sum = |key: &str| endpoints.iter().map(|e| e["concurrency"][key].as_u64().unwrap_or(0)).sum::<u64>();
+            json!({
+                "max": sum("max"),
+                "final": sum("final"),
+                "lowest": sum("lowest"),
+                "changes": sum("changes"),
+                "history": [],
+                "history_truncated": false,
+            })
+        };
         let roles = self.roles.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let http = self.http_counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let sum = |f: fn(&RoleCounters) -> u64| roles.values().map(f).sum::<u64>();
@@ -450,9 +552,10 @@ impl Client {
             })
             .collect();
         json!({
-            "endpoint": self.endpoint,
-            "api_key_env": self.settings.api_key_env,
-            "api_key_set": self.secret.is_some(),
+            "endpoint": self.endpoints.iter().map(|e| e.display.as_str()).collect::<Vec<_>>().join(", "),
+            "endpoints": endpoints,
+            "api_key_env": self.endpoints[0].api_key_env,
+            "api_key_set": self.endpoints[0].api_key_set,
             "models": self.settings.roles.iter().map(|(r, s)| (r.as_str(), s.model.clone())).collect::<BTreeMap<_, _>>(),
             "cache": {
                 "mode": match self.settings.cache { CacheMode::Disk { .. } => "disk", CacheMode::Memory => "memory" },
@@ -489,14 +592,69 @@ impl Client {
                 "cap_reached": self.cap_reached(),
                 "refused_calls": sum(|c| c.refused),
             },
-            "concurrency": self.limiter.report(),
+            "concurrency": concurrency,
         })
     }
+}
+
+/// The HTTP side of one endpoint: its URL, its key's header, a connection pool. Also returns
+/// the key, to scrub it from messages.
+fn open_endpoint(settings: &EndpointSettings, timeout: Duration) -> Result<(Endpoint, Option<String>), ClientError> {
+    let url = settings.base_url.trim();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(ClientError::BadUrl(settings.display_url()));
+    }
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut secret = None;
+    if let Some(name) = &settings.api_key_env {
+        let key = std::env::var(name).ok().filter(|k| !k.trim().is_empty());
+        let key = key.ok_or_else(|| ClientError::MissingKey(name.clone()))?;
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", key.trim()))
+            .map_err(|_| ClientError::Http(format!("the value of `{name}` is not a valid header value")))?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+        secret = Some(key.trim().to_string());
+    }
+    let mut builder = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(64);
+    if is_loopback(url) {
+        // A proxy from the environment must never see traffic meant for this machine.
+        builder = builder.no_proxy();
+    }
+    let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
+    let endpoint = Endpoint {
+        url: settings.chat_url(),
+        display: settings.display_url(),
+        headers,
+        api_key_env: settings.api_key_env.clone(),
+        api_key_set: secret.is_some(),
+        http,
+    };
+    Ok((endpoint, secret))
+}
+
+/// The parts of a URL that must never be shown: `user:password`, the password alone, the query.
+fn url_secrets(url: &str) -> Vec<String> {
+    let mut secrets = Vec::new();
+    let rest = url.trim().split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if let Some((userinfo, _)) = authority.rsplit_once('@') {
+        secrets.push(userinfo.to_string());
+        if let Some((_, password)) = userinfo.split_once(':') {
+            secrets.push(password.to_string());
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        secrets.push(query.split('#').next().unwrap_or("").to_string());
+    }
+    secrets.retain(|s| s.len() >= 3);
+    secrets
 }
 
 fn is_loopback(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
     let host =
         if host.starts_with('[') { host.split(']').next().unwrap_or("") } else { host.split(':').next().unwrap_or("") };
     host == "localhost" || host.starts_with("127.") || host == "[::1" || host == "::1"

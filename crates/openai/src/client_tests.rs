@@ -12,15 +12,14 @@ use crate::*;
 fn settings(server: &MockServer, cache: CacheMode) -> ClientSettings {
     let role = |model: &str| RoleSettings { model: model.into(), temperature: 0.0, max_tokens: Some(64), seed: 1 };
     ClientSettings {
-        base_url: server.base_url(),
-        api_key_env: None,
-        concurrency: 4,
+        endpoints: vec![EndpointSettings::new(server.base_url(), 4)],
         roles: BTreeMap::from([(Role::Generator, role("gen")), (Role::Judge, role("judge"))]),
         timeout: Duration::from_millis(400),
         max_retries: 3,
         retry_base: Duration::from_millis(10),
         max_tokens_total: None,
         cache,
+        failover: Failover::default(),
     }
 }
 
@@ -156,7 +155,7 @@ fn identical_requests_in_flight_reach_the_server_once() {
 fn concurrency_never_exceeds_the_limit() {
     let server = MockServer::start(|_| MockResponse::chat("x", 1, 1).after(Duration::from_millis(100)));
     let mut limited = settings(&server, CacheMode::Memory);
-    limited.concurrency = 2;
+    limited.endpoints[0].concurrency = 2;
     let client = Arc::new(Client::new(limited).unwrap());
     let threads: Vec<_> = (0..8)
         .map(|epoch| {
@@ -195,4 +194,128 @@ fn a_role_without_a_model_is_an_error() {
     let error = client.chat(Role::Adjudicator, &request, &CallIdentity::default()).unwrap_err();
     assert!(error.to_string().contains("no model is configured for the adjudicator role"));
     assert_eq!(server.requests(), 0);
+}
+
+/// A port nothing listens on (bound, then released).
+fn dead_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn pool_settings(urls: &[String]) -> ClientSettings {
+    let mut settings = settings(&MockServer::start(|_| MockResponse::chat("unused", 1, 1)), CacheMode::Memory);
+    settings.endpoints = urls.iter().map(|url| EndpointSettings::new(url.clone(), 2)).collect();
+    settings
+}
+
+#[test]
+fn a_failed_attempt_is_retried_at_once_on_another_endpoint() {
+    let broken = MockServer::start(|_| MockResponse::error(500, "broken"));
+    let healthy = MockServer::start(|_| MockResponse::chat("ok", 3, 2));
+    let mut settings = pool_settings(&[broken.base_url(), healthy.base_url()]);
+    settings.retry_base = Duration::from_secs(5);
+    let client = Client::new(settings).unwrap();
+    let started = Instant::now();
+    for epoch in 0..6 {
+        assert_eq!(ask(&client, epoch).unwrap().content, "ok");
+    }
+    assert!(started.elapsed() < Duration::from_secs(4), "no backoff was slept: {:?}", started.elapsed());
+    // Three failures in a row take the broken endpoint out; then every request goes to the other.
+    assert_eq!(broken.requests(), 3);
+    assert_eq!(healthy.requests(), 6);
+    let report = client.report();
+    let endpoints = report["endpoints"].as_array().unwrap();
+    assert_eq!((endpoints[0]["calls"].as_u64(), endpoints[0]["failures"].as_u64()), (Some(3), Some(3)));
+    assert_eq!((endpoints[0]["times_out"].as_u64(), endpoints[0]["in_rotation"].as_bool()), (Some(1), Some(false)));
+    assert_eq!((endpoints[1]["calls"].as_u64(), endpoints[1]["failures"].as_u64()), (Some(6), Some(0)));
+    assert_eq!(report["http"]["retries"], 3);
+    assert_eq!(report["http"]["ok"], 6);
+    assert_eq!(
+        report["endpoint"],
+        format!("{}/chat/completions, {}/chat/completions", broken.base_url(), healthy.base_url())
+    );
+    assert_eq!(report["concurrency"]["max"], 4, "two endpoints of 2");
+}
+
+#[test]
+fn with_every_endpoint_down_a_call_fails_after_its_retries_and_failover_attempts() {
+    let urls = [format!("http://127.0.0.1:{}/v1", dead_port()), format!("http://127.0.0.1:{}/v1", dead_port())];
+    let client = Client::new(pool_settings(&urls)).unwrap();
+    let error = ask(&client, 0).unwrap_err().to_string();
+    // max_retries = 3 retries after backoff, plus one attempt at the second endpoint.
+    assert!(error.starts_with("generator call failed after 5 attempt(s): cannot reach http://127.0.0.1:"), "{error}");
+    let report = client.report();
+    assert_eq!(report["http"]["connection_errors"], 5);
+    let calls: Vec<u64> =
+        report["endpoints"].as_array().unwrap().iter().map(|e| e["calls"].as_u64().unwrap()).collect();
+    assert_eq!(calls.iter().sum::<u64>(), 5);
+    assert!(calls.iter().all(|&c| c >= 2), "both were tried: {calls:?}");
+}
+
+#[test]
+fn an_endpoint_killed_and_one_restarted_lose_no_request() {
+    let answer = |request: &crate::mock_server::MockRequest| {
+        MockResponse::chat(&format!("echo {}", request.body["seed"]), 2, 1).after(Duration::from_millis(5))
+    };
+    let a = MockServer::start(answer);
+    let b = MockServer::start(answer);
+    let c = MockServer::start(answer);
+    let (b_port, b_url) = (b.port(), b.base_url());
+    let mut settings = pool_settings(&[a.base_url(), b_url.clone(), c.base_url()]);
+    settings.failover.backoff_base = Duration::from_millis(50);
+    let client = Arc::new(Client::new(settings).unwrap());
+    let mut answers = Vec::new();
+    for epoch in 0..10 {
+        answers.push(ask(&client, epoch).unwrap().content);
+    }
+    drop(a);
+    drop(b);
+    for epoch in 10..20 {
+        answers.push(ask(&client, epoch).unwrap().content);
+    }
+    let b = MockServer::start_on(b_port, answer);
+    std::thread::sleep(Duration::from_millis(120));
+    for epoch in 20..40 {
+        answers.push(ask(&client, epoch).unwrap().content);
+    }
+    // The same answers as one endpoint gives.
+    let single = Client::new(pool_settings(&[c.base_url()])).unwrap();
+    let expected: Vec<String> = (0..40).map(|epoch| ask(&single, epoch).unwrap().content).collect();
+    assert_eq!(answers, expected);
+    let report = client.report();
+    let endpoints = report["endpoints"].as_array().unwrap();
+    assert!(b.requests() > 0, "the restarted endpoint was probed back in: {report:#}");
+    assert_eq!(endpoints[1]["in_rotation"], true);
+    assert!(endpoints[1]["times_out"].as_u64().unwrap() >= 1, "{report:#}");
+    assert_eq!(endpoints[0]["in_rotation"], false);
+    assert!(endpoints[0]["out_of_rotation_ms"].as_u64().unwrap() > 0, "{report:#}");
+    assert_eq!(report["http"]["ok"], 40, "every call answered once");
+    assert_eq!(report["calls"]["failures"], 0);
+}
+
+#[test]
+fn credentials_and_queries_in_urls_are_never_shown() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let live = MockServer::start(move |request| {
+        record.lock().unwrap().push((request.path.clone(), request.authorization.clone()));
+        MockResponse::error(500, "down")
+    });
+    let live_url = live.base_url().replace("http://", "http://user:s3cret-pass@") + "?key=hidden-query";
+    let dead_url = format!("http://user:s3cret-pass@127.0.0.1:{}/v1?key=hidden-query", dead_port());
+    let settings = pool_settings(&[live_url, dead_url]);
+    let serialized = serde_json::to_string(&settings).unwrap();
+    let client = Client::new(settings).unwrap();
+    let error = ask(&client, 0).unwrap_err().to_string();
+    let report = client.report().to_string();
+    let debug = format!("{client:?}");
+    for text in [&error, &report, &serialized, &debug] {
+        assert!(!text.contains("s3cret") && !text.contains("hidden-query") && !text.contains("user:"), "{text}");
+    }
+    assert!(error.contains("HTTP 500") || error.contains("cannot reach"), "{error}");
+    assert!(report.contains(&format!("{}/chat/completions", live.base_url())), "{report}");
+    // The credentials still reach the server, as basic authentication, and the query too.
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen[0].0, "/v1/chat/completions?key=hidden-query");
+    assert!(seen[0].1.as_deref().is_some_and(|a| a.starts_with("Basic ")), "{seen:?}");
 }

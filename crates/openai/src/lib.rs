@@ -7,6 +7,9 @@
 //! - a **response cache** in SQLite, keyed by endpoint, request body (model, messages, sampling,
 //!   response format) and the call's identity (role × task × epoch × round × attempt), with
 //!   identical requests in flight answered once; errors are never stored;
+//! - **several endpoints** (replicas of one model): each request goes to the healthy endpoint
+//!   with the fewest in flight; one that fails repeatedly leaves the rotation for a back-off and
+//!   is probed back in; a failed attempt is retried at once on another endpoint;
 //! - a **concurrency limit** per endpoint that halves on 429/503 and grows back after sustained
 //!   success (AIMD), its history kept for the manifest;
 //! - **retries** with exponential backoff and jitter on timeouts, connection errors, 5xx, 429
@@ -14,24 +17,30 @@
 //!   after the last attempt;
 //! - **token accounting** from `usage`, and a run-wide cap after which calls fail fast;
 //! - the **API key** read from the environment variable the settings name, sent as a sensitive
-//!   header, scrubbed from every error, never written anywhere.
+//!   header, scrubbed from every error, never written anywhere; URLs are shown and recorded
+//!   without credentials or query.
+//!
+//! The experiment file's `[openai]` table is read into [`OpenAiTable`] and validated into
+//! [`ClientSettings`] by [`OpenAiTable::resolve`].
 //!
 //! ```no_run
 //! use std::collections::BTreeMap;
 //! use std::time::Duration;
-//! use critbench_openai::{CacheMode, CallIdentity, ChatRequest, Client, ClientSettings, Message, Role, RoleSettings};
+//! use critbench_openai::{
+//!     CacheMode, CallIdentity, ChatRequest, Client, ClientSettings, EndpointSettings, Failover, Message, Role,
+//!     RoleSettings,
+//! };
 //!
 //! let role = RoleSettings { model: "qwen2.5:7b".into(), temperature: 0.7, max_tokens: Some(512), seed: 7 };
 //! let client = Client::new(ClientSettings {
-//!     base_url: "http://127.0.0.1:11434/v1".into(),
-//!     api_key_env: None,
-//!     concurrency: 4,
+//!     endpoints: vec![EndpointSettings::new("http://127.0.0.1:11434/v1", 4)],
 //!     roles: BTreeMap::from([(Role::Generator, role)]),
 //!     timeout: Duration::from_secs(60),
 //!     max_retries: 4,
 //!     retry_base: Duration::from_millis(500),
 //!     max_tokens_total: None,
 //!     cache: CacheMode::Disk { path: "reports/.critbench-cache.sqlite".into() },
+//!     failover: Failover::default(),
 //! })
 //! .unwrap();
 //! let request = ChatRequest { messages: vec![Message::user("Write a haiku about rust.")], response_format: None };
@@ -45,12 +54,21 @@ mod client;
 mod limiter;
 #[cfg(any(test, feature = "mock-server"))]
 pub mod mock_server;
+mod pool;
 mod settings;
+mod table;
 
 pub use cache::CACHE_FORMAT;
 pub use client::{CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, Message, request_seed};
 pub use limiter::LimitChange;
-pub use settings::{CacheMode, ClientSettings, MAX_BACKOFF, Role, RoleSettings};
+pub use pool::EndpointStats;
+pub use settings::{
+    CacheMode, ClientSettings, EndpointSettings, Failover, MAX_BACKOFF, Role, RoleSettings, display_url,
+};
+pub use table::{
+    DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S, OpenAiTable, Requirements,
+    SettingsError,
+};
 
 #[cfg(test)]
 mod client_tests;

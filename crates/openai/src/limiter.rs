@@ -1,9 +1,9 @@
-//! How many requests may be in flight: an AIMD limit, as promptfoo and Inspect keep one. An
-//! overloaded answer (429, 503) halves the limit; a window of successes (as many as the limit)
-//! raises it by one, up to the configured concurrency. Every change is kept for the manifest.
+//! How many requests may be in flight at one endpoint: an AIMD limit, as promptfoo and Inspect
+//! keep one. An overloaded answer (429, 503) halves the limit; a window of successes (as many as
+//! the limit) raises it by one, up to the configured concurrency. Every change is kept for the
+//! manifest. Pure: the caller passes the time and does the waiting (see `pool`).
 
-use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -20,9 +20,9 @@ pub struct LimitChange {
 /// History entries kept at most; later changes are counted but not listed.
 const HISTORY_CAP: usize = 10_000;
 
-struct State {
+pub struct Aimd {
+    max: u32,
     limit: u32,
-    in_flight: u32,
     /// Bumped at every change, so that a burst of 429s from requests sent under one limit
     /// halves it once, not once per request.
     generation: u64,
@@ -32,134 +32,66 @@ struct State {
     changes: u64,
 }
 
-pub struct Limiter {
-    max: u32,
-    started: Instant,
-    state: Mutex<State>,
-    freed: Condvar,
-}
-
-/// A slot in flight. Report how the request went with [`Permit::succeeded`] or
-/// [`Permit::overloaded`]; dropping it otherwise frees the slot without changing the limit.
-pub struct Permit<'a> {
-    limiter: &'a Limiter,
-    generation: u64,
-    released: bool,
-}
-
-impl Limiter {
-    pub fn new(max: u32) -> Limiter {
+impl Aimd {
+    pub fn new(max: u32) -> Aimd {
         let max = max.max(1);
         let start = LimitChange { t_s: 0.0, limit: max, reason: "start" };
-        Limiter {
-            max,
-            started: Instant::now(),
-            state: Mutex::new(State {
-                limit: max,
-                in_flight: 0,
-                generation: 0,
-                successes: 0,
-                lowest: max,
-                history: vec![start],
-                changes: 1,
-            }),
-            freed: Condvar::new(),
+        Aimd { max, limit: max, generation: 0, successes: 0, lowest: max, history: vec![start], changes: 1 }
+    }
+
+    /// Requests in flight at most, now.
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// The generation a request is sent under; hand it back with its outcome.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn record(&mut self, reason: &'static str, now: Duration) {
+        self.generation += 1;
+        self.successes = 0;
+        self.changes += 1;
+        self.lowest = self.lowest.min(self.limit);
+        if self.history.len() < HISTORY_CAP {
+            let t_s = (now.as_secs_f64() * 1000.0).round() / 1000.0;
+            self.history.push(LimitChange { t_s, limit: self.limit, reason });
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Blocks until a slot is free under the current limit.
-    pub fn acquire(&self) -> Permit<'_> {
-        let mut state = self.lock();
-        while state.in_flight >= state.limit {
-            state = self.freed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
-        }
-        state.in_flight += 1;
-        Permit { limiter: self, generation: state.generation, released: false }
-    }
-
-    fn record(&self, state: &mut State, reason: &'static str) {
-        state.generation += 1;
-        state.successes = 0;
-        state.changes += 1;
-        state.lowest = state.lowest.min(state.limit);
-        if state.history.len() < HISTORY_CAP {
-            let t_s = (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-            state.history.push(LimitChange { t_s, limit: state.limit, reason });
-        }
-    }
-
-    fn release(&self, generation: u64, outcome: Outcome) {
-        let mut state = self.lock();
-        state.in_flight = state.in_flight.saturating_sub(1);
-        match outcome {
-            // Only successes under the current limit show that it is sustainable.
-            Outcome::Success if generation == state.generation => {
-                state.successes += 1;
-                if state.successes >= state.limit && state.limit < self.max {
-                    state.limit += 1;
-                    self.record(&mut state, "recovered");
-                }
+    /// A request sent under `generation` was answered.
+    pub fn succeeded(&mut self, generation: u64, now: Duration) {
+        // Only successes under the current limit show that it is sustainable.
+        if generation == self.generation {
+            self.successes += 1;
+            if self.successes >= self.limit && self.limit < self.max {
+                self.limit += 1;
+                self.record("recovered", now);
             }
-            Outcome::Overloaded => {
-                if generation == state.generation && state.limit > 1 {
-                    state.limit = (state.limit / 2).max(1);
-                    self.record(&mut state, "overloaded");
-                } else {
-                    state.successes = 0;
-                }
-            }
-            Outcome::Success | Outcome::Neutral => {}
         }
-        drop(state);
-        self.freed.notify_all();
+    }
+
+    /// A request sent under `generation` was refused as too many (429, 503).
+    pub fn overloaded(&mut self, generation: u64, now: Duration) {
+        if generation == self.generation && self.limit > 1 {
+            self.limit = (self.limit / 2).max(1);
+            self.record("overloaded", now);
+        } else {
+            self.successes = 0;
+        }
     }
 
     /// The limit's story for the manifest.
     pub fn report(&self) -> serde_json::Value {
-        let state = self.lock();
         serde_json::json!({
             "max": self.max,
-            "final": state.limit,
-            "lowest": state.lowest,
-            "changes": state.changes,
-            "history": state.history,
-            "history_truncated": state.changes > state.history.len() as u64,
+            "final": self.limit,
+            "lowest": self.lowest,
+            "changes": self.changes,
+            "history": self.history,
+            "history_truncated": self.changes > self.history.len() as u64,
         })
-    }
-
-    #[cfg(test)]
-    pub fn limit(&self) -> u32 {
-        self.lock().limit
-    }
-}
-
-enum Outcome {
-    Success,
-    Overloaded,
-    Neutral,
-}
-
-impl Permit<'_> {
-    pub fn succeeded(mut self) {
-        self.released = true;
-        self.limiter.release(self.generation, Outcome::Success);
-    }
-
-    pub fn overloaded(mut self) {
-        self.released = true;
-        self.limiter.release(self.generation, Outcome::Overloaded);
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        if !self.released {
-            self.limiter.release(self.generation, Outcome::Neutral);
-        }
     }
 }
 
@@ -169,50 +101,40 @@ mod tests {
 
     #[test]
     fn overload_halves_once_per_generation_and_success_recovers() {
-        let limiter = Limiter::new(8);
-        let permits: Vec<Permit<'_>> = (0..8).map(|_| limiter.acquire()).collect();
+        let mut aimd = Aimd::new(8);
+        let t = Duration::from_millis(5);
         // Eight requests sent under the same limit all come back 429: one halving, not eight.
-        for permit in permits {
-            permit.overloaded();
+        let generation = aimd.generation();
+        for _ in 0..8 {
+            aimd.overloaded(generation, t);
         }
-        assert_eq!(limiter.limit(), 4);
-        limiter.acquire().overloaded();
-        assert_eq!(limiter.limit(), 2);
-        limiter.acquire().overloaded();
-        limiter.acquire().overloaded();
-        limiter.acquire().overloaded();
-        assert_eq!(limiter.limit(), 1, "never below one");
+        assert_eq!(aimd.limit(), 4);
+        aimd.overloaded(aimd.generation(), t);
+        assert_eq!(aimd.limit(), 2);
+        for _ in 0..3 {
+            aimd.overloaded(aimd.generation(), t);
+        }
+        assert_eq!(aimd.limit(), 1, "never below one");
         // A window of successes (as many as the limit) raises it by one.
-        limiter.acquire().succeeded();
-        assert_eq!(limiter.limit(), 2);
-        limiter.acquire().succeeded();
-        limiter.acquire().succeeded();
-        assert_eq!(limiter.limit(), 3);
+        aimd.succeeded(aimd.generation(), t);
+        assert_eq!(aimd.limit(), 2);
+        // A success of a request sent under an older limit says nothing about this one.
+        aimd.succeeded(aimd.generation() - 1, t);
+        aimd.succeeded(aimd.generation(), t);
+        assert_eq!(aimd.limit(), 2);
+        aimd.succeeded(aimd.generation(), t);
+        assert_eq!(aimd.limit(), 3);
         for _ in 0..100 {
-            limiter.acquire().succeeded();
+            aimd.succeeded(aimd.generation(), t);
         }
-        assert_eq!(limiter.limit(), 8, "never above the configured concurrency");
-        let report = limiter.report();
+        assert_eq!(aimd.limit(), 8, "never above the configured concurrency");
+        let report = aimd.report();
         assert_eq!(report["lowest"], 1);
         assert_eq!(report["final"], 8);
+        assert_eq!(report["history"][1]["t_s"], 0.005);
         let reasons: Vec<&str> =
             report["history"].as_array().unwrap().iter().map(|c| c["reason"].as_str().unwrap()).collect();
         assert_eq!(&reasons[..4], ["start", "overloaded", "overloaded", "overloaded"]);
         assert!(reasons[4..].iter().all(|r| *r == "recovered"));
-    }
-
-    #[test]
-    fn acquire_waits_for_a_free_slot() {
-        let limiter = std::sync::Arc::new(Limiter::new(1));
-        let first = limiter.acquire();
-        let other = std::sync::Arc::clone(&limiter);
-        let waiter = std::thread::spawn(move || {
-            let started = Instant::now();
-            other.acquire().succeeded();
-            started.elapsed()
-        });
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        drop(first);
-        assert!(waiter.join().unwrap() >= std::time::Duration::from_millis(90));
     }
 }

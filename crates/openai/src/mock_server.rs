@@ -125,7 +125,13 @@ pub struct MockServer {
 impl MockServer {
     /// Starts on 127.0.0.1 on a free port.
     pub fn start(handler: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static) -> MockServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        MockServer::start_on(0, handler)
+    }
+
+    /// Starts on 127.0.0.1 on `port` (0: a free one), e.g. to restart a stopped server where its
+    /// clients expect it.
+    pub fn start_on(port: u16, handler: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static) -> MockServer {
+        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| panic!("bind 127.0.0.1:{port}: {e}"));
         let port = listener.local_addr().expect("a bound address").port();
         let state = Arc::new(State {
             handler: Box::new(handler),
@@ -149,6 +155,10 @@ impl MockServer {
         MockServer { port, state, acceptor: Some(acceptor) }
     }
 
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// `http://127.0.0.1:PORT/v1`, the value for `[openai] base_url`.
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
@@ -169,14 +179,22 @@ impl MockServer {
     }
 }
 
-impl Drop for MockServer {
-    fn drop(&mut self) {
-        self.state.stopping.store(true, Ordering::SeqCst);
-        // Wake the acceptor so it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+impl MockServer {
+    /// Stops accepting connections (they are refused from now on), as a crashed server would;
+    /// requests already read are still answered, and the counts stay readable.
+    pub fn stop(&mut self) {
         if let Some(acceptor) = self.acceptor.take() {
+            self.state.stopping.store(true, Ordering::SeqCst);
+            // Wake the acceptor so it sees the flag.
+            let _ = TcpStream::connect(("127.0.0.1", self.port));
             let _ = acceptor.join();
         }
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -233,8 +251,9 @@ fn serve(stream: TcpStream, state: &State) {
     if !response.delay.is_zero() {
         std::thread::sleep(response.delay);
     }
-    let _ = write_response(&stream, &response);
+    // Counted out before the answer is sent: once the client has it, it may send the next.
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    let _ = write_response(&stream, &response);
     let _ = stream.shutdown(Shutdown::Both);
 }
 

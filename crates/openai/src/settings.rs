@@ -79,21 +79,80 @@ pub enum CacheMode {
     Memory,
 }
 
-/// Everything a client needs. Holds the *name* of the API key's environment variable, never the
+/// One server the requests may go to (several replicas of one model share the load).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EndpointSettings {
+    /// e.g. `http://127.0.0.1:8080/v1`; requests go to `{base_url}/chat/completions`. Recorded
+    /// without credentials or query (see [`display_url`]).
+    #[serde(serialize_with = "without_credentials")]
+    pub base_url: String,
+    /// The name of the environment variable holding this endpoint's API key.
+    pub api_key_env: Option<String>,
+    /// Requests in flight at most at this endpoint (its AIMD limit never rises above it).
+    pub concurrency: u32,
+}
+
+impl EndpointSettings {
+    /// An endpoint that needs no key.
+    pub fn new(base_url: impl Into<String>, concurrency: u32) -> EndpointSettings {
+        EndpointSettings { base_url: base_url.into(), api_key_env: None, concurrency }
+    }
+
+    /// The chat completions URL requests are sent to (credentials and query kept).
+    pub fn chat_url(&self) -> String {
+        let url = self.base_url.trim();
+        let (rest, query) = match url.split_once('?') {
+            Some((rest, query)) => (rest, Some(query)),
+            None => (url, None),
+        };
+        let mut out = format!("{}/chat/completions", rest.trim_end_matches('/'));
+        if let Some(query) = query {
+            out.push('?');
+            out.push_str(query);
+        }
+        out
+    }
+
+    /// The chat completions URL as the manifest, the cache and every message show it: no
+    /// `user:password@`, no query, no fragment.
+    pub fn display_url(&self) -> String {
+        display_url(&self.chat_url())
+    }
+}
+
+/// When an endpoint leaves the rotation and how long it stays out.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Failover {
+    /// Failures in a row (connection errors, timeouts, 5xx, unusable bodies) that take an
+    /// endpoint out of the rotation.
+    pub failures_to_remove: u32,
+    /// The first time out; doubled each time the probe that would bring it back fails.
+    #[serde(serialize_with = "millis")]
+    pub backoff_base: Duration,
+    /// The longest time out.
+    #[serde(serialize_with = "millis")]
+    pub backoff_max: Duration,
+}
+
+impl Default for Failover {
+    fn default() -> Failover {
+        Failover { failures_to_remove: 3, backoff_base: Duration::from_secs(1), backoff_max: Duration::from_secs(60) }
+    }
+}
+
+/// Everything a client needs. Holds the *name* of each API key's environment variable, never the
 /// key itself.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClientSettings {
-    /// e.g. `http://127.0.0.1:8080/v1`; requests go to `{base_url}/chat/completions`.
-    pub base_url: String,
-    pub api_key_env: Option<String>,
-    /// Requests in flight at most (the AIMD limit never rises above it).
-    pub concurrency: u32,
+    /// At least one; requests go to the healthy one with the fewest in flight.
+    pub endpoints: Vec<EndpointSettings>,
     pub roles: BTreeMap<Role, RoleSettings>,
     /// Per request, from connecting to the last byte of the body.
     #[serde(serialize_with = "seconds")]
     pub timeout: Duration,
     /// Retries after the first attempt, on timeouts, connection errors, 5xx, 429 and bodies that
-    /// do not parse.
+    /// do not parse. With several endpoints, a retry sent at once to an endpoint the call has not
+    /// tried yet is not counted: a call makes at most `max_retries + endpoints` attempts.
     pub max_retries: u32,
     /// The first backoff; doubled at each retry (with jitter), capped at [`MAX_BACKOFF`].
     #[serde(serialize_with = "millis")]
@@ -101,6 +160,7 @@ pub struct ClientSettings {
     /// Tokens (in + out, cached answers included) after which no new call is made.
     pub max_tokens_total: Option<u64>,
     pub cache: CacheMode,
+    pub failover: Failover,
 }
 
 /// The longest wait between two attempts, also the cap on a server's `Retry-After`.
@@ -115,8 +175,47 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl ClientSettings {
-    /// The chat completions URL.
-    pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    /// Requests in flight at most, over every endpoint.
+    pub fn concurrency(&self) -> u32 {
+        self.endpoints.iter().map(|e| e.concurrency).sum()
+    }
+}
+
+fn without_credentials<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&display_url(url))
+}
+
+/// A URL without `user:password@`, query or fragment: what may be written down.
+pub fn display_url(url: &str) -> String {
+    let url = url.trim();
+    let url = url.split(['?', '#']).next().unwrap_or("");
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(at) => rest.split_at(at),
+                None => (rest, ""),
+            };
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_credentials_or_query() {
+        assert_eq!(display_url("http://user:secret@127.0.0.1:9/v1"), "http://127.0.0.1:9/v1");
+        assert_eq!(display_url("https://a@b@host/v1?key=secret#x"), "https://host/v1");
+        assert_eq!(display_url("http://host:1"), "http://host:1");
+        assert_eq!(display_url(" http://host/v1/ "), "http://host/v1/");
+        let endpoint = EndpointSettings::new("http://u:p@h:1/v1/?api-version=2", 1);
+        assert_eq!(endpoint.chat_url(), "http://u:p@h:1/v1/chat/completions?api-version=2");
+        assert_eq!(endpoint.display_url(), "http://h:1/v1/chat/completions");
+        let json = serde_json::to_string(&endpoint).unwrap();
+        assert!(json.contains("\"base_url\":\"http://h:1/v1/\"") && !json.contains("u:p"), "{json}");
     }
 }

@@ -3,12 +3,10 @@ use std::path::PathBuf;
 /// Why a plugin could not be loaded or instantiated. All of these are the user's to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
-    #[error(
-        "plugin `{name}` not found; looked for {candidates} in: {searched}\n  \
-         hint: build the built-in plugins with `cargo build --workspace`, pass `--plugin-dir DIR`, \
-         or give the path to a shared library"
-    )]
-    NotFound { name: String, candidates: String, searched: String },
+    /// `hint`: the plugin's own `not_found` hint (from a `NAME.plugin.json` declaration on the
+    /// search path), else how to build the built-in plugins.
+    #[error("plugin `{name}` not found; looked for {candidates} in: {searched}\n  hint: {hint}")]
+    NotFound { name: String, candidates: String, searched: String, hint: String },
 
     #[error("plugin file {} does not exist", path.display())]
     MissingFile { path: PathBuf },
@@ -34,6 +32,18 @@ pub enum PluginError {
 
     #[error("plugin `{plugin}` rejected its config {config}: {message}")]
     ConfigRejected { plugin: String, config: String, message: String },
+
+    #[error(
+        "plugin `{plugin}` returned success from `create` but no instance (a NULL pointer); \
+         `create` must set `*instance` to a non-NULL pointer (see critbench.h)"
+    )]
+    NullInstance { plugin: String },
+
+    #[error("plugin `{plugin}` has invalid info ({INFO_SYMBOL}): {message}", INFO_SYMBOL = critbench_abi::INFO_SYMBOL)]
+    BadInfo { plugin: String, message: String },
+
+    #[error("`{plugin}` requires the host service `{service}`, which this run does not offer: {message}")]
+    MissingService { plugin: String, service: String, message: String },
 
     #[error("the critic process `{critic}` did not start: {message}")]
     Protocol { critic: String, message: String },

@@ -109,5 +109,7 @@ pub struct CriticInfo {
     pub range: ScoreRange,
     pub thread_safe: bool,
     pub policy_dependent: bool,
+    /// What the critic declares about itself: issue types, required services, hints.
+    pub declared: critbench_abi::PluginInfo,
     pub isolation: IsolationMode,
 }

@@ -3,8 +3,11 @@
 //! thread-safe, and the retry-then-fail-conservatively rule of SPEC §4.
 //!
 //! Plugins can call back into the host through `critbench_host_v1.call`: the services are
-//! whatever the run registered in [`services`] (the engine offers `chat`, the judge model, when
-//! the experiment has an `[openai]` table); an unknown service answers an error.
+//! whatever the run's [`services::Host`] offers (the engine offers `chat`, the judge model, when
+//! the experiment names one); an unknown service answers an error. Each run has its own host,
+//! passed to every critic it opens. A plugin declares what it is in its info JSON
+//! ([`critbench_abi::PluginInfo`]: issue types, required services, hints), read when it is
+//! loaded; a critic that requires a service its host does not offer is refused.
 //!
 //! Every critic is opened by [`open_critic`]: in-process (the fast default: a direct call through
 //! the C ABI) or in child processes speaking JSON lines (`docs/PROTOCOL.md`) — a plugin library

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use critbench_abi::{
     ABI_VERSION, Buffer, CriticDescriptorV1, ENTRY_SYMBOL, EntryPoint, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE, HostV1,
-    STATUS_ERROR, STATUS_OK, Str,
+    INFO_SYMBOL, InfoEntryPoint, PluginInfo, STATUS_ERROR, STATUS_OK, Str,
 };
 use critbench_core::ScoreRange;
 use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, DEFAULT_TIMEOUT, IsolationMode};
+use crate::services::{CallScope, Host};
 use crate::{CriticInstance, PluginError, SearchPath};
 
 /// A loaded plugin library: its descriptor and what the manifest records about it.
@@ -24,6 +25,8 @@ pub struct PluginLibrary {
     pub range: ScoreRange,
     pub thread_safe: bool,
     pub policy_dependent: bool,
+    /// What the plugin declares about itself (`critbench_critic_info_v1`); empty without it.
+    pub declared: PluginInfo,
     descriptor: &'static CriticDescriptorV1,
 }
 
@@ -54,6 +57,14 @@ impl PluginLibrary {
             }
         } else {
             search.find(reference).map_err(|(names, dirs)| PluginError::NotFound {
+                hint: search
+                    .declaration(reference)
+                    .and_then(|info| info.hint("not_found").map(str::to_string))
+                    .unwrap_or_else(|| {
+                        "build the built-in plugins with `cargo build --workspace`, pass `--plugin-dir DIR`, \
+                         or give the path to a shared library"
+                            .to_string()
+                    }),
                 name: reference.to_string(),
                 candidates: names.join(" or "),
                 searched: if dirs.is_empty() {
@@ -128,6 +139,21 @@ impl PluginLibrary {
         if !(range.min.is_finite() && range.max.is_finite() && range.min < range.max) {
             return Err(bad(&format!("score range {range} is not a finite, non-empty interval")));
         }
+        let bad_info = |message: String| PluginError::BadInfo { plugin: name.clone(), message };
+        // SAFETY: the optional symbol's type is fixed by the ABI, as for the entry point.
+        let declared = match unsafe { library.get::<InfoEntryPoint>(INFO_SYMBOL.as_bytes()) } {
+            Err(_) => PluginInfo::default(),
+            Ok(info) => {
+                // SAFETY: takes no arguments and returns static text.
+                let info = unsafe { info() };
+                if info.ptr.is_null() && info.len > 0 {
+                    return Err(bad_info("a null pointer".into()));
+                }
+                // SAFETY: static text owned by the plugin, (ptr, len) per the ABI.
+                let text = std::str::from_utf8(unsafe { info.as_bytes() }).map_err(|_| bad_info("not UTF-8".into()))?;
+                PluginInfo::parse(text).map_err(bad_info)?
+            }
+        };
         Ok(PluginLibrary {
             path: path.to_path_buf(),
             sha256,
@@ -136,13 +162,16 @@ impl PluginLibrary {
             range,
             thread_safe: descriptor.flags & FLAG_THREAD_SAFE != 0,
             policy_dependent: descriptor.flags & FLAG_POLICY_DEPENDENT != 0,
+            declared,
             descriptor,
         })
     }
 
-    /// Creates an in-process instance from a JSON config, with the default per-call timeout.
+    /// Creates an in-process instance from a JSON config, with the default per-call timeout and
+    /// a host that offers no services.
     pub fn instantiate(self: &Arc<Self>, config_json: &str) -> Result<CriticInstance, PluginError> {
-        self.instantiate_in_process(config_json, Some(DEFAULT_TIMEOUT)).map(CriticInstance::InProcess)
+        self.instantiate_in_process(config_json, Some(DEFAULT_TIMEOUT), &Arc::new(Host::new()))
+            .map(CriticInstance::InProcess)
     }
 
     /// Creates an instance from a JSON config. With a `timeout`, a call that takes longer stops
@@ -152,12 +181,19 @@ impl PluginLibrary {
         self: &Arc<Self>,
         config_json: &str,
         timeout: Option<Duration>,
+        host: &Arc<Host>,
     ) -> Result<InProcessCritic, PluginError> {
         let mut raw: *mut c_void = std::ptr::null_mut();
         let mut error = Buffer::EMPTY;
-        // SAFETY: valid config bytes for the call, a host table that lives forever, valid out-pointers.
-        let status = unsafe { (self.descriptor.create)(Str::new(config_json), host_table(), &mut raw, &mut error) };
-        if status != STATUS_OK || raw.is_null() {
+        let table = host_table(host);
+        // SAFETY: valid config bytes for the call, a host table the instance owns (it outlives
+        // the plugin's instance, see Drop), valid out-pointers.
+        let status = unsafe { (self.descriptor.create)(Str::new(config_json), &*table, &mut raw, &mut error) };
+        if status == STATUS_OK && raw.is_null() {
+            let _ = self.take(error);
+            return Err(PluginError::NullInstance { plugin: self.name.clone() });
+        }
+        if status != STATUS_OK {
             let message = self.take(error).unwrap_or_else(|lossy| lossy);
             return Err(PluginError::ConfigRejected {
                 plugin: self.name.clone(),
@@ -172,6 +208,8 @@ impl PluginLibrary {
             library: Arc::clone(self),
             info,
             raw,
+            host: Arc::clone(host),
+            _table: table,
             serialize: (!self.thread_safe).then(|| Mutex::new(())),
             watch,
         })
@@ -188,6 +226,7 @@ impl PluginLibrary {
             range: self.range,
             thread_safe: self.thread_safe,
             policy_dependent: self.policy_dependent,
+            declared: self.declared.clone(),
             isolation,
         }
     }
@@ -211,6 +250,10 @@ pub struct InProcessCritic {
     library: Arc<PluginLibrary>,
     info: Arc<CriticInfo>,
     raw: *mut c_void,
+    /// The run's services, which the plugin reaches through `_table`.
+    host: Arc<Host>,
+    /// The host table handed to the plugin's `create`; its `context` points at `host`.
+    _table: Box<HostV1>,
     serialize: Option<Mutex<()>>,
     watch: Option<crate::watchdog::Watch>,
 }
@@ -230,15 +273,28 @@ impl InProcessCritic {
         &self.info
     }
 
-    /// Sends one request; returns the plugin's answer, or its error message. An answer that is
-    /// not UTF-8 is an error.
+    /// Sends one request outside any critique's scope; returns the plugin's answer, or its error
+    /// message.
     pub fn call(&self, request: &str) -> Result<String, String> {
+        self.call_scoped(request, None)
+    }
+
+    /// Sends one request for the critique `scope` (what its service calls are keyed by and count
+    /// their tokens on); returns the plugin's answer, or its error message. An answer that is not
+    /// UTF-8 is an error.
+    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, String> {
+        self.call_scoped(request, Some(scope))
+    }
+
+    fn call_scoped(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
         let _guard = self.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let _watching = self.watch.as_ref().map(crate::watchdog::Watch::begin);
         let mut out = Buffer::EMPTY;
         // SAFETY: `raw` came from this library's create and is alive until Drop; request bytes are
         // valid for the call.
-        let status = unsafe { (self.library.descriptor.critique)(self.raw, Str::new(request), &mut out) };
+        let status = self
+            .host
+            .within(scope, || unsafe { (self.library.descriptor.critique)(self.raw, Str::new(request), &mut out) });
         let text = match self.library.take(out) {
             Ok(text) => text,
             Err(lossy) => {
@@ -277,19 +333,18 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The services this host offers plugins: whatever is registered in [`crate::services`].
-fn host_table() -> &'static HostV1 {
-    static HOST: HostV1 = HostV1 {
+/// The table through which an instance calls `host`'s services: `context` is the host.
+fn host_table(host: &Arc<Host>) -> Box<HostV1> {
+    Box::new(HostV1 {
         abi_version: ABI_VERSION,
         size: std::mem::size_of::<HostV1>() as u32,
-        context: std::ptr::null_mut(),
+        context: Arc::as_ptr(host) as *mut c_void,
         call: host_call,
         free_buffer: host_free_buffer,
-    };
-    &HOST
+    })
 }
 
-unsafe extern "C" fn host_call(_context: *mut c_void, service: Str, request: Str, out: *mut Buffer) -> i32 {
+unsafe extern "C" fn host_call(context: *mut c_void, service: Str, request: Str, out: *mut Buffer) -> i32 {
     // A panic must not unwind into the plugin's frames.
     let result = std::panic::catch_unwind(|| {
         // SAFETY: (ptr, len) from the plugin, valid for the call.
@@ -300,7 +355,13 @@ unsafe extern "C" fn host_call(_context: *mut c_void, service: Str, request: Str
         // The plugin's timeout measures the plugin, not the host's own services (they have their
         // own timeouts).
         let _paused = crate::watchdog::pause();
-        crate::services::dispatch(&name, request)
+        if context.is_null() {
+            return Err("the host context is null: pass back the `context` of the host table".to_string());
+        }
+        // SAFETY: `context` is the `Host` of the table handed to this plugin's `create`, kept
+        // alive by the instance that owns the table.
+        let host = unsafe { &*(context as *const Host) };
+        host.dispatch_from_plugin(&name, request)
     })
     .unwrap_or_else(|_| Err("the host service panicked (internal error)".to_string()));
     let (status, text) = match result {

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
 use crate::library::InProcessCritic;
 use crate::process::{Launch, ProcessCritic, resolve_program};
+use crate::services::{CallScope, Host};
 use crate::{PluginError, PluginLibrary, SearchPath};
 
 /// A critic ready to call: a plugin library in this process, or child processes speaking the
@@ -19,12 +20,23 @@ pub enum CriticInstance {
 }
 
 impl CriticInstance {
-    /// Sends one request; returns the critique JSON, or why there is none.
+    /// Sends one request outside any critique's scope; returns the critique JSON, or why there
+    /// is none.
     #[inline]
     pub fn call(&self, request: &str) -> Result<String, String> {
         match self {
             CriticInstance::InProcess(critic) => critic.call(request),
-            CriticInstance::Process(critic) => critic.call(request),
+            CriticInstance::Process(critic) => critic.call(request, None),
+        }
+    }
+
+    /// Sends one request for the critique `scope`: the host's services key their answers by it
+    /// and add the tokens they spend to it.
+    #[inline]
+    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, String> {
+        match self {
+            CriticInstance::InProcess(critic) => critic.call_in(request, scope),
+            CriticInstance::Process(critic) => critic.call(request, Some(scope)),
         }
     }
 
@@ -38,7 +50,8 @@ impl CriticInstance {
 }
 
 /// Opens a critic: resolves `source` (plugin names on `search`, relative paths against
-/// `base_dir`), runs it as `isolation` says and hands it `config_json`. A command critic always
+/// `base_dir`), runs it as `isolation` says and hands it `config_json`, with `host`'s services.
+/// A critic that requires a service `host` does not offer is refused. A command critic always
 /// runs in child processes, in `base_dir`. Errors here are the user's to fix (exit status 2).
 pub fn open_critic(
     source: &CriticSource,
@@ -46,11 +59,15 @@ pub fn open_critic(
     search: &SearchPath,
     base_dir: Option<&Path>,
     isolation: &Isolation,
+    host: &Arc<Host>,
 ) -> Result<CriticInstance, PluginError> {
-    match source {
+    let critic = match source {
         CriticSource::Plugin(reference) if isolation.mode == IsolationMode::InProcess => {
             let library = PluginLibrary::resolve(reference, search, base_dir)?;
-            library.instantiate_in_process(config_json, Some(isolation.timeout)).map(CriticInstance::InProcess)
+            host.check_requires(&library.name, &library.declared)?;
+            return library
+                .instantiate_in_process(config_json, Some(isolation.timeout), host)
+                .map(CriticInstance::InProcess);
         }
         CriticSource::Plugin(reference) => {
             let path = PluginLibrary::locate(reference, search, base_dir)?;
@@ -60,7 +77,7 @@ pub fn open_critic(
             let mut args: Vec<OsString> = worker[1..].to_vec();
             args.push(path.clone().into_os_string());
             let launch = Launch { program: worker[0].clone(), args, cwd: None, label: path.display().to_string() };
-            ProcessCritic::open(launch, config_json, isolation, path, None, sha256).map(CriticInstance::Process)
+            ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?
         }
         CriticSource::Command(command) => {
             let Some(program) = command.first() else {
@@ -83,10 +100,12 @@ pub fn open_critic(
                 cwd,
                 label: command.join(" "),
             };
-            ProcessCritic::open(launch, config_json, isolation, path, Some(command.clone()), sha256)
-                .map(CriticInstance::Process)
+            ProcessCritic::open(launch, config_json, isolation, path, Some(command.clone()), sha256, host)?
         }
-    }
+    };
+    let info = critic.info();
+    host.check_requires(&info.name, &info.declared)?;
+    Ok(CriticInstance::Process(critic))
 }
 
 fn sha256_of(path: &Path) -> Result<String, String> {

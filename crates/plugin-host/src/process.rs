@@ -23,6 +23,7 @@ use serde::Deserialize;
 use crate::PluginError;
 use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
+use crate::services::{CallScope, Host};
 
 /// The protocol version this host speaks (the `protocol` of the hello line).
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -47,6 +48,9 @@ struct Hello {
     thread_safe: bool,
     #[serde(default)]
     policy_dependent: bool,
+    /// The critic's info JSON (`critbench.h`): issue types, required services, hints.
+    #[serde(default)]
+    info: Option<serde_json::Value>,
 }
 
 /// How to start a child.
@@ -70,6 +74,8 @@ pub struct ProcessCritic {
     max_children: usize,
     pool: Mutex<Pool>,
     freed: Condvar,
+    /// The run's services, which answer the children's service requests.
+    host: Arc<Host>,
 }
 
 #[derive(Default)]
@@ -101,6 +107,7 @@ impl ProcessCritic {
         path: PathBuf,
         command: Option<Vec<String>>,
         sha256: String,
+        host: &Arc<Host>,
     ) -> Result<ProcessCritic, PluginError> {
         let config: serde_json::Value = serde_json::from_str(config_json).map_err(|e| PluginError::ConfigRejected {
             plugin: launch.label.clone(),
@@ -117,6 +124,7 @@ impl ProcessCritic {
                 range: ScoreRange { min: 0.0, max: 1.0 },
                 thread_safe: false,
                 policy_dependent: false,
+                declared: Default::default(),
                 isolation: IsolationMode::Process,
             }),
             launch,
@@ -126,6 +134,7 @@ impl ProcessCritic {
             max_children: 1,
             pool: Mutex::new(Pool::default()),
             freed: Condvar::new(),
+            host: Arc::clone(host),
         };
         let (child, hello) = critic.start().map_err(|failure| match failure {
             StartFailure::Rejected { message, .. } => PluginError::ConfigRejected {
@@ -141,6 +150,13 @@ impl ProcessCritic {
         info.range = ScoreRange { min: hello.score_range[0], max: hello.score_range[1] };
         info.thread_safe = hello.thread_safe;
         info.policy_dependent = hello.policy_dependent;
+        if let Some(declared) = &hello.info {
+            info.declared =
+                critbench_abi::PluginInfo::parse(&declared.to_string()).map_err(|message| PluginError::BadInfo {
+                    plugin: info.name.clone(),
+                    message: format!("the hello line's `info`: {message}"),
+                })?;
+        }
         critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
         critic.pool = Mutex::new(Pool { idle: vec![child], live: 1 });
         Ok(critic)
@@ -150,11 +166,12 @@ impl ProcessCritic {
         &self.info
     }
 
-    /// Sends one request to an idle child (starting one if needed); returns the critique JSON or
+    /// Sends one request to an idle child (starting one if needed), for the critique `scope`
+    /// when given (the child's service requests are answered in it); returns the critique JSON or
     /// the reason there is none.
-    pub fn call(&self, request: &str) -> Result<String, String> {
+    pub fn call(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
         let mut child = self.acquire()?;
-        match self.exchange(&mut child, request) {
+        match self.exchange(&mut child, request, scope) {
             Ok(answer) => {
                 self.release(Some(child));
                 match answer {
@@ -299,7 +316,7 @@ impl ProcessCritic {
 
     /// One request and its answer, serving the child's host-service calls in between. An `Err`
     /// means the child is no longer usable.
-    fn exchange(&self, child: &mut Child, request: &str) -> Result<Answer, String> {
+    fn exchange(&self, child: &mut Child, request: &str, mut scope: Option<&mut CallScope>) -> Result<Answer, String> {
         // A line written since the last answer would be taken for this request's answer.
         match child.lines.try_recv() {
             Ok(Ok(line)) => {
@@ -318,7 +335,7 @@ impl ProcessCritic {
             if let Some(service) = message.get("service") {
                 let name = service.as_str().unwrap_or_default();
                 let service_request = message.get("request").and_then(|r| r.as_str()).unwrap_or_default();
-                let answer = match crate::services::dispatch(name, service_request) {
+                let answer = match self.host.dispatch(name, service_request, scope.as_deref_mut()) {
                     Ok(answer) => serde_json::json!({ "answer": answer }),
                     Err(error) => serde_json::json!({ "error": error }),
                 };

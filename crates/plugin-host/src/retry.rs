@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use critbench_core::Critique;
 
 use crate::CriticInstance;
+use crate::services::CallScope;
 
 /// Attempts per critique, in all, unless configured otherwise (SPEC §4).
 pub const DEFAULT_ATTEMPTS: u32 = 3;
@@ -23,19 +24,21 @@ impl CritiqueCall {
 }
 
 /// Calls the critic up to `attempts` times until it returns a valid critique; after the last
-/// failure returns [`Critique::unavailable`], which never passes a draft.
+/// failure returns [`Critique::unavailable`], which never passes a draft. Each attempt is made
+/// in `scope` with its attempt number; the tokens the host's services spend are added to it.
 pub fn critique_with_retry(
     critic: &CriticInstance,
     request: &str,
     weights: Option<&BTreeMap<String, f64>>,
     attempts: u32,
+    scope: &mut CallScope,
 ) -> CritiqueCall {
     let range = critic.info().range;
     let attempts = attempts.max(1);
     let mut last_error = String::new();
     for attempt in 1..=attempts {
-        crate::services::set_attempt(attempt);
-        match critic.call(request) {
+        scope.attempt = attempt;
+        match critic.call_in(request, scope) {
             Ok(json) => match Critique::parse(&json, range, weights) {
                 Ok(critique) => return CritiqueCall { critique, attempts: attempt, error: None },
                 Err(e) => last_error = e.to_string(),

@@ -63,6 +63,18 @@ impl SearchPath {
         Err((names, self.dirs.clone()))
     }
 
+    /// The declaration `NAME.plugin.json` (a plugin's info JSON) in the first search directory
+    /// that has one: what a plugin that is not built yet says about itself, such as how to build
+    /// it (`hints.not_found`). An unreadable or invalid file counts as none.
+    pub fn declaration(&self, name: &str) -> Option<critbench_abi::PluginInfo> {
+        let file = format!("{name}.plugin.json");
+        self.dirs
+            .iter()
+            .map(|dir| dir.join(&file))
+            .filter_map(|path| std::fs::read_to_string(path).ok())
+            .find_map(|text| critbench_abi::PluginInfo::parse(&text).ok())
+    }
+
     /// Every shared library (`*.so`, `*.dylib` or `*.dll`, this platform's suffix) in the search
     /// directories, in directory order and by name within one, first occurrence of each file
     /// name only: the plugins a name can resolve to (`libNAME.so` or `libcritbench_NAME.so`).

@@ -1,14 +1,21 @@
-//! Services the host offers plugins through `critbench_host_v1.call` (e.g. `chat`, which the
-//! `llm-judge` plugin uses to ask the judge model), and the scope of the critique being made.
+//! Services a run offers its plugins through `critbench_host_v1.call` (e.g. `chat`, the judge
+//! model), and the scope of the critique being made.
 //!
-//! The registry is process-wide: the engine registers a service before it creates the plugins of
-//! a run and removes it afterwards. A critique call runs on the thread that asked for it, so the
-//! identity of that critique (task, epoch, round, attempt) travels in a thread-local scope that
-//! services read to key their caches; plugins need not (and cannot) forge it.
+//! Each run (or `critbench judge`) makes one [`Host`] with the services it offers and opens its
+//! critics with it; nothing is process-wide, so two runs in one process never see each other's
+//! services. Every critique is made with an explicit [`CallScope`] (task, epoch, round, attempt)
+//! that services read to key their caches and add their tokens to; plugins need not (and cannot)
+//! forge it. A process-isolated critic's service requests arrive in the exchange that carries the
+//! scope. An in-process plugin's callback carries only the host's `context`, so the host matches
+//! it to the critique in progress on the calling thread: call services from `critique`'s thread.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+use critbench_abi::PluginInfo;
+
+use crate::PluginError;
 
 /// Which critique a service call belongs to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -27,113 +34,182 @@ impl CallScope {
     pub fn new(task_id: &str, epoch: u32, round: u32) -> CallScope {
         CallScope { task_id: task_id.to_string(), epoch, round, attempt: 1, tokens_in: None, tokens_out: None }
     }
+
+    /// Adds tokens a service spent.
+    pub fn add_tokens(&mut self, tokens_in: Option<u64>, tokens_out: Option<u64>) {
+        let add = |total: &mut Option<u64>, value: Option<u64>| {
+            if let Some(value) = value {
+                *total = Some(total.unwrap_or(0) + value);
+            }
+        };
+        add(&mut self.tokens_in, tokens_in);
+        add(&mut self.tokens_out, tokens_out);
+    }
+}
+
+/// A service's answer: JSON for the plugin, and the model tokens it spent (counted on the
+/// critique's scope).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reply {
+    pub answer: String,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+}
+
+impl Reply {
+    /// An answer that spent no tokens.
+    pub fn text(answer: impl Into<String>) -> Reply {
+        Reply { answer: answer.into(), tokens_in: None, tokens_out: None }
+    }
 }
 
 /// A service plugins can call by name with a JSON request; the answer is JSON, an error a message.
+/// `scope` is the critique being made, `None` outside any (e.g. `critbench plugins check`).
 pub trait HostService: Send + Sync {
-    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<String, String>;
+    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, String>;
 }
 
-type Registry = RwLock<HashMap<String, Arc<dyn HostService>>>;
+/// Where the service calls of a process go when it is itself a critic's host process
+/// (`critbench plugin-worker`): to the parent, over the pipe.
+pub(crate) type Forward = Arc<dyn Fn(&str, &str) -> Result<String, String> + Send + Sync>;
 
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(Default::default)
+/// The services one run offers its plugins. Open the run's critics with it
+/// ([`crate::open_critic`]); it lives as long as the critics that hold it.
+#[derive(Default)]
+pub struct Host {
+    services: BTreeMap<String, Arc<dyn HostService>>,
+    /// Services this run does not offer, with what would offer them.
+    withheld: BTreeMap<String, String>,
+    forward: Option<Forward>,
+    /// The critique in progress on each thread calling an in-process plugin of this host.
+    current: Mutex<HashMap<ThreadId, CallScope>>,
 }
 
-thread_local! {
-    static SCOPE: RefCell<Option<CallScope>> = const { RefCell::new(None) };
-}
-
-/// Offers `service` to plugins under `name` until the returned guard is dropped (replacing any
-/// service of that name meanwhile).
-#[must_use = "the service is withdrawn when the guard is dropped"]
-pub fn register(name: &str, service: Arc<dyn HostService>) -> Registration {
-    registry().write().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), service);
-    Registration { name: name.to_string() }
-}
-
-/// Withdraws a registered service when dropped.
-pub struct Registration {
-    name: String,
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        registry().write().unwrap_or_else(|p| p.into_inner()).remove(&self.name);
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("services", &self.services.keys().collect::<Vec<_>>())
+            .field("withheld", &self.withheld)
+            .field("forward", &self.forward.is_some())
+            .finish()
     }
 }
 
-/// Runs `f` with `scope` as the current critique's identity on this thread, and returns the
-/// scope as `f` left it (with the tokens the services spent).
-pub fn with_scope<R>(scope: CallScope, f: impl FnOnce() -> R) -> (R, CallScope) {
-    struct Restore(Option<CallScope>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            SCOPE.with(|s| *s.borrow_mut() = self.0.take());
-        }
+impl Host {
+    /// A host that offers no services.
+    pub fn new() -> Host {
+        Host::default()
     }
-    let restore = Restore(SCOPE.with(|s| s.borrow_mut().replace(scope)));
-    let result = f();
-    let finished = SCOPE.with(|s| s.borrow_mut().take()).unwrap_or_default();
-    drop(restore);
-    (result, finished)
-}
 
-/// Adds tokens a service spent to the current critique's scope, if there is one.
-pub fn record_tokens(tokens_in: Option<u64>, tokens_out: Option<u64>) {
-    let add = |total: &mut Option<u64>, value: Option<u64>| {
-        if let Some(value) = value {
-            *total = Some(total.unwrap_or(0) + value);
-        }
-    };
-    SCOPE.with(|s| {
-        if let Some(scope) = s.borrow_mut().as_mut() {
-            add(&mut scope.tokens_in, tokens_in);
-            add(&mut scope.tokens_out, tokens_out);
-        }
-    });
-}
-
-/// Sets the attempt number of the current scope, if there is one.
-pub(crate) fn set_attempt(attempt: u32) {
-    SCOPE.with(|s| {
-        if let Some(scope) = s.borrow_mut().as_mut() {
-            scope.attempt = attempt;
-        }
-    });
-}
-
-/// Where service calls go instead of the registry: in `critbench plugin-worker`, to the parent
-/// process over the pipe.
-type Proxy = Arc<dyn Fn(&str, &str) -> Result<String, String> + Send + Sync>;
-
-fn proxy() -> &'static OnceLock<Proxy> {
-    static PROXY: OnceLock<Proxy> = OnceLock::new();
-    &PROXY
-}
-
-/// Sends every service call of this process to `forward` (once per process).
-pub(crate) fn set_proxy(forward: Proxy) {
-    let _ = proxy().set(forward);
-}
-
-/// Calls the service `name` (what `host_call` does for a plugin).
-pub fn dispatch(name: &str, request: &str) -> Result<String, String> {
-    if let Some(forward) = proxy().get() {
-        return forward(name, request);
+    /// Offers `service` under `name` (replacing any of that name).
+    pub fn offer(mut self, name: &str, service: Arc<dyn HostService>) -> Host {
+        self.withheld.remove(name);
+        self.services.insert(name.to_string(), service);
+        self
     }
-    let service = registry().read().unwrap_or_else(|p| p.into_inner()).get(name).cloned();
-    let Some(service) = service else {
-        let known: Vec<String> = registry().read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
-        return Err(if known.is_empty() {
-            format!("this host offers no service `{name}` (no services are registered in this run)")
-        } else {
-            format!("this host offers no service `{name}`; it offers: {}", known.join(", "))
-        });
-    };
-    let scope = SCOPE.with(|s| s.borrow().clone());
-    service.call(request, scope.as_ref())
+
+    /// Says why this run does not offer `name` and what would offer it, for the message a plugin
+    /// that requires it gets.
+    pub fn withhold(mut self, name: &str, reason: &str) -> Host {
+        if !self.services.contains_key(name) {
+            self.withheld.insert(name.to_string(), reason.to_string());
+        }
+        self
+    }
+
+    /// A host that passes every call to `forward` (the parent of a `critbench plugin-worker`).
+    pub(crate) fn forwarding(forward: Forward) -> Host {
+        Host { forward: Some(forward), ..Host::default() }
+    }
+
+    /// Whether the host answers calls to `name`.
+    pub fn offers(&self, name: &str) -> bool {
+        self.forward.is_some() || self.services.contains_key(name)
+    }
+
+    /// The names of the services offered.
+    pub fn service_names(&self) -> Vec<&str> {
+        self.services.keys().map(String::as_str).collect()
+    }
+
+    /// Refuses a plugin that requires a service this host does not offer: its declared
+    /// `requires`, with its own `requires` hint and the host's reason.
+    pub fn check_requires(&self, plugin: &str, info: &PluginInfo) -> Result<(), PluginError> {
+        let Some(service) = info.requires.iter().find(|s| !self.offers(s)) else { return Ok(()) };
+        let mut message = match self.withheld.get(service) {
+            Some(reason) => reason.clone(),
+            None if self.services.is_empty() => "this run offers no services".to_string(),
+            None => format!("this run offers: {}", self.service_names().join(", ")),
+        };
+        if let Some(hint) = info.hint("requires") {
+            message.push_str("\n  hint: ");
+            message.push_str(hint);
+        }
+        Err(PluginError::MissingService { plugin: plugin.to_string(), service: service.clone(), message })
+    }
+
+    /// Calls the service `name` for the critique `scope`, adding the tokens it spent to the scope.
+    pub fn dispatch(&self, name: &str, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
+        if let Some(forward) = &self.forward {
+            return forward(name, request);
+        }
+        let Some(service) = self.services.get(name) else {
+            return Err(if self.services.is_empty() {
+                format!("this host offers no service `{name}` (no services are offered in this run)")
+            } else {
+                format!("this host offers no service `{name}`; it offers: {}", self.service_names().join(", "))
+            });
+        };
+        let reply = service.call(request, scope.as_deref())?;
+        if let Some(scope) = scope {
+            scope.add_tokens(reply.tokens_in, reply.tokens_out);
+        }
+        Ok(reply.answer)
+    }
+
+    /// Runs `f` (a call into an in-process plugin) with `scope` as the critique in progress on
+    /// this thread, so the plugin's service calls during `f` are counted on it.
+    pub(crate) fn within<R>(&self, scope: Option<&mut CallScope>, f: impl FnOnce() -> R) -> R {
+        let Some(scope) = scope else { return f() };
+        let thread = std::thread::current().id();
+        let current = || self.current.lock().unwrap_or_else(|p| p.into_inner());
+        // A critique made while another is in progress on this thread (a service that critiques)
+        // has its own scope; the outer one comes back when it ends.
+        let outer = current().insert(thread, std::mem::take(scope));
+        struct Restore<'a> {
+            host: &'a Host,
+            thread: ThreadId,
+            scope: &'a mut CallScope,
+            outer: Option<CallScope>,
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                let mut current = self.host.current.lock().unwrap_or_else(|p| p.into_inner());
+                *self.scope = current.remove(&self.thread).unwrap_or_default();
+                if let Some(outer) = self.outer.take() {
+                    current.insert(self.thread, outer);
+                }
+            }
+        }
+        let _restore = Restore { host: self, thread, scope, outer };
+        f()
+    }
+
+    /// A plugin's callback: dispatches with the scope of the critique in progress on this thread.
+    /// The scope is copied out for the call (a model call can be slow, and other threads' plugins
+    /// call meanwhile) and the tokens added back.
+    pub(crate) fn dispatch_from_plugin(&self, name: &str, request: &str) -> Result<String, String> {
+        let thread = std::thread::current().id();
+        let scope = self.current.lock().unwrap_or_else(|p| p.into_inner()).get(&thread).cloned();
+        let Some(mut scope) = scope else { return self.dispatch(name, request, None) };
+        let (before_in, before_out) = (scope.tokens_in, scope.tokens_out);
+        let result = self.dispatch(name, request, Some(&mut scope));
+        let spent = |after: Option<u64>, before: Option<u64>| after.map(|a| a - before.unwrap_or(0));
+        if let Some(current) = self.current.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&thread) {
+            current.add_tokens(spent(scope.tokens_in, before_in), spent(scope.tokens_out, before_out));
+        }
+        result
+    }
 }
 
 #[cfg(test)]
@@ -143,27 +219,52 @@ mod tests {
     struct Echo;
 
     impl HostService for Echo {
-        fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<String, String> {
-            Ok(format!("{request} @ {:?}", scope.map(|s| (&s.task_id, s.epoch, s.round, s.attempt))))
+        fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
+            Ok(Reply {
+                answer: format!("{request} @ {:?}", scope.map(|s| (&s.task_id, s.epoch, s.round, s.attempt))),
+                tokens_in: Some(10),
+                tokens_out: Some(4),
+            })
         }
     }
 
     #[test]
-    fn services_see_the_scope_of_the_calling_thread() {
-        let registration = register("test-echo", Arc::new(Echo));
-        assert_eq!(dispatch("test-echo", "hi").unwrap(), "hi @ None");
-        let scope = CallScope::new("t", 2, 1);
-        let (answer, finished) = with_scope(scope, || {
-            set_attempt(3);
-            record_tokens(Some(10), Some(4));
-            record_tokens(Some(5), None);
-            dispatch("test-echo", "hi").unwrap()
+    fn services_see_the_scope_they_are_given_and_count_tokens_on_it() {
+        let host = Host::new().offer("test-echo", Arc::new(Echo));
+        assert_eq!(host.dispatch("test-echo", "hi", None).unwrap(), "hi @ None");
+        let mut scope = CallScope::new("t", 2, 1);
+        scope.attempt = 3;
+        let answer = host.within(Some(&mut scope), || {
+            host.dispatch_from_plugin("test-echo", "hi").unwrap();
+            host.dispatch_from_plugin("test-echo", "hi").unwrap()
         });
         assert_eq!(answer, "hi @ Some((\"t\", 2, 1, 3))");
-        assert_eq!((finished.tokens_in, finished.tokens_out), (Some(15), Some(4)));
-        record_tokens(Some(1), Some(1)); // outside any scope: nowhere to count, no panic
-        assert_eq!(dispatch("test-echo", "hi").unwrap(), "hi @ None", "the scope ends with the closure");
-        drop(registration);
-        assert!(dispatch("test-echo", "hi").unwrap_err().contains("no service `test-echo`"));
+        assert_eq!((scope.tokens_in, scope.tokens_out), (Some(20), Some(8)));
+        assert_eq!(host.dispatch_from_plugin("test-echo", "hi").unwrap(), "hi @ None", "the scope ends with the call");
+        let (mut outer, mut inner) = (CallScope::new("outer", 0, 0), CallScope::new("inner", 0, 0));
+        let seen = host.within(Some(&mut outer), || {
+            let nested = host.within(Some(&mut inner), || host.dispatch_from_plugin("test-echo", "in").unwrap());
+            (nested, host.dispatch_from_plugin("test-echo", "out").unwrap())
+        });
+        assert_eq!(seen, ("in @ Some((\"inner\", 0, 0, 1))".into(), "out @ Some((\"outer\", 0, 0, 1))".into()));
+        assert_eq!((outer.tokens_in, inner.tokens_in), (Some(10), Some(10)), "each scope counts its own tokens");
+        assert!(host.dispatch("other", "hi", None).unwrap_err().contains("no service `other`; it offers: test-echo"));
+        assert!(Host::new().dispatch("x", "hi", None).unwrap_err().contains("no services are offered"));
+    }
+
+    #[test]
+    fn a_plugin_that_requires_a_missing_service_is_refused_with_both_hints() {
+        let info = PluginInfo {
+            info_version: 1,
+            requires: vec!["chat".into()],
+            hints: [("requires".to_string(), "give it a model".to_string())].into(),
+            ..PluginInfo::default()
+        };
+        let host = Host::new().withhold("chat", "the run has no judge model");
+        let error = host.check_requires("judge", &info).unwrap_err().to_string();
+        assert!(error.contains("`judge` requires the host service `chat`"), "{error}");
+        assert!(error.contains("the run has no judge model") && error.contains("hint: give it a model"), "{error}");
+        assert!(Host::new().offer("chat", Arc::new(Echo)).check_requires("judge", &info).is_ok());
+        assert!(host.check_requires("rubric", &PluginInfo::default()).is_ok());
     }
 }

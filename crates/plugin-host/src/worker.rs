@@ -77,6 +77,7 @@ fn serve_inner(library: &Path) -> Result<(), String> {
         "score_range": [plugin.range.min, plugin.range.max],
         "thread_safe": plugin.thread_safe,
         "policy_dependent": plugin.policy_dependent,
+        "info": (plugin.declared != critbench_abi::PluginInfo::default()).then_some(&plugin.declared),
     });
     let config = {
         let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
@@ -86,9 +87,10 @@ fn serve_inner(library: &Path) -> Result<(), String> {
             serde_json::from_str(&line).map_err(|e| format!("the config line is not JSON: {e}"))?;
         message.get("config").cloned().ok_or("the first line after the hello must be {\"config\": ...}")?
     };
-    crate::services::set_proxy(Arc::new(proxy));
+    // The plugin's service calls go to the parent, whose host answers them in the critique's scope.
+    let host = Arc::new(crate::services::Host::forwarding(Arc::new(proxy)));
     // The host times the calls and kills this process when one is late.
-    let critic = match plugin.instantiate_in_process(&config.to_string(), None) {
+    let critic = match plugin.instantiate_in_process(&config.to_string(), None, &host) {
         Ok(critic) => critic,
         Err(error) => {
             let message = match error {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use critbench_plugin_host::services::{self, CallScope, HostService};
+use critbench_plugin_host::services::{CallScope, Host, HostService, Reply};
 use critbench_plugin_host::{
     CriticInstance, CriticSource, Isolation, IsolationMode, PluginError, SearchPath, open_critic,
 };
@@ -33,7 +33,18 @@ for line in sys.stdin:
 "#;
 
 fn open(dir: &Path, thread_safe: bool, config: &str, children: usize) -> Result<CriticInstance, PluginError> {
-    let script = dir.join("critic.py");
+    open_with(dir, "critic.py", thread_safe, config, children, &Arc::new(Host::new()))
+}
+
+fn open_with(
+    dir: &Path,
+    file: &str,
+    thread_safe: bool,
+    config: &str,
+    children: usize,
+    host: &Arc<Host>,
+) -> Result<CriticInstance, PluginError> {
+    let script = dir.join(file);
     std::fs::write(&script, CRITIC.replace("THREAD_SAFE", if thread_safe { "True" } else { "False" })).unwrap();
     let isolation = Isolation {
         mode: IsolationMode::Process,
@@ -42,8 +53,8 @@ fn open(dir: &Path, thread_safe: bool, config: &str, children: usize) -> Result<
         children,
         worker: None,
     };
-    let source = CriticSource::Command(vec!["python3".into(), "critic.py".into()]);
-    open_critic(&source, config, &SearchPath::default(), Some(dir), &isolation)
+    let source = CriticSource::Command(vec!["python3".into(), file.into()]);
+    open_critic(&source, config, &SearchPath::default(), Some(dir), &isolation, host)
 }
 
 fn request(draft: &str) -> String {
@@ -101,21 +112,76 @@ fn a_child_that_dies_is_an_error_and_the_next_call_gets_a_new_one() {
     assert_ne!(before, after, "a new process answered");
 }
 
-struct Echo;
+/// Answers with its own tag, the request and the scope's task; spends 3 tokens in, 1 out.
+struct Echo(&'static str);
 
 impl HostService for Echo {
-    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<String, String> {
-        Ok(format!("{request} for {}", scope.map(|s| s.task_id.as_str()).unwrap_or("nobody")))
+    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
+        let task = scope.map(|s| s.task_id.as_str()).unwrap_or("nobody");
+        Ok(Reply { answer: format!("{} {request} for {task}", self.0), tokens_in: Some(3), tokens_out: Some(1) })
     }
 }
 
 #[test]
 fn a_service_call_is_answered_by_the_host_on_the_callers_scope() {
     let dir = tempfile::tempdir().unwrap();
-    let critic = open(dir.path(), false, "{}", 1).unwrap();
-    let _registration = services::register("echo", Arc::new(Echo));
-    let (answer, _) = services::with_scope(CallScope::new("task-7", 0, 0), || critic.call(&request("ask")));
-    assert_eq!(rationale(&answer.unwrap()), "{\"q\": 1} for task-7");
+    let host = Arc::new(Host::new().offer("echo", Arc::new(Echo("A"))));
+    let critic = open_with(dir.path(), "critic.py", false, "{}", 1, &host).unwrap();
+    let mut scope = CallScope::new("task-7", 0, 0);
+    let answer = critic.call_in(&request("ask"), &mut scope);
+    assert_eq!(rationale(&answer.unwrap()), "A {\"q\": 1} for task-7");
+    assert_eq!((scope.tokens_in, scope.tokens_out), (Some(3), Some(1)), "the service's tokens count on the scope");
+    let unscoped = critic.call(&request("ask")).unwrap();
+    assert_eq!(rationale(&unscoped), "A {\"q\": 1} for nobody");
+}
+
+#[test]
+fn two_hosts_in_one_process_answer_their_own_critics_service_calls_from_many_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = [
+        Arc::new(Host::new().offer("echo", Arc::new(Echo("A")))),
+        Arc::new(Host::new().offer("echo", Arc::new(Echo("B")))),
+    ];
+    let critics: Vec<CriticInstance> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, host)| open_with(dir.path(), &format!("critic{i}.py"), true, "{}", 2, host).unwrap())
+        .collect();
+    let barrier = Barrier::new(8);
+    std::thread::scope(|threads| {
+        for call in 0..8 {
+            let (critics, barrier) = (&critics, &barrier);
+            threads.spawn(move || {
+                let which = call % 2;
+                let mut scope = CallScope::new(&format!("task-{call}"), 0, 0);
+                barrier.wait();
+                let answer = critics[which].call_in(&request("ask"), &mut scope).unwrap();
+                let tag = ["A", "B"][which];
+                assert_eq!(rationale(&answer), format!("{tag} {{\"q\": 1}} for task-{call}"));
+                assert_eq!(scope.tokens_in, Some(3));
+            });
+        }
+    });
+}
+
+#[test]
+fn the_hello_line_carries_the_critics_info_and_a_required_service_must_be_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let declaring = CRITIC.replace(
+        r#""thread_safe": THREAD_SAFE}"#,
+        r#""thread_safe": THREAD_SAFE, "info": {"info_version": 1, "requires": ["echo"],
+            "issue_types": [{"name": "too_short", "hint": "Write more."}], "hints": {"requires": "offer echo"}}}"#,
+    );
+    std::fs::write(dir.path().join("declaring.py"), declaring.replace("THREAD_SAFE", "False")).unwrap();
+    let isolation = Isolation { mode: IsolationMode::Process, ..Isolation::default() };
+    let source = CriticSource::Command(vec!["python3".into(), "declaring.py".into()]);
+    let open =
+        |host: Host| open_critic(&source, "{}", &SearchPath::default(), Some(dir.path()), &isolation, &Arc::new(host));
+    let refused = open(Host::new().withhold("echo", "no echo here")).err().expect("refused").to_string();
+    assert!(refused.contains("`pid` requires the host service `echo`"), "{refused}");
+    assert!(refused.contains("no echo here") && refused.contains("hint: offer echo"), "{refused}");
+    let critic = open(Host::new().offer("echo", Arc::new(Echo("A")))).unwrap();
+    assert_eq!(critic.info().declared.issue_hint("too_short"), Some("Write more."));
 }
 
 #[test]
@@ -125,7 +191,7 @@ fn a_bad_hello_or_config_is_refused_when_opening() {
         std::fs::write(dir.path().join("bad.py"), script).unwrap();
         let source = CriticSource::Command(vec!["python3".into(), "bad.py".into()]);
         let isolation = Isolation { mode: IsolationMode::Process, ..Isolation::default() };
-        match open_critic(&source, "{}", &SearchPath::default(), Some(dir.path()), &isolation) {
+        match open_critic(&source, "{}", &SearchPath::default(), Some(dir.path()), &isolation, &Arc::new(Host::new())) {
             Err(error) => error.to_string(),
             Ok(_) => panic!("{script} was accepted"),
         }

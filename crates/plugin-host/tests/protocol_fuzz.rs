@@ -36,7 +36,8 @@ fn open(dir: &Path) -> CriticInstance {
         worker: None,
     };
     let source = CriticSource::Command(vec!["python3".into(), "echo.py".into()]);
-    open_critic(&source, "{}", &SearchPath::default(), Some(dir), &isolation).unwrap()
+    let host = std::sync::Arc::new(critbench_plugin_host::services::Host::new());
+    open_critic(&source, "{}", &SearchPath::default(), Some(dir), &isolation, &host).unwrap()
 }
 
 fn request(draft: &str) -> String {

@@ -31,8 +31,8 @@ mod summary;
 pub use html::escape as escape_html;
 pub use markdown::{glance_table, render_markdown, summary_table};
 pub use summary::{
-    ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport, Report, SummaryRow, TEST_MCNEMAR, TEST_SIGN,
-    build_report, summarize_file,
+    ADJUDICATED_SUFFIX, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport, Report, SummaryRow,
+    TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file,
 };
 
 use std::path::{Path, PathBuf};

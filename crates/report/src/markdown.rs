@@ -322,6 +322,60 @@ pub(crate) fn format_p(p: f64) -> String {
     if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
 }
 
+/// The adjudicator's effect (seed 004), read off the paired comparison of each adjudicated arm
+/// with its `+adjudicate` twin: the same loops, before and after the final pass. A → B flips are
+/// the passes adjudication turned into fails. Empty when no arm adjudicated.
+pub fn adjudication_section(report: &Report) -> String {
+    let pairs: Vec<&crate::ComparisonRow> = report
+        .comparisons
+        .iter()
+        .filter(|c| c.arm_b.strip_suffix(crate::ADJUDICATED_SUFFIX) == Some(c.arm_a.as_str()))
+        .collect();
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## Adjudication\n\n");
+    out.push_str(
+        "Each adjudicated loop's final draft was rewritten once more by the adjudicator and scored again. \
+         `ARM+adjudicate` is the same loops answered with the adjudicated draft, so the comparison is paired \
+         loop by loop: *pass → fail* counts the passes adjudication lost, *fail → pass* the ones it won.\n\n",
+    );
+    out.push_str(
+        "| config | critic | arm | pairs | pass before | pass after | diff [95% CI] | pass → fail | fail → pass | p | mean final score before → after |\n",
+    );
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for pair in pairs {
+        let mean_final = |arm: &str| {
+            report
+                .summary
+                .iter()
+                .find(|r| r.config_id == pair.config_id && r.critic == pair.critic && r.arm == arm)
+                .map(|r| format!("{:.2}", r.mean_final_score))
+                .unwrap_or_else(|| "–".into())
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.1}% | {:.1}% | {:+.1} pp [{:+.1}, {:+.1}] | {} | {} | {} | {} → {} |",
+            pair.config_id,
+            pair.critic,
+            pair.arm_a,
+            pair.n_pairs,
+            100.0 * pair.pass_rate_a,
+            100.0 * pair.pass_rate_b,
+            100.0 * (pair.pass_rate_b - pair.pass_rate_a),
+            // `+ 0.0` turns a negated zero into zero, so no bound reads "-0.0".
+            -100.0 * pair.diff_hi + 0.0,
+            -100.0 * pair.diff_lo + 0.0,
+            pair.a_only,
+            pair.b_only,
+            format_p(pair.p_value),
+            mean_final(&pair.arm_a),
+            mean_final(&pair.arm_b),
+        );
+    }
+    out
+}
+
 /// The whole `report.md`.
 pub fn render_markdown(report: &Report) -> String {
     render_with_pairs(report, None)
@@ -347,6 +401,7 @@ pub(crate) fn render_with_pairs(report: &Report, pairs: Option<&ListedPairs>) ->
     } else {
         out.push_str(&comparison_table(report));
     }
+    out.push_str(&adjudication_section(report));
     kinds_section(&mut out, report);
     if let Some(pairs) = pairs {
         pairs_section(&mut out, pairs);

@@ -180,10 +180,14 @@ fn order_of<'m>(names: impl Iterator<Item = &'m str>) -> HashMap<String, usize> 
     order
 }
 
+/// What summaries append to an arm's name for its adjudicated loops: the same loops, answered
+/// with the adjudicated final draft (`adjudicated_passed`, `adjudicated_score`).
+pub const ADJUDICATED_SUFFIX: &str = "+adjudicate";
+
 /// Arms in reading order: the memory arm first (it is compared with plain feedback), then
-/// feedback, no-feedback and single; unknown names last.
+/// feedback, no-feedback and single, each followed by its adjudicated twin; unknown names last.
 fn arm_rank(arm: &str) -> usize {
-    match Arm::parse(arm) {
+    match Arm::parse(arm.strip_suffix(ADJUDICATED_SUFFIX).unwrap_or(arm)) {
         Some(Arm::FeedbackMemory) => 0,
         Some(Arm::Feedback) => 1,
         Some(Arm::NoFeedback) => 2,
@@ -267,6 +271,9 @@ fn group_rows(
     summary.extend(order.iter().filter(|&&arm| arms[arm].n > 0).map(|&arm| arms[arm].row(config_id, critic)));
     for (i, &a) in order.iter().enumerate() {
         for &b in &order[i + 1..] {
+            if !comparable_arms(&arms[a].name, &arms[b].name) {
+                continue;
+            }
             if let Some(pair) = pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
                 comparisons.push(pair.row(config_id, critic, &arms[a].name, &arms[b].name));
             }
@@ -301,7 +308,10 @@ pub(crate) struct Summarizer {
 impl Summarizer {
     pub(crate) fn new(manifest: Option<&Manifest>) -> Summarizer {
         let epochs = manifest.and_then(|m| m.experiment.epochs).map(u64::from);
-        let arms = manifest.map(|m| m.experiment.arms.len()).filter(|&arms| arms > 0);
+        // An adjudicated arm's loops count twice: as themselves and as the `+adjudicate` arm.
+        let arms = manifest
+            .filter(|m| !m.experiment.arms.is_empty())
+            .map(|m| m.experiment.arms.len() + m.experiment.adjudicate.len());
         let expected = match (epochs, arms) {
             (Some(epochs), Some(arms)) if epochs > 0 && arms > 0 => Some(epochs as usize * arms),
             _ => None,
@@ -345,7 +355,26 @@ impl Summarizer {
         slot
     }
 
+    /// Adds one outcome row; an adjudicated loop also counts as a loop of the arm
+    /// `ARM+adjudicate` whose answer is the adjudicated draft: its pass and final score are the
+    /// adjudicated ones, and it used one more critique.
     pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+        self.add_loop(row)?;
+        if let Some(passed) = row.adjudicated_passed {
+            let arm = format!("{}{ADJUDICATED_SUFFIX}", row.arm);
+            let adjudicated = OutcomeStats {
+                arm: &arm,
+                passed,
+                final_score: row.adjudicated_score.unwrap_or(row.final_score),
+                rounds: row.rounds + 1,
+                ..*row
+            };
+            self.add_loop(&adjudicated)?;
+        }
+        Ok(())
+    }
+
+    fn add_loop(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
         if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
             self.run_id = Some(row.run_id.to_string());
         }
@@ -466,6 +495,17 @@ impl Summarizer {
     }
 }
 
+/// Whether a comparison of two arms says something: an adjudicated twin is compared with its own
+/// arm (the effect of adjudication) and with other twins (arms compared after adjudication), not
+/// with other arms before it.
+fn comparable_arms(a: &str, b: &str) -> bool {
+    match (a.strip_suffix(ADJUDICATED_SUFFIX), b.strip_suffix(ADJUDICATED_SUFFIX)) {
+        (Some(_), Some(_)) | (None, None) => true,
+        (Some(base), None) => base == b,
+        (None, Some(base)) => base == a,
+    }
+}
+
 /// Groups outcomes into the summary and the pairwise comparisons (the rows in memory; the
 /// streaming path is [`summarize_file`]).
 pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Result<Report, String> {
@@ -489,6 +529,8 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Res
             critic_disagreements: row.critic_disagreements,
             tokens_in: row.tokens_in,
             tokens_out: row.tokens_out,
+            adjudicated_score: row.adjudicated_score,
+            adjudicated_passed: row.adjudicated_passed,
             kind: row.kind.as_deref(),
         })?;
     }
@@ -528,6 +570,76 @@ mod tests {
         assert_eq!(&summary[..4], ["config_id", "arm", "critic", "n"]);
         assert!(summary.contains(&"first_round_pass_rate".to_string()));
         assert!(headers::<ComparisonRow>().contains(&"diff_mean_best_score".to_string()));
+    }
+
+    #[test]
+    fn an_adjudicated_arm_is_paired_with_its_twin_and_flips_are_counted() {
+        let adjudicated = |task: &str, arm: &str, passed: bool, after: bool| OutcomeRow {
+            adjudicated_passed: Some(after),
+            adjudicated_score: Some(if after { 9.0 } else { 5.0 }),
+            ..row(task, arm, passed, 2)
+        };
+        let outcomes = vec![
+            adjudicated("a", "feedback", true, false),
+            adjudicated("b", "feedback", true, true),
+            adjudicated("c", "feedback", false, true),
+            adjudicated("d", "feedback", false, true),
+            row("a", "single", false, 1),
+            row("b", "single", true, 1),
+            row("c", "single", false, 1),
+            row("d", "single", false, 1),
+        ];
+        // The manifest says two arms, one adjudicated: three loops per task close it.
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "schema_version": 4, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+            "wall_seconds": 0.0, "loops": 8, "critiques": 8, "sweep": "direct",
+            "experiment": {"name": "n", "epochs": 1, "arms": ["feedback", "single"], "adjudicate": ["feedback"]},
+        }))
+        .unwrap();
+        let mut summarizer = Summarizer::new(Some(&manifest));
+        assert_eq!(summarizer.expected, Some(3));
+        for outcome in &outcomes {
+            summarizer.add(&stats(outcome)).unwrap();
+        }
+        assert!(summarizer.open.is_empty(), "every task closed as its loops arrived");
+        let report = summarizer.finish(Some(&manifest)).unwrap();
+        let arms: Vec<&str> = report.summary.iter().map(|r| r.arm.as_str()).collect();
+        assert_eq!(arms, ["feedback", "feedback+adjudicate", "single"]);
+        let twin = &report.summary[1];
+        assert_eq!((twin.passed, twin.mean_final_score, twin.mean_rounds), (3, 8.0, 3.0));
+        let pairs: Vec<(&str, &str)> =
+            report.comparisons.iter().map(|c| (c.arm_a.as_str(), c.arm_b.as_str())).collect();
+        // No comparison of the twin with another arm's loops before adjudication.
+        assert_eq!(pairs, [("feedback", "feedback+adjudicate"), ("feedback", "single")]);
+        let effect = &report.comparisons[0];
+        assert_eq!((effect.n_pairs, effect.a_only, effect.b_only), (4, 1, 2));
+        let markdown = crate::render_markdown(&report);
+        assert!(markdown.contains("| feedback | 4 | 50.0% | 75.0% | +25.0 pp"), "{markdown}");
+    }
+
+    fn stats(row: &OutcomeRow) -> OutcomeStats<'_> {
+        OutcomeStats {
+            run_id: &row.run_id,
+            config_id: &row.config_id,
+            arm: &row.arm,
+            critic: &row.critic,
+            task_id: &row.task_id,
+            epoch: row.epoch,
+            rounds: row.rounds,
+            revisions: row.revisions,
+            exit_reason: &row.exit_reason,
+            passed: row.passed,
+            first_score: row.first_score,
+            best_score: row.best_score,
+            final_score: row.final_score,
+            critic_errors: row.critic_errors,
+            critic_disagreements: row.critic_disagreements,
+            tokens_in: row.tokens_in,
+            tokens_out: row.tokens_out,
+            adjudicated_score: row.adjudicated_score,
+            adjudicated_passed: row.adjudicated_passed,
+            kind: row.kind.as_deref(),
+        }
     }
 
     #[test]
@@ -732,6 +844,8 @@ mod tests {
                     critic_disagreements: outcome.critic_disagreements,
                     tokens_in: outcome.tokens_in,
                     tokens_out: outcome.tokens_out,
+                    adjudicated_score: outcome.adjudicated_score,
+                    adjudicated_passed: outcome.adjudicated_passed,
                     kind: outcome.kind.as_deref(),
                 })
                 .unwrap();

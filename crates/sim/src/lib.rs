@@ -102,6 +102,37 @@ pub fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut R
     if is_rag(task) { rag::revise(task, draft, feedback, rng) } else { paper::revise(task, draft, feedback, rng) }
 }
 
+/// The adjudicator's final pass over a finished loop's draft (seed 004), as a model would
+/// answer: the reconciled draft, sometimes wrapped in conversational residue ("Here is the final
+/// version:" above, "I hope this helps." below) that the caller's output clean-up is expected to
+/// strip. `concerns` is the critique of the draft being adjudicated. The pass mostly leaves the
+/// score where it was, sometimes settles a remaining concern, and with [`OVER_EDIT_CHANCE`] cuts
+/// too much: it can turn a pass into a fail, and how often it does is for the run to measure.
+pub fn adjudicate(task: &Task, draft: &str, concerns: Option<&Critique>, rng: &mut Rng) -> String {
+    let body =
+        if is_rag(task) { rag::adjudicate(task, draft, rng) } else { paper::adjudicate(task, draft, concerns, rng) };
+    let mut text = String::new();
+    if rng.chance(0.5) {
+        text.push_str(rng.pick(&PREAMBLES).expect("PREAMBLES is not empty"));
+        text.push_str("\n\n");
+    }
+    text.push_str(body.trim_end());
+    if rng.chance(0.4) {
+        text.push_str("\n\n");
+        text.push_str(rng.pick(&CLOSINGS).expect("CLOSINGS is not empty"));
+    }
+    text.push('\n');
+    text
+}
+
+/// How often the adjudicator over-edits a draft.
+pub const OVER_EDIT_CHANCE: f64 = 0.15;
+
+const PREAMBLES: [&str; 3] =
+    ["Here is the final version:", "Sure! Here is the polished draft:", "Certainly, here is the revised document:"];
+const CLOSINGS: [&str; 3] =
+    ["I hope this helps.", "Let me know if you would like any further changes.", "No contradictions were found."];
+
 fn is_rag(task: &Task) -> bool {
     task.kind.as_deref() == Some("rag")
 }

@@ -66,6 +66,66 @@ pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng:
     paper.render()
 }
 
+/// The adjudicator's final pass (seed 004): one last reading that reconciles the paper rather
+/// than extending it. Sentences repeated across rounds of rewriting are kept once, and figures
+/// are renumbered in order of first mention (a figure dropped by an earlier rewrite leaves no
+/// gap). With [`ADDRESS_CHANCE`] it also settles the first concern `concerns` still raises (the
+/// fix a reviser would make); with [`crate::OVER_EDIT_CHANCE`] it over-tightens, cutting the last
+/// sentence of every section of three or more, which can cost a passing paper its pass.
+pub(crate) fn adjudicate(task: &Task, draft: &str, concerns: Option<&Critique>, rng: &mut Rng) -> String {
+    let material = Material::of(task);
+    let mut paper = Paper::parse(draft);
+    let mut seen = BTreeSet::new();
+    paper.unsectioned.retain(|sentence| seen.insert(sentence.clone()));
+    for section in &mut paper.sections {
+        section.sentences.retain(|sentence| seen.insert(sentence.clone()));
+    }
+    renumber_figures(&mut paper);
+    if let Some(critique) = concerns
+        && rng.chance(ADDRESS_CHANCE)
+        && let Some((dimension, target)) = requests(critique).into_iter().next()
+    {
+        apply_fix(&mut paper, dimension, target.as_deref(), &material, rng);
+    }
+    if rng.chance(crate::OVER_EDIT_CHANCE) {
+        for section in &mut paper.sections {
+            if section.sentences.len() >= 3 {
+                section.sentences.pop();
+            }
+        }
+    }
+    paper.render()
+}
+
+/// How often the adjudicator settles the paper's remaining concern.
+pub(crate) const ADDRESS_CHANCE: f64 = 0.3;
+
+/// Renumbers "Figure N" references 1, 2, … in order of first mention.
+fn renumber_figures(paper: &mut Paper) {
+    let mut order: Vec<u32> = Vec::new();
+    for sentence in paper.all_sentences() {
+        for number in figure_numbers(sentence) {
+            if !order.contains(&number) {
+                order.push(number);
+            }
+        }
+    }
+    if order.iter().enumerate().all(|(index, number)| *number == index as u32 + 1) {
+        return;
+    }
+    // Through placeholders, so that 3 → 1 does not collide with an existing 1.
+    let renumber = |sentence: &mut String| {
+        for (index, number) in order.iter().enumerate() {
+            *sentence = sentence.replace(&format!("Figure {number}"), &format!("Figure \u{0}{index}"));
+        }
+        for index in 0..order.len() {
+            *sentence = sentence.replace(&format!("Figure \u{0}{index}"), &format!("Figure {}", index + 1));
+        }
+    };
+    paper.unsectioned.iter_mut().for_each(renumber);
+    paper.sections.iter_mut().flat_map(|section| section.sentences.iter_mut()).for_each(renumber);
+}
+
 /// The five things seed 002's rubric scores, as the writer understands a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Dimension {
@@ -925,5 +985,26 @@ mod tests {
             let _ = paper.render();
             let _ = paper.next_citation();
         }
+    }
+
+    #[test]
+    fn the_adjudicator_keeps_repeated_sentences_once_and_closes_figure_gaps() {
+        let draft = "# T\n\nOriginality: high\n\n## Introduction\n\nTides matter. Figure 3 shows it.\n\n\
+                     ## Results\n\nTides matter. Figure 5 compares them. As Figure 3 shows, it holds. Tides rise.\n";
+        let task = Task { id: "t".into(), prompt: "p".into(), ..Task::default() };
+        let mut over_edited = 0;
+        for seed in 0..200 {
+            let text = adjudicate(&task, draft, None, &mut Rng::new(seed));
+            let paper = Paper::parse(&text);
+            assert_eq!(paper.all_sentences().filter(|s| *s == "Tides matter.").count(), 1, "{text}");
+            assert_eq!(paper.figure_numbers(), [1, 2], "{text}");
+            assert!(text.contains("Figure 1 shows it.") && text.contains("Figure 2 compares"), "{text}");
+            assert_eq!(text, adjudicate(&task, draft, None, &mut Rng::new(seed)), "deterministic");
+            assert!(text.contains("As Figure 1 shows, it holds."), "{text}");
+            // Results keeps its three sentences unless the adjudicator over-edits.
+            over_edited += usize::from(!text.contains("Tides rise."));
+        }
+        // Over-editing is a seeded chance, neither never nor always.
+        assert!((10..60).contains(&over_edited), "{over_edited} of 200 over-edited");
     }
 }

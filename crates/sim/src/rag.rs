@@ -72,6 +72,28 @@ pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng:
     answer.render(Format::of(task), &pool)
 }
 
+/// The adjudicator's final pass (seed 004): reconciles the answer with its sources, never adds
+/// content. It mends a cut-off object, drops repeated sentences and ids and cites only ids in the
+/// pool (the invented-source contradiction); an answer left without ids cites the passages it
+/// draws on. Now and then it over-edits: an answer of several sentences is cut back to its first,
+/// which can leave it too short.
+pub(crate) fn adjudicate(task: &Task, draft: &str, rng: &mut Rng) -> String {
+    let pool = Pool::of(task);
+    let mut answer = Answer::parse(draft);
+    answer.broken = false;
+    let mut seen = BTreeSet::new();
+    answer.sentences.retain(|sentence| seen.insert(sentence.to_lowercase()));
+    let mut ids = BTreeSet::new();
+    answer.ids.retain(|id| pool.has(id) && ids.insert(id.clone()));
+    if answer.ids.is_empty() {
+        answer.ids = pool.sources_of(&answer.sentences);
+    }
+    if answer.sentences.len() > 1 && rng.chance(crate::OVER_EDIT_CHANCE) {
+        answer.sentences.truncate(1);
+    }
+    answer.render(Format::of(task), &pool)
+}
+
 fn act_on_critique(answer: &mut Answer, critique: &Critique, pool: &Pool, d: f64, rng: &mut Rng) {
     let lands = (0.9 - 0.4 * d).clamp(0.3, 0.95);
     let text = critique_text(critique);

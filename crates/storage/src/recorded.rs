@@ -9,6 +9,10 @@ use arrow_array::RecordBatch;
 use crate::columns::Columns;
 use crate::tables::StorageError;
 
+/// The `decision` of the row that records a loop's adjudicated final draft (seed 004): not a
+/// round of the loop, so replay leaves it out of the recording.
+pub const DECISION_ADJUDICATE: &str = "adjudicate";
+
 /// One critiqued round of a loop.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RecordedRound {
@@ -43,6 +47,8 @@ pub struct RecordedLoop {
     pub kind: Option<String>,
     pub epoch: u32,
     pub rounds: Vec<RecordedRound>,
+    /// The file holds an adjudicated final draft of this loop (a `decision = "adjudicate"` row).
+    pub adjudicated: bool,
 }
 
 type LoopKey = (String, String, String, u32);
@@ -70,7 +76,7 @@ pub fn for_each_recorded_loop(
     let mut current: Option<Current> = None;
     let mut finished: HashSet<u128> = HashSet::new();
     crate::columns::for_each_batch(path, |batch| {
-        read_batch(batch, &mut |key, kind, config_id, round, recorded| {
+        read_batch(batch, &mut |key, kind, config_id, round, recorded, adjudicate| {
             if current.as_ref().is_none_or(|c| c.key != *key) {
                 if let Some(done) = current.take() {
                     finished.insert(key_hash(&done.key));
@@ -83,9 +89,13 @@ pub fn for_each_recorded_loop(
                         key.2, key.1, key.0, key.3
                     ));
                 }
-                current = Some(Current { key: key.clone(), kind, configs: HashMap::new() });
+                current = Some(Current { key: key.clone(), kind, configs: HashMap::new(), adjudicated: false });
             }
             let loop_rows = current.as_mut().expect("set above");
+            if adjudicate {
+                loop_rows.adjudicated = true;
+                return Ok(());
+            }
             loop_rows.configs.entry(config_id.to_string()).or_default().insert(round, recorded);
             Ok(())
         })
@@ -113,6 +123,7 @@ struct Current {
     key: LoopKey,
     kind: Option<String>,
     configs: HashMap<String, BTreeMap<u32, RecordedRound>>,
+    adjudicated: bool,
 }
 
 impl Current {
@@ -140,12 +151,14 @@ impl Current {
             kind: self.kind,
             epoch: key.3,
             rounds: rounds.into_values().collect(),
+            adjudicated: self.adjudicated,
         })
     }
 }
 
-/// Receives one trajectory row: its loop key, kind, config, round and the recorded round.
-type RowSink<'a> = dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound) -> Result<(), String> + 'a;
+/// Receives one trajectory row: its loop key, kind, config, round, the recorded round and
+/// whether it is an adjudication row.
+type RowSink<'a> = dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, bool) -> Result<(), String> + 'a;
 
 /// Decodes one batch and hands each row to `row` with its loop key, kind, config and round.
 fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> {
@@ -170,6 +183,7 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
         c.boolean("critic_passed")?,
     );
     let mut dims = c.float_maps("dims")?;
+    let decision = c.text_array("decision")?;
     let mut key: LoopKey = Default::default();
     for i in 0..batch.num_rows() {
         // Reuse the key's strings: most rows belong to the loop of the row before.
@@ -196,7 +210,8 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
             critic_tokens_in: critic_tokens_in[i],
             critic_tokens_out: critic_tokens_out[i],
         };
-        row(&key, kind[i].clone(), &config_id[i], round[i], recorded)?;
+        let adjudicate = decision.value(i) == DECISION_ADJUDICATE;
+        row(&key, kind[i].clone(), &config_id[i], round[i], recorded, adjudicate)?;
     }
     Ok(())
 }

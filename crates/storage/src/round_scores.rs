@@ -2,7 +2,7 @@
 //! score trajectory the reports draw.
 //!
 //! A trajectory file has a row per critique and can be far larger than memory, so the reader
-//! decodes only the five columns it needs (a Parquet projection: the other columns, drafts
+//! decodes only the six columns it needs (a Parquet projection: the other columns, drafts
 //! included, are never decompressed) and folds each batch into running sums as it goes. Memory
 //! is one batch plus one accumulator per (config, critic, arm, round).
 //!
@@ -28,12 +28,13 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use crate::tables::StorageError;
 
 /// The columns the reader decodes, with the types this version writes.
-const COLUMNS: [(&str, DataType); 5] = [
+const COLUMNS: [(&str, DataType); 6] = [
     ("config_id", DataType::Utf8),
     ("critic", DataType::Utf8),
     ("arm", DataType::Utf8),
     ("round", DataType::Int32),
     ("score", DataType::Float64),
+    ("decision", DataType::Utf8),
 ];
 
 /// The critiques of one round of one config × critic × arm, averaged.
@@ -101,6 +102,8 @@ impl Accumulator {
             column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))
         };
         let (config_id, critic, arm) = (text("config_id")?, text("critic")?, text("arm")?);
+        // The adjudicated final draft is not a round of the loop's trajectory.
+        let decision = text("decision")?;
         let round = column("round")?.as_primitive_opt::<Int32Type>().ok_or("column `round` is not int32")?;
         let score = column("score")?.as_primitive_opt::<Float64Type>().ok_or("column `score` is not float64")?;
         // Rows arrive loop by loop, so consecutive rows nearly always share their key: remember
@@ -112,6 +115,9 @@ impl Accumulator {
             }
             if round.is_null(row) || score.is_null(row) {
                 return Err(format!("row {row} of a batch has a null round or score"));
+            }
+            if decision.value(row) == crate::recorded::DECISION_ADJUDICATE {
+                continue;
             }
             let same_key = |previous: usize| {
                 config_id.value(previous) == config_id.value(row)
@@ -156,7 +162,7 @@ impl Accumulator {
 }
 
 /// Reads `trajectories.parquet` and returns the mean score and count per (config_id, critic, arm,
-/// round), sorted by those keys. Streams: only the five columns it needs are decoded, a batch at a
+/// round), sorted by those keys. Streams: only the six columns it needs are decoded, a batch at a
 /// time.
 pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
     let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };

@@ -129,6 +129,10 @@ pub struct OutcomeRow {
     pub wall_ms: f64,
     /// The task's `meta`, as JSON text.
     pub meta: Option<String>,
+    /// The critic's score of the adjudicated final draft (seed 004's last pass), and whether it
+    /// meets the pass rule; `None` when the loop's arm does not adjudicate.
+    pub adjudicated_score: Option<f64>,
+    pub adjudicated_passed: Option<bool>,
 }
 
 fn utf8(name: &str, nullable: bool) -> Field {
@@ -221,6 +225,8 @@ pub fn outcome_schema() -> SchemaRef {
         Field::new("tokens_out", DataType::Int64, true),
         Field::new("wall_ms", DataType::Float64, false),
         utf8("meta", true),
+        Field::new("adjudicated_score", DataType::Float64, true),
+        Field::new("adjudicated_passed", DataType::Boolean, true),
     ]);
     Arc::new(Schema::new(fields))
 }
@@ -444,6 +450,8 @@ impl OutcomeRow {
             tokens_out: None,
             wall_ms: 1.0,
             meta: None,
+            adjudicated_score: None,
+            adjudicated_passed: None,
         }
     }
 }
@@ -492,6 +500,8 @@ fn outcome_columns(rows: &[OutcomeRow]) -> Vec<ArrayRef> {
         c.optional_int64(|r| r.tokens_out),
         c.float(|r| r.wall_ms),
         c.optional_text(|r| r.meta.as_deref()),
+        c.optional_float(|r| r.adjudicated_score),
+        c.optional_boolean(|r| r.adjudicated_passed),
     ]
 }
 
@@ -523,12 +533,16 @@ pub struct OutcomeStats<'a> {
     /// The writer's tokens of the loop, when its backend counts them.
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// The adjudicated final draft's score and pass, when the loop's arm adjudicates.
+    pub adjudicated_score: Option<f64>,
+    pub adjudicated_passed: Option<bool>,
     /// The task's kind, when its dataset row gave one.
     pub kind: Option<&'a str>,
 }
 
 /// The columns [`for_each_outcome_stats`] decodes when the file has them.
-const OUTCOME_STATS_OPTIONAL: [&str; 4] = ["critic_disagreements", "tokens_in", "tokens_out", "kind"];
+const OUTCOME_STATS_OPTIONAL: [&str; 6] =
+    ["critic_disagreements", "tokens_in", "tokens_out", "adjudicated_score", "adjudicated_passed", "kind"];
 
 /// The columns [`for_each_outcome_stats`] decodes.
 pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
@@ -584,6 +598,15 @@ pub fn for_each_outcome_stats(
             None => Ok(vec![None; batch.num_rows()]),
         };
         let (tokens_in, tokens_out) = (tokens("tokens_in")?, tokens("tokens_out")?);
+        // Added in schema version 4; older runs never adjudicated.
+        let adjudicated_score = match batch.column_by_name("adjudicated_score") {
+            Some(_) => c.float("adjudicated_score")?,
+            None => vec![None; batch.num_rows()],
+        };
+        let adjudicated_passed = match batch.column_by_name("adjudicated_passed") {
+            Some(_) => c.boolean("adjudicated_passed")?,
+            None => vec![None; batch.num_rows()],
+        };
         let kind = match batch.column_by_name("kind") {
             Some(column) => Some(
                 arrow_array::cast::AsArray::as_string_opt::<i32>(column.as_ref()).ok_or("column `kind` is not utf8")?,
@@ -619,6 +642,8 @@ pub fn for_each_outcome_stats(
                 },
                 tokens_in: tokens_in[i],
                 tokens_out: tokens_out[i],
+                adjudicated_score: adjudicated_score[i],
+                adjudicated_passed: adjudicated_passed[i],
                 kind: kind.filter(|k| arrow_array::Array::is_valid(*k, i)).map(|k| k.value(i)),
             };
             each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
@@ -710,6 +735,11 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
         Some(_) => c.int32("critic_disagreements")?,
         None => vec![0; batch.num_rows()],
     };
+    // Added in schema version 4.
+    let (adjudicated_score, adjudicated_passed) = match batch.column_by_name("adjudicated_passed") {
+        Some(_) => (c.float("adjudicated_score")?, c.boolean("adjudicated_passed")?),
+        None => (vec![None; batch.num_rows()], vec![None; batch.num_rows()]),
+    };
     for i in 0..batch.num_rows() {
         rows.push(OutcomeRow {
             run_id: run_id[i].clone(),
@@ -740,6 +770,8 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
             tokens_out: tokens_out[i],
             wall_ms: wall_ms[i],
             meta: meta[i].clone(),
+            adjudicated_score: adjudicated_score[i],
+            adjudicated_passed: adjudicated_passed[i],
         });
     }
     Ok(())

@@ -53,6 +53,18 @@ impl CriticPlugin for EvidenceCritic {
     const SCORE_MIN: f64 = 0.0;
     const SCORE_MAX: f64 = 10.0;
     const THREAD_SAFE: bool = true;
+    const INFO: &'static str = r#"{
+        "info_version": 1,
+        "issue_types": [
+            {"name": "missing_evidence", "hint": "List the evidence first, then answer: cite the ids of the passages you use."},
+            {"name": "unknown_evidence_id", "hint": "Cite only evidence ids that are in the pool you were given."},
+            {"name": "empty_answer", "hint": "Always write an answer to the question."},
+            {"name": "answer_too_short", "hint": "Answer with the specific facts the evidence gives, not a one-liner."},
+            {"name": "unsupported_answer", "hint": "Say only what the cited evidence says."},
+            {"name": "off_topic_evidence", "hint": "Cite only passages that address the question."},
+            {"name": "invalid_draft", "hint": "Answer with a JSON object with `answer` and `evidence_ids`."}
+        ]
+    }"#;
 
     fn create(config: &str, _host: Host) -> Result<Self, String> {
         let config = config.trim();
@@ -357,6 +369,23 @@ const STOPWORDS: [&str; 119] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn info_declares_the_seven_issue_types_of_the_docs() {
+        let info = critbench_abi::PluginInfo::parse(EvidenceCritic::INFO).unwrap();
+        for name in [
+            "invalid_draft",
+            "empty_answer",
+            "unknown_evidence_id",
+            "missing_evidence",
+            "answer_too_short",
+            "off_topic_evidence",
+            "unsupported_answer",
+        ] {
+            assert!(info.issue_hint(name).is_some(), "`{name}` is not declared");
+        }
+        assert_eq!(info.issue_types.len(), 7);
+    }
 
     fn pool() -> BTreeMap<String, String> {
         BTreeMap::from([

@@ -484,6 +484,13 @@ impl CriticPlugin for LlmJudge {
     const VERSION: &'static str = "1.0.0";
     const SCORE_MIN: f64 = RANGE.0;
     const SCORE_MAX: f64 = RANGE.1;
+    const INFO: &'static str = r#"{
+        "info_version": 1,
+        "requires": ["chat"],
+        "hints": {
+            "requires": "llm-judge asks a judge model through the host's `chat` service: name one in the experiment's [openai] table, e.g. models = { judge = \"gpt-4o-mini\" }"
+        }
+    }"#;
 
     fn create(config: &str, host: Host) -> Result<Self, String> {
         LlmJudge::from_config(config, host)
@@ -523,6 +530,13 @@ export_critic!(LlmJudge);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn info_requires_the_chat_service() {
+        let info = critbench_abi::PluginInfo::parse(LlmJudge::INFO).unwrap();
+        assert_eq!(info.requires, ["chat"]);
+        assert!(info.hint("requires").unwrap().contains("models = { judge"));
+    }
 
     fn judge(config: &str) -> LlmJudge {
         LlmJudge::from_config(config, Host::none()).unwrap()

@@ -59,6 +59,18 @@ impl CriticPlugin for Rubric {
     const SCORE_MIN: f64 = 0.0;
     const SCORE_MAX: f64 = 10.0;
     const THREAD_SAFE: bool = true;
+    const INFO: &'static str = r#"{
+        "info_version": 1,
+        "issue_types": [
+            {"name": "weak_clarity", "hint": "Give every section a full body."},
+            {"name": "weak_novelty", "hint": "State what is original about the work."},
+            {"name": "weak_evidence", "hint": "Back the results with figures and citations."},
+            {"name": "weak_methodology", "hint": "Include a Method section that says how the work was done."},
+            {"name": "weak_related_work", "hint": "Include a Related Work section that cites prior work."},
+            {"name": "no_sections", "hint": "Structure the paper in sections with headings."},
+            {"name": "empty_draft", "hint": "Structure the paper in sections with headings."}
+        ]
+    }"#;
 
     fn create(config: &str, _host: Host) -> Result<Self, String> {
         let mut rubric = Rubric { weak_below: 8.0 };
@@ -406,6 +418,20 @@ fn citation_numbers(line: &str) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn info_declares_every_issue_type_the_rubric_tags() {
+        let info = critbench_abi::PluginInfo::parse(Rubric::INFO).unwrap();
+        let request =
+            r##"{"request_version": 1, "task": {"id": "t", "prompt": "p"}, "draft": "# T\n\nx", "round": 0}"##;
+        let critique: Value = serde_json::from_str(&rubric().critique(request).unwrap()).unwrap();
+        for issue in critique["issues"].as_array().unwrap().iter().chain(critique["fatal_issues"].as_array().unwrap()) {
+            let name = issue["type"].as_str().unwrap();
+            assert!(info.issue_hint(name).is_some(), "`{name}` is not declared");
+        }
+        assert_eq!(info.issue_types.len(), 7);
+        assert!(info.requires.is_empty());
+    }
 
     fn rubric() -> Rubric {
         Rubric::create("{}", Host::none()).unwrap()

@@ -38,7 +38,7 @@ pub fn binary() -> PathBuf {
 /// Fails with instructions when the plugins were not built beside the binary.
 pub fn require_plugins() {
     let dir = binary().parent().unwrap().to_path_buf();
-    for name in ["rubric", "evidence", "scripted", "faulty", "llm_judge"] {
+    for name in ["rubric", "evidence", "scripted", "faulty", "llm_judge", "typed_issues"] {
         let file =
             dir.join(format!("{}critbench_{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
         assert!(
@@ -47,6 +47,16 @@ pub fn require_plugins() {
             file.display()
         );
     }
+}
+
+/// A plugin cargo built beside the binary, by crate name without `critbench_` (e.g. `typed_issues`).
+pub fn built_plugin(name: &str) -> PathBuf {
+    require_plugins();
+    binary().parent().unwrap().join(format!(
+        "{}critbench_{name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ))
 }
 
 /// Runs `critbench ARGS` from the repository root.

@@ -1,0 +1,304 @@
+//! Seed 004's adjudicator: whatever ends a loop (pass, stall, plateau or budget), a third model
+//! rewrites the loop's final draft once — contradictions introduced across rounds resolved,
+//! conversational residue stripped, the output clean-up applied — and the critic scores the
+//! result once more. The loop's own outcome is untouched; the adjudicated draft's score and pass
+//! are recorded beside it (`adjudicated_score`, `adjudicated_passed`) and as one more trajectory
+//! row with `decision = "adjudicate"`.
+//!
+//! The adjudicator sees the final draft and the critique of that draft, and is seeded by the
+//! draft's round, never by where the policy stopped: so one recording serves every config of a
+//! replayed grid exactly. Configs whose final draft is the same share one adjudication.
+
+use std::time::Instant;
+
+use critbench_core::{Arm, Critique, FinalDraft, Policy, RoundScore, Suggestion, Task, best_round, stop_point};
+use critbench_plugin_host::critique_with_retry;
+use critbench_plugin_host::request::{TaskJson, critique_request};
+use critbench_plugin_host::services::CallScope;
+use critbench_storage::recorded::{DECISION_ADJUDICATE, RecordedRound};
+use critbench_storage::tables::TrajectoryRow;
+
+use crate::backend::DraftKey;
+use crate::experiment::BackendKind;
+use crate::plan::{Plan, Unit};
+
+/// The adjudicated final draft of a loop: which round's draft it rewrote, and the critique of
+/// the rewrite (its draft, times and the adjudicator's tokens in the writer's columns).
+#[derive(Clone, Debug)]
+pub struct Adjudication {
+    pub final_round: usize,
+    pub round: RecordedRound,
+    pub score: RoundScore,
+}
+
+/// The arms `adjudicate` names: `true` every arm, `false` none, or a list of arms (each one of
+/// `arms`). Refused where no adjudicator exists: the scripted backend has none, and the openai
+/// backend needs an adjudicator model — which, conversely, is refused when no arm would use it.
+pub fn resolve_arms(
+    value: Option<&toml::Value>,
+    arms: &[Arm],
+    backend: BackendKind,
+    openai: Option<&critbench_openai::ClientSettings>,
+) -> Result<Vec<Arm>, String> {
+    let chosen: Vec<Arm> = match value {
+        None | Some(toml::Value::Boolean(false)) => Vec::new(),
+        Some(toml::Value::Boolean(true)) => arms.to_vec(),
+        Some(toml::Value::Array(items)) => {
+            let mut chosen = Vec::new();
+            for item in items {
+                let name = item.as_str().ok_or_else(|| {
+                    format!("`adjudicate`: {item} is not an arm name; give true, false or a list of arms")
+                })?;
+                let arm = Arm::parse(name)
+                    .filter(|arm| arms.contains(arm))
+                    .ok_or_else(|| format!("`adjudicate`: \"{name}\" is not one of the experiment's `arms`"))?;
+                if chosen.contains(&arm) {
+                    return Err(format!("`adjudicate`: \"{name}\" is listed twice"));
+                }
+                chosen.push(arm);
+            }
+            chosen
+        }
+        Some(other) => {
+            return Err(format!(
+                "`adjudicate` = {other}; give true (every arm), false, or a list of arms such as [\"feedback\"]"
+            ));
+        }
+    };
+    let has_model = openai.is_some_and(|settings| settings.roles.contains_key(&critbench_openai::Role::Adjudicator));
+    match backend {
+        BackendKind::Scripted if !chosen.is_empty() => Err("`adjudicate`: the scripted backend has no adjudicator \
+                                                            model (it only replays the dataset's `drafts`); use the \
+                                                            sim or openai backend"
+            .into()),
+        BackendKind::Openai if !chosen.is_empty() && !has_model => Err("`adjudicate` needs an adjudicator model: set \
+                                                                        [openai.adjudicator] model = \"...\" (or \
+                                                                        `adjudicator` in [openai] models)"
+            .into()),
+        _ if chosen.is_empty() && has_model => {
+            Err("[openai]: an adjudicator model is set but no arm adjudicates; set \
+                                                    `adjudicate = true` (or a list of arms), or remove the \
+                                                    adjudicator model"
+                .into())
+        }
+        _ => Ok(chosen),
+    }
+}
+
+/// The draft a policy returns on this recording: `(final round, stop round)`, or `None` when the
+/// recording ends before the policy stops.
+pub fn final_round(scores: &[RoundScore], policy: &Policy) -> Option<(usize, usize)> {
+    let (stop, _) = stop_point(scores, policy)?;
+    let chosen = match policy.final_draft {
+        FinalDraft::Best => best_round(&scores[..=stop]).expect("a stopped loop has a round").round,
+        FinalDraft::Last => stop,
+    };
+    Some((chosen, stop))
+}
+
+/// Adjudicates the final draft of every policy the unit serves (once per distinct final draft).
+/// `texts[k]` is the draft critiqued in round `k`.
+#[allow(clippy::too_many_arguments)]
+pub fn adjudicate_loop(
+    plan: &Plan<'_>,
+    task: &Task,
+    task_json: &TaskJson,
+    unit: Unit,
+    policies: &[Policy],
+    scores: &[RoundScore],
+    rounds: &[RecordedRound],
+    texts: &[String],
+) -> Result<Vec<Adjudication>, String> {
+    let experiment = plan.experiment;
+    let critic = &plan.critics[unit.critic];
+    let weights = experiment.critics[unit.critic].weights.as_ref();
+    let mut finals: Vec<usize> =
+        policies.iter().filter_map(|policy| final_round(scores, policy)).map(|(chosen, _)| chosen).collect();
+    finals.sort_unstable();
+    finals.dedup();
+    let mut adjudications = Vec::with_capacity(finals.len());
+    for chosen in finals {
+        let key = DraftKey { seed: experiment.seed, task_id: &task.id, epoch: unit.epoch, round: chosen as u32 };
+        let started = Instant::now();
+        let concerns = critique_of(&rounds[chosen]);
+        let draft = plan
+            .writer
+            .adjudicate(task, &texts[chosen], Some(&concerns), &key)
+            .ok_or_else(|| "the writer has no adjudicator".to_string())??;
+        let gen_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let critiqued = Instant::now();
+        // Asked with the adjudicated draft's round, so that the critique depends on the draft alone.
+        let request = critique_request(task_json, &draft.text, chosen as u32);
+        let mut scope = CallScope::new(&task.id, unit.epoch, chosen as u32);
+        let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts, &mut scope);
+        let critic_ms = critiqued.elapsed().as_secs_f64() * 1000.0;
+        let failed = call.failed();
+        let critique = call.critique;
+        let score = RoundScore {
+            score: critique.score,
+            fatal: !critique.fatal_issues.is_empty(),
+            failed,
+            min_dimension: critique.min_dimension(),
+        };
+        let round = RecordedRound {
+            score: critique.score,
+            suggestions: critique.suggestions_json(),
+            dims: critique.dimensions,
+            issues: critique.issues,
+            fatal_issues: critique.fatal_issues,
+            issue_types: critique.issue_types,
+            rationale: critique.rationale,
+            critic_passed: critique.critic_passed,
+            critic_attempts: call.attempts,
+            critic_error: call.error,
+            draft_chars: draft.text.chars().count() as u64,
+            draft: experiment.store_drafts.then_some(draft.text),
+            gen_ms,
+            critic_ms,
+            tokens_in: draft.tokens_in,
+            tokens_out: draft.tokens_out,
+            critic_tokens_in: scope.tokens_in,
+            critic_tokens_out: scope.tokens_out,
+        };
+        adjudications.push(Adjudication { final_round: chosen, round, score });
+    }
+    Ok(adjudications)
+}
+
+/// A recorded critique as the adjudicator reads it.
+fn critique_of(round: &RecordedRound) -> Critique {
+    let suggestions: Vec<Suggestion> =
+        round.suggestions.as_deref().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
+    Critique {
+        score: round.score,
+        dimensions: round.dims.clone(),
+        issues: round.issues.clone(),
+        fatal_issues: round.fatal_issues.clone(),
+        issue_types: round.issue_types.clone(),
+        suggestions,
+        critic_passed: round.critic_passed,
+        rationale: round.rationale.clone(),
+    }
+}
+
+/// The adjudication a policy's outcome uses: the one of its final draft.
+pub fn for_policy<'a>(
+    adjudications: &'a [Adjudication],
+    scores: &[RoundScore],
+    policy: &Policy,
+) -> Option<&'a Adjudication> {
+    let (chosen, _) = final_round(scores, policy)?;
+    adjudications.iter().find(|a| a.final_round == chosen)
+}
+
+/// The trajectory row of an adjudication: one past the loop's stop round, with the loop's
+/// revisions; `passed` is the adjudicated draft's pass under `policy`; never the best draft.
+pub fn trajectory_row<'a>(
+    base: TrajectoryRow<'a>,
+    adjudication: &'a Adjudication,
+    policy: &Policy,
+    stop: usize,
+) -> TrajectoryRow<'a> {
+    let round = &adjudication.round;
+    TrajectoryRow {
+        round: stop as u32 + 1,
+        revisions: stop as u32,
+        score: round.score,
+        dims: &round.dims,
+        issues: &round.issues,
+        fatal_issues: &round.fatal_issues,
+        issue_types: &round.issue_types,
+        suggestions: round.suggestions.as_deref(),
+        rationale: round.rationale.as_deref(),
+        critic_passed: round.critic_passed,
+        passed: adjudication.score.meets_pass_rule(policy),
+        decision: DECISION_ADJUDICATE,
+        exit_reason: None,
+        is_best: false,
+        draft_chars: round.draft_chars,
+        draft: round.draft.as_deref(),
+        gen_ms: round.gen_ms,
+        critic_ms: round.critic_ms,
+        critic_attempts: round.critic_attempts,
+        critic_error: round.critic_error.as_deref(),
+        tokens_in: round.tokens_in,
+        tokens_out: round.tokens_out,
+        critic_tokens_in: round.critic_tokens_in,
+        critic_tokens_out: round.critic_tokens_out,
+        ..base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{SimWriter, Writer};
+    use crate::experiment::{Experiment, Overrides};
+
+    fn load(text: &str) -> Result<Experiment, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, text).unwrap();
+        Experiment::load(&path, &Overrides::default()).map_err(|e| e.to_string())
+    }
+
+    const CRITIC: &str = "[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
+
+    #[test]
+    fn adjudicate_names_every_arm_some_arms_or_none() {
+        let with = |line: &str| {
+            load(&format!("name = \"t\"\ndataset = \"d.jsonl\"\narms = [\"feedback\", \"single\"]\n{line}\n{CRITIC}"))
+        };
+        assert_eq!(with("adjudicate = true").unwrap().adjudicate, [Arm::Feedback, Arm::Single]);
+        assert_eq!(with("adjudicate = [\"single\", \"feedback\"]").unwrap().adjudicate, [Arm::Feedback, Arm::Single]);
+        assert!(with("adjudicate = false").unwrap().adjudicate.is_empty());
+        assert!(with("").unwrap().adjudicate.is_empty());
+        assert!(with("adjudicate = [\"single\", \"single\"]").unwrap_err().contains("listed twice"));
+        assert!(with("adjudicate = \"yes\"").unwrap_err().contains("give true (every arm)"));
+    }
+
+    #[test]
+    fn the_openai_backend_needs_an_adjudicator_model_and_the_model_needs_an_arm() {
+        let openai = "[openai]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodels = { generator = \"g\", judge = \"j\" }\n";
+        let text = |top: &str, extra: &str| {
+            format!("name = \"t\"\ndataset = \"d.jsonl\"\nbackend = \"openai\"\n{top}\n{CRITIC}{openai}{extra}")
+        };
+        let missing = load(&text("adjudicate = true", "")).unwrap_err();
+        assert!(missing.contains("needs an adjudicator model"), "{missing}");
+        let unused = load(&text("", "[openai.adjudicator]\nmodel = \"a\"\n")).unwrap_err();
+        assert!(unused.contains("no arm adjudicates"), "{unused}");
+        let both = load(&text("adjudicate = [\"feedback\"]", "[openai.adjudicator]\nmodel = \"a\"\n")).unwrap();
+        assert_eq!(both.adjudicate, [Arm::Feedback]);
+    }
+
+    #[test]
+    fn the_sim_adjudicator_answers_without_its_chat_after_the_clean_up() {
+        let task = Task {
+            id: "t".into(),
+            prompt: "Write a short research paper on tide pools.".into(),
+            kind: Some("paper".into()),
+            ..Task::default()
+        };
+        let draft = "# Tide Pools\n\nOriginality: high\n\n## Introduction\n\nTide pools matter.\n";
+        let mut wrapped = 0;
+        for round in 0..100 {
+            let key = DraftKey { seed: 7, task_id: "t", epoch: 0, round };
+            let raw = critbench_sim::adjudicate(&task, draft, None, &mut key.rng("adjudicate"));
+            wrapped += usize::from(!raw.starts_with("# "));
+            let text = SimWriter.adjudicate(&task, draft, None, &key).unwrap().unwrap().text;
+            assert!(text.starts_with("# Tide Pools") && text.trim_end().ends_with("Tide pools matter."), "{text:?}");
+        }
+        assert!(wrapped > 20, "the residue is there to strip ({wrapped} of 100)");
+    }
+
+    #[test]
+    fn a_policy_s_final_draft_is_its_best_or_its_last() {
+        let scores: Vec<RoundScore> = [6.0, 7.5, 7.0].map(RoundScore::new).to_vec();
+        let best = Policy { stall: false, max_revisions: 2, ..Policy::default() };
+        assert_eq!(final_round(&scores, &best), Some((1, 2)));
+        let last = Policy { final_draft: FinalDraft::Last, ..best.clone() };
+        assert_eq!(final_round(&scores, &last), Some((2, 2)));
+        let longer = Policy { max_revisions: 5, ..best };
+        assert_eq!(final_round(&scores, &longer), None);
+    }
+}
