@@ -71,9 +71,11 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     summary::write_files(run_dir, &report)?;
     let neighbours = configs::neighbour_comparisons(&outcomes_path, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
-    // The pairs behind the headline comparison, for a reader to open one by one.
-    let pairs = match grid::compared_pair(&report) {
-        Some((a, b)) => Some(show::ListedPairs::read(run_dir, &report, a, b)?),
+    // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
+    // arm of the outcomes file), for a reader to open one by one.
+    let ran = |arm: &str| !arm.ends_with(ADJUDICATED_SUFFIX);
+    let pairs = match report.comparisons.iter().find(|c| ran(&c.arm_a) && ran(&c.arm_b)) {
+        Some(c) => Some(show::ListedPairs::read(run_dir, &report, &c.arm_a, &c.arm_b)?),
         None => None,
     };
     let markdown = markdown::render_with_pairs(&report, pairs.as_ref());
