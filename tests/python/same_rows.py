@@ -1,7 +1,10 @@
 """Checks that two run directories hold the same rows, row for row, apart from what names the run
 or measures time: `same_rows.py RUN_A RUN_B`. Used to prove that a replayed policy sweep equals
-the direct one. Exit 1 with the first differences on a mismatch."""
+the direct one, and that a sharded run equals the run in one piece (a sharded run's tables are
+the Hive-partitioned folders `outcomes/shard=I/`; the `shard` column they add is left out). Exit 1
+with the first differences on a mismatch."""
 
+import os
 import sys
 
 import pyarrow.parquet as pq
@@ -11,9 +14,10 @@ KEYS = ["critic", "task_id", "arm", "epoch", "config_id"]
 
 
 def rows(run_dir, table):
-    data = pq.read_table(f"{run_dir}/{table}.parquet").to_pylist()
+    single = f"{run_dir}/{table}.parquet"
+    data = pq.read_table(single if os.path.isfile(single) else f"{run_dir}/{table}").to_pylist()
     for row in data:
-        for column in IGNORED:
+        for column in IGNORED | {"shard"}:
             row.pop(column, None)
     order = KEYS + (["round"] if table == "trajectories" else [])
     return sorted(data, key=lambda r: tuple(r[k] for k in order))

@@ -16,6 +16,8 @@ pub enum Command {
     Run(RunArgs),
     /// Rebuild summary.csv, summary.json, comparisons.csv and report.md from a run's Parquet files.
     Report(ReportArgs),
+    /// Check that every shard of a sharded run finished, then write its manifest and reports.
+    Merge(MergeArgs),
     /// Compare two runs on the tasks they share (e.g. two critics or two model versions), or two
     /// configs of one run (--configs A,B).
     Compare(CompareArgs),
@@ -87,6 +89,20 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Run only shard I of N (0 ≤ I < N): the tasks whose id hashes to I; `critbench merge`
+    /// joins the shards. Without it, SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX name the shard.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// The number of shards when JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) names the shard
+    /// (else CRITBENCH_SHARDS).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The run directory the shards wrote into.
+    pub run_dir: PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -5,6 +5,7 @@ mod args;
 mod compare;
 mod failure;
 mod judge;
+mod merge;
 mod plugins;
 mod replay;
 mod report;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         args::Command::Run(options) => run::run(options),
         args::Command::Report(options) => report::report(options),
+        args::Command::Merge(options) => merge::merge(options),
         args::Command::Replay(options) => replay::replay(options),
         args::Command::Compare(options) => compare::compare(options),
         args::Command::Show(options) => show::show(options),

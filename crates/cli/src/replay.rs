@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
-use critbench_core::{FinalDraft, Policy};
-use critbench_engine::replay::replay_run;
+use critbench_core::{FinalDraft, PolicyGrid};
+use critbench_engine::replay::{replay_policies, replay_run};
 
 use crate::args::{FinalChoice, ReplayArgs};
 use crate::failure::Failure;
@@ -11,30 +11,19 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
         FinalChoice::Best => FinalDraft::Best,
         FinalChoice::Last => FinalDraft::Last,
     };
-    if let Some(eps) = args.plateau_eps.iter().find(|e| !(e.is_finite() && **e >= 0.0)) {
-        return Err(Failure::usage(format!("--plateau-eps {eps}: must be a number ≥ 0")));
-    }
-    if let Some(score) = args.pass_score.iter().chain(&args.dim_target).find(|v| !v.is_finite()) {
-        return Err(Failure::usage(format!("{score} is not a finite number")));
-    }
-    let targets: Vec<Option<f64>> =
-        if args.dim_target.is_empty() { vec![None] } else { args.dim_target.iter().copied().map(Some).collect() };
-    let mut policies = Vec::new();
-    for &pass_score in &args.pass_score {
-        for &max_revisions in &args.max_revisions {
-            for &stall in &args.stall {
-                for &plateau_eps in &args.plateau_eps {
-                    for &dim_target in &targets {
-                        let policy = Policy { pass_score, max_revisions, stall, plateau_eps, dim_target, final_draft };
-                        if policies.iter().any(|p: &Policy| p.config_id() == policy.config_id()) {
-                            return Err(Failure::usage(format!("config {} is listed twice", policy.config_id())));
-                        }
-                        policies.push(policy);
-                    }
-                }
-            }
-        }
-    }
+    let grid = PolicyGrid {
+        pass_score: args.pass_score,
+        max_revisions: args.max_revisions,
+        stall: args.stall,
+        plateau_eps: args.plateau_eps,
+        dim_target: if args.dim_target.is_empty() {
+            vec![None]
+        } else {
+            args.dim_target.into_iter().map(Some).collect()
+        },
+        final_draft: vec![final_draft],
+    };
+    let policies = replay_policies(&grid).map_err(critbench_engine::EngineError::from)?;
     let out = args.out.unwrap_or_else(|| {
         let mut name = args.run_dir.clone().into_os_string();
         name.push("-replay");

@@ -1,6 +1,7 @@
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides, Sweep};
 use critbench_engine::run::{RunOptions, run_experiment};
 use critbench_storage::dataset::OnBadRow;
+use critbench_storage::shards::Shard;
 
 use crate::args::{BadRow, RunArgs, SweepMode};
 use crate::failure::{Failure, check_jobs, experiment_file};
@@ -26,10 +27,17 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         no_cache: args.no_cache,
         isolate_plugins: args.isolate_plugins,
     };
+    let shard =
+        shard_of_run(args.shard.as_deref(), args.shards, |name| std::env::var(name).ok()).map_err(Failure::usage)?;
     let experiment = Experiment::load(&path, &overrides)?;
     let interrupt = crate::signals::install()?;
-    let options =
-        RunOptions { quiet: args.quiet, overwrite: args.overwrite, resume: args.resume, interrupt: Some(interrupt) };
+    let options = RunOptions {
+        quiet: args.quiet,
+        overwrite: args.overwrite,
+        resume: args.resume,
+        interrupt: Some(interrupt),
+        shard,
+    };
     let summary = run_experiment(&experiment, &options)?;
     if let Some(report) = &summary.report {
         println!("{}", critbench_report::glance_table(report));
@@ -58,8 +66,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         (summary.recorded_rounds - summary.resumed_rounds) as f64 / seconds.max(1e-9),
         summary.out_dir.display()
     );
-    if let Some(openai) = &summary.openai {
-        println!("{}", model_line(openai));
+    if let Some(shard) = shard {
+        println!("shard {shard} done; once every shard has finished: critbench merge {}", summary.out_dir.display());
+    }
+    let usage = summary.model_usage();
+    if let Some(usage) = &usage {
+        println!("{usage}");
     }
     if summary.rows_skipped > 0 {
         println!("skipped {} bad dataset row(s); see manifest.json", summary.rows_skipped);
@@ -72,7 +84,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         )));
     }
     if !summary.failed_loops.is_empty() {
-        if summary.openai.as_ref().is_some_and(|o| o["tokens"]["cap_reached"] == true) {
+        if usage.is_some_and(|u| u.tokens.cap_reached) {
             eprintln!(
                 "note: the token cap (max_tokens_total) was reached; loops that needed more model calls failed fast"
             );
@@ -80,39 +92,116 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::failed(format!(
             "{} loop(s) failed and have no rows (every other loop was written); see failed_loops in {}",
             summary.failed_count,
-            summary.out_dir.join("manifest.json").display()
+            shard.map_or_else(|| summary.out_dir.clone(), |s| s.dir(&summary.out_dir)).join("manifest.json").display()
         )));
     }
     Ok(())
 }
 
-/// One line on what the model client did: calls made, answers from the cache, tokens.
-pub(crate) fn model_line(openai: &serde_json::Value) -> String {
-    let count = |value: &serde_json::Value| value.as_u64().unwrap_or(0);
-    let mut line = format!(
-        "models: {} calls, {} sent to {} ({} HTTP requests, {} retries), {} from the cache, {} shared in flight; {} tokens in, {} out",
-        count(&openai["calls"]["total"]),
-        count(&openai["calls"]["model_calls"]),
-        openai["endpoint"].as_str().unwrap_or("?"),
-        count(&openai["http"]["requests"]),
-        count(&openai["http"]["retries"]),
-        count(&openai["cache"]["hits"]),
-        count(&openai["cache"]["shared_in_flight"]),
-        count(&openai["tokens"]["in"]),
-        count(&openai["tokens"]["out"]),
-    );
-    if count(&openai["calls"]["failures"]) > 0 {
-        line.push_str(&format!("; {} calls failed", count(&openai["calls"]["failures"])));
+/// The shard this process runs: `--shard I/N`; else a Slurm array task (`SLURM_ARRAY_TASK_ID`
+/// with `SLURM_ARRAY_TASK_COUNT`, or with `SLURM_ARRAY_TASK_MIN`/`MAX`); else a Kubernetes
+/// Indexed Job's pod (`JOB_COMPLETION_INDEX` with `--shards N` or `CRITBENCH_SHARDS`); else the
+/// whole run. `env` looks a variable up.
+pub(crate) fn shard_of_run(
+    flag: Option<&str>,
+    shards: Option<u32>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Shard>, String> {
+    if let Some(text) = flag {
+        return Shard::parse(text).map(Some);
     }
-    if openai["tokens"]["cap_reached"] == true {
-        line.push_str(&format!("; token cap reached ({} calls refused)", count(&openai["tokens"]["refused_calls"])));
+    let number = |name: &str| -> Result<Option<u32>, String> {
+        match env(name).filter(|v| !v.trim().is_empty()) {
+            None => Ok(None),
+            Some(value) => value
+                .trim()
+                .parse::<u32>()
+                .map(Some)
+                .map_err(|_| format!("{name}={value} is not a whole number (it names this process's shard)")),
+        }
+    };
+    if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
+        let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+        let (max, count) = (number("SLURM_ARRAY_TASK_MAX")?, number("SLURM_ARRAY_TASK_COUNT")?);
+        let count = match (max, count) {
+            (Some(max), Some(count)) if max >= min && max - min + 1 != count => {
+                return Err(format!(
+                    "the Slurm array {min}-{max} has {count} task(s), not {}: shards need a plain range; submit with \
+                     --array=0-{} or pass --shard I/N",
+                    max - min + 1,
+                    count.max(1) - 1
+                ));
+            }
+            (Some(max), _) if max >= min => max - min + 1,
+            (None, Some(count)) => count,
+            _ => {
+                return Err(format!(
+                    "SLURM_ARRAY_TASK_ID={id} but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX says how many \
+                     shards there are; submit with --array=0-(N-1) or pass --shard I/N"
+                ));
+            }
+        };
+        if id < min {
+            return Err(format!("SLURM_ARRAY_TASK_ID={id} is below SLURM_ARRAY_TASK_MIN={min}"));
+        }
+        return Shard::new(id - min, count).map(Some).map_err(|e| format!("SLURM_ARRAY_TASK_ID={id}: {e}"));
     }
-    let concurrency = &openai["concurrency"];
-    if concurrency["lowest"] != concurrency["max"] {
-        line.push_str(&format!(
-            "; concurrency lowered to {} on 429/503 (ended at {} of {})",
-            concurrency["lowest"], concurrency["final"], concurrency["max"]
+    if let Some(index) = number("JOB_COMPLETION_INDEX")? {
+        let count = match shards {
+            Some(count) => count,
+            None => number("CRITBENCH_SHARDS")?.ok_or_else(|| {
+                format!(
+                    "JOB_COMPLETION_INDEX={index} names this pod's shard but not how many there are: pass --shards N or \
+                     set CRITBENCH_SHARDS (the Job's completions)"
+                )
+            })?,
+        };
+        return Shard::new(index, count).map(Some).map_err(|e| format!("JOB_COMPLETION_INDEX={index}: {e}"));
+    }
+    if let Some(count) = shards {
+        return Err(format!(
+            "--shards {count} needs JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) to say which shard this is; \
+             otherwise pass --shard I/{count}"
         ));
     }
-    line
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(flag: Option<&str>, shards: Option<u32>, vars: &[(&str, &str)]) -> Result<Option<Shard>, String> {
+        shard_of_run(flag, shards, |name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn the_shard_comes_from_the_flag_then_slurm_then_kubernetes() {
+        let slurm = [("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "3")];
+        assert_eq!(shard(None, None, &[]).unwrap(), None);
+        assert_eq!(shard(Some("1/4"), None, &slurm).unwrap(), Some(Shard { index: 1, count: 4 }));
+        assert_eq!(shard(None, None, &slurm).unwrap(), Some(Shard { index: 2, count: 3 }));
+        let ranged = [("SLURM_ARRAY_TASK_ID", "5"), ("SLURM_ARRAY_TASK_MIN", "4"), ("SLURM_ARRAY_TASK_MAX", "6")];
+        assert_eq!(shard(None, None, &ranged).unwrap(), Some(Shard { index: 1, count: 3 }));
+        let pod = [("JOB_COMPLETION_INDEX", "3"), ("CRITBENCH_SHARDS", "5")];
+        assert_eq!(shard(None, None, &pod).unwrap(), Some(Shard { index: 3, count: 5 }));
+        assert_eq!(shard(None, Some(4), &pod).unwrap(), Some(Shard { index: 3, count: 4 }));
+    }
+
+    #[test]
+    fn bad_shard_settings_say_what_is_wrong() {
+        let error = |flag, shards, vars: &[(&str, &str)]| shard(flag, shards, vars).unwrap_err();
+        assert!(
+            error(None, None, &[("SLURM_ARRAY_TASK_ID", "x")]).contains("SLURM_ARRAY_TASK_ID=x is not a whole number")
+        );
+        assert!(error(None, None, &[("SLURM_ARRAY_TASK_ID", "1")]).contains("neither SLURM_ARRAY_TASK_COUNT"));
+        let stepped = [("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_MAX", "4"), ("SLURM_ARRAY_TASK_COUNT", "3")];
+        assert!(error(None, None, &stepped).contains("shards need a plain range"));
+        assert!(
+            error(None, None, &[("JOB_COMPLETION_INDEX", "1")]).contains("pass --shards N or set CRITBENCH_SHARDS")
+        );
+        assert!(error(None, Some(2), &[("JOB_COMPLETION_INDEX", "2")]).contains("out of range for 2 shard(s)"));
+        assert!(error(None, Some(2), &[]).contains("needs JOB_COMPLETION_INDEX"));
+        assert!(error(Some("2/2"), None, &[]).contains("--shard 2/2"));
+    }
 }

@@ -6,6 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
+use critbench_storage::critique_columns::CritiqueColumns;
 use critbench_storage::recorded::{RecordedRound, read_recorded_loops};
 
 fn rounds(out: &Path, arm: &str) -> Vec<(String, RecordedRound)> {
@@ -34,8 +35,8 @@ fn the_python_execution_critic_runs_the_code_dataset_through_the_protocol() {
     }
 
     let feedback = rounds(&out, "feedback");
-    let round = |task: &str, index: usize| -> &RecordedRound {
-        &feedback.iter().filter(|(t, _)| t == task).nth(index).unwrap_or_else(|| panic!("{task} {index}")).1
+    let round = |task: &str, index: usize| -> &CritiqueColumns {
+        &feedback.iter().filter(|(t, _)| t == task).nth(index).unwrap_or_else(|| panic!("{task} {index}")).1.critique
     };
     // Failing tests are issues and set the score; a draft that passes them all scores 10.
     let fizzbuzz = round("code-fizzbuzz", 0);
@@ -133,7 +134,7 @@ fn a_command_critic_that_breaks_the_protocol_costs_only_its_own_rounds() {
                 assert_eq!(round.critic_attempts, 3, "{mode}");
             } else {
                 assert_eq!(round.critic_error, None, "{mode}");
-                assert_eq!(round.score, 7.0, "{mode}");
+                assert_eq!(round.critique.score, 7.0, "{mode}");
             }
         }
     }
@@ -221,7 +222,7 @@ fn a_critic_that_answers_twice_loses_the_round_and_never_shifts_answers() {
             );
         } else {
             assert_eq!(round.critic_error, None, "{task}");
-            assert_eq!((round.score, round.critic_attempts), (7.0, 1), "{task}: the stray line never counts");
+            assert_eq!((round.critique.score, round.critic_attempts), (7.0, 1), "{task}: the stray line never counts");
         }
     }
 }

@@ -56,7 +56,13 @@ fn run(dir: &Path, base_url: &str, isolation: &str) -> Vec<String> {
             l.rounds.into_iter().enumerate().map(move |(i, r)| {
                 format!(
                     "{} {} {i} score={} issues={:?} error={:?} judge_tokens={:?}/{:?}",
-                    l.task_id, l.arm, r.score, r.issues, r.critic_error, r.critic_tokens_in, r.critic_tokens_out
+                    l.task_id,
+                    l.arm,
+                    r.critique.score,
+                    r.critique.issues,
+                    r.critic_error,
+                    r.critic_tokens_in,
+                    r.critic_tokens_out
                 )
             })
         })

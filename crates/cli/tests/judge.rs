@@ -321,7 +321,11 @@ fn judge_demo_reports_every_metric_for_rubric_evidence_and_the_c_plugin() {
     let tagged: Vec<&JudgmentRow> =
         rows.iter().filter(|r| r.critic == "evidence" && r.flaw.as_deref() == Some("fabricated_citation")).collect();
     assert!(!tagged.is_empty());
-    assert!(tagged.iter().all(|r| r.issue_types.contains(&"unknown_evidence_id".to_string())), "{:?}", tagged[0]);
+    assert!(
+        tagged.iter().all(|r| r.critique.issue_types.contains(&"unknown_evidence_id".to_string())),
+        "{:?}",
+        tagged[0]
+    );
     run_reference_check(&out);
 }
 

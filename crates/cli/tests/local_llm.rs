@@ -370,19 +370,28 @@ fn loops_against(base_url: &str, model: Option<&str>, api_key_env: Option<&str>)
             assert_eq!(round.draft_chars, draft.chars().count() as u64, "{at}");
             assert!(round.tokens_in.is_some_and(|t| t > 0), "{at}: tokens_in {:?}", round.tokens_in);
             assert!(round.tokens_out.is_some_and(|t| t > 0), "{at}: tokens_out {:?}", round.tokens_out);
-            assert!((0.0..=10.0).contains(&round.score), "{at}: score {}", round.score);
+            assert!((0.0..=10.0).contains(&round.critique.score), "{at}: score {}", round.critique.score);
             assert!(round.critic_attempts >= 1, "{at}");
             match &round.critic_error {
                 None => {
                     parsed += 1;
-                    assert_eq!(round.dims.len(), 3, "{at}: the judge's three dimensions: {:?}", round.dims);
-                    assert!(round.dims.values().all(|d| (0.0..=10.0).contains(d)), "{at}: {:?}", round.dims);
+                    assert_eq!(
+                        round.critique.dims.len(),
+                        3,
+                        "{at}: the judge's three dimensions: {:?}",
+                        round.critique.dims
+                    );
+                    assert!(
+                        round.critique.dims.values().all(|d| (0.0..=10.0).contains(d)),
+                        "{at}: {:?}",
+                        round.critique.dims
+                    );
                 }
                 Some(error) => {
                     failed += 1;
                     assert!(!error.is_empty());
-                    assert_eq!(round.score, 0.0, "{at}: a failed critique scores the range minimum");
-                    assert_eq!(round.issues, ["critique unavailable"], "{at}");
+                    assert_eq!(round.critique.score, 0.0, "{at}: a failed critique scores the range minimum");
+                    assert_eq!(round.critique.issues, ["critique unavailable"], "{at}");
                 }
             }
         }

@@ -22,8 +22,36 @@ fn notebook_runs_against_the_demo() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("demo");
     ok(critbench(&["run", "experiments/demo.toml", "--limit", "20", "--out", run.to_str().unwrap(), "-q"]));
-    let figures = dir.path().join("figures");
-    let executed = dir.path().join("executed.ipynb");
+    execute_notebook(dir.path(), &run);
+}
+
+/// The same notebook on a sharded run (two shards, merged): it reads the partitioned tables.
+#[test]
+fn notebook_runs_against_a_sharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("demo");
+    for shard in ["0/2", "1/2"] {
+        ok(critbench(&[
+            "run",
+            "experiments/demo.toml",
+            "--limit",
+            "20",
+            "--shard",
+            shard,
+            "--out",
+            run.to_str().unwrap(),
+            "-q",
+        ]));
+    }
+    ok(critbench(&["merge", run.to_str().unwrap()]));
+    assert!(!run.join("outcomes.parquet").exists());
+    execute_notebook(dir.path(), &run);
+}
+
+/// Executes notebooks/analysis.ipynb against `run`, checks its figures and tables.
+fn execute_notebook(dir: &std::path::Path, run: &std::path::Path) {
+    let figures = dir.join("figures");
+    let executed = dir.join("executed.ipynb");
     // Executed from notebooks/, as Jupyter would; CRITBENCH_RUN points at the run.
     // The kernel is this same Python: its environment's kernel spec comes first on the Jupyter
     // path (a spec whose command is `python` is started with the running interpreter).
@@ -42,7 +70,7 @@ nbformat.write(notebook, sys.argv[3])
         .arg(repo().join("notebooks/analysis.ipynb"))
         .arg(repo().join("notebooks"))
         .arg(&executed)
-        .env("CRITBENCH_RUN", &run)
+        .env("CRITBENCH_RUN", run)
         .env("CRITBENCH_FIGURES", &figures)
         .output()
         .expect("the tests' Python (CRITBENCH_PYTHON, else python3) runs");

@@ -242,16 +242,19 @@ fn real_model_loops_survive_faults_are_cached_and_never_leak_the_key() {
             if recorded.task_id == "essay-4" {
                 assert!(round.critic_error.as_deref().unwrap().contains("not a valid critique after 2 attempt(s)"));
                 assert_eq!(
-                    (round.score, round.issues.as_slice()),
+                    (round.critique.score, round.critique.issues.as_slice()),
                     (0.0, ["critique unavailable".to_string()].as_slice())
                 );
             } else {
                 assert!(round.critic_error.is_none(), "{round:?}");
                 assert_eq!(round.critic_attempts, 1, "the plugin re-asked essay-3 itself, within one attempt");
-                assert_eq!(round.dims.len(), 3);
+                assert_eq!(round.critique.dims.len(), 3);
                 // The host computed the score from the dimensions; the model's "score": 10 is gone.
-                assert!(round.score < 10.0, "{round:?}");
-                assert_eq!(round.critic_passed, Some(recorded.task_id == "essay-2" || round.score >= 8.0));
+                assert!(round.critique.score < 10.0, "{round:?}");
+                assert_eq!(
+                    round.critique.critic_passed,
+                    Some(recorded.task_id == "essay-2" || round.critique.score >= 8.0)
+                );
             }
         }
     }
@@ -418,7 +421,7 @@ fn against_a_real_server_when_one_is_named() {
         for round in &recorded.rounds {
             assert!(!round.draft.as_deref().unwrap().trim().is_empty());
             assert!(round.tokens_in.is_some() && round.tokens_out.is_some());
-            assert!(round.critic_error.is_some() || !round.dims.is_empty(), "{round:?}");
+            assert!(round.critic_error.is_some() || !round.critique.dims.is_empty(), "{round:?}");
         }
     }
     let requests = manifest(&out)["openai"]["http"]["requests"].clone();

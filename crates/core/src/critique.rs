@@ -234,9 +234,10 @@ impl Critique {
             .then(|| serde_json::to_string(&self.suggestions).expect("suggestions always serialize"))
     }
 
-    /// The lowest dimension score, if the critique has dimensions.
-    pub fn min_dimension(&self) -> Option<f64> {
-        self.dimensions.values().copied().reduce(f64::min)
+    /// What the policy reads of this critique; `failed` when it is the stand-in for a critic call
+    /// that failed every attempt.
+    pub fn round_score(&self, failed: bool) -> crate::RoundScore {
+        crate::RoundScore::of(self.score, &self.dimensions, &self.fatal_issues, failed)
     }
 }
 
@@ -301,7 +302,7 @@ mod tests {
         let weights = BTreeMap::from([("b".to_string(), 3.0)]);
         let c = Critique::parse(r#"{"dimensions": {"a": 4, "b": 8}}"#, RANGE, Some(&weights)).unwrap();
         assert_eq!(c.score, 7.0);
-        assert_eq!(c.min_dimension(), Some(4.0));
+        assert_eq!(c.round_score(false).min_dimension, Some(4.0));
     }
 
     #[test]

@@ -21,6 +21,8 @@ mod task;
 
 pub use best::{BestDraft, best_round};
 pub use critique::{CRITIQUE_UNAVAILABLE, CRITIQUE_VERSION, Critique, CritiqueError, ScoreRange, Suggestion};
-pub use policy::{Decision, ExitReason, FinalDraft, Policy, RoundScore, decide, stop_point};
+pub use policy::{
+    Decision, ExitReason, FinalDraft, Policy, PolicyGrid, RepeatedConfig, RoundScore, decide, stop_point,
+};
 pub use seed::{Rng, SeedKey, derive_seed};
 pub use task::{Arm, Task};

@@ -1,5 +1,6 @@
 //! The stop/revise decision rule of SPEC §5, as a pure function of the recorded rounds.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Why a loop stopped. These four strings are part of the output contract.
@@ -138,6 +139,79 @@ impl Policy {
     }
 }
 
+/// A policy grid: a list of values per policy field, swept as their cross product.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyGrid {
+    /// Values of [`Policy::pass_score`].
+    pub pass_score: Vec<f64>,
+    /// Values of [`Policy::max_revisions`].
+    pub max_revisions: Vec<u32>,
+    /// Values of [`Policy::stall`].
+    pub stall: Vec<bool>,
+    /// Values of [`Policy::plateau_eps`].
+    pub plateau_eps: Vec<f64>,
+    /// Values of [`Policy::dim_target`].
+    pub dim_target: Vec<Option<f64>>,
+    /// Values of [`Policy::final_draft`].
+    pub final_draft: Vec<FinalDraft>,
+}
+
+/// Two combinations of a [`PolicyGrid`] are the same config: a value list repeats a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepeatedConfig {
+    /// The config id both combinations have.
+    pub config_id: String,
+}
+
+impl fmt::Display for RepeatedConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "config {} is in the grid twice", self.config_id)
+    }
+}
+
+impl std::error::Error for RepeatedConfig {}
+
+impl PolicyGrid {
+    /// The grid of the one default policy.
+    pub fn single(policy: &Policy) -> PolicyGrid {
+        PolicyGrid {
+            pass_score: vec![policy.pass_score],
+            max_revisions: vec![policy.max_revisions],
+            stall: vec![policy.stall],
+            plateau_eps: vec![policy.plateau_eps],
+            dim_target: vec![policy.dim_target],
+            final_draft: vec![policy.final_draft],
+        }
+    }
+
+    /// Every combination, in a stable order: `pass_score` varies slowest, then `max_revisions`,
+    /// `stall`, `plateau_eps`, `dim_target`, and `final_draft` fastest.
+    pub fn policies(&self) -> Result<Vec<Policy>, RepeatedConfig> {
+        let mut grid = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for &pass_score in &self.pass_score {
+            for &max_revisions in &self.max_revisions {
+                for &stall in &self.stall {
+                    for &plateau_eps in &self.plateau_eps {
+                        for &dim_target in &self.dim_target {
+                            for &final_draft in &self.final_draft {
+                                let policy =
+                                    Policy { pass_score, max_revisions, stall, plateau_eps, dim_target, final_draft };
+                                let config_id = policy.config_id();
+                                if !seen.insert(config_id.clone()) {
+                                    return Err(RepeatedConfig { config_id });
+                                }
+                                grid.push(policy);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(grid)
+    }
+}
+
 /// `8.0` → `8`, `0.25` → `0.25`: the shortest text that reads back as the same number.
 fn compact(value: f64) -> String {
     format!("{value}")
@@ -160,6 +234,17 @@ impl RoundScore {
     /// A round with this score, no fatal issue, no failure and no dimensions.
     pub fn new(score: f64) -> Self {
         RoundScore { score, fatal: false, failed: false, min_dimension: None }
+    }
+
+    /// What the policy reads of a critique, whether fresh or read back from a table: its score,
+    /// its lowest dimension, whether it has a fatal issue, and whether the critic call failed.
+    pub fn of(score: f64, dimensions: &BTreeMap<String, f64>, fatal_issues: &[String], failed: bool) -> Self {
+        RoundScore {
+            score,
+            fatal: !fatal_issues.is_empty(),
+            failed,
+            min_dimension: dimensions.values().copied().reduce(f64::min),
+        }
     }
 
     /// Marks the critique as having a fatal issue.
@@ -244,6 +329,21 @@ pub fn stop_point(rounds: &[RoundScore], policy: &Policy) -> Option<(usize, Exit
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grid_is_the_cross_product_with_the_last_field_fastest() {
+        let grid = PolicyGrid {
+            pass_score: vec![7.0, 8.0],
+            max_revisions: vec![1, 3],
+            final_draft: vec![FinalDraft::Best, FinalDraft::Last],
+            ..PolicyGrid::single(&Policy::default())
+        };
+        let ids: Vec<String> = grid.policies().unwrap().iter().map(Policy::config_id).collect();
+        assert_eq!(ids.len(), 8);
+        assert_eq!(ids[..3], ["p7-r1-stall-e0", "p7-r1-stall-e0-last", "p7-r3-stall-e0"]);
+        let repeated = PolicyGrid { pass_score: vec![8.0, 8.0], ..grid };
+        assert_eq!(repeated.policies().unwrap_err().config_id, "p8-r1-stall-e0");
+    }
 
     fn policy() -> Policy {
         Policy::default()

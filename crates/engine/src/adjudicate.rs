@@ -23,7 +23,7 @@ use crate::experiment::BackendKind;
 use crate::plan::{Plan, Unit};
 
 /// The adjudicated final draft of a loop: which round's draft it rewrote, and the critique of
-/// the rewrite (its draft, times and the adjudicator's tokens in the writer's columns).
+/// the rewrite (its draft, times and the adjudicator's tokens in the author's columns).
 #[derive(Clone, Debug)]
 pub struct Adjudication {
     pub final_round: usize,
@@ -122,9 +122,9 @@ pub fn adjudicate_loop(
         let started = Instant::now();
         let concerns = critique_of(&rounds[chosen]);
         let draft = plan
-            .writer
+            .author
             .adjudicate(task, &texts[chosen], Some(&concerns), &key)
-            .ok_or_else(|| "the writer has no adjudicator".to_string())??;
+            .ok_or_else(|| "the author has no adjudicator".to_string())??;
         let gen_ms = started.elapsed().as_secs_f64() * 1000.0;
         let critiqued = Instant::now();
         // Asked with the adjudicated draft's round, so that the critique depends on the draft alone.
@@ -134,21 +134,9 @@ pub fn adjudicate_loop(
         let critic_ms = critiqued.elapsed().as_secs_f64() * 1000.0;
         let failed = call.failed();
         let critique = call.critique;
-        let score = RoundScore {
-            score: critique.score,
-            fatal: !critique.fatal_issues.is_empty(),
-            failed,
-            min_dimension: critique.min_dimension(),
-        };
+        let score = critique.round_score(failed);
         let round = RecordedRound {
-            score: critique.score,
-            suggestions: critique.suggestions_json(),
-            dims: critique.dimensions,
-            issues: critique.issues,
-            fatal_issues: critique.fatal_issues,
-            issue_types: critique.issue_types,
-            rationale: critique.rationale,
-            critic_passed: critique.critic_passed,
+            critique: critique.into(),
             critic_attempts: call.attempts,
             critic_error: call.error,
             draft_chars: draft.text.chars().count() as u64,
@@ -167,17 +155,18 @@ pub fn adjudicate_loop(
 
 /// A recorded critique as the adjudicator reads it.
 fn critique_of(round: &RecordedRound) -> Critique {
+    let c = &round.critique;
     let suggestions: Vec<Suggestion> =
-        round.suggestions.as_deref().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
+        c.suggestions.as_deref().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
     Critique {
-        score: round.score,
-        dimensions: round.dims.clone(),
-        issues: round.issues.clone(),
-        fatal_issues: round.fatal_issues.clone(),
-        issue_types: round.issue_types.clone(),
+        score: c.score,
+        dimensions: c.dims.clone(),
+        issues: c.issues.clone(),
+        fatal_issues: c.fatal_issues.clone(),
+        issue_types: c.issue_types.clone(),
         suggestions,
-        critic_passed: round.critic_passed,
-        rationale: round.rationale.clone(),
+        critic_passed: c.critic_passed,
+        rationale: c.rationale.clone(),
     }
 }
 
@@ -203,14 +192,7 @@ pub fn trajectory_row<'a>(
     TrajectoryRow {
         round: stop as u32 + 1,
         revisions: stop as u32,
-        score: round.score,
-        dims: &round.dims,
-        issues: &round.issues,
-        fatal_issues: &round.fatal_issues,
-        issue_types: &round.issue_types,
-        suggestions: round.suggestions.as_deref(),
-        rationale: round.rationale.as_deref(),
-        critic_passed: round.critic_passed,
+        critique: &round.critique,
         passed: adjudication.score.meets_pass_rule(policy),
         decision: DECISION_ADJUDICATE,
         exit_reason: None,
@@ -232,7 +214,7 @@ pub fn trajectory_row<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{SimWriter, Writer};
+    use crate::backend::{Author, SimAuthor};
     use crate::experiment::{Experiment, Overrides};
 
     fn load(text: &str) -> Result<Experiment, String> {
@@ -285,7 +267,7 @@ mod tests {
             let key = DraftKey { seed: 7, task_id: "t", epoch: 0, round };
             let raw = critbench_sim::adjudicate(&task, draft, None, &mut key.rng("adjudicate"));
             wrapped += usize::from(!raw.starts_with("# "));
-            let text = SimWriter.adjudicate(&task, draft, None, &key).unwrap().unwrap().text;
+            let text = SimAuthor.adjudicate(&task, draft, None, &key).unwrap().unwrap().text;
             assert!(text.starts_with("# Tide Pools") && text.trim_end().ends_with("Tide pools matter."), "{text:?}");
         }
         assert!(wrapped > 20, "the residue is there to strip ({wrapped} of 100)");

@@ -10,12 +10,7 @@ use critbench_storage::tables::{OutcomeRow, OutcomeWriter, StorageError, Traject
 
 /// What the policy needs from a recorded round.
 pub fn round_score(round: &RecordedRound) -> RoundScore {
-    RoundScore {
-        score: round.score,
-        fatal: !round.fatal_issues.is_empty(),
-        failed: round.critic_error.is_some(),
-        min_dimension: round.dims.values().copied().reduce(f64::min),
-    }
+    round.critique.round_score(round.critic_error.is_some())
 }
 
 /// The policy a loop of `arm` runs under: the single arm is the loop without revisions.
@@ -74,14 +69,7 @@ pub fn emit_loop(
             epoch: labels.epoch,
             round: index as u32,
             revisions: index as u32,
-            score: round.score,
-            dims: &round.dims,
-            issues: &round.issues,
-            fatal_issues: &round.fatal_issues,
-            issue_types: &round.issue_types,
-            suggestions: round.suggestions.as_deref(),
-            rationale: round.rationale.as_deref(),
-            critic_passed: round.critic_passed,
+            critique: &round.critique,
             passed: score.meets_pass_rule(&policy),
             decision: decision.as_str(),
             exit_reason: decision.exit_reason().map(ExitReason::as_str),
@@ -129,16 +117,18 @@ pub fn emit_loop(
         revisions: stop as u32,
         exit_reason: exit.as_str().to_string(),
         passed,
-        first_score: used[0].score,
-        last_score: used[stop].score,
-        final_score: used[final_round].score,
+        first_score: used[0].critique.score,
+        last_score: used[stop].critique.score,
+        final_score: used[final_round].critique.score,
         best_score: best.score,
         best_round: best.round as u32,
         critic_errors: used.iter().filter(|r| r.critic_error.is_some()).count() as u32,
         critic_disagreements: used
             .iter()
             .zip(scores)
-            .filter(|(round, score)| round.critic_passed.is_some_and(|own| own != score.meets_pass_rule(&policy)))
+            .filter(|(round, score)| {
+                round.critique.critic_passed.is_some_and(|own| own != score.meets_pass_rule(&policy))
+            })
             .count() as u32,
         tokens_in: sum_tokens(used.iter().map(|r| r.tokens_in)),
         tokens_out: sum_tokens(used.iter().map(|r| r.tokens_out)),

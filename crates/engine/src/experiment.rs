@@ -5,14 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use critbench_core::{Arm, FinalDraft, Policy, ScoreRange};
-use critbench_plugin_host::{CriticSource, Isolation, IsolationMode};
+use critbench_core::{Arm, FinalDraft, Policy, PolicyGrid};
+use critbench_plugin_host::IsolationMode;
 use critbench_storage::dataset::OnBadRow;
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
+use crate::error::ExperimentProblem;
 
 /// The experiment run when `critbench run` is given none.
 pub const DEFAULT_EXPERIMENT: &str = "experiments/demo.toml";
@@ -21,7 +21,7 @@ pub const DEFAULT_EXPERIMENT: &str = "experiments/demo.toml";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
-    /// The built-in deterministic simulated writer.
+    /// The built-in deterministic simulated author.
     Sim,
     /// Drafts from each task's `drafts` field.
     Scripted,
@@ -34,7 +34,7 @@ pub enum BackendKind {
 #[serde(rename_all = "lowercase")]
 pub enum Sweep {
     /// Record each loop once, until every config has stopped, and derive every config's rows
-    /// from that recording (exact, because the writer never sees the policy).
+    /// from that recording (exact, because the author never sees the policy).
     Replay,
     /// Run every config's loops separately.
     Direct,
@@ -50,73 +50,7 @@ impl Sweep {
     }
 }
 
-/// One critic of the experiment: a label, a plugin (or a command) and its config.
-#[derive(Clone, Debug, Serialize)]
-pub struct CriticSpec {
-    /// The label in the outputs.
-    pub name: String,
-    /// A built-in plugin name or a path (already resolved against the experiment file); empty for
-    /// a command critic.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub plugin: String,
-    /// A critic speaking the JSON-lines protocol: program and arguments, run in the experiment
-    /// file's directory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<Vec<String>>,
-    /// Where the critic runs: in-process (plugins only) or in child processes.
-    pub isolation: IsolationMode,
-    /// The longest one critique may take.
-    pub timeout_s: f64,
-    /// The address-space limit of each child process, in MiB (process isolation only).
-    pub memory_mb: u64,
-    /// Only tasks of these kinds; every task when `None`.
-    pub kinds: Option<Vec<String>>,
-    /// JSON handed to the plugin's `create`.
-    pub config: serde_json::Value,
-    /// Weights for the mean of dimensions when a critique has no score.
-    pub weights: Option<BTreeMap<String, f64>>,
-}
-
-impl CriticSpec {
-    /// The plugin or command this critic runs.
-    pub fn source(&self) -> CriticSource {
-        match &self.command {
-            Some(command) => CriticSource::Command(command.clone()),
-            None => CriticSource::Plugin(self.plugin.clone()),
-        }
-    }
-
-    /// How to run this critic when the run has `jobs` worker threads (0: one per core).
-    pub fn isolation(&self, jobs: usize) -> Isolation {
-        Isolation {
-            mode: self.isolation,
-            timeout: Duration::from_secs_f64(self.timeout_s),
-            memory_mb: Some(self.memory_mb),
-            children: if jobs == 0 { available_cores() } else { jobs },
-            worker: None,
-        }
-    }
-
-    /// Refuses a policy grid whose `pass_score` lies outside the score range the critic declared:
-    /// such a threshold is either never or always met, and the comparison would measure nothing.
-    pub fn check_pass_scores(&self, range: ScoreRange, policies: &[Policy]) -> Result<(), String> {
-        match policies.iter().find(|p| !range.contains(p.pass_score)) {
-            None => Ok(()),
-            Some(policy) => Err(format!(
-                "critic `{}`: [policy] pass_score = {} is outside the critic's score range {range}; \
-                 give a pass_score from {} to {}",
-                self.name, policy.pass_score, range.min, range.max
-            )),
-        }
-    }
-
-    pub fn takes(&self, kind: Option<&str>) -> bool {
-        match &self.kinds {
-            None => true,
-            Some(kinds) => kind.is_some_and(|k| kinds.iter().any(|wanted| wanted == k)),
-        }
-    }
-}
+pub use critbench_plugin_host::CriticSpec;
 
 /// A fully resolved experiment: what `run` executes and the manifest records.
 #[derive(Clone, Debug, Serialize)]
@@ -340,16 +274,19 @@ const POLICY_KEYS: [&str; 6] = ["pass_score", "max_revisions", "stall", "plateau
 impl Experiment {
     /// Reads, validates and resolves an experiment file.
     pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, EngineError> {
-        let fail = |message: String| EngineError::Experiment { path: path.to_path_buf(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read the experiment file: {e}")))?;
-        let file: ExperimentFile = toml::from_str(&text).map_err(|e| fail(e.to_string().trim_end().to_string()))?;
+        let fail = |problem: ExperimentProblem| EngineError::Experiment { path: path.to_path_buf(), problem };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(ExperimentProblem::Unreadable(e)))?;
+        let file: ExperimentFile = toml::from_str(&text).map_err(|error| {
+            let line = error.span().map(|span| text[..span.start].lines().count().max(1));
+            fail(ExperimentProblem::Toml { line, error: Box::new(error) })
+        })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::resolve(file, &base, overrides)
             .map(|mut experiment| {
                 experiment.path = Some(path.to_path_buf());
                 experiment
             })
-            .map_err(fail)
+            .map_err(|message| fail(ExperimentProblem::Invalid(message)))
     }
 
     fn resolve(file: ExperimentFile, base: &Path, overrides: &Overrides) -> Result<Experiment, String> {
@@ -691,34 +628,25 @@ fn policy_grid(table: &toml::Table) -> Result<Vec<Policy>, String> {
             })
             .collect::<Result<_, _>>()?,
     };
-    let mut grid = Vec::new();
-    let mut seen = BTreeSet::new();
-    for &pass_score in &pass_scores {
-        for &max_revisions in &caps {
-            for &stall in &stalls {
-                for &plateau_eps in &plateau {
-                    for &dim_target in &targets {
-                        for &final_draft in &finals {
-                            let policy =
-                                Policy { pass_score, max_revisions, stall, plateau_eps, dim_target, final_draft };
-                            if !seen.insert(policy.config_id()) {
-                                return Err(format!(
-                                    "[policy]: the value list repeats a value (config {} twice)",
-                                    policy.config_id()
-                                ));
-                            }
-                            grid.push(policy);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(grid)
+    let grid = PolicyGrid {
+        pass_score: pass_scores,
+        max_revisions: caps,
+        stall: stalls,
+        plateau_eps: plateau,
+        dim_target: targets,
+        final_draft: finals,
+    };
+    grid.policies()
+        .map_err(|repeated| format!("[policy]: the value list repeats a value (config {} twice)", repeated.config_id))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use critbench_core::ScoreRange;
+    use critbench_plugin_host::CriticSource;
+
     use super::*;
 
     fn load(text: &str) -> Result<Experiment, String> {
@@ -911,7 +839,7 @@ mod tests {
         let e = load(&format!("{MINIMAL}[policy]\npass_score = [8, 10, 10.5]\n")).unwrap();
         let range = ScoreRange { min: 0.0, max: 10.0 };
         assert_eq!(
-            e.critics[0].check_pass_scores(range, &e.policies).unwrap_err(),
+            e.critics[0].check_pass_scores(range, &e.policies).unwrap_err().to_string(),
             "critic `r`: [policy] pass_score = 10.5 is outside the critic's score range 0–10; give a pass_score from 0 to 10"
         );
         assert!(e.critics[0].check_pass_scores(ScoreRange { min: 0.0, max: 11.0 }, &e.policies).is_ok());

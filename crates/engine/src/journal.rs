@@ -7,6 +7,7 @@
 //! a kill at any moment leaves every committed part readable and the journal naming exactly them.
 //! Chunks are written in source order, so the journal's `next_chunk` says where to resume.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -32,6 +33,9 @@ pub struct Fingerprint {
     pub datasets: Vec<DatasetStamp>,
     /// Tasks per chunk: chunk numbers in the journal count these.
     pub chunk_tasks: usize,
+    /// The shard this run is, when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<critbench_storage::shards::Shard>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,7 +52,12 @@ pub struct DatasetStamp {
 }
 
 impl Fingerprint {
-    pub fn of(plan: &Plan<'_>, run_id: &str, chunk_tasks: usize) -> Result<Fingerprint, EngineError> {
+    pub fn of(
+        plan: &Plan<'_>,
+        run_id: &str,
+        chunk_tasks: usize,
+        shard: Option<critbench_storage::shards::Shard>,
+    ) -> Result<Fingerprint, EngineError> {
         let experiment = plan.experiment;
         let mut resolved = serde_json::to_value(experiment).expect("the experiment serializes");
         if let Some(object) = resolved.as_object_mut() {
@@ -78,6 +87,7 @@ impl Fingerprint {
                 .collect(),
             datasets,
             chunk_tasks,
+            shard,
         })
     }
 
@@ -125,6 +135,12 @@ impl Fingerprint {
         if self.plugins.len() != now.plugins.len() || self.datasets.len() != now.datasets.len() {
             changed.push("the critics or datasets are not the same list".into());
         }
+        if self.shard != now.shard {
+            let name = |shard: Option<critbench_storage::shards::Shard>| {
+                shard.map_or_else(|| "the whole run".to_string(), |s| format!("shard {s}"))
+            };
+            changed.push(format!("the run was {} and is now {}", name(self.shard), name(now.shard)));
+        }
         if self.chunk_tasks != now.chunk_tasks && changed.is_empty() {
             changed.push(format!("tasks per chunk were {} and are now {}", self.chunk_tasks, now.chunk_tasks));
         }
@@ -147,7 +163,7 @@ pub struct Commit {
     /// Chunks written so far: a resumed run starts at this one.
     pub next_chunk: u64,
     #[serde(flatten)]
-    pub counts: crate::sink::Counts,
+    pub counts: Counts,
     /// Failed loops described, those of this part only.
     pub failed: Vec<String>,
 }
@@ -276,3 +292,23 @@ fn io(path: &Path, source: std::io::Error) -> EngineError {
 pub fn progress_dir(out: &Path) -> PathBuf {
     out.join(PROGRESS_DIR)
 }
+/// The sink's running totals, as the journal records them at each commit.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Counts {
+    /// Output loops: one per config a recording serves.
+    pub loops: u64,
+    /// Output rounds (rows of `trajectories.parquet`).
+    pub critiques: u64,
+    pub passed: u64,
+    /// Rounds actually recorded: one generator call and one critique each.
+    pub recorded_rounds: u64,
+    /// Loops that failed outright; their rows are missing.
+    pub failed_count: u64,
+    /// Loops with at least one critique that failed every attempt.
+    pub loops_with_critic_errors: u64,
+    /// Per critic: critiques recorded, and those that failed every attempt.
+    #[serde(default)]
+    pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
+}
+
+pub use critbench_storage::manifest::CritiqueCounts;

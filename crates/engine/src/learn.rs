@@ -39,15 +39,10 @@ impl<'p, 'a> LearnSink<'p, 'a> {
     pub fn finish(self, learning: &SourceReport, out: &Path) -> Result<(serde_json::Value, Hints), EngineError> {
         let experiment = self.plan.experiment;
         if let Some(first) = self.failures.first() {
-            return Err(EngineError::Internal(format!(
-                "{} learning loop(s) failed; first: {first}",
-                self.failures.len()
-            )));
+            return Err(EngineError::LearningFailed { count: self.failures.len(), first: first.clone() });
         }
         if learning.other_split == 0 {
-            return Err(EngineError::Usage(
-                "the memory split left no evaluation tasks; lower [memory] learn_fraction or mark some tasks meta.split = \"eval\"".into(),
-            ));
+            return Err(EngineError::NoEvaluationTasks);
         }
         let mut namespaces = self.namespaces;
         for ((critic, _), namespace) in namespaces.iter_mut() {

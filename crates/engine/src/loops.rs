@@ -84,7 +84,7 @@ fn ms(since: Instant) -> f64 {
 }
 
 /// Records one loop: generate, then critique → revise until every policy the unit serves has
-/// stopped. The writer never sees the policy, so the recording is the same for all of them.
+/// stopped. The author never sees the policy, so the recording is the same for all of them.
 /// Only an evaluated loop is adjudicated: strategy memory's learning pass needs the loop alone.
 pub fn record_loop(
     plan: &Plan<'_>,
@@ -109,7 +109,7 @@ pub fn record_loop(
     } else {
         &[]
     };
-    let mut draft = plan.writer.generate(task, hints, &key(0))?;
+    let mut draft = plan.author.generate(task, hints, &key(0))?;
     let mut gen_ms = ms(generated);
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
@@ -126,12 +126,7 @@ pub fn record_loop(
         let critic_ms = ms(critiqued);
         let failed = call.failed();
         let critique = call.critique;
-        let score = RoundScore {
-            score: critique.score,
-            fatal: !critique.fatal_issues.is_empty(),
-            failed,
-            min_dimension: critique.min_dimension(),
-        };
+        let score = critique.round_score(failed);
         scores.push(score);
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
             if *running && decide(&scores, policy) != Decision::Revise {
@@ -145,20 +140,13 @@ pub fn record_loop(
         let next = if running.contains(&true) {
             let revised = Instant::now();
             let shown = unit.arm.shows_critique().then_some(&critique);
-            let next = plan.writer.revise(task, &draft_text, shown, &key(round + 1))?;
+            let next = plan.author.revise(task, &draft_text, shown, &key(round + 1))?;
             Some((next, ms(revised)))
         } else {
             None
         };
         rounds.push(RecordedRound {
-            score: critique.score,
-            suggestions: critique.suggestions_json(),
-            dims: critique.dimensions,
-            issues: critique.issues,
-            fatal_issues: critique.fatal_issues,
-            issue_types: critique.issue_types,
-            rationale: critique.rationale,
-            critic_passed: critique.critic_passed,
+            critique: critique.into(),
             critic_attempts: call.attempts,
             critic_error: call.error,
             draft_chars: draft_text.chars().count() as u64,

@@ -12,6 +12,9 @@ use crate::sink::Written;
 
 pub struct ManifestInput<'a> {
     pub experiment: &'a Experiment,
+    /// The folder the manifest goes in: the run directory, or a shard's folder.
+    pub dir: &'a std::path::Path,
+    pub shard: Option<critbench_storage::shards::Shard>,
     pub run_id: &'a str,
     pub datasets: &'a [DatasetRecord],
     pub plugins: &'a [LoadedPlugin],
@@ -66,6 +69,8 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         critbench_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id: input.run_id.to_string(),
         status: input.status,
+        shard: input.shard,
+        shards: None,
         experiment: experiment_record(input.experiment),
         replayed_from: None,
         source_run_id: None,
@@ -97,8 +102,8 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         failed_loops: written.failed.clone(),
         openai: input.openai.cloned(),
     };
-    manifest.write(&input.experiment.out).map_err(|source| EngineError::Io {
-        context: format!("cannot write {}", input.experiment.out.join("manifest.json").display()),
+    manifest.write(input.dir).map_err(|source| EngineError::Io {
+        context: format!("cannot write {}", input.dir.join("manifest.json").display()),
         source,
     })
 }

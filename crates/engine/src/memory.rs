@@ -1,5 +1,5 @@
 //! Strategy memory (seed 001): what the feedback loop had to fix on learning tasks, frozen into
-//! hints that the `feedback+memory` arm gives the writer before its first draft on evaluation
+//! hints that the `feedback+memory` arm gives the author before its first draft on evaluation
 //! tasks. External memory, not training; kept apart per critic (and its version) and task kind.
 
 use std::collections::BTreeMap;
@@ -70,9 +70,13 @@ pub fn fixed_types(rounds: &[RecordedRound], scores: &[RoundScore], stop: usize,
     if !passed || stop == 0 || stop >= rounds.len() || scores.len() != rounds.len() {
         return Vec::new();
     }
-    let last = &rounds[stop].issue_types;
-    let mut fixed: Vec<String> =
-        rounds[..stop].iter().flat_map(|r| r.issue_types.iter()).filter(|t| !last.contains(t)).cloned().collect();
+    let last = &rounds[stop].critique.issue_types;
+    let mut fixed: Vec<String> = rounds[..stop]
+        .iter()
+        .flat_map(|r| r.critique.issue_types.iter())
+        .filter(|t| !last.contains(t))
+        .cloned()
+        .collect();
     fixed.sort();
     fixed.dedup();
     fixed
@@ -104,10 +108,13 @@ pub fn freeze(namespace: &mut Namespace, config: &MemoryConfig, declared: &Plugi
 
 #[cfg(test)]
 mod tests {
+    use critbench_storage::critique_columns::CritiqueColumns;
+
     use super::*;
 
     fn round(types: &[&str]) -> RecordedRound {
-        RecordedRound { issue_types: types.iter().map(|t| t.to_string()).collect(), ..Default::default() }
+        let issue_types = types.iter().map(|t| t.to_string()).collect();
+        RecordedRound { critique: CritiqueColumns { issue_types, ..Default::default() }, ..Default::default() }
     }
 
     #[test]

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use critbench_core::{Arm, Policy, Task};
 use critbench_plugin_host::services::Host;
-use critbench_plugin_host::{CriticInfo, CriticInstance, SearchPath, open_critic};
+use critbench_plugin_host::{CriticInfo, CriticInstance, open_critics};
 
 use crate::EngineError;
-use crate::backend::{Hint, ScriptedWriter, SimWriter, Writer};
+use crate::backend::{Author, Hint, ScriptedAuthor, SimAuthor};
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
 
 /// A critic as opened, for the manifest.
@@ -53,10 +53,10 @@ pub enum Scope {
     Evaluate,
 }
 
-/// Everything the loop workers share: the experiment, the writer, the critics, the grid.
+/// Everything the loop workers share: the experiment, the author, the critics, the grid.
 pub struct Plan<'a> {
     pub experiment: &'a Experiment,
-    pub writer: &'a dyn Writer,
+    pub author: &'a dyn Author,
     pub critics: Vec<CriticInstance>,
     pub plugins: Vec<LoadedPlugin>,
     /// One recording per loop serves every config.
@@ -71,31 +71,24 @@ impl<'a> Plan<'a> {
     /// Loads every critic's plugin and creates its instance with the run's `host` (a critic that
     /// requires a service the host does not offer is refused), and checks the sweep can be
     /// replayed.
-    pub fn load(experiment: &'a Experiment, writer: &'a dyn Writer, host: &Arc<Host>) -> Result<Plan<'a>, EngineError> {
-        let search = SearchPath::default_for_current_exe(&experiment.plugin_dirs);
+    pub fn load(experiment: &'a Experiment, author: &'a dyn Author, host: &Arc<Host>) -> Result<Plan<'a>, EngineError> {
         let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
+        let critics = open_critics(&experiment.critics, &experiment.plugin_dirs, base_dir, experiment.jobs, host)?;
         let mut plugins = Vec::new();
-        let mut critics = Vec::new();
-        for spec in &experiment.critics {
-            let plugin_error = |source| EngineError::Plugin { critic: spec.name.clone(), source };
-            let isolation = spec.isolation(experiment.jobs);
-            let instance = open_critic(&spec.source(), &spec.config.to_string(), &search, base_dir, &isolation, host)
-                .map_err(plugin_error)?;
-            spec.check_pass_scores(instance.info().range, &experiment.policies).map_err(EngineError::Usage)?;
+        for (spec, instance) in experiment.critics.iter().zip(&critics) {
+            spec.check_pass_scores(instance.info().range, &experiment.policies)?;
             plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });
-            critics.push(instance);
         }
         let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
         if replay && let Some(plugin) = plugins.iter().find(|p| p.library.policy_dependent) {
-            return Err(EngineError::Usage(format!(
-                "critic `{}` ({}) says its critiques depend on the loop policy, so one recording cannot serve \
-                 every config; set sweep = \"direct\" in the experiment",
-                plugin.critic, plugin.library.name
-            )));
+            return Err(EngineError::PolicyDependentSweep {
+                critic: plugin.critic.clone(),
+                plugin: plugin.library.name.clone(),
+            });
         }
         Ok(Plan {
             experiment,
-            writer,
+            author,
             critics,
             plugins,
             replay,
@@ -135,21 +128,19 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// Whether the writer can serve `task` (the scripted backend needs drafts).
+    /// Whether the author can serve `task` (the scripted backend needs drafts).
     pub fn check_task(&self, task: &Task) -> Result<(), String> {
-        self.writer.check_task(task)
+        self.author.check_task(task)
     }
 }
 
-/// The writer an offline experiment's `backend` names; the openai writer is made from the
-/// experiment's `[openai]` table by the run.
-pub fn offline_writer(kind: BackendKind) -> Result<Box<dyn Writer>, String> {
+/// The author an offline experiment's `backend` names; `None` for the openai author, which the
+/// run makes from the experiment's `[openai]` table.
+pub fn offline_author(kind: BackendKind) -> Option<Box<dyn Author>> {
     match kind {
-        BackendKind::Sim => Ok(Box::new(SimWriter)),
-        BackendKind::Scripted => Ok(Box::new(ScriptedWriter)),
-        BackendKind::Openai => Err("the openai backend is made from the experiment's [openai] table; run the \
-                                     experiment with run_experiment"
-            .to_string()),
+        BackendKind::Sim => Some(Box::new(SimAuthor)),
+        BackendKind::Scripted => Some(Box::new(ScriptedAuthor)),
+        BackendKind::Openai => None,
     }
 }
 

@@ -1,19 +1,21 @@
 //! `critbench replay`: evaluates new policies on a finished run's recorded loops, without calling
-//! any model or critic. Exact, because the writer never sees the policy: a policy's outcome is
+//! any model or critic. Exact, because the author never sees the policy: a policy's outcome is
 //! where it stops on the recording, and its best draft is the best of that prefix.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use critbench_core::{Arm, Policy, RoundScore};
+use critbench_core::{Arm, Policy, PolicyGrid, RoundScore};
 use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
 
 use crate::EngineError;
 use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
+pub use crate::error::{NotARun, ReplayError};
 use critbench_storage::clock;
 use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
+use critbench_storage::shards;
 
 /// What a replay wrote.
 #[derive(Debug)]
@@ -24,93 +26,93 @@ pub struct ReplaySummary {
     pub report: critbench_report::Report,
 }
 
+/// The policies of a replay grid, checked: every `plateau_eps` finite and ≥ 0, every score
+/// finite, no config twice. The messages name the `critbench replay` flags.
+pub fn replay_policies(grid: &PolicyGrid) -> Result<Vec<Policy>, ReplayError> {
+    if let Some(&eps) = grid.plateau_eps.iter().find(|e| !(e.is_finite() && **e >= 0.0)) {
+        return Err(ReplayError::PlateauEps(eps));
+    }
+    let targets = grid.dim_target.iter().flatten();
+    if let Some(&value) = grid.pass_score.iter().chain(targets).find(|v| !v.is_finite()) {
+        return Err(ReplayError::NotFinite(value));
+    }
+    grid.policies().map_err(ReplayError::Repeated)
+}
+
 /// Replays `policies` on the loops recorded in `run_dir` and writes a new run directory `out`.
 pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<ReplaySummary, EngineError> {
     let started = Instant::now();
     let (started_iso, started_compact) = clock::utc_stamps(SystemTime::now());
-    let not_a_run = |reason: String| {
-        EngineError::Usage(format!(
-            "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",
-            run_dir.display()
-        ))
-    };
-    let trajectories_path = run_dir.join("trajectories.parquet");
-    let outcomes_path = run_dir.join("outcomes.parquet");
-    for path in [&trajectories_path, &outcomes_path] {
-        if !path.is_file() {
-            return Err(not_a_run(format!("{} is missing", path.file_name().unwrap().to_string_lossy())));
+    let not_a_run = |reason: NotARun| ReplayError::NotARun { dir: run_dir.to_path_buf(), reason };
+    if let Some(message) = shards::unmerged(run_dir) {
+        return Err(not_a_run(NotARun::Unmerged(message)).into());
+    }
+    let trajectories_files = shards::table_files(run_dir, "trajectories");
+    let outcomes_files = shards::table_files(run_dir, "outcomes");
+    for (table, files) in [("trajectories", &trajectories_files), ("outcomes", &outcomes_files)] {
+        if files.is_empty() {
+            return Err(not_a_run(NotARun::Missing(format!("{table}.parquet"))).into());
         }
     }
-    let metas: HashMap<(String, String), String> =
-        read_outcome_metas(&outcomes_path).map_err(|e| not_a_run(e.to_string()))?;
-    let manifest = Manifest::read(run_dir).map_err(|e| EngineError::Usage(e.to_string()))?;
-    let dependent: Vec<&str> = manifest
+    let mut metas: HashMap<(String, String), String> = HashMap::new();
+    for path in &outcomes_files {
+        metas.extend(read_outcome_metas(path).map_err(|e| not_a_run(e.into()))?);
+    }
+    let manifest = Manifest::read(run_dir).map_err(ReplayError::from)?;
+    let dependent: Vec<String> = manifest
         .iter()
         .flat_map(|m| m.plugins.iter())
         .filter(|p| p.policy_dependent)
-        .map(|p| p.critic.as_str())
+        .map(|p| p.critic.clone())
         .collect();
     if !dependent.is_empty() {
-        return Err(EngineError::Usage(format!(
-            "cannot replay {}: critic(s) {} say their critiques depend on the loop policy, so the recorded \
-             rounds would not be what another policy sees; run the experiment again with the new policy",
-            run_dir.display(),
-            dependent.join(", ")
-        )));
+        return Err(ReplayError::PolicyDependent { dir: run_dir.to_path_buf(), critics: dependent }.into());
     }
     let name = manifest.as_ref().map_or_else(|| "run".to_string(), |m| m.experiment.name.clone());
 
     // Every loop must reach each policy's stop inside what was recorded: a first pass over the
     // recording checks that before anything is written. Both passes stream loop by loop.
     let check = |recorded: &RecordedLoop| -> Result<(Arm, Vec<RoundScore>), EngineError> {
-        let arm = Arm::parse(&recorded.arm)
-            .ok_or_else(|| not_a_run(format!("unknown arm `{}` in trajectories.parquet", recorded.arm)))?;
+        let arm = Arm::parse(&recorded.arm).ok_or_else(|| not_a_run(NotARun::UnknownArm(recorded.arm.clone())))?;
         if recorded.adjudicated {
             // The adjudicator is a model: a new policy's final draft may be one it never saw.
-            return Err(EngineError::Usage(format!(
-                "cannot replay {}: its {} loops end with the adjudicator's pass (`adjudicate` in the experiment),                  and replay calls no model to adjudicate the final draft a new policy would return; run the                  experiment again with the new policy grid in [policy] (a grid in one run is replayed exactly,                  adjudication included)",
-                run_dir.display(),
-                recorded.arm
-            )));
+            return Err(ReplayError::Adjudicated { dir: run_dir.to_path_buf(), arm: recorded.arm.clone() }.into());
         }
         let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
         for policy in policies {
             if critbench_core::stop_point(&loop_scores, &effective_policy(policy, arm)).is_none() {
-                let recorded_cap = manifest
-                    .as_ref()
-                    .and_then(|m| m.experiment.policies.iter().map(|p| p.max_revisions).max())
-                    .map(|cap| format!(" (the run's configs go up to max_revisions = {cap})"))
-                    .unwrap_or_default();
-                return Err(EngineError::Usage(format!(
-                    "config {} goes beyond what the run recorded: task `{}` ({} × {} × epoch {}) was recorded \
-                     for {} round(s) only, and this policy would still revise after the last of them. \
-                     Replay evaluates policies that stop within the recording{recorded_cap}; run the \
-                     experiment with a larger max_revisions to record more",
-                    policy.config_id(),
-                    recorded.task_id,
-                    recorded.arm,
-                    recorded.critic,
-                    recorded.epoch,
-                    recorded.rounds.len()
-                )));
+                return Err(ReplayError::BeyondRecording {
+                    config_id: policy.config_id(),
+                    task_id: recorded.task_id.clone(),
+                    arm: recorded.arm.clone(),
+                    critic: recorded.critic.clone(),
+                    epoch: recorded.epoch,
+                    rounds: recorded.rounds.len(),
+                    recorded_cap: manifest
+                        .as_ref()
+                        .and_then(|m| m.experiment.policies.iter().map(|p| p.max_revisions).max()),
+                }
+                .into());
             }
         }
         Ok((arm, loop_scores))
     };
     // The first error of a pass, kept aside: the reader's callback speaks strings.
     let mut failure: Option<EngineError> = None;
-    let read = for_each_recorded_loop(&trajectories_path, |recorded| match check(&recorded) {
-        Ok(_) => Ok(()),
-        Err(error) => {
-            let message = error.to_string();
-            failure = Some(error);
-            Err(message)
-        }
+    let read = trajectories_files.iter().try_for_each(|path| {
+        for_each_recorded_loop(path, |recorded| match check(&recorded) {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let message = error.to_string();
+                failure = Some(error);
+                Err(message)
+            }
+        })
     });
     if let Some(error) = failure.take() {
         return Err(error);
     }
-    read.map_err(|e| not_a_run(e.to_string()))?;
+    read.map_err(|e| not_a_run(e.into()))?;
 
     std::fs::create_dir_all(out).map_err(|source| EngineError::Io {
         context: format!("cannot create the run directory {}", out.display()),
@@ -122,7 +124,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
     let (mut written_loops, mut critiques) = (0u64, 0u64);
     let mut meta_key = (String::new(), String::new());
-    let read = for_each_recorded_loop(&trajectories_path, |recorded| {
+    let mut each = |recorded: RecordedLoop| {
         let result = (|| -> Result<(), EngineError> {
             let (arm, loop_scores) = check(&recorded)?;
             meta_key.0.clone_from(&recorded.critic);
@@ -158,11 +160,12 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             failure = Some(error);
             message
         })
-    });
+    };
+    let read = trajectories_files.iter().try_for_each(|path| for_each_recorded_loop(path, &mut each));
     if let Some(error) = failure.take() {
         return Err(error);
     }
-    read.map_err(|e| not_a_run(e.to_string()))?;
+    read.map_err(|e| not_a_run(e.into()))?;
     trajectories.close()?;
     outcomes.close()?;
 

@@ -16,15 +16,16 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Instant, SystemTime};
 
 use critbench_storage::clock;
+use critbench_storage::shards::Shard;
 
 use crate::EngineError;
-use crate::backend::Writer;
+use crate::backend::Author;
 use crate::experiment::{BackendKind, Experiment};
 use crate::journal::{Fingerprint, progress_dir};
 use crate::learn::LearnSink;
 use crate::loops::{panic_text, run_chunk};
-use crate::openai_writer::{OpenAiSession, OpenAiWriter, plugin_host};
-use crate::plan::{Plan, Scope, describe_kinds, offline_writer};
+use crate::openai_author::{OpenAiAuthor, OpenAiSession, plugin_host};
+use crate::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run_dir;
 use crate::sink::{Consumer, Progress, RowSink};
 use crate::source::{Source, SourceReport};
@@ -46,6 +47,8 @@ pub struct RunOptions {
     /// run stops new work, writes the loops already finished and ends with
     /// [`EngineError::Interrupted`].
     pub interrupt: Option<Arc<AtomicUsize>>,
+    /// Run only this shard's tasks, into the shard's files of the run directory.
+    pub shard: Option<Shard>,
 }
 
 /// The signal an interrupt flag holds, by name.
@@ -60,62 +63,58 @@ fn signal_name(number: usize) -> &'static str {
 /// loops, few enough that a chunk's rows are a few hundred kilobytes.
 const OFFLINE_CHUNK_TASKS: usize = 256;
 
-/// Runs the whole experiment with the writer its `backend` names and writes the run directory
+/// Runs the whole experiment with the author its `backend` names and writes the run directory
 /// (SPEC §7).
 pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, EngineError> {
     let session = start_session(experiment)?;
     match (experiment.backend, &session) {
         (BackendKind::Openai, Some(session)) => {
-            let writer = OpenAiWriter::new(Arc::clone(&session.client), experiment.prompts.clone());
-            run_inner(experiment, &writer, Some(session), options)
+            let author = OpenAiAuthor::new(Arc::clone(&session.client), experiment.prompts.clone());
+            run_inner(experiment, &author, Some(session), options)
         }
         (kind, _) => {
-            let writer = offline_writer(kind).map_err(EngineError::Usage)?;
-            run_inner(experiment, writer.as_ref(), session.as_ref(), options)
+            let author = offline_author(kind).ok_or(EngineError::NoModelClient)?;
+            run_inner(experiment, author.as_ref(), session.as_ref(), options)
         }
     }
 }
 
-/// Runs the whole experiment with `writer` as the model side and writes the run directory. An
+/// Runs the whole experiment with `author` as the model side and writes the run directory. An
 /// `[openai]` table naming a judge model still serves plugins through the `chat` service.
 pub fn run_experiment_with(
     experiment: &Experiment,
-    writer: &dyn Writer,
+    author: &dyn Author,
     options: &RunOptions,
 ) -> Result<RunSummary, EngineError> {
     let session = start_session(experiment)?;
-    run_inner(experiment, writer, session.as_ref(), options)
+    run_inner(experiment, author, session.as_ref(), options)
 }
 
 /// The model client of an experiment with an `[openai]` table, offered to plugins as `chat`
 /// (see [`plugin_host`]). Started before any plugin is created.
 fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, EngineError> {
     let Some(settings) = &experiment.openai else { return Ok(None) };
-    OpenAiSession::start(settings).map(Some).map_err(|error| match error {
-        critbench_openai::ClientError::Http(message) => {
-            EngineError::Internal(format!("cannot start the model client: {message}"))
-        }
-        usage => EngineError::Usage(usage.to_string()),
-    })
+    Ok(Some(OpenAiSession::start(settings)?))
 }
 
 fn run_inner(
     experiment: &Experiment,
-    writer: &dyn Writer,
+    author: &dyn Author,
     session: Option<&OpenAiSession>,
     options: &RunOptions,
 ) -> Result<RunSummary, EngineError> {
     let started = Instant::now();
     let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-{started_compact}", experiment.name);
-    let mut plan = Plan::load(experiment, writer, &plugin_host(session))?;
+    let mut plan = Plan::load(experiment, author, &plugin_host(session))?;
     let jobs = worker_count(experiment.jobs);
     // Loops that wait on a model server go a task at a time, so that every worker has one.
     let chunk_tasks = if experiment.openai.is_some() { 1 } else { OFFLINE_CHUNK_TASKS };
     // Every file is opened (format, header, schema checked) before anything runs or is written.
-    let mut source = Source::open(&plan, chunk_tasks)?;
+    let mut source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
     let total_bytes = source.total_bytes();
-    let _lock = run_dir::claim(&experiment.out, options.overwrite, options.resume)?;
+    let layout = run_dir::Layout::new(&experiment.out, options.shard);
+    let _lock = run_dir::claim(&layout, options.overwrite, options.resume)?;
     let interrupt = options.interrupt.as_deref();
 
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
@@ -129,24 +128,24 @@ fn run_inner(
             return Err(EngineError::Interrupted { signal, loops: 0, out: experiment.out.clone() });
         }
         check_routed(experiment, &learned)?;
-        let (record, hints) = learner.finish(&learned, &experiment.out)?;
+        let (record, hints) = learner.finish(&learned, &layout.own_dir())?;
         plan.hints = hints;
         // The run proper reads the datasets again.
-        source = Source::open(&plan, chunk_tasks)?;
+        source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
         Some(record)
     } else {
         None
     };
 
-    let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks)?;
+    let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks, options.shard)?;
     let (mut sink, first_chunk, run_id, resumed_rounds) = if options.resume {
-        let (sink, point) = RowSink::resume(&plan, &experiment.out, &fingerprint)?;
+        let (sink, point) = RowSink::resume(&plan, &layout, &fingerprint)?;
         if !options.quiet {
             eprintln!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
         }
         (sink, point.next_chunk, point.run_id, point.recorded_rounds)
     } else {
-        (RowSink::create(&plan, &experiment.out, &fingerprint)?, 0, run_id, 0)
+        (RowSink::create(&plan, &layout, &fingerprint)?, 0, run_id, 0)
     };
     let progress = Progress::new(total_bytes, options.quiet, "running");
     let streamed = drive(&plan, source.skip(first_chunk), Scope::Evaluate, jobs, &mut sink, &progress, interrupt);
@@ -170,6 +169,7 @@ fn run_inner(
     }
     let finished = Finished {
         experiment,
+        layout: &layout,
         run_id: &run_id,
         started_at: &started_at,
         elapsed: started.elapsed(),
@@ -184,7 +184,11 @@ fn run_inner(
     let summary = summarize(&plan, finished)?;
     if interrupted.is_none() {
         // Finished: the committed parts are in the tables now.
-        let _ = std::fs::remove_dir_all(progress_dir(&experiment.out));
+        // What makes it resumable goes first: a kill while the folder is being removed must not
+        // leave a journal naming part files that are gone.
+        let progress = progress_dir(&layout.own_dir());
+        let _ = std::fs::remove_file(progress.join("run.json"));
+        let _ = std::fs::remove_dir_all(progress);
     }
     match interrupted {
         Some(signal) => Err(EngineError::Interrupted { signal, loops: summary.loops, out: summary.out_dir }),
@@ -194,14 +198,13 @@ fn run_inner(
 
 /// A pass in which no admitted task reached a critic is a mistake in the experiment.
 fn check_routed(experiment: &Experiment, report: &SourceReport) -> Result<(), EngineError> {
-    if report.tasks_run + report.other_split > 0 {
+    if report.tasks_run + report.other_split + report.other_shards > 0 {
         return Ok(());
     }
-    Err(EngineError::Usage(format!(
-        "no task reaches any critic: the critics take kinds {} but the dataset's tasks have kinds [{}]",
-        describe_kinds(&experiment.critics),
-        report.kinds.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
-    )))
+    Err(EngineError::NoTaskForAnyCritic {
+        critic_kinds: describe_kinds(&experiment.critics),
+        task_kinds: report.kinds.iter().cloned().collect(),
+    })
 }
 
 fn worker_count(jobs: usize) -> usize {
@@ -274,7 +277,7 @@ fn drive<C: Consumer>(
                 let sender = chunk_sender;
                 source.run(plan, scope, |chunk| window.acquire() && sender.send(chunk).is_ok())
             })
-            .map_err(|e| EngineError::Internal(format!("cannot start the dataset reader thread: {e}")))?;
+            .map_err(|source| EngineError::Threads { what: "the dataset reader thread", source })?;
         let workers: Result<Vec<_>, EngineError> = (0..jobs)
             .map(|index| {
                 let results = result_sender.clone();
@@ -295,7 +298,7 @@ fn drive<C: Consumer>(
                 })
             })
             .collect::<Result<_, _>>()
-            .map_err(|e| EngineError::Internal(format!("cannot start worker threads: {e}")));
+            .map_err(|source| EngineError::Threads { what: "worker threads", source });
         let workers: Vec<_> = match workers {
             Ok(workers) => workers,
             Err(error) => {
@@ -312,8 +315,8 @@ fn drive<C: Consumer>(
         let mut next = first_chunk;
         let mut failure: Option<EngineError> = None;
         let mut interrupted: Option<&'static str> = None;
-        // After an interruption, rows stop at the first chunk the workers left unfinished, so
-        // that what is written is every loop of a prefix of the tasks.
+        // After an interruption, rows stop before the first chunk the workers left unfinished, so
+        // that what is written is every loop of a prefix of the tasks, in whole chunks.
         let mut closed = false;
         let mut interrupted_at: Option<Instant> = None;
         loop {
@@ -363,7 +366,17 @@ fn drive<C: Consumer>(
             while let Some(chunk) = waiting.remove(&next) {
                 next += 1;
                 let position = chunk.progress;
-                let complete = chunk.complete;
+                if !chunk.complete {
+                    // A chunk the workers left unfinished is not written at all: the journal
+                    // counts whole chunks, so a resumed run runs all of it again.
+                    closed = true;
+                    window.release();
+                    for _ in waiting.values() {
+                        window.release();
+                    }
+                    waiting.clear();
+                    break;
+                }
                 if let Err(error) = consumer.accept(chunk) {
                     failure = Some(error);
                     window.stop();
@@ -373,14 +386,6 @@ fn drive<C: Consumer>(
                 let (loops, passed) = consumer.counts();
                 progress.update(position, loops, passed);
                 window.release();
-                if !complete {
-                    closed = true;
-                    for _ in waiting.values() {
-                        window.release();
-                    }
-                    waiting.clear();
-                    break;
-                }
             }
         }
         let mut worker_panic = None;
@@ -389,19 +394,19 @@ fn drive<C: Consumer>(
                 worker_panic = Some(panic_text(payload));
             }
         }
-        let sourced = source_thread.join().unwrap_or_else(|payload| Err(EngineError::Internal(panic_text(payload))));
+        let sourced = source_thread.join().unwrap_or_else(|payload| Err(EngineError::Panicked(panic_text(payload))));
         if let Some(error) = failure {
             return Err(error);
         }
         if let Some(panic) = worker_panic {
-            return Err(EngineError::Internal(panic));
+            return Err(EngineError::Panicked(panic));
         }
         if interrupted.is_some() {
             // Chunks the workers dropped leave gaps after `next`: what was written stands.
             return sourced.map(|report| (report, interrupted));
         }
         if !waiting.is_empty() {
-            return Err(EngineError::Internal("a chunk of loops never reached the writer".into()));
+            return Err(EngineError::LostChunk);
         }
         sourced.map(|report| (report, None))
     })

@@ -9,6 +9,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use critbench_storage::shards::{SHARDS_DIR, Shard, TABLES};
+
 use crate::EngineError;
 
 /// Every file a run writes into its directory.
@@ -39,46 +41,123 @@ impl Drop for RunLock {
     }
 }
 
-/// Creates `out` if needed, takes its lock, and makes sure no earlier run's files are there:
-/// refused without `overwrite`, removed with it. With `resume` the earlier run is the one to
-/// finish: its files stay.
-pub fn claim(out: &Path, overwrite: bool, resume: bool) -> Result<RunLock, EngineError> {
+/// Where a run writes: the whole run into its directory, or one shard of it.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// The run directory (`--out`).
+    pub root: PathBuf,
+    pub shard: Option<Shard>,
+}
+
+impl Layout {
+    pub fn new(root: &Path, shard: Option<Shard>) -> Layout {
+        Layout { root: root.to_path_buf(), shard }
+    }
+
+    /// Where the manifest, the lock, the progress folder and `memory.json` go: the run
+    /// directory, or `RUN/shards/I` for shard I.
+    pub fn own_dir(&self) -> PathBuf {
+        match self.shard {
+            Some(shard) => shard.dir(&self.root),
+            None => self.root.clone(),
+        }
+    }
+
+    /// The file of `table` (`"outcomes"`, `"trajectories"`) this run writes.
+    pub fn table(&self, table: &str) -> PathBuf {
+        match self.shard {
+            Some(shard) => shard.table_path(&self.root, table),
+            None => self.root.join(format!("{table}.parquet")),
+        }
+    }
+
+    /// Every file this run (or shard) owns, as (name in messages, path): what `--overwrite`
+    /// removes. A shard owns its own folder's files and its partitions, nothing else.
+    fn owned(&self) -> Vec<(String, PathBuf)> {
+        let Some(shard) = self.shard else {
+            return RUN_FILES
+                .iter()
+                .chain(std::iter::once(&crate::journal::PROGRESS_DIR))
+                .map(|name| (name.to_string(), self.root.join(name)))
+                .collect();
+        };
+        let own = self.own_dir();
+        let mut files: Vec<(String, PathBuf)> = ["manifest.json", "memory.json", crate::journal::PROGRESS_DIR]
+            .iter()
+            .map(|name| (format!("{SHARDS_DIR}/{}/{name}", shard.index), own.join(name)))
+            .collect();
+        for table in TABLES {
+            let path = self.table(table);
+            let name = path.strip_prefix(&self.root).unwrap_or(&path).display().to_string();
+            files.push((name, path));
+        }
+        files
+    }
+}
+
+/// Creates the run's directory if needed, takes its lock, and makes sure no earlier run's files
+/// are there: refused without `overwrite`, removed with it. With `resume` the earlier run is the
+/// one to finish: its files stay. A shard locks, checks and removes only its own files; a run
+/// in one piece and a sharded run never share a directory.
+pub fn claim(layout: &Layout, overwrite: bool, resume: bool) -> Result<RunLock, EngineError> {
     if overwrite && resume {
         return Err(EngineError::Usage("--overwrite and --resume contradict each other; choose one".into()));
     }
-    std::fs::create_dir_all(out).map_err(|source| EngineError::Io {
-        context: format!("cannot create the run directory {}", out.display()),
+    let out = &layout.root;
+    let own = layout.own_dir();
+    std::fs::create_dir_all(&own).map_err(|source| EngineError::Io {
+        context: format!("cannot create the run directory {}", own.display()),
         source,
     })?;
-    let lock = take_lock(out)?;
-    let present: Vec<&str> = RUN_FILES
-        .iter()
-        .copied()
-        .chain(std::iter::once(crate::journal::PROGRESS_DIR))
-        .filter(|name| out.join(name).exists())
-        .collect();
+    let lock = take_lock(&own)?;
+    let other_kind: Vec<String> = match layout.shard {
+        Some(_) => TABLES.iter().map(|t| format!("{t}.parquet")).filter(|name| out.join(name).exists()).collect(),
+        None => std::iter::once(SHARDS_DIR)
+            .chain(TABLES)
+            .filter(|name| out.join(name).is_dir())
+            .map(|name| format!("{name}/"))
+            .collect(),
+    };
+    if !other_kind.is_empty() {
+        let (holds, this) = match layout.shard {
+            Some(shard) => ("a run in one piece", format!("shard {shard}")),
+            None => ("a sharded run", "a run in one piece".to_string()),
+        };
+        return Err(EngineError::Usage(format!(
+            "{} already holds {holds} ({}); {this} cannot be written beside it: choose another --out",
+            out.display(),
+            other_kind.join(", ")
+        )));
+    }
+    let present: Vec<(String, PathBuf)> = layout.owned().into_iter().filter(|(_, path)| path.exists()).collect();
     if present.is_empty() || resume {
         return Ok(lock);
     }
     if !overwrite {
         use critbench_storage::manifest::{Manifest, RunStatus};
-        let state = match Manifest::read(out) {
+        let state = match Manifest::read(&own) {
             Ok(Some(manifest)) if manifest.status == RunStatus::Interrupted => "an interrupted",
             Ok(Some(_)) => "a finished",
             // No manifest, or one that does not parse: the run never finished.
             Ok(None) | Err(_) => "an unfinished",
         };
-        let resumable =
-            if present.contains(&crate::journal::PROGRESS_DIR) { "pass --resume to finish it, " } else { "" };
+        let resumable = if present.iter().any(|(_, path)| path.ends_with(crate::journal::PROGRESS_DIR)) {
+            "pass --resume to finish it, "
+        } else {
+            ""
+        };
+        let what = match layout.shard {
+            Some(shard) => format!("{state} run of shard {shard}"),
+            None => format!("{state} run"),
+        };
         return Err(EngineError::Usage(format!(
-            "{} already holds {state} run ({}); {resumable}pass --overwrite to replace it (its files are \
+            "{} already holds {what} ({}); {resumable}pass --overwrite to replace it (its files are \
              removed first), or --out DIR to write this run somewhere new",
             out.display(),
-            present.join(", ")
+            present.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(", ")
         )));
     }
-    for name in present {
-        let path = out.join(name);
+    for (_, path) in present {
         let removed = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
         removed.map_err(|source| EngineError::Io { context: format!("cannot remove {}", path.display()), source })?;
     }
@@ -152,18 +231,18 @@ mod tests {
     fn a_directory_with_a_run_is_refused_then_overwritten_without_touching_other_files() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
-        drop(claim(&out, false, false).unwrap());
+        drop(claim(&Layout::new(&out, None), false, false).unwrap());
         assert!(!out.join(LOCK_FILE).exists(), "the lock goes with the run");
         std::fs::write(out.join("outcomes.parquet"), "old").unwrap();
         std::fs::write(out.join("memory.json"), "old").unwrap();
         std::fs::write(out.join("notes.txt"), "mine").unwrap();
-        let refused = claim(&out, false, false).unwrap_err().to_string();
+        let refused = claim(&Layout::new(&out, None), false, false).unwrap_err().to_string();
         assert!(refused.contains("unfinished run (outcomes.parquet, memory.json)"), "{refused}");
         assert!(refused.contains("--overwrite"), "{refused}");
-        let lock = claim(&out, true, false).unwrap();
+        let lock = claim(&Layout::new(&out, None), true, false).unwrap();
         assert!(!out.join("outcomes.parquet").exists() && !out.join("memory.json").exists());
         assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine");
-        let busy = claim(&out, true, false).unwrap_err().to_string();
+        let busy = claim(&Layout::new(&out, None), true, false).unwrap_err().to_string();
         assert!(busy.contains(&format!("pid {}", std::process::id())), "{busy}");
         drop(lock);
     }
@@ -174,6 +253,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dead = serde_json::json!({ "pid": u32::MAX, "host": host_name() });
         std::fs::write(dir.path().join(LOCK_FILE), dead.to_string()).unwrap();
-        assert!(claim(dir.path(), false, false).is_ok());
+        assert!(claim(&Layout::new(dir.path(), None), false, false).is_ok());
     }
 }

@@ -5,7 +5,6 @@
 //! whatever `--jobs` is. The row consumer turns each recorded loop into the rows of every config
 //! it serves (through [`crate::emit`]); a failed write stops the run.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -17,6 +16,8 @@ use crate::emit::{LoopLabels, emit_loop};
 use crate::journal::{Commit, Fingerprint, Journal, PROGRESS_DIR, SavedProgress, part_paths, progress_dir, sync_dir};
 use crate::loops::ChunkResult;
 use crate::plan::Plan;
+use crate::run_dir::Layout;
+use critbench_storage::shards::TABLES;
 
 /// Takes chunks in source order.
 pub trait Consumer {
@@ -43,32 +44,14 @@ pub struct Written {
     pub failed: Vec<String>,
 }
 
-/// The sink's running totals, as the journal records them at each commit.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Counts {
-    /// Output loops: one per config a recording serves.
-    pub loops: u64,
-    /// Output rounds (rows of `trajectories.parquet`).
-    pub critiques: u64,
-    pub passed: u64,
-    /// Rounds actually recorded: one generator call and one critique each.
-    pub recorded_rounds: u64,
-    /// Loops that failed outright; their rows are missing.
-    pub failed_count: u64,
-    /// Loops with at least one critique that failed every attempt.
-    pub loops_with_critic_errors: u64,
-    /// Per critic: critiques recorded, and those that failed every attempt.
-    #[serde(default)]
-    pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
-}
-
-pub use critbench_storage::manifest::CritiqueCounts;
+pub use crate::journal::Counts;
 
 /// Writes every finished loop's rows to `trajectories.parquet` and `outcomes.parquet`.
 pub struct RowSink<'p, 'a> {
     plan: &'p Plan<'a>,
     run_id: String,
-    out: PathBuf,
+    /// Where the joined tables go: trajectories, then outcomes.
+    tables: [PathBuf; 2],
     dir: PathBuf,
     journal: Journal,
     /// The part being written, as `*.tmp` files.
@@ -98,24 +81,25 @@ pub struct ResumePoint {
 }
 
 impl<'p, 'a> RowSink<'p, 'a> {
-    /// Starts the run's progress in `out/in-progress/`.
-    pub fn create(plan: &'p Plan<'a>, out: &Path, fingerprint: &Fingerprint) -> Result<Self, EngineError> {
-        let dir = progress_dir(out);
+    /// Starts the run's progress in `in-progress/` of the run's (or shard's) own folder.
+    pub fn create(plan: &'p Plan<'a>, layout: &Layout, fingerprint: &Fingerprint) -> Result<Self, EngineError> {
+        let dir = progress_dir(&layout.own_dir());
         if dir.exists() {
             std::fs::remove_dir_all(&dir)
                 .map_err(|source| EngineError::Io { context: format!("cannot remove {}", dir.display()), source })?;
         }
         let journal = Journal::create(&dir, fingerprint)?;
-        Ok(RowSink::with(plan, &fingerprint.run_id, out, dir, journal, 0, 0, Written::default()))
+        Ok(RowSink::with(plan, &fingerprint.run_id, layout, dir, journal, 0, 0, Written::default()))
     }
 
     /// Picks up the progress an interrupted run of `fingerprint` left in `out`; refuses, naming
     /// what changed, when the run is not the same.
     pub fn resume(
         plan: &'p Plan<'a>,
-        out: &Path,
+        layout: &Layout,
         fingerprint: &Fingerprint,
     ) -> Result<(Self, ResumePoint), EngineError> {
+        let out = &layout.own_dir();
         let dir = progress_dir(out);
         let Some(progress) = SavedProgress::read(&dir)? else {
             return Err(EngineError::Usage(format!(
@@ -147,14 +131,14 @@ impl<'p, 'a> RowSink<'p, 'a> {
             recorded_rounds: last.counts.recorded_rounds,
         };
         let parts = progress.commits.len() as u32;
-        Ok((RowSink::with(plan, &now.run_id, out, dir, journal, parts, last.next_chunk, written), point))
+        Ok((RowSink::with(plan, &now.run_id, layout, dir, journal, parts, last.next_chunk, written), point))
     }
 
     #[allow(clippy::too_many_arguments)]
     fn with(
         plan: &'p Plan<'a>,
         run_id: &str,
-        out: &Path,
+        layout: &Layout,
         dir: PathBuf,
         journal: Journal,
         parts: u32,
@@ -164,7 +148,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
         RowSink {
             plan,
             run_id: run_id.to_string(),
-            out: out.to_path_buf(),
+            tables: TABLES.map(|table| layout.table(table)),
             dir,
             journal,
             current: None,
@@ -216,15 +200,17 @@ impl<'p, 'a> RowSink<'p, 'a> {
         }
         self.commit()?;
         let parts: Vec<[PathBuf; 2]> = (0..self.parts).map(|part| part_paths(&self.dir, part)).collect();
-        for (index, table) in ["trajectories.parquet", "outcomes.parquet"].into_iter().enumerate() {
+        for (index, path) in self.tables.iter().enumerate() {
             let files: Vec<&PathBuf> = parts.iter().map(|pair| &pair[index]).collect();
-            let path = self.out.join(table);
+            let folder = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(folder)
+                .map_err(|source| EngineError::Io { context: format!("cannot create {}", folder.display()), source })?;
             let aside = temporary(path.clone());
             critbench_storage::concat::concat_parquet(&files, &aside)?;
-            std::fs::rename(&aside, &path)
+            std::fs::rename(&aside, path)
                 .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
+            sync_dir(folder);
         }
-        sync_dir(&self.out);
         Ok(std::mem::take(&mut self.written))
     }
 

@@ -6,17 +6,17 @@
 //! critic takes is counted and left out. Admission happens here, in file order, so that it is the
 //! same whatever the number of workers, and no loop is ever run for a task that is not admitted.
 //!
-//! Memory is bounded by the chunks in flight: ids are remembered as 64-bit hashes with the
-//! file and line of their first occurrence (16 bytes a task in the table, about 35 bytes a task
-//! with the table's spare capacity), never as the tasks themselves.
+//! Memory is bounded by the chunks in flight: ids are remembered as 64-bit hashes
+//! ([`TaskIds`]), never as the tasks themselves.
 
-use std::collections::{BTreeSet, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BTreeSet;
 
 use critbench_core::Task;
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::dataset::{DatasetError, DatasetStream, OnBadRow, RowError};
 use critbench_storage::manifest::DatasetRecord;
+use critbench_storage::shards::Shard;
+use critbench_storage::task_ids::TaskIds;
 
 use crate::EngineError;
 use crate::memory::{Split, split_of};
@@ -55,22 +55,8 @@ pub struct SourceReport {
     pub other_split: usize,
     /// Kinds of the admitted tasks (for the message when no task reaches a critic).
     pub kinds: BTreeSet<String>,
-}
-
-/// Keys are already hashes.
-#[derive(Default)]
-struct IdentityHasher(u64);
-
-impl Hasher for IdentityHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys are hashed")
-    }
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
-    }
+    /// Admitted tasks this pass would run but another shard runs.
+    pub other_shards: usize,
 }
 
 /// Every dataset file of a run, opened (formats, CSV headers and Parquet schemas checked) before
@@ -84,6 +70,9 @@ pub struct Source {
     /// Chunks before this one are admitted (ids remembered, rows counted) but not handed on:
     /// a resumed run wrote them already.
     first_chunk: u64,
+    /// Run only the tasks of this shard (in the evaluation pass; every shard learns from the
+    /// same learning tasks). Every row is still read and checked.
+    shard: Option<Shard>,
 }
 
 impl Source {
@@ -106,7 +95,13 @@ impl Source {
             rows_per_chunk,
             total_bytes,
             first_chunk: 0,
+            shard: None,
         })
+    }
+
+    /// Hands on only the tasks of `shard` in the evaluation pass.
+    pub fn shard(self, shard: Option<Shard>) -> Source {
+        Source { shard, ..self }
     }
 
     /// Hands on chunks from `first` on only.
@@ -135,7 +130,7 @@ impl Source {
     ) -> Result<SourceReport, EngineError> {
         let experiment = plan.experiment;
         let mut report = SourceReport::default();
-        let mut seen: HashMap<u64, (u32, u32), BuildHasherDefault<IdentityHasher>> = HashMap::default();
+        let mut ids = TaskIds::new();
         let mut seq = 0u64;
         let mut bytes_before = 0u64;
         let memory = experiment.arms.iter().any(|a| a.uses_memory());
@@ -168,23 +163,11 @@ impl Source {
                     if self.limit.is_some_and(|limit| admitted_in_file >= limit) {
                         break;
                     }
+                    let row_label = stream.row_label();
                     let admitted = parsed.and_then(|task| {
-                        let hash = id_hash(&task.id);
-                        if let Some(&(first_file, first_row)) = seen.get(&hash) {
-                            let label = stream.row_label();
-                            let message = if first_file as usize == file {
-                                format!("duplicate id `{}` (first on {label} {first_row}); ids must be unique", task.id)
-                            } else {
-                                format!(
-                                    "duplicate id `{}` (also in {}); ids must be unique across datasets",
-                                    task.id,
-                                    experiment.datasets[first_file as usize].display()
-                                )
-                            };
-                            return Err(RowError { field: Some("id".into()), message });
-                        }
-                        seen.insert(hash, (file as u32, row as u32));
-                        Ok(task)
+                        ids.admit(&task.id, file, row, row_label, &experiment.datasets)
+                            .map(|()| task)
+                            .map_err(RowError::from)
                     });
                     let admitted = admitted.and_then(|task| {
                         let split = if memory {
@@ -233,6 +216,10 @@ impl Source {
                         report.other_split += 1;
                         continue;
                     }
+                    if scope == Scope::Evaluate && self.shard.is_some_and(|shard| !shard.holds(&task.id)) {
+                        report.other_shards += 1;
+                        continue;
+                    }
                     report.tasks_run += 1;
                     in_chunk += 1;
                     // A chunk a resumed run wrote already is admitted, not prepared.
@@ -273,14 +260,4 @@ impl Source {
         }
         Ok(report)
     }
-}
-
-/// The id's hash for the duplicate check: SipHash with fixed keys (a collision between two
-/// different ids among a million has a probability of about 3·10⁻⁸).
-fn id_hash(id: &str) -> u64 {
-    use std::hash::Hash;
-    #[allow(deprecated)]
-    let mut hasher = std::hash::SipHasher::new_with_keys(0x6372_6974_6265_6e63, 0x6820_6964_7320_2020);
-    id.hash(&mut hasher);
-    hasher.finish()
 }

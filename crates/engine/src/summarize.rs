@@ -44,9 +44,18 @@ pub struct RunSummary {
     pub openai: Option<serde_json::Value>,
 }
 
+impl RunSummary {
+    /// What the model client did, typed, when the experiment has an `[openai]` table.
+    pub fn model_usage(&self) -> Option<crate::model_usage::ModelUsage> {
+        self.openai.as_ref().and_then(|report| crate::model_usage::ModelUsage::from_report(report).ok())
+    }
+}
+
 /// Everything the run learned on its way, for the manifest and the summary.
 pub struct Finished<'r> {
     pub experiment: &'r Experiment,
+    /// Where the run (or the shard) writes.
+    pub layout: &'r crate::run_dir::Layout,
     pub run_id: &'r str,
     pub started_at: &'r str,
     pub elapsed: Duration,
@@ -61,13 +70,17 @@ pub struct Finished<'r> {
     pub resumed_rounds: u64,
 }
 
-/// Writes `manifest.json` and every summary file, and returns the run's summary.
+/// Writes `manifest.json` and every summary file, and returns the run's summary. A shard writes
+/// its own manifest only: the summaries are `critbench merge`'s, over every shard.
 pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, EngineError> {
     let experiment = finished.experiment;
     let (finished_at, _) = critbench_storage::clock::utc_stamps(std::time::SystemTime::now());
     let rows_skipped = finished.source.datasets.iter().map(|d| d.rows_skipped).sum();
+    let layout = finished.layout;
     manifest::write(&ManifestInput {
         experiment,
+        dir: &layout.own_dir(),
+        shard: layout.shard,
         run_id: finished.run_id,
         datasets: &finished.source.datasets,
         plugins: &plan.plugins,
@@ -84,7 +97,10 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         jobs: finished.jobs,
         openai: finished.openai.as_ref(),
     })?;
-    let report = critbench_report::write_reports(&experiment.out)?;
+    let report = match layout.shard {
+        Some(_) => None,
+        None => Some(critbench_report::write_reports(&experiment.out)?),
+    };
     let written = finished.written;
     Ok(RunSummary {
         run_id: finished.run_id.to_string(),
@@ -106,7 +122,7 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
             .map(|(critic, counts)| (critic.clone(), counts.recorded))
             .collect(),
         elapsed: finished.elapsed,
-        report: Some(report),
+        report,
         openai: finished.openai,
     })
 }

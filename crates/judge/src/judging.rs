@@ -1,15 +1,14 @@
 //! Loading labeled drafts and critics, and critiquing every draft: critic × task × draft × repeat,
 //! in parallel, with the rows in a fixed order whatever the thread count.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
-use critbench_core::{RoundScore, Task};
+use critbench_core::Task;
 use critbench_plugin_host::services::CallScope;
-use critbench_plugin_host::{CriticInstance, DEFAULT_TIMEOUT, PluginLibrary, SearchPath, critique_with_retry};
-use critbench_storage::dataset::{OnBadRow, read_dataset};
+use critbench_plugin_host::{CriticInstance, IsolationMode, critique_with_retry, open_critics};
+use critbench_storage::critique_columns::CritiqueColumns;
+use critbench_storage::dataset::{OnBadRow, read_datasets};
 use critbench_storage::judgments::JudgmentRow;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -55,9 +54,8 @@ pub struct DatasetSummary {
 pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<DatasetSummary>), JudgeError> {
     let mut labeled = Vec::new();
     let mut summaries = Vec::new();
-    let mut first_seen: HashMap<String, PathBuf> = HashMap::new();
-    for path in &spec.datasets {
-        let dataset = read_dataset(path, spec.on_bad_row)?;
+    for dataset in read_datasets(&spec.datasets, spec.on_bad_row)? {
+        let path = &dataset.path;
         let mut summary = DatasetSummary {
             path: path.clone(),
             sha256: dataset.sha256.clone(),
@@ -70,15 +68,6 @@ pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<Da
             tasks_skipped: Vec::new(),
         };
         for task in dataset.tasks {
-            if let Some(first) = first_seen.get(&task.id) {
-                return Err(JudgeError::Usage(format!(
-                    "{}: field `id`: duplicate id `{}` (also in {}); ids must be unique across datasets",
-                    path.display(),
-                    task.id,
-                    first.display()
-                )));
-            }
-            first_seen.insert(task.id.clone(), path.clone());
             match gold_labels(&task) {
                 Ok(Labeled::NoDrafts) => summary.tasks_without_drafts += 1,
                 Ok(Labeled::Unlabeled) => summary.tasks_without_labels += 1,
@@ -96,38 +85,19 @@ pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<Da
         summaries.push(summary);
     }
     if labeled.is_empty() {
-        let files: Vec<String> = spec.datasets.iter().map(|p| p.display().to_string()).collect();
-        return Err(JudgeError::Usage(format!(
-            "no labeled drafts in {}: `critbench judge` needs tasks with `drafts` and one label per draft, \
-             e.g. \"drafts\": [\"...\", \"...\"], \"labels\": [{{\"pass\": true}}, {{\"pass\": false, \"fatal\": true}}]",
-            files.join(", ")
-        )));
+        return Err(JudgeError::NoLabeledDrafts { files: spec.datasets.clone() });
     }
     Ok((labeled, summaries))
 }
 
-/// A critic ready to call, and the library it came from.
-pub(crate) struct LoadedCritic {
-    pub library: Arc<PluginLibrary>,
-    instance: CriticInstance,
-}
-
-pub(crate) fn load_critics(spec: &JudgeSpec) -> Result<Vec<LoadedCritic>, JudgeError> {
-    let search = SearchPath::default_for_current_exe(&spec.plugin_dirs);
+/// Opens every critic of the spec (in this process: `critbench judge` calls plugin libraries
+/// directly).
+pub(crate) fn load_critics(spec: &JudgeSpec) -> Result<Vec<CriticInstance>, JudgeError> {
     let base_dir = spec.experiment_path.as_ref().and_then(|p| p.parent());
-    spec.critics
-        .iter()
-        .map(|setup| {
-            let plugin_error = |source| JudgeError::Plugin { critic: setup.name.clone(), source };
-            let library = PluginLibrary::resolve(&setup.plugin, &search, base_dir).map_err(plugin_error)?;
-            spec.host.check_requires(&library.name, &library.declared).map_err(plugin_error)?;
-            let instance = library
-                .instantiate_in_process(&setup.config.to_string(), Some(DEFAULT_TIMEOUT), &spec.host)
-                .map(CriticInstance::InProcess)
-                .map_err(plugin_error)?;
-            Ok(LoadedCritic { library, instance })
-        })
-        .collect()
+    if let Some(critic) = spec.critics.iter().find(|c| c.command.is_some() || c.isolation != IsolationMode::InProcess) {
+        return Err(JudgeError::NotInProcess { critic: critic.name.clone() });
+    }
+    Ok(open_critics(&spec.critics, &spec.plugin_dirs, base_dir, spec.jobs, &spec.host)?)
 }
 
 /// One critique to make: indices into the critics and labeled tasks.
@@ -167,14 +137,13 @@ pub(crate) fn for_metrics(row: &JudgmentRow) -> JudgmentRow {
         kind: row.kind.clone(),
         draft_index: row.draft_index,
         repeat: row.repeat,
-        score: row.score,
-        dims: row.dims.clone(),
-        issues: Vec::new(),
-        fatal_issues: row.fatal_issues.iter().take(1).cloned().collect(),
-        issue_types: Vec::new(),
-        suggestions: None,
-        rationale: None,
-        critic_passed: row.critic_passed,
+        critique: CritiqueColumns {
+            score: row.critique.score,
+            dims: row.critique.dims.clone(),
+            fatal_issues: row.critique.fatal_issues.iter().take(1).cloned().collect(),
+            critic_passed: row.critique.critic_passed,
+            ..CritiqueColumns::default()
+        },
         passed: row.passed,
         pass_score: row.pass_score,
         dim_target: row.dim_target,
@@ -195,7 +164,7 @@ pub(crate) fn critique_all(
     spec: &JudgeSpec,
     run_id: &str,
     tasks: &[LabeledTask],
-    critics: &[LoadedCritic],
+    critics: &[CriticInstance],
     units: &[Unit],
     pool: &rayon::ThreadPool,
 ) -> Vec<JudgmentRow> {
@@ -206,7 +175,7 @@ fn critique_one(
     spec: &JudgeSpec,
     run_id: &str,
     tasks: &[LabeledTask],
-    critics: &[LoadedCritic],
+    critics: &[CriticInstance],
     unit: Unit,
 ) -> JudgmentRow {
     let labeled = &tasks[unit.task];
@@ -220,18 +189,10 @@ fn critique_one(
     // Host services (the judge model's cache) key their answers by this critique's identity:
     // each repeat is an epoch of its own, so a model judge resamples it.
     let mut scope = CallScope::new(&labeled.task.id, unit.repeat, unit.draft as u32);
-    let instance = &critics[unit.critic].instance;
-    let call = critique_with_retry(instance, &request, setup.weights.as_ref(), spec.attempts, &mut scope);
+    let call = critique_with_retry(&critics[unit.critic], &request, setup.weights.as_ref(), spec.attempts, &mut scope);
     let critic_ms = started.elapsed().as_secs_f64() * 1000.0;
     // The host decides, never the critic: the same rule that stops a loop with `pass`.
-    let verdict = RoundScore {
-        score: call.critique.score,
-        fatal: !call.critique.fatal_issues.is_empty(),
-        failed: call.failed(),
-        min_dimension: call.critique.min_dimension(),
-    }
-    .meets_pass_rule(&spec.policy);
-    let critique = call.critique;
+    let verdict = call.critique.round_score(call.failed()).meets_pass_rule(&spec.policy);
     JudgmentRow {
         run_id: run_id.to_string(),
         critic: setup.name.clone(),
@@ -239,14 +200,7 @@ fn critique_one(
         kind: labeled.task.kind.clone(),
         draft_index: unit.draft as u32,
         repeat: unit.repeat,
-        score: critique.score,
-        suggestions: critique.suggestions_json(),
-        dims: critique.dimensions,
-        issues: critique.issues,
-        fatal_issues: critique.fatal_issues,
-        issue_types: critique.issue_types,
-        rationale: critique.rationale,
-        critic_passed: critique.critic_passed,
+        critique: call.critique.into(),
         passed: verdict,
         pass_score: spec.policy.pass_score,
         dim_target: spec.policy.dim_target,

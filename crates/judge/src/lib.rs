@@ -13,10 +13,10 @@
 //! `judge.csv`, `judge.md` and `judge.html` into the output directory.
 //!
 //! ```no_run
-//! use critbench_judge::{CriticSetup, JudgeSpec, judge};
+//! use critbench_judge::{CriticSpec, JudgeSpec, judge};
 //!
 //! let spec = JudgeSpec {
-//!     critics: vec![CriticSetup::new("evidence", "evidence")],
+//!     critics: vec![CriticSpec::plugin("evidence", "evidence")],
 //!     datasets: vec!["datasets/judge.jsonl".into()],
 //!     out: "reports/judge".into(),
 //!     ..JudgeSpec::default()
@@ -36,52 +36,19 @@ pub mod metrics;
 mod report;
 pub mod stats;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use critbench_core::Policy;
 use critbench_storage::dataset::OnBadRow;
 use critbench_storage::judgments::JudgmentWriter;
 
+pub use critbench_plugin_host::CriticSpec;
 pub use error::JudgeError;
 pub use judging::{DatasetSummary, SkippedTask};
 pub use markdown::{findings, pair_table, side_by_side};
 pub use report::{JudgeReport, PluginRecord, PolicyRecord};
-
-/// One critic to benchmark, as the experiment file describes it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CriticSetup {
-    /// The label in the outputs.
-    pub name: String,
-    /// A built-in plugin name or a path (relative paths against the experiment's directory).
-    pub plugin: String,
-    /// Only drafts of tasks of these kinds; every draft when `None`.
-    pub kinds: Option<Vec<String>>,
-    /// JSON handed to the plugin's `create`.
-    pub config: serde_json::Value,
-    /// Weights for the mean of dimensions when a critique has no score.
-    pub weights: Option<BTreeMap<String, f64>>,
-}
-
-impl CriticSetup {
-    pub fn new(name: &str, plugin: &str) -> CriticSetup {
-        CriticSetup {
-            name: name.into(),
-            plugin: plugin.into(),
-            kinds: None,
-            config: serde_json::json!({}),
-            weights: None,
-        }
-    }
-
-    pub fn takes(&self, kind: Option<&str>) -> bool {
-        match &self.kinds {
-            None => true,
-            Some(kinds) => kind.is_some_and(|k| kinds.iter().any(|wanted| wanted == k)),
-        }
-    }
-}
 
 /// Everything `critbench judge` needs, resolved from the experiment file and the command line.
 #[derive(Clone, Debug)]
@@ -92,7 +59,7 @@ pub struct JudgeSpec {
     pub experiment_path: Option<PathBuf>,
     pub datasets: Vec<PathBuf>,
     pub on_bad_row: OnBadRow,
-    pub critics: Vec<CriticSetup>,
+    pub critics: Vec<CriticSpec>,
     /// The pass rule that turns a critique into a verdict (the experiment's first policy).
     pub policy: Policy,
     /// How many configs the experiment's policy grid has (only the first is used here).
@@ -153,22 +120,20 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
     let (started_at, stamp) = critbench_storage::clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-judge-{stamp}", spec.name);
     if spec.critics.is_empty() {
-        return Err(JudgeError::Usage("no critics to judge: add a [[critics]] table".into()));
+        return Err(JudgeError::NoCritics);
     }
     if spec.repeats == 0 {
-        return Err(JudgeError::Usage("`repeats` must be at least 1".into()));
+        return Err(JudgeError::NoRepeats);
     }
     let (tasks, datasets) = judging::load_labeled(spec)?;
     let critics = judging::load_critics(spec)?;
     let units = judging::units(spec, &tasks);
     if units.is_empty() {
-        let mut kinds: Vec<&str> = tasks.iter().map(|t| t.task.kind.as_deref().unwrap_or("(none)")).collect();
+        let mut kinds: Vec<String> =
+            tasks.iter().map(|t| t.task.kind.as_deref().unwrap_or("(none)").to_string()).collect();
         kinds.sort_unstable();
         kinds.dedup();
-        return Err(JudgeError::Usage(format!(
-            "no labeled draft reaches any critic: the labeled tasks have kinds [{}]; check each critic's `kinds`",
-            kinds.join(", ")
-        )));
+        return Err(JudgeError::NoDraftForAnyCritic { kinds });
     }
     let mut notes = Vec::new();
     let unrouted = tasks.iter().filter(|t| !spec.critics.iter().any(|c| c.takes(t.task.kind.as_deref()))).count();
@@ -207,10 +172,7 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
         context: format!("cannot create the output directory {}", spec.out.display()),
         source,
     })?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(spec.jobs)
-        .build()
-        .map_err(|e| JudgeError::Internal(format!("cannot start worker threads: {e}")))?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(spec.jobs).build().map_err(JudgeError::Threads)?;
     // Judgments reach Parquet a chunk of units at a time, in unit order, as they are made; the
     // metrics keep only the fields they read (no issue texts, rationales or metas).
     let mut writer = JudgmentWriter::create(&spec.out.join("judgments.parquet"))?;
@@ -223,7 +185,7 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
     }
     writer.close()?;
 
-    let libraries: Vec<_> = critics.iter().map(|c| c.library.clone()).collect();
+    let libraries: Vec<_> = critics.iter().map(|c| Arc::clone(c.info())).collect();
     let (finished_at, _) = critbench_storage::clock::utc_stamps(SystemTime::now());
     let context = report::Context {
         spec,

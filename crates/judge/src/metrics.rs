@@ -198,19 +198,14 @@ fn observations(rows: &[&JudgmentRow]) -> (Vec<Observation>, usize) {
         .map(|row| {
             let next = drafts.len();
             let draft = *drafts.entry((row.task_id.as_str(), row.draft_index)).or_insert(next);
-            let round = RoundScore {
-                score: row.score,
-                fatal: !row.fatal_issues.is_empty(),
-                failed: row.critic_error.is_some(),
-                min_dimension: row.dims.values().copied().reduce(f64::min),
-            };
+            let round = row.critique.round_score(row.critic_error.is_some());
             Observation {
                 draft,
                 gold_pass: row.gold_pass,
                 gold_score: row.gold_score,
                 gold_fatal: row.gold_fatal,
                 passed: row.passed,
-                score: row.score,
+                score: row.critique.score,
                 flagged_fatal: round.fatal,
                 failed: round.failed,
                 attempts: row.critic_attempts,
@@ -543,11 +538,12 @@ pub fn calibration(input: &CriticRows<'_>) -> Vec<CalibrationBin> {
     let width = (input.range.max - input.range.min) / CALIBRATION_BINS as f64;
     let mut bins: Vec<(u64, u64, f64)> = vec![(0, 0, 0.0); CALIBRATION_BINS];
     for row in &input.rows {
-        let index = (((row.score - input.range.min) / width).floor().max(0.0) as usize).min(CALIBRATION_BINS - 1);
+        let index =
+            (((row.critique.score - input.range.min) / width).floor().max(0.0) as usize).min(CALIBRATION_BINS - 1);
         let bin = &mut bins[index];
         bin.0 += 1;
         bin.1 += u64::from(row.gold_pass);
-        bin.2 += row.score;
+        bin.2 += row.critique.score;
     }
     bins.into_iter()
         .enumerate()
@@ -661,6 +657,8 @@ pub fn compare(a: &CriticRows<'_>, b: &CriticRows<'_>, seed: u64) -> Option<Pair
 
 #[cfg(test)]
 mod tests {
+    use critbench_storage::critique_columns::CritiqueColumns;
+
     use super::*;
 
     const RANGE: ScoreRange = ScoreRange { min: 0.0, max: 10.0 };
@@ -673,14 +671,7 @@ mod tests {
             kind: Some("rag".into()),
             draft_index: draft,
             repeat,
-            score,
-            dims: BTreeMap::new(),
-            issues: Vec::new(),
-            fatal_issues: Vec::new(),
-            issue_types: Vec::new(),
-            suggestions: None,
-            rationale: None,
-            critic_passed: None,
+            critique: CritiqueColumns::scored(score),
             passed: score >= 8.0,
             pass_score: 8.0,
             dim_target: None,
@@ -760,7 +751,7 @@ mod tests {
     fn fatal_flags_and_errors_are_counted() {
         let mut rows = ten();
         rows[3].gold_fatal = Some(true);
-        rows[3].fatal_issues = vec!["unknown evidence id `d9`".into()];
+        rows[3].critique.fatal_issues = vec!["unknown evidence id `d9`".into()];
         rows[5].gold_fatal = Some(true); // judged pass, not flagged
         rows[6].critic_error = Some("boom".into());
         let m = critic_metrics(&input(&rows), &Policy::default(), 1, 7);
@@ -771,7 +762,7 @@ mod tests {
     #[test]
     fn the_threshold_sweep_replays_the_pass_rule() {
         let mut rows = ten();
-        rows[0].fatal_issues = vec!["fatal".into()]; // never passes, whatever the threshold
+        rows[0].critique.fatal_issues = vec!["fatal".into()]; // never passes, whatever the threshold
         let sweep = threshold_sweep(&input(&rows), &Policy::default());
         assert_eq!(sweep.len(), 21);
         let at = |t: f64| sweep.iter().find(|r| r.pass_score == t).unwrap();

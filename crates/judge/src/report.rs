@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use critbench_plugin_host::PluginLibrary;
+use critbench_plugin_host::CriticInfo;
 use critbench_storage::judgments::JudgmentRow;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -76,7 +76,7 @@ pub(crate) struct Context<'a> {
     pub spec: &'a JudgeSpec,
     pub run_id: &'a str,
     pub datasets: Vec<DatasetSummary>,
-    pub libraries: &'a [Arc<PluginLibrary>],
+    pub libraries: &'a [Arc<CriticInfo>],
     pub notes: Vec<String>,
     pub started_at: String,
     pub finished_at: String,

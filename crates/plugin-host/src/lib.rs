@@ -28,6 +28,7 @@
 //! println!("{} {}: {answer:?}", library.name, library.version);
 //! ```
 
+mod critics;
 mod error;
 mod info;
 mod library;
@@ -40,6 +41,7 @@ pub mod services;
 mod watchdog;
 pub mod worker;
 
+pub use critics::{CriticSpec, OpenCriticError, PassScoreOutOfRange, open_critics};
 pub use error::PluginError;
 pub use info::{
     CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::Path;
 
-use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats, outcome_critics, parquet_rows};
+use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats_in, outcome_critics, parquet_rows};
 
 use crate::ReportError;
 use crate::summary::{ComparisonRow, KeyMap, Loop, PairTotals, TaskPairs, task_hash, write_csv};
@@ -24,12 +24,8 @@ pub struct RunComparison {
     pub by_critic: bool,
 }
 
-fn outcomes_of(dir: &Path) -> Result<std::path::PathBuf, ReportError> {
-    let path = dir.join("outcomes.parquet");
-    if !path.is_file() {
-        return Err(ReportError::NotARun { path: dir.into(), reason: "outcomes.parquet is missing".into() });
-    }
-    Ok(path)
+fn outcomes_of(dir: &Path) -> Result<Vec<std::path::PathBuf>, ReportError> {
+    crate::table_files(dir, "outcomes")
 }
 
 fn name_of(dir: &Path) -> Result<String, ReportError> {
@@ -124,8 +120,14 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     let (label_a, label_b) =
         if a_name == b_name { (format!("A({a_name})"), format!("B({b_name})")) } else { (a_name, b_name) };
     let corrupt = |e: critbench_storage::tables::StorageError| ReportError::Corrupt(e.to_string());
-    let critics_a: BTreeSet<String> = outcome_critics(&a_path).map_err(corrupt)?;
-    let critics_b: BTreeSet<String> = outcome_critics(&b_path).map_err(corrupt)?;
+    let critics_of = |paths: &[std::path::PathBuf]| -> Result<BTreeSet<String>, ReportError> {
+        let mut critics = BTreeSet::new();
+        for path in paths {
+            critics.extend(outcome_critics(path).map_err(corrupt)?);
+        }
+        Ok(critics)
+    };
+    let (critics_a, critics_b) = (critics_of(&a_path)?, critics_of(&b_path)?);
     let by_critic = !critics_a.is_disjoint(&critics_b);
 
     let mut names = Names::default();
@@ -135,10 +137,12 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
         ((config, arm, if by_critic { critic } else { empty }, row.epoch, words(task_hash(row.task_id))), critic)
     };
     // Sized from the footer up front, so the index is never rehashed into a second copy.
-    let mut index_b: KeyMap<PairKey, Waiting> =
-        KeyMap::with_capacity_and_hasher(parquet_rows(&b_path).map_err(corrupt)?, Default::default());
+    let mut index_b: KeyMap<PairKey, Waiting> = KeyMap::with_capacity_and_hasher(
+        b_path.iter().map(|p| parquet_rows(p)).sum::<Result<usize, _>>().map_err(corrupt)?,
+        Default::default(),
+    );
     let mut ambiguous_b = None;
-    for_each_outcome_stats(&b_path, |row| {
+    for_each_outcome_stats_in(&b_path, |row| {
         let (pair_key, critic) = key(row, &mut names);
         let own = Loop::of(row, 0);
         let waiting = Waiting {
@@ -167,7 +171,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     let mut totals: HashMap<GroupKey, PairTotals> = HashMap::new();
     let mut matched_b = 0usize;
     let mut ambiguous_a = None;
-    for_each_outcome_stats(&a_path, |row| {
+    for_each_outcome_stats_in(&a_path, |row| {
         let (pair_key, critic_a) = key(row, &mut names);
         match index_b.get_mut(&pair_key) {
             Some(waiting) if waiting.matched => {

@@ -8,10 +8,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use critbench_storage::manifest::{Manifest, PolicyRecord};
-use critbench_storage::tables::for_each_outcome_stats;
+use critbench_storage::tables::for_each_outcome_stats_in;
 use serde::Serialize;
 
 use crate::ReportError;
@@ -143,7 +143,7 @@ struct OpenUnit {
 /// Streams `outcomes.parquet` once and compares each pair in `pairs`, per arm and critic. Rows are
 /// ordered by pair, then critic and arm in the order the run lists them.
 fn compare_pairs(
-    path: &Path,
+    paths: &[PathBuf],
     configs: &[String],
     pairs: &[ConfigPair],
     expected: Option<usize>,
@@ -195,7 +195,7 @@ fn compare_pairs(
             }
         }
     };
-    for_each_outcome_stats(path, |row| {
+    for_each_outcome_stats_in(paths, |row| {
         let Some(&config) = config_index.get(row.config_id) else { return Ok(()) };
         let key = (intern(row.critic), intern(row.arm), task_hash(row.task_id));
         let unit = open.entry(key).or_default();
@@ -270,7 +270,7 @@ fn critic_order(manifest: &Manifest) -> Vec<String> {
 /// Compares every pair of grid neighbours of the run's policy grid (from its manifest); empty for a
 /// single config or a run without a manifest.
 pub fn neighbour_comparisons(
-    outcomes: &Path,
+    outcomes: &[PathBuf],
     manifest: Option<&Manifest>,
 ) -> Result<Vec<ConfigComparisonRow>, ReportError> {
     let Some(manifest) = manifest else { return Ok(Vec::new()) };
@@ -290,10 +290,7 @@ pub fn neighbour_comparisons(
 /// Compares config `a` with config `b` of the run in `run_dir`, per arm and critic. An unknown
 /// config is an error listing the run's configs.
 pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigComparisonRow>, ReportError> {
-    let outcomes = run_dir.join("outcomes.parquet");
-    if !outcomes.is_file() {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason: "outcomes.parquet is missing".into() });
-    }
+    let outcomes = crate::table_files(run_dir, "outcomes")?;
     if a == b {
         return Err(ReportError::Corrupt(format!("--configs needs two different configs, not `{a}` twice")));
     }
@@ -304,7 +301,7 @@ pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigCom
     };
     if configs.is_empty() {
         let mut seen = std::collections::BTreeSet::new();
-        for_each_outcome_stats(&outcomes, |row| {
+        for_each_outcome_stats_in(&outcomes, |row| {
             seen.insert(row.config_id.to_string());
             Ok(())
         })

@@ -32,7 +32,7 @@ pub use html::escape as escape_html;
 pub use markdown::{glance_table, render_markdown, summary_table};
 pub use summary::{
     ADJUDICATED_SUFFIX, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport, Report, SummaryRow,
-    TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file,
+    TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file, summarize_files,
 };
 
 use std::path::{Path, PathBuf};
@@ -55,21 +55,32 @@ impl ReportError {
     }
 }
 
-/// Reads the run directory's outcomes (streaming, a batch at a time) and manifest (for names,
-/// order and how many loops each task has) and writes every summary file. Returns what it wrote.
-pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
-    let outcomes_path = run_dir.join("outcomes.parquet");
+/// The files of `table` (`"outcomes"`, `"trajectories"`) of the run in `run_dir`, whether it was
+/// run in one piece or in shards (then merged): an error when there are none, or when the shards
+/// are not merged yet.
+pub fn table_files(run_dir: &Path, table: &str) -> Result<Vec<PathBuf>, ReportError> {
     if !run_dir.is_dir() {
         return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
     }
-    if !outcomes_path.is_file() {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason: "outcomes.parquet is missing".into() });
+    if let Some(reason) = critbench_storage::shards::unmerged(run_dir) {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason });
     }
+    let files = critbench_storage::shards::table_files(run_dir, table);
+    if files.is_empty() {
+        return Err(ReportError::NotARun { path: run_dir.into(), reason: format!("{table}.parquet is missing") });
+    }
+    Ok(files)
+}
+
+/// Reads the run directory's outcomes (streaming, a batch at a time) and manifest (for names,
+/// order and how many loops each task has) and writes every summary file. Returns what it wrote.
+pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
+    let outcomes = table_files(run_dir, "outcomes")?;
     let manifest =
         critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    let report = summarize_file(&outcomes_path, manifest.as_ref())?;
+    let report = summarize_files(&outcomes, manifest.as_ref())?;
     summary::write_files(run_dir, &report)?;
-    let neighbours = configs::neighbour_comparisons(&outcomes_path, manifest.as_ref())?;
+    let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
     // arm of the outcomes file), for a reader to open one by one.

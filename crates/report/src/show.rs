@@ -12,7 +12,7 @@ use std::path::Path;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
-use critbench_storage::tables::for_each_outcome_stats;
+use critbench_storage::tables::for_each_outcome_stats_in;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -276,28 +276,25 @@ fn distinct<T: PartialEq + Clone>(rounds: &[Round], key: impl Fn(&Round) -> T) -
     values
 }
 
-fn trajectories_of(run_dir: &Path) -> Result<std::path::PathBuf, ReportError> {
-    if !run_dir.is_dir() {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
+/// Every round of `task` in the run's trajectories, whether in one file or in shards.
+fn task_rounds(run_dir: &Path, task: &str) -> Result<Vec<Round>, ReportError> {
+    let mut rounds = Vec::new();
+    for path in crate::table_files(run_dir, "trajectories")? {
+        rounds.extend(read_task_rounds(&path, task)?.0);
     }
-    let path = run_dir.join("trajectories.parquet");
-    if !path.is_file() {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason: "trajectories.parquet is missing".into() });
-    }
-    Ok(path)
+    Ok(rounds)
 }
 
 /// Renders one loop of `query.task` round by round. `color` adds ANSI colours to the draft diffs
 /// (for a terminal). Errors name what is missing: an unknown task, or a key no loop of the task has
 /// (with the values it does have).
 pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<String, ReportError> {
-    let path = trajectories_of(run_dir)?;
-    let (rounds, _, _) = read_task_rounds(&path, &query.task)?;
+    let rounds = task_rounds(run_dir, &query.task)?;
     if rounds.is_empty() {
         return Err(ReportError::Corrupt(format!(
             "task `{}` is not in {} (task ids are the dataset's `id`s)",
             query.task,
-            path.display()
+            run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories")).display()
         )));
     }
     let keys = |r: &Round| (r.config.clone(), r.critic.clone(), r.arm.clone(), r.epoch);
@@ -566,13 +563,7 @@ pub fn discordant_pairs_limited(
     arm_b: &str,
     limit: usize,
 ) -> Result<Vec<PairGroup>, ReportError> {
-    if !run_dir.is_dir() {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
-    }
-    let path = run_dir.join("outcomes.parquet");
-    if !path.is_file() {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason: "outcomes.parquet is missing".into() });
-    }
+    let paths = crate::table_files(run_dir, "outcomes")?;
     if arm_a == arm_b {
         return Err(ReportError::Corrupt(format!("--pairs needs two different arms, not `{arm_a}` twice")));
     }
@@ -587,7 +578,7 @@ pub fn discordant_pairs_limited(
         pairs.sort_unstable_by(|x, y| (&x.task_id, x.epoch).cmp(&(&y.task_id, y.epoch)));
         pairs.truncate(limit);
     };
-    for_each_outcome_stats(&path, |row| {
+    for_each_outcome_stats_in(&paths, |row| {
         if !arms.iter().any(|a| a == row.arm) {
             arms.push(row.arm.to_string());
         }
@@ -730,8 +721,7 @@ pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGrou
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
+    use critbench_storage::critique_columns::CritiqueColumns;
     use critbench_storage::tables::{TrajectoryRow, TrajectoryWriter};
 
     use super::*;
@@ -790,7 +780,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trajectories.parquet");
         let mut writer = TrajectoryWriter::create(&path).unwrap();
-        let dims = BTreeMap::new();
+        let critique = CritiqueColumns::scored(5.0);
         // "a" fills most of the first group, "b" straddles both, "c" is in the second only.
         let tasks = [("a", 60_000u32), ("b", 10_000), ("c", 5_000)];
         for (task, rounds) in tasks {
@@ -799,7 +789,7 @@ mod tests {
                     .push(&TrajectoryRow {
                         epoch: round / 4,
                         draft_chars: 10,
-                        ..TrajectoryRow::bare(task, round % 4, 5.0, &dims)
+                        ..TrajectoryRow::bare(task, round % 4, &critique)
                     })
                     .unwrap();
             }

@@ -540,10 +540,20 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Res
 /// Streams `outcomes.parquet` (a projection of the columns summaries need, a batch at a time)
 /// into a [`Report`].
 pub fn summarize_file(path: &Path, manifest: Option<&Manifest>) -> Result<Report, ReportError> {
+    summarize_files(&[path.to_path_buf()], manifest)
+}
+
+/// [`summarize_file`] of one table kept in several files (a sharded run's partitions), streamed
+/// one after the other.
+pub fn summarize_files(paths: &[std::path::PathBuf], manifest: Option<&Manifest>) -> Result<Report, ReportError> {
     let mut summarizer = Summarizer::new(manifest);
-    critbench_storage::tables::for_each_outcome_stats(path, |row| summarizer.add(row))
+    critbench_storage::tables::for_each_outcome_stats_in(paths, |row| summarizer.add(row))
         .map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    summarizer.finish(manifest).map_err(|e| ReportError::Corrupt(format!("{}: {e}", path.display())))
+    let name = match paths {
+        [one] => one.display().to_string(),
+        _ => paths.first().and_then(|p| p.parent()?.parent()).map_or_else(String::new, |d| d.display().to_string()),
+    };
+    summarizer.finish(manifest).map_err(|e| ReportError::Corrupt(format!("{name}: {e}")))
 }
 
 pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportError> {

@@ -1,15 +1,15 @@
 //! Writing owned rows to Parquet in batches: rows wait in memory until a batch is full, then a
 //! table-specific function turns them into columns with the helpers of [`RowColumns`].
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{Float64Builder, ListBuilder, MapBuilder, StringBuilder};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray};
 use arrow_schema::SchemaRef;
 
+use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
 use crate::parquet_sink::{ParquetSink, StorageError};
+use crate::schema::{int32, int64};
 
 /// Rows held before they are handed to the Parquet writer.
 pub(crate) const BATCH_ROWS: usize = 8192;
@@ -57,14 +57,6 @@ impl<R: TableRow> TableWriter<R> {
 /// One column at a time out of a batch of rows.
 pub(crate) struct RowColumns<'a, R>(pub &'a [R]);
 
-fn int32(value: u32) -> i32 {
-    i32::try_from(value).unwrap_or(i32::MAX)
-}
-
-fn int64(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
 impl<R> RowColumns<'_, R> {
     pub fn text(&self, f: impl Fn(&R) -> &str) -> ArrayRef {
         Arc::new(StringArray::from_iter_values(self.0.iter().map(f)))
@@ -102,28 +94,12 @@ impl<R> RowColumns<'_, R> {
         Arc::new(BooleanArray::from_iter(self.0.iter().map(f)))
     }
 
-    /// A list<utf8> column, typed as in every critbench table.
-    pub fn string_lists(&self, f: impl Fn(&R) -> &[String]) -> ArrayRef {
-        let mut builder = ListBuilder::new(StringBuilder::new());
+    /// The critique columns, in the order of [`CritiqueColumns::fields`].
+    pub fn critique(&self, f: impl Fn(&R) -> &CritiqueColumns) -> [ArrayRef; 8] {
+        let mut builders = CritiqueBuilders::new();
         for row in self.0 {
-            for item in f(row) {
-                builder.values().append_value(item);
-            }
-            builder.append(true);
+            builders.append(f(row));
         }
-        Arc::new(builder.finish())
-    }
-
-    /// A map<utf8, float64> column, typed as in every critbench table.
-    pub fn float_maps(&self, f: impl Fn(&R) -> &BTreeMap<String, f64>) -> ArrayRef {
-        let mut builder = MapBuilder::new(None, StringBuilder::new(), Float64Builder::new());
-        for row in self.0 {
-            for (name, value) in f(row) {
-                builder.keys().append_value(name);
-                builder.values().append_value(*value);
-            }
-            builder.append(true).expect("map keys and values are appended in pairs");
-        }
-        Arc::new(builder.finish())
+        builders.finish()
     }
 }

@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 
-use crate::tables::StorageError;
+use crate::parquet_sink::StorageError;
 
 /// Calls `each` on every record batch of the Parquet file at `path`.
 pub(crate) fn for_each_batch(

@@ -1,10 +1,12 @@
 //! Dataset readers: one task per row, in JSONL, CSV or Parquet, chosen by file extension.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use critbench_core::Task;
+
+use crate::task_ids::{DuplicateId, TaskIds};
 use serde_json::{Map, Value};
 
 /// What to do with a row that breaks the dataset rules.
@@ -78,6 +80,12 @@ pub struct RowError {
     pub message: String,
 }
 
+impl From<DuplicateId> for RowError {
+    fn from(duplicate: DuplicateId) -> RowError {
+        RowError::field("id", duplicate.to_string())
+    }
+}
+
 impl RowError {
     fn field(field: &str, message: impl Into<String>) -> Self {
         RowError { field: Some(field.to_string()), message: message.into() }
@@ -115,35 +123,38 @@ fn format_of(path: &Path) -> Result<Format, DatasetError> {
 /// Reads and validates one whole dataset file into memory. Duplicate ids are always an error.
 /// Runs stream their datasets with [`DatasetStream`] instead; this is for small labeled sets.
 pub fn read_dataset(path: &Path, on_bad_row: OnBadRow) -> Result<Dataset, DatasetError> {
-    let mut stream = DatasetStream::open(path)?;
-    let row_label = stream.row_label();
-    let mut tasks = Vec::new();
-    let mut skipped = Vec::new();
-    let mut first_seen: HashMap<String, usize> = HashMap::new();
-    while let Some(block) = stream.next_block(4096)? {
-        for (row, parsed) in block.parse() {
-            let result = parsed.and_then(|task| match first_seen.get(&task.id) {
-                Some(first) => Err(RowError::field(
-                    "id",
-                    format!("duplicate id `{}` (first on {row_label} {first}); ids must be unique", task.id),
-                )),
-                None => Ok(task),
-            });
-            match result {
-                Ok(task) => {
-                    first_seen.insert(task.id.clone(), row);
-                    tasks.push(task);
+    let mut datasets = read_datasets(&[path.to_path_buf()], on_bad_row)?;
+    Ok(datasets.pop().expect("one dataset per path"))
+}
+
+/// Reads and validates whole dataset files into memory, in order. A duplicate id, within a file
+/// or across files, is a bad row.
+pub fn read_datasets(paths: &[PathBuf], on_bad_row: OnBadRow) -> Result<Vec<Dataset>, DatasetError> {
+    let mut ids = TaskIds::new();
+    let mut datasets = Vec::with_capacity(paths.len());
+    for (file, path) in paths.iter().enumerate() {
+        let mut stream = DatasetStream::open(path)?;
+        let row_label = stream.row_label();
+        let mut tasks = Vec::new();
+        let mut skipped = Vec::new();
+        while let Some(block) = stream.next_block(4096)? {
+            for (row, parsed) in block.parse() {
+                match parsed.and_then(|task| {
+                    ids.admit(&task.id, file, row, row_label, paths).map(|()| task).map_err(RowError::from)
+                }) {
+                    Ok(task) => tasks.push(task),
+                    Err(error) if on_bad_row == OnBadRow::Skip => skipped.push(stream.skipped(row, error)),
+                    Err(error) => return Err(stream.row_error(row, error)),
                 }
-                Err(error) if on_bad_row == OnBadRow::Skip => skipped.push(stream.skipped(row, error)),
-                Err(error) => return Err(stream.row_error(row, error)),
             }
         }
+        let sha256 = stream.finish()?;
+        if tasks.is_empty() && skipped.is_empty() {
+            return Err(DatasetError::empty(path));
+        }
+        datasets.push(Dataset { path: path.clone(), sha256, tasks, skipped });
     }
-    let sha256 = stream.finish()?;
-    if tasks.is_empty() && skipped.is_empty() {
-        return Err(DatasetError::empty(path));
-    }
-    Ok(Dataset { path: path.into(), sha256, tasks, skipped })
+    Ok(datasets)
 }
 
 /// A dataset file read a block of rows at a time, hashing its bytes as they go by.

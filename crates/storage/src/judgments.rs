@@ -1,7 +1,6 @@
 //! `judgments.parquet`: one row per critic × task × draft × repeat of `critbench judge`, the critic's
 //! critique of a labeled draft beside the draft's gold label.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,7 +9,9 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::buffered::{RowColumns, TableRow, TableWriter};
 use crate::columns::{Columns, for_each_batch};
+use crate::critique_columns::CritiqueColumns;
 use crate::parquet_sink::StorageError;
+use crate::schema::utf8;
 
 /// One critique of one labeled draft.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,17 +24,8 @@ pub struct JudgmentRow {
     pub draft_index: u32,
     /// 0-based repeat of the same request.
     pub repeat: u32,
-    pub score: f64,
-    pub dims: BTreeMap<String, f64>,
-    pub issues: Vec<String>,
-    pub fatal_issues: Vec<String>,
-    /// The types the critic tagged its issues with, each once.
-    pub issue_types: Vec<String>,
-    /// Suggestions as JSON text, null when there are none.
-    pub suggestions: Option<String>,
-    pub rationale: Option<String>,
-    /// The critic's own verdict; recorded, never used.
-    pub critic_passed: Option<bool>,
+    /// The critic's critique of the draft.
+    pub critique: CritiqueColumns,
     /// The host's verdict: the critique meets the policy's pass rule (SPEC §5 step 1).
     pub passed: bool,
     pub pass_score: f64,
@@ -52,44 +44,18 @@ pub struct JudgmentRow {
     pub meta: Option<String>,
 }
 
-fn utf8(name: &str, nullable: bool) -> Field {
-    Field::new(name, DataType::Utf8, nullable)
-}
-
-// The nested columns are typed exactly as in `trajectories.parquet`, so a notebook reads `dims`,
-// `issues` and `fatal_issues` of both tables the same way.
-fn string_list(name: &str) -> Field {
-    Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false)
-}
-
-fn dims_map(name: &str) -> Field {
-    let entries = Field::new(
-        "entries",
-        DataType::Struct(
-            vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Float64, true)].into(),
-        ),
-        false,
-    );
-    Field::new(name, DataType::Map(Arc::new(entries), false), false)
-}
-
 /// The schema of `judgments.parquet`.
 pub fn judgment_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
+    let mut fields = vec![
         utf8("run_id", false),
         utf8("critic", false),
         utf8("task_id", false),
         utf8("kind", true),
         Field::new("draft_index", DataType::Int32, false),
         Field::new("repeat", DataType::Int32, false),
-        Field::new("score", DataType::Float64, false),
-        dims_map("dims"),
-        string_list("issues"),
-        string_list("fatal_issues"),
-        string_list("issue_types"),
-        utf8("suggestions", true),
-        utf8("rationale", true),
-        Field::new("critic_passed", DataType::Boolean, true),
+    ];
+    fields.extend(CritiqueColumns::fields());
+    fields.extend([
         Field::new("passed", DataType::Boolean, false),
         Field::new("pass_score", DataType::Float64, false),
         Field::new("dim_target", DataType::Float64, true),
@@ -102,7 +68,8 @@ pub fn judgment_schema() -> SchemaRef {
         Field::new("critic_attempts", DataType::Int32, false),
         utf8("critic_error", true),
         utf8("meta", true),
-    ]))
+    ]);
+    Arc::new(Schema::new(fields))
 }
 
 /// Streams [`JudgmentRow`]s into `judgments.parquet`.
@@ -123,21 +90,16 @@ impl TableRow for JudgmentRow {
 /// The columns of `judgment_schema()`, in order.
 fn judgment_columns(rows: &[JudgmentRow]) -> Vec<ArrayRef> {
     let c = RowColumns(rows);
-    vec![
+    let mut columns = vec![
         c.text(|r| &r.run_id),
         c.text(|r| &r.critic),
         c.text(|r| &r.task_id),
         c.optional_text(|r| r.kind.as_deref()),
         c.int32(|r| r.draft_index),
         c.int32(|r| r.repeat),
-        c.float(|r| r.score),
-        c.float_maps(|r| &r.dims),
-        c.string_lists(|r| &r.issues),
-        c.string_lists(|r| &r.fatal_issues),
-        c.string_lists(|r| &r.issue_types),
-        c.optional_text(|r| r.suggestions.as_deref()),
-        c.optional_text(|r| r.rationale.as_deref()),
-        c.optional_boolean(|r| r.critic_passed),
+    ];
+    columns.extend(c.critique(|r| &r.critique));
+    columns.extend([
         c.boolean(|r| r.passed),
         c.float(|r| r.pass_score),
         c.optional_float(|r| r.dim_target),
@@ -150,7 +112,8 @@ fn judgment_columns(rows: &[JudgmentRow]) -> Vec<ArrayRef> {
         c.int32(|r| r.critic_attempts),
         c.optional_text(|r| r.critic_error.as_deref()),
         c.optional_text(|r| r.meta.as_deref()),
-    ]
+    ]);
+    columns
 }
 
 /// Reads `judgments.parquet` back, checking that every column this version writes is there.
@@ -169,20 +132,11 @@ fn read_batch(columns: &Columns<'_>, rows: &mut Vec<JudgmentRow>) -> Result<(), 
     );
     let (draft_index, repeat, critic_attempts) =
         (columns.int32("draft_index")?, columns.int32("repeat")?, columns.int32("critic_attempts")?);
-    let (score, pass_score, critic_ms) =
-        (columns.required_float("score")?, columns.required_float("pass_score")?, columns.required_float("critic_ms")?);
+    let (pass_score, critic_ms) = (columns.required_float("pass_score")?, columns.required_float("critic_ms")?);
     let (dim_target, gold_score) = (columns.float("dim_target")?, columns.float("gold_score")?);
-    let dims = columns.float_maps("dims")?;
-    let (issues, fatal_issues, issue_types) =
-        (columns.string_lists("issues")?, columns.string_lists("fatal_issues")?, columns.string_lists("issue_types")?);
-    let (suggestions, rationale, flaw, critic_error, meta) = (
-        columns.text("suggestions")?,
-        columns.text("rationale")?,
-        columns.text("flaw")?,
-        columns.text("critic_error")?,
-        columns.text("meta")?,
-    );
-    let (critic_passed, gold_fatal) = (columns.boolean("critic_passed")?, columns.boolean("gold_fatal")?);
+    let mut critiques = CritiqueColumns::read(columns)?;
+    let (flaw, critic_error, meta) = (columns.text("flaw")?, columns.text("critic_error")?, columns.text("meta")?);
+    let gold_fatal = columns.boolean("gold_fatal")?;
     let (passed, gold_pass) = (columns.required_boolean("passed")?, columns.required_boolean("gold_pass")?);
     let draft_chars = columns.int64("draft_chars")?;
     for i in 0..columns.0.num_rows() {
@@ -193,14 +147,7 @@ fn read_batch(columns: &Columns<'_>, rows: &mut Vec<JudgmentRow>) -> Result<(), 
             kind: kind[i].clone(),
             draft_index: draft_index[i],
             repeat: repeat[i],
-            score: score[i],
-            dims: dims[i].clone(),
-            issues: issues[i].clone(),
-            fatal_issues: fatal_issues[i].clone(),
-            issue_types: issue_types[i].clone(),
-            suggestions: suggestions[i].clone(),
-            rationale: rationale[i].clone(),
-            critic_passed: critic_passed[i],
+            critique: std::mem::take(&mut critiques[i]),
             passed: passed[i],
             pass_score: pass_score[i],
             dim_target: dim_target[i],
@@ -220,6 +167,8 @@ fn read_batch(columns: &Columns<'_>, rows: &mut Vec<JudgmentRow>) -> Result<(), 
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn row(i: u32) -> JudgmentRow {
@@ -230,18 +179,20 @@ mod tests {
             kind: (!i.is_multiple_of(3)).then(|| "paper".to_string()),
             draft_index: i % 3,
             repeat: i % 2,
-            score: f64::from(i % 11),
-            dims: if i.is_multiple_of(4) {
-                BTreeMap::new()
-            } else {
-                BTreeMap::from([("clarity".to_string(), 7.5), ("evidence".to_string(), f64::from(i % 10))])
+            critique: CritiqueColumns {
+                score: f64::from(i % 11),
+                dims: if i.is_multiple_of(4) {
+                    BTreeMap::new()
+                } else {
+                    BTreeMap::from([("clarity".to_string(), 7.5), ("evidence".to_string(), f64::from(i % 10))])
+                },
+                issues: (0..i % 3).map(|k| format!("issue {k}")).collect(),
+                fatal_issues: if i.is_multiple_of(5) { vec!["unknown evidence id `d9`".into()] } else { Vec::new() },
+                issue_types: if i.is_multiple_of(5) { vec!["unknown_evidence_id".into()] } else { Vec::new() },
+                suggestions: i.is_multiple_of(2).then(|| "[{\"edit\":\"x\"}]".to_string()),
+                rationale: None,
+                critic_passed: i.is_multiple_of(3).then_some(i.is_multiple_of(2)),
             },
-            issues: (0..i % 3).map(|k| format!("issue {k}")).collect(),
-            fatal_issues: if i.is_multiple_of(5) { vec!["unknown evidence id `d9`".into()] } else { Vec::new() },
-            issue_types: if i.is_multiple_of(5) { vec!["unknown_evidence_id".into()] } else { Vec::new() },
-            suggestions: i.is_multiple_of(2).then(|| "[{\"edit\":\"x\"}]".to_string()),
-            rationale: None,
-            critic_passed: i.is_multiple_of(3).then_some(i.is_multiple_of(2)),
             passed: i.is_multiple_of(7),
             pass_score: 8.0,
             dim_target: i.is_multiple_of(2).then_some(7.0),

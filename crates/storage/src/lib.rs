@@ -16,13 +16,17 @@ mod buffered;
 pub mod clock;
 mod columns;
 pub mod concat;
+pub mod critique_columns;
 pub mod dataset;
 pub mod judgments;
 pub mod manifest;
 mod parquet_sink;
 pub mod recorded;
 pub mod round_scores;
+mod schema;
+pub mod shards;
 pub mod tables;
+pub mod task_ids;
 
 pub use buffered::{TableRow, TableWriter};
 pub use parquet_sink::SCHEMA_VERSION;

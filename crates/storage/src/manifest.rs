@@ -37,6 +37,12 @@ pub struct Manifest {
     pub run_id: String,
     #[serde(default)]
     pub status: RunStatus,
+    /// The shard this manifest's run is, for a shard's own manifest (`RUN/shards/I/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shards::Shard>,
+    /// The number of shards merged, for the manifest `critbench merge` writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
     pub experiment: ExperimentRecord,
     /// A replayed run: the run it was replayed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]

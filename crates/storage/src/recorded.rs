@@ -7,7 +7,8 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 
 use crate::columns::Columns;
-use crate::tables::StorageError;
+use crate::critique_columns::CritiqueColumns;
+use crate::parquet_sink::StorageError;
 
 /// The `decision` of the row that records a loop's adjudicated final draft (seed 004): not a
 /// round of the loop, so replay leaves it out of the recording.
@@ -16,15 +17,8 @@ pub const DECISION_ADJUDICATE: &str = "adjudicate";
 /// One critiqued round of a loop.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RecordedRound {
-    pub score: f64,
-    pub dims: BTreeMap<String, f64>,
-    pub issues: Vec<String>,
-    pub fatal_issues: Vec<String>,
-    pub issue_types: Vec<String>,
-    /// Suggestions as JSON text.
-    pub suggestions: Option<String>,
-    pub rationale: Option<String>,
-    pub critic_passed: Option<bool>,
+    /// The critic's critique of the round's draft.
+    pub critique: CritiqueColumns,
     pub critic_attempts: u32,
     pub critic_error: Option<String>,
     pub draft_chars: u64,
@@ -169,20 +163,12 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
         c.required_text("task_id")?,
         c.required_text("config_id")?,
     );
-    let (kind, suggestions, rationale, critic_error, draft) =
-        (c.text("kind")?, c.text("suggestions")?, c.text("rationale")?, c.text("critic_error")?, c.text("draft")?);
+    let (kind, critic_error, draft) = (c.text("kind")?, c.text("critic_error")?, c.text("draft")?);
     let (epoch, round, attempts) = (c.int32("epoch")?, c.int32("round")?, c.int32("critic_attempts")?);
-    let (score, gen_ms, critic_ms) =
-        (c.required_float("score")?, c.required_float("gen_ms")?, c.required_float("critic_ms")?);
+    let (gen_ms, critic_ms) = (c.required_float("gen_ms")?, c.required_float("critic_ms")?);
     let (draft_chars, tokens_in, tokens_out) = (c.int64("draft_chars")?, c.int64("tokens_in")?, c.int64("tokens_out")?);
     let (critic_tokens_in, critic_tokens_out) = (c.int64("critic_tokens_in")?, c.int64("critic_tokens_out")?);
-    let (mut issues, mut fatal_issues, mut issue_types, critic_passed) = (
-        c.string_lists("issues")?,
-        c.string_lists("fatal_issues")?,
-        c.string_lists("issue_types")?,
-        c.boolean("critic_passed")?,
-    );
-    let mut dims = c.float_maps("dims")?;
+    let mut critiques = CritiqueColumns::read(&c)?;
     let decision = c.text_array("decision")?;
     let mut key: LoopKey = Default::default();
     for i in 0..batch.num_rows() {
@@ -191,14 +177,7 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
             key = (critic[i].clone(), arm[i].clone(), task_id[i].clone(), epoch[i]);
         }
         let recorded = RecordedRound {
-            score: score[i],
-            dims: std::mem::take(&mut dims[i]),
-            issues: std::mem::take(&mut issues[i]),
-            fatal_issues: std::mem::take(&mut fatal_issues[i]),
-            issue_types: std::mem::take(&mut issue_types[i]),
-            suggestions: suggestions[i].clone(),
-            rationale: rationale[i].clone(),
-            critic_passed: critic_passed[i],
+            critique: std::mem::take(&mut critiques[i]),
             critic_attempts: attempts[i],
             critic_error: critic_error[i].clone(),
             draft_chars: draft_chars[i].unwrap_or(0),
@@ -218,21 +197,19 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::tables::{TrajectoryRow, TrajectoryWriter};
 
     fn write(path: &Path, loops: &[(&str, u32, &str, u32)]) {
-        let dims = BTreeMap::new();
         let mut writer = TrajectoryWriter::create(path).unwrap();
         for &(task_id, epoch, config_id, round) in loops {
+            let critique = CritiqueColumns::scored(f64::from(round));
             writer
                 .push(&TrajectoryRow {
                     config_id,
                     epoch,
                     best_score: 0.0,
-                    ..TrajectoryRow::bare(task_id, round, f64::from(round), &dims)
+                    ..TrajectoryRow::bare(task_id, round, &critique)
                 })
                 .unwrap();
         }
@@ -261,7 +238,7 @@ mod tests {
         for_each_recorded_loop(&path, |one| {
             assert_eq!(one.task_id, ids[seen / 2]);
             assert_eq!(one.epoch, (seen % 2) as u32);
-            assert_eq!(one.rounds.iter().map(|r| r.score).collect::<Vec<_>>(), [0.0, 1.0, 2.0]);
+            assert_eq!(one.rounds.iter().map(|r| r.critique.score).collect::<Vec<_>>(), [0.0, 1.0, 2.0]);
             seen += 1;
             Ok(())
         })

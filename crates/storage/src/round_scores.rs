@@ -25,7 +25,7 @@ use arrow_schema::DataType;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::tables::StorageError;
+use crate::parquet_sink::StorageError;
 
 /// The columns the reader decodes, with the types this version writes.
 const COLUMNS: [(&str, DataType); 6] = [
@@ -165,6 +165,19 @@ impl Accumulator {
 /// round), sorted by those keys. Streams: only the six columns it needs are decoded, a batch at a
 /// time.
 pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
+    read_round_scores_in(&[path])
+}
+
+/// [`read_round_scores`] of one table kept in several files (a sharded run's partitions).
+pub fn read_round_scores_in(paths: &[impl AsRef<Path>]) -> Result<Vec<RoundScore>, StorageError> {
+    let mut accumulator = Accumulator::default();
+    for path in paths {
+        add_file(path.as_ref(), &mut accumulator)?;
+    }
+    Ok(accumulator.finish())
+}
+
+fn add_file(path: &Path, accumulator: &mut Accumulator) -> Result<(), StorageError> {
     let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
     let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
@@ -181,12 +194,11 @@ pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
     let reader = builder.with_projection(mask).build().map_err(|e| corrupt(format!("cannot read: {e}")))?;
-    let mut accumulator = Accumulator::default();
     for batch in reader {
         let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
         accumulator.add_batch(&batch).map_err(corrupt)?;
     }
-    Ok(accumulator.finish())
+    Ok(())
 }
 
 #[cfg(test)]
@@ -194,6 +206,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::critique_columns::CritiqueColumns;
     use crate::tables::{TrajectoryRow, TrajectoryWriter};
 
     fn row<'a>(
@@ -201,14 +214,13 @@ mod tests {
         arm: &'a str,
         task_id: &'a str,
         round: u32,
-        score: f64,
-        dims: &'a BTreeMap<String, f64>,
+        critique: &'a CritiqueColumns,
     ) -> TrajectoryRow<'a> {
         TrajectoryRow {
             config_id,
             arm,
             draft: Some("a stored draft the reader must not need"),
-            ..TrajectoryRow::bare(task_id, round, score, dims)
+            ..TrajectoryRow::bare(task_id, round, critique)
         }
     }
 
@@ -216,7 +228,6 @@ mod tests {
     fn averages_each_round_of_each_arm_across_batches() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trajectories.parquet");
-        let dims = BTreeMap::new();
         let mut writer = TrajectoryWriter::create(&path).unwrap();
         // 30,000 loops span several writer and reader batches; arms interleave so the reader's
         // last-key shortcut is exercised on key changes as well as runs.
@@ -227,7 +238,8 @@ mod tests {
                 let rounds = 1 + task % 3;
                 for round in 0..rounds {
                     let score = f64::from((task + round) % 11);
-                    writer.push(&row(config, arm, &task_id, round, score, &dims)).unwrap();
+                    let critique = CritiqueColumns::scored(score);
+                    writer.push(&row(config, arm, &task_id, round, &critique)).unwrap();
                     let entry = expected.entry((config, arm, round)).or_default();
                     entry.0 += score;
                     entry.1 += 1;

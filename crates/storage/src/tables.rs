@@ -1,19 +1,18 @@
 //! The two Parquet tables of a run (SPEC §7): `trajectories.parquet`, one row per critique, and
 //! `outcomes.parquet`, one row per loop (task × config × arm × critic × epoch).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, ListBuilder, MapBuilder, StringBuilder,
-};
+use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::buffered::{BATCH_ROWS, RowColumns, TableRow, TableWriter};
+use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
 use crate::parquet_sink::ParquetSink;
 pub use crate::parquet_sink::StorageError;
+use crate::schema::{int32, int64, utf8};
 
 /// One critique of one draft, as written to `trajectories.parquet`.
 #[derive(Clone, Debug)]
@@ -27,16 +26,8 @@ pub struct TrajectoryRow<'a> {
     pub epoch: u32,
     pub round: u32,
     pub revisions: u32,
-    pub score: f64,
-    pub dims: &'a BTreeMap<String, f64>,
-    pub issues: &'a [String],
-    pub fatal_issues: &'a [String],
-    /// The types the critic tagged its issues with, each once.
-    pub issue_types: &'a [String],
-    /// Suggestions as JSON text, null when there are none.
-    pub suggestions: Option<&'a str>,
-    pub rationale: Option<&'a str>,
-    pub critic_passed: Option<bool>,
+    /// The critic's critique of the round's draft.
+    pub critique: &'a CritiqueColumns,
     pub passed: bool,
     pub decision: &'a str,
     pub exit_reason: Option<&'a str>,
@@ -56,9 +47,9 @@ pub struct TrajectoryRow<'a> {
 }
 
 impl<'a> TrajectoryRow<'a> {
-    /// A revising round of `task_id` with a score and nothing else: no issues, no text, no
-    /// times. For fixtures that need rows of a given shape; fill what matters with `..`.
-    pub fn bare(task_id: &'a str, round: u32, score: f64, dims: &'a BTreeMap<String, f64>) -> TrajectoryRow<'a> {
+    /// A revising round of `task_id` with its critique and nothing else: no text, no times. For
+    /// fixtures that need rows of a given shape; fill what matters with `..`.
+    pub fn bare(task_id: &'a str, round: u32, critique: &'a CritiqueColumns) -> TrajectoryRow<'a> {
         TrajectoryRow {
             run_id: "r",
             config_id: "p8-r3-stall-e0",
@@ -69,19 +60,12 @@ impl<'a> TrajectoryRow<'a> {
             epoch: 0,
             round,
             revisions: round,
-            score,
-            dims,
-            issues: &[],
-            fatal_issues: &[],
-            issue_types: &[],
-            suggestions: None,
-            rationale: None,
-            critic_passed: None,
+            critique,
             passed: false,
             decision: "revise",
             exit_reason: None,
             is_best: false,
-            best_score: score,
+            best_score: critique.score,
             draft_chars: 1,
             draft: None,
             gen_ms: 0.0,
@@ -135,25 +119,6 @@ pub struct OutcomeRow {
     pub adjudicated_passed: Option<bool>,
 }
 
-fn utf8(name: &str, nullable: bool) -> Field {
-    Field::new(name, DataType::Utf8, nullable)
-}
-
-fn string_list(name: &str) -> Field {
-    Field::new(name, DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), false)
-}
-
-fn dims_map(name: &str) -> Field {
-    let entries = Field::new(
-        "entries",
-        DataType::Struct(
-            vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Float64, true)].into(),
-        ),
-        false,
-    );
-    Field::new(name, DataType::Map(Arc::new(entries), false), false)
-}
-
 /// The columns that identify a loop (task × config × arm × critic × epoch), first in both tables.
 fn loop_key_fields() -> Vec<Field> {
     vec![
@@ -170,17 +135,9 @@ fn loop_key_fields() -> Vec<Field> {
 /// The schema of `trajectories.parquet`.
 pub fn trajectory_schema() -> SchemaRef {
     let mut fields = loop_key_fields();
+    fields.extend([Field::new("round", DataType::Int32, false), Field::new("revisions", DataType::Int32, false)]);
+    fields.extend(CritiqueColumns::fields());
     fields.extend([
-        Field::new("round", DataType::Int32, false),
-        Field::new("revisions", DataType::Int32, false),
-        Field::new("score", DataType::Float64, false),
-        dims_map("dims"),
-        string_list("issues"),
-        string_list("fatal_issues"),
-        string_list("issue_types"),
-        utf8("suggestions", true),
-        utf8("rationale", true),
-        Field::new("critic_passed", DataType::Boolean, true),
         Field::new("passed", DataType::Boolean, false),
         utf8("decision", false),
         utf8("exit_reason", true),
@@ -231,21 +188,6 @@ pub fn outcome_schema() -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-fn int(value: u32) -> i32 {
-    i32::try_from(value).unwrap_or(i32::MAX)
-}
-
-fn int64(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-fn append_list(builder: &mut ListBuilder<StringBuilder>, items: &[String]) {
-    for item in items {
-        builder.values().append_value(item);
-    }
-    builder.append(true);
-}
-
 /// Streams [`TrajectoryRow`]s into `trajectories.parquet`.
 pub struct TrajectoryWriter {
     sink: ParquetSink,
@@ -259,14 +201,7 @@ pub struct TrajectoryWriter {
     epoch: Int32Builder,
     round: Int32Builder,
     revisions: Int32Builder,
-    score: Float64Builder,
-    dims: MapBuilder<StringBuilder, Float64Builder>,
-    issues: ListBuilder<StringBuilder>,
-    fatal_issues: ListBuilder<StringBuilder>,
-    issue_types: ListBuilder<StringBuilder>,
-    suggestions: StringBuilder,
-    rationale: StringBuilder,
-    critic_passed: BooleanBuilder,
+    critique: CritiqueBuilders,
     passed: BooleanBuilder,
     decision: StringBuilder,
     exit_reason: StringBuilder,
@@ -298,14 +233,7 @@ impl TrajectoryWriter {
             epoch: Int32Builder::new(),
             round: Int32Builder::new(),
             revisions: Int32Builder::new(),
-            score: Float64Builder::new(),
-            dims: MapBuilder::new(None, StringBuilder::new(), Float64Builder::new()),
-            issues: ListBuilder::new(StringBuilder::new()),
-            fatal_issues: ListBuilder::new(StringBuilder::new()),
-            issue_types: ListBuilder::new(StringBuilder::new()),
-            suggestions: StringBuilder::new(),
-            rationale: StringBuilder::new(),
-            critic_passed: BooleanBuilder::new(),
+            critique: CritiqueBuilders::new(),
             passed: BooleanBuilder::new(),
             decision: StringBuilder::new(),
             exit_reason: StringBuilder::new(),
@@ -331,21 +259,10 @@ impl TrajectoryWriter {
         self.critic.append_value(row.critic);
         self.task_id.append_value(row.task_id);
         self.kind.append_option(row.kind);
-        self.epoch.append_value(int(row.epoch));
-        self.round.append_value(int(row.round));
-        self.revisions.append_value(int(row.revisions));
-        self.score.append_value(row.score);
-        for (name, value) in row.dims {
-            self.dims.keys().append_value(name);
-            self.dims.values().append_value(*value);
-        }
-        self.dims.append(true).expect("map keys and values are appended in pairs");
-        append_list(&mut self.issues, row.issues);
-        append_list(&mut self.fatal_issues, row.fatal_issues);
-        append_list(&mut self.issue_types, row.issue_types);
-        self.suggestions.append_option(row.suggestions);
-        self.rationale.append_option(row.rationale);
-        self.critic_passed.append_option(row.critic_passed);
+        self.epoch.append_value(int32(row.epoch));
+        self.round.append_value(int32(row.round));
+        self.revisions.append_value(int32(row.revisions));
+        self.critique.append(row.critique);
         self.passed.append_value(row.passed);
         self.decision.append_value(row.decision);
         self.exit_reason.append_option(row.exit_reason);
@@ -355,7 +272,7 @@ impl TrajectoryWriter {
         self.draft.append_option(row.draft);
         self.gen_ms.append_value(row.gen_ms);
         self.critic_ms.append_value(row.critic_ms);
-        self.critic_attempts.append_value(int(row.critic_attempts));
+        self.critic_attempts.append_value(int32(row.critic_attempts));
         self.critic_error.append_option(row.critic_error);
         self.tokens_in.append_option(row.tokens_in.map(int64));
         self.tokens_out.append_option(row.tokens_out.map(int64));
@@ -370,7 +287,7 @@ impl TrajectoryWriter {
             return Ok(());
         }
         self.rows = 0;
-        let columns: Vec<ArrayRef> = vec![
+        let mut columns: Vec<ArrayRef> = vec![
             Arc::new(self.run_id.finish()),
             Arc::new(self.config_id.finish()),
             Arc::new(self.arm.finish()),
@@ -380,14 +297,9 @@ impl TrajectoryWriter {
             Arc::new(self.epoch.finish()),
             Arc::new(self.round.finish()),
             Arc::new(self.revisions.finish()),
-            Arc::new(self.score.finish()),
-            Arc::new(self.dims.finish()),
-            Arc::new(self.issues.finish()),
-            Arc::new(self.fatal_issues.finish()),
-            Arc::new(self.issue_types.finish()),
-            Arc::new(self.suggestions.finish()),
-            Arc::new(self.rationale.finish()),
-            Arc::new(self.critic_passed.finish()),
+        ];
+        columns.extend(self.critique.finish());
+        let rest: Vec<ArrayRef> = vec![
             Arc::new(self.passed.finish()),
             Arc::new(self.decision.finish()),
             Arc::new(self.exit_reason.finish()),
@@ -404,6 +316,7 @@ impl TrajectoryWriter {
             Arc::new(self.critic_tokens_in.finish()),
             Arc::new(self.critic_tokens_out.finish()),
         ];
+        columns.extend(rest);
         self.sink.write(columns)
     }
 
@@ -675,6 +588,18 @@ pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(Stri
     Ok(metas)
 }
 
+/// [`for_each_outcome_stats`] over each of `paths` in turn: one table kept in several files (a
+/// sharded run's partitions, from [`crate::shards::table_files`]).
+pub fn for_each_outcome_stats_in(
+    paths: &[std::path::PathBuf],
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    for path in paths {
+        for_each_outcome_stats(path, &mut each)?;
+    }
+    Ok(())
+}
+
 /// How many rows a Parquet file holds, from its footer (nothing else is read).
 pub fn parquet_rows(path: &Path) -> Result<usize, StorageError> {
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
@@ -779,6 +704,8 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::SCHEMA_VERSION;
     use arrow_array::Array;
@@ -819,8 +746,13 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trajectories.parquet");
         let mut writer = TrajectoryWriter::create(&path).unwrap();
-        let dims = BTreeMap::from([("clarity".to_string(), 7.0), ("evidence".to_string(), 4.0)]);
-        let issues = vec!["thin evidence".to_string()];
+        let critique = CritiqueColumns {
+            score: 5.5,
+            dims: BTreeMap::from([("clarity".to_string(), 7.0), ("evidence".to_string(), 4.0)]),
+            issues: vec!["thin evidence".to_string()],
+            critic_passed: Some(false),
+            ..CritiqueColumns::default()
+        };
         for round in 0..20_000u32 {
             writer
                 .push(&TrajectoryRow {
@@ -833,14 +765,7 @@ pub(crate) mod tests {
                     epoch: 0,
                     round,
                     revisions: round,
-                    score: 5.5,
-                    dims: &dims,
-                    issues: &issues,
-                    fatal_issues: &[],
-                    issue_types: &[],
-                    suggestions: None,
-                    rationale: None,
-                    critic_passed: Some(false),
+                    critique: &critique,
                     passed: false,
                     decision: "revise",
                     exit_reason: None,

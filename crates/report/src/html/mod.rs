@@ -36,7 +36,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use critbench_storage::manifest::{Manifest, PolicyRecord};
-use critbench_storage::round_scores::{RoundScore, read_round_scores};
+use critbench_storage::round_scores::{RoundScore, read_round_scores_in};
 
 pub use svg::escape;
 
@@ -56,11 +56,11 @@ pub(crate) fn write_html(run_dir: &Path, report: &Report, pairs: Option<&ListedP
     // Reports can be rebuilt from outcomes alone (SPEC §2); without trajectories the page says
     // the trajectory is unavailable instead of failing. A file that is there but unreadable is
     // an error, like a corrupt outcomes file.
-    let trajectories = run_dir.join("trajectories.parquet");
-    let rounds = if trajectories.is_file() {
-        Some(read_round_scores(&trajectories).map_err(|e| ReportError::Corrupt(e.to_string()))?)
-    } else {
+    let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
+    let rounds = if trajectories.is_empty() {
         None
+    } else {
+        Some(read_round_scores_in(&trajectories).map_err(|e| ReportError::Corrupt(e.to_string()))?)
     };
     let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let policies = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use critbench_abi::{CriticPlugin, Host};
-use critbench_core::{Arm, Critique, Decision, ExitReason, Policy, Rng, RoundScore, ScoreRange, SeedKey, Task, decide};
+use critbench_core::{Arm, Critique, Decision, ExitReason, Policy, Rng, ScoreRange, SeedKey, Task, decide};
 
 pub const RANGE: ScoreRange = ScoreRange { min: 0.0, max: 10.0 };
 pub const SEED: u64 = 7;
@@ -64,12 +64,7 @@ pub fn run_loop<C: CriticPlugin>(task: &Task, arm: Arm, critic: &C, seed: u64, e
     loop {
         let round = rounds.len() as u32;
         let critique = critique(critic, task, &draft, round);
-        rounds.push(RoundScore {
-            score: critique.score,
-            fatal: !critique.fatal_issues.is_empty(),
-            failed: false,
-            min_dimension: critique.min_dimension(),
-        });
+        rounds.push(critique.round_score(false));
         outcome.scores.push(critique.score);
         outcome.drafts.push(draft.clone());
         let decision = decide(&rounds, &policy);

@@ -1,0 +1,17 @@
+use critbench_engine::merge::merge_run;
+
+use crate::args::MergeArgs;
+use crate::failure::Failure;
+
+pub fn merge(args: MergeArgs) -> Result<(), Failure> {
+    let merged = merge_run(&args.run_dir)?;
+    println!("{}", critbench_report::glance_table(&merged.report));
+    println!(
+        "merged {} shard(s), {} loops: wrote manifest.json, summary.csv, summary.json, comparisons.csv, \
+         config_comparisons.csv, report.md and report.html in {}",
+        merged.shards,
+        merged.loops,
+        merged.out_dir.display()
+    );
+    Ok(())
+}

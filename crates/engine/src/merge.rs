@@ -1,0 +1,272 @@
+//! `critbench merge RUN`: one result from the shards of a sharded run.
+//!
+//! Every shard 0..N-1 must be there and finished, and all must be the same run: the same
+//! critbench version, experiment, datasets (by SHA-256) and plugins (by SHA-256). Then the
+//! run-level `manifest.json` (the shards' counts added up), `memory.json` (with the memory arm,
+//! the same in every shard) and the summaries are written over all shards' partitions, streamed
+//! from where the shards wrote them: no table is copied.
+
+use std::path::{Path, PathBuf};
+
+use critbench_storage::manifest::{Manifest, RunStatus};
+use critbench_storage::shards::{SHARDS_DIR, TABLES, shard_dir, shard_indices};
+use serde_json::Value;
+
+use crate::EngineError;
+use crate::sink::MAX_LISTED_FAILURES;
+
+/// What a merge wrote.
+#[derive(Debug)]
+pub struct MergeSummary {
+    pub out_dir: PathBuf,
+    pub shards: u32,
+    pub loops: u64,
+    pub report: critbench_report::Report,
+}
+
+/// Experiment fields that may differ between the machines running the shards of one run: where
+/// the files were given from, and the number of worker threads.
+const LOCAL_FIELDS: [&str; 5] = ["path", "out", "datasets", "plugin_dirs", "jobs"];
+
+/// Checks the shards of the run in `run_dir` and writes its manifest and summaries.
+pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
+    let usage = |message: String| EngineError::Usage(format!("cannot merge {}: {message}", run_dir.display()));
+    if !run_dir.is_dir() {
+        return Err(usage("no such directory".into()));
+    }
+    let found = shard_indices(run_dir);
+    if found.is_empty() {
+        return Err(usage(format!(
+            "it holds no shards ({SHARDS_DIR}/ is missing or empty); merge is for runs made with --shard I/N"
+        )));
+    }
+    let mut manifests: Vec<(u32, Manifest)> = Vec::new();
+    for &index in &found {
+        let dir = shard_dir(run_dir, index);
+        if dir.join("run.lock").exists() {
+            return Err(usage(format!(
+                "shard {index} is still running or was killed ({} exists); wait for it, or run it again with \
+                 --resume",
+                dir.join("run.lock").display()
+            )));
+        }
+        let manifest = Manifest::read(&dir).map_err(|e| usage(format!("shard {index}: {e}")))?;
+        let Some(manifest) = manifest else {
+            return Err(usage(format!(
+                "shard {index} has not finished (no {}); run it again with --resume",
+                dir.join("manifest.json").display()
+            )));
+        };
+        if manifest.status != RunStatus::Finished {
+            return Err(usage(format!(
+                "shard {index} was interrupted before it finished ({} says status \"interrupted\"); run it again \
+                 with --resume",
+                dir.join("manifest.json").display()
+            )));
+        }
+        let Some(shard) = manifest.shard else {
+            return Err(usage(format!("{} is not a shard's manifest (it has no `shard`)", dir.display())));
+        };
+        if shard.index != index {
+            return Err(usage(format!("{} says it is shard {shard}, not shard {index}", dir.display())));
+        }
+        manifests.push((index, manifest));
+    }
+    let count = manifests[0].1.shard.map_or(0, |s| s.count);
+    if let Some((index, other)) = manifests.iter().find(|(_, m)| m.shard.is_some_and(|s| s.count != count)) {
+        return Err(usage(format!(
+            "the shards disagree on how many there are: shard {} is one of {count}, shard {index} one of {}",
+            manifests[0].0,
+            other.shard.map_or(0, |s| s.count)
+        )));
+    }
+    let missing: Vec<String> = (0..count).filter(|i| !found.contains(i)).map(|i| i.to_string()).collect();
+    if !missing.is_empty() {
+        return Err(usage(format!(
+            "shard(s) {} of {count} missing (no {}); run them with --shard I/{count} into this directory",
+            missing.join(", "),
+            run_dir.join(SHARDS_DIR).join(&missing[0]).join("manifest.json").display()
+        )));
+    }
+    for (index, _) in &manifests {
+        for table in TABLES {
+            let path = critbench_storage::shards::Shard { index: *index, count }.table_path(run_dir, table);
+            if !path.is_file() {
+                return Err(usage(format!("shard {index}'s {table} table is missing ({})", path.display())));
+            }
+        }
+    }
+    let (first_index, first) = &manifests[0];
+    for (index, manifest) in &manifests[1..] {
+        if let Some(difference) = difference(first, manifest) {
+            return Err(usage(format!("shard {index} is not the same run as shard {first_index}: {difference}")));
+        }
+    }
+    // Strategy memory: every shard learns from the same learning tasks, so the same hints.
+    let memory = |index: u32| std::fs::read(shard_dir(run_dir, index).join("memory.json")).ok();
+    let first_memory = memory(*first_index);
+    if let Some((index, _)) = manifests[1..].iter().find(|(index, _)| memory(*index) != first_memory) {
+        return Err(usage(format!(
+            "shard {index} is not the same run as shard {first_index}: its strategy memory (memory.json) differs"
+        )));
+    }
+    if let Some(bytes) = &first_memory {
+        let path = run_dir.join("memory.json");
+        std::fs::write(&path, bytes)
+            .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
+    }
+
+    let merged = merged_manifest(manifests.into_iter().map(|(_, m)| m).collect(), count);
+    merged.write(run_dir).map_err(|source| EngineError::Io {
+        context: format!("cannot write {}", run_dir.join("manifest.json").display()),
+        source,
+    })?;
+    let report = critbench_report::write_reports(run_dir)?;
+    Ok(MergeSummary { out_dir: run_dir.to_path_buf(), shards: count, loops: merged.loops, report })
+}
+
+/// How shard manifest `b` differs from `a` in what must be the same run, if it does.
+fn difference(a: &Manifest, b: &Manifest) -> Option<String> {
+    if a.critbench_version != b.critbench_version {
+        return Some(format!("critbench {} ran it, critbench {} the other", b.critbench_version, a.critbench_version));
+    }
+    if a.schema_version != b.schema_version {
+        return Some(format!("table schema version {} against {}", b.schema_version, a.schema_version));
+    }
+    let shared = |m: &Manifest| {
+        let mut value = serde_json::to_value(&m.experiment).expect("an experiment record serializes");
+        if let Some(object) = value.as_object_mut() {
+            for field in LOCAL_FIELDS {
+                object.remove(field);
+            }
+        }
+        value
+    };
+    let (before, after) = (shared(a), shared(b));
+    if before != after {
+        let fields: Vec<String> = match (before.as_object(), after.as_object()) {
+            (Some(x), Some(y)) => {
+                let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+                keys.sort();
+                keys.dedup();
+                keys.into_iter().filter(|k| x.get(*k) != y.get(*k)).map(|k| format!("`{k}`")).collect()
+            }
+            _ => Vec::new(),
+        };
+        return Some(format!("the experiment differs ({})", fields.join(", ")));
+    }
+    if a.plugins.len() != b.plugins.len() {
+        return Some("the critics are not the same list".into());
+    }
+    for (x, y) in a.plugins.iter().zip(&b.plugins) {
+        if x.critic != y.critic || x.sha256 != y.sha256 {
+            return Some(format!(
+                "critic `{}`'s plugin differs (sha256 {} against {})",
+                y.critic,
+                short(&y.sha256),
+                short(&x.sha256)
+            ));
+        }
+    }
+    if a.datasets.len() != b.datasets.len() {
+        return Some("the datasets are not the same list".into());
+    }
+    for (x, y) in a.datasets.iter().zip(&b.datasets) {
+        if x.sha256 != y.sha256 {
+            return Some(format!(
+                "dataset {} differs (sha256 {} against {})",
+                y.path.display(),
+                short(&y.sha256),
+                short(&x.sha256)
+            ));
+        }
+    }
+    None
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}
+
+/// The run's manifest from its shards': what every shard read and learned is the first's (each
+/// reads and checks every row), what each shard ran is added up.
+fn merged_manifest(manifests: Vec<Manifest>, count: u32) -> Manifest {
+    let mut merged = manifests[0].clone();
+    merged.shard = None;
+    merged.shards = Some(count);
+    merged.status = RunStatus::Finished;
+    let rest = &manifests[1..];
+    for m in rest {
+        merged.loops += m.loops;
+        merged.critiques += m.critiques;
+        merged.tasks_run += m.tasks_run;
+        merged.jobs += m.jobs;
+        merged.loops_with_critic_errors += m.loops_with_critic_errors;
+        merged.failed_loop_count += m.failed_loop_count;
+        for failure in &m.failed_loops {
+            if merged.failed_loops.len() < MAX_LISTED_FAILURES {
+                merged.failed_loops.push(failure.clone());
+            }
+        }
+        merged.calls.generator += m.calls.generator;
+        merged.calls.critic += m.calls.critic;
+        merged.calls.direct_equivalent += m.calls.direct_equivalent;
+        merged.calls.saved += m.calls.saved;
+        for (critic, counts) in &m.critiques_by_critic {
+            let total = merged.critiques_by_critic.entry(critic.clone()).or_default();
+            total.recorded += counts.recorded;
+            total.failed += counts.failed;
+        }
+        if m.started_at < merged.started_at {
+            merged.started_at.clone_from(&m.started_at);
+        }
+        if m.finished_at > merged.finished_at {
+            merged.finished_at.clone_from(&m.finished_at);
+        }
+        merged.wall_seconds = merged.wall_seconds.max(m.wall_seconds);
+        merged.openai = match (merged.openai.take(), &m.openai) {
+            (Some(a), Some(b)) => Some(add_counts(a, b)),
+            (a, b) => a.or_else(|| b.clone()),
+        };
+    }
+    merged.calls.ratio = merged.calls.direct_equivalent as f64 / merged.calls.generator.max(1) as f64;
+    merged
+}
+
+/// The model clients' reports of two shards as one: whole numbers added up, anything else the
+/// first shard's.
+fn add_counts(a: Value, b: &Value) -> Value {
+    match (a, b) {
+        (Value::Object(mut x), Value::Object(y)) => {
+            for (key, value) in y {
+                let merged = match x.remove(key) {
+                    Some(mine) => add_counts(mine, value),
+                    None => value.clone(),
+                };
+                x.insert(key.clone(), merged);
+            }
+            Value::Object(x)
+        }
+        (Value::Number(x), Value::Number(y)) => match (x.as_u64(), y.as_u64()) {
+            (Some(x), Some(y)) => Value::from(x + y),
+            _ => Value::Number(x),
+        },
+        (a, _) => a,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_reports_add_their_counts() {
+        let a = serde_json::json!({"calls": {"total": 3}, "endpoint": "http://a", "tokens": {"cap_reached": false}});
+        let b = serde_json::json!({"calls": {"total": 4, "failures": 1}, "endpoint": "http://b"});
+        let merged = add_counts(a, &b);
+        assert_eq!(merged["calls"]["total"], 7);
+        assert_eq!(merged["calls"]["failures"], 1);
+        assert_eq!(merged["endpoint"], "http://a");
+        assert_eq!(merged["tokens"]["cap_reached"], false);
+    }
+}

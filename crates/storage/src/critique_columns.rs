@@ -1,0 +1,189 @@
+//! The columns a critique fills, in the order every table that records critiques
+//! (`trajectories.parquet`, `judgments.parquet`) writes them: one struct, one schema, one writer
+//! and one reader for all of them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::ArrayRef;
+use arrow_array::builder::{BooleanBuilder, Float64Builder, ListBuilder, MapBuilder, StringBuilder};
+use arrow_schema::{DataType, Field};
+use critbench_core::{Critique, RoundScore};
+
+use crate::columns::Columns;
+use crate::schema::{dims_map, string_list, utf8};
+
+/// One critique as recorded: everything the critic said about a draft.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct CritiqueColumns {
+    pub score: f64,
+    pub dims: BTreeMap<String, f64>,
+    pub issues: Vec<String>,
+    pub fatal_issues: Vec<String>,
+    /// The types the critic tagged its issues with, each once.
+    pub issue_types: Vec<String>,
+    /// Suggestions as JSON text, null when there are none.
+    pub suggestions: Option<String>,
+    pub rationale: Option<String>,
+    /// The critic's own verdict; recorded, never used to decide.
+    pub critic_passed: Option<bool>,
+}
+
+impl CritiqueColumns {
+    /// The names of the columns, in the order they are written.
+    pub const NAMES: [&'static str; 8] =
+        ["score", "dims", "issues", "fatal_issues", "issue_types", "suggestions", "rationale", "critic_passed"];
+
+    /// A critique with a score and nothing else.
+    pub fn scored(score: f64) -> CritiqueColumns {
+        CritiqueColumns { score, ..CritiqueColumns::default() }
+    }
+
+    /// What the policy reads of this critique; `failed` when it stands in for a critic call that
+    /// failed every attempt.
+    pub fn round_score(&self, failed: bool) -> RoundScore {
+        RoundScore::of(self.score, &self.dims, &self.fatal_issues, failed)
+    }
+
+    /// The columns' Arrow fields, in order.
+    pub(crate) fn fields() -> [Field; 8] {
+        [
+            Field::new("score", DataType::Float64, false),
+            dims_map("dims"),
+            string_list("issues"),
+            string_list("fatal_issues"),
+            string_list("issue_types"),
+            utf8("suggestions", true),
+            utf8("rationale", true),
+            Field::new("critic_passed", DataType::Boolean, true),
+        ]
+    }
+
+    /// The critiques of one batch, row by row.
+    pub(crate) fn read(c: &Columns<'_>) -> Result<Vec<CritiqueColumns>, String> {
+        let score = c.required_float("score")?;
+        let mut dims = c.float_maps("dims")?;
+        let (mut issues, mut fatal_issues, mut issue_types) =
+            (c.string_lists("issues")?, c.string_lists("fatal_issues")?, c.string_lists("issue_types")?);
+        let (mut suggestions, mut rationale) = (c.text("suggestions")?, c.text("rationale")?);
+        let critic_passed = c.boolean("critic_passed")?;
+        Ok((0..score.len())
+            .map(|i| CritiqueColumns {
+                score: score[i],
+                dims: std::mem::take(&mut dims[i]),
+                issues: std::mem::take(&mut issues[i]),
+                fatal_issues: std::mem::take(&mut fatal_issues[i]),
+                issue_types: std::mem::take(&mut issue_types[i]),
+                suggestions: suggestions[i].take(),
+                rationale: rationale[i].take(),
+                critic_passed: critic_passed[i],
+            })
+            .collect())
+    }
+}
+
+impl From<Critique> for CritiqueColumns {
+    fn from(critique: Critique) -> CritiqueColumns {
+        CritiqueColumns {
+            score: critique.score,
+            suggestions: critique.suggestions_json(),
+            dims: critique.dimensions,
+            issues: critique.issues,
+            fatal_issues: critique.fatal_issues,
+            issue_types: critique.issue_types,
+            rationale: critique.rationale,
+            critic_passed: critique.critic_passed,
+        }
+    }
+}
+
+/// Builds the critique columns of a batch a row at a time.
+pub(crate) struct CritiqueBuilders {
+    score: Float64Builder,
+    dims: MapBuilder<StringBuilder, Float64Builder>,
+    issues: ListBuilder<StringBuilder>,
+    fatal_issues: ListBuilder<StringBuilder>,
+    issue_types: ListBuilder<StringBuilder>,
+    suggestions: StringBuilder,
+    rationale: StringBuilder,
+    critic_passed: BooleanBuilder,
+}
+
+fn append_list(builder: &mut ListBuilder<StringBuilder>, items: &[String]) {
+    for item in items {
+        builder.values().append_value(item);
+    }
+    builder.append(true);
+}
+
+impl CritiqueBuilders {
+    pub fn new() -> CritiqueBuilders {
+        CritiqueBuilders {
+            score: Float64Builder::new(),
+            dims: MapBuilder::new(None, StringBuilder::new(), Float64Builder::new()),
+            issues: ListBuilder::new(StringBuilder::new()),
+            fatal_issues: ListBuilder::new(StringBuilder::new()),
+            issue_types: ListBuilder::new(StringBuilder::new()),
+            suggestions: StringBuilder::new(),
+            rationale: StringBuilder::new(),
+            critic_passed: BooleanBuilder::new(),
+        }
+    }
+
+    pub fn append(&mut self, critique: &CritiqueColumns) {
+        self.score.append_value(critique.score);
+        for (name, value) in &critique.dims {
+            self.dims.keys().append_value(name);
+            self.dims.values().append_value(*value);
+        }
+        self.dims.append(true).expect("map keys and values are appended in pairs");
+        append_list(&mut self.issues, &critique.issues);
+        append_list(&mut self.fatal_issues, &critique.fatal_issues);
+        append_list(&mut self.issue_types, &critique.issue_types);
+        self.suggestions.append_option(critique.suggestions.as_deref());
+        self.rationale.append_option(critique.rationale.as_deref());
+        self.critic_passed.append_option(critique.critic_passed);
+    }
+
+    /// The columns of the rows appended since the last call, in the order of
+    /// [`CritiqueColumns::fields`].
+    pub fn finish(&mut self) -> [ArrayRef; 8] {
+        [
+            Arc::new(self.score.finish()),
+            Arc::new(self.dims.finish()),
+            Arc::new(self.issues.finish()),
+            Arc::new(self.fatal_issues.finish()),
+            Arc::new(self.issue_types.finish()),
+            Arc::new(self.suggestions.finish()),
+            Arc::new(self.rationale.finish()),
+            Arc::new(self.critic_passed.finish()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_named_in_order() {
+        let names: Vec<String> = CritiqueColumns::fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names, CritiqueColumns::NAMES);
+    }
+
+    #[test]
+    fn a_critique_keeps_every_field() {
+        let critique = Critique::parse(
+            r#"{"score": 6, "dimensions": {"a": 4, "b": 8}, "issues": ["x"], "fatal_issues": ["y"],
+                "suggestions": [{"edit": "z"}], "passed": false, "rationale": "r"}"#,
+            critbench_core::ScoreRange { min: 0.0, max: 10.0 },
+            None,
+        )
+        .unwrap();
+        let columns = CritiqueColumns::from(critique.clone());
+        assert_eq!(columns.round_score(false), critique.round_score(false));
+        assert_eq!(columns.suggestions.as_deref(), Some(r#"[{"edit":"z"}]"#));
+        assert_eq!((columns.critic_passed, columns.rationale.as_deref()), (Some(false), Some("r")));
+        assert_eq!(columns.round_score(true), RoundScore { failed: true, ..critique.round_score(false) });
+    }
+}

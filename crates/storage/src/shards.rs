@@ -1,0 +1,219 @@
+//! Sharded runs: which shard a task belongs to, where a shard writes, and where readers find a
+//! run's tables whether it was run in one piece or in shards.
+//!
+//! A task is in shard `fnv1a64(id's UTF-8 bytes) mod N` (FNV-1a, 64 bits: offset basis
+//! `0xcbf29ce484222325`, prime `0x100000001b3`). The split is part of the format: the same ids
+//! land in the same shards on every machine, platform and critbench version.
+//!
+//! Shard `I` of a run in `RUN` writes
+//! - `RUN/trajectories/shard=I/part-0.parquet` and `RUN/outcomes/shard=I/part-0.parquet`
+//!   (Hive-partitioned tables: pandas, Polars, DuckDB and Spark read the folder as one table with
+//!   a `shard` column);
+//! - `RUN/shards/I/`: its `manifest.json`, `run.lock`, `in-progress/` and `memory.json`.
+//!
+//! A run in one piece has `RUN/trajectories.parquet` and `RUN/outcomes.parquet` instead.
+//! `critbench merge RUN` writes the run-level `manifest.json` and reports over every shard.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Shard `index` of `count` (0 ≤ index < count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// The folder of a sharded run holding each shard's own files.
+pub const SHARDS_DIR: &str = "shards";
+
+/// A run's two row tables.
+pub const TABLES: [&str; 2] = ["trajectories", "outcomes"];
+
+/// FNV-1a, 64 bits, of `bytes`.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// The shard (of `count`) the task `id` belongs to.
+pub fn shard_of(id: &str, count: u32) -> u32 {
+    (fnv1a64(id.as_bytes()) % u64::from(count.max(1))) as u32
+}
+
+impl Shard {
+    /// Parses `I/N` as given to `--shard`.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (index, count) = text.split_once('/').ok_or_else(|| {
+            format!("--shard {text}: expected I/N, the shard's index and the number of shards (e.g. 0/4)")
+        })?;
+        let number = |part: &str, what: &str| {
+            part.trim().parse::<u32>().map_err(|_| format!("--shard {text}: {what} `{part}` is not a whole number"))
+        };
+        Shard::new(number(index, "the index")?, number(count, "the count")?).map_err(|e| format!("--shard {text}: {e}"))
+    }
+
+    /// Shard `index` of `count`, checked.
+    pub fn new(index: u32, count: u32) -> Result<Shard, String> {
+        if count == 0 {
+            return Err("the number of shards must be at least 1".into());
+        }
+        if index >= count {
+            return Err(format!("shard index {index} is out of range for {count} shard(s) (0 to {})", count - 1));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether the task `id` is in this shard.
+    pub fn holds(&self, id: &str) -> bool {
+        shard_of(id, self.count) == self.index
+    }
+
+    /// `RUN/shards/I`: the shard's manifest, lock and progress.
+    pub fn dir(&self, run_dir: &Path) -> PathBuf {
+        shard_dir(run_dir, self.index)
+    }
+
+    /// `RUN/TABLE/shard=I/part-0.parquet`.
+    pub fn table_path(&self, run_dir: &Path, table: &str) -> PathBuf {
+        run_dir.join(table).join(format!("shard={}", self.index)).join("part-0.parquet")
+    }
+}
+
+/// `RUN/shards/I`.
+pub fn shard_dir(run_dir: &Path, index: u32) -> PathBuf {
+    run_dir.join(SHARDS_DIR).join(index.to_string())
+}
+
+/// Whether `run_dir` holds a sharded run (a `shards/` folder or a partitioned table).
+pub fn is_sharded(run_dir: &Path) -> bool {
+    run_dir.join(SHARDS_DIR).is_dir() || TABLES.iter().any(|table| run_dir.join(table).is_dir())
+}
+
+/// The shard indices with a folder in `RUN/shards/`, in order; other names are ignored.
+pub fn shard_indices(run_dir: &Path) -> Vec<u32> {
+    let mut indices: Vec<u32> = std::fs::read_dir(run_dir.join(SHARDS_DIR))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .filter_map(|entry| entry.file_name().to_str().and_then(|name| name.parse().ok()))
+        .collect();
+    indices.sort_unstable();
+    indices
+}
+
+/// The Parquet files of `table` (`"outcomes"` or `"trajectories"`) of the run in `run_dir`, in
+/// order: `RUN/TABLE.parquet` for a run in one piece, else every `RUN/TABLE/shard=I/*.parquet`
+/// by shard index, then file name. Empty when the run has no such table.
+pub fn table_files(run_dir: &Path, table: &str) -> Vec<PathBuf> {
+    let single = run_dir.join(format!("{table}.parquet"));
+    if single.is_file() {
+        return vec![single];
+    }
+    let mut partitions: Vec<(u32, PathBuf)> = std::fs::read_dir(run_dir.join(table))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let index = name.to_str()?.strip_prefix("shard=")?.parse().ok()?;
+            Some((index, entry.path()))
+        })
+        .collect();
+    partitions.sort();
+    let mut files = Vec::new();
+    for (_, dir) in partitions {
+        let mut parts: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "parquet") && path.is_file())
+            .collect();
+        parts.sort();
+        files.extend(parts);
+    }
+    files
+}
+
+/// Why the run in `run_dir` cannot be read yet, when it is a sharded run not merged: its
+/// summaries and run-level `manifest.json` are written by `critbench merge`.
+pub fn unmerged(run_dir: &Path) -> Option<String> {
+    (is_sharded(run_dir) && !run_dir.join(crate::manifest::MANIFEST_FILE).is_file()).then(|| {
+        format!(
+            "it is a sharded run that is not merged yet (no manifest.json); run `critbench merge {}` once every \
+             shard has finished",
+            run_dir.display()
+        )
+    })
+}
+
+/// How a table is named in messages: `outcomes.parquet`, or `outcomes/shard=*/` for a sharded run.
+pub fn table_label(run_dir: &Path, table: &str) -> String {
+    if is_sharded(run_dir) && !run_dir.join(format!("{table}.parquet")).is_file() {
+        format!("{table}/shard=*/part-0.parquet")
+    } else {
+        format!("{table}.parquet")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The split is a format guarantee: these ids are in these shards, forever.
+    #[test]
+    fn ids_are_pinned_to_their_shards() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+        let pinned = [("a", 1), ("paper-001", 0), ("paper-002", 1), ("rag-017", 2), ("任务-1", 1)];
+        for (id, shard) in pinned {
+            assert_eq!(shard_of(id, 3), shard, "{id}");
+        }
+        assert_eq!(shard_of("anything", 1), 0);
+    }
+
+    #[test]
+    fn shard_arguments_are_checked() {
+        assert_eq!(Shard::parse("2/4").unwrap(), Shard { index: 2, count: 4 });
+        assert!(Shard::parse("4/4").unwrap_err().contains("out of range for 4 shard(s) (0 to 3)"));
+        assert!(Shard::parse("0/0").unwrap_err().contains("at least 1"));
+        assert!(Shard::parse("x/2").unwrap_err().contains("`x` is not a whole number"));
+        assert!(Shard::parse("3").unwrap_err().contains("expected I/N"));
+    }
+
+    #[test]
+    fn tables_are_listed_by_shard_index() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(table_files(dir.path(), "outcomes").is_empty());
+        for index in [10, 2, 0] {
+            let path = Shard { index, count: 11 }.table_path(dir.path(), "outcomes");
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "").unwrap();
+        }
+        let names: Vec<String> = table_files(dir.path(), "outcomes")
+            .iter()
+            .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            ["outcomes/shard=0/part-0.parquet", "outcomes/shard=2/part-0.parquet", "outcomes/shard=10/part-0.parquet"]
+        );
+        assert!(is_sharded(dir.path()));
+        std::fs::write(dir.path().join("outcomes.parquet"), "").unwrap();
+        assert_eq!(table_files(dir.path(), "outcomes"), [dir.path().join("outcomes.parquet")]);
+    }
+}
