@@ -62,6 +62,26 @@ fn html_report_is_self_contained_with_every_chart() {
     let summary = html.split("id=\"table-summary\"").nth(1).unwrap().split("</table>").next().unwrap();
     assert_eq!(summary.matches("<tr><td>").count(), 4 * 2 * 3);
     assert!(html.contains("id=\"table-comparisons\""));
+    // The headline per task kind: papers under rubric, RAG answers under evidence, each config.
+    let kinds = html.split("<table id=\"table-kinds\">").nth(1).unwrap().split("</table>").next().unwrap();
+    assert_eq!(kinds.matches("<td><code>paper</code></td>").count(), 4, "{kinds}");
+    assert_eq!(kinds.matches("<td><code>rag</code></td>").count(), 4, "{kinds}");
+    // The discordant pairs of the compared arms: as many as comparisons.csv counts, up to 100.
+    let comparisons = std::fs::read_to_string(run.join("comparisons.csv")).unwrap();
+    let header: Vec<&str> = comparisons.lines().next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let discordant: usize = comparisons
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').collect::<Vec<_>>())
+        .filter(|f| f[column("arm_a")] == "feedback" && f[column("arm_b")] == "no-feedback")
+        .map(|f| f[column("a_only")].parse::<usize>().unwrap() + f[column("b_only")].parse::<usize>().unwrap())
+        .sum();
+    assert!(discordant > 0);
+    assert!(html.contains(&format!("<p>{discordant} of ")), "the page does not count {discordant} pairs");
+    let pairs = html.split("<table id=\"table-discordant-pairs\">").nth(1).unwrap().split("</table>").next().unwrap();
+    assert_eq!(pairs.matches("<tr><td>").count(), discordant.min(100));
+    assert_eq!(pairs.matches("<td><code>critbench show RUN --task ").count(), discordant.min(100));
     // Self-contained: nothing is fetched, nothing runs.
     for forbidden in ["http://", "https://", "<script", "<link", "@import", "url("] {
         assert!(!html.contains(forbidden), "report.html contains `{forbidden}`");
@@ -121,6 +141,19 @@ fn html_report_renders_in_chromium() {
     let rings = pareto.matches("<circle class=\"front\"").count();
     assert!((3..=2 * 3 * 4).contains(&rings), "{rings} front points");
     assert!(dom.contains("<table id=\"table-pareto\">"));
+    // The headline per task kind and the discordant pairs, linked from the top of the page.
+    let kinds =
+        dom.split("<table id=\"table-kinds\">").nth(1).expect("no table-kinds").split("</table>").next().unwrap();
+    assert_eq!(kinds.matches("<code>paper</code>").count() + kinds.matches("<code>rag</code>").count(), 2 * 4);
+    assert!(kinds.contains(">feedback − no-feedback (95% CI)</th>") && kinds.contains(" pp"), "{kinds}");
+    let pairs = dom.split("<table id=\"table-discordant-pairs\">").nth(1).expect("no pairs table");
+    let pairs = pairs.split("</table>").next().unwrap();
+    let rows = pairs.matches("<tr><td>").count();
+    assert!((1..=100).contains(&rows), "{rows} discordant pairs listed");
+    assert_eq!(pairs.matches("critbench show RUN --task ").count(), rows);
+    for anchor in ["#table-kinds", "#discordant-pairs"] {
+        assert!(dom.contains(&format!("<a href=\"{anchor}\">")), "no link to {anchor}");
+    }
 
     // A screenshot: the page paints, with real content (a blank page compresses to a few KB).
     let shot = dir.path().join("report.png");
@@ -169,6 +202,9 @@ fn single_config_report_renders_in_chromium_without_grid_charts() {
     for id in ["chart-heatmap", "chart-pass-vs-rounds", "table-pareto"] {
         assert!(!dom.contains(&format!("id=\"{id}\"")), "{id} drawn for a single config");
     }
+    // One kind of task: its headline is the page's; the discordant pairs are still listed.
+    assert!(!dom.contains("id=\"table-kinds\""), "a breakdown of one kind");
+    assert!(dom.contains("<h2 id=\"discordant-pairs\">Discordant pairs of feedback and no-feedback</h2>"));
     let shot = dir.path().join("single.png");
     headless(
         &chromium,

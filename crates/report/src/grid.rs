@@ -16,7 +16,7 @@ use critbench_storage::manifest::PolicyRecord;
 use serde_json::Value;
 
 use crate::configs::{axes, axis_value, value_order};
-use crate::html::{GRID, TEXT, WIDTH, escape, open_svg, percent, px, text};
+use crate::html::svg::{GRID, TEXT, WIDTH, escape, open_svg, percent, px, text};
 use crate::{ComparisonRow, Report, SummaryRow};
 
 /// Past this many configs the page summarises instead of listing every config.
@@ -165,6 +165,15 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
         summary: report.summary.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
         comparisons: report.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
         notes: report.notes.clone(),
+        by_kind: report
+            .by_kind
+            .iter()
+            .map(|kind| crate::KindReport {
+                kind: kind.kind.clone(),
+                summary: kind.summary.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
+                comparisons: kind.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
+            })
+            .collect(),
     }
 }
 
@@ -561,7 +570,7 @@ mod tests {
             summary.push(row(&format!("c{config:02}"), "feedback", config as f64 / 100.0, 2.0));
             summary.push(row(&format!("c{config:02}"), "no-feedback", ((config * 7) % 60) as f64 / 100.0, 2.0));
         }
-        let report = Report { run_id: None, name: None, summary, comparisons: Vec::new(), notes: Vec::new() };
+        let report = Report { summary, ..Report::default() };
         let shown = shown_configs(&report).unwrap();
         for config in (0..10).chain(50..60) {
             assert!(shown.contains(&format!("c{config:02}")), "feedback extreme c{config:02}");

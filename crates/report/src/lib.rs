@@ -31,8 +31,8 @@ mod summary;
 pub use html::escape as escape_html;
 pub use markdown::{glance_table, render_markdown, summary_table};
 pub use summary::{
-    ADJUDICATED_SUFFIX, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, Report, SummaryRow, TEST_MCNEMAR,
-    TEST_SIGN, build_report, summarize_file, summarize_files,
+    ADJUDICATED_SUFFIX, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport, Report, SummaryRow,
+    TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file, summarize_files,
 };
 
 use std::path::{Path, PathBuf};
@@ -82,9 +82,16 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     summary::write_files(run_dir, &report)?;
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
-    let markdown = render_markdown(&report);
+    // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
+    // arm of the outcomes file), for a reader to open one by one.
+    let ran = |arm: &str| !arm.ends_with(ADJUDICATED_SUFFIX);
+    let pairs = match report.comparisons.iter().find(|c| ran(&c.arm_a) && ran(&c.arm_b)) {
+        Some(c) => Some(show::ListedPairs::read(run_dir, &report, &c.arm_a, &c.arm_b)?),
+        None => None,
+    };
+    let markdown = markdown::render_with_pairs(&report, pairs.as_ref());
     let path = run_dir.join("report.md");
     std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;
-    html::write_html(run_dir, &report)?;
+    html::write_html(run_dir, &report, pairs.as_ref())?;
     Ok(report)
 }

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
 use crate::{ComparisonRow, Report, SummaryRow};
 
 fn percent(value: f64) -> String {
@@ -78,13 +79,7 @@ pub fn glance_table(report: &Report) -> String {
                 None => out.push_str(" – |"),
             }
         }
-        let comparisons: Vec<_> =
-            report.comparisons.iter().filter(|c| c.config_id == config && c.critic == critic).collect();
-        // Memory against plain feedback when the run has the memory arm, else feedback against
-        // the next arm; pairs come in reading order, so the first match is the one.
-        let chosen =
-            comparisons.iter().find(|c| c.arm_a == "feedback+memory" || c.arm_a == "feedback").or(comparisons.first());
-        match chosen {
+        match headline_comparison(&report.comparisons, config, critic) {
             Some(c) => {
                 let _ = write!(
                     out,
@@ -108,6 +103,86 @@ pub fn glance_table(report: &Report) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The comparison a config × critic's headline shows: memory against plain feedback when the run
+/// has the memory arm, else feedback against the next arm, else the first.
+pub(crate) fn headline_comparison<'a>(
+    comparisons: &'a [ComparisonRow],
+    config: &str,
+    critic: &str,
+) -> Option<&'a ComparisonRow> {
+    let mut of_group = comparisons.iter().filter(|c| c.config_id == config && c.critic == critic);
+    let first = of_group.clone().next();
+    // Pairs come in reading order, so the first match is the one.
+    of_group.find(|c| c.arm_a == "feedback+memory" || c.arm_a == "feedback").or(first)
+}
+
+/// The headline of each task kind: [`glance_table`] over that kind's tasks.
+fn kinds_section(out: &mut String, report: &Report) {
+    if report.by_kind.is_empty() {
+        return;
+    }
+    out.push_str("\n## By task kind\n\n");
+    out.push_str(
+        "The same headline over the tasks of each kind alone: each arm's pass rate, and the paired difference with \
+         its 95% interval and test.\n",
+    );
+    for kind in &report.by_kind {
+        let tasks = kind.summary.iter().map(|r| r.n_tasks).max().unwrap_or(0);
+        let _ = writeln!(out, "\n### {} ({tasks} tasks)\n", kind_label(kind.kind.as_deref()));
+        let view = Report { summary: kind.summary.clone(), comparisons: kind.comparisons.clone(), ..Report::default() };
+        out.push_str(&glance_table(&view));
+    }
+}
+
+/// How a task kind is named in the reports.
+pub(crate) fn kind_label(kind: Option<&str>) -> String {
+    match kind {
+        Some(kind) => format!("kind `{kind}`"),
+        None => "tasks without a kind".to_string(),
+    }
+}
+
+/// The discordant pairs of the compared arms: counts, and the first pairs with the command that
+/// opens each.
+fn pairs_section(out: &mut String, pairs: &ListedPairs) {
+    let (units, a_only, b_only) = pairs.totals();
+    let _ = writeln!(out, "\n## Discordant pairs of {} and {}\n", pairs.arm_a, pairs.arm_b);
+    let _ = writeln!(
+        out,
+        "{} of {units} task × epoch units had one arm pass and the other not: only {} passed {a_only}, only {} \
+         passed {b_only}.{} `RUN` is this report's directory.\n",
+        a_only + b_only,
+        pairs.arm_a,
+        pairs.arm_b,
+        if a_only + b_only > LISTED_PAIRS {
+            format!(
+                " The first {LISTED_PAIRS} are listed (`critbench show RUN --pairs {},{}` lists all).",
+                pairs.arm_a, pairs.arm_b
+            )
+        } else {
+            String::new()
+        }
+    );
+    if a_only + b_only == 0 {
+        return;
+    }
+    out.push_str(
+        "| config | critic | task | epoch | passed | open the loop that did not pass |\n|---|---|---|---:|---|---|\n",
+    );
+    for (group, pair, lost) in pairs.listed() {
+        let won = if pair.a_passed { &pairs.arm_a } else { &pairs.arm_b };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {won} | `{}` |",
+            group.config,
+            group.critic,
+            pair.task_id,
+            pair.epoch,
+            show_command("RUN", group, pair, lost)
+        );
+    }
 }
 
 /// Whether any critique of the run failed: then the tables show a critic-error column.
@@ -303,6 +378,11 @@ pub fn adjudication_section(report: &Report) -> String {
 
 /// The whole `report.md`.
 pub fn render_markdown(report: &Report) -> String {
+    render_with_pairs(report, None)
+}
+
+/// [`render_markdown`] with the headline per task kind and, when given, the discordant pairs.
+pub(crate) fn render_with_pairs(report: &Report, pairs: Option<&ListedPairs>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# critbench report: {}\n", report.name.as_deref().unwrap_or("run"));
     if let Some(run_id) = &report.run_id {
@@ -322,6 +402,10 @@ pub fn render_markdown(report: &Report) -> String {
         out.push_str(&comparison_table(report));
     }
     out.push_str(&adjudication_section(report));
+    kinds_section(&mut out, report);
+    if let Some(pairs) = pairs {
+        pairs_section(&mut out, pairs);
+    }
     if !report.notes.is_empty() {
         out.push_str("\n## Notes\n\n");
         for note in &report.notes {
@@ -329,4 +413,89 @@ pub fn render_markdown(report: &Report) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::KindReport;
+    use crate::show::{DiscordantPair, PairGroup};
+
+    fn row(arm: &str, passed: u64) -> SummaryRow {
+        SummaryRow {
+            config_id: "p8".into(),
+            critic: "rubric".into(),
+            arm: arm.into(),
+            n: 10,
+            passed,
+            pass_rate: passed as f64 / 10.0,
+            n_tasks: 10,
+            ..SummaryRow::default()
+        }
+    }
+
+    #[test]
+    fn the_headline_per_kind_and_the_discordant_pairs_are_sections_of_report_md() {
+        let comparison = ComparisonRow {
+            config_id: "p8".into(),
+            critic: "rubric".into(),
+            arm_a: "feedback".into(),
+            arm_b: "no-feedback".into(),
+            diff: 0.3,
+            diff_lo: 0.1,
+            diff_hi: 0.5,
+            p_value: 0.03125,
+            test: "exact McNemar".into(),
+            ..ComparisonRow::default()
+        };
+        let report = Report {
+            summary: vec![row("feedback", 8), row("no-feedback", 5)],
+            comparisons: vec![comparison.clone()],
+            by_kind: vec![
+                KindReport {
+                    kind: Some("paper".into()),
+                    summary: vec![row("feedback", 8), row("no-feedback", 5)],
+                    comparisons: vec![comparison],
+                },
+                KindReport { kind: None, summary: vec![row("feedback", 1)], comparisons: Vec::new() },
+            ],
+            ..Report::default()
+        };
+        let pairs = ListedPairs {
+            arm_a: "feedback".into(),
+            arm_b: "no-feedback".into(),
+            groups: vec![PairGroup {
+                config: "p8".into(),
+                critic: "rubric".into(),
+                units: 10,
+                a_only: 1,
+                b_only: 0,
+                pairs: vec![DiscordantPair { task_id: "t1".into(), epoch: 0, a_passed: true }],
+            }],
+        };
+        let markdown = render_with_pairs(&report, Some(&pairs));
+        let kinds = &markdown[markdown.find("## By task kind").unwrap()..];
+        assert_eq!(
+            kinds,
+            "## By task kind\n\n\
+             The same headline over the tasks of each kind alone: each arm's pass rate, and the paired difference \
+             with its 95% interval and test.\n\n\
+             ### kind `paper` (10 tasks)\n\n\
+             | config | critic | feedback | no-feedback | paired difference (95% CI) | p (test) |\n\
+             |---|---|---:|---:|---|---:|\n\
+             | p8 | rubric | 80.0% | 50.0% | feedback − no-feedback: +30.0 pp (+10.0 to +50.0) | 0.0312 (exact McNemar) |\n\n\
+             ### tasks without a kind (10 tasks)\n\n\
+             | config | critic | feedback | paired difference (95% CI) | p (test) |\n\
+             |---|---|---:|---|---:|\n\
+             | p8 | rubric | 10.0% | – | – |\n\n\
+             ## Discordant pairs of feedback and no-feedback\n\n\
+             1 of 10 task × epoch units had one arm pass and the other not: only feedback passed 1, only \
+             no-feedback passed 0. `RUN` is this report's directory.\n\n\
+             | config | critic | task | epoch | passed | open the loop that did not pass |\n\
+             |---|---|---|---:|---|---|\n\
+             | p8 | rubric | t1 | 0 | feedback | `critbench show RUN --task t1 --config p8 --critic rubric --epoch 0 --arm no-feedback` |\n"
+        );
+        // `render_markdown` is the same page without the pairs.
+        assert!(!render_markdown(&report).contains("## Discordant pairs"));
+    }
 }

@@ -16,7 +16,7 @@ use critbench_storage::tables::for_each_outcome_stats_in;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::ReportError;
+use crate::{Report, ReportError};
 
 /// Which loop of a task to show; `None` keys take the first loop that matches the others.
 #[derive(Clone, Debug, Default)]
@@ -540,23 +540,44 @@ pub struct PairGroup {
     pub critic: String,
     /// Units where both arms ran.
     pub units: usize,
+    /// Discordant units where only A passed, and where only B passed.
+    pub a_only: usize,
+    pub b_only: usize,
+    /// The discordant pairs by task and epoch, the first `limit` of them when a limit was given.
     pub pairs: Vec<DiscordantPair>,
 }
 
 /// Every task × epoch, per config and critic, where exactly one of `arm_a` and `arm_b` passed,
-/// read from `outcomes.parquet` (only the columns it needs, a batch at a time). Groups and pairs
-/// are in file order. An arm the run does not have is an error listing the arms it has.
+/// read from `outcomes.parquet` (only the columns it needs, a batch at a time). Groups are in file
+/// order, pairs by task and epoch (whatever order the rows came in). An arm the run does not have is an error listing the arms it has.
 pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<PairGroup>, ReportError> {
+    discordant_pairs_limited(run_dir, arm_a, arm_b, usize::MAX)
+}
+
+/// [`discordant_pairs`] keeping at most `limit` pairs of each group (the first by task and epoch)
+/// and counting the rest. A unit is held only until both arms' loops of it have been read, so
+/// memory grows with the groups, the units open at once and `limit`, not with the run.
+pub fn discordant_pairs_limited(
+    run_dir: &Path,
+    arm_a: &str,
+    arm_b: &str,
+    limit: usize,
+) -> Result<Vec<PairGroup>, ReportError> {
     let paths = crate::table_files(run_dir, "outcomes")?;
     if arm_a == arm_b {
         return Err(ReportError::Corrupt(format!("--pairs needs two different arms, not `{arm_a}` twice")));
     }
     let mut arms: Vec<String> = Vec::new();
-    let mut groups: Vec<(String, String)> = Vec::new();
+    let mut groups: Vec<PairGroup> = Vec::new();
+    let mut found: Vec<Vec<DiscordantPair>> = Vec::new();
     let mut group_index: HashMap<(String, String), usize> = HashMap::new();
-    // (group, task, epoch) → [A passed, B passed], in order of first appearance.
-    let mut units: Vec<(usize, String, u32, [Option<bool>; 2])> = Vec::new();
-    let mut unit_index: HashMap<(usize, String, u32), usize> = HashMap::new();
+    // (group, task, epoch) → [A passed, B passed], until both have been read.
+    let mut open: HashMap<(usize, String, u32), [Option<bool>; 2]> = HashMap::new();
+    // The first `limit` pairs by task and epoch, trimmed now and then so memory stays bounded.
+    let keep_first = |pairs: &mut Vec<DiscordantPair>| {
+        pairs.sort_unstable_by(|x, y| (&x.task_id, x.epoch).cmp(&(&y.task_id, y.epoch)));
+        pairs.truncate(limit);
+    };
     for_each_outcome_stats_in(&paths, |row| {
         if !arms.iter().any(|a| a == row.arm) {
             arms.push(row.arm.to_string());
@@ -569,15 +590,37 @@ pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<
             return Ok(());
         };
         let group_key = (row.config_id.to_string(), row.critic.to_string());
-        let group = *group_index.entry(group_key.clone()).or_insert_with(|| {
-            groups.push(group_key);
+        let group = *group_index.entry(group_key).or_insert_with(|| {
+            groups.push(PairGroup {
+                config: row.config_id.to_string(),
+                critic: row.critic.to_string(),
+                units: 0,
+                a_only: 0,
+                b_only: 0,
+                pairs: Vec::new(),
+            });
+            found.push(Vec::new());
             groups.len() - 1
         });
-        let unit = *unit_index.entry((group, row.task_id.to_string(), row.epoch)).or_insert_with(|| {
-            units.push((group, row.task_id.to_string(), row.epoch, [None, None]));
-            units.len() - 1
-        });
-        units[unit].3[side] = Some(row.passed);
+        let key = (group, row.task_id.to_string(), row.epoch);
+        let unit = open.entry(key.clone()).or_default();
+        unit[side] = Some(row.passed);
+        let [Some(a), Some(b)] = *unit else { return Ok(()) };
+        open.remove(&key);
+        let counts = &mut groups[group];
+        counts.units += 1;
+        if a != b {
+            if a {
+                counts.a_only += 1;
+            } else {
+                counts.b_only += 1;
+            }
+            let pairs = &mut found[group];
+            pairs.push(DiscordantPair { task_id: key.1, epoch: key.2, a_passed: a });
+            if pairs.len() >= limit.saturating_mul(2).max(16) {
+                keep_first(pairs);
+            }
+        }
         Ok(())
     })
     .map_err(|e| ReportError::Corrupt(e.to_string()))?;
@@ -586,16 +629,59 @@ pub fn discordant_pairs(run_dir: &Path, arm_a: &str, arm_b: &str) -> Result<Vec<
             return Err(ReportError::Corrupt(format!("the run has no arm `{arm}`; its arms are {}", arms.join(", "))));
         }
     }
-    let mut result: Vec<PairGroup> =
-        groups.into_iter().map(|(config, critic)| PairGroup { config, critic, units: 0, pairs: Vec::new() }).collect();
-    for (group, task_id, epoch, [a, b]) in units {
-        let (Some(a), Some(b)) = (a, b) else { continue };
-        result[group].units += 1;
-        if a != b {
-            result[group].pairs.push(DiscordantPair { task_id, epoch, a_passed: a });
-        }
+    for (group, mut pairs) in groups.iter_mut().zip(found) {
+        keep_first(&mut pairs);
+        group.pairs = pairs;
     }
-    Ok(result)
+    Ok(groups)
+}
+
+/// The command that opens the loop of `arm` in a discordant pair of `group`.
+pub fn show_command(run: &str, group: &PairGroup, pair: &DiscordantPair, arm: &str) -> String {
+    format!(
+        "critbench show {run} --task {} --config {} --critic {} --epoch {} --arm {arm}",
+        pair.task_id, group.config, group.critic, pair.epoch
+    )
+}
+
+/// The most discordant pairs `report.md` and `report.html` list.
+pub(crate) const LISTED_PAIRS: usize = 100;
+
+/// The discordant pairs of the two arms the reports compare, as they list them: every group's
+/// counts, and the first [`LISTED_PAIRS`] pairs in file order.
+pub(crate) struct ListedPairs {
+    pub arm_a: String,
+    pub arm_b: String,
+    pub groups: Vec<PairGroup>,
+}
+
+impl ListedPairs {
+    /// Reads the pairs of `arm_a` and `arm_b` in the run, at most [`LISTED_PAIRS`] of each group,
+    /// the groups in the order of `report`'s summary (so the list does not depend on the order of
+    /// the rows).
+    pub(crate) fn read(run_dir: &Path, report: &Report, arm_a: &str, arm_b: &str) -> Result<ListedPairs, ReportError> {
+        let mut groups = discordant_pairs_limited(run_dir, arm_a, arm_b, LISTED_PAIRS)?;
+        let position = |group: &PairGroup| {
+            let found = report.summary.iter().position(|r| r.config_id == group.config && r.critic == group.critic);
+            (found.unwrap_or(usize::MAX), group.config.clone(), group.critic.clone())
+        };
+        groups.sort_by_cached_key(position);
+        Ok(ListedPairs { arm_a: arm_a.to_string(), arm_b: arm_b.to_string(), groups })
+    }
+
+    /// Units where both arms ran, and the discordant ones where only A and only B passed.
+    pub(crate) fn totals(&self) -> (usize, usize, usize) {
+        self.groups.iter().fold((0, 0, 0), |(units, a, b), g| (units + g.units, a + g.a_only, b + g.b_only))
+    }
+
+    /// The pairs listed, with their group, and the arm that did not pass (the loop worth opening).
+    pub(crate) fn listed(&self) -> impl Iterator<Item = (&PairGroup, &DiscordantPair, &str)> {
+        self.groups
+            .iter()
+            .flat_map(|group| group.pairs.iter().map(move |pair| (group, pair)))
+            .take(LISTED_PAIRS)
+            .map(|(group, pair)| (group, pair, if pair.a_passed { self.arm_b.as_str() } else { self.arm_a.as_str() }))
+    }
 }
 
 /// Renders [`discordant_pairs`]: per config and critic, the counts and at most `limit` pairs, each
@@ -607,32 +693,27 @@ pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGrou
         "discordant pairs of {arm_a} and {arm_b}: the task × epoch units where one passed and the other did not"
     );
     for group in groups {
-        let a_only = group.pairs.iter().filter(|p| p.a_passed).count();
-        let b_only = group.pairs.len() - a_only;
+        let (a_only, b_only) = (group.a_only, group.b_only);
         let _ = writeln!(
             out,
             "\n{} · {}: {} of {} units ({a_only} only {arm_a} passed, {b_only} only {arm_b} passed)",
             group.config,
             group.critic,
-            group.pairs.len(),
+            a_only + b_only,
             group.units
         );
         for pair in group.pairs.iter().take(limit) {
             let (won, lost) = if pair.a_passed { (arm_a, arm_b) } else { (arm_b, arm_a) };
             let _ = writeln!(
                 out,
-                "  {} epoch {}: {won} passed, {lost} did not · critbench show {} --task {} --config {} --critic {} --epoch {} --arm {lost}",
+                "  {} epoch {}: {won} passed, {lost} did not · {}",
                 pair.task_id,
                 pair.epoch,
-                run_dir.display(),
-                pair.task_id,
-                group.config,
-                group.critic,
-                pair.epoch
+                show_command(&run_dir.display().to_string(), group, pair, lost)
             );
         }
-        if group.pairs.len() > limit {
-            let _ = writeln!(out, "  … and {} more (--limit to see more)", group.pairs.len() - limit);
+        if a_only + b_only > limit {
+            let _ = writeln!(out, "  … and {} more (--limit to see more)", a_only + b_only - limit);
         }
     }
     out
@@ -644,6 +725,52 @@ mod tests {
     use critbench_storage::tables::{TrajectoryRow, TrajectoryWriter};
 
     use super::*;
+
+    /// 3,000 tasks × 2 epochs, feedback passing the even tasks and no-feedback the tasks divisible
+    /// by 3; rows of a unit far apart (all feedback rows first, no-feedback reversed).
+    #[test]
+    fn discordant_pairs_keep_the_first_in_file_order_and_count_the_rest() {
+        use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let mut rows = Vec::new();
+        for (arm, passes) in [("feedback", 2), ("no-feedback", 3)] {
+            let mut arm_rows = Vec::new();
+            for task in 0..3000 {
+                for epoch in 0..2 {
+                    let id = format!("t{task:04}");
+                    arm_rows.push(OutcomeRow { epoch, ..OutcomeRow::bare(&id, arm, task % passes == 0, 2) });
+                }
+            }
+            if arm == "no-feedback" {
+                arm_rows.reverse();
+            }
+            rows.extend(arm_rows);
+        }
+        let mut writer = OutcomeWriter::create(&dir.path().join("outcomes.parquet")).unwrap();
+        for row in rows {
+            writer.push(row).unwrap();
+        }
+        writer.close().unwrap();
+        let all = discordant_pairs(dir.path(), "feedback", "no-feedback").unwrap();
+        let limited = discordant_pairs_limited(dir.path(), "feedback", "no-feedback", 5).unwrap();
+        // Tasks even but not divisible by 3: 1,000 of 3,000; divisible by 3 but odd: 500. Two epochs
+        // each: more than the limited read holds before it trims.
+        for groups in [&all, &limited] {
+            assert_eq!(groups.len(), 1);
+            assert_eq!((groups[0].units, groups[0].a_only, groups[0].b_only), (6000, 2000, 1000));
+        }
+        assert_eq!(all[0].pairs.len(), 3000);
+        assert_eq!(limited[0].pairs, all[0].pairs[..5].to_vec(), "the first five by task and epoch");
+        let first: Vec<(&str, u32, bool)> =
+            limited[0].pairs.iter().map(|p| (p.task_id.as_str(), p.epoch, p.a_passed)).collect();
+        assert_eq!(
+            first,
+            [("t0002", 0, true), ("t0002", 1, true), ("t0003", 0, false), ("t0003", 1, false), ("t0004", 0, true)]
+        );
+        let rendered = render_pairs(dir.path(), "feedback", "no-feedback", &limited, 5);
+        assert!(rendered.contains(": 3000 of 6000 units (2000 only feedback passed, 1000 only no-feedback passed)"));
+        assert!(rendered.contains("… and 2995 more"), "{rendered}");
+    }
 
     /// Three tasks over two row groups (the writer closes a group at 65,536 rows): a task inside
     /// one group's `task_id` range reads that group alone, a task in both reads both, and rows

@@ -7,18 +7,32 @@
 //! complete (failed loops, or no manifest to say how many to expect) fold at the end with what
 //! they have. Memory is O(open tasks + distinct vectors), not O(rows), and every total is
 //! independent of the order rows arrive in: integer counts, exact float sums, sorted histograms.
+//!
+//! Each group keeps the same totals once more per task kind (a task's kind is that of its first
+//! row), so the reports can give the headline per kind from the same single pass.
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
+mod csv;
+mod keys;
+mod notes;
+mod totals;
+
+use std::collections::HashMap;
 use std::path::Path;
 
-use critbench_core::{Arm, SeedKey, derive_seed};
+use critbench_core::Arm;
 use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::{OutcomeRow, OutcomeStats};
 use serde::Serialize;
 
+pub(crate) use csv::write_csv;
+pub(crate) use keys::{KeyMap, task_hash};
+#[cfg(test)]
+use notes::calls_note;
+use notes::notes;
+use totals::ArmTotals;
+pub(crate) use totals::{Loop, PairTotals, TaskPairs, matched_epochs};
+
 use crate::ReportError;
-use crate::stats::{Cluster, ExactSum, cluster_bootstrap, mcnemar_exact, sign_test, wilson_interval};
 
 /// Bootstrap resamples for the pass-rate difference.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -132,7 +146,7 @@ pub struct ComparisonRow {
 }
 
 /// Everything the summary files hold.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub run_id: Option<String>,
     pub name: Option<String>,
@@ -141,112 +155,20 @@ pub struct Report {
     /// What a reader should know beside the tables (from the manifest): a token cap that stopped
     /// the run, loops that failed, the models and their calls, critics that failed or disagreed.
     pub notes: Vec<String>,
+    /// The same rows over the tasks of each kind, when the run has tasks of two kinds or more
+    /// (for the reports; not written to `summary.json`).
+    #[serde(skip)]
+    pub by_kind: Vec<KindReport>,
 }
 
-/// The sentence about model calls, from the manifest's `openai` section alone: every number in it
-/// is one the manifest records, so the two cannot disagree.
-pub(crate) fn calls_note(openai: &serde_json::Value) -> String {
-    let count = |pointer: &str| openai.pointer(pointer).and_then(|v| v.as_u64()).unwrap_or(0);
-    let models: Vec<String> = openai["models"]
-        .as_object()
-        .map(|m| m.iter().map(|(role, model)| format!("{role} `{}`", model.as_str().unwrap_or("?"))).collect())
-        .unwrap_or_default();
-    let (total, failed) = (count("/calls/total"), count("/calls/failures"));
-    let mut http = format!("{} ok", count("/http/ok"));
-    for (pointer, what) in [
-        ("/http/connection_errors", "connection errors"),
-        ("/http/timeouts", "timeouts"),
-        ("/http/status_429", "HTTP 429"),
-        ("/http/status_503", "HTTP 503"),
-        ("/http/status_5xx_other", "other HTTP 5xx"),
-        ("/http/status_4xx", "HTTP 4xx"),
-        ("/http/malformed_bodies", "malformed bodies"),
-    ] {
-        if count(pointer) > 0 {
-            http.push_str(&format!(", {} {what}", count(pointer)));
-        }
-    }
-    format!(
-        "Models ({}): {}. {total} calls: {} answered, {failed} failed; {} sent to the model ({} HTTP requests: {http}; \
-         {} retries), {} from the response cache, {} shared with an identical request in flight; {} tokens in, {} out.",
-        openai["endpoint"].as_str().unwrap_or("?"),
-        models.join(", "),
-        total.saturating_sub(failed),
-        count("/calls/model_calls"),
-        count("/http/requests"),
-        count("/http/retries"),
-        count("/cache/hits"),
-        count("/cache/shared_in_flight"),
-        count("/tokens/in"),
-        count("/tokens/out"),
-    )
-}
-
-/// `incomplete`: the loops the manifest expects per task, and how many tasks had fewer.
-fn notes(summary: &[SummaryRow], manifest: Option<&Manifest>, incomplete: Option<(usize, usize)>) -> Vec<String> {
-    let mut notes = Vec::new();
-    let failed = manifest.map_or(0, |m| (m.failed_loop_count as usize).max(m.failed_loops.len()));
-    if let Some(openai) = manifest.and_then(|m| m.openai.as_ref()).filter(|o| o.is_object()) {
-        let count = |pointer: &str| openai.pointer(pointer).and_then(|v| v.as_u64()).unwrap_or(0);
-        notes.push(calls_note(openai));
-        let failures = count("/calls/failures");
-        if failures > 0 && failures == count("/calls/total") {
-            notes.push(format!(
-                "**Every model call failed** ({failures} of {failures}): the numbers above measure no model output."
-            ));
-        }
-        if openai.pointer("/tokens/cap_reached") == Some(&serde_json::Value::Bool(true)) {
-            notes.push(format!(
-                "**The token cap was reached** (max_tokens_total = {}): {} model calls were refused, so loops that \
-                 still needed the model failed and the rates above cover only the loops that finished.",
-                count("/tokens/max_tokens_total"),
-                count("/tokens/refused_calls"),
-            ));
-        }
-    }
-    if failed > 0 {
-        notes.push(format!("{failed} loop(s) failed and have no rows; `failed_loops` in manifest.json says why."));
-    }
-    if let Some((expected, tasks)) = incomplete.filter(|(_, tasks)| *tasks > 0) {
-        // A failed loop leaves one task short; more short tasks than that means rows are missing
-        // or a loop was written twice (a task that closed and then saw another row).
-        let unexplained = if tasks > failed {
-            " More than the failed loops explain: the outcomes may be incomplete or hold a loop twice."
-        } else {
-            ""
-        };
-        notes.push(format!(
-            "{tasks} task(s) of a config × critic had fewer than the {expected} loops (epochs × arms) the manifest \
-             expects and are summarized with the loops they have.{unexplained}"
-        ));
-    }
-    let (errors, rounds): (u64, u64) =
-        summary.iter().fold((0, 0), |(e, r), row| (e + row.critic_errors, r + row.rounds_total));
-    if errors > 0 {
-        let worst = summary
-            .iter()
-            .filter(|row| row.critic_errors > 0)
-            .map(|row| {
-                format!("{} × {} × {} {:.1}%", row.config_id, row.critic, row.arm, 100.0 * row.critic_error_rate)
-            })
-            .collect::<Vec<_>>();
-        let shown = worst.len().min(6);
-        notes.push(format!(
-            "**The critic failed on {errors} of {rounds} critiqued rounds** ({:.1}%); a failed critique scores the range minimum and never \
-             passes a draft. By config × critic × arm: {}{} (`critic_error_rate` in summary.csv).",
-            100.0 * errors as f64 / rounds.max(1) as f64,
-            worst[..shown].join(", "),
-            if worst.len() > shown { format!(" and {} more", worst.len() - shown) } else { String::new() },
-        ));
-    }
-    let disagreements: u64 = summary.iter().map(|r| r.critic_passed_disagreements).sum();
-    if disagreements > 0 {
-        notes.push(format!(
-            "On {disagreements} critiqued round(s) the critic's own `passed` disagreed with the host's pass rule \
-             (`critic_passed_disagreements` in summary.csv); the host's rule decided."
-        ));
-    }
-    notes
+/// The summary and comparison rows of one task kind: the same statistics as the whole run's,
+/// over that kind's tasks only.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KindReport {
+    /// `None` for tasks whose dataset row gave no kind.
+    pub kind: Option<String>,
+    pub summary: Vec<SummaryRow>,
+    pub comparisons: Vec<ComparisonRow>,
 }
 
 /// Sort position of each name in the manifest's list (unknown names sort last, then by name).
@@ -274,354 +196,6 @@ fn arm_rank(arm: &str) -> usize {
     }
 }
 
-/// One loop of an open task: what the per-task statistics need of it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Loop {
-    pub arm: u16,
-    pub epoch: u32,
-    pub passed: bool,
-    /// Passed on the first draft.
-    pub first: bool,
-    pub rounds: u32,
-    pub best_score: f64,
-}
-
-impl Loop {
-    pub(crate) fn of(row: &OutcomeStats<'_>, arm: u16) -> Loop {
-        Loop {
-            arm,
-            epoch: row.epoch,
-            passed: row.passed,
-            first: row.passed && row.revisions == 0,
-            rounds: row.rounds,
-            best_score: row.best_score,
-        }
-    }
-}
-
-/// A task id as a 128-bit hash, so an open task is keyed without allocating per row. Two SipHash
-/// passes under different prefixes: a collision among a million tasks has odds near 1e-26.
-pub(crate) fn task_hash(task_id: &str) -> u128 {
-    let half = |prefix: u8| {
-        let mut hasher = std::hash::DefaultHasher::new();
-        prefix.hash(&mut hasher);
-        task_id.hash(&mut hasher);
-        hasher.finish()
-    };
-    (u128::from(half(0)) << 64) | u128::from(half(1))
-}
-
-/// Hashes keys that are already hashes (task ids hashed by [`task_hash`], small indices) with a
-/// multiply-and-rotate of their words: SipHash again would only cost time on the hot path.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u64(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-
-    fn write_u128(&mut self, word: u128) {
-        self.write_u64(word as u64);
-        self.write_u64((word >> 64) as u64);
-    }
-
-    fn write_u32(&mut self, word: u32) {
-        self.write_u64(u64::from(word));
-    }
-
-    fn write_usize(&mut self, word: usize) {
-        self.write_u64(word as u64);
-    }
-}
-
-/// A map keyed by hashes and indices (see [`KeyHasher`]).
-pub(crate) type KeyMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;
-
-/// Running sums of one config × critic × arm.
-#[derive(Default)]
-struct ArmTotals {
-    name: String,
-    rank: (usize, String),
-    n: u64,
-    passed: u64,
-    first_passed: u64,
-    rounds: u64,
-    exits: [u64; 4],
-    first_score: ExactSum,
-    best_score: ExactSum,
-    final_score: ExactSum,
-    critic_errors: u64,
-    critic_error_loops: u64,
-    disagreements: u64,
-    /// Rounds summed over the loops that passed.
-    rounds_passed: u64,
-    /// Loops that counted tokens, and their tokens in/out (all loops, then passed loops).
-    token_loops: u64,
-    tokens: [u64; 2],
-    token_passes: u64,
-    tokens_passed: [u64; 2],
-    /// (loops, passes, first-draft passes) of a task → how many tasks had it.
-    clusters: BTreeMap<(u64, i64, i64), u64>,
-}
-
-impl ArmTotals {
-    fn add(&mut self, row: &OutcomeStats<'_>) {
-        self.n += 1;
-        self.passed += u64::from(row.passed);
-        self.first_passed += u64::from(row.passed && row.revisions == 0);
-        self.rounds += u64::from(row.rounds);
-        if let Some(index) = ["pass", "stall", "plateau", "budget"].iter().position(|e| *e == row.exit_reason) {
-            self.exits[index] += 1;
-        }
-        self.first_score.add(row.first_score);
-        self.best_score.add(row.best_score);
-        self.final_score.add(row.final_score);
-        self.critic_errors += u64::from(row.critic_errors);
-        self.critic_error_loops += u64::from(row.critic_errors > 0);
-        self.disagreements += u64::from(row.critic_disagreements);
-        if row.passed {
-            self.rounds_passed += u64::from(row.rounds);
-        }
-        if row.tokens_in.is_some() || row.tokens_out.is_some() {
-            let counted = [row.tokens_in.unwrap_or(0), row.tokens_out.unwrap_or(0)];
-            self.token_loops += 1;
-            self.tokens[0] += counted[0];
-            self.tokens[1] += counted[1];
-            if row.passed {
-                self.token_passes += 1;
-                self.tokens_passed[0] += counted[0];
-                self.tokens_passed[1] += counted[1];
-            }
-        }
-    }
-
-    fn row(&self, config_id: &str, critic: &str) -> SummaryRow {
-        let single = self.clusters.keys().all(|(loops, _, _)| *loops == 1);
-        let ((lo, hi), (first_lo, first_hi), interval) = if single {
-            (wilson_interval(self.passed, self.n), wilson_interval(self.first_passed, self.n), INTERVAL_WILSON)
-        } else {
-            let clusters: Vec<Cluster<2>> = self
-                .clusters
-                .iter()
-                .map(|(&(loops, passes, first), &tasks)| Cluster {
-                    denominator: loops,
-                    numerators: [passes, first],
-                    tasks,
-                })
-                .collect();
-            let seed = derive_seed(&SeedKey {
-                seed: 0,
-                task_id: &format!("{config_id}|{critic}|{}", self.name),
-                epoch: 0,
-                round: 0,
-                purpose: "arm-bootstrap",
-            });
-            let [pass, first] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
-            // At 0% or 100% every resample has the same rate and the interval would be a point:
-            // then Wilson's over the tasks, each task one trial (it passed every epoch or none).
-            let tasks: u64 = self.clusters.values().sum();
-            let edge = |count: u64, interval: (f64, f64)| match count {
-                0 => wilson_interval(0, tasks),
-                _ if count == self.n => wilson_interval(tasks, tasks),
-                _ => interval,
-            };
-            (edge(self.passed, pass), edge(self.first_passed, first), INTERVAL_TASK_BOOTSTRAP)
-        };
-        let rate = |count: u64, of: u64| if of == 0 { 0.0 } else { count as f64 / of as f64 };
-        SummaryRow {
-            config_id: config_id.to_string(),
-            arm: self.name.clone(),
-            critic: critic.to_string(),
-            n: self.n,
-            passed: self.passed,
-            pass_rate: rate(self.passed, self.n),
-            pass_rate_lo: lo,
-            pass_rate_hi: hi,
-            mean_rounds: self.rounds as f64 / self.n as f64,
-            first_round_passed: self.first_passed,
-            first_round_pass_rate: rate(self.first_passed, self.n),
-            first_round_pass_rate_lo: first_lo,
-            first_round_pass_rate_hi: first_hi,
-            exit_pass: self.exits[0],
-            exit_stall: self.exits[1],
-            exit_plateau: self.exits[2],
-            exit_budget: self.exits[3],
-            mean_first_score: self.first_score.mean(),
-            mean_best_score: self.best_score.mean(),
-            mean_final_score: self.final_score.mean(),
-            critic_errors: self.critic_errors,
-            critic_passed_disagreements: self.disagreements,
-            n_tasks: self.clusters.values().sum(),
-            interval: interval.to_string(),
-            rounds_total: self.rounds,
-            critic_error_rate: rate(self.critic_errors, self.rounds),
-            critic_error_loops: self.critic_error_loops,
-            critic_error_loop_rate: rate(self.critic_error_loops, self.n),
-            mean_rounds_passed: rate(self.rounds_passed, self.passed),
-            tokens_in_per_loop: (self.token_loops > 0).then(|| rate(self.tokens[0], self.token_loops)),
-            tokens_out_per_loop: (self.token_loops > 0).then(|| rate(self.tokens[1], self.token_loops)),
-            tokens_in_per_pass: (self.token_passes > 0).then(|| rate(self.tokens_passed[0], self.token_passes)),
-            tokens_out_per_pass: (self.token_passes > 0).then(|| rate(self.tokens_passed[1], self.token_passes)),
-        }
-    }
-}
-
-/// One task's pairs: how many, and A's passes minus B's (all, and first drafts).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct TaskPairs {
-    pub pairs: u64,
-    pub difference: i64,
-    pub first_difference: i64,
-}
-
-/// The paired statistics of side A against side B, task by task.
-#[derive(Default)]
-pub(crate) struct PairTotals {
-    n_pairs: u64,
-    a_passed: u64,
-    b_passed: u64,
-    a_only: u64,
-    b_only: u64,
-    first_a: u64,
-    first_b: u64,
-    rounds_a: u64,
-    rounds_b: u64,
-    best_a: ExactSum,
-    best_b: ExactSum,
-    /// Pairs where both passed, and each side's rounds summed over them.
-    both_passed: u64,
-    rounds_both_a: u64,
-    rounds_both_b: u64,
-    a_better: u64,
-    b_better: u64,
-    /// (pairs, A-only − B-only, the same for first drafts) of a task → how many tasks had it.
-    clusters: BTreeMap<(u64, i64, i64), u64>,
-}
-
-impl PairTotals {
-    /// Adds one task's matched pairs (same epoch, one loop of each side).
-    pub(crate) fn add_task<'a>(&mut self, pairs: impl Iterator<Item = (&'a Loop, &'a Loop)>) {
-        let mut task = TaskPairs::default();
-        for (a, b) in pairs {
-            self.add_pair(a, b, &mut task);
-        }
-        self.add_cluster(task);
-    }
-
-    /// Adds one pair's counts and sums, and its kind to its task's `task`.
-    pub(crate) fn add_pair(&mut self, a: &Loop, b: &Loop, task: &mut TaskPairs) {
-        self.a_passed += u64::from(a.passed);
-        self.b_passed += u64::from(b.passed);
-        self.a_only += u64::from(a.passed && !b.passed);
-        self.b_only += u64::from(!a.passed && b.passed);
-        self.first_a += u64::from(a.first);
-        self.first_b += u64::from(b.first);
-        self.rounds_a += u64::from(a.rounds);
-        self.rounds_b += u64::from(b.rounds);
-        self.best_a.add(a.best_score);
-        self.best_b.add(b.best_score);
-        if a.passed && b.passed {
-            self.both_passed += 1;
-            self.rounds_both_a += u64::from(a.rounds);
-            self.rounds_both_b += u64::from(b.rounds);
-        }
-        task.pairs += 1;
-        task.difference += i64::from(a.passed) - i64::from(b.passed);
-        task.first_difference += i64::from(a.first) - i64::from(b.first);
-    }
-
-    /// Adds a task whose pairs were all given to [`PairTotals::add_pair`].
-    pub(crate) fn add_cluster(&mut self, task: TaskPairs) {
-        if task.pairs == 0 {
-            return;
-        }
-        self.n_pairs += task.pairs;
-        self.a_better += u64::from(task.difference > 0);
-        self.b_better += u64::from(task.difference < 0);
-        *self.clusters.entry((task.pairs, task.difference, task.first_difference)).or_default() += 1;
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.n_pairs == 0
-    }
-
-    pub(crate) fn row(&self, config_id: &str, critic: &str, label_a: &str, label_b: &str) -> ComparisonRow {
-        let n = self.n_pairs as f64;
-        let (rate_a, rate_b) = (self.a_passed as f64 / n, self.b_passed as f64 / n);
-        let (first_a, first_b) = (self.first_a as f64 / n, self.first_b as f64 / n);
-        // Seeded by what is compared, so every rebuild of a report gives the same interval.
-        let seed = derive_seed(&SeedKey {
-            seed: 0,
-            task_id: &format!("{config_id}|{critic}|{label_a}|{label_b}"),
-            epoch: 0,
-            round: 0,
-            purpose: "bootstrap",
-        });
-        let clusters: Vec<Cluster<2>> = self
-            .clusters
-            .iter()
-            .map(|(&(pairs, diff, first), &tasks)| Cluster { denominator: pairs, numerators: [diff, first], tasks })
-            .collect();
-        // One resampling of tasks serves both differences.
-        let [(lo, hi), (first_lo, first_hi)] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
-        let single = self.clusters.keys().all(|(pairs, _, _)| *pairs == 1);
-        let (rounds_a, rounds_b) = (self.rounds_a as f64 / n, self.rounds_b as f64 / n);
-        let (best_a, best_b) = (self.best_a.mean(), self.best_b.mean());
-        let both = (self.both_passed > 0).then(|| {
-            let of = self.both_passed as f64;
-            (self.rounds_both_a as f64 / of, self.rounds_both_b as f64 / of)
-        });
-        ComparisonRow {
-            config_id: config_id.to_string(),
-            critic: critic.to_string(),
-            arm_a: label_a.to_string(),
-            arm_b: label_b.to_string(),
-            n_pairs: self.n_pairs,
-            pass_rate_a: rate_a,
-            pass_rate_b: rate_b,
-            diff: (self.a_passed as f64 - self.b_passed as f64) / n,
-            diff_lo: lo,
-            diff_hi: hi,
-            a_only: self.a_only,
-            b_only: self.b_only,
-            mcnemar_p: mcnemar_exact(self.a_only, self.b_only),
-            mean_rounds_a: rounds_a,
-            mean_rounds_b: rounds_b,
-            diff_mean_rounds: rounds_a - rounds_b,
-            mean_best_score_a: best_a,
-            mean_best_score_b: best_b,
-            diff_mean_best_score: best_a - best_b,
-            first_round_rate_a: first_a,
-            first_round_rate_b: first_b,
-            first_round_diff: (self.first_a as f64 - self.first_b as f64) / n,
-            first_round_diff_lo: first_lo,
-            first_round_diff_hi: first_hi,
-            n_tasks: self.clusters.values().sum(),
-            tasks_a_better: self.a_better,
-            tasks_b_better: self.b_better,
-            p_value: sign_test(self.a_better, self.b_better),
-            test: if single { TEST_MCNEMAR } else { TEST_SIGN }.to_string(),
-            both_passed: self.both_passed,
-            mean_rounds_passed_a: both.map(|(a, _)| a),
-            mean_rounds_passed_b: both.map(|(_, b)| b),
-            diff_mean_rounds_passed: both.map(|(a, b)| a - b),
-        }
-    }
-}
-
 /// One config × critic: its arms (in order of first appearance) and their pairs.
 struct Group {
     config_id: String,
@@ -629,12 +203,90 @@ struct Group {
     arms: Vec<ArmTotals>,
     /// (arm index of A, of B) → their comparison; A is the arm that reads first.
     pairs: HashMap<(u16, u16), PairTotals>,
+    /// The same totals per task kind, in order of first appearance.
+    kinds: Vec<KindTotals>,
+}
+
+/// One task kind's arms (indexed as the group's, added as they appear) and pairs.
+struct KindTotals {
+    kind: Option<String>,
+    arms: Vec<ArmTotals>,
+    pairs: HashMap<(u16, u16), PairTotals>,
+}
+
+impl Group {
+    /// The index of `kind` in `kinds`, added if new. Kinds are few, so a scan is enough.
+    fn kind(&mut self, kind: Option<&str>) -> usize {
+        match self.kinds.iter().position(|k| k.kind.as_deref() == kind) {
+            Some(index) => index,
+            None => {
+                self.kinds.push(KindTotals { kind: kind.map(String::from), arms: Vec::new(), pairs: HashMap::new() });
+                self.kinds.len() - 1
+            }
+        }
+    }
+
+    /// The totals of `arm` among the tasks of kind `kind`.
+    fn kind_arm(&mut self, kind: usize, arm: u16) -> &mut ArmTotals {
+        let totals = &mut self.kinds[kind];
+        while totals.arms.len() <= arm as usize {
+            let like = &self.arms[totals.arms.len()];
+            totals.arms.push(ArmTotals::new(like.name.clone(), like.rank.clone()));
+        }
+        &mut totals.arms[arm as usize]
+    }
+}
+
+/// Folds one task's runs of loops (one run per arm, in arm order) into per-task histograms of
+/// `arms` and the pairs of every two arms (A being the one that reads first).
+fn fold_task(arms: &mut [ArmTotals], pairs: &mut HashMap<(u16, u16), PairTotals>, runs: &[(u16, &[Loop])]) {
+    for (arm, loops) in runs {
+        let passes = loops.iter().filter(|l| l.passed).count() as i64;
+        let first = loops.iter().filter(|l| l.first).count() as i64;
+        *arms[*arm as usize].clusters.entry((loops.len() as u64, passes, first)).or_default() += 1;
+    }
+    for (i, (arm_i, loops_i)) in runs.iter().enumerate() {
+        for (arm_j, loops_j) in &runs[i + 1..] {
+            let (a, b, loops_a, loops_b) = if arms[*arm_i as usize].rank <= arms[*arm_j as usize].rank {
+                (*arm_i, *arm_j, loops_i, loops_j)
+            } else {
+                (*arm_j, *arm_i, loops_j, loops_i)
+            };
+            pairs.entry((a, b)).or_default().add_task(matched_epochs(loops_a, loops_b));
+        }
+    }
+}
+
+/// The summary rows of `arms` in reading order, and the comparison of every two that have pairs.
+fn group_rows(
+    config_id: &str,
+    critic: &str,
+    arms: &[ArmTotals],
+    pairs: &HashMap<(u16, u16), PairTotals>,
+    summary: &mut Vec<SummaryRow>,
+    comparisons: &mut Vec<ComparisonRow>,
+) {
+    let mut order: Vec<usize> = (0..arms.len()).collect();
+    order.sort_by(|&a, &b| arms[a].rank.cmp(&arms[b].rank));
+    summary.extend(order.iter().filter(|&&arm| arms[arm].n > 0).map(|&arm| arms[arm].row(config_id, critic)));
+    for (i, &a) in order.iter().enumerate() {
+        for &b in &order[i + 1..] {
+            if !comparable_arms(&arms[a].name, &arms[b].name) {
+                continue;
+            }
+            if let Some(pair) = pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
+                comparisons.push(pair.row(config_id, critic, &arms[a].name, &arms[b].name));
+            }
+        }
+    }
 }
 
 /// A (config, critic, task) whose loops have not all arrived.
 #[derive(Default)]
 struct OpenTask {
     task_id: String,
+    /// Index of the task's kind in its group's `kinds` (that of its first row).
+    kind: usize,
     loops: Vec<Loop>,
 }
 
@@ -693,6 +345,7 @@ impl Summarizer {
                     critic: critic.to_string(),
                     arms: Vec::new(),
                     pairs: HashMap::new(),
+                    kinds: Vec::new(),
                 });
                 self.index.entry(config_id.to_string()).or_default().insert(critic.to_string(), slot);
                 slot
@@ -731,16 +384,19 @@ impl Summarizer {
             Some(arm) => arm,
             None => {
                 let rank = (arm_rank(row.arm), row.arm.to_string());
-                group.arms.push(ArmTotals { name: row.arm.to_string(), rank, ..ArmTotals::default() });
+                group.arms.push(ArmTotals::new(row.arm.to_string(), rank));
                 group.arms.len() - 1
             }
         };
         group.arms[arm].add(row);
         let arm = u16::try_from(arm).map_err(|_| "more than 65,535 arms".to_string())?;
+        let kind = group.kind(row.kind);
+        group.kind_arm(kind, arm).add(row);
         let key = (slot, task_hash(row.task_id));
         let task = self.open.entry(key).or_insert_with(|| {
             let mut task = self.spare.pop().unwrap_or_default();
             task.task_id.push_str(row.task_id);
+            task.kind = kind;
             task
         });
         task.loops.push(Loop::of(row, arm));
@@ -771,21 +427,13 @@ impl Summarizer {
         for chunk in task.loops.chunk_by(|a, b| a.arm == b.arm) {
             runs.push((chunk[0].arm, chunk));
         }
-        for (arm, loops) in &runs {
-            let passes = loops.iter().filter(|l| l.passed).count() as i64;
-            let first = loops.iter().filter(|l| l.first).count() as i64;
-            *group.arms[*arm as usize].clusters.entry((loops.len() as u64, passes, first)).or_default() += 1;
+        fold_task(&mut group.arms, &mut group.pairs, &runs);
+        // The task counts once more among the tasks of its kind.
+        if let Some(&(last, _)) = runs.iter().max_by_key(|(arm, _)| *arm) {
+            group.kind_arm(task.kind, last);
         }
-        for (i, (arm_i, loops_i)) in runs.iter().enumerate() {
-            for (arm_j, loops_j) in &runs[i + 1..] {
-                let (a, b, loops_a, loops_b) = if group.arms[*arm_i as usize].rank <= group.arms[*arm_j as usize].rank {
-                    (*arm_i, *arm_j, loops_i, loops_j)
-                } else {
-                    (*arm_j, *arm_i, loops_j, loops_i)
-                };
-                group.pairs.entry((a, b)).or_default().add_task(matched_epochs(loops_a, loops_b));
-            }
-        }
+        let kind = &mut group.kinds[task.kind];
+        fold_task(&mut kind.arms, &mut kind.pairs, &runs);
         Ok(())
     }
 
@@ -807,23 +455,33 @@ impl Summarizer {
         let mut summary = Vec::new();
         let mut comparisons = Vec::new();
         for group in &groups {
-            let mut order: Vec<usize> = (0..group.arms.len()).collect();
-            order.sort_by(|&a, &b| group.arms[a].rank.cmp(&group.arms[b].rank));
-            summary.extend(order.iter().map(|&arm| group.arms[arm].row(&group.config_id, &group.critic)));
-            for (i, &a) in order.iter().enumerate() {
-                for &b in &order[i + 1..] {
-                    if !comparable_arms(&group.arms[a].name, &group.arms[b].name) {
-                        continue;
-                    }
-                    if let Some(pair) = group.pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
-                        comparisons.push(pair.row(
+            group_rows(&group.config_id, &group.critic, &group.arms, &group.pairs, &mut summary, &mut comparisons);
+        }
+        // Kinds by name (tasks without one last), so the order does not depend on the rows'.
+        let mut kinds: Vec<Option<&str>> = Vec::new();
+        for kind in groups.iter().flat_map(|g| g.kinds.iter().map(|k| k.kind.as_deref())) {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        kinds.sort_by_key(|kind| (kind.is_none(), *kind));
+        let mut by_kind = Vec::new();
+        if kinds.len() > 1 {
+            for kind in kinds {
+                let mut rows = KindReport { kind: kind.map(String::from), ..KindReport::default() };
+                for group in &groups {
+                    if let Some(totals) = group.kinds.iter().find(|k| k.kind.as_deref() == kind) {
+                        group_rows(
                             &group.config_id,
                             &group.critic,
-                            &group.arms[a].name,
-                            &group.arms[b].name,
-                        ));
+                            &totals.arms,
+                            &totals.pairs,
+                            &mut rows.summary,
+                            &mut rows.comparisons,
+                        );
                     }
                 }
+                by_kind.push(rows);
             }
         }
         Ok(Report {
@@ -832,6 +490,7 @@ impl Summarizer {
             notes: notes(&summary, manifest, self.expected.map(|e| (e, incomplete))),
             summary,
             comparisons,
+            by_kind,
         })
     }
 }
@@ -845,25 +504,6 @@ fn comparable_arms(a: &str, b: &str) -> bool {
         (Some(base), None) => base == b,
         (None, Some(base)) => base == a,
     }
-}
-
-/// The pairs of two arms' loops (each sorted by epoch) that share an epoch.
-pub(crate) fn matched_epochs<'a>(a: &'a [Loop], b: &'a [Loop]) -> impl Iterator<Item = (&'a Loop, &'a Loop)> {
-    let (mut i, mut j) = (0, 0);
-    std::iter::from_fn(move || {
-        while i < a.len() && j < b.len() {
-            match a[i].epoch.cmp(&b[j].epoch) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    i += 1;
-                    j += 1;
-                    return Some((&a[i - 1], &b[j - 1]));
-                }
-            }
-        }
-        None
-    })
 }
 
 /// Groups outcomes into the summary and the pairwise comparisons (the rows in memory; the
@@ -891,6 +531,7 @@ pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Res
             tokens_out: row.tokens_out,
             adjudicated_score: row.adjudicated_score,
             adjudicated_passed: row.adjudicated_passed,
+            kind: row.kind.as_deref(),
         })?;
     }
     summarizer.finish(manifest)
@@ -915,26 +556,6 @@ pub fn summarize_files(paths: &[std::path::PathBuf], manifest: Option<&Manifest>
     summarizer.finish(manifest).map_err(|e| ReportError::Corrupt(format!("{name}: {e}")))
 }
 
-/// The column names a row type serializes to, for a CSV with no rows.
-fn headers<T: Serialize + Default>() -> Vec<String> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    writer.serialize(T::default()).expect("a default row serializes");
-    let text = String::from_utf8(writer.into_inner().expect("writing to memory cannot fail")).expect("CSV is UTF-8");
-    text.lines().next().unwrap_or_default().split(',').map(String::from).collect()
-}
-
-pub(crate) fn write_csv<T: Serialize + Default>(path: &Path, rows: &[T]) -> Result<(), ReportError> {
-    let failed = |e: csv::Error| ReportError::Write { path: path.into(), source: std::io::Error::other(e.to_string()) };
-    let mut writer = csv::WriterBuilder::new().has_headers(!rows.is_empty()).from_path(path).map_err(failed)?;
-    if rows.is_empty() {
-        writer.write_record(headers::<T>()).map_err(failed)?;
-    }
-    for row in rows {
-        writer.serialize(row).map_err(failed)?;
-    }
-    writer.flush().map_err(|source| ReportError::Write { path: path.into(), source })
-}
-
 pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
     write_csv(&run_dir.join("summary.csv"), &report.summary)?;
     write_csv(&run_dir.join("comparisons.csv"), &report.comparisons)?;
@@ -945,7 +566,9 @@ pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportE
 
 #[cfg(test)]
 mod tests {
+    use super::csv::headers;
     use super::*;
+    use crate::stats::wilson_interval;
 
     fn row(task: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
         OutcomeRow::bare(task, arm, passed, rounds)
@@ -1025,6 +648,7 @@ mod tests {
             tokens_out: row.tokens_out,
             adjudicated_score: row.adjudicated_score,
             adjudicated_passed: row.adjudicated_passed,
+            kind: row.kind.as_deref(),
         }
     }
 
@@ -1049,6 +673,45 @@ mod tests {
         assert_eq!((comparison.n_pairs, comparison.a_only, comparison.b_only), (3, 1, 0));
         assert!((comparison.diff - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(comparison.mcnemar_p, 1.0);
+    }
+
+    #[test]
+    fn each_kind_gets_the_same_rows_over_its_own_tasks() {
+        let kinded = |task: &str, kind: Option<&str>, arm: &str, passed: bool| OutcomeRow {
+            kind: kind.map(String::from),
+            ..row(task, arm, passed, 2)
+        };
+        let mut outcomes = vec![
+            kinded("p1", Some("paper"), "feedback", true),
+            kinded("p1", Some("paper"), "no-feedback", false),
+            kinded("p2", Some("paper"), "feedback", true),
+            kinded("p2", Some("paper"), "no-feedback", false),
+            kinded("r1", Some("rag"), "feedback", false),
+            kinded("r1", Some("rag"), "no-feedback", true),
+            kinded("r2", Some("rag"), "feedback", true),
+            kinded("r2", Some("rag"), "no-feedback", true),
+            kinded("x", None, "feedback", false),
+            kinded("x", None, "no-feedback", false),
+        ];
+        let report = build_report(&outcomes, None).unwrap();
+        let kinds: Vec<Option<&str>> = report.by_kind.iter().map(|k| k.kind.as_deref()).collect();
+        assert_eq!(kinds, [Some("paper"), Some("rag"), None], "by name, tasks without a kind last");
+        let paper = &report.by_kind[0];
+        assert_eq!((paper.summary[0].arm.as_str(), paper.summary[0].n, paper.summary[0].passed), ("feedback", 2, 2));
+        assert_eq!((paper.summary[1].n, paper.summary[1].passed), (2, 0));
+        assert_eq!((paper.comparisons[0].n_pairs, paper.comparisons[0].a_only, paper.comparisons[0].diff), (2, 2, 1.0));
+        let rag = &report.by_kind[1];
+        assert_eq!((rag.comparisons[0].a_only, rag.comparisons[0].b_only, rag.comparisons[0].diff), (0, 1, -0.5));
+        // The kinds add up to the whole run, and the whole run is what it was without kinds.
+        let passed: u64 = report.by_kind.iter().map(|k| k.summary[0].passed).sum();
+        assert_eq!(passed, report.summary[0].passed);
+        let plain: Vec<OutcomeRow> = outcomes.iter().map(|o| OutcomeRow { kind: None, ..o.clone() }).collect();
+        let without = build_report(&plain, None).unwrap();
+        assert_eq!((without.summary, without.comparisons), (report.summary.clone(), report.comparisons.clone()));
+        assert!(without.by_kind.is_empty(), "one kind: nothing to break down");
+        // The order rows arrive in changes nothing.
+        outcomes.reverse();
+        assert_eq!(build_report(&outcomes, None).unwrap().by_kind, report.by_kind);
     }
 
     #[test]
@@ -1193,6 +856,7 @@ mod tests {
                     tokens_out: outcome.tokens_out,
                     adjudicated_score: outcome.adjudicated_score,
                     adjudicated_passed: outcome.adjudicated_passed,
+                    kind: outcome.kind.as_deref(),
                 })
                 .unwrap();
         }

@@ -36,6 +36,8 @@ fn outcome(config: &str, critic: &str, arm: &str, task: usize, epoch: u32, rng: 
         // Every other task counted tokens (a backend that counts only some calls).
         tokens_in: task.is_multiple_of(2).then_some(100 * u64::from(rounds)),
         tokens_out: task.is_multiple_of(2).then_some(7 * u64::from(rounds) + u64::from(passed)),
+        // Three kinds and tasks without one: the headline per kind folds them apart.
+        kind: ["paper", "rag", "essay", ""].get(task % 4).filter(|k| !k.is_empty()).map(|k| k.to_string()),
         ..OutcomeRow::bare(&format!("task-{task:05}"), arm, passed, rounds)
     }
 }
@@ -77,7 +79,7 @@ fn write_run(dir: &Path, rows: &[OutcomeRow], manifest: bool) {
 }
 
 fn files(dir: &Path) -> Vec<Vec<u8>> {
-    ["summary.csv", "summary.json", "comparisons.csv", "config_comparisons.csv", "report.md"]
+    ["summary.csv", "summary.json", "comparisons.csv", "config_comparisons.csv", "report.md", "report.html"]
         .iter()
         .map(|name| std::fs::read(dir.join(name)).unwrap())
         .collect()
@@ -113,6 +115,13 @@ fn the_same_rows_in_any_order_give_the_same_bytes() {
     assert!(
         report.summary.iter().all(|r| r.interval == critbench_report::INTERVAL_TASK_BOOTSTRAP && r.n_tasks == 3000)
     );
+    let kinds: Vec<Option<&str>> = report.by_kind.iter().map(|k| k.kind.as_deref()).collect();
+    assert_eq!(kinds, [Some("essay"), Some("paper"), Some("rag"), None]);
+    assert!(report.by_kind.iter().all(|k| k.summary.iter().all(|r| r.n_tasks == 750)));
+    let markdown = std::fs::read_to_string(dir.path().join("shuffled/report.md")).unwrap();
+    assert!(markdown.contains("### kind `paper` (750 tasks)") && markdown.contains("### tasks without a kind"));
+    let page = std::fs::read_to_string(dir.path().join("shuffled/report.html")).unwrap();
+    assert!(page.contains("<table id=\"table-kinds\">") && page.contains("<table id=\"table-discordant-pairs\">"));
     assert!(report.comparisons.iter().all(|c| c.test == critbench_report::TEST_SIGN && c.n_tasks == 3000));
     assert!(report.summary.iter().any(|r| r.critic_errors > 0 && r.critic_error_rate > 0.0));
     // Streamed from Parquet (tokens included) the same as folded from the rows in memory.

@@ -449,11 +449,13 @@ pub struct OutcomeStats<'a> {
     /// The adjudicated final draft's score and pass, when the loop's arm adjudicates.
     pub adjudicated_score: Option<f64>,
     pub adjudicated_passed: Option<bool>,
+    /// The task's kind, when its dataset row gave one.
+    pub kind: Option<&'a str>,
 }
 
 /// The columns [`for_each_outcome_stats`] decodes when the file has them.
-const OUTCOME_STATS_OPTIONAL: [&str; 5] =
-    ["critic_disagreements", "tokens_in", "tokens_out", "adjudicated_score", "adjudicated_passed"];
+const OUTCOME_STATS_OPTIONAL: [&str; 6] =
+    ["critic_disagreements", "tokens_in", "tokens_out", "adjudicated_score", "adjudicated_passed", "kind"];
 
 /// The columns [`for_each_outcome_stats`] decodes.
 pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
@@ -518,6 +520,12 @@ pub fn for_each_outcome_stats(
             Some(_) => c.boolean("adjudicated_passed")?,
             None => vec![None; batch.num_rows()],
         };
+        let kind = match batch.column_by_name("kind") {
+            Some(column) => Some(
+                arrow_array::cast::AsArray::as_string_opt::<i32>(column.as_ref()).ok_or("column `kind` is not utf8")?,
+            ),
+            None => None,
+        };
         let passed = c.boolean_array("passed")?;
         let (first_score, best_score, final_score) =
             (c.float_array("first_score")?, c.float_array("best_score")?, c.float_array("final_score")?);
@@ -549,6 +557,7 @@ pub fn for_each_outcome_stats(
                 tokens_out: tokens_out[i],
                 adjudicated_score: adjudicated_score[i],
                 adjudicated_passed: adjudicated_passed[i],
+                kind: kind.filter(|k| arrow_array::Array::is_valid(*k, i)).map(|k| k.value(i)),
             };
             each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
         }

@@ -1,0 +1,61 @@
+//! The charts of the page, one file each, and what they share: arm colours and the report's
+//! config × critic groups.
+
+mod bars;
+mod pass_vs_rounds;
+mod trajectory;
+
+pub(crate) use bars::{exit_reasons_chart, pass_rate_chart};
+pub(crate) use pass_vs_rounds::{front_rows, pass_vs_rounds_chart};
+pub(crate) use trajectory::trajectory_chart;
+
+use super::svg::TEXT;
+use crate::{Report, SummaryRow};
+
+/// Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
+pub(crate) fn arm_color(arm: &str, index: usize) -> &'static str {
+    match arm {
+        "feedback" => "#0072b2",
+        "no-feedback" => "#e69f00",
+        "single" => "#7f7f7f",
+        _ => ["#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000"][index % 5],
+    }
+}
+
+/// Arms in the order the summary lists them, each with its colour.
+pub(crate) fn arms(report: &Report) -> Vec<(String, &'static str)> {
+    let mut arms: Vec<String> = Vec::new();
+    for row in &report.summary {
+        if !arms.contains(&row.arm) {
+            arms.push(row.arm.clone());
+        }
+    }
+    arms.into_iter().enumerate().map(|(i, arm)| (arm_color(&arm, i), arm)).map(|(color, arm)| (arm, color)).collect()
+}
+
+pub(crate) fn color_of(arms: &[(String, &'static str)], arm: &str) -> &'static str {
+    arms.iter().find(|(a, _)| a == arm).map(|(_, c)| *c).unwrap_or(TEXT)
+}
+
+/// Unique values in first-seen order.
+pub(crate) fn unique<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for value in values {
+        if !seen.contains(&value) {
+            seen.push(value);
+        }
+    }
+    seen
+}
+
+/// Summary rows grouped by config × critic, in report order (the summary is sorted that way).
+pub(crate) fn groups(report: &Report) -> Vec<(&str, &str, Vec<&SummaryRow>)> {
+    let mut groups: Vec<(&str, &str, Vec<&SummaryRow>)> = Vec::new();
+    for row in &report.summary {
+        match groups.last_mut() {
+            Some((config, critic, rows)) if *config == row.config_id && *critic == row.critic => rows.push(row),
+            _ => groups.push((&row.config_id, &row.critic, vec![row])),
+        }
+    }
+    groups
+}

@@ -1,0 +1,290 @@
+//! `report.html`: the summary for people, as one self-contained page.
+//!
+//! The page must open anywhere a run directory is copied to — a laptop offline, a CI artifact,
+//! an email attachment — so it loads nothing: no scripts, fonts, stylesheets or images from
+//! elsewhere. Charts are SVG written here as text, styled by one inline stylesheet; there is no
+//! JavaScript. Every string that came from data (config ids, critic and arm names) is escaped.
+//!
+//! Charts, each an `<svg id="chart-…">` with a `<title>` and a caption:
+//! - `chart-pass-rate`: pass rate per config × critic × arm, with 95% intervals (Wilson, or a
+//!   task-cluster bootstrap when tasks ran several epochs);
+//! - `chart-exit-reasons`: the four exits stacked per arm;
+//! - `chart-score-trajectory`: mean critic score by round per arm (from `trajectories.parquet`);
+//! - `chart-heatmap`: for grids over two policy parameters, each arm's pass rate and the first
+//!   compared pair's paired difference over the grid (see [`crate::grid`]);
+//! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config, each arm's
+//!   Pareto front ringed (and listed in `table-pareto`).
+//!
+//! Past [`crate::grid::MANY_CONFIGS`] configs the per-config charts and tables show the best and
+//! worst configs of each arm; the heatmaps and the Pareto chart keep every config.
+//!
+//! Tables with the same numbers as `report.md` follow the charts.
+//!
+//! Here: `svg` (escaping and drawing primitives), `labels` (point labels), `charts` (one file per
+//! chart; the heatmaps are drawn in [`crate::grid`]), `tables`, `style.css` (the inline stylesheet)
+//! and the page itself.
+
+mod charts;
+mod labels;
+pub(crate) mod svg;
+mod tables;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use critbench_storage::manifest::{Manifest, PolicyRecord};
+use critbench_storage::round_scores::{RoundScore, read_round_scores_in};
+
+pub use svg::escape;
+
+use charts::{arms, exit_reasons_chart, pass_rate_chart, pass_vs_rounds_chart, trajectory_chart, unique};
+use svg::with_code_spans;
+use tables::{comparison_table, kinds_table, pairs_table, pareto_table, summary_table};
+
+use crate::show::ListedPairs;
+use crate::{Report, ReportError};
+
+/// The page's one stylesheet, inlined.
+const STYLE: &str = include_str!("style.css");
+
+/// Reads what the charts need beyond the report (round scores, pass thresholds) and writes
+/// `report.html` into the run directory.
+pub(crate) fn write_html(run_dir: &Path, report: &Report, pairs: Option<&ListedPairs>) -> Result<(), ReportError> {
+    // Reports can be rebuilt from outcomes alone (SPEC §2); without trajectories the page says
+    // the trajectory is unavailable instead of failing. A file that is there but unreadable is
+    // an error, like a corrupt outcomes file.
+    let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
+    let rounds = if trajectories.is_empty() {
+        None
+    } else {
+        Some(read_round_scores_in(&trajectories).map_err(|e| ReportError::Corrupt(e.to_string()))?)
+    };
+    let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let policies = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
+    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()), policies, pairs);
+    let path = run_dir.join("report.html");
+    std::fs::write(&path, html).map_err(|source| ReportError::Write { path, source })
+}
+
+/// Each config's pass threshold, from the manifest's resolved policies.
+fn pass_scores(manifest: Option<&Manifest>) -> HashMap<String, f64> {
+    manifest
+        .into_iter()
+        .flat_map(|m| m.experiment.policies.iter())
+        .map(|p| (p.config_id.clone(), p.pass_score))
+        .collect()
+}
+
+/// The whole page. `rounds` is `None` when the run directory has no `trajectories.parquet`;
+/// `pass_scores` maps config ids to their threshold, drawn on the trajectory; `pairs`, when given,
+/// are the discordant pairs the page lists.
+pub(crate) fn render_html(
+    report: &Report,
+    rounds: Option<&[RoundScore]>,
+    pass_scores: &HashMap<String, f64>,
+    policies: &[PolicyRecord],
+    pairs: Option<&ListedPairs>,
+) -> String {
+    let arms = arms(report);
+    let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
+    // Heatmaps need two axes of the manifest's grid, and at least one config of the report on it.
+    let heatmap_grid =
+        crate::grid::grid(policies).filter(|g| report.summary.iter().any(|r| g.cells.contains_key(&r.config_id)));
+    // Past MANY_CONFIGS the per-config charts and tables show the best and worst configs only.
+    let shown = crate::grid::shown_configs(report);
+    let listed = shown.as_ref().map(|configs| crate::grid::restricted(report, configs));
+    let full = report;
+    let report = listed.as_ref().unwrap_or(report);
+    let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
+    let grid = configs.len() > 1;
+    let loops: u64 = full.summary.iter().map(|r| r.n).sum();
+    let name = report.name.as_deref().unwrap_or("run");
+    let plural = |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
+
+    let mut out = String::with_capacity(64 * 1024);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light\">\n<title>critbench report: {}</title>\n<style>\n{STYLE}</style>\n\
+         </head>\n<body>\n<main>\n<header>\n<h1>critbench report: {}</h1>\n",
+        escape(name),
+        escape(name)
+    );
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">{}{} loops · {} · {} · {}</p>",
+        report.run_id.as_deref().map(|id| format!("Run <code>{}</code> · ", escape(id))).unwrap_or_default(),
+        loops,
+        plural(configs.len(), "config"),
+        plural(critics.len(), "critic"),
+        plural(arms.len(), "arm"),
+    );
+    out.push_str("<nav><ul><li><a href=\"#chart-pass-rate\">Pass rate</a></li>");
+    out.push_str("<li><a href=\"#chart-exit-reasons\">Exit reasons</a></li>");
+    out.push_str("<li><a href=\"#chart-score-trajectory\">Score trajectory</a></li>");
+    if heatmap_grid.is_some() {
+        out.push_str("<li><a href=\"#chart-heatmap\">Grid heatmaps</a></li>");
+    }
+    if grid {
+        out.push_str("<li><a href=\"#chart-pass-vs-rounds\">Passes per round</a></li>");
+        out.push_str("<li><a href=\"#table-pareto\">Pareto front</a></li>");
+    }
+    out.push_str("<li><a href=\"#table-summary\">Summary table</a></li>");
+    out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li>");
+    if !report.by_kind.is_empty() {
+        out.push_str("<li><a href=\"#table-kinds\">By task kind</a></li>");
+    }
+    if pairs.is_some() {
+        out.push_str("<li><a href=\"#discordant-pairs\">Discordant pairs</a></li>");
+    }
+    out.push_str("</ul></nav>\n</header>\n");
+
+    // What the reader must know before trusting the numbers: failed loops, a token cap, models.
+    if !report.notes.is_empty() {
+        out.push_str("<section id=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
+        for note in &report.notes {
+            let _ = writeln!(out, "<li>{}</li>", with_code_spans(note));
+        }
+        out.push_str("</ul>\n</section>\n");
+    }
+
+    if let Some(shown) = &shown {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\" id=\"summarised\">This grid has {} configs: the charts and tables per config below show \
+             {} of them, the {} best and {} worst by pass rate of each arm. The heatmaps and the pass-rate-against-rounds \
+             chart cover every config; <code>summary.csv</code>, <code>comparisons.csv</code> and \
+             <code>config_comparisons.csv</code> hold every row.</p>",
+            configs.len(),
+            shown.len(),
+            crate::grid::EXTREMES,
+            crate::grid::EXTREMES,
+        );
+    }
+    if let (Some(grid), false) = (&heatmap_grid, full.summary.is_empty()) {
+        out.push_str("<section>\n<h2>The grid at a glance</h2>\n<figure>\n");
+        let left_out = crate::grid::heatmap_chart(&mut out, full, grid, &arms);
+        let pair = crate::grid::compared_pair(full);
+        let _ = writeln!(
+            out,
+            "<figcaption>Each cell is one config: {} down, {} across; darker blue is a higher pass rate.{} \
+             Hover a cell for its interval, counts and rounds.{}</figcaption>\n</figure>\n</section>",
+            escape(&grid.y_axis),
+            escape(&grid.x_axis),
+            match pair {
+                Some((a, b)) => format!(
+                    " The last heatmap is the paired difference {} − {} in percentage points (blue: {} ahead, red: \
+                     {} ahead) with its 95% interval; cells outlined and starred (*) are those whose interval \
+                     excludes 0.",
+                    escape(a),
+                    escape(b),
+                    escape(a),
+                    escape(b)
+                ),
+                None => String::new(),
+            },
+            if left_out > 0 {
+                format!(" {left_out} more combinations of the other axes are not drawn; the CSVs have them.")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if report.summary.is_empty() {
+        out.push_str("<p class=\"note\">The run has no outcomes: nothing to chart.</p>\n");
+    } else {
+        out.push_str("<section>\n<h2>Pass rate by arm</h2>\n<figure>\n");
+        pass_rate_chart(&mut out, report, &arms);
+        out.push_str(
+            "<figcaption>Share of loops whose exit was <code>pass</code>. Whiskers are 95% intervals (see the \
+             summary table). The arms of a config and critic ran on the same tasks and epochs; the paired comparisons below \
+             say whether their difference is real.</figcaption>\n</figure>\n</section>\n",
+        );
+
+        out.push_str("<section>\n<h2>Why loops stopped</h2>\n<figure>\n");
+        exit_reasons_chart(&mut out, report);
+        out.push_str(
+            "<figcaption>Each bar splits an arm's loops by exit reason: <code>pass</code> (the critique cleared \
+             the bar), <code>stall</code> (the score fell), <code>plateau</code> (improvements became too small) \
+             and <code>budget</code> (the revision cap was reached). Hover a segment for its share.\
+             </figcaption>\n</figure>\n</section>\n",
+        );
+
+        out.push_str("<section>\n<h2>Score trajectory</h2>\n<figure>\n");
+        match rounds {
+            Some(rounds) => {
+                trajectory_chart(&mut out, report, rounds, &arms, pass_scores);
+                out.push_str(
+                    "<figcaption>Mean critic score at each round (round 0 is the first draft). Each point \
+                     averages the loops still running at that round, so loops that passed or stopped early drop \
+                     out and later rounds hold the harder tasks; hover a point for its count. Hollow points \
+                     average fewer than 10 loops. The dashed line is the config's pass score.</figcaption>\n",
+                );
+            }
+            None => out.push_str(
+                "<p class=\"note\" id=\"chart-score-trajectory\">No <code>trajectories.parquet</code> in this run \
+                 directory: the score trajectory needs it.</p>\n",
+            ),
+        }
+        out.push_str("</figure>\n</section>\n");
+
+        if grid {
+            out.push_str("<section>\n<h2>Passes per round spent</h2>\n<figure>\n");
+            pass_vs_rounds_chart(&mut out, full, &arms);
+            out.push_str(
+                "<figcaption>Each point is one config and arm: how often its loops passed against how many \
+                 rounds they used on average. Up and to the left is better: more passes for fewer rounds spent. \
+                 Ringed points, joined by a dashed line, are each arm's Pareto front: no other config of that arm \
+                 and critic passes more often in as few rounds or fewer. Points are labelled by config id, leaving \
+                 out the parts all configs share; configs that landed on the same spot share a point.",
+            );
+            if full.summary.len() != report.summary.len() {
+                out.push_str(" In a grid this large only the front is labelled.");
+            }
+            out.push_str("</figcaption>\n</figure>\n<h3>Pareto front</h3>\n");
+            out.push_str(
+                "<p>The configs worth shipping for each arm: the front, fewest rounds first. Rounds per passed loop \
+                 is what a pass costs.</p>\n",
+            );
+            pareto_table(&mut out, full, &arms);
+            out.push_str("</section>\n");
+        }
+    }
+
+    out.push_str("<section>\n<h2>Pass rate, rounds and exits per arm</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p>A loop passes when its exit is <code>pass</code>. Rounds count critiques (round 0 is the first draft). \
+         {}</p>",
+        with_code_spans(&crate::markdown::interval_sentence(report))
+    );
+    summary_table(&mut out, report);
+    out.push_str("</section>\n<section>\n<h2 id=\"paired-comparisons\">Paired comparisons</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p>{} Rows with p below 0.05 are bold.</p>",
+        with_code_spans(&crate::markdown::comparison_sentence(report))
+    );
+    comparison_table(&mut out, report);
+    out.push_str("</section>\n");
+    if !report.by_kind.is_empty() {
+        out.push_str("<section>\n<h2 id=\"by-kind\">By task kind</h2>\n");
+        out.push_str(
+            "<p>The same headline over the tasks of each kind alone: each arm's pass rate with its 95% interval, and \
+             the paired difference with its interval and test. Rows with p below 0.05 are bold.</p>\n",
+        );
+        kinds_table(&mut out, report, &arms);
+        out.push_str("</section>\n");
+    }
+    if let Some(pairs) = pairs {
+        out.push_str("<section>\n");
+        pairs_table(&mut out, pairs);
+        out.push_str("</section>\n");
+    }
+    out.push_str("</main>\n</body>\n</html>\n");
+    out
+}

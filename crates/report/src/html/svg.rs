@@ -1,0 +1,130 @@
+//! SVG and HTML primitives: escaping, coordinates, round ticks, text, lines and legends.
+
+use std::fmt::Write;
+
+/// Width of every chart's coordinate system; the page scales it to the column width.
+pub(crate) const WIDTH: f64 = 960.0;
+pub(crate) const TEXT: &str = "#1f2328";
+pub(crate) const MUTED: &str = "#57606a";
+pub(crate) const GRID: &str = "#d8dee4";
+
+/// Escapes `text` and renders its `backticked` spans as `<code>`, as in the markdown report.
+pub(crate) fn with_code_spans(text: &str) -> String {
+    let mut out = String::new();
+    for (index, part) in text.split('`').enumerate() {
+        if index % 2 == 1 {
+            let _ = write!(out, "<code>{}</code>", escape(part));
+        } else {
+            out.push_str(&escape(part));
+        }
+    }
+    out
+}
+
+/// Escapes text for HTML content and attribute values alike.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+pub(crate) fn percent(value: f64) -> String {
+    format!("{:.1}%", 100.0 * value)
+}
+
+/// A coordinate: one decimal is finer than a pixel, and a non-finite value must not leave the
+/// SVG unparseable.
+pub(crate) fn px(value: f64) -> String {
+    if value.is_finite() { format!("{value:.1}") } else { "0".to_string() }
+}
+
+/// A round step (1, 2, 2.5 or 5 times a power of ten) giving about `target` ticks over the range.
+pub(crate) fn tick_step(low: f64, high: f64, target: f64) -> f64 {
+    let raw = ((high - low) / target).max(1e-9);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(magnitude * 10.0)
+}
+
+/// Tick values from `low` to `high` at a round step, about `target` of them.
+pub(crate) fn ticks(low: f64, high: f64, target: f64) -> Vec<f64> {
+    let step = tick_step(low, high, target);
+    let first = (low / step).ceil() as i64;
+    let last = (high / step + 1e-9).floor() as i64;
+    (first..=last).map(|i| i as f64 * step).collect()
+}
+
+pub(crate) fn tick_label(value: f64) -> String {
+    if (value - value.round()).abs() < 1e-9 { format!("{value:.0}") } else { format!("{value:.1}") }
+}
+
+/// Opens a chart: `<svg>` with an accessible title and description.
+pub(crate) fn open_svg(out: &mut String, id: &str, height: f64, title: &str, description: &str) {
+    let _ = write!(
+        out,
+        "<svg id=\"{id}\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" \
+         aria-labelledby=\"{id}-title {id}-desc\" preserveAspectRatio=\"xMinYMin meet\">\
+         <title id=\"{id}-title\">{title}</title><desc id=\"{id}-desc\">{description}</desc>",
+        w = px(WIDTH),
+        h = px(height),
+        title = escape(title),
+        description = escape(description),
+    );
+}
+
+pub(crate) fn text(out: &mut String, x: f64, y: f64, anchor: &str, class: &str, content: &str) {
+    let _ = write!(
+        out,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\" class=\"{class}\">{}</text>",
+        px(x),
+        px(y),
+        escape(content)
+    );
+}
+
+pub(crate) fn line(out: &mut String, (x1, y1): (f64, f64), (x2, y2): (f64, f64), stroke: &str, width: f64) {
+    let _ = write!(
+        out,
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{stroke}\" stroke-width=\"{}\"/>",
+        px(x1),
+        px(y1),
+        px(x2),
+        px(y2),
+        px(width)
+    );
+}
+
+/// A row of coloured swatches with labels, starting at (x, y).
+pub(crate) fn legend(out: &mut String, x: f64, y: f64, items: &[(&str, &str)]) {
+    let mut x = x;
+    for (label, color) in items {
+        let _ = write!(
+            out,
+            "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" rx=\"2\" fill=\"{color}\"/>",
+            px(x),
+            px(y - 10.0)
+        );
+        text(out, x + 17.0, y, "start", "legend", label);
+        x += 17.0 + label.chars().count() as f64 * 7.0 + 22.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_numbers_covering_the_range() {
+        assert_eq!(ticks(0.0, 1.0, 5.0), vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]);
+        assert_eq!(ticks(4.0, 9.0, 5.0), vec![4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+        assert_eq!(ticks(1.0, 4.0, 8.0), vec![1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]);
+    }
+}

@@ -1,0 +1,328 @@
+//! The tables under the charts: the Pareto front, the summary per arm, the paired comparisons, the
+//! headline per task kind and the discordant pairs.
+
+use std::fmt::Write;
+
+use super::charts::{front_rows, unique};
+use super::svg::{escape, percent};
+use crate::markdown::headline_comparison;
+use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
+use crate::{ComparisonRow, Report, SummaryRow};
+
+/// Configs on the Pareto front of each critic and arm, fewest rounds first, with what a pass costs.
+pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
+    let front = front_rows(report);
+    let tokens = report.summary.iter().any(|r| r.tokens_in_per_pass.is_some());
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-pareto\"><thead><tr><th>critic</th><th>arm</th><th>config</th>\
+         <th class=\"num\">pass rate</th><th class=\"num\">95% CI</th><th class=\"num\">mean rounds</th>\
+         <th class=\"num\">rounds per passed loop</th>",
+    );
+    if tokens {
+        out.push_str("<th class=\"num\">tokens in / out per passed loop</th>");
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for critic in unique(report.summary.iter().map(|r| r.critic.as_str())) {
+        for (arm, _) in arms {
+            let mut rows: Vec<&SummaryRow> = report
+                .summary
+                .iter()
+                .filter(|r| r.critic == critic && &r.arm == arm && front.contains(&(&r.config_id, critic, arm)))
+                .collect();
+            rows.sort_by(|a, b| a.mean_rounds.total_cmp(&b.mean_rounds).then(a.pass_rate.total_cmp(&b.pass_rate)));
+            for row in rows {
+                let tokens_cell = if tokens {
+                    match (row.tokens_in_per_pass, row.tokens_out_per_pass) {
+                        (Some(i), Some(o)) => format!("<td class=\"num\">{i:.0} / {o:.0}</td>"),
+                        _ => "<td class=\"num\">–</td>".to_string(),
+                    }
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}–{}</td>\
+                     <td class=\"num\">{:.2}</td><td class=\"num\">{}</td>{tokens_cell}</tr>",
+                    escape(critic),
+                    escape(arm),
+                    escape(&row.config_id),
+                    percent(row.pass_rate),
+                    percent(row.pass_rate_lo),
+                    percent(row.pass_rate_hi),
+                    row.mean_rounds,
+                    if row.passed > 0 { format!("{:.2}", row.mean_rounds_passed) } else { "–".to_string() },
+                );
+            }
+        }
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+fn format_p(p: f64) -> String {
+    if p < 0.0001 { "&lt; 0.0001".to_string() } else { format!("{p:.4}") }
+}
+
+pub(crate) fn summary_table(out: &mut String, report: &Report) {
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-summary\"><thead><tr><th>config</th><th>critic</th>\
+         <th>arm</th><th class=\"num\">n</th><th class=\"num\">pass rate</th><th class=\"num\">95% CI</th>\
+         <th class=\"num\">mean rounds</th><th class=\"num\">rounds per passed loop</th><th class=\"num\">pass</th>\
+         <th class=\"num\">stall</th><th class=\"num\">plateau</th><th class=\"num\">budget</th>\
+         <th class=\"num\">first → best score</th>",
+    );
+    let tokens = report.summary.iter().any(|r| r.tokens_in_per_loop.is_some());
+    if tokens {
+        out.push_str("<th class=\"num\">tokens in / out per loop</th><th class=\"num\">per passed loop</th>");
+    }
+    let errors = report.summary.iter().any(|r| r.critic_errors > 0);
+    if errors {
+        out.push_str("<th class=\"num\">critic errors</th>");
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in &report.summary {
+        let errors_cell = if errors {
+            format!(
+                "<td class=\"num\">{} <span class=\"ci\">({} of {})</span></td>",
+                percent(row.critic_error_rate),
+                row.critic_errors,
+                row.rounds_total
+            )
+        } else {
+            String::new()
+        };
+        let pair = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("<td class=\"num\">{a:.0} / {b:.0}</td>"),
+            _ => "<td class=\"num\">–</td>".to_string(),
+        };
+        let tokens_cells = if tokens {
+            pair(row.tokens_in_per_loop, row.tokens_out_per_loop)
+                + &pair(row.tokens_in_per_pass, row.tokens_out_per_pass)
+        } else {
+            String::new()
+        };
+        let per_pass = if row.passed > 0 { format!("{:.2}", row.mean_rounds_passed) } else { "–".to_string() };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{per_pass}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{:.2} → {:.2}</td>{tokens_cells}{errors_cell}</tr>",
+            escape(&row.config_id),
+            escape(&row.critic),
+            escape(&row.arm),
+            row.n,
+            percent(row.pass_rate),
+            percent(row.pass_rate_lo),
+            percent(row.pass_rate_hi),
+            row.mean_rounds,
+            row.exit_pass,
+            row.exit_stall,
+            row.exit_plateau,
+            row.exit_budget,
+            row.mean_first_score,
+            row.mean_best_score,
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+fn comparison_row(out: &mut String, row: &ComparisonRow) {
+    // Significance is marked, not hidden: the interval and the p-value are both shown.
+    let class = if row.p_value < 0.05 { " class=\"significant\"" } else { "" };
+    let _ = writeln!(
+        out,
+        "<tr{class}><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num p\">{}<br><span class=\"ci\">{}</span></td><td class=\"num\">{:.2} / {:.2}</td>\
+         <td class=\"num\">{:.2} / {:.2}</td></tr>",
+        escape(&row.config_id),
+        escape(&row.critic),
+        escape(&row.arm_a),
+        escape(&row.arm_b),
+        row.n_pairs,
+        percent(row.pass_rate_a),
+        percent(row.pass_rate_b),
+        100.0 * row.diff,
+        100.0 * row.diff_lo,
+        100.0 * row.diff_hi,
+        row.a_only,
+        row.b_only,
+        format_p(row.p_value),
+        escape(&row.test),
+        row.mean_rounds_a,
+        row.mean_rounds_b,
+        row.mean_best_score_a,
+        row.mean_best_score_b,
+    );
+}
+
+pub(crate) fn comparison_table(out: &mut String, report: &Report) {
+    if report.comparisons.is_empty() {
+        out.push_str("<p>Only one arm ran: nothing to compare.</p>\n");
+        return;
+    }
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-comparisons\"><thead><tr><th>config</th><th>critic</th>\
+         <th>A vs B</th><th class=\"num\">pairs</th><th class=\"num\">pass A</th><th class=\"num\">pass B</th>\
+         <th class=\"num\">A − B (95% CI)</th><th class=\"num\">A only</th><th class=\"num\">B only</th>\
+         <th class=\"num\">p (test)</th><th class=\"num\">rounds A / B</th><th class=\"num\">best score A / B</th>\
+         </tr></thead><tbody>\n",
+    );
+    for row in &report.comparisons {
+        comparison_row(out, row);
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+/// The headline of each task kind: per config × critic, each arm's pass rate with its interval,
+/// and the headline comparison over that kind's tasks.
+pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-kinds\"><thead><tr><th>kind</th><th class=\"num\">tasks</th>\
+         <th>config</th><th>critic</th>",
+    );
+    for (arm, _) in arms {
+        let _ = write!(out, "<th class=\"num\">{} pass rate (95% CI)</th>", escape(arm));
+    }
+    // When every row compares the same two arms, the header names them once.
+    let mut compared: Vec<(&str, &str)> = Vec::new();
+    for kind in &report.by_kind {
+        for (config, critic) in unique_groups(&kind.summary) {
+            if let Some(c) = headline_comparison(&kind.comparisons, config, critic)
+                && !compared.contains(&(c.arm_a.as_str(), c.arm_b.as_str()))
+            {
+                compared.push((&c.arm_a, &c.arm_b));
+            }
+        }
+    }
+    let one_pair = match compared[..] {
+        [(a, b)] => Some((a, b)),
+        _ => None,
+    };
+    match one_pair {
+        Some((a, b)) => {
+            let _ = write!(out, "<th class=\"num\">{} − {} (95% CI)</th>", escape(a), escape(b));
+        }
+        None => out.push_str("<th>A vs B</th><th class=\"num\">A − B (95% CI)</th>"),
+    }
+    out.push_str("<th class=\"num p\">p (test)</th></tr></thead><tbody>\n");
+    for kind in &report.by_kind {
+        let label = match &kind.kind {
+            Some(kind) => format!("<code>{}</code>", escape(kind)),
+            None => "<span class=\"note\">none</span>".to_string(),
+        };
+        let groups = unique_groups(&kind.summary);
+        for (config, critic) in groups {
+            let rows: Vec<&SummaryRow> =
+                kind.summary.iter().filter(|r| r.config_id == config && r.critic == critic).collect();
+            let tasks = rows.iter().map(|r| r.n_tasks).max().unwrap_or(0);
+            let comparison = headline_comparison(&kind.comparisons, config, critic);
+            let class = match comparison {
+                Some(c) if c.p_value < 0.05 => " class=\"significant\"",
+                _ => "",
+            };
+            let _ = write!(
+                out,
+                "<tr{class}><td>{label}</td><td class=\"num\">{tasks}</td><td>{}</td><td>{}</td>",
+                escape(config),
+                escape(critic)
+            );
+            for (arm, _) in arms {
+                match rows.iter().find(|r| &r.arm == arm) {
+                    Some(row) => {
+                        let _ = write!(
+                            out,
+                            "<td class=\"num\">{}<br><span class=\"ci\">({}–{}) n = {}</span></td>",
+                            percent(row.pass_rate),
+                            percent(row.pass_rate_lo),
+                            percent(row.pass_rate_hi),
+                            row.n
+                        );
+                    }
+                    None => out.push_str("<td class=\"num\">–</td>"),
+                }
+            }
+            match comparison {
+                Some(c) => {
+                    if one_pair.is_none() {
+                        let _ = write!(out, "<td>{} vs {}</td>", escape(&c.arm_a), escape(&c.arm_b));
+                    }
+                    let _ = writeln!(
+                        out,
+                        "<td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
+                         <td class=\"num p\">{}<br><span class=\"ci\">{}</span></td></tr>",
+                        100.0 * c.diff,
+                        100.0 * c.diff_lo,
+                        100.0 * c.diff_hi,
+                        format_p(c.p_value),
+                        escape(&c.test)
+                    );
+                }
+                None => {
+                    if one_pair.is_none() {
+                        out.push_str("<td>–</td>");
+                    }
+                    out.push_str("<td class=\"num\">–</td><td class=\"num\">–</td></tr>\n");
+                }
+            }
+        }
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+/// (config, critic) pairs of `rows` in first-seen order.
+fn unique_groups(rows: &[SummaryRow]) -> Vec<(&str, &str)> {
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    for row in rows {
+        if !groups.contains(&(row.config_id.as_str(), row.critic.as_str())) {
+            groups.push((&row.config_id, &row.critic));
+        }
+    }
+    groups
+}
+
+/// The discordant pairs of the compared arms: their counts, then the first pairs, each with the
+/// `critbench show` command that opens the loop that did not pass.
+pub(crate) fn pairs_table(out: &mut String, pairs: &ListedPairs) {
+    let (units, a_only, b_only) = pairs.totals();
+    let (a, b) = (escape(&pairs.arm_a), escape(&pairs.arm_b));
+    let _ = writeln!(out, "<h2 id=\"discordant-pairs\">Discordant pairs of {a} and {b}</h2>");
+    let _ = writeln!(
+        out,
+        "<p>{} of {units} task × epoch units had one arm pass and the other not: only {a} passed {a_only}, only {b} \
+         passed {b_only}. These are the pairs behind the paired test; open one to see why the arms parted.{} \
+         <code>RUN</code> is this report's directory.</p>",
+        a_only + b_only,
+        if a_only + b_only > LISTED_PAIRS {
+            format!(
+                " The first {LISTED_PAIRS} are listed; <code>critbench show RUN --pairs {},{}</code> lists them all.",
+                escape(&pairs.arm_a),
+                escape(&pairs.arm_b)
+            )
+        } else {
+            String::new()
+        }
+    );
+    if a_only + b_only == 0 {
+        return;
+    }
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-discordant-pairs\"><thead><tr><th>config</th><th>critic</th>\
+         <th>task</th><th class=\"num\">epoch</th><th>passed</th><th>open the loop that did not pass</th></tr>\
+         </thead><tbody>\n",
+    );
+    for (group, pair, lost) in pairs.listed() {
+        let won = if pair.a_passed { &pairs.arm_a } else { &pairs.arm_b };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            escape(&group.config),
+            escape(&group.critic),
+            escape(&pair.task_id),
+            pair.epoch,
+            escape(won),
+            escape(&show_command("RUN", group, pair, lost))
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+}

@@ -1,0 +1,55 @@
+//! Keys of the hot path: task ids as 128-bit hashes, and maps keyed by them without rehashing.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+/// A task id as a 128-bit hash, so an open task is keyed without allocating per row. Two SipHash
+/// passes under different prefixes: a collision among a million tasks has odds near 1e-26.
+pub(crate) fn task_hash(task_id: &str) -> u128 {
+    let half = |prefix: u8| {
+        let mut hasher = std::hash::DefaultHasher::new();
+        prefix.hash(&mut hasher);
+        task_id.hash(&mut hasher);
+        hasher.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
+/// Hashes keys that are already hashes (task ids hashed by [`task_hash`], small indices) with a
+/// multiply-and-rotate of their words: SipHash again would only cost time on the hot path.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn write_u128(&mut self, word: u128) {
+        self.write_u64(word as u64);
+        self.write_u64((word >> 64) as u64);
+    }
+
+    fn write_u32(&mut self, word: u32) {
+        self.write_u64(u64::from(word));
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
+    }
+}
+
+/// A map keyed by hashes and indices (see [`KeyHasher`]).
+pub(crate) type KeyMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;

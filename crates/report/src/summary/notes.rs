@@ -1,0 +1,116 @@
+//! The notes beside the tables, from the manifest: model calls, a token cap, failed loops,
+//! incomplete tasks, critic errors and disagreements.
+
+use critbench_storage::manifest::Manifest;
+
+use super::SummaryRow;
+
+/// The sentence about model calls, from the manifest's `openai` section alone: every number in it
+/// is one the manifest records, so the two cannot disagree.
+pub(crate) fn calls_note(openai: &serde_json::Value) -> String {
+    let count = |pointer: &str| openai.pointer(pointer).and_then(|v| v.as_u64()).unwrap_or(0);
+    let models: Vec<String> = openai["models"]
+        .as_object()
+        .map(|m| m.iter().map(|(role, model)| format!("{role} `{}`", model.as_str().unwrap_or("?"))).collect())
+        .unwrap_or_default();
+    let (total, failed) = (count("/calls/total"), count("/calls/failures"));
+    let mut http = format!("{} ok", count("/http/ok"));
+    for (pointer, what) in [
+        ("/http/connection_errors", "connection errors"),
+        ("/http/timeouts", "timeouts"),
+        ("/http/status_429", "HTTP 429"),
+        ("/http/status_503", "HTTP 503"),
+        ("/http/status_5xx_other", "other HTTP 5xx"),
+        ("/http/status_4xx", "HTTP 4xx"),
+        ("/http/malformed_bodies", "malformed bodies"),
+    ] {
+        if count(pointer) > 0 {
+            http.push_str(&format!(", {} {what}", count(pointer)));
+        }
+    }
+    format!(
+        "Models ({}): {}. {total} calls: {} answered, {failed} failed; {} sent to the model ({} HTTP requests: {http}; \
+         {} retries), {} from the response cache, {} shared with an identical request in flight; {} tokens in, {} out.",
+        openai["endpoint"].as_str().unwrap_or("?"),
+        models.join(", "),
+        total.saturating_sub(failed),
+        count("/calls/model_calls"),
+        count("/http/requests"),
+        count("/http/retries"),
+        count("/cache/hits"),
+        count("/cache/shared_in_flight"),
+        count("/tokens/in"),
+        count("/tokens/out"),
+    )
+}
+
+/// `incomplete`: the loops the manifest expects per task, and how many tasks had fewer.
+pub(crate) fn notes(
+    summary: &[SummaryRow],
+    manifest: Option<&Manifest>,
+    incomplete: Option<(usize, usize)>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let failed = manifest.map_or(0, |m| (m.failed_loop_count as usize).max(m.failed_loops.len()));
+    if let Some(openai) = manifest.and_then(|m| m.openai.as_ref()).filter(|o| o.is_object()) {
+        let count = |pointer: &str| openai.pointer(pointer).and_then(|v| v.as_u64()).unwrap_or(0);
+        notes.push(calls_note(openai));
+        let failures = count("/calls/failures");
+        if failures > 0 && failures == count("/calls/total") {
+            notes.push(format!(
+                "**Every model call failed** ({failures} of {failures}): the numbers above measure no model output."
+            ));
+        }
+        if openai.pointer("/tokens/cap_reached") == Some(&serde_json::Value::Bool(true)) {
+            notes.push(format!(
+                "**The token cap was reached** (max_tokens_total = {}): {} model calls were refused, so loops that \
+                 still needed the model failed and the rates above cover only the loops that finished.",
+                count("/tokens/max_tokens_total"),
+                count("/tokens/refused_calls"),
+            ));
+        }
+    }
+    if failed > 0 {
+        notes.push(format!("{failed} loop(s) failed and have no rows; `failed_loops` in manifest.json says why."));
+    }
+    if let Some((expected, tasks)) = incomplete.filter(|(_, tasks)| *tasks > 0) {
+        // A failed loop leaves one task short; more short tasks than that means rows are missing
+        // or a loop was written twice (a task that closed and then saw another row).
+        let unexplained = if tasks > failed {
+            " More than the failed loops explain: the outcomes may be incomplete or hold a loop twice."
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "{tasks} task(s) of a config × critic had fewer than the {expected} loops (epochs × arms) the manifest \
+             expects and are summarized with the loops they have.{unexplained}"
+        ));
+    }
+    let (errors, rounds): (u64, u64) =
+        summary.iter().fold((0, 0), |(e, r), row| (e + row.critic_errors, r + row.rounds_total));
+    if errors > 0 {
+        let worst = summary
+            .iter()
+            .filter(|row| row.critic_errors > 0)
+            .map(|row| {
+                format!("{} × {} × {} {:.1}%", row.config_id, row.critic, row.arm, 100.0 * row.critic_error_rate)
+            })
+            .collect::<Vec<_>>();
+        let shown = worst.len().min(6);
+        notes.push(format!(
+            "**The critic failed on {errors} of {rounds} critiqued rounds** ({:.1}%); a failed critique scores the range minimum and never \
+             passes a draft. By config × critic × arm: {}{} (`critic_error_rate` in summary.csv).",
+            100.0 * errors as f64 / rounds.max(1) as f64,
+            worst[..shown].join(", "),
+            if worst.len() > shown { format!(" and {} more", worst.len() - shown) } else { String::new() },
+        ));
+    }
+    let disagreements: u64 = summary.iter().map(|r| r.critic_passed_disagreements).sum();
+    if disagreements > 0 {
+        notes.push(format!(
+            "On {disagreements} critiqued round(s) the critic's own `passed` disagreed with the host's pass rule \
+             (`critic_passed_disagreements` in summary.csv); the host's rule decided."
+        ));
+    }
+    notes
+}
