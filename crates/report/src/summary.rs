@@ -74,7 +74,7 @@ pub struct SummaryRow {
     pub critic_errors: u64,
     /// Rounds where the critic's own `passed` disagreed with the host's verdict (SPEC §4: the
     /// critic's verdict is recorded, never obeyed).
-    pub critic_passed_disagreements: u64,
+    pub critic_disagreements: u64,
     /// Distinct tasks (a task's epochs are one cluster).
     pub n_tasks: u64,
     /// How the pass-rate intervals were computed: [`INTERVAL_WILSON`] or [`INTERVAL_TASK_BOOTSTRAP`].

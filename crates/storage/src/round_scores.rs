@@ -39,7 +39,7 @@ const COLUMNS: [(&str, DataType); 6] = [
 
 /// The critiques of one round of one config × critic × arm, averaged.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RoundScore {
+pub struct RoundMean {
     pub config_id: String,
     pub critic: String,
     pub arm: String,
@@ -136,14 +136,14 @@ impl Accumulator {
         Ok(())
     }
 
-    fn finish(self) -> Vec<RoundScore> {
-        let mut rows: Vec<RoundScore> = self
+    fn finish(self) -> Vec<RoundMean> {
+        let mut rows: Vec<RoundMean> = self
             .keys
             .into_iter()
             .zip(self.series)
             .flat_map(|((config_id, critic, arm), series)| {
                 series.sums.into_iter().zip(series.counts).enumerate().filter(|(_, (_, count))| *count > 0).map(
-                    move |(round, (sum, count))| RoundScore {
+                    move |(round, (sum, count))| RoundMean {
                         config_id: config_id.clone(),
                         critic: critic.clone(),
                         arm: arm.clone(),
@@ -164,12 +164,12 @@ impl Accumulator {
 /// Reads `trajectories.parquet` and returns the mean score and count per (config_id, critic, arm,
 /// round), sorted by those keys. Streams: only the six columns it needs are decoded, a batch at a
 /// time.
-pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
+pub fn read_round_scores(path: &Path) -> Result<Vec<RoundMean>, StorageError> {
     read_round_scores_in(&[path])
 }
 
 /// [`read_round_scores`] of one table kept in several files (a sharded run's partitions).
-pub fn read_round_scores_in(paths: &[impl AsRef<Path>]) -> Result<Vec<RoundScore>, StorageError> {
+pub fn read_round_scores_in(paths: &[impl AsRef<Path>]) -> Result<Vec<RoundMean>, StorageError> {
     let mut accumulator = Accumulator::default();
     for path in paths {
         add_file(path.as_ref(), &mut accumulator)?;

@@ -36,7 +36,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use critbench_storage::manifest::{Manifest, PolicyRecord};
-use critbench_storage::round_scores::{RoundScore, read_round_scores_in};
+use critbench_storage::round_scores::{RoundMean, read_round_scores_in};
 
 pub use svg::escape;
 
@@ -83,7 +83,7 @@ fn pass_scores(manifest: Option<&Manifest>) -> HashMap<String, f64> {
 /// are the discordant pairs the page lists.
 pub(crate) fn render_html(
     report: &Report,
-    rounds: Option<&[RoundScore]>,
+    rounds: Option<&[RoundMean]>,
     pass_scores: &HashMap<String, f64>,
     policies: &[PolicyRecord],
     pairs: Option<&ListedPairs>,

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use critbench_storage::manifest::PolicyRecord;
-use critbench_storage::round_scores::RoundScore;
+use critbench_storage::round_scores::RoundMean;
 
 use super::render_html;
 use crate::{ComparisonRow, Report, SummaryRow};
@@ -43,8 +43,8 @@ fn report(configs: &[&str], critic: &str) -> Report {
     Report { run_id: Some("run-1".into()), name: Some("demo".into()), summary: rows, ..Report::default() }
 }
 
-fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundScore {
-    RoundScore { config_id: config_id.into(), critic: critic.into(), arm: arm.into(), round, mean_score, count: 10 }
+fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundMean {
+    RoundMean { config_id: config_id.into(), critic: critic.into(), arm: arm.into(), round, mean_score, count: 10 }
 }
 
 #[test]

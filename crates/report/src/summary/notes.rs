@@ -105,11 +105,11 @@ pub(crate) fn notes(
             if worst.len() > shown { format!(" and {} more", worst.len() - shown) } else { String::new() },
         ));
     }
-    let disagreements: u64 = summary.iter().map(|r| r.critic_passed_disagreements).sum();
+    let disagreements: u64 = summary.iter().map(|r| r.critic_disagreements).sum();
     if disagreements > 0 {
         notes.push(format!(
             "On {disagreements} critiqued round(s) the critic's own `passed` disagreed with the host's pass rule \
-             (`critic_passed_disagreements` in summary.csv); the host's rule decided."
+             (`critic_disagreements` in summary.csv); the host's rule decided."
         ));
     }
     notes

@@ -154,7 +154,7 @@ impl ArmTotals {
             mean_best_score: self.best_score.mean(),
             mean_final_score: self.final_score.mean(),
             critic_errors: self.critic_errors,
-            critic_passed_disagreements: self.disagreements,
+            critic_disagreements: self.disagreements,
             n_tasks: self.clusters.values().sum(),
             interval: interval.to_string(),
             rounds_total: self.rounds,

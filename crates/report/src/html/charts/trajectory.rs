@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use critbench_storage::round_scores::RoundScore;
+use critbench_storage::round_scores::RoundMean;
 
 use super::groups;
 use crate::Report;
@@ -15,7 +15,7 @@ const FEW_LOOPS: u64 = 10;
 pub(crate) fn trajectory_chart(
     out: &mut String,
     report: &Report,
-    rounds: &[RoundScore],
+    rounds: &[RoundMean],
     arms: &[(String, &'static str)],
     pass_scores: &HashMap<String, f64>,
 ) {
@@ -30,8 +30,7 @@ pub(crate) fn trajectory_chart(
     let mut low = f64::INFINITY;
     let mut high = f64::NEG_INFINITY;
     let mut last_round = 1;
-    let shown =
-        |r: &&RoundScore| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
+    let shown = |r: &&RoundMean| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
     for r in rounds.iter().filter(shown) {
         low = low.min(r.mean_score);
         high = high.max(r.mean_score);
@@ -113,7 +112,7 @@ pub(crate) fn trajectory_chart(
             );
         }
         for (arm, color) in arms {
-            let series: Vec<&RoundScore> =
+            let series: Vec<&RoundMean> =
                 rounds.iter().filter(|r| r.config_id == *config && r.critic == *critic && &r.arm == arm).collect();
             if series.is_empty() {
                 continue;
