@@ -26,7 +26,7 @@ use critbench_storage::manifest::{Manifest, PolicyRecord};
 use std::fmt::Write;
 use std::path::Path;
 
-use critbench_storage::round_scores::{RoundScore, read_round_scores};
+use critbench_storage::round_scores::{RoundMean, read_round_scores};
 
 use crate::{ComparisonRow, Report, ReportError, SummaryRow};
 
@@ -439,7 +439,7 @@ fn exit_reasons_chart(out: &mut String, report: &Report) {
 fn trajectory_chart(
     out: &mut String,
     report: &Report,
-    rounds: &[RoundScore],
+    rounds: &[RoundMean],
     arms: &[(String, &'static str)],
     pass_scores: &HashMap<String, f64>,
 ) {
@@ -455,7 +455,7 @@ fn trajectory_chart(
     let mut high = f64::NEG_INFINITY;
     let mut last_round = 1;
     let shown =
-        |r: &&RoundScore| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
+        |r: &&RoundMean| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
     for r in rounds.iter().filter(shown) {
         low = low.min(r.mean_score);
         high = high.max(r.mean_score);
@@ -537,7 +537,7 @@ fn trajectory_chart(
             );
         }
         for (arm, color) in arms {
-            let series: Vec<&RoundScore> =
+            let series: Vec<&RoundMean> =
                 rounds.iter().filter(|r| r.config_id == *config && r.critic == *critic && &r.arm == arm).collect();
             if series.is_empty() {
                 continue;
@@ -1061,7 +1061,7 @@ tbody tr:hover { background: #f6f8fa; }
 /// `pass_scores` maps config ids to their threshold, drawn on the trajectory.
 pub(crate) fn render_html(
     report: &Report,
-    rounds: Option<&[RoundScore]>,
+    rounds: Option<&[RoundMean]>,
     pass_scores: &HashMap<String, f64>,
     policies: &[PolicyRecord],
 ) -> String {
@@ -1289,8 +1289,8 @@ mod tests {
         }
     }
 
-    fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundScore {
-        RoundScore { config_id: config_id.into(), critic: critic.into(), arm: arm.into(), round, mean_score, count: 10 }
+    fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundMean {
+        RoundMean { config_id: config_id.into(), critic: critic.into(), arm: arm.into(), round, mean_score, count: 10 }
     }
 
     #[test]

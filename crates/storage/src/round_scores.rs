@@ -38,7 +38,7 @@ const COLUMNS: [(&str, DataType); 5] = [
 
 /// The critiques of one round of one config × critic × arm, averaged.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RoundScore {
+pub struct RoundMean {
     pub config_id: String,
     pub critic: String,
     pub arm: String,
@@ -130,14 +130,14 @@ impl Accumulator {
         Ok(())
     }
 
-    fn finish(self) -> Vec<RoundScore> {
-        let mut rows: Vec<RoundScore> = self
+    fn finish(self) -> Vec<RoundMean> {
+        let mut rows: Vec<RoundMean> = self
             .keys
             .into_iter()
             .zip(self.series)
             .flat_map(|((config_id, critic, arm), series)| {
                 series.sums.into_iter().zip(series.counts).enumerate().filter(|(_, (_, count))| *count > 0).map(
-                    move |(round, (sum, count))| RoundScore {
+                    move |(round, (sum, count))| RoundMean {
                         config_id: config_id.clone(),
                         critic: critic.clone(),
                         arm: arm.clone(),
@@ -158,7 +158,7 @@ impl Accumulator {
 /// Reads `trajectories.parquet` and returns the mean score and count per (config_id, critic, arm,
 /// round), sorted by those keys. Streams: only the five columns it needs are decoded, a batch at a
 /// time.
-pub fn read_round_scores(path: &Path) -> Result<Vec<RoundScore>, StorageError> {
+pub fn read_round_scores(path: &Path) -> Result<Vec<RoundMean>, StorageError> {
     let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
     let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
