@@ -297,7 +297,7 @@ fn real_model_loops_survive_faults_are_cached_and_never_leak_the_key() {
     assert_eq!(first_manifest["experiment"]["openai"]["api_key_env"], KEY_VAR);
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let disagreements: u64 =
-        summary["summary"].as_array().unwrap().iter().map(|r| r["critic_passed_disagreements"].as_u64().unwrap()).sum();
+        summary["summary"].as_array().unwrap().iter().map(|r| r["critic_disagreements"].as_u64().unwrap()).sum();
     assert_eq!(disagreements, 2 * (1 + 3 + 1), "essay-2, both epochs: feedback 1, no-feedback 3, single 1");
     assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("critic's own `passed` disagreed"));
     assert_no_key(dir.path(), &first);

@@ -60,7 +60,7 @@ pub struct SummaryRow {
     pub critic_errors: u64,
     /// Rounds where the critic's own `passed` disagreed with the host's verdict (SPEC §4: the
     /// critic's verdict is recorded, never obeyed).
-    pub critic_passed_disagreements: u64,
+    pub critic_disagreements: u64,
     /// Distinct tasks (a task's epochs are one cluster).
     pub n_tasks: u64,
     /// How the pass-rate intervals were computed: [`INTERVAL_WILSON`] or [`INTERVAL_TASK_BOOTSTRAP`].
@@ -239,11 +239,11 @@ fn notes(summary: &[SummaryRow], manifest: Option<&Manifest>, incomplete: Option
             if worst.len() > shown { format!(" and {} more", worst.len() - shown) } else { String::new() },
         ));
     }
-    let disagreements: u64 = summary.iter().map(|r| r.critic_passed_disagreements).sum();
+    let disagreements: u64 = summary.iter().map(|r| r.critic_disagreements).sum();
     if disagreements > 0 {
         notes.push(format!(
             "On {disagreements} critiqued round(s) the critic's own `passed` disagreed with the host's pass rule \
-             (`critic_passed_disagreements` in summary.csv); the host's rule decided."
+             (`critic_disagreements` in summary.csv); the host's rule decided."
         ));
     }
     notes
@@ -459,7 +459,7 @@ impl ArmTotals {
             mean_best_score: self.best_score.mean(),
             mean_final_score: self.final_score.mean(),
             critic_errors: self.critic_errors,
-            critic_passed_disagreements: self.disagreements,
+            critic_disagreements: self.disagreements,
             n_tasks: self.clusters.values().sum(),
             interval: interval.to_string(),
             rounds_total: self.rounds,
