@@ -64,7 +64,7 @@ fn memory_arm_is_measured_on_held_out_tasks_only() {
         comparison["first_round_diff_hi"].as_f64().unwrap(),
     );
     assert!(lo <= diff && diff <= hi);
-    // On the simulated writer the hints work: more first drafts pass.
+    // On the simulated author the hints work: more first drafts pass.
     assert!(diff > 0.1, "first-round gain {diff}");
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(one.join("manifest.json")).unwrap()).unwrap();

@@ -1,7 +1,7 @@
 //! The model side of the loop: who writes the first draft and the revisions.
 //!
-//! A [`Writer`] is anything that can write a first draft and revise one. The built-in ones are the
-//! simulated writer and the scripted one; a test, or a real model client, implements the same
+//! A [`Author`] is anything that can write a first draft and revise one. The built-in ones are the
+//! simulated author and the scripted one; a test, or a real model client, implements the same
 //! trait and hands it to [`crate::run::run_experiment_with`].
 
 use critbench_core::{Critique, Rng, SeedKey, Task};
@@ -45,7 +45,7 @@ impl DraftKey<'_> {
     }
 }
 
-/// A strategy hint given to the writer before the first draft (from strategy memory): what
+/// A strategy hint given to the author before the first draft (from strategy memory): what
 /// kind of issue to avoid, and how to say so to a model.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Hint {
@@ -57,8 +57,8 @@ pub struct Hint {
 
 /// Writes and revises drafts. Implementations must be deterministic in (task, key, inputs) so
 /// that results do not depend on scheduling.
-pub trait Writer: Sync {
-    /// Checks before the run that this writer can serve `task`.
+pub trait Author: Sync {
+    /// Checks before the run that this author can serve `task`.
     fn check_task(&self, _task: &Task) -> Result<(), String> {
         Ok(())
     }
@@ -76,10 +76,10 @@ pub trait Writer: Sync {
     ) -> Result<Draft, String>;
 }
 
-/// The built-in deterministic simulated writer (`critbench-sim`).
-pub struct SimWriter;
+/// The built-in deterministic simulated author (`critbench-sim`).
+pub struct SimAuthor;
 
-impl Writer for SimWriter {
+impl Author for SimAuthor {
     fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
         let types: Vec<&str> = hints.iter().map(|h| h.issue_type.as_str()).collect();
         Ok(Draft::offline(critbench_sim::generate_with_hints(task, &types, &mut key.rng("generate"))))
@@ -97,9 +97,9 @@ impl Writer for SimWriter {
 }
 
 /// Drafts from each task's `drafts` field: round k uses `drafts[min(k, len - 1)]`.
-pub struct ScriptedWriter;
+pub struct ScriptedAuthor;
 
-impl Writer for ScriptedWriter {
+impl Author for ScriptedAuthor {
     fn check_task(&self, task: &Task) -> Result<(), String> {
         if task.drafts.is_empty() {
             Err("field `drafts`: the scripted backend needs at least one draft".to_string())

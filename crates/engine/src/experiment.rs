@@ -20,7 +20,7 @@ pub const DEFAULT_EXPERIMENT: &str = "experiments/demo.toml";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
-    /// The built-in deterministic simulated writer.
+    /// The built-in deterministic simulated author.
     Sim,
     /// Drafts from each task's `drafts` field.
     Scripted,
@@ -33,7 +33,7 @@ pub enum BackendKind {
 #[serde(rename_all = "lowercase")]
 pub enum Sweep {
     /// Record each loop once, until every config has stopped, and derive every config's rows
-    /// from that recording (exact, because the writer never sees the policy).
+    /// from that recording (exact, because the author never sees the policy).
     Replay,
     /// Run every config's loops separately.
     Direct,

@@ -10,7 +10,7 @@ use critbench_plugin_host::IsolationMode;
 use crate::EngineError;
 use crate::experiment::{Experiment, MAX_JUDGE_REPEATS};
 use crate::model_usage::ModelUsage;
-use crate::openai_writer::OpenAiSession;
+use crate::openai_author::OpenAiSession;
 
 /// What the command line sets over the experiment file.
 #[derive(Clone, Debug, Default)]

@@ -29,7 +29,7 @@ mod loops;
 mod manifest;
 pub mod memory;
 pub mod model_usage;
-pub mod openai_writer;
+pub mod openai_author;
 mod plan;
 pub mod prompts;
 pub mod replay;

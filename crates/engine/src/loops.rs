@@ -81,7 +81,7 @@ fn ms(since: Instant) -> f64 {
 }
 
 /// Records one loop: generate, then critique → revise until every policy the unit serves has
-/// stopped. The writer never sees the policy, so the recording is the same for all of them.
+/// stopped. The author never sees the policy, so the recording is the same for all of them.
 pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Unit) -> Result<LoopResult, String> {
     let experiment = plan.experiment;
     let critic = &plan.critics[unit.critic];
@@ -99,7 +99,7 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
     } else {
         &[]
     };
-    let mut draft = plan.writer.generate(task, hints, &key(0))?;
+    let mut draft = plan.author.generate(task, hints, &key(0))?;
     let mut gen_ms = ms(generated);
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
@@ -126,7 +126,7 @@ pub fn record_loop(plan: &Plan<'_>, task: &Task, task_json: &TaskJson, unit: Uni
         let next = if running.contains(&true) {
             let revised = Instant::now();
             let shown = unit.arm.shows_critique().then_some(&critique);
-            let next = plan.writer.revise(task, &draft_text, shown, &key(round + 1))?;
+            let next = plan.author.revise(task, &draft_text, shown, &key(round + 1))?;
             Some((next, ms(revised)))
         } else {
             None

@@ -12,7 +12,7 @@ use critbench_core::{Arm, Policy, Task};
 use critbench_plugin_host::{CriticInfo, CriticInstance, open_critics};
 
 use crate::EngineError;
-use crate::backend::{Hint, ScriptedWriter, SimWriter, Writer};
+use crate::backend::{Author, Hint, ScriptedAuthor, SimAuthor};
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
 
 /// A critic as opened, for the manifest.
@@ -52,10 +52,10 @@ pub enum Scope {
     Evaluate,
 }
 
-/// Everything the loop workers share: the experiment, the writer, the critics, the grid.
+/// Everything the loop workers share: the experiment, the author, the critics, the grid.
 pub struct Plan<'a> {
     pub experiment: &'a Experiment,
-    pub writer: &'a dyn Writer,
+    pub author: &'a dyn Author,
     pub critics: Vec<CriticInstance>,
     pub plugins: Vec<LoadedPlugin>,
     /// One recording per loop serves every config.
@@ -69,7 +69,7 @@ pub struct Plan<'a> {
 impl<'a> Plan<'a> {
     /// Loads every critic's plugin and creates its instance (after the model client, so that a
     /// plugin can find the `chat` service), and checks the sweep can be replayed.
-    pub fn load(experiment: &'a Experiment, writer: &'a dyn Writer) -> Result<Plan<'a>, EngineError> {
+    pub fn load(experiment: &'a Experiment, author: &'a dyn Author) -> Result<Plan<'a>, EngineError> {
         let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
         let critics = open_critics(&experiment.critics, &experiment.plugin_dirs, base_dir, experiment.jobs)?;
         let mut plugins = Vec::new();
@@ -86,7 +86,7 @@ impl<'a> Plan<'a> {
         }
         Ok(Plan {
             experiment,
-            writer,
+            author,
             critics,
             plugins,
             replay,
@@ -126,18 +126,18 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// Whether the writer can serve `task` (the scripted backend needs drafts).
+    /// Whether the author can serve `task` (the scripted backend needs drafts).
     pub fn check_task(&self, task: &Task) -> Result<(), String> {
-        self.writer.check_task(task)
+        self.author.check_task(task)
     }
 }
 
-/// The writer an offline experiment's `backend` names; `None` for the openai writer, which the
+/// The author an offline experiment's `backend` names; `None` for the openai author, which the
 /// run makes from the experiment's `[openai]` table.
-pub fn offline_writer(kind: BackendKind) -> Option<Box<dyn Writer>> {
+pub fn offline_author(kind: BackendKind) -> Option<Box<dyn Author>> {
     match kind {
-        BackendKind::Sim => Some(Box::new(SimWriter)),
-        BackendKind::Scripted => Some(Box::new(ScriptedWriter)),
+        BackendKind::Sim => Some(Box::new(SimAuthor)),
+        BackendKind::Scripted => Some(Box::new(ScriptedAuthor)),
         BackendKind::Openai => None,
     }
 }

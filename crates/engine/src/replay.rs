@@ -1,5 +1,5 @@
 //! `critbench replay`: evaluates new policies on a finished run's recorded loops, without calling
-//! any model or critic. Exact, because the writer never sees the policy: a policy's outcome is
+//! any model or critic. Exact, because the author never sees the policy: a policy's outcome is
 //! where it stops on the recording, and its best draft is the best of that prefix.
 
 use std::collections::HashMap;

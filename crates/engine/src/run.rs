@@ -18,13 +18,13 @@ use std::time::{Instant, SystemTime};
 use critbench_storage::clock;
 
 use crate::EngineError;
-use crate::backend::Writer;
+use crate::backend::Author;
 use crate::experiment::{BackendKind, Experiment};
 use crate::journal::{Fingerprint, progress_dir};
 use crate::learn::LearnSink;
 use crate::loops::{panic_text, run_chunk};
-use crate::openai_writer::{OpenAiSession, OpenAiWriter};
-use crate::plan::{Plan, Scope, describe_kinds, offline_writer};
+use crate::openai_author::{OpenAiAuthor, OpenAiSession};
+use crate::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run_dir;
 use crate::sink::{Consumer, Progress, RowSink};
 use crate::source::{Source, SourceReport};
@@ -60,31 +60,31 @@ fn signal_name(number: usize) -> &'static str {
 /// loops, few enough that a chunk's rows are a few hundred kilobytes.
 const OFFLINE_CHUNK_TASKS: usize = 256;
 
-/// Runs the whole experiment with the writer its `backend` names and writes the run directory
+/// Runs the whole experiment with the author its `backend` names and writes the run directory
 /// (SPEC §7).
 pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, EngineError> {
     let session = start_session(experiment)?;
     match (experiment.backend, &session) {
         (BackendKind::Openai, Some(session)) => {
-            let writer = OpenAiWriter::new(Arc::clone(&session.client), experiment.prompts.clone());
-            run_inner(experiment, &writer, Some(session), options)
+            let author = OpenAiAuthor::new(Arc::clone(&session.client), experiment.prompts.clone());
+            run_inner(experiment, &author, Some(session), options)
         }
         (kind, _) => {
-            let writer = offline_writer(kind).ok_or(EngineError::NoModelClient)?;
-            run_inner(experiment, writer.as_ref(), session.as_ref(), options)
+            let author = offline_author(kind).ok_or(EngineError::NoModelClient)?;
+            run_inner(experiment, author.as_ref(), session.as_ref(), options)
         }
     }
 }
 
-/// Runs the whole experiment with `writer` as the model side and writes the run directory. An
+/// Runs the whole experiment with `author` as the model side and writes the run directory. An
 /// `[openai]` table still serves plugins (the `llm-judge` critic) through the `chat` service.
 pub fn run_experiment_with(
     experiment: &Experiment,
-    writer: &dyn Writer,
+    author: &dyn Author,
     options: &RunOptions,
 ) -> Result<RunSummary, EngineError> {
     let session = start_session(experiment)?;
-    run_inner(experiment, writer, session.as_ref(), options)
+    run_inner(experiment, author, session.as_ref(), options)
 }
 
 /// The model client of an experiment with an `[openai]` table, offered to plugins as `chat`.
@@ -96,14 +96,14 @@ fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, Engin
 
 fn run_inner(
     experiment: &Experiment,
-    writer: &dyn Writer,
+    author: &dyn Author,
     session: Option<&OpenAiSession>,
     options: &RunOptions,
 ) -> Result<RunSummary, EngineError> {
     let started = Instant::now();
     let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-{started_compact}", experiment.name);
-    let mut plan = Plan::load(experiment, writer)?;
+    let mut plan = Plan::load(experiment, author)?;
     let jobs = worker_count(experiment.jobs);
     // Loops that wait on a model server go a task at a time, so that every worker has one.
     let chunk_tasks = if experiment.openai.is_some() { 1 } else { OFFLINE_CHUNK_TASKS };

@@ -1,11 +1,11 @@
 //! Seed 001's flow, end to end: the first draft lacks evidence ids, the critic says so, the
 //! revision adds them and passes; that experience ("missing evidence") is stored; the next task
 //! starts with the "list the evidence first" strategy and passes at once; a task that stays bad
-//! ends at the revision cap with exit `budget`. The writer is seed 001's fixed list of answers;
+//! ends at the revision cap with exit `budget`. The author is seed 001's fixed list of answers;
 //! the critic is the real `evidence` plugin, loaded through the C ABI.
 
 use critbench_core::{Critique, Task};
-use critbench_engine::backend::{Draft, DraftKey, Hint, Writer};
+use critbench_engine::backend::{Author, Draft, DraftKey, Hint};
 use critbench_engine::experiment::{Experiment, Overrides};
 use critbench_engine::run::{RunOptions, run_experiment_with};
 use critbench_storage::tables::read_outcomes;
@@ -14,7 +14,7 @@ const EVIDENCE: &str = "RAG supplements generated answers with evidence retrieve
 
 /// Seed 001's `FakeListChatModel`: a first answer without evidence ids, then a grounded one. The
 /// task marked `always_bad` never improves. Told to list the evidence first, it does.
-struct Seed001Writer;
+struct Seed001Author;
 
 fn bad() -> Draft {
     Draft::offline(
@@ -31,7 +31,7 @@ fn always_bad(task: &Task) -> bool {
     task.meta.as_ref().and_then(|m| m.get("always_bad")).and_then(|v| v.as_bool()) == Some(true)
 }
 
-impl Writer for Seed001Writer {
+impl Author for Seed001Author {
     fn generate(&self, task: &Task, hints: &[Hint], _key: &DraftKey<'_>) -> Result<Draft, String> {
         let evidence_first = hints.iter().any(|h| h.text.starts_with("List the evidence first"));
         Ok(if evidence_first && !always_bad(task) { good() } else { bad() })
@@ -71,7 +71,7 @@ fn seed_001_experience_becomes_the_next_tasks_strategy() {
     .unwrap();
     let experiment = Experiment::load(&dir.path().join("seed001.toml"), &Overrides::default()).unwrap();
     let summary =
-        run_experiment_with(&experiment, &Seed001Writer, &RunOptions { quiet: true, ..RunOptions::default() })
+        run_experiment_with(&experiment, &Seed001Author, &RunOptions { quiet: true, ..RunOptions::default() })
             .expect("the evidence plugin is built beside the test binary (cargo build --workspace)");
 
     // The experience: one learning task fixed `missing_evidence`.

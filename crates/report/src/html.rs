@@ -454,8 +454,7 @@ fn trajectory_chart(
     let mut low = f64::INFINITY;
     let mut high = f64::NEG_INFINITY;
     let mut last_round = 1;
-    let shown =
-        |r: &&RoundMean| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
+    let shown = |r: &&RoundMean| panels.iter().any(|(config, critic, _)| r.config_id == *config && r.critic == *critic);
     for r in rounds.iter().filter(shown) {
         low = low.min(r.mean_score);
         high = high.max(r.mean_score);

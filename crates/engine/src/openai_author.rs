@@ -1,4 +1,4 @@
-//! The `openai` backend: a [`Writer`] whose generator and reviser are models behind an
+//! The `openai` backend: a [`Author`] whose generator and reviser are models behind an
 //! OpenAI-compatible endpoint, and the host's `chat` service through which the `llm-judge`
 //! plugin asks the judge model. Both share one [`critbench_openai::Client`], so the concurrency
 //! limit, the cache, the retries and the token cap are the run's, whoever asks.
@@ -11,7 +11,7 @@ use critbench_plugin_host::services::{self, CallScope, HostService, Registration
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::backend::{Draft, DraftKey, Hint, Writer};
+use crate::backend::{Author, Draft, DraftKey, Hint};
 use crate::prompts::{Prompts, clean_model_text, feedback_block, hints_block, render, task_blocks};
 
 /// The name plugins call the judge model by (`critbench_host_v1.call`).
@@ -83,14 +83,14 @@ impl HostService for ChatService {
 }
 
 /// Drafts and revisions from the generator and reviser models.
-pub struct OpenAiWriter {
+pub struct OpenAiAuthor {
     client: Arc<Client>,
     prompts: Prompts,
 }
 
-impl OpenAiWriter {
-    pub fn new(client: Arc<Client>, prompts: Prompts) -> OpenAiWriter {
-        OpenAiWriter { client, prompts }
+impl OpenAiAuthor {
+    pub fn new(client: Arc<Client>, prompts: Prompts) -> OpenAiAuthor {
+        OpenAiAuthor { client, prompts }
     }
 
     fn ask(&self, role: Role, system: &str, user: String, key: &DraftKey<'_>, what: &str) -> Result<Draft, String> {
@@ -141,7 +141,7 @@ impl OpenAiWriter {
     }
 }
 
-impl Writer for OpenAiWriter {
+impl Author for OpenAiAuthor {
     fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
         let (context, evidence) = task_blocks(task);
         let hints = hints_block(hints);

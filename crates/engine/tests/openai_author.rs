@@ -1,4 +1,4 @@
-//! The openai writer's prompts, as the model server receives them: the task, its evidence and the
+//! The openai author's prompts, as the model server receives them: the task, its evidence and the
 //! memory hints go to the generator; the reviser sees sanitized feedback or none; model text comes
 //! back cleaned, with token counts; failures name the round.
 
@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use critbench_core::{Critique, ScoreRange, Suggestion, Task};
-use critbench_engine::backend::{DraftKey, Hint, Writer};
-use critbench_engine::openai_writer::OpenAiWriter;
+use critbench_engine::backend::{Author, DraftKey, Hint};
+use critbench_engine::openai_author::OpenAiAuthor;
 use critbench_engine::prompts::Prompts;
 use critbench_openai::mock_server::{MockResponse, MockServer};
 use critbench_openai::{CacheMode, Client, ClientSettings, Role, RoleSettings};
@@ -58,10 +58,10 @@ fn prompts_carry_the_task_hints_and_sanitized_feedback() {
             4,
         )
     });
-    let writer =
-        OpenAiWriter::new(client(&server, &[(Role::Generator, "gen"), (Role::Reviser, "rev")]), Prompts::default());
+    let author =
+        OpenAiAuthor::new(client(&server, &[(Role::Generator, "gen"), (Role::Reviser, "rev")]), Prompts::default());
     let hints = [Hint { issue_type: "missing_evidence".into(), text: "List the evidence first, then answer.".into() }];
-    let draft = writer.generate(&task(), &hints, &key(0)).unwrap();
+    let draft = author.generate(&task(), &hints, &key(0)).unwrap();
     assert_eq!(draft.text, "Bees dance [d1]. (gen)", "chatty wrappers are stripped");
     assert_eq!((draft.tokens_in, draft.tokens_out), (Some(11), Some(4)));
 
@@ -69,8 +69,8 @@ fn prompts_carry_the_task_hints_and_sanitized_feedback() {
     critique.issues = vec!["../../../../../../".into(), "The answer never says what the dance encodes.".into()];
     critique.suggestions =
         vec![Suggestion { dimension: None, target: None, edit: "edit edit edit edit edit edit".into() }];
-    writer.revise(&task(), &draft.text, Some(&critique), &key(1)).unwrap();
-    writer.revise(&task(), &draft.text, None, &key(1)).unwrap();
+    author.revise(&task(), &draft.text, Some(&critique), &key(1)).unwrap();
+    author.revise(&task(), &draft.text, None, &key(1)).unwrap();
 
     let received = server.received();
     let user = |index: usize| received[index].body["messages"][1]["content"].as_str().unwrap().to_string();
@@ -90,7 +90,7 @@ fn prompts_carry_the_task_hints_and_sanitized_feedback() {
     assert_eq!(models, BTreeSet::from(["gen", "rev"]));
 
     // Without an adjudicator model there is no adjudication.
-    assert!(writer.adjudicate(&task(), "x", None, &key(2)).is_none());
+    assert!(author.adjudicate(&task(), "x", None, &key(2)).is_none());
 }
 
 #[test]
@@ -102,16 +102,16 @@ fn the_adjudicator_gets_the_last_concerns_and_failures_name_the_round() {
             MockResponse::chat("Final text.", 3, 2)
         }
     });
-    let writer = OpenAiWriter::new(
+    let author = OpenAiAuthor::new(
         client(&server, &[(Role::Generator, "gen"), (Role::Reviser, "broken"), (Role::Adjudicator, "adj")]),
         Prompts::default(),
     );
     let mut critique = Critique::unavailable(ScoreRange { min: 0.0, max: 10.0 });
     critique.issues = vec!["Two sentences contradict each other.".into()];
-    let final_text = writer.adjudicate(&task(), "Draft.", Some(&critique), &key(3)).unwrap().unwrap();
+    let final_text = author.adjudicate(&task(), "Draft.", Some(&critique), &key(3)).unwrap().unwrap();
     assert_eq!(final_text.text, "Final text.");
     let asked = server.received()[0].body["messages"][1]["content"].as_str().unwrap().to_string();
     assert!(asked.contains("Latest draft:\nDraft.") && asked.contains("Two sentences contradict"), "{asked}");
-    let error = writer.revise(&task(), "Draft.", None, &key(2)).unwrap_err();
+    let error = author.revise(&task(), "Draft.", None, &key(2)).unwrap_err();
     assert!(error.starts_with("round 2 (revise): reviser call failed after 2 attempt(s): HTTP 500"), "{error}");
 }
