@@ -4,8 +4,8 @@ use std::path::PathBuf;
 /// from internal failures (exit 1).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("{}: {message}", path.display())]
-    Experiment { path: PathBuf, message: String },
+    #[error("{}: {problem}", path.display())]
+    Experiment { path: PathBuf, problem: ExperimentProblem },
     #[error(transparent)]
     Dataset(#[from] critbench_storage::dataset::DatasetError),
     #[error("critic `{critic}`: {source}")]
@@ -69,6 +69,29 @@ pub enum EngineError {
     Interrupted { signal: &'static str, loops: u64, out: PathBuf },
 }
 
+/// What is wrong with an experiment file.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentProblem {
+    #[error("cannot read the experiment file: {0}")]
+    Unreadable(#[source] std::io::Error),
+    /// Not TOML, or a key or value the file format does not allow; `line` is 1-based.
+    #[error("{}", error.to_string().trim_end())]
+    Toml { line: Option<usize>, error: Box<toml::de::Error> },
+    /// Valid TOML whose settings do not fit together.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ExperimentProblem {
+    /// The line of the file at fault, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ExperimentProblem::Toml { line, .. } => *line,
+            _ => None,
+        }
+    }
+}
+
 impl From<critbench_plugin_host::OpenCriticError> for EngineError {
     fn from(error: critbench_plugin_host::OpenCriticError) -> EngineError {
         EngineError::Plugin { critic: error.critic, source: error.source }
@@ -105,5 +128,26 @@ impl EngineError {
             | EngineError::Internal(_)
             | EngineError::Interrupted { .. } => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Experiment, Overrides};
+
+    #[test]
+    fn a_toml_error_keeps_its_line_and_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, "name = \"x\"\n\nbackend = = \"sim\"\n").unwrap();
+        let error = Experiment::load(&path, &Overrides::default()).unwrap_err();
+        let EngineError::Experiment { problem, .. } = &error else { panic!("{error}") };
+        assert_eq!(problem.line(), Some(3), "{error}");
+        assert!(matches!(problem, ExperimentProblem::Toml { .. }));
+        assert!(error.to_string().contains("line 3"), "{error}");
+        let missing = Experiment::load(&dir.path().join("none.toml"), &Overrides::default()).unwrap_err();
+        let EngineError::Experiment { problem, .. } = &missing else { panic!("{missing}") };
+        assert!(std::error::Error::source(problem).is_some(), "the io::Error is kept");
     }
 }

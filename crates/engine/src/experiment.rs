@@ -12,6 +12,7 @@ use critbench_storage::dataset::OnBadRow;
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
+use crate::error::ExperimentProblem;
 
 /// The experiment run when `critbench run` is given none.
 pub const DEFAULT_EXPERIMENT: &str = "experiments/demo.toml";
@@ -318,16 +319,19 @@ const POLICY_KEYS: [&str; 6] = ["pass_score", "max_revisions", "stall", "plateau
 impl Experiment {
     /// Reads, validates and resolves an experiment file.
     pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, EngineError> {
-        let fail = |message: String| EngineError::Experiment { path: path.to_path_buf(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read the experiment file: {e}")))?;
-        let file: ExperimentFile = toml::from_str(&text).map_err(|e| fail(e.to_string().trim_end().to_string()))?;
+        let fail = |problem: ExperimentProblem| EngineError::Experiment { path: path.to_path_buf(), problem };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(ExperimentProblem::Unreadable(e)))?;
+        let file: ExperimentFile = toml::from_str(&text).map_err(|error| {
+            let line = error.span().map(|span| text[..span.start].lines().count().max(1));
+            fail(ExperimentProblem::Toml { line, error: Box::new(error) })
+        })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::resolve(file, &base, overrides)
             .map(|mut experiment| {
                 experiment.path = Some(path.to_path_buf());
                 experiment
             })
-            .map_err(fail)
+            .map_err(|message| fail(ExperimentProblem::Invalid(message)))
     }
 
     fn resolve(file: ExperimentFile, base: &Path, overrides: &Overrides) -> Result<Experiment, String> {

@@ -39,4 +39,4 @@ mod sink;
 mod source;
 mod summarize;
 
-pub use error::EngineError;
+pub use error::{EngineError, ExperimentProblem};
