@@ -25,7 +25,7 @@ pub enum EngineError {
     #[error(transparent)]
     Judge(#[from] critbench_judge::JudgeError),
     #[error(transparent)]
-    Replay(#[from] crate::replay::ReplayError),
+    Replay(#[from] ReplayError),
     /// The model client could not be made from the `[openai]` table.
     #[error(transparent)]
     ModelClient(#[from] critbench_openai::ClientError),
@@ -67,6 +67,59 @@ pub enum EngineError {
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
     Interrupted { signal: &'static str, loops: u64, out: PathBuf },
+}
+
+/// Why a replay cannot run. Every one is the user's to fix (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("--plateau-eps {0}: must be a number ≥ 0")]
+    PlateauEps(f64),
+    #[error("{0} is not a finite number")]
+    NotFinite(f64),
+    #[error("config {} is listed twice", .0.config_id)]
+    Repeated(critbench_core::RepeatedConfig),
+    #[error(
+        "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",
+        dir.display()
+    )]
+    NotARun { dir: PathBuf, reason: NotARun },
+    #[error(transparent)]
+    Manifest(#[from] critbench_storage::manifest::ManifestError),
+    #[error(
+        "cannot replay {}: critic(s) {} say their critiques depend on the loop policy, so the recorded \
+         rounds would not be what another policy sees; run the experiment again with the new policy",
+        dir.display(),
+        critics.join(", ")
+    )]
+    PolicyDependent { dir: PathBuf, critics: Vec<String> },
+    #[error(
+        "config {config_id} goes beyond what the run recorded: task `{task_id}` ({arm} × {critic} × epoch {epoch}) \
+         was recorded for {rounds} round(s) only, and this policy would still revise after the last of them. \
+         Replay evaluates policies that stop within the recording{}; run the experiment with a larger \
+         max_revisions to record more",
+        recorded_cap.map(|cap| format!(" (the run's configs go up to max_revisions = {cap})")).unwrap_or_default()
+    )]
+    BeyondRecording {
+        config_id: String,
+        task_id: String,
+        arm: String,
+        critic: String,
+        epoch: u32,
+        rounds: usize,
+        /// The largest `max_revisions` of the recorded run's grid, when its manifest says.
+        recorded_cap: Option<u32>,
+    },
+}
+
+/// What is wrong with a directory given to replay.
+#[derive(Debug, thiserror::Error)]
+pub enum NotARun {
+    #[error("{0} is missing")]
+    Missing(String),
+    #[error("unknown arm `{0}` in trajectories.parquet")]
+    UnknownArm(String),
+    #[error(transparent)]
+    Unreadable(#[from] critbench_storage::tables::StorageError),
 }
 
 /// What is wrong with an experiment file.

@@ -6,15 +6,15 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use critbench_core::{Arm, Policy, PolicyGrid, RepeatedConfig, RoundScore};
+use critbench_core::{Arm, Policy, PolicyGrid, RoundScore};
 use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
 
 use crate::EngineError;
 use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
+pub use crate::error::{NotARun, ReplayError};
 use critbench_storage::clock;
-use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest, ManifestError};
-use critbench_storage::tables::StorageError;
+use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
 
 /// What a replay wrote.
 #[derive(Debug)]
@@ -36,59 +36,6 @@ pub fn replay_policies(grid: &PolicyGrid) -> Result<Vec<Policy>, ReplayError> {
         return Err(ReplayError::NotFinite(value));
     }
     grid.policies().map_err(ReplayError::Repeated)
-}
-
-/// Why a replay cannot run. Every one is the user's to fix (exit status 2).
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error("--plateau-eps {0}: must be a number ≥ 0")]
-    PlateauEps(f64),
-    #[error("{0} is not a finite number")]
-    NotFinite(f64),
-    #[error("config {} is listed twice", .0.config_id)]
-    Repeated(RepeatedConfig),
-    #[error(
-        "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",
-        dir.display()
-    )]
-    NotARun { dir: PathBuf, reason: NotARun },
-    #[error(transparent)]
-    Manifest(#[from] ManifestError),
-    #[error(
-        "cannot replay {}: critic(s) {} say their critiques depend on the loop policy, so the recorded \
-         rounds would not be what another policy sees; run the experiment again with the new policy",
-        dir.display(),
-        critics.join(", ")
-    )]
-    PolicyDependent { dir: PathBuf, critics: Vec<String> },
-    #[error(
-        "config {config_id} goes beyond what the run recorded: task `{task_id}` ({arm} × {critic} × epoch {epoch}) \
-         was recorded for {rounds} round(s) only, and this policy would still revise after the last of them. \
-         Replay evaluates policies that stop within the recording{}; run the experiment with a larger \
-         max_revisions to record more",
-        recorded_cap.map(|cap| format!(" (the run's configs go up to max_revisions = {cap})")).unwrap_or_default()
-    )]
-    BeyondRecording {
-        config_id: String,
-        task_id: String,
-        arm: String,
-        critic: String,
-        epoch: u32,
-        rounds: usize,
-        /// The largest `max_revisions` of the recorded run's grid, when its manifest says.
-        recorded_cap: Option<u32>,
-    },
-}
-
-/// What is wrong with a directory given to replay.
-#[derive(Debug, thiserror::Error)]
-pub enum NotARun {
-    #[error("{0} is missing")]
-    Missing(String),
-    #[error("unknown arm `{0}` in trajectories.parquet")]
-    UnknownArm(String),
-    #[error(transparent)]
-    Unreadable(#[from] StorageError),
 }
 
 /// Replays `policies` on the loops recorded in `run_dir` and writes a new run directory `out`.
