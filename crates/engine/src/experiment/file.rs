@@ -1,0 +1,106 @@
+//! The experiment file as written: TOML tables, before validation and resolution.
+
+use super::*;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExperimentFile {
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) dataset: Option<OneOrMany<String>>,
+    #[serde(default = "default_backend")]
+    pub(super) backend: String,
+    #[serde(default)]
+    pub(super) arms: Option<Vec<String>>,
+    /// `true`, `false` or a list of arms: see `crate::adjudicate::resolve_arms`.
+    #[serde(default)]
+    pub(super) adjudicate: Option<toml::Value>,
+    #[serde(default = "one")]
+    pub(super) epochs: u32,
+    #[serde(default)]
+    pub(super) seed: u64,
+    #[serde(default)]
+    pub(super) out: Option<String>,
+    #[serde(default = "default_attempts")]
+    pub(super) critic_attempts: u32,
+    #[serde(default)]
+    pub(super) store_drafts: bool,
+    #[serde(default)]
+    pub(super) plugin_dirs: Vec<String>,
+    #[serde(default)]
+    pub(super) on_bad_row: Option<String>,
+    pub(super) critics: Vec<CriticEntry>,
+    #[serde(default)]
+    pub(super) policy: toml::Table,
+    #[serde(default)]
+    pub(super) sweep: Option<String>,
+    #[serde(default)]
+    pub(super) memory: Option<MemorySection>,
+    #[serde(default)]
+    pub(super) openai: Option<critbench_openai::OpenAiTable>,
+    #[serde(default)]
+    pub(super) prompts: Option<crate::prompts::Prompts>,
+    #[serde(default)]
+    pub(super) judge: Option<JudgeSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct JudgeSection {
+    #[serde(default = "one")]
+    pub(super) repeats: u32,
+    #[serde(default)]
+    pub(super) dataset: Option<OneOrMany<String>>,
+    #[serde(default)]
+    pub(super) out: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MemorySection {
+    #[serde(default)]
+    pub(super) learn_fraction: Option<f64>,
+    #[serde(default)]
+    pub(super) min_count: Option<u32>,
+    #[serde(default)]
+    pub(super) hints: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CriticEntry {
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) plugin: Option<String>,
+    #[serde(default)]
+    pub(super) command: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) isolation: Option<String>,
+    #[serde(default)]
+    pub(super) timeout_s: Option<f64>,
+    #[serde(default)]
+    pub(super) memory_mb: Option<u64>,
+    #[serde(default)]
+    pub(super) kinds: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) config: Option<toml::Value>,
+    #[serde(default)]
+    pub(super) weights: Option<BTreeMap<String, f64>>,
+}
+
+pub(super) fn default_backend() -> String {
+    "sim".into()
+}
+pub(super) fn one() -> u32 {
+    1
+}
+pub(super) fn default_attempts() -> u32 {
+    critbench_plugin_host::DEFAULT_ATTEMPTS
+}

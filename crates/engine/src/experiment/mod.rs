@@ -1,0 +1,174 @@
+//! The experiment file (docs/REFERENCE.md), validated and resolved against command-line overrides:
+//! the resolved [`Experiment`] here, the file as written in `file`, its resolution in `resolve`,
+//! the `[policy]` grid in `grid`. Every path inside the file is relative to the file; every path
+//! on the command line is relative to the current directory. Unknown keys are errors.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use critbench_core::{Arm, FinalDraft, Policy, PolicyGrid};
+use critbench_plugin_host::IsolationMode;
+use critbench_storage::dataset::OnBadRow;
+use serde::{Deserialize, Serialize};
+
+use crate::EngineError;
+use crate::error::ExperimentProblem;
+
+/// The experiment run when `critbench run` is given none.
+pub const DEFAULT_EXPERIMENT: &str = "experiments/demo.toml";
+
+/// Where the model side of the loop comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// The built-in deterministic simulated author.
+    Sim,
+    /// Drafts from each task's `drafts` field.
+    Scripted,
+    /// An OpenAI-compatible server.
+    Openai,
+}
+
+/// How a policy grid is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sweep {
+    /// Record each loop once, until every config has stopped, and derive every config's rows
+    /// from that recording (exact, because the author never sees the policy).
+    Replay,
+    /// Run every config's loops separately.
+    Direct,
+}
+
+impl Sweep {
+    /// The name in experiment files and the manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sweep::Replay => "replay",
+            Sweep::Direct => "direct",
+        }
+    }
+}
+
+pub use critbench_plugin_host::CriticSpec;
+
+/// A fully resolved experiment: what `run` executes and the manifest records.
+#[derive(Clone, Debug, Serialize)]
+pub struct Experiment {
+    pub name: String,
+    /// The experiment file, if the experiment came from one.
+    pub path: Option<PathBuf>,
+    pub datasets: Vec<PathBuf>,
+    pub backend: BackendKind,
+    #[serde(serialize_with = "arm_names")]
+    pub arms: Vec<Arm>,
+    /// The arms whose loops end with the adjudicator's pass (seed 004), in `arms` order.
+    #[serde(serialize_with = "arm_names", skip_serializing_if = "Vec::is_empty")]
+    pub adjudicate: Vec<Arm>,
+    pub epochs: u32,
+    pub seed: u64,
+    pub out: PathBuf,
+    pub critics: Vec<CriticSpec>,
+    pub sweep: Sweep,
+    /// Strategy memory, for the `feedback+memory` arm.
+    pub memory: crate::memory::MemoryConfig,
+    /// The policy grid: one entry per config, in a stable order.
+    #[serde(serialize_with = "policy_tables")]
+    pub policies: Vec<Policy>,
+    /// Attempts per critique before the conservative failure (SPEC §4).
+    pub critic_attempts: u32,
+    /// Keep each draft's text in `trajectories.parquet`.
+    pub store_drafts: bool,
+    pub plugin_dirs: Vec<PathBuf>,
+    #[serde(serialize_with = "bad_row_name")]
+    pub on_bad_row: OnBadRow,
+    /// Only the first N tasks of each dataset file.
+    pub limit: Option<usize>,
+    /// Worker threads; 0 means every core.
+    pub jobs: usize,
+    /// `critbench judge` settings (the `[judge]` table).
+    pub judge: JudgeSettings,
+    /// The `[openai]` table resolved: endpoint, roles, limits, cache. Holds the *name* of the
+    /// API key's environment variable, never the key.
+    pub openai: Option<critbench_openai::ClientSettings>,
+    /// What the model roles are told (the `[prompts]` table over the defaults).
+    pub prompts: crate::prompts::Prompts,
+}
+
+/// The `[judge]` table: how `critbench judge` benchmarks the critics on labeled drafts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JudgeSettings {
+    /// Critiques of each labeled draft by each critic (more than 1 for critics that are not
+    /// deterministic, to measure their self-consistency).
+    pub repeats: u32,
+    /// Labeled datasets to judge on instead of the experiment's `dataset`.
+    pub datasets: Option<Vec<PathBuf>>,
+    /// Where `critbench judge` writes, instead of the experiment's `out`.
+    pub out: Option<PathBuf>,
+}
+
+/// The largest `[judge] repeats`: beyond this a typo is likelier than a plan.
+pub const MAX_JUDGE_REPEATS: u32 = 1000;
+
+fn arm_names<S: serde::Serializer>(arms: &[Arm], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(arms.iter().map(|a| a.as_str()))
+}
+
+fn bad_row_name<S: serde::Serializer>(mode: &OnBadRow, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match mode {
+        OnBadRow::Error => "error",
+        OnBadRow::Skip => "skip",
+    })
+}
+
+/// A policy as it appears in the manifest and `summary.json`.
+pub fn policy_json(policy: &Policy) -> serde_json::Value {
+    serde_json::json!({
+        "config_id": policy.config_id(),
+        "pass_score": policy.pass_score,
+        "max_revisions": policy.max_revisions,
+        "stall": policy.stall,
+        "plateau_eps": policy.plateau_eps,
+        "dim_target": policy.dim_target,
+        "final": policy.final_draft.as_str(),
+    })
+}
+
+fn policy_tables<S: serde::Serializer>(policies: &[Policy], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(policies.iter().map(policy_json))
+}
+
+/// Command-line flags that override the file.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub out: Option<PathBuf>,
+    pub jobs: Option<usize>,
+    pub datasets: Vec<PathBuf>,
+    pub limit: Option<usize>,
+    pub on_bad_row: Option<OnBadRow>,
+    pub store_drafts: bool,
+    pub plugin_dirs: Vec<PathBuf>,
+    pub sweep: Option<Sweep>,
+    /// `--no-cache`: neither read nor write the response cache file (identical requests within
+    /// the run are still answered once, so arms stay paired).
+    pub no_cache: bool,
+    /// `--isolate-plugins`: run every critic without an `isolation` key in child processes.
+    pub isolate_plugins: bool,
+}
+
+/// Bounds of a critic's `timeout_s` and `memory_mb`.
+pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+pub const MIN_MEMORY_MB: u64 = 16;
+pub const MAX_MEMORY_MB: u64 = 1 << 20;
+
+/// Defaults of the `[openai]` table.
+pub use critbench_openai::{DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S};
+/// The cache file's name beside the run directory, unless `[openai] cache` names another.
+pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
+
+mod file;
+mod grid;
+mod resolve;
+
+#[cfg(test)]
+mod tests;

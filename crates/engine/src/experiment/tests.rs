@@ -1,0 +1,218 @@
+use std::time::Duration;
+
+use critbench_core::ScoreRange;
+use critbench_plugin_host::CriticSource;
+
+use super::resolve::normalize;
+use super::*;
+
+fn load(text: &str) -> Result<Experiment, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(&path, text).unwrap();
+    Experiment::load(&path, &Overrides::default())
+        .map_err(|e| e.to_string().replace(&dir.path().display().to_string(), "DIR"))
+}
+
+const MINIMAL: &str = "name = \"t\"\ndataset = \"d.jsonl\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
+
+#[test]
+fn defaults_follow_the_spec() {
+    let e = load(MINIMAL).unwrap();
+    assert_eq!(e.backend, BackendKind::Sim);
+    assert_eq!(e.arms, Arm::DEFAULT);
+    assert_eq!(e.policies, [Policy::default()]);
+    assert_eq!(e.critic_attempts, 3);
+    assert!(e.datasets[0].ends_with("d.jsonl") && e.datasets[0].is_absolute());
+}
+
+#[test]
+fn a_name_with_a_path_separator_is_refused() {
+    for name in ["../../x", "a/b", "a\\b", "..", "."] {
+        let error = load(&MINIMAL.replace("name = \"t\"", &format!("name = {name:?}"))).unwrap_err();
+        assert!(error.contains("must not contain a path separator"), "{name}: {error}");
+    }
+    assert_eq!(load(&MINIMAL.replace("name = \"t\"", "name = \"a.b-c\"")).unwrap().name, "a.b-c");
+}
+
+#[test]
+fn paths_are_normalized_lexically() {
+    assert_eq!(normalize(Path::new("experiments/../datasets/x.jsonl")), Path::new("datasets/x.jsonl"));
+    assert_eq!(normalize(Path::new("./a/./b")), Path::new("a/b"));
+    assert_eq!(normalize(Path::new("../x")), Path::new("../x"));
+    assert_eq!(normalize(Path::new("a/..")), Path::new("."));
+}
+
+#[test]
+fn policy_lists_make_a_grid() {
+    let e =
+        load(&format!("{MINIMAL}[policy]\npass_score = [7, 8.5]\nmax_revisions = [1, 3, 5]\nstall = false\n")).unwrap();
+    let ids: Vec<String> = e.policies.iter().map(Policy::config_id).collect();
+    assert_eq!(ids.len(), 6);
+    assert_eq!(ids[0], "p7-r1-nostall-e0");
+    assert_eq!(ids[5], "p8.5-r5-nostall-e0");
+}
+
+#[test]
+fn judge_table_is_optional_and_checked() {
+    let e = load(MINIMAL).unwrap();
+    assert_eq!(e.judge, JudgeSettings { repeats: 1, datasets: None, out: None });
+    let e = load(&format!("{MINIMAL}[judge]\nrepeats = 3\ndataset = \"labeled.jsonl\"\nout = \"j\"\n")).unwrap();
+    assert_eq!(e.judge.repeats, 3);
+    assert!(e.judge.datasets.unwrap()[0].ends_with("labeled.jsonl"));
+    assert!(e.judge.out.unwrap().is_absolute());
+    assert!(load(&format!("{MINIMAL}[judge]\nrepeats = 0\n")).unwrap_err().contains("[judge]: `repeats` must be"));
+    assert!(load(&format!("{MINIMAL}[judge]\nrepeat = 2\n")).unwrap_err().contains("unknown field `repeat`"));
+    assert!(load(&format!("{MINIMAL}[judge]\ndataset = []\n")).unwrap_err().contains("[judge]: `dataset` is an empty"));
+}
+
+const OPENAI: &str = "backend = \"openai\"\nname = \"t\"\ndataset = \"d.jsonl\"\nout = \"runs/x\"\n\
+    [[critics]]\nname = \"j\"\nplugin = \"llm-judge\"\n\
+    [openai]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodels = { generator = \"g\", judge = \"j\" }\n";
+
+#[test]
+fn openai_table_resolves_roles_limits_and_cache() {
+    use critbench_openai::{CacheMode, Role};
+    let e = load(OPENAI).unwrap();
+    let openai = e.openai.as_ref().unwrap();
+    assert_eq!(openai.concurrency(), DEFAULT_CONCURRENCY);
+    assert_eq!(openai.max_retries, DEFAULT_MAX_RETRIES);
+    assert_eq!(openai.roles[&Role::Generator].temperature, 0.7);
+    assert_eq!(openai.roles[&Role::Reviser].model, "g", "the reviser defaults to the generator's model");
+    assert_eq!(openai.roles[&Role::Judge].temperature, 0.0);
+    assert!(!openai.roles.contains_key(&Role::Adjudicator));
+    match &openai.cache {
+        CacheMode::Disk { path } => assert!(path.ends_with("runs/.critbench-cache.sqlite"), "{path:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(e.jobs >= DEFAULT_CONCURRENCY as usize, "workers enough to keep the requests in flight");
+    let e = load(&format!(
+        "{OPENAI}max_tokens = 100\ncache = \"c.sqlite\"\n[openai.judge]\ntemperature = 0.3\nseed = 9\n\
+         [openai.reviser]\nmodel = \"r\"\nmax_tokens = 50\n"
+    ))
+    .unwrap();
+    let openai = e.openai.unwrap();
+    assert_eq!((openai.roles[&Role::Judge].temperature, openai.roles[&Role::Judge].seed), (0.3, 9));
+    assert_eq!(openai.roles[&Role::Generator].max_tokens, Some(100));
+    assert_eq!((openai.roles[&Role::Reviser].model.as_str(), openai.roles[&Role::Reviser].max_tokens), ("r", Some(50)));
+    assert!(matches!(&openai.cache, CacheMode::Disk { path } if path.is_absolute() && path.ends_with("c.sqlite")));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(&path, OPENAI).unwrap();
+    let e = Experiment::load(&path, &Overrides { no_cache: true, ..Overrides::default() }).unwrap();
+    assert_eq!(e.openai.unwrap().cache, CacheMode::Memory);
+}
+
+#[test]
+fn openai_mistakes_name_the_key() {
+    let error = |extra: &str| load(&format!("{OPENAI}{extra}")).unwrap_err();
+    assert!(error("api_key = \"x\"\n").contains("unknown field `api_key`"));
+    assert!(error("api_key_env = \"sk-abc123-def\"\n").contains("not the key itself"));
+    assert!(!error("api_key_env = \"sk-abc123-def\"\n").contains("sk-abc123"), "a pasted key is not echoed");
+    assert!(error("concurrency = 0\n").contains("concurrency = 0 must be from 1 to 1024"));
+    assert!(error("timeout_s = -1\n").contains("timeout_s"));
+    assert!(error("[openai.critic]\nmodel = \"m\"\n").contains("unknown field `critic`"));
+    assert!(error("[openai.judge]\nmodel = \"other\"\n").contains("the judge model is given twice"));
+    assert!(error("[openai.judge]\ntemperature = 3\n").contains("temperature = 3 must be from 0 to 2"));
+    assert!(error("[openai.adjudicator]\ntemperature = 0.1\n").contains("has settings but no `model`"));
+    assert!(error("[openai.generator]\ntopp = 1\n").contains("unknown field `topp`"));
+    let e = load(&OPENAI.replace("models = { generator = \"g\", judge = \"j\" }", "models = { generatr = \"g\" }"))
+        .unwrap_err();
+    assert!(e.contains("unknown role `generatr`"), "{e}");
+    let e = load(&OPENAI.replace("generator = \"g\", ", "")).unwrap_err();
+    assert!(e.contains("needs a generator model"), "{e}");
+    let e = load(&OPENAI.replace("http://127", "http://me:secret@127")).unwrap_err();
+    assert!(e.contains("must not carry credentials") && !e.contains("secret"), "{e}");
+    let e = load(&OPENAI.replace("http://127", "ftp://127")).unwrap_err();
+    assert!(e.contains("must start with http:// or https://"), "{e}");
+}
+
+#[test]
+fn prompts_table_overrides_and_is_checked() {
+    let e = load(&format!("{MINIMAL}[prompts]\ngenerator = \"Do: {{prompt}}\"\n")).unwrap();
+    assert_eq!(e.prompts.generator, "Do: {prompt}");
+    assert_eq!(e.prompts.reviser_blind, crate::prompts::Prompts::default().reviser_blind);
+    assert!(load(&format!("{MINIMAL}[prompts]\ncritic = \"x\"\n")).unwrap_err().contains("unknown field `critic`"));
+    assert!(
+        load(&format!("{MINIMAL}[prompts]\nreviser_feedback = \"{{draft}} {{critique}}\"\n"))
+            .unwrap_err()
+            .contains("[prompts] reviser_feedback: unknown placeholder {critique}")
+    );
+}
+
+#[test]
+fn critics_run_in_process_unless_told_otherwise() {
+    let e = load(MINIMAL).unwrap();
+    let critic = &e.critics[0];
+    assert_eq!(critic.isolation, IsolationMode::InProcess);
+    assert_eq!((critic.timeout_s, critic.memory_mb), (60.0, 4096));
+    assert_eq!(critic.source(), CriticSource::Plugin("rubric".into()));
+    let isolation = critic.isolation(3);
+    assert_eq!((isolation.children, isolation.timeout, isolation.memory_mb), (3, Duration::from_secs(60), Some(4096)));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.toml");
+    let text = format!(
+        "{MINIMAL}[[critics]]\nname = \"kept\"\nplugin = \"rubric\"\nisolation = \"in-process\"\n\
+         [[critics]]\nname = \"py\"\ncommand = [\"python3\", \"c.py\"]\ntimeout_s = 2.5\nmemory_mb = 128\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    let flagged = Experiment::load(&path, &Overrides { isolate_plugins: true, ..Overrides::default() }).unwrap();
+    let modes: Vec<IsolationMode> = flagged.critics.iter().map(|c| c.isolation).collect();
+    assert_eq!(modes, [IsolationMode::Process, IsolationMode::InProcess, IsolationMode::Process]);
+    let py = &flagged.critics[2];
+    assert_eq!(py.source(), CriticSource::Command(vec!["python3".into(), "c.py".into()]));
+    assert_eq!((py.timeout_s, py.memory_mb, py.plugin.as_str()), (2.5, 128, ""));
+}
+
+#[test]
+fn critic_isolation_mistakes_name_the_key() {
+    let critic = |extra: &str| load(&format!("name = \"t\"\ndataset = \"d\"\n[[critics]]\nname = \"c\"\n{extra}\n"));
+    for (extra, expected) in [
+        ("plugin = \"rubric\"\nisolation = \"thread\"", "critics[0]: `isolation` = \"thread\" is not known"),
+        ("plugin = \"rubric\"\ntimeout_s = 0", "critics[0]: `timeout_s` = 0 must be more than 0"),
+        ("plugin = \"rubric\"\ntimeout_s = nan", "critics[0]: `timeout_s` = NaN must be more than 0"),
+        ("plugin = \"rubric\"\nmemory_mb = 1", "critics[0]: `memory_mb` = 1 must be from 16 to 1048576"),
+        ("command = []", "critics[0]: `command` must start with a program"),
+        ("", "critics[0]: give `plugin` (a built-in name or a shared library) or `command`"),
+    ] {
+        let e = critic(extra).unwrap_err();
+        assert!(e.contains(expected), "{extra}: {e}");
+    }
+}
+
+#[test]
+fn pass_scores_outside_a_critics_range_are_refused() {
+    let e = load(&format!("{MINIMAL}[policy]\npass_score = [8, 10, 10.5]\n")).unwrap();
+    let range = ScoreRange { min: 0.0, max: 10.0 };
+    assert_eq!(
+        e.critics[0].check_pass_scores(range, &e.policies).unwrap_err().to_string(),
+        "critic `r`: [policy] pass_score = 10.5 is outside the critic's score range 0–10; give a pass_score from 0 to 10"
+    );
+    assert!(e.critics[0].check_pass_scores(ScoreRange { min: 0.0, max: 11.0 }, &e.policies).is_ok());
+}
+
+#[test]
+fn bad_files_name_the_key() {
+    assert!(load(&format!("colour = 3\n{MINIMAL}")).unwrap_err().contains("unknown field `colour`"));
+    assert!(
+        load(&format!("{MINIMAL}[policy]\nthreshold = 3\n")).unwrap_err().contains("[policy]: unknown key `threshold`")
+    );
+    assert!(
+        load(&format!("{MINIMAL}[policy]\npass_score = []\n")).unwrap_err().contains("`pass_score` is an empty list")
+    );
+    assert!(
+        load(&format!("{MINIMAL}[policy]\nmax_revisions = -1\n"))
+            .unwrap_err()
+            .contains("`max_revisions` must be a whole number")
+    );
+    assert!(
+        load(&format!("arms = [\"feedback\", \"blind\"]\n{MINIMAL}")).unwrap_err().contains("\"blind\" is not an arm")
+    );
+    assert!(load(&format!("backend = \"gpt\"\n{MINIMAL}")).unwrap_err().contains("`backend` = \"gpt\" is not known"));
+    assert!(load("name = \"t\"\ndataset = \"d\"\ncritics = []\n").unwrap_err().contains("no critics"));
+    let e = load("name = \"t\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n").unwrap_err();
+    assert!(e.starts_with("DIR/x.toml: `dataset` is missing"), "{e}");
+    assert!(load(&format!("epochs = \"two\"\n{MINIMAL}")).unwrap_err().contains("line 1"));
+}
