@@ -177,9 +177,9 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
     }
 }
 
-/// The pair of arms the heatmaps compare: that of the first comparison row.
+/// The pair of arms the heatmaps compare: that of the first comparison of two arms that ran.
 pub(crate) fn compared_pair(report: &Report) -> Option<(&str, &str)> {
-    report.comparisons.first().map(|c| (c.arm_a.as_str(), c.arm_b.as_str()))
+    report.comparisons.iter().find(|c| c.between_arms_that_ran()).map(|c| (c.arm_a.as_str(), c.arm_b.as_str()))
 }
 
 /// Pass rate 0..1 on a white-to-blue scale; the text colour that reads on it.

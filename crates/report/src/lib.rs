@@ -84,8 +84,7 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
     // arm of the outcomes file), for a reader to open one by one.
-    let ran = |arm: &str| !arm.ends_with(ADJUDICATED_SUFFIX);
-    let pairs = match report.comparisons.iter().find(|c| ran(&c.arm_a) && ran(&c.arm_b)) {
+    let pairs = match report.comparisons.iter().find(|c| c.between_arms_that_ran()) {
         Some(c) => Some(show::ListedPairs::read(run_dir, &report, &c.arm_a, &c.arm_b)?),
         None => None,
     };

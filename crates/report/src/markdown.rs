@@ -106,13 +106,15 @@ pub fn glance_table(report: &Report) -> String {
 }
 
 /// The comparison a config × critic's headline shows: memory against plain feedback when the run
-/// has the memory arm, else feedback against the next arm, else the first.
+/// has the memory arm, else feedback against the next arm, else the first; of arms that ran (an
+/// adjudicated twin has its own section).
 pub(crate) fn headline_comparison<'a>(
     comparisons: &'a [ComparisonRow],
     config: &str,
     critic: &str,
 ) -> Option<&'a ComparisonRow> {
-    let mut of_group = comparisons.iter().filter(|c| c.config_id == config && c.critic == critic);
+    let mut of_group =
+        comparisons.iter().filter(|c| c.config_id == config && c.critic == critic && c.between_arms_that_ran());
     let first = of_group.clone().next();
     // Pairs come in reading order, so the first match is the one.
     of_group.find(|c| c.arm_a == "feedback+memory" || c.arm_a == "feedback").or(first)
@@ -420,6 +422,28 @@ mod tests {
     use super::*;
     use crate::KindReport;
     use crate::show::{DiscordantPair, PairGroup};
+
+    #[test]
+    fn the_headline_compares_arms_that_ran_not_an_adjudicated_twin() {
+        let pair = |a: &str, b: &str| ComparisonRow {
+            config_id: "c".into(),
+            critic: "r".into(),
+            arm_a: a.into(),
+            arm_b: b.into(),
+            ..ComparisonRow::default()
+        };
+        let comparisons = [
+            pair("feedback", "feedback+adjudicate"),
+            pair("feedback", "no-feedback"),
+            pair("feedback+adjudicate", "no-feedback+adjudicate"),
+        ];
+        let chosen = headline_comparison(&comparisons, "c", "r").unwrap();
+        assert_eq!((chosen.arm_a.as_str(), chosen.arm_b.as_str()), ("feedback", "no-feedback"));
+        let report = Report { comparisons: comparisons.to_vec(), ..Report::default() };
+        assert_eq!(crate::grid::compared_pair(&report), Some(("feedback", "no-feedback")));
+        // Only twins: no headline pair.
+        assert!(headline_comparison(&comparisons[..1], "c", "r").is_none());
+    }
 
     fn row(arm: &str, passed: u64) -> SummaryRow {
         SummaryRow {

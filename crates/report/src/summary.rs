@@ -96,6 +96,14 @@ pub struct SummaryRow {
     pub tokens_out_per_pass: Option<f64>,
 }
 
+impl ComparisonRow {
+    /// Whether both arms ran as loops of their own: an adjudicated twin (`ARM+adjudicate`) is its
+    /// arm's loops answered with the adjudicated draft, so the headline compares arms that ran.
+    pub fn between_arms_that_ran(&self) -> bool {
+        !self.arm_a.ends_with(ADJUDICATED_SUFFIX) && !self.arm_b.ends_with(ADJUDICATED_SUFFIX)
+    }
+}
+
 /// Two arms of one config × critic, on the task × epoch pairs both ran.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct ComparisonRow {
