@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use critbench_core::{Arm, Critique, FinalDraft, Policy, RoundScore, Suggestion, Task, best_round, stop_point};
+use critbench_core::{Critique, FinalDraft, Policy, RoundScore, Suggestion, Task, best_round, stop_point};
 use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
@@ -19,7 +19,6 @@ use critbench_storage::recorded::{DECISION_ADJUDICATE, RecordedRound};
 use critbench_storage::tables::TrajectoryRow;
 
 use crate::backend::DraftKey;
-use crate::experiment::BackendKind;
 use crate::plan::{Plan, Unit};
 
 /// The adjudicated final draft of a loop: which round's draft it rewrote, and the critique of
@@ -29,60 +28,6 @@ pub struct Adjudication {
     pub final_round: usize,
     pub round: RecordedRound,
     pub score: RoundScore,
-}
-
-/// The arms `adjudicate` names: `true` every arm, `false` none, or a list of arms (each one of
-/// `arms`). Refused where no adjudicator exists: the scripted backend has none, and the openai
-/// backend needs an adjudicator model — which, conversely, is refused when no arm would use it.
-pub fn resolve_arms(
-    value: Option<&toml::Value>,
-    arms: &[Arm],
-    backend: BackendKind,
-    openai: Option<&critbench_openai::ClientSettings>,
-) -> Result<Vec<Arm>, String> {
-    let chosen: Vec<Arm> = match value {
-        None | Some(toml::Value::Boolean(false)) => Vec::new(),
-        Some(toml::Value::Boolean(true)) => arms.to_vec(),
-        Some(toml::Value::Array(items)) => {
-            let mut chosen = Vec::new();
-            for item in items {
-                let name = item.as_str().ok_or_else(|| {
-                    format!("`adjudicate`: {item} is not an arm name; give true, false or a list of arms")
-                })?;
-                let arm = Arm::parse(name)
-                    .filter(|arm| arms.contains(arm))
-                    .ok_or_else(|| format!("`adjudicate`: \"{name}\" is not one of the experiment's `arms`"))?;
-                if chosen.contains(&arm) {
-                    return Err(format!("`adjudicate`: \"{name}\" is listed twice"));
-                }
-                chosen.push(arm);
-            }
-            chosen
-        }
-        Some(other) => {
-            return Err(format!(
-                "`adjudicate` = {other}; give true (every arm), false, or a list of arms such as [\"feedback\"]"
-            ));
-        }
-    };
-    let has_model = openai.is_some_and(|settings| settings.roles.contains_key(&critbench_openai::Role::Adjudicator));
-    match backend {
-        BackendKind::Scripted if !chosen.is_empty() => Err("`adjudicate`: the scripted backend has no adjudicator \
-                                                            model (it only replays the dataset's `drafts`); use the \
-                                                            sim or openai backend"
-            .into()),
-        BackendKind::Openai if !chosen.is_empty() && !has_model => Err("`adjudicate` needs an adjudicator model: set \
-                                                                        [openai.adjudicator] model = \"...\" (or \
-                                                                        `adjudicator` in [openai] models)"
-            .into()),
-        _ if chosen.is_empty() && has_model => {
-            Err("[openai]: an adjudicator model is set but no arm adjudicates; set \
-                                                    `adjudicate = true` (or a list of arms), or remove the \
-                                                    adjudicator model"
-                .into())
-        }
-        _ => Ok(chosen),
-    }
 }
 
 /// The draft a policy returns on this recording: `(final round, stop round)`, or `None` when the
@@ -216,6 +161,7 @@ mod tests {
     use super::*;
     use crate::backend::{Author, SimAuthor};
     use crate::experiment::{Experiment, Overrides};
+    use critbench_core::Arm;
 
     fn load(text: &str) -> Result<Experiment, String> {
         let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,8 @@
 
 use critbench_core::{Critique, Rng, SeedKey, Task};
 
+use crate::memory::Hint;
+
 /// A draft and what it cost, when the backend knows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Draft {
@@ -43,16 +45,6 @@ impl DraftKey<'_> {
             purpose,
         })
     }
-}
-
-/// A strategy hint given to the author before the first draft (from strategy memory): what
-/// kind of issue to avoid, and how to say so to a model.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Hint {
-    /// The issue type it addresses, e.g. `missing_evidence`.
-    pub issue_type: String,
-    /// The instruction, e.g. "List the evidence first, then answer."
-    pub text: String,
 }
 
 /// Writes and revises drafts. Implementations must be deterministic in (task, key, inputs) so

@@ -9,9 +9,9 @@ use std::path::Path;
 use critbench_core::{Arm, ExitReason};
 
 use crate::EngineError;
-use crate::backend::Hint;
 use crate::emit::effective_policy;
 use crate::loops::ChunkResult;
+use crate::memory::Hint;
 use crate::memory::{Namespace, fixed_types, freeze};
 use crate::plan::Plan;
 use crate::sink::Consumer;

@@ -13,8 +13,9 @@ use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
 use critbench_storage::recorded::RecordedRound;
 
-use crate::backend::{DraftKey, Hint};
+use crate::backend::DraftKey;
 use crate::emit::effective_policy;
+use crate::memory::Hint;
 use crate::plan::{Plan, Scope, Unit};
 use crate::source::Chunk;
 

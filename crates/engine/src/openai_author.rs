@@ -11,7 +11,8 @@ use critbench_plugin_host::services::{CallScope, Host, HostService, Reply};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::backend::{Author, Draft, DraftKey, Hint};
+use crate::backend::{Author, Draft, DraftKey};
+use crate::memory::Hint;
 use crate::prompts::{Prompts, clean_model_text, feedback_block, hints_block, render, task_blocks};
 
 /// The name plugins call the judge model by (`critbench_host_v1.call`).

@@ -13,8 +13,9 @@ use critbench_plugin_host::services::Host;
 use critbench_plugin_host::{CriticInfo, CriticInstance, open_critics};
 
 use crate::EngineError;
-use crate::backend::{Author, Hint, ScriptedAuthor, SimAuthor};
+use crate::backend::{Author, ScriptedAuthor, SimAuthor};
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
+use crate::memory::Hint;
 
 /// A critic as opened, for the manifest.
 pub struct LoadedPlugin {

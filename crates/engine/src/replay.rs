@@ -44,7 +44,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     let started = Instant::now();
     let (started_iso, started_compact) = clock::utc_stamps(SystemTime::now());
     let not_a_run = |reason: NotARun| ReplayError::NotARun { dir: run_dir.to_path_buf(), reason };
-    if let Some(message) = shards::unmerged(run_dir) {
+    if let Some(message) = critbench_storage::manifest::unmerged(run_dir) {
         return Err(not_a_run(NotARun::Unmerged(message)).into());
     }
     let trajectories_files = shards::table_files(run_dir, "trajectories");

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use critbench_core::{Critique, ScoreRange, Suggestion, Task};
-use critbench_engine::backend::{Author, DraftKey, Hint};
+use critbench_engine::backend::{Author, DraftKey};
+use critbench_engine::memory::Hint;
 use critbench_engine::openai_author::OpenAiAuthor;
 use critbench_engine::prompts::Prompts;
 use critbench_openai::mock_server::{MockResponse, MockServer};

@@ -21,7 +21,6 @@
 
 pub mod compare;
 pub mod configs;
-mod grid;
 mod html;
 mod markdown;
 pub mod show;
@@ -62,7 +61,7 @@ pub fn table_files(run_dir: &Path, table: &str) -> Result<Vec<PathBuf>, ReportEr
     if !run_dir.is_dir() {
         return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
     }
-    if let Some(reason) = critbench_storage::shards::unmerged(run_dir) {
+    if let Some(reason) = critbench_storage::manifest::unmerged(run_dir) {
         return Err(ReportError::NotARun { path: run_dir.into(), reason });
     }
     let files = critbench_storage::shards::table_files(run_dir, table);

@@ -440,7 +440,7 @@ mod tests {
         let chosen = headline_comparison(&comparisons, "c", "r").unwrap();
         assert_eq!((chosen.arm_a.as_str(), chosen.arm_b.as_str()), ("feedback", "no-feedback"));
         let report = Report { comparisons: comparisons.to_vec(), ..Report::default() };
-        assert_eq!(crate::grid::compared_pair(&report), Some(("feedback", "no-feedback")));
+        assert_eq!(crate::html::grid::compared_pair(&report), Some(("feedback", "no-feedback")));
         // Only twins: no headline pair.
         assert!(headline_comparison(&comparisons[..1], "c", "r").is_none());
     }

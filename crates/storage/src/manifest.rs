@@ -226,6 +226,18 @@ impl Manifest {
     }
 }
 
+/// Why the run in `run_dir` cannot be read yet, when it is a sharded run not merged: its
+/// summaries and run-level `manifest.json` are written by `critbench merge`.
+pub fn unmerged(run_dir: &Path) -> Option<String> {
+    (crate::shards::is_sharded(run_dir) && !run_dir.join(MANIFEST_FILE).is_file()).then(|| {
+        format!(
+            "it is a sharded run that is not merged yet (no manifest.json); run `critbench merge {}` once every \
+             shard has finished",
+            run_dir.display()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,18 +148,6 @@ pub fn table_files(run_dir: &Path, table: &str) -> Vec<PathBuf> {
     files
 }
 
-/// Why the run in `run_dir` cannot be read yet, when it is a sharded run not merged: its
-/// summaries and run-level `manifest.json` are written by `critbench merge`.
-pub fn unmerged(run_dir: &Path) -> Option<String> {
-    (is_sharded(run_dir) && !run_dir.join(crate::manifest::MANIFEST_FILE).is_file()).then(|| {
-        format!(
-            "it is a sharded run that is not merged yet (no manifest.json); run `critbench merge {}` once every \
-             shard has finished",
-            run_dir.display()
-        )
-    })
-}
-
 /// How a table is named in messages: `outcomes.parquet`, or `outcomes/shard=*/` for a sharded run.
 pub fn table_label(run_dir: &Path, table: &str) -> String {
     if is_sharded(run_dir) && !run_dir.join(format!("{table}.parquet")).is_file() {

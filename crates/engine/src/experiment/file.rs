@@ -12,7 +12,7 @@ pub(super) struct ExperimentFile {
     pub(super) backend: String,
     #[serde(default)]
     pub(super) arms: Option<Vec<String>>,
-    /// `true`, `false` or a list of arms: see `crate::adjudicate::resolve_arms`.
+    /// `true`, `false` or a list of arms: see `resolve::adjudicated_arms`.
     #[serde(default)]
     pub(super) adjudicate: Option<toml::Value>,
     #[serde(default = "one")]

@@ -237,8 +237,7 @@ impl Experiment {
         };
         let prompts = file.prompts.unwrap_or_default();
         prompts.check()?;
-        let mut adjudicate =
-            crate::adjudicate::resolve_arms(file.adjudicate.as_ref(), &arms, backend, openai.as_ref())?;
+        let mut adjudicate = adjudicated_arms(file.adjudicate.as_ref(), &arms, backend, openai.as_ref())?;
         adjudicate.sort_by_key(|arm| arms.iter().position(|a| a == arm));
         Ok(Experiment {
             name: file.name,
@@ -290,4 +289,58 @@ pub(super) fn normalize(path: &Path) -> PathBuf {
         }
     }
     if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
+}
+
+/// The arms `adjudicate` names: `true` every arm, `false` none, or a list of arms (each one of
+/// `arms`). Refused where no adjudicator exists: the scripted backend has none, and the openai
+/// backend needs an adjudicator model — which, conversely, is refused when no arm would use it.
+fn adjudicated_arms(
+    value: Option<&toml::Value>,
+    arms: &[Arm],
+    backend: BackendKind,
+    openai: Option<&critbench_openai::ClientSettings>,
+) -> Result<Vec<Arm>, String> {
+    let chosen: Vec<Arm> = match value {
+        None | Some(toml::Value::Boolean(false)) => Vec::new(),
+        Some(toml::Value::Boolean(true)) => arms.to_vec(),
+        Some(toml::Value::Array(items)) => {
+            let mut chosen = Vec::new();
+            for item in items {
+                let name = item.as_str().ok_or_else(|| {
+                    format!("`adjudicate`: {item} is not an arm name; give true, false or a list of arms")
+                })?;
+                let arm = Arm::parse(name)
+                    .filter(|arm| arms.contains(arm))
+                    .ok_or_else(|| format!("`adjudicate`: \"{name}\" is not one of the experiment's `arms`"))?;
+                if chosen.contains(&arm) {
+                    return Err(format!("`adjudicate`: \"{name}\" is listed twice"));
+                }
+                chosen.push(arm);
+            }
+            chosen
+        }
+        Some(other) => {
+            return Err(format!(
+                "`adjudicate` = {other}; give true (every arm), false, or a list of arms such as [\"feedback\"]"
+            ));
+        }
+    };
+    let has_model = openai.is_some_and(|settings| settings.roles.contains_key(&critbench_openai::Role::Adjudicator));
+    match backend {
+        BackendKind::Scripted if !chosen.is_empty() => Err("`adjudicate`: the scripted backend has no adjudicator \
+                                                            model (it only replays the dataset's `drafts`); use the \
+                                                            sim or openai backend"
+            .into()),
+        BackendKind::Openai if !chosen.is_empty() && !has_model => Err("`adjudicate` needs an adjudicator model: set \
+                                                                        [openai.adjudicator] model = \"...\" (or \
+                                                                        `adjudicator` in [openai] models)"
+            .into()),
+        _ if chosen.is_empty() && has_model => {
+            Err("[openai]: an adjudicator model is set but no arm adjudicates; set \
+                                                    `adjudicate = true` (or a list of arms), or remove the \
+                                                    adjudicator model"
+                .into())
+        }
+        _ => Ok(chosen),
+    }
 }

@@ -15,7 +15,7 @@
 //! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config, each arm's
 //!   Pareto front ringed (and listed in `table-pareto`).
 //!
-//! Past [`crate::grid::MANY_CONFIGS`] configs the per-config charts and tables show the best and
+//! Past [`crate::html::grid::MANY_CONFIGS`] configs the per-config charts and tables show the best and
 //! worst configs of each arm; the heatmaps and the Pareto chart keep every config.
 //!
 //! Tables with the same numbers as `report.md` follow the charts.
@@ -25,6 +25,7 @@
 //! and the page itself.
 
 mod charts;
+pub(crate) mod grid;
 mod labels;
 pub(crate) mod svg;
 mod tables;
@@ -92,10 +93,10 @@ pub(crate) fn render_html(
     let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
     // Heatmaps need two axes of the manifest's grid, and at least one config of the report on it.
     let heatmap_grid =
-        crate::grid::grid(policies).filter(|g| report.summary.iter().any(|r| g.cells.contains_key(&r.config_id)));
+        crate::html::grid::grid(policies).filter(|g| report.summary.iter().any(|r| g.cells.contains_key(&r.config_id)));
     // Past MANY_CONFIGS the per-config charts and tables show the best and worst configs only.
-    let shown = crate::grid::shown_configs(report);
-    let listed = shown.as_ref().map(|configs| crate::grid::restricted(report, configs));
+    let shown = crate::html::grid::shown_configs(report);
+    let listed = shown.as_ref().map(|configs| crate::html::grid::restricted(report, configs));
     let full = report;
     let report = listed.as_ref().unwrap_or(report);
     let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
@@ -161,14 +162,14 @@ pub(crate) fn render_html(
              <code>config_comparisons.csv</code> hold every row.</p>",
             configs.len(),
             shown.len(),
-            crate::grid::EXTREMES,
-            crate::grid::EXTREMES,
+            crate::html::grid::EXTREMES,
+            crate::html::grid::EXTREMES,
         );
     }
     if let (Some(grid), false) = (&heatmap_grid, full.summary.is_empty()) {
         out.push_str("<section>\n<h2>The grid at a glance</h2>\n<figure>\n");
-        let left_out = crate::grid::heatmap_chart(&mut out, full, grid, &arms);
-        let pair = crate::grid::compared_pair(full);
+        let left_out = crate::html::grid::heatmap_chart(&mut out, full, grid, &arms);
+        let pair = crate::html::grid::compared_pair(full);
         let _ = writeln!(
             out,
             "<figcaption>Each cell is one config: {} down, {} across; darker blue is a higher pass rate.{} \

@@ -47,7 +47,7 @@ pub(crate) fn front_rows(report: &Report) -> std::collections::HashSet<(&str, &s
     }
     let mut front = std::collections::HashSet::new();
     for rows in by_arm.values() {
-        for (row, on) in rows.iter().zip(crate::grid::pareto_front(rows)) {
+        for (row, on) in rows.iter().zip(crate::html::grid::pareto_front(rows)) {
             if on {
                 front.insert((row.config_id.as_str(), row.critic.as_str(), row.arm.as_str()));
             }
@@ -61,7 +61,7 @@ pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(S
     let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
     let labels = short_config_labels(&configs);
     // Past the size a page lists in full, only the front is labelled and described.
-    let many = configs.len() > crate::grid::MANY_CONFIGS;
+    let many = configs.len() > crate::html::grid::MANY_CONFIGS;
     let front = front_rows(report);
     let on_front = |r: &SummaryRow| front.contains(&(r.config_id.as_str(), r.critic.as_str(), r.arm.as_str()));
     let (panel_height, gap, top) = (380.0, 28.0, 30.0);
