@@ -12,8 +12,14 @@ pub enum EngineError {
     Plugin { critic: String, source: critbench_plugin_host::PluginError },
     #[error(transparent)]
     PassScore(#[from] critbench_plugin_host::PassScoreOutOfRange),
-    #[error("{0}")]
-    Usage(String),
+    /// The run directory cannot take this run: see [`RunDirError`].
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+    #[error("--limit 0 leaves no task to run; give a positive number of tasks per file")]
+    LimitZero,
+    /// `critbench merge` refused: a shard missing, unfinished or different.
+    #[error("cannot merge {}: {problem}", dir.display())]
+    Merge { dir: PathBuf, problem: String },
     #[error(
         "writing the run directory failed: {0}\n  hint: every loop committed before this is kept; fix the cause (disk space, permissions) and run the same command with --resume"
     )]
@@ -62,11 +68,49 @@ pub enum EngineError {
     /// The operating system refused a thread the run needs.
     #[error("cannot start {what}: {source}")]
     Threads { what: &'static str, source: std::io::Error },
-    #[error("{0}")]
-    Internal(String),
+    /// The lock file exists and does not, though no other run holds it: a race lost twice.
+    #[error("cannot take {}", path.display())]
+    LockNotTaken { path: PathBuf },
+    /// A recorded loop ended before a config of the grid stopped: a bug in the loop recorder.
+    #[error("the recording of task `{task_id}` ended before config {config_id} stopped")]
+    RecordingEndedEarly { task_id: String, config_id: String },
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
     Interrupted { signal: &'static str, loops: u64, out: PathBuf },
+}
+
+/// Why a run directory cannot take a run (exit status 2): each says what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("--overwrite and --resume contradict each other; choose one")]
+    OverwriteAndResume,
+    /// A sharded run and a run in one piece never share a directory.
+    #[error("{} already holds {holds} ({}); {this} cannot be written beside it: choose another --out", dir.display(), found.join(", "))]
+    OtherLayout { dir: PathBuf, holds: &'static str, this: String, found: Vec<String> },
+    /// An earlier run's files are there and neither `--overwrite` nor `--resume` was given.
+    #[error(
+        "{} already holds {what} ({}); {}pass --overwrite to replace it (its files are removed first), or --out DIR \
+         to write this run somewhere new",
+        dir.display(),
+        files.join(", "),
+        if *resumable { "pass --resume to finish it, " } else { "" }
+    )]
+    HoldsARun { dir: PathBuf, what: String, files: Vec<String>, resumable: bool },
+    #[error(
+        "{} is in use by another critbench run (pid {} on {host}); wait for it to end or choose another --out (if \
+         that run is gone, delete {})",
+        dir.display(),
+        pid.map_or_else(|| "unknown".to_string(), |p| p.to_string()),
+        lock.display()
+    )]
+    InUse { dir: PathBuf, pid: Option<u64>, host: String, lock: PathBuf },
+    /// `progress` is the file a resumable run has, relative to `dir`.
+    #[error("{} holds no run to resume (no {}); run without --resume", dir.display(), progress.display())]
+    NothingToResume { dir: PathBuf, progress: PathBuf },
+    #[error("cannot resume the run in {}: {}; start it again with --overwrite", dir.display(), changed.join("; "))]
+    Changed { dir: PathBuf, changed: Vec<String> },
+    #[error("{}: not a run's progress ({source}); start again with --overwrite", path.display())]
+    NotProgress { path: PathBuf, source: serde_json::Error },
 }
 
 /// Why a replay cannot run. Every one is the user's to fix (exit status 2).
@@ -170,7 +214,9 @@ impl EngineError {
             | EngineError::Dataset(_)
             | EngineError::Plugin { .. }
             | EngineError::PassScore(_)
-            | EngineError::Usage(_) => true,
+            | EngineError::RunDir(_)
+            | EngineError::LimitZero
+            | EngineError::Merge { .. } => true,
             EngineError::Report(error) => error.is_usage(),
             EngineError::Judge(error) => error.is_usage(),
             EngineError::Replay(_)
@@ -189,7 +235,8 @@ impl EngineError {
             EngineError::Threads { .. } => false,
             EngineError::Storage(_)
             | EngineError::Io { .. }
-            | EngineError::Internal(_)
+            | EngineError::LockNotTaken { .. }
+            | EngineError::RecordingEndedEarly { .. }
             | EngineError::Interrupted { .. } => false,
         }
     }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
+use crate::error::RunDirError;
 use crate::plan::Plan;
 
 /// The folder of a run's progress; removed when the run finishes.
@@ -224,9 +225,8 @@ impl SavedProgress {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(io(&run, source)),
         };
-        let fingerprint: Fingerprint = serde_json::from_str(&text).map_err(|e| {
-            EngineError::Usage(format!("{}: not a run's progress ({e}); start again with --overwrite", run.display()))
-        })?;
+        let fingerprint: Fingerprint =
+            serde_json::from_str(&text).map_err(|source| RunDirError::NotProgress { path: run.clone(), source })?;
         let journal = dir.join("journal.jsonl");
         let text = std::fs::read_to_string(&journal).unwrap_or_default();
         let mut commits = Vec::new();

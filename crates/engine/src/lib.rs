@@ -41,4 +41,4 @@ mod sink;
 mod source;
 mod summarize;
 
-pub use error::{EngineError, ExperimentProblem};
+pub use error::{EngineError, ExperimentProblem, NotARun, ReplayError, RunDirError};

@@ -30,7 +30,7 @@ const LOCAL_FIELDS: [&str; 5] = ["path", "out", "datasets", "plugin_dirs", "jobs
 
 /// Checks the shards of the run in `run_dir` and writes its manifest and summaries.
 pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
-    let usage = |message: String| EngineError::Usage(format!("cannot merge {}: {message}", run_dir.display()));
+    let usage = |problem: String| EngineError::Merge { dir: run_dir.to_path_buf(), problem };
     if !run_dir.is_dir() {
         return Err(usage("no such directory".into()));
     }

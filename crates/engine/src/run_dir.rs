@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use critbench_storage::shards::{SHARDS_DIR, Shard, TABLES};
 
 use crate::EngineError;
+use crate::error::RunDirError;
 
 /// Every file a run writes into its directory.
 pub const RUN_FILES: &[&str] = &[
@@ -101,7 +102,7 @@ impl Layout {
 /// in one piece and a sharded run never share a directory.
 pub fn claim(layout: &Layout, overwrite: bool, resume: bool) -> Result<RunLock, EngineError> {
     if overwrite && resume {
-        return Err(EngineError::Usage("--overwrite and --resume contradict each other; choose one".into()));
+        return Err(RunDirError::OverwriteAndResume.into());
     }
     let out = &layout.root;
     let own = layout.own_dir();
@@ -123,11 +124,7 @@ pub fn claim(layout: &Layout, overwrite: bool, resume: bool) -> Result<RunLock, 
             Some(shard) => ("a run in one piece", format!("shard {shard}")),
             None => ("a sharded run", "a run in one piece".to_string()),
         };
-        return Err(EngineError::Usage(format!(
-            "{} already holds {holds} ({}); {this} cannot be written beside it: choose another --out",
-            out.display(),
-            other_kind.join(", ")
-        )));
+        return Err(RunDirError::OtherLayout { dir: out.clone(), holds, this, found: other_kind }.into());
     }
     let present: Vec<(String, PathBuf)> = layout.owned().into_iter().filter(|(_, path)| path.exists()).collect();
     if present.is_empty() || resume {
@@ -141,21 +138,13 @@ pub fn claim(layout: &Layout, overwrite: bool, resume: bool) -> Result<RunLock, 
             // No manifest, or one that does not parse: the run never finished.
             Ok(None) | Err(_) => "an unfinished",
         };
-        let resumable = if present.iter().any(|(_, path)| path.ends_with(crate::journal::PROGRESS_DIR)) {
-            "pass --resume to finish it, "
-        } else {
-            ""
-        };
+        let resumable = present.iter().any(|(_, path)| path.ends_with(crate::journal::PROGRESS_DIR));
         let what = match layout.shard {
             Some(shard) => format!("{state} run of shard {shard}"),
             None => format!("{state} run"),
         };
-        return Err(EngineError::Usage(format!(
-            "{} already holds {what} ({}); {resumable}pass --overwrite to replace it (its files are \
-             removed first), or --out DIR to write this run somewhere new",
-            out.display(),
-            present.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(", ")
-        )));
+        let files = present.into_iter().map(|(name, _)| name).collect();
+        return Err(RunDirError::HoldsARun { dir: out.clone(), what, files, resumable }.into());
     }
     for (_, path) in present {
         let removed = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
@@ -192,20 +181,15 @@ fn take_lock(out: &Path) -> Result<RunLock, EngineError> {
                     let _ = std::fs::remove_file(&path);
                     continue;
                 }
-                return Err(EngineError::Usage(format!(
-                    "{} is in use by another critbench run (pid {} on {holder_host}); wait for it to end or \
-                     choose another --out (if that run is gone, delete {})",
-                    out.display(),
-                    pid.map_or_else(|| "unknown".to_string(), |p| p.to_string()),
-                    path.display()
-                )));
+                let host = holder_host.to_string();
+                return Err(RunDirError::InUse { dir: out.to_path_buf(), pid, host, lock: path }.into());
             }
             Err(source) => {
                 return Err(EngineError::Io { context: format!("cannot create {}", path.display()), source });
             }
         }
     }
-    Err(EngineError::Internal(format!("cannot take {}", path.display())))
+    Err(EngineError::LockNotTaken { path })
 }
 
 fn host_name() -> String {

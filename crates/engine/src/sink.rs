@@ -13,6 +13,7 @@ use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
 
 use crate::EngineError;
 use crate::emit::{LoopLabels, emit_loop};
+use crate::error::RunDirError;
 use crate::journal::{Commit, Fingerprint, Journal, PROGRESS_DIR, SavedProgress, part_paths, progress_dir, sync_dir};
 use crate::loops::ChunkResult;
 use crate::plan::Plan;
@@ -102,21 +103,17 @@ impl<'p, 'a> RowSink<'p, 'a> {
         let out = &layout.own_dir();
         let dir = progress_dir(out);
         let Some(progress) = SavedProgress::read(&dir)? else {
-            return Err(EngineError::Usage(format!(
-                "{} holds no run to resume (no {}/run.json); run without --resume",
-                out.display(),
-                PROGRESS_DIR
-            )));
+            return Err(RunDirError::NothingToResume {
+                dir: out.clone(),
+                progress: Path::new(PROGRESS_DIR).join("run.json"),
+            }
+            .into());
         };
         let mut now = fingerprint.clone();
         now.run_id = progress.fingerprint.run_id.clone();
         let changed = progress.fingerprint.differences(&now);
         if !changed.is_empty() {
-            return Err(EngineError::Usage(format!(
-                "cannot resume the run in {}: {}; start it again with --overwrite",
-                out.display(),
-                changed.join("; ")
-            )));
+            return Err(RunDirError::Changed { dir: out.clone(), changed }.into());
         }
         let journal = progress.reopen(&dir)?;
         let last = progress.commits.last().cloned().unwrap_or_default();
@@ -296,11 +293,9 @@ impl Consumer for RowSink<'_, '_> {
                         trajectories,
                         outcomes,
                     )?;
-                    let (passed, rounds) = emitted.ok_or_else(|| {
-                        EngineError::Internal(format!(
-                            "the recording of task `{}` ended before config {} stopped",
-                            task.task.id, plan.config_ids[index]
-                        ))
+                    let (passed, rounds) = emitted.ok_or_else(|| EngineError::RecordingEndedEarly {
+                        task_id: task.task.id.clone(),
+                        config_id: plan.config_ids[index].clone(),
                     })?;
                     written.counts.loops += 1;
                     written.counts.critiques += rounds as u64;

@@ -79,9 +79,7 @@ impl Source {
     pub fn open(plan: &Plan<'_>, rows_per_chunk: usize) -> Result<Source, EngineError> {
         let experiment = plan.experiment;
         if experiment.limit == Some(0) {
-            return Err(EngineError::Usage(
-                "--limit 0 leaves no task to run; give a positive number of tasks per file".into(),
-            ));
+            return Err(EngineError::LimitZero);
         }
         let mut streams = Vec::new();
         for path in &experiment.datasets {
