@@ -100,6 +100,8 @@ fn adjudication_is_recorded_paired_and_replayed_exactly() {
         serde_json::from_str(&std::fs::read_to_string(replayed.join("summary.json")).unwrap()).unwrap();
     let comparisons = summary["comparisons"].as_array().unwrap();
     let mut checked = 0;
+    // The rows report.html's adjudication table must hold: arm, pairs, then the flips.
+    let mut html_rows = Vec::new();
     for config in ["p7-r3-stall-e0", "p8-r3-stall-e0"] {
         for critic in ["rubric", "evidence"] {
             for arm in ["feedback", "no-feedback"] {
@@ -121,6 +123,10 @@ fn adjudication_is_recorded_paired_and_replayed_exactly() {
                     })
                     .unwrap_or_else(|| panic!("no comparison {config} {critic} {arm} vs {twin}"));
                 assert_eq!(row["n_pairs"], loops.len() as u64);
+                html_rows.push((
+                    format!("<td>{config}</td><td>{critic}</td><td>{arm}</td><td class=\"num\">{}</td>", loops.len()),
+                    format!("<td class=\"num\">{lost}</td><td class=\"num\">{won}</td>"),
+                ));
                 assert_eq!(row["a_only"], lost as u64, "{row}");
                 assert_eq!(row["b_only"], won as u64, "{row}");
                 assert!((row["pass_rate_a"].as_f64().unwrap() - before / n).abs() < 1e-12, "{row}");
@@ -149,6 +155,15 @@ fn adjudication_is_recorded_paired_and_replayed_exactly() {
     assert!(python.status.success(), "check_outputs.py failed:\n{}\n{}", stdout(&python), stderr(&python));
     let report = std::fs::read_to_string(replayed.join("report.md")).unwrap();
     assert!(report.contains("## Adjudication") && report.contains("pass → fail"), "{report}");
+    let page = std::fs::read_to_string(replayed.join("report.html")).unwrap();
+    let table = &page[page.find("id=\"table-adjudication\"").expect("report.html has the adjudication table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr").count(), 1 + html_rows.len(), "{table}");
+    for (start, flips) in &html_rows {
+        let row = &table[table.find(start.as_str()).unwrap_or_else(|| panic!("no row {start} in {table}"))..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(row.contains(flips.as_str()), "{row} should hold the flips {flips}");
+    }
 
     // The replayed grid adjudicates each config's final draft exactly as a direct sweep does.
     let direct = dir.path().join("direct");

@@ -324,55 +324,95 @@ pub(crate) fn format_p(p: f64) -> String {
     if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
 }
 
+/// One adjudicated arm of a config × critic: its loops before and after the adjudicator's pass.
+pub(crate) struct AdjudicationRow<'a> {
+    pub config_id: &'a str,
+    pub critic: &'a str,
+    pub arm: &'a str,
+    pub pairs: u64,
+    pub pass_before: f64,
+    pub pass_after: f64,
+    /// After − before, with its 95% interval.
+    pub diff: (f64, f64, f64),
+    /// Passes adjudication turned into fails, and fails it turned into passes.
+    pub lost: u64,
+    pub won: u64,
+    pub p_value: f64,
+    pub mean_final_before: Option<f64>,
+    pub mean_final_after: Option<f64>,
+}
+
 /// The adjudicator's effect (seed 004), read off the paired comparison of each adjudicated arm
 /// with its `+adjudicate` twin: the same loops, before and after the final pass. A → B flips are
 /// the passes adjudication turned into fails. Empty when no arm adjudicated.
-pub fn adjudication_section(report: &Report) -> String {
-    let pairs: Vec<&crate::ComparisonRow> = report
+pub(crate) fn adjudication_rows(report: &Report) -> Vec<AdjudicationRow<'_>> {
+    let mean_final = |config: &str, critic: &str, arm: &str| {
+        report
+            .summary
+            .iter()
+            .find(|r| r.config_id == config && r.critic == critic && r.arm == arm)
+            .map(|r| r.mean_final_score)
+    };
+    report
         .comparisons
         .iter()
         .filter(|c| c.arm_b.strip_suffix(crate::ADJUDICATED_SUFFIX) == Some(c.arm_a.as_str()))
-        .collect();
-    if pairs.is_empty() {
+        .map(|c| AdjudicationRow {
+            config_id: &c.config_id,
+            critic: &c.critic,
+            arm: &c.arm_a,
+            pairs: c.n_pairs,
+            pass_before: c.pass_rate_a,
+            pass_after: c.pass_rate_b,
+            // `+ 0.0` turns a negated zero into zero, so no bound reads "-0.0".
+            diff: (c.pass_rate_b - c.pass_rate_a, -c.diff_hi + 0.0, -c.diff_lo + 0.0),
+            lost: c.a_only,
+            won: c.b_only,
+            p_value: c.p_value,
+            mean_final_before: mean_final(&c.config_id, &c.critic, &c.arm_a),
+            mean_final_after: mean_final(&c.config_id, &c.critic, &c.arm_b),
+        })
+        .collect()
+}
+
+/// What the adjudication table says of itself, in report.md and report.html.
+pub(crate) const ADJUDICATION_SENTENCE: &str = "Each adjudicated loop's final draft was rewritten once more by the \
+     adjudicator and scored again. `ARM+adjudicate` is the same loops answered with the adjudicated draft, so the \
+     comparison is paired loop by loop: *pass → fail* counts the passes adjudication lost, *fail → pass* the ones it \
+     won.";
+
+/// The `## Adjudication` section of report.md; empty when no arm adjudicated.
+pub fn adjudication_section(report: &Report) -> String {
+    let rows = adjudication_rows(report);
+    if rows.is_empty() {
         return String::new();
     }
     let mut out = String::from("\n## Adjudication\n\n");
-    out.push_str(
-        "Each adjudicated loop's final draft was rewritten once more by the adjudicator and scored again. \
-         `ARM+adjudicate` is the same loops answered with the adjudicated draft, so the comparison is paired \
-         loop by loop: *pass → fail* counts the passes adjudication lost, *fail → pass* the ones it won.\n\n",
-    );
+    out.push_str(ADJUDICATION_SENTENCE);
+    out.push_str("\n\n");
     out.push_str(
         "| config | critic | arm | pairs | pass before | pass after | diff [95% CI] | pass → fail | fail → pass | p | mean final score before → after |\n",
     );
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for pair in pairs {
-        let mean_final = |arm: &str| {
-            report
-                .summary
-                .iter()
-                .find(|r| r.config_id == pair.config_id && r.critic == pair.critic && r.arm == arm)
-                .map(|r| format!("{:.2}", r.mean_final_score))
-                .unwrap_or_else(|| "–".into())
-        };
+    let score = |s: Option<f64>| s.map_or_else(|| "–".to_string(), |s| format!("{s:.2}"));
+    for row in rows {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {:.1}% | {:.1}% | {:+.1} pp [{:+.1}, {:+.1}] | {} | {} | {} | {} → {} |",
-            pair.config_id,
-            pair.critic,
-            pair.arm_a,
-            pair.n_pairs,
-            100.0 * pair.pass_rate_a,
-            100.0 * pair.pass_rate_b,
-            100.0 * (pair.pass_rate_b - pair.pass_rate_a),
-            // `+ 0.0` turns a negated zero into zero, so no bound reads "-0.0".
-            -100.0 * pair.diff_hi + 0.0,
-            -100.0 * pair.diff_lo + 0.0,
-            pair.a_only,
-            pair.b_only,
-            format_p(pair.p_value),
-            mean_final(&pair.arm_a),
-            mean_final(&pair.arm_b),
+            row.config_id,
+            row.critic,
+            row.arm,
+            row.pairs,
+            100.0 * row.pass_before,
+            100.0 * row.pass_after,
+            100.0 * row.diff.0,
+            100.0 * row.diff.1,
+            100.0 * row.diff.2,
+            row.lost,
+            row.won,
+            format_p(row.p_value),
+            score(row.mean_final_before),
+            score(row.mean_final_after),
         );
     }
     out

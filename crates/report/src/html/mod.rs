@@ -43,7 +43,7 @@ pub use svg::escape;
 
 use charts::{arms, exit_reasons_chart, pass_rate_chart, pass_vs_rounds_chart, trajectory_chart, unique};
 use svg::with_code_spans;
-use tables::{comparison_table, kinds_table, pairs_table, pareto_table, summary_table};
+use tables::{adjudication_table, comparison_table, kinds_table, pairs_table, pareto_table, summary_table};
 
 use crate::show::ListedPairs;
 use crate::{Report, ReportError};
@@ -136,6 +136,10 @@ pub(crate) fn render_html(
     }
     out.push_str("<li><a href=\"#table-summary\">Summary table</a></li>");
     out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li>");
+    let adjudicated = crate::markdown::adjudication_rows(report);
+    if !adjudicated.is_empty() {
+        out.push_str("<li><a href=\"#table-adjudication\">Adjudication</a></li>");
+    }
     if !report.by_kind.is_empty() {
         out.push_str("<li><a href=\"#table-kinds\">By task kind</a></li>");
     }
@@ -272,6 +276,12 @@ pub(crate) fn render_html(
     );
     comparison_table(&mut out, report);
     out.push_str("</section>\n");
+    if !adjudicated.is_empty() {
+        out.push_str("<section>\n<h2 id=\"adjudication\">Adjudication</h2>\n");
+        let _ = writeln!(out, "<p>{}</p>", with_code_spans(&crate::markdown::ADJUDICATION_SENTENCE.replace('*', "")));
+        adjudication_table(&mut out, &adjudicated);
+        out.push_str("</section>\n");
+    }
     if !report.by_kind.is_empty() {
         out.push_str("<section>\n<h2 id=\"by-kind\">By task kind</h2>\n");
         out.push_str(

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::charts::{front_rows, unique};
 use super::svg::{escape, percent};
-use crate::markdown::headline_comparison;
+use crate::markdown::{AdjudicationRow, headline_comparison};
 use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
 use crate::{ComparisonRow, Report, SummaryRow};
 
@@ -170,6 +170,43 @@ pub(crate) fn comparison_table(out: &mut String, report: &Report) {
     );
     for row in &report.comparisons {
         comparison_row(out, row);
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+/// The adjudicator's effect per adjudicated arm: its loops before and after the final pass,
+/// paired; empty rows mean no arm adjudicated.
+pub(crate) fn adjudication_table(out: &mut String, rows: &[AdjudicationRow<'_>]) {
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-adjudication\"><thead><tr><th>config</th><th>critic</th>\
+         <th>arm</th><th class=\"num\">pairs</th><th class=\"num\">pass before</th><th class=\"num\">pass after</th>\
+         <th class=\"num\">after − before (95% CI)</th><th class=\"num\">pass → fail</th>\
+         <th class=\"num\">fail → pass</th><th class=\"num\">p</th><th class=\"num\">mean final score</th>\
+         </tr></thead><tbody>\n",
+    );
+    let score = |s: Option<f64>| s.map_or_else(|| "–".to_string(), |s| format!("{s:.2}"));
+    for row in rows {
+        let class = if row.p_value < 0.05 { " class=\"significant\"" } else { "" };
+        let _ = writeln!(
+            out,
+            "<tr{class}><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num p\">{}</td><td class=\"num\">{} → {}</td></tr>",
+            escape(row.config_id),
+            escape(row.critic),
+            escape(row.arm),
+            row.pairs,
+            percent(row.pass_before),
+            percent(row.pass_after),
+            100.0 * row.diff.0,
+            100.0 * row.diff.1,
+            100.0 * row.diff.2,
+            row.lost,
+            row.won,
+            format_p(row.p_value),
+            score(row.mean_final_before),
+            score(row.mean_final_after),
+        );
     }
     out.push_str("</tbody></table></div>\n");
 }
