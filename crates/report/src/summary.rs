@@ -519,28 +519,7 @@ fn comparable_arms(a: &str, b: &str) -> bool {
 pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Result<Report, String> {
     let mut summarizer = Summarizer::new(manifest);
     for row in outcomes {
-        summarizer.add(&OutcomeStats {
-            run_id: &row.run_id,
-            config_id: &row.config_id,
-            arm: &row.arm,
-            critic: &row.critic,
-            task_id: &row.task_id,
-            epoch: row.epoch,
-            rounds: row.rounds,
-            revisions: row.revisions,
-            exit_reason: &row.exit_reason,
-            passed: row.passed,
-            first_score: row.first_score,
-            best_score: row.best_score,
-            final_score: row.final_score,
-            critic_errors: row.critic_errors,
-            critic_disagreements: row.critic_disagreements,
-            tokens_in: row.tokens_in,
-            tokens_out: row.tokens_out,
-            adjudicated_score: row.adjudicated_score,
-            adjudicated_passed: row.adjudicated_passed,
-            kind: row.kind.as_deref(),
-        })?;
+        summarizer.add(&OutcomeStats::from(row))?;
     }
     summarizer.finish(manifest)
 }
@@ -636,28 +615,7 @@ mod tests {
     }
 
     fn stats(row: &OutcomeRow) -> OutcomeStats<'_> {
-        OutcomeStats {
-            run_id: &row.run_id,
-            config_id: &row.config_id,
-            arm: &row.arm,
-            critic: &row.critic,
-            task_id: &row.task_id,
-            epoch: row.epoch,
-            rounds: row.rounds,
-            revisions: row.revisions,
-            exit_reason: &row.exit_reason,
-            passed: row.passed,
-            first_score: row.first_score,
-            best_score: row.best_score,
-            final_score: row.final_score,
-            critic_errors: row.critic_errors,
-            critic_disagreements: row.critic_disagreements,
-            tokens_in: row.tokens_in,
-            tokens_out: row.tokens_out,
-            adjudicated_score: row.adjudicated_score,
-            adjudicated_passed: row.adjudicated_passed,
-            kind: row.kind.as_deref(),
-        }
+        OutcomeStats::from(row)
     }
 
     #[test]
@@ -843,30 +801,7 @@ mod tests {
             chunk.swap(0, 399);
         }
         for outcome in &outcomes {
-            summarizer
-                .add(&OutcomeStats {
-                    run_id: &outcome.run_id,
-                    config_id: &outcome.config_id,
-                    arm: &outcome.arm,
-                    critic: &outcome.critic,
-                    task_id: &outcome.task_id,
-                    epoch: outcome.epoch,
-                    rounds: outcome.rounds,
-                    revisions: outcome.revisions,
-                    exit_reason: &outcome.exit_reason,
-                    passed: outcome.passed,
-                    first_score: outcome.first_score,
-                    best_score: outcome.best_score,
-                    final_score: outcome.final_score,
-                    critic_errors: outcome.critic_errors,
-                    critic_disagreements: outcome.critic_disagreements,
-                    tokens_in: outcome.tokens_in,
-                    tokens_out: outcome.tokens_out,
-                    adjudicated_score: outcome.adjudicated_score,
-                    adjudicated_passed: outcome.adjudicated_passed,
-                    kind: outcome.kind.as_deref(),
-                })
-                .unwrap();
+            summarizer.add(&OutcomeStats::from(outcome)).unwrap();
         }
         assert!(summarizer.open.is_empty());
         assert!(summarizer.peak_open <= 100, "{} tasks open at once", summarizer.peak_open);

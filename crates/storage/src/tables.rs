@@ -453,6 +453,33 @@ pub struct OutcomeStats<'a> {
     pub kind: Option<&'a str>,
 }
 
+impl<'a> From<&'a OutcomeRow> for OutcomeStats<'a> {
+    fn from(row: &'a OutcomeRow) -> OutcomeStats<'a> {
+        OutcomeStats {
+            run_id: &row.run_id,
+            config_id: &row.config_id,
+            arm: &row.arm,
+            critic: &row.critic,
+            task_id: &row.task_id,
+            epoch: row.epoch,
+            rounds: row.rounds,
+            revisions: row.revisions,
+            exit_reason: &row.exit_reason,
+            passed: row.passed,
+            first_score: row.first_score,
+            best_score: row.best_score,
+            final_score: row.final_score,
+            critic_errors: row.critic_errors,
+            critic_disagreements: row.critic_disagreements,
+            tokens_in: row.tokens_in,
+            tokens_out: row.tokens_out,
+            adjudicated_score: row.adjudicated_score,
+            adjudicated_passed: row.adjudicated_passed,
+            kind: row.kind.as_deref(),
+        }
+    }
+}
+
 /// The columns [`for_each_outcome_stats`] decodes when the file has them.
 const OUTCOME_STATS_OPTIONAL: [&str; 6] =
     ["critic_disagreements", "tokens_in", "tokens_out", "adjudicated_score", "adjudicated_passed", "kind"];
