@@ -20,6 +20,7 @@ use critbench_storage::tables::TrajectoryRow;
 
 use crate::backend::DraftKey;
 use crate::plan::{Plan, Unit};
+use crate::round::recorded_round;
 
 /// The adjudicated final draft of a loop: which round's draft it rewrote, and the critique of
 /// the rewrite (its draft, times and the adjudicator's tokens in the author's columns).
@@ -77,22 +78,8 @@ pub fn adjudicate_loop(
         let mut scope = CallScope::new(&task.id, unit.epoch, chosen as u32);
         let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts, &mut scope);
         let critic_ms = critiqued.elapsed().as_secs_f64() * 1000.0;
-        let failed = call.failed();
-        let critique = call.critique;
-        let score = critique.round_score(failed);
-        let round = RecordedRound {
-            critique: critique.into(),
-            critic_attempts: call.attempts,
-            critic_error: call.error,
-            draft_chars: draft.text.chars().count() as u64,
-            draft: experiment.store_drafts.then_some(draft.text),
-            gen_ms,
-            critic_ms,
-            tokens_in: draft.tokens_in,
-            tokens_out: draft.tokens_out,
-            critic_tokens_in: scope.tokens_in,
-            critic_tokens_out: scope.tokens_out,
-        };
+        let score = call.critique.round_score(call.failed());
+        let round = recorded_round(call, draft, experiment.store_drafts, (gen_ms, critic_ms), &scope);
         adjudications.push(Adjudication { final_round: chosen, round, score });
     }
     Ok(adjudications)

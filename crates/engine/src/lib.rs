@@ -35,6 +35,7 @@ pub mod openai_author;
 mod plan;
 pub mod prompts;
 pub mod replay;
+mod round;
 pub mod run;
 pub mod run_dir;
 mod sink;

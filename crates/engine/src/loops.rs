@@ -13,10 +13,11 @@ use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
 use critbench_storage::recorded::RecordedRound;
 
-use crate::backend::DraftKey;
+use crate::backend::{Draft, DraftKey};
 use crate::emit::effective_policy;
 use crate::memory::Hint;
 use crate::plan::{Plan, Scope, Unit};
+use crate::round::recorded_round;
 use crate::source::Chunk;
 
 /// A recorded loop: every round until each of the unit's policies has stopped.
@@ -125,10 +126,7 @@ pub fn record_loop(
         let mut scope = CallScope::new(&task.id, unit.epoch, round);
         let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts, &mut scope);
         let critic_ms = ms(critiqued);
-        let failed = call.failed();
-        let critique = call.critique;
-        let score = critique.round_score(failed);
-        scores.push(score);
+        scores.push(call.critique.round_score(call.failed()));
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
             if *running && decide(&scores, policy) != Decision::Revise {
                 *running = false;
@@ -140,25 +138,14 @@ pub fn record_loop(
         }
         let next = if running.contains(&true) {
             let revised = Instant::now();
-            let shown = unit.arm.shows_critique().then_some(&critique);
+            let shown = unit.arm.shows_critique().then_some(&call.critique);
             let next = plan.author.revise(task, &draft_text, shown, &key(round + 1))?;
             Some((next, ms(revised)))
         } else {
             None
         };
-        rounds.push(RecordedRound {
-            critique: critique.into(),
-            critic_attempts: call.attempts,
-            critic_error: call.error,
-            draft_chars: draft_text.chars().count() as u64,
-            draft: experiment.store_drafts.then_some(draft_text),
-            gen_ms,
-            critic_ms,
-            tokens_in: draft.tokens_in,
-            tokens_out: draft.tokens_out,
-            critic_tokens_in: scope.tokens_in,
-            critic_tokens_out: scope.tokens_out,
-        });
+        let written = Draft { text: draft_text, tokens_in: draft.tokens_in, tokens_out: draft.tokens_out };
+        rounds.push(recorded_round(call, written, experiment.store_drafts, (gen_ms, critic_ms), &scope));
         match next {
             Some((next, next_ms)) => {
                 draft = next;
