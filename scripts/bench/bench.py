@@ -272,6 +272,19 @@ def fresh(work, name):
     return path
 
 
+def repeated_runs(args, work, name, experiment, dataset, label, count, describe=None):
+    """Runs `experiment` `count` times (`--jobs 1`), each into a fresh directory removed after it;
+    reports each run with `describe(result)` when given. Returns the results."""
+    runs = []
+    for run in range(1, count + 1):
+        out = fresh(work, f"{name}-{run}")
+        runs.append(critbench_run(args, experiment, dataset, out, f"{label} run {run}", jobs=1))
+        shutil.rmtree(out)
+        if describe:
+            progress(f"  run {run}: {describe(runs[-1])}")
+    return runs
+
+
 def exits_of(run_dir):
     exits = pq.read_table(os.path.join(run_dir, "outcomes.parquet"), columns=["exit_reason"])
     return {row["values"]: row["counts"] for row in pc.value_counts(exits["exit_reason"]).to_pylist()}
@@ -365,13 +378,9 @@ def bench_sim(args, work, results):
     tasks_file = os.path.join(work, f"papers-{args.sim_tasks}.jsonl")
     make_tasks("papers", args.sim_tasks, tasks_file, args.seed)
     experiment = os.path.join(EXPERIMENTS, "bench-sim.toml")
-    runs = []
-    for run in range(1, args.runs + 1):
-        out = fresh(work, f"sim-{run}")
-        runs.append(critbench_run(args, experiment, tasks_file, out, f"sim + rubric run {run}", jobs=1))
-        shutil.rmtree(out)
-        progress(f"  run {run}: sim + rubric --jobs 1: {runs[-1]['critiques']:,} critiques, {runs[-1]['wall_s']:.2f} s "
-                 f"({runs[-1]['rate']:,.0f}/s)")
+    runs = repeated_runs(args, work, "sim", experiment, tasks_file, "sim + rubric", args.runs,
+                         lambda r: f"sim + rubric --jobs 1: {r['critiques']:,} critiques, {r['wall_s']:.2f} s "
+                                   f"({r['rate']:,.0f}/s)")
     os.unlink(tasks_file)
     results["sim_rubric"] = {"tasks": args.sim_tasks, "loops": runs[0]["loops"], "critiques": runs[0]["critiques"],
                              **summarize(runs)}
@@ -385,13 +394,8 @@ def bench_memory(args, work, tasks_file, results):
         slice_file(tasks_file, small_file, args.rss_small)
     else:
         make_tasks("scripted", args.rss_small, small_file, args.seed)
-    small = []
-    for run in range(1, args.runs + 1):
-        out = fresh(work, f"rss-small-{run}")
-        small.append(critbench_run(args, experiment, small_file, out, f"RSS at {args.rss_small} run {run}", jobs=1))
-        shutil.rmtree(out)
-        progress(f"  run {run}: {args.rss_small:,} tasks: peak RSS {small[-1]['peak_rss_mb']:.0f} MB, "
-                 f"{small[-1]['wall_s']:.2f} s")
+    small = repeated_runs(args, work, "rss-small", experiment, small_file, f"RSS at {args.rss_small}", args.runs,
+                          lambda r: f"{args.rss_small:,} tasks: peak RSS {r['peak_rss_mb']:.0f} MB, {r['wall_s']:.2f} s")
     os.unlink(small_file)
 
     free_gb = shutil.disk_usage(work).free / 1e9
@@ -400,13 +404,10 @@ def bench_memory(args, work, tasks_file, results):
         raise BenchError(f"{work}: {free_gb:.1f} GB free, the {args.rss_large:,}-task run needs about {need_gb:.1f} GB")
     large_file = os.path.join(work, f"scripted-{args.rss_large}.jsonl")
     size = make_tasks("scripted", args.rss_large, large_file, args.seed)
-    large = []
-    for run in range(1, args.rss_large_runs + 1):
-        out = fresh(work, f"rss-large-{run}")
-        large.append(critbench_run(args, experiment, large_file, out, f"RSS at {args.rss_large} run {run}", jobs=1))
-        shutil.rmtree(out)
-        progress(f"  run {run}: {args.rss_large:,} tasks ({size / 1e9:.2f} GB): peak RSS "
-                 f"{large[-1]['peak_rss_mb']:.0f} MB, {large[-1]['wall_s']:.2f} s ({large[-1]['rate']:,.0f}/s)")
+    large = repeated_runs(args, work, "rss-large", experiment, large_file, f"RSS at {args.rss_large}",
+                          args.rss_large_runs,
+                          lambda r: f"{args.rss_large:,} tasks ({size / 1e9:.2f} GB): peak RSS "
+                                    f"{r['peak_rss_mb']:.0f} MB, {r['wall_s']:.2f} s ({r['rate']:,.0f}/s)")
     os.unlink(large_file)
     results["memory"] = {
         "small": {"tasks": args.rss_small, **summarize(small)},
@@ -481,11 +482,7 @@ def bench_server(args, work, tasks_file, results):
 def bench_repeated(args, work, results):
     """The earlier benchmark (36 tasks × 2,000 epochs), kept for continuity with its history."""
     experiment = os.path.join(EXPERIMENTS, "bench-scripted.toml")
-    runs = []
-    for run in range(1, args.runs + 1):
-        out = fresh(work, f"repeated-{run}")
-        runs.append(critbench_run(args, experiment, None, out, f"bench-scripted run {run}", jobs=1))
-        shutil.rmtree(out)
+    runs = repeated_runs(args, work, "repeated", experiment, None, "bench-scripted", args.runs)
     results["repeated"] = {"loops": runs[0]["loops"], "critiques": runs[0]["critiques"], **summarize(runs)}
     results["repeated"]["median_run_clock_s"] = median_of(runs, "run_clock_s")
     progress(f"  36 tasks × 2,000 epochs: {results['repeated']['median_rate']:,.0f} critiques/s whole process")

@@ -106,10 +106,6 @@ fn run(file: &Path, out: &Path) -> Output {
         .expect("the critbench binary runs")
 }
 
-fn manifest(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap()
-}
-
 /// What must repeat exactly between the runs, one line per loop.
 fn comparable(out: &Path) -> Vec<String> {
     let mut rows: Vec<String> = outcomes(out)

@@ -317,10 +317,6 @@ fn run(file: &Path, out: &Path) -> (Output, Duration) {
     (output, started.elapsed())
 }
 
-fn manifest(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap()
-}
-
 /// What two runs must agree on: every loop's rounds (text, scores, critiques, tokens), without
 /// the timings.
 fn recorded(out: &Path) -> Vec<RecordedLoop> {

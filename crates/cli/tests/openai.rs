@@ -168,10 +168,6 @@ fn run(file: &Path, out: &Path, extra: &[&str]) -> Output {
         .expect("the critbench binary runs")
 }
 
-fn manifest(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap()
-}
-
 /// Every file under `dir`, recursively.
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();

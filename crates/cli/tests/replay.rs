@@ -5,10 +5,6 @@ mod common;
 
 use common::*;
 
-fn manifest(run: &std::path::Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap()
-}
-
 /// The demo's 3 × 3 grid, swept by replay and directly: identical tables, far fewer calls.
 #[test]
 fn replayed_sweep_equals_direct_sweep_row_for_row() {

@@ -97,6 +97,11 @@ pub fn usage_error(output: Output, dir: &Path) -> String {
     stderr(&output).replace(&dir.display().to_string(), "DIR")
 }
 
+/// A run directory's `manifest.json`, as JSON.
+pub fn manifest(run_dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run_dir.join("manifest.json")).unwrap()).unwrap()
+}
+
 pub fn outcomes(run_dir: &Path) -> Vec<OutcomeRow> {
     read_outcomes(&run_dir.join("outcomes.parquet")).expect("outcomes.parquet reads")
 }
