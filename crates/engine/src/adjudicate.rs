@@ -102,16 +102,6 @@ fn critique_of(round: &RecordedRound) -> Critique {
     }
 }
 
-/// The adjudication a policy's outcome uses: the one of its final draft.
-pub fn for_policy<'a>(
-    adjudications: &'a [Adjudication],
-    scores: &[RoundScore],
-    policy: &Policy,
-) -> Option<&'a Adjudication> {
-    let (chosen, _) = final_round(scores, policy)?;
-    adjudications.iter().find(|a| a.final_round == chosen)
-}
-
 /// The trajectory row of an adjudication: one past the loop's stop round, with the loop's
 /// revisions; `passed` is the adjudicated draft's pass under `policy`; never the best draft.
 pub fn trajectory_row<'a>(

@@ -26,7 +26,7 @@ pub struct LoopLabels<'a> {
     pub task_id: &'a str,
     pub kind: Option<&'a str>,
     pub epoch: u32,
-    pub meta: Option<String>,
+    pub meta: Option<&'a str>,
 }
 
 /// Writes the rows `policy` (labelled `config_id`) produces on `rounds` and returns whether the
@@ -89,15 +89,15 @@ pub fn emit_loop(
         trajectories.push(&row)?;
         last_row = Some(row);
     }
-    let adjudication = crate::adjudicate::for_policy(adjudications, scores, &policy);
-    if let (Some(adjudication), Some(row)) = (adjudication, last_row) {
-        trajectories.push(&crate::adjudicate::trajectory_row(row, adjudication, &policy, stop))?;
-    }
-    let used = &rounds[..=stop];
     let final_round = match policy.final_draft {
         FinalDraft::Best => best.round,
         FinalDraft::Last => stop,
     };
+    let adjudication = adjudications.iter().find(|a| a.final_round == final_round);
+    if let (Some(adjudication), Some(row)) = (adjudication, last_row) {
+        trajectories.push(&crate::adjudicate::trajectory_row(row, adjudication, &policy, stop))?;
+    }
+    let used = &rounds[..=stop];
     let passed = exit == ExitReason::Pass;
     outcomes.push(OutcomeRow {
         run_id: labels.run_id.to_string(),
@@ -133,7 +133,7 @@ pub fn emit_loop(
         tokens_in: sum_tokens(used.iter().map(|r| r.tokens_in)),
         tokens_out: sum_tokens(used.iter().map(|r| r.tokens_out)),
         wall_ms: used.iter().map(|r| r.gen_ms + r.critic_ms).sum(),
-        meta: labels.meta.clone(),
+        meta: labels.meta.map(str::to_string),
         adjudicated_score: adjudication.map(|a| a.score.score),
         adjudicated_passed: adjudication.map(|a| a.score.meets_pass_rule(&policy)),
     })?;

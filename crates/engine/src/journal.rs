@@ -188,16 +188,16 @@ impl Journal {
             &dir.join("run.json"),
             &(serde_json::to_string_pretty(fingerprint).expect("serializes") + "\n"),
         )?;
-        Journal::open(dir, true)
+        Journal::open(dir)
     }
 
-    fn open(dir: &Path, truncate: bool) -> Result<Journal, EngineError> {
+    /// Opens the journal empty: a resumed run writes its commits back first.
+    fn open(dir: &Path) -> Result<Journal, EngineError> {
         let path = dir.join("journal.jsonl");
         let file = std::fs::OpenOptions::new()
             .create(true)
-            .append(!truncate)
             .write(true)
-            .truncate(truncate)
+            .truncate(true)
             .open(&path)
             .map_err(|source| io(&path, source))?;
         Ok(Journal { file, path })
@@ -242,7 +242,7 @@ impl SavedProgress {
 
     /// Reopens the journal for more commits, dropping a torn last line and stray part files.
     pub fn reopen(&self, dir: &Path) -> Result<Journal, EngineError> {
-        let mut journal = Journal::open(dir, true)?;
+        let mut journal = Journal::open(dir)?;
         for commit in &self.commits {
             journal.append(commit)?;
         }
@@ -265,12 +265,17 @@ impl SavedProgress {
     }
 }
 
+/// `path.tmp`: where a file is written before it is renamed into place.
+pub(crate) fn temporary(path: PathBuf) -> PathBuf {
+    let mut name = path.into_os_string();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
 /// Writes `text` to `path` by way of a temporary file and a rename, so that `path` is always
 /// either the old file or the new one.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), EngineError> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let temporary = PathBuf::from(temporary);
+    let temporary = temporary(path.to_path_buf());
     let mut file = std::fs::File::create(&temporary).map_err(|source| io(&temporary, source))?;
     file.write_all(text.as_bytes()).map_err(|source| io(&temporary, source))?;
     file.sync_all().map_err(|source| io(&temporary, source))?;
@@ -311,4 +316,4 @@ pub struct Counts {
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
 }
 
-pub use critbench_storage::manifest::CritiqueCounts;
+use critbench_storage::manifest::CritiqueCounts;

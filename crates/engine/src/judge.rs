@@ -10,7 +10,7 @@ use critbench_plugin_host::IsolationMode;
 use crate::EngineError;
 use crate::experiment::{Experiment, MAX_JUDGE_REPEATS};
 use crate::model_usage::ModelUsage;
-use crate::openai_author::{OpenAiSession, plugin_host};
+use crate::openai_author::plugin_host;
 
 /// What the command line sets over the experiment file.
 #[derive(Clone, Debug, Default)]
@@ -88,10 +88,7 @@ pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Resul
 /// Runs `spec` for `experiment`, with the experiment's judge model (its `[openai]` table) offered
 /// to plugins such as `llm-judge` as the `chat` service.
 pub fn judge_experiment(experiment: &Experiment, mut spec: JudgeSpec) -> Result<JudgeRun, EngineError> {
-    let session = match &experiment.openai {
-        Some(settings) => Some(OpenAiSession::start(settings)?),
-        None => None,
-    };
+    let session = crate::run::start_session(experiment)?;
     spec.host = plugin_host(session.as_ref());
     let outcome = critbench_judge::judge(&spec)?;
     let model_usage =

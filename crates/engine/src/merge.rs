@@ -13,6 +13,7 @@ use critbench_storage::shards::{SHARDS_DIR, TABLES, shard_dir, shard_indices};
 use serde_json::Value;
 
 use crate::EngineError;
+use crate::run_dir::LOCK_FILE;
 use crate::sink::MAX_LISTED_FAILURES;
 
 /// What a merge wrote.
@@ -43,11 +44,11 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
     let mut manifests: Vec<(u32, Manifest)> = Vec::new();
     for &index in &found {
         let dir = shard_dir(run_dir, index);
-        if dir.join("run.lock").exists() {
+        if dir.join(LOCK_FILE).exists() {
             return Err(usage(format!(
                 "shard {index} is still running or was killed ({} exists); wait for it, or run it again with \
                  --resume",
-                dir.join("run.lock").display()
+                dir.join(LOCK_FILE).display()
             )));
         }
         let manifest = Manifest::read(&dir).map_err(|e| usage(format!("shard {index}: {e}")))?;

@@ -22,14 +22,13 @@ pub const CHAT_SERVICE: &str = "chat";
 /// ([`plugin_host`]).
 pub struct OpenAiSession {
     pub client: Arc<Client>,
-    judge: bool,
 }
 
 impl OpenAiSession {
     /// Makes the client (reading the API key from the environment).
     pub fn start(settings: &ClientSettings) -> Result<OpenAiSession, critbench_openai::ClientError> {
         let client = Arc::new(Client::new(settings.clone())?);
-        Ok(OpenAiSession { client, judge: settings.roles.contains_key(&Role::Judge) })
+        Ok(OpenAiSession { client })
     }
 }
 
@@ -38,7 +37,7 @@ impl OpenAiSession {
 pub fn plugin_host(session: Option<&OpenAiSession>) -> Arc<Host> {
     let host = Host::new();
     let host = match session {
-        Some(session) if session.judge => {
+        Some(session) if session.client.has_role(Role::Judge) => {
             host.offer(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&session.client) }))
         }
         _ => host

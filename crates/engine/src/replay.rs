@@ -12,7 +12,7 @@ use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_me
 
 use crate::EngineError;
 use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
-pub use crate::error::{NotARun, ReplayError};
+use crate::error::{NotARun, ReplayError};
 use critbench_storage::clock;
 use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
 use critbench_storage::shards;
@@ -136,7 +136,7 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
                 task_id: &recorded.task_id,
                 kind: recorded.kind.as_deref(),
                 epoch: recorded.epoch,
-                meta: metas.get(&meta_key).cloned(),
+                meta: metas.get(&meta_key).map(String::as_str),
             };
             for (policy, config_id) in policies.iter().zip(&config_ids) {
                 let (_, rounds) = emit_loop(

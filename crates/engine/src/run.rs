@@ -92,7 +92,7 @@ pub fn run_experiment_with(
 
 /// The model client of an experiment with an `[openai]` table, offered to plugins as `chat`
 /// (see [`plugin_host`]). Started before any plugin is created.
-fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, EngineError> {
+pub(crate) fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, EngineError> {
     let Some(settings) = &experiment.openai else { return Ok(None) };
     Ok(Some(OpenAiSession::start(settings)?))
 }
@@ -208,7 +208,7 @@ fn check_routed(experiment: &Experiment, report: &SourceReport) -> Result<(), En
 }
 
 fn worker_count(jobs: usize) -> usize {
-    if jobs > 0 { jobs } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) }
+    if jobs > 0 { jobs } else { crate::experiment::available_cores() }
 }
 
 /// Chunks between the source and the sink, at most: the source waits for a permit before it

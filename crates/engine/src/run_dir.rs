@@ -28,7 +28,7 @@ pub const RUN_FILES: &[&str] = &[
     "report.html",
 ];
 
-const LOCK_FILE: &str = "run.lock";
+pub(crate) const LOCK_FILE: &str = "run.lock";
 
 /// Held while a run writes its directory; removes the lock file when dropped.
 #[derive(Debug)]

@@ -14,7 +14,9 @@ use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
 use crate::EngineError;
 use crate::emit::{LoopLabels, emit_loop};
 use crate::error::RunDirError;
-use crate::journal::{Commit, Fingerprint, Journal, PROGRESS_DIR, SavedProgress, part_paths, progress_dir, sync_dir};
+use crate::journal::{
+    Commit, Counts, Fingerprint, Journal, PROGRESS_DIR, SavedProgress, part_paths, progress_dir, sync_dir, temporary,
+};
 use crate::loops::ChunkResult;
 use crate::plan::Plan;
 use crate::run_dir::Layout;
@@ -44,8 +46,6 @@ pub struct Written {
     /// The first [`MAX_LISTED_FAILURES`] failed loops, described.
     pub failed: Vec<String>,
 }
-
-pub use crate::journal::Counts;
 
 /// Writes every finished loop's rows to `trajectories.parquet` and `outcomes.parquet`.
 pub struct RowSink<'p, 'a> {
@@ -222,13 +222,6 @@ impl<'p, 'a> RowSink<'p, 'a> {
     }
 }
 
-/// `path.tmp`.
-fn temporary(path: PathBuf) -> PathBuf {
-    let mut name = path.into_os_string();
-    name.push(".tmp");
-    PathBuf::from(name)
-}
-
 impl Consumer for RowSink<'_, '_> {
     fn accept(&mut self, chunk: ChunkResult) -> Result<(), EngineError> {
         let plan = self.plan;
@@ -270,7 +263,7 @@ impl Consumer for RowSink<'_, '_> {
                     task_id: &task.task.id,
                     kind: task.task.kind.as_deref(),
                     epoch: unit.epoch,
-                    meta: task.meta.clone(),
+                    meta: task.meta.as_deref(),
                 };
                 written.counts.recorded_rounds += result.rounds.len() as u64;
                 let by_critic = &mut written.counts.critiques_by_critic;

@@ -170,5 +170,7 @@ mod file;
 mod grid;
 mod resolve;
 
+pub(crate) use resolve::available_cores;
+
 #[cfg(test)]
 mod tests;

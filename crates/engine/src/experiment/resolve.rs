@@ -270,7 +270,7 @@ impl Experiment {
     }
 }
 
-fn available_cores() -> usize {
+pub(crate) fn available_cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
