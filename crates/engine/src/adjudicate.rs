@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use critbench_core::{Critique, FinalDraft, Policy, RoundScore, Suggestion, Task, best_round, stop_point};
+use critbench_core::{Critique, FinalDraft, Policy, RoundScore, Task, best_round, stop_point};
 use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
@@ -66,7 +66,7 @@ pub fn adjudicate_loop(
     for chosen in finals {
         let key = DraftKey { seed: experiment.seed, task_id: &task.id, epoch: unit.epoch, round: chosen as u32 };
         let started = Instant::now();
-        let concerns = critique_of(&rounds[chosen]);
+        let concerns = Critique::from(&rounds[chosen].critique);
         let draft = plan
             .author
             .adjudicate(task, &texts[chosen], Some(&concerns), &key)
@@ -83,23 +83,6 @@ pub fn adjudicate_loop(
         adjudications.push(Adjudication { final_round: chosen, round, score });
     }
     Ok(adjudications)
-}
-
-/// A recorded critique as the adjudicator reads it.
-fn critique_of(round: &RecordedRound) -> Critique {
-    let c = &round.critique;
-    let suggestions: Vec<Suggestion> =
-        c.suggestions.as_deref().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
-    Critique {
-        score: c.score,
-        dimensions: c.dims.clone(),
-        issues: c.issues.clone(),
-        fatal_issues: c.fatal_issues.clone(),
-        issue_types: c.issue_types.clone(),
-        suggestions,
-        critic_passed: c.critic_passed,
-        rationale: c.rationale.clone(),
-    }
 }
 
 /// The trajectory row of an adjudication: one past the loop's stop round, with the loop's

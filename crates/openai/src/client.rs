@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{CACHE_FORMAT, CachedAnswer, KeyParts, Lookup, ResponseCache};
-use crate::pool::{EndpointStats, Outcome, Pick, Rotation, Ticket};
+use crate::pool::{Outcome, Pick, Rotation, Ticket};
 use crate::settings::{CacheMode, ClientSettings, EndpointSettings, MAX_BACKOFF, Role, RoleSettings};
 
 /// One chat message.
@@ -486,13 +486,6 @@ impl Client {
             format!("cannot reach {}: {}", endpoint.display, error_chain(&error.without_url()))
         };
         Attempt::Retry { message, outcome: Outcome::Failed, wait: None }
-    }
-
-    /// Per endpoint, in the order configured: URL (without credentials), requests, failures, time
-    /// out of rotation.
-    pub fn endpoint_stats(&self) -> Vec<EndpointStats> {
-        let urls: Vec<String> = self.endpoints.iter().map(|e| e.display.clone()).collect();
-        self.lock_rotation().stats(&urls, self.now())
     }
 
     /// What the manifest records: endpoints, models, cache, calls, tokens, the concurrency

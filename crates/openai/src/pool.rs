@@ -52,10 +52,9 @@ struct Slot {
     /// Back-offs since the endpoint was last answered: the exponent of the next one.
     backoffs: u32,
     health: Health,
-    /// Times taken out so far: a request sent before the last time cannot bring it back.
-    outages: u64,
     calls: u64,
     failures: u64,
+    /// Times taken out so far: a request sent before the last time cannot bring it back.
     times_out: u64,
     out_total: Duration,
 }
@@ -111,7 +110,6 @@ impl Rotation {
                 failures_in_a_row: 0,
                 backoffs: 0,
                 health: Health::Up,
-                outages: 0,
                 calls: 0,
                 failures: 0,
                 times_out: 0,
@@ -124,13 +122,12 @@ impl Rotation {
     /// Where the next request goes. `avoid` lists endpoints the request already failed at: they
     /// are chosen only when nothing else can take it.
     pub fn pick(&mut self, now: Duration, avoid: &[usize]) -> Pick {
-        match self.pick_among(now, avoid) {
-            Some(pick) => pick,
-            None => match self.pick_among(now, &[]) {
-                Some(pick) => pick,
-                None => self.pick_when_all_out(now),
-            },
+        if let Some(pick) = self.pick_among(now, avoid) {
+            return pick;
         }
+        // Only endpoints this request already failed at are left: try them again.
+        let again = if avoid.is_empty() { None } else { self.pick_among(now, &[]) };
+        again.unwrap_or_else(|| self.pick_when_all_out(now))
     }
 
     /// Among the endpoints in rotation (or due a probe), not avoided; `None` when there is none.
@@ -145,14 +142,13 @@ impl Rotation {
             self.slots[i].health = Health::Probing { since };
             return Some(Pick::Go(self.take(i, true)));
         }
-        let up: Vec<usize> =
-            (0..self.slots.len()).filter(allowed).filter(|&i| self.slots[i].health == Health::Up).collect();
-        if up.is_empty() {
+        let up = |i: &usize| self.slots[*i].health == Health::Up;
+        if !(0..self.slots.len()).filter(allowed).any(|i| up(&i)) {
             return None;
         }
-        let free = up
-            .iter()
-            .copied()
+        let free = (0..self.slots.len())
+            .filter(allowed)
+            .filter(up)
             .filter(|&i| self.slots[i].in_flight < self.slots[i].aimd.limit())
             .min_by_key(|&i| (self.slots[i].in_flight, self.slots[i].calls, i));
         Some(match free {
@@ -190,7 +186,7 @@ impl Rotation {
         let slot = &mut self.slots[i];
         slot.in_flight += 1;
         slot.calls += 1;
-        Ticket { endpoint: i, generation: slot.aimd.generation(), outages: slot.outages, probe }
+        Ticket { endpoint: i, generation: slot.aimd.generation(), outages: slot.times_out, probe }
     }
 
     /// Whether an endpoint not in `tried` is in rotation or due a probe: a failed request can
@@ -208,8 +204,8 @@ impl Rotation {
 
     /// Records how a request ended.
     pub fn finish(&mut self, ticket: Ticket, outcome: Outcome, now: Duration) {
-        let failover = self.failover.clone();
-        let slot = &mut self.slots[ticket.endpoint];
+        let Rotation { slots, failover } = self;
+        let slot = &mut slots[ticket.endpoint];
         slot.in_flight = slot.in_flight.saturating_sub(1);
         match outcome {
             Outcome::Success => slot.aimd.succeeded(ticket.generation, now),
@@ -222,20 +218,19 @@ impl Rotation {
             match slot.health {
                 Health::Up if slot.failures_in_a_row >= failover.failures_to_remove.max(1) => {
                     slot.times_out += 1;
-                    slot.outages += 1;
                     slot.backoffs = 1;
-                    slot.health = Health::Out { since: now, until: now + backoff(&failover, 1) };
+                    slot.health = Health::Out { since: now, until: now + backoff(failover, 1) };
                 }
                 Health::Probing { since } if ticket.probe => {
                     slot.backoffs += 1;
-                    slot.health = Health::Out { since, until: now + backoff(&failover, slot.backoffs) };
+                    slot.health = Health::Out { since, until: now + backoff(failover, slot.backoffs) };
                 }
                 // A request sent before it was taken out, or while every endpoint was out.
                 _ => {}
             }
         } else if slot.health == Health::Up {
             slot.failures_in_a_row = 0;
-        } else if ticket.outages == slot.outages {
+        } else if ticket.outages == slot.times_out {
             // An answer to a request sent while it was out shows it is back. (One sent before it
             // was taken out and answered late shows nothing new.)
             let (Health::Out { since, .. } | Health::Probing { since }) = slot.health else { unreachable!() };

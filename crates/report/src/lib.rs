@@ -90,6 +90,6 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     let markdown = markdown::render_with_pairs(&report, pairs.as_ref());
     let path = run_dir.join("report.md");
     std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;
-    html::write_html(run_dir, &report, pairs.as_ref())?;
+    html::write_html(run_dir, &report, manifest.as_ref(), pairs.as_ref())?;
     Ok(report)
 }

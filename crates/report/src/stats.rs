@@ -178,7 +178,7 @@ fn multinomial(rng: &mut Rng, n: u64, weights: impl Iterator<Item = u64> + Clone
 /// Inversion: from 0 when the mean is small, otherwise a search outward from the mode that
 /// subtracts probabilities alternately below and above it (expected steps about one standard
 /// deviation), with each probability from its neighbour's by the ratio of binomial terms.
-pub fn binomial(rng: &mut Rng, n: u64, p: f64) -> u64 {
+fn binomial(rng: &mut Rng, n: u64, p: f64) -> u64 {
     if n == 0 || p <= 0.0 {
         return 0;
     }

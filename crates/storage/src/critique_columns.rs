@@ -97,6 +97,22 @@ impl From<Critique> for CritiqueColumns {
     }
 }
 
+/// A recorded critique read back as the critic gave it (suggestions parsed from their JSON).
+impl From<&CritiqueColumns> for Critique {
+    fn from(c: &CritiqueColumns) -> Critique {
+        Critique {
+            score: c.score,
+            dimensions: c.dims.clone(),
+            issues: c.issues.clone(),
+            fatal_issues: c.fatal_issues.clone(),
+            issue_types: c.issue_types.clone(),
+            suggestions: c.suggestions.as_deref().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default(),
+            critic_passed: c.critic_passed,
+            rationale: c.rationale.clone(),
+        }
+    }
+}
+
 /// Builds the critique columns of a batch a row at a time.
 pub(crate) struct CritiqueBuilders {
     score: Float64Builder,

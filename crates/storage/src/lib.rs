@@ -31,6 +31,19 @@ pub mod task_ids;
 pub use buffered::{TableRow, TableWriter};
 pub use parquet_sink::SCHEMA_VERSION;
 
+/// A 128-bit hash of `value`, to key what is seen many times without holding its text: two
+/// SipHash passes under different prefixes (a collision among a million keys has odds near 1e-26).
+pub fn hash128<T: std::hash::Hash + ?Sized>(value: &T) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |prefix: u8| {
+        let mut hasher = std::hash::DefaultHasher::new();
+        prefix.hash(&mut hasher);
+        value.hash(&mut hasher);
+        hasher.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
 /// Hex-encoded SHA-256 of a file's bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};

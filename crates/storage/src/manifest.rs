@@ -219,11 +219,6 @@ impl Manifest {
         file.sync_all()?;
         std::fs::rename(&aside, &path)
     }
-
-    /// The position of each config, critic or arm in the experiment, for ordering tables.
-    pub fn config_ids(&self) -> Vec<&str> {
-        self.experiment.policies.iter().map(|p| p.config_id.as_str()).collect()
-    }
 }
 
 /// Why the run in `run_dir` cannot be read yet, when it is a sharded run not merged: its

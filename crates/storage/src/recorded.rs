@@ -73,10 +73,10 @@ pub fn for_each_recorded_loop(
         read_batch(batch, &mut |key, kind, config_id, round, recorded, adjudicate| {
             if current.as_ref().is_none_or(|c| c.key != *key) {
                 if let Some(done) = current.take() {
-                    finished.insert(key_hash(&done.key));
+                    finished.insert(crate::hash128(&done.key));
                     each(done.finish()?)?;
                 }
-                if finished.contains(&key_hash(key)) {
+                if finished.contains(&crate::hash128(key)) {
                     return Err(format!(
                         "the rows of loop {} × {} × {} × epoch {} are not contiguous; expected each loop's rows \
                          together, as critbench writes them",
@@ -90,7 +90,10 @@ pub fn for_each_recorded_loop(
                 loop_rows.adjudicated = true;
                 return Ok(());
             }
-            loop_rows.configs.entry(config_id.to_string()).or_default().insert(round, recorded);
+            match loop_rows.configs.get_mut(config_id) {
+                Some(rounds) => rounds.insert(round, recorded),
+                None => loop_rows.configs.entry(config_id.to_string()).or_default().insert(round, recorded),
+            };
             Ok(())
         })
     })?;
@@ -99,17 +102,6 @@ pub fn for_each_recorded_loop(
             .map_err(|message| StorageError::Parquet { path: path.into(), message })?;
     }
     Ok(())
-}
-
-fn key_hash(key: &LoopKey) -> u128 {
-    use std::hash::{Hash, Hasher};
-    let half = |prefix: u8| {
-        let mut hasher = std::hash::DefaultHasher::new();
-        prefix.hash(&mut hasher);
-        key.hash(&mut hasher);
-        hasher.finish()
-    };
-    (u128::from(half(0)) << 64) | u128::from(half(1))
 }
 
 /// The loop being read: config → round → recorded round.
@@ -157,12 +149,8 @@ type RowSink<'a> = dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound,
 /// Decodes one batch and hands each row to `row` with its loop key, kind, config and round.
 fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> {
     let c = Columns(batch);
-    let (critic, arm, task_id, config_id) = (
-        c.required_text("critic")?,
-        c.required_text("arm")?,
-        c.required_text("task_id")?,
-        c.required_text("config_id")?,
-    );
+    let (critic, arm, task_id, config_id) =
+        (c.text_array("critic")?, c.text_array("arm")?, c.text_array("task_id")?, c.text_array("config_id")?);
     let (kind, critic_error, draft) = (c.text("kind")?, c.text("critic_error")?, c.text("draft")?);
     let (epoch, round, attempts) = (c.int32("epoch")?, c.int32("round")?, c.int32("critic_attempts")?);
     let (gen_ms, critic_ms) = (c.required_float("gen_ms")?, c.required_float("critic_ms")?);
@@ -173,8 +161,9 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
     let mut key: LoopKey = Default::default();
     for i in 0..batch.num_rows() {
         // Reuse the key's strings: most rows belong to the loop of the row before.
-        if (key.0.as_str(), key.1.as_str(), key.2.as_str(), key.3) != (&critic[i], &arm[i], &task_id[i], epoch[i]) {
-            key = (critic[i].clone(), arm[i].clone(), task_id[i].clone(), epoch[i]);
+        let (critic, arm, task_id) = (critic.value(i), arm.value(i), task_id.value(i));
+        if (key.0.as_str(), key.1.as_str(), key.2.as_str(), key.3) != (critic, arm, task_id, epoch[i]) {
+            key = (critic.to_string(), arm.to_string(), task_id.to_string(), epoch[i]);
         }
         let recorded = RecordedRound {
             critique: std::mem::take(&mut critiques[i]),
@@ -190,7 +179,7 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
             critic_tokens_out: critic_tokens_out[i],
         };
         let adjudicate = decision.value(i) == DECISION_ADJUDICATE;
-        row(&key, kind[i].clone(), &config_id[i], round[i], recorded, adjudicate)?;
+        row(&key, kind[i].clone(), config_id.value(i), round[i], recorded, adjudicate)?;
     }
     Ok(())
 }

@@ -53,7 +53,13 @@ const STYLE: &str = include_str!("style.css");
 
 /// Reads what the charts need beyond the report (round scores, pass thresholds) and writes
 /// `report.html` into the run directory.
-pub(crate) fn write_html(run_dir: &Path, report: &Report, pairs: Option<&ListedPairs>) -> Result<(), ReportError> {
+/// `manifest` is the run's, as already read.
+pub(crate) fn write_html(
+    run_dir: &Path,
+    report: &Report,
+    manifest: Option<&Manifest>,
+    pairs: Option<&ListedPairs>,
+) -> Result<(), ReportError> {
     // Reports can be rebuilt from outcomes alone (SPEC §2); without trajectories the page says
     // the trajectory is unavailable instead of failing. A file that is there but unreadable is
     // an error, like a corrupt outcomes file.
@@ -63,9 +69,8 @@ pub(crate) fn write_html(run_dir: &Path, report: &Report, pairs: Option<&ListedP
     } else {
         Some(read_round_scores_in(&trajectories).map_err(|e| ReportError::Corrupt(e.to_string()))?)
     };
-    let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    let policies = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
-    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest.as_ref()), policies, pairs);
+    let policies = manifest.map_or(&[][..], |m| &m.experiment.policies[..]);
+    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest), policies, pairs);
     let path = run_dir.join("report.html");
     std::fs::write(&path, html).map_err(|source| ReportError::Write { path, source })
 }

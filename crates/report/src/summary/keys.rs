@@ -1,18 +1,11 @@
 //! Keys of the hot path: task ids as 128-bit hashes, and maps keyed by them without rehashing.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 
-/// A task id as a 128-bit hash, so an open task is keyed without allocating per row. Two SipHash
-/// passes under different prefixes: a collision among a million tasks has odds near 1e-26.
+/// A task id as a 128-bit hash, so an open task is keyed without allocating per row.
 pub(crate) fn task_hash(task_id: &str) -> u128 {
-    let half = |prefix: u8| {
-        let mut hasher = std::hash::DefaultHasher::new();
-        prefix.hash(&mut hasher);
-        task_id.hash(&mut hasher);
-        hasher.finish()
-    };
-    (u128::from(half(0)) << 64) | u128::from(half(1))
+    critbench_storage::hash128(task_id)
 }
 
 /// Hashes keys that are already hashes (task ids hashed by [`task_hash`], small indices) with a
