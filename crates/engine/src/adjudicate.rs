@@ -12,15 +12,13 @@
 use std::time::Instant;
 
 use critbench_core::{Critique, FinalDraft, Policy, RoundScore, Task, best_round, stop_point};
-use critbench_plugin_host::critique_with_retry;
-use critbench_plugin_host::request::{TaskJson, critique_request};
-use critbench_plugin_host::services::CallScope;
+use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::{DECISION_ADJUDICATE, RecordedRound};
 use critbench_storage::tables::TrajectoryRow;
 
 use crate::backend::DraftKey;
 use crate::plan::{Plan, Unit};
-use crate::round::recorded_round;
+use crate::round::{critique_draft, ms, recorded_round};
 
 /// The adjudicated final draft of a loop: which round's draft it rewrote, and the critique of
 /// the rewrite (its draft, times and the adjudicator's tokens in the author's columns).
@@ -56,8 +54,6 @@ pub fn adjudicate_loop(
     texts: &[String],
 ) -> Result<Vec<Adjudication>, String> {
     let experiment = plan.experiment;
-    let critic = &plan.critics[unit.critic];
-    let weights = experiment.critics[unit.critic].weights.as_ref();
     let mut finals: Vec<usize> =
         policies.iter().filter_map(|policy| final_round(scores, policy)).map(|(chosen, _)| chosen).collect();
     finals.sort_unstable();
@@ -71,13 +67,9 @@ pub fn adjudicate_loop(
             .author
             .adjudicate(task, &texts[chosen], Some(&concerns), &key)
             .ok_or_else(|| "the author has no adjudicator".to_string())??;
-        let gen_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let critiqued = Instant::now();
+        let gen_ms = ms(started);
         // Asked with the adjudicated draft's round, so that the critique depends on the draft alone.
-        let request = critique_request(task_json, &draft.text, chosen as u32);
-        let mut scope = CallScope::new(&task.id, unit.epoch, chosen as u32);
-        let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts, &mut scope);
-        let critic_ms = critiqued.elapsed().as_secs_f64() * 1000.0;
+        let (call, scope, critic_ms) = critique_draft(plan, unit, &task.id, task_json, &draft.text, chosen as u32);
         let score = call.critique.round_score(call.failed());
         let round = recorded_round(call, draft, experiment.store_drafts, (gen_ms, critic_ms), &scope);
         adjudications.push(Adjudication { final_round: chosen, round, score });

@@ -8,16 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use critbench_core::{Decision, Policy, RoundScore, Task, decide};
-use critbench_plugin_host::critique_with_retry;
-use critbench_plugin_host::request::{TaskJson, critique_request};
-use critbench_plugin_host::services::CallScope;
+use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 
 use crate::backend::{Draft, DraftKey};
 use crate::emit::effective_policy;
 use crate::memory::Hint;
 use crate::plan::{Plan, Scope, Unit};
-use crate::round::recorded_round;
+use crate::round::{critique_draft, ms, recorded_round};
 use crate::source::Chunk;
 
 /// A recorded loop: every round until each of the unit's policies has stopped.
@@ -81,10 +79,6 @@ pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     format!("internal error (please report): {detail}")
 }
 
-fn ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1000.0
-}
-
 /// Records one loop: generate, then critique → revise until every policy the unit serves has
 /// stopped. The author never sees the policy, so the recording is the same for all of them.
 /// Only an evaluated loop is adjudicated: strategy memory's learning pass needs the loop alone.
@@ -96,8 +90,6 @@ pub fn record_loop(
     scope: Scope,
 ) -> Result<LoopResult, String> {
     let experiment = plan.experiment;
-    let critic = &plan.critics[unit.critic];
-    let weights = experiment.critics[unit.critic].weights.as_ref();
     let policies: Vec<Policy> = unit
         .policies(experiment.policies.len())
         .map(|index| effective_policy(&experiment.policies[index], unit.arm))
@@ -120,12 +112,7 @@ pub fn record_loop(
     let mut texts: Vec<String> = Vec::new();
     loop {
         let round = rounds.len() as u32;
-        let critiqued = Instant::now();
-        let request = critique_request(task_json, &draft.text, round);
-        // Host services (the judge model's cache) key their answers by this critique's identity.
-        let mut scope = CallScope::new(&task.id, unit.epoch, round);
-        let call = critique_with_retry(critic, &request, weights, experiment.critic_attempts, &mut scope);
-        let critic_ms = ms(critiqued);
+        let (call, scope, critic_ms) = critique_draft(plan, unit, &task.id, task_json, &draft.text, round);
         scores.push(call.critique.round_score(call.failed()));
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
             if *running && decide(&scores, policy) != Decision::Revise {
