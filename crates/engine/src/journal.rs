@@ -102,16 +102,7 @@ impl Fingerprint {
             ));
         }
         if self.experiment != now.experiment {
-            let fields: Vec<String> = match (self.experiment.as_object(), now.experiment.as_object()) {
-                (Some(before), Some(after)) => {
-                    let mut keys: Vec<&String> = before.keys().chain(after.keys()).collect();
-                    keys.sort();
-                    keys.dedup();
-                    keys.into_iter().filter(|k| before.get(*k) != after.get(*k)).map(|k| format!("`{k}`")).collect()
-                }
-                _ => Vec::new(),
-            };
-            changed.push(format!("the experiment changed ({})", fields.join(", ")));
+            changed.push(format!("the experiment changed ({})", changed_keys(&self.experiment, &now.experiment)));
         }
         for (before, after) in self.plugins.iter().zip(&now.plugins) {
             if before != after {
@@ -149,8 +140,22 @@ impl Fingerprint {
     }
 }
 
-fn short(sha: &str) -> &str {
+/// The first 12 characters of a hash, for messages.
+pub(crate) fn short(sha: &str) -> &str {
     &sha[..sha.len().min(12)]
+}
+
+/// The top-level keys two JSON objects do not agree on, sorted, each in backticks.
+pub(crate) fn changed_keys(before: &serde_json::Value, after: &serde_json::Value) -> String {
+    let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else { return String::new() };
+    let mut keys: Vec<&String> = before.keys().chain(after.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn absolute(path: &Path) -> PathBuf {

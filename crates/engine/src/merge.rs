@@ -13,6 +13,7 @@ use critbench_storage::shards::{SHARDS_DIR, TABLES, shard_dir, shard_indices};
 use serde_json::Value;
 
 use crate::EngineError;
+use crate::journal::{changed_keys, short};
 use crate::run_dir::LOCK_FILE;
 use crate::sink::MAX_LISTED_FAILURES;
 
@@ -145,16 +146,7 @@ fn difference(a: &Manifest, b: &Manifest) -> Option<String> {
     };
     let (before, after) = (shared(a), shared(b));
     if before != after {
-        let fields: Vec<String> = match (before.as_object(), after.as_object()) {
-            (Some(x), Some(y)) => {
-                let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
-                keys.sort();
-                keys.dedup();
-                keys.into_iter().filter(|k| x.get(*k) != y.get(*k)).map(|k| format!("`{k}`")).collect()
-            }
-            _ => Vec::new(),
-        };
-        return Some(format!("the experiment differs ({})", fields.join(", ")));
+        return Some(format!("the experiment differs ({})", changed_keys(&before, &after)));
     }
     if a.plugins.len() != b.plugins.len() {
         return Some("the critics are not the same list".into());
@@ -183,10 +175,6 @@ fn difference(a: &Manifest, b: &Manifest) -> Option<String> {
         }
     }
     None
-}
-
-fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(12)]
 }
 
 /// The run's manifest from its shards': what every shard read and learned is the first's (each
