@@ -150,8 +150,18 @@ impl Host {
 
     /// Calls the service `name` for the critique `scope`, adding the tokens it spent to the scope.
     pub fn dispatch(&self, name: &str, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
+        let reply = self.reply(name, request, scope.as_deref())?;
+        if let Some(scope) = scope {
+            scope.add_tokens(reply.tokens_in, reply.tokens_out);
+        }
+        Ok(reply.answer)
+    }
+
+    /// The service `name`'s reply for the critique `scope` (forwarded to the parent process in a
+    /// worker, where the parent counts the tokens).
+    fn reply(&self, name: &str, request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
         if let Some(forward) = &self.forward {
-            return forward(name, request);
+            return forward(name, request).map(Reply::text);
         }
         let Some(service) = self.services.get(name) else {
             return Err(if self.services.is_empty() {
@@ -160,11 +170,7 @@ impl Host {
                 format!("this host offers no service `{name}`; it offers: {}", self.service_names().join(", "))
             });
         };
-        let reply = service.call(request, scope.as_deref())?;
-        if let Some(scope) = scope {
-            scope.add_tokens(reply.tokens_in, reply.tokens_out);
-        }
-        Ok(reply.answer)
+        service.call(request, scope)
     }
 
     /// Runs `f` (a call into an in-process plugin) with `scope` as the critique in progress on
@@ -197,18 +203,17 @@ impl Host {
 
     /// A plugin's callback: dispatches with the scope of the critique in progress on this thread.
     /// The scope is copied out for the call (a model call can be slow, and other threads' plugins
-    /// call meanwhile) and the tokens added back.
+    /// call meanwhile) and the tokens added to it after.
     pub(crate) fn dispatch_from_plugin(&self, name: &str, request: &str) -> Result<String, String> {
         let thread = std::thread::current().id();
         let scope = self.current.lock().unwrap_or_else(|p| p.into_inner()).get(&thread).cloned();
-        let Some(mut scope) = scope else { return self.dispatch(name, request, None) };
-        let (before_in, before_out) = (scope.tokens_in, scope.tokens_out);
-        let result = self.dispatch(name, request, Some(&mut scope));
-        let spent = |after: Option<u64>, before: Option<u64>| after.map(|a| a - before.unwrap_or(0));
-        if let Some(current) = self.current.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&thread) {
-            current.add_tokens(spent(scope.tokens_in, before_in), spent(scope.tokens_out, before_out));
+        let reply = self.reply(name, request, scope.as_ref())?;
+        if scope.is_some()
+            && let Some(current) = self.current.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&thread)
+        {
+            current.add_tokens(reply.tokens_in, reply.tokens_out);
         }
-        result
+        Ok(reply.answer)
     }
 }
 
