@@ -132,8 +132,6 @@ struct Endpoint {
     display: String,
     /// The `Authorization` header (marked sensitive), when a key is configured.
     headers: HeaderMap,
-    api_key_env: Option<String>,
-    api_key_set: bool,
     http: reqwest::Client,
 }
 
@@ -497,12 +495,13 @@ impl Client {
             let stats = rotation.stats(&urls, self.now());
             stats
                 .into_iter()
-                .zip(&self.endpoints)
+                .zip(&self.settings.endpoints)
                 .enumerate()
-                .map(|(i, (stats, endpoint))| {
+                .map(|(i, (stats, settings))| {
+                    // A configured key is always set: a missing one stops the client at start.
                     let mut value = serde_json::to_value(stats).expect("stats serialize");
-                    value["api_key_env"] = json!(endpoint.api_key_env);
-                    value["api_key_set"] = json!(endpoint.api_key_set);
+                    value["api_key_env"] = json!(settings.api_key_env);
+                    value["api_key_set"] = json!(settings.api_key_env.is_some());
                     value["concurrency"] = rotation.aimd(i).report();
                     value
                 })
@@ -547,8 +546,8 @@ impl Client {
         json!({
             "endpoint": self.endpoints.iter().map(|e| e.display.as_str()).collect::<Vec<_>>().join(", "),
             "endpoints": endpoints,
-            "api_key_env": self.endpoints[0].api_key_env,
-            "api_key_set": self.endpoints[0].api_key_set,
+            "api_key_env": self.settings.endpoints[0].api_key_env,
+            "api_key_set": self.settings.endpoints[0].api_key_env.is_some(),
             "models": self.settings.roles.iter().map(|(r, s)| (r.as_str(), s.model.clone())).collect::<BTreeMap<_, _>>(),
             "cache": {
                 "mode": match self.settings.cache { CacheMode::Disk { .. } => "disk", CacheMode::Memory => "memory" },
@@ -615,14 +614,7 @@ fn open_endpoint(settings: &EndpointSettings, timeout: Duration) -> Result<(Endp
         builder = builder.no_proxy();
     }
     let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
-    let endpoint = Endpoint {
-        url: settings.chat_url(),
-        display: settings.display_url(),
-        headers,
-        api_key_env: settings.api_key_env.clone(),
-        api_key_set: secret.is_some(),
-        http,
-    };
+    let endpoint = Endpoint { url: settings.chat_url(), display: settings.display_url(), headers, http };
     Ok((endpoint, secret))
 }
 
