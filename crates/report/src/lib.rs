@@ -93,3 +93,15 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     html::write_html(run_dir, &report, manifest.as_ref(), pairs.as_ref())?;
     Ok(report)
 }
+
+/// The values in the order they first appear, each once (tables and charts list configs, critics
+/// and arms so; the lists are short, so a scan beats hashing).
+pub(crate) fn unique<T: PartialEq>(values: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut seen: Vec<T> = Vec::new();
+    for value in values {
+        if !seen.contains(&value) {
+            seen.push(value);
+        }
+    }
+    seen
+}

@@ -264,18 +264,6 @@ fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<Round>) -> R
     Ok(())
 }
 
-/// The distinct values of one key among `rounds`, in file order.
-fn distinct<T: PartialEq + Clone>(rounds: &[Round], key: impl Fn(&Round) -> T) -> Vec<T> {
-    let mut values: Vec<T> = Vec::new();
-    for round in rounds {
-        let value = key(round);
-        if !values.contains(&value) {
-            values.push(value);
-        }
-    }
-    values
-}
-
 /// Every round of `task` in the run's trajectories, whether in one file or in shards.
 fn task_rounds(run_dir: &Path, task: &str) -> Result<Vec<Round>, ReportError> {
     let mut rounds = Vec::new();
@@ -298,7 +286,7 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
         )));
     }
     let keys = |r: &Round| (r.config.clone(), r.critic.clone(), r.arm.clone(), r.epoch);
-    let loops = distinct(&rounds, keys);
+    let loops = crate::unique(rounds.iter().map(keys));
     let matches = |key: &(String, String, String, u32)| {
         query.config.as_ref().is_none_or(|c| *c == key.0)
             && query.critic.as_ref().is_none_or(|c| *c == key.1)
@@ -310,10 +298,10 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
         let mut message = format!("task `{}` has no loop with", query.task);
         let mut sep = " ";
         for (flag, given, values) in [
-            ("--config", query.config.clone(), distinct(&rounds, |r| r.config.clone())),
-            ("--critic", query.critic.clone(), distinct(&rounds, |r| r.critic.clone())),
-            ("--arm", query.arm.clone(), distinct(&rounds, |r| r.arm.clone())),
-            ("--epoch", query.epoch.map(|e| e.to_string()), distinct(&rounds, |r| r.epoch.to_string())),
+            ("--config", query.config.clone(), crate::unique(rounds.iter().map(|r| r.config.clone()))),
+            ("--critic", query.critic.clone(), crate::unique(rounds.iter().map(|r| r.critic.clone()))),
+            ("--arm", query.arm.clone(), crate::unique(rounds.iter().map(|r| r.arm.clone()))),
+            ("--epoch", query.epoch.map(|e| e.to_string()), crate::unique(rounds.iter().map(|r| r.epoch.to_string()))),
         ] {
             if let Some(given) = given {
                 let _ = write!(message, "{sep}{flag} {given}");
@@ -348,10 +336,10 @@ fn render_loop(
             matching.len()
         );
         for (flag, values) in [
-            ("--config", distinct_keys(matching, |k| k.0.clone())),
-            ("--critic", distinct_keys(matching, |k| k.1.clone())),
-            ("--arm", distinct_keys(matching, |k| k.2.clone())),
-            ("--epoch", distinct_keys(matching, |k| k.3.to_string())),
+            ("--config", crate::unique(matching.iter().map(|k| k.0.clone()))),
+            ("--critic", crate::unique(matching.iter().map(|k| k.1.clone()))),
+            ("--arm", crate::unique(matching.iter().map(|k| k.2.clone()))),
+            ("--epoch", crate::unique(matching.iter().map(|k| k.3.to_string()))),
         ] {
             if values.len() > 1 {
                 let _ = writeln!(out, "  {flag} {}", values.join(", "));
@@ -431,20 +419,6 @@ fn render_loop(
         );
     }
     out
-}
-
-fn distinct_keys(
-    keys: &[&(String, String, String, u32)],
-    key: impl Fn(&(String, String, String, u32)) -> String,
-) -> Vec<String> {
-    let mut values: Vec<String> = Vec::new();
-    for k in keys {
-        let value = key(k);
-        if !values.contains(&value) {
-            values.push(value);
-        }
-    }
-    values
 }
 
 fn number(value: f64) -> String {

@@ -224,7 +224,7 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
     // When every row compares the same two arms, the header names them once.
     let mut compared: Vec<(&str, &str)> = Vec::new();
     for kind in &report.by_kind {
-        for (config, critic) in unique_groups(&kind.summary) {
+        for (config, critic) in crate::unique(kind.summary.iter().map(|r| (r.config_id.as_str(), r.critic.as_str()))) {
             if let Some(c) = headline_comparison(&kind.comparisons, config, critic)
                 && !compared.contains(&(c.arm_a.as_str(), c.arm_b.as_str()))
             {
@@ -248,7 +248,7 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
             Some(kind) => format!("<code>{}</code>", escape(kind)),
             None => "<span class=\"note\">none</span>".to_string(),
         };
-        let groups = unique_groups(&kind.summary);
+        let groups = crate::unique(kind.summary.iter().map(|r| (r.config_id.as_str(), r.critic.as_str())));
         for (config, critic) in groups {
             let rows: Vec<&SummaryRow> =
                 kind.summary.iter().filter(|r| r.config_id == config && r.critic == critic).collect();
@@ -305,17 +305,6 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
         }
     }
     out.push_str("</tbody></table></div>\n");
-}
-
-/// (config, critic) pairs of `rows` in first-seen order.
-fn unique_groups(rows: &[SummaryRow]) -> Vec<(&str, &str)> {
-    let mut groups: Vec<(&str, &str)> = Vec::new();
-    for row in rows {
-        if !groups.contains(&(row.config_id.as_str(), row.critic.as_str())) {
-            groups.push((&row.config_id, &row.critic));
-        }
-    }
-    groups
 }
 
 /// The discordant pairs of the compared arms: their counts, then the first pairs, each with the

@@ -10,6 +10,7 @@ pub(crate) use pass_vs_rounds::{front_rows, pass_vs_rounds_chart};
 pub(crate) use trajectory::trajectory_chart;
 
 use super::svg::TEXT;
+pub(crate) use crate::unique;
 use crate::{Report, SummaryRow};
 
 /// Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
@@ -35,17 +36,6 @@ pub(crate) fn arms(report: &Report) -> Vec<(String, &'static str)> {
 
 pub(crate) fn color_of(arms: &[(String, &'static str)], arm: &str) -> &'static str {
     arms.iter().find(|(a, _)| a == arm).map(|(_, c)| *c).unwrap_or(TEXT)
-}
-
-/// Unique values in first-seen order.
-pub(crate) fn unique<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut seen: Vec<&str> = Vec::new();
-    for value in values {
-        if !seen.contains(&value) {
-            seen.push(value);
-        }
-    }
-    seen
 }
 
 /// Summary rows grouped by config × critic, in report order (the summary is sorted that way).
