@@ -24,7 +24,6 @@ pub struct ManifestInput<'a> {
     pub status: RunStatus,
     pub written: &'a Written,
     pub sweep: Sweep,
-    pub rows_skipped: usize,
     pub tasks_run: usize,
     /// The learning phase of strategy memory, when the experiment has the memory arm.
     pub memory: Option<&'a serde_json::Value>,
@@ -83,7 +82,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         tasks_run: input.tasks_run,
         tasks_unrouted: input.tasks_unrouted,
         memory: input.memory.cloned(),
-        rows_skipped: input.rows_skipped,
+        rows_skipped: input.datasets.iter().map(|d| d.rows_skipped).sum(),
         loops: written.counts.loops,
         critiques: written.counts.critiques,
         sweep: input.sweep.as_str().to_string(),

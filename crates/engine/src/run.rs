@@ -168,7 +168,6 @@ fn run_inner(
         );
     }
     let finished = Finished {
-        experiment,
         layout: &layout,
         run_id: &run_id,
         started_at: &started_at,

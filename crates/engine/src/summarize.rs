@@ -6,7 +6,7 @@ use std::time::Duration;
 use critbench_storage::manifest::RunStatus;
 
 use crate::EngineError;
-use crate::experiment::{Experiment, Sweep};
+use crate::experiment::Sweep;
 use crate::manifest::{self, ManifestInput};
 use crate::plan::Plan;
 use crate::sink::Written;
@@ -53,7 +53,6 @@ impl RunSummary {
 
 /// Everything the run learned on its way, for the manifest and the summary.
 pub struct Finished<'r> {
-    pub experiment: &'r Experiment,
     /// Where the run (or the shard) writes.
     pub layout: &'r crate::run_dir::Layout,
     pub run_id: &'r str,
@@ -73,7 +72,7 @@ pub struct Finished<'r> {
 /// Writes `manifest.json` and every summary file, and returns the run's summary. A shard writes
 /// its own manifest only: the summaries are `critbench merge`'s, over every shard.
 pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, EngineError> {
-    let experiment = finished.experiment;
+    let experiment = plan.experiment;
     let (finished_at, _) = critbench_storage::clock::utc_stamps(std::time::SystemTime::now());
     let rows_skipped = finished.source.datasets.iter().map(|d| d.rows_skipped).sum();
     let layout = finished.layout;
@@ -90,7 +89,6 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         status: if finished.interrupted.is_some() { RunStatus::Interrupted } else { RunStatus::Finished },
         written: &finished.written,
         sweep: plan.sweep(),
-        rows_skipped,
         tasks_run: finished.source.tasks_run,
         memory: finished.memory.as_ref(),
         tasks_unrouted: finished.source.unrouted,
