@@ -18,6 +18,7 @@ mod columns;
 pub mod concat;
 pub mod critique_columns;
 pub mod dataset;
+pub mod files;
 pub mod judgments;
 pub mod manifest;
 mod parquet_sink;
