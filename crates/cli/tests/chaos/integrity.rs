@@ -1,0 +1,2 @@
+//! Nothing read back from disk is trusted unchecked: committed parts, the journal, shards,
+//! finished tables.

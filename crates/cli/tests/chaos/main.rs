@@ -1,0 +1,11 @@
+//! The chaos suite: the real binary against hostile inputs and damaged files, one test per way a
+//! command could lose data, misattribute it or trust what it should check. Each module holds one
+//! family; README.md ("Run directories") states the guarantees these tests hold the code to.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod directories;
+mod input;
+mod integrity;
+mod protocol;
