@@ -142,6 +142,9 @@ pub struct JudgeArgs {
     /// Extra directory to look for plugins in (repeatable).
     #[arg(long = "plugin-dir")]
     pub plugin_dirs: Vec<PathBuf>,
+    /// Replace the critic benchmark already in the output directory (its files are removed first).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -226,6 +229,9 @@ pub struct ReplayArgs {
     /// Where to write the new run directory (default: RUN_DIR-replay).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replace the run already in the output directory (never the run being replayed).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

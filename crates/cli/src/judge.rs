@@ -32,12 +32,13 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         ..Overrides::default()
     };
     let experiment = Experiment::load(&path, &overrides)?;
-    let judge_overrides = JudgeOverrides { datasets: args.datasets, out: args.out, repeats: args.repeats };
+    let judge_overrides =
+        JudgeOverrides { datasets: args.datasets, out: args.out, repeats: args.repeats, overwrite: args.overwrite };
     let setup = judge_setup(&experiment, &judge_overrides)?;
     for warning in &setup.warnings {
         eprintln!("warning: {warning}");
     }
-    let run = judge_experiment(&experiment, setup.spec).map_err(|error| match error {
+    let run = judge_experiment(&experiment, setup.spec, setup.overwrite).map_err(|error| match error {
         EngineError::Judge(error) => failure(error),
         other => Failure::from(other),
     })?;

@@ -29,7 +29,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
         name.push("-replay");
         PathBuf::from(name)
     });
-    let summary = replay_run(&args.run_dir, &policies, &out)?;
+    let summary = replay_run(&args.run_dir, &policies, &out, args.overwrite)?;
     println!("{}", critbench_report::glance_table(&summary.report));
     println!(
         "replayed {} loops ({} critiques) with no model or critic calls; wrote {}",

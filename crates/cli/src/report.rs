@@ -2,7 +2,7 @@ use crate::args::ReportArgs;
 use crate::failure::Failure;
 
 pub fn report(args: ReportArgs) -> Result<(), Failure> {
-    let report = critbench_report::write_reports(&args.run_dir)?;
+    let report = critbench_engine::run_dir::rebuild_reports(&args.run_dir)?;
     println!("{}", critbench_report::glance_table(&report));
     println!(
         "wrote summary.csv, summary.json, comparisons.csv, report.md and report.html in {}",

@@ -458,7 +458,10 @@ fn critbench_judge_benchmarks_the_llm_judge() {
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/judge.json")).unwrap()).unwrap();
     assert_eq!(report["critics"][0]["accuracy"], 1.0, "the fixed draft passes, the first draft fails: {report:#}");
-    ok(critbench(&["judge", file.to_str().unwrap()]));
+    let refused = critbench(&["judge", file.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2), "a judge result is replaced only when asked");
+    assert!(stderr(&refused).contains("--overwrite"), "{}", stderr(&refused));
+    ok(critbench(&["judge", file.to_str().unwrap(), "--overwrite"]));
     assert_eq!(server.requests(), 4, "the rerun came from the cache");
 }
 

@@ -105,3 +105,41 @@ fn a_full_disk_stops_the_run_with_the_file_and_the_os_error() {
     };
     assert_eq!(strip(outcomes(&run)), strip(outcomes(&whole)));
 }
+
+#[test]
+#[ignore = "needs root to mount a tmpfs; CI runs it with --include-ignored"]
+fn a_disk_full_before_the_run_starts_leaves_no_lock_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    dataset(&dir.path().join("tasks.jsonl"), 20);
+    let exp = experiment(
+        dir.path(),
+        "full.toml",
+        "name = \"full\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+         [[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n[policy]\npass_score = 8\nmax_revisions = 3\n",
+    );
+    let disk = dir.path().join("disk");
+    let _mount = mount_tmpfs(&disk, "64k");
+    let run = disk.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    // Fill the disk to the last byte.
+    let filler = disk.join("filler");
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&filler).unwrap();
+        while file.write_all(&[0u8; 4096]).is_ok() {}
+        while file.write_all(&[0u8; 1]).is_ok() {}
+    }
+    for extra in [&[][..], &["--overwrite"][..]] {
+        let mut args = vec!["run", exp.to_str().unwrap(), "--quiet", "--out", run.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let output = critbench(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{message}");
+        assert!(message.contains("No space left on device") && message.contains("run.lock"), "{message}");
+        let left: Vec<String> =
+            std::fs::read_dir(&run).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        assert!(left.is_empty(), "a run that could not take its lock leaves nothing: {left:?}");
+    }
+    std::fs::remove_file(&filler).unwrap();
+    ok(critbench(&["run", exp.to_str().unwrap(), "--quiet", "--out", run.to_str().unwrap()]));
+}

@@ -111,6 +111,52 @@ pub enum RunDirError {
     Changed { dir: PathBuf, changed: Vec<String> },
     #[error("{}: not a run's progress ({source}); start again with --overwrite", path.display())]
     NotProgress { path: PathBuf, source: serde_json::Error },
+    #[error("{} is a file, not a directory; choose a directory for --out", path.display())]
+    NotADirectory { path: PathBuf },
+    /// A folder that holds something, none of it a run: a user's folder, left alone.
+    #[error(
+        "{} is not empty and holds no critbench run ({}); critbench writes only into a new or empty directory or one \
+         holding a run it wrote, and never removes files it did not write: choose another --out",
+        dir.display(),
+        found.join(", ")
+    )]
+    NotARun { dir: PathBuf, found: Vec<String> },
+    #[error(
+        "{} is a symbolic link (to {}); critbench never writes through links: remove the link or choose another --out",
+        path.display(),
+        target.display()
+    )]
+    Link { path: PathBuf, target: PathBuf },
+    #[error(
+        "--out {} is the run being replayed ({}), or inside it or around it; a replay writes a new run: choose a \
+         directory outside it",
+        out.display(),
+        replayed.display()
+    )]
+    OwnSource { out: PathBuf, replayed: PathBuf },
+    #[error("{} is inside the run directory {}; choose a directory outside it", dir.display(), run.display())]
+    InsideRun { dir: PathBuf, run: PathBuf },
+    #[error(
+        "{} is one shard's own folder of a sharded run (its manifest.json names the shard); write a shard with \
+         --out RUN --shard I/N, where RUN is the run directory that holds shards/",
+        dir.display()
+    )]
+    ShardFolder { dir: PathBuf },
+    /// A folder of the run holds something the run did not write; nothing was removed.
+    #[error(
+        "{} holds files critbench did not write ({}); --overwrite removes only a run's own files, and nothing was \
+         removed: move them out of it first",
+        dir.display(),
+        entries.join(", ")
+    )]
+    UnknownEntries { dir: PathBuf, entries: Vec<String> },
+    #[error(
+        "{} already holds a critic benchmark ({}); pass --overwrite to replace it (its files are removed first), or \
+         --out DIR to write this one somewhere new",
+        dir.display(),
+        files.join(", ")
+    )]
+    HoldsAJudgeResult { dir: PathBuf, files: Vec<String> },
 }
 
 /// Why a replay cannot run. Every one is the user's to fix (exit status 2).

@@ -6,9 +6,16 @@
 //! seconds by appending a line to the journal. A part is the run's only when the journal names it:
 //! a kill at any moment leaves every committed part readable and the journal naming exactly them.
 //! Chunks are written in source order, so the journal's `next_chunk` says where to resume.
+//!
+//! Nothing read back is trusted unchecked. Each journal line carries the SHA-256 of its own
+//! commit, and each commit the size and SHA-256 of its part files. A resumed run checks every
+//! line and every part: the first that fails its check (a line edited or cut short, a part
+//! truncated, damaged or missing) ends what is kept, and that part and every one after it are
+//! recomputed, so the run still ends equal to an uninterrupted one.
 
 use std::collections::BTreeMap;
 use std::io::Write;
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +27,9 @@ use crate::plan::Plan;
 /// The folder of a run's progress; removed when the run finishes.
 pub const PROGRESS_DIR: &str = "in-progress";
 
+/// The tables a part holds a file of, in the order of [`part_paths`].
+pub const PART_TABLES: [&str; 2] = ["trajectories", "outcomes"];
+
 /// What must not change between a run and its resumption.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fingerprint {
@@ -30,7 +40,7 @@ pub struct Fingerprint {
     pub experiment: serde_json::Value,
     /// Each critic's plugin file and its SHA-256.
     pub plugins: Vec<PluginStamp>,
-    /// Each dataset file's size and modification time, as the run found them.
+    /// Each dataset file's size and content hash, as the run found them.
     pub datasets: Vec<DatasetStamp>,
     /// Tasks per chunk: chunk numbers in the journal count these.
     pub chunk_tasks: usize,
@@ -47,9 +57,10 @@ pub struct PluginStamp {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DatasetStamp {
+    /// Made canonical, so that a file named another way is the same file.
     pub path: PathBuf,
     pub bytes: u64,
-    pub modified_ns: u128,
+    pub sha256: String,
 }
 
 impl Fingerprint {
@@ -65,17 +76,13 @@ impl Fingerprint {
             object.remove("jobs");
             object.remove("path");
             object.remove("out");
+            canonical_paths(object);
         }
         let mut datasets = Vec::new();
         for path in &experiment.datasets {
-            let metadata = std::fs::metadata(path)
+            let (bytes, sha256) = file_stamp(path)
                 .map_err(|source| EngineError::Io { context: format!("cannot read {}", path.display()), source })?;
-            let modified_ns = metadata
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            datasets.push(DatasetStamp { path: absolute(path), bytes: metadata.len(), modified_ns });
+            datasets.push(DatasetStamp { path: canonical(path), bytes, sha256 });
         }
         Ok(Fingerprint {
             run_id: run_id.to_string(),
@@ -115,12 +122,20 @@ impl Fingerprint {
             }
         }
         for (before, after) in self.datasets.iter().zip(&now.datasets) {
-            if before != after {
+            if before.path != after.path {
                 changed.push(format!(
-                    "dataset {} changed ({} bytes then, {} now; or its modification time)",
+                    "the datasets are not the same files ({} then, {} now)",
+                    before.path.display(),
+                    after.path.display()
+                ));
+            } else if before != after {
+                changed.push(format!(
+                    "dataset {} changed ({} bytes, sha256 {} then; {} bytes, sha256 {} now)",
                     after.path.display(),
                     before.bytes,
-                    after.bytes
+                    short(&before.sha256),
+                    after.bytes,
+                    short(&after.sha256)
                 ));
             }
         }
@@ -158,8 +173,44 @@ pub(crate) fn changed_keys(before: &serde_json::Value, after: &serde_json::Value
         .join(", ")
 }
 
-fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+/// `path` absolute with its links resolved; as given, made absolute, when it cannot be.
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// The paths of the resolved experiment made canonical, so that one experiment named from another
+/// directory or by another path resolves to the same record.
+fn canonical_paths(experiment: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::Value;
+    fn each_path(value: &mut Value) {
+        match value {
+            Value::String(text) => *text = canonical(Path::new(text.as_str())).display().to_string(),
+            Value::Array(items) => items.iter_mut().for_each(each_path),
+            _ => {}
+        }
+    }
+    for key in ["datasets", "plugin_dirs"] {
+        experiment.get_mut(key).into_iter().for_each(each_path);
+    }
+    if let Some(judge) = experiment.get_mut("judge").and_then(Value::as_object_mut) {
+        for key in ["datasets", "out"] {
+            judge.get_mut(key).into_iter().for_each(each_path);
+        }
+    }
+    // A plugin given by path (a built-in is named without a `/`).
+    for critic in experiment.get_mut("critics").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(plugin) = critic.get_mut("plugin").filter(|p| p.as_str().is_some_and(|p| p.contains('/'))) {
+            each_path(plugin);
+        }
+    }
+    if let Some(cache) = experiment.get_mut("openai").and_then(|openai| openai.pointer_mut("/cache/path")) {
+        each_path(cache);
+    }
+}
+
+/// A file's size and SHA-256.
+pub(crate) fn file_stamp(path: &Path) -> std::io::Result<(u64, String)> {
+    critbench_storage::files::stamp(path)
 }
 
 /// One committed part: the counts of everything written up to and including it.
@@ -172,6 +223,75 @@ pub struct Commit {
     pub counts: Counts,
     /// Failed loops described, those of this part only.
     pub failed: Vec<String>,
+    /// The part's files as they were committed, in the order of [`part_paths`].
+    pub files: Vec<PartFile>,
+}
+
+/// A committed part file: its name in the progress folder, its size and its SHA-256.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PartFile {
+    pub name: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+impl PartFile {
+    /// The file at `path` as it is on disk now.
+    pub fn of(path: &Path) -> std::io::Result<PartFile> {
+        let (bytes, sha256) = file_stamp(path)?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Ok(PartFile { name, bytes, sha256 })
+    }
+
+    /// Why the file in `dir` is not the one committed, if it is not.
+    fn mismatch(&self, dir: &Path) -> Option<String> {
+        match PartFile::of(&dir.join(&self.name)) {
+            Err(error) => Some(format!("{} cannot be read ({error})", self.name)),
+            Ok(now) if now.bytes != self.bytes => {
+                Some(format!("{} is {} bytes, but {} were committed", self.name, now.bytes, self.bytes))
+            }
+            Ok(now) if now.sha256 != self.sha256 => Some(format!(
+                "{}'s content changed since it was committed (sha256 {} then, {} now)",
+                self.name,
+                short(&self.sha256),
+                short(&now.sha256)
+            )),
+            Ok(_) => None,
+        }
+    }
+}
+
+/// A journal line: the commit as JSON, and the SHA-256 of exactly those bytes.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow)]
+    commit: &'a serde_json::value::RawValue,
+    sha256: String,
+}
+
+/// The journal line of `commit`.
+fn journal_line(commit: &Commit) -> String {
+    let body = serde_json::to_string(commit).expect("a commit serializes");
+    let sha256 = critbench_storage::sha256_hex(body.as_bytes());
+    format!("{{\"commit\":{body},\"sha256\":\"{sha256}\"}}\n")
+}
+
+/// The commit a journal line holds, checked against its own hash and its place in the journal
+/// (`part` numbers count up from 0; `next_chunk` never goes back).
+fn read_line(line: &str, expected_part: u32, previous: Option<&Commit>) -> Result<Commit, String> {
+    let parsed: Line<'_> = serde_json::from_str(line).map_err(|e| format!("it is not a journal line ({e})"))?;
+    if critbench_storage::sha256_hex(parsed.commit.get().as_bytes()) != parsed.sha256 {
+        return Err("it does not match its own checksum (edited, or damaged)".into());
+    }
+    let commit: Commit =
+        serde_json::from_str(parsed.commit.get()).map_err(|e| format!("its commit does not read back ({e})"))?;
+    if commit.part != expected_part {
+        return Err(format!("it commits part {} where part {expected_part} was due", commit.part));
+    }
+    if previous.is_some_and(|p| commit.next_chunk < p.next_chunk) {
+        return Err("its chunk count goes back".into());
+    }
+    Ok(commit)
 }
 
 /// The part files of number `part`: trajectories, then outcomes.
@@ -193,24 +313,26 @@ impl Journal {
             &dir.join("run.json"),
             &(serde_json::to_string_pretty(fingerprint).expect("serializes") + "\n"),
         )?;
-        Journal::open(dir)
+        Journal::open(dir, &[])
     }
 
-    /// Opens the journal empty: a resumed run writes its commits back first.
-    fn open(dir: &Path) -> Result<Journal, EngineError> {
+    /// Opens the journal holding `commits` and nothing else: written aside and renamed into
+    /// place, so that a kill while a resumed run rewrites it leaves the old journal or the new.
+    fn open(dir: &Path, commits: &[Commit]) -> Result<Journal, EngineError> {
         let path = dir.join("journal.jsonl");
+        let text: String = commits.iter().map(journal_line).collect();
+        critbench_storage::files::write_atomically(&path, text.as_bytes()).map_err(|source| io(&path, source))?;
+        use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .map_err(|source| io(&path, source))?;
         Ok(Journal { file, path })
     }
 
     pub fn append(&mut self, commit: &Commit) -> Result<(), EngineError> {
-        let line = serde_json::to_string(commit).expect("a commit serializes") + "\n";
-        self.file.write_all(line.as_bytes()).map_err(|source| io(&self.path, source))?;
+        self.file.write_all(journal_line(commit).as_bytes()).map_err(|source| io(&self.path, source))?;
         self.file.sync_data().map_err(|source| io(&self.path, source))
     }
 }
@@ -218,7 +340,11 @@ impl Journal {
 /// What an earlier run of this directory left: its fingerprint and its commits.
 pub struct SavedProgress {
     pub fingerprint: Fingerprint,
+    /// The commits that passed every check, in order.
     pub commits: Vec<Commit>,
+    /// Why the journal's later lines, if any, are not kept: the first check that failed. A line
+    /// cut short by a kill is not a failure (it was never committed).
+    pub dropped: Option<String>,
 }
 
 impl SavedProgress {
@@ -234,23 +360,36 @@ impl SavedProgress {
             serde_json::from_str(&text).map_err(|source| RunDirError::NotProgress { path: run.clone(), source })?;
         let journal = dir.join("journal.jsonl");
         let text = std::fs::read_to_string(&journal).unwrap_or_default();
-        let mut commits = Vec::new();
-        for line in text.lines() {
-            // A line cut short by a kill was never committed.
-            match serde_json::from_str::<Commit>(line) {
-                Ok(commit) if commit.part as usize == commits.len() => commits.push(commit),
-                _ => break,
+        let mut commits: Vec<Commit> = Vec::new();
+        let mut dropped = None;
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        for (index, line) in lines.iter().enumerate() {
+            // A last line without its newline was cut short by a kill: never committed.
+            if !line.ends_with('\n') && index + 1 == lines.len() {
+                break;
+            }
+            let checked = read_line(line.trim_end(), commits.len() as u32, commits.last()).and_then(|commit| {
+                match commit.files.iter().find_map(|file| file.mismatch(dir)) {
+                    Some(problem) => Err(problem),
+                    None if commit.files.len() != PART_TABLES.len() => Err("it names no part files".into()),
+                    None => Ok(commit),
+                }
+            });
+            match checked {
+                Ok(commit) => commits.push(commit),
+                Err(problem) => {
+                    dropped = Some(format!("journal line {} (part {}): {problem}", index + 1, commits.len()));
+                    break;
+                }
             }
         }
-        Ok(Some(SavedProgress { fingerprint, commits }))
+        Ok(Some(SavedProgress { fingerprint, commits, dropped }))
     }
 
-    /// Reopens the journal for more commits, dropping a torn last line and stray part files.
+    /// Reopens the journal for more commits, keeping the checked commits only and removing
+    /// every part file they do not name.
     pub fn reopen(&self, dir: &Path) -> Result<Journal, EngineError> {
-        let mut journal = Journal::open(dir)?;
-        for commit in &self.commits {
-            journal.append(commit)?;
-        }
+        let journal = Journal::open(dir, &self.commits)?;
         let committed = self.commits.len() as u32;
         if let Ok(entries) = std::fs::read_dir(dir) {
             for entry in entries.flatten() {
@@ -272,27 +411,16 @@ impl SavedProgress {
 
 /// `path.tmp`: where a file is written before it is renamed into place.
 pub(crate) fn temporary(path: PathBuf) -> PathBuf {
-    let mut name = path.into_os_string();
-    name.push(".tmp");
-    PathBuf::from(name)
+    critbench_storage::files::temporary(&path)
 }
 
 /// Writes `text` to `path` by way of a temporary file and a rename, so that `path` is always
 /// either the old file or the new one.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), EngineError> {
-    let temporary = temporary(path.to_path_buf());
-    let mut file = std::fs::File::create(&temporary).map_err(|source| io(&temporary, source))?;
-    file.write_all(text.as_bytes()).map_err(|source| io(&temporary, source))?;
-    file.sync_all().map_err(|source| io(&temporary, source))?;
-    std::fs::rename(&temporary, path).map_err(|source| io(path, source))
+    critbench_storage::files::write_atomically(path, text.as_bytes()).map_err(|source| io(path, source))
 }
 
-/// Makes renames in `dir` durable.
-pub fn sync_dir(dir: &Path) {
-    if let Ok(dir) = std::fs::File::open(dir) {
-        let _ = dir.sync_all();
-    }
-}
+pub use critbench_storage::files::sync_dir;
 
 fn io(path: &Path, source: std::io::Error) -> EngineError {
     EngineError::Io { context: format!("cannot write {}", path.display()), source }
@@ -305,6 +433,9 @@ pub fn progress_dir(out: &Path) -> PathBuf {
 /// The sink's running totals, as the journal records them at each commit.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
+    /// Tasks whose loops are written.
+    #[serde(default)]
+    pub tasks: u64,
     /// Output loops: one per config a recording serves.
     pub loops: u64,
     /// Output rounds (rows of `trajectories.parquet`).

@@ -21,12 +21,16 @@ pub struct JudgeOverrides {
     pub out: Option<PathBuf>,
     /// Critiques of each draft instead of `[judge] repeats`.
     pub repeats: Option<u32>,
+    /// Replace the critic benchmark already in the output directory.
+    pub overwrite: bool,
 }
 
 /// A judge run resolved from an experiment, and what the user is told before it starts.
 #[derive(Debug)]
 pub struct JudgeSetup {
     pub spec: JudgeSpec,
+    /// Replace the critic benchmark already in the output directory.
+    pub overwrite: bool,
     /// Settings of the experiment that `critbench judge` does not apply.
     pub warnings: Vec<String>,
 }
@@ -82,12 +86,18 @@ pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Resul
         // The run's services are offered when the judge starts (`judge_experiment`).
         host: Default::default(),
     };
-    Ok(JudgeSetup { spec, warnings })
+    Ok(JudgeSetup { spec, overwrite: overrides.overwrite, warnings })
 }
 
 /// Runs `spec` for `experiment`, with the experiment's judge model (its `[openai]` table) offered
 /// to plugins such as `llm-judge` as the `chat` service.
-pub fn judge_experiment(experiment: &Experiment, mut spec: JudgeSpec) -> Result<JudgeRun, EngineError> {
+pub fn judge_experiment(
+    experiment: &Experiment,
+    mut spec: JudgeSpec,
+    overwrite: bool,
+) -> Result<JudgeRun, EngineError> {
+    let layout = crate::run_dir::Layout::new(&spec.out, None);
+    let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Judge { overwrite })?;
     let session = crate::run::start_session(experiment)?;
     spec.host = plugin_host(session.as_ref());
     let outcome = critbench_judge::judge(&spec)?;

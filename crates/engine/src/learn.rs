@@ -57,7 +57,8 @@ impl<'p, 'a> LearnSink<'p, 'a> {
             "namespaces": namespaces.values().collect::<Vec<_>>(),
         });
         let path = out.join("memory.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&memory).expect("memory serializes") + "\n")
+        let text = serde_json::to_string_pretty(&memory).expect("memory serializes") + "\n";
+        critbench_storage::files::write_atomically(&path, text.as_bytes())
             .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
         let hints = namespaces.into_iter().map(|(key, namespace)| (key, namespace.hints)).collect();
         let record = serde_json::json!({

@@ -51,15 +51,16 @@ pub struct ChunkResult {
 pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool) -> ChunkResult {
     let mut tasks = Vec::with_capacity(chunk.tasks.len());
     let mut complete = true;
-    for admitted in chunk.tasks {
-        if stop.load(Ordering::Relaxed) {
-            complete = false;
-            break;
-        }
+    'tasks: for admitted in chunk.tasks {
         let task = &admitted.task;
         let mut results = Vec::new();
         for &critic in &admitted.critics {
             for unit in plan.units(critic, scope) {
+                // Checked before every loop, not only every task: one task may hold thousands.
+                if stop.load(Ordering::Relaxed) {
+                    complete = false;
+                    break 'tasks;
+                }
                 let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit, scope)))
                     .unwrap_or_else(|payload| Err(panic_text(payload)));
                 results.push((unit, result));

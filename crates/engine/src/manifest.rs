@@ -32,6 +32,24 @@ pub struct ManifestInput<'a> {
     /// The model client's report (`[openai]` experiments only): calls, cache, tokens, the
     /// concurrency limit's history. Never the API key.
     pub openai: Option<&'a serde_json::Value>,
+    /// The table files the run wrote, by path relative to the run directory.
+    pub tables: std::collections::BTreeMap<String, critbench_storage::manifest::TableRecord>,
+}
+
+/// The table files `layout` says the run writes, as they are on disk, by path relative to the
+/// run directory: what readers check them against.
+pub fn table_records(
+    layout: &crate::run_dir::Layout,
+) -> Result<std::collections::BTreeMap<String, critbench_storage::manifest::TableRecord>, EngineError> {
+    let mut records = std::collections::BTreeMap::new();
+    for table in critbench_storage::shards::TABLES {
+        let path = layout.table(table);
+        let record = critbench_storage::manifest::TableRecord::of(&path)
+            .map_err(|source| EngineError::Io { context: format!("cannot read {}", path.display()), source })?;
+        let name = path.strip_prefix(&layout.root).unwrap_or(&path).to_string_lossy().into_owned();
+        records.insert(name, record);
+    }
+    Ok(records)
 }
 
 /// The resolved experiment as the manifest records it.
@@ -100,6 +118,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         failed_loop_count: written.counts.failed_count,
         failed_loops: written.failed.clone(),
         openai: input.openai.cloned(),
+        tables: input.tables.clone(),
     };
     manifest.write(input.dir).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", input.dir.join("manifest.json").display()),

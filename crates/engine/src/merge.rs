@@ -98,12 +98,17 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
             }
         }
     }
+    for (index, manifest) in &manifests {
+        check_shard_tables(run_dir, *index, count, manifest)
+            .map_err(|problem| usage(format!("shard {index}: {problem}")))?;
+    }
     let (first_index, first) = &manifests[0];
     for (index, manifest) in &manifests[1..] {
         if let Some(difference) = difference(first, manifest) {
             return Err(usage(format!("shard {index} is not the same run as shard {first_index}: {difference}")));
         }
     }
+    let _lock = crate::run_dir::claim(&crate::run_dir::Layout::new(run_dir, None), crate::run_dir::Claim::Rebuild)?;
     // Strategy memory: every shard learns from the same learning tasks, so the same hints.
     let memory = |index: u32| std::fs::read(shard_dir(run_dir, index).join("memory.json")).ok();
     let first_memory = memory(*first_index);
@@ -114,7 +119,7 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
     }
     if let Some(bytes) = &first_memory {
         let path = run_dir.join("memory.json");
-        std::fs::write(&path, bytes)
+        critbench_storage::files::write_atomically(&path, bytes)
             .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
     }
 
@@ -123,8 +128,44 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
         context: format!("cannot write {}", run_dir.join("manifest.json").display()),
         source,
     })?;
-    let report = critbench_report::write_reports(run_dir)?;
+    let report = critbench_report::write_reports_trusted(run_dir)?;
     Ok(MergeSummary { out_dir: run_dir.to_path_buf(), shards: count, loops: merged.loops, report })
+}
+
+/// Checks shard `index`'s tables before they are merged: they are the files the shard wrote (its
+/// manifest's sizes and hashes), its outcomes hold its own tasks only (the split of task ids), and
+/// no loop twice.
+fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifest) -> Result<(), String> {
+    if manifest.tables.is_empty() {
+        return Err("its manifest records no tables (written by an older critbench); run the shard again".into());
+    }
+    manifest.check_tables(run_dir).map_err(|e| e.to_string())?;
+    let outcomes = critbench_storage::shards::Shard { index, count }.table_path(run_dir, "outcomes");
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = 0u64;
+    critbench_storage::tables::for_each_outcome_stats(&outcomes, |row| {
+        rows += 1;
+        let owner = critbench_storage::shards::shard_of(row.task_id, count);
+        if owner != index {
+            return Err(format!(
+                "it holds task `{}`, which is shard {owner}'s: the table is not this shard's",
+                row.task_id
+            ));
+        }
+        let key = critbench_storage::hash128(&(row.config_id, row.arm, row.critic, row.task_id, row.epoch));
+        if !seen.insert(key) {
+            return Err(format!(
+                "it holds the loop {} × {} × {} × task `{}` × epoch {} twice",
+                row.config_id, row.arm, row.critic, row.task_id, row.epoch
+            ));
+        }
+        Ok(())
+    })
+    .map_err(|e| format!("{}: {e}", outcomes.display()))?;
+    if rows != manifest.loops {
+        return Err(format!("{} has {rows} loops, but its manifest says {}", outcomes.display(), manifest.loops));
+    }
+    Ok(())
 }
 
 /// How shard manifest `b` differs from `a` in what must be the same run, if it does.
@@ -213,6 +254,7 @@ fn merged_manifest(manifests: Vec<Manifest>, count: u32) -> Manifest {
             merged.finished_at.clone_from(&m.finished_at);
         }
         merged.wall_seconds = merged.wall_seconds.max(m.wall_seconds);
+        merged.tables.extend(m.tables.iter().map(|(name, record)| (name.clone(), record.clone())));
         merged.openai = match (merged.openai.take(), &m.openai) {
             (Some(a), Some(b)) => Some(add_counts(a, b)),
             (a, b) => a.or_else(|| b.clone()),

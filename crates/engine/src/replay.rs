@@ -39,14 +39,23 @@ pub fn replay_policies(grid: &PolicyGrid) -> Result<Vec<Policy>, ReplayError> {
     grid.policies().map_err(ReplayError::Repeated)
 }
 
-/// Replays `policies` on the loops recorded in `run_dir` and writes a new run directory `out`.
-pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<ReplaySummary, EngineError> {
+/// Replays `policies` on the loops recorded in `run_dir` and writes a new run directory `out`
+/// (claimed as [`crate::run_dir::claim`] does: never the source, another run unless `overwrite`,
+/// or a user's folder).
+pub fn replay_run(
+    run_dir: &Path,
+    policies: &[Policy],
+    out: &Path,
+    overwrite: bool,
+) -> Result<ReplaySummary, EngineError> {
     let started = Instant::now();
     let (started_iso, started_compact) = clock::utc_stamps(SystemTime::now());
     let not_a_run = |reason: NotARun| ReplayError::NotARun { dir: run_dir.to_path_buf(), reason };
     if let Some(message) = critbench_storage::manifest::unmerged(run_dir) {
         return Err(not_a_run(NotARun::Unmerged(message)).into());
     }
+    // Every recorded round is read: the tables must be the ones the run wrote.
+    critbench_report::check_tables(run_dir)?;
     let trajectories_files = shards::table_files(run_dir, "trajectories");
     let outcomes_files = shards::table_files(run_dir, "outcomes");
     for (table, files) in [("trajectories", &trajectories_files), ("outcomes", &outcomes_files)] {
@@ -114,13 +123,14 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     }
     read.map_err(|e| not_a_run(e.into()))?;
 
-    std::fs::create_dir_all(out).map_err(|source| EngineError::Io {
-        context: format!("cannot create the run directory {}", out.display()),
-        source,
-    })?;
+    let layout = crate::run_dir::Layout::new(out, None);
+    let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Replay { source: run_dir, overwrite })?;
     let run_id = format!("{name}-replay-{started_compact}");
-    let mut trajectories = TrajectoryWriter::create(&out.join("trajectories.parquet"))?;
-    let mut outcomes = OutcomeWriter::create(&out.join("outcomes.parquet"))?;
+    // Written aside and renamed into place once whole.
+    let (asides, paths) =
+        critbench_storage::files::Asides::new(vec![out.join("trajectories.parquet"), out.join("outcomes.parquet")]);
+    let mut trajectories = TrajectoryWriter::create(&paths[0])?;
+    let mut outcomes = OutcomeWriter::create(&paths[1])?;
     let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
     let (mut written_loops, mut critiques) = (0u64, 0u64);
     let mut meta_key = (String::new(), String::new());
@@ -168,6 +178,10 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
     read.map_err(|e| not_a_run(e.into()))?;
     trajectories.close()?;
     outcomes.close()?;
+    asides.commit().map_err(|source| EngineError::Io {
+        context: format!("cannot write the tables in {}", out.display()),
+        source,
+    })?;
 
     let (finished_iso, _) = clock::utc_stamps(SystemTime::now());
     let recording = manifest.as_ref().map(|m| &m.experiment);
@@ -199,12 +213,13 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
         wall_seconds: started.elapsed().as_secs_f64(),
         loops: written_loops,
         critiques,
+        tables: crate::manifest::table_records(&layout)?,
         ..Manifest::default()
     };
     manifest_out.write(out).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", out.join("manifest.json").display()),
         source,
     })?;
-    let report = critbench_report::write_reports(out)?;
+    let report = critbench_report::write_reports_trusted(out)?;
     Ok(ReplaySummary { out_dir: out.to_path_buf(), loops: written_loops, critiques, report })
 }

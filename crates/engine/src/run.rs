@@ -114,7 +114,7 @@ fn run_inner(
     let mut source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
     let total_bytes = source.total_bytes();
     let layout = run_dir::Layout::new(&experiment.out, options.shard);
-    let _lock = run_dir::claim(&layout, options.overwrite, options.resume)?;
+    let _lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
     let interrupt = options.interrupt.as_deref();
 
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
@@ -187,7 +187,7 @@ fn run_inner(
         // leave a journal naming part files that are gone.
         let progress = progress_dir(&layout.own_dir());
         let _ = std::fs::remove_file(progress.join("run.json"));
-        let _ = std::fs::remove_dir_all(progress);
+        run_dir::remove_progress(&progress);
     }
     match interrupted {
         Some(signal) => Err(EngineError::Interrupted { signal, loops: summary.loops, out: summary.out_dir }),

@@ -15,7 +15,8 @@ use crate::EngineError;
 use crate::emit::{LoopLabels, emit_loop};
 use crate::error::RunDirError;
 use crate::journal::{
-    Commit, Counts, Fingerprint, Journal, PROGRESS_DIR, SavedProgress, part_paths, progress_dir, sync_dir, temporary,
+    Commit, Counts, Fingerprint, Journal, PROGRESS_DIR, PartFile, SavedProgress, part_paths, progress_dir, sync_dir,
+    temporary,
 };
 use crate::loops::ChunkResult;
 use crate::plan::Plan;
@@ -68,8 +69,19 @@ pub struct RowSink<'p, 'a> {
 }
 
 /// Rows are committed at least this often, so that a failing disk stops the run within seconds
-/// and an interrupted or killed run loses at most this much.
-const COMMIT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+/// and an interrupted or killed run loses at most this much; `CRITBENCH_COMMIT_INTERVAL_S` sets
+/// another interval (a shorter one loses less to a kill and writes more part files).
+fn commit_interval() -> std::time::Duration {
+    const DEFAULT: std::time::Duration = std::time::Duration::from_secs(2);
+    static INTERVAL: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *INTERVAL.get_or_init(|| {
+        std::env::var("CRITBENCH_COMMIT_INTERVAL_S")
+            .ok()
+            .and_then(|text| text.trim().parse::<f64>().ok())
+            .filter(|seconds| seconds.is_finite() && *seconds >= 0.0 && *seconds <= 3600.0)
+            .map_or(DEFAULT, std::time::Duration::from_secs_f64)
+    })
+}
 
 /// Where a resumed run picks up.
 pub struct ResumePoint {
@@ -85,10 +97,8 @@ impl<'p, 'a> RowSink<'p, 'a> {
     /// Starts the run's progress in `in-progress/` of the run's (or shard's) own folder.
     pub fn create(plan: &'p Plan<'a>, layout: &Layout, fingerprint: &Fingerprint) -> Result<Self, EngineError> {
         let dir = progress_dir(&layout.own_dir());
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .map_err(|source| EngineError::Io { context: format!("cannot remove {}", dir.display()), source })?;
-        }
+        // The directory's claim removed an earlier run's progress; nothing else is ever removed.
+        crate::run_dir::remove_progress(&dir);
         let journal = Journal::create(&dir, fingerprint)?;
         Ok(RowSink::with(plan, &fingerprint.run_id, layout, dir, journal, 0, 0, Written::default()))
     }
@@ -114,6 +124,12 @@ impl<'p, 'a> RowSink<'p, 'a> {
         let changed = progress.fingerprint.differences(&now);
         if !changed.is_empty() {
             return Err(RunDirError::Changed { dir: out.clone(), changed }.into());
+        }
+        if let Some(dropped) = &progress.dropped {
+            eprintln!(
+                "warning: {}: {dropped}; that part and every one after it are run again",
+                dir.join("journal.jsonl").display()
+            );
         }
         let journal = progress.reopen(&dir)?;
         let last = progress.commits.last().cloned().unwrap_or_default();
@@ -172,9 +188,12 @@ impl<'p, 'a> RowSink<'p, 'a> {
         let Some((trajectories, outcomes)) = self.current.take() else { return Ok(()) };
         trajectories.close()?;
         outcomes.close()?;
+        let mut files = Vec::new();
         for path in part_paths(&self.dir, self.parts) {
-            std::fs::rename(temporary(path.clone()), &path)
-                .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
+            let io = |source| EngineError::Io { context: format!("cannot write {}", path.display()), source };
+            std::fs::rename(temporary(path.clone()), &path).map_err(io)?;
+            // What a resumed run checks the part against: the file as it is on disk now.
+            files.push(PartFile::of(&path).map_err(io)?);
         }
         sync_dir(&self.dir);
         self.journal.append(&Commit {
@@ -182,6 +201,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
             next_chunk: self.next_chunk,
             counts: self.written.counts.clone(),
             failed: std::mem::take(&mut self.new_failures),
+            files,
         })?;
         self.parts += 1;
         Ok(())
@@ -232,6 +252,7 @@ impl Consumer for RowSink<'_, '_> {
         self.open_part()?;
         let (trajectories, outcomes) = self.current.as_mut().expect("a part is open");
         let written = &mut self.written;
+        written.counts.tasks += chunk.tasks.len() as u64;
         for task in chunk.tasks {
             for (unit, result) in task.loops {
                 let critic = &experiment.critics[unit.critic].name;
@@ -299,7 +320,7 @@ impl Consumer for RowSink<'_, '_> {
             }
         }
         self.new_failures.extend(failures);
-        if self.last_commit.elapsed() >= COMMIT_INTERVAL {
+        if self.last_commit.elapsed() >= commit_interval() {
             self.commit()?;
         }
         Ok(())

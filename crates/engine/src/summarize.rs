@@ -89,15 +89,20 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         status: if finished.interrupted.is_some() { RunStatus::Interrupted } else { RunStatus::Finished },
         written: &finished.written,
         sweep: plan.sweep(),
-        tasks_run: finished.source.tasks_run,
+        // An interrupted run wrote the loops of a prefix of the tasks the source admitted.
+        tasks_run: match finished.interrupted {
+            Some(_) => finished.written.counts.tasks as usize,
+            None => finished.source.tasks_run,
+        },
         memory: finished.memory.as_ref(),
         tasks_unrouted: finished.source.unrouted,
         jobs: finished.jobs,
         openai: finished.openai.as_ref(),
+        tables: manifest::table_records(layout)?,
     })?;
     let report = match layout.shard {
         Some(_) => None,
-        None => Some(critbench_report::write_reports(&experiment.out)?),
+        None => Some(critbench_report::write_reports_trusted(&experiment.out)?),
     };
     let written = finished.written;
     Ok(RunSummary {

@@ -173,7 +173,7 @@ pub(crate) fn build(rows: &[JudgmentRow], context: Context<'_>) -> JudgeReport {
 }
 
 fn write(path: &Path, text: String) -> Result<(), JudgeError> {
-    std::fs::write(path, text)
+    critbench_storage::files::write_atomically(path, text.as_bytes())
         .map_err(|source| JudgeError::Io { context: format!("cannot write {}", path.display()), source })
 }
 
@@ -185,11 +185,12 @@ pub(crate) fn write_files(out: &Path, report: &JudgeReport) -> Result<(), JudgeE
         context: format!("cannot write {}", path.display()),
         source: std::io::Error::other(e.to_string()),
     };
-    let mut writer = csv::Writer::from_path(&path).map_err(failed)?;
+    let io = |source: std::io::Error| JudgeError::Io { context: format!("cannot write {}", path.display()), source };
+    let mut writer = csv::Writer::from_writer(critbench_storage::files::AtomicFile::create(&path).map_err(io)?);
     for critic in &report.critics {
         writer.serialize(critic).map_err(failed)?;
     }
-    writer.flush().map_err(|source| JudgeError::Io { context: format!("cannot write {}", path.display()), source })?;
+    writer.into_inner().map_err(|e| io(e.into_error()))?.commit().map_err(io)?;
     write(&out.join("judge.md"), crate::markdown::render(report))?;
     write(&out.join("judge.html"), crate::html::render(report))
 }

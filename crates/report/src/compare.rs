@@ -116,6 +116,9 @@ impl Waiting {
 /// loops, so no outcome row is held whole. Memory is O(loops of B): about 180 bytes a loop.
 pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportError> {
     let (a_path, b_path) = (outcomes_of(a_dir)?, outcomes_of(b_dir)?);
+    for dir in [a_dir, b_dir] {
+        crate::check_tables(dir)?;
+    }
     let (a_name, b_name) = (name_of(a_dir)?, name_of(b_dir)?);
     let (label_a, label_b) =
         if a_name == b_name { (format!("A({a_name})"), format!("B({b_name})")) } else { (a_name, b_name) };
@@ -261,7 +264,7 @@ fn ambiguous(dir: &Path, row: &OutcomeStats<'_>) -> ReportError {
 /// A short report for people.
 pub fn render_comparison(comparison: &RunComparison) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# critbench comparison: {} vs {}\n", comparison.label_a, comparison.label_b);
+    let _ = writeln!(out, "{HEADING}{} vs {}\n", comparison.label_a, comparison.label_b);
     let _ = writeln!(
         out,
         "Loops paired on config × arm × task × epoch{}; {} loop(s) of {} and {} of {} had no partner.\n",
@@ -279,12 +282,30 @@ pub fn render_comparison(comparison: &RunComparison) -> String {
     out
 }
 
-/// Writes `compare.md` and `compare.csv` into `dir`.
+/// The first line of every `compare.md`.
+const HEADING: &str = "# critbench comparison: ";
+
+/// Writes `compare.md` and `compare.csv` into `dir`, replacing an earlier comparison's but never
+/// a file critbench did not write (nor a link).
 pub fn write_comparison(dir: &Path, comparison: &RunComparison) -> Result<(), ReportError> {
+    let csv_header = crate::summary::csv_headers::<ComparisonRow>().join(",");
+    for (name, first_line) in [("compare.md", HEADING.trim_end()), ("compare.csv", csv_header.as_str())] {
+        let path = dir.join(name);
+        let Ok(metadata) = std::fs::symlink_metadata(&path) else { continue };
+        if metadata.file_type().is_symlink() {
+            return Err(ReportError::WouldReplace { path, what: "a symbolic link" });
+        }
+        let text = std::fs::read(&path).unwrap_or_default();
+        let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
+        if !metadata.is_file() || !line.starts_with(first_line.as_bytes()) {
+            return Err(ReportError::WouldReplace { path, what: "not a comparison critbench wrote" });
+        }
+    }
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Write { path: dir.into(), source })?;
     write_csv(&dir.join("compare.csv"), &comparison.rows)?;
     let path = dir.join("compare.md");
-    std::fs::write(&path, render_comparison(comparison)).map_err(|source| ReportError::Write { path, source })
+    critbench_storage::files::write_atomically(&path, render_comparison(comparison).as_bytes())
+        .map_err(|source| ReportError::Write { path, source })
 }
 
 #[cfg(test)]

@@ -291,6 +291,7 @@ pub fn neighbour_comparisons(
 /// config is an error listing the run's configs.
 pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigComparisonRow>, ReportError> {
     let outcomes = crate::table_files(run_dir, "outcomes")?;
+    crate::check_tables(run_dir)?;
     if a == b {
         return Err(ReportError::Corrupt(format!("--configs needs two different configs, not `{a}` twice")));
     }

@@ -45,6 +45,12 @@ pub enum ReportError {
     Corrupt(String),
     #[error("cannot write {}: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
+    /// A table is not the file the run wrote.
+    #[error(transparent)]
+    Mismatch(#[from] critbench_storage::manifest::TableMismatch),
+    /// A file critbench would write over is not one it wrote (or is a link): left alone.
+    #[error("{} is {what}; critbench replaces only files it wrote, never through a link: move it or choose another --out", path.display())]
+    WouldReplace { path: PathBuf, what: &'static str },
 }
 
 impl ReportError {
@@ -71,9 +77,28 @@ pub fn table_files(run_dir: &Path, table: &str) -> Result<Vec<PathBuf>, ReportEr
     Ok(files)
 }
 
+/// Checks the tables of the run in `run_dir` against its manifest (see
+/// [`critbench_storage::manifest::Manifest::check_tables`]) before anything is read from them.
+pub fn check_tables(run_dir: &Path) -> Result<(), ReportError> {
+    if let Some(manifest) =
+        critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?
+    {
+        manifest.check_tables(run_dir)?;
+    }
+    Ok(())
+}
+
 /// Reads the run directory's outcomes (streaming, a batch at a time) and manifest (for names,
-/// order and how many loops each task has) and writes every summary file. Returns what it wrote.
+/// order and how many loops each task has) and writes every summary file, once its tables are
+/// checked against its manifest. Returns what it wrote.
 pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
+    table_files(run_dir, "outcomes")?;
+    check_tables(run_dir)?;
+    write_reports_trusted(run_dir)
+}
+
+/// [`write_reports`] without checking the tables: for the command that has just written them.
+pub fn write_reports_trusted(run_dir: &Path) -> Result<Report, ReportError> {
     let outcomes = table_files(run_dir, "outcomes")?;
     let manifest =
         critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
@@ -89,7 +114,8 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     };
     let markdown = markdown::render_with_pairs(&report, pairs.as_ref());
     let path = run_dir.join("report.md");
-    std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;
+    critbench_storage::files::write_atomically(&path, markdown.as_bytes())
+        .map_err(|source| ReportError::Write { path, source })?;
     html::write_html(run_dir, &report, manifest.as_ref(), pairs.as_ref())?;
     Ok(report)
 }

@@ -427,6 +427,9 @@ pub fn render_markdown(report: &Report) -> String {
 pub(crate) fn render_with_pairs(report: &Report, pairs: Option<&ListedPairs>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# critbench report: {}\n", report.name.as_deref().unwrap_or("run"));
+    if let Some(partial) = &report.partial {
+        let _ = writeln!(out, "> **{}**\n", partial.message);
+    }
     if let Some(run_id) = &report.run_id {
         let _ = writeln!(out, "Run `{run_id}`.\n");
     }

@@ -277,6 +277,8 @@ fn task_rounds(run_dir: &Path, task: &str) -> Result<Vec<Round>, ReportError> {
 /// (for a terminal). Errors name what is missing: an unknown task, or a key no loop of the task has
 /// (with the values it does have).
 pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<String, ReportError> {
+    crate::table_files(run_dir, "trajectories")?;
+    crate::check_tables(run_dir)?;
     let rounds = task_rounds(run_dir, &query.task)?;
     if rounds.is_empty() {
         return Err(ReportError::Corrupt(format!(
@@ -538,6 +540,7 @@ pub fn discordant_pairs_limited(
     limit: usize,
 ) -> Result<Vec<PairGroup>, ReportError> {
     let paths = crate::table_files(run_dir, "outcomes")?;
+    crate::check_tables(run_dir)?;
     if arm_a == arm_b {
         return Err(ReportError::Corrupt(format!("--pairs needs two different arms, not `{arm_a}` twice")));
     }

@@ -24,7 +24,7 @@ use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::{OutcomeRow, OutcomeStats};
 use serde::Serialize;
 
-pub(crate) use csv::write_csv;
+pub(crate) use csv::{headers as csv_headers, write_csv};
 pub(crate) use keys::{KeyMap, task_hash};
 #[cfg(test)]
 use notes::calls_note;
@@ -158,6 +158,9 @@ pub struct ComparisonRow {
 pub struct Report {
     pub run_id: Option<String>,
     pub name: Option<String>,
+    /// Why the numbers cover only some of the run's tasks, when they do: reports say so first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<Partial>,
     pub summary: Vec<SummaryRow>,
     pub comparisons: Vec<ComparisonRow>,
     /// What a reader should know beside the tables (from the manifest): a token cap that stopped
@@ -167,6 +170,40 @@ pub struct Report {
     /// (for the reports; not written to `summary.json`).
     #[serde(skip)]
     pub by_kind: Vec<KindReport>,
+}
+
+/// A run that did not run all its tasks, as its reports say at the top.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Partial {
+    /// How the run ended (the manifest's `status`).
+    pub status: String,
+    /// Tasks whose loops are in the tables.
+    pub tasks_run: usize,
+    /// The sentence the reports open with.
+    pub message: String,
+}
+
+impl Partial {
+    /// What `manifest` says of a run that stopped early; `None` for a finished one.
+    pub fn of(manifest: &Manifest) -> Option<Partial> {
+        use critbench_storage::manifest::RunStatus;
+        let status = match manifest.status {
+            RunStatus::Finished => return None,
+            RunStatus::Interrupted => "interrupted",
+        };
+        let tasks = manifest.tasks_run;
+        Some(Partial {
+            status: status.to_string(),
+            tasks_run: tasks,
+            message: format!(
+                "Partial results: the run was {status} before it finished. {tasks} task{} ran and the rest of the \
+                 datasets did not, so every number here is over those {tasks} task{} only. Run the same command with \
+                 --resume to finish the run.",
+                if tasks == 1 { "" } else { "s" },
+                if tasks == 1 { "" } else { "s" },
+            ),
+        })
+    }
 }
 
 /// The summary and comparison rows of one task kind: the same statistics as the whole run's,
@@ -495,6 +532,7 @@ impl Summarizer {
         Ok(Report {
             run_id: manifest.map(|m| m.run_id.clone()).filter(|id| !id.is_empty()).or(self.run_id),
             name: manifest.map(|m| m.experiment.name.clone()),
+            partial: manifest.and_then(Partial::of),
             notes: notes(&summary, manifest, self.expected.map(|e| (e, incomplete))),
             summary,
             comparisons,
@@ -548,7 +586,8 @@ pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportE
     write_csv(&run_dir.join("comparisons.csv"), &report.comparisons)?;
     let path = run_dir.join("summary.json");
     let json = serde_json::to_string_pretty(report).expect("the report serializes");
-    std::fs::write(&path, json + "\n").map_err(|source| ReportError::Write { path, source })
+    critbench_storage::files::write_atomically(&path, (json + "\n").as_bytes())
+        .map_err(|source| ReportError::Write { path, source })
 }
 
 #[cfg(test)]

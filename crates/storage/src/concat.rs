@@ -36,7 +36,7 @@ pub fn concat_parquet(parts: &[impl AsRef<Path>], output: &Path) -> Result<(), S
     }
     let properties =
         WriterProperties::builder().set_key_value_metadata(first.file_metadata().key_value_metadata().cloned()).build();
-    let file = File::create(output).map_err(|source| StorageError::Io { path: output.into(), source })?;
+    let file = crate::files::create_new(output).map_err(|source| StorageError::Io { path: output.into(), source })?;
     let mut writer = SerializedFileWriter::new(std::io::BufWriter::new(file), schema, Arc::new(properties))
         .map_err(|e| fail(output, &e))?;
     for (_, input, metadata) in &inputs {

@@ -105,6 +105,63 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Files written aside (`NAME.tmp`, by writers that take a path) and renamed to their names
+/// together by [`Asides::commit`]; dropped without a commit, the temporary files are removed.
+#[derive(Debug)]
+pub struct Asides {
+    targets: Vec<PathBuf>,
+    committed: bool,
+}
+
+impl Asides {
+    /// The temporary files of `targets`, in order: where the writers write.
+    pub fn new(targets: Vec<PathBuf>) -> (Asides, Vec<PathBuf>) {
+        let temporaries = targets.iter().map(|path| temporary(path)).collect();
+        (Asides { targets, committed: false }, temporaries)
+    }
+
+    /// Renames every temporary file to its name, then makes the renames durable.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        self.committed = true;
+        for target in &self.targets {
+            std::fs::rename(temporary(target), target)?;
+        }
+        if let Some(dir) = self.targets.first().and_then(|path| path.parent()) {
+            sync_dir(dir);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Asides {
+    fn drop(&mut self) {
+        if !self.committed {
+            for target in &self.targets {
+                let _ = std::fs::remove_file(temporary(target));
+            }
+        }
+    }
+}
+
+/// A file's size and SHA-256 (hex), read in blocks.
+pub fn stamp(path: &Path) -> std::io::Result<(u64, String)> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut file = File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        bytes += read as u64;
+    }
+    Ok((bytes, hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+}
+
 /// Makes renames in `dir` durable.
 pub fn sync_dir(dir: &Path) {
     if let Ok(dir) = File::open(dir) {

@@ -85,6 +85,43 @@ pub struct Manifest {
     /// What the model client did (`[openai]` experiments only). Never the API key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openai: Option<Value>,
+    /// The run's table files as it wrote them, by path relative to the run directory
+    /// (`outcomes.parquet`, or `outcomes/shard=0/part-0.parquet` in a sharded run): what readers
+    /// check the files against before they trust them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tables: BTreeMap<String, TableRecord>,
+}
+
+/// A table file as a run wrote it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableRecord {
+    pub bytes: u64,
+    pub rows: u64,
+    pub sha256: String,
+}
+
+impl TableRecord {
+    /// The Parquet file at `path` as it is on disk now.
+    pub fn of(path: &Path) -> Result<TableRecord, std::io::Error> {
+        let (bytes, sha256) = crate::files::stamp(path)?;
+        let rows = crate::tables::parquet_rows(path).map_err(|e| std::io::Error::other(e.to_string()))? as u64;
+        Ok(TableRecord { bytes, rows, sha256 })
+    }
+}
+
+/// A table file that is not what the run wrote.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} {problem}: it is not the file the run wrote (manifest.json recorded {} bytes, sha256 {}), so nothing read \
+     from it can be trusted\n  hint: restore the file, or run the experiment again with --overwrite",
+    path.display(),
+    recorded.bytes,
+    &recorded.sha256[..recorded.sha256.len().min(12)]
+)]
+pub struct TableMismatch {
+    pub path: PathBuf,
+    pub problem: String,
+    pub recorded: TableRecord,
 }
 
 fn first_version() -> u32 {
@@ -209,15 +246,46 @@ impl Manifest {
         serde_json::from_value(value).map(Some).map_err(|e| corrupt(e.to_string()))
     }
 
+    /// Checks the table files of the run in `dir` against the ones it recorded, size and
+    /// SHA-256 (manifests written before tables were recorded have none to check). A recorded table that is missing, or a
+    /// table file of the run it did not record, is a mismatch too.
+    pub fn check_tables(&self, dir: &Path) -> Result<(), TableMismatch> {
+        if self.tables.is_empty() {
+            return Ok(());
+        }
+        for (name, recorded) in &self.tables {
+            let path = dir.join(name);
+            let mismatch = |problem: String| TableMismatch { path: path.clone(), problem, recorded: recorded.clone() };
+            let bytes = std::fs::metadata(&path).map_err(|e| mismatch(format!("cannot be read ({e})")))?.len();
+            if bytes != recorded.bytes {
+                return Err(mismatch(format!("is {bytes} bytes")));
+            }
+            let (_, sha256) = crate::files::stamp(&path).map_err(|e| mismatch(format!("cannot be read ({e})")))?;
+            if sha256 != recorded.sha256 {
+                return Err(mismatch(format!("has changed (sha256 {} now)", &sha256[..12])));
+            }
+        }
+        // A shard's manifest records its own partitions; the others are other shards'.
+        let whole_run = self.shard.is_none();
+        for table in crate::shards::TABLES.into_iter().filter(|_| whole_run) {
+            for path in crate::shards::table_files(dir, table) {
+                let name = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().into_owned();
+                if !self.tables.contains_key(&name) {
+                    return Err(TableMismatch {
+                        path,
+                        problem: "was not written by the run".into(),
+                        recorded: TableRecord { bytes: 0, rows: 0, sha256: "none".into() },
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Writes `dir/manifest.json` aside and renames it into place.
     pub fn write(&self, dir: &Path) -> Result<(), std::io::Error> {
-        use std::io::Write;
-        let path = dir.join(MANIFEST_FILE);
-        let aside = dir.join(format!("{MANIFEST_FILE}.tmp"));
-        let mut file = std::fs::File::create(&aside)?;
-        file.write_all((serde_json::to_string_pretty(self).expect("a manifest serializes") + "\n").as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&aside, &path)
+        let text = serde_json::to_string_pretty(self).expect("a manifest serializes") + "\n";
+        crate::files::write_atomically(&dir.join(MANIFEST_FILE), text.as_bytes())
     }
 }
 

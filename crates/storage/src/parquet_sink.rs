@@ -42,7 +42,7 @@ pub(crate) struct ParquetSink {
 
 impl ParquetSink {
     pub(crate) fn create(path: &Path, schema: SchemaRef, table: &str) -> Result<Self, StorageError> {
-        let file = File::create(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
+        let file = crate::files::create_new(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
         let mut properties = WriterProperties::builder()
             // Dictionaries pay only for columns with few distinct values; building one for ids and
             // free text costs a hash per value and is then thrown away.

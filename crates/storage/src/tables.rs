@@ -636,6 +636,15 @@ pub fn parquet_rows(path: &Path) -> Result<usize, StorageError> {
     Ok(usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0))
 }
 
+/// The critbench table a Parquet file holds (`"outcomes"`, `"trajectories"`, …), from the name its
+/// footer records; `None` for a file that is not one critbench wrote, or not Parquet at all.
+pub fn critbench_table(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
+    let metadata = parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&file).ok()?;
+    let pairs = metadata.file_metadata().key_value_metadata()?;
+    pairs.iter().find(|kv| kv.key == "critbench.table").and_then(|kv| kv.value.clone())
+}
+
 /// The distinct critic names of `outcomes.parquet`, reading only its `critic` column.
 pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>, StorageError> {
     let mut critics = std::collections::BTreeSet::new();

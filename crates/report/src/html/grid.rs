@@ -162,6 +162,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
     Report {
         run_id: report.run_id.clone(),
         name: report.name.clone(),
+        partial: report.partial.clone(),
         summary: report.summary.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
         comparisons: report.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
         notes: report.notes.clone(),

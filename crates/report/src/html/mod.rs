@@ -72,7 +72,8 @@ pub(crate) fn write_html(
     let policies = manifest.map_or(&[][..], |m| &m.experiment.policies[..]);
     let html = render_html(report, rounds.as_deref(), &pass_scores(manifest), policies, pairs);
     let path = run_dir.join("report.html");
-    std::fs::write(&path, html).map_err(|source| ReportError::Write { path, source })
+    critbench_storage::files::write_atomically(&path, html.as_bytes())
+        .map_err(|source| ReportError::Write { path, source })
 }
 
 /// Each config's pass threshold, from the manifest's resolved policies.
@@ -120,6 +121,9 @@ pub(crate) fn render_html(
         escape(name),
         escape(name)
     );
+    if let Some(partial) = &report.partial {
+        let _ = writeln!(out, "<p class=\"partial\" role=\"alert\"><strong>{}</strong></p>", escape(&partial.message));
+    }
     let _ = writeln!(
         out,
         "<p class=\"meta\">{}{} loops · {} · {} · {}</p>",
