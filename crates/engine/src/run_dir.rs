@@ -26,6 +26,9 @@ pub const RUN_FILES: &[&str] = &[
     "config_comparisons.csv",
     "report.md",
     "report.html",
+    // Written by `critbench report --labels`: stale beside another run's tables.
+    "corrected.csv",
+    "corrected_comparisons.csv",
 ];
 
 pub(crate) const LOCK_FILE: &str = "run.lock";
