@@ -347,6 +347,13 @@ fn a_sample_needs_stored_drafts_enough_tasks_and_a_new_file() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "mine");
     ok(critbench(&["sample", run.to_str().unwrap(), "--tasks", "4", "--out", out.to_str().unwrap(), "--overwrite"]));
     assert_eq!(lines(&out)[0]["tasks"].as_u64(), Some(4));
+
+    // A run a signal stopped is not sampled: its tasks are not all there.
+    let mut interrupted = manifest(&run);
+    interrupted["status"] = Value::from("interrupted");
+    std::fs::write(run.join("manifest.json"), interrupted.to_string()).unwrap();
+    let message = usage_error(sample(&run, 4, 1, &dir.path().join("new.jsonl")), dir.path());
+    assert!(message.contains("DIR/stored holds an interrupted run") && message.contains("--resume"), "{message}");
 }
 
 #[test]
