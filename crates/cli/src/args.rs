@@ -14,8 +14,12 @@ pub struct Cli {
 pub enum Command {
     /// Run an experiment (experiments/demo.toml when none is given).
     Run(RunArgs),
-    /// Rebuild summary.csv, summary.json, comparisons.csv and report.md from a run's Parquet files.
+    /// Rebuild summary.csv, summary.json, comparisons.csv and report.md from a run's Parquet files
+    /// (with --labels, also the pass rates corrected by a labelled sample: corrected.csv).
     Report(ReportArgs),
+    /// Draw a seeded uniform sample of a finished run's tasks and write their final answers for
+    /// people to label (then: critbench report RUN --labels FILE).
+    Sample(SampleArgs),
     /// Check that every shard of a sharded run finished, then write its manifest and reports.
     Merge(MergeArgs),
     /// Compare two runs on the tasks they share (e.g. two critics or two model versions), or two
@@ -159,6 +163,29 @@ pub enum BadRow {
 pub struct ReportArgs {
     /// A run directory written by `critbench run`.
     pub run_dir: PathBuf,
+    /// A sample of this run written by `critbench sample`, every `gold` filled with true or false:
+    /// also write corrected.csv and corrected_comparisons.csv, the pass rates and paired
+    /// differences corrected by the labels (prediction-powered inference).
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct SampleArgs {
+    /// A finished run directory whose drafts were stored (`--store-drafts`).
+    pub run_dir: PathBuf,
+    /// How many tasks to sample; every loop of a sampled task is in the sample.
+    #[arg(long, value_name = "N")]
+    pub tasks: usize,
+    /// The seed that picks the tasks.
+    #[arg(long, default_value = "0")]
+    pub seed: u64,
+    /// The file to write (JSON lines: a header, then one line per distinct answer to label).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Replace --out if it exists (it is refused otherwise).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 #[derive(Args, Debug)]

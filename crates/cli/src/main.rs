@@ -11,6 +11,7 @@ mod plugins;
 mod replay;
 mod report;
 mod run;
+mod sample;
 mod show;
 mod signals;
 
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         args::Command::Run(options) => run::run(options),
         args::Command::Report(options) => report::report(options),
+        args::Command::Sample(options) => sample::sample(options),
         args::Command::Merge(options) => merge::merge(options),
         args::Command::Replay(options) => replay::replay(options),
         args::Command::Compare(options) => compare::compare(options),

@@ -2,11 +2,13 @@ use crate::args::ReportArgs;
 use crate::failure::Failure;
 
 pub fn report(args: ReportArgs) -> Result<(), Failure> {
-    let report = critbench_engine::run_dir::rebuild_reports(&args.run_dir)?;
+    let report = critbench_engine::run_dir::rebuild_reports(&args.run_dir, args.labels.as_deref())?;
     println!("{}", critbench_report::glance_table(&report));
-    println!(
-        "wrote summary.csv, summary.json, comparisons.csv, report.md and report.html in {}",
-        args.run_dir.display()
-    );
+    let files = if args.labels.is_some() {
+        "summary.csv, summary.json, comparisons.csv, report.md, report.html, corrected.csv and corrected_comparisons.csv"
+    } else {
+        "summary.csv, summary.json, comparisons.csv, report.md and report.html"
+    };
+    println!("wrote {files} in {}", args.run_dir.display());
     Ok(())
 }

@@ -10,7 +10,7 @@
 //!   what to do with it;
 //! - a symbolic link where critbench would write a file or folder of the run.
 //!
-//! `--overwrite` removes exactly the files a run writes ([`RUN_FILES`], the progress folder's
+//! `--overwrite` removes exactly the files a run writes ([`RUN_FILES`], [`DERIVED_FILES`], the progress folder's
 //! parts and journal, a shard's folder and partitions), one by one, never recursively: a folder of
 //! the run that holds anything else is refused before anything is removed, and other files beside
 //! the run are left alone.
@@ -32,23 +32,20 @@ use crate::journal::PROGRESS_DIR;
 
 /// The files a run derives from its tables: written by the run's last stage, and again by
 /// `critbench report` and `critbench merge`.
-pub const DERIVED_FILES: &[&str] =
-    &["summary.csv", "summary.json", "comparisons.csv", "config_comparisons.csv", "report.md", "report.html"];
-
-/// Every file a run writes into its directory: its tables, `manifest.json`, `memory.json` and
-/// the [`DERIVED_FILES`].
-pub const RUN_FILES: &[&str] = &[
-    "trajectories.parquet",
-    "outcomes.parquet",
-    "manifest.json",
-    "memory.json",
+pub const DERIVED_FILES: &[&str] = &[
     "summary.csv",
     "summary.json",
     "comparisons.csv",
     "config_comparisons.csv",
     "report.md",
     "report.html",
+    "corrected.csv",
+    "corrected_comparisons.csv",
 ];
+
+/// The files of a run beside its [`DERIVED_FILES`]: its tables, `manifest.json` and
+/// `memory.json`. Together they are every file a run writes into its directory.
+pub const RUN_FILES: &[&str] = &["trajectories.parquet", "outcomes.parquet", "manifest.json", "memory.json"];
 
 /// The files `critbench judge` writes into its directory.
 pub const JUDGE_FILES: &[&str] = &["judgments.parquet", "judge.json", "judge.csv", "judge.md", "judge.html"];
@@ -171,11 +168,12 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
 
 /// `critbench report`: the derived files of the run in `run_dir` written again from its tables,
 /// under the run's lock (never while a run writes the directory).
-pub fn rebuild_reports(run_dir: &Path) -> Result<critbench_report::Report, EngineError> {
+/// With `labels`, also the pass rates corrected by that labelled sample (`corrected.csv`).
+pub fn rebuild_reports(run_dir: &Path, labels: Option<&Path>) -> Result<critbench_report::Report, EngineError> {
     // A directory that holds no run is refused before anything is created or locked.
     critbench_report::table_files(run_dir, "outcomes")?;
     let _lock = claim(&Layout::new(run_dir, None), Claim::Rebuild)?;
-    Ok(critbench_report::write_reports(run_dir)?)
+    Ok(critbench_report::write_reports_with_labels(run_dir, labels)?)
 }
 
 /// A run in one piece: refused, kept (resume) or cleared (overwrite).
@@ -419,7 +417,10 @@ fn nothing_to_resume(dir: &Path) -> EngineError {
 
 /// A name a run in one piece writes at its top level.
 fn run_owned(name: &str) -> bool {
-    name == PROGRESS_DIR || owned_with_temporary(name, RUN_FILES) || is_lock_temporary(name)
+    name == PROGRESS_DIR
+        || owned_with_temporary(name, RUN_FILES)
+        || owned_with_temporary(name, DERIVED_FILES)
+        || is_lock_temporary(name)
 }
 
 /// A name a sharded run (its shards and merge) writes at its top level.

@@ -10,7 +10,9 @@
 //!
 //! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `config_comparisons.csv` (grid
 //! neighbours compared unit by unit), `report.md` and `report.html` (the same
-//! with inline SVG charts) into the run directory.
+//! with inline SVG charts) into the run directory; given a labelled sample of the run's answers
+//! (`gold`), also `corrected.csv` and `corrected_comparisons.csv`, the pass rates and differences
+//! corrected by the labels.
 //!
 //! ```no_run
 //! let report = critbench_report::write_reports("reports/demo".as_ref()).unwrap();
@@ -21,6 +23,7 @@
 
 pub mod compare;
 pub mod configs;
+pub mod gold;
 mod html;
 mod markdown;
 pub mod show;
@@ -51,12 +54,18 @@ pub enum ReportError {
     /// A file critbench would write over is not one it wrote (or is a link): left alone.
     #[error("{} is {what}; critbench replaces only files it wrote, never through a link: move it or choose another --out", path.display())]
     WouldReplace { path: PathBuf, what: &'static str },
+    #[error(transparent)]
+    Gold(#[from] gold::GoldError),
 }
 
 impl ReportError {
     /// Missing or corrupt inputs are the user's to fix; a failed write is not.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, ReportError::Write { .. })
+        match self {
+            ReportError::Write { .. } => false,
+            ReportError::Gold(error) => error.is_usage(),
+            _ => true,
+        }
     }
 }
 
@@ -92,17 +101,32 @@ pub fn check_tables(run_dir: &Path) -> Result<(), ReportError> {
 /// order and how many loops each task has) and writes every summary file, once its tables are
 /// checked against its manifest. Returns what it wrote.
 pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
+    write_reports_with_labels(run_dir, None)
+}
+
+/// [`write_reports`], and with `labels` (a sample `critbench sample` drew from this run, every
+/// answer labelled) also `corrected.csv`, `corrected_comparisons.csv` and the "Corrected by gold
+/// labels" section of `report.md` and `report.html`. The labels are checked before anything is
+/// written, so a file that is refused leaves the run directory as it was.
+pub fn write_reports_with_labels(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportError> {
     table_files(run_dir, "outcomes")?;
     check_tables(run_dir)?;
-    write_reports_trusted(run_dir)
+    write_all(run_dir, labels)
 }
 
 /// [`write_reports`] without checking the tables: for the command that has just written them.
 pub fn write_reports_trusted(run_dir: &Path) -> Result<Report, ReportError> {
+    write_all(run_dir, None)
+}
+
+fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportError> {
     let outcomes = table_files(run_dir, "outcomes")?;
     let manifest =
         critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let labels = labels.map(|path| gold::read_labels(run_dir, path)).transpose()?;
     let report = summarize_files(&outcomes, manifest.as_ref())?;
+    let corrected =
+        labels.map(|labels| gold::Corrected::compute(&outcomes, manifest.as_ref(), &labels, &report)).transpose()?;
     summary::write_files(run_dir, &report)?;
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
@@ -112,11 +136,14 @@ pub fn write_reports_trusted(run_dir: &Path) -> Result<Report, ReportError> {
         Some(c) => Some(show::ListedPairs::read(run_dir, &report, &c.arm_a, &c.arm_b)?),
         None => None,
     };
-    let markdown = markdown::render_with_pairs(&report, pairs.as_ref());
+    let markdown = markdown::render_with_sections(&report, pairs.as_ref(), corrected.as_ref());
     let path = run_dir.join("report.md");
     critbench_storage::files::write_atomically(&path, markdown.as_bytes())
         .map_err(|source| ReportError::Write { path, source })?;
-    html::write_html(run_dir, &report, manifest.as_ref(), pairs.as_ref())?;
+    html::write_html(run_dir, &report, manifest.as_ref(), pairs.as_ref(), corrected.as_ref())?;
+    if let Some(corrected) = &corrected {
+        corrected.write_files(run_dir)?;
+    }
     Ok(report)
 }
 

@@ -425,6 +425,15 @@ pub fn render_markdown(report: &Report) -> String {
 
 /// [`render_markdown`] with the headline per task kind and, when given, the discordant pairs.
 pub(crate) fn render_with_pairs(report: &Report, pairs: Option<&ListedPairs>) -> String {
+    render_with_sections(report, pairs, None)
+}
+
+/// [`render_with_pairs`] with, when given, the pass rates corrected by gold labels.
+pub(crate) fn render_with_sections(
+    report: &Report,
+    pairs: Option<&ListedPairs>,
+    corrected: Option<&crate::gold::Corrected>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# critbench report: {}\n", report.name.as_deref().unwrap_or("run"));
     if let Some(partial) = &report.partial {
@@ -447,6 +456,9 @@ pub(crate) fn render_with_pairs(report: &Report, pairs: Option<&ListedPairs>) ->
         out.push_str(&comparison_table(report));
     }
     out.push_str(&adjudication_section(report));
+    if let Some(corrected) = corrected {
+        out.push_str(&crate::gold::render::markdown_section(corrected));
+    }
     kinds_section(&mut out, report);
     if let Some(pairs) = pairs {
         pairs_section(&mut out, pairs);

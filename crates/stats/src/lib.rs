@@ -2,3 +2,5 @@
 //! knowledge of runs or tables. The report and the engine call them; each is checked against a
 //! reference implementation in `tests/python/`.
 #![warn(missing_docs)]
+
+pub mod ppi;

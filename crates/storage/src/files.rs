@@ -51,6 +51,21 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.commit()
 }
 
+/// Writes `bytes` to `path`, which must not exist: the file is written aside and linked into place
+/// whole, so that a file (or link) created at `path` meanwhile is never replaced
+/// (`ErrorKind::AlreadyExists`).
+pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let aside = temporary(path);
+    let written = (|| {
+        let mut file = create_new(&aside)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::hard_link(&aside, path)
+    })();
+    let _ = std::fs::remove_file(&aside);
+    written
+}
+
 /// A file being written as `NAME.tmp`, renamed to `NAME` by [`AtomicFile::commit`]; dropped
 /// without a commit, the temporary file is removed and `NAME` is left as it was.
 #[derive(Debug)]
@@ -192,6 +207,17 @@ mod tests {
         assert!(!std::fs::symlink_metadata(run.join("report.md")).unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read_to_string(run.join("manifest.json")).unwrap(), "{}");
         assert!(!run.join("manifest.json.tmp").exists());
+    }
+
+    #[test]
+    fn a_new_file_never_replaces_one_that_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sample.jsonl");
+        write_new(&path, b"first").unwrap();
+        let error = write_new(&path, b"second").unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "first");
+        assert!(!temporary(&path).exists());
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod concat;
 pub mod critique_columns;
 pub mod dataset;
 pub mod files;
+pub mod final_answers;
 pub mod judgments;
 pub mod manifest;
 mod parquet_sink;

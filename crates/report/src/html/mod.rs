@@ -21,10 +21,12 @@
 //! Tables with the same numbers as `report.md` follow the charts.
 //!
 //! Here: `svg` (escaping and drawing primitives), `labels` (point labels), `charts` (one file per
-//! chart; the heatmaps are drawn in [`crate::grid`]), `tables`, `style.css` (the inline stylesheet)
-//! and the page itself.
+//! chart; the heatmaps are drawn in [`crate::grid`]), `tables`, `corrected` (the pass rates
+//! corrected by gold labels, after `report --labels`), `style.css` (the inline stylesheet) and the
+//! page itself.
 
 mod charts;
+mod corrected;
 pub(crate) mod grid;
 mod labels;
 pub(crate) mod svg;
@@ -59,6 +61,7 @@ pub(crate) fn write_html(
     report: &Report,
     manifest: Option<&Manifest>,
     pairs: Option<&ListedPairs>,
+    corrected: Option<&crate::gold::Corrected>,
 ) -> Result<(), ReportError> {
     // Reports can be rebuilt from outcomes alone (SPEC §2); without trajectories the page says
     // the trajectory is unavailable instead of failing. A file that is there but unreadable is
@@ -70,7 +73,7 @@ pub(crate) fn write_html(
         Some(read_round_scores_in(&trajectories).map_err(|e| ReportError::Corrupt(e.to_string()))?)
     };
     let policies = manifest.map_or(&[][..], |m| &m.experiment.policies[..]);
-    let html = render_html(report, rounds.as_deref(), &pass_scores(manifest), policies, pairs);
+    let html = render_page(report, rounds.as_deref(), &pass_scores(manifest), policies, pairs, corrected);
     let path = run_dir.join("report.html");
     critbench_storage::files::write_atomically(&path, html.as_bytes())
         .map_err(|source| ReportError::Write { path, source })
@@ -88,12 +91,25 @@ fn pass_scores(manifest: Option<&Manifest>) -> HashMap<String, f64> {
 /// The whole page. `rounds` is `None` when the run directory has no `trajectories.parquet`;
 /// `pass_scores` maps config ids to their threshold, drawn on the trajectory; `pairs`, when given,
 /// are the discordant pairs the page lists.
+#[cfg(test)]
 pub(crate) fn render_html(
     report: &Report,
     rounds: Option<&[RoundMean]>,
     pass_scores: &HashMap<String, f64>,
     policies: &[PolicyRecord],
     pairs: Option<&ListedPairs>,
+) -> String {
+    render_page(report, rounds, pass_scores, policies, pairs, None)
+}
+
+/// [`render_html`] with, when given, the pass rates corrected by gold labels.
+pub(crate) fn render_page(
+    report: &Report,
+    rounds: Option<&[RoundMean]>,
+    pass_scores: &HashMap<String, f64>,
+    policies: &[PolicyRecord],
+    pairs: Option<&ListedPairs>,
+    corrected: Option<&crate::gold::Corrected>,
 ) -> String {
     let arms = arms(report);
     let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
@@ -148,6 +164,9 @@ pub(crate) fn render_html(
     let adjudicated = crate::markdown::adjudication_rows(report);
     if !adjudicated.is_empty() {
         out.push_str("<li><a href=\"#table-adjudication\">Adjudication</a></li>");
+    }
+    if corrected.is_some() {
+        out.push_str("<li><a href=\"#corrected\">Corrected by gold labels</a></li>");
     }
     if !report.by_kind.is_empty() {
         out.push_str("<li><a href=\"#table-kinds\">By task kind</a></li>");
@@ -290,6 +309,9 @@ pub(crate) fn render_html(
         let _ = writeln!(out, "<p>{}</p>", with_code_spans(&crate::markdown::ADJUDICATION_SENTENCE.replace('*', "")));
         adjudication_table(&mut out, &adjudicated);
         out.push_str("</section>\n");
+    }
+    if let Some(corrected) = corrected {
+        corrected::corrected_section(&mut out, corrected);
     }
     if !report.by_kind.is_empty() {
         out.push_str("<section>\n<h2 id=\"by-kind\">By task kind</h2>\n");

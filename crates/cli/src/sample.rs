@@ -1,0 +1,21 @@
+use critbench_report::gold::{SampleRequest, draw_sample, write_sample};
+
+use crate::args::SampleArgs;
+use crate::failure::Failure;
+
+pub fn sample(args: SampleArgs) -> Result<(), Failure> {
+    let sample = draw_sample(&args.run_dir, &SampleRequest { tasks: args.tasks, seed: args.seed })?;
+    write_sample(&sample, &args.out, args.overwrite)?;
+    println!(
+        "wrote {}: {} answers to label ({} loops of {} tasks, seed {})\nfill every `gold` with true or false, then: \
+         critbench report {} --labels {}",
+        args.out.display(),
+        sample.header.answers,
+        sample.header.loops,
+        sample.header.tasks,
+        sample.header.seed,
+        args.run_dir.display(),
+        args.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,227 @@
+//! Reading a labelled sample back: every answer of the sample `critbench sample` drew from this
+//! run, each with a boolean `gold`, and nothing else.
+//!
+//! The header's seed and number of tasks redraw the sample from the run; the file is accepted
+//! only when that sample's keys hash to the header's `keys_sha256` and its lines are exactly that
+//! sample's answers, each listing exactly its loops. A file drawn from another run, a header
+//! edited to another seed, or lines mixed in from another sample are refused with the line or
+//! field at fault.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use critbench_storage::final_answers::LoopKey;
+use serde::Deserialize;
+
+use super::GoldError;
+use super::sample::{SAMPLE_VERSION, SampleHeader, SampleRequest, draw_sample, loop_key};
+use crate::ReportError;
+
+/// A labelled sample, checked against the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Labels {
+    /// The file it was read from.
+    pub path: PathBuf,
+    pub header: SampleHeader,
+    /// Every sampled loop's gold label (that of the answer it returned).
+    pub gold: BTreeMap<LoopKey, bool>,
+    /// The sampled tasks.
+    pub tasks: BTreeSet<String>,
+}
+
+/// A line as people leave it: the fields the check reads (the others are ignored).
+#[derive(Deserialize)]
+struct Line {
+    answer_id: String,
+    task_id: String,
+    #[serde(default)]
+    gold: serde_json::Value,
+    loops: Vec<LineLoop>,
+}
+
+#[derive(Deserialize)]
+struct LineLoop {
+    config_id: String,
+    arm: String,
+    critic: String,
+    epoch: u32,
+}
+
+/// Reads the labels file at `path` and checks it against the run in `run_dir`.
+pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| GoldError::Read { path: path.into(), source })?;
+    let at = |line: usize, message: String| GoldError::Line { path: path.into(), line, message };
+    let whole = |message: String| GoldError::File { path: path.into(), message };
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l)).filter(|(_, l)| !l.trim().is_empty());
+    let Some((first, header_line)) = lines.next() else {
+        return Err(
+            whole("is empty; expected the file `critbench sample` writes, with every gold filled in".into()).into()
+        );
+    };
+    let header: SampleHeader = serde_json::from_str(header_line).map_err(|e| {
+        at(
+            first,
+            format!("is not the header `critbench sample` writes ({{\"critbench_sample\": 1, \"run_id\": …}}): {e}"),
+        )
+    })?;
+    if header.critbench_sample != SAMPLE_VERSION {
+        return Err(at(
+            first,
+            format!("`critbench_sample` is {}; this critbench reads version {SAMPLE_VERSION}", header.critbench_sample),
+        )
+        .into());
+    }
+    let other_run = |actual: &str| {
+        whole(format!(
+            "is a sample of run `{}`, not of {} (run `{actual}`)\n  hint: draw one from this run: critbench sample {} \
+             --tasks {} --seed {} --out FILE",
+            header.run_id,
+            run_dir.display(),
+            run_dir.display(),
+            header.tasks,
+            header.seed
+        ))
+    };
+    // The manifest's id first, so a file of another run is named as such before the redraw.
+    let run_id = run_id_of(run_dir)?;
+    if !run_id.is_empty() && header.run_id != run_id {
+        return Err(other_run(&run_id).into());
+    }
+    let drawn = draw_sample(run_dir, &SampleRequest { tasks: header.tasks, seed: header.seed })?;
+    if header.run_id != drawn.header.run_id {
+        return Err(other_run(&drawn.header.run_id).into());
+    }
+    if drawn.header.keys_sha256 != header.keys_sha256 {
+        return Err(whole(format!(
+            "is not the sample `critbench sample {} --tasks {} --seed {}` draws from this run (its loops hash to {}, \
+             the header says {})\n  hint: label the file that command writes, without editing its header",
+            run_dir.display(),
+            header.tasks,
+            header.seed,
+            &drawn.header.keys_sha256[..16],
+            header.keys_sha256.get(..16).unwrap_or(&header.keys_sha256)
+        ))
+        .into());
+    }
+    let answer_of_loop = drawn.answer_of_loop();
+    let answers: HashMap<&str, &super::Answer> = drawn.answers.iter().map(|a| (a.answer_id.as_str(), a)).collect();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut gold = BTreeMap::new();
+    for (number, text) in lines {
+        let line: Line = serde_json::from_str(text).map_err(|e| at(number, format!("is not an answer line: {e}")))?;
+        for l in &line.loops {
+            let key = LoopKey {
+                config_id: l.config_id.clone(),
+                arm: l.arm.clone(),
+                critic: l.critic.clone(),
+                task_id: line.task_id.clone(),
+                epoch: l.epoch,
+            };
+            match answer_of_loop.get(&key) {
+                None if !drawn.tasks.contains(&line.task_id) => {
+                    return Err(at(
+                        number,
+                        format!(
+                            "task `{}` is not in this sample (seed {}, {} tasks): the line comes from another sample",
+                            line.task_id, header.seed, header.tasks
+                        ),
+                    )
+                    .into());
+                }
+                None => return Err(at(number, format!("the run has no loop {key}")).into()),
+                Some(id) if *id != line.answer_id => {
+                    return Err(at(
+                        number,
+                        format!(
+                            "the loop {key} returned answer {id}, not this line's {}: keep each line's loops as \
+                             `critbench sample` wrote them",
+                            line.answer_id
+                        ),
+                    )
+                    .into());
+                }
+                Some(_) => {}
+            }
+        }
+        let Some(answer) = answers.get(line.answer_id.as_str()) else {
+            return Err(at(number, format!("answer `{}` is not an answer of this sample", line.answer_id)).into());
+        };
+        if answer.task_id != line.task_id {
+            return Err(at(
+                number,
+                format!("answer {} is of task `{}`, not `{}`", line.answer_id, answer.task_id, line.task_id),
+            )
+            .into());
+        }
+        if let Some(missing) = answer.loops.iter().find(|expected| {
+            !line.loops.iter().any(|l| {
+                (l.config_id.as_str(), l.arm.as_str(), l.critic.as_str(), l.epoch)
+                    == (expected.config_id.as_str(), expected.arm.as_str(), expected.critic.as_str(), expected.epoch)
+            })
+        }) {
+            return Err(at(
+                number,
+                format!(
+                    "answer {} lists {} of its {} loops; {} is missing",
+                    line.answer_id,
+                    line.loops.len(),
+                    answer.loops.len(),
+                    loop_key(&answer.task_id, missing)
+                ),
+            )
+            .into());
+        }
+        if let Some(earlier) = seen.insert(line.answer_id.clone(), number) {
+            return Err(at(
+                number,
+                format!("answer {} is labelled twice: lines {earlier} and {number}", line.answer_id),
+            )
+            .into());
+        }
+        let label = match &line.gold {
+            serde_json::Value::Bool(label) => *label,
+            serde_json::Value::Null => {
+                return Err(at(
+                    number,
+                    format!(
+                        "`gold` is empty (answer {} of task `{}`): fill it with true or false",
+                        line.answer_id, line.task_id
+                    ),
+                )
+                .into());
+            }
+            other => {
+                return Err(at(
+                    number,
+                    format!(
+                        "`gold` is {other}; expected true or false (answer {} of task `{}`)",
+                        line.answer_id, line.task_id
+                    ),
+                )
+                .into());
+            }
+        };
+        for l in &answer.loops {
+            gold.insert(loop_key(&answer.task_id, l), label);
+        }
+    }
+    let unlabelled: Vec<&super::Answer> = drawn.answers.iter().filter(|a| !seen.contains_key(&a.answer_id)).collect();
+    if let Some(first) = unlabelled.first() {
+        return Err(whole(format!(
+            "{} of the sample's {} answers have no line, the first answer {} of task `{}`: every answer needs its gold",
+            unlabelled.len(),
+            drawn.answers.len(),
+            first.answer_id,
+            first.task_id
+        ))
+        .into());
+    }
+    Ok(Labels { path: path.into(), header, gold, tasks: drawn.tasks })
+}
+
+/// The run's id, from its manifest (empty when it has none).
+fn run_id_of(run_dir: &Path) -> Result<String, ReportError> {
+    let manifest =
+        critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    Ok(manifest.map(|m| m.run_id).unwrap_or_default())
+}

@@ -1,0 +1,591 @@
+//! Pass rates corrected by a labelled sample: prediction-powered inference with the power-tuned
+//! λ of PPI++ (Angelopoulos et al. 2023, "Prediction-Powered Inference"; Angelopoulos, Duchi and
+//! Zrnic 2023, "PPI++: Efficient Prediction-Powered Inference").
+//!
+//! A critic's verdict `f` (1 pass, 0 fail) is known for every answer; a gold label `Y` only for a
+//! few, drawn uniformly at random. The critic may be wrong in either direction, and a loop that
+//! revises until its critic is satisfied makes it wrong in one direction more often. PPI uses the
+//! critic where it is known and the labels to measure how far it is off, and never trusts it:
+//! with `n` labelled units `(Y_i, f_i)` and `N` unlabelled predictions `f̃_j`,
+//!
+//! ```text
+//! θ̂ = λ·mean(f̃) + mean(Y − λ·f)
+//! se² = λ²·var(f̃)/N + var(Y − λ·f)/n                (variances with divisor N and n)
+//! λ = clip( (1/n)·Σ(Y_i − Ȳ)(f_i − f̄) / ((1 + n/N)·s²), 0, 1 )
+//! ```
+//!
+//! where `s²` is the sample variance (divisor `n + N − 1`) of all `n + N` predictions, and the
+//! interval is `θ̂ ± z₁₋α/₂·se` (the normal approximation). λ = 0 is the classical estimate from
+//! the labels alone, λ = 1 plain PPI; the tuned λ is never worse than either, asymptotically.
+//! This is exactly `ppi_py.ppi_mean_ci(Y, Yhat, Yhat_unlabeled, alpha, lam=None)` of ppi-python
+//! 0.2 (checked by `tests/python/check_ppi.py`), except where ppi-python divides by zero and
+//! answers NaN: with no unlabelled unit, or predictions that are all equal (then λ cannot matter
+//! to the estimate), λ is 0.
+//!
+//! With several epochs per task the unit is the task: a task's value is the mean of its loops'
+//! verdicts ([`clustered_ppi_mean_ci`]), so epochs that agree with each other are not counted as
+//! independent evidence. A paired difference of two arms takes each task's mean difference over
+//! the epochs both arms ran ([`paired_difference_ci`]). The critic's error rates on the labelled
+//! answers are ratios over tasks with a Wilson interval sized by the task-clustered variance
+//! ([`clustered_rate_ci`]).
+//!
+//! ```
+//! use critbench_stats::ppi::ppi_mean_ci;
+//! // Six labelled answers (gold, critic) and ten the critic alone scored.
+//! let gold = [1.0, 0.0, 1.0, 1.0, 0.0, 0.0];
+//! let critic = [1.0, 1.0, 1.0, 1.0, 0.0, 1.0];
+//! let unlabelled = [1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0];
+//! let corrected = ppi_mean_ci(&gold, &critic, &unlabelled, 0.05).unwrap();
+//! assert!(corrected.estimate < 0.8, "the critic alone says 80%");
+//! assert!(corrected.lo < corrected.estimate && corrected.estimate < corrected.hi);
+//! ```
+
+/// The estimate of a mean corrected by labels, with its interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PpiInterval {
+    /// The prediction-powered point estimate.
+    pub estimate: f64,
+    /// The interval's bounds: `estimate ∓ z·std_error` (not clipped to the values' range).
+    pub lo: f64,
+    /// See `lo`.
+    pub hi: f64,
+    /// The estimate's standard error.
+    pub std_error: f64,
+    /// The power-tuning weight used, in [0, 1].
+    pub lambda: f64,
+    /// Labelled units (tasks, when clustered).
+    pub n_labelled: u64,
+    /// Unlabelled units.
+    pub n_unlabelled: u64,
+}
+
+/// Why an estimate could not be made.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PpiError {
+    /// Fewer than two labelled units leave the correction's variance unknown.
+    #[error("{n} labelled unit(s): at least 2 are needed to estimate how far the predictions are off")]
+    TooFewLabelled {
+        /// The labelled units given.
+        n: u64,
+    },
+    /// `gold` and `predicted` must pair up one to one.
+    #[error("{gold} gold labels for {predicted} predictions: each labelled unit needs both")]
+    Unpaired {
+        /// Gold labels given.
+        gold: usize,
+        /// Predictions given.
+        predicted: usize,
+    },
+    /// `alpha` is the error level of a two-sided interval.
+    #[error("alpha {0} is not between 0 and 1")]
+    Alpha(f64),
+    /// A value is NaN or infinite.
+    #[error("a value is not a finite number")]
+    NotFinite,
+    /// A task with no loops has no mean.
+    #[error("a task has no loops")]
+    EmptyTask,
+}
+
+/// Evaluates the polynomial with `coefficients` (highest power first) at `x` by Horner's rule.
+fn horner(coefficients: &[f64], x: f64) -> f64 {
+    coefficients.iter().fold(0.0, |sum, c| sum * x + c)
+}
+
+/// The standard normal quantile Φ⁻¹(p) for 0 < p < 1 (Wichura's algorithm AS 241, accurate to
+/// about 1e-16); ±∞ at 0 and 1, NaN outside.
+// The coefficients as Wichura published them; f64 rounds the last digits.
+#[allow(clippy::excessive_precision)]
+pub fn normal_quantile(p: f64) -> f64 {
+    if p.is_nan() || !(0.0..=1.0).contains(&p) {
+        return f64::NAN;
+    }
+    if p == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p == 1.0 {
+        return f64::INFINITY;
+    }
+    let q = p - 0.5;
+    if q.abs() <= 0.425 {
+        let r = 0.180625 - q * q;
+        let num = horner(
+            &[
+                2.5090809287301226727e3,
+                3.3430575583588128105e4,
+                6.7265770927008700853e4,
+                4.5921953931549871457e4,
+                1.3731693765509461125e4,
+                1.9715909503065514427e3,
+                1.3314166789178437745e2,
+                3.3871328727963666080,
+            ],
+            r,
+        );
+        let den = horner(
+            &[
+                5.2264952788528545610e3,
+                2.8729085735721942674e4,
+                3.9307895800092710610e4,
+                2.1213794301586595867e4,
+                5.3941960214247511077e3,
+                6.8718700749205790830e2,
+                4.2313330701600911252e1,
+                1.0,
+            ],
+            r,
+        );
+        return q * num / den;
+    }
+    let tail = if q <= 0.0 { p } else { 1.0 - p };
+    let r = (-tail.ln()).sqrt();
+    let x = if r <= 5.0 {
+        let r = r - 1.6;
+        let num = horner(
+            &[
+                7.74545014278341407640e-4,
+                2.27238449892691845833e-2,
+                2.41780725177450611770e-1,
+                1.27045825245236838258,
+                3.64784832476320460504,
+                5.76949722146069140550,
+                4.63033784615654529590,
+                1.42343711074968357734,
+            ],
+            r,
+        );
+        let den = horner(
+            &[
+                1.05075007164441684324e-9,
+                5.47593808499534494600e-4,
+                1.51986665636164571966e-2,
+                1.48103976427480074590e-1,
+                6.89767334985100004550e-1,
+                1.67638483018380384940,
+                2.05319162663775882187,
+                1.0,
+            ],
+            r,
+        );
+        num / den
+    } else {
+        let r = r - 5.0;
+        let num = horner(
+            &[
+                2.01033439929228813265e-7,
+                2.71155556874348757815e-5,
+                1.24266094738807843860e-3,
+                2.65321895265761230930e-2,
+                2.96560571828504891230e-1,
+                1.78482653991729133580,
+                5.46378491116411436990,
+                6.65790464350110377720,
+            ],
+            r,
+        );
+        let den = horner(
+            &[
+                2.04426310338993978564e-15,
+                1.42151175831644588870e-7,
+                1.84631831751005468180e-5,
+                7.86869131145613259100e-4,
+                1.48753612908506148525e-2,
+                1.36929880922735805310e-1,
+                5.99832206555887937690e-1,
+                1.0,
+            ],
+            r,
+        );
+        num / den
+    };
+    if q < 0.0 { -x } else { x }
+}
+
+/// The z of a two-sided interval at error level `alpha`.
+fn z_of(alpha: f64) -> Result<f64, PpiError> {
+    if alpha > 0.0 && alpha < 1.0 { Ok(normal_quantile(1.0 - alpha / 2.0)) } else { Err(PpiError::Alpha(alpha)) }
+}
+
+/// PPI++ of the mean of `gold`, with `predicted[i]` the prediction for `gold[i]` and `unlabelled`
+/// the predictions of the units without a label: `ppi_py.ppi_mean_ci(gold, predicted, unlabelled,
+/// alpha=alpha)` (see the module's documentation for the formulas and where it differs).
+pub fn ppi_mean_ci(gold: &[f64], predicted: &[f64], unlabelled: &[f64], alpha: f64) -> Result<PpiInterval, PpiError> {
+    let counted: Vec<(f64, u64)> = unlabelled.iter().map(|&value| (value, 1)).collect();
+    ppi_mean_ci_counted(gold, predicted, &counted, alpha)
+}
+
+/// [`ppi_mean_ci`] with the unlabelled predictions as `(value, how many units have it)`: per-task
+/// pass rates take few distinct values, so a run of any size is a short list. The result depends
+/// on the list's order only through the rounding of sums; callers wanting the same bits from any
+/// row order pass it sorted.
+pub fn ppi_mean_ci_counted(
+    gold: &[f64],
+    predicted: &[f64],
+    unlabelled: &[(f64, u64)],
+    alpha: f64,
+) -> Result<PpiInterval, PpiError> {
+    let z = z_of(alpha)?;
+    if gold.len() != predicted.len() {
+        return Err(PpiError::Unpaired { gold: gold.len(), predicted: predicted.len() });
+    }
+    let n = gold.len() as u64;
+    if n < 2 {
+        return Err(PpiError::TooFewLabelled { n });
+    }
+    let finite = |v: &f64| v.is_finite();
+    if !gold.iter().all(finite) || !predicted.iter().all(finite) || !unlabelled.iter().all(|(v, _)| v.is_finite()) {
+        return Err(PpiError::NotFinite);
+    }
+    let big_n: u64 = unlabelled.iter().map(|(_, count)| count).sum();
+    let (n_f, big_n_f) = (n as f64, big_n as f64);
+    let mean = |values: &[f64]| values.iter().sum::<f64>() / values.len() as f64;
+    let (gold_mean, predicted_mean) = (mean(gold), mean(predicted));
+    let unlabelled_mean =
+        if big_n > 0 { unlabelled.iter().map(|(v, count)| v * *count as f64).sum::<f64>() / big_n_f } else { 0.0 };
+    // Var(f̃) with divisor N, as numpy's std.
+    let unlabelled_var = if big_n > 0 {
+        unlabelled.iter().map(|(v, count)| (v - unlabelled_mean).powi(2) * *count as f64).sum::<f64>() / big_n_f
+    } else {
+        0.0
+    };
+
+    // λ: the covariance of gold and prediction (divisor n) over (1 + n/N) times the variance
+    // of every prediction, labelled or not (divisor n + N − 1).
+    let lambda = if big_n == 0 {
+        0.0
+    } else {
+        let covariance =
+            gold.iter().zip(predicted).map(|(y, f)| (y - gold_mean) * (f - predicted_mean)).sum::<f64>() / n_f;
+        let pooled_mean = (predicted.iter().sum::<f64>() + unlabelled_mean * big_n_f) / (n_f + big_n_f);
+        let pooled_squares = predicted.iter().map(|f| (f - pooled_mean).powi(2)).sum::<f64>()
+            + unlabelled.iter().map(|(v, count)| (v - pooled_mean).powi(2) * *count as f64).sum::<f64>();
+        let pooled_var = pooled_squares / (n_f + big_n_f - 1.0);
+        let denominator = (1.0 + n_f / big_n_f) * pooled_var;
+        // Predictions that are all equal: the estimate and its error are the same for every λ.
+        if denominator > 0.0 { (covariance / denominator).clamp(0.0, 1.0) } else { 0.0 }
+    };
+
+    let rectified: Vec<f64> = gold.iter().zip(predicted).map(|(y, f)| y - lambda * f).collect();
+    let rectified_mean = mean(&rectified);
+    let rectified_var = rectified.iter().map(|r| (r - rectified_mean).powi(2)).sum::<f64>() / n_f;
+    let estimate = lambda * unlabelled_mean + rectified_mean;
+    let imputed = if big_n > 0 { lambda * lambda * unlabelled_var / big_n_f } else { 0.0 };
+    let std_error = (imputed + rectified_var / n_f).sqrt();
+    Ok(PpiInterval {
+        estimate,
+        lo: estimate - z * std_error,
+        hi: estimate + z * std_error,
+        std_error,
+        lambda,
+        n_labelled: n,
+        n_unlabelled: big_n,
+    })
+}
+
+/// One labelled task: its loops, and how many of them gold and the critic passed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LabelledTask {
+    /// Loops of the task (its epochs).
+    pub loops: u64,
+    /// Loops whose answer the gold label passes.
+    pub gold: u64,
+    /// Loops the critic passed.
+    pub predicted: u64,
+}
+
+/// One unlabelled task: its loops and how many of them the critic passed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UnlabelledTask {
+    /// Loops of the task (its epochs).
+    pub loops: u64,
+    /// Loops the critic passed.
+    pub predicted: u64,
+}
+
+/// PPI++ of a pass rate over task-clustered loops: each task's value is the share of its loops
+/// that passed, so the estimate is the mean over tasks of each task's rate (with every task run
+/// the same number of epochs, the pass rate over loops), and the interval counts a task's epochs
+/// as one unit. `unlabelled` lists distinct tasks with how many tasks are like that. With one
+/// loop per task it is [`ppi_mean_ci`] on the loops.
+pub fn clustered_ppi_mean_ci(
+    labelled: &[LabelledTask],
+    unlabelled: &[(UnlabelledTask, u64)],
+    alpha: f64,
+) -> Result<PpiInterval, PpiError> {
+    let rate = |passed: u64, loops: u64| {
+        if loops == 0 { Err(PpiError::EmptyTask) } else { Ok(passed as f64 / loops as f64) }
+    };
+    let gold = labelled.iter().map(|t| rate(t.gold, t.loops)).collect::<Result<Vec<f64>, _>>()?;
+    let predicted = labelled.iter().map(|t| rate(t.predicted, t.loops)).collect::<Result<Vec<f64>, _>>()?;
+    let unlabelled = unlabelled
+        .iter()
+        .map(|(t, count)| Ok((rate(t.predicted, t.loops)?, *count)))
+        .collect::<Result<Vec<(f64, u64)>, _>>()?;
+    ppi_mean_ci_counted(&gold, &predicted, &unlabelled, alpha)
+}
+
+/// One labelled task's epochs that both arms A and B ran (its pairs), and on how many of them
+/// each arm's answer passed, by gold and by the critic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LabelledPairs {
+    /// Epochs both arms ran.
+    pub pairs: u64,
+    /// Of those, epochs where gold passes A's answer, and B's.
+    pub gold_a: u64,
+    /// See `gold_a`.
+    pub gold_b: u64,
+    /// Of those, epochs where the critic passed A's loop, and B's.
+    pub predicted_a: u64,
+    /// See `predicted_a`.
+    pub predicted_b: u64,
+}
+
+/// One unlabelled task's pairs and the critic's passes on each side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UnlabelledPairs {
+    /// Epochs both arms ran.
+    pub pairs: u64,
+    /// Of those, epochs where the critic passed A's loop, and B's.
+    pub predicted_a: u64,
+    /// See `predicted_a`.
+    pub predicted_b: u64,
+}
+
+/// PPI++ of the paired difference of two arms' pass rates (A − B) on the same tasks: each task's
+/// value is its mean difference over the epochs both arms ran, so the interval treats a task's
+/// epochs as one unit and the pairing removes what the two arms share (the task's difficulty).
+pub fn paired_difference_ci(
+    labelled: &[LabelledPairs],
+    unlabelled: &[(UnlabelledPairs, u64)],
+    alpha: f64,
+) -> Result<PpiInterval, PpiError> {
+    let difference = |a: u64, b: u64, pairs: u64| {
+        if pairs == 0 { Err(PpiError::EmptyTask) } else { Ok((a as f64 - b as f64) / pairs as f64) }
+    };
+    let gold = labelled.iter().map(|t| difference(t.gold_a, t.gold_b, t.pairs)).collect::<Result<Vec<f64>, _>>()?;
+    let predicted =
+        labelled.iter().map(|t| difference(t.predicted_a, t.predicted_b, t.pairs)).collect::<Result<Vec<f64>, _>>()?;
+    let unlabelled = unlabelled
+        .iter()
+        .map(|(t, count)| Ok((difference(t.predicted_a, t.predicted_b, t.pairs)?, *count)))
+        .collect::<Result<Vec<(f64, u64)>, _>>()?;
+    ppi_mean_ci_counted(&gold, &predicted, &unlabelled, alpha)
+}
+
+/// A share of labelled answers with its interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateInterval {
+    /// Answers counted (e.g. false passes).
+    pub count: u64,
+    /// Answers the share is of (e.g. those gold fails).
+    pub of: u64,
+    /// `count / of`.
+    pub rate: f64,
+    /// The interval's bounds, within [0, 1].
+    pub lo: f64,
+    /// See `lo`.
+    pub hi: f64,
+}
+
+/// Wilson's score interval for a share `p` of `n` trials (`n` need not be whole), at `z`; `(0, 1)`
+/// when `n` is 0.
+pub fn wilson_interval(p: f64, n: f64, z: f64) -> (f64, f64) {
+    if n <= 0.0 {
+        return (0.0, 1.0);
+    }
+    let z2 = z * z;
+    let denominator = 1.0 + z2 / n;
+    let center = (p + z2 / (2.0 * n)) / denominator;
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denominator;
+    // At p = 0 (or 1) the bound is exactly 0 (or 1); the subtraction leaves a rounding error.
+    let lo = if p <= 0.0 { 0.0 } else { (center - half).max(0.0) };
+    let hi = if p >= 1.0 { 1.0 } else { (center + half).min(1.0) };
+    (lo, hi)
+}
+
+/// The share Σ count / Σ of over tasks, each task given as `(count, of)` (e.g. its false passes
+/// and its answers gold fails), with a 1 − α interval that respects the tasks: Wilson's score
+/// interval over the effective number of answers, `rate·(1 − rate) / v` with `v` the ratio's
+/// task-clustered variance `Σ(count_i − rate·of_i)² / (Σ of_i)²`, never more than the answers.
+/// With one answer per task that is the plain Wilson interval over the answers; at a rate of 0 or
+/// 1, where `v` is 0, Wilson's interval over the tasks that have answers. `None` when no task has
+/// an answer to count (`Σ of = 0`), and for a bad `alpha`.
+pub fn clustered_rate_ci(tasks: &[(u64, u64)], alpha: f64) -> Option<RateInterval> {
+    let z = z_of(alpha).ok()?;
+    let count: u64 = tasks.iter().map(|(c, _)| c).sum();
+    let of: u64 = tasks.iter().map(|(_, o)| o).sum();
+    if of == 0 || tasks.iter().any(|(c, o)| c > o) {
+        return None;
+    }
+    let rate = count as f64 / of as f64;
+    let clusters = tasks.iter().filter(|(_, o)| *o > 0).count() as f64;
+    let (lo, hi) = if count == 0 || count == of {
+        wilson_interval(rate, clusters, z)
+    } else {
+        let residuals: f64 = tasks.iter().map(|&(c, o)| (c as f64 - rate * o as f64).powi(2)).sum();
+        let variance = residuals / (of as f64).powi(2);
+        let effective = if variance > 0.0 { (rate * (1.0 - rate) / variance).min(of as f64) } else { of as f64 };
+        wilson_interval(rate, effective, z)
+    };
+    Some(RateInterval { count, of, rate, lo, hi })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn the_normal_quantile_matches_known_values_in_every_branch() {
+        assert!(close(normal_quantile(0.975), 1.959_963_984_540_054));
+        assert!(close(normal_quantile(0.95), 1.644_853_626_951_472_2));
+        assert!(close(normal_quantile(0.995), 2.575_829_303_548_900_4));
+        assert!(close(normal_quantile(0.5), 0.0));
+        assert!(close(normal_quantile(0.025), -1.959_963_984_540_054));
+        // The far tails (r > 5): Φ⁻¹(1e-12) from scipy.stats.norm.ppf.
+        assert!((normal_quantile(1e-12) + 7.034_483_825_301_131).abs() < 1e-9);
+        assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
+        assert!(normal_quantile(1.5).is_nan());
+    }
+
+    /// Four labelled answers and four unlabelled, worked by hand:
+    /// Y = (1, 0, 1, 1), f = (1, 0, 0, 1), f̃ = (1, 1, 0, 1); Ȳ = 3/4, f̄ = 1/2, mean(f̃) = 3/4.
+    /// (1/n)Σ(Y − Ȳ)(f − f̄) = (1/4)(1/8 + 3/8 − 1/8 + 1/8) = 1/8. The eight predictions
+    /// (1, 0, 0, 1, 1, 1, 0, 1) have mean 5/8 and sample variance (5·9/64 + 3·25/64)/7 = 15/56.
+    /// λ = (1/8) / ((1 + 4/4)·15/56) = 7/30.
+    /// θ̂ = λ·3/4 + mean(Y − λf) = 7/40 + (3 − 2λ)/4 = 7/40 + 19/30 = 97/120.
+    /// Y − λf = (23/30, 0, 1, 23/30) has mean 19/30 and variance
+    /// ((4/30)² + (19/30)² + (11/30)² + (4/30)²)/4 = 514/3600; var(f̃) = 3/16;
+    /// se² = λ²·(3/16)/4 + (514/3600)/4. (ppi_py.ppi_mean_ci gives 0.42502867 to 1.19163799.)
+    #[test]
+    fn a_small_sample_worked_by_hand() {
+        let estimate = ppi_mean_ci(&[1.0, 0.0, 1.0, 1.0], &[1.0, 0.0, 0.0, 1.0], &[1.0, 1.0, 0.0, 1.0], 0.05).unwrap();
+        let lambda = 7.0 / 30.0;
+        assert!(close(estimate.lambda, lambda), "{estimate:?}");
+        assert!(close(estimate.estimate, 97.0 / 120.0), "{estimate:?}");
+        let se = (lambda * lambda * (3.0 / 16.0) / 4.0 + (514.0 / 3600.0) / 4.0).sqrt();
+        assert!(close(estimate.std_error, se), "{estimate:?}");
+        assert!(close(estimate.lo, 97.0 / 120.0 - 1.959_963_984_540_054 * se));
+        assert!(close(estimate.hi, 97.0 / 120.0 + 1.959_963_984_540_054 * se));
+        assert_eq!((estimate.n_labelled, estimate.n_unlabelled), (4, 4));
+    }
+
+    #[test]
+    fn lambda_is_clipped_to_zero_and_one() {
+        // Predictions that run against the labels: the covariance is negative, λ is 0 and the
+        // estimate is the labels' mean alone.
+        let against = ppi_mean_ci(&[1.0, 0.0, 1.0, 0.0], &[0.0, 1.0, 0.0, 1.0], &[1.0, 0.0, 1.0], 0.05).unwrap();
+        assert_eq!(against.lambda, 0.0);
+        assert!(close(against.estimate, 0.5));
+        // Perfect predictions, and unlabelled ones far less spread than the labelled: the
+        // covariance is 1/4, the pooled variance 0.5/1001, so λ would be about 500.
+        let spread = ppi_mean_ci(&[1.0, 0.0], &[1.0, 0.0], &[0.5; 1000], 0.05).unwrap();
+        assert_eq!(spread.lambda, 1.0, "{spread:?}");
+        assert!(close(spread.estimate, 0.5), "λ = 1: mean(f̃) + mean(Y − f)");
+    }
+
+    #[test]
+    fn without_unlabelled_units_or_spread_in_the_predictions_the_labels_alone_decide() {
+        let gold = [1.0, 0.0, 1.0, 1.0, 1.0];
+        let classical = ppi_mean_ci(&gold, &[1.0, 1.0, 0.0, 1.0, 1.0], &[], 0.05).unwrap();
+        assert_eq!((classical.lambda, classical.n_unlabelled), (0.0, 0));
+        assert!(close(classical.estimate, 0.8));
+        assert!(close(classical.std_error, (0.16f64 / 5.0).sqrt()), "the CLT interval: sd (divisor n) / √n");
+        let constant = ppi_mean_ci(&gold, &[1.0; 5], &[1.0; 20], 0.05).unwrap();
+        assert_eq!(constant.lambda, 0.0);
+        assert!(close(constant.estimate, 0.8) && close(constant.std_error, classical.std_error));
+    }
+
+    #[test]
+    fn bad_input_is_refused_by_name() {
+        assert_eq!(ppi_mean_ci(&[1.0], &[1.0], &[1.0], 0.05), Err(PpiError::TooFewLabelled { n: 1 }));
+        assert_eq!(ppi_mean_ci(&[1.0, 0.0], &[1.0], &[], 0.05), Err(PpiError::Unpaired { gold: 2, predicted: 1 }));
+        assert_eq!(ppi_mean_ci(&[1.0, 0.0], &[1.0, 0.0], &[], 1.0), Err(PpiError::Alpha(1.0)));
+        assert_eq!(ppi_mean_ci(&[1.0, f64::NAN], &[1.0, 0.0], &[], 0.05), Err(PpiError::NotFinite));
+        let empty = LabelledTask { loops: 0, gold: 0, predicted: 0 };
+        assert_eq!(clustered_ppi_mean_ci(&[empty, empty], &[], 0.05), Err(PpiError::EmptyTask));
+    }
+
+    #[test]
+    fn counted_unlabelled_units_are_the_same_as_listed_ones() {
+        let listed = ppi_mean_ci(&[1.0, 0.0, 1.0], &[1.0, 0.0, 0.0], &[1.0, 1.0, 0.0, 1.0, 0.0], 0.1).unwrap();
+        let counted = ppi_mean_ci_counted(&[1.0, 0.0, 1.0], &[1.0, 0.0, 0.0], &[(0.0, 2), (1.0, 3)], 0.1).unwrap();
+        assert!(close(listed.estimate, counted.estimate) && close(listed.std_error, counted.std_error));
+        assert!(close(listed.lambda, counted.lambda));
+        assert!(close(listed.hi - listed.estimate, normal_quantile(0.95) * listed.std_error), "alpha 0.1: z = 1.645");
+    }
+
+    #[test]
+    fn one_loop_per_task_is_the_unclustered_estimate_and_epochs_become_task_means() {
+        let tasks = [(1, 1), (0, 0), (1, 0), (1, 1), (0, 1)];
+        let labelled: Vec<LabelledTask> =
+            tasks.iter().map(|&(gold, predicted)| LabelledTask { loops: 1, gold, predicted }).collect();
+        let unlabelled =
+            [(UnlabelledTask { loops: 1, predicted: 1 }, 6), (UnlabelledTask { loops: 1, predicted: 0 }, 2)];
+        let clustered = clustered_ppi_mean_ci(&labelled, &unlabelled, 0.05).unwrap();
+        let flat = ppi_mean_ci(
+            &[1.0, 0.0, 1.0, 1.0, 0.0],
+            &[1.0, 0.0, 0.0, 1.0, 1.0],
+            &[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
+            0.05,
+        )
+        .unwrap();
+        assert_eq!(clustered, flat);
+        // Three epochs: each task's value is its share of passing loops.
+        let labelled = [
+            LabelledTask { loops: 3, gold: 3, predicted: 2 },
+            LabelledTask { loops: 3, gold: 0, predicted: 1 },
+            LabelledTask { loops: 3, gold: 1, predicted: 3 },
+        ];
+        let unlabelled =
+            [(UnlabelledTask { loops: 3, predicted: 3 }, 2), (UnlabelledTask { loops: 3, predicted: 0 }, 1)];
+        let clustered = clustered_ppi_mean_ci(&labelled, &unlabelled, 0.05).unwrap();
+        let means = ppi_mean_ci(&[1.0, 0.0, 1.0 / 3.0], &[2.0 / 3.0, 1.0 / 3.0, 1.0], &[1.0, 1.0, 0.0], 0.05).unwrap();
+        assert_eq!(clustered, means);
+        assert_eq!((clustered.n_labelled, clustered.n_unlabelled), (3, 3), "tasks, not loops");
+    }
+
+    #[test]
+    fn a_paired_difference_is_the_estimate_of_per_task_differences() {
+        let labelled = [
+            LabelledPairs { pairs: 2, gold_a: 2, gold_b: 1, predicted_a: 2, predicted_b: 0 },
+            LabelledPairs { pairs: 2, gold_a: 1, gold_b: 1, predicted_a: 2, predicted_b: 1 },
+            LabelledPairs { pairs: 1, gold_a: 0, gold_b: 1, predicted_a: 1, predicted_b: 1 },
+        ];
+        let unlabelled = [(UnlabelledPairs { pairs: 2, predicted_a: 2, predicted_b: 0 }, 4)];
+        let paired = paired_difference_ci(&labelled, &unlabelled, 0.05).unwrap();
+        let by_hand = ppi_mean_ci(&[0.5, 0.0, -1.0], &[1.0, 0.5, 0.0], &[1.0; 4], 0.05).unwrap();
+        assert_eq!(paired, by_hand);
+    }
+
+    #[test]
+    fn error_rates_are_wilson_over_answers_with_one_per_task_and_shrink_with_clustering() {
+        // 3 of 10 answers, one per task: Wilson's interval on 3 of 10.
+        let one_each: Vec<(u64, u64)> = (0..10).map(|i| (u64::from(i < 3), 1)).collect();
+        let rate = clustered_rate_ci(&one_each, 0.05).unwrap();
+        let (lo, hi) = wilson_interval(0.3, 10.0, normal_quantile(0.975));
+        assert_eq!((rate.count, rate.of, rate.rate), (3, 10, 0.3));
+        assert!(close(rate.lo, lo) && close(rate.hi, hi), "{rate:?}");
+        // statsmodels' proportion_confint(3, 10, method="wilson").
+        assert!((lo - 0.107_791_267_406_301_04).abs() < 1e-12 && (hi - 0.603_221_852_538_854_6).abs() < 1e-12);
+        // The same 6 of 20 answers in tasks whose epochs agree (2 answers each): the interval is
+        // that of 10 answers, not 20.
+        let pairs: Vec<(u64, u64)> = (0..10).map(|i| (if i < 3 { 2 } else { 0 }, 2)).collect();
+        let clustered = clustered_rate_ci(&pairs, 0.05).unwrap();
+        assert_eq!((clustered.count, clustered.of), (6, 20));
+        assert!(close(clustered.lo, lo) && close(clustered.hi, hi), "{clustered:?}");
+        // Epochs that disagree within tasks are worth more than tasks: capped at the answers.
+        let mixed: Vec<(u64, u64)> = (0..10).map(|i| (u64::from(i < 6), 2)).collect();
+        let mixed = clustered_rate_ci(&mixed, 0.05).unwrap();
+        let (lo, hi) = wilson_interval(0.3, 20.0, normal_quantile(0.975));
+        assert!(close(mixed.lo, lo) && close(mixed.hi, hi), "{mixed:?}");
+        // A rate of 0: Wilson over the 5 tasks with answers, whatever their size.
+        let none = clustered_rate_ci(&[(0, 3), (0, 1), (0, 2), (0, 2), (0, 1), (0, 0)], 0.05).unwrap();
+        assert_eq!((none.rate, none.lo), (0.0, 0.0));
+        assert!(close(none.hi, wilson_interval(0.0, 5.0, normal_quantile(0.975)).1));
+        assert_eq!(clustered_rate_ci(&[(0, 0)], 0.05), None);
+    }
+}
