@@ -657,6 +657,8 @@ def wait_for_input():
     #[test]
     fn a_v2_answer_to_an_earlier_request_is_refused_while_the_next_one_waits() {
         // Answers request 1, then — once request 2 is in its pipe — answers request 1 again.
+        // (Had the stray line come in one read with the answer to 2, both would be refused as
+        // one write of two messages.)
         let (_dir, critic) = open(
             2,
             r#"
@@ -664,6 +666,8 @@ first = read()
 send({"id": first["id"], "critique": {"score": 1, "rationale": first["request"]["task"]["id"]}})
 wait_for_input()
 send({"id": first["id"], "critique": {"score": 9, "rationale": "stray"}})
+# Alone in the pipe, not in one read with the next answer.
+time.sleep(0.5)
 while True:
     message = read()
     send({"id": message["id"], "critique": {"score": 2, "rationale": message["request"]["task"]["id"]}})
@@ -852,6 +856,14 @@ os.rename("group.tmp", "group")
         critic.timeout = Duration::from_secs(2);
         let group = group_of(dir.path());
         assert_refused(critic.call(&request("a"), None), "no answer within 2 s");
+        assert_group_gone(group);
+    }
+
+    #[test]
+    fn a_critic_that_breaks_the_protocol_is_killed_with_everything_it_started() {
+        let (dir, critic) = open(2, &forking("read()\nprint('not json', flush=True)\ntime.sleep(600)"));
+        let group = group_of(dir.path());
+        assert_refused(critic.call(&request("a"), None), "the critic wrote a line that is not protocol JSON: not json");
         assert_group_gone(group);
     }
 

@@ -192,9 +192,17 @@ unsafe fn guard(read: libc::c_int, write: libc::c_int) -> ! {
         // A group of its own: a signal to critbench's group (Ctrl-C, a job-control kill) leaves
         // the guardian to do its work.
         libc::setpgid(0, 0);
+        // critbench's own handlers (SIGINT, SIGTERM) came along with the fork; they are not the
+        // guardian's. An explicit SIGTERM ends it; the terminal's signals do not.
+        for signal in 1..libc::SIGRTMIN() {
+            libc::signal(signal, libc::SIG_DFL);
+        }
         for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU] {
             libc::signal(signal, libc::SIG_IGN);
         }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         // A copy of a critic's stdin would keep it from seeing critbench close it; a copy of
         // critbench's stdout would keep a reader of critbench's output waiting.
         close_all_but(read);
