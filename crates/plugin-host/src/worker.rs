@@ -44,6 +44,18 @@ impl<'a> Message<'a> {
     }
 }
 
+/// The id and request of a line framed exactly as critbench's host frames one,
+/// `{"id":N,"request":R}`, taken without reading `R` through: the plugin parses the request
+/// itself, and a second scan of every request would cost the isolated path much of its speed.
+/// Any other line is parsed in full ([`Message::parse`]).
+fn framed_request(line: &str) -> Option<(u64, &str)> {
+    let rest = line.strip_prefix("{\"id\":")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let id = rest[..digits].parse().ok()?;
+    let request = rest[digits..].strip_prefix(",\"request\":")?.trim_end().strip_suffix('}')?;
+    Some((id, request))
+}
+
 fn pipes() -> &'static Mutex<Pipes> {
     static PIPES: OnceLock<Mutex<Pipes>> = OnceLock::new();
     PIPES.get_or_init(|| {
@@ -142,20 +154,21 @@ fn serve_inner(library: &Path) -> Result<(), String> {
             let Some(line) = read_line(&mut pipes).map_err(io)? else { return Ok(()) };
             line
         };
-        let (id, request) = match Message::parse(&line)? {
-            Message { id, config: None, request: Some(request) } => (id, request),
-            _ => {
-                return Err(format!(
-                    "expected a request, {{\"id\": N, \"request\": ...}}: {}",
-                    excerpt(line.trim_end())
-                ));
-            }
+        let (id, request) = match framed_request(&line) {
+            Some(framed) => framed,
+            None => match Message::parse(&line)? {
+                Message { id, config: None, request: Some(request) } => (id, request.get()),
+                _ => {
+                    let line = excerpt(line.trim_end());
+                    return Err(format!("expected a request, {{\"id\": N, \"request\": ...}}: {line}"));
+                }
+            },
         };
         pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
         // The request reaches the plugin byte for byte as critbench built it, and the critique
         // travels back as a JSON string, verbatim, so the host parses exactly what the plugin
         // wrote (as it would in-process).
-        let answer = match critic.call(request.get()) {
+        let answer = match critic.call(request) {
             Ok(critique) => serde_json::json!({ "id": id, "critique": critique }),
             Err(message) => serde_json::json!({ "id": id, "error": message }),
         };
@@ -181,5 +194,30 @@ fn proxy(service: &str, request: &str) -> Result<String, String> {
         (Some(serde_json::Value::String(text)), _) => Ok(text.clone()),
         (_, Some(error)) => Err(error.as_str().unwrap_or("service error").to_string()),
         _ => Err(format!("critbench's answer to `{service}` has neither `answer` nor `error`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Protocol;
+
+    #[test]
+    fn a_request_framed_by_the_host_is_taken_without_a_second_parse() {
+        let request = r#"{"request_version":1,"round":0,"draft":"}","task":{"id":"t","prompt":"p"}}"#;
+        assert_eq!(framed_request(&Protocol::V2.request_line(7, request)), Some((7, request)));
+        assert_eq!(framed_request(&format!("{}\n", Protocol::V2.request_line(8, request))), Some((8, request)));
+        // Any other shape goes through the full parse.
+        for line in [
+            format!(r#"{{"request":{request},"id":7}}"#),
+            format!(r#"{{"id": 7, "request": {request}}}"#),
+            format!(r#"{{"id":-7,"request":{request}}}"#),
+            r#"{"id":0,"config":{}}"#.to_string(),
+        ] {
+            assert_eq!(framed_request(&line), None, "{line}");
+        }
+        let reordered = format!(r#"{{"request":{request},"id":7}}"#);
+        let parsed = Message::parse(&reordered).unwrap();
+        assert_eq!((parsed.id, parsed.request.map(RawValue::get)), (7, Some(request)));
     }
 }
