@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`python-execution`: a critbench critic in plain Python that runs a code draft against the
-task's unit tests, speaking the JSON-lines protocol of docs/PROTOCOL.md on stdin/stdout.
+task's unit tests, speaking the JSON-lines protocol of docs/PROTOCOL.md (version 2: every answer
+carries the id of the request it answers) on stdin/stdout.
 
 A task carries its tests in `meta.tests`: Python source defining `test_*` functions that use
 `assert` against the draft's functions (the draft's names are in scope). For each request the
@@ -28,7 +29,7 @@ import tempfile
 
 NAME = "python-execution"
 VERSION = "1.0.0"
-PROTOCOL = 1
+PROTOCOL = 2
 # What the critic declares about itself (the info JSON of crates/abi/include/critbench.h).
 INFO = {
     "info_version": 1,
@@ -135,23 +136,28 @@ def main():
     first = sys.stdin.readline()
     if not first:
         return
-    config = json.loads(first).get("config") or {}
+    message = json.loads(first)
+    config = message.get("config") or {}
     unknown = sorted(set(config) - {"time_limit_s"})
     time_limit = config.get("time_limit_s", 5)
     if unknown:
-        send({"error": "unknown config key(s): %s; the only key is time_limit_s" % ", ".join(unknown)})
+        send({"id": message["id"], "error": "unknown config key(s): %s; the only key is time_limit_s"
+              % ", ".join(unknown)})
         return
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
-        send({"error": "time_limit_s must be a positive number of seconds"})
+        send({"id": message["id"], "error": "time_limit_s must be a positive number of seconds"})
         return
-    send({"ok": True})
+    send({"id": message["id"], "ok": True})
     for line in sys.stdin:
         if not line.strip():
             continue
+        message = json.loads(line)
         try:
-            send({"critique": critique(json.loads(line), time_limit)})
+            answer = {"critique": critique(message["request"], time_limit)}
         except Exception as e:  # a bug here is this round's critic error, not the end of the critic
-            send({"error": "%s: %s" % (type(e).__name__, e)})
+            answer = {"error": "%s: %s" % (type(e).__name__, e)}
+        # The id says which request this answers: critbench never takes it for another.
+        send({"id": message["id"], **answer})
 
 
 if __name__ == "__main__":

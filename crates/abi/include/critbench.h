@@ -112,6 +112,8 @@ typedef struct critbench_critic_descriptor_v1 {
     critbench_str version;
     double score_min;
     double score_max;
+    /* The four functions must all be set: a descriptor with a NULL one is refused when the plugin
+     * is loaded. */
     /* Makes an instance from a JSON config. On success returns CRITBENCH_OK and sets `*instance`
      * to a non-NULL pointer (the host passes it to `critique` and `destroy`; a plugin without
      * state can point at any static byte); a NULL instance is an error. On error, returns

@@ -69,7 +69,8 @@ fn the_python_execution_critic_runs_the_code_dataset_through_the_protocol() {
 }
 
 /// A command critic that follows the protocol except on tasks whose id starts with `bad`, where
-/// it does what its config's `mode` says.
+/// it does what its config's `mode` says. It speaks protocol 1 (no ids), which critbench still
+/// runs: these tests are also what shows that.
 const BROKEN_CRITIC: &str = r#"
 import json, os, sys, time
 def send(m):
@@ -225,4 +226,38 @@ fn a_critic_that_answers_twice_loses_the_round_and_never_shifts_answers() {
             assert_eq!((round.critique.score, round.critic_attempts), (7.0, 1), "{task}: the stray line never counts");
         }
     }
+}
+
+/// The minimal critic of docs/PROTOCOL.md, as printed there, runs and scores every round.
+#[test]
+fn the_minimal_critic_of_the_protocol_document_runs() {
+    let doc = std::fs::read_to_string(repo().join("docs/PROTOCOL.md")).unwrap();
+    let section = doc.split("## A minimal critic").nth(1).expect("PROTOCOL.md has a minimal critic");
+    let script = section.split("```python\n").nth(1).and_then(|s| s.split("```").next()).expect("a python block");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("length.py"), script).unwrap();
+    let rows: Vec<String> = ["t1", "t2"]
+        .iter()
+        .map(|id| {
+            serde_json::json!({"id": id, "prompt": "p", "drafts": ["one two three", "a longer draft of six words"]})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+    let file = experiment(
+        dir.path(),
+        "length.toml",
+        "name = \"l\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+         [[critics]]\nname = \"length\"\ncommand = [\"python3\", \"length.py\"]\n[policy]\npass_score = 8\nmax_revisions = 1\n",
+    );
+    let out = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+    let all = rounds(&out, "feedback");
+    assert_eq!(all.len(), 4);
+    for (task, round) in &all {
+        assert_eq!(round.critic_error, None, "{task}");
+    }
+    let scores: Vec<f64> = all.iter().map(|(_, r)| r.critique.score).collect();
+    assert_eq!(scores, [3.0 / 15.0, 6.0 / 15.0, 3.0 / 15.0, 6.0 / 15.0]);
+    assert_eq!(manifest(&out)["plugins"][0]["name"], "length");
 }

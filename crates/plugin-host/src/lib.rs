@@ -1,6 +1,6 @@
 //! Loads critic plugins (shared libraries speaking the ABI of `critbench-abi`) and calls them
 //! safely: resolution by name or path, ABI checks, serialized calls for plugins that are not
-//! thread-safe, and the retry-then-fail-conservatively rule of SPEC §4.
+//! thread-safe, and the retry-then-fail-conservatively rule (`docs/REFERENCE.md`, Critique).
 //!
 //! Plugins can call back into the host through `critbench_host_v1.call`: the services are
 //! whatever the run's [`services::Host`] offers (the engine offers `chat`, the judge model, when
@@ -34,6 +34,8 @@ mod info;
 mod library;
 mod open;
 mod process;
+mod process_group;
+mod protocol;
 pub mod request;
 mod retry;
 mod search;
@@ -48,6 +50,7 @@ pub use info::{
 };
 pub use library::{InProcessCritic, PluginLibrary};
 pub use open::{CriticInstance, open_critic};
-pub use process::{PROTOCOL_VERSION, ProcessCritic};
+pub use process::ProcessCritic;
+pub use protocol::PROTOCOL_VERSION;
 pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_with_retry};
 pub use search::{SearchPath, user_plugin_dir};

@@ -113,14 +113,13 @@ impl PluginLibrary {
         if descriptor.is_null() {
             return Err(bad("the entry point returned a null descriptor"));
         }
-        // SAFETY: non-null, and the ABI says it points to a static descriptor.
-        let descriptor: &'static CriticDescriptorV1 = unsafe { &*descriptor };
-        if descriptor.abi_version != ABI_VERSION {
-            return Err(PluginError::AbiVersion {
-                path: path.into(),
-                found: descriptor.abi_version,
-                expected: ABI_VERSION,
-            });
+        // A NULL function pointer is no valid `fn` value, so the descriptor is read field by field
+        // through its raw pointer until every function it holds is known to be set.
+        // SAFETY: non-null, and the ABI says it points to a static descriptor; `addr_of!` reads a
+        // plain field without making a reference to the whole.
+        let abi_version = unsafe { std::ptr::addr_of!((*descriptor).abi_version).read() };
+        if abi_version != ABI_VERSION {
+            return Err(PluginError::AbiVersion { path: path.into(), found: abi_version, expected: ABI_VERSION });
         }
         let text = |s: Str, field: &str| -> Result<String, PluginError> {
             if s.ptr.is_null() && s.len > 0 {
@@ -130,11 +129,30 @@ impl PluginLibrary {
             let bytes = unsafe { s.as_bytes() };
             std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| bad(&format!("{field} is not UTF-8")))
         };
-        let name = text(descriptor.name, "name")?;
-        let version = text(descriptor.version, "version")?;
+        // SAFETY: as for `abi_version`.
+        let name = text(unsafe { std::ptr::addr_of!((*descriptor).name).read() }, "name")?;
+        // SAFETY: as for `abi_version`.
+        let version = text(unsafe { std::ptr::addr_of!((*descriptor).version).read() }, "version")?;
         if name.is_empty() {
             return Err(bad("name is empty"));
         }
+        // SAFETY: as above; each function field is read as the address it is.
+        let missing = unsafe { null_functions(descriptor) };
+        if let Some((last, init)) = missing.split_last() {
+            let names = match init {
+                [] => format!("`{last}` is a NULL function pointer"),
+                _ => format!(
+                    "{} and `{last}` are NULL function pointers",
+                    init.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ),
+            };
+            return Err(bad(&format!(
+                "{names} in `{name}`; critbench calls all four of create, critique, destroy and free_buffer, so \
+                 the descriptor must set each one"
+            )));
+        }
+        // SAFETY: non-null, static, of the version this host speaks and with every function set.
+        let descriptor: &'static CriticDescriptorV1 = unsafe { &*descriptor };
         let range = ScoreRange { min: descriptor.score_min, max: descriptor.score_max };
         if !(range.min.is_finite() && range.max.is_finite() && range.min < range.max) {
             return Err(bad(&format!("score range {range} is not a finite, non-empty interval")));
@@ -327,6 +345,26 @@ impl Drop for InProcessCritic {
         // SAFETY: made by this library's create, destroyed once.
         unsafe { (self.library.descriptor.destroy)(self.raw) };
     }
+}
+
+/// The descriptor's functions that are NULL, by field name, in the header's order.
+///
+/// # Safety
+/// `descriptor` points to a readable `critbench_critic_descriptor_v1`.
+unsafe fn null_functions(descriptor: *const CriticDescriptorV1) -> Vec<&'static str> {
+    // SAFETY: the caller's pointer; each field is read as an address (`*const c_void` has the
+    // size and alignment of a function pointer), never as a `fn`, so NULL is a valid value.
+    let address = |field: *const c_void| unsafe { field.cast::<*const c_void>().read() };
+    // SAFETY: `addr_of!` takes the fields' addresses without making a reference to the descriptor.
+    let fields = unsafe {
+        [
+            ("create", std::ptr::addr_of!((*descriptor).create).cast::<c_void>()),
+            ("critique", std::ptr::addr_of!((*descriptor).critique).cast::<c_void>()),
+            ("destroy", std::ptr::addr_of!((*descriptor).destroy).cast::<c_void>()),
+            ("free_buffer", std::ptr::addr_of!((*descriptor).free_buffer).cast::<c_void>()),
+        ]
+    };
+    fields.into_iter().filter(|&(_, field)| address(field).is_null()).map(|(name, _)| name).collect()
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -2,19 +2,23 @@
 //! command critic in any language, or a plugin library hosted by `critbench plugin-worker`.
 //!
 //! Each child answers one request at a time. A child that crashes, hangs past the timeout, runs
-//! out of its memory limit or writes anything but protocol JSON is killed; the call is an error
-//! (the caller retries it per SPEC §4) and the next call starts a fresh child. A thread-safe
-//! critic gets up to [`Isolation::children`] children, one per concurrent call; any other exactly
-//! one. Children are started with `PR_SET_PDEATHSIG` = `SIGKILL` (Linux) from one long-lived
-//! thread, so they die with critbench however it ends, and they see their stdin close when the
-//! critic is dropped.
+//! out of its memory limit or writes anything but protocol JSON is killed with its whole process
+//! group; the call is an error (the caller retries it, `docs/REFERENCE.md`, Critique) and the next
+//! call starts a fresh child. A thread-safe critic gets up to [`Isolation::children`] children,
+//! one per concurrent call; any other exactly one. Children die with critbench however it ends
+//! ([`crate::process_group`]), and they see their stdin close when the critic is dropped.
+//!
+//! An answer is taken only when it answers the request being asked. In protocol 2 its id says so
+//! ([`Protocol::reply`]). In protocol 1 only order can: a line is refused when it arrived before
+//! the request was written, came in one write with another message, or arrived while the request
+//! still sat unread in the child's stdin — none of these can be the request's answer.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use critbench_core::ScoreRange;
@@ -23,10 +27,10 @@ use serde::Deserialize;
 use crate::PluginError;
 use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
+use crate::process_group;
+use crate::protocol::{Protocol, Reply, text_of};
 use crate::services::{CallScope, Host};
 
-/// The protocol version this host speaks (the `protocol` of the hello line).
-pub const PROTOCOL_VERSION: u32 = 1;
 /// Why a read failed when the child closed its stdout (usually: it died).
 const CLOSED: &str = "the critic process closed its output";
 /// How the message starts when a line could not be written to the child (usually: it died).
@@ -35,6 +39,8 @@ const SEND_FAILED: &str = "cannot send";
 const MIN_STARTUP: Duration = Duration::from_secs(30);
 /// The longest line read from a child; a longer one is garbage.
 const MAX_LINE: usize = 64 << 20;
+/// How often a child that is silent is checked for having died.
+const EXIT_CHECK: Duration = Duration::from_millis(100);
 
 /// The first line a critic writes.
 #[derive(Debug, Deserialize)]
@@ -67,8 +73,8 @@ pub(crate) struct Launch {
 pub struct ProcessCritic {
     info: Arc<CriticInfo>,
     launch: Launch,
-    /// The config line sent after the hello.
-    config_line: String,
+    /// The config sent after the hello.
+    config: serde_json::Value,
     timeout: Duration,
     memory_mb: Option<u64>,
     max_children: usize,
@@ -88,7 +94,16 @@ struct Pool {
 struct Child {
     process: std::process::Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<Result<Vec<u8>, String>>,
+    lines: Receiver<Line>,
+    protocol: Protocol,
+    /// The id of the next request (protocol 2); the config is 0.
+    next_id: u64,
+}
+
+/// A line from the child (or why reading stopped), and when the reader took it from the pipe.
+struct Line {
+    bytes: Result<Vec<u8>, String>,
+    arrived: Instant,
 }
 
 /// How one exchange ended.
@@ -128,7 +143,7 @@ impl ProcessCritic {
                 isolation: IsolationMode::Process,
             }),
             launch,
-            config_line: serde_json::json!({ "config": config }).to_string(),
+            config,
             timeout: isolation.timeout,
             memory_mb: isolation.memory_mb,
             max_children: 1,
@@ -254,25 +269,26 @@ impl ProcessCritic {
         if let Some(cwd) = &self.launch.cwd {
             command.current_dir(cwd);
         }
-        limit_child(&mut command, self.memory_mb);
-        let mut process =
-            spawn(command).map_err(|e| StartFailure::Broken(format!("cannot start `{}`: {e}", self.launch.label)))?;
+        let mut process = process_group::spawn(command, self.memory_mb)
+            .map_err(|e| StartFailure::Broken(format!("cannot start `{}`: {e}", self.launch.label)))?;
         let stdout = process.stdout.take().expect("stdout is piped");
         let stdin = process.stdin.take();
         let (sender, lines) = channel();
-        std::thread::Builder::new()
+        let reader = std::thread::Builder::new()
             .name("critbench-critic-reader".into())
-            .spawn(move || read_lines(stdout, sender))
-            .map_err(|e| StartFailure::Broken(format!("cannot start a reader thread: {e}")))?;
-        let mut child = Child { process, stdin, lines };
+            .spawn(move || read_lines(stdout, sender));
+        let mut child = Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1 };
+        if let Err(e) = reader {
+            return Err(StartFailure::Broken(finish(child, format!("cannot start a reader thread: {e}"))));
+        }
         // Starting an interpreter or loading a library can be slow on a busy machine.
         let startup = self.timeout.max(MIN_STARTUP);
-        let hello = match read_message(&child, Instant::now() + startup, startup) {
-            Ok(value) => value,
+        let hello = match next_message(&child, Instant::now() + startup, startup) {
+            Ok((hello, _)) => hello,
             Err(message) => return Err(StartFailure::Broken(finish(child, message))),
         };
         if let Some(message) = hello.get("error") {
-            let message = message.as_str().map(str::to_string).unwrap_or_else(|| message.to_string());
+            let message = text_of(message);
             finish(child, String::new());
             return Err(StartFailure::Broken(message));
         }
@@ -280,13 +296,10 @@ impl ProcessCritic {
             Ok(hello) => hello,
             Err(e) => return Err(StartFailure::Broken(finish(child, format!("the hello line is not valid: {e}")))),
         };
-        if hello.protocol != PROTOCOL_VERSION {
-            let message = format!(
-                "the critic speaks protocol version {}, but this critbench speaks version {PROTOCOL_VERSION}",
-                hello.protocol
-            );
-            return Err(StartFailure::Broken(finish(child, message)));
-        }
+        child.protocol = match Protocol::from_hello(hello.protocol) {
+            Ok(protocol) => protocol,
+            Err(message) => return Err(StartFailure::Broken(finish(child, message))),
+        };
         let [min, max] = hello.score_range;
         if hello.name.is_empty() || !(min.is_finite() && max.is_finite() && min < max) {
             let message = format!(
@@ -295,69 +308,73 @@ impl ProcessCritic {
             );
             return Err(StartFailure::Broken(finish(child, message)));
         }
-        if let Err(e) = send(&mut child, &self.config_line) {
+        let config_line = child.protocol.config_line(&self.config);
+        if let Err(e) = send(&mut child, &config_line) {
             return Err(StartFailure::Broken(finish(child, format!("{SEND_FAILED} the config: {e}"))));
         }
-        let ack = match read_message(&child, Instant::now() + startup, startup) {
-            Ok(value) => value,
-            Err(message) => return Err(StartFailure::Broken(finish(child, message))),
+        let answer = match next_message(&child, Instant::now() + startup, startup) {
+            Ok((answer, _)) => child.protocol.config_answer(&answer),
+            Err(message) => Err(message),
         };
-        if let Some(message) = ack.get("error") {
-            let message = message.as_str().map(str::to_string).unwrap_or_else(|| message.to_string());
-            finish(child, String::new());
-            return Err(StartFailure::Rejected { message });
+        match answer {
+            Ok(Ok(())) => Ok((child, hello)),
+            Ok(Err(message)) => {
+                finish(child, String::new());
+                Err(StartFailure::Rejected { message })
+            }
+            Err(message) => Err(StartFailure::Broken(finish(child, message))),
         }
-        if ack.get("ok") != Some(&serde_json::Value::Bool(true)) {
-            let message = format!("expected {{\"ok\": true}} after the config, got {}", excerpt(&ack.to_string()));
-            return Err(StartFailure::Broken(finish(child, message)));
-        }
-        Ok((child, hello))
     }
 
     /// One request and its answer, serving the child's host-service calls in between. An `Err`
     /// means the child is no longer usable.
     fn exchange(&self, child: &mut Child, request: &str, mut scope: Option<&mut CallScope>) -> Result<Answer, String> {
-        // A line written since the last answer would be taken for this request's answer.
+        // A line written since the last answer answers nothing; read after this request is sent,
+        // it would be taken for this request's answer.
         match child.lines.try_recv() {
-            Ok(Ok(line)) => {
-                return Err(format!(
-                    "the critic wrote a line after its last answer, unasked: {}",
-                    excerpt(String::from_utf8_lossy(&line).trim_end())
-                ));
-            }
-            Ok(Err(message)) => return Err(message),
-            Err(_) => {}
+            Ok(Line { bytes: Ok(line), .. }) => return Err(unasked(&line)),
+            Ok(Line { bytes: Err(message), .. }) => return Err(message),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
         }
-        send(child, request).map_err(|e| format!("{SEND_FAILED} the request: {e}"))?;
+        let id = child.next_id;
+        child.next_id += 1;
+        let mut asked = Instant::now();
+        send(child, &child.protocol.request_line(id, request))
+            .map_err(|e| format!("{SEND_FAILED} the request: {e}"))?;
         let mut deadline = Instant::now() + self.timeout;
         loop {
-            let message = read_message(child, deadline, self.timeout)?;
-            if let Some(service) = message.get("service") {
-                let name = service.as_str().unwrap_or_default();
-                let service_request = message.get("request").and_then(|r| r.as_str()).unwrap_or_default();
-                let answer = match self.host.dispatch(name, service_request, scope.as_deref_mut()) {
-                    Ok(answer) => serde_json::json!({ "answer": answer }),
-                    Err(error) => serde_json::json!({ "error": error }),
-                };
-                send(child, &answer.to_string()).map_err(|e| format!("cannot answer a service call: {e}"))?;
-                // The timeout measures the critic, not the host's services.
-                deadline = Instant::now() + self.timeout;
-                continue;
+            let message = self.answer_to(child, asked, deadline)?;
+            match child.protocol.reply(&message, id)? {
+                Reply::Service { name, request } => {
+                    let answer = self.host.dispatch(&name, &request, scope.as_deref_mut());
+                    asked = Instant::now();
+                    send(child, &child.protocol.service_answer_line(id, answer))
+                        .map_err(|e| format!("cannot answer a service call: {e}"))?;
+                    // The timeout measures the critic, not the host's services.
+                    deadline = Instant::now() + self.timeout;
+                }
+                Reply::Critique(text) => return Ok(Answer::Critique(text)),
+                Reply::Error(message) => return Ok(Answer::Error(message)),
             }
-            if let Some(critique) = message.get("critique") {
-                return Ok(Answer::Critique(match critique {
-                    serde_json::Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                }));
-            }
-            if let Some(error) = message.get("error") {
-                return Ok(Answer::Error(error.as_str().map(str::to_string).unwrap_or_else(|| error.to_string())));
-            }
+        }
+    }
+
+    /// The child's next message, which must answer what critbench sent at `asked`: a line that
+    /// arrived before then, or (protocol 1, where nothing else tells) while critbench's message
+    /// still sat unread in the child's stdin, answers nothing.
+    fn answer_to(&self, child: &Child, asked: Instant, deadline: Instant) -> Result<serde_json::Value, String> {
+        let (line, arrived) = next_line(child, deadline, self.timeout)?;
+        if arrived < asked {
+            return Err(unasked(&line));
+        }
+        if child.protocol == Protocol::V1 && unread_input(child) {
             return Err(format!(
-                "the critic wrote a line that is not a protocol message: {}",
-                excerpt(&message.to_string())
+                "the critic wrote a line before reading critbench's last message (it was still unread on the \
+                 critic's input), so it answers nothing: {}",
+                excerpt(String::from_utf8_lossy(&line).trim_end())
             ));
         }
+        parse_message(&line)
     }
 }
 
@@ -365,10 +382,13 @@ impl Drop for ProcessCritic {
     fn drop(&mut self) {
         let pool = std::mem::take(&mut *self.pool.lock().unwrap_or_else(|p| p.into_inner()));
         for mut child in pool.idle {
-            // A closed stdin is the protocol's way to say goodbye; the kill makes sure.
+            // A closed stdin is the protocol's way to say goodbye; the kill makes sure, for the
+            // child and whatever it started.
             child.stdin.take();
-            let _ = child.process.kill();
+            let pid = child.process.id();
+            process_group::kill(pid);
             let _ = child.process.wait();
+            process_group::forget(pid);
         }
     }
 }
@@ -399,22 +419,68 @@ fn send(child: &mut Child, line: &str) -> std::io::Result<()> {
     stdin.flush()
 }
 
-/// The next line from the child as a JSON object.
-fn read_message(child: &Child, deadline: Instant, timeout: Duration) -> Result<serde_json::Value, String> {
-    let wait = deadline.saturating_duration_since(Instant::now());
-    let line = match child.lines.recv_timeout(wait) {
-        Ok(Ok(line)) => line,
-        Ok(Err(message)) => return Err(message),
-        Err(RecvTimeoutError::Timeout) => return Err(format!("no answer within {} s", timeout.as_secs_f64())),
-        Err(RecvTimeoutError::Disconnected) => return Err(CLOSED.to_string()),
+fn unasked(line: &[u8]) -> String {
+    format!(
+        "the critic wrote a line after its last answer, unasked: {}",
+        excerpt(String::from_utf8_lossy(line).trim_end())
+    )
+}
+
+/// Whether bytes critbench wrote to the child are still in the pipe, unread (Linux and most
+/// Unixes answer `FIONREAD` on a pipe's write end; where they do not, nothing is unread).
+fn unread_input(child: &Child) -> bool {
+    use std::os::fd::AsRawFd;
+    let Some(stdin) = &child.stdin else { return false };
+    let mut unread: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a valid pointer; the descriptor is the child's
+    // stdin, open while `child` holds it.
+    let status = unsafe { libc::ioctl(stdin.as_raw_fd(), libc::FIONREAD, &mut unread) };
+    status == 0 && unread > 0
+}
+
+/// The next line from the child and when it arrived.
+fn next_line(child: &Child, deadline: Instant, timeout: Duration) -> Result<(Vec<u8>, Instant), String> {
+    let received = |line: Line| match line {
+        Line { bytes: Ok(line), arrived } => Ok((line, arrived)),
+        Line { bytes: Err(message), .. } => Err(message),
     };
-    let text = match std::str::from_utf8(&line) {
+    loop {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match child.lines.recv_timeout(wait.min(EXIT_CHECK)) {
+            Ok(line) => return received(line),
+            Err(RecvTimeoutError::Disconnected) => return Err(CLOSED.to_string()),
+            Err(RecvTimeoutError::Timeout) if wait <= EXIT_CHECK => {
+                return Err(format!("no answer within {} s", timeout.as_secs_f64()));
+            }
+            // A process the child started can hold its output open after the child died, so
+            // the output never closes: the child's own end is what says it died.
+            Err(RecvTimeoutError::Timeout) if process_group::has_exited(child.process.id()) => {
+                // What it wrote just before it died may still be on its way.
+                return match child.lines.recv_timeout(EXIT_CHECK) {
+                    Ok(line) => received(line),
+                    Err(_) => Err(CLOSED.to_string()),
+                };
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// The next line from the child as a JSON object, and when it arrived.
+fn next_message(child: &Child, deadline: Instant, timeout: Duration) -> Result<(serde_json::Value, Instant), String> {
+    let (line, arrived) = next_line(child, deadline, timeout)?;
+    Ok((parse_message(&line)?, arrived))
+}
+
+/// A line as a JSON object.
+fn parse_message(line: &[u8]) -> Result<serde_json::Value, String> {
+    let text = match std::str::from_utf8(line) {
         Ok(text) => text,
         Err(e) => {
             return Err(format!(
                 "the critic wrote bytes that are not valid UTF-8 (at byte {}): {}",
                 e.valid_up_to(),
-                excerpt(String::from_utf8_lossy(&line).trim_end())
+                excerpt(String::from_utf8_lossy(line).trim_end())
             ));
         }
     };
@@ -424,59 +490,59 @@ fn read_message(child: &Child, deadline: Instant, timeout: Duration) -> Result<s
     }
 }
 
-fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Result<Vec<u8>, String>>) {
+fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Line>) {
     let mut reader = BufReader::new(stdout);
     loop {
         let mut line = Vec::new();
-        match Read::by_ref(&mut reader).take(MAX_LINE as u64).read_until(b'\n', &mut line) {
+        let read = Read::by_ref(&mut reader).take(MAX_LINE as u64).read_until(b'\n', &mut line);
+        let arrived = Instant::now();
+        let bytes = match read {
             Ok(0) | Err(_) => return,
             Ok(_) if line.last() != Some(&b'\n') && line.len() >= MAX_LINE => {
-                let _ = sender.send(Err(format!("the critic wrote a line longer than {} MiB", MAX_LINE >> 20)));
+                let _ = sender.send(Line {
+                    bytes: Err(format!("the critic wrote a line longer than {} MiB", MAX_LINE >> 20)),
+                    arrived,
+                });
                 return;
             }
-            Ok(_) => {
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                // Every message waits for critbench's next line, so nothing may follow it yet;
-                // bytes already here are an answer to nothing, which would be taken for the next.
-                let message = if reader.buffer().iter().all(u8::is_ascii_whitespace) {
-                    Ok(line)
-                } else {
-                    Err(format!(
-                        "the critic wrote more after a message without waiting for critbench: {}",
-                        excerpt(String::from_utf8_lossy(&line).trim_end())
-                    ))
-                };
-                if sender.send(message).is_err() {
-                    return;
-                }
-            }
+            Ok(_) if line.iter().all(u8::is_ascii_whitespace) => continue,
+            // Every message waits for critbench's next line, so nothing may follow it yet;
+            // bytes already here are an answer to nothing, which would be taken for the next.
+            Ok(_) if !reader.buffer().iter().all(u8::is_ascii_whitespace) => Err(format!(
+                "the critic wrote more after a message without waiting for critbench: {}",
+                excerpt(String::from_utf8_lossy(&line).trim_end())
+            )),
+            Ok(_) => Ok(line),
+        };
+        if sender.send(Line { bytes, arrived }).is_err() {
+            return;
         }
     }
 }
 
-/// Stops a child that is no longer usable and says why: `message`, or — when the child went
-/// silent because it died (its output closed, or it stopped reading) — how the process ended.
-/// A child that wrote something wrong keeps that as the reason even if it exited right after.
+/// Stops a child that is no longer usable, with its whole process group, and says why:
+/// `message`, or — when the child went silent because it died (its output closed, or it stopped
+/// reading) — how the process ended. A child that wrote something wrong keeps that as the reason
+/// even if it exited right after.
 fn finish(mut child: Child, message: String) -> String {
     child.stdin.take();
+    let pid = child.process.id();
     let died = message == CLOSED || message.starts_with(SEND_FAILED);
-    let mut status = child.process.try_wait().ok().flatten();
-    if status.is_none() && died {
-        // It is exiting right now: give it a moment to be reaped.
+    let mut exited = process_group::has_exited(pid);
+    if !exited && died {
+        // It is exiting right now: give it a moment to end on its own.
         let grace = Instant::now() + Duration::from_secs(2);
-        while status.is_none() && Instant::now() < grace {
+        while !exited && Instant::now() < grace {
             std::thread::sleep(Duration::from_millis(2));
-            status = child.process.try_wait().ok().flatten();
+            exited = process_group::has_exited(pid);
         }
     }
-    if status.is_none() {
-        let _ = child.process.kill();
-        let _ = child.process.wait();
-    }
+    // Before the child is reaped, while its pid still names its group.
+    process_group::kill(pid);
+    let status = child.process.wait();
+    process_group::forget(pid);
     match status {
-        Some(status) if died => describe_exit(status),
+        Ok(status) if died && exited => describe_exit(status),
         _ => message,
     }
 }
@@ -500,65 +566,6 @@ fn describe_exit(status: ExitStatus) -> String {
     }
 }
 
-/// Makes the child die with critbench and limits its address space.
-fn limit_child(command: &mut Command, memory_mb: Option<u64>) {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id() as libc::pid_t;
-    let limit = memory_mb.map(|mb| (mb << 20) as libc::rlim_t);
-    // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe
-    // system calls (prctl, getppid, setrlimit).
-    unsafe {
-        command.pre_exec(move || {
-            #[cfg(target_os = "linux")]
-            {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // critbench may have died between fork and prctl.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other("critbench exited"));
-                }
-            }
-            #[cfg(not(target_os = "linux"))]
-            let _ = parent;
-            if let Some(bytes) = limit {
-                let rlimit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
-                if libc::setrlimit(libc::RLIMIT_AS, &rlimit) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-}
-
-type SpawnRequest = (Command, Sender<std::io::Result<std::process::Child>>);
-
-/// Spawns `command` from one thread that lives as long as the process: `PR_SET_PDEATHSIG` fires
-/// when the *thread* that forked the child exits, and worker threads come and go.
-fn spawn(command: Command) -> std::io::Result<std::process::Child> {
-    static SPAWNER: OnceLock<Mutex<Sender<SpawnRequest>>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (sender, requests) = channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("critbench-spawner".into())
-            .spawn(move || {
-                for (mut command, reply) in requests {
-                    let _ = reply.send(command.spawn());
-                }
-            })
-            .expect("the spawner thread starts");
-        Mutex::new(sender)
-    });
-    let (reply, answer) = channel();
-    spawner
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .send((command, reply))
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
-    answer.recv().map_err(|_| std::io::Error::other("the spawner thread is gone"))?
-}
-
 /// The program of a command critic: a path with a `/` is taken relative to `base_dir`; a bare
 /// name is looked up on `PATH`.
 pub(crate) fn resolve_program(program: &str, base_dir: Option<&Path>) -> Option<PathBuf> {
@@ -571,4 +578,308 @@ pub(crate) fn resolve_program(program: &str, base_dir: Option<&Path>) -> Option<
     }
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths).map(|dir| dir.join(program)).find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    //! Real child processes (small Python critics) against the rules of `docs/PROTOCOL.md`: an
+    //! answer lands on its own request or is an error that restarts the child.
+
+    use super::*;
+    use crate::services::{HostService, Reply as ServiceReply};
+
+    /// What every test critic starts with: `send`, `read` and `wait_for_input` (which returns once
+    /// critbench's next line is in the pipe, without reading it).
+    const PRELUDE: &str = r#"
+import json, os, select, subprocess, sys, time
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
+def read():
+    line = sys.stdin.readline()
+    if not line:
+        sys.exit(0)
+    return json.loads(line)
+def wait_for_input():
+    select.select([sys.stdin], [], [])
+"#;
+
+    /// Greets as protocol `version` and takes the config.
+    fn hello(version: u32) -> String {
+        format!(
+            "send({{\"protocol\": {version}, \"name\": \"t\", \"version\": \"1\", \"score_range\": [0, 10]}})\n\
+             config = read()\nsend({{\"id\": 0, \"ok\": True}} if {version} == 2 else {{\"ok\": True}})\n"
+        )
+    }
+
+    struct Echo;
+
+    impl HostService for Echo {
+        fn call(&self, request: &str, _scope: Option<&CallScope>) -> Result<ServiceReply, String> {
+            Ok(ServiceReply::text(format!("echo {request}")))
+        }
+    }
+
+    /// A critic running `body` after the prelude and the hello, with a host offering `echo`.
+    fn open(version: u32, body: &str) -> (tempfile::TempDir, ProcessCritic) {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("critic.py");
+        std::fs::write(&script, format!("{PRELUDE}{}{body}", hello(version))).unwrap();
+        let launch = Launch {
+            program: resolve_program("python3", None).expect("python3 is on PATH").into_os_string(),
+            args: vec![script.clone().into_os_string()],
+            cwd: Some(dir.path().to_path_buf()),
+            label: "test critic".into(),
+        };
+        let isolation = Isolation {
+            mode: IsolationMode::Process,
+            timeout: Duration::from_secs(20),
+            memory_mb: None,
+            children: 1,
+            worker: None,
+        };
+        let host = Arc::new(Host::new().offer("echo", Arc::new(Echo)));
+        let critic = ProcessCritic::open(launch, "{}", &isolation, script, None, "0".repeat(64), &host)
+            .unwrap_or_else(|e| panic!("{e}"));
+        (dir, critic)
+    }
+
+    fn request(task: &str) -> String {
+        format!(r#"{{"request_version":1,"round":0,"draft":"d","task":{{"id":"{task}","prompt":"p"}}}}"#)
+    }
+
+    /// Asserts a call failed with `expected` in its message and the child was stopped.
+    fn assert_refused(result: Result<String, String>, expected: &str) {
+        let error = result.expect_err("the line must not be taken as an answer");
+        assert!(error.contains(expected), "{error}");
+        assert!(error.ends_with("; the critic process was stopped and will be restarted"), "{error}");
+    }
+
+    #[test]
+    fn a_v2_answer_to_an_earlier_request_is_refused_while_the_next_one_waits() {
+        // Answers request 1, then — once request 2 is in its pipe — answers request 1 again.
+        // (Had the stray line come in one read with the answer to 2, both would be refused as
+        // one write of two messages.)
+        let (_dir, critic) = open(
+            2,
+            r#"
+first = read()
+send({"id": first["id"], "critique": {"score": 1, "rationale": first["request"]["task"]["id"]}})
+wait_for_input()
+send({"id": first["id"], "critique": {"score": 9, "rationale": "stray"}})
+# Alone in the pipe, not in one read with the next answer.
+time.sleep(0.5)
+while True:
+    message = read()
+    send({"id": message["id"], "critique": {"score": 2, "rationale": message["request"]["task"]["id"]}})
+"#,
+        );
+        assert_eq!(critic.call(&request("a"), None).unwrap(), r#"{"rationale":"a","score":1}"#);
+        assert_refused(critic.call(&request("b"), None), "for request 1 while critbench waited for request 2");
+        // A fresh child, numbering afresh, answers its first request.
+        assert_eq!(critic.call(&request("c"), None).unwrap(), r#"{"rationale":"c","score":1}"#);
+    }
+
+    #[test]
+    fn a_v2_second_answer_between_requests_is_refused_at_the_next() {
+        let (_dir, critic) = open(
+            2,
+            r#"
+first = read()
+send({"id": first["id"], "critique": {"score": 1}})
+time.sleep(0.2)
+send({"id": first["id"], "critique": {"score": 9}})
+while True:
+    message = read()
+    send({"id": message["id"], "critique": {"score": 2}})
+"#,
+        );
+        assert_eq!(critic.call(&request("a"), None).unwrap(), r#"{"score":1}"#);
+        std::thread::sleep(Duration::from_secs(1));
+        assert_refused(critic.call(&request("b"), None), "the critic wrote a line after its last answer, unasked");
+    }
+
+    #[test]
+    fn a_v2_message_with_a_wrong_or_no_id_is_refused() {
+        for (reply, expected) in [
+            (r#"{"id": 5, "critique": {"score": 1}}"#, "for request 5 while critbench waited for request 1"),
+            (r#"{"critique": {"score": 1}}"#, "without an id"),
+            (r#"{"id": 5, "service": "echo", "request": "hi"}"#, "for request 5 while critbench waited for request 1"),
+        ] {
+            let (_dir, critic) = open(2, &format!("read()\nsend({reply})\nread()\n"));
+            assert_refused(critic.call(&request("a"), None), expected);
+        }
+    }
+
+    #[test]
+    fn a_v2_service_call_carries_its_request_id_and_so_does_its_answer() {
+        let (_dir, critic) = open(
+            2,
+            r#"
+while True:
+    message = read()
+    send({"id": message["id"], "service": "echo", "request": "hi"})
+    answer = read()
+    ok = answer["id"] == message["id"]
+    send({"id": message["id"], "critique": {"score": 5, "rationale": answer["answer"] if ok else "wrong id"}})
+"#,
+        );
+        for task in ["a", "b", "c"] {
+            assert_eq!(critic.call(&request(task), None).unwrap(), r#"{"rationale":"echo hi","score":5}"#);
+        }
+    }
+
+    #[test]
+    fn a_v1_line_written_before_the_critic_read_the_request_is_refused() {
+        // Answers request 1; then, with request 2 in its pipe but unread, writes a stray answer
+        // and only later reads request 2 (protocol 1: no id could tell the two apart).
+        let (_dir, critic) = open(
+            1,
+            r#"
+first = read()
+send({"critique": {"score": 1}})
+wait_for_input()
+send({"critique": {"score": 9}})
+time.sleep(0.5)
+while True:
+    read()
+    send({"critique": {"score": 2}})
+"#,
+        );
+        assert_eq!(critic.call(&request("a"), None).unwrap(), r#"{"score":1}"#);
+        assert_refused(
+            critic.call(&request("b"), None),
+            "the critic wrote a line before reading critbench's last message",
+        );
+    }
+
+    #[test]
+    fn a_v1_line_written_after_an_answer_is_refused_at_the_next_request() {
+        let (_dir, critic) = open(
+            1,
+            r#"
+read()
+send({"critique": {"score": 1}})
+time.sleep(0.2)
+send({"critique": {"score": 9}})
+while True:
+    read()
+    send({"critique": {"score": 2}})
+"#,
+        );
+        assert_eq!(critic.call(&request("a"), None).unwrap(), r#"{"score":1}"#);
+        std::thread::sleep(Duration::from_secs(1));
+        assert_refused(critic.call(&request("b"), None), "the critic wrote a line after its last answer, unasked");
+        assert_eq!(critic.call(&request("c"), None).unwrap(), r#"{"score":1}"#, "a fresh child");
+    }
+
+    #[test]
+    fn a_v1_critic_without_ids_still_works_with_services() {
+        let (_dir, critic) = open(
+            1,
+            r#"
+while True:
+    request = read()
+    send({"service": "echo", "request": request["task"]["id"]})
+    answer = read()
+    send({"critique": {"score": 5, "rationale": answer["answer"] + (" with an id" if "id" in answer else "")}})
+"#,
+        );
+        for task in ["a", "b", "c"] {
+            assert_eq!(
+                critic.call(&request(task), None).unwrap(),
+                format!(r#"{{"rationale":"echo {task}","score":5}}"#)
+            );
+        }
+    }
+
+    /// The processes (not zombies) whose process group is `group`.
+    fn members_of(group: u32) -> Vec<u32> {
+        let mut members = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let fields: Vec<&str> =
+                stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+            // After the command: state, parent, process group.
+            if fields.first() != Some(&"Z") && fields.get(2).and_then(|g| g.parse().ok()) == Some(group) {
+                members.push(pid);
+            }
+        }
+        members
+    }
+
+    /// Waits (up to 5 s) for the group to be empty.
+    fn assert_group_gone(group: u32) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let members = members_of(group);
+            if members.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "processes of the critic's group survived: {members:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A critic that starts a child, which starts a grandchild, writes the critic's pid to
+    /// `group` and then does `then`.
+    fn forking(then: &str) -> String {
+        format!(
+            r#"
+child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"])
+with open("group.tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename("group.tmp", "group")
+{then}
+"#
+        )
+    }
+
+    fn group_of(dir: &Path) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(dir.join("group")) {
+                let group: u32 = text.parse().unwrap();
+                // The child and the grandchild have started too.
+                if members_of(group).len() >= 3 {
+                    return group;
+                }
+            }
+            assert!(Instant::now() < deadline, "the critic's children did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_critic_that_times_out_is_killed_with_everything_it_started() {
+        let (dir, mut critic) = open(2, &forking("read()\ntime.sleep(600)"));
+        critic.timeout = Duration::from_secs(2);
+        let group = group_of(dir.path());
+        assert_refused(critic.call(&request("a"), None), "no answer within 2 s");
+        assert_group_gone(group);
+    }
+
+    #[test]
+    fn a_critic_that_breaks_the_protocol_is_killed_with_everything_it_started() {
+        let (dir, critic) = open(2, &forking("read()\nprint('not json', flush=True)\ntime.sleep(600)"));
+        let group = group_of(dir.path());
+        assert_refused(critic.call(&request("a"), None), "the critic wrote a line that is not protocol JSON: not json");
+        assert_group_gone(group);
+    }
+
+    #[test]
+    fn a_dropped_critic_takes_its_process_group_with_it() {
+        let (dir, critic) = open(2, &forking("while True:\n    read()"));
+        let group = group_of(dir.path());
+        drop(critic);
+        assert_group_gone(group);
+    }
+
+    #[test]
+    fn a_critic_that_crashes_leaves_no_child_behind() {
+        let (dir, critic) = open(2, &forking("read()\nos._exit(3)"));
+        let group = group_of(dir.path());
+        assert_refused(critic.call(&request("a"), None), "the critic process exited with status 3");
+        assert_group_gone(group);
+    }
 }

@@ -5,7 +5,7 @@ use critbench_core::Critique;
 use crate::CriticInstance;
 use crate::services::CallScope;
 
-/// Attempts per critique, in all, unless configured otherwise (SPEC §4).
+/// Attempts per critique, in all, unless configured otherwise (`docs/REFERENCE.md`, Critique).
 pub const DEFAULT_ATTEMPTS: u32 = 3;
 
 /// The result of critiquing one draft, after retries.

@@ -23,7 +23,7 @@ pub struct CallScope {
     pub task_id: String,
     pub epoch: u32,
     pub round: u32,
-    /// The host's attempt at this critique (SPEC §4 retries), from 1.
+    /// The host's attempt at this critique (its retries, `docs/REFERENCE.md`, Critique), from 1.
     pub attempt: u32,
     /// Model tokens the services spent on this critique so far (all attempts), when they report any.
     pub tokens_in: Option<u64>,

@@ -1,9 +1,11 @@
 //! The child side of process isolation for plugin libraries: `critbench plugin-worker LIB` loads
 //! one plugin and serves it over the JSON-lines protocol of `docs/PROTOCOL.md` on stdin/stdout.
 //!
-//! The protocol owns the original stdout; file descriptor 1 is pointed at stderr, so whatever
-//! the plugin itself prints cannot corrupt the protocol. The plugin's host-service calls (`chat`)
-//! are proxied to the parent, which answers them with its own services.
+//! It speaks protocol version 2: every answer and every service call carries the id of the
+//! request it belongs to. The protocol owns the original stdout; file descriptor 1 is pointed at
+//! stderr, so whatever the plugin itself prints cannot corrupt the protocol. The plugin's
+//! host-service calls (`chat`) are proxied to the parent, which answers them with its own
+//! services.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -11,12 +13,47 @@ use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
 use crate::PluginLibrary;
-use crate::process::PROTOCOL_VERSION;
+use crate::library::excerpt;
+use crate::protocol::{CONFIG_ID, PROTOCOL_VERSION};
 
 struct Pipes {
     input: BufReader<File>,
     output: File,
+    /// The id of the request the plugin is working on, which its service calls carry.
+    request: u64,
+}
+
+/// A line from critbench: `{"id": N, "config": C}` first, then `{"id": N, "request": R}`.
+#[derive(Deserialize)]
+struct Message<'a> {
+    id: u64,
+    #[serde(borrow, default)]
+    config: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    request: Option<&'a RawValue>,
+}
+
+impl<'a> Message<'a> {
+    fn parse(line: &'a str) -> Result<Message<'a>, String> {
+        serde_json::from_str(line)
+            .map_err(|e| format!("critbench's line is not a protocol 2 message ({e}): {}", excerpt(line.trim_end())))
+    }
+}
+
+/// The id and request of a line framed exactly as critbench's host frames one,
+/// `{"id":N,"request":R}`, taken without reading `R` through: the plugin parses the request
+/// itself, and a second scan of every request would cost the isolated path much of its speed.
+/// Any other line is parsed in full ([`Message::parse`]).
+fn framed_request(line: &str) -> Option<(u64, &str)> {
+    let rest = line.strip_prefix("{\"id\":")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let id = rest[..digits].parse().ok()?;
+    let request = rest[digits..].strip_prefix(",\"request\":")?.trim_end().strip_suffix('}')?;
+    Some((id, request))
 }
 
 fn pipes() -> &'static Mutex<Pipes> {
@@ -30,7 +67,7 @@ fn pipes() -> &'static Mutex<Pipes> {
             libc::dup2(2, 1);
             (File::from_raw_fd(libc::dup(0)), File::from_raw_fd(protocol))
         };
-        Mutex::new(Pipes { input: BufReader::new(input), output })
+        Mutex::new(Pipes { input: BufReader::new(input), output, request: CONFIG_ID })
     })
 }
 
@@ -83,14 +120,18 @@ fn serve_inner(library: &Path) -> Result<(), String> {
         let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
         write_line(&mut pipes, &hello).map_err(io)?;
         let Some(line) = read_line(&mut pipes).map_err(io)? else { return Ok(()) };
-        let message: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| format!("the config line is not JSON: {e}"))?;
-        message.get("config").cloned().ok_or("the first line after the hello must be {\"config\": ...}")?
+        match Message::parse(&line)? {
+            Message { id: CONFIG_ID, config: Some(config), request: None } => config.get().to_string(),
+            _ => {
+                let line = excerpt(line.trim_end());
+                return Err(format!("the first line after the hello must be {{\"id\": 0, \"config\": ...}}: {line}"));
+            }
+        }
     };
     // The plugin's service calls go to the parent, whose host answers them in the critique's scope.
     let host = Arc::new(crate::services::Host::forwarding(Arc::new(proxy)));
     // The host times the calls and kills this process when one is late.
-    let critic = match plugin.instantiate_in_process(&config.to_string(), None, &host) {
+    let critic = match plugin.instantiate_in_process(&config, None, &host) {
         Ok(critic) => critic,
         Err(error) => {
             let message = match error {
@@ -98,21 +139,38 @@ fn serve_inner(library: &Path) -> Result<(), String> {
                 other => other.to_string(),
             };
             let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
-            write_line(&mut pipes, &serde_json::json!({ "error": message })).map_err(io)?;
+            write_line(&mut pipes, &serde_json::json!({ "id": CONFIG_ID, "error": message })).map_err(io)?;
             return Ok(());
         }
     };
-    write_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &serde_json::json!({ "ok": true }))
-        .map_err(io)?;
+    write_line(
+        &mut pipes().lock().unwrap_or_else(|p| p.into_inner()),
+        &serde_json::json!({ "id": CONFIG_ID, "ok": true }),
+    )
+    .map_err(io)?;
     loop {
-        let Some(request) = read_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner())).map_err(io)? else {
-            return Ok(());
+        let line = {
+            let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
+            let Some(line) = read_line(&mut pipes).map_err(io)? else { return Ok(()) };
+            line
         };
-        // The critique travels as a JSON string, verbatim, so the host parses exactly what the
-        // plugin wrote (as it would in-process).
-        let answer = match critic.call(request.trim_end_matches(['\n', '\r'])) {
-            Ok(critique) => serde_json::json!({ "critique": critique }),
-            Err(message) => serde_json::json!({ "error": message }),
+        let (id, request) = match framed_request(&line) {
+            Some(framed) => framed,
+            None => match Message::parse(&line)? {
+                Message { id, config: None, request: Some(request) } => (id, request.get()),
+                _ => {
+                    let line = excerpt(line.trim_end());
+                    return Err(format!("expected a request, {{\"id\": N, \"request\": ...}}: {line}"));
+                }
+            },
+        };
+        pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
+        // The request reaches the plugin byte for byte as critbench built it, and the critique
+        // travels back as a JSON string, verbatim, so the host parses exactly what the plugin
+        // wrote (as it would in-process).
+        let answer = match critic.call(request) {
+            Ok(critique) => serde_json::json!({ "id": id, "critique": critique }),
+            Err(message) => serde_json::json!({ "id": id, "error": message }),
         };
         write_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer).map_err(io)?;
     }
@@ -121,16 +179,45 @@ fn serve_inner(library: &Path) -> Result<(), String> {
 /// A host-service call of the plugin, asked of the parent over the pipe.
 fn proxy(service: &str, request: &str) -> Result<String, String> {
     let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
-    let ask = serde_json::json!({ "service": service, "request": request });
+    let id = pipes.request;
+    let ask = serde_json::json!({ "id": id, "service": service, "request": request });
     write_line(&mut pipes, &ask).map_err(|e| format!("cannot ask critbench for `{service}`: {e}"))?;
     let line = read_line(&mut pipes)
         .map_err(|e| format!("no answer from critbench for `{service}`: {e}"))?
         .ok_or_else(|| format!("critbench closed the pipe during a `{service}` call"))?;
     let answer: serde_json::Value =
         serde_json::from_str(&line).map_err(|e| format!("critbench's answer to `{service}` is not JSON: {e}"))?;
+    if answer.get("id").and_then(serde_json::Value::as_u64) != Some(id) {
+        return Err(format!("critbench's answer to `{service}` is not for request {id}: {}", excerpt(line.trim_end())));
+    }
     match (answer.get("answer"), answer.get("error")) {
         (Some(serde_json::Value::String(text)), _) => Ok(text.clone()),
         (_, Some(error)) => Err(error.as_str().unwrap_or("service error").to_string()),
         _ => Err(format!("critbench's answer to `{service}` has neither `answer` nor `error`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Protocol;
+
+    #[test]
+    fn a_request_framed_by_the_host_is_taken_without_a_second_parse() {
+        let request = r#"{"request_version":1,"round":0,"draft":"}","task":{"id":"t","prompt":"p"}}"#;
+        assert_eq!(framed_request(&Protocol::V2.request_line(7, request)), Some((7, request)));
+        assert_eq!(framed_request(&format!("{}\n", Protocol::V2.request_line(8, request))), Some((8, request)));
+        // Any other shape goes through the full parse.
+        for line in [
+            format!(r#"{{"request":{request},"id":7}}"#),
+            format!(r#"{{"id": 7, "request": {request}}}"#),
+            format!(r#"{{"id":-7,"request":{request}}}"#),
+            r#"{"id":0,"config":{}}"#.to_string(),
+        ] {
+            assert_eq!(framed_request(&line), None, "{line}");
+        }
+        let reordered = format!(r#"{{"request":{request},"id":7}}"#);
+        let parsed = Message::parse(&reordered).unwrap();
+        assert_eq!((parsed.id, parsed.request.map(RawValue::get)), (7, Some(request)));
     }
 }

@@ -1,7 +1,8 @@
-//! Fuzzing the host's side of the stdio protocol: a command critic writes whatever bytes each
-//! request asks for (hex in the draft) as its answer. Whatever they are, the host never panics,
-//! takes a critique only from a well-formed `{"critique": ...}` line, and a call after garbage
-//! gets a working critic again (a stray line costs at most one more attempt).
+//! Fuzzing the host's side of the stdio protocol, in both versions: a command critic writes
+//! whatever bytes each request asks for (hex in the draft) as its answer. Whatever they are, the
+//! host never panics, takes a critique only from a well-formed `{"critique": ...}` line (in
+//! protocol 2, `{"id": N, "critique": ...}` with the request's own id and nothing else), and a
+//! call after garbage gets a working critic again (a stray line costs at most one more attempt).
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,22 +11,26 @@ use critbench_plugin_host::{CriticInstance, CriticSource, Isolation, IsolationMo
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
+/// Speaks the protocol version of its argument.
 const ECHO: &str = r#"
 import json, sys
+VERSION = int(sys.argv[1])
 out = sys.stdout.buffer
-out.write(b'{"protocol": 1, "name": "echo", "version": "1", "score_range": [0, 10]}\n'); out.flush()
+out.write(b'{"protocol": %d, "name": "echo", "version": "1", "score_range": [0, 10]}\n' % VERSION); out.flush()
 sys.stdin.readline()
-out.write(b'{"ok": true}\n'); out.flush()
+out.write(b'{"id": 0, "ok": true}\n' if VERSION == 2 else b'{"ok": true}\n'); out.flush()
 for line in sys.stdin:
-    draft = json.loads(line)["draft"]
+    message = json.loads(line)
+    draft = message["request"]["draft"] if VERSION == 2 else message["draft"]
     if draft == "fine":
-        out.write(b'{"critique": {"score": 5}}\n')
+        out.write(b'{"id": %d, "critique": {"score": 5}}\n' % message["id"] if VERSION == 2
+                  else b'{"critique": {"score": 5}}\n')
     else:
         out.write(bytes.fromhex(draft) + b"\n")
     out.flush()
 "#;
 
-fn open(dir: &Path) -> CriticInstance {
+fn open(dir: &Path, version: u32) -> CriticInstance {
     std::fs::write(dir.join("echo.py"), ECHO).unwrap();
     let isolation = Isolation {
         mode: IsolationMode::Process,
@@ -35,7 +40,7 @@ fn open(dir: &Path) -> CriticInstance {
         children: 1,
         worker: None,
     };
-    let source = CriticSource::Command(vec!["python3".into(), "echo.py".into()]);
+    let source = CriticSource::Command(vec!["python3".into(), "echo.py".into(), version.to_string()]);
     let host = std::sync::Arc::new(critbench_plugin_host::services::Host::new());
     open_critic(&source, "{}", &SearchPath::default(), Some(dir), &isolation, &host).unwrap()
 }
@@ -45,10 +50,17 @@ fn request(draft: &str) -> String {
         .to_string()
 }
 
-/// Bytes near the protocol: fragments of valid messages, JSON, UTF-8 and not, newlines.
+/// Bytes near the protocol: fragments of valid messages (with the first request's id, 1, another
+/// id, or none), JSON, UTF-8 and not, newlines.
 fn answer_bytes() -> impl Strategy<Value = Vec<u8>> {
     let piece = prop_oneof![
         Just(b"{\"critique\": {\"score\": 5}}".to_vec()),
+        Just(b"{\"id\": 1, \"critique\": {\"score\": 5}}".to_vec()),
+        Just(b"{\"id\": 1, \"critique\": {\"score\": 5}, \"error\": \"both\"}".to_vec()),
+        Just(b"{\"id\": 0, \"critique\": {\"score\": 4}}".to_vec()),
+        Just(b"{\"id\": \"1\", \"critique\": {\"score\": 4}}".to_vec()),
+        Just(b"{\"id\": 1, \"error\": \"no\"}".to_vec()),
+        Just(b"{\"id\": 1, \"service\": \"nothing\", \"request\": \"{}\"}".to_vec()),
         Just(b"{\"critique\": \"{\\\"score\\\": 3}\"}".to_vec()),
         Just(b"{\"error\": \"no\"}".to_vec()),
         Just(b"{\"service\": \"nothing\", \"request\": \"{}\"}".to_vec()),
@@ -71,9 +83,9 @@ proptest! {
     })]
 
     #[test]
-    fn any_answer_is_a_critique_an_error_or_a_restart(bytes in answer_bytes()) {
+    fn any_answer_is_a_critique_an_error_or_a_restart(version in 1..=2u32, bytes in answer_bytes()) {
         let dir = tempfile::tempdir().unwrap();
-        let critic = open(dir.path());
+        let critic = open(dir.path(), version);
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let lines: Vec<&[u8]> =
             bytes.split(|b| *b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)).collect();
@@ -82,6 +94,12 @@ proptest! {
                 // Only from a single line that is a JSON object with a `critique`.
                 prop_assert_eq!(lines.len(), 1);
                 let line: serde_json::Value = serde_json::from_slice(lines[0]).unwrap();
+                if version == 2 {
+                    // The first request's own id, and nothing but the critique with it.
+                    let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
+                    prop_assert_eq!(&line["id"], &serde_json::json!(1));
+                    prop_assert_eq!(keys.len(), 2);
+                }
                 let inner = &line["critique"];
                 let expected = inner.as_str().map(str::to_string).unwrap_or_else(|| inner.to_string());
                 prop_assert_eq!(critique, expected);

@@ -1,0 +1,274 @@
+//! The messages of the JSON-lines critic protocol (`docs/PROTOCOL.md`) as the host writes them
+//! and checks the critic's, in both versions it speaks.
+//!
+//! Version 2 puts an `id` on everything: the host numbers each line it sends that wants an answer
+//! (the config, every request), and every message of the critic carries the id of the request it
+//! answers or serves. A message for any other request is an error, never an answer, so an answer
+//! can only land on its own request, and several requests could be in flight on one process
+//! without their answers being confused. Version 1 carries no id: its answers are matched to
+//! requests by order alone, which the host checks as far as order can be checked
+//! (`ProcessCritic`).
+
+use serde_json::Value;
+
+use crate::library::excerpt;
+
+/// The newest protocol version: what `critbench plugin-worker` says in its hello.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The id of the config message in protocol 2; requests count up from 1.
+pub(crate) const CONFIG_ID: u64 = 0;
+
+/// A protocol version this host speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    /// Answers in order, no ids.
+    V1,
+    /// Every message carries its request's id.
+    V2,
+}
+
+/// What a critic's message is, once it is known to be about the request being asked.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Reply {
+    /// The critique's JSON text (an object, or the text of a JSON string).
+    Critique(String),
+    /// No critique this time.
+    Error(String),
+    /// A host-service call made while working on the request.
+    Service { name: String, request: String },
+}
+
+impl Protocol {
+    /// The version a hello line names, or what this host speaks instead.
+    pub(crate) fn from_hello(version: u32) -> Result<Protocol, String> {
+        match version {
+            1 => Ok(Protocol::V1),
+            2 => Ok(Protocol::V2),
+            other => Err(format!(
+                "the critic speaks protocol version {other}, but this critbench speaks versions 1 and \
+                 {PROTOCOL_VERSION}"
+            )),
+        }
+    }
+
+    /// The config line; `config` is JSON.
+    pub(crate) fn config_line(self, config: &Value) -> String {
+        match self {
+            Protocol::V1 => format!("{{\"config\":{config}}}"),
+            Protocol::V2 => format!("{{\"id\":{CONFIG_ID},\"config\":{config}}}"),
+        }
+    }
+
+    /// The line carrying the critique request `request` (JSON text, the C ABI's request) as
+    /// request `id`.
+    pub(crate) fn request_line(self, id: u64, request: &str) -> String {
+        match self {
+            Protocol::V1 => request.to_string(),
+            // The request goes in verbatim, so a critic sees exactly the C ABI's bytes.
+            Protocol::V2 => format!("{{\"id\":{id},\"request\":{request}}}"),
+        }
+    }
+
+    /// The host's answer to a service call made for request `id`.
+    pub(crate) fn service_answer_line(self, id: u64, answer: Result<String, String>) -> String {
+        let (key, text) = match answer {
+            Ok(answer) => ("answer", answer),
+            Err(error) => ("error", error),
+        };
+        let text = Value::String(text);
+        match self {
+            Protocol::V1 => format!("{{\"{key}\":{text}}}"),
+            Protocol::V2 => format!("{{\"id\":{id},\"{key}\":{text}}}"),
+        }
+    }
+
+    /// Reads `message`, written while the host waits for the answer to request `id`.
+    pub(crate) fn reply(self, message: &Value, id: u64) -> Result<Reply, String> {
+        match self {
+            Protocol::V1 => reply_v1(message),
+            Protocol::V2 => {
+                self.check_id(message, id)?;
+                reply_v2(message)
+            }
+        }
+    }
+
+    /// Reads the critic's answer to its config: `Ok(Err(message))` when it refuses the config.
+    pub(crate) fn config_answer(self, message: &Value) -> Result<Result<(), String>, String> {
+        self.check_id(message, CONFIG_ID)?;
+        if let Some(error) = message.get("error") {
+            return Ok(Err(text_of(error)));
+        }
+        if message.get("ok") != Some(&Value::Bool(true)) {
+            return Err(format!("expected {{\"ok\": true}} after the config, got {}", excerpt(&message.to_string())));
+        }
+        Ok(Ok(()))
+    }
+
+    /// In protocol 2, a message must carry the id of the request the host waits for.
+    fn check_id(self, message: &Value, id: u64) -> Result<(), String> {
+        if self == Protocol::V1 {
+            return Ok(());
+        }
+        match message.get("id") {
+            Some(got) if got.as_u64() == Some(id) => Ok(()),
+            None => Err(format!(
+                "the critic wrote a message without an id (protocol 2: every message carries the id of the request \
+                 it answers, here {id}): {}",
+                excerpt(&message.to_string())
+            )),
+            Some(got) => Err(format!(
+                "the critic wrote a message for request {got} while critbench waited for request {id} (an answer to \
+                 another request, or a second answer, is never taken for this one): {}",
+                excerpt(&message.to_string())
+            )),
+        }
+    }
+}
+
+/// Protocol 1 reads a message by its first known key, as it always has.
+fn reply_v1(message: &Value) -> Result<Reply, String> {
+    if let Some(service) = message.get("service") {
+        return Ok(Reply::Service {
+            name: service.as_str().unwrap_or_default().to_string(),
+            request: message.get("request").and_then(Value::as_str).unwrap_or_default().to_string(),
+        });
+    }
+    if let Some(critique) = message.get("critique") {
+        return Ok(Reply::Critique(critique_text(critique)));
+    }
+    if let Some(error) = message.get("error") {
+        return Ok(Reply::Error(text_of(error)));
+    }
+    Err(not_a_message(message))
+}
+
+/// Protocol 2 takes exactly one kind of message: `id` and `critique`, `id` and `error`, or `id`,
+/// `service` and `request`.
+fn reply_v2(message: &Value) -> Result<Reply, String> {
+    let Some(object) = message.as_object() else { return Err(not_a_message(message)) };
+    let keys: Vec<&str> = object.keys().map(String::as_str).filter(|k| *k != "id").collect();
+    match (keys.as_slice(), object.get("service"), object.get("request")) {
+        (["critique"], ..) => Ok(Reply::Critique(critique_text(&object["critique"]))),
+        (["error"], ..) => Ok(Reply::Error(text_of(&object["error"]))),
+        (["request", "service"] | ["service", "request"], Some(Value::String(name)), Some(Value::String(request))) => {
+            Ok(Reply::Service { name: name.clone(), request: request.clone() })
+        }
+        _ => Err(not_a_message(message)),
+    }
+}
+
+fn not_a_message(message: &Value) -> String {
+    format!("the critic wrote a line that is not a protocol message: {}", excerpt(&message.to_string()))
+}
+
+/// A critique is an object, or a JSON string holding the critique's text (as a library returned it).
+fn critique_text(critique: &Value) -> String {
+    match critique {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// An error message: a string, or whatever JSON the critic put there.
+pub(crate) fn text_of(value: &Value) -> String {
+    value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_v2_answer_must_carry_the_id_of_the_request_it_answers() {
+        let v2 = Protocol::V2;
+        assert_eq!(
+            v2.reply(&json!({"id": 4, "critique": {"score": 3}}), 4),
+            Ok(Reply::Critique("{\"score\":3}".into()))
+        );
+        assert_eq!(v2.reply(&json!({"id": 4, "error": "no"}), 4), Ok(Reply::Error("no".into())));
+        let wrong = v2.reply(&json!({"id": 3, "critique": {"score": 3}}), 4).unwrap_err();
+        assert!(
+            wrong.starts_with("the critic wrote a message for request 3 while critbench waited for request 4"),
+            "{wrong}"
+        );
+        let missing = v2.reply(&json!({"critique": {"score": 3}}), 4).unwrap_err();
+        assert!(missing.starts_with("the critic wrote a message without an id"), "{missing}");
+        // An id is a number: the text "4" is another id.
+        let text = v2.reply(&json!({"id": "4", "critique": {"score": 3}}), 4).unwrap_err();
+        assert!(text.contains("for request \"4\""), "{text}");
+    }
+
+    #[test]
+    fn a_v2_service_call_is_tied_to_the_request_it_serves() {
+        let v2 = Protocol::V2;
+        let call = json!({"id": 7, "service": "chat", "request": "{}"});
+        assert_eq!(v2.reply(&call, 7), Ok(Reply::Service { name: "chat".into(), request: "{}".into() }));
+        assert!(v2.reply(&call, 8).unwrap_err().contains("for request 7 while critbench waited for request 8"));
+        assert_eq!(
+            v2.service_answer_line(7, Ok("{\"content\":\"x\"}".into())),
+            r#"{"id":7,"answer":"{\"content\":\"x\"}"}"#
+        );
+        assert_eq!(v2.service_answer_line(7, Err("down".into())), r#"{"id":7,"error":"down"}"#);
+    }
+
+    #[test]
+    fn a_v2_message_is_exactly_one_kind() {
+        let v2 = Protocol::V2;
+        for message in [
+            json!({"id": 1, "critique": {"score": 1}, "error": "both"}),
+            json!({"id": 1, "critique": {"score": 1}, "note": "extra"}),
+            json!({"id": 1, "service": "chat"}),
+            json!({"id": 1, "service": "chat", "request": {"not": "text"}}),
+            json!({"id": 1}),
+        ] {
+            let error = v2.reply(&message, 1).unwrap_err();
+            assert!(error.starts_with("the critic wrote a line that is not a protocol message"), "{message}: {error}");
+        }
+    }
+
+    #[test]
+    fn v1_reads_answers_by_order_and_ignores_ids() {
+        let v1 = Protocol::V1;
+        assert_eq!(v1.reply(&json!({"critique": "{\"score\": 2}"}), 9), Ok(Reply::Critique("{\"score\": 2}".into())));
+        assert_eq!(
+            v1.reply(&json!({"id": 1, "critique": {"score": 2}}), 9),
+            Ok(Reply::Critique("{\"score\":2}".into()))
+        );
+        assert_eq!(v1.reply(&json!({"error": 5}), 9), Ok(Reply::Error("5".into())));
+        assert_eq!(
+            v1.reply(&json!({"service": "chat"}), 9),
+            Ok(Reply::Service { name: "chat".into(), request: String::new() })
+        );
+        assert!(v1.reply(&json!({"score": 2}), 9).is_err());
+        assert_eq!(v1.request_line(9, "{\"round\":0}"), "{\"round\":0}");
+        assert_eq!(v1.service_answer_line(9, Ok("a".into())), r#"{"answer":"a"}"#);
+        assert_eq!(v1.config_line(&json!({"k": 1})), r#"{"config":{"k":1}}"#);
+    }
+
+    #[test]
+    fn v2_wraps_the_request_verbatim_and_numbers_the_config() {
+        let request = r#"{"request_version":1,"round":0,"draft":"1e5","task":{"id":"t","meta":{"x":1e5}}}"#;
+        let line = Protocol::V2.request_line(3, request);
+        assert_eq!(line, format!("{{\"id\":3,\"request\":{request}}}"));
+        let parsed: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(parsed["id"], 3);
+        assert_eq!(Protocol::V2.config_line(&json!({})), r#"{"id":0,"config":{}}"#);
+        assert_eq!(Protocol::V2.config_answer(&json!({"id": 0, "ok": true})), Ok(Ok(())));
+        assert_eq!(Protocol::V2.config_answer(&json!({"id": 0, "error": "no"})), Ok(Err("no".into())));
+        assert!(Protocol::V2.config_answer(&json!({"ok": true})).unwrap_err().contains("without an id"));
+        assert_eq!(Protocol::V1.config_answer(&json!({"ok": true})), Ok(Ok(())));
+    }
+
+    #[test]
+    fn the_hello_names_a_version_this_host_speaks() {
+        assert_eq!(Protocol::from_hello(1), Ok(Protocol::V1));
+        assert_eq!(Protocol::from_hello(2), Ok(Protocol::V2));
+        assert_eq!(
+            Protocol::from_hello(3).unwrap_err(),
+            "the critic speaks protocol version 3, but this critbench speaks versions 1 and 2"
+        );
+    }
+}
