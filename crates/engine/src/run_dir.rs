@@ -72,11 +72,20 @@ pub struct RunLock {
     path: PathBuf,
     /// Open, and `flock`ed, for as long as the lock is held.
     _file: std::fs::File,
+    /// The folders the claim created, innermost first: removed with the lock when they are still
+    /// empty (a command that failed before it wrote anything leaves no folder behind).
+    created: Vec<PathBuf>,
 }
 
 impl Drop for RunLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        for dir in &self.created {
+            // `remove_dir` removes an empty folder only.
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
     }
 }
 
@@ -145,11 +154,13 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         });
     }
+    let created: Vec<PathBuf> = own.ancestors().take_while(|dir| !dir.exists()).map(Path::to_path_buf).collect();
     std::fs::create_dir_all(&own).map_err(|source| EngineError::Io {
         context: format!("cannot create the run directory {}", own.display()),
         source,
     })?;
-    let (lock, taken_over) = take_lock(&own)?;
+    let (mut lock, taken_over) = take_lock(&own)?;
+    lock.created = created;
     match claim {
         Claim::Rebuild => {
             let derived: Vec<PathBuf> =
@@ -621,7 +632,7 @@ fn take_lock(dir: &Path) -> Result<(RunLock, bool), EngineError> {
         let linked = std::fs::hard_link(&aside, &path);
         let _ = std::fs::remove_file(&aside);
         match linked {
-            Ok(()) => return Ok((RunLock { path, _file: file }, false)),
+            Ok(()) => return Ok((RunLock { path, _file: file, created: Vec::new() }, false)),
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(source) => return Err(io(&path, source)),
         }
@@ -677,7 +688,7 @@ fn take_lock(dir: &Path) -> Result<(RunLock, bool), EngineError> {
             file.sync_all()
         })();
         rewritten.map_err(|source| io(&path, source))?;
-        return Ok((RunLock { path, _file: file }, true));
+        return Ok((RunLock { path, _file: file, created: Vec::new() }, true));
     }
     Err(EngineError::LockNotTaken { path })
 }
