@@ -24,6 +24,7 @@ pub const RUN_FILES: &[&str] = &[
     "summary.json",
     "comparisons.csv",
     "config_comparisons.csv",
+    "power.csv",
     "report.md",
     "report.html",
 ];

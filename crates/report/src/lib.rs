@@ -9,8 +9,8 @@
 //! results depend only on the rows, not on their order.
 //!
 //! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `config_comparisons.csv` (grid
-//! neighbours compared unit by unit), `report.md` and `report.html` (the same
-//! with inline SVG charts) into the run directory.
+//! neighbours compared unit by unit), `power.csv` (how many tasks each comparison needs),
+//! `report.md` and `report.html` (the same with inline SVG charts) into the run directory.
 //!
 //! ```no_run
 //! let report = critbench_report::write_reports("reports/demo".as_ref()).unwrap();
@@ -23,6 +23,7 @@ pub mod compare;
 pub mod configs;
 mod html;
 mod markdown;
+pub mod power;
 pub mod show;
 pub mod stats;
 mod summary;
@@ -77,8 +78,10 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     let outcomes = table_files(run_dir, "outcomes")?;
     let manifest =
         critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    let report = summarize_files(&outcomes, manifest.as_ref())?;
+    let mut report = summarize_files(&outcomes, manifest.as_ref())?;
     summary::write_files(run_dir, &report)?;
+    report.power = power::power_rows(&outcomes, manifest.as_ref(), &report.comparisons)?;
+    power::write_file(run_dir, &report.power)?;
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an

@@ -444,6 +444,7 @@ pub(crate) fn render_with_pairs(report: &Report, pairs: Option<&ListedPairs>) ->
         out.push_str(&comparison_table(report));
     }
     out.push_str(&adjudication_section(report));
+    out.push_str(&crate::power::markdown_section(&report.power));
     kinds_section(&mut out, report);
     if let Some(pairs) = pairs {
         pairs_section(&mut out, pairs);

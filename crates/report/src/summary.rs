@@ -167,6 +167,10 @@ pub struct Report {
     /// (for the reports; not written to `summary.json`).
     #[serde(skip)]
     pub by_kind: Vec<KindReport>,
+    /// How many tasks each comparison needs (`power.csv`; filled by [`crate::write_reports`], not
+    /// written to `summary.json`).
+    #[serde(skip)]
+    pub power: Vec<crate::power::PowerRow>,
 }
 
 /// The summary and comparison rows of one task kind: the same statistics as the whole run's,
@@ -499,6 +503,7 @@ impl Summarizer {
             summary,
             comparisons,
             by_kind,
+            power: Vec::new(),
         })
     }
 }

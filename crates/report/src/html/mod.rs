@@ -145,6 +145,9 @@ pub(crate) fn render_html(
     if !adjudicated.is_empty() {
         out.push_str("<li><a href=\"#table-adjudication\">Adjudication</a></li>");
     }
+    if !report.power.is_empty() {
+        out.push_str("<li><a href=\"#power\">Tasks needed</a></li>");
+    }
     if !report.by_kind.is_empty() {
         out.push_str("<li><a href=\"#table-kinds\">By task kind</a></li>");
     }
@@ -287,6 +290,7 @@ pub(crate) fn render_html(
         adjudication_table(&mut out, &adjudicated);
         out.push_str("</section>\n");
     }
+    crate::power::html_section(&mut out, &report.power);
     if !report.by_kind.is_empty() {
         out.push_str("<section>\n<h2 id=\"by-kind\">By task kind</h2>\n");
         out.push_str(
