@@ -80,8 +80,8 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
         critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let mut report = summarize_files(&outcomes, manifest.as_ref())?;
     summary::write_files(run_dir, &report)?;
-    report.power = power::power_rows(&outcomes, manifest.as_ref(), &report.comparisons)?;
-    power::write_file(run_dir, &report.power)?;
+    report.power = power::power_rows(&outcomes, manifest.as_ref(), &compared(&report.comparisons))?;
+    summary::write_csv(&run_dir.join("power.csv"), &report.power)?;
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
@@ -95,6 +95,21 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;
     html::write_html(run_dir, &report, manifest.as_ref(), pairs.as_ref())?;
     Ok(report)
+}
+
+/// The comparisons `power.csv` sizes: those of `comparisons.csv`, an `ARM+adjudicate` side being
+/// ARM's loops answered with their adjudicated pass.
+pub(crate) fn compared(comparisons: &[ComparisonRow]) -> Vec<power::Compared<'_>> {
+    fn side(label: &str) -> power::Side<'_> {
+        match label.strip_suffix(ADJUDICATED_SUFFIX) {
+            Some(arm) => power::Side { label, arm, adjudicated: true },
+            None => power::Side { label, arm: label, adjudicated: false },
+        }
+    }
+    comparisons
+        .iter()
+        .map(|c| power::Compared { config_id: &c.config_id, critic: &c.critic, a: side(&c.arm_a), b: side(&c.arm_b) })
+        .collect()
 }
 
 /// The values in the order they first appear, each once (tables and charts list configs, critics

@@ -12,15 +12,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use critbench_stats::power::{TaskDifferences, Test, VarianceSplit};
 use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::for_each_outcome_stats_in;
 use serde::Serialize;
 
-use crate::summary::{KeyMap, task_hash};
-use crate::{ADJUDICATED_SUFFIX, ComparisonRow, ReportError};
+use crate::ReportError;
 
 /// The differences `power.csv` gives the tasks needed for: 5 and 10 percentage points.
 pub const STATED_DIFFERENCES: [f64; 2] = [0.05, 0.10];
@@ -61,8 +60,26 @@ pub struct PowerRow {
     pub advice: String,
 }
 
-/// A (config, critic, task) whose loops have not all arrived: how many have, and (arm, epoch,
-/// passed) of those of a compared arm.
+/// One side of a comparison: the loops of `arm`, answered with their adjudicated pass when
+/// `adjudicated` (the reports' `ARM+adjudicate`); `label` is how the reports name it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Side<'a> {
+    pub label: &'a str,
+    pub arm: &'a str,
+    pub adjudicated: bool,
+}
+
+/// A comparison to size: side A against side B within one config × critic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Compared<'a> {
+    pub config_id: &'a str,
+    pub critic: &'a str,
+    pub a: Side<'a>,
+    pub b: Side<'a>,
+}
+
+/// A (config, critic, task) whose loops have not all arrived: how many have, and (side, epoch,
+/// passed) of those on a compared side.
 #[derive(Default)]
 struct OpenTask {
     arrived: usize,
@@ -77,35 +94,28 @@ type Histogram = BTreeMap<(u64, i64, u64), u64>;
 pub fn power_rows(
     paths: &[PathBuf],
     manifest: Option<&Manifest>,
-    comparisons: &[ComparisonRow],
+    comparisons: &[Compared<'_>],
 ) -> Result<Vec<PowerRow>, ReportError> {
     if comparisons.is_empty() {
         return Ok(Vec::new());
     }
-    let mut arms: Vec<String> = Vec::new();
-    let mut arm_index: HashMap<String, u32> = HashMap::new();
-    let mut intern = |name: &str| -> u32 {
-        if let Some(&id) = arm_index.get(name) {
-            return id;
-        }
-        arms.push(name.to_string());
-        arm_index.insert(name.to_string(), arms.len() as u32 - 1);
-        arms.len() as u32 - 1
+    // Each side's number: arm → side, for the loops as they ran and as adjudicated.
+    let (mut plain, mut twins): (HashMap<String, u32>, HashMap<String, u32>) = Default::default();
+    let mut side_of = |side: &Side<'_>| -> u32 {
+        let next = (plain.len() + twins.len()) as u32;
+        let sides = if side.adjudicated { &mut twins } else { &mut plain };
+        *sides.entry(side.arm.to_string()).or_insert(next)
     };
-    // (config, critic) → its comparisons as (index, arm A, arm B).
+    // (config, critic) → its comparisons as (index, side A, side B).
     let mut groups: HashMap<(&str, &str), usize> = HashMap::new();
     let mut compared: Vec<Vec<(usize, u32, u32)>> = Vec::new();
     for (index, c) in comparisons.iter().enumerate() {
-        let group = *groups.entry((&c.config_id, &c.critic)).or_insert_with(|| {
+        let group = *groups.entry((c.config_id, c.critic)).or_insert_with(|| {
             compared.push(Vec::new());
             compared.len() - 1
         });
-        compared[group].push((index, intern(&c.arm_a), intern(&c.arm_b)));
+        compared[group].push((index, side_of(&c.a), side_of(&c.b)));
     }
-    let adjudicated: HashMap<String, u32> = arms
-        .iter()
-        .filter_map(|arm| Some((arm.strip_suffix(ADJUDICATED_SUFFIX)?.to_string(), arm_index[arm])))
-        .collect();
     // Loops per (config, critic, task) when the run finished every one, as the summary counts them.
     let expected = manifest.and_then(|m| {
         let epochs = m.experiment.epochs? as usize;
@@ -113,12 +123,12 @@ pub fn power_rows(
         (epochs > 0 && arms > 0).then_some(epochs * arms)
     });
     let mut histograms: Vec<Histogram> = vec![Histogram::new(); comparisons.len()];
-    let mut open: KeyMap<(usize, u128), OpenTask> = KeyMap::default();
+    let mut open: HashMap<(usize, u128), OpenTask> = HashMap::new();
     let close = |histograms: &mut Vec<Histogram>, group: usize, task: &mut OpenTask| {
         let loops = &mut task.loops;
         loops.sort_unstable();
         for &(index, a, b) in &compared[group] {
-            let of = |arm: u32| loops.iter().filter(move |l| l.0 == arm).map(|l| (l.1, l.2));
+            let of = |side: u32| loops.iter().filter(move |l| l.0 == side).map(|l| (l.1, l.2));
             let (mut pairs, mut sum, mut squares) = (0u64, 0i64, 0u64);
             for (epoch, passed_a) in of(a) {
                 if let Some((_, passed_b)) = of(b).find(|(e, _)| *e == epoch) {
@@ -135,13 +145,13 @@ pub fn power_rows(
     };
     for_each_outcome_stats_in(paths, |row| {
         let Some(&group) = groups.get(&(row.config_id, row.critic)) else { return Ok(()) };
-        let key = (group, task_hash(row.task_id));
+        let key = (group, critbench_storage::hash128(row.task_id));
         let task = open.entry(key).or_default();
-        if let Some(&arm) = arm_index.get(row.arm) {
-            task.loops.push((arm, row.epoch, row.passed));
+        if let Some(&side) = plain.get(row.arm) {
+            task.loops.push((side, row.epoch, row.passed));
         }
-        if let (Some(passed), Some(&twin)) = (row.adjudicated_passed, adjudicated.get(row.arm)) {
-            task.loops.push((twin, row.epoch, passed));
+        if let (Some(passed), Some(&side)) = (row.adjudicated_passed, twins.get(row.arm)) {
+            task.loops.push((side, row.epoch, passed));
         }
         // Every loop counts toward the task's total, compared or not; an adjudicated one twice,
         // as itself and as its `+adjudicate` twin.
@@ -172,15 +182,15 @@ pub fn power_rows(
 }
 
 /// The row of comparison `c` from its split.
-fn row(c: &ComparisonRow, split: &VarianceSplit, test: &Test) -> PowerRow {
+fn row(c: &Compared<'_>, split: &VarianceSplit, test: &Test) -> PowerRow {
     let (tasks, epochs) = (split.tasks as f64, split.epochs);
     let mde = |tasks: f64, epochs: f64| test.mde(split, tasks, epochs);
     let [five, ten] = STATED_DIFFERENCES.map(|difference| test.tasks_needed(split, difference, epochs));
     PowerRow {
-        config_id: c.config_id.clone(),
-        critic: c.critic.clone(),
-        arm_a: c.arm_a.clone(),
-        arm_b: c.arm_b.clone(),
+        config_id: c.config_id.to_string(),
+        critic: c.critic.to_string(),
+        arm_a: c.a.label.to_string(),
+        arm_b: c.b.label.to_string(),
         n_tasks: split.tasks,
         epochs,
         diff: split.mean,
@@ -200,13 +210,8 @@ fn row(c: &ComparisonRow, split: &VarianceSplit, test: &Test) -> PowerRow {
     }
 }
 
-/// Writes `power.csv` into the run directory (a header alone when nothing was compared).
-pub(crate) fn write_file(run_dir: &Path, rows: &[PowerRow]) -> Result<(), ReportError> {
-    crate::summary::write_csv(&run_dir.join("power.csv"), rows)
-}
-
 /// What the section says of itself, in report.md and report.html.
-const SENTENCE: &str = "For each paired comparison: the smallest difference this run could detect (MDE: a two-sided \
+pub(crate) const SENTENCE: &str = "For each paired comparison: the smallest difference this run could detect (MDE: a two-sided \
      test at 95% with 80% power, over its tasks × epochs), the tasks it would take to detect 5 and 10 percentage points \
      with the same epochs, and the paired difference's variance split into a task part (tasks on which the arms differ \
      by different amounts) and an epoch part (the loops' own sampling noise), as in \"Measuring all the noises of LLM \
@@ -214,22 +219,22 @@ const SENTENCE: &str = "For each paired comparison: the smallest difference this
      larger share or the dataset has no more tasks. `power.csv` has every column, with the MDE for twice the tasks, \
      twice the epochs and unlimited epochs.";
 
-fn points(value: f64) -> String {
+pub(crate) fn points(value: f64) -> String {
     format!("{:.1} pp", 100.0 * value)
 }
 
-fn tasks_cell(needed: Option<u64>) -> String {
+pub(crate) fn tasks_cell(needed: Option<u64>) -> String {
     needed.map_or_else(|| "–".to_string(), |n| n.to_string())
 }
 
-fn split_cell(row: &PowerRow) -> String {
+pub(crate) fn split_cell(row: &PowerRow) -> String {
     match (row.task_variance, row.epoch_variance) {
         (Some(task), Some(epoch)) => format!("{task:.4} / {epoch:.4}"),
         _ => "–".to_string(),
     }
 }
 
-fn share_cell(row: &PowerRow) -> String {
+pub(crate) fn share_cell(row: &PowerRow) -> String {
     row.epoch_share.map_or_else(|| "–".to_string(), |share| format!("{:.0}%", 100.0 * share))
 }
 
@@ -267,47 +272,8 @@ pub(crate) fn markdown_section(rows: &[PowerRow]) -> String {
 }
 
 /// Epochs per task as a reader counts them: whole when every task ran alike.
-fn epochs_label(epochs: f64) -> String {
+pub(crate) fn epochs_label(epochs: f64) -> String {
     if epochs.fract() == 0.0 { format!("{epochs:.0}") } else { format!("{epochs:.2}") }
-}
-
-/// The section of report.html with `table-power`, for the comparisons the page lists; nothing
-/// without comparisons.
-pub(crate) fn html_section(out: &mut String, rows: &[PowerRow]) {
-    use crate::html::escape;
-    if rows.is_empty() {
-        return;
-    }
-    out.push_str("<section>\n<h2 id=\"power\">How many tasks a question needs</h2>\n");
-    let _ = writeln!(out, "<p>{}</p>", crate::html::svg::with_code_spans(SENTENCE));
-    out.push_str(
-        "<div class=\"table-wrap\"><table id=\"table-power\"><thead><tr><th>config</th><th>critic</th><th>A vs B</th>\
-         <th class=\"num\">tasks × epochs</th><th class=\"num\">A − B</th><th class=\"num\">MDE</th>\
-         <th class=\"num\">tasks for 5 pp / 10 pp</th><th class=\"num\">variance: task / epoch</th>\
-         <th class=\"num\">epoch share</th><th>advice</th></tr></thead><tbody>\n",
-    );
-    for row in rows {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{} × {}</td><td class=\"num\">{:+.1} pp</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{} / {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td>{}</td></tr>",
-            escape(&row.config_id),
-            escape(&row.critic),
-            escape(&row.arm_a),
-            escape(&row.arm_b),
-            row.n_tasks,
-            epochs_label(row.epochs),
-            100.0 * row.diff,
-            points(row.mde),
-            tasks_cell(row.tasks_for_5pp),
-            tasks_cell(row.tasks_for_10pp),
-            split_cell(row),
-            share_cell(row),
-            escape(&row.advice),
-        );
-    }
-    out.push_str("</tbody></table></div>\n</section>\n");
 }
 
 #[cfg(test)]
@@ -316,7 +282,7 @@ mod tests {
     use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
 
     /// Writes `rows` as an outcomes file in `dir`, reports it, and returns the power rows.
-    fn power_of(dir: &Path, rows: &[OutcomeRow]) -> Vec<PowerRow> {
+    fn power_of(dir: &std::path::Path, rows: &[OutcomeRow]) -> Vec<PowerRow> {
         let path = dir.join("outcomes.parquet");
         let mut writer = OutcomeWriter::create(&path).unwrap();
         for row in rows {
@@ -324,7 +290,7 @@ mod tests {
         }
         writer.close().unwrap();
         let report = crate::summarize_file(&path, None).unwrap();
-        power_rows(&[path], None, &report.comparisons).unwrap()
+        power_rows(&[path], None, &crate::compared(&report.comparisons)).unwrap()
     }
 
     fn loop_row(task: &str, arm: &str, epoch: u32, passed: bool) -> OutcomeRow {
@@ -421,7 +387,7 @@ mod tests {
         );
         assert_eq!(markdown_section(&[]), "");
         let mut html = String::new();
-        html_section(&mut html, &[PowerRow { config_id: "<p8>".into(), epochs: 2.5, ..row }]);
+        crate::html::power::section(&mut html, &[&PowerRow { config_id: "<p8>".into(), epochs: 2.5, ..row }]);
         assert!(html.contains("<td>&lt;p8&gt;</td>") && html.contains("240 × 2.50"), "{html}");
     }
 }

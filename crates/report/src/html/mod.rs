@@ -27,6 +27,7 @@
 mod charts;
 pub(crate) mod grid;
 mod labels;
+pub(crate) mod power;
 pub(crate) mod svg;
 mod tables;
 #[cfg(test)]
@@ -290,7 +291,7 @@ pub(crate) fn render_html(
         adjudication_table(&mut out, &adjudicated);
         out.push_str("</section>\n");
     }
-    crate::power::html_section(&mut out, &report.power);
+    power::section(&mut out, &report.power.iter().collect::<Vec<_>>());
     if !report.by_kind.is_empty() {
         out.push_str("<section>\n<h2 id=\"by-kind\">By task kind</h2>\n");
         out.push_str(
