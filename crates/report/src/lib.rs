@@ -81,7 +81,7 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     let mut report = summarize_files(&outcomes, manifest.as_ref())?;
     summary::write_files(run_dir, &report)?;
     report.power = power::power_rows(&outcomes, manifest.as_ref(), &compared(&report.comparisons))?;
-    summary::write_csv(&run_dir.join("power.csv"), &report.power)?;
+    power::write_file(run_dir, &report.power)?;
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use critbench_stats::power::{TaskDifferences, Test, VarianceSplit};
 use critbench_storage::manifest::Manifest;
@@ -210,6 +210,24 @@ fn row(c: &Compared<'_>, split: &VarianceSplit, test: &Test) -> PowerRow {
     }
 }
 
+/// Writes `power.csv` into the run directory, atomically (a header alone when nothing was
+/// compared).
+pub(crate) fn write_file(run_dir: &Path, rows: &[PowerRow]) -> Result<(), ReportError> {
+    let path = run_dir.join("power.csv");
+    let default = [PowerRow::default()];
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for row in if rows.is_empty() { &default[..] } else { rows } {
+        writer.serialize(row).expect("a row serializes to memory");
+    }
+    let mut bytes = writer.into_inner().expect("writing to memory cannot fail");
+    if rows.is_empty() {
+        // The header the default row was written under, without the row.
+        let header = bytes.iter().position(|&b| b == b'\n').map_or(bytes.len(), |end| end + 1);
+        bytes.truncate(header);
+    }
+    critbench_storage::files::write_atomically(&path, &bytes).map_err(|source| ReportError::Write { path, source })
+}
+
 /// What the section says of itself, in report.md and report.html.
 pub(crate) const SENTENCE: &str = "For each paired comparison: the smallest difference this run could detect (MDE: a two-sided \
      test at 95% with 80% power, over its tasks × epochs), the tasks it would take to detect 5 and 10 percentage points \
@@ -282,7 +300,7 @@ mod tests {
     use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
 
     /// Writes `rows` as an outcomes file in `dir`, reports it, and returns the power rows.
-    fn power_of(dir: &std::path::Path, rows: &[OutcomeRow]) -> Vec<PowerRow> {
+    fn power_of(dir: &Path, rows: &[OutcomeRow]) -> Vec<PowerRow> {
         let path = dir.join("outcomes.parquet");
         let mut writer = OutcomeWriter::create(&path).unwrap();
         for row in rows {
@@ -356,6 +374,15 @@ mod tests {
         assert!((row.se - (variance / 10.0).sqrt()).abs() < 1e-15);
         let dir = tempfile::tempdir().unwrap();
         assert!(power_of(dir.path(), &rows[..2]).is_empty(), "one task: nothing to estimate a variance from");
+        // Then power.csv is its header alone, the same columns as with rows.
+        write_file(dir.path(), &[]).unwrap();
+        let empty = std::fs::read_to_string(dir.path().join("power.csv")).unwrap();
+        write_file(dir.path(), &power).unwrap();
+        let full = std::fs::read_to_string(dir.path().join("power.csv")).unwrap();
+        assert_eq!(empty.lines().collect::<Vec<_>>(), [full.lines().next().unwrap()]);
+        assert!(
+            empty.starts_with("config_id,critic,arm_a,arm_b,n_tasks,epochs,diff,se,") && empty.ends_with(",advice\n")
+        );
     }
 
     #[test]
