@@ -8,7 +8,7 @@ pub fn merge(args: MergeArgs) -> Result<(), Failure> {
     println!("{}", critbench_report::glance_table(&merged.report));
     println!(
         "merged {} shard(s), {} loops: wrote manifest.json, summary.csv, summary.json, comparisons.csv, \
-         config_comparisons.csv, report.md and report.html in {}",
+         config_comparisons.csv, power.csv, report.md and report.html in {}",
         merged.shards,
         merged.loops,
         merged.out_dir.display()

@@ -37,6 +37,7 @@ pub const DERIVED_FILES: &[&str] = &[
     "summary.json",
     "comparisons.csv",
     "config_comparisons.csv",
+    "power.csv",
     "report.md",
     "report.html",
     "corrected.csv",

@@ -13,6 +13,7 @@
 //! with inline SVG charts) into the run directory; given a labelled sample of the run's answers
 //! (`gold`), also `corrected.csv` and `corrected_comparisons.csv`, the pass rates and differences
 //! corrected by the labels.
+//! Also `power.csv`: how many tasks each paired comparison needs.
 //!
 //! ```no_run
 //! let report = critbench_report::write_reports("reports/demo".as_ref()).unwrap();
@@ -26,6 +27,7 @@ pub mod configs;
 pub mod gold;
 mod html;
 mod markdown;
+pub mod power;
 pub mod show;
 pub mod stats;
 mod summary;
@@ -124,10 +126,12 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     let manifest =
         critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let labels = labels.map(|path| gold::read_labels(run_dir, path)).transpose()?;
-    let report = summarize_files(&outcomes, manifest.as_ref())?;
+    let mut report = summarize_files(&outcomes, manifest.as_ref())?;
     let corrected =
         labels.map(|labels| gold::Corrected::compute(&outcomes, manifest.as_ref(), &labels, &report)).transpose()?;
     summary::write_files(run_dir, &report)?;
+    report.power = power::power_rows(&outcomes, manifest.as_ref(), &compared(&report.comparisons))?;
+    power::write_file(run_dir, &report.power)?;
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
@@ -145,6 +149,21 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
         corrected.write_files(run_dir)?;
     }
     Ok(report)
+}
+
+/// The comparisons `power.csv` sizes: those of `comparisons.csv`, an `ARM+adjudicate` side being
+/// ARM's loops answered with their adjudicated pass.
+pub(crate) fn compared(comparisons: &[ComparisonRow]) -> Vec<power::Compared<'_>> {
+    fn side(label: &str) -> power::Side<'_> {
+        match label.strip_suffix(ADJUDICATED_SUFFIX) {
+            Some(arm) => power::Side { label, arm, adjudicated: true },
+            None => power::Side { label, arm: label, adjudicated: false },
+        }
+    }
+    comparisons
+        .iter()
+        .map(|c| power::Compared { config_id: &c.config_id, critic: &c.critic, a: side(&c.arm_a), b: side(&c.arm_b) })
+        .collect()
 }
 
 /// The values in the order they first appear, each once (tables and charts list configs, critics

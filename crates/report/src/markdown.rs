@@ -459,6 +459,7 @@ pub(crate) fn render_with_sections(
     if let Some(corrected) = corrected {
         out.push_str(&crate::gold::render::markdown_section(corrected));
     }
+    out.push_str(&crate::power::markdown_section(&report.power));
     kinds_section(&mut out, report);
     if let Some(pairs) = pairs {
         pairs_section(&mut out, pairs);

@@ -170,6 +170,10 @@ pub struct Report {
     /// (for the reports; not written to `summary.json`).
     #[serde(skip)]
     pub by_kind: Vec<KindReport>,
+    /// How many tasks each comparison needs (`power.csv`; filled by [`crate::write_reports`], not
+    /// written to `summary.json`).
+    #[serde(skip)]
+    pub power: Vec<crate::power::PowerRow>,
 }
 
 /// A run that did not run all its tasks, as its reports say at the top.
@@ -537,6 +541,7 @@ impl Summarizer {
             summary,
             comparisons,
             by_kind,
+            power: Vec::new(),
         })
     }
 }

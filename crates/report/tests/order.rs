@@ -79,10 +79,18 @@ fn write_run(dir: &Path, rows: &[OutcomeRow], manifest: bool) {
 }
 
 fn files(dir: &Path) -> Vec<Vec<u8>> {
-    ["summary.csv", "summary.json", "comparisons.csv", "config_comparisons.csv", "report.md", "report.html"]
-        .iter()
-        .map(|name| std::fs::read(dir.join(name)).unwrap())
-        .collect()
+    [
+        "summary.csv",
+        "summary.json",
+        "comparisons.csv",
+        "config_comparisons.csv",
+        "power.csv",
+        "report.md",
+        "report.html",
+    ]
+    .iter()
+    .map(|name| std::fs::read(dir.join(name)).unwrap())
+    .collect()
 }
 
 #[test]

@@ -175,6 +175,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
                 comparisons: kind.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
             })
             .collect(),
+        power: report.power.iter().filter(|p| configs.contains(&p.config_id)).cloned().collect(),
     }
 }
 

@@ -29,6 +29,7 @@ mod charts;
 mod corrected;
 pub(crate) mod grid;
 mod labels;
+pub(crate) mod power;
 pub(crate) mod svg;
 mod tables;
 #[cfg(test)]
@@ -167,6 +168,9 @@ pub(crate) fn render_page(
     }
     if corrected.is_some() {
         out.push_str("<li><a href=\"#corrected\">Corrected by gold labels</a></li>");
+    }
+    if !report.power.is_empty() {
+        out.push_str("<li><a href=\"#power\">Tasks needed</a></li>");
     }
     if !report.by_kind.is_empty() {
         out.push_str("<li><a href=\"#table-kinds\">By task kind</a></li>");
@@ -313,6 +317,7 @@ pub(crate) fn render_page(
     if let Some(corrected) = corrected {
         corrected::corrected_section(&mut out, corrected);
     }
+    power::section(&mut out, &report.power.iter().collect::<Vec<_>>());
     if !report.by_kind.is_empty() {
         out.push_str("<section>\n<h2 id=\"by-kind\">By task kind</h2>\n");
         out.push_str(
