@@ -190,7 +190,17 @@ pub fn replay_run(run_dir: &Path, policies: &[Policy], out: &Path) -> Result<Rep
             epochs: recording.and_then(|e| e.epochs),
             arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
             adjudicate: Vec::new(),
-            rest: Default::default(),
+            // The recording's backend and seed: what the reports say of the backend, and the seed
+            // a bootstrap that resamples draws from (with the data), are the run's.
+            rest: recording
+                .map(|e| {
+                    e.rest
+                        .iter()
+                        .filter(|(key, _)| matches!(key.as_str(), "backend" | "seed"))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         },
         sweep: "replay".into(),
         calls: Calls { generator: 0, critic: 0, direct_equivalent: critiques, saved: critiques, ratio: 0.0 },

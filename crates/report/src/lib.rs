@@ -19,6 +19,7 @@
 //! }
 //! ```
 
+pub mod backend;
 pub mod compare;
 pub mod configs;
 mod html;
@@ -30,8 +31,8 @@ mod summary;
 pub use html::escape as escape_html;
 pub use markdown::{glance_table, render_markdown, summary_table};
 pub use summary::{
-    ADJUDICATED_SUFFIX, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport, Report, SummaryRow,
-    TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file, summarize_files,
+    ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport,
+    Report, SummaryRow, TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file, summarize_files,
 };
 
 use std::path::{Path, PathBuf};
@@ -77,7 +78,12 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     let outcomes = table_files(run_dir, "outcomes")?;
     let manifest =
         critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    let report = summarize_files(&outcomes, manifest.as_ref())?;
+    let mut report = summarize_files(&outcomes, manifest.as_ref())?;
+    report.backend = backend::Backend::read(run_dir, manifest.as_ref())?;
+    // What the backend cannot measure comes first: it says how to read everything else.
+    let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| as_note(n)).collect();
+    notes.append(&mut report.notes);
+    report.notes = notes;
     summary::write_files(run_dir, &report)?;
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
@@ -92,6 +98,13 @@ pub fn write_reports(run_dir: &Path) -> Result<Report, ReportError> {
     std::fs::write(&path, markdown).map_err(|source| ReportError::Write { path, source })?;
     html::write_html(run_dir, &report, manifest.as_ref(), pairs.as_ref())?;
     Ok(report)
+}
+
+/// A notice as a note of the reports: a sentence.
+fn as_note(notice: &str) -> String {
+    let mut chars = notice.chars();
+    let first: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    format!("{first}{}.", chars.as_str())
 }
 
 /// The values in the order they first appear, each once (tables and charts list configs, critics
