@@ -1,7 +1,8 @@
 //! The offline backends say what they measure, with the real binary: a custom critic's feedback
 //! reaches the simulated writer whatever it names its dimensions; a critic it cannot act on gets a
 //! warning instead of a verdict; the scripted backend's arm comparison is labelled as measuring
-//! the critic and the policy; and equal outcomes get equal intervals in every config.
+//! the critic and the policy; equal outcomes get equal intervals in every config; and a replay
+//! keeps the run's own grid for the flags it does not give.
 
 mod common;
 
@@ -213,4 +214,48 @@ fn equal_outcomes_give_equal_intervals_in_every_config_and_in_a_replay() {
         assert_eq!(line(&run, file), line(&again, file), "{file}");
         assert!(!line(&run, file).is_empty());
     }
+}
+
+#[test]
+fn a_replay_keeps_the_runs_grid_for_the_flags_it_does_not_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "grid.toml",
+        &format!(
+            "name = \"grid\"\ndataset = [\"{}\"]\nbackend = \"sim\"\n\
+             [[critics]]\nname = \"rubric\"\nplugin = \"rubric\"\n\
+             [policy]\npass_score = [7, 9]\nmax_revisions = [1, 3]\n",
+            repo().join("datasets/papers.jsonl").display()
+        ),
+    );
+    let run = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--limit", "12", "--out", run.to_str().unwrap(), "-q"]));
+    let configs = |dir: &Path| -> Vec<String> {
+        manifest(dir)["experiment"]["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["config_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (flags, expected) in [
+        (&["--max-revisions", "3"][..], &["p7-r3-stall-e0", "p9-r3-stall-e0"][..]),
+        (&["--pass-score", "8"][..], &["p8-r1-stall-e0", "p8-r3-stall-e0"][..]),
+        (&[][..], &["p7-r1-stall-e0", "p7-r3-stall-e0", "p9-r1-stall-e0", "p9-r3-stall-e0"][..]),
+    ] {
+        let out = dir.path().join(format!("replay-{}", flags.join("")));
+        let mut args = vec!["replay", run.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        args.extend(flags);
+        ok(critbench(&args));
+        assert_eq!(configs(&out), expected, "{flags:?}");
+    }
+    // A cap the run never recorded is refused, as before.
+    let beyond = dir.path().join("beyond");
+    let error = usage_error(
+        critbench(&["replay", run.to_str().unwrap(), "--max-revisions", "5", "--out", beyond.to_str().unwrap()]),
+        dir.path(),
+    );
+    assert!(error.contains("goes beyond what the run recorded"), "{error}");
+    assert!(error.contains("the run's configs go up to max_revisions = 3"), "{error}");
 }
