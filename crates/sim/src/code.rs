@@ -76,16 +76,16 @@ pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng:
     (code.render(), acted)
 }
 
-/// The adjudicator's final pass (seed 004): comment lines said twice kept once, the first thing
-/// `concerns` still asks for settled now and then, and with [`crate::OVER_EDIT_CHANCE`] the last
-/// comment dropped.
+/// The adjudicator's final pass (seed 004): comment lines said twice kept once, with
+/// [`ADDRESS_CHANCE`] the first thing `concerns` still asks for settled, and with
+/// [`crate::OVER_EDIT_CHANCE`] the last comment dropped.
 pub(crate) fn adjudicate(draft: &str, concerns: Option<&Critique>, rng: &mut Rng) -> String {
     let fenced = draft.trim_start().starts_with("```");
     let mut code = Code::parse(draft, fenced);
     let mut seen = BTreeSet::new();
     code.lines.retain(|line| !line.trim_start().starts_with('#') || seen.insert(line.trim().to_string()));
     if let Some(critique) = concerns
-        && rng.chance(0.3)
+        && rng.chance(ADDRESS_CHANCE)
         && let Some(request) = Requests::read(critique, &[], |_, _| false).generic.first()
     {
         apply_generic(&mut code, request);
@@ -97,6 +97,9 @@ pub(crate) fn adjudicate(draft: &str, concerns: Option<&Critique>, rng: &mut Rng
     }
     code.render()
 }
+
+/// How often the adjudicator settles the draft's remaining concern.
+const ADDRESS_CHANCE: f64 = 0.3;
 
 /// Writes a request as a comment at the top of the body of the function its target names, else
 /// of the first function, else at the end.
