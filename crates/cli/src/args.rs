@@ -231,34 +231,49 @@ pub struct ShowArgs {
     pub limit: usize,
 }
 
+/// `critbench replay`'s flags: a flag left out keeps the run's own values (its configs').
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// A run directory written by `critbench run`.
     pub run_dir: PathBuf,
-    /// Pass thresholds to evaluate (comma-separated list).
-    #[arg(long, value_delimiter = ',', default_value = "8")]
-    pub pass_score: Vec<f64>,
-    /// Revision caps to evaluate (comma-separated list).
-    #[arg(long, value_delimiter = ',', default_value = "3")]
-    pub max_revisions: Vec<u32>,
-    /// Stop on a score drop (true, false, or both: true,false).
-    #[arg(long, value_delimiter = ',', default_value = "true", action = clap::ArgAction::Set)]
-    pub stall: Vec<bool>,
-    /// Plateau thresholds (0 turns plateau detection off).
-    #[arg(long, value_delimiter = ',', default_value = "0")]
-    pub plateau_eps: Vec<f64>,
-    /// Every dimension must reach this to pass (repeat values as a list).
+    /// Pass thresholds to evaluate (comma-separated list; default: the run's).
     #[arg(long, value_delimiter = ',')]
-    pub dim_target: Vec<f64>,
-    /// Which draft a loop returns.
-    #[arg(long, value_enum, default_value = "best")]
-    pub final_draft: FinalChoice,
+    pub pass_score: Option<Vec<f64>>,
+    /// Revision caps to evaluate (comma-separated list; default: the run's).
+    #[arg(long, value_delimiter = ',')]
+    pub max_revisions: Option<Vec<u32>>,
+    /// Stop on a score drop (true, false, or both: true,false; default: the run's).
+    #[arg(long, value_delimiter = ',', action = clap::ArgAction::Set)]
+    pub stall: Option<Vec<bool>>,
+    /// Plateau thresholds (0 turns plateau detection off; default: the run's).
+    #[arg(long, value_delimiter = ',')]
+    pub plateau_eps: Option<Vec<f64>>,
+    /// Every dimension must reach this to pass (a list; `none` for no target; default: the run's).
+    #[arg(long, value_delimiter = ',', value_parser = dim_target)]
+    pub dim_target: Option<Vec<DimTarget>>,
+    /// Which draft a loop returns (default: the run's).
+    #[arg(long, value_enum)]
+    pub final_draft: Option<FinalChoice>,
     /// Where to write the new run directory (default: RUN_DIR-replay).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Replace the run already in the output directory (never the run being replayed).
     #[arg(long)]
     pub overwrite: bool,
+}
+
+/// One `--dim-target` value: a number, or no target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DimTarget(pub Option<f64>);
+
+fn dim_target(text: &str) -> Result<DimTarget, String> {
+    match text.trim() {
+        "none" => Ok(DimTarget(None)),
+        number => number
+            .parse::<f64>()
+            .map(|value| DimTarget(Some(value)))
+            .map_err(|_| format!("`{text}` is neither a number nor `none`")),
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

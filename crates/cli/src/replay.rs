@@ -1,28 +1,27 @@
 use std::path::PathBuf;
 
-use critbench_core::{FinalDraft, PolicyGrid};
-use critbench_engine::replay::{replay_policies, replay_run};
+use critbench_core::FinalDraft;
+use critbench_engine::replay::{ReplayFlags, replay_grid, replay_policies, replay_run};
 
 use crate::args::{FinalChoice, ReplayArgs};
 use crate::failure::Failure;
 
 pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
-    let final_draft = match args.final_draft {
-        FinalChoice::Best => FinalDraft::Best,
-        FinalChoice::Last => FinalDraft::Last,
-    };
-    let grid = PolicyGrid {
+    let flags = ReplayFlags {
         pass_score: args.pass_score,
         max_revisions: args.max_revisions,
         stall: args.stall,
         plateau_eps: args.plateau_eps,
-        dim_target: if args.dim_target.is_empty() {
-            vec![None]
-        } else {
-            args.dim_target.into_iter().map(Some).collect()
-        },
-        final_draft: vec![final_draft],
+        dim_target: args.dim_target.map(|targets| targets.into_iter().map(|target| target.0).collect()),
+        final_draft: args.final_draft.map(|choice| {
+            vec![match choice {
+                FinalChoice::Best => FinalDraft::Best,
+                FinalChoice::Last => FinalDraft::Last,
+            }]
+        }),
     };
+    // What the flags leave out keeps the run's own values.
+    let grid = replay_grid(&args.run_dir, &flags)?;
     let policies = replay_policies(&grid).map_err(critbench_engine::EngineError::from)?;
     let out = args.out.unwrap_or_else(|| {
         let mut name = args.run_dir.clone().into_os_string();

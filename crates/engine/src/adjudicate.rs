@@ -104,6 +104,7 @@ pub fn trajectory_row<'a>(
         tokens_out: round.tokens_out,
         critic_tokens_in: round.critic_tokens_in,
         critic_tokens_out: round.critic_tokens_out,
+        acted_on_critique: None,
         ..base
     }
 }

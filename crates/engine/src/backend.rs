@@ -14,12 +14,17 @@ pub struct Draft {
     pub text: String,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// For a revision shown a critique: whether the author acted on it (`Some(false)`: nothing
+    /// in the critique was something it could act on, so it revised blindly, and a comparison of
+    /// arms says nothing about that critic). `None` when the author cannot tell (a model) or no
+    /// critique was shown. Recorded as `acted_on_critique` (docs/FORMAT.md).
+    pub acted_on_critique: Option<bool>,
 }
 
 impl Draft {
     /// A draft written without a model, so without token counts.
     pub fn offline(text: String) -> Draft {
-        Draft { text, tokens_in: None, tokens_out: None }
+        Draft { text, tokens_in: None, tokens_out: None, acted_on_critique: None }
     }
 }
 
@@ -97,7 +102,8 @@ impl Author for SimAuthor {
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, String> {
-        Ok(Draft::offline(critbench_sim::revise(task, draft, critique, &mut key.rng("revise"))))
+        let revision = critbench_sim::revise(task, draft, critique, &mut key.rng("revise"));
+        Ok(Draft { acted_on_critique: revision.acted_on_critique, ..Draft::offline(revision.text) })
     }
 
     /// The simulated adjudicator answers like a model, residue and all; the output clean-up

@@ -85,6 +85,7 @@ pub fn emit_loop(
             tokens_out: round.tokens_out,
             critic_tokens_in: round.critic_tokens_in,
             critic_tokens_out: round.critic_tokens_out,
+            acted_on_critique: round.acted_on_critique,
         };
         trajectories.push(&row)?;
         last_row = Some(row);

@@ -132,7 +132,7 @@ pub fn record_loop(
         } else {
             None
         };
-        let written = Draft { text: draft_text, tokens_in: draft.tokens_in, tokens_out: draft.tokens_out };
+        let written = Draft { text: draft_text, ..draft };
         rounds.push(recorded_round(call, written, experiment.store_drafts, (gen_ms, critic_ms), &scope));
         match next {
             Some((next, next_ms)) => {

@@ -123,6 +123,7 @@ impl OpenAiAuthor {
             text: clean_model_text(&answer.content),
             tokens_in: answer.tokens_in,
             tokens_out: answer.tokens_out,
+            acted_on_critique: None,
         })
     }
 }

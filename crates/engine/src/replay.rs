@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use critbench_core::{Arm, Policy, PolicyGrid, RoundScore};
+use critbench_core::{Arm, FinalDraft, Policy, PolicyGrid, RoundScore};
 use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
 
@@ -24,6 +24,68 @@ pub struct ReplaySummary {
     pub loops: u64,
     pub critiques: u64,
     pub report: critbench_report::Report,
+}
+
+/// The values a replay's flags give for each key of the policy grid; `None` for a key the flags
+/// leave out, which then keeps the run's own values ([`replay_grid`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplayFlags {
+    pub pass_score: Option<Vec<f64>>,
+    pub max_revisions: Option<Vec<u32>>,
+    pub stall: Option<Vec<bool>>,
+    pub plateau_eps: Option<Vec<f64>>,
+    pub dim_target: Option<Vec<Option<f64>>>,
+    pub final_draft: Option<Vec<FinalDraft>>,
+}
+
+/// The grid a replay of the run in `run_dir` evaluates: each key the flags give, and for every
+/// other key the values the run's own configs had (its manifest's policies, in the order they
+/// first appear), so that `--max-revisions 5` on a run made at `pass_score = [7, 9]` replays
+/// `p7-r5` and `p9-r5`. A run without a manifest falls back to the built-in defaults. Values
+/// outside what the run recorded are refused when the grid is replayed ([`replay_run`]).
+pub fn replay_grid(run_dir: &Path, flags: &ReplayFlags) -> Result<PolicyGrid, EngineError> {
+    let manifest = Manifest::read(run_dir).map_err(ReplayError::from)?;
+    let recorded = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
+    let defaults = Policy::default();
+    // The distinct values of one key over the run's configs; the default when it recorded none.
+    fn values<T: PartialEq + Clone>(recorded: impl Iterator<Item = Option<T>>, default: T) -> Vec<T> {
+        let mut seen: Vec<T> = Vec::new();
+        for value in recorded.flatten() {
+            if !seen.contains(&value) {
+                seen.push(value);
+            }
+        }
+        if seen.is_empty() { vec![default] } else { seen }
+    }
+    let field = |p: &critbench_storage::manifest::PolicyRecord, key: &str| p.rest.get(key).cloned();
+    Ok(PolicyGrid {
+        pass_score: flags
+            .pass_score
+            .clone()
+            .unwrap_or_else(|| values(recorded.iter().map(|p| Some(p.pass_score)), defaults.pass_score)),
+        max_revisions: flags
+            .max_revisions
+            .clone()
+            .unwrap_or_else(|| values(recorded.iter().map(|p| Some(p.max_revisions)), defaults.max_revisions)),
+        stall: flags.stall.clone().unwrap_or_else(|| {
+            values(recorded.iter().map(|p| field(p, "stall").and_then(|v| v.as_bool())), defaults.stall)
+        }),
+        plateau_eps: flags.plateau_eps.clone().unwrap_or_else(|| {
+            values(recorded.iter().map(|p| field(p, "plateau_eps").and_then(|v| v.as_f64())), defaults.plateau_eps)
+        }),
+        dim_target: flags.dim_target.clone().unwrap_or_else(|| {
+            // A recorded `null` is a value too: no dimension target.
+            values(recorded.iter().map(|p| field(p, "dim_target").map(|v| v.as_f64())), defaults.dim_target)
+        }),
+        final_draft: flags.final_draft.clone().unwrap_or_else(|| {
+            let parse = |v: serde_json::Value| match v.as_str() {
+                Some("last") => Some(FinalDraft::Last),
+                Some("best") => Some(FinalDraft::Best),
+                _ => None,
+            };
+            values(recorded.iter().map(|p| field(p, "final").and_then(parse)), defaults.final_draft)
+        }),
+    })
 }
 
 /// The policies of a replay grid, checked: every `plateau_eps` finite and ≥ 0, every score
@@ -204,7 +266,17 @@ pub fn replay_run(
             epochs: recording.and_then(|e| e.epochs),
             arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
             adjudicate: Vec::new(),
-            rest: Default::default(),
+            // The recording's backend and seed: what the reports say of the backend, and the seed
+            // a bootstrap that resamples draws from (with the data), are the run's.
+            rest: recording
+                .map(|e| {
+                    e.rest
+                        .iter()
+                        .filter(|(key, _)| matches!(key.as_str(), "backend" | "seed"))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         },
         sweep: "replay".into(),
         calls: Calls { generator: 0, critic: 0, direct_equivalent: critiques, saved: critiques, ratio: 0.0 },

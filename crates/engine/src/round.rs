@@ -56,5 +56,6 @@ pub(crate) fn recorded_round(
         tokens_out: draft.tokens_out,
         critic_tokens_in: scope.tokens_in,
         critic_tokens_out: scope.tokens_out,
+        acted_on_critique: draft.acted_on_critique,
     }
 }

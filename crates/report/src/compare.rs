@@ -28,12 +28,15 @@ fn outcomes_of(dir: &Path) -> Result<Vec<std::path::PathBuf>, ReportError> {
     crate::table_files(dir, "outcomes")
 }
 
-fn name_of(dir: &Path) -> Result<String, ReportError> {
+/// The run's name (its directory's when it has no manifest) and its seed.
+fn name_of(dir: &Path) -> Result<(String, u64), ReportError> {
     let manifest = critbench_storage::manifest::Manifest::read(dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
-    Ok(manifest
+    let seed = crate::summary::run_seed(manifest.as_ref());
+    let name = manifest
         .map(|m| m.experiment.name)
         .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "run".into()))
+        .unwrap_or_else(|| "run".into());
+    Ok((name, seed))
 }
 
 /// Interned strings, so a loop's key is a few integers.
@@ -119,7 +122,8 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     for dir in [a_dir, b_dir] {
         crate::check_tables(dir)?;
     }
-    let (a_name, b_name) = (name_of(a_dir)?, name_of(b_dir)?);
+    // A bootstrap that resamples is seeded by the first run's seed and the pairs.
+    let ((a_name, seed), (b_name, _)) = (name_of(a_dir)?, name_of(b_dir)?);
     let (label_a, label_b) =
         if a_name == b_name { (format!("A({a_name})"), format!("B({b_name})")) } else { (a_name, b_name) };
     let corrupt = |e: critbench_storage::tables::StorageError| ReportError::Corrupt(e.to_string());
@@ -243,7 +247,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
         .into_iter()
         .map(|((config, arm, critic_a, critic_b), pair)| {
             let critic = if critic_a == critic_b { critic_a.to_string() } else { format!("{critic_a} vs {critic_b}") };
-            pair.row(config, &critic, &format!("{label_a}:{arm}"), &format!("{label_b}:{arm}"))
+            pair.row(config, &critic, &format!("{label_a}:{arm}"), &format!("{label_b}:{arm}"), seed)
         })
         .collect();
     Ok(RunComparison { label_a, label_b, rows, unmatched_a, unmatched_b, by_critic })

@@ -149,6 +149,7 @@ fn compare_pairs(
     expected: Option<usize>,
     arm_order: &[String],
     critic_order: &[String],
+    seed: u64,
 ) -> Result<Vec<ConfigComparisonRow>, ReportError> {
     if pairs.is_empty() {
         return Ok(Vec::new());
@@ -222,7 +223,7 @@ fn compare_pairs(
             let (critic, arm) = (&names[critic as usize], &names[arm as usize]);
             let pair = &pairs[p];
             let (a, b) = (&configs[pair.a], &configs[pair.b]);
-            let c = t.row(&format!("{arm}|{a}"), critic, a, b);
+            let c = t.row(&format!("{arm}|{a}"), critic, a, b, seed);
             let row = ConfigComparisonRow {
                 axis: pair.axis.clone(),
                 arm: arm.clone(),
@@ -284,6 +285,7 @@ pub fn neighbour_comparisons(
         expected_loops(manifest),
         &manifest.experiment.arms,
         &critic_order(manifest),
+        crate::summary::run_seed(Some(manifest)),
     )
 }
 
@@ -320,7 +322,7 @@ pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigCom
         None => (Vec::new(), Vec::new()),
     };
     let expected = manifest.as_ref().and_then(expected_loops);
-    compare_pairs(&outcomes, &configs, &[pair], expected, &arms, &critics)
+    compare_pairs(&outcomes, &configs, &[pair], expected, &arms, &critics, crate::summary::run_seed(manifest.as_ref()))
 }
 
 /// The rows as a Markdown table, one line per arm × critic (and axis).

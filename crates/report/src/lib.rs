@@ -22,6 +22,7 @@
 //! }
 //! ```
 
+pub mod backend;
 pub mod compare;
 pub mod configs;
 pub mod gold;
@@ -35,8 +36,8 @@ mod summary;
 pub use html::escape as escape_html;
 pub use markdown::{glance_table, render_markdown, summary_table};
 pub use summary::{
-    ADJUDICATED_SUFFIX, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport, Report, SummaryRow,
-    TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file, summarize_files,
+    ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport,
+    Report, SummaryRow, TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file, summarize_files,
 };
 
 use std::path::{Path, PathBuf};
@@ -129,6 +130,11 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     let mut report = summarize_files(&outcomes, manifest.as_ref())?;
     let corrected =
         labels.map(|labels| gold::Corrected::compute(&outcomes, manifest.as_ref(), &labels, &report)).transpose()?;
+    report.backend = backend::Backend::read(run_dir, manifest.as_ref())?;
+    // What the backend cannot measure comes first: it says how to read everything else.
+    let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| as_note(n)).collect();
+    notes.append(&mut report.notes);
+    report.notes = notes;
     summary::write_files(run_dir, &report)?;
     report.power = power::power_rows(&outcomes, manifest.as_ref(), &compared(&report.comparisons))?;
     power::write_file(run_dir, &report.power)?;
@@ -164,6 +170,13 @@ pub(crate) fn compared(comparisons: &[ComparisonRow]) -> Vec<power::Compared<'_>
         .iter()
         .map(|c| power::Compared { config_id: &c.config_id, critic: &c.critic, a: side(&c.arm_a), b: side(&c.arm_b) })
         .collect()
+}
+
+/// A notice as a note of the reports: a sentence.
+fn as_note(notice: &str) -> String {
+    let mut chars = notice.chars();
+    let first: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    format!("{first}{}.", chars.as_str())
 }
 
 /// The values in the order they first appear, each once (tables and charts list configs, critics

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use crate::backend::{IGNORED_NOTE_SHARE, SHARED_DRAFTS};
 use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
 use crate::{ComparisonRow, Report, SummaryRow};
 
@@ -17,7 +18,9 @@ pub(crate) const GLANCE_EXTREMES: usize = 10;
 /// One line per config × critic: each arm's pass rate, and the headline comparison. What a
 /// terminal shows after a run. A grid of more than `GLANCE_MAX_LINES` (30) lines prints its
 /// `GLANCE_EXTREMES` (10) best and worst by the first arm's pass rate, and says how many it left out
-/// (summary.csv keeps them all).
+/// (summary.csv keeps them all). What the backend cannot measure follows the table, and replaces
+/// the difference of a critic whose feedback the simulated writer mostly ignored (see
+/// [`crate::backend`]); a comparison of the scripted backend's arms says what it measures.
 pub fn glance_table(report: &Report) -> String {
     let mut arms: Vec<&str> = Vec::new();
     for row in &report.summary {
@@ -79,11 +82,24 @@ pub fn glance_table(report: &Report) -> String {
                 None => out.push_str(" – |"),
             }
         }
-        match headline_comparison(&report.comparisons, config, critic) {
-            Some(c) => {
+        let ignored =
+            |c: &ComparisonRow| [&c.arm_a, &c.arm_b].into_iter().find_map(|arm| report.backend.ignored(critic, arm));
+        let headline = headline_comparison(&report.comparisons, config, critic);
+        match headline.map(|c| (c, ignored(c))) {
+            Some((_, Some(using))) => {
                 let _ = write!(
                     out,
-                    " {} − {}: {:+.1} pp ({:+.1} to {:+.1}) | {} ({}) |",
+                    " not measured: the simulated writer ignored {:.0}% of `{critic}`'s feedback in `{}` (see below) | – |",
+                    100.0 * using.share(),
+                    using.arm
+                );
+            }
+            Some((c, None)) => {
+                let shared =
+                    if report.backend.arms_share_drafts() { format!(", {SHARED_DRAFTS}") } else { String::new() };
+                let _ = write!(
+                    out,
+                    " {} − {}: {:+.1} pp ({:+.1} to {:+.1}){shared} | {} ({}) |",
                     c.arm_a,
                     c.arm_b,
                     100.0 * c.diff,
@@ -101,6 +117,10 @@ pub fn glance_table(report: &Report) -> String {
             let _ = write!(out, " {} |", error_rate(failed, rounds));
         }
         out.push('\n');
+    }
+    for notice in report.backend.notices(IGNORED_NOTE_SHARE) {
+        let level = if notice.contains("says nothing about") { "warning" } else { "note" };
+        let _ = write!(out, "\n{level}: {notice}\n");
     }
     out
 }
@@ -290,8 +310,10 @@ pub(crate) fn interval_sentence(report: &Report) -> String {
     if any_clustered {
         sentence.push_str(
             "With several epochs a task's loops are one cluster (they agree more than independent loops do), so \
-             those intervals are a task-cluster percentile bootstrap (95%, 2,000 resamples of tasks, each with \
-             all its epochs; `interval` in summary.csv).",
+             those intervals are a task-cluster percentile bootstrap (95%, tasks resampled each with all its \
+             epochs; `interval` in summary.csv): the bootstrap distribution computed exactly when every task ran \
+             the same number of loops, else drawn from enough resamples (at least 2,000) to keep an endpoint's \
+             Monte Carlo error below the 0.1 pp printed. Equal outcomes get equal intervals, whatever the config.",
         );
     }
     sentence.trim_end().to_string()
@@ -301,7 +323,9 @@ pub(crate) fn interval_sentence(report: &Report) -> String {
 pub(crate) fn comparison_sentence(report: &Report) -> String {
     let mut sentence = String::from(
         "Arms compared on the same task × epoch. The interval of the difference is a paired bootstrap that \
-         resamples tasks, each with all its epochs (2,000 resamples).",
+         resamples tasks, each with all its epochs: its distribution computed exactly when every task has the \
+         same number of pairs, else drawn from enough resamples to keep an endpoint's Monte Carlo error below \
+         the 0.1 pp printed.",
     );
     if report.comparisons.iter().any(|c| c.test == crate::TEST_MCNEMAR) {
         sentence.push_str(
@@ -441,6 +465,10 @@ pub(crate) fn render_with_sections(
     }
     if let Some(run_id) = &report.run_id {
         let _ = writeln!(out, "Run `{run_id}`.\n");
+    }
+    // What the backend cannot measure, before any number.
+    for notice in report.backend.notices(IGNORED_NOTE_SHARE) {
+        let _ = writeln!(out, "> **Read this first:** {}\n", crate::as_note(&notice));
     }
     out.push_str("## Pass rate, rounds and exits per arm\n\n");
     out.push_str("A loop passes when its exit is `pass`. Rounds count critiques (round 0 is the first draft). ");

@@ -34,7 +34,9 @@ pub(crate) use totals::{Loop, PairTotals, TaskPairs, matched_epochs};
 
 use crate::ReportError;
 
-/// Bootstrap resamples for the pass-rate difference.
+/// The fewest Monte Carlo resamples of a task-cluster bootstrap that is not computed exactly
+/// (tasks of unequal size, or a large run); more are drawn when an endpoint's Monte Carlo error
+/// needs them (see [`crate::stats::cluster_bootstrap`]).
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
 /// `interval` of a summary row whose every task ran once: Wilson's score interval.
@@ -174,6 +176,10 @@ pub struct Report {
     /// written to `summary.json`).
     #[serde(skip)]
     pub power: Vec<crate::power::PowerRow>,
+    /// What the run's backend can and cannot measure (for the reports; what they say of it is in
+    /// `notes`).
+    #[serde(skip)]
+    pub backend: crate::backend::Backend,
 }
 
 /// A run that did not run all its tasks, as its reports say at the top.
@@ -218,6 +224,12 @@ pub struct KindReport {
     pub kind: Option<String>,
     pub summary: Vec<SummaryRow>,
     pub comparisons: Vec<ComparisonRow>,
+}
+
+/// The run's `seed`, from its manifest (0 without one): with the data, it seeds a bootstrap's
+/// resamples.
+pub(crate) fn run_seed(manifest: Option<&Manifest>) -> u64 {
+    manifest.and_then(|m| m.experiment.rest.get("seed")).and_then(serde_json::Value::as_u64).unwrap_or(0)
 }
 
 /// Sort position of each name in the manifest's list (unknown names sort last, then by name).
@@ -312,19 +324,20 @@ fn group_rows(
     critic: &str,
     arms: &[ArmTotals],
     pairs: &HashMap<(u16, u16), PairTotals>,
+    seed: u64,
     summary: &mut Vec<SummaryRow>,
     comparisons: &mut Vec<ComparisonRow>,
 ) {
     let mut order: Vec<usize> = (0..arms.len()).collect();
     order.sort_by(|&a, &b| arms[a].rank.cmp(&arms[b].rank));
-    summary.extend(order.iter().filter(|&&arm| arms[arm].n > 0).map(|&arm| arms[arm].row(config_id, critic)));
+    summary.extend(order.iter().filter(|&&arm| arms[arm].n > 0).map(|&arm| arms[arm].row(config_id, critic, seed)));
     for (i, &a) in order.iter().enumerate() {
         for &b in &order[i + 1..] {
             if !comparable_arms(&arms[a].name, &arms[b].name) {
                 continue;
             }
             if let Some(pair) = pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
-                comparisons.push(pair.row(config_id, critic, &arms[a].name, &arms[b].name));
+                comparisons.push(pair.row(config_id, critic, &arms[a].name, &arms[b].name, seed));
             }
         }
     }
@@ -488,6 +501,7 @@ impl Summarizer {
 
     /// Folds the tasks still open and orders everything for reading.
     pub(crate) fn finish(mut self, manifest: Option<&Manifest>) -> Result<Report, String> {
+        let seed = run_seed(manifest);
         let open: Vec<((usize, u128), OpenTask)> = self.open.drain().collect();
         let incomplete = if self.expected.is_some() { open.len() } else { 0 };
         for ((slot, _), mut task) in open {
@@ -504,7 +518,15 @@ impl Summarizer {
         let mut summary = Vec::new();
         let mut comparisons = Vec::new();
         for group in &groups {
-            group_rows(&group.config_id, &group.critic, &group.arms, &group.pairs, &mut summary, &mut comparisons);
+            group_rows(
+                &group.config_id,
+                &group.critic,
+                &group.arms,
+                &group.pairs,
+                seed,
+                &mut summary,
+                &mut comparisons,
+            );
         }
         // Kinds by name (tasks without one last), so the order does not depend on the rows'.
         let mut kinds: Vec<Option<&str>> = Vec::new();
@@ -525,6 +547,7 @@ impl Summarizer {
                             &group.critic,
                             &totals.arms,
                             &totals.pairs,
+                            seed,
                             &mut rows.summary,
                             &mut rows.comparisons,
                         );
@@ -542,6 +565,7 @@ impl Summarizer {
             comparisons,
             by_kind,
             power: Vec::new(),
+            backend: Default::default(),
         })
     }
 }
@@ -799,6 +823,52 @@ mod tests {
         assert_eq!(comparison.p_value, crate::stats::sign_test(comparison.tasks_a_better, comparison.tasks_b_better));
         assert_eq!(comparison.tasks_a_better * 2, comparison.a_only);
         assert!(comparison.p_value > comparison.mcnemar_p, "{comparison:?}");
+    }
+
+    #[test]
+    fn equal_outcomes_give_byte_equal_intervals_in_every_config() {
+        // Two configs with the same loops row for row, 3 epochs of 60 tasks; in `uneven` two
+        // tasks lack an epoch, so the bootstrap resamples rather than computing the exact
+        // distribution, from a stream the data seed.
+        for uneven in [false, true] {
+            let mut outcomes = Vec::new();
+            for (config, arms) in [("p7-r1", ["feedback", "single"]), ("p7-r5", ["feedback", "single"])] {
+                for task in 0..60 {
+                    for epoch in 0..3u32 {
+                        if uneven && task < 2 && epoch == 2 {
+                            continue;
+                        }
+                        for (index, arm) in arms.iter().enumerate() {
+                            let passed = (task * 7 + epoch as usize * 3 + index * 5) % 11 < 4 + 3 * index;
+                            let mut outcome = row(&format!("t{task}"), arm, passed, 1 + u32::from(!passed));
+                            outcome.config_id = config.to_string();
+                            outcome.epoch = epoch;
+                            outcomes.push(outcome);
+                        }
+                    }
+                }
+            }
+            let report = build_report(&outcomes, None).unwrap();
+            let bounds = |r: &SummaryRow| format!("{:?}", (r.pass_rate_lo, r.pass_rate_hi, r.first_round_pass_rate_lo));
+            for arm in ["feedback", "single"] {
+                let rows: Vec<&SummaryRow> = report.summary.iter().filter(|r| r.arm == arm).collect();
+                assert_eq!(rows.len(), 2);
+                assert_eq!(rows[0].interval, INTERVAL_TASK_BOOTSTRAP);
+                assert_eq!(bounds(rows[0]), bounds(rows[1]), "uneven {uneven}, arm {arm}");
+            }
+            let diffs: Vec<String> = report
+                .comparisons
+                .iter()
+                .map(|c| format!("{:?}", (c.diff_lo, c.diff_hi, c.first_round_diff_lo)))
+                .collect();
+            assert_eq!(diffs.len(), 2);
+            assert_eq!(diffs[0], diffs[1], "uneven {uneven}");
+            let csv = |rows: &[SummaryRow]| {
+                rows.iter().map(|r| format!("{},{},{}", r.arm, r.pass_rate_lo, r.pass_rate_hi)).collect::<Vec<_>>()
+            };
+            let (first, second) = report.summary.split_at(2);
+            assert_eq!(csv(first), csv(second));
+        }
     }
 
     #[test]

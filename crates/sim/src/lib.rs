@@ -7,12 +7,26 @@
 //! draft from the text, as a model would. It never sees the critics' code or the dataset's gold
 //! labels; it only sees what a critique says.
 //!
-//! Two writers, chosen by `task.kind`:
-//! - `"rag"`: answers the question (`prompt`) from the evidence pool (`evidence`), as seed 001's
-//!   JSON object `{"answer": "...", "evidence_ids": ["d1"]}` (`meta.format = "json"`, the
-//!   default) or as prose citing `[d1]` (`meta.format = "prose"`).
-//! - anything else (notably `"paper"`): a short markdown research paper on the topic
+//! The draft is shaped by the task: its `kind`, else what the prompt asks for.
+//! - `"rag"` (or a task with an `evidence` pool): answers the question (`prompt`) from the pool,
+//!   as seed 001's JSON object `{"answer": "...", "evidence_ids": ["d1"]}` (`meta.format =
+//!   "json"`, the default) or as prose citing `[d1]` (`meta.format = "prose"`).
+//! - `"paper"` (or a prompt asking for a paper): a short markdown research paper on the topic
 //!   (`meta.topic`, else taken from the prompt) built from the source material in `context`.
+//! - `"code"` (or a prompt asking for a function, `Write name(args): ...`): a Python function
+//!   named as the prompt (or `meta.function`) names it.
+//! - `"essay"` (or a prompt asking for an essay or a paragraph): argumentative paragraphs.
+//! - anything else: a prose answer to the question or instruction.
+//!
+//! **How it reads a critique** (`request`): by what the critique says in machine-readable form,
+//! never by the wording of its messages. Issue types it knows (the `rubric` critic's for papers,
+//! the `evidence` critic's for RAG answers, as those plugins declare them) get specific fixes;
+//! anything else — an issue type it does not know, the issues of a critique that tags none, a
+//! suggestion no known type covers — it acts on generically: an issue is addressed by a sentence
+//! naming it, a suggestion's `edit` is written into the draft at its `target` (a section,
+//! paragraph or function it names), else at the end. Every request lands with the same seeded
+//! chance, falling with `meta.difficulty`. A critique that asks for nothing (a bare score) is
+//! revised blindly, as the no-feedback arm revises, and [`Revision::acted_on_critique`] says so.
 //!
 //! `meta.difficulty` (0 to 1, default 0.5) sets how weak first drafts are and how often a
 //! requested fix lands. Targeted fixes make the feedback arm improve quickly; blind edits make
@@ -36,13 +50,57 @@
 
 use critbench_core::{Critique, Rng, Task};
 
+mod code;
 mod paper;
+mod prose;
 mod rag;
+mod request;
 mod text;
+
+/// What kind of draft a task asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Rag,
+    Paper,
+    Code,
+    Essay,
+    Answer,
+}
+
+impl Shape {
+    /// The task's `kind` when it is one the writer knows, else what the task looks like.
+    fn of(task: &Task) -> Shape {
+        match task.kind.as_deref() {
+            Some("rag") => return Shape::Rag,
+            Some("paper") => return Shape::Paper,
+            Some("code") => return Shape::Code,
+            Some("essay") => return Shape::Essay,
+            _ => {}
+        }
+        let prompt = task.prompt.to_lowercase();
+        if !task.evidence.is_empty() {
+            Shape::Rag
+        } else if prompt.contains("paper") {
+            Shape::Paper
+        } else if code::asks_for_code(&task.prompt) || task.meta_str("function").is_some() {
+            Shape::Code
+        } else if prompt.contains("essay") || prompt.contains("paragraph") {
+            Shape::Essay
+        } else {
+            Shape::Answer
+        }
+    }
+}
 
 /// The first draft for a task.
 pub fn generate(task: &Task, rng: &mut Rng) -> String {
-    if is_rag(task) { rag::generate(task, rng) } else { paper::generate(task, rng) }
+    match Shape::of(task) {
+        Shape::Rag => rag::generate(task, rng),
+        Shape::Paper => paper::generate(task, rng),
+        Shape::Code => code::generate(task, rng),
+        Shape::Essay => prose::generate(task, prose::Genre::Essay, rng),
+        Shape::Answer => prose::generate(task, prose::Genre::Answer, rng),
+    }
 }
 
 /// The first draft, written with strategy hints learned from earlier tasks (issue types such as
@@ -55,51 +113,46 @@ pub fn generate_with_hints(task: &Task, hint_types: &[&str], rng: &mut Rng) -> S
     if hint_types.is_empty() {
         return draft;
     }
-    revise(task, &draft, Some(&hints_as_critique(hint_types)), rng)
+    revise(task, &draft, Some(&hints_as_critique(hint_types)), rng).text
 }
 
-/// What the writer understands from hint types: the request a critic would have made.
+/// What the writer understands from hint types: a critique tagging those issue types.
 fn hints_as_critique(hint_types: &[&str]) -> Critique {
-    let mut issues = Vec::new();
-    let mut suggestions = Vec::new();
-    for hint in hint_types {
-        match *hint {
-            "missing_evidence" => {
-                issues.push("missing evidence ids: cite the evidence the answer draws on".to_string())
-            }
-            "unknown_evidence_id" => issues.push("unknown evidence id: cite only ids in the pool".to_string()),
-            "empty_answer" => issues.push("empty answer".to_string()),
-            "unsupported_answer" | "off_topic_evidence" => {
-                issues.push("rewrite the answer so the cited evidence supports it".to_string())
-            }
-            "answer_too_short" => issues.push("answer too short: expand the answer".to_string()),
-            other => {
-                if let Some(dimension) = other.strip_prefix("weak_") {
-                    suggestions.push(critbench_core::Suggestion {
-                        dimension: Some(dimension.to_string()),
-                        target: None,
-                        edit: format!("strengthen {}", dimension.replace('_', " ")),
-                    });
-                }
-            }
-        }
-    }
     Critique {
         score: 0.0,
         dimensions: Default::default(),
-        issues,
+        issues: Vec::new(),
         fatal_issues: Vec::new(),
         issue_types: hint_types.iter().map(|t| t.to_string()).collect(),
-        suggestions,
+        suggestions: Vec::new(),
         critic_passed: None,
         rationale: None,
     }
 }
 
+/// A revised draft, and whether the writer acted on the critique it was shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Revision {
+    pub text: String,
+    /// `Some(true)`: the critique asked for something the writer acted on (a fix it tried and
+    /// that did not land, by the seeded chance, still counts: that is the writer's skill, which a
+    /// run measures). `Some(false)`: nothing in the critique was something it could act on — no
+    /// issue, issue type or suggestion, or only edits the draft already has — so it revised
+    /// blindly. `None`: no critique was shown (the no-feedback arm).
+    pub acted_on_critique: Option<bool>,
+}
+
 /// A revision of `draft`. `feedback` is `Some(critique)` in the feedback arm, `None` in the
 /// blind (no-feedback) arm.
-pub fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> String {
-    if is_rag(task) { rag::revise(task, draft, feedback, rng) } else { paper::revise(task, draft, feedback, rng) }
+pub fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> Revision {
+    let (text, acted_on_critique) = match Shape::of(task) {
+        Shape::Rag => rag::revise(task, draft, feedback, rng),
+        Shape::Paper => paper::revise(task, draft, feedback, rng),
+        Shape::Code => code::revise(task, draft, feedback, rng),
+        Shape::Essay => prose::revise(task, prose::Genre::Essay, draft, feedback, rng),
+        Shape::Answer => prose::revise(task, prose::Genre::Answer, draft, feedback, rng),
+    };
+    Revision { text, acted_on_critique }
 }
 
 /// The adjudicator's final pass over a finished loop's draft (seed 004), as a model would
@@ -109,8 +162,12 @@ pub fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut R
 /// score where it was, sometimes settles a remaining concern, and with [`OVER_EDIT_CHANCE`] cuts
 /// too much: it can turn a pass into a fail, and how often it does is for the run to measure.
 pub fn adjudicate(task: &Task, draft: &str, concerns: Option<&Critique>, rng: &mut Rng) -> String {
-    let body =
-        if is_rag(task) { rag::adjudicate(task, draft, rng) } else { paper::adjudicate(task, draft, concerns, rng) };
+    let body = match Shape::of(task) {
+        Shape::Rag => rag::adjudicate(task, draft, rng),
+        Shape::Paper => paper::adjudicate(task, draft, concerns, rng),
+        Shape::Code => code::adjudicate(draft, concerns, rng),
+        Shape::Essay | Shape::Answer => prose::adjudicate(draft, concerns, rng),
+    };
     let mut text = String::new();
     if rng.chance(0.5) {
         text.push_str(rng.pick(&PREAMBLES).expect("PREAMBLES is not empty"));
@@ -133,33 +190,10 @@ const PREAMBLES: [&str; 3] =
 const CLOSINGS: [&str; 3] =
     ["I hope this helps.", "Let me know if you would like any further changes.", "No contradictions were found."];
 
-fn is_rag(task: &Task) -> bool {
-    task.kind.as_deref() == Some("rag")
-}
-
 /// `meta.difficulty`, clamped to 0..=1; 0.5 when absent.
 fn difficulty(task: &Task) -> f64 {
     match task.meta_number("difficulty") {
         Some(value) if value.is_finite() => value.clamp(0.0, 1.0),
         _ => 0.5,
     }
-}
-
-/// Everything a critique says, lowercased into one text, for writers that act on keywords.
-fn critique_text(critique: &Critique) -> String {
-    let mut text = String::new();
-    for line in critique.fatal_issues.iter().chain(&critique.issues) {
-        text.push_str(line);
-        text.push('\n');
-    }
-    for suggestion in &critique.suggestions {
-        for part in [suggestion.dimension.as_deref(), suggestion.target.as_deref(), Some(suggestion.edit.as_str())]
-            .into_iter()
-            .flatten()
-        {
-            text.push_str(part);
-            text.push('\n');
-        }
-    }
-    text.to_lowercase()
 }

@@ -4,13 +4,30 @@
 //! whose bodies are sentences built from the task's topic and source material, with figure
 //! references ("Figure 1") and numbered citations ("[3]"). The writer parses its previous draft
 //! back into that shape before every revision.
+//!
+//! It knows the rubric's issue types (`weak_<dimension>` for its five dimensions, `no_sections`,
+//! `empty_draft`) and fixes each specifically, at the section the matching suggestion targets;
+//! anything else a critique asks for is a generic request ([`crate::request`]), written into the
+//! section its target names.
 
 use std::collections::BTreeSet;
 
-use critbench_core::{Critique, Rng, Task};
+use critbench_core::{Critique, Rng, Suggestion, Task};
 
+use crate::difficulty;
+use crate::request::{Generic, Requests};
 use crate::text::{capitalize, decapitalize, split_sentences, strip_final_stop, word_count};
-use crate::{critique_text, difficulty};
+
+/// The issue types the paper writer has a specific fix for: the rubric's.
+const KNOWN_TYPES: [&str; 7] = [
+    "weak_clarity",
+    "weak_novelty",
+    "weak_evidence",
+    "weak_methodology",
+    "weak_related_work",
+    "no_sections",
+    "empty_draft",
+];
 
 /// The first draft of a paper.
 pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
@@ -52,18 +69,41 @@ pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
     paper.render()
 }
 
-/// A revision: targeted fixes when a critique is given, blind edits otherwise.
-pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> String {
+/// A revision: fixes for what the critique asks when one is given and asks for something,
+/// blind edits otherwise. The flag is whether it acted on the critique (`None`: none shown).
+pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> (String, Option<bool>) {
     let material = Material::of(task);
     let mut paper = Paper::parse(draft);
     if paper.title.is_none() {
         paper.title = Some(material.title(rng));
     }
-    match feedback {
-        Some(critique) => act_on_critique(&mut paper, critique, &material, rng),
-        None => edit_blindly(&mut paper, &material, rng),
-    }
-    paper.render()
+    let acted = match feedback.map(read_requests) {
+        Some(requests) if requests.can_act_on(draft) => {
+            act_on_critique(&mut paper, &requests, &material, rng);
+            Some(true)
+        }
+        Some(_) => {
+            edit_blindly(&mut paper, &material, rng);
+            Some(false)
+        }
+        None => {
+            edit_blindly(&mut paper, &material, rng);
+            None
+        }
+    };
+    (paper.render(), acted)
+}
+
+/// What a critique asks of the paper writer.
+fn read_requests(critique: &Critique) -> Requests<'_> {
+    Requests::read(critique, &KNOWN_TYPES, covers)
+}
+
+/// Whether a suggestion is the one a known `weak_<dimension>` issue comes with.
+fn covers(suggestion: &Suggestion, known: &[&str]) -> bool {
+    suggestion.dimension.as_deref().is_some_and(|name| {
+        Dimension::named(name).is_some() && known.iter().any(|t| t.strip_prefix("weak_") == Some(name))
+    })
 }
 
 /// The adjudicator's final pass (seed 004): one last reading that reconciles the paper rather
@@ -83,9 +123,13 @@ pub(crate) fn adjudicate(task: &Task, draft: &str, concerns: Option<&Critique>, 
     renumber_figures(&mut paper);
     if let Some(critique) = concerns
         && rng.chance(ADDRESS_CHANCE)
-        && let Some((dimension, target)) = requests(critique).into_iter().next()
     {
-        apply_fix(&mut paper, dimension, target.as_deref(), &material, rng);
+        let requests = read_requests(critique);
+        if let Some((dimension, target)) = specific_requests(&requests).into_iter().next() {
+            apply_fix(&mut paper, dimension, target, &material, rng);
+        } else if let Some(request) = requests.generic.first() {
+            apply_generic(&mut paper, request);
+        }
     }
     if rng.chance(crate::OVER_EDIT_CHANCE) {
         for section in &mut paper.sections {
@@ -137,70 +181,76 @@ enum Dimension {
 }
 
 impl Dimension {
-    /// Reads a dimension from a name or from free text ("add a Method section").
-    fn recognise(text: &str) -> Option<Dimension> {
-        let text = text.to_lowercase();
-        let has = |words: &[&str]| words.iter().any(|word| text.contains(word));
-        if has(&["novel", "original"]) {
-            Some(Dimension::Novelty)
-        } else if has(&["related"]) {
-            Some(Dimension::RelatedWork)
-        } else if has(&["method"]) {
-            Some(Dimension::Methodology)
-        } else if has(&["evidence", "figure", "citation", "cite"]) {
-            Some(Dimension::Evidence)
-        } else if has(&["clarity", "clear", "thin", "short", "expand", "length"]) {
-            Some(Dimension::Clarity)
-        } else {
-            None
+    /// The dimension of the rubric called `name`.
+    fn named(name: &str) -> Option<Dimension> {
+        match name {
+            "clarity" => Some(Dimension::Clarity),
+            "novelty" => Some(Dimension::Novelty),
+            "evidence" => Some(Dimension::Evidence),
+            "methodology" => Some(Dimension::Methodology),
+            "related_work" => Some(Dimension::RelatedWork),
+            _ => None,
         }
     }
 }
 
 /// Applies each requested fix with a probability that falls with difficulty, so not every fix
 /// lands; a rewrite may also damage another part of the paper.
-fn act_on_critique(paper: &mut Paper, critique: &Critique, material: &Material, rng: &mut Rng) {
+fn act_on_critique(paper: &mut Paper, requests: &Requests<'_>, material: &Material, rng: &mut Rng) {
     let lands = (0.8 - 0.55 * material.difficulty).clamp(0.25, 0.9);
-    if paper.sections.is_empty() && rng.chance(lands.max(0.8)) {
+    let unstructured = requests.has("no_sections") || requests.has("empty_draft");
+    if paper.sections.is_empty() && unstructured && rng.chance(lands.max(0.8)) {
         restructure(paper, material, rng);
     }
     let mut touched = BTreeSet::new();
-    for (dimension, target) in requests(critique) {
+    for (dimension, target) in specific_requests(requests) {
         if !rng.chance(lands) {
             continue;
         }
-        let index = apply_fix(paper, dimension, target.as_deref(), material, rng);
+        let index = apply_fix(paper, dimension, target, material, rng);
         touched.extend(index);
+    }
+    for request in &requests.generic {
+        if rng.chance(lands) {
+            touched.extend(apply_generic(paper, request));
+        }
     }
     if rng.chance(0.15 + 0.25 * material.difficulty) {
         regress(paper, &touched, rng);
     }
 }
 
-/// What the critique asks for: one request per dimension, with the section it names.
-fn requests(critique: &Critique) -> Vec<(Dimension, Option<String>)> {
-    let mut requests: Vec<(Dimension, Option<String>)> = Vec::new();
-    for suggestion in &critique.suggestions {
-        let dimension = suggestion.dimension.as_deref().and_then(Dimension::recognise).or_else(|| {
-            Dimension::recognise(&format!("{} {}", suggestion.target.as_deref().unwrap_or(""), suggestion.edit))
-        });
-        if let Some(dimension) = dimension
-            && !requests.iter().any(|(seen, _)| *seen == dimension)
+/// The rubric's requests: one per weak dimension, with the section its suggestion targets, in
+/// the order of the suggestions (then of the issue types, for a weak dimension without one).
+fn specific_requests<'c>(requests: &Requests<'c>) -> Vec<(Dimension, Option<&'c str>)> {
+    let mut specific: Vec<(Dimension, Option<&'c str>)> = Vec::new();
+    let covered = requests.covered.iter().map(|s| (s.dimension.as_deref().unwrap_or(""), s.target.as_deref()));
+    let typed = requests.known.iter().filter_map(|t| t.strip_prefix("weak_")).map(|name| (name, None));
+    for (name, target) in covered.chain(typed) {
+        if let Some(dimension) = Dimension::named(name)
+            && !specific.iter().any(|(seen, _)| *seen == dimension)
         {
-            requests.push((dimension, suggestion.target.clone()));
+            specific.push((dimension, target));
         }
     }
-    if requests.is_empty() {
-        // A critique without structured suggestions: read its issues instead.
-        for line in critique_text(critique).lines() {
-            if let Some(dimension) = Dimension::recognise(line)
-                && !requests.iter().any(|(seen, _)| *seen == dimension)
-            {
-                requests.push((dimension, None));
-            }
-        }
+    specific
+}
+
+/// Writes a generic request into the section its target names, else the last section; returns
+/// the section it changed.
+fn apply_generic(paper: &mut Paper, request: &Generic<'_>) -> Option<usize> {
+    let sentence = as_sentence(&request.text());
+    let index = request.target().and_then(|name| paper.find(name)).or(paper.sections.len().checked_sub(1));
+    match index {
+        Some(index) => paper.sections[index].sentences.push(sentence),
+        None => paper.unsectioned.push(sentence),
     }
-    requests
+    index
+}
+
+/// `text` as a sentence of the body: ends with a stop (an edit's own words kept as given).
+fn as_sentence(text: &str) -> String {
+    if text.ends_with(['.', '!', '?']) { text.to_string() } else { format!("{text}.") }
 }
 
 /// Applies one fix; returns the section it changed.

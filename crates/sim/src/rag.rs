@@ -4,14 +4,30 @@
 //! passage). Its first drafts show the failures of seeds 000 and 001: no evidence ids, a cited
 //! distractor, a vague or loosely paraphrased answer, and — when the pool has nothing on the
 //! question — a confident answer citing an id that is not in the pool.
+//!
+//! It knows the `evidence` critic's issue types and fixes each specifically (its suggestions,
+//! which target `evidence_ids` or `answer`, come with them); anything else a critique asks for
+//! is a generic request ([`crate::request`]), added to the answer.
 
 use std::collections::BTreeSet;
 
-use critbench_core::{Critique, Rng, Task};
+use critbench_core::{Critique, Rng, Suggestion, Task};
 use serde_json::Value;
 
+use crate::difficulty;
+use crate::request::Requests;
 use crate::text::{content_words, split_sentences, strip_final_stop};
-use crate::{critique_text, difficulty};
+
+/// The issue types the RAG writer has a specific fix for: the `evidence` critic's.
+const KNOWN_TYPES: [&str; 7] = [
+    "invalid_draft",
+    "empty_answer",
+    "unknown_evidence_id",
+    "missing_evidence",
+    "answer_too_short",
+    "off_topic_evidence",
+    "unsupported_answer",
+];
 
 /// The first draft of an answer.
 pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
@@ -60,16 +76,35 @@ pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
     answer.render(format, &pool)
 }
 
-/// A revision: fixes the named problems when a critique is given, random edits otherwise.
-pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> String {
+/// A revision: fixes for what the critique asks when one is given and asks for something,
+/// random edits otherwise. The flag is whether it acted on the critique (`None`: none shown).
+pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> (String, Option<bool>) {
     let pool = Pool::of(task);
     let d = difficulty(task);
     let mut answer = Answer::parse(draft);
-    match feedback {
-        Some(critique) => act_on_critique(&mut answer, critique, &pool, d, rng),
-        None => edit_blindly(&mut answer, &pool, rng),
-    }
-    answer.render(Format::of(task), &pool)
+    let acted = match feedback.map(|critique| Requests::read(critique, &KNOWN_TYPES, covers)) {
+        Some(requests) if requests.can_act_on(draft) => {
+            act_on_critique(&mut answer, &requests, &pool, d, rng);
+            Some(true)
+        }
+        Some(_) => {
+            edit_blindly(&mut answer, &pool, rng);
+            Some(false)
+        }
+        None => {
+            edit_blindly(&mut answer, &pool, rng);
+            None
+        }
+    };
+    (answer.render(Format::of(task), &pool), acted)
+}
+
+/// Whether a suggestion is one of those the known issue types come with: the `evidence`
+/// critic's name no dimension and target a field of the answer.
+fn covers(suggestion: &Suggestion, known: &[&str]) -> bool {
+    !known.is_empty()
+        && suggestion.dimension.is_none()
+        && matches!(suggestion.target.as_deref(), Some("evidence_ids" | "answer"))
 }
 
 /// The adjudicator's final pass (seed 004): reconciles the answer with its sources, never adds
@@ -94,28 +129,33 @@ pub(crate) fn adjudicate(task: &Task, draft: &str, rng: &mut Rng) -> String {
     answer.render(Format::of(task), &pool)
 }
 
-fn act_on_critique(answer: &mut Answer, critique: &Critique, pool: &Pool, d: f64, rng: &mut Rng) {
+fn act_on_critique(answer: &mut Answer, requests: &Requests<'_>, pool: &Pool, d: f64, rng: &mut Rng) {
     let lands = (0.9 - 0.4 * d).clamp(0.3, 0.95);
-    let text = critique_text(critique);
-    let mentions = |words: &[&str]| words.iter().any(|word| text.contains(word));
 
-    if answer.broken && rng.chance(lands.max(0.85)) {
+    if answer.broken && requests.has("invalid_draft") && rng.chance(lands.max(0.85)) {
         answer.broken = false;
     }
-    if answer.sentences.is_empty() || mentions(&["empty answer", "answer is empty"]) {
+    if answer.sentences.is_empty() || requests.has("empty_answer") {
         if rng.chance(lands) {
             pool.rewrite_from_evidence(answer, rng);
         } else if answer.sentences.is_empty() {
             answer.sentences.push(vague(rng));
         }
     }
-    if mentions(&["unknown", "not in the evidence", "not in the pool"]) && rng.chance(lands) {
+    if requests.has("unknown_evidence_id") && rng.chance(lands) {
         // Check every cited id against the pool and keep only real ones.
         answer.ids.retain(|id| pool.has(id));
     }
-    for line in text.lines().filter(|line| line.contains("address")) {
-        let named: Vec<String> = answer.ids.iter().filter(|id| mentions_id(line, id)).cloned().collect();
-        for id in named {
+    if requests.has("off_topic_evidence") {
+        // Check every cited passage against the question, and drop the ones about something else.
+        let mut seen = BTreeSet::new();
+        let off_topic: Vec<String> = answer
+            .ids
+            .iter()
+            .filter(|id| pool.has(id) && !pool.relevant.contains(id) && seen.insert(id.to_string()))
+            .cloned()
+            .collect();
+        for id in off_topic {
             if rng.chance(lands) {
                 answer.ids.retain(|kept| *kept != id);
             }
@@ -129,13 +169,20 @@ fn act_on_critique(answer: &mut Answer, critique: &Critique, pool: &Pool, d: f64
             answer.ids.extend(pool.relevant.first().cloned().or_else(|| pool.closest().map(str::to_string)));
         }
     }
-    if mentions(&["support", "rewrite the answer"]) && rng.chance(lands) {
+    if requests.has("unsupported_answer") && rng.chance(lands) {
         pool.rewrite_from_evidence(answer, rng);
-    } else if mentions(&["too short", "expand the answer"]) && rng.chance(lands) {
+    } else if requests.has("answer_too_short") && rng.chance(lands) {
         if answer.sentences.len() > 1 || pool.relevant.is_empty() {
             pool.lengthen(answer, false, rng);
         } else {
             pool.rewrite_from_evidence(answer, rng);
+        }
+    }
+    for request in &requests.generic {
+        if rng.chance(lands) {
+            let text = request.text();
+            let sentence = if text.ends_with(['.', '!', '?']) { text } else { format!("{text}.") };
+            answer.sentences.push(sentence);
         }
     }
     if rng.chance(0.06 + 0.12 * d) {
@@ -357,13 +404,6 @@ fn is_id_list(inside: &str) -> bool {
             let id = id.trim();
             !id.is_empty() && id.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
         })
-}
-
-/// Whether `line` names `id` as a whole word.
-fn mentions_id(line: &str, id: &str) -> bool {
-    let id = id.to_lowercase();
-    line.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')))
-        .any(|word| word.trim_end_matches(['.', ':']) == id)
 }
 
 /// The task's evidence as the writer sees it: which passages address the question.
@@ -597,11 +637,5 @@ mod tests {
         assert!(answer.broken);
         assert_eq!(answer.sentences, ["Bees dance.", "They fan."]);
         assert_eq!(answer.ids, ["d1", "d9"]);
-    }
-
-    #[test]
-    fn ids_are_matched_as_whole_words() {
-        assert!(mentions_id("`d1` does not address the question", "d1"));
-        assert!(!mentions_id("d10 does not address the question", "d1"));
     }
 }

@@ -38,3 +38,28 @@ fn the_rubric_rejects_unknown_config_keys() {
     assert!(error.contains("`bonus`"), "{error}");
     assert!(create::<Rubric>(r#"{"weak_below": 7}"#).is_ok());
 }
+
+/// The writer reads the rubric's issue types and suggestions' dimensions and targets, never its
+/// wording: reworded messages give the same revisions.
+#[test]
+fn rewording_the_rubrics_messages_changes_no_revision() {
+    let rubric: Rubric = create("{}").unwrap();
+    let mut compared = 0;
+    for task in dataset("papers.jsonl").iter().take(40) {
+        let draft = critbench_sim::generate(task, &mut rng(SEED, task, 0, 0, "generate"));
+        let critique = critique(&rubric, task, &draft, 0);
+        let mut reworded = critique.clone();
+        for (index, issue) in reworded.issues.iter_mut().chain(&mut reworded.fatal_issues).enumerate() {
+            *issue = format!("problem number {index}");
+        }
+        for suggestion in &mut reworded.suggestions {
+            suggestion.edit = "please do better here".into();
+        }
+        let revise = |shown| critbench_sim::revise(task, &draft, Some(shown), &mut rng(SEED, task, 0, 1, "revise"));
+        let (original, again) = (revise(&critique), revise(&reworded));
+        assert_eq!(original, again, "task {}", task.id);
+        assert!(!again.text.contains("please do better"), "task {}", task.id);
+        compared += usize::from(!critique.suggestions.is_empty());
+    }
+    assert!(compared >= 30, "only {compared} critiques had suggestions");
+}

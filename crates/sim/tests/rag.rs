@@ -84,3 +84,26 @@ fn the_evidence_critic_rejects_any_config_key() {
     let error = create::<EvidenceCritic>(r#"{"min_support": 0.5}"#).unwrap_err();
     assert!(error.contains("`min_support`"), "{error}");
 }
+
+/// The writer reads the evidence critic's issue types and suggestions' targets, never its
+/// wording: reworded messages give the same revisions.
+#[test]
+fn rewording_the_evidence_critics_messages_changes_no_revision() {
+    let critic: EvidenceCritic = create("{}").unwrap();
+    let mut compared = 0;
+    for task in dataset("rag.jsonl").iter().take(60) {
+        let draft = critbench_sim::generate(task, &mut rng(7, task, 0, 0, "generate"));
+        let original = critique(&critic, task, &draft, 0);
+        let mut reworded = original.clone();
+        for issue in reworded.issues.iter_mut().chain(&mut reworded.fatal_issues) {
+            *issue = "something is off".into();
+        }
+        for suggestion in &mut reworded.suggestions {
+            suggestion.edit = "fix it".into();
+        }
+        let revise = |shown| critbench_sim::revise(task, &draft, Some(shown), &mut rng(7, task, 0, 1, "revise"));
+        assert_eq!(revise(&original), revise(&reworded), "task {}", task.id);
+        compared += usize::from(!original.issue_types.is_empty());
+    }
+    assert!(compared >= 40, "only {compared} critiques had typed issues");
+}

@@ -30,6 +30,9 @@ pub struct RecordedRound {
     /// Model tokens the critic spent on this round (a model judge), when known.
     pub critic_tokens_in: Option<u64>,
     pub critic_tokens_out: Option<u64>,
+    /// Whether the writer of this round's draft acted on the critique it was shown, when the
+    /// author says (the offline writer does); `None` for a first draft or a blind revision.
+    pub acted_on_critique: Option<bool>,
 }
 
 /// One loop (task × arm × critic × epoch) as far as it was recorded.
@@ -156,6 +159,11 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
     let (gen_ms, critic_ms) = (c.required_float("gen_ms")?, c.required_float("critic_ms")?);
     let (draft_chars, tokens_in, tokens_out) = (c.int64("draft_chars")?, c.int64("tokens_in")?, c.int64("tokens_out")?);
     let (critic_tokens_in, critic_tokens_out) = (c.int64("critic_tokens_in")?, c.int64("critic_tokens_out")?);
+    // Tables written before schema_version 5 have no `acted_on_critique`: nobody said.
+    let acted = match batch.column_by_name("acted_on_critique") {
+        Some(_) => c.boolean("acted_on_critique")?,
+        None => vec![None; batch.num_rows()],
+    };
     let mut critiques = CritiqueColumns::read(&c)?;
     let decision = c.text_array("decision")?;
     let mut key: LoopKey = Default::default();
@@ -177,6 +185,7 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
             tokens_out: tokens_out[i],
             critic_tokens_in: critic_tokens_in[i],
             critic_tokens_out: critic_tokens_out[i],
+            acted_on_critique: acted[i],
         };
         let adjudicate = decision.value(i) == DECISION_ADJUDICATE;
         row(&key, kind[i].clone(), config_id.value(i), round[i], recorded, adjudicate)?;

@@ -44,6 +44,9 @@ pub struct TrajectoryRow<'a> {
     /// Model tokens the critic spent on this round, when it is a model judge.
     pub critic_tokens_in: Option<u64>,
     pub critic_tokens_out: Option<u64>,
+    /// Whether the writer of this round's draft acted on the critique it was shown (the
+    /// offline writer says; null for a first draft, a blind revision or a model).
+    pub acted_on_critique: Option<bool>,
 }
 
 impl<'a> TrajectoryRow<'a> {
@@ -76,6 +79,7 @@ impl<'a> TrajectoryRow<'a> {
             tokens_out: None,
             critic_tokens_in: None,
             critic_tokens_out: None,
+            acted_on_critique: None,
         }
     }
 }
@@ -153,6 +157,7 @@ pub fn trajectory_schema() -> SchemaRef {
         Field::new("tokens_out", DataType::Int64, true),
         Field::new("critic_tokens_in", DataType::Int64, true),
         Field::new("critic_tokens_out", DataType::Int64, true),
+        Field::new("acted_on_critique", DataType::Boolean, true),
     ]);
     Arc::new(Schema::new(fields))
 }
@@ -217,6 +222,7 @@ pub struct TrajectoryWriter {
     tokens_out: Int64Builder,
     critic_tokens_in: Int64Builder,
     critic_tokens_out: Int64Builder,
+    acted_on_critique: BooleanBuilder,
 }
 
 impl TrajectoryWriter {
@@ -249,6 +255,7 @@ impl TrajectoryWriter {
             tokens_out: Int64Builder::new(),
             critic_tokens_in: Int64Builder::new(),
             critic_tokens_out: Int64Builder::new(),
+            acted_on_critique: BooleanBuilder::new(),
         })
     }
 
@@ -278,6 +285,7 @@ impl TrajectoryWriter {
         self.tokens_out.append_option(row.tokens_out.map(int64));
         self.critic_tokens_in.append_option(row.critic_tokens_in.map(int64));
         self.critic_tokens_out.append_option(row.critic_tokens_out.map(int64));
+        self.acted_on_critique.append_option(row.acted_on_critique);
         self.rows += 1;
         if self.rows >= BATCH_ROWS { self.flush() } else { Ok(()) }
     }
@@ -315,6 +323,7 @@ impl TrajectoryWriter {
             Arc::new(self.tokens_out.finish()),
             Arc::new(self.critic_tokens_in.finish()),
             Arc::new(self.critic_tokens_out.finish()),
+            Arc::new(self.acted_on_critique.finish()),
         ];
         columns.extend(rest);
         self.sink.write(columns)
@@ -817,6 +826,7 @@ pub(crate) mod tests {
                     tokens_out: None,
                     critic_tokens_in: None,
                     critic_tokens_out: None,
+                    acted_on_critique: (round > 0).then_some(round % 2 == 0),
                 })
                 .unwrap();
         }
@@ -829,6 +839,9 @@ pub(crate) mod tests {
         let batch = reader.build().unwrap().next().unwrap().unwrap();
         let dims = batch.column_by_name("dims").unwrap().as_map();
         assert_eq!(dims.value(0).len(), 2);
+        // Whether the writer acted on the critique: unknown for a first draft, then as written.
+        let acted = batch.column_by_name("acted_on_critique").unwrap().as_boolean();
+        assert!(acted.is_null(0) && !acted.value(1) && acted.value(2));
     }
 
     #[test]

@@ -166,6 +166,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
         summary: report.summary.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
         comparisons: report.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
         notes: report.notes.clone(),
+        backend: report.backend.clone(),
         by_kind: report
             .by_kind
             .iter()

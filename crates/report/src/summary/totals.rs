@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use critbench_core::{SeedKey, derive_seed};
 use critbench_storage::tables::OutcomeStats;
 
 use super::{
@@ -99,7 +98,9 @@ impl ArmTotals {
         }
     }
 
-    pub(crate) fn row(&self, config_id: &str, critic: &str) -> SummaryRow {
+    /// The summary row; `seed` is the run's, for a bootstrap that resamples (the data pick the
+    /// stream, never the labels: equal outcomes give equal intervals).
+    pub(crate) fn row(&self, config_id: &str, critic: &str, seed: u64) -> SummaryRow {
         let single = self.clusters.keys().all(|(loops, _, _)| *loops == 1);
         let ((lo, hi), (first_lo, first_hi), interval) = if single {
             (wilson_interval(self.passed, self.n), wilson_interval(self.first_passed, self.n), INTERVAL_WILSON)
@@ -113,13 +114,6 @@ impl ArmTotals {
                     tasks,
                 })
                 .collect();
-            let seed = derive_seed(&SeedKey {
-                seed: 0,
-                task_id: &format!("{config_id}|{critic}|{}", self.name),
-                epoch: 0,
-                round: 0,
-                purpose: "arm-bootstrap",
-            });
             let [pass, first] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
             // At 0% or 100% every resample has the same rate and the interval would be a point:
             // then Wilson's over the tasks, each task one trial (it passed every epoch or none).
@@ -249,18 +243,12 @@ impl PairTotals {
         self.n_pairs == 0
     }
 
-    pub(crate) fn row(&self, config_id: &str, critic: &str, label_a: &str, label_b: &str) -> ComparisonRow {
+    /// The comparison row; `seed` is the run's, for a bootstrap that resamples (the data pick
+    /// the stream, never the labels: equal outcomes give equal intervals).
+    pub(crate) fn row(&self, config_id: &str, critic: &str, label_a: &str, label_b: &str, seed: u64) -> ComparisonRow {
         let n = self.n_pairs as f64;
         let (rate_a, rate_b) = (self.a_passed as f64 / n, self.b_passed as f64 / n);
         let (first_a, first_b) = (self.first_a as f64 / n, self.first_b as f64 / n);
-        // Seeded by what is compared, so every rebuild of a report gives the same interval.
-        let seed = derive_seed(&SeedKey {
-            seed: 0,
-            task_id: &format!("{config_id}|{critic}|{label_a}|{label_b}"),
-            epoch: 0,
-            round: 0,
-            purpose: "bootstrap",
-        });
         let clusters: Vec<Cluster<2>> = self
             .clusters
             .iter()

@@ -70,7 +70,7 @@ pub fn run_loop<C: CriticPlugin>(task: &Task, arm: Arm, critic: &C, seed: u64, e
         let decision = decide(&rounds, &policy);
         if let Decision::Revise = decision {
             let shown = arm.shows_critique().then_some(&critique);
-            draft = critbench_sim::revise(task, &draft, shown, &mut rng(seed, task, epoch, round + 1, "revise"));
+            draft = critbench_sim::revise(task, &draft, shown, &mut rng(seed, task, epoch, round + 1, "revise")).text;
         }
         outcome.critiques.push(critique);
         if let Decision::Stop(exit) = decision {

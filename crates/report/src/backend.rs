@@ -1,0 +1,243 @@
+//! What a run's backend can and cannot measure, said beside the tables.
+//!
+//! - `scripted`: every arm is given the dataset's drafts, so arms differ only in where the critic
+//!   and the policy stop them: an arm comparison measures the critic and the policy, not feedback.
+//! - the offline writer (`sim`) says, revision by revision, whether it acted on the critique it
+//!   was shown (`acted_on_critique` in `trajectories.parquet`). When it could act on little or
+//!   none of a critic's feedback, the feedback arm revised as blindly as the no-feedback arm, and
+//!   their comparison says nothing about that critic: the reports say so instead of giving a
+//!   verdict.
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
+use critbench_storage::manifest::Manifest;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::ReportError;
+
+/// From this share of a critic's feedback ignored in an arm, the comparisons of that arm say
+/// nothing about the critic: the terminal table gives the warning instead of the difference.
+pub const IGNORED_WARNING_SHARE: f64 = 0.5;
+
+/// From this share, the terminal says how much was ignored (the reports say it from any share).
+pub const IGNORED_NOTE_SHARE: f64 = 0.05;
+
+/// One critic and arm: the revisions written after seeing its critique, and how many of those
+/// critiques the writer could not act on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FeedbackUse {
+    pub critic: String,
+    pub arm: String,
+    /// Rows of revisions whose author said whether it acted on the critique (every config's).
+    pub revisions: u64,
+    /// Of those, the ones it did not act on.
+    pub ignored: u64,
+}
+
+impl FeedbackUse {
+    /// The share of the critiques the writer could not act on.
+    pub fn share(&self) -> f64 {
+        if self.revisions == 0 { 0.0 } else { self.ignored as f64 / self.revisions as f64 }
+    }
+
+    /// Whether the arm's comparisons say nothing about the critic.
+    pub fn says_nothing(&self) -> bool {
+        self.revisions > 0 && self.share() >= IGNORED_WARNING_SHARE
+    }
+
+    /// The sentence the terminal and the reports give.
+    pub fn sentence(&self) -> String {
+        if self.says_nothing() {
+            format!(
+                "the simulated writer ignored {} of critic `{}`'s feedback in arm `{}` ({} of {} revisions: the \
+                 critiques asked for nothing it could act on, no issue, issue type or suggestion, so it revised \
+                 blindly): this comparison says nothing about `{}`",
+                percent(self.share()),
+                self.critic,
+                self.arm,
+                self.ignored,
+                self.revisions,
+                self.critic
+            )
+        } else {
+            format!(
+                "the simulated writer could not act on {} of critic `{}`'s feedback in arm `{}` ({} of {} revisions); \
+                 it revised those drafts blindly",
+                percent(self.share()),
+                self.critic,
+                self.arm,
+                self.ignored,
+                self.revisions
+            )
+        }
+    }
+}
+
+/// A share as the notices print it: whole percents, but never "0%" or "100%" for a share that
+/// is neither.
+fn percent(share: f64) -> String {
+    let whole = (100.0 * share).round();
+    if share > 0.0 && whole == 0.0 {
+        "under 1%".to_string()
+    } else if share < 1.0 && whole == 100.0 {
+        "over 99%".to_string()
+    } else {
+        format!("{whole:.0}%")
+    }
+}
+
+/// What the reports say about the run's backend.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Backend {
+    /// The experiment's `backend` (`sim`, `scripted`, `openai`), when the manifest records it.
+    pub name: Option<String>,
+    /// Per critic and arm (in order of first appearance), for the arms whose writer said.
+    pub feedback_use: Vec<FeedbackUse>,
+}
+
+/// The backend whose arms all get the dataset's drafts.
+pub const SCRIPTED: &str = "scripted";
+
+/// What the label of an arm comparison of the scripted backend says.
+pub const SHARED_DRAFTS: &str = "critic and policy only: arms share drafts";
+
+impl Backend {
+    /// The backend of the run in `run_dir` (from `manifest`) and what its writer did with the
+    /// critiques (from `trajectories.parquet`, when the run has one).
+    pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Backend, ReportError> {
+        let name = manifest.and_then(|m| m.experiment.rest.get("backend")).and_then(|b| b.as_str()).map(String::from);
+        let files = critbench_storage::shards::table_files(run_dir, "trajectories");
+        Ok(Backend { name, feedback_use: read_feedback_use(&files)? })
+    }
+
+    /// Whether the arms share their drafts, so that comparing them measures the critic and the
+    /// policy only.
+    pub fn arms_share_drafts(&self) -> bool {
+        self.name.as_deref() == Some(SCRIPTED)
+    }
+
+    /// The feedback the writer mostly ignored: of `critic` in `arm`, when it says nothing.
+    pub fn ignored(&self, critic: &str, arm: &str) -> Option<&FeedbackUse> {
+        self.feedback_use.iter().find(|u| u.critic == critic && u.arm == arm && u.says_nothing())
+    }
+
+    /// What a reader must know before reading an arm comparison: the scripted backend's shared
+    /// drafts, and every critic and arm whose feedback the writer ignored at least `share` of.
+    pub fn notices(&self, share: f64) -> Vec<String> {
+        let mut notices = Vec::new();
+        if self.arms_share_drafts() {
+            notices.push(
+                "backend \"scripted\": every arm is given the dataset's drafts, so arms differ only in where the \
+                 critic and the policy stop them; the arm comparisons measure the critic and the policy, not feedback"
+                    .to_string(),
+            );
+        }
+        for using in &self.feedback_use {
+            if using.ignored > 0 && using.share() >= share {
+                notices.push(using.sentence());
+            }
+        }
+        notices
+    }
+}
+
+/// Counts, per critic and arm, the trajectory rows whose author said whether it acted on the
+/// critique (a projection of three columns, a batch at a time). Files written before the column
+/// existed count nothing.
+fn read_feedback_use(files: &[PathBuf]) -> Result<Vec<FeedbackUse>, ReportError> {
+    let mut counts: Vec<FeedbackUse> = Vec::new();
+    for path in files {
+        let corrupt = |message: String| ReportError::Corrupt(format!("{}: {message}", path.display()));
+        let file = std::fs::File::open(path).map_err(|e| corrupt(e.to_string()))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(e.to_string()))?;
+        let schema = builder.schema().clone();
+        let indices: Option<Vec<usize>> = ["critic", "arm", "acted_on_critique"]
+            .iter()
+            .map(|name| schema.column_with_name(name).map(|(index, _)| index))
+            .collect();
+        let Some(indices) = indices else { continue };
+        let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
+        let reader = builder.with_projection(mask).build().map_err(|e| corrupt(e.to_string()))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| corrupt(e.to_string()))?;
+            add_batch(&batch, &mut counts).map_err(corrupt)?;
+        }
+    }
+    Ok(counts)
+}
+
+fn add_batch(batch: &RecordBatch, counts: &mut Vec<FeedbackUse>) -> Result<(), String> {
+    let text = |name: &str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(|| format!("column `{name}` is missing or not utf8"))
+    };
+    let (critic, arm) = (text("critic")?, text("arm")?);
+    let acted = batch
+        .column_by_name("acted_on_critique")
+        .and_then(|c| c.as_boolean_opt())
+        .ok_or("column `acted_on_critique` is not boolean")?;
+    let mut last: Option<usize> = None;
+    for row in 0..batch.num_rows() {
+        if acted.is_null(row) {
+            continue;
+        }
+        let (critic, arm) = (critic.value(row), arm.value(row));
+        // Rows of one critic and arm come together: remember the last one's slot.
+        let slot = match last.filter(|&slot| counts[slot].critic == critic && counts[slot].arm == arm) {
+            Some(slot) => slot,
+            None => match counts.iter().position(|u| u.critic == critic && u.arm == arm) {
+                Some(slot) => slot,
+                None => {
+                    counts.push(FeedbackUse { critic: critic.into(), arm: arm.into(), ..FeedbackUse::default() });
+                    counts.len() - 1
+                }
+            },
+        };
+        last = Some(slot);
+        counts[slot].revisions += 1;
+        counts[slot].ignored += u64::from(!acted.value(row));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn using(revisions: u64, ignored: u64) -> FeedbackUse {
+        FeedbackUse { critic: "because".into(), arm: "feedback".into(), revisions, ignored }
+    }
+
+    #[test]
+    fn a_critic_whose_feedback_was_mostly_ignored_gets_a_warning_not_a_verdict() {
+        let ignored = using(120, 113);
+        assert!(ignored.says_nothing());
+        assert_eq!(
+            ignored.sentence(),
+            "the simulated writer ignored 94% of critic `because`'s feedback in arm `feedback` (113 of 120 revisions: \
+             the critiques asked for nothing it could act on, no issue, issue type or suggestion, so it revised \
+             blindly): this comparison says nothing about `because`"
+        );
+        let backend = Backend { name: Some("sim".into()), feedback_use: vec![ignored, using(10, 0)] };
+        assert!(backend.ignored("because", "feedback").is_some());
+        assert!(backend.ignored("because", "no-feedback").is_none());
+        assert_eq!(backend.notices(IGNORED_NOTE_SHARE).len(), 1, "nothing ignored, nothing said");
+        let rare = using(9425, 3);
+        assert!(!rare.says_nothing());
+        assert!(rare.sentence().contains("could not act on under 1% of critic `because`'s feedback"));
+        assert!(Backend { feedback_use: vec![rare], ..Backend::default() }.notices(IGNORED_NOTE_SHARE).is_empty());
+    }
+
+    #[test]
+    fn the_scripted_backend_says_its_arms_share_drafts() {
+        let scripted = Backend { name: Some(SCRIPTED.into()), feedback_use: Vec::new() };
+        assert!(scripted.arms_share_drafts());
+        assert!(scripted.notices(1.0)[0].contains("measure the critic and the policy, not feedback"));
+        assert!(Backend::default().notices(0.0).is_empty());
+    }
+}
