@@ -107,9 +107,6 @@ pub struct JudgeSettings {
     pub out: Option<PathBuf>,
 }
 
-/// The largest `[judge] repeats`: beyond this a typo is likelier than a plan.
-pub const MAX_JUDGE_REPEATS: u32 = 1000;
-
 fn arm_names<S: serde::Serializer>(arms: &[Arm], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(arms.iter().map(|a| a.as_str()))
 }
@@ -168,7 +165,10 @@ pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
 
 mod file;
 mod grid;
+pub mod limits;
 mod resolve;
+
+pub use limits::MAX_JUDGE_REPEATS;
 
 pub(crate) use resolve::available_cores;
 
