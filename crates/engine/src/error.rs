@@ -122,7 +122,7 @@ pub enum ReplayError {
     Repeated(critbench_core::RepeatedConfig),
     /// A flag past the bounds the experiment file has too.
     #[error(transparent)]
-    Limit(#[from] crate::experiment::limits::LimitError),
+    Limit(#[from] crate::limits::LimitError),
     #[error(
         "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",
         dir.display()

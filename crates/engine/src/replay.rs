@@ -13,7 +13,7 @@ use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_me
 use crate::EngineError;
 use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
 use crate::error::{NotARun, ReplayError};
-use crate::experiment::limits;
+use crate::limits;
 use crate::plan::{ThresholdNames, threshold_warnings};
 use critbench_storage::clock;
 use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};

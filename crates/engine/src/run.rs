@@ -113,11 +113,8 @@ fn run_inner(
     let jobs = worker_count(experiment.jobs);
     // Loops that wait on a model server go a task at a time, so that every worker has one; long
     // loops go fewer tasks at a time, so that the chunks in flight stay small.
-    let chunk_tasks = if experiment.openai.is_some() {
-        1
-    } else {
-        crate::experiment::limits::tasks_per_chunk(experiment, OFFLINE_CHUNK_TASKS)
-    };
+    let chunk_tasks =
+        if experiment.openai.is_some() { 1 } else { experiment.task_shape().tasks_per_chunk(OFFLINE_CHUNK_TASKS) };
     // Every file is opened (format, header, schema checked) before anything runs or is written.
     let mut source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
     let total_bytes = source.total_bytes();

@@ -165,10 +165,23 @@ pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
 
 mod file;
 mod grid;
-pub mod limits;
 mod resolve;
 
-pub use limits::MAX_JUDGE_REPEATS;
+pub use crate::limits::MAX_JUDGE_REPEATS;
+
+impl Experiment {
+    /// What each task's loops are made of, for the bounds of [`crate::limits`].
+    pub fn task_shape(&self) -> crate::limits::TaskShape<'_> {
+        crate::limits::TaskShape {
+            critics: self.critics.len(),
+            epochs: self.epochs,
+            arms: &self.arms,
+            adjudicate: &self.adjudicate,
+            policies: &self.policies,
+            replay: self.sweep == Sweep::Replay && self.policies.len() > 1,
+        }
+    }
+}
 
 pub(crate) use resolve::available_cores;
 

@@ -2,8 +2,8 @@
 
 use super::file::{ExperimentFile, OneOrMany};
 use super::grid::policy_grid;
-use super::limits;
 use super::*;
+use crate::limits;
 
 impl Experiment {
     /// Reads, validates and resolves an experiment file.
@@ -271,7 +271,7 @@ impl Experiment {
             openai,
             prompts,
         };
-        limits::check_task_load(&experiment).map_err(|e| e.to_string())?;
+        experiment.task_shape().check().map_err(|e| e.to_string())?;
         Ok(experiment)
     }
 }

@@ -251,7 +251,7 @@ fn limits_refuse_what_would_eat_the_machine_naming_the_key() {
 
 #[test]
 fn long_loops_go_fewer_tasks_to_a_chunk() {
-    let chunk = |text: &str| limits::tasks_per_chunk(&load(text).unwrap(), 256);
+    let chunk = |text: &str| load(text).unwrap().task_shape().tasks_per_chunk(256);
     assert_eq!(chunk(MINIMAL), 256, "3 arms × (4 + 4 + 1) rounds: the usual chunk");
     // 100 epochs × (4 + 4 + 1) = 900 rounds a task: 22 tasks make 19,800 rounds.
     assert_eq!(chunk(&format!("epochs = 100\n{MINIMAL}")), 22);

@@ -4,7 +4,7 @@
 //! memory; a chunk of tasks holds that many times over. The bounds sit far above any experiment
 //! we know of and far below what the machine can hold (docs/REFERENCE.md gives the figures).
 
-use super::*;
+use critbench_core::{Arm, Policy};
 
 /// The most `epochs`: every epoch repeats every loop of every task.
 pub const MAX_EPOCHS: u32 = 1000;
@@ -68,56 +68,69 @@ pub fn check_revisions(what: &'static str, caps: impl IntoIterator<Item = u64>) 
     }
 }
 
-/// The loops of one task and the most rounds they record together: every unit of
-/// `plan::Plan::units` under every critic, each up to its longest config's cap plus one round
-/// (one round for `single`), plus one adjudicated draft per config for an adjudicated arm.
-pub fn task_load(experiment: &Experiment) -> (u128, u128) {
-    let policies = &experiment.policies;
-    let replay = experiment.sweep == Sweep::Replay && policies.len() > 1;
-    let recordings: Vec<(u128, u128)> = if replay {
-        // (rounds of the longest config, configs served)
-        vec![(policies.iter().map(|p| u128::from(p.max_revisions) + 1).max().unwrap_or(1), policies.len() as u128)]
-    } else {
-        policies.iter().map(|p| (u128::from(p.max_revisions) + 1, 1)).collect()
-    };
-    let mut loops = 0u128;
-    let mut rounds = 0u128;
-    for arm in &experiment.arms {
-        for &(longest, served) in &recordings {
-            let longest = if *arm == Arm::Single { 1 } else { longest };
-            // One adjudication per distinct final draft: no more than the configs or the rounds.
-            let adjudicated = if experiment.adjudicate.contains(arm) { served.min(longest) } else { 0 };
-            loops += 1;
-            rounds += longest + adjudicated;
+/// What one task's loops are made of: every unit of `plan::Plan::units` under every critic.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskShape<'a> {
+    pub critics: usize,
+    pub epochs: u32,
+    pub arms: &'a [Arm],
+    /// The arms whose loops end with the adjudicator's pass.
+    pub adjudicate: &'a [Arm],
+    pub policies: &'a [Policy],
+    /// One recording serves every config (a replayed sweep of a grid).
+    pub replay: bool,
+}
+
+impl TaskShape<'_> {
+    /// The loops of one task and the most rounds they record together: each loop up to its
+    /// longest config's cap plus one round (one round for `single`), plus one adjudicated draft
+    /// per config for an adjudicated arm.
+    pub fn load(&self) -> (u128, u128) {
+        let policies = self.policies;
+        let recordings: Vec<(u128, u128)> = if self.replay {
+            // (rounds of the longest config, configs served)
+            vec![(policies.iter().map(|p| u128::from(p.max_revisions) + 1).max().unwrap_or(1), policies.len() as u128)]
+        } else {
+            policies.iter().map(|p| (u128::from(p.max_revisions) + 1, 1)).collect()
+        };
+        let mut loops = 0u128;
+        let mut rounds = 0u128;
+        for arm in self.arms {
+            for &(longest, served) in &recordings {
+                let longest = if *arm == Arm::Single { 1 } else { longest };
+                // One adjudication per distinct final draft: no more than the configs or the rounds.
+                let adjudicated = if self.adjudicate.contains(arm) { served.min(longest) } else { 0 };
+                loops += 1;
+                rounds += longest + adjudicated;
+            }
         }
+        let repeats = self.critics as u128 * u128::from(self.epochs);
+        (loops * repeats, rounds * repeats)
     }
-    let repeats = experiment.critics.len() as u128 * u128::from(experiment.epochs);
-    (loops * repeats, rounds * repeats)
-}
 
-/// Refuses an experiment whose tasks would each hold more than [`MAX_ROUNDS_PER_TASK`] rounds.
-pub fn check_task_load(experiment: &Experiment) -> Result<(), LimitError> {
-    let (loops, rounds) = task_load(experiment);
-    if rounds <= u128::from(MAX_ROUNDS_PER_TASK) {
-        return Ok(());
+    /// Refuses tasks that would each hold more than [`MAX_ROUNDS_PER_TASK`] rounds.
+    pub fn check(&self) -> Result<(), LimitError> {
+        let (loops, rounds) = self.load();
+        if rounds <= u128::from(MAX_ROUNDS_PER_TASK) {
+            return Ok(());
+        }
+        let saturated = |n: u128| u64::try_from(n).unwrap_or(u64::MAX);
+        Err(LimitError::TaskRounds {
+            rounds: saturated(rounds),
+            loops: saturated(loops),
+            critics: self.critics,
+            epochs: self.epochs,
+            arms: self.arms.len(),
+            direct: if self.replay { 1 } else { self.policies.len() },
+            longest: self.policies.iter().map(|p| u64::from(p.max_revisions) + 1).max().unwrap_or(1),
+        })
     }
-    let saturated = |n: u128| u64::try_from(n).unwrap_or(u64::MAX);
-    let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
-    Err(LimitError::TaskRounds {
-        rounds: saturated(rounds),
-        loops: saturated(loops),
-        critics: experiment.critics.len(),
-        epochs: experiment.epochs,
-        arms: experiment.arms.len(),
-        direct: if replay { 1 } else { experiment.policies.len() },
-        longest: experiment.policies.iter().map(|p| u64::from(p.max_revisions) + 1).max().unwrap_or(1),
-    })
-}
 
-/// Tasks per chunk: `most`, fewer when a task's loops are long, so that a chunk holds at most
-/// [`MAX_ROUNDS_PER_CHUNK`] rounds (or one task's).
-pub fn tasks_per_chunk(experiment: &Experiment, most: usize) -> usize {
-    let (_, rounds) = task_load(experiment);
-    let fit = u128::from(MAX_ROUNDS_PER_CHUNK) / rounds.max(1);
-    (fit.min(most as u128) as usize).max(1)
+    /// Tasks per chunk: `most`, fewer when a task's loops are long, so that a chunk holds at most
+    /// [`MAX_ROUNDS_PER_CHUNK`] rounds (or one task's).
+    pub fn tasks_per_chunk(&self, most: usize) -> usize {
+        let (_, rounds) = self.load();
+        let fit = u128::from(MAX_ROUNDS_PER_CHUNK) / rounds.max(1);
+        (fit.min(most as u128) as usize).max(1)
+    }
 }
