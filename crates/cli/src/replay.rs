@@ -29,6 +29,9 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
         PathBuf::from(name)
     });
     let summary = replay_run(&args.run_dir, &policies, &out, args.overwrite)?;
+    for warning in &summary.warnings {
+        eprintln!("warning: {warning}");
+    }
     println!("{}", critbench_report::glance_table(&summary.report));
     println!(
         "replayed {} loops ({} critiques) with no model or critic calls; wrote {}",

@@ -269,8 +269,10 @@ fn out_of_range_score_in_a_process_is_a_critic_error() {
     assert_contained(&setup(), "out_of_range", "score 42 is outside the critic's range 0–10", &[]);
 }
 
+/// The score range a critic declares (by its library or its worker's hello) is what a threshold
+/// is checked against: one above it runs, with a warning, and no loop of it passes.
 #[test]
-fn a_pass_score_outside_the_critics_range_is_refused_before_the_run() {
+fn a_pass_score_outside_the_critics_range_runs_with_a_warning() {
     let setup = setup();
     for isolation in ["in-process", "process"] {
         let file = experiment(
@@ -283,14 +285,15 @@ fn a_pass_score_outside_the_critics_range_is_refused_before_the_run() {
                 setup.library.display()
             ),
         );
-        let (output, out) = run(&setup, &file, &[]);
-        let message = usage_error(output, setup.dir.path());
-        assert_eq!(
-            message.trim_end(),
-            "error: critic `m`: [policy] pass_score = 12 is outside the critic's score range 0–10; give a \
-             pass_score from 0 to 10"
-        );
-        assert!(!out.exists(), "nothing is written");
+        let (output, out) = run(&setup, &file, &["--overwrite"]);
+        let warning = "critic `m`: [policy] pass_score = 12 is above the critic's score range 0–10: no draft can \
+                       pass, so every loop will end by stall, plateau or budget";
+        assert!(stderr(&output).contains(&format!("warning: {warning}")), "{isolation}: {}", stderr(&output));
+        ok(output);
+        assert_eq!(manifest(&out)["warnings"], serde_json::json!([warning]));
+        let above: Vec<_> = outcomes(&out).into_iter().filter(|r| r.config_id.starts_with("p12-")).collect();
+        assert_eq!(above.len(), 4 * 3, "{isolation}: every task × arm ran under the config above the range");
+        assert!(above.iter().all(|r| !r.passed && r.exit_reason != "pass"), "{isolation}: {above:?}");
     }
 }
 

@@ -10,8 +10,6 @@ pub enum EngineError {
     Dataset(#[from] critbench_storage::dataset::DatasetError),
     #[error("critic `{critic}`: {source}")]
     Plugin { critic: String, source: critbench_plugin_host::PluginError },
-    #[error(transparent)]
-    PassScore(#[from] critbench_plugin_host::PassScoreOutOfRange),
     /// The run directory cannot take this run: see [`RunDirError`].
     #[error(transparent)]
     RunDir(#[from] RunDirError),
@@ -168,6 +166,9 @@ pub enum ReplayError {
     NotFinite(f64),
     #[error("config {} is listed twice", .0.config_id)]
     Repeated(critbench_core::RepeatedConfig),
+    /// A flag past the bounds the experiment file has too.
+    #[error(transparent)]
+    Limit(#[from] crate::limits::LimitError),
     #[error(
         "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",
         dir.display()
@@ -259,7 +260,6 @@ impl EngineError {
             EngineError::Experiment { .. }
             | EngineError::Dataset(_)
             | EngineError::Plugin { .. }
-            | EngineError::PassScore(_)
             | EngineError::RunDir(_)
             | EngineError::LimitZero
             | EngineError::Merge { .. } => true,

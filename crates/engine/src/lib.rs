@@ -26,6 +26,7 @@ pub mod experiment;
 mod journal;
 pub mod judge;
 mod learn;
+pub mod limits;
 mod loops;
 mod manifest;
 pub mod memory;

@@ -18,6 +18,8 @@ pub struct ManifestInput<'a> {
     pub run_id: &'a str,
     pub datasets: &'a [DatasetRecord],
     pub plugins: &'a [LoadedPlugin],
+    /// What the user was warned of when the run started.
+    pub warnings: &'a [String],
     pub started_at: &'a str,
     pub finished_at: &'a str,
     pub wall_seconds: f64,
@@ -117,6 +119,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         critiques_by_critic: written.counts.critiques_by_critic.clone(),
         failed_loop_count: written.counts.failed_count,
         failed_loops: written.failed.clone(),
+        warnings: input.warnings.to_vec(),
         openai: input.openai.cloned(),
         tables: input.tables.clone(),
     };

@@ -15,6 +15,9 @@ pub struct ModelUsage {
     pub http: HttpCounts,
     pub tokens: TokenCounts,
     pub concurrency: Concurrency,
+    /// Configured secrets (API keys, URL passwords) found in answers or messages and replaced by
+    /// `[REDACTED]` before anything was written.
+    pub redacted: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -94,6 +97,15 @@ impl fmt::Display for ModelUsage {
         if self.tokens.cap_reached {
             write!(f, "; token cap reached ({} calls refused)", self.tokens.refused_calls)?;
         }
+        if self.redacted > 0 {
+            write!(
+                f,
+                "; the server echoed a configured API key (or URL secret) {} time(s): replaced by {} before anything \
+                 was written",
+                self.redacted,
+                critbench_openai::REDACTED
+            )?;
+        }
         let limit = &self.concurrency;
         if limit.lowest != limit.max {
             write!(
@@ -129,10 +141,13 @@ mod tests {
             calls: CallCounts { failures: 2, ..usage.calls.clone() },
             tokens: TokenCounts { cap_reached: true, refused_calls: 3, ..usage.tokens.clone() },
             concurrency: Concurrency { max: 8, lowest: 2, last: 4 },
+            redacted: 2,
             ..usage
         };
         assert!(strained.to_string().ends_with(
-            "; 2 calls failed; token cap reached (3 calls refused); concurrency lowered to 2 on 429/503 (ended at 4 of 8)"
+            "; 2 calls failed; token cap reached (3 calls refused); the server echoed a configured API key (or URL \
+             secret) 2 time(s): replaced by [REDACTED] before anything was written; concurrency lowered to 2 on \
+             429/503 (ended at 4 of 8)"
         ));
     }
 }

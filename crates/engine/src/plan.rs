@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use critbench_core::{Arm, Policy, Task};
+use critbench_core::{Arm, Policy, ScoreRange, Task};
 use critbench_plugin_host::services::Host;
 use critbench_plugin_host::{CriticInfo, CriticInstance, open_critics};
 
@@ -66,6 +66,9 @@ pub struct Plan<'a> {
     /// Strategy hints per (critic, task kind), for the `feedback+memory` arm; filled by the
     /// learning pass.
     pub hints: HashMap<(usize, Option<String>), Vec<Hint>>,
+    /// What the user is told before the run and the manifest keeps: thresholds outside a
+    /// critic's score range.
+    pub warnings: Vec<String>,
 }
 
 impl<'a> Plan<'a> {
@@ -76,8 +79,9 @@ impl<'a> Plan<'a> {
         let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
         let critics = open_critics(&experiment.critics, &experiment.plugin_dirs, base_dir, experiment.jobs, host)?;
         let mut plugins = Vec::new();
+        let mut warnings = Vec::new();
         for (spec, instance) in experiment.critics.iter().zip(&critics) {
-            spec.check_pass_scores(instance.info().range, &experiment.policies)?;
+            warnings.extend(threshold_warnings(&spec.name, instance.info().range, &experiment.policies, &POLICY_KEYS));
             plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });
         }
         let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
@@ -95,6 +99,7 @@ impl<'a> Plan<'a> {
             replay,
             config_ids: experiment.policies.iter().map(Policy::config_id).collect(),
             hints: HashMap::new(),
+            warnings,
         })
     }
 
@@ -152,4 +157,48 @@ pub fn describe_kinds(critics: &[CriticSpec]) -> String {
         .map(|c| c.kinds.as_ref().map(|k| format!("[{}]", k.join(", "))).unwrap_or_else(|| "(any)".into()))
         .collect();
     kinds.join(" / ")
+}
+
+/// How the thresholds are named in a warning: experiment keys for a run, flags for a replay.
+pub struct ThresholdNames {
+    pub pass_score: &'static str,
+    pub dim_target: &'static str,
+}
+
+/// The experiment file's names.
+pub const POLICY_KEYS: ThresholdNames =
+    ThresholdNames { pass_score: "[policy] pass_score", dim_target: "[policy] dim_target" };
+
+/// A warning for every distinct `pass_score` and `dim_target` of `policies` outside the score
+/// range the critic declared, saying what the loops will do. Such thresholds run (a budget test
+/// sets one on purpose so that every loop runs to its cap); non-finite ones never get here.
+pub fn threshold_warnings(critic: &str, range: ScoreRange, policies: &[Policy], names: &ThresholdNames) -> Vec<String> {
+    let mut seen: Vec<(bool, u64)> = Vec::new();
+    let mut warnings = Vec::new();
+    let thresholds = policies
+        .iter()
+        .flat_map(|p| std::iter::once((false, p.pass_score)).chain(p.dim_target.map(|target| (true, target))));
+    for (is_target, value) in thresholds {
+        if range.contains(value) || seen.contains(&(is_target, value.to_bits())) {
+            continue;
+        }
+        seen.push((is_target, value.to_bits()));
+        let above = value > range.max;
+        let what = match (is_target, above) {
+            (false, true) => "no draft can pass, so every loop will end by stall, plateau or budget",
+            (false, false) => {
+                "every draft passes at its first critique (unless the critique fails, has fatal issues or misses \
+                 dim_target)"
+            }
+            (true, true) => {
+                "no draft whose critique has dimensions can pass, so such loops will end by stall, plateau or budget"
+            }
+            (true, false) => "every dimension meets it, so it changes no verdict",
+        };
+        let name = if is_target { names.dim_target } else { names.pass_score };
+        let side = if above { "above" } else { "below" };
+        warnings
+            .push(format!("critic `{critic}`: {name} = {value} is {side} the critic's score range {range}: {what}"));
+    }
+    warnings
 }

@@ -6,13 +6,15 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use critbench_core::{Arm, FinalDraft, Policy, PolicyGrid, RoundScore};
+use critbench_core::{Arm, FinalDraft, Policy, PolicyGrid, RoundScore, ScoreRange};
 use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
 use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
 
 use crate::EngineError;
 use crate::emit::{LoopLabels, effective_policy, emit_loop, round_score};
 use crate::error::{NotARun, ReplayError};
+use crate::limits;
+use crate::plan::{ThresholdNames, threshold_warnings};
 use critbench_storage::clock;
 use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
 use critbench_storage::shards;
@@ -24,6 +26,8 @@ pub struct ReplaySummary {
     pub loops: u64,
     pub critiques: u64,
     pub report: critbench_report::Report,
+    /// Thresholds outside a recorded critic's score range (also in the new manifest).
+    pub warnings: Vec<String>,
 }
 
 /// The values a replay's flags give for each key of the policy grid; `None` for a key the flags
@@ -88,9 +92,23 @@ pub fn replay_grid(run_dir: &Path, flags: &ReplayFlags) -> Result<PolicyGrid, En
     })
 }
 
+/// The replay flags' names, for warnings.
+const REPLAY_FLAGS: ThresholdNames = ThresholdNames { pass_score: "--pass-score", dim_target: "--dim-target" };
+
 /// The policies of a replay grid, checked: every `plateau_eps` finite and ≥ 0, every score
-/// finite, no config twice. The messages name the `critbench replay` flags.
+/// finite, no config twice, the experiment file's bounds on revisions and configs. The messages
+/// name the `critbench replay` flags.
 pub fn replay_policies(grid: &PolicyGrid) -> Result<Vec<Policy>, ReplayError> {
+    limits::check_revisions("--max-revisions", grid.max_revisions.iter().map(|&cap| u64::from(cap)))?;
+    let lengths = [
+        grid.pass_score.len(),
+        grid.max_revisions.len(),
+        grid.stall.len(),
+        grid.plateau_eps.len(),
+        grid.dim_target.len(),
+        grid.final_draft.len(),
+    ];
+    limits::check_configs("the replay flags", &lengths)?;
     if let Some(&eps) = grid.plateau_eps.iter().find(|e| !(e.is_finite() && **e >= 0.0)) {
         return Err(ReplayError::PlateauEps(eps));
     }
@@ -140,6 +158,15 @@ pub fn replay_run(
         return Err(ReplayError::PolicyDependent { dir: run_dir.to_path_buf(), critics: dependent }.into());
     }
     let name = manifest.as_ref().map_or_else(|| "run".to_string(), |m| m.experiment.name.clone());
+    // The same rule as a run's: a threshold outside a critic's range is replayed, with a warning.
+    let warnings: Vec<String> = manifest
+        .iter()
+        .flat_map(|m| m.plugins.iter())
+        .flat_map(|p| {
+            let range = ScoreRange { min: p.score_range[0], max: p.score_range[1] };
+            threshold_warnings(&p.critic, range, policies, &REPLAY_FLAGS)
+        })
+        .collect();
 
     // Every loop must reach each policy's stop inside what was recorded: a first pass over the
     // recording checks that before anything is written. Both passes stream loop by loop.
@@ -286,6 +313,7 @@ pub fn replay_run(
         loops: written_loops,
         critiques,
         tables: crate::manifest::table_records(&layout)?,
+        warnings: warnings.clone(),
         ..Manifest::default()
     };
     manifest_out.write(out).map_err(|source| EngineError::Io {
@@ -293,5 +321,5 @@ pub fn replay_run(
         source,
     })?;
     let report = critbench_report::write_reports_trusted(out)?;
-    Ok(ReplaySummary { out_dir: out.to_path_buf(), loops: written_loops, critiques, report })
+    Ok(ReplaySummary { out_dir: out.to_path_buf(), loops: written_loops, critiques, report, warnings })
 }

@@ -107,9 +107,14 @@ fn run_inner(
     let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-{started_compact}", experiment.name);
     let mut plan = Plan::load(experiment, author, &plugin_host(session))?;
+    for warning in &plan.warnings {
+        eprintln!("warning: {warning}");
+    }
     let jobs = worker_count(experiment.jobs);
-    // Loops that wait on a model server go a task at a time, so that every worker has one.
-    let chunk_tasks = if experiment.openai.is_some() { 1 } else { OFFLINE_CHUNK_TASKS };
+    // Loops that wait on a model server go a task at a time, so that every worker has one; long
+    // loops go fewer tasks at a time, so that the chunks in flight stay small.
+    let chunk_tasks =
+        if experiment.openai.is_some() { 1 } else { experiment.task_shape().tasks_per_chunk(OFFLINE_CHUNK_TASKS) };
     // Every file is opened (format, header, schema checked) before anything runs or is written.
     let mut source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
     let total_bytes = source.total_bytes();

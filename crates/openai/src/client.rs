@@ -66,6 +66,14 @@ pub struct ChatAnswer {
     pub cached: bool,
 }
 
+/// What an API key (or a URL's password or query) is replaced by wherever a server echoes it.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Secrets shorter than this are left in model answers: a key of a few characters (`dummy`,
+/// `none`, as local servers take) is more likely ordinary text than a leak, and replacing it
+/// would corrupt drafts. Messages the client makes are scrubbed of every secret.
+pub const MIN_REDACTED_CHARS: usize = 8;
+
 /// Why a chat call produced no answer. The text never contains the API key.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ChatError {
@@ -143,8 +151,11 @@ pub struct Client {
     /// What the cache keys name as the endpoint: the display URL, or for several endpoints (one
     /// model served by replicas) their sorted display URLs.
     cache_endpoint: String,
-    /// Keys, passwords and queries of the URLs: scrubbed from any text that leaves the client.
+    /// Keys, passwords and queries of the URLs, longest first: replaced by [`REDACTED`] in any
+    /// text that leaves the client (answers: only those of [`MIN_REDACTED_CHARS`] or more).
     secrets: Vec<String>,
+    /// Secrets replaced so far, in answers and messages.
+    redacted: AtomicU64,
     runtime: tokio::runtime::Runtime,
     rotation: Mutex<Rotation>,
     /// Signalled whenever a request finishes, so that waiters for a free slot look again.
@@ -219,6 +230,7 @@ impl Client {
             endpoints,
             cache_endpoint,
             secrets,
+            redacted: AtomicU64::new(0),
             runtime,
             cache,
             tokens_used: AtomicU64::new(0),
@@ -252,15 +264,30 @@ impl Client {
         update(&mut self.http_counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
     }
 
-    /// Replaces every API key, URL password and query wherever it appears, in case a server
-    /// or a library echoes it back.
-    fn scrub(&self, mut text: String) -> String {
-        for secret in &self.secrets {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), "[redacted]");
+    /// Replaces every API key, URL password and query wherever it appears in a message the
+    /// client makes (which may quote a server's body or a library's error), in case it is echoed.
+    fn scrub(&self, text: String) -> String {
+        self.redact(text, 0)
+    }
+
+    /// Replaces every secret of at least `min_chars` characters in `text` by [`REDACTED`],
+    /// counting each replacement.
+    fn redact(&self, mut text: String, min_chars: usize) -> String {
+        for secret in self.secrets.iter().filter(|s| s.chars().count() >= min_chars) {
+            let found = text.matches(secret.as_str()).count();
+            if found > 0 {
+                text = text.replace(secret.as_str(), REDACTED);
+                self.redacted.fetch_add(found as u64, Ordering::Relaxed);
             }
         }
         text
+    }
+
+    /// A model's answer with every secret long enough to be one taken out: what is cached,
+    /// stored as a draft or a critique, and shown.
+    fn redact_answer(&self, mut answer: CachedAnswer) -> CachedAnswer {
+        answer.content = self.redact(answer.content, MIN_REDACTED_CHARS);
+        answer
     }
 
     /// Asks `role`'s model. Blocks the calling thread (never call it from inside an async task).
@@ -293,7 +320,8 @@ impl Client {
         let (result, cached) = match lookup {
             Lookup::Hit(answer) => {
                 self.count(role, |c| c.cache_hits += 1);
-                (Ok(answer), true)
+                // A cache an older critbench wrote may hold an echoed key.
+                (Ok(self.redact_answer(answer)), true)
             }
             Lookup::Joined(result) => {
                 self.count(role, |c| c.shared += 1);
@@ -301,7 +329,8 @@ impl Client {
             }
             Lookup::Lead(leader) => {
                 self.count(role, |c| c.model_calls += 1);
-                let result = self.call_model(role, &body);
+                // Redacted before it is cached or shared, so the key is never stored.
+                let result = self.call_model(role, &body).map(|answer| self.redact_answer(answer));
                 if let Err(error) = leader.finish(&parts, &result) {
                     self.warn_cache(&format!("cannot store an answer in the response cache: {error}"));
                 }
@@ -545,6 +574,7 @@ impl Client {
             .collect();
         json!({
             "endpoint": self.endpoints.iter().map(|e| e.display.as_str()).collect::<Vec<_>>().join(", "),
+            "redacted": self.redacted.load(Ordering::Relaxed),
             "endpoints": endpoints,
             "api_key_env": self.settings.endpoints[0].api_key_env,
             "api_key_set": self.settings.endpoints[0].api_key_env.is_some(),

@@ -319,3 +319,44 @@ fn credentials_and_queries_in_urls_are_never_shown() {
     assert_eq!(seen[0].0, "/v1/chat/completions?key=hidden-query");
     assert!(seen[0].1.as_deref().is_some_and(|a| a.starts_with("Basic ")), "{seen:?}");
 }
+
+/// A client whose only endpoint is `server` with `user:PASSWORD@` in its URL: the password is a
+/// configured secret like an API key (no environment variable needed), sent as basic auth.
+fn with_password(server: &MockServer, password: &str, cache: CacheMode) -> Client {
+    let url = server.base_url().replace("http://", &format!("http://user:{password}@"));
+    Client::new(ClientSettings { endpoints: vec![EndpointSettings::new(url, 4)], ..settings(server, cache) }).unwrap()
+}
+
+#[test]
+fn a_secret_the_server_echoes_is_redacted_before_it_is_cached_and_counted() {
+    const SECRET: &str = "s3cret-pass-77c1e9";
+    let server = MockServer::start(|_| MockResponse::chat(&format!("my key is {SECRET}, and again: {SECRET}."), 5, 5));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.sqlite");
+    let client = with_password(&server, SECRET, CacheMode::Disk { path: path.clone() });
+    let answer = ask(&client, 0).unwrap();
+    assert_eq!(answer.content, "my key is [REDACTED], and again: [REDACTED].");
+    assert_eq!(client.report()["redacted"], 2);
+    drop(client);
+    for file in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(file.unwrap().path()).unwrap();
+        assert!(!bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()), "the secret is in the cache");
+    }
+    // A second client reads the redacted answer back from the cache: nothing to redact.
+    let again = with_password(&server, SECRET, CacheMode::Disk { path });
+    assert_eq!(ask(&again, 0).unwrap().content, "my key is [REDACTED], and again: [REDACTED].");
+    assert_eq!((again.report()["redacted"].as_u64(), server.requests()), (Some(0), 1));
+}
+
+#[test]
+fn a_short_secret_stays_in_answers_but_not_in_messages() {
+    let server = MockServer::start(|request| match request.index {
+        0 => MockResponse::error(400, "bad key pw12"),
+        _ => MockResponse::chat("a draft that says pw12 in passing", 5, 5),
+    });
+    let client = with_password(&server, "pw12", CacheMode::Memory);
+    let error = ask(&client, 0).unwrap_err().to_string();
+    assert!(error.contains("bad key [REDACTED]") && !error.contains("pw12"), "{error}");
+    assert_eq!(ask(&client, 1).unwrap().content, "a draft that says pw12 in passing", "shorter than 8 characters");
+    assert_eq!(client.report()["redacted"], 1);
+}

@@ -17,8 +17,9 @@
 //!   after the last attempt;
 //! - **token accounting** from `usage`, and a run-wide cap after which calls fail fast;
 //! - the **API key** read from the environment variable the settings name, sent as a sensitive
-//!   header, scrubbed from every error, never written anywhere; URLs are shown and recorded
-//!   without credentials or query.
+//!   header, never written anywhere: replaced by `[REDACTED]` in every error and in every answer
+//!   (a server that echoes it), before the answer is cached, and counted; URLs are shown and
+//!   recorded without credentials or query.
 //!
 //! The experiment file's `[openai]` table is read into [`OpenAiTable`] and validated into
 //! [`ClientSettings`] by [`OpenAiTable::resolve`].
@@ -59,7 +60,10 @@ mod settings;
 mod table;
 
 pub use cache::CACHE_FORMAT;
-pub use client::{CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, Message, request_seed};
+pub use client::{
+    CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, MIN_REDACTED_CHARS, Message, REDACTED,
+    request_seed,
+};
 pub use limiter::LimitChange;
 pub use pool::EndpointStats;
 pub use settings::{

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use critbench_core::{Policy, ScoreRange};
 use serde::Serialize;
 
 use crate::info::{CriticSource, Isolation, IsolationMode};
@@ -38,20 +37,6 @@ pub struct CriticSpec {
     pub config: serde_json::Value,
     /// Weights for the mean of dimensions when a critique has no score.
     pub weights: Option<BTreeMap<String, f64>>,
-}
-
-/// A `pass_score` of the policy grid that the critic can never (or always) reach.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error(
-    "critic `{critic}`: [policy] pass_score = {pass_score} is outside the critic's score range {range}; \
-     give a pass_score from {} to {}",
-    range.min,
-    range.max
-)]
-pub struct PassScoreOutOfRange {
-    pub critic: String,
-    pub pass_score: f64,
-    pub range: ScoreRange,
 }
 
 /// A critic that could not be opened, and why.
@@ -95,17 +80,6 @@ impl CriticSpec {
             memory_mb: Some(self.memory_mb),
             children: if jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { jobs },
             worker: None,
-        }
-    }
-
-    /// Refuses a policy grid whose `pass_score` lies outside the score range the critic declared:
-    /// such a threshold is either never or always met, and the comparison would measure nothing.
-    pub fn check_pass_scores(&self, range: ScoreRange, policies: &[Policy]) -> Result<(), PassScoreOutOfRange> {
-        match policies.iter().find(|p| !range.contains(p.pass_score)) {
-            None => Ok(()),
-            Some(policy) => {
-                Err(PassScoreOutOfRange { critic: self.name.clone(), pass_score: policy.pass_score, range })
-            }
         }
     }
 

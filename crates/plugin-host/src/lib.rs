@@ -43,7 +43,7 @@ pub mod services;
 mod watchdog;
 pub mod worker;
 
-pub use critics::{CriticSpec, OpenCriticError, PassScoreOutOfRange, open_critics};
+pub use critics::{CriticSpec, OpenCriticError, open_critics};
 pub use error::PluginError;
 pub use info::{
     CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,

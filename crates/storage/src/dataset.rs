@@ -9,6 +9,8 @@ use critbench_core::Task;
 use crate::task_ids::{DuplicateId, TaskIds};
 use serde_json::{Map, Value};
 
+mod json;
+
 /// What to do with a row that breaks the dataset rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OnBadRow {
@@ -83,6 +85,12 @@ pub struct RowError {
 impl From<DuplicateId> for RowError {
     fn from(duplicate: DuplicateId) -> RowError {
         RowError::field("id", duplicate.to_string())
+    }
+}
+
+impl From<json::DuplicateKey> for RowError {
+    fn from(duplicate: json::DuplicateKey) -> RowError {
+        RowError::field(&duplicate.field, duplicate.message())
     }
 }
 
@@ -272,6 +280,19 @@ impl DatasetStream {
                     .map_err(|e| DatasetError::file(path, format!("cannot read the CSV header: {e}")))?
                     .clone();
                 for (column, name) in headers.iter().enumerate() {
+                    if let Some(first) = headers.iter().take(column).position(|earlier| earlier == name) {
+                        return Err(DatasetError {
+                            path: path.into(),
+                            row: Some(1),
+                            field: Some(name.to_string()),
+                            message: format!(
+                                "the header names this column twice (columns {} and {}); give each column once",
+                                first + 1,
+                                column + 1
+                            ),
+                            row_label: "line",
+                        });
+                    }
                     if !FIELDS.contains(&name) {
                         return Err(DatasetError {
                             path: path.into(),
@@ -443,8 +464,10 @@ fn csv_task(headers: &csv::StringRecord, record: &csv::StringRecord) -> Result<T
             continue;
         }
         let value = if STRUCTURED.contains(&name) {
-            serde_json::from_str::<Value>(cell)
-                .map_err(|e| RowError::field(name, format!("expected JSON text in this CSV cell: {e}")))?
+            json::parse(cell).map_err(|error| match error {
+                Ok(duplicate) => RowError::from(duplicate.inside(name)),
+                Err(e) => RowError::field(name, format!("expected JSON text in this CSV cell: {e}")),
+            })?
         } else {
             Value::String(cell.to_string())
         };
@@ -465,8 +488,11 @@ fn open_parquet(
         .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
     let schema = builder.schema().clone();
     let total_rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
-    for field in schema.fields() {
+    for (index, field) in schema.fields().iter().enumerate() {
         let name = field.name().as_str();
+        if schema.fields().iter().take(index).any(|earlier| earlier.name() == name) {
+            return Err(fail(format!("the schema has two columns named `{name}`; give each column once")));
+        }
         if !FIELDS.contains(&name) {
             return Err(fail(format!("unknown column `{name}`; expected one of: {}", FIELDS.join(", "))));
         }
@@ -527,9 +553,13 @@ fn parquet_tasks(
                     Value::Array((0..items.len()).filter_map(|j| string_at(&items, j).map(Value::String)).collect())
                 }
                 _ => match string_at(column, i) {
-                    Some(text) if STRUCTURED.contains(&name) => match serde_json::from_str(&text) {
+                    Some(text) if STRUCTURED.contains(&name) => match json::parse(&text) {
                         Ok(value) => value,
-                        Err(e) => {
+                        Err(Ok(duplicate)) => {
+                            parsed = Err(duplicate.inside(name).into());
+                            break;
+                        }
+                        Err(Err(e)) => {
                             parsed = Err(RowError::field(name, format!("expected JSON text: {e}")));
                             break;
                         }
@@ -556,21 +586,68 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
+/// A [`Task`] as a JSONL line writes it, for the fast way in: the same fields, with every object
+/// checked for a repeated key (a repeated field of the row itself is serde's `duplicate field`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Row {
+    id: String,
+    prompt: String,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    context: Option<String>,
+    #[serde(default, deserialize_with = "json::string_map")]
+    evidence: BTreeMap<String, String>,
+    #[serde(default)]
+    drafts: Vec<String>,
+    #[serde(default)]
+    critiques: Vec<json::Checked>,
+    #[serde(default)]
+    labels: Option<json::Checked>,
+    #[serde(default)]
+    meta: Option<json::Checked>,
+}
+
+impl Row {
+    fn into_task(self) -> Task {
+        Task {
+            id: self.id,
+            prompt: self.prompt,
+            kind: self.kind,
+            context: self.context,
+            evidence: self.evidence,
+            drafts: self.drafts,
+            critiques: self.critiques.into_iter().map(|critique| critique.0).collect(),
+            labels: self.labels.map(|labels| labels.0),
+            meta: self.meta.map(|meta| meta.0),
+        }
+    }
+}
+
 /// Validates one JSONL line. Well-formed rows take the fast way, straight into a [`Task`];
 /// anything the fast way rejects is decoded again field by field, for a message that names the
 /// field at fault.
 fn task_from_line(line: &str) -> Result<Task, RowError> {
-    if let Ok(task) = serde_json::from_str::<Task>(line)
-        && !task.id.trim().is_empty()
-        && task.critiques.iter().all(Value::is_object)
-        && task.meta.as_ref().is_none_or(Value::is_object)
-        && task.labels.as_ref().is_none_or(|labels| !labels.is_null())
+    if let Ok(row) = serde_json::from_str::<Row>(line)
+        && !row.id.trim().is_empty()
+        && row.critiques.iter().all(|critique| critique.0.is_object())
+        && row.meta.as_ref().is_none_or(|meta| meta.0.is_object())
+        && row.labels.as_ref().is_none_or(|labels| !labels.0.is_null())
     {
-        return Ok(task);
+        return Ok(row.into_task());
     }
-    serde_json::from_str::<Value>(line)
-        .map_err(|e| RowError::row(format!("invalid JSON: {e}")))
-        .and_then(task_from_value)
+    task_from_text(line)
+}
+
+/// The slow way: the line as JSON (a repeated key, at any depth, named with its path), then
+/// field by field.
+fn task_from_text(line: &str) -> Result<Task, RowError> {
+    match json::parse(line) {
+        Ok(value) => task_from_value(value),
+        Err(Ok(duplicate)) => Err(duplicate.into()),
+        Err(Err(e)) => Err(RowError::row(format!("invalid JSON: {e}"))),
+    }
 }
 
 /// Validates one row (already decoded to JSON) against SPEC §3, naming the field at fault.
@@ -760,6 +837,9 @@ mod tests {
             r#"{"id":"a","prompt":"p","kind":null,"context":null,"evidence":null,"drafts":null,"critiques":null,"labels":null,"meta":null}"#,
             r#"{"id":"a","prompt":"p","kind":"rag","evidence":{"d":"x"},"drafts":["d0","d1"],"critiques":[{"score":1}],"labels":[1],"meta":{"k":[1,2]}}"#,
             r#"{"id":"a","prompt":"p","id":"b"}"#,
+            r#"{"id":"a","prompt":"p","meta":{"k":1,"k":2}}"#,
+            r#"{"id":"a","prompt":"p","evidence":{"d":"x","d":"y"}}"#,
+            r#"{"id":"a","prompt":"p","labels":[{"pass":true},{"pass":true,"pass":false}]}"#,
             r#"{"id":" ","prompt":"p"}"#,
             r#"{"id":"a","prompt":"p","critiques":[3]}"#,
             r#"{"id":"a","prompt":"p","meta":[1]}"#,
@@ -770,11 +850,48 @@ mod tests {
             r#"[1,2]"#,
         ];
         for line in lines {
-            let slow = serde_json::from_str::<Value>(line)
-                .map_err(|e| RowError::row(format!("invalid JSON: {e}")))
-                .and_then(task_from_value);
-            assert_eq!(task_from_line(line), slow, "{line}");
+            assert_eq!(task_from_line(line), task_from_text(line), "{line}");
         }
+    }
+
+    #[test]
+    fn a_key_given_twice_is_an_error_naming_line_and_key() {
+        assert_eq!(
+            error("d.jsonl", "{\"id\":\"a\",\"prompt\":\"p\"}\n{\"id\":\"b\",\"prompt\":\"p\",\"id\":\"c\"}\n"),
+            "DIR/d.jsonl: line 2: field `id`: appears twice in the row; give each field once (JSON readers disagree \
+             on which copy wins)"
+        );
+        assert_eq!(
+            error("d.jsonl", r#"{"id":"a","prompt":"p","labels":[{"pass":true,"pass":false}]}"#),
+            "DIR/d.jsonl: line 1: field `labels`: key `labels[0].pass` appears twice; give each key of an object \
+             once (JSON readers disagree on which copy wins)"
+        );
+        for (line, path) in [
+            (r#"{"id":"a","prompt":"p","meta":{"topic":"x","topic":"y"}}"#, "meta.topic"),
+            (r#"{"id":"a","prompt":"p","evidence":{"d1":"x","d1":"y"}}"#, "evidence.d1"),
+            (r#"{"id":"a","prompt":"p","critiques":[{"score":1,"score":9}]}"#, "critiques[0].score"),
+        ] {
+            let message = error("d.jsonl", line);
+            assert!(message.contains(&format!("key `{path}` appears twice")), "{message}");
+        }
+        // The same key in two objects of one row is no repeat.
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "ok.jsonl", r#"{"id":"a","prompt":"p","meta":{"id":"x"},"labels":{"meta":1}}"#);
+        assert_eq!(read_dataset(&path, OnBadRow::Error).unwrap().tasks[0].meta_str("id"), Some("x"));
+    }
+
+    #[test]
+    fn a_csv_column_given_twice_is_an_error_naming_the_header() {
+        assert_eq!(
+            error("d.csv", "id,prompt,id\na,p,b\n"),
+            "DIR/d.csv: line 1: field `id`: the header names this column twice (columns 1 and 3); give each column \
+             once"
+        );
+        assert_eq!(
+            error("d.csv", "id,prompt,meta\na,p,\"{\"\"k\"\":1,\"\"k\"\":2}\"\n"),
+            "DIR/d.csv: line 2: field `meta`: key `meta.k` appears twice; give each key of an object once (JSON \
+             readers disagree on which copy wins)"
+        );
     }
 
     #[test]
@@ -843,5 +960,42 @@ mod tests {
         assert_eq!(dataset.tasks[0].drafts, ["first"]);
         assert_eq!(dataset.tasks[0].meta_number("k"), Some(1.0));
         assert!(dataset.tasks[1].drafts.is_empty());
+    }
+
+    #[test]
+    fn a_parquet_column_given_twice_is_refused() {
+        use arrow_array::{ArrayRef, RecordBatch, StringArray};
+        use arrow_schema::{DataType, Field, Schema};
+        use std::sync::Arc;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.parquet");
+        let fields = ["id", "prompt", "id"].map(|name| Field::new(name, DataType::Utf8, true));
+        let schema = Arc::new(Schema::new(fields.to_vec()));
+        let column = |value: &str| Arc::new(StringArray::from(vec![value])) as ArrayRef;
+        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![column("a"), column("p"), column("b")]).unwrap();
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema, None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let message = read_dataset(&path, OnBadRow::Error).unwrap_err().to_string();
+        assert!(
+            message.ends_with("d.parquet: the schema has two columns named `id`; give each column once"),
+            "{message}"
+        );
+
+        let cells = dir.path().join("cells.parquet");
+        let batch = RecordBatch::try_from_iter([
+            ("id", column("a")),
+            ("prompt", column("p")),
+            ("labels", column(r#"{"flaw":"x","flaw":"y"}"#)),
+        ])
+        .unwrap();
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&cells).unwrap(), batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let message = read_dataset(&cells, OnBadRow::Error).unwrap_err().to_string();
+        assert!(message.ends_with("cells.parquet: row 1: field `labels`: key `labels.flaw` appears twice; give each key of an object once (JSON readers disagree on which copy wins)"), "{message}");
     }
 }

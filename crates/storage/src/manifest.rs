@@ -82,6 +82,10 @@ pub struct Manifest {
     /// The first failed loops, described.
     #[serde(default)]
     pub failed_loops: Vec<String>,
+    /// What the user was warned of when the run started (a threshold outside a critic's score
+    /// range), for whoever reads the run later.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// What the model client did (`[openai]` experiments only). Never the API key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openai: Option<Value>,

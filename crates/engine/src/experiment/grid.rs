@@ -1,6 +1,7 @@
 //! The `[policy]` table: each field a value or a list, swept as their cross product.
 
 use super::*;
+use crate::limits::{LimitError, MAX_REVISIONS, check_configs};
 
 const POLICY_KEYS: [&str; 6] = ["pass_score", "max_revisions", "stall", "plateau_eps", "dim_target", "final"];
 
@@ -46,8 +47,13 @@ pub(super) fn policy_grid(table: &toml::Table) -> Result<Vec<Policy>, String> {
         Some(values) => values
             .iter()
             .map(|v| match v {
-                toml::Value::Integer(i) if (0..=1000).contains(i) => Ok(*i as u32),
-                other => Err(format!("[policy]: `max_revisions` must be a whole number from 0 to 1000, found {other}")),
+                toml::Value::Integer(i) if (0..=i64::from(MAX_REVISIONS)).contains(i) => Ok(*i as u32),
+                toml::Value::Integer(i) if *i > 0 => {
+                    Err(LimitError::Revisions { what: "[policy]: `max_revisions`", value: *i as u64 }.to_string())
+                }
+                other => Err(format!(
+                    "[policy]: `max_revisions` must be a whole number from 0 to {MAX_REVISIONS}, found {other}"
+                )),
             })
             .collect::<Result<_, _>>()?,
     };
@@ -73,6 +79,8 @@ pub(super) fn policy_grid(table: &toml::Table) -> Result<Vec<Policy>, String> {
             })
             .collect::<Result<_, _>>()?,
     };
+    let lengths = [pass_scores.len(), caps.len(), stalls.len(), plateau.len(), targets.len(), finals.len()];
+    check_configs("[policy]", &lengths).map_err(|e| e.to_string())?;
     let grid = PolicyGrid {
         pass_score: pass_scores,
         max_revisions: caps,

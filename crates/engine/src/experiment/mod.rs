@@ -107,9 +107,6 @@ pub struct JudgeSettings {
     pub out: Option<PathBuf>,
 }
 
-/// The largest `[judge] repeats`: beyond this a typo is likelier than a plan.
-pub const MAX_JUDGE_REPEATS: u32 = 1000;
-
 fn arm_names<S: serde::Serializer>(arms: &[Arm], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(arms.iter().map(|a| a.as_str()))
 }
@@ -169,6 +166,22 @@ pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
 mod file;
 mod grid;
 mod resolve;
+
+pub use crate::limits::MAX_JUDGE_REPEATS;
+
+impl Experiment {
+    /// What each task's loops are made of, for the bounds of [`crate::limits`].
+    pub fn task_shape(&self) -> crate::limits::TaskShape<'_> {
+        crate::limits::TaskShape {
+            critics: self.critics.len(),
+            epochs: self.epochs,
+            arms: &self.arms,
+            adjudicate: &self.adjudicate,
+            policies: &self.policies,
+            replay: self.sweep == Sweep::Replay && self.policies.len() > 1,
+        }
+    }
+}
 
 pub(crate) use resolve::available_cores;
 

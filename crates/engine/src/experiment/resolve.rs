@@ -3,6 +3,7 @@
 use super::file::{ExperimentFile, OneOrMany};
 use super::grid::policy_grid;
 use super::*;
+use crate::limits;
 
 impl Experiment {
     /// Reads, validates and resolves an experiment file.
@@ -75,6 +76,9 @@ impl Experiment {
         }
         if file.epochs == 0 {
             return Err("`epochs` must be at least 1".into());
+        }
+        if file.epochs > limits::MAX_EPOCHS {
+            return Err(limits::LimitError::Epochs(file.epochs.into()).to_string());
         }
         if file.critic_attempts == 0 {
             return Err("`critic_attempts` must be at least 1".into());
@@ -239,7 +243,7 @@ impl Experiment {
         prompts.check()?;
         let mut adjudicate = adjudicated_arms(file.adjudicate.as_ref(), &arms, backend, openai.as_ref())?;
         adjudicate.sort_by_key(|arm| arms.iter().position(|a| a == arm));
-        Ok(Experiment {
+        let experiment = Experiment {
             name: file.name,
             path: None,
             datasets,
@@ -266,7 +270,9 @@ impl Experiment {
             judge,
             openai,
             prompts,
-        })
+        };
+        experiment.task_shape().check().map_err(|e| e.to_string())?;
+        Ok(experiment)
     }
 }
 

@@ -183,14 +183,79 @@ fn critic_isolation_mistakes_name_the_key() {
 }
 
 #[test]
-fn pass_scores_outside_a_critics_range_are_refused() {
-    let e = load(&format!("{MINIMAL}[policy]\npass_score = [8, 10, 10.5]\n")).unwrap();
+fn thresholds_outside_a_critics_range_are_warnings_once_per_value() {
+    use crate::plan::{POLICY_KEYS, threshold_warnings};
+    let e = load(&format!(
+        "{MINIMAL}[policy]\npass_score = [-1, 8, 10, 11]\nmax_revisions = [1, 3]\ndim_target = [50, 5]\n"
+    ))
+    .unwrap();
     let range = ScoreRange { min: 0.0, max: 10.0 };
     assert_eq!(
-        e.critics[0].check_pass_scores(range, &e.policies).unwrap_err().to_string(),
-        "critic `r`: [policy] pass_score = 10.5 is outside the critic's score range 0–10; give a pass_score from 0 to 10"
+        threshold_warnings("r", range, &e.policies, &POLICY_KEYS),
+        [
+            "critic `r`: [policy] pass_score = -1 is below the critic's score range 0–10: every draft passes at its \
+         first critique (unless the critique fails, has fatal issues or misses dim_target)",
+            "critic `r`: [policy] dim_target = 50 is above the critic's score range 0–10: no draft whose critique has \
+         dimensions can pass, so such loops will end by stall, plateau or budget",
+            "critic `r`: [policy] pass_score = 11 is above the critic's score range 0–10: no draft can pass, so every \
+         loop will end by stall, plateau or budget",
+        ]
     );
-    assert!(e.critics[0].check_pass_scores(ScoreRange { min: 0.0, max: 11.0 }, &e.policies).is_ok());
+    assert!(threshold_warnings("r", ScoreRange { min: -1.0, max: 50.0 }, &e.policies, &POLICY_KEYS).is_empty());
+    // Non-finite thresholds never get this far.
+    assert!(load(&format!("{MINIMAL}[policy]\npass_score = inf\n")).unwrap_err().contains("must be finite"));
+    assert!(load(&format!("{MINIMAL}[policy]\ndim_target = nan\n")).unwrap_err().contains("must be finite"));
+}
+
+#[test]
+fn limits_refuse_what_would_eat_the_machine_naming_the_key() {
+    let e = load(&format!("epochs = 4000000000\n{MINIMAL}")).unwrap_err();
+    assert_eq!(
+        e,
+        "DIR/x.toml: `epochs` = 4000000000 is more than 1000: every epoch repeats every loop of every task, and a \
+         task's loops are held in memory together; give at most 1000"
+    );
+    assert!(load(&format!("epochs = 1000\n{MINIMAL}")).is_ok());
+    let e = load(&format!("{MINIMAL}[policy]\nmax_revisions = 5000\n")).unwrap_err();
+    assert!(e.contains("[policy]: `max_revisions` = 5000 is more than 1000: a loop holds every round"), "{e}");
+    // 10 × 10 × 2 × 10 × 11 × 2 = 44,000 configs.
+    let many = (0..10).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let e = load(&format!(
+        "{MINIMAL}[policy]\npass_score = [{many}]\nmax_revisions = [{many}]\nstall = [true, false]\n\
+         plateau_eps = [{many}]\ndim_target = [{many}, 10]\nfinal = [\"best\", \"last\"]\n"
+    ))
+    .unwrap_err();
+    assert!(e.contains("[policy]: the value lists make 44000 configs (their product), more than 10000"), "{e}");
+    // Each bound alone is fine; their product is what a task holds.
+    let e = load(&format!("epochs = 1000\n{MINIMAL}[policy]\nmax_revisions = 1000\n")).unwrap_err();
+    assert!(
+        e.contains(
+            "each task's loops would record up to 2003000 rounds (3000 loop(s): 1 critic(s) × 1000 epoch(s) × 3 \
+             arm(s), up to 1001 round(s) each)"
+        ),
+        "{e}"
+    );
+    let e = load(&format!(
+        "epochs = 30\n{MINIMAL}[policy]\npass_score = [{many}]\nmax_revisions = [{many}]\n\
+                           stall = [true, false]\n"
+    ))
+    .unwrap();
+    assert_eq!(e.policies.len(), 200, "a grid of 200 configs swept by replay is recorded once per loop");
+    let e = load(&format!(
+        "epochs = 30\nsweep = \"direct\"\n{MINIMAL}[policy]\npass_score = [{many}]\nmax_revisions = [{many}]\n\
+         stall = [true, false]\n"
+    ))
+    .unwrap_err();
+    assert!(e.contains("× 200 configs swept directly") && e.contains("sweep = \"replay\""), "{e}");
+}
+
+#[test]
+fn long_loops_go_fewer_tasks_to_a_chunk() {
+    let chunk = |text: &str| load(text).unwrap().task_shape().tasks_per_chunk(256);
+    assert_eq!(chunk(MINIMAL), 256, "3 arms × (4 + 4 + 1) rounds: the usual chunk");
+    // 100 epochs × (4 + 4 + 1) = 900 rounds a task: 22 tasks make 19,800 rounds.
+    assert_eq!(chunk(&format!("epochs = 100\n{MINIMAL}")), 22);
+    assert_eq!(chunk(&format!("epochs = 20\n{MINIMAL}[policy]\nmax_revisions = 1000\n")), 1);
 }
 
 #[test]
