@@ -39,8 +39,10 @@ pub mod replay;
 mod round;
 pub mod run;
 pub mod run_dir;
+mod sequential;
 mod sink;
 mod source;
 mod summarize;
 
 pub use error::{EngineError, ExperimentProblem, NotARun, ReplayError, RunDirError};
+pub use sequential::SequentialError;

@@ -36,6 +36,8 @@ pub struct ManifestInput<'a> {
     pub openai: Option<&'a serde_json::Value>,
     /// The table files the run wrote, by path relative to the run directory.
     pub tables: std::collections::BTreeMap<String, critbench_storage::manifest::TableRecord>,
+    /// A sequential run's record.
+    pub sequential: Option<&'a critbench_storage::manifest::SequentialRecord>,
 }
 
 /// The table files `layout` says the run writes, as they are on disk, by path relative to the
@@ -122,6 +124,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         warnings: input.warnings.to_vec(),
         openai: input.openai.cloned(),
         tables: input.tables.clone(),
+        sequential: input.sequential.cloned(),
     };
     manifest.write(input.dir).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", input.dir.join("manifest.json").display()),

@@ -177,6 +177,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
             })
             .collect(),
         power: report.power.iter().filter(|p| configs.contains(&p.config_id)).cloned().collect(),
+        sequential: report.sequential.clone(),
     }
 }
 
