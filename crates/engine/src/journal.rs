@@ -28,7 +28,7 @@ use crate::plan::Plan;
 pub const PROGRESS_DIR: &str = "in-progress";
 
 /// The tables a part holds a file of, in the order of [`part_paths`].
-pub const PART_TABLES: [&str; 2] = ["trajectories", "outcomes"];
+pub const PART_TABLES: [&str; 3] = ["trajectories", "outcomes", "evaluations"];
 
 /// What must not change between a run and its resumption.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -88,9 +88,11 @@ impl Fingerprint {
             run_id: run_id.to_string(),
             critbench_version: env!("CARGO_PKG_VERSION").to_string(),
             experiment: resolved,
+            // Evaluators' files count as the critics' do: a changed one is another run.
             plugins: plan
                 .plugins
                 .iter()
+                .chain(&plan.evaluator_plugins)
                 .map(|p| PluginStamp { critic: p.critic.clone(), sha256: p.library.sha256.clone() })
                 .collect(),
             datasets,
@@ -294,9 +296,10 @@ fn read_line(line: &str, expected_part: u32, previous: Option<&Commit>) -> Resul
     Ok(commit)
 }
 
-/// The part files of number `part`: trajectories, then outcomes.
-pub fn part_paths(dir: &Path, part: u32) -> [PathBuf; 2] {
-    [dir.join(format!("trajectories-{part:05}.parquet")), dir.join(format!("outcomes-{part:05}.parquet"))]
+/// The part files of number `part`: trajectories, outcomes, then evaluations (empty when the run
+/// has no evaluators).
+pub fn part_paths(dir: &Path, part: u32) -> [PathBuf; 3] {
+    PART_TABLES.map(|table| dir.join(format!("{table}-{part:05}.parquet")))
 }
 
 /// Appends commits to `journal.jsonl`, each on disk before the call returns.
@@ -450,6 +453,9 @@ pub struct Counts {
     /// Per critic: critiques recorded, and those that failed every attempt.
     #[serde(default)]
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
+    /// Per held-out evaluator: its critiques, and those that failed every attempt.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evaluations_by_evaluator: BTreeMap<String, CritiqueCounts>,
 }
 
 use critbench_storage::manifest::CritiqueCounts;

@@ -22,6 +22,7 @@ pub mod adjudicate;
 pub mod backend;
 mod emit;
 mod error;
+pub mod evaluate;
 pub mod experiment;
 mod journal;
 pub mod judge;

@@ -24,7 +24,7 @@ use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use critbench_storage::manifest::{MANIFEST_FILE, Manifest, RunStatus};
-use critbench_storage::shards::{SHARDS_DIR, Shard, TABLES};
+use critbench_storage::shards::{ALL_TABLES, SHARDS_DIR, Shard, TABLES};
 
 use crate::EngineError;
 use crate::error::RunDirError;
@@ -42,11 +42,15 @@ pub const DERIVED_FILES: &[&str] = &[
     "report.html",
     "corrected.csv",
     "corrected_comparisons.csv",
+    "evaluators.csv",
+    "evaluator_comparisons.csv",
 ];
 
-/// The files of a run beside its [`DERIVED_FILES`]: its tables, `manifest.json` and
+/// The files of a run beside its [`DERIVED_FILES`]: its tables (`evaluations.parquet` with
+/// held-out evaluators), `manifest.json` and
 /// `memory.json`. Together they are every file a run writes into its directory.
-pub const RUN_FILES: &[&str] = &["trajectories.parquet", "outcomes.parquet", "manifest.json", "memory.json"];
+pub const RUN_FILES: &[&str] =
+    &["trajectories.parquet", "outcomes.parquet", "evaluations.parquet", "manifest.json", "memory.json"];
 
 /// The files `critbench judge` writes into its directory.
 pub const JUDGE_FILES: &[&str] = &["judgments.parquet", "judge.json", "judge.csv", "judge.md", "judge.html"];
@@ -192,7 +196,7 @@ pub fn rebuild_reports(run_dir: &Path, labels: Option<&Path>) -> Result<critbenc
 fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
     let names = entries(root)?;
     let sharded: Vec<String> = std::iter::once(SHARDS_DIR)
-        .chain(TABLES)
+        .chain(ALL_TABLES)
         .filter(|name| root.join(name).is_dir())
         .map(|name| format!("{name}/"))
         .collect();
@@ -257,11 +261,11 @@ fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_o
         return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) }.into());
     }
     let own = shard.dir(root);
-    let partitions: Vec<PathBuf> = TABLES
+    let partitions: Vec<PathBuf> = ALL_TABLES
         .iter()
         .map(|table| shard.table_path(root, table).parent().expect("a partition folder").to_path_buf())
         .collect();
-    let mut links: Vec<PathBuf> = TABLES.iter().map(|table| root.join(table)).collect();
+    let mut links: Vec<PathBuf> = ALL_TABLES.iter().map(|table| root.join(table)).collect();
     links.extend(partitions.iter().cloned());
     links.extend(["manifest.json", "memory.json", PROGRESS_DIR].iter().map(|name| own.join(name)));
     links.extend(DERIVED_FILES.iter().chain(&[MANIFEST_FILE, "memory.json"]).map(|name| root.join(name)));
@@ -438,7 +442,7 @@ fn run_owned(name: &str) -> bool {
 /// A name a sharded run (its shards and merge) writes at its top level.
 fn sharded_run_owned(name: &str) -> bool {
     name == SHARDS_DIR
-        || TABLES.contains(&name)
+        || ALL_TABLES.contains(&name)
         || name == LOCK_FILE
         || is_lock_temporary(name)
         || owned_with_temporary(name, DERIVED_FILES)

@@ -483,6 +483,9 @@ pub(crate) fn render_with_sections(
     } else {
         out.push_str(&comparison_table(report));
     }
+    if let Some(evaluated) = &report.evaluators {
+        out.push_str(&crate::evaluators::markdown_section(evaluated));
+    }
     out.push_str(&adjudication_section(report));
     if let Some(corrected) = corrected {
         out.push_str(&crate::gold::render::markdown_section(corrected));

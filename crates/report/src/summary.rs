@@ -176,6 +176,10 @@ pub struct Report {
     /// written to `summary.json`).
     #[serde(skip)]
     pub power: Vec<crate::power::PowerRow>,
+    /// What the held-out evaluators said of the same answers (`evaluators.csv`; filled by
+    /// [`crate::write_reports`], not written to `summary.json`), when the run has any.
+    #[serde(skip)]
+    pub evaluators: Option<crate::evaluators::EvaluatorReport>,
     /// What the run's backend can and cannot measure (for the reports; what they say of it is in
     /// `notes`).
     #[serde(skip)]
@@ -565,6 +569,7 @@ impl Summarizer {
             comparisons,
             by_kind,
             power: Vec::new(),
+            evaluators: None,
             backend: Default::default(),
         })
     }

@@ -53,6 +53,9 @@ pub struct Manifest {
     pub datasets: Vec<DatasetRecord>,
     #[serde(default)]
     pub plugins: Vec<PluginRecord>,
+    /// The held-out evaluators' plugins, as `plugins` records the critics'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evaluators: Vec<PluginRecord>,
     pub started_at: String,
     pub finished_at: String,
     pub wall_seconds: f64,
@@ -77,6 +80,9 @@ pub struct Manifest {
     /// Per critic: critiques asked and critiques that failed every attempt.
     #[serde(default)]
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
+    /// Per held-out evaluator: critiques asked and critiques that failed every attempt.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evaluations_by_evaluator: BTreeMap<String, CritiqueCounts>,
     #[serde(default)]
     pub failed_loop_count: u64,
     /// The first failed loops, described.
@@ -271,7 +277,7 @@ impl Manifest {
         }
         // A shard's manifest records its own partitions; the others are other shards'.
         let whole_run = self.shard.is_none();
-        for table in crate::shards::TABLES.into_iter().filter(|_| whole_run) {
+        for table in crate::shards::ALL_TABLES.into_iter().filter(|_| whole_run) {
             for path in crate::shards::table_files(dir, table) {
                 let name = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().into_owned();
                 if !self.tables.contains_key(&name) {

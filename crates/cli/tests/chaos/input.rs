@@ -184,7 +184,11 @@ fn a_dim_target_above_the_range_runs_with_a_warning_and_no_loop_passes() {
         stderr(&replay)
     );
     ok(replay);
-    assert_eq!(manifest(&low)["warnings"].as_array().map(Vec::len), Some(1));
+    // The replay keeps the run's dim_target (flags it is not given inherit the run's grid), so
+    // it warns of that one too.
+    let warnings = manifest(&low)["warnings"].clone();
+    assert_eq!(warnings.as_array().map(Vec::len), Some(2), "{warnings}");
+    assert!(warnings.to_string().contains("--dim-target = 50 is above"), "{warnings}");
     assert!(outcomes(&low).iter().all(|r| r.passed && r.rounds == 1), "replayed: every loop passes at round 0");
 }
 
