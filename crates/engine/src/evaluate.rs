@@ -90,17 +90,19 @@ pub fn evaluate_loop(
 
 /// Writes the evaluation rows of one loop under one config: for each evaluator, its verdict on
 /// the first draft and on the final answer `policy` returns, each beside the steering critic's
-/// (`passed` is whether the loop, recorded as `result`, passed).
+/// (`scores` are the loop's rounds, `evaluations` what [`evaluate_loop`] found for them, and
+/// `passed` whether the loop passed).
+#[allow(clippy::too_many_arguments)]
 pub fn emit_evaluations(
     plan: &Plan<'_>,
     labels: &LoopLabels<'_>,
     config_id: &str,
     policy: &Policy,
-    result: &crate::loops::LoopResult,
+    scores: &[RoundScore],
+    evaluations: &[Evaluation],
     passed: bool,
     writer: &mut EvaluationWriter,
 ) -> Result<(), StorageError> {
-    let (scores, evaluations) = (&result.scores, &result.evaluations);
     if evaluations.is_empty() {
         return Ok(());
     }

@@ -336,7 +336,8 @@ impl Consumer for RowSink<'_, '_> {
                         &labels,
                         &plan.config_ids[index],
                         &crate::emit::effective_policy(&experiment.policies[index], unit.arm),
-                        &result,
+                        &result.scores,
+                        &result.evaluations,
                         passed,
                         &mut part.evaluations,
                     )?;

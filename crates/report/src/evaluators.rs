@@ -484,7 +484,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
                 percent(c.rate_b),
                 points(c.diff),
                 interval(c.diff_lo, c.diff_hi),
-                crate::markdown::format_p(c.p_value)
+                crate::stats::format_p(c.p_value)
             );
         }
     }
