@@ -10,6 +10,7 @@ mod merge;
 mod plugins;
 mod replay;
 mod report;
+mod rescore;
 mod run;
 mod show;
 mod signals;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         args::Command::Report(options) => report::report(options),
         args::Command::Merge(options) => merge::merge(options),
         args::Command::Replay(options) => replay::replay(options),
+        args::Command::Rescore(options) => rescore::rescore(options),
         args::Command::Compare(options) => compare::compare(options),
         args::Command::Show(options) => show::show(options),
         args::Command::Judge(options) => judge::judge(options),

@@ -119,6 +119,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         failed_loops: written.failed.clone(),
         openai: input.openai.cloned(),
         tables: input.tables.clone(),
+        rescore: None,
     };
     manifest.write(input.dir).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", input.dir.join("manifest.json").display()),
