@@ -37,6 +37,7 @@ pub mod openai_author;
 mod plan;
 pub mod prompts;
 pub mod replay;
+pub mod rescore;
 mod round;
 pub mod run;
 pub mod run_dir;
@@ -44,4 +45,4 @@ mod sink;
 mod source;
 mod summarize;
 
-pub use error::{EngineError, ExperimentProblem, NotARun, ReplayError, RunDirError};
+pub use error::{EngineError, ExperimentProblem, NotARun, ReplayError, RescoreError, RunDirError};

@@ -129,6 +129,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         warnings: input.warnings.to_vec(),
         openai: input.openai.cloned(),
         tables: input.tables.clone(),
+        rescore: None,
     };
     manifest.write(input.dir).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", input.dir.join("manifest.json").display()),

@@ -78,7 +78,7 @@ pub struct RowSink<'p, 'a> {
 /// Rows are committed at least this often, so that a failing disk stops the run within seconds
 /// and an interrupted or killed run loses at most this much; `CRITBENCH_COMMIT_INTERVAL_S` sets
 /// another interval (a shorter one loses less to a kill and writes more part files).
-fn commit_interval() -> std::time::Duration {
+pub(crate) fn commit_interval() -> std::time::Duration {
     const DEFAULT: std::time::Duration = std::time::Duration::from_secs(2);
     static INTERVAL: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
     *INTERVAL.get_or_init(|| {
