@@ -1,7 +1,7 @@
 //! Sequential runs with the real binary: `experiments/sequential.toml` (the demo's question,
 //! feedback against no-feedback in every config × critic) stops before the end of its 480 tasks
-//! on the full run's own rows, ends the same at every `--jobs` and after an interruption, and
-//! refuses shards.
+//! on the full run's own rows, ends the same at every `--jobs` and after an interruption, can be
+//! rescored, and refuses shards.
 
 mod common;
 
@@ -15,7 +15,15 @@ use common::*;
 const SEQUENTIAL: &str = "experiments/sequential.toml";
 
 /// The derived files a sequential run writes, which must be the same bytes for the same run.
-const DERIVED: [&str; 5] = ["sequential.csv", "summary.csv", "comparisons.csv", "config_comparisons.csv", "power.csv"];
+const DERIVED: [&str; 7] = [
+    "sequential.csv",
+    "summary.csv",
+    "comparisons.csv",
+    "config_comparisons.csv",
+    "power.csv",
+    "evaluators.csv",
+    "evaluator_comparisons.csv",
+];
 
 fn run(out: &Path, extra: &[&str]) -> String {
     let mut args = vec!["run", SEQUENTIAL, "-q", "--out", out.to_str().unwrap()];
@@ -175,6 +183,31 @@ fn a_sequential_run_ends_the_same_at_every_job_count_and_after_an_interruption()
         assert_eq!(whole["sequential"][key], again["sequential"][key], "{key}");
     }
     assert_eq!(whole["sequential"]["cost"]["calls"], again["sequential"]["cost"]["calls"]);
+}
+
+#[test]
+fn a_sequential_run_is_rescored_though_its_tasks_are_not_in_dataset_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    run(&out, &["--store-drafts"]);
+    let printed = ok(critbench(&["rescore", out.to_str().unwrap(), "--critic", "rubric", "-q"]));
+    let rescored = out.join("rescored/rubric");
+    // Every loop of every paper that ran, in the run's own (seeded) order.
+    let papers = |rows: Vec<critbench_storage::tables::OutcomeRow>| -> Vec<(String, String, u32)> {
+        let mut seen = Vec::new();
+        for row in rows.into_iter().filter(|row| row.critic == "rubric") {
+            let unit = (row.task_id, row.arm, row.epoch);
+            if !seen.contains(&unit) {
+                seen.push(unit);
+            }
+        }
+        seen
+    };
+    let ran = papers(outcomes(&out));
+    assert!(ran.len() > 100, "{} paper loops ran", ran.len());
+    assert_eq!(papers(outcomes(&rescored)), ran, "{printed}");
+    let record = &manifest(&rescored)["rescore"];
+    assert_eq!(record["loops_rescored"].as_u64(), Some(ran.len() as u64));
 }
 
 #[test]

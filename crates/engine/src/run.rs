@@ -52,7 +52,7 @@ pub struct RunOptions {
 }
 
 /// The signal an interrupt flag holds, by name.
-fn signal_name(number: usize) -> &'static str {
+pub(crate) fn signal_name(number: usize) -> &'static str {
     match number {
         15 => "SIGTERM",
         _ => "SIGINT",
@@ -150,7 +150,7 @@ fn run_inner(
     let order = match &experiment.sequential {
         Some(settings) => {
             let order =
-                crate::sequential::Order::read(&plan, Source::open(&plan, chunk_tasks)?, settings, chunk_tasks)?;
+                crate::sequential_run::Order::read(&plan, Source::open(&plan, chunk_tasks)?, settings, chunk_tasks)?;
             check_routed(experiment, order.report())?;
             Some(order)
         }
@@ -168,7 +168,7 @@ fn run_inner(
     let mut follower = None;
     if let (Some(order), Some(settings)) = (order, &experiment.sequential) {
         let written = sink.written.counts.tasks;
-        let followed = crate::sequential::Follower::new(&plan, settings, &order, &replayed, written)?;
+        let followed = crate::sequential_run::Follower::new(&plan, settings, &order, &replayed, written)?;
         source = source.in_order(order.with_gate(followed.gate()));
         follower = Some(followed);
     }
@@ -246,19 +246,19 @@ fn worker_count(jobs: usize) -> usize {
 
 /// Chunks between the source and the sink, at most: the source waits for a permit before it
 /// hands a chunk on, and the sink returns the permit once the chunk is written.
-struct Window {
+pub(crate) struct Window {
     free: Mutex<usize>,
     changed: Condvar,
     stop: AtomicBool,
 }
 
 impl Window {
-    fn new(size: usize) -> Window {
+    pub(crate) fn new(size: usize) -> Window {
         Window { free: Mutex::new(size), changed: Condvar::new(), stop: AtomicBool::new(false) }
     }
 
     /// Waits for a permit; `false` once the run is stopping.
-    fn acquire(&self) -> bool {
+    pub(crate) fn acquire(&self) -> bool {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         while *free == 0 && !self.stopped() {
             free = self.changed.wait(free).unwrap_or_else(|e| e.into_inner());
@@ -270,18 +270,18 @@ impl Window {
         true
     }
 
-    fn release(&self) {
+    pub(crate) fn release(&self) {
         *self.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         self.changed.notify_one();
     }
 
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         let _guard = self.free.lock().unwrap_or_else(|e| e.into_inner());
         self.changed.notify_all();
     }
 
-    fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 }
@@ -464,4 +464,4 @@ fn check_interrupt(interrupt: Option<&AtomicUsize>, interrupted: &mut Option<&'s
 }
 
 /// How long an interrupted run waits for the loops in flight before it ends without them.
-const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);

@@ -7,12 +7,13 @@
 //! same whatever the number of workers, and no loop is ever run for a task that is not admitted.
 //!
 //! A sequential run admits its tasks with this same code in a first pass, then hands them on in
-//! its own seeded order instead of file order ([`crate::sequential::Order`]).
+//! its own seeded order instead of file order ([`TaskOrder`], which `crate::sequential_run` implements).
 //!
 //! Memory is bounded by the chunks in flight: ids are remembered as 64-bit hashes
 //! ([`TaskIds`]), never as the tasks themselves.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use critbench_core::Task;
 use critbench_plugin_host::request::TaskJson;
@@ -24,6 +25,7 @@ use critbench_storage::task_ids::TaskIds;
 use crate::EngineError;
 use crate::memory::{Split, split_of};
 use crate::plan::{Plan, Scope};
+use crate::sequential::Gate;
 
 /// Tasks admitted from a run of rows, with the critics that take each.
 pub struct Chunk {
@@ -40,6 +42,9 @@ pub struct AdmittedTask {
     pub task: Task,
     /// The task as critics see it, serialized here rather than on the loop workers.
     pub json: TaskJson,
+    /// The task with its gold labels, for the held-out evaluators that take it (none takes it:
+    /// `None`). Never handed to a critic.
+    pub labelled: Option<TaskJson>,
     /// `meta` as JSON text, for the outcome rows.
     pub meta: Option<String>,
     pub critics: Vec<usize>,
@@ -81,7 +86,22 @@ pub struct Source {
     /// same learning tasks). Every row is still read and checked.
     shard: Option<Shard>,
     /// A sequential run's admission order: the tasks are handed on in it instead of file order.
-    order: Option<Box<crate::sequential::Order>>,
+    order: Option<Box<dyn TaskOrder>>,
+}
+
+/// The tasks of an evaluation pass in an order of their own instead of the files' (a sequential
+/// run's). Declared here and implemented above the source, so that the source never imports what
+/// is built on it.
+pub trait TaskOrder: Send {
+    /// The gate the chunks wait at before they are handed on.
+    fn gate(&self) -> Option<Arc<Gate>>;
+    /// Hands on the chunks from `first_chunk` on, as [`Source::run`] does.
+    fn run(
+        self: Box<Self>,
+        plan: &Plan<'_>,
+        first_chunk: u64,
+        emit: &mut dyn FnMut(Chunk) -> bool,
+    ) -> Result<SourceReport, EngineError>;
 }
 
 impl Source {
@@ -114,12 +134,12 @@ impl Source {
 
     /// Hands on the tasks of `order` in its order (a sequential run's evaluation pass), each
     /// chunk once the order's gate admits it.
-    pub fn in_order(self, order: crate::sequential::Order) -> Source {
+    pub fn in_order(self, order: impl TaskOrder + 'static) -> Source {
         Source { order: Some(Box::new(order)), ..self }
     }
 
     /// The gate a sequential run's chunks wait at before they are handed on.
-    pub fn gate(&self) -> Option<std::sync::Arc<crate::sequential::Gate>> {
+    pub fn gate(&self) -> Option<Arc<Gate>> {
         self.order.as_ref().and_then(|order| order.gate())
     }
 
@@ -148,7 +168,7 @@ impl Source {
         mut emit: impl FnMut(Chunk) -> bool,
     ) -> Result<SourceReport, EngineError> {
         if let Some(order) = self.order {
-            return order.run(plan, self.first_chunk, emit);
+            return order.run(plan, self.first_chunk, &mut emit);
         }
         let experiment = plan.experiment;
         let mut report = SourceReport::default();
@@ -247,7 +267,10 @@ impl Source {
                     // A chunk a resumed run wrote already is admitted, not prepared.
                     if seq >= self.first_chunk {
                         let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
-                        pending.push(AdmittedTask { task, json, meta, critics, origin: (file, row) });
+                        let labelled = (scope == Scope::Evaluate
+                            && plan.evaluators_for(task.kind.as_deref()).next().is_some())
+                        .then(|| TaskJson::with_labels(&task));
+                        pending.push(AdmittedTask { task, json, labelled, meta, critics, origin: (file, row) });
                     }
                 }
                 if in_chunk > 0 && !hand_on(&mut seq, &mut in_chunk, &mut pending, bytes_before + stream.progress().0) {

@@ -2,28 +2,24 @@
 //! order, whole tasks at a time, and the run stops admitting them once the comparison it follows
 //! is settled by an anytime-valid confidence sequence ([`critbench_stats::sequential`]).
 //!
-//! - [`Order`]: a first pass over the datasets admits every row exactly as a plain run does (bad
-//!   rows, `--limit`, duplicate ids) and keeps, per task to run, only its key
-//!   ([`order_key`]: a hash of the seed and the task id) and where to read it again. Sorted by
-//!   key, the tasks are a permutation that depends on neither the datasets' order nor threads, the
-//!   same on resume. The source then hands on chunks in that order, none straddling a look.
+//! This module holds what the stages share and imports none of them, so that the source, the
+//! sink and the journal can name it while `crate::sequential_run`, which is built on them, runs
+//! the order and follows the looks:
+//! - [`order_key`]: a task's place in the admission order, a hash of the seed and the task id;
+//!   sorted by key, the tasks are a permutation that depends on neither the datasets' order nor
+//!   threads, the same on resume. [`look_of`]: the look whose tasks the k-th task is among.
 //! - [`Gate`]: the source admits at most one look ahead: a chunk of look L + 2 waits until look
 //!   L is decided, and once a look stops the run, nothing past the next look is admitted. The
 //!   tasks a run ends with are therefore those through the look after the deciding one, whatever
 //!   `--jobs` is and however fast the loops finish.
-//! - [`Follower`]: at the sink, in source order, each task's paired difference per config ×
-//!   critic goes to the monitor, which looks at `min_tasks`, every `check_every` tasks, and at the
-//!   budget; each look's decision goes to the gate. The differences are also committed with the
-//!   task's rows (the journal's `sequential`), so a resumed run replays them into a monitor that
-//!   continues the same sequence.
+//! - [`Paired`], [`TaskValues`]: each task's paired difference per config × critic, fed to the
+//!   monitor in source order and committed with the task's rows (the journal's `sequential`), so
+//!   a resumed run replays them into a monitor that continues the same sequence.
+//! - [`SequentialError`]: why a sequential run cannot start or go on.
 
-mod follow;
 mod gate;
-mod order;
 
-pub(crate) use follow::Follower;
 pub(crate) use gate::Gate;
-pub(crate) use order::Order;
 
 use std::path::PathBuf;
 

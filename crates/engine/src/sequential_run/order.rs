@@ -8,11 +8,11 @@ use std::sync::Arc;
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::dataset::DatasetStream;
 
-use super::{Gate, SequentialError, look_of, order_key};
 use crate::EngineError;
 use crate::experiment::SequentialSettings;
 use crate::plan::{Plan, Scope};
-use crate::source::{AdmittedTask, Chunk, Source, SourceReport};
+use crate::sequential::{Gate, SequentialError, look_of, order_key};
+use crate::source::{AdmittedTask, Chunk, Source, SourceReport, TaskOrder};
 
 /// Tasks the source reads again in one pass over the datasets: the window's tasks are held in
 /// memory until their chunks are handed on, and each window costs one read of the files.
@@ -39,7 +39,7 @@ struct Span {
 }
 
 /// Every task a sequential run may run, in admission order (see the module documentation of
-/// [`crate::sequential`]).
+/// [`crate::sequential_run`]).
 pub(crate) struct Order {
     /// Sorted by key, cut at the budget.
     entries: Vec<Entry>,
@@ -123,10 +123,6 @@ impl Order {
         Order { gate: Some(gate), ..self }
     }
 
-    pub(crate) fn gate(&self) -> Option<Arc<Gate>> {
-        self.gate.clone()
-    }
-
     /// The chunks, in order: at most `chunk_tasks` tasks each, and none straddling a look, so that
     /// a chunk's number is the same however the run went and a look's tasks end a chunk.
     fn spans(&self) -> Vec<Span> {
@@ -141,15 +137,68 @@ impl Order {
         spans
     }
 
+    /// The tasks of `range` of the order, read again from the datasets (one pass over each file
+    /// that holds one, up to the last of them) and checked against their keys.
+    fn read_again(&self, plan: &Plan<'_>, range: std::ops::Range<usize>) -> Result<Vec<AdmittedTask>, EngineError> {
+        let seed = plan.experiment.seed;
+        // file → (row → (slot, key)), rows ascending.
+        let mut wanted: BTreeMap<u32, BTreeMap<u64, (usize, u128)>> = BTreeMap::new();
+        for (slot, entry) in self.entries[range.clone()].iter().enumerate() {
+            wanted.entry(entry.file).or_default().insert(entry.row, (slot, entry.key));
+        }
+        let mut slots: Vec<Option<AdmittedTask>> = (0..range.len()).map(|_| None).collect();
+        for (file, rows) in wanted {
+            let path = &self.paths[file as usize];
+            let mut stream = DatasetStream::open(path)?;
+            let row_label = stream.row_label();
+            let mut rows = rows.into_iter().peekable();
+            while rows.peek().is_some() {
+                let Some(block) = stream.next_block(BLOCK_ROWS)? else { break };
+                for (row, parsed) in block.parse() {
+                    let Some(&(next_row, (slot, key))) = rows.peek() else { break };
+                    if row as u64 != next_row {
+                        continue;
+                    }
+                    rows.next();
+                    let task = parsed
+                        .ok()
+                        .filter(|task| order_key(seed, &task.id) == key)
+                        .ok_or_else(|| SequentialError::Changed { path: path.clone(), row: next_row, row_label })?;
+                    let critics: Vec<usize> = plan.critics_for(task.kind.as_deref()).collect();
+                    let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
+                    // As the source prepares a task of the evaluation pass: with its labels for
+                    // the held-out evaluators that take it.
+                    let labelled = plan
+                        .evaluators_for(task.kind.as_deref())
+                        .next()
+                        .is_some()
+                        .then(|| TaskJson::with_labels(&task));
+                    let origin = (file as usize, row);
+                    slots[slot] = Some(AdmittedTask { task, json, labelled, meta, critics, origin });
+                }
+            }
+            if let Some((row, _)) = rows.next() {
+                return Err(SequentialError::Changed { path: path.clone(), row, row_label }.into());
+            }
+        }
+        Ok(slots.into_iter().map(|slot| slot.expect("every wanted row was found or refused")).collect())
+    }
+}
+
+impl TaskOrder for Order {
+    fn gate(&self) -> Option<Arc<Gate>> {
+        self.gate.clone()
+    }
+
     /// The second pass: hands on the chunks from `first_chunk` on, each once the gate admits its
     /// look, reading their tasks again a window at a time. Stops at the first chunk the gate
     /// closes to, or when `emit` says the run is stopping. The report's `tasks_run` counts the
     /// tasks of every chunk handed on (or written before a resume).
-    pub(crate) fn run(
-        self,
+    fn run(
+        self: Box<Self>,
         plan: &Plan<'_>,
         first_chunk: u64,
-        mut emit: impl FnMut(Chunk) -> bool,
+        emit: &mut dyn FnMut(Chunk) -> bool,
     ) -> Result<SourceReport, EngineError> {
         let spans = self.spans();
         let budget = self.entries.len().max(1) as f64;
@@ -182,45 +231,6 @@ impl Order {
         let mut report = self.report;
         report.tasks_run = ran;
         Ok(report)
-    }
-
-    /// The tasks of `range` of the order, read again from the datasets (one pass over each file
-    /// that holds one, up to the last of them) and checked against their keys.
-    fn read_again(&self, plan: &Plan<'_>, range: std::ops::Range<usize>) -> Result<Vec<AdmittedTask>, EngineError> {
-        let seed = plan.experiment.seed;
-        // file → (row → (slot, key)), rows ascending.
-        let mut wanted: BTreeMap<u32, BTreeMap<u64, (usize, u128)>> = BTreeMap::new();
-        for (slot, entry) in self.entries[range.clone()].iter().enumerate() {
-            wanted.entry(entry.file).or_default().insert(entry.row, (slot, entry.key));
-        }
-        let mut slots: Vec<Option<AdmittedTask>> = (0..range.len()).map(|_| None).collect();
-        for (file, rows) in wanted {
-            let path = &self.paths[file as usize];
-            let mut stream = DatasetStream::open(path)?;
-            let row_label = stream.row_label();
-            let mut rows = rows.into_iter().peekable();
-            while rows.peek().is_some() {
-                let Some(block) = stream.next_block(BLOCK_ROWS)? else { break };
-                for (row, parsed) in block.parse() {
-                    let Some(&(next_row, (slot, key))) = rows.peek() else { break };
-                    if row as u64 != next_row {
-                        continue;
-                    }
-                    rows.next();
-                    let task = parsed
-                        .ok()
-                        .filter(|task| order_key(seed, &task.id) == key)
-                        .ok_or_else(|| SequentialError::Changed { path: path.clone(), row: next_row, row_label })?;
-                    let critics: Vec<usize> = plan.critics_for(task.kind.as_deref()).collect();
-                    let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
-                    slots[slot] = Some(AdmittedTask { task, json, meta, critics, origin: (file as usize, row) });
-                }
-            }
-            if let Some((row, _)) = rows.next() {
-                return Err(SequentialError::Changed { path: path.clone(), row, row_label }.into());
-            }
-        }
-        Ok(slots.into_iter().map(|slot| slot.expect("every wanted row was found or refused")).collect())
     }
 }
 

@@ -10,12 +10,13 @@ use critbench_storage::manifest::{
     SequentialComparison, SequentialCost, SequentialLook, SequentialRecord, SequentialRule, SequentialStatus, Spent,
 };
 
-use super::{Gate, Order, Paired, SequentialError, TaskValues};
+use super::Order;
 use crate::EngineError;
 use crate::emit::effective_policy;
 use crate::experiment::SequentialSettings;
 use crate::loops::{ChunkResult, TaskLoops};
 use crate::plan::Plan;
+use crate::sequential::{Gate, Paired, SequentialError, TaskValues};
 use crate::sink::{Consumer, RowSink, Written};
 
 /// One comparison followed: arm A against arm B within a config × critic.
