@@ -63,8 +63,8 @@ pub struct Finished<'r> {
     pub memory: Option<serde_json::Value>,
     pub jobs: usize,
     pub openai: Option<serde_json::Value>,
-    /// The signal that stopped the run early, if one did.
-    pub interrupted: Option<&'static str>,
+    /// What stopped the run early (a signal, its budget), if anything did.
+    pub interrupted: Option<crate::run::Stopped>,
     /// Rounds a resumed run found already recorded.
     pub resumed_rounds: u64,
 }

@@ -213,7 +213,7 @@ struct TaskRole {
 }
 
 /// Which budget stopped new work, and what had been spent.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BudgetStop {
     /// `max_cost`, or `roles.ROLE`.
     pub budget: String,
@@ -541,7 +541,12 @@ impl Client {
                         }
                     }
                 }
-                Ok(ChatAnswer { content: answer.content, tokens_in: answer.tokens_in, tokens_out: answer.tokens_out, cached })
+                Ok(ChatAnswer {
+                    content: answer.content,
+                    tokens_in: answer.tokens_in,
+                    tokens_out: answer.tokens_out,
+                    cached,
+                })
             }
             Err(message) => {
                 self.count(role, |c| c.failures += 1);
@@ -810,9 +815,8 @@ impl Client {
         for (role, settings) in &self.settings.roles {
             let counters = roles.get(role);
             let spent = self.spent(*role, counters, &carried);
-            let answers = settings
-                .price
-                .map(|p| counters.map_or(0.0, |c| p.cost(c.tokens_in, c.cached_in, c.tokens_out)));
+            let answers =
+                settings.price.map(|p| counters.map_or(0.0, |c| p.cost(c.tokens_in, c.cached_in, c.tokens_out)));
             spent_total += spent.unwrap_or(0.0);
             answers_total += answers.unwrap_or(0.0);
             priced &= spent.is_some();

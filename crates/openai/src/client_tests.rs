@@ -366,8 +366,10 @@ fn a_short_secret_stays_in_answers_but_not_in_messages() {
 fn judge_request() -> ChatRequest {
     ChatRequest {
         messages: vec![Message::user("critique this")],
-        response_format: Some(serde_json::json!({"type": "json_schema", "json_schema": {"name": "critique", "strict": true,
-            "schema": {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}}})),
+        response_format: Some(
+            serde_json::json!({"type": "json_schema", "json_schema": {"name": "critique", "strict": true,
+            "schema": {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}}}),
+        ),
     }
 }
 
@@ -398,7 +400,9 @@ fn each_server_reads_structured_output_only_in_its_own_form() {
                     let expected = match (stub_kind, sent) {
                         (ServerKind::Openai, ServerKind::Ollama) => "HTTP 404",
                         (ServerKind::Openai, _) => "HTTP 400",
-                        (ServerKind::Llamacpp, ServerKind::Openai) => "must be one of \\\"text\\\" or \\\"json_object\\\"",
+                        (ServerKind::Llamacpp, ServerKind::Openai) => {
+                            "must be one of \\\"text\\\" or \\\"json_object\\\""
+                        }
                         _ => "HTTP 404",
                     };
                     assert!(error.to_string().contains(expected), "{case}: {error}");

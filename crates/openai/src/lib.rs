@@ -79,8 +79,7 @@ pub use limiter::LimitChange;
 pub use pool::EndpointStats;
 pub use server::{Server, ServerKind};
 pub use settings::{
-    Budget, CacheMode, ClientSettings, EndpointSettings, Failover, MAX_BACKOFF, Price, Role, RoleSettings,
-    display_url,
+    Budget, CacheMode, ClientSettings, EndpointSettings, Failover, MAX_BACKOFF, Price, Role, RoleSettings, display_url,
 };
 pub use table::{
     DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S, OpenAiTable, Requirements,

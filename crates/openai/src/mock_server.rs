@@ -393,15 +393,14 @@ pub fn structured_stub(kind: crate::ServerKind, critique: &str) -> MockServer {
         let top_level = format["type"] == "json_object" && format["schema"].is_object();
         let chat = request.path == "/v1/chat/completions";
         let native = request.path == "/api/chat";
-        let answer = |constrained: bool| {
-            MockResponse::chat(if constrained { &critique } else { UNCONSTRAINED }, 11, 5)
-        };
+        let answer = |constrained: bool| MockResponse::chat(if constrained { &critique } else { UNCONSTRAINED }, 11, 5);
         match kind {
             ServerKind::Openai => {
                 if !chat {
                     return MockResponse::error(404, "Invalid URL");
                 }
-                if let Some(field) = ["structured_outputs", "guided_json", "format"].iter().find(|f| body.get(**f).is_some())
+                if let Some(field) =
+                    ["structured_outputs", "guided_json", "format"].iter().find(|f| body.get(**f).is_some())
                 {
                     return MockResponse::error(400, &format!("Unrecognized request argument supplied: {field}"));
                 }

@@ -151,7 +151,8 @@ impl Rotation {
         let allowed = |i: &usize| !avoid.contains(i);
         // A back-off that has ended: this request is the probe.
         let due = (0..self.slots.len()).filter(allowed).find(|&i| {
-            matches!(self.slots[i].health, Health::Out { until, .. } if until <= now) && self.slots[i].paused_until <= now
+            matches!(self.slots[i].health, Health::Out { until, .. } if until <= now)
+                && self.slots[i].paused_until <= now
         });
         if let Some(i) = due {
             let Health::Out { since, .. } = self.slots[i].health else { unreachable!() };

@@ -145,12 +145,8 @@ impl Server {
 
 /// vLLM took `structured_outputs` from v0.10.2; a version before it reads `guided_json`.
 fn vllm_before_structured_outputs(version: &str) -> bool {
-    let numbers: Vec<u64> = version
-        .trim_start_matches('v')
-        .split(['.', '+', '-'])
-        .take(3)
-        .map_while(|part| part.parse().ok())
-        .collect();
+    let numbers: Vec<u64> =
+        version.trim_start_matches('v').split(['.', '+', '-']).take(3).map_while(|part| part.parse().ok()).collect();
     match numbers[..] {
         [major, minor, patch] => (major, minor, patch) < (0, 10, 2),
         [major, minor] => (major, minor) < (0, 10),
@@ -220,7 +216,8 @@ where
     }
     let props = get(urls.root_url("props")).await;
     if props.is_some_and(|p| {
-        p.status == 200 && p.json.is_some_and(|j| j.get("default_generation_settings").is_some() || j.get("build_info").is_some())
+        p.status == 200
+            && p.json.is_some_and(|j| j.get("default_generation_settings").is_some() || j.get("build_info").is_some())
     }) {
         return Server::of(ServerKind::Llamacpp, "/props".into(), None, models);
     }

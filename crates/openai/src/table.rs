@@ -488,7 +488,8 @@ mod tests {
             with("server", serde_json::json!("tgi")),
             SettingsError::Server { key: "server".into(), value: "tgi".into() }
         );
-        let vllm = resolve(serde_json::json!({"base_url": "http://a/v1", "server": "vllm", "models": {"generator": "g"}}));
+        let vllm =
+            resolve(serde_json::json!({"base_url": "http://a/v1", "server": "vllm", "models": {"generator": "g"}}));
         assert_eq!(vllm.unwrap().endpoints[0].server, Some(ServerKind::Vllm));
         let no_generator = serde_json::json!({"base_url": "http://a/v1"});
         assert_eq!(resolve(no_generator.clone()).unwrap_err(), SettingsError::NoGenerator);

@@ -42,6 +42,20 @@ pub(super) struct ExperimentFile {
     pub(super) prompts: Option<crate::prompts::Prompts>,
     #[serde(default)]
     pub(super) judge: Option<JudgeSection>,
+    /// `currency` and one `[pricing."MODEL"]` table per model: see `pricing`.
+    #[serde(default)]
+    pub(super) pricing: Option<toml::Table>,
+    #[serde(default)]
+    pub(super) budget: Option<BudgetSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BudgetSection {
+    #[serde(default)]
+    pub(super) max_cost: Option<f64>,
+    #[serde(default)]
+    pub(super) roles: BTreeMap<String, f64>,
 }
 
 #[derive(Deserialize)]
