@@ -536,6 +536,14 @@ fn model_calls_are_paid_at_their_price_and_a_budget_raises_its_flag() {
     assert!((cost["answers"].as_f64().unwrap() - 0.064).abs() < 1e-12, "four answers, one from the cache: {cost:#}");
     assert!((cost["saved_by_cache"].as_f64().unwrap() - 0.016).abs() < 1e-12, "{cost:#}");
     assert_eq!(report["budget"]["stopped_by"]["budget"], "max_cost");
+    // The tokens paid for are the model calls' alone; the answer from the cache counts in tokens_in.
+    let generator = &report["calls"]["by_role"]["generator"];
+    assert_eq!(
+        (generator["tokens_in"].as_u64(), generator["model_tokens_in"].as_u64()),
+        (Some(32), Some(24)),
+        "{generator:#}"
+    );
+    assert_eq!(generator["model_tokens_out"], 12);
     assert!(report["latency"]["generator"]["p50_ms"].as_f64().is_some(), "{report:#}");
     assert_eq!(report["latency"]["generator"]["requests"], 3);
 }
