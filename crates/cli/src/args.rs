@@ -29,6 +29,9 @@ pub enum Command {
     Show(ShowArgs),
     /// Evaluate new policies on a finished run's recorded loops, without calling any model or critic.
     Replay(ReplayArgs),
+    /// Critique every stored draft of a finished run again under another critic, calling no model,
+    /// and replay its policy grid on the new scores (into RUN/rescored/NAME).
+    Rescore(RescoreArgs),
     /// Benchmark the critics themselves on labeled drafts (experiments/judge-demo.toml when none is given).
     Judge(JudgeArgs),
     /// Know before you pay: run a seeded pilot of a few tasks (through the response cache, into a
@@ -312,6 +315,54 @@ fn dim_target(text: &str) -> Result<DimTarget, String> {
             .map(|value| DimTarget(Some(value)))
             .map_err(|_| format!("`{text}` is neither a number nor `none`")),
     }
+}
+
+#[derive(Args, Debug)]
+pub struct RescoreArgs {
+    /// A finished run directory whose drafts were stored (store_drafts = true or --store-drafts).
+    pub run_dir: PathBuf,
+    /// The rescoring's name, and its folder RUN/rescored/NAME. Without --plugin or --command, the
+    /// run's critic of this name, as the run opened it (plugin, config, kinds, weights, isolation).
+    #[arg(long, value_name = "NAME")]
+    pub critic: String,
+    /// A critic the run did not have: a plugin name (searched as the run searches) or the path to a
+    /// shared library.
+    #[arg(long, conflicts_with = "command")]
+    pub plugin: Option<String>,
+    /// A critic the run did not have: a program and its arguments speaking docs/PROTOCOL.md. Every
+    /// argument after it is the command's, so give it last.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM ARGS")]
+    pub command: Option<Vec<String>>,
+    /// JSON config handed to the critic (replaces the run critic's).
+    #[arg(long, value_name = "JSON")]
+    pub config: Option<String>,
+    /// Only the loops of tasks of these kinds (comma-separated; replaces the run critic's kinds;
+    /// default for a new critic: every kind).
+    #[arg(long, value_delimiter = ',')]
+    pub kinds: Option<Vec<String>>,
+    /// The run's dataset files, once per file in the run's order, when they are not where its
+    /// manifest.json says (each must be the file the run read: its SHA-256 is checked).
+    #[arg(long = "dataset")]
+    pub datasets: Vec<PathBuf>,
+    /// Extra directory to look for plugins in (repeatable).
+    #[arg(long = "plugin-dir")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Run the critic in child processes (isolation = "process").
+    #[arg(long)]
+    pub isolate_plugins: bool,
+    /// Worker threads (default: every core).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Replace an earlier rescoring of this name (its files are removed first).
+    #[arg(long, conflicts_with = "resume")]
+    pub overwrite: bool,
+    /// Finish an interrupted rescoring of this name: what it committed is kept (refused, naming
+    /// what changed, when the run, the critic or a dataset differs).
+    #[arg(long)]
+    pub resume: bool,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -29,11 +29,12 @@ impl Failure {
 
 impl From<critbench_engine::EngineError> for Failure {
     fn from(error: critbench_engine::EngineError) -> Failure {
-        use critbench_engine::EngineError;
+        use critbench_engine::{EngineError, RescoreError};
         // A signal's conventional status: 128 + its number.
         let code = match &error {
-            EngineError::Interrupted { signal: "SIGTERM", .. } => 143,
-            EngineError::Interrupted { .. } => 130,
+            EngineError::Interrupted { signal: "SIGTERM", .. }
+            | EngineError::Rescore(RescoreError::Interrupted { signal: "SIGTERM", .. }) => 143,
+            EngineError::Interrupted { .. } | EngineError::Rescore(RescoreError::Interrupted { .. }) => 130,
             EngineError::BudgetReached { .. } => EXIT_BUDGET,
             error if error.is_usage() => 2,
             _ => 1,

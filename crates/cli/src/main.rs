@@ -11,6 +11,7 @@ mod merge;
 mod plugins;
 mod replay;
 mod report;
+mod rescore;
 mod run;
 mod sample;
 mod show;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         args::Command::Sample(options) => sample::sample(options),
         args::Command::Merge(options) => merge::merge(options),
         args::Command::Replay(options) => replay::replay(options),
+        args::Command::Rescore(options) => rescore::rescore(options),
         args::Command::Compare(options) => compare::compare(options),
         args::Command::Show(options) => show::show(options),
         args::Command::Judge(options) => judge::judge(options),

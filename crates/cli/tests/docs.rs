@@ -74,9 +74,10 @@ fn accepted_keys(text: &str) -> BTreeSet<String> {
 #[test]
 fn every_key_the_parser_accepts_is_documented_and_no_other() {
     let documented = documented_keys();
-    let probes: [(&str, String); 11] = [
+    let probes: [(&str, String); 12] = [
         ("", format!("zz_unknown = 1\n{MINIMAL}")),
         ("critics", format!("{MINIMAL}zz_unknown = 1\n")),
+        ("evaluators", format!("{MINIMAL}[[evaluators]]\nname = \"e\"\nplugin = \"rubric\"\nzz_unknown = 1\n")),
         ("policy", format!("{MINIMAL}[policy]\nzz_unknown = 1\n")),
         ("memory", format!("{MINIMAL}[memory]\nzz_unknown = 1\n")),
         ("openai", format!("{MINIMAL}{OPENAI}zz_unknown = 1\n")),
@@ -141,6 +142,13 @@ fn the_documented_defaults_are_the_codes() {
     for key in ["isolation", "timeout_s", "memory_mb", "config"] {
         code.insert(("critics", key), plain["critics"][0][key].clone());
     }
+    let evaluated =
+        serde_json::to_value(load(&format!("{MINIMAL}[[evaluators]]\nname = \"e\"\nplugin = \"rubric\"\n")).unwrap())
+            .unwrap();
+    let evaluator = &evaluated["evaluators"][0];
+    for key in ["isolation", "timeout_s", "memory_mb", "config", "pass_score"] {
+        code.insert(("evaluators", key), evaluator[key].clone());
+    }
     for key in ["pass_score", "max_revisions", "stall", "plateau_eps", "final"] {
         code.insert(("policy", key), plain["policies"][0][key].clone());
     }
@@ -156,8 +164,11 @@ fn the_documented_defaults_are_the_codes() {
     let priced = load(&format!("{MINIMAL}[pricing]\n")).unwrap();
     code.insert(("pricing", "currency"), priced.pricing.as_ref().unwrap().currency.clone().into());
     // Defaults the code leaves unset: the reference must say "none" for them.
-    let unset: [(&str, &str, bool); 7] = [
+    let unset: [(&str, &str, bool); 10] = [
         ("critics", "kinds", plain["critics"][0]["kinds"].is_null()),
+        ("evaluators", "kinds", evaluator["kinds"].is_null()),
+        ("evaluators", "weights", evaluator["weights"].is_null()),
+        ("evaluators", "dim_target", evaluator.get("dim_target").is_none_or(Value::is_null)),
         ("critics", "weights", plain["critics"][0]["weights"].is_null()),
         ("policy", "dim_target", plain["policies"][0]["dim_target"].is_null()),
         ("openai", "api_key_env", openai.endpoints[0].api_key_env.is_none()),
@@ -199,11 +210,12 @@ fn the_documented_required_keys_are_required() {
         })
         .collect();
     let price = "[pricing.m]\ninput_per_mtok = 1\noutput_per_mtok = 1\n";
-    let without: [(&str, &str, String); 7] = [
+    let without: [(&str, &str, String); 8] = [
         ("", "name", MINIMAL.replace("name = \"t\"\n", "")),
         ("", "dataset", MINIMAL.replace("dataset = \"d.jsonl\"\n", "")),
         ("", "critics", "name = \"t\"\ndataset = \"d.jsonl\"\n".into()),
         ("critics", "name", MINIMAL.replace("name = \"r\"\n", "")),
+        ("evaluators", "name", format!("{MINIMAL}[[evaluators]]\nplugin = \"rubric\"\n")),
         ("openai", "base_url", format!("{MINIMAL}[openai]\nconcurrency = 2\n")),
         ("pricing.MODEL", "input_per_mtok", format!("{MINIMAL}{}", price.replace("input_per_mtok = 1\n", ""))),
         ("pricing.MODEL", "output_per_mtok", format!("{MINIMAL}{}", price.replace("output_per_mtok = 1\n", ""))),

@@ -15,6 +15,7 @@ use common::*;
 use critbench_openai::ServerKind;
 use critbench_openai::mock_server::{MockRequest, MockResponse, MockServer, structured_stub};
 use critbench_storage::recorded::read_recorded_loops;
+use critbench_storage::tables::read_rescored_outcomes;
 use serde_json::{Value, json};
 
 /// Prices per million tokens of the three models, as the experiments below set them.
@@ -97,6 +98,7 @@ dataset = "tasks.jsonl"
 backend = "openai"
 arms = ["feedback", "no-feedback"]
 seed = 3
+store_drafts = true
 
 [[critics]]
 name = "judge"
@@ -228,6 +230,22 @@ fn a_priced_run_records_what_each_loop_cost_and_what_a_pass_costs() {
         let original =
             rows.iter().find(|r| r.config_id == row.config_id && r.task_id == row.task_id && r.arm == row.arm);
         assert_eq!(row.cost, original.unwrap().cost, "{row:?}");
+    }
+
+    // A rescoring replays the grid on another critic's scores, calling no model: each loop costs
+    // what the run paid for the drafts of the rounds it uses (all of them when it is censored).
+    ok(critbench_in(dir.path(), &["rescore", "run", "--critic", "rubric", "--plugin", "rubric", "-q"]));
+    let rescored = read_rescored_outcomes(&out.join("rescored/rubric/outcomes.parquet")).unwrap();
+    assert_eq!(rescored.len(), rows.len());
+    for row in &rescored {
+        let loop_ = &row.outcome;
+        let recording = recorded.iter().find(|l| l.task_id == loop_.task_id && l.arm == loop_.arm).unwrap();
+        let drafts: f64 = recording.rounds[..loop_.rounds as usize]
+            .iter()
+            .enumerate()
+            .map(|(i, r)| cost_of(if i == 0 { "gen-m" } else { "rev-m" }, r.tokens_in, r.tokens_out))
+            .sum();
+        assert!(close(loop_.cost.expect("the run's writers are priced"), drafts), "{row:?}: {drafts}");
     }
 
     // A model without a price leaves the cost empty, never zero, and says so before the run.

@@ -100,9 +100,33 @@ pub fn emit_loop(
     if let (Some(adjudication), Some(row)) = (adjudication, last_row) {
         trajectories.push(&crate::adjudicate::trajectory_row(row, adjudication, &policy, stop))?;
     }
-    let used = &rounds[..=stop];
     let passed = exit == ExitReason::Pass;
+    let outcome = outcome_row(labels, &rounds[..=stop], &scores[..=stop], &policy, config_id, Some(exit), final_round);
+    let adjudicated = adjudication.map(|a| (a.score.score, a.score.meets_pass_rule(&policy)));
     outcomes.push(OutcomeRow {
+        adjudicated_score: adjudicated.map(|(score, _)| score),
+        adjudicated_passed: adjudicated.map(|(_, passed)| passed),
+        ..outcome
+    })?;
+    Ok(Some((passed, stop + 1)))
+}
+
+/// The outcome row of the loop that ran `used` (its rounds and their scores) under `policy`
+/// (already the arm's) and stopped on the last of them with `exit`: the draft it returns is that
+/// of `final_round`. With `exit` `None` the loop has no stop yet (a rescoring's censored loop):
+/// its exit, pass and final score are placeholders the caller writes as unknown. Not adjudicated.
+pub fn outcome_row(
+    labels: &LoopLabels<'_>,
+    used: &[RecordedRound],
+    scores: &[RoundScore],
+    policy: &Policy,
+    config_id: &str,
+    exit: Option<ExitReason>,
+    final_round: usize,
+) -> OutcomeRow {
+    let stop = used.len() - 1;
+    let best = critbench_core::best_round(scores).expect("a loop has a round");
+    OutcomeRow {
         run_id: labels.run_id.to_string(),
         config_id: config_id.to_string(),
         arm: labels.arm.as_str().to_string(),
@@ -118,8 +142,8 @@ pub fn emit_loop(
         final_draft: policy.final_draft.as_str().to_string(),
         rounds: used.len() as u32,
         revisions: stop as u32,
-        exit_reason: exit.as_str().to_string(),
-        passed,
+        exit_reason: exit.map_or("", ExitReason::as_str).to_string(),
+        passed: exit == Some(ExitReason::Pass),
         first_score: used[0].critique.score,
         last_score: used[stop].critique.score,
         final_score: used[final_round].critique.score,
@@ -130,19 +154,18 @@ pub fn emit_loop(
             .iter()
             .zip(scores)
             .filter(|(round, score)| {
-                round.critique.critic_passed.is_some_and(|own| own != score.meets_pass_rule(&policy))
+                round.critique.critic_passed.is_some_and(|own| own != score.meets_pass_rule(policy))
             })
             .count() as u32,
         tokens_in: sum_tokens(used.iter().map(|r| r.tokens_in)),
         tokens_out: sum_tokens(used.iter().map(|r| r.tokens_out)),
         wall_ms: used.iter().map(|r| r.gen_ms + r.critic_ms).sum(),
         meta: labels.meta.map(str::to_string),
-        adjudicated_score: adjudication.map(|a| a.score.score),
-        adjudicated_passed: adjudication.map(|a| a.score.meets_pass_rule(&policy)),
+        adjudicated_score: None,
+        adjudicated_passed: None,
         // The adjudicator's pass is not in it, as its tokens are not in `tokens_in`/`tokens_out`.
         cost: labels.prices.loop_cost(used),
-    })?;
-    Ok(Some((passed, used.len())))
+    }
 }
 
 fn sum_tokens(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {

@@ -30,6 +30,8 @@ pub enum EngineError {
     Judge(#[from] critbench_judge::JudgeError),
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    #[error(transparent)]
+    Rescore(#[from] RescoreError),
     /// The model client could not be made from the `[openai]` table.
     #[error(transparent)]
     ModelClient(#[from] critbench_openai::ClientError),
@@ -157,6 +159,44 @@ pub enum RunDirError {
     OwnSource { out: PathBuf, replayed: PathBuf },
     #[error("{} is inside the run directory {}; choose a directory outside it", dir.display(), run.display())]
     InsideRun { dir: PathBuf, run: PathBuf },
+    /// `critbench rescore` writes `RUN/rescored/NAME/` and no other folder.
+    #[error(
+        "{} is not a rescoring's folder of the run {} (RUN/rescored/NAME); a rescoring writes only there",
+        dir.display(),
+        run.display()
+    )]
+    NotARescoring { dir: PathBuf, run: PathBuf },
+    #[error(
+        "{} is not a finished run: a rescoring re-critiques the drafts of a finished run (finish it first with \
+         `critbench run … --resume`; a sharded run's rescorings are written after `critbench merge`)",
+        run.display()
+    )]
+    NotFinished { run: PathBuf },
+    #[error(
+        "{} is a file, not a rescoring's folder; critbench never replaces files it did not write: move it, or rescore \
+         under another --critic name",
+        path.display()
+    )]
+    NotARescoringFolder { path: PathBuf },
+    /// A folder that holds something, none of it a rescoring: a user's folder, left alone.
+    #[error(
+        "{} is not empty and holds no rescoring ({}); critbench writes a rescoring only into a new or empty folder or \
+         one holding a rescoring it wrote, and never removes files it did not write: move them, or rescore under \
+         another --critic name",
+        dir.display(),
+        found.join(", ")
+    )]
+    HoldsNoRescoring { dir: PathBuf, found: Vec<String> },
+    #[error(
+        "{} already holds {what} ({}); {}pass --overwrite to replace it (its files are removed first), or rescore \
+         under another --critic name",
+        dir.display(),
+        files.join(", "),
+        if *resumable { "pass --resume to finish it, " } else { "" }
+    )]
+    HoldsARescoring { dir: PathBuf, what: &'static str, files: Vec<String>, resumable: bool },
+    #[error("{} holds no rescoring to resume (no in-progress/run.json); rescore without --resume", dir.display())]
+    NoRescoringToResume { dir: PathBuf },
     #[error(
         "{} is one shard's own folder of a sharded run (its manifest.json names the shard); write a shard with \
          --out RUN --shard I/N, where RUN is the run directory that holds shards/",
@@ -233,6 +273,121 @@ pub enum ReplayError {
     },
 }
 
+/// Why a rescoring cannot run, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RescoreError {
+    #[error(
+        "--critic `{0}` cannot name a folder: give a name without `/` or `\\`, not empty, `.` or `..` (it is the \
+         folder RUN/rescored/NAME)"
+    )]
+    BadName(String),
+    #[error(
+        "{} is not a finished run that can be rescored: {reason}\n  hint: pass a directory written by `critbench run` \
+         (a sharded run once `critbench merge` has joined it)",
+        dir.display()
+    )]
+    NotARun { dir: PathBuf, reason: String },
+    #[error(
+        "{} was run without stored drafts, so there is no draft to re-critique: run the experiment again with \
+         --store-drafts (or store_drafts = true in it), then rescore that run",
+        dir.display()
+    )]
+    NoDrafts { dir: PathBuf },
+    #[error(
+        "{}: round {round} of the loop of task `{task_id}` ({arm} × {critic} × epoch {epoch}) has no stored draft; \
+         only a run with store_drafts = true can be rescored",
+        table.display()
+    )]
+    MissingDraft { table: PathBuf, task_id: String, arm: String, critic: String, epoch: u32, round: u32 },
+    #[error(
+        "the run has no critic `{name}` (its critics: {}); name one of them to rescore with it as the run opened it, \
+         or give --plugin or --command for another critic",
+        critics.join(", ")
+    )]
+    UnknownCritic { name: String, critics: Vec<String> },
+    #[error(
+        "--config {text}: not a JSON object ({problem}); give the critic's config as JSON, e.g. '{{\"target_words\": 5}}'"
+    )]
+    Config { text: String, problem: String },
+    #[error(
+        "critic `{critic}` ({plugin}) says its critiques depend on the loop policy, so a recorded draft has no one \
+         critique to replay every config with; rescore with a critic that does not"
+    )]
+    PolicyDependent { critic: String, plugin: String },
+    #[error(
+        "cannot rescore {}: critic(s) {} of the run say their critiques depend on the loop policy, so its configs' \
+         loops are not one recording to replay",
+        dir.display(),
+        critics.join(", ")
+    )]
+    RunPolicyDependent { dir: PathBuf, critics: Vec<String> },
+    #[error(
+        "cannot rescore {}: its {} loops end with the adjudicator's pass, and a rescoring calls no model to \
+         adjudicate the final draft a config would return under the new critic; rescore a run without `adjudicate`",
+        dir.display(),
+        arms.join(", ")
+    )]
+    Adjudicated { dir: PathBuf, arms: Vec<String> },
+    #[error(
+        "the run read {recorded} dataset file(s) but --dataset gives {given}; give one --dataset per file of the run, \
+         in its order (manifest.json lists them)"
+    )]
+    DatasetCount { recorded: usize, given: usize },
+    #[error(
+        "dataset {} cannot be read ({problem}); the run read it as {}\n  hint: the paths in manifest.json are relative \
+         to where the run was started; run from there, or give --dataset PATH once per file of the run, in its order",
+        path.display(),
+        recorded.display()
+    )]
+    DatasetMissing { path: PathBuf, recorded: PathBuf, problem: String },
+    #[error(
+        "dataset {} is not the file the run read: sha256 {} now, {} in manifest.json; a rescoring must see the \
+         run's tasks\n  hint: give --dataset PATH (once per file, in the run's order) to name the file the run read",
+        path.display(),
+        &now[..now.len().min(12)],
+        &recorded[..recorded.len().min(12)]
+    )]
+    DatasetChanged { path: PathBuf, recorded: String, now: String },
+    #[error(
+        "{}: task `{task_id}` (loop {arm} × {critic} × epoch {epoch}) is not among the run's tasks that follow in its \
+         datasets; the datasets must be the run's, and its table the one it wrote",
+        table.display()
+    )]
+    TaskNotFound { table: PathBuf, task_id: String, arm: String, critic: String, epoch: u32 },
+    #[error("{}: unknown arm `{arm}` in the run's trajectories", table.display())]
+    UnknownArm { table: PathBuf, arm: String },
+    #[error(
+        "{}: config `{config_id}` of the loop of task `{task_id}` is not one of the configs manifest.json lists",
+        table.display()
+    )]
+    UnknownConfig { table: PathBuf, config_id: String, task_id: String },
+    #[error("manifest.json: the run's config `{config_id}` does not read back as a policy: {problem}")]
+    Policy { config_id: String, problem: String },
+    #[error(
+        "critic `{critic}` takes no loop of the run: it takes kinds [{}] and the run's loops are of kinds [{}]; give \
+         --kinds to say which tasks it scores",
+        takes.join(", "),
+        kinds.join(", ")
+    )]
+    NothingTaken { critic: String, takes: Vec<String>, kinds: Vec<String> },
+    #[error("cannot resume the rescoring in {}: {}; start it again with --overwrite", dir.display(), changed.join("; "))]
+    Changed { dir: PathBuf, changed: Vec<String> },
+    /// A signal stopped the rescoring; what it committed is kept.
+    #[error(
+        "interrupted by {signal}: the loops of the {tasks} task(s) re-critiqued before it are committed in {}; run the \
+         same command with --resume to finish the rescoring",
+        progress.display()
+    )]
+    Interrupted { signal: &'static str, tasks: u64, progress: PathBuf },
+}
+
+impl RescoreError {
+    /// Whether the user can fix this by changing their input (exit status 2).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, RescoreError::Interrupted { .. })
+    }
+}
+
 /// What is wrong with a directory given to replay.
 #[derive(Debug, thiserror::Error)]
 pub enum NotARun {
@@ -287,6 +442,7 @@ impl EngineError {
             | EngineError::LimitZero
             | EngineError::Merge { .. } => true,
             EngineError::Report(error) => error.is_usage(),
+            EngineError::Rescore(error) => error.is_usage(),
             EngineError::Judge(error) => error.is_usage(),
             EngineError::Replay(_)
             | EngineError::NoTaskForAnyCritic { .. }

@@ -28,7 +28,7 @@ use crate::plan::Plan;
 pub const PROGRESS_DIR: &str = "in-progress";
 
 /// The tables a part holds a file of, in the order of [`part_paths`].
-pub const PART_TABLES: [&str; 2] = ["trajectories", "outcomes"];
+pub const PART_TABLES: [&str; 3] = ["trajectories", "outcomes", "evaluations"];
 
 /// What must not change between a run and its resumption.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,9 +90,11 @@ impl Fingerprint {
             run_id: run_id.to_string(),
             critbench_version: env!("CARGO_PKG_VERSION").to_string(),
             experiment: resolved,
+            // Evaluators' files count as the critics' do: a changed one is another run.
             plugins: plan
                 .plugins
                 .iter()
+                .chain(&plan.evaluator_plugins)
                 .map(|p| PluginStamp { critic: p.critic.clone(), sha256: p.library.sha256.clone() })
                 .collect(),
             datasets,
@@ -296,9 +298,10 @@ fn read_line(line: &str, expected_part: u32, previous: Option<&Commit>) -> Resul
     Ok(commit)
 }
 
-/// The part files of number `part`: trajectories, then outcomes.
-pub fn part_paths(dir: &Path, part: u32) -> [PathBuf; 2] {
-    [dir.join(format!("trajectories-{part:05}.parquet")), dir.join(format!("outcomes-{part:05}.parquet"))]
+/// The part files of number `part`: trajectories, outcomes, then evaluations (empty when the run
+/// has no evaluators).
+pub fn part_paths(dir: &Path, part: u32) -> [PathBuf; 3] {
+    PART_TABLES.map(|table| dir.join(format!("{table}-{part:05}.parquet")))
 }
 
 /// Appends commits to `journal.jsonl`, each on disk before the call returns.
@@ -308,8 +311,8 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Starts a run's progress: `run.json` and an empty journal.
-    pub fn create(dir: &Path, fingerprint: &Fingerprint) -> Result<Journal, EngineError> {
+    /// Starts a run's (or a rescoring's) progress: `run.json` and an empty journal.
+    pub fn create(dir: &Path, fingerprint: &impl Serialize) -> Result<Journal, EngineError> {
         std::fs::create_dir_all(dir).map_err(|source| io(dir, source))?;
         write_atomically(
             &dir.join("run.json"),
@@ -360,55 +363,71 @@ impl SavedProgress {
         };
         let fingerprint: Fingerprint =
             serde_json::from_str(&text).map_err(|source| RunDirError::NotProgress { path: run.clone(), source })?;
-        let journal = dir.join("journal.jsonl");
-        let text = std::fs::read_to_string(&journal).unwrap_or_default();
-        let mut commits: Vec<Commit> = Vec::new();
-        let mut dropped = None;
-        let lines: Vec<&str> = text.split_inclusive('\n').collect();
-        for (index, line) in lines.iter().enumerate() {
-            // A last line without its newline was cut short by a kill: never committed.
-            if !line.ends_with('\n') && index + 1 == lines.len() {
-                break;
-            }
-            let checked = read_line(line.trim_end(), commits.len() as u32, commits.last()).and_then(|commit| {
-                match commit.files.iter().find_map(|file| file.mismatch(dir)) {
-                    Some(problem) => Err(problem),
-                    None if commit.files.len() != PART_TABLES.len() => Err("it names no part files".into()),
-                    None => Ok(commit),
-                }
-            });
-            match checked {
-                Ok(commit) => commits.push(commit),
-                Err(problem) => {
-                    dropped = Some(format!("journal line {} (part {}): {problem}", index + 1, commits.len()));
-                    break;
-                }
-            }
-        }
+        let (commits, dropped) = read_journal(dir, PART_TABLES.len());
         Ok(Some(SavedProgress { fingerprint, commits, dropped }))
     }
 
     /// Reopens the journal for more commits, keeping the checked commits only and removing
     /// every part file they do not name.
     pub fn reopen(&self, dir: &Path) -> Result<Journal, EngineError> {
-        let journal = Journal::open(dir, &self.commits)?;
-        let committed = self.commits.len() as u32;
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let stray = name.ends_with(".tmp")
-                    || (name.ends_with(".parquet")
-                        && name
-                            .rsplit_once('-')
-                            .and_then(|(_, n)| n.trim_end_matches(".parquet").parse::<u32>().ok())
-                            .is_some_and(|part| part >= committed));
-                if stray {
-                    let _ = std::fs::remove_file(entry.path());
+        reopen_journal(dir, &self.commits)
+    }
+}
+
+/// The commits of `dir/journal.jsonl` that pass every check, in order, and why the later lines,
+/// if any, are not kept: the first check that failed (a line cut short by a kill is not a
+/// failure: it was never committed).
+pub(crate) fn read_journal(dir: &Path, files_per_part: usize) -> (Vec<Commit>, Option<String>) {
+    let journal = dir.join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap_or_default();
+    let mut commits: Vec<Commit> = Vec::new();
+    let mut dropped = None;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    for (index, line) in lines.iter().enumerate() {
+        // A last line without its newline was cut short by a kill: never committed.
+        if !line.ends_with('\n') && index + 1 == lines.len() {
+            break;
+        }
+        let checked =
+            read_line(line.trim_end(), commits.len() as u32, commits.last()).and_then(|commit| {
+                match commit.files.iter().find_map(|file| file.mismatch(dir)) {
+                    Some(problem) => Err(problem),
+                    None if commit.files.len() != files_per_part => {
+                        Err(format!("it names {} part files where {files_per_part} were due", commit.files.len()))
+                    }
+                    None => Ok(commit),
                 }
+            });
+        match checked {
+            Ok(commit) => commits.push(commit),
+            Err(problem) => {
+                dropped = Some(format!("journal line {} (part {}): {problem}", index + 1, commits.len()));
+                break;
             }
         }
-        Ok(journal)
     }
+    (commits, dropped)
+}
+
+/// Reopens the journal of `dir` holding `commits` only, removing every part file they do not name.
+pub(crate) fn reopen_journal(dir: &Path, commits: &[Commit]) -> Result<Journal, EngineError> {
+    let journal = Journal::open(dir, commits)?;
+    let committed = commits.len() as u32;
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let stray = name.ends_with(".tmp")
+                || (name.ends_with(".parquet")
+                    && name
+                        .rsplit_once('-')
+                        .and_then(|(_, n)| n.trim_end_matches(".parquet").parse::<u32>().ok())
+                        .is_some_and(|part| part >= committed));
+            if stray {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    Ok(journal)
 }
 
 /// `path.tmp`: where a file is written before it is renamed into place.
@@ -452,6 +471,9 @@ pub struct Counts {
     /// Per critic: critiques recorded, and those that failed every attempt.
     #[serde(default)]
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
+    /// Per held-out evaluator: its critiques, and those that failed every attempt.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evaluations_by_evaluator: BTreeMap<String, CritiqueCounts>,
 }
 
 use critbench_storage::manifest::CritiqueCounts;

@@ -25,6 +25,9 @@ pub struct LoopResult {
     /// The adjudicated final drafts, when the unit's arm adjudicates (one per distinct final
     /// draft of the policies it serves).
     pub adjudications: Vec<crate::adjudicate::Adjudication>,
+    /// The held-out evaluators' critiques of the loop's first draft and final answers (none when
+    /// no evaluator takes the task).
+    pub evaluations: Vec<crate::evaluate::Evaluation>,
 }
 
 /// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
@@ -61,8 +64,10 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
                     complete = false;
                     break 'tasks;
                 }
-                let result = catch_unwind(AssertUnwindSafe(|| record_loop(plan, task, &admitted.json, unit, scope)))
-                    .unwrap_or_else(|payload| Err(panic_text(payload)));
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    record_loop(plan, task, &admitted.json, admitted.labelled.as_ref(), unit, scope)
+                }))
+                .unwrap_or_else(|payload| Err(panic_text(payload)));
                 results.push((unit, result));
             }
         }
@@ -87,6 +92,7 @@ pub fn record_loop(
     plan: &Plan<'_>,
     task: &Task,
     task_json: &TaskJson,
+    labelled: Option<&TaskJson>,
     unit: Unit,
     scope: Scope,
 ) -> Result<LoopResult, String> {
@@ -110,6 +116,8 @@ pub fn record_loop(
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
     let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
     let adjudicating = scope == Scope::Evaluate && experiment.adjudicate.contains(&unit.arm);
+    // The task with its labels when an evaluator takes it: evaluators judge the drafts afterwards.
+    let evaluating = labelled.filter(|_| scope == Scope::Evaluate);
     let mut texts: Vec<String> = Vec::new();
     loop {
         let round = rounds.len() as u32;
@@ -121,7 +129,7 @@ pub fn record_loop(
             }
         }
         let draft_text = std::mem::take(&mut draft.text);
-        if adjudicating {
+        if adjudicating || evaluating.is_some() {
             texts.push(draft_text.clone());
         }
         let next = if running.contains(&true) {
@@ -147,5 +155,9 @@ pub fn record_loop(
     } else {
         Vec::new()
     };
-    Ok(LoopResult { rounds, scores, adjudications })
+    let evaluations = match evaluating {
+        Some(labelled) => crate::evaluate::evaluate_loop(plan, task, labelled, unit, &policies, &scores, &texts),
+        None => Vec::new(),
+    };
+    Ok(LoopResult { rounds, scores, adjudications, evaluations })
 }

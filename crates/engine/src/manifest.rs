@@ -18,6 +18,7 @@ pub struct ManifestInput<'a> {
     pub run_id: &'a str,
     pub datasets: &'a [DatasetRecord],
     pub plugins: &'a [LoadedPlugin],
+    pub evaluators: &'a [LoadedPlugin],
     /// What the user was warned of when the run started.
     pub warnings: &'a [String],
     pub started_at: &'a str,
@@ -44,8 +45,12 @@ pub fn table_records(
     layout: &crate::run_dir::Layout,
 ) -> Result<std::collections::BTreeMap<String, critbench_storage::manifest::TableRecord>, EngineError> {
     let mut records = std::collections::BTreeMap::new();
-    for table in critbench_storage::shards::TABLES {
+    for table in critbench_storage::shards::ALL_TABLES {
         let path = layout.table(table);
+        if table == "evaluations" && !path.is_file() {
+            // Written only by a run with held-out evaluators.
+            continue;
+        }
         let record = critbench_storage::manifest::TableRecord::of(&path)
             .map_err(|source| EngineError::Io { context: format!("cannot read {}", path.display()), source })?;
         let name = path.strip_prefix(&layout.root).unwrap_or(&path).to_string_lossy().into_owned();
@@ -95,6 +100,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         source_run_id: None,
         datasets: input.datasets.to_vec(),
         plugins: input.plugins.iter().map(plugin_record).collect(),
+        evaluators: input.evaluators.iter().map(plugin_record).collect(),
         started_at: input.started_at.to_string(),
         finished_at: input.finished_at.to_string(),
         wall_seconds: input.wall_seconds,
@@ -117,11 +123,13 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         },
         loops_with_critic_errors: written.counts.loops_with_critic_errors,
         critiques_by_critic: written.counts.critiques_by_critic.clone(),
+        evaluations_by_evaluator: written.counts.evaluations_by_evaluator.clone(),
         failed_loop_count: written.counts.failed_count,
         failed_loops: written.failed.clone(),
         warnings: input.warnings.to_vec(),
         openai: input.openai.cloned(),
         tables: input.tables.clone(),
+        rescore: None,
     };
     manifest.write(input.dir).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", input.dir.join("manifest.json").display()),

@@ -189,6 +189,11 @@ fn difference(a: &Manifest, b: &Manifest) -> Option<String> {
     if before != after {
         return Some(format!("the experiment differs ({})", changed_keys(&before, &after)));
     }
+    let evaluators =
+        |m: &Manifest| m.evaluators.iter().map(|p| (p.critic.clone(), p.sha256.clone())).collect::<Vec<_>>();
+    if evaluators(a) != evaluators(b) {
+        return Some("the held-out evaluators or their plugins differ".into());
+    }
     if a.plugins.len() != b.plugins.len() {
         return Some("the critics are not the same list".into());
     }
@@ -242,6 +247,11 @@ fn merged_manifest(manifests: Vec<Manifest>, count: u32) -> Manifest {
         merged.calls.critic += m.calls.critic;
         merged.calls.direct_equivalent += m.calls.direct_equivalent;
         merged.calls.saved += m.calls.saved;
+        for (evaluator, counts) in &m.evaluations_by_evaluator {
+            let total = merged.evaluations_by_evaluator.entry(evaluator.clone()).or_default();
+            total.recorded += counts.recorded;
+            total.failed += counts.failed;
+        }
         for (critic, counts) in &m.critiques_by_critic {
             let total = merged.critiques_by_critic.entry(critic.clone()).or_default();
             total.recorded += counts.recorded;

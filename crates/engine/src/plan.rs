@@ -60,6 +60,9 @@ pub struct Plan<'a> {
     pub author: &'a dyn Author,
     pub critics: Vec<CriticInstance>,
     pub plugins: Vec<LoadedPlugin>,
+    /// The held-out evaluators, opened as critics are, in the order of the experiment's.
+    pub evaluators: Vec<CriticInstance>,
+    pub evaluator_plugins: Vec<LoadedPlugin>,
     /// One recording per loop serves every config.
     pub replay: bool,
     pub config_ids: Vec<String>,
@@ -84,6 +87,17 @@ impl<'a> Plan<'a> {
             warnings.extend(threshold_warnings(&spec.name, instance.info().range, &experiment.policies, &POLICY_KEYS));
             plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });
         }
+        let evaluator_specs: Vec<CriticSpec> = experiment.evaluators.iter().map(|e| e.spec.clone()).collect();
+        let evaluators = open_critics(&evaluator_specs, &experiment.plugin_dirs, base_dir, experiment.jobs, host)?;
+        let mut evaluator_plugins = Vec::new();
+        for (evaluator, instance) in experiment.evaluators.iter().zip(&evaluators) {
+            let names = ThresholdNames { pass_score: "pass_score", dim_target: "dim_target" };
+            let rule = [evaluator.pass_rule()];
+            let who = ("evaluator", evaluator.spec.name.as_str());
+            warnings.extend(threshold_warnings_of(who, instance.info().range, &rule, &names));
+            evaluator_plugins
+                .push(LoadedPlugin { critic: evaluator.spec.name.clone(), library: Arc::clone(instance.info()) });
+        }
         let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
         if replay && let Some(plugin) = plugins.iter().find(|p| p.library.policy_dependent) {
             return Err(EngineError::PolicyDependentSweep {
@@ -96,6 +110,8 @@ impl<'a> Plan<'a> {
             author,
             critics,
             plugins,
+            evaluators,
+            evaluator_plugins,
             replay,
             config_ids: experiment.policies.iter().map(Policy::config_id).collect(),
             hints: HashMap::new(),
@@ -111,6 +127,11 @@ impl<'a> Plan<'a> {
     /// The critics that take a task of `kind`, by index.
     pub fn critics_for<'k>(&'k self, kind: Option<&'k str>) -> impl Iterator<Item = usize> + 'k {
         self.experiment.critics.iter().enumerate().filter(move |(_, spec)| spec.takes(kind)).map(|(index, _)| index)
+    }
+
+    /// The evaluators that take a task of `kind`, by index.
+    pub fn evaluators_for<'k>(&'k self, kind: Option<&'k str>) -> impl Iterator<Item = usize> + 'k {
+        self.experiment.evaluators.iter().enumerate().filter(move |(_, e)| e.spec.takes(kind)).map(|(index, _)| index)
     }
 
     /// The units of one task under one critic, in output order: epoch, then arm, then config.
@@ -173,6 +194,16 @@ pub const POLICY_KEYS: ThresholdNames =
 /// range the critic declared, saying what the loops will do. Such thresholds run (a budget test
 /// sets one on purpose so that every loop runs to its cap); non-finite ones never get here.
 pub fn threshold_warnings(critic: &str, range: ScoreRange, policies: &[Policy], names: &ThresholdNames) -> Vec<String> {
+    threshold_warnings_of(("critic", critic), range, policies, names)
+}
+
+/// [`threshold_warnings`] of a critic or an evaluator: `(role, name)`.
+pub fn threshold_warnings_of(
+    (role, who): (&str, &str),
+    range: ScoreRange,
+    policies: &[Policy],
+    names: &ThresholdNames,
+) -> Vec<String> {
     let mut seen: Vec<(bool, u64)> = Vec::new();
     let mut warnings = Vec::new();
     let thresholds = policies
@@ -197,8 +228,7 @@ pub fn threshold_warnings(critic: &str, range: ScoreRange, policies: &[Policy], 
         };
         let name = if is_target { names.dim_target } else { names.pass_score };
         let side = if above { "above" } else { "below" };
-        warnings
-            .push(format!("critic `{critic}`: {name} = {value} is {side} the critic's score range {range}: {what}"));
+        warnings.push(format!("{role} `{who}`: {name} = {value} is {side} the {role}'s score range {range}: {what}"));
     }
     warnings
 }

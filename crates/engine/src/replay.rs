@@ -159,7 +159,7 @@ pub fn replay_run(
     }
     let name = manifest.as_ref().map_or_else(|| "run".to_string(), |m| m.experiment.name.clone());
     // The same rule as a run's: a threshold outside a critic's range is replayed, with a warning.
-    let warnings: Vec<String> = manifest
+    let mut warnings: Vec<String> = manifest
         .iter()
         .flat_map(|m| m.plugins.iter())
         .flat_map(|p| {
@@ -167,6 +167,13 @@ pub fn replay_run(
             threshold_warnings(&p.critic, range, policies, &REPLAY_FLAGS)
         })
         .collect();
+    if !shards::table_files(run_dir, "evaluations").is_empty() {
+        warnings.push(
+            "the run's held-out evaluations are not replayed: a new policy may return drafts no evaluator judged \
+             (the replay has no evaluations.parquet); run the experiment with the new grid to evaluate them"
+                .into(),
+        );
+    }
 
     // Every loop must reach each policy's stop inside what was recorded: a first pass over the
     // recording checks that before anything is written. Both passes stream loop by loop.

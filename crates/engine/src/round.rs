@@ -1,10 +1,11 @@
 //! One critiqued draft as the tables record it, for the loop's rounds and the adjudicator's.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
-use critbench_plugin_host::{CritiqueCall, critique_with_retry};
+use critbench_plugin_host::{CriticInstance, CritiqueCall, critique_with_retry};
 use critbench_storage::recorded::RecordedRound;
 
 use crate::backend::Draft;
@@ -21,12 +22,36 @@ pub(crate) fn critique_draft(
     text: &str,
     round: u32,
 ) -> (CritiqueCall, CallScope, f64) {
+    let critic = Critic {
+        instance: &plan.critics[unit.critic],
+        weights: plan.experiment.critics[unit.critic].weights.as_ref(),
+        attempts: plan.experiment.critic_attempts,
+    };
+    critique_text(&critic, task_id, unit.epoch, task_json, text, round)
+}
+
+/// A critic as a critique is asked of it: the instance, the weights of its dimensions and the
+/// attempts before the conservative failure.
+pub(crate) struct Critic<'a> {
+    pub instance: &'a CriticInstance,
+    pub weights: Option<&'a BTreeMap<String, f64>>,
+    pub attempts: u32,
+}
+
+/// `critic` on `text` as round `round` of the loop of `task_id` × `epoch`, with retries: the call,
+/// its scope and how long it took (ms). The run's rounds and `critbench rescore` ask here.
+pub(crate) fn critique_text(
+    critic: &Critic<'_>,
+    task_id: &str,
+    epoch: u32,
+    task_json: &TaskJson,
+    text: &str,
+    round: u32,
+) -> (CritiqueCall, CallScope, f64) {
     let started = Instant::now();
     let request = critique_request(task_json, text, round);
-    let mut scope = CallScope::new(task_id, unit.epoch, round);
-    let weights = plan.experiment.critics[unit.critic].weights.as_ref();
-    let call =
-        critique_with_retry(&plan.critics[unit.critic], &request, weights, plan.experiment.critic_attempts, &mut scope);
+    let mut scope = CallScope::new(task_id, epoch, round);
+    let call = critique_with_retry(critic.instance, &request, critic.weights, critic.attempts, &mut scope);
     (call, scope, ms(started))
 }
 

@@ -61,7 +61,7 @@ pub enum Stopped {
 }
 
 /// The signal an interrupt flag holds, by name.
-fn signal_name(number: usize) -> &'static str {
+pub(crate) fn signal_name(number: usize) -> &'static str {
     match number {
         15 => "SIGTERM",
         _ => "SIGINT",
@@ -242,7 +242,7 @@ fn worker_count(jobs: usize) -> usize {
 
 /// Chunks between the source and the sink, at most: the source waits for a permit before it
 /// hands a chunk on, and the sink returns the permit once the chunk is written.
-struct Window {
+pub(crate) struct Window {
     free: Mutex<usize>,
     changed: Condvar,
     /// The workers look at it before every loop; a budget's flag when the run has one, so that
@@ -251,13 +251,18 @@ struct Window {
 }
 
 impl Window {
-    fn new(size: usize, stop: Option<&Arc<AtomicBool>>) -> Window {
-        let stop = stop.cloned().unwrap_or_default();
+    pub(crate) fn new(size: usize) -> Window {
+        Window::stopped_by(size, None)
+    }
+
+    /// A window whose `stop` is `flag` when given: a budget's, raised by the model client.
+    fn stopped_by(size: usize, flag: Option<&Arc<AtomicBool>>) -> Window {
+        let stop = flag.cloned().unwrap_or_default();
         Window { free: Mutex::new(size), changed: Condvar::new(), stop }
     }
 
     /// Waits for a permit; `false` once the run is stopping.
-    fn acquire(&self) -> bool {
+    pub(crate) fn acquire(&self) -> bool {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         while *free == 0 && !self.stopped() {
             free = self.changed.wait(free).unwrap_or_else(|e| e.into_inner());
@@ -269,18 +274,18 @@ impl Window {
         true
     }
 
-    fn release(&self) {
+    pub(crate) fn release(&self) {
         *self.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         self.changed.notify_one();
     }
 
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         let _guard = self.free.lock().unwrap_or_else(|e| e.into_inner());
         self.changed.notify_all();
     }
 
-    fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 }
@@ -300,7 +305,7 @@ fn drive<C: Consumer>(
     interrupt: Option<&AtomicUsize>,
     budget: Option<&Arc<AtomicBool>>,
 ) -> Result<(SourceReport, Option<Stopped>), EngineError> {
-    let window = Window::new(2 * jobs + 2, budget);
+    let window = Window::stopped_by(2 * jobs + 2, budget);
     let (chunk_sender, chunk_receiver) = sync_channel(jobs + 1);
     let chunk_receiver = Mutex::new(chunk_receiver);
     let (result_sender, result_receiver) = sync_channel(2 * jobs + 2);
@@ -484,4 +489,4 @@ fn check_budget(budget: Option<&Arc<AtomicBool>>, interrupted: &mut Option<Stopp
 }
 
 /// How long an interrupted run waits for the loops in flight before it ends without them.
-const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);

@@ -1,5 +1,5 @@
-//! The guard of every directory critbench writes: `run`, `replay`, `report`, `merge` and
-//! `judge` claim their output directory here before they write anything.
+//! The guard of every directory critbench writes: `run`, `replay`, `report`, `merge`, `judge`
+//! and `rescore` claim their output directory here before they write anything.
 //!
 //! A claim refuses
 //! - a directory inside another run, or one that overlaps the run a command reads (`replay
@@ -9,6 +9,9 @@
 //! - a directory holding a run, unless `--overwrite` (replace it) or `--resume` (finish it) says
 //!   what to do with it;
 //! - a symbolic link where critbench would write a file or folder of the run.
+//!
+//! The one folder inside a run a command may write is a rescoring's, `RUN/rescored/NAME/` of a
+//! finished run (`critbench rescore`); it is the run's, so `--overwrite` of the run removes it.
 //!
 //! `--overwrite` removes exactly the files a run writes ([`RUN_FILES`], [`DERIVED_FILES`], the progress folder's
 //! parts and journal, a shard's folder and partitions), one by one, never recursively: a folder of
@@ -24,7 +27,7 @@ use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use critbench_storage::manifest::{MANIFEST_FILE, Manifest, RunStatus};
-use critbench_storage::shards::{SHARDS_DIR, Shard, TABLES};
+use critbench_storage::shards::{ALL_TABLES, SHARDS_DIR, Shard, TABLES};
 
 use crate::EngineError;
 use crate::error::RunDirError;
@@ -42,14 +45,25 @@ pub const DERIVED_FILES: &[&str] = &[
     "report.html",
     "corrected.csv",
     "corrected_comparisons.csv",
+    "evaluators.csv",
+    "evaluator_comparisons.csv",
 ];
 
-/// The files of a run beside its [`DERIVED_FILES`]: its tables, `manifest.json` and
+/// The files of a run beside its [`DERIVED_FILES`]: its tables (`evaluations.parquet` with
+/// held-out evaluators), `manifest.json` and
 /// `memory.json`. Together they are every file a run writes into its directory.
-pub const RUN_FILES: &[&str] = &["trajectories.parquet", "outcomes.parquet", "manifest.json", "memory.json"];
+pub const RUN_FILES: &[&str] =
+    &["trajectories.parquet", "outcomes.parquet", "evaluations.parquet", "manifest.json", "memory.json"];
 
 /// The files `critbench judge` writes into its directory.
 pub const JUDGE_FILES: &[&str] = &["judgments.parquet", "judge.json", "judge.csv", "judge.md", "judge.html"];
+
+/// The folder of a run that holds its rescorings, one folder each: `RUN/rescored/NAME/`.
+pub const RESCORED_DIR: &str = "rescored";
+
+/// The files `critbench rescore` writes into `RUN/rescored/NAME/` besides the [`DERIVED_FILES`]
+/// (the summaries and reports `critbench report` writes, over the rescored loops).
+pub const RESCORE_FILES: &[&str] = &["trajectories.parquet", "outcomes.parquet", "manifest.json", "censored.csv"];
 
 pub(crate) const LOCK_FILE: &str = "run.lock";
 
@@ -65,6 +79,9 @@ pub enum Claim<'a> {
     Rebuild,
     /// `critbench judge`: a critic benchmark's files.
     Judge { overwrite: bool },
+    /// `critbench rescore`: `RUN/rescored/NAME/` of the finished run in `run`, new, or with
+    /// `resume` the interrupted rescoring to finish, or with `overwrite` an earlier one to replace.
+    Rescore { run: &'a Path, overwrite: bool, resume: bool },
 }
 
 /// Held while a command writes its directory; removes the lock file when dropped.
@@ -126,14 +143,17 @@ impl Layout {
 /// the claim is refused, but for the directory itself and the lock.
 pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> {
     let root = &layout.root;
-    if let Claim::Run { overwrite: true, resume: true } = claim {
+    if let Claim::Run { overwrite: true, resume: true } | Claim::Rescore { overwrite: true, resume: true, .. } = claim {
         return Err(RunDirError::OverwriteAndResume.into());
+    }
+    if let Claim::Rescore { run, .. } = claim {
+        rescore_place(root, run)?;
     }
     if std::fs::metadata(root).is_ok_and(|m| !m.is_dir()) {
         return Err(RunDirError::NotADirectory { path: root.clone() }.into());
     }
     let out = canonical(root);
-    if !matches!(claim, Claim::Rebuild)
+    if !matches!(claim, Claim::Rebuild | Claim::Rescore { .. })
         && let Some(run) = enclosing_run(&out)
     {
         return Err(RunDirError::InsideRun { dir: root.clone(), run }.into());
@@ -174,8 +194,110 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
             Some(shard) => claim_shard(root, shard, overwrite, resume, taken_over)?,
         },
         Claim::Replay { overwrite, .. } => claim_run_dir(root, overwrite, false, taken_over)?,
+        Claim::Rescore { overwrite, resume, .. } => claim_rescore_dir(root, overwrite, resume, taken_over)?,
     }
     Ok(lock)
+}
+
+/// Refuses a rescoring's folder `root` that is not `RUN/rescored/NAME` of the finished run in
+/// `run`, or is (or lies under) a link, or is a file; and a run another process is writing.
+/// Nothing is created.
+fn rescore_place(root: &Path, run: &Path) -> Result<(), EngineError> {
+    let rescored = run.join(RESCORED_DIR);
+    refuse_links(&[rescored.clone(), root.to_path_buf()])?;
+    let run_canonical = canonical(run);
+    let place = canonical(root);
+    let refused = || RunDirError::NotARescoring { dir: root.to_path_buf(), run: run.to_path_buf() };
+    if place.parent() != Some(run_canonical.join(RESCORED_DIR).as_path()) || place.file_name().is_none() {
+        return Err(refused().into());
+    }
+    match enclosing_run(&place) {
+        Some(found) if found == run_canonical => {}
+        // A manifest planted in `rescored/`, say: that is the run the folder is inside.
+        Some(other) => return Err(RunDirError::InsideRun { dir: root.to_path_buf(), run: other }.into()),
+        None => return Err(RunDirError::NotFinished { run: run.to_path_buf() }.into()),
+    }
+    let finished = Manifest::read(run)
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.status == RunStatus::Finished && m.shard.is_none() && m.rescore.is_none());
+    if !finished || run.join(PROGRESS_DIR).join("run.json").is_file() {
+        return Err(RunDirError::NotFinished { run: run.to_path_buf() }.into());
+    }
+    if let Some(in_use) = held_lock(run) {
+        return Err(in_use);
+    }
+    if std::fs::symlink_metadata(root).is_ok_and(|m| !m.is_dir()) {
+        return Err(RunDirError::NotARescoringFolder { path: root.to_path_buf() }.into());
+    }
+    Ok(())
+}
+
+/// A rescoring's folder: refused, kept (resume) or cleared (overwrite), as a run's is.
+fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
+    let (owned, foreign): (Vec<String>, Vec<String>) = entries(root)?.into_iter().partition(|name| rescore_owned(name));
+    refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
+    if owned.is_empty() && foreign.is_empty() {
+        return if resume { Err(RunDirError::NoRescoringToResume { dir: root.to_path_buf() }.into()) } else { Ok(()) };
+    }
+    let Some(state) = rescore_state(root, taken_over) else {
+        return Err(RunDirError::HoldsNoRescoring { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
+    };
+    if resume {
+        return Ok(());
+    }
+    if !overwrite {
+        let resumable = root.join(PROGRESS_DIR).join("run.json").is_file();
+        return Err(
+            RunDirError::HoldsARescoring { dir: root.to_path_buf(), what: state, files: owned, resumable }.into()
+        );
+    }
+    let mut removals = Removals::default();
+    removals.folder(&root.join(PROGRESS_DIR), is_progress_file)?;
+    for name in owned.iter().filter(|name| *name != PROGRESS_DIR) {
+        removals.file(root.join(name));
+    }
+    removals.carry_out()
+}
+
+/// A name a rescoring writes in its folder.
+fn rescore_owned(name: &str) -> bool {
+    name == PROGRESS_DIR
+        || owned_with_temporary(name, RESCORE_FILES)
+        || owned_with_temporary(name, DERIVED_FILES)
+        || is_lock_temporary(name)
+}
+
+/// What `dir` holds of a rescoring, in words, or `None` when it holds none: a rescoring's
+/// manifest, its progress (a `run.json` that says it is a rescoring's), a table critbench wrote,
+/// or a lock whose process is gone.
+fn rescore_state(dir: &Path, taken_over: bool) -> Option<&'static str> {
+    if Manifest::read(dir).ok().flatten().is_some_and(|m| m.rescore.is_some()) {
+        return Some("a finished rescoring");
+    }
+    let progress = std::fs::read_to_string(dir.join(PROGRESS_DIR).join("run.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|value| value.get("rescore").is_some_and(serde_json::Value::is_string));
+    let tables = TABLES.iter().any(|table| is_critbench_table(&dir.join(format!("{table}.parquet"))));
+    (progress || tables || taken_over).then_some("an unfinished rescoring")
+}
+
+/// The refusal of `dir` when a live process holds its `run.lock`, naming the holder; `None` when
+/// no process does (a missing or abandoned lock).
+fn held_lock(dir: &Path) -> Option<EngineError> {
+    let lock = dir.join(LOCK_FILE);
+    let mut file = open_no_follow(&lock).ok()?;
+    match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+        Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            let holder: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            let host = holder["host"].as_str().unwrap_or("an unknown host").to_string();
+            Some(RunDirError::InUse { dir: dir.to_path_buf(), pid: holder["pid"].as_u64(), host, lock }.into())
+        }
+        _ => None,
+    }
 }
 
 /// `critbench report`: the derived files of the run in `run_dir` written again from its tables,
@@ -192,7 +314,7 @@ pub fn rebuild_reports(run_dir: &Path, labels: Option<&Path>) -> Result<critbenc
 fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
     let names = entries(root)?;
     let sharded: Vec<String> = std::iter::once(SHARDS_DIR)
-        .chain(TABLES)
+        .chain(ALL_TABLES)
         .filter(|name| root.join(name).is_dir())
         .map(|name| format!("{name}/"))
         .collect();
@@ -229,8 +351,11 @@ fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -
     let progress = root.join(PROGRESS_DIR);
     let mut removals = Removals::default();
     removals.folder(&progress, is_progress_file)?;
+    // A rescoring re-critiques this run's drafts: once the run is replaced it describes drafts
+    // that are gone, so it goes with the run.
+    removals.rescorings(&root.join(RESCORED_DIR))?;
     for name in &owned {
-        if name != PROGRESS_DIR {
+        if name != PROGRESS_DIR && name != RESCORED_DIR {
             removals.file(root.join(name));
         }
     }
@@ -257,11 +382,11 @@ fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_o
         return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) }.into());
     }
     let own = shard.dir(root);
-    let partitions: Vec<PathBuf> = TABLES
+    let partitions: Vec<PathBuf> = ALL_TABLES
         .iter()
         .map(|table| shard.table_path(root, table).parent().expect("a partition folder").to_path_buf())
         .collect();
-    let mut links: Vec<PathBuf> = TABLES.iter().map(|table| root.join(table)).collect();
+    let mut links: Vec<PathBuf> = ALL_TABLES.iter().map(|table| root.join(table)).collect();
     links.extend(partitions.iter().cloned());
     links.extend(["manifest.json", "memory.json", PROGRESS_DIR].iter().map(|name| own.join(name)));
     links.extend(DERIVED_FILES.iter().chain(&[MANIFEST_FILE, "memory.json"]).map(|name| root.join(name)));
@@ -316,6 +441,8 @@ fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_o
         for name in DERIVED_FILES.iter().chain(&[MANIFEST_FILE, "memory.json"]) {
             removals.file(root.join(name));
         }
+        // So are the merged run's rescorings.
+        removals.rescorings(&root.join(RESCORED_DIR))?;
     }
     removals.carry_out()
 }
@@ -427,9 +554,10 @@ fn nothing_to_resume(dir: &Path) -> EngineError {
     RunDirError::NothingToResume { dir: dir.to_path_buf(), progress: Path::new(PROGRESS_DIR).join("run.json") }.into()
 }
 
-/// A name a run in one piece writes at its top level.
+/// A name a run in one piece writes at its top level (its rescorings' folder included).
 fn run_owned(name: &str) -> bool {
     name == PROGRESS_DIR
+        || name == RESCORED_DIR
         || owned_with_temporary(name, RUN_FILES)
         || owned_with_temporary(name, DERIVED_FILES)
         || is_lock_temporary(name)
@@ -438,7 +566,8 @@ fn run_owned(name: &str) -> bool {
 /// A name a sharded run (its shards and merge) writes at its top level.
 fn sharded_run_owned(name: &str) -> bool {
     name == SHARDS_DIR
-        || TABLES.contains(&name)
+        || name == RESCORED_DIR
+        || ALL_TABLES.contains(&name)
         || name == LOCK_FILE
         || is_lock_temporary(name)
         || owned_with_temporary(name, DERIVED_FILES)
@@ -570,6 +699,41 @@ impl Removals {
                 );
             }
             self.files.push(path);
+        }
+        Ok(())
+    }
+
+    /// Every rescoring in `dir` (a run's `rescored/`) for removal: each one's own files and
+    /// folders, and `dir` itself. Refused when `dir` holds anything but rescorings, a rescoring's
+    /// folder holds anything it did not write, or a rescoring is being written.
+    fn rescorings(&mut self, dir: &Path) -> Result<(), EngineError> {
+        if std::fs::symlink_metadata(dir).is_err() {
+            return Ok(());
+        }
+        if !dir.is_dir() {
+            let parent = dir.parent().unwrap_or(dir).to_path_buf();
+            return Err(RunDirError::UnknownEntries { dir: parent, entries: vec![RESCORED_DIR.into()] }.into());
+        }
+        self.folders.push(dir.to_path_buf());
+        let names = entries(dir)?;
+        refuse_links(&names.iter().map(|name| dir.join(name)).collect::<Vec<_>>())?;
+        for name in names {
+            let folder = dir.join(&name);
+            if !folder.is_dir() || rescore_state(&folder, false).is_none() {
+                return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![name] }.into());
+            }
+            if let Some(in_use) = held_lock(&folder) {
+                return Err(in_use);
+            }
+            let unknown: Vec<String> = entries(&folder)?.into_iter().filter(|name| !rescore_owned(name)).collect();
+            if !unknown.is_empty() {
+                return Err(RunDirError::UnknownEntries { dir: folder, entries: unknown }.into());
+            }
+            self.folders.push(folder.clone());
+            self.folder(&folder.join(PROGRESS_DIR), is_progress_file)?;
+            self.contents(&folder, |name| name != PROGRESS_DIR && rescore_owned(name))?;
+            // A lock its rescoring left behind (no process holds it: checked above).
+            self.file(folder.join(LOCK_FILE));
         }
         Ok(())
     }
@@ -821,6 +985,34 @@ mod tests {
             assert!(refused.contains("run being replayed") || refused.contains("inside the run"), "{refused}");
         }
         assert!(source.join("outcomes.parquet").exists());
+    }
+
+    #[test]
+    fn a_rescoring_writes_exactly_rescored_name_of_a_finished_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        finished_run(&run);
+        let claim_at = |root: &Path, run: &Path| {
+            claim(&Layout::new(root, None), Claim::Rescore { run, overwrite: false, resume: false })
+        };
+        let out = run.join(RESCORED_DIR).join("strict");
+        drop(claim_at(&out, &run).unwrap());
+        assert!(out.is_dir() && !out.join(LOCK_FILE).exists(), "claimed, and the lock went with the claim");
+        for elsewhere in [out.join("deeper"), run.join("strict"), dir.path().join("strict"), run.clone()] {
+            let refused = claim_at(&elsewhere, &run).unwrap_err().to_string();
+            assert!(refused.contains("not a rescoring's folder of the run"), "{refused}");
+            assert!(!elsewhere.join("deeper").exists());
+        }
+        // Not a finished run: an interrupted one, or a folder without a run.
+        let manifest = Manifest { run_id: "demo-1".into(), status: RunStatus::Interrupted, ..Manifest::default() };
+        manifest.write(&run).unwrap();
+        let refused = claim_at(&out, &run).unwrap_err().to_string();
+        assert!(refused.contains("is not a finished run"), "{refused}");
+        let bare = dir.path().join("bare");
+        std::fs::create_dir_all(&bare).unwrap();
+        let refused = claim_at(&bare.join(RESCORED_DIR).join("x"), &bare).unwrap_err().to_string();
+        assert!(refused.contains("is not a finished run"), "{refused}");
+        assert!(!bare.join(RESCORED_DIR).exists(), "a refusal creates nothing");
     }
 
     #[test]

@@ -15,13 +15,20 @@ use crate::EngineError;
 use crate::emit::{LoopLabels, emit_loop};
 use crate::error::RunDirError;
 use crate::journal::{
-    Commit, Counts, Fingerprint, Journal, PROGRESS_DIR, PartFile, SavedProgress, part_paths, progress_dir, sync_dir,
-    temporary,
+    Commit, Counts, Fingerprint, Journal, PART_TABLES, PROGRESS_DIR, PartFile, SavedProgress, part_paths, progress_dir,
+    sync_dir, temporary,
 };
 use crate::loops::ChunkResult;
 use crate::plan::Plan;
 use crate::run_dir::Layout;
-use critbench_storage::shards::TABLES;
+use critbench_storage::evaluations::EvaluationWriter;
+
+/// The writers of the part being written.
+struct PartWriters {
+    trajectories: TrajectoryWriter,
+    outcomes: OutcomeWriter,
+    evaluations: EvaluationWriter,
+}
 
 /// Takes chunks in source order.
 pub trait Consumer {
@@ -52,12 +59,12 @@ pub struct Written {
 pub struct RowSink<'p, 'a> {
     plan: &'p Plan<'a>,
     run_id: String,
-    /// Where the joined tables go: trajectories, then outcomes.
-    tables: [PathBuf; 2],
+    /// Where the joined tables go: trajectories, outcomes, evaluations.
+    tables: [PathBuf; 3],
     dir: PathBuf,
     journal: Journal,
     /// The part being written, as `*.tmp` files.
-    current: Option<(TrajectoryWriter, OutcomeWriter)>,
+    current: Option<PartWriters>,
     /// Parts committed so far.
     parts: u32,
     /// Chunks written, committed or in the current part.
@@ -73,7 +80,7 @@ pub struct RowSink<'p, 'a> {
 /// Rows are committed at least this often, so that a failing disk stops the run within seconds
 /// and an interrupted or killed run loses at most this much; `CRITBENCH_COMMIT_INTERVAL_S` sets
 /// another interval (a shorter one loses less to a kill and writes more part files).
-fn commit_interval() -> std::time::Duration {
+pub(crate) fn commit_interval() -> std::time::Duration {
     const DEFAULT: std::time::Duration = std::time::Duration::from_secs(2);
     static INTERVAL: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
     *INTERVAL.get_or_init(|| {
@@ -163,7 +170,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
         RowSink {
             plan,
             run_id: run_id.to_string(),
-            tables: TABLES.map(|table| layout.table(table)),
+            tables: PART_TABLES.map(|table| layout.table(table)),
             dir,
             journal,
             current: None,
@@ -178,8 +185,12 @@ impl<'p, 'a> RowSink<'p, 'a> {
 
     fn open_part(&mut self) -> Result<(), EngineError> {
         if self.current.is_none() {
-            let [trajectories, outcomes] = part_paths(&self.dir, self.parts).map(temporary);
-            self.current = Some((TrajectoryWriter::create(&trajectories)?, OutcomeWriter::create(&outcomes)?));
+            let [trajectories, outcomes, evaluations] = part_paths(&self.dir, self.parts).map(temporary);
+            self.current = Some(PartWriters {
+                trajectories: TrajectoryWriter::create(&trajectories)?,
+                outcomes: OutcomeWriter::create(&outcomes)?,
+                evaluations: EvaluationWriter::create(&evaluations)?,
+            });
         }
         Ok(())
     }
@@ -188,9 +199,10 @@ impl<'p, 'a> RowSink<'p, 'a> {
     /// journal: from then on it survives any kill.
     fn commit(&mut self) -> Result<(), EngineError> {
         self.last_commit = Instant::now();
-        let Some((trajectories, outcomes)) = self.current.take() else { return Ok(()) };
-        trajectories.close()?;
-        outcomes.close()?;
+        let Some(part) = self.current.take() else { return Ok(()) };
+        part.trajectories.close()?;
+        part.outcomes.close()?;
+        part.evaluations.close()?;
         let mut files = Vec::new();
         for path in part_paths(&self.dir, self.parts) {
             let io = |source| EngineError::Io { context: format!("cannot write {}", path.display()), source };
@@ -219,8 +231,10 @@ impl<'p, 'a> RowSink<'p, 'a> {
             self.open_part()?;
         }
         self.commit()?;
-        let parts: Vec<[PathBuf; 2]> = (0..self.parts).map(|part| part_paths(&self.dir, part)).collect();
-        for (index, path) in self.tables.iter().enumerate() {
+        let parts: Vec<[PathBuf; 3]> = (0..self.parts).map(|part| part_paths(&self.dir, part)).collect();
+        // The evaluations table is a run's only when it has evaluators.
+        let joined = if self.plan.experiment.evaluators.is_empty() { 2 } else { 3 };
+        for (index, path) in self.tables.iter().enumerate().take(joined) {
             let files: Vec<&PathBuf> = parts.iter().map(|pair| &pair[index]).collect();
             let folder = path.parent().unwrap_or(Path::new("."));
             std::fs::create_dir_all(folder)
@@ -253,7 +267,7 @@ impl Consumer for RowSink<'_, '_> {
         let run_id = self.run_id.clone();
         let mut failures = Vec::new();
         self.open_part()?;
-        let (trajectories, outcomes) = self.current.as_mut().expect("a part is open");
+        let part = self.current.as_mut().expect("a part is open");
         let written = &mut self.written;
         written.counts.tasks += chunk.tasks.len() as u64;
         for task in chunk.tasks {
@@ -300,6 +314,12 @@ impl Consumer for RowSink<'_, '_> {
                 counts.failed += result.rounds.iter().filter(|r| r.critic_error.is_some()).count() as u64;
                 counts.recorded += result.adjudications.len() as u64;
                 counts.failed += result.adjudications.iter().filter(|a| a.round.critic_error.is_some()).count() as u64;
+                for evaluation in &result.evaluations {
+                    let name = &experiment.evaluators[evaluation.evaluator].spec.name;
+                    let counts = written.counts.evaluations_by_evaluator.entry(name.clone()).or_default();
+                    counts.recorded += 1;
+                    counts.failed += u64::from(evaluation.error.is_some());
+                }
                 for index in unit.policies(plan.config_ids.len()) {
                     let emitted = emit_loop(
                         &labels,
@@ -308,13 +328,23 @@ impl Consumer for RowSink<'_, '_> {
                         &result.adjudications,
                         &experiment.policies[index],
                         &plan.config_ids[index],
-                        trajectories,
-                        outcomes,
+                        &mut part.trajectories,
+                        &mut part.outcomes,
                     )?;
                     let (passed, rounds) = emitted.ok_or_else(|| EngineError::RecordingEndedEarly {
                         task_id: task.task.id.clone(),
                         config_id: plan.config_ids[index].clone(),
                     })?;
+                    crate::evaluate::emit_evaluations(
+                        plan,
+                        &labels,
+                        &plan.config_ids[index],
+                        &crate::emit::effective_policy(&experiment.policies[index], unit.arm),
+                        &result.scores,
+                        &result.evaluations,
+                        passed,
+                        &mut part.evaluations,
+                    )?;
                     written.counts.loops += 1;
                     written.counts.critiques += rounds as u64;
                     written.counts.passed += u64::from(passed);

@@ -35,6 +35,9 @@ pub struct AdmittedTask {
     pub task: Task,
     /// The task as critics see it, serialized here rather than on the loop workers.
     pub json: TaskJson,
+    /// The task with its gold labels, for the held-out evaluators that take it (none takes it:
+    /// `None`). Never handed to a critic.
+    pub labelled: Option<TaskJson>,
     /// `meta` as JSON text, for the outcome rows.
     pub meta: Option<String>,
     pub critics: Vec<usize>,
@@ -223,7 +226,10 @@ impl Source {
                     // A chunk a resumed run wrote already is admitted, not prepared.
                     if seq >= self.first_chunk {
                         let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
-                        pending.push(AdmittedTask { task, json, meta, critics });
+                        let labelled = (scope == Scope::Evaluate
+                            && plan.evaluators_for(task.kind.as_deref()).next().is_some())
+                        .then(|| TaskJson::with_labels(&task));
+                        pending.push(AdmittedTask { task, json, labelled, meta, critics });
                     }
                 }
                 if in_chunk > 0 && !hand_on(&mut seq, &mut in_chunk, &mut pending, bytes_before + stream.progress().0) {

@@ -11,6 +11,16 @@ impl TaskJson {
     /// Leaves out what a critic must not see: the scripted backend's future `drafts` and the
     /// gold `labels` used to benchmark critics. A critic judges the draft it is given.
     pub fn new(task: &Task) -> TaskJson {
+        TaskJson::visible(task, None)
+    }
+
+    /// The task as a held-out evaluator sees it: what a critic sees, and the gold `labels` an
+    /// evaluator checks answers against. Never handed to a critic that steers a loop.
+    pub fn with_labels(task: &Task) -> TaskJson {
+        TaskJson::visible(task, task.labels.as_ref())
+    }
+
+    fn visible(task: &Task, labels: Option<&serde_json::Value>) -> TaskJson {
         /// The task's fields a critic sees, borrowed: serialized like `Task` without cloning it.
         #[derive(serde::Serialize)]
         struct Visible<'a> {
@@ -26,6 +36,8 @@ impl TaskJson {
             critiques: &'a [serde_json::Value],
             #[serde(skip_serializing_if = "Option::is_none")]
             meta: Option<&'a serde_json::Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            labels: Option<&'a serde_json::Value>,
         }
         let visible = Visible {
             id: &task.id,
@@ -35,6 +47,7 @@ impl TaskJson {
             evidence: &task.evidence,
             critiques: &task.critiques,
             meta: task.meta.as_ref(),
+            labels,
         };
         TaskJson(serde_json::to_string(&visible).expect("a task always serializes"))
     }
@@ -76,6 +89,10 @@ mod tests {
         assert_eq!(parsed["task"]["id"], "t\"1");
         assert_eq!(parsed["request_version"], 1);
         assert!(parsed["task"].get("drafts").is_none() && parsed["task"].get("labels").is_none());
+        let evaluated: serde_json::Value =
+            serde_json::from_str(&critique_request(&TaskJson::with_labels(&task), "d", 0)).unwrap();
+        assert_eq!(evaluated["task"]["labels"], serde_json::json!([{"pass": true}]));
+        assert!(evaluated["task"].get("drafts").is_none(), "an evaluator never sees future drafts either");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use critbench_storage::manifest::{Manifest, PolicyRecord};
-use critbench_storage::tables::for_each_outcome_stats_in;
+use critbench_storage::tables::{for_each_outcome_stats_in, for_each_outcome_stats_with_censored_in};
 use serde::Serialize;
 
 use crate::ReportError;
@@ -138,6 +138,8 @@ fn grid_neighbours(policies: &[PolicyRecord]) -> Vec<ConfigPair> {
 #[derive(Default)]
 struct OpenUnit {
     loops: Vec<Loop>,
+    /// A rescoring's censored loops of the unit: they arrive, but have no outcome to compare.
+    censored: usize,
 }
 
 /// Streams `outcomes.parquet` once and compares each pair in `pairs`, per arm and critic. Rows are
@@ -196,12 +198,15 @@ fn compare_pairs(
             }
         }
     };
-    for_each_outcome_stats_in(paths, |row| {
+    for_each_outcome_stats_with_censored_in(paths, |row| {
         let Some(&config) = config_index.get(row.config_id) else { return Ok(()) };
         let key = (intern(row.critic), intern(row.arm), task_hash(row.task_id));
         let unit = open.entry(key).or_default();
-        unit.loops.push(Loop::of(row, config));
-        if expected == Some(unit.loops.len()) {
+        match row.censored {
+            true => unit.censored += 1,
+            false => unit.loops.push(Loop::of(row, config)),
+        }
+        if expected == Some(unit.loops.len() + unit.censored) {
             let mut unit = open.remove(&key).expect("the unit was just looked up");
             close(key.0, key.1, &mut unit);
         }
@@ -347,7 +352,7 @@ pub fn render_config_comparisons(rows: &[ConfigComparisonRow]) -> String {
             100.0 * row.diff_hi,
             row.a_only,
             row.b_only,
-            crate::markdown::format_p(row.p_value),
+            crate::stats::format_p(row.p_value),
             row.test,
             row.mean_rounds_a,
             row.mean_rounds_b,

@@ -25,6 +25,7 @@
 pub mod backend;
 pub mod compare;
 pub mod configs;
+pub mod evaluators;
 pub mod gold;
 mod html;
 mod markdown;
@@ -135,7 +136,11 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| as_note(n)).collect();
     notes.append(&mut report.notes);
     report.notes = notes;
+    report.evaluators = evaluators::read(run_dir, manifest.as_ref())?;
     summary::write_files(run_dir, &report)?;
+    if let Some(evaluated) = &report.evaluators {
+        evaluators::write_files(run_dir, evaluated)?;
+    }
     report.power = power::power_rows(&outcomes, manifest.as_ref(), &compared(&report.comparisons))?;
     power::write_file(run_dir, &report.power)?;
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;

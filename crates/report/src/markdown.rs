@@ -105,7 +105,7 @@ pub fn glance_table(report: &Report) -> String {
                     100.0 * c.diff,
                     100.0 * c.diff_lo,
                     100.0 * c.diff_hi,
-                    format_p(c.p_value),
+                    crate::stats::format_p(c.p_value),
                     c.test
                 );
             }
@@ -290,7 +290,7 @@ pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
         100.0 * row.diff_hi,
         row.a_only,
         row.b_only,
-        format_p(row.p_value),
+        crate::stats::format_p(row.p_value),
         row.test,
         row.mean_rounds_a,
         row.mean_rounds_b,
@@ -342,10 +342,6 @@ pub(crate) fn comparison_sentence(report: &Report) -> String {
         );
     }
     sentence
-}
-
-pub(crate) fn format_p(p: f64) -> String {
-    if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
 }
 
 /// One adjudicated arm of a config × critic: its loops before and after the adjudicator's pass.
@@ -434,7 +430,7 @@ pub fn adjudication_section(report: &Report) -> String {
             100.0 * row.diff.2,
             row.lost,
             row.won,
-            format_p(row.p_value),
+            crate::stats::format_p(row.p_value),
             score(row.mean_final_before),
             score(row.mean_final_after),
         );
@@ -484,6 +480,9 @@ pub(crate) fn render_with_sections(
         out.push_str(&comparison_table(report));
     }
     out.push_str(&money_section(report));
+    if let Some(evaluated) = &report.evaluators {
+        out.push_str(&crate::evaluators::markdown_section(evaluated));
+    }
     out.push_str(&adjudication_section(report));
     if let Some(corrected) = corrected {
         out.push_str(&crate::gold::render::markdown_section(corrected));

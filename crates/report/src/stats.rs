@@ -2,6 +2,11 @@
 
 use critbench_core::Rng;
 
+/// A p-value as the reports print it: four decimals, or `< 0.0001` below that.
+pub(crate) fn format_p(p: f64) -> String {
+    if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
+}
+
 /// z for a two-sided 95% interval.
 const Z95: f64 = 1.959_963_984_540_054;
 

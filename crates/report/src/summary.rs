@@ -28,7 +28,7 @@ pub(crate) use csv::{headers as csv_headers, write_csv};
 pub(crate) use keys::{KeyMap, task_hash};
 #[cfg(test)]
 use notes::calls_note;
-use notes::notes;
+use notes::{censored_note, notes};
 use totals::ArmTotals;
 pub(crate) use totals::{Loop, PairTotals, TaskPairs, matched_epochs};
 
@@ -197,6 +197,10 @@ pub struct Report {
     /// written to `summary.json`).
     #[serde(skip)]
     pub power: Vec<crate::power::PowerRow>,
+    /// What the held-out evaluators said of the same answers (`evaluators.csv`; filled by
+    /// [`crate::write_reports`], not written to `summary.json`), when the run has any.
+    #[serde(skip)]
+    pub evaluators: Option<crate::evaluators::EvaluatorReport>,
     /// What the run's backend can and cannot measure (for the reports; what they say of it is in
     /// `notes`).
     #[serde(skip)]
@@ -397,6 +401,8 @@ struct OpenTask {
     /// Index of the task's kind in its group's `kinds` (that of its first row).
     kind: usize,
     loops: Vec<Loop>,
+    /// A rescoring's censored loops of the task: they arrive, but have no outcome to count.
+    censored: usize,
 }
 
 /// Folds outcome rows, in any order, into a [`Report`].
@@ -412,6 +418,9 @@ pub(crate) struct Summarizer {
     run_id: Option<String>,
     /// The most tasks open at once: what the summary's memory grows with.
     pub(crate) peak_open: usize,
+    /// A rescoring's censored loops per (config, critic, arm): left out of every number, and
+    /// said so in the notes.
+    censored: HashMap<(String, String, String), u64>,
 }
 
 impl Summarizer {
@@ -434,6 +443,7 @@ impl Summarizer {
             spare: Vec::new(),
             run_id: None,
             peak_open: 0,
+            censored: HashMap::new(),
         }
     }
 
@@ -468,6 +478,9 @@ impl Summarizer {
     /// `ARM+adjudicate` whose answer is the adjudicated draft: its pass and final score are the
     /// adjudicated ones, and it used one more critique.
     pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+        if row.censored {
+            return self.add_censored(row);
+        }
         self.add_loop(row)?;
         if let Some(passed) = row.adjudicated_passed {
             let arm = format!("{}{ADJUDICATED_SUFFIX}", row.arm);
@@ -502,20 +515,44 @@ impl Summarizer {
         let kind = group.kind(row.kind);
         group.kind_arm(kind, arm).add(row);
         let key = (slot, task_hash(row.task_id));
-        let task = self.open.entry(key).or_insert_with(|| {
-            let mut task = self.spare.pop().unwrap_or_default();
-            task.task_id.push_str(row.task_id);
+        let task = self.open_task(key, row.task_id);
+        if task.loops.is_empty() {
             task.kind = kind;
-            task
-        });
+        }
         task.loops.push(Loop::of(row, arm));
-        let complete = self.expected == Some(task.loops.len());
+        self.arrived(slot, key)
+    }
+
+    /// A censored loop of a rescoring: no outcome to count, but one more of its task's loops.
+    fn add_censored(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+        let key = (row.config_id.to_string(), row.critic.to_string(), row.arm.to_string());
+        *self.censored.entry(key).or_default() += 1;
+        let slot = self.group(row.config_id, row.critic);
+        let key = (slot, task_hash(row.task_id));
+        self.open_task(key, row.task_id).censored += 1;
+        self.arrived(slot, key)
+    }
+
+    /// The open task `key`, opened if new.
+    fn open_task(&mut self, key: (usize, u128), task_id: &str) -> &mut OpenTask {
+        self.open.entry(key).or_insert_with(|| {
+            let mut task = self.spare.pop().unwrap_or_default();
+            task.task_id.push_str(task_id);
+            task
+        })
+    }
+
+    /// After a loop of the open task `key` arrived: folds the task once all its loops have.
+    fn arrived(&mut self, slot: usize, key: (usize, u128)) -> Result<(), String> {
+        let task = self.open.get(&key).expect("the task is open");
+        let complete = self.expected == Some(task.loops.len() + task.censored);
         self.peak_open = self.peak_open.max(self.open.len());
         if complete {
             let mut task = self.open.remove(&key).expect("the task was just looked up");
             self.close(slot, &mut task)?;
             task.task_id.clear();
             task.loops.clear();
+            task.censored = 0;
             self.spare.push(task);
         }
         Ok(())
@@ -523,6 +560,10 @@ impl Summarizer {
 
     /// Folds one task's loops into its group's histograms.
     fn close(&mut self, slot: usize, task: &mut OpenTask) -> Result<(), String> {
+        if task.loops.is_empty() {
+            // Every loop of the task was censored: nothing to count.
+            return Ok(());
+        }
         let group = &mut self.groups[slot];
         task.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
         if let Some(twice) = task.loops.windows(2).find(|w| (w[0].arm, w[0].epoch) == (w[1].arm, w[1].epoch)) {
@@ -603,17 +644,35 @@ impl Summarizer {
                 by_kind.push(rows);
             }
         }
+        let mut notes = notes(&summary, manifest, self.expected.map(|e| (e, incomplete)));
+        if !self.censored.is_empty() {
+            // In the summary's order: configs and critics as the run lists them, then arms.
+            let mut censored: Vec<((String, String, String), u64)> = self.censored.into_iter().collect();
+            censored.sort_by_cached_key(|((config, critic, arm), _)| {
+                (rank(&config_order, config), rank(&critic_order, critic), arm_rank(arm), arm.clone())
+            });
+            let known = |(config, critic, arm): &(String, String, String)| {
+                let row = summary.iter().find(|r| (&r.config_id, &r.critic, &r.arm) == (config, critic, arm));
+                row.map_or(0, |r| r.n)
+            };
+            let groups: Vec<(String, u64, u64)> = censored
+                .iter()
+                .map(|(key, count)| (format!("{} × {} × {}", key.0, key.1, key.2), *count, count + known(key)))
+                .collect();
+            notes.insert(0, censored_note(&groups));
+        }
         Ok(Report {
             run_id: manifest.map(|m| m.run_id.clone()).filter(|id| !id.is_empty()).or(self.run_id),
             name: manifest.map(|m| m.experiment.name.clone()),
             currency: run_currency(manifest),
             partial: manifest.and_then(Partial::of),
-            notes: notes(&summary, manifest, self.expected.map(|e| (e, incomplete))),
+            notes,
             timing: manifest.and_then(|m| notes::time_note(m.openai.as_ref()?, Some(m))),
             summary,
             comparisons,
             by_kind,
             power: Vec::new(),
+            evaluators: None,
             backend: Default::default(),
         })
     }
@@ -650,7 +709,7 @@ pub fn summarize_file(path: &Path, manifest: Option<&Manifest>) -> Result<Report
 /// one after the other.
 pub fn summarize_files(paths: &[std::path::PathBuf], manifest: Option<&Manifest>) -> Result<Report, ReportError> {
     let mut summarizer = Summarizer::new(manifest);
-    critbench_storage::tables::for_each_outcome_stats_in(paths, |row| summarizer.add(row))
+    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| summarizer.add(row))
         .map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let name = match paths {
         [one] => one.display().to_string(),
@@ -1035,6 +1094,43 @@ mod tests {
         let manifest = Manifest { openai: Some(openai.clone()), ..Manifest::default() };
         let notes = notes(&[], Some(&manifest), None);
         assert!(notes.iter().any(|n| n.starts_with("**Every model call failed** (120 of 120)")), "{notes:?}");
+    }
+
+    #[test]
+    fn a_censored_loop_closes_its_task_but_counts_nowhere_and_the_notes_say_so() {
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "schema_version": 4, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+            "wall_seconds": 0.0, "loops": 0, "critiques": 0, "sweep": "replay",
+            "experiment": {"name": "t", "epochs": 1, "arms": ["feedback", "no-feedback"]}
+        }))
+        .unwrap();
+        let loops = [
+            (row("a", "feedback", true, 2), false),
+            (row("a", "no-feedback", false, 4), true),
+            (row("b", "feedback", true, 2), false),
+            (row("b", "no-feedback", false, 4), false),
+            (row("c", "feedback", false, 4), true),
+            (row("c", "no-feedback", false, 4), true),
+        ];
+        let mut summarizer = Summarizer::new(Some(&manifest));
+        for (outcome, censored) in &loops {
+            summarizer.add(&OutcomeStats { censored: *censored, ..OutcomeStats::from(outcome) }).unwrap();
+        }
+        assert!(summarizer.open.is_empty(), "a censored loop is one of its task's loops");
+        let report = summarizer.finish(Some(&manifest)).unwrap();
+        let counts: Vec<(&str, u64, u64)> = report.summary.iter().map(|r| (r.arm.as_str(), r.n, r.passed)).collect();
+        assert_eq!(counts, [("feedback", 2, 2), ("no-feedback", 1, 0)], "censored loops are neither passes nor fails");
+        let comparison = &report.comparisons[0];
+        assert_eq!((comparison.n_pairs, comparison.a_only), (1, 1), "only task b has both outcomes");
+        let note = &report.notes[0];
+        assert!(
+            note.starts_with(
+                "**3 loop(s) are censored** (p8-r3-stall-e0 × rubric × feedback 1 of 3, p8-r3-stall-e0 × rubric × \
+                 no-feedback 2 of 3)"
+            ),
+            "{note}"
+        );
+        assert!(!report.notes.iter().any(|n| n.contains("fewer than")), "{:?}", report.notes);
     }
 
     #[test]

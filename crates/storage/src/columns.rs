@@ -82,6 +82,21 @@ impl Columns<'_> {
         Ok(array)
     }
 
+    /// A utf8 column that may hold nulls, borrowed: the caller checks `is_valid` where it must.
+    pub fn nullable_text_array(&self, name: &str) -> Result<&arrow_array::StringArray, String> {
+        self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))
+    }
+
+    /// A boolean column that may hold nulls, borrowed.
+    pub fn nullable_boolean_array(&self, name: &str) -> Result<&arrow_array::BooleanArray, String> {
+        self.column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))
+    }
+
+    /// A float64 column that may hold nulls, borrowed.
+    pub fn nullable_float_array(&self, name: &str) -> Result<&arrow_array::Float64Array, String> {
+        self.column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| format!("column `{name}` is not float64"))
+    }
+
     /// An int32 column without nulls, borrowed.
     pub fn int32_array(&self, name: &str) -> Result<&arrow_array::Int32Array, String> {
         let array = self

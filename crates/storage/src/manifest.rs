@@ -53,6 +53,9 @@ pub struct Manifest {
     pub datasets: Vec<DatasetRecord>,
     #[serde(default)]
     pub plugins: Vec<PluginRecord>,
+    /// The held-out evaluators' plugins, as `plugins` records the critics'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evaluators: Vec<PluginRecord>,
     pub started_at: String,
     pub finished_at: String,
     pub wall_seconds: f64,
@@ -77,6 +80,9 @@ pub struct Manifest {
     /// Per critic: critiques asked and critiques that failed every attempt.
     #[serde(default)]
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
+    /// Per held-out evaluator: critiques asked and critiques that failed every attempt.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evaluations_by_evaluator: BTreeMap<String, CritiqueCounts>,
     #[serde(default)]
     pub failed_loop_count: u64,
     /// The first failed loops, described.
@@ -93,6 +99,48 @@ pub struct Manifest {
     /// (`outcomes.parquet`, or `outcomes/shard=0/part-0.parquet` in a sharded run): what readers
     /// check the files against before they trust them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tables: BTreeMap<String, TableRecord>,
+    /// A rescoring's manifest (`RUN/rescored/NAME/`): what was re-critiqued, with which critic,
+    /// from which run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rescore: Option<RescoreRecord>,
+}
+
+/// What a rescoring re-critiqued, with which critic, and from which run (docs/FORMAT.md).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RescoreRecord {
+    /// The rescoring's name: its folder `RUN/rescored/NAME`.
+    pub name: String,
+    /// The critic as it was opened: plugin or command, config, kinds, weights, isolation,
+    /// timeout_s, memory_mb.
+    pub critic: Value,
+    /// Its plugin (or command) as loaded, with its SHA-256.
+    pub plugin: PluginRecord,
+    /// The run's critic of the same name whose table was taken, when the rescoring reused one;
+    /// its plugin's SHA-256 then, which `plugin.sha256` equals unless the plugin changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_critic_sha256: Option<String>,
+    /// The attempts per critique, the run's `critic_attempts`.
+    pub critic_attempts: u32,
+    /// The run rescored: its directory, run id and tables as its manifest records them.
+    pub source: RescoredRun,
+    /// Recorded loops re-critiqued, and those left out because the critic does not take their
+    /// task's kind.
+    pub loops_rescored: u64,
+    pub loops_not_taken: u64,
+    /// Replayed loops (one per config of the grid and recorded loop), and those censored: the
+    /// new critic's scores would have the policy revise after the last recorded round.
+    pub loops: u64,
+    pub censored: u64,
+}
+
+/// The run a rescoring re-critiqued.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RescoredRun {
+    pub dir: PathBuf,
+    pub run_id: String,
     pub tables: BTreeMap<String, TableRecord>,
 }
 
@@ -271,7 +319,7 @@ impl Manifest {
         }
         // A shard's manifest records its own partitions; the others are other shards'.
         let whole_run = self.shard.is_none();
-        for table in crate::shards::TABLES.into_iter().filter(|_| whole_run) {
+        for table in crate::shards::ALL_TABLES.into_iter().filter(|_| whole_run) {
             for path in crate::shards::table_files(dir, table) {
                 let name = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().into_owned();
                 if !self.tables.contains_key(&name) {

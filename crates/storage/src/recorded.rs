@@ -48,6 +48,27 @@ pub struct RecordedLoop {
     pub adjudicated: bool,
 }
 
+/// One row a file holds for a loop, in file order: a config's round and what the run's policy
+/// did there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopRow {
+    pub config_id: String,
+    pub round: u32,
+    pub revisions: u32,
+    pub decision: String,
+    pub exit_reason: Option<String>,
+    /// The row's own round when it is not the recording's at `round` (a config recorded on its
+    /// own, in a direct sweep, whose writer or critic answered differently); `None` when it is.
+    pub own: Option<RecordedRound>,
+}
+
+/// A recorded loop with every row the file holds for it (every config's), in file order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopWithRows {
+    pub recorded: RecordedLoop,
+    pub rows: Vec<LoopRow>,
+}
+
 type LoopKey = (String, String, String, u32);
 
 /// Reads `trajectories.parquet` back into recorded loops (all of them, in file order). See
@@ -70,10 +91,27 @@ pub fn for_each_recorded_loop(
     path: &Path,
     mut each: impl FnMut(RecordedLoop) -> Result<(), String>,
 ) -> Result<(), StorageError> {
+    stream_loops(path, false, |one| each(one.recorded))
+}
+
+/// [`for_each_recorded_loop`] with each loop's rows as the file holds them, for a reader that
+/// writes one row per row of the run (`critbench rescore`).
+pub fn for_each_loop_with_rows(
+    path: &Path,
+    each: impl FnMut(LoopWithRows) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    stream_loops(path, true, each)
+}
+
+fn stream_loops(
+    path: &Path,
+    with_rows: bool,
+    mut each: impl FnMut(LoopWithRows) -> Result<(), String>,
+) -> Result<(), StorageError> {
     let mut current: Option<Current> = None;
     let mut finished: HashSet<u128> = HashSet::new();
     crate::columns::for_each_batch(path, |batch| {
-        read_batch(batch, &mut |key, kind, config_id, round, recorded, adjudicate| {
+        read_batch(batch, with_rows, &mut |key, kind, config_id, round, recorded, head| {
             if current.as_ref().is_none_or(|c| c.key != *key) {
                 if let Some(done) = current.take() {
                     finished.insert(crate::hash128(&done.key));
@@ -86,12 +124,27 @@ pub fn for_each_recorded_loop(
                         key.2, key.1, key.0, key.3
                     ));
                 }
-                current = Some(Current { key: key.clone(), kind, configs: HashMap::new(), adjudicated: false });
+                current = Some(Current {
+                    key: key.clone(),
+                    kind,
+                    configs: HashMap::new(),
+                    rows: Vec::new(),
+                    adjudicated: false,
+                });
             }
             let loop_rows = current.as_mut().expect("set above");
-            if adjudicate {
+            if head.decision == DECISION_ADJUDICATE {
                 loop_rows.adjudicated = true;
                 return Ok(());
+            }
+            if with_rows {
+                loop_rows.rows.push(RowHead {
+                    config_id: config_id.to_string(),
+                    round,
+                    revisions: head.revisions,
+                    decision: head.decision.to_string(),
+                    exit_reason: head.exit_reason.map(str::to_string),
+                });
             }
             match loop_rows.configs.get_mut(config_id) {
                 Some(rounds) => rounds.insert(round, recorded),
@@ -107,22 +160,35 @@ pub fn for_each_recorded_loop(
     Ok(())
 }
 
+/// A row's place in its loop, kept until the loop is whole.
+struct RowHead {
+    config_id: String,
+    round: u32,
+    revisions: u32,
+    decision: String,
+    exit_reason: Option<String>,
+}
+
 /// The loop being read: config → round → recorded round.
 struct Current {
     key: LoopKey,
     kind: Option<String>,
     configs: HashMap<String, BTreeMap<u32, RecordedRound>>,
+    /// The loop's rows in file order, when they are wanted.
+    rows: Vec<RowHead>,
     adjudicated: bool,
 }
 
 impl Current {
-    fn finish(self) -> Result<RecordedLoop, String> {
+    fn finish(self) -> Result<LoopWithRows, String> {
         let key = self.key;
-        let (_, rounds) = self
-            .configs
-            .into_iter()
+        let mut configs = self.configs;
+        let longest = configs
+            .iter()
             .max_by(|(a_id, a), (b_id, b)| a.len().cmp(&b.len()).then_with(|| b_id.cmp(a_id)))
+            .map(|(id, _)| id.clone())
             .expect("a loop has at least one config");
+        let rounds = configs.remove(&longest).expect("the longest config is a config");
         if rounds.keys().copied().ne(0..rounds.len() as u32) {
             return Err(format!(
                 "loop {} × {} × {} × epoch {} has rounds {:?}; expected 0, 1, 2, … without gaps",
@@ -133,24 +199,57 @@ impl Current {
                 rounds.keys().collect::<Vec<_>>()
             ));
         }
-        Ok(RecordedLoop {
+        let rounds: Vec<RecordedRound> = rounds.into_values().collect();
+        let rows = self
+            .rows
+            .into_iter()
+            .map(|head| {
+                let own = match head.config_id == longest {
+                    true => None,
+                    false => configs
+                        .get_mut(&head.config_id)
+                        .and_then(|own| own.remove(&head.round))
+                        .filter(|own| rounds.get(head.round as usize) != Some(own)),
+                };
+                LoopRow {
+                    config_id: head.config_id,
+                    round: head.round,
+                    revisions: head.revisions,
+                    decision: head.decision,
+                    exit_reason: head.exit_reason,
+                    own,
+                }
+            })
+            .collect();
+        let recorded = RecordedLoop {
             critic: key.0,
             arm: key.1,
             task_id: key.2,
             kind: self.kind,
             epoch: key.3,
-            rounds: rounds.into_values().collect(),
+            rounds,
             adjudicated: self.adjudicated,
-        })
+        };
+        Ok(LoopWithRows { recorded, rows })
     }
 }
 
-/// Receives one trajectory row: its loop key, kind, config, round, the recorded round and
-/// whether it is an adjudication row.
-type RowSink<'a> = dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, bool) -> Result<(), String> + 'a;
+/// What a row says of the policy: its decision (an adjudication row's is
+/// [`DECISION_ADJUDICATE`]), and, when the rows are wanted, its revisions and exit.
+struct PolicyColumns<'a> {
+    revisions: u32,
+    decision: &'a str,
+    exit_reason: Option<&'a str>,
+}
 
-/// Decodes one batch and hands each row to `row` with its loop key, kind, config and round.
-fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> {
+/// Receives one trajectory row: its loop key, kind, config, round, the recorded round and what
+/// the policy did there.
+type RowSink<'a> =
+    dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, PolicyColumns<'_>) -> Result<(), String> + 'a;
+
+/// Decodes one batch and hands each row to `row` with its loop key, kind, config and round;
+/// `revisions` and `exit_reason` are decoded only `with_rows`.
+fn read_batch(batch: &RecordBatch, with_rows: bool, row: &mut RowSink<'_>) -> Result<(), String> {
     let c = Columns(batch);
     let (critic, arm, task_id, config_id) =
         (c.text_array("critic")?, c.text_array("arm")?, c.text_array("task_id")?, c.text_array("config_id")?);
@@ -166,6 +265,10 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
     };
     let mut critiques = CritiqueColumns::read(&c)?;
     let decision = c.text_array("decision")?;
+    let (revisions, exit_reason) = match with_rows {
+        true => (c.int32("revisions")?, c.text("exit_reason")?),
+        false => (Vec::new(), Vec::new()),
+    };
     let mut key: LoopKey = Default::default();
     for i in 0..batch.num_rows() {
         // Reuse the key's strings: most rows belong to the loop of the row before.
@@ -187,8 +290,12 @@ fn read_batch(batch: &RecordBatch, row: &mut RowSink<'_>) -> Result<(), String> 
             critic_tokens_out: critic_tokens_out[i],
             acted_on_critique: acted[i],
         };
-        let adjudicate = decision.value(i) == DECISION_ADJUDICATE;
-        row(&key, kind[i].clone(), config_id.value(i), round[i], recorded, adjudicate)?;
+        let policy = PolicyColumns {
+            revisions: revisions.get(i).copied().unwrap_or(0),
+            decision: decision.value(i),
+            exit_reason: exit_reason.get(i).and_then(Option::as_deref),
+        };
+        row(&key, kind[i].clone(), config_id.value(i), round[i], recorded, policy)?;
     }
     Ok(())
 }
@@ -242,6 +349,57 @@ mod tests {
         })
         .unwrap();
         assert_eq!(seen, 6000);
+    }
+
+    #[test]
+    fn a_loop_comes_with_its_rows_in_file_order_and_a_row_that_differs_keeps_its_own_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let mut writer = TrajectoryWriter::create(&path).unwrap();
+        // c1 stopped at round 1, c2 at round 2; c2's round 1 was critiqued differently.
+        let scores = [("c1", 0, 3.0, "revise"), ("c1", 1, 6.0, "stop"), ("c2", 0, 3.0, "revise")];
+        let more = [("c2", 1, 6.5, "revise"), ("c2", 2, 9.0, "stop")];
+        for (config_id, round, score, decision) in scores.into_iter().chain(more) {
+            let critique = CritiqueColumns::scored(score);
+            let exit_reason = (decision == "stop").then_some("budget");
+            writer
+                .push(&TrajectoryRow {
+                    config_id,
+                    decision,
+                    exit_reason,
+                    best_score: 0.0,
+                    ..TrajectoryRow::bare("t", round, &critique)
+                })
+                .unwrap();
+        }
+        writer.close().unwrap();
+        let mut loops = Vec::new();
+        for_each_loop_with_rows(&path, |one| {
+            loops.push(one);
+            Ok(())
+        })
+        .unwrap();
+        let [one] = &loops[..] else { panic!("one loop: {loops:?}") };
+        assert_eq!(one.recorded.rounds.iter().map(|r| r.critique.score).collect::<Vec<_>>(), [3.0, 6.5, 9.0]);
+        let rows: Vec<(&str, u32, &str, Option<&str>)> = one
+            .rows
+            .iter()
+            .map(|r| (r.config_id.as_str(), r.round, r.decision.as_str(), r.exit_reason.as_deref()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("c1", 0, "revise", None),
+                ("c1", 1, "stop", Some("budget")),
+                ("c2", 0, "revise", None),
+                ("c2", 1, "revise", None),
+                ("c2", 2, "stop", Some("budget"))
+            ]
+        );
+        let own: Vec<Option<f64>> = one.rows.iter().map(|r| r.own.as_ref().map(|o| o.critique.score)).collect();
+        assert_eq!(own, [None, Some(6.0), None, None, None], "only c1's round 1 is not the recording's");
+        // Without the rows, the same recording.
+        assert_eq!(read_recorded_loops(&path).unwrap(), std::slice::from_ref(&one.recorded));
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub const SHARDS_DIR: &str = "shards";
 /// A run's two row tables.
 pub const TABLES: [&str; 2] = ["trajectories", "outcomes"];
 
+/// Every table a run may write: the two row tables, and `evaluations` when it has held-out
+/// evaluators.
+pub const ALL_TABLES: [&str; 3] = ["trajectories", "outcomes", "evaluations"];
+
 /// FNV-1a, 64 bits, of `bytes`.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut hash = 0xcbf2_9ce4_8422_2325u64;

@@ -392,52 +392,126 @@ impl TableRow for OutcomeRow {
     }
 
     fn columns(rows: &[Self]) -> Vec<ArrayRef> {
-        outcome_columns(rows)
+        outcome_columns(rows, |row| row)
     }
 }
 
-/// The columns of `outcome_schema()`, in order.
-fn outcome_columns(rows: &[OutcomeRow]) -> Vec<ArrayRef> {
+/// The columns of `outcome_schema()`, in order, of the outcome each of `rows` holds.
+fn outcome_columns<R>(rows: &[R], outcome: impl Fn(&R) -> &OutcomeRow + Copy) -> Vec<ArrayRef> {
     let c = RowColumns(rows);
     vec![
-        c.text(|r| &r.run_id),
-        c.text(|r| &r.config_id),
-        c.text(|r| &r.arm),
-        c.text(|r| &r.critic),
-        c.text(|r| &r.task_id),
-        c.optional_text(|r| r.kind.as_deref()),
-        c.int32(|r| r.epoch),
-        c.float(|r| r.pass_score),
-        c.int32(|r| r.max_revisions),
-        c.boolean(|r| r.stall),
-        c.float(|r| r.plateau_eps),
-        c.optional_float(|r| r.dim_target),
-        c.text(|r| &r.final_draft),
-        c.int32(|r| r.rounds),
-        c.int32(|r| r.revisions),
-        c.text(|r| &r.exit_reason),
-        c.boolean(|r| r.passed),
-        c.float(|r| r.first_score),
-        c.float(|r| r.last_score),
-        c.float(|r| r.final_score),
-        c.float(|r| r.best_score),
-        c.int32(|r| r.best_round),
-        c.int32(|r| r.critic_errors),
-        c.int32(|r| r.critic_disagreements),
-        c.optional_int64(|r| r.tokens_in),
-        c.optional_int64(|r| r.tokens_out),
-        c.float(|r| r.wall_ms),
-        c.optional_text(|r| r.meta.as_deref()),
-        c.optional_float(|r| r.adjudicated_score),
-        c.optional_boolean(|r| r.adjudicated_passed),
-        c.optional_float(|r| r.cost),
+        c.text(|r| &outcome(r).run_id),
+        c.text(|r| &outcome(r).config_id),
+        c.text(|r| &outcome(r).arm),
+        c.text(|r| &outcome(r).critic),
+        c.text(|r| &outcome(r).task_id),
+        c.optional_text(|r| outcome(r).kind.as_deref()),
+        c.int32(|r| outcome(r).epoch),
+        c.float(|r| outcome(r).pass_score),
+        c.int32(|r| outcome(r).max_revisions),
+        c.boolean(|r| outcome(r).stall),
+        c.float(|r| outcome(r).plateau_eps),
+        c.optional_float(|r| outcome(r).dim_target),
+        c.text(|r| &outcome(r).final_draft),
+        c.int32(|r| outcome(r).rounds),
+        c.int32(|r| outcome(r).revisions),
+        c.text(|r| &outcome(r).exit_reason),
+        c.boolean(|r| outcome(r).passed),
+        c.float(|r| outcome(r).first_score),
+        c.float(|r| outcome(r).last_score),
+        c.float(|r| outcome(r).final_score),
+        c.float(|r| outcome(r).best_score),
+        c.int32(|r| outcome(r).best_round),
+        c.int32(|r| outcome(r).critic_errors),
+        c.int32(|r| outcome(r).critic_disagreements),
+        c.optional_int64(|r| outcome(r).tokens_in),
+        c.optional_int64(|r| outcome(r).tokens_out),
+        c.float(|r| outcome(r).wall_ms),
+        c.optional_text(|r| outcome(r).meta.as_deref()),
+        c.optional_float(|r| outcome(r).adjudicated_score),
+        c.optional_boolean(|r| outcome(r).adjudicated_passed),
+        c.optional_float(|r| outcome(r).cost),
     ]
 }
 
-/// Reads `outcomes.parquet` back, checking that every column this version writes is there.
+/// One loop of a rescoring's replay (`RUN/rescored/NAME/outcomes.parquet`, docs/FORMAT.md): the
+/// run's outcome columns, and whether the loop is censored — the new critic's scores would have
+/// its policy revise after the last round the run recorded, so its outcome is unknown. A censored
+/// loop's `outcome` holds what the recorded rounds show; its `exit_reason`, `passed` and
+/// `final_score` are written as nulls (and read back as `""`, `false` and NaN: they mean nothing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RescoredOutcome {
+    pub outcome: OutcomeRow,
+    pub censored: bool,
+}
+
+/// Streams [`RescoredOutcome`]s into a rescoring's `outcomes.parquet`.
+pub type RescoredOutcomeWriter = TableWriter<RescoredOutcome>;
+
+/// The outcome columns a censored loop has no value for.
+const UNKNOWN_WHEN_CENSORED: [&str; 3] = ["exit_reason", "passed", "final_score"];
+
+/// The schema of a rescoring's `outcomes.parquet`: [`outcome_schema`] with the columns a censored
+/// loop has no value for nullable, and `censored` at the end.
+pub fn rescored_outcome_schema() -> SchemaRef {
+    let mut fields: Vec<Field> = outcome_schema()
+        .fields()
+        .iter()
+        .map(|field| {
+            let unknown = UNKNOWN_WHEN_CENSORED.contains(&field.name().as_str());
+            field.as_ref().clone().with_nullable(field.is_nullable() || unknown)
+        })
+        .collect();
+    fields.push(Field::new("censored", DataType::Boolean, false));
+    Arc::new(Schema::new(fields))
+}
+
+impl TableRow for RescoredOutcome {
+    const TABLE: &'static str = "outcomes";
+
+    fn schema() -> SchemaRef {
+        rescored_outcome_schema()
+    }
+
+    fn columns(rows: &[Self]) -> Vec<ArrayRef> {
+        let mut columns = outcome_columns(rows, |row| &row.outcome);
+        let schema = outcome_schema();
+        let c = RowColumns(rows);
+        let known = |row: &RescoredOutcome| !row.censored;
+        for name in UNKNOWN_WHEN_CENSORED {
+            let index = schema.index_of(name).expect("an outcome column");
+            columns[index] = match name {
+                "exit_reason" => c.optional_text(|r| known(r).then_some(r.outcome.exit_reason.as_str())),
+                "passed" => c.optional_boolean(|r| known(r).then_some(r.outcome.passed)),
+                _ => c.optional_float(|r| known(r).then_some(r.outcome.final_score)),
+            };
+        }
+        columns.push(c.boolean(|r| r.censored));
+        columns
+    }
+}
+
+/// Reads a rescoring's `outcomes.parquet` back, censored loops included (see [`RescoredOutcome`]).
+pub fn read_rescored_outcomes(path: &Path) -> Result<Vec<RescoredOutcome>, StorageError> {
+    let mut rows = Vec::new();
+    crate::columns::for_each_batch(path, |batch| {
+        read_outcome_batch(batch, &mut |outcome, censored| rows.push(RescoredOutcome { outcome, censored }))
+    })?;
+    Ok(rows)
+}
+
+/// Reads `outcomes.parquet` back, checking that every column this version writes is there. A
+/// rescoring's censored loops have no outcome and are left out ([`read_rescored_outcomes`] keeps
+/// them).
 pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
     let mut rows = Vec::new();
-    crate::columns::for_each_batch(path, |batch| read_outcome_batch(batch, &mut rows))?;
+    crate::columns::for_each_batch(path, |batch| {
+        read_outcome_batch(batch, &mut |outcome, censored| {
+            if !censored {
+                rows.push(outcome);
+            }
+        })
+    })?;
     Ok(rows)
 }
 
@@ -469,6 +543,10 @@ pub struct OutcomeStats<'a> {
     pub kind: Option<&'a str>,
     /// The loop's cost in money, when its roles were priced.
     pub cost: Option<f64>,
+    /// A rescoring's loop whose outcome is unknown ([`RescoredOutcome`]): only
+    /// [`for_each_outcome_stats_with_censored`] hands these on, and their `exit_reason`, `passed`
+    /// and `final_score` are `""`, `false` and NaN.
+    pub censored: bool,
 }
 
 impl<'a> From<&'a OutcomeRow> for OutcomeStats<'a> {
@@ -495,13 +573,22 @@ impl<'a> From<&'a OutcomeRow> for OutcomeStats<'a> {
             adjudicated_passed: row.adjudicated_passed,
             kind: row.kind.as_deref(),
             cost: row.cost,
+            censored: false,
         }
     }
 }
 
 /// The columns [`for_each_outcome_stats`] decodes when the file has them.
-const OUTCOME_STATS_OPTIONAL: [&str; 7] =
-    ["critic_disagreements", "tokens_in", "tokens_out", "adjudicated_score", "adjudicated_passed", "kind", "cost"];
+const OUTCOME_STATS_OPTIONAL: [&str; 8] = [
+    "critic_disagreements",
+    "tokens_in",
+    "tokens_out",
+    "adjudicated_score",
+    "adjudicated_passed",
+    "kind",
+    "cost",
+    "censored",
+];
 
 /// The columns [`for_each_outcome_stats`] decodes.
 pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
@@ -524,22 +611,52 @@ pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
 /// Streams `outcomes.parquet` row by row through `each`, decoding only
 /// [`OUTCOME_STATS_COLUMNS`] (and those of `OUTCOME_STATS_OPTIONAL` the file has), a batch at a time:
 /// memory is one batch whatever the file's size. An error from `each` is reported with the file
-/// and the row's position in it.
+/// and the row's position in it. A rescoring's censored loops have no outcome and are left out.
 pub fn for_each_outcome_stats(
     path: &Path,
     mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
 ) -> Result<(), StorageError> {
+    stream_outcome_stats(path, &mut |row| if row.censored { Ok(()) } else { each(row) })
+}
+
+/// [`for_each_outcome_stats`] with a rescoring's censored loops too (`censored` set), for a
+/// reader that counts them: a summary that must know when a task's loops have all arrived.
+pub fn for_each_outcome_stats_with_censored(
+    path: &Path,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    stream_outcome_stats(path, &mut each)
+}
+
+fn stream_outcome_stats(
+    path: &Path,
+    each: &mut dyn FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    use arrow_array::Array;
     let mut offset = 0usize;
     crate::columns::for_each_projected_batch(path, &OUTCOME_STATS_COLUMNS, &OUTCOME_STATS_OPTIONAL, |batch| {
         let c = crate::columns::Columns(batch);
-        let (run_id, config_id, arm, critic, task_id, exit_reason) = (
+        // A rescoring's censored loops have nulls where the outcome is unknown.
+        let censored = match batch.column_by_name("censored") {
+            Some(_) => Some(c.boolean_array("censored")?),
+            None => None,
+        };
+        let is_censored = |i: usize| censored.is_some_and(|array| array.value(i));
+        let (run_id, config_id, arm, critic, task_id) = (
             c.text_array("run_id")?,
             c.text_array("config_id")?,
             c.text_array("arm")?,
             c.text_array("critic")?,
             c.text_array("task_id")?,
-            c.text_array("exit_reason")?,
         );
+        let (exit_reason, passed, final_score) = match censored {
+            None => (c.text_array("exit_reason")?, c.boolean_array("passed")?, c.float_array("final_score")?),
+            Some(_) => (
+                c.nullable_text_array("exit_reason")?,
+                c.nullable_boolean_array("passed")?,
+                c.nullable_float_array("final_score")?,
+            ),
+        };
         let (epoch, rounds, revisions, critic_errors) = (
             c.int32_array("epoch")?,
             c.int32_array("rounds")?,
@@ -577,14 +694,20 @@ pub fn for_each_outcome_stats(
             ),
             None => None,
         };
-        let passed = c.boolean_array("passed")?;
-        let (first_score, best_score, final_score) =
-            (c.float_array("first_score")?, c.float_array("best_score")?, c.float_array("final_score")?);
+        let (first_score, best_score) = (c.float_array("first_score")?, c.float_array("best_score")?);
         let whole = |array: &arrow_array::Int32Array, name: &str, i: usize| {
             u32::try_from(array.value(i))
                 .map_err(|_| format!("row {}: `{name}` is negative ({})", offset + i, array.value(i)))
         };
         for i in 0..batch.num_rows() {
+            let censored = is_censored(i);
+            let known = [exit_reason.is_valid(i), passed.is_valid(i), final_score.is_valid(i)];
+            if !censored && known.contains(&false) {
+                return Err(format!(
+                    "row {}: the loop is not censored but its outcome (`exit_reason`, `passed`, `final_score`) has a null",
+                    offset + i
+                ));
+            }
             let row = OutcomeStats {
                 run_id: run_id.value(i),
                 config_id: config_id.value(i),
@@ -594,11 +717,11 @@ pub fn for_each_outcome_stats(
                 epoch: whole(epoch, "epoch", i)?,
                 rounds: whole(rounds, "rounds", i)?,
                 revisions: whole(revisions, "revisions", i)?,
-                exit_reason: exit_reason.value(i),
-                passed: passed.value(i),
+                exit_reason: if censored { "" } else { exit_reason.value(i) },
+                passed: !censored && passed.value(i),
                 first_score: first_score.value(i),
                 best_score: best_score.value(i),
-                final_score: final_score.value(i),
+                final_score: if censored { f64::NAN } else { final_score.value(i) },
                 critic_errors: whole(critic_errors, "critic_errors", i)?,
                 critic_disagreements: match disagreements {
                     Some(array) => whole(array, "critic_disagreements", i)?,
@@ -610,6 +733,7 @@ pub fn for_each_outcome_stats(
                 adjudicated_passed: adjudicated_passed[i],
                 kind: kind.filter(|k| arrow_array::Array::is_valid(*k, i)).map(|k| k.value(i)),
                 cost: cost[i],
+                censored,
             };
             each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
         }
@@ -652,6 +776,17 @@ pub fn for_each_outcome_stats_in(
     Ok(())
 }
 
+/// [`for_each_outcome_stats_with_censored`] over each of `paths` in turn.
+pub fn for_each_outcome_stats_with_censored_in(
+    paths: &[std::path::PathBuf],
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+) -> Result<(), StorageError> {
+    for path in paths {
+        for_each_outcome_stats_with_censored(path, &mut each)?;
+    }
+    Ok(())
+}
+
 /// How many rows a Parquet file holds, from its footer (nothing else is read).
 pub fn parquet_rows(path: &Path) -> Result<usize, StorageError> {
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
@@ -686,8 +821,36 @@ pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>
     Ok(critics)
 }
 
-fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result<(), String> {
+/// The distinct task kinds of `outcomes.parquet` (`None` for tasks without one), reading only its
+/// `kind` column.
+pub fn outcome_kinds(path: &Path) -> Result<std::collections::BTreeSet<Option<String>>, StorageError> {
+    let mut kinds = std::collections::BTreeSet::new();
+    crate::columns::for_each_projected_batch(path, &["kind"], &[], |batch| {
+        for kind in crate::columns::Columns(batch).text("kind")? {
+            kinds.insert(kind);
+        }
+        Ok(())
+    })?;
+    Ok(kinds)
+}
+
+/// Decodes one batch of outcomes, handing each row to `row` with whether it is censored (a
+/// rescoring's loop without an outcome: see [`RescoredOutcome`]).
+fn read_outcome_batch(batch: &RecordBatch, row: &mut dyn FnMut(OutcomeRow, bool)) -> Result<(), String> {
     let c = crate::columns::Columns(batch);
+    let censored = match batch.column_by_name("censored") {
+        Some(_) => c.required_boolean("censored")?,
+        None => vec![false; batch.num_rows()],
+    };
+    // Null exactly where the loop is censored; anywhere else a null is a broken file.
+    let unknown = |name: &str, nulls: &[bool]| match nulls.iter().zip(&censored).position(|(null, c)| null != c) {
+        Some(i) => Err(format!(
+            "row {i}: column `{name}` is {} a loop that is {}censored",
+            if nulls[i] { "null in" } else { "set in" },
+            if censored[i] { "" } else { "not " }
+        )),
+        None => Ok(()),
+    };
     let (run_id, config_id, arm, critic, task_id) = (
         c.required_text("run_id")?,
         c.required_text("config_id")?,
@@ -696,7 +859,7 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
         c.required_text("task_id")?,
     );
     let (kind, meta, final_draft, exit_reason) =
-        (c.text("kind")?, c.text("meta")?, c.required_text("final")?, c.required_text("exit_reason")?);
+        (c.text("kind")?, c.text("meta")?, c.required_text("final")?, c.text("exit_reason")?);
     let (epoch, max_revisions, rounds, revisions, best_round, critic_errors) = (
         c.int32("epoch")?,
         c.int32("max_revisions")?,
@@ -710,11 +873,14 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
     let (first_score, last_score, final_score, best_score, wall_ms) = (
         c.required_float("first_score")?,
         c.required_float("last_score")?,
-        c.required_float("final_score")?,
+        c.float("final_score")?,
         c.required_float("best_score")?,
         c.required_float("wall_ms")?,
     );
-    let (stall, passed) = (c.required_boolean("stall")?, c.required_boolean("passed")?);
+    let (stall, passed) = (c.required_boolean("stall")?, c.boolean("passed")?);
+    unknown("exit_reason", &exit_reason.iter().map(Option::is_none).collect::<Vec<_>>())?;
+    unknown("passed", &passed.iter().map(Option::is_none).collect::<Vec<_>>())?;
+    unknown("final_score", &final_score.iter().map(Option::is_none).collect::<Vec<_>>())?;
     let (tokens_in, tokens_out) = (c.int64("tokens_in")?, c.int64("tokens_out")?);
     // Added in schema version 3; older runs had no way to count them.
     let critic_disagreements = match batch.column_by_name("critic_disagreements") {
@@ -732,7 +898,7 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
         None => vec![None; batch.num_rows()],
     };
     for i in 0..batch.num_rows() {
-        rows.push(OutcomeRow {
+        let outcome = OutcomeRow {
             run_id: run_id[i].clone(),
             config_id: config_id[i].clone(),
             arm: arm[i].clone(),
@@ -748,11 +914,11 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
             final_draft: final_draft[i].clone(),
             rounds: rounds[i],
             revisions: revisions[i],
-            exit_reason: exit_reason[i].clone(),
-            passed: passed[i],
+            exit_reason: exit_reason[i].clone().unwrap_or_default(),
+            passed: passed[i].unwrap_or(false),
             first_score: first_score[i],
             last_score: last_score[i],
-            final_score: final_score[i],
+            final_score: final_score[i].unwrap_or(f64::NAN),
             best_score: best_score[i],
             best_round: best_round[i],
             critic_errors: critic_errors[i],
@@ -764,7 +930,8 @@ fn read_outcome_batch(batch: &RecordBatch, rows: &mut Vec<OutcomeRow>) -> Result
             adjudicated_score: adjudicated_score[i],
             adjudicated_passed: adjudicated_passed[i],
             cost: cost[i],
-        });
+        };
+        row(outcome, censored[i]);
     }
     Ok(())
 }
@@ -865,6 +1032,68 @@ pub(crate) mod tests {
         // Whether the writer acted on the critique: unknown for a first draft, then as written.
         let acted = batch.column_by_name("acted_on_critique").unwrap().as_boolean();
         assert!(acted.is_null(0) && !acted.value(1) && acted.value(2));
+    }
+
+    #[test]
+    fn a_censored_loop_has_no_outcome_and_only_the_readers_that_ask_see_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        let mut writer = RescoredOutcomeWriter::create(&path).unwrap();
+        let rows: Vec<RescoredOutcome> = (0..20)
+            .map(|i| RescoredOutcome { outcome: outcome(&format!("t{i}"), i % 2 == 0), censored: i % 5 == 0 })
+            .collect();
+        for row in &rows {
+            writer.push(row.clone()).unwrap();
+        }
+        writer.close().unwrap();
+
+        // Nulls where the outcome is unknown, so no reader takes a censored loop for a fail.
+        let file = std::fs::File::open(&path).unwrap();
+        let batch = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(batch.schema().fields().last().unwrap().name(), "censored");
+        for name in ["exit_reason", "passed", "final_score"] {
+            assert_eq!(batch.column_by_name(name).unwrap().null_count(), 4, "{name}");
+        }
+        assert_eq!(batch.column_by_name("first_score").unwrap().null_count(), 0);
+
+        let back = read_rescored_outcomes(&path).unwrap();
+        assert_eq!(back.len(), 20);
+        for (read, written) in back.iter().zip(&rows) {
+            assert_eq!(read.censored, written.censored);
+            if written.censored {
+                assert_eq!((read.outcome.exit_reason.as_str(), read.outcome.passed), ("", false));
+                assert!(read.outcome.final_score.is_nan());
+                assert_eq!(read.outcome.first_score, written.outcome.first_score);
+            } else {
+                assert_eq!(read, written);
+            }
+        }
+        let known: Vec<OutcomeRow> = rows.iter().filter(|r| !r.censored).map(|r| r.outcome.clone()).collect();
+        assert_eq!(read_outcomes(&path).unwrap(), known, "censored loops are left out");
+
+        let mut seen = Vec::new();
+        for_each_outcome_stats(&path, |row| {
+            seen.push((row.task_id.to_string(), row.passed));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, known.iter().map(|r| (r.task_id.clone(), r.passed)).collect::<Vec<_>>());
+        let mut censored = Vec::new();
+        for_each_outcome_stats_with_censored(&path, |row| {
+            if row.censored {
+                censored.push(row.task_id.to_string());
+                assert!(!row.passed && row.exit_reason.is_empty());
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(censored, ["t0", "t5", "t10", "t15"]);
     }
 
     #[test]

@@ -21,7 +21,18 @@
 //! quoted, well-cited answer scores 10. Each issue comes with a suggestion whose `target` is
 //! `evidence_ids` or `answer`. Every issue is `{"text", "type"}`, the type one of
 //! `invalid_draft`, `empty_answer`, `unknown_evidence_id` (fatal), `missing_evidence`,
-//! `answer_too_short`, `off_topic_evidence`, `unsupported_answer`. Config: `{}` only.
+//! `answer_too_short`, `off_topic_evidence`, `unsupported_answer`. Config: `{}`.
+//!
+//! **Gold mode** (`config = {"gold_labels": true}`), for a held-out evaluator: the critique reads
+//! the task's gold `labels` — `relevant`, the ids of the passages that answer the question, and
+//! `answerable` — which only an evaluator's request carries (a critic never sees labels; without
+//! them every critique is an error). The score is 10 × the share of the relevant passages the
+//! answer cites, and the critique passes when the answer cites at least one of them; a question
+//! the pool cannot answer (no relevant passage, or `answerable = false`) scores 10 when the answer
+//! cites nothing and 0 when it cites something. Cited passages that are not relevant are named as
+//! issues (`irrelevant_evidence`), a relevant one left out as `missing_relevant_evidence`. This
+//! checks what the rule-based critic cannot: that the ids it accepts as known actually answer the
+//! question.
 //!
 //! ```
 //! use critbench_abi::{CriticPlugin, Host};
@@ -43,9 +54,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use critbench_abi::{CriticPlugin, Host, Request, export_critic};
 use serde_json::{Value, json};
 
-/// The evidence critic. It has no settings.
+/// The evidence critic; `gold` is gold mode (see the crate's docs).
 #[derive(Debug)]
-pub struct EvidenceCritic;
+pub struct EvidenceCritic {
+    gold: bool,
+}
 
 impl CriticPlugin for EvidenceCritic {
     const NAME: &'static str = "evidence";
@@ -62,29 +75,49 @@ impl CriticPlugin for EvidenceCritic {
             {"name": "answer_too_short", "hint": "Answer with the specific facts the evidence gives, not a one-liner."},
             {"name": "unsupported_answer", "hint": "Say only what the cited evidence says."},
             {"name": "off_topic_evidence", "hint": "Cite only passages that address the question."},
-            {"name": "invalid_draft", "hint": "Answer with a JSON object with `answer` and `evidence_ids`."}
+            {"name": "invalid_draft", "hint": "Answer with a JSON object with `answer` and `evidence_ids`."},
+            {"name": "irrelevant_evidence", "hint": "Cite only the passages that answer the question."},
+            {"name": "missing_relevant_evidence", "hint": "Cite every passage that answers the question."}
         ]
     }"#;
 
     fn create(config: &str, _host: Host) -> Result<Self, String> {
         let config = config.trim();
         if config.is_empty() {
-            return Ok(EvidenceCritic);
+            return Ok(EvidenceCritic { gold: false });
         }
         match serde_json::from_str::<Value>(config) {
             Err(e) => Err(format!("evidence config is not valid JSON: {e}")),
-            Ok(Value::Null) => Ok(EvidenceCritic),
-            Ok(Value::Object(entries)) => match entries.keys().next() {
-                None => Ok(EvidenceCritic),
-                Some(key) => {
-                    Err(format!("evidence config has an unknown key `{key}` (the evidence critic takes no settings)"))
+            Ok(Value::Null) => Ok(EvidenceCritic { gold: false }),
+            Ok(Value::Object(entries)) => {
+                let mut gold = false;
+                for (key, value) in &entries {
+                    match (key.as_str(), value) {
+                        ("gold_labels", Value::Bool(on)) => gold = *on,
+                        ("gold_labels", other) => {
+                            return Err(format!("evidence config: `gold_labels` must be true or false, got {other}"));
+                        }
+                        (key, _) => {
+                            return Err(format!(
+                                "evidence config has an unknown key `{key}` (the evidence critic takes only \
+                                 `gold_labels`)"
+                            ));
+                        }
+                    }
                 }
-            },
+                Ok(EvidenceCritic { gold })
+            }
             Ok(other) => Err(format!("evidence config must be a JSON object, got {other}")),
         }
     }
 
     fn critique(&self, request: &str) -> Result<String, String> {
+        if self.gold {
+            let request: Value =
+                serde_json::from_str(request).map_err(|e| format!("evidence: malformed critique request: {e}"))?;
+            let draft = request["draft"].as_str().ok_or("evidence: the request has no string `draft`")?;
+            return Ok(check_against_gold(&request["task"]["labels"], draft)?.to_string());
+        }
         let request: Request =
             serde_json::from_str(request).map_err(|e| format!("evidence: malformed critique request: {e}"))?;
         Ok(check(&request.task.prompt, &request.task.evidence, &request.draft).to_string())
@@ -205,6 +238,52 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
         score = score.min(3.0);
     }
     critique(score, fatal_issues, issues, suggestions)
+}
+
+/// The gold-mode critique of `draft`: which of the passages `labels.relevant` names it cites.
+fn check_against_gold(labels: &Value, draft: &str) -> Result<Value, String> {
+    let Some(relevant) = labels.get("relevant").and_then(Value::as_array) else {
+        return Err("evidence (gold_labels): the task has no `labels.relevant` list; gold mode is for a held-out \
+                    evaluator on tasks labelled with the passages that answer them (a critic never sees labels)"
+            .into());
+    };
+    let relevant: BTreeSet<&str> = relevant.iter().filter_map(Value::as_str).collect();
+    let answerable = labels.get("answerable").and_then(Value::as_bool).unwrap_or(true) && !relevant.is_empty();
+    let ids = match read_draft(draft) {
+        Draft::Invalid(reason) => return Ok(gold_critique(0.0, false, vec![typed(reason, "invalid_draft")])),
+        Draft::Answer { ids, .. } => ids,
+    };
+    if !answerable {
+        return Ok(if ids.is_empty() {
+            gold_critique(10.0, true, Vec::new())
+        } else {
+            let issue = format!("the pool cannot answer the question, but the answer cites {}", ids.join(", "));
+            gold_critique(0.0, false, vec![typed(issue, "irrelevant_evidence")])
+        });
+    }
+    let cited: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+    let hits = relevant.intersection(&cited).count();
+    let mut issues: Vec<Value> = cited
+        .difference(&relevant)
+        .map(|id| typed(format!("`{id}` does not answer the question"), "irrelevant_evidence"))
+        .collect();
+    issues.extend(
+        relevant
+            .difference(&cited)
+            .map(|id| typed(format!("`{id}` answers the question but is not cited"), "missing_relevant_evidence")),
+    );
+    Ok(gold_critique(10.0 * hits as f64 / relevant.len() as f64, hits > 0, issues))
+}
+
+fn gold_critique(score: f64, passed: bool, issues: Vec<Value>) -> Value {
+    let score = (score * 100.0).round() / 100.0;
+    json!({
+        "score": score,
+        "passed": passed,
+        "issues": issues,
+        "fatal_issues": [],
+        "rationale": if passed { "cites gold-relevant evidence" } else { "cites no gold-relevant evidence" },
+    })
 }
 
 /// An issue with its machine-readable type, as the critique carries it (`{"text", "type"}`).
@@ -371,7 +450,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn info_declares_the_seven_issue_types_of_the_docs() {
+    fn info_declares_every_issue_type_of_the_docs() {
         let info = critbench_abi::PluginInfo::parse(EvidenceCritic::INFO).unwrap();
         for name in [
             "invalid_draft",
@@ -381,10 +460,12 @@ mod tests {
             "answer_too_short",
             "off_topic_evidence",
             "unsupported_answer",
+            "irrelevant_evidence",
+            "missing_relevant_evidence",
         ] {
             assert!(info.issue_hint(name).is_some(), "`{name}` is not declared");
         }
-        assert_eq!(info.issue_types.len(), 7);
+        assert_eq!(info.issue_types.len(), 9);
     }
 
     fn pool() -> BTreeMap<String, String> {
@@ -515,6 +596,7 @@ mod tests {
     #[test]
     fn config_takes_no_keys() {
         assert!(EvidenceCritic::create("{}", Host::none()).is_ok());
+        assert!(EvidenceCritic::create(r#"{"gold_labels": "yes"}"#, Host::none()).is_err());
         assert!(EvidenceCritic::create("", Host::none()).is_ok());
         let error = EvidenceCritic::create(r#"{"strict": true}"#, Host::none()).unwrap_err();
         assert!(error.contains("`strict`"), "{error}");
@@ -530,5 +612,43 @@ mod tests {
         }
         let critic = EvidenceCritic::create("{}", Host::none()).unwrap();
         assert!(critic.critique("{}").is_err());
+    }
+
+    fn gold(task: Value, draft: &str) -> Value {
+        let critic = EvidenceCritic::create(r#"{"gold_labels": true}"#, Host::none()).unwrap();
+        let request = json!({"request_version": 1, "round": 0, "draft": draft, "task": task});
+        serde_json::from_str(&critic.critique(&request.to_string()).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn gold_mode_checks_the_cited_ids_against_the_labels_not_the_pool() {
+        let task = |relevant: Value| {
+            json!({"id": "t", "prompt": "How do bees dance?", "evidence": {"d1": "Bees dance.", "d2": "Tides turn."},
+                   "labels": {"answerable": true, "relevant": relevant}})
+        };
+        // A known but irrelevant id: the rule-based critic accepts it, gold mode does not.
+        let off = gold(task(json!(["d1"])), r#"{"answer": "Bees dance.", "evidence_ids": ["d2"]}"#);
+        assert_eq!((off["score"].as_f64(), off["passed"].as_bool()), (Some(0.0), Some(false)));
+        assert_eq!(off["issues"][0]["type"], "irrelevant_evidence");
+        let right = gold(task(json!(["d1"])), "Bees dance [d1].");
+        assert_eq!((right["score"].as_f64(), right["passed"].as_bool()), (Some(10.0), Some(true)));
+        let half = gold(task(json!(["d1", "d2"])), "Bees dance [d1].");
+        assert_eq!((half["score"].as_f64(), half["passed"].as_bool()), (Some(5.0), Some(true)));
+        assert_eq!(half["issues"][0]["type"], "missing_relevant_evidence");
+        // Unanswerable: citing nothing is right.
+        let none = json!({"id": "t", "prompt": "q", "labels": {"answerable": false, "relevant": []}});
+        assert_eq!(
+            gold(none.clone(), r#"{"answer": "The evidence does not say.", "evidence_ids": []}"#)["passed"],
+            true
+        );
+        assert_eq!(gold(none, "It does [d1].")["passed"], false);
+    }
+
+    #[test]
+    fn gold_mode_without_labels_is_an_error_not_a_verdict() {
+        let critic = EvidenceCritic::create(r#"{"gold_labels": true}"#, Host::none()).unwrap();
+        let request = json!({"round": 0, "draft": "x [d1]", "task": {"id": "t", "prompt": "q"}});
+        let error = critic.critique(&request.to_string()).unwrap_err();
+        assert!(error.contains("labels.relevant") && error.contains("evaluator"), "{error}");
     }
 }

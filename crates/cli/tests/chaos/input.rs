@@ -174,7 +174,16 @@ fn a_dim_target_above_the_range_runs_with_a_warning_and_no_loop_passes() {
     assert!(rows.iter().all(|r| !r.passed && ["budget", "stall"].contains(&r.exit_reason.as_str())), "{rows:?}");
     // Below the range: every first draft passes (the rubric's critiques have no fatal issues here).
     let low = dir.path().join("low");
-    let replay = critbench(&["replay", run.to_str().unwrap(), "--pass-score=-1", "--out", low.to_str().unwrap()]);
+    let replay = critbench(&[
+        "replay",
+        run.to_str().unwrap(),
+        "--pass-score=-1",
+        // Without it the replay keeps the run's own dim_target of 50 (flags not given inherit it).
+        "--dim-target",
+        "none",
+        "--out",
+        low.to_str().unwrap(),
+    ]);
     assert!(
         stderr(&replay).contains(
             "warning: critic `rubric`: --pass-score = -1 is below the critic's score range 0–10: every draft passes \

@@ -9,3 +9,4 @@ mod directories;
 mod input;
 mod integrity;
 mod protocol;
+mod rescore;

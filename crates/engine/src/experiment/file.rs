@@ -31,6 +31,8 @@ pub(super) struct ExperimentFile {
     pub(super) on_bad_row: Option<String>,
     pub(super) critics: Vec<CriticEntry>,
     #[serde(default)]
+    pub(super) evaluators: Vec<EvaluatorEntry>,
+    #[serde(default)]
     pub(super) policy: toml::Table,
     #[serde(default)]
     pub(super) sweep: Option<String>,
@@ -107,6 +109,52 @@ pub(super) struct CriticEntry {
     pub(super) config: Option<toml::Value>,
     #[serde(default)]
     pub(super) weights: Option<BTreeMap<String, f64>>,
+}
+
+/// An `[[evaluators]]` table: a critic's keys, and the pass rule its verdicts are read with (a
+/// critic's pass rule is the `[policy]`'s).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EvaluatorEntry {
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) plugin: Option<String>,
+    #[serde(default)]
+    pub(super) command: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) isolation: Option<String>,
+    #[serde(default)]
+    pub(super) timeout_s: Option<f64>,
+    #[serde(default)]
+    pub(super) memory_mb: Option<u64>,
+    #[serde(default)]
+    pub(super) kinds: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) config: Option<toml::Value>,
+    #[serde(default)]
+    pub(super) weights: Option<BTreeMap<String, f64>>,
+    #[serde(default)]
+    pub(super) pass_score: Option<f64>,
+    #[serde(default)]
+    pub(super) dim_target: Option<f64>,
+}
+
+impl EvaluatorEntry {
+    /// The critic it is, and its pass rule.
+    pub(super) fn split(self) -> (CriticEntry, Option<f64>, Option<f64>) {
+        let critic = CriticEntry {
+            name: self.name,
+            plugin: self.plugin,
+            command: self.command,
+            isolation: self.isolation,
+            timeout_s: self.timeout_s,
+            memory_mb: self.memory_mb,
+            kinds: self.kinds,
+            config: self.config,
+            weights: self.weights,
+        };
+        (critic, self.pass_score, self.dim_target)
+    }
 }
 
 pub(super) fn default_backend() -> String {

@@ -69,6 +69,10 @@ pub struct Experiment {
     pub seed: u64,
     pub out: PathBuf,
     pub critics: Vec<CriticSpec>,
+    /// Held-out evaluators: critics that score a loop's first draft and final answer with the
+    /// task's gold labels in view, and never steer it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evaluators: Vec<EvaluatorSpec>,
     pub sweep: Sweep,
     /// Strategy memory, for the `feedback+memory` arm.
     pub memory: crate::memory::MemoryConfig,
@@ -104,6 +108,23 @@ pub struct Experiment {
 }
 
 /// The `[judge]` table: how `critbench judge` benchmarks the critics on labeled drafts.
+/// An `[[evaluators]]` table: a critic, and the pass rule its verdicts are read with.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EvaluatorSpec {
+    #[serde(flatten)]
+    pub spec: CriticSpec,
+    pub pass_score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dim_target: Option<f64>,
+}
+
+impl EvaluatorSpec {
+    /// The policy whose pass test the evaluator's verdicts are read with.
+    pub fn pass_rule(&self) -> Policy {
+        Policy { pass_score: self.pass_score, dim_target: self.dim_target, ..Policy::default() }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct JudgeSettings {
     /// Critiques of each labeled draft by each critic (more than 1 for critics that are not

@@ -90,81 +90,18 @@ impl Experiment {
         let mut critics = Vec::new();
         for (index, entry) in file.critics.into_iter().enumerate() {
             let at = format!("critics[{index}]");
-            if entry.name.trim().is_empty() {
-                return Err(format!("{at}: `name` must not be empty"));
+            critics.push(critic_spec(&at, entry, &mut labels, overrides.isolate_plugins, &relative)?);
+        }
+        let mut evaluators = Vec::new();
+        for (index, entry) in file.evaluators.into_iter().enumerate() {
+            let at = format!("evaluators[{index}]");
+            let (entry, pass_score, dim_target) = entry.split();
+            let pass_score = pass_score.unwrap_or(Policy::default().pass_score);
+            if let Some(value) = std::iter::once(pass_score).chain(dim_target).find(|v| !v.is_finite()) {
+                return Err(format!("{at}: `pass_score` and `dim_target` must be finite numbers, not {value}"));
             }
-            if !labels.insert(entry.name.clone()) {
-                return Err(format!("{at}: the critic name \"{}\" is used twice; names label the outputs", entry.name));
-            }
-            let (plugin, command) = match (entry.plugin, entry.command) {
-                (Some(_), Some(_)) => {
-                    return Err(format!("{at}: give either `plugin` or `command`, not both"));
-                }
-                (None, None) => {
-                    return Err(format!(
-                        "{at}: give `plugin` (a built-in name or a shared library) or `command` \
-                         (an executable speaking the JSON-lines protocol)"
-                    ));
-                }
-                (Some(plugin), None) if plugin.trim().is_empty() => {
-                    return Err(format!("{at}: `plugin` must not be empty"));
-                }
-                (Some(plugin), None) => (plugin, None),
-                (None, Some(command)) if command.first().is_none_or(|p| p.trim().is_empty()) => {
-                    return Err(format!(
-                        "{at}: `command` must start with a program, e.g. [\"python3\", \"critic.py\"]"
-                    ));
-                }
-                (None, Some(command)) => (String::new(), Some(command)),
-            };
-            let isolation = match entry.isolation.as_deref() {
-                None if command.is_some() || overrides.isolate_plugins => IsolationMode::Process,
-                None => IsolationMode::InProcess,
-                Some(text) => IsolationMode::parse(text).ok_or_else(|| {
-                    format!("{at}: `isolation` = \"{text}\" is not known; use \"in-process\" or \"process\"")
-                })?,
-            };
-            if command.is_some() && isolation == IsolationMode::InProcess {
-                return Err(format!(
-                    "{at}: a `command` critic runs in its own process; remove `isolation` = \"in-process\""
-                ));
-            }
-            let timeout_s = entry.timeout_s.unwrap_or(critbench_plugin_host::DEFAULT_TIMEOUT.as_secs_f64());
-            if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= MAX_TIMEOUT_S) {
-                return Err(format!("{at}: `timeout_s` = {timeout_s} must be more than 0 and at most {MAX_TIMEOUT_S}"));
-            }
-            if let Some((name, weight)) = entry.weights.iter().flatten().find(|(_, w)| !(w.is_finite() && **w >= 0.0)) {
-                return Err(format!("{at}: `weights`: {name} = {weight} must be a finite number ≥ 0"));
-            }
-            let memory_mb = entry.memory_mb.unwrap_or(critbench_plugin_host::DEFAULT_MEMORY_MB);
-            if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
-                return Err(format!("{at}: `memory_mb` = {memory_mb} must be from {MIN_MEMORY_MB} to {MAX_MEMORY_MB}"));
-            }
-            if entry.kinds.as_ref().is_some_and(Vec::is_empty) {
-                return Err(format!(
-                    "{at}: `kinds` is empty, so no task would reach this critic; remove it to take every task"
-                ));
-            }
-            let plugin = if critbench_plugin_host::SearchPath::is_path(&plugin) {
-                relative(&plugin).display().to_string()
-            } else {
-                plugin
-            };
-            let config = match entry.config {
-                None => serde_json::json!({}),
-                Some(value) => serde_json::to_value(value).map_err(|e| format!("{at}: `config`: {e}"))?,
-            };
-            critics.push(CriticSpec {
-                name: entry.name,
-                plugin,
-                command,
-                isolation,
-                timeout_s,
-                memory_mb,
-                kinds: entry.kinds,
-                config,
-                weights: entry.weights,
-            });
+            let spec = critic_spec(&at, entry, &mut labels, overrides.isolate_plugins, &relative)?;
+            evaluators.push(EvaluatorSpec { spec, pass_score, dim_target });
         }
         let policies = policy_grid(&file.policy)?;
         let judge = match file.judge {
@@ -257,6 +194,7 @@ impl Experiment {
             seed: file.seed,
             out,
             critics,
+            evaluators,
             sweep,
             memory,
             policies,
@@ -279,6 +217,90 @@ impl Experiment {
         experiment.task_shape().check().map_err(|e| e.to_string())?;
         Ok(experiment)
     }
+}
+
+/// One `[[critics]]` or `[[evaluators]]` table, checked: `at` names it in messages, `labels` holds
+/// the names given so far (a name labels the outputs, so it is given once).
+fn critic_spec(
+    at: &str,
+    entry: super::file::CriticEntry,
+    labels: &mut BTreeSet<String>,
+    isolate_plugins: bool,
+    relative: &impl Fn(&str) -> PathBuf,
+) -> Result<CriticSpec, String> {
+    if entry.name.trim().is_empty() {
+        return Err(format!("{at}: `name` must not be empty"));
+    }
+    if !labels.insert(entry.name.clone()) {
+        return Err(format!(
+            "{at}: the name \"{}\" is used twice (critics and evaluators share names); names label the outputs",
+            entry.name
+        ));
+    }
+    let (plugin, command) = match (entry.plugin, entry.command) {
+        (Some(_), Some(_)) => {
+            return Err(format!("{at}: give either `plugin` or `command`, not both"));
+        }
+        (None, None) => {
+            return Err(format!(
+                "{at}: give `plugin` (a built-in name or a shared library) or `command` \
+                     (an executable speaking the JSON-lines protocol)"
+            ));
+        }
+        (Some(plugin), None) if plugin.trim().is_empty() => {
+            return Err(format!("{at}: `plugin` must not be empty"));
+        }
+        (Some(plugin), None) => (plugin, None),
+        (None, Some(command)) if command.first().is_none_or(|p| p.trim().is_empty()) => {
+            return Err(format!("{at}: `command` must start with a program, e.g. [\"python3\", \"critic.py\"]"));
+        }
+        (None, Some(command)) => (String::new(), Some(command)),
+    };
+    let isolation = match entry.isolation.as_deref() {
+        None if command.is_some() || isolate_plugins => IsolationMode::Process,
+        None => IsolationMode::InProcess,
+        Some(text) => IsolationMode::parse(text)
+            .ok_or_else(|| format!("{at}: `isolation` = \"{text}\" is not known; use \"in-process\" or \"process\""))?,
+    };
+    if command.is_some() && isolation == IsolationMode::InProcess {
+        return Err(format!("{at}: a `command` critic runs in its own process; remove `isolation` = \"in-process\""));
+    }
+    let timeout_s = entry.timeout_s.unwrap_or(critbench_plugin_host::DEFAULT_TIMEOUT.as_secs_f64());
+    if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= MAX_TIMEOUT_S) {
+        return Err(format!("{at}: `timeout_s` = {timeout_s} must be more than 0 and at most {MAX_TIMEOUT_S}"));
+    }
+    if let Some((name, weight)) = entry.weights.iter().flatten().find(|(_, w)| !(w.is_finite() && **w >= 0.0)) {
+        return Err(format!("{at}: `weights`: {name} = {weight} must be a finite number ≥ 0"));
+    }
+    let memory_mb = entry.memory_mb.unwrap_or(critbench_plugin_host::DEFAULT_MEMORY_MB);
+    if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
+        return Err(format!("{at}: `memory_mb` = {memory_mb} must be from {MIN_MEMORY_MB} to {MAX_MEMORY_MB}"));
+    }
+    if entry.kinds.as_ref().is_some_and(Vec::is_empty) {
+        return Err(format!(
+            "{at}: `kinds` is empty, so no task would reach this critic; remove it to take every task"
+        ));
+    }
+    let plugin = if critbench_plugin_host::SearchPath::is_path(&plugin) {
+        relative(&plugin).display().to_string()
+    } else {
+        plugin
+    };
+    let config = match entry.config {
+        None => serde_json::json!({}),
+        Some(value) => serde_json::to_value(value).map_err(|e| format!("{at}: `config`: {e}"))?,
+    };
+    Ok(CriticSpec {
+        name: entry.name,
+        plugin,
+        command,
+        isolation,
+        timeout_s,
+        memory_mb,
+        kinds: entry.kinds,
+        config,
+        weights: entry.weights,
+    })
 }
 
 pub(crate) fn available_cores() -> usize {

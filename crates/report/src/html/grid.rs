@@ -180,6 +180,11 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
             })
             .collect(),
         power: report.power.iter().filter(|p| configs.contains(&p.config_id)).cloned().collect(),
+        evaluators: report.evaluators.as_ref().map(|e| crate::evaluators::EvaluatorReport {
+            rows: e.rows.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
+            comparisons: e.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
+            disagreements: e.disagreements.iter().filter(|d| configs.contains(&d.config_id)).cloned().collect(),
+        }),
     }
 }
 

@@ -27,6 +27,7 @@
 
 mod charts;
 mod corrected;
+mod evaluators;
 pub(crate) mod grid;
 mod labels;
 pub(crate) mod power;
@@ -151,6 +152,9 @@ pub(crate) fn render_page(
         plural(arms.len(), "arm"),
     );
     out.push_str("<nav><ul><li><a href=\"#chart-pass-rate\">Pass rate</a></li>");
+    if report.evaluators.is_some() {
+        out.push_str("<li><a href=\"#evaluators\">Held-out evaluators</a></li>");
+    }
     out.push_str("<li><a href=\"#chart-exit-reasons\">Exit reasons</a></li>");
     out.push_str("<li><a href=\"#chart-score-trajectory\">Score trajectory</a></li>");
     if heatmap_grid.is_some() {
@@ -248,6 +252,9 @@ pub(crate) fn render_page(
              say whether their difference is real.</figcaption>\n</figure>\n</section>\n",
         );
 
+        if let Some(evaluated) = &report.evaluators {
+            evaluators::section(&mut out, evaluated);
+        }
         out.push_str("<section>\n<h2>Why loops stopped</h2>\n<figure>\n");
         exit_reasons_chart(&mut out, report);
         out.push_str(

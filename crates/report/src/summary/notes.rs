@@ -139,6 +139,24 @@ pub(crate) fn time_note(openai: &serde_json::Value, manifest: Option<&Manifest>)
     Some(note)
 }
 
+/// The note on a rescoring's censored loops, which every number of its summaries leaves out:
+/// `groups` holds each config × critic × arm with censored loops, their count and its loops in all.
+pub(crate) fn censored_note(groups: &[(String, u64, u64)]) -> String {
+    let total: u64 = groups.iter().map(|(_, censored, _)| censored).sum();
+    let shown = groups.len().min(6);
+    let listed: Vec<String> =
+        groups[..shown].iter().map(|(group, censored, loops)| format!("{group} {censored} of {loops}")).collect();
+    format!(
+        "**{total} loop(s) are censored** ({}{}): under the rescoring critic's scores their policy would have revised \
+         after the last round the run recorded, so their outcome is unknown. They are left out of every rate, mean \
+         and comparison here (`n` counts the loops with an outcome; arms and configs are paired only where both \
+         loops have one); `censored.csv` has every group, with the pass rate's bounds if every censored loop had \
+         failed or passed.",
+        listed.join(", "),
+        if groups.len() > shown { format!(" and {} more", groups.len() - shown) } else { String::new() },
+    )
+}
+
 /// `incomplete`: the loops the manifest expects per task, and how many tasks had fewer.
 pub(crate) fn notes(
     summary: &[SummaryRow],

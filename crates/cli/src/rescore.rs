@@ -1,0 +1,79 @@
+use critbench_engine::rescore::{CriticChoice, RescoreOptions, rescore_run};
+
+use crate::args::RescoreArgs;
+use crate::failure::{Failure, check_jobs};
+
+pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
+    check_jobs(args.jobs)?;
+    let critic = match (args.plugin, args.command) {
+        (Some(plugin), _) => CriticChoice::Plugin(plugin),
+        (None, Some(command)) => CriticChoice::Command(command),
+        (None, None) => CriticChoice::Run,
+    };
+    let config = match &args.config {
+        None => None,
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(value) if value.is_object() => Some(value),
+            Ok(_) => return Err(config_error(text, "not an object")),
+            Err(error) => return Err(config_error(text, &error.to_string())),
+        },
+    };
+    let options = RescoreOptions {
+        name: args.critic,
+        critic,
+        config,
+        kinds: args.kinds,
+        plugin_dirs: args.plugin_dirs,
+        isolate_plugins: args.isolate_plugins,
+        datasets: args.datasets,
+        jobs: args.jobs.unwrap_or(0),
+        overwrite: args.overwrite,
+        resume: args.resume,
+        quiet: args.quiet,
+        interrupt: Some(crate::signals::install()?),
+    };
+    let summary = rescore_run(&args.run_dir, &options)?;
+    println!("{}", critbench_report::glance_table(&summary.report));
+    let resumed = if summary.resumed_critiques > 0 {
+        format!(" ({} of them before the interruption)", summary.resumed_critiques)
+    } else {
+        String::new()
+    };
+    let not_taken = if summary.loops_not_taken > 0 {
+        format!(", {} of tasks of other kinds left out", summary.loops_not_taken)
+    } else {
+        String::new()
+    };
+    println!(
+        "rescored {} recorded loops{not_taken}: {} critiques{resumed} in {:.2} s, no model called; replayed {} loops, \
+         {} censored; wrote {}",
+        summary.loops_rescored,
+        summary.critiques,
+        summary.elapsed.as_secs_f64(),
+        summary.loops,
+        summary.censored,
+        summary.out_dir.display()
+    );
+    if summary.censored > 0 {
+        println!(
+            "censored loops have no outcome and are left out of the summaries; {} has them per config, arm and critic",
+            summary.out_dir.join("censored.csv").display()
+        );
+    }
+    if summary.critiques > 0 && summary.failed_critiques == summary.critiques {
+        return Err(Failure::failed(format!(
+            "critic `{}` failed on every one of its {} critique(s) (see critic_error in {}): its numbers measure nothing",
+            options.name,
+            summary.critiques,
+            summary.out_dir.join("trajectories.parquet").display()
+        )));
+    }
+    Ok(())
+}
+
+fn config_error(text: &str, problem: &str) -> Failure {
+    Failure::from(critbench_engine::EngineError::from(critbench_engine::RescoreError::Config {
+        text: text.to_string(),
+        problem: problem.to_string(),
+    }))
+}

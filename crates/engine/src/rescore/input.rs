@@ -1,0 +1,204 @@
+//! What a rescoring reads: the run's recorded loops, loop by loop, each with its task from the
+//! run's datasets, handed on a chunk at a time in the order of the run's table.
+//!
+//! A run writes its loops in dataset order (a sharded run, in each partition), so the task of
+//! each loop is found by reading the datasets forward alongside the table: one task is held at a
+//! time, and memory is a chunk of loops whatever the size of the run.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use critbench_core::Task;
+use critbench_plugin_host::request::TaskJson;
+use critbench_storage::dataset::DatasetStream;
+use critbench_storage::recorded::{LoopWithRows, for_each_loop_with_rows};
+
+use crate::EngineError;
+use crate::error::RescoreError;
+
+/// A chunk closes at the first task boundary after this many critiques to make: enough that a
+/// hand-off costs nothing beside the critiques, few enough that a chunk's drafts are small.
+pub(super) const CHUNK_CRITIQUES: usize = 512;
+
+/// A task as its loops are critiqued: the request's task, and `meta` for the outcome rows.
+pub(super) struct TaskEntry {
+    pub json: TaskJson,
+    pub meta: Option<String>,
+}
+
+/// One recorded loop to re-critique, with its task.
+pub(super) struct LoopInput {
+    pub recorded: LoopWithRows,
+    pub task: Arc<TaskEntry>,
+}
+
+impl LoopInput {
+    /// The critiques this loop needs: one per recorded round, and one per row whose draft is
+    /// not the recording's.
+    pub fn critiques(&self) -> usize {
+        self.recorded.recorded.rounds.len() + self.recorded.rows.iter().filter(|r| r.own.is_some()).count()
+    }
+}
+
+/// Consecutive loops of whole tasks, in the table's order.
+pub(super) struct Chunk {
+    /// Position in the rescoring's output order.
+    pub seq: u64,
+    pub loops: Vec<LoopInput>,
+    /// Trajectory rows of the run the chunk covers, for the progress bar.
+    pub rows: u64,
+    /// Tasks whose loops the chunk holds.
+    pub tasks: u64,
+}
+
+/// What the reader saw.
+#[derive(Debug, Default)]
+pub(super) struct InputReport {
+    /// Loops the critic takes (their task's kind is one of its kinds) and loops it does not.
+    pub loops_taken: u64,
+    pub loops_not_taken: u64,
+}
+
+/// The run's datasets read forward, one task at a time.
+struct Tasks<'a> {
+    paths: &'a [PathBuf],
+    /// The file being read, by index, and its stream.
+    file: usize,
+    stream: Option<DatasetStream>,
+    /// Tasks of the last block read, not yet reached.
+    ahead: VecDeque<Task>,
+    current: Option<(String, Arc<TaskEntry>)>,
+}
+
+impl<'a> Tasks<'a> {
+    fn new(paths: &'a [PathBuf]) -> Tasks<'a> {
+        Tasks { paths, file: 0, stream: None, ahead: VecDeque::new(), current: None }
+    }
+
+    /// The task `id`: the one of the last loop, or the next of that id in the datasets (rows the
+    /// run did not admit, or admitted without a loop here, are passed over). `None` when the
+    /// datasets end first.
+    fn find(&mut self, id: &str) -> Result<Option<Arc<TaskEntry>>, EngineError> {
+        if let Some((current, entry)) = &self.current
+            && current == id
+        {
+            return Ok(Some(Arc::clone(entry)));
+        }
+        loop {
+            while let Some(task) = self.ahead.pop_front() {
+                if task.id == id {
+                    let entry = Arc::new(TaskEntry {
+                        json: TaskJson::new(&task),
+                        meta: task.meta.as_ref().map(|m| m.to_string()),
+                    });
+                    self.current = Some((task.id, Arc::clone(&entry)));
+                    return Ok(Some(entry));
+                }
+            }
+            if self.stream.is_none() {
+                let Some(path) = self.paths.get(self.file) else { return Ok(None) };
+                self.stream = Some(DatasetStream::open(path)?);
+            }
+            let stream = self.stream.as_mut().expect("opened above");
+            match stream.next_block(256)? {
+                // A row that does not parse was never a task of the run.
+                Some(block) => self.ahead.extend(block.parse().into_iter().filter_map(|(_, task)| task.ok())),
+                None => {
+                    self.stream = None;
+                    self.file += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Reads every loop of `tables` (the run's trajectory files, in order) whose task's kind `takes`
+/// accepts, with its task from `datasets`, and hands them to `emit` in chunks of whole tasks,
+/// numbered in order; chunks before `first_chunk` are read but not handed on (a resumed
+/// rescoring wrote them). `emit` returns `false` when the rescoring is stopping.
+pub(super) fn read(
+    tables: &[PathBuf],
+    datasets: &[PathBuf],
+    takes: impl Fn(Option<&str>) -> bool,
+    first_chunk: u64,
+    mut emit: impl FnMut(Chunk) -> bool,
+) -> Result<InputReport, EngineError> {
+    let mut report = InputReport::default();
+    let mut chunk = Chunk { seq: 0, loops: Vec::new(), rows: 0, tasks: 0 };
+    let mut critiques = 0usize;
+    let mut stopped = false;
+    // The first error, kept aside: the table reader's callback speaks strings.
+    let mut failure: Option<EngineError> = None;
+    let mut hand_on = |chunk: &mut Chunk, critiques: &mut usize| -> bool {
+        let next = Chunk { seq: chunk.seq + 1, loops: Vec::new(), rows: 0, tasks: 0 };
+        let full = std::mem::replace(chunk, next);
+        *critiques = 0;
+        full.seq < first_chunk || emit(full)
+    };
+    for table in tables {
+        // Each file holds its tasks in dataset order: a partition of a sharded run too.
+        let mut tasks = Tasks::new(datasets);
+        let mut last_task: Option<String> = None;
+        let read = for_each_loop_with_rows(table, |recorded| {
+            let fail = |error: EngineError, failure: &mut Option<EngineError>| {
+                let message = error.to_string();
+                *failure = Some(error);
+                Err(message)
+            };
+            let one = &recorded.recorded;
+            let rows = recorded.rows.len() as u64;
+            if !takes(one.kind.as_deref()) {
+                report.loops_not_taken += 1;
+                chunk.rows += rows;
+                return Ok(());
+            }
+            report.loops_taken += 1;
+            let new_task = last_task.as_deref() != Some(one.task_id.as_str());
+            if new_task && critiques >= CHUNK_CRITIQUES && !hand_on(&mut chunk, &mut critiques) {
+                stopped = true;
+                return Err("stopping".into());
+            }
+            let task = match tasks.find(&one.task_id) {
+                Ok(Some(task)) => task,
+                Ok(None) => {
+                    let error = RescoreError::TaskNotFound {
+                        table: table.clone(),
+                        task_id: one.task_id.clone(),
+                        arm: one.arm.clone(),
+                        critic: one.critic.clone(),
+                        epoch: one.epoch,
+                    };
+                    return fail(error.into(), &mut failure);
+                }
+                Err(error) => return fail(error, &mut failure),
+            };
+            if new_task {
+                chunk.tasks += 1;
+                last_task = Some(one.task_id.clone());
+            }
+            let input = LoopInput { recorded, task };
+            critiques += input.critiques();
+            chunk.rows += rows;
+            chunk.loops.push(input);
+            Ok(())
+        });
+        if stopped {
+            return Ok(report);
+        }
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        read.map_err(|e| table_error(table, e))?;
+    }
+    if !chunk.loops.is_empty() || chunk.rows > 0 {
+        hand_on(&mut chunk, &mut critiques);
+    }
+    Ok(report)
+}
+
+/// A table of the run that does not read as one.
+fn table_error(table: &Path, error: critbench_storage::tables::StorageError) -> EngineError {
+    let dir = table.parent().unwrap_or(table).to_path_buf();
+    RescoreError::NotARun { dir, reason: error.to_string() }.into()
+}

@@ -1,0 +1,571 @@
+//! What the held-out evaluators say of the loops' answers (`evaluations.parquet`), beside what the
+//! steering critic said of the same answers: `evaluators.csv`, `evaluator_comparisons.csv` and the
+//! reports' "Held-out evaluators" section.
+//!
+//! Per config × critic × evaluator × arm: the evaluator's pass rate on the final answers and on
+//! the first drafts, the steering critic's pass rate of the same final answers, the
+//! **critic–evaluator gap** (critic − evaluator, paired by loop), the evaluator's **lift** from
+//! first draft to final answer (paired by loop), and the agreement counts. Per config × critic ×
+//! evaluator and pair of arms: the paired difference under the evaluator, on the task × epoch units
+//! both arms ran. Intervals are the task-cluster bootstrap of the summaries (a task's epochs stay
+//! together; exact when every task has as many loops) and the test a sign test on tasks.
+//!
+//! The table is read once, streaming, a task at a time: a task's rows are written together, so a
+//! task is folded into per-group counts of its vector as soon as the next one starts, and memory is
+//! one task's rows plus the distinct vectors.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use critbench_storage::evaluations::{Verdict, for_each_verdict};
+use critbench_storage::manifest::Manifest;
+use serde::Serialize;
+
+use crate::ReportError;
+use crate::stats::{Cluster, cluster_bootstrap, sign_test};
+use crate::summary::{BOOTSTRAP_RESAMPLES, run_seed, write_csv};
+
+/// One row of `evaluators.csv`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EvaluatorRow {
+    pub config_id: String,
+    pub critic: String,
+    pub evaluator: String,
+    pub arm: String,
+    /// Loops with a verdict on their first draft and their final answer, and their tasks.
+    pub n: u64,
+    pub tasks: u64,
+    /// The steering critic's pass rate of those loops (the loop passed).
+    pub critic_pass_rate: f64,
+    /// The evaluator's pass rate of the same final answers.
+    pub evaluator_pass_rate: f64,
+    pub evaluator_lo: f64,
+    pub evaluator_hi: f64,
+    /// Critic − evaluator on the same final answers, paired by loop.
+    pub gap: f64,
+    pub gap_lo: f64,
+    pub gap_hi: f64,
+    /// The evaluator's pass rate of the loops' first drafts.
+    pub first_pass_rate: f64,
+    /// Evaluator on the final answer − on the first draft, paired by loop.
+    pub lift: f64,
+    pub lift_lo: f64,
+    pub lift_hi: f64,
+    /// Final answers both passed, the critic only, the evaluator only, neither.
+    pub both: u64,
+    pub critic_only: u64,
+    pub evaluator_only: u64,
+    pub neither: u64,
+    /// Final-answer verdicts whose evaluator call failed every attempt (counted as fails).
+    pub evaluator_errors: u64,
+}
+
+/// One row of `evaluator_comparisons.csv`: two arms under one evaluator.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EvaluatorComparisonRow {
+    pub config_id: String,
+    pub critic: String,
+    pub evaluator: String,
+    pub arm_a: String,
+    pub arm_b: String,
+    /// Task × epoch units both arms ran, and their tasks.
+    pub pairs: u64,
+    pub tasks: u64,
+    pub rate_a: f64,
+    pub rate_b: f64,
+    /// A − B under the evaluator.
+    pub diff: f64,
+    pub diff_lo: f64,
+    pub diff_hi: f64,
+    /// Sign test on tasks (each task's A − B over its epochs).
+    pub p_value: f64,
+}
+
+/// An answer the steering critic passed and the evaluator failed: a reader's place to start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Disagreement {
+    pub config_id: String,
+    pub critic: String,
+    pub evaluator: String,
+    pub arm: String,
+    pub task_id: String,
+    pub epoch: u32,
+    pub round: u32,
+}
+
+/// Everything the reports say of the evaluators.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EvaluatorReport {
+    pub rows: Vec<EvaluatorRow>,
+    pub comparisons: Vec<EvaluatorComparisonRow>,
+    /// The first [`LISTED`] critic-passed, evaluator-failed final answers, in table order; the rows'
+    /// `critic_only` count them all.
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// Disagreements listed by name in the reports.
+pub const LISTED: usize = 100;
+
+/// `(config, critic, evaluator, arm)`.
+type Group = (String, String, String, String);
+
+/// One loop's two verdicts, while its task is being read.
+#[derive(Clone, Copy, Default)]
+struct LoopVerdicts {
+    first: Option<bool>,
+    /// Evaluator's and critic's verdicts on the final answer, and whether the evaluator failed.
+    final_: Option<(bool, bool, bool)>,
+}
+
+#[derive(Default)]
+struct Reader {
+    groups: Vec<Group>,
+    index: HashMap<Group, usize>,
+    /// Per group: how many tasks had each vector `[eval final, critic, gap, eval first, lift]`
+    /// over `denominator` loops.
+    clusters: Vec<BTreeMap<(u64, [i64; 5]), u64>>,
+    agreement: Vec<[u64; 5]>,
+    /// Per (config, critic, evaluator, arm A, arm B): tasks with each (pairs, A − B) vector, and the
+    /// A and B passes summed.
+    pairs: BTreeMap<(usize, usize), BTreeMap<(u64, i64), u64>>,
+    pair_passes: BTreeMap<(usize, usize), (u64, u64)>,
+    task: Option<String>,
+    loops: BTreeMap<(usize, u32), LoopVerdicts>,
+    seen: HashSet<u128>,
+    disagreements: Vec<Disagreement>,
+}
+
+impl Reader {
+    fn group(&mut self, v: &Verdict<'_>) -> usize {
+        let key = (v.config_id.to_string(), v.critic.to_string(), v.evaluator.to_string(), v.arm.to_string());
+        if let Some(&index) = self.index.get(&key) {
+            return index;
+        }
+        let index = self.groups.len();
+        self.groups.push(key.clone());
+        self.index.insert(key, index);
+        self.clusters.push(BTreeMap::new());
+        self.agreement.push([0; 5]);
+        index
+    }
+
+    fn add(&mut self, v: &Verdict<'_>) -> Result<(), String> {
+        if self.task.as_deref() != Some(v.task_id) {
+            self.flush();
+            if !self.seen.insert(critbench_storage::hash128(v.task_id)) {
+                return Err(format!(
+                    "the rows of task `{}` are not together (evaluations.parquet is written a task at a time)",
+                    v.task_id
+                ));
+            }
+            self.task = Some(v.task_id.to_string());
+        }
+        let group = self.group(v);
+        let verdicts = self.loops.entry((group, v.epoch)).or_default();
+        if v.is_final {
+            if verdicts.final_.is_some() {
+                return Err(format!("task `{}` epoch {} has two final-answer verdicts", v.task_id, v.epoch));
+            }
+            verdicts.final_ = Some((v.passed, v.steering_passed, v.failed));
+            if v.steering_passed && !v.passed && self.disagreements.len() < LISTED {
+                let (config_id, critic, evaluator, arm) = self.groups[group].clone();
+                self.disagreements.push(Disagreement {
+                    config_id,
+                    critic,
+                    evaluator,
+                    arm,
+                    task_id: v.task_id.to_string(),
+                    epoch: v.epoch,
+                    round: v.round,
+                });
+            }
+        } else {
+            if verdicts.first.is_some() {
+                return Err(format!("task `{}` epoch {} has two first-draft verdicts", v.task_id, v.epoch));
+            }
+            verdicts.first = Some(v.passed);
+        }
+        Ok(())
+    }
+
+    /// Folds the task read so far into the groups' counts.
+    fn flush(&mut self) {
+        let loops = std::mem::take(&mut self.loops);
+        let mut vectors: BTreeMap<usize, (u64, [i64; 5])> = BTreeMap::new();
+        for (&(group, _), verdicts) in &loops {
+            let (Some(first), Some((evaluator, critic, failed))) = (verdicts.first, verdicts.final_) else { continue };
+            let (e, c, f) = (i64::from(evaluator), i64::from(critic), i64::from(first));
+            let (denominator, sums) = vectors.entry(group).or_default();
+            *denominator += 1;
+            for (sum, value) in sums.iter_mut().zip([e, c, c - e, f, e - f]) {
+                *sum += value;
+            }
+            let agreement = &mut self.agreement[group];
+            agreement[match (critic, evaluator) {
+                (true, true) => 0,
+                (true, false) => 1,
+                (false, true) => 2,
+                (false, false) => 3,
+            }] += 1;
+            agreement[4] += u64::from(failed);
+        }
+        for (group, vector) in vectors {
+            *self.clusters[group].entry(vector).or_default() += 1;
+        }
+        // Pairs of arms of one config × critic × evaluator, epoch by epoch.
+        let mut by_unit: BTreeMap<(usize, u32), bool> = BTreeMap::new();
+        for (&(group, epoch), verdicts) in &loops {
+            if let Some((evaluator, _, _)) = verdicts.final_ {
+                by_unit.insert((group, epoch), evaluator);
+            }
+        }
+        let mut pair_vectors: BTreeMap<(usize, usize), (u64, i64)> = BTreeMap::new();
+        for (&(a, epoch), &pass_a) in &by_unit {
+            for (&(b, epoch_b), &pass_b) in &by_unit {
+                if epoch_b != epoch || a == b || !self.same_but_arm(a, b) {
+                    continue;
+                }
+                let (pairs, diff) = pair_vectors.entry((a, b)).or_default();
+                *pairs += 1;
+                *diff += i64::from(pass_a) - i64::from(pass_b);
+                let passes = self.pair_passes.entry((a, b)).or_default();
+                passes.0 += u64::from(pass_a);
+                passes.1 += u64::from(pass_b);
+            }
+        }
+        for (key, vector) in pair_vectors {
+            *self.pairs.entry(key).or_default().entry(vector).or_default() += 1;
+        }
+    }
+
+    fn same_but_arm(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.groups[a], &self.groups[b]);
+        x.0 == y.0 && x.1 == y.1 && x.2 == y.2
+    }
+}
+
+/// Reads the evaluations of the run in `run_dir`; `None` when it has none.
+pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<EvaluatorReport>, ReportError> {
+    let files = critbench_storage::shards::table_files(run_dir, "evaluations");
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut reader = Reader::default();
+    for path in &files {
+        for_each_verdict(path, |verdict| reader.add(verdict))
+            .map_err(|e| ReportError::Corrupt(format!("{}: {e}", path.display())))?;
+    }
+    reader.flush();
+    Ok(Some(build(reader, manifest)))
+}
+
+fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
+    let seed = run_seed(manifest);
+    let experiment = manifest.map(|m| &m.experiment);
+    let position = |list: Vec<&str>, name: &str| list.iter().position(|n| *n == name).unwrap_or(usize::MAX);
+    let configs: Vec<&str> =
+        experiment.map(|e| e.policies.iter().map(|p| p.config_id.as_str()).collect()).unwrap_or_default();
+    let critics: Vec<&str> =
+        experiment.map(|e| e.critics.iter().map(|c| c.name.as_str()).collect()).unwrap_or_default();
+    let arms: Vec<&str> = experiment.map(|e| e.arms.iter().map(String::as_str).collect()).unwrap_or_default();
+    // Rows in the manifest's order of configs, critics and arms (evaluators in first appearance).
+    let rank = |g: &Group| {
+        (
+            position(configs.clone(), &g.0),
+            g.0.clone(),
+            position(critics.clone(), &g.1),
+            g.1.clone(),
+            g.2.clone(),
+            position(arms.clone(), &g.3),
+            g.3.clone(),
+        )
+    };
+    let mut order: Vec<usize> = (0..reader.groups.len()).collect();
+    order.sort_by_cached_key(|&index| rank(&reader.groups[index]));
+
+    let mut rows = Vec::new();
+    for &index in &order {
+        let (config_id, critic, evaluator, arm) = reader.groups[index].clone();
+        let clusters: Vec<Cluster<5>> = reader.clusters[index]
+            .iter()
+            .map(|(&(denominator, numerators), &tasks)| Cluster { denominator, numerators, tasks })
+            .collect();
+        let n: u64 = clusters.iter().map(|c| c.denominator * c.tasks).sum();
+        let tasks: u64 = clusters.iter().map(|c| c.tasks).sum();
+        let rate = |k: usize| {
+            if n == 0 {
+                0.0
+            } else {
+                clusters.iter().map(|c| c.numerators[k] * c.tasks as i64).sum::<i64>() as f64 / n as f64
+            }
+        };
+        let [evaluator_ci, _, gap_ci, _, lift_ci] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
+        let [both, critic_only, evaluator_only, neither, evaluator_errors] = reader.agreement[index];
+        rows.push(EvaluatorRow {
+            config_id,
+            critic,
+            evaluator,
+            arm,
+            n,
+            tasks,
+            critic_pass_rate: rate(1),
+            evaluator_pass_rate: rate(0),
+            evaluator_lo: evaluator_ci.0,
+            evaluator_hi: evaluator_ci.1,
+            gap: rate(2),
+            gap_lo: gap_ci.0,
+            gap_hi: gap_ci.1,
+            first_pass_rate: rate(3),
+            lift: rate(4),
+            lift_lo: lift_ci.0,
+            lift_hi: lift_ci.1,
+            both,
+            critic_only,
+            evaluator_only,
+            neither,
+            evaluator_errors,
+        });
+    }
+
+    let mut comparisons = Vec::new();
+    for (i, &a) in order.iter().enumerate() {
+        for &b in &order[i + 1..] {
+            let Some(vectors) = reader.pairs.get(&(a, b)) else { continue };
+            let clusters: Vec<Cluster<1>> = vectors
+                .iter()
+                .map(|(&(denominator, diff), &tasks)| Cluster { denominator, numerators: [diff], tasks })
+                .collect();
+            let pairs: u64 = clusters.iter().map(|c| c.denominator * c.tasks).sum();
+            let tasks: u64 = clusters.iter().map(|c| c.tasks).sum();
+            let (passes_a, passes_b) = reader.pair_passes[&(a, b)];
+            let [(lo, hi)] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
+            let positive: u64 = clusters.iter().filter(|c| c.numerators[0] > 0).map(|c| c.tasks).sum();
+            let negative: u64 = clusters.iter().filter(|c| c.numerators[0] < 0).map(|c| c.tasks).sum();
+            let (ga, gb) = (&reader.groups[a], &reader.groups[b]);
+            let share = |passes: u64| if pairs == 0 { 0.0 } else { passes as f64 / pairs as f64 };
+            comparisons.push(EvaluatorComparisonRow {
+                config_id: ga.0.clone(),
+                critic: ga.1.clone(),
+                evaluator: ga.2.clone(),
+                arm_a: ga.3.clone(),
+                arm_b: gb.3.clone(),
+                pairs,
+                tasks,
+                rate_a: share(passes_a),
+                rate_b: share(passes_b),
+                diff: share(passes_a) - share(passes_b),
+                diff_lo: lo,
+                diff_hi: hi,
+                p_value: sign_test(positive, negative),
+            });
+        }
+    }
+    EvaluatorReport { rows, comparisons, disagreements: reader.disagreements }
+}
+
+/// Writes `evaluators.csv` and `evaluator_comparisons.csv`.
+pub(crate) fn write_files(run_dir: &Path, report: &EvaluatorReport) -> Result<(), ReportError> {
+    write_csv(&run_dir.join("evaluators.csv"), &report.rows)?;
+    write_csv(&run_dir.join("evaluator_comparisons.csv"), &report.comparisons)
+}
+
+fn percent(value: f64) -> String {
+    format!("{:.1}%", 100.0 * value)
+}
+
+fn points(value: f64) -> String {
+    format!("{:+.1} pp", 100.0 * value)
+}
+
+fn interval(lo: f64, hi: f64) -> String {
+    format!("{} to {}", points(lo), points(hi))
+}
+
+/// The terminal's lines: per config × critic × evaluator, the first pair of arms compared by the
+/// evaluator beside the same comparison by the steering critic (on the same loops), and each arm's
+/// gap.
+pub fn glance(report: &EvaluatorReport) -> String {
+    let mut out = String::from(
+        "held-out evaluators, on the same final answers (A − B by the evaluator, by the steering critic; then each \
+         arm's gap, critic − evaluator):\n",
+    );
+    let mut groups: Vec<(&str, &str, &str)> = Vec::new();
+    for row in &report.rows {
+        let key = (row.config_id.as_str(), row.critic.as_str(), row.evaluator.as_str());
+        if !groups.contains(&key) {
+            groups.push(key);
+        }
+    }
+    for (config, critic, evaluator) in groups {
+        let rows: Vec<&EvaluatorRow> = report
+            .rows
+            .iter()
+            .filter(|r| (r.config_id.as_str(), r.critic.as_str(), r.evaluator.as_str()) == (config, critic, evaluator))
+            .collect();
+        let _ = write!(out, "  {config} · {critic} · {evaluator}:");
+        let compared = report
+            .comparisons
+            .iter()
+            .find(|c| (c.config_id.as_str(), c.critic.as_str(), c.evaluator.as_str()) == (config, critic, evaluator));
+        if let Some(c) = compared {
+            let rate = |arm: &str| rows.iter().find(|r| r.arm == arm).map_or(0.0, |r| r.critic_pass_rate);
+            let _ = write!(
+                out,
+                " {} − {} {} ({}) by the evaluator, {} by the critic;",
+                c.arm_a,
+                c.arm_b,
+                points(c.diff),
+                interval(c.diff_lo, c.diff_hi),
+                points(rate(&c.arm_a) - rate(&c.arm_b))
+            );
+        }
+        let gaps: Vec<String> = rows.iter().map(|r| format!("{} {}", r.arm, points(r.gap))).collect();
+        let _ = writeln!(out, " gap {}", gaps.join(", "));
+    }
+    out
+}
+
+/// The reports' "Held-out evaluators" section in Markdown.
+pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
+    let mut out = String::from("\n## Held-out evaluators\n\n");
+    out.push_str(
+        "An evaluator scores the loops' first drafts and final answers with the task's gold labels in view, \
+         and never steers a loop. The steering critic's pass rate can rise because answers improve or because the \
+         loop learns to please that critic; the evaluator's pass rate of the same answers tells the two apart. \
+         Gap = critic − evaluator on the same final answers, lift = evaluator on the final answer − on the first \
+         draft, both paired by loop; 95% intervals are task-cluster bootstraps.\n\n",
+    );
+    out.push_str(
+        "| config | critic | evaluator | arm | loops | critic pass | evaluator pass (95% CI) | gap (95% CI) | first drafts | lift (95% CI) | both | critic only | evaluator only | neither |\n",
+    );
+    out.push_str("|---|---|---|---|---:|---:|---|---|---:|---|---:|---:|---:|---:|\n");
+    for r in &report.rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} ({} to {}) | {} ({}) | {} | {} ({}) | {} | {} | {} | {} |",
+            r.config_id,
+            r.critic,
+            r.evaluator,
+            r.arm,
+            r.n,
+            percent(r.critic_pass_rate),
+            percent(r.evaluator_pass_rate),
+            percent(r.evaluator_lo),
+            percent(r.evaluator_hi),
+            points(r.gap),
+            interval(r.gap_lo, r.gap_hi),
+            percent(r.first_pass_rate),
+            points(r.lift),
+            interval(r.lift_lo, r.lift_hi),
+            r.both,
+            r.critic_only,
+            r.evaluator_only,
+            r.neither
+        );
+    }
+    if !report.comparisons.is_empty() {
+        out.push_str("\nArms compared under each evaluator, on the task × epoch units both ran:\n\n");
+        out.push_str(
+            "| config | critic | evaluator | A vs B | pairs | A | B | A − B (95% CI) | p (task sign test) |\n",
+        );
+        out.push_str("|---|---|---|---|---:|---:|---:|---|---:|\n");
+        for c in &report.comparisons {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} vs {} | {} | {} | {} | {} ({}) | {} |",
+                c.config_id,
+                c.critic,
+                c.evaluator,
+                c.arm_a,
+                c.arm_b,
+                c.pairs,
+                percent(c.rate_a),
+                percent(c.rate_b),
+                points(c.diff),
+                interval(c.diff_lo, c.diff_hi),
+                crate::stats::format_p(c.p_value)
+            );
+        }
+    }
+    if !report.disagreements.is_empty() {
+        let total: u64 = report.rows.iter().map(|r| r.critic_only).sum();
+        let _ = writeln!(
+            out,
+            "\nFinal answers the critic passed and the evaluator failed: {total} in all; the first {} (read one with \
+             `critbench show RUN --task ID --config C --critic K --arm A --epoch E`):\n",
+            report.disagreements.len()
+        );
+        for d in &report.disagreements {
+            let _ = writeln!(
+                out,
+                "- `{}` epoch {} · {} · {} · {} (round {}) — {}",
+                d.task_id, d.epoch, d.config_id, d.critic, d.arm, d.round, d.evaluator
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict<'a>(task: &'a str, arm: &'a str, epoch: u32, is_final: bool, passed: bool, critic: bool) -> Verdict<'a> {
+        Verdict {
+            config_id: "p8",
+            arm,
+            critic: "evidence",
+            task_id: task,
+            epoch,
+            evaluator: "gold",
+            is_final,
+            round: u32::from(is_final),
+            passed,
+            steering_passed: critic,
+            failed: false,
+        }
+    }
+
+    #[test]
+    fn gap_lift_agreement_and_arm_differences_are_paired_by_loop() {
+        let mut reader = Reader::default();
+        // t1: feedback's critic passes an answer gold fails; no-feedback fails both.
+        // t2: both arms' final answers pass gold; feedback's first draft failed it.
+        for v in [
+            verdict("t1", "feedback", 0, false, false, false),
+            verdict("t1", "feedback", 0, true, false, true),
+            verdict("t1", "no-feedback", 0, false, false, false),
+            verdict("t1", "no-feedback", 0, true, false, false),
+            verdict("t2", "feedback", 0, false, false, false),
+            verdict("t2", "feedback", 0, true, true, true),
+            verdict("t2", "no-feedback", 0, false, true, false),
+            verdict("t2", "no-feedback", 0, true, true, true),
+        ] {
+            reader.add(&v).unwrap();
+        }
+        reader.flush();
+        let report = build(reader, None);
+        let feedback = report.rows.iter().find(|r| r.arm == "feedback").unwrap();
+        assert_eq!((feedback.n, feedback.tasks), (2, 2));
+        assert_eq!((feedback.critic_pass_rate, feedback.evaluator_pass_rate), (1.0, 0.5));
+        assert_eq!((feedback.gap, feedback.first_pass_rate, feedback.lift), (0.5, 0.0, 0.5));
+        assert_eq!([feedback.both, feedback.critic_only, feedback.evaluator_only, feedback.neither], [1, 1, 0, 0]);
+        let blind = report.rows.iter().find(|r| r.arm == "no-feedback").unwrap();
+        assert_eq!((blind.gap, blind.lift), (0.0, 0.0));
+        assert_eq!(report.comparisons.len(), 1);
+        let c = &report.comparisons[0];
+        assert_eq!((c.pairs, c.tasks, c.diff), (2, 2, 0.0));
+        assert_eq!(report.disagreements.len(), 1);
+        assert_eq!(report.disagreements[0].task_id, "t1");
+    }
+
+    #[test]
+    fn a_task_whose_rows_come_apart_is_an_error() {
+        let mut reader = Reader::default();
+        reader.add(&verdict("t1", "feedback", 0, false, true, true)).unwrap();
+        reader.add(&verdict("t2", "feedback", 0, false, true, true)).unwrap();
+        let error = reader.add(&verdict("t1", "feedback", 0, true, true, true)).unwrap_err();
+        assert!(error.contains("`t1`"), "{error}");
+    }
+}

@@ -1,0 +1,123 @@
+//! The section of report.html on the held-out evaluators (`table-evaluators`): each arm's steering
+//! pass rate beside the evaluator's of the same final answers and their gap, the arms compared
+//! under each evaluator, and the answers the critic passed and the evaluator failed.
+
+use std::fmt::Write;
+
+use super::svg::escape;
+use crate::evaluators::EvaluatorReport;
+
+fn percent(value: f64) -> String {
+    format!("{:.1}%", 100.0 * value)
+}
+
+fn points(value: f64) -> String {
+    format!("{:+.1} pp", 100.0 * value)
+}
+
+/// The section, placed beside the headline chart.
+pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
+    out.push_str("<section>\n<h2 id=\"evaluators\">What a held-out evaluator says of the same answers</h2>\n");
+    out.push_str(
+        "<p>An evaluator scores the loops' first drafts and final answers with the task's gold labels in view and \
+         never steers a loop. <strong>Gap</strong> is the steering critic's pass rate minus the evaluator's, on the \
+         same final answers (paired by loop): a large gap means the loop satisfied its critic without satisfying the \
+         evaluator. <strong>Lift</strong> is the evaluator's pass rate of the final answers minus that of the first \
+         drafts. Intervals are 95% task-cluster bootstraps.</p>\n",
+    );
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-evaluators\"><thead><tr><th>config</th><th>critic</th>\
+         <th>evaluator</th><th>arm</th><th class=\"num\">loops</th><th class=\"num\">critic pass</th>\
+         <th class=\"num\">evaluator pass (95% CI)</th><th class=\"num\">gap (95% CI)</th>\
+         <th class=\"num\">first drafts</th><th class=\"num\">lift (95% CI)</th>\
+         <th class=\"num\">both / critic only / evaluator only / neither</th></tr></thead><tbody>\n",
+    );
+    for r in &report.rows {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{} ({} – {})</td><td class=\"num\">{} ({} to {})</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{} ({} to {})</td><td class=\"num\">{} / {} / {} / {}</td></tr>",
+            escape(&r.config_id),
+            escape(&r.critic),
+            escape(&r.evaluator),
+            escape(&r.arm),
+            r.n,
+            percent(r.critic_pass_rate),
+            percent(r.evaluator_pass_rate),
+            percent(r.evaluator_lo),
+            percent(r.evaluator_hi),
+            points(r.gap),
+            points(r.gap_lo),
+            points(r.gap_hi),
+            percent(r.first_pass_rate),
+            points(r.lift),
+            points(r.lift_lo),
+            points(r.lift_hi),
+            r.both,
+            r.critic_only,
+            r.evaluator_only,
+            r.neither,
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    if !report.comparisons.is_empty() {
+        out.push_str(
+            "<h3>Arms compared under each evaluator</h3>\n<div class=\"table-wrap\"><table \
+             id=\"table-evaluator-comparisons\"><thead><tr><th>config</th><th>critic</th><th>evaluator</th>\
+             <th>A vs B</th><th class=\"num\">pairs</th><th class=\"num\">A</th><th class=\"num\">B</th>\
+             <th class=\"num\">A − B (95% CI)</th><th class=\"num\">p (task sign test)</th></tr></thead><tbody>\n",
+        );
+        for c in &report.comparisons {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{} ({} to {})</td><td class=\"num\">{}</td></tr>",
+                escape(&c.config_id),
+                escape(&c.critic),
+                escape(&c.evaluator),
+                escape(&c.arm_a),
+                escape(&c.arm_b),
+                c.pairs,
+                percent(c.rate_a),
+                percent(c.rate_b),
+                points(c.diff),
+                points(c.diff_lo),
+                points(c.diff_hi),
+                escape(&crate::stats::format_p(c.p_value)),
+            );
+        }
+        out.push_str("</tbody></table></div>\n");
+    }
+    if !report.disagreements.is_empty() {
+        let total: u64 = report.rows.iter().map(|r| r.critic_only).sum();
+        let _ = writeln!(
+            out,
+            "<h3 id=\"critic-only\">Passed by the critic, failed by the evaluator</h3>\n<p>{total} final answers in all; \
+             the first {} below, each with the command that shows its loop round by round.</p>\n<ul \
+             id=\"list-critic-only\">",
+            report.disagreements.len()
+        );
+        for d in &report.disagreements {
+            let _ = writeln!(
+                out,
+                "<li><code>{}</code> epoch {} · {} · {} · {} (round {}, {}): <code>critbench show RUN --task {} \
+                 --config {} --critic {} --arm {} --epoch {}</code></li>",
+                escape(&d.task_id),
+                d.epoch,
+                escape(&d.config_id),
+                escape(&d.critic),
+                escape(&d.arm),
+                d.round,
+                escape(&d.evaluator),
+                escape(&d.task_id),
+                escape(&d.config_id),
+                escape(&d.critic),
+                escape(&d.arm),
+                d.epoch,
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</section>\n");
+}
