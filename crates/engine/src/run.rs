@@ -31,7 +31,7 @@ use crate::sink::{Consumer, Progress, RowSink};
 use crate::source::{Source, SourceReport};
 use crate::summarize::{Finished, summarize};
 
-pub use crate::summarize::RunSummary;
+pub use crate::summarize::{RunSummary, Stopped};
 
 /// How a run reports while it works.
 #[derive(Clone, Debug, Default)]
@@ -49,15 +49,6 @@ pub struct RunOptions {
     pub interrupt: Option<Arc<AtomicUsize>>,
     /// Run only this shard's tasks, into the shard's files of the run directory.
     pub shard: Option<Shard>,
-}
-
-/// Why a pass over the datasets stopped before it ran out of tasks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stopped {
-    /// A signal, by name.
-    Signal(&'static str),
-    /// A `[budget]` was reached (the model client says which).
-    Budget,
 }
 
 /// The signal an interrupt flag holds, by name.
