@@ -89,6 +89,7 @@ SCHEMA = pa.schema(
         pa.field("meta", pa.string(), nullable=True),
         pa.field("adjudicated_score", pa.float64(), nullable=True),
         pa.field("adjudicated_passed", pa.bool_(), nullable=True),
+        pa.field("cost", pa.float64(), nullable=True),
     ]
 )
 
@@ -134,6 +135,7 @@ def loop(config_id, critic, arm, task_id, epoch, passed, rounds, first, best):
         "meta": None,
         "adjudicated_score": None,
         "adjudicated_passed": None,
+        "cost": None,
     }
 
 

@@ -34,6 +34,10 @@ pub enum Command {
     Rescore(RescoreArgs),
     /// Benchmark the critics themselves on labeled drafts (experiments/judge-demo.toml when none is given).
     Judge(JudgeArgs),
+    /// Know before you pay: run a seeded pilot of a few tasks (through the response cache, into a
+    /// scratch run directory) and project the whole run's loops, rounds, model calls, tokens, cost
+    /// and wall time, with 95% ranges.
+    Estimate(EstimateArgs),
     /// Write a starter experiment and its dataset (experiment.toml, tasks.jsonl) into DIR (default:
     /// the current directory); never overwrites a file.
     Init(InitArgs),
@@ -113,6 +117,40 @@ pub struct RunArgs {
     /// (else CRITBENCH_SHARDS).
     #[arg(long, value_name = "N")]
     pub shards: Option<u32>,
+    /// A price list (TOML, shaped like the [pricing] table) over the experiment's [pricing].
+    #[arg(long, value_name = "FILE")]
+    pub pricing: Option<PathBuf>,
+    /// Run even though the experiment's estimate (critbench estimate) exceeds its [budget].
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EstimateArgs {
+    /// The experiment file (TOML).
+    pub experiment: Option<PathBuf>,
+    /// Tasks in the pilot: a seeded sample of the experiment's tasks (at least 2).
+    #[arg(long, value_name = "N", default_value_t = critbench_engine::estimate::DEFAULT_PILOT_TASKS)]
+    pub pilot: usize,
+    /// The pilot's run directory (default: the experiment's out with -estimate appended, where
+    /// critbench run looks for the estimate to check its budget against).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replace an earlier pilot in --out.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// A price list (TOML, shaped like the [pricing] table) over the experiment's [pricing].
+    #[arg(long, value_name = "FILE")]
+    pub pricing: Option<PathBuf>,
+    /// Worker threads (default: as critbench run).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Extra directory to look for plugins in (repeatable).
+    #[arg(long = "plugin-dir")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]

@@ -1,7 +1,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// A command's failure: a message and the exit status (1 run failed, 2 bad usage or input).
+/// The exit status of a run stopped by its `[budget]` (docs/REFERENCE.md, Exit status).
+pub const EXIT_BUDGET: u8 = 3;
+
+/// A command's failure: a message and the exit status (1 run failed, 2 bad usage or input, 3 the
+/// budget stopped the run, 130 and 143 a signal did).
 #[derive(Debug)]
 pub struct Failure {
     pub code: u8,
@@ -31,6 +35,7 @@ impl From<critbench_engine::EngineError> for Failure {
             EngineError::Interrupted { signal: "SIGTERM", .. }
             | EngineError::Rescore(RescoreError::Interrupted { signal: "SIGTERM", .. }) => 143,
             EngineError::Interrupted { .. } | EngineError::Rescore(RescoreError::Interrupted { .. }) => 130,
+            EngineError::BudgetReached { .. } => EXIT_BUDGET,
             error if error.is_usage() => 2,
             _ => 1,
         };

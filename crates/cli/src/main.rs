@@ -3,6 +3,7 @@
 
 mod args;
 mod compare;
+mod estimate;
 mod failure;
 mod init;
 mod judge;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         args::Command::Compare(options) => compare::compare(options),
         args::Command::Show(options) => show::show(options),
         args::Command::Judge(options) => judge::judge(options),
+        args::Command::Estimate(options) => estimate::estimate(options),
         args::Command::Init(options) => init::init(options),
         args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
         args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),

@@ -26,10 +26,14 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         }),
         no_cache: args.no_cache,
         isolate_plugins: args.isolate_plugins,
+        pricing: args.pricing,
     };
     let shard =
         shard_of_run(args.shard.as_deref(), args.shards, |name| std::env::var(name).ok()).map_err(Failure::usage)?;
     let experiment = Experiment::load(&path, &overrides)?;
+    if !args.force && !args.resume {
+        critbench_engine::estimate::check_budget(&experiment)?;
+    }
     let interrupt = crate::signals::install()?;
     let options = RunOptions {
         quiet: args.quiet,

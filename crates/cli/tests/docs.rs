@@ -76,7 +76,7 @@ fn accepted_keys(text: &str) -> BTreeSet<String> {
 #[test]
 fn every_key_the_parser_accepts_is_documented_and_no_other() {
     let documented = documented_keys();
-    let probes: [(&str, String); 11] = [
+    let probes: [(&str, String); 14] = [
         ("", format!("zz_unknown = 1\n{MINIMAL}")),
         ("critics", format!("{MINIMAL}zz_unknown = 1\n")),
         ("evaluators", format!("{MINIMAL}[[evaluators]]\nname = \"e\"\nplugin = \"rubric\"\nzz_unknown = 1\n")),
@@ -88,6 +88,9 @@ fn every_key_the_parser_accepts_is_documented_and_no_other() {
         ("judge", format!("{MINIMAL}[judge]\nzz_unknown = 1\n")),
         ("sequential", format!("{MINIMAL}[sequential]\nzz_unknown = 1\n")),
         ("sequential.decides", format!("{MINIMAL}{SEQUENTIAL}[sequential.decides]\nzz_unknown = 1\n")),
+        ("pricing", format!("{MINIMAL}[pricing]\nzz_unknown = 1\n")),
+        ("pricing.MODEL", format!("{MINIMAL}[pricing.m]\ninput_per_mtok = 1\noutput_per_mtok = 1\nzz_unknown = 1\n")),
+        ("budget", format!("{MINIMAL}[budget]\nzz_unknown = 1\n")),
     ];
     for (section, probe) in &probes {
         let accepted = accepted_keys(probe);
@@ -166,6 +169,9 @@ fn the_documented_defaults_are_the_codes() {
     for key in ["confidence", "min_tasks", "check_every"] {
         code.insert(("sequential", key), sequential[key].clone());
     }
+    code.insert(("openai", "server"), openai.endpoints[0].server.map_or("auto", |kind| kind.as_str()).into());
+    let priced = load(&format!("{MINIMAL}[pricing]\n")).unwrap();
+    code.insert(("pricing", "currency"), priced.pricing.as_ref().unwrap().currency.clone().into());
     // Defaults the code leaves unset: the reference must say "none" for them.
     let unset: [(&str, &str, bool); 14] = [
         ("critics", "kinds", plain["critics"][0]["kinds"].is_null()),
@@ -216,7 +222,8 @@ fn the_documented_required_keys_are_required() {
             keys.iter().filter(|(_, c)| c.as_str() == "required").map(|(k, _)| (s.clone(), k.clone()))
         })
         .collect();
-    let without: [(&str, &str, String); 7] = [
+    let price = "[pricing.m]\ninput_per_mtok = 1\noutput_per_mtok = 1\n";
+    let without: [(&str, &str, String); 9] = [
         ("", "name", MINIMAL.replace("name = \"t\"\n", "")),
         ("", "dataset", MINIMAL.replace("dataset = \"d.jsonl\"\n", "")),
         ("", "critics", "name = \"t\"\ndataset = \"d.jsonl\"\n".into()),
@@ -224,6 +231,8 @@ fn the_documented_required_keys_are_required() {
         ("evaluators", "name", format!("{MINIMAL}[[evaluators]]\nplugin = \"rubric\"\n")),
         ("openai", "base_url", format!("{MINIMAL}[openai]\nconcurrency = 2\n")),
         ("sequential", "arms", format!("{MINIMAL}[sequential]\nconfidence = 0.9\n")),
+        ("pricing.MODEL", "input_per_mtok", format!("{MINIMAL}{}", price.replace("input_per_mtok = 1\n", ""))),
+        ("pricing.MODEL", "output_per_mtok", format!("{MINIMAL}{}", price.replace("output_per_mtok = 1\n", ""))),
     ];
     let probed: BTreeSet<(String, String)> = without.iter().map(|(s, k, _)| (s.to_string(), k.to_string())).collect();
     assert_eq!(required, probed, "{REFERENCE}: the keys marked required (left) against those this test checks (right)");
@@ -244,7 +253,7 @@ fn documented_statuses() -> BTreeSet<i32> {
 #[test]
 fn the_documented_exit_statuses_are_the_binarys() {
     common::require_plugins();
-    assert_eq!(documented_statuses(), BTreeSet::from([0, 1, 2, 130, 143]));
+    assert_eq!(documented_statuses(), BTreeSet::from([0, 1, 2, 3, 130, 143]));
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
         std::process::Command::new(common::binary()).args(args).current_dir(dir.path()).output().unwrap().status.code()
@@ -268,6 +277,9 @@ fn the_documented_exit_statuses_are_the_binarys() {
     for status in [130, 143] {
         assert!(interrupt.contains(&format!("assert_eq!(code, Some({status})")), "no test asserts exit {status}");
     }
+    // 3 needs a model server and a priced run its budget stops: crates/cli/tests/pricing.rs.
+    let pricing = std::fs::read_to_string(repo().join("crates/cli/tests/pricing.rs")).unwrap();
+    assert!(pricing.contains("assert_eq!(code, Some(3)"), "no test asserts exit 3");
 }
 
 /// Markdown links `[text](target)` of a file.

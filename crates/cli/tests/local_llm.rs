@@ -343,8 +343,8 @@ fn outcome_rows(out: &Path) -> Vec<String> {
 }
 
 /// Runs the local-llm experiment against `base_url` twice (the second time from the cache) and
-/// checks the structure of everything it wrote.
-fn loops_against(base_url: &str, model: Option<&str>, api_key_env: Option<&str>) {
+/// checks the structure of everything it wrote; returns the first run's manifest `openai`.
+fn loops_against(base_url: &str, model: Option<&str>, api_key_env: Option<&str>) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let file = experiment_for(dir.path(), base_url, model, api_key_env);
     let tasks = std::fs::read_to_string(repo().join("datasets/local-llm.jsonl")).unwrap().lines().count();
@@ -427,6 +427,7 @@ fn loops_against(base_url: &str, model: Option<&str>, api_key_env: Option<&str>)
     assert!(cached["calls"]["total"].as_u64().unwrap() > 0);
     assert_eq!(recorded(&rerun), loops, "the rerun recorded the same rounds");
     assert_eq!(outcome_rows(&rerun), outcome_rows(&first), "the rerun reached the same outcomes");
+    openai
 }
 
 /// Both arms and the `llm-judge` critic on SmolLM2, served for real on 127.0.0.1.
@@ -435,8 +436,16 @@ fn loops_against(base_url: &str, model: Option<&str>, api_key_env: Option<&str>)
 fn loops_run_against_a_real_local_model_and_rerun_from_the_cache() {
     let server = LocalServer::start();
     let started = Instant::now();
-    loops_against(&server.base_url, None, None);
+    let openai = loops_against(&server.base_url, None, None);
     eprintln!("end to end: {:.1} s", started.elapsed().as_secs_f64());
+    // tests/llm/server.mjs is node-llama-cpp, not llama.cpp's own server: it reads OpenAI's nested
+    // `response_format.json_schema.schema` (and refuses a `json_schema` without it), has no
+    // `/props`, and names no software in `/v1/models`, so detection gives it OpenAI's form.
+    let detected = &openai["endpoints"][0]["server"];
+    assert_eq!(detected["kind"], "openai", "{detected:#}");
+    assert_eq!(detected["structured_output"], "response_format.json_schema", "{detected:#}");
+    assert_eq!(detected["detected_by"], "not recognised", "{detected:#}");
+    assert_eq!(detected["models"].as_array().map(Vec::len), Some(1), "the one model it serves: {detected:#}");
     drop(server);
 }
 

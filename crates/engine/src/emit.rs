@@ -27,6 +27,8 @@ pub struct LoopLabels<'a> {
     pub kind: Option<&'a str>,
     pub epoch: u32,
     pub meta: Option<&'a str>,
+    /// The run's prices, for the loop's `cost`.
+    pub prices: &'a crate::cost::RolePrices,
 }
 
 /// Writes the rows `policy` (labelled `config_id`) produces on `rounds` and returns whether the
@@ -161,6 +163,8 @@ pub fn outcome_row(
         meta: labels.meta.map(str::to_string),
         adjudicated_score: None,
         adjudicated_passed: None,
+        // The adjudicator's pass is not in it, as its tokens are not in `tokens_in`/`tokens_out`.
+        cost: labels.prices.loop_cost(used),
     }
 }
 

@@ -80,6 +80,29 @@ pub enum EngineError {
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
     Interrupted { signal: &'static str, loops: u64, out: PathBuf },
+    /// The run's `[budget]` was reached: no loop started after it; the loops finished are written.
+    #[error(
+        "stopped by its budget: {}; the rows of the {loops} loop(s) finished by then are in {} (readable; \
+         manifest.json's openai.budget says which budget); raise [budget] and run the same command with --resume to \
+         finish the run (answers already paid for come from the response cache)",
+        reached.as_ref().map_or_else(
+            || "a budget was reached".to_string(),
+            |r| format!("[budget] {} = {} {currency} was reached ({:.6} {currency} spent)", r.budget, r.limit, r.spent)
+        ),
+        out.display()
+    )]
+    BudgetReached { reached: Option<critbench_openai::BudgetStop>, currency: String, loops: u64, out: PathBuf },
+    /// `critbench estimate` cannot run its pilot or read it back.
+    #[error("{0}")]
+    Estimate(String),
+    /// The experiment's own estimate already exceeds its budget: refused before any call.
+    #[error(
+        "the estimate in {} already exceeds the budget: {}; raise [budget], or pass --force to run anyway (the \
+         budget still stops the run when it is reached)",
+        estimate.display(),
+        exceeds.join("; ")
+    )]
+    EstimateOverBudget { estimate: PathBuf, exceeds: Vec<String> },
 }
 
 /// Why a run directory cannot take a run (exit status 2): each says what to do instead.
@@ -430,7 +453,9 @@ impl EngineError {
             | EngineError::PolicyDependentSweep { .. }
             | EngineError::NoEvaluationTasks
             | EngineError::JudgeRepeats { .. }
-            | EngineError::CommandCriticInJudge { .. } => true,
+            | EngineError::CommandCriticInJudge { .. }
+            | EngineError::Estimate(_)
+            | EngineError::EstimateOverBudget { .. } => true,
             EngineError::LearningFailed { .. }
             | EngineError::ModelReport(_)
             | EngineError::NoModelClient
@@ -443,7 +468,8 @@ impl EngineError {
             | EngineError::Io { .. }
             | EngineError::LockNotTaken { .. }
             | EngineError::RecordingEndedEarly { .. }
-            | EngineError::Interrupted { .. } => false,
+            | EngineError::Interrupted { .. }
+            | EngineError::BudgetReached { .. } => false,
         }
     }
 }

@@ -76,6 +76,8 @@ impl Fingerprint {
             object.remove("jobs");
             object.remove("path");
             object.remove("out");
+            // A run stopped by its budget resumes with a larger one.
+            object.remove("budget");
             canonical_paths(object);
         }
         let mut datasets = Vec::new();

@@ -20,8 +20,10 @@
 
 pub mod adjudicate;
 pub mod backend;
+pub mod cost;
 mod emit;
 mod error;
+pub mod estimate;
 pub mod evaluate;
 pub mod experiment;
 mod journal;

@@ -18,6 +18,27 @@ pub struct ModelUsage {
     /// Configured secrets (API keys, URL passwords) found in answers or messages and replaced by
     /// `[REDACTED]` before anything was written.
     pub redacted: u64,
+    /// What the model calls cost, when the roles have prices.
+    pub cost: Cost,
+    /// The run's `[budget]`, when it has one, and which of it stopped the run.
+    pub budget: Option<BudgetRecord>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Cost {
+    pub currency: Option<String>,
+    /// Spent on model calls (the whole run's, before a resume too); `None` without prices.
+    pub spent: Option<f64>,
+    /// Every role has a price.
+    pub priced: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct BudgetRecord {
+    pub max_cost: Option<f64>,
+    pub stopped_by: Option<critbench_openai::BudgetStop>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -94,6 +115,16 @@ impl fmt::Display for ModelUsage {
         if self.calls.failures > 0 {
             write!(f, "; {} calls failed", self.calls.failures)?;
         }
+        if let Some(spent) = self.cost.spent {
+            let currency = self.cost.currency.as_deref().unwrap_or("");
+            write!(f, "; spent {spent:.4} {currency}")?;
+            if !self.cost.priced {
+                write!(f, " (a model without a price is not counted)")?;
+            }
+            if let Some(stop) = self.budget.as_ref().and_then(|b| b.stopped_by.as_ref()) {
+                write!(f, "; budget {} = {} {currency} reached", stop.budget, stop.limit)?;
+            }
+        }
         if self.tokens.cap_reached {
             write!(f, "; token cap reached ({} calls refused)", self.tokens.refused_calls)?;
         }
@@ -142,12 +173,18 @@ mod tests {
             tokens: TokenCounts { cap_reached: true, refused_calls: 3, ..usage.tokens.clone() },
             concurrency: Concurrency { max: 8, lowest: 2, last: 4 },
             redacted: 2,
-            ..usage
+            ..usage.clone()
         };
         assert!(strained.to_string().ends_with(
             "; 2 calls failed; token cap reached (3 calls refused); the server echoed a configured API key (or URL \
              secret) 2 time(s): replaced by [REDACTED] before anything was written; concurrency lowered to 2 on \
              429/503 (ended at 4 of 8)"
         ));
+        let priced = ModelUsage::from_report(&serde_json::json!({
+            "cost": {"currency": "USD", "spent": 1.23456, "priced": true},
+            "budget": {"max_cost": 1.0, "stopped_by": {"budget": "max_cost", "limit": 1.0, "spent": 1.23456}},
+        }))
+        .unwrap();
+        assert!(priced.to_string().ends_with("; spent 1.2346 USD; budget max_cost = 1 USD reached"), "{priced}");
     }
 }

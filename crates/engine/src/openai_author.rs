@@ -25,10 +25,13 @@ pub struct OpenAiSession {
 }
 
 impl OpenAiSession {
-    /// Makes the client (reading the API key from the environment).
-    pub fn start(settings: &ClientSettings) -> Result<OpenAiSession, critbench_openai::ClientError> {
-        let client = Arc::new(Client::new(settings.clone())?);
-        Ok(OpenAiSession { client })
+    /// Makes the client (reading the API key from the environment), with the run's budget.
+    pub fn start(
+        settings: &ClientSettings,
+        budget: Option<&critbench_openai::Budget>,
+    ) -> Result<OpenAiSession, critbench_openai::ClientError> {
+        let client = Client::new(settings.clone())?.with_budget(budget.cloned().unwrap_or_default());
+        Ok(OpenAiSession { client: Arc::new(client) })
     }
 }
 

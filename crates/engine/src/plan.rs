@@ -82,7 +82,7 @@ impl<'a> Plan<'a> {
         let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
         let critics = open_critics(&experiment.critics, &experiment.plugin_dirs, base_dir, experiment.jobs, host)?;
         let mut plugins = Vec::new();
-        let mut warnings = Vec::new();
+        let mut warnings = crate::experiment::pricing_warnings(experiment);
         for (spec, instance) in experiment.critics.iter().zip(&critics) {
             warnings.extend(threshold_warnings(&spec.name, instance.info().range, &experiment.policies, &POLICY_KEYS));
             plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });

@@ -230,6 +230,8 @@ pub fn replay_run(
     let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
     let (mut written_loops, mut critiques) = (0u64, 0u64);
     let mut meta_key = (String::new(), String::new());
+    // A replayed config costs what its rounds cost when they were recorded, at the run's prices.
+    let prices = crate::cost::RolePrices::recorded(manifest.as_ref().and_then(|m| m.experiment.rest.get("openai")));
     let mut each = |recorded: RecordedLoop| {
         let result = (|| -> Result<(), EngineError> {
             let (arm, loop_scores) = check(&recorded)?;
@@ -243,6 +245,7 @@ pub fn replay_run(
                 kind: recorded.kind.as_deref(),
                 epoch: recorded.epoch,
                 meta: metas.get(&meta_key).map(String::as_str),
+                prices: &prices,
             };
             for (policy, config_id) in policies.iter().zip(&config_ids) {
                 let (_, rounds) = emit_loop(

@@ -31,7 +31,7 @@ use crate::sink::{Consumer, Progress, RowSink};
 use crate::source::{Source, SourceReport};
 use crate::summarize::{Finished, summarize};
 
-pub use crate::summarize::RunSummary;
+pub use crate::summarize::{RunSummary, Stopped};
 
 /// How a run reports while it works.
 #[derive(Clone, Debug, Default)]
@@ -94,7 +94,7 @@ pub fn run_experiment_with(
 /// (see [`plugin_host`]). Started before any plugin is created.
 pub(crate) fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, EngineError> {
     let Some(settings) = &experiment.openai else { return Ok(None) };
-    Ok(Some(OpenAiSession::start(settings)?))
+    Ok(Some(OpenAiSession::start(settings, experiment.budget.as_ref())?))
 }
 
 fn run_inner(
@@ -124,16 +124,31 @@ fn run_inner(
     let layout = run_dir::Layout::new(&experiment.out, options.shard);
     let _lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
     let interrupt = options.interrupt.as_deref();
+    // A budget counts what the whole run spent, before an interruption too.
+    let budget = session.filter(|_| experiment.budget.is_some()).map(|s| {
+        if options.resume {
+            s.client.carry_spend(&crate::cost::spent_before(&layout.own_dir()));
+        }
+        s.client.budget_flag()
+    });
+    let stopped_error = |stopped: Stopped, loops: u64, out: &std::path::Path| match stopped {
+        Stopped::Signal(signal) => EngineError::Interrupted { signal, loops, out: out.to_path_buf() },
+        Stopped::Budget => {
+            let reached = session.and_then(|s| s.client.budget_stop());
+            let currency = experiment.pricing.as_ref().map_or_else(String::new, |p| p.currency.clone());
+            EngineError::BudgetReached { reached, currency, loops, out: out.to_path_buf() }
+        }
+    };
 
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
     let memory = if experiment.arms.iter().any(|a| a.uses_memory()) {
         let progress = Progress::new(total_bytes, options.quiet, "learning (strategy memory)");
         let mut learner = LearnSink::new(&plan);
-        let learned = drive(&plan, source, Scope::Learn, jobs, &mut learner, &progress, interrupt);
+        let learned = drive(&plan, source, Scope::Learn, jobs, &mut learner, &progress, interrupt, budget.as_ref());
         progress.finish();
         let (learned, interrupted) = learned?;
-        if let Some(signal) = interrupted {
-            return Err(EngineError::Interrupted { signal, loops: 0, out: experiment.out.clone() });
+        if let Some(stopped) = interrupted {
+            return Err(stopped_error(stopped, 0, &experiment.out));
         }
         check_routed(experiment, &learned)?;
         let (record, hints) = learner.finish(&learned, &layout.own_dir())?;
@@ -174,11 +189,19 @@ fn run_inner(
     }
     let progress = Progress::new(total_bytes, options.quiet, "running");
     let source = source.skip(first_chunk);
+    let budget = budget.as_ref();
     let streamed = match &mut follower {
-        Some(follower) => {
-            drive(&plan, source, Scope::Evaluate, jobs, &mut follower.following(&mut sink), &progress, interrupt)
-        }
-        None => drive(&plan, source, Scope::Evaluate, jobs, &mut sink, &progress, interrupt),
+        Some(follower) => drive(
+            &plan,
+            source,
+            Scope::Evaluate,
+            jobs,
+            &mut follower.following(&mut sink),
+            &progress,
+            interrupt,
+            budget,
+        ),
+        None => drive(&plan, source, Scope::Evaluate, jobs, &mut sink, &progress, interrupt, budget),
     };
     progress.finish();
     let (report, interrupted) = match streamed {
@@ -224,7 +247,7 @@ fn run_inner(
         run_dir::remove_progress(&progress);
     }
     match interrupted {
-        Some(signal) => Err(EngineError::Interrupted { signal, loops: summary.loops, out: summary.out_dir }),
+        Some(stopped) => Err(stopped_error(stopped, summary.loops, &summary.out_dir)),
         None => Ok(summary),
     }
 }
@@ -249,12 +272,20 @@ fn worker_count(jobs: usize) -> usize {
 pub(crate) struct Window {
     free: Mutex<usize>,
     changed: Condvar,
-    stop: AtomicBool,
+    /// The workers look at it before every loop; a budget's flag when the run has one, so that
+    /// no loop starts once the model client has seen the budget reached.
+    stop: Arc<AtomicBool>,
 }
 
 impl Window {
     pub(crate) fn new(size: usize) -> Window {
-        Window { free: Mutex::new(size), changed: Condvar::new(), stop: AtomicBool::new(false) }
+        Window::stopped_by(size, None)
+    }
+
+    /// A window whose `stop` is `flag` when given: a budget's, raised by the model client.
+    fn stopped_by(size: usize, flag: Option<&Arc<AtomicBool>>) -> Window {
+        let stop = flag.cloned().unwrap_or_default();
+        Window { free: Mutex::new(size), changed: Condvar::new(), stop }
     }
 
     /// Waits for a permit; `false` once the run is stopping.
@@ -287,7 +318,10 @@ impl Window {
 }
 
 /// One pass over the datasets: the source on its own thread, `jobs` workers recording loops,
-/// and `consumer` taking the recorded chunks in source order on this thread.
+/// and `consumer` taking the recorded chunks in source order on this thread. `budget` is raised
+/// by the model client once a budget is reached: the pass then stops as on a signal, but waits
+/// for the loops in flight however long they take.
+#[allow(clippy::too_many_arguments)]
 fn drive<C: Consumer>(
     plan: &Plan<'_>,
     source: Source,
@@ -296,8 +330,9 @@ fn drive<C: Consumer>(
     consumer: &mut C,
     progress: &Progress,
     interrupt: Option<&AtomicUsize>,
-) -> Result<(SourceReport, Option<&'static str>), EngineError> {
-    let window = Window::new(2 * jobs + 2);
+    budget: Option<&Arc<AtomicBool>>,
+) -> Result<(SourceReport, Option<Stopped>), EngineError> {
+    let window = Window::stopped_by(2 * jobs + 2, budget);
     let (chunk_sender, chunk_receiver) = sync_channel(jobs + 1);
     let chunk_receiver = Mutex::new(chunk_receiver);
     let (result_sender, result_receiver) = sync_channel(2 * jobs + 2);
@@ -353,27 +388,39 @@ fn drive<C: Consumer>(
         let mut waiting = BTreeMap::new();
         let mut next = first_chunk;
         let mut failure: Option<EngineError> = None;
-        let mut interrupted: Option<&'static str> = None;
+        let mut interrupted: Option<Stopped> = None;
         // After an interruption, rows stop before the first chunk the workers left unfinished, so
         // that what is written is every loop of a prefix of the tasks, in whole chunks.
         let mut closed = false;
         let mut interrupted_at: Option<Instant> = None;
         loop {
             let received = result_receiver.recv_timeout(std::time::Duration::from_millis(100));
+            if check_budget(budget, &mut interrupted, window) {
+                if let Err(error) = consumer.commit() {
+                    failure.get_or_insert(error);
+                }
+                progress.note(
+                    "critbench: stopping: the run's budget is reached; the loops finished so far are committed, no new \
+                     loop starts, and the loops in flight finish",
+                );
+            }
             if check_interrupt(interrupt, &mut interrupted, window) {
                 // What is finished becomes durable now, whatever the loops in flight do.
                 if let Err(error) = consumer.commit() {
                     failure.get_or_insert(error);
                 }
                 interrupted_at = Some(Instant::now());
+                let signal = match interrupted {
+                    Some(Stopped::Signal(signal)) => signal,
+                    _ => "a signal",
+                };
                 progress.note(&format!(
-                    "critbench: stopping on {}: the loops finished so far are committed; waiting up to {} s for \
+                    "critbench: stopping on {signal}: the loops finished so far are committed; waiting up to {} s for \
                      the loops in flight (a second signal stops at once)",
-                    interrupted.unwrap_or("a signal"),
                     INTERRUPT_GRACE.as_secs()
                 ));
             }
-            if let (Some(at), Some(signal)) = (interrupted_at, interrupted)
+            if let (Some(at), Some(Stopped::Signal(signal))) = (interrupted_at, interrupted)
                 && at.elapsed() > INTERRUPT_GRACE
             {
                 // A loop stuck in a critic or a model call cannot be cancelled from here: commit
@@ -451,12 +498,23 @@ fn drive<C: Consumer>(
     })
 }
 
-/// Stops the pass at the first sight of a raised interrupt flag; `true` that once.
-fn check_interrupt(interrupt: Option<&AtomicUsize>, interrupted: &mut Option<&'static str>, window: &Window) -> bool {
-    if interrupted.is_none()
+/// Stops the pass at the first sight of a raised interrupt flag; `true` that once. A signal
+/// after a budget stop still ends the wait for the loops in flight.
+fn check_interrupt(interrupt: Option<&AtomicUsize>, interrupted: &mut Option<Stopped>, window: &Window) -> bool {
+    if !matches!(interrupted, Some(Stopped::Signal(_)))
         && let Some(signal) = interrupt.map(|flag| flag.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
     {
-        *interrupted = Some(signal_name(signal));
+        *interrupted = Some(Stopped::Signal(signal_name(signal)));
+        window.stop();
+        return true;
+    }
+    false
+}
+
+/// Stops the pass at the first sight of the budget's raised flag; `true` that once.
+fn check_budget(budget: Option<&Arc<AtomicBool>>, interrupted: &mut Option<Stopped>, window: &Window) -> bool {
+    if interrupted.is_none() && budget.is_some_and(|flag| flag.load(Ordering::SeqCst)) {
+        *interrupted = Some(Stopped::Budget);
         window.stop();
         return true;
     }

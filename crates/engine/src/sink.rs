@@ -75,6 +75,8 @@ pub struct RowSink<'p, 'a> {
     new_sequential: Vec<crate::sequential::TaskValues>,
     last_commit: Instant,
     pub written: Written,
+    /// The run's prices, for each loop's `cost`.
+    prices: crate::cost::RolePrices,
 }
 
 /// Rows are committed at least this often, so that a failing disk stops the run within seconds
@@ -183,6 +185,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
             new_sequential: Vec::new(),
             last_commit: Instant::now(),
             written,
+            prices: crate::cost::RolePrices::of(plan.experiment.openai.as_ref()),
         }
     }
 
@@ -311,6 +314,7 @@ impl Consumer for RowSink<'_, '_> {
                     kind: task.task.kind.as_deref(),
                     epoch: unit.epoch,
                     meta: task.meta.as_deref(),
+                    prices: &self.prices,
                 };
                 written.counts.recorded_rounds += result.rounds.len() as u64;
                 let by_critic = &mut written.counts.critiques_by_critic;

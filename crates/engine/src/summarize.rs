@@ -53,6 +53,15 @@ impl RunSummary {
     }
 }
 
+/// Why a pass over the datasets stopped before it ran out of tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// A signal, by name.
+    Signal(&'static str),
+    /// A `[budget]` was reached (the model client says which).
+    Budget,
+}
+
 /// Everything the run learned on its way, for the manifest and the summary.
 pub struct Finished<'r> {
     /// Where the run (or the shard) writes.
@@ -65,8 +74,8 @@ pub struct Finished<'r> {
     pub memory: Option<serde_json::Value>,
     pub jobs: usize,
     pub openai: Option<serde_json::Value>,
-    /// The signal that stopped the run early, if one did.
-    pub interrupted: Option<&'static str>,
+    /// What stopped the run early (a signal, its budget), if anything did.
+    pub interrupted: Option<Stopped>,
     /// Rounds a resumed run found already recorded.
     pub resumed_rounds: u64,
     /// A sequential run's rule, looks and decision.

@@ -15,12 +15,8 @@ use critbench_openai::mock_server::{MockResponse, MockServer};
 use critbench_openai::{CacheMode, Client, ClientSettings, EndpointSettings, Failover, Role, RoleSettings};
 
 fn client(server: &MockServer, roles: &[(Role, &str)]) -> Arc<Client> {
-    let roles: BTreeMap<Role, RoleSettings> = roles
-        .iter()
-        .map(|(role, model)| {
-            (*role, RoleSettings { model: model.to_string(), temperature: 0.5, max_tokens: None, seed: 1 })
-        })
-        .collect();
+    let roles: BTreeMap<Role, RoleSettings> =
+        roles.iter().map(|(role, model)| (*role, RoleSettings::new(*model, 0.5, None, 1))).collect();
     Arc::new(
         Client::new(ClientSettings {
             endpoints: vec![EndpointSettings::new(server.base_url(), 2)],
@@ -31,6 +27,8 @@ fn client(server: &MockServer, roles: &[(Role, &str)]) -> Arc<Client> {
             max_tokens_total: None,
             cache: CacheMode::Memory,
             failover: Failover::default(),
+            currency: None,
+            track_tasks: false,
         })
         .unwrap(),
     )

@@ -20,6 +20,9 @@ pub struct CachedAnswer {
     pub content: String,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
+    /// Of `tokens_in`, those the server served from its own prompt cache, when it said so (not
+    /// stored: an answer read back from this cache was not paid for by this run).
+    pub cached_in: Option<u64>,
 }
 
 /// What the key is made of, kept beside the answer so the table can be inspected and pruned.
@@ -134,6 +137,7 @@ impl ResponseCache {
                         content: row.get(0)?,
                         tokens_in: row.get::<_, Option<i64>>(1)?.map(|n| n.max(0) as u64),
                         tokens_out: row.get::<_, Option<i64>>(2)?.map(|n| n.max(0) as u64),
+                        cached_in: None,
                     })
                 },
             )
@@ -242,7 +246,7 @@ mod tests {
     }
 
     fn answer(text: &str) -> CachedAnswer {
-        CachedAnswer { content: text.into(), tokens_in: Some(3), tokens_out: None }
+        CachedAnswer { content: text.into(), tokens_in: Some(3), tokens_out: None, cached_in: None }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
@@ -12,7 +12,8 @@ use sha2::{Digest, Sha256};
 
 use crate::cache::{CACHE_FORMAT, CachedAnswer, KeyParts, Lookup, ResponseCache};
 use crate::pool::{Outcome, Pick, Rotation, Ticket};
-use crate::settings::{CacheMode, ClientSettings, EndpointSettings, MAX_BACKOFF, Role, RoleSettings};
+use crate::server::{PROBE_TIMEOUT, Probe, Server, ServerKind};
+use crate::settings::{Budget, CacheMode, ClientSettings, EndpointSettings, MAX_BACKOFF, Role, RoleSettings};
 
 /// One chat message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -116,6 +117,65 @@ struct RoleCounters {
     refused: u64,
     tokens_in: u64,
     tokens_out: u64,
+    /// Of `tokens_in`, those a server said it served from its prompt cache.
+    cached_in: u64,
+    /// The tokens of the answers the model was asked for: what the run paid for. Money is
+    /// computed from these sums, never summed itself, so that it does not depend on the order
+    /// answers arrive in.
+    paid_in: u64,
+    paid_cached_in: u64,
+    paid_out: u64,
+    /// Time of the HTTP requests that were answered.
+    latency: Histogram,
+    /// Microseconds callers spent waiting: on the server (every HTTP request, retries included),
+    /// for a free slot (the concurrency limit, a paused endpoint), and backing off.
+    server_us: u64,
+    queue_us: u64,
+    backoff_us: u64,
+}
+
+/// Durations in buckets 1% wide, so that percentiles are within 1% in constant memory.
+#[derive(Default)]
+struct Histogram {
+    buckets: BTreeMap<u32, u64>,
+    count: u64,
+    total_us: u64,
+}
+
+impl Histogram {
+    const RESOLUTION_MS: f64 = 0.01;
+
+    fn add(&mut self, elapsed: Duration) {
+        let ms = (elapsed.as_secs_f64() * 1000.0).max(Self::RESOLUTION_MS);
+        let bucket = ((ms / Self::RESOLUTION_MS).ln() / 1.01f64.ln()).floor() as u32;
+        *self.buckets.entry(bucket).or_default() += 1;
+        self.count += 1;
+        self.total_us += elapsed.as_micros() as u64;
+    }
+
+    /// The `q` quantile in milliseconds (the middle of its bucket); `None` with no value.
+    fn quantile(&self, q: f64) -> Option<f64> {
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count.max(1));
+        let mut seen = 0;
+        for (&bucket, &count) in &self.buckets {
+            seen += count;
+            if seen >= rank {
+                let ms = Self::RESOLUTION_MS * 1.01f64.powf(f64::from(bucket) + 0.5);
+                return Some((ms * 100.0).round() / 100.0);
+            }
+        }
+        None
+    }
+
+    fn report(&self) -> Value {
+        json!({
+            "requests": self.count,
+            "p50_ms": self.quantile(0.50),
+            "p95_ms": self.quantile(0.95),
+            "p99_ms": self.quantile(0.99),
+            "mean_ms": (self.count > 0).then(|| (self.total_us as f64 / self.count as f64 / 10.0).round() / 100.0),
+        })
+    }
 }
 
 #[derive(Default)]
@@ -132,15 +192,48 @@ struct HttpCounters {
     malformed: u64,
 }
 
+/// One task's distinct requests (`critbench estimate`'s pilot): what a run that asked them with
+/// an empty cache would send, however many of them this run found in its cache.
+#[derive(Default)]
+struct TaskUsage {
+    keys: std::collections::HashSet<String>,
+    roles: BTreeMap<Role, TaskRole>,
+}
+
+#[derive(Default)]
+struct TaskRole {
+    requests: u64,
+    tokens_in: u64,
+    cached_in: u64,
+    tokens_out: u64,
+    /// Time the server took for those of them this run sent.
+    server_us: u64,
+    /// Of `requests`, those this run sent (the others came from the cache, untimed).
+    timed: u64,
+}
+
+/// Which budget stopped new work, and what had been spent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BudgetStop {
+    /// `max_cost`, or `roles.ROLE`.
+    pub budget: String,
+    pub limit: f64,
+    pub spent: f64,
+}
+
 /// One server requests may go to.
 struct Endpoint {
     /// Where requests are sent, credentials and query included.
     url: String,
+    /// Ollama's own chat endpoint, for requests in its form.
+    native_url: String,
     /// The same without credentials or query: what every message and the manifest show.
     display: String,
     /// The `Authorization` header (marked sensitive), when a key is configured.
     headers: HeaderMap,
     http: reqwest::Client,
+    /// The server software, configured or detected at start: the form structured output takes.
+    server: Server,
 }
 
 /// The blocking OpenAI-compatible client. Safe to share between threads (rayon workers call
@@ -167,6 +260,14 @@ pub struct Client {
     roles: Mutex<BTreeMap<Role, RoleCounters>>,
     http_counts: Mutex<HttpCounters>,
     started: Instant,
+    /// Money a run may spend, and what an interrupted run had spent before this process
+    /// resumed it (per role).
+    budget: Budget,
+    carried: Mutex<BTreeMap<Role, f64>>,
+    /// Raised once a budget is reached (the run starts no new loop); `budget_stop` says which.
+    budget_flag: Arc<AtomicBool>,
+    budget_stop: Mutex<Option<BudgetStop>>,
+    tasks: Mutex<BTreeMap<String, TaskUsage>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -191,7 +292,8 @@ enum Attempt {
 
 impl Client {
     /// Makes a client: reads the API key from the environment (if one is named), opens the
-    /// cache, starts the runtime.
+    /// cache, starts the runtime, and asks each endpoint whose server is not configured what
+    /// it is ([`crate::server`]).
     pub fn new(settings: ClientSettings) -> Result<Client, ClientError> {
         if settings.endpoints.is_empty() {
             return Err(ClientError::NoEndpoint);
@@ -199,6 +301,12 @@ impl Client {
         // reqwest is built without a bundled crypto provider; ring is ours. A second install
         // (another client in the same process) is refused harmlessly.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("critbench-http")
+            .enable_all()
+            .build()
+            .map_err(|e| ClientError::Http(e.to_string()))?;
         let mut endpoints = Vec::new();
         let mut secrets = Vec::new();
         for endpoint in &settings.endpoints {
@@ -211,16 +319,11 @@ impl Client {
         secrets.dedup();
         // Longest first, so that a key containing another is replaced whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        detect_servers(&runtime, &settings.endpoints, &mut endpoints, &secrets);
         let mut displays: Vec<&str> = endpoints.iter().map(|e| e.display.as_str()).collect();
         displays.sort_unstable();
         displays.dedup();
         let cache_endpoint = displays.join(" ");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("critbench-http")
-            .enable_all()
-            .build()
-            .map_err(|e| ClientError::Http(e.to_string()))?;
         let cache = ResponseCache::open(&settings.cache)?;
         let concurrency: Vec<u32> = settings.endpoints.iter().map(|e| e.concurrency).collect();
         Ok(Client {
@@ -239,7 +342,36 @@ impl Client {
             roles: Mutex::new(BTreeMap::new()),
             http_counts: Mutex::new(HttpCounters::default()),
             started: Instant::now(),
+            budget: Budget::default(),
+            carried: Mutex::new(BTreeMap::new()),
+            budget_flag: Arc::new(AtomicBool::new(false)),
+            budget_stop: Mutex::new(None),
+            tasks: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// The same client with a budget: once what its model calls cost reaches one of the
+    /// budget's limits, [`Client::budget_flag`] is raised. Calls are never refused for it.
+    pub fn with_budget(mut self, budget: Budget) -> Client {
+        self.budget = budget;
+        self
+    }
+
+    /// What an interrupted run had spent, per role, before this process resumed it: counted
+    /// toward the budget and in the report's spend.
+    pub fn carry_spend(&self, spent: &BTreeMap<Role, f64>) {
+        *lock(&self.carried) = spent.clone();
+        self.check_budget(&lock(&self.roles));
+    }
+
+    /// Raised once a budget is reached; the run polls it before every loop.
+    pub fn budget_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.budget_flag)
+    }
+
+    /// Which budget was reached, if one was.
+    pub fn budget_stop(&self) -> Option<BudgetStop> {
+        lock(&self.budget_stop).clone()
     }
 
     pub fn settings(&self) -> &ClientSettings {
@@ -250,18 +382,22 @@ impl Client {
         self.settings.roles.contains_key(&role)
     }
 
+    /// The server each endpoint runs, in the order configured.
+    pub fn servers(&self) -> Vec<&Server> {
+        self.endpoints.iter().map(|e| &e.server).collect()
+    }
+
     /// Whether the run-wide token cap stopped new calls.
     pub fn cap_reached(&self) -> bool {
         self.cap_reached.load(Ordering::Relaxed)
     }
 
     fn count(&self, role: Role, update: impl FnOnce(&mut RoleCounters)) {
-        let mut roles = self.roles.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        update(roles.entry(role).or_default());
+        update(lock(&self.roles).entry(role).or_default());
     }
 
     fn count_http(&self, update: impl FnOnce(&mut HttpCounters)) {
-        update(&mut self.http_counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        update(&mut lock(&self.http_counts));
     }
 
     /// Replaces every API key, URL password and query wherever it appears in a message the
@@ -290,6 +426,38 @@ impl Client {
         answer
     }
 
+    /// What `role` has spent: its model calls at its price, plus what an interrupted run had
+    /// spent before; `None` when the role has no price.
+    fn spent(&self, role: Role, counters: Option<&RoleCounters>, carried: &BTreeMap<Role, f64>) -> Option<f64> {
+        let price = self.settings.roles.get(&role)?.price?;
+        let paid = counters.map_or(0.0, |c| price.cost(c.paid_in, c.paid_cached_in, c.paid_out));
+        Some(paid + carried.get(&role).copied().unwrap_or(0.0))
+    }
+
+    /// Raises the budget flag the first time a budget is reached.
+    fn check_budget(&self, roles: &BTreeMap<Role, RoleCounters>) {
+        if self.budget.is_empty() || self.budget_flag.load(Ordering::Relaxed) {
+            return;
+        }
+        let carried = lock(&self.carried);
+        let spent = |role: Role| self.spent(role, roles.get(&role), &carried).unwrap_or(0.0);
+        let reached = self
+            .budget
+            .roles
+            .iter()
+            .find(|(role, limit)| spent(**role) >= **limit)
+            .map(|(role, limit)| BudgetStop { budget: format!("roles.{role}"), limit: *limit, spent: spent(*role) })
+            .or_else(|| {
+                let total: f64 = Role::ALL.iter().map(|role| spent(*role)).sum();
+                let limit = self.budget.max_cost?;
+                (total >= limit).then(|| BudgetStop { budget: "max_cost".into(), limit, spent: total })
+            });
+        if let Some(stop) = reached {
+            *lock(&self.budget_stop) = Some(stop);
+            self.budget_flag.store(true, Ordering::SeqCst);
+        }
+    }
+
     /// Asks `role`'s model. Blocks the calling thread (never call it from inside an async task).
     pub fn chat(&self, role: Role, request: &ChatRequest, identity: &CallIdentity) -> Result<ChatAnswer, ChatError> {
         let settings = self.settings.roles.get(&role).ok_or(ChatError::NoModel(role))?;
@@ -302,6 +470,7 @@ impl Client {
                 return Err(ChatError::TokenCap { cap, used });
             }
         }
+        // OpenAI's form: the cache key, whatever form each endpoint is sent.
         let body = request_body(settings, request, role, identity);
         let key = cache_key(&self.cache_endpoint, role, identity, &body);
         let parts = KeyParts {
@@ -317,34 +486,61 @@ impl Client {
         if let Some(error) = read_error {
             self.warn_cache(&format!("cannot read the response cache: {error}"));
         }
-        let (result, cached) = match lookup {
+        let (result, cached, server_time) = match lookup {
             Lookup::Hit(answer) => {
                 self.count(role, |c| c.cache_hits += 1);
                 // A cache an older critbench wrote may hold an echoed key.
-                (Ok(self.redact_answer(answer)), true)
+                (Ok(self.redact_answer(answer)), true, None)
             }
             Lookup::Joined(result) => {
                 self.count(role, |c| c.shared += 1);
-                (result, true)
+                (result, true, None)
             }
             Lookup::Lead(leader) => {
                 self.count(role, |c| c.model_calls += 1);
                 // Redacted before it is cached or shared, so the key is never stored.
-                let result = self.call_model(role, &body).map(|answer| self.redact_answer(answer));
+                let called = self.call_model(role, &body);
+                let server_time = called.as_ref().ok().map(|(_, time)| *time);
+                let result = called.map(|(answer, _)| self.redact_answer(answer));
                 if let Err(error) = leader.finish(&parts, &result) {
                     self.warn_cache(&format!("cannot store an answer in the response cache: {error}"));
                 }
-                (result, false)
+                (result, false, server_time)
             }
         };
         match result {
             Ok(answer) => {
-                let tokens = answer.tokens_in.unwrap_or(0) + answer.tokens_out.unwrap_or(0);
-                self.tokens_used.fetch_add(tokens, Ordering::Relaxed);
-                self.count(role, |c| {
-                    c.tokens_in += answer.tokens_in.unwrap_or(0);
-                    c.tokens_out += answer.tokens_out.unwrap_or(0);
-                });
+                let (tokens_in, tokens_out) = (answer.tokens_in.unwrap_or(0), answer.tokens_out.unwrap_or(0));
+                let cached_in = answer.cached_in.unwrap_or(0);
+                self.tokens_used.fetch_add(tokens_in + tokens_out, Ordering::Relaxed);
+                {
+                    let mut roles = lock(&self.roles);
+                    let counters = roles.entry(role).or_default();
+                    counters.tokens_in += tokens_in;
+                    counters.tokens_out += tokens_out;
+                    counters.cached_in += cached_in;
+                    if !cached {
+                        counters.paid_in += tokens_in;
+                        counters.paid_cached_in += cached_in;
+                        counters.paid_out += tokens_out;
+                        self.check_budget(&roles);
+                    }
+                }
+                if self.settings.track_tasks {
+                    let mut tasks = lock(&self.tasks);
+                    let task = tasks.entry(identity.task_id.clone()).or_default();
+                    if task.keys.insert(key) {
+                        let usage = task.roles.entry(role).or_default();
+                        usage.requests += 1;
+                        usage.tokens_in += tokens_in;
+                        usage.cached_in += cached_in;
+                        usage.tokens_out += tokens_out;
+                        if let Some(time) = server_time {
+                            usage.server_us += time.as_micros() as u64;
+                            usage.timed += 1;
+                        }
+                    }
+                }
                 Ok(ChatAnswer {
                     content: answer.content,
                     tokens_in: answer.tokens_in,
@@ -370,7 +566,7 @@ impl Client {
     }
 
     fn lock_rotation(&self) -> MutexGuard<'_, Rotation> {
-        self.rotation.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.rotation)
     }
 
     /// Blocks until an endpoint can take the request (see `pool` for which).
@@ -396,11 +592,16 @@ impl Client {
         self.finished.notify_all();
     }
 
+    /// Holds every request to `endpoint` for `wait`, as its server asked.
+    fn pause(&self, endpoint: usize, wait: Duration) {
+        let now = self.now();
+        self.lock_rotation().pause(endpoint, now + wait.min(MAX_BACKOFF), now);
+    }
+
     /// Every attempt for one answer: an endpoint, the request, its outcome, then at once another
-    /// endpoint this call has not tried, or a backoff. On failure, the text of
-    /// [`ChatError::Failed`].
-    fn call_model(&self, role: Role, body: &Value) -> Result<CachedAnswer, String> {
-        let body = serde_json::to_vec(body).expect("a request body serializes");
+    /// endpoint this call has not tried, or a backoff. The answer and the time its request took;
+    /// on failure, the text of [`ChatError::Failed`].
+    fn call_model(&self, role: Role, body: &Value) -> Result<(CachedAnswer, Duration), String> {
         // A retry that fails over at once to an untried endpoint is not one of `max_retries`.
         let attempts = self.settings.max_retries + self.endpoints.len() as u32;
         let mut tried: Vec<usize> = Vec::new();
@@ -411,20 +612,35 @@ impl Client {
             if attempt > 1 {
                 self.count_http(|c| c.retries += 1);
             }
+            let queued = Instant::now();
             let ticket = self.acquire(&tried);
+            let sent = Instant::now();
             let endpoint = &self.endpoints[ticket.endpoint];
-            let outcome = self.runtime.handle().block_on(self.attempt(endpoint, &body));
+            let (outcome, pause) = self.runtime.handle().block_on(self.attempt(endpoint, body));
+            let took = sent.elapsed();
+            self.count(role, |c| {
+                c.queue_us += sent.duration_since(queued).as_micros() as u64;
+                c.server_us += took.as_micros() as u64;
+            });
+            if let Some(pause) = pause {
+                self.pause(ticket.endpoint, pause);
+            }
             let (message, wait) = match outcome {
                 Attempt::Answer(answer) => {
                     self.release(ticket, Outcome::Success);
                     self.count_http(|c| c.ok += 1);
-                    return Ok(answer);
+                    self.count(role, |c| c.latency.add(took));
+                    return Ok((answer, took));
                 }
                 Attempt::Fatal(message) => {
                     self.release(ticket, Outcome::Rejected);
                     return Err(format!("{role} call failed after {attempt} attempt(s): {}", self.scrub(message)));
                 }
                 Attempt::Retry { message, outcome, wait } => {
+                    // The server said when to come back: no caller sends it anything before.
+                    if let Some(wait) = wait {
+                        self.pause(ticket.endpoint, wait);
+                    }
                     self.release(ticket, outcome);
                     if !tried.contains(&ticket.endpoint) {
                         tried.push(ticket.endpoint);
@@ -442,7 +658,12 @@ impl Client {
                 break message;
             }
             backoffs += 1;
-            std::thread::sleep(wait.unwrap_or_else(|| self.backoff(backoffs)).min(MAX_BACKOFF));
+            // A server's Retry-After paused the endpoint: the next attempt waits for it there.
+            if wait.is_none() {
+                let backoff = self.backoff(backoffs).min(MAX_BACKOFF);
+                std::thread::sleep(backoff);
+                self.count(role, |c| c.backoff_us += backoff.as_micros() as u64);
+            }
         };
         Err(format!("{role} call failed after {attempt} attempt(s): {last}"))
     }
@@ -456,21 +677,28 @@ impl Client {
         full.mul_f64(fraction)
     }
 
-    async fn attempt(&self, endpoint: &Endpoint, body: &[u8]) -> Attempt {
+    /// One HTTP request, in the form the endpoint's server reads; also how long the server asked
+    /// for no further request (a rate-limit budget it reported spent).
+    async fn attempt(&self, endpoint: &Endpoint, body: &Value) -> (Attempt, Option<Duration>) {
         self.count_http(|c| c.requests += 1);
-        let request = endpoint.http.post(&endpoint.url).headers(endpoint.headers.clone()).body(body.to_vec());
+        let native = endpoint.server.native_chat(body);
+        let bytes = serde_json::to_vec(&endpoint.server.shape(body)).expect("a request body serializes");
+        let url = if native { &endpoint.native_url } else { &endpoint.url };
+        let request = endpoint.http.post(url).headers(endpoint.headers.clone()).body(bytes);
         let response = match request.send().await {
             Ok(response) => response,
-            Err(error) => return self.transport_error(endpoint, error),
+            Err(error) => return (self.transport_error(endpoint, error), None),
         };
         let status = response.status();
         let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let spent_budget = rate_limit_pause(response.headers());
         let bytes = match response.bytes().await {
             Ok(bytes) => bytes,
-            Err(error) => return self.transport_error(endpoint, error),
+            Err(error) => return (self.transport_error(endpoint, error), spent_budget),
         };
         if status.is_success() {
-            return match parse_answer(&bytes) {
+            let parsed = if native { parse_native_answer(&bytes) } else { parse_answer(&bytes) };
+            let attempt = match parsed {
                 Ok(answer) => Attempt::Answer(answer),
                 Err(message) => {
                     self.count_http(|c| c.malformed += 1);
@@ -481,12 +709,13 @@ impl Client {
                     }
                 }
             };
+            return (attempt, spent_budget);
         }
         let message = format!("HTTP {status} from {}: {}", endpoint.display, excerpt(&bytes));
-        match status.as_u16() {
+        let attempt = match status.as_u16() {
             429 => {
                 self.count_http(|c| c.status_429 += 1);
-                Attempt::Retry { message, outcome: Outcome::RateLimited, wait: retry_after }
+                Attempt::Retry { message, outcome: Outcome::RateLimited, wait: retry_after.or(spent_budget) }
             }
             503 => {
                 self.count_http(|c| c.status_503 += 1);
@@ -500,7 +729,8 @@ impl Client {
                 self.count_http(|c| c.status_4xx_other += 1);
                 Attempt::Fatal(message)
             }
-        }
+        };
+        (attempt, spent_budget)
     }
 
     fn transport_error(&self, endpoint: &Endpoint, error: reqwest::Error) -> Attempt {
@@ -515,8 +745,9 @@ impl Client {
         Attempt::Retry { message, outcome: Outcome::Failed, wait: None }
     }
 
-    /// What the manifest records: endpoints, models, cache, calls, tokens, the concurrency
-    /// limit's history. Never a key, a URL's credentials or its query.
+    /// What the manifest records: endpoints and their servers, models, cache, calls, tokens,
+    /// money, latency and waiting, the concurrency limit's history. Never a key, a URL's
+    /// credentials or its query.
     pub fn report(&self) -> Value {
         let endpoints: Vec<Value> = {
             let rotation = self.lock_rotation();
@@ -525,13 +756,15 @@ impl Client {
             stats
                 .into_iter()
                 .zip(&self.settings.endpoints)
+                .zip(&self.endpoints)
                 .enumerate()
-                .map(|(i, (stats, settings))| {
+                .map(|(i, ((stats, settings), endpoint))| {
                     // A configured key is always set: a missing one stops the client at start.
                     let mut value = serde_json::to_value(stats).expect("stats serialize");
                     value["api_key_env"] = json!(settings.api_key_env);
                     value["api_key_set"] = json!(settings.api_key_env.is_some());
                     value["concurrency"] = rotation.aimd(i).report();
+                    value["server"] = serde_json::to_value(&endpoint.server).expect("a server serializes");
                     value
                 })
                 .collect()
@@ -551,9 +784,11 @@ impl Client {
                 "history_truncated": false,
             })
         };
-        let roles = self.roles.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let http = self.http_counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let roles = lock(&self.roles);
+        let http = lock(&self.http_counts);
+        let carried = lock(&self.carried).clone();
         let sum = |f: fn(&RoleCounters) -> u64| roles.values().map(f).sum::<u64>();
+        let seconds = |us: u64| (us as f64 / 1000.0).round() / 1000.0;
         let per_role: BTreeMap<&str, Value> = roles
             .iter()
             .map(|(role, c)| {
@@ -568,11 +803,49 @@ impl Client {
                         "refused_by_token_cap": c.refused,
                         "tokens_in": c.tokens_in,
                         "tokens_out": c.tokens_out,
+                        "cached_tokens_in": c.cached_in,
+                        "model_tokens_in": c.paid_in,
+                        "model_tokens_out": c.paid_out,
                     }),
                 )
             })
             .collect();
-        json!({
+        // Money, per role that was configured: what its model calls cost, and what every answer
+        // it got would have cost had none come from the cache.
+        let mut cost_roles = BTreeMap::new();
+        let (mut spent_total, mut answers_total, mut priced) = (0.0, 0.0, true);
+        for (role, settings) in &self.settings.roles {
+            let counters = roles.get(role);
+            let spent = self.spent(*role, counters, &carried);
+            let answers =
+                settings.price.map(|p| counters.map_or(0.0, |c| p.cost(c.tokens_in, c.cached_in, c.tokens_out)));
+            spent_total += spent.unwrap_or(0.0);
+            answers_total += answers.unwrap_or(0.0);
+            priced &= spent.is_some();
+            cost_roles.insert(
+                role.as_str(),
+                json!({
+                    "model": settings.model,
+                    "priced": spent.is_some(),
+                    "spent": spent,
+                    "answers": answers,
+                    "carried_over": carried.get(role),
+                }),
+            );
+        }
+        let any_price = self.settings.roles.values().any(|r| r.price.is_some());
+        let latency: BTreeMap<&str, Value> =
+            roles.iter().map(|(role, c)| (role.as_str(), c.latency.report())).collect();
+        let waiting_by_role: BTreeMap<&str, Value> = roles
+            .iter()
+            .map(|(role, c)| {
+                (
+                    role.as_str(),
+                    json!({"server_s": seconds(c.server_us), "queue_s": seconds(c.queue_us), "backoff_s": seconds(c.backoff_us)}),
+                )
+            })
+            .collect();
+        let mut report = json!({
             "endpoint": self.endpoints.iter().map(|e| e.display.as_str()).collect::<Vec<_>>().join(", "),
             "redacted": self.redacted.load(Ordering::Relaxed),
             "endpoints": endpoints,
@@ -609,13 +882,118 @@ impl Client {
             "tokens": {
                 "in": sum(|c| c.tokens_in),
                 "out": sum(|c| c.tokens_out),
+                "cached_in": sum(|c| c.cached_in),
                 "total": self.tokens_used.load(Ordering::Relaxed),
                 "max_tokens_total": self.settings.max_tokens_total,
                 "cap_reached": self.cap_reached(),
                 "refused_calls": sum(|c| c.refused),
             },
+            "cost": {
+                "currency": self.settings.currency,
+                "priced": any_price && priced,
+                "spent": any_price.then_some(spent_total),
+                "answers": any_price.then_some(answers_total),
+                "saved_by_cache": any_price.then(|| (answers_total - (spent_total - carried.values().sum::<f64>())).max(0.0)),
+                "by_role": cost_roles,
+            },
+            "latency": latency,
+            "waiting": {
+                "server_s": seconds(sum(|c| c.server_us)),
+                "queue_s": seconds(sum(|c| c.queue_us)),
+                "backoff_s": seconds(sum(|c| c.backoff_us)),
+                "by_role": waiting_by_role,
+            },
             "concurrency": concurrency,
+        });
+        if !self.budget.is_empty() {
+            report["budget"] = json!({
+                "max_cost": self.budget.max_cost,
+                "roles": self.budget.roles.iter().map(|(r, v)| (r.as_str(), *v)).collect::<BTreeMap<_, _>>(),
+                "stopped_by": self.budget_stop(),
+            });
+        }
+        if self.settings.track_tasks {
+            report["by_task"] = self.task_report();
+        }
+        report
+    }
+
+    /// Each task's distinct requests per role: requests, tokens, their cost, the server's time.
+    fn task_report(&self) -> Value {
+        let tasks = lock(&self.tasks);
+        let by_task: BTreeMap<&str, BTreeMap<&str, Value>> = tasks
+            .iter()
+            .map(|(task, usage)| {
+                let roles = usage
+                    .roles
+                    .iter()
+                    .map(|(role, r)| {
+                        let price = self.settings.roles.get(role).and_then(|s| s.price);
+                        let value = json!({
+                            "requests": r.requests,
+                            "tokens_in": r.tokens_in,
+                            "tokens_out": r.tokens_out,
+                            "cost": price.map(|p| p.cost(r.tokens_in, r.cached_in, r.tokens_out)),
+                            "server_s": (r.server_us as f64 / 1000.0).round() / 1000.0,
+                            "timed": r.timed,
+                        });
+                        (role.as_str(), value)
+                    })
+                    .collect();
+                (task.as_str(), roles)
+            })
+            .collect();
+        json!(by_task)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Asks every endpoint whose server is not configured what it runs, all at once.
+fn detect_servers(
+    runtime: &tokio::runtime::Runtime,
+    settings: &[EndpointSettings],
+    endpoints: &mut [Endpoint],
+    secrets: &[String],
+) {
+    let handles: Vec<Option<tokio::task::JoinHandle<Server>>> = settings
+        .iter()
+        .zip(endpoints.iter())
+        .map(|(settings, endpoint)| {
+            if settings.server.is_some() {
+                return None;
+            }
+            let (settings, http, headers) = (settings.clone(), endpoint.http.clone(), endpoint.headers.clone());
+            Some(runtime.spawn(async move {
+                let get = |url: String| {
+                    let (http, headers) = (http.clone(), headers.clone());
+                    async move {
+                        let response = http.get(&url).headers(headers).timeout(PROBE_TIMEOUT).send().await.ok()?;
+                        let status = response.status().as_u16();
+                        let headers = response.headers().clone();
+                        let bytes = response.bytes().await.ok()?;
+                        Some(Probe { status, headers, json: serde_json::from_slice(&bytes).ok() })
+                    }
+                };
+                crate::server::detect(&settings, get).await
+            }))
         })
+        .collect();
+    for (endpoint, handle) in endpoints.iter_mut().zip(handles) {
+        if let Some(handle) = handle {
+            let mut server = runtime.block_on(handle).unwrap_or_else(|_| Server::configured(ServerKind::Openai));
+            // A server that lists a configured secret as a model name is quoting it back.
+            for model in &mut server.models {
+                for secret in secrets {
+                    if model.contains(secret.as_str()) {
+                        *model = model.replace(secret.as_str(), REDACTED);
+                    }
+                }
+            }
+            endpoint.server = server;
+        }
     }
 }
 
@@ -644,7 +1022,15 @@ fn open_endpoint(settings: &EndpointSettings, timeout: Duration) -> Result<(Endp
         builder = builder.no_proxy();
     }
     let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
-    let endpoint = Endpoint { url: settings.chat_url(), display: settings.display_url(), headers, http };
+    let endpoint = Endpoint {
+        url: settings.chat_url(),
+        native_url: settings.root_url("api/chat"),
+        display: settings.display_url(),
+        headers,
+        http,
+        // Replaced by what detection finds when the server is not configured.
+        server: Server::configured(settings.server.unwrap_or(ServerKind::Openai)),
+    };
     Ok((endpoint, secret))
 }
 
@@ -693,10 +1079,81 @@ fn excerpt(bytes: &[u8]) -> String {
     if line.chars().count() > 300 { format!("{}…", line.chars().take(300).collect::<String>()) } else { line }
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is rare from APIs and falls back to backoff).
+/// `Retry-After`: seconds, or an HTTP date (how long from now), at most [`MAX_BACKOFF`].
 fn parse_retry_after(value: &str) -> Option<Duration> {
-    let seconds: f64 = value.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds).min(MAX_BACKOFF))
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds).min(MAX_BACKOFF));
+    }
+    let at = http_date(value)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(at.saturating_sub(now)).min(MAX_BACKOFF))
+}
+
+/// An IMF-fixdate (`Wed, 21 Oct 2015 07:28:00 GMT`, the form HTTP servers send) as seconds
+/// since the Unix epoch.
+fn http_date(value: &str) -> Option<u64> {
+    let mut parts = value.split_whitespace();
+    let (_weekday, day, month, year, time, zone) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if zone != "GMT" || parts.next().is_some() {
+        return None;
+    }
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
+    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let clock: Vec<i64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let [hours, minutes, seconds] = clock[..] else { return None };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y, m) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * m + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    u64::try_from(days * 86_400 + hours * 3600 + minutes * 60 + seconds).ok()
+}
+
+/// How long an endpoint asks for no request because a rate-limit budget is spent: a
+/// `x-ratelimit-remaining-requests` (or `-tokens`) of 0, until its `x-ratelimit-reset-*`.
+fn rate_limit_pause(headers: &HeaderMap) -> Option<Duration> {
+    ["requests", "tokens"]
+        .iter()
+        .filter(|kind| {
+            let remaining = headers.get(format!("x-ratelimit-remaining-{kind}"));
+            remaining.and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim() == "0")
+        })
+        .filter_map(|kind| {
+            let reset = headers.get(format!("x-ratelimit-reset-{kind}"))?.to_str().ok()?;
+            duration_text(reset).or_else(|| parse_retry_after(reset))
+        })
+        .max()
+        .map(|wait| wait.min(MAX_BACKOFF))
+}
+
+/// A duration as rate-limit headers write it: `1s`, `6m0s`, `20ms`, `1h2m3.5s`.
+fn duration_text(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let mut total = 0.0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let seconds = match &rest[..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        total += number * seconds;
+        rest = &rest[unit_end..];
+    }
+    (!text.is_empty() && total.is_finite()).then(|| Duration::from_secs_f64(total))
 }
 
 /// The seed sent with a request: the role's base seed mixed with the call's identity, in the
@@ -770,12 +1227,20 @@ struct WireMessage {
     content: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<WireTokenDetails>,
+}
+
+#[derive(Deserialize)]
+struct WireTokenDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 fn parse_answer(bytes: &[u8]) -> Result<CachedAnswer, String> {
@@ -784,8 +1249,31 @@ fn parse_answer(bytes: &[u8]) -> Result<CachedAnswer, String> {
     })?;
     let choice = wire.choices.into_iter().next().ok_or("a chat completion without choices")?;
     let content = choice.message.content.ok_or("a chat completion whose message has no content")?;
-    let usage = wire.usage.unwrap_or(WireUsage { prompt_tokens: None, completion_tokens: None });
-    Ok(CachedAnswer { content, tokens_in: usage.prompt_tokens, tokens_out: usage.completion_tokens })
+    let usage = wire.usage.unwrap_or_default();
+    Ok(CachedAnswer {
+        content,
+        tokens_in: usage.prompt_tokens,
+        tokens_out: usage.completion_tokens,
+        cached_in: usage.prompt_tokens_details.and_then(|d| d.cached_tokens),
+    })
+}
+
+/// Ollama's own chat answer: `{"message": {"content": …}, "prompt_eval_count": n, "eval_count": n}`.
+#[derive(Deserialize)]
+struct NativeAnswer {
+    message: WireMessage,
+    #[serde(default)]
+    prompt_eval_count: Option<u64>,
+    #[serde(default)]
+    eval_count: Option<u64>,
+}
+
+fn parse_native_answer(bytes: &[u8]) -> Result<CachedAnswer, String> {
+    let wire: NativeAnswer = serde_json::from_slice(bytes).map_err(|e| {
+        format!("malformed Ollama chat answer ({e}; body starts: {})", excerpt(&bytes[..bytes.len().min(200)]))
+    })?;
+    let content = wire.message.content.ok_or("an Ollama chat answer whose message has no content")?;
+    Ok(CachedAnswer { content, tokens_in: wire.prompt_eval_count, tokens_out: wire.eval_count, cached_in: None })
 }
 
 #[cfg(test)]
@@ -816,11 +1304,66 @@ mod tests {
     }
 
     #[test]
+    fn cached_input_tokens_and_ollamas_own_answers_parse() {
+        let answer = parse_answer(
+            br#"{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":50,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":32}}}"#,
+        )
+        .unwrap();
+        assert_eq!((answer.tokens_in, answer.cached_in), (Some(50), Some(32)));
+        let native =
+            parse_native_answer(br#"{"model":"m","message":{"role":"assistant","content":"{}"},"done":true,"prompt_eval_count":7,"eval_count":3}"#)
+                .unwrap();
+        assert_eq!((native.content.as_str(), native.tokens_in, native.tokens_out), ("{}", Some(7), Some(3)));
+        assert!(parse_native_answer(br#"{"choices":[]}"#).unwrap_err().starts_with("malformed Ollama chat answer"));
+    }
+
+    #[test]
+    fn rate_limit_headers_say_how_long_to_hold_off() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(*name, HeaderValue::from_static(value));
+            }
+            map
+        };
+        assert_eq!(rate_limit_pause(&headers(&[("x-ratelimit-remaining-requests", "3")])), None);
+        let spent = headers(&[("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1.5s")]);
+        assert_eq!(rate_limit_pause(&spent), Some(Duration::from_millis(1500)));
+        let both = headers(&[
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "20ms"),
+            ("x-ratelimit-remaining-tokens", "0"),
+            ("x-ratelimit-reset-tokens", "6m0s"),
+        ]);
+        assert_eq!(rate_limit_pause(&both), Some(Duration::from_secs(120)), "the longer, at most MAX_BACKOFF");
+        assert_eq!(duration_text("1h2m3.5s"), Some(Duration::from_secs_f64(3723.5)));
+        assert_eq!(duration_text("3 parsecs"), None);
+        assert_eq!(http_date("Wed, 21 Oct 2015 07:28:00 GMT"), Some(1_445_412_480));
+        assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(http_date("21 Oct 2015"), None);
+    }
+
+    #[test]
+    fn latency_quantiles_are_within_a_percent() {
+        let mut histogram = Histogram::default();
+        for ms in 1..=1000u64 {
+            histogram.add(Duration::from_millis(ms));
+        }
+        for (q, exact) in [(0.5, 500.0), (0.95, 950.0), (0.99, 990.0)] {
+            let got = histogram.quantile(q).unwrap();
+            assert!((got - exact).abs() / exact < 0.011, "q{q}: {got} against {exact}");
+        }
+        assert_eq!(Histogram::default().quantile(0.5), None);
+        assert_eq!(histogram.report()["requests"], 1000);
+        assert_eq!(histogram.report()["mean_ms"], 500.5);
+    }
+
+    #[test]
     fn retry_after_and_loopback() {
         assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
         assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
         assert_eq!(parse_retry_after("100000"), Some(MAX_BACKOFF));
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO), "a date in the past");
         assert!(is_loopback("http://127.0.0.1:8080/v1"));
         assert!(is_loopback("http://localhost/v1"));
         assert!(is_loopback("http://[::1]:99/v1"));

@@ -10,7 +10,7 @@ use crate::mock_server::{MockResponse, MockServer};
 use crate::*;
 
 fn settings(server: &MockServer, cache: CacheMode) -> ClientSettings {
-    let role = |model: &str| RoleSettings { model: model.into(), temperature: 0.0, max_tokens: Some(64), seed: 1 };
+    let role = |model: &str| RoleSettings::new(model, 0.0, Some(64), 1);
     ClientSettings {
         endpoints: vec![EndpointSettings::new(server.base_url(), 4)],
         roles: BTreeMap::from([(Role::Generator, role("gen")), (Role::Judge, role("judge"))]),
@@ -20,6 +20,8 @@ fn settings(server: &MockServer, cache: CacheMode) -> ClientSettings {
         max_tokens_total: None,
         cache,
         failover: Failover::default(),
+        currency: None,
+        track_tasks: false,
     }
 }
 
@@ -359,4 +361,249 @@ fn a_short_secret_stays_in_answers_but_not_in_messages() {
     assert!(error.contains("bad key [REDACTED]") && !error.contains("pw12"), "{error}");
     assert_eq!(ask(&client, 1).unwrap().content, "a draft that says pw12 in passing", "shorter than 8 characters");
     assert_eq!(client.report()["redacted"], 1);
+}
+
+fn judge_request() -> ChatRequest {
+    ChatRequest {
+        messages: vec![Message::user("critique this")],
+        response_format: Some(
+            serde_json::json!({"type": "json_schema", "json_schema": {"name": "critique", "strict": true,
+            "schema": {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}}}),
+        ),
+    }
+}
+
+fn ask_judge(client: &Client) -> Result<ChatAnswer, ChatError> {
+    client.chat(Role::Judge, &judge_request(), &CallIdentity { task_id: "t1".into(), epoch: 0, round: 0, attempt: 1 })
+}
+
+#[test]
+fn each_server_reads_structured_output_only_in_its_own_form() {
+    use crate::mock_server::{UNCONSTRAINED, structured_stub};
+    const CRITIQUE: &str = r#"{"score": 7}"#;
+    for stub_kind in ServerKind::ALL {
+        let stub = structured_stub(stub_kind, CRITIQUE);
+        for sent in ServerKind::ALL {
+            let mut settings = settings(&stub, CacheMode::Memory);
+            settings.endpoints = vec![EndpointSettings::new(stub.base_url(), 1).serving(sent)];
+            settings.max_retries = 0;
+            let client = Client::new(settings).unwrap();
+            let answer = ask_judge(&client);
+            let case = format!("{sent}'s form sent to a {stub_kind} server");
+            // vLLM reads OpenAI's form too; every other pair misses.
+            let accepted = sent == stub_kind || (stub_kind == ServerKind::Vllm && sent == ServerKind::Openai);
+            match answer {
+                Ok(answer) if accepted => assert_eq!(answer.content, CRITIQUE, "{case}"),
+                Ok(answer) => assert_eq!(answer.content, UNCONSTRAINED, "{case}: ignored, so unconstrained"),
+                Err(error) => {
+                    assert!(!accepted, "{case}: {error}");
+                    let expected = match (stub_kind, sent) {
+                        (ServerKind::Openai, ServerKind::Ollama) => "HTTP 404",
+                        (ServerKind::Openai, _) => "HTTP 400",
+                        (ServerKind::Llamacpp, ServerKind::Openai) => {
+                            "must be one of \\\"text\\\" or \\\"json_object\\\""
+                        }
+                        _ => "HTTP 404",
+                    };
+                    assert!(error.to_string().contains(expected), "{case}: {error}");
+                }
+            }
+        }
+        assert_eq!(stub.probes(), 0, "a configured server is not asked what it is");
+    }
+}
+
+#[test]
+fn the_server_is_detected_at_start_and_recorded_with_its_models() {
+    use crate::mock_server::{Identity, structured_stub};
+    const CRITIQUE: &str = r#"{"score": 9}"#;
+    for (kind, detected_by, version) in [
+        (ServerKind::Openai, "/v1/models openai-* headers", None),
+        (ServerKind::Vllm, "/v1/models owned_by vllm", Some("0.12.0")),
+        (ServerKind::Llamacpp, "/v1/models owned_by llamacpp", None),
+        (ServerKind::Ollama, "/api/version", Some("0.4.7")),
+    ] {
+        let stub = structured_stub(kind, CRITIQUE);
+        let client = Client::new(settings(&stub, CacheMode::Memory)).unwrap();
+        assert_eq!(client.servers()[0].kind, kind);
+        assert_eq!(ask_judge(&client).unwrap().content, CRITIQUE, "{kind}: detected, then sent its own form");
+        let report = client.report();
+        let server = &report["endpoints"][0]["server"];
+        assert_eq!((server["kind"].as_str(), server["detected_by"].as_str()), (Some(kind.as_str()), Some(detected_by)));
+        assert_eq!(server["version"].as_str(), version, "{server}");
+        assert_eq!(server["models"], serde_json::json!(["mock-model"]), "the models the server lists");
+        assert!(stub.probes() >= 1);
+        assert_eq!(stub.requests(), 1, "probes are not chat requests");
+    }
+    let plain = MockServer::start_as(Identity::Plain, |_| MockResponse::chat("ok", 1, 1));
+    let client = Client::new(settings(&plain, CacheMode::Memory)).unwrap();
+    let server = &client.report()["endpoints"][0]["server"];
+    assert_eq!((server["kind"].as_str(), server["detected_by"].as_str()), (Some("openai"), Some("not recognised")));
+    assert_eq!(server["structured_output"], "response_format.json_schema");
+    let dead = Client::new(pool_settings(&[format!("http://127.0.0.1:{}/v1", dead_port())])).unwrap();
+    assert_eq!(dead.report()["endpoints"][0]["server"]["detected_by"], "no answer");
+}
+
+#[test]
+fn retry_after_pauses_the_endpoint_for_every_caller() {
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&arrivals);
+    let server = MockServer::start(move |request| {
+        seen.lock().unwrap().push(Instant::now());
+        if request.index == 0 {
+            MockResponse::error(429, "slow down").header("Retry-After", "1")
+        } else {
+            MockResponse::chat("ok", 1, 1)
+        }
+    });
+    let client = Arc::new(Client::new(settings(&server, CacheMode::Memory)).unwrap());
+    let first = {
+        let client = Arc::clone(&client);
+        std::thread::spawn(move || ask(&client, 0).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(150));
+    // Three more callers come while the endpoint is paused: none of them may reach it early.
+    let others: Vec<_> = (1..4)
+        .map(|epoch| {
+            let client = Arc::clone(&client);
+            std::thread::spawn(move || ask(&client, epoch).unwrap())
+        })
+        .collect();
+    first.join().unwrap();
+    others.into_iter().for_each(|t| {
+        t.join().unwrap();
+    });
+    let arrivals = arrivals.lock().unwrap();
+    assert_eq!(arrivals.len(), 5);
+    for later in &arrivals[1..] {
+        assert!(later.duration_since(arrivals[0]) >= Duration::from_millis(950), "a request arrived during the pause");
+    }
+    let report = client.report();
+    assert_eq!(report["endpoints"][0]["pauses"], 1, "{report:#}");
+    assert!(report["endpoints"][0]["paused_ms"].as_u64().unwrap() >= 990, "{report:#}");
+    assert!(report["waiting"]["queue_s"].as_f64().unwrap() >= 2.0, "three callers queued for most of a second");
+}
+
+#[test]
+fn a_spent_rate_limit_budget_pauses_before_any_429() {
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&arrivals);
+    let server = MockServer::start(move |_| {
+        seen.lock().unwrap().push(Instant::now());
+        MockResponse::chat("ok", 1, 1)
+            .header("x-ratelimit-remaining-requests", "0")
+            .header("x-ratelimit-reset-requests", "600ms")
+    });
+    let client = Client::new(settings(&server, CacheMode::Memory)).unwrap();
+    ask(&client, 0).unwrap();
+    ask(&client, 1).unwrap();
+    let arrivals = arrivals.lock().unwrap();
+    assert!(arrivals[1].duration_since(arrivals[0]) >= Duration::from_millis(550), "{:?}", arrivals[1] - arrivals[0]);
+    assert_eq!(client.report()["http"]["status_429"], 0);
+}
+
+fn priced(server: &MockServer, input: f64, output: f64) -> ClientSettings {
+    let mut settings = settings(server, CacheMode::Memory);
+    for role in settings.roles.values_mut() {
+        role.price = Some(Price { input_per_mtok: input, cached_input_per_mtok: None, output_per_mtok: output });
+    }
+    settings.currency = Some("USD".into());
+    settings
+}
+
+#[test]
+fn model_calls_are_paid_at_their_price_and_a_budget_raises_its_flag() {
+    // 8 tokens in at 1000 per million and 4 out at 2000: 0.016 a call.
+    let server = MockServer::start(|_| MockResponse::chat("x", 8, 4));
+    let budget = Budget { max_cost: Some(0.03), roles: BTreeMap::new() };
+    let client = Client::new(priced(&server, 1000.0, 2000.0)).unwrap().with_budget(budget);
+    let flag = client.budget_flag();
+    ask(&client, 0).unwrap();
+    assert!(!flag.load(Ordering::SeqCst));
+    ask(&client, 0).unwrap();
+    assert!(!flag.load(Ordering::SeqCst), "an answer from the cache costs nothing");
+    ask(&client, 1).unwrap();
+    assert!(flag.load(Ordering::SeqCst), "0.032 reached max_cost = 0.03");
+    let stop = client.budget_stop().unwrap();
+    assert_eq!((stop.budget.as_str(), stop.limit), ("max_cost", 0.03));
+    assert!((stop.spent - 0.032).abs() < 1e-12, "{stop:?}");
+    // Calls still go out: the run decides what to do with the flag.
+    ask(&client, 2).unwrap();
+    let report = client.report();
+    let cost = &report["cost"];
+    assert_eq!((cost["currency"].as_str(), cost["priced"].as_bool()), (Some("USD"), Some(true)), "{cost:#}");
+    assert!((cost["spent"].as_f64().unwrap() - 0.048).abs() < 1e-12, "{cost:#}");
+    assert!((cost["answers"].as_f64().unwrap() - 0.064).abs() < 1e-12, "four answers, one from the cache: {cost:#}");
+    assert!((cost["saved_by_cache"].as_f64().unwrap() - 0.016).abs() < 1e-12, "{cost:#}");
+    assert_eq!(report["budget"]["stopped_by"]["budget"], "max_cost");
+    // The tokens paid for are the model calls' alone; the answer from the cache counts in tokens_in.
+    let generator = &report["calls"]["by_role"]["generator"];
+    assert_eq!(
+        (generator["tokens_in"].as_u64(), generator["model_tokens_in"].as_u64()),
+        (Some(32), Some(24)),
+        "{generator:#}"
+    );
+    assert_eq!(generator["model_tokens_out"], 12);
+    assert!(report["latency"]["generator"]["p50_ms"].as_f64().is_some(), "{report:#}");
+    assert_eq!(report["latency"]["generator"]["requests"], 3);
+}
+
+#[test]
+fn a_role_budget_and_the_spend_carried_over_from_an_interrupted_run() {
+    let server = MockServer::start(|_| MockResponse::chat("x", 8, 4));
+    let budget = Budget { max_cost: None, roles: BTreeMap::from([(Role::Generator, 0.05)]) };
+    let client = Client::new(priced(&server, 1000.0, 2000.0)).unwrap().with_budget(budget.clone());
+    client.carry_spend(&BTreeMap::from([(Role::Generator, 0.04)]));
+    assert!(!client.budget_flag().load(Ordering::SeqCst));
+    ask(&client, 0).unwrap();
+    let stop = client.budget_stop().expect("0.04 before and 0.016 now reach 0.05");
+    assert_eq!(stop.budget, "roles.generator");
+    assert!((client.report()["cost"]["by_role"]["generator"]["carried_over"].as_f64().unwrap() - 0.04).abs() < 1e-12);
+    // An interrupted run that had spent its budget already stops at once.
+    let spent = Client::new(priced(&server, 1000.0, 2000.0)).unwrap().with_budget(budget);
+    spent.carry_spend(&BTreeMap::from([(Role::Generator, 0.06)]));
+    assert!(spent.budget_flag().load(Ordering::SeqCst));
+}
+
+#[test]
+fn cached_input_is_paid_at_its_own_rate_and_a_role_without_a_price_has_no_cost() {
+    let server = MockServer::start(|_| {
+        MockResponse::raw(
+            200,
+            br#"{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":1000,"completion_tokens":0,"prompt_tokens_details":{"cached_tokens":600}}}"#.to_vec(),
+        )
+    });
+    let mut settings = priced(&server, 10.0, 0.0);
+    settings.roles.get_mut(&Role::Generator).unwrap().price.as_mut().unwrap().cached_input_per_mtok = Some(1.0);
+    settings.roles.get_mut(&Role::Judge).unwrap().price = None;
+    let client = Client::new(settings).unwrap();
+    ask(&client, 0).unwrap();
+    let report = client.report();
+    // 400 at 10 per million and 600 at 1.
+    assert!((report["cost"]["by_role"]["generator"]["spent"].as_f64().unwrap() - 0.0046).abs() < 1e-12);
+    assert_eq!(report["cost"]["by_role"]["judge"]["spent"], serde_json::Value::Null, "no price, no cost");
+    assert_eq!(report["cost"]["priced"], false);
+    assert_eq!(report["tokens"]["cached_in"], 600);
+}
+
+#[test]
+fn a_pilot_counts_each_tasks_distinct_requests_once() {
+    let server = MockServer::start(|_| MockResponse::chat("x", 8, 4));
+    let dir = tempfile::tempdir().unwrap();
+    let disk = CacheMode::Disk { path: dir.path().join("cache.sqlite") };
+    let mut tracked = priced(&server, 1000.0, 2000.0);
+    tracked.cache = disk;
+    tracked.track_tasks = true;
+    for _ in 0..2 {
+        // The second client answers everything from the cache: the same distinct requests.
+        let client = Client::new(tracked.clone()).unwrap();
+        ask(&client, 0).unwrap();
+        ask(&client, 0).unwrap();
+        ask(&client, 1).unwrap();
+        let task = &client.report()["by_task"]["t1"]["generator"];
+        assert_eq!((task["requests"].as_u64(), task["tokens_in"].as_u64()), (Some(2), Some(16)), "{task}");
+        assert!((task["cost"].as_f64().unwrap() - 0.032).abs() < 1e-12);
+    }
+    assert_eq!(server.requests(), 2);
+    assert!(Client::new(settings(&server, CacheMode::Memory)).unwrap().report().get("by_task").is_none());
 }

@@ -16,6 +16,14 @@
 //!   (honouring `Retry-After`) and unparseable bodies, a per-request timeout, and one clear error
 //!   after the last attempt;
 //! - **token accounting** from `usage`, and a run-wide cap after which calls fail fast;
+//! - **money**: each role's tokens at its model's [`Price`] (cached input at its own rate), what
+//!   the model calls cost against a [`Budget`] whose flag the run polls before every loop;
+//! - **structured output per server**: the critique schema a critic asks for in OpenAI's form is
+//!   sent in the form each endpoint's server reads (vLLM, llama.cpp's server, Ollama), the server
+//!   configured or detected at start ([`ServerKind`]);
+//! - **politeness**: a `Retry-After` or a spent rate-limit budget pauses that endpoint for every
+//!   caller; latency percentiles per role and the time spent waiting on the server, queued for a
+//!   slot, and backing off;
 //! - the **API key** read from the environment variable the settings name, sent as a sensitive
 //!   header, never written anywhere: replaced by `[REDACTED]` in every error and in every answer
 //!   (a server that echoes it), before the answer is cached, and counted; URLs are shown and
@@ -32,7 +40,7 @@
 //!     RoleSettings,
 //! };
 //!
-//! let role = RoleSettings { model: "qwen2.5:7b".into(), temperature: 0.7, max_tokens: Some(512), seed: 7 };
+//! let role = RoleSettings::new("qwen2.5:7b", 0.7, Some(512), 7);
 //! let client = Client::new(ClientSettings {
 //!     endpoints: vec![EndpointSettings::new("http://127.0.0.1:11434/v1", 4)],
 //!     roles: BTreeMap::from([(Role::Generator, role)]),
@@ -42,6 +50,8 @@
 //!     max_tokens_total: None,
 //!     cache: CacheMode::Disk { path: "reports/.critbench-cache.sqlite".into() },
 //!     failover: Failover::default(),
+//!     currency: None,
+//!     track_tasks: false,
 //! })
 //! .unwrap();
 //! let request = ChatRequest { messages: vec![Message::user("Write a haiku about rust.")], response_format: None };
@@ -56,18 +66,20 @@ mod limiter;
 #[cfg(any(test, feature = "mock-server"))]
 pub mod mock_server;
 mod pool;
+pub mod server;
 mod settings;
 mod table;
 
 pub use cache::CACHE_FORMAT;
 pub use client::{
-    CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, MIN_REDACTED_CHARS, Message, REDACTED,
-    request_seed,
+    BudgetStop, CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, MIN_REDACTED_CHARS, Message,
+    REDACTED, request_seed,
 };
 pub use limiter::LimitChange;
 pub use pool::EndpointStats;
+pub use server::{Server, ServerKind};
 pub use settings::{
-    CacheMode, ClientSettings, EndpointSettings, Failover, MAX_BACKOFF, Role, RoleSettings, display_url,
+    Budget, CacheMode, ClientSettings, EndpointSettings, Failover, MAX_BACKOFF, Price, Role, RoleSettings, display_url,
 };
 pub use table::{
     DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S, OpenAiTable, Requirements,

@@ -3,6 +3,12 @@
 //! `Retry-After`, a 500, a slow answer, a truncated body. It counts what reaches it and how many
 //! requests were in flight at once, and stops when dropped. Standard library only.
 //!
+//! `GET` requests — what a client asks at start to learn which server it talks to — are answered
+//! by the server itself as its [`Identity`] says, and neither reach the handler nor count as
+//! requests. [`structured_stub`] is a server of one kind that answers a critique only when
+//! structured output is asked in that server's own form, and answers the other forms as the real
+//! server does.
+//!
 //! ```no_run
 //! use critbench_openai::mock_server::{MockResponse, MockServer};
 //!
@@ -106,8 +112,53 @@ impl MockResponse {
 
 type Handler = dyn Fn(&MockRequest) -> MockResponse + Send + Sync;
 
+/// What the server says it is to a client that asks (`GET /v1/models`, `/props`, `/version`,
+/// `/api/version`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// An OpenAI-compatible server that names no software critbench tells apart.
+    Plain,
+    /// `/v1/models` with OpenAI's `openai-version` header.
+    Openai,
+    /// `/v1/models` owned by `vllm`, and `/version`.
+    Vllm,
+    /// `/v1/models` owned by `llamacpp`, and `/props`.
+    Llamacpp,
+    /// `/api/version`.
+    Ollama,
+}
+
+impl Identity {
+    fn answer(self, path: &str) -> MockResponse {
+        let path = path.split('?').next().unwrap_or("");
+        let models = |owner: &str| {
+            MockResponse::raw(
+                200,
+                json!({"object": "list", "data": [{"id": "mock-model", "object": "model", "owned_by": owner}]})
+                    .to_string()
+                    .into_bytes(),
+            )
+        };
+        match (self, path) {
+            (Identity::Plain, "/v1/models") => models("mock"),
+            (Identity::Openai, "/v1/models") => models("system").header("openai-version", "2020-10-01"),
+            (Identity::Vllm, "/v1/models") => models("vllm"),
+            (Identity::Vllm, "/version") => MockResponse::raw(200, br#"{"version":"0.12.0"}"#.to_vec()),
+            (Identity::Llamacpp, "/v1/models") => models("llamacpp"),
+            (Identity::Llamacpp, "/props") => {
+                MockResponse::raw(200, br#"{"default_generation_settings":{},"build_info":"b4000"}"#.to_vec())
+            }
+            (Identity::Ollama, "/v1/models") => models("library"),
+            (Identity::Ollama, "/api/version") => MockResponse::raw(200, br#"{"version":"0.4.7"}"#.to_vec()),
+            _ => MockResponse::error(404, &format!("no route GET {path}")),
+        }
+    }
+}
+
 struct State {
     handler: Box<Handler>,
+    identity: Identity,
+    probes: AtomicUsize,
     received: Mutex<Vec<MockRequest>>,
     count: AtomicUsize,
     in_flight: AtomicUsize,
@@ -131,10 +182,28 @@ impl MockServer {
     /// Starts on 127.0.0.1 on `port` (0: a free one), e.g. to restart a stopped server where its
     /// clients expect it.
     pub fn start_on(port: u16, handler: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static) -> MockServer {
+        MockServer::start_with(port, Identity::Plain, handler)
+    }
+
+    /// Starts on a free port, saying it is `identity` to a client that asks.
+    pub fn start_as(
+        identity: Identity,
+        handler: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static,
+    ) -> MockServer {
+        MockServer::start_with(0, identity, handler)
+    }
+
+    fn start_with(
+        port: u16,
+        identity: Identity,
+        handler: impl Fn(&MockRequest) -> MockResponse + Send + Sync + 'static,
+    ) -> MockServer {
         let listener = TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| panic!("bind 127.0.0.1:{port}: {e}"));
         let port = listener.local_addr().expect("a bound address").port();
         let state = Arc::new(State {
             handler: Box::new(handler),
+            identity,
+            probes: AtomicUsize::new(0),
             received: Mutex::new(Vec::new()),
             count: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),
@@ -164,7 +233,12 @@ impl MockServer {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
-    /// Requests received so far.
+    /// `GET`s answered by the server's identity (a client asking what it is).
+    pub fn probes(&self) -> usize {
+        self.state.probes.load(Ordering::SeqCst)
+    }
+
+    /// Requests received so far (not counting [`MockServer::probes`]).
     pub fn requests(&self) -> usize {
         self.state.count.load(Ordering::SeqCst)
     }
@@ -235,6 +309,12 @@ fn serve(stream: TcpStream, state: &State) {
     if reader.read_exact(&mut body).is_err() {
         return;
     }
+    if method == "GET" {
+        state.probes.fetch_add(1, Ordering::SeqCst);
+        let _ = write_response(&stream, &state.identity.answer(&path));
+        let _ = stream.shutdown(Shutdown::Both);
+        return;
+    }
     let index = state.count.fetch_add(1, Ordering::SeqCst);
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -285,4 +365,84 @@ fn reason(status: u16) -> &'static str {
         503 => "Service Unavailable",
         _ => "Status",
     }
+}
+
+/// What a model answers when nothing constrains it: text, not the JSON a critic asked for.
+pub const UNCONSTRAINED: &str = "Here is my critique: the draft is clear, but it could cite more sources.";
+
+/// A server of `kind` whose model answers `critique` when structured output is asked in the form
+/// that server reads, and otherwise answers as the real server does: OpenAI refuses request
+/// fields it does not know (400); llama.cpp's server, before it learned OpenAI's form, refused
+/// `json_schema` with a 500; vLLM (0.12) reads `structured_outputs` and OpenAI's form and ignores
+/// the removed `guided_json` and other fields; Ollama reads `format` on its own `/api/chat` and
+/// (before 0.5) ignored `response_format`. An ignored request is answered unconstrained
+/// ([`UNCONSTRAINED`]). Each answer counts 11 tokens in and 5 out.
+pub fn structured_stub(kind: crate::ServerKind, critique: &str) -> MockServer {
+    use crate::ServerKind;
+    let identity = match kind {
+        ServerKind::Openai => Identity::Openai,
+        ServerKind::Vllm => Identity::Vllm,
+        ServerKind::Llamacpp => Identity::Llamacpp,
+        ServerKind::Ollama => Identity::Ollama,
+    };
+    let critique = critique.to_string();
+    MockServer::start_as(identity, move |request| {
+        let body = &request.body;
+        let format = &body["response_format"];
+        let nested = format["type"] == "json_schema" && format["json_schema"]["schema"].is_object();
+        let top_level = format["type"] == "json_object" && format["schema"].is_object();
+        let chat = request.path == "/v1/chat/completions";
+        let native = request.path == "/api/chat";
+        let answer = |constrained: bool| MockResponse::chat(if constrained { &critique } else { UNCONSTRAINED }, 11, 5);
+        match kind {
+            ServerKind::Openai => {
+                if !chat {
+                    return MockResponse::error(404, "Invalid URL");
+                }
+                if let Some(field) =
+                    ["structured_outputs", "guided_json", "format"].iter().find(|f| body.get(**f).is_some())
+                {
+                    return MockResponse::error(400, &format!("Unrecognized request argument supplied: {field}"));
+                }
+                if format.get("schema").is_some() {
+                    return MockResponse::error(400, "Invalid parameter: 'response_format.schema' is not allowed");
+                }
+                answer(nested)
+            }
+            ServerKind::Vllm => {
+                if !chat {
+                    return MockResponse::error(404, "Not Found");
+                }
+                answer(body["structured_outputs"]["json"].is_object() || nested)
+            }
+            ServerKind::Llamacpp => {
+                if !chat {
+                    return MockResponse::error(404, "File Not Found");
+                }
+                if format["type"] == "json_schema" {
+                    return MockResponse::error(
+                        500,
+                        "response_format type must be one of \"text\" or \"json_object\", but got: json_schema",
+                    );
+                }
+                answer(top_level)
+            }
+            ServerKind::Ollama => {
+                if native {
+                    let constrained = body["format"].is_object();
+                    let content = if constrained { critique.as_str() } else { UNCONSTRAINED };
+                    let answer = json!({
+                        "model": body["model"], "created_at": "2025-01-01T00:00:00Z",
+                        "message": {"role": "assistant", "content": content},
+                        "done": true, "done_reason": "stop", "prompt_eval_count": 11, "eval_count": 5,
+                    });
+                    return MockResponse::raw(200, answer.to_string().into_bytes());
+                }
+                if !chat {
+                    return MockResponse::error(404, "404 page not found");
+                }
+                answer(false)
+            }
+        }
+    })
 }

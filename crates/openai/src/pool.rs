@@ -8,6 +8,9 @@
 //!   request probes it: a success brings it back, a failure doubles the back-off (capped).
 //! - When no endpoint is in rotation, requests still go out, to the endpoint whose back-off ends
 //!   first: the client's own retries and backoff then decide, as with a single endpoint.
+//! - An endpoint that says when to come back (`Retry-After` on a 429 or 503, or a rate-limit
+//!   budget spent: `x-ratelimit-remaining-* = 0` until `x-ratelimit-reset-*`) is paused: no
+//!   request goes there until then, from any caller, while the others take the load.
 
 use std::time::Duration;
 
@@ -57,6 +60,10 @@ struct Slot {
     /// Times taken out so far: a request sent before the last time cannot bring it back.
     times_out: u64,
     out_total: Duration,
+    /// No request goes out before this (a server's `Retry-After` or rate-limit reset).
+    paused_until: Duration,
+    pauses: u64,
+    paused_total: Duration,
 }
 
 /// A request's place at an endpoint; hand it back to [`Rotation::finish`].
@@ -93,6 +100,12 @@ pub struct EndpointStats {
     pub out_of_rotation_ms: u64,
     /// In the rotation when the report was made.
     pub in_rotation: bool,
+    /// Times the server asked for a pause (`Retry-After`, a spent rate-limit budget), and how
+    /// long requests to it were held in all.
+    #[serde(default)]
+    pub pauses: u64,
+    #[serde(default)]
+    pub paused_ms: u64,
 }
 
 pub struct Rotation {
@@ -114,6 +127,9 @@ impl Rotation {
                 failures: 0,
                 times_out: 0,
                 out_total: Duration::ZERO,
+                paused_until: Duration::ZERO,
+                pauses: 0,
+                paused_total: Duration::ZERO,
             })
             .collect();
         Rotation { slots, failover }
@@ -134,9 +150,10 @@ impl Rotation {
     fn pick_among(&mut self, now: Duration, avoid: &[usize]) -> Option<Pick> {
         let allowed = |i: &usize| !avoid.contains(i);
         // A back-off that has ended: this request is the probe.
-        let due = (0..self.slots.len())
-            .filter(allowed)
-            .find(|&i| matches!(self.slots[i].health, Health::Out { until, .. } if until <= now));
+        let due = (0..self.slots.len()).filter(allowed).find(|&i| {
+            matches!(self.slots[i].health, Health::Out { until, .. } if until <= now)
+                && self.slots[i].paused_until <= now
+        });
         if let Some(i) = due {
             let Health::Out { since, .. } = self.slots[i].health else { unreachable!() };
             self.slots[i].health = Health::Probing { since };
@@ -149,11 +166,11 @@ impl Rotation {
         let free = (0..self.slots.len())
             .filter(allowed)
             .filter(up)
-            .filter(|&i| self.slots[i].in_flight < self.slots[i].aimd.limit())
+            .filter(|&i| self.slots[i].in_flight < self.slots[i].aimd.limit() && self.slots[i].paused_until <= now)
             .min_by_key(|&i| (self.slots[i].in_flight, self.slots[i].calls, i));
         Some(match free {
             Some(i) => Pick::Go(self.take(i, false)),
-            None => Pick::Wait(self.next_probe(now)),
+            None => Pick::Wait(self.next_event(now)),
         })
     }
 
@@ -165,21 +182,39 @@ impl Rotation {
             Health::Probing { .. } | Health::Up => now,
         };
         let first = (0..self.slots.len()).min_by_key(|&i| (ends(&self.slots[i]), i)).expect("at least one endpoint");
-        if self.slots[first].in_flight < self.slots[first].aimd.limit() {
+        if self.slots[first].in_flight < self.slots[first].aimd.limit() && self.slots[first].paused_until <= now {
             Pick::Go(self.take(first, false))
         } else {
-            Pick::Wait(self.next_probe(now))
+            Pick::Wait(self.next_event(now))
         }
     }
 
-    fn next_probe(&self, now: Duration) -> Option<Duration> {
+    /// How long until a back-off or a pause ends, when one will.
+    fn next_event(&self, now: Duration) -> Option<Duration> {
         self.slots
             .iter()
-            .filter_map(|slot| match slot.health {
-                Health::Out { until, .. } => Some(until.saturating_sub(now)),
-                _ => None,
+            .flat_map(|slot| {
+                let probe = match slot.health {
+                    Health::Out { until, .. } => Some(until.max(slot.paused_until).saturating_sub(now)),
+                    _ => None,
+                };
+                let pause = (slot.paused_until > now).then(|| slot.paused_until - now);
+                probe.into_iter().chain(pause)
             })
             .min()
+    }
+
+    /// Holds every request to endpoint `i` until `until`, as its server asked.
+    pub fn pause(&mut self, i: usize, until: Duration, now: Duration) {
+        let slot = &mut self.slots[i];
+        if until <= slot.paused_until.max(now) {
+            return;
+        }
+        if slot.paused_until <= now {
+            slot.pauses += 1;
+        }
+        slot.paused_total += until - slot.paused_until.max(now);
+        slot.paused_until = until;
     }
 
     fn take(&mut self, i: usize, probe: bool) -> Ticket {
@@ -194,6 +229,7 @@ impl Rotation {
     pub fn has_other(&self, now: Duration, tried: &[usize]) -> bool {
         self.slots.iter().enumerate().any(|(i, slot)| {
             !tried.contains(&i)
+                && slot.paused_until <= now
                 && match slot.health {
                     Health::Up => true,
                     Health::Out { until, .. } => until <= now,
@@ -258,6 +294,9 @@ impl Rotation {
                     times_out: slot.times_out,
                     out_of_rotation_ms: (slot.out_total + ongoing).as_millis() as u64,
                     in_rotation: slot.health == Health::Up,
+                    pauses: slot.pauses,
+                    // A pause still to come is counted: it was asked for.
+                    paused_ms: slot.paused_total.as_millis() as u64,
                 }
             })
             .collect()
@@ -426,6 +465,32 @@ mod tests {
         assert_eq!((stats[0].in_rotation, stats[0].out_of_rotation_ms), (true, 700));
         assert_eq!((stats[1].in_rotation, stats[1].out_of_rotation_ms), (false, 790));
         assert_eq!(go(rotation.pick(ms(800), &[])).endpoint, 0);
+    }
+
+    #[test]
+    fn a_paused_endpoint_takes_no_request_until_its_pause_ends() {
+        let mut rotation = Rotation::new(&[4, 4], failover());
+        let urls = ["a".to_string(), "b".to_string()];
+        rotation.pause(0, ms(1000), ms(0));
+        // While 0 is paused every request goes to 1, and 0 is no endpoint to fail over to.
+        for _ in 0..4 {
+            assert_eq!(go(rotation.pick(ms(10), &[])).endpoint, 1);
+        }
+        assert!(!rotation.has_other(ms(10), &[1]));
+        assert_eq!(rotation.pick(ms(10), &[]), Pick::Wait(Some(ms(990))), "1 is full: wait for 0's pause to end");
+        assert_eq!(go(rotation.pick(ms(1000), &[])).endpoint, 0);
+        // A shorter pause inside a longer one changes nothing; a longer one extends it.
+        rotation.pause(1, ms(3000), ms(1000));
+        rotation.pause(1, ms(2000), ms(1500));
+        rotation.pause(1, ms(4000), ms(2500));
+        let stats = rotation.stats(&urls, ms(5000));
+        assert_eq!((stats[0].pauses, stats[0].paused_ms), (1, 1000));
+        assert_eq!((stats[1].pauses, stats[1].paused_ms), (1, 3000));
+        // One endpoint, paused: the request waits for it.
+        let mut single = Rotation::new(&[2], failover());
+        single.pause(0, ms(500), ms(0));
+        assert_eq!(single.pick(ms(100), &[]), Pick::Wait(Some(ms(400))));
+        assert_eq!(go(single.pick(ms(500), &[])).endpoint, 0);
     }
 
     #[test]

@@ -66,6 +66,57 @@ pub struct RoleSettings {
     /// The base of the per-request seed: every request sends a seed derived from this and the
     /// call's (task, epoch, round, attempt), so epochs resample and reruns repeat.
     pub seed: u64,
+    /// What the model's tokens cost, from the experiment's `[pricing]`; `None` when it has no
+    /// price, and then nothing this role does is given a cost (never a cost of zero).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
+}
+
+impl RoleSettings {
+    /// A role of `model` at `temperature` with no price.
+    pub fn new(model: impl Into<String>, temperature: f64, max_tokens: Option<u32>, seed: u64) -> RoleSettings {
+        RoleSettings { model: model.into(), temperature, max_tokens, seed, price: None }
+    }
+}
+
+/// What a model's tokens cost, per million tokens, in the run's currency (`[pricing]`). A local
+/// server is priced at zero by saying so: `input_per_mtok = 0, output_per_mtok = 0`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    /// Input tokens the server reports it served from its own prompt cache
+    /// (`usage.prompt_tokens_details.cached_tokens`); priced as `input_per_mtok` when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_mtok: Option<f64>,
+    pub output_per_mtok: f64,
+}
+
+impl Price {
+    /// The cost of one answer: `cached_in` of the `tokens_in` at the cached rate (when set).
+    pub fn cost(&self, tokens_in: u64, cached_in: u64, tokens_out: u64) -> f64 {
+        let cached = cached_in.min(tokens_in);
+        let cached_rate = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
+        ((tokens_in - cached) as f64 * self.input_per_mtok
+            + cached as f64 * cached_rate
+            + tokens_out as f64 * self.output_per_mtok)
+            / 1e6
+    }
+}
+
+/// Money a run may spend (`[budget]`): run-wide and per role. When a budget is reached the
+/// client raises [`Client::budget_flag`](crate::Client::budget_flag) and the run starts no new
+/// loop; calls already under way go on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Budget {
+    pub max_cost: Option<f64>,
+    pub roles: BTreeMap<Role, f64>,
+}
+
+impl Budget {
+    pub fn is_empty(&self) -> bool {
+        self.max_cost.is_none() && self.roles.is_empty()
+    }
 }
 
 /// Where responses are cached.
@@ -90,27 +141,63 @@ pub struct EndpointSettings {
     pub api_key_env: Option<String>,
     /// Requests in flight at most at this endpoint (its AIMD limit never rises above it).
     pub concurrency: u32,
+    /// The server software, which decides the form structured output is sent in; `None`:
+    /// detected when the client starts (see [`crate::ServerKind`]).
+    #[serde(serialize_with = "server_name")]
+    pub server: Option<crate::ServerKind>,
+}
+
+fn server_name<S: serde::Serializer>(server: &Option<crate::ServerKind>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(server.map_or("auto", crate::ServerKind::as_str))
 }
 
 impl EndpointSettings {
-    /// An endpoint that needs no key.
+    /// An endpoint that needs no key, its server detected at start.
     pub fn new(base_url: impl Into<String>, concurrency: u32) -> EndpointSettings {
-        EndpointSettings { base_url: base_url.into(), api_key_env: None, concurrency }
+        EndpointSettings { base_url: base_url.into(), api_key_env: None, concurrency, server: None }
     }
 
-    /// The chat completions URL requests are sent to (credentials and query kept).
-    pub fn chat_url(&self) -> String {
+    /// The same endpoint, its server said rather than detected.
+    pub fn serving(self, server: crate::ServerKind) -> EndpointSettings {
+        EndpointSettings { server: Some(server), ..self }
+    }
+
+    /// `{base_url}/{path}`, credentials and query kept: `models`, `chat/completions`.
+    pub fn url(&self, path: &str) -> String {
         let url = self.base_url.trim();
         let (rest, query) = match url.split_once('?') {
             Some((rest, query)) => (rest, Some(query)),
             None => (url, None),
         };
-        let mut out = format!("{}/chat/completions", rest.trim_end_matches('/'));
+        let mut out = format!("{}/{path}", rest.trim_end_matches('/'));
         if let Some(query) = query {
             out.push('?');
             out.push_str(query);
         }
         out
+    }
+
+    /// `path` at the server's root, the base URL without its trailing `/v1`: where llama.cpp's
+    /// `/props`, vLLM's `/version` and Ollama's `/api/...` live.
+    pub fn root_url(&self, path: &str) -> String {
+        let url = self.base_url.trim();
+        let (rest, query) = match url.split_once('?') {
+            Some((rest, query)) => (rest, Some(query)),
+            None => (url, None),
+        };
+        let rest = rest.trim_end_matches('/');
+        let rest = rest.strip_suffix("/v1").unwrap_or(rest);
+        let mut out = format!("{rest}/{path}");
+        if let Some(query) = query {
+            out.push('?');
+            out.push_str(query);
+        }
+        out
+    }
+
+    /// The chat completions URL requests are sent to (credentials and query kept).
+    pub fn chat_url(&self) -> String {
+        self.url("chat/completions")
     }
 
     /// The chat completions URL as the manifest, the cache and every message show it: no
@@ -161,6 +248,13 @@ pub struct ClientSettings {
     pub max_tokens_total: Option<u64>,
     pub cache: CacheMode,
     pub failover: Failover,
+    /// The currency of every role's price (`[pricing] currency`), for the report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    /// Keep what each task's calls cost, by task (`critbench estimate`'s pilot projects from it);
+    /// its memory grows with the tasks, so a run never sets it.
+    #[serde(skip)]
+    pub track_tasks: bool,
 }
 
 /// The longest wait between two attempts, also the cap on a server's `Retry-After`.
@@ -207,6 +301,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_price_is_per_million_tokens_with_cached_input_at_its_own_rate() {
+        let price = Price { input_per_mtok: 3.0, cached_input_per_mtok: Some(0.3), output_per_mtok: 15.0 };
+        assert!((price.cost(1_000_000, 0, 0) - 3.0).abs() < 1e-12);
+        assert!((price.cost(1_000, 400, 200) - (600.0 * 3.0 + 400.0 * 0.3 + 200.0 * 15.0) / 1e6).abs() < 1e-15);
+        assert_eq!(price.cost(10, 50, 0), price.cost(10, 10, 0), "never more cached than sent");
+        let flat = Price { cached_input_per_mtok: None, ..price };
+        assert_eq!(flat.cost(1_000, 400, 0), flat.cost(1_000, 0, 0), "cached input at the input rate");
+        let free = Price { input_per_mtok: 0.0, cached_input_per_mtok: None, output_per_mtok: 0.0 };
+        assert_eq!(free.cost(123, 4, 56), 0.0);
+    }
+
+    #[test]
     fn urls_are_shown_without_credentials_or_query() {
         assert_eq!(display_url("http://user:secret@127.0.0.1:9/v1"), "http://127.0.0.1:9/v1");
         assert_eq!(display_url("https://a@b@host/v1?key=secret#x"), "https://host/v1");
@@ -214,6 +320,8 @@ mod tests {
         assert_eq!(display_url(" http://host/v1/ "), "http://host/v1/");
         let endpoint = EndpointSettings::new("http://u:p@h:1/v1/?api-version=2", 1);
         assert_eq!(endpoint.chat_url(), "http://u:p@h:1/v1/chat/completions?api-version=2");
+        assert_eq!(endpoint.root_url("props"), "http://u:p@h:1/props?api-version=2");
+        assert_eq!(EndpointSettings::new("http://h:1", 1).root_url("api/chat"), "http://h:1/api/chat");
         assert_eq!(endpoint.display_url(), "http://h:1/v1/chat/completions");
         let json = serde_json::to_string(&endpoint).unwrap();
         assert!(json.contains("\"base_url\":\"http://h:1/v1/\"") && !json.contains("u:p"), "{json}");

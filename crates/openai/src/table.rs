@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::server::ServerKind;
 use crate::settings::{CacheMode, ClientSettings, EndpointSettings, Failover, Role, RoleSettings, display_url};
 
 /// Defaults of the `[openai]` table.
@@ -47,6 +48,10 @@ pub struct OpenAiTable {
     max_tokens: Option<u32>,
     #[serde(default)]
     cache: Option<String>,
+    /// `auto` (detected at start), `openai`, `vllm`, `llamacpp` or `ollama`: every endpoint's
+    /// unless it names its own.
+    #[serde(default)]
+    server: Option<String>,
     #[serde(default)]
     generator: Option<RoleTable>,
     #[serde(default)]
@@ -68,6 +73,9 @@ struct EndpointTable {
     /// The table's `concurrency` unless given.
     #[serde(default)]
     concurrency: Option<u32>,
+    /// The table's `server` unless given.
+    #[serde(default)]
+    server: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -171,6 +179,11 @@ pub enum SettingsError {
     RoleZeroTokens(Role),
     #[error("backend = \"openai\" needs a generator model: [openai] models = {{ generator = \"...\" }}")]
     NoGenerator,
+    #[error(
+        "[openai] {key} = \"{value}\" is not a server critbench knows; use \"auto\" (ask the server at start), \
+         \"openai\", \"vllm\", \"llamacpp\" or \"ollama\""
+    )]
+    Server { key: String, value: String },
 }
 
 impl OpenAiTable {
@@ -184,10 +197,11 @@ impl OpenAiTable {
     pub fn resolve(self, needs: Requirements) -> Result<ClientSettings, SettingsError> {
         let concurrency = self.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
         check_concurrency("concurrency", concurrency)?;
+        let server = server_of("server", self.server.as_deref())?;
         if let Some(name) = &self.api_key_env {
             check_key_name("api_key_env", name)?;
         }
-        let endpoints = self.endpoints(concurrency)?;
+        let endpoints = self.endpoints(concurrency, server)?;
         let timeout_s = self.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
         if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= 86_400.0) {
             return Err(SettingsError::Timeout(timeout_s));
@@ -212,21 +226,24 @@ impl OpenAiTable {
             max_tokens_total: self.max_tokens_total,
             cache: needs.cache,
             failover: Failover::default(),
+            currency: None,
+            track_tasks: false,
         })
     }
 
-    fn endpoints(&self, concurrency: u32) -> Result<Vec<EndpointSettings>, SettingsError> {
+    fn endpoints(&self, concurrency: u32, server: Option<ServerKind>) -> Result<Vec<EndpointSettings>, SettingsError> {
         let mut endpoints = Vec::new();
         match (&self.base_url, self.endpoints.is_empty()) {
             (Some(_), false) => return Err(SettingsError::BaseUrlAndEndpoints),
             (None, true) => return Err(SettingsError::NoEndpoint),
             (Some(Urls::Many(urls)), true) if urls.is_empty() => return Err(SettingsError::EmptyList),
             (Some(Urls::One(url)), true) => {
-                endpoints.push(endpoint("base_url", url, self.api_key_env.clone(), concurrency)?);
+                endpoints.push(endpoint("base_url", url, self.api_key_env.clone(), concurrency, server)?);
             }
             (Some(Urls::Many(urls)), true) => {
                 for (i, url) in urls.iter().enumerate() {
-                    endpoints.push(endpoint(&format!("base_url[{i}]"), url, self.api_key_env.clone(), concurrency)?);
+                    let key = format!("base_url[{i}]");
+                    endpoints.push(endpoint(&key, url, self.api_key_env.clone(), concurrency, server)?);
                 }
             }
             (None, false) => {
@@ -238,7 +255,11 @@ impl OpenAiTable {
                     let own = table.concurrency.unwrap_or(concurrency);
                     check_concurrency(&format!("{at}.concurrency"), own)?;
                     let key = table.api_key_env.clone().or_else(|| self.api_key_env.clone());
-                    endpoints.push(endpoint(&format!("{at}.base_url"), &table.base_url, key, own)?);
+                    let own_server = match &table.server {
+                        Some(name) => server_of(&format!("{at}.server"), Some(name))?,
+                        None => server,
+                    };
+                    endpoints.push(endpoint(&format!("{at}.base_url"), &table.base_url, key, own, own_server)?);
                 }
             }
         }
@@ -302,9 +323,19 @@ impl OpenAiTable {
                 return Err(SettingsError::RoleZeroTokens(role));
             }
             let max_tokens = table.max_tokens.or(self.max_tokens);
-            roles.insert(role, RoleSettings { model, temperature, max_tokens, seed: table.seed.unwrap_or(seed) });
+            roles.insert(role, RoleSettings::new(model, temperature, max_tokens, table.seed.unwrap_or(seed)));
         }
         Ok(roles)
+    }
+}
+
+/// `server`: `None` (or `auto`) to detect it at start.
+fn server_of(key: &str, value: Option<&str>) -> Result<Option<ServerKind>, SettingsError> {
+    match value {
+        None | Some("auto") => Ok(None),
+        Some(name) => ServerKind::parse(name)
+            .map(Some)
+            .ok_or_else(|| SettingsError::Server { key: key.to_string(), value: name.to_string() }),
     }
 }
 
@@ -313,6 +344,7 @@ fn endpoint(
     url: &str,
     api_key_env: Option<String>,
     concurrency: u32,
+    server: Option<ServerKind>,
 ) -> Result<EndpointSettings, SettingsError> {
     let url = url.trim().to_string();
     if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -323,7 +355,7 @@ fn endpoint(
         // It would sit in a file that is shared and committed: credentials belong in the environment.
         return Err(SettingsError::Credentials { key: key.to_string() });
     }
-    Ok(EndpointSettings { base_url: url, api_key_env, concurrency })
+    Ok(EndpointSettings { base_url: url, api_key_env, concurrency, server })
 }
 
 fn check_concurrency(key: &str, value: u32) -> Result<(), SettingsError> {
@@ -374,7 +406,7 @@ mod tests {
 
         let tables = resolve(serde_json::json!({
             "endpoints": [
-                {"base_url": "http://a/v1", "concurrency": 8},
+                {"base_url": "http://a/v1", "concurrency": 8, "server": "llama.cpp"},
                 {"base_url": "https://b/v1", "api_key_env": "B_KEY"},
             ],
             "api_key_env": "K", "concurrency": 3, "models": models,
@@ -383,8 +415,18 @@ mod tests {
         assert_eq!(
             tables.endpoints,
             [
-                EndpointSettings { base_url: "http://a/v1".into(), api_key_env: Some("K".into()), concurrency: 8 },
-                EndpointSettings { base_url: "https://b/v1".into(), api_key_env: Some("B_KEY".into()), concurrency: 3 },
+                EndpointSettings {
+                    base_url: "http://a/v1".into(),
+                    api_key_env: Some("K".into()),
+                    concurrency: 8,
+                    server: Some(ServerKind::Llamacpp),
+                },
+                EndpointSettings {
+                    base_url: "https://b/v1".into(),
+                    api_key_env: Some("B_KEY".into()),
+                    concurrency: 3,
+                    server: None,
+                },
             ]
         );
     }
@@ -442,6 +484,13 @@ mod tests {
             SettingsError::ModelTwice { role: Role::Generator, in_models: "g".into(), in_table: "h".into() }
         );
         assert_eq!(with("max_retries", serde_json::json!(101)), SettingsError::TooManyRetries(101));
+        assert_eq!(
+            with("server", serde_json::json!("tgi")),
+            SettingsError::Server { key: "server".into(), value: "tgi".into() }
+        );
+        let vllm =
+            resolve(serde_json::json!({"base_url": "http://a/v1", "server": "vllm", "models": {"generator": "g"}}));
+        assert_eq!(vllm.unwrap().endpoints[0].server, Some(ServerKind::Vllm));
         let no_generator = serde_json::json!({"base_url": "http://a/v1"});
         assert_eq!(resolve(no_generator.clone()).unwrap_err(), SettingsError::NoGenerator);
         let settings = table(no_generator).resolve(Requirements { generator: false, ..needs() }).unwrap();

@@ -106,6 +106,8 @@ impl Waiting {
             first: self.first,
             rounds: self.rounds,
             best_score: self.best_score,
+            // Kept small: the money of two runs is not compared (each run's summary has its own).
+            cost: None,
         }
     }
 }

@@ -483,6 +483,7 @@ pub(crate) fn render_with_sections(
     } else {
         out.push_str(&comparison_table(report));
     }
+    out.push_str(&money_section(report));
     if let Some(evaluated) = &report.evaluators {
         out.push_str(&crate::evaluators::markdown_section(evaluated));
     }
@@ -495,10 +496,78 @@ pub(crate) fn render_with_sections(
     if let Some(pairs) = pairs {
         pairs_section(&mut out, pairs);
     }
-    if !report.notes.is_empty() {
+    if !report.notes.is_empty() || report.timing.is_some() {
         out.push_str("\n## Notes\n\n");
-        for note in &report.notes {
+        for note in report.notes.iter().chain(&report.timing) {
             let _ = writeln!(out, "- {note}");
+        }
+    }
+    out
+}
+
+/// An amount of money as the reports show it: four decimals, the currency after.
+pub(crate) fn money(value: f64, currency: Option<&str>) -> String {
+    match currency {
+        Some(currency) => format!("{value:.4} {currency}"),
+        None => format!("{value:.4}"),
+    }
+}
+
+/// The sentence above the money tables.
+pub(crate) const MONEY_SENTENCE: &str = "What the loops' model calls cost (`cost` in outcomes.parquet: each round's \
+     writer and judge tokens at their models' prices). Cost per pass is everything an arm's loops cost over the loops \
+     that passed, failed attempts included; the paired rows compare the cost of a passed loop of each arm on the \
+     units where both passed.";
+
+/// "What a pass costs": per config × critic × arm, money per loop and per pass; per paired
+/// comparison, the cost of a passed loop of each side. Empty when the run has no prices.
+pub fn money_section(report: &Report) -> String {
+    if !report.summary.iter().any(|r| r.cost_per_loop.is_some()) {
+        return String::new();
+    }
+    let currency = report.currency.as_deref();
+    let cell = |value: Option<f64>| value.map_or_else(|| "–".to_string(), |v| money(v, currency));
+    let mut out = String::from("\n## What a pass costs\n\n");
+    out.push_str(MONEY_SENTENCE);
+    out.push_str("\n\n| config | critic | arm | n | pass rate | cost per loop | cost per pass | cost in all |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|\n");
+    for row in &report.summary {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.config_id,
+            row.critic,
+            row.arm,
+            row.n,
+            percent(row.pass_rate),
+            cell(row.cost_per_loop),
+            cell(row.cost_per_pass),
+            cell(row.cost_total),
+        );
+    }
+    let paired: Vec<&ComparisonRow> = report.comparisons.iter().filter(|c| c.diff_mean_cost_passed.is_some()).collect();
+    if !paired.is_empty() {
+        out.push_str("\n| config | critic | A vs B | both passed | cost of a pass A | cost of a pass B | A − B |\n");
+        out.push_str("|---|---|---|---:|---:|---:|---:|\n");
+        for row in paired {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} vs {} | {} | {} | {} | {} |",
+                row.config_id,
+                row.critic,
+                row.arm_a,
+                row.arm_b,
+                row.both_passed,
+                cell(row.mean_cost_passed_a),
+                cell(row.mean_cost_passed_b),
+                row.diff_mean_cost_passed.map_or_else(
+                    || "–".to_string(),
+                    |d| {
+                        let sign = if d >= 0.0 { "+" } else { "−" };
+                        format!("{sign}{}", money(d.abs(), currency))
+                    }
+                ),
+            );
         }
     }
     out

@@ -96,6 +96,13 @@ pub struct SummaryRow {
     pub tokens_out_per_loop: Option<f64>,
     pub tokens_in_per_pass: Option<f64>,
     pub tokens_out_per_pass: Option<f64>,
+    /// Money, in the run's currency (`Report::currency`), when every loop of the row has a
+    /// `cost`: in all, per loop, and per pass (everything the row's loops cost over the loops
+    /// that passed: what each pass cost, failed attempts included). Empty otherwise, never zero
+    /// for a model without a price; `cost_per_pass` also when no loop passed.
+    pub cost_total: Option<f64>,
+    pub cost_per_loop: Option<f64>,
+    pub cost_per_pass: Option<f64>,
 }
 
 impl ComparisonRow {
@@ -153,6 +160,12 @@ pub struct ComparisonRow {
     pub mean_rounds_passed_a: Option<f64>,
     pub mean_rounds_passed_b: Option<f64>,
     pub diff_mean_rounds_passed: Option<f64>,
+    /// What a pass costs A beside B in money: the mean cost of each arm's loop over the pairs
+    /// where both passed, and A − B; empty when no pair passed on both sides or a loop of them
+    /// has no cost.
+    pub mean_cost_passed_a: Option<f64>,
+    pub mean_cost_passed_b: Option<f64>,
+    pub diff_mean_cost_passed: Option<f64>,
 }
 
 /// Everything the summary files hold.
@@ -160,6 +173,9 @@ pub struct ComparisonRow {
 pub struct Report {
     pub run_id: Option<String>,
     pub name: Option<String>,
+    /// The currency of every cost (the experiment's `[pricing]`), when the run was priced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
     /// Why the numbers cover only some of the run's tasks, when they do: reports say so first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial: Option<Partial>,
@@ -168,6 +184,11 @@ pub struct Report {
     /// What a reader should know beside the tables (from the manifest): a token cap that stopped
     /// the run, loops that failed, the models and their calls, critics that failed or disagreed.
     pub notes: Vec<String>,
+    /// How the run spent its time waiting on the model server (latency percentiles, waiting
+    /// against the workers' time), for `report.md` and `report.html`; not in `summary.json`,
+    /// since it is a measurement of time, not of the data.
+    #[serde(skip)]
+    pub timing: Option<String>,
     /// The same rows over the tasks of each kind, when the run has tasks of two kinds or more
     /// (for the reports; not written to `summary.json`).
     #[serde(skip)]
@@ -193,7 +214,8 @@ pub struct Report {
 /// A run that did not run all its tasks, as its reports say at the top.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Partial {
-    /// How the run ended (the manifest's `status`).
+    /// How the run ended: the manifest's `status` (`interrupted`), or `budget` for a run its
+    /// `[budget]` stopped.
     pub status: String,
     /// Tasks whose loops are in the tables.
     pub tasks_run: usize,
@@ -205,22 +227,42 @@ impl Partial {
     /// What `manifest` says of a run that stopped early; `None` for a finished one.
     pub fn of(manifest: &Manifest) -> Option<Partial> {
         use critbench_storage::manifest::RunStatus;
-        let status = match manifest.status {
-            RunStatus::Finished => return None,
-            RunStatus::Interrupted => "interrupted",
-        };
+        if manifest.status == RunStatus::Finished {
+            return None;
+        }
         let tasks = manifest.tasks_run;
-        Some(Partial {
-            status: status.to_string(),
-            tasks_run: tasks,
-            message: format!(
-                "Partial results: the run was {status} before it finished. {tasks} task{} ran and the rest of the \
-                 datasets did not, so every number here is over those {tasks} task{} only. Run the same command with \
-                 --resume to finish the run.",
-                if tasks == 1 { "" } else { "s" },
-                if tasks == 1 { "" } else { "s" },
+        let plural = if tasks == 1 { "" } else { "s" };
+        let over = format!(
+            "{tasks} task{plural} ran and the rest of the datasets did not, so every number here is over those {tasks} \
+             task{plural} only."
+        );
+        let budget = manifest.openai.as_ref().and_then(|o| o.pointer("/budget/stopped_by")).filter(|b| b.is_object());
+        let (status, message) = match budget {
+            Some(stop) => {
+                let currency =
+                    manifest.experiment.rest.get("pricing").and_then(|p| p["currency"].as_str()).unwrap_or("");
+                let number = |key: &str| stop[key].as_f64().unwrap_or(f64::NAN);
+                (
+                    "budget",
+                    format!(
+                        "Partial results: the run was stopped by its budget ([budget] {} = {} {currency}, {:.4} \
+                         {currency} spent) before it finished. {over} Raise the budget and run the same command with \
+                         --resume to finish the run.",
+                        stop["budget"].as_str().unwrap_or("?"),
+                        number("limit"),
+                        number("spent"),
+                    ),
+                )
+            }
+            None => (
+                "interrupted",
+                format!(
+                    "Partial results: the run was interrupted before it finished. {over} Run the same command with \
+                     --resume to finish the run."
+                ),
             ),
-        })
+        };
+        Some(Partial { status: status.to_string(), tasks_run: tasks, message })
     }
 }
 
@@ -238,6 +280,11 @@ pub struct KindReport {
 /// resamples.
 pub(crate) fn run_seed(manifest: Option<&Manifest>) -> u64 {
     manifest.and_then(|m| m.experiment.rest.get("seed")).and_then(serde_json::Value::as_u64).unwrap_or(0)
+}
+
+/// The currency of the run's prices, from its manifest's `experiment.pricing`.
+pub(crate) fn run_currency(manifest: Option<&Manifest>) -> Option<String> {
+    manifest?.experiment.rest.get("pricing")?.get("currency")?.as_str().map(str::to_string)
 }
 
 /// Sort position of each name in the manifest's list (unknown names sort last, then by name).
@@ -621,8 +668,10 @@ impl Summarizer {
         Ok(Report {
             run_id: manifest.map(|m| m.run_id.clone()).filter(|id| !id.is_empty()).or(self.run_id),
             name: manifest.map(|m| m.experiment.name.clone()),
+            currency: run_currency(manifest),
             partial: manifest.and_then(Partial::of),
             notes,
+            timing: manifest.and_then(|m| notes::time_note(m.openai.as_ref()?, Some(m))),
             summary,
             comparisons,
             by_kind,
@@ -852,6 +901,104 @@ mod tests {
         assert_eq!(report.summary[0].mean_rounds_passed, 0.0);
         assert_eq!(report.summary[0].tokens_in_per_pass, None);
         assert_eq!(report.comparisons[0].diff_mean_rounds_passed, None);
+    }
+
+    #[test]
+    fn money_per_loop_and_per_pass_only_when_every_loop_has_a_cost() {
+        let priced =
+            |task: &str, arm: &str, passed: bool, cost: Option<f64>| OutcomeRow { cost, ..row(task, arm, passed, 2) };
+        let mut outcomes = vec![
+            priced("a", "feedback", true, Some(0.3)),
+            priced("a", "no-feedback", true, Some(0.1)),
+            priced("b", "feedback", true, Some(0.5)),
+            priced("b", "no-feedback", false, Some(0.2)),
+            priced("c", "feedback", false, Some(0.4)),
+            priced("c", "no-feedback", true, Some(0.1)),
+        ];
+        let report = build_report(&outcomes, None).unwrap();
+        let (feedback, no_feedback) = (&report.summary[0], &report.summary[1]);
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-12);
+        assert!(close(feedback.cost_total, 1.2) && close(feedback.cost_per_loop, 0.4), "{feedback:?}");
+        assert!(close(feedback.cost_per_pass, 0.6), "1.2 spent for two passes: {feedback:?}");
+        assert!(close(no_feedback.cost_per_pass, 0.2));
+        // Both passed on task a only: 0.3 against 0.1.
+        let comparison = &report.comparisons[0];
+        assert!(close(comparison.mean_cost_passed_a, 0.3) && close(comparison.mean_cost_passed_b, 0.1));
+        assert!(close(comparison.diff_mean_cost_passed, 0.2));
+        // The same rows in another order: the same bytes.
+        outcomes.reverse();
+        let again = build_report(&outcomes, None).unwrap();
+        assert_eq!(format!("{:?}", again.summary), format!("{:?}", report.summary));
+        // One loop without a price: the arm has no money, never a partial sum, and a pair it is in
+        // has no paired money either.
+        let unpriced = outcomes.iter_mut().find(|o| o.task_id == "a" && o.arm == "no-feedback").unwrap();
+        unpriced.cost = None;
+        let report = build_report(&outcomes, None).unwrap();
+        let no_feedback = report.summary.iter().find(|r| r.arm == "no-feedback").unwrap();
+        assert_eq!((no_feedback.cost_total, no_feedback.cost_per_loop, no_feedback.cost_per_pass), (None, None, None));
+        assert_eq!(report.comparisons[0].diff_mean_cost_passed, None);
+        // No pass: money per loop, none per pass.
+        let failing: Vec<OutcomeRow> =
+            (0..3).map(|i| priced(&format!("t{i}"), "feedback", false, Some(0.25))).collect();
+        let report = build_report(&failing, None).unwrap();
+        assert!(close(report.summary[0].cost_per_loop, 0.25));
+        assert_eq!(report.summary[0].cost_per_pass, None);
+        let markdown = crate::render_markdown(&report);
+        assert!(
+            markdown.contains("## What a pass costs") && markdown.contains("| 0.2500 | – | 0.7500 |"),
+            "{markdown}"
+        );
+        assert!(
+            !crate::render_markdown(&build_report(&[row("a", "feedback", true, 1)], None).unwrap())
+                .contains("pass costs")
+        );
+    }
+
+    #[test]
+    fn a_run_stopped_by_its_budget_says_so_first() {
+        let manifest: Manifest = serde_json::from_value(serde_json::json!({
+            "schema_version": 6, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+            "wall_seconds": 10.0, "jobs": 2, "loops": 4, "critiques": 4, "sweep": "direct", "status": "interrupted",
+            "tasks_run": 3,
+            "experiment": {"name": "n", "pricing": {"currency": "USD", "models": {}}},
+            "openai": {
+                "cost": {"currency": "USD", "spent": 5.25, "priced": true, "saved_by_cache": 0.5,
+                    "by_role": {"generator": {"model": "g", "spent": 5.25}}},
+                "budget": {"max_cost": 5.0, "roles": {}, "stopped_by": {"budget": "max_cost", "limit": 5.0, "spent": 5.25}},
+                "latency": {"generator": {"requests": 40, "p50_ms": 800.0, "p95_ms": 1900.0, "p99_ms": 2500.0}},
+                "waiting": {"server_s": 16.0, "queue_s": 2.0, "backoff_s": 0.0},
+            },
+        }))
+        .unwrap();
+        let partial = Partial::of(&manifest).unwrap();
+        assert_eq!(partial.status, "budget");
+        assert!(
+            partial.message.starts_with(
+                "Partial results: the run was stopped by its budget ([budget] max_cost = 5 USD, 5.2500 USD spent)"
+            ),
+            "{}",
+            partial.message
+        );
+        let report = build_report(&[row("a", "feedback", true, 1)], Some(&manifest)).unwrap();
+        assert_eq!(report.currency.as_deref(), Some("USD"));
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.starts_with("**Spent 5.2500 USD** on model calls (generator `g` 5.2500 USD)")
+                    && n.contains("**The budget stopped the run**")),
+            "{:?}",
+            report.notes
+        );
+        let timing = report.timing.as_deref().unwrap();
+        assert!(
+            timing.contains("generator 800 / 1900 / 2500 ms")
+                && timing.contains("90% waiting on the model, so the model server bounds the run"),
+            "{timing}"
+        );
+        assert!(!serde_json::to_string(&report).unwrap().contains("latency"), "timing stays out of summary.json");
+        let markdown = crate::render_markdown(&report);
+        assert!(markdown.contains("> **Partial results: the run was stopped by its budget"), "{markdown}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Columns of few distinct values, stored dictionary-encoded.
 const DICTIONARY_COLUMNS: &[&str] =

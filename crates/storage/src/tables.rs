@@ -121,6 +121,10 @@ pub struct OutcomeRow {
     /// meets the pass rule; `None` when the loop's arm does not adjudicate.
     pub adjudicated_score: Option<f64>,
     pub adjudicated_passed: Option<bool>,
+    /// What the loop's model calls cost in the run's currency (`[pricing]`): its rounds' writer
+    /// and critic tokens at their roles' prices; `None` when a role it used has no price, or it
+    /// used no model.
+    pub cost: Option<f64>,
 }
 
 /// The columns that identify a loop (task × config × arm × critic × epoch), first in both tables.
@@ -189,6 +193,7 @@ pub fn outcome_schema() -> SchemaRef {
         utf8("meta", true),
         Field::new("adjudicated_score", DataType::Float64, true),
         Field::new("adjudicated_passed", DataType::Boolean, true),
+        Field::new("cost", DataType::Float64, true),
     ]);
     Arc::new(Schema::new(fields))
 }
@@ -374,6 +379,7 @@ impl OutcomeRow {
             meta: None,
             adjudicated_score: None,
             adjudicated_passed: None,
+            cost: None,
         }
     }
 }
@@ -424,6 +430,7 @@ fn outcome_columns<R>(rows: &[R], outcome: impl Fn(&R) -> &OutcomeRow + Copy) ->
         c.optional_text(|r| outcome(r).meta.as_deref()),
         c.optional_float(|r| outcome(r).adjudicated_score),
         c.optional_boolean(|r| outcome(r).adjudicated_passed),
+        c.optional_float(|r| outcome(r).cost),
     ]
 }
 
@@ -534,6 +541,8 @@ pub struct OutcomeStats<'a> {
     pub adjudicated_passed: Option<bool>,
     /// The task's kind, when its dataset row gave one.
     pub kind: Option<&'a str>,
+    /// The loop's cost in money, when its roles were priced.
+    pub cost: Option<f64>,
     /// A rescoring's loop whose outcome is unknown ([`RescoredOutcome`]): only
     /// [`for_each_outcome_stats_with_censored`] hands these on, and their `exit_reason`, `passed`
     /// and `final_score` are `""`, `false` and NaN.
@@ -563,14 +572,23 @@ impl<'a> From<&'a OutcomeRow> for OutcomeStats<'a> {
             adjudicated_score: row.adjudicated_score,
             adjudicated_passed: row.adjudicated_passed,
             kind: row.kind.as_deref(),
+            cost: row.cost,
             censored: false,
         }
     }
 }
 
 /// The columns [`for_each_outcome_stats`] decodes when the file has them.
-const OUTCOME_STATS_OPTIONAL: [&str; 7] =
-    ["critic_disagreements", "tokens_in", "tokens_out", "adjudicated_score", "adjudicated_passed", "kind", "censored"];
+const OUTCOME_STATS_OPTIONAL: [&str; 8] = [
+    "critic_disagreements",
+    "tokens_in",
+    "tokens_out",
+    "adjudicated_score",
+    "adjudicated_passed",
+    "kind",
+    "cost",
+    "censored",
+];
 
 /// The columns [`for_each_outcome_stats`] decodes.
 pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
@@ -665,6 +683,11 @@ fn stream_outcome_stats(
             Some(_) => c.boolean("adjudicated_passed")?,
             None => vec![None; batch.num_rows()],
         };
+        // Added in schema version 6; older runs had no prices.
+        let cost = match batch.column_by_name("cost") {
+            Some(_) => c.float("cost")?,
+            None => vec![None; batch.num_rows()],
+        };
         let kind = match batch.column_by_name("kind") {
             Some(column) => Some(
                 arrow_array::cast::AsArray::as_string_opt::<i32>(column.as_ref()).ok_or("column `kind` is not utf8")?,
@@ -709,6 +732,7 @@ fn stream_outcome_stats(
                 adjudicated_score: adjudicated_score[i],
                 adjudicated_passed: adjudicated_passed[i],
                 kind: kind.filter(|k| arrow_array::Array::is_valid(*k, i)).map(|k| k.value(i)),
+                cost: cost[i],
                 censored,
             };
             each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
@@ -868,6 +892,11 @@ fn read_outcome_batch(batch: &RecordBatch, row: &mut dyn FnMut(OutcomeRow, bool)
         Some(_) => (c.float("adjudicated_score")?, c.boolean("adjudicated_passed")?),
         None => (vec![None; batch.num_rows()], vec![None; batch.num_rows()]),
     };
+    // Added in schema version 6.
+    let cost = match batch.column_by_name("cost") {
+        Some(_) => c.float("cost")?,
+        None => vec![None; batch.num_rows()],
+    };
     for i in 0..batch.num_rows() {
         let outcome = OutcomeRow {
             run_id: run_id[i].clone(),
@@ -900,6 +929,7 @@ fn read_outcome_batch(batch: &RecordBatch, row: &mut dyn FnMut(OutcomeRow, bool)
             meta: meta[i].clone(),
             adjudicated_score: adjudicated_score[i],
             adjudicated_passed: adjudicated_passed[i],
+            cost: cost[i],
         };
         row(outcome, censored[i]);
     }
@@ -928,6 +958,7 @@ pub(crate) mod tests {
             tokens_out: Some(12),
             wall_ms: 0.5,
             meta: Some("{}".into()),
+            cost: passed.then_some(0.0125),
             ..OutcomeRow::bare(task, "feedback", passed, 2)
         }
     }

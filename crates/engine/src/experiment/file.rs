@@ -46,6 +46,11 @@ pub(super) struct ExperimentFile {
     pub(super) judge: Option<JudgeSection>,
     #[serde(default)]
     pub(super) sequential: Option<SequentialSection>,
+    /// `currency` and one `[pricing."MODEL"]` table per model: see `pricing`.
+    #[serde(default)]
+    pub(super) pricing: Option<toml::Table>,
+    #[serde(default)]
+    pub(super) budget: Option<BudgetSection>,
 }
 
 /// `[sequential]`: see `super::sequential`.
@@ -75,6 +80,16 @@ pub(super) struct DecidesSection {
     pub(super) config: Option<String>,
     #[serde(default)]
     pub(super) critic: Option<String>,
+}
+
+/// `[budget]`: what the run may spend, in all and per role.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BudgetSection {
+    #[serde(default)]
+    pub(super) max_cost: Option<f64>,
+    #[serde(default)]
+    pub(super) roles: BTreeMap<String, f64>,
 }
 
 #[derive(Deserialize)]

@@ -100,6 +100,14 @@ pub struct Experiment {
     /// The `[sequential]` table: stop admitting tasks once the comparison is settled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sequential: Option<SequentialSettings>,
+    /// What the models cost (`[pricing]`, and `--pricing FILE` over it); each priced role's
+    /// price is also in `openai`'s role settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<Pricing>,
+    /// What the run may spend (`[budget]`). Not part of what a resumed run must match: a run
+    /// stopped by its budget resumes with a larger one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<critbench_openai::Budget>,
 }
 
 /// The `[judge]` table: how `critbench judge` benchmarks the critics on labeled drafts.
@@ -175,6 +183,8 @@ pub struct Overrides {
     pub no_cache: bool,
     /// `--isolate-plugins`: run every critic without an `isolation` key in child processes.
     pub isolate_plugins: bool,
+    /// `--pricing FILE`: a price list shaped like `[pricing]`, over the experiment's.
+    pub pricing: Option<PathBuf>,
 }
 
 /// Bounds of a critic's `timeout_s` and `memory_mb`.
@@ -189,10 +199,13 @@ pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
 
 mod file;
 mod grid;
+mod pricing;
 mod resolve;
 mod sequential;
 
 pub use sequential::{Decides, SequentialSettings};
+
+pub use pricing::{DEFAULT_CURRENCY, Pricing, pricing_warnings};
 
 pub use crate::limits::MAX_JUDGE_REPEATS;
 
@@ -211,6 +224,7 @@ impl Experiment {
 }
 
 pub(crate) use resolve::available_cores;
+pub(crate) use resolve::normalize as normalize_path;
 
 #[cfg(test)]
 mod tests;

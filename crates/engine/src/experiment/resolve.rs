@@ -156,7 +156,7 @@ impl Experiment {
         };
         let mut plugin_dirs = overrides.plugin_dirs.clone();
         plugin_dirs.extend(file.plugin_dirs.iter().map(|d| relative(d)));
-        let openai = match file.openai {
+        let mut openai = match file.openai {
             None => None,
             Some(section) => {
                 let cache = if overrides.no_cache {
@@ -176,6 +176,9 @@ impl Experiment {
                 Some(section.resolve(needs).map_err(|e| e.to_string())?)
             }
         };
+        let pricing =
+            super::pricing::resolve_pricing(file.pricing.as_ref(), overrides.pricing.as_deref(), openai.as_mut())?;
+        let budget = super::pricing::resolve_budget(file.budget, openai.as_ref())?;
         let prompts = file.prompts.unwrap_or_default();
         prompts.check()?;
         let sequential = file
@@ -213,6 +216,8 @@ impl Experiment {
             openai,
             prompts,
             sequential,
+            pricing,
+            budget,
         };
         experiment.task_shape().check().map_err(|e| e.to_string())?;
         Ok(experiment)
@@ -309,7 +314,7 @@ pub(crate) fn available_cores() -> usize {
 
 /// Removes `.` and `name/..` pairs without touching the file system, so the manifest records
 /// `datasets/x.jsonl` rather than `experiments/../datasets/x.jsonl`.
-pub(super) fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out: Vec<Component<'_>> = Vec::new();
     for component in path.components() {

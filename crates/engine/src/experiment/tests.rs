@@ -362,3 +362,106 @@ fn a_sequential_table_that_cannot_work_is_refused_naming_the_key() {
         assert!(error.contains(expected), "{table}: {error}");
     }
 }
+
+#[test]
+fn prices_go_to_the_roles_whose_model_they_name_and_the_file_wins() {
+    use critbench_openai::{Price, Role};
+    let price = |input: f64, output: f64| {
+        Some(Price { input_per_mtok: input, cached_input_per_mtok: None, output_per_mtok: output })
+    };
+    let e = load(&format!(
+        "{OPENAI}[pricing]\ncurrency = \"EUR\"\n[pricing.\"g\"]\ninput_per_mtok = 0.5\noutput_per_mtok = 1.5\n\
+         [pricing.\"unused\"]\ninput_per_mtok = 9\noutput_per_mtok = 9\n"
+    ))
+    .unwrap();
+    let openai = e.openai.as_ref().unwrap();
+    assert_eq!(openai.roles[&Role::Generator].price, price(0.5, 1.5));
+    assert_eq!(openai.roles[&Role::Reviser].price, price(0.5, 1.5), "the reviser is the generator's model");
+    assert_eq!(openai.roles[&Role::Judge].price, None, "a model without a price has none, never 0");
+    let pricing = e.pricing.as_ref().unwrap();
+    assert_eq!((pricing.currency.as_str(), pricing.models.len()), ("EUR", 1), "only the models the run uses");
+    assert_eq!(
+        crate::experiment::pricing_warnings(&e).len(),
+        1,
+        "the judge is unpriced: {:?}",
+        crate::experiment::pricing_warnings(&e)
+    );
+
+    // A shared price list over the file's table, model by model.
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("prices.toml");
+    std::fs::write(&list, "currency = \"EUR\"\n[\"j\"]\ninput_per_mtok = 0\noutput_per_mtok = 0\n[\"g\"]\ninput_per_mtok = 2\noutput_per_mtok = 3\ncached_input_per_mtok = 1\n").unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{OPENAI}[pricing]\ncurrency = \"EUR\"\n[pricing.\"g\"]\ninput_per_mtok = 0.5\noutput_per_mtok = 1.5\n"
+        ),
+    )
+    .unwrap();
+    let e = Experiment::load(&path, &Overrides { pricing: Some(list.clone()), ..Overrides::default() }).unwrap();
+    let roles = &e.openai.as_ref().unwrap().roles;
+    assert_eq!(roles[&Role::Generator].price.unwrap().cached_input_per_mtok, Some(1.0));
+    assert_eq!(roles[&Role::Judge].price, price(0.0, 0.0), "a local judge priced at zero by saying so");
+    assert!(crate::experiment::pricing_warnings(&e).is_empty());
+    // Without [pricing] the currency is the list's, or USD.
+    std::fs::write(&path, OPENAI).unwrap();
+    let e = Experiment::load(&path, &Overrides { pricing: Some(list.clone()), ..Overrides::default() }).unwrap();
+    assert_eq!(e.pricing.unwrap().currency, "EUR");
+    assert!(load(OPENAI).unwrap().pricing.is_none(), "no prices at all: no pricing");
+    std::fs::write(&list, "[\"g\"]\ninput_per_mtok = 1\n").unwrap();
+    let error =
+        Experiment::load(&path, &Overrides { pricing: Some(list), ..Overrides::default() }).unwrap_err().to_string();
+    assert!(error.contains("prices.toml \"g\": missing field `output_per_mtok`"), "{error}");
+}
+
+#[test]
+fn pricing_mistakes_name_the_model_and_the_key() {
+    let error = |extra: &str| load(&format!("{OPENAI}{extra}")).unwrap_err();
+    let e = error("[pricing]\ncurency = \"EUR\"\n");
+    assert!(e.contains("[pricing]: unknown field `curency`") && e.contains("expected one of `currency`"), "{e}");
+    let e = error("[pricing.\"g\"]\ninput_per_mtok = 1\noutput_per_mtok = 1\nper_request = 2\n");
+    assert!(e.contains("[pricing] \"g\": unknown field `per_request`"), "{e}");
+    let e = error("[pricing.\"g\"]\ninput_per_mtok = -1\noutput_per_mtok = 1\n");
+    assert!(e.contains("`input_per_mtok` = -1 must be a price per million tokens"), "{e}");
+    let e = error("[pricing]\ncurrency = \"\"\n");
+    assert!(e.contains("`currency` = \"\" must be a currency's name"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("usd.toml");
+    std::fs::write(&list, "currency = \"USD\"\n").unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(&path, format!("{OPENAI}[pricing]\ncurrency = \"EUR\"\n")).unwrap();
+    let e =
+        Experiment::load(&path, &Overrides { pricing: Some(list), ..Overrides::default() }).unwrap_err().to_string();
+    assert!(
+        e.contains("[pricing] prices in EUR but --pricing") && e.contains("in USD: a run's prices are in one currency"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_budget_needs_a_price_for_every_call_it_counts() {
+    let priced = "[pricing.\"g\"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n[pricing.\"j\"]\ninput_per_mtok = 0\noutput_per_mtok = 0\n";
+    let e = load(&format!("{OPENAI}{priced}[budget]\nmax_cost = 2.5\nroles = {{ judge = 0.5 }}\n")).unwrap();
+    let budget = e.budget.unwrap();
+    assert_eq!((budget.max_cost, budget.roles[&critbench_openai::Role::Judge]), (Some(2.5), 0.5));
+    let error = |extra: &str| load(&format!("{OPENAI}{extra}")).unwrap_err();
+    let e = error("[pricing.\"g\"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n[budget]\nmax_cost = 1\n");
+    assert!(e.contains("[budget] max_cost counts every role's calls, but the judge model `j` has no price"), "{e}");
+    assert!(e.contains("add [pricing.\"j\"]"), "{e}");
+    // A role budget needs that role's price only.
+    let ok = load(&format!(
+        "{OPENAI}[pricing.\"g\"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n[budget]\nroles = {{ generator = 1 }}\n"
+    ));
+    assert!(ok.is_ok(), "{ok:?}");
+    assert!(
+        error(&format!("{priced}[budget]\nmax_cost = 0\n"))
+            .contains("`max_cost` = 0 must be an amount of money above 0")
+    );
+    assert!(error(&format!("{priced}[budget]\nroles = {{ critic = 1 }}\n")).contains("unknown role `critic`"));
+    assert!(error(&format!("{priced}[budget]\nroles = {{ adjudicator = 1 }}\n")).contains("no adjudicator model"));
+    assert!(error(&format!("{priced}[budget]\n")).contains("[budget] sets no budget"));
+    assert!(error(&format!("{priced}[budget]\nmax_cost = 1\nmax_tokens = 5\n")).contains("unknown field `max_tokens`"));
+    let offline = load(&format!("{MINIMAL}[budget]\nmax_cost = 1\n")).unwrap_err();
+    assert!(offline.contains("this experiment makes none: it has no [openai] table"), "{offline}");
+}

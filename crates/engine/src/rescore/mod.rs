@@ -140,7 +140,9 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
         datasets: datasets.iter().map(|(_, stamp)| stamp.clone()).collect(),
         chunk_critiques: input::CHUNK_CRITIQUES,
     };
-    let grid = Grid::new(policies);
+    // A replayed config costs what the run paid for its rounds' drafts; the critic calls no model.
+    let prices = crate::cost::RolePrices::recorded(run.experiment.rest.get("openai"));
+    let grid = Grid::new(policies, prices);
     let label = run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories"));
     let (mut sink, first_chunk, resumed) = if options.resume {
         let (sink, point) = Sink::resume(&out, &fingerprint, &grid, &label)?;

@@ -62,18 +62,20 @@ pub(super) fn rescore_loop(critic: &Critic<'_>, input: LoopInput, table: &Path) 
     Ok(RescoredLoop { recorded, task })
 }
 
-/// The run's grid, for the rows: each config's policy by position and by id.
+/// The run's grid, for the rows: each config's policy by position and by id, and the run's
+/// prices, for each outcome's `cost`.
 pub(super) struct Grid {
     pub policies: Vec<Policy>,
     pub config_ids: Vec<String>,
     pub index: HashMap<String, usize>,
+    pub prices: crate::cost::RolePrices,
 }
 
 impl Grid {
-    pub fn new(policies: Vec<Policy>) -> Grid {
+    pub fn new(policies: Vec<Policy>, prices: crate::cost::RolePrices) -> Grid {
         let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
         let index = config_ids.iter().enumerate().map(|(i, id)| (id.clone(), i)).collect();
-        Grid { policies, config_ids, index }
+        Grid { policies, config_ids, index, prices }
     }
 }
 
@@ -103,6 +105,7 @@ pub(super) fn write_loop(
         kind: one.kind.as_deref(),
         epoch: one.epoch,
         meta: done.task.meta.as_deref(),
+        prices: &grid.prices,
     };
     let rows = &done.recorded.rows;
     for config_rows in rows.chunk_by(|a, b| a.config_id == b.config_id) {

@@ -97,22 +97,23 @@ pub(crate) fn grid(policies: &[PolicyRecord]) -> Option<Grid> {
     Some(Grid { y_axis: varying[0].0.clone(), y_values, x_axis: varying[1].0.clone(), x_values, slices, cells })
 }
 
-/// Which rows of one arm and critic are on the Pareto front of pass rate against mean rounds: no
-/// other row passes at least as often in at most as many rounds and is better on one of the two.
-/// Rows that coincide are on it together.
-pub(crate) fn pareto_front(rows: &[&SummaryRow]) -> Vec<bool> {
-    // Sorted by rounds (then best rate first), a row is on the front when its rate is the best of
-    // its tie on rounds and beats every rate seen at fewer rounds.
+/// Which rows of one arm and critic are on the Pareto front of pass rate against what they spend
+/// (`spent`: mean rounds, or money per loop when the run was priced): no other row passes at
+/// least as often for at most as much and is better on one of the two. Rows that coincide are on
+/// it together.
+pub(crate) fn pareto_front(rows: &[&SummaryRow], spent: impl Fn(&SummaryRow) -> f64) -> Vec<bool> {
+    // Sorted by what they spend (then best rate first), a row is on the front when its rate is
+    // the best of its tie and beats every rate seen at less.
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|&a, &b| {
-        rows[a].mean_rounds.total_cmp(&rows[b].mean_rounds).then(rows[b].pass_rate.total_cmp(&rows[a].pass_rate))
+        spent(rows[a]).total_cmp(&spent(rows[b])).then(rows[b].pass_rate.total_cmp(&rows[a].pass_rate))
     });
     let mut front = vec![false; rows.len()];
     let mut best = f64::NEG_INFINITY;
     let mut i = 0;
     while i < order.len() {
-        let rounds = rows[order[i]].mean_rounds;
-        let tie_end = order[i..].iter().position(|&k| rows[k].mean_rounds != rounds).map_or(order.len(), |n| i + n);
+        let rounds = spent(rows[order[i]]);
+        let tie_end = order[i..].iter().position(|&k| spent(rows[k]) != rounds).map_or(order.len(), |n| i + n);
         let tie_best = rows[order[i]].pass_rate;
         for &k in &order[i..tie_end] {
             front[k] = tie_best > best && rows[k].pass_rate == tie_best;
@@ -162,10 +163,12 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
     Report {
         run_id: report.run_id.clone(),
         name: report.name.clone(),
+        currency: report.currency.clone(),
         partial: report.partial.clone(),
         summary: report.summary.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
         comparisons: report.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
         notes: report.notes.clone(),
+        timing: report.timing.clone(),
         backend: report.backend.clone(),
         by_kind: report
             .by_kind
@@ -558,7 +561,7 @@ mod tests {
             row("g", "feedback", 0.50, 1.5), // tied with a: both on the front
         ];
         let refs: Vec<&SummaryRow> = rows.iter().collect();
-        let front = pareto_front(&refs);
+        let front = pareto_front(&refs, |r| r.mean_rounds);
         let on: Vec<&str> = rows.iter().zip(&front).filter(|(_, f)| **f).map(|(r, _)| r.config_id.as_str()).collect();
         assert_eq!(on, ["a", "b", "d", "g"]);
         // Checked against the definition, pair by pair.

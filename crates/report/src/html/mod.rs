@@ -167,12 +167,18 @@ pub(crate) fn render_page(
     if heatmap_grid.is_some() {
         out.push_str("<li><a href=\"#chart-heatmap\">Grid heatmaps</a></li>");
     }
+    let money = charts::Spent::of(full) == charts::Spent::Money;
     if grid {
-        out.push_str("<li><a href=\"#chart-pass-vs-rounds\">Passes per round</a></li>");
+        let label = if money { "Passes per money spent" } else { "Passes per round" };
+        let _ = write!(out, "<li><a href=\"#chart-pass-vs-rounds\">{label}</a></li>");
         out.push_str("<li><a href=\"#table-pareto\">Pareto front</a></li>");
     }
     out.push_str("<li><a href=\"#table-summary\">Summary table</a></li>");
     out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li>");
+    let priced = report.summary.iter().any(|r| r.cost_per_loop.is_some());
+    if priced {
+        out.push_str("<li><a href=\"#money\">What a pass costs</a></li>");
+    }
     let adjudicated = crate::markdown::adjudication_rows(report);
     if !adjudicated.is_empty() {
         out.push_str("<li><a href=\"#table-adjudication\">Adjudication</a></li>");
@@ -192,9 +198,9 @@ pub(crate) fn render_page(
     out.push_str("</ul></nav>\n</header>\n");
 
     // What the reader must know before trusting the numbers: failed loops, a token cap, models.
-    if !report.notes.is_empty() {
+    if !report.notes.is_empty() || report.timing.is_some() {
         out.push_str("<section id=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
-        for note in &report.notes {
+        for note in report.notes.iter().chain(&report.timing) {
             let _ = writeln!(out, "<li>{}</li>", with_code_spans(note));
         }
         out.push_str("</ul>\n</section>\n");
@@ -288,23 +294,32 @@ pub(crate) fn render_page(
         out.push_str("</figure>\n</section>\n");
 
         if grid {
-            out.push_str("<section>\n<h2>Passes per round spent</h2>\n<figure>\n");
+            let (heading, against, less) = if money {
+                ("Passes per money spent", "what a loop cost on average", "for as little money or less")
+            } else {
+                ("Passes per round spent", "how many rounds they used on average", "in as few rounds or fewer")
+            };
+            let _ = writeln!(out, "<section>\n<h2>{heading}</h2>\n<figure>");
             pass_vs_rounds_chart(&mut out, full, &arms);
-            out.push_str(
-                "<figcaption>Each point is one config and arm: how often its loops passed against how many \
-                 rounds they used on average. Up and to the left is better: more passes for fewer rounds spent. \
-                 Ringed points, joined by a dashed line, are each arm's Pareto front: no other config of that arm \
-                 and critic passes more often in as few rounds or fewer. Points are labelled by config id, leaving \
-                 out the parts all configs share; configs that landed on the same spot share a point.",
+            let _ = write!(
+                out,
+                "<figcaption>Each point is one config and arm: how often its loops passed against {against}. Up \
+                 and to the left is better: more passes for less spent. Ringed points, joined by a dashed line, are \
+                 each arm's Pareto front: no other config of that arm and critic passes more often {less}. Points \
+                 are labelled by config id, leaving out the parts all configs share; configs that landed on the same \
+                 spot share a point.",
             );
             if full.summary.len() != report.summary.len() {
                 out.push_str(" In a grid this large only the front is labelled.");
             }
             out.push_str("</figcaption>\n</figure>\n<h3>Pareto front</h3>\n");
-            out.push_str(
+            out.push_str(if money {
+                "<p>The configs worth shipping for each arm: the front, cheapest first. Cost per pass is what a pass \
+                 costs, failed attempts included.</p>\n"
+            } else {
                 "<p>The configs worth shipping for each arm: the front, fewest rounds first. Rounds per passed loop \
-                 is what a pass costs.</p>\n",
-            );
+                 is what a pass costs.</p>\n"
+            });
             pareto_table(&mut out, full, &arms);
             out.push_str("</section>\n");
         }
@@ -326,6 +341,9 @@ pub(crate) fn render_page(
     );
     comparison_table(&mut out, report);
     out.push_str("</section>\n");
+    if priced {
+        tables::money_section(&mut out, report);
+    }
     if !adjudicated.is_empty() {
         out.push_str("<section>\n<h2 id=\"adjudication\">Adjudication</h2>\n");
         let _ = writeln!(out, "<p>{}</p>", with_code_spans(&crate::markdown::ADJUDICATION_SENTENCE.replace('*', "")));

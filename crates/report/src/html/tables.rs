@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::charts::{front_rows, unique};
+use super::charts::{Spent, front_rows, unique};
 use super::svg::{escape, percent};
 use crate::markdown::{AdjudicationRow, headline_comparison};
 use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
@@ -12,6 +12,7 @@ use crate::{ComparisonRow, Report, SummaryRow};
 /// Configs on the Pareto front of each critic and arm, fewest rounds first, with what a pass costs.
 pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
     let front = front_rows(report);
+    let spent = Spent::of(report);
     let tokens = report.summary.iter().any(|r| r.tokens_in_per_pass.is_some());
     out.push_str(
         "<div class=\"table-wrap\"><table id=\"table-pareto\"><thead><tr><th>critic</th><th>arm</th><th>config</th>\
@@ -21,6 +22,10 @@ pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &
     if tokens {
         out.push_str("<th class=\"num\">tokens in / out per passed loop</th>");
     }
+    let money = spent == Spent::Money;
+    if money {
+        out.push_str("<th class=\"num\">cost per loop</th><th class=\"num\">cost per pass</th>");
+    }
     out.push_str("</tr></thead><tbody>\n");
     for critic in unique(report.summary.iter().map(|r| r.critic.as_str())) {
         for (arm, _) in arms {
@@ -29,8 +34,9 @@ pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &
                 .iter()
                 .filter(|r| r.critic == critic && &r.arm == arm && front.contains(&(&r.config_id, critic, arm)))
                 .collect();
-            rows.sort_by(|a, b| a.mean_rounds.total_cmp(&b.mean_rounds).then(a.pass_rate.total_cmp(&b.pass_rate)));
+            rows.sort_by(|a, b| spent.value(a).total_cmp(&spent.value(b)).then(a.pass_rate.total_cmp(&b.pass_rate)));
             for row in rows {
+                let money_cells = if money { money_cells(report, row) } else { String::new() };
                 let tokens_cell = if tokens {
                     match (row.tokens_in_per_pass, row.tokens_out_per_pass) {
                         (Some(i), Some(o)) => format!("<td class=\"num\">{i:.0} / {o:.0}</td>"),
@@ -42,7 +48,7 @@ pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &
                 let _ = writeln!(
                     out,
                     "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}–{}</td>\
-                     <td class=\"num\">{:.2}</td><td class=\"num\">{}</td>{tokens_cell}</tr>",
+                     <td class=\"num\">{:.2}</td><td class=\"num\">{}</td>{tokens_cell}{money_cells}</tr>",
                     escape(critic),
                     escape(arm),
                     escape(&row.config_id),
@@ -56,6 +62,75 @@ pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &
         }
     }
     out.push_str("</tbody></table></div>\n");
+}
+
+/// A row's cost per loop and per pass, as two cells.
+fn money_cells(report: &Report, row: &SummaryRow) -> String {
+    let cell = |value: Option<f64>| match value {
+        Some(value) => {
+            format!("<td class=\"num\">{}</td>", escape(&crate::markdown::money(value, report.currency.as_deref())))
+        }
+        None => "<td class=\"num\">–</td>".to_string(),
+    };
+    cell(row.cost_per_loop) + &cell(row.cost_per_pass)
+}
+
+/// "What a pass costs": money per loop and per pass of every row, and the paired cost of a
+/// passed loop (`table-money`, `table-money-comparisons`).
+pub(crate) fn money_section(out: &mut String, report: &Report) {
+    out.push_str("<section>\n<h2 id=\"money\">What a pass costs</h2>\n");
+    let _ = writeln!(out, "<p>{}</p>", super::svg::with_code_spans(crate::markdown::MONEY_SENTENCE));
+    out.push_str(
+        "<div class=\"table-wrap\"><table id=\"table-money\"><thead><tr><th>config</th><th>critic</th><th>arm</th>\
+         <th class=\"num\">n</th><th class=\"num\">pass rate</th><th class=\"num\">cost per loop</th>\
+         <th class=\"num\">cost per pass</th><th class=\"num\">cost in all</th></tr></thead><tbody>\n",
+    );
+    let cell = |value: Option<f64>| {
+        value.map_or_else(|| "–".to_string(), |v| crate::markdown::money(v, report.currency.as_deref()))
+    };
+    for row in &report.summary {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            escape(&row.config_id),
+            escape(&row.critic),
+            escape(&row.arm),
+            row.n,
+            percent(row.pass_rate),
+            escape(&cell(row.cost_per_loop)),
+            escape(&cell(row.cost_per_pass)),
+            escape(&cell(row.cost_total)),
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    let paired: Vec<&ComparisonRow> = report.comparisons.iter().filter(|c| c.diff_mean_cost_passed.is_some()).collect();
+    if !paired.is_empty() {
+        out.push_str(
+            "<div class=\"table-wrap\"><table id=\"table-money-comparisons\"><thead><tr><th>config</th><th>critic</th>\
+             <th>A vs B</th><th class=\"num\">both passed</th><th class=\"num\">cost of a pass A</th>\
+             <th class=\"num\">cost of a pass B</th><th class=\"num\">A − B</th></tr></thead><tbody>\n",
+        );
+        for row in paired {
+            let diff = row.diff_mean_cost_passed.unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}{}</td></tr>",
+                escape(&row.config_id),
+                escape(&row.critic),
+                escape(&row.arm_a),
+                escape(&row.arm_b),
+                row.both_passed,
+                escape(&cell(row.mean_cost_passed_a)),
+                escape(&cell(row.mean_cost_passed_b)),
+                if diff >= 0.0 { "+" } else { "−" },
+                escape(&cell(Some(diff.abs()))),
+            );
+        }
+        out.push_str("</tbody></table></div>\n");
+    }
+    out.push_str("</section>\n");
 }
 
 fn format_p(p: f64) -> String {
@@ -73,6 +148,10 @@ pub(crate) fn summary_table(out: &mut String, report: &Report) {
     let tokens = report.summary.iter().any(|r| r.tokens_in_per_loop.is_some());
     if tokens {
         out.push_str("<th class=\"num\">tokens in / out per loop</th><th class=\"num\">per passed loop</th>");
+    }
+    let money = report.summary.iter().any(|r| r.cost_per_loop.is_some());
+    if money {
+        out.push_str("<th class=\"num\">cost per loop</th><th class=\"num\">cost per pass</th>");
     }
     let errors = report.summary.iter().any(|r| r.critic_errors > 0);
     if errors {
@@ -101,12 +180,13 @@ pub(crate) fn summary_table(out: &mut String, report: &Report) {
             String::new()
         };
         let per_pass = if row.passed > 0 { format!("{:.2}", row.mean_rounds_passed) } else { "–".to_string() };
+        let money_cells = if money { money_cells(report, row) } else { String::new() };
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{per_pass}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{:.2} → {:.2}</td>{tokens_cells}{errors_cell}</tr>",
+             <td class=\"num\">{:.2} → {:.2}</td>{tokens_cells}{money_cells}{errors_cell}</tr>",
             escape(&row.config_id),
             escape(&row.critic),
             escape(&row.arm),

@@ -292,3 +292,35 @@ fn discordant_pairs_are_counted_and_the_first_hundred_listed_with_their_command(
     let page = render_html(&report(&["p7"], "rubric"), None, &HashMap::new(), &[], Some(&none));
     assert!(page.contains("<p>0 of 200 task × epoch units") && !page.contains("table-discordant-pairs"));
 }
+
+#[test]
+fn with_prices_the_front_is_drawn_in_money_and_a_pass_is_priced() {
+    // p7 passes most in the fewest rounds but costs the most per loop; p9 is cheapest.
+    let mut priced = report(&["p7", "p8", "p9"], "rubric");
+    for (row, cost) in priced.summary.iter_mut().zip([0.09, 0.02, 0.05, 0.02, 0.01, 0.02]) {
+        row.cost_per_loop = Some(cost);
+        row.cost_total = Some(cost * row.n as f64);
+        row.cost_per_pass = Some(cost * row.n as f64 / row.passed as f64);
+    }
+    priced.currency = Some("EUR".into());
+    let page = render_html(&priced, None, &HashMap::new(), &[], None);
+    assert!(page.contains("Pass rate against cost per loop"), "the chart's title");
+    assert!(page.contains(">mean cost per loop (EUR)</text>"), "its axis");
+    // Feedback's front in money: p9 (78% for 0.01), p8 (79% for 0.05), p7 (80% for 0.09); in
+    // rounds it was p7 alone. The no-feedback configs coincide: one ringed point.
+    assert_eq!(page.matches("<circle class=\"front\"").count(), 3 + 1, "{page}");
+    let table = &page[page.find("<table id=\"table-pareto\">").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let order: Vec<usize> =
+        ["<td>p9</td>", "<td>p8</td>", "<td>p7</td>"].iter().map(|c| table.find(c).unwrap()).collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "cheapest first: {table}");
+    assert!(table.contains("<td class=\"num\">0.0100 EUR</td><td class=\"num\">0.0128 EUR</td>"), "{table}");
+    assert!(page.contains("<h2 id=\"money\">What a pass costs</h2>") && page.contains("<table id=\"table-money\">"));
+    assert!(page.contains("<a href=\"#money\">"));
+    // One row without a price: rounds again, and no money chart.
+    priced.summary[5].cost_per_loop = None;
+    let page = render_html(&priced, None, &HashMap::new(), &[], None);
+    assert!(page.contains("Pass rate against mean rounds") && !page.contains("mean cost per loop"));
+    let plain = render_html(&report(&["p7", "p8"], "rubric"), None, &HashMap::new(), &[], None);
+    assert!(!plain.contains("id=\"money\"") && !plain.contains("cost per loop"), "no prices, no money");
+}

@@ -44,6 +44,101 @@ pub(crate) fn calls_note(openai: &serde_json::Value) -> String {
     )
 }
 
+/// What the model calls cost, per role, from the manifest's `openai.cost` (absent without prices).
+pub(crate) fn money_note(openai: &serde_json::Value) -> Option<String> {
+    let cost = openai.get("cost")?;
+    let spent = cost.get("spent")?.as_f64()?;
+    let currency = cost["currency"].as_str().unwrap_or("");
+    let money = |value: f64| format!("{value:.4} {currency}");
+    let roles: Vec<String> = cost["by_role"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(role, c)| match c["spent"].as_f64() {
+            Some(spent) => format!("{role} `{}` {}", c["model"].as_str().unwrap_or("?"), money(spent)),
+            None => format!("{role} `{}` not priced", c["model"].as_str().unwrap_or("?")),
+        })
+        .collect();
+    let mut note = format!("**Spent {}** on model calls ({}).", money(spent), roles.join(", "));
+    if let Some(saved) = cost["saved_by_cache"].as_f64().filter(|s| *s > 0.0) {
+        note.push_str(&format!(" Answers from the response cache would have cost {} more.", money(saved)));
+    }
+    let carried: f64 =
+        cost["by_role"].as_object().into_iter().flatten().filter_map(|(_, c)| c["carried_over"].as_f64()).sum();
+    if carried > 0.0 {
+        note.push_str(&format!(" Of it, {} was spent before the run was resumed.", money(carried)));
+    }
+    if cost["priced"] == false {
+        note.push_str(" A model without a price has no cost: `cost` is empty for the loops that used it.");
+    }
+    if let Some(budget) = openai.get("budget") {
+        let limit = |key: &str| budget[key].as_f64().map(money);
+        let mut limits: Vec<String> = limit("max_cost").map(|m| format!("max_cost {m}")).into_iter().collect();
+        for (role, value) in budget["roles"].as_object().into_iter().flatten() {
+            if let Some(value) = value.as_f64() {
+                limits.push(format!("{role} {}", money(value)));
+            }
+        }
+        match budget.get("stopped_by").filter(|s| s.is_object()) {
+            Some(stop) => note.push_str(&format!(
+                " **The budget stopped the run**: `{}` = {} was reached ({} spent); no loop started after it.",
+                stop["budget"].as_str().unwrap_or("?"),
+                money(stop["limit"].as_f64().unwrap_or(f64::NAN)),
+                money(stop["spent"].as_f64().unwrap_or(f64::NAN)),
+            )),
+            None => note.push_str(&format!(" Budget: {} (not reached).", limits.join(", "))),
+        }
+    }
+    Some(note)
+}
+
+/// Whether the model or critbench bounds the run: latency percentiles per role, and the time
+/// calls waited on the server, for a free slot and backing off, against the workers' time. A
+/// measurement of time, so it is in `report.md` and `report.html` but not in `summary.json`,
+/// whose notes depend on the data alone.
+pub(crate) fn time_note(openai: &serde_json::Value, manifest: Option<&Manifest>) -> Option<String> {
+    let latency = openai.get("latency")?.as_object()?;
+    let roles: Vec<String> = latency
+        .iter()
+        .filter(|(_, l)| l["requests"].as_u64().unwrap_or(0) > 0)
+        .map(|(role, l)| {
+            let ms = |key: &str| l[key].as_f64().map_or("?".to_string(), |v| format!("{v:.0}"));
+            format!("{role} {} / {} / {} ms", ms("p50_ms"), ms("p95_ms"), ms("p99_ms"))
+        })
+        .collect();
+    if roles.is_empty() {
+        return None;
+    }
+    let waiting = &openai["waiting"];
+    let seconds = |key: &str| waiting[key].as_f64().unwrap_or(0.0);
+    let (server, queue, backoff) = (seconds("server_s"), seconds("queue_s"), seconds("backoff_s"));
+    let mut note = format!(
+        "Model latency p50 / p95 / p99: {}. Calls waited {server:.1} s on the server, {queue:.1} s for a free slot \
+         (the concurrency limit, a paused endpoint) and {backoff:.1} s backing off",
+        roles.join("; ")
+    );
+    match manifest.filter(|m| m.wall_seconds > 0.0 && m.jobs > 0) {
+        Some(m) => {
+            let workers = m.wall_seconds * m.jobs as f64;
+            let share = (server + queue + backoff) / workers;
+            let bound = if share >= 0.5 {
+                "the model server bounds the run"
+            } else {
+                "critbench (its critics and writing) bounds the run more than the server"
+            };
+            note.push_str(&format!(
+                ", of the {workers:.1} worker-seconds of the run ({:.1} s × {} workers): {:.0}% waiting on the model, \
+                 so {bound}.",
+                m.wall_seconds,
+                m.jobs,
+                100.0 * share.min(1.0)
+            ));
+        }
+        None => note.push('.'),
+    }
+    Some(note)
+}
+
 /// The note on a rescoring's censored loops, which every number of its summaries leaves out:
 /// `groups` holds each config × critic × arm with censored loops, their count and its loops in all.
 pub(crate) fn censored_note(groups: &[(String, u64, u64)]) -> String {
@@ -79,6 +174,7 @@ pub(crate) fn notes(
                 "**Every model call failed** ({failures} of {failures}): the numbers above measure no model output."
             ));
         }
+        notes.extend(money_note(openai));
         if openai.pointer("/tokens/cap_reached") == Some(&serde_json::Value::Bool(true)) {
             notes.push(format!(
                 "**The token cap was reached** (max_tokens_total = {}): {} model calls were refused, so loops that \

@@ -20,6 +20,7 @@ pub(crate) struct Loop {
     pub first: bool,
     pub rounds: u32,
     pub best_score: f64,
+    pub cost: Option<f64>,
 }
 
 impl Loop {
@@ -31,6 +32,7 @@ impl Loop {
             first: row.passed && row.revisions == 0,
             rounds: row.rounds,
             best_score: row.best_score,
+            cost: row.cost,
         }
     }
 }
@@ -58,6 +60,9 @@ pub(crate) struct ArmTotals {
     tokens: [u64; 2],
     token_passes: u64,
     tokens_passed: [u64; 2],
+    /// Loops that had a cost, and what they cost.
+    priced: u64,
+    cost: ExactSum,
     /// (loops, passes, first-draft passes) of a task → how many tasks had it.
     pub(crate) clusters: BTreeMap<(u64, i64, i64), u64>,
 }
@@ -84,6 +89,10 @@ impl ArmTotals {
         self.disagreements += u64::from(row.critic_disagreements);
         if row.passed {
             self.rounds_passed += u64::from(row.rounds);
+        }
+        if let Some(cost) = row.cost {
+            self.priced += 1;
+            self.cost.add(cost);
         }
         if row.tokens_in.is_some() || row.tokens_out.is_some() {
             let counted = [row.tokens_in.unwrap_or(0), row.tokens_out.unwrap_or(0)];
@@ -126,6 +135,8 @@ impl ArmTotals {
             (edge(self.passed, pass), edge(self.first_passed, first), INTERVAL_TASK_BOOTSTRAP)
         };
         let rate = |count: u64, of: u64| if of == 0 { 0.0 } else { count as f64 / of as f64 };
+        // Money only when every loop has it: a loop without a price is never counted as free.
+        let cost_total = (self.priced == self.n && self.n > 0).then(|| self.cost.sum());
         SummaryRow {
             config_id: config_id.to_string(),
             arm: self.name.clone(),
@@ -160,6 +171,9 @@ impl ArmTotals {
             tokens_out_per_loop: (self.token_loops > 0).then(|| rate(self.tokens[1], self.token_loops)),
             tokens_in_per_pass: (self.token_passes > 0).then(|| rate(self.tokens_passed[0], self.token_passes)),
             tokens_out_per_pass: (self.token_passes > 0).then(|| rate(self.tokens_passed[1], self.token_passes)),
+            cost_total,
+            cost_per_loop: cost_total.map(|total| total / self.n as f64),
+            cost_per_pass: cost_total.filter(|_| self.passed > 0).map(|total| total / self.passed as f64),
         }
     }
 }
@@ -190,6 +204,10 @@ pub(crate) struct PairTotals {
     both_passed: u64,
     rounds_both_a: u64,
     rounds_both_b: u64,
+    /// Of the pairs both passed, those where both loops had a cost, and each side's costs.
+    both_priced: u64,
+    cost_both_a: ExactSum,
+    cost_both_b: ExactSum,
     a_better: u64,
     b_better: u64,
     /// (pairs, A-only − B-only, the same for first drafts) of a task → how many tasks had it.
@@ -222,6 +240,11 @@ impl PairTotals {
             self.both_passed += 1;
             self.rounds_both_a += u64::from(a.rounds);
             self.rounds_both_b += u64::from(b.rounds);
+            if let (Some(cost_a), Some(cost_b)) = (a.cost, b.cost) {
+                self.both_priced += 1;
+                self.cost_both_a.add(cost_a);
+                self.cost_both_b.add(cost_b);
+            }
         }
         task.pairs += 1;
         task.difference += i64::from(a.passed) - i64::from(b.passed);
@@ -263,6 +286,10 @@ impl PairTotals {
             let of = self.both_passed as f64;
             (self.rounds_both_a as f64 / of, self.rounds_both_b as f64 / of)
         });
+        let cost = (self.both_passed > 0 && self.both_priced == self.both_passed).then(|| {
+            let of = self.both_passed as f64;
+            (self.cost_both_a.sum() / of, self.cost_both_b.sum() / of)
+        });
         ComparisonRow {
             config_id: config_id.to_string(),
             critic: critic.to_string(),
@@ -297,6 +324,9 @@ impl PairTotals {
             mean_rounds_passed_a: both.map(|(a, _)| a),
             mean_rounds_passed_b: both.map(|(_, b)| b),
             diff_mean_rounds_passed: both.map(|(a, b)| a - b),
+            mean_cost_passed_a: cost.map(|(a, _)| a),
+            mean_cost_passed_b: cost.map(|(_, b)| b),
+            diff_mean_cost_passed: cost.map(|(a, b)| a - b),
         }
     }
 }

@@ -6,7 +6,7 @@ mod pass_vs_rounds;
 mod trajectory;
 
 pub(crate) use bars::{exit_reasons_chart, pass_rate_chart};
-pub(crate) use pass_vs_rounds::{front_rows, pass_vs_rounds_chart};
+pub(crate) use pass_vs_rounds::{Spent, front_rows, pass_vs_rounds_chart};
 pub(crate) use trajectory::trajectory_chart;
 
 use super::svg::TEXT;

@@ -1,0 +1,85 @@
+use critbench_engine::estimate::{EstimateOptions, Projection, default_dir, estimate as run_estimate};
+use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides};
+
+use crate::args::EstimateArgs;
+use crate::failure::{Failure, check_jobs, experiment_file};
+
+pub fn estimate(args: EstimateArgs) -> Result<(), Failure> {
+    let path = experiment_file(args.experiment, DEFAULT_EXPERIMENT, "estimate")?;
+    check_jobs(args.jobs)?;
+    let overrides =
+        Overrides { jobs: args.jobs, plugin_dirs: args.plugin_dirs, pricing: args.pricing, ..Overrides::default() };
+    let experiment = Experiment::load(&path, &overrides)?;
+    let out = args.out.unwrap_or_else(|| default_dir(&experiment));
+    let interrupt = crate::signals::install()?;
+    let options = EstimateOptions {
+        pilot: args.pilot,
+        out,
+        overwrite: args.overwrite,
+        quiet: args.quiet,
+        interrupt: Some(interrupt),
+    };
+    let estimate = run_estimate(&experiment, &options)?;
+
+    println!(
+        "estimate of {} from a pilot of {} of its {} tasks (seed {}); {:.0}% ranges:",
+        estimate.experiment,
+        estimate.pilot_tasks,
+        estimate.tasks,
+        estimate.seed,
+        100.0 * estimate.confidence
+    );
+    let line = |what: &str, p: &Projection, unit: &str| {
+        println!("  {what:<28} {:>14} {unit}  ({} to {})", amount(p.point), amount(p.lo), amount(p.hi));
+    };
+    line("loops", &estimate.loops, "");
+    line("critiques in the outputs", &estimate.critiques, "");
+    line("rounds recorded", &estimate.recorded_rounds, "");
+    if let Some(calls) = &estimate.model_calls {
+        line("model calls", calls, "");
+    }
+    let currency = estimate.currency.as_deref().unwrap_or("");
+    for (role, projected) in &estimate.roles {
+        println!("  {role} (`{}`):", projected.model);
+        line("  model calls", &projected.model_calls, "");
+        line("  tokens in", &projected.tokens_in, "");
+        line("  tokens out", &projected.tokens_out, "");
+        match &projected.cost {
+            Some(cost) => line("  cost", cost, currency),
+            None => println!("    {:<26} no price in [pricing]", "cost"),
+        }
+    }
+    if let Some(cost) = &estimate.cost {
+        line("cost", cost, currency);
+    }
+    match &estimate.wall_seconds {
+        Some(wall) => line("wall time", wall, "s"),
+        None if estimate.model_calls.is_some() => {
+            println!("  {:<28} unknown: every pilot call came from the response cache, untimed", "wall time")
+        }
+        None => {}
+    }
+    println!(
+        "the pilot's run is in {} ({}); its calls are in the response cache, so the run does not pay for them again",
+        estimate.pilot_dir.display(),
+        critbench_engine::estimate::ESTIMATE_FILE
+    );
+    if !estimate.exceeds_budget.is_empty() {
+        eprintln!(
+            "warning: the projected cost exceeds the budget: {}; critbench run refuses this experiment unless --force",
+            estimate.exceeds_budget.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// A number as the table shows it: whole numbers for counts, four decimals for small amounts.
+fn amount(value: f64) -> String {
+    if !value.is_finite() {
+        "unbounded".into()
+    } else if value.abs() >= 100.0 || value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.4}")
+    }
+}
