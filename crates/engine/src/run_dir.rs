@@ -61,20 +61,9 @@ pub const JUDGE_FILES: &[&str] = &["judgments.parquet", "judge.json", "judge.csv
 /// The folder of a run that holds its rescorings, one folder each: `RUN/rescored/NAME/`.
 pub const RESCORED_DIR: &str = "rescored";
 
-/// Every file `critbench rescore` writes into `RUN/rescored/NAME/`: its tables, `manifest.json`,
-/// `censored.csv` and the [`DERIVED_FILES`].
-pub const RESCORE_FILES: &[&str] = &[
-    "trajectories.parquet",
-    "outcomes.parquet",
-    "manifest.json",
-    "censored.csv",
-    "summary.csv",
-    "summary.json",
-    "comparisons.csv",
-    "config_comparisons.csv",
-    "report.md",
-    "report.html",
-];
+/// The files `critbench rescore` writes into `RUN/rescored/NAME/` besides the [`DERIVED_FILES`]
+/// (the summaries and reports `critbench report` writes, over the rescored loops).
+pub const RESCORE_FILES: &[&str] = &["trajectories.parquet", "outcomes.parquet", "manifest.json", "censored.csv"];
 
 pub(crate) const LOCK_FILE: &str = "run.lock";
 
@@ -273,7 +262,10 @@ fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: boo
 
 /// A name a rescoring writes in its folder.
 fn rescore_owned(name: &str) -> bool {
-    name == PROGRESS_DIR || owned_with_temporary(name, RESCORE_FILES) || is_lock_temporary(name)
+    name == PROGRESS_DIR
+        || owned_with_temporary(name, RESCORE_FILES)
+        || owned_with_temporary(name, DERIVED_FILES)
+        || is_lock_temporary(name)
 }
 
 /// What `dir` holds of a rescoring, in words, or `None` when it holds none: a rescoring's

@@ -14,8 +14,8 @@ use super::rows::{Grid, RescoredLoop, write_loop};
 use crate::EngineError;
 use crate::error::{RescoreError, RunDirError};
 use crate::journal::{
-    Commit, Counts, DatasetStamp, Journal, PROGRESS_DIR, PartFile, changed_keys, read_journal,
-    reopen_journal, short, sync_dir, temporary,
+    Commit, Counts, DatasetStamp, Journal, PROGRESS_DIR, PartFile, changed_keys, read_journal, reopen_journal, short,
+    sync_dir, temporary,
 };
 
 /// The tables a rescoring's parts hold: trajectories and outcomes (a rescoring evaluates nothing).
