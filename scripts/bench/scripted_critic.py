@@ -10,8 +10,12 @@ system calls, not a few per request.
 
 import json
 import os
+import sys
 
-HELLO = {"protocol": 3, "name": "scripted-py", "version": "1.0.0", "score_range": [0, 10], "thread_safe": True}
+# `--protocol 2` says version 2 instead: critbench then sends one request per round trip (the bench's
+# figure for the path before protocol 3); the critic itself is the same.
+PROTOCOL = int(sys.argv[sys.argv.index("--protocol") + 1]) if "--protocol" in sys.argv else 3
+HELLO = {"protocol": PROTOCOL, "name": "scripted-py", "version": "1.0.0", "score_range": [0, 10], "thread_safe": True}
 
 
 def write(data):
