@@ -253,7 +253,10 @@ fn a_shard_owns_only_its_files() {
     assert_eq!(std::fs::metadata(&other).unwrap().modified().unwrap(), modified, "shard 0 was not touched");
 
     let refused = usage_error(run(demo(&out, &["--overwrite"], &[])), dir.path());
-    assert!(refused.contains("already holds a sharded run (shards/, trajectories/, outcomes/)"), "{refused}");
+    assert!(
+        refused.contains("already holds a sharded run (shards/, trajectories/, outcomes/, evaluations/)"),
+        "{refused}"
+    );
     let whole = dir.path().join("whole");
     ok(run(demo(&whole, &[], &[])));
     let refused = usage_error(run(demo(&whole, &["--shard", "0/2"], &[])), dir.path());

@@ -996,8 +996,13 @@ mod tests {
             claim(&Layout::new(root, None), Claim::Rescore { run, overwrite: false, resume: false })
         };
         let out = run.join(RESCORED_DIR).join("strict");
-        drop(claim_at(&out, &run).unwrap());
-        assert!(out.is_dir() && !out.join(LOCK_FILE).exists(), "claimed, and the lock went with the claim");
+        let claimed = claim_at(&out, &run).unwrap();
+        assert!(out.join(LOCK_FILE).exists(), "claimed");
+        drop(claimed);
+        assert!(
+            !out.exists() && !run.join(RESCORED_DIR).exists(),
+            "the lock went with the claim, and so did the folders it made"
+        );
         for elsewhere in [out.join("deeper"), run.join("strict"), dir.path().join("strict"), run.clone()] {
             let refused = claim_at(&elsewhere, &run).unwrap_err().to_string();
             assert!(refused.contains("not a rescoring's folder of the run"), "{refused}");
