@@ -1,8 +1,9 @@
 """Checks that two run directories hold the same rows, row for row, apart from what names the run
 or measures time: `same_rows.py RUN_A RUN_B`. Used to prove that a replayed policy sweep equals
 the direct one, and that a sharded run equals the run in one piece (a sharded run's tables are
-the Hive-partitioned folders `outcomes/shard=I/`; the `shard` column they add is left out). Exit 1
-with the first differences on a mismatch."""
+the Hive-partitioned folders `outcomes/shard=I/`; the `shard` column they add is left out). With
+`--tasks-of-a`, RUN_B's rows are first cut to the tasks RUN_A has: a sequential run against the
+full run of the same experiment. Exit 1 with the first differences on a mismatch."""
 
 import os
 import sys
@@ -24,13 +25,19 @@ def rows(run_dir, table):
 
 
 def main():
-    if len(sys.argv) != 3:
-        print("usage: same_rows.py RUN_A RUN_B", file=sys.stderr)
+    args = sys.argv[1:]
+    subset = "--tasks-of-a" in args
+    args = [a for a in args if a != "--tasks-of-a"]
+    if len(args) != 2:
+        print("usage: same_rows.py RUN_A RUN_B [--tasks-of-a]", file=sys.stderr)
         return 2
-    a_dir, b_dir = sys.argv[1:]
+    a_dir, b_dir = args
     failed = False
     for table in ("outcomes", "trajectories"):
         a, b = rows(a_dir, table), rows(b_dir, table)
+        if subset:
+            tasks = {row["task_id"] for row in a}
+            b = [row for row in b if row["task_id"] in tasks]
         if len(a) != len(b):
             print(f"{table}: {len(a)} rows vs {len(b)} rows")
             failed = True

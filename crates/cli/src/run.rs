@@ -69,6 +69,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         (summary.recorded_rounds - summary.resumed_rounds) as f64 / seconds.max(1e-9),
         summary.out_dir.display()
     );
+    if let Some(record) = &summary.sequential {
+        println!("{}", critbench_report::sequential::headline(record));
+    }
     if let Some(shard) = shard {
         println!("shard {shard} done; once every shard has finished: critbench merge {}", summary.out_dir.display());
     }

@@ -15,6 +15,7 @@ use common::repo;
 const REFERENCE: &str = "docs/REFERENCE.md";
 const MINIMAL: &str = "name = \"t\"\ndataset = \"d.jsonl\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
 const OPENAI: &str = "[openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+const SEQUENTIAL: &str = "[sequential]\narms = [\"feedback\", \"no-feedback\"]\n";
 
 fn reference() -> String {
     std::fs::read_to_string(repo().join(REFERENCE)).unwrap()
@@ -56,7 +57,12 @@ fn load(text: &str) -> Result<Experiment, String> {
 /// The keys a table of the parser accepts, read from its own refusal of an unknown key.
 fn accepted_keys(text: &str) -> BTreeSet<String> {
     let error = load(text).expect_err("an unknown key is refused");
-    let list = error.split("expected one of").nth(1).unwrap_or_else(|| panic!("no key list in: {error}"));
+    // serde lists three keys or more as "expected one of `a`, `b`, `c`", two as "expected `a` or `b`".
+    let list = error
+        .split("expected one of")
+        .nth(1)
+        .or_else(|| error.split(", expected `").nth(1).map(|rest| &error[error.len() - rest.len() - 1..]))
+        .unwrap_or_else(|| panic!("no key list in: {error}"));
     let list = list.lines().next().unwrap();
     let keys: BTreeSet<String> = if list.contains('`') {
         list.split('`').skip(1).step_by(2).map(str::to_string).collect()
@@ -70,7 +76,7 @@ fn accepted_keys(text: &str) -> BTreeSet<String> {
 #[test]
 fn every_key_the_parser_accepts_is_documented_and_no_other() {
     let documented = documented_keys();
-    let probes: [(&str, String); 9] = [
+    let probes: [(&str, String); 11] = [
         ("", format!("zz_unknown = 1\n{MINIMAL}")),
         ("critics", format!("{MINIMAL}zz_unknown = 1\n")),
         ("evaluators", format!("{MINIMAL}[[evaluators]]\nname = \"e\"\nplugin = \"rubric\"\nzz_unknown = 1\n")),
@@ -80,6 +86,8 @@ fn every_key_the_parser_accepts_is_documented_and_no_other() {
         ("openai.ROLE", format!("{MINIMAL}{OPENAI}[openai.generator]\nzz_unknown = 1\n")),
         ("prompts", format!("{MINIMAL}[prompts]\nzz_unknown = 1\n")),
         ("judge", format!("{MINIMAL}[judge]\nzz_unknown = 1\n")),
+        ("sequential", format!("{MINIMAL}[sequential]\nzz_unknown = 1\n")),
+        ("sequential.decides", format!("{MINIMAL}{SEQUENTIAL}[sequential.decides]\nzz_unknown = 1\n")),
     ];
     for (section, probe) in &probes {
         let accepted = accepted_keys(probe);
@@ -153,8 +161,13 @@ fn the_documented_defaults_are_the_codes() {
     code.insert(("openai", "max_retries"), openai.max_retries.into());
     code.insert(("openai", "retry_base_ms"), (openai.retry_base.as_millis() as u64).into());
     code.insert(("judge", "repeats"), with_openai.judge.repeats.into());
+    let sequential =
+        serde_json::to_value(load(&format!("{MINIMAL}{SEQUENTIAL}")).unwrap()).unwrap()["sequential"].clone();
+    for key in ["confidence", "min_tasks", "check_every"] {
+        code.insert(("sequential", key), sequential[key].clone());
+    }
     // Defaults the code leaves unset: the reference must say "none" for them.
-    let unset: [(&str, &str, bool); 10] = [
+    let unset: [(&str, &str, bool); 14] = [
         ("critics", "kinds", plain["critics"][0]["kinds"].is_null()),
         ("evaluators", "kinds", evaluator["kinds"].is_null()),
         ("evaluators", "weights", evaluator["weights"].is_null()),
@@ -165,6 +178,10 @@ fn the_documented_defaults_are_the_codes() {
         ("openai", "max_tokens_total", openai.max_tokens_total.is_none()),
         ("openai", "max_tokens", generator.max_tokens.is_none()),
         ("", "openai", with_openai.openai.is_some() && load(MINIMAL).unwrap().openai.is_none()),
+        ("", "sequential", plain.get("sequential").is_none()),
+        ("sequential", "margin", sequential["margin"].is_null()),
+        ("sequential", "max_tasks", sequential["max_tasks"].is_null()),
+        ("sequential", "decides", sequential["decides"].is_null()),
     ];
 
     let documented = documented_keys();
@@ -199,13 +216,14 @@ fn the_documented_required_keys_are_required() {
             keys.iter().filter(|(_, c)| c.as_str() == "required").map(|(k, _)| (s.clone(), k.clone()))
         })
         .collect();
-    let without: [(&str, &str, String); 6] = [
+    let without: [(&str, &str, String); 7] = [
         ("", "name", MINIMAL.replace("name = \"t\"\n", "")),
         ("", "dataset", MINIMAL.replace("dataset = \"d.jsonl\"\n", "")),
         ("", "critics", "name = \"t\"\ndataset = \"d.jsonl\"\n".into()),
         ("critics", "name", MINIMAL.replace("name = \"r\"\n", "")),
         ("evaluators", "name", format!("{MINIMAL}[[evaluators]]\nplugin = \"rubric\"\n")),
         ("openai", "base_url", format!("{MINIMAL}[openai]\nconcurrency = 2\n")),
+        ("sequential", "arms", format!("{MINIMAL}[sequential]\nconfidence = 0.9\n")),
     ];
     let probed: BTreeSet<(String, String)> = without.iter().map(|(s, k, _)| (s.to_string(), k.to_string())).collect();
     assert_eq!(required, probed, "{REFERENCE}: the keys marked required (left) against those this test checks (right)");

@@ -74,6 +74,9 @@ pub enum EngineError {
     /// A recorded loop ended before a config of the grid stopped: a bug in the loop recorder.
     #[error("the recording of task `{task_id}` ended before config {config_id} stopped")]
     RecordingEndedEarly { task_id: String, config_id: String },
+    /// A sequential run that cannot start or go on.
+    #[error(transparent)]
+    Sequential(#[from] crate::sequential::SequentialError),
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
     Interrupted { signal: &'static str, loops: u64, out: PathBuf },
@@ -421,6 +424,7 @@ impl EngineError {
             EngineError::Report(error) => error.is_usage(),
             EngineError::Rescore(error) => error.is_usage(),
             EngineError::Judge(error) => error.is_usage(),
+            EngineError::Sequential(error) => error.is_usage(),
             EngineError::Replay(_)
             | EngineError::NoTaskForAnyCritic { .. }
             | EngineError::PolicyDependentSweep { .. }

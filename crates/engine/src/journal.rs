@@ -227,6 +227,10 @@ pub struct Commit {
     pub failed: Vec<String>,
     /// The part's files as they were committed, in the order of [`part_paths`].
     pub files: Vec<PartFile>,
+    /// A sequential run's paired differences of this part's tasks, in order: what a resumed run
+    /// replays into its monitor. Absent in a plain run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sequential: Vec<crate::sequential::TaskValues>,
 }
 
 /// A committed part file: its name in the progress folder, its size and its SHA-256.

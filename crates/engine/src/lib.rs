@@ -41,8 +41,11 @@ pub mod rescore;
 mod round;
 pub mod run;
 pub mod run_dir;
+mod sequential;
+mod sequential_run;
 mod sink;
 mod source;
 mod summarize;
 
 pub use error::{EngineError, ExperimentProblem, NotARun, ReplayError, RescoreError, RunDirError};
+pub use sequential::SequentialError;

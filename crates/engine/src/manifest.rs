@@ -37,6 +37,8 @@ pub struct ManifestInput<'a> {
     pub openai: Option<&'a serde_json::Value>,
     /// The table files the run wrote, by path relative to the run directory.
     pub tables: std::collections::BTreeMap<String, critbench_storage::manifest::TableRecord>,
+    /// A sequential run's record.
+    pub sequential: Option<&'a critbench_storage::manifest::SequentialRecord>,
 }
 
 /// The table files `layout` says the run writes, as they are on disk, by path relative to the
@@ -130,6 +132,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         openai: input.openai.cloned(),
         tables: input.tables.clone(),
         rescore: None,
+        sequential: input.sequential.cloned(),
     };
     manifest.write(input.dir).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", input.dir.join("manifest.json").display()),

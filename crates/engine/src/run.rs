@@ -103,6 +103,9 @@ fn run_inner(
     session: Option<&OpenAiSession>,
     options: &RunOptions,
 ) -> Result<RunSummary, EngineError> {
+    if experiment.sequential.is_some() && options.shard.is_some() {
+        return Err(crate::sequential::SequentialError::Sharded.into());
+    }
     let started = Instant::now();
     let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-{started_compact}", experiment.name);
@@ -143,17 +146,40 @@ fn run_inner(
     };
 
     let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks, options.shard)?;
-    let (mut sink, first_chunk, run_id, resumed_rounds) = if options.resume {
+    // A sequential run reads every task first, to admit them in its seeded random order.
+    let order = match &experiment.sequential {
+        Some(settings) => {
+            let order =
+                crate::sequential_run::Order::read(&plan, Source::open(&plan, chunk_tasks)?, settings, chunk_tasks)?;
+            check_routed(experiment, order.report())?;
+            Some(order)
+        }
+        None => None,
+    };
+    let (mut sink, first_chunk, run_id, resumed_rounds, replayed) = if options.resume {
         let (sink, point) = RowSink::resume(&plan, &layout, &fingerprint)?;
         if !options.quiet {
             eprintln!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
         }
-        (sink, point.next_chunk, point.run_id, point.recorded_rounds)
+        (sink, point.next_chunk, point.run_id, point.recorded_rounds, point.sequential)
     } else {
-        (RowSink::create(&plan, &layout, &fingerprint)?, 0, run_id, 0)
+        (RowSink::create(&plan, &layout, &fingerprint)?, 0, run_id, 0, Vec::new())
     };
+    let mut follower = None;
+    if let (Some(order), Some(settings)) = (order, &experiment.sequential) {
+        let written = sink.written.counts.tasks;
+        let followed = crate::sequential_run::Follower::new(&plan, settings, &order, &replayed, written)?;
+        source = source.in_order(order.with_gate(followed.gate()));
+        follower = Some(followed);
+    }
     let progress = Progress::new(total_bytes, options.quiet, "running");
-    let streamed = drive(&plan, source.skip(first_chunk), Scope::Evaluate, jobs, &mut sink, &progress, interrupt);
+    let source = source.skip(first_chunk);
+    let streamed = match &mut follower {
+        Some(follower) => {
+            drive(&plan, source, Scope::Evaluate, jobs, &mut follower.following(&mut sink), &progress, interrupt)
+        }
+        None => drive(&plan, source, Scope::Evaluate, jobs, &mut sink, &progress, interrupt),
+    };
     progress.finish();
     let (report, interrupted) = match streamed {
         Ok(report) => report,
@@ -172,6 +198,8 @@ fn run_inner(
             report.unrouted
         );
     }
+    let openai = session.map(|s| s.client.report());
+    let sequential = follower.map(|f| f.record(&written, openai.as_ref(), resumed_rounds > 0));
     let finished = Finished {
         layout: &layout,
         run_id: &run_id,
@@ -181,9 +209,10 @@ fn run_inner(
         source: report,
         memory,
         jobs,
-        openai: session.map(|s| s.client.report()),
+        openai,
         interrupted,
         resumed_rounds,
+        sequential,
     };
     let summary = summarize(&plan, finished)?;
     if interrupted.is_none() {
@@ -273,13 +302,19 @@ fn drive<C: Consumer>(
     let chunk_receiver = Mutex::new(chunk_receiver);
     let (result_sender, result_receiver) = sync_channel(2 * jobs + 2);
     let first_chunk = source.first_chunk();
+    // A sequential run's chunks wait for the looks before them (see `crate::sequential::Gate`).
+    let gate = source.gate();
     std::thread::scope(|scope_| {
         let window = &window;
         let source_thread = std::thread::Builder::new()
             .name("critbench-source".into())
             .spawn_scoped(scope_, move || {
                 let sender = chunk_sender;
-                source.run(plan, scope, |chunk| window.acquire() && sender.send(chunk).is_ok())
+                source.run(plan, scope, |chunk| {
+                    gate.as_ref().is_none_or(|gate| gate.wait(chunk.look, &window.stop))
+                        && window.acquire()
+                        && sender.send(chunk).is_ok()
+                })
             })
             .map_err(|source| EngineError::Threads { what: "the dataset reader thread", source })?;
         let workers: Result<Vec<_>, EngineError> = (0..jobs)

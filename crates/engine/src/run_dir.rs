@@ -41,6 +41,7 @@ pub const DERIVED_FILES: &[&str] = &[
     "comparisons.csv",
     "config_comparisons.csv",
     "power.csv",
+    "sequential.csv",
     "report.md",
     "report.html",
     "corrected.csv",

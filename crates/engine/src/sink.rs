@@ -71,6 +71,8 @@ pub struct RowSink<'p, 'a> {
     next_chunk: u64,
     /// Failed loops described since the last commit.
     new_failures: Vec<String>,
+    /// A sequential run's task values since the last commit (see [`RowSink::record_sequential`]).
+    new_sequential: Vec<crate::sequential::TaskValues>,
     last_commit: Instant,
     pub written: Written,
 }
@@ -98,6 +100,8 @@ pub struct ResumePoint {
     pub loops: u64,
     /// Rounds the interrupted run had recorded.
     pub recorded_rounds: u64,
+    /// A sequential run's task values the interrupted run committed, in order.
+    pub sequential: Vec<crate::sequential::TaskValues>,
 }
 
 impl<'p, 'a> RowSink<'p, 'a> {
@@ -149,6 +153,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
             next_chunk: last.next_chunk,
             loops: last.counts.loops,
             recorded_rounds: last.counts.recorded_rounds,
+            sequential: progress.commits.iter().flat_map(|c| c.sequential.iter().cloned()).collect(),
         };
         let parts = progress.commits.len() as u32;
         Ok((RowSink::with(plan, &now.run_id, layout, dir, journal, parts, last.next_chunk, written), point))
@@ -175,6 +180,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
             parts,
             next_chunk,
             new_failures: Vec::new(),
+            new_sequential: Vec::new(),
             last_commit: Instant::now(),
             written,
         }
@@ -214,6 +220,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
             counts: self.written.counts.clone(),
             failed: std::mem::take(&mut self.new_failures),
             files,
+            sequential: std::mem::take(&mut self.new_sequential),
         })?;
         self.parts += 1;
         Ok(())
@@ -243,6 +250,11 @@ impl<'p, 'a> RowSink<'p, 'a> {
             sync_dir(folder);
         }
         Ok(std::mem::take(&mut self.written))
+    }
+
+    /// Keeps a sequential run's values of the tasks about to be accepted, to commit with their rows.
+    pub fn record_sequential(&mut self, values: impl IntoIterator<Item = crate::sequential::TaskValues>) {
+        self.new_sequential.extend(values);
     }
 
     /// After a failure: commits what can still be committed, so that the run can be resumed,

@@ -6,10 +6,14 @@
 //! critic takes is counted and left out. Admission happens here, in file order, so that it is the
 //! same whatever the number of workers, and no loop is ever run for a task that is not admitted.
 //!
+//! A sequential run admits its tasks with this same code in a first pass, then hands them on in
+//! its own seeded order instead of file order ([`TaskOrder`], which `crate::sequential_run` implements).
+//!
 //! Memory is bounded by the chunks in flight: ids are remembered as 64-bit hashes
 //! ([`TaskIds`]), never as the tasks themselves.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use critbench_core::Task;
 use critbench_plugin_host::request::TaskJson;
@@ -21,6 +25,7 @@ use critbench_storage::task_ids::TaskIds;
 use crate::EngineError;
 use crate::memory::{Split, split_of};
 use crate::plan::{Plan, Scope};
+use crate::sequential::Gate;
 
 /// Tasks admitted from a run of rows, with the critics that take each.
 pub struct Chunk {
@@ -29,6 +34,8 @@ pub struct Chunk {
     pub tasks: Vec<AdmittedTask>,
     /// Bytes of all the datasets consumed once this chunk is done, for the progress bar.
     pub progress: u64,
+    /// The look of a sequential run whose tasks these are (0 in a plain run).
+    pub look: u64,
 }
 
 pub struct AdmittedTask {
@@ -41,6 +48,8 @@ pub struct AdmittedTask {
     /// `meta` as JSON text, for the outcome rows.
     pub meta: Option<String>,
     pub critics: Vec<usize>,
+    /// Where it was read: the dataset file's index and the row (line, or 1-based Parquet row).
+    pub origin: (usize, usize),
 }
 
 /// Skipped rows listed by name in the manifest, per file.
@@ -76,6 +85,23 @@ pub struct Source {
     /// Run only the tasks of this shard (in the evaluation pass; every shard learns from the
     /// same learning tasks). Every row is still read and checked.
     shard: Option<Shard>,
+    /// A sequential run's admission order: the tasks are handed on in it instead of file order.
+    order: Option<Box<dyn TaskOrder>>,
+}
+
+/// The tasks of an evaluation pass in an order of their own instead of the files' (a sequential
+/// run's). Declared here and implemented above the source, so that the source never imports what
+/// is built on it.
+pub trait TaskOrder: Send {
+    /// The gate the chunks wait at before they are handed on.
+    fn gate(&self) -> Option<Arc<Gate>>;
+    /// Hands on the chunks from `first_chunk` on, as [`Source::run`] does.
+    fn run(
+        self: Box<Self>,
+        plan: &Plan<'_>,
+        first_chunk: u64,
+        emit: &mut dyn FnMut(Chunk) -> bool,
+    ) -> Result<SourceReport, EngineError>;
 }
 
 impl Source {
@@ -97,12 +123,24 @@ impl Source {
             total_bytes,
             first_chunk: 0,
             shard: None,
+            order: None,
         })
     }
 
     /// Hands on only the tasks of `shard` in the evaluation pass.
     pub fn shard(self, shard: Option<Shard>) -> Source {
         Source { shard, ..self }
+    }
+
+    /// Hands on the tasks of `order` in its order (a sequential run's evaluation pass), each
+    /// chunk once the order's gate admits it.
+    pub fn in_order(self, order: impl TaskOrder + 'static) -> Source {
+        Source { order: Some(Box::new(order)), ..self }
+    }
+
+    /// The gate a sequential run's chunks wait at before they are handed on.
+    pub fn gate(&self) -> Option<Arc<Gate>> {
+        self.order.as_ref().and_then(|order| order.gate())
     }
 
     /// Hands on chunks from `first` on only.
@@ -129,6 +167,9 @@ impl Source {
         scope: Scope,
         mut emit: impl FnMut(Chunk) -> bool,
     ) -> Result<SourceReport, EngineError> {
+        if let Some(order) = self.order {
+            return order.run(plan, self.first_chunk, &mut emit);
+        }
         let experiment = plan.experiment;
         let mut report = SourceReport::default();
         let mut ids = TaskIds::new();
@@ -146,7 +187,7 @@ impl Source {
             let mut in_chunk = 0usize;
             // Hands the filled chunk on; `false` when the run is stopping.
             let mut hand_on = |seq: &mut u64, in_chunk: &mut usize, pending: &mut Vec<AdmittedTask>, progress: u64| {
-                let chunk = Chunk { seq: *seq, tasks: std::mem::take(pending), progress };
+                let chunk = Chunk { seq: *seq, tasks: std::mem::take(pending), progress, look: 0 };
                 *seq += 1;
                 *in_chunk = 0;
                 chunk.seq < self.first_chunk || emit(chunk)
@@ -229,7 +270,7 @@ impl Source {
                         let labelled = (scope == Scope::Evaluate
                             && plan.evaluators_for(task.kind.as_deref()).next().is_some())
                         .then(|| TaskJson::with_labels(&task));
-                        pending.push(AdmittedTask { task, json, labelled, meta, critics });
+                        pending.push(AdmittedTask { task, json, labelled, meta, critics, origin: (file, row) });
                     }
                 }
                 if in_chunk > 0 && !hand_on(&mut seq, &mut in_chunk, &mut pending, bytes_before + stream.progress().0) {

@@ -42,6 +42,8 @@ pub struct RunSummary {
     /// What the model client did (calls, cache hits, tokens, the concurrency limit), when the
     /// experiment has an `[openai]` table; the same as `openai` in `manifest.json`.
     pub openai: Option<serde_json::Value>,
+    /// A sequential run's record: what it decided, at which look, and what it spent.
+    pub sequential: Option<critbench_storage::manifest::SequentialRecord>,
 }
 
 impl RunSummary {
@@ -67,6 +69,8 @@ pub struct Finished<'r> {
     pub interrupted: Option<&'static str>,
     /// Rounds a resumed run found already recorded.
     pub resumed_rounds: u64,
+    /// A sequential run's rule, looks and decision.
+    pub sequential: Option<critbench_storage::manifest::SequentialRecord>,
 }
 
 /// Writes `manifest.json` and every summary file, and returns the run's summary. A shard writes
@@ -101,6 +105,7 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         jobs: finished.jobs,
         openai: finished.openai.as_ref(),
         tables: manifest::table_records(layout)?,
+        sequential: finished.sequential.as_ref(),
     })?;
     let report = match layout.shard {
         Some(_) => None,
@@ -129,5 +134,6 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         elapsed: finished.elapsed,
         report,
         openai: finished.openai,
+        sequential: finished.sequential,
     })
 }

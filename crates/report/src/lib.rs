@@ -13,7 +13,8 @@
 //! with inline SVG charts) into the run directory; given a labelled sample of the run's answers
 //! (`gold`), also `corrected.csv` and `corrected_comparisons.csv`, the pass rates and differences
 //! corrected by the labels.
-//! Also `power.csv`: how many tasks each paired comparison needs.
+//! Also `power.csv`: how many tasks each paired comparison needs; and for a sequential run,
+//! `sequential.csv`, every look of its confidence sequences (`sequential`).
 //!
 //! ```no_run
 //! let report = critbench_report::write_reports("reports/demo".as_ref()).unwrap();
@@ -30,6 +31,7 @@ pub mod gold;
 mod html;
 mod markdown;
 pub mod power;
+pub mod sequential;
 pub mod show;
 pub mod stats;
 mod summary;
@@ -132,6 +134,7 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     let corrected =
         labels.map(|labels| gold::Corrected::compute(&outcomes, manifest.as_ref(), &labels, &report)).transpose()?;
     report.backend = backend::Backend::read(run_dir, manifest.as_ref())?;
+    report.sequential = manifest.as_ref().and_then(|m| m.sequential.clone());
     // What the backend cannot measure comes first: it says how to read everything else.
     let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| as_note(n)).collect();
     notes.append(&mut report.notes);
@@ -143,6 +146,9 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     }
     report.power = power::power_rows(&outcomes, manifest.as_ref(), &compared(&report.comparisons))?;
     power::write_file(run_dir, &report.power)?;
+    if let Some(record) = &report.sequential {
+        sequential::write_file(run_dir, record)?;
+    }
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an

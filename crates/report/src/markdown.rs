@@ -466,6 +466,10 @@ pub(crate) fn render_with_sections(
     for notice in report.backend.notices(IGNORED_NOTE_SHARE) {
         let _ = writeln!(out, "> **Read this first:** {}\n", crate::as_note(&notice));
     }
+    // A sequential run says what its tasks are before any number.
+    if let Some(record) = &report.sequential {
+        out.push_str(&crate::sequential::markdown_section(record));
+    }
     out.push_str("## Pass rate, rounds and exits per arm\n\n");
     out.push_str("A loop passes when its exit is `pass`. Rounds count critiques (round 0 is the first draft). ");
     out.push_str(&interval_sentence(report));

@@ -184,6 +184,10 @@ pub struct Report {
     /// `notes`).
     #[serde(skip)]
     pub backend: crate::backend::Backend,
+    /// A sequential run's record, from its manifest (filled by [`crate::write_reports`]);
+    /// `summary.json` gives what it decided in a few fields.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "crate::sequential::summary_json")]
+    pub sequential: Option<critbench_storage::manifest::SequentialRecord>,
 }
 
 /// A run that did not run all its tasks, as its reports say at the top.
@@ -625,6 +629,7 @@ impl Summarizer {
             power: Vec::new(),
             evaluators: None,
             backend: Default::default(),
+            sequential: None,
         })
     }
 }

@@ -104,6 +104,114 @@ pub struct Manifest {
     /// from which run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rescore: Option<RescoreRecord>,
+    /// A sequential run (`[sequential]`): its rule, every look, what it decided and what it spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialRecord>,
+}
+
+/// What a sequential run followed and decided (docs/FORMAT.md, `sequential`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SequentialRecord {
+    /// The confidence sequence, by name.
+    pub method: String,
+    pub rule: SequentialRule,
+    /// Tasks the run draws from (admitted, and taken by a critic), and the most it may run.
+    pub task_set: u64,
+    pub budget: u64,
+    /// The comparisons followed, in the order of each look's `comparisons`.
+    pub comparisons: Vec<SequentialComparison>,
+    /// Every look the run made, in order.
+    pub looks: Vec<SequentialLook>,
+    /// The look that stopped the run; absent while none has (an interrupted run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<SequentialLook>,
+    /// Tasks whose loops ran: those of the deciding look and the next look's, admitted before it
+    /// was decided.
+    pub tasks_run: u64,
+    /// Each comparison over every task that ran.
+    pub over_tasks_run: Vec<SequentialStatus>,
+    /// What the run spent against what the whole set would have.
+    pub cost: SequentialCost,
+}
+
+/// The stopping rule of a sequential run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SequentialRule {
+    pub arm_a: String,
+    pub arm_b: String,
+    /// The confidence the intervals hold together at, and each comparison's own (its Bonferroni
+    /// share when every comparison must settle).
+    pub confidence: f64,
+    pub sequence_confidence: f64,
+    pub margin: Option<f64>,
+    pub min_tasks: u64,
+    pub check_every: u64,
+    pub max_tasks: Option<u64>,
+    /// `all` (every comparison must settle) or `one` (the comparison marked `decides`).
+    pub settle: String,
+}
+
+/// One comparison a sequential run follows: A − B within a config × critic.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SequentialComparison {
+    pub config_id: String,
+    pub critic: String,
+    pub arm_a: String,
+    pub arm_b: String,
+    /// The tasks of the set this critic takes: the population its sequence samples.
+    pub population: u64,
+    /// This comparison's verdict stops the run (the others are followed for the record).
+    pub decides: bool,
+}
+
+/// A look of a sequential run: each comparison after `tasks` tasks, and what the rule decided.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SequentialLook {
+    pub look: u64,
+    pub tasks: u64,
+    /// `continue`, `settled` or `budget`.
+    pub decision: String,
+    pub comparisons: Vec<SequentialStatus>,
+}
+
+/// One comparison at a look: its estimate and confidence-sequence interval, and their verdict.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SequentialStatus {
+    /// Tasks that gave it a value (its critic took them and a pair of loops ran).
+    pub tasks: u64,
+    pub estimate: Option<f64>,
+    pub lower: f64,
+    pub upper: f64,
+    /// `open`, `a_better`, `b_better` or `equivalent`.
+    pub verdict: String,
+}
+
+/// Tasks, loops, calls and tokens a sequential run spent, each against the whole set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SequentialCost {
+    pub tasks: Spent,
+    pub loops: Spent,
+    /// Generator calls: one per recorded round (each round is also one critique).
+    pub calls: Spent,
+    /// Model tokens, when the run had a model client and was not resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Spent>,
+}
+
+/// What was spent, and what the whole set would have cost at this run's mean per task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Spent {
+    pub used: u64,
+    pub full: u64,
+    /// `used / full`.
+    pub share: f64,
 }
 
 /// What a rescoring re-critiqued, with which critic, and from which run (docs/FORMAT.md).

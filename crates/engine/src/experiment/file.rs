@@ -44,6 +44,37 @@ pub(super) struct ExperimentFile {
     pub(super) prompts: Option<crate::prompts::Prompts>,
     #[serde(default)]
     pub(super) judge: Option<JudgeSection>,
+    #[serde(default)]
+    pub(super) sequential: Option<SequentialSection>,
+}
+
+/// `[sequential]`: see `super::sequential`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SequentialSection {
+    pub(super) arms: Vec<String>,
+    #[serde(default)]
+    pub(super) confidence: Option<f64>,
+    #[serde(default)]
+    pub(super) margin: Option<f64>,
+    #[serde(default)]
+    pub(super) min_tasks: Option<u64>,
+    #[serde(default)]
+    pub(super) check_every: Option<u64>,
+    #[serde(default)]
+    pub(super) max_tasks: Option<u64>,
+    #[serde(default)]
+    pub(super) decides: Option<DecidesSection>,
+}
+
+/// `[sequential.decides]`: the one comparison whose verdict stops the run.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DecidesSection {
+    #[serde(default)]
+    pub(super) config: Option<String>,
+    #[serde(default)]
+    pub(super) critic: Option<String>,
 }
 
 #[derive(Deserialize)]

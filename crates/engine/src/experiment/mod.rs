@@ -97,6 +97,9 @@ pub struct Experiment {
     pub openai: Option<critbench_openai::ClientSettings>,
     /// What the model roles are told (the `[prompts]` table over the defaults).
     pub prompts: crate::prompts::Prompts,
+    /// The `[sequential]` table: stop admitting tasks once the comparison is settled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialSettings>,
 }
 
 /// The `[judge]` table: how `critbench judge` benchmarks the critics on labeled drafts.
@@ -187,6 +190,9 @@ pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
 mod file;
 mod grid;
 mod resolve;
+mod sequential;
+
+pub use sequential::{Decides, SequentialSettings};
 
 pub use crate::limits::MAX_JUDGE_REPEATS;
 

@@ -178,6 +178,10 @@ impl Experiment {
         };
         let prompts = file.prompts.unwrap_or_default();
         prompts.check()?;
+        let sequential = file
+            .sequential
+            .map(|section| super::sequential::resolve(section, &arms, &policies, &critics))
+            .transpose()?;
         let mut adjudicate = adjudicated_arms(file.adjudicate.as_ref(), &arms, backend, openai.as_ref())?;
         adjudicate.sort_by_key(|arm| arms.iter().position(|a| a == arm));
         let experiment = Experiment {
@@ -208,6 +212,7 @@ impl Experiment {
             judge,
             openai,
             prompts,
+            sequential,
         };
         experiment.task_shape().check().map_err(|e| e.to_string())?;
         Ok(experiment)

@@ -281,3 +281,84 @@ fn bad_files_name_the_key() {
     assert!(e.starts_with("DIR/x.toml: `dataset` is missing"), "{e}");
     assert!(load(&format!("epochs = \"two\"\n{MINIMAL}")).unwrap_err().contains("line 1"));
 }
+
+/// Two arms, two configs, one critic: what a `[sequential]` table is checked against.
+const SEQUENTIAL: &str = "name = \"t\"\ndataset = \"d.jsonl\"\narms = [\"feedback\", \"no-feedback\"]\n\
+    [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = [7, 8]\n[sequential]\n";
+
+#[test]
+fn a_sequential_table_takes_the_monitors_defaults_and_is_recorded_with_the_experiment() {
+    let e = load(&format!("{SEQUENTIAL}arms = [\"feedback\", \"no-feedback\"]\n")).unwrap();
+    let settings = e.sequential.as_ref().unwrap();
+    assert_eq!(
+        *settings,
+        SequentialSettings {
+            arms: vec![Arm::Feedback, Arm::NoFeedback],
+            confidence: 0.95,
+            margin: None,
+            min_tasks: 20,
+            check_every: 10,
+            max_tasks: None,
+            decides: None,
+        }
+    );
+    // Part of the resolved experiment, hence of the manifest and of what a resume must match.
+    let json = serde_json::to_value(&e).unwrap();
+    assert_eq!(json["sequential"]["arms"], serde_json::json!(["feedback", "no-feedback"]));
+    assert!(serde_json::to_value(load(MINIMAL).unwrap()).unwrap().get("sequential").is_none());
+    let e = load(&format!(
+        "{SEQUENTIAL}arms = [\"no-feedback\", \"feedback\"]\nconfidence = 0.9\nmargin = 0.05\nmin_tasks = 5\n\
+         check_every = 1\nmax_tasks = 50\ndecides = {{ config = \"p8-r3-stall-e0\" }}\n"
+    ))
+    .unwrap();
+    let settings = e.sequential.unwrap();
+    assert_eq!(settings.pair(), (Arm::NoFeedback, Arm::Feedback));
+    assert_eq!(
+        (settings.margin, settings.min_tasks, settings.check_every, settings.max_tasks),
+        (Some(0.05), 5, 1, Some(50))
+    );
+    // The only critic needs no naming.
+    assert_eq!(settings.decides, Some(Decides { config: "p8-r3-stall-e0".into(), critic: "r".into() }));
+}
+
+#[test]
+fn a_sequential_table_that_cannot_work_is_refused_naming_the_key() {
+    let refused = |table: &str| load(&format!("{SEQUENTIAL}{table}")).unwrap_err();
+    let cases = [
+        ("arms = [\"feedback\"]", "[sequential]: `arms` names 1 arm(s); give two, A then B"),
+        ("arms = [\"feedback\", \"single\"]", "[sequential]: `arms`: \"single\" is not one of the experiment's `arms`"),
+        ("arms = [\"feedback\", \"feedback\"]", "[sequential]: `arms`: \"feedback\" is listed twice"),
+        (
+            "arms = [\"feedback\", \"no-feedback\"]\nconfidence = 1.0",
+            "[sequential]: `confidence` must lie strictly between 0 and 1 (it is 1)",
+        ),
+        ("arms = [\"feedback\", \"no-feedback\"]\nmargin = 0.0", "[sequential]: `margin` must lie in (0, 1]"),
+        ("arms = [\"feedback\", \"no-feedback\"]\nmin_tasks = 0", "[sequential]: `min_tasks` must be at least 1"),
+        (
+            "arms = [\"feedback\", \"no-feedback\"]\ncheck_every = 0",
+            "[sequential]: `check_every` must be at least 1 task",
+        ),
+        (
+            "arms = [\"feedback\", \"no-feedback\"]\nmax_tasks = 5",
+            "[sequential]: `max_tasks` (5) is below `min_tasks` (20)",
+        ),
+        (
+            "arms = [\"feedback\", \"no-feedback\"]\ndecides = { config = \"p9\" }",
+            "[sequential.decides]: `config` = \"p9\" is not a config of the [policy] grid (p7-r3-stall-e0, p8-r3-stall-e0)",
+        ),
+        (
+            "arms = [\"feedback\", \"no-feedback\"]\ndecides = { critic = \"r\" }",
+            "[sequential.decides]: `config` is missing; the grid has 2 configs",
+        ),
+        (
+            "arms = [\"feedback\", \"no-feedback\"]\ndecides = { config = \"p7-r3-stall-e0\", critic = \"x\" }",
+            "[sequential.decides]: `critic` = \"x\" is not one of the experiment's critics (r)",
+        ),
+        ("arms = [\"feedback\", \"no-feedback\"]\nevery = 3", "unknown field `every`"),
+        ("confidence = 0.9", "missing field `arms`"),
+    ];
+    for (table, expected) in cases {
+        let error = refused(table);
+        assert!(error.contains(expected), "{table}: {error}");
+    }
+}

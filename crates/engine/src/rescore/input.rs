@@ -3,7 +3,9 @@
 //!
 //! A run writes its loops in dataset order (a sharded run, in each partition), so the task of
 //! each loop is found by reading the datasets forward alongside the table: one task is held at a
-//! time, and memory is a chunk of loops whatever the size of the run.
+//! time, and memory is a chunk of loops whatever the size of the run. A sequential run writes its
+//! tasks in its own seeded order, so each of its tasks is looked for from the datasets' start:
+//! one more pass over them per task.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -69,11 +71,13 @@ struct Tasks<'a> {
     /// Tasks of the last block read, not yet reached.
     ahead: VecDeque<Task>,
     current: Option<(String, Arc<TaskEntry>)>,
+    /// The run's tasks follow the datasets' order, so each is looked for after the last.
+    in_dataset_order: bool,
 }
 
 impl<'a> Tasks<'a> {
-    fn new(paths: &'a [PathBuf]) -> Tasks<'a> {
-        Tasks { paths, file: 0, stream: None, ahead: VecDeque::new(), current: None }
+    fn new(paths: &'a [PathBuf], in_dataset_order: bool) -> Tasks<'a> {
+        Tasks { paths, file: 0, stream: None, ahead: VecDeque::new(), current: None, in_dataset_order }
     }
 
     /// The task `id`: the one of the last loop, or the next of that id in the datasets (rows the
@@ -84,6 +88,11 @@ impl<'a> Tasks<'a> {
             && current == id
         {
             return Ok(Some(Arc::clone(entry)));
+        }
+        if !self.in_dataset_order {
+            // From the start, so that the row found is the first of its id: the one the run admitted.
+            (self.file, self.stream) = (0, None);
+            self.ahead.clear();
         }
         loop {
             while let Some(task) = self.ahead.pop_front() {
@@ -114,12 +123,14 @@ impl<'a> Tasks<'a> {
 }
 
 /// Reads every loop of `tables` (the run's trajectory files, in order) whose task's kind `takes`
-/// accepts, with its task from `datasets`, and hands them to `emit` in chunks of whole tasks,
+/// accepts, with its task from `datasets` (read in step with the table when the run wrote its tasks
+/// `in_dataset_order`), and hands them to `emit` in chunks of whole tasks,
 /// numbered in order; chunks before `first_chunk` are read but not handed on (a resumed
 /// rescoring wrote them). `emit` returns `false` when the rescoring is stopping.
 pub(super) fn read(
     tables: &[PathBuf],
     datasets: &[PathBuf],
+    in_dataset_order: bool,
     takes: impl Fn(Option<&str>) -> bool,
     first_chunk: u64,
     mut emit: impl FnMut(Chunk) -> bool,
@@ -138,7 +149,7 @@ pub(super) fn read(
     };
     for table in tables {
         // Each file holds its tasks in dataset order: a partition of a sharded run too.
-        let mut tasks = Tasks::new(datasets);
+        let mut tasks = Tasks::new(datasets, in_dataset_order);
         let mut last_task: Option<String> = None;
         let read = for_each_loop_with_rows(table, |recorded| {
             let fail = |error: EngineError, failure: &mut Option<EngineError>| {

@@ -160,6 +160,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
         takes: &|kind| opened.spec.takes(kind),
         first_chunk,
         label: &label,
+        in_dataset_order: run.sequential.is_none(),
     };
     let progress = Bar::new(&tables, options.quiet);
     let driven = drive(&work, jobs, &mut sink, &progress, options.interrupt.as_deref());
@@ -391,6 +392,8 @@ struct Work<'a> {
     first_chunk: u64,
     /// The run's table, as messages name it.
     label: &'a Path,
+    /// Whether the run wrote its tasks in dataset order (a sequential run writes them in its own).
+    in_dataset_order: bool,
 }
 
 /// A chunk re-critiqued by a worker.
@@ -441,7 +444,7 @@ fn drive(
             .name("critbench-rescore-reader".into())
             .spawn_scoped(scope, move || {
                 let sender = chunk_sender;
-                input::read(work.tables, work.datasets, work.takes, work.first_chunk, |chunk| {
+                input::read(work.tables, work.datasets, work.in_dataset_order, work.takes, work.first_chunk, |chunk| {
                     window.acquire() && sender.send(chunk).is_ok()
                 })
             })

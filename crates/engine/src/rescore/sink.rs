@@ -238,6 +238,7 @@ impl<'g> Sink<'g> {
             counts: self.counts.clone(),
             failed: Vec::new(),
             files,
+            sequential: Vec::new(),
         })?;
         self.parts += 1;
         Ok(())

@@ -182,6 +182,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
             comparisons: e.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
             disagreements: e.disagreements.iter().filter(|d| configs.contains(&d.config_id)).cloned().collect(),
         }),
+        sequential: report.sequential.clone(),
     }
 }
 

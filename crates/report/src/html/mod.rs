@@ -13,7 +13,9 @@
 //! - `chart-heatmap`: for grids over two policy parameters, each arm's pass rate and the first
 //!   compared pair's paired difference over the grid (see [`crate::grid`]);
 //! - `chart-pass-vs-rounds`: for grids only, pass rate against mean rounds per config, each arm's
-//!   Pareto front ringed (and listed in `table-pareto`).
+//!   Pareto front ringed (and listed in `table-pareto`);
+//! - `chart-sequential`: for a sequential run, the confidence sequence over the tasks admitted
+//!   and where the run stopped (`sequential`).
 //!
 //! Past [`crate::html::grid::MANY_CONFIGS`] configs the per-config charts and tables show the best and
 //! worst configs of each arm; the heatmaps and the Pareto chart keep every config.
@@ -31,6 +33,7 @@ mod evaluators;
 pub(crate) mod grid;
 mod labels;
 pub(crate) mod power;
+mod sequential;
 pub(crate) mod svg;
 mod tables;
 #[cfg(test)]
@@ -151,7 +154,11 @@ pub(crate) fn render_page(
         plural(critics.len(), "critic"),
         plural(arms.len(), "arm"),
     );
-    out.push_str("<nav><ul><li><a href=\"#chart-pass-rate\">Pass rate</a></li>");
+    out.push_str("<nav><ul>");
+    if report.sequential.is_some() {
+        out.push_str("<li><a href=\"#sequential\">Sequential run</a></li>");
+    }
+    out.push_str("<li><a href=\"#chart-pass-rate\">Pass rate</a></li>");
     if report.evaluators.is_some() {
         out.push_str("<li><a href=\"#evaluators\">Held-out evaluators</a></li>");
     }
@@ -191,6 +198,10 @@ pub(crate) fn render_page(
             let _ = writeln!(out, "<li>{}</li>", with_code_spans(note));
         }
         out.push_str("</ul>\n</section>\n");
+    }
+    // What a sequential run's tasks are, before any number over them.
+    if let Some(record) = &report.sequential {
+        sequential::section(&mut out, record);
     }
 
     if let Some(shown) = &shown {
