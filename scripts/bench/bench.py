@@ -48,6 +48,12 @@ TARGETS = [
     ("server_fraction_of_ideal",
      "model server, {concurrency} in flight: steady requests/s vs ideal {concurrency} / {latency_ms} ms",
      "% of ideal", ">=", 90),
+    # Issue 22, item 2.
+    ("isolated_vs_in_process",
+     "`--isolate-plugins` vs in-process, scripted critic, {isolation_tasks:,} tasks, `--jobs 1` (critiques/s)",
+     "% of in-process", ">=", 33.3),
+    ("command_critiques_per_s", "a Python `command` critic (protocol 3), {isolation_tasks:,} tasks, `--jobs 1`",
+     "critiques/s", ">=", 50_000),
 ]
 
 STARTED = time.monotonic()
@@ -479,6 +485,54 @@ def bench_server(args, work, tasks_file, results):
                          "ideal_rate": ideal, **summary}
 
 
+def bench_isolation(args, work, tasks_file, results):
+    """Issue 22, item 2: the scripted critic in-process, isolated (`critbench plugin-worker`,
+    protocol 3) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 3, and
+    the same critic saying protocol 2: one request per pipe round trip, the path before protocol
+    3); with --baseline-critbench, that binary isolated as well (the before figure). Every run's
+    outcomes must equal the in-process run's."""
+    experiment = os.path.join(EXPERIMENTS, "bench-distinct.toml")
+    critic = os.path.join(HERE, "scripted_critic.py")
+    with open(experiment, encoding="utf-8") as handle:
+        text = handle.read().replace("../datasets/", os.path.join(ROOT, "datasets") + "/")
+    commands = {}
+    for protocol in (3, 2):
+        path = os.path.join(work, f"command-v{protocol}.toml")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text.replace('plugin = "scripted"',
+                                      f"command = {json.dumps([sys.executable, critic, '--protocol', str(protocol)])}"))
+        commands[protocol] = path
+    modes = [
+        ("in_process", "scripted, in-process (C ABI)", args.critbench, experiment, ()),
+        ("isolated", "scripted, `--isolate-plugins` (plugin-worker, protocol 3)", args.critbench, experiment,
+         ("--isolate-plugins",)),
+        ("command_v3", "Python command critic, protocol 3", args.critbench, commands[3], ()),
+        ("command_v2", "Python command critic, protocol 2 (one request per round trip)", args.critbench, commands[2], ()),
+    ]
+    if args.baseline_critbench:
+        modes.append(("baseline_isolated", f"`--isolate-plugins` with {args.baseline_critbench} (before)",
+                      args.baseline_critbench, experiment, ("--isolate-plugins",)))
+    section = {"tasks": args.isolation_tasks, "modes": {}}
+    reference = None
+    for key, label, binary, exp, extra in modes:
+        runs = []
+        for run in range(1, args.runs + 1):
+            out = fresh(work, f"isolation-{key}-{run}")
+            runs.append(critbench_run(argparse.Namespace(critbench=binary), exp, tasks_file, out, f"{label} run {run}",
+                                      jobs=1, limit=args.isolation_tasks, extra=extra))
+            outcomes = pq.read_table(os.path.join(out, "outcomes.parquet"))
+            outcomes = outcomes.select([c for c in outcomes.column_names if c not in ("run_id", "wall_ms")])
+            if reference is None:
+                reference = outcomes
+            elif not outcomes.equals(reference):
+                raise BenchError(f"{label} run {run}: outcomes differ from the in-process run's")
+            shutil.rmtree(out)
+        section["modes"][key] = {"label": label, "loops": runs[0]["loops"], "critiques": runs[0]["critiques"],
+                                 **summarize(runs)}
+        progress(f"  {label}: {section['modes'][key]['median_rate']:,.0f} critiques/s whole process")
+    results["isolation"] = section
+
+
 def bench_repeated(args, work, results):
     """The earlier benchmark (36 tasks × 2,000 epochs), kept for continuity with its history."""
     experiment = os.path.join(EXPERIMENTS, "bench-scripted.toml")
@@ -515,6 +569,11 @@ def measured_targets(results, args):
     if m:
         values["rss_large_mb"] = m["large"]["median_peak_rss_mb"]
         values["rss_large_vs_small"] = m["large"]["median_peak_rss_mb"] / m["small"]["median_peak_rss_mb"]
+    i = results.get("isolation")
+    if i:
+        modes = i["modes"]
+        values["isolated_vs_in_process"] = 100 * modes["isolated"]["median_rate"] / modes["in_process"]["median_rate"]
+        values["command_critiques_per_s"] = modes["command_v3"]["median_rate"]
     s = results.get("server")
     if s:
         values["server_fraction_of_ideal"] = 100 * s["median_steady_rate"] / s["ideal_rate"]
@@ -706,6 +765,34 @@ def markdown(results, args):
             " the request count is what reached the server.",
         ]
 
+    iso = results.get("isolation")
+    if iso:
+        lines += [
+            "",
+            "## 6. Isolated and command critics",
+            "",
+            f"The first {iso['tasks']:,} tasks of section 1's file, `experiments/bench-distinct.toml`, `--jobs 1`,"
+            " the scripted critic run four ways: in-process through the C ABI; `--isolate-plugins` (`critbench"
+            " plugin-worker`, protocol 3: a worker advances up to 64 loops together and their requests go to the child"
+            " in one write); as a Python command critic computing the same critique (`scripts/bench/scripted_critic.py`,"
+            " protocol 3), and the same critic saying protocol 2 (one request per pipe round trip). Every run's"
+            " outcomes equal the in-process run's. CPU counts critbench and its children. The load average is the"
+            " 1-minute load before each run: the machine is shared, so compare rates per CPU second too.",
+            "",
+            "| | wall s | CPU s (user + sys) | peak RSS MB | critiques/s | % of in-process | critiques per CPU s |"
+            " load before |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        base = iso["modes"]["in_process"]["median_rate"]
+        for mode in iso["modes"].values():
+            loads = [run["load_average_before"] for run in mode["runs"]]
+            lines.append(
+                f"| {mode['label']} | {mode['median_wall_s']:.2f} | {mode['median_cpu_s']:.2f}"
+                f" ({mode['median_user_s']:.2f} + {mode['median_sys_s']:.2f}) | {mode['median_peak_rss_mb']:,.0f} |"
+                f" {mode['median_rate']:,.0f} | {100 * mode['median_rate'] / base:.0f}% | {mode['median_cpu_rate']:,.0f} |"
+                f" {min(loads):.1f}–{max(loads):.1f} |"
+            )
+
     r = results.get("repeated")
     if r:
         lines += [
@@ -752,9 +839,13 @@ def main():
     parser.add_argument("--latency-ms", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=64,
                         help="must match `concurrency` in experiments/bench-server.toml")
+    parser.add_argument("--isolation-tasks", type=int, default=50_000)
+    parser.add_argument("--baseline-critbench", default=None,
+                        help="another critbench binary (e.g. a build of main) timed isolated beside this one")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--only", default="distinct,sim,server,repeated,memory",
-                        help="comma-separated sections to run (default: all): distinct, sim, server, repeated, memory")
+    parser.add_argument("--only", default="distinct,sim,server,isolation,repeated,memory",
+                        help="comma-separated sections to run (default: all): distinct, sim, server, isolation, repeated,"
+                             " memory")
     parser.add_argument("--work", default=None, help="directory for the generated files (default: a new temporary one)")
     args = parser.parse_args()
     args.critbench = os.path.abspath(args.critbench)
@@ -770,11 +861,11 @@ def main():
     progress(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; work dir {work}")
     try:
         sections = set(args.only.split(","))
-        unknown = sections - {"distinct", "sim", "server", "repeated", "memory"}
+        unknown = sections - {"distinct", "sim", "server", "isolation", "repeated", "memory"}
         if unknown:
             raise BenchError(f"--only: unknown section(s) {', '.join(sorted(unknown))}")
         tasks_file = os.path.join(work, f"scripted-{args.tasks}.jsonl")
-        if sections & {"distinct", "server", "memory"}:
+        if sections & {"distinct", "server", "isolation", "memory"}:
             make_tasks("scripted", args.tasks, tasks_file, args.seed)
         if "distinct" in sections:
             # A disagreement between the three loops ends the bench: nothing after it would mean much.
@@ -784,6 +875,7 @@ def main():
         for section, title, step in [
             ("sim", "3. sim + rubric", lambda: bench_sim(args, work, results)),
             ("server", "5. model-server mode", lambda: bench_server(args, work, tasks_file, results)),
+            ("isolation", "6. isolated and command critics", lambda: bench_isolation(args, work, tasks_file, results)),
             ("repeated", "the earlier benchmark (36 tasks × 2,000 epochs)", lambda: bench_repeated(args, work, results)),
             ("memory", "4. peak memory", lambda: bench_memory(args, work, tasks_file, results)),
         ]:

@@ -2,9 +2,17 @@
 //! of each (generate, critique with retries, ask the pure policy, revise), in the plan's unit
 //! order. A loop that fails (a backend error, a panic) fails alone: it is reported, and every
 //! other loop of the chunk is still recorded.
+//!
+//! When a critic takes several requests at once (a child process speaking protocol 3), a worker
+//! advances up to [`IN_FLIGHT`] loops of its chunk together: each runs until it asks for a
+//! critique, then the critiques asked go out in one batch ([`Batch`]). A loop's rounds depend only
+//! on its own critiques, so the recording is the same as one loop after another.
 
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use critbench_core::{Decision, Policy, RoundScore, Task, decide};
@@ -15,7 +23,7 @@ use crate::backend::{Draft, DraftKey};
 use crate::emit::effective_policy;
 use crate::memory::Hint;
 use crate::plan::{Plan, Scope, Unit};
-use crate::round::{critique_draft, ms, recorded_round};
+use crate::round::{Batch, critique_draft, ms, recorded_round};
 use crate::source::Chunk;
 
 /// A recorded loop: every round until each of the unit's policies has stopped.
@@ -52,6 +60,9 @@ pub struct ChunkResult {
 /// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
 /// abandoned (the run is ending and the result will not be written).
 pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool) -> ChunkResult {
+    if plan.critics.iter().any(|critic| critic.pipelined()) {
+        return run_chunk_together(plan, chunk, scope, stop);
+    }
     let mut tasks = Vec::with_capacity(chunk.tasks.len());
     let mut complete = true;
     'tasks: for admitted in chunk.tasks {
@@ -76,6 +87,80 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
     ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
 }
 
+/// The loops a worker advances together when a critic takes several requests at once.
+pub const IN_FLIGHT: usize = 64;
+
+type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, String>> + 'a>>;
+
+/// [`run_chunk`] with up to [`IN_FLIGHT`] loops in flight: every loop is polled until it waits for
+/// a critique, the batch goes out, and again, until each is recorded.
+fn run_chunk_together(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool) -> ChunkResult {
+    let units: Vec<(usize, Unit)> = (chunk.tasks.iter().enumerate())
+        .flat_map(|(at, admitted)| {
+            admitted.critics.iter().flat_map(move |&c| plan.units(c, scope)).map(move |u| (at, u))
+        })
+        .collect();
+    let mut done: Vec<Option<Result<LoopResult, String>>> = units.iter().map(|_| None).collect();
+    let batch = Batch::default();
+    let mut context = Context::from_waker(Waker::noop());
+    let mut flying: Vec<(usize, Recording<'_>)> = Vec::with_capacity(IN_FLIGHT);
+    let mut started = 0;
+    let mut complete = true;
+    loop {
+        while flying.len() < IN_FLIGHT && started < units.len() {
+            // Checked before every loop, not only every task: one task may hold thousands.
+            if stop.load(Ordering::Relaxed) {
+                complete = false;
+                break;
+            }
+            let (at, unit) = units[started];
+            let admitted = &chunk.tasks[at];
+            let recording = record_loop_in(
+                plan,
+                &admitted.task,
+                &admitted.json,
+                admitted.labelled.as_ref(),
+                unit,
+                scope,
+                Some(&batch),
+            );
+            flying.push((started, Box::pin(recording)));
+            started += 1;
+        }
+        if flying.is_empty() || !complete {
+            break;
+        }
+        let mut at = 0;
+        while at < flying.len() {
+            match catch_unwind(AssertUnwindSafe(|| flying[at].1.as_mut().poll(&mut context))) {
+                Ok(Poll::Pending) => at += 1,
+                Ok(Poll::Ready(result)) => done[flying.swap_remove(at).0] = Some(result),
+                Err(payload) => done[flying.swap_remove(at).0] = Some(Err(panic_text(payload))),
+            }
+        }
+        if batch.is_waiting() {
+            batch.send(&plan.critics);
+        }
+    }
+    drop(flying);
+    // Whole tasks only: a task with a loop left unrecorded is not part of the result.
+    let mut done = done.into_iter();
+    let mut units = units.into_iter().peekable();
+    let mut tasks = Vec::with_capacity(chunk.tasks.len());
+    for (at, admitted) in chunk.tasks.into_iter().enumerate() {
+        let mut loops = Vec::new();
+        while let Some((_, unit)) = units.next_if(|&(of, _)| of == at) {
+            loops.extend(done.next().flatten().map(|result| (unit, result)));
+        }
+        if loops.len() < admitted.critics.iter().map(|&c| plan.units(c, scope).len()).sum::<usize>() {
+            complete = false;
+            break;
+        }
+        tasks.push(TaskLoops { task: admitted.task, meta: admitted.meta, loops });
+    }
+    ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
+}
+
 pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     let detail = payload
         .downcast_ref::<&str>()
@@ -95,6 +180,24 @@ pub fn record_loop(
     labelled: Option<&TaskJson>,
     unit: Unit,
     scope: Scope,
+) -> Result<LoopResult, String> {
+    // Without a batch, no critique waits: the recording is done in one poll.
+    let recording = std::pin::pin!(record_loop_in(plan, task, task_json, labelled, unit, scope, None));
+    match recording.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(result) => result,
+        Poll::Pending => unreachable!("a loop without a batch never waits"),
+    }
+}
+
+/// [`record_loop`], its critiques asked through `batch` when given.
+async fn record_loop_in(
+    plan: &Plan<'_>,
+    task: &Task,
+    task_json: &TaskJson,
+    labelled: Option<&TaskJson>,
+    unit: Unit,
+    scope: Scope,
+    batch: Option<&Batch>,
 ) -> Result<LoopResult, String> {
     let experiment = plan.experiment;
     let policies: Vec<Policy> = unit
@@ -121,7 +224,10 @@ pub fn record_loop(
     let mut texts: Vec<String> = Vec::new();
     loop {
         let round = rounds.len() as u32;
-        let (call, scope, critic_ms) = critique_draft(plan, unit, &task.id, task_json, &draft.text, round);
+        let (call, scope, critic_ms) = match batch {
+            Some(batch) => batch.critique_draft(plan, unit, &task.id, task_json, &draft.text, round).await,
+            None => critique_draft(plan, unit, &task.id, task_json, &draft.text, round),
+        };
         scores.push(call.critique.round_score(call.failed()));
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
             if *running && decide(&scores, policy) != Decision::Revise {

@@ -1,11 +1,13 @@
 //! One critiqued draft as the tables record it, for the loop's rounds and the adjudicator's.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::task::Poll;
 use std::time::Instant;
 
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
-use critbench_plugin_host::{CriticInstance, CritiqueCall, critique_with_retry};
+use critbench_plugin_host::{CriticInstance, CritiqueCall, critique_after_first, critique_with_retry};
 use critbench_storage::recorded::RecordedRound;
 
 use crate::backend::Draft;
@@ -28,6 +30,93 @@ pub(crate) fn critique_draft(
         attempts: plan.experiment.critic_attempts,
     };
     critique_text(&critic, task_id, unit.epoch, task_json, text, round)
+}
+
+/// The first attempts of critiques asked by loops advancing together, sent to their critics in
+/// one go by [`Batch::send`]: a critic in a child process that takes several requests at once
+/// (protocol 3, `docs/PROTOCOL.md`) then costs a pipe round trip per batch, not per critique.
+#[derive(Default)]
+pub(crate) struct Batch {
+    asks: RefCell<Vec<Ask>>,
+    next: std::cell::Cell<u64>,
+}
+
+struct Ask {
+    ticket: u64,
+    critic: usize,
+    request: String,
+    scope: CallScope,
+    answer: Option<Result<String, String>>,
+}
+
+impl Batch {
+    /// [`critique_draft`], its first attempt sent with the batch when the unit's critic takes
+    /// several requests at once; the retries, if any, follow one by one as they would have.
+    pub(crate) async fn critique_draft(
+        &self,
+        plan: &Plan<'_>,
+        unit: Unit,
+        task_id: &str,
+        task_json: &TaskJson,
+        text: &str,
+        round: u32,
+    ) -> (CritiqueCall, CallScope, f64) {
+        let instance = &plan.critics[unit.critic];
+        if !instance.pipelined() {
+            return critique_draft(plan, unit, task_id, task_json, text, round);
+        }
+        let started = Instant::now();
+        let mut scope = CallScope::new(task_id, unit.epoch, round);
+        scope.attempt = 1;
+        let ticket = self.next.get();
+        self.next.set(ticket + 1);
+        let request = critique_request(task_json, text, round);
+        self.asks.borrow_mut().push(Ask { ticket, critic: unit.critic, request, scope, answer: None });
+        let (request, mut scope, first) = std::future::poll_fn(|_| {
+            let mut asks = self.asks.borrow_mut();
+            match asks.iter().position(|ask| ask.ticket == ticket && ask.answer.is_some()) {
+                Some(at) => {
+                    let ask = asks.swap_remove(at);
+                    Poll::Ready((ask.request, ask.scope, ask.answer.expect("answered")))
+                }
+                None => Poll::Pending,
+            }
+        })
+        .await;
+        let weights = plan.experiment.critics[unit.critic].weights.as_ref();
+        let attempts = plan.experiment.critic_attempts;
+        let call = critique_after_first(instance, &request, weights, attempts, &mut scope, first);
+        (call, scope, ms(started))
+    }
+
+    /// Sends every request not yet answered to its critic, all of a critic's at once, and keeps
+    /// the answers for the loops that asked. Answers nobody took (a loop that panicked) are
+    /// dropped first.
+    pub(crate) fn send(&self, critics: &[CriticInstance]) {
+        let mut asks = self.asks.borrow_mut();
+        asks.retain(|ask| ask.answer.is_none());
+        for (index, critic) in critics.iter().enumerate() {
+            let (requests, mut scopes): (Vec<&str>, Vec<CallScope>) = asks
+                .iter()
+                .filter(|ask| ask.critic == index)
+                .map(|ask| (ask.request.as_str(), ask.scope.clone()))
+                .unzip();
+            if requests.is_empty() {
+                continue;
+            }
+            let answers = critic.call_many(&requests, &mut scopes);
+            let mine = asks.iter_mut().filter(|ask| ask.critic == index);
+            for ((ask, answer), scope) in mine.zip(answers).zip(scopes) {
+                ask.answer = Some(answer);
+                ask.scope = scope;
+            }
+        }
+    }
+
+    /// Whether some loop waits for an answer.
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.asks.borrow().iter().any(|ask| ask.answer.is_none())
+    }
 }
 
 /// A critic as a critique is asked of it: the instance, the weights of its dimensions and the

@@ -52,5 +52,5 @@ pub use library::{InProcessCritic, PluginLibrary};
 pub use open::{CriticInstance, open_critic};
 pub use process::ProcessCritic;
 pub use protocol::PROTOCOL_VERSION;
-pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_with_retry};
+pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_after_first, critique_with_retry};
 pub use search::{SearchPath, user_plugin_dir};

@@ -40,6 +40,24 @@ impl CriticInstance {
         }
     }
 
+    /// Whether the critic takes several requests at once (a child speaking protocol 3), so that a
+    /// caller gains by asking [`CriticInstance::call_many`] for many critiques together.
+    pub fn pipelined(&self) -> bool {
+        matches!(self, CriticInstance::Process(critic) if critic.pipelined())
+    }
+
+    /// Sends every request, each for its critique scope, and returns their answers in order: what
+    /// [`CriticInstance::call_in`] would answer one by one, all in flight at once where the critic
+    /// takes that.
+    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, String>> {
+        match self {
+            CriticInstance::InProcess(critic) => {
+                requests.iter().zip(scopes).map(|(request, scope)| critic.call_in(request, scope)).collect()
+            }
+            CriticInstance::Process(critic) => critic.call_many(requests, scopes),
+        }
+    }
+
     /// What the manifest records: name, version, file, sha256, score range, flags, isolation.
     pub fn info(&self) -> &Arc<CriticInfo> {
         match self {

@@ -1,22 +1,31 @@
 //! Critics in child processes speaking JSON lines over stdin/stdout (`docs/PROTOCOL.md`): a
 //! command critic in any language, or a plugin library hosted by `critbench plugin-worker`.
 //!
-//! Each child answers one request at a time. A child that crashes, hangs past the timeout, runs
+//! A child of protocol 1 or 2 answers one request at a time. A child that crashes, hangs past the timeout, runs
 //! out of its memory limit or writes anything but protocol JSON is killed with its whole process
 //! group; the call is an error (the caller retries it, `docs/REFERENCE.md`, Critique) and the next
 //! call starts a fresh child. A thread-safe critic gets up to [`Isolation::children`] children,
 //! one per concurrent call; any other exactly one. Children die with critbench however it ends
 //! ([`crate::process_group`]), and they see their stdin close when the critic is dropped.
 //!
+//! A child speaking protocol 3 takes several requests at once ([`ProcessCritic::call_many`]): they
+//! are written in one go and their answers read as they come, each landing on the request its id
+//! names ([`Protocol::pipelined_reply`]). When such a child fails, the request charged is the
+//! oldest still waiting (the one an in-order child was working on); the others in flight go to a
+//! fresh child, not counted as an attempt, so one bad request costs one round.
+//!
 //! An answer is taken only when it answers the request being asked. In protocol 2 its id says so
 //! ([`Protocol::reply`]). In protocol 1 only order can: a line is refused when it arrived before
 //! the request was written, came in one write with another message, or arrived while the request
 //! still sat unread in the child's stdin — none of these can be the request's answer.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -78,6 +87,8 @@ pub struct ProcessCritic {
     timeout: Duration,
     memory_mb: Option<u64>,
     max_children: usize,
+    /// The critic's hello says protocol 3: it takes several requests at once.
+    pipelined: bool,
     pool: Mutex<Pool>,
     freed: Condvar,
     /// The run's services, which answer the children's service requests.
@@ -98,6 +109,9 @@ struct Child {
     protocol: Protocol,
     /// The id of the next request (protocol 2); the config is 0.
     next_id: u64,
+    /// Raised once a protocol 3 child took its config: its reader then lets several messages come
+    /// in one write.
+    pipelined: Arc<AtomicBool>,
 }
 
 /// A line from the child (or why reading stopped), and when the reader took it from the pipe.
@@ -147,6 +161,7 @@ impl ProcessCritic {
             timeout: isolation.timeout,
             memory_mb: isolation.memory_mb,
             max_children: 1,
+            pipelined: false,
             pool: Mutex::new(Pool::default()),
             freed: Condvar::new(),
             host: Arc::clone(host),
@@ -173,6 +188,7 @@ impl ProcessCritic {
                 })?;
         }
         critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
+        critic.pipelined = child.protocol == Protocol::V3;
         critic.pool = Mutex::new(Pool { idle: vec![child], live: 1 });
         Ok(critic)
     }
@@ -181,11 +197,57 @@ impl ProcessCritic {
         &self.info
     }
 
+    /// Whether the critic takes several requests at once (protocol 3), so that
+    /// [`ProcessCritic::call_many`] is worth a caller's while.
+    pub fn pipelined(&self) -> bool {
+        self.pipelined
+    }
+
     /// Sends one request to an idle child (starting one if needed), for the critique `scope`
     /// when given (the child's service requests are answered in it); returns the critique JSON or
     /// the reason there is none.
     pub fn call(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
-        let mut child = self.acquire()?;
+        let child = self.acquire()?;
+        self.call_on(child, request, scope)
+    }
+
+    /// Sends every request, each for its critique scope, and returns their answers in order, as
+    /// [`ProcessCritic::call`] would one by one: to a protocol 3 child all at once, to any other
+    /// one at a time. A child that fails costs the request charged with it (the oldest waiting)
+    /// its answer; the rest go to a fresh child.
+    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, String>> {
+        let mut answers: Vec<Option<Result<String, String>>> = vec![None; requests.len()];
+        let mut left: Vec<usize> = (0..requests.len()).collect();
+        while let Some(&first) = left.first() {
+            let mut child = match self.acquire() {
+                Ok(child) => child,
+                Err(message) => {
+                    for index in left {
+                        answers[index] = Some(Err(message.clone()));
+                    }
+                    break;
+                }
+            };
+            if child.protocol != Protocol::V3 {
+                answers[first] = Some(self.call_on(child, requests[first], Some(&mut scopes[first])));
+            } else {
+                match self.pipeline(&mut child, &left, requests, scopes, &mut answers) {
+                    Ok(()) => self.release(Some(child)),
+                    Err((charged, message)) => {
+                        let message = finish(child, message);
+                        self.release(None);
+                        answers[charged] =
+                            Some(Err(format!("{message}; the critic process was stopped and will be restarted")));
+                    }
+                }
+            }
+            left.retain(|&index| answers[index].is_none());
+        }
+        answers.into_iter().map(|answer| answer.expect("every request has its answer")).collect()
+    }
+
+    /// One request on `child`, which goes back to the pool unless it failed.
+    fn call_on(&self, mut child: Child, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
         match self.exchange(&mut child, request, scope) {
             Ok(answer) => {
                 self.release(Some(child));
@@ -273,11 +335,21 @@ impl ProcessCritic {
             .map_err(|e| StartFailure::Broken(format!("cannot start `{}`: {e}", self.launch.label)))?;
         let stdout = process.stdout.take().expect("stdout is piped");
         let stdin = process.stdin.take();
+        if let Some(stdin) = &stdin {
+            // Writes wait in `write_by`, which gives up at a deadline, never in the kernel.
+            // SAFETY: F_GETFL/F_SETFL on a descriptor the ChildStdin owns.
+            unsafe {
+                let flags = libc::fcntl(stdin.as_raw_fd(), libc::F_GETFL);
+                libc::fcntl(stdin.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
+        }
         let (sender, lines) = channel();
+        let pipelined = Arc::new(AtomicBool::new(false));
+        let several = Arc::clone(&pipelined);
         let reader = std::thread::Builder::new()
             .name("critbench-critic-reader".into())
-            .spawn(move || read_lines(stdout, sender));
-        let mut child = Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1 };
+            .spawn(move || read_lines(stdout, sender, &several));
+        let mut child = Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined };
         if let Err(e) = reader {
             return Err(StartFailure::Broken(finish(child, format!("cannot start a reader thread: {e}"))));
         }
@@ -317,7 +389,10 @@ impl ProcessCritic {
             Err(message) => Err(message),
         };
         match answer {
-            Ok(Ok(())) => Ok((child, hello)),
+            Ok(Ok(())) => {
+                child.pipelined.store(child.protocol == Protocol::V3, Ordering::Relaxed);
+                Ok((child, hello))
+            }
             Ok(Err(message)) => {
                 finish(child, String::new());
                 Err(StartFailure::Rejected { message })
@@ -357,6 +432,75 @@ impl ProcessCritic {
                 Reply::Error(message) => return Ok(Answer::Error(message)),
             }
         }
+    }
+
+    /// The requests `left` (indices into `requests`) on a protocol 3 child, written at once; each
+    /// answer is stored as it comes. An `Err` names the request charged with the child's failure
+    /// (the oldest still waiting) and why; the child is then no longer usable.
+    fn pipeline(
+        &self,
+        child: &mut Child,
+        left: &[usize],
+        requests: &[&str],
+        scopes: &mut [CallScope],
+        answers: &mut [Option<Result<String, String>>],
+    ) -> Result<(), (usize, String)> {
+        let oldest_first = left[0];
+        // A line written since the last answer answers nothing (as in `exchange`).
+        match child.lines.try_recv() {
+            Ok(Line { bytes: Ok(line), .. }) => return Err((oldest_first, unasked(&line))),
+            Ok(Line { bytes: Err(message), .. }) => return Err((oldest_first, message)),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
+        }
+        let first_id = child.next_id;
+        let mut waiting: HashMap<u64, usize> = HashMap::with_capacity(left.len());
+        let mut batch = String::new();
+        for &index in left {
+            let id = child.next_id;
+            child.next_id += 1;
+            waiting.insert(id, index);
+            batch.push_str(&child.protocol.request_line(id, requests[index]));
+            batch.push('\n');
+        }
+        let ids = (first_id, child.next_id);
+        // The oldest request still waiting: the one a child answering in order works on.
+        let mut oldest = first_id;
+        let timed_out = || format!("no answer within {} s", self.timeout.as_secs_f64());
+        write_by(child, batch.as_bytes(), Some(Instant::now() + self.timeout)).map_err(|e| {
+            let message =
+                if e.kind() == ErrorKind::TimedOut { timed_out() } else { format!("{SEND_FAILED} the requests: {e}") };
+            (oldest_first, message)
+        })?;
+        // Each request gets the timeout from when the child could start on it: its sending, or
+        // the answer before it.
+        let mut deadline = Instant::now() + self.timeout;
+        while oldest < ids.1 {
+            let charged = waiting[&oldest];
+            let (line, _) = next_line(child, deadline, self.timeout).map_err(|message| (charged, message))?;
+            let message = parse_message(&line).map_err(|message| (charged, message))?;
+            let (id, reply) = Protocol::pipelined_reply(&message, ids, |id| waiting.contains_key(&id))
+                .map_err(|message| (charged, message))?;
+            let index = waiting[&id];
+            let answer = match reply {
+                Reply::Service { name, request } => {
+                    let answer = self.host.dispatch(&name, &request, Some(&mut scopes[index]));
+                    write_by(child, format!("{}\n", child.protocol.service_answer_line(id, answer)).as_bytes(), None)
+                        .map_err(|e| (charged, format!("cannot answer a service call: {e}")))?;
+                    // The timeout measures the critic, not the host's services.
+                    deadline = Instant::now() + self.timeout;
+                    continue;
+                }
+                Reply::Critique(text) => Ok(text),
+                Reply::Error(message) => Err(message),
+            };
+            answers[index] = Some(answer);
+            waiting.remove(&id);
+            while oldest < ids.1 && !waiting.contains_key(&oldest) {
+                oldest += 1;
+            }
+            deadline = Instant::now() + self.timeout;
+        }
+        Ok(())
     }
 
     /// The child's next message, which must answer what critbench sent at `asked`: a line that
@@ -411,12 +555,43 @@ impl StartFailure {
 }
 
 fn send(child: &mut Child, line: &str) -> std::io::Result<()> {
-    let stdin = child.stdin.as_mut().ok_or_else(|| std::io::Error::other("stdin is closed"))?;
     let mut bytes = Vec::with_capacity(line.len() + 1);
     bytes.extend_from_slice(line.as_bytes());
     bytes.push(b'\n');
-    stdin.write_all(&bytes)?;
-    stdin.flush()
+    write_by(child, &bytes, None)
+}
+
+/// Writes all of `bytes` to the child's stdin (non-blocking), waiting for room in the pipe until
+/// `deadline` (`ErrorKind::TimedOut` then: the child stopped reading), or for as long as it takes.
+fn write_by(child: &mut Child, mut bytes: &[u8], deadline: Option<Instant>) -> std::io::Result<()> {
+    let stdin = child.stdin.as_mut().ok_or_else(|| std::io::Error::other("stdin is closed"))?;
+    while !bytes.is_empty() {
+        match stdin.write(bytes) {
+            Ok(0) => return Err(std::io::Error::from(ErrorKind::WriteZero)),
+            Ok(written) => bytes = &bytes[written..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                let wait = match deadline {
+                    Some(deadline) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            return Err(std::io::Error::new(
+                                ErrorKind::TimedOut,
+                                "the critic stopped reading its input",
+                            ));
+                        }
+                        left.min(EXIT_CHECK)
+                    }
+                    None => EXIT_CHECK,
+                };
+                let mut ready = libc::pollfd { fd: stdin.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+                // SAFETY: one valid pollfd; a failed or interrupted poll just loops.
+                unsafe { libc::poll(&mut ready, 1, wait.as_millis().max(1) as libc::c_int) };
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 fn unasked(line: &[u8]) -> String {
@@ -490,7 +665,7 @@ fn parse_message(line: &[u8]) -> Result<serde_json::Value, String> {
     }
 }
 
-fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Line>) {
+fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Line>, pipelined: &AtomicBool) {
     let mut reader = BufReader::new(stdout);
     loop {
         let mut line = Vec::new();
@@ -508,10 +683,13 @@ fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Line>) {
             Ok(_) if line.iter().all(u8::is_ascii_whitespace) => continue,
             // Every message waits for critbench's next line, so nothing may follow it yet;
             // bytes already here are an answer to nothing, which would be taken for the next.
-            Ok(_) if !reader.buffer().iter().all(u8::is_ascii_whitespace) => Err(format!(
-                "the critic wrote more after a message without waiting for critbench: {}",
-                excerpt(String::from_utf8_lossy(&line).trim_end())
-            )),
+            // (Protocol 3 answers several requests in flight, so several messages may come at once.)
+            Ok(_) if !pipelined.load(Ordering::Relaxed) && !reader.buffer().iter().all(u8::is_ascii_whitespace) => {
+                Err(format!(
+                    "the critic wrote more after a message without waiting for critbench: {}",
+                    excerpt(String::from_utf8_lossy(&line).trim_end())
+                ))
+            }
             Ok(_) => Ok(line),
         };
         if sender.send(Line { bytes, arrived }).is_err() {
@@ -607,7 +785,7 @@ def wait_for_input():
     fn hello(version: u32) -> String {
         format!(
             "send({{\"protocol\": {version}, \"name\": \"t\", \"version\": \"1\", \"score_range\": [0, 10]}})\n\
-             config = read()\nsend({{\"id\": 0, \"ok\": True}} if {version} == 2 else {{\"ok\": True}})\n"
+             config = read()\nsend({{\"id\": 0, \"ok\": True}} if {version} >= 2 else {{\"ok\": True}})\n"
         )
     }
 
@@ -788,6 +966,108 @@ while True:
             assert_eq!(
                 critic.call(&request(task), None).unwrap(),
                 format!(r#"{{"rationale":"echo {task}","score":5}}"#)
+            );
+        }
+    }
+
+    /// A protocol 3 critic answering each request in order (score 1, its task id as rationale),
+    /// except that on the task named `bad` it does `misbehave` instead.
+    fn pipelined(misbehave: &str) -> (tempfile::TempDir, ProcessCritic) {
+        open(
+            3,
+            &format!(
+                r#"
+while True:
+    message = read()
+    task = message["request"]["task"]["id"]
+    if task == "bad":
+{misbehave}
+    send({{"id": message["id"], "critique": {{"score": 1, "rationale": task}}}})
+"#
+            ),
+        )
+    }
+
+    /// `tasks` all in flight at once through `call_many`.
+    fn call_many(critic: &ProcessCritic, tasks: &[&str]) -> Vec<Result<String, String>> {
+        let requests: Vec<String> = tasks.iter().map(|task| request(task)).collect();
+        let requests: Vec<&str> = requests.iter().map(String::as_str).collect();
+        let mut scopes: Vec<CallScope> = tasks.iter().map(|task| CallScope::new(task, 0, 0)).collect();
+        critic.call_many(&requests, &mut scopes)
+    }
+
+    #[test]
+    fn a_v3_critic_takes_many_requests_at_once_and_its_answers_land_by_id() {
+        // Answers the requests of each batch in reverse order: the ids say which is which.
+        let (_dir, critic) = open(
+            3,
+            r#"
+import select
+while True:
+    batch = [read()]
+    while select.select([sys.stdin], [], [], 0.2)[0]:
+        batch.append(read())
+    for message in reversed(batch):
+        send({"id": message["id"], "critique": {"score": 1, "rationale": message["request"]["task"]["id"]}})
+"#,
+        );
+        assert!(critic.pipelined());
+        let tasks = ["a", "b", "c", "d"];
+        let answers = call_many(&critic, &tasks);
+        for (task, answer) in tasks.iter().zip(answers) {
+            assert_eq!(answer.unwrap(), format!(r#"{{"rationale":"{task}","score":1}}"#));
+        }
+    }
+
+    #[test]
+    fn a_v3_critic_that_fails_on_one_request_in_flight_loses_that_request_only() {
+        for (misbehave, expected) in [
+            ("        os._exit(3)", "the critic process exited with status 3"),
+            ("        print('not json', flush=True)", "the critic wrote a line that is not protocol JSON: not json"),
+            ("        time.sleep(600)", "no answer within 2 s"),
+            (
+                "        send({\"id\": 999, \"critique\": {\"score\": 1}})",
+                "the critic wrote a message for request 999, which is not one of the requests waiting",
+            ),
+            ("        send({\"critique\": {\"score\": 1}})", "the critic wrote a message without an id"),
+        ] {
+            let (_dir, mut critic) = pipelined(misbehave);
+            critic.timeout = Duration::from_secs(2);
+            let answers = call_many(&critic, &["a", "b", "bad", "c", "d"]);
+            for (task, answer) in ["a", "b", "c", "d"].iter().zip(answers.iter().take(2).chain(answers.iter().skip(3)))
+            {
+                assert_eq!(
+                    answer.as_deref(),
+                    Ok(format!(r#"{{"rationale":"{task}","score":1}}"#).as_str()),
+                    "{expected}"
+                );
+            }
+            assert_refused(answers[2].clone(), expected);
+            // The next batch goes to the fresh child as well.
+            assert!(call_many(&critic, &["e", "f"]).iter().all(Result::is_ok), "{expected}");
+        }
+    }
+
+    #[test]
+    fn a_v3_service_call_is_answered_in_the_scope_of_the_request_it_serves() {
+        let (_dir, critic) = open(
+            3,
+            r#"
+while True:
+    message = read()
+    send({"id": message["id"], "service": "echo", "request": message["request"]["task"]["id"]})
+    answer = read()
+    while "request" in answer:
+        # A request critbench wrote before it read the call: the answer to the call follows.
+        answer = read()
+    send({"id": message["id"], "critique": {"score": 1, "rationale": answer["answer"]}})
+"#,
+        );
+        // One request at a time here (the critic above reads ahead only to skip requests).
+        for task in ["a", "b"] {
+            assert_eq!(
+                call_many(&critic, &[task])[0].as_deref(),
+                Ok(format!(r#"{{"rationale":"echo {task}","score":1}}"#).as_str())
             );
         }
     }

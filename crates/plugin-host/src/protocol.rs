@@ -7,14 +7,15 @@
 //! can only land on its own request, and several requests could be in flight on one process
 //! without their answers being confused. Version 1 carries no id: its answers are matched to
 //! requests by order alone, which the host checks as far as order can be checked
-//! (`ProcessCritic`).
+//! (`ProcessCritic`). Version 3 is version 2 pipelined: the host writes several requests before it
+//! reads their answers, and an answer's id says which of the requests in flight it answers.
 
 use serde_json::Value;
 
 use crate::library::excerpt;
 
 /// The newest protocol version: what `critbench plugin-worker` says in its hello.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The id of the config message in protocol 2; requests count up from 1.
 pub(crate) const CONFIG_ID: u64 = 0;
@@ -26,6 +27,8 @@ pub(crate) enum Protocol {
     V1,
     /// Every message carries its request's id.
     V2,
+    /// Version 2's messages, with several requests in flight at once.
+    V3,
 }
 
 /// What a critic's message is, once it is known to be about the request being asked.
@@ -45,8 +48,9 @@ impl Protocol {
         match version {
             1 => Ok(Protocol::V1),
             2 => Ok(Protocol::V2),
+            3 => Ok(Protocol::V3),
             other => Err(format!(
-                "the critic speaks protocol version {other}, but this critbench speaks versions 1 and \
+                "the critic speaks protocol version {other}, but this critbench speaks versions 1 to \
                  {PROTOCOL_VERSION}"
             )),
         }
@@ -56,7 +60,7 @@ impl Protocol {
     pub(crate) fn config_line(self, config: &Value) -> String {
         match self {
             Protocol::V1 => format!("{{\"config\":{config}}}"),
-            Protocol::V2 => format!("{{\"id\":{CONFIG_ID},\"config\":{config}}}"),
+            Protocol::V2 | Protocol::V3 => format!("{{\"id\":{CONFIG_ID},\"config\":{config}}}"),
         }
     }
 
@@ -66,7 +70,7 @@ impl Protocol {
         match self {
             Protocol::V1 => request.to_string(),
             // The request goes in verbatim, so a critic sees exactly the C ABI's bytes.
-            Protocol::V2 => format!("{{\"id\":{id},\"request\":{request}}}"),
+            Protocol::V2 | Protocol::V3 => format!("{{\"id\":{id},\"request\":{request}}}"),
         }
     }
 
@@ -79,7 +83,7 @@ impl Protocol {
         let text = Value::String(text);
         match self {
             Protocol::V1 => format!("{{\"{key}\":{text}}}"),
-            Protocol::V2 => format!("{{\"id\":{id},\"{key}\":{text}}}"),
+            Protocol::V2 | Protocol::V3 => format!("{{\"id\":{id},\"{key}\":{text}}}"),
         }
     }
 
@@ -87,10 +91,37 @@ impl Protocol {
     pub(crate) fn reply(self, message: &Value, id: u64) -> Result<Reply, String> {
         match self {
             Protocol::V1 => reply_v1(message),
-            Protocol::V2 => {
+            Protocol::V2 | Protocol::V3 => {
                 self.check_id(message, id)?;
                 reply_v2(message)
             }
+        }
+    }
+
+    /// Reads `message` (protocol 3), written while the requests `first..next` are in flight and
+    /// `in_flight` says which of them still wait for an answer: the request it is for, and what it
+    /// says. A message for any other id answers nothing.
+    pub(crate) fn pipelined_reply(
+        message: &Value,
+        (first, next): (u64, u64),
+        in_flight: impl Fn(u64) -> bool,
+    ) -> Result<(u64, Reply), String> {
+        match message.get("id") {
+            Some(got) if got.as_u64().is_some_and(&in_flight) => {
+                Ok((got.as_u64().unwrap_or_default(), reply_v2(message)?))
+            }
+            None => Err(format!(
+                "the critic wrote a message without an id (every message carries the id of the request it answers, \
+                 here one of {first}–{}): {}",
+                next - 1,
+                excerpt(&message.to_string())
+            )),
+            Some(got) => Err(format!(
+                "the critic wrote a message for request {got}, which is not one of the requests waiting for an answer \
+                 ({first}–{}; an answer to another request, or a second answer, is never taken for one of them): {}",
+                next - 1,
+                excerpt(&message.to_string())
+            )),
         }
     }
 
@@ -230,6 +261,29 @@ mod tests {
     }
 
     #[test]
+    fn a_v3_answer_lands_on_the_request_in_flight_its_id_names() {
+        let waiting = |id: u64| id == 4 || id == 6;
+        assert_eq!(
+            Protocol::pipelined_reply(&json!({"id": 6, "critique": {"score": 3}}), (4, 7), waiting),
+            Ok((6, Reply::Critique("{\"score\":3}".into())))
+        );
+        // Request 5 was answered already: a second answer is refused, and so is an id never sent.
+        for id in [5, 7, 0] {
+            let error =
+                Protocol::pipelined_reply(&json!({"id": id, "critique": {"score": 3}}), (4, 7), waiting).unwrap_err();
+            assert!(
+                error.starts_with(&format!("the critic wrote a message for request {id}, which is not one")),
+                "{error}"
+            );
+            assert!(error.contains("(4–6;"), "{error}");
+        }
+        let missing = Protocol::pipelined_reply(&json!({"critique": {"score": 3}}), (4, 7), waiting).unwrap_err();
+        assert!(missing.starts_with("the critic wrote a message without an id"), "{missing}");
+        let extra = Protocol::pipelined_reply(&json!({"id": 4, "critique": {}, "x": 1}), (4, 7), waiting).unwrap_err();
+        assert!(extra.starts_with("the critic wrote a line that is not a protocol message"), "{extra}");
+    }
+
+    #[test]
     fn v1_reads_answers_by_order_and_ignores_ids() {
         let v1 = Protocol::V1;
         assert_eq!(v1.reply(&json!({"critique": "{\"score\": 2}"}), 9), Ok(Reply::Critique("{\"score\": 2}".into())));
@@ -266,9 +320,10 @@ mod tests {
     fn the_hello_names_a_version_this_host_speaks() {
         assert_eq!(Protocol::from_hello(1), Ok(Protocol::V1));
         assert_eq!(Protocol::from_hello(2), Ok(Protocol::V2));
+        assert_eq!(Protocol::from_hello(3), Ok(Protocol::V3));
         assert_eq!(
-            Protocol::from_hello(3).unwrap_err(),
-            "the critic speaks protocol version 3, but this critbench speaks versions 1 and 2"
+            Protocol::from_hello(4).unwrap_err(),
+            "the critic speaks protocol version 4, but this critbench speaks versions 1 to 3"
         );
     }
 }

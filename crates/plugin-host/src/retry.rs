@@ -33,12 +33,41 @@ pub fn critique_with_retry(
     attempts: u32,
     scope: &mut CallScope,
 ) -> CritiqueCall {
+    retry_from(critic, request, weights, attempts, scope, None)
+}
+
+/// [`critique_with_retry`] when the first attempt was already made (with `scope.attempt` 1, e.g.
+/// among many requests in flight, [`CriticInstance::call_many`]) and answered `first`: the
+/// retries, if any, follow as they would have.
+pub fn critique_after_first(
+    critic: &CriticInstance,
+    request: &str,
+    weights: Option<&BTreeMap<String, f64>>,
+    attempts: u32,
+    scope: &mut CallScope,
+    first: Result<String, String>,
+) -> CritiqueCall {
+    retry_from(critic, request, weights, attempts, scope, Some(first))
+}
+
+fn retry_from(
+    critic: &CriticInstance,
+    request: &str,
+    weights: Option<&BTreeMap<String, f64>>,
+    attempts: u32,
+    scope: &mut CallScope,
+    mut first: Option<Result<String, String>>,
+) -> CritiqueCall {
     let range = critic.info().range;
     let attempts = attempts.max(1);
     let mut last_error = String::new();
     for attempt in 1..=attempts {
         scope.attempt = attempt;
-        match critic.call_in(request, scope) {
+        let answer = match first.take() {
+            Some(answer) => answer,
+            None => critic.call_in(request, scope),
+        };
+        match answer {
             Ok(json) => match Critique::parse(&json, range, weights) {
                 Ok(critique) => return CritiqueCall { critique, attempts: attempt, error: None },
                 Err(e) => last_error = e.to_string(),

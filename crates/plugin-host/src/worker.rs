@@ -1,12 +1,15 @@
 //! The child side of process isolation for plugin libraries: `critbench plugin-worker LIB` loads
 //! one plugin and serves it over the JSON-lines protocol of `docs/PROTOCOL.md` on stdin/stdout.
 //!
-//! It speaks protocol version 2: every answer and every service call carries the id of the
-//! request it belongs to. The protocol owns the original stdout; file descriptor 1 is pointed at
+//! It speaks protocol version 3: every answer and every service call carries the id of the
+//! request it belongs to, and critbench may write many requests before it reads an answer. The
+//! worker answers them in order and writes its answers in one go once it has read every request
+//! already on its input, so a batch costs a few system calls, not a few per request. The protocol owns the original stdout; file descriptor 1 is pointed at
 //! stderr, so whatever the plugin itself prints cannot corrupt the protocol. The plugin's
 //! host-service calls (`chat`) are proxied to the parent, which answers them with its own
 //! services.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::FromRawFd;
@@ -23,6 +26,10 @@ use crate::protocol::{CONFIG_ID, PROTOCOL_VERSION};
 struct Pipes {
     input: BufReader<File>,
     output: File,
+    /// Answers not yet written: they go out when no more input is waiting, or before a service call.
+    unsent: Vec<u8>,
+    /// Requests read while a service call waited for its answer, to be served next.
+    queued: VecDeque<String>,
     /// The id of the request the plugin is working on, which its service calls carry.
     request: u64,
 }
@@ -67,19 +74,48 @@ fn pipes() -> &'static Mutex<Pipes> {
             libc::dup2(2, 1);
             (File::from_raw_fd(libc::dup(0)), File::from_raw_fd(protocol))
         };
-        Mutex::new(Pipes { input: BufReader::new(input), output, request: CONFIG_ID })
+        Mutex::new(Pipes {
+            input: BufReader::new(input),
+            output,
+            unsent: Vec::new(),
+            queued: VecDeque::new(),
+            request: CONFIG_ID,
+        })
     })
 }
 
+/// Writes `value` now, after every answer not yet written.
 fn write_line(pipes: &mut Pipes, value: &serde_json::Value) -> std::io::Result<()> {
-    let mut line = value.to_string();
-    line.push('\n');
-    pipes.output.write_all(line.as_bytes())?;
-    pipes.output.flush()
+    queue_line(pipes, value);
+    flush(pipes)
 }
 
-/// The next line, or `None` at the end of input.
+/// Adds `value` to the answers written at the next [`flush`].
+fn queue_line(pipes: &mut Pipes, value: &serde_json::Value) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut pipes.unsent, value);
+    pipes.unsent.push(b'\n');
+}
+
+fn flush(pipes: &mut Pipes) -> std::io::Result<()> {
+    pipes.output.write_all(&pipes.unsent)?;
+    pipes.unsent.clear();
+    Ok(())
+}
+
+/// The next request line (one queued during a service call first), or `None` at the end of
+/// input. The answers written so far go out before it waits for input that is not there yet.
 fn read_line(pipes: &mut Pipes) -> std::io::Result<Option<String>> {
+    if let Some(line) = pipes.queued.pop_front() {
+        return Ok(Some(line));
+    }
+    if pipes.input.buffer().is_empty() {
+        flush(pipes)?;
+    }
+    read_raw(pipes)
+}
+
+fn read_raw(pipes: &mut Pipes) -> std::io::Result<Option<String>> {
     let mut line = String::new();
     Ok((pipes.input.read_line(&mut line)? > 0).then_some(line))
 }
@@ -172,7 +208,7 @@ fn serve_inner(library: &Path) -> Result<(), String> {
             Ok(critique) => serde_json::json!({ "id": id, "critique": critique }),
             Err(message) => serde_json::json!({ "id": id, "error": message }),
         };
-        write_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer).map_err(io)?;
+        queue_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer);
     }
 }
 
@@ -182,11 +218,23 @@ fn proxy(service: &str, request: &str) -> Result<String, String> {
     let id = pipes.request;
     let ask = serde_json::json!({ "id": id, "service": service, "request": request });
     write_line(&mut pipes, &ask).map_err(|e| format!("cannot ask critbench for `{service}`: {e}"))?;
-    let line = read_line(&mut pipes)
-        .map_err(|e| format!("no answer from critbench for `{service}`: {e}"))?
-        .ok_or_else(|| format!("critbench closed the pipe during a `{service}` call"))?;
-    let answer: serde_json::Value =
-        serde_json::from_str(&line).map_err(|e| format!("critbench's answer to `{service}` is not JSON: {e}"))?;
+    // Requests critbench wrote before it read the call come first: they wait their turn.
+    let (line, answer) = loop {
+        let line = read_raw(&mut pipes)
+            .map_err(|e| format!("no answer from critbench for `{service}`: {e}"))?
+            .ok_or_else(|| format!("critbench closed the pipe during a `{service}` call"))?;
+        if framed_request(&line).is_some() {
+            pipes.queued.push_back(line);
+            continue;
+        }
+        let answer: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| format!("critbench's answer to `{service}` is not JSON: {e}"))?;
+        if answer.get("request").is_some() {
+            pipes.queued.push_back(line);
+            continue;
+        }
+        break (line, answer);
+    };
     if answer.get("id").and_then(serde_json::Value::as_u64) != Some(id) {
         return Err(format!("critbench's answer to `{service}` is not for request {id}: {}", excerpt(line.trim_end())));
     }
