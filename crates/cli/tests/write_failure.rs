@@ -118,7 +118,7 @@ fn a_disk_full_before_the_run_starts_leaves_no_lock_behind() {
          [[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n[policy]\npass_score = 8\nmax_revisions = 3\n",
     );
     let disk = dir.path().join("disk");
-    let _mount = mount_tmpfs(&disk, "64k");
+    let _mount = mount_tmpfs(&disk, "4m");
     let run = disk.join("run");
     std::fs::create_dir_all(&run).unwrap();
     // Fill the disk to the last byte.
