@@ -400,3 +400,103 @@ fn the_link_check_catches_dangling_and_escaping_links() {
     assert!(problems[2].contains("is not a file in the repository"));
     assert!(problems[3].contains("docs/A.md has no heading #nowhere"));
 }
+
+/// The subcommands `critbench --help` lists (without `help`).
+fn subcommands() -> Vec<String> {
+    let help = common::ok(common::critbench(&["--help"]));
+    let listed = help.split("Commands:\n").nth(1).expect("--help lists its commands");
+    listed
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// The long flags of `critbench SUBCOMMAND --help` (without `--help`).
+fn flags_of(subcommand: &str) -> BTreeSet<String> {
+    let help = common::ok(common::critbench(&[subcommand, "--help"]));
+    long_flags(&help).into_iter().filter(|flag| flag != "--help").collect()
+}
+
+/// Every `--flag` a text names.
+fn long_flags(text: &str) -> BTreeSet<String> {
+    let mut flags = BTreeSet::new();
+    for (at, _) in text.match_indices("--") {
+        let name: String = text[at + 2..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+        if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            flags.insert(format!("--{name}"));
+        }
+    }
+    flags
+}
+
+/// The Commands section of docs/REFERENCE.md.
+fn reference_commands() -> String {
+    let reference = std::fs::read_to_string(repo().join("docs/REFERENCE.md")).unwrap();
+    let start = reference.find("## Commands").expect("REFERENCE.md has a Commands section");
+    let end = reference[start..].find("## Exit status").map_or(reference.len(), |end| start + end);
+    reference[start..end].to_string()
+}
+
+#[test]
+fn every_subcommand_and_flag_of_the_help_is_in_the_reference_and_no_other() {
+    let reference = std::fs::read_to_string(repo().join("docs/REFERENCE.md")).unwrap();
+    let commands = reference_commands();
+    let subcommands = subcommands();
+    assert!(subcommands.len() >= 10, "{subcommands:?}");
+    let mut missing = Vec::new();
+    let mut every_flag = BTreeSet::new();
+    for subcommand in &subcommands {
+        if !commands.contains(&format!("| `critbench {subcommand}")) {
+            missing.push(format!("critbench {subcommand} (a row of the Commands table)"));
+        }
+        for flag in flags_of(subcommand) {
+            let named = [" ", "`", "=", ",", ")"].iter().any(|after| reference.contains(&format!("{flag}{after}")));
+            if !named {
+                missing.push(format!("critbench {subcommand} {flag}"));
+            }
+            every_flag.insert(flag);
+        }
+    }
+    assert!(missing.is_empty(), "in `critbench --help` but not in docs/REFERENCE.md: {missing:?}");
+
+    // And the reverse: the Commands table names no command or flag the binary lacks.
+    let documented: BTreeSet<String> = commands
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `critbench "))
+        .filter_map(|rest| rest.split([' ', '`']).next())
+        .map(str::to_string)
+        .collect();
+    let unknown: Vec<&String> = documented.iter().filter(|name| !subcommands.contains(name)).collect();
+    assert!(unknown.is_empty(), "docs/REFERENCE.md's Commands table names commands critbench lacks: {unknown:?}");
+    let unknown: Vec<String> = long_flags(&commands).into_iter().filter(|flag| !every_flag.contains(flag)).collect();
+    assert!(unknown.is_empty(), "docs/REFERENCE.md's Commands table names flags critbench lacks: {unknown:?}");
+}
+
+#[test]
+fn the_docs_cite_only_documents_in_the_repository() {
+    let mut citing = Vec::new();
+    let mut files = vec![repo().join("README.md"), repo().join("crates/README.md")];
+    files.extend(
+        std::fs::read_dir(repo().join("docs"))
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "md")),
+    );
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let seed = lower
+                .match_indices("seed ")
+                .any(|(at, _)| lower[at + 5..].chars().take(3).filter(char::is_ascii_digit).count() == 3);
+            if line.contains("SPEC") || seed || lower.contains("seeds/") {
+                citing.push(format!("{}:{}: {line}", path.display(), number + 1));
+            }
+        }
+    }
+    assert!(citing.is_empty(), "the docs cite documents that are not in the repository:\n{}", citing.join("\n"));
+}
