@@ -13,7 +13,7 @@
  *   - Unless `CRITBENCH_FLAG_THREAD_SAFE` is set, the host never calls `critique` on one
  *     instance from two threads at once.
  *
- * Messages are JSON (see SPEC §4 and §8):
+ * Messages are JSON (see docs/REFERENCE.md, Critique and Plugins):
  *   create config:    any JSON value, `{}` when the experiment gives none
  *   critique request: {"request_version": 1, "task": {...}, "draft": "...", "round": 0}
  *   critique answer:  {"critique_version": 1, "score": 7.5, "dimensions": {...},

@@ -24,7 +24,7 @@ pub struct Request {
     pub round: u32,
 }
 
-/// The task as a critic sees it (SPEC §3). Unknown fields are ignored so that later hosts may
+/// The task as a critic sees it (docs/REFERENCE.md, Dataset). Unknown fields are ignored so that later hosts may
 /// send more.
 #[derive(Debug, Default, Deserialize)]
 pub struct RequestTask {

@@ -1,4 +1,4 @@
-//! Seed 004's adjudicator as a measured stage: `experiments/adjudicate.toml` run by the real
+//! The adjudicator as a measured stage: `experiments/adjudicate.toml` run by the real
 //! binary, its adjudicate rows, its outcome columns and the paired comparison recomputed from
 //! `outcomes.parquet`; the replayed grid against the direct one; `critbench replay` refusing.
 

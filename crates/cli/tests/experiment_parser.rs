@@ -1,4 +1,5 @@
-//! Property tests of the experiment parser (SPEC §9): no file makes it panic; a file it refuses
+//! Property tests of the experiment parser (docs/REFERENCE.md, The experiment file): no file makes
+//! it panic; a file it refuses
 //! gets a message that starts with the file's path; a file it accepts has critics the run can
 //! trust (a plugin or a command, a positive finite timeout, a bounded memory limit, finite
 //! non-negative weights, process isolation for commands) and a finite policy grid.

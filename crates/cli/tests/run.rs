@@ -102,7 +102,7 @@ fn results_do_not_depend_on_the_thread_count() {
     }
 }
 
-/// The demo's outputs hold every file and column of SPEC §7, readable by pandas, polars and
+/// The demo's outputs hold every file and column of docs/FORMAT.md, readable by pandas, polars and
 /// DuckDB (tests/python/check_outputs.py), and the rows of one run agree with each other.
 #[test]
 fn demo_outputs_are_complete_and_readable_from_python() {

@@ -1,4 +1,5 @@
-//! Best-draft tracking (SPEC §5): the highest score among drafts without fatal issues, earliest on
+//! Best-draft tracking (docs/REFERENCE.md, The decision rule): the highest score among drafts
+//! without fatal issues, earliest on
 //! ties, or the highest score overall when every draft had a fatal issue.
 
 use crate::RoundScore;

@@ -1,4 +1,4 @@
-//! The critique a critic returns for one draft (SPEC §4), and its validation.
+//! The critique a critic returns for one draft (docs/REFERENCE.md, Critique), and its validation.
 
 use std::collections::BTreeMap;
 use std::fmt;

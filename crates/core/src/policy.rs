@@ -1,4 +1,4 @@
-//! The stop/revise decision rule of SPEC §5, as a pure function of the recorded rounds.
+//! The stop/revise decision rule (docs/REFERENCE.md, The decision rule), as a pure function of the recorded rounds.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -72,7 +72,7 @@ impl Decision {
 /// Which draft a loop returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum FinalDraft {
-    /// The best draft (SPEC §5 best-draft rule).
+    /// The best draft (docs/REFERENCE.md, The decision rule: the best draft).
     #[default]
     Best,
     /// The draft of the last round.
@@ -265,7 +265,7 @@ impl RoundScore {
         self
     }
 
-    /// The pass rule alone (SPEC §5 step 1), without the loop's history.
+    /// The pass rule alone (docs/REFERENCE.md, The decision rule, step 1), without the loop's history.
     pub fn meets_pass_rule(&self, policy: &Policy) -> bool {
         let dimensions_ok = match (policy.dim_target, self.min_dimension) {
             (Some(target), Some(min)) => min >= target,
@@ -276,7 +276,7 @@ impl RoundScore {
     }
 }
 
-/// Decides, after the last round of `rounds`, whether to revise or stop and why (SPEC §5).
+/// Decides, after the last round of `rounds`, whether to revise or stop and why (docs/REFERENCE.md, The decision rule).
 ///
 /// `rounds[k]` is the critique of round `k`; round 0 is the first draft, so the number of
 /// revisions made so far is `rounds.len() - 1`. The rules apply in order: pass, fatal issues,

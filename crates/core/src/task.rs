@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One task: what to write, and what the offline backends and critics may need (SPEC §3).
+/// One task: what to write, and what the offline backends and critics may need (docs/REFERENCE.md, Dataset).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Task {

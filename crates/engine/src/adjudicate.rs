@@ -1,4 +1,4 @@
-//! Seed 004's adjudicator: whatever ends a loop (pass, stall, plateau or budget), a third model
+//! The adjudicator: whatever ends a loop (pass, stall, plateau or budget), a third model
 //! rewrites the loop's final draft once — contradictions introduced across rounds resolved,
 //! conversational residue stripped, the output clean-up applied — and the critic scores the
 //! result once more. The loop's own outcome is untouched; the adjudicated draft's score and pass

@@ -72,7 +72,7 @@ pub trait Author: Sync {
         key: &DraftKey<'_>,
     ) -> Result<Draft, String>;
 
-    /// The adjudicator's final pass over a finished loop's draft (seed 004): contradictions
+    /// The adjudicator's final pass over a finished loop's draft: contradictions
     /// resolved, conversational residue stripped. `concerns` is the critique of that draft.
     /// `None` when this author has no adjudicator (the experiment refuses `adjudicate` then).
     fn adjudicate(

@@ -1,4 +1,4 @@
-//! The learning pass of strategy memory (seed 001), a first pass over the datasets before the
+//! The learning pass of strategy memory, a first pass over the datasets before the
 //! run proper: the feedback loop (first config, epoch 0) on the learning tasks; the issue types
 //! each loop that passed after revision had fixed are counted per critic and task kind, frozen
 //! into hints and written to `memory.json`. Learning loops write no rows.

@@ -1,4 +1,4 @@
-//! Strategy memory (seed 001): what the feedback loop had to fix on learning tasks, frozen into
+//! Strategy memory: what the feedback loop had to fix on learning tasks, frozen into
 //! hints that the `feedback+memory` arm gives the author before its first draft on evaluation
 //! tasks. External memory, not training; kept apart per critic (and its version) and task kind.
 

@@ -165,7 +165,7 @@ impl Author for OpenAiAuthor {
         self.ask(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
     }
 
-    /// The adjudicator's final pass over a finished loop's draft (seed 004), cleaned like every
+    /// The adjudicator's final pass over a finished loop's draft, cleaned like every
     /// other model text. `None` when no adjudicator model is configured.
     fn adjudicate(
         &self,

@@ -1,6 +1,6 @@
 //! What the model roles are told (the `[prompts]` table), and what is done to model text before
-//! anyone sees it: chatty preambles and sign-offs stripped (seed 004 §8), degenerate critic
-//! feedback replaced by a generic instruction (seed 004 `sanitize_critical_fix`).
+//! anyone sees it: chatty preambles and sign-offs stripped, degenerate critic
+//! feedback replaced by a generic instruction (a guard against critiques that say nothing).
 
 use std::collections::BTreeSet;
 
@@ -184,7 +184,7 @@ pub fn hints_block(hints: &[Hint]) -> String {
     block
 }
 
-/// Seed 004's guard: `None` when a piece of feedback is empty or degenerate — a few distinct
+/// A guard: `None` when a piece of feedback is empty or degenerate — a few distinct
 /// characters (`../../..`), or many words that are one or two words repeated.
 pub fn sanitize_fix(text: &str) -> Option<String> {
     let stripped = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -280,7 +280,7 @@ const SIGN_OFF_STARTS: [&str; 22] = [
     "no formatting errors",
 ];
 
-/// A line that carries markdown structure is content, never chat (seed 004 §8).
+/// A line that carries markdown structure is content, never chat.
 fn is_structural(line: &str) -> bool {
     line.starts_with(['#', '|', '-', '*', '>', '`', '{', '[']) || line.starts_with(|c: char| c.is_ascii_digit())
 }

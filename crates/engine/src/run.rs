@@ -64,7 +64,7 @@ pub(crate) fn signal_name(number: usize) -> &'static str {
 const OFFLINE_CHUNK_TASKS: usize = 256;
 
 /// Runs the whole experiment with the author its `backend` names and writes the run directory
-/// (SPEC §7).
+/// (docs/FORMAT.md).
 pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, EngineError> {
     let session = start_session(experiment)?;
     match (experiment.backend, &session) {

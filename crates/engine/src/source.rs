@@ -1,6 +1,6 @@
 //! Stage 2 of a run: tasks out of the dataset files, a chunk at a time.
 //!
-//! The source reads every dataset file in order, validates each row (SPEC §3), and admits it or
+//! The source reads every dataset file in order, validates each row (docs/REFERENCE.md, Dataset), and admits it or
 //! not: a bad row stops the run or is skipped (`on_bad_row`), a duplicate id (within a file or
 //! across files) is a bad row, `--limit` keeps the first N tasks of each file, and a task no
 //! critic takes is counted and left out. Admission happens here, in file order, so that it is the

@@ -1,7 +1,7 @@
-//! Seed 001's flow, end to end: the first draft lacks evidence ids, the critic says so, the
+//! The evidence flow, end to end: the first draft lacks evidence ids, the critic says so, the
 //! revision adds them and passes; that experience ("missing evidence") is stored; the next task
 //! starts with the "list the evidence first" strategy and passes at once; a task that stays bad
-//! ends at the revision cap with exit `budget`. The author is seed 001's fixed list of answers;
+//! ends at the revision cap with exit `budget`. The author is a fixed list of answers;
 //! the critic is the real `evidence` plugin, loaded through the C ABI.
 
 use critbench_core::{Critique, Task};
@@ -13,7 +13,7 @@ use critbench_storage::tables::read_outcomes;
 
 const EVIDENCE: &str = "RAG supplements generated answers with evidence retrieved from external sources.";
 
-/// Seed 001's `FakeListChatModel`: a first answer without evidence ids, then a grounded one. The
+/// A fixed list of answers: a first answer without evidence ids, then a grounded one. The
 /// task marked `always_bad` never improves. Told to list the evidence first, it does.
 struct Seed001Author;
 
@@ -63,7 +63,7 @@ fn seed_001_experience_becomes_the_next_tasks_strategy() {
     ];
     let dataset: String = tasks.iter().map(|t| format!("{t}\n")).collect();
     std::fs::write(dir.path().join("tasks.jsonl"), dataset).unwrap();
-    // Seed 001 allows two attempts: the first draft and one revision.
+    // The flow allows two attempts: the first draft and one revision.
     std::fs::write(
         dir.path().join("seed001.toml"),
         "name = \"seed001\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\narms = [\"feedback+memory\"]\nout = \"run\"\n\

@@ -1,4 +1,4 @@
-//! Gold labels (SPEC §3 `labels`): one per draft, `labels[i]` for `drafts[i]`.
+//! Gold labels (docs/REFERENCE.md, Dataset `labels`): one per draft, `labels[i]` for `drafts[i]`.
 //!
 //! `{"pass": false, "score": 4, "fatal": true, "flaw": "fabricated_citation"}` — `pass` is
 //! required; `score` (the gold score, on any scale: only its order is used), `fatal` (the draft
@@ -102,7 +102,8 @@ fn gold_label(index: usize, item: &Value) -> Result<GoldLabel, String> {
         Some(other) => return Err(format!("{at}.flaw must be a string, found {}", type_name(other))),
     };
     if pass && fatal == Some(true) {
-        // The pass rule (SPEC §5) never passes a draft with a fatal issue, so such a label could
+        // The pass rule (docs/REFERENCE.md, The decision rule) never passes a draft with a fatal
+        // issue, so such a label could
         // only ever count against a critic that follows the rule.
         return Err(format!(
             "{at} says both `pass`: true and `fatal`: true, but a draft with a fatal flaw cannot pass"

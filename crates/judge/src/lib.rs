@@ -66,7 +66,7 @@ pub struct JudgeSpec {
     pub grid_size: usize,
     /// Critiques of each draft by each critic.
     pub repeats: u32,
-    /// Attempts per critique before the conservative failure (SPEC §4).
+    /// Attempts per critique before the conservative failure (docs/REFERENCE.md, Critique).
     pub attempts: u32,
     /// Seeds the bootstrap intervals.
     pub seed: u64,

@@ -46,7 +46,7 @@ pub struct ChatRequest {
 
 /// Which call of which loop this is. Part of the cache key and of the request's seed, so that
 /// epochs resample, retries of a critique draw again, and a rerun asks exactly the same. The arm
-/// is deliberately not part of it: arms are paired (SPEC §6), so round 0 of every arm must be the
+/// is deliberately not part of it: arms are paired (docs/REFERENCE.md, Arms), so round 0 of every arm must be the
 /// same draft.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CallIdentity {

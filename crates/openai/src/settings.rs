@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 /// The part a model plays in a loop. Each role has its own model and sampling, so no model need
-/// grade its own work (seed 004).
+/// grade its own work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -40,7 +40,7 @@ impl Role {
     }
 
     /// The temperature a role samples at unless configured: drafting varies, judging does not,
-    /// adjudicating barely (seed 004).
+    /// adjudicating barely.
     pub fn default_temperature(self) -> f64 {
         match self {
             Role::Generator | Role::Reviser => 0.7,

@@ -1,4 +1,4 @@
-//! Property tests of the critique parser as the host uses it (`Critique::parse`, SPEC §4): no
+//! Property tests of the critique parser as the host uses it (`Critique::parse`, docs/REFERENCE.md, Critique): no
 //! input makes it panic, and whatever it accepts is a critique the decision rule can trust — a
 //! finite score and dimensions inside the critic's range. Failing cases are kept by proptest in
 //! `proptest-regressions/` and replayed first.

@@ -362,7 +362,7 @@ pub(crate) struct AdjudicationRow<'a> {
     pub mean_final_after: Option<f64>,
 }
 
-/// The adjudicator's effect (seed 004), read off the paired comparison of each adjudicated arm
+/// The adjudicator's effect, read off the paired comparison of each adjudicated arm
 /// with its `+adjudicate` twin: the same loops, before and after the final pass. A → B flips are
 /// the passes adjudication turned into fails. Empty when no arm adjudicated.
 pub(crate) fn adjudication_rows(report: &Report) -> Vec<AdjudicationRow<'_>> {

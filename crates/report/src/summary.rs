@@ -74,7 +74,7 @@ pub struct SummaryRow {
     pub mean_final_score: f64,
     /// Critiqued rounds whose critic failed (after its retries), summed over loops.
     pub critic_errors: u64,
-    /// Rounds where the critic's own `passed` disagreed with the host's verdict (SPEC §4: the
+    /// Rounds where the critic's own `passed` disagreed with the host's verdict (docs/REFERENCE.md, Critique: the
     /// critic's verdict is recorded, never obeyed).
     pub critic_disagreements: u64,
     /// Distinct tasks (a task's epochs are one cluster).

@@ -76,7 +76,7 @@ pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng:
     (code.render(), acted)
 }
 
-/// The adjudicator's final pass (seed 004): comment lines said twice kept once, with
+/// The adjudicator's final pass: comment lines said twice kept once, with
 /// [`ADDRESS_CHANCE`] the first thing `concerns` still asks for settled, and with
 /// [`crate::OVER_EDIT_CHANCE`] the last comment dropped.
 pub(crate) fn adjudicate(draft: &str, concerns: Option<&Critique>, rng: &mut Rng) -> String {

@@ -9,7 +9,7 @@
 //!
 //! The draft is shaped by the task: its `kind`, else what the prompt asks for.
 //! - `"rag"` (or a task with an `evidence` pool): answers the question (`prompt`) from the pool,
-//!   as seed 001's JSON object `{"answer": "...", "evidence_ids": ["d1"]}` (`meta.format =
+//!   as the JSON object `{"answer": "...", "evidence_ids": ["d1"]}` (`meta.format =
 //!   "json"`, the default) or as prose citing `[d1]` (`meta.format = "prose"`).
 //! - `"paper"` (or a prompt asking for a paper): a short markdown research paper on the topic
 //!   (`meta.topic`, else taken from the prompt) built from the source material in `context`.
@@ -155,7 +155,7 @@ pub fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut R
     Revision { text, acted_on_critique }
 }
 
-/// The adjudicator's final pass over a finished loop's draft (seed 004), as a model would
+/// The adjudicator's final pass over a finished loop's draft, as a model would
 /// answer: the reconciled draft, sometimes wrapped in conversational residue ("Here is the final
 /// version:" above, "I hope this helps." below) that the caller's output clean-up is expected to
 /// strip. `concerns` is the critique of the draft being adjudicated. The pass mostly leaves the

@@ -1,4 +1,4 @@
-//! The paper writer: short markdown research papers in the shape seed 002's rubric reads.
+//! The paper writer: short markdown research papers in the shape the rubric critic reads.
 //!
 //! A paper is a `# Title`, an optional `Originality: high|medium|low` line and `## Section`s
 //! whose bodies are sentences built from the task's topic and source material, with figure
@@ -106,7 +106,7 @@ fn covers(suggestion: &Suggestion, known: &[&str]) -> bool {
     })
 }
 
-/// The adjudicator's final pass (seed 004): one last reading that reconciles the paper rather
+/// The adjudicator's final pass: one last reading that reconciles the paper rather
 /// than extending it. Sentences repeated across rounds of rewriting are kept once, and figures
 /// are renumbered in order of first mention (a figure dropped by an earlier rewrite leaves no
 /// gap). With [`ADDRESS_CHANCE`] it also settles the first concern `concerns` still raises (the
@@ -170,7 +170,7 @@ fn renumber_figures(paper: &mut Paper) {
     paper.sections.iter_mut().flat_map(|section| section.sentences.iter_mut()).for_each(renumber);
 }
 
-/// The five things seed 002's rubric scores, as the writer understands a request.
+/// The five things the rubric critic scores, as the writer understands a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Dimension {
     Clarity,

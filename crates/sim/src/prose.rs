@@ -76,7 +76,7 @@ pub(crate) fn revise(
     (prose.render(), acted)
 }
 
-/// The adjudicator's final pass (seed 004): repeated sentences kept once; with
+/// The adjudicator's final pass: repeated sentences kept once; with
 /// [`ADDRESS_CHANCE`] the first thing `concerns` still asks for settled; with
 /// [`crate::OVER_EDIT_CHANCE`] the last sentence of every paragraph of three or more cut.
 pub(crate) fn adjudicate(draft: &str, concerns: Option<&Critique>, rng: &mut Rng) -> String {

@@ -37,7 +37,7 @@ pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
     let mut answer = Answer::default();
     if pool.relevant.is_empty() {
         if rng.chance(0.45 + 0.35 * d) {
-            // Seed 000's failure: nothing in the pool answers the question, so the writer
+            // The classic RAG failure: nothing in the pool answers the question, so the writer
             // answers from memory and makes up a source.
             answer.sentences.push(pool.answer_from_memory(rng));
             answer.ids.push(pool.invented_id(rng));
@@ -61,7 +61,7 @@ pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
             Style::Vague
         };
         answer.sentences = pool.compose(&used, style, rng);
-        // Seed 001's first draft: a plausible answer with no evidence ids.
+        // The first draft: a plausible answer with no evidence ids.
         if !rng.chance(0.25 + 0.4 * d) {
             answer.ids = used;
         }
@@ -107,7 +107,7 @@ fn covers(suggestion: &Suggestion, known: &[&str]) -> bool {
         && matches!(suggestion.target.as_deref(), Some("evidence_ids" | "answer"))
 }
 
-/// The adjudicator's final pass (seed 004): reconciles the answer with its sources, never adds
+/// The adjudicator's final pass: reconciles the answer with its sources, never adds
 /// content. It mends a cut-off object, drops repeated sentences and ids and cites only ids in the
 /// pool (the invented-source contradiction); an answer left without ids cites the passages it
 /// draws on. Now and then it over-edits: an answer of several sentences is cut back to its first,
@@ -244,7 +244,7 @@ fn edit_blindly(answer: &mut Answer, pool: &Pool, rng: &mut Rng) {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
-    /// Seed 001's `{"answer": "...", "evidence_ids": [...]}`.
+    /// The JSON form `{"answer": "...", "evidence_ids": [...]}`.
     Json,
     /// Markdown prose citing `[d1]`.
     Prose,

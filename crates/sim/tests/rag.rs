@@ -50,7 +50,7 @@ fn an_invented_citation_is_a_fatal_issue_naming_the_id() {
             }
         }
     }
-    // Seed 000's failure happens: the writer makes up sources for questions the pool cannot answer.
+    // The classic RAG failure: the writer makes up sources for questions the pool cannot answer.
     assert!(invented >= 10, "only {invented} invented ids");
 }
 

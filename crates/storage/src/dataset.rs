@@ -111,7 +111,7 @@ enum Format {
     Parquet,
 }
 
-/// The fields of SPEC §3.
+/// The fields of a dataset row (docs/REFERENCE.md, Dataset).
 pub const FIELDS: [&str; 9] = ["id", "prompt", "kind", "context", "evidence", "drafts", "critiques", "labels", "meta"];
 /// Fields that hold lists or objects (JSON text in CSV).
 const STRUCTURED: [&str; 5] = ["evidence", "drafts", "critiques", "labels", "meta"];
@@ -650,7 +650,7 @@ fn task_from_text(line: &str) -> Result<Task, RowError> {
     }
 }
 
-/// Validates one row (already decoded to JSON) against SPEC §3, naming the field at fault.
+/// Validates one row (already decoded to JSON) against docs/REFERENCE.md (Dataset), naming the field at fault.
 pub fn task_from_value(value: Value) -> Result<Task, RowError> {
     let Value::Object(object) = value else {
         return Err(RowError::row(format!("expected a JSON object, found {}", type_name(&value))));

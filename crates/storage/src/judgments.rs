@@ -26,7 +26,7 @@ pub struct JudgmentRow {
     pub repeat: u32,
     /// The critic's critique of the draft.
     pub critique: CritiqueColumns,
-    /// The host's verdict: the critique meets the policy's pass rule (SPEC §5 step 1).
+    /// The host's verdict: the critique meets the policy's pass rule (docs/REFERENCE.md, The decision rule, step 1).
     pub passed: bool,
     pub pass_score: f64,
     pub dim_target: Option<f64>,
@@ -38,7 +38,7 @@ pub struct JudgmentRow {
     pub draft_chars: u64,
     pub critic_ms: f64,
     pub critic_attempts: u32,
-    /// Set when every attempt failed; the critique is then the conservative stand-in (SPEC §4).
+    /// Set when every attempt failed; the critique is then the conservative stand-in (docs/REFERENCE.md, Critique).
     pub critic_error: Option<String>,
     /// The task's `meta`, as JSON text.
     pub meta: Option<String>,

@@ -1,7 +1,7 @@
 //! critbench's files: dataset readers (JSONL, CSV, Parquet) on the way in, and the Parquet tables
 //! of every round and every loop on the way out.
 //!
-//! Readers validate each row against SPEC §3 and name the file, line or row, and field at fault.
+//! Readers validate each row against docs/REFERENCE.md (Dataset) and name the file, line or row, and field at fault.
 //! Writers stream: a row goes into a column builder as soon as it exists and is flushed to disk
 //! in bounded batches, so memory stays flat however long the run.
 //!

@@ -301,7 +301,7 @@ pub struct ExperimentRecord {
     pub policies: Vec<PolicyRecord>,
     #[serde(default)]
     pub critics: Vec<CriticRecord>,
-    /// The arms whose loops end with the adjudicator's pass (seed 004); summaries show each
+    /// The arms whose loops end with the adjudicator's pass; summaries show each
     /// as a second arm `ARM+adjudicate` paired with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adjudicate: Vec<String>,

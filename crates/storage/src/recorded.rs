@@ -10,7 +10,7 @@ use crate::columns::Columns;
 use crate::critique_columns::CritiqueColumns;
 use crate::parquet_sink::StorageError;
 
-/// The `decision` of the row that records a loop's adjudicated final draft (seed 004): not a
+/// The `decision` of the row that records a loop's adjudicated final draft: not a
 /// round of the loop, so replay leaves it out of the recording.
 pub const DECISION_ADJUDICATE: &str = "adjudicate";
 

@@ -1,4 +1,4 @@
-//! The two Parquet tables of a run (SPEC §7): `trajectories.parquet`, one row per critique, and
+//! The two Parquet tables of a run (docs/FORMAT.md): `trajectories.parquet`, one row per critique, and
 //! `outcomes.parquet`, one row per loop (task × config × arm × critic × epoch).
 
 use std::path::Path;
@@ -117,7 +117,7 @@ pub struct OutcomeRow {
     pub wall_ms: f64,
     /// The task's `meta`, as JSON text.
     pub meta: Option<String>,
-    /// The critic's score of the adjudicated final draft (seed 004's last pass), and whether it
+    /// The critic's score of the adjudicated final draft (the adjudicator's last pass), and whether it
     /// meets the pass rule; `None` when the loop's arm does not adjudicate.
     pub adjudicated_score: Option<f64>,
     pub adjudicated_passed: Option<bool>,

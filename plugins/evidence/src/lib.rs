@@ -1,13 +1,13 @@
-//! The `evidence` critic: seed 001's rule-based checker for answers grounded in an evidence pool.
+//! The `evidence` critic: a rule-based checker for answers grounded in an evidence pool.
 //!
-//! The draft is either seed 001's JSON object `{"answer": "...", "evidence_ids": ["d1"]}` or
+//! The draft is either the JSON object `{"answer": "...", "evidence_ids": ["d1"]}` or
 //! prose citing passages in brackets (`... as measured [d1].`, `[d1, d3]`). The pool is the
 //! task's `evidence` (id → text); the question is its `prompt`.
 //!
 //! Fatal issues (the loop may not pass while any remains):
 //! - a draft that looks like JSON but does not parse, or lacks a string `answer`;
 //! - an empty answer;
-//! - a cited id that is not in the pool (seed 000's invented source), named in the issue.
+//! - a cited id that is not in the pool (an invented source), named in the issue.
 //!
 //! Otherwise the score (0–10) adds three parts:
 //! - support, up to 6: the share of the answer's content words found in the cited passages

@@ -3,7 +3,7 @@
 //!
 //! The plugin builds the prompt and checks the answer; the host owns the HTTP client, the
 //! concurrency limit, the retries and the response cache, and it computes the score (the mean of
-//! the dimensions) and decides pass. Seed 004's lesson — never let the model do arithmetic or
+//! the dimensions) and decides pass. The lesson — never let the model do arithmetic or
 //! threshold checks — is why the model reports only sub-scores: any total it adds is dropped, and
 //! its own `passed` is passed through to be recorded as `critic_passed`, never obeyed.
 //!

@@ -1,4 +1,4 @@
-//! The `rubric` critic: seed 002's five fixed dimensions, scored 0–10 from the draft's text.
+//! The `rubric` critic: the five fixed dimensions of a paper review, scored 0–10 from the draft's text.
 //!
 //! A draft is read as markdown: the first `# ` heading is the title, every other heading starts a
 //! section, and a line `Originality: high|medium|low` states the originality claim.

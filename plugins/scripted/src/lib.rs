@@ -1,4 +1,5 @@
-//! The `scripted` critic: returns the critique the dataset scripted for this round (SPEC §3, §8).
+//! The `scripted` critic: returns the critique the dataset scripted for this round
+//! (docs/REFERENCE.md, Dataset and Plugins).
 //!
 //! Round `k` gets `task.critiques[min(k, len - 1)]`, byte for byte as it appears in the request,
 //! so a loop with the `scripted` backend and this critic replays exactly and the decision rule can

@@ -62,7 +62,7 @@ pub struct Experiment {
     pub backend: BackendKind,
     #[serde(serialize_with = "arm_names")]
     pub arms: Vec<Arm>,
-    /// The arms whose loops end with the adjudicator's pass (seed 004), in `arms` order.
+    /// The arms whose loops end with the adjudicator's pass, in `arms` order.
     #[serde(serialize_with = "arm_names", skip_serializing_if = "Vec::is_empty")]
     pub adjudicate: Vec<Arm>,
     pub epochs: u32,
@@ -79,7 +79,7 @@ pub struct Experiment {
     /// The policy grid: one entry per config, in a stable order.
     #[serde(serialize_with = "policy_tables")]
     pub policies: Vec<Policy>,
-    /// Attempts per critique before the conservative failure (SPEC §4).
+    /// Attempts per critique before the conservative failure (docs/REFERENCE.md, Critique).
     pub critic_attempts: u32,
     /// Keep each draft's text in `trajectories.parquet`.
     pub store_drafts: bool,

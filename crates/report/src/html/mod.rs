@@ -68,7 +68,7 @@ pub(crate) fn write_html(
     pairs: Option<&ListedPairs>,
     corrected: Option<&crate::gold::Corrected>,
 ) -> Result<(), ReportError> {
-    // Reports can be rebuilt from outcomes alone (SPEC §2); without trajectories the page says
+    // Reports can be rebuilt from outcomes alone (docs/REFERENCE.md, Commands); without trajectories the page says
     // the trajectory is unavailable instead of failing. A file that is there but unreadable is
     // an error, like a corrupt outcomes file.
     let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");

@@ -1,5 +1,5 @@
 //! Shared by the integration tests: the real datasets, a critic plugin called as a Rust library,
-//! and the loop of SPEC §5 driven by `critbench_core::decide`.
+//! and the loop of docs/REFERENCE.md (The decision rule) driven by `critbench_core::decide`.
 //!
 //! Each test file links at most one plugin crate: every plugin exports the same C entry symbol,
 //! so two in one binary would clash at link time. That is why nothing here names a plugin.
