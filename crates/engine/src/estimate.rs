@@ -162,6 +162,9 @@ pub fn estimate(experiment: &Experiment, options: &EstimateOptions) -> Result<Es
     let ids: Vec<String> = sample.tasks.iter().map(|t| t.id.clone()).collect();
     let per_task = PilotTasks::read(&options.out, &ids, summary.openai.as_ref())?;
     let estimate = project(experiment, &sample, &per_task, &options.out);
+    // The pilot's run released its directory: estimate.json is written under a claim of its own.
+    let _lock =
+        crate::run_dir::claim(&crate::run_dir::Layout::new(&options.out, None), crate::run_dir::Claim::Rebuild)?;
     let path = options.out.join(ESTIMATE_FILE);
     let json = serde_json::to_string_pretty(&estimate).expect("an estimate serializes") + "\n";
     critbench_storage::files::write_atomically(&path, json.as_bytes())

@@ -51,10 +51,16 @@ pub const DERIVED_FILES: &[&str] = &[
 ];
 
 /// The files of a run beside its [`DERIVED_FILES`]: its tables (`evaluations.parquet` with
-/// held-out evaluators), `manifest.json` and
-/// `memory.json`. Together they are every file a run writes into its directory.
-pub const RUN_FILES: &[&str] =
-    &["trajectories.parquet", "outcomes.parquet", "evaluations.parquet", "manifest.json", "memory.json"];
+/// held-out evaluators), `manifest.json`, `memory.json` and a pilot's `estimate.json` (`critbench
+/// estimate`). Together they are every file a run writes into its directory.
+pub const RUN_FILES: &[&str] = &[
+    "trajectories.parquet",
+    "outcomes.parquet",
+    "evaluations.parquet",
+    "manifest.json",
+    "memory.json",
+    "estimate.json",
+];
 
 /// The files `critbench judge` writes into its directory.
 pub const JUDGE_FILES: &[&str] = &["judgments.parquet", "judge.json", "judge.csv", "judge.md", "judge.html"];
