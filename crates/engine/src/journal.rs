@@ -434,6 +434,25 @@ pub(crate) fn reopen_journal(dir: &Path, commits: &[Commit]) -> Result<Journal, 
     Ok(journal)
 }
 
+/// Joins the committed parts into the tables: `tables[i]` from the `i`-th file of every part, in
+/// part order, each written aside (one left by a kill while joining is made again), renamed into
+/// place and its folder synced.
+pub(crate) fn join_parts<const N: usize>(tables: &[PathBuf], parts: &[[PathBuf; N]]) -> Result<(), EngineError> {
+    for (index, path) in tables.iter().enumerate() {
+        let files: Vec<&PathBuf> = parts.iter().map(|part| &part[index]).collect();
+        let folder = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(folder)
+            .map_err(|source| EngineError::Io { context: format!("cannot create {}", folder.display()), source })?;
+        let aside = temporary(path.clone());
+        let _ = std::fs::remove_file(&aside);
+        critbench_storage::concat::concat_parquet(&files, &aside)?;
+        std::fs::rename(&aside, path)
+            .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
+        sync_dir(folder);
+    }
+    Ok(())
+}
+
 /// `path.tmp`: where a file is written before it is renamed into place.
 pub(crate) fn temporary(path: PathBuf) -> PathBuf {
     critbench_storage::files::temporary(&path)

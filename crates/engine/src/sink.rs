@@ -241,17 +241,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
         let parts: Vec<[PathBuf; 3]> = (0..self.parts).map(|part| part_paths(&self.dir, part)).collect();
         // The evaluations table is a run's only when it has evaluators.
         let joined = if self.plan.experiment.evaluators.is_empty() { 2 } else { 3 };
-        for (index, path) in self.tables.iter().enumerate().take(joined) {
-            let files: Vec<&PathBuf> = parts.iter().map(|pair| &pair[index]).collect();
-            let folder = path.parent().unwrap_or(Path::new("."));
-            std::fs::create_dir_all(folder)
-                .map_err(|source| EngineError::Io { context: format!("cannot create {}", folder.display()), source })?;
-            let aside = temporary(path.clone());
-            critbench_storage::concat::concat_parquet(&files, &aside)?;
-            std::fs::rename(&aside, path)
-                .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
-            sync_dir(folder);
-        }
+        crate::journal::join_parts(&self.tables[..joined], &parts)?;
         Ok(std::mem::take(&mut self.written))
     }
 

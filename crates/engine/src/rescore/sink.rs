@@ -253,16 +253,7 @@ impl<'g> Sink<'g> {
         }
         self.commit()?;
         let parts: Vec<[PathBuf; 2]> = (0..self.parts).map(|part| rescored_part_paths(&self.dir, part)).collect();
-        for (index, path) in self.tables.iter().enumerate() {
-            let files: Vec<&PathBuf> = parts.iter().map(|pair| &pair[index]).collect();
-            let aside = temporary(path.clone());
-            // Left by a rescoring killed while it joined the parts: made again.
-            let _ = std::fs::remove_file(&aside);
-            critbench_storage::concat::concat_parquet(&files, &aside)?;
-            std::fs::rename(&aside, path)
-                .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
-        }
-        sync_dir(self.tables[0].parent().unwrap_or(Path::new(".")));
+        crate::journal::join_parts(&self.tables, &parts)?;
         Ok(std::mem::take(&mut self.counts))
     }
 
