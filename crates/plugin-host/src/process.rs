@@ -155,6 +155,7 @@ impl ProcessCritic {
                 policy_dependent: false,
                 declared: Default::default(),
                 isolation: IsolationMode::Process,
+                builtin: false,
             }),
             launch,
             config,
@@ -195,6 +196,11 @@ impl ProcessCritic {
 
     pub fn info(&self) -> &Arc<CriticInfo> {
         &self.info
+    }
+
+    /// Records that the child serves a critic compiled into critbench.
+    pub(crate) fn mark_builtin(&mut self) {
+        Arc::make_mut(&mut self.info).builtin = true;
     }
 
     /// Whether the critic takes several requests at once (protocol 3), so that
