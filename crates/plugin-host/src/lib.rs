@@ -46,7 +46,7 @@ mod watchdog;
 pub mod worker;
 
 pub use critics::{CriticSpec, OpenCriticError, open_critics};
-pub use error::PluginError;
+pub use error::{CallError, PluginError};
 pub use info::{
     CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,
 };

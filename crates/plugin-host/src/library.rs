@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, DEFAULT_TIMEOUT, IsolationMode};
 use crate::services::{CallScope, Host};
-use crate::{CriticInstance, PluginError, SearchPath};
+use crate::{CallError, CriticInstance, PluginError, SearchPath};
 use critbench_builtins::Builtin;
 
 /// A loaded plugin library, or a critic compiled into critbench: its descriptor and what the
@@ -356,18 +356,18 @@ impl InProcessCritic {
 
     /// Sends one request outside any critique's scope; returns the plugin's answer, or its error
     /// message.
-    pub fn call(&self, request: &str) -> Result<String, String> {
+    pub fn call(&self, request: &str) -> Result<String, CallError> {
         self.call_scoped(request, None)
     }
 
     /// Sends one request for the critique `scope` (what its service calls are keyed by and count
     /// their tokens on); returns the plugin's answer, or its error message. An answer that is not
     /// UTF-8 is an error.
-    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, String> {
+    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, CallError> {
         self.call_scoped(request, Some(scope))
     }
 
-    fn call_scoped(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
+    fn call_scoped(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
         let _guard = self.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let _watching = self.watch.as_ref().map(crate::watchdog::Watch::begin);
         let mut out = Buffer::EMPTY;
@@ -379,17 +379,14 @@ impl InProcessCritic {
         let text = match self.library.take(out) {
             Ok(text) => text,
             Err(lossy) => {
-                return Err(format!(
-                    "the plugin's {} is not valid UTF-8: {}",
-                    if status == STATUS_OK { "critique" } else { "error message" },
-                    excerpt(&lossy)
-                ));
+                let part = if status == STATUS_OK { "critique" } else { "error message" };
+                return Err(CallError::NotUtf8 { part, excerpt: excerpt(&lossy) });
             }
         };
         match status {
             STATUS_OK => Ok(text),
-            STATUS_ERROR if !text.is_empty() => Err(text),
-            other => Err(if text.is_empty() { format!("critique returned status {other}") } else { text }),
+            _ if !text.is_empty() => Err(CallError::Critic(text)),
+            other => Err(CallError::Status(other)),
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_wo
 use crate::library::{InProcessCritic, Located};
 use crate::process::{Launch, ProcessCritic, resolve_program};
 use crate::services::{CallScope, Host};
-use crate::{PluginError, PluginLibrary, SearchPath};
+use crate::{CallError, PluginError, PluginLibrary, SearchPath};
 
 /// A critic ready to call: a plugin library in this process, or child processes speaking the
 /// JSON-lines protocol. [`crate::critique_with_retry`] takes either.
@@ -23,7 +23,7 @@ impl CriticInstance {
     /// Sends one request outside any critique's scope; returns the critique JSON, or why there
     /// is none.
     #[inline]
-    pub fn call(&self, request: &str) -> Result<String, String> {
+    pub fn call(&self, request: &str) -> Result<String, CallError> {
         match self {
             CriticInstance::InProcess(critic) => critic.call(request),
             CriticInstance::Process(critic) => critic.call(request, None),
@@ -33,7 +33,7 @@ impl CriticInstance {
     /// Sends one request for the critique `scope`: the host's services key their answers by it
     /// and add the tokens they spend to it.
     #[inline]
-    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, String> {
+    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, CallError> {
         match self {
             CriticInstance::InProcess(critic) => critic.call_in(request, scope),
             CriticInstance::Process(critic) => critic.call(request, Some(scope)),
@@ -49,7 +49,7 @@ impl CriticInstance {
     /// Sends every request, each for its critique scope, and returns their answers in order: what
     /// [`CriticInstance::call_in`] would answer one by one, all in flight at once where the critic
     /// takes that.
-    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, String>> {
+    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
         match self {
             CriticInstance::InProcess(critic) => {
                 requests.iter().zip(scopes).map(|(request, scope)| critic.call_in(request, scope)).collect()

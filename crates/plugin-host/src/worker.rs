@@ -228,7 +228,7 @@ fn serve_inner(served: &Served) -> Result<(), String> {
         // wrote (as it would in-process).
         let answer = match critic.call(request) {
             Ok(critique) => serde_json::json!({ "id": id, "critique": critique }),
-            Err(message) => serde_json::json!({ "id": id, "error": message }),
+            Err(message) => serde_json::json!({ "id": id, "error": message.to_string() }),
         };
         queue_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer);
     }
