@@ -4,7 +4,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
     /// `hint`: the plugin's own `not_found` hint (from a `NAME.plugin.json` declaration on the
-    /// search path), else how to build the built-in plugins.
+    /// search path), else which critics are built in and how to load a library.
     #[error("plugin `{name}` not found; looked for {candidates} in: {searched}\n  hint: {hint}")]
     NotFound { name: String, candidates: String, searched: String, hint: String },
 
