@@ -7,6 +7,15 @@ use std::sync::Once;
 
 use crate::{Buffer, CriticDescriptorV1, HostV1, STATUS_ERROR, STATUS_OK, Str};
 
+/// Why a plugin refuses its config or a request: any error. The host records its text, then
+/// each of its causes', `: `-separated.
+pub type CriticError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a host service answered instead of an answer: its message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ServiceError(pub String);
+
 /// A critic written in Rust. Export it with [`export_critic!`](crate::export_critic).
 pub trait CriticPlugin: Sized + Send + Sync + 'static {
     /// The critic's name, e.g. `rubric`.
@@ -25,11 +34,12 @@ pub trait CriticPlugin: Sized + Send + Sync + 'static {
     /// services it requires, hints. Empty declares nothing.
     const INFO: &'static str = "";
 
-    /// Builds an instance from the experiment's JSON config (`{}` when none is given).
-    fn create(config: &str, host: Host) -> Result<Self, String>;
+    /// Builds an instance from the experiment's JSON config (`{}` when none is given). A string
+    /// is an error too: `Err(format!("…").into())`.
+    fn create(config: &str, host: Host) -> Result<Self, CriticError>;
 
     /// Critiques one request (see [`Request`](crate::Request)) into critique JSON.
-    fn critique(&self, request: &str) -> Result<String, String>;
+    fn critique(&self, request: &str) -> Result<String, CriticError>;
 }
 
 /// The host's services, as a plugin sees them.
@@ -52,9 +62,9 @@ impl Host {
     }
 
     /// Calls a host service with a JSON request and returns its JSON answer.
-    pub fn call(&self, service: &str, request: &str) -> Result<String, String> {
+    pub fn call(&self, service: &str, request: &str) -> Result<String, ServiceError> {
         if self.raw.is_null() {
-            return Err("the host offers no services".to_string());
+            return Err(ServiceError("the host offers no services".to_string()));
         }
         // SAFETY: the host promises the table outlives every instance.
         let host = unsafe { &*self.raw };
@@ -66,7 +76,7 @@ impl Host {
         // SAFETY: `out` was allocated by the host, so the host frees it.
         unsafe { (host.free_buffer)(out) };
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        if status == STATUS_OK { Ok(text) } else { Err(text) }
+        if status == STATUS_OK { Ok(text) } else { Err(ServiceError(text)) }
     }
 }
 
@@ -89,6 +99,21 @@ pub mod glue {
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic payload".to_string());
         format!("critic panicked: {detail}")
+    }
+
+    /// An error and its causes, `: `-separated (a cause already in the text is not repeated).
+    fn message(error: &(dyn std::error::Error + 'static)) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            let cause_text = cause.to_string();
+            if !text.contains(&cause_text) {
+                text.push_str(": ");
+                text.push_str(&cause_text);
+            }
+            source = cause.source();
+        }
+        text
     }
 
     fn write(out: *mut Buffer, text: String) {
@@ -119,7 +144,7 @@ pub mod glue {
         }
         let result = catch_unwind(AssertUnwindSafe(|| {
             let config = text(config)?;
-            P::create(config, Host { raw: host })
+            P::create(config, Host { raw: host }).map_err(|e| message(&*e))
         }));
         match result {
             Ok(Ok(plugin)) => {
@@ -144,7 +169,7 @@ pub mod glue {
         let result = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: the host only passes instances made by `create::<P>`.
             let plugin = unsafe { &*(instance as *const P) };
-            plugin.critique(text(request)?)
+            plugin.critique(text(request)?).map_err(|e| message(&*e))
         }));
         match result {
             Ok(Ok(json)) => {
@@ -234,4 +259,54 @@ macro_rules! export_critic {
             $crate::Str::from_static(<$plugin as $crate::CriticPlugin>::INFO)
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("config refused")]
+    struct Refusal(#[source] std::io::Error);
+
+    struct Refusing;
+
+    impl CriticPlugin for Refusing {
+        const NAME: &'static str = "refusing";
+        const VERSION: &'static str = "1";
+        const SCORE_MIN: f64 = 0.0;
+        const SCORE_MAX: f64 = 1.0;
+
+        fn create(config: &str, _host: Host) -> Result<Self, CriticError> {
+            match config {
+                "plain" => Err("a plain message".into()),
+                _ => Err(Refusal(std::io::Error::other("the file is gone")).into()),
+            }
+        }
+
+        fn critique(&self, _request: &str) -> Result<String, CriticError> {
+            Ok(String::new())
+        }
+    }
+
+    /// What `create` hands the host for `config`.
+    fn refusal(config: &str) -> String {
+        static DESCRIPTOR: CriticDescriptorV1 = crate::builtin_descriptor::<Refusing>();
+        let (mut instance, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
+        // SAFETY: valid config text, no host services, valid out-pointers.
+        let status = unsafe { (DESCRIPTOR.create)(Str::new(config), std::ptr::null(), &mut instance, &mut error) };
+        assert_eq!(status, STATUS_ERROR);
+        assert!(instance.is_null());
+        // SAFETY: `create` filled the buffer; it is copied and freed once.
+        let text = String::from_utf8(unsafe { error.to_vec() }).unwrap();
+        // SAFETY: allocated by this library.
+        unsafe { error.free() };
+        text
+    }
+
+    #[test]
+    fn a_plugins_error_reaches_the_host_with_its_causes() {
+        assert_eq!(refusal("plain"), "a plain message");
+        assert_eq!(refusal("{}"), "config refused: the file is gone");
+    }
 }

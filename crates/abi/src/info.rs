@@ -34,26 +34,41 @@ pub struct IssueType {
     pub hint: String,
 }
 
+/// Why an info JSON is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum InfoError {
+    /// Not JSON of the info's shape.
+    #[error("the info JSON is not valid: {0}")]
+    Json(#[source] serde_json::Error),
+    /// `info_version` missing or 0.
+    #[error("the info JSON needs `info_version` (1 or later)")]
+    NoVersion,
+    /// An issue type without a name.
+    #[error("an issue type in the info JSON has an empty `name`")]
+    UnnamedIssueType,
+    /// An issue type declared twice, by name.
+    #[error("the info JSON declares issue type `{0}` twice")]
+    IssueTypeTwice(String),
+}
+
 impl PluginInfo {
     /// Parses an info JSON; empty text declares nothing. Fields this version does not know are
     /// ignored (later versions only add fields).
-    pub fn parse(text: &str) -> Result<PluginInfo, String> {
+    pub fn parse(text: &str) -> Result<PluginInfo, InfoError> {
         if text.trim().is_empty() {
             return Ok(PluginInfo::default());
         }
-        let info: PluginInfo = serde_json::from_str(text).map_err(|e| format!("the info JSON is not valid: {e}"))?;
+        let info: PluginInfo = serde_json::from_str(text).map_err(InfoError::Json)?;
         if info.info_version == 0 {
-            return Err("the info JSON needs `info_version` (1 or later)".to_string());
+            return Err(InfoError::NoVersion);
         }
-        for issue in &info.issue_types {
-            if issue.name.is_empty() {
-                return Err("an issue type in the info JSON has an empty `name`".to_string());
-            }
+        if info.issue_types.iter().any(|issue| issue.name.is_empty()) {
+            return Err(InfoError::UnnamedIssueType);
         }
         if let Some(twice) =
             info.issue_types.iter().enumerate().find(|(i, t)| info.issue_types[..*i].iter().any(|u| u.name == t.name))
         {
-            return Err(format!("the info JSON declares issue type `{}` twice", twice.1.name));
+            return Err(InfoError::IssueTypeTwice(twice.1.name.clone()));
         }
         Ok(info)
     }
@@ -85,9 +100,9 @@ mod tests {
         assert_eq!(info.issue_hint("z"), None);
         assert_eq!(info.requires, ["chat"]);
         assert_eq!(info.hint("not_found"), Some("build it"));
-        assert!(PluginInfo::parse("{}").unwrap_err().contains("info_version"));
-        assert!(PluginInfo::parse("{").unwrap_err().contains("not valid"));
+        assert!(PluginInfo::parse("{}").unwrap_err().to_string().contains("info_version"));
+        assert!(PluginInfo::parse("{").unwrap_err().to_string().contains("not valid"));
         let twice = r#"{"info_version": 1, "issue_types": [{"name": "x", "hint": "a"}, {"name": "x", "hint": "b"}]}"#;
-        assert!(PluginInfo::parse(twice).unwrap_err().contains("`x` twice"));
+        assert!(PluginInfo::parse(twice).unwrap_err().to_string().contains("`x` twice"));
     }
 }

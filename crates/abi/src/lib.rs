@@ -16,12 +16,12 @@
 //!     const SCORE_MIN: f64 = 0.0;
 //!     const SCORE_MAX: f64 = 10.0;
 //!
-//!     fn create(_config: &str, _host: Host) -> Result<Self, String> {
+//!     fn create(_config: &str, _host: Host) -> Result<Self, critbench_abi::CriticError> {
 //!         Ok(Length)
 //!     }
 //!
-//!     fn critique(&self, request: &str) -> Result<String, String> {
-//!         let request: critbench_abi::Request = serde_json::from_str(request).map_err(|e| e.to_string())?;
+//!     fn critique(&self, request: &str) -> Result<String, critbench_abi::CriticError> {
+//!         let request: critbench_abi::Request = serde_json::from_str(request)?;
 //!         let score = (request.draft.len() as f64 / 100.0).min(10.0);
 //!         Ok(serde_json::json!({ "score": score }).to_string())
 //!     }
@@ -41,8 +41,8 @@ mod export;
 mod info;
 mod messages;
 
-pub use export::{CriticPlugin, Host, builtin_descriptor, glue, library_descriptor};
-pub use info::{INFO_VERSION, IssueType, PluginInfo};
+pub use export::{CriticError, CriticPlugin, Host, ServiceError, builtin_descriptor, glue, library_descriptor};
+pub use info::{INFO_VERSION, InfoError, IssueType, PluginInfo};
 pub use messages::{CRITIQUE_VERSION, REQUEST_VERSION, Request, RequestTask};
 
 /// The ABI version this crate speaks.

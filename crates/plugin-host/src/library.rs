@@ -230,7 +230,7 @@ impl PluginLibrary {
                 }
                 // SAFETY: static text owned by the plugin, (ptr, len) per the ABI.
                 let text = std::str::from_utf8(unsafe { info.as_bytes() }).map_err(|_| bad_info("not UTF-8".into()))?;
-                PluginInfo::parse(text).map_err(bad_info)?
+                PluginInfo::parse(text).map_err(|e| bad_info(e.to_string()))?
             }
         };
         Ok(PluginLibrary {

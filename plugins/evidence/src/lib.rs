@@ -51,7 +51,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use critbench_abi::{CriticPlugin, Host, Request};
+use critbench_abi::{CriticError, CriticPlugin, Host, Request};
 use serde_json::{Value, json};
 
 /// The evidence critic; `gold` is gold mode (see the crate's docs).
@@ -81,13 +81,13 @@ impl CriticPlugin for EvidenceCritic {
         ]
     }"#;
 
-    fn create(config: &str, _host: Host) -> Result<Self, String> {
+    fn create(config: &str, _host: Host) -> Result<Self, CriticError> {
         let config = config.trim();
         if config.is_empty() {
             return Ok(EvidenceCritic { gold: false });
         }
         match serde_json::from_str::<Value>(config) {
-            Err(e) => Err(format!("evidence config is not valid JSON: {e}")),
+            Err(e) => Err(format!("evidence config is not valid JSON: {e}").into()),
             Ok(Value::Null) => Ok(EvidenceCritic { gold: false }),
             Ok(Value::Object(entries)) => {
                 let mut gold = false;
@@ -95,23 +95,26 @@ impl CriticPlugin for EvidenceCritic {
                     match (key.as_str(), value) {
                         ("gold_labels", Value::Bool(on)) => gold = *on,
                         ("gold_labels", other) => {
-                            return Err(format!("evidence config: `gold_labels` must be true or false, got {other}"));
+                            return Err(
+                                format!("evidence config: `gold_labels` must be true or false, got {other}").into()
+                            );
                         }
                         (key, _) => {
                             return Err(format!(
                                 "evidence config has an unknown key `{key}` (the evidence critic takes only \
                                  `gold_labels`)"
-                            ));
+                            )
+                            .into());
                         }
                     }
                 }
                 Ok(EvidenceCritic { gold })
             }
-            Ok(other) => Err(format!("evidence config must be a JSON object, got {other}")),
+            Ok(other) => Err(format!("evidence config must be a JSON object, got {other}").into()),
         }
     }
 
-    fn critique(&self, request: &str) -> Result<String, String> {
+    fn critique(&self, request: &str) -> Result<String, CriticError> {
         if self.gold {
             let request: Value =
                 serde_json::from_str(request).map_err(|e| format!("evidence: malformed critique request: {e}"))?;
@@ -596,7 +599,7 @@ mod tests {
         assert!(EvidenceCritic::create("{}", Host::none()).is_ok());
         assert!(EvidenceCritic::create(r#"{"gold_labels": "yes"}"#, Host::none()).is_err());
         assert!(EvidenceCritic::create("", Host::none()).is_ok());
-        let error = EvidenceCritic::create(r#"{"strict": true}"#, Host::none()).unwrap_err();
+        let error = EvidenceCritic::create(r#"{"strict": true}"#, Host::none()).unwrap_err().to_string();
         assert!(error.contains("`strict`"), "{error}");
         assert!(EvidenceCritic::create("[]", Host::none()).is_err());
     }
@@ -646,7 +649,7 @@ mod tests {
     fn gold_mode_without_labels_is_an_error_not_a_verdict() {
         let critic = EvidenceCritic::create(r#"{"gold_labels": true}"#, Host::none()).unwrap();
         let request = json!({"round": 0, "draft": "x [d1]", "task": {"id": "t", "prompt": "q"}});
-        let error = critic.critique(&request.to_string()).unwrap_err();
+        let error = critic.critique(&request.to_string()).unwrap_err().to_string();
         assert!(error.contains("labels.relevant") && error.contains("evaluator"), "{error}");
     }
 }

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use critbench_abi::{CriticPlugin, Host, Request, export_critic};
+use critbench_abi::{CriticError, CriticPlugin, Host, Request, export_critic};
 use serde::Deserialize;
 
 #[derive(Deserialize, Default)]
@@ -39,12 +39,12 @@ impl CriticPlugin for Faulty {
     const SCORE_MIN: f64 = 0.0;
     const SCORE_MAX: f64 = 10.0;
 
-    fn create(config: &str, _host: Host) -> Result<Self, String> {
+    fn create(config: &str, _host: Host) -> Result<Self, CriticError> {
         let config: Config = serde_json::from_str(config).map_err(|e| format!("invalid config: {e}"))?;
         Ok(Faulty { config, failed_once: Mutex::new(HashSet::new()) })
     }
 
-    fn critique(&self, request: &str) -> Result<String, String> {
+    fn critique(&self, request: &str) -> Result<String, CriticError> {
         let request: Request = serde_json::from_str(request).map_err(|e| format!("bad request: {e}"))?;
         let id = &request.task.id;
         let on = |list: &[String]| list.iter().any(|x| x == id);
@@ -52,7 +52,7 @@ impl CriticPlugin for Faulty {
             panic!("deliberate panic on task {id}");
         }
         if on(&self.config.error_on) {
-            return Err(format!("deliberate error on task {id}"));
+            return Err(format!("deliberate error on task {id}").into());
         }
         if on(&self.config.malformed_on) {
             return Ok("{\"score\": ".to_string());
@@ -63,7 +63,7 @@ impl CriticPlugin for Faulty {
         if on(&self.config.flaky_on) {
             let mut failed = self.failed_once.lock().unwrap_or_else(|p| p.into_inner());
             if failed.insert((id.clone(), request.round)) {
-                return Err(format!("deliberate first-call failure on task {id}"));
+                return Err(format!("deliberate first-call failure on task {id}").into());
             }
         }
         let score = (request.draft.chars().count() as f64 / 40.0).min(10.0);

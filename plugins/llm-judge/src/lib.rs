@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use critbench_abi::{CriticPlugin, Host, Request};
+use critbench_abi::{CriticError, CriticPlugin, Host, Request};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -300,10 +300,10 @@ impl LlmJudge {
                         .ok_or_else(|| "the host's chat answer has no `content`".to_string());
                 }
                 // A server that does not know json_schema says 400; json_object is the fallback.
-                Err(error) if schema && error.contains("HTTP 400") => {
+                Err(error) if schema && error.0.contains("HTTP 400") => {
                     self.schema_rejected.store(true, Ordering::Relaxed);
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.0),
             }
         }
     }
@@ -492,11 +492,11 @@ impl CriticPlugin for LlmJudge {
         }
     }"#;
 
-    fn create(config: &str, host: Host) -> Result<Self, String> {
-        LlmJudge::from_config(config, host)
+    fn create(config: &str, host: Host) -> Result<Self, CriticError> {
+        Ok(LlmJudge::from_config(config, host)?)
     }
 
-    fn critique(&self, request: &str) -> Result<String, String> {
+    fn critique(&self, request: &str) -> Result<String, CriticError> {
         let request: Request = serde_json::from_str(request).map_err(|e| format!("bad request: {e}"))?;
         let mut messages = vec![
             json!({"role": "system", "content": self.system}),
@@ -521,7 +521,7 @@ impl CriticPlugin for LlmJudge {
                 }
             }
         }
-        Err(format!("the judge's answer was not a valid critique after {} attempt(s): {reason}", self.attempts))
+        Err(format!("the judge's answer was not a valid critique after {} attempt(s): {reason}", self.attempts).into())
     }
 }
 
@@ -575,7 +575,7 @@ mod tests {
     #[test]
     fn malformed_answers_say_why() {
         let judge = judge("{}");
-        let why = |content: &str| judge.validate(content).unwrap_err();
+        let why = |content: &str| judge.validate(content).unwrap_err().to_string();
         assert!(why("").contains("empty"));
         assert!(why("../../../../").contains("not valid JSON"));
         assert!(why("[1, 2]").contains("not an object"));
@@ -601,7 +601,13 @@ mod tests {
         assert_eq!(critique["issues"], json!(["Cite a source."]));
         assert_eq!(critique["suggestions"], json!([{"edit": "Cite a source."}]));
         assert!(critique.get("passed").is_none(), "not asked, not recorded");
-        assert!(judge.validate(r#"{"dimensions": {"accuracy": 4}}"#).unwrap_err().contains("single_critical_fix"));
+        assert!(
+            judge
+                .validate(r#"{"dimensions": {"accuracy": 4}}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("single_critical_fix")
+        );
     }
 
     #[test]
@@ -621,6 +627,6 @@ mod tests {
     fn without_the_chat_service_the_critique_is_an_error() {
         let judge = judge("{}");
         let request = r#"{"request_version": 1, "task": {"id": "t", "prompt": "p"}, "draft": "d", "round": 0}"#;
-        assert!(judge.critique(request).unwrap_err().contains("no services"));
+        assert!(judge.critique(request).unwrap_err().to_string().contains("no services"));
     }
 }

@@ -35,7 +35,7 @@
 
 use std::collections::BTreeSet;
 
-use critbench_abi::{CriticPlugin, Host, Request};
+use critbench_abi::{CriticError, CriticPlugin, Host, Request};
 use serde_json::{Value, json};
 
 /// The rubric critic.
@@ -72,7 +72,7 @@ impl CriticPlugin for Rubric {
         ]
     }"#;
 
-    fn create(config: &str, _host: Host) -> Result<Self, String> {
+    fn create(config: &str, _host: Host) -> Result<Self, CriticError> {
         let mut rubric = Rubric { weak_below: 8.0 };
         let config = config.trim();
         if config.is_empty() {
@@ -82,7 +82,7 @@ impl CriticPlugin for Rubric {
         let entries = match value {
             Value::Null => return Ok(rubric),
             Value::Object(entries) => entries,
-            other => return Err(format!("rubric config must be a JSON object, got {other}")),
+            other => return Err(format!("rubric config must be a JSON object, got {other}").into()),
         };
         for (key, value) in entries {
             match key.as_str() {
@@ -92,13 +92,13 @@ impl CriticPlugin for Rubric {
                             || format!("rubric config `weak_below` must be a number from 0 to 10, got {value}"),
                         )?;
                 }
-                _ => return Err(format!("rubric config has an unknown key `{key}` (known keys: weak_below)")),
+                _ => return Err(format!("rubric config has an unknown key `{key}` (known keys: weak_below)").into()),
             }
         }
         Ok(rubric)
     }
 
-    fn critique(&self, request: &str) -> Result<String, String> {
+    fn critique(&self, request: &str) -> Result<String, CriticError> {
         let request: Request =
             serde_json::from_str(request).map_err(|e| format!("rubric: malformed critique request: {e}"))?;
         Ok(self.assess(&request.draft).to_string())
@@ -530,7 +530,7 @@ mod tests {
 
     #[test]
     fn unknown_config_keys_and_bad_values_are_rejected() {
-        let error = Rubric::create(r#"{"weak_below": 8, "strictness": 2}"#, Host::none()).unwrap_err();
+        let error = Rubric::create(r#"{"weak_below": 8, "strictness": 2}"#, Host::none()).unwrap_err().to_string();
         assert!(error.contains("`strictness`"), "{error}");
         assert!(Rubric::create(r#"{"weak_below": 11}"#, Host::none()).is_err());
         assert!(Rubric::create("[1]", Host::none()).is_err());

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use critbench_abi::{CriticPlugin, Host};
+use critbench_abi::{CriticError, CriticPlugin, Host};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
@@ -50,28 +50,28 @@ impl CriticPlugin for Scripted {
     const SCORE_MAX: f64 = 10.0;
     const THREAD_SAFE: bool = true;
 
-    fn create(config: &str, _host: Host) -> Result<Self, String> {
+    fn create(config: &str, _host: Host) -> Result<Self, CriticError> {
         let keys: BTreeMap<String, IgnoredAny> = serde_json::from_str(config)
             .map_err(|e| format!("the scripted critic's config must be a JSON object: {e}"))?;
         if keys.is_empty() {
             return Ok(Scripted);
         }
         let named: Vec<String> = keys.keys().map(|key| format!("`{key}`")).collect();
-        Err(format!("the scripted critic takes no config, but got {}; use {{}}", named.join(", ")))
+        Err(format!("the scripted critic takes no config, but got {}; use {{}}", named.join(", ")).into())
     }
 
-    fn critique(&self, request: &str) -> Result<String, String> {
+    fn critique(&self, request: &str) -> Result<String, CriticError> {
         let request: Request = serde_json::from_str(request).map_err(|e| format!("malformed critique request: {e}"))?;
         let critiques = &request.task.critiques;
         let Some(last) = critiques.len().checked_sub(1) else {
             let id = request.task.id.map_or("(no id)", |id| id.get());
-            return Err(format!("task {id} has no `critiques` for the scripted critic"));
+            return Err(format!("task {id} has no `critiques` for the scripted critic").into());
         };
         let index = usize::try_from(request.round).unwrap_or(usize::MAX).min(last);
         let critique = critiques[index].get();
         // Anything but an object would only fail later in the host with a vaguer message.
         if !critique.starts_with('{') {
-            return Err(format!("critiques[{index}] is not a JSON object: {critique}"));
+            return Err(format!("critiques[{index}] is not a JSON object: {critique}").into());
         }
         Ok(critique.to_owned())
     }
@@ -124,27 +124,30 @@ mod tests {
 
     #[test]
     fn a_task_without_critiques_is_an_error_naming_it() {
-        let error = critic().critique(&request(0, "[]")).unwrap_err();
+        let error = critic().critique(&request(0, "[]")).unwrap_err().to_string();
         assert!(error.contains("\"essay-001\"") && error.contains("critiques"), "{error}");
-        let error = critic().critique(r#"{"round": 0, "draft": "", "task": {"id": "t2", "prompt": "p"}}"#).unwrap_err();
+        let error = critic()
+            .critique(r#"{"round": 0, "draft": "", "task": {"id": "t2", "prompt": "p"}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("\"t2\""), "{error}");
     }
 
     #[test]
     fn malformed_requests_and_critiques_are_errors() {
         for bad in ["", "not json", r#"{"task": {"critiques": [{"score": 1}]}}"#, r#"{"round": -1, "task": {}}"#] {
-            assert!(critic().critique(bad).unwrap_err().starts_with("malformed critique request"), "{bad}");
+            assert!(critic().critique(bad).unwrap_err().to_string().starts_with("malformed critique request"), "{bad}");
         }
-        let error = critic().critique(&request(0, "[7]")).unwrap_err();
+        let error = critic().critique(&request(0, "[7]")).unwrap_err().to_string();
         assert!(error.contains("critiques[0] is not a JSON object"), "{error}");
     }
 
     #[test]
     fn config_must_be_empty() {
         assert!(Scripted::create(" { } ", Host::none()).is_ok());
-        let error = Scripted::create(r#"{"score_max": 5}"#, Host::none()).unwrap_err();
+        let error = Scripted::create(r#"{"score_max": 5}"#, Host::none()).unwrap_err().to_string();
         assert!(error.contains("`score_max`"), "{error}");
-        let error = Scripted::create(r#"{"b": 1, "a": {}}"#, Host::none()).unwrap_err();
+        let error = Scripted::create(r#"{"b": 1, "a": {}}"#, Host::none()).unwrap_err().to_string();
         assert!(error.contains("`a`, `b`"), "{error}");
         assert!(Scripted::create("[]", Host::none()).is_err());
         assert!(Scripted::create("", Host::none()).is_err());

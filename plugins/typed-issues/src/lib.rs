@@ -20,7 +20,7 @@
 //! assert_eq!(critique["issues"][0]["type"], "claims_unsupported");
 //! ```
 
-use critbench_abi::{CriticPlugin, Host, Request, export_critic};
+use critbench_abi::{CriticError, CriticPlugin, Host, Request, export_critic};
 use serde_json::{Value, json};
 
 /// The critic; `ask` names a host service to call during every critique.
@@ -43,7 +43,7 @@ impl CriticPlugin for TypedIssues {
         "hints": {"not_found": "typed-issues is a test plugin: build it with `cargo build -p critbench-typed-issues`"}
     }"#;
 
-    fn create(config: &str, host: Host) -> Result<Self, String> {
+    fn create(config: &str, host: Host) -> Result<Self, CriticError> {
         let config: Value = if config.trim().is_empty() {
             json!({})
         } else {
@@ -54,13 +54,13 @@ impl CriticPlugin for TypedIssues {
         for (key, value) in entries {
             match (key.as_str(), value) {
                 ("ask", Value::String(service)) => ask = Some(service),
-                (key, _) => return Err(format!("unknown config key `{key}` (known: ask, a service name)")),
+                (key, _) => return Err(format!("unknown config key `{key}` (known: ask, a service name)").into()),
             }
         }
         Ok(TypedIssues { ask, host })
     }
 
-    fn critique(&self, request: &str) -> Result<String, String> {
+    fn critique(&self, request: &str) -> Result<String, CriticError> {
         let request: Request = serde_json::from_str(request).map_err(|e| format!("bad request: {e}"))?;
         let mut issues = Vec::new();
         if request.round == 0 {
@@ -98,6 +98,6 @@ mod tests {
         }
         assert!(TypedIssues::create(r#"{"x": 1}"#, Host::none()).is_err());
         let asking = TypedIssues::create(r#"{"ask": "chat"}"#, Host::none()).unwrap();
-        assert!(asking.critique(request).unwrap_err().contains("no services"));
+        assert!(asking.critique(request).unwrap_err().to_string().contains("no services"));
     }
 }

@@ -26,8 +26,9 @@ pub fn dataset(name: &str) -> Vec<Task> {
         .collect()
 }
 
+/// The critic made from `config`, or its refusal's text.
 pub fn create<C: CriticPlugin>(config: &str) -> Result<C, String> {
-    C::create(config, Host::none())
+    C::create(config, Host::none()).map_err(|e| e.to_string())
 }
 
 /// The validated critique of `draft`, as the host would have it.
