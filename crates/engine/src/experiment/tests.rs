@@ -110,7 +110,7 @@ fn openai_mistakes_name_the_key() {
     assert!(error("api_key = \"x\"\n").contains("unknown field `api_key`"));
     assert!(error("api_key_env = \"sk-abc123-def\"\n").contains("not the key itself"));
     assert!(!error("api_key_env = \"sk-abc123-def\"\n").contains("sk-abc123"), "a pasted key is not echoed");
-    assert!(error("concurrency = 0\n").contains("concurrency = 0 must be from 1 to 1024"));
+    assert!(error("concurrency = 0\n").contains("concurrency = 0 must be from 1 to 4096"));
     assert!(error("timeout_s = -1\n").contains("timeout_s"));
     assert!(error("[openai.critic]\nmodel = \"m\"\n").contains("unknown field `critic`"));
     assert!(error("[openai.judge]\nmodel = \"other\"\n").contains("the judge model is given twice"));
