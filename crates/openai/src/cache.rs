@@ -239,8 +239,11 @@ impl ResponseCache {
                         Ok(None) => {}
                         Err(e) => *read_error = Some(e),
                     }
-                    let flight =
-                        Arc::new(Flight { result: Mutex::new(None), done: Condvar::new(), wakers: Mutex::new(Vec::new()) });
+                    let flight = Arc::new(Flight {
+                        result: Mutex::new(None),
+                        done: Condvar::new(),
+                        wakers: Mutex::new(Vec::new()),
+                    });
                     in_flight.insert(key.to_string(), Arc::clone(&flight));
                     return Lookup::Lead(Leader { cache: self, key: key.to_string(), flight, finished: false });
                 }

@@ -84,8 +84,7 @@ pub use settings::{
 };
 pub use table::{
     DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S, MAX_CONCURRENCY, OpenAiTable,
-    Requirements,
-    SettingsError,
+    Requirements, SettingsError,
 };
 
 #[cfg(test)]

@@ -362,7 +362,11 @@ fn endpoint(
 }
 
 fn check_concurrency(key: &str, value: u32) -> Result<(), SettingsError> {
-    if (1..=MAX_CONCURRENCY).contains(&value) { Ok(()) } else { Err(SettingsError::Concurrency { key: key.to_string(), value }) }
+    if (1..=MAX_CONCURRENCY).contains(&value) {
+        Ok(())
+    } else {
+        Err(SettingsError::Concurrency { key: key.to_string(), value })
+    }
 }
 
 fn check_key_name(key: &str, name: &str) -> Result<(), SettingsError> {

@@ -85,7 +85,8 @@ fn openai_table_resolves_roles_limits_and_cache() {
         CacheMode::Disk { path } => assert!(path.ends_with("runs/.critbench-cache.sqlite"), "{path:?}"),
         other => panic!("{other:?}"),
     }
-    assert!(e.jobs >= DEFAULT_CONCURRENCY as usize, "workers enough to keep the requests in flight");
+    assert_eq!(e.jobs, 0, "decided by the run");
+    assert!(e.blocking_jobs() >= DEFAULT_CONCURRENCY as usize, "threads enough to keep the requests in flight");
     let e = load(&format!(
         "{OPENAI}max_tokens = 100\ncache = \"c.sqlite\"\n[openai.judge]\ntemperature = 0.3\nseed = 9\n\
          [openai.reviser]\nmodel = \"r\"\nmax_tokens = 50\n"
