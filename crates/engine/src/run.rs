@@ -318,7 +318,7 @@ fn raise_open_files(concurrency: u32) -> Result<(), EngineError> {
         // Unknown: the connections will say so if there are too few.
         return Ok(());
     }
-    let (soft, hard) = (limit.rlim_cur as u64, limit.rlim_max as u64);
+    let (soft, hard) = (limit.rlim_cur, limit.rlim_max);
     let unlimited = limit.rlim_max == libc::RLIM_INFINITY;
     if soft >= needed || limit.rlim_cur == libc::RLIM_INFINITY {
         return Ok(());
@@ -332,7 +332,7 @@ fn raise_open_files(concurrency: u32) -> Result<(), EngineError> {
     if !unlimited && hard < needed {
         return Err(refused());
     }
-    let raised = libc::rlimit { rlim_cur: needed as libc::rlim_t, rlim_max: limit.rlim_max };
+    let raised = libc::rlimit { rlim_cur: needed, rlim_max: limit.rlim_max };
     // SAFETY: setrlimit reads the struct it is given; a soft limit within the hard one is allowed.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
         return Err(refused());
