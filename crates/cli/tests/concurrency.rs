@@ -120,7 +120,8 @@ fn the_same_seed_records_the_same_rows_and_summaries_at_1_16_and_256_in_flight()
 fn an_open_file_limit_too_low_for_the_concurrency_is_named_with_what_to_do() {
     require_plugins();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tasks.jsonl"), "{\"id\": \"t1\", \"prompt\": \"Write.\", \"critiques\": []}\n").unwrap();
+    std::fs::write(dir.path().join("tasks.jsonl"), "{\"id\": \"t1\", \"prompt\": \"Write.\", \"critiques\": []}\n")
+        .unwrap();
     let template = std::fs::read_to_string(repo().join("experiments/bench-server.toml")).unwrap();
     // A configured server is not probed at start: nothing listens on the port, and nothing needs to.
     let text = template
@@ -129,12 +130,7 @@ fn an_open_file_limit_too_low_for_the_concurrency_is_named_with_what_to_do() {
         .replace("models = {", "server = \"vllm\"\nmodels = {");
     let file = experiment(dir.path(), "wide.toml", &text);
     let out = dir.path().join("out");
-    let command = format!(
-        "ulimit -n 1000 && exec {:?} run {:?} --quiet --no-cache --out {:?}",
-        binary(),
-        file,
-        out
-    );
+    let command = format!("ulimit -n 1000 && exec {:?} run {:?} --quiet --no-cache --out {:?}", binary(), file, out);
     let output = std::process::Command::new("sh").args(["-c", &command]).output().unwrap();
     let message = usage_error(output, dir.path());
     assert!(

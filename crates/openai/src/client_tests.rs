@@ -639,10 +639,8 @@ fn awaited_requests_share_one_thread_within_the_limit_and_identical_ones_go_once
     let client = Client::new(limited).unwrap();
     let request = ChatRequest { messages: vec![Message::user("write")], response_format: None };
     // 40 distinct requests and, for each of the first 8, a second identical one (another arm).
-    let identities: Vec<CallIdentity> = (0..40)
-        .chain(0..8)
-        .map(|epoch| CallIdentity { task_id: "t1".into(), epoch, round: 0, attempt: 1 })
-        .collect();
+    let identities: Vec<CallIdentity> =
+        (0..40).chain(0..8).map(|epoch| CallIdentity { task_id: "t1".into(), epoch, round: 0, attempt: 1 }).collect();
     let started = Instant::now();
     let futures = identities
         .iter()
