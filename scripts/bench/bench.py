@@ -54,6 +54,12 @@ TARGETS = [
      "% of in-process", ">=", 33.3),
     ("command_critiques_per_s", "a Python `command` critic (protocol 3), {isolation_tasks:,} tasks, `--jobs 1`",
      "critiques/s", ">=", 50_000),
+    # Issue 22, items 1 and 4: the concurrency sweep.
+    ("sweep_1024_fraction_of_ideal",
+     "model server, 1,024 in flight at {sweep_latency_ms} ms: steady requests/s vs ideal", "% of ideal", ">=", 90),
+    ("sweep_1024_rss_mb", "model server, 1,024 in flight: peak RSS of critbench", "MB", "<", 300),
+    ("sweep_1024_cpu_ms_per_request", "model server, 1,024 in flight: client CPU per request", "ms", "<=", 0.1),
+    ("sweep_4096_runs", "model server, 4,096 in flight: the run finishes (1 = yes)", "runs", ">=", 1),
 ]
 
 STARTED = time.monotonic()
@@ -81,12 +87,14 @@ def timed(command, label, env=None):
         time_file = handle.name
     try:
         load = os.getloadavg()[0]
+        machine_before = machine_cpu()
         started = time.perf_counter()
         done = subprocess.run(
             ["/usr/bin/time", "-f", "%U %S %M", "-o", time_file, *command],
             capture_output=True, text=True, env=env,
         )
         wall = time.perf_counter() - started
+        machine_after = machine_cpu()
         with open(time_file, encoding="utf-8") as handle:
             lines = [line for line in handle.read().splitlines() if line.strip()]
     finally:
@@ -97,7 +105,13 @@ def timed(command, label, env=None):
             f"\n--- stderr\n{done.stderr[-3000:]}"
         )
     user, system, rss_kb = lines[-1].split()
+    busy = None
+    if machine_before and machine_after:
+        spent = [after - before for before, after in zip(machine_before, machine_after)]
+        busy = 100 * spent[0] / spent[1] if spent[1] > 0 else None
     return {
+        # Every core of the machine, busy with anything (this process included), during the run.
+        "machine_busy_pct": busy,
         "wall_s": wall,
         "user_s": float(user),
         "sys_s": float(system),
@@ -106,6 +120,17 @@ def timed(command, label, env=None):
         "load_average_before": load,
         "stdout": done.stdout,
     }
+
+
+def machine_cpu():
+    """(busy, total) CPU time of the whole machine so far, from /proc/stat; None elsewhere."""
+    try:
+        with open("/proc/stat", encoding="utf-8") as handle:
+            fields = [int(v) for v in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
 
 
 RUN_LINE = re.compile(r"^(\d+) loops, (\d+) critiques in ([0-9.]+) s", re.M)
@@ -485,6 +510,66 @@ def bench_server(args, work, tasks_file, results):
                          "ideal_rate": ideal, **summary}
 
 
+def start_bench_server(args, latency_ms):
+    """The bench server on a free port: (process, "127.0.0.1:PORT")."""
+    server = subprocess.Popen([args.server, "--port", "0", "--latency-ms", str(latency_ms)],
+                              stdout=subprocess.PIPE, text=True)
+    line = server.stdout.readline().strip()
+    match = re.fullmatch(r"listening on (127\.0\.0\.1:\d+)", line)
+    if not match:
+        server.terminate()
+        raise BenchError(f"the bench server said {line!r} instead of `listening on 127.0.0.1:PORT`")
+    return server, match.group(1)
+
+
+def bench_sweep(args, work, tasks_file, results):
+    """Issue 22, items 1 and 4: the openai backend at 64, 256, 1,024 and 4,096 requests in flight
+    against the bench server at --sweep-latency-ms, each run with about --sweep-tasks-per-slot tasks
+    per slot so that every figure has a steady state of a few seconds."""
+    template = os.path.join(EXPERIMENTS, "bench-server.toml")
+    with open(template, encoding="utf-8") as handle:
+        template_text = handle.read()
+    rows = []
+    for concurrency in [int(c) for c in args.sweep.split(",")]:
+        tasks = min(args.tasks, concurrency * args.sweep_tasks_per_slot)
+        server, address = start_bench_server(args, args.sweep_latency_ms)
+        try:
+            text, urls = re.subn(r'(?m)^base_url = "[^"]*"', f'base_url = "http://{address}/v1"', template_text)
+            text, limits = re.subn(r"(?m)^concurrency = \d+", f"concurrency = {concurrency}", text)
+            if urls != 1 or limits != 1:
+                raise BenchError(f"{template}: expected one `base_url = ...` and one `concurrency = ...` line")
+            experiment = os.path.join(work, f"sweep-{concurrency}.toml")
+            with open(experiment, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            out = fresh(work, f"sweep-{concurrency}")
+            result = critbench_run(args, experiment, tasks_file, out, f"sweep at {concurrency}", limit=tasks,
+                                   extra=["--no-cache"])
+            with urllib.request.urlopen(f"http://{address}/stats", timeout=10) as answer:
+                stats = json.load(answer)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        with open(os.path.join(out, "manifest.json"), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        shutil.rmtree(out)
+        ideal = concurrency / (args.sweep_latency_ms / 1e3)
+        result.pop("stdout", None)
+        result.update(
+            concurrency=concurrency, tasks=tasks, ideal_rate=ideal, requests=stats["requests"],
+            max_in_flight=stats["max_in_flight"], mean_in_flight=stats["mean_in_flight"],
+            steady_rate=stats["steady_rate"], fraction_of_ideal=100 * stats["steady_rate"] / ideal,
+            cpu_ms_per_request=result["cpu_s"] * 1e3 / max(stats["requests"], 1), jobs=manifest.get("jobs"),
+            load_average_after=os.getloadavg()[0],
+        )
+        rows.append(result)
+        progress(f"  {concurrency} in flight: {result['requests']:,} requests, {result['max_in_flight']} in flight at"
+                 f" most: {result['steady_rate']:,.0f}/s steady ({result['fraction_of_ideal']:.0f}% of"
+                 f" {ideal:,.0f}), {result['peak_rss_mb']:,.0f} MB, {result['cpu_ms_per_request']:.3f} ms CPU per"
+                 f" request, machine {result['machine_busy_pct'] or 0:.0f}% busy")
+    results["sweep"] = {"latency_ms": args.sweep_latency_ms, "tasks_per_slot": args.sweep_tasks_per_slot,
+                        "runs": rows}
+
+
 def bench_isolation(args, work, tasks_file, results):
     """Issue 22, item 2: the scripted critic in-process, isolated (`critbench plugin-worker`,
     protocol 3) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 3, and
@@ -577,6 +662,13 @@ def measured_targets(results, args):
     s = results.get("server")
     if s:
         values["server_fraction_of_ideal"] = 100 * s["median_steady_rate"] / s["ideal_rate"]
+    sweep = {run["concurrency"]: run for run in results.get("sweep", {}).get("runs", [])}
+    if 1024 in sweep:
+        values["sweep_1024_fraction_of_ideal"] = sweep[1024]["fraction_of_ideal"]
+        values["sweep_1024_rss_mb"] = sweep[1024]["peak_rss_mb"]
+        values["sweep_1024_cpu_ms_per_request"] = sweep[1024]["cpu_ms_per_request"]
+    if results.get("sweep"):
+        values["sweep_4096_runs"] = 1 if 4096 in sweep else 0
     table = []
     for key, what, unit, op, threshold in TARGETS:
         value = values.get(key)
@@ -744,7 +836,7 @@ def markdown(results, args):
             "",
             f"`crates/bench-server` answers every chat request after a fixed {srv['latency_ms']} ms on 127.0.0.1"
             f" (keep-alive, one thread per connection). `experiments/bench-server.toml`: the `openai` backend at"
-            f" `concurrency = {srv['concurrency']}` (critbench starts that many loop workers), the scripted critic,"
+            f" `concurrency = {srv['concurrency']}` (the loops are futures on a worker per core), the scripted critic,"
             f" `--no-cache`, the first {srv['tasks']:,} tasks of section 1's file, arms feedback and no-feedback.",
             "",
             "| | median |",
@@ -764,6 +856,33 @@ def markdown(results, args):
             " a run are answered once even with `--no-cache` (so the arms' shared first drafts are one request):"
             " the request count is what reached the server.",
         ]
+
+    sweep = results.get("sweep")
+    if sweep:
+        lines += [
+            "",
+            "## 5b. Concurrency sweep",
+            "",
+            f"The same experiment at each `concurrency`, the server answering after {sweep['latency_ms']} ms,"
+            f" {sweep['tasks_per_slot']} tasks per slot (capped at section 1's file). The loops are futures: a"
+            " worker per core drives every loop of its chunks, so a request in flight costs a future, not a thread."
+            " One run each. Steady state: the middle 80% of the answers. CPU: user + sys of critbench over the"
+            " requests the server answered. Machine busy: every core, busy with anything (the server, other"
+            " users, critbench), over the run, from /proc/stat; the load average is the 1-minute one before and"
+            " after.",
+            "",
+            "| in flight | tasks | requests | most in flight (server) | steady req/s | ideal | % of ideal |"
+            " peak RSS MB | CPU ms/request | threads (`jobs`) | machine busy | load before → after |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for run in sweep["runs"]:
+            busy = "—" if run["machine_busy_pct"] is None else f"{run['machine_busy_pct']:.0f}%"
+            lines.append(
+                f"| {run['concurrency']:,} | {run['tasks']:,} | {run['requests']:,} | {run['max_in_flight']:,} |"
+                f" {run['steady_rate']:,.0f} | {run['ideal_rate']:,.0f} | {run['fraction_of_ideal']:.0f}% |"
+                f" {run['peak_rss_mb']:,.0f} | {run['cpu_ms_per_request']:.3f} | {run['jobs']} | {busy} |"
+                f" {run['load_average_before']:.1f} → {run['load_average_after']:.1f} |"
+            )
 
     iso = results.get("isolation")
     if iso:
@@ -840,12 +959,15 @@ def main():
     parser.add_argument("--concurrency", type=int, default=64,
                         help="must match `concurrency` in experiments/bench-server.toml")
     parser.add_argument("--isolation-tasks", type=int, default=50_000)
+    parser.add_argument("--sweep", default="64,256,1024,4096", help="concurrencies of the sweep, comma-separated")
+    parser.add_argument("--sweep-latency-ms", type=int, default=200)
+    parser.add_argument("--sweep-tasks-per-slot", type=int, default=6)
     parser.add_argument("--baseline-critbench", default=None,
                         help="another critbench binary (e.g. a build of main) timed isolated beside this one")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--only", default="distinct,sim,server,isolation,repeated,memory",
-                        help="comma-separated sections to run (default: all): distinct, sim, server, isolation, repeated,"
-                             " memory")
+    parser.add_argument("--only", default="distinct,sim,server,sweep,isolation,repeated,memory",
+                        help="comma-separated sections to run (default: all): distinct, sim, server, sweep, isolation,"
+                             " repeated, memory")
     parser.add_argument("--work", default=None, help="directory for the generated files (default: a new temporary one)")
     args = parser.parse_args()
     args.critbench = os.path.abspath(args.critbench)
@@ -861,11 +983,11 @@ def main():
     progress(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; work dir {work}")
     try:
         sections = set(args.only.split(","))
-        unknown = sections - {"distinct", "sim", "server", "isolation", "repeated", "memory"}
+        unknown = sections - {"distinct", "sim", "server", "sweep", "isolation", "repeated", "memory"}
         if unknown:
             raise BenchError(f"--only: unknown section(s) {', '.join(sorted(unknown))}")
         tasks_file = os.path.join(work, f"scripted-{args.tasks}.jsonl")
-        if sections & {"distinct", "server", "isolation", "memory"}:
+        if sections & {"distinct", "server", "sweep", "isolation", "memory"}:
             make_tasks("scripted", args.tasks, tasks_file, args.seed)
         if "distinct" in sections:
             # A disagreement between the three loops ends the bench: nothing after it would mean much.
@@ -875,6 +997,7 @@ def main():
         for section, title, step in [
             ("sim", "3. sim + rubric", lambda: bench_sim(args, work, results)),
             ("server", "5. model-server mode", lambda: bench_server(args, work, tasks_file, results)),
+            ("sweep", "5b. concurrency sweep", lambda: bench_sweep(args, work, tasks_file, results)),
             ("isolation", "6. isolated and command critics", lambda: bench_isolation(args, work, tasks_file, results)),
             ("repeated", "the earlier benchmark (36 tasks × 2,000 epochs)", lambda: bench_repeated(args, work, results)),
             ("memory", "4. peak memory", lambda: bench_memory(args, work, tasks_file, results)),

@@ -4,6 +4,9 @@
 //! simulated author and the scripted one; a test, or a real model client, implements the same
 //! trait and hands it to [`crate::run::run_experiment_with`].
 
+use std::future::Future;
+use std::pin::Pin;
+
 use critbench_core::{Critique, Rng, SeedKey, Task};
 
 use crate::memory::Hint;
@@ -52,9 +55,36 @@ impl DraftKey<'_> {
     }
 }
 
+/// A draft being written by an author that waits on a model server ([`Author::awaits`]).
+pub type Writing<'a> = Pin<Box<dyn Future<Output = Result<Draft, String>> + 'a>>;
+
 /// Writes and revises drafts. Implementations must be deterministic in (task, key, inputs) so
 /// that results do not depend on scheduling.
 pub trait Author: Sync {
+    /// Whether drafts come from a model server: the loops then await
+    /// [`Author::generate_async`] and [`Author::revise_async`], many loops to a worker thread,
+    /// so that a loop waiting on the server costs a future, not a thread.
+    fn awaits(&self) -> bool {
+        false
+    }
+
+    /// [`Author::generate`] as a future; an author that [`Author::awaits`] makes it wait without
+    /// blocking the thread.
+    fn generate_async<'a>(&'a self, task: &'a Task, hints: &'a [Hint], key: DraftKey<'a>) -> Writing<'a> {
+        Box::pin(std::future::ready(self.generate(task, hints, &key)))
+    }
+
+    /// [`Author::revise`] as a future (see [`Author::generate_async`]).
+    fn revise_async<'a>(
+        &'a self,
+        task: &'a Task,
+        draft: &'a str,
+        critique: Option<&'a Critique>,
+        key: DraftKey<'a>,
+    ) -> Writing<'a> {
+        Box::pin(std::future::ready(self.revise(task, draft, critique, &key)))
+    }
+
     /// Checks before the run that this author can serve `task`.
     fn check_task(&self, _task: &Task) -> Result<(), String> {
         Ok(())

@@ -65,6 +65,13 @@ pub enum EngineError {
     Panicked(String),
     #[error("a chunk of loops never reached the writer")]
     LostChunk,
+    /// The open-file limit is below what `concurrency` connections need, and cannot be raised.
+    #[error(
+        "[openai] concurrency = {concurrency} needs about {needed} open files, but this process may open at most \
+         {hard} (RLIMIT_NOFILE, hard limit): lower concurrency to at most {fits}, or raise the hard limit \
+         (`ulimit -Hn {needed}` as root, `nofile` in /etc/security/limits.conf, `LimitNOFILE=` for a systemd unit)"
+    )]
+    OpenFiles { concurrency: u64, needed: u64, hard: u64, fits: u64 },
     /// The operating system refused a thread the run needs.
     #[error("cannot start {what}: {source}")]
     Threads { what: &'static str, source: std::io::Error },
@@ -443,7 +450,8 @@ impl EngineError {
             | EngineError::Plugin { .. }
             | EngineError::RunDir(_)
             | EngineError::LimitZero
-            | EngineError::Merge { .. } => true,
+            | EngineError::Merge { .. }
+            | EngineError::OpenFiles { .. } => true,
             EngineError::Report(error) => error.is_usage(),
             EngineError::Rescore(error) => error.is_usage(),
             EngineError::Judge(error) => error.is_usage(),

@@ -428,7 +428,7 @@ fn project(experiment: &Experiment, sample: &Sample, tasks: &PilotTasks, dir: &P
         );
     }
     let openai = experiment.backend == BackendKind::Openai || experiment.openai.is_some();
-    let jobs = if experiment.jobs > 0 { experiment.jobs } else { crate::experiment::available_cores() } as f64;
+    let jobs = experiment.blocking_jobs() as f64;
     // The run is bounded by its workers or by the requests the server takes at once.
     let busy = projection(&tasks.busy.iter().map(|b| b / jobs).collect::<Vec<_>>());
     let wall = match (experiment.openai.as_ref(), mean_request) {

@@ -82,7 +82,7 @@ pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Resul
         seed: experiment.seed,
         out,
         plugin_dirs: experiment.plugin_dirs.clone(),
-        jobs: experiment.jobs,
+        jobs: experiment.blocking_jobs(),
         // The run's services are offered when the judge starts (`judge_experiment`).
         host: Default::default(),
     };

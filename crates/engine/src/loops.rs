@@ -7,13 +7,20 @@
 //! advances up to [`IN_FLIGHT`] loops of its chunk together: each runs until it asks for a
 //! critique, then the critiques asked go out in one batch ([`Batch`]). A loop's rounds depend only
 //! on its own critiques, so the recording is the same as one loop after another.
+//!
+//! When the author waits on a model server ([`Author::awaits`](crate::backend::Author::awaits)),
+//! a worker drives many chunks at once ([`work_together`]): each loop is a future that waits on
+//! the model without a thread, and is polled again on the worker when its answer is in. The
+//! critiques and the policy still run on the worker, so `--jobs` bounds the CPU work, and the
+//! model client's limit bounds the requests in flight.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
 
 use critbench_core::{Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::request::TaskJson;
@@ -93,8 +100,20 @@ pub const IN_FLIGHT: usize = 64;
 type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, String>> + 'a>>;
 
 /// [`run_chunk`] with up to [`IN_FLIGHT`] loops in flight: every loop is polled until it waits for
-/// a critique, the batch goes out, and again, until each is recorded.
+/// a critique, the batch goes out, and again, until each is recorded. The loops never wait on
+/// anything but the batch, so the recording is done in one poll.
 fn run_chunk_together(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool) -> ChunkResult {
+    let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false));
+    match recording.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(result) => result,
+        Poll::Pending => unreachable!("loops that do not await their author only wait for the batch"),
+    }
+}
+
+/// The loops of a chunk in units of a loop at a time, up to [`IN_FLIGHT`] of them in flight: each
+/// is polled until it waits (for a critique of the batch, or for its author when `awaiting`), the
+/// batch goes out, and again, until each is recorded. Pending only while a loop awaits its author.
+async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool, awaiting: bool) -> ChunkResult {
     let units: Vec<(usize, Unit)> = (chunk.tasks.iter().enumerate())
         .flat_map(|(at, admitted)| {
             admitted.critics.iter().flat_map(move |&c| plan.units(c, scope)).map(move |u| (at, u))
@@ -102,46 +121,52 @@ fn run_chunk_together(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
         .collect();
     let mut done: Vec<Option<Result<LoopResult, String>>> = units.iter().map(|_| None).collect();
     let batch = Batch::default();
-    let mut context = Context::from_waker(Waker::noop());
-    let mut flying: Vec<(usize, Recording<'_>)> = Vec::with_capacity(IN_FLIGHT);
+    let mut flying: Vec<(usize, Recording<'_>)> = Vec::with_capacity(IN_FLIGHT.min(units.len()));
     let mut started = 0;
     let mut complete = true;
-    loop {
-        while flying.len() < IN_FLIGHT && started < units.len() {
-            // Checked before every loop, not only every task: one task may hold thousands.
-            if stop.load(Ordering::Relaxed) {
-                complete = false;
-                break;
+    std::future::poll_fn(|context| {
+        loop {
+            while flying.len() < IN_FLIGHT && started < units.len() {
+                // Checked before every loop, not only every task: one task may hold thousands.
+                if stop.load(Ordering::Relaxed) {
+                    complete = false;
+                    break;
+                }
+                let (at, unit) = units[started];
+                let admitted = &chunk.tasks[at];
+                let recording = record_loop_in(
+                    plan,
+                    &admitted.task,
+                    &admitted.json,
+                    admitted.labelled.as_ref(),
+                    unit,
+                    scope,
+                    Driver { batch: Some(&batch), awaiting },
+                );
+                flying.push((started, Box::pin(recording)));
+                started += 1;
             }
-            let (at, unit) = units[started];
-            let admitted = &chunk.tasks[at];
-            let recording = record_loop_in(
-                plan,
-                &admitted.task,
-                &admitted.json,
-                admitted.labelled.as_ref(),
-                unit,
-                scope,
-                Some(&batch),
-            );
-            flying.push((started, Box::pin(recording)));
-            started += 1;
-        }
-        if flying.is_empty() || !complete {
-            break;
-        }
-        let mut at = 0;
-        while at < flying.len() {
-            match catch_unwind(AssertUnwindSafe(|| flying[at].1.as_mut().poll(&mut context))) {
-                Ok(Poll::Pending) => at += 1,
-                Ok(Poll::Ready(result)) => done[flying.swap_remove(at).0] = Some(result),
-                Err(payload) => done[flying.swap_remove(at).0] = Some(Err(panic_text(payload))),
+            if flying.is_empty() || !complete {
+                return Poll::Ready(());
+            }
+            let before = flying.len();
+            let mut at = 0;
+            while at < flying.len() {
+                match catch_unwind(AssertUnwindSafe(|| flying[at].1.as_mut().poll(context))) {
+                    Ok(Poll::Pending) => at += 1,
+                    Ok(Poll::Ready(result)) => done[flying.swap_remove(at).0] = Some(result),
+                    Err(payload) => done[flying.swap_remove(at).0] = Some(Err(panic_text(payload))),
+                }
+            }
+            if batch.is_waiting() {
+                batch.send(&plan.critics);
+            } else if flying.len() == before {
+                // Every loop in flight awaits its author: its answer wakes this chunk.
+                return Poll::Pending;
             }
         }
-        if batch.is_waiting() {
-            batch.send(&plan.critics);
-        }
-    }
+    })
+    .await;
     drop(flying);
     // Whole tasks only: a task with a loop left unrecorded is not part of the result.
     let mut done = done.into_iter();
@@ -159,6 +184,113 @@ fn run_chunk_together(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
         tasks.push(TaskLoops { task: admitted.task, meta: admitted.meta, loops });
     }
     ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
+}
+
+/// How many loops a chunk holds.
+fn loops_of(plan: &Plan<'_>, chunk: &Chunk, scope: Scope) -> usize {
+    chunk.tasks.iter().flat_map(|admitted| &admitted.critics).map(|&critic| plan.units(critic, scope).len()).sum()
+}
+
+/// What a worker's intake holds when [`work_together`] asks it for a chunk.
+pub enum Intake {
+    Chunk(Chunk),
+    /// None now; ask again later.
+    Empty,
+    /// None ever again.
+    Closed,
+}
+
+/// The chunks a worker has in flight, each a future woken by the answers its loops await.
+struct Slot<'a> {
+    recording: Pin<Box<dyn Future<Output = ChunkResult> + 'a>>,
+    waker: Waker,
+    loops: usize,
+}
+
+/// The chunk futures woken since the worker last looked, and the worker to unpark.
+struct Woken {
+    slots: Mutex<Vec<usize>>,
+    worker: std::thread::Thread,
+}
+
+struct SlotWaker {
+    slot: usize,
+    woken: Arc<Woken>,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.slots.lock().unwrap_or_else(|e| e.into_inner()).push(self.slot);
+        self.woken.worker.unpark();
+    }
+}
+
+/// How long an idle worker sleeps before it looks at its intake again without being woken: a
+/// chunk the source hands on wakes no one.
+const INTAKE_POLL: Duration = Duration::from_millis(1);
+
+/// A worker whose loops await their author: takes chunks from `intake` (waiting there only when
+/// it has nothing in flight) while its chunks hold fewer than `loops_at_most` loops, drives them
+/// all on this thread, and hands each recorded chunk to `deliver` (which says whether to go on).
+pub fn work_together<'a>(
+    plan: &'a Plan<'a>,
+    scope: Scope,
+    stop: &'a AtomicBool,
+    loops_at_most: usize,
+    mut intake: impl FnMut(bool) -> Intake,
+    mut deliver: impl FnMut(ChunkResult) -> bool,
+) {
+    let woken = Arc::new(Woken { slots: Mutex::new(Vec::new()), worker: std::thread::current() });
+    let mut slots: Vec<Option<Slot<'a>>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let (mut live, mut loops, mut open) = (0, 0, true);
+    loop {
+        while open && loops < loops_at_most.max(1) {
+            match intake(live == 0) {
+                Intake::Chunk(chunk) => {
+                    let slot = free.pop().unwrap_or_else(|| {
+                        slots.push(None);
+                        slots.len() - 1
+                    });
+                    let size = loops_of(plan, &chunk, scope);
+                    let waker = Waker::from(Arc::new(SlotWaker { slot, woken: Arc::clone(&woken) }));
+                    let recording = Box::pin(record_chunk(plan, chunk, scope, stop, true));
+                    slots[slot] = Some(Slot { recording, waker, loops: size });
+                    woken.slots.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
+                    live += 1;
+                    loops += size;
+                }
+                Intake::Empty => break,
+                Intake::Closed => open = false,
+            }
+        }
+        if live == 0 && !open {
+            return;
+        }
+        let ready = std::mem::take(&mut *woken.slots.lock().unwrap_or_else(|e| e.into_inner()));
+        if ready.is_empty() {
+            std::thread::park_timeout(INTAKE_POLL);
+            continue;
+        }
+        for slot in ready {
+            // A slot woken twice, or after its chunk was done, is looked at once.
+            let Some(chunk) = slots[slot].as_mut() else { continue };
+            let polled = chunk.recording.as_mut().poll(&mut Context::from_waker(&chunk.waker));
+            if let Poll::Ready(result) = polled {
+                loops -= chunk.loops;
+                live -= 1;
+                slots[slot] = None;
+                free.push(slot);
+                if !deliver(result) {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
@@ -182,14 +314,24 @@ pub fn record_loop(
     scope: Scope,
 ) -> Result<LoopResult, String> {
     // Without a batch, no critique waits: the recording is done in one poll.
-    let recording = std::pin::pin!(record_loop_in(plan, task, task_json, labelled, unit, scope, None));
+    let driver = Driver { batch: None, awaiting: false };
+    let recording = std::pin::pin!(record_loop_in(plan, task, task_json, labelled, unit, scope, driver));
     match recording.poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(result) => result,
         Poll::Pending => unreachable!("a loop without a batch never waits"),
     }
 }
 
-/// [`record_loop`], its critiques asked through `batch` when given.
+/// How a loop is driven: its critiques asked through `batch` when given; its drafts awaited from
+/// the author when `awaiting` (the driver has a waker the author's answers wake), else asked of
+/// it on the spot.
+#[derive(Clone, Copy)]
+struct Driver<'b> {
+    batch: Option<&'b Batch>,
+    awaiting: bool,
+}
+
+/// [`record_loop`], driven as `driver` says.
 async fn record_loop_in(
     plan: &Plan<'_>,
     task: &Task,
@@ -197,7 +339,7 @@ async fn record_loop_in(
     labelled: Option<&TaskJson>,
     unit: Unit,
     scope: Scope,
-    batch: Option<&Batch>,
+    driver: Driver<'_>,
 ) -> Result<LoopResult, String> {
     let experiment = plan.experiment;
     let policies: Vec<Policy> = unit
@@ -213,7 +355,11 @@ async fn record_loop_in(
     } else {
         &[]
     };
-    let mut draft = plan.author.generate(task, hints, &key(0))?;
+    let mut draft = if driver.awaiting {
+        plan.author.generate_async(task, hints, key(0)).await?
+    } else {
+        plan.author.generate(task, hints, &key(0))?
+    };
     let mut gen_ms = ms(generated);
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
@@ -224,7 +370,7 @@ async fn record_loop_in(
     let mut texts: Vec<String> = Vec::new();
     loop {
         let round = rounds.len() as u32;
-        let (call, scope, critic_ms) = match batch {
+        let (call, scope, critic_ms) = match driver.batch {
             Some(batch) => batch.critique_draft(plan, unit, &task.id, task_json, &draft.text, round).await,
             None => critique_draft(plan, unit, &task.id, task_json, &draft.text, round),
         };
@@ -241,7 +387,11 @@ async fn record_loop_in(
         let next = if running.contains(&true) {
             let revised = Instant::now();
             let shown = unit.arm.shows_critique().then_some(&call.critique);
-            let next = plan.author.revise(task, &draft_text, shown, &key(round + 1))?;
+            let next = if driver.awaiting {
+                plan.author.revise_async(task, &draft_text, shown, key(round + 1)).await?
+            } else {
+                plan.author.revise(task, &draft_text, shown, &key(round + 1))?
+            };
             Some((next, ms(revised)))
         } else {
             None

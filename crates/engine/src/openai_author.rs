@@ -11,7 +11,7 @@ use critbench_plugin_host::services::{CallScope, Host, HostService, Reply};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::backend::{Author, Draft, DraftKey};
+use crate::backend::{Author, Draft, DraftKey, Writing};
 use crate::memory::Hint;
 use crate::prompts::{Prompts, clean_model_text, feedback_block, hints_block, render, task_blocks};
 
@@ -113,42 +113,35 @@ impl OpenAiAuthor {
     }
 
     fn ask(&self, role: Role, system: &str, user: String, key: &DraftKey<'_>, what: &str) -> Result<Draft, String> {
-        let request =
-            ChatRequest { messages: vec![Message::system(system), Message::user(user)], response_format: None };
-        let identity =
-            CallIdentity { task_id: key.task_id.to_string(), epoch: key.epoch, round: key.round, attempt: 1 };
-        // One message per failed round, naming it: the runner records it in `failed_loops`.
-        let answer = self
-            .client
-            .chat(role, &request, &identity)
-            .map_err(|error| format!("round {} ({what}): {error}", key.round))?;
-        Ok(Draft {
-            text: clean_model_text(&answer.content),
-            tokens_in: answer.tokens_in,
-            tokens_out: answer.tokens_out,
-            acted_on_critique: None,
+        let (request, identity) = chat_of(system, user, key);
+        drafted(self.client.chat(role, &request, &identity), key, what)
+    }
+
+    /// [`OpenAiAuthor::ask`], awaited.
+    fn ask_async<'a>(
+        &'a self,
+        role: Role,
+        system: &'a str,
+        user: String,
+        key: DraftKey<'a>,
+        what: &'a str,
+    ) -> Writing<'a> {
+        Box::pin(async move {
+            let (request, identity) = chat_of(system, user, &key);
+            drafted(self.client.chat_async(role, &request, &identity).await, &key, what)
         })
     }
-}
 
-impl Author for OpenAiAuthor {
-    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+    fn generate_prompt(&self, task: &Task, hints: &[Hint]) -> String {
         let (context, evidence) = task_blocks(task);
         let hints = hints_block(hints);
-        let user = render(
+        render(
             &self.prompts.generator,
             &[("prompt", task.prompt.trim()), ("context", &context), ("evidence", &evidence), ("hints", &hints)],
-        );
-        self.ask(Role::Generator, &self.prompts.generator_system, user, key, "generate")
+        )
     }
 
-    fn revise(
-        &self,
-        task: &Task,
-        draft: &str,
-        critique: Option<&Critique>,
-        key: &DraftKey<'_>,
-    ) -> Result<Draft, String> {
+    fn revise_prompt(&self, task: &Task, draft: &str, critique: Option<&Critique>) -> String {
         let (context, evidence) = task_blocks(task);
         let mut values =
             vec![("prompt", task.prompt.trim()), ("context", &context), ("evidence", &evidence), ("draft", draft)];
@@ -161,8 +154,68 @@ impl Author for OpenAiAuthor {
             }
             None => &self.prompts.reviser_blind,
         };
-        let user = render(template, &values);
+        render(template, &values)
+    }
+}
+
+/// The request of one draft and the identity it is cached and seeded by.
+fn chat_of(system: &str, user: String, key: &DraftKey<'_>) -> (ChatRequest, CallIdentity) {
+    let request = ChatRequest { messages: vec![Message::system(system), Message::user(user)], response_format: None };
+    let identity = CallIdentity { task_id: key.task_id.to_string(), epoch: key.epoch, round: key.round, attempt: 1 };
+    (request, identity)
+}
+
+/// The model's answer as a draft, cleaned; a failure names its round (`what`: generate, revise,
+/// adjudicate): the runner records it in `failed_loops`.
+fn drafted(
+    answer: Result<critbench_openai::ChatAnswer, critbench_openai::ChatError>,
+    key: &DraftKey<'_>,
+    what: &str,
+) -> Result<Draft, String> {
+    let answer = answer.map_err(|error| format!("round {} ({what}): {error}", key.round))?;
+    Ok(Draft {
+        text: clean_model_text(&answer.content),
+        tokens_in: answer.tokens_in,
+        tokens_out: answer.tokens_out,
+        acted_on_critique: None,
+    })
+}
+
+impl Author for OpenAiAuthor {
+    fn awaits(&self) -> bool {
+        true
+    }
+
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+        let user = self.generate_prompt(task, hints);
+        self.ask(Role::Generator, &self.prompts.generator_system, user, key, "generate")
+    }
+
+    fn generate_async<'a>(&'a self, task: &'a Task, hints: &'a [Hint], key: DraftKey<'a>) -> Writing<'a> {
+        let user = self.generate_prompt(task, hints);
+        self.ask_async(Role::Generator, &self.prompts.generator_system, user, key, "generate")
+    }
+
+    fn revise(
+        &self,
+        task: &Task,
+        draft: &str,
+        critique: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Result<Draft, String> {
+        let user = self.revise_prompt(task, draft, critique);
         self.ask(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
+    }
+
+    fn revise_async<'a>(
+        &'a self,
+        task: &'a Task,
+        draft: &'a str,
+        critique: Option<&'a Critique>,
+        key: DraftKey<'a>,
+    ) -> Writing<'a> {
+        let user = self.revise_prompt(task, draft, critique);
+        self.ask_async(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
     }
 
     /// The adjudicator's final pass over a finished loop's draft, cleaned like every

@@ -124,6 +124,16 @@ impl<'a> Plan<'a> {
         if self.replay { Sweep::Replay } else { Sweep::Direct }
     }
 
+    /// Whether the loops are driven as futures, many to a worker thread
+    /// ([`crate::loops::work_together`]): their author awaits a model server, and nothing else in
+    /// a loop waits on one (no critic or evaluator requires a host service such as `chat`, no arm
+    /// adjudicates), so that a worker thread never blocks on the network.
+    pub fn awaits_author(&self) -> bool {
+        self.author.awaits()
+            && self.experiment.adjudicate.is_empty()
+            && self.critics.iter().chain(&self.evaluators).all(|critic| critic.info().declared.requires.is_empty())
+    }
+
     /// The critics that take a task of `kind`, by index.
     pub fn critics_for<'k>(&'k self, kind: Option<&'k str>) -> impl Iterator<Item = usize> + 'k {
         self.experiment.critics.iter().enumerate().filter(move |(_, spec)| spec.takes(kind)).map(|(index, _)| index)

@@ -8,10 +8,15 @@
 //! Threads: one source thread (reads, hashes, parses, admits), `jobs` loop workers, and the
 //! calling thread as the sink. A failed write raises a stop flag: the source stops reading, the
 //! workers abandon their chunks, and the run ends with the error within a chunk's time.
+//!
+//! When the loops await a model server ([`Plan::awaits_author`]), each worker drives many chunks
+//! at once ([`work_together`]), so that `concurrency` requests are in flight on `jobs` threads;
+//! otherwise a loop blocks its worker while it waits, and there are as many workers as requests
+//! in flight ([`Experiment::blocking_jobs`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Instant, SystemTime};
 
@@ -23,7 +28,7 @@ use crate::backend::Author;
 use crate::experiment::{BackendKind, Experiment};
 use crate::journal::{Fingerprint, progress_dir};
 use crate::learn::LearnSink;
-use crate::loops::{panic_text, run_chunk};
+use crate::loops::{Intake, panic_text, run_chunk, work_together};
 use crate::openai_author::{OpenAiAuthor, OpenAiSession, plugin_host};
 use crate::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run_dir;
@@ -113,7 +118,11 @@ fn run_inner(
     for warning in &plan.warnings {
         eprintln!("warning: {warning}");
     }
-    let jobs = worker_count(experiment.jobs);
+    if let Some(openai) = &experiment.openai {
+        raise_open_files(openai.concurrency())?;
+    }
+    let workers = Workers::of(experiment, &plan);
+    let jobs = workers.threads;
     // Loops that wait on a model server go a task at a time, so that every worker has one; long
     // loops go fewer tasks at a time, so that the chunks in flight stay small.
     let chunk_tasks =
@@ -144,7 +153,7 @@ fn run_inner(
     let memory = if experiment.arms.iter().any(|a| a.uses_memory()) {
         let progress = Progress::new(total_bytes, options.quiet, "learning (strategy memory)");
         let mut learner = LearnSink::new(&plan);
-        let learned = drive(&plan, source, Scope::Learn, jobs, &mut learner, &progress, interrupt, budget.as_ref());
+        let learned = drive(&plan, source, Scope::Learn, workers, &mut learner, &progress, interrupt, budget.as_ref());
         progress.finish();
         let (learned, interrupted) = learned?;
         if let Some(stopped) = interrupted {
@@ -195,13 +204,13 @@ fn run_inner(
             &plan,
             source,
             Scope::Evaluate,
-            jobs,
+            workers,
             &mut follower.following(&mut sink),
             &progress,
             interrupt,
             budget,
         ),
-        None => drive(&plan, source, Scope::Evaluate, jobs, &mut sink, &progress, interrupt, budget),
+        None => drive(&plan, source, Scope::Evaluate, workers, &mut sink, &progress, interrupt, budget),
     };
     progress.finish();
     let (report, interrupted) = match streamed {
@@ -263,8 +272,95 @@ fn check_routed(experiment: &Experiment, report: &SourceReport) -> Result<(), En
     })
 }
 
-fn worker_count(jobs: usize) -> usize {
-    if jobs > 0 { jobs } else { crate::experiment::available_cores() }
+/// The loop workers of a run.
+#[derive(Clone, Copy, Debug)]
+struct Workers {
+    threads: usize,
+    /// When the loops await their author: how many each worker keeps in flight at most.
+    loops_each: Option<usize>,
+}
+
+impl Workers {
+    fn of(experiment: &Experiment, plan: &Plan<'_>) -> Workers {
+        match &experiment.openai {
+            Some(openai) if plan.awaits_author() => {
+                let threads = if experiment.jobs > 0 { experiment.jobs } else { crate::experiment::available_cores() };
+                // A little more than `concurrency`: a loop between two requests (its critique) or
+                // sharing its first draft's request with the other arms holds no slot.
+                let loops = openai.concurrency() as usize * 5 / 4;
+                Workers { threads, loops_each: Some(loops.div_ceil(threads).max(1)) }
+            }
+            _ => Workers { threads: experiment.blocking_jobs(), loops_each: None },
+        }
+    }
+
+    /// Chunks between the source and the sink, at most: every chunk the workers may hold, as
+    /// many again finished and waiting for the chunks before them, and a few on their way.
+    fn window(self) -> usize {
+        match self.loops_each {
+            Some(loops) => 2 * self.threads * (loops + 1) + 2,
+            None => 2 * self.threads + 2,
+        }
+    }
+}
+
+/// Open files a run needs beside its model connections: datasets, part files, plugins' pipes,
+/// the response cache.
+const OPEN_FILES_BESIDE_CONNECTIONS: u64 = 256;
+
+/// Raises the soft open-file limit to what `concurrency` connections need (toward the hard
+/// limit), or says which limit to raise when the hard limit is too low.
+fn raise_open_files(concurrency: u32) -> Result<(), EngineError> {
+    let needed = u64::from(concurrency) + OPEN_FILES_BESIDE_CONNECTIONS;
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given and nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        // Unknown: the connections will say so if there are too few.
+        return Ok(());
+    }
+    let (soft, hard) = (limit.rlim_cur, limit.rlim_max);
+    let unlimited = limit.rlim_max == libc::RLIM_INFINITY;
+    if soft >= needed || limit.rlim_cur == libc::RLIM_INFINITY {
+        return Ok(());
+    }
+    let refused = || EngineError::OpenFiles {
+        concurrency: u64::from(concurrency),
+        needed,
+        hard,
+        fits: hard.saturating_sub(OPEN_FILES_BESIDE_CONNECTIONS).max(1),
+    };
+    if !unlimited && hard < needed {
+        return Err(refused());
+    }
+    let raised = libc::rlimit { rlim_cur: needed, rlim_max: limit.rlim_max };
+    // SAFETY: setrlimit reads the struct it is given; a soft limit within the hard one is allowed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        return Err(refused());
+    }
+    Ok(())
+}
+
+/// The next chunk for a worker that drives many: waits for one only when `wait` (it has none in
+/// flight), and never waits for another worker that is waiting. Chunks that arrive once the run
+/// is stopping are handed back.
+fn take_chunk(chunks: &Mutex<Receiver<crate::source::Chunk>>, window: &Window, wait: bool) -> Intake {
+    loop {
+        let received = if wait {
+            chunks.lock().unwrap_or_else(|e| e.into_inner()).recv().map_err(|_| TryRecvError::Disconnected)
+        } else {
+            match chunks.try_lock() {
+                Ok(chunks) => chunks.try_recv(),
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner().try_recv(),
+                Err(std::sync::TryLockError::WouldBlock) => return Intake::Empty,
+            }
+        };
+        match received {
+            Ok(_) if window.stopped() => window.release(),
+            Ok(chunk) => return Intake::Chunk(chunk),
+            Err(TryRecvError::Empty) => return Intake::Empty,
+            Err(TryRecvError::Disconnected) => return Intake::Closed,
+        }
+    }
 }
 
 /// Chunks between the source and the sink, at most: the source waits for a permit before it
@@ -317,7 +413,7 @@ impl Window {
     }
 }
 
-/// One pass over the datasets: the source on its own thread, `jobs` workers recording loops,
+/// One pass over the datasets: the source on its own thread, `workers` recording loops,
 /// and `consumer` taking the recorded chunks in source order on this thread. `budget` is raised
 /// by the model client once a budget is reached: the pass then stops as on a signal, but waits
 /// for the loops in flight however long they take.
@@ -326,16 +422,18 @@ fn drive<C: Consumer>(
     plan: &Plan<'_>,
     source: Source,
     scope: Scope,
-    jobs: usize,
+    workers: Workers,
     consumer: &mut C,
     progress: &Progress,
     interrupt: Option<&AtomicUsize>,
     budget: Option<&Arc<AtomicBool>>,
 ) -> Result<(SourceReport, Option<Stopped>), EngineError> {
-    let window = Window::stopped_by(2 * jobs + 2, budget);
+    let jobs = workers.threads;
+    let window = Window::stopped_by(workers.window(), budget);
     let (chunk_sender, chunk_receiver) = sync_channel(jobs + 1);
     let chunk_receiver = Mutex::new(chunk_receiver);
-    let (result_sender, result_receiver) = sync_channel(2 * jobs + 2);
+    // As many as the window holds: a worker driving many chunks never waits to hand one on.
+    let (result_sender, result_receiver) = sync_channel(workers.window());
     let first_chunk = source.first_chunk();
     // A sequential run's chunks wait for the looks before them (see `crate::sequential::Gate`).
     let gate = source.gate();
@@ -357,6 +455,13 @@ fn drive<C: Consumer>(
                 let results = result_sender.clone();
                 let chunks = &chunk_receiver;
                 std::thread::Builder::new().name(format!("critbench-loops-{index}")).spawn_scoped(scope_, move || {
+                    if let Some(loops_each) = workers.loops_each {
+                        let intake = |wait| take_chunk(chunks, window, wait);
+                        work_together(plan, scope, &window.stop, loops_each, intake, |result| {
+                            results.send(result).is_ok()
+                        });
+                        return;
+                    }
                     loop {
                         let next = chunks.lock().unwrap_or_else(|e| e.into_inner()).recv();
                         let Ok(chunk) = next else { break };

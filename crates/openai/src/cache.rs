@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -47,6 +48,45 @@ type FlightResult = Result<CachedAnswer, String>;
 struct Flight {
     result: Mutex<Option<FlightResult>>,
     done: Condvar,
+    /// Followers awaiting the result (asynchronous callers), woken when it is published.
+    wakers: Mutex<Vec<Waker>>,
+}
+
+/// An identical request in flight whose outcome a caller waits for, by blocking
+/// ([`Following::wait`]) or awaiting ([`Following::result`]).
+pub struct Following(Arc<Flight>);
+
+impl Following {
+    /// Blocks the calling thread until the leader publishes its outcome.
+    #[cfg(test)]
+    pub fn wait(self) -> FlightResult {
+        let mut result = self.0.result.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        while result.is_none() {
+            result = self.0.done.wait(result).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        result.clone().expect("checked above")
+    }
+
+    /// The leader's outcome, awaited: a caller whose leader may be a future on the same thread
+    /// must not block it.
+    pub async fn result(self) -> FlightResult {
+        std::future::poll_fn(|context| {
+            // The waker is registered under the result's lock, which `publish` takes before it
+            // wakes: a result published after this look finds the waker.
+            let result = self.0.result.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            match result.as_ref() {
+                Some(result) => Poll::Ready(result.clone()),
+                None => {
+                    let mut wakers = self.0.wakers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if !wakers.iter().any(|waker| waker.will_wake(context.waker())) {
+                        wakers.push(context.waker().clone());
+                    }
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
 }
 
 pub struct ResponseCache {
@@ -61,6 +101,8 @@ pub enum Lookup<'a> {
     Hit(CachedAnswer),
     /// An identical request was in flight; this is its outcome.
     Joined(FlightResult),
+    /// An identical request is in flight: its outcome is to be waited for ([`ResponseCache::begin`]).
+    Follow(Following),
     /// Nobody has it: the caller asks the model and must [`Leader::finish`].
     Lead(Leader<'a>),
 }
@@ -174,7 +216,17 @@ impl ResponseCache {
     /// Looks `key` up: a stored answer, the outcome of an identical request in flight (waiting
     /// for it), or the lead, when this caller must ask the model. A cache that cannot be read is
     /// treated as a miss (`read_error` says why).
+    #[cfg(test)]
     pub fn lookup(&self, key: &str, read_error: &mut Option<String>) -> Lookup<'_> {
+        match self.begin(key, read_error) {
+            Lookup::Follow(following) => Lookup::Joined(following.wait()),
+            other => other,
+        }
+    }
+
+    /// [`ResponseCache::lookup`] without the wait: an identical request in flight is
+    /// [`Lookup::Follow`], never [`Lookup::Joined`].
+    pub fn begin(&self, key: &str, read_error: &mut Option<String>) -> Lookup<'_> {
         let flight = {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             match in_flight.get(key) {
@@ -187,17 +239,17 @@ impl ResponseCache {
                         Ok(None) => {}
                         Err(e) => *read_error = Some(e),
                     }
-                    let flight = Arc::new(Flight { result: Mutex::new(None), done: Condvar::new() });
+                    let flight = Arc::new(Flight {
+                        result: Mutex::new(None),
+                        done: Condvar::new(),
+                        wakers: Mutex::new(Vec::new()),
+                    });
                     in_flight.insert(key.to_string(), Arc::clone(&flight));
                     return Lookup::Lead(Leader { cache: self, key: key.to_string(), flight, finished: false });
                 }
             }
         };
-        let mut result = flight.result.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        while result.is_none() {
-            result = flight.done.wait(result).unwrap_or_else(|poisoned| poisoned.into_inner());
-        }
-        Lookup::Joined(result.clone().expect("checked above"))
+        Lookup::Follow(Following(flight))
     }
 }
 
@@ -215,8 +267,13 @@ impl Leader<'_> {
 
     fn publish(&mut self, result: FlightResult) {
         self.finished = true;
-        *self.flight.result.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(result);
+        let wakers = {
+            let mut slot = self.flight.result.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            *slot = Some(result);
+            std::mem::take(&mut *self.flight.wakers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        };
         self.flight.done.notify_all();
+        wakers.into_iter().for_each(Waker::wake);
         self.cache.in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&self.key);
     }
 }
@@ -278,11 +335,37 @@ mod tests {
             std::thread::spawn(move || match cache.lookup("k", &mut None) {
                 Lookup::Joined(result) => result,
                 Lookup::Hit(answer) => Ok(answer),
-                Lookup::Lead(_) => panic!("a second leader for the same key"),
+                Lookup::Lead(_) | Lookup::Follow(_) => panic!("a second leader for the same key"),
             })
         };
         std::thread::sleep(Duration::from_millis(50));
         leader.finish(&parts(), &Ok(answer("once"))).unwrap();
         assert_eq!(follower.join().unwrap().unwrap().content, "once");
+    }
+
+    #[test]
+    fn a_follower_on_the_leaders_thread_awaits_without_blocking_it() {
+        use std::task::{Context, Wake};
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let cache = ResponseCache::open(&CacheMode::Memory).unwrap();
+        let Lookup::Lead(leader) = cache.begin("k", &mut None) else { panic!("empty cache") };
+        let Lookup::Follow(following) = cache.begin("k", &mut None) else { panic!("the lead is in flight") };
+        let woken = Arc::new(Count(0.into()));
+        let waker = Waker::from(Arc::clone(&woken));
+        let mut context = Context::from_waker(&waker);
+        let mut result = std::pin::pin!(following.result());
+        assert!(result.as_mut().poll(&mut context).is_pending(), "nothing published yet");
+        assert_eq!(woken.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+        leader.finish(&parts(), &Ok(answer("once"))).unwrap();
+        assert_eq!(woken.0.load(std::sync::atomic::Ordering::SeqCst), 1, "publishing wakes the follower");
+        match result.as_mut().poll(&mut context) {
+            Poll::Ready(Ok(answer)) => assert_eq!(answer.content, "once"),
+            other => panic!("{other:?}"),
+        }
     }
 }

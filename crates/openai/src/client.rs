@@ -1,8 +1,13 @@
-//! The blocking chat client: cache, token cap, concurrency limit, retries, one HTTP request.
+//! The chat client: cache, token cap, concurrency limit, retries, one HTTP request. Asked by
+//! blocking threads ([`Client::chat`]) or awaited from any executor ([`Client::chat_async`]):
+//! a request waiting on the server costs a future, not a thread.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
@@ -236,8 +241,8 @@ struct Endpoint {
     server: Server,
 }
 
-/// The blocking OpenAI-compatible client. Safe to share between threads (rayon workers call
-/// [`Client::chat`] directly); it owns a small tokio runtime for the HTTP side.
+/// The OpenAI-compatible client. Safe to share between threads (workers call [`Client::chat`]
+/// directly, or poll [`Client::chat_async`]); it owns a small tokio runtime for the HTTP side.
 pub struct Client {
     settings: ClientSettings,
     endpoints: Vec<Endpoint>,
@@ -251,8 +256,8 @@ pub struct Client {
     redacted: AtomicU64,
     runtime: tokio::runtime::Runtime,
     rotation: Mutex<Rotation>,
-    /// Signalled whenever a request finishes, so that waiters for a free slot look again.
-    finished: Condvar,
+    /// Callers waiting for a free slot, woken as requests finish.
+    waiters: Mutex<Waiters>,
     cache: ResponseCache,
     tokens_used: AtomicU64,
     cap_reached: AtomicBool,
@@ -328,7 +333,7 @@ impl Client {
         let concurrency: Vec<u32> = settings.endpoints.iter().map(|e| e.concurrency).collect();
         Ok(Client {
             rotation: Mutex::new(Rotation::new(&concurrency, settings.failover.clone())),
-            finished: Condvar::new(),
+            waiters: Mutex::new(Waiters::default()),
             settings,
             endpoints,
             cache_endpoint,
@@ -460,6 +465,22 @@ impl Client {
 
     /// Asks `role`'s model. Blocks the calling thread (never call it from inside an async task).
     pub fn chat(&self, role: Role, request: &ChatRequest, identity: &CallIdentity) -> Result<ChatAnswer, ChatError> {
+        self.runtime.handle().block_on(self.ask(role, request, identity))
+    }
+
+    /// [`Client::chat`] as a future that any executor may poll (it enters the client's runtime
+    /// at every poll): waiting for a slot, for an identical request in flight, for the server or
+    /// for a backoff blocks no thread. The cache's reads and writes are done in the poll.
+    pub fn chat_async<'a>(
+        &'a self,
+        role: Role,
+        request: &'a ChatRequest,
+        identity: &'a CallIdentity,
+    ) -> impl Future<Output = Result<ChatAnswer, ChatError>> + 'a {
+        InRuntime { handle: self.runtime.handle().clone(), future: Box::pin(self.ask(role, request, identity)) }
+    }
+
+    async fn ask(&self, role: Role, request: &ChatRequest, identity: &CallIdentity) -> Result<ChatAnswer, ChatError> {
         let settings = self.settings.roles.get(&role).ok_or(ChatError::NoModel(role))?;
         self.count(role, |c| c.calls += 1);
         if let Some(cap) = self.settings.max_tokens_total {
@@ -482,9 +503,12 @@ impl Client {
             round: identity.round,
         };
         let mut read_error = None;
-        let lookup = self.cache.lookup(&key, &mut read_error);
+        let mut lookup = self.cache.begin(&key, &mut read_error);
         if let Some(error) = read_error {
             self.warn_cache(&format!("cannot read the response cache: {error}"));
+        }
+        if let Lookup::Follow(following) = lookup {
+            lookup = Lookup::Joined(following.result().await);
         }
         let (result, cached, server_time) = match lookup {
             Lookup::Hit(answer) => {
@@ -496,10 +520,11 @@ impl Client {
                 self.count(role, |c| c.shared += 1);
                 (result, true, None)
             }
+            Lookup::Follow(_) => unreachable!("followed above"),
             Lookup::Lead(leader) => {
                 self.count(role, |c| c.model_calls += 1);
                 // Redacted before it is cached or shared, so the key is never stored.
-                let called = self.call_model(role, &body);
+                let called = self.call_model(role, &body).await;
                 let server_time = called.as_ref().ok().map(|(_, time)| *time);
                 let result = called.map(|(answer, _)| self.redact_answer(answer));
                 if let Err(error) = leader.finish(&parts, &result) {
@@ -569,27 +594,50 @@ impl Client {
         lock(&self.rotation)
     }
 
-    /// Blocks until an endpoint can take the request (see `pool` for which).
-    fn acquire(&self, avoid: &[usize]) -> Ticket {
-        let mut rotation = self.lock_rotation();
-        loop {
+    /// Waits until an endpoint can take the request (see `pool` for which).
+    async fn acquire(&self, avoid: &[usize]) -> Ticket {
+        let mut queued = Queued { client: self, id: lock(&self.waiters).next_id(), served: false };
+        let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+        std::future::poll_fn(|context| {
+            let mut rotation = self.lock_rotation();
             match rotation.pick(self.now(), avoid) {
-                Pick::Go(ticket) => return ticket,
-                Pick::Wait(None) => {
-                    rotation = self.finished.wait(rotation).unwrap_or_else(|poisoned| poisoned.into_inner());
+                Pick::Go(ticket) => {
+                    drop(rotation);
+                    queued.served = true;
+                    lock(&self.waiters).leave(queued.id);
+                    // Several slots may be free (the limit grew, several requests ended): the
+                    // next waiter looks too, and wakes the one after if it gets one.
+                    self.wake_waiters();
+                    Poll::Ready(ticket)
                 }
-                Pick::Wait(Some(at_most)) => {
-                    let wait = at_most.max(Duration::from_millis(1));
-                    rotation =
-                        self.finished.wait_timeout(rotation, wait).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
+                Pick::Wait(at_most) => {
+                    // Queued under the rotation's lock, which `release` takes before it wakes:
+                    // a slot freed after this pick finds this waiter.
+                    lock(&self.waiters).join(queued.id, avoid.is_empty(), context.waker());
+                    drop(rotation);
+                    if let Some(at_most) = at_most {
+                        let sleep = timer.insert(Box::pin(tokio::time::sleep(at_most.max(Duration::from_millis(1)))));
+                        if sleep.as_mut().poll(context).is_ready() {
+                            context.waker().wake_by_ref();
+                        }
+                    }
+                    Poll::Pending
                 }
             }
-        }
+        })
+        .await
     }
 
     fn release(&self, ticket: Ticket, outcome: Outcome) {
         self.lock_rotation().finish(ticket, outcome, self.now());
-        self.finished.notify_all();
+        self.wake_waiters();
+    }
+
+    /// Wakes the first waiter that may take any endpoint, and every waiter that avoids some (a
+    /// retry elsewhere): only the latter can be unable to take a slot the first could.
+    fn wake_waiters(&self) {
+        let woken = lock(&self.waiters).take_next();
+        woken.into_iter().for_each(Waker::wake);
     }
 
     /// Holds every request to `endpoint` for `wait`, as its server asked.
@@ -601,7 +649,7 @@ impl Client {
     /// Every attempt for one answer: an endpoint, the request, its outcome, then at once another
     /// endpoint this call has not tried, or a backoff. The answer and the time its request took;
     /// on failure, the text of [`ChatError::Failed`].
-    fn call_model(&self, role: Role, body: &Value) -> Result<(CachedAnswer, Duration), String> {
+    async fn call_model(&self, role: Role, body: &Value) -> Result<(CachedAnswer, Duration), String> {
         // A retry that fails over at once to an untried endpoint is not one of `max_retries`.
         let attempts = self.settings.max_retries + self.endpoints.len() as u32;
         let mut tried: Vec<usize> = Vec::new();
@@ -613,10 +661,10 @@ impl Client {
                 self.count_http(|c| c.retries += 1);
             }
             let queued = Instant::now();
-            let ticket = self.acquire(&tried);
+            let ticket = self.acquire(&tried).await;
             let sent = Instant::now();
             let endpoint = &self.endpoints[ticket.endpoint];
-            let (outcome, pause) = self.runtime.handle().block_on(self.attempt(endpoint, body));
+            let (outcome, pause) = self.attempt(endpoint, body).await;
             let took = sent.elapsed();
             self.count(role, |c| {
                 c.queue_us += sent.duration_since(queued).as_micros() as u64;
@@ -661,7 +709,7 @@ impl Client {
             // A server's Retry-After paused the endpoint: the next attempt waits for it there.
             if wait.is_none() {
                 let backoff = self.backoff(backoffs).min(MAX_BACKOFF);
-                std::thread::sleep(backoff);
+                tokio::time::sleep(backoff).await;
                 self.count(role, |c| c.backoff_us += backoff.as_micros() as u64);
             }
         };
@@ -944,6 +992,81 @@ impl Client {
             })
             .collect();
         json!(by_task)
+    }
+}
+
+/// A future polled inside the client's runtime context, whoever polls it: reqwest's connections
+/// and tokio's timers need that context when they are made and polled.
+struct InRuntime<'a, T> {
+    handle: tokio::runtime::Handle,
+    future: Pin<Box<dyn Future<Output = T> + 'a>>,
+}
+
+impl<T> Future for InRuntime<'_, T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<T> {
+        let _entered = self.handle.enter();
+        self.future.as_mut().poll(context)
+    }
+}
+
+/// Callers waiting for a free slot, in the order they came.
+#[derive(Default)]
+struct Waiters {
+    next: u64,
+    /// Each waiter's id, whether it may take any endpoint, and its waker.
+    queue: VecDeque<(u64, bool, Waker)>,
+}
+
+impl Waiters {
+    fn next_id(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    fn join(&mut self, id: u64, any: bool, waker: &Waker) {
+        match self.queue.iter_mut().find(|(queued, ..)| *queued == id) {
+            Some((_, _, queued)) => queued.clone_from(waker),
+            None => self.queue.push_back((id, any, waker.clone())),
+        }
+    }
+
+    /// Whether `id` was still queued.
+    fn leave(&mut self, id: u64) -> bool {
+        let before = self.queue.len();
+        self.queue.retain(|(queued, ..)| *queued != id);
+        self.queue.len() < before
+    }
+
+    fn take_next(&mut self) -> Vec<Waker> {
+        let mut woken = Vec::new();
+        let mut first = true;
+        self.queue.retain(|(_, any, waker)| {
+            if *any && !first {
+                return true;
+            }
+            first &= !*any;
+            woken.push(waker.clone());
+            false
+        });
+        woken
+    }
+}
+
+/// A caller's place among the [`Waiters`]: given up when its future is dropped, and a wake it
+/// was given but did not use passed on.
+struct Queued<'a> {
+    client: &'a Client,
+    id: u64,
+    served: bool,
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        if !self.served && !lock(&self.client.waiters).leave(self.id) {
+            self.client.wake_waiters();
+        }
     }
 }
 

@@ -607,3 +607,55 @@ fn a_pilot_counts_each_tasks_distinct_requests_once() {
     assert_eq!(server.requests(), 2);
     assert!(Client::new(settings(&server, CacheMode::Memory)).unwrap().report().get("by_task").is_none());
 }
+
+/// Polls every future on this thread until all are done, parking between wakes: the executor a
+/// loop worker is, reduced to its core.
+fn drive_on_this_thread<T>(mut futures: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>>>) -> Vec<T> {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    let mut done: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    while done.iter().any(Option::is_none) {
+        for (future, slot) in futures.iter_mut().zip(done.iter_mut()).filter(|(_, slot)| slot.is_none()) {
+            if let std::task::Poll::Ready(value) = future.as_mut().poll(&mut context) {
+                *slot = Some(value);
+            }
+        }
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
+    done.into_iter().map(Option::unwrap).collect()
+}
+
+#[test]
+fn awaited_requests_share_one_thread_within_the_limit_and_identical_ones_go_once() {
+    let server = MockServer::start(|_| MockResponse::chat("x", 1, 1).after(Duration::from_millis(100)));
+    let mut limited = settings(&server, CacheMode::Memory);
+    limited.endpoints[0].concurrency = 16;
+    let client = Client::new(limited).unwrap();
+    let request = ChatRequest { messages: vec![Message::user("write")], response_format: None };
+    // 40 distinct requests and, for each of the first 8, a second identical one (another arm).
+    let identities: Vec<CallIdentity> =
+        (0..40).chain(0..8).map(|epoch| CallIdentity { task_id: "t1".into(), epoch, round: 0, attempt: 1 }).collect();
+    let started = Instant::now();
+    let futures = identities
+        .iter()
+        .map(|identity| {
+            Box::pin(client.chat_async(Role::Generator, &request, identity))
+                as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>
+        })
+        .collect();
+    let answers: Vec<Result<ChatAnswer, ChatError>> = drive_on_this_thread(futures);
+    assert!(answers.iter().all(|a| a.as_ref().is_ok_and(|a| a.content == "x")));
+    assert_eq!(answers.iter().filter(|a| a.as_ref().unwrap().cached).count(), 8, "the identical ones are shared");
+    assert_eq!(server.requests(), 40);
+    assert_eq!(server.max_in_flight(), 16, "the limit holds, and one thread fills it");
+    // 40 requests, 16 at a time, 100 ms each: three waves, not forty.
+    assert!(started.elapsed() < Duration::from_millis(2000), "{:?}", started.elapsed());
+    // The blocking form still works beside the awaited one.
+    assert_eq!(ask(&client, 99).unwrap().content, "x");
+}

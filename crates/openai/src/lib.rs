@@ -2,8 +2,9 @@
 //! model and sampling per role (generator, reviser, judge, adjudicator), as used against
 //! llama.cpp's server, vLLM, Ollama or a hosted API.
 //!
-//! What it adds over a bare HTTP call, all inside one blocking [`Client::chat`] that rayon worker
-//! threads call directly:
+//! What it adds over a bare HTTP call, all inside one [`Client::chat`] that worker threads call
+//! directly (blocking), or [`Client::chat_async`] that any executor awaits (a request waiting on
+//! the server then costs a future, not a thread):
 //! - a **response cache** in SQLite, keyed by endpoint, request body (model, messages, sampling,
 //!   response format) and the call's identity (role × task × epoch × round × attempt), with
 //!   identical requests in flight answered once; errors are never stored;
@@ -82,8 +83,8 @@ pub use settings::{
     Budget, CacheMode, ClientSettings, EndpointSettings, Failover, MAX_BACKOFF, Price, Role, RoleSettings, display_url,
 };
 pub use table::{
-    DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S, OpenAiTable, Requirements,
-    SettingsError,
+    DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S, MAX_CONCURRENCY, OpenAiTable,
+    Requirements, SettingsError,
 };
 
 #[cfg(test)]

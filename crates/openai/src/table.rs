@@ -13,6 +13,9 @@ use crate::settings::{CacheMode, ClientSettings, EndpointSettings, Failover, Rol
 
 /// Defaults of the `[openai]` table.
 pub const DEFAULT_CONCURRENCY: u32 = 4;
+/// The most requests one endpoint may have in flight: each costs an open connection (a file
+/// descriptor), and a run raises its open-file limit to match (`docs/REFERENCE.md`, `[openai]`).
+pub const MAX_CONCURRENCY: u32 = 4096;
 pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
 pub const DEFAULT_MAX_RETRIES: u32 = 4;
 pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
@@ -155,7 +158,7 @@ pub enum SettingsError {
          OPENAI_API_KEY), not the key itself; the key never goes in a file"
     )]
     KeyNotAName { key: String },
-    #[error("[openai] {key} = {value} must be from 1 to 1024")]
+    #[error("[openai] {key} = {value} must be from 1 to {MAX_CONCURRENCY}")]
     Concurrency { key: String, value: u32 },
     #[error("[openai] timeout_s = {0} must be a positive number of seconds")]
     Timeout(f64),
@@ -359,7 +362,11 @@ fn endpoint(
 }
 
 fn check_concurrency(key: &str, value: u32) -> Result<(), SettingsError> {
-    if (1..=1024).contains(&value) { Ok(()) } else { Err(SettingsError::Concurrency { key: key.to_string(), value }) }
+    if (1..=MAX_CONCURRENCY).contains(&value) {
+        Ok(())
+    } else {
+        Err(SettingsError::Concurrency { key: key.to_string(), value })
+    }
 }
 
 fn check_key_name(key: &str, name: &str) -> Result<(), SettingsError> {
@@ -452,7 +459,7 @@ mod tests {
         let e = error(serde_json::json!({"base_url": ["http://a/v1", "http://a/v1/"]}));
         assert_eq!(e, "[openai] base_url[1] = \"http://a/v1/\" is listed twice");
         let e = error(serde_json::json!({"endpoints": [{"base_url": "http://a", "concurrency": 0}]}));
-        assert_eq!(e, "[openai] endpoints[0].concurrency = 0 must be from 1 to 1024");
+        assert_eq!(e, "[openai] endpoints[0].concurrency = 0 must be from 1 to 4096");
         let e = error(
             serde_json::json!({"endpoints": [{"base_url": "http://a"}, {"base_url": "http://b", "api_key_env": "sk-123"}]}),
         );

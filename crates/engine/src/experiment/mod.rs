@@ -221,6 +221,17 @@ impl Experiment {
             replay: self.sweep == Sweep::Replay && self.policies.len() > 1,
         }
     }
+
+    /// Worker threads when each blocks on the model while it waits (the plugins' `chat` service,
+    /// `critbench judge`): `--jobs`, else every core, and with an `[openai]` table at least its
+    /// `concurrency`, so that that many requests can be in flight.
+    pub fn blocking_jobs(&self) -> usize {
+        if self.jobs > 0 {
+            return self.jobs;
+        }
+        let cores = available_cores();
+        self.openai.as_ref().map_or(cores, |openai| (openai.concurrency() as usize).max(cores))
+    }
 }
 
 pub(crate) use resolve::available_cores;

@@ -207,11 +207,9 @@ impl Experiment {
             plugin_dirs,
             on_bad_row,
             limit: overrides.limit,
-            // Workers mostly wait on the network with a model server: enough of them to keep
-            // `concurrency` requests in flight.
-            jobs: overrides.jobs.unwrap_or_else(|| {
-                openai.as_ref().map_or(0, |o| o.concurrency().max(available_cores() as u32) as usize)
-            }),
+            // 0: decided by the run (every core, or `Experiment::blocking_jobs` when its loops
+            // block on the model).
+            jobs: overrides.jobs.unwrap_or(0),
             judge,
             openai,
             prompts,

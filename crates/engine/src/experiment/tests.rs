@@ -85,7 +85,8 @@ fn openai_table_resolves_roles_limits_and_cache() {
         CacheMode::Disk { path } => assert!(path.ends_with("runs/.critbench-cache.sqlite"), "{path:?}"),
         other => panic!("{other:?}"),
     }
-    assert!(e.jobs >= DEFAULT_CONCURRENCY as usize, "workers enough to keep the requests in flight");
+    assert_eq!(e.jobs, 0, "decided by the run");
+    assert!(e.blocking_jobs() >= DEFAULT_CONCURRENCY as usize, "threads enough to keep the requests in flight");
     let e = load(&format!(
         "{OPENAI}max_tokens = 100\ncache = \"c.sqlite\"\n[openai.judge]\ntemperature = 0.3\nseed = 9\n\
          [openai.reviser]\nmodel = \"r\"\nmax_tokens = 50\n"
@@ -110,7 +111,7 @@ fn openai_mistakes_name_the_key() {
     assert!(error("api_key = \"x\"\n").contains("unknown field `api_key`"));
     assert!(error("api_key_env = \"sk-abc123-def\"\n").contains("not the key itself"));
     assert!(!error("api_key_env = \"sk-abc123-def\"\n").contains("sk-abc123"), "a pasted key is not echoed");
-    assert!(error("concurrency = 0\n").contains("concurrency = 0 must be from 1 to 1024"));
+    assert!(error("concurrency = 0\n").contains("concurrency = 0 must be from 1 to 4096"));
     assert!(error("timeout_s = -1\n").contains("timeout_s"));
     assert!(error("[openai.critic]\nmodel = \"m\"\n").contains("unknown field `critic`"));
     assert!(error("[openai.judge]\nmodel = \"other\"\n").contains("the judge model is given twice"));

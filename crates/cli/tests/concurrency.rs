@@ -1,0 +1,143 @@
+//! Same seed, same outputs, whatever the concurrency: the openai backend against a scripted server
+//! on 127.0.0.1 whose answers come back in a scrambled order, at 1, 16 and 256 requests in
+//! flight, records the same rows (drafts included) and the same summaries, byte for byte. The
+//! loops await the model on a worker or two, not a thread per request: the server sees as many
+//! requests in flight as the run allows, with no more worker threads than cores.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use critbench_openai::mock_server::{MockRequest, MockResponse, MockServer};
+use critbench_storage::recorded::read_recorded_loops;
+use critbench_storage::tables::OutcomeRow;
+
+/// Enough tasks that 256 requests are in flight at once (two arms, up to four rounds each).
+const TASKS: &str = "400";
+
+/// A short FNV-1a of the request: the same request, the same answer and the same delay.
+fn hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+/// A draft that depends on the whole request (the task, the round's seed, the draft revised),
+/// after a delay of 0 to 19 ms, so that answers arrive in another order than they were asked.
+fn answer(request: &MockRequest) -> MockResponse {
+    let asked = format!("{} {}", request.body["seed"], request.text());
+    let h = hash(&asked);
+    let draft = format!("Draft {h:016x}: {} words on the task.", 20 + h % 50);
+    MockResponse::chat(&draft, 30 + h % 17, 10 + h % 13).after(Duration::from_millis(h % 20))
+}
+
+fn outcome_rows(run: &Path) -> Vec<OutcomeRow> {
+    outcomes(run).into_iter().map(|row| OutcomeRow { run_id: String::new(), wall_ms: 0.0, ..row }).collect()
+}
+
+fn trajectories(run: &Path) -> Vec<critbench_storage::recorded::RecordedLoop> {
+    let mut loops = read_recorded_loops(&run.join("trajectories.parquet")).unwrap();
+    for round in loops.iter_mut().flat_map(|l| l.rounds.iter_mut()) {
+        (round.gen_ms, round.critic_ms) = (0.0, 0.0);
+    }
+    loops
+}
+
+fn run_at(dir: &Path, tasks: &Path, base_url: &str, concurrency: u32) -> PathBuf {
+    let template = std::fs::read_to_string(repo().join("experiments/bench-server.toml")).unwrap();
+    let text = template
+        .replace("base_url = \"http://127.0.0.1:8089/v1\"", &format!("base_url = \"{base_url}\""))
+        .replace("concurrency = 64 ", &format!("concurrency = {concurrency} "));
+    assert!(text.contains(base_url) && text.contains(&format!("concurrency = {concurrency} ")), "{text}");
+    let name = format!("c{concurrency}");
+    let file = experiment(dir, &format!("{name}.toml"), &text);
+    let out = dir.join(&name);
+    ok(critbench(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--no-cache",
+        "--store-drafts",
+        "--dataset",
+        tasks.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    out
+}
+
+#[test]
+fn the_same_seed_records_the_same_rows_and_summaries_at_1_16_and_256_in_flight() {
+    require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    let made = python()
+        .arg(repo().join("scripts/bench/make_tasks.py"))
+        .args(["scripted", TASKS])
+        .arg(&tasks)
+        .output()
+        .expect("python runs make_tasks.py");
+    assert!(made.status.success(), "make_tasks.py: {}", String::from_utf8_lossy(&made.stderr));
+
+    let mut runs = Vec::new();
+    for concurrency in [1, 16, 256] {
+        let server = MockServer::start(answer);
+        let out = run_at(dir.path(), &tasks, &server.base_url(), concurrency);
+        let most = server.max_in_flight();
+        // More requests in flight than worker threads, and more at 256 than 16 allows: the loops
+        // wait as futures. (How close to 256 a debug build gets depends on the machine's load.)
+        let least = match concurrency {
+            1 => 1,
+            16 => 4,
+            _ => 17,
+        };
+        assert!(most >= least, "{most} in flight at most at concurrency {concurrency}");
+        assert!(most <= concurrency as usize, "{most} in flight at concurrency {concurrency}");
+        let cores = std::thread::available_parallelism().unwrap().get() as u64;
+        assert_eq!(manifest(&out)["jobs"], cores, "a worker per core, not a thread per request in flight");
+        runs.push(out);
+    }
+    let expected = (outcome_rows(&runs[0]), trajectories(&runs[0]));
+    assert_eq!(expected.0.len(), 2 * 400, "two arms of every task");
+    assert!(
+        expected.1.iter().flat_map(|l| &l.rounds).any(|r| r.draft.as_deref().is_some_and(|d| d.starts_with("Draft ")))
+    );
+    for other in &runs[1..] {
+        assert!(outcome_rows(other) == expected.0, "{}: outcomes differ", other.display());
+        assert!(trajectories(other) == expected.1, "{}: trajectories differ", other.display());
+        for file in ["summary.csv", "comparisons.csv"] {
+            assert_eq!(
+                std::fs::read_to_string(other.join(file)).unwrap(),
+                std::fs::read_to_string(runs[0].join(file)).unwrap(),
+                "{}: {file}",
+                other.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn an_open_file_limit_too_low_for_the_concurrency_is_named_with_what_to_do() {
+    require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tasks.jsonl"), "{\"id\": \"t1\", \"prompt\": \"Write.\", \"critiques\": []}\n")
+        .unwrap();
+    let template = std::fs::read_to_string(repo().join("experiments/bench-server.toml")).unwrap();
+    // A configured server is not probed at start: nothing listens on the port, and nothing needs to.
+    let text = template
+        .replace("concurrency = 64 ", "concurrency = 4096 ")
+        .replace("dataset = \"../datasets/essays.jsonl\"", "dataset = \"tasks.jsonl\"")
+        .replace("models = {", "server = \"vllm\"\nmodels = {");
+    let file = experiment(dir.path(), "wide.toml", &text);
+    let out = dir.path().join("out");
+    let command = format!("ulimit -n 1000 && exec {:?} run {:?} --quiet --no-cache --out {:?}", binary(), file, out);
+    let output = std::process::Command::new("sh").args(["-c", &command]).output().unwrap();
+    let message = usage_error(output, dir.path());
+    assert!(
+        message.contains("concurrency = 4096 needs about 4352 open files, but this process may open at most 1000")
+            && message.contains("lower concurrency to at most 744")
+            && message.contains("ulimit -Hn 4352"),
+        "{message}"
+    );
+    assert!(!out.join("outcomes.parquet").exists(), "nothing ran");
+}
