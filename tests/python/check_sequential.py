@@ -3,7 +3,7 @@
 
 Usage: python3 tests/python/check_sequential.py SEQUENCES_JSON
 
-SEQUENCES_JSON is written by crates/stats/tests/sequential_reference.rs: fixtures, each with a confidence
+SEQUENCES_JSON is written by crates/stats/tests/stats/sequential_reference.rs: fixtures, each with a confidence
 level, a task-set size (`population`, null for independent draws), the per-task paired differences in
 [-1, 1] in the order they were seen, and the bounds critbench's `ConfidenceSequence` gave after each one.
 

@@ -1,0 +1,261 @@
+//! Critics as executables speaking the JSON-lines protocol (docs/PROTOCOL.md): the Python
+//! execution critic on the code dataset end to end, and command critics that break the protocol.
+
+use std::path::Path;
+
+use crate::common::*;
+use critbench_storage::critique_columns::CritiqueColumns;
+use critbench_storage::recorded::{RecordedRound, read_recorded_loops};
+
+fn rounds(out: &Path, arm: &str) -> Vec<(String, RecordedRound)> {
+    read_recorded_loops(&out.join("trajectories.parquet"))
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.arm == arm)
+        .flat_map(|l| l.rounds.into_iter().map(move |r| (l.task_id.clone(), r)))
+        .collect()
+}
+
+#[test]
+fn the_python_execution_critic_runs_the_code_dataset_through_the_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let printed = ok(critbench(&["run", "experiments/code.toml", "--out", out.to_str().unwrap(), "-q"]));
+    assert!(printed.contains("| p10-r3-stall-e0 | execution | 100.0% | 0.0% |"), "{printed}");
+
+    let rows = outcomes(&out);
+    assert_eq!(rows.len(), 6 * 2);
+    for row in &rows {
+        assert_eq!(row.critic_errors, 0, "{row:?}");
+        // The first draft of every task is broken; the feedback arm reaches the fixed one.
+        assert!(row.first_score < 10.0, "{row:?}");
+        assert_eq!(row.passed, row.arm == "feedback", "{row:?}");
+    }
+
+    let feedback = rounds(&out, "feedback");
+    let round = |task: &str, index: usize| -> &CritiqueColumns {
+        &feedback.iter().filter(|(t, _)| t == task).nth(index).unwrap_or_else(|| panic!("{task} {index}")).1.critique
+    };
+    // Failing tests are issues and set the score; a draft that passes them all scores 10.
+    let fizzbuzz = round("code-fizzbuzz", 0);
+    assert_eq!(fizzbuzz.issues, ["test_fifteen fails: AssertionError: Fizz"]);
+    assert!((fizzbuzz.score - 6.7).abs() < 1e-9 && fizzbuzz.fatal_issues.is_empty());
+    let median = round("code-median", 0);
+    assert_eq!(median.issues.len(), 2, "{:?}", median.issues);
+    assert!(median.issues[0].starts_with("test_even fails: AssertionError: 3"), "{:?}", median.issues);
+    assert_eq!(round("code-fizzbuzz", 1).score, 10.0);
+    assert!(round("code-fizzbuzz", 1).issues.is_empty());
+    // A syntax error, a crash on load and an endless loop are fatal.
+    let syntax = &round("code-word-count", 0).fatal_issues;
+    assert!(syntax[0].starts_with("the draft does not compile: SyntaxError"), "{syntax:?}");
+    assert_eq!(
+        round("code-flatten", 0).fatal_issues,
+        ["the draft crashes when loaded: NameError: name 'undefined_name' is not defined"]
+    );
+    assert_eq!(round("code-binary-search", 0).fatal_issues, ["the draft and its tests did not finish within 2 s"]);
+    // Code inside a ```python block is what runs.
+    assert_eq!(round("code-flatten", 1).issues, ["test_deep fails: AssertionError: [1, 2, [3, [4]]]"]);
+
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let plugin = &manifest["plugins"][0];
+    assert_eq!(plugin["name"], "python-execution");
+    assert_eq!(plugin["isolation"], "process");
+    assert_eq!(plugin["command"], serde_json::json!(["python3", "../plugins/python-example/execution_critic.py"]));
+    assert_eq!(plugin["score_range"], serde_json::json!([0.0, 10.0]));
+    assert_eq!(plugin["sha256"].as_str().unwrap().len(), 64);
+}
+
+/// A command critic that follows the protocol except on tasks whose id starts with `bad`, where
+/// it does what its config's `mode` says. It speaks protocol 1 (no ids), which critbench still
+/// runs: these tests are also what shows that.
+const BROKEN_CRITIC: &str = r#"
+import json, os, sys, time
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+send({"protocol": 1, "name": "broken", "version": "0.1", "score_range": [0, 10], "thread_safe": True})
+mode = json.loads(sys.stdin.readline())["config"]["mode"]
+send({"ok": True})
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["task"]["id"].startswith("bad"):
+        if mode == "garbage":
+            sys.stdout.write("Traceback (most recent call last): oops\n"); sys.stdout.flush(); continue
+        if mode == "bad_bytes":
+            sys.stdout.buffer.write(b'{"critique": {"score": 5, "issues": ["\xff"]}}\n'); sys.stdout.flush(); continue
+        if mode == "exit":
+            os._exit(3)
+        if mode == "hang":
+            time.sleep(3600)
+        if mode == "error":
+            send({"error": "I cannot judge this"}); continue
+        if mode == "twice":
+            # The answer and a stray line in one write, so both are in the pipe together.
+            sys.stdout.write(json.dumps({"critique": {"score": 1}}) + "\n" + json.dumps({"critique": {"score": 7}}) + "\n")
+            sys.stdout.flush(); continue
+    send({"critique": {"score": 7, "issues": [], "fatal_issues": []}})
+"#;
+
+#[test]
+fn a_command_critic_that_breaks_the_protocol_costs_only_its_own_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.py"), BROKEN_CRITIC).unwrap();
+    let rows: Vec<String> = ["t1", "bad-2", "t3"]
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "prompt": "p", "drafts": ["a draft", "a better draft"]}).to_string())
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+    for (mode, expected) in [
+        ("garbage", "the critic wrote a line that is not protocol JSON: Traceback (most recent call last): oops"),
+        ("bad_bytes", "the critic wrote bytes that are not valid UTF-8 (at byte 38)"),
+        ("exit", "the critic process exited with status 3"),
+        ("hang", "no answer within 2 s"),
+        ("error", "I cannot judge this"),
+    ] {
+        let file = experiment(
+            dir.path(),
+            "broken.toml",
+            &format!(
+                "name = \"b\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+                 [[critics]]\nname = \"broken\"\ncommand = [\"python3\", \"broken.py\"]\n\
+                 config = {{ mode = \"{mode}\" }}\ntimeout_s = {}\n[policy]\npass_score = 8\nmax_revisions = 1\n",
+                if mode == "hang" { 2 } else { 60 }
+            ),
+        );
+        let out = dir.path().join(format!("run-{mode}"));
+        ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "2"]));
+        let all = rounds(&out, "feedback");
+        assert_eq!(all.len(), 6, "{mode}");
+        for (task, round) in &all {
+            if task == "bad-2" {
+                let error = round.critic_error.as_deref().unwrap_or_default();
+                assert!(error.contains(expected), "{mode}: {error}");
+                assert_eq!(round.critic_attempts, 3, "{mode}");
+            } else {
+                assert_eq!(round.critic_error, None, "{mode}");
+                assert_eq!(round.critique.score, 7.0, "{mode}");
+            }
+        }
+    }
+}
+
+#[test]
+fn command_critic_mistakes_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tasks.jsonl"), "{\"id\": \"t\", \"prompt\": \"p\", \"drafts\": [\"d\"]}\n")
+        .unwrap();
+    std::fs::write(dir.path().join("silent.py"), "import sys\nsys.stdout.write('hello\\n')\n").unwrap();
+    let cases = [
+        (
+            "command = [\"no-such-program-critbench\"]",
+            "error: critic `c`: the command critic's program `no-such-program-critbench` was not found (a bare name is looked up on PATH)",
+        ),
+        (
+            "command = [\"python3\", \"silent.py\"]",
+            "error: critic `c`: the critic process `python3 silent.py` did not start: \
+             the critic wrote a line that is not protocol JSON: hello",
+        ),
+        (
+            "command = [\"python3\", \"../../plugins/python-example/execution_critic.py\"]\nconfig = { limit = 3 }",
+            "error: critic `c`: plugin `python3 ../../plugins/python-example/execution_critic.py` rejected its config \
+             {\"limit\":3}: unknown config key(s): limit; the only key is time_limit_s",
+        ),
+        (
+            "command = [\"python3\", \"x.py\"]\nisolation = \"in-process\"",
+            "a `command` critic runs in its own process; remove `isolation` = \"in-process\"",
+        ),
+        ("command = [\"python3\"]\nplugin = \"rubric\"", "give either `plugin` or `command`, not both"),
+    ];
+    // The execution critic is found relative to the experiment file, which sits two levels down.
+    let nested = dir.path().join("a/b");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::copy(dir.path().join("tasks.jsonl"), nested.join("tasks.jsonl")).unwrap();
+    std::fs::copy(dir.path().join("silent.py"), nested.join("silent.py")).unwrap();
+    let plugins = nested.join("../../plugins/python-example");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(repo().join("plugins/python-example/execution_critic.py"), plugins.join("execution_critic.py"))
+        .unwrap();
+    for (critic, expected) in cases {
+        let file = experiment(
+            &nested,
+            "c.toml",
+            &format!(
+                "name = \"c\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\n[[critics]]\nname = \"c\"\n{critic}\n"
+            ),
+        );
+        let output = critbench(&["run", file.to_str().unwrap(), "--out", dir.path().join("run").to_str().unwrap()]);
+        let message = usage_error(output, dir.path());
+        assert!(message.contains(expected), "{critic}:\n{message}");
+    }
+}
+
+/// A critic that writes a second line after its answer would shift every later answer by one
+/// request: the extra line is caught, that round is a critic error, and no other task's answer
+/// is taken from it.
+#[test]
+fn a_critic_that_answers_twice_loses_the_round_and_never_shifts_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.py"), BROKEN_CRITIC).unwrap();
+    let rows: Vec<String> = ["t1", "bad-2", "t3"]
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "prompt": "p", "drafts": ["a draft", "a better draft"]}).to_string())
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+    let file = experiment(
+        dir.path(),
+        "twice.toml",
+        "name = \"b\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+         [[critics]]\nname = \"broken\"\ncommand = [\"python3\", \"broken.py\"]\nconfig = { mode = \"twice\" }\n\
+         [policy]\npass_score = 8\nmax_revisions = 1\n",
+    );
+    let out = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "2"]));
+    let all = rounds(&out, "feedback");
+    assert_eq!(all.len(), 6);
+    for (task, round) in &all {
+        if task == "bad-2" {
+            let error = round.critic_error.as_deref().unwrap_or_default();
+            assert!(
+                error.starts_with("the critic wrote more after a message without waiting for critbench"),
+                "{error}"
+            );
+        } else {
+            assert_eq!(round.critic_error, None, "{task}");
+            assert_eq!((round.critique.score, round.critic_attempts), (7.0, 1), "{task}: the stray line never counts");
+        }
+    }
+}
+
+/// The minimal critic of docs/PROTOCOL.md, as printed there, runs and scores every round.
+#[test]
+fn the_minimal_critic_of_the_protocol_document_runs() {
+    let doc = std::fs::read_to_string(repo().join("docs/PROTOCOL.md")).unwrap();
+    let section = doc.split("## A minimal critic").nth(1).expect("PROTOCOL.md has a minimal critic");
+    let script = section.split("```python\n").nth(1).and_then(|s| s.split("```").next()).expect("a python block");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("length.py"), script).unwrap();
+    let rows: Vec<String> = ["t1", "t2"]
+        .iter()
+        .map(|id| {
+            serde_json::json!({"id": id, "prompt": "p", "drafts": ["one two three", "a longer draft of six words"]})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+    let file = experiment(
+        dir.path(),
+        "length.toml",
+        "name = \"l\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+         [[critics]]\nname = \"length\"\ncommand = [\"python3\", \"length.py\"]\n[policy]\npass_score = 8\nmax_revisions = 1\n",
+    );
+    let out = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+    let all = rounds(&out, "feedback");
+    assert_eq!(all.len(), 4);
+    for (task, round) in &all {
+        assert_eq!(round.critic_error, None, "{task}");
+    }
+    let scores: Vec<f64> = all.iter().map(|(_, r)| r.critique.score).collect();
+    assert_eq!(scores, [3.0 / 15.0, 6.0 / 15.0, 3.0 / 15.0, 6.0 / 15.0]);
+    assert_eq!(manifest(&out)["plugins"][0]["name"], "length");
+}

@@ -1,0 +1,216 @@
+//! Bad input: exit status 2 and one message naming the file, row and field at fault.
+
+use crate::common::*;
+
+fn run_with_dataset(dataset_text: &str, extension: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join(format!("tasks.{extension}"));
+    std::fs::write(&dataset, dataset_text).unwrap();
+    let output = critbench(&[
+        "run",
+        "experiments/essays.toml",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--out",
+        dir.path().join("run").to_str().unwrap(),
+        "-q",
+    ]);
+    usage_error(output, dir.path())
+}
+
+#[test]
+fn dataset_row_missing_prompt() {
+    insta::assert_snapshot!(run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\",\"drafts\":[\"x\"]}\n{\"id\":\"b\"}\n", "jsonl"), @"error: DIR/tasks.jsonl: line 2: field `prompt`: missing (a string is required)");
+}
+
+#[test]
+fn dataset_duplicate_id() {
+    insta::assert_snapshot!(run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\",\"drafts\":[\"x\"]}\n{\"id\":\"a\",\"prompt\":\"q\"}\n", "jsonl"), @"error: DIR/tasks.jsonl: line 2: field `id`: duplicate id `a` (first on line 1); ids must be unique");
+}
+
+#[test]
+fn dataset_invalid_json() {
+    let message = run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\",\"drafts\":[\"x\"]}\n{\"id\": \"b\", \n", "jsonl");
+    assert!(message.starts_with("error: DIR/tasks.jsonl: line 2: invalid JSON"), "{message}");
+}
+
+#[test]
+fn dataset_wrong_field_type() {
+    insta::assert_snapshot!(run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\",\"evidence\":[\"d1\"]}\n", "jsonl"), @"error: DIR/tasks.jsonl: line 1: field `evidence`: expected an object of id → text, found a list");
+}
+
+#[test]
+fn dataset_unknown_csv_column() {
+    insta::assert_snapshot!(run_with_dataset("id,prompt,answer\na,p,x\n", "csv"), @"error: DIR/tasks.csv: line 1: field `answer`: unknown column (column 3); expected one of: id, prompt, kind, context, evidence, drafts, critiques, labels, meta");
+}
+
+#[test]
+fn scripted_backend_needs_drafts() {
+    insta::assert_snapshot!(run_with_dataset("{\"id\":\"a\",\"prompt\":\"p\"}\n", "jsonl"), @"error: DIR/tasks.jsonl: line 1: field `drafts`: the scripted backend needs at least one draft");
+}
+
+#[test]
+fn bad_rows_can_be_skipped_and_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("tasks.jsonl");
+    std::fs::write(
+        &dataset,
+        "{\"id\":\"a\",\"prompt\":\"p\",\"drafts\":[\"x\"],\"critiques\":[{\"score\":9}]}\n{\"id\":\"b\"}\nnot json\n",
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let output = critbench(&[
+        "run",
+        "experiments/essays.toml",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--on-bad-row",
+        "skip",
+        "--out",
+        run.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(stderr(&output).contains("warning: skipped 2 bad row(s)"), "{}", stderr(&output));
+    let printed = ok(output);
+    assert!(printed.contains("skipped 2 bad dataset row(s)"));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["rows_skipped"], 2);
+    assert_eq!(manifest["datasets"][0]["skipped"][0]["row"], 2);
+    assert_eq!(outcomes(&run).len(), 3 * 2);
+}
+
+fn run_experiment_text(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(dir.path(), "x.toml", text);
+    usage_error(
+        critbench(&["run", file.to_str().unwrap(), "--out", dir.path().join("run").to_str().unwrap()]),
+        dir.path(),
+    )
+}
+
+fn header() -> String {
+    format!("name = \"x\"\ndataset = \"{}\"\nbackend = \"scripted\"\n", repo().join("datasets/essays.jsonl").display())
+}
+
+#[test]
+fn experiment_unknown_key() {
+    let message =
+        run_experiment_text(&format!("{}threshold = 8\n[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n", header()));
+    assert!(message.starts_with("error: DIR/x.toml: TOML parse error at line 4"), "{message}");
+    assert!(message.contains("unknown field `threshold`"), "{message}");
+}
+
+#[test]
+fn experiment_bad_policy_value() {
+    insta::assert_snapshot!(run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n[policy]\nstall = \"yes\"\n", header())), @r#"error: DIR/x.toml: [policy]: `stall` must be true or false, found "yes""#);
+}
+
+#[test]
+fn experiment_file_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.toml");
+    let message = usage_error(critbench(&["run", missing.to_str().unwrap()]), dir.path());
+    assert!(message.starts_with("error: DIR/nope.toml: cannot read the experiment file"), "{message}");
+}
+
+#[test]
+fn plugin_missing() {
+    let message = run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"nonesuch\"\n", header()));
+    assert!(
+        message.starts_with(
+            "error: critic `s`: plugin `nonesuch` not found; looked for libcritbench_nonesuch.so or libnonesuch.so in:"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "hint: the built-in critics are `rubric`, `evidence`, `scripted` and `llm-judge`; `critbench plugins list` \
+             shows them"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn plugin_path_that_is_not_a_library() {
+    let message = run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"./x.toml\"\n", header()));
+    assert!(message.starts_with("error: critic `s`: cannot load plugin DIR/x.toml:"), "{message}");
+}
+
+#[test]
+fn plugin_rejects_its_config() {
+    insta::assert_snapshot!(run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"faulty\"\nconfig = {{ explode = true }}\n", header())), @r#"error: critic `s`: plugin `faulty` rejected its config {"explode":true}: invalid config: unknown field `explode`, expected one of `panic_on`, `error_on`, `malformed_on`, `out_of_range_on`, `flaky_on` at line 1 column 10"#);
+}
+
+#[test]
+fn report_on_a_directory_that_is_not_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    insta::assert_snapshot!(usage_error(critbench(&["report", dir.path().to_str().unwrap()]), dir.path()), @r"
+    error: DIR is not a run directory: outcomes.parquet is missing
+      hint: pass the directory a `critbench run` wrote (it holds outcomes.parquet)
+    ");
+}
+
+#[test]
+fn report_on_a_corrupt_outcomes_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("outcomes.parquet"), "not parquet").unwrap();
+    let message = usage_error(critbench(&["report", dir.path().to_str().unwrap()]), dir.path());
+    assert!(message.starts_with("error: DIR/outcomes.parquet: not a readable Parquet file"), "{message}");
+}
+
+#[test]
+fn unknown_flag_is_a_usage_error() {
+    let output = critbench(&["run", "--colour"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn experiment_grid_with_a_value_of_the_wrong_type() {
+    insta::assert_snapshot!(run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n[policy]\npass_score = [7, \"8\"]\n", header())), @r#"error: DIR/x.toml: [policy]: `pass_score` must be a number, found string"#);
+}
+
+#[test]
+fn experiment_grid_with_an_empty_list() {
+    insta::assert_snapshot!(run_experiment_text(&format!("{}[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n[policy]\nmax_revisions = []\n", header())), @"error: DIR/x.toml: [policy]: `max_revisions` is an empty list; give at least one value");
+}
+
+#[test]
+fn a_duplicate_id_across_dataset_files_names_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = "{\"id\":\"a\",\"prompt\":\"p\",\"drafts\":[\"x\"],\"critiques\":[{\"score\":9}]}\n";
+    std::fs::write(dir.path().join("one.jsonl"), row).unwrap();
+    std::fs::write(dir.path().join("two.jsonl"), row).unwrap();
+    let file = experiment(
+        dir.path(),
+        "two.toml",
+        "name = \"two\"\ndataset = [\"one.jsonl\", \"two.jsonl\"]\nbackend = \"scripted\"\n\
+         [[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n",
+    );
+    let out = dir.path().join("run");
+    let message =
+        usage_error(critbench(&["run", file.to_str().unwrap(), "-q", "--out", out.to_str().unwrap()]), dir.path());
+    assert!(
+        message.contains("DIR/two.jsonl: line 1: field `id`: duplicate id `a` (also in DIR/one.jsonl)"),
+        "{message}"
+    );
+}
+
+/// A run's `name` is a directory under reports/: a path separator in it is refused with exit 2
+/// and nothing is written.
+#[test]
+fn a_name_with_a_path_separator_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "x.toml",
+        &format!(
+            "name = \"../../escaped\"\ndataset = \"{}\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n",
+            repo().join("datasets/papers.jsonl").display()
+        ),
+    );
+    let message = usage_error(critbench(&["run", file.to_str().unwrap(), "--limit", "1", "-q"]), dir.path());
+    assert!(message.contains("`name` = \"../../escaped\" must not contain a path separator"), "{message}");
+    assert!(!repo().join("../escaped").exists() && !repo().join("reports/../../escaped").exists());
+}

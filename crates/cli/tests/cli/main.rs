@@ -1,0 +1,48 @@
+//! critbench's integration tests: the real binary on fixtures, one module per command or concern.
+//!
+//! One binary for the whole crate: linking one test executable instead of one per file is
+//! most of what building the tests costs on a small machine.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod adjudicate;
+mod chaos;
+mod command_critics;
+mod compare;
+mod config_comparisons;
+mod docs;
+mod endpoints;
+mod errors;
+mod evaluators;
+mod experiment_parser;
+mod gold;
+mod html;
+mod init;
+mod install;
+mod interrupt;
+mod isolation;
+mod isolation_services;
+mod judge;
+mod kubernetes;
+mod local_llm;
+mod manifest;
+mod memory;
+mod module_cycles;
+mod notebook;
+mod offline_honesty;
+mod openai;
+mod plugin_info;
+mod plugins;
+mod power;
+mod pricing;
+mod replay;
+mod rescore;
+mod run;
+mod same_outputs;
+mod sequential;
+mod shards;
+mod show;
+mod slurm;
+mod stats;
+mod write_failure;

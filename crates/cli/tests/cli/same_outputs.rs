@@ -1,0 +1,117 @@
+//! Same seed, same outputs, wherever the critic runs: the bench's scripted tasks recorded with the
+//! scripted critic compiled into critbench, in-process and isolated (`critbench plugin-worker
+//! --builtin`, protocol 3, many requests in flight per child), with its shared library loaded by
+//! path (libloading, in-process and isolated) and as a Python command critic computing the same
+//! critique (`scripts/bench/scripted_critic.py`) give the same rows in every table and the same
+//! summaries, byte for byte.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+use critbench_storage::recorded::read_recorded_loops;
+use critbench_storage::tables::OutcomeRow;
+
+/// Enough tasks for several chunks and many batches of loops in flight.
+const TASKS: &str = "600";
+
+/// The outcome rows without what depends on the clock or the run.
+fn outcome_rows(run: &Path) -> Vec<OutcomeRow> {
+    outcomes(run).into_iter().map(|row| OutcomeRow { run_id: String::new(), wall_ms: 0.0, ..row }).collect()
+}
+
+fn trajectories(run: &Path) -> Vec<critbench_storage::recorded::RecordedLoop> {
+    let mut loops = read_recorded_loops(&run.join("trajectories.parquet")).unwrap();
+    for round in loops.iter_mut().flat_map(|l| l.rounds.iter_mut()) {
+        (round.gen_ms, round.critic_ms) = (0.0, 0.0);
+    }
+    loops
+}
+
+fn run(dir: &Path, name: &str, experiment: &Path, tasks: &Path, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    let mut args = vec![
+        "run",
+        experiment.to_str().unwrap(),
+        "--quiet",
+        "--dataset",
+        tasks.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    ok(critbench(&args));
+    out
+}
+
+#[test]
+fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summaries() {
+    require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    let made = python()
+        .arg(repo().join("scripts/bench/make_tasks.py"))
+        .args(["scripted", TASKS])
+        .arg(&tasks)
+        .output()
+        .expect("python runs make_tasks.py");
+    assert!(made.status.success(), "make_tasks.py: {}", String::from_utf8_lossy(&made.stderr));
+    let plugin = repo().join("experiments/bench-distinct.toml");
+    let text =
+        std::fs::read_to_string(&plugin).unwrap().replace("../datasets/", &format!("{}/datasets/", repo().display()));
+    let script = repo().join("scripts/bench/scripted_critic.py");
+    // The critic's interpreter: the tests' Python (a path with `/` from the repository), else python3.
+    let python = match std::env::var("CRITBENCH_PYTHON").ok().filter(|p| !p.is_empty()) {
+        Some(path) if path.contains('/') => repo().join(path).display().to_string(),
+        Some(name) => name,
+        None => "python3".into(),
+    };
+    let command =
+        text.replace("plugin = \"scripted\"", &format!("command = [{python:?}, {:?}]", script.to_str().unwrap()));
+    assert_ne!(command, text, "the bench experiment names the scripted plugin");
+    let library_path = binary().parent().unwrap().join(format!(
+        "{}critbench_scripted{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let library = text.replace("plugin = \"scripted\"", &format!("plugin = {:?}", library_path.to_str().unwrap()));
+    let in_process = experiment(dir.path(), "in-process.toml", &text);
+    let command = experiment(dir.path(), "command.toml", &command);
+    let library = experiment(dir.path(), "library.toml", &library);
+
+    let runs = [
+        run(dir.path(), "in-process", &in_process, &tasks, &["--jobs", "1"]),
+        run(dir.path(), "isolated", &in_process, &tasks, &["--jobs", "2", "--isolate-plugins"]),
+        run(dir.path(), "command", &command, &tasks, &["--jobs", "2"]),
+        run(dir.path(), "library", &library, &tasks, &["--jobs", "1"]),
+        run(dir.path(), "library-isolated", &library, &tasks, &["--jobs", "2", "--isolate-plugins"]),
+    ];
+    let plugin = |run: usize| manifest(&runs[run])["plugins"][0].clone();
+    assert_eq!(plugin(1)["isolation"], "process", "{}", plugin(1));
+    // The built-in critic, in this process and in the worker, against its library by path.
+    for (run, builtin, isolation) in
+        [(0, true, "in-process"), (1, true, "process"), (3, false, "in-process"), (4, false, "process")]
+    {
+        let record = plugin(run);
+        assert_eq!(record["builtin"], builtin, "{record}");
+        assert_eq!(record["isolation"], isolation, "{record}");
+        let path = record["path"].as_str().unwrap();
+        assert_eq!(path.ends_with(std::env::consts::DLL_SUFFIX), !builtin, "{record}");
+    }
+    assert_eq!(plugin(0)["sha256"], plugin(1)["sha256"], "one built-in, one hash of its sources");
+    assert_eq!(plugin(3)["sha256"], plugin(4)["sha256"], "one library file, one hash");
+    assert_ne!(plugin(0)["sha256"], plugin(3)["sha256"], "a library's hash is of its file");
+    let expected = (outcome_rows(&runs[0]), trajectories(&runs[0]));
+    assert_eq!(expected.0.len(), 2 * 600, "two arms of every task");
+    for other in &runs[1..] {
+        assert!(outcome_rows(other) == expected.0, "{}: outcomes differ", other.display());
+        assert!(trajectories(other) == expected.1, "{}: trajectories differ", other.display());
+        for file in ["summary.csv", "comparisons.csv"] {
+            assert_eq!(
+                std::fs::read_to_string(other.join(file)).unwrap(),
+                std::fs::read_to_string(runs[0].join(file)).unwrap(),
+                "{}: {file}",
+                other.display()
+            );
+        }
+    }
+}
