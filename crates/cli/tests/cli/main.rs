@@ -10,6 +10,7 @@ mod adjudicate;
 mod chaos;
 mod command_critics;
 mod compare;
+mod concurrency;
 mod config_comparisons;
 mod docs;
 mod endpoints;

@@ -4,12 +4,10 @@
 //! loops await the model on a worker or two, not a thread per request: the server sees as many
 //! requests in flight as the run allows, with no more worker threads than cores.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use critbench_openai::mock_server::{MockRequest, MockResponse, MockServer};
 use critbench_storage::recorded::read_recorded_loops;
 use critbench_storage::tables::OutcomeRow;
