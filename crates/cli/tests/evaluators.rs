@@ -105,13 +105,13 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
     };
     let mut checked = 0;
     for outcome in &rag {
-        let rows = &by_loop[&key(&outcome.config_id, &outcome.arm, &outcome.task_id, outcome.epoch)];
+        let rows = &by_loop[&key(&outcome.config_id, outcome.arm.as_str(), &outcome.task_id, outcome.epoch)];
         let first = rows.iter().find(|r| r.answer == FIRST).expect("a first-draft row");
         let last = rows.iter().find(|r| r.answer == FINAL).expect("a final-answer row");
         assert_eq!(first.round, 0);
         assert_eq!(last.round, outcome.best_round, "the final answer is the draft the loop returns (final = best)");
         assert_eq!(last.steering_passed, outcome.passed, "the critic's verdict on the final answer is the loop's");
-        let texts = &drafts[&(outcome.arm.clone(), outcome.task_id.clone(), outcome.epoch)];
+        let texts = &drafts[&(outcome.arm.to_string(), outcome.task_id.clone(), outcome.epoch)];
         for row in [first, last] {
             assert_eq!(row.critic_error, None);
             let expected = cites_relevant(&row.task_id, &texts[row.round as usize]);

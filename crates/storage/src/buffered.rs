@@ -74,10 +74,6 @@ impl<R> RowColumns<'_, R> {
         Arc::new(Int64Array::from_iter_values(self.0.iter().map(|r| int64(f(r)))))
     }
 
-    pub fn optional_int64(&self, f: impl Fn(&R) -> Option<u64>) -> ArrayRef {
-        Arc::new(Int64Array::from_iter(self.0.iter().map(|r| f(r).map(int64))))
-    }
-
     pub fn float(&self, f: impl Fn(&R) -> f64) -> ArrayRef {
         Arc::new(Float64Array::from_iter_values(self.0.iter().map(f)))
     }
