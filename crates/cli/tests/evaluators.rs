@@ -64,7 +64,7 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
         (config.to_string(), arm.to_string(), task.to_string(), epoch)
     };
     let by_loop: BTreeMap<_, Vec<&EvaluationRow>> = evaluations.iter().fold(BTreeMap::new(), |mut map, row| {
-        map.entry(key(&row.config_id, &row.arm, &row.task_id, row.epoch)).or_insert_with(Vec::new).push(row);
+        map.entry(key(&row.config_id, row.arm.as_str(), &row.task_id, row.epoch)).or_insert_with(Vec::new).push(row);
         map
     });
     // What the evaluator must say, worked out here from the gold labels and the stored drafts.
@@ -128,7 +128,7 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
 
     // Each distinct draft once: the evaluator's calls are the distinct (recording, round) pairs.
     let distinct: BTreeSet<(String, String, u32, u32)> =
-        evaluations.iter().map(|r| (r.arm.clone(), r.task_id.clone(), r.epoch, r.round)).collect();
+        evaluations.iter().map(|r| (r.arm.to_string(), r.task_id.clone(), r.epoch, r.round)).collect();
     let manifest = manifest(&with);
     assert_eq!(manifest["evaluations_by_evaluator"]["cites-relevant"]["recorded"], distinct.len());
     assert!(distinct.len() < evaluations.len() / 2, "nine configs share one recording's drafts");
@@ -142,8 +142,10 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
     for line in lines {
         let cells: Vec<&str> = line.split(',').collect();
         let (config, arm) = (cells[column("config_id")], cells[column("arm")]);
-        let finals: Vec<&EvaluationRow> =
-            evaluations.iter().filter(|r| r.config_id == config && r.arm == arm && r.answer == FINAL).collect();
+        let finals: Vec<&EvaluationRow> = evaluations
+            .iter()
+            .filter(|r| r.config_id == config && r.arm.as_str() == arm && r.answer == FINAL)
+            .collect();
         let n = finals.len() as f64;
         let rate = |f: &dyn Fn(&EvaluationRow) -> bool| finals.iter().filter(|r| f(r)).count() as f64 / n;
         let close = |name: &str, value: f64| {

@@ -7,22 +7,57 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{ArrayBuilder, BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder};
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, Field};
 use critbench_core::{Arm, ExitReason};
 
 use crate::columns::Columns;
+use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
 use crate::schema::{int32, int64};
 
-/// How a row field's Rust type is stored in its column.
+/// How a row field's Rust type is stored: in one column, or in several (a critique's, declared
+/// `flattened`).
 pub(crate) trait Column {
-    type Builder: ArrayBuilder;
-    /// The Arrow field of a column of this type named `name`.
-    fn field(name: &str) -> Field;
+    type Builder;
+    /// The Arrow fields of this type's columns; `name` is the column's (unused when flattened).
+    fn fields(name: &str) -> Vec<Field>;
     /// A builder with room for `rows` values.
     fn builder(rows: usize) -> Self::Builder;
     fn append(&self, builder: &mut Self::Builder);
+    /// Adds the columns appended since the last call to `columns`.
+    fn finish(builder: &mut Self::Builder, columns: &mut Vec<ArrayRef>);
+}
+
+/// A field stored in several columns (declared `flattened`): their names, in order.
+pub(crate) trait Flattened {
+    const NAMES: &'static [&'static str];
+}
+
+impl Column for CritiqueColumns {
+    type Builder = CritiqueBuilders;
+    fn fields(_: &str) -> Vec<Field> {
+        CritiqueColumns::fields().into()
+    }
+    fn builder(rows: usize) -> CritiqueBuilders {
+        CritiqueBuilders::with_capacity(rows)
+    }
+    fn append(&self, builder: &mut CritiqueBuilders) {
+        builder.append(self);
+    }
+    fn finish(builder: &mut CritiqueBuilders, columns: &mut Vec<ArrayRef>) {
+        columns.extend(builder.finish());
+    }
+}
+
+impl Flattened for CritiqueColumns {
+    const NAMES: &'static [&'static str] = &CritiqueColumns::NAMES;
+}
+
+impl ReadColumn for CritiqueColumns {
+    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, String> {
+        CritiqueColumns::read(c)
+    }
 }
 
 /// How a column is read back into a row field's Rust type.
@@ -32,11 +67,6 @@ pub(crate) trait ReadColumn: Sized {
     fn read(c: &Columns<'_>, name: &str, first_row: usize) -> Result<Vec<Self>, String>;
 }
 
-/// The finished column of `builder`.
-pub(crate) fn finish<B: ArrayBuilder>(builder: &mut B) -> ArrayRef {
-    Arc::new(builder.finish())
-}
-
 /// Room for the text of a batch of short strings (ids, labels): a guess, grown as needed.
 const TEXT_BYTES_PER_ROW: usize = 16;
 
@@ -44,8 +74,8 @@ macro_rules! text_column {
     ($ty:ty, $nullable:expr, |$value:ident, $builder:ident| $append:expr) => {
         impl Column for $ty {
             type Builder = StringBuilder;
-            fn field(name: &str) -> Field {
-                Field::new(name, DataType::Utf8, $nullable)
+            fn fields(name: &str) -> Vec<Field> {
+                vec![Field::new(name, DataType::Utf8, $nullable)]
             }
             fn builder(rows: usize) -> StringBuilder {
                 StringBuilder::with_capacity(rows, rows * TEXT_BYTES_PER_ROW)
@@ -53,6 +83,9 @@ macro_rules! text_column {
             fn append(&self, $builder: &mut StringBuilder) {
                 let $value = self;
                 $append
+            }
+            fn finish(builder: &mut StringBuilder, columns: &mut Vec<ArrayRef>) {
+                columns.push(Arc::new(builder.finish()));
             }
         }
     };
@@ -70,8 +103,8 @@ macro_rules! primitive_column {
     ($ty:ty, $builder_ty:ty, $data_type:expr, $nullable:expr, |$value:ident, $builder:ident| $append:expr) => {
         impl Column for $ty {
             type Builder = $builder_ty;
-            fn field(name: &str) -> Field {
-                Field::new(name, $data_type, $nullable)
+            fn fields(name: &str) -> Vec<Field> {
+                vec![Field::new(name, $data_type, $nullable)]
             }
             fn builder(rows: usize) -> $builder_ty {
                 <$builder_ty>::with_capacity(rows)
@@ -79,6 +112,9 @@ macro_rules! primitive_column {
             fn append(&self, $builder: &mut $builder_ty) {
                 let $value = self;
                 $append
+            }
+            fn finish(builder: &mut $builder_ty, columns: &mut Vec<ArrayRef>) {
+                columns.push(Arc::new(builder.finish()));
             }
         }
     };
@@ -108,6 +144,12 @@ impl ReadColumn for Option<String> {
 impl ReadColumn for u32 {
     fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
         c.int32(name)
+    }
+}
+
+impl ReadColumn for u64 {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.int64(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
     }
 }
 
@@ -190,9 +232,10 @@ impl<L: Label> ReadColumn for L {
 
 /// Declares a table's row struct and everything derived from its one list of columns:
 ///
-/// - the struct, with the fields as listed (each `field: Type = "column"`);
-/// - `NAMES` (the columns' names in order) and `COLUMNS` (each field's column name, as a struct of
-///   the name given after `names:`, so a reader asks for `OutcomeRow::COLUMNS.final_draft`);
+/// - the struct, with the fields as listed (each `field: Type = "column"`, or `= flattened` for
+///   a field kept in several columns of its own, a critique's);
+/// - `names()` (the columns' names in order) and `COLUMNS` (each field's column name, as a struct
+///   of the name given after `names:`, so a reader asks for `OutcomeRow::COLUMNS.final_draft`);
 /// - `fields()`, the Arrow fields in order;
 /// - the builders struct (the name after `builders:`): `with_capacity`, `append` a row, `finish`
 ///   the columns appended so far;
@@ -203,7 +246,7 @@ macro_rules! declare_columns {
     (
         $(#[$meta:meta])*
         pub struct $row:ident {
-            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:literal $(or $absent:expr)? ),* $(,)?
+            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt $(or $absent:expr)? ),* $(,)?
         }
         names: $names:ident,
         builders: $builders:ident,
@@ -234,7 +277,7 @@ macro_rules! declare_columns {
     (
         $(#[$meta:meta])*
         pub struct $row:ident {
-            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:literal $(or $absent:expr)? ),* $(,)?
+            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt $(or $absent:expr)? ),* $(,)?
         }
         names: $names:ident,
         builders: $builders:ident,
@@ -244,21 +287,28 @@ macro_rules! declare_columns {
             $( $(#[$field_meta])* pub $field: $ty, )*
         }
 
-        #[doc = concat!("The name of each column of [`", stringify!($row), "`], by field.")]
+        #[doc = concat!("The name of each column of [`", stringify!($row), "`], by field (a flattened field's, in order).")]
         #[derive(Clone, Copy, Debug)]
         pub struct $names {
-            $( #[doc = concat!("`", $column, "`")] pub $field: &'static str, )*
+            $( pub $field: $crate::declared::declare_columns!(@name_type $column), )*
         }
 
         impl $row {
             /// Each field's column name.
-            pub const COLUMNS: $names = $names { $( $field: $column, )* };
+            pub const COLUMNS: $names = $names { $( $field: $crate::declared::declare_columns!(@name $ty, $column), )* };
+
             /// The names of the columns, in the order they are written.
-            pub const NAMES: &'static [&'static str] = &[ $( $column ),* ];
+            pub fn names() -> Vec<&'static str> {
+                let mut names = Vec::new();
+                $( $crate::declared::declare_columns!(@push_names names, $ty, $column); )*
+                names
+            }
 
             /// The columns' Arrow fields, in order.
             pub(crate) fn fields() -> Vec<arrow_schema::Field> {
-                vec![ $( <$ty as $crate::declared::Column>::field($column) ),* ]
+                let mut fields = Vec::new();
+                $( fields.extend(<$ty as $crate::declared::Column>::fields($crate::declared::declare_columns!(@column $column))); )*
+                fields
             }
         }
 
@@ -277,14 +327,24 @@ macro_rules! declare_columns {
                 $( $crate::declared::Column::append(&row.$field, &mut self.$field); )*
             }
 
-            /// The columns of the rows appended since the last call, in the order of `NAMES`.
+            /// The columns of the rows appended since the last call, in the order of `names()`.
             pub(crate) fn finish(&mut self) -> Vec<arrow_array::ArrayRef> {
-                vec![ $( $crate::declared::finish(&mut self.$field) ),* ]
+                let mut columns = Vec::new();
+                $( <$ty as $crate::declared::Column>::finish(&mut self.$field, &mut columns); )*
+                columns
             }
         }
     };
-    (@read $c:ident, $ty:ty, $column:literal, $first_row:ident, $rows:ident) => {
-        <$ty as $crate::declared::ReadColumn>::read($c, $column, $first_row)?
+    (@name_type flattened) => { &'static [&'static str] };
+    (@name_type $column:literal) => { &'static str };
+    (@name $ty:ty, flattened) => { <$ty as $crate::declared::Flattened>::NAMES };
+    (@name $ty:ty, $column:literal) => { $column };
+    (@column flattened) => { "" };
+    (@column $column:literal) => { $column };
+    (@push_names $names:ident, $ty:ty, flattened) => { $names.extend_from_slice(<$ty as $crate::declared::Flattened>::NAMES) };
+    (@push_names $names:ident, $ty:ty, $column:literal) => { $names.push($column) };
+    (@read $c:ident, $ty:ty, $column:tt, $first_row:ident, $rows:ident) => {
+        <$ty as $crate::declared::ReadColumn>::read($c, $crate::declared::declare_columns!(@column $column), $first_row)?
     };
     (@read $c:ident, $ty:ty, $column:literal, $first_row:ident, $rows:ident, $absent:expr) => {
         match $c.0.column_by_name($column) {

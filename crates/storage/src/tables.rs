@@ -1023,7 +1023,7 @@ pub(crate) mod tests {
     fn the_outcome_columns_are_declared_once_and_are_those_format_md_lists() {
         let names: Vec<String> = outcome_schema().fields().iter().map(|field| field.name().clone()).collect();
         assert_eq!(names, format_md_columns("outcomes.parquet"));
-        assert_eq!(names, OutcomeRow::NAMES);
+        assert_eq!(names, OutcomeRow::names());
         let rescored: Vec<String> = rescored_outcome_schema().fields().iter().map(|f| f.name().clone()).collect();
         assert_eq!(rescored[..names.len()], names[..]);
         assert_eq!(rescored[names.len()..], ["censored"]);
