@@ -14,17 +14,15 @@ test:
     cargo build --workspace
     CRITBENCH_PYTHON=.venv/bin/python cargo test --workspace
 
-# Build the built-in plugins (release) and copy them to the user's plugin directory, where a
-# critbench installed with `cargo install --locked --path crates/cli` finds them. Plain commands:
-#   cargo build --release --locked -p critbench-rubric -p critbench-evidence -p critbench-scripted -p critbench-llm-judge
-#   mkdir -p "${XDG_DATA_HOME:-$HOME/.local/share}/critbench/plugins"
-#   cp "${CARGO_TARGET_DIR:-target}"/release/libcritbench_*.so "${XDG_DATA_HOME:-$HOME/.local/share}/critbench/plugins/"
-install-plugins:
-    cargo build --release --locked -p critbench-rubric -p critbench-evidence -p critbench-scripted -p critbench-llm-judge
-    mkdir -p "${XDG_DATA_HOME:-$HOME/.local/share}/critbench/plugins"
-    cp "${CARGO_TARGET_DIR:-target}"/release/libcritbench_*.so "${XDG_DATA_HOME:-$HOME/.local/share}/critbench/plugins/"
+# Install critbench (the built-in critics are compiled in) into ~/.cargo/bin.
+install:
+    cargo install --locked --path crates/cli
 
-# Build the built-in plugins and list them.
+# Check every install route (pip install ., the wheel, cargo install) from an empty directory.
+install-check *ARGS:
+    bash tests/install/check.sh {{ARGS}}
+
+# Build the plugin libraries and list them with the built-in critics.
 plugins:
     cargo build --workspace
     cargo run -q -p critbench -- plugins list

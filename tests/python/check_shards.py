@@ -1,4 +1,4 @@
-"""Reads a merged sharded run's partitioned tables the three ways README ("Running at scale")
+"""Reads a merged sharded run's partitioned tables the three ways docs/runs.md ("Running at scale")
 documents, and checks each against the merged summary: `check_shards.py RUN`.
 
 - pandas: `pd.read_parquet(RUN / "outcomes")` (pyarrow reads the folder, `shard` from the paths);

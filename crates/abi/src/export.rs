@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
-use crate::{Buffer, HostV1, STATUS_ERROR, STATUS_OK, Str};
+use crate::{Buffer, CriticDescriptorV1, HostV1, STATUS_ERROR, STATUS_OK, Str};
 
 /// A critic written in Rust. Export it with [`export_critic!`](crate::export_critic).
 pub trait CriticPlugin: Sized + Send + Sync + 'static {
@@ -103,15 +103,20 @@ pub mod glue {
         std::str::from_utf8(unsafe { s.as_bytes() }).map_err(|e| format!("input is not UTF-8: {e}"))
     }
 
+    /// `QUIET`: silence this copy of std's panic hook first, as a shared library must (see
+    /// `quiet_panics`); a critic compiled into the host shares the host's hook and leaves it alone.
+    ///
     /// # Safety
     /// Called by the host through the descriptor with valid pointers.
-    pub unsafe extern "C" fn create<P: CriticPlugin>(
+    pub unsafe extern "C" fn create<P: CriticPlugin, const QUIET: bool>(
         config: Str,
         host: *const HostV1,
         instance: *mut *mut c_void,
         error: *mut Buffer,
     ) -> i32 {
-        quiet_panics();
+        if QUIET {
+            quiet_panics();
+        }
         let result = catch_unwind(AssertUnwindSafe(|| {
             let config = text(config)?;
             P::create(config, Host { raw: host })
@@ -182,6 +187,34 @@ pub mod glue {
         (if P::THREAD_SAFE { crate::FLAG_THREAD_SAFE } else { 0 })
             | (if P::POLICY_DEPENDENT { crate::FLAG_POLICY_DEPENDENT } else { 0 })
     }
+
+    /// The descriptor of `P`, silencing the library's own panic hook when `QUIET`.
+    pub const fn descriptor<P: CriticPlugin, const QUIET: bool>() -> CriticDescriptorV1 {
+        CriticDescriptorV1 {
+            abi_version: crate::ABI_VERSION,
+            flags: flags::<P>(),
+            name: Str::from_static(P::NAME),
+            version: Str::from_static(P::VERSION),
+            score_min: P::SCORE_MIN,
+            score_max: P::SCORE_MAX,
+            create: create::<P, QUIET>,
+            critique: critique::<P>,
+            destroy: destroy::<P>,
+            free_buffer,
+        }
+    }
+}
+
+/// The descriptor a shared library exports for `P` (what [`export_critic!`](crate::export_critic)
+/// returns from `critbench_critic_v1`).
+pub const fn library_descriptor<P: CriticPlugin>() -> CriticDescriptorV1 {
+    glue::descriptor::<P, true>()
+}
+
+/// The descriptor of `P` compiled into the host: the same functions as
+/// [`library_descriptor`], except that `create` leaves the panic hook, which is the host's, alone.
+pub const fn builtin_descriptor<P: CriticPlugin>() -> CriticDescriptorV1 {
+    glue::descriptor::<P, false>()
 }
 
 /// Exports a [`CriticPlugin`] as the `critbench_critic_v1` entry point of a `cdylib`.
@@ -191,18 +224,7 @@ macro_rules! export_critic {
         /// The plugin's entry point (critbench ABI v1).
         #[unsafe(no_mangle)]
         pub extern "C" fn critbench_critic_v1() -> *const $crate::CriticDescriptorV1 {
-            static DESCRIPTOR: $crate::CriticDescriptorV1 = $crate::CriticDescriptorV1 {
-                abi_version: $crate::ABI_VERSION,
-                flags: $crate::glue::flags::<$plugin>(),
-                name: $crate::Str::from_static(<$plugin as $crate::CriticPlugin>::NAME),
-                version: $crate::Str::from_static(<$plugin as $crate::CriticPlugin>::VERSION),
-                score_min: <$plugin as $crate::CriticPlugin>::SCORE_MIN,
-                score_max: <$plugin as $crate::CriticPlugin>::SCORE_MAX,
-                create: $crate::glue::create::<$plugin>,
-                critique: $crate::glue::critique::<$plugin>,
-                destroy: $crate::glue::destroy::<$plugin>,
-                free_buffer: $crate::glue::free_buffer,
-            };
+            static DESCRIPTOR: $crate::CriticDescriptorV1 = $crate::library_descriptor::<$plugin>();
             &DESCRIPTOR
         }
 

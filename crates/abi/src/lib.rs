@@ -41,7 +41,7 @@ mod export;
 mod info;
 mod messages;
 
-pub use export::{CriticPlugin, Host, glue};
+pub use export::{CriticPlugin, Host, builtin_descriptor, glue, library_descriptor};
 pub use info::{INFO_VERSION, IssueType, PluginInfo};
 pub use messages::{CRITIQUE_VERSION, REQUEST_VERSION, Request, RequestTask};
 

@@ -59,7 +59,11 @@ pub struct InitArgs {
 #[derive(Args, Debug)]
 pub struct PluginWorkerArgs {
     /// The plugin's shared library.
-    pub library: PathBuf,
+    #[arg(required_unless_present = "builtin", conflicts_with = "builtin")]
+    pub library: Option<PathBuf>,
+    /// Serve the critic of this name compiled into critbench instead of a library.
+    #[arg(long, value_name = "NAME")]
+    pub builtin: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -56,7 +56,13 @@ fn main() -> ExitCode {
         args::Command::Plugins(args::PluginsCommand::List(options)) => plugins::list(options),
         args::Command::Plugins(args::PluginsCommand::Check(options)) => plugins::check(options),
         args::Command::PluginWorker(options) => {
-            return ExitCode::from(critbench_plugin_host::worker::serve(&options.library) as u8);
+            use critbench_plugin_host::worker::{Served, serve};
+            let served = match (options.builtin, options.library) {
+                (Some(name), _) => Served::Builtin(name),
+                (None, Some(path)) => Served::Library(path),
+                (None, None) => unreachable!("clap requires a library unless --builtin is given"),
+            };
+            return ExitCode::from(serve(&served) as u8);
         }
     };
     match result {

@@ -5,7 +5,8 @@ use crate::failure::Failure;
 
 pub fn merge(args: MergeArgs) -> Result<(), Failure> {
     let merged = merge_run(&args.run_dir)?;
-    println!("{}", critbench_report::glance_table(&merged.report));
+    println!("{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&merged.report));
+    print!("{}", critbench_report::glance_legend(&merged.out_dir));
     println!(
         "merged {} shard(s), {} loops: wrote manifest.json, summary.csv, summary.json, comparisons.csv, \
          config_comparisons.csv, power.csv, report.md and report.html in {}",

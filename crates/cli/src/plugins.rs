@@ -6,30 +6,41 @@ use crate::failure::Failure;
 
 pub fn list(args: PluginListArgs) -> Result<(), Failure> {
     let search = SearchPath::default_for_current_exe(&args.plugin_dirs);
-    let found = search.discover();
-    if found.is_empty() {
-        println!("no plugins found in: {}", dirs(&search));
-        println!(
-            "build the built-in plugins with `cargo build --workspace` (or install them for an installed critbench: \
-             `just install-plugins`, see README.md), or pass --plugin-dir DIR"
-        );
-        return Ok(());
-    }
-    println!("searched, in order: {}", dirs(&search));
     println!("{:<12} {:<9} {:<8} path", "name", "version", "range");
-    for path in found {
-        match PluginLibrary::load(&path) {
-            Ok(library) => println!(
-                "{:<12} {:<9} {:<8} {}",
-                library.name,
-                library.version,
-                format!("{}–{}", library.range.min, library.range.max),
-                path.display()
-            ),
+    for builtin in &critbench_builtins::BUILTINS {
+        match PluginLibrary::builtin(builtin) {
+            Ok(library) => println!("{}", row(&library, "built in")),
+            Err(error) => println!("{:<12} {:<9} {:<8} built in ({error})", builtin.name, "?", "?"),
+        }
+    }
+    let found = search.discover();
+    for path in &found {
+        match PluginLibrary::load(path) {
+            // A bare name means the built-in critic; this library loads by its path.
+            Ok(library) if critbench_builtins::find(&library.name).is_some() => {
+                println!(
+                    "{} (shadowed by the built-in: load it by its path)",
+                    row(&library, &path.display().to_string())
+                )
+            }
+            Ok(library) => println!("{}", row(&library, &path.display().to_string())),
             Err(error) => println!("{:<12} {:<9} {:<8} {} ({error})", "?", "?", "?", path.display()),
         }
     }
+    println!("built in: compiled into this critbench; libraries searched, in order: {}", dirs(&search));
+    if found.is_empty() {
+        println!("no plugin libraries found there: pass --plugin-dir DIR, or give a library's path in the experiment");
+    }
     Ok(())
+}
+
+fn row(library: &PluginLibrary, place: &str) -> String {
+    format!(
+        "{:<12} {:<9} {:<8} {place}",
+        library.name,
+        library.version,
+        format!("{}–{}", library.range.min, library.range.max)
+    )
 }
 
 fn dirs(search: &SearchPath) -> String {
@@ -45,7 +56,11 @@ pub fn check(args: PluginCheckArgs) -> Result<(), Failure> {
     let cwd = std::env::current_dir().ok();
     let library =
         PluginLibrary::resolve(&args.plugin, &search, cwd.as_deref()).map_err(|e| Failure::usage(e.to_string()))?;
-    println!("plugin:      {}", library.path.display());
+    if library.builtin {
+        println!("plugin:      built in ({})", library.path.display());
+    } else {
+        println!("plugin:      {}", library.path.display());
+    }
     println!("sha256:      {}", library.sha256);
     println!("abi:         v{}", critbench_abi::ABI_VERSION);
     println!("name:        {}", library.name);

@@ -32,7 +32,8 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
     for warning in &summary.warnings {
         eprintln!("warning: {warning}");
     }
-    println!("{}", critbench_report::glance_table(&summary.report));
+    println!("{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&summary.report));
+    print!("{}", critbench_report::glance_legend(&summary.out_dir));
     println!(
         "replayed {} loops ({} critiques) with no model or critic calls; wrote {}",
         summary.loops,

@@ -33,7 +33,8 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
         interrupt: Some(crate::signals::install()?),
     };
     let summary = rescore_run(&args.run_dir, &options)?;
-    println!("{}", critbench_report::glance_table(&summary.report));
+    println!("{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&summary.report));
+    print!("{}", critbench_report::glance_legend(&summary.out_dir));
     let resumed = if summary.resumed_critiques > 0 {
         format!(" ({} of them before the interruption)", summary.resumed_critiques)
     } else {

@@ -44,10 +44,11 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let summary = run_experiment(&experiment, &options)?;
     if let Some(report) = &summary.report {
-        println!("{}", critbench_report::glance_table(report));
+        println!("{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(report));
         if let Some(evaluated) = &report.evaluators {
             print!("{}", critbench_report::evaluators::glance(evaluated));
         }
+        print!("{}", critbench_report::glance_legend(&summary.out_dir));
     }
     let seconds = summary.elapsed.as_secs_f64();
     let replayed = if summary.sweep == Sweep::Replay {

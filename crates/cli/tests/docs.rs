@@ -1,6 +1,8 @@
 //! The documentation tells the truth: `docs/REFERENCE.md` lists every key the experiment parser
 //! accepts and no other, the defaults it gives are the code's, its exit statuses are the binary's,
-//! and the README and `docs/` link only to files that exist in the repository.
+//! the README and `docs/` link only to files and headings that exist in the repository, the README
+//! stays a front door (250 lines, a table of every guide) whose commands, tables and notebook
+//! snippet are what the binary and Python print.
 
 mod common;
 
@@ -322,6 +324,9 @@ fn link_problems(root: &Path, file: &str) -> Vec<String> {
     for link in links(&text) {
         let (target, anchor) = link.split_once('#').unwrap_or((&link, ""));
         if target.is_empty() {
+            if !has_heading(&text, anchor) {
+                problems.push(format!("{file}: `{link}`: it has no heading #{anchor}"));
+            }
             continue;
         }
         if target.contains("://") || target.starts_with("mailto:") || target.starts_with('/') {
@@ -335,11 +340,7 @@ fn link_problems(root: &Path, file: &str) -> Vec<String> {
             }
             Some(path) if !anchor.is_empty() && path.extension().is_some_and(|e| e == "md") => {
                 let headings = std::fs::read_to_string(root.join(&path)).unwrap_or_default();
-                if !headings
-                    .lines()
-                    .filter_map(|l| l.trim_start_matches('#').strip_prefix(' '))
-                    .any(|h| slug(h) == anchor)
-                {
+                if !has_heading(&headings, anchor) {
                     problems.push(format!("{file}: `{link}`: {} has no heading #{anchor}", path.display()));
                 }
             }
@@ -347,6 +348,19 @@ fn link_problems(root: &Path, file: &str) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Whether the Markdown `text` has a heading whose anchor is `anchor` (outside code blocks).
+fn has_heading(text: &str, anchor: &str) -> bool {
+    let mut in_code = false;
+    text.lines().any(|line| {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        }
+        !in_code
+            && line.starts_with('#')
+            && line.trim_start_matches('#').strip_prefix(' ').is_some_and(|h| slug(h) == anchor)
+    })
 }
 
 /// A heading's anchor as Markdown renderers make it: lower case, punctuation dropped, spaces as `-`.
@@ -388,17 +402,20 @@ fn the_link_check_catches_dangling_and_escaping_links() {
     std::fs::create_dir(dir.path().join("docs")).unwrap();
     std::fs::write(
         dir.path().join("docs/x.md"),
-        "[ok](A.md) [ok](../docs/A.md#the-part-b) [anchor](#here) [gone](B.md) [up](../../etc/passwd) \
-         [web](https://x.org/) [no heading](A.md#nowhere)",
+        "# Here\n\n[ok](A.md) [ok](../docs/A.md#the-part-b) [anchor](#here) [gone](B.md) [up](../../etc/passwd) \
+         [web](https://x.org/) [no heading](A.md#nowhere) [not here](#elsewhere) [code](A.md#not-a-heading)",
     )
     .unwrap();
-    std::fs::write(dir.path().join("docs/A.md"), "# Title\n\n## The `part` (b)\n").unwrap();
+    std::fs::write(dir.path().join("docs/A.md"), "# Title\n\n## The `part` (b)\n\n```sh\n# not a heading\n```\n")
+        .unwrap();
     let problems = link_problems(dir.path(), "docs/x.md");
-    assert_eq!(problems.len(), 4, "{problems:#?}");
+    assert_eq!(problems.len(), 6, "{problems:#?}");
     assert!(problems[0].contains("`B.md` names docs/B.md which does not exist"));
     assert!(problems[1].contains("points outside the repository"));
     assert!(problems[2].contains("is not a file in the repository"));
     assert!(problems[3].contains("docs/A.md has no heading #nowhere"));
+    assert!(problems[4].contains("`#elsewhere`: it has no heading #elsewhere"));
+    assert!(problems[5].contains("docs/A.md has no heading #not-a-heading"));
 }
 
 /// The subcommands `critbench --help` lists (without `help`).
@@ -512,5 +529,150 @@ fn collect_sources(dir: &Path, files: &mut Vec<PathBuf>) {
         } else if path.extension().is_some_and(|e| ["md", "rs", "h", "c"].iter().any(|x| e == *x)) {
             files.push(path);
         }
+    }
+}
+
+/// The README's lines, a front door's length.
+const README_MAX_LINES: usize = 250;
+
+fn readme() -> String {
+    std::fs::read_to_string(repo().join("README.md")).unwrap()
+}
+
+/// The fenced blocks of a Markdown text whose opening fence is exactly `fence` (e.g. "```sh"), each
+/// with its lines' newlines.
+fn blocks(text: &str, fence: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut open: Option<(bool, String)> = None;
+    for line in text.lines() {
+        match &mut open {
+            None if line.starts_with("```") => open = Some((line == fence, String::new())),
+            None => {}
+            Some((wanted, body)) if line == "```" => {
+                if *wanted {
+                    found.push(std::mem::take(body));
+                }
+                open = None;
+            }
+            Some((_, body)) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_readme_is_a_front_door_of_at_most_250_lines() {
+    let lines = readme().lines().count();
+    assert!(lines <= README_MAX_LINES, "README.md has {lines} lines; move detail into a guide in docs/");
+}
+
+/// Every guide in docs/ (not the reference, format, protocol or benchmark files) has a title and a
+/// paragraph saying what it covers, and the README's table of guides lists each, in reading order.
+#[test]
+fn every_guide_has_a_title_says_what_it_covers_and_is_in_the_readme() {
+    let contract = ["REFERENCE.md", "FORMAT.md", "PROTOCOL.md", "benchmarks.md", "benchmarks-isolation.md"];
+    let mut guides = BTreeSet::new();
+    for entry in std::fs::read_dir(repo().join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".md") && !contract.contains(&name.as_str()) {
+            let text = std::fs::read_to_string(repo().join("docs").join(&name)).unwrap();
+            let mut lines = text.lines();
+            assert!(lines.next().is_some_and(|l| l.starts_with("# ")), "docs/{name} opens with a title");
+            assert_eq!(lines.next(), Some(""), "docs/{name}: a blank line after the title");
+            assert!(
+                lines.next().is_some_and(|l| l.starts_with("What this guide covers: ")),
+                "docs/{name}: the paragraph after the title says what the guide covers"
+            );
+            guides.insert(format!("docs/{name}"));
+        }
+    }
+    assert!(guides.len() >= 7, "{guides:?}");
+    let readme = readme();
+    let table = readme.split("\n## Guides\n").nth(1).expect("the README has a Guides section");
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| #")).collect();
+    let listed: Vec<String> =
+        rows.iter().filter_map(|row| links(row).into_iter().next()).filter(|link| link.starts_with("docs/")).collect();
+    assert_eq!(listed.iter().cloned().collect::<BTreeSet<_>>(), guides, "the README's table of guides");
+    for (number, row) in rows.iter().enumerate() {
+        assert!(row.starts_with(&format!("| {} | [", number + 1)), "the guides are numbered in order: {row}");
+    }
+}
+
+/// The README's two commands are the ones `.ci/run` runs: the demo, and the test command with the
+/// requirements and the Python it names.
+#[test]
+fn the_readme_gives_the_demo_and_test_commands_ci_runs() {
+    let readme = readme();
+    let commands = blocks(&readme, "```sh").into_iter().next().expect("the README opens with a sh block");
+    let demo = "cargo build --workspace && cargo run -q -p critbench -- run --overwrite";
+    let test = "python3 -m venv .venv && .venv/bin/pip install -r tests/python/requirements.txt && cargo build \
+                --workspace && CRITBENCH_PYTHON=.venv/bin/python cargo test --workspace";
+    let lines: Vec<&str> = commands.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
+    assert_eq!(lines, [demo, test], "the README's first commands");
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    for step in [
+        "python3 -m venv .venv",
+        ".venv/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt",
+        "export CRITBENCH_PYTHON=.venv/bin/python",
+        "cargo build --workspace --locked",
+        "cargo test --workspace --locked",
+    ] {
+        assert!(ci.contains(step), ".ci/run no longer runs the README's `{step}`");
+    }
+}
+
+/// The tour's table is what `critbench init` + `critbench run experiment.toml` print, and its
+/// notebook snippet prints, from the run's outcomes, a row of that table.
+#[test]
+fn the_readme_tour_is_what_init_and_run_print() {
+    common::require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(common::binary()).args(args).current_dir(dir.path()).output().unwrap();
+        common::ok(output)
+    };
+    run(&["init"]);
+    let printed = run(&["run", "experiment.toml"]);
+    let readme = readme();
+    let tour = readme.split("\n## A five-minute tour\n").nth(1).expect("the README has a tour");
+    let table = blocks(tour, "```").into_iter().next().expect("the tour shows what the run prints");
+    for line in table.lines().filter(|l| !l.is_empty()) {
+        assert!(printed.lines().any(|p| p == line), "the tour shows `{line}`, the run printed:\n{printed}");
+    }
+    let snippet = blocks(tour, "```python").into_iter().next().expect("the tour has a notebook snippet");
+    let python = common::python().arg("-c").arg(&snippet).current_dir(dir.path()).output().unwrap();
+    assert!(
+        python.status.success(),
+        "the README's snippet (needs polars): {}",
+        String::from_utf8_lossy(&python.stderr)
+    );
+    let said = String::from_utf8(python.stdout).unwrap();
+    let mut rates = Vec::new();
+    for line in said.lines() {
+        assert!(tour.contains(&format!("`{line}`")), "the README says what its snippet prints: `{line}`");
+        rates.push(line.split(": ").nth(1).unwrap().split(' ').next().unwrap().to_string());
+    }
+    assert_eq!(rates.len(), 3, "{said}");
+    let row = format!("| p8-r3-stall-e0 | rubric | {} |", rates.join(" | "));
+    assert!(printed.lines().any(|l| l.starts_with(&row)), "the snippet's rates {row} are a printed row:\n{printed}");
+    assert!(tour.contains(&format!("`{row}`")), "the README names the row {row}");
+}
+
+/// The demo's table in the README is what the first command prints.
+#[test]
+fn the_readme_demo_table_is_what_the_demo_prints() {
+    common::require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let printed = common::ok(common::critbench(&["run", "--overwrite", "--out", out.to_str().unwrap()]));
+    let readme = readme();
+    let shown = readme.split("\n## Two commands\n").nth(1).unwrap();
+    let table = blocks(shown, "```").into_iter().next().expect("the README shows the demo's table");
+    assert!(table.lines().filter(|l| l.starts_with("| p")).count() == 18, "{table}");
+    for line in table.lines().filter(|l| !l.is_empty()) {
+        assert!(printed.lines().any(|p| p == line), "the README shows `{line}`, the demo printed:\n{printed}");
     }
 }

@@ -125,7 +125,13 @@ fn plugin_missing() {
         ),
         "{message}"
     );
-    assert!(message.contains("hint: build the built-in plugins"), "{message}");
+    assert!(
+        message.contains(
+            "hint: the built-in critics are `rubric`, `evidence`, `scripted` and `llm-judge`; `critbench plugins list` \
+             shows them"
+        ),
+        "{message}"
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! Misbehaving critics, in-process and in child processes (README "Isolating plugins"): the
+//! Misbehaving critics, in-process and in child processes (docs/critics.md, "Isolating plugins"): the
 //! `misbehave` C plugin segfaults, aborts, hangs, leaks, answers garbage, invalid UTF-8 or an
 //! out-of-range score on the task `bad-2`, and answers normally on the others.
 

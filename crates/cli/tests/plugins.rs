@@ -19,11 +19,37 @@ fn plugins_check_prints_name_version_and_range_for_each_built_in() {
 }
 
 #[test]
-fn plugins_list_finds_the_built_ins() {
+fn plugins_list_marks_the_built_ins_and_finds_the_libraries() {
     let printed = ok(critbench(&["plugins", "list"]));
-    for name in ["rubric", "evidence", "scripted", "faulty"] {
-        assert!(printed.lines().any(|l| l.starts_with(name) && l.contains("1.0.0")), "{name} missing:\n{printed}");
+    let built_in = |name: &str| printed.lines().any(|l| l.starts_with(&format!("{name} ")) && l.ends_with(" built in"));
+    for name in ["rubric", "evidence", "scripted", "llm-judge"] {
+        assert!(built_in(name), "{name} is not listed as built in:\n{printed}");
     }
+    // Test plugins are libraries only, found beside the binary.
+    for name in ["faulty", "typed-issues"] {
+        assert!(!built_in(name), "{printed}");
+        assert!(
+            printed.lines().any(|l| l.starts_with(&format!("{name} ")) && l.contains(std::env::consts::DLL_SUFFIX)),
+            "{name} missing:\n{printed}"
+        );
+    }
+    // The built-ins' own libraries, built beside the binary, are shadowed for a bare name.
+    let rubric_library = printed.lines().find(|l| l.starts_with("rubric ") && !l.ends_with(" built in"));
+    assert!(rubric_library.is_some_and(|l| l.contains("shadowed by the built-in")), "{printed}");
+}
+
+#[test]
+fn plugins_check_says_a_built_in_is_built_in_and_a_library_by_path_is_not() {
+    let printed = ok(critbench(&["plugins", "check", "rubric"]));
+    assert!(printed.starts_with("plugin:      built in ("), "{printed}");
+    let library = binary().parent().unwrap().join(format!(
+        "{}critbench_rubric{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let printed = ok(critbench(&["plugins", "check", library.to_str().unwrap()]));
+    assert!(printed.starts_with(&format!("plugin:      {}\n", library.display())), "{printed}");
+    assert!(printed.contains("name:        rubric\n"), "{printed}");
 }
 
 #[test]

@@ -169,3 +169,24 @@ fn report_rebuilds_summaries_from_parquet() {
         .collect();
     assert_eq!(before, after);
 }
+
+/// The table a run prints says what its numbers are: pass rates (the line above it), how a config
+/// id reads, and where the whole report is (a file that exists); `critbench report` says the same.
+#[test]
+fn the_printed_table_says_what_its_numbers_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let printed = ok(critbench(&["run", "experiments/essays.toml", "--out", run.to_str().unwrap(), "-q"]));
+    let rebuilt = ok(critbench(&["report", run.to_str().unwrap()]));
+    for printed in [printed, rebuilt] {
+        let lines: Vec<&str> = printed.lines().collect();
+        let table = lines.iter().position(|l| l.starts_with("| config | critic |")).expect("a table");
+        assert!(lines[table - 1].starts_with("Pass rates per arm: the share of each arm's loops"), "{printed}");
+        let ids = lines.iter().find(|l| l.starts_with("Config ids name the policy: ")).expect("a legend");
+        assert!(ids.contains("p8-r3-stall-e0 is pass_score 8, max_revisions 3"), "{ids}");
+        let html = run.join("report.html");
+        let named = lines.iter().find(|l| l.contains(&html.display().to_string())).expect("report.html named");
+        assert!(named.starts_with("Every arm's interval"), "{named}");
+        assert!(html.is_file());
+    }
+}

@@ -1,8 +1,9 @@
 //! Same seed, same outputs, wherever the critic runs: the bench's scripted tasks recorded with the
-//! scripted critic in-process, isolated (`critbench plugin-worker`, protocol 3, many requests in
-//! flight per child) and as a Python command critic computing the same critique
-//! (`scripts/bench/scripted_critic.py`) give the same rows in every table and the same summaries,
-//! byte for byte.
+//! scripted critic compiled into critbench, in-process and isolated (`critbench plugin-worker
+//! --builtin`, protocol 3, many requests in flight per child), with its shared library loaded by
+//! path (libloading, in-process and isolated) and as a Python command critic computing the same
+//! critique (`scripts/bench/scripted_critic.py`) give the same rows in every table and the same
+//! summaries, byte for byte.
 
 mod common;
 
@@ -69,15 +70,38 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
     let command =
         text.replace("plugin = \"scripted\"", &format!("command = [{python:?}, {:?}]", script.to_str().unwrap()));
     assert_ne!(command, text, "the bench experiment names the scripted plugin");
+    let library_path = binary().parent().unwrap().join(format!(
+        "{}critbench_scripted{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let library = text.replace("plugin = \"scripted\"", &format!("plugin = {:?}", library_path.to_str().unwrap()));
     let in_process = experiment(dir.path(), "in-process.toml", &text);
     let command = experiment(dir.path(), "command.toml", &command);
+    let library = experiment(dir.path(), "library.toml", &library);
 
     let runs = [
         run(dir.path(), "in-process", &in_process, &tasks, &["--jobs", "1"]),
         run(dir.path(), "isolated", &in_process, &tasks, &["--jobs", "2", "--isolate-plugins"]),
         run(dir.path(), "command", &command, &tasks, &["--jobs", "2"]),
+        run(dir.path(), "library", &library, &tasks, &["--jobs", "1"]),
+        run(dir.path(), "library-isolated", &library, &tasks, &["--jobs", "2", "--isolate-plugins"]),
     ];
-    assert_eq!(manifest(&runs[1])["plugins"][0]["isolation"], "process", "{}", manifest(&runs[1]));
+    let plugin = |run: usize| manifest(&runs[run])["plugins"][0].clone();
+    assert_eq!(plugin(1)["isolation"], "process", "{}", plugin(1));
+    // The built-in critic, in this process and in the worker, against its library by path.
+    for (run, builtin, isolation) in
+        [(0, true, "in-process"), (1, true, "process"), (3, false, "in-process"), (4, false, "process")]
+    {
+        let record = plugin(run);
+        assert_eq!(record["builtin"], builtin, "{record}");
+        assert_eq!(record["isolation"], isolation, "{record}");
+        let path = record["path"].as_str().unwrap();
+        assert_eq!(path.ends_with(std::env::consts::DLL_SUFFIX), !builtin, "{record}");
+    }
+    assert_eq!(plugin(0)["sha256"], plugin(1)["sha256"], "one built-in, one hash of its sources");
+    assert_eq!(plugin(3)["sha256"], plugin(4)["sha256"], "one library file, one hash");
+    assert_ne!(plugin(0)["sha256"], plugin(3)["sha256"], "a library's hash is of its file");
     let expected = (outcome_rows(&runs[0]), trajectories(&runs[0]));
     assert_eq!(expected.0.len(), 2 * 600, "two arms of every task");
     for other in &runs[1..] {

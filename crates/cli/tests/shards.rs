@@ -147,7 +147,7 @@ fn three_shards_merged_equal_the_run_in_one_piece() {
     }
     assert_eq!(std::fs::read(a.join("summary.csv")).unwrap(), std::fs::read(b.join("summary.csv")).unwrap());
 
-    // The partitioned tables as pandas, Polars and DuckDB read them (README, "Running at scale").
+    // The partitioned tables as pandas, Polars and DuckDB read them (docs/runs.md, "Running at scale").
     let output = common::python()
         .arg(repo().join("tests/python/check_shards.py"))
         .arg(&sharded)

@@ -81,6 +81,7 @@ pub fn plugin_record(plugin: &LoadedPlugin) -> PluginRecord {
         rest: [
             ("isolation".to_string(), serde_json::to_value(library.isolation).expect("serializes")),
             ("command".to_string(), serde_json::to_value(&library.command).expect("serializes")),
+            ("builtin".to_string(), serde_json::Value::Bool(library.builtin)),
         ]
         .into_iter()
         .collect(),

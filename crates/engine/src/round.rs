@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
-use critbench_plugin_host::{CriticInstance, CritiqueCall, critique_after_first, critique_with_retry};
+use critbench_plugin_host::{CallError, CriticInstance, CritiqueCall, critique_after_first, critique_with_retry};
 use critbench_storage::recorded::RecordedRound;
 
 use crate::backend::Draft;
@@ -46,7 +46,7 @@ struct Ask {
     critic: usize,
     request: String,
     scope: CallScope,
-    answer: Option<Result<String, String>>,
+    answer: Option<Result<String, CallError>>,
 }
 
 impl Batch {

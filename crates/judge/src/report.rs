@@ -40,6 +40,8 @@ pub struct PluginRecord {
     pub sha256: String,
     pub score_range: [f64; 2],
     pub thread_safe: bool,
+    /// Compiled into critbench: `path` is then the executable and `sha256` of the critic's sources.
+    pub builtin: bool,
 }
 
 /// Everything `judge.json` holds.
@@ -150,6 +152,7 @@ pub(crate) fn build(rows: &[JudgmentRow], context: Context<'_>) -> JudgeReport {
                 sha256: library.sha256.clone(),
                 score_range: [library.range.min, library.range.max],
                 thread_safe: library.thread_safe,
+                builtin: library.builtin,
             })
             .collect(),
         critics: Vec::new(),

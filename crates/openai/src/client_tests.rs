@@ -1,4 +1,4 @@
-//! The client against the scripted mock server: every failure mode the README promises to
+//! The client against the scripted mock server: every failure mode docs/real-models.md promises to
 //! handle, with counts.
 
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
     /// `hint`: the plugin's own `not_found` hint (from a `NAME.plugin.json` declaration on the
-    /// search path), else how to build the built-in plugins.
+    /// search path), else which critics are built in and how to load a library.
     #[error("plugin `{name}` not found; looked for {candidates} in: {searched}\n  hint: {hint}")]
     NotFound { name: String, candidates: String, searched: String, hint: String },
 
@@ -56,4 +56,32 @@ pub enum PluginError {
          and none was found beside this program"
     )]
     NoWorker,
+}
+
+/// Why one call to a critic gave no critique JSON. Its text is what a round records as
+/// `critic_error` (docs/FORMAT.md); every variant is one attempt lost, and the retry rule
+/// (`docs/REFERENCE.md`, Critique) decides what follows.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The critic's own error message: an in-process plugin's error status with a message, or a
+    /// child's `error` answer.
+    #[error("{0}")]
+    Critic(String),
+    /// An error status (`status`) without a message.
+    #[error("critique returned status {0}")]
+    Status(i32),
+    /// What the plugin returned (`part`: its critique or its error message) is not UTF-8; the
+    /// start of it, with U+FFFD in place of the bad bytes.
+    #[error("the plugin's {part} is not valid UTF-8: {excerpt}")]
+    NotUtf8 { part: &'static str, excerpt: String },
+    /// The child process failed on this request (it crashed, timed out, wrote garbage or
+    /// another request's answer) and was stopped; the next request gets a fresh child.
+    #[error("{failure}; the critic process was stopped and will be restarted")]
+    ChildStopped { failure: String },
+    /// No child process could be started for the request.
+    #[error("the critic process could not be restarted: {0}")]
+    Restart(String),
+    /// A restarted child says it is another critic than the one the run started with.
+    #[error("the restarted critic process says it is {found}, not {expected}")]
+    OtherCritic { found: String, expected: String },
 }

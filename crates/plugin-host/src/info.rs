@@ -64,7 +64,7 @@ pub struct Isolation {
     /// The most child processes of a thread-safe critic (one for a critic that is not).
     pub children: usize,
     /// The program (and its first arguments) that hosts a plugin library in a child process; the
-    /// library's path is appended. `None`: `critbench plugin-worker`, found by [`default_worker`].
+    /// library's path is appended (`--builtin NAME` for a built-in critic). `None`: `critbench plugin-worker`, found by [`default_worker`].
     pub worker: Option<Vec<OsString>>,
 }
 
@@ -99,12 +99,13 @@ pub fn default_worker() -> Option<Vec<OsString>> {
 pub struct CriticInfo {
     pub name: String,
     pub version: String,
-    /// The shared library, or the command's program.
+    /// The shared library, or the command's program; for a built-in critic, the critbench
+    /// executable.
     pub path: PathBuf,
     /// The whole command line of a command critic.
     pub command: Option<Vec<String>>,
-    /// Of the library; of a command critic, of its script (the first argument naming a file),
-    /// else of its program.
+    /// Of the library; of a built-in critic, of its source files; of a command critic, of its
+    /// script (the first argument naming a file), else of its program.
     pub sha256: String,
     pub range: ScoreRange,
     pub thread_safe: bool,
@@ -112,4 +113,6 @@ pub struct CriticInfo {
     /// What the critic declares about itself: issue types, required services, hints.
     pub declared: critbench_abi::PluginInfo,
     pub isolation: IsolationMode,
+    /// A critic compiled into critbench (`critbench_builtins`).
+    pub builtin: bool,
 }

@@ -1,5 +1,6 @@
-//! Loads critic plugins (shared libraries speaking the ABI of `critbench-abi`) and calls them
-//! safely: resolution by name or path, ABI checks, serialized calls for plugins that are not
+//! Loads critic plugins (shared libraries speaking the ABI of `critbench-abi`, or the critics
+//! compiled into critbench, `critbench-builtins`, opened through the same descriptors) and calls
+//! them safely: resolution by name or path (a built-in's name is the built-in), ABI checks, serialized calls for plugins that are not
 //! thread-safe, and the retry-then-fail-conservatively rule (`docs/REFERENCE.md`, Critique).
 //!
 //! Plugins can call back into the host through `critbench_host_v1.call`: the services are
@@ -17,11 +18,12 @@
 //! Libraries are loaded once per process and never unloaded: thread-local destructors inside a
 //! plugin would otherwise run into unmapped code.
 //!
-//! ```no_run
+//! ```
 //! use critbench_plugin_host::{PluginLibrary, SearchPath};
 //!
 //! let search = SearchPath::default_for_current_exe(&[]);
 //! let library = PluginLibrary::resolve("rubric", &search, None).unwrap();
+//! assert!(library.builtin);
 //! let critic = library.instantiate("{}").unwrap();
 //! let request = r##"{"request_version":1,"task":{"id":"t","prompt":"p"},"draft":"# A","round":0}"##;
 //! let answer = critic.call(request);
@@ -44,11 +46,11 @@ mod watchdog;
 pub mod worker;
 
 pub use critics::{CriticSpec, OpenCriticError, open_critics};
-pub use error::PluginError;
+pub use error::{CallError, PluginError};
 pub use info::{
     CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,
 };
-pub use library::{InProcessCritic, PluginLibrary};
+pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
 pub use open::{CriticInstance, open_critic};
 pub use process::ProcessCritic;
 pub use protocol::PROTOCOL_VERSION;

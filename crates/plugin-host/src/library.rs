@@ -13,12 +13,16 @@ use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, DEFAULT_TIMEOUT, IsolationMode};
 use crate::services::{CallScope, Host};
-use crate::{CriticInstance, PluginError, SearchPath};
+use crate::{CallError, CriticInstance, PluginError, SearchPath};
+use critbench_builtins::Builtin;
 
-/// A loaded plugin library: its descriptor and what the manifest records about it.
+/// A loaded plugin library, or a critic compiled into critbench: its descriptor and what the
+/// manifest records about it.
 #[derive(Debug)]
 pub struct PluginLibrary {
+    /// The shared library; for a built-in critic, the critbench executable holding it.
     pub path: PathBuf,
+    /// Of the library file; for a built-in critic, of its source files ([`Builtin::source_sha256`]).
     pub sha256: String,
     pub name: String,
     pub version: String,
@@ -27,7 +31,16 @@ pub struct PluginLibrary {
     pub policy_dependent: bool,
     /// What the plugin declares about itself (`critbench_critic_info_v1`); empty without it.
     pub declared: PluginInfo,
+    /// Compiled into critbench (`critbench_builtins`) rather than loaded from a file.
+    pub builtin: bool,
     descriptor: &'static CriticDescriptorV1,
+}
+
+/// What a plugin reference names: a critic compiled into critbench or a shared library's file.
+#[derive(Clone, Debug)]
+pub enum Located {
+    Builtin(&'static Builtin),
+    File(PathBuf),
 }
 
 /// Libraries loaded so far, by canonical path: each is loaded once per process.
@@ -36,34 +49,49 @@ fn loaded() -> &'static Mutex<HashMap<PathBuf, Arc<PluginLibrary>>> {
     LOADED.get_or_init(Default::default)
 }
 
+/// The built-in critics opened so far, by name.
+fn opened_builtins() -> &'static Mutex<HashMap<&'static str, Arc<PluginLibrary>>> {
+    static OPENED: OnceLock<Mutex<HashMap<&'static str, Arc<PluginLibrary>>>> = OnceLock::new();
+    OPENED.get_or_init(Default::default)
+}
+
 impl PluginLibrary {
-    /// Resolves `reference` — a built-in name such as `rubric` or a path to a shared library
-    /// (relative paths against `base_dir` when given) — and loads it.
+    /// Resolves `reference` — a plugin name such as `rubric` (a built-in critic's, else a library
+    /// on `search`) or a path to a shared library (relative paths against `base_dir` when given)
+    /// — and loads it.
     pub fn resolve(
         reference: &str,
         search: &SearchPath,
         base_dir: Option<&Path>,
     ) -> Result<Arc<PluginLibrary>, PluginError> {
-        Self::load(&Self::locate(reference, search, base_dir)?)
+        match Self::locate(reference, search, base_dir)? {
+            Located::Builtin(builtin) => Self::builtin(builtin),
+            Located::File(path) => Self::load(&path),
+        }
     }
 
-    /// The file `reference` names, without loading it.
-    pub fn locate(reference: &str, search: &SearchPath, base_dir: Option<&Path>) -> Result<PathBuf, PluginError> {
+    /// What `reference` names, without loading it: a built-in critic for a name that is one,
+    /// else the file.
+    pub fn locate(reference: &str, search: &SearchPath, base_dir: Option<&Path>) -> Result<Located, PluginError> {
         let path = if SearchPath::is_path(reference) {
             let path = PathBuf::from(reference);
             match base_dir {
                 Some(base) if path.is_relative() => base.join(path),
                 _ => path,
             }
+        } else if let Some(builtin) = critbench_builtins::find(reference) {
+            return Ok(Located::Builtin(builtin));
         } else {
             search.find(reference).map_err(|(names, dirs)| PluginError::NotFound {
                 hint: search
                     .declaration(reference)
                     .and_then(|info| info.hint("not_found").map(str::to_string))
                     .unwrap_or_else(|| {
-                        "build the built-in plugins with `cargo build --workspace`, pass `--plugin-dir DIR`, \
-                         or give the path to a shared library"
-                            .to_string()
+                        format!(
+                            "the built-in critics are {}; `critbench plugins list` shows them and the libraries \
+                             found. Pass `--plugin-dir DIR`, or give the path to a shared library",
+                            builtin_names()
+                        )
                     }),
                 name: reference.to_string(),
                 candidates: names.join(" or "),
@@ -77,7 +105,28 @@ impl PluginLibrary {
         if !path.is_file() {
             return Err(PluginError::MissingFile { path });
         }
-        Ok(path)
+        Ok(Located::File(path))
+    }
+
+    /// The built-in critic `builtin`, opened once per process through its descriptor and checked
+    /// as a library's is.
+    pub fn builtin(builtin: &'static Builtin) -> Result<Arc<PluginLibrary>, PluginError> {
+        let mut cache = opened_builtins().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(library) = cache.get(builtin.name) {
+            return Ok(Arc::clone(library));
+        }
+        let path = std::env::current_exe()
+            .and_then(|exe| exe.canonicalize())
+            .unwrap_or_else(|_| PathBuf::from(format!("(built-in {})", builtin.name)));
+        let library = Arc::new(Self::from_descriptor(
+            builtin.descriptor,
+            Some(Str::from_static(builtin.info)),
+            path,
+            builtin.source_sha256.to_string(),
+            true,
+        )?);
+        cache.insert(builtin.name, Arc::clone(&library));
+        Ok(library)
     }
 
     /// Loads the library at `path` (once per process) and checks its descriptor.
@@ -109,6 +158,21 @@ impl PluginLibrary {
             .map_err(|_| PluginError::MissingSymbol { path: path.into() })?;
         // SAFETY: the entry point takes no arguments and returns a pointer to static data.
         let descriptor = unsafe { entry() };
+        // SAFETY: the optional symbol's type is fixed by the ABI, as for the entry point; it takes
+        // no arguments and returns static text.
+        let info = unsafe { library.get::<InfoEntryPoint>(INFO_SYMBOL.as_bytes()) }.ok().map(|info| unsafe { info() });
+        Self::from_descriptor(descriptor, info, path.to_path_buf(), sha256, false)
+    }
+
+    /// Checks a descriptor and the info text beside it (`None`: the library has no info symbol).
+    fn from_descriptor(
+        descriptor: *const CriticDescriptorV1,
+        info: Option<Str>,
+        path: PathBuf,
+        sha256: String,
+        builtin: bool,
+    ) -> Result<PluginLibrary, PluginError> {
+        let path = path.as_path();
         let bad = |message: &str| PluginError::BadDescriptor { path: path.into(), message: message.into() };
         if descriptor.is_null() {
             return Err(bad("the entry point returned a null descriptor"));
@@ -158,12 +222,9 @@ impl PluginLibrary {
             return Err(bad(&format!("score range {range} is not a finite, non-empty interval")));
         }
         let bad_info = |message: String| PluginError::BadInfo { plugin: name.clone(), message };
-        // SAFETY: the optional symbol's type is fixed by the ABI, as for the entry point.
-        let declared = match unsafe { library.get::<InfoEntryPoint>(INFO_SYMBOL.as_bytes()) } {
-            Err(_) => PluginInfo::default(),
-            Ok(info) => {
-                // SAFETY: takes no arguments and returns static text.
-                let info = unsafe { info() };
+        let declared = match info {
+            None => PluginInfo::default(),
+            Some(info) => {
                 if info.ptr.is_null() && info.len > 0 {
                     return Err(bad_info("a null pointer".into()));
                 }
@@ -181,6 +242,7 @@ impl PluginLibrary {
             thread_safe: descriptor.flags & FLAG_THREAD_SAFE != 0,
             policy_dependent: descriptor.flags & FLAG_POLICY_DEPENDENT != 0,
             declared,
+            builtin,
             descriptor,
         })
     }
@@ -246,6 +308,7 @@ impl PluginLibrary {
             policy_dependent: self.policy_dependent,
             declared: self.declared.clone(),
             isolation,
+            builtin: self.builtin,
         }
     }
 
@@ -293,18 +356,18 @@ impl InProcessCritic {
 
     /// Sends one request outside any critique's scope; returns the plugin's answer, or its error
     /// message.
-    pub fn call(&self, request: &str) -> Result<String, String> {
+    pub fn call(&self, request: &str) -> Result<String, CallError> {
         self.call_scoped(request, None)
     }
 
     /// Sends one request for the critique `scope` (what its service calls are keyed by and count
     /// their tokens on); returns the plugin's answer, or its error message. An answer that is not
     /// UTF-8 is an error.
-    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, String> {
+    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, CallError> {
         self.call_scoped(request, Some(scope))
     }
 
-    fn call_scoped(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
+    fn call_scoped(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
         let _guard = self.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let _watching = self.watch.as_ref().map(crate::watchdog::Watch::begin);
         let mut out = Buffer::EMPTY;
@@ -316,18 +379,24 @@ impl InProcessCritic {
         let text = match self.library.take(out) {
             Ok(text) => text,
             Err(lossy) => {
-                return Err(format!(
-                    "the plugin's {} is not valid UTF-8: {}",
-                    if status == STATUS_OK { "critique" } else { "error message" },
-                    excerpt(&lossy)
-                ));
+                let part = if status == STATUS_OK { "critique" } else { "error message" };
+                return Err(CallError::NotUtf8 { part, excerpt: excerpt(&lossy) });
             }
         };
         match status {
             STATUS_OK => Ok(text),
-            STATUS_ERROR if !text.is_empty() => Err(text),
-            other => Err(if text.is_empty() { format!("critique returned status {other}") } else { text }),
+            _ if !text.is_empty() => Err(CallError::Critic(text)),
+            other => Err(CallError::Status(other)),
         }
+    }
+}
+
+/// The built-in critics' names, for messages: "`rubric`, `evidence`, … and `llm-judge`".
+pub fn builtin_names() -> String {
+    let names: Vec<String> = critbench_builtins::BUILTINS.iter().map(|b| format!("`{}`", b.name)).collect();
+    match names.split_last() {
+        Some((last, init)) if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        _ => names.join(""),
     }
 }
 

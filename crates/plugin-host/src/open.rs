@@ -1,16 +1,16 @@
 //! Opening a critic: every way a critic can be run goes through [`open_critic`].
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
-use crate::library::InProcessCritic;
+use crate::library::{InProcessCritic, Located};
 use crate::process::{Launch, ProcessCritic, resolve_program};
 use crate::services::{CallScope, Host};
-use crate::{PluginError, PluginLibrary, SearchPath};
+use crate::{CallError, PluginError, PluginLibrary, SearchPath};
 
 /// A critic ready to call: a plugin library in this process, or child processes speaking the
 /// JSON-lines protocol. [`crate::critique_with_retry`] takes either.
@@ -23,7 +23,7 @@ impl CriticInstance {
     /// Sends one request outside any critique's scope; returns the critique JSON, or why there
     /// is none.
     #[inline]
-    pub fn call(&self, request: &str) -> Result<String, String> {
+    pub fn call(&self, request: &str) -> Result<String, CallError> {
         match self {
             CriticInstance::InProcess(critic) => critic.call(request),
             CriticInstance::Process(critic) => critic.call(request, None),
@@ -33,7 +33,7 @@ impl CriticInstance {
     /// Sends one request for the critique `scope`: the host's services key their answers by it
     /// and add the tokens they spend to it.
     #[inline]
-    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, String> {
+    pub fn call_in(&self, request: &str, scope: &mut CallScope) -> Result<String, CallError> {
         match self {
             CriticInstance::InProcess(critic) => critic.call_in(request, scope),
             CriticInstance::Process(critic) => critic.call(request, Some(scope)),
@@ -49,7 +49,7 @@ impl CriticInstance {
     /// Sends every request, each for its critique scope, and returns their answers in order: what
     /// [`CriticInstance::call_in`] would answer one by one, all in flight at once where the critic
     /// takes that.
-    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, String>> {
+    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
         match self {
             CriticInstance::InProcess(critic) => {
                 requests.iter().zip(scopes).map(|(request, scope)| critic.call_in(request, scope)).collect()
@@ -88,14 +88,30 @@ pub fn open_critic(
                 .map(CriticInstance::InProcess);
         }
         CriticSource::Plugin(reference) => {
-            let path = PluginLibrary::locate(reference, search, base_dir)?;
-            let path = path.canonicalize().unwrap_or(path);
-            let sha256 = sha256_of(&path).map_err(|e| PluginError::Load { path: path.clone(), message: e })?;
             let worker = isolation.worker.clone().or_else(default_worker).ok_or(PluginError::NoWorker)?;
             let mut args: Vec<OsString> = worker[1..].to_vec();
-            args.push(path.clone().into_os_string());
-            let launch = Launch { program: worker[0].clone(), args, cwd: None, label: path.display().to_string() };
-            ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?
+            match PluginLibrary::locate(reference, search, base_dir)? {
+                Located::Builtin(builtin) => {
+                    // The worker is a critbench: it serves its own compiled-in copy of the critic.
+                    let path = PathBuf::from(&worker[0]);
+                    let path = path.canonicalize().unwrap_or(path);
+                    args.extend([OsString::from("--builtin"), OsString::from(builtin.name)]);
+                    let label = format!("built-in {}", builtin.name);
+                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label };
+                    let sha256 = builtin.source_sha256.to_string();
+                    let mut critic = ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?;
+                    critic.mark_builtin();
+                    critic
+                }
+                Located::File(path) => {
+                    let path = path.canonicalize().unwrap_or(path);
+                    let sha256 = sha256_of(&path).map_err(|e| PluginError::Load { path: path.clone(), message: e })?;
+                    args.push(path.clone().into_os_string());
+                    let launch =
+                        Launch { program: worker[0].clone(), args, cwd: None, label: path.display().to_string() };
+                    ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?
+                }
+            }
         }
         CriticSource::Command(command) => {
             let Some(program) = command.first() else {

@@ -33,12 +33,12 @@ use std::time::{Duration, Instant};
 use critbench_core::ScoreRange;
 use serde::Deserialize;
 
-use crate::PluginError;
 use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
 use crate::process_group;
 use crate::protocol::{Protocol, Reply, text_of};
 use crate::services::{CallScope, Host};
+use crate::{CallError, PluginError};
 
 /// Why a read failed when the child closed its stdout (usually: it died).
 const CLOSED: &str = "the critic process closed its output";
@@ -155,6 +155,7 @@ impl ProcessCritic {
                 policy_dependent: false,
                 declared: Default::default(),
                 isolation: IsolationMode::Process,
+                builtin: false,
             }),
             launch,
             config,
@@ -197,6 +198,11 @@ impl ProcessCritic {
         &self.info
     }
 
+    /// Records that the child serves a critic compiled into critbench.
+    pub(crate) fn mark_builtin(&mut self) {
+        Arc::make_mut(&mut self.info).builtin = true;
+    }
+
     /// Whether the critic takes several requests at once (protocol 3), so that
     /// [`ProcessCritic::call_many`] is worth a caller's while.
     pub fn pipelined(&self) -> bool {
@@ -206,7 +212,7 @@ impl ProcessCritic {
     /// Sends one request to an idle child (starting one if needed), for the critique `scope`
     /// when given (the child's service requests are answered in it); returns the critique JSON or
     /// the reason there is none.
-    pub fn call(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
+    pub fn call(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
         let child = self.acquire()?;
         self.call_on(child, request, scope)
     }
@@ -215,15 +221,15 @@ impl ProcessCritic {
     /// [`ProcessCritic::call`] would one by one: to a protocol 3 child all at once, to any other
     /// one at a time. A child that fails costs the request charged with it (the oldest waiting)
     /// its answer; the rest go to a fresh child.
-    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, String>> {
-        let mut answers: Vec<Option<Result<String, String>>> = vec![None; requests.len()];
+    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
+        let mut answers: Vec<Option<Result<String, CallError>>> = vec![None; requests.len()];
         let mut left: Vec<usize> = (0..requests.len()).collect();
         while let Some(&first) = left.first() {
             let mut child = match self.acquire() {
                 Ok(child) => child,
-                Err(message) => {
+                Err(error) => {
                     for index in left {
-                        answers[index] = Some(Err(message.clone()));
+                        answers[index] = Some(Err(error.clone()));
                     }
                     break;
                 }
@@ -234,10 +240,9 @@ impl ProcessCritic {
                 match self.pipeline(&mut child, &left, requests, scopes, &mut answers) {
                     Ok(()) => self.release(Some(child)),
                     Err((charged, message)) => {
-                        let message = finish(child, message);
+                        let failure = finish(child, message);
                         self.release(None);
-                        answers[charged] =
-                            Some(Err(format!("{message}; the critic process was stopped and will be restarted")));
+                        answers[charged] = Some(Err(CallError::ChildStopped { failure }));
                     }
                 }
             }
@@ -247,24 +252,24 @@ impl ProcessCritic {
     }
 
     /// One request on `child`, which goes back to the pool unless it failed.
-    fn call_on(&self, mut child: Child, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
+    fn call_on(&self, mut child: Child, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
         match self.exchange(&mut child, request, scope) {
             Ok(answer) => {
                 self.release(Some(child));
                 match answer {
                     Answer::Critique(text) => Ok(text),
-                    Answer::Error(message) => Err(message),
+                    Answer::Error(message) => Err(CallError::Critic(message)),
                 }
             }
             Err(message) => {
-                let message = finish(child, message);
+                let failure = finish(child, message);
                 self.release(None);
-                Err(format!("{message}; the critic process was stopped and will be restarted"))
+                Err(CallError::ChildStopped { failure })
             }
         }
     }
 
-    fn acquire(&self) -> Result<Child, String> {
+    fn acquire(&self) -> Result<Child, CallError> {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if let Some(child) = pool.idle.pop() {
@@ -276,15 +281,15 @@ impl ProcessCritic {
                 return match self.start() {
                     Ok((child, hello)) => match self.same_critic(&hello) {
                         Ok(()) => Ok(child),
-                        Err(message) => {
+                        Err(error) => {
                             finish(child, String::new());
                             self.release(None);
-                            Err(message)
+                            Err(error)
                         }
                     },
                     Err(failure) => {
                         self.release(None);
-                        Err(format!("the critic process could not be restarted: {}", failure.message()))
+                        Err(CallError::Restart(failure.message().to_string()))
                     }
                 };
             }
@@ -304,22 +309,19 @@ impl ProcessCritic {
     }
 
     /// A restarted child must be the critic the run started with.
-    fn same_critic(&self, hello: &Hello) -> Result<(), String> {
+    fn same_critic(&self, hello: &Hello) -> Result<(), CallError> {
         let info = &self.info;
         if hello.name != info.name
             || hello.version != info.version
             || hello.score_range != [info.range.min, info.range.max]
         {
-            return Err(format!(
-                "the restarted critic process says it is {} {} with range {}–{}, not {} {} with range {}",
-                hello.name,
-                hello.version,
-                hello.score_range[0],
-                hello.score_range[1],
-                info.name,
-                info.version,
-                info.range
-            ));
+            return Err(CallError::OtherCritic {
+                found: format!(
+                    "{} {} with range {}–{}",
+                    hello.name, hello.version, hello.score_range[0], hello.score_range[1]
+                ),
+                expected: format!("{} {} with range {}", info.name, info.version, info.range),
+            });
         }
         Ok(())
     }
@@ -443,7 +445,7 @@ impl ProcessCritic {
         left: &[usize],
         requests: &[&str],
         scopes: &mut [CallScope],
-        answers: &mut [Option<Result<String, String>>],
+        answers: &mut [Option<Result<String, CallError>>],
     ) -> Result<(), (usize, String)> {
         let oldest_first = left[0];
         // A line written since the last answer answers nothing (as in `exchange`).
@@ -491,7 +493,7 @@ impl ProcessCritic {
                     continue;
                 }
                 Reply::Critique(text) => Ok(text),
-                Reply::Error(message) => Err(message),
+                Reply::Error(message) => Err(CallError::Critic(message)),
             };
             answers[index] = Some(answer);
             waiting.remove(&id);
@@ -826,9 +828,10 @@ def wait_for_input():
     }
 
     /// Asserts a call failed with `expected` in its message and the child was stopped.
-    fn assert_refused(result: Result<String, String>, expected: &str) {
+    fn assert_refused(result: Result<String, CallError>, expected: &str) {
         let error = result.expect_err("the line must not be taken as an answer");
-        assert!(error.contains(expected), "{error}");
+        assert!(matches!(&error, CallError::ChildStopped { failure } if failure.contains(expected)), "{error:?}");
+        let error = error.to_string();
         assert!(error.ends_with("; the critic process was stopped and will be restarted"), "{error}");
     }
 
@@ -989,7 +992,7 @@ while True:
     }
 
     /// `tasks` all in flight at once through `call_many`.
-    fn call_many(critic: &ProcessCritic, tasks: &[&str]) -> Vec<Result<String, String>> {
+    fn call_many(critic: &ProcessCritic, tasks: &[&str]) -> Vec<Result<String, CallError>> {
         let requests: Vec<String> = tasks.iter().map(|task| request(task)).collect();
         let requests: Vec<&str> = requests.iter().map(String::as_str).collect();
         let mut scopes: Vec<CallScope> = tasks.iter().map(|task| CallScope::new(task, 0, 0)).collect();

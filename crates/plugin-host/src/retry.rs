@@ -2,8 +2,8 @@ use std::collections::BTreeMap;
 
 use critbench_core::Critique;
 
-use crate::CriticInstance;
 use crate::services::CallScope;
+use crate::{CallError, CriticInstance};
 
 /// Attempts per critique, in all, unless configured otherwise (`docs/REFERENCE.md`, Critique).
 pub const DEFAULT_ATTEMPTS: u32 = 3;
@@ -45,7 +45,7 @@ pub fn critique_after_first(
     weights: Option<&BTreeMap<String, f64>>,
     attempts: u32,
     scope: &mut CallScope,
-    first: Result<String, String>,
+    first: Result<String, CallError>,
 ) -> CritiqueCall {
     retry_from(critic, request, weights, attempts, scope, Some(first))
 }
@@ -56,7 +56,7 @@ fn retry_from(
     weights: Option<&BTreeMap<String, f64>>,
     attempts: u32,
     scope: &mut CallScope,
-    mut first: Option<Result<String, String>>,
+    mut first: Option<Result<String, CallError>>,
 ) -> CritiqueCall {
     let range = critic.info().range;
     let attempts = attempts.max(1);
@@ -72,7 +72,7 @@ fn retry_from(
                 Ok(critique) => return CritiqueCall { critique, attempts: attempt, error: None },
                 Err(e) => last_error = e.to_string(),
             },
-            Err(message) => last_error = message,
+            Err(error) => last_error = error.to_string(),
         }
     }
     CritiqueCall { critique: Critique::unavailable(range), attempts, error: Some(last_error) }

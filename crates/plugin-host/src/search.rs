@@ -15,9 +15,8 @@ impl SearchPath {
     /// its parent (so `target/debug/critbench` and test binaries in `target/debug/deps` both
     /// find the plugins cargo built beside them), then `share/critbench/plugins` under that
     /// parent ([`prefix_plugin_dir`]: `PREFIX/bin/critbench` finds `PREFIX/share/critbench/plugins`,
-    /// where the Python wheel installs the built-in plugins), then the user's plugin directory
-    /// ([`user_plugin_dir`]: where `just install-plugins` puts the built-in plugins for a
-    /// `critbench` installed with `cargo install`).
+    /// a virtualenv's), then the user's plugin directory ([`user_plugin_dir`]). The built-in
+    /// critics are never looked for here: they are compiled in (`critbench_builtins`).
     pub fn default_for_current_exe(extra: &[PathBuf]) -> SearchPath {
         let mut dirs: Vec<PathBuf> = extra.to_vec();
         if let Some(value) = std::env::var_os(PLUGIN_DIR_ENV) {

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::FromRawFd;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
@@ -120,9 +120,18 @@ fn read_raw(pipes: &mut Pipes) -> std::io::Result<Option<String>> {
     Ok((pipes.input.read_line(&mut line)? > 0).then_some(line))
 }
 
-/// Serves the plugin at `library` until stdin closes; returns the process exit status.
-pub fn serve(library: &Path) -> i32 {
-    match serve_inner(library) {
+/// The plugin a worker serves.
+#[derive(Clone, Debug)]
+pub enum Served {
+    /// The shared library at this path.
+    Library(PathBuf),
+    /// The critic of this name compiled into critbench (`critbench plugin-worker --builtin NAME`).
+    Builtin(String),
+}
+
+/// Serves `plugin` until stdin closes; returns the process exit status.
+pub fn serve(plugin: &Served) -> i32 {
+    match serve_inner(plugin) {
         Ok(()) => 0,
         Err(message) => {
             eprintln!("critbench plugin-worker: {message}");
@@ -131,11 +140,24 @@ pub fn serve(library: &Path) -> i32 {
     }
 }
 
-fn serve_inner(library: &Path) -> Result<(), String> {
+fn serve_inner(served: &Served) -> Result<(), String> {
     let io = |e: std::io::Error| format!("the pipe to critbench failed: {e}");
     // Take the protocol's stdout before the library's initializers can print to it.
     pipes();
-    let plugin = match PluginLibrary::load(library) {
+    let opened = match served {
+        Served::Library(path) => PluginLibrary::load(path),
+        Served::Builtin(name) => match critbench_builtins::find(name) {
+            Some(builtin) => PluginLibrary::builtin(builtin),
+            None => Err(crate::PluginError::Protocol {
+                critic: name.clone(),
+                message: format!(
+                    "this critbench has no built-in critic `{name}`; its built-ins are {}",
+                    crate::library::builtin_names()
+                ),
+            }),
+        },
+    };
+    let plugin = match opened {
         Ok(plugin) => plugin,
         Err(error) => {
             let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
@@ -206,7 +228,7 @@ fn serve_inner(library: &Path) -> Result<(), String> {
         // wrote (as it would in-process).
         let answer = match critic.call(request) {
             Ok(critique) => serde_json::json!({ "id": id, "critique": critique }),
-            Err(message) => serde_json::json!({ "id": id, "error": message }),
+            Err(message) => serde_json::json!({ "id": id, "error": message.to_string() }),
         };
         queue_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer);
     }

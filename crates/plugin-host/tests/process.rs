@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use critbench_plugin_host::services::{CallScope, Host, HostService, Reply};
 use critbench_plugin_host::{
-    CriticInstance, CriticSource, Isolation, IsolationMode, PluginError, SearchPath, open_critic,
+    CallError, CriticInstance, CriticSource, Isolation, IsolationMode, PluginError, SearchPath, open_critic,
 };
 
 /// Answers with its pid as the rationale after `sleep_ms`; `crash` in the draft exits; `ask` in
@@ -107,7 +107,11 @@ fn a_child_that_dies_is_an_error_and_the_next_call_gets_a_new_one() {
     let critic = open(dir.path(), false, "{}", 1).unwrap();
     let before = rationale(&critic.call(&request("d")).unwrap());
     let error = critic.call(&request("crash")).unwrap_err();
-    assert_eq!(error, "the critic process exited with status 9; the critic process was stopped and will be restarted");
+    assert_eq!(error, CallError::ChildStopped { failure: "the critic process exited with status 9".into() });
+    assert_eq!(
+        error.to_string(),
+        "the critic process exited with status 9; the critic process was stopped and will be restarted"
+    );
     let after = rationale(&critic.call(&request("d")).unwrap());
     assert_ne!(before, after, "a new process answered");
 }

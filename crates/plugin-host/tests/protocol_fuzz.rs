@@ -104,7 +104,7 @@ proptest! {
                 let expected = inner.as_str().map(str::to_string).unwrap_or_else(|| inner.to_string());
                 prop_assert_eq!(critique, expected);
             }
-            Err(message) => prop_assert!(!message.is_empty()),
+            Err(error) => prop_assert!(!error.to_string().is_empty()),
         }
         // The critic works again: at most one attempt lost to a stray line left in the pipe.
         let again = critic.call(&request("fine")).or_else(|_| critic.call(&request("fine")));

@@ -37,7 +37,7 @@ pub mod stats;
 mod summary;
 
 pub use html::escape as escape_html;
-pub use markdown::{glance_table, render_markdown, summary_table};
+pub use markdown::{GLANCE_HEADER, glance_legend, glance_table, render_markdown, summary_table};
 pub use summary::{
     ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport,
     Report, SummaryRow, TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file, summarize_files,

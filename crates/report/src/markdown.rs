@@ -125,6 +125,21 @@ pub fn glance_table(report: &Report) -> String {
     out
 }
 
+/// The line a terminal prints above [`glance_table`]: what its numbers are.
+pub const GLANCE_HEADER: &str = "Pass rates per arm: the share of each arm's loops (task × epoch) whose answer passed the \
+     critic; the difference is paired on the same task × epoch units.";
+
+/// The lines a terminal prints below [`glance_table`]: how a config id reads (the grammar of
+/// `critbench_core::Policy::config_id`, pinned by a test) and where the whole report of `run_dir` is.
+pub fn glance_legend(run_dir: &std::path::Path) -> String {
+    format!(
+        "Config ids name the policy: p8-r3-stall-e0 is pass_score 8, max_revisions 3, the stall rule on (nostall: off), \
+         plateau_eps 0 (the plateau rule off); a -dN suffix is dim_target N, -last returns the last draft, not the \
+         best.\nEvery arm's interval, rounds, exits and scores, with charts: {} (report.md beside it).\n",
+        run_dir.join("report.html").display()
+    )
+}
+
 /// The comparison a config × critic's headline shows: memory against plain feedback when the run
 /// has the memory arm, else feedback against the next arm, else the first; of arms that ran (an
 /// adjudicated twin has its own section).
@@ -578,6 +593,38 @@ mod tests {
     use super::*;
     use crate::KindReport;
     use crate::show::{DiscordantPair, PairGroup};
+
+    #[test]
+    fn the_legend_reads_config_ids_as_the_policy_writes_them() {
+        use critbench_core::{FinalDraft, Policy};
+        let legend = glance_legend(std::path::Path::new("reports/demo"));
+        // The example is the default policy's id, and every part of the fullest id is explained.
+        let example = Policy::default();
+        assert!(legend.starts_with(&format!("Config ids name the policy: {} is", example.config_id())), "{legend}");
+        for (part, meaning) in [
+            ("p8", format!("pass_score {}", example.pass_score)),
+            ("r3", format!("max_revisions {}", example.max_revisions)),
+            ("stall", "the stall rule on".to_string()),
+            ("e0", format!("plateau_eps {}", example.plateau_eps)),
+        ] {
+            assert!(example.config_id().split('-').any(|p| p == part), "{part} is not a part of the example");
+            assert!(legend.contains(&meaning), "the legend does not say {part} is {meaning}: {legend}");
+        }
+        let fullest = Policy {
+            pass_score: 7.5,
+            max_revisions: 5,
+            stall: false,
+            plateau_eps: 0.1,
+            dim_target: Some(8.0),
+            final_draft: FinalDraft::Last,
+        };
+        assert_eq!(fullest.config_id(), "p7.5-r5-nostall-e0.1-d8-last");
+        for said in ["(nostall: off)", "-dN suffix is dim_target N", "-last returns the last draft"] {
+            assert!(legend.contains(said), "{said}: {legend}");
+        }
+        assert!(legend.contains("reports/demo/report.html"), "{legend}");
+        assert!(GLANCE_HEADER.starts_with("Pass rates per arm"));
+    }
 
     #[test]
     fn the_headline_compares_arms_that_ran_not_an_adjudicated_twin() {

@@ -51,7 +51,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use critbench_abi::{CriticPlugin, Host, Request, export_critic};
+use critbench_abi::{CriticPlugin, Host, Request};
 use serde_json::{Value, json};
 
 /// The evidence critic; `gold` is gold mode (see the crate's docs).
@@ -123,8 +123,6 @@ impl CriticPlugin for EvidenceCritic {
         Ok(check(&request.task.prompt, &request.task.evidence, &request.draft).to_string())
     }
 }
-
-export_critic!(EvidenceCritic);
 
 /// A draft as the critic reads it.
 enum Draft {

@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use critbench_abi::{CriticPlugin, Host, Request, export_critic};
+use critbench_abi::{CriticPlugin, Host, Request};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -524,8 +524,6 @@ impl CriticPlugin for LlmJudge {
         Err(format!("the judge's answer was not a valid critique after {} attempt(s): {reason}", self.attempts))
     }
 }
-
-export_critic!(LlmJudge);
 
 #[cfg(test)]
 mod tests {

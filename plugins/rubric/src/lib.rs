@@ -35,7 +35,7 @@
 
 use std::collections::BTreeSet;
 
-use critbench_abi::{CriticPlugin, Host, Request, export_critic};
+use critbench_abi::{CriticPlugin, Host, Request};
 use serde_json::{Value, json};
 
 /// The rubric critic.
@@ -104,8 +104,6 @@ impl CriticPlugin for Rubric {
         Ok(self.assess(&request.draft).to_string())
     }
 }
-
-export_critic!(Rubric);
 
 impl Rubric {
     /// The critique of one draft, as JSON.

@@ -1,6 +1,6 @@
 //! The chaos suite: the real binary against hostile inputs and damaged files, one test per way a
 //! command could lose data, misattribute it or trust what it should check. Each module holds one
-//! family; README.md ("Run directories") states the guarantees these tests hold the code to.
+//! family; docs/runs.md ("Run directories and interrupted runs") states the guarantees these tests hold the code to.
 
 #[path = "../common/mod.rs"]
 mod common;

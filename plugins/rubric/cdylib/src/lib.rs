@@ -1,0 +1,4 @@
+//! The `rubric` critic (`critbench-rubric`) exported as a shared library: `critbench_critic_v1` and
+//! `critbench_critic_info_v1` (docs/REFERENCE.md, Plugin ABI).
+
+critbench_abi::export_critic!(critic::Rubric);

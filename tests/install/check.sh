@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Every way of installing critbench gives a binary that works on its own: `pip install .` into a
+# fresh virtualenv, the wheel `maturin build` makes, and `cargo install --path crates/cli` into a
+# temporary prefix. Each installed `critbench`, run from an empty directory with an empty HOME and
+# nothing of the repository or of cargo's target in reach, lists its built-in critics, refuses a
+# second `init` with exit 2, and runs its starter experiment. Fails, naming what is missing.
+#
+#   bash tests/install/check.sh [--release]     # needs python3 (with venv), maturin on PATH, cargo
+#
+# Without --release every build uses the dev profile, which reuses a `cargo build --workspace`
+# already done (CI); a user's install builds release.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+
+fail() { echo "install check: $*" >&2; exit 1; }
+command -v maturin >/dev/null || fail "maturin is not on PATH (pip install maturin)"
+
+profile=dev; cargo_profile=(--debug); maturin_profile=(--profile dev)
+if [[ "${1:-}" == "--release" ]]; then profile=release; cargo_profile=(); maturin_profile=(--release); fi
+# The builds share the repository's target directory; the toolchain and crate cache stay where they
+# are, so that only the *installed* binary meets an empty HOME.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
+export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/home"
+
+# Runs an installed critbench ($1) from a fresh empty directory, with HOME and XDG_DATA_HOME empty.
+check() {
+    local how=$1 exe=$2 dir
+    [[ -x "$exe" ]] || fail "$how installed no $exe"
+    dir=$(mktemp -d "$work/empty.XXXX")
+    (
+        cd "$dir"
+        export HOME="$work/home" XDG_DATA_HOME="$work/home/data"
+        unset CRITBENCH_PLUGIN_DIR CARGO_TARGET_DIR
+        listed=$("$exe" plugins list)
+        for name in rubric evidence scripted llm-judge; do
+            grep -q "^$name .* built in$" <<<"$listed" || fail "$how: plugins list does not show $name built in:
+$listed"
+        done
+        "$exe" init starter >/dev/null
+        set +e; "$exe" init starter 2>/dev/null; code=$?; set -e
+        [[ $code -eq 2 ]] || fail "$how: a second critbench init exited $code, not 2"
+        "$exe" run starter/experiment.toml --quiet >/dev/null
+        for file in outcomes.parquet trajectories.parquet summary.csv comparisons.csv report.md report.html manifest.json; do
+            [[ -s starter/reports/starter/$file ]] || fail "$how: critbench run wrote no starter/reports/starter/$file"
+        done
+        grep -q ',rubric,' starter/reports/starter/summary.csv || fail "$how: summary.csv has no rubric row"
+        grep -q ',evidence,' starter/reports/starter/summary.csv || fail "$how: summary.csv has no evidence row"
+    )
+    echo "install check: $how: passed"
+}
+
+start=$SECONDS
+python3 -m venv "$work/pip"
+"$work/pip/bin/pip" install --quiet --disable-pip-version-check \
+    --config-settings=build-args="${maturin_profile[*]}" "$repo"
+check "pip install ." "$work/pip/bin/critbench"
+
+maturin build --locked --quiet "${maturin_profile[@]}" --out "$work/dist" >/dev/null
+wheels=("$work"/dist/critbench-*.whl)
+[[ ${#wheels[@]} -eq 1 && -f "${wheels[0]}" ]] || fail "expected one wheel in $work/dist"
+python3 -m venv "$work/wheel"
+"$work/wheel/bin/pip" install --quiet --disable-pip-version-check --no-index "${wheels[0]}"
+check "the wheel" "$work/wheel/bin/critbench"
+
+cargo install --quiet --locked "${cargo_profile[@]}" --path crates/cli --root "$work/prefix"
+check "cargo install --path crates/cli" "$work/prefix/bin/critbench"
+echo "install check: passed ($profile profile, $((SECONDS - start)) s)"
