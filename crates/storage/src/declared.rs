@@ -298,6 +298,8 @@ macro_rules! declare_columns {
             pub const COLUMNS: $names = $names { $( $field: $crate::declared::declare_columns!(@name $ty, $column), )* };
 
             /// The names of the columns, in the order they are written.
+            // One push or extend per field: a flattened field adds several names.
+            #[allow(clippy::vec_init_then_push)]
             pub fn names() -> Vec<&'static str> {
                 let mut names = Vec::new();
                 $( $crate::declared::declare_columns!(@push_names names, $ty, $column); )*
