@@ -114,7 +114,8 @@ pub fn emit_loop(
 /// The outcome row of the loop that ran `used` (its rounds and their scores) under `policy`
 /// (already the arm's) and stopped on the last of them with `exit`: the draft it returns is that
 /// of `final_round`. With `exit` `None` the loop has no stop yet (a rescoring's censored loop):
-/// its exit, pass and final score are placeholders the caller writes as unknown. Not adjudicated.
+/// its exit ([`critbench_storage::tables::CENSORED_EXIT`]), pass and final score are placeholders
+/// the caller writes as unknown. Not adjudicated.
 pub fn outcome_row(
     labels: &LoopLabels<'_>,
     used: &[RecordedRound],
@@ -129,7 +130,7 @@ pub fn outcome_row(
     OutcomeRow {
         run_id: labels.run_id.to_string(),
         config_id: config_id.to_string(),
-        arm: labels.arm.as_str().to_string(),
+        arm: labels.arm,
         critic: labels.critic.to_string(),
         task_id: labels.task_id.to_string(),
         kind: labels.kind.map(str::to_string),
@@ -142,7 +143,7 @@ pub fn outcome_row(
         final_draft: policy.final_draft.as_str().to_string(),
         rounds: used.len() as u32,
         revisions: stop as u32,
-        exit_reason: exit.map_or("", ExitReason::as_str).to_string(),
+        exit_reason: exit.unwrap_or(critbench_storage::tables::CENSORED_EXIT),
         passed: exit == Some(ExitReason::Pass),
         first_score: used[0].critique.score,
         last_score: used[stop].critique.score,

@@ -118,7 +118,7 @@ pub fn emit_evaluations(
             writer.push(EvaluationRow {
                 run_id: labels.run_id.to_string(),
                 config_id: config_id.to_string(),
-                arm: labels.arm.as_str().to_string(),
+                arm: labels.arm,
                 critic: labels.critic.to_string(),
                 task_id: labels.task_id.to_string(),
                 kind: labels.kind.map(str::to_string),

@@ -931,7 +931,7 @@ mod tests {
         assert_eq!(format!("{:?}", again.summary), format!("{:?}", report.summary));
         // One loop without a price: the arm has no money, never a partial sum, and a pair it is in
         // has no paired money either.
-        let unpriced = outcomes.iter_mut().find(|o| o.task_id == "a" && o.arm == "no-feedback").unwrap();
+        let unpriced = outcomes.iter_mut().find(|o| o.task_id == "a" && o.arm.as_str() == "no-feedback").unwrap();
         unpriced.cost = None;
         let report = build_report(&outcomes, None).unwrap();
         let no_feedback = report.summary.iter().find(|r| r.arm == "no-feedback").unwrap();
@@ -1023,7 +1023,7 @@ mod tests {
             let task = index / 2;
             outcome.task_id = format!("t{}", task % 20);
             outcome.epoch = (task / 20) as u32;
-            outcome.passed = if outcome.arm == "feedback" { task % 20 % 4 != 0 } else { task % 20 % 2 == 0 };
+            outcome.passed = if outcome.arm.as_str() == "feedback" { task % 20 % 4 != 0 } else { task % 20 % 2 == 0 };
         }
         let clustered = build_report(&outcomes, None).unwrap();
         let feedback = &clustered.summary[0];

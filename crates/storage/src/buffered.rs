@@ -1,15 +1,14 @@
 //! Writing owned rows to Parquet in batches: rows wait in memory until a batch is full, then a
-//! table-specific function turns them into columns with the helpers of [`RowColumns`].
+//! table-specific function turns them into columns (the builders its declaration derives,
+//! `declare_columns!`; [`RowColumns`] for a column a table writes differently).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray};
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, StringArray};
 use arrow_schema::SchemaRef;
 
-use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
 use crate::parquet_sink::{ParquetSink, StorageError};
-use crate::schema::{int32, int64};
 
 /// Rows held before they are handed to the Parquet writer.
 pub(crate) const BATCH_ROWS: usize = 8192;
@@ -58,28 +57,8 @@ impl<R: TableRow> TableWriter<R> {
 pub(crate) struct RowColumns<'a, R>(pub &'a [R]);
 
 impl<R> RowColumns<'_, R> {
-    pub fn text(&self, f: impl Fn(&R) -> &str) -> ArrayRef {
-        Arc::new(StringArray::from_iter_values(self.0.iter().map(f)))
-    }
-
     pub fn optional_text(&self, f: impl Fn(&R) -> Option<&str>) -> ArrayRef {
         Arc::new(StringArray::from_iter(self.0.iter().map(f)))
-    }
-
-    pub fn int32(&self, f: impl Fn(&R) -> u32) -> ArrayRef {
-        Arc::new(Int32Array::from_iter_values(self.0.iter().map(|r| int32(f(r)))))
-    }
-
-    pub fn int64(&self, f: impl Fn(&R) -> u64) -> ArrayRef {
-        Arc::new(Int64Array::from_iter_values(self.0.iter().map(|r| int64(f(r)))))
-    }
-
-    pub fn optional_int64(&self, f: impl Fn(&R) -> Option<u64>) -> ArrayRef {
-        Arc::new(Int64Array::from_iter(self.0.iter().map(|r| f(r).map(int64))))
-    }
-
-    pub fn float(&self, f: impl Fn(&R) -> f64) -> ArrayRef {
-        Arc::new(Float64Array::from_iter_values(self.0.iter().map(f)))
     }
 
     pub fn optional_float(&self, f: impl Fn(&R) -> Option<f64>) -> ArrayRef {
@@ -92,14 +71,5 @@ impl<R> RowColumns<'_, R> {
 
     pub fn optional_boolean(&self, f: impl Fn(&R) -> Option<bool>) -> ArrayRef {
         Arc::new(BooleanArray::from_iter(self.0.iter().map(f)))
-    }
-
-    /// The critique columns, in the order of [`CritiqueColumns::fields`].
-    pub fn critique(&self, f: impl Fn(&R) -> &CritiqueColumns) -> [ArrayRef; 8] {
-        let mut builders = CritiqueBuilders::new();
-        for row in self.0 {
-            builders.append(f(row));
-        }
-        builders.finish()
     }
 }

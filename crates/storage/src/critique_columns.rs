@@ -134,8 +134,13 @@ fn append_list(builder: &mut ListBuilder<StringBuilder>, items: &[String]) {
 
 impl CritiqueBuilders {
     pub fn new() -> CritiqueBuilders {
+        CritiqueBuilders::with_capacity(0)
+    }
+
+    /// Builders with room for `rows` critiques.
+    pub fn with_capacity(rows: usize) -> CritiqueBuilders {
         CritiqueBuilders {
-            score: Float64Builder::new(),
+            score: Float64Builder::with_capacity(rows),
             dims: MapBuilder::new(None, StringBuilder::new(), Float64Builder::new()),
             issues: ListBuilder::new(StringBuilder::new()),
             fatal_issues: ListBuilder::new(StringBuilder::new()),

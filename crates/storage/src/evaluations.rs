@@ -10,74 +10,58 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{Schema, SchemaRef};
+use critbench_core::Arm;
 
-use crate::buffered::{RowColumns, TableRow, TableWriter};
+use crate::buffered::{TableRow, TableWriter};
 use crate::columns::{Columns, for_each_batch, for_each_projected_batch};
 use crate::critique_columns::CritiqueColumns;
+use crate::declared::{declare_columns, parse_label};
 use crate::parquet_sink::StorageError;
-use crate::schema::utf8;
 
 /// Which of a loop's drafts a row evaluates.
 pub const FIRST: &str = "first";
 /// The draft the loop returns (its `final` policy's pick).
 pub const FINAL: &str = "final";
 
-/// One evaluator's verdict on one answer of one loop.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EvaluationRow {
-    pub run_id: String,
-    pub config_id: String,
-    pub arm: String,
-    pub critic: String,
-    pub task_id: String,
-    pub kind: Option<String>,
-    pub epoch: u32,
-    pub evaluator: String,
-    /// [`FIRST`] or [`FINAL`].
-    pub answer: String,
-    /// The round whose draft was evaluated (0 for the first draft).
-    pub round: u32,
-    /// The evaluator's critique of the draft.
-    pub critique: CritiqueColumns,
-    /// The evaluator's verdict: its critique meets its own pass rule.
-    pub passed: bool,
-    pub pass_score: f64,
-    pub dim_target: Option<f64>,
-    /// The steering critic's verdict on the same draft under this config: for the final answer,
-    /// whether the loop passed; for the first draft, whether round 0 met the pass rule.
-    pub steering_passed: bool,
-    pub critic_attempts: u32,
-    /// Set when every attempt failed; the critique is then the conservative stand-in.
-    pub critic_error: Option<String>,
-    pub critic_ms: f64,
+declare_columns! {
+    /// One evaluator's verdict on one answer of one loop.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct EvaluationRow {
+        pub run_id: String = "run_id",
+        pub config_id: String = "config_id",
+        pub arm: Arm = "arm",
+        pub critic: String = "critic",
+        pub task_id: String = "task_id",
+        pub kind: Option<String> = "kind",
+        pub epoch: u32 = "epoch",
+        pub evaluator: String = "evaluator",
+        /// [`FIRST`] or [`FINAL`].
+        pub answer: String = "answer",
+        /// The round whose draft was evaluated (0 for the first draft).
+        pub round: u32 = "round",
+        /// The evaluator's critique of the draft.
+        pub critique: CritiqueColumns = flattened,
+        /// The evaluator's verdict: its critique meets its own pass rule.
+        pub passed: bool = "passed",
+        pub pass_score: f64 = "pass_score",
+        pub dim_target: Option<f64> = "dim_target",
+        /// The steering critic's verdict on the same draft under this config: for the final answer,
+        /// whether the loop passed; for the first draft, whether round 0 met the pass rule.
+        pub steering_passed: bool = "steering_passed",
+        pub critic_attempts: u32 = "critic_attempts",
+        /// Set when every attempt failed; the critique is then the conservative stand-in.
+        pub critic_error: Option<String> = "critic_error",
+        pub critic_ms: f64 = "critic_ms",
+    }
+    names: EvaluationColumns,
+    builders: EvaluationBuilders,
+    reader: read_batch,
 }
 
 /// The schema of `evaluations.parquet`.
 pub fn evaluation_schema() -> SchemaRef {
-    let mut fields = vec![
-        utf8("run_id", false),
-        utf8("config_id", false),
-        utf8("arm", false),
-        utf8("critic", false),
-        utf8("task_id", false),
-        utf8("kind", true),
-        Field::new("epoch", DataType::Int32, false),
-        utf8("evaluator", false),
-        utf8("answer", false),
-        Field::new("round", DataType::Int32, false),
-    ];
-    fields.extend(CritiqueColumns::fields());
-    fields.extend([
-        Field::new("passed", DataType::Boolean, false),
-        Field::new("pass_score", DataType::Float64, false),
-        Field::new("dim_target", DataType::Float64, true),
-        Field::new("steering_passed", DataType::Boolean, false),
-        Field::new("critic_attempts", DataType::Int32, false),
-        utf8("critic_error", true),
-        Field::new("critic_ms", DataType::Float64, false),
-    ]);
-    Arc::new(Schema::new(fields))
+    Arc::new(Schema::new(EvaluationRow::fields()))
 }
 
 /// Streams [`EvaluationRow`]s into `evaluations.parquet`.
@@ -91,71 +75,21 @@ impl TableRow for EvaluationRow {
     }
 
     fn columns(rows: &[Self]) -> Vec<ArrayRef> {
-        let c = RowColumns(rows);
-        let mut columns = vec![
-            c.text(|r| &r.run_id),
-            c.text(|r| &r.config_id),
-            c.text(|r| &r.arm),
-            c.text(|r| &r.critic),
-            c.text(|r| &r.task_id),
-            c.optional_text(|r| r.kind.as_deref()),
-            c.int32(|r| r.epoch),
-            c.text(|r| &r.evaluator),
-            c.text(|r| &r.answer),
-            c.int32(|r| r.round),
-        ];
-        columns.extend(c.critique(|r| &r.critique));
-        columns.extend([
-            c.boolean(|r| r.passed),
-            c.float(|r| r.pass_score),
-            c.optional_float(|r| r.dim_target),
-            c.boolean(|r| r.steering_passed),
-            c.int32(|r| r.critic_attempts),
-            c.optional_text(|r| r.critic_error.as_deref()),
-            c.float(|r| r.critic_ms),
-        ]);
-        columns
+        let mut builders = EvaluationBuilders::with_capacity(rows.len());
+        for row in rows {
+            builders.append(row);
+        }
+        builders.finish()
     }
 }
 
 /// Reads `evaluations.parquet` back whole (tests and small runs; summaries stream with
 /// [`for_each_verdict`]).
 pub fn read_evaluations(path: &Path) -> Result<Vec<EvaluationRow>, StorageError> {
-    let mut rows = Vec::new();
+    let (mut rows, mut first_row) = (Vec::new(), 0);
     for_each_batch(path, |batch| {
-        let c = Columns(batch);
-        let texts = ["run_id", "config_id", "arm", "critic", "task_id", "evaluator", "answer"]
-            .map(|name| c.required_text(name))
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()?;
-        let (kind, critic_error) = (c.text("kind")?, c.text("critic_error")?);
-        let (epoch, round, attempts) = (c.int32("epoch")?, c.int32("round")?, c.int32("critic_attempts")?);
-        let (pass_score, critic_ms, dim_target) =
-            (c.required_float("pass_score")?, c.required_float("critic_ms")?, c.float("dim_target")?);
-        let (passed, steering_passed) = (c.required_boolean("passed")?, c.required_boolean("steering_passed")?);
-        let mut critiques = CritiqueColumns::read(&c)?;
-        for i in 0..batch.num_rows() {
-            rows.push(EvaluationRow {
-                run_id: texts[0][i].clone(),
-                config_id: texts[1][i].clone(),
-                arm: texts[2][i].clone(),
-                critic: texts[3][i].clone(),
-                task_id: texts[4][i].clone(),
-                kind: kind[i].clone(),
-                epoch: epoch[i],
-                evaluator: texts[5][i].clone(),
-                answer: texts[6][i].clone(),
-                round: round[i],
-                critique: std::mem::take(&mut critiques[i]),
-                passed: passed[i],
-                pass_score: pass_score[i],
-                dim_target: dim_target[i],
-                steering_passed: steering_passed[i],
-                critic_attempts: attempts[i],
-                critic_error: critic_error[i].clone(),
-                critic_ms: critic_ms[i],
-            });
-        }
+        rows.extend(EvaluationRow::read_batch(&Columns(batch), first_row)?);
+        first_row += batch.num_rows();
         Ok(())
     })?;
     Ok(rows)
@@ -165,6 +99,7 @@ pub fn read_evaluations(path: &Path) -> Result<Vec<EvaluationRow>, StorageError>
 #[derive(Clone, Copy, Debug)]
 pub struct Verdict<'a> {
     pub config_id: &'a str,
+    /// The loop's arm as the file spells it (checked to be an [`Arm`] when read).
     pub arm: &'a str,
     pub critic: &'a str,
     pub task_id: &'a str,
@@ -184,33 +119,34 @@ pub fn for_each_verdict(
     path: &Path,
     mut each: impl FnMut(&Verdict<'_>) -> Result<(), String>,
 ) -> Result<(), StorageError> {
+    const NAMES: EvaluationColumns = EvaluationRow::COLUMNS;
     const COLUMNS: [&str; 11] = [
-        "config_id",
-        "arm",
-        "critic",
-        "task_id",
-        "epoch",
-        "evaluator",
-        "answer",
-        "round",
-        "passed",
-        "steering_passed",
-        "critic_error",
+        NAMES.config_id,
+        NAMES.arm,
+        NAMES.critic,
+        NAMES.task_id,
+        NAMES.epoch,
+        NAMES.evaluator,
+        NAMES.answer,
+        NAMES.round,
+        NAMES.passed,
+        NAMES.steering_passed,
+        NAMES.critic_error,
     ];
     let mut offset = 0usize;
     for_each_projected_batch(path, &COLUMNS, &[], |batch| {
         let c = Columns(batch);
         let (config_id, arm, critic, task_id, evaluator, answer) = (
-            c.text_array("config_id")?,
-            c.text_array("arm")?,
-            c.text_array("critic")?,
-            c.text_array("task_id")?,
-            c.text_array("evaluator")?,
-            c.text_array("answer")?,
+            c.text_array(NAMES.config_id)?,
+            c.text_array(NAMES.arm)?,
+            c.text_array(NAMES.critic)?,
+            c.text_array(NAMES.task_id)?,
+            c.text_array(NAMES.evaluator)?,
+            c.text_array(NAMES.answer)?,
         );
-        let (epoch, round) = (c.int32_array("epoch")?, c.int32_array("round")?);
-        let (passed, steering_passed) = (c.boolean_array("passed")?, c.boolean_array("steering_passed")?);
-        let errors = c.text("critic_error")?;
+        let (epoch, round) = (c.int32_array(NAMES.epoch)?, c.int32_array(NAMES.round)?);
+        let (passed, steering_passed) = (c.boolean_array(NAMES.passed)?, c.boolean_array(NAMES.steering_passed)?);
+        let errors = c.text(NAMES.critic_error)?;
         for (i, error) in errors.iter().enumerate() {
             let answer = answer.value(i);
             if answer != FIRST && answer != FINAL {
@@ -221,7 +157,7 @@ pub fn for_each_verdict(
             };
             let verdict = Verdict {
                 config_id: config_id.value(i),
-                arm: arm.value(i),
+                arm: parse_label::<Arm>(arm.value(i), NAMES.arm, offset + i)?.as_str(),
                 critic: critic.value(i),
                 task_id: task_id.value(i),
                 epoch: whole(epoch.value(i), "epoch")?,
@@ -247,7 +183,7 @@ mod tests {
         EvaluationRow {
             run_id: "r".into(),
             config_id: format!("p{}-r3-stall-e0", 7 + i % 3),
-            arm: if i.is_multiple_of(2) { "feedback" } else { "no-feedback" }.into(),
+            arm: if i.is_multiple_of(2) { Arm::Feedback } else { Arm::NoFeedback },
             critic: "evidence".into(),
             task_id: format!("rag-{:04}", i / 4),
             kind: Some("rag".into()),
@@ -267,6 +203,14 @@ mod tests {
             critic_error: i.is_multiple_of(7).then(|| "no answer within 60 s".to_string()),
             critic_ms: 0.5,
         }
+    }
+
+    #[test]
+    fn the_evaluation_columns_are_declared_once_and_are_those_format_md_lists() {
+        let names: Vec<String> = evaluation_schema().fields().iter().map(|field| field.name().clone()).collect();
+        assert_eq!(names, crate::tables::tests::format_md_columns("evaluations.parquet"));
+        assert_eq!(names, EvaluationRow::names());
+        assert_eq!(EvaluationRow::COLUMNS.critique, CritiqueColumns::NAMES);
     }
 
     #[test]

@@ -5,71 +5,53 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{Schema, SchemaRef};
 
-use crate::buffered::{RowColumns, TableRow, TableWriter};
+use crate::buffered::{TableRow, TableWriter};
 use crate::columns::{Columns, for_each_batch};
 use crate::critique_columns::CritiqueColumns;
+use crate::declared::declare_columns;
 use crate::parquet_sink::StorageError;
-use crate::schema::utf8;
 
-/// One critique of one labeled draft.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JudgmentRow {
-    pub run_id: String,
-    pub critic: String,
-    pub task_id: String,
-    pub kind: Option<String>,
-    /// Index into the task's `drafts` (and `labels`).
-    pub draft_index: u32,
-    /// 0-based repeat of the same request.
-    pub repeat: u32,
-    /// The critic's critique of the draft.
-    pub critique: CritiqueColumns,
-    /// The host's verdict: the critique meets the policy's pass rule (docs/REFERENCE.md, The decision rule, step 1).
-    pub passed: bool,
-    pub pass_score: f64,
-    pub dim_target: Option<f64>,
-    pub gold_pass: bool,
-    pub gold_score: Option<f64>,
-    pub gold_fatal: Option<bool>,
-    /// The label's failure type (`none` for a good draft), if the dataset names one.
-    pub flaw: Option<String>,
-    pub draft_chars: u64,
-    pub critic_ms: f64,
-    pub critic_attempts: u32,
-    /// Set when every attempt failed; the critique is then the conservative stand-in (docs/REFERENCE.md, Critique).
-    pub critic_error: Option<String>,
-    /// The task's `meta`, as JSON text.
-    pub meta: Option<String>,
+declare_columns! {
+    /// One critique of one labeled draft.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct JudgmentRow {
+        pub run_id: String = "run_id",
+        pub critic: String = "critic",
+        pub task_id: String = "task_id",
+        pub kind: Option<String> = "kind",
+        /// Index into the task's `drafts` (and `labels`).
+        pub draft_index: u32 = "draft_index",
+        /// 0-based repeat of the same request.
+        pub repeat: u32 = "repeat",
+        /// The critic's critique of the draft.
+        pub critique: CritiqueColumns = flattened,
+        /// The host's verdict: the critique meets the policy's pass rule (docs/REFERENCE.md, The decision rule, step 1).
+        pub passed: bool = "passed",
+        pub pass_score: f64 = "pass_score",
+        pub dim_target: Option<f64> = "dim_target",
+        pub gold_pass: bool = "gold_pass",
+        pub gold_score: Option<f64> = "gold_score",
+        pub gold_fatal: Option<bool> = "gold_fatal",
+        /// The label's failure type (`none` for a good draft), if the dataset names one.
+        pub flaw: Option<String> = "flaw",
+        pub draft_chars: u64 = "draft_chars",
+        pub critic_ms: f64 = "critic_ms",
+        pub critic_attempts: u32 = "critic_attempts",
+        /// Set when every attempt failed; the critique is then the conservative stand-in (docs/REFERENCE.md, Critique).
+        pub critic_error: Option<String> = "critic_error",
+        /// The task's `meta`, as JSON text.
+        pub meta: Option<String> = "meta",
+    }
+    names: JudgmentColumns,
+    builders: JudgmentBuilders,
+    reader: read_batch,
 }
 
 /// The schema of `judgments.parquet`.
 pub fn judgment_schema() -> SchemaRef {
-    let mut fields = vec![
-        utf8("run_id", false),
-        utf8("critic", false),
-        utf8("task_id", false),
-        utf8("kind", true),
-        Field::new("draft_index", DataType::Int32, false),
-        Field::new("repeat", DataType::Int32, false),
-    ];
-    fields.extend(CritiqueColumns::fields());
-    fields.extend([
-        Field::new("passed", DataType::Boolean, false),
-        Field::new("pass_score", DataType::Float64, false),
-        Field::new("dim_target", DataType::Float64, true),
-        Field::new("gold_pass", DataType::Boolean, false),
-        Field::new("gold_score", DataType::Float64, true),
-        Field::new("gold_fatal", DataType::Boolean, true),
-        utf8("flaw", true),
-        Field::new("draft_chars", DataType::Int64, false),
-        Field::new("critic_ms", DataType::Float64, false),
-        Field::new("critic_attempts", DataType::Int32, false),
-        utf8("critic_error", true),
-        utf8("meta", true),
-    ]);
-    Arc::new(Schema::new(fields))
+    Arc::new(Schema::new(JudgmentRow::fields()))
 }
 
 /// Streams [`JudgmentRow`]s into `judgments.parquet`.
@@ -83,86 +65,23 @@ impl TableRow for JudgmentRow {
     }
 
     fn columns(rows: &[Self]) -> Vec<ArrayRef> {
-        judgment_columns(rows)
+        let mut builders = JudgmentBuilders::with_capacity(rows.len());
+        for row in rows {
+            builders.append(row);
+        }
+        builders.finish()
     }
-}
-
-/// The columns of `judgment_schema()`, in order.
-fn judgment_columns(rows: &[JudgmentRow]) -> Vec<ArrayRef> {
-    let c = RowColumns(rows);
-    let mut columns = vec![
-        c.text(|r| &r.run_id),
-        c.text(|r| &r.critic),
-        c.text(|r| &r.task_id),
-        c.optional_text(|r| r.kind.as_deref()),
-        c.int32(|r| r.draft_index),
-        c.int32(|r| r.repeat),
-    ];
-    columns.extend(c.critique(|r| &r.critique));
-    columns.extend([
-        c.boolean(|r| r.passed),
-        c.float(|r| r.pass_score),
-        c.optional_float(|r| r.dim_target),
-        c.boolean(|r| r.gold_pass),
-        c.optional_float(|r| r.gold_score),
-        c.optional_boolean(|r| r.gold_fatal),
-        c.optional_text(|r| r.flaw.as_deref()),
-        c.int64(|r| r.draft_chars),
-        c.float(|r| r.critic_ms),
-        c.int32(|r| r.critic_attempts),
-        c.optional_text(|r| r.critic_error.as_deref()),
-        c.optional_text(|r| r.meta.as_deref()),
-    ]);
-    columns
 }
 
 /// Reads `judgments.parquet` back, checking that every column this version writes is there.
 pub fn read_judgments(path: &Path) -> Result<Vec<JudgmentRow>, StorageError> {
-    let mut rows = Vec::new();
-    for_each_batch(path, |batch| read_batch(&Columns(batch), &mut rows))?;
+    let (mut rows, mut first_row) = (Vec::new(), 0);
+    for_each_batch(path, |batch| {
+        rows.extend(JudgmentRow::read_batch(&Columns(batch), first_row)?);
+        first_row += batch.num_rows();
+        Ok(())
+    })?;
     Ok(rows)
-}
-
-fn read_batch(columns: &Columns<'_>, rows: &mut Vec<JudgmentRow>) -> Result<(), String> {
-    let (run_id, critic, task_id, kind) = (
-        columns.required_text("run_id")?,
-        columns.required_text("critic")?,
-        columns.required_text("task_id")?,
-        columns.text("kind")?,
-    );
-    let (draft_index, repeat, critic_attempts) =
-        (columns.int32("draft_index")?, columns.int32("repeat")?, columns.int32("critic_attempts")?);
-    let (pass_score, critic_ms) = (columns.required_float("pass_score")?, columns.required_float("critic_ms")?);
-    let (dim_target, gold_score) = (columns.float("dim_target")?, columns.float("gold_score")?);
-    let mut critiques = CritiqueColumns::read(columns)?;
-    let (flaw, critic_error, meta) = (columns.text("flaw")?, columns.text("critic_error")?, columns.text("meta")?);
-    let gold_fatal = columns.boolean("gold_fatal")?;
-    let (passed, gold_pass) = (columns.required_boolean("passed")?, columns.required_boolean("gold_pass")?);
-    let draft_chars = columns.int64("draft_chars")?;
-    for i in 0..columns.0.num_rows() {
-        rows.push(JudgmentRow {
-            run_id: run_id[i].clone(),
-            critic: critic[i].clone(),
-            task_id: task_id[i].clone(),
-            kind: kind[i].clone(),
-            draft_index: draft_index[i],
-            repeat: repeat[i],
-            critique: std::mem::take(&mut critiques[i]),
-            passed: passed[i],
-            pass_score: pass_score[i],
-            dim_target: dim_target[i],
-            gold_pass: gold_pass[i],
-            gold_score: gold_score[i],
-            gold_fatal: gold_fatal[i],
-            flaw: flaw[i].clone(),
-            draft_chars: draft_chars[i].unwrap_or(0),
-            critic_ms: critic_ms[i],
-            critic_attempts: critic_attempts[i],
-            critic_error: critic_error[i].clone(),
-            meta: meta[i].clone(),
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -206,6 +125,13 @@ mod tests {
             critic_error: i.is_multiple_of(9).then(|| "critique returned status 1".to_string()),
             meta: Some("{\"subject\":\"bees\"}".into()),
         }
+    }
+
+    #[test]
+    fn the_judgment_columns_are_declared_once_and_are_those_format_md_lists() {
+        let names: Vec<String> = judgment_schema().fields().iter().map(|field| field.name().clone()).collect();
+        assert_eq!(names, crate::tables::tests::format_md_columns("judgments.parquet"));
+        assert_eq!(names, JudgmentRow::names());
     }
 
     #[test]

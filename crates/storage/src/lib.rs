@@ -18,6 +18,7 @@ mod columns;
 pub mod concat;
 pub mod critique_columns;
 pub mod dataset;
+mod declared;
 pub mod evaluations;
 pub mod files;
 pub mod final_answers;

@@ -9,7 +9,10 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::buffered::{BATCH_ROWS, RowColumns, TableRow, TableWriter};
+use critbench_core::{Arm, ExitReason};
+
 use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
+use crate::declared::declare_columns;
 use crate::parquet_sink::ParquetSink;
 pub use crate::parquet_sink::StorageError;
 use crate::schema::{int32, int64, utf8};
@@ -84,47 +87,53 @@ impl<'a> TrajectoryRow<'a> {
     }
 }
 
-/// One finished loop, as written to `outcomes.parquet` and read back by reports.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OutcomeRow {
-    pub run_id: String,
-    pub config_id: String,
-    pub arm: String,
-    pub critic: String,
-    pub task_id: String,
-    pub kind: Option<String>,
-    pub epoch: u32,
-    pub pass_score: f64,
-    pub max_revisions: u32,
-    pub stall: bool,
-    pub plateau_eps: f64,
-    pub dim_target: Option<f64>,
-    pub final_draft: String,
-    pub rounds: u32,
-    pub revisions: u32,
-    pub exit_reason: String,
-    pub passed: bool,
-    pub first_score: f64,
-    pub last_score: f64,
-    pub final_score: f64,
-    pub best_score: f64,
-    pub best_round: u32,
-    pub critic_errors: u32,
-    /// Rounds where the critic's own `passed` (when it gave one) disagreed with the host's verdict.
-    pub critic_disagreements: u32,
-    pub tokens_in: Option<u64>,
-    pub tokens_out: Option<u64>,
-    pub wall_ms: f64,
-    /// The task's `meta`, as JSON text.
-    pub meta: Option<String>,
-    /// The critic's score of the adjudicated final draft (the adjudicator's last pass), and whether it
-    /// meets the pass rule; `None` when the loop's arm does not adjudicate.
-    pub adjudicated_score: Option<f64>,
-    pub adjudicated_passed: Option<bool>,
-    /// What the loop's model calls cost in the run's currency (`[pricing]`): its rounds' writer
-    /// and critic tokens at their roles' prices; `None` when a role it used has no price, or it
-    /// used no model.
-    pub cost: Option<f64>,
+declare_columns! {
+    /// One finished loop, as written to `outcomes.parquet` and read back by reports.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct OutcomeRow {
+        pub run_id: String = "run_id",
+        pub config_id: String = "config_id",
+        pub arm: Arm = "arm",
+        pub critic: String = "critic",
+        pub task_id: String = "task_id",
+        pub kind: Option<String> = "kind",
+        pub epoch: u32 = "epoch",
+        pub pass_score: f64 = "pass_score",
+        pub max_revisions: u32 = "max_revisions",
+        pub stall: bool = "stall",
+        pub plateau_eps: f64 = "plateau_eps",
+        pub dim_target: Option<f64> = "dim_target",
+        pub final_draft: String = "final",
+        pub rounds: u32 = "rounds",
+        pub revisions: u32 = "revisions",
+        pub exit_reason: ExitReason = "exit_reason",
+        pub passed: bool = "passed",
+        pub first_score: f64 = "first_score",
+        pub last_score: f64 = "last_score",
+        pub final_score: f64 = "final_score",
+        pub best_score: f64 = "best_score",
+        pub best_round: u32 = "best_round",
+        pub critic_errors: u32 = "critic_errors",
+        /// Rounds where the critic's own `passed` (when it gave one) disagreed with the host's verdict.
+        /// Added in schema version 3; older runs had no way to count them.
+        pub critic_disagreements: u32 = "critic_disagreements" or 0,
+        pub tokens_in: Option<u64> = "tokens_in",
+        pub tokens_out: Option<u64> = "tokens_out",
+        pub wall_ms: f64 = "wall_ms",
+        /// The task's `meta`, as JSON text.
+        pub meta: Option<String> = "meta",
+        /// The critic's score of the adjudicated final draft (the adjudicator's last pass), and whether it
+        /// meets the pass rule; `None` when the loop's arm does not adjudicate. Added in schema version 4.
+        pub adjudicated_score: Option<f64> = "adjudicated_score" or None,
+        pub adjudicated_passed: Option<bool> = "adjudicated_passed" or None,
+        /// What the loop's model calls cost in the run's currency (`[pricing]`): its rounds' writer
+        /// and critic tokens at their roles' prices; `None` when a role it used has no price, or it
+        /// used no model. Added in schema version 6.
+        pub cost: Option<f64> = "cost" or None,
+    }
+    names: OutcomeColumns,
+    builders: OutcomeBuilders,
+    reader: read_batch,
 }
 
 /// The columns that identify a loop (task × config × arm × critic × epoch), first in both tables.
@@ -168,34 +177,7 @@ pub fn trajectory_schema() -> SchemaRef {
 
 /// The schema of `outcomes.parquet`.
 pub fn outcome_schema() -> SchemaRef {
-    let mut fields = loop_key_fields();
-    fields.extend([
-        Field::new("pass_score", DataType::Float64, false),
-        Field::new("max_revisions", DataType::Int32, false),
-        Field::new("stall", DataType::Boolean, false),
-        Field::new("plateau_eps", DataType::Float64, false),
-        Field::new("dim_target", DataType::Float64, true),
-        utf8("final", false),
-        Field::new("rounds", DataType::Int32, false),
-        Field::new("revisions", DataType::Int32, false),
-        utf8("exit_reason", false),
-        Field::new("passed", DataType::Boolean, false),
-        Field::new("first_score", DataType::Float64, false),
-        Field::new("last_score", DataType::Float64, false),
-        Field::new("final_score", DataType::Float64, false),
-        Field::new("best_score", DataType::Float64, false),
-        Field::new("best_round", DataType::Int32, false),
-        Field::new("critic_errors", DataType::Int32, false),
-        Field::new("critic_disagreements", DataType::Int32, false),
-        Field::new("tokens_in", DataType::Int64, true),
-        Field::new("tokens_out", DataType::Int64, true),
-        Field::new("wall_ms", DataType::Float64, false),
-        utf8("meta", true),
-        Field::new("adjudicated_score", DataType::Float64, true),
-        Field::new("adjudicated_passed", DataType::Boolean, true),
-        Field::new("cost", DataType::Float64, true),
-    ]);
-    Arc::new(Schema::new(fields))
+    Arc::new(Schema::new(OutcomeRow::fields()))
 }
 
 /// Streams [`TrajectoryRow`]s into `trajectories.parquet`.
@@ -347,11 +329,12 @@ impl OutcomeRow {
     /// A loop of `task_id` under `arm` that used `rounds` rounds, first scored 5 and last 6, and
     /// passed or ran out of budget: nothing else set. For fixtures that need loops of a given
     /// shape; fill what matters with `..`.
+    /// `arm` as the output spells it.
     pub fn bare(task_id: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
         OutcomeRow {
             run_id: "r".into(),
             config_id: "p8-r3-stall-e0".into(),
-            arm: arm.into(),
+            arm: Arm::parse(arm).expect("an arm as the output spells it"),
             critic: "rubric".into(),
             task_id: task_id.into(),
             kind: None,
@@ -364,7 +347,7 @@ impl OutcomeRow {
             final_draft: "best".into(),
             rounds,
             revisions: rounds.saturating_sub(1),
-            exit_reason: if passed { "pass" } else { "budget" }.into(),
+            exit_reason: if passed { ExitReason::Pass } else { ExitReason::Budget },
             passed,
             first_score: 5.0,
             last_score: 6.0,
@@ -397,48 +380,20 @@ impl TableRow for OutcomeRow {
 }
 
 /// The columns of `outcome_schema()`, in order, of the outcome each of `rows` holds.
-fn outcome_columns<R>(rows: &[R], outcome: impl Fn(&R) -> &OutcomeRow + Copy) -> Vec<ArrayRef> {
-    let c = RowColumns(rows);
-    vec![
-        c.text(|r| &outcome(r).run_id),
-        c.text(|r| &outcome(r).config_id),
-        c.text(|r| &outcome(r).arm),
-        c.text(|r| &outcome(r).critic),
-        c.text(|r| &outcome(r).task_id),
-        c.optional_text(|r| outcome(r).kind.as_deref()),
-        c.int32(|r| outcome(r).epoch),
-        c.float(|r| outcome(r).pass_score),
-        c.int32(|r| outcome(r).max_revisions),
-        c.boolean(|r| outcome(r).stall),
-        c.float(|r| outcome(r).plateau_eps),
-        c.optional_float(|r| outcome(r).dim_target),
-        c.text(|r| &outcome(r).final_draft),
-        c.int32(|r| outcome(r).rounds),
-        c.int32(|r| outcome(r).revisions),
-        c.text(|r| &outcome(r).exit_reason),
-        c.boolean(|r| outcome(r).passed),
-        c.float(|r| outcome(r).first_score),
-        c.float(|r| outcome(r).last_score),
-        c.float(|r| outcome(r).final_score),
-        c.float(|r| outcome(r).best_score),
-        c.int32(|r| outcome(r).best_round),
-        c.int32(|r| outcome(r).critic_errors),
-        c.int32(|r| outcome(r).critic_disagreements),
-        c.optional_int64(|r| outcome(r).tokens_in),
-        c.optional_int64(|r| outcome(r).tokens_out),
-        c.float(|r| outcome(r).wall_ms),
-        c.optional_text(|r| outcome(r).meta.as_deref()),
-        c.optional_float(|r| outcome(r).adjudicated_score),
-        c.optional_boolean(|r| outcome(r).adjudicated_passed),
-        c.optional_float(|r| outcome(r).cost),
-    ]
+fn outcome_columns<R>(rows: &[R], outcome: impl Fn(&R) -> &OutcomeRow) -> Vec<ArrayRef> {
+    let mut builders = OutcomeBuilders::with_capacity(rows.len());
+    for row in rows {
+        builders.append(outcome(row));
+    }
+    builders.finish()
 }
 
 /// One loop of a rescoring's replay (`RUN/rescored/NAME/outcomes.parquet`, docs/FORMAT.md): the
 /// run's outcome columns, and whether the loop is censored — the new critic's scores would have
 /// its policy revise after the last round the run recorded, so its outcome is unknown. A censored
 /// loop's `outcome` holds what the recorded rounds show; its `exit_reason`, `passed` and
-/// `final_score` are written as nulls (and read back as `""`, `false` and NaN: they mean nothing).
+/// `final_score` are written as nulls and read back as the placeholders [`CENSORED_EXIT`], `false`
+/// and NaN: they mean nothing, and only `censored` says so.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RescoredOutcome {
     pub outcome: OutcomeRow,
@@ -449,7 +404,12 @@ pub struct RescoredOutcome {
 pub type RescoredOutcomeWriter = TableWriter<RescoredOutcome>;
 
 /// The outcome columns a censored loop has no value for.
-const UNKNOWN_WHEN_CENSORED: [&str; 3] = ["exit_reason", "passed", "final_score"];
+const UNKNOWN_WHEN_CENSORED: [&str; 3] =
+    [OutcomeRow::COLUMNS.exit_reason, OutcomeRow::COLUMNS.passed, OutcomeRow::COLUMNS.final_score];
+
+/// The `exit_reason` a censored loop's [`OutcomeRow`] holds, a placeholder (see
+/// [`RescoredOutcome`]): its recorded rounds ran out before its policy stopped.
+pub const CENSORED_EXIT: ExitReason = ExitReason::Budget;
 
 /// The schema of a rescoring's `outcomes.parquet`: [`outcome_schema`] with the columns a censored
 /// loop has no value for nullable, and `censored` at the end.
@@ -478,12 +438,15 @@ impl TableRow for RescoredOutcome {
         let schema = outcome_schema();
         let c = RowColumns(rows);
         let known = |row: &RescoredOutcome| !row.censored;
+        let names = OutcomeRow::COLUMNS;
         for name in UNKNOWN_WHEN_CENSORED {
             let index = schema.index_of(name).expect("an outcome column");
-            columns[index] = match name {
-                "exit_reason" => c.optional_text(|r| known(r).then_some(r.outcome.exit_reason.as_str())),
-                "passed" => c.optional_boolean(|r| known(r).then_some(r.outcome.passed)),
-                _ => c.optional_float(|r| known(r).then_some(r.outcome.final_score)),
+            columns[index] = if name == names.exit_reason {
+                c.optional_text(|r| known(r).then_some(r.outcome.exit_reason.as_str()))
+            } else if name == names.passed {
+                c.optional_boolean(|r| known(r).then_some(r.outcome.passed))
+            } else {
+                c.optional_float(|r| known(r).then_some(r.outcome.final_score))
             };
         }
         columns.push(c.boolean(|r| r.censored));
@@ -493,9 +456,13 @@ impl TableRow for RescoredOutcome {
 
 /// Reads a rescoring's `outcomes.parquet` back, censored loops included (see [`RescoredOutcome`]).
 pub fn read_rescored_outcomes(path: &Path) -> Result<Vec<RescoredOutcome>, StorageError> {
-    let mut rows = Vec::new();
+    let (mut rows, mut first_row) = (Vec::new(), 0);
     crate::columns::for_each_batch(path, |batch| {
-        read_outcome_batch(batch, &mut |outcome, censored| rows.push(RescoredOutcome { outcome, censored }))
+        read_outcome_batch(batch, first_row, &mut |outcome, censored| {
+            rows.push(RescoredOutcome { outcome, censored })
+        })?;
+        first_row += batch.num_rows();
+        Ok(())
     })?;
     Ok(rows)
 }
@@ -504,13 +471,15 @@ pub fn read_rescored_outcomes(path: &Path) -> Result<Vec<RescoredOutcome>, Stora
 /// rescoring's censored loops have no outcome and are left out ([`read_rescored_outcomes`] keeps
 /// them).
 pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
-    let mut rows = Vec::new();
+    let (mut rows, mut first_row) = (Vec::new(), 0);
     crate::columns::for_each_batch(path, |batch| {
-        read_outcome_batch(batch, &mut |outcome, censored| {
+        read_outcome_batch(batch, first_row, &mut |outcome, censored| {
             if !censored {
                 rows.push(outcome);
             }
-        })
+        })?;
+        first_row += batch.num_rows();
+        Ok(())
     })?;
     Ok(rows)
 }
@@ -520,13 +489,16 @@ pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
 pub struct OutcomeStats<'a> {
     pub run_id: &'a str,
     pub config_id: &'a str,
+    /// The loop's arm as the file spells it (checked to be an [`Arm`] when read): text, since a
+    /// summary also folds a loop's adjudicated twin under the label `ARM+adjudicate`.
     pub arm: &'a str,
     pub critic: &'a str,
     pub task_id: &'a str,
     pub epoch: u32,
     pub rounds: u32,
     pub revisions: u32,
-    pub exit_reason: &'a str,
+    /// Why the loop stopped; `None` exactly when it is censored.
+    pub exit_reason: Option<ExitReason>,
     pub passed: bool,
     pub first_score: f64,
     pub best_score: f64,
@@ -545,7 +517,7 @@ pub struct OutcomeStats<'a> {
     pub cost: Option<f64>,
     /// A rescoring's loop whose outcome is unknown ([`RescoredOutcome`]): only
     /// [`for_each_outcome_stats_with_censored`] hands these on, and their `exit_reason`, `passed`
-    /// and `final_score` are `""`, `false` and NaN.
+    /// and `final_score` are `None`, `false` and NaN.
     pub censored: bool,
 }
 
@@ -554,13 +526,13 @@ impl<'a> From<&'a OutcomeRow> for OutcomeStats<'a> {
         OutcomeStats {
             run_id: &row.run_id,
             config_id: &row.config_id,
-            arm: &row.arm,
+            arm: row.arm.as_str(),
             critic: &row.critic,
             task_id: &row.task_id,
             epoch: row.epoch,
             rounds: row.rounds,
             revisions: row.revisions,
-            exit_reason: &row.exit_reason,
+            exit_reason: Some(row.exit_reason),
             passed: row.passed,
             first_score: row.first_score,
             best_score: row.best_score,
@@ -578,34 +550,36 @@ impl<'a> From<&'a OutcomeRow> for OutcomeStats<'a> {
     }
 }
 
+const NAMES: OutcomeColumns = OutcomeRow::COLUMNS;
+
 /// The columns [`for_each_outcome_stats`] decodes when the file has them.
 const OUTCOME_STATS_OPTIONAL: [&str; 8] = [
-    "critic_disagreements",
-    "tokens_in",
-    "tokens_out",
-    "adjudicated_score",
-    "adjudicated_passed",
-    "kind",
-    "cost",
+    NAMES.critic_disagreements,
+    NAMES.tokens_in,
+    NAMES.tokens_out,
+    NAMES.adjudicated_score,
+    NAMES.adjudicated_passed,
+    NAMES.kind,
+    NAMES.cost,
     "censored",
 ];
 
 /// The columns [`for_each_outcome_stats`] decodes.
 pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
-    "run_id",
-    "config_id",
-    "arm",
-    "critic",
-    "task_id",
-    "epoch",
-    "rounds",
-    "revisions",
-    "exit_reason",
-    "passed",
-    "first_score",
-    "best_score",
-    "final_score",
-    "critic_errors",
+    NAMES.run_id,
+    NAMES.config_id,
+    NAMES.arm,
+    NAMES.critic,
+    NAMES.task_id,
+    NAMES.epoch,
+    NAMES.rounds,
+    NAMES.revisions,
+    NAMES.exit_reason,
+    NAMES.passed,
+    NAMES.first_score,
+    NAMES.best_score,
+    NAMES.final_score,
+    NAMES.critic_errors,
 ];
 
 /// Streams `outcomes.parquet` row by row through `each`, decoding only
@@ -636,65 +610,48 @@ fn stream_outcome_stats(
     let mut offset = 0usize;
     crate::columns::for_each_projected_batch(path, &OUTCOME_STATS_COLUMNS, &OUTCOME_STATS_OPTIONAL, |batch| {
         let c = crate::columns::Columns(batch);
+        let present = |name: &str| batch.column_by_name(name).is_some();
         // A rescoring's censored loops have nulls where the outcome is unknown.
-        let censored = match batch.column_by_name("censored") {
-            Some(_) => Some(c.boolean_array("censored")?),
-            None => None,
-        };
+        let censored = if present("censored") { Some(c.boolean_array("censored")?) } else { None };
         let is_censored = |i: usize| censored.is_some_and(|array| array.value(i));
         let (run_id, config_id, arm, critic, task_id) = (
-            c.text_array("run_id")?,
-            c.text_array("config_id")?,
-            c.text_array("arm")?,
-            c.text_array("critic")?,
-            c.text_array("task_id")?,
+            c.text_array(NAMES.run_id)?,
+            c.text_array(NAMES.config_id)?,
+            c.text_array(NAMES.arm)?,
+            c.text_array(NAMES.critic)?,
+            c.text_array(NAMES.task_id)?,
         );
         let (exit_reason, passed, final_score) = match censored {
-            None => (c.text_array("exit_reason")?, c.boolean_array("passed")?, c.float_array("final_score")?),
+            None => {
+                (c.text_array(NAMES.exit_reason)?, c.boolean_array(NAMES.passed)?, c.float_array(NAMES.final_score)?)
+            }
             Some(_) => (
-                c.nullable_text_array("exit_reason")?,
-                c.nullable_boolean_array("passed")?,
-                c.nullable_float_array("final_score")?,
+                c.nullable_text_array(NAMES.exit_reason)?,
+                c.nullable_boolean_array(NAMES.passed)?,
+                c.nullable_float_array(NAMES.final_score)?,
             ),
         };
         let (epoch, rounds, revisions, critic_errors) = (
-            c.int32_array("epoch")?,
-            c.int32_array("rounds")?,
-            c.int32_array("revisions")?,
-            c.int32_array("critic_errors")?,
+            c.int32_array(NAMES.epoch)?,
+            c.int32_array(NAMES.rounds)?,
+            c.int32_array(NAMES.revisions)?,
+            c.int32_array(NAMES.critic_errors)?,
         );
         // Added in schema version 3; older runs had no way to count them.
-        let disagreements = if batch.column_by_name("critic_disagreements").is_some() {
-            Some(c.int32_array("critic_disagreements")?)
+        let disagreements =
+            if present(NAMES.critic_disagreements) { Some(c.int32_array(NAMES.critic_disagreements)?) } else { None };
+        let tokens = |name: &str| if present(name) { c.int64(name) } else { Ok(vec![None; batch.num_rows()]) };
+        let (tokens_in, tokens_out) = (tokens(NAMES.tokens_in)?, tokens(NAMES.tokens_out)?);
+        // Added in schema version 4 (older runs never adjudicated) and 6 (older runs had no prices).
+        let floats = |name: &str| if present(name) { c.float(name) } else { Ok(vec![None; batch.num_rows()]) };
+        let (adjudicated_score, cost) = (floats(NAMES.adjudicated_score)?, floats(NAMES.cost)?);
+        let adjudicated_passed = if present(NAMES.adjudicated_passed) {
+            c.boolean(NAMES.adjudicated_passed)?
         } else {
-            None
+            vec![None; batch.num_rows()]
         };
-        let tokens = |name: &str| match batch.column_by_name(name) {
-            Some(_) => c.int64(name),
-            None => Ok(vec![None; batch.num_rows()]),
-        };
-        let (tokens_in, tokens_out) = (tokens("tokens_in")?, tokens("tokens_out")?);
-        // Added in schema version 4; older runs never adjudicated.
-        let adjudicated_score = match batch.column_by_name("adjudicated_score") {
-            Some(_) => c.float("adjudicated_score")?,
-            None => vec![None; batch.num_rows()],
-        };
-        let adjudicated_passed = match batch.column_by_name("adjudicated_passed") {
-            Some(_) => c.boolean("adjudicated_passed")?,
-            None => vec![None; batch.num_rows()],
-        };
-        // Added in schema version 6; older runs had no prices.
-        let cost = match batch.column_by_name("cost") {
-            Some(_) => c.float("cost")?,
-            None => vec![None; batch.num_rows()],
-        };
-        let kind = match batch.column_by_name("kind") {
-            Some(column) => Some(
-                arrow_array::cast::AsArray::as_string_opt::<i32>(column.as_ref()).ok_or("column `kind` is not utf8")?,
-            ),
-            None => None,
-        };
-        let (first_score, best_score) = (c.float_array("first_score")?, c.float_array("best_score")?);
+        let kind = if present(NAMES.kind) { Some(c.nullable_text_array(NAMES.kind)?) } else { None };
+        let (first_score, best_score) = (c.float_array(NAMES.first_score)?, c.float_array(NAMES.best_score)?);
         let whole = |array: &arrow_array::Int32Array, name: &str, i: usize| {
             u32::try_from(array.value(i))
                 .map_err(|_| format!("row {}: `{name}` is negative ({})", offset + i, array.value(i)))
@@ -711,27 +668,30 @@ fn stream_outcome_stats(
             let row = OutcomeStats {
                 run_id: run_id.value(i),
                 config_id: config_id.value(i),
-                arm: arm.value(i),
+                arm: crate::declared::parse_label::<Arm>(arm.value(i), NAMES.arm, offset + i)?.as_str(),
                 critic: critic.value(i),
                 task_id: task_id.value(i),
-                epoch: whole(epoch, "epoch", i)?,
-                rounds: whole(rounds, "rounds", i)?,
-                revisions: whole(revisions, "revisions", i)?,
-                exit_reason: if censored { "" } else { exit_reason.value(i) },
+                epoch: whole(epoch, NAMES.epoch, i)?,
+                rounds: whole(rounds, NAMES.rounds, i)?,
+                revisions: whole(revisions, NAMES.revisions, i)?,
+                exit_reason: match censored {
+                    true => None,
+                    false => Some(crate::declared::parse_label(exit_reason.value(i), NAMES.exit_reason, offset + i)?),
+                },
                 passed: !censored && passed.value(i),
                 first_score: first_score.value(i),
                 best_score: best_score.value(i),
                 final_score: if censored { f64::NAN } else { final_score.value(i) },
-                critic_errors: whole(critic_errors, "critic_errors", i)?,
+                critic_errors: whole(critic_errors, NAMES.critic_errors, i)?,
                 critic_disagreements: match disagreements {
-                    Some(array) => whole(array, "critic_disagreements", i)?,
+                    Some(array) => whole(array, NAMES.critic_disagreements, i)?,
                     None => 0,
                 },
                 tokens_in: tokens_in[i],
                 tokens_out: tokens_out[i],
                 adjudicated_score: adjudicated_score[i],
                 adjudicated_passed: adjudicated_passed[i],
-                kind: kind.filter(|k| arrow_array::Array::is_valid(*k, i)).map(|k| k.value(i)),
+                kind: kind.filter(|k| k.is_valid(i)).map(|k| k.value(i)),
                 cost: cost[i],
                 censored,
             };
@@ -834,106 +794,58 @@ pub fn outcome_kinds(path: &Path) -> Result<std::collections::BTreeSet<Option<St
     Ok(kinds)
 }
 
-/// Decodes one batch of outcomes, handing each row to `row` with whether it is censored (a
-/// rescoring's loop without an outcome: see [`RescoredOutcome`]).
-fn read_outcome_batch(batch: &RecordBatch, row: &mut dyn FnMut(OutcomeRow, bool)) -> Result<(), String> {
+/// Decodes one batch of outcomes (rows `first_row..` of their file), handing each row to `row`
+/// with whether it is censored (a rescoring's loop without an outcome: see [`RescoredOutcome`]).
+fn read_outcome_batch(
+    batch: &RecordBatch,
+    first_row: usize,
+    row: &mut dyn FnMut(OutcomeRow, bool),
+) -> Result<(), String> {
+    use arrow_array::Array;
     let c = crate::columns::Columns(batch);
     let censored = match batch.column_by_name("censored") {
         Some(_) => c.required_boolean("censored")?,
         None => vec![false; batch.num_rows()],
     };
     // Null exactly where the loop is censored; anywhere else a null is a broken file.
-    let unknown = |name: &str, nulls: &[bool]| match nulls.iter().zip(&censored).position(|(null, c)| null != c) {
-        Some(i) => Err(format!(
-            "row {i}: column `{name}` is {} a loop that is {}censored",
-            if nulls[i] { "null in" } else { "set in" },
-            if censored[i] { "" } else { "not " }
-        )),
-        None => Ok(()),
+    for name in UNKNOWN_WHEN_CENSORED {
+        let column = batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))?;
+        if let Some(i) = (0..batch.num_rows()).find(|&i| column.is_null(i) != censored[i]) {
+            return Err(format!(
+                "row {}: column `{name}` is {} a loop that is {}censored",
+                first_row + i,
+                if censored[i] { "set in" } else { "null in" },
+                if censored[i] { "" } else { "not " }
+            ));
+        }
+    }
+    let rows = if censored.contains(&true) {
+        OutcomeRow::read_batch(&crate::columns::Columns(&with_placeholders(batch)?), first_row)?
+    } else {
+        OutcomeRow::read_batch(&c, first_row)?
     };
-    let (run_id, config_id, arm, critic, task_id) = (
-        c.required_text("run_id")?,
-        c.required_text("config_id")?,
-        c.required_text("arm")?,
-        c.required_text("critic")?,
-        c.required_text("task_id")?,
-    );
-    let (kind, meta, final_draft, exit_reason) =
-        (c.text("kind")?, c.text("meta")?, c.required_text("final")?, c.text("exit_reason")?);
-    let (epoch, max_revisions, rounds, revisions, best_round, critic_errors) = (
-        c.int32("epoch")?,
-        c.int32("max_revisions")?,
-        c.int32("rounds")?,
-        c.int32("revisions")?,
-        c.int32("best_round")?,
-        c.int32("critic_errors")?,
-    );
-    let (pass_score, plateau_eps, dim_target) =
-        (c.required_float("pass_score")?, c.required_float("plateau_eps")?, c.float("dim_target")?);
-    let (first_score, last_score, final_score, best_score, wall_ms) = (
-        c.required_float("first_score")?,
-        c.required_float("last_score")?,
-        c.float("final_score")?,
-        c.required_float("best_score")?,
-        c.required_float("wall_ms")?,
-    );
-    let (stall, passed) = (c.required_boolean("stall")?, c.boolean("passed")?);
-    unknown("exit_reason", &exit_reason.iter().map(Option::is_none).collect::<Vec<_>>())?;
-    unknown("passed", &passed.iter().map(Option::is_none).collect::<Vec<_>>())?;
-    unknown("final_score", &final_score.iter().map(Option::is_none).collect::<Vec<_>>())?;
-    let (tokens_in, tokens_out) = (c.int64("tokens_in")?, c.int64("tokens_out")?);
-    // Added in schema version 3; older runs had no way to count them.
-    let critic_disagreements = match batch.column_by_name("critic_disagreements") {
-        Some(_) => c.int32("critic_disagreements")?,
-        None => vec![0; batch.num_rows()],
-    };
-    // Added in schema version 4.
-    let (adjudicated_score, adjudicated_passed) = match batch.column_by_name("adjudicated_passed") {
-        Some(_) => (c.float("adjudicated_score")?, c.boolean("adjudicated_passed")?),
-        None => (vec![None; batch.num_rows()], vec![None; batch.num_rows()]),
-    };
-    // Added in schema version 6.
-    let cost = match batch.column_by_name("cost") {
-        Some(_) => c.float("cost")?,
-        None => vec![None; batch.num_rows()],
-    };
-    for i in 0..batch.num_rows() {
-        let outcome = OutcomeRow {
-            run_id: run_id[i].clone(),
-            config_id: config_id[i].clone(),
-            arm: arm[i].clone(),
-            critic: critic[i].clone(),
-            task_id: task_id[i].clone(),
-            kind: kind[i].clone(),
-            epoch: epoch[i],
-            pass_score: pass_score[i],
-            max_revisions: max_revisions[i],
-            stall: stall[i],
-            plateau_eps: plateau_eps[i],
-            dim_target: dim_target[i],
-            final_draft: final_draft[i].clone(),
-            rounds: rounds[i],
-            revisions: revisions[i],
-            exit_reason: exit_reason[i].clone().unwrap_or_default(),
-            passed: passed[i].unwrap_or(false),
-            first_score: first_score[i],
-            last_score: last_score[i],
-            final_score: final_score[i].unwrap_or(f64::NAN),
-            best_score: best_score[i],
-            best_round: best_round[i],
-            critic_errors: critic_errors[i],
-            critic_disagreements: critic_disagreements[i],
-            tokens_in: tokens_in[i],
-            tokens_out: tokens_out[i],
-            wall_ms: wall_ms[i],
-            meta: meta[i].clone(),
-            adjudicated_score: adjudicated_score[i],
-            adjudicated_passed: adjudicated_passed[i],
-            cost: cost[i],
-        };
-        row(outcome, censored[i]);
+    for (outcome, censored) in rows.into_iter().zip(censored) {
+        row(outcome, censored);
     }
     Ok(())
+}
+
+/// `batch` with the censored loops' unknowns (the nulls of [`UNKNOWN_WHEN_CENSORED`]) read as the
+/// placeholders of [`RescoredOutcome`].
+fn with_placeholders(batch: &RecordBatch) -> Result<RecordBatch, String> {
+    use arrow_array::{BooleanArray, Float64Array, StringArray};
+    let c = crate::columns::Columns(batch);
+    let names = OutcomeRow::COLUMNS;
+    let mut columns = batch.columns().to_vec();
+    let index = |name: &str| batch.schema().index_of(name).map_err(|_| format!("missing column `{name}`"));
+    columns[index(names.exit_reason)?] = Arc::new(StringArray::from_iter_values(
+        c.text(names.exit_reason)?.iter().map(|exit| exit.as_deref().unwrap_or(CENSORED_EXIT.as_str()).to_string()),
+    ));
+    columns[index(names.passed)?] =
+        Arc::new(BooleanArray::from_iter(c.boolean(names.passed)?.iter().map(|passed| Some(passed.unwrap_or(false)))));
+    columns[index(names.final_score)?] =
+        Arc::new(Float64Array::from_iter_values(c.float(names.final_score)?.iter().map(|s| s.unwrap_or(f64::NAN))));
+    RecordBatch::try_new(batch.schema(), columns).map_err(|e| format!("cannot read: {e}"))
 }
 
 #[cfg(test)]
@@ -950,7 +862,7 @@ pub(crate) mod tests {
             kind: Some("paper".into()),
             epoch: 1,
             revisions: 1,
-            exit_reason: if passed { "pass" } else { "stall" }.into(),
+            exit_reason: if passed { ExitReason::Pass } else { ExitReason::Stall },
             last_score: 8.5,
             final_score: 8.5,
             best_score: 8.5,
@@ -1067,7 +979,7 @@ pub(crate) mod tests {
         for (read, written) in back.iter().zip(&rows) {
             assert_eq!(read.censored, written.censored);
             if written.censored {
-                assert_eq!((read.outcome.exit_reason.as_str(), read.outcome.passed), ("", false));
+                assert_eq!((read.outcome.exit_reason, read.outcome.passed), (CENSORED_EXIT, false));
                 assert!(read.outcome.final_score.is_nan());
                 assert_eq!(read.outcome.first_score, written.outcome.first_score);
             } else {
@@ -1088,12 +1000,73 @@ pub(crate) mod tests {
         for_each_outcome_stats_with_censored(&path, |row| {
             if row.censored {
                 censored.push(row.task_id.to_string());
-                assert!(!row.passed && row.exit_reason.is_empty());
+                assert!(!row.passed && row.exit_reason.is_none());
             }
             Ok(())
         })
         .unwrap();
         assert_eq!(censored, ["t0", "t5", "t10", "t15"]);
+    }
+
+    /// The columns FORMAT.md lists for `table` (its Columns section), in order.
+    pub(crate) fn format_md_columns(table: &str) -> Vec<String> {
+        let format = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/FORMAT.md")).unwrap();
+        let prefix = format!("- `{table}`: `");
+        let line = format.lines().find(|line| line.starts_with(&prefix)).unwrap_or_else(|| {
+            panic!("docs/FORMAT.md lists no columns for {table} (a line starting {prefix:?} in its Columns section)")
+        });
+        let list = &line[prefix.len()..];
+        list[..list.find('`').unwrap()].split(", ").map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_outcome_columns_are_declared_once_and_are_those_format_md_lists() {
+        let names: Vec<String> = outcome_schema().fields().iter().map(|field| field.name().clone()).collect();
+        assert_eq!(names, format_md_columns("outcomes.parquet"));
+        assert_eq!(names, OutcomeRow::names());
+        let rescored: Vec<String> = rescored_outcome_schema().fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(rescored[..names.len()], names[..]);
+        assert_eq!(rescored[names.len()..], ["censored"]);
+        // The readers ask for columns by the declaration's names: the stats reader's are all in it.
+        for name in OUTCOME_STATS_COLUMNS.iter().chain(&OUTCOME_STATS_OPTIONAL[..7]) {
+            assert!(names.contains(&name.to_string()), "{name}");
+        }
+        assert_eq!(OutcomeRow::COLUMNS.final_draft, "final");
+    }
+
+    /// An outcomes file whose `column` holds `text` in its second row, otherwise as written.
+    fn outcomes_with(path: &Path, column: &str, text: &str) {
+        let rows = [outcome("t0", true), outcome("t1", false)];
+        let mut columns = outcome_columns(&rows, |row| row);
+        let index = outcome_schema().index_of(column).unwrap();
+        let mut values: Vec<String> =
+            columns[index].as_string::<i32>().iter().map(|v| v.unwrap().to_string()).collect();
+        values[1] = text.to_string();
+        columns[index] = Arc::new(arrow_array::StringArray::from(values));
+        let mut sink = ParquetSink::create(path, outcome_schema(), "outcomes").unwrap();
+        sink.write(columns).unwrap();
+        sink.close().unwrap();
+    }
+
+    #[test]
+    fn an_arm_or_exit_reason_that_is_not_core_s_is_refused_with_its_file_row_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        for (column, text, what) in [
+            ("arm", "feedbak", "an arm"),
+            ("exit_reason", "timeout", "an exit reason"),
+            ("exit_reason", "", "an exit reason"),
+        ] {
+            outcomes_with(&path, column, text);
+            let expected = format!("{}: row 1: column `{column}` holds `{text}`, which is not {what}", path.display());
+            let error = read_outcomes(&path).unwrap_err().to_string();
+            assert!(error.starts_with(&expected), "{error}");
+            let error = for_each_outcome_stats(&path, |_| Ok(())).unwrap_err().to_string();
+            assert!(error.starts_with(&expected), "{error}");
+        }
+        // The strings of the output contract read back as core's enums.
+        outcomes_with(&path, "arm", "feedback+memory");
+        assert_eq!(read_outcomes(&path).unwrap()[1].arm, Arm::FeedbackMemory);
     }
 
     #[test]

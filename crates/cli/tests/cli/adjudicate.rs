@@ -53,7 +53,7 @@ fn trajectories(run: &Path) -> Vec<Row> {
 }
 
 fn key(row: &OutcomeRow) -> (String, String, String, String, u32) {
-    (row.config_id.clone(), row.critic.clone(), row.arm.clone(), row.task_id.clone(), row.epoch)
+    (row.config_id.clone(), row.critic.clone(), row.arm.to_string(), row.task_id.clone(), row.epoch)
 }
 
 fn run(out: &Path, extra: &[&str]) {
@@ -103,8 +103,10 @@ fn adjudication_is_recorded_paired_and_replayed_exactly() {
     for config in ["p7-r3-stall-e0", "p8-r3-stall-e0"] {
         for critic in ["rubric", "evidence"] {
             for arm in ["feedback", "no-feedback"] {
-                let loops: Vec<&OutcomeRow> =
-                    rows.iter().filter(|r| r.config_id == config && r.critic == critic && r.arm == arm).collect();
+                let loops: Vec<&OutcomeRow> = rows
+                    .iter()
+                    .filter(|r| r.config_id == config && r.critic == critic && r.arm.as_str() == arm)
+                    .collect();
                 let n = loops.len() as f64;
                 let before = loops.iter().filter(|r| r.passed).count() as f64;
                 let after = loops.iter().filter(|r| r.adjudicated_passed == Some(true)).count() as f64;

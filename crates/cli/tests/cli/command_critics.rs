@@ -29,7 +29,7 @@ fn the_python_execution_critic_runs_the_code_dataset_through_the_protocol() {
         assert_eq!(row.critic_errors, 0, "{row:?}");
         // The first draft of every task is broken; the feedback arm reaches the fixed one.
         assert!(row.first_score < 10.0, "{row:?}");
-        assert_eq!(row.passed, row.arm == "feedback", "{row:?}");
+        assert_eq!(row.passed, row.arm.as_str() == "feedback", "{row:?}");
     }
 
     let feedback = rounds(&out, "feedback");

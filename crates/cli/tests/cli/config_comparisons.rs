@@ -34,7 +34,8 @@ fn grid_neighbours_are_compared_unit_by_unit() {
     // Each row against the outcomes: (config, arm, critic, task, epoch) → passed.
     let mut passed: HashMap<LoopKey, (bool, u32)> = HashMap::new();
     for row in outcomes(&run) {
-        passed.insert((row.config_id, row.arm, row.critic, row.task_id, row.epoch), (row.passed, row.rounds));
+        passed
+            .insert((row.config_id, row.arm.to_string(), row.critic, row.task_id, row.epoch), (row.passed, row.rounds));
     }
     for row in &rows {
         let (mut n, mut a_passed, mut b_passed, mut a_only, mut b_only, mut rounds) = (0u64, 0u64, 0u64, 0, 0, 0i64);

@@ -62,7 +62,7 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
         (config.to_string(), arm.to_string(), task.to_string(), epoch)
     };
     let by_loop: BTreeMap<_, Vec<&EvaluationRow>> = evaluations.iter().fold(BTreeMap::new(), |mut map, row| {
-        map.entry(key(&row.config_id, &row.arm, &row.task_id, row.epoch)).or_insert_with(Vec::new).push(row);
+        map.entry(key(&row.config_id, row.arm.as_str(), &row.task_id, row.epoch)).or_insert_with(Vec::new).push(row);
         map
     });
     // What the evaluator must say, worked out here from the gold labels and the stored drafts.
@@ -103,13 +103,13 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
     };
     let mut checked = 0;
     for outcome in &rag {
-        let rows = &by_loop[&key(&outcome.config_id, &outcome.arm, &outcome.task_id, outcome.epoch)];
+        let rows = &by_loop[&key(&outcome.config_id, outcome.arm.as_str(), &outcome.task_id, outcome.epoch)];
         let first = rows.iter().find(|r| r.answer == FIRST).expect("a first-draft row");
         let last = rows.iter().find(|r| r.answer == FINAL).expect("a final-answer row");
         assert_eq!(first.round, 0);
         assert_eq!(last.round, outcome.best_round, "the final answer is the draft the loop returns (final = best)");
         assert_eq!(last.steering_passed, outcome.passed, "the critic's verdict on the final answer is the loop's");
-        let texts = &drafts[&(outcome.arm.clone(), outcome.task_id.clone(), outcome.epoch)];
+        let texts = &drafts[&(outcome.arm.to_string(), outcome.task_id.clone(), outcome.epoch)];
         for row in [first, last] {
             assert_eq!(row.critic_error, None);
             let expected = cites_relevant(&row.task_id, &texts[row.round as usize]);
@@ -126,7 +126,7 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
 
     // Each distinct draft once: the evaluator's calls are the distinct (recording, round) pairs.
     let distinct: BTreeSet<(String, String, u32, u32)> =
-        evaluations.iter().map(|r| (r.arm.clone(), r.task_id.clone(), r.epoch, r.round)).collect();
+        evaluations.iter().map(|r| (r.arm.to_string(), r.task_id.clone(), r.epoch, r.round)).collect();
     let manifest = manifest(&with);
     assert_eq!(manifest["evaluations_by_evaluator"]["cites-relevant"]["recorded"], distinct.len());
     assert!(distinct.len() < evaluations.len() / 2, "nine configs share one recording's drafts");
@@ -140,8 +140,10 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
     for line in lines {
         let cells: Vec<&str> = line.split(',').collect();
         let (config, arm) = (cells[column("config_id")], cells[column("arm")]);
-        let finals: Vec<&EvaluationRow> =
-            evaluations.iter().filter(|r| r.config_id == config && r.arm == arm && r.answer == FINAL).collect();
+        let finals: Vec<&EvaluationRow> = evaluations
+            .iter()
+            .filter(|r| r.config_id == config && r.arm.as_str() == arm && r.answer == FINAL)
+            .collect();
         let n = finals.len() as f64;
         let rate = |f: &dyn Fn(&EvaluationRow) -> bool| finals.iter().filter(|r| f(r)).count() as f64 / n;
         let close = |name: &str, value: f64| {

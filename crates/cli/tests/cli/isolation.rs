@@ -291,7 +291,7 @@ fn a_pass_score_outside_the_critics_range_runs_with_a_warning() {
         assert_eq!(manifest(&out)["warnings"], serde_json::json!([warning]));
         let above: Vec<_> = outcomes(&out).into_iter().filter(|r| r.config_id.starts_with("p12-")).collect();
         assert_eq!(above.len(), 4 * 3, "{isolation}: every task × arm ran under the config above the range");
-        assert!(above.iter().all(|r| !r.passed && r.exit_reason != "pass"), "{isolation}: {above:?}");
+        assert!(above.iter().all(|r| !r.passed && r.exit_reason.as_str() != "pass"), "{isolation}: {above:?}");
     }
 }
 

@@ -394,7 +394,7 @@ fn loops_against(base_url: &str, model: Option<&str>, api_key_env: Option<&str>)
     assert_eq!(rows.len(), tasks * 2);
     for row in &rows {
         assert!(EXITS.contains(&row.exit_reason.as_str()), "{row:?}");
-        assert_eq!(row.passed, row.exit_reason == "pass");
+        assert_eq!(row.passed, row.exit_reason.as_str() == "pass");
         assert!(row.rounds >= 1 && row.rounds <= 2, "{row:?}");
         assert!(row.tokens_in.is_some_and(|t| t > 0) && row.tokens_out.is_some_and(|t| t > 0), "{row:?}");
     }

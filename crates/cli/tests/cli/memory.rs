@@ -35,8 +35,9 @@ fn memory_arm_is_measured_on_held_out_tasks_only() {
     assert!(!learned_from.is_empty());
 
     let rows = outcomes(&one);
-    let tasks_of =
-        |arm: &str| -> BTreeSet<String> { rows.iter().filter(|r| r.arm == arm).map(|r| r.task_id.clone()).collect() };
+    let tasks_of = |arm: &str| -> BTreeSet<String> {
+        rows.iter().filter(|r| r.arm.as_str() == arm).map(|r| r.task_id.clone()).collect()
+    };
     let memory_tasks = tasks_of("feedback+memory");
     assert!(!memory_tasks.is_empty());
     for arm in ["feedback", "no-feedback", "single"] {

@@ -49,8 +49,8 @@ fn a_critic_that_declares_its_own_issue_types_gets_a_working_memory_arm() {
         "the hints are the critic's declared texts"
     );
     let rows = outcomes(&run);
-    let memory_rows = rows.iter().filter(|r| r.arm == "feedback+memory").count();
-    assert!(memory_rows > 0 && memory_rows == rows.iter().filter(|r| r.arm == "feedback").count());
+    let memory_rows = rows.iter().filter(|r| r.arm.as_str() == "feedback+memory").count();
+    assert!(memory_rows > 0 && memory_rows == rows.iter().filter(|r| r.arm.as_str() == "feedback").count());
     assert!(rows.iter().all(|r| r.critic_errors == 0));
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();

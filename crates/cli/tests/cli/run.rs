@@ -23,14 +23,20 @@ fn scripted_essays_reach_their_designed_exits() {
             (_, "single") => {
                 // The single arm is round 0 only: pass or budget.
                 assert_eq!(row.rounds, 1);
-                assert!(row.exit_reason == "pass" || row.exit_reason == "budget", "{row:?}");
+                assert!(row.exit_reason.as_str() == "pass" || row.exit_reason.as_str() == "budget", "{row:?}");
                 continue;
             }
             other => panic!("unexpected config/arm {other:?}"),
         };
-        assert_eq!(row.exit_reason, expected["expect"].as_str().unwrap(), "task {} in {}", row.task_id, row.config_id);
+        assert_eq!(
+            row.exit_reason.as_str(),
+            expected["expect"].as_str().unwrap(),
+            "task {} in {}",
+            row.task_id,
+            row.config_id
+        );
         assert_eq!(u64::from(row.revisions), expected["expect_round"].as_u64().unwrap(), "task {}", row.task_id);
-        assert_eq!(row.passed, row.exit_reason == "pass");
+        assert_eq!(row.passed, row.exit_reason.as_str() == "pass");
         checked += 1;
     }
     assert_eq!(checked, meta.len() * 4);
@@ -54,7 +60,7 @@ fn dim_target_changes_exits_as_scripted() {
     for row in outcomes(&run) {
         let meta: serde_json::Value = serde_json::from_str(row.meta.as_deref().unwrap()).unwrap();
         let expected = &meta["with_dim_target"];
-        assert_eq!(row.exit_reason, expected["expect"].as_str().unwrap(), "task {}", row.task_id);
+        assert_eq!(row.exit_reason.as_str(), expected["expect"].as_str().unwrap(), "task {}", row.task_id);
         assert_eq!(u64::from(row.revisions), expected["expect_round"].as_u64().unwrap(), "task {}", row.task_id);
     }
 }

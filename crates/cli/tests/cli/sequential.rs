@@ -194,7 +194,7 @@ fn a_sequential_run_is_rescored_though_its_tasks_are_not_in_dataset_order() {
     let papers = |rows: Vec<critbench_storage::tables::OutcomeRow>| -> Vec<(String, String, u32)> {
         let mut seen = Vec::new();
         for row in rows.into_iter().filter(|row| row.critic == "rubric") {
-            let unit = (row.task_id, row.arm, row.epoch);
+            let unit = (row.task_id, row.arm.to_string(), row.epoch);
             if !seen.contains(&unit) {
                 seen.push(unit);
             }

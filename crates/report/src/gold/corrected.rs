@@ -542,7 +542,7 @@ mod tests {
             .map(|(row, gold)| {
                 let key = LoopKey {
                     config_id: row.config_id.clone(),
-                    arm: row.arm.clone(),
+                    arm: row.arm.to_string(),
                     critic: row.critic.clone(),
                     task_id: row.task_id.clone(),
                     epoch: row.epoch,
@@ -592,7 +592,7 @@ mod tests {
         assert_eq!(corrected(&reversed, &labels, None), forward, "nor does a missing manifest");
 
         // The feedback row by hand: each task's share of passing loops, gold and critic.
-        let feedback: Vec<&(OutcomeRow, bool)> = rows.iter().filter(|(r, _)| r.arm == "feedback").collect();
+        let feedback: Vec<&(OutcomeRow, bool)> = rows.iter().filter(|(r, _)| r.arm.as_str() == "feedback").collect();
         let mut labelled = Vec::new();
         let mut unlabelled: BTreeMap<UnlabelledTask, u64> = BTreeMap::new();
         for task in 0..TASKS {
@@ -626,7 +626,7 @@ mod tests {
         let comparison = &forward.comparisons[0];
         assert_eq!((comparison.arm_a.as_str(), comparison.arm_b.as_str()), ("feedback", "no-feedback"));
         assert_eq!((comparison.n_pairs, comparison.n_pairs_labelled, comparison.n_tasks_labelled), (120, 30, 10));
-        let rate = |arm: &str| rows.iter().filter(|(r, _)| r.arm == arm && r.passed).count() as f64 / 120.0;
+        let rate = |arm: &str| rows.iter().filter(|(r, _)| r.arm.as_str() == arm && r.passed).count() as f64 / 120.0;
         assert!((comparison.diff - (rate("feedback") - rate("no-feedback"))).abs() < 1e-12);
         let gold_of = |arm: &str| labelled_rows_of(&rows, &labels, arm);
         assert!((comparison.gold_diff.unwrap() - (gold_of("feedback") - gold_of("no-feedback"))).abs() < 1e-12);
@@ -634,8 +634,11 @@ mod tests {
 
     /// The gold pass rate of `arm` on the labelled tasks.
     fn labelled_rows_of(rows: &[(OutcomeRow, bool)], labels: &Labels, arm: &str) -> f64 {
-        let of: Vec<bool> =
-            rows.iter().filter(|(r, _)| r.arm == arm && labels.tasks.contains(&r.task_id)).map(|(_, g)| *g).collect();
+        let of: Vec<bool> = rows
+            .iter()
+            .filter(|(r, _)| r.arm.as_str() == arm && labels.tasks.contains(&r.task_id))
+            .map(|(_, g)| *g)
+            .collect();
         of.iter().filter(|g| **g).count() as f64 / of.len() as f64
     }
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use critbench_core::ExitReason;
 use critbench_storage::tables::OutcomeStats;
 
 use super::{
@@ -78,7 +79,7 @@ impl ArmTotals {
         self.passed += u64::from(row.passed);
         self.first_passed += u64::from(row.passed && row.revisions == 0);
         self.rounds += u64::from(row.rounds);
-        if let Some(index) = ["pass", "stall", "plateau", "budget"].iter().position(|e| *e == row.exit_reason) {
+        if let Some(index) = ExitReason::ALL.iter().position(|e| Some(*e) == row.exit_reason) {
             self.exits[index] += 1;
         }
         self.first_score.add(row.first_score);

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use critbench_core::Rng;
+use critbench_core::{ExitReason, Rng};
 use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
 
 const ARMS: [&str; 3] = ["feedback", "no-feedback", "single"];
@@ -27,7 +27,11 @@ fn outcome(config: &str, critic: &str, arm: &str, task: usize, epoch: u32, rng: 
         config_id: config.into(),
         critic: critic.into(),
         epoch,
-        exit_reason: if passed { "pass" } else { ["stall", "plateau", "budget"][task % 3] }.into(),
+        exit_reason: if passed {
+            ExitReason::Pass
+        } else {
+            [ExitReason::Stall, ExitReason::Plateau, ExitReason::Budget][task % 3]
+        },
         first_score: first,
         last_score: first + 0.3,
         final_score: first + 0.7,
@@ -146,7 +150,7 @@ fn the_same_rows_in_any_order_give_the_same_bytes() {
     for row in &report.summary {
         let mine: Vec<&OutcomeRow> = forward
             .iter()
-            .filter(|o| o.config_id == row.config_id && o.arm == row.arm && o.critic == row.critic)
+            .filter(|o| o.config_id == row.config_id && o.arm.as_str() == row.arm && o.critic == row.critic)
             .collect();
         let counted: Vec<&&OutcomeRow> = mine.iter().filter(|o| o.tokens_in.is_some()).collect();
         let passed: Vec<&&&OutcomeRow> = counted.iter().filter(|o| o.passed).collect();

@@ -145,7 +145,7 @@ fn a_pass_score_above_the_range_runs_every_loop_to_its_budget() {
     let rows = outcomes(&run);
     assert_eq!(rows.len(), 6 * 2 * 3, "every task × epoch × arm");
     for row in &rows {
-        let rounds = if row.arm == "single" { 1 } else { 4 };
+        let rounds = if row.arm.as_str() == "single" { 1 } else { 4 };
         assert_eq!((row.exit_reason.as_str(), row.rounds, row.passed), ("budget", rounds, false), "{row:?}");
     }
     // The scores varied: the budget, not a flat score, ended the loops.

@@ -1,0 +1,381 @@
+//! Each output column declared once (docs/FORMAT.md): [`declare_columns!`] turns one list of
+//! fields — a Rust type and the column's name each — into the row struct, its columns' names, its
+//! Arrow fields, the column builders of its writer and the reader of its rows, so a column is never
+//! spelled twice. [`Column`] says how a Rust type is stored; [`ReadColumn`] how it is read back.
+//! An arm, a decision or an exit reason is core's enum in a row and the string of the output
+//! contract in the file; a string that is none of them is refused with its row and column named.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder};
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::{DataType, Field};
+use critbench_core::{Arm, ExitReason};
+
+use crate::columns::Columns;
+use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
+use crate::schema::{int32, int64};
+
+/// How a row field's Rust type is stored: in one column, or in several (a critique's, declared
+/// `flattened`).
+pub(crate) trait Column {
+    type Builder;
+    /// The Arrow fields of this type's columns; `name` is the column's (unused when flattened).
+    fn fields(name: &str) -> Vec<Field>;
+    /// A builder with room for `rows` values.
+    fn builder(rows: usize) -> Self::Builder;
+    fn append(&self, builder: &mut Self::Builder);
+    /// Adds the columns appended since the last call to `columns`.
+    fn finish(builder: &mut Self::Builder, columns: &mut Vec<ArrayRef>);
+}
+
+/// A field stored in several columns (declared `flattened`): their names, in order.
+pub(crate) trait Flattened {
+    const NAMES: &'static [&'static str];
+}
+
+impl Column for CritiqueColumns {
+    type Builder = CritiqueBuilders;
+    fn fields(_: &str) -> Vec<Field> {
+        CritiqueColumns::fields().into()
+    }
+    fn builder(rows: usize) -> CritiqueBuilders {
+        CritiqueBuilders::with_capacity(rows)
+    }
+    fn append(&self, builder: &mut CritiqueBuilders) {
+        builder.append(self);
+    }
+    fn finish(builder: &mut CritiqueBuilders, columns: &mut Vec<ArrayRef>) {
+        columns.extend(builder.finish());
+    }
+}
+
+impl Flattened for CritiqueColumns {
+    const NAMES: &'static [&'static str] = &CritiqueColumns::NAMES;
+}
+
+impl ReadColumn for CritiqueColumns {
+    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, String> {
+        CritiqueColumns::read(c)
+    }
+}
+
+/// How a column is read back into a row field's Rust type.
+pub(crate) trait ReadColumn: Sized {
+    /// The column `name` of `c`, row by row; `first_row` is the batch's first row in its file, so
+    /// an error names the row of the file.
+    fn read(c: &Columns<'_>, name: &str, first_row: usize) -> Result<Vec<Self>, String>;
+}
+
+/// Room for the text of a batch of short strings (ids, labels): a guess, grown as needed.
+const TEXT_BYTES_PER_ROW: usize = 16;
+
+macro_rules! text_column {
+    ($ty:ty, $nullable:expr, |$value:ident, $builder:ident| $append:expr) => {
+        impl Column for $ty {
+            type Builder = StringBuilder;
+            fn fields(name: &str) -> Vec<Field> {
+                vec![Field::new(name, DataType::Utf8, $nullable)]
+            }
+            fn builder(rows: usize) -> StringBuilder {
+                StringBuilder::with_capacity(rows, rows * TEXT_BYTES_PER_ROW)
+            }
+            fn append(&self, $builder: &mut StringBuilder) {
+                let $value = self;
+                $append
+            }
+            fn finish(builder: &mut StringBuilder, columns: &mut Vec<ArrayRef>) {
+                columns.push(Arc::new(builder.finish()));
+            }
+        }
+    };
+}
+
+text_column!(String, false, |v, b| b.append_value(v));
+text_column!(Option<String>, true, |v, b| b.append_option(v.as_deref()));
+text_column!(&str, false, |v, b| b.append_value(v));
+text_column!(Option<&str>, true, |v, b| b.append_option(*v));
+text_column!(Arm, false, |v, b| b.append_value(v.as_str()));
+text_column!(ExitReason, false, |v, b| b.append_value(v.as_str()));
+text_column!(Option<ExitReason>, true, |v, b| b.append_option(v.map(ExitReason::as_str)));
+
+macro_rules! primitive_column {
+    ($ty:ty, $builder_ty:ty, $data_type:expr, $nullable:expr, |$value:ident, $builder:ident| $append:expr) => {
+        impl Column for $ty {
+            type Builder = $builder_ty;
+            fn fields(name: &str) -> Vec<Field> {
+                vec![Field::new(name, $data_type, $nullable)]
+            }
+            fn builder(rows: usize) -> $builder_ty {
+                <$builder_ty>::with_capacity(rows)
+            }
+            fn append(&self, $builder: &mut $builder_ty) {
+                let $value = self;
+                $append
+            }
+            fn finish(builder: &mut $builder_ty, columns: &mut Vec<ArrayRef>) {
+                columns.push(Arc::new(builder.finish()));
+            }
+        }
+    };
+}
+
+// Whole numbers are stored signed; a count too large for its column saturates.
+primitive_column!(u32, Int32Builder, DataType::Int32, false, |v, b| b.append_value(int32(*v)));
+primitive_column!(u64, Int64Builder, DataType::Int64, false, |v, b| b.append_value(int64(*v)));
+primitive_column!(Option<u64>, Int64Builder, DataType::Int64, true, |v, b| b.append_option(v.map(int64)));
+primitive_column!(f64, Float64Builder, DataType::Float64, false, |v, b| b.append_value(*v));
+primitive_column!(Option<f64>, Float64Builder, DataType::Float64, true, |v, b| b.append_option(*v));
+primitive_column!(bool, BooleanBuilder, DataType::Boolean, false, |v, b| b.append_value(*v));
+primitive_column!(Option<bool>, BooleanBuilder, DataType::Boolean, true, |v, b| b.append_option(*v));
+
+impl ReadColumn for String {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.required_text(name)
+    }
+}
+
+impl ReadColumn for Option<String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.text(name)
+    }
+}
+
+impl ReadColumn for u32 {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.int32(name)
+    }
+}
+
+impl ReadColumn for u64 {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.int64(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    }
+}
+
+impl ReadColumn for Option<u64> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.int64(name)
+    }
+}
+
+impl ReadColumn for f64 {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.required_float(name)
+    }
+}
+
+impl ReadColumn for Option<f64> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.float(name)
+    }
+}
+
+impl ReadColumn for bool {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.required_boolean(name)
+    }
+}
+
+impl ReadColumn for Option<bool> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+        c.boolean(name)
+    }
+}
+
+/// A value of a text column that must be one of a fixed set of strings (an arm, an exit reason).
+pub(crate) trait Label: Sized + Copy + 'static {
+    /// What a value is, for messages: "an arm".
+    const WHAT: &'static str;
+    const ALL: &'static [Self];
+    fn as_str(self) -> &'static str;
+    fn parse(text: &str) -> Option<Self>;
+}
+
+impl Label for Arm {
+    const WHAT: &'static str = "an arm";
+    const ALL: &'static [Arm] = &Arm::ALL;
+    fn as_str(self) -> &'static str {
+        Arm::as_str(self)
+    }
+    fn parse(text: &str) -> Option<Arm> {
+        Arm::parse(text)
+    }
+}
+
+impl Label for ExitReason {
+    const WHAT: &'static str = "an exit reason";
+    const ALL: &'static [ExitReason] = &ExitReason::ALL;
+    fn as_str(self) -> &'static str {
+        ExitReason::as_str(self)
+    }
+    fn parse(text: &str) -> Option<ExitReason> {
+        ExitReason::parse(text)
+    }
+}
+
+/// `text`, the value of `name` in row `row`, as a `L`; an unknown string is an error that names the
+/// row, the column and the strings it may hold (never a default).
+pub(crate) fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, String> {
+    L::parse(text).ok_or_else(|| {
+        let valid: Vec<&str> = L::ALL.iter().map(|label| label.as_str()).collect();
+        format!("row {row}: column `{name}` holds `{text}`, which is not {} ({})", L::WHAT, valid.join(", "))
+    })
+}
+
+impl<L: Label> ReadColumn for L {
+    fn read(c: &Columns<'_>, name: &str, first_row: usize) -> Result<Vec<Self>, String> {
+        let array = c.text_array(name)?;
+        (0..array.len()).map(|i| parse_label(array.value(i), name, first_row + i)).collect()
+    }
+}
+
+/// Declares a table's row struct and everything derived from its one list of columns:
+///
+/// - the struct, with the fields as listed (each `field: Type = "column"`, or `= flattened` for
+///   a field kept in several columns of its own, a critique's);
+/// - `names()` (the columns' names in order) and `COLUMNS` (each field's column name, as a struct
+///   of the name given after `names:`, so a reader asks for `OutcomeRow::COLUMNS.final_draft`);
+/// - `fields()`, the Arrow fields in order;
+/// - the builders struct (the name after `builders:`): `with_capacity`, `append` a row, `finish`
+///   the columns appended so far;
+/// - `read_batch`, the rows of a batch; a column written since an older schema version is given
+///   its value for older files after `or` (`cost: Option<f64> = "cost" or None`).
+macro_rules! declare_columns {
+    // With a reader: everything else, then the reader.
+    (
+        $(#[$meta:meta])*
+        pub struct $row:ident {
+            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt $(or $absent:expr)? ),* $(,)?
+        }
+        names: $names:ident,
+        builders: $builders:ident,
+        reader: $read:ident,
+    ) => {
+        $crate::declared::declare_columns! {
+            $(#[$meta])*
+            pub struct $row {
+                $( $(#[$field_meta])* pub $field: $ty = $column $(or $absent)? ),*
+            }
+            names: $names,
+            builders: $builders,
+        }
+
+        impl $row {
+            /// The rows of one batch; `first_row` is its first row's position in the file.
+            pub(crate) fn $read(c: &$crate::columns::Columns<'_>, first_row: usize) -> Result<Vec<$row>, String> {
+                let rows = c.0.num_rows();
+                $(
+                    let mut $field =
+                        $crate::declared::declare_columns!(@read c, $ty, $column, first_row, rows $(, $absent)?)
+                            .into_iter();
+                )*
+                Ok((0..rows).map(|_| $row { $( $field: $field.next().expect("a value for every row"), )* }).collect())
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub struct $row:ident {
+            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt $(or $absent:expr)? ),* $(,)?
+        }
+        names: $names:ident,
+        builders: $builders:ident,
+    ) => {
+        $(#[$meta])*
+        pub struct $row {
+            $( $(#[$field_meta])* pub $field: $ty, )*
+        }
+
+        #[doc = concat!("The name of each column of [`", stringify!($row), "`], by field (a flattened field's, in order).")]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $names {
+            $( pub $field: $crate::declared::declare_columns!(@name_type $column), )*
+        }
+
+        impl $row {
+            /// Each field's column name.
+            pub const COLUMNS: $names = $names { $( $field: $crate::declared::declare_columns!(@name $ty, $column), )* };
+
+            /// The names of the columns, in the order they are written.
+            // One push or extend per field: a flattened field adds several names.
+            #[allow(clippy::vec_init_then_push)]
+            pub fn names() -> Vec<&'static str> {
+                let mut names = Vec::new();
+                $( $crate::declared::declare_columns!(@push_names names, $ty, $column); )*
+                names
+            }
+
+            /// The columns' Arrow fields, in order.
+            pub(crate) fn fields() -> Vec<arrow_schema::Field> {
+                let mut fields = Vec::new();
+                $( fields.extend(<$ty as $crate::declared::Column>::fields($crate::declared::declare_columns!(@column $column))); )*
+                fields
+            }
+        }
+
+        #[doc = concat!("Builds the columns of [`", stringify!($row), "`]s a row at a time.")]
+        pub(crate) struct $builders {
+            $( $field: <$ty as $crate::declared::Column>::Builder, )*
+        }
+
+        impl $builders {
+            /// Builders with room for `rows` rows.
+            pub(crate) fn with_capacity(rows: usize) -> $builders {
+                $builders { $( $field: <$ty as $crate::declared::Column>::builder(rows), )* }
+            }
+
+            pub(crate) fn append(&mut self, row: &$row) {
+                $( $crate::declared::Column::append(&row.$field, &mut self.$field); )*
+            }
+
+            /// The columns of the rows appended since the last call, in the order of `names()`.
+            pub(crate) fn finish(&mut self) -> Vec<arrow_array::ArrayRef> {
+                let mut columns = Vec::new();
+                $( <$ty as $crate::declared::Column>::finish(&mut self.$field, &mut columns); )*
+                columns
+            }
+        }
+    };
+    (@name_type flattened) => { &'static [&'static str] };
+    (@name_type $column:literal) => { &'static str };
+    (@name $ty:ty, flattened) => { <$ty as $crate::declared::Flattened>::NAMES };
+    (@name $ty:ty, $column:literal) => { $column };
+    (@column flattened) => { "" };
+    (@column $column:literal) => { $column };
+    (@push_names $names:ident, $ty:ty, flattened) => { $names.extend_from_slice(<$ty as $crate::declared::Flattened>::NAMES) };
+    (@push_names $names:ident, $ty:ty, $column:literal) => { $names.push($column) };
+    (@read $c:ident, $ty:ty, $column:tt, $first_row:ident, $rows:ident) => {
+        <$ty as $crate::declared::ReadColumn>::read($c, $crate::declared::declare_columns!(@column $column), $first_row)?
+    };
+    (@read $c:ident, $ty:ty, $column:literal, $first_row:ident, $rows:ident, $absent:expr) => {
+        match $c.0.column_by_name($column) {
+            Some(_) => <$ty as $crate::declared::ReadColumn>::read($c, $column, $first_row)?,
+            None => {
+                let absent: $ty = $absent;
+                vec![absent; $rows]
+            }
+        }
+    };
+}
+
+pub(crate) use declare_columns;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_label_names_its_row_column_and_the_valid_strings() {
+        assert_eq!(parse_label::<Arm>("no-feedback", "arm", 0), Ok(Arm::NoFeedback));
+        assert_eq!(
+            parse_label::<Arm>("feedbak", "arm", 41),
+            Err::<Arm, _>(
+                "row 41: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, \
+                 feedback+memory)"
+                    .to_string()
+            )
+        );
+        assert!(parse_label::<ExitReason>("", "exit_reason", 0).unwrap_err().contains("not an exit reason"));
+    }
+}
