@@ -1,51 +1,78 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The exit status of a run stopped by its `[budget]` (docs/REFERENCE.md, Exit status).
-pub const EXIT_BUDGET: u8 = 3;
+use critbench_engine::stop::StopSignal;
 
-/// A command's failure: a message and the exit status (1 run failed, 2 bad usage or input, 3 the
-/// budget stopped the run, 130 and 143 a signal did).
+/// critbench's exit statuses, each with its meaning (docs/REFERENCE.md, Exit status; a test holds
+/// the two to each other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// The command did what it was asked.
+    Success,
+    /// The run failed: an internal error, an output that could not be written, loops that failed,
+    /// or a critic that failed on every critique.
+    Failed,
+    /// Bad usage or bad input; the message names the file, line or row, and field.
+    Usage,
+    /// The run's `[budget]` stopped it.
+    Budget,
+    /// A signal stopped it: 128 + the signal's number, 130 for SIGINT and 143 for SIGTERM.
+    Signal(StopSignal),
+}
+
+impl ExitStatus {
+    /// The status the process exits with.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failed => 1,
+            ExitStatus::Usage => 2,
+            ExitStatus::Budget => 3,
+            ExitStatus::Signal(signal) => 128 + signal.number() as u8,
+        }
+    }
+}
+
+/// A command's failure: a message and the status it exits with.
 #[derive(Debug)]
 pub struct Failure {
-    pub code: u8,
+    pub status: ExitStatus,
     pub message: String,
 }
 
 impl Failure {
     pub fn usage(message: impl Into<String>) -> Failure {
-        Failure { code: 2, message: message.into() }
+        Failure { status: ExitStatus::Usage, message: message.into() }
     }
 
     pub fn failed(message: impl Into<String>) -> Failure {
-        Failure { code: 1, message: message.into() }
+        Failure { status: ExitStatus::Failed, message: message.into() }
     }
 
     pub fn report(self) -> ExitCode {
         eprintln!("error: {}", self.message);
-        ExitCode::from(self.code)
+        ExitCode::from(self.status.code())
     }
 }
 
 impl From<critbench_engine::EngineError> for Failure {
     fn from(error: critbench_engine::EngineError) -> Failure {
         use critbench_engine::{EngineError, RescoreError};
-        // A signal's conventional status: 128 + its number.
-        let code = match &error {
-            EngineError::Interrupted { signal: "SIGTERM", .. }
-            | EngineError::Rescore(RescoreError::Interrupted { signal: "SIGTERM", .. }) => 143,
-            EngineError::Interrupted { .. } | EngineError::Rescore(RescoreError::Interrupted { .. }) => 130,
-            EngineError::BudgetReached { .. } => EXIT_BUDGET,
-            error if error.is_usage() => 2,
-            _ => 1,
+        let status = match &error {
+            EngineError::Interrupted { signal, .. }
+            | EngineError::Rescore(RescoreError::Interrupted { signal, .. }) => ExitStatus::Signal(*signal),
+            EngineError::BudgetReached { .. } => ExitStatus::Budget,
+            error if error.is_usage() => ExitStatus::Usage,
+            _ => ExitStatus::Failed,
         };
-        Failure { code, message: error.to_string() }
+        Failure { status, message: error.to_string() }
     }
 }
 
 impl From<critbench_report::ReportError> for Failure {
     fn from(error: critbench_report::ReportError) -> Failure {
-        Failure { code: if error.is_usage() { 2 } else { 1 }, message: error.to_string() }
+        let status = if error.is_usage() { ExitStatus::Usage } else { ExitStatus::Failed };
+        Failure { status, message: error.to_string() }
     }
 }
 

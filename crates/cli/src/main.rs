@@ -66,7 +66,7 @@ fn main() -> ExitCode {
         }
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::from(failure::ExitStatus::Success.code()),
         Err(failure) => failure.report(),
     }
 }

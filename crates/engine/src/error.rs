@@ -27,7 +27,7 @@ pub enum EngineError {
     #[error(transparent)]
     Report(#[from] critbench_report::ReportError),
     #[error(transparent)]
-    Judge(#[from] critbench_judge::JudgeError),
+    Judge(#[from] critbench_critic_benchmark::JudgeError),
     #[error(transparent)]
     Replay(#[from] ReplayError),
     #[error(transparent)]
@@ -86,7 +86,7 @@ pub enum EngineError {
     Sequential(#[from] crate::sequential::SequentialError),
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
-    Interrupted { signal: &'static str, loops: u64, out: PathBuf },
+    Interrupted { signal: crate::stop::StopSignal, loops: u64, out: PathBuf },
     /// The run's `[budget]` was reached: no loop started after it; the loops finished are written.
     #[error(
         "stopped by its budget: {}; the rows of the {loops} loop(s) finished by then are in {} (readable; \
@@ -388,7 +388,7 @@ pub enum RescoreError {
          same command with --resume to finish the rescoring",
         progress.display()
     )]
-    Interrupted { signal: &'static str, tasks: u64, progress: PathBuf },
+    Interrupted { signal: crate::stop::StopSignal, tasks: u64, progress: PathBuf },
 }
 
 impl RescoreError {

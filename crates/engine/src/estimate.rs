@@ -12,8 +12,6 @@
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 
 use critbench_core::Task;
 use critbench_storage::dataset::{DatasetStream, OnBadRow};
@@ -51,7 +49,7 @@ pub struct EstimateOptions {
     pub out: PathBuf,
     pub overwrite: bool,
     pub quiet: bool,
-    pub interrupt: Option<Arc<AtomicUsize>>,
+    pub interrupt: Option<crate::stop::Interrupt>,
 }
 
 /// One projected total: the pilot's mean per task times the run's tasks, with its range.

@@ -47,6 +47,7 @@ mod sequential;
 mod sequential_run;
 mod sink;
 mod source;
+pub mod stop;
 mod summarize;
 
 pub use error::{EngineError, ExperimentProblem, NotARun, ReplayError, RescoreError, RunDirError};

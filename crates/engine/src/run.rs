@@ -15,7 +15,7 @@
 //! in flight ([`Experiment::blocking_jobs`]).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Instant, SystemTime};
@@ -34,6 +34,7 @@ use crate::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run_dir;
 use crate::sink::{Consumer, Progress, RowSink};
 use crate::source::{Source, SourceReport};
+use crate::stop::Interrupt;
 use crate::summarize::{Finished, summarize};
 
 pub use crate::summarize::{RunSummary, Stopped};
@@ -48,20 +49,11 @@ pub struct RunOptions {
     /// Finish the interrupted run in the output directory: loops it committed are kept, the
     /// rest are run, and the tables end as an uninterrupted run's.
     pub resume: bool,
-    /// Raised to a signal's number (SIGINT 2, SIGTERM 15) by the caller's signal handler: the
-    /// run stops new work, writes the loops already finished and ends with
-    /// [`EngineError::Interrupted`].
-    pub interrupt: Option<Arc<AtomicUsize>>,
+    /// The caller's signal handling: when its flag is raised the run stops new work, writes the
+    /// loops already finished and ends with [`EngineError::Interrupted`].
+    pub interrupt: Option<Interrupt>,
     /// Run only this shard's tasks, into the shard's files of the run directory.
     pub shard: Option<Shard>,
-}
-
-/// The signal an interrupt flag holds, by name.
-pub(crate) fn signal_name(number: usize) -> &'static str {
-    match number {
-        15 => "SIGTERM",
-        _ => "SIGINT",
-    }
 }
 
 /// Tasks per chunk on the offline backends: enough that a hand-off costs nothing next to the
@@ -132,7 +124,7 @@ fn run_inner(
     let total_bytes = source.total_bytes();
     let layout = run_dir::Layout::new(&experiment.out, options.shard);
     let _lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
-    let interrupt = options.interrupt.as_deref();
+    let interrupt = options.interrupt.as_ref();
     // A budget counts what the whole run spent, before an interruption too.
     let budget = session.filter(|_| experiment.budget.is_some()).map(|s| {
         if options.resume {
@@ -425,7 +417,7 @@ fn drive<C: Consumer>(
     workers: Workers,
     consumer: &mut C,
     progress: &Progress,
-    interrupt: Option<&AtomicUsize>,
+    interrupt: Option<&Interrupt>,
     budget: Option<&Arc<AtomicBool>>,
 ) -> Result<(SourceReport, Option<Stopped>), EngineError> {
     let jobs = workers.threads;
@@ -516,7 +508,7 @@ fn drive<C: Consumer>(
                 }
                 interrupted_at = Some(Instant::now());
                 let signal = match interrupted {
-                    Some(Stopped::Signal(signal)) => signal,
+                    Some(Stopped::Signal(signal)) => signal.name(),
                     _ => "a signal",
                 };
                 progress.note(&format!(
@@ -525,11 +517,13 @@ fn drive<C: Consumer>(
                     INTERRUPT_GRACE.as_secs()
                 ));
             }
-            if let (Some(at), Some(Stopped::Signal(signal))) = (interrupted_at, interrupted)
+            if let (Some(at), Some(Stopped::Signal(signal)), Some(abandon)) =
+                (interrupted_at, interrupted, interrupt.and_then(|i| i.abandon))
                 && at.elapsed() > INTERRUPT_GRACE
             {
                 // A loop stuck in a critic or a model call cannot be cancelled from here: commit
-                // what arrived meanwhile and end the process; the run stays resumable.
+                // what arrived meanwhile and let the caller end the process; the run stays
+                // resumable.
                 let _ = consumer.commit();
                 progress.finish();
                 eprintln!(
@@ -537,12 +531,7 @@ fn drive<C: Consumer>(
                      same command with --resume to finish the run",
                     INTERRUPT_GRACE.as_secs()
                 );
-                // `_exit`, not `exit`: the workers are still running, and `exit` would run the
-                // process's exit handlers under their feet (a crash instead of the status).
-                use std::io::Write;
-                let _ = std::io::stderr().flush();
-                // SAFETY: ends the process at once; nothing here relies on destructors running.
-                unsafe { libc::_exit(if signal == "SIGTERM" { 143 } else { 130 }) };
+                abandon(signal);
             }
             let result = match received {
                 Ok(result) => result,
@@ -605,11 +594,11 @@ fn drive<C: Consumer>(
 
 /// Stops the pass at the first sight of a raised interrupt flag; `true` that once. A signal
 /// after a budget stop still ends the wait for the loops in flight.
-fn check_interrupt(interrupt: Option<&AtomicUsize>, interrupted: &mut Option<Stopped>, window: &Window) -> bool {
+fn check_interrupt(interrupt: Option<&Interrupt>, interrupted: &mut Option<Stopped>, window: &Window) -> bool {
     if !matches!(interrupted, Some(Stopped::Signal(_)))
-        && let Some(signal) = interrupt.map(|flag| flag.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
+        && let Some(signal) = interrupt.and_then(Interrupt::signal)
     {
-        *interrupted = Some(Stopped::Signal(signal_name(signal)));
+        *interrupted = Some(Stopped::Signal(signal));
         window.stop();
         return true;
     }

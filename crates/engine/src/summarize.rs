@@ -56,8 +56,8 @@ impl RunSummary {
 /// Why a pass over the datasets stopped before it ran out of tasks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stopped {
-    /// A signal, by name.
-    Signal(&'static str),
+    /// A signal.
+    Signal(crate::stop::StopSignal),
     /// A `[budget]` was reached (the model client says which).
     Budget,
 }

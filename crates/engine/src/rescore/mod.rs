@@ -23,9 +23,8 @@ mod sink;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::sync::mpsc::sync_channel;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use critbench_core::{FinalDraft, Policy};
@@ -38,8 +37,9 @@ use crate::EngineError;
 use crate::error::{RescoreError, RunDirError};
 use crate::journal::{DatasetStamp, PROGRESS_DIR};
 use crate::round::Critic;
-use crate::run::{INTERRUPT_GRACE, Window, signal_name};
+use crate::run::{INTERRUPT_GRACE, Window};
 use crate::run_dir::{Claim, Layout, RESCORED_DIR};
+use crate::stop::{Interrupt, StopSignal};
 use input::{Chunk, InputReport};
 use rows::{Grid, RescoredLoop};
 use sink::{Fingerprint, Sink};
@@ -66,9 +66,9 @@ pub struct RescoreOptions {
     pub overwrite: bool,
     pub resume: bool,
     pub quiet: bool,
-    /// Raised to a signal's number by the caller's handler: the rescoring commits what is done
+    /// The caller's signal handling: when its flag is raised the rescoring commits what is done
     /// and ends with [`RescoreError::Interrupted`].
-    pub interrupt: Option<Arc<AtomicUsize>>,
+    pub interrupt: Option<Interrupt>,
 }
 
 /// What a rescoring wrote.
@@ -165,7 +165,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
         in_dataset_order: run.sequential.is_none(),
     };
     let progress = Bar::new(&tables, options.quiet);
-    let driven = drive(&work, jobs, &mut sink, &progress, options.interrupt.as_deref());
+    let driven = drive(&work, jobs, &mut sink, &progress, options.interrupt.as_ref());
     progress.finish();
     let (input, interrupted) = match driven {
         Ok(done) => done,
@@ -434,8 +434,8 @@ fn drive(
     jobs: usize,
     sink: &mut Sink<'_>,
     progress: &Bar,
-    interrupt: Option<&AtomicUsize>,
-) -> Result<(InputReport, Option<&'static str>), EngineError> {
+    interrupt: Option<&Interrupt>,
+) -> Result<(InputReport, Option<StopSignal>), EngineError> {
     let window = Window::new(2 * jobs + 2);
     let (chunk_sender, chunk_receiver) = sync_channel::<Chunk>(jobs + 1);
     let chunk_receiver = Mutex::new(chunk_receiver);
@@ -481,15 +481,15 @@ fn drive(
         let mut waiting: BTreeMap<u64, Done> = BTreeMap::new();
         let mut next = work.first_chunk;
         let mut failure: Option<EngineError> = None;
-        let mut interrupted: Option<&'static str> = None;
+        let mut interrupted: Option<StopSignal> = None;
         let mut interrupted_at: Option<Instant> = None;
         let mut rows_done = 0u64;
         loop {
             let received = done_receiver.recv_timeout(Duration::from_millis(100));
             if interrupted.is_none()
-                && let Some(signal) = interrupt.map(|flag| flag.load(Ordering::SeqCst)).filter(|&s| s != 0)
+                && let Some(signal) = interrupt.and_then(Interrupt::signal)
             {
-                interrupted = Some(signal_name(signal));
+                interrupted = Some(signal);
                 interrupted_at = Some(Instant::now());
                 window.stop();
                 if let Err(error) = sink.commit() {
@@ -498,24 +498,22 @@ fn drive(
                 progress.note(&format!(
                     "critbench: stopping on {}: the loops re-critiqued so far are committed (a second signal stops at \
                      once)",
-                    interrupted.unwrap_or("a signal")
+                    signal
                 ));
             }
-            if let (Some(at), Some(signal)) = (interrupted_at, interrupted)
+            if let (Some(at), Some(signal), Some(abandon)) =
+                (interrupted_at, interrupted, interrupt.and_then(|i| i.abandon))
                 && at.elapsed() > INTERRUPT_GRACE
             {
                 // A critique stuck in a critic cannot be cancelled from here; what was committed
-                // stays resumable.
+                // stays resumable, and the caller ends the process.
                 progress.finish();
                 eprintln!(
                     "critbench: critiques still in flight after {} s were abandoned; run the same command with \
                      --resume to finish the rescoring",
                     INTERRUPT_GRACE.as_secs()
                 );
-                use std::io::Write;
-                let _ = std::io::stderr().flush();
-                // SAFETY: ends the process at once; nothing here relies on destructors running.
-                unsafe { libc::_exit(if signal == "SIGTERM" { 143 } else { 130 }) };
+                abandon(signal);
             }
             let done = match received {
                 Ok(done) => done,
