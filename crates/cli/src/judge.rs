@@ -1,7 +1,7 @@
+use critbench_critic_benchmark::JudgeError;
 use critbench_engine::EngineError;
 use critbench_engine::experiment::{Experiment, Overrides};
 use critbench_engine::judge::{JudgeOverrides, judge_experiment, judge_setup};
-use critbench_judge::JudgeError;
 use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, JudgeArgs};
@@ -46,11 +46,11 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
     for note in &report.notes {
         eprintln!("warning: {note}");
     }
-    println!("{}", critbench_judge::side_by_side(report));
+    println!("{}", critbench_critic_benchmark::side_by_side(report));
     if !report.pairs.is_empty() {
-        println!("{}", critbench_judge::pair_table(report));
+        println!("{}", critbench_critic_benchmark::pair_table(report));
     }
-    for line in critbench_judge::findings(report) {
+    for line in critbench_critic_benchmark::findings(report) {
         println!("- {line}");
     }
     println!(

@@ -13,7 +13,7 @@
 //! `judge.csv`, `judge.md` and `judge.html` into the output directory.
 //!
 //! ```no_run
-//! use critbench_judge::{CriticSpec, JudgeSpec, judge};
+//! use critbench_critic_benchmark::{CriticSpec, JudgeSpec, judge};
 //!
 //! let spec = JudgeSpec {
 //!     critics: vec![CriticSpec::plugin("evidence", "evidence")],

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use critbench_judge::{JudgeOutcome, JudgeSpec};
+use critbench_critic_benchmark::{JudgeOutcome, JudgeSpec};
 use critbench_plugin_host::IsolationMode;
 
 use crate::EngineError;
@@ -100,7 +100,7 @@ pub fn judge_experiment(
     let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Judge { overwrite })?;
     let session = crate::run::start_session(experiment)?;
     spec.host = plugin_host(session.as_ref());
-    let outcome = critbench_judge::judge(&spec)?;
+    let outcome = critbench_critic_benchmark::judge(&spec)?;
     let model_usage =
         session.map(|s| ModelUsage::from_report(&s.client.report())).transpose().map_err(EngineError::ModelReport)?;
     Ok(JudgeRun { outcome, model_usage })

@@ -681,3 +681,38 @@ fn the_readme_demo_table_is_what_the_demo_prints() {
         assert!(printed.lines().any(|p| p == line), "the README shows `{line}`, the demo printed:\n{printed}");
     }
 }
+
+/// crates/README.md's table names every crate of `crates/`, and each row's arrow lists exactly the
+/// workspace crates its `Cargo.toml` depends on (`[dependencies]`, not dev or build).
+#[test]
+fn the_crates_readme_arrows_are_each_crates_dependencies() {
+    let readme = std::fs::read_to_string(repo().join("crates/README.md")).unwrap();
+    let mut rows = std::collections::BTreeMap::new();
+    for line in readme.lines().filter(|l| l.starts_with("| `")) {
+        let name = line[3..].split('`').next().unwrap().to_string();
+        let cells: Vec<&str> = line.trim_end_matches('|').rsplit('|').collect();
+        let holds = cells[0];
+        let arrows: BTreeSet<String> = match holds.rsplit_once('→') {
+            Some((_, after)) => after.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect(),
+            None => BTreeSet::new(),
+        };
+        rows.insert(name, arrows);
+    }
+    let mut crates = BTreeSet::new();
+    for entry in std::fs::read_dir(repo().join("crates")).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else { continue };
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let manifest: toml::Table = toml::from_str(&manifest).unwrap();
+        let depends: BTreeSet<String> = manifest
+            .get("dependencies")
+            .and_then(|d| d.as_table())
+            .map(|d| d.keys().filter_map(|k| k.strip_prefix("critbench-")).map(str::to_string).collect())
+            .unwrap_or_default();
+        let arrows = rows.get(&name).unwrap_or_else(|| panic!("crates/README.md has no row for crates/{name}"));
+        assert_eq!(arrows, &depends, "crates/README.md's arrow for `{name}` against its Cargo.toml");
+        crates.insert(name);
+    }
+    let rows: BTreeSet<String> = rows.into_keys().collect();
+    assert_eq!(rows, crates, "crates/README.md's rows against the crates in crates/");
+}

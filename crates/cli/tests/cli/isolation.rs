@@ -381,7 +381,7 @@ fn a_rust_panic_is_a_critic_error_in_a_process_too() {
 }
 
 #[test]
-fn critbench_judge_refuses_command_critics() {
+fn critbench_critic_benchmark_refuses_command_critics() {
     let dir = tempfile::tempdir().unwrap();
     let file = experiment(
         dir.path(),

@@ -194,7 +194,7 @@ fn scripted_verdicts_give_the_hand_counted_metrics() {
     assert_eq!(pairs, [("scripted", "faulty"), ("evidence", "faulty")]);
     assert!(printed.contains("| **false-pass rate** (gold fail judged pass) | **16.7% ("), "{printed}");
     assert!(printed.contains("| scripted vs faulty | 10 |"), "{printed}");
-    for file in critbench_judge::OUTPUT_FILES {
+    for file in critbench_critic_benchmark::OUTPUT_FILES {
         assert!(out.join(file).is_file(), "{file} is missing");
     }
     run_reference_check(&out);

@@ -431,7 +431,7 @@ fn against_a_real_server_when_one_is_named() {
 /// `critbench judge` benchmarks the LLM judge itself: each repeat resamples the model (its own
 /// cache key), and a rerun is answered from the cache.
 #[test]
-fn critbench_judge_benchmarks_the_llm_judge() {
+fn critbench_critic_benchmark_benchmarks_the_llm_judge() {
     let dir = tempfile::tempdir().unwrap();
     let server = MockServer::start(answer);
     let task = json!({
