@@ -16,8 +16,9 @@ repo=$PWD
 fail() { echo "install check: $*" >&2; exit 1; }
 command -v maturin >/dev/null || fail "maturin is not on PATH (pip install maturin)"
 
-profile=dev; cargo_profile=(--debug); maturin_profile=(--profile dev)
-if [[ "${1:-}" == "--release" ]]; then profile=release; cargo_profile=(); maturin_profile=(--release); fi
+# pip's build (maturin's PEP 517 backend) is release unless told otherwise.
+profile=dev; cargo_profile=(--debug); maturin_profile=(--profile dev); pip_settings=(--config-settings=build-args="--profile dev")
+if [[ "${1:-}" == "--release" ]]; then profile=release; cargo_profile=(); maturin_profile=(--release); pip_settings=(); fi
 # The builds share the repository's target directory; the toolchain and crate cache stay where they
 # are, so that only the *installed* binary meets an empty HOME.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
@@ -56,8 +57,7 @@ $listed"
 
 start=$SECONDS
 python3 -m venv "$work/pip"
-"$work/pip/bin/pip" install --quiet --disable-pip-version-check \
-    --config-settings=build-args="${maturin_profile[*]}" "$repo"
+"$work/pip/bin/pip" install --quiet --disable-pip-version-check "${pip_settings[@]}" "$repo"
 check "pip install ." "$work/pip/bin/critbench"
 
 maturin build --locked --quiet "${maturin_profile[@]}" --out "$work/dist" >/dev/null
