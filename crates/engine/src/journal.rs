@@ -443,8 +443,8 @@ pub(crate) fn join_parts<const N: usize>(tables: &[PathBuf], parts: &[[PathBuf; 
         let folder = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(folder)
             .map_err(|source| EngineError::Io { context: format!("cannot create {}", folder.display()), source })?;
+        // Written through `files::create_new`, which first removes an aside a kill left.
         let aside = temporary(path.clone());
-        let _ = std::fs::remove_file(&aside);
         critbench_storage::concat::concat_parquet(&files, &aside)?;
         std::fs::rename(&aside, path)
             .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;

@@ -9,8 +9,6 @@ use std::time::Duration;
 
 use crate::common::*;
 use critbench_openai::mock_server::{MockRequest, MockResponse, MockServer};
-use critbench_storage::recorded::read_recorded_loops;
-use critbench_storage::tables::OutcomeRow;
 
 /// Enough tasks that 256 requests are in flight at once (two arms, up to four rounds each).
 const TASKS: &str = "400";
@@ -27,18 +25,6 @@ fn answer(request: &MockRequest) -> MockResponse {
     let h = hash(&asked);
     let draft = format!("Draft {h:016x}: {} words on the task.", 20 + h % 50);
     MockResponse::chat(&draft, 30 + h % 17, 10 + h % 13).after(Duration::from_millis(h % 20))
-}
-
-fn outcome_rows(run: &Path) -> Vec<OutcomeRow> {
-    outcomes(run).into_iter().map(|row| OutcomeRow { run_id: String::new(), wall_ms: 0.0, ..row }).collect()
-}
-
-fn trajectories(run: &Path) -> Vec<critbench_storage::recorded::RecordedLoop> {
-    let mut loops = read_recorded_loops(&run.join("trajectories.parquet")).unwrap();
-    for round in loops.iter_mut().flat_map(|l| l.rounds.iter_mut()) {
-        (round.gen_ms, round.critic_ms) = (0.0, 0.0);
-    }
-    loops
 }
 
 fn run_at(dir: &Path, tasks: &Path, base_url: &str, concurrency: u32) -> PathBuf {
@@ -69,13 +55,7 @@ fn the_same_seed_records_the_same_rows_and_summaries_at_1_16_and_256_in_flight()
     require_plugins();
     let dir = tempfile::tempdir().unwrap();
     let tasks = dir.path().join("tasks.jsonl");
-    let made = python()
-        .arg(repo().join("scripts/bench/make_tasks.py"))
-        .args(["scripted", TASKS])
-        .arg(&tasks)
-        .output()
-        .expect("python runs make_tasks.py");
-    assert!(made.status.success(), "make_tasks.py: {}", String::from_utf8_lossy(&made.stderr));
+    bench_tasks("scripted", TASKS, &tasks);
 
     let mut runs = Vec::new();
     for concurrency in [1, 16, 256] {
@@ -95,14 +75,14 @@ fn the_same_seed_records_the_same_rows_and_summaries_at_1_16_and_256_in_flight()
         assert_eq!(manifest(&out)["jobs"], cores, "a worker per core, not a thread per request in flight");
         runs.push(out);
     }
-    let expected = (outcome_rows(&runs[0]), trajectories(&runs[0]));
+    let expected = (outcomes_without_clock(&runs[0]), trajectories_without_clock(&runs[0]));
     assert_eq!(expected.0.len(), 2 * 400, "two arms of every task");
     assert!(
         expected.1.iter().flat_map(|l| &l.rounds).any(|r| r.draft.as_deref().is_some_and(|d| d.starts_with("Draft ")))
     );
     for other in &runs[1..] {
-        assert!(outcome_rows(other) == expected.0, "{}: outcomes differ", other.display());
-        assert!(trajectories(other) == expected.1, "{}: trajectories differ", other.display());
+        assert!(outcomes_without_clock(other) == expected.0, "{}: outcomes differ", other.display());
+        assert!(trajectories_without_clock(other) == expected.1, "{}: trajectories differ", other.display());
         for file in ["summary.csv", "comparisons.csv"] {
             assert_eq!(
                 std::fs::read_to_string(other.join(file)).unwrap(),

@@ -8,24 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use critbench_storage::recorded::read_recorded_loops;
-use critbench_storage::tables::OutcomeRow;
 
 /// Enough tasks for several chunks and many batches of loops in flight.
 const TASKS: &str = "600";
-
-/// The outcome rows without what depends on the clock or the run.
-fn outcome_rows(run: &Path) -> Vec<OutcomeRow> {
-    outcomes(run).into_iter().map(|row| OutcomeRow { run_id: String::new(), wall_ms: 0.0, ..row }).collect()
-}
-
-fn trajectories(run: &Path) -> Vec<critbench_storage::recorded::RecordedLoop> {
-    let mut loops = read_recorded_loops(&run.join("trajectories.parquet")).unwrap();
-    for round in loops.iter_mut().flat_map(|l| l.rounds.iter_mut()) {
-        (round.gen_ms, round.critic_ms) = (0.0, 0.0);
-    }
-    loops
-}
 
 fn run(dir: &Path, name: &str, experiment: &Path, tasks: &Path, extra: &[&str]) -> PathBuf {
     let out = dir.join(name);
@@ -48,13 +33,7 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
     require_plugins();
     let dir = tempfile::tempdir().unwrap();
     let tasks = dir.path().join("tasks.jsonl");
-    let made = python()
-        .arg(repo().join("scripts/bench/make_tasks.py"))
-        .args(["scripted", TASKS])
-        .arg(&tasks)
-        .output()
-        .expect("python runs make_tasks.py");
-    assert!(made.status.success(), "make_tasks.py: {}", String::from_utf8_lossy(&made.stderr));
+    bench_tasks("scripted", TASKS, &tasks);
     let plugin = repo().join("experiments/bench-distinct.toml");
     let text =
         std::fs::read_to_string(&plugin).unwrap().replace("../datasets/", &format!("{}/datasets/", repo().display()));
@@ -100,11 +79,11 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
     assert_eq!(plugin(0)["sha256"], plugin(1)["sha256"], "one built-in, one hash of its sources");
     assert_eq!(plugin(3)["sha256"], plugin(4)["sha256"], "one library file, one hash");
     assert_ne!(plugin(0)["sha256"], plugin(3)["sha256"], "a library's hash is of its file");
-    let expected = (outcome_rows(&runs[0]), trajectories(&runs[0]));
+    let expected = (outcomes_without_clock(&runs[0]), trajectories_without_clock(&runs[0]));
     assert_eq!(expected.0.len(), 2 * 600, "two arms of every task");
     for other in &runs[1..] {
-        assert!(outcome_rows(other) == expected.0, "{}: outcomes differ", other.display());
-        assert!(trajectories(other) == expected.1, "{}: trajectories differ", other.display());
+        assert!(outcomes_without_clock(other) == expected.0, "{}: outcomes differ", other.display());
+        assert!(trajectories_without_clock(other) == expected.1, "{}: trajectories differ", other.display());
         for file in ["summary.csv", "comparisons.csv"] {
             assert_eq!(
                 std::fs::read_to_string(other.join(file)).unwrap(),

@@ -128,3 +128,28 @@ pub fn experiment(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// The outcome rows of `run` without what depends on the clock or the run (`run_id`, `wall_ms`).
+pub fn outcomes_without_clock(run: &Path) -> Vec<OutcomeRow> {
+    outcomes(run).into_iter().map(|row| OutcomeRow { run_id: String::new(), wall_ms: 0.0, ..row }).collect()
+}
+
+/// The recorded loops of `run` without their timings.
+pub fn trajectories_without_clock(run: &Path) -> Vec<critbench_storage::recorded::RecordedLoop> {
+    let mut loops = critbench_storage::recorded::read_recorded_loops(&run.join("trajectories.parquet")).unwrap();
+    for round in loops.iter_mut().flat_map(|l| l.rounds.iter_mut()) {
+        (round.gen_ms, round.critic_ms) = (0.0, 0.0);
+    }
+    loops
+}
+
+/// `count` distinct tasks of the bench's `kind` (`scripts/bench/make_tasks.py`) written to `path`.
+pub fn bench_tasks(kind: &str, count: &str, path: &Path) {
+    let made = python()
+        .arg(repo().join("scripts/bench/make_tasks.py"))
+        .args([kind, count])
+        .arg(path)
+        .output()
+        .expect("python runs make_tasks.py");
+    assert!(made.status.success(), "make_tasks.py: {}", String::from_utf8_lossy(&made.stderr));
+}
