@@ -279,30 +279,13 @@ fn a_shard_owns_only_its_files() {
     assert!(!fresh.exists(), "a refused shard writes nothing");
 }
 
-/// A scripted experiment of `tasks` tasks (ids `t000000`…) in `dir`.
-fn scripted_experiment(dir: &Path, tasks: usize) -> PathBuf {
-    let mut text = String::new();
-    for task in 0..tasks {
-        text.push_str(&format!(
-            "{{\"id\":\"t{task:06}\",\"prompt\":\"p\",\"drafts\":[\"a\",\"b\",\"c\"],\"critiques\":[{{\"score\":3}},{{\"score\":6}},{{\"score\":9}}]}}\n"
-        ));
-    }
-    std::fs::write(dir.join("tasks.jsonl"), text).unwrap();
-    experiment(
-        dir,
-        "exp.toml",
-        "name = \"sig\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\", \"no-feedback\"]\n\
-         [[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n[policy]\npass_score = 8\nmax_revisions = 3\n",
-    )
-}
-
 /// A shard stopped by SIGTERM (a preempted array task) is refused by merge as interrupted, cannot
 /// be resumed as another shard, and resumes on its own to the result of the run in one piece.
 #[test]
 fn a_preempted_shard_resumes_on_its_own() {
     require_plugins();
     let dir = tempfile::tempdir().unwrap();
-    let exp = scripted_experiment(dir.path(), 40_000);
+    let exp = scripted_experiment(dir.path(), "sig", 40_000);
     let (whole, out) = (dir.path().join("whole"), dir.path().join("run"));
     let base = |out: &Path| {
         let mut command = Command::new(binary());

@@ -153,3 +153,23 @@ pub fn bench_tasks(kind: &str, count: &str, path: &Path) {
         .expect("python runs make_tasks.py");
     assert!(made.status.success(), "make_tasks.py: {}", String::from_utf8_lossy(&made.stderr));
 }
+
+/// A scripted experiment `name` of `tasks` tasks (ids `t000000`…; `exp.toml` and `tasks.jsonl` in
+/// `dir`): two arms, three rounds recorded per loop, deterministic.
+pub fn scripted_experiment(dir: &Path, name: &str, tasks: usize) -> PathBuf {
+    let mut text = String::new();
+    for task in 0..tasks {
+        text.push_str(&format!(
+            "{{\"id\":\"t{task:06}\",\"prompt\":\"p\",\"drafts\":[\"a\",\"b\",\"c\"],\"critiques\":[{{\"score\":3}},{{\"score\":6}},{{\"score\":9}}]}}\n"
+        ));
+    }
+    std::fs::write(dir.join("tasks.jsonl"), text).unwrap();
+    experiment(
+        dir,
+        "exp.toml",
+        &format!(
+            "name = \"{name}\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\", \"no-feedback\"]\n\
+             [[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n[policy]\npass_score = 8\nmax_revisions = 3\n"
+        ),
+    )
+}

@@ -8,22 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-/// A scripted experiment of `tasks` tasks (`exp.toml`, `tasks.jsonl` in `dir`): two arms, three
-/// rounds recorded per loop, deterministic.
+/// The chaos suite's scripted experiment of `tasks` tasks ([`scripted_experiment`]).
 pub(crate) fn scripted(dir: &Path, tasks: usize) -> PathBuf {
-    let mut text = String::new();
-    for task in 0..tasks {
-        text.push_str(&format!(
-            "{{\"id\":\"t{task:06}\",\"prompt\":\"p\",\"drafts\":[\"a\",\"b\",\"c\"],\"critiques\":[{{\"score\":3}},{{\"score\":6}},{{\"score\":9}}]}}\n"
-        ));
-    }
-    std::fs::write(dir.join("tasks.jsonl"), text).unwrap();
-    experiment(
-        dir,
-        "exp.toml",
-        "name = \"chaos\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\", \"no-feedback\"]\n\
-         [[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n[policy]\npass_score = 8\nmax_revisions = 3\n",
-    )
+    scripted_experiment(dir, "chaos", tasks)
 }
 
 /// `critbench run EXP --quiet --out OUT EXTRA...`.
