@@ -78,10 +78,10 @@ pub fn plugin_record(plugin: &LoadedPlugin) -> PluginRecord {
         score_range: [library.range.min, library.range.max],
         thread_safe: library.thread_safe,
         policy_dependent: library.policy_dependent,
+        builtin: library.builtin,
         rest: [
             ("isolation".to_string(), serde_json::to_value(library.isolation).expect("serializes")),
             ("command".to_string(), serde_json::to_value(&library.command).expect("serializes")),
-            ("builtin".to_string(), serde_json::Value::Bool(library.builtin)),
         ]
         .into_iter()
         .collect(),

@@ -352,6 +352,8 @@ pub struct PluginRecord {
     pub score_range: [f64; 2],
     pub thread_safe: bool,
     pub policy_dependent: bool,
+    /// Compiled into critbench: `path` is then the executable and `sha256` of the critic's sources.
+    pub builtin: bool,
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }

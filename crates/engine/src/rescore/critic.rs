@@ -96,8 +96,7 @@ pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Pol
             let loaded = manifest.plugins.iter().find(|p| p.critic == settings.name);
             // The library the run loaded, where it still is; else the plugin as the run named it
             // (always so for a built-in critic, whose recorded path is the executable that ran it).
-            let builtin = |p: &&PluginRecord| p.rest.get("builtin") == Some(&true.into());
-            let plugin = match loaded.filter(|p| recorded.command.is_none() && !builtin(p) && p.path.is_file()) {
+            let plugin = match loaded.filter(|p| recorded.command.is_none() && !p.builtin && p.path.is_file()) {
                 Some(loaded) => loaded.path.display().to_string(),
                 None => recorded.plugin,
             };
