@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use critbench_core::{Critique, Task};
 use critbench_openai::{CallIdentity, ChatRequest, Client, ClientSettings, Message, Role};
-use critbench_plugin_host::services::{CallScope, Host, HostService, Reply};
+use critbench_plugin_host::services::{CallScope, Host, HostService, Reply, ServiceError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -65,15 +65,15 @@ struct ChatServiceRequest {
 }
 
 impl HostService for ChatService {
-    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
+    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, ServiceError> {
         let request: ChatServiceRequest = serde_json::from_str(request).map_err(|e| {
-            format!(
+            ServiceError::BadRequest(format!(
                 "chat: bad request ({e}); send {{\"messages\": [{{\"role\": \"user\", \"content\": \"...\"}}], \
                  \"response_format\": {{\"type\": \"json_object\"}}}}"
-            )
+            ))
         })?;
         if request.messages.is_empty() {
-            return Err("chat: `messages` is empty".into());
+            return Err(ServiceError::BadRequest("chat: `messages` is empty".into()));
         }
         let identity = match scope {
             Some(scope) => CallIdentity {
@@ -85,7 +85,7 @@ impl HostService for ChatService {
             None => CallIdentity { attempt: 1, ..CallIdentity::default() },
         };
         let chat = ChatRequest { messages: request.messages, response_format: request.response_format };
-        let answer = self.client.chat(Role::Judge, &chat, &identity).map_err(|e| e.to_string())?;
+        let answer = self.client.chat(Role::Judge, &chat, &identity).map_err(|e| ServiceError::Failed(e.into()))?;
         // Counted on the critique's round (`critic_tokens_*`), whatever the plugin does with them.
         Ok(Reply {
             answer: json!({

@@ -12,7 +12,7 @@ use critbench_core::ScoreRange;
 use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, DEFAULT_TIMEOUT, IsolationMode};
-use crate::services::{CallScope, Host};
+use crate::services::{CallScope, Host, ServiceError};
 use crate::{CallError, CriticInstance, PluginError, SearchPath};
 use critbench_builtins::Builtin;
 
@@ -274,7 +274,7 @@ impl PluginLibrary {
             return Err(PluginError::NullInstance { plugin: self.name.clone() });
         }
         if status != STATUS_OK {
-            let message = self.take(error).unwrap_or_else(|lossy| lossy);
+            let message = self.take(error).unwrap_or_else(|LossyText(lossy)| lossy);
             return Err(PluginError::ConfigRejected {
                 plugin: self.name.clone(),
                 config: config_json.to_string(),
@@ -314,7 +314,7 @@ impl PluginLibrary {
 
     /// Copies a plugin-allocated buffer and frees it with the plugin's own allocator. Bytes that
     /// are not UTF-8 are an error carrying the text with U+FFFD in their place.
-    fn take(&self, buffer: Buffer) -> Result<String, String> {
+    fn take(&self, buffer: Buffer) -> Result<String, LossyText> {
         if buffer.ptr.is_null() {
             return Ok(String::new());
         }
@@ -322,9 +322,12 @@ impl PluginLibrary {
         let bytes = unsafe { buffer.to_vec() };
         // SAFETY: the buffer was allocated by this plugin and is freed exactly once.
         unsafe { (self.descriptor.free_buffer)(buffer) };
-        String::from_utf8(bytes).map_err(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        String::from_utf8(bytes).map_err(|e| LossyText(String::from_utf8_lossy(e.as_bytes()).into_owned()))
     }
 }
+
+/// A plugin's buffer that is not UTF-8, as text with U+FFFD in place of the bad bytes.
+struct LossyText(String);
 
 /// One in-process critic instance. Calls are serialized when the plugin is not thread-safe.
 pub struct InProcessCritic {
@@ -378,7 +381,7 @@ impl InProcessCritic {
             .within(scope, || unsafe { (self.library.descriptor.critique)(self.raw, Str::new(request), &mut out) });
         let text = match self.library.take(out) {
             Ok(text) => text,
-            Err(lossy) => {
+            Err(LossyText(lossy)) => {
                 let part = if status == STATUS_OK { "critique" } else { "error message" };
                 return Err(CallError::NotUtf8 { part, excerpt: excerpt(&lossy) });
             }
@@ -458,22 +461,24 @@ unsafe extern "C" fn host_call(context: *mut c_void, service: Str, request: Str,
         let name = String::from_utf8_lossy(unsafe { service.as_bytes() }).into_owned();
         // SAFETY: as above.
         let request = std::str::from_utf8(unsafe { request.as_bytes() })
-            .map_err(|e| format!("the request to service `{name}` is not UTF-8: {e}"))?;
+            .map_err(|e| ServiceError::BadRequest(format!("the request to service `{name}` is not UTF-8: {e}")))?;
         // The plugin's timeout measures the plugin, not the host's own services (they have their
         // own timeouts).
         let _paused = crate::watchdog::pause();
         if context.is_null() {
-            return Err("the host context is null: pass back the `context` of the host table".to_string());
+            return Err(ServiceError::BadRequest(
+                "the host context is null: pass back the `context` of the host table".to_string(),
+            ));
         }
         // SAFETY: `context` is the `Host` of the table handed to this plugin's `create`, kept
         // alive by the instance that owns the table.
         let host = unsafe { &*(context as *const Host) };
         host.dispatch_from_plugin(&name, request)
     })
-    .unwrap_or_else(|_| Err("the host service panicked (internal error)".to_string()));
+    .unwrap_or(Err(ServiceError::Panicked));
     let (status, text) = match result {
         Ok(answer) => (STATUS_OK, answer),
-        Err(message) => (STATUS_ERROR, message),
+        Err(error) => (STATUS_ERROR, error.to_string()),
     };
     if !out.is_null() {
         // SAFETY: valid out-pointer from the plugin.

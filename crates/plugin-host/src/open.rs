@@ -105,7 +105,8 @@ pub fn open_critic(
                 }
                 Located::File(path) => {
                     let path = path.canonicalize().unwrap_or(path);
-                    let sha256 = sha256_of(&path).map_err(|e| PluginError::Load { path: path.clone(), message: e })?;
+                    let sha256 = sha256_of(&path)
+                        .map_err(|e| PluginError::Load { path: path.clone(), message: e.to_string() })?;
                     args.push(path.clone().into_os_string());
                     let launch =
                         Launch { program: worker[0].clone(), args, cwd: None, label: path.display().to_string() };
@@ -127,7 +128,8 @@ pub fn open_critic(
             };
             // The script is what changes between versions of a critic like `python3 x.py`.
             let hashed = command[1..].iter().map(in_cwd).find(|p| p.is_file()).unwrap_or_else(|| path.clone());
-            let sha256 = sha256_of(&hashed).map_err(|e| PluginError::Load { path: hashed.clone(), message: e })?;
+            let sha256 =
+                sha256_of(&hashed).map_err(|e| PluginError::Load { path: hashed.clone(), message: e.to_string() })?;
             let launch = Launch {
                 program: path.clone().into_os_string(),
                 args: command[1..].iter().map(OsString::from).collect(),
@@ -142,7 +144,7 @@ pub fn open_critic(
     Ok(CriticInstance::Process(critic))
 }
 
-fn sha256_of(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
     Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -36,7 +36,7 @@ use serde::Deserialize;
 use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
 use crate::process_group;
-use crate::protocol::{Protocol, Reply, text_of};
+use crate::protocol::{Protocol, ProtocolError, Reply, text_of};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError};
 
@@ -116,8 +116,58 @@ struct Child {
 
 /// A line from the child (or why reading stopped), and when the reader took it from the pipe.
 struct Line {
-    bytes: Result<Vec<u8>, String>,
+    bytes: Result<Vec<u8>, Broken>,
     arrived: Instant,
+}
+
+/// Why a child can no longer be used. Its text is the failure a round records, unless the child
+/// died, when how it ended says more (`finish`).
+#[derive(Debug, thiserror::Error)]
+enum Broken {
+    #[error("cannot start `{label}`: {source}")]
+    Spawn { label: String, source: std::io::Error },
+    #[error("cannot start a reader thread: {0}")]
+    ReaderThread(std::io::Error),
+    #[error("the hello line is not valid: {0}")]
+    BadHello(serde_json::Error),
+    #[error(
+        "the hello line needs a non-empty name and a finite, non-empty score_range; got {name:?} and [{min}, {max}]"
+    )]
+    HelloRange { name: String, min: f64, max: f64 },
+    /// Writing to the child failed: it died or closed its input.
+    #[error("{SEND_FAILED} {what}: {source}")]
+    Send { what: &'static str, source: std::io::Error },
+    #[error("cannot answer a service call: {0}")]
+    AnswerService(std::io::Error),
+    /// The child's output closed.
+    #[error("{CLOSED}")]
+    Closed,
+    #[error("no answer within {} s", .0.as_secs_f64())]
+    Timeout(Duration),
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    #[error("the critic wrote a line after its last answer, unasked: {0}")]
+    Unasked(String),
+    #[error(
+        "the critic wrote a line before reading critbench's last message (it was still unread on the critic's \
+         input), so it answers nothing: {0}"
+    )]
+    BeforeReading(String),
+    #[error("the critic wrote more after a message without waiting for critbench: {0}")]
+    Hurried(String),
+    #[error("the critic wrote a line longer than {} MiB", MAX_LINE >> 20)]
+    LineTooLong,
+    #[error("the critic wrote bytes that are not valid UTF-8 (at byte {at}): {line}")]
+    NotUtf8 { at: usize, line: String },
+    #[error("the critic wrote a line that is not protocol JSON: {0}")]
+    NotJson(String),
+}
+
+impl Broken {
+    /// Whether the child went silent because it died (its output closed, or it stopped reading).
+    fn died(&self) -> bool {
+        matches!(self, Broken::Closed | Broken::Send { .. })
+    }
 }
 
 /// How one exchange ended.
@@ -239,8 +289,8 @@ impl ProcessCritic {
             } else {
                 match self.pipeline(&mut child, &left, requests, scopes, &mut answers) {
                     Ok(()) => self.release(Some(child)),
-                    Err((charged, message)) => {
-                        let failure = finish(child, message);
+                    Err((charged, broken)) => {
+                        let failure = finish(child, Some(broken));
                         self.release(None);
                         answers[charged] = Some(Err(CallError::ChildStopped { failure }));
                     }
@@ -261,8 +311,8 @@ impl ProcessCritic {
                     Answer::Error(message) => Err(CallError::Critic(message)),
                 }
             }
-            Err(message) => {
-                let failure = finish(child, message);
+            Err(broken) => {
+                let failure = finish(child, Some(broken));
                 self.release(None);
                 Err(CallError::ChildStopped { failure })
             }
@@ -282,7 +332,7 @@ impl ProcessCritic {
                     Ok((child, hello)) => match self.same_critic(&hello) {
                         Ok(()) => Ok(child),
                         Err(error) => {
-                            finish(child, String::new());
+                            finish(child, None);
                             self.release(None);
                             Err(error)
                         }
@@ -333,8 +383,9 @@ impl ProcessCritic {
         if let Some(cwd) = &self.launch.cwd {
             command.current_dir(cwd);
         }
-        let mut process = process_group::spawn(command, self.memory_mb)
-            .map_err(|e| StartFailure::Broken(format!("cannot start `{}`: {e}", self.launch.label)))?;
+        let mut process = process_group::spawn(command, self.memory_mb).map_err(|source| {
+            StartFailure::Broken(Broken::Spawn { label: self.launch.label.clone(), source }.to_string())
+        })?;
         let stdout = process.stdout.take().expect("stdout is piped");
         let stdin = process.stdin.take();
         if let Some(stdin) = &stdin {
@@ -353,42 +404,39 @@ impl ProcessCritic {
             .spawn(move || read_lines(stdout, sender, &several));
         let mut child = Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined };
         if let Err(e) = reader {
-            return Err(StartFailure::Broken(finish(child, format!("cannot start a reader thread: {e}"))));
+            return Err(StartFailure::Broken(finish(child, Some(Broken::ReaderThread(e)))));
         }
         // Starting an interpreter or loading a library can be slow on a busy machine.
         let startup = self.timeout.max(MIN_STARTUP);
         let hello = match next_message(&child, Instant::now() + startup, startup) {
             Ok((hello, _)) => hello,
-            Err(message) => return Err(StartFailure::Broken(finish(child, message))),
+            Err(broken) => return Err(StartFailure::Broken(finish(child, Some(broken)))),
         };
         if let Some(message) = hello.get("error") {
             let message = text_of(message);
-            finish(child, String::new());
+            finish(child, None);
             return Err(StartFailure::Broken(message));
         }
         let hello: Hello = match serde_json::from_value(hello) {
             Ok(hello) => hello,
-            Err(e) => return Err(StartFailure::Broken(finish(child, format!("the hello line is not valid: {e}")))),
+            Err(e) => return Err(StartFailure::Broken(finish(child, Some(Broken::BadHello(e))))),
         };
         child.protocol = match Protocol::from_hello(hello.protocol) {
             Ok(protocol) => protocol,
-            Err(message) => return Err(StartFailure::Broken(finish(child, message))),
+            Err(error) => return Err(StartFailure::Broken(finish(child, Some(error.into())))),
         };
         let [min, max] = hello.score_range;
         if hello.name.is_empty() || !(min.is_finite() && max.is_finite() && min < max) {
-            let message = format!(
-                "the hello line needs a non-empty name and a finite, non-empty score_range; got {:?} and [{min}, {max}]",
-                hello.name
-            );
-            return Err(StartFailure::Broken(finish(child, message)));
+            let broken = Broken::HelloRange { name: hello.name, min, max };
+            return Err(StartFailure::Broken(finish(child, Some(broken))));
         }
         let config_line = child.protocol.config_line(&self.config);
         if let Err(e) = send(&mut child, &config_line) {
-            return Err(StartFailure::Broken(finish(child, format!("{SEND_FAILED} the config: {e}"))));
+            return Err(StartFailure::Broken(finish(child, Some(Broken::Send { what: "the config", source: e }))));
         }
         let answer = match next_message(&child, Instant::now() + startup, startup) {
-            Ok((answer, _)) => child.protocol.config_answer(&answer),
-            Err(message) => Err(message),
+            Ok((answer, _)) => child.protocol.config_answer(&answer).map_err(Broken::from),
+            Err(broken) => Err(broken),
         };
         match answer {
             Ok(Ok(())) => {
@@ -396,28 +444,28 @@ impl ProcessCritic {
                 Ok((child, hello))
             }
             Ok(Err(message)) => {
-                finish(child, String::new());
+                finish(child, None);
                 Err(StartFailure::Rejected { message })
             }
-            Err(message) => Err(StartFailure::Broken(finish(child, message))),
+            Err(broken) => Err(StartFailure::Broken(finish(child, Some(broken)))),
         }
     }
 
     /// One request and its answer, serving the child's host-service calls in between. An `Err`
     /// means the child is no longer usable.
-    fn exchange(&self, child: &mut Child, request: &str, mut scope: Option<&mut CallScope>) -> Result<Answer, String> {
+    fn exchange(&self, child: &mut Child, request: &str, mut scope: Option<&mut CallScope>) -> Result<Answer, Broken> {
         // A line written since the last answer answers nothing; read after this request is sent,
         // it would be taken for this request's answer.
         match child.lines.try_recv() {
             Ok(Line { bytes: Ok(line), .. }) => return Err(unasked(&line)),
-            Ok(Line { bytes: Err(message), .. }) => return Err(message),
+            Ok(Line { bytes: Err(broken), .. }) => return Err(broken),
             Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
         }
         let id = child.next_id;
         child.next_id += 1;
         let mut asked = Instant::now();
         send(child, &child.protocol.request_line(id, request))
-            .map_err(|e| format!("{SEND_FAILED} the request: {e}"))?;
+            .map_err(|source| Broken::Send { what: "the request", source })?;
         let mut deadline = Instant::now() + self.timeout;
         loop {
             let message = self.answer_to(child, asked, deadline)?;
@@ -425,8 +473,7 @@ impl ProcessCritic {
                 Reply::Service { name, request } => {
                     let answer = self.host.dispatch(&name, &request, scope.as_deref_mut());
                     asked = Instant::now();
-                    send(child, &child.protocol.service_answer_line(id, answer))
-                        .map_err(|e| format!("cannot answer a service call: {e}"))?;
+                    send(child, &child.protocol.service_answer_line(id, answer)).map_err(Broken::AnswerService)?;
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
                 }
@@ -446,12 +493,12 @@ impl ProcessCritic {
         requests: &[&str],
         scopes: &mut [CallScope],
         answers: &mut [Option<Result<String, CallError>>],
-    ) -> Result<(), (usize, String)> {
+    ) -> Result<(), (usize, Broken)> {
         let oldest_first = left[0];
         // A line written since the last answer answers nothing (as in `exchange`).
         match child.lines.try_recv() {
             Ok(Line { bytes: Ok(line), .. }) => return Err((oldest_first, unasked(&line))),
-            Ok(Line { bytes: Err(message), .. }) => return Err((oldest_first, message)),
+            Ok(Line { bytes: Err(broken), .. }) => return Err((oldest_first, broken)),
             Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
         }
         let first_id = child.next_id;
@@ -467,27 +514,29 @@ impl ProcessCritic {
         let ids = (first_id, child.next_id);
         // The oldest request still waiting: the one a child answering in order works on.
         let mut oldest = first_id;
-        let timed_out = || format!("no answer within {} s", self.timeout.as_secs_f64());
-        write_by(child, batch.as_bytes(), Some(Instant::now() + self.timeout)).map_err(|e| {
-            let message =
-                if e.kind() == ErrorKind::TimedOut { timed_out() } else { format!("{SEND_FAILED} the requests: {e}") };
-            (oldest_first, message)
+        write_by(child, batch.as_bytes(), Some(Instant::now() + self.timeout)).map_err(|source| {
+            let broken = if source.kind() == ErrorKind::TimedOut {
+                Broken::Timeout(self.timeout)
+            } else {
+                Broken::Send { what: "the requests", source }
+            };
+            (oldest_first, broken)
         })?;
         // Each request gets the timeout from when the child could start on it: its sending, or
         // the answer before it.
         let mut deadline = Instant::now() + self.timeout;
         while oldest < ids.1 {
             let charged = waiting[&oldest];
-            let (line, _) = next_line(child, deadline, self.timeout).map_err(|message| (charged, message))?;
-            let message = parse_message(&line).map_err(|message| (charged, message))?;
+            let (line, _) = next_line(child, deadline, self.timeout).map_err(|broken| (charged, broken))?;
+            let message = parse_message(&line).map_err(|broken| (charged, broken))?;
             let (id, reply) = Protocol::pipelined_reply(&message, ids, |id| waiting.contains_key(&id))
-                .map_err(|message| (charged, message))?;
+                .map_err(|error| (charged, error.into()))?;
             let index = waiting[&id];
             let answer = match reply {
                 Reply::Service { name, request } => {
                     let answer = self.host.dispatch(&name, &request, Some(&mut scopes[index]));
                     write_by(child, format!("{}\n", child.protocol.service_answer_line(id, answer)).as_bytes(), None)
-                        .map_err(|e| (charged, format!("cannot answer a service call: {e}")))?;
+                        .map_err(|e| (charged, Broken::AnswerService(e)))?;
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
                     continue;
@@ -508,17 +557,13 @@ impl ProcessCritic {
     /// The child's next message, which must answer what critbench sent at `asked`: a line that
     /// arrived before then, or (protocol 1, where nothing else tells) while critbench's message
     /// still sat unread in the child's stdin, answers nothing.
-    fn answer_to(&self, child: &Child, asked: Instant, deadline: Instant) -> Result<serde_json::Value, String> {
+    fn answer_to(&self, child: &Child, asked: Instant, deadline: Instant) -> Result<serde_json::Value, Broken> {
         let (line, arrived) = next_line(child, deadline, self.timeout)?;
         if arrived < asked {
             return Err(unasked(&line));
         }
         if child.protocol == Protocol::V1 && unread_input(child) {
-            return Err(format!(
-                "the critic wrote a line before reading critbench's last message (it was still unread on the \
-                 critic's input), so it answers nothing: {}",
-                excerpt(String::from_utf8_lossy(&line).trim_end())
-            ));
+            return Err(Broken::BeforeReading(excerpt(String::from_utf8_lossy(&line).trim_end())));
         }
         parse_message(&line)
     }
@@ -596,11 +641,8 @@ fn write_by(child: &mut Child, mut bytes: &[u8], deadline: Option<Instant>) -> s
     Ok(())
 }
 
-fn unasked(line: &[u8]) -> String {
-    format!(
-        "the critic wrote a line after its last answer, unasked: {}",
-        excerpt(String::from_utf8_lossy(line).trim_end())
-    )
+fn unasked(line: &[u8]) -> Broken {
+    Broken::Unasked(excerpt(String::from_utf8_lossy(line).trim_end()))
 }
 
 /// Whether bytes critbench wrote to the child are still in the pipe, unread (Linux and most
@@ -616,26 +658,24 @@ fn unread_input(child: &Child) -> bool {
 }
 
 /// The next line from the child and when it arrived.
-fn next_line(child: &Child, deadline: Instant, timeout: Duration) -> Result<(Vec<u8>, Instant), String> {
+fn next_line(child: &Child, deadline: Instant, timeout: Duration) -> Result<(Vec<u8>, Instant), Broken> {
     let received = |line: Line| match line {
         Line { bytes: Ok(line), arrived } => Ok((line, arrived)),
-        Line { bytes: Err(message), .. } => Err(message),
+        Line { bytes: Err(broken), .. } => Err(broken),
     };
     loop {
         let wait = deadline.saturating_duration_since(Instant::now());
         match child.lines.recv_timeout(wait.min(EXIT_CHECK)) {
             Ok(line) => return received(line),
-            Err(RecvTimeoutError::Disconnected) => return Err(CLOSED.to_string()),
-            Err(RecvTimeoutError::Timeout) if wait <= EXIT_CHECK => {
-                return Err(format!("no answer within {} s", timeout.as_secs_f64()));
-            }
+            Err(RecvTimeoutError::Disconnected) => return Err(Broken::Closed),
+            Err(RecvTimeoutError::Timeout) if wait <= EXIT_CHECK => return Err(Broken::Timeout(timeout)),
             // A process the child started can hold its output open after the child died, so
             // the output never closes: the child's own end is what says it died.
             Err(RecvTimeoutError::Timeout) if process_group::has_exited(child.process.id()) => {
                 // What it wrote just before it died may still be on its way.
                 return match child.lines.recv_timeout(EXIT_CHECK) {
                     Ok(line) => received(line),
-                    Err(_) => Err(CLOSED.to_string()),
+                    Err(_) => Err(Broken::Closed),
                 };
             }
             Err(RecvTimeoutError::Timeout) => {}
@@ -644,26 +684,23 @@ fn next_line(child: &Child, deadline: Instant, timeout: Duration) -> Result<(Vec
 }
 
 /// The next line from the child as a JSON object, and when it arrived.
-fn next_message(child: &Child, deadline: Instant, timeout: Duration) -> Result<(serde_json::Value, Instant), String> {
+fn next_message(child: &Child, deadline: Instant, timeout: Duration) -> Result<(serde_json::Value, Instant), Broken> {
     let (line, arrived) = next_line(child, deadline, timeout)?;
     Ok((parse_message(&line)?, arrived))
 }
 
 /// A line as a JSON object.
-fn parse_message(line: &[u8]) -> Result<serde_json::Value, String> {
+fn parse_message(line: &[u8]) -> Result<serde_json::Value, Broken> {
     let text = match std::str::from_utf8(line) {
         Ok(text) => text,
         Err(e) => {
-            return Err(format!(
-                "the critic wrote bytes that are not valid UTF-8 (at byte {}): {}",
-                e.valid_up_to(),
-                excerpt(String::from_utf8_lossy(line).trim_end())
-            ));
+            let line = excerpt(String::from_utf8_lossy(line).trim_end());
+            return Err(Broken::NotUtf8 { at: e.valid_up_to(), line });
         }
     };
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(value) if value.is_object() => Ok(value),
-        _ => Err(format!("the critic wrote a line that is not protocol JSON: {}", excerpt(text.trim_end()))),
+        _ => Err(Broken::NotJson(excerpt(text.trim_end()))),
     }
 }
 
@@ -676,10 +713,7 @@ fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Line>, pipelined
         let bytes = match read {
             Ok(0) | Err(_) => return,
             Ok(_) if line.last() != Some(&b'\n') && line.len() >= MAX_LINE => {
-                let _ = sender.send(Line {
-                    bytes: Err(format!("the critic wrote a line longer than {} MiB", MAX_LINE >> 20)),
-                    arrived,
-                });
+                let _ = sender.send(Line { bytes: Err(Broken::LineTooLong), arrived });
                 return;
             }
             Ok(_) if line.iter().all(u8::is_ascii_whitespace) => continue,
@@ -687,10 +721,7 @@ fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Line>, pipelined
             // bytes already here are an answer to nothing, which would be taken for the next.
             // (Protocol 3 answers several requests in flight, so several messages may come at once.)
             Ok(_) if !pipelined.load(Ordering::Relaxed) && !reader.buffer().iter().all(u8::is_ascii_whitespace) => {
-                Err(format!(
-                    "the critic wrote more after a message without waiting for critbench: {}",
-                    excerpt(String::from_utf8_lossy(&line).trim_end())
-                ))
+                Err(Broken::Hurried(excerpt(String::from_utf8_lossy(&line).trim_end())))
             }
             Ok(_) => Ok(line),
         };
@@ -701,13 +732,13 @@ fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Line>, pipelined
 }
 
 /// Stops a child that is no longer usable, with its whole process group, and says why:
-/// `message`, or — when the child went silent because it died (its output closed, or it stopped
+/// `broken`, or — when the child went silent because it died (its output closed, or it stopped
 /// reading) — how the process ended. A child that wrote something wrong keeps that as the reason
 /// even if it exited right after.
-fn finish(mut child: Child, message: String) -> String {
+fn finish(mut child: Child, broken: Option<Broken>) -> String {
     child.stdin.take();
     let pid = child.process.id();
-    let died = message == CLOSED || message.starts_with(SEND_FAILED);
+    let died = broken.as_ref().is_some_and(Broken::died);
     let mut exited = process_group::has_exited(pid);
     if !exited && died {
         // It is exiting right now: give it a moment to end on its own.
@@ -723,7 +754,7 @@ fn finish(mut child: Child, message: String) -> String {
     process_group::forget(pid);
     match status {
         Ok(status) if died && exited => describe_exit(status),
-        _ => message,
+        _ => broken.map(|broken| broken.to_string()).unwrap_or_default(),
     }
 }
 
@@ -794,7 +825,11 @@ def wait_for_input():
     struct Echo;
 
     impl HostService for Echo {
-        fn call(&self, request: &str, _scope: Option<&CallScope>) -> Result<ServiceReply, String> {
+        fn call(
+            &self,
+            request: &str,
+            _scope: Option<&CallScope>,
+        ) -> Result<ServiceReply, crate::services::ServiceError> {
             Ok(ServiceReply::text(format!("echo {request}")))
         }
     }

@@ -13,6 +13,7 @@
 use serde_json::Value;
 
 use crate::library::excerpt;
+use crate::services::ServiceError;
 
 /// The newest protocol version: what `critbench plugin-worker` says in its hello.
 pub const PROTOCOL_VERSION: u32 = 3;
@@ -42,17 +43,48 @@ pub(crate) enum Reply {
     Service { name: String, request: String },
 }
 
+/// A critic's message that breaks the protocol. The child is then no longer trusted.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub(crate) enum ProtocolError {
+    #[error("the critic speaks protocol version {0}, but this critbench speaks versions 1 to {PROTOCOL_VERSION}")]
+    Version(u32),
+    /// A protocol 2 message without an id; `expected` is the request (or range) waiting.
+    #[error(
+        "the critic wrote a message without an id (protocol 2: every message carries the id of the request it \
+         answers, here {expected}): {message}"
+    )]
+    NoId { expected: u64, message: String },
+    #[error(
+        "the critic wrote a message for request {got} while critbench waited for request {expected} (an answer to \
+         another request, or a second answer, is never taken for this one): {message}"
+    )]
+    OtherId { got: Value, expected: u64, message: String },
+    /// A protocol 3 message without an id, while `first..=last` are in flight.
+    #[error(
+        "the critic wrote a message without an id (every message carries the id of the request it answers, here \
+         one of {first}–{last}): {message}"
+    )]
+    NoIdInFlight { first: u64, last: u64, message: String },
+    #[error(
+        "the critic wrote a message for request {got}, which is not one of the requests waiting for an answer \
+         ({first}–{last}; an answer to another request, or a second answer, is never taken for one of them): \
+         {message}"
+    )]
+    NotInFlight { got: Value, first: u64, last: u64, message: String },
+    #[error("expected {{\"ok\": true}} after the config, got {0}")]
+    ConfigNotOk(String),
+    #[error("the critic wrote a line that is not a protocol message: {0}")]
+    NotAMessage(String),
+}
+
 impl Protocol {
     /// The version a hello line names, or what this host speaks instead.
-    pub(crate) fn from_hello(version: u32) -> Result<Protocol, String> {
+    pub(crate) fn from_hello(version: u32) -> Result<Protocol, ProtocolError> {
         match version {
             1 => Ok(Protocol::V1),
             2 => Ok(Protocol::V2),
             3 => Ok(Protocol::V3),
-            other => Err(format!(
-                "the critic speaks protocol version {other}, but this critbench speaks versions 1 to \
-                 {PROTOCOL_VERSION}"
-            )),
+            other => Err(ProtocolError::Version(other)),
         }
     }
 
@@ -75,10 +107,10 @@ impl Protocol {
     }
 
     /// The host's answer to a service call made for request `id`.
-    pub(crate) fn service_answer_line(self, id: u64, answer: Result<String, String>) -> String {
+    pub(crate) fn service_answer_line(self, id: u64, answer: Result<String, ServiceError>) -> String {
         let (key, text) = match answer {
             Ok(answer) => ("answer", answer),
-            Err(error) => ("error", error),
+            Err(error) => ("error", error.to_string()),
         };
         let text = Value::String(text);
         match self {
@@ -88,7 +120,7 @@ impl Protocol {
     }
 
     /// Reads `message`, written while the host waits for the answer to request `id`.
-    pub(crate) fn reply(self, message: &Value, id: u64) -> Result<Reply, String> {
+    pub(crate) fn reply(self, message: &Value, id: u64) -> Result<Reply, ProtocolError> {
         match self {
             Protocol::V1 => reply_v1(message),
             Protocol::V2 | Protocol::V3 => {
@@ -105,61 +137,45 @@ impl Protocol {
         message: &Value,
         (first, next): (u64, u64),
         in_flight: impl Fn(u64) -> bool,
-    ) -> Result<(u64, Reply), String> {
+    ) -> Result<(u64, Reply), ProtocolError> {
+        let (last, text) = (next - 1, || excerpt(&message.to_string()));
         match message.get("id") {
             Some(got) if got.as_u64().is_some_and(&in_flight) => {
                 Ok((got.as_u64().unwrap_or_default(), reply_v2(message)?))
             }
-            None => Err(format!(
-                "the critic wrote a message without an id (every message carries the id of the request it answers, \
-                 here one of {first}–{}): {}",
-                next - 1,
-                excerpt(&message.to_string())
-            )),
-            Some(got) => Err(format!(
-                "the critic wrote a message for request {got}, which is not one of the requests waiting for an answer \
-                 ({first}–{}; an answer to another request, or a second answer, is never taken for one of them): {}",
-                next - 1,
-                excerpt(&message.to_string())
-            )),
+            None => Err(ProtocolError::NoIdInFlight { first, last, message: text() }),
+            Some(got) => Err(ProtocolError::NotInFlight { got: got.clone(), first, last, message: text() }),
         }
     }
 
     /// Reads the critic's answer to its config: `Ok(Err(message))` when it refuses the config.
-    pub(crate) fn config_answer(self, message: &Value) -> Result<Result<(), String>, String> {
+    pub(crate) fn config_answer(self, message: &Value) -> Result<Result<(), String>, ProtocolError> {
         self.check_id(message, CONFIG_ID)?;
         if let Some(error) = message.get("error") {
             return Ok(Err(text_of(error)));
         }
         if message.get("ok") != Some(&Value::Bool(true)) {
-            return Err(format!("expected {{\"ok\": true}} after the config, got {}", excerpt(&message.to_string())));
+            return Err(ProtocolError::ConfigNotOk(excerpt(&message.to_string())));
         }
         Ok(Ok(()))
     }
 
     /// In protocol 2, a message must carry the id of the request the host waits for.
-    fn check_id(self, message: &Value, id: u64) -> Result<(), String> {
+    fn check_id(self, message: &Value, id: u64) -> Result<(), ProtocolError> {
         if self == Protocol::V1 {
             return Ok(());
         }
+        let text = || excerpt(&message.to_string());
         match message.get("id") {
             Some(got) if got.as_u64() == Some(id) => Ok(()),
-            None => Err(format!(
-                "the critic wrote a message without an id (protocol 2: every message carries the id of the request \
-                 it answers, here {id}): {}",
-                excerpt(&message.to_string())
-            )),
-            Some(got) => Err(format!(
-                "the critic wrote a message for request {got} while critbench waited for request {id} (an answer to \
-                 another request, or a second answer, is never taken for this one): {}",
-                excerpt(&message.to_string())
-            )),
+            None => Err(ProtocolError::NoId { expected: id, message: text() }),
+            Some(got) => Err(ProtocolError::OtherId { got: got.clone(), expected: id, message: text() }),
         }
     }
 }
 
 /// Protocol 1 reads a message by its first known key, as it always has.
-fn reply_v1(message: &Value) -> Result<Reply, String> {
+fn reply_v1(message: &Value) -> Result<Reply, ProtocolError> {
     if let Some(service) = message.get("service") {
         return Ok(Reply::Service {
             name: service.as_str().unwrap_or_default().to_string(),
@@ -177,7 +193,7 @@ fn reply_v1(message: &Value) -> Result<Reply, String> {
 
 /// Protocol 2 takes exactly one kind of message: `id` and `critique`, `id` and `error`, or `id`,
 /// `service` and `request`.
-fn reply_v2(message: &Value) -> Result<Reply, String> {
+fn reply_v2(message: &Value) -> Result<Reply, ProtocolError> {
     let Some(object) = message.as_object() else { return Err(not_a_message(message)) };
     let keys: Vec<&str> = object.keys().map(String::as_str).filter(|k| *k != "id").collect();
     match (keys.as_slice(), object.get("service"), object.get("request")) {
@@ -190,8 +206,8 @@ fn reply_v2(message: &Value) -> Result<Reply, String> {
     }
 }
 
-fn not_a_message(message: &Value) -> String {
-    format!("the critic wrote a line that is not a protocol message: {}", excerpt(&message.to_string()))
+fn not_a_message(message: &Value) -> ProtocolError {
+    ProtocolError::NotAMessage(excerpt(&message.to_string()))
 }
 
 /// A critique is an object, or a JSON string holding the critique's text (as a library returned it).
@@ -220,15 +236,15 @@ mod tests {
             Ok(Reply::Critique("{\"score\":3}".into()))
         );
         assert_eq!(v2.reply(&json!({"id": 4, "error": "no"}), 4), Ok(Reply::Error("no".into())));
-        let wrong = v2.reply(&json!({"id": 3, "critique": {"score": 3}}), 4).unwrap_err();
+        let wrong = v2.reply(&json!({"id": 3, "critique": {"score": 3}}), 4).unwrap_err().to_string();
         assert!(
             wrong.starts_with("the critic wrote a message for request 3 while critbench waited for request 4"),
             "{wrong}"
         );
-        let missing = v2.reply(&json!({"critique": {"score": 3}}), 4).unwrap_err();
+        let missing = v2.reply(&json!({"critique": {"score": 3}}), 4).unwrap_err().to_string();
         assert!(missing.starts_with("the critic wrote a message without an id"), "{missing}");
         // An id is a number: the text "4" is another id.
-        let text = v2.reply(&json!({"id": "4", "critique": {"score": 3}}), 4).unwrap_err();
+        let text = v2.reply(&json!({"id": "4", "critique": {"score": 3}}), 4).unwrap_err().to_string();
         assert!(text.contains("for request \"4\""), "{text}");
     }
 
@@ -237,12 +253,17 @@ mod tests {
         let v2 = Protocol::V2;
         let call = json!({"id": 7, "service": "chat", "request": "{}"});
         assert_eq!(v2.reply(&call, 7), Ok(Reply::Service { name: "chat".into(), request: "{}".into() }));
-        assert!(v2.reply(&call, 8).unwrap_err().contains("for request 7 while critbench waited for request 8"));
+        assert!(
+            v2.reply(&call, 8).unwrap_err().to_string().contains("for request 7 while critbench waited for request 8")
+        );
         assert_eq!(
             v2.service_answer_line(7, Ok("{\"content\":\"x\"}".into())),
             r#"{"id":7,"answer":"{\"content\":\"x\"}"}"#
         );
-        assert_eq!(v2.service_answer_line(7, Err("down".into())), r#"{"id":7,"error":"down"}"#);
+        assert_eq!(
+            v2.service_answer_line(7, Err(ServiceError::BadRequest("down".into()))),
+            r#"{"id":7,"error":"down"}"#
+        );
     }
 
     #[test]
@@ -255,7 +276,7 @@ mod tests {
             json!({"id": 1, "service": "chat", "request": {"not": "text"}}),
             json!({"id": 1}),
         ] {
-            let error = v2.reply(&message, 1).unwrap_err();
+            let error = v2.reply(&message, 1).unwrap_err().to_string();
             assert!(error.starts_with("the critic wrote a line that is not a protocol message"), "{message}: {error}");
         }
     }
@@ -269,17 +290,21 @@ mod tests {
         );
         // Request 5 was answered already: a second answer is refused, and so is an id never sent.
         for id in [5, 7, 0] {
-            let error =
-                Protocol::pipelined_reply(&json!({"id": id, "critique": {"score": 3}}), (4, 7), waiting).unwrap_err();
+            let error = Protocol::pipelined_reply(&json!({"id": id, "critique": {"score": 3}}), (4, 7), waiting)
+                .unwrap_err()
+                .to_string();
             assert!(
                 error.starts_with(&format!("the critic wrote a message for request {id}, which is not one")),
                 "{error}"
             );
             assert!(error.contains("(4–6;"), "{error}");
         }
-        let missing = Protocol::pipelined_reply(&json!({"critique": {"score": 3}}), (4, 7), waiting).unwrap_err();
+        let missing =
+            Protocol::pipelined_reply(&json!({"critique": {"score": 3}}), (4, 7), waiting).unwrap_err().to_string();
         assert!(missing.starts_with("the critic wrote a message without an id"), "{missing}");
-        let extra = Protocol::pipelined_reply(&json!({"id": 4, "critique": {}, "x": 1}), (4, 7), waiting).unwrap_err();
+        let extra = Protocol::pipelined_reply(&json!({"id": 4, "critique": {}, "x": 1}), (4, 7), waiting)
+            .unwrap_err()
+            .to_string();
         assert!(extra.starts_with("the critic wrote a line that is not a protocol message"), "{extra}");
     }
 
@@ -312,7 +337,7 @@ mod tests {
         assert_eq!(Protocol::V2.config_line(&json!({})), r#"{"id":0,"config":{}}"#);
         assert_eq!(Protocol::V2.config_answer(&json!({"id": 0, "ok": true})), Ok(Ok(())));
         assert_eq!(Protocol::V2.config_answer(&json!({"id": 0, "error": "no"})), Ok(Err("no".into())));
-        assert!(Protocol::V2.config_answer(&json!({"ok": true})).unwrap_err().contains("without an id"));
+        assert!(Protocol::V2.config_answer(&json!({"ok": true})).unwrap_err().to_string().contains("without an id"));
         assert_eq!(Protocol::V1.config_answer(&json!({"ok": true})), Ok(Ok(())));
     }
 
@@ -322,7 +347,7 @@ mod tests {
         assert_eq!(Protocol::from_hello(2), Ok(Protocol::V2));
         assert_eq!(Protocol::from_hello(3), Ok(Protocol::V3));
         assert_eq!(
-            Protocol::from_hello(4).unwrap_err(),
+            Protocol::from_hello(4).unwrap_err().to_string(),
             "the critic speaks protocol version 4, but this critbench speaks versions 1 to 3"
         );
     }

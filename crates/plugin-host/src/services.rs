@@ -66,12 +66,46 @@ impl Reply {
 /// A service plugins can call by name with a JSON request; the answer is JSON, an error a message.
 /// `scope` is the critique being made, `None` outside any (e.g. `critbench plugins check`).
 pub trait HostService: Send + Sync {
-    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, String>;
+    /// Answers one `request` made for the critique `scope`.
+    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, ServiceError>;
+}
+
+/// Why a service call got no answer. Its text is the error the plugin receives.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// This run offers no service of that name.
+    #[error("this host offers no service `{name}`{}", offered_clause(.offered))]
+    NotOffered {
+        /// The name the plugin asked for.
+        name: String,
+        /// The services this run offers.
+        offered: Vec<String>,
+    },
+    /// The service cannot take the request as written; the text says what to send instead.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The service tried and failed (a model call, say); the failure is the cause.
+    #[error(transparent)]
+    Failed(Box<dyn std::error::Error + Send + Sync>),
+    /// A critic's host process (`critbench plugin-worker`) could not get the answer from critbench.
+    #[error(transparent)]
+    Forwarded(#[from] crate::worker::ForwardError),
+    /// The service panicked; the host caught it.
+    #[error("the host service panicked (internal error)")]
+    Panicked,
+}
+
+fn offered_clause(offered: &[String]) -> String {
+    if offered.is_empty() {
+        " (no services are offered in this run)".to_string()
+    } else {
+        format!("; it offers: {}", offered.join(", "))
+    }
 }
 
 /// Where the service calls of a process go when it is itself a critic's host process
 /// (`critbench plugin-worker`): to the parent, over the pipe.
-pub(crate) type Forward = Arc<dyn Fn(&str, &str) -> Result<String, String> + Send + Sync>;
+pub(crate) type Forward = Arc<dyn Fn(&str, &str) -> Result<String, ServiceError> + Send + Sync>;
 
 /// The services one run offers its plugins. Open the run's critics with it
 /// ([`crate::open_critic`]); it lives as long as the critics that hold it.
@@ -149,7 +183,7 @@ impl Host {
     }
 
     /// Calls the service `name` for the critique `scope`, adding the tokens it spent to the scope.
-    pub fn dispatch(&self, name: &str, request: &str, scope: Option<&mut CallScope>) -> Result<String, String> {
+    pub fn dispatch(&self, name: &str, request: &str, scope: Option<&mut CallScope>) -> Result<String, ServiceError> {
         let reply = self.reply(name, request, scope.as_deref())?;
         if let Some(scope) = scope {
             scope.add_tokens(reply.tokens_in, reply.tokens_out);
@@ -159,15 +193,14 @@ impl Host {
 
     /// The service `name`'s reply for the critique `scope` (forwarded to the parent process in a
     /// worker, where the parent counts the tokens).
-    fn reply(&self, name: &str, request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
+    fn reply(&self, name: &str, request: &str, scope: Option<&CallScope>) -> Result<Reply, ServiceError> {
         if let Some(forward) = &self.forward {
             return forward(name, request).map(Reply::text);
         }
         let Some(service) = self.services.get(name) else {
-            return Err(if self.services.is_empty() {
-                format!("this host offers no service `{name}` (no services are offered in this run)")
-            } else {
-                format!("this host offers no service `{name}`; it offers: {}", self.service_names().join(", "))
+            return Err(ServiceError::NotOffered {
+                name: name.to_string(),
+                offered: self.services.keys().cloned().collect(),
             });
         };
         service.call(request, scope)
@@ -204,7 +237,7 @@ impl Host {
     /// A plugin's callback: dispatches with the scope of the critique in progress on this thread.
     /// The scope is copied out for the call (a model call can be slow, and other threads' plugins
     /// call meanwhile) and the tokens added to it after.
-    pub(crate) fn dispatch_from_plugin(&self, name: &str, request: &str) -> Result<String, String> {
+    pub(crate) fn dispatch_from_plugin(&self, name: &str, request: &str) -> Result<String, ServiceError> {
         let thread = std::thread::current().id();
         let scope = self.current.lock().unwrap_or_else(|p| p.into_inner()).get(&thread).cloned();
         let reply = self.reply(name, request, scope.as_ref())?;
@@ -224,7 +257,7 @@ mod tests {
     struct Echo;
 
     impl HostService for Echo {
-        fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
+        fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, ServiceError> {
             Ok(Reply {
                 answer: format!("{request} @ {:?}", scope.map(|s| (&s.task_id, s.epoch, s.round, s.attempt))),
                 tokens_in: Some(10),
@@ -253,8 +286,14 @@ mod tests {
         });
         assert_eq!(seen, ("in @ Some((\"inner\", 0, 0, 1))".into(), "out @ Some((\"outer\", 0, 0, 1))".into()));
         assert_eq!((outer.tokens_in, inner.tokens_in), (Some(10), Some(10)), "each scope counts its own tokens");
-        assert!(host.dispatch("other", "hi", None).unwrap_err().contains("no service `other`; it offers: test-echo"));
-        assert!(Host::new().dispatch("x", "hi", None).unwrap_err().contains("no services are offered"));
+        assert_eq!(
+            host.dispatch("other", "hi", None).unwrap_err().to_string(),
+            "this host offers no service `other`; it offers: test-echo"
+        );
+        assert_eq!(
+            Host::new().dispatch("x", "hi", None).unwrap_err().to_string(),
+            "this host offers no service `x` (no services are offered in this run)"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use serde_json::value::RawValue;
 use crate::PluginLibrary;
 use crate::library::excerpt;
 use crate::protocol::{CONFIG_ID, PROTOCOL_VERSION};
+use crate::services::ServiceError;
 
 struct Pipes {
     input: BufReader<File>,
@@ -45,10 +46,24 @@ struct Message<'a> {
 }
 
 impl<'a> Message<'a> {
-    fn parse(line: &'a str) -> Result<Message<'a>, String> {
-        serde_json::from_str(line)
-            .map_err(|e| format!("critbench's line is not a protocol 2 message ({e}): {}", excerpt(line.trim_end())))
+    fn parse(line: &'a str) -> Result<Message<'a>, ServeError> {
+        serde_json::from_str(line).map_err(|source| ServeError::NotAMessage { source, line: excerpt(line.trim_end()) })
     }
+}
+
+/// Why a critic's host process stopped serving before critbench closed its input.
+#[derive(Debug, thiserror::Error)]
+enum ServeError {
+    #[error("the pipe to critbench failed: {0}")]
+    Pipe(#[from] std::io::Error),
+    #[error(transparent)]
+    Open(#[from] crate::PluginError),
+    #[error("critbench's line is not a protocol 2 message ({source}): {line}")]
+    NotAMessage { source: serde_json::Error, line: String },
+    #[error("the first line after the hello must be {{\"id\": 0, \"config\": ...}}: {0}")]
+    NoConfig(String),
+    #[error("expected a request, {{\"id\": N, \"request\": ...}}: {0}")]
+    NotARequest(String),
 }
 
 /// The id and request of a line framed exactly as critbench's host frames one,
@@ -140,8 +155,7 @@ pub fn serve(plugin: &Served) -> i32 {
     }
 }
 
-fn serve_inner(served: &Served) -> Result<(), String> {
-    let io = |e: std::io::Error| format!("the pipe to critbench failed: {e}");
+fn serve_inner(served: &Served) -> Result<(), ServeError> {
     // Take the protocol's stdout before the library's initializers can print to it.
     pipes();
     let opened = match served {
@@ -161,8 +175,8 @@ fn serve_inner(served: &Served) -> Result<(), String> {
         Ok(plugin) => plugin,
         Err(error) => {
             let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
-            write_line(&mut pipes, &serde_json::json!({ "error": error.to_string() })).map_err(io)?;
-            return Err(error.to_string());
+            write_line(&mut pipes, &serde_json::json!({ "error": error.to_string() }))?;
+            return Err(error.into());
         }
     };
     let hello = serde_json::json!({
@@ -176,13 +190,12 @@ fn serve_inner(served: &Served) -> Result<(), String> {
     });
     let config = {
         let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
-        write_line(&mut pipes, &hello).map_err(io)?;
-        let Some(line) = read_line(&mut pipes).map_err(io)? else { return Ok(()) };
+        write_line(&mut pipes, &hello)?;
+        let Some(line) = read_line(&mut pipes)? else { return Ok(()) };
         match Message::parse(&line)? {
             Message { id: CONFIG_ID, config: Some(config), request: None } => config.get().to_string(),
             _ => {
-                let line = excerpt(line.trim_end());
-                return Err(format!("the first line after the hello must be {{\"id\": 0, \"config\": ...}}: {line}"));
+                return Err(ServeError::NoConfig(excerpt(line.trim_end())));
             }
         }
     };
@@ -197,19 +210,18 @@ fn serve_inner(served: &Served) -> Result<(), String> {
                 other => other.to_string(),
             };
             let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
-            write_line(&mut pipes, &serde_json::json!({ "id": CONFIG_ID, "error": message })).map_err(io)?;
+            write_line(&mut pipes, &serde_json::json!({ "id": CONFIG_ID, "error": message }))?;
             return Ok(());
         }
     };
     write_line(
         &mut pipes().lock().unwrap_or_else(|p| p.into_inner()),
         &serde_json::json!({ "id": CONFIG_ID, "ok": true }),
-    )
-    .map_err(io)?;
+    )?;
     loop {
         let line = {
             let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
-            let Some(line) = read_line(&mut pipes).map_err(io)? else { return Ok(()) };
+            let Some(line) = read_line(&mut pipes)? else { return Ok(()) };
             line
         };
         let (id, request) = match framed_request(&line) {
@@ -217,8 +229,7 @@ fn serve_inner(served: &Served) -> Result<(), String> {
             None => match Message::parse(&line)? {
                 Message { id, config: None, request: Some(request) } => (id, request.get()),
                 _ => {
-                    let line = excerpt(line.trim_end());
-                    return Err(format!("expected a request, {{\"id\": N, \"request\": ...}}: {line}"));
+                    return Err(ServeError::NotARequest(excerpt(line.trim_end())));
                 }
             },
         };
@@ -234,23 +245,78 @@ fn serve_inner(served: &Served) -> Result<(), String> {
     }
 }
 
+/// Why a critic's host process got no answer from critbench to one of its plugin's service calls.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// The call could not be written to critbench.
+    #[error("cannot ask critbench for `{service}`: {source}")]
+    Ask {
+        /// The service called.
+        service: String,
+        /// The pipe's error.
+        source: std::io::Error,
+    },
+    /// Reading critbench's answer failed.
+    #[error("no answer from critbench for `{service}`: {source}")]
+    Read {
+        /// The service called.
+        service: String,
+        /// The pipe's error.
+        source: std::io::Error,
+    },
+    /// critbench closed the pipe before it answered.
+    #[error("critbench closed the pipe during a `{service}` call")]
+    Closed {
+        /// The service called.
+        service: String,
+    },
+    /// critbench's line is not JSON.
+    #[error("critbench's answer to `{service}` is not JSON: {source}")]
+    NotJson {
+        /// The service called.
+        service: String,
+        /// Why the line does not parse.
+        source: serde_json::Error,
+    },
+    /// critbench's answer carries another request's id.
+    #[error("critbench's answer to `{service}` is not for request {id}: {line}")]
+    OtherRequest {
+        /// The service called.
+        service: String,
+        /// The request the call was made for.
+        id: u64,
+        /// The answer's line, shortened.
+        line: String,
+    },
+    /// critbench's answer has neither an answer nor an error.
+    #[error("critbench's answer to `{service}` has neither `answer` nor `error`")]
+    Empty {
+        /// The service called.
+        service: String,
+    },
+    /// critbench's host answered the call with an error: its text, verbatim.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// A host-service call of the plugin, asked of the parent over the pipe.
-fn proxy(service: &str, request: &str) -> Result<String, String> {
+fn proxy(service: &str, request: &str) -> Result<String, ServiceError> {
     let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
     let id = pipes.request;
     let ask = serde_json::json!({ "id": id, "service": service, "request": request });
-    write_line(&mut pipes, &ask).map_err(|e| format!("cannot ask critbench for `{service}`: {e}"))?;
+    let service = || service.to_string();
+    write_line(&mut pipes, &ask).map_err(|source| ForwardError::Ask { service: service(), source })?;
     // Requests critbench wrote before it read the call come first: they wait their turn.
     let (line, answer) = loop {
         let line = read_raw(&mut pipes)
-            .map_err(|e| format!("no answer from critbench for `{service}`: {e}"))?
-            .ok_or_else(|| format!("critbench closed the pipe during a `{service}` call"))?;
+            .map_err(|source| ForwardError::Read { service: service(), source })?
+            .ok_or_else(|| ForwardError::Closed { service: service() })?;
         if framed_request(&line).is_some() {
             pipes.queued.push_back(line);
             continue;
         }
         let answer: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| format!("critbench's answer to `{service}` is not JSON: {e}"))?;
+            serde_json::from_str(&line).map_err(|source| ForwardError::NotJson { service: service(), source })?;
         if answer.get("request").is_some() {
             pipes.queued.push_back(line);
             continue;
@@ -258,12 +324,13 @@ fn proxy(service: &str, request: &str) -> Result<String, String> {
         break (line, answer);
     };
     if answer.get("id").and_then(serde_json::Value::as_u64) != Some(id) {
-        return Err(format!("critbench's answer to `{service}` is not for request {id}: {}", excerpt(line.trim_end())));
+        let line = excerpt(line.trim_end());
+        return Err(ForwardError::OtherRequest { service: service(), id, line }.into());
     }
     match (answer.get("answer"), answer.get("error")) {
         (Some(serde_json::Value::String(text)), _) => Ok(text.clone()),
-        (_, Some(error)) => Err(error.as_str().unwrap_or("service error").to_string()),
-        _ => Err(format!("critbench's answer to `{service}` has neither `answer` nor `error`")),
+        (_, Some(error)) => Err(ForwardError::Refused(error.as_str().unwrap_or("service error").to_string()).into()),
+        _ => Err(ForwardError::Empty { service: service() }.into()),
     }
 }
 

@@ -121,7 +121,11 @@ fn a_plugin_that_is_not_built_is_explained_by_its_declaration_file() {
 struct Named(&'static str);
 
 impl HostService for Named {
-    fn call(&self, _request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
+    fn call(
+        &self,
+        _request: &str,
+        scope: Option<&CallScope>,
+    ) -> Result<Reply, critbench_plugin_host::services::ServiceError> {
         let task = scope.map(|s| s.task_id.as_str()).unwrap_or("none");
         Ok(Reply { answer: format!("{} for {task}", self.0), tokens_in: Some(5), tokens_out: Some(2) })
     }

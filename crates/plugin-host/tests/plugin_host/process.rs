@@ -120,7 +120,11 @@ fn a_child_that_dies_is_an_error_and_the_next_call_gets_a_new_one() {
 struct Echo(&'static str);
 
 impl HostService for Echo {
-    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, String> {
+    fn call(
+        &self,
+        request: &str,
+        scope: Option<&CallScope>,
+    ) -> Result<Reply, critbench_plugin_host::services::ServiceError> {
         let task = scope.map(|s| s.task_id.as_str()).unwrap_or("nobody");
         Ok(Reply { answer: format!("{} {request} for {task}", self.0), tokens_in: Some(3), tokens_out: Some(1) })
     }
