@@ -43,7 +43,9 @@ pub struct CriticSpec {
 #[derive(Debug, thiserror::Error)]
 #[error("critic `{critic}`: {source}")]
 pub struct OpenCriticError {
+    /// The critic's name in the experiment.
     pub critic: String,
+    /// Why it did not open.
     #[source]
     pub source: PluginError,
 }

@@ -1,6 +1,10 @@
 use std::path::PathBuf;
 
 /// Why a plugin could not be loaded or instantiated. All of these are the user's to fix.
+///
+/// Fields: `name`, `plugin` and `critic` name the critic as the experiment or the plugin does;
+/// `path` is the library's file; `message` is the loader's, the plugin's or the child's own words.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
     /// `hint`: the plugin's own `not_found` hint (from a `NAME.plugin.json` declaration on the
@@ -8,18 +12,22 @@ pub enum PluginError {
     #[error("plugin `{name}` not found; looked for {candidates} in: {searched}\n  hint: {hint}")]
     NotFound { name: String, candidates: String, searched: String, hint: String },
 
+    /// A plugin named by a path that does not exist.
     #[error("plugin file {} does not exist", path.display())]
     MissingFile { path: PathBuf },
 
+    /// The dynamic loader (or reading the file to hash it) failed.
     #[error("cannot load plugin {}: {message}", path.display())]
     Load { path: PathBuf, message: String },
 
+    /// The library exports no critic descriptor.
     #[error(
         "{} is not a critbench plugin: it does not export the symbol `critbench_critic_v1`",
         path.display()
     )]
     MissingSymbol { path: PathBuf },
 
+    /// The library was built against another ABI version.
     #[error(
         "plugin {} speaks critbench ABI version {found}, but this critbench speaks version {expected}; \
          rebuild the plugin against this critbench's header",
@@ -27,30 +35,38 @@ pub enum PluginError {
     )]
     AbiVersion { path: PathBuf, found: u32, expected: u32 },
 
+    /// The descriptor's sizes, pointers or fields are wrong.
     #[error("plugin {} has an invalid descriptor: {message}", path.display())]
     BadDescriptor { path: PathBuf, message: String },
 
+    /// The critic's `create` refused the experiment's config (`config`, as JSON).
     #[error("plugin `{plugin}` rejected its config {config}: {message}")]
     ConfigRejected { plugin: String, config: String, message: String },
 
+    /// `create` said yes but gave no instance.
     #[error(
         "plugin `{plugin}` returned success from `create` but no instance (a NULL pointer); \
          `create` must set `*instance` to a non-NULL pointer (see critbench.h)"
     )]
     NullInstance { plugin: String },
 
+    /// The plugin's declared info (`PluginInfo`) does not parse.
     #[error("plugin `{plugin}` has invalid info ({INFO_SYMBOL}): {message}", INFO_SYMBOL = critbench_abi::INFO_SYMBOL)]
     BadInfo { plugin: String, message: String },
 
+    /// The plugin requires a host service (`service`) this run does not offer.
     #[error("`{plugin}` requires the host service `{service}`, which this run does not offer: {message}")]
     MissingService { plugin: String, service: String, message: String },
 
+    /// A critic's child process did not start, or broke the protocol before its first request.
     #[error("the critic process `{critic}` did not start: {message}")]
     Protocol { critic: String, message: String },
 
+    /// A command critic's `program` is not on PATH.
     #[error("the command critic's program `{program}` was not found (a bare name is looked up on PATH)")]
     NoProgram { program: String },
 
+    /// Isolating a library needs the `critbench` executable, and it was not found.
     #[error(
         "process isolation of a plugin library needs the `critbench` executable (it runs `critbench plugin-worker`), \
          and none was found beside this program"
@@ -73,15 +89,28 @@ pub enum CallError {
     /// What the plugin returned (`part`: its critique or its error message) is not UTF-8; the
     /// start of it, with U+FFFD in place of the bad bytes.
     #[error("the plugin's {part} is not valid UTF-8: {excerpt}")]
-    NotUtf8 { part: &'static str, excerpt: String },
+    NotUtf8 {
+        /// `critique` or `error message`.
+        part: &'static str,
+        /// The start of the text, with U+FFFD in place of the bad bytes.
+        excerpt: String,
+    },
     /// The child process failed on this request (it crashed, timed out, wrote garbage or
     /// another request's answer) and was stopped; the next request gets a fresh child.
     #[error("{failure}; the critic process was stopped and will be restarted")]
-    ChildStopped { failure: String },
+    ChildStopped {
+        /// What went wrong, or how the process ended when it died.
+        failure: String,
+    },
     /// No child process could be started for the request.
     #[error("the critic process could not be restarted: {0}")]
     Restart(String),
     /// A restarted child says it is another critic than the one the run started with.
     #[error("the restarted critic process says it is {found}, not {expected}")]
-    OtherCritic { found: String, expected: String },
+    OtherCritic {
+        /// Name, version and range the new process says.
+        found: String,
+        /// Name, version and range the run started with.
+        expected: String,
+    },
 }

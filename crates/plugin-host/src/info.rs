@@ -30,6 +30,7 @@ pub enum IsolationMode {
 }
 
 impl IsolationMode {
+    /// Reads `in-process` or `process`, as the experiment file writes them.
     pub fn parse(text: &str) -> Option<IsolationMode> {
         match text {
             "in-process" => Some(IsolationMode::InProcess),
@@ -38,6 +39,7 @@ impl IsolationMode {
         }
     }
 
+    /// The mode as the experiment file and the manifest write it.
     pub fn as_str(self) -> &'static str {
         match self {
             IsolationMode::InProcess => "in-process",
@@ -54,6 +56,7 @@ pub const DEFAULT_MEMORY_MB: u64 = 4096;
 /// How to run one critic.
 #[derive(Clone, Debug)]
 pub struct Isolation {
+    /// In this process, or in child processes.
     pub mode: IsolationMode,
     /// The longest one critique may take. A child process is killed and restarted after it; an
     /// in-process plugin cannot be interrupted, so the run stops with a message instead.
@@ -97,7 +100,9 @@ pub fn default_worker() -> Option<Vec<OsString>> {
 /// What the manifest records about an opened critic.
 #[derive(Clone, Debug)]
 pub struct CriticInfo {
+    /// The name the critic gives itself.
     pub name: String,
+    /// The version the critic gives itself.
     pub version: String,
     /// The shared library, or the command's program; for a built-in critic, the critbench
     /// executable.
@@ -107,11 +112,16 @@ pub struct CriticInfo {
     /// Of the library; of a built-in critic, of its source files; of a command critic, of its
     /// script (the first argument naming a file), else of its program.
     pub sha256: String,
+    /// The scores the critic gives.
     pub range: ScoreRange,
+    /// Whether one instance may be called from several threads at once.
     pub thread_safe: bool,
+    /// Whether its critiques depend on the policy (so replaying a grid from recorded critiques
+    /// is not exact).
     pub policy_dependent: bool,
     /// What the critic declares about itself: issue types, required services, hints.
     pub declared: critbench_abi::PluginInfo,
+    /// How it runs.
     pub isolation: IsolationMode,
     /// A critic compiled into critbench (`critbench_builtins`).
     pub builtin: bool,

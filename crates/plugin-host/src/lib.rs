@@ -30,6 +30,8 @@
 //! println!("{} {}: {answer:?}", library.name, library.version);
 //! ```
 
+#![warn(missing_docs)]
+
 mod critics;
 mod error;
 mod info;

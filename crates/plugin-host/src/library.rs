@@ -24,10 +24,15 @@ pub struct PluginLibrary {
     pub path: PathBuf,
     /// Of the library file; for a built-in critic, of its source files ([`Builtin::source_sha256`]).
     pub sha256: String,
+    /// The name its descriptor gives.
     pub name: String,
+    /// The version its descriptor gives.
     pub version: String,
+    /// The scores it gives.
     pub range: ScoreRange,
+    /// Whether one instance may be called from several threads at once.
     pub thread_safe: bool,
+    /// Whether its critiques depend on the policy.
     pub policy_dependent: bool,
     /// What the plugin declares about itself (`critbench_critic_info_v1`); empty without it.
     pub declared: PluginInfo,
@@ -39,7 +44,9 @@ pub struct PluginLibrary {
 /// What a plugin reference names: a critic compiled into critbench or a shared library's file.
 #[derive(Clone, Debug)]
 pub enum Located {
+    /// A critic compiled into critbench.
     Builtin(&'static Builtin),
+    /// A shared library's file.
     File(PathBuf),
 }
 
@@ -349,10 +356,12 @@ unsafe impl Send for InProcessCritic {}
 unsafe impl Sync for InProcessCritic {}
 
 impl InProcessCritic {
+    /// The library the instance was made from.
     pub fn library(&self) -> &Arc<PluginLibrary> {
         &self.library
     }
 
+    /// What the manifest records about the critic.
     pub fn info(&self) -> &Arc<CriticInfo> {
         &self.info
     }

@@ -15,7 +15,9 @@ use crate::{CallError, PluginError, PluginLibrary, SearchPath};
 /// A critic ready to call: a plugin library in this process, or child processes speaking the
 /// JSON-lines protocol. [`crate::critique_with_retry`] takes either.
 pub enum CriticInstance {
+    /// A plugin library (or built-in critic) called in this process.
     InProcess(InProcessCritic),
+    /// Child processes speaking the JSON-lines protocol.
     Process(ProcessCritic),
 }
 

@@ -244,6 +244,7 @@ impl ProcessCritic {
         Ok(critic)
     }
 
+    /// What the manifest records about the critic.
     pub fn info(&self) -> &Arc<CriticInfo> {
         &self.info
     }

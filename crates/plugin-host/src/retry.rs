@@ -11,13 +11,16 @@ pub const DEFAULT_ATTEMPTS: u32 = 3;
 /// The result of critiquing one draft, after retries.
 #[derive(Debug)]
 pub struct CritiqueCall {
+    /// The critique, or the conservative stand-in when every attempt failed.
     pub critique: Critique,
+    /// The attempts made, from 1.
     pub attempts: u32,
     /// The last error when every attempt failed; the critique is then the conservative stand-in.
     pub error: Option<String>,
 }
 
 impl CritiqueCall {
+    /// Whether every attempt failed.
     pub fn failed(&self) -> bool {
         self.error.is_some()
     }

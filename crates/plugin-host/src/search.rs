@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 /// Where plugins are looked for by name, in order.
 #[derive(Clone, Debug, Default)]
 pub struct SearchPath {
+    /// Searched in order; the first match wins.
     pub dirs: Vec<PathBuf>,
 }
 

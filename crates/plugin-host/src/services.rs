@@ -20,17 +20,22 @@ use crate::PluginError;
 /// Which critique a service call belongs to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallScope {
+    /// The task's id.
     pub task_id: String,
+    /// The epoch (a repetition of the whole task set), from 0.
     pub epoch: u32,
+    /// The round of the loop, from 0 (the first draft).
     pub round: u32,
     /// The host's attempt at this critique (its retries, `docs/REFERENCE.md`, Critique), from 1.
     pub attempt: u32,
-    /// Model tokens the services spent on this critique so far (all attempts), when they report any.
+    /// Model tokens the services read for this critique so far (all attempts), when they report any.
     pub tokens_in: Option<u64>,
+    /// Model tokens written for this critique so far, when the services report any.
     pub tokens_out: Option<u64>,
 }
 
 impl CallScope {
+    /// The scope of round `round` of task `task_id` in epoch `epoch`, at its first attempt.
     pub fn new(task_id: &str, epoch: u32, round: u32) -> CallScope {
         CallScope { task_id: task_id.to_string(), epoch, round, attempt: 1, tokens_in: None, tokens_out: None }
     }
@@ -51,8 +56,11 @@ impl CallScope {
 /// critique's scope).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Reply {
+    /// The answer's JSON text.
     pub answer: String,
+    /// Model tokens read, when the service called a model.
     pub tokens_in: Option<u64>,
+    /// Model tokens written, when the service called a model.
     pub tokens_out: Option<u64>,
 }
 

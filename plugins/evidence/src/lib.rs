@@ -49,6 +49,8 @@
 //! assert_eq!(fatal["type"], "unknown_evidence_id");
 //! ```
 
+#![warn(missing_docs)]
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use critbench_abi::{CriticError, CriticPlugin, Host, Request};

@@ -6,6 +6,8 @@
 //!   "flaky_on": ["t5"]}`. `flaky_on` fails the first call for a task and round, then answers.
 //! Otherwise it scores a draft 0–10 by its length (one point per 40 characters).
 
+#![warn(missing_docs)]
+
 use std::collections::HashSet;
 use std::sync::Mutex;
 
@@ -27,6 +29,7 @@ struct Config {
     flaky_on: Vec<String>,
 }
 
+/// The critic, with the misbehaviour its config asks for.
 pub struct Faulty {
     config: Config,
     /// (task, round) pairs that already failed once under `flaky_on`.

@@ -22,6 +22,8 @@
 //! | `ask_passed` | true | ask for the model's own verdict (recorded as `critic_passed`) |
 //! | `show_context` | true | show the task's `context` and `evidence` to the judge |
 
+#![warn(missing_docs)]
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -81,6 +83,7 @@ struct Config {
     show_context: Option<bool>,
 }
 
+/// The critic: the judge's prompt pieces and the host whose `chat` service it calls.
 pub struct LlmJudge {
     host: Host,
     /// (name, meaning), in the order given.

@@ -33,6 +33,8 @@
 //! assert_eq!(critique["suggestions"].as_array().unwrap().len(), 5);
 //! ```
 
+#![warn(missing_docs)]
+
 use std::collections::BTreeSet;
 
 use critbench_abi::{CriticError, CriticPlugin, Host, Request};

@@ -16,6 +16,8 @@
 //! assert_eq!(critic.critique(request).unwrap(), r#"{"score": 8.5}"#);
 //! ```
 
+#![warn(missing_docs)]
+
 use std::collections::BTreeMap;
 
 use critbench_abi::{CriticError, CriticPlugin, Host};

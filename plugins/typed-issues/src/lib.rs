@@ -20,6 +20,8 @@
 //! assert_eq!(critique["issues"][0]["type"], "claims_unsupported");
 //! ```
 
+#![warn(missing_docs)]
+
 use critbench_abi::{CriticError, CriticPlugin, Host, Request, export_critic};
 use serde_json::{Value, json};
 
