@@ -1,6 +1,6 @@
-//! The response cache: a SQLite table from request key to answer, plus "single flight" so that
-//! identical requests made at the same moment (round 0 of every arm of a task) reach the model
-//! once and all get the same answer. Only answers are stored, never errors, never the key.
+//! The response cache: a SQLite table from request key to answer (or, with `--no-cache`, a map
+//! holding this run's answers), plus "single flight" so that identical requests made at the same
+//! moment (round 0 of every arm of a task) reach the model once and all get the same answer. Only answers are stored, never errors, never the key.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -90,9 +90,18 @@ impl Following {
 }
 
 pub struct ResponseCache {
-    connection: Mutex<Connection>,
+    store: Store,
     path: Option<PathBuf>,
     in_flight: Mutex<HashMap<String, Arc<Flight>>>,
+}
+
+/// Where the answers are kept.
+enum Store {
+    /// The SQLite file, shared with other runs.
+    Disk(Mutex<Connection>),
+    /// This run's answers only (`--no-cache`), so that identical requests of one run still reach
+    /// the model once. A map: a SQLite table in memory would cost a parsed statement per call.
+    Memory(Mutex<HashMap<String, CachedAnswer>>),
 }
 
 /// Where a lookup left the caller.
@@ -117,98 +126,70 @@ pub struct Leader<'a> {
 
 impl ResponseCache {
     pub fn open(mode: &CacheMode) -> Result<ResponseCache, CacheError> {
-        let (connection, path) = match mode {
-            CacheMode::Memory => {
-                let fail = |e: rusqlite::Error| CacheError { path: ":memory:".into(), message: e.to_string() };
-                (Connection::open_in_memory().map_err(fail)?, None)
-            }
-            CacheMode::Disk { path } => {
-                let fail = |message: String| CacheError { path: path.clone(), message };
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create its directory: {e}")))?;
-                }
-                let connection = Connection::open(path).map_err(|e| fail(e.to_string()))?;
-                connection.busy_timeout(Duration::from_secs(30)).map_err(|e| fail(e.to_string()))?;
-                // WAL lets other critbench processes read while this one writes.
-                connection
-                    .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
-                    .map_err(|e| fail(format!("cannot switch to WAL: {e}")))?;
-                connection.execute_batch("PRAGMA synchronous = NORMAL").map_err(|e| fail(e.to_string()))?;
-                (connection, Some(path.clone()))
-            }
+        let (store, path) = match mode {
+            CacheMode::Memory => (Store::Memory(Mutex::new(HashMap::new())), None),
+            CacheMode::Disk { path } => (Store::Disk(Mutex::new(open_table(path)?)), Some(path.clone())),
         };
-        connection
-            .execute_batch(
-                "CREATE TABLE IF NOT EXISTS responses (
-                    key TEXT PRIMARY KEY,
-                    format INTEGER NOT NULL,
-                    endpoint TEXT NOT NULL,
-                    role TEXT NOT NULL,
-                    model TEXT NOT NULL,
-                    task_id TEXT NOT NULL,
-                    epoch INTEGER NOT NULL,
-                    round INTEGER NOT NULL,
-                    content TEXT NOT NULL,
-                    tokens_in INTEGER,
-                    tokens_out INTEGER,
-                    created_at INTEGER NOT NULL
-                )",
-            )
-            .map_err(|e| CacheError {
-                path: path.clone().unwrap_or_else(|| ":memory:".into()),
-                message: format!("cannot create the table: {e}"),
-            })?;
-        Ok(ResponseCache { connection: Mutex::new(connection), path, in_flight: Mutex::new(HashMap::new()) })
+        Ok(ResponseCache { store, path, in_flight: Mutex::new(HashMap::new()) })
     }
 
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
-    fn connection(&self) -> MutexGuard<'_, Connection> {
-        self.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     fn get(&self, key: &str) -> Result<Option<CachedAnswer>, String> {
-        self.connection()
-            .query_row(
-                "SELECT content, tokens_in, tokens_out FROM responses WHERE key = ?1 AND format = ?2",
-                params![key, CACHE_FORMAT],
-                |row| {
-                    Ok(CachedAnswer {
-                        content: row.get(0)?,
-                        tokens_in: row.get::<_, Option<i64>>(1)?.map(|n| n.max(0) as u64),
-                        tokens_out: row.get::<_, Option<i64>>(2)?.map(|n| n.max(0) as u64),
-                        cached_in: None,
-                    })
-                },
-            )
+        let connection = match &self.store {
+            Store::Memory(answers) => return Ok(lock(answers).get(key).cloned()),
+            Store::Disk(connection) => lock(connection),
+        };
+        let mut select = connection
+            .prepare_cached("SELECT content, tokens_in, tokens_out FROM responses WHERE key = ?1 AND format = ?2")
+            .map_err(|e| e.to_string())?;
+        select
+            .query_row(params![key, CACHE_FORMAT], |row| {
+                Ok(CachedAnswer {
+                    content: row.get(0)?,
+                    tokens_in: row.get::<_, Option<i64>>(1)?.map(|n| n.max(0) as u64),
+                    tokens_out: row.get::<_, Option<i64>>(2)?.map(|n| n.max(0) as u64),
+                    cached_in: None,
+                })
+            })
             .optional()
             .map_err(|e| e.to_string())
     }
 
     fn put(&self, key: &str, parts: &KeyParts<'_>, answer: &CachedAnswer) -> Result<(), String> {
+        let connection = match &self.store {
+            Store::Memory(answers) => {
+                // As a stored row reads back: without `cached_in`.
+                lock(answers).insert(key.to_string(), CachedAnswer { cached_in: None, ..answer.clone() });
+                return Ok(());
+            }
+            Store::Disk(connection) => lock(connection),
+        };
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-        self.connection()
-            .execute(
+        let mut insert = connection
+            .prepare_cached(
                 "INSERT OR REPLACE INTO responses
                  (key, format, endpoint, role, model, task_id, epoch, round, content, tokens_in, tokens_out, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                params![
-                    key,
-                    CACHE_FORMAT,
-                    parts.endpoint,
-                    parts.role,
-                    parts.model,
-                    parts.task_id,
-                    parts.epoch,
-                    parts.round,
-                    answer.content,
-                    answer.tokens_in.map(|n| n as i64),
-                    answer.tokens_out.map(|n| n as i64),
-                    now
-                ],
             )
+            .map_err(|e| e.to_string())?;
+        insert
+            .execute(params![
+                key,
+                CACHE_FORMAT,
+                parts.endpoint,
+                parts.role,
+                parts.model,
+                parts.task_id,
+                parts.epoch,
+                parts.round,
+                answer.content,
+                answer.tokens_in.map(|n| n as i64),
+                answer.tokens_out.map(|n| n as i64),
+                now
+            ])
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
@@ -251,6 +232,44 @@ impl ResponseCache {
         };
         Lookup::Follow(Following(flight))
     }
+}
+
+/// Opens (or creates) the cache file at `path` and its table.
+fn open_table(path: &Path) -> Result<Connection, CacheError> {
+    let fail = |message: String| CacheError { path: path.to_path_buf(), message };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create its directory: {e}")))?;
+    }
+    let connection = Connection::open(path).map_err(|e| fail(e.to_string()))?;
+    connection.busy_timeout(Duration::from_secs(30)).map_err(|e| fail(e.to_string()))?;
+    // WAL lets other critbench processes read while this one writes.
+    connection
+        .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+        .map_err(|e| fail(format!("cannot switch to WAL: {e}")))?;
+    connection.execute_batch("PRAGMA synchronous = NORMAL").map_err(|e| fail(e.to_string()))?;
+    connection
+        .execute_batch(
+            "CREATE TABLE IF NOT EXISTS responses (
+                key TEXT PRIMARY KEY,
+                format INTEGER NOT NULL,
+                endpoint TEXT NOT NULL,
+                role TEXT NOT NULL,
+                model TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                epoch INTEGER NOT NULL,
+                round INTEGER NOT NULL,
+                content TEXT NOT NULL,
+                tokens_in INTEGER,
+                tokens_out INTEGER,
+                created_at INTEGER NOT NULL
+            )",
+        )
+        .map_err(|e| fail(format!("cannot create the table: {e}")))?;
+    Ok(connection)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Leader<'_> {
@@ -323,6 +342,23 @@ mod tests {
         let mut error = None;
         assert!(matches!(cache.lookup("a", &mut error), Lookup::Hit(a) if a == answer("hello")));
         assert!(matches!(cache.lookup("b", &mut error), Lookup::Lead(_)), "errors are never cached");
+    }
+
+    #[test]
+    fn a_memory_cache_answers_a_repeat_within_its_run_as_a_stored_row_would() {
+        let cache = ResponseCache::open(&CacheMode::Memory).unwrap();
+        assert_eq!(cache.path(), None);
+        let mut error = None;
+        let Lookup::Lead(leader) = cache.lookup("a", &mut error) else { panic!("empty cache") };
+        let served = CachedAnswer { cached_in: Some(3), ..answer("hello") };
+        leader.finish(&parts(), &Ok(served)).unwrap();
+        let Lookup::Lead(leader) = cache.lookup("b", &mut error) else { panic!("empty cache") };
+        leader.finish(&parts(), &Err("HTTP 500".into())).unwrap();
+        // Read back without the server's prompt-cache count, which this run did not pay again.
+        assert!(matches!(cache.lookup("a", &mut error), Lookup::Hit(a) if a == answer("hello")));
+        assert!(matches!(cache.lookup("b", &mut error), Lookup::Lead(_)), "errors are never cached");
+        assert!(error.is_none());
+        assert!(matches!(ResponseCache::open(&CacheMode::Memory).unwrap().lookup("a", &mut error), Lookup::Lead(_)));
     }
 
     #[test]
