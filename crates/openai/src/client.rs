@@ -1325,11 +1325,27 @@ fn cache_key(endpoint: &str, role: Role, identity: &CallIdentity, body: &Value) 
         identity.round,
         identity.attempt.max(1)
     ]);
-    hasher.update(identity.to_string().as_bytes());
+    // Hashed as serialized, without building the texts: this runs once per model call.
+    struct Hashing<'a>(&'a mut Sha256);
+    impl std::io::Write for Hashing<'_> {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Hashing(&mut hasher), &identity).expect("JSON values serialize");
     hasher.update([0]);
     // serde_json's maps are sorted (no preserve_order), so the text is canonical.
-    hasher.update(body.to_string().as_bytes());
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    serde_json::to_writer(Hashing(&mut hasher), body).expect("JSON values serialize");
+    let mut key = String::with_capacity(64);
+    for byte in hasher.finalize() {
+        key.push(char::from_digit(u32::from(byte >> 4), 16).expect("a nibble"));
+        key.push(char::from_digit(u32::from(byte & 15), 16).expect("a nibble"));
+    }
+    key
 }
 
 #[derive(Deserialize)]
@@ -1402,6 +1418,16 @@ fn parse_native_answer(bytes: &[u8]) -> Result<CachedAnswer, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_key_is_the_sha256_of_the_identity_and_the_request_as_json_text() {
+        // The key's bytes are what makes a cache file from an earlier run answer this one.
+        let identity = CallIdentity { task_id: "t\"1".into(), epoch: 2, round: 1, attempt: 0 };
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "é\n"}], "temperature": 0.5});
+        let text = format!("[{CACHE_FORMAT},\"http://x/v1\",\"judge\",\"t\\\"1\",2,1,1]\u{0}{body}");
+        let expected: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(cache_key("http://x/v1", Role::Judge, &identity, &body), expected);
+    }
 
     #[test]
     fn answers_parse_with_and_without_usage() {
