@@ -34,7 +34,6 @@ pub mod labels;
 mod markdown;
 pub mod metrics;
 mod report;
-pub mod stats;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -9,11 +9,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use critbench_core::{Policy, Rng, RoundScore, ScoreRange, SeedKey, derive_seed};
-use critbench_report::stats::{mcnemar_exact, paired_bootstrap_diff, wilson_interval};
+use critbench_stats::agreement::{cohen_kappa, kendall_tau_b, spearman};
+use critbench_stats::binomial::{mcnemar_exact, wilson_interval};
+use critbench_stats::bootstrap::paired_bootstrap_diff;
+use critbench_stats::descriptive::{mean, percentile, ratio, sample_sd};
 use critbench_storage::judgments::JudgmentRow;
 use serde::Serialize;
-
-use crate::stats::{cohen_kappa, kendall_tau_b, percentile, ratio, sample_sd, spearman};
 
 /// Bootstrap resamples for every interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -362,11 +363,6 @@ fn at_boundary(point: Option<f64>, interval: Interval, drafts: u64) -> Interval 
         }
         _ => interval,
     }
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, count) = values.fold((0.0, 0u64), |(s, c), v| (s + v, c + 1));
-    (count > 0).then(|| sum / count as f64)
 }
 
 fn bootstrap_seed(seed: u64, name: &str, purpose: &str) -> u64 {

@@ -366,7 +366,7 @@ mod tests {
         let row = &comparison.rows[0];
         assert_eq!((row.n_pairs, row.n_tasks, row.a_only, row.b_only), (30, 10, 9, 0));
         assert_eq!((row.tasks_a_better, row.tasks_b_better, row.test.as_str()), (3, 0, crate::TEST_SIGN));
-        assert_eq!(row.p_value, crate::stats::sign_test(3, 0));
+        assert_eq!(row.p_value, critbench_stats::binomial::sign_test(3, 0));
         assert!((row.diff - 0.3).abs() < 1e-12);
     }
 

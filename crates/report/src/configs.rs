@@ -352,7 +352,7 @@ pub fn render_config_comparisons(rows: &[ConfigComparisonRow]) -> String {
             100.0 * row.diff_hi,
             row.a_only,
             row.b_only,
-            crate::stats::format_p(row.p_value),
+            crate::format_p(row.p_value),
             row.test,
             row.mean_rounds_a,
             row.mean_rounds_b,

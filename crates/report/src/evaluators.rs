@@ -23,8 +23,9 @@ use critbench_storage::manifest::Manifest;
 use serde::Serialize;
 
 use crate::ReportError;
-use crate::stats::{Cluster, cluster_bootstrap, sign_test};
 use crate::summary::{BOOTSTRAP_RESAMPLES, run_seed, write_csv};
+use critbench_stats::binomial::sign_test;
+use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
 
 /// One row of `evaluators.csv`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -484,7 +485,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
                 percent(c.rate_b),
                 points(c.diff),
                 interval(c.diff_lo, c.diff_hi),
-                crate::stats::format_p(c.p_value)
+                crate::format_p(c.p_value)
             );
         }
     }

@@ -33,7 +33,6 @@ mod markdown;
 pub mod power;
 pub mod sequential;
 pub mod show;
-pub mod stats;
 mod summary;
 
 pub use html::escape as escape_html;
@@ -181,6 +180,11 @@ pub(crate) fn compared(comparisons: &[ComparisonRow]) -> Vec<power::Compared<'_>
         .iter()
         .map(|c| power::Compared { config_id: &c.config_id, critic: &c.critic, a: side(&c.arm_a), b: side(&c.arm_b) })
         .collect()
+}
+
+/// A p-value as the reports print it: four decimals, or `< 0.0001` below that.
+pub(crate) fn format_p(p: f64) -> String {
+    if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
 }
 
 /// A notice as a note of the reports: a sentence.

@@ -36,7 +36,7 @@ use crate::ReportError;
 
 /// The fewest Monte Carlo resamples of a task-cluster bootstrap that is not computed exactly
 /// (tasks of unequal size, or a large run); more are drawn when an endpoint's Monte Carlo error
-/// needs them (see [`crate::stats::cluster_bootstrap`]).
+/// needs them (see [`critbench_stats::bootstrap::cluster_bootstrap`]).
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
 /// `interval` of a summary row whose every task ran once: Wilson's score interval.
@@ -736,7 +736,7 @@ pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportE
 mod tests {
     use super::csv::headers;
     use super::*;
-    use crate::stats::wilson_interval;
+    use critbench_stats::binomial::wilson_interval;
 
     fn row(task: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
         OutcomeRow::bare(task, arm, passed, rounds)
@@ -1031,7 +1031,10 @@ mod tests {
         let comparison = &clustered.comparisons[0];
         assert_eq!((comparison.test.as_str(), comparison.n_tasks, comparison.n_pairs), (TEST_SIGN, 20, 40));
         // Each task counts once in the test: half the evidence of 40 independent pairs.
-        assert_eq!(comparison.p_value, crate::stats::sign_test(comparison.tasks_a_better, comparison.tasks_b_better));
+        assert_eq!(
+            comparison.p_value,
+            critbench_stats::binomial::sign_test(comparison.tasks_a_better, comparison.tasks_b_better)
+        );
         assert_eq!(comparison.tasks_a_better * 2, comparison.a_only);
         assert!(comparison.p_value > comparison.mcnemar_p, "{comparison:?}");
     }
