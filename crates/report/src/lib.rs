@@ -61,6 +61,12 @@ pub enum ReportError {
     WouldReplace { path: PathBuf, what: &'static str },
     #[error(transparent)]
     Gold(#[from] gold::GoldError),
+    /// The rounds of a task could not be read from the trajectories.
+    #[error(transparent)]
+    TaskRounds(#[from] critbench_storage::task_rounds::TaskRoundsError),
+    /// What the writer did with the critiques could not be read from the trajectories.
+    #[error(transparent)]
+    FeedbackUse(#[from] critbench_storage::feedback_use::FeedbackUseError),
 }
 
 impl ReportError {
