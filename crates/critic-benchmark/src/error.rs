@@ -6,8 +6,8 @@ use std::path::PathBuf;
 pub enum JudgeError {
     #[error(transparent)]
     Dataset(#[from] critbench_storage::dataset::DatasetError),
-    #[error("{}: task `{task}`: field `labels`: {message}", path.display())]
-    Labels { path: PathBuf, task: String, message: String },
+    #[error("{}: task `{task}`: field `labels`: {source}", path.display())]
+    Labels { path: PathBuf, task: String, source: crate::labels::LabelError },
     #[error("critic `{critic}`: {source}")]
     Plugin { critic: String, source: critbench_plugin_host::PluginError },
     #[error("no critics to judge: add a [[critics]] table")]

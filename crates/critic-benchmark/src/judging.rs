@@ -76,10 +76,10 @@ pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<Da
                     summary.labeled_drafts += labels.len();
                     labeled.push(LabeledTask { json: TaskJson::new(&task), task, labels });
                 }
-                Err(message) if spec.on_bad_row == OnBadRow::Skip => {
-                    summary.tasks_skipped.push(SkippedTask { task: task.id.clone(), reason: message });
+                Err(error) if spec.on_bad_row == OnBadRow::Skip => {
+                    summary.tasks_skipped.push(SkippedTask { task: task.id.clone(), reason: error.to_string() });
                 }
-                Err(message) => return Err(JudgeError::Labels { path: path.clone(), task: task.id, message }),
+                Err(source) => return Err(JudgeError::Labels { path: path.clone(), task: task.id, source }),
             }
         }
         summaries.push(summary);

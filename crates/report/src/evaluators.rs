@@ -22,8 +22,8 @@ use critbench_storage::evaluations::{Verdict, for_each_verdict};
 use critbench_storage::manifest::Manifest;
 use serde::Serialize;
 
-use crate::ReportError;
 use crate::summary::{BOOTSTRAP_RESAMPLES, run_seed, write_csv};
+use crate::{ReportError, RowError};
 use critbench_stats::binomial::sign_test;
 use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
 
@@ -151,14 +151,11 @@ impl Reader {
         index
     }
 
-    fn add(&mut self, v: &Verdict<'_>) -> Result<(), String> {
+    fn add(&mut self, v: &Verdict<'_>) -> Result<(), RowError> {
         if self.task.as_deref() != Some(v.task_id) {
             self.flush();
             if !self.seen.insert(critbench_storage::hash128(v.task_id)) {
-                return Err(format!(
-                    "the rows of task `{}` are not together (evaluations.parquet is written a task at a time)",
-                    v.task_id
-                ));
+                return Err(RowError::TaskApart { task_id: v.task_id.to_string() });
             }
             self.task = Some(v.task_id.to_string());
         }
@@ -166,7 +163,11 @@ impl Reader {
         let verdicts = self.loops.entry((group, v.epoch)).or_default();
         if v.is_final {
             if verdicts.final_.is_some() {
-                return Err(format!("task `{}` epoch {} has two final-answer verdicts", v.task_id, v.epoch));
+                return Err(RowError::VerdictTwice {
+                    task_id: v.task_id.to_string(),
+                    epoch: v.epoch,
+                    which: "final-answer",
+                });
             }
             verdicts.final_ = Some((v.passed, v.steering_passed, v.failed));
             if v.steering_passed && !v.passed && self.disagreements.len() < LISTED {
@@ -183,7 +184,11 @@ impl Reader {
             }
         } else {
             if verdicts.first.is_some() {
-                return Err(format!("task `{}` epoch {} has two first-draft verdicts", v.task_id, v.epoch));
+                return Err(RowError::VerdictTwice {
+                    task_id: v.task_id.to_string(),
+                    epoch: v.epoch,
+                    which: "first-draft",
+                });
             }
             verdicts.first = Some(v.passed);
         }
@@ -254,7 +259,7 @@ pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<Evalua
     }
     let mut reader = Reader::default();
     for path in &files {
-        for_each_verdict(path, |verdict| reader.add(verdict))
+        for_each_verdict(path, |verdict| reader.add(verdict).map_err(|e| e.to_string()))
             .map_err(|e| ReportError::Corrupt(format!("{}: {e}", path.display())))?;
     }
     reader.flush();
@@ -567,6 +572,10 @@ mod tests {
         reader.add(&verdict("t1", "feedback", 0, false, true, true)).unwrap();
         reader.add(&verdict("t2", "feedback", 0, false, true, true)).unwrap();
         let error = reader.add(&verdict("t1", "feedback", 0, true, true, true)).unwrap_err();
-        assert!(error.contains("`t1`"), "{error}");
+        assert_eq!(error, RowError::TaskApart { task_id: "t1".into() });
+        assert_eq!(
+            error.to_string(),
+            "the rows of task `t1` are not together (evaluations.parquet is written a task at a time)"
+        );
     }
 }

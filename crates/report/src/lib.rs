@@ -61,12 +61,77 @@ pub enum ReportError {
     WouldReplace { path: PathBuf, what: &'static str },
     #[error(transparent)]
     Gold(#[from] gold::GoldError),
+    /// The rows of the tables do not fit together.
+    #[error(transparent)]
+    Inconsistent(Box<RowError>),
+    /// The rows of `name` (a file, or a sharded run's folder) do not fit together.
+    #[error("{name}: {source}")]
+    Rows {
+        /// What was read.
+        name: String,
+        /// What does not fit.
+        #[source]
+        source: Box<RowError>,
+    },
     /// The rounds of a task could not be read from the trajectories.
     #[error(transparent)]
     TaskRounds(#[from] critbench_storage::task_rounds::TaskRoundsError),
     /// What the writer did with the critiques could not be read from the trajectories.
     #[error(transparent)]
     FeedbackUse(#[from] critbench_storage::feedback_use::FeedbackUseError),
+}
+
+/// What is wrong with the rows of a run's tables that no row alone shows: a loop given twice, a
+/// task's rows apart, a verdict twice, a sampled loop without its label.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RowError {
+    /// More arms in one config × critic than a loop's arm index holds.
+    #[error("more than 65,535 arms")]
+    TooManyArms,
+    /// One loop (task × config × critic × arm × epoch) has two rows.
+    #[error(
+        "the loop of task `{task_id}`, config {config_id}, critic {critic}, arm {arm}, epoch {epoch} appears more than once"
+    )]
+    LoopTwice {
+        /// The task.
+        task_id: String,
+        /// The config.
+        config_id: String,
+        /// The critic.
+        critic: String,
+        /// The arm.
+        arm: String,
+        /// The epoch.
+        epoch: u32,
+    },
+    /// The rows of a task are not together in `evaluations.parquet`.
+    #[error("the rows of task `{task_id}` are not together (evaluations.parquet is written a task at a time)")]
+    TaskApart {
+        /// The task.
+        task_id: String,
+    },
+    /// A loop has two verdicts of one evaluator on the same draft.
+    #[error("task `{task_id}` epoch {epoch} has two {which} verdicts")]
+    VerdictTwice {
+        /// The task.
+        task_id: String,
+        /// The epoch.
+        epoch: u32,
+        /// `final-answer` or `first-draft`.
+        which: &'static str,
+    },
+    /// A loop of a task in the labelled sample has no gold label.
+    #[error("the loop {key} of a sampled task has no gold label")]
+    NoGoldLabel {
+        /// The loop.
+        key: critbench_storage::final_answers::LoopKey,
+    },
+}
+
+impl From<RowError> for ReportError {
+    fn from(error: RowError) -> ReportError {
+        ReportError::Inconsistent(Box::new(error))
+    }
 }
 
 impl ReportError {

@@ -32,7 +32,7 @@ use notes::{censored_note, notes};
 use totals::ArmTotals;
 pub(crate) use totals::{Loop, PairTotals, TaskPairs, matched_epochs};
 
-use crate::ReportError;
+use crate::{ReportError, RowError};
 
 /// The fewest Monte Carlo resamples of a task-cluster bootstrap that is not computed exactly
 /// (tasks of unequal size, or a large run); more are drawn when an endpoint's Monte Carlo error
@@ -481,7 +481,7 @@ impl Summarizer {
     /// Adds one outcome row; an adjudicated loop also counts as a loop of the arm
     /// `ARM+adjudicate` whose answer is the adjudicated draft: its pass and final score are the
     /// adjudicated ones, and it used one more critique.
-    pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+    pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
         if row.censored {
             return self.add_censored(row);
         }
@@ -500,7 +500,7 @@ impl Summarizer {
         Ok(())
     }
 
-    fn add_loop(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+    fn add_loop(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
         if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
             self.run_id = Some(row.run_id.to_string());
         }
@@ -515,7 +515,7 @@ impl Summarizer {
             }
         };
         group.arms[arm].add(row);
-        let arm = u16::try_from(arm).map_err(|_| "more than 65,535 arms".to_string())?;
+        let arm = u16::try_from(arm).map_err(|_| RowError::TooManyArms)?;
         let kind = group.kind(row.kind);
         group.kind_arm(kind, arm).add(row);
         let key = (slot, task_hash(row.task_id));
@@ -528,7 +528,7 @@ impl Summarizer {
     }
 
     /// A censored loop of a rescoring: no outcome to count, but one more of its task's loops.
-    fn add_censored(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+    fn add_censored(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
         let key = (row.config_id.to_string(), row.critic.to_string(), row.arm.to_string());
         *self.censored.entry(key).or_default() += 1;
         let slot = self.group(row.config_id, row.critic);
@@ -547,7 +547,7 @@ impl Summarizer {
     }
 
     /// After a loop of the open task `key` arrived: folds the task once all its loops have.
-    fn arrived(&mut self, slot: usize, key: (usize, u128)) -> Result<(), String> {
+    fn arrived(&mut self, slot: usize, key: (usize, u128)) -> Result<(), RowError> {
         let task = self.open.get(&key).expect("the task is open");
         let complete = self.expected == Some(task.loops.len() + task.censored);
         self.peak_open = self.peak_open.max(self.open.len());
@@ -563,7 +563,7 @@ impl Summarizer {
     }
 
     /// Folds one task's loops into its group's histograms.
-    fn close(&mut self, slot: usize, task: &mut OpenTask) -> Result<(), String> {
+    fn close(&mut self, slot: usize, task: &mut OpenTask) -> Result<(), RowError> {
         if task.loops.is_empty() {
             // Every loop of the task was censored: nothing to count.
             return Ok(());
@@ -571,10 +571,13 @@ impl Summarizer {
         let group = &mut self.groups[slot];
         task.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
         if let Some(twice) = task.loops.windows(2).find(|w| (w[0].arm, w[0].epoch) == (w[1].arm, w[1].epoch)) {
-            return Err(format!(
-                "the loop of task `{}`, config {}, critic {}, arm {}, epoch {} appears more than once",
-                task.task_id, group.config_id, group.critic, group.arms[twice[0].arm as usize].name, twice[0].epoch
-            ));
+            return Err(RowError::LoopTwice {
+                task_id: task.task_id.clone(),
+                config_id: group.config_id.clone(),
+                critic: group.critic.clone(),
+                arm: group.arms[twice[0].arm as usize].name.clone(),
+                epoch: twice[0].epoch,
+            });
         }
         // Each arm's run of loops, in arm order.
         let mut runs: Vec<(u16, &[Loop])> = Vec::new();
@@ -592,7 +595,7 @@ impl Summarizer {
     }
 
     /// Folds the tasks still open and orders everything for reading.
-    pub(crate) fn finish(mut self, manifest: Option<&Manifest>) -> Result<Report, String> {
+    pub(crate) fn finish(mut self, manifest: Option<&Manifest>) -> Result<Report, RowError> {
         let seed = run_seed(manifest);
         let open: Vec<((usize, u128), OpenTask)> = self.open.drain().collect();
         let incomplete = if self.expected.is_some() { open.len() } else { 0 };
@@ -696,7 +699,7 @@ fn comparable_arms(a: &str, b: &str) -> bool {
 
 /// Groups outcomes into the summary and the pairwise comparisons (the rows in memory; the
 /// streaming path is [`summarize_file`]).
-pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Result<Report, String> {
+pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Result<Report, RowError> {
     let mut summarizer = Summarizer::new(manifest);
     for row in outcomes {
         summarizer.add(&OutcomeStats::from(row))?;
@@ -714,13 +717,15 @@ pub fn summarize_file(path: &Path, manifest: Option<&Manifest>) -> Result<Report
 /// one after the other.
 pub fn summarize_files(paths: &[std::path::PathBuf], manifest: Option<&Manifest>) -> Result<Report, ReportError> {
     let mut summarizer = Summarizer::new(manifest);
-    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| summarizer.add(row))
-        .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| {
+        summarizer.add(row).map_err(|e| e.to_string())
+    })
+    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let name = match paths {
         [one] => one.display().to_string(),
         _ => paths.first().and_then(|p| p.parent()?.parent()).map_or_else(String::new, |d| d.display().to_string()),
     };
-    summarizer.finish(manifest).map_err(|e| ReportError::Corrupt(format!("{name}: {e}")))
+    summarizer.finish(manifest).map_err(|source| ReportError::Rows { name, source: Box::new(source) })
 }
 
 pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
@@ -740,6 +745,15 @@ mod tests {
 
     fn row(task: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
         OutcomeRow::bare(task, arm, passed, rounds)
+    }
+
+    #[test]
+    fn a_loop_given_twice_is_named_in_the_error() {
+        let error = build_report(&[row("a", "feedback", true, 1), row("a", "feedback", false, 2)], None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the loop of task `a`, config p8-r3-stall-e0, critic rubric, arm feedback, epoch 0 appears more than once"
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ use critbench_storage::tables::OutcomeStats;
 use serde::Serialize;
 
 use super::{ALPHA, GoldError, Labels};
-use crate::{ADJUDICATED_SUFFIX, Report, ReportError};
+use crate::{ADJUDICATED_SUFFIX, Report, ReportError, RowError};
 
 /// One config × critic × arm: the critic's pass rate, the gold labels' and the corrected one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -186,7 +186,7 @@ impl Fold<'_> {
         self.groups.len() - 1
     }
 
-    fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+    fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
         let slot = self.group(row.config_id, row.critic);
         let group = &mut self.groups[slot];
         let arm = match group.arms.iter().position(|a| a.name == row.arm) {
@@ -196,7 +196,7 @@ impl Fold<'_> {
                 group.arms.len() - 1
             }
         };
-        let arm = u16::try_from(arm).map_err(|_| "more than 65,535 arms".to_string())?;
+        let arm = u16::try_from(arm).map_err(|_| RowError::TooManyArms)?;
         let labelled = self.labels.tasks.contains(row.task_id);
         let gold = if labelled {
             let key = LoopKey {
@@ -207,7 +207,7 @@ impl Fold<'_> {
                 epoch: row.epoch,
             };
             let label = self.labels.gold.get(&key).copied();
-            Some(label.ok_or_else(|| format!("the loop {key} of a sampled task has no gold label"))?)
+            Some(label.ok_or(RowError::NoGoldLabel { key })?)
         } else {
             None
         };
@@ -227,13 +227,16 @@ impl Fold<'_> {
 }
 
 /// Folds one (config, critic, task)'s loops into its group.
-fn close(group: &mut Group, mut task: OpenTask) -> Result<(), String> {
+fn close(group: &mut Group, mut task: OpenTask) -> Result<(), RowError> {
     task.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
     if let Some(twice) = task.loops.windows(2).find(|w| (w[0].arm, w[0].epoch) == (w[1].arm, w[1].epoch)) {
-        return Err(format!(
-            "the loop of task `{}`, config {}, critic {}, arm {}, epoch {} appears more than once",
-            task.task_id, group.config_id, group.critic, group.arms[twice[0].arm as usize].name, twice[0].epoch
-        ));
+        return Err(RowError::LoopTwice {
+            task_id: task.task_id.clone(),
+            config_id: group.config_id.clone(),
+            critic: group.critic.clone(),
+            arm: group.arms[twice[0].arm as usize].name.clone(),
+            epoch: twice[0].epoch,
+        });
     }
     let runs: Vec<&[Loop]> = task.loops.chunk_by(|a, b| a.arm == b.arm).collect();
     for loops in &runs {
@@ -437,11 +440,11 @@ impl Corrected {
             last_group: None,
             open: HashMap::new(),
         };
-        critbench_storage::tables::for_each_outcome_stats_in(paths, |row| fold.add(row))
+        critbench_storage::tables::for_each_outcome_stats_in(paths, |row| fold.add(row).map_err(|e| e.to_string()))
             .map_err(|e| ReportError::Corrupt(e.to_string()))?;
         let open: Vec<((usize, u128), OpenTask)> = fold.open.drain().collect();
         for ((slot, _), task) in open {
-            close(&mut fold.groups[slot], task).map_err(ReportError::Corrupt)?;
+            close(&mut fold.groups[slot], task)?;
         }
         let mut groups = fold.groups;
         let slot = |config: &str, critic: &str| fold.index.get(&(config.to_string(), critic.to_string())).copied();
