@@ -27,18 +27,24 @@ pub(crate) struct LabeledTask {
 /// A task left out because its labels were bad and `on_bad_row = "skip"`.
 #[derive(Clone, Debug, Serialize)]
 pub struct SkippedTask {
+    /// The task's id.
     pub task: String,
+    /// Why its labels were refused.
     pub reason: String,
 }
 
 /// What one dataset file held, for the record in `judge.json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct DatasetSummary {
+    /// The dataset file.
     pub path: PathBuf,
+    /// SHA-256 of its bytes.
     pub sha256: String,
+    /// Tasks it held.
     pub tasks: usize,
     /// Tasks with drafts and labels: what was judged.
     pub labeled_tasks: usize,
+    /// Drafts of those tasks, each with its label.
     pub labeled_drafts: usize,
     /// Tasks without drafts (their `labels`, if any, are not critic labels and are ignored).
     pub tasks_without_drafts: usize,

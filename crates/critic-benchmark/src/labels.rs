@@ -12,9 +12,13 @@ use serde_json::Value;
 /// The gold label of one draft.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GoldLabel {
+    /// Whether the draft should pass.
     pub pass: bool,
+    /// The gold score (only its order is used).
     pub score: Option<f64>,
+    /// Whether the draft has a fatal flaw.
     pub fatal: Option<bool>,
+    /// The kind of draft, for the per-flaw breakdown.
     pub flaw: Option<String>,
 }
 

@@ -13,12 +13,15 @@ use crate::summary::{ComparisonRow, KeyMap, Loop, PairTotals, TaskPairs, task_ha
 /// The comparison of two runs.
 #[derive(Debug)]
 pub struct RunComparison {
+    /// How run A is named.
     pub label_a: String,
+    /// How run B is named.
     pub label_b: String,
     /// One row per config × arm × critic (pair), A against B.
     pub rows: Vec<ComparisonRow>,
     /// Loops of each run without a partner in the other.
     pub unmatched_a: usize,
+    /// Loops of run B without a partner in run A.
     pub unmatched_b: usize,
     /// Whether loops were paired by critic too (the runs share critic names).
     pub by_critic: bool,

@@ -30,33 +30,47 @@ use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
 /// One row of `evaluators.csv`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EvaluatorRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The held-out evaluator.
     pub evaluator: String,
+    /// The arm.
     pub arm: String,
     /// Loops with a verdict on their first draft and their final answer, and their tasks.
     pub n: u64,
+    /// Tasks of those loops.
     pub tasks: u64,
     /// The steering critic's pass rate of those loops (the loop passed).
     pub critic_pass_rate: f64,
     /// The evaluator's pass rate of the same final answers.
     pub evaluator_pass_rate: f64,
+    /// Lower end of the 95% interval of `evaluator`.
     pub evaluator_lo: f64,
+    /// Upper end of the 95% interval of `evaluator`.
     pub evaluator_hi: f64,
     /// Critic − evaluator on the same final answers, paired by loop.
     pub gap: f64,
+    /// Lower end of the 95% interval of `gap`.
     pub gap_lo: f64,
+    /// Upper end of the 95% interval of `gap`.
     pub gap_hi: f64,
     /// The evaluator's pass rate of the loops' first drafts.
     pub first_pass_rate: f64,
     /// Evaluator on the final answer − on the first draft, paired by loop.
     pub lift: f64,
+    /// Lower end of the 95% interval of `lift`.
     pub lift_lo: f64,
+    /// Upper end of the 95% interval of `lift`.
     pub lift_hi: f64,
     /// Final answers both passed, the critic only, the evaluator only, neither.
     pub both: u64,
+    /// Final answers the critic passed and the evaluator failed.
     pub critic_only: u64,
+    /// Final answers the evaluator passed and the critic failed.
     pub evaluator_only: u64,
+    /// Final answers both failed.
     pub neither: u64,
     /// Final-answer verdicts whose evaluator call failed every attempt (counted as fails).
     pub evaluator_errors: u64,
@@ -65,19 +79,29 @@ pub struct EvaluatorRow {
 /// One row of `evaluator_comparisons.csv`: two arms under one evaluator.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EvaluatorComparisonRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The held-out evaluator.
     pub evaluator: String,
+    /// The first arm compared (A).
     pub arm_a: String,
+    /// The second arm compared (B).
     pub arm_b: String,
     /// Task × epoch units both arms ran, and their tasks.
     pub pairs: u64,
+    /// Tasks of those units.
     pub tasks: u64,
+    /// The evaluator's pass rate of A.
     pub rate_a: f64,
+    /// The evaluator's pass rate of B.
     pub rate_b: f64,
     /// A − B under the evaluator.
     pub diff: f64,
+    /// Lower end of the 95% interval of `diff`.
     pub diff_lo: f64,
+    /// Upper end of the 95% interval of `diff`.
     pub diff_hi: f64,
     /// Sign test on tasks (each task's A − B over its epochs).
     pub p_value: f64,
@@ -86,19 +110,28 @@ pub struct EvaluatorComparisonRow {
 /// An answer the steering critic passed and the evaluator failed: a reader's place to start.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Disagreement {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The held-out evaluator.
     pub evaluator: String,
+    /// The arm.
     pub arm: String,
+    /// The task.
     pub task_id: String,
+    /// The epoch.
     pub epoch: u32,
+    /// The round of the final answer.
     pub round: u32,
 }
 
 /// Everything the reports say of the evaluators.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EvaluatorReport {
+    /// One row per config × critic × evaluator × arm (`evaluators.csv`).
     pub rows: Vec<EvaluatorRow>,
+    /// One row per pair of arms under an evaluator (`evaluator_comparisons.csv`).
     pub comparisons: Vec<EvaluatorComparisonRow>,
     /// The first [`LISTED`] critic-passed, evaluator-failed final answers, in table order; the rows'
     /// `critic_only` count them all.

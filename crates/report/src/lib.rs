@@ -23,6 +23,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod compare;
 pub mod configs;
@@ -47,18 +49,37 @@ use std::path::{Path, PathBuf};
 /// Why reports could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// The directory holds no run, or a sharded one not merged yet.
     #[error("{} is not a run directory: {reason}\n  hint: pass the directory a `critbench run` wrote (it holds outcomes.parquet)", path.display())]
-    NotARun { path: PathBuf, reason: String },
+    NotARun {
+        /// The directory given.
+        path: PathBuf,
+        /// What it lacks.
+        reason: String,
+    },
+    /// A table or the manifest cannot be read, or a query names what the run does not have.
     #[error("{0}")]
     Corrupt(String),
+    /// A report file could not be written.
     #[error("cannot write {}: {source}", path.display())]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// A table is not the file the run wrote.
     #[error(transparent)]
     Mismatch(#[from] critbench_storage::manifest::TableMismatch),
     /// A file critbench would write over is not one it wrote (or is a link): left alone.
     #[error("{} is {what}; critbench replaces only files it wrote, never through a link: move it or choose another --out", path.display())]
-    WouldReplace { path: PathBuf, what: &'static str },
+    WouldReplace {
+        /// The file.
+        path: PathBuf,
+        /// What it is (`a symbolic link`, `not a comparison critbench wrote`).
+        what: &'static str,
+    },
+    /// A sample or its labels could not be used.
     #[error(transparent)]
     Gold(#[from] gold::GoldError),
     /// The rows of the tables do not fit together.

@@ -18,10 +18,15 @@ use crate::{Report, ReportError};
 /// Which loop of a task to show; `None` keys take the first loop that matches the others.
 #[derive(Clone, Debug, Default)]
 pub struct LoopQuery {
+    /// The task's id.
     pub task: String,
+    /// The config (`--config`).
     pub config: Option<String>,
+    /// The critic (`--critic`).
     pub critic: Option<String>,
+    /// The arm (`--arm`).
     pub arm: Option<String>,
+    /// The epoch (`--epoch`).
     pub epoch: Option<u32>,
 }
 
@@ -264,7 +269,9 @@ fn unified_diff(out: &mut String, before: &str, after: &str, color: bool) {
 /// One discordant pair: a task × epoch where one of the two arms passed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DiscordantPair {
+    /// The task.
     pub task_id: String,
+    /// The epoch.
     pub epoch: u32,
     /// Whether arm A passed (then B did not).
     pub a_passed: bool,
@@ -273,12 +280,15 @@ pub struct DiscordantPair {
 /// The discordant pairs of one config and critic.
 #[derive(Clone, Debug)]
 pub struct PairGroup {
+    /// The config.
     pub config: String,
+    /// The critic.
     pub critic: String,
     /// Units where both arms ran.
     pub units: usize,
     /// Discordant units where only A passed, and where only B passed.
     pub a_only: usize,
+    /// Units only B passed.
     pub b_only: usize,
     /// The discordant pairs by task and epoch, the first `limit` of them when a limit was given.
     pub pairs: Vec<DiscordantPair>,
