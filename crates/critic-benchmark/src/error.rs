@@ -4,33 +4,70 @@ use std::path::PathBuf;
 /// (exit 2) from internal failures (exit 1).
 #[derive(Debug, thiserror::Error)]
 pub enum JudgeError {
+    /// A dataset could not be read.
     #[error(transparent)]
     Dataset(#[from] critbench_storage::dataset::DatasetError),
-    #[error("{}: task `{task}`: field `labels`: {message}", path.display())]
-    Labels { path: PathBuf, task: String, message: String },
+    #[error("{}: task `{task}`: field `labels`: {source}", path.display())]
+    /// A task's gold labels are bad.
+    Labels {
+        /// The dataset file.
+        path: PathBuf,
+        /// The task's id.
+        task: String,
+        /// What is wrong with its labels.
+        source: crate::labels::LabelError,
+    },
+    /// A critic could not be opened.
     #[error("critic `{critic}`: {source}")]
-    Plugin { critic: String, source: critbench_plugin_host::PluginError },
+    Plugin {
+        /// The critic.
+        critic: String,
+        /// Why it could not be opened.
+        source: critbench_plugin_host::PluginError,
+    },
+    /// The experiment has no critics.
     #[error("no critics to judge: add a [[critics]] table")]
     NoCritics,
+    /// `repeats` is 0.
     #[error("`repeats` must be at least 1")]
     NoRepeats,
+    /// No dataset has a task with drafts and labels.
     #[error(
         "no labeled drafts in {}: `critbench judge` needs tasks with `drafts` and one label per draft, \
          e.g. \"drafts\": [\"...\", \"...\"], \"labels\": [{{\"pass\": true}}, {{\"pass\": false, \"fatal\": true}}]",
         files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     )]
-    NoLabeledDrafts { files: Vec<PathBuf> },
+    NoLabeledDrafts {
+        /// The dataset files.
+        files: Vec<PathBuf>,
+    },
+    /// Every labeled task is of a kind no critic judges.
     #[error(
         "no labeled draft reaches any critic: the labeled tasks have kinds [{}]; check each critic's `kinds`",
         kinds.join(", ")
     )]
-    NoDraftForAnyCritic { kinds: Vec<String> },
+    NoDraftForAnyCritic {
+        /// The kinds of the labeled tasks.
+        kinds: Vec<String>,
+    },
+    /// A critic is configured to run in a child process.
     #[error("critic `{critic}` must run in-process: `critbench judge` calls plugin libraries directly")]
-    NotInProcess { critic: String },
+    NotInProcess {
+        /// The critic.
+        critic: String,
+    },
+    /// `judgments.parquet` could not be written.
     #[error("writing the judgments failed: {0}")]
     Storage(#[from] critbench_storage::tables::StorageError),
+    /// A file could not be read or written.
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        /// What was being done, naming the file.
+        context: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The worker threads could not be started.
     #[error("cannot start worker threads: {0}")]
     Threads(#[source] rayon::ThreadPoolBuildError),
 }

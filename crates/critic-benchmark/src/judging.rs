@@ -27,18 +27,24 @@ pub(crate) struct LabeledTask {
 /// A task left out because its labels were bad and `on_bad_row = "skip"`.
 #[derive(Clone, Debug, Serialize)]
 pub struct SkippedTask {
+    /// The task's id.
     pub task: String,
+    /// Why its labels were refused.
     pub reason: String,
 }
 
 /// What one dataset file held, for the record in `judge.json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct DatasetSummary {
+    /// The dataset file.
     pub path: PathBuf,
+    /// SHA-256 of its bytes.
     pub sha256: String,
+    /// Tasks it held.
     pub tasks: usize,
     /// Tasks with drafts and labels: what was judged.
     pub labeled_tasks: usize,
+    /// Drafts of those tasks, each with its label.
     pub labeled_drafts: usize,
     /// Tasks without drafts (their `labels`, if any, are not critic labels and are ignored).
     pub tasks_without_drafts: usize,
@@ -76,10 +82,10 @@ pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<Da
                     summary.labeled_drafts += labels.len();
                     labeled.push(LabeledTask { json: TaskJson::new(&task), task, labels });
                 }
-                Err(message) if spec.on_bad_row == OnBadRow::Skip => {
-                    summary.tasks_skipped.push(SkippedTask { task: task.id.clone(), reason: message });
+                Err(error) if spec.on_bad_row == OnBadRow::Skip => {
+                    summary.tasks_skipped.push(SkippedTask { task: task.id.clone(), reason: error.to_string() });
                 }
-                Err(message) => return Err(JudgeError::Labels { path: path.clone(), task: task.id, message }),
+                Err(source) => return Err(JudgeError::Labels { path: path.clone(), task: task.id, source }),
             }
         }
         summaries.push(summary);

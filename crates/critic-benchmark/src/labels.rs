@@ -12,9 +12,13 @@ use serde_json::Value;
 /// The gold label of one draft.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GoldLabel {
+    /// Whether the draft should pass.
     pub pass: bool,
+    /// The gold score (only its order is used).
     pub score: Option<f64>,
+    /// Whether the draft has a fatal flaw.
     pub fatal: Option<bool>,
+    /// The kind of draft, for the per-flaw breakdown.
     pub flaw: Option<String>,
 }
 
@@ -32,6 +36,75 @@ pub enum Labeled {
     Labels(Vec<GoldLabel>),
 }
 
+/// Why a task's `labels` cannot be read; the text is a message for the field `labels`, naming the
+/// label.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LabelError {
+    /// `labels` is not a list.
+    #[error(
+        "expected a list with one label per draft, like [{{\"pass\": true}}, {{\"pass\": false, \"fatal\": true}}], \
+         found {found}"
+    )]
+    NotAList {
+        /// What it is instead (`an object`, `a string`, …).
+        found: &'static str,
+    },
+    /// Not one label per draft.
+    #[error("the task has {drafts} draft(s) but {labels} label(s); labels[i] is the gold label of drafts[i]")]
+    Count {
+        /// Drafts of the task.
+        drafts: usize,
+        /// Labels given.
+        labels: usize,
+    },
+    /// A label is not an object.
+    #[error("labels[{index}] must be an object like {{\"pass\": false, \"score\": 4, \"fatal\": true}}, found {found}")]
+    NotAnObject {
+        /// Which label.
+        index: usize,
+        /// What it is instead.
+        found: &'static str,
+    },
+    /// A label has a key that is not one of [`LABEL_KEYS`].
+    #[error("labels[{index}] has an unknown key `{key}`; a label has {}", LABEL_KEYS.join(", "))]
+    UnknownKey {
+        /// Which label.
+        index: usize,
+        /// The key.
+        key: String,
+    },
+    /// A label without `pass`.
+    #[error("labels[{index}] has no `pass`; every label needs `pass`: true or false")]
+    NoPass {
+        /// Which label.
+        index: usize,
+    },
+    /// A field of a label has the wrong type or value.
+    #[error("labels[{index}].{field} must be {expected}, found {found}")]
+    Field {
+        /// Which label.
+        index: usize,
+        /// `pass`, `score`, `fatal` or `flaw`.
+        field: &'static str,
+        /// What it must be (`true or false`, `a number`, …).
+        expected: &'static str,
+        /// What it is: a type's name, or the number that is not finite.
+        found: String,
+    },
+    /// An empty `flaw`.
+    #[error("labels[{index}].flaw must not be empty")]
+    EmptyFlaw {
+        /// Which label.
+        index: usize,
+    },
+    /// A label that passes a draft with a fatal flaw.
+    #[error("labels[{index}] says both `pass`: true and `fatal`: true, but a draft with a fatal flaw cannot pass")]
+    FatalPass {
+        /// Which label.
+        index: usize,
+    },
+}
+
 fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -44,70 +117,62 @@ fn type_name(value: &Value) -> &'static str {
 }
 
 /// Reads a task's gold labels. The error is a message for the field `labels`, naming the label.
-pub fn gold_labels(task: &Task) -> Result<Labeled, String> {
+pub fn gold_labels(task: &Task) -> Result<Labeled, LabelError> {
     if task.drafts.is_empty() {
         return Ok(Labeled::NoDrafts);
     }
     let Some(labels) = &task.labels else { return Ok(Labeled::Unlabeled) };
     let Value::Array(items) = labels else {
-        return Err(format!(
-            "expected a list with one label per draft, like [{{\"pass\": true}}, {{\"pass\": false, \"fatal\": true}}], \
-             found {}",
-            type_name(labels)
-        ));
+        return Err(LabelError::NotAList { found: type_name(labels) });
     };
     if items.len() != task.drafts.len() {
-        return Err(format!(
-            "the task has {} draft(s) but {} label(s); labels[i] is the gold label of drafts[i]",
-            task.drafts.len(),
-            items.len()
-        ));
+        return Err(LabelError::Count { drafts: task.drafts.len(), labels: items.len() });
     }
     items.iter().enumerate().map(|(index, item)| gold_label(index, item)).collect::<Result<_, _>>().map(Labeled::Labels)
 }
 
-fn gold_label(index: usize, item: &Value) -> Result<GoldLabel, String> {
-    let at = format!("labels[{index}]");
+fn gold_label(index: usize, item: &Value) -> Result<GoldLabel, LabelError> {
     let Value::Object(entries) = item else {
-        return Err(format!(
-            "{at} must be an object like {{\"pass\": false, \"score\": 4, \"fatal\": true}}, found {}",
-            type_name(item)
-        ));
+        return Err(LabelError::NotAnObject { index, found: type_name(item) });
     };
     if let Some(key) = entries.keys().find(|key| !LABEL_KEYS.contains(&key.as_str())) {
-        return Err(format!("{at} has an unknown key `{key}`; a label has {}", LABEL_KEYS.join(", ")));
+        return Err(LabelError::UnknownKey { index, key: key.clone() });
     }
+    let field = |field, expected, found: &dyn std::fmt::Display| LabelError::Field {
+        index,
+        field,
+        expected,
+        found: found.to_string(),
+    };
     let pass = match entries.get("pass") {
         Some(Value::Bool(pass)) => *pass,
-        None => return Err(format!("{at} has no `pass`; every label needs `pass`: true or false")),
-        Some(other) => return Err(format!("{at}.pass must be true or false, found {}", type_name(other))),
+        None => return Err(LabelError::NoPass { index }),
+        Some(other) => return Err(field("pass", "true or false", &type_name(other))),
     };
     let score = match entries.get("score") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_f64().filter(|v| v.is_finite()) {
             Some(value) => Some(value),
-            None => return Err(format!("{at}.score must be a finite number, found {n}")),
+            None => return Err(field("score", "a finite number", n)),
         },
-        Some(other) => return Err(format!("{at}.score must be a number, found {}", type_name(other))),
+        Some(other) => return Err(field("score", "a number", &type_name(other))),
     };
     let fatal = match entries.get("fatal") {
         None | Some(Value::Null) => None,
         Some(Value::Bool(fatal)) => Some(*fatal),
-        Some(other) => return Err(format!("{at}.fatal must be true or false, found {}", type_name(other))),
+        Some(other) => return Err(field("fatal", "true or false", &type_name(other))),
     };
     let flaw = match entries.get("flaw") {
         None | Some(Value::Null) => None,
         Some(Value::String(flaw)) if !flaw.trim().is_empty() => Some(flaw.clone()),
-        Some(Value::String(_)) => return Err(format!("{at}.flaw must not be empty")),
-        Some(other) => return Err(format!("{at}.flaw must be a string, found {}", type_name(other))),
+        Some(Value::String(_)) => return Err(LabelError::EmptyFlaw { index }),
+        Some(other) => return Err(field("flaw", "a string", &type_name(other))),
     };
     if pass && fatal == Some(true) {
         // The pass rule (docs/REFERENCE.md, The decision rule) never passes a draft with a fatal
         // issue, so such a label could
         // only ever count against a critic that follows the rule.
-        return Err(format!(
-            "{at} says both `pass`: true and `fatal`: true, but a draft with a fatal flaw cannot pass"
-        ));
+        return Err(LabelError::FatalPass { index });
     }
     Ok(GoldLabel { pass, score, fatal, flaw })
 }
@@ -122,7 +187,7 @@ mod tests {
     }
 
     fn error(drafts: usize, labels: Value) -> String {
-        gold_labels(&task(drafts, Some(labels))).unwrap_err()
+        gold_labels(&task(drafts, Some(labels))).unwrap_err().to_string()
     }
 
     #[test]

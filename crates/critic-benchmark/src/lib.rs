@@ -27,6 +27,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 mod error;
 mod html;
 mod judging;
@@ -34,7 +36,6 @@ pub mod labels;
 mod markdown;
 pub mod metrics;
 mod report;
-pub mod stats;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,8 +58,11 @@ pub struct JudgeSpec {
     pub name: String,
     /// The experiment file, if any: plugin paths are relative to its directory.
     pub experiment_path: Option<PathBuf>,
+    /// The dataset files.
     pub datasets: Vec<PathBuf>,
+    /// What to do with a task whose labels are bad.
     pub on_bad_row: OnBadRow,
+    /// The critics to judge.
     pub critics: Vec<CriticSpec>,
     /// The pass rule that turns a critique into a verdict (the experiment's first policy).
     pub policy: Policy,
@@ -70,7 +74,9 @@ pub struct JudgeSpec {
     pub attempts: u32,
     /// Seeds the bootstrap intervals.
     pub seed: u64,
+    /// The output directory.
     pub out: PathBuf,
+    /// Where plugin libraries are looked for.
     pub plugin_dirs: Vec<PathBuf>,
     /// Worker threads; 0 means every core.
     pub jobs: usize,
@@ -102,9 +108,13 @@ impl Default for JudgeSpec {
 /// What a finished `judge` reports back.
 #[derive(Debug)]
 pub struct JudgeOutcome {
+    /// What `judge.json` holds.
     pub report: JudgeReport,
+    /// Where the files were written.
     pub out_dir: PathBuf,
+    /// Judgments written.
     pub judgments: usize,
+    /// Wall time of the whole command.
     pub elapsed: Duration,
 }
 

@@ -9,11 +9,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use critbench_core::{Policy, Rng, RoundScore, ScoreRange, SeedKey, derive_seed};
-use critbench_report::stats::{mcnemar_exact, paired_bootstrap_diff, wilson_interval};
+use critbench_stats::agreement::{cohen_kappa, kendall_tau_b, spearman};
+use critbench_stats::binomial::{mcnemar_exact, wilson_interval};
+use critbench_stats::bootstrap::paired_bootstrap_diff;
+use critbench_stats::descriptive::{mean, percentile, ratio, sample_sd};
 use critbench_storage::judgments::JudgmentRow;
 use serde::Serialize;
-
-use crate::stats::{cohen_kappa, kendall_tau_b, percentile, ratio, sample_sd, spearman};
 
 /// Bootstrap resamples for every interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -24,10 +25,15 @@ pub const CALIBRATION_BINS: usize = 10;
 
 /// One critic's judgments and what is needed to read them.
 pub struct CriticRows<'a> {
+    /// The critic.
     pub critic: &'a str,
+    /// Its plugin's name.
     pub plugin: &'a str,
+    /// Its plugin's version.
     pub plugin_version: &'a str,
+    /// Its score range.
     pub range: ScoreRange,
+    /// Its judgments.
     pub rows: Vec<&'a JudgmentRow>,
 }
 
@@ -36,16 +42,27 @@ pub struct CriticRows<'a> {
 /// undefined, e.g. precision when nothing was judged pass.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct CriticMetrics {
+    /// The critic.
     pub critic: String,
+    /// Its plugin's name.
     pub plugin: String,
+    /// Its plugin's version.
     pub plugin_version: String,
+    /// The low end of the critic's score range.
     pub score_min: f64,
+    /// The high end of the critic's score range.
     pub score_max: f64,
+    /// The pass threshold of the verdicts.
     pub pass_score: f64,
+    /// The per-dimension target of the verdicts, if any.
     pub dim_target: Option<f64>,
+    /// Labeled drafts judged.
     pub drafts: u64,
+    /// Judgments (drafts × repeats).
     pub judgments: u64,
+    /// Judgments of gold passes.
     pub gold_pass: u64,
+    /// Judgments of gold fails.
     pub gold_fail: u64,
     /// Gold pass judged pass.
     pub true_pass: u64,
@@ -53,42 +70,72 @@ pub struct CriticMetrics {
     pub false_pass: u64,
     /// Gold pass judged fail.
     pub false_fail: u64,
+    /// Gold fail judged fail.
     pub true_fail: u64,
+    /// `false_pass / gold_fail`.
     pub false_pass_rate: Option<f64>,
+    /// Lower end of the 95% interval of `false_pass_rate`.
     pub false_pass_rate_lo: Option<f64>,
+    /// Upper end of the 95% interval of `false_pass_rate`.
     pub false_pass_rate_hi: Option<f64>,
+    /// `false_fail / gold_pass`.
     pub false_fail_rate: Option<f64>,
+    /// Lower end of the 95% interval of `false_fail_rate`.
     pub false_fail_rate_lo: Option<f64>,
+    /// Upper end of the 95% interval of `false_fail_rate`.
     pub false_fail_rate_hi: Option<f64>,
+    /// Share of judgments that agree with the gold verdict.
     pub accuracy: Option<f64>,
+    /// Lower end of the 95% interval of `accuracy`.
     pub accuracy_lo: Option<f64>,
+    /// Upper end of the 95% interval of `accuracy`.
     pub accuracy_hi: Option<f64>,
+    /// Of the judged passes, the share gold passes.
     pub precision: Option<f64>,
+    /// Lower end of the 95% interval of `precision`.
     pub precision_lo: Option<f64>,
+    /// Upper end of the 95% interval of `precision`.
     pub precision_hi: Option<f64>,
+    /// Of the gold passes, the share judged pass.
     pub recall: Option<f64>,
+    /// Lower end of the 95% interval of `recall`.
     pub recall_lo: Option<f64>,
+    /// Upper end of the 95% interval of `recall`.
     pub recall_hi: Option<f64>,
+    /// Cohen's kappa of the verdicts against the gold ones.
     pub kappa: Option<f64>,
+    /// Lower end of the 95% interval of `kappa`.
     pub kappa_lo: Option<f64>,
+    /// Upper end of the 95% interval of `kappa`.
     pub kappa_hi: Option<f64>,
     /// Judgments whose label has a gold score.
     pub scored: u64,
+    /// Spearman correlation of score and gold score.
     pub spearman: Option<f64>,
+    /// Lower end of the 95% interval of `spearman`.
     pub spearman_lo: Option<f64>,
+    /// Upper end of the 95% interval of `spearman`.
     pub spearman_hi: Option<f64>,
+    /// Kendall's tau-b of score and gold score.
     pub kendall: Option<f64>,
+    /// Lower end of the 95% interval of `kendall`.
     pub kendall_lo: Option<f64>,
+    /// Upper end of the 95% interval of `kendall`.
     pub kendall_hi: Option<f64>,
     /// Judgments of drafts labeled fatal, and how many of them the critic flagged fatal.
     pub gold_fatal: u64,
+    /// Of those, the ones the critic flagged fatal.
     pub fatal_flagged: u64,
+    /// `fatal_flagged / gold_fatal`.
     pub fatal_recall: Option<f64>,
+    /// Lower end of the 95% interval of `fatal_recall`.
     pub fatal_recall_lo: Option<f64>,
+    /// Upper end of the 95% interval of `fatal_recall`.
     pub fatal_recall_hi: Option<f64>,
     /// Of the judgments the critic flagged fatal (among labels with a `fatal` flag), the share
     /// labeled fatal.
     pub fatal_precision: Option<f64>,
+    /// Critiques of each draft.
     pub repeats: u32,
     /// Mean over drafts of the sample standard deviation of the score across repeats.
     pub score_sd_mean: Option<f64>,
@@ -96,53 +143,82 @@ pub struct CriticMetrics {
     pub score_range_max: Option<f64>,
     /// Share of drafts whose repeats did not all reach the same verdict.
     pub verdict_flip_rate: Option<f64>,
+    /// Judgments whose critique failed.
     pub critic_errors: u64,
+    /// `critic_errors / judgments`.
     pub critic_error_rate: Option<f64>,
+    /// Lower end of the 95% interval of `critic_error_rate`.
     pub critic_error_rate_lo: Option<f64>,
+    /// Upper end of the 95% interval of `critic_error_rate`.
     pub critic_error_rate_hi: Option<f64>,
+    /// Mean attempts per critique.
     pub mean_attempts: Option<f64>,
+    /// Mean score.
     pub mean_score: Option<f64>,
+    /// Median critique latency, in milliseconds.
     pub latency_p50_ms: Option<f64>,
+    /// 90th percentile of critique latency, in milliseconds.
     pub latency_p90_ms: Option<f64>,
+    /// 99th percentile of critique latency, in milliseconds.
     pub latency_p99_ms: Option<f64>,
+    /// Longest critique, in milliseconds.
     pub latency_max_ms: Option<f64>,
 }
 
 /// The error rates had the critic been run under another pass threshold.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ThresholdRow {
+    /// The critic.
     pub critic: String,
+    /// The pass threshold.
     pub pass_score: f64,
     /// This is the experiment's threshold.
     pub current: bool,
+    /// Judgments with a pass verdict under it.
     pub judged_pass: u64,
+    /// False-pass rate under it.
     pub false_pass_rate: Option<f64>,
+    /// False-fail rate under it.
     pub false_fail_rate: Option<f64>,
+    /// Accuracy under it.
     pub accuracy: Option<f64>,
 }
 
 /// How often drafts the critic scored in one band are gold passes.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct CalibrationBin {
+    /// The critic.
     pub critic: String,
+    /// The bin's index, from the low end.
     pub bin: usize,
     /// `[score_lo, score_hi)`; the last bin includes the critic's maximum.
     pub score_lo: f64,
+    /// The bin's upper score bound.
     pub score_hi: f64,
+    /// Judgments scored in the bin.
     pub judgments: u64,
+    /// Of those, gold passes.
     pub gold_pass: u64,
+    /// `gold_pass / judgments`.
     pub gold_pass_rate: Option<f64>,
+    /// Mean score of the bin's judgments.
     pub mean_score: Option<f64>,
 }
 
 /// One critic on one kind of draft (task kind × label `flaw` × gold verdict), counted by draft.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct FlawRow {
+    /// The critic.
     pub critic: String,
+    /// The task kind.
     pub kind: String,
+    /// The label's `flaw`.
     pub flaw: String,
+    /// The gold verdict.
     pub gold_pass: bool,
+    /// Drafts of this kind.
     pub drafts: u64,
+    /// Their judgments.
     pub judgments: u64,
     /// Judgments with a pass verdict.
     pub judged_pass: u64,
@@ -150,29 +226,42 @@ pub struct FlawRow {
     /// false pass, for gold passes a false fail. Counting a draft once, and as wrong if any
     /// repeat was, keeps the Wilson interval honest with repeats and errs on the costly side.
     pub misjudged: u64,
+    /// `misjudged / drafts`.
     pub misjudged_rate: f64,
+    /// Lower end of the 95% interval of `misjudged`.
     pub misjudged_lo: f64,
+    /// Upper end of the 95% interval of `misjudged`.
     pub misjudged_hi: f64,
 }
 
 /// Two critics on the drafts both judged, first repeat of each.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct PairRow {
+    /// The first critic (A).
     pub critic_a: String,
+    /// The second critic (B).
     pub critic_b: String,
+    /// Drafts both judged.
     pub n_pairs: u64,
+    /// Accuracy of A.
     pub accuracy_a: f64,
+    /// Accuracy of B.
     pub accuracy_b: f64,
     /// accuracy_a − accuracy_b, with a paired bootstrap 95% interval.
     pub diff: f64,
+    /// Lower end of the 95% interval of `diff`.
     pub diff_lo: f64,
+    /// Upper end of the 95% interval of `diff`.
     pub diff_hi: f64,
     /// Drafts only A judged right, and only B.
     pub a_only: u64,
+    /// Drafts only B judged right.
     pub b_only: u64,
     /// Exact McNemar test on `a_only` against `b_only`.
     pub mcnemar_p: f64,
+    /// False-pass rate of A.
     pub false_pass_rate_a: Option<f64>,
+    /// False-pass rate of B.
     pub false_pass_rate_b: Option<f64>,
 }
 
@@ -362,11 +451,6 @@ fn at_boundary(point: Option<f64>, interval: Interval, drafts: u64) -> Interval 
         }
         _ => interval,
     }
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, count) = values.fold((0.0, 0u64), |(s, c), v| (s + v, c + 1));
-    (count > 0).then(|| sum / count as f64)
 }
 
 fn bootstrap_seed(seed: u64, name: &str, purpose: &str) -> u64 {

@@ -21,8 +21,11 @@ pub const JUDGE_FORMAT_VERSION: u32 = 1;
 /// The pass rule the verdicts were made under.
 #[derive(Clone, Debug, Serialize)]
 pub struct PolicyRecord {
+    /// The config whose pass rule it is.
     pub config_id: String,
+    /// Its pass threshold.
     pub pass_score: f64,
+    /// Its per-dimension target, if any.
     pub dim_target: Option<f64>,
     /// Configs in the experiment's policy grid; verdicts use the first.
     pub grid_size: usize,
@@ -31,14 +34,23 @@ pub struct PolicyRecord {
 /// One critic's plugin, as loaded.
 #[derive(Clone, Debug, Serialize)]
 pub struct PluginRecord {
+    /// The critic.
     pub critic: String,
+    /// The task kinds it judges (all when `None`).
     pub kinds: Option<Vec<String>>,
+    /// Its `config` table.
     pub config: serde_json::Value,
+    /// The library loaded.
     pub path: PathBuf,
+    /// The plugin's name.
     pub name: String,
+    /// The plugin's version.
     pub version: String,
+    /// SHA-256 of the library.
     pub sha256: String,
+    /// Its score range.
     pub score_range: [f64; 2],
+    /// Whether it may be called from several threads at once.
     pub thread_safe: bool,
     /// Compiled into critbench: `path` is then the executable and `sha256` of the critic's sources.
     pub builtin: bool,
@@ -47,30 +59,49 @@ pub struct PluginRecord {
 /// Everything `judge.json` holds.
 #[derive(Clone, Debug, Serialize)]
 pub struct JudgeReport {
+    /// The version of this file's layout.
     pub format_version: u32,
+    /// The critbench that wrote it.
     pub critbench_version: &'static str,
+    /// The experiment's name.
     pub name: String,
+    /// The run's id.
     pub run_id: String,
+    /// The experiment file, if any.
     pub experiment: Option<PathBuf>,
+    /// The pass rule of the verdicts.
     pub policy: PolicyRecord,
+    /// Critiques of each draft by each critic.
     pub repeats: u32,
+    /// Attempts per critique.
     pub critic_attempts: u32,
+    /// The seed of the bootstrap intervals.
     pub seed: u64,
+    /// Bootstrap resamples per interval.
     pub bootstrap_resamples: usize,
+    /// What each dataset held.
     pub datasets: Vec<DatasetSummary>,
+    /// Each critic's plugin.
     pub plugins: Vec<PluginRecord>,
     /// One entry per critic that judged at least one draft, in experiment order.
     pub critics: Vec<CriticMetrics>,
+    /// Critic-vs-critic comparisons.
     pub pairs: Vec<PairRow>,
+    /// The per-flaw breakdown.
     pub flaws: Vec<FlawRow>,
+    /// The threshold sweep.
     pub thresholds: Vec<ThresholdRow>,
+    /// Calibration bins.
     pub calibration: Vec<CalibrationBin>,
     /// What was left out or needs a reader's attention; also printed as warnings.
     pub notes: Vec<String>,
+    /// When judging started (RFC 3339).
     pub started_at: String,
+    /// When it finished (RFC 3339).
     pub finished_at: String,
     /// Time to load the datasets and plugins and make every critique.
     pub judging_seconds: f64,
+    /// Worker threads used.
     pub jobs: usize,
 }
 

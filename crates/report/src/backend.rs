@@ -8,13 +8,10 @@
 //!   their comparison says nothing about that critic: the reports say so instead of giving a
 //!   verdict.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, RecordBatch};
+use critbench_storage::feedback_use::{FeedbackCount, read_feedback_use};
 use critbench_storage::manifest::Manifest;
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::ReportError;
 
@@ -29,12 +26,21 @@ pub const IGNORED_NOTE_SHARE: f64 = 0.05;
 /// critiques the writer could not act on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeedbackUse {
+    /// The critic whose critiques were shown.
     pub critic: String,
+    /// The arm.
     pub arm: String,
     /// Rows of revisions whose author said whether it acted on the critique (every config's).
     pub revisions: u64,
     /// Of those, the ones it did not act on.
     pub ignored: u64,
+}
+
+impl From<FeedbackCount> for FeedbackUse {
+    fn from(count: FeedbackCount) -> FeedbackUse {
+        let FeedbackCount { critic, arm, revisions, ignored } = count;
+        FeedbackUse { critic, arm, revisions, ignored }
+    }
 }
 
 impl FeedbackUse {
@@ -110,7 +116,8 @@ impl Backend {
     pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Backend, ReportError> {
         let name = manifest.and_then(|m| m.experiment.rest.get("backend")).and_then(|b| b.as_str()).map(String::from);
         let files = critbench_storage::shards::table_files(run_dir, "trajectories");
-        Ok(Backend { name, feedback_use: read_feedback_use(&files)? })
+        let feedback_use = read_feedback_use(&files)?.into_iter().map(FeedbackUse::from).collect();
+        Ok(Backend { name, feedback_use })
     }
 
     /// Whether the arms share their drafts, so that comparing them measures the critic and the
@@ -142,67 +149,6 @@ impl Backend {
         }
         notices
     }
-}
-
-/// Counts, per critic and arm, the trajectory rows whose author said whether it acted on the
-/// critique (a projection of three columns, a batch at a time). Files written before the column
-/// existed count nothing.
-fn read_feedback_use(files: &[PathBuf]) -> Result<Vec<FeedbackUse>, ReportError> {
-    let mut counts: Vec<FeedbackUse> = Vec::new();
-    for path in files {
-        let corrupt = |message: String| ReportError::Corrupt(format!("{}: {message}", path.display()));
-        let file = std::fs::File::open(path).map_err(|e| corrupt(e.to_string()))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| corrupt(e.to_string()))?;
-        let schema = builder.schema().clone();
-        let indices: Option<Vec<usize>> = ["critic", "arm", "acted_on_critique"]
-            .iter()
-            .map(|name| schema.column_with_name(name).map(|(index, _)| index))
-            .collect();
-        let Some(indices) = indices else { continue };
-        let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
-        let reader = builder.with_projection(mask).build().map_err(|e| corrupt(e.to_string()))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| corrupt(e.to_string()))?;
-            add_batch(&batch, &mut counts).map_err(corrupt)?;
-        }
-    }
-    Ok(counts)
-}
-
-fn add_batch(batch: &RecordBatch, counts: &mut Vec<FeedbackUse>) -> Result<(), String> {
-    let text = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_string_opt::<i32>())
-            .ok_or_else(|| format!("column `{name}` is missing or not utf8"))
-    };
-    let (critic, arm) = (text("critic")?, text("arm")?);
-    let acted = batch
-        .column_by_name("acted_on_critique")
-        .and_then(|c| c.as_boolean_opt())
-        .ok_or("column `acted_on_critique` is not boolean")?;
-    let mut last: Option<usize> = None;
-    for row in 0..batch.num_rows() {
-        if acted.is_null(row) {
-            continue;
-        }
-        let (critic, arm) = (critic.value(row), arm.value(row));
-        // Rows of one critic and arm come together: remember the last one's slot.
-        let slot = match last.filter(|&slot| counts[slot].critic == critic && counts[slot].arm == arm) {
-            Some(slot) => slot,
-            None => match counts.iter().position(|u| u.critic == critic && u.arm == arm) {
-                Some(slot) => slot,
-                None => {
-                    counts.push(FeedbackUse { critic: critic.into(), arm: arm.into(), ..FeedbackUse::default() });
-                    counts.len() - 1
-                }
-            },
-        };
-        last = Some(slot);
-        counts[slot].revisions += 1;
-        counts[slot].ignored += u64::from(!acted.value(row));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -13,12 +13,15 @@ use crate::summary::{ComparisonRow, KeyMap, Loop, PairTotals, TaskPairs, task_ha
 /// The comparison of two runs.
 #[derive(Debug)]
 pub struct RunComparison {
+    /// How run A is named.
     pub label_a: String,
+    /// How run B is named.
     pub label_b: String,
     /// One row per config × arm × critic (pair), A against B.
     pub rows: Vec<ComparisonRow>,
     /// Loops of each run without a partner in the other.
     pub unmatched_a: usize,
+    /// Loops of run B without a partner in run A.
     pub unmatched_b: usize,
     /// Whether loops were paired by critic too (the runs share critic names).
     pub by_critic: bool,
@@ -366,7 +369,7 @@ mod tests {
         let row = &comparison.rows[0];
         assert_eq!((row.n_pairs, row.n_tasks, row.a_only, row.b_only), (30, 10, 9, 0));
         assert_eq!((row.tasks_a_better, row.tasks_b_better, row.test.as_str()), (3, 0, crate::TEST_SIGN));
-        assert_eq!(row.p_value, crate::stats::sign_test(3, 0));
+        assert_eq!(row.p_value, critbench_stats::binomial::sign_test(3, 0));
         assert!((row.diff - 0.3).abs() < 1e-12);
     }
 

@@ -25,28 +25,45 @@ pub struct ConfigComparisonRow {
     /// The policy parameter the two configs differ in (`pass_score`, `max_revisions`, `stall`,
     /// `plateau_eps`, `dim_target`, `final`), or empty for two configs compared on request.
     pub axis: String,
+    /// The arm.
     pub arm: String,
+    /// The critic.
     pub critic: String,
+    /// The first config compared (A).
     pub config_a: String,
+    /// The second config compared (B).
     pub config_b: String,
+    /// Task × epoch units both configs ran.
     pub n_pairs: u64,
+    /// Tasks with at least one unit.
     pub n_tasks: u64,
+    /// Pass rate of A over the units.
     pub pass_rate_a: f64,
+    /// Pass rate of B over the units.
     pub pass_rate_b: f64,
     /// `pass_rate_a − pass_rate_b` on the same units.
     pub diff: f64,
+    /// Lower end of the 95% interval of `diff`.
     pub diff_lo: f64,
+    /// Upper end of the 95% interval of `diff`.
     pub diff_hi: f64,
     /// Units only A passed / only B passed.
     pub a_only: u64,
+    /// Units only B passed.
     pub b_only: u64,
     /// Tasks where A passed more epochs than B, and the reverse.
     pub tasks_a_better: u64,
+    /// Tasks where B passed more epochs than A.
     pub tasks_b_better: u64,
+    /// The p-value of `test`.
     pub p_value: f64,
+    /// `mcnemar` (one epoch) or `sign` (several).
     pub test: String,
+    /// Mean rounds of A's loops.
     pub mean_rounds_a: f64,
+    /// Mean rounds of B's loops.
     pub mean_rounds_b: f64,
+    /// `mean_rounds_a − mean_rounds_b`.
     pub diff_mean_rounds: f64,
 }
 
@@ -352,7 +369,7 @@ pub fn render_config_comparisons(rows: &[ConfigComparisonRow]) -> String {
             100.0 * row.diff_hi,
             row.a_only,
             row.b_only,
-            crate::stats::format_p(row.p_value),
+            crate::format_p(row.p_value),
             row.test,
             row.mean_rounds_a,
             row.mean_rounds_b,

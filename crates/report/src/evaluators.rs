@@ -22,40 +22,55 @@ use critbench_storage::evaluations::{Verdict, for_each_verdict};
 use critbench_storage::manifest::Manifest;
 use serde::Serialize;
 
-use crate::ReportError;
-use crate::stats::{Cluster, cluster_bootstrap, sign_test};
 use crate::summary::{BOOTSTRAP_RESAMPLES, run_seed, write_csv};
+use crate::{ReportError, RowError};
+use critbench_stats::binomial::sign_test;
+use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
 
 /// One row of `evaluators.csv`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EvaluatorRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The held-out evaluator.
     pub evaluator: String,
+    /// The arm.
     pub arm: String,
     /// Loops with a verdict on their first draft and their final answer, and their tasks.
     pub n: u64,
+    /// Tasks of those loops.
     pub tasks: u64,
     /// The steering critic's pass rate of those loops (the loop passed).
     pub critic_pass_rate: f64,
     /// The evaluator's pass rate of the same final answers.
     pub evaluator_pass_rate: f64,
+    /// Lower end of the 95% interval of `evaluator`.
     pub evaluator_lo: f64,
+    /// Upper end of the 95% interval of `evaluator`.
     pub evaluator_hi: f64,
     /// Critic − evaluator on the same final answers, paired by loop.
     pub gap: f64,
+    /// Lower end of the 95% interval of `gap`.
     pub gap_lo: f64,
+    /// Upper end of the 95% interval of `gap`.
     pub gap_hi: f64,
     /// The evaluator's pass rate of the loops' first drafts.
     pub first_pass_rate: f64,
     /// Evaluator on the final answer − on the first draft, paired by loop.
     pub lift: f64,
+    /// Lower end of the 95% interval of `lift`.
     pub lift_lo: f64,
+    /// Upper end of the 95% interval of `lift`.
     pub lift_hi: f64,
     /// Final answers both passed, the critic only, the evaluator only, neither.
     pub both: u64,
+    /// Final answers the critic passed and the evaluator failed.
     pub critic_only: u64,
+    /// Final answers the evaluator passed and the critic failed.
     pub evaluator_only: u64,
+    /// Final answers both failed.
     pub neither: u64,
     /// Final-answer verdicts whose evaluator call failed every attempt (counted as fails).
     pub evaluator_errors: u64,
@@ -64,19 +79,29 @@ pub struct EvaluatorRow {
 /// One row of `evaluator_comparisons.csv`: two arms under one evaluator.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EvaluatorComparisonRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The held-out evaluator.
     pub evaluator: String,
+    /// The first arm compared (A).
     pub arm_a: String,
+    /// The second arm compared (B).
     pub arm_b: String,
     /// Task × epoch units both arms ran, and their tasks.
     pub pairs: u64,
+    /// Tasks of those units.
     pub tasks: u64,
+    /// The evaluator's pass rate of A.
     pub rate_a: f64,
+    /// The evaluator's pass rate of B.
     pub rate_b: f64,
     /// A − B under the evaluator.
     pub diff: f64,
+    /// Lower end of the 95% interval of `diff`.
     pub diff_lo: f64,
+    /// Upper end of the 95% interval of `diff`.
     pub diff_hi: f64,
     /// Sign test on tasks (each task's A − B over its epochs).
     pub p_value: f64,
@@ -85,19 +110,28 @@ pub struct EvaluatorComparisonRow {
 /// An answer the steering critic passed and the evaluator failed: a reader's place to start.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Disagreement {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The held-out evaluator.
     pub evaluator: String,
+    /// The arm.
     pub arm: String,
+    /// The task.
     pub task_id: String,
+    /// The epoch.
     pub epoch: u32,
+    /// The round of the final answer.
     pub round: u32,
 }
 
 /// Everything the reports say of the evaluators.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EvaluatorReport {
+    /// One row per config × critic × evaluator × arm (`evaluators.csv`).
     pub rows: Vec<EvaluatorRow>,
+    /// One row per pair of arms under an evaluator (`evaluator_comparisons.csv`).
     pub comparisons: Vec<EvaluatorComparisonRow>,
     /// The first [`LISTED`] critic-passed, evaluator-failed final answers, in table order; the rows'
     /// `critic_only` count them all.
@@ -150,14 +184,11 @@ impl Reader {
         index
     }
 
-    fn add(&mut self, v: &Verdict<'_>) -> Result<(), String> {
+    fn add(&mut self, v: &Verdict<'_>) -> Result<(), RowError> {
         if self.task.as_deref() != Some(v.task_id) {
             self.flush();
             if !self.seen.insert(critbench_storage::hash128(v.task_id)) {
-                return Err(format!(
-                    "the rows of task `{}` are not together (evaluations.parquet is written a task at a time)",
-                    v.task_id
-                ));
+                return Err(RowError::TaskApart { task_id: v.task_id.to_string() });
             }
             self.task = Some(v.task_id.to_string());
         }
@@ -165,7 +196,11 @@ impl Reader {
         let verdicts = self.loops.entry((group, v.epoch)).or_default();
         if v.is_final {
             if verdicts.final_.is_some() {
-                return Err(format!("task `{}` epoch {} has two final-answer verdicts", v.task_id, v.epoch));
+                return Err(RowError::VerdictTwice {
+                    task_id: v.task_id.to_string(),
+                    epoch: v.epoch,
+                    which: "final-answer",
+                });
             }
             verdicts.final_ = Some((v.passed, v.steering_passed, v.failed));
             if v.steering_passed && !v.passed && self.disagreements.len() < LISTED {
@@ -182,7 +217,11 @@ impl Reader {
             }
         } else {
             if verdicts.first.is_some() {
-                return Err(format!("task `{}` epoch {} has two first-draft verdicts", v.task_id, v.epoch));
+                return Err(RowError::VerdictTwice {
+                    task_id: v.task_id.to_string(),
+                    epoch: v.epoch,
+                    which: "first-draft",
+                });
             }
             verdicts.first = Some(v.passed);
         }
@@ -253,7 +292,7 @@ pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<Evalua
     }
     let mut reader = Reader::default();
     for path in &files {
-        for_each_verdict(path, |verdict| reader.add(verdict))
+        for_each_verdict(path, |verdict| reader.add(verdict).map_err(|e| e.to_string()))
             .map_err(|e| ReportError::Corrupt(format!("{}: {e}", path.display())))?;
     }
     reader.flush();
@@ -484,7 +523,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
                 percent(c.rate_b),
                 points(c.diff),
                 interval(c.diff_lo, c.diff_hi),
-                crate::stats::format_p(c.p_value)
+                crate::format_p(c.p_value)
             );
         }
     }
@@ -566,6 +605,10 @@ mod tests {
         reader.add(&verdict("t1", "feedback", 0, false, true, true)).unwrap();
         reader.add(&verdict("t2", "feedback", 0, false, true, true)).unwrap();
         let error = reader.add(&verdict("t1", "feedback", 0, true, true, true)).unwrap_err();
-        assert!(error.contains("`t1`"), "{error}");
+        assert_eq!(error, RowError::TaskApart { task_id: "t1".into() });
+        assert_eq!(
+            error.to_string(),
+            "the rows of task `t1` are not together (evaluations.parquet is written a task at a time)"
+        );
     }
 }

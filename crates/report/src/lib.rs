@@ -23,6 +23,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod compare;
 pub mod configs;
@@ -33,7 +35,6 @@ mod markdown;
 pub mod power;
 pub mod sequential;
 pub mod show;
-pub mod stats;
 mod summary;
 
 pub use html::escape as escape_html;
@@ -48,20 +49,110 @@ use std::path::{Path, PathBuf};
 /// Why reports could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// The directory holds no run, or a sharded one not merged yet.
     #[error("{} is not a run directory: {reason}\n  hint: pass the directory a `critbench run` wrote (it holds outcomes.parquet)", path.display())]
-    NotARun { path: PathBuf, reason: String },
+    NotARun {
+        /// The directory given.
+        path: PathBuf,
+        /// What it lacks.
+        reason: String,
+    },
+    /// A table or the manifest cannot be read, or a query names what the run does not have.
     #[error("{0}")]
     Corrupt(String),
+    /// A report file could not be written.
     #[error("cannot write {}: {source}", path.display())]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// A table is not the file the run wrote.
     #[error(transparent)]
     Mismatch(#[from] critbench_storage::manifest::TableMismatch),
     /// A file critbench would write over is not one it wrote (or is a link): left alone.
     #[error("{} is {what}; critbench replaces only files it wrote, never through a link: move it or choose another --out", path.display())]
-    WouldReplace { path: PathBuf, what: &'static str },
+    WouldReplace {
+        /// The file.
+        path: PathBuf,
+        /// What it is (`a symbolic link`, `not a comparison critbench wrote`).
+        what: &'static str,
+    },
+    /// A sample or its labels could not be used.
     #[error(transparent)]
     Gold(#[from] gold::GoldError),
+    /// The rows of the tables do not fit together.
+    #[error(transparent)]
+    Inconsistent(Box<RowError>),
+    /// The rows of `name` (a file, or a sharded run's folder) do not fit together.
+    #[error("{name}: {source}")]
+    Rows {
+        /// What was read.
+        name: String,
+        /// What does not fit.
+        #[source]
+        source: Box<RowError>,
+    },
+    /// The rounds of a task could not be read from the trajectories.
+    #[error(transparent)]
+    TaskRounds(#[from] critbench_storage::task_rounds::TaskRoundsError),
+    /// What the writer did with the critiques could not be read from the trajectories.
+    #[error(transparent)]
+    FeedbackUse(#[from] critbench_storage::feedback_use::FeedbackUseError),
+}
+
+/// What is wrong with the rows of a run's tables that no row alone shows: a loop given twice, a
+/// task's rows apart, a verdict twice, a sampled loop without its label.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RowError {
+    /// More arms in one config × critic than a loop's arm index holds.
+    #[error("more than 65,535 arms")]
+    TooManyArms,
+    /// One loop (task × config × critic × arm × epoch) has two rows.
+    #[error(
+        "the loop of task `{task_id}`, config {config_id}, critic {critic}, arm {arm}, epoch {epoch} appears more than once"
+    )]
+    LoopTwice {
+        /// The task.
+        task_id: String,
+        /// The config.
+        config_id: String,
+        /// The critic.
+        critic: String,
+        /// The arm.
+        arm: String,
+        /// The epoch.
+        epoch: u32,
+    },
+    /// The rows of a task are not together in `evaluations.parquet`.
+    #[error("the rows of task `{task_id}` are not together (evaluations.parquet is written a task at a time)")]
+    TaskApart {
+        /// The task.
+        task_id: String,
+    },
+    /// A loop has two verdicts of one evaluator on the same draft.
+    #[error("task `{task_id}` epoch {epoch} has two {which} verdicts")]
+    VerdictTwice {
+        /// The task.
+        task_id: String,
+        /// The epoch.
+        epoch: u32,
+        /// `final-answer` or `first-draft`.
+        which: &'static str,
+    },
+    /// A loop of a task in the labelled sample has no gold label.
+    #[error("the loop {key} of a sampled task has no gold label")]
+    NoGoldLabel {
+        /// The loop.
+        key: critbench_storage::final_answers::LoopKey,
+    },
+}
+
+impl From<RowError> for ReportError {
+    fn from(error: RowError) -> ReportError {
+        ReportError::Inconsistent(Box::new(error))
+    }
 }
 
 impl ReportError {
@@ -181,6 +272,11 @@ pub(crate) fn compared(comparisons: &[ComparisonRow]) -> Vec<power::Compared<'_>
         .iter()
         .map(|c| power::Compared { config_id: &c.config_id, critic: &c.critic, a: side(&c.arm_a), b: side(&c.arm_b) })
         .collect()
+}
+
+/// A p-value as the reports print it: four decimals, or `< 0.0001` below that.
+pub(crate) fn format_p(p: f64) -> String {
+    if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
 }
 
 /// A notice as a note of the reports: a sentence.

@@ -105,7 +105,7 @@ pub fn glance_table(report: &Report) -> String {
                     100.0 * c.diff,
                     100.0 * c.diff_lo,
                     100.0 * c.diff_hi,
-                    crate::stats::format_p(c.p_value),
+                    crate::format_p(c.p_value),
                     c.test
                 );
             }
@@ -305,7 +305,7 @@ pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
         100.0 * row.diff_hi,
         row.a_only,
         row.b_only,
-        crate::stats::format_p(row.p_value),
+        crate::format_p(row.p_value),
         row.test,
         row.mean_rounds_a,
         row.mean_rounds_b,
@@ -445,7 +445,7 @@ pub fn adjudication_section(report: &Report) -> String {
             100.0 * row.diff.2,
             row.lost,
             row.won,
-            crate::stats::format_p(row.p_value),
+            crate::format_p(row.p_value),
             score(row.mean_final_before),
             score(row.mean_final_after),
         );

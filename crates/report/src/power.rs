@@ -28,12 +28,17 @@ pub const STATED_DIFFERENCES: [f64; 2] = [0.05, 0.10];
 /// where its variance comes from. Columns are documented in `docs/FORMAT.md`.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct PowerRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The first arm compared (A).
     pub arm_a: String,
+    /// The second arm compared (B).
     pub arm_b: String,
     /// Tasks with at least one pair, and their epochs (the harmonic mean of pairs per task).
     pub n_tasks: u64,
+    /// Epochs per task (the harmonic mean of pairs per task).
     pub epochs: f64,
     /// The mean over tasks of each task's mean difference A − B.
     pub diff: f64,
@@ -41,20 +46,25 @@ pub struct PowerRow {
     pub se: f64,
     /// The test the MDE and tasks are for: two-sided at `confidence`, with probability `power`.
     pub confidence: f64,
+    /// The probability of detecting the MDE.
     pub power: f64,
     /// The minimum detectable difference over this run's tasks and epochs.
     pub mde: f64,
     /// The variance split: between tasks, and between a task's epochs (empty with one epoch).
     pub task_variance: Option<f64>,
+    /// Variance between a task's epochs.
     pub epoch_variance: Option<f64>,
     /// The epochs' share of the estimate's variance.
     pub epoch_share: Option<f64>,
     /// The MDE with twice the tasks, twice the epochs, and unlimited epochs (the task part alone).
     pub mde_twice_tasks: f64,
+    /// The MDE with twice the epochs.
     pub mde_twice_epochs: Option<f64>,
+    /// The MDE with unlimited epochs (the task part alone).
     pub mde_unlimited_epochs: Option<f64>,
     /// Tasks needed for 5 and 10 percentage points, with this run's epochs.
     pub tasks_for_5pp: Option<u64>,
+    /// Tasks needed for 10 percentage points.
     pub tasks_for_10pp: Option<u64>,
     /// `more tasks`, `more epochs`, `more tasks; 2+ epochs would split the variance`, `no variation`.
     pub advice: String,
@@ -64,17 +74,24 @@ pub struct PowerRow {
 /// `adjudicated` (the reports' `ARM+adjudicate`); `label` is how the reports name it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Side<'a> {
+    /// How the reports name the side.
     pub label: &'a str,
+    /// The arm whose loops it is.
     pub arm: &'a str,
+    /// Whether the loops answer with their adjudicated pass.
     pub adjudicated: bool,
 }
 
 /// A comparison to size: side A against side B within one config × critic.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Compared<'a> {
+    /// The config (policy).
     pub config_id: &'a str,
+    /// The critic.
     pub critic: &'a str,
+    /// Side A.
     pub a: Side<'a>,
+    /// Side B.
     pub b: Side<'a>,
 }
 

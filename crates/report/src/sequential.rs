@@ -17,20 +17,29 @@ pub const FILE: &str = "sequential.csv";
 /// `docs/FORMAT.md`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SequentialRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The first arm compared (A).
     pub arm_a: String,
+    /// The second arm compared (B).
     pub arm_b: String,
+    /// The look's number.
     pub look: u64,
     /// Tasks admitted at this look, and those that gave this comparison a value.
     pub tasks: u64,
+    /// Tasks that gave this comparison a value.
     pub n_tasks: u64,
     /// The mean of the values (A − B), and the confidence sequence's bounds.
     pub estimate: Option<f64>,
+    /// Lower bound of the confidence sequence.
     pub lower: f64,
+    /// Upper bound of the confidence sequence.
     pub upper: f64,
     /// The confidence of this comparison's own sequence.
     pub confidence: f64,
+    /// This comparison's verdict at the look.
     pub verdict: String,
     /// What the look decided for the run: `continue`, `settled` or `budget`.
     pub decision: String,

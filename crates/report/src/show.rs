@@ -1,274 +1,40 @@
 //! `critbench show RUN`: read one loop of a run round by round, or list the discordant pairs of two
 //! arms (the task × epoch units where one arm passed and the other did not).
 //!
-//! A loop is found in `trajectories.parquet` by its task: only the row groups whose `task_id`
-//! statistics (min/max) can hold the task are read, and only the columns shown are decoded, so
-//! showing one task of a run of a million rounds reads a row group or two.
+//! A loop is found in `trajectories.parquet` by its task ([`critbench_storage::task_rounds`]): only
+//! the row groups whose `task_id` statistics (min/max) can hold the task are read, and only the
+//! columns shown are decoded, so showing one task of a run of a million rounds reads a row group
+//! or two.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, RecordBatch};
 use critbench_storage::tables::for_each_outcome_stats_in;
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use critbench_storage::task_rounds::{TaskRound, read_task_rounds};
 
 use crate::{Report, ReportError};
 
 /// Which loop of a task to show; `None` keys take the first loop that matches the others.
 #[derive(Clone, Debug, Default)]
 pub struct LoopQuery {
+    /// The task's id.
     pub task: String,
+    /// The config (`--config`).
     pub config: Option<String>,
+    /// The critic (`--critic`).
     pub critic: Option<String>,
+    /// The arm (`--arm`).
     pub arm: Option<String>,
+    /// The epoch (`--epoch`).
     pub epoch: Option<u32>,
 }
 
-/// The columns `show` reads from `trajectories.parquet` (a projection: the rest is never decoded).
-const SHOWN_COLUMNS: [&str; 26] = [
-    "config_id",
-    "arm",
-    "critic",
-    "task_id",
-    "kind",
-    "epoch",
-    "round",
-    "score",
-    "dims",
-    "issues",
-    "fatal_issues",
-    "issue_types",
-    "suggestions",
-    "rationale",
-    "critic_passed",
-    "passed",
-    "decision",
-    "exit_reason",
-    "is_best",
-    "draft_chars",
-    "draft",
-    "gen_ms",
-    "critic_ms",
-    "critic_attempts",
-    "critic_error",
-    "tokens_in",
-];
-
-/// Token columns added after the first schema; read when present.
-const TOKEN_COLUMNS: [&str; 3] = ["tokens_out", "critic_tokens_in", "critic_tokens_out"];
-
-/// One round of a loop, as stored.
-#[derive(Clone, Debug, Default)]
-struct Round {
-    config: String,
-    arm: String,
-    critic: String,
-    kind: Option<String>,
-    epoch: u32,
-    round: u32,
-    score: f64,
-    dims: BTreeMap<String, f64>,
-    issues: Vec<String>,
-    fatal_issues: Vec<String>,
-    issue_types: Vec<String>,
-    suggestions: Option<String>,
-    rationale: Option<String>,
-    critic_passed: Option<bool>,
-    passed: bool,
-    decision: String,
-    exit_reason: Option<String>,
-    is_best: bool,
-    draft_chars: i64,
-    draft: Option<String>,
-    gen_ms: f64,
-    critic_ms: f64,
-    critic_attempts: i32,
-    critic_error: Option<String>,
-    tokens: [Option<i64>; 4],
-}
-
-fn corrupt(path: &Path, message: impl std::fmt::Display) -> ReportError {
-    ReportError::Corrupt(format!("{}: {message}", path.display()))
-}
-
-/// Every round of `task` in the Parquet file at `path`, in file order. Reads only the row groups
-/// whose `task_id` min/max statistics admit the task (all of them when a row group has none) and
-/// only [`SHOWN_COLUMNS`]. Returns the rounds and how many of the file's row groups were read.
-fn read_task_rounds(path: &Path, task: &str) -> Result<(Vec<Round>, usize, usize), ReportError> {
-    let file = std::fs::File::open(path).map_err(|e| corrupt(path, format!("cannot open: {e}")))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| corrupt(path, format!("not a readable Parquet file: {e}")))?;
-    let schema = builder.schema().clone();
-    let metadata = builder.metadata().clone();
-    let task_leaf = metadata
-        .file_metadata()
-        .schema_descr()
-        .columns()
-        .iter()
-        .position(|c| c.path().string() == "task_id")
-        .ok_or_else(|| corrupt(path, "missing column `task_id`"))?;
-    let wanted = task.as_bytes();
-    let groups: Vec<usize> = metadata
-        .row_groups()
-        .iter()
-        .enumerate()
-        .filter(|(_, group)| {
-            let Some(stats) = group.column(task_leaf).statistics() else { return true };
-            let below = stats.min_bytes_opt().is_some_and(|min| wanted < min);
-            let above = stats.max_bytes_opt().is_some_and(|max| wanted > max);
-            !below && !above
-        })
-        .map(|(i, _)| i)
-        .collect();
-    let total_groups = metadata.num_row_groups();
-    let mut roots = Vec::new();
-    for name in SHOWN_COLUMNS {
-        let (index, _) =
-            schema.column_with_name(name).ok_or_else(|| corrupt(path, format!("missing column `{name}`")))?;
-        roots.push(index);
-    }
-    roots.extend(TOKEN_COLUMNS.iter().filter_map(|name| schema.column_with_name(name).map(|(i, _)| i)));
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let read = groups.len();
-    let reader = builder
-        .with_row_groups(groups)
-        .with_projection(mask)
-        .build()
-        .map_err(|e| corrupt(path, format!("cannot read: {e}")))?;
-    let mut rounds = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| corrupt(path, format!("cannot read: {e}")))?;
-        collect_rounds(&batch, task, &mut rounds).map_err(|e| corrupt(path, e))?;
-    }
-    Ok((rounds, read, total_groups))
-}
-
-fn text_column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a arrow_array::StringArray, String> {
-    batch
-        .column_by_name(name)
-        .and_then(|c| c.as_string_opt::<i32>())
-        .ok_or_else(|| format!("column `{name}` is missing or not utf8"))
-}
-
-fn optional_text(array: &arrow_array::StringArray, i: usize) -> Option<String> {
-    array.is_valid(i).then(|| array.value(i).to_string())
-}
-
-fn string_list(batch: &RecordBatch, name: &str, i: usize) -> Result<Vec<String>, String> {
-    let array = batch
-        .column_by_name(name)
-        .and_then(|c| c.as_list_opt::<i32>())
-        .ok_or_else(|| format!("column `{name}` is missing or not a list"))?;
-    if array.is_null(i) {
-        return Ok(Vec::new());
-    }
-    let items = array.value(i);
-    let items = items.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` holds no strings"))?;
-    Ok((0..items.len()).map(|j| items.value(j).to_string()).collect())
-}
-
-fn float_map(batch: &RecordBatch, name: &str, i: usize) -> Result<BTreeMap<String, f64>, String> {
-    let array = batch
-        .column_by_name(name)
-        .and_then(|c| c.as_map_opt())
-        .ok_or_else(|| format!("column `{name}` is missing or not a map"))?;
-    if array.is_null(i) {
-        return Ok(BTreeMap::new());
-    }
-    let keys = array.keys().as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` has non-text keys"))?;
-    let values = array
-        .values()
-        .as_primitive_opt::<Float64Type>()
-        .ok_or_else(|| format!("column `{name}` has non-float values"))?;
-    let offsets = array.value_offsets();
-    let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
-    Ok((start..end).map(|j| (keys.value(j).to_string(), values.value(j))).collect())
-}
-
-fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<Round>) -> Result<(), String> {
-    let task_ids = text_column(batch, "task_id")?;
-    let int32 = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_primitive_opt::<Int32Type>())
-            .ok_or_else(|| format!("column `{name}` is missing or not int32"))
-    };
-    let float = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_primitive_opt::<Float64Type>())
-            .ok_or_else(|| format!("column `{name}` is missing or not float64"))
-    };
-    let boolean = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_boolean_opt())
-            .ok_or_else(|| format!("column `{name}` is missing or not boolean"))
-    };
-    let int64 = |name: &str| batch.column_by_name(name).and_then(|c| c.as_primitive_opt::<Int64Type>());
-    let (config, arm, critic, kind) = (
-        text_column(batch, "config_id")?,
-        text_column(batch, "arm")?,
-        text_column(batch, "critic")?,
-        text_column(batch, "kind")?,
-    );
-    let (suggestions, rationale, decision, exit_reason, draft, critic_error) = (
-        text_column(batch, "suggestions")?,
-        text_column(batch, "rationale")?,
-        text_column(batch, "decision")?,
-        text_column(batch, "exit_reason")?,
-        text_column(batch, "draft")?,
-        text_column(batch, "critic_error")?,
-    );
-    let (epoch, round, attempts) = (int32("epoch")?, int32("round")?, int32("critic_attempts")?);
-    let (score, gen_ms, critic_ms) = (float("score")?, float("gen_ms")?, float("critic_ms")?);
-    let (critic_passed, passed, is_best) = (boolean("critic_passed")?, boolean("passed")?, boolean("is_best")?);
-    let draft_chars = int64("draft_chars").ok_or("column `draft_chars` is missing or not int64")?;
-    let tokens = ["tokens_in", "tokens_out", "critic_tokens_in", "critic_tokens_out"].map(int64);
-    for i in 0..batch.num_rows() {
-        if task_ids.value(i) != task {
-            continue;
-        }
-        rounds.push(Round {
-            config: config.value(i).to_string(),
-            arm: arm.value(i).to_string(),
-            critic: critic.value(i).to_string(),
-            kind: optional_text(kind, i),
-            epoch: u32::try_from(epoch.value(i)).unwrap_or(0),
-            round: u32::try_from(round.value(i)).unwrap_or(0),
-            score: score.value(i),
-            dims: float_map(batch, "dims", i)?,
-            issues: string_list(batch, "issues", i)?,
-            fatal_issues: string_list(batch, "fatal_issues", i)?,
-            issue_types: string_list(batch, "issue_types", i)?,
-            suggestions: optional_text(suggestions, i),
-            rationale: optional_text(rationale, i),
-            critic_passed: critic_passed.is_valid(i).then(|| critic_passed.value(i)),
-            passed: passed.value(i),
-            decision: decision.value(i).to_string(),
-            exit_reason: optional_text(exit_reason, i),
-            is_best: is_best.value(i),
-            draft_chars: draft_chars.value(i),
-            draft: optional_text(draft, i),
-            gen_ms: gen_ms.value(i),
-            critic_ms: critic_ms.value(i),
-            critic_attempts: attempts.value(i),
-            critic_error: optional_text(critic_error, i),
-            tokens: tokens.map(|column| column.and_then(|c| c.is_valid(i).then(|| c.value(i)))),
-        });
-    }
-    Ok(())
-}
-
 /// Every round of `task` in the run's trajectories, whether in one file or in shards.
-fn task_rounds(run_dir: &Path, task: &str) -> Result<Vec<Round>, ReportError> {
+fn task_rounds(run_dir: &Path, task: &str) -> Result<Vec<TaskRound>, ReportError> {
     let mut rounds = Vec::new();
     for path in crate::table_files(run_dir, "trajectories")? {
-        rounds.extend(read_task_rounds(&path, task)?.0);
+        rounds.extend(read_task_rounds(&path, task)?.rounds);
     }
     Ok(rounds)
 }
@@ -287,7 +53,7 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
             run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories")).display()
         )));
     }
-    let keys = |r: &Round| (r.config.clone(), r.critic.clone(), r.arm.clone(), r.epoch);
+    let keys = |r: &TaskRound| (r.config.clone(), r.critic.clone(), r.arm.clone(), r.epoch);
     let loops = crate::unique(rounds.iter().map(keys));
     let matches = |key: &(String, String, String, u32)| {
         query.config.as_ref().is_none_or(|c| *c == key.0)
@@ -315,7 +81,7 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
         }
         return Err(ReportError::Corrupt(message));
     };
-    let rounds: Vec<&Round> = rounds.iter().filter(|r| keys(r) == *chosen).collect();
+    let rounds: Vec<&TaskRound> = rounds.iter().filter(|r| keys(r) == *chosen).collect();
     Ok(render_loop(run_dir, query, chosen, &matching, &rounds, color))
 }
 
@@ -324,7 +90,7 @@ fn render_loop(
     query: &LoopQuery,
     chosen: &(String, String, String, u32),
     matching: &[&(String, String, String, u32)],
-    rounds: &[&Round],
+    rounds: &[&TaskRound],
     color: bool,
 ) -> String {
     let mut out = String::new();
@@ -503,7 +269,9 @@ fn unified_diff(out: &mut String, before: &str, after: &str, color: bool) {
 /// One discordant pair: a task × epoch where one of the two arms passed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DiscordantPair {
+    /// The task.
     pub task_id: String,
+    /// The epoch.
     pub epoch: u32,
     /// Whether arm A passed (then B did not).
     pub a_passed: bool,
@@ -512,12 +280,15 @@ pub struct DiscordantPair {
 /// The discordant pairs of one config and critic.
 #[derive(Clone, Debug)]
 pub struct PairGroup {
+    /// The config.
     pub config: String,
+    /// The critic.
     pub critic: String,
     /// Units where both arms ran.
     pub units: usize,
     /// Discordant units where only A passed, and where only B passed.
     pub a_only: usize,
+    /// Units only B passed.
     pub b_only: usize,
     /// The discordant pairs by task and epoch, the first `limit` of them when a limit was given.
     pub pairs: Vec<DiscordantPair>,
@@ -698,9 +469,6 @@ pub fn render_pairs(run_dir: &Path, arm_a: &str, arm_b: &str, groups: &[PairGrou
 
 #[cfg(test)]
 mod tests {
-    use critbench_storage::critique_columns::CritiqueColumns;
-    use critbench_storage::tables::{TrajectoryRow, TrajectoryWriter};
-
     use super::*;
 
     /// 3,000 tasks × 2 epochs, feedback passing the even tasks and no-feedback the tasks divisible
@@ -747,38 +515,5 @@ mod tests {
         let rendered = render_pairs(dir.path(), "feedback", "no-feedback", &limited, 5);
         assert!(rendered.contains(": 3000 of 6000 units (2000 only feedback passed, 1000 only no-feedback passed)"));
         assert!(rendered.contains("… and 2995 more"), "{rendered}");
-    }
-
-    /// Three tasks over two row groups (the writer closes a group at 65,536 rows): a task inside
-    /// one group's `task_id` range reads that group alone, a task in both reads both, and rows
-    /// of other tasks in a group read are left out.
-    #[test]
-    fn only_row_groups_whose_task_range_holds_the_task_are_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("trajectories.parquet");
-        let mut writer = TrajectoryWriter::create(&path).unwrap();
-        let critique = CritiqueColumns::scored(5.0);
-        // "a" fills most of the first group, "b" straddles both, "c" is in the second only.
-        let tasks = [("a", 60_000u32), ("b", 10_000), ("c", 5_000)];
-        for (task, rounds) in tasks {
-            for round in 0..rounds {
-                writer
-                    .push(&TrajectoryRow {
-                        epoch: round / 4,
-                        draft_chars: 10,
-                        ..TrajectoryRow::bare(task, round % 4, &critique)
-                    })
-                    .unwrap();
-            }
-        }
-        writer.close().unwrap();
-        let (rounds, read, total) = read_task_rounds(&path, "c").unwrap();
-        assert_eq!((rounds.len(), read, total), (5_000, 1, 2));
-        let (rounds, read, _) = read_task_rounds(&path, "a").unwrap();
-        assert_eq!((rounds.len(), read), (60_000, 1));
-        let (rounds, read, _) = read_task_rounds(&path, "b").unwrap();
-        assert_eq!((rounds.len(), read), (10_000, 2));
-        let (rounds, read, _) = read_task_rounds(&path, "0").unwrap();
-        assert_eq!((rounds.len(), read), (0, 0), "below every group's range");
     }
 }

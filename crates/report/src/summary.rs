@@ -32,11 +32,11 @@ use notes::{censored_note, notes};
 use totals::ArmTotals;
 pub(crate) use totals::{Loop, PairTotals, TaskPairs, matched_epochs};
 
-use crate::ReportError;
+use crate::{ReportError, RowError};
 
 /// The fewest Monte Carlo resamples of a task-cluster bootstrap that is not computed exactly
 /// (tasks of unequal size, or a large run); more are drawn when an endpoint's Monte Carlo error
-/// needs them (see [`crate::stats::cluster_bootstrap`]).
+/// needs them (see [`critbench_stats::bootstrap::cluster_bootstrap`]).
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
 /// `interval` of a summary row whose every task ran once: Wilson's score interval.
@@ -51,26 +51,45 @@ pub const TEST_SIGN: &str = "task sign test";
 /// One config × arm × critic.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct SummaryRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The arm.
     pub arm: String,
+    /// The critic.
     pub critic: String,
+    /// Loops.
     pub n: u64,
+    /// Loops that passed.
     pub passed: u64,
+    /// `passed / n`.
     pub pass_rate: f64,
+    /// Lower end of the 95% interval of `pass_rate`.
     pub pass_rate_lo: f64,
+    /// Upper end of the 95% interval of `pass_rate`.
     pub pass_rate_hi: f64,
+    /// Mean critiqued rounds per loop.
     pub mean_rounds: f64,
     /// Loops whose first draft passed (round 0), with its interval.
     pub first_round_passed: u64,
+    /// `first_round_passed / n`.
     pub first_round_pass_rate: f64,
+    /// Lower end of the 95% interval of `first_round_pass_rate`.
     pub first_round_pass_rate_lo: f64,
+    /// Upper end of the 95% interval of `first_round_pass_rate`.
     pub first_round_pass_rate_hi: f64,
+    /// Loops that stopped because they passed.
     pub exit_pass: u64,
+    /// Loops stopped by the stall rule.
     pub exit_stall: u64,
+    /// Loops stopped by the plateau rule.
     pub exit_plateau: u64,
+    /// Loops that used every revision.
     pub exit_budget: u64,
+    /// Mean critic score of the first draft.
     pub mean_first_score: f64,
+    /// Mean critic score of the best draft.
     pub mean_best_score: f64,
+    /// Mean critic score of the returned draft.
     pub mean_final_score: f64,
     /// Critiqued rounds whose critic failed (after its retries), summed over loops.
     pub critic_errors: u64,
@@ -87,21 +106,27 @@ pub struct SummaryRow {
     pub critic_error_rate: f64,
     /// Loops with at least one failed critique, and their share of `n`.
     pub critic_error_loops: u64,
+    /// `critic_error_loops / n`.
     pub critic_error_loop_rate: f64,
     /// Mean rounds of the loops that passed (0 when none did): the cost of a pass.
     pub mean_rounds_passed: f64,
     /// The writer's tokens per loop and per passed loop; `None` (an empty cell) when no loop
     /// counted tokens, and the per-pass ones when none passed.
     pub tokens_in_per_loop: Option<f64>,
+    /// Writer output tokens per loop.
     pub tokens_out_per_loop: Option<f64>,
+    /// Writer input tokens per passed loop.
     pub tokens_in_per_pass: Option<f64>,
+    /// Writer output tokens per passed loop.
     pub tokens_out_per_pass: Option<f64>,
     /// Money, in the run's currency (`Report::currency`), when every loop of the row has a
     /// `cost`: in all, per loop, and per pass (everything the row's loops cost over the loops
     /// that passed: what each pass cost, failed attempts included). Empty otherwise, never zero
     /// for a model without a price; `cost_per_pass` also when no loop passed.
     pub cost_total: Option<f64>,
+    /// Cost per loop.
     pub cost_per_loop: Option<f64>,
+    /// Cost per passed loop.
     pub cost_per_pass: Option<f64>,
 }
 
@@ -116,39 +141,60 @@ impl ComparisonRow {
 /// Two arms of one config × critic, on the task × epoch pairs both ran.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct ComparisonRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The first arm compared (A).
     pub arm_a: String,
+    /// The second arm compared (B).
     pub arm_b: String,
+    /// Task × epoch pairs both arms ran.
     pub n_pairs: u64,
+    /// Pass rate of A over the pairs.
     pub pass_rate_a: f64,
+    /// Pass rate of B over the pairs.
     pub pass_rate_b: f64,
+    /// `pass_rate_a − pass_rate_b`.
     pub diff: f64,
     /// Task-cluster bootstrap interval of `diff` (tasks resampled with all their epochs).
     pub diff_lo: f64,
+    /// Upper end of the 95% interval of `diff`.
     pub diff_hi: f64,
+    /// Pairs only A passed.
     pub a_only: u64,
+    /// Pairs only B passed.
     pub b_only: u64,
     /// McNemar's exact test on the pairs, as if every pair were independent. With one epoch it
     /// is `p_value`; with several it ignores that a task's epochs agree, so read `p_value`.
     pub mcnemar_p: f64,
+    /// Mean rounds of A's loops.
     pub mean_rounds_a: f64,
+    /// Mean rounds of B's loops.
     pub mean_rounds_b: f64,
     /// mean_rounds_a − mean_rounds_b
     pub diff_mean_rounds: f64,
+    /// Mean best score of A's loops.
     pub mean_best_score_a: f64,
+    /// Mean best score of B's loops.
     pub mean_best_score_b: f64,
     /// mean_best_score_a − mean_best_score_b
     pub diff_mean_best_score: f64,
     /// Pass rates of the first draft alone, and their paired difference with its interval.
     pub first_round_rate_a: f64,
+    /// First-draft pass rate of B.
     pub first_round_rate_b: f64,
+    /// `first_round_rate_a − first_round_rate_b`.
     pub first_round_diff: f64,
+    /// Lower end of the 95% interval of `first_round_diff`.
     pub first_round_diff_lo: f64,
+    /// Upper end of the 95% interval of `first_round_diff`.
     pub first_round_diff_hi: f64,
     /// Tasks with at least one pair, and those where A passed more epochs than B or fewer.
     pub n_tasks: u64,
+    /// Tasks where A passed more epochs than B.
     pub tasks_a_better: u64,
+    /// Tasks where B passed more epochs than A.
     pub tasks_b_better: u64,
     /// The p-value of `test`: the paired test that respects a task's epochs being one cluster.
     pub p_value: f64,
@@ -157,21 +203,28 @@ pub struct ComparisonRow {
     /// Mean rounds of the passed loops of each arm, over the pairs where both passed, and
     /// their difference (A − B); `None` (empty) when no pair passed on both sides.
     pub both_passed: u64,
+    /// Mean rounds of A's passed loops.
     pub mean_rounds_passed_a: Option<f64>,
+    /// Mean rounds of B's passed loops.
     pub mean_rounds_passed_b: Option<f64>,
+    /// `mean_rounds_passed_a − mean_rounds_passed_b`.
     pub diff_mean_rounds_passed: Option<f64>,
     /// What a pass costs A beside B in money: the mean cost of each arm's loop over the pairs
     /// where both passed, and A − B; empty when no pair passed on both sides or a loop of them
     /// has no cost.
     pub mean_cost_passed_a: Option<f64>,
+    /// Mean cost of B's passed loops.
     pub mean_cost_passed_b: Option<f64>,
+    /// `mean_cost_passed_a − mean_cost_passed_b`.
     pub diff_mean_cost_passed: Option<f64>,
 }
 
 /// Everything the summary files hold.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// The run's id (the manifest's, else the smallest in the rows).
     pub run_id: Option<String>,
+    /// The experiment's name, from the manifest.
     pub name: Option<String>,
     /// The currency of every cost (the experiment's `[pricing]`), when the run was priced.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -179,7 +232,9 @@ pub struct Report {
     /// Why the numbers cover only some of the run's tasks, when they do: reports say so first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial: Option<Partial>,
+    /// One row per config × arm × critic (`summary.csv`).
     pub summary: Vec<SummaryRow>,
+    /// One row per pair of arms (`comparisons.csv`).
     pub comparisons: Vec<ComparisonRow>,
     /// What a reader should know beside the tables (from the manifest): a token cap that stopped
     /// the run, loops that failed, the models and their calls, critics that failed or disagreed.
@@ -272,7 +327,9 @@ impl Partial {
 pub struct KindReport {
     /// `None` for tasks whose dataset row gave no kind.
     pub kind: Option<String>,
+    /// The kind's summary rows.
     pub summary: Vec<SummaryRow>,
+    /// The kind's comparison rows.
     pub comparisons: Vec<ComparisonRow>,
 }
 
@@ -481,7 +538,7 @@ impl Summarizer {
     /// Adds one outcome row; an adjudicated loop also counts as a loop of the arm
     /// `ARM+adjudicate` whose answer is the adjudicated draft: its pass and final score are the
     /// adjudicated ones, and it used one more critique.
-    pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+    pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
         if row.censored {
             return self.add_censored(row);
         }
@@ -500,7 +557,7 @@ impl Summarizer {
         Ok(())
     }
 
-    fn add_loop(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+    fn add_loop(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
         if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
             self.run_id = Some(row.run_id.to_string());
         }
@@ -515,7 +572,7 @@ impl Summarizer {
             }
         };
         group.arms[arm].add(row);
-        let arm = u16::try_from(arm).map_err(|_| "more than 65,535 arms".to_string())?;
+        let arm = u16::try_from(arm).map_err(|_| RowError::TooManyArms)?;
         let kind = group.kind(row.kind);
         group.kind_arm(kind, arm).add(row);
         let key = (slot, task_hash(row.task_id));
@@ -528,7 +585,7 @@ impl Summarizer {
     }
 
     /// A censored loop of a rescoring: no outcome to count, but one more of its task's loops.
-    fn add_censored(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+    fn add_censored(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
         let key = (row.config_id.to_string(), row.critic.to_string(), row.arm.to_string());
         *self.censored.entry(key).or_default() += 1;
         let slot = self.group(row.config_id, row.critic);
@@ -547,7 +604,7 @@ impl Summarizer {
     }
 
     /// After a loop of the open task `key` arrived: folds the task once all its loops have.
-    fn arrived(&mut self, slot: usize, key: (usize, u128)) -> Result<(), String> {
+    fn arrived(&mut self, slot: usize, key: (usize, u128)) -> Result<(), RowError> {
         let task = self.open.get(&key).expect("the task is open");
         let complete = self.expected == Some(task.loops.len() + task.censored);
         self.peak_open = self.peak_open.max(self.open.len());
@@ -563,7 +620,7 @@ impl Summarizer {
     }
 
     /// Folds one task's loops into its group's histograms.
-    fn close(&mut self, slot: usize, task: &mut OpenTask) -> Result<(), String> {
+    fn close(&mut self, slot: usize, task: &mut OpenTask) -> Result<(), RowError> {
         if task.loops.is_empty() {
             // Every loop of the task was censored: nothing to count.
             return Ok(());
@@ -571,10 +628,13 @@ impl Summarizer {
         let group = &mut self.groups[slot];
         task.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
         if let Some(twice) = task.loops.windows(2).find(|w| (w[0].arm, w[0].epoch) == (w[1].arm, w[1].epoch)) {
-            return Err(format!(
-                "the loop of task `{}`, config {}, critic {}, arm {}, epoch {} appears more than once",
-                task.task_id, group.config_id, group.critic, group.arms[twice[0].arm as usize].name, twice[0].epoch
-            ));
+            return Err(RowError::LoopTwice {
+                task_id: task.task_id.clone(),
+                config_id: group.config_id.clone(),
+                critic: group.critic.clone(),
+                arm: group.arms[twice[0].arm as usize].name.clone(),
+                epoch: twice[0].epoch,
+            });
         }
         // Each arm's run of loops, in arm order.
         let mut runs: Vec<(u16, &[Loop])> = Vec::new();
@@ -592,7 +652,7 @@ impl Summarizer {
     }
 
     /// Folds the tasks still open and orders everything for reading.
-    pub(crate) fn finish(mut self, manifest: Option<&Manifest>) -> Result<Report, String> {
+    pub(crate) fn finish(mut self, manifest: Option<&Manifest>) -> Result<Report, RowError> {
         let seed = run_seed(manifest);
         let open: Vec<((usize, u128), OpenTask)> = self.open.drain().collect();
         let incomplete = if self.expected.is_some() { open.len() } else { 0 };
@@ -696,7 +756,7 @@ fn comparable_arms(a: &str, b: &str) -> bool {
 
 /// Groups outcomes into the summary and the pairwise comparisons (the rows in memory; the
 /// streaming path is [`summarize_file`]).
-pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Result<Report, String> {
+pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Result<Report, RowError> {
     let mut summarizer = Summarizer::new(manifest);
     for row in outcomes {
         summarizer.add(&OutcomeStats::from(row))?;
@@ -714,13 +774,15 @@ pub fn summarize_file(path: &Path, manifest: Option<&Manifest>) -> Result<Report
 /// one after the other.
 pub fn summarize_files(paths: &[std::path::PathBuf], manifest: Option<&Manifest>) -> Result<Report, ReportError> {
     let mut summarizer = Summarizer::new(manifest);
-    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| summarizer.add(row))
-        .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| {
+        summarizer.add(row).map_err(|e| e.to_string())
+    })
+    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
     let name = match paths {
         [one] => one.display().to_string(),
         _ => paths.first().and_then(|p| p.parent()?.parent()).map_or_else(String::new, |d| d.display().to_string()),
     };
-    summarizer.finish(manifest).map_err(|e| ReportError::Corrupt(format!("{name}: {e}")))
+    summarizer.finish(manifest).map_err(|source| ReportError::Rows { name, source: Box::new(source) })
 }
 
 pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
@@ -736,10 +798,19 @@ pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportE
 mod tests {
     use super::csv::headers;
     use super::*;
-    use crate::stats::wilson_interval;
+    use critbench_stats::binomial::wilson_interval;
 
     fn row(task: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
         OutcomeRow::bare(task, arm, passed, rounds)
+    }
+
+    #[test]
+    fn a_loop_given_twice_is_named_in_the_error() {
+        let error = build_report(&[row("a", "feedback", true, 1), row("a", "feedback", false, 2)], None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the loop of task `a`, config p8-r3-stall-e0, critic rubric, arm feedback, epoch 0 appears more than once"
+        );
     }
 
     #[test]
@@ -1031,7 +1102,10 @@ mod tests {
         let comparison = &clustered.comparisons[0];
         assert_eq!((comparison.test.as_str(), comparison.n_tasks, comparison.n_pairs), (TEST_SIGN, 20, 40));
         // Each task counts once in the test: half the evidence of 40 independent pairs.
-        assert_eq!(comparison.p_value, crate::stats::sign_test(comparison.tasks_a_better, comparison.tasks_b_better));
+        assert_eq!(
+            comparison.p_value,
+            critbench_stats::binomial::sign_test(comparison.tasks_a_better, comparison.tasks_b_better)
+        );
         assert_eq!(comparison.tasks_a_better * 2, comparison.a_only);
         assert!(comparison.p_value > comparison.mcnemar_p, "{comparison:?}");
     }

@@ -1,13 +1,35 @@
 //! Statistics for critbench that stand on their own: pure functions of numbers, no I/O, no
-//! knowledge of runs or tables. The report and the engine call them; each is checked against a
-//! reference implementation in `tests/python/`.
+//! knowledge of runs or tables. The report, the critic benchmark and the engine call them; each is
+//! checked against reference values (scipy, scikit-learn, numpy) in its tests, and the larger ones
+//! against a reference implementation in `tests/python/`.
 //!
+//! - [`binomial`]: Wilson's interval of a proportion, the exact McNemar test and the sign test;
+//! - [`bootstrap`]: the paired bootstrap of a difference, and the task-cluster bootstrap of ratio
+//!   statistics (exact when every task has the same size, otherwise resampled with a seed drawn
+//!   from the data);
+//! - [`descriptive`]: an order-independent exact sum ([`descriptive::ExactSum`]), the mean,
+//!   numpy's percentile, rates and the sample standard deviation;
+//! - [`agreement`]: Cohen's kappa and the Pearson, Spearman and Kendall correlations of two
+//!   raters;
+//! - [`ppi`]: pass rates corrected by a labelled sample (prediction-powered inference);
 //! - [`sequential`]: anytime-valid confidence sequences for a paired comparison run task by task,
 //!   and the [`sequential::Monitor`] that decides when a sequential run may stop;
 //! - [`power`]: how many tasks a paired comparison needs, from the split of its variance into a
 //!   task part and an epoch part.
+//!
+//! ```
+//! use critbench_stats::binomial::{mcnemar_exact, wilson_interval};
+//!
+//! let (low, high) = wilson_interval(7, 10);
+//! assert!(low < 0.7 && 0.7 < high);
+//! assert!(mcnemar_exact(2, 10) < 0.05);
+//! ```
 #![warn(missing_docs)]
 
+pub mod agreement;
+pub mod binomial;
+pub mod bootstrap;
+pub mod descriptive;
 pub mod power;
 pub mod ppi;
 pub mod sequential;

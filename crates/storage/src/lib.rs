@@ -20,6 +20,7 @@ pub mod critique_columns;
 pub mod dataset;
 mod declared;
 pub mod evaluations;
+pub mod feedback_use;
 pub mod files;
 pub mod final_answers;
 pub mod judgments;
@@ -31,6 +32,7 @@ mod schema;
 pub mod shards;
 pub mod tables;
 pub mod task_ids;
+pub mod task_rounds;
 
 pub use buffered::{TableRow, TableWriter};
 pub use parquet_sink::SCHEMA_VERSION;

@@ -21,41 +21,59 @@ use critbench_storage::tables::OutcomeStats;
 use serde::Serialize;
 
 use super::{ALPHA, GoldError, Labels};
-use crate::{ADJUDICATED_SUFFIX, Report, ReportError};
+use crate::{ADJUDICATED_SUFFIX, Report, ReportError, RowError};
 
 /// One config × critic × arm: the critic's pass rate, the gold labels' and the corrected one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CorrectedRow {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The arm.
     pub arm: String,
     /// Loops and tasks, and those labelled.
     pub n: u64,
+    /// Tasks.
     pub n_tasks: u64,
+    /// Labelled loops.
     pub n_labelled: u64,
+    /// Labelled tasks.
     pub n_tasks_labelled: u64,
     /// The critic's pass rate over every loop (as in summary.csv).
     pub pass_rate: f64,
     /// On the labelled loops: the critic's pass rate and the gold labels'.
     pub pass_rate_labelled: Option<f64>,
+    /// The gold labels' pass rate of the labelled loops.
     pub gold_pass_rate: Option<f64>,
     /// The PPI++ estimate of the gold pass rate with its 95% interval (clipped to [0, 1]) and the
     /// power-tuning λ; empty with fewer than two labelled tasks.
     pub pass_rate_corrected: Option<f64>,
+    /// Lower end of the 95% interval of `pass_rate_corrected`.
     pub corrected_lo: Option<f64>,
+    /// Upper end of the 95% interval of `pass_rate_corrected`.
     pub corrected_hi: Option<f64>,
+    /// The power-tuning λ.
     pub lambda: Option<f64>,
     /// Labelled answers gold fails, those the critic passed, and their share with its interval.
     pub gold_fail: u64,
+    /// Of those, the ones the critic passed.
     pub false_pass: u64,
+    /// `false_pass / gold_fail`.
     pub false_pass_rate: Option<f64>,
+    /// Lower end of the 95% interval of `false_pass_rate`.
     pub false_pass_rate_lo: Option<f64>,
+    /// Upper end of the 95% interval of `false_pass_rate`.
     pub false_pass_rate_hi: Option<f64>,
     /// Labelled answers gold passes, those the critic failed, and their share with its interval.
     pub gold_pass: u64,
+    /// Of those, the ones the critic failed.
     pub false_fail: u64,
+    /// `false_fail / gold_pass`.
     pub false_fail_rate: Option<f64>,
+    /// Lower end of the 95% interval of `false_fail_rate`.
     pub false_fail_rate_lo: Option<f64>,
+    /// Upper end of the 95% interval of `false_fail_rate`.
     pub false_fail_rate_hi: Option<f64>,
 }
 
@@ -63,38 +81,55 @@ pub struct CorrectedRow {
 /// labels' on the labelled tasks and the corrected one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CorrectedComparison {
+    /// The config (policy).
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The first arm compared (A).
     pub arm_a: String,
+    /// The second arm compared (B).
     pub arm_b: String,
     /// Pairs (task × epoch both arms ran) and their tasks, and those labelled.
     pub n_pairs: u64,
+    /// Tasks of the pairs.
     pub n_tasks: u64,
+    /// Labelled pairs.
     pub n_pairs_labelled: u64,
+    /// Labelled tasks.
     pub n_tasks_labelled: u64,
     /// The critic's pass rate of A minus B over every pair (as `diff` in comparisons.csv).
     pub diff: f64,
     /// On the labelled pairs: the critic's difference and the gold labels'.
     pub diff_labelled: Option<f64>,
+    /// The gold labels' difference on the labelled pairs.
     pub gold_diff: Option<f64>,
     /// The PPI++ estimate of the gold difference with its 95% interval (clipped to [−1, 1]) and λ;
     /// empty with fewer than two labelled tasks.
     pub diff_corrected: Option<f64>,
+    /// Lower end of the 95% interval of `diff_corrected`.
     pub diff_lo: Option<f64>,
+    /// Upper end of the 95% interval of `diff_corrected`.
     pub diff_hi: Option<f64>,
+    /// The power-tuning λ.
     pub lambda: Option<f64>,
 }
 
 /// Everything the labels correct, with the sample they came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Corrected {
+    /// One row per config × critic × arm (`corrected.csv`).
     pub rows: Vec<CorrectedRow>,
+    /// One row per pair of arms (`corrected_comparisons.csv`).
     pub comparisons: Vec<CorrectedComparison>,
     /// The labels file, its sample's seed and tasks, and the answers labelled.
     pub labels_file: PathBuf,
+    /// The sample's seed.
     pub seed: u64,
+    /// Tasks sampled.
     pub tasks: usize,
+    /// Answers labelled.
     pub answers: usize,
+    /// Loops those answers stand for.
     pub loops: usize,
 }
 
@@ -186,7 +221,7 @@ impl Fold<'_> {
         self.groups.len() - 1
     }
 
-    fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), String> {
+    fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
         let slot = self.group(row.config_id, row.critic);
         let group = &mut self.groups[slot];
         let arm = match group.arms.iter().position(|a| a.name == row.arm) {
@@ -196,7 +231,7 @@ impl Fold<'_> {
                 group.arms.len() - 1
             }
         };
-        let arm = u16::try_from(arm).map_err(|_| "more than 65,535 arms".to_string())?;
+        let arm = u16::try_from(arm).map_err(|_| RowError::TooManyArms)?;
         let labelled = self.labels.tasks.contains(row.task_id);
         let gold = if labelled {
             let key = LoopKey {
@@ -207,7 +242,7 @@ impl Fold<'_> {
                 epoch: row.epoch,
             };
             let label = self.labels.gold.get(&key).copied();
-            Some(label.ok_or_else(|| format!("the loop {key} of a sampled task has no gold label"))?)
+            Some(label.ok_or(RowError::NoGoldLabel { key })?)
         } else {
             None
         };
@@ -227,13 +262,16 @@ impl Fold<'_> {
 }
 
 /// Folds one (config, critic, task)'s loops into its group.
-fn close(group: &mut Group, mut task: OpenTask) -> Result<(), String> {
+fn close(group: &mut Group, mut task: OpenTask) -> Result<(), RowError> {
     task.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
     if let Some(twice) = task.loops.windows(2).find(|w| (w[0].arm, w[0].epoch) == (w[1].arm, w[1].epoch)) {
-        return Err(format!(
-            "the loop of task `{}`, config {}, critic {}, arm {}, epoch {} appears more than once",
-            task.task_id, group.config_id, group.critic, group.arms[twice[0].arm as usize].name, twice[0].epoch
-        ));
+        return Err(RowError::LoopTwice {
+            task_id: task.task_id.clone(),
+            config_id: group.config_id.clone(),
+            critic: group.critic.clone(),
+            arm: group.arms[twice[0].arm as usize].name.clone(),
+            epoch: twice[0].epoch,
+        });
     }
     let runs: Vec<&[Loop]> = task.loops.chunk_by(|a, b| a.arm == b.arm).collect();
     for loops in &runs {
@@ -437,11 +475,11 @@ impl Corrected {
             last_group: None,
             open: HashMap::new(),
         };
-        critbench_storage::tables::for_each_outcome_stats_in(paths, |row| fold.add(row))
+        critbench_storage::tables::for_each_outcome_stats_in(paths, |row| fold.add(row).map_err(|e| e.to_string()))
             .map_err(|e| ReportError::Corrupt(e.to_string()))?;
         let open: Vec<((usize, u128), OpenTask)> = fold.open.drain().collect();
         for ((slot, _), task) in open {
-            close(&mut fold.groups[slot], task).map_err(ReportError::Corrupt)?;
+            close(&mut fold.groups[slot], task)?;
         }
         let mut groups = fold.groups;
         let slot = |config: &str, critic: &str| fold.index.get(&(config.to_string(), critic.to_string())).copied();

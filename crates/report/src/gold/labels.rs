@@ -22,6 +22,7 @@ use crate::ReportError;
 pub struct Labels {
     /// The file it was read from.
     pub path: PathBuf,
+    /// The sample's header line.
     pub header: SampleHeader,
     /// Every sampled loop's gold label (that of the answer it returned).
     pub gold: BTreeMap<LoopKey, bool>,

@@ -33,7 +33,9 @@ const PURPOSE: &str = "gold-sample";
 /// How many tasks to sample, and the seed that picks them.
 #[derive(Clone, Copy, Debug)]
 pub struct SampleRequest {
+    /// Tasks to sample.
     pub tasks: usize,
+    /// The seed that ranks the tasks.
     pub seed: u64,
 }
 
@@ -44,11 +46,13 @@ pub struct SampleHeader {
     pub critbench_sample: u32,
     /// The run the sample is of.
     pub run_id: String,
+    /// The seed the tasks were drawn with.
     pub seed: u64,
     /// Tasks sampled.
     pub tasks: usize,
     /// Distinct answers (lines to label) and the loops they stand for.
     pub answers: usize,
+    /// Loops those answers stand for.
     pub loops: usize,
     /// SHA-256 of the sampled loops' keys: one JSON array `[config_id, arm, critic, task_id, epoch]`
     /// and a newline per loop, sorted.
@@ -60,12 +64,17 @@ pub struct SampleHeader {
 /// One loop an answer stands for, with the critic's verdict on it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AnsweredLoop {
+    /// The config (policy).
     pub config_id: String,
+    /// The arm.
     pub arm: String,
+    /// The critic.
     pub critic: String,
+    /// The epoch.
     pub epoch: u32,
     /// Whether the loop passed under its critic, and its final score.
     pub passed: bool,
+    /// The loop's final score.
     pub score: f64,
 }
 
@@ -74,17 +83,22 @@ pub struct AnsweredLoop {
 pub struct Answer {
     /// `a` and 16 hex digits of the SHA-256 of (task id, answer).
     pub answer_id: String,
+    /// The task.
     pub task_id: String,
     /// Empty (null) until a person fills it with true or false.
     pub gold: Option<bool>,
+    /// The answer's text (the loop's final draft).
     pub answer: String,
+    /// Every loop that returned this answer.
     pub loops: Vec<AnsweredLoop>,
 }
 
 /// A drawn sample: the header and its answers, by task and then by their first loop.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
+    /// The header line.
     pub header: SampleHeader,
+    /// The lines to label.
     pub answers: Vec<Answer>,
     /// The sampled tasks.
     pub tasks: BTreeSet<String>,

@@ -10,7 +10,7 @@ use crate::{ComparisonRow, Report, SummaryRow};
 
 fn summary(config_id: &str, critic: &str, arm: &str, passed: u64, mean_rounds: f64) -> SummaryRow {
     let n = 100;
-    let (lo, hi) = crate::stats::wilson_interval(passed, n);
+    let (lo, hi) = critbench_stats::binomial::wilson_interval(passed, n);
     SummaryRow {
         config_id: config_id.into(),
         arm: arm.into(),

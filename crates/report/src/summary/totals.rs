@@ -9,7 +9,9 @@ use critbench_storage::tables::OutcomeStats;
 use super::{
     BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, SummaryRow, TEST_MCNEMAR, TEST_SIGN,
 };
-use crate::stats::{Cluster, ExactSum, cluster_bootstrap, mcnemar_exact, sign_test, wilson_interval};
+use critbench_stats::binomial::{mcnemar_exact, sign_test, wilson_interval};
+use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
+use critbench_stats::descriptive::ExactSum;
 
 /// One loop of an open task: what the per-task statistics need of it.
 #[derive(Clone, Copy, Debug)]

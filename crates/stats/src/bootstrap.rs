@@ -1,50 +1,10 @@
-//! The statistics behind the reports. Pure functions, checked against reference values.
+//! Bootstrap intervals: the paired bootstrap of a difference of pass rates, and the
+//! task-cluster bootstrap of ratio statistics, computed exactly when every task has the same
+//! size and otherwise resampled from a stream seeded by the data ([`data_seed`]).
 
 use critbench_core::Rng;
 
-/// A p-value as the reports print it: four decimals, or `< 0.0001` below that.
-pub(crate) fn format_p(p: f64) -> String {
-    if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
-}
-
-/// z for a two-sided 95% interval.
-const Z95: f64 = 1.959_963_984_540_054;
-
-/// Wilson score interval (95%) for `successes` out of `n`; `(0, 1)` when `n` is 0.
-pub fn wilson_interval(successes: u64, n: u64) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let n = n as f64;
-    let p = successes as f64 / n;
-    let z2 = Z95 * Z95;
-    let denominator = 1.0 + z2 / n;
-    let center = (p + z2 / (2.0 * n)) / denominator;
-    let half = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denominator;
-    ((center - half).max(0.0), (center + half).min(1.0))
-}
-
-/// Exact two-sided McNemar test: the binomial test of `a_only` against `b_only` at p = ½.
-pub fn mcnemar_exact(a_only: u64, b_only: u64) -> f64 {
-    let n = a_only + b_only;
-    if n == 0 {
-        return 1.0;
-    }
-    let k = a_only.min(b_only);
-    // log P(X = i) for X ~ Binomial(n, ½), summed in log space so large n cannot underflow.
-    let mut log_pmf = -(n as f64) * std::f64::consts::LN_2;
-    let mut log_tail = log_pmf;
-    for i in 1..=k {
-        log_pmf += ((n - i + 1) as f64).ln() - (i as f64).ln();
-        log_tail = log_add(log_tail, log_pmf);
-    }
-    (2.0 * log_tail.exp()).min(1.0)
-}
-
-fn log_add(a: f64, b: f64) -> f64 {
-    let (high, low) = if a > b { (a, b) } else { (b, a) };
-    high + (low - high).exp().ln_1p()
-}
+use crate::descriptive::percentile;
 
 /// Paired bootstrap 95% percentile interval of mean(a) − mean(b) over pairs (a_i, b_i).
 ///
@@ -104,7 +64,7 @@ pub fn paired_bootstrap_diffs(statistics: &[&[(bool, bool)]], resamples: usize, 
         .into_iter()
         .map(|mut diff| {
             diff.sort_by(f64::total_cmp);
-            (percentile(&diff, 0.025), percentile(&diff, 0.975))
+            percentile_interval(&diff)
         })
         .collect()
 }
@@ -114,8 +74,11 @@ pub fn paired_bootstrap_diffs(statistics: &[&[(bool, bool)]], resamples: usize, 
 /// (passes, or pass differences).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Cluster<const K: usize> {
+    /// The task's loops, or its matched pairs.
     pub denominator: u64,
+    /// One numerator per statistic: passes, or pass differences.
     pub numerators: [i64; K],
+    /// How many tasks have this vector.
     pub tasks: u64,
 }
 
@@ -203,7 +166,7 @@ fn monte_carlo_intervals<const K: usize>(
     let mut intervals = [(0.0, 0.0); K];
     for (interval, mut statistic) in intervals.iter_mut().zip(values) {
         statistic.sort_by(f64::total_cmp);
-        *interval = (percentile(&statistic, 0.025), percentile(&statistic, 0.975));
+        *interval = percentile_interval(&statistic);
     }
     intervals
 }
@@ -456,148 +419,19 @@ fn ln_factorial(k: u64) -> f64 {
         + inverse * (1.0 / 12.0 - inverse2 * (1.0 / 360.0 - inverse2 * (1.0 / 1260.0 - inverse2 / 1680.0)))
 }
 
-/// Exact two-sided sign test: the binomial test of `positive` against `negative` at p = ½ (ties
-/// dropped). On per-task differences it is the clustered counterpart of McNemar's test, and with
-/// one pair per task it is McNemar's exact test.
-pub fn sign_test(positive: u64, negative: u64) -> f64 {
-    mcnemar_exact(positive, negative)
-}
-
-/// A sum of floating-point numbers that does not depend on the order they are added in: the
-/// partials are kept exactly (Shewchuk's algorithm, as Python's `math.fsum`) and the total is
-/// rounded once at the end.
-#[derive(Clone, Debug, Default)]
-pub struct ExactSum {
-    partials: Vec<f64>,
-    /// Infinities and NaNs, which have no exact partials.
-    special: f64,
-    count: u64,
-}
-
-impl ExactSum {
-    pub fn add(&mut self, value: f64) {
-        self.count += 1;
-        if !value.is_finite() {
-            self.special += value;
-            return;
-        }
-        let mut x = value;
-        let mut kept = 0;
-        for j in 0..self.partials.len() {
-            let mut y = self.partials[j];
-            if x.abs() < y.abs() {
-                std::mem::swap(&mut x, &mut y);
-            }
-            let high = x + y;
-            let low = y - (high - x);
-            if low != 0.0 {
-                self.partials[kept] = low;
-                kept += 1;
-            }
-            x = high;
-        }
-        self.partials.truncate(kept);
-        self.partials.push(x);
-    }
-
-    /// The correctly rounded total.
-    pub fn sum(&self) -> f64 {
-        if self.special != 0.0 || self.special.is_nan() {
-            return self.special;
-        }
-        let partials = &self.partials;
-        let mut n = partials.len();
-        if n == 0 {
-            return 0.0;
-        }
-        n -= 1;
-        let mut high = partials[n];
-        let mut low = 0.0;
-        while n > 0 {
-            let x = high;
-            n -= 1;
-            let y = partials[n];
-            high = x + y;
-            low = y - (high - x);
-            if low != 0.0 {
-                break;
-            }
-        }
-        if n > 0 && ((low < 0.0 && partials[n - 1] < 0.0) || (low > 0.0 && partials[n - 1] > 0.0)) {
-            let y = low * 2.0;
-            let x = high + y;
-            if y == x - high {
-                high = x;
-            }
-        }
-        high
-    }
-
-    /// The mean of what was added; NaN when nothing was.
-    pub fn mean(&self) -> f64 {
-        if self.count == 0 { f64::NAN } else { self.sum() / self.count as f64 }
-    }
-}
-
-/// Linear-interpolated percentile of sorted data (numpy's default method).
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    let position = q * (sorted.len() - 1) as f64;
-    let low = position.floor() as usize;
-    let high = position.ceil() as usize;
-    sorted[low] + (sorted[high] - sorted[low]) * (position - low as f64)
-}
-
-pub fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (sum, count) = values.fold((0.0, 0u64), |(s, c), v| (s + v, c + 1));
-    if count == 0 { f64::NAN } else { sum / count as f64 }
+/// The 95% percentile interval of sorted resampled statistics (at least one).
+fn percentile_interval(sorted: &[f64]) -> (f64, f64) {
+    let at = |q| percentile(sorted, q).expect("at least one resample");
+    (at(0.025), at(0.975))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BOOTSTRAP_RESAMPLES;
 
-    fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() < 1e-9
-    }
-
-    #[test]
-    fn wilson_matches_reference_values() {
-        // The Wilson formula evaluated in double precision (statsmodels proportion_confint agrees).
-        let (lo, hi) = wilson_interval(7, 10);
-        assert!(close(lo, 0.396_778_147_461_145_4) && close(hi, 0.892_208_732_593_698_9), "{lo} {hi}");
-        assert_eq!(wilson_interval(0, 0), (0.0, 1.0));
-        let (lo, hi) = wilson_interval(0, 20);
-        assert!(close(lo, 0.0) && hi > 0.15 && hi < 0.17);
-    }
-
-    #[test]
-    fn mcnemar_matches_the_binomial_test() {
-        // scipy.stats.binomtest(2, 12, 0.5).pvalue
-        assert!(close(mcnemar_exact(2, 10), 0.038_574_218_75));
-        assert!(close(mcnemar_exact(10, 2), 0.038_574_218_75));
-        assert_eq!(mcnemar_exact(0, 0), 1.0);
-        assert_eq!(mcnemar_exact(5, 5), 1.0);
-        // Large n must not underflow to zero or NaN.
-        let p = mcnemar_exact(2000, 2100);
-        assert!(p > 0.0 && p < 1.0, "{p}");
-    }
-
-    #[test]
-    fn exact_sum_does_not_depend_on_order() {
-        let values: Vec<f64> = (0..1000).map(|i| (f64::from(i) * 0.1).sin() * 10f64.powi(i % 7 - 3)).collect();
-        let mut forward = ExactSum::default();
-        values.iter().for_each(|&v| forward.add(v));
-        let mut backward = ExactSum::default();
-        values.iter().rev().for_each(|&v| backward.add(v));
-        assert_eq!(forward.sum().to_bits(), backward.sum().to_bits());
-        // A naive sum loses the small terms; the exact one keeps them: 1e16 + 1 − 1e16 = 1.
-        let mut cancel = ExactSum::default();
-        [1e16, 1.0, -1e16].iter().for_each(|&v| cancel.add(v));
-        assert_eq!(cancel.sum(), 1.0);
-        assert_eq!(cancel.mean(), 1.0 / 3.0);
-        assert!(ExactSum::default().mean().is_nan());
-    }
+    /// The fewest resamples the reports ask of a Monte Carlo interval (`BOOTSTRAP_RESAMPLES` of
+    /// `critbench-report`).
+    const REPORT_RESAMPLES: usize = 2000;
 
     #[test]
     fn binomial_draws_have_the_right_mean_and_variance() {
@@ -698,8 +532,8 @@ mod tests {
                     "{e:?} {m:?}"
                 );
             }
-            assert_eq!(cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, 1), exact);
-            assert_eq!(cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, 99), exact, "no seed in an exact interval");
+            assert_eq!(cluster_bootstrap(&clusters, REPORT_RESAMPLES, 1), exact);
+            assert_eq!(cluster_bootstrap(&clusters, REPORT_RESAMPLES, 99), exact, "no seed in an exact interval");
         }
     }
 
@@ -728,7 +562,7 @@ mod tests {
         // Twenty streams of as many resamples as a Monte Carlo interval of the demo's sizes gets:
         // the standard deviation of each endpoint across streams, against the reports' 0.1 pp.
         for clusters in demo_clusters() {
-            let resamples = monte_carlo_resamples(&clusters, BOOTSTRAP_RESAMPLES);
+            let resamples = monte_carlo_resamples(&clusters, REPORT_RESAMPLES);
             assert!((10_000..40_000).contains(&resamples), "{resamples}");
             let ends: Vec<(f64, f64)> =
                 (0..20).map(|seed| monte_carlo_intervals(&clusters, 240, resamples, seed)[0]).collect();

@@ -1,22 +1,7 @@
-//! The statistics of critic agreement. Pure functions; the reference values in the tests come
-//! from scikit-learn and scipy, and `tests/python/check_judge.py` checks every metric of a real
-//! run against them again.
-
-/// Linear-interpolated percentile of sorted data (numpy's default method); `q` in [0, 1].
-pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let position = q * (sorted.len() - 1) as f64;
-    let low = position.floor() as usize;
-    let high = position.ceil() as usize;
-    Some(sorted[low] + (sorted[high] - sorted[low]) * (position - low as f64))
-}
-
-/// `numerator / denominator`, or `None` when the denominator is zero (the rate is undefined).
-pub fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
-    (denominator > 0).then(|| numerator as f64 / denominator as f64)
-}
+//! Agreement of two raters: Cohen's kappa of binary verdicts, and the Pearson, Spearman and
+//! Kendall tau-b correlations of scores. The reference values in the tests come from scikit-learn
+//! and scipy, and `tests/python/check_judge.py` checks every metric of a real critic benchmark
+//! against them again.
 
 /// Cohen's kappa of two binary raters from their 2×2 table (`both`, `only_a`, `only_b`,
 /// `neither` are counts of "yes" by both, by a only, by b only, by neither). `None` when chance
@@ -167,22 +152,6 @@ fn count_inversions(values: &mut [f64]) -> u64 {
     }
     inversions
 }
-
-/// Sample standard deviation (n − 1 in the denominator); `None` for fewer than two values.
-pub fn sample_sd(values: &[f64]) -> Option<f64> {
-    let n = values.len();
-    if n < 2 {
-        return None;
-    }
-    if values.iter().all(|v| *v == values[0]) {
-        // Exactly 0: the mean of equal values can round away from them (3 × 6.2 / 3 ≠ 6.2), and a
-        // deterministic critic must show no spread at all.
-        return Some(0.0);
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    Some((values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,16 +159,6 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-12)
-    }
-
-    #[test]
-    fn percentiles_match_numpy() {
-        // numpy.percentile([1, 2, 3, 4, 10], [50, 90, 99])
-        let sorted = [1.0, 2.0, 3.0, 4.0, 10.0];
-        assert!(close(percentile(&sorted, 0.5), 3.0));
-        assert!(close(percentile(&sorted, 0.9), 7.6));
-        assert!(close(percentile(&sorted, 0.99), 9.76));
-        assert_eq!(percentile(&[], 0.5), None);
     }
 
     #[test]
@@ -263,12 +222,5 @@ mod tests {
     #[test]
     fn average_ranks_share_ties() {
         assert_eq!(average_ranks(&[3.0, 1.0, 3.0, 2.0]), [3.5, 1.0, 3.5, 2.0]);
-    }
-
-    #[test]
-    fn sample_sd_uses_n_minus_one() {
-        assert!(close(sample_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 2.138_089_935_299_395));
-        assert_eq!(sample_sd(&[3.0]), None);
-        assert_eq!(sample_sd(&[6.2, 6.2, 6.2]), Some(0.0));
     }
 }

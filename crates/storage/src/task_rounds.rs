@@ -1,0 +1,423 @@
+//! The rounds of one task, read from `trajectories.parquet` for `critbench show`: every column a
+//! round shows, decoded into [`TaskRound`]s.
+//!
+//! Only the row groups whose `task_id` statistics (min/max) can hold the task are read, and only
+//! the columns shown are decoded ([`SHOWN_COLUMNS`], and [`TOKEN_COLUMNS`] when the file has them),
+//! so showing one task of a run of a million rounds reads a row group or two.
+//!
+//! ```no_run
+//! use critbench_storage::task_rounds::read_task_rounds;
+//! let read = read_task_rounds("reports/demo/trajectories.parquet".as_ref(), "rag-0001")?;
+//! for round in &read.rounds {
+//!     println!("{} {} {} epoch {} round {}: {}", round.config, round.critic, round.arm, round.epoch, round.round, round.score);
+//! }
+//! # Ok::<(), critbench_storage::task_rounds::TaskRoundsError>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::ArrowError;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::errors::ParquetError;
+
+/// The columns [`read_task_rounds`] decodes (a projection: the rest is never decoded).
+pub const SHOWN_COLUMNS: [&str; 26] = [
+    "config_id",
+    "arm",
+    "critic",
+    "task_id",
+    "kind",
+    "epoch",
+    "round",
+    "score",
+    "dims",
+    "issues",
+    "fatal_issues",
+    "issue_types",
+    "suggestions",
+    "rationale",
+    "critic_passed",
+    "passed",
+    "decision",
+    "exit_reason",
+    "is_best",
+    "draft_chars",
+    "draft",
+    "gen_ms",
+    "critic_ms",
+    "critic_attempts",
+    "critic_error",
+    "tokens_in",
+];
+
+/// Token columns added after the first schema; read when present.
+pub const TOKEN_COLUMNS: [&str; 3] = ["tokens_out", "critic_tokens_in", "critic_tokens_out"];
+
+/// One round of a loop, as stored.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskRound {
+    /// `config_id`.
+    pub config: String,
+    /// `arm`.
+    pub arm: String,
+    /// `critic`.
+    pub critic: String,
+    /// The task's `kind`, when the dataset gave one.
+    pub kind: Option<String>,
+    /// `epoch`.
+    pub epoch: u32,
+    /// `round` (0 is the first draft).
+    pub round: u32,
+    /// The critic's `score`.
+    pub score: f64,
+    /// The critic's score per dimension (`dims`).
+    pub dims: BTreeMap<String, f64>,
+    /// `issues`.
+    pub issues: Vec<String>,
+    /// `fatal_issues`.
+    pub fatal_issues: Vec<String>,
+    /// `issue_types`.
+    pub issue_types: Vec<String>,
+    /// `suggestions`, as the JSON the critic gave.
+    pub suggestions: Option<String>,
+    /// `rationale`.
+    pub rationale: Option<String>,
+    /// The critic's own verdict (`critic_passed`), when it gave one.
+    pub critic_passed: Option<bool>,
+    /// `passed`: the policy's verdict on the round.
+    pub passed: bool,
+    /// `decision`.
+    pub decision: String,
+    /// `exit_reason`, on a loop's last round.
+    pub exit_reason: Option<String>,
+    /// `is_best`.
+    pub is_best: bool,
+    /// `draft_chars`.
+    pub draft_chars: i64,
+    /// The `draft`, when the run stored drafts.
+    pub draft: Option<String>,
+    /// `gen_ms`.
+    pub gen_ms: f64,
+    /// `critic_ms`.
+    pub critic_ms: f64,
+    /// `critic_attempts`.
+    pub critic_attempts: i32,
+    /// `critic_error`.
+    pub critic_error: Option<String>,
+    /// `tokens_in`, `tokens_out`, `critic_tokens_in` and `critic_tokens_out`, each when recorded.
+    pub tokens: [Option<i64>; 4],
+}
+
+/// The rounds of a task in one file, and how many of the file's row groups were read for them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskRounds {
+    /// Every round of the task, in file order.
+    pub rounds: Vec<TaskRound>,
+    /// Row groups read: those whose `task_id` range admits the task.
+    pub groups_read: usize,
+    /// Row groups in the file.
+    pub groups_total: usize,
+}
+
+/// Why the rounds of a task could not be read; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskRoundsError {
+    /// The file could not be opened.
+    #[error("{}: cannot open: {source}", path.display())]
+    Open {
+        /// The trajectories file.
+        path: PathBuf,
+        /// Why it could not be opened.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not Parquet, or its footer is damaged.
+    #[error("{}: not a readable Parquet file: {source}", path.display())]
+    NotParquet {
+        /// The trajectories file.
+        path: PathBuf,
+        /// What the Parquet reader said.
+        #[source]
+        source: ParquetError,
+    },
+    /// The row groups could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        /// The trajectories file.
+        path: PathBuf,
+        /// What the Parquet reader said.
+        #[source]
+        source: ParquetError,
+    },
+    /// A batch of rows could not be decoded.
+    #[error("{}: cannot read: {source}", path.display())]
+    Decode {
+        /// The trajectories file.
+        path: PathBuf,
+        /// What the Arrow decoder said.
+        #[source]
+        source: ArrowError,
+    },
+    /// A column is missing or not of the type this version writes.
+    #[error("{}: {problem}", path.display())]
+    Column {
+        /// The trajectories file.
+        path: PathBuf,
+        /// Which column, and what is wrong with it.
+        problem: ColumnProblem,
+    },
+}
+
+/// What is wrong with a column of a trajectories file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ColumnProblem {
+    /// The file's schema has no such column.
+    #[error("missing column `{0}`")]
+    Missing(&'static str),
+    /// The column is not in the batch, or not of the type this version writes.
+    #[error("column `{name}` is missing or not {expected}")]
+    MissingOrNot {
+        /// The column.
+        name: &'static str,
+        /// The type it should have: `utf8`, `int32`, `a list`, ….
+        expected: &'static str,
+    },
+    /// A list column whose items are not text.
+    #[error("column `{0}` holds no strings")]
+    NoStrings(&'static str),
+    /// A map column whose keys are not text.
+    #[error("column `{0}` has non-text keys")]
+    NonTextKeys(&'static str),
+    /// A map column whose values are not floats.
+    #[error("column `{0}` has non-float values")]
+    NonFloatValues(&'static str),
+}
+
+/// Every round of `task` in the Parquet file at `path`, in file order. Reads only the row groups
+/// whose `task_id` min/max statistics admit the task (all of them when a row group has none) and
+/// only [`SHOWN_COLUMNS`] (and those of [`TOKEN_COLUMNS`] the file has).
+pub fn read_task_rounds(path: &Path, task: &str) -> Result<TaskRounds, TaskRoundsError> {
+    let column = |problem| TaskRoundsError::Column { path: path.into(), problem };
+    let file = std::fs::File::open(path).map_err(|source| TaskRoundsError::Open { path: path.into(), source })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|source| TaskRoundsError::NotParquet { path: path.into(), source })?;
+    let schema = builder.schema().clone();
+    let metadata = builder.metadata().clone();
+    let task_leaf = metadata
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .position(|c| c.path().string() == "task_id")
+        .ok_or_else(|| column(ColumnProblem::Missing("task_id")))?;
+    let wanted = task.as_bytes();
+    let groups: Vec<usize> = metadata
+        .row_groups()
+        .iter()
+        .enumerate()
+        .filter(|(_, group)| {
+            let Some(stats) = group.column(task_leaf).statistics() else { return true };
+            let below = stats.min_bytes_opt().is_some_and(|min| wanted < min);
+            let above = stats.max_bytes_opt().is_some_and(|max| wanted > max);
+            !below && !above
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let groups_total = metadata.num_row_groups();
+    let mut roots = Vec::new();
+    for name in SHOWN_COLUMNS {
+        let (index, _) = schema.column_with_name(name).ok_or_else(|| column(ColumnProblem::Missing(name)))?;
+        roots.push(index);
+    }
+    roots.extend(TOKEN_COLUMNS.iter().filter_map(|name| schema.column_with_name(name).map(|(i, _)| i)));
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let groups_read = groups.len();
+    let reader = builder
+        .with_row_groups(groups)
+        .with_projection(mask)
+        .build()
+        .map_err(|source| TaskRoundsError::Read { path: path.into(), source })?;
+    let mut rounds = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|source| TaskRoundsError::Decode { path: path.into(), source })?;
+        collect_rounds(&batch, task, &mut rounds).map_err(column)?;
+    }
+    Ok(TaskRounds { rounds, groups_read, groups_total })
+}
+
+fn text_column<'a>(batch: &'a RecordBatch, name: &'static str) -> Result<&'a arrow_array::StringArray, ColumnProblem> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_string_opt::<i32>())
+        .ok_or(ColumnProblem::MissingOrNot { name, expected: "utf8" })
+}
+
+fn optional_text(array: &arrow_array::StringArray, i: usize) -> Option<String> {
+    array.is_valid(i).then(|| array.value(i).to_string())
+}
+
+fn string_list(batch: &RecordBatch, name: &'static str, i: usize) -> Result<Vec<String>, ColumnProblem> {
+    let array = batch
+        .column_by_name(name)
+        .and_then(|c| c.as_list_opt::<i32>())
+        .ok_or(ColumnProblem::MissingOrNot { name, expected: "a list" })?;
+    if array.is_null(i) {
+        return Ok(Vec::new());
+    }
+    let items = array.value(i);
+    let items = items.as_string_opt::<i32>().ok_or(ColumnProblem::NoStrings(name))?;
+    Ok((0..items.len()).map(|j| items.value(j).to_string()).collect())
+}
+
+fn float_map(batch: &RecordBatch, name: &'static str, i: usize) -> Result<BTreeMap<String, f64>, ColumnProblem> {
+    let array = batch
+        .column_by_name(name)
+        .and_then(|c| c.as_map_opt())
+        .ok_or(ColumnProblem::MissingOrNot { name, expected: "a map" })?;
+    if array.is_null(i) {
+        return Ok(BTreeMap::new());
+    }
+    let keys = array.keys().as_string_opt::<i32>().ok_or(ColumnProblem::NonTextKeys(name))?;
+    let values = array.values().as_primitive_opt::<Float64Type>().ok_or(ColumnProblem::NonFloatValues(name))?;
+    let offsets = array.value_offsets();
+    let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+    Ok((start..end).map(|j| (keys.value(j).to_string(), values.value(j))).collect())
+}
+
+fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<TaskRound>) -> Result<(), ColumnProblem> {
+    let task_ids = text_column(batch, "task_id")?;
+    let int32 = |name: &'static str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_primitive_opt::<Int32Type>())
+            .ok_or(ColumnProblem::MissingOrNot { name, expected: "int32" })
+    };
+    let float = |name: &'static str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_primitive_opt::<Float64Type>())
+            .ok_or(ColumnProblem::MissingOrNot { name, expected: "float64" })
+    };
+    let boolean = |name: &'static str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_boolean_opt())
+            .ok_or(ColumnProblem::MissingOrNot { name, expected: "boolean" })
+    };
+    let int64 = |name: &str| batch.column_by_name(name).and_then(|c| c.as_primitive_opt::<Int64Type>());
+    let (config, arm, critic, kind) = (
+        text_column(batch, "config_id")?,
+        text_column(batch, "arm")?,
+        text_column(batch, "critic")?,
+        text_column(batch, "kind")?,
+    );
+    let (suggestions, rationale, decision, exit_reason, draft, critic_error) = (
+        text_column(batch, "suggestions")?,
+        text_column(batch, "rationale")?,
+        text_column(batch, "decision")?,
+        text_column(batch, "exit_reason")?,
+        text_column(batch, "draft")?,
+        text_column(batch, "critic_error")?,
+    );
+    let (epoch, round, attempts) = (int32("epoch")?, int32("round")?, int32("critic_attempts")?);
+    let (score, gen_ms, critic_ms) = (float("score")?, float("gen_ms")?, float("critic_ms")?);
+    let (critic_passed, passed, is_best) = (boolean("critic_passed")?, boolean("passed")?, boolean("is_best")?);
+    let draft_chars =
+        int64("draft_chars").ok_or(ColumnProblem::MissingOrNot { name: "draft_chars", expected: "int64" })?;
+    let tokens = ["tokens_in", "tokens_out", "critic_tokens_in", "critic_tokens_out"].map(int64);
+    for i in 0..batch.num_rows() {
+        if task_ids.value(i) != task {
+            continue;
+        }
+        rounds.push(TaskRound {
+            config: config.value(i).to_string(),
+            arm: arm.value(i).to_string(),
+            critic: critic.value(i).to_string(),
+            kind: optional_text(kind, i),
+            epoch: u32::try_from(epoch.value(i)).unwrap_or(0),
+            round: u32::try_from(round.value(i)).unwrap_or(0),
+            score: score.value(i),
+            dims: float_map(batch, "dims", i)?,
+            issues: string_list(batch, "issues", i)?,
+            fatal_issues: string_list(batch, "fatal_issues", i)?,
+            issue_types: string_list(batch, "issue_types", i)?,
+            suggestions: optional_text(suggestions, i),
+            rationale: optional_text(rationale, i),
+            critic_passed: critic_passed.is_valid(i).then(|| critic_passed.value(i)),
+            passed: passed.value(i),
+            decision: decision.value(i).to_string(),
+            exit_reason: optional_text(exit_reason, i),
+            is_best: is_best.value(i),
+            draft_chars: draft_chars.value(i),
+            draft: optional_text(draft, i),
+            gen_ms: gen_ms.value(i),
+            critic_ms: critic_ms.value(i),
+            critic_attempts: attempts.value(i),
+            critic_error: optional_text(critic_error, i),
+            tokens: tokens.map(|column| column.and_then(|c| c.is_valid(i).then(|| c.value(i)))),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::critique_columns::CritiqueColumns;
+    use crate::tables::{OutcomeRow, OutcomeWriter, TrajectoryRow, TrajectoryWriter};
+
+    use super::*;
+
+    /// Three tasks over two row groups (the writer closes a group at 65,536 rows): a task inside
+    /// one group's `task_id` range reads that group alone, a task in both reads both, and rows
+    /// of other tasks in a group read are left out.
+    #[test]
+    fn only_row_groups_whose_task_range_holds_the_task_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let mut writer = TrajectoryWriter::create(&path).unwrap();
+        let critique = CritiqueColumns::scored(5.0);
+        // "a" fills most of the first group, "b" straddles both, "c" is in the second only.
+        let tasks = [("a", 60_000u32), ("b", 10_000), ("c", 5_000)];
+        for (task, rounds) in tasks {
+            for round in 0..rounds {
+                writer
+                    .push(&TrajectoryRow {
+                        epoch: round / 4,
+                        draft_chars: 10,
+                        ..TrajectoryRow::bare(task, round % 4, &critique)
+                    })
+                    .unwrap();
+            }
+        }
+        writer.close().unwrap();
+        let read = |task| {
+            let read = read_task_rounds(&path, task).unwrap();
+            (read.rounds.len(), read.groups_read, read.groups_total)
+        };
+        assert_eq!(read("c"), (5_000, 1, 2));
+        assert_eq!(read("a"), (60_000, 1, 2));
+        assert_eq!(read("b"), (10_000, 2, 2));
+        assert_eq!(read("0"), (0, 0, 2), "below every group's range");
+        let first = &read_task_rounds(&path, "c").unwrap().rounds[1];
+        assert_eq!((first.epoch, first.round, first.score, first.draft_chars), (0, 1, 5.0, 10));
+    }
+
+    #[test]
+    fn a_file_without_a_shown_column_is_named_with_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        let mut writer = OutcomeWriter::create(&path).unwrap();
+        writer.push(OutcomeRow::bare("t1", "feedback", true, 2)).unwrap();
+        writer.close().unwrap();
+        let error = read_task_rounds(&path, "t1").unwrap_err();
+        assert_eq!(error.to_string(), format!("{}: missing column `round`", path.display()));
+        let missing = dir.path().join("nothing.parquet");
+        let error = read_task_rounds(&missing, "t1").unwrap_err();
+        assert!(error.to_string().starts_with(&format!("{}: cannot open: ", missing.display())), "{error}");
+    }
+}
