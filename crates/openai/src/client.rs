@@ -228,10 +228,10 @@ pub struct BudgetStop {
 
 /// One server requests may go to.
 struct Endpoint {
-    /// Where requests are sent, credentials and query included.
-    url: String,
+    /// Where requests are sent, credentials and query included; parsed once, not per request.
+    url: reqwest::Url,
     /// Ollama's own chat endpoint, for requests in its form.
-    native_url: String,
+    native_url: reqwest::Url,
     /// The same without credentials or query: what every message and the manifest show.
     display: String,
     /// The `Authorization` header (marked sensitive), when a key is configured.
@@ -732,7 +732,7 @@ impl Client {
         let native = endpoint.server.native_chat(body);
         let bytes = serde_json::to_vec(&endpoint.server.shape(body)).expect("a request body serializes");
         let url = if native { &endpoint.native_url } else { &endpoint.url };
-        let request = endpoint.http.post(url).headers(endpoint.headers.clone()).body(bytes);
+        let request = endpoint.http.post(url.clone()).headers(endpoint.headers.clone()).body(bytes);
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => return (self.transport_error(endpoint, error), None),
@@ -1145,9 +1145,12 @@ fn open_endpoint(settings: &EndpointSettings, timeout: Duration) -> Result<(Endp
         builder = builder.no_proxy();
     }
     let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
+    let parse = |url: String| {
+        reqwest::Url::parse(&url).map_err(|e| ClientError::Http(format!("{}: not a URL ({e})", settings.display_url())))
+    };
     let endpoint = Endpoint {
-        url: settings.chat_url(),
-        native_url: settings.root_url("api/chat"),
+        url: parse(settings.chat_url())?,
+        native_url: parse(settings.root_url("api/chat"))?,
         display: settings.display_url(),
         headers,
         http,

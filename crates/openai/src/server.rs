@@ -19,6 +19,7 @@
 //! Ollama's `/api/version`. A server none of these recognise gets OpenAI's form. The cache keys
 //! a request by its OpenAI form, so replicas of one model behind different software share it.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -105,9 +106,14 @@ impl Server {
         self.kind == ServerKind::Ollama && structured(body).is_some()
     }
 
-    /// `body` (a chat request in OpenAI's form) in the form this server reads.
-    pub fn shape(&self, body: &Value) -> Value {
-        let Some(format) = structured(body) else { return body.clone() };
+    /// `body` (a chat request in OpenAI's form) in the form this server reads: `body` itself
+    /// when that is already the form (no copy: this runs once per model call).
+    pub fn shape<'a>(&self, body: &'a Value) -> Cow<'a, Value> {
+        let Some(format) = structured(body) else { return Cow::Borrowed(body) };
+        if let (ServerKind::Openai, _) | (ServerKind::Vllm | ServerKind::Llamacpp, Format::Json) = (self.kind, &format)
+        {
+            return Cow::Borrowed(body);
+        }
         let mut out = body.clone();
         let object = out.as_object_mut().expect("a request body is an object");
         match (self.kind, format) {
@@ -130,16 +136,16 @@ impl Server {
                         options.insert(to.into(), value.clone());
                     }
                 }
-                return json!({
+                return Cow::Owned(json!({
                     "model": object.get("model").cloned().unwrap_or(Value::Null),
                     "messages": object.get("messages").cloned().unwrap_or(Value::Null),
                     "stream": false,
                     "format": match format { Format::Json => json!("json"), Format::Schema(schema) => schema },
                     "options": options,
-                });
+                }));
             }
         }
-        out
+        Cow::Owned(out)
     }
 }
 
@@ -250,7 +256,7 @@ mod tests {
         let body = schema_request();
         let schema = body["response_format"]["json_schema"]["schema"].clone();
         let openai = Server::configured(ServerKind::Openai).shape(&body);
-        assert_eq!(openai, body, "OpenAI's own form is sent as it is");
+        assert_eq!(*openai, body, "OpenAI's own form is sent as it is");
 
         let vllm = Server::configured(ServerKind::Vllm).shape(&body);
         assert_eq!(vllm["structured_outputs"], json!({ "json": schema }));
@@ -280,12 +286,12 @@ mod tests {
         body.as_object_mut().unwrap().remove("response_format");
         for kind in ServerKind::ALL {
             let server = Server::configured(kind);
-            assert_eq!(server.shape(&body), body, "{kind}");
+            assert!(matches!(server.shape(&body), Cow::Borrowed(same) if *same == body), "{kind}");
             assert!(!server.native_chat(&body));
         }
         body["response_format"] = json!({"type": "json_object"});
         for kind in [ServerKind::Openai, ServerKind::Vllm, ServerKind::Llamacpp] {
-            assert_eq!(Server::configured(kind).shape(&body), body, "{kind}");
+            assert!(matches!(Server::configured(kind).shape(&body), Cow::Borrowed(same) if *same == body), "{kind}");
         }
         assert_eq!(Server::configured(ServerKind::Ollama).shape(&body)["format"], "json");
     }
