@@ -16,9 +16,9 @@ use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::{DECISION_ADJUDICATE, RecordedRound};
 use critbench_storage::tables::TrajectoryRow;
 
-use crate::backend::DraftKey;
 use crate::plan::{Plan, Unit};
 use crate::round::{critique_draft, ms, recorded_round};
+use critbench_core::author::DraftKey;
 
 /// The adjudicated final draft of a loop: which round's draft it rewrote, and the critique of
 /// the rewrite (its draft, times and the adjudicator's tokens in the author's columns).
@@ -112,7 +112,9 @@ pub fn trajectory_row<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{Author, SimAuthor};
+    use critbench_core::author::Author;
+
+    use crate::backend::SimAuthor;
     use crate::experiment::{Experiment, Overrides};
     use critbench_core::Arm;
 

@@ -8,9 +8,9 @@ use critbench_critic_benchmark::{JudgeOutcome, JudgeSpec};
 use critbench_plugin_host::IsolationMode;
 
 use crate::EngineError;
+use crate::chat::plugin_host;
 use crate::experiment::{Experiment, MAX_JUDGE_REPEATS};
-use crate::model_usage::ModelUsage;
-use crate::openai_author::plugin_host;
+use critbench_openai::usage::ModelUsage;
 
 /// What the command line sets over the experiment file.
 #[derive(Clone, Debug, Default)]

@@ -11,11 +11,11 @@ use critbench_core::{Arm, ExitReason};
 use crate::EngineError;
 use crate::emit::effective_policy;
 use crate::loops::ChunkResult;
-use crate::memory::Hint;
 use crate::memory::{Namespace, fixed_types, freeze};
 use crate::plan::Plan;
 use crate::sink::Consumer;
 use crate::source::SourceReport;
+use critbench_core::author::Hint;
 
 /// Strategy hints per (critic, task kind).
 pub type Hints = HashMap<(usize, Option<String>), Vec<Hint>>;

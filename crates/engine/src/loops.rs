@@ -8,7 +8,7 @@
 //! critique, then the critiques asked go out in one batch ([`Batch`]). A loop's rounds depend only
 //! on its own critiques, so the recording is the same as one loop after another.
 //!
-//! When the author waits on a model server ([`Author::awaits`](crate::backend::Author::awaits)),
+//! When the author waits on a model server ([`Author::awaits`](critbench_core::author::Author::awaits)),
 //! a worker drives many chunks at once ([`work_together`]): each loop is a future that waits on
 //! the model without a thread, and is polled again on the worker when its answer is in. The
 //! critiques and the policy still run on the worker, so `--jobs` bounds the CPU work, and the
@@ -26,12 +26,12 @@ use critbench_core::{Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 
-use crate::backend::{Draft, DraftKey};
 use crate::emit::effective_policy;
-use crate::memory::Hint;
 use crate::plan::{Plan, Scope, Unit};
 use crate::round::{Batch, critique_draft, ms, recorded_round};
 use crate::source::Chunk;
+use critbench_core::author::Hint;
+use critbench_core::author::{Draft, DraftKey};
 
 /// A recorded loop: every round until each of the unit's policies has stopped.
 pub struct LoopResult {

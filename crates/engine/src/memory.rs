@@ -5,19 +5,10 @@
 use std::collections::BTreeMap;
 
 use critbench_abi::PluginInfo;
+use critbench_core::author::Hint;
 use critbench_core::{RoundScore, SeedKey, Task, derive_seed};
 use critbench_storage::recorded::RecordedRound;
 use serde::Serialize;
-
-/// A strategy hint given to the author before the first draft (from strategy memory): what
-/// kind of issue to avoid, and how to say so to a model.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Hint {
-    /// The issue type it addresses, e.g. `missing_evidence`.
-    pub issue_type: String,
-    /// The instruction, e.g. "List the evidence first, then answer."
-    pub text: String,
-}
 
 /// The `[memory]` table of an experiment.
 #[derive(Clone, Debug, Serialize)]

@@ -24,18 +24,19 @@ use critbench_storage::clock;
 use critbench_storage::shards::Shard;
 
 use crate::EngineError;
-use crate::backend::Author;
+use crate::chat::{OpenAiSession, plugin_host};
 use crate::experiment::{BackendKind, Experiment};
 use crate::journal::{Fingerprint, progress_dir};
 use crate::learn::LearnSink;
 use crate::loops::{Intake, panic_text, run_chunk, work_together};
-use crate::openai_author::{OpenAiAuthor, OpenAiSession, plugin_host};
 use crate::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run_dir;
 use crate::sink::{Consumer, Progress, RowSink};
 use crate::source::{Source, SourceReport};
 use crate::stop::Interrupt;
 use crate::summarize::{Finished, summarize};
+use critbench_core::author::Author;
+use critbench_openai::author::OpenAiAuthor;
 
 pub use crate::summarize::{RunSummary, Stopped};
 

@@ -48,8 +48,8 @@ pub struct RunSummary {
 
 impl RunSummary {
     /// What the model client did, typed, when the experiment has an `[openai]` table.
-    pub fn model_usage(&self) -> Option<crate::model_usage::ModelUsage> {
-        self.openai.as_ref().and_then(|report| crate::model_usage::ModelUsage::from_report(report).ok())
+    pub fn model_usage(&self) -> Option<critbench_openai::usage::ModelUsage> {
+        self.openai.as_ref().and_then(|report| critbench_openai::usage::ModelUsage::from_report(report).ok())
     }
 }
 

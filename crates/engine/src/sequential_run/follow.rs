@@ -179,7 +179,7 @@ impl Follower {
         };
         let tokens = openai
             .filter(|_| !resumed)
-            .and_then(|report| crate::model_usage::ModelUsage::from_report(report).ok())
+            .and_then(|report| critbench_openai::usage::ModelUsage::from_report(report).ok())
             .map(|usage| spent(usage.tokens.tokens_in + usage.tokens.tokens_out));
         SequentialRecord {
             method: self.monitor.method().to_string(),

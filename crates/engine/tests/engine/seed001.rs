@@ -4,10 +4,9 @@
 //! ends at the revision cap with exit `budget`. The author is a fixed list of answers;
 //! the critic is the real `evidence` plugin, loaded through the C ABI.
 
+use critbench_core::author::{Author, Draft, DraftKey, Hint};
 use critbench_core::{Critique, Task};
-use critbench_engine::backend::{Author, Draft, DraftKey};
 use critbench_engine::experiment::{Experiment, Overrides};
-use critbench_engine::memory::Hint;
 use critbench_engine::run::{RunOptions, run_experiment_with};
 use critbench_storage::tables::read_outcomes;
 

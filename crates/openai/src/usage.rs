@@ -38,7 +38,7 @@ pub struct Cost {
 #[serde(default)]
 pub struct BudgetRecord {
     pub max_cost: Option<f64>,
-    pub stopped_by: Option<critbench_openai::BudgetStop>,
+    pub stopped_by: Option<crate::BudgetStop>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -134,7 +134,7 @@ impl fmt::Display for ModelUsage {
                 "; the server echoed a configured API key (or URL secret) {} time(s): replaced by {} before anything \
                  was written",
                 self.redacted,
-                critbench_openai::REDACTED
+                crate::REDACTED
             )?;
         }
         let limit = &self.concurrency;

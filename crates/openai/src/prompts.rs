@@ -4,10 +4,9 @@
 
 use std::collections::BTreeSet;
 
+use critbench_core::author::Hint;
 use critbench_core::{CRITIQUE_UNAVAILABLE, Critique, Task};
 use serde::{Deserialize, Serialize};
-
-use crate::memory::Hint;
 
 /// The prompt templates of every role. `{name}` is replaced by a part of the task (see
 /// [`PLACEHOLDERS`]); `{{` and `}}` are literal braces.

@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use critbench_core::author::{Author, DraftKey, Hint};
 use critbench_core::{Critique, ScoreRange, Suggestion, Task};
-use critbench_engine::backend::{Author, DraftKey};
-use critbench_engine::memory::Hint;
-use critbench_engine::openai_author::OpenAiAuthor;
-use critbench_engine::prompts::Prompts;
-use critbench_openai::mock_server::{MockResponse, MockServer};
-use critbench_openai::{CacheMode, Client, ClientSettings, EndpointSettings, Failover, Role, RoleSettings};
+
+use crate::author::OpenAiAuthor;
+use crate::mock_server::{MockResponse, MockServer};
+use crate::prompts::Prompts;
+use crate::{CacheMode, Client, ClientSettings, EndpointSettings, Failover, Role, RoleSettings};
 
 fn client(server: &MockServer, roles: &[(Role, &str)]) -> Arc<Client> {
     let roles: BTreeMap<Role, RoleSettings> =
