@@ -55,9 +55,10 @@ pub enum EngineError {
          (use `critbench run` for command critics)"
     )]
     CommandCriticInJudge { critic: String },
-    /// The model client's report (`manifest.json`'s `openai`) did not read back as expected.
-    #[error("the model client's report does not read back: {0}")]
-    ModelReport(#[source] serde_json::Error),
+    /// The model client's report (`manifest.json`'s `openai`) did not read back: a key missing,
+    /// renamed or of the wrong type.
+    #[error(transparent)]
+    ModelReport(#[from] critbench_openai::usage::UsageReportError),
     #[error("the openai backend is made from the experiment's [openai] table; run the experiment with run_experiment")]
     NoModelClient,
     /// A thread of the run panicked; the payload's text.

@@ -101,6 +101,11 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
     for (index, manifest) in &manifests {
         check_shard_tables(run_dir, *index, count, manifest)
             .map_err(|problem| usage(format!("shard {index}: {problem}")))?;
+        // The reports are added up as JSON below: each must first be the model client's.
+        if let Some(openai) = &manifest.openai {
+            critbench_openai::usage::UsageReport::from_manifest(openai)
+                .map_err(|problem| usage(format!("shard {index}: {problem}")))?;
+        }
     }
     let (first_index, first) = &manifests[0];
     for (index, manifest) in &manifests[1..] {

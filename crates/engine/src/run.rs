@@ -127,12 +127,15 @@ fn run_inner(
     let _lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
     let interrupt = options.interrupt.as_ref();
     // A budget counts what the whole run spent, before an interruption too.
-    let budget = session.filter(|_| experiment.budget.is_some()).map(|s| {
-        if options.resume {
-            s.client.carry_spend(&crate::cost::spent_before(&layout.own_dir()));
+    let budget = match session.filter(|_| experiment.budget.is_some()) {
+        Some(s) => {
+            if options.resume {
+                s.client.carry_spend(&crate::cost::spent_before(&layout.own_dir())?);
+            }
+            Some(s.client.budget_flag())
         }
-        s.client.budget_flag()
-    });
+        None => None,
+    };
     let stopped_error = |stopped: Stopped, loops: u64, out: &std::path::Path| match stopped {
         Stopped::Signal(signal) => EngineError::Interrupted { signal, loops, out: out.to_path_buf() },
         Stopped::Budget => {

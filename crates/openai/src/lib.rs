@@ -84,7 +84,7 @@ pub use client::{
     BudgetStop, CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, MIN_REDACTED_CHARS, Message,
     REDACTED, request_seed,
 };
-pub use limiter::LimitChange;
+pub use limiter::{LimitChange, LimitReason};
 pub use pool::EndpointStats;
 pub use server::{Server, ServerKind};
 pub use settings::{
