@@ -5,6 +5,7 @@
 //! and scripted authors, the model client's OpenAI author, or a test's. Pure types: nothing here
 //! performs I/O; an author that waits on a server returns a future ([`Writing`]).
 
+use std::error::Error;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -70,8 +71,42 @@ impl DraftKey<'_> {
     }
 }
 
+/// Why an author wrote no draft. Its text is what the run records of the loop
+/// (`failed_loops` in `manifest.json`) or of the dataset row it refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthorError {
+    /// The task lacks a field this author needs (found by [`Author::check_task`] before the run).
+    #[error("field `{field}`: {needs}")]
+    MissingField {
+        /// The task's field.
+        field: &'static str,
+        /// What the author needs of it.
+        needs: &'static str,
+    },
+    /// The scripted author was asked for a draft of a task that has none.
+    #[error("task `{task_id}` has no scripted drafts")]
+    NoScriptedDrafts {
+        /// The task.
+        task_id: String,
+    },
+    /// The model was asked and did not answer.
+    #[error("round {round} ({step}): {source}")]
+    Model {
+        /// The round the draft was for.
+        round: u32,
+        /// `generate`, `revise` or `adjudicate`.
+        step: &'static str,
+        /// The model client's error.
+        #[source]
+        source: Box<dyn Error + Send + Sync>,
+    },
+    /// An author of the caller's own, failing in its own way.
+    #[error(transparent)]
+    Other(Box<dyn Error + Send + Sync>),
+}
+
 /// A draft being written by an author that waits on a model server ([`Author::awaits`]).
-pub type Writing<'a> = Pin<Box<dyn Future<Output = Result<Draft, String>> + 'a>>;
+pub type Writing<'a> = Pin<Box<dyn Future<Output = Result<Draft, AuthorError>> + 'a>>;
 
 /// Writes and revises drafts. Implementations must be deterministic in (task, key, inputs) so
 /// that results do not depend on scheduling.
@@ -101,12 +136,12 @@ pub trait Author: Sync {
     }
 
     /// Checks before the run that this author can serve `task`.
-    fn check_task(&self, _task: &Task) -> Result<(), String> {
+    fn check_task(&self, _task: &Task) -> Result<(), AuthorError> {
         Ok(())
     }
 
     /// The first draft; `hints` is empty unless the arm uses strategy memory.
-    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String>;
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError>;
 
     /// A revision of `draft`; `critique` is `None` when the arm keeps it from the reviser.
     fn revise(
@@ -115,7 +150,7 @@ pub trait Author: Sync {
         draft: &str,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Result<Draft, String>;
+    ) -> Result<Draft, AuthorError>;
 
     /// The adjudicator's final pass over a finished loop's draft: contradictions
     /// resolved, conversational residue stripped. `concerns` is the critique of that draft.
@@ -126,7 +161,7 @@ pub trait Author: Sync {
         _draft: &str,
         _concerns: Option<&Critique>,
         _key: &DraftKey<'_>,
-    ) -> Option<Result<Draft, String>> {
+    ) -> Option<Result<Draft, AuthorError>> {
         None
     }
 }

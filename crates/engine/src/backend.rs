@@ -2,14 +2,14 @@
 //! [`critbench_core::author::Author`], as the model client's OpenAI author and a test's do; any
 //! of them is handed to [`crate::run::run_experiment_with`].
 
-use critbench_core::author::{Author, Draft, DraftKey, Hint};
+use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint};
 use critbench_core::{Critique, Task};
 
 /// The built-in deterministic simulated author (`critbench-sim`).
 pub struct SimAuthor;
 
 impl Author for SimAuthor {
-    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
         let types: Vec<&str> = hints.iter().map(|h| h.issue_type.as_str()).collect();
         Ok(Draft::offline(critbench_sim::generate_with_hints(task, &types, &mut key.rng("generate"))))
     }
@@ -20,7 +20,7 @@ impl Author for SimAuthor {
         draft: &str,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Result<Draft, String> {
+    ) -> Result<Draft, AuthorError> {
         let revision = critbench_sim::revise(task, draft, critique, &mut key.rng("revise"));
         Ok(Draft { acted_on_critique: revision.acted_on_critique, ..Draft::offline(revision.text) })
     }
@@ -33,7 +33,7 @@ impl Author for SimAuthor {
         draft: &str,
         concerns: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Option<Result<Draft, String>> {
+    ) -> Option<Result<Draft, AuthorError>> {
         let answer = critbench_sim::adjudicate(task, draft, concerns, &mut key.rng("adjudicate"));
         Some(Ok(Draft::offline(critbench_openai::prompts::clean_model_text(&answer))))
     }
@@ -43,15 +43,15 @@ impl Author for SimAuthor {
 pub struct ScriptedAuthor;
 
 impl Author for ScriptedAuthor {
-    fn check_task(&self, task: &Task) -> Result<(), String> {
+    fn check_task(&self, task: &Task) -> Result<(), AuthorError> {
         if task.drafts.is_empty() {
-            Err("field `drafts`: the scripted backend needs at least one draft".to_string())
+            Err(AuthorError::MissingField { field: "drafts", needs: "the scripted backend needs at least one draft" })
         } else {
             Ok(())
         }
     }
 
-    fn generate(&self, task: &Task, _hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+    fn generate(&self, task: &Task, _hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
         scripted(task, key.round)
     }
 
@@ -61,13 +61,13 @@ impl Author for ScriptedAuthor {
         _draft: &str,
         _critique: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Result<Draft, String> {
+    ) -> Result<Draft, AuthorError> {
         scripted(task, key.round)
     }
 }
 
-fn scripted(task: &Task, round: u32) -> Result<Draft, String> {
+fn scripted(task: &Task, round: u32) -> Result<Draft, AuthorError> {
     task.scripted_draft(round as usize)
         .map(|text| Draft::offline(text.to_string()))
-        .ok_or_else(|| format!("task `{}` has no scripted drafts", task.id))
+        .ok_or_else(|| AuthorError::NoScriptedDrafts { task_id: task.id.clone() })
 }

@@ -45,13 +45,31 @@ pub struct LoopResult {
     pub evaluations: Vec<crate::evaluate::Evaluation>,
 }
 
+/// Why a loop has no rows. Its text is recorded in `failed_loops` (`manifest.json`), after
+/// the loop it names.
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The author wrote no draft.
+    #[error(transparent)]
+    Author(#[from] critbench_core::author::AuthorError),
+    /// The experiment adjudicates but the author has no adjudicator.
+    #[error("the author has no adjudicator")]
+    NoAdjudicator,
+    /// Strategy memory's learning loop ended before its policy stopped (a bug).
+    #[error("the learning loop ended before its policy stopped")]
+    Unfinished,
+    /// A loop panicked: the panic's message, for a bug report.
+    #[error("{0}")]
+    Panicked(String),
+}
+
 /// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
 /// loop workers spend no time freeing it.
 pub struct TaskLoops {
     pub task: Task,
     /// `meta` as JSON text, for the outcome rows.
     pub meta: Option<String>,
-    pub loops: Vec<(Unit, Result<LoopResult, String>)>,
+    pub loops: Vec<(Unit, Result<LoopResult, LoopError>)>,
 }
 
 /// A chunk with its loops recorded.
@@ -85,7 +103,7 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
                 let result = catch_unwind(AssertUnwindSafe(|| {
                     record_loop(plan, task, &admitted.json, admitted.labelled.as_ref(), unit, scope)
                 }))
-                .unwrap_or_else(|payload| Err(panic_text(payload)));
+                .unwrap_or_else(|payload| Err(LoopError::Panicked(panic_text(payload))));
                 results.push((unit, result));
             }
         }
@@ -97,7 +115,7 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
 /// The loops a worker advances together when a critic takes several requests at once.
 pub const IN_FLIGHT: usize = 64;
 
-type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, String>> + 'a>>;
+type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, LoopError>> + 'a>>;
 
 /// [`run_chunk`] with up to [`IN_FLIGHT`] loops in flight: every loop is polled until it waits for
 /// a critique, the batch goes out, and again, until each is recorded. The loops never wait on
@@ -119,7 +137,7 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
             admitted.critics.iter().flat_map(move |&c| plan.units(c, scope)).map(move |u| (at, u))
         })
         .collect();
-    let mut done: Vec<Option<Result<LoopResult, String>>> = units.iter().map(|_| None).collect();
+    let mut done: Vec<Option<Result<LoopResult, LoopError>>> = units.iter().map(|_| None).collect();
     let batch = Batch::default();
     let mut flying: Vec<(usize, Recording<'_>)> = Vec::with_capacity(IN_FLIGHT.min(units.len()));
     let mut started = 0;
@@ -155,7 +173,9 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
                 match catch_unwind(AssertUnwindSafe(|| flying[at].1.as_mut().poll(context))) {
                     Ok(Poll::Pending) => at += 1,
                     Ok(Poll::Ready(result)) => done[flying.swap_remove(at).0] = Some(result),
-                    Err(payload) => done[flying.swap_remove(at).0] = Some(Err(panic_text(payload))),
+                    Err(payload) => {
+                        done[flying.swap_remove(at).0] = Some(Err(LoopError::Panicked(panic_text(payload))))
+                    }
                 }
             }
             if batch.is_waiting() {
@@ -312,7 +332,7 @@ pub fn record_loop(
     labelled: Option<&TaskJson>,
     unit: Unit,
     scope: Scope,
-) -> Result<LoopResult, String> {
+) -> Result<LoopResult, LoopError> {
     // Without a batch, no critique waits: the recording is done in one poll.
     let driver = Driver { batch: None, awaiting: false };
     let recording = std::pin::pin!(record_loop_in(plan, task, task_json, labelled, unit, scope, driver));
@@ -340,7 +360,7 @@ async fn record_loop_in(
     unit: Unit,
     scope: Scope,
     driver: Driver<'_>,
-) -> Result<LoopResult, String> {
+) -> Result<LoopResult, LoopError> {
     let experiment = plan.experiment;
     let policies: Vec<Policy> = unit
         .policies(experiment.policies.len())

@@ -167,7 +167,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Whether the author can serve `task` (the scripted backend needs drafts).
-    pub fn check_task(&self, task: &Task) -> Result<(), String> {
+    pub fn check_task(&self, task: &Task) -> Result<(), critbench_core::author::AuthorError> {
         self.author.check_task(task)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use critbench_core::author::{Author, Draft, DraftKey, Hint, Writing};
+use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint, Writing};
 use critbench_core::{Critique, Task};
 
 use crate::prompts::{Prompts, clean_model_text, feedback_block, hints_block, render, task_blocks};
@@ -21,7 +21,14 @@ impl OpenAiAuthor {
         OpenAiAuthor { client, prompts }
     }
 
-    fn ask(&self, role: Role, system: &str, user: String, key: &DraftKey<'_>, what: &str) -> Result<Draft, String> {
+    fn ask(
+        &self,
+        role: Role,
+        system: &str,
+        user: String,
+        key: &DraftKey<'_>,
+        what: &'static str,
+    ) -> Result<Draft, AuthorError> {
         let (request, identity) = chat_of(system, user, key);
         drafted(self.client.chat(role, &request, &identity), key, what)
     }
@@ -33,7 +40,7 @@ impl OpenAiAuthor {
         system: &'a str,
         user: String,
         key: DraftKey<'a>,
-        what: &'a str,
+        what: &'static str,
     ) -> Writing<'a> {
         Box::pin(async move {
             let (request, identity) = chat_of(system, user, &key);
@@ -79,9 +86,10 @@ fn chat_of(system: &str, user: String, key: &DraftKey<'_>) -> (ChatRequest, Call
 fn drafted(
     answer: Result<crate::ChatAnswer, crate::ChatError>,
     key: &DraftKey<'_>,
-    what: &str,
-) -> Result<Draft, String> {
-    let answer = answer.map_err(|error| format!("round {} ({what}): {error}", key.round))?;
+    what: &'static str,
+) -> Result<Draft, AuthorError> {
+    let answer =
+        answer.map_err(|error| AuthorError::Model { round: key.round, step: what, source: Box::new(error) })?;
     Ok(Draft {
         text: clean_model_text(&answer.content),
         tokens_in: answer.tokens_in,
@@ -95,7 +103,7 @@ impl Author for OpenAiAuthor {
         true
     }
 
-    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
         let user = self.generate_prompt(task, hints);
         self.ask(Role::Generator, &self.prompts.generator_system, user, key, "generate")
     }
@@ -111,7 +119,7 @@ impl Author for OpenAiAuthor {
         draft: &str,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Result<Draft, String> {
+    ) -> Result<Draft, AuthorError> {
         let user = self.revise_prompt(task, draft, critique);
         self.ask(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
     }
@@ -135,7 +143,7 @@ impl Author for OpenAiAuthor {
         draft: &str,
         last_critique: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Option<Result<Draft, String>> {
+    ) -> Option<Result<Draft, AuthorError>> {
         if !self.client.has_role(Role::Adjudicator) {
             return None;
         }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use critbench_core::author::{Author, DraftKey, Hint};
+use critbench_core::author::{Author, AuthorError, DraftKey, Hint};
 use critbench_core::{Critique, ScoreRange, Suggestion, Task};
 
 use crate::author::OpenAiAuthor;
@@ -111,5 +111,12 @@ fn the_adjudicator_gets_the_last_concerns_and_failures_name_the_round() {
     let asked = server.received()[0].body["messages"][1]["content"].as_str().unwrap().to_string();
     assert!(asked.contains("Latest draft:\nDraft.") && asked.contains("Two sentences contradict"), "{asked}");
     let error = author.revise(&task(), "Draft.", None, &key(2)).unwrap_err();
+    assert!(
+        matches!(error, AuthorError::Model { round: 2, step: "revise", .. }),
+        "the failure names its round and step, and keeps the client's error: {error:?}"
+    );
+    let chat_error = std::error::Error::source(&error).unwrap().to_string();
+    assert!(chat_error.starts_with("reviser call failed after 2 attempt(s): HTTP 500"), "{chat_error}");
+    let error = error.to_string();
     assert!(error.starts_with("round 2 (revise): reviser call failed after 2 attempt(s): HTTP 500"), "{error}");
 }

@@ -94,9 +94,20 @@ pub enum ChatError {
         "token cap reached: {used} tokens used of max_tokens_total = {cap}; no new model calls are made in this run"
     )]
     TokenCap { cap: u64, used: u64 },
-    /// `{role} call failed after N attempt(s): {last error}`.
-    #[error("{0}")]
-    Failed(String),
+    /// Every attempt failed.
+    #[error("{role} call failed after {attempts} attempt(s): {last}")]
+    Failed {
+        /// The role asked.
+        role: Role,
+        /// Attempts made.
+        attempts: u32,
+        /// What the last attempt met (the server's status and message, a timeout, …), the API
+        /// key replaced.
+        last: String,
+    },
+    /// The request an identical call waited on was dropped before it had an outcome (a bug).
+    #[error("the request was abandoned (internal error)")]
+    Abandoned,
 }
 
 /// Why a client could not be made.
@@ -578,9 +589,9 @@ impl Client {
                     cached,
                 })
             }
-            Err(message) => {
+            Err(error) => {
                 self.count(role, |c| c.failures += 1);
-                Err(ChatError::Failed(message))
+                Err(error)
             }
         }
     }
@@ -653,8 +664,8 @@ impl Client {
 
     /// Every attempt for one answer: an endpoint, the request, its outcome, then at once another
     /// endpoint this call has not tried, or a backoff. The answer and the time its request took;
-    /// on failure, the text of [`ChatError::Failed`].
-    async fn call_model(&self, role: Role, body: &Value) -> Result<(CachedAnswer, Duration), String> {
+    /// on failure, [`ChatError::Failed`].
+    async fn call_model(&self, role: Role, body: &Value) -> Result<(CachedAnswer, Duration), ChatError> {
         // A retry that fails over at once to an untried endpoint is not one of `max_retries`.
         let attempts = self.settings.max_retries + self.endpoints.len() as u32;
         let mut tried: Vec<usize> = Vec::new();
@@ -687,7 +698,7 @@ impl Client {
                 }
                 Attempt::Fatal(message) => {
                     self.release(ticket, Outcome::Rejected);
-                    return Err(format!("{role} call failed after {attempt} attempt(s): {}", self.scrub(message)));
+                    return Err(ChatError::Failed { role, attempts: attempt, last: self.scrub(message) });
                 }
                 Attempt::Retry { message, outcome, wait } => {
                     // The server said when to come back: no caller sends it anything before.
@@ -718,7 +729,7 @@ impl Client {
                 self.count(role, |c| c.backoff_us += backoff.as_micros() as u64);
             }
         };
-        Err(format!("{role} call failed after {attempt} attempt(s): {last}"))
+        Err(ChatError::Failed { role, attempts: attempt, last })
     }
 
     /// Exponential backoff with jitter: base × 2^(attempt-1), between half and all of it.
@@ -1379,12 +1390,26 @@ struct WireTokenDetails {
     cached_tokens: Option<u64>,
 }
 
-fn parse_answer(bytes: &[u8]) -> Result<CachedAnswer, String> {
-    let wire: WireAnswer = serde_json::from_slice(bytes).map_err(|e| {
-        format!("malformed chat completion ({e}; body starts: {})", excerpt(&bytes[..bytes.len().min(200)]))
-    })?;
-    let choice = wire.choices.into_iter().next().ok_or("a chat completion without choices")?;
-    let content = choice.message.content.ok_or("a chat completion whose message has no content")?;
+/// A successful HTTP answer whose body is not a usable chat answer.
+#[derive(Debug, thiserror::Error)]
+enum MalformedAnswer {
+    #[error("malformed chat completion ({source}; body starts: {start})")]
+    Unparseable { start: String, source: serde_json::Error },
+    #[error("a chat completion without choices")]
+    NoChoices,
+    #[error("a chat completion whose message has no content")]
+    NoContent,
+    #[error("malformed Ollama chat answer ({source}; body starts: {start})")]
+    NativeUnparseable { start: String, source: serde_json::Error },
+    #[error("an Ollama chat answer whose message has no content")]
+    NativeNoContent,
+}
+
+fn parse_answer(bytes: &[u8]) -> Result<CachedAnswer, MalformedAnswer> {
+    let wire: WireAnswer = serde_json::from_slice(bytes)
+        .map_err(|source| MalformedAnswer::Unparseable { start: excerpt(&bytes[..bytes.len().min(200)]), source })?;
+    let choice = wire.choices.into_iter().next().ok_or(MalformedAnswer::NoChoices)?;
+    let content = choice.message.content.ok_or(MalformedAnswer::NoContent)?;
     let usage = wire.usage.unwrap_or_default();
     Ok(CachedAnswer {
         content,
@@ -1404,11 +1429,12 @@ struct NativeAnswer {
     eval_count: Option<u64>,
 }
 
-fn parse_native_answer(bytes: &[u8]) -> Result<CachedAnswer, String> {
-    let wire: NativeAnswer = serde_json::from_slice(bytes).map_err(|e| {
-        format!("malformed Ollama chat answer ({e}; body starts: {})", excerpt(&bytes[..bytes.len().min(200)]))
+fn parse_native_answer(bytes: &[u8]) -> Result<CachedAnswer, MalformedAnswer> {
+    let wire: NativeAnswer = serde_json::from_slice(bytes).map_err(|source| MalformedAnswer::NativeUnparseable {
+        start: excerpt(&bytes[..bytes.len().min(200)]),
+        source,
     })?;
-    let content = wire.message.content.ok_or("an Ollama chat answer whose message has no content")?;
+    let content = wire.message.content.ok_or(MalformedAnswer::NativeNoContent)?;
     Ok(CachedAnswer { content, tokens_in: wire.prompt_eval_count, tokens_out: wire.eval_count, cached_in: None })
 }
 
@@ -1424,9 +1450,14 @@ mod tests {
         .unwrap();
         assert_eq!((answer.content.as_str(), answer.tokens_in, answer.tokens_out), ("hi", Some(5), Some(2)));
         assert_eq!(parse_answer(br#"{"choices":[{"message":{"content":"x"}}]}"#).unwrap().tokens_in, None);
-        assert!(parse_answer(br#"{"choices":[]}"#).unwrap_err().contains("without choices"));
-        assert!(parse_answer(br#"{"choices":[{"message":{"content":null}}]}"#).unwrap_err().contains("no content"));
-        assert!(parse_answer(b"{\"choices\":[{\"mess").unwrap_err().starts_with("malformed chat completion"));
+        assert!(parse_answer(br#"{"choices":[]}"#).unwrap_err().to_string().contains("without choices"));
+        let no_content = parse_answer(br#"{"choices":[{"message":{"content":null}}]}"#).unwrap_err();
+        assert!(no_content.to_string().contains("no content"));
+        let malformed = parse_answer(b"{\"choices\":[{\"mess").unwrap_err().to_string();
+        assert!(
+            malformed.starts_with("malformed chat completion") && malformed.contains("body starts: {"),
+            "{malformed}"
+        );
     }
 
     #[test]
@@ -1450,7 +1481,12 @@ mod tests {
             parse_native_answer(br#"{"model":"m","message":{"role":"assistant","content":"{}"},"done":true,"prompt_eval_count":7,"eval_count":3}"#)
                 .unwrap();
         assert_eq!((native.content.as_str(), native.tokens_in, native.tokens_out), ("{}", Some(7), Some(3)));
-        assert!(parse_native_answer(br#"{"choices":[]}"#).unwrap_err().starts_with("malformed Ollama chat answer"));
+        assert!(
+            parse_native_answer(br#"{"choices":[]}"#)
+                .unwrap_err()
+                .to_string()
+                .starts_with("malformed Ollama chat answer")
+        );
     }
 
     #[test]

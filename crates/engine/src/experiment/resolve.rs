@@ -180,7 +180,7 @@ impl Experiment {
             super::pricing::resolve_pricing(file.pricing.as_ref(), overrides.pricing.as_deref(), openai.as_mut())?;
         let budget = super::pricing::resolve_budget(file.budget, openai.as_ref())?;
         let prompts = file.prompts.unwrap_or_default();
-        prompts.check()?;
+        prompts.check().map_err(|e| e.to_string())?;
         let sequential = file
             .sequential
             .map(|section| super::sequential::resolve(section, &arms, &policies, &critics))
