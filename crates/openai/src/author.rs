@@ -17,6 +17,7 @@ pub struct OpenAiAuthor {
 }
 
 impl OpenAiAuthor {
+    /// An author asking `client` with `prompts`.
     pub fn new(client: Arc<Client>, prompts: Prompts) -> OpenAiAuthor {
         OpenAiAuthor { client, prompts }
     }

@@ -31,16 +31,20 @@ use crate::usage::{
 pub struct Message {
     /// `system`, `user` or `assistant`.
     pub role: String,
+    /// The message's text.
     pub content: String,
 }
 
 impl Message {
+    /// A `system` message.
     pub fn system(content: impl Into<String>) -> Message {
         Message { role: "system".into(), content: content.into() }
     }
+    /// A `user` message.
     pub fn user(content: impl Into<String>) -> Message {
         Message { role: "user".into(), content: content.into() }
     }
+    /// An `assistant` message.
     pub fn assistant(content: impl Into<String>) -> Message {
         Message { role: "assistant".into(), content: content.into() }
     }
@@ -50,7 +54,9 @@ impl Message {
 /// `{"type": "json_object"}`. Model and sampling come from the role's settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ChatRequest {
+    /// The conversation, in order.
     pub messages: Vec<Message>,
+    /// A structured-output request in OpenAI's form, sent in the form each server reads.
     pub response_format: Option<Value>,
 }
 
@@ -60,8 +66,11 @@ pub struct ChatRequest {
 /// same draft.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CallIdentity {
+    /// The task the call is for.
     pub task_id: String,
+    /// The loop's epoch.
     pub epoch: u32,
+    /// The loop's round.
     pub round: u32,
     /// 1 for the first try; the host's critique retries count up.
     pub attempt: u32,
@@ -70,8 +79,11 @@ pub struct CallIdentity {
 /// A model's answer and what it cost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatAnswer {
+    /// The answer's text, as the model wrote it.
     pub content: String,
+    /// Prompt tokens, when the server counted them.
     pub tokens_in: Option<u64>,
+    /// Completion tokens, when the server counted them.
     pub tokens_out: Option<u64>,
     /// Served without a model call (from the cache, or shared with an identical request).
     pub cached: bool,
@@ -89,11 +101,18 @@ pub const MIN_REDACTED_CHARS: usize = 8;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ChatError {
     #[error("no model is configured for the {0} role; add it to [openai] models")]
+    /// The role has no model in `[openai] models`.
     NoModel(Role),
     #[error(
         "token cap reached: {used} tokens used of max_tokens_total = {cap}; no new model calls are made in this run"
     )]
-    TokenCap { cap: u64, used: u64 },
+    /// The run reached `max_tokens_total`.
+    TokenCap {
+        /// `max_tokens_total`.
+        cap: u64,
+        /// Tokens used so far.
+        used: u64,
+    },
     /// Every attempt failed.
     #[error("{role} call failed after {attempts} attempt(s): {last}")]
     Failed {
@@ -117,14 +136,19 @@ pub enum ClientError {
         "[openai] api_key_env names the environment variable `{0}`, but it is not set (or empty); \
          export it, or remove api_key_env for a server that needs no key"
     )]
+    /// The environment variable `api_key_env` names is not set.
     MissingKey(String),
     #[error("[openai] base_url `{0}` is not an http:// or https:// URL")]
+    /// A `base_url` that is not http(s).
     BadUrl(String),
     #[error("[openai] no endpoint: give `base_url`")]
+    /// No endpoint is configured.
     NoEndpoint,
     #[error(transparent)]
+    /// The response cache cannot be opened.
     Cache(#[from] crate::cache::CacheError),
     #[error("cannot start the HTTP client: {0}")]
+    /// The HTTP client cannot be built (its TLS setup).
     Http(String),
 }
 
@@ -238,7 +262,9 @@ struct TaskRole {
 pub struct BudgetStop {
     /// `max_cost`, or `roles.ROLE`.
     pub budget: String,
+    /// The budget's limit.
     pub limit: f64,
+    /// What had been spent when it stopped new work.
     pub spent: f64,
 }
 
@@ -395,10 +421,12 @@ impl Client {
         lock(&self.budget_stop).clone()
     }
 
+    /// The settings the client was made with.
     pub fn settings(&self) -> &ClientSettings {
         &self.settings
     }
 
+    /// Whether `role` has a model.
     pub fn has_role(&self, role: Role) -> bool {
         self.settings.roles.contains_key(&role)
     }

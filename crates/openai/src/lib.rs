@@ -66,6 +66,8 @@
 //! println!("{} ({:?} tokens out)", answer.content, answer.tokens_out);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod author;
 mod cache;
 mod client;

@@ -13,14 +13,19 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Prompts {
+    /// The generator's system prompt.
     pub generator_system: String,
+    /// The generator's first-draft request.
     pub generator: String,
+    /// The reviser's system prompt.
     pub reviser_system: String,
     /// The reviser when the arm shows it the critique.
     pub reviser_feedback: String,
     /// The reviser when the arm keeps the critique from it (`no-feedback`).
     pub reviser_blind: String,
+    /// The adjudicator's system prompt.
     pub adjudicator_system: String,
+    /// The adjudicator's final-pass request.
     pub adjudicator: String,
     /// Given to the reviser instead of feedback that is empty or degenerate.
     pub generic_fix: String,
@@ -222,6 +227,7 @@ pub fn task_blocks(task: &Task) -> (String, String) {
     (context, evidence)
 }
 
+/// Strategy memory's hints as a template value: empty without hints.
 pub fn hints_block(hints: &[Hint]) -> String {
     if hints.is_empty() {
         return String::new();

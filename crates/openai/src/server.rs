@@ -29,15 +29,21 @@ use serde_json::{Value, json};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ServerKind {
+    /// OpenAI's API, or a server that speaks it exactly.
     Openai,
+    /// vLLM.
     Vllm,
+    /// llama.cpp's server.
     Llamacpp,
+    /// Ollama.
     Ollama,
 }
 
 impl ServerKind {
+    /// Every kind, in the order the docs list them.
     pub const ALL: [ServerKind; 4] = [ServerKind::Openai, ServerKind::Vllm, ServerKind::Llamacpp, ServerKind::Ollama];
 
+    /// The kind as `[openai] server` names it.
     pub fn as_str(self) -> &'static str {
         match self {
             ServerKind::Openai => "openai",
@@ -65,6 +71,7 @@ impl fmt::Display for ServerKind {
 /// How structured output is written for one endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Server {
+    /// The server software.
     pub kind: ServerKind,
     /// How the kind was known: `"configured"`, or what detection saw (`"/v1/models owned_by
     /// vllm"`, `"/props"`, …, `"not recognised"`).
@@ -173,8 +180,11 @@ fn structured(body: &Value) -> Option<Format> {
 
 /// What a probe saw: a status, headers, and a body when it was JSON.
 pub struct Probe {
+    /// The HTTP status.
     pub status: u16,
+    /// The response headers.
     pub headers: reqwest::header::HeaderMap,
+    /// The body, when it was JSON.
     pub json: Option<Value>,
 }
 
