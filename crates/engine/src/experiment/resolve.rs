@@ -103,7 +103,7 @@ impl Experiment {
             let spec = critic_spec(&at, entry, &mut labels, overrides.isolate_plugins, &relative)?;
             evaluators.push(EvaluatorSpec { spec, pass_score, dim_target });
         }
-        let policies = policy_grid(&file.policy)?;
+        let policies = policy_grid(&file.policy).map_err(|e| e.to_string())?;
         let judge = match file.judge {
             None => JudgeSettings { repeats: 1, datasets: None, out: None },
             Some(section) => {
