@@ -483,6 +483,24 @@ impl EngineError {
     }
 }
 
+/// Why a loop has no rows. Its text is recorded in `failed_loops` (`manifest.json`), after
+/// the loop it names.
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The author wrote no draft.
+    #[error(transparent)]
+    Author(#[from] critbench_core::author::AuthorError),
+    /// The experiment adjudicates but the author has no adjudicator.
+    #[error("the author has no adjudicator")]
+    NoAdjudicator,
+    /// Strategy memory's learning loop ended before its policy stopped (a bug).
+    #[error("the learning loop ended before its policy stopped")]
+    Unfinished,
+    /// A loop panicked: the panic's message, for a bug report.
+    #[error("{0}")]
+    Panicked(String),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,7 @@ use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 
 use crate::emit::effective_policy;
+use crate::error::LoopError;
 use crate::plan::{Plan, Scope, Unit};
 use crate::round::{Batch, critique_draft, ms, recorded_round};
 use crate::source::Chunk;
@@ -43,24 +44,6 @@ pub struct LoopResult {
     /// The held-out evaluators' critiques of the loop's first draft and final answers (none when
     /// no evaluator takes the task).
     pub evaluations: Vec<crate::evaluate::Evaluation>,
-}
-
-/// Why a loop has no rows. Its text is recorded in `failed_loops` (`manifest.json`), after
-/// the loop it names.
-#[derive(Debug, thiserror::Error)]
-pub enum LoopError {
-    /// The author wrote no draft.
-    #[error(transparent)]
-    Author(#[from] critbench_core::author::AuthorError),
-    /// The experiment adjudicates but the author has no adjudicator.
-    #[error("the author has no adjudicator")]
-    NoAdjudicator,
-    /// Strategy memory's learning loop ended before its policy stopped (a bug).
-    #[error("the learning loop ended before its policy stopped")]
-    Unfinished,
-    /// A loop panicked: the panic's message, for a bug report.
-    #[error("{0}")]
-    Panicked(String),
 }
 
 /// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
