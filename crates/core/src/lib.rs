@@ -13,6 +13,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod author;
 mod best;
 mod critique;
 mod policy;

@@ -16,9 +16,9 @@ use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::{DECISION_ADJUDICATE, RecordedRound};
 use critbench_storage::tables::TrajectoryRow;
 
-use crate::backend::DraftKey;
 use crate::plan::{Plan, Unit};
 use crate::round::{critique_draft, ms, recorded_round};
+use critbench_core::author::DraftKey;
 
 /// The adjudicated final draft of a loop: which round's draft it rewrote, and the critique of
 /// the rewrite (its draft, times and the adjudicator's tokens in the author's columns).
@@ -52,7 +52,7 @@ pub fn adjudicate_loop(
     scores: &[RoundScore],
     rounds: &[RecordedRound],
     texts: &[String],
-) -> Result<Vec<Adjudication>, String> {
+) -> Result<Vec<Adjudication>, crate::error::LoopError> {
     let experiment = plan.experiment;
     let mut finals: Vec<usize> =
         policies.iter().filter_map(|policy| final_round(scores, policy)).map(|(chosen, _)| chosen).collect();
@@ -66,7 +66,7 @@ pub fn adjudicate_loop(
         let draft = plan
             .author
             .adjudicate(task, &texts[chosen], Some(&concerns), &key)
-            .ok_or_else(|| "the author has no adjudicator".to_string())??;
+            .ok_or(crate::error::LoopError::NoAdjudicator)??;
         let gen_ms = ms(started);
         // Asked with the adjudicated draft's round, so that the critique depends on the draft alone.
         let (call, scope, critic_ms) = critique_draft(plan, unit, &task.id, task_json, &draft.text, chosen as u32);
@@ -112,7 +112,9 @@ pub fn trajectory_row<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{Author, SimAuthor};
+    use critbench_core::author::Author;
+
+    use crate::backend::SimAuthor;
     use crate::experiment::{Experiment, Overrides};
     use critbench_core::Arm;
 

@@ -1,126 +1,15 @@
-//! The model side of the loop: who writes the first draft and the revisions.
-//!
-//! A [`Author`] is anything that can write a first draft and revise one. The built-in ones are the
-//! simulated author and the scripted one; a test, or a real model client, implements the same
-//! trait and hands it to [`crate::run::run_experiment_with`].
+//! The offline authors: the simulated one and the scripted one. Each implements
+//! [`critbench_core::author::Author`], as the model client's OpenAI author and a test's do; any
+//! of them is handed to [`crate::run::run_experiment_with`].
 
-use std::future::Future;
-use std::pin::Pin;
-
-use critbench_core::{Critique, Rng, SeedKey, Task};
-
-use crate::memory::Hint;
-
-/// A draft and what it cost, when the backend knows.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Draft {
-    pub text: String,
-    pub tokens_in: Option<u64>,
-    pub tokens_out: Option<u64>,
-    /// For a revision shown a critique: whether the author acted on it (`Some(false)`: nothing
-    /// in the critique was something it could act on, so it revised blindly, and a comparison of
-    /// arms says nothing about that critic). `None` when the author cannot tell (a model) or no
-    /// critique was shown. Recorded as `acted_on_critique` (docs/FORMAT.md).
-    pub acted_on_critique: Option<bool>,
-}
-
-impl Draft {
-    /// A draft written without a model, so without token counts.
-    pub fn offline(text: String) -> Draft {
-        Draft { text, tokens_in: None, tokens_out: None, acted_on_critique: None }
-    }
-}
-
-/// Which draft of which loop is being written; seeds every random choice. The arm is
-/// deliberately not part of it: every arm of a task draws the same randomness, so arms are paired.
-#[derive(Clone, Copy, Debug)]
-pub struct DraftKey<'a> {
-    pub seed: u64,
-    pub task_id: &'a str,
-    pub epoch: u32,
-    /// The round this draft will be critiqued in.
-    pub round: u32,
-}
-
-impl DraftKey<'_> {
-    /// A generator for one purpose (e.g. `"generate"`, `"revise"`) of this draft.
-    pub fn rng(&self, purpose: &str) -> Rng {
-        Rng::from_key(&SeedKey {
-            seed: self.seed,
-            task_id: self.task_id,
-            epoch: self.epoch,
-            round: self.round,
-            purpose,
-        })
-    }
-}
-
-/// A draft being written by an author that waits on a model server ([`Author::awaits`]).
-pub type Writing<'a> = Pin<Box<dyn Future<Output = Result<Draft, String>> + 'a>>;
-
-/// Writes and revises drafts. Implementations must be deterministic in (task, key, inputs) so
-/// that results do not depend on scheduling.
-pub trait Author: Sync {
-    /// Whether drafts come from a model server: the loops then await
-    /// [`Author::generate_async`] and [`Author::revise_async`], many loops to a worker thread,
-    /// so that a loop waiting on the server costs a future, not a thread.
-    fn awaits(&self) -> bool {
-        false
-    }
-
-    /// [`Author::generate`] as a future; an author that [`Author::awaits`] makes it wait without
-    /// blocking the thread.
-    fn generate_async<'a>(&'a self, task: &'a Task, hints: &'a [Hint], key: DraftKey<'a>) -> Writing<'a> {
-        Box::pin(std::future::ready(self.generate(task, hints, &key)))
-    }
-
-    /// [`Author::revise`] as a future (see [`Author::generate_async`]).
-    fn revise_async<'a>(
-        &'a self,
-        task: &'a Task,
-        draft: &'a str,
-        critique: Option<&'a Critique>,
-        key: DraftKey<'a>,
-    ) -> Writing<'a> {
-        Box::pin(std::future::ready(self.revise(task, draft, critique, &key)))
-    }
-
-    /// Checks before the run that this author can serve `task`.
-    fn check_task(&self, _task: &Task) -> Result<(), String> {
-        Ok(())
-    }
-
-    /// The first draft; `hints` is empty unless the arm uses strategy memory.
-    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String>;
-
-    /// A revision of `draft`; `critique` is `None` when the arm keeps it from the reviser.
-    fn revise(
-        &self,
-        task: &Task,
-        draft: &str,
-        critique: Option<&Critique>,
-        key: &DraftKey<'_>,
-    ) -> Result<Draft, String>;
-
-    /// The adjudicator's final pass over a finished loop's draft: contradictions
-    /// resolved, conversational residue stripped. `concerns` is the critique of that draft.
-    /// `None` when this author has no adjudicator (the experiment refuses `adjudicate` then).
-    fn adjudicate(
-        &self,
-        _task: &Task,
-        _draft: &str,
-        _concerns: Option<&Critique>,
-        _key: &DraftKey<'_>,
-    ) -> Option<Result<Draft, String>> {
-        None
-    }
-}
+use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint};
+use critbench_core::{Critique, Task};
 
 /// The built-in deterministic simulated author (`critbench-sim`).
 pub struct SimAuthor;
 
 impl Author for SimAuthor {
-    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
         let types: Vec<&str> = hints.iter().map(|h| h.issue_type.as_str()).collect();
         Ok(Draft::offline(critbench_sim::generate_with_hints(task, &types, &mut key.rng("generate"))))
     }
@@ -131,7 +20,7 @@ impl Author for SimAuthor {
         draft: &str,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Result<Draft, String> {
+    ) -> Result<Draft, AuthorError> {
         let revision = critbench_sim::revise(task, draft, critique, &mut key.rng("revise"));
         Ok(Draft { acted_on_critique: revision.acted_on_critique, ..Draft::offline(revision.text) })
     }
@@ -144,9 +33,9 @@ impl Author for SimAuthor {
         draft: &str,
         concerns: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Option<Result<Draft, String>> {
+    ) -> Option<Result<Draft, AuthorError>> {
         let answer = critbench_sim::adjudicate(task, draft, concerns, &mut key.rng("adjudicate"));
-        Some(Ok(Draft::offline(crate::prompts::clean_model_text(&answer))))
+        Some(Ok(Draft::offline(critbench_openai::prompts::clean_model_text(&answer))))
     }
 }
 
@@ -154,15 +43,15 @@ impl Author for SimAuthor {
 pub struct ScriptedAuthor;
 
 impl Author for ScriptedAuthor {
-    fn check_task(&self, task: &Task) -> Result<(), String> {
+    fn check_task(&self, task: &Task) -> Result<(), AuthorError> {
         if task.drafts.is_empty() {
-            Err("field `drafts`: the scripted backend needs at least one draft".to_string())
+            Err(AuthorError::MissingField { field: "drafts", needs: "the scripted backend needs at least one draft" })
         } else {
             Ok(())
         }
     }
 
-    fn generate(&self, task: &Task, _hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, String> {
+    fn generate(&self, task: &Task, _hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
         scripted(task, key.round)
     }
 
@@ -172,13 +61,13 @@ impl Author for ScriptedAuthor {
         _draft: &str,
         _critique: Option<&Critique>,
         key: &DraftKey<'_>,
-    ) -> Result<Draft, String> {
+    ) -> Result<Draft, AuthorError> {
         scripted(task, key.round)
     }
 }
 
-fn scripted(task: &Task, round: u32) -> Result<Draft, String> {
+fn scripted(task: &Task, round: u32) -> Result<Draft, AuthorError> {
     task.scripted_draft(round as usize)
         .map(|text| Draft::offline(text.to_string()))
-        .ok_or_else(|| format!("task `{}` has no scripted drafts", task.id))
+        .ok_or_else(|| AuthorError::NoScriptedDrafts { task_id: task.id.clone() })
 }

@@ -57,15 +57,14 @@ impl RolePrices {
 /// What the interrupted run in `dir` had spent, per role (its manifest's
 /// `openai.cost.by_role.ROLE.spent`, which counts what it carried over itself): nothing when it
 /// left no manifest (a run killed outright), whose calls then count again only if they are not
-/// in the response cache.
-pub fn spent_before(dir: &std::path::Path) -> std::collections::BTreeMap<Role, f64> {
+/// in the response cache. A manifest whose report lacks a key is an error naming it.
+pub fn spent_before(
+    dir: &std::path::Path,
+) -> Result<std::collections::BTreeMap<Role, f64>, critbench_openai::usage::UsageReportError> {
     let manifest = critbench_storage::manifest::Manifest::read(dir).ok().flatten();
-    let by_role = manifest.as_ref().and_then(|m| m.openai.as_ref()?.pointer("/cost/by_role")?.as_object().cloned());
-    by_role
-        .into_iter()
-        .flatten()
-        .filter_map(|(role, cost)| Some((Role::parse(&role)?, cost.get("spent")?.as_f64()?)))
-        .collect()
+    let Some(openai) = manifest.as_ref().and_then(|m| m.openai.as_ref()) else { return Ok(Default::default()) };
+    let report = critbench_openai::usage::UsageReport::from_manifest(openai)?;
+    Ok(report.cost.by_role.iter().filter_map(|(role, cost)| Some((Role::parse(role)?, cost.spent?))).collect())
 }
 
 #[cfg(test)]

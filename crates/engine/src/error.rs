@@ -55,9 +55,10 @@ pub enum EngineError {
          (use `critbench run` for command critics)"
     )]
     CommandCriticInJudge { critic: String },
-    /// The model client's report (`manifest.json`'s `openai`) did not read back as expected.
-    #[error("the model client's report does not read back: {0}")]
-    ModelReport(#[source] serde_json::Error),
+    /// The model client's report (`manifest.json`'s `openai`) did not read back: a key missing,
+    /// renamed or of the wrong type.
+    #[error(transparent)]
+    ModelReport(#[from] critbench_openai::usage::UsageReportError),
     #[error("the openai backend is made from the experiment's [openai] table; run the experiment with run_experiment")]
     NoModelClient,
     /// A thread of the run panicked; the payload's text.
@@ -480,6 +481,24 @@ impl EngineError {
             | EngineError::BudgetReached { .. } => false,
         }
     }
+}
+
+/// Why a loop has no rows. Its text is recorded in `failed_loops` (`manifest.json`), after
+/// the loop it names.
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The author wrote no draft.
+    #[error(transparent)]
+    Author(#[from] critbench_core::author::AuthorError),
+    /// The experiment adjudicates but the author has no adjudicator.
+    #[error("the author has no adjudicator")]
+    NoAdjudicator,
+    /// Strategy memory's learning loop ended before its policy stopped (a bug).
+    #[error("the learning loop ended before its policy stopped")]
+    Unfinished,
+    /// A loop panicked: the panic's message, for a bug report.
+    #[error("{0}")]
+    Panicked(String),
 }
 
 #[cfg(test)]

@@ -333,7 +333,11 @@ struct PilotTasks {
 }
 
 impl PilotTasks {
-    fn read(dir: &Path, ids: &[String], openai: Option<&serde_json::Value>) -> Result<PilotTasks, EngineError> {
+    fn read(
+        dir: &Path,
+        ids: &[String],
+        openai: Option<&critbench_openai::usage::UsageReport>,
+    ) -> Result<PilotTasks, EngineError> {
         let index: BTreeMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
         let mut tasks = PilotTasks {
             loops: vec![0.0; ids.len()],
@@ -355,26 +359,21 @@ impl PilotTasks {
             }
             Ok(())
         })?;
-        let by_task = openai.and_then(|o| o.get("by_task")).and_then(|t| t.as_object());
-        let roles = openai.and_then(|o| o.get("models")).and_then(|m| m.as_object());
-        for role in roles.into_iter().flat_map(|r| r.keys()) {
+        let by_task = openai.and_then(|o| o.by_task.as_ref());
+        for role in openai.into_iter().flat_map(|o| o.models.keys()) {
             let values = ids
                 .iter()
-                .map(|id| {
-                    let usage = by_task.and_then(|t| t.get(id)).and_then(|t| t.get(role));
-                    let number = |key: &str| usage.map_or(Some(0.0), |u| u.get(key).and_then(|v| v.as_f64()));
-                    [
-                        number("requests"),
-                        number("tokens_in"),
-                        number("tokens_out"),
-                        // A role the task never asked cost nothing, priced or not.
-                        match usage {
-                            None => Some(0.0),
-                            Some(u) => u.get("cost").and_then(|v| v.as_f64()),
-                        },
-                        number("server_s"),
-                        number("timed"),
-                    ]
+                .map(|id| match by_task.and_then(|t| t.get(id)).and_then(|t| t.get(role)) {
+                    // A role the task never asked cost nothing, priced or not.
+                    None => [Some(0.0); 6],
+                    Some(u) => [
+                        Some(u.requests as f64),
+                        Some(u.tokens_in as f64),
+                        Some(u.tokens_out as f64),
+                        u.cost,
+                        Some(u.server_s),
+                        Some(u.timed as f64),
+                    ],
                 })
                 .collect();
             tasks.roles.insert(role.clone(), values);

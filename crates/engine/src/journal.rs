@@ -252,21 +252,43 @@ impl PartFile {
     }
 
     /// Why the file in `dir` is not the one committed, if it is not.
-    fn mismatch(&self, dir: &Path) -> Option<String> {
+    fn mismatch(&self, dir: &Path) -> Option<LineProblem> {
         match PartFile::of(&dir.join(&self.name)) {
-            Err(error) => Some(format!("{} cannot be read ({error})", self.name)),
+            Err(source) => Some(LineProblem::Unreadable { name: self.name.clone(), source }),
             Ok(now) if now.bytes != self.bytes => {
-                Some(format!("{} is {} bytes, but {} were committed", self.name, now.bytes, self.bytes))
+                Some(LineProblem::Size { name: self.name.clone(), now: now.bytes, committed: self.bytes })
             }
-            Ok(now) if now.sha256 != self.sha256 => Some(format!(
-                "{}'s content changed since it was committed (sha256 {} then, {} now)",
-                self.name,
-                short(&self.sha256),
-                short(&now.sha256)
-            )),
+            Ok(now) if now.sha256 != self.sha256 => Some(LineProblem::Content {
+                name: self.name.clone(),
+                then: short(&self.sha256).to_string(),
+                now: short(&now.sha256).to_string(),
+            }),
             Ok(_) => None,
         }
     }
+}
+
+/// Why a journal line is not a commit to resume from: the line itself, or the part files it names.
+#[derive(Debug, thiserror::Error)]
+enum LineProblem {
+    #[error("it is not a journal line ({0})")]
+    NotALine(#[source] serde_json::Error),
+    #[error("it does not match its own checksum (edited, or damaged)")]
+    Checksum,
+    #[error("its commit does not read back ({0})")]
+    Commit(#[source] serde_json::Error),
+    #[error("it commits part {found} where part {expected} was due")]
+    Part { found: u32, expected: u32 },
+    #[error("its chunk count goes back")]
+    ChunkCountBack,
+    #[error("it names {found} part files where {expected} were due")]
+    FileCount { found: usize, expected: usize },
+    #[error("{name} cannot be read ({source})")]
+    Unreadable { name: String, source: std::io::Error },
+    #[error("{name} is {now} bytes, but {committed} were committed")]
+    Size { name: String, now: u64, committed: u64 },
+    #[error("{name}'s content changed since it was committed (sha256 {then} then, {now} now)")]
+    Content { name: String, then: String, now: String },
 }
 
 /// A journal line: the commit as JSON, and the SHA-256 of exactly those bytes.
@@ -286,18 +308,17 @@ fn journal_line(commit: &Commit) -> String {
 
 /// The commit a journal line holds, checked against its own hash and its place in the journal
 /// (`part` numbers count up from 0; `next_chunk` never goes back).
-fn read_line(line: &str, expected_part: u32, previous: Option<&Commit>) -> Result<Commit, String> {
-    let parsed: Line<'_> = serde_json::from_str(line).map_err(|e| format!("it is not a journal line ({e})"))?;
+fn read_line(line: &str, expected_part: u32, previous: Option<&Commit>) -> Result<Commit, LineProblem> {
+    let parsed: Line<'_> = serde_json::from_str(line).map_err(LineProblem::NotALine)?;
     if critbench_storage::sha256_hex(parsed.commit.get().as_bytes()) != parsed.sha256 {
-        return Err("it does not match its own checksum (edited, or damaged)".into());
+        return Err(LineProblem::Checksum);
     }
-    let commit: Commit =
-        serde_json::from_str(parsed.commit.get()).map_err(|e| format!("its commit does not read back ({e})"))?;
+    let commit: Commit = serde_json::from_str(parsed.commit.get()).map_err(LineProblem::Commit)?;
     if commit.part != expected_part {
-        return Err(format!("it commits part {} where part {expected_part} was due", commit.part));
+        return Err(LineProblem::Part { found: commit.part, expected: expected_part });
     }
     if previous.is_some_and(|p| commit.next_chunk < p.next_chunk) {
-        return Err("its chunk count goes back".into());
+        return Err(LineProblem::ChunkCountBack);
     }
     Ok(commit)
 }
@@ -397,7 +418,7 @@ pub(crate) fn read_journal(dir: &Path, files_per_part: usize) -> (Vec<Commit>, O
                 match commit.files.iter().find_map(|file| file.mismatch(dir)) {
                     Some(problem) => Err(problem),
                     None if commit.files.len() != files_per_part => {
-                        Err(format!("it names {} part files where {files_per_part} were due", commit.files.len()))
+                        Err(LineProblem::FileCount { found: commit.files.len(), expected: files_per_part })
                     }
                     None => Ok(commit),
                 }

@@ -8,9 +8,9 @@ use critbench_critic_benchmark::{JudgeOutcome, JudgeSpec};
 use critbench_plugin_host::IsolationMode;
 
 use crate::EngineError;
+use crate::chat::plugin_host;
 use crate::experiment::{Experiment, MAX_JUDGE_REPEATS};
-use crate::model_usage::ModelUsage;
-use crate::openai_author::plugin_host;
+use critbench_openai::usage::UsageReport;
 
 /// What the command line sets over the experiment file.
 #[derive(Clone, Debug, Default)]
@@ -40,7 +40,7 @@ pub struct JudgeSetup {
 pub struct JudgeRun {
     pub outcome: JudgeOutcome,
     /// What the judge model did, when the experiment has an `[openai]` table.
-    pub model_usage: Option<ModelUsage>,
+    pub model_usage: Option<UsageReport>,
 }
 
 /// Resolves the judge of `experiment`: the command line first, then the `[judge]` table, then the
@@ -101,7 +101,6 @@ pub fn judge_experiment(
     let session = crate::run::start_session(experiment)?;
     spec.host = plugin_host(session.as_ref());
     let outcome = critbench_critic_benchmark::judge(&spec)?;
-    let model_usage =
-        session.map(|s| ModelUsage::from_report(&s.client.report())).transpose().map_err(EngineError::ModelReport)?;
+    let model_usage = session.map(|s| s.client.report());
     Ok(JudgeRun { outcome, model_usage })
 }

@@ -11,11 +11,11 @@ use critbench_core::{Arm, ExitReason};
 use crate::EngineError;
 use crate::emit::effective_policy;
 use crate::loops::ChunkResult;
-use crate::memory::Hint;
 use crate::memory::{Namespace, fixed_types, freeze};
 use crate::plan::Plan;
 use crate::sink::Consumer;
 use crate::source::SourceReport;
+use critbench_core::author::Hint;
 
 /// Strategy hints per (critic, task kind).
 pub type Hints = HashMap<(usize, Option<String>), Vec<Hint>>;
@@ -80,7 +80,7 @@ impl Consumer for LearnSink<'_, '_> {
                 self.loops += 1;
                 let fixed = result.and_then(|result| {
                     let (stop, exit) = critbench_core::stop_point(&result.scores, &policy)
-                        .ok_or_else(|| "the learning loop ended before its policy stopped".to_string())?;
+                        .ok_or(crate::error::LoopError::Unfinished)?;
                     let passed = exit == ExitReason::Pass;
                     self.passed += u64::from(passed);
                     Ok(fixed_types(&result.rounds, &result.scores, stop, passed))

@@ -20,6 +20,7 @@
 
 pub mod adjudicate;
 pub mod backend;
+pub mod chat;
 pub mod cost;
 mod emit;
 mod error;
@@ -34,10 +35,7 @@ mod loops;
 mod manifest;
 pub mod memory;
 pub mod merge;
-pub mod model_usage;
-pub mod openai_author;
 mod plan;
-pub mod prompts;
 pub mod replay;
 pub mod rescore;
 mod round;

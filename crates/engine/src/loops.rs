@@ -8,7 +8,7 @@
 //! critique, then the critiques asked go out in one batch ([`Batch`]). A loop's rounds depend only
 //! on its own critiques, so the recording is the same as one loop after another.
 //!
-//! When the author waits on a model server ([`Author::awaits`](crate::backend::Author::awaits)),
+//! When the author waits on a model server ([`Author::awaits`](critbench_core::author::Author::awaits)),
 //! a worker drives many chunks at once ([`work_together`]): each loop is a future that waits on
 //! the model without a thread, and is polled again on the worker when its answer is in. The
 //! critiques and the policy still run on the worker, so `--jobs` bounds the CPU work, and the
@@ -26,12 +26,13 @@ use critbench_core::{Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 
-use crate::backend::{Draft, DraftKey};
 use crate::emit::effective_policy;
-use crate::memory::Hint;
+use crate::error::LoopError;
 use crate::plan::{Plan, Scope, Unit};
 use crate::round::{Batch, critique_draft, ms, recorded_round};
 use crate::source::Chunk;
+use critbench_core::author::Hint;
+use critbench_core::author::{Draft, DraftKey};
 
 /// A recorded loop: every round until each of the unit's policies has stopped.
 pub struct LoopResult {
@@ -51,7 +52,7 @@ pub struct TaskLoops {
     pub task: Task,
     /// `meta` as JSON text, for the outcome rows.
     pub meta: Option<String>,
-    pub loops: Vec<(Unit, Result<LoopResult, String>)>,
+    pub loops: Vec<(Unit, Result<LoopResult, LoopError>)>,
 }
 
 /// A chunk with its loops recorded.
@@ -85,7 +86,7 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
                 let result = catch_unwind(AssertUnwindSafe(|| {
                     record_loop(plan, task, &admitted.json, admitted.labelled.as_ref(), unit, scope)
                 }))
-                .unwrap_or_else(|payload| Err(panic_text(payload)));
+                .unwrap_or_else(|payload| Err(LoopError::Panicked(panic_text(payload))));
                 results.push((unit, result));
             }
         }
@@ -97,7 +98,7 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
 /// The loops a worker advances together when a critic takes several requests at once.
 pub const IN_FLIGHT: usize = 64;
 
-type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, String>> + 'a>>;
+type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, LoopError>> + 'a>>;
 
 /// [`run_chunk`] with up to [`IN_FLIGHT`] loops in flight: every loop is polled until it waits for
 /// a critique, the batch goes out, and again, until each is recorded. The loops never wait on
@@ -119,7 +120,7 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
             admitted.critics.iter().flat_map(move |&c| plan.units(c, scope)).map(move |u| (at, u))
         })
         .collect();
-    let mut done: Vec<Option<Result<LoopResult, String>>> = units.iter().map(|_| None).collect();
+    let mut done: Vec<Option<Result<LoopResult, LoopError>>> = units.iter().map(|_| None).collect();
     let batch = Batch::default();
     let mut flying: Vec<(usize, Recording<'_>)> = Vec::with_capacity(IN_FLIGHT.min(units.len()));
     let mut started = 0;
@@ -155,7 +156,9 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
                 match catch_unwind(AssertUnwindSafe(|| flying[at].1.as_mut().poll(context))) {
                     Ok(Poll::Pending) => at += 1,
                     Ok(Poll::Ready(result)) => done[flying.swap_remove(at).0] = Some(result),
-                    Err(payload) => done[flying.swap_remove(at).0] = Some(Err(panic_text(payload))),
+                    Err(payload) => {
+                        done[flying.swap_remove(at).0] = Some(Err(LoopError::Panicked(panic_text(payload))))
+                    }
                 }
             }
             if batch.is_waiting() {
@@ -312,7 +315,7 @@ pub fn record_loop(
     labelled: Option<&TaskJson>,
     unit: Unit,
     scope: Scope,
-) -> Result<LoopResult, String> {
+) -> Result<LoopResult, LoopError> {
     // Without a batch, no critique waits: the recording is done in one poll.
     let driver = Driver { batch: None, awaiting: false };
     let recording = std::pin::pin!(record_loop_in(plan, task, task_json, labelled, unit, scope, driver));
@@ -340,7 +343,7 @@ async fn record_loop_in(
     unit: Unit,
     scope: Scope,
     driver: Driver<'_>,
-) -> Result<LoopResult, String> {
+) -> Result<LoopResult, LoopError> {
     let experiment = plan.experiment;
     let policies: Vec<Policy> = unit
         .policies(experiment.policies.len())

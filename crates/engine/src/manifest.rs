@@ -34,7 +34,7 @@ pub struct ManifestInput<'a> {
     pub jobs: usize,
     /// The model client's report (`[openai]` experiments only): calls, cache, tokens, the
     /// concurrency limit's history. Never the API key.
-    pub openai: Option<&'a serde_json::Value>,
+    pub openai: Option<&'a critbench_openai::usage::UsageReport>,
     /// The table files the run wrote, by path relative to the run directory.
     pub tables: std::collections::BTreeMap<String, critbench_storage::manifest::TableRecord>,
     /// A sequential run's record.
@@ -130,7 +130,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         failed_loop_count: written.counts.failed_count,
         failed_loops: written.failed.clone(),
         warnings: input.warnings.to_vec(),
-        openai: input.openai.cloned(),
+        openai: input.openai.map(critbench_openai::usage::UsageReport::to_value),
         tables: input.tables.clone(),
         rescore: None,
         sequential: input.sequential.cloned(),

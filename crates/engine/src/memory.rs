@@ -5,19 +5,10 @@
 use std::collections::BTreeMap;
 
 use critbench_abi::PluginInfo;
+use critbench_core::author::Hint;
 use critbench_core::{RoundScore, SeedKey, Task, derive_seed};
 use critbench_storage::recorded::RecordedRound;
 use serde::Serialize;
-
-/// A strategy hint given to the author before the first draft (from strategy memory): what
-/// kind of issue to avoid, and how to say so to a model.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Hint {
-    /// The issue type it addresses, e.g. `missing_evidence`.
-    pub issue_type: String,
-    /// The instruction, e.g. "List the evidence first, then answer."
-    pub text: String,
-}
 
 /// The `[memory]` table of an experiment.
 #[derive(Clone, Debug, Serialize)]
@@ -57,13 +48,23 @@ pub enum Split {
     Eval,
 }
 
+/// A task's `meta.split` that is neither `learn` nor `eval`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("task `{task_id}`: field `meta.split` = \"{value}\"; use \"learn\" or \"eval\"")]
+pub struct SplitError {
+    /// The task.
+    pub task_id: String,
+    /// Its `meta.split`.
+    pub value: String,
+}
+
 /// `meta.split` ("learn" or "eval") when the task has one, else a seeded hash of its id, so the
 /// split does not depend on the order of the dataset.
-pub fn split_of(task: &Task, seed: u64, learn_fraction: f64) -> Result<Split, String> {
+pub fn split_of(task: &Task, seed: u64, learn_fraction: f64) -> Result<Split, SplitError> {
     match task.meta_str("split") {
         Some("learn") => Ok(Split::Learn),
         Some("eval") => Ok(Split::Eval),
-        Some(other) => Err(format!("task `{}`: field `meta.split` = \"{other}\"; use \"learn\" or \"eval\"", task.id)),
+        Some(other) => Err(SplitError { task_id: task.id.clone(), value: other.to_string() }),
         None => {
             let hash = derive_seed(&SeedKey { seed, task_id: &task.id, epoch: 0, round: 0, purpose: "memory-split" });
             let unit = (hash >> 11) as f64 / (1u64 << 53) as f64;
@@ -144,7 +145,10 @@ mod tests {
         };
         assert_eq!(split_of(&task("a", Some("learn")), 1, 0.0), Ok(Split::Learn));
         assert_eq!(split_of(&task("a", Some("eval")), 1, 1.0), Ok(Split::Eval));
-        assert!(split_of(&task("a", Some("train")), 1, 0.5).is_err());
+        assert_eq!(
+            split_of(&task("a", Some("train")), 1, 0.5).unwrap_err().to_string(),
+            "task `a`: field `meta.split` = \"train\"; use \"learn\" or \"eval\""
+        );
         let learned = (0..1000).filter(|i| split_of(&task(&format!("t{i}"), None), 7, 0.3) == Ok(Split::Learn)).count();
         assert!((250..350).contains(&learned), "{learned}");
         assert_eq!(split_of(&task("x", None), 7, 0.3), split_of(&task("x", None), 7, 0.3));

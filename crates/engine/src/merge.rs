@@ -101,6 +101,11 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
     for (index, manifest) in &manifests {
         check_shard_tables(run_dir, *index, count, manifest)
             .map_err(|problem| usage(format!("shard {index}: {problem}")))?;
+        // The reports are added up as JSON below: each must first be the model client's.
+        if let Some(openai) = &manifest.openai {
+            critbench_openai::usage::UsageReport::from_manifest(openai)
+                .map_err(|problem| usage(format!("shard {index}: {problem}")))?;
+        }
     }
     let (first_index, first) = &manifests[0];
     for (index, manifest) in &manifests[1..] {
@@ -135,11 +140,11 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
 /// Checks shard `index`'s tables before they are merged: they are the files the shard wrote (its
 /// manifest's sizes and hashes), its outcomes hold its own tasks only (the split of task ids), and
 /// no loop twice.
-fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifest) -> Result<(), String> {
+fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifest) -> Result<(), ShardProblem> {
     if manifest.tables.is_empty() {
-        return Err("its manifest records no tables (written by an older critbench); run the shard again".into());
+        return Err(ShardProblem::NoTables);
     }
-    manifest.check_tables(run_dir).map_err(|e| e.to_string())?;
+    manifest.check_tables(run_dir)?;
     let outcomes = critbench_storage::shards::Shard { index, count }.table_path(run_dir, "outcomes");
     let mut seen = std::collections::HashSet::new();
     let mut rows = 0u64;
@@ -161,11 +166,26 @@ fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifes
         }
         Ok(())
     })
-    .map_err(|e| format!("{}: {e}", outcomes.display()))?;
+    .map_err(|source| ShardProblem::Outcomes { path: outcomes.clone(), source })?;
     if rows != manifest.loops {
-        return Err(format!("{} has {rows} loops, but its manifest says {}", outcomes.display(), manifest.loops));
+        return Err(ShardProblem::LoopCount { path: outcomes, rows, recorded: manifest.loops });
     }
     Ok(())
+}
+
+/// Why a shard's tables cannot be merged.
+#[derive(Debug, thiserror::Error)]
+enum ShardProblem {
+    #[error("its manifest records no tables (written by an older critbench); run the shard again")]
+    NoTables,
+    /// A table is not the file the shard wrote.
+    #[error(transparent)]
+    Tables(#[from] critbench_storage::manifest::TableMismatch),
+    /// Its outcomes do not read, or hold another shard's task or a loop twice.
+    #[error("{}: {source}", path.display())]
+    Outcomes { path: std::path::PathBuf, source: critbench_storage::tables::StorageError },
+    #[error("{} has {rows} loops, but its manifest says {recorded}", path.display())]
+    LoopCount { path: std::path::PathBuf, rows: u64, recorded: u64 },
 }
 
 /// How shard manifest `b` differs from `a` in what must be the same run, if it does.

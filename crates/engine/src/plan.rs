@@ -13,9 +13,10 @@ use critbench_plugin_host::services::Host;
 use critbench_plugin_host::{CriticInfo, CriticInstance, open_critics};
 
 use crate::EngineError;
-use crate::backend::{Author, ScriptedAuthor, SimAuthor};
+use crate::backend::{ScriptedAuthor, SimAuthor};
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
-use crate::memory::Hint;
+use critbench_core::author::Author;
+use critbench_core::author::Hint;
 
 /// A critic as opened, for the manifest.
 pub struct LoadedPlugin {
@@ -166,7 +167,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Whether the author can serve `task` (the scripted backend needs drafts).
-    pub fn check_task(&self, task: &Task) -> Result<(), String> {
+    pub fn check_task(&self, task: &Task) -> Result<(), critbench_core::author::AuthorError> {
         self.author.check_task(task)
     }
 }

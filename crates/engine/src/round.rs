@@ -10,8 +10,8 @@ use critbench_plugin_host::services::CallScope;
 use critbench_plugin_host::{CallError, CriticInstance, CritiqueCall, critique_after_first, critique_with_retry};
 use critbench_storage::recorded::RecordedRound;
 
-use crate::backend::Draft;
 use crate::plan::{Plan, Unit};
+use critbench_core::author::Draft;
 
 /// The unit's critic on `text` as round `round` of the loop, with retries: the call, its scope
 /// (the tokens the critic's host services spent) and how long it took (ms). Host services (the

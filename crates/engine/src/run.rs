@@ -24,18 +24,19 @@ use critbench_storage::clock;
 use critbench_storage::shards::Shard;
 
 use crate::EngineError;
-use crate::backend::Author;
+use crate::chat::{OpenAiSession, plugin_host};
 use crate::experiment::{BackendKind, Experiment};
 use crate::journal::{Fingerprint, progress_dir};
 use crate::learn::LearnSink;
 use crate::loops::{Intake, panic_text, run_chunk, work_together};
-use crate::openai_author::{OpenAiAuthor, OpenAiSession, plugin_host};
 use crate::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run_dir;
 use crate::sink::{Consumer, Progress, RowSink};
 use crate::source::{Source, SourceReport};
 use crate::stop::Interrupt;
 use crate::summarize::{Finished, summarize};
+use critbench_core::author::Author;
+use critbench_openai::author::OpenAiAuthor;
 
 pub use crate::summarize::{RunSummary, Stopped};
 
@@ -126,12 +127,15 @@ fn run_inner(
     let _lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
     let interrupt = options.interrupt.as_ref();
     // A budget counts what the whole run spent, before an interruption too.
-    let budget = session.filter(|_| experiment.budget.is_some()).map(|s| {
-        if options.resume {
-            s.client.carry_spend(&crate::cost::spent_before(&layout.own_dir()));
+    let budget = match session.filter(|_| experiment.budget.is_some()) {
+        Some(s) => {
+            if options.resume {
+                s.client.carry_spend(&crate::cost::spent_before(&layout.own_dir())?);
+            }
+            Some(s.client.budget_flag())
         }
-        s.client.budget_flag()
-    });
+        None => None,
+    };
     let stopped_error = |stopped: Stopped, loops: u64, out: &std::path::Path| match stopped {
         Stopped::Signal(signal) => EngineError::Interrupted { signal, loops, out: out.to_path_buf() },
         Stopped::Budget => {

@@ -213,16 +213,16 @@ impl Source {
                     });
                     let admitted = admitted.and_then(|task| {
                         let split = if memory {
-                            Some(
-                                split_of(&task, experiment.seed, experiment.memory.learn_fraction)
-                                    .map_err(|message| RowError { field: Some("meta.split".into()), message })?,
-                            )
+                            Some(split_of(&task, experiment.seed, experiment.memory.learn_fraction).map_err(
+                                |error| RowError { field: Some("meta.split".into()), message: error.to_string() },
+                            )?)
                         } else {
                             None
                         };
                         let critics: Vec<usize> = plan.critics_for(task.kind.as_deref()).collect();
                         if !critics.is_empty() {
-                            plan.check_task(&task).map_err(|message| RowError { field: None, message })?;
+                            plan.check_task(&task)
+                                .map_err(|error| RowError { field: None, message: error.to_string() })?;
                         }
                         Ok((task, split, critics))
                     });

@@ -41,15 +41,15 @@ pub struct RunSummary {
     pub report: Option<critbench_report::Report>,
     /// What the model client did (calls, cache hits, tokens, the concurrency limit), when the
     /// experiment has an `[openai]` table; the same as `openai` in `manifest.json`.
-    pub openai: Option<serde_json::Value>,
+    pub openai: Option<critbench_openai::usage::UsageReport>,
     /// A sequential run's record: what it decided, at which look, and what it spent.
     pub sequential: Option<critbench_storage::manifest::SequentialRecord>,
 }
 
 impl RunSummary {
     /// What the model client did, typed, when the experiment has an `[openai]` table.
-    pub fn model_usage(&self) -> Option<crate::model_usage::ModelUsage> {
-        self.openai.as_ref().and_then(|report| crate::model_usage::ModelUsage::from_report(report).ok())
+    pub fn model_usage(&self) -> Option<&critbench_openai::usage::UsageReport> {
+        self.openai.as_ref()
     }
 }
 
@@ -73,7 +73,7 @@ pub struct Finished<'r> {
     pub source: SourceReport,
     pub memory: Option<serde_json::Value>,
     pub jobs: usize,
-    pub openai: Option<serde_json::Value>,
+    pub openai: Option<critbench_openai::usage::UsageReport>,
     /// What stopped the run early (a signal, its budget), if anything did.
     pub interrupted: Option<Stopped>,
     /// Rounds a resumed run found already recorded.

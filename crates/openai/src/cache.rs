@@ -43,7 +43,7 @@ pub struct CacheError {
     pub message: String,
 }
 
-type FlightResult = Result<CachedAnswer, String>;
+type FlightResult = Result<CachedAnswer, crate::ChatError>;
 
 struct Flight {
     result: Mutex<Option<FlightResult>>,
@@ -137,14 +137,13 @@ impl ResponseCache {
         self.path.as_deref()
     }
 
-    fn get(&self, key: &str) -> Result<Option<CachedAnswer>, String> {
+    fn get(&self, key: &str) -> Result<Option<CachedAnswer>, rusqlite::Error> {
         let connection = match &self.store {
             Store::Memory(answers) => return Ok(lock(answers).get(key).cloned()),
             Store::Disk(connection) => lock(connection),
         };
         let mut select = connection
-            .prepare_cached("SELECT content, tokens_in, tokens_out FROM responses WHERE key = ?1 AND format = ?2")
-            .map_err(|e| e.to_string())?;
+            .prepare_cached("SELECT content, tokens_in, tokens_out FROM responses WHERE key = ?1 AND format = ?2")?;
         select
             .query_row(params![key, CACHE_FORMAT], |row| {
                 Ok(CachedAnswer {
@@ -155,10 +154,9 @@ impl ResponseCache {
                 })
             })
             .optional()
-            .map_err(|e| e.to_string())
     }
 
-    fn put(&self, key: &str, parts: &KeyParts<'_>, answer: &CachedAnswer) -> Result<(), String> {
+    fn put(&self, key: &str, parts: &KeyParts<'_>, answer: &CachedAnswer) -> Result<(), rusqlite::Error> {
         let connection = match &self.store {
             Store::Memory(answers) => {
                 // As a stored row reads back: without `cached_in`.
@@ -168,13 +166,11 @@ impl ResponseCache {
             Store::Disk(connection) => lock(connection),
         };
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-        let mut insert = connection
-            .prepare_cached(
-                "INSERT OR REPLACE INTO responses
+        let mut insert = connection.prepare_cached(
+            "INSERT OR REPLACE INTO responses
                  (key, format, endpoint, role, model, task_id, epoch, round, content, tokens_in, tokens_out, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )
-            .map_err(|e| e.to_string())?;
+        )?;
         insert
             .execute(params![
                 key,
@@ -191,14 +187,13 @@ impl ResponseCache {
                 now
             ])
             .map(|_| ())
-            .map_err(|e| e.to_string())
     }
 
     /// Looks `key` up: a stored answer, the outcome of an identical request in flight (waiting
     /// for it), or the lead, when this caller must ask the model. A cache that cannot be read is
     /// treated as a miss (`read_error` says why).
     #[cfg(test)]
-    pub fn lookup(&self, key: &str, read_error: &mut Option<String>) -> Lookup<'_> {
+    pub fn lookup(&self, key: &str, read_error: &mut Option<rusqlite::Error>) -> Lookup<'_> {
         match self.begin(key, read_error) {
             Lookup::Follow(following) => Lookup::Joined(following.wait()),
             other => other,
@@ -207,7 +202,7 @@ impl ResponseCache {
 
     /// [`ResponseCache::lookup`] without the wait: an identical request in flight is
     /// [`Lookup::Follow`], never [`Lookup::Joined`].
-    pub fn begin(&self, key: &str, read_error: &mut Option<String>) -> Lookup<'_> {
+    pub fn begin(&self, key: &str, read_error: &mut Option<rusqlite::Error>) -> Lookup<'_> {
         let flight = {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             match in_flight.get(key) {
@@ -275,7 +270,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Leader<'_> {
     /// Stores a successful answer (errors are never stored) and wakes the callers waiting on
     /// this key. Returns the store's error, if any; the answer is good either way.
-    pub fn finish(mut self, parts: &KeyParts<'_>, result: &FlightResult) -> Result<(), String> {
+    pub fn finish(mut self, parts: &KeyParts<'_>, result: &FlightResult) -> Result<(), rusqlite::Error> {
         let stored = match result {
             Ok(answer) => self.cache.put(&self.key, parts, answer),
             Err(_) => Ok(()),
@@ -301,7 +296,7 @@ impl Drop for Leader<'_> {
     fn drop(&mut self) {
         // A leader that unwinds must not leave its followers waiting forever.
         if !self.finished {
-            self.publish(Err("the request was abandoned (internal error)".to_string()));
+            self.publish(Err(crate::ChatError::Abandoned));
         }
     }
 }
@@ -335,7 +330,7 @@ mod tests {
             let Lookup::Lead(leader) = cache.lookup("a", &mut error) else { panic!("empty cache") };
             leader.finish(&parts(), &Ok(answer("hello"))).unwrap();
             let Lookup::Lead(leader) = cache.lookup("b", &mut error) else { panic!("empty cache") };
-            leader.finish(&parts(), &Err("HTTP 500".into())).unwrap();
+            leader.finish(&parts(), &Err(crate::ChatError::Abandoned)).unwrap();
             assert!(error.is_none());
         }
         let cache = ResponseCache::open(&mode).unwrap();
@@ -353,7 +348,7 @@ mod tests {
         let served = CachedAnswer { cached_in: Some(3), ..answer("hello") };
         leader.finish(&parts(), &Ok(served)).unwrap();
         let Lookup::Lead(leader) = cache.lookup("b", &mut error) else { panic!("empty cache") };
-        leader.finish(&parts(), &Err("HTTP 500".into())).unwrap();
+        leader.finish(&parts(), &Err(crate::ChatError::Abandoned)).unwrap();
         // Read back without the server's prompt-cache count, which this run did not pay again.
         assert!(matches!(cache.lookup("a", &mut error), Lookup::Hit(a) if a == answer("hello")));
         assert!(matches!(cache.lookup("b", &mut error), Lookup::Lead(_)), "errors are never cached");

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,6 +20,10 @@ use crate::cache::{CACHE_FORMAT, CachedAnswer, KeyParts, Lookup, ResponseCache};
 use crate::pool::{Outcome, Pick, Rotation, Ticket};
 use crate::server::{PROBE_TIMEOUT, Probe, Server, ServerKind};
 use crate::settings::{Budget, CacheMode, ClientSettings, EndpointSettings, MAX_BACKOFF, Role, RoleSettings};
+use crate::usage::{
+    BudgetReport, CacheReport, CallsReport, ConcurrencyReport, CostReport, EndpointReport, HttpReport, LatencyReport,
+    RoleCalls, RoleCost, RoleWaiting, ServerReport, TaskRoleReport, TokensReport, UsageReport, WaitingReport,
+};
 
 /// One chat message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,16 +31,20 @@ use crate::settings::{Budget, CacheMode, ClientSettings, EndpointSettings, MAX_B
 pub struct Message {
     /// `system`, `user` or `assistant`.
     pub role: String,
+    /// The message's text.
     pub content: String,
 }
 
 impl Message {
+    /// A `system` message.
     pub fn system(content: impl Into<String>) -> Message {
         Message { role: "system".into(), content: content.into() }
     }
+    /// A `user` message.
     pub fn user(content: impl Into<String>) -> Message {
         Message { role: "user".into(), content: content.into() }
     }
+    /// An `assistant` message.
     pub fn assistant(content: impl Into<String>) -> Message {
         Message { role: "assistant".into(), content: content.into() }
     }
@@ -45,7 +54,9 @@ impl Message {
 /// `{"type": "json_object"}`. Model and sampling come from the role's settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ChatRequest {
+    /// The conversation, in order.
     pub messages: Vec<Message>,
+    /// A structured-output request in OpenAI's form, sent in the form each server reads.
     pub response_format: Option<Value>,
 }
 
@@ -55,8 +66,11 @@ pub struct ChatRequest {
 /// same draft.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CallIdentity {
+    /// The task the call is for.
     pub task_id: String,
+    /// The loop's epoch.
     pub epoch: u32,
+    /// The loop's round.
     pub round: u32,
     /// 1 for the first try; the host's critique retries count up.
     pub attempt: u32,
@@ -65,8 +79,11 @@ pub struct CallIdentity {
 /// A model's answer and what it cost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatAnswer {
+    /// The answer's text, as the model wrote it.
     pub content: String,
+    /// Prompt tokens, when the server counted them.
     pub tokens_in: Option<u64>,
+    /// Completion tokens, when the server counted them.
     pub tokens_out: Option<u64>,
     /// Served without a model call (from the cache, or shared with an identical request).
     pub cached: bool,
@@ -84,14 +101,32 @@ pub const MIN_REDACTED_CHARS: usize = 8;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ChatError {
     #[error("no model is configured for the {0} role; add it to [openai] models")]
+    /// The role has no model in `[openai] models`.
     NoModel(Role),
     #[error(
         "token cap reached: {used} tokens used of max_tokens_total = {cap}; no new model calls are made in this run"
     )]
-    TokenCap { cap: u64, used: u64 },
-    /// `{role} call failed after N attempt(s): {last error}`.
-    #[error("{0}")]
-    Failed(String),
+    /// The run reached `max_tokens_total`.
+    TokenCap {
+        /// `max_tokens_total`.
+        cap: u64,
+        /// Tokens used so far.
+        used: u64,
+    },
+    /// Every attempt failed.
+    #[error("{role} call failed after {attempts} attempt(s): {last}")]
+    Failed {
+        /// The role asked.
+        role: Role,
+        /// Attempts made.
+        attempts: u32,
+        /// What the last attempt met (the server's status and message, a timeout, …), the API
+        /// key replaced.
+        last: String,
+    },
+    /// The request an identical call waited on was dropped before it had an outcome (a bug).
+    #[error("the request was abandoned (internal error)")]
+    Abandoned,
 }
 
 /// Why a client could not be made.
@@ -101,14 +136,19 @@ pub enum ClientError {
         "[openai] api_key_env names the environment variable `{0}`, but it is not set (or empty); \
          export it, or remove api_key_env for a server that needs no key"
     )]
+    /// The environment variable `api_key_env` names is not set.
     MissingKey(String),
     #[error("[openai] base_url `{0}` is not an http:// or https:// URL")]
+    /// A `base_url` that is not http(s).
     BadUrl(String),
     #[error("[openai] no endpoint: give `base_url`")]
+    /// No endpoint is configured.
     NoEndpoint,
     #[error(transparent)]
+    /// The response cache cannot be opened.
     Cache(#[from] crate::cache::CacheError),
     #[error("cannot start the HTTP client: {0}")]
+    /// The HTTP client cannot be built (its TLS setup).
     Http(String),
 }
 
@@ -172,14 +212,14 @@ impl Histogram {
         None
     }
 
-    fn report(&self) -> Value {
-        json!({
-            "requests": self.count,
-            "p50_ms": self.quantile(0.50),
-            "p95_ms": self.quantile(0.95),
-            "p99_ms": self.quantile(0.99),
-            "mean_ms": (self.count > 0).then(|| (self.total_us as f64 / self.count as f64 / 10.0).round() / 100.0),
-        })
+    fn report(&self) -> LatencyReport {
+        LatencyReport {
+            requests: self.count,
+            p50_ms: self.quantile(0.50),
+            p95_ms: self.quantile(0.95),
+            p99_ms: self.quantile(0.99),
+            mean_ms: (self.count > 0).then(|| (self.total_us as f64 / self.count as f64 / 10.0).round() / 100.0),
+        }
     }
 }
 
@@ -222,7 +262,9 @@ struct TaskRole {
 pub struct BudgetStop {
     /// `max_cost`, or `roles.ROLE`.
     pub budget: String,
+    /// The budget's limit.
     pub limit: f64,
+    /// What had been spent when it stopped new work.
     pub spent: f64,
 }
 
@@ -379,10 +421,12 @@ impl Client {
         lock(&self.budget_stop).clone()
     }
 
+    /// The settings the client was made with.
     pub fn settings(&self) -> &ClientSettings {
         &self.settings
     }
 
+    /// Whether `role` has a model.
     pub fn has_role(&self, role: Role) -> bool {
         self.settings.roles.contains_key(&role)
     }
@@ -573,9 +617,9 @@ impl Client {
                     cached,
                 })
             }
-            Err(message) => {
+            Err(error) => {
                 self.count(role, |c| c.failures += 1);
-                Err(ChatError::Failed(message))
+                Err(error)
             }
         }
     }
@@ -648,8 +692,8 @@ impl Client {
 
     /// Every attempt for one answer: an endpoint, the request, its outcome, then at once another
     /// endpoint this call has not tried, or a backoff. The answer and the time its request took;
-    /// on failure, the text of [`ChatError::Failed`].
-    async fn call_model(&self, role: Role, body: &Value) -> Result<(CachedAnswer, Duration), String> {
+    /// on failure, [`ChatError::Failed`].
+    async fn call_model(&self, role: Role, body: &Value) -> Result<(CachedAnswer, Duration), ChatError> {
         // A retry that fails over at once to an untried endpoint is not one of `max_retries`.
         let attempts = self.settings.max_retries + self.endpoints.len() as u32;
         let mut tried: Vec<usize> = Vec::new();
@@ -682,7 +726,7 @@ impl Client {
                 }
                 Attempt::Fatal(message) => {
                     self.release(ticket, Outcome::Rejected);
-                    return Err(format!("{role} call failed after {attempt} attempt(s): {}", self.scrub(message)));
+                    return Err(ChatError::Failed { role, attempts: attempt, last: self.scrub(message) });
                 }
                 Attempt::Retry { message, outcome, wait } => {
                     // The server said when to come back: no caller sends it anything before.
@@ -713,7 +757,7 @@ impl Client {
                 self.count(role, |c| c.backoff_us += backoff.as_micros() as u64);
             }
         };
-        Err(format!("{role} call failed after {attempt} attempt(s): {last}"))
+        Err(ChatError::Failed { role, attempts: attempt, last })
     }
 
     /// Exponential backoff with jitter: base × 2^(attempt-1), between half and all of it.
@@ -796,8 +840,8 @@ impl Client {
     /// What the manifest records: endpoints and their servers, models, cache, calls, tokens,
     /// money, latency and waiting, the concurrency limit's history. Never a key, a URL's
     /// credentials or its query.
-    pub fn report(&self) -> Value {
-        let endpoints: Vec<Value> = {
+    pub fn report(&self) -> UsageReport {
+        let endpoints: Vec<EndpointReport> = {
             let rotation = self.lock_rotation();
             let urls: Vec<String> = self.endpoints.iter().map(|e| e.display.clone()).collect();
             let stats = rotation.stats(&urls, self.now());
@@ -806,55 +850,61 @@ impl Client {
                 .zip(&self.settings.endpoints)
                 .zip(&self.endpoints)
                 .enumerate()
-                .map(|(i, ((stats, settings), endpoint))| {
+                .map(|(i, ((stats, settings), endpoint))| EndpointReport {
+                    url: stats.url,
+                    calls: stats.calls,
+                    failures: stats.failures,
+                    times_out: stats.times_out,
+                    out_of_rotation_ms: stats.out_of_rotation_ms,
+                    in_rotation: stats.in_rotation,
+                    pauses: stats.pauses,
+                    paused_ms: stats.paused_ms,
                     // A configured key is always set: a missing one stops the client at start.
-                    let mut value = serde_json::to_value(stats).expect("stats serialize");
-                    value["api_key_env"] = json!(settings.api_key_env);
-                    value["api_key_set"] = json!(settings.api_key_env.is_some());
-                    value["concurrency"] = rotation.aimd(i).report();
-                    value["server"] = serde_json::to_value(&endpoint.server).expect("a server serializes");
-                    value
+                    api_key_env: settings.api_key_env.clone(),
+                    api_key_set: settings.api_key_env.is_some(),
+                    concurrency: rotation.aimd(i).report(),
+                    server: ServerReport::from(&endpoint.server),
                 })
                 .collect()
         };
         // One endpoint: its limit's story, as before there could be several. Several: the sums,
         // each endpoint's story under `endpoints`.
         let concurrency = if endpoints.len() == 1 {
-            endpoints[0]["concurrency"].clone()
+            endpoints[0].concurrency.clone()
         } else {
-            let sum = |key: &str| endpoints.iter().map(|e| e["concurrency"][key].as_u64().unwrap_or(0)).sum::<u64>();
-            json!({
-                "max": sum("max"),
-                "final": sum("final"),
-                "lowest": sum("lowest"),
-                "changes": sum("changes"),
-                "history": [],
-                "history_truncated": false,
-            })
+            let sum = |f: fn(&ConcurrencyReport) -> u64| endpoints.iter().map(|e| f(&e.concurrency)).sum::<u64>();
+            ConcurrencyReport {
+                max: sum(|c| c.max),
+                last: sum(|c| c.last),
+                lowest: sum(|c| c.lowest),
+                changes: sum(|c| c.changes),
+                history: Vec::new(),
+                history_truncated: false,
+            }
         };
         let roles = lock(&self.roles);
         let http = lock(&self.http_counts);
         let carried = lock(&self.carried).clone();
         let sum = |f: fn(&RoleCounters) -> u64| roles.values().map(f).sum::<u64>();
         let seconds = |us: u64| (us as f64 / 1000.0).round() / 1000.0;
-        let per_role: BTreeMap<&str, Value> = roles
+        let per_role: BTreeMap<String, RoleCalls> = roles
             .iter()
             .map(|(role, c)| {
                 (
-                    role.as_str(),
-                    json!({
-                        "calls": c.calls,
-                        "cache_hits": c.cache_hits,
-                        "shared_in_flight": c.shared,
-                        "model_calls": c.model_calls,
-                        "failures": c.failures,
-                        "refused_by_token_cap": c.refused,
-                        "tokens_in": c.tokens_in,
-                        "tokens_out": c.tokens_out,
-                        "cached_tokens_in": c.cached_in,
-                        "model_tokens_in": c.paid_in,
-                        "model_tokens_out": c.paid_out,
-                    }),
+                    role.as_str().to_string(),
+                    RoleCalls {
+                        calls: c.calls,
+                        cache_hits: c.cache_hits,
+                        shared_in_flight: c.shared,
+                        model_calls: c.model_calls,
+                        failures: c.failures,
+                        refused_by_token_cap: c.refused,
+                        tokens_in: c.tokens_in,
+                        tokens_out: c.tokens_out,
+                        cached_tokens_in: c.cached_in,
+                        model_tokens_in: c.paid_in,
+                        model_tokens_out: c.paid_out,
+                    },
                 )
             })
             .collect();
@@ -871,105 +921,108 @@ impl Client {
             answers_total += answers.unwrap_or(0.0);
             priced &= spent.is_some();
             cost_roles.insert(
-                role.as_str(),
-                json!({
-                    "model": settings.model,
-                    "priced": spent.is_some(),
-                    "spent": spent,
-                    "answers": answers,
-                    "carried_over": carried.get(role),
-                }),
+                role.as_str().to_string(),
+                RoleCost {
+                    model: settings.model.clone(),
+                    priced: spent.is_some(),
+                    spent,
+                    answers,
+                    carried_over: carried.get(role).copied(),
+                },
             );
         }
         let any_price = self.settings.roles.values().any(|r| r.price.is_some());
-        let latency: BTreeMap<&str, Value> =
-            roles.iter().map(|(role, c)| (role.as_str(), c.latency.report())).collect();
-        let waiting_by_role: BTreeMap<&str, Value> = roles
+        let latency = roles.iter().map(|(role, c)| (role.as_str().to_string(), c.latency.report())).collect();
+        let waiting_by_role = roles
             .iter()
             .map(|(role, c)| {
                 (
-                    role.as_str(),
-                    json!({"server_s": seconds(c.server_us), "queue_s": seconds(c.queue_us), "backoff_s": seconds(c.backoff_us)}),
+                    role.as_str().to_string(),
+                    RoleWaiting {
+                        server_s: seconds(c.server_us),
+                        queue_s: seconds(c.queue_us),
+                        backoff_s: seconds(c.backoff_us),
+                    },
                 )
             })
             .collect();
-        let mut report = json!({
-            "endpoint": self.endpoints.iter().map(|e| e.display.as_str()).collect::<Vec<_>>().join(", "),
-            "redacted": self.redacted.load(Ordering::Relaxed),
-            "endpoints": endpoints,
-            "api_key_env": self.settings.endpoints[0].api_key_env,
-            "api_key_set": self.settings.endpoints[0].api_key_env.is_some(),
-            "models": self.settings.roles.iter().map(|(r, s)| (r.as_str(), s.model.clone())).collect::<BTreeMap<_, _>>(),
-            "cache": {
-                "mode": match self.settings.cache { CacheMode::Disk { .. } => "disk", CacheMode::Memory => "memory" },
-                "path": self.cache.path(),
-                "format": CACHE_FORMAT,
-                "hits": sum(|c| c.cache_hits),
-                "shared_in_flight": sum(|c| c.shared),
-                "misses": sum(|c| c.model_calls),
-                "errors": self.cache_write_errors.load(Ordering::Relaxed),
+        UsageReport {
+            endpoint: self.endpoints.iter().map(|e| e.display.as_str()).collect::<Vec<_>>().join(", "),
+            redacted: self.redacted.load(Ordering::Relaxed),
+            endpoints,
+            api_key_env: self.settings.endpoints[0].api_key_env.clone(),
+            api_key_set: self.settings.endpoints[0].api_key_env.is_some(),
+            models: self.settings.roles.iter().map(|(r, s)| (r.as_str().to_string(), s.model.clone())).collect(),
+            cache: CacheReport {
+                mode: match self.settings.cache {
+                    CacheMode::Disk { .. } => "disk",
+                    CacheMode::Memory => "memory",
+                }
+                .to_string(),
+                path: self.cache.path().map(Path::to_path_buf),
+                format: CACHE_FORMAT,
+                hits: sum(|c| c.cache_hits),
+                shared_in_flight: sum(|c| c.shared),
+                misses: sum(|c| c.model_calls),
+                errors: self.cache_write_errors.load(Ordering::Relaxed),
             },
-            "calls": {
-                "total": sum(|c| c.calls),
-                "model_calls": sum(|c| c.model_calls),
-                "failures": sum(|c| c.failures),
-                "by_role": per_role,
+            calls: CallsReport {
+                total: sum(|c| c.calls),
+                model_calls: sum(|c| c.model_calls),
+                failures: sum(|c| c.failures),
+                by_role: per_role,
             },
-            "http": {
-                "requests": http.requests,
-                "ok": http.ok,
-                "retries": http.retries,
-                "status_429": http.status_429,
-                "status_503": http.status_503,
-                "status_5xx_other": http.status_5xx_other,
-                "status_4xx": http.status_4xx_other,
-                "timeouts": http.timeouts,
-                "connection_errors": http.connection_errors,
-                "malformed_bodies": http.malformed,
+            http: HttpReport {
+                requests: http.requests,
+                ok: http.ok,
+                retries: http.retries,
+                status_429: http.status_429,
+                status_503: http.status_503,
+                status_5xx_other: http.status_5xx_other,
+                status_4xx: http.status_4xx_other,
+                timeouts: http.timeouts,
+                connection_errors: http.connection_errors,
+                malformed_bodies: http.malformed,
             },
-            "tokens": {
-                "in": sum(|c| c.tokens_in),
-                "out": sum(|c| c.tokens_out),
-                "cached_in": sum(|c| c.cached_in),
-                "total": self.tokens_used.load(Ordering::Relaxed),
-                "max_tokens_total": self.settings.max_tokens_total,
-                "cap_reached": self.cap_reached(),
-                "refused_calls": sum(|c| c.refused),
+            tokens: TokensReport {
+                tokens_in: sum(|c| c.tokens_in),
+                tokens_out: sum(|c| c.tokens_out),
+                cached_in: sum(|c| c.cached_in),
+                total: self.tokens_used.load(Ordering::Relaxed),
+                max_tokens_total: self.settings.max_tokens_total,
+                cap_reached: self.cap_reached(),
+                refused_calls: sum(|c| c.refused),
             },
-            "cost": {
-                "currency": self.settings.currency,
-                "priced": any_price && priced,
-                "spent": any_price.then_some(spent_total),
-                "answers": any_price.then_some(answers_total),
-                "saved_by_cache": any_price.then(|| (answers_total - (spent_total - carried.values().sum::<f64>())).max(0.0)),
-                "by_role": cost_roles,
+            cost: CostReport {
+                currency: self.settings.currency.clone(),
+                priced: any_price && priced,
+                spent: any_price.then_some(spent_total),
+                answers: any_price.then_some(answers_total),
+                saved_by_cache: any_price
+                    .then(|| (answers_total - (spent_total - carried.values().sum::<f64>())).max(0.0)),
+                by_role: cost_roles,
             },
-            "latency": latency,
-            "waiting": {
-                "server_s": seconds(sum(|c| c.server_us)),
-                "queue_s": seconds(sum(|c| c.queue_us)),
-                "backoff_s": seconds(sum(|c| c.backoff_us)),
-                "by_role": waiting_by_role,
+            latency,
+            waiting: WaitingReport {
+                server_s: seconds(sum(|c| c.server_us)),
+                queue_s: seconds(sum(|c| c.queue_us)),
+                backoff_s: seconds(sum(|c| c.backoff_us)),
+                by_role: waiting_by_role,
             },
-            "concurrency": concurrency,
-        });
-        if !self.budget.is_empty() {
-            report["budget"] = json!({
-                "max_cost": self.budget.max_cost,
-                "roles": self.budget.roles.iter().map(|(r, v)| (r.as_str(), *v)).collect::<BTreeMap<_, _>>(),
-                "stopped_by": self.budget_stop(),
-            });
+            concurrency,
+            budget: (!self.budget.is_empty()).then(|| BudgetReport {
+                max_cost: self.budget.max_cost,
+                roles: self.budget.roles.iter().map(|(r, v)| (r.as_str().to_string(), *v)).collect(),
+                stopped_by: self.budget_stop(),
+            }),
+            by_task: self.settings.track_tasks.then(|| self.task_report()),
         }
-        if self.settings.track_tasks {
-            report["by_task"] = self.task_report();
-        }
-        report
     }
 
     /// Each task's distinct requests per role: requests, tokens, their cost, the server's time.
-    fn task_report(&self) -> Value {
+    fn task_report(&self) -> BTreeMap<String, BTreeMap<String, TaskRoleReport>> {
         let tasks = lock(&self.tasks);
-        let by_task: BTreeMap<&str, BTreeMap<&str, Value>> = tasks
+        tasks
             .iter()
             .map(|(task, usage)| {
                 let roles = usage
@@ -977,21 +1030,20 @@ impl Client {
                     .iter()
                     .map(|(role, r)| {
                         let price = self.settings.roles.get(role).and_then(|s| s.price);
-                        let value = json!({
-                            "requests": r.requests,
-                            "tokens_in": r.tokens_in,
-                            "tokens_out": r.tokens_out,
-                            "cost": price.map(|p| p.cost(r.tokens_in, r.cached_in, r.tokens_out)),
-                            "server_s": (r.server_us as f64 / 1000.0).round() / 1000.0,
-                            "timed": r.timed,
-                        });
-                        (role.as_str(), value)
+                        let report = TaskRoleReport {
+                            requests: r.requests,
+                            tokens_in: r.tokens_in,
+                            tokens_out: r.tokens_out,
+                            cost: price.map(|p| p.cost(r.tokens_in, r.cached_in, r.tokens_out)),
+                            server_s: (r.server_us as f64 / 1000.0).round() / 1000.0,
+                            timed: r.timed,
+                        };
+                        (role.as_str().to_string(), report)
                     })
                     .collect();
-                (task.as_str(), roles)
+                (task.clone(), roles)
             })
-            .collect();
-        json!(by_task)
+            .collect()
     }
 }
 
@@ -1385,12 +1437,26 @@ struct WireTokenDetails {
     cached_tokens: Option<u64>,
 }
 
-fn parse_answer(bytes: &[u8]) -> Result<CachedAnswer, String> {
-    let wire: WireAnswer = serde_json::from_slice(bytes).map_err(|e| {
-        format!("malformed chat completion ({e}; body starts: {})", excerpt(&bytes[..bytes.len().min(200)]))
-    })?;
-    let choice = wire.choices.into_iter().next().ok_or("a chat completion without choices")?;
-    let content = choice.message.content.ok_or("a chat completion whose message has no content")?;
+/// A successful HTTP answer whose body is not a usable chat answer.
+#[derive(Debug, thiserror::Error)]
+enum MalformedAnswer {
+    #[error("malformed chat completion ({source}; body starts: {start})")]
+    Unparseable { start: String, source: serde_json::Error },
+    #[error("a chat completion without choices")]
+    NoChoices,
+    #[error("a chat completion whose message has no content")]
+    NoContent,
+    #[error("malformed Ollama chat answer ({source}; body starts: {start})")]
+    NativeUnparseable { start: String, source: serde_json::Error },
+    #[error("an Ollama chat answer whose message has no content")]
+    NativeNoContent,
+}
+
+fn parse_answer(bytes: &[u8]) -> Result<CachedAnswer, MalformedAnswer> {
+    let wire: WireAnswer = serde_json::from_slice(bytes)
+        .map_err(|source| MalformedAnswer::Unparseable { start: excerpt(&bytes[..bytes.len().min(200)]), source })?;
+    let choice = wire.choices.into_iter().next().ok_or(MalformedAnswer::NoChoices)?;
+    let content = choice.message.content.ok_or(MalformedAnswer::NoContent)?;
     let usage = wire.usage.unwrap_or_default();
     Ok(CachedAnswer {
         content,
@@ -1410,11 +1476,12 @@ struct NativeAnswer {
     eval_count: Option<u64>,
 }
 
-fn parse_native_answer(bytes: &[u8]) -> Result<CachedAnswer, String> {
-    let wire: NativeAnswer = serde_json::from_slice(bytes).map_err(|e| {
-        format!("malformed Ollama chat answer ({e}; body starts: {})", excerpt(&bytes[..bytes.len().min(200)]))
+fn parse_native_answer(bytes: &[u8]) -> Result<CachedAnswer, MalformedAnswer> {
+    let wire: NativeAnswer = serde_json::from_slice(bytes).map_err(|source| MalformedAnswer::NativeUnparseable {
+        start: excerpt(&bytes[..bytes.len().min(200)]),
+        source,
     })?;
-    let content = wire.message.content.ok_or("an Ollama chat answer whose message has no content")?;
+    let content = wire.message.content.ok_or(MalformedAnswer::NativeNoContent)?;
     Ok(CachedAnswer { content, tokens_in: wire.prompt_eval_count, tokens_out: wire.eval_count, cached_in: None })
 }
 
@@ -1440,9 +1507,14 @@ mod tests {
         .unwrap();
         assert_eq!((answer.content.as_str(), answer.tokens_in, answer.tokens_out), ("hi", Some(5), Some(2)));
         assert_eq!(parse_answer(br#"{"choices":[{"message":{"content":"x"}}]}"#).unwrap().tokens_in, None);
-        assert!(parse_answer(br#"{"choices":[]}"#).unwrap_err().contains("without choices"));
-        assert!(parse_answer(br#"{"choices":[{"message":{"content":null}}]}"#).unwrap_err().contains("no content"));
-        assert!(parse_answer(b"{\"choices\":[{\"mess").unwrap_err().starts_with("malformed chat completion"));
+        assert!(parse_answer(br#"{"choices":[]}"#).unwrap_err().to_string().contains("without choices"));
+        let no_content = parse_answer(br#"{"choices":[{"message":{"content":null}}]}"#).unwrap_err();
+        assert!(no_content.to_string().contains("no content"));
+        let malformed = parse_answer(b"{\"choices\":[{\"mess").unwrap_err().to_string();
+        assert!(
+            malformed.starts_with("malformed chat completion") && malformed.contains("body starts: {"),
+            "{malformed}"
+        );
     }
 
     #[test]
@@ -1466,7 +1538,12 @@ mod tests {
             parse_native_answer(br#"{"model":"m","message":{"role":"assistant","content":"{}"},"done":true,"prompt_eval_count":7,"eval_count":3}"#)
                 .unwrap();
         assert_eq!((native.content.as_str(), native.tokens_in, native.tokens_out), ("{}", Some(7), Some(3)));
-        assert!(parse_native_answer(br#"{"choices":[]}"#).unwrap_err().starts_with("malformed Ollama chat answer"));
+        assert!(
+            parse_native_answer(br#"{"choices":[]}"#)
+                .unwrap_err()
+                .to_string()
+                .starts_with("malformed Ollama chat answer")
+        );
     }
 
     #[test]
@@ -1506,8 +1583,8 @@ mod tests {
             assert!((got - exact).abs() / exact < 0.011, "q{q}: {got} against {exact}");
         }
         assert_eq!(Histogram::default().quantile(0.5), None);
-        assert_eq!(histogram.report()["requests"], 1000);
-        assert_eq!(histogram.report()["mean_ms"], 500.5);
+        assert_eq!(histogram.report().requests, 1000);
+        assert_eq!(histogram.report().mean_ms, Some(500.5));
     }
 
     #[test]

@@ -55,7 +55,7 @@ fn an_answer_carries_content_and_token_usage() {
         (answer.content.as_str(), answer.tokens_in, answer.tokens_out, answer.cached),
         ("a draft", Some(12), Some(5), false)
     );
-    let report = client.report();
+    let report = client.report().to_value();
     assert_eq!(report["tokens"]["total"], 17);
     assert_eq!(report["calls"]["by_role"]["generator"]["model_calls"], 1);
 }
@@ -67,7 +67,7 @@ fn too_many_requests_honours_retry_after_and_lowers_the_limit() {
     let started = Instant::now();
     assert_eq!(ask(&client, 0).unwrap().content, "ok");
     assert!(started.elapsed() >= Duration::from_millis(950), "waited {:?}", started.elapsed());
-    let report = client.report();
+    let report = client.report().to_value();
     assert_eq!(report["http"]["status_429"], 1);
     assert_eq!(report["http"]["retries"], 1);
     assert_eq!(report["concurrency"]["lowest"], 2, "halved from 4: {report:#}");
@@ -86,7 +86,7 @@ fn server_errors_timeouts_and_truncated_bodies_are_retried() {
         let server = failing_first(2, failure);
         let client = Client::new(settings(&server, CacheMode::Memory)).unwrap();
         assert_eq!(ask(&client, 0).unwrap().content, "ok", "{counter}");
-        let report = client.report();
+        let report = client.report().to_value();
         assert_eq!(report["http"]["retries"], 2, "{counter}: {report:#}");
         assert_eq!(report["http"][counter], 2, "{counter}: {report:#}");
         assert_eq!(server.requests(), 3);
@@ -131,7 +131,7 @@ fn the_cache_answers_repeats_but_not_other_epochs_and_never_errors() {
     let client = Client::new(settings(&server, disk)).unwrap();
     assert!(ask(&client, 0).unwrap().cached && ask(&client, 1).unwrap().cached);
     assert_eq!(server.requests(), 6, "a new client on the same file makes no call");
-    assert_eq!(client.report()["cache"]["hits"], 2);
+    assert_eq!(client.report().to_value()["cache"]["hits"], 2);
     let fresh = Client::new(settings(&server, CacheMode::Memory)).unwrap();
     assert!(!ask(&fresh, 0).unwrap().cached);
     assert_eq!(server.requests(), 7, "an in-memory cache starts empty");
@@ -183,7 +183,7 @@ fn the_token_cap_refuses_new_calls() {
     assert_eq!(error, ChatError::TokenCap { cap: 10, used: 12 });
     assert!(error.to_string().contains("max_tokens_total = 10"));
     assert_eq!(server.requests(), 1);
-    let report = client.report();
+    let report = client.report().to_value();
     assert_eq!(report["tokens"]["cap_reached"], true);
     assert_eq!(report["tokens"]["refused_calls"], 1);
 }
@@ -225,7 +225,7 @@ fn a_failed_attempt_is_retried_at_once_on_another_endpoint() {
     // Three failures in a row take the broken endpoint out; then every request goes to the other.
     assert_eq!(broken.requests(), 3);
     assert_eq!(healthy.requests(), 6);
-    let report = client.report();
+    let report = client.report().to_value();
     let endpoints = report["endpoints"].as_array().unwrap();
     assert_eq!((endpoints[0]["calls"].as_u64(), endpoints[0]["failures"].as_u64()), (Some(3), Some(3)));
     assert_eq!((endpoints[0]["times_out"].as_u64(), endpoints[0]["in_rotation"].as_bool()), (Some(1), Some(false)));
@@ -246,7 +246,7 @@ fn with_every_endpoint_down_a_call_fails_after_its_retries_and_failover_attempts
     let error = ask(&client, 0).unwrap_err().to_string();
     // max_retries = 3 retries after backoff, plus one attempt at the second endpoint.
     assert!(error.starts_with("generator call failed after 5 attempt(s): cannot reach http://127.0.0.1:"), "{error}");
-    let report = client.report();
+    let report = client.report().to_value();
     assert_eq!(report["http"]["connection_errors"], 5);
     let calls: Vec<u64> =
         report["endpoints"].as_array().unwrap().iter().map(|e| e["calls"].as_u64().unwrap()).collect();
@@ -284,7 +284,7 @@ fn an_endpoint_killed_and_one_restarted_lose_no_request() {
     let single = Client::new(pool_settings(&[c.base_url()])).unwrap();
     let expected: Vec<String> = (0..40).map(|epoch| ask(&single, epoch).unwrap().content).collect();
     assert_eq!(answers, expected);
-    let report = client.report();
+    let report = client.report().to_value();
     let endpoints = report["endpoints"].as_array().unwrap();
     assert!(b.requests() > 0, "the restarted endpoint was probed back in: {report:#}");
     assert_eq!(endpoints[1]["in_rotation"], true);
@@ -309,7 +309,7 @@ fn credentials_and_queries_in_urls_are_never_shown() {
     let serialized = serde_json::to_string(&settings).unwrap();
     let client = Client::new(settings).unwrap();
     let error = ask(&client, 0).unwrap_err().to_string();
-    let report = client.report().to_string();
+    let report = client.report().to_value().to_string();
     let debug = format!("{client:?}");
     for text in [&error, &report, &serialized, &debug] {
         assert!(!text.contains("s3cret") && !text.contains("hidden-query") && !text.contains("user:"), "{text}");
@@ -338,7 +338,7 @@ fn a_secret_the_server_echoes_is_redacted_before_it_is_cached_and_counted() {
     let client = with_password(&server, SECRET, CacheMode::Disk { path: path.clone() });
     let answer = ask(&client, 0).unwrap();
     assert_eq!(answer.content, "my key is [REDACTED], and again: [REDACTED].");
-    assert_eq!(client.report()["redacted"], 2);
+    assert_eq!(client.report().to_value()["redacted"], 2);
     drop(client);
     for file in std::fs::read_dir(dir.path()).unwrap() {
         let bytes = std::fs::read(file.unwrap().path()).unwrap();
@@ -347,7 +347,7 @@ fn a_secret_the_server_echoes_is_redacted_before_it_is_cached_and_counted() {
     // A second client reads the redacted answer back from the cache: nothing to redact.
     let again = with_password(&server, SECRET, CacheMode::Disk { path });
     assert_eq!(ask(&again, 0).unwrap().content, "my key is [REDACTED], and again: [REDACTED].");
-    assert_eq!((again.report()["redacted"].as_u64(), server.requests()), (Some(0), 1));
+    assert_eq!((again.report().to_value()["redacted"].as_u64(), server.requests()), (Some(0), 1));
 }
 
 #[test]
@@ -360,7 +360,7 @@ fn a_short_secret_stays_in_answers_but_not_in_messages() {
     let error = ask(&client, 0).unwrap_err().to_string();
     assert!(error.contains("bad key [REDACTED]") && !error.contains("pw12"), "{error}");
     assert_eq!(ask(&client, 1).unwrap().content, "a draft that says pw12 in passing", "shorter than 8 characters");
-    assert_eq!(client.report()["redacted"], 1);
+    assert_eq!(client.report().to_value()["redacted"], 1);
 }
 
 fn judge_request() -> ChatRequest {
@@ -427,7 +427,7 @@ fn the_server_is_detected_at_start_and_recorded_with_its_models() {
         let client = Client::new(settings(&stub, CacheMode::Memory)).unwrap();
         assert_eq!(client.servers()[0].kind, kind);
         assert_eq!(ask_judge(&client).unwrap().content, CRITIQUE, "{kind}: detected, then sent its own form");
-        let report = client.report();
+        let report = client.report().to_value();
         let server = &report["endpoints"][0]["server"];
         assert_eq!((server["kind"].as_str(), server["detected_by"].as_str()), (Some(kind.as_str()), Some(detected_by)));
         assert_eq!(server["version"].as_str(), version, "{server}");
@@ -437,11 +437,11 @@ fn the_server_is_detected_at_start_and_recorded_with_its_models() {
     }
     let plain = MockServer::start_as(Identity::Plain, |_| MockResponse::chat("ok", 1, 1));
     let client = Client::new(settings(&plain, CacheMode::Memory)).unwrap();
-    let server = &client.report()["endpoints"][0]["server"];
+    let server = &client.report().to_value()["endpoints"][0]["server"];
     assert_eq!((server["kind"].as_str(), server["detected_by"].as_str()), (Some("openai"), Some("not recognised")));
     assert_eq!(server["structured_output"], "response_format.json_schema");
     let dead = Client::new(pool_settings(&[format!("http://127.0.0.1:{}/v1", dead_port())])).unwrap();
-    assert_eq!(dead.report()["endpoints"][0]["server"]["detected_by"], "no answer");
+    assert_eq!(dead.report().to_value()["endpoints"][0]["server"]["detected_by"], "no answer");
 }
 
 #[test]
@@ -478,7 +478,7 @@ fn retry_after_pauses_the_endpoint_for_every_caller() {
     for later in &arrivals[1..] {
         assert!(later.duration_since(arrivals[0]) >= Duration::from_millis(950), "a request arrived during the pause");
     }
-    let report = client.report();
+    let report = client.report().to_value();
     assert_eq!(report["endpoints"][0]["pauses"], 1, "{report:#}");
     assert!(report["endpoints"][0]["paused_ms"].as_u64().unwrap() >= 990, "{report:#}");
     assert!(report["waiting"]["queue_s"].as_f64().unwrap() >= 2.0, "three callers queued for most of a second");
@@ -499,7 +499,7 @@ fn a_spent_rate_limit_budget_pauses_before_any_429() {
     ask(&client, 1).unwrap();
     let arrivals = arrivals.lock().unwrap();
     assert!(arrivals[1].duration_since(arrivals[0]) >= Duration::from_millis(550), "{:?}", arrivals[1] - arrivals[0]);
-    assert_eq!(client.report()["http"]["status_429"], 0);
+    assert_eq!(client.report().to_value()["http"]["status_429"], 0);
 }
 
 fn priced(server: &MockServer, input: f64, output: f64) -> ClientSettings {
@@ -529,7 +529,7 @@ fn model_calls_are_paid_at_their_price_and_a_budget_raises_its_flag() {
     assert!((stop.spent - 0.032).abs() < 1e-12, "{stop:?}");
     // Calls still go out: the run decides what to do with the flag.
     ask(&client, 2).unwrap();
-    let report = client.report();
+    let report = client.report().to_value();
     let cost = &report["cost"];
     assert_eq!((cost["currency"].as_str(), cost["priced"].as_bool()), (Some("USD"), Some(true)), "{cost:#}");
     assert!((cost["spent"].as_f64().unwrap() - 0.048).abs() < 1e-12, "{cost:#}");
@@ -558,7 +558,10 @@ fn a_role_budget_and_the_spend_carried_over_from_an_interrupted_run() {
     ask(&client, 0).unwrap();
     let stop = client.budget_stop().expect("0.04 before and 0.016 now reach 0.05");
     assert_eq!(stop.budget, "roles.generator");
-    assert!((client.report()["cost"]["by_role"]["generator"]["carried_over"].as_f64().unwrap() - 0.04).abs() < 1e-12);
+    assert!(
+        (client.report().to_value()["cost"]["by_role"]["generator"]["carried_over"].as_f64().unwrap() - 0.04).abs()
+            < 1e-12
+    );
     // An interrupted run that had spent its budget already stops at once.
     let spent = Client::new(priced(&server, 1000.0, 2000.0)).unwrap().with_budget(budget);
     spent.carry_spend(&BTreeMap::from([(Role::Generator, 0.06)]));
@@ -578,7 +581,7 @@ fn cached_input_is_paid_at_its_own_rate_and_a_role_without_a_price_has_no_cost()
     settings.roles.get_mut(&Role::Judge).unwrap().price = None;
     let client = Client::new(settings).unwrap();
     ask(&client, 0).unwrap();
-    let report = client.report();
+    let report = client.report().to_value();
     // 400 at 10 per million and 600 at 1.
     assert!((report["cost"]["by_role"]["generator"]["spent"].as_f64().unwrap() - 0.0046).abs() < 1e-12);
     assert_eq!(report["cost"]["by_role"]["judge"]["spent"], serde_json::Value::Null, "no price, no cost");
@@ -600,12 +603,12 @@ fn a_pilot_counts_each_tasks_distinct_requests_once() {
         ask(&client, 0).unwrap();
         ask(&client, 0).unwrap();
         ask(&client, 1).unwrap();
-        let task = &client.report()["by_task"]["t1"]["generator"];
+        let task = &client.report().to_value()["by_task"]["t1"]["generator"];
         assert_eq!((task["requests"].as_u64(), task["tokens_in"].as_u64()), (Some(2), Some(16)), "{task}");
         assert!((task["cost"].as_f64().unwrap() - 0.032).abs() < 1e-12);
     }
     assert_eq!(server.requests(), 2);
-    assert!(Client::new(settings(&server, CacheMode::Memory)).unwrap().report().get("by_task").is_none());
+    assert!(Client::new(settings(&server, CacheMode::Memory)).unwrap().report().to_value().get("by_task").is_none());
 }
 
 /// Polls every future on this thread until all are done, parking between wakes: the executor a

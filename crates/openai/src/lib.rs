@@ -33,6 +33,11 @@
 //! The experiment file's `[openai]` table is read into [`OpenAiTable`] and validated into
 //! [`ClientSettings`] by [`OpenAiTable::resolve`].
 //!
+//! Beside the client, the model-facing code that uses it: [`prompts`] (what each role is told, and
+//! model text cleaned before anyone sees it), [`author`] (the `openai` backend's author, an
+//! implementation of [`critbench_core::author::Author`]) and [`usage`] (the client's report, as
+//! `manifest.json` records it, typed).
+//!
 //! ```no_run
 //! use std::collections::BTreeMap;
 //! use std::time::Duration;
@@ -61,22 +66,27 @@
 //! println!("{} ({:?} tokens out)", answer.content, answer.tokens_out);
 //! ```
 
+#![warn(missing_docs)]
+
+pub mod author;
 mod cache;
 mod client;
 mod limiter;
 #[cfg(any(test, feature = "mock-server"))]
 pub mod mock_server;
 mod pool;
+pub mod prompts;
 pub mod server;
 mod settings;
 mod table;
+pub mod usage;
 
 pub use cache::CACHE_FORMAT;
 pub use client::{
     BudgetStop, CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, MIN_REDACTED_CHARS, Message,
     REDACTED, request_seed,
 };
-pub use limiter::LimitChange;
+pub use limiter::{LimitChange, LimitReason};
 pub use pool::EndpointStats;
 pub use server::{Server, ServerKind};
 pub use settings::{
@@ -87,5 +97,7 @@ pub use table::{
     Requirements, SettingsError,
 };
 
+#[cfg(test)]
+mod author_tests;
 #[cfg(test)]
 mod client_tests;

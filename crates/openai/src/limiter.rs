@@ -5,16 +5,32 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::usage::ConcurrencyReport;
 
 /// One change of the limit.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LimitChange {
     /// Seconds since the client was made.
     pub t_s: f64,
+    /// The limit from then on.
     pub limit: u32,
-    /// `start`, `overloaded` (a 429 or 503 lowered it) or `recovered` (sustained success raised it).
-    pub reason: &'static str,
+    /// Why it changed.
+    pub reason: LimitReason,
+}
+
+/// Why the limit changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitReason {
+    /// The configured concurrency, at the start.
+    Start,
+    /// A 429 or 503 lowered it.
+    Overloaded,
+    /// Sustained success raised it.
+    Recovered,
 }
 
 /// History entries kept at most; later changes are counted but not listed.
@@ -35,7 +51,7 @@ pub struct Aimd {
 impl Aimd {
     pub fn new(max: u32) -> Aimd {
         let max = max.max(1);
-        let start = LimitChange { t_s: 0.0, limit: max, reason: "start" };
+        let start = LimitChange { t_s: 0.0, limit: max, reason: LimitReason::Start };
         Aimd { max, limit: max, generation: 0, successes: 0, lowest: max, history: vec![start], changes: 1 }
     }
 
@@ -49,7 +65,7 @@ impl Aimd {
         self.generation
     }
 
-    fn record(&mut self, reason: &'static str, now: Duration) {
+    fn record(&mut self, reason: LimitReason, now: Duration) {
         self.generation += 1;
         self.successes = 0;
         self.changes += 1;
@@ -67,7 +83,7 @@ impl Aimd {
             self.successes += 1;
             if self.successes >= self.limit && self.limit < self.max {
                 self.limit += 1;
-                self.record("recovered", now);
+                self.record(LimitReason::Recovered, now);
             }
         }
     }
@@ -76,22 +92,22 @@ impl Aimd {
     pub fn overloaded(&mut self, generation: u64, now: Duration) {
         if generation == self.generation && self.limit > 1 {
             self.limit = (self.limit / 2).max(1);
-            self.record("overloaded", now);
+            self.record(LimitReason::Overloaded, now);
         } else {
             self.successes = 0;
         }
     }
 
     /// The limit's story for the manifest.
-    pub fn report(&self) -> serde_json::Value {
-        serde_json::json!({
-            "max": self.max,
-            "final": self.limit,
-            "lowest": self.lowest,
-            "changes": self.changes,
-            "history": self.history,
-            "history_truncated": self.changes > self.history.len() as u64,
-        })
+    pub fn report(&self) -> ConcurrencyReport {
+        ConcurrencyReport {
+            max: u64::from(self.max),
+            last: u64::from(self.limit),
+            lowest: u64::from(self.lowest),
+            changes: self.changes,
+            history: self.history.clone(),
+            history_truncated: self.changes > self.history.len() as u64,
+        }
     }
 }
 
@@ -129,12 +145,14 @@ mod tests {
         }
         assert_eq!(aimd.limit(), 8, "never above the configured concurrency");
         let report = aimd.report();
-        assert_eq!(report["lowest"], 1);
-        assert_eq!(report["final"], 8);
-        assert_eq!(report["history"][1]["t_s"], 0.005);
-        let reasons: Vec<&str> =
-            report["history"].as_array().unwrap().iter().map(|c| c["reason"].as_str().unwrap()).collect();
-        assert_eq!(&reasons[..4], ["start", "overloaded", "overloaded", "overloaded"]);
-        assert!(reasons[4..].iter().all(|r| *r == "recovered"));
+        assert_eq!(report.lowest, 1);
+        assert_eq!(report.last, 8);
+        assert_eq!(report.history[1].t_s, 0.005);
+        let reasons: Vec<LimitReason> = report.history.iter().map(|c| c.reason).collect();
+        assert_eq!(
+            &reasons[..4],
+            [LimitReason::Start, LimitReason::Overloaded, LimitReason::Overloaded, LimitReason::Overloaded]
+        );
+        assert!(reasons[4..].iter().all(|r| *r == LimitReason::Recovered));
     }
 }

@@ -30,7 +30,9 @@ use serde_json::{Value, json};
 pub struct MockRequest {
     /// Arrival order, from 0.
     pub index: usize,
+    /// `GET`, `POST`, …
     pub method: String,
+    /// The request path, e.g. `/v1/chat/completions`.
     pub path: String,
     /// The `Authorization` header, if any.
     pub authorization: Option<String>,
@@ -41,6 +43,7 @@ pub struct MockRequest {
 }
 
 impl MockRequest {
+    /// The `model` the body names (empty when none).
     pub fn model(&self) -> &str {
         self.body["model"].as_str().unwrap_or("")
     }
@@ -51,6 +54,7 @@ impl MockRequest {
         messages.iter().filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join("\n")
     }
 
+    /// The last message's content (empty when none).
     pub fn last_message(&self) -> &str {
         self.body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("")
     }
@@ -59,8 +63,11 @@ impl MockRequest {
 /// What the server answers.
 #[derive(Clone, Debug)]
 pub struct MockResponse {
+    /// The HTTP status.
     pub status: u16,
+    /// Extra headers, as (name, value).
     pub headers: Vec<(String, String)>,
+    /// The body, as sent.
     pub body: Vec<u8>,
     /// Wait this long before answering (past the client's timeout to test timeouts).
     pub delay: Duration,
@@ -90,20 +97,24 @@ impl MockResponse {
         MockResponse::raw(status, json!({"error": {"message": message}}).to_string().into_bytes())
     }
 
+    /// Any status with exactly `body`.
     pub fn raw(status: u16, body: Vec<u8>) -> MockResponse {
         MockResponse { status, headers: Vec::new(), body, delay: Duration::ZERO, truncate: false }
     }
 
+    /// The same answer with one more header.
     pub fn header(mut self, name: &str, value: &str) -> MockResponse {
         self.headers.push((name.into(), value.into()));
         self
     }
 
+    /// The same answer, sent after `delay`.
     pub fn after(mut self, delay: Duration) -> MockResponse {
         self.delay = delay;
         self
     }
 
+    /// The same answer, cut short (see [`MockResponse::truncate`]).
     pub fn truncated(mut self) -> MockResponse {
         self.truncate = true;
         self
@@ -224,6 +235,7 @@ impl MockServer {
         MockServer { port, state, acceptor: Some(acceptor) }
     }
 
+    /// The port it listens on, on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -243,6 +255,7 @@ impl MockServer {
         self.state.count.load(Ordering::SeqCst)
     }
 
+    /// Every request received so far, in arrival order.
     pub fn received(&self) -> Vec<MockRequest> {
         self.state.received.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

@@ -105,6 +105,7 @@ pub struct EndpointStats {
     #[serde(default)]
     pub pauses: u64,
     #[serde(default)]
+    /// How long requests to it were held by those pauses, in milliseconds.
     pub paused_ms: u64,
 }
 

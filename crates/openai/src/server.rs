@@ -23,22 +23,28 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// The server software behind an endpoint, as far as structured output is concerned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ServerKind {
+    /// OpenAI's API, or a server that speaks it exactly.
     Openai,
+    /// vLLM.
     Vllm,
+    /// llama.cpp's server.
     Llamacpp,
+    /// Ollama.
     Ollama,
 }
 
 impl ServerKind {
+    /// Every kind, in the order the docs list them.
     pub const ALL: [ServerKind; 4] = [ServerKind::Openai, ServerKind::Vllm, ServerKind::Llamacpp, ServerKind::Ollama];
 
+    /// The kind as `[openai] server` names it.
     pub fn as_str(self) -> &'static str {
         match self {
             ServerKind::Openai => "openai",
@@ -66,6 +72,7 @@ impl fmt::Display for ServerKind {
 /// How structured output is written for one endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Server {
+    /// The server software.
     pub kind: ServerKind,
     /// How the kind was known: `"configured"`, or what detection saw (`"/v1/models owned_by
     /// vllm"`, `"/props"`, …, `"not recognised"`).
@@ -179,8 +186,11 @@ fn structured(body: &Value) -> Option<Format> {
 
 /// What a probe saw: a status, headers, and a body when it was JSON.
 pub struct Probe {
+    /// The HTTP status.
     pub status: u16,
+    /// The response headers.
     pub headers: reqwest::header::HeaderMap,
+    /// The body, when it was JSON.
     pub json: Option<Value>,
 }
 

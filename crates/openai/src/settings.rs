@@ -24,8 +24,10 @@ pub enum Role {
 }
 
 impl Role {
+    /// Every role.
     pub const ALL: [Role; 4] = [Role::Generator, Role::Reviser, Role::Judge, Role::Adjudicator];
 
+    /// The role as the experiment file names it.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Generator => "generator",
@@ -35,6 +37,7 @@ impl Role {
         }
     }
 
+    /// The role the experiment file names `name`.
     pub fn parse(name: &str) -> Option<Role> {
         Role::ALL.into_iter().find(|role| role.as_str() == name)
     }
@@ -59,7 +62,9 @@ impl fmt::Display for Role {
 /// One role's model and sampling parameters.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RoleSettings {
+    /// The model name sent with each request.
     pub model: String,
+    /// Sampling temperature.
     pub temperature: f64,
     /// Sent as `max_tokens`; the server's default when `None`.
     pub max_tokens: Option<u32>,
@@ -84,11 +89,13 @@ impl RoleSettings {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
+    /// Per million input tokens.
     pub input_per_mtok: f64,
     /// Input tokens the server reports it served from its own prompt cache
     /// (`usage.prompt_tokens_details.cached_tokens`); priced as `input_per_mtok` when not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_per_mtok: Option<f64>,
+    /// Per million output tokens.
     pub output_per_mtok: f64,
 }
 
@@ -109,11 +116,14 @@ impl Price {
 /// loop; calls already under way go on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Budget {
+    /// The most the whole run may spend.
     pub max_cost: Option<f64>,
+    /// The most each role may spend.
     pub roles: BTreeMap<Role, f64>,
 }
 
 impl Budget {
+    /// Whether it sets no limit.
     pub fn is_empty(&self) -> bool {
         self.max_cost.is_none() && self.roles.is_empty()
     }
@@ -124,7 +134,10 @@ impl Budget {
 #[serde(tag = "mode", rename_all = "lowercase")]
 pub enum CacheMode {
     /// A SQLite file shared by every run that names it.
-    Disk { path: PathBuf },
+    Disk {
+        /// The SQLite file.
+        path: PathBuf,
+    },
     /// In memory for this run only (`--no-cache`): identical requests within the run are still
     /// answered once, so arms stay paired, but nothing is read from or written to disk.
     Memory,
@@ -233,6 +246,7 @@ impl Default for Failover {
 pub struct ClientSettings {
     /// At least one; requests go to the healthy one with the fewest in flight.
     pub endpoints: Vec<EndpointSettings>,
+    /// The model and sampling of each role that has one.
     pub roles: BTreeMap<Role, RoleSettings>,
     /// Per request, from connecting to the last byte of the body.
     #[serde(serialize_with = "seconds")]
@@ -246,7 +260,9 @@ pub struct ClientSettings {
     pub retry_base: Duration,
     /// Tokens (in + out, cached answers included) after which no new call is made.
     pub max_tokens_total: Option<u64>,
+    /// Where answers are cached.
     pub cache: CacheMode,
+    /// When an endpoint leaves the rotation and is probed back in.
     pub failover: Failover,
     /// The currency of every role's price (`[pricing] currency`), for the report.
     #[serde(skip_serializing_if = "Option::is_none")]

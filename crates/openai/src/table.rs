@@ -16,8 +16,11 @@ pub const DEFAULT_CONCURRENCY: u32 = 4;
 /// The most requests one endpoint may have in flight: each costs an open connection (a file
 /// descriptor), and a run raises its open-file limit to match (`docs/REFERENCE.md`, `[openai]`).
 pub const MAX_CONCURRENCY: u32 = 4096;
+/// `timeout_s` when the table leaves it out.
 pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
+/// `max_retries` when the table leaves it out.
 pub const DEFAULT_MAX_RETRIES: u32 = 4;
+/// `retry_base_ms` when the table leaves it out.
 pub const DEFAULT_RETRY_BASE_MS: u64 = 500;
 
 /// The `[openai]` table: one or several OpenAI-compatible endpoints and the model of each role.
@@ -131,6 +134,7 @@ pub struct Requirements {
     pub generator: bool,
     /// The experiment's seed: every role's unless it sets its own.
     pub seed: u64,
+    /// Where answers are cached (`--no-cache`: in memory).
     pub cache: CacheMode,
 }
 
@@ -139,54 +143,111 @@ pub struct Requirements {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SettingsError {
     #[error("[openai] needs `base_url` (a URL, or a list of URLs of replicas) or [[openai.endpoints]] tables")]
+    /// Neither `base_url` nor endpoint tables.
     NoEndpoint,
     #[error("[openai] give either `base_url` or [[openai.endpoints]] tables, not both")]
+    /// Both `base_url` and endpoint tables.
     BaseUrlAndEndpoints,
     #[error("[openai] base_url is an empty list; give at least one URL")]
+    /// `base_url = []`.
     EmptyList,
     #[error("[openai] {key} = \"{url}\" must start with http:// or https://")]
-    NotHttp { key: String, url: String },
+    /// A URL that is not http(s).
+    NotHttp {
+        /// The key that gives it.
+        key: String,
+        /// The URL, without credentials or query.
+        url: String,
+    },
     #[error(
         "[openai] {key} must not carry credentials (user:password@); put the key in the environment variable \
          api_key_env names"
     )]
-    Credentials { key: String },
+    /// A URL with `user:password@`.
+    Credentials {
+        /// The key that gives it.
+        key: String,
+    },
     #[error("[openai] {key} = \"{url}\" is listed twice")]
-    Duplicate { key: String, url: String },
+    /// An endpoint listed twice.
+    Duplicate {
+        /// The key that gives it.
+        key: String,
+        /// The URL, without credentials or query.
+        url: String,
+    },
     #[error(
         "[openai] {key} must be the *name* of an environment variable (letters, digits and `_`, like \
          OPENAI_API_KEY), not the key itself; the key never goes in a file"
     )]
-    KeyNotAName { key: String },
+    /// An `api_key_env` that looks like a key, not a variable's name.
+    KeyNotAName {
+        /// The key.
+        key: String,
+    },
     #[error("[openai] {key} = {value} must be from 1 to {MAX_CONCURRENCY}")]
-    Concurrency { key: String, value: u32 },
+    /// A concurrency outside 1 to [`MAX_CONCURRENCY`].
+    Concurrency {
+        /// The key.
+        key: String,
+        /// Its value.
+        value: u32,
+    },
     #[error("[openai] timeout_s = {0} must be a positive number of seconds")]
+    /// A `timeout_s` that is not positive.
     Timeout(f64),
     #[error("[openai] max_retries = {0} is more than 100")]
+    /// A `max_retries` over 100.
     TooManyRetries(u32),
     #[error("[openai] max_tokens and max_tokens_total must be at least 1 (leave them out for no limit)")]
+    /// A token limit of 0.
     ZeroTokens,
     #[error("[openai] models: unknown role `{0}`; the roles are generator, reviser, judge, adjudicator")]
+    /// A role `models` names that critbench does not have.
     UnknownRole(String),
     #[error(
         "[openai] the {role} model is given twice, as \"{in_models}\" in `models` and \"{in_table}\" in [openai.{role}]"
     )]
-    ModelTwice { role: Role, in_models: String, in_table: String },
+    /// A role's model given both in `models` and in its own table.
+    ModelTwice {
+        /// The role.
+        role: Role,
+        /// The model `models` gives.
+        in_models: String,
+        /// The model its table gives.
+        in_table: String,
+    },
     #[error("[openai.{0}] has settings but no `model`")]
+    /// A role table without `model`.
     SettingsWithoutModel(Role),
     #[error("[openai] the {0} model name is empty")]
+    /// An empty model name.
     EmptyModel(Role),
     #[error("[openai.{role}] temperature = {value} must be from 0 to 2")]
-    Temperature { role: Role, value: f64 },
+    /// A temperature outside 0 to 2.
+    Temperature {
+        /// The role.
+        role: Role,
+        /// Its temperature.
+        value: f64,
+    },
     #[error("[openai.{0}] max_tokens must be at least 1")]
+    /// A role's `max_tokens` of 0.
     RoleZeroTokens(Role),
     #[error("backend = \"openai\" needs a generator model: [openai] models = {{ generator = \"...\" }}")]
+    /// `backend = "openai"` without a generator model.
     NoGenerator,
     #[error(
         "[openai] {key} = \"{value}\" is not a server critbench knows; use \"auto\" (ask the server at start), \
          \"openai\", \"vllm\", \"llamacpp\" or \"ollama\""
     )]
-    Server { key: String, value: String },
+    /// A `server` critbench does not know.
+    Server {
+        /// The key.
+        key: String,
+        /// Its value.
+        value: String,
+    },
 }
 
 impl OpenAiTable {

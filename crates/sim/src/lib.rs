@@ -48,6 +48,8 @@
 //! assert_eq!(draft, again);
 //! ```
 
+#![warn(missing_docs)]
+
 use critbench_core::{Critique, Rng, Task};
 
 mod code;
@@ -133,6 +135,7 @@ fn hints_as_critique(hint_types: &[&str]) -> Critique {
 /// A revised draft, and whether the writer acted on the critique it was shown.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Revision {
+    /// The revised draft.
     pub text: String,
     /// `Some(true)`: the critique asked for something the writer acted on (a fix it tried and
     /// that did not land, by the seeded chance, still counts: that is the writer's skill, which a

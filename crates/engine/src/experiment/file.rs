@@ -41,7 +41,7 @@ pub(super) struct ExperimentFile {
     #[serde(default)]
     pub(super) openai: Option<critbench_openai::OpenAiTable>,
     #[serde(default)]
-    pub(super) prompts: Option<crate::prompts::Prompts>,
+    pub(super) prompts: Option<critbench_openai::prompts::Prompts>,
     #[serde(default)]
     pub(super) judge: Option<JudgeSection>,
     #[serde(default)]

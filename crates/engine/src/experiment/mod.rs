@@ -96,7 +96,7 @@ pub struct Experiment {
     /// API key's environment variable, never the key.
     pub openai: Option<critbench_openai::ClientSettings>,
     /// What the model roles are told (the `[prompts]` table over the defaults).
-    pub prompts: crate::prompts::Prompts,
+    pub prompts: critbench_openai::prompts::Prompts,
     /// The `[sequential]` table: stop admitting tasks once the comparison is settled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sequential: Option<SequentialSettings>,

@@ -103,7 +103,7 @@ impl Experiment {
             let spec = critic_spec(&at, entry, &mut labels, overrides.isolate_plugins, &relative)?;
             evaluators.push(EvaluatorSpec { spec, pass_score, dim_target });
         }
-        let policies = policy_grid(&file.policy)?;
+        let policies = policy_grid(&file.policy).map_err(|e| e.to_string())?;
         let judge = match file.judge {
             None => JudgeSettings { repeats: 1, datasets: None, out: None },
             Some(section) => {
@@ -180,7 +180,7 @@ impl Experiment {
             super::pricing::resolve_pricing(file.pricing.as_ref(), overrides.pricing.as_deref(), openai.as_mut())?;
         let budget = super::pricing::resolve_budget(file.budget, openai.as_ref())?;
         let prompts = file.prompts.unwrap_or_default();
-        prompts.check()?;
+        prompts.check().map_err(|e| e.to_string())?;
         let sequential = file
             .sequential
             .map(|section| super::sequential::resolve(section, &arms, &policies, &critics))

@@ -133,7 +133,7 @@ fn openai_mistakes_name_the_key() {
 fn prompts_table_overrides_and_is_checked() {
     let e = load(&format!("{MINIMAL}[prompts]\ngenerator = \"Do: {{prompt}}\"\n")).unwrap();
     assert_eq!(e.prompts.generator, "Do: {prompt}");
-    assert_eq!(e.prompts.reviser_blind, crate::prompts::Prompts::default().reviser_blind);
+    assert_eq!(e.prompts.reviser_blind, critbench_openai::prompts::Prompts::default().reviser_blind);
     assert!(load(&format!("{MINIMAL}[prompts]\ncritic = \"x\"\n")).unwrap_err().contains("unknown field `critic`"));
     assert!(
         load(&format!("{MINIMAL}[prompts]\nreviser_feedback = \"{{draft}} {{critique}}\"\n"))

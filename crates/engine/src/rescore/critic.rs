@@ -138,7 +138,7 @@ pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Pol
     plugin_dirs.extend(run_dirs.into_iter().flatten().filter_map(|d| d.as_str()).map(PathBuf::from));
     let search = SearchPath::default_for_current_exe(&plugin_dirs);
     let host = Arc::new(Host::new().withhold(
-        crate::openai_author::CHAT_SERVICE,
+        crate::chat::CHAT_SERVICE,
         "`critbench rescore` calls no model, so it offers no `chat` service; rescore with a critic that needs none",
     ));
     let instance = open_critic(

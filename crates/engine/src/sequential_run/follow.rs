@@ -168,7 +168,7 @@ impl Follower {
     pub(crate) fn record(
         &self,
         written: &Written,
-        openai: Option<&serde_json::Value>,
+        openai: Option<&critbench_openai::usage::UsageReport>,
         resumed: bool,
     ) -> SequentialRecord {
         let (a, b) = self.settings.pair();
@@ -177,10 +177,7 @@ impl Follower {
             let full = if tasks_run == 0 { 0.0 } else { used as f64 * self.task_set as f64 / tasks_run as f64 };
             Spent { used, full: full.round() as u64, share: if full > 0.0 { used as f64 / full } else { 0.0 } }
         };
-        let tokens = openai
-            .filter(|_| !resumed)
-            .and_then(|report| crate::model_usage::ModelUsage::from_report(report).ok())
-            .map(|usage| spent(usage.tokens.tokens_in + usage.tokens.tokens_out));
+        let tokens = openai.filter(|_| !resumed).map(|usage| spent(usage.tokens.tokens_in + usage.tokens.tokens_out));
         SequentialRecord {
             method: self.monitor.method().to_string(),
             rule: SequentialRule {

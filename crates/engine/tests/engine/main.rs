@@ -3,5 +3,4 @@
 //! One binary for the whole crate: linking one test executable instead of one per file is
 //! most of what building the tests costs on a small machine.
 
-mod openai_author;
 mod seed001;

@@ -4,10 +4,9 @@
 //! ends at the revision cap with exit `budget`. The author is a fixed list of answers;
 //! the critic is the real `evidence` plugin, loaded through the C ABI.
 
+use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint};
 use critbench_core::{Critique, Task};
-use critbench_engine::backend::{Author, Draft, DraftKey};
 use critbench_engine::experiment::{Experiment, Overrides};
-use critbench_engine::memory::Hint;
 use critbench_engine::run::{RunOptions, run_experiment_with};
 use critbench_storage::tables::read_outcomes;
 
@@ -33,7 +32,7 @@ fn always_bad(task: &Task) -> bool {
 }
 
 impl Author for Seed001Author {
-    fn generate(&self, task: &Task, hints: &[Hint], _key: &DraftKey<'_>) -> Result<Draft, String> {
+    fn generate(&self, task: &Task, hints: &[Hint], _key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
         let evidence_first = hints.iter().any(|h| h.text.starts_with("List the evidence first"));
         Ok(if evidence_first && !always_bad(task) { good() } else { bad() })
     }
@@ -44,7 +43,7 @@ impl Author for Seed001Author {
         _draft: &str,
         _critique: Option<&Critique>,
         _key: &DraftKey<'_>,
-    ) -> Result<Draft, String> {
+    ) -> Result<Draft, AuthorError> {
         Ok(if always_bad(task) { bad() } else { good() })
     }
 }

@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use critbench_core::author::{Author, AuthorError, DraftKey, Hint};
 use critbench_core::{Critique, ScoreRange, Suggestion, Task};
-use critbench_engine::backend::{Author, DraftKey};
-use critbench_engine::memory::Hint;
-use critbench_engine::openai_author::OpenAiAuthor;
-use critbench_engine::prompts::Prompts;
-use critbench_openai::mock_server::{MockResponse, MockServer};
-use critbench_openai::{CacheMode, Client, ClientSettings, EndpointSettings, Failover, Role, RoleSettings};
+
+use crate::author::OpenAiAuthor;
+use crate::mock_server::{MockResponse, MockServer};
+use crate::prompts::Prompts;
+use crate::{CacheMode, Client, ClientSettings, EndpointSettings, Failover, Role, RoleSettings};
 
 fn client(server: &MockServer, roles: &[(Role, &str)]) -> Arc<Client> {
     let roles: BTreeMap<Role, RoleSettings> =
@@ -111,5 +111,12 @@ fn the_adjudicator_gets_the_last_concerns_and_failures_name_the_round() {
     let asked = server.received()[0].body["messages"][1]["content"].as_str().unwrap().to_string();
     assert!(asked.contains("Latest draft:\nDraft.") && asked.contains("Two sentences contradict"), "{asked}");
     let error = author.revise(&task(), "Draft.", None, &key(2)).unwrap_err();
+    assert!(
+        matches!(error, AuthorError::Model { round: 2, step: "revise", .. }),
+        "the failure names its round and step, and keeps the client's error: {error:?}"
+    );
+    let chat_error = std::error::Error::source(&error).unwrap().to_string();
+    assert!(chat_error.starts_with("reviser call failed after 2 attempt(s): HTTP 500"), "{chat_error}");
+    let error = error.to_string();
     assert!(error.starts_with("round 2 (revise): reviser call failed after 2 attempt(s): HTTP 500"), "{error}");
 }

@@ -4,24 +4,28 @@
 
 use std::collections::BTreeSet;
 
+use critbench_core::author::Hint;
 use critbench_core::{CRITIQUE_UNAVAILABLE, Critique, Task};
 use serde::{Deserialize, Serialize};
-
-use crate::memory::Hint;
 
 /// The prompt templates of every role. `{name}` is replaced by a part of the task (see
 /// [`PLACEHOLDERS`]); `{{` and `}}` are literal braces.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Prompts {
+    /// The generator's system prompt.
     pub generator_system: String,
+    /// The generator's first-draft request.
     pub generator: String,
+    /// The reviser's system prompt.
     pub reviser_system: String,
     /// The reviser when the arm shows it the critique.
     pub reviser_feedback: String,
     /// The reviser when the arm keeps the critique from it (`no-feedback`).
     pub reviser_blind: String,
+    /// The adjudicator's system prompt.
     pub adjudicator_system: String,
+    /// The adjudicator's final-pass request.
     pub adjudicator: String,
     /// Given to the reviser instead of feedback that is empty or degenerate.
     pub generic_fix: String,
@@ -61,10 +65,64 @@ impl Default for Prompts {
 /// Every placeholder a template may use.
 pub const PLACEHOLDERS: [&str; 6] = ["prompt", "context", "evidence", "hints", "draft", "feedback"];
 
+/// A `[prompts]` template that cannot be filled, named by its key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    /// Its braces do not pair up.
+    #[error("[prompts] {template}: {problem}")]
+    Braces {
+        /// The template's key.
+        template: &'static str,
+        /// What is wrong with them.
+        problem: BraceProblem,
+    },
+    /// It uses a placeholder its role does not fill.
+    #[error("[prompts] {template}: unknown placeholder {{{placeholder}}}; valid here: {}", valid_here(allowed))]
+    UnknownPlaceholder {
+        /// The template's key.
+        template: &'static str,
+        /// The placeholder, without braces.
+        placeholder: String,
+        /// The placeholders its role fills.
+        allowed: &'static [&'static str],
+    },
+    /// It lacks a placeholder its role cannot do without.
+    #[error("[prompts] {template}: must contain {{{placeholder}}}")]
+    MissingPlaceholder {
+        /// The template's key.
+        template: &'static str,
+        /// The placeholder, without braces.
+        placeholder: &'static str,
+    },
+    /// `generic_fix` is empty.
+    #[error("[prompts] generic_fix: must not be empty")]
+    EmptyGenericFix,
+}
+
+/// How a template's braces fail to pair up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BraceProblem {
+    /// A `}` that closes nothing.
+    #[error("a lone `}}`; write `}}}}` for a literal brace")]
+    LoneClosing,
+    /// A `{` that is never closed.
+    #[error("a `{{` without its `}}`; write `{{{{` for a literal brace")]
+    Unclosed,
+}
+
+/// The placeholders a role fills, as an error message lists them.
+fn valid_here(allowed: &[&str]) -> String {
+    if allowed.is_empty() {
+        "none (a system prompt is sent as written)".to_string()
+    } else {
+        allowed.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(", ")
+    }
+}
+
 impl Prompts {
     /// Checks every template: known placeholders only, and the ones a role cannot do without.
-    pub fn check(&self) -> Result<(), String> {
-        let templates: [(&str, &str, &[&str], &[&str]); 7] = [
+    pub fn check(&self) -> Result<(), PromptError> {
+        let templates: [(&'static str, &str, &'static [&'static str], &[&'static str]); 7] = [
             ("generator_system", &self.generator_system, &[], &[]),
             ("generator", &self.generator, &["prompt", "context", "evidence", "hints"], &["prompt"]),
             ("reviser_system", &self.reviser_system, &[], &[]),
@@ -79,34 +137,31 @@ impl Prompts {
             ("adjudicator", &self.adjudicator, &["prompt", "context", "evidence", "draft", "feedback"], &["draft"]),
         ];
         for (name, template, allowed, required) in templates {
-            let used = placeholders(template).map_err(|e| format!("[prompts] {name}: {e}"))?;
+            let used = placeholders(template).map_err(|problem| PromptError::Braces { template: name, problem })?;
             for placeholder in &used {
                 if !allowed.contains(&placeholder.as_str()) {
-                    let valid = if allowed.is_empty() {
-                        "none (a system prompt is sent as written)".to_string()
-                    } else {
-                        allowed.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(", ")
-                    };
-                    return Err(format!(
-                        "[prompts] {name}: unknown placeholder {{{placeholder}}}; valid here: {valid}"
-                    ));
+                    return Err(PromptError::UnknownPlaceholder {
+                        template: name,
+                        placeholder: placeholder.clone(),
+                        allowed,
+                    });
                 }
             }
             for placeholder in required {
                 if !used.contains(*placeholder) {
-                    return Err(format!("[prompts] {name}: must contain {{{placeholder}}}"));
+                    return Err(PromptError::MissingPlaceholder { template: name, placeholder });
                 }
             }
         }
         if self.generic_fix.trim().is_empty() {
-            return Err("[prompts] generic_fix: must not be empty".into());
+            return Err(PromptError::EmptyGenericFix);
         }
         Ok(())
     }
 }
 
 /// The placeholders a template uses.
-fn placeholders(template: &str) -> Result<BTreeSet<String>, String> {
+fn placeholders(template: &str) -> Result<BTreeSet<String>, BraceProblem> {
     let mut used = BTreeSet::new();
     let mut rest = template;
     while let Some(at) = rest.find(['{', '}']) {
@@ -116,9 +171,9 @@ fn placeholders(template: &str) -> Result<BTreeSet<String>, String> {
             continue;
         }
         if brace == "}" {
-            return Err("a lone `}`; write `}}` for a literal brace".into());
+            return Err(BraceProblem::LoneClosing);
         }
-        let end = after.find('}').ok_or("a `{` without its `}`; write `{{` for a literal brace")?;
+        let end = after.find('}').ok_or(BraceProblem::Unclosed)?;
         used.insert(after[..end].to_string());
         rest = &after[end + 1..];
     }
@@ -172,6 +227,7 @@ pub fn task_blocks(task: &Task) -> (String, String) {
     (context, evidence)
 }
 
+/// Strategy memory's hints as a template value: empty without hints.
 pub fn hints_block(hints: &[Hint]) -> String {
     if hints.is_empty() {
         return String::new();
@@ -369,7 +425,7 @@ mod tests {
         let with = |f: fn(&mut Prompts)| {
             let mut prompts = Prompts::default();
             f(&mut prompts);
-            prompts.check()
+            prompts.check().map_err(|e| e.to_string())
         };
         assert!(
             with(|p| p.generator = "{prompt} {colour}".into()).unwrap_err().contains("unknown placeholder {colour}")

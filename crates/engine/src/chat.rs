@@ -1,0 +1,98 @@
+//! A run's model client ([`OpenAiSession`]) and the host's `chat` service through which plugins
+//! that require it ask the judge model. The `openai` backend's author
+//! ([`critbench_openai::author::OpenAiAuthor`]) and the service share the one
+//! [`critbench_openai::Client`], so the concurrency limit, the cache, the retries and the token
+//! cap are the run's, whoever asks.
+
+use std::sync::Arc;
+
+use critbench_openai::{CallIdentity, ChatRequest, Client, ClientSettings, Message, Role};
+use critbench_plugin_host::services::{CallScope, Host, HostService, Reply, ServiceError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The name plugins call the judge model by (`critbench_host_v1.call`).
+pub const CHAT_SERVICE: &str = "chat";
+
+/// A run's model client, offered to its plugins as the `chat` service when it has a judge model
+/// ([`plugin_host`]).
+pub struct OpenAiSession {
+    pub client: Arc<Client>,
+}
+
+impl OpenAiSession {
+    /// Makes the client (reading the API key from the environment), with the run's budget.
+    pub fn start(
+        settings: &ClientSettings,
+        budget: Option<&critbench_openai::Budget>,
+    ) -> Result<OpenAiSession, critbench_openai::ClientError> {
+        let client = Client::new(settings.clone())?.with_budget(budget.cloned().unwrap_or_default());
+        Ok(OpenAiSession { client: Arc::new(client) })
+    }
+}
+
+/// The services a run (or `critbench judge`) offers its plugins: `chat`, the judge model, when
+/// the experiment names one. Each run has its own; open the run's critics with it.
+pub fn plugin_host(session: Option<&OpenAiSession>) -> Arc<Host> {
+    let host = Host::new();
+    let host = match session {
+        Some(session) if session.client.has_role(Role::Judge) => {
+            host.offer(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&session.client) }))
+        }
+        _ => host
+            .withhold(CHAT_SERVICE, "it needs a judge model: [openai] models = { judge = \"...\" } in the experiment"),
+    };
+    Arc::new(host)
+}
+
+/// `chat`: `{"messages": [{"role", "content"}...], "response_format": {...}?}` →
+/// `{"content": "...", "tokens_in": n, "tokens_out": n, "cached": bool}`, asked of the judge
+/// model with the judge's sampling settings.
+struct ChatService {
+    client: Arc<Client>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatServiceRequest {
+    messages: Vec<Message>,
+    #[serde(default)]
+    response_format: Option<Value>,
+}
+
+impl HostService for ChatService {
+    fn call(&self, request: &str, scope: Option<&CallScope>) -> Result<Reply, ServiceError> {
+        let request: ChatServiceRequest = serde_json::from_str(request).map_err(|e| {
+            ServiceError::BadRequest(format!(
+                "chat: bad request ({e}); send {{\"messages\": [{{\"role\": \"user\", \"content\": \"...\"}}], \
+                 \"response_format\": {{\"type\": \"json_object\"}}}}"
+            ))
+        })?;
+        if request.messages.is_empty() {
+            return Err(ServiceError::BadRequest("chat: `messages` is empty".into()));
+        }
+        let identity = match scope {
+            Some(scope) => CallIdentity {
+                task_id: scope.task_id.clone(),
+                epoch: scope.epoch,
+                round: scope.round,
+                attempt: scope.attempt.max(1),
+            },
+            None => CallIdentity { attempt: 1, ..CallIdentity::default() },
+        };
+        let chat = ChatRequest { messages: request.messages, response_format: request.response_format };
+        let answer = self.client.chat(Role::Judge, &chat, &identity).map_err(|e| ServiceError::Failed(e.into()))?;
+        // Counted on the critique's round (`critic_tokens_*`), whatever the plugin does with them.
+        Ok(Reply {
+            answer: json!({
+                "content": answer.content,
+                "tokens_in": answer.tokens_in,
+                "tokens_out": answer.tokens_out,
+                "cached": answer.cached,
+            })
+            .to_string(),
+            tokens_in: answer.tokens_in,
+            tokens_out: answer.tokens_out,
+        })
+    }
+}
