@@ -59,8 +59,8 @@ pub(crate) fn for_each_projected_batch(
 /// The columns of one batch.
 pub(crate) struct Columns<'a>(pub &'a RecordBatch);
 
-impl Columns<'_> {
-    fn column(&self, name: &str) -> Result<&ArrayRef, String> {
+impl<'a> Columns<'a> {
+    fn column(&self, name: &str) -> Result<&'a ArrayRef, String> {
         self.0.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))
     }
 
@@ -74,7 +74,7 @@ impl Columns<'_> {
     }
 
     /// A utf8 column without nulls, borrowed (no per-row allocation).
-    pub fn text_array(&self, name: &str) -> Result<&arrow_array::StringArray, String> {
+    pub fn text_array(&self, name: &str) -> Result<&'a arrow_array::StringArray, String> {
         let array = self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
         if array.null_count() > 0 {
             return Err(format!("column `{name}` has a null"));
@@ -83,22 +83,22 @@ impl Columns<'_> {
     }
 
     /// A utf8 column that may hold nulls, borrowed: the caller checks `is_valid` where it must.
-    pub fn nullable_text_array(&self, name: &str) -> Result<&arrow_array::StringArray, String> {
+    pub fn nullable_text_array(&self, name: &str) -> Result<&'a arrow_array::StringArray, String> {
         self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))
     }
 
     /// A boolean column that may hold nulls, borrowed.
-    pub fn nullable_boolean_array(&self, name: &str) -> Result<&arrow_array::BooleanArray, String> {
+    pub fn nullable_boolean_array(&self, name: &str) -> Result<&'a arrow_array::BooleanArray, String> {
         self.column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))
     }
 
     /// A float64 column that may hold nulls, borrowed.
-    pub fn nullable_float_array(&self, name: &str) -> Result<&arrow_array::Float64Array, String> {
+    pub fn nullable_float_array(&self, name: &str) -> Result<&'a arrow_array::Float64Array, String> {
         self.column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| format!("column `{name}` is not float64"))
     }
 
     /// An int32 column without nulls, borrowed.
-    pub fn int32_array(&self, name: &str) -> Result<&arrow_array::Int32Array, String> {
+    pub fn int32_array(&self, name: &str) -> Result<&'a arrow_array::Int32Array, String> {
         let array = self
             .column(name)?
             .as_primitive_opt::<Int32Type>()
@@ -110,7 +110,7 @@ impl Columns<'_> {
     }
 
     /// A float64 column without nulls, borrowed.
-    pub fn float_array(&self, name: &str) -> Result<&arrow_array::Float64Array, String> {
+    pub fn float_array(&self, name: &str) -> Result<&'a arrow_array::Float64Array, String> {
         let array = self
             .column(name)?
             .as_primitive_opt::<Float64Type>()
@@ -122,7 +122,7 @@ impl Columns<'_> {
     }
 
     /// A boolean column without nulls, borrowed.
-    pub fn boolean_array(&self, name: &str) -> Result<&arrow_array::BooleanArray, String> {
+    pub fn boolean_array(&self, name: &str) -> Result<&'a arrow_array::BooleanArray, String> {
         let array = self.column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
         if array.null_count() > 0 {
             return Err(format!("column `{name}` has a null"));

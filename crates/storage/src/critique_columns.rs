@@ -133,10 +133,6 @@ fn append_list(builder: &mut ListBuilder<StringBuilder>, items: &[String]) {
 }
 
 impl CritiqueBuilders {
-    pub fn new() -> CritiqueBuilders {
-        CritiqueBuilders::with_capacity(0)
-    }
-
     /// Builders with room for `rows` critiques.
     pub fn with_capacity(rows: usize) -> CritiqueBuilders {
         CritiqueBuilders {

@@ -249,7 +249,7 @@ mod tests {
                 let adjudicated = format!("{id} adjudicated");
                 let row = TrajectoryRow {
                     config_id: config,
-                    decision: crate::recorded::DECISION_ADJUDICATE,
+                    decision: crate::tables::RowDecision::Adjudicate,
                     draft: Some(&adjudicated),
                     ..TrajectoryRow::bare(id, 3, &critique)
                 };

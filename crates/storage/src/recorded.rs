@@ -9,6 +9,7 @@ use arrow_array::RecordBatch;
 use crate::columns::Columns;
 use crate::critique_columns::CritiqueColumns;
 use crate::parquet_sink::StorageError;
+use crate::tables::{RowDecision, TrajectoryRow};
 
 /// The `decision` of the row that records a loop's adjudicated final draft: not a
 /// round of the loop, so replay leaves it out of the recording.
@@ -55,8 +56,9 @@ pub struct LoopRow {
     pub config_id: String,
     pub round: u32,
     pub revisions: u32,
-    pub decision: String,
-    pub exit_reason: Option<String>,
+    /// What the run's policy decided there (never [`RowDecision::Adjudicate`]: that row is not a
+    /// round of the loop).
+    pub decision: RowDecision,
     /// The row's own round when it is not the recording's at `round` (a config recorded on its
     /// own, in a direct sweep, whose writer or critic answered differently); `None` when it is.
     pub own: Option<RecordedRound>,
@@ -110,8 +112,10 @@ fn stream_loops(
 ) -> Result<(), StorageError> {
     let mut current: Option<Current> = None;
     let mut finished: HashSet<u128> = HashSet::new();
+    let mut first_row = 0;
     crate::columns::for_each_batch(path, |batch| {
-        read_batch(batch, with_rows, &mut |key, kind, config_id, round, recorded, head| {
+        let rows = batch.num_rows();
+        read_batch(batch, first_row, &mut |key, kind, config_id, round, recorded, head| {
             if current.as_ref().is_none_or(|c| c.key != *key) {
                 if let Some(done) = current.take() {
                     finished.insert(crate::hash128(&done.key));
@@ -133,7 +137,7 @@ fn stream_loops(
                 });
             }
             let loop_rows = current.as_mut().expect("set above");
-            if head.decision == DECISION_ADJUDICATE {
+            if head.decision == RowDecision::Adjudicate {
                 loop_rows.adjudicated = true;
                 return Ok(());
             }
@@ -142,8 +146,7 @@ fn stream_loops(
                     config_id: config_id.to_string(),
                     round,
                     revisions: head.revisions,
-                    decision: head.decision.to_string(),
-                    exit_reason: head.exit_reason.map(str::to_string),
+                    decision: head.decision,
                 });
             }
             match loop_rows.configs.get_mut(config_id) {
@@ -151,7 +154,9 @@ fn stream_loops(
                 None => loop_rows.configs.entry(config_id.to_string()).or_default().insert(round, recorded),
             };
             Ok(())
-        })
+        })?;
+        first_row += rows;
+        Ok(())
     })?;
     if let Some(done) = current.take() {
         each(done.finish().map_err(|message| StorageError::Parquet { path: path.into(), message })?)
@@ -165,8 +170,7 @@ struct RowHead {
     config_id: String,
     round: u32,
     revisions: u32,
-    decision: String,
-    exit_reason: Option<String>,
+    decision: RowDecision,
 }
 
 /// The loop being read: config → round → recorded round.
@@ -216,7 +220,6 @@ impl Current {
                     round: head.round,
                     revisions: head.revisions,
                     decision: head.decision,
-                    exit_reason: head.exit_reason,
                     own,
                 }
             })
@@ -234,68 +237,45 @@ impl Current {
     }
 }
 
-/// What a row says of the policy: its decision (an adjudication row's is
-/// [`DECISION_ADJUDICATE`]), and, when the rows are wanted, its revisions and exit.
-struct PolicyColumns<'a> {
+/// What a row says of the policy: its revisions and decision (an adjudication row's is
+/// [`RowDecision::Adjudicate`]).
+struct PolicyColumns {
     revisions: u32,
-    decision: &'a str,
-    exit_reason: Option<&'a str>,
+    decision: RowDecision,
 }
 
 /// Receives one trajectory row: its loop key, kind, config, round, the recorded round and what
 /// the policy did there.
 type RowSink<'a> =
-    dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, PolicyColumns<'_>) -> Result<(), String> + 'a;
+    dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, PolicyColumns) -> Result<(), String> + 'a;
 
-/// Decodes one batch and hands each row to `row` with its loop key, kind, config and round;
-/// `revisions` and `exit_reason` are decoded only `with_rows`.
-fn read_batch(batch: &RecordBatch, with_rows: bool, row: &mut RowSink<'_>) -> Result<(), String> {
-    let c = Columns(batch);
-    let (critic, arm, task_id, config_id) =
-        (c.text_array("critic")?, c.text_array("arm")?, c.text_array("task_id")?, c.text_array("config_id")?);
-    let (kind, critic_error, draft) = (c.text("kind")?, c.text("critic_error")?, c.text("draft")?);
-    let (epoch, round, attempts) = (c.int32("epoch")?, c.int32("round")?, c.int32("critic_attempts")?);
-    let (gen_ms, critic_ms) = (c.required_float("gen_ms")?, c.required_float("critic_ms")?);
-    let (draft_chars, tokens_in, tokens_out) = (c.int64("draft_chars")?, c.int64("tokens_in")?, c.int64("tokens_out")?);
-    let (critic_tokens_in, critic_tokens_out) = (c.int64("critic_tokens_in")?, c.int64("critic_tokens_out")?);
-    // Tables written before schema_version 5 have no `acted_on_critique`: nobody said.
-    let acted = match batch.column_by_name("acted_on_critique") {
-        Some(_) => c.boolean("acted_on_critique")?,
-        None => vec![None; batch.num_rows()],
-    };
-    let mut critiques = CritiqueColumns::read(&c)?;
-    let decision = c.text_array("decision")?;
-    let (revisions, exit_reason) = match with_rows {
-        true => (c.int32("revisions")?, c.text("exit_reason")?),
-        false => (Vec::new(), Vec::new()),
-    };
+/// Decodes one batch (rows `first_row..` of its file) and hands each row to `row` with its loop
+/// key, kind, config and round.
+fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> Result<(), String> {
     let mut key: LoopKey = Default::default();
-    for i in 0..batch.num_rows() {
+    for one in TrajectoryRow::read_batch(&Columns(batch), first_row)? {
         // Reuse the key's strings: most rows belong to the loop of the row before.
-        let (critic, arm, task_id) = (critic.value(i), arm.value(i), task_id.value(i));
-        if (key.0.as_str(), key.1.as_str(), key.2.as_str(), key.3) != (critic, arm, task_id, epoch[i]) {
-            key = (critic.to_string(), arm.to_string(), task_id.to_string(), epoch[i]);
+        if (key.0.as_str(), key.1.as_str(), key.2.as_str(), key.3)
+            != (one.critic, one.arm.as_str(), one.task_id, one.epoch)
+        {
+            key = (one.critic.to_string(), one.arm.as_str().to_string(), one.task_id.to_string(), one.epoch);
         }
         let recorded = RecordedRound {
-            critique: std::mem::take(&mut critiques[i]),
-            critic_attempts: attempts[i],
-            critic_error: critic_error[i].clone(),
-            draft_chars: draft_chars[i].unwrap_or(0),
-            draft: draft[i].clone(),
-            gen_ms: gen_ms[i],
-            critic_ms: critic_ms[i],
-            tokens_in: tokens_in[i],
-            tokens_out: tokens_out[i],
-            critic_tokens_in: critic_tokens_in[i],
-            critic_tokens_out: critic_tokens_out[i],
-            acted_on_critique: acted[i],
+            critique: one.critique.into_owned(),
+            critic_attempts: one.critic_attempts,
+            critic_error: one.critic_error.map(str::to_string),
+            draft_chars: one.draft_chars,
+            draft: one.draft.map(str::to_string),
+            gen_ms: one.gen_ms,
+            critic_ms: one.critic_ms,
+            tokens_in: one.tokens_in,
+            tokens_out: one.tokens_out,
+            critic_tokens_in: one.critic_tokens_in,
+            critic_tokens_out: one.critic_tokens_out,
+            acted_on_critique: one.acted_on_critique,
         };
-        let policy = PolicyColumns {
-            revisions: revisions.get(i).copied().unwrap_or(0),
-            decision: decision.value(i),
-            exit_reason: exit_reason.get(i).and_then(Option::as_deref),
-        };
-        row(&key, kind[i].clone(), config_id.value(i), round[i], recorded, policy)?;
+        let policy = PolicyColumns { revisions: one.revisions, decision: one.decision };
+        row(&key, one.kind.map(str::to_string), one.config_id, one.round, recorded, policy)?;
     }
     Ok(())
 }
@@ -303,7 +283,8 @@ fn read_batch(batch: &RecordBatch, with_rows: bool, row: &mut RowSink<'_>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tables::{TrajectoryRow, TrajectoryWriter};
+    use crate::tables::TrajectoryWriter;
+    use critbench_core::{Decision, ExitReason};
 
     fn write(path: &Path, loops: &[(&str, u32, &str, u32)]) {
         let mut writer = TrajectoryWriter::create(path).unwrap();
@@ -357,16 +338,16 @@ mod tests {
         let path = dir.path().join("trajectories.parquet");
         let mut writer = TrajectoryWriter::create(&path).unwrap();
         // c1 stopped at round 1, c2 at round 2; c2's round 1 was critiqued differently.
-        let scores = [("c1", 0, 3.0, "revise"), ("c1", 1, 6.0, "stop"), ("c2", 0, 3.0, "revise")];
-        let more = [("c2", 1, 6.5, "revise"), ("c2", 2, 9.0, "stop")];
+        let (revise, stop) =
+            (RowDecision::Policy(Decision::Revise), RowDecision::Policy(Decision::Stop(ExitReason::Budget)));
+        let scores = [("c1", 0, 3.0, revise), ("c1", 1, 6.0, stop), ("c2", 0, 3.0, revise)];
+        let more = [("c2", 1, 6.5, revise), ("c2", 2, 9.0, stop)];
         for (config_id, round, score, decision) in scores.into_iter().chain(more) {
             let critique = CritiqueColumns::scored(score);
-            let exit_reason = (decision == "stop").then_some("budget");
             writer
                 .push(&TrajectoryRow {
                     config_id,
                     decision,
-                    exit_reason,
                     best_score: 0.0,
                     ..TrajectoryRow::bare("t", round, &critique)
                 })
@@ -381,21 +362,9 @@ mod tests {
         .unwrap();
         let [one] = &loops[..] else { panic!("one loop: {loops:?}") };
         assert_eq!(one.recorded.rounds.iter().map(|r| r.critique.score).collect::<Vec<_>>(), [3.0, 6.5, 9.0]);
-        let rows: Vec<(&str, u32, &str, Option<&str>)> = one
-            .rows
-            .iter()
-            .map(|r| (r.config_id.as_str(), r.round, r.decision.as_str(), r.exit_reason.as_deref()))
-            .collect();
-        assert_eq!(
-            rows,
-            [
-                ("c1", 0, "revise", None),
-                ("c1", 1, "stop", Some("budget")),
-                ("c2", 0, "revise", None),
-                ("c2", 1, "revise", None),
-                ("c2", 2, "stop", Some("budget"))
-            ]
-        );
+        let rows: Vec<(&str, u32, RowDecision)> =
+            one.rows.iter().map(|r| (r.config_id.as_str(), r.round, r.decision)).collect();
+        assert_eq!(rows, [("c1", 0, revise), ("c1", 1, stop), ("c2", 0, revise), ("c2", 1, revise), ("c2", 2, stop)]);
         let own: Vec<Option<f64>> = one.rows.iter().map(|r| r.own.as_ref().map(|o| o.critique.score)).collect();
         assert_eq!(own, [None, Some(6.0), None, None, None], "only c1's round 1 is not the recording's");
         // Without the rows, the same recording.

@@ -218,7 +218,7 @@ mod tests {
     ) -> TrajectoryRow<'a> {
         TrajectoryRow {
             config_id,
-            arm,
+            arm: critbench_core::Arm::parse(arm).expect("an arm as the output spells it"),
             draft: Some("a stored draft the reader must not need"),
             ..TrajectoryRow::bare(task_id, round, critique)
         }
