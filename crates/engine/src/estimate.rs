@@ -348,13 +348,16 @@ impl PilotTasks {
                 tasks.critiques[i] += f64::from(outcome.rounds);
             }
         }
-        critbench_storage::recorded::for_each_recorded_loop(&dir.join("trajectories.parquet"), |recorded| {
-            if let Some(&i) = index.get(recorded.task_id.as_str()) {
-                tasks.recorded[i] += recorded.rounds.len() as f64;
-                tasks.busy[i] += recorded.rounds.iter().map(|r| r.gen_ms + r.critic_ms).sum::<f64>() / 1000.0;
-            }
-            Ok(())
-        })?;
+        critbench_storage::recorded::for_each_recorded_loop::<std::convert::Infallible>(
+            &dir.join("trajectories.parquet"),
+            |recorded| {
+                if let Some(&i) = index.get(recorded.task_id.as_str()) {
+                    tasks.recorded[i] += recorded.rounds.len() as f64;
+                    tasks.busy[i] += recorded.rounds.iter().map(|r| r.gen_ms + r.critic_ms).sum::<f64>() / 1000.0;
+                }
+                Ok(())
+            },
+        )?;
         let by_task = openai.and_then(|o| o.get("by_task")).and_then(|t| t.as_object());
         let roles = openai.and_then(|o| o.get("models")).and_then(|m| m.as_object());
         for role in roles.into_iter().flat_map(|r| r.keys()) {

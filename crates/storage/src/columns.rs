@@ -10,19 +10,218 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 
 use crate::parquet_sink::StorageError;
 
+/// Any error a reader's caller may refuse a row with; its text is the caller's.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What is wrong with a table a reader decodes: the column or row at fault (the file is named by
+/// [`StorageError::Table`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// A column the reader needs is not in the file.
+    #[error("missing column `{0}`")]
+    MissingColumn(String),
+    /// A column holds another Arrow type than critbench writes.
+    #[error("column `{column}` is not {expected}")]
+    NotOfType {
+        /// The column.
+        column: String,
+        /// What it should hold: `utf8`, `int32`, `a list`, …
+        expected: &'static str,
+    },
+    /// A column of another type than this version writes (a projected reader's check).
+    #[error("column `{column}` is {found}, expected {expected}")]
+    TypeDiffers {
+        /// The column.
+        column: String,
+        /// Its type in the file.
+        found: arrow_schema::DataType,
+        /// The type critbench writes.
+        expected: arrow_schema::DataType,
+    },
+    /// A column critbench never leaves null has a null.
+    #[error("column `{0}` has a null")]
+    Null(String),
+    /// A list<utf8> column whose items are not text.
+    #[error("column `{0}` holds no strings")]
+    NotStrings(String),
+    /// A map<utf8, float64> column whose keys are not text.
+    #[error("column `{0}` has non-text keys")]
+    MapKeys(String),
+    /// A map<utf8, float64> column whose values are not float64.
+    #[error("column `{0}` has non-float64 values")]
+    MapValues(String),
+    /// A text column of fixed strings (an arm, a decision, an exit reason) holds another.
+    #[error("row {row}: column `{column}` holds `{text}`, which is not {what} ({valid})")]
+    NotALabel {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// The column.
+        column: String,
+        /// What it holds.
+        text: String,
+        /// What it should hold: "an arm", "an exit reason", …
+        what: &'static str,
+        /// The strings it may hold, `, `-joined.
+        valid: String,
+    },
+    /// A trajectory's `stop` row without an exit reason.
+    #[error("row {row}: column `{column}` is null in a `stop` row; expected why the loop stopped ({valid})")]
+    StopWithoutExit {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// The exit reason's column.
+        column: &'static str,
+        /// The exit reasons, `, `-joined.
+        valid: String,
+    },
+    /// A trajectory row that is not a stop, with an exit reason.
+    #[error("row {row}: column `{column}` holds `{exit_reason}` in a `{decision}` row, which has no exit reason")]
+    ExitWithoutStop {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// The exit reason's column.
+        column: &'static str,
+        /// What it holds.
+        exit_reason: String,
+        /// The row's decision.
+        decision: &'static str,
+    },
+    /// A whole number below 0, in a row.
+    #[error("row {row}: `{column}` is negative ({value})")]
+    NegativeInRow {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// The column.
+        column: &'static str,
+        /// What it holds.
+        value: i32,
+    },
+    /// A whole number below 0.
+    #[error("`{column}` is negative ({value})")]
+    Negative {
+        /// The column.
+        column: &'static str,
+        /// What it holds.
+        value: i32,
+    },
+    /// A trajectory row's round below 0.
+    #[error("negative round {0}")]
+    NegativeRound(i32),
+    /// A rescoring's loop whose unknowns are set, or a loop not censored with one of them null.
+    #[error(
+        "row {row}: column `{column}` is {} a loop that is {}censored",
+        if *censored { "set in" } else { "null in" },
+        if *censored { "" } else { "not " }
+    )]
+    Censored {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// The column.
+        column: &'static str,
+        /// Whether the loop is censored.
+        censored: bool,
+    },
+    /// A loop not censored whose outcome has a null (a stats reader's check).
+    #[error("row {0}: the loop is not censored but its outcome (`exit_reason`, `passed`, `final_score`) has a null")]
+    OutcomeNull(usize),
+    /// A row of the round-score reader whose key has a null.
+    #[error("row {0} of a batch has a null key (config_id, critic or arm)")]
+    NullKey(usize),
+    /// A row of the round-score reader whose round or score is null.
+    #[error("row {0} of a batch has a null round or score")]
+    NullRoundOrScore(usize),
+    /// An evaluation row's `answer` is neither `first` nor `final`.
+    #[error("row {row}: `answer` is \"{answer}\", not \"first\" or \"final\"")]
+    Answer {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// What it holds.
+        answer: String,
+    },
+    /// A loop's rows that are not together in the file.
+    #[error(
+        "the rows of loop {task_id} × {arm} × {critic} × epoch {epoch} are not contiguous; expected each loop's rows \
+         together, as critbench writes them"
+    )]
+    NotContiguous {
+        /// The loop's task.
+        task_id: String,
+        /// Its arm.
+        arm: String,
+        /// Its critic.
+        critic: String,
+        /// Its epoch.
+        epoch: u32,
+    },
+    /// A loop whose rounds do not run 0, 1, 2, … without a gap.
+    #[error(
+        "loop {task_id} × {arm} × {critic} × epoch {epoch} has rounds {rounds:?}; expected 0, 1, 2, … without gaps"
+    )]
+    RoundGaps {
+        /// The loop's task.
+        task_id: String,
+        /// Its arm.
+        arm: String,
+        /// Its critic.
+        critic: String,
+        /// Its epoch.
+        epoch: u32,
+        /// The rounds it has.
+        rounds: Vec<u32>,
+    },
+    /// An outcome whose `final` is neither `best` nor `last`.
+    #[error("the loop {key} has `final` = {value:?}; expected \"best\" or \"last\"")]
+    FinalDraft {
+        /// The loop, as [`crate::final_answers::LoopKey`] shows it.
+        key: String,
+        /// What `final` holds.
+        value: String,
+    },
+    /// An outcome whose loop ran no round.
+    #[error("a loop with 0 rounds")]
+    NoRounds,
+    /// A loop with two outcomes.
+    #[error("the loop {0} appears more than once")]
+    Duplicate(String),
+    /// A batch rebuilt with a censored loop's placeholders did not fit its schema.
+    #[error("cannot read: {0}")]
+    Arrow(#[source] arrow_schema::ArrowError),
+    /// A reader's caller refused an outcome row.
+    #[error("row {row} (task `{task_id}`): {source}")]
+    RefusedRow {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// Its task.
+        task_id: String,
+        /// The caller's error.
+        source: BoxError,
+    },
+    /// A reader's caller refused a verdict.
+    #[error("row {row}: {source}")]
+    RefusedVerdict {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// The caller's error.
+        source: BoxError,
+    },
+    /// A reader's caller refused a loop.
+    #[error("{0}")]
+    RefusedLoop(#[source] BoxError),
+}
+
 /// Calls `each` on every record batch of the Parquet file at `path`.
 pub(crate) fn for_each_batch(
     path: &Path,
-    mut each: impl FnMut(&RecordBatch) -> Result<(), String>,
+    mut each: impl FnMut(&RecordBatch) -> Result<(), TableError>,
 ) -> Result<(), StorageError> {
-    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
+    let unreadable = |source| StorageError::Unreadable { path: path.into(), source };
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.build())
-        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+        .map_err(unreadable)?;
     for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
-        each(&batch).map_err(corrupt)?;
+        let batch = batch.map_err(|source| StorageError::Decode { path: path.into(), source })?;
+        each(&batch).map_err(|source| StorageError::table(path, source))?;
     }
     Ok(())
 }
@@ -34,168 +233,159 @@ pub(crate) fn for_each_projected_batch(
     path: &Path,
     required: &[&str],
     optional: &[&str],
-    mut each: impl FnMut(&RecordBatch) -> Result<(), String>,
+    mut each: impl FnMut(&RecordBatch) -> Result<(), TableError>,
 ) -> Result<(), StorageError> {
-    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
     let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+        .map_err(|source| StorageError::Unreadable { path: path.into(), source })?;
     let schema = builder.schema().clone();
     let mut roots = Vec::with_capacity(required.len() + optional.len());
     for name in required {
-        let (index, _) = schema.column_with_name(name).ok_or_else(|| corrupt(format!("missing column `{name}`")))?;
+        let (index, _) = schema
+            .column_with_name(name)
+            .ok_or_else(|| StorageError::table(path, TableError::MissingColumn(name.to_string())))?;
         roots.push(index);
     }
     roots.extend(optional.iter().filter_map(|name| schema.column_with_name(name).map(|(index, _)| index)));
     let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
-    let reader = builder.with_projection(mask).build().map_err(|e| corrupt(format!("cannot read: {e}")))?;
+    let reader = builder
+        .with_projection(mask)
+        .build()
+        .map_err(|source| StorageError::Projection { path: path.into(), source })?;
     for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
-        each(&batch).map_err(corrupt)?;
+        let batch = batch.map_err(|source| StorageError::Decode { path: path.into(), source })?;
+        each(&batch).map_err(|source| StorageError::table(path, source))?;
     }
     Ok(())
+}
+
+fn not_of_type(column: &str, expected: &'static str) -> TableError {
+    TableError::NotOfType { column: column.to_string(), expected }
 }
 
 /// The columns of one batch.
 pub(crate) struct Columns<'a>(pub &'a RecordBatch);
 
 impl<'a> Columns<'a> {
-    fn column(&self, name: &str) -> Result<&'a ArrayRef, String> {
-        self.0.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))
+    fn column(&self, name: &str) -> Result<&'a ArrayRef, TableError> {
+        self.0.column_by_name(name).ok_or_else(|| TableError::MissingColumn(name.to_string()))
     }
 
-    fn required<T>(name: &str, values: Vec<Option<T>>) -> Result<Vec<T>, String> {
-        values.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    fn required<T>(name: &str, values: Vec<Option<T>>) -> Result<Vec<T>, TableError> {
+        values.into_iter().map(|v| v.ok_or_else(|| TableError::Null(name.to_string()))).collect()
     }
 
-    pub fn text(&self, name: &str) -> Result<Vec<Option<String>>, String> {
-        let array = self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
+    pub fn text(&self, name: &str) -> Result<Vec<Option<String>>, TableError> {
+        let array = self.column(name)?.as_string_opt::<i32>().ok_or_else(|| not_of_type(name, "utf8"))?;
         Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).to_string())).collect())
     }
 
     /// A utf8 column without nulls, borrowed (no per-row allocation).
-    pub fn text_array(&self, name: &str) -> Result<&'a arrow_array::StringArray, String> {
-        let array = self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))?;
+    pub fn text_array(&self, name: &str) -> Result<&'a arrow_array::StringArray, TableError> {
+        let array = self.column(name)?.as_string_opt::<i32>().ok_or_else(|| not_of_type(name, "utf8"))?;
         if array.null_count() > 0 {
-            return Err(format!("column `{name}` has a null"));
+            return Err(TableError::Null(name.to_string()));
         }
         Ok(array)
     }
 
     /// A utf8 column that may hold nulls, borrowed: the caller checks `is_valid` where it must.
-    pub fn nullable_text_array(&self, name: &str) -> Result<&'a arrow_array::StringArray, String> {
-        self.column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))
+    pub fn nullable_text_array(&self, name: &str) -> Result<&'a arrow_array::StringArray, TableError> {
+        self.column(name)?.as_string_opt::<i32>().ok_or_else(|| not_of_type(name, "utf8"))
     }
 
     /// A boolean column that may hold nulls, borrowed.
-    pub fn nullable_boolean_array(&self, name: &str) -> Result<&'a arrow_array::BooleanArray, String> {
-        self.column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))
+    pub fn nullable_boolean_array(&self, name: &str) -> Result<&'a arrow_array::BooleanArray, TableError> {
+        self.column(name)?.as_boolean_opt().ok_or_else(|| not_of_type(name, "boolean"))
     }
 
     /// A float64 column that may hold nulls, borrowed.
-    pub fn nullable_float_array(&self, name: &str) -> Result<&'a arrow_array::Float64Array, String> {
-        self.column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| format!("column `{name}` is not float64"))
+    pub fn nullable_float_array(&self, name: &str) -> Result<&'a arrow_array::Float64Array, TableError> {
+        self.column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| not_of_type(name, "float64"))
     }
 
     /// An int32 column without nulls, borrowed.
-    pub fn int32_array(&self, name: &str) -> Result<&'a arrow_array::Int32Array, String> {
-        let array = self
-            .column(name)?
-            .as_primitive_opt::<Int32Type>()
-            .ok_or_else(|| format!("column `{name}` is not int32"))?;
+    pub fn int32_array(&self, name: &str) -> Result<&'a arrow_array::Int32Array, TableError> {
+        let array = self.column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| not_of_type(name, "int32"))?;
         if array.null_count() > 0 {
-            return Err(format!("column `{name}` has a null"));
+            return Err(TableError::Null(name.to_string()));
         }
         Ok(array)
     }
 
     /// A float64 column without nulls, borrowed.
-    pub fn float_array(&self, name: &str) -> Result<&'a arrow_array::Float64Array, String> {
-        let array = self
-            .column(name)?
-            .as_primitive_opt::<Float64Type>()
-            .ok_or_else(|| format!("column `{name}` is not float64"))?;
+    pub fn float_array(&self, name: &str) -> Result<&'a arrow_array::Float64Array, TableError> {
+        let array = self.column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| not_of_type(name, "float64"))?;
         if array.null_count() > 0 {
-            return Err(format!("column `{name}` has a null"));
+            return Err(TableError::Null(name.to_string()));
         }
         Ok(array)
     }
 
     /// A boolean column without nulls, borrowed.
-    pub fn boolean_array(&self, name: &str) -> Result<&'a arrow_array::BooleanArray, String> {
-        let array = self.column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
+    pub fn boolean_array(&self, name: &str) -> Result<&'a arrow_array::BooleanArray, TableError> {
+        let array = self.column(name)?.as_boolean_opt().ok_or_else(|| not_of_type(name, "boolean"))?;
         if array.null_count() > 0 {
-            return Err(format!("column `{name}` has a null"));
+            return Err(TableError::Null(name.to_string()));
         }
         Ok(array)
     }
 
-    pub fn required_text(&self, name: &str) -> Result<Vec<String>, String> {
+    pub fn required_text(&self, name: &str) -> Result<Vec<String>, TableError> {
         Self::required(name, self.text(name)?)
     }
 
     /// Non-negative whole numbers stored as int32.
-    pub fn int32(&self, name: &str) -> Result<Vec<u32>, String> {
-        let array = self
-            .column(name)?
-            .as_primitive_opt::<Int32Type>()
-            .ok_or_else(|| format!("column `{name}` is not int32"))?;
+    pub fn int32(&self, name: &str) -> Result<Vec<u32>, TableError> {
+        let array = self.column(name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| not_of_type(name, "int32"))?;
         Ok(array.values().iter().map(|v| u32::try_from(*v).unwrap_or(0)).collect())
     }
 
     /// Non-negative whole numbers stored as int64, null where unknown.
-    pub fn int64(&self, name: &str) -> Result<Vec<Option<u64>>, String> {
-        let array = self
-            .column(name)?
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| format!("column `{name}` is not int64"))?;
+    pub fn int64(&self, name: &str) -> Result<Vec<Option<u64>>, TableError> {
+        let array = self.column(name)?.as_primitive_opt::<Int64Type>().ok_or_else(|| not_of_type(name, "int64"))?;
         Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i).max(0) as u64)).collect())
     }
 
-    pub fn float(&self, name: &str) -> Result<Vec<Option<f64>>, String> {
-        let array = self
-            .column(name)?
-            .as_primitive_opt::<Float64Type>()
-            .ok_or_else(|| format!("column `{name}` is not float64"))?;
+    pub fn float(&self, name: &str) -> Result<Vec<Option<f64>>, TableError> {
+        let array = self.column(name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| not_of_type(name, "float64"))?;
         Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
     }
 
-    pub fn required_float(&self, name: &str) -> Result<Vec<f64>, String> {
+    pub fn required_float(&self, name: &str) -> Result<Vec<f64>, TableError> {
         Self::required(name, self.float(name)?)
     }
 
-    pub fn boolean(&self, name: &str) -> Result<Vec<Option<bool>>, String> {
-        let array = self.column(name)?.as_boolean_opt().ok_or_else(|| format!("column `{name}` is not boolean"))?;
+    pub fn boolean(&self, name: &str) -> Result<Vec<Option<bool>>, TableError> {
+        let array = self.column(name)?.as_boolean_opt().ok_or_else(|| not_of_type(name, "boolean"))?;
         Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
     }
 
-    pub fn required_boolean(&self, name: &str) -> Result<Vec<bool>, String> {
+    pub fn required_boolean(&self, name: &str) -> Result<Vec<bool>, TableError> {
         Self::required(name, self.boolean(name)?)
     }
 
     /// A list<utf8> column; a null list reads as empty.
-    pub fn string_lists(&self, name: &str) -> Result<Vec<Vec<String>>, String> {
-        let array = self.column(name)?.as_list_opt::<i32>().ok_or_else(|| format!("column `{name}` is not a list"))?;
+    pub fn string_lists(&self, name: &str) -> Result<Vec<Vec<String>>, TableError> {
+        let array = self.column(name)?.as_list_opt::<i32>().ok_or_else(|| not_of_type(name, "a list"))?;
         (0..array.len())
             .map(|i| {
                 if array.is_null(i) {
                     return Ok(Vec::new());
                 }
                 let items = array.value(i);
-                let items = items.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` holds no strings"))?;
+                let items = items.as_string_opt::<i32>().ok_or_else(|| TableError::NotStrings(name.to_string()))?;
                 Ok((0..items.len()).map(|j| items.value(j).to_string()).collect())
             })
             .collect()
     }
 
     /// A map<utf8, float64> column; a null map reads as empty.
-    pub fn float_maps(&self, name: &str) -> Result<Vec<BTreeMap<String, f64>>, String> {
-        let array = self.column(name)?.as_map_opt().ok_or_else(|| format!("column `{name}` is not a map"))?;
-        let keys = array.keys().as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` has non-text keys"))?;
-        let values = array
-            .values()
-            .as_primitive_opt::<Float64Type>()
-            .ok_or_else(|| format!("column `{name}` has non-float64 values"))?;
+    pub fn float_maps(&self, name: &str) -> Result<Vec<BTreeMap<String, f64>>, TableError> {
+        let array = self.column(name)?.as_map_opt().ok_or_else(|| not_of_type(name, "a map"))?;
+        let keys = array.keys().as_string_opt::<i32>().ok_or_else(|| TableError::MapKeys(name.to_string()))?;
+        let values =
+            array.values().as_primitive_opt::<Float64Type>().ok_or_else(|| TableError::MapValues(name.to_string()))?;
         let offsets = array.value_offsets();
         Ok((0..array.len())
             .map(|i| {

@@ -60,7 +60,7 @@ impl CritiqueColumns {
     }
 
     /// The critiques of one batch, row by row.
-    pub(crate) fn read(c: &Columns<'_>) -> Result<Vec<CritiqueColumns>, String> {
+    pub(crate) fn read(c: &Columns<'_>) -> Result<Vec<CritiqueColumns>, crate::columns::TableError> {
         let score = c.required_float("score")?;
         let mut dims = c.float_maps("dims")?;
         let (mut issues, mut fatal_issues, mut issue_types) =

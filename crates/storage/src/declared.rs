@@ -13,7 +13,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, Field};
 use critbench_core::{Arm, ExitReason};
 
-use crate::columns::Columns;
+use crate::columns::{Columns, TableError};
 use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
 use crate::schema::{int32, int64};
 
@@ -56,7 +56,7 @@ impl Flattened for CritiqueColumns {
 }
 
 impl ReadColumn<'_> for CritiqueColumns {
-    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, TableError> {
         CritiqueColumns::read(c)
     }
 }
@@ -83,7 +83,7 @@ impl Flattened for Cow<'_, CritiqueColumns> {
 }
 
 impl ReadColumn<'_> for Cow<'_, CritiqueColumns> {
-    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, TableError> {
         Ok(CritiqueColumns::read(c)?.into_iter().map(Cow::Owned).collect())
     }
 }
@@ -93,7 +93,7 @@ impl ReadColumn<'_> for Cow<'_, CritiqueColumns> {
 pub(crate) trait ReadColumn<'a>: Sized {
     /// The column `name` of `c`, row by row; `first_row` is the batch's first row in its file, so
     /// an error names the row of the file.
-    fn read(c: &Columns<'a>, name: &str, first_row: usize) -> Result<Vec<Self>, String>;
+    fn read(c: &Columns<'a>, name: &str, first_row: usize) -> Result<Vec<Self>, TableError>;
 }
 
 /// Room for the text of a batch of short strings (ids, labels): a guess, grown as needed.
@@ -159,69 +159,69 @@ primitive_column!(bool, BooleanBuilder, DataType::Boolean, false, |v, b| b.appen
 primitive_column!(Option<bool>, BooleanBuilder, DataType::Boolean, true, |v, b| b.append_option(*v));
 
 impl ReadColumn<'_> for String {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.required_text(name)
     }
 }
 
 impl ReadColumn<'_> for Option<String> {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.text(name)
     }
 }
 
 impl<'a> ReadColumn<'a> for &'a str {
-    fn read(c: &Columns<'a>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'a>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         let array = c.text_array(name)?;
         Ok((0..array.len()).map(|i| array.value(i)).collect())
     }
 }
 
 impl<'a> ReadColumn<'a> for Option<&'a str> {
-    fn read(c: &Columns<'a>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'a>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         let array = c.nullable_text_array(name)?;
         Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
     }
 }
 
 impl ReadColumn<'_> for u32 {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.int32(name)
     }
 }
 
 impl ReadColumn<'_> for u64 {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
-        c.int64(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
+        c.int64(name)?.into_iter().map(|v| v.ok_or_else(|| TableError::Null(name.to_string()))).collect()
     }
 }
 
 impl ReadColumn<'_> for Option<u64> {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.int64(name)
     }
 }
 
 impl ReadColumn<'_> for f64 {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.required_float(name)
     }
 }
 
 impl ReadColumn<'_> for Option<f64> {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.float(name)
     }
 }
 
 impl ReadColumn<'_> for bool {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.required_boolean(name)
     }
 }
 
 impl ReadColumn<'_> for Option<bool> {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.boolean(name)
     }
 }
@@ -259,15 +259,21 @@ impl Label for ExitReason {
 
 /// `text`, the value of `name` in row `row`, as a `L`; an unknown string is an error that names the
 /// row, the column and the strings it may hold (never a default).
-pub(crate) fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, String> {
+pub(crate) fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, TableError> {
     L::parse(text).ok_or_else(|| {
         let valid: Vec<&str> = L::ALL.iter().map(|label| label.as_str()).collect();
-        format!("row {row}: column `{name}` holds `{text}`, which is not {} ({})", L::WHAT, valid.join(", "))
+        TableError::NotALabel {
+            row,
+            column: name.to_string(),
+            text: text.to_string(),
+            what: L::WHAT,
+            valid: valid.join(", "),
+        }
     })
 }
 
 impl<L: Label> ReadColumn<'_> for L {
-    fn read(c: &Columns<'_>, name: &str, first_row: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &Columns<'_>, name: &str, first_row: usize) -> Result<Vec<Self>, TableError> {
         let array = c.text_array(name)?;
         (0..array.len()).map(|i| parse_label(array.value(i), name, first_row + i)).collect()
     }
@@ -312,7 +318,7 @@ macro_rules! declare_columns {
             pub(crate) fn $read(
                 c: &$crate::declared::declare_columns!(@columns $($lt)?),
                 first_row: usize,
-            ) -> Result<Vec<Self>, String> {
+            ) -> Result<Vec<Self>, $crate::columns::TableError> {
                 let rows = c.0.num_rows();
                 $(
                     let mut $field =
@@ -422,15 +428,13 @@ mod tests {
 
     #[test]
     fn an_unknown_label_names_its_row_column_and_the_valid_strings() {
-        assert_eq!(parse_label::<Arm>("no-feedback", "arm", 0), Ok(Arm::NoFeedback));
+        assert_eq!(parse_label::<Arm>("no-feedback", "arm", 0).unwrap(), Arm::NoFeedback);
         assert_eq!(
-            parse_label::<Arm>("feedbak", "arm", 41),
-            Err::<Arm, _>(
-                "row 41: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, \
-                 feedback+memory)"
-                    .to_string()
-            )
+            parse_label::<Arm>("feedbak", "arm", 41).unwrap_err().to_string(),
+            "row 41: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, feedback+memory)"
         );
-        assert!(parse_label::<ExitReason>("", "exit_reason", 0).unwrap_err().contains("not an exit reason"));
+        assert!(
+            parse_label::<ExitReason>("", "exit_reason", 0).unwrap_err().to_string().contains("not an exit reason")
+        );
     }
 }

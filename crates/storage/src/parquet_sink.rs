@@ -12,6 +12,8 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
+use crate::columns::TableError;
+
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
 pub const SCHEMA_VERSION: u32 = 6;
 
@@ -28,10 +30,93 @@ const MAX_ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
 /// corrupt file given to `report`.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
+    /// The file could not be opened, created or synced.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{}: {message}", path.display())]
-    Parquet { path: PathBuf, message: String },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// Parquet could not write the file (or read a part's footer to join it).
+    #[error("{}: {source}", path.display())]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// What Parquet said.
+        source: parquet::errors::ParquetError,
+    },
+    /// A batch of columns did not fit the table's schema.
+    #[error("{}: {source}", path.display())]
+    Batch {
+        /// The file being written.
+        path: PathBuf,
+        /// What Arrow said.
+        source: arrow_schema::ArrowError,
+    },
+    /// The file is not Parquet, or its footer is damaged.
+    #[error("{}: not a readable Parquet file: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What Parquet said.
+        source: parquet::errors::ParquetError,
+    },
+    /// The file's row groups could not be decoded.
+    #[error("{}: cannot read: {source}", path.display())]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// What Arrow said.
+        source: arrow_schema::ArrowError,
+    },
+    /// The file's columns could not be selected for reading.
+    #[error("{}: cannot read: {source}", path.display())]
+    Projection {
+        /// The file.
+        path: PathBuf,
+        /// What Parquet said.
+        source: parquet::errors::ParquetError,
+    },
+    /// The file's columns or rows are not what critbench writes, or a reader's caller refused a row.
+    #[error("{}: {source}", path.display())]
+    Table {
+        /// The file.
+        path: PathBuf,
+        /// The column or row at fault.
+        source: Box<TableError>,
+    },
+    /// Part files were to be joined into `path`, and there were none.
+    #[error("{}: no part files to join", path.display())]
+    NoParts {
+        /// The file that would have been written.
+        path: PathBuf,
+    },
+    /// A part file to join has another schema than the first.
+    #[error("{}: its schema differs from {}'s", path.display(), first.display())]
+    SchemaDiffers {
+        /// The part that differs.
+        path: PathBuf,
+        /// The first part.
+        first: PathBuf,
+    },
+    /// A loop of `outcomes.parquet` whose final round has no row in `trajectories.parquet`.
+    #[error("{}: the loop {key} has no row for its final round {round}", path.display())]
+    NoFinalRound {
+        /// The (first) trajectories file.
+        path: PathBuf,
+        /// The loop, as [`crate::final_answers::LoopKey`] shows it.
+        key: String,
+        /// The round its outcome names.
+        round: u32,
+    },
+}
+
+impl StorageError {
+    /// A [`StorageError::Table`] of `path`.
+    pub(crate) fn table(path: &Path, source: impl Into<TableError>) -> StorageError {
+        StorageError::Table { path: path.into(), source: Box::new(source.into()) }
+    }
 }
 
 pub(crate) struct ParquetSink {
@@ -60,24 +145,21 @@ impl ParquetSink {
             ]))
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))
-            .map_err(|e| StorageError::Parquet { path: path.into(), message: e.to_string() })?;
+            .map_err(|source| StorageError::Parquet { path: path.into(), source })?;
         Ok(ParquetSink { path: path.into(), schema, writer })
     }
 
     pub(crate) fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), StorageError> {
-        let error =
-            |e: &dyn std::fmt::Display| StorageError::Parquet { path: self.path.clone(), message: e.to_string() };
-        let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| error(&e))?;
-        self.writer.write(&batch).map_err(|e| error(&e))
+        let batch = RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|source| StorageError::Batch { path: self.path.clone(), source })?;
+        self.writer.write(&batch).map_err(|source| StorageError::Parquet { path: self.path.clone(), source })
     }
 
     /// Writes the footer and waits until the file is on disk.
     pub(crate) fn close(self) -> Result<(), StorageError> {
         let path = self.path;
-        let buffered = self
-            .writer
-            .into_inner()
-            .map_err(|e| StorageError::Parquet { path: path.clone(), message: e.to_string() })?;
+        let buffered =
+            self.writer.into_inner().map_err(|source| StorageError::Parquet { path: path.clone(), source })?;
         let file =
             buffered.into_inner().map_err(|e| StorageError::Io { path: path.clone(), source: e.into_error() })?;
         file.sync_all().map_err(|source| StorageError::Io { path, source })

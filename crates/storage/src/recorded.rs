@@ -6,7 +6,7 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 
-use crate::columns::Columns;
+use crate::columns::{BoxError, Columns, TableError};
 use crate::critique_columns::CritiqueColumns;
 use crate::parquet_sink::StorageError;
 use crate::tables::{RowDecision, TrajectoryRow};
@@ -79,7 +79,7 @@ pub fn read_recorded_loops(path: &Path) -> Result<Vec<RecordedLoop>, StorageErro
     let mut recorded = Vec::new();
     for_each_recorded_loop(path, |one| {
         recorded.push(one);
-        Ok(())
+        Ok::<_, std::convert::Infallible>(())
     })?;
     Ok(recorded)
 }
@@ -89,26 +89,26 @@ pub fn read_recorded_loops(path: &Path) -> Result<Vec<RecordedLoop>, StorageErro
 /// finished loop to catch a file whose loops are not contiguous. Every config of a loop shares
 /// the same recorded rounds up to its own stop, so the longest config's rows are the whole
 /// recording. An error from `each` is reported with the file.
-pub fn for_each_recorded_loop(
+pub fn for_each_recorded_loop<E: Into<BoxError>>(
     path: &Path,
-    mut each: impl FnMut(RecordedLoop) -> Result<(), String>,
+    mut each: impl FnMut(RecordedLoop) -> Result<(), E>,
 ) -> Result<(), StorageError> {
-    stream_loops(path, false, |one| each(one.recorded))
+    stream_loops(path, false, |one| each(one.recorded).map_err(Into::into))
 }
 
 /// [`for_each_recorded_loop`] with each loop's rows as the file holds them, for a reader that
 /// writes one row per row of the run (`critbench rescore`).
-pub fn for_each_loop_with_rows(
+pub fn for_each_loop_with_rows<E: Into<BoxError>>(
     path: &Path,
-    each: impl FnMut(LoopWithRows) -> Result<(), String>,
+    mut each: impl FnMut(LoopWithRows) -> Result<(), E>,
 ) -> Result<(), StorageError> {
-    stream_loops(path, true, each)
+    stream_loops(path, true, |one| each(one).map_err(Into::into))
 }
 
 fn stream_loops(
     path: &Path,
     with_rows: bool,
-    mut each: impl FnMut(LoopWithRows) -> Result<(), String>,
+    mut each: impl FnMut(LoopWithRows) -> Result<(), BoxError>,
 ) -> Result<(), StorageError> {
     let mut current: Option<Current> = None;
     let mut finished: HashSet<u128> = HashSet::new();
@@ -119,14 +119,15 @@ fn stream_loops(
             if current.as_ref().is_none_or(|c| c.key != *key) {
                 if let Some(done) = current.take() {
                     finished.insert(crate::hash128(&done.key));
-                    each(done.finish()?)?;
+                    each(done.finish()?).map_err(TableError::RefusedLoop)?;
                 }
                 if finished.contains(&crate::hash128(key)) {
-                    return Err(format!(
-                        "the rows of loop {} × {} × {} × epoch {} are not contiguous; expected each loop's rows \
-                         together, as critbench writes them",
-                        key.2, key.1, key.0, key.3
-                    ));
+                    return Err(TableError::NotContiguous {
+                        task_id: key.2.clone(),
+                        arm: key.1.clone(),
+                        critic: key.0.clone(),
+                        epoch: key.3,
+                    });
                 }
                 current = Some(Current {
                     key: key.clone(),
@@ -159,8 +160,8 @@ fn stream_loops(
         Ok(())
     })?;
     if let Some(done) = current.take() {
-        each(done.finish().map_err(|message| StorageError::Parquet { path: path.into(), message })?)
-            .map_err(|message| StorageError::Parquet { path: path.into(), message })?;
+        let done = done.finish().map_err(|source| StorageError::table(path, source))?;
+        each(done).map_err(|source| StorageError::table(path, TableError::RefusedLoop(source)))?;
     }
     Ok(())
 }
@@ -184,7 +185,7 @@ struct Current {
 }
 
 impl Current {
-    fn finish(self) -> Result<LoopWithRows, String> {
+    fn finish(self) -> Result<LoopWithRows, TableError> {
         let key = self.key;
         let mut configs = self.configs;
         let longest = configs
@@ -194,14 +195,13 @@ impl Current {
             .expect("a loop has at least one config");
         let rounds = configs.remove(&longest).expect("the longest config is a config");
         if rounds.keys().copied().ne(0..rounds.len() as u32) {
-            return Err(format!(
-                "loop {} × {} × {} × epoch {} has rounds {:?}; expected 0, 1, 2, … without gaps",
-                key.2,
-                key.1,
-                key.0,
-                key.3,
-                rounds.keys().collect::<Vec<_>>()
-            ));
+            return Err(TableError::RoundGaps {
+                task_id: key.2,
+                arm: key.1,
+                critic: key.0,
+                epoch: key.3,
+                rounds: rounds.into_keys().collect(),
+            });
         }
         let rounds: Vec<RecordedRound> = rounds.into_values().collect();
         let rows = self
@@ -247,11 +247,11 @@ struct PolicyColumns {
 /// Receives one trajectory row: its loop key, kind, config, round, the recorded round and what
 /// the policy did there.
 type RowSink<'a> =
-    dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, PolicyColumns) -> Result<(), String> + 'a;
+    dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, PolicyColumns) -> Result<(), TableError> + 'a;
 
 /// Decodes one batch (rows `first_row..` of its file) and hands each row to `row` with its loop
 /// key, kind, config and round.
-fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> Result<(), String> {
+fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> Result<(), TableError> {
     let mut key: LoopKey = Default::default();
     for one in TrajectoryRow::read_batch(&Columns(batch), first_row)? {
         // Reuse the key's strings: most rows belong to the loop of the row before.
@@ -321,7 +321,7 @@ mod tests {
         }
         write(&path, &rows);
         let mut seen = 0;
-        for_each_recorded_loop(&path, |one| {
+        for_each_recorded_loop::<std::convert::Infallible>(&path, |one| {
             assert_eq!(one.task_id, ids[seen / 2]);
             assert_eq!(one.epoch, (seen % 2) as u32);
             assert_eq!(one.rounds.iter().map(|r| r.critique.score).collect::<Vec<_>>(), [0.0, 1.0, 2.0]);
@@ -357,7 +357,7 @@ mod tests {
         let mut loops = Vec::new();
         for_each_loop_with_rows(&path, |one| {
             loops.push(one);
-            Ok(())
+            Ok::<_, std::convert::Infallible>(())
         })
         .unwrap();
         let [one] = &loops[..] else { panic!("one loop: {loops:?}") };

@@ -10,6 +10,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::buffered::{BATCH_ROWS, RowColumns, TableRow, TableWriter};
+use crate::columns::{BoxError, TableError};
 use critbench_core::{Arm, Decision, ExitReason};
 
 use crate::critique_columns::CritiqueColumns;
@@ -125,7 +126,7 @@ impl RowDecision {
 
     /// The decision of row `row` from its `decision` and `exit_reason`; an unknown decision, or an
     /// exit reason where there is none (or none where the loop stopped), names the row and column.
-    fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, String> {
+    fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, TableError> {
         let [decision_column, exit_column] = DECISION_COLUMNS;
         let parsed = match decision {
             "revise" => RowDecision::Policy(Decision::Revise),
@@ -133,10 +134,7 @@ impl RowDecision {
             "stop" => {
                 let Some(exit_reason) = exit_reason else {
                     let valid: Vec<&str> = ExitReason::ALL.iter().map(|exit| exit.as_str()).collect();
-                    return Err(format!(
-                        "row {row}: column `{exit_column}` is null in a `stop` row; expected why the loop stopped ({})",
-                        valid.join(", ")
-                    ));
+                    return Err(TableError::StopWithoutExit { row, column: exit_column, valid: valid.join(", ") });
                 };
                 return Ok(RowDecision::Policy(Decision::Stop(crate::declared::parse_label(
                     exit_reason,
@@ -145,16 +143,22 @@ impl RowDecision {
                 )?)));
             }
             other => {
-                return Err(format!(
-                    "row {row}: column `{decision_column}` holds `{other}`, which is not a decision (revise, stop, {})",
-                    crate::recorded::DECISION_ADJUDICATE
-                ));
+                return Err(TableError::NotALabel {
+                    row,
+                    column: decision_column.to_string(),
+                    text: other.to_string(),
+                    what: "a decision",
+                    valid: format!("revise, stop, {}", crate::recorded::DECISION_ADJUDICATE),
+                });
             }
         };
         match exit_reason {
-            Some(exit_reason) => Err(format!(
-                "row {row}: column `{exit_column}` holds `{exit_reason}` in a `{decision}` row, which has no exit reason"
-            )),
+            Some(exit_reason) => Err(TableError::ExitWithoutStop {
+                row,
+                column: exit_column,
+                exit_reason: exit_reason.to_string(),
+                decision: parsed.as_str(),
+            }),
             None => Ok(parsed),
         }
     }
@@ -187,7 +191,7 @@ impl crate::declared::Flattened for RowDecision {
 }
 
 impl crate::declared::ReadColumn<'_> for RowDecision {
-    fn read(c: &crate::columns::Columns<'_>, _: &str, first_row: usize) -> Result<Vec<Self>, String> {
+    fn read(c: &crate::columns::Columns<'_>, _: &str, first_row: usize) -> Result<Vec<Self>, TableError> {
         use arrow_array::Array;
         let [decision, exit_reason] = DECISION_COLUMNS;
         let (decision, exit_reason) = (c.text_array(decision)?, c.nullable_text_array(exit_reason)?);
@@ -560,25 +564,25 @@ pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
 /// [`OUTCOME_STATS_COLUMNS`] (and those of `OUTCOME_STATS_OPTIONAL` the file has), a batch at a time:
 /// memory is one batch whatever the file's size. An error from `each` is reported with the file
 /// and the row's position in it. A rescoring's censored loops have no outcome and are left out.
-pub fn for_each_outcome_stats(
+pub fn for_each_outcome_stats<E: Into<BoxError>>(
     path: &Path,
-    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
-    stream_outcome_stats(path, &mut |row| if row.censored { Ok(()) } else { each(row) })
+    stream_outcome_stats(path, &mut |row| if row.censored { Ok(()) } else { each(row).map_err(Into::into) })
 }
 
 /// [`for_each_outcome_stats`] with a rescoring's censored loops too (`censored` set), for a
 /// reader that counts them: a summary that must know when a task's loops have all arrived.
-pub fn for_each_outcome_stats_with_censored(
+pub fn for_each_outcome_stats_with_censored<E: Into<BoxError>>(
     path: &Path,
-    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
-    stream_outcome_stats(path, &mut each)
+    stream_outcome_stats(path, &mut |row| each(row).map_err(Into::into))
 }
 
 fn stream_outcome_stats(
     path: &Path,
-    each: &mut dyn FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    each: &mut dyn FnMut(&OutcomeStats<'_>) -> Result<(), BoxError>,
 ) -> Result<(), StorageError> {
     use arrow_array::Array;
     let mut offset = 0usize;
@@ -626,18 +630,18 @@ fn stream_outcome_stats(
         };
         let kind = if present(NAMES.kind) { Some(c.nullable_text_array(NAMES.kind)?) } else { None };
         let (first_score, best_score) = (c.float_array(NAMES.first_score)?, c.float_array(NAMES.best_score)?);
-        let whole = |array: &arrow_array::Int32Array, name: &str, i: usize| {
-            u32::try_from(array.value(i))
-                .map_err(|_| format!("row {}: `{name}` is negative ({})", offset + i, array.value(i)))
+        let whole = |array: &arrow_array::Int32Array, column: &'static str, i: usize| {
+            u32::try_from(array.value(i)).map_err(|_| TableError::NegativeInRow {
+                row: offset + i,
+                column,
+                value: array.value(i),
+            })
         };
         for i in 0..batch.num_rows() {
             let censored = is_censored(i);
             let known = [exit_reason.is_valid(i), passed.is_valid(i), final_score.is_valid(i)];
             if !censored && known.contains(&false) {
-                return Err(format!(
-                    "row {}: the loop is not censored but its outcome (`exit_reason`, `passed`, `final_score`) has a null",
-                    offset + i
-                ));
+                return Err(TableError::OutcomeNull(offset + i));
             }
             let row = OutcomeStats {
                 run_id: run_id.value(i),
@@ -669,7 +673,11 @@ fn stream_outcome_stats(
                 cost: cost[i],
                 censored,
             };
-            each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
+            each(&row).map_err(|source| TableError::RefusedRow {
+                row: offset + i,
+                task_id: row.task_id.to_string(),
+                source,
+            })?;
         }
         offset += batch.num_rows();
         Ok(())
@@ -683,9 +691,7 @@ pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(Stri
     crate::columns::for_each_projected_batch(path, &["critic", "task_id", "meta"], &[], |batch| {
         let columns = crate::columns::Columns(batch);
         let (critic, task_id) = (columns.text_array("critic")?, columns.text_array("task_id")?);
-        let meta = batch.column_by_name("meta").ok_or("missing column `meta`")?;
-        let meta =
-            arrow_array::cast::AsArray::as_string_opt::<i32>(meta.as_ref()).ok_or("column `meta` is not utf8")?;
+        let meta = columns.nullable_text_array("meta")?;
         for i in 0..batch.num_rows() {
             if arrow_array::Array::is_valid(meta, i) {
                 metas
@@ -700,9 +706,9 @@ pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(Stri
 
 /// [`for_each_outcome_stats`] over each of `paths` in turn: one table kept in several files (a
 /// sharded run's partitions, from [`crate::shards::table_files`]).
-pub fn for_each_outcome_stats_in(
+pub fn for_each_outcome_stats_in<E: Into<BoxError>>(
     paths: &[std::path::PathBuf],
-    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
     for path in paths {
         for_each_outcome_stats(path, &mut each)?;
@@ -711,9 +717,9 @@ pub fn for_each_outcome_stats_in(
 }
 
 /// [`for_each_outcome_stats_with_censored`] over each of `paths` in turn.
-pub fn for_each_outcome_stats_with_censored_in(
+pub fn for_each_outcome_stats_with_censored_in<E: Into<BoxError>>(
     paths: &[std::path::PathBuf],
-    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
     for path in paths {
         for_each_outcome_stats_with_censored(path, &mut each)?;
@@ -724,9 +730,8 @@ pub fn for_each_outcome_stats_with_censored_in(
 /// How many rows a Parquet file holds, from its footer (nothing else is read).
 pub fn parquet_rows(path: &Path) -> Result<usize, StorageError> {
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
-        StorageError::Parquet { path: path.into(), message: format!("not a readable Parquet file: {e}") }
-    })?;
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|source| StorageError::Unreadable { path: path.into(), source })?;
     Ok(usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0))
 }
 
@@ -774,7 +779,7 @@ fn read_outcome_batch(
     batch: &RecordBatch,
     first_row: usize,
     row: &mut dyn FnMut(OutcomeRow, bool),
-) -> Result<(), String> {
+) -> Result<(), TableError> {
     use arrow_array::Array;
     let c = crate::columns::Columns(batch);
     let censored = match batch.column_by_name("censored") {
@@ -783,14 +788,9 @@ fn read_outcome_batch(
     };
     // Null exactly where the loop is censored; anywhere else a null is a broken file.
     for name in UNKNOWN_WHEN_CENSORED {
-        let column = batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))?;
+        let column = batch.column_by_name(name).ok_or_else(|| TableError::MissingColumn(name.to_string()))?;
         if let Some(i) = (0..batch.num_rows()).find(|&i| column.is_null(i) != censored[i]) {
-            return Err(format!(
-                "row {}: column `{name}` is {} a loop that is {}censored",
-                first_row + i,
-                if censored[i] { "set in" } else { "null in" },
-                if censored[i] { "" } else { "not " }
-            ));
+            return Err(TableError::Censored { row: first_row + i, column: name, censored: censored[i] });
         }
     }
     let rows = if censored.contains(&true) {
@@ -806,12 +806,12 @@ fn read_outcome_batch(
 
 /// `batch` with the censored loops' unknowns (the nulls of [`UNKNOWN_WHEN_CENSORED`]) read as the
 /// placeholders of [`RescoredOutcome`].
-fn with_placeholders(batch: &RecordBatch) -> Result<RecordBatch, String> {
+fn with_placeholders(batch: &RecordBatch) -> Result<RecordBatch, TableError> {
     use arrow_array::{BooleanArray, Float64Array, StringArray};
     let c = crate::columns::Columns(batch);
     let names = OutcomeRow::COLUMNS;
     let mut columns = batch.columns().to_vec();
-    let index = |name: &str| batch.schema().index_of(name).map_err(|_| format!("missing column `{name}`"));
+    let index = |name: &str| batch.schema().index_of(name).map_err(|_| TableError::MissingColumn(name.to_string()));
     columns[index(names.exit_reason)?] = Arc::new(StringArray::from_iter_values(
         c.text(names.exit_reason)?.iter().map(|exit| exit.as_deref().unwrap_or(CENSORED_EXIT.as_str()).to_string()),
     ));
@@ -819,7 +819,7 @@ fn with_placeholders(batch: &RecordBatch) -> Result<RecordBatch, String> {
         Arc::new(BooleanArray::from_iter(c.boolean(names.passed)?.iter().map(|passed| Some(passed.unwrap_or(false)))));
     columns[index(names.final_score)?] =
         Arc::new(Float64Array::from_iter_values(c.float(names.final_score)?.iter().map(|s| s.unwrap_or(f64::NAN))));
-    RecordBatch::try_new(batch.schema(), columns).map_err(|e| format!("cannot read: {e}"))
+    RecordBatch::try_new(batch.schema(), columns).map_err(TableError::Arrow)
 }
 
 #[cfg(test)]
@@ -965,7 +965,7 @@ pub(crate) mod tests {
         let mut seen = Vec::new();
         for_each_outcome_stats(&path, |row| {
             seen.push((row.task_id.to_string(), row.passed));
-            Ok(())
+            Ok::<_, std::convert::Infallible>(())
         })
         .unwrap();
         assert_eq!(seen, known.iter().map(|r| (r.task_id.clone(), r.passed)).collect::<Vec<_>>());
@@ -975,7 +975,7 @@ pub(crate) mod tests {
                 censored.push(row.task_id.to_string());
                 assert!(!row.passed && row.exit_reason.is_none());
             }
-            Ok(())
+            Ok::<_, std::convert::Infallible>(())
         })
         .unwrap();
         assert_eq!(censored, ["t0", "t5", "t10", "t15"]);
@@ -1130,7 +1130,7 @@ pub(crate) mod tests {
         let decision = trajectory_schema().index_of("decision").unwrap();
         columns[decision] = Arc::new(arrow_array::StringArray::from(vec!["revise", "stop"]));
         let batch = RecordBatch::try_new(batch.schema(), columns).unwrap();
-        let error = TrajectoryRow::read_batch(&crate::columns::Columns(&batch), 40).unwrap_err();
+        let error = TrajectoryRow::read_batch(&crate::columns::Columns(&batch), 40).unwrap_err().to_string();
         assert!(
             error.starts_with("row 41: column `exit_reason` holds `timeout`, which is not an exit reason"),
             "{error}"
@@ -1164,12 +1164,47 @@ pub(crate) mod tests {
             let expected = format!("{}: row 1: column `{column}` holds `{text}`, which is not {what}", path.display());
             let error = read_outcomes(&path).unwrap_err().to_string();
             assert!(error.starts_with(&expected), "{error}");
-            let error = for_each_outcome_stats(&path, |_| Ok(())).unwrap_err().to_string();
+            let error =
+                for_each_outcome_stats(&path, |_| Ok::<_, std::convert::Infallible>(())).unwrap_err().to_string();
             assert!(error.starts_with(&expected), "{error}");
         }
         // The strings of the output contract read back as core's enums.
         outcomes_with(&path, "arm", "feedback+memory");
         assert_eq!(read_outcomes(&path).unwrap()[1].arm, Arm::FeedbackMemory);
+    }
+
+    #[test]
+    fn a_row_the_caller_refuses_names_the_file_row_and_task_and_keeps_the_caller_s_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        let mut writer = OutcomeWriter::create(&path).unwrap();
+        for task in ["t0", "t1"] {
+            writer.push(outcome(task, true)).unwrap();
+        }
+        writer.close().unwrap();
+        let error = for_each_outcome_stats(&path, |row| match row.task_id {
+            "t1" => Err(std::io::Error::other("the caller's reason")),
+            _ => Ok(()),
+        })
+        .unwrap_err();
+        assert_eq!(error.to_string(), format!("{}: row 1 (task `t1`): the caller's reason", path.display()));
+        let StorageError::Table { source, .. } = &error else { panic!("{error:?}") };
+        assert!(matches!(**source, TableError::RefusedRow { row: 1, .. }), "{source:?}");
+        let cause = std::error::Error::source(source.as_ref()).expect("the caller's error is kept");
+        assert!(cause.downcast_ref::<std::io::Error>().is_some(), "{cause:?}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_parquet_is_unreadable_with_parquet_s_error_as_its_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        std::fs::write(&path, "not parquet").unwrap();
+        let error = read_outcomes(&path).unwrap_err();
+        let prefix = format!("{}: not a readable Parquet file: ", path.display());
+        assert!(error.to_string().starts_with(&prefix), "{error}");
+        let cause = std::error::Error::source(&error).expect("Parquet's error is kept");
+        assert!(cause.downcast_ref::<parquet::errors::ParquetError>().is_some(), "{cause:?}");
+        assert_eq!(error.to_string(), format!("{prefix}{cause}"));
     }
 
     #[test]
