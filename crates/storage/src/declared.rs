@@ -339,13 +339,21 @@ macro_rules! declare_columns {
     ) => {
         $(#[$meta])*
         pub struct $row $(<$lt>)? {
-            $( $(#[$field_meta])* pub $field: $ty, )*
+            $(
+                $(#[$field_meta])*
+                #[doc = ""]
+                #[doc = $crate::declared::declare_columns!(@doc $column)]
+                pub $field: $ty,
+            )*
         }
 
         #[doc = concat!("The name of each column of [`", stringify!($row), "`], by field (a flattened field's, in order).")]
         #[derive(Clone, Copy, Debug)]
         pub struct $names {
-            $( pub $field: $crate::declared::declare_columns!(@name_type $column), )*
+            $(
+                #[doc = concat!("The column(s) of `", stringify!($field), "`.")]
+                pub $field: $crate::declared::declare_columns!(@name_type $column),
+            )*
         }
 
         impl $(<$lt>)? $row $(<$lt>)? {
@@ -398,6 +406,8 @@ macro_rules! declare_columns {
     (@columns) => { $crate::columns::Columns<'_> };
     (@any $row:ident $lt:lifetime) => { $row<'_> };
     (@any $row:ident) => { $row };
+    (@doc flattened) => { "Stored in columns of its own (docs/FORMAT.md)." };
+    (@doc $column:literal) => { concat!("The `", $column, "` column (docs/FORMAT.md).") };
     (@name_type flattened) => { &'static [&'static str] };
     (@name_type $column:literal) => { &'static str };
     (@name $ty:ty, flattened) => { <$ty as $crate::declared::Flattened>::NAMES };

@@ -98,18 +98,27 @@ pub fn read_evaluations(path: &Path) -> Result<Vec<EvaluationRow>, StorageError>
 /// The columns of a verdict, as [`for_each_verdict`] hands them on.
 #[derive(Clone, Copy, Debug)]
 pub struct Verdict<'a> {
+    /// The loop's config.
     pub config_id: &'a str,
     /// The loop's arm as the file spells it (checked to be an [`Arm`] when read).
     pub arm: &'a str,
+    /// The loop's steering critic.
     pub critic: &'a str,
+    /// The loop's task.
     pub task_id: &'a str,
+    /// The loop's epoch.
     pub epoch: u32,
+    /// The held-out evaluator.
     pub evaluator: &'a str,
     /// True for the final answer, false for the first draft.
     pub is_final: bool,
+    /// The round whose draft was evaluated.
     pub round: u32,
+    /// The evaluator's verdict.
     pub passed: bool,
+    /// The steering critic's verdict on the same draft.
     pub steering_passed: bool,
+    /// Every attempt of the evaluator failed (its verdict is the conservative stand-in's).
     pub failed: bool,
 }
 

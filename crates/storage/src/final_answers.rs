@@ -34,10 +34,15 @@ use crate::parquet_sink::StorageError;
 /// What identifies a loop: config × arm × critic × task × epoch.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LoopKey {
+    /// The loop's config.
     pub config_id: String,
+    /// Its arm, as the output spells it.
     pub arm: String,
+    /// Its critic.
     pub critic: String,
+    /// Its task.
     pub task_id: String,
+    /// Its epoch.
     pub epoch: u32,
 }
 
@@ -54,11 +59,13 @@ impl std::fmt::Display for LoopKey {
 /// One loop's answer and the critic's verdict on the loop.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinalAnswer {
+    /// The loop.
     pub key: LoopKey,
     /// The round whose draft the loop returns.
     pub round: u32,
     /// Whether the loop passed (its exit was `pass`), and its final score.
     pub passed: bool,
+    /// The final draft's score.
     pub score: f64,
     /// The draft's text; `None` when the run did not store drafts.
     pub draft: Option<String>,

@@ -12,6 +12,8 @@
 //! println!("{} tasks, sha256 {}", dataset.tasks.len(), dataset.sha256);
 //! ```
 
+#![warn(missing_docs)]
+
 mod buffered;
 pub mod clock;
 mod columns;

@@ -20,16 +20,25 @@ pub const DECISION_ADJUDICATE: &str = "adjudicate";
 pub struct RecordedRound {
     /// The critic's critique of the round's draft.
     pub critique: CritiqueColumns,
+    /// Critic calls made for this critique (1 unless some failed).
     pub critic_attempts: u32,
+    /// Set when every attempt failed; the critique is then the conservative stand-in.
     pub critic_error: Option<String>,
+    /// The draft's length in characters.
     pub draft_chars: u64,
+    /// The draft's text, when the run stored drafts.
     pub draft: Option<String>,
+    /// Time spent writing the draft.
     pub gen_ms: f64,
+    /// Time spent critiquing it.
     pub critic_ms: f64,
+    /// The writer's prompt tokens, when its backend counts them.
     pub tokens_in: Option<u64>,
+    /// The writer's completion tokens, when its backend counts them.
     pub tokens_out: Option<u64>,
     /// Model tokens the critic spent on this round (a model judge), when known.
     pub critic_tokens_in: Option<u64>,
+    /// The critic's completion tokens, when known.
     pub critic_tokens_out: Option<u64>,
     /// Whether the writer of this round's draft acted on the critique it was shown, when the
     /// author says (the offline writer does); `None` for a first draft or a blind revision.
@@ -39,11 +48,17 @@ pub struct RecordedRound {
 /// One loop (task × arm × critic × epoch) as far as it was recorded.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedLoop {
+    /// The loop's critic.
     pub critic: String,
+    /// Its arm, as the output spells it (checked to be an arm when read).
     pub arm: String,
+    /// Its task.
     pub task_id: String,
+    /// The task's kind, when its dataset row gave one.
     pub kind: Option<String>,
+    /// Its epoch.
     pub epoch: u32,
+    /// Its rounds, from round 0.
     pub rounds: Vec<RecordedRound>,
     /// The file holds an adjudicated final draft of this loop (a `decision = "adjudicate"` row).
     pub adjudicated: bool,
@@ -53,8 +68,11 @@ pub struct RecordedLoop {
 /// did there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopRow {
+    /// The config whose row it is.
     pub config_id: String,
+    /// The round.
     pub round: u32,
+    /// Revisions made before it.
     pub revisions: u32,
     /// What the run's policy decided there (never [`RowDecision::Adjudicate`]: that row is not a
     /// round of the loop).
@@ -67,7 +85,9 @@ pub struct LoopRow {
 /// A recorded loop with every row the file holds for it (every config's), in file order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopWithRows {
+    /// The loop as recorded.
     pub recorded: RecordedLoop,
+    /// Its rows, every config's, in file order.
     pub rows: Vec<LoopRow>,
 }
 

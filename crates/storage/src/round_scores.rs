@@ -41,9 +41,13 @@ const COLUMNS: [(&str, DataType); 6] = [
 /// The critiques of one round of one config × critic × arm, averaged.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoundMean {
+    /// The config.
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The arm, as the output spells it.
     pub arm: String,
+    /// The round, from 0.
     pub round: u32,
     /// Mean critic score over the loops that reached this round. Loops that stopped earlier are
     /// not in it, so later rounds average the harder tasks.

@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 /// Shard `index` of `count` (0 ≤ index < count).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
+    /// Which shard, from 0.
     pub index: u32,
+    /// How many shards the run has.
     pub count: u32,
 }
 

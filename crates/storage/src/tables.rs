@@ -272,6 +272,7 @@ pub struct TrajectoryWriter {
 }
 
 impl TrajectoryWriter {
+    /// Creates `trajectories.parquet` at `path` (which must not exist).
     pub fn create(path: &Path) -> Result<Self, StorageError> {
         Ok(TrajectoryWriter {
             sink: ParquetSink::create(path, trajectory_schema(), "trajectories")?,
@@ -280,6 +281,7 @@ impl TrajectoryWriter {
         })
     }
 
+    /// Adds a row; a full batch is written.
     pub fn push(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError> {
         self.builders.append(row);
         self.rows += 1;
@@ -294,6 +296,7 @@ impl TrajectoryWriter {
         self.sink.write(self.builders.finish())
     }
 
+    /// Writes what is left and the footer, and waits until the file is on disk.
     pub fn close(mut self) -> Result<(), StorageError> {
         self.flush()?;
         self.sink.close()
@@ -374,7 +377,9 @@ fn outcome_columns<R>(rows: &[R], outcome: impl Fn(&R) -> &OutcomeRow) -> Vec<Ar
 /// and NaN: they mean nothing, and only `censored` says so.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RescoredOutcome {
+    /// The loop's outcome columns (placeholders where censored).
     pub outcome: OutcomeRow,
+    /// The outcome is unknown: the recorded rounds ran out before the policy stopped.
     pub censored: bool,
 }
 
@@ -465,29 +470,44 @@ pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
 /// The fields of one outcome row that summaries need, borrowed from the batch being read.
 #[derive(Clone, Copy, Debug)]
 pub struct OutcomeStats<'a> {
+    /// The run.
     pub run_id: &'a str,
+    /// The loop's config.
     pub config_id: &'a str,
     /// The loop's arm as the file spells it (checked to be an [`Arm`] when read): text, since a
     /// summary also folds a loop's adjudicated twin under the label `ARM+adjudicate`.
     pub arm: &'a str,
+    /// Its critic.
     pub critic: &'a str,
+    /// Its task.
     pub task_id: &'a str,
+    /// Its epoch.
     pub epoch: u32,
+    /// Rounds it ran.
     pub rounds: u32,
+    /// Revisions it made.
     pub revisions: u32,
     /// Why the loop stopped; `None` exactly when it is censored.
     pub exit_reason: Option<ExitReason>,
+    /// Whether its answer passed.
     pub passed: bool,
+    /// The first draft's score.
     pub first_score: f64,
+    /// The best draft's score.
     pub best_score: f64,
+    /// The returned draft's score.
     pub final_score: f64,
+    /// Rounds whose critique failed every attempt.
     pub critic_errors: u32,
+    /// Rounds where the critic's own verdict disagreed with the host's.
     pub critic_disagreements: u32,
     /// The writer's tokens of the loop, when its backend counts them.
     pub tokens_in: Option<u64>,
+    /// The writer's completion tokens, when counted.
     pub tokens_out: Option<u64>,
     /// The adjudicated final draft's score and pass, when the loop's arm adjudicates.
     pub adjudicated_score: Option<f64>,
+    /// Whether the adjudicated draft passed.
     pub adjudicated_passed: Option<bool>,
     /// The task's kind, when its dataset row gave one.
     pub kind: Option<&'a str>,
