@@ -21,6 +21,7 @@ pub mod concat;
 pub mod critique_columns;
 pub mod dataset;
 mod declared;
+mod error;
 pub mod evaluations;
 pub mod files;
 pub mod final_answers;
@@ -35,6 +36,7 @@ pub mod tables;
 pub mod task_ids;
 
 pub use buffered::{TableRow, TableWriter};
+pub use error::{BoxError, TableError};
 pub use parquet_sink::SCHEMA_VERSION;
 
 /// A 128-bit hash of `value`, to key what is seen many times without holding its text: two

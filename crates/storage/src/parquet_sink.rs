@@ -12,7 +12,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
-use crate::columns::TableError;
+pub use crate::error::StorageError;
 
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
 pub const SCHEMA_VERSION: u32 = 6;
@@ -25,99 +25,6 @@ const DICTIONARY_COLUMNS: &[&str] =
 /// up in memory.
 const MAX_ROW_GROUP_ROWS: usize = 64 * 1024;
 const MAX_ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
-
-/// Why an output file could not be written or read. Never the user's fault, except a missing or
-/// corrupt file given to `report`.
-#[derive(Debug, thiserror::Error)]
-pub enum StorageError {
-    /// The file could not be opened, created or synced.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// Parquet could not write the file (or read a part's footer to join it).
-    #[error("{}: {source}", path.display())]
-    Parquet {
-        /// The file.
-        path: PathBuf,
-        /// What Parquet said.
-        source: parquet::errors::ParquetError,
-    },
-    /// A batch of columns did not fit the table's schema.
-    #[error("{}: {source}", path.display())]
-    Batch {
-        /// The file being written.
-        path: PathBuf,
-        /// What Arrow said.
-        source: arrow_schema::ArrowError,
-    },
-    /// The file is not Parquet, or its footer is damaged.
-    #[error("{}: not a readable Parquet file: {source}", path.display())]
-    Unreadable {
-        /// The file.
-        path: PathBuf,
-        /// What Parquet said.
-        source: parquet::errors::ParquetError,
-    },
-    /// The file's row groups could not be decoded.
-    #[error("{}: cannot read: {source}", path.display())]
-    Decode {
-        /// The file.
-        path: PathBuf,
-        /// What Arrow said.
-        source: arrow_schema::ArrowError,
-    },
-    /// The file's columns could not be selected for reading.
-    #[error("{}: cannot read: {source}", path.display())]
-    Projection {
-        /// The file.
-        path: PathBuf,
-        /// What Parquet said.
-        source: parquet::errors::ParquetError,
-    },
-    /// The file's columns or rows are not what critbench writes, or a reader's caller refused a row.
-    #[error("{}: {source}", path.display())]
-    Table {
-        /// The file.
-        path: PathBuf,
-        /// The column or row at fault.
-        source: Box<TableError>,
-    },
-    /// Part files were to be joined into `path`, and there were none.
-    #[error("{}: no part files to join", path.display())]
-    NoParts {
-        /// The file that would have been written.
-        path: PathBuf,
-    },
-    /// A part file to join has another schema than the first.
-    #[error("{}: its schema differs from {}'s", path.display(), first.display())]
-    SchemaDiffers {
-        /// The part that differs.
-        path: PathBuf,
-        /// The first part.
-        first: PathBuf,
-    },
-    /// A loop of `outcomes.parquet` whose final round has no row in `trajectories.parquet`.
-    #[error("{}: the loop {key} has no row for its final round {round}", path.display())]
-    NoFinalRound {
-        /// The (first) trajectories file.
-        path: PathBuf,
-        /// The loop, as [`crate::final_answers::LoopKey`] shows it.
-        key: String,
-        /// The round its outcome names.
-        round: u32,
-    },
-}
-
-impl StorageError {
-    /// A [`StorageError::Table`] of `path`.
-    pub(crate) fn table(path: &Path, source: impl Into<TableError>) -> StorageError {
-        StorageError::Table { path: path.into(), source: Box::new(source.into()) }
-    }
-}
 
 pub(crate) struct ParquetSink {
     path: PathBuf,

@@ -11,9 +11,7 @@ use crate::critique_columns::CritiqueColumns;
 use crate::parquet_sink::StorageError;
 use crate::tables::{RowDecision, TrajectoryRow};
 
-/// The `decision` of the row that records a loop's adjudicated final draft: not a
-/// round of the loop, so replay leaves it out of the recording.
-pub const DECISION_ADJUDICATE: &str = "adjudicate";
+pub use crate::tables::DECISION_ADJUDICATE;
 
 /// One critiqued round of a loop.
 #[derive(Clone, Debug, PartialEq, Default)]

@@ -96,6 +96,10 @@ impl<'a> TrajectoryRow<'a> {
     }
 }
 
+/// The `decision` of the row that records a loop's adjudicated final draft: not a round of the
+/// loop, so replay leaves it out of the recording.
+pub const DECISION_ADJUDICATE: &str = "adjudicate";
+
 /// What a trajectory row's `decision` and `exit_reason` record (docs/FORMAT.md): the policy's
 /// decision after the round's critique, or that the row is the loop's adjudicated final draft,
 /// which is not a round of the loop.
@@ -112,7 +116,7 @@ impl RowDecision {
     pub fn as_str(self) -> &'static str {
         match self {
             RowDecision::Policy(decision) => decision.as_str(),
-            RowDecision::Adjudicate => crate::recorded::DECISION_ADJUDICATE,
+            RowDecision::Adjudicate => DECISION_ADJUDICATE,
         }
     }
 
@@ -130,7 +134,7 @@ impl RowDecision {
         let [decision_column, exit_column] = DECISION_COLUMNS;
         let parsed = match decision {
             "revise" => RowDecision::Policy(Decision::Revise),
-            crate::recorded::DECISION_ADJUDICATE => RowDecision::Adjudicate,
+            DECISION_ADJUDICATE => RowDecision::Adjudicate,
             "stop" => {
                 let Some(exit_reason) = exit_reason else {
                     let valid: Vec<&str> = ExitReason::ALL.iter().map(|exit| exit.as_str()).collect();
@@ -148,7 +152,7 @@ impl RowDecision {
                     column: decision_column.to_string(),
                     text: other.to_string(),
                     what: "a decision",
-                    valid: format!("revise, stop, {}", crate::recorded::DECISION_ADJUDICATE),
+                    valid: format!("revise, stop, {}", DECISION_ADJUDICATE),
                 });
             }
         };
