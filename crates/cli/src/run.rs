@@ -119,7 +119,7 @@ pub(crate) fn shard_of_run(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<Shard>, String> {
     if let Some(text) = flag {
-        return Shard::parse(text).map(Some);
+        return Shard::parse(text).map(Some).map_err(|e| e.to_string());
     }
     let number = |name: &str| -> Result<Option<u32>, String> {
         match env(name).filter(|v| !v.trim().is_empty()) {

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use critbench_core::{Critique, FinalDraft, Policy, RoundScore, Task, best_round, stop_point};
 use critbench_plugin_host::request::TaskJson;
-use critbench_storage::recorded::{DECISION_ADJUDICATE, RecordedRound};
-use critbench_storage::tables::TrajectoryRow;
+use critbench_storage::recorded::RecordedRound;
+use critbench_storage::tables::{RowDecision, TrajectoryRow};
 
 use crate::plan::{Plan, Unit};
 use crate::round::{critique_draft, ms, recorded_round};
@@ -89,10 +89,9 @@ pub fn trajectory_row<'a>(
     TrajectoryRow {
         round: stop as u32 + 1,
         revisions: stop as u32,
-        critique: &round.critique,
+        critique: std::borrow::Cow::Borrowed(&round.critique),
         passed: adjudication.score.meets_pass_rule(policy),
-        decision: DECISION_ADJUDICATE,
-        exit_reason: None,
+        decision: RowDecision::Adjudicate,
         is_best: false,
         draft_chars: round.draft_chars,
         draft: round.draft.as_deref(),

@@ -6,7 +6,9 @@ use critbench_core::{Arm, BestDraft, Decision, ExitReason, FinalDraft, Policy, R
 use critbench_storage::recorded::RecordedRound;
 
 use crate::adjudicate::Adjudication;
-use critbench_storage::tables::{OutcomeRow, OutcomeWriter, StorageError, TrajectoryRow, TrajectoryWriter};
+use critbench_storage::tables::{
+    OutcomeRow, OutcomeWriter, RowDecision, StorageError, TrajectoryRow, TrajectoryWriter,
+};
 
 /// What the policy needs from a recorded round.
 pub fn round_score(round: &RecordedRound) -> RoundScore {
@@ -64,17 +66,16 @@ pub fn emit_loop(
         let row = TrajectoryRow {
             run_id: labels.run_id,
             config_id,
-            arm: labels.arm.as_str(),
+            arm: labels.arm,
             critic: labels.critic,
             task_id: labels.task_id,
             kind: labels.kind,
             epoch: labels.epoch,
             round: index as u32,
             revisions: index as u32,
-            critique: &round.critique,
+            critique: std::borrow::Cow::Borrowed(&round.critique),
             passed: score.meets_pass_rule(&policy),
-            decision: decision.as_str(),
-            exit_reason: decision.exit_reason().map(ExitReason::as_str),
+            decision: RowDecision::Policy(decision),
             is_best: index == best.round,
             best_score: running_best.map(|b| b.score).unwrap_or(score.score),
             draft_chars: round.draft_chars,

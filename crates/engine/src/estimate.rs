@@ -352,13 +352,16 @@ impl PilotTasks {
                 tasks.critiques[i] += f64::from(outcome.rounds);
             }
         }
-        critbench_storage::recorded::for_each_recorded_loop(&dir.join("trajectories.parquet"), |recorded| {
-            if let Some(&i) = index.get(recorded.task_id.as_str()) {
-                tasks.recorded[i] += recorded.rounds.len() as f64;
-                tasks.busy[i] += recorded.rounds.iter().map(|r| r.gen_ms + r.critic_ms).sum::<f64>() / 1000.0;
-            }
-            Ok(())
-        })?;
+        critbench_storage::recorded::for_each_recorded_loop::<std::convert::Infallible>(
+            &dir.join("trajectories.parquet"),
+            |recorded| {
+                if let Some(&i) = index.get(recorded.task_id.as_str()) {
+                    tasks.recorded[i] += recorded.rounds.len() as f64;
+                    tasks.busy[i] += recorded.rounds.iter().map(|r| r.gen_ms + r.critic_ms).sum::<f64>() / 1000.0;
+                }
+                Ok(())
+            },
+        )?;
         let by_task = openai.and_then(|o| o.by_task.as_ref());
         for role in openai.into_iter().flat_map(|o| o.models.keys()) {
             let values = ids

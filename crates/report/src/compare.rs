@@ -154,7 +154,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
         Default::default(),
     );
     let mut ambiguous_b = None;
-    for_each_outcome_stats_in(&b_path, |row| {
+    for_each_outcome_stats_in::<std::convert::Infallible>(&b_path, |row| {
         let (pair_key, critic) = key(row, &mut names);
         let own = Loop::of(row, 0);
         let waiting = Waiting {
@@ -183,7 +183,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     let mut totals: HashMap<GroupKey, PairTotals> = HashMap::new();
     let mut matched_b = 0usize;
     let mut ambiguous_a = None;
-    for_each_outcome_stats_in(&a_path, |row| {
+    for_each_outcome_stats_in::<std::convert::Infallible>(&a_path, |row| {
         let (pair_key, critic_a) = key(row, &mut names);
         match index_b.get_mut(&pair_key) {
             Some(waiting) if waiting.matched => {

@@ -215,7 +215,7 @@ fn compare_pairs(
             }
         }
     };
-    for_each_outcome_stats_with_censored_in(paths, |row| {
+    for_each_outcome_stats_with_censored_in::<std::convert::Infallible>(paths, |row| {
         let Some(&config) = config_index.get(row.config_id) else { return Ok(()) };
         let key = (intern(row.critic), intern(row.arm), task_hash(row.task_id));
         let unit = open.entry(key).or_default();
@@ -326,7 +326,7 @@ pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigCom
     };
     if configs.is_empty() {
         let mut seen = std::collections::BTreeSet::new();
-        for_each_outcome_stats_in(&outcomes, |row| {
+        for_each_outcome_stats_in::<std::convert::Infallible>(&outcomes, |row| {
             seen.insert(row.config_id.to_string());
             Ok(())
         })

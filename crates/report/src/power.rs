@@ -160,7 +160,7 @@ pub fn power_rows(
             }
         }
     };
-    for_each_outcome_stats_in(paths, |row| {
+    for_each_outcome_stats_in::<std::convert::Infallible>(paths, |row| {
         let Some(&group) = groups.get(&(row.config_id, row.critic)) else { return Ok(()) };
         let key = (group, critbench_storage::hash128(row.task_id));
         let task = open.entry(key).or_default();

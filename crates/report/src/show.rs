@@ -326,7 +326,7 @@ pub fn discordant_pairs_limited(
         pairs.sort_unstable_by(|x, y| (&x.task_id, x.epoch).cmp(&(&y.task_id, y.epoch)));
         pairs.truncate(limit);
     };
-    for_each_outcome_stats_in(&paths, |row| {
+    for_each_outcome_stats_in::<std::convert::Infallible>(&paths, |row| {
         if !arms.iter().any(|a| a == row.arm) {
             arms.push(row.arm.to_string());
         }

@@ -17,6 +17,7 @@ pub(crate) const BATCH_ROWS: usize = 8192;
 pub trait TableRow: Sized {
     /// The table's name, in the file's key-value metadata (`critbench.table`).
     const TABLE: &'static str;
+    /// The table's Arrow schema.
     fn schema() -> SchemaRef;
     /// The batch's columns, in the order of [`TableRow::schema`].
     fn columns(rows: &[Self]) -> Vec<ArrayRef>;
@@ -29,10 +30,12 @@ pub struct TableWriter<R: TableRow> {
 }
 
 impl<R: TableRow> TableWriter<R> {
+    /// Creates the file at `path` (which must not exist).
     pub fn create(path: &Path) -> Result<Self, StorageError> {
         Ok(TableWriter { sink: ParquetSink::create(path, R::schema(), R::TABLE)?, pending: Vec::new() })
     }
 
+    /// Adds a row; a full batch is written.
     pub fn push(&mut self, row: R) -> Result<(), StorageError> {
         self.pending.push(row);
         if self.pending.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
@@ -47,6 +50,7 @@ impl<R: TableRow> TableWriter<R> {
         self.sink.write(columns)
     }
 
+    /// Writes what is left and the footer, and waits until the file is on disk.
     pub fn close(mut self) -> Result<(), StorageError> {
         self.flush()?;
         self.sink.close()

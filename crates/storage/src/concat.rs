@@ -16,32 +16,31 @@ use crate::parquet_sink::StorageError;
 /// of the first; the first part's key-value metadata (the Arrow schema, critbench's table name
 /// and version) is the output's.
 pub fn concat_parquet(parts: &[impl AsRef<Path>], output: &Path) -> Result<(), StorageError> {
-    let fail =
-        |path: &Path, e: &dyn std::fmt::Display| StorageError::Parquet { path: path.into(), message: e.to_string() };
+    let fail = |path: &Path, source| StorageError::Parquet { path: path.into(), source };
     let mut inputs = Vec::new();
     for part in parts {
         let path = part.as_ref();
         let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-        let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| fail(path, &e))?;
+        let metadata = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| fail(path, e))?;
         inputs.push((path, file, metadata));
     }
     let Some((first_path, _, first)) = inputs.first() else {
-        return Err(fail(output, &"no part files to join"));
+        return Err(StorageError::NoParts { path: output.into() });
     };
     let schema = first.file_metadata().schema_descr().root_schema_ptr();
     for (path, _, metadata) in &inputs[1..] {
         if metadata.file_metadata().schema_descr().root_schema_ptr() != schema {
-            return Err(fail(path, &format!("its schema differs from {}'s", first_path.display())));
+            return Err(StorageError::SchemaDiffers { path: path.to_path_buf(), first: first_path.to_path_buf() });
         }
     }
     let properties =
         WriterProperties::builder().set_key_value_metadata(first.file_metadata().key_value_metadata().cloned()).build();
     let file = crate::files::create_new(output).map_err(|source| StorageError::Io { path: output.into(), source })?;
     let mut writer = SerializedFileWriter::new(std::io::BufWriter::new(file), schema, Arc::new(properties))
-        .map_err(|e| fail(output, &e))?;
+        .map_err(|e| fail(output, e))?;
     for (_, input, metadata) in &inputs {
         for group in metadata.row_groups() {
-            let mut out = writer.next_row_group().map_err(|e| fail(output, &e))?;
+            let mut out = writer.next_row_group().map_err(|e| fail(output, e))?;
             for column in group.columns() {
                 let close = ColumnCloseResult {
                     bytes_written: column.compressed_size() as _,
@@ -51,12 +50,12 @@ pub fn concat_parquet(parts: &[impl AsRef<Path>], output: &Path) -> Result<(), S
                     column_index: None,
                     offset_index: None,
                 };
-                out.append_column(input, close).map_err(|e| fail(output, &e))?;
+                out.append_column(input, close).map_err(|e| fail(output, e))?;
             }
-            out.close().map_err(|e| fail(output, &e))?;
+            out.close().map_err(|e| fail(output, e))?;
         }
     }
-    let buffered = writer.into_inner().map_err(|e| fail(output, &e))?;
+    let buffered = writer.into_inner().map_err(|e| fail(output, e))?;
     let file = buffered.into_inner().map_err(|e| StorageError::Io { path: output.into(), source: e.into_error() })?;
     file.sync_all().map_err(|source| StorageError::Io { path: output.into(), source })
 }

@@ -16,14 +16,19 @@ use crate::schema::{dims_map, string_list, utf8};
 /// One critique as recorded: everything the critic said about a draft.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct CritiqueColumns {
+    /// The critic's score.
     pub score: f64,
+    /// Its score of each dimension, by name.
     pub dims: BTreeMap<String, f64>,
+    /// The issues it found.
     pub issues: Vec<String>,
+    /// The issues that fail the draft whatever its score.
     pub fatal_issues: Vec<String>,
     /// The types the critic tagged its issues with, each once.
     pub issue_types: Vec<String>,
     /// Suggestions as JSON text, null when there are none.
     pub suggestions: Option<String>,
+    /// Why, in the critic's words.
     pub rationale: Option<String>,
     /// The critic's own verdict; recorded, never used to decide.
     pub critic_passed: Option<bool>,
@@ -60,7 +65,7 @@ impl CritiqueColumns {
     }
 
     /// The critiques of one batch, row by row.
-    pub(crate) fn read(c: &Columns<'_>) -> Result<Vec<CritiqueColumns>, String> {
+    pub(crate) fn read(c: &Columns<'_>) -> Result<Vec<CritiqueColumns>, crate::columns::TableError> {
         let score = c.required_float("score")?;
         let mut dims = c.float_maps("dims")?;
         let (mut issues, mut fatal_issues, mut issue_types) =
@@ -133,10 +138,6 @@ fn append_list(builder: &mut ListBuilder<StringBuilder>, items: &[String]) {
 }
 
 impl CritiqueBuilders {
-    pub fn new() -> CritiqueBuilders {
-        CritiqueBuilders::with_capacity(0)
-    }
-
     /// Builders with room for `rows` critiques.
     pub fn with_capacity(rows: usize) -> CritiqueBuilders {
         CritiqueBuilders {

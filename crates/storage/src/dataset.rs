@@ -24,27 +24,37 @@ pub enum OnBadRow {
 /// A row that was skipped under [`OnBadRow::Skip`].
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SkippedRow {
+    /// The dataset file.
     pub path: PathBuf,
     /// Line (JSONL, CSV) or 1-based row (Parquet).
     pub row: usize,
+    /// Why it was skipped: the error it would have been.
     pub reason: String,
 }
 
 /// The tasks of one dataset file.
 #[derive(Debug)]
 pub struct Dataset {
+    /// The file.
     pub path: PathBuf,
+    /// Its bytes' SHA-256, hex.
     pub sha256: String,
+    /// Its tasks, in file order.
     pub tasks: Vec<Task>,
+    /// The rows skipped as bad.
     pub skipped: Vec<SkippedRow>,
 }
 
 /// Where a dataset went wrong. `row` is a line for JSONL and CSV, a 1-based row for Parquet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DatasetError {
+    /// The file.
     pub path: PathBuf,
+    /// The line or row at fault, when one is.
     pub row: Option<usize>,
+    /// The field at fault, when one is.
     pub field: Option<String>,
+    /// What is wrong, and what would be valid.
     pub message: String,
     row_label: &'static str,
 }
@@ -78,7 +88,9 @@ impl DatasetError {
 /// A problem with one row, before the file and row are attached.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowError {
+    /// The field at fault, when one is.
     pub field: Option<String>,
+    /// What is wrong, and what would be valid.
     pub message: String,
 }
 
@@ -317,6 +329,7 @@ impl DatasetStream {
         Ok(DatasetStream { path: path.into(), reader, rows: 0, position: 0, size })
     }
 
+    /// The file being read.
     pub fn path(&self) -> &Path {
         &self.path
     }

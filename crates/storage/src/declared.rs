@@ -5,6 +5,7 @@
 //! An arm, a decision or an exit reason is core's enum in a row and the string of the output
 //! contract in the file; a string that is none of them is refused with its row and column named.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder};
@@ -12,7 +13,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, Field};
 use critbench_core::{Arm, ExitReason};
 
-use crate::columns::Columns;
+use crate::columns::{Columns, TableError};
 use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
 use crate::schema::{int32, int64};
 
@@ -54,17 +55,45 @@ impl Flattened for CritiqueColumns {
     const NAMES: &'static [&'static str] = &CritiqueColumns::NAMES;
 }
 
-impl ReadColumn for CritiqueColumns {
-    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, String> {
+impl ReadColumn<'_> for CritiqueColumns {
+    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, TableError> {
         CritiqueColumns::read(c)
     }
 }
 
-/// How a column is read back into a row field's Rust type.
-pub(crate) trait ReadColumn: Sized {
+/// A critique a row may borrow (a writer's, from the round it records) or own (a reader's).
+impl Column for Cow<'_, CritiqueColumns> {
+    type Builder = CritiqueBuilders;
+    fn fields(name: &str) -> Vec<Field> {
+        <CritiqueColumns as Column>::fields(name)
+    }
+    fn builder(rows: usize) -> CritiqueBuilders {
+        <CritiqueColumns as Column>::builder(rows)
+    }
+    fn append(&self, builder: &mut CritiqueBuilders) {
+        builder.append(self);
+    }
+    fn finish(builder: &mut CritiqueBuilders, columns: &mut Vec<ArrayRef>) {
+        <CritiqueColumns as Column>::finish(builder, columns);
+    }
+}
+
+impl Flattened for Cow<'_, CritiqueColumns> {
+    const NAMES: &'static [&'static str] = &CritiqueColumns::NAMES;
+}
+
+impl ReadColumn<'_> for Cow<'_, CritiqueColumns> {
+    fn read(c: &Columns<'_>, _: &str, _: usize) -> Result<Vec<Self>, TableError> {
+        Ok(CritiqueColumns::read(c)?.into_iter().map(Cow::Owned).collect())
+    }
+}
+
+/// How a column is read back into a row field's Rust type; `'a` is the batch's, which a borrowed
+/// field (`&'a str`) borrows its text from.
+pub(crate) trait ReadColumn<'a>: Sized {
     /// The column `name` of `c`, row by row; `first_row` is the batch's first row in its file, so
     /// an error names the row of the file.
-    fn read(c: &Columns<'_>, name: &str, first_row: usize) -> Result<Vec<Self>, String>;
+    fn read(c: &Columns<'a>, name: &str, first_row: usize) -> Result<Vec<Self>, TableError>;
 }
 
 /// Room for the text of a batch of short strings (ids, labels): a guess, grown as needed.
@@ -129,56 +158,70 @@ primitive_column!(Option<f64>, Float64Builder, DataType::Float64, true, |v, b| b
 primitive_column!(bool, BooleanBuilder, DataType::Boolean, false, |v, b| b.append_value(*v));
 primitive_column!(Option<bool>, BooleanBuilder, DataType::Boolean, true, |v, b| b.append_option(*v));
 
-impl ReadColumn for String {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+impl ReadColumn<'_> for String {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.required_text(name)
     }
 }
 
-impl ReadColumn for Option<String> {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+impl ReadColumn<'_> for Option<String> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.text(name)
     }
 }
 
-impl ReadColumn for u32 {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+impl<'a> ReadColumn<'a> for &'a str {
+    fn read(c: &Columns<'a>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
+        let array = c.text_array(name)?;
+        Ok((0..array.len()).map(|i| array.value(i)).collect())
+    }
+}
+
+impl<'a> ReadColumn<'a> for Option<&'a str> {
+    fn read(c: &Columns<'a>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
+        let array = c.nullable_text_array(name)?;
+        Ok((0..array.len()).map(|i| array.is_valid(i).then(|| array.value(i))).collect())
+    }
+}
+
+impl ReadColumn<'_> for u32 {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.int32(name)
     }
 }
 
-impl ReadColumn for u64 {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
-        c.int64(name)?.into_iter().map(|v| v.ok_or_else(|| format!("column `{name}` has a null"))).collect()
+impl ReadColumn<'_> for u64 {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
+        c.int64(name)?.into_iter().map(|v| v.ok_or_else(|| TableError::Null(name.to_string()))).collect()
     }
 }
 
-impl ReadColumn for Option<u64> {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+impl ReadColumn<'_> for Option<u64> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.int64(name)
     }
 }
 
-impl ReadColumn for f64 {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+impl ReadColumn<'_> for f64 {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.required_float(name)
     }
 }
 
-impl ReadColumn for Option<f64> {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+impl ReadColumn<'_> for Option<f64> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.float(name)
     }
 }
 
-impl ReadColumn for bool {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+impl ReadColumn<'_> for bool {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.required_boolean(name)
     }
 }
 
-impl ReadColumn for Option<bool> {
-    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, String> {
+impl ReadColumn<'_> for Option<bool> {
+    fn read(c: &Columns<'_>, name: &str, _: usize) -> Result<Vec<Self>, TableError> {
         c.boolean(name)
     }
 }
@@ -216,15 +259,21 @@ impl Label for ExitReason {
 
 /// `text`, the value of `name` in row `row`, as a `L`; an unknown string is an error that names the
 /// row, the column and the strings it may hold (never a default).
-pub(crate) fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, String> {
+pub(crate) fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, TableError> {
     L::parse(text).ok_or_else(|| {
         let valid: Vec<&str> = L::ALL.iter().map(|label| label.as_str()).collect();
-        format!("row {row}: column `{name}` holds `{text}`, which is not {} ({})", L::WHAT, valid.join(", "))
+        TableError::NotALabel {
+            row,
+            column: name.to_string(),
+            text: text.to_string(),
+            what: L::WHAT,
+            valid: valid.join(", "),
+        }
     })
 }
 
-impl<L: Label> ReadColumn for L {
-    fn read(c: &Columns<'_>, name: &str, first_row: usize) -> Result<Vec<Self>, String> {
+impl<L: Label> ReadColumn<'_> for L {
+    fn read(c: &Columns<'_>, name: &str, first_row: usize) -> Result<Vec<Self>, TableError> {
         let array = c.text_array(name)?;
         (0..array.len()).map(|i| parse_label(array.value(i), name, first_row + i)).collect()
     }
@@ -233,19 +282,22 @@ impl<L: Label> ReadColumn for L {
 /// Declares a table's row struct and everything derived from its one list of columns:
 ///
 /// - the struct, with the fields as listed (each `field: Type = "column"`, or `= flattened` for
-///   a field kept in several columns of its own, a critique's);
+///   a field kept in several columns of its own, a critique's); a struct with a lifetime
+///   (`pub struct TrajectoryRow<'a>`) may borrow its text (`&'a str`), so a writer copies each
+///   value once, into its column;
 /// - `names()` (the columns' names in order) and `COLUMNS` (each field's column name, as a struct
 ///   of the name given after `names:`, so a reader asks for `OutcomeRow::COLUMNS.final_draft`);
 /// - `fields()`, the Arrow fields in order;
 /// - the builders struct (the name after `builders:`): `with_capacity`, `append` a row, `finish`
 ///   the columns appended so far;
-/// - `read_batch`, the rows of a batch; a column written since an older schema version is given
-///   its value for older files after `or` (`cost: Option<f64> = "cost" or None`).
+/// - `read_batch`, the rows of a batch (a borrowed field borrows from the batch); a column written
+///   since an older schema version is given its value for older files after `or`
+///   (`cost: Option<f64> = "cost" or None`).
 macro_rules! declare_columns {
     // With a reader: everything else, then the reader.
     (
         $(#[$meta:meta])*
-        pub struct $row:ident {
+        pub struct $row:ident $(<$lt:lifetime>)? {
             $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt $(or $absent:expr)? ),* $(,)?
         }
         names: $names:ident,
@@ -254,16 +306,19 @@ macro_rules! declare_columns {
     ) => {
         $crate::declared::declare_columns! {
             $(#[$meta])*
-            pub struct $row {
+            pub struct $row $(<$lt>)? {
                 $( $(#[$field_meta])* pub $field: $ty = $column $(or $absent)? ),*
             }
             names: $names,
             builders: $builders,
         }
 
-        impl $row {
+        impl $(<$lt>)? $row $(<$lt>)? {
             /// The rows of one batch; `first_row` is its first row's position in the file.
-            pub(crate) fn $read(c: &$crate::columns::Columns<'_>, first_row: usize) -> Result<Vec<$row>, String> {
+            pub(crate) fn $read(
+                c: &$crate::declared::declare_columns!(@columns $($lt)?),
+                first_row: usize,
+            ) -> Result<Vec<Self>, $crate::columns::TableError> {
                 let rows = c.0.num_rows();
                 $(
                     let mut $field =
@@ -276,24 +331,32 @@ macro_rules! declare_columns {
     };
     (
         $(#[$meta:meta])*
-        pub struct $row:ident {
+        pub struct $row:ident $(<$lt:lifetime>)? {
             $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt $(or $absent:expr)? ),* $(,)?
         }
         names: $names:ident,
         builders: $builders:ident,
     ) => {
         $(#[$meta])*
-        pub struct $row {
-            $( $(#[$field_meta])* pub $field: $ty, )*
+        pub struct $row $(<$lt>)? {
+            $(
+                $(#[$field_meta])*
+                #[doc = ""]
+                #[doc = $crate::declared::declare_columns!(@doc $column)]
+                pub $field: $ty,
+            )*
         }
 
         #[doc = concat!("The name of each column of [`", stringify!($row), "`], by field (a flattened field's, in order).")]
         #[derive(Clone, Copy, Debug)]
         pub struct $names {
-            $( pub $field: $crate::declared::declare_columns!(@name_type $column), )*
+            $(
+                #[doc = concat!("The column(s) of `", stringify!($field), "`.")]
+                pub $field: $crate::declared::declare_columns!(@name_type $column),
+            )*
         }
 
-        impl $row {
+        impl $(<$lt>)? $row $(<$lt>)? {
             /// Each field's column name.
             pub const COLUMNS: $names = $names { $( $field: $crate::declared::declare_columns!(@name $ty, $column), )* };
 
@@ -315,17 +378,19 @@ macro_rules! declare_columns {
         }
 
         #[doc = concat!("Builds the columns of [`", stringify!($row), "`]s a row at a time.")]
-        pub(crate) struct $builders {
+        // A row that borrows gives its builders its lifetime, only to name its fields' types: the
+        // builders own what they hold and take rows of any lifetime.
+        pub(crate) struct $builders $(<$lt>)? {
             $( $field: <$ty as $crate::declared::Column>::Builder, )*
         }
 
-        impl $builders {
+        impl $(<$lt>)? $builders $(<$lt>)? {
             /// Builders with room for `rows` rows.
-            pub(crate) fn with_capacity(rows: usize) -> $builders {
+            pub(crate) fn with_capacity(rows: usize) -> Self {
                 $builders { $( $field: <$ty as $crate::declared::Column>::builder(rows), )* }
             }
 
-            pub(crate) fn append(&mut self, row: &$row) {
+            pub(crate) fn append(&mut self, row: &$crate::declared::declare_columns!(@any $row $($lt)?)) {
                 $( $crate::declared::Column::append(&row.$field, &mut self.$field); )*
             }
 
@@ -337,6 +402,12 @@ macro_rules! declare_columns {
             }
         }
     };
+    (@columns $lt:lifetime) => { $crate::columns::Columns<$lt> };
+    (@columns) => { $crate::columns::Columns<'_> };
+    (@any $row:ident $lt:lifetime) => { $row<'_> };
+    (@any $row:ident) => { $row };
+    (@doc flattened) => { "Stored in columns of its own (docs/FORMAT.md)." };
+    (@doc $column:literal) => { concat!("The `", $column, "` column (docs/FORMAT.md).") };
     (@name_type flattened) => { &'static [&'static str] };
     (@name_type $column:literal) => { &'static str };
     (@name $ty:ty, flattened) => { <$ty as $crate::declared::Flattened>::NAMES };
@@ -346,11 +417,11 @@ macro_rules! declare_columns {
     (@push_names $names:ident, $ty:ty, flattened) => { $names.extend_from_slice(<$ty as $crate::declared::Flattened>::NAMES) };
     (@push_names $names:ident, $ty:ty, $column:literal) => { $names.push($column) };
     (@read $c:ident, $ty:ty, $column:tt, $first_row:ident, $rows:ident) => {
-        <$ty as $crate::declared::ReadColumn>::read($c, $crate::declared::declare_columns!(@column $column), $first_row)?
+        <$ty as $crate::declared::ReadColumn<'_>>::read($c, $crate::declared::declare_columns!(@column $column), $first_row)?
     };
     (@read $c:ident, $ty:ty, $column:literal, $first_row:ident, $rows:ident, $absent:expr) => {
         match $c.0.column_by_name($column) {
-            Some(_) => <$ty as $crate::declared::ReadColumn>::read($c, $column, $first_row)?,
+            Some(_) => <$ty as $crate::declared::ReadColumn<'_>>::read($c, $column, $first_row)?,
             None => {
                 let absent: $ty = $absent;
                 vec![absent; $rows]
@@ -367,15 +438,13 @@ mod tests {
 
     #[test]
     fn an_unknown_label_names_its_row_column_and_the_valid_strings() {
-        assert_eq!(parse_label::<Arm>("no-feedback", "arm", 0), Ok(Arm::NoFeedback));
+        assert_eq!(parse_label::<Arm>("no-feedback", "arm", 0).unwrap(), Arm::NoFeedback);
         assert_eq!(
-            parse_label::<Arm>("feedbak", "arm", 41),
-            Err::<Arm, _>(
-                "row 41: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, \
-                 feedback+memory)"
-                    .to_string()
-            )
+            parse_label::<Arm>("feedbak", "arm", 41).unwrap_err().to_string(),
+            "row 41: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, feedback+memory)"
         );
-        assert!(parse_label::<ExitReason>("", "exit_reason", 0).unwrap_err().contains("not an exit reason"));
+        assert!(
+            parse_label::<ExitReason>("", "exit_reason", 0).unwrap_err().to_string().contains("not an exit reason")
+        );
     }
 }

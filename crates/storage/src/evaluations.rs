@@ -14,7 +14,7 @@ use arrow_schema::{Schema, SchemaRef};
 use critbench_core::Arm;
 
 use crate::buffered::{TableRow, TableWriter};
-use crate::columns::{Columns, for_each_batch, for_each_projected_batch};
+use crate::columns::{BoxError, Columns, TableError, for_each_batch, for_each_projected_batch};
 use crate::critique_columns::CritiqueColumns;
 use crate::declared::{declare_columns, parse_label};
 use crate::parquet_sink::StorageError;
@@ -98,26 +98,35 @@ pub fn read_evaluations(path: &Path) -> Result<Vec<EvaluationRow>, StorageError>
 /// The columns of a verdict, as [`for_each_verdict`] hands them on.
 #[derive(Clone, Copy, Debug)]
 pub struct Verdict<'a> {
+    /// The loop's config.
     pub config_id: &'a str,
     /// The loop's arm as the file spells it (checked to be an [`Arm`] when read).
     pub arm: &'a str,
+    /// The loop's steering critic.
     pub critic: &'a str,
+    /// The loop's task.
     pub task_id: &'a str,
+    /// The loop's epoch.
     pub epoch: u32,
+    /// The held-out evaluator.
     pub evaluator: &'a str,
     /// True for the final answer, false for the first draft.
     pub is_final: bool,
+    /// The round whose draft was evaluated.
     pub round: u32,
+    /// The evaluator's verdict.
     pub passed: bool,
+    /// The steering critic's verdict on the same draft.
     pub steering_passed: bool,
+    /// Every attempt of the evaluator failed (its verdict is the conservative stand-in's).
     pub failed: bool,
 }
 
 /// Streams the verdict columns of `evaluations.parquet` row by row through `each`, a batch at a
 /// time (memory is one batch whatever the file's size).
-pub fn for_each_verdict(
+pub fn for_each_verdict<E: Into<BoxError>>(
     path: &Path,
-    mut each: impl FnMut(&Verdict<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&Verdict<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
     const NAMES: EvaluationColumns = EvaluationRow::COLUMNS;
     const COLUMNS: [&str; 11] = [
@@ -150,10 +159,10 @@ pub fn for_each_verdict(
         for (i, error) in errors.iter().enumerate() {
             let answer = answer.value(i);
             if answer != FIRST && answer != FINAL {
-                return Err(format!("row {}: `answer` is \"{answer}\", not \"first\" or \"final\"", offset + i));
+                return Err(TableError::Answer { row: offset + i, answer: answer.to_string() });
             }
-            let whole = |value: i32, name: &str| {
-                u32::try_from(value).map_err(|_| format!("row {}: `{name}` is negative ({value})", offset + i))
+            let whole = |value: i32, column: &'static str| {
+                u32::try_from(value).map_err(|_| TableError::NegativeInRow { row: offset + i, column, value })
             };
             let verdict = Verdict {
                 config_id: config_id.value(i),
@@ -168,7 +177,7 @@ pub fn for_each_verdict(
                 steering_passed: steering_passed.value(i),
                 failed: error.is_some(),
             };
-            each(&verdict).map_err(|message| format!("row {}: {message}", offset + i))?;
+            each(&verdict).map_err(|source| TableError::RefusedVerdict { row: offset + i, source: source.into() })?;
         }
         offset += batch.num_rows();
         Ok(())
@@ -225,7 +234,7 @@ mod tests {
         writer.close().unwrap();
         assert_eq!(read_evaluations(&path).unwrap(), rows);
         let mut streamed = Vec::new();
-        for_each_verdict(&path, |v| {
+        for_each_verdict::<std::convert::Infallible>(&path, |v| {
             streamed.push((v.task_id.to_string(), v.is_final, v.round, v.passed, v.steering_passed, v.failed));
             Ok(())
         })

@@ -171,7 +171,7 @@ mod tests {
             for (round, &(critic, arm, acted)) in rows.iter().enumerate() {
                 let row = TrajectoryRow {
                     critic,
-                    arm,
+                    arm: critbench_core::Arm::parse(arm).expect("an arm"),
                     acted_on_critique: acted,
                     ..TrajectoryRow::bare("t1", round as u32, &critique)
                 };

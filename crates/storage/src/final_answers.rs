@@ -28,16 +28,21 @@ use arrow_array::{Array, BooleanArray};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter};
 
-use crate::columns::Columns;
+use crate::columns::{Columns, TableError};
 use crate::parquet_sink::StorageError;
 
 /// What identifies a loop: config × arm × critic × task × epoch.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LoopKey {
+    /// The loop's config.
     pub config_id: String,
+    /// Its arm, as the output spells it.
     pub arm: String,
+    /// Its critic.
     pub critic: String,
+    /// Its task.
     pub task_id: String,
+    /// Its epoch.
     pub epoch: u32,
 }
 
@@ -54,11 +59,13 @@ impl std::fmt::Display for LoopKey {
 /// One loop's answer and the critic's verdict on the loop.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinalAnswer {
+    /// The loop.
     pub key: LoopKey,
     /// The round whose draft the loop returns.
     pub round: u32,
     /// Whether the loop passed (its exit was `pass`), and its final score.
     pub passed: bool,
+    /// The final draft's score.
     pub score: f64,
     /// The draft's text; `None` when the run did not store drafts.
     pub draft: Option<String>,
@@ -91,10 +98,7 @@ pub fn read_final_answers(
     if let Some(missing) = answers.keys().find(|key| !found.contains(*key)) {
         let answer = &answers[missing];
         let path = trajectories.first().cloned().unwrap_or_default();
-        return Err(StorageError::Parquet {
-            path,
-            message: format!("the loop {missing} has no row for its final round {}", answer.round),
-        });
+        return Err(StorageError::NoFinalRound { path, key: missing.to_string(), round: answer.round });
     }
     Ok(answers.into_values().collect())
 }
@@ -129,20 +133,20 @@ fn read_outcomes(
             };
             let round = match final_draft.value(i) {
                 "best" => whole(best_round.value(i), "best_round")?,
-                "last" => whole(rounds.value(i), "rounds")?.checked_sub(1).ok_or("a loop with 0 rounds")?,
-                other => return Err(format!("the loop {key} has `final` = {other:?}; expected \"best\" or \"last\"")),
+                "last" => whole(rounds.value(i), "rounds")?.checked_sub(1).ok_or(TableError::NoRounds)?,
+                other => return Err(TableError::FinalDraft { key: key.to_string(), value: other.to_string() }),
             };
             let answer = FinalAnswer { key, round, passed: passed.value(i), score: score.value(i), draft: None };
             if let Some(twice) = answers.insert(answer.key.clone(), answer) {
-                return Err(format!("the loop {} appears more than once", twice.key));
+                return Err(TableError::Duplicate(twice.key.to_string()));
             }
         }
         Ok(())
     })
 }
 
-fn whole(value: i32, name: &str) -> Result<u32, String> {
-    u32::try_from(value).map_err(|_| format!("`{name}` is negative ({value})"))
+fn whole(value: i32, column: &'static str) -> Result<u32, TableError> {
+    u32::try_from(value).map_err(|_| TableError::Negative { column, value })
 }
 
 fn read_drafts(
@@ -151,14 +155,15 @@ fn read_drafts(
     answers: &mut BTreeMap<LoopKey, FinalAnswer>,
     found: &mut BTreeSet<LoopKey>,
 ) -> Result<(), StorageError> {
-    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
+    let corrupt = |source| StorageError::table(path, source);
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+        .map_err(|source| StorageError::Unreadable { path: path.into(), source })?;
     let schema = builder.schema().clone();
     let mut roots = Vec::with_capacity(TRAJECTORY_COLUMNS.len());
     for name in TRAJECTORY_COLUMNS {
-        let (index, _) = schema.column_with_name(name).ok_or_else(|| corrupt(format!("missing column `{name}`")))?;
+        let (index, _) =
+            schema.column_with_name(name).ok_or_else(|| corrupt(TableError::MissingColumn(name.to_string())))?;
         roots.push(index);
     }
     let parquet_schema = builder.parquet_schema();
@@ -176,10 +181,10 @@ fn read_drafts(
         .with_projection(mask)
         .with_row_filter(RowFilter::new(vec![Box::new(predicate)]))
         .build()
-        .map_err(|e| corrupt(format!("cannot read: {e}")))?;
+        .map_err(|source| StorageError::Projection { path: path.into(), source })?;
     let mut key = LoopKey::default();
     for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
+        let batch = batch.map_err(|source| StorageError::Decode { path: path.into(), source })?;
         let c = Columns(&batch);
         let text = |name: &str| c.text_array(name).map_err(corrupt);
         let (task_id, config_id, arm, critic, decision) =
@@ -188,7 +193,7 @@ fn read_drafts(
         let draft = batch
             .column_by_name("draft")
             .and_then(|d| d.as_string_opt::<i32>())
-            .ok_or_else(|| corrupt("column `draft` is missing or not utf8".to_string()))?;
+            .ok_or_else(|| corrupt(TableError::NotOfType { column: "draft".to_string(), expected: "utf8" }))?;
         for i in 0..batch.num_rows() {
             // The adjudicated draft is not a round of the loop (docs/FORMAT.md, schema_version 4).
             if decision.value(i) == crate::recorded::DECISION_ADJUDICATE {
@@ -249,7 +254,7 @@ mod tests {
                 let adjudicated = format!("{id} adjudicated");
                 let row = TrajectoryRow {
                     config_id: config,
-                    decision: crate::recorded::DECISION_ADJUDICATE,
+                    decision: crate::tables::RowDecision::Adjudicate,
                     draft: Some(&adjudicated),
                     ..TrajectoryRow::bare(id, 3, &critique)
                 };

@@ -12,6 +12,8 @@
 //! println!("{} tasks, sha256 {}", dataset.tasks.len(), dataset.sha256);
 //! ```
 
+#![warn(missing_docs)]
+
 mod buffered;
 pub mod clock;
 mod columns;
@@ -19,6 +21,7 @@ pub mod concat;
 pub mod critique_columns;
 pub mod dataset;
 mod declared;
+mod error;
 pub mod evaluations;
 pub mod feedback_use;
 pub mod files;
@@ -35,6 +38,7 @@ pub mod task_ids;
 pub mod task_rounds;
 
 pub use buffered::{TableRow, TableWriter};
+pub use error::{BoxError, TableError};
 pub use parquet_sink::SCHEMA_VERSION;
 
 /// A 128-bit hash of `value`, to key what is seen many times without holding its text: two

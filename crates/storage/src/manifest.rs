@@ -20,21 +20,28 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// Every loop ran.
     #[default]
     Finished,
     /// A signal stopped it; the tables hold the loops finished before.
     Interrupted,
 }
 
+/// A run's `manifest.json` (docs/FORMAT.md): what ran, on what, with which plugins, and what it
+/// wrote.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Manifest {
     /// Absent in manifests written before it existed: read as version 1.
     #[serde(default = "first_version")]
     pub manifest_version: u32,
+    /// The tables' schema version ([`crate::SCHEMA_VERSION`] when written).
     pub schema_version: u32,
+    /// The critbench that wrote the run.
     pub critbench_version: String,
+    /// The run's id, in every row of its tables.
     pub run_id: String,
+    /// Whether every loop ran.
     #[serde(default)]
     pub status: RunStatus,
     /// The shard this manifest's run is, for a shard's own manifest (`RUN/shards/I/`).
@@ -43,38 +50,54 @@ pub struct Manifest {
     /// The number of shards merged, for the manifest `critbench merge` writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<u32>,
+    /// The resolved experiment.
     pub experiment: ExperimentRecord,
     /// A replayed run: the run it was replayed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replayed_from: Option<PathBuf>,
+    /// A replayed run: the run id of the run it was replayed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_run_id: Option<String>,
+    /// The dataset files as the run read them.
     #[serde(default)]
     pub datasets: Vec<DatasetRecord>,
+    /// The critics' plugins as loaded.
     #[serde(default)]
     pub plugins: Vec<PluginRecord>,
     /// The held-out evaluators' plugins, as `plugins` records the critics'.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evaluators: Vec<PluginRecord>,
+    /// When the run started (RFC 3339, UTC).
     pub started_at: String,
+    /// When it ended (RFC 3339, UTC).
     pub finished_at: String,
+    /// How long it took.
     pub wall_seconds: f64,
+    /// Loops run at once.
     #[serde(default)]
     pub jobs: usize,
+    /// Tasks whose loops ran.
     #[serde(default)]
     pub tasks_run: usize,
+    /// Tasks no critic takes (by kind), so no loop of theirs ran.
     #[serde(default)]
     pub tasks_unrouted: usize,
     /// The learning phase of strategy memory, when the experiment has the memory arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<Value>,
+    /// Dataset rows skipped as bad (`on_bad_row = "skip"`), over every dataset.
     #[serde(default)]
     pub rows_skipped: usize,
+    /// Rows of `outcomes.parquet`.
     pub loops: u64,
+    /// Rows of `trajectories.parquet`.
     pub critiques: u64,
+    /// How the policy grid was run: `replay` or `direct`.
     pub sweep: String,
+    /// Generator and critic calls made.
     #[serde(default)]
     pub calls: Calls,
+    /// Loops with at least one critique that failed every attempt.
     #[serde(default)]
     pub loops_with_critic_errors: u64,
     /// Per critic: critiques asked and critiques that failed every attempt.
@@ -83,6 +106,7 @@ pub struct Manifest {
     /// Per held-out evaluator: critiques asked and critiques that failed every attempt.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evaluations_by_evaluator: BTreeMap<String, CritiqueCounts>,
+    /// Loops that failed (their task's error is in `failed_loops`).
     #[serde(default)]
     pub failed_loop_count: u64,
     /// The first failed loops, described.
@@ -115,9 +139,11 @@ pub struct Manifest {
 pub struct SequentialRecord {
     /// The confidence sequence, by name.
     pub method: String,
+    /// The stopping rule.
     pub rule: SequentialRule,
     /// Tasks the run draws from (admitted, and taken by a critic), and the most it may run.
     pub task_set: u64,
+    /// The most tasks the run may run.
     pub budget: u64,
     /// The comparisons followed, in the order of each look's `comparisons`.
     pub comparisons: Vec<SequentialComparison>,
@@ -139,15 +165,22 @@ pub struct SequentialRecord {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SequentialRule {
+    /// The arm whose pass rate comes first in `A − B`.
     pub arm_a: String,
+    /// The arm subtracted.
     pub arm_b: String,
     /// The confidence the intervals hold together at, and each comparison's own (its Bonferroni
     /// share when every comparison must settle).
     pub confidence: f64,
+    /// Each comparison's own confidence.
     pub sequence_confidence: f64,
+    /// The equivalence margin, when the rule may settle on "equivalent".
     pub margin: Option<f64>,
+    /// Tasks before the first look.
     pub min_tasks: u64,
+    /// Tasks between looks.
     pub check_every: u64,
+    /// The most tasks the rule runs, when capped.
     pub max_tasks: Option<u64>,
     /// `all` (every comparison must settle) or `one` (the comparison marked `decides`).
     pub settle: String,
@@ -157,9 +190,13 @@ pub struct SequentialRule {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SequentialComparison {
+    /// The config compared within.
     pub config_id: String,
+    /// The critic compared under.
     pub critic: String,
+    /// The arm that comes first in `A − B`.
     pub arm_a: String,
+    /// The arm subtracted.
     pub arm_b: String,
     /// The tasks of the set this critic takes: the population its sequence samples.
     pub population: u64,
@@ -171,10 +208,13 @@ pub struct SequentialComparison {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SequentialLook {
+    /// The look's number, from 1.
     pub look: u64,
+    /// Tasks admitted so far.
     pub tasks: u64,
     /// `continue`, `settled` or `budget`.
     pub decision: String,
+    /// Each comparison at this look, in the order of the record's `comparisons`.
     pub comparisons: Vec<SequentialStatus>,
 }
 
@@ -184,8 +224,11 @@ pub struct SequentialLook {
 pub struct SequentialStatus {
     /// Tasks that gave it a value (its critic took them and a pair of loops ran).
     pub tasks: u64,
+    /// The difference in pass rate, when any task gave a value.
     pub estimate: Option<f64>,
+    /// The interval's lower end.
     pub lower: f64,
+    /// The interval's upper end.
     pub upper: f64,
     /// `open`, `a_better`, `b_better` or `equivalent`.
     pub verdict: String,
@@ -195,7 +238,9 @@ pub struct SequentialStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SequentialCost {
+    /// Tasks run.
     pub tasks: Spent,
+    /// Loops run.
     pub loops: Spent,
     /// Generator calls: one per recorded round (each round is also one critique).
     pub calls: Spent,
@@ -208,7 +253,9 @@ pub struct SequentialCost {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Spent {
+    /// What the run spent.
     pub used: u64,
+    /// What the whole set would have.
     pub full: u64,
     /// `used / full`.
     pub share: f64,
@@ -236,10 +283,12 @@ pub struct RescoreRecord {
     /// Recorded loops re-critiqued, and those left out because the critic does not take their
     /// task's kind.
     pub loops_rescored: u64,
+    /// Recorded loops left out: the critic does not take their task's kind.
     pub loops_not_taken: u64,
     /// Replayed loops (one per config of the grid and recorded loop), and those censored: the
     /// new critic's scores would have the policy revise after the last recorded round.
     pub loops: u64,
+    /// Replayed loops censored.
     pub censored: u64,
 }
 
@@ -247,16 +296,22 @@ pub struct RescoreRecord {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RescoredRun {
+    /// Its directory.
     pub dir: PathBuf,
+    /// Its run id.
     pub run_id: String,
+    /// Its table files, as its manifest records them.
     pub tables: BTreeMap<String, TableRecord>,
 }
 
 /// A table file as a run wrote it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableRecord {
+    /// Its size.
     pub bytes: u64,
+    /// Its rows, from its footer.
     pub rows: u64,
+    /// Its bytes' SHA-256, hex.
     pub sha256: String,
 }
 
@@ -264,7 +319,7 @@ impl TableRecord {
     /// The Parquet file at `path` as it is on disk now.
     pub fn of(path: &Path) -> Result<TableRecord, std::io::Error> {
         let (bytes, sha256) = crate::files::stamp(path)?;
-        let rows = crate::tables::parquet_rows(path).map_err(|e| std::io::Error::other(e.to_string()))? as u64;
+        let rows = crate::tables::parquet_rows(path).map_err(std::io::Error::other)? as u64;
         Ok(TableRecord { bytes, rows, sha256 })
     }
 }
@@ -279,8 +334,11 @@ impl TableRecord {
     &recorded.sha256[..recorded.sha256.len().min(12)]
 )]
 pub struct TableMismatch {
+    /// The file.
     pub path: PathBuf,
+    /// What is wrong with it: "is 12 bytes", "is missing", …
     pub problem: String,
+    /// What the manifest recorded of it.
     pub recorded: TableRecord,
 }
 
@@ -292,37 +350,51 @@ fn first_version() -> u32 {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ExperimentRecord {
+    /// The experiment's name.
     pub name: String,
+    /// Epochs per task, when recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epochs: Option<u32>,
+    /// The arms run, as the output spells them.
     #[serde(default)]
     pub arms: Vec<String>,
+    /// The policy grid, one config each.
     #[serde(default)]
     pub policies: Vec<PolicyRecord>,
+    /// The critics, in order.
     #[serde(default)]
     pub critics: Vec<CriticRecord>,
     /// The arms whose loops end with the adjudicator's pass; summaries show each
     /// as a second arm `ARM+adjudicate` paired with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adjudicate: Vec<String>,
+    /// Every other key, as written.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
 
+/// One config of the policy grid.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PolicyRecord {
+    /// Its id, as the tables' `config_id`.
     pub config_id: String,
+    /// The score a draft must reach to pass.
     pub pass_score: f64,
+    /// Revisions allowed after the first draft.
     pub max_revisions: u32,
+    /// Every other key, as written.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
 
+/// One critic of the experiment.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CriticRecord {
+    /// Its name, as the tables' `critic`.
     pub name: String,
+    /// Every other key, as written.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
@@ -331,10 +403,13 @@ pub struct CriticRecord {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DatasetRecord {
+    /// The file.
     pub path: PathBuf,
+    /// Its bytes' SHA-256, hex.
     pub sha256: String,
     /// Tasks admitted (after `--limit`, bad rows and the memory split's other side).
     pub tasks: usize,
+    /// Rows skipped as bad.
     pub rows_skipped: usize,
     /// The first skipped rows; `rows_skipped` counts them all.
     pub skipped: Vec<SkippedRow>,
@@ -344,16 +419,25 @@ pub struct DatasetRecord {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PluginRecord {
+    /// The critic (or evaluator) it serves.
     pub critic: String,
+    /// The library (or command) loaded.
     pub path: PathBuf,
+    /// The name the plugin declares.
     pub name: String,
+    /// The version it declares.
     pub version: String,
+    /// The file's SHA-256, hex.
     pub sha256: String,
+    /// The lowest and highest score it gives.
     pub score_range: [f64; 2],
+    /// Whether one instance may critique from several threads at once.
     pub thread_safe: bool,
+    /// Whether its critique depends on the policy (so a replayed sweep cannot share one).
     pub policy_dependent: bool,
     /// Compiled into critbench: `path` is then the executable and `sha256` of the critic's sources.
     pub builtin: bool,
+    /// Every other key, as written.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
@@ -362,11 +446,16 @@ pub struct PluginRecord {
 /// every config from one recording.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Calls {
+    /// Generator calls made.
     pub generator: u64,
+    /// Critic calls made.
     pub critic: u64,
+    /// The calls a direct sweep of every config would have made.
     pub direct_equivalent: u64,
+    /// `direct_equivalent` less what was made.
     #[serde(default)]
     pub saved: u64,
+    /// `direct_equivalent` over what was made.
     #[serde(default)]
     pub ratio: f64,
 }
@@ -374,7 +463,9 @@ pub struct Calls {
 /// Critiques of one critic: how many were asked, how many failed every attempt.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CritiqueCounts {
+    /// Critiques asked.
     pub recorded: u64,
+    /// Critiques that failed every attempt.
     pub failed: u64,
 }
 
@@ -382,10 +473,30 @@ pub struct CritiqueCounts {
 /// written by hand) read as empty: only a file that is not JSON of this shape is corrupt.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
+    /// The file exists and cannot be read.
     #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{} is not a critbench manifest: {message}\n  hint: it is written by `critbench run`; run the experiment again (with --overwrite) to rebuild it", path.display())]
-    Corrupt { path: PathBuf, message: String },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The file is not JSON of a manifest's shape.
+    #[error("{} is not a critbench manifest: {source}\n  hint: it is written by `critbench run`; run the experiment again (with --overwrite) to rebuild it", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What the JSON parser said.
+        source: serde_json::Error,
+    },
+    /// A manifest a newer critbench wrote.
+    #[error("{} is not a critbench manifest: manifest version {version} is newer than this critbench reads ({MANIFEST_VERSION}); upgrade critbench\n  hint: it is written by `critbench run`; run the experiment again (with --overwrite) to rebuild it", path.display())]
+    Newer {
+        /// The file.
+        path: PathBuf,
+        /// Its `manifest_version`.
+        version: u64,
+    },
 }
 
 impl Manifest {
@@ -397,15 +508,13 @@ impl Manifest {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(ManifestError::Io { path, source }),
         };
-        let corrupt = |message: String| ManifestError::Corrupt { path: path.clone(), message };
-        let value: Value = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+        let corrupt = |source| ManifestError::Corrupt { path: path.clone(), source };
+        let value: Value = serde_json::from_str(&text).map_err(corrupt)?;
         let version = value.get("manifest_version").and_then(Value::as_u64).unwrap_or(1);
         if version > u64::from(MANIFEST_VERSION) {
-            return Err(corrupt(format!(
-                "manifest version {version} is newer than this critbench reads ({MANIFEST_VERSION}); upgrade critbench"
-            )));
+            return Err(ManifestError::Newer { path, version });
         }
-        serde_json::from_value(value).map(Some).map_err(|e| corrupt(e.to_string()))
+        serde_json::from_value(value).map(Some).map_err(corrupt)
     }
 
     /// Checks the table files of the run in `dir` against the ones it recorded, size and

@@ -12,6 +12,8 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
+pub use crate::error::StorageError;
+
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
 pub const SCHEMA_VERSION: u32 = 6;
 
@@ -23,16 +25,6 @@ const DICTIONARY_COLUMNS: &[&str] =
 /// up in memory.
 const MAX_ROW_GROUP_ROWS: usize = 64 * 1024;
 const MAX_ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
-
-/// Why an output file could not be written or read. Never the user's fault, except a missing or
-/// corrupt file given to `report`.
-#[derive(Debug, thiserror::Error)]
-pub enum StorageError {
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{}: {message}", path.display())]
-    Parquet { path: PathBuf, message: String },
-}
 
 pub(crate) struct ParquetSink {
     path: PathBuf,
@@ -60,24 +52,21 @@ impl ParquetSink {
             ]))
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))
-            .map_err(|e| StorageError::Parquet { path: path.into(), message: e.to_string() })?;
+            .map_err(|source| StorageError::Parquet { path: path.into(), source })?;
         Ok(ParquetSink { path: path.into(), schema, writer })
     }
 
     pub(crate) fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), StorageError> {
-        let error =
-            |e: &dyn std::fmt::Display| StorageError::Parquet { path: self.path.clone(), message: e.to_string() };
-        let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| error(&e))?;
-        self.writer.write(&batch).map_err(|e| error(&e))
+        let batch = RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|source| StorageError::Batch { path: self.path.clone(), source })?;
+        self.writer.write(&batch).map_err(|source| StorageError::Parquet { path: self.path.clone(), source })
     }
 
     /// Writes the footer and waits until the file is on disk.
     pub(crate) fn close(self) -> Result<(), StorageError> {
         let path = self.path;
-        let buffered = self
-            .writer
-            .into_inner()
-            .map_err(|e| StorageError::Parquet { path: path.clone(), message: e.to_string() })?;
+        let buffered =
+            self.writer.into_inner().map_err(|source| StorageError::Parquet { path: path.clone(), source })?;
         let file =
             buffered.into_inner().map_err(|e| StorageError::Io { path: path.clone(), source: e.into_error() })?;
         file.sync_all().map_err(|source| StorageError::Io { path, source })

@@ -6,29 +6,37 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 
-use crate::columns::Columns;
+use crate::columns::{BoxError, Columns, TableError};
 use crate::critique_columns::CritiqueColumns;
 use crate::parquet_sink::StorageError;
+use crate::tables::{RowDecision, TrajectoryRow};
 
-/// The `decision` of the row that records a loop's adjudicated final draft: not a
-/// round of the loop, so replay leaves it out of the recording.
-pub const DECISION_ADJUDICATE: &str = "adjudicate";
+pub use crate::tables::DECISION_ADJUDICATE;
 
 /// One critiqued round of a loop.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RecordedRound {
     /// The critic's critique of the round's draft.
     pub critique: CritiqueColumns,
+    /// Critic calls made for this critique (1 unless some failed).
     pub critic_attempts: u32,
+    /// Set when every attempt failed; the critique is then the conservative stand-in.
     pub critic_error: Option<String>,
+    /// The draft's length in characters.
     pub draft_chars: u64,
+    /// The draft's text, when the run stored drafts.
     pub draft: Option<String>,
+    /// Time spent writing the draft.
     pub gen_ms: f64,
+    /// Time spent critiquing it.
     pub critic_ms: f64,
+    /// The writer's prompt tokens, when its backend counts them.
     pub tokens_in: Option<u64>,
+    /// The writer's completion tokens, when its backend counts them.
     pub tokens_out: Option<u64>,
     /// Model tokens the critic spent on this round (a model judge), when known.
     pub critic_tokens_in: Option<u64>,
+    /// The critic's completion tokens, when known.
     pub critic_tokens_out: Option<u64>,
     /// Whether the writer of this round's draft acted on the critique it was shown, when the
     /// author says (the offline writer does); `None` for a first draft or a blind revision.
@@ -38,11 +46,17 @@ pub struct RecordedRound {
 /// One loop (task × arm × critic × epoch) as far as it was recorded.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedLoop {
+    /// The loop's critic.
     pub critic: String,
+    /// Its arm, as the output spells it (checked to be an arm when read).
     pub arm: String,
+    /// Its task.
     pub task_id: String,
+    /// The task's kind, when its dataset row gave one.
     pub kind: Option<String>,
+    /// Its epoch.
     pub epoch: u32,
+    /// Its rounds, from round 0.
     pub rounds: Vec<RecordedRound>,
     /// The file holds an adjudicated final draft of this loop (a `decision = "adjudicate"` row).
     pub adjudicated: bool,
@@ -52,11 +66,15 @@ pub struct RecordedLoop {
 /// did there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopRow {
+    /// The config whose row it is.
     pub config_id: String,
+    /// The round.
     pub round: u32,
+    /// Revisions made before it.
     pub revisions: u32,
-    pub decision: String,
-    pub exit_reason: Option<String>,
+    /// What the run's policy decided there (never [`RowDecision::Adjudicate`]: that row is not a
+    /// round of the loop).
+    pub decision: RowDecision,
     /// The row's own round when it is not the recording's at `round` (a config recorded on its
     /// own, in a direct sweep, whose writer or critic answered differently); `None` when it is.
     pub own: Option<RecordedRound>,
@@ -65,7 +83,9 @@ pub struct LoopRow {
 /// A recorded loop with every row the file holds for it (every config's), in file order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopWithRows {
+    /// The loop as recorded.
     pub recorded: RecordedLoop,
+    /// Its rows, every config's, in file order.
     pub rows: Vec<LoopRow>,
 }
 
@@ -77,7 +97,7 @@ pub fn read_recorded_loops(path: &Path) -> Result<Vec<RecordedLoop>, StorageErro
     let mut recorded = Vec::new();
     for_each_recorded_loop(path, |one| {
         recorded.push(one);
-        Ok(())
+        Ok::<_, std::convert::Infallible>(())
     })?;
     Ok(recorded)
 }
@@ -87,42 +107,45 @@ pub fn read_recorded_loops(path: &Path) -> Result<Vec<RecordedLoop>, StorageErro
 /// finished loop to catch a file whose loops are not contiguous. Every config of a loop shares
 /// the same recorded rounds up to its own stop, so the longest config's rows are the whole
 /// recording. An error from `each` is reported with the file.
-pub fn for_each_recorded_loop(
+pub fn for_each_recorded_loop<E: Into<BoxError>>(
     path: &Path,
-    mut each: impl FnMut(RecordedLoop) -> Result<(), String>,
+    mut each: impl FnMut(RecordedLoop) -> Result<(), E>,
 ) -> Result<(), StorageError> {
-    stream_loops(path, false, |one| each(one.recorded))
+    stream_loops(path, false, |one| each(one.recorded).map_err(Into::into))
 }
 
 /// [`for_each_recorded_loop`] with each loop's rows as the file holds them, for a reader that
 /// writes one row per row of the run (`critbench rescore`).
-pub fn for_each_loop_with_rows(
+pub fn for_each_loop_with_rows<E: Into<BoxError>>(
     path: &Path,
-    each: impl FnMut(LoopWithRows) -> Result<(), String>,
+    mut each: impl FnMut(LoopWithRows) -> Result<(), E>,
 ) -> Result<(), StorageError> {
-    stream_loops(path, true, each)
+    stream_loops(path, true, |one| each(one).map_err(Into::into))
 }
 
 fn stream_loops(
     path: &Path,
     with_rows: bool,
-    mut each: impl FnMut(LoopWithRows) -> Result<(), String>,
+    mut each: impl FnMut(LoopWithRows) -> Result<(), BoxError>,
 ) -> Result<(), StorageError> {
     let mut current: Option<Current> = None;
     let mut finished: HashSet<u128> = HashSet::new();
+    let mut first_row = 0;
     crate::columns::for_each_batch(path, |batch| {
-        read_batch(batch, with_rows, &mut |key, kind, config_id, round, recorded, head| {
+        let rows = batch.num_rows();
+        read_batch(batch, first_row, &mut |key, kind, config_id, round, recorded, head| {
             if current.as_ref().is_none_or(|c| c.key != *key) {
                 if let Some(done) = current.take() {
                     finished.insert(crate::hash128(&done.key));
-                    each(done.finish()?)?;
+                    each(done.finish()?).map_err(TableError::RefusedLoop)?;
                 }
                 if finished.contains(&crate::hash128(key)) {
-                    return Err(format!(
-                        "the rows of loop {} × {} × {} × epoch {} are not contiguous; expected each loop's rows \
-                         together, as critbench writes them",
-                        key.2, key.1, key.0, key.3
-                    ));
+                    return Err(TableError::NotContiguous {
+                        task_id: key.2.clone(),
+                        arm: key.1.clone(),
+                        critic: key.0.clone(),
+                        epoch: key.3,
+                    });
                 }
                 current = Some(Current {
                     key: key.clone(),
@@ -133,7 +156,7 @@ fn stream_loops(
                 });
             }
             let loop_rows = current.as_mut().expect("set above");
-            if head.decision == DECISION_ADJUDICATE {
+            if head.decision == RowDecision::Adjudicate {
                 loop_rows.adjudicated = true;
                 return Ok(());
             }
@@ -142,8 +165,7 @@ fn stream_loops(
                     config_id: config_id.to_string(),
                     round,
                     revisions: head.revisions,
-                    decision: head.decision.to_string(),
-                    exit_reason: head.exit_reason.map(str::to_string),
+                    decision: head.decision,
                 });
             }
             match loop_rows.configs.get_mut(config_id) {
@@ -151,11 +173,13 @@ fn stream_loops(
                 None => loop_rows.configs.entry(config_id.to_string()).or_default().insert(round, recorded),
             };
             Ok(())
-        })
+        })?;
+        first_row += rows;
+        Ok(())
     })?;
     if let Some(done) = current.take() {
-        each(done.finish().map_err(|message| StorageError::Parquet { path: path.into(), message })?)
-            .map_err(|message| StorageError::Parquet { path: path.into(), message })?;
+        let done = done.finish().map_err(|source| StorageError::table(path, source))?;
+        each(done).map_err(|source| StorageError::table(path, TableError::RefusedLoop(source)))?;
     }
     Ok(())
 }
@@ -165,8 +189,7 @@ struct RowHead {
     config_id: String,
     round: u32,
     revisions: u32,
-    decision: String,
-    exit_reason: Option<String>,
+    decision: RowDecision,
 }
 
 /// The loop being read: config → round → recorded round.
@@ -180,7 +203,7 @@ struct Current {
 }
 
 impl Current {
-    fn finish(self) -> Result<LoopWithRows, String> {
+    fn finish(self) -> Result<LoopWithRows, TableError> {
         let key = self.key;
         let mut configs = self.configs;
         let longest = configs
@@ -190,14 +213,13 @@ impl Current {
             .expect("a loop has at least one config");
         let rounds = configs.remove(&longest).expect("the longest config is a config");
         if rounds.keys().copied().ne(0..rounds.len() as u32) {
-            return Err(format!(
-                "loop {} × {} × {} × epoch {} has rounds {:?}; expected 0, 1, 2, … without gaps",
-                key.2,
-                key.1,
-                key.0,
-                key.3,
-                rounds.keys().collect::<Vec<_>>()
-            ));
+            return Err(TableError::RoundGaps {
+                task_id: key.2,
+                arm: key.1,
+                critic: key.0,
+                epoch: key.3,
+                rounds: rounds.into_keys().collect(),
+            });
         }
         let rounds: Vec<RecordedRound> = rounds.into_values().collect();
         let rows = self
@@ -216,7 +238,6 @@ impl Current {
                     round: head.round,
                     revisions: head.revisions,
                     decision: head.decision,
-                    exit_reason: head.exit_reason,
                     own,
                 }
             })
@@ -234,68 +255,45 @@ impl Current {
     }
 }
 
-/// What a row says of the policy: its decision (an adjudication row's is
-/// [`DECISION_ADJUDICATE`]), and, when the rows are wanted, its revisions and exit.
-struct PolicyColumns<'a> {
+/// What a row says of the policy: its revisions and decision (an adjudication row's is
+/// [`RowDecision::Adjudicate`]).
+struct PolicyColumns {
     revisions: u32,
-    decision: &'a str,
-    exit_reason: Option<&'a str>,
+    decision: RowDecision,
 }
 
 /// Receives one trajectory row: its loop key, kind, config, round, the recorded round and what
 /// the policy did there.
 type RowSink<'a> =
-    dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, PolicyColumns<'_>) -> Result<(), String> + 'a;
+    dyn FnMut(&LoopKey, Option<String>, &str, u32, RecordedRound, PolicyColumns) -> Result<(), TableError> + 'a;
 
-/// Decodes one batch and hands each row to `row` with its loop key, kind, config and round;
-/// `revisions` and `exit_reason` are decoded only `with_rows`.
-fn read_batch(batch: &RecordBatch, with_rows: bool, row: &mut RowSink<'_>) -> Result<(), String> {
-    let c = Columns(batch);
-    let (critic, arm, task_id, config_id) =
-        (c.text_array("critic")?, c.text_array("arm")?, c.text_array("task_id")?, c.text_array("config_id")?);
-    let (kind, critic_error, draft) = (c.text("kind")?, c.text("critic_error")?, c.text("draft")?);
-    let (epoch, round, attempts) = (c.int32("epoch")?, c.int32("round")?, c.int32("critic_attempts")?);
-    let (gen_ms, critic_ms) = (c.required_float("gen_ms")?, c.required_float("critic_ms")?);
-    let (draft_chars, tokens_in, tokens_out) = (c.int64("draft_chars")?, c.int64("tokens_in")?, c.int64("tokens_out")?);
-    let (critic_tokens_in, critic_tokens_out) = (c.int64("critic_tokens_in")?, c.int64("critic_tokens_out")?);
-    // Tables written before schema_version 5 have no `acted_on_critique`: nobody said.
-    let acted = match batch.column_by_name("acted_on_critique") {
-        Some(_) => c.boolean("acted_on_critique")?,
-        None => vec![None; batch.num_rows()],
-    };
-    let mut critiques = CritiqueColumns::read(&c)?;
-    let decision = c.text_array("decision")?;
-    let (revisions, exit_reason) = match with_rows {
-        true => (c.int32("revisions")?, c.text("exit_reason")?),
-        false => (Vec::new(), Vec::new()),
-    };
+/// Decodes one batch (rows `first_row..` of its file) and hands each row to `row` with its loop
+/// key, kind, config and round.
+fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> Result<(), TableError> {
     let mut key: LoopKey = Default::default();
-    for i in 0..batch.num_rows() {
+    for one in TrajectoryRow::read_batch(&Columns(batch), first_row)? {
         // Reuse the key's strings: most rows belong to the loop of the row before.
-        let (critic, arm, task_id) = (critic.value(i), arm.value(i), task_id.value(i));
-        if (key.0.as_str(), key.1.as_str(), key.2.as_str(), key.3) != (critic, arm, task_id, epoch[i]) {
-            key = (critic.to_string(), arm.to_string(), task_id.to_string(), epoch[i]);
+        if (key.0.as_str(), key.1.as_str(), key.2.as_str(), key.3)
+            != (one.critic, one.arm.as_str(), one.task_id, one.epoch)
+        {
+            key = (one.critic.to_string(), one.arm.as_str().to_string(), one.task_id.to_string(), one.epoch);
         }
         let recorded = RecordedRound {
-            critique: std::mem::take(&mut critiques[i]),
-            critic_attempts: attempts[i],
-            critic_error: critic_error[i].clone(),
-            draft_chars: draft_chars[i].unwrap_or(0),
-            draft: draft[i].clone(),
-            gen_ms: gen_ms[i],
-            critic_ms: critic_ms[i],
-            tokens_in: tokens_in[i],
-            tokens_out: tokens_out[i],
-            critic_tokens_in: critic_tokens_in[i],
-            critic_tokens_out: critic_tokens_out[i],
-            acted_on_critique: acted[i],
+            critique: one.critique.into_owned(),
+            critic_attempts: one.critic_attempts,
+            critic_error: one.critic_error.map(str::to_string),
+            draft_chars: one.draft_chars,
+            draft: one.draft.map(str::to_string),
+            gen_ms: one.gen_ms,
+            critic_ms: one.critic_ms,
+            tokens_in: one.tokens_in,
+            tokens_out: one.tokens_out,
+            critic_tokens_in: one.critic_tokens_in,
+            critic_tokens_out: one.critic_tokens_out,
+            acted_on_critique: one.acted_on_critique,
         };
-        let policy = PolicyColumns {
-            revisions: revisions.get(i).copied().unwrap_or(0),
-            decision: decision.value(i),
-            exit_reason: exit_reason.get(i).and_then(Option::as_deref),
-        };
-        row(&key, kind[i].clone(), config_id.value(i), round[i], recorded, policy)?;
+        let policy = PolicyColumns { revisions: one.revisions, decision: one.decision };
+        row(&key, one.kind.map(str::to_string), one.config_id, one.round, recorded, policy)?;
     }
     Ok(())
 }
@@ -303,7 +301,8 @@ fn read_batch(batch: &RecordBatch, with_rows: bool, row: &mut RowSink<'_>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tables::{TrajectoryRow, TrajectoryWriter};
+    use crate::tables::TrajectoryWriter;
+    use critbench_core::{Decision, ExitReason};
 
     fn write(path: &Path, loops: &[(&str, u32, &str, u32)]) {
         let mut writer = TrajectoryWriter::create(path).unwrap();
@@ -340,7 +339,7 @@ mod tests {
         }
         write(&path, &rows);
         let mut seen = 0;
-        for_each_recorded_loop(&path, |one| {
+        for_each_recorded_loop::<std::convert::Infallible>(&path, |one| {
             assert_eq!(one.task_id, ids[seen / 2]);
             assert_eq!(one.epoch, (seen % 2) as u32);
             assert_eq!(one.rounds.iter().map(|r| r.critique.score).collect::<Vec<_>>(), [0.0, 1.0, 2.0]);
@@ -357,16 +356,16 @@ mod tests {
         let path = dir.path().join("trajectories.parquet");
         let mut writer = TrajectoryWriter::create(&path).unwrap();
         // c1 stopped at round 1, c2 at round 2; c2's round 1 was critiqued differently.
-        let scores = [("c1", 0, 3.0, "revise"), ("c1", 1, 6.0, "stop"), ("c2", 0, 3.0, "revise")];
-        let more = [("c2", 1, 6.5, "revise"), ("c2", 2, 9.0, "stop")];
+        let (revise, stop) =
+            (RowDecision::Policy(Decision::Revise), RowDecision::Policy(Decision::Stop(ExitReason::Budget)));
+        let scores = [("c1", 0, 3.0, revise), ("c1", 1, 6.0, stop), ("c2", 0, 3.0, revise)];
+        let more = [("c2", 1, 6.5, revise), ("c2", 2, 9.0, stop)];
         for (config_id, round, score, decision) in scores.into_iter().chain(more) {
             let critique = CritiqueColumns::scored(score);
-            let exit_reason = (decision == "stop").then_some("budget");
             writer
                 .push(&TrajectoryRow {
                     config_id,
                     decision,
-                    exit_reason,
                     best_score: 0.0,
                     ..TrajectoryRow::bare("t", round, &critique)
                 })
@@ -376,26 +375,14 @@ mod tests {
         let mut loops = Vec::new();
         for_each_loop_with_rows(&path, |one| {
             loops.push(one);
-            Ok(())
+            Ok::<_, std::convert::Infallible>(())
         })
         .unwrap();
         let [one] = &loops[..] else { panic!("one loop: {loops:?}") };
         assert_eq!(one.recorded.rounds.iter().map(|r| r.critique.score).collect::<Vec<_>>(), [3.0, 6.5, 9.0]);
-        let rows: Vec<(&str, u32, &str, Option<&str>)> = one
-            .rows
-            .iter()
-            .map(|r| (r.config_id.as_str(), r.round, r.decision.as_str(), r.exit_reason.as_deref()))
-            .collect();
-        assert_eq!(
-            rows,
-            [
-                ("c1", 0, "revise", None),
-                ("c1", 1, "stop", Some("budget")),
-                ("c2", 0, "revise", None),
-                ("c2", 1, "revise", None),
-                ("c2", 2, "stop", Some("budget"))
-            ]
-        );
+        let rows: Vec<(&str, u32, RowDecision)> =
+            one.rows.iter().map(|r| (r.config_id.as_str(), r.round, r.decision)).collect();
+        assert_eq!(rows, [("c1", 0, revise), ("c1", 1, stop), ("c2", 0, revise), ("c2", 1, revise), ("c2", 2, stop)]);
         let own: Vec<Option<f64>> = one.rows.iter().map(|r| r.own.as_ref().map(|o| o.critique.score)).collect();
         assert_eq!(own, [None, Some(6.0), None, None, None], "only c1's round 1 is not the recording's");
         // Without the rows, the same recording.

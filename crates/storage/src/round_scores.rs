@@ -25,6 +25,7 @@ use arrow_schema::DataType;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use crate::columns::TableError;
 use crate::parquet_sink::StorageError;
 
 /// The columns the reader decodes, with the types this version writes.
@@ -40,9 +41,13 @@ const COLUMNS: [(&str, DataType); 6] = [
 /// The critiques of one round of one config × critic × arm, averaged.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoundMean {
+    /// The config.
     pub config_id: String,
+    /// The critic.
     pub critic: String,
+    /// The arm, as the output spells it.
     pub arm: String,
+    /// The round, from 0.
     pub round: u32,
     /// Mean critic score over the loops that reached this round. Loops that stopped earlier are
     /// not in it, so later rounds average the harder tasks.
@@ -95,26 +100,28 @@ impl Accumulator {
         slot
     }
 
-    fn add_batch(&mut self, batch: &RecordBatch) -> Result<(), String> {
+    fn add_batch(&mut self, batch: &RecordBatch) -> Result<(), TableError> {
         // A projection keeps the file's column order, not the order asked for: look up by name.
-        let column = |name: &str| batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"));
-        let text = |name: &str| -> Result<&StringArray, String> {
-            column(name)?.as_string_opt::<i32>().ok_or_else(|| format!("column `{name}` is not utf8"))
+        let column = |name: &str| batch.column_by_name(name).ok_or_else(|| TableError::MissingColumn(name.to_string()));
+        let not_of_type = |column: &str, expected| TableError::NotOfType { column: column.to_string(), expected };
+        let text = |name: &str| -> Result<&StringArray, TableError> {
+            column(name)?.as_string_opt::<i32>().ok_or_else(|| not_of_type(name, "utf8"))
         };
         let (config_id, critic, arm) = (text("config_id")?, text("critic")?, text("arm")?);
         // The adjudicated final draft is not a round of the loop's trajectory.
         let decision = text("decision")?;
-        let round = column("round")?.as_primitive_opt::<Int32Type>().ok_or("column `round` is not int32")?;
-        let score = column("score")?.as_primitive_opt::<Float64Type>().ok_or("column `score` is not float64")?;
+        let round = column("round")?.as_primitive_opt::<Int32Type>().ok_or_else(|| not_of_type("round", "int32"))?;
+        let score =
+            column("score")?.as_primitive_opt::<Float64Type>().ok_or_else(|| not_of_type("score", "float64"))?;
         // Rows arrive loop by loop, so consecutive rows nearly always share their key: remember
         // the last one instead of hashing three strings per row.
         let mut last: Option<(usize, usize)> = None; // (row it was looked up for, slot)
         for row in 0..batch.num_rows() {
             if config_id.is_null(row) || critic.is_null(row) || arm.is_null(row) {
-                return Err(format!("row {row} of a batch has a null key (config_id, critic or arm)"));
+                return Err(TableError::NullKey(row));
             }
             if round.is_null(row) || score.is_null(row) {
-                return Err(format!("row {row} of a batch has a null round or score"));
+                return Err(TableError::NullRoundOrScore(row));
             }
             if decision.value(row) == crate::recorded::DECISION_ADJUDICATE {
                 continue;
@@ -130,7 +137,7 @@ impl Accumulator {
             };
             last = Some((row, slot));
             let round_number =
-                usize::try_from(round.value(row)).map_err(|_| format!("negative round {}", round.value(row)))?;
+                usize::try_from(round.value(row)).map_err(|_| TableError::NegativeRound(round.value(row)))?;
             self.series[slot].add(round_number, score.value(row));
         }
         Ok(())
@@ -178,24 +185,31 @@ pub fn read_round_scores_in(paths: &[impl AsRef<Path>]) -> Result<Vec<RoundMean>
 }
 
 fn add_file(path: &Path, accumulator: &mut Accumulator) -> Result<(), StorageError> {
-    let corrupt = |message: String| StorageError::Parquet { path: path.into(), message };
+    let corrupt = |source| StorageError::table(path, source);
     let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| corrupt(format!("not a readable Parquet file: {e}")))?;
+        .map_err(|source| StorageError::Unreadable { path: path.into(), source })?;
     let schema = builder.schema().clone();
     let mut roots = Vec::with_capacity(COLUMNS.len());
     for (name, expected) in &COLUMNS {
         let (index, field) =
-            schema.column_with_name(name).ok_or_else(|| corrupt(format!("missing column `{name}`")))?;
+            schema.column_with_name(name).ok_or_else(|| corrupt(TableError::MissingColumn(name.to_string())))?;
         if field.data_type() != expected {
-            return Err(corrupt(format!("column `{name}` is {}, expected {expected}", field.data_type())));
+            return Err(corrupt(TableError::TypeDiffers {
+                column: name.to_string(),
+                found: field.data_type().clone(),
+                expected: expected.clone(),
+            }));
         }
         roots.push(index);
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
-    let reader = builder.with_projection(mask).build().map_err(|e| corrupt(format!("cannot read: {e}")))?;
+    let reader = builder
+        .with_projection(mask)
+        .build()
+        .map_err(|source| StorageError::Projection { path: path.into(), source })?;
     for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("cannot read: {e}")))?;
+        let batch = batch.map_err(|source| StorageError::Decode { path: path.into(), source })?;
         accumulator.add_batch(&batch).map_err(corrupt)?;
     }
     Ok(())
@@ -218,7 +232,7 @@ mod tests {
     ) -> TrajectoryRow<'a> {
         TrajectoryRow {
             config_id,
-            arm,
+            arm: critbench_core::Arm::parse(arm).expect("an arm as the output spells it"),
             draft: Some("a stored draft the reader must not need"),
             ..TrajectoryRow::bare(task_id, round, critique)
         }

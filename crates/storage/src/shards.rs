@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 /// Shard `index` of `count` (0 ≤ index < count).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
+    /// Which shard, from 0.
     pub index: u32,
+    /// How many shards the run has.
     pub count: u32,
 }
 
@@ -56,25 +58,74 @@ pub fn shard_of(id: &str, count: u32) -> u32 {
     (fnv1a64(id.as_bytes()) % u64::from(count.max(1))) as u32
 }
 
+/// A shard that cannot be: none of zero, or an index past the last.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardRangeError {
+    /// Zero shards.
+    #[error("the number of shards must be at least 1")]
+    NoShards,
+    /// An index of `count` shards that is `count` or more.
+    #[error("shard index {index} is out of range for {count} shard(s) (0 to {})", count - 1)]
+    OutOfRange {
+        /// The index given.
+        index: u32,
+        /// The number of shards.
+        count: u32,
+    },
+}
+
+/// A `--shard` that is not `I/N` of a shard that can be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardFlagError {
+    /// Not two numbers around a `/`.
+    #[error("--shard {text}: expected I/N, the shard's index and the number of shards (e.g. 0/4)")]
+    NotIOverN {
+        /// What was given.
+        text: String,
+    },
+    /// The index or the count is not a whole number.
+    #[error("--shard {text}: {what} `{part}` is not a whole number")]
+    NotANumber {
+        /// What was given.
+        text: String,
+        /// "the index" or "the count".
+        what: &'static str,
+        /// The part that is not a number.
+        part: String,
+    },
+    /// Numbers, but of no shard.
+    #[error("--shard {text}: {source}")]
+    Range {
+        /// What was given.
+        text: String,
+        /// Why there is no such shard.
+        source: ShardRangeError,
+    },
+}
+
 impl Shard {
     /// Parses `I/N` as given to `--shard`.
-    pub fn parse(text: &str) -> Result<Shard, String> {
-        let (index, count) = text.split_once('/').ok_or_else(|| {
-            format!("--shard {text}: expected I/N, the shard's index and the number of shards (e.g. 0/4)")
-        })?;
-        let number = |part: &str, what: &str| {
-            part.trim().parse::<u32>().map_err(|_| format!("--shard {text}: {what} `{part}` is not a whole number"))
+    pub fn parse(text: &str) -> Result<Shard, ShardFlagError> {
+        let (index, count) =
+            text.split_once('/').ok_or_else(|| ShardFlagError::NotIOverN { text: text.to_string() })?;
+        let number = |part: &str, what| {
+            part.trim().parse::<u32>().map_err(|_| ShardFlagError::NotANumber {
+                text: text.to_string(),
+                what,
+                part: part.to_string(),
+            })
         };
-        Shard::new(number(index, "the index")?, number(count, "the count")?).map_err(|e| format!("--shard {text}: {e}"))
+        Shard::new(number(index, "the index")?, number(count, "the count")?)
+            .map_err(|source| ShardFlagError::Range { text: text.to_string(), source })
     }
 
     /// Shard `index` of `count`, checked.
-    pub fn new(index: u32, count: u32) -> Result<Shard, String> {
+    pub fn new(index: u32, count: u32) -> Result<Shard, ShardRangeError> {
         if count == 0 {
-            return Err("the number of shards must be at least 1".into());
+            return Err(ShardRangeError::NoShards);
         }
         if index >= count {
-            return Err(format!("shard index {index} is out of range for {count} shard(s) (0 to {})", count - 1));
+            return Err(ShardRangeError::OutOfRange { index, count });
         }
         Ok(Shard { index, count })
     }
@@ -181,10 +232,14 @@ mod tests {
     #[test]
     fn shard_arguments_are_checked() {
         assert_eq!(Shard::parse("2/4").unwrap(), Shard { index: 2, count: 4 });
-        assert!(Shard::parse("4/4").unwrap_err().contains("out of range for 4 shard(s) (0 to 3)"));
-        assert!(Shard::parse("0/0").unwrap_err().contains("at least 1"));
-        assert!(Shard::parse("x/2").unwrap_err().contains("`x` is not a whole number"));
-        assert!(Shard::parse("3").unwrap_err().contains("expected I/N"));
+        let error = |text: &str| Shard::parse(text).unwrap_err().to_string();
+        assert_eq!(error("4/4"), "--shard 4/4: shard index 4 is out of range for 4 shard(s) (0 to 3)");
+        assert_eq!(error("0/0"), "--shard 0/0: the number of shards must be at least 1");
+        assert_eq!(error("x/2"), "--shard x/2: the index `x` is not a whole number");
+        assert_eq!(error("3"), "--shard 3: expected I/N, the shard's index and the number of shards (e.g. 0/4)");
+        // The cause is kept: the range error under the flag's.
+        let range = std::error::Error::source(&Shard::parse("4/4").unwrap_err()).unwrap().to_string();
+        assert_eq!(range, "shard index 4 is out of range for 4 shard(s) (0 to 3)");
     }
 
     #[test]

@@ -1,55 +1,65 @@
 //! The two Parquet tables of a run (docs/FORMAT.md): `trajectories.parquet`, one row per critique, and
 //! `outcomes.parquet`, one row per loop (task × config × arm × critic × epoch).
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::StringBuilder;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::buffered::{BATCH_ROWS, RowColumns, TableRow, TableWriter};
-use critbench_core::{Arm, ExitReason};
+use crate::columns::{BoxError, TableError};
+use critbench_core::{Arm, Decision, ExitReason};
 
-use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
+use crate::critique_columns::CritiqueColumns;
 use crate::declared::declare_columns;
 use crate::parquet_sink::ParquetSink;
 pub use crate::parquet_sink::StorageError;
-use crate::schema::{int32, int64, utf8};
+use crate::schema::utf8;
 
-/// One critique of one draft, as written to `trajectories.parquet`.
-#[derive(Clone, Debug)]
-pub struct TrajectoryRow<'a> {
-    pub run_id: &'a str,
-    pub config_id: &'a str,
-    pub arm: &'a str,
-    pub critic: &'a str,
-    pub task_id: &'a str,
-    pub kind: Option<&'a str>,
-    pub epoch: u32,
-    pub round: u32,
-    pub revisions: u32,
-    /// The critic's critique of the round's draft.
-    pub critique: &'a CritiqueColumns,
-    pub passed: bool,
-    pub decision: &'a str,
-    pub exit_reason: Option<&'a str>,
-    pub is_best: bool,
-    pub best_score: f64,
-    pub draft_chars: u64,
-    pub draft: Option<&'a str>,
-    pub gen_ms: f64,
-    pub critic_ms: f64,
-    pub critic_attempts: u32,
-    pub critic_error: Option<&'a str>,
-    pub tokens_in: Option<u64>,
-    pub tokens_out: Option<u64>,
-    /// Model tokens the critic spent on this round, when it is a model judge.
-    pub critic_tokens_in: Option<u64>,
-    pub critic_tokens_out: Option<u64>,
-    /// Whether the writer of this round's draft acted on the critique it was shown (the
-    /// offline writer says; null for a first draft, a blind revision or a model).
-    pub acted_on_critique: Option<bool>,
+declare_columns! {
+    /// One critique of one draft, as written to `trajectories.parquet` and read back by replay and
+    /// rescoring. Its text is borrowed (from the round a writer records, or the batch a reader
+    /// reads), so writing a row copies each string once, into its column.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct TrajectoryRow<'a> {
+        pub run_id: &'a str = "run_id",
+        pub config_id: &'a str = "config_id",
+        pub arm: Arm = "arm",
+        pub critic: &'a str = "critic",
+        pub task_id: &'a str = "task_id",
+        pub kind: Option<&'a str> = "kind",
+        pub epoch: u32 = "epoch",
+        pub round: u32 = "round",
+        pub revisions: u32 = "revisions",
+        /// The critic's critique of the round's draft: a writer's borrowed, a reader's owned.
+        pub critique: Cow<'a, CritiqueColumns> = flattened,
+        pub passed: bool = "passed",
+        /// The policy's decision (`decision` and `exit_reason`), or the adjudication row's.
+        pub decision: RowDecision = flattened,
+        pub is_best: bool = "is_best",
+        pub best_score: f64 = "best_score",
+        pub draft_chars: u64 = "draft_chars",
+        pub draft: Option<&'a str> = "draft",
+        pub gen_ms: f64 = "gen_ms",
+        pub critic_ms: f64 = "critic_ms",
+        pub critic_attempts: u32 = "critic_attempts",
+        pub critic_error: Option<&'a str> = "critic_error",
+        pub tokens_in: Option<u64> = "tokens_in",
+        pub tokens_out: Option<u64> = "tokens_out",
+        /// Model tokens the critic spent on this round, when it is a model judge.
+        pub critic_tokens_in: Option<u64> = "critic_tokens_in",
+        pub critic_tokens_out: Option<u64> = "critic_tokens_out",
+        /// Whether the writer of this round's draft acted on the critique it was shown (the
+        /// offline writer says; null for a first draft, a blind revision or a model). Added in
+        /// schema version 5; older runs read as null: nobody said.
+        pub acted_on_critique: Option<bool> = "acted_on_critique" or None,
+    }
+    names: TrajectoryColumns,
+    builders: TrajectoryBuilders,
+    reader: read_batch,
 }
 
 impl<'a> TrajectoryRow<'a> {
@@ -59,17 +69,16 @@ impl<'a> TrajectoryRow<'a> {
         TrajectoryRow {
             run_id: "r",
             config_id: "p8-r3-stall-e0",
-            arm: "feedback",
+            arm: Arm::Feedback,
             critic: "rubric",
             task_id,
             kind: None,
             epoch: 0,
             round,
             revisions: round,
-            critique,
+            critique: Cow::Borrowed(critique),
             passed: false,
-            decision: "revise",
-            exit_reason: None,
+            decision: RowDecision::Policy(Decision::Revise),
             is_best: false,
             best_score: critique.score,
             draft_chars: 1,
@@ -84,6 +93,118 @@ impl<'a> TrajectoryRow<'a> {
             critic_tokens_out: None,
             acted_on_critique: None,
         }
+    }
+}
+
+/// The `decision` of the row that records a loop's adjudicated final draft: not a round of the
+/// loop, so replay leaves it out of the recording.
+pub const DECISION_ADJUDICATE: &str = "adjudicate";
+
+/// What a trajectory row's `decision` and `exit_reason` record (docs/FORMAT.md): the policy's
+/// decision after the round's critique, or that the row is the loop's adjudicated final draft,
+/// which is not a round of the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowDecision {
+    /// `revise` (no exit reason), or `stop` with why the loop stopped.
+    Policy(Decision),
+    /// `adjudicate` (no exit reason): the row of the loop's adjudicated final draft.
+    Adjudicate,
+}
+
+impl RowDecision {
+    /// The decision as the `decision` column holds it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowDecision::Policy(decision) => decision.as_str(),
+            RowDecision::Adjudicate => DECISION_ADJUDICATE,
+        }
+    }
+
+    /// Why the loop stopped, on its stop row.
+    pub fn exit_reason(self) -> Option<ExitReason> {
+        match self {
+            RowDecision::Policy(decision) => decision.exit_reason(),
+            RowDecision::Adjudicate => None,
+        }
+    }
+
+    /// The decision of row `row` from its `decision` and `exit_reason`; an unknown decision, or an
+    /// exit reason where there is none (or none where the loop stopped), names the row and column.
+    fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, TableError> {
+        let [decision_column, exit_column] = DECISION_COLUMNS;
+        let parsed = match decision {
+            "revise" => RowDecision::Policy(Decision::Revise),
+            DECISION_ADJUDICATE => RowDecision::Adjudicate,
+            "stop" => {
+                let Some(exit_reason) = exit_reason else {
+                    let valid: Vec<&str> = ExitReason::ALL.iter().map(|exit| exit.as_str()).collect();
+                    return Err(TableError::StopWithoutExit { row, column: exit_column, valid: valid.join(", ") });
+                };
+                return Ok(RowDecision::Policy(Decision::Stop(crate::declared::parse_label(
+                    exit_reason,
+                    exit_column,
+                    row,
+                )?)));
+            }
+            other => {
+                return Err(TableError::NotALabel {
+                    row,
+                    column: decision_column.to_string(),
+                    text: other.to_string(),
+                    what: "a decision",
+                    valid: format!("revise, stop, {}", DECISION_ADJUDICATE),
+                });
+            }
+        };
+        match exit_reason {
+            Some(exit_reason) => Err(TableError::ExitWithoutStop {
+                row,
+                column: exit_column,
+                exit_reason: exit_reason.to_string(),
+                decision: parsed.as_str(),
+            }),
+            None => Ok(parsed),
+        }
+    }
+}
+
+impl crate::declared::Column for RowDecision {
+    type Builder = [StringBuilder; 2];
+    fn fields(_: &str) -> Vec<Field> {
+        let [decision, exit_reason] = DECISION_COLUMNS;
+        vec![utf8(decision, false), utf8(exit_reason, true)]
+    }
+    fn builder(rows: usize) -> [StringBuilder; 2] {
+        // Few distinct, short values: "revise", "stop", "adjudicate"; "pass", "stall", …
+        [StringBuilder::with_capacity(rows, rows * 6), StringBuilder::with_capacity(rows, rows)]
+    }
+    fn append(&self, [decision, exit_reason]: &mut [StringBuilder; 2]) {
+        decision.append_value(self.as_str());
+        exit_reason.append_option(self.exit_reason().map(ExitReason::as_str));
+    }
+    fn finish(builders: &mut [StringBuilder; 2], columns: &mut Vec<ArrayRef>) {
+        columns.extend(builders.iter_mut().map(|builder| Arc::new(builder.finish()) as ArrayRef));
+    }
+}
+
+/// The columns of a [`RowDecision`], in order.
+const DECISION_COLUMNS: [&str; 2] = ["decision", "exit_reason"];
+
+impl crate::declared::Flattened for RowDecision {
+    const NAMES: &'static [&'static str] = &DECISION_COLUMNS;
+}
+
+impl crate::declared::ReadColumn<'_> for RowDecision {
+    fn read(c: &crate::columns::Columns<'_>, _: &str, first_row: usize) -> Result<Vec<Self>, TableError> {
+        use arrow_array::Array;
+        let [decision, exit_reason] = DECISION_COLUMNS;
+        let (decision, exit_reason) = (c.text_array(decision)?, c.nullable_text_array(exit_reason)?);
+        (0..decision.len())
+            .map(|i| {
+                let exit = exit_reason.is_valid(i).then(|| exit_reason.value(i));
+                RowDecision::parse(decision.value(i), exit, first_row + i)
+            })
+            .collect()
     }
 }
 
@@ -136,43 +257,9 @@ declare_columns! {
     reader: read_batch,
 }
 
-/// The columns that identify a loop (task × config × arm × critic × epoch), first in both tables.
-fn loop_key_fields() -> Vec<Field> {
-    vec![
-        utf8("run_id", false),
-        utf8("config_id", false),
-        utf8("arm", false),
-        utf8("critic", false),
-        utf8("task_id", false),
-        utf8("kind", true),
-        Field::new("epoch", DataType::Int32, false),
-    ]
-}
-
 /// The schema of `trajectories.parquet`.
 pub fn trajectory_schema() -> SchemaRef {
-    let mut fields = loop_key_fields();
-    fields.extend([Field::new("round", DataType::Int32, false), Field::new("revisions", DataType::Int32, false)]);
-    fields.extend(CritiqueColumns::fields());
-    fields.extend([
-        Field::new("passed", DataType::Boolean, false),
-        utf8("decision", false),
-        utf8("exit_reason", true),
-        Field::new("is_best", DataType::Boolean, false),
-        Field::new("best_score", DataType::Float64, false),
-        Field::new("draft_chars", DataType::Int64, false),
-        utf8("draft", true),
-        Field::new("gen_ms", DataType::Float64, false),
-        Field::new("critic_ms", DataType::Float64, false),
-        Field::new("critic_attempts", DataType::Int32, false),
-        utf8("critic_error", true),
-        Field::new("tokens_in", DataType::Int64, true),
-        Field::new("tokens_out", DataType::Int64, true),
-        Field::new("critic_tokens_in", DataType::Int64, true),
-        Field::new("critic_tokens_out", DataType::Int64, true),
-        Field::new("acted_on_critique", DataType::Boolean, true),
-    ]);
-    Arc::new(Schema::new(fields))
+    Arc::new(Schema::new(TrajectoryRow::fields()))
 }
 
 /// The schema of `outcomes.parquet`.
@@ -180,99 +267,27 @@ pub fn outcome_schema() -> SchemaRef {
     Arc::new(Schema::new(OutcomeRow::fields()))
 }
 
-/// Streams [`TrajectoryRow`]s into `trajectories.parquet`.
+/// Streams [`TrajectoryRow`]s into `trajectories.parquet`: each row goes straight into the
+/// column builders (its text copied once), and a batch is written when full.
 pub struct TrajectoryWriter {
     sink: ParquetSink,
     rows: usize,
-    run_id: StringBuilder,
-    config_id: StringBuilder,
-    arm: StringBuilder,
-    critic: StringBuilder,
-    task_id: StringBuilder,
-    kind: StringBuilder,
-    epoch: Int32Builder,
-    round: Int32Builder,
-    revisions: Int32Builder,
-    critique: CritiqueBuilders,
-    passed: BooleanBuilder,
-    decision: StringBuilder,
-    exit_reason: StringBuilder,
-    is_best: BooleanBuilder,
-    best_score: Float64Builder,
-    draft_chars: Int64Builder,
-    draft: StringBuilder,
-    gen_ms: Float64Builder,
-    critic_ms: Float64Builder,
-    critic_attempts: Int32Builder,
-    critic_error: StringBuilder,
-    tokens_in: Int64Builder,
-    tokens_out: Int64Builder,
-    critic_tokens_in: Int64Builder,
-    critic_tokens_out: Int64Builder,
-    acted_on_critique: BooleanBuilder,
+    builders: TrajectoryBuilders<'static>,
 }
 
 impl TrajectoryWriter {
+    /// Creates `trajectories.parquet` at `path` (which must not exist).
     pub fn create(path: &Path) -> Result<Self, StorageError> {
         Ok(TrajectoryWriter {
             sink: ParquetSink::create(path, trajectory_schema(), "trajectories")?,
             rows: 0,
-            run_id: StringBuilder::new(),
-            config_id: StringBuilder::new(),
-            arm: StringBuilder::new(),
-            critic: StringBuilder::new(),
-            task_id: StringBuilder::new(),
-            kind: StringBuilder::new(),
-            epoch: Int32Builder::new(),
-            round: Int32Builder::new(),
-            revisions: Int32Builder::new(),
-            critique: CritiqueBuilders::new(),
-            passed: BooleanBuilder::new(),
-            decision: StringBuilder::new(),
-            exit_reason: StringBuilder::new(),
-            is_best: BooleanBuilder::new(),
-            best_score: Float64Builder::new(),
-            draft_chars: Int64Builder::new(),
-            draft: StringBuilder::new(),
-            gen_ms: Float64Builder::new(),
-            critic_ms: Float64Builder::new(),
-            critic_attempts: Int32Builder::new(),
-            critic_error: StringBuilder::new(),
-            tokens_in: Int64Builder::new(),
-            tokens_out: Int64Builder::new(),
-            critic_tokens_in: Int64Builder::new(),
-            critic_tokens_out: Int64Builder::new(),
-            acted_on_critique: BooleanBuilder::new(),
+            builders: TrajectoryBuilders::with_capacity(BATCH_ROWS),
         })
     }
 
+    /// Adds a row; a full batch is written.
     pub fn push(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError> {
-        self.run_id.append_value(row.run_id);
-        self.config_id.append_value(row.config_id);
-        self.arm.append_value(row.arm);
-        self.critic.append_value(row.critic);
-        self.task_id.append_value(row.task_id);
-        self.kind.append_option(row.kind);
-        self.epoch.append_value(int32(row.epoch));
-        self.round.append_value(int32(row.round));
-        self.revisions.append_value(int32(row.revisions));
-        self.critique.append(row.critique);
-        self.passed.append_value(row.passed);
-        self.decision.append_value(row.decision);
-        self.exit_reason.append_option(row.exit_reason);
-        self.is_best.append_value(row.is_best);
-        self.best_score.append_value(row.best_score);
-        self.draft_chars.append_value(int64(row.draft_chars));
-        self.draft.append_option(row.draft);
-        self.gen_ms.append_value(row.gen_ms);
-        self.critic_ms.append_value(row.critic_ms);
-        self.critic_attempts.append_value(int32(row.critic_attempts));
-        self.critic_error.append_option(row.critic_error);
-        self.tokens_in.append_option(row.tokens_in.map(int64));
-        self.tokens_out.append_option(row.tokens_out.map(int64));
-        self.critic_tokens_in.append_option(row.critic_tokens_in.map(int64));
-        self.critic_tokens_out.append_option(row.critic_tokens_out.map(int64));
-        self.acted_on_critique.append_option(row.acted_on_critique);
+        self.builders.append(row);
         self.rows += 1;
         if self.rows >= BATCH_ROWS { self.flush() } else { Ok(()) }
     }
@@ -282,40 +297,10 @@ impl TrajectoryWriter {
             return Ok(());
         }
         self.rows = 0;
-        let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(self.run_id.finish()),
-            Arc::new(self.config_id.finish()),
-            Arc::new(self.arm.finish()),
-            Arc::new(self.critic.finish()),
-            Arc::new(self.task_id.finish()),
-            Arc::new(self.kind.finish()),
-            Arc::new(self.epoch.finish()),
-            Arc::new(self.round.finish()),
-            Arc::new(self.revisions.finish()),
-        ];
-        columns.extend(self.critique.finish());
-        let rest: Vec<ArrayRef> = vec![
-            Arc::new(self.passed.finish()),
-            Arc::new(self.decision.finish()),
-            Arc::new(self.exit_reason.finish()),
-            Arc::new(self.is_best.finish()),
-            Arc::new(self.best_score.finish()),
-            Arc::new(self.draft_chars.finish()),
-            Arc::new(self.draft.finish()),
-            Arc::new(self.gen_ms.finish()),
-            Arc::new(self.critic_ms.finish()),
-            Arc::new(self.critic_attempts.finish()),
-            Arc::new(self.critic_error.finish()),
-            Arc::new(self.tokens_in.finish()),
-            Arc::new(self.tokens_out.finish()),
-            Arc::new(self.critic_tokens_in.finish()),
-            Arc::new(self.critic_tokens_out.finish()),
-            Arc::new(self.acted_on_critique.finish()),
-        ];
-        columns.extend(rest);
-        self.sink.write(columns)
+        self.sink.write(self.builders.finish())
     }
 
+    /// Writes what is left and the footer, and waits until the file is on disk.
     pub fn close(mut self) -> Result<(), StorageError> {
         self.flush()?;
         self.sink.close()
@@ -396,7 +381,9 @@ fn outcome_columns<R>(rows: &[R], outcome: impl Fn(&R) -> &OutcomeRow) -> Vec<Ar
 /// and NaN: they mean nothing, and only `censored` says so.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RescoredOutcome {
+    /// The loop's outcome columns (placeholders where censored).
     pub outcome: OutcomeRow,
+    /// The outcome is unknown: the recorded rounds ran out before the policy stopped.
     pub censored: bool,
 }
 
@@ -487,29 +474,44 @@ pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
 /// The fields of one outcome row that summaries need, borrowed from the batch being read.
 #[derive(Clone, Copy, Debug)]
 pub struct OutcomeStats<'a> {
+    /// The run.
     pub run_id: &'a str,
+    /// The loop's config.
     pub config_id: &'a str,
     /// The loop's arm as the file spells it (checked to be an [`Arm`] when read): text, since a
     /// summary also folds a loop's adjudicated twin under the label `ARM+adjudicate`.
     pub arm: &'a str,
+    /// Its critic.
     pub critic: &'a str,
+    /// Its task.
     pub task_id: &'a str,
+    /// Its epoch.
     pub epoch: u32,
+    /// Rounds it ran.
     pub rounds: u32,
+    /// Revisions it made.
     pub revisions: u32,
     /// Why the loop stopped; `None` exactly when it is censored.
     pub exit_reason: Option<ExitReason>,
+    /// Whether its answer passed.
     pub passed: bool,
+    /// The first draft's score.
     pub first_score: f64,
+    /// The best draft's score.
     pub best_score: f64,
+    /// The returned draft's score.
     pub final_score: f64,
+    /// Rounds whose critique failed every attempt.
     pub critic_errors: u32,
+    /// Rounds where the critic's own verdict disagreed with the host's.
     pub critic_disagreements: u32,
     /// The writer's tokens of the loop, when its backend counts them.
     pub tokens_in: Option<u64>,
+    /// The writer's completion tokens, when counted.
     pub tokens_out: Option<u64>,
     /// The adjudicated final draft's score and pass, when the loop's arm adjudicates.
     pub adjudicated_score: Option<f64>,
+    /// Whether the adjudicated draft passed.
     pub adjudicated_passed: Option<bool>,
     /// The task's kind, when its dataset row gave one.
     pub kind: Option<&'a str>,
@@ -586,25 +588,25 @@ pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
 /// [`OUTCOME_STATS_COLUMNS`] (and those of `OUTCOME_STATS_OPTIONAL` the file has), a batch at a time:
 /// memory is one batch whatever the file's size. An error from `each` is reported with the file
 /// and the row's position in it. A rescoring's censored loops have no outcome and are left out.
-pub fn for_each_outcome_stats(
+pub fn for_each_outcome_stats<E: Into<BoxError>>(
     path: &Path,
-    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
-    stream_outcome_stats(path, &mut |row| if row.censored { Ok(()) } else { each(row) })
+    stream_outcome_stats(path, &mut |row| if row.censored { Ok(()) } else { each(row).map_err(Into::into) })
 }
 
 /// [`for_each_outcome_stats`] with a rescoring's censored loops too (`censored` set), for a
 /// reader that counts them: a summary that must know when a task's loops have all arrived.
-pub fn for_each_outcome_stats_with_censored(
+pub fn for_each_outcome_stats_with_censored<E: Into<BoxError>>(
     path: &Path,
-    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
-    stream_outcome_stats(path, &mut each)
+    stream_outcome_stats(path, &mut |row| each(row).map_err(Into::into))
 }
 
 fn stream_outcome_stats(
     path: &Path,
-    each: &mut dyn FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    each: &mut dyn FnMut(&OutcomeStats<'_>) -> Result<(), BoxError>,
 ) -> Result<(), StorageError> {
     use arrow_array::Array;
     let mut offset = 0usize;
@@ -652,18 +654,18 @@ fn stream_outcome_stats(
         };
         let kind = if present(NAMES.kind) { Some(c.nullable_text_array(NAMES.kind)?) } else { None };
         let (first_score, best_score) = (c.float_array(NAMES.first_score)?, c.float_array(NAMES.best_score)?);
-        let whole = |array: &arrow_array::Int32Array, name: &str, i: usize| {
-            u32::try_from(array.value(i))
-                .map_err(|_| format!("row {}: `{name}` is negative ({})", offset + i, array.value(i)))
+        let whole = |array: &arrow_array::Int32Array, column: &'static str, i: usize| {
+            u32::try_from(array.value(i)).map_err(|_| TableError::NegativeInRow {
+                row: offset + i,
+                column,
+                value: array.value(i),
+            })
         };
         for i in 0..batch.num_rows() {
             let censored = is_censored(i);
             let known = [exit_reason.is_valid(i), passed.is_valid(i), final_score.is_valid(i)];
             if !censored && known.contains(&false) {
-                return Err(format!(
-                    "row {}: the loop is not censored but its outcome (`exit_reason`, `passed`, `final_score`) has a null",
-                    offset + i
-                ));
+                return Err(TableError::OutcomeNull(offset + i));
             }
             let row = OutcomeStats {
                 run_id: run_id.value(i),
@@ -695,7 +697,11 @@ fn stream_outcome_stats(
                 cost: cost[i],
                 censored,
             };
-            each(&row).map_err(|message| format!("row {} (task `{}`): {message}", offset + i, row.task_id))?;
+            each(&row).map_err(|source| TableError::RefusedRow {
+                row: offset + i,
+                task_id: row.task_id.to_string(),
+                source,
+            })?;
         }
         offset += batch.num_rows();
         Ok(())
@@ -709,9 +715,7 @@ pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(Stri
     crate::columns::for_each_projected_batch(path, &["critic", "task_id", "meta"], &[], |batch| {
         let columns = crate::columns::Columns(batch);
         let (critic, task_id) = (columns.text_array("critic")?, columns.text_array("task_id")?);
-        let meta = batch.column_by_name("meta").ok_or("missing column `meta`")?;
-        let meta =
-            arrow_array::cast::AsArray::as_string_opt::<i32>(meta.as_ref()).ok_or("column `meta` is not utf8")?;
+        let meta = columns.nullable_text_array("meta")?;
         for i in 0..batch.num_rows() {
             if arrow_array::Array::is_valid(meta, i) {
                 metas
@@ -726,9 +730,9 @@ pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(Stri
 
 /// [`for_each_outcome_stats`] over each of `paths` in turn: one table kept in several files (a
 /// sharded run's partitions, from [`crate::shards::table_files`]).
-pub fn for_each_outcome_stats_in(
+pub fn for_each_outcome_stats_in<E: Into<BoxError>>(
     paths: &[std::path::PathBuf],
-    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
     for path in paths {
         for_each_outcome_stats(path, &mut each)?;
@@ -737,9 +741,9 @@ pub fn for_each_outcome_stats_in(
 }
 
 /// [`for_each_outcome_stats_with_censored`] over each of `paths` in turn.
-pub fn for_each_outcome_stats_with_censored_in(
+pub fn for_each_outcome_stats_with_censored_in<E: Into<BoxError>>(
     paths: &[std::path::PathBuf],
-    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), String>,
+    mut each: impl FnMut(&OutcomeStats<'_>) -> Result<(), E>,
 ) -> Result<(), StorageError> {
     for path in paths {
         for_each_outcome_stats_with_censored(path, &mut each)?;
@@ -750,9 +754,8 @@ pub fn for_each_outcome_stats_with_censored_in(
 /// How many rows a Parquet file holds, from its footer (nothing else is read).
 pub fn parquet_rows(path: &Path) -> Result<usize, StorageError> {
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
-        StorageError::Parquet { path: path.into(), message: format!("not a readable Parquet file: {e}") }
-    })?;
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|source| StorageError::Unreadable { path: path.into(), source })?;
     Ok(usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0))
 }
 
@@ -800,7 +803,7 @@ fn read_outcome_batch(
     batch: &RecordBatch,
     first_row: usize,
     row: &mut dyn FnMut(OutcomeRow, bool),
-) -> Result<(), String> {
+) -> Result<(), TableError> {
     use arrow_array::Array;
     let c = crate::columns::Columns(batch);
     let censored = match batch.column_by_name("censored") {
@@ -809,14 +812,9 @@ fn read_outcome_batch(
     };
     // Null exactly where the loop is censored; anywhere else a null is a broken file.
     for name in UNKNOWN_WHEN_CENSORED {
-        let column = batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"))?;
+        let column = batch.column_by_name(name).ok_or_else(|| TableError::MissingColumn(name.to_string()))?;
         if let Some(i) = (0..batch.num_rows()).find(|&i| column.is_null(i) != censored[i]) {
-            return Err(format!(
-                "row {}: column `{name}` is {} a loop that is {}censored",
-                first_row + i,
-                if censored[i] { "set in" } else { "null in" },
-                if censored[i] { "" } else { "not " }
-            ));
+            return Err(TableError::Censored { row: first_row + i, column: name, censored: censored[i] });
         }
     }
     let rows = if censored.contains(&true) {
@@ -832,12 +830,12 @@ fn read_outcome_batch(
 
 /// `batch` with the censored loops' unknowns (the nulls of [`UNKNOWN_WHEN_CENSORED`]) read as the
 /// placeholders of [`RescoredOutcome`].
-fn with_placeholders(batch: &RecordBatch) -> Result<RecordBatch, String> {
+fn with_placeholders(batch: &RecordBatch) -> Result<RecordBatch, TableError> {
     use arrow_array::{BooleanArray, Float64Array, StringArray};
     let c = crate::columns::Columns(batch);
     let names = OutcomeRow::COLUMNS;
     let mut columns = batch.columns().to_vec();
-    let index = |name: &str| batch.schema().index_of(name).map_err(|_| format!("missing column `{name}`"));
+    let index = |name: &str| batch.schema().index_of(name).map_err(|_| TableError::MissingColumn(name.to_string()));
     columns[index(names.exit_reason)?] = Arc::new(StringArray::from_iter_values(
         c.text(names.exit_reason)?.iter().map(|exit| exit.as_deref().unwrap_or(CENSORED_EXIT.as_str()).to_string()),
     ));
@@ -845,7 +843,7 @@ fn with_placeholders(batch: &RecordBatch) -> Result<RecordBatch, String> {
         Arc::new(BooleanArray::from_iter(c.boolean(names.passed)?.iter().map(|passed| Some(passed.unwrap_or(false)))));
     columns[index(names.final_score)?] =
         Arc::new(Float64Array::from_iter_values(c.float(names.final_score)?.iter().map(|s| s.unwrap_or(f64::NAN))));
-    RecordBatch::try_new(batch.schema(), columns).map_err(|e| format!("cannot read: {e}"))
+    RecordBatch::try_new(batch.schema(), columns).map_err(TableError::Arrow)
 }
 
 #[cfg(test)]
@@ -905,17 +903,16 @@ pub(crate) mod tests {
                 .push(&TrajectoryRow {
                     run_id: "r",
                     config_id: "c",
-                    arm: "feedback",
+                    arm: Arm::Feedback,
                     critic: "rubric",
                     task_id: "t",
                     kind: None,
                     epoch: 0,
                     round,
                     revisions: round,
-                    critique: &critique,
+                    critique: Cow::Borrowed(&critique),
                     passed: false,
-                    decision: "revise",
-                    exit_reason: None,
+                    decision: RowDecision::Policy(Decision::Revise),
                     is_best: round == 0,
                     best_score: 5.5,
                     draft_chars: 10,
@@ -992,7 +989,7 @@ pub(crate) mod tests {
         let mut seen = Vec::new();
         for_each_outcome_stats(&path, |row| {
             seen.push((row.task_id.to_string(), row.passed));
-            Ok(())
+            Ok::<_, std::convert::Infallible>(())
         })
         .unwrap();
         assert_eq!(seen, known.iter().map(|r| (r.task_id.clone(), r.passed)).collect::<Vec<_>>());
@@ -1002,7 +999,7 @@ pub(crate) mod tests {
                 censored.push(row.task_id.to_string());
                 assert!(!row.passed && row.exit_reason.is_none());
             }
-            Ok(())
+            Ok::<_, std::convert::Infallible>(())
         })
         .unwrap();
         assert_eq!(censored, ["t0", "t5", "t10", "t15"]);
@@ -1034,6 +1031,136 @@ pub(crate) mod tests {
         assert_eq!(OutcomeRow::COLUMNS.final_draft, "final");
     }
 
+    #[test]
+    fn the_trajectory_columns_are_declared_once_and_are_those_format_md_lists() {
+        let names: Vec<String> = trajectory_schema().fields().iter().map(|field| field.name().clone()).collect();
+        assert_eq!(names, format_md_columns("trajectories.parquet"));
+        assert_eq!(names, TrajectoryRow::names());
+        assert_eq!(TrajectoryRow::COLUMNS.critique, CritiqueColumns::NAMES);
+        assert_eq!(TrajectoryRow::COLUMNS.decision, ["decision", "exit_reason"]);
+    }
+
+    /// Rows of every shape a run writes: each arm, a revise, a stop for each exit reason, an
+    /// adjudication; text and nulls in every optional column somewhere.
+    fn trajectory_rows(critiques: &[CritiqueColumns]) -> Vec<TrajectoryRow<'_>> {
+        let decisions: Vec<RowDecision> = std::iter::once(RowDecision::Policy(Decision::Revise))
+            .chain(ExitReason::ALL.map(|exit| RowDecision::Policy(Decision::Stop(exit))))
+            .chain([RowDecision::Adjudicate])
+            .collect();
+        (0..crate::buffered::BATCH_ROWS as u32 + 100)
+            .map(|i| {
+                let critique = &critiques[i as usize % critiques.len()];
+                TrajectoryRow {
+                    arm: Arm::ALL[i as usize % Arm::ALL.len()],
+                    kind: i.is_multiple_of(2).then_some("paper"),
+                    epoch: i % 3,
+                    decision: decisions[i as usize % decisions.len()],
+                    is_best: i.is_multiple_of(5),
+                    draft: i.is_multiple_of(3).then_some("a draft"),
+                    gen_ms: f64::from(i) / 8.0,
+                    critic_error: i.is_multiple_of(7).then_some("no answer within 60 s"),
+                    tokens_in: i.is_multiple_of(2).then_some(u64::from(i) * 3),
+                    critic_tokens_out: i.is_multiple_of(4).then_some(9),
+                    acted_on_critique: (i % 3 != 0).then_some(i.is_multiple_of(2)),
+                    ..TrajectoryRow::bare(if i < 4000 { "t0" } else { "t1" }, i % 4, critique)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn trajectories_round_trip_through_parquet_with_core_s_enums() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let critiques = [
+            CritiqueColumns::scored(3.0),
+            CritiqueColumns {
+                dims: BTreeMap::from([("clarity".to_string(), 7.0)]),
+                issues: vec!["thin evidence".to_string()],
+                rationale: Some("why".to_string()),
+                critic_passed: Some(true),
+                ..CritiqueColumns::scored(8.5)
+            },
+        ];
+        let rows = trajectory_rows(&critiques);
+        let mut writer = TrajectoryWriter::create(&path).unwrap();
+        for row in &rows {
+            writer.push(row).unwrap();
+        }
+        writer.close().unwrap();
+        let mut back = Vec::new();
+        let (mut first_row, mut batches) = (0, Vec::new());
+        crate::columns::for_each_batch(&path, |batch| {
+            batches.push(batch.clone());
+            Ok(())
+        })
+        .unwrap();
+        for batch in &batches {
+            back.extend(TrajectoryRow::read_batch(&crate::columns::Columns(batch), first_row).unwrap());
+            first_row += batch.num_rows();
+        }
+        assert_eq!(back, rows);
+        assert!(back.iter().all(|row| matches!(row.critique, Cow::Owned(_))), "a reader owns its critiques");
+    }
+
+    /// A trajectories file whose `column` holds `text` (null for `None`) in its second row.
+    fn trajectories_with(path: &Path, column: &str, text: Option<&str>) {
+        let critique = CritiqueColumns::scored(4.0);
+        let rows = [TrajectoryRow::bare("t", 0, &critique), TrajectoryRow::bare("t", 1, &critique)];
+        let mut builders = TrajectoryBuilders::with_capacity(2);
+        rows.iter().for_each(|row| builders.append(row));
+        let mut columns = builders.finish();
+        let index = trajectory_schema().index_of(column).unwrap();
+        let mut values: Vec<Option<String>> =
+            columns[index].as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect();
+        values[1] = text.map(str::to_string);
+        columns[index] = Arc::new(arrow_array::StringArray::from(values));
+        let schema = Arc::new(Schema::new(
+            trajectory_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+        ));
+        let mut sink = ParquetSink::create(path, schema, "trajectories").unwrap();
+        sink.write(columns).unwrap();
+        sink.close().unwrap();
+    }
+
+    #[test]
+    fn a_trajectory_arm_or_decision_that_is_not_core_s_is_refused_with_its_file_row_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        for (column, text, expected) in [
+            ("arm", Some("feedbak"), "row 1: column `arm` holds `feedbak`, which is not an arm"),
+            ("decision", Some("halt"), "row 1: column `decision` holds `halt`, which is not a decision"),
+            ("decision", Some("stop"), "row 1: column `exit_reason` is null in a `stop` row"),
+            ("exit_reason", Some("pass"), "row 1: column `exit_reason` holds `pass` in a `revise` row"),
+        ] {
+            let path = dir.path().join(format!("{column}-{}.parquet", text.unwrap_or("null")));
+            trajectories_with(&path, column, text);
+            let expected = format!("{}: {expected}", path.display());
+            let error = crate::recorded::read_recorded_loops(&path).unwrap_err().to_string();
+            assert!(error.starts_with(&expected), "{error}");
+        }
+        // A stop row with an exit reason that is not core's is refused too.
+        let path = dir.path().join("stop.parquet");
+        trajectories_with(&path, "exit_reason", Some("timeout"));
+        let batch = {
+            let mut batches = Vec::new();
+            crate::columns::for_each_batch(&path, |b| {
+                batches.push(b.clone());
+                Ok(())
+            })
+            .unwrap();
+            batches.remove(0)
+        };
+        let mut columns = batch.columns().to_vec();
+        let decision = trajectory_schema().index_of("decision").unwrap();
+        columns[decision] = Arc::new(arrow_array::StringArray::from(vec!["revise", "stop"]));
+        let batch = RecordBatch::try_new(batch.schema(), columns).unwrap();
+        let error = TrajectoryRow::read_batch(&crate::columns::Columns(&batch), 40).unwrap_err().to_string();
+        assert!(
+            error.starts_with("row 41: column `exit_reason` holds `timeout`, which is not an exit reason"),
+            "{error}"
+        );
+    }
+
     /// An outcomes file whose `column` holds `text` in its second row, otherwise as written.
     fn outcomes_with(path: &Path, column: &str, text: &str) {
         let rows = [outcome("t0", true), outcome("t1", false)];
@@ -1061,12 +1188,47 @@ pub(crate) mod tests {
             let expected = format!("{}: row 1: column `{column}` holds `{text}`, which is not {what}", path.display());
             let error = read_outcomes(&path).unwrap_err().to_string();
             assert!(error.starts_with(&expected), "{error}");
-            let error = for_each_outcome_stats(&path, |_| Ok(())).unwrap_err().to_string();
+            let error =
+                for_each_outcome_stats(&path, |_| Ok::<_, std::convert::Infallible>(())).unwrap_err().to_string();
             assert!(error.starts_with(&expected), "{error}");
         }
         // The strings of the output contract read back as core's enums.
         outcomes_with(&path, "arm", "feedback+memory");
         assert_eq!(read_outcomes(&path).unwrap()[1].arm, Arm::FeedbackMemory);
+    }
+
+    #[test]
+    fn a_row_the_caller_refuses_names_the_file_row_and_task_and_keeps_the_caller_s_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        let mut writer = OutcomeWriter::create(&path).unwrap();
+        for task in ["t0", "t1"] {
+            writer.push(outcome(task, true)).unwrap();
+        }
+        writer.close().unwrap();
+        let error = for_each_outcome_stats(&path, |row| match row.task_id {
+            "t1" => Err(std::io::Error::other("the caller's reason")),
+            _ => Ok(()),
+        })
+        .unwrap_err();
+        assert_eq!(error.to_string(), format!("{}: row 1 (task `t1`): the caller's reason", path.display()));
+        let StorageError::Table { source, .. } = &error else { panic!("{error:?}") };
+        assert!(matches!(**source, TableError::RefusedRow { row: 1, .. }), "{source:?}");
+        let cause = std::error::Error::source(source.as_ref()).expect("the caller's error is kept");
+        assert!(cause.downcast_ref::<std::io::Error>().is_some(), "{cause:?}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_parquet_is_unreadable_with_parquet_s_error_as_its_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        std::fs::write(&path, "not parquet").unwrap();
+        let error = read_outcomes(&path).unwrap_err();
+        let prefix = format!("{}: not a readable Parquet file: ", path.display());
+        assert!(error.to_string().starts_with(&prefix), "{error}");
+        let cause = std::error::Error::source(&error).expect("Parquet's error is kept");
+        assert!(cause.downcast_ref::<parquet::errors::ParquetError>().is_some(), "{cause:?}");
+        assert_eq!(error.to_string(), format!("{prefix}{cause}"));
     }
 
     #[test]

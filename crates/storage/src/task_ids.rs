@@ -15,6 +15,7 @@ pub struct TaskIds {
 }
 
 impl TaskIds {
+    /// No id seen yet.
     pub fn new() -> TaskIds {
         TaskIds::default()
     }
@@ -46,7 +47,9 @@ impl TaskIds {
 /// A task id seen before: a bad row, in field `id`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DuplicateId {
+    /// The id.
     pub id: String,
+    /// Where it was first seen.
     pub first: FirstSeen,
 }
 
@@ -54,7 +57,12 @@ pub struct DuplicateId {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FirstSeen {
     /// Earlier in the same file.
-    Row { label: &'static str, row: usize },
+    Row {
+        /// What a row is called in this file's format: "line" or "row".
+        label: &'static str,
+        /// The line or row.
+        row: usize,
+    },
     /// In an earlier file.
     File(PathBuf),
 }

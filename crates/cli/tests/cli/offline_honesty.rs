@@ -95,12 +95,15 @@ fn pass_rate(run: &Path, arm: &str) -> f64 {
 /// Whether the writer acted on each feedback revision, as `trajectories.parquet` records it.
 fn acted(run: &Path) -> Vec<Option<bool>> {
     let mut acted = Vec::new();
-    critbench_storage::recorded::for_each_recorded_loop(&run.join("trajectories.parquet"), |recorded| {
-        if recorded.arm == "feedback" {
-            acted.extend(recorded.rounds.iter().skip(1).map(|round| round.acted_on_critique));
-        }
-        Ok(())
-    })
+    critbench_storage::recorded::for_each_recorded_loop::<std::convert::Infallible>(
+        &run.join("trajectories.parquet"),
+        |recorded| {
+            if recorded.arm == "feedback" {
+                acted.extend(recorded.rounds.iter().skip(1).map(|round| round.acted_on_critique));
+            }
+            Ok(())
+        },
+    )
     .unwrap();
     acted
 }

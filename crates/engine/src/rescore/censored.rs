@@ -44,7 +44,7 @@ pub const HEADER: &str = "config_id,arm,critic,loops,censored,with_outcome,passe
 pub fn tally(outcomes: &Path, manifest: &Manifest) -> Result<Vec<CensoredRow>, EngineError> {
     let mut rows: Vec<CensoredRow> = Vec::new();
     let mut index: HashMap<(String, String, String), usize> = HashMap::new();
-    critbench_storage::tables::for_each_outcome_stats_with_censored(outcomes, |row| {
+    critbench_storage::tables::for_each_outcome_stats_with_censored::<std::convert::Infallible>(outcomes, |row| {
         let key = (row.config_id.to_string(), row.arm.to_string(), row.critic.to_string());
         let slot = *index.entry(key).or_insert_with_key(|(config_id, arm, critic)| {
             rows.push(CensoredRow {

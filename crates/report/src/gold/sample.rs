@@ -167,7 +167,7 @@ pub fn draw_sample(run_dir: &Path, request: &SampleRequest) -> Result<Sample, Re
     let mut lowest: BTreeSet<(u64, String)> = BTreeSet::new();
     let mut last: Option<String> = None;
     let mut smallest_run_id: Option<String> = None;
-    critbench_storage::tables::for_each_outcome_stats_in(&outcomes, |row| {
+    critbench_storage::tables::for_each_outcome_stats_in::<std::convert::Infallible>(&outcomes, |row| {
         if smallest_run_id.as_deref().is_none_or(|id| row.run_id < id) {
             smallest_run_id = Some(row.run_id.to_string());
         }
