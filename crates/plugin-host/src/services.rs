@@ -97,10 +97,64 @@ pub enum ServiceError {
     Failed(Box<dyn std::error::Error + Send + Sync>),
     /// A critic's host process (`critbench plugin-worker`) could not get the answer from critbench.
     #[error(transparent)]
-    Forwarded(#[from] crate::worker::ForwardError),
+    Forwarded(#[from] ForwardError),
     /// The service panicked; the host caught it.
     #[error("the host service panicked (internal error)")]
     Panicked,
+}
+
+/// Why a critic's host process got no answer from critbench to one of its plugin's service calls.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// The call could not be written to critbench.
+    #[error("cannot ask critbench for `{service}`: {source}")]
+    Ask {
+        /// The service called.
+        service: String,
+        /// The pipe's error.
+        source: std::io::Error,
+    },
+    /// Reading critbench's answer failed.
+    #[error("no answer from critbench for `{service}`: {source}")]
+    Read {
+        /// The service called.
+        service: String,
+        /// The pipe's error.
+        source: std::io::Error,
+    },
+    /// critbench closed the pipe before it answered.
+    #[error("critbench closed the pipe during a `{service}` call")]
+    Closed {
+        /// The service called.
+        service: String,
+    },
+    /// critbench's line is not JSON.
+    #[error("critbench's answer to `{service}` is not JSON: {source}")]
+    NotJson {
+        /// The service called.
+        service: String,
+        /// Why the line does not parse.
+        source: serde_json::Error,
+    },
+    /// critbench's answer carries another request's id.
+    #[error("critbench's answer to `{service}` is not for request {id}: {line}")]
+    OtherRequest {
+        /// The service called.
+        service: String,
+        /// The request the call was made for.
+        id: u64,
+        /// The answer's line, shortened.
+        line: String,
+    },
+    /// critbench's answer has neither an answer nor an error.
+    #[error("critbench's answer to `{service}` has neither `answer` nor `error`")]
+    Empty {
+        /// The service called.
+        service: String,
+    },
+    /// critbench's host answered the call with an error: its text, verbatim.
+    #[error("{0}")]
+    Refused(String),
 }
 
 fn offered_clause(offered: &[String]) -> String {
