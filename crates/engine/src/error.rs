@@ -459,7 +459,7 @@ pub enum ReplayError {
     /// A negative or not-a-number `--plateau-eps`.
     #[error("--plateau-eps {0}: must be a number ≥ 0")]
     PlateauEps(f64),
-    /// A flag's number is infinite or not a number.
+    /// A `--pass-score` or `--dim-target` that is infinite or not a number.
     #[error("{0} is not a finite number")]
     NotFinite(f64),
     /// Two configs of the replayed grid are the same.

@@ -56,7 +56,7 @@ pub struct RescoreOptions {
     pub config: Option<serde_json::Value>,
     /// Replaces the critic's kinds: only loops of tasks of these kinds are rescored.
     pub kinds: Option<Vec<String>>,
-    /// Where plugins are looked for, besides the default search path.
+    /// `--plugin-dir`: where to look for plugins, before the run's own `plugin_dirs`.
     pub plugin_dirs: Vec<PathBuf>,
     /// Run the critic in child processes.
     pub isolate_plugins: bool,
