@@ -24,8 +24,11 @@ use critbench_core::author::DraftKey;
 /// the rewrite (its draft, times and the adjudicator's tokens in the author's columns).
 #[derive(Clone, Debug)]
 pub struct Adjudication {
+    /// The round whose draft the adjudicator rewrote.
     pub final_round: usize,
+    /// The rewrite, recorded as a round.
     pub round: RecordedRound,
+    /// The rewrite's critique, scored.
     pub score: RoundScore,
 }
 

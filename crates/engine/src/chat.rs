@@ -17,6 +17,7 @@ pub const CHAT_SERVICE: &str = "chat";
 /// A run's model client, offered to its plugins as the `chat` service when it has a judge model
 /// ([`plugin_host`]).
 pub struct OpenAiSession {
+    /// The client every `chat` call goes through.
     pub client: Arc<Client>,
 }
 

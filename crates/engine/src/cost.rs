@@ -9,8 +9,11 @@ use critbench_storage::recorded::RecordedRound;
 /// Each role's price, for the loops' `cost`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RolePrices {
+    /// The generator model's price, when it has one.
     pub generator: Option<Price>,
+    /// The reviser model's price.
     pub reviser: Option<Price>,
+    /// The judge model's price.
     pub judge: Option<Price>,
 }
 

@@ -4,66 +4,125 @@ use std::path::PathBuf;
 /// from internal failures (exit 1).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// The experiment file cannot be read or its settings do not fit together.
     #[error("{}: {problem}", path.display())]
-    Experiment { path: PathBuf, problem: ExperimentProblem },
+    Experiment {
+        /// The experiment file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: ExperimentProblem,
+    },
+    /// A dataset file cannot be read or holds a bad task.
     #[error(transparent)]
     Dataset(#[from] critbench_storage::dataset::DatasetError),
+    /// A critic's plugin could not be loaded or instantiated.
     #[error("critic `{critic}`: {source}")]
-    Plugin { critic: String, source: critbench_plugin_host::PluginError },
+    Plugin {
+        /// The critic's name in the experiment.
+        critic: String,
+        /// Why the plugin host refused it.
+        source: critbench_plugin_host::PluginError,
+    },
     /// The run directory cannot take this run: see [`RunDirError`].
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    /// `--limit 0`: no task would run.
     #[error("--limit 0 leaves no task to run; give a positive number of tasks per file")]
     LimitZero,
     /// `critbench merge` refused: a shard missing, unfinished or different.
     #[error("cannot merge {}: {problem}", dir.display())]
-    Merge { dir: PathBuf, problem: String },
+    Merge {
+        /// The merged run's directory.
+        dir: PathBuf,
+        /// Which shard is missing, unfinished or different, and how.
+        problem: String,
+    },
+    /// Writing a table of the run directory failed.
     #[error(
         "writing the run directory failed: {0}\n  hint: every loop committed before this is kept; fix the cause (disk space, permissions) and run the same command with --resume"
     )]
     Storage(#[from] critbench_storage::tables::StorageError),
+    /// A file or directory operation failed.
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        /// What was being done, and on which path.
+        context: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The reports could not be computed or written.
     #[error(transparent)]
     Report(#[from] critbench_report::ReportError),
+    /// `critbench judge` could not benchmark the critic.
     #[error(transparent)]
     Judge(#[from] critbench_critic_benchmark::JudgeError),
+    /// `critbench replay` cannot run.
     #[error(transparent)]
     Replay(#[from] ReplayError),
+    /// `critbench rescore` cannot run, or stopped.
     #[error(transparent)]
     Rescore(#[from] RescoreError),
     /// The model client could not be made from the `[openai]` table.
     #[error(transparent)]
     ModelClient(#[from] critbench_openai::ClientError),
+    /// No task's kind is one a critic takes, so no loop would run.
     #[error("no task reaches any critic: the critics take kinds {critic_kinds} but the dataset's tasks have kinds [{}]", task_kinds.join(", "))]
-    NoTaskForAnyCritic { critic_kinds: String, task_kinds: Vec<String> },
+    NoTaskForAnyCritic {
+        /// The kinds the critics take, listed.
+        critic_kinds: String,
+        /// The kinds of the dataset's tasks.
+        task_kinds: Vec<String>,
+    },
+    /// A recorded sweep with a critic whose critiques depend on the policy.
     #[error(
         "critic `{critic}` ({plugin}) says its critiques depend on the loop policy, so one recording cannot serve \
          every config; set sweep = \"direct\" in the experiment"
     )]
-    PolicyDependentSweep { critic: String, plugin: String },
+    PolicyDependentSweep {
+        /// The critic's name in the experiment.
+        critic: String,
+        /// The plugin that says so.
+        plugin: String,
+    },
+    /// Strategy memory's split left every task to learning.
     #[error(
         "the memory split left no evaluation tasks; lower [memory] learn_fraction or mark some tasks meta.split = \"eval\""
     )]
     NoEvaluationTasks,
+    /// Loops of strategy memory's learning pass failed.
     #[error("{count} learning loop(s) failed; first: {first}")]
-    LearningFailed { count: usize, first: String },
+    LearningFailed {
+        /// How many failed.
+        count: usize,
+        /// The first failure's message.
+        first: String,
+    },
+    /// `--repeats` out of range.
     #[error("--repeats must be from 1 to {max}")]
-    JudgeRepeats { max: u32 },
+    JudgeRepeats {
+        /// The largest number allowed.
+        max: u32,
+    },
+    /// `critbench judge` was given a `command` critic, which it cannot run.
     #[error(
         "critic `{critic}` is a `command` critic; `critbench judge` runs plugin libraries in-process only \
          (use `critbench run` for command critics)"
     )]
-    CommandCriticInJudge { critic: String },
+    CommandCriticInJudge {
+        /// The critic's name.
+        critic: String,
+    },
     /// The model client's report (`manifest.json`'s `openai`) did not read back: a key missing,
     /// renamed or of the wrong type.
     #[error(transparent)]
     ModelReport(#[from] critbench_openai::usage::UsageReportError),
+    /// The openai backend was asked for outside `run_experiment`, which makes its client.
     #[error("the openai backend is made from the experiment's [openai] table; run the experiment with run_experiment")]
     NoModelClient,
     /// A thread of the run panicked; the payload's text.
     #[error("{0}")]
     Panicked(String),
+    /// A chunk of loops was lost between the workers and the writer (a bug).
     #[error("a chunk of loops never reached the writer")]
     LostChunk,
     /// The open-file limit is below what `concurrency` connections need, and cannot be raised.
@@ -72,22 +131,51 @@ pub enum EngineError {
          {hard} (RLIMIT_NOFILE, hard limit): lower concurrency to at most {fits}, or raise the hard limit \
          (`ulimit -Hn {needed}` as root, `nofile` in /etc/security/limits.conf, `LimitNOFILE=` for a systemd unit)"
     )]
-    OpenFiles { concurrency: u64, needed: u64, hard: u64, fits: u64 },
+    OpenFiles {
+        /// The `[openai] concurrency` asked for.
+        concurrency: u64,
+        /// The open files it needs.
+        needed: u64,
+        /// The process's hard limit.
+        hard: u64,
+        /// The largest concurrency that fits the limit.
+        fits: u64,
+    },
     /// The operating system refused a thread the run needs.
     #[error("cannot start {what}: {source}")]
-    Threads { what: &'static str, source: std::io::Error },
+    Threads {
+        /// The thread or pool that did not start.
+        what: &'static str,
+        /// What the system said.
+        source: std::io::Error,
+    },
     /// The lock file exists and does not, though no other run holds it: a race lost twice.
     #[error("cannot take {}", path.display())]
-    LockNotTaken { path: PathBuf },
+    LockNotTaken {
+        /// The lock file.
+        path: PathBuf,
+    },
     /// A recorded loop ended before a config of the grid stopped: a bug in the loop recorder.
     #[error("the recording of task `{task_id}` ended before config {config_id} stopped")]
-    RecordingEndedEarly { task_id: String, config_id: String },
+    RecordingEndedEarly {
+        /// The task whose recording ended.
+        task_id: String,
+        /// The config that had not stopped.
+        config_id: String,
+    },
     /// A sequential run that cannot start or go on.
     #[error(transparent)]
     Sequential(#[from] crate::sequential::SequentialError),
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
-    Interrupted { signal: crate::stop::StopSignal, loops: u64, out: PathBuf },
+    Interrupted {
+        /// The signal received.
+        signal: crate::stop::StopSignal,
+        /// Loops finished and written before it.
+        loops: u64,
+        /// The run directory.
+        out: PathBuf,
+    },
     /// The run's `[budget]` was reached: no loop started after it; the loops finished are written.
     #[error(
         "stopped by its budget: {}; the rows of the {loops} loop(s) finished by then are in {} (readable; \
@@ -99,7 +187,16 @@ pub enum EngineError {
         ),
         out.display()
     )]
-    BudgetReached { reached: Option<critbench_openai::BudgetStop>, currency: String, loops: u64, out: PathBuf },
+    BudgetReached {
+        /// Which budget was reached and what was spent, when the client says.
+        reached: Option<critbench_openai::BudgetStop>,
+        /// The currency of the budget.
+        currency: String,
+        /// Loops finished and written by then.
+        loops: u64,
+        /// The run directory.
+        out: PathBuf,
+    },
     /// `critbench estimate` cannot run its pilot or read it back.
     #[error("{0}")]
     Estimate(String),
@@ -110,17 +207,32 @@ pub enum EngineError {
         estimate.display(),
         exceeds.join("; ")
     )]
-    EstimateOverBudget { estimate: PathBuf, exceeds: Vec<String> },
+    EstimateOverBudget {
+        /// The estimate file.
+        estimate: PathBuf,
+        /// Each budget it exceeds, as a sentence.
+        exceeds: Vec<String>,
+    },
 }
 
 /// Why a run directory cannot take a run (exit status 2): each says what to do instead.
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
+    /// Both `--overwrite` and `--resume` were given.
     #[error("--overwrite and --resume contradict each other; choose one")]
     OverwriteAndResume,
     /// A sharded run and a run in one piece never share a directory.
     #[error("{} already holds {holds} ({}); {this} cannot be written beside it: choose another --out", dir.display(), found.join(", "))]
-    OtherLayout { dir: PathBuf, holds: &'static str, this: String, found: Vec<String> },
+    OtherLayout {
+        /// The directory.
+        dir: PathBuf,
+        /// The layout it holds: "a sharded run" or "a run in one piece".
+        holds: &'static str,
+        /// What this run would write.
+        this: String,
+        /// The entries that show its layout.
+        found: Vec<String>,
+    },
     /// An earlier run's files are there and neither `--overwrite` nor `--resume` was given.
     #[error(
         "{} already holds {what} ({}); {}pass --overwrite to replace it (its files are removed first), or --out DIR \
@@ -129,7 +241,17 @@ pub enum RunDirError {
         files.join(", "),
         if *resumable { "pass --resume to finish it, " } else { "" }
     )]
-    HoldsARun { dir: PathBuf, what: String, files: Vec<String>, resumable: bool },
+    HoldsARun {
+        /// The directory.
+        dir: PathBuf,
+        /// What it holds: a finished or unfinished run (of which shard).
+        what: String,
+        /// The run's files found there.
+        files: Vec<String>,
+        /// Whether `--resume` could finish it.
+        resumable: bool,
+    },
+    /// Another live run holds the directory's lock.
     #[error(
         "{} is in use by another critbench run (pid {} on {host}); wait for it to end or choose another --out (if \
          that run is gone, delete {})",
@@ -137,16 +259,46 @@ pub enum RunDirError {
         pid.map_or_else(|| "unknown".to_string(), |p| p.to_string()),
         lock.display()
     )]
-    InUse { dir: PathBuf, pid: Option<u64>, host: String, lock: PathBuf },
-    /// `progress` is the file a resumable run has, relative to `dir`.
+    InUse {
+        /// The directory.
+        dir: PathBuf,
+        /// The other run's process id, when the lock says.
+        pid: Option<u64>,
+        /// The host the other run is on.
+        host: String,
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// `--resume` on a directory that holds no run in progress.
     #[error("{} holds no run to resume (no {}); run without --resume", dir.display(), progress.display())]
-    NothingToResume { dir: PathBuf, progress: PathBuf },
+    NothingToResume {
+        /// The directory.
+        dir: PathBuf,
+        /// The file a resumable run has, relative to `dir`.
+        progress: PathBuf,
+    },
+    /// `--resume` on a run whose experiment, datasets or critics changed.
     #[error("cannot resume the run in {}: {}; start it again with --overwrite", dir.display(), changed.join("; "))]
-    Changed { dir: PathBuf, changed: Vec<String> },
+    Changed {
+        /// The run directory.
+        dir: PathBuf,
+        /// What changed, one sentence each.
+        changed: Vec<String>,
+    },
+    /// The run's progress file does not read back.
     #[error("{}: not a run's progress ({source}); start again with --overwrite", path.display())]
-    NotProgress { path: PathBuf, source: serde_json::Error },
+    NotProgress {
+        /// The progress file.
+        path: PathBuf,
+        /// Why it does not parse.
+        source: serde_json::Error,
+    },
+    /// `--out` names a file.
     #[error("{} is a file, not a directory; choose a directory for --out", path.display())]
-    NotADirectory { path: PathBuf },
+    NotADirectory {
+        /// The file.
+        path: PathBuf,
+    },
     /// A folder that holds something, none of it a run: a user's folder, left alone.
     #[error(
         "{} is not empty and holds no critbench run ({}); critbench writes only into a new or empty directory or one \
@@ -154,41 +306,77 @@ pub enum RunDirError {
         dir.display(),
         found.join(", ")
     )]
-    NotARun { dir: PathBuf, found: Vec<String> },
+    NotARun {
+        /// The directory.
+        dir: PathBuf,
+        /// Some of the entries it holds.
+        found: Vec<String>,
+    },
+    /// A path critbench would write through is a symbolic link.
     #[error(
         "{} is a symbolic link (to {}); critbench never writes through links: remove the link or choose another --out",
         path.display(),
         target.display()
     )]
-    Link { path: PathBuf, target: PathBuf },
+    Link {
+        /// The link.
+        path: PathBuf,
+        /// Where it points.
+        target: PathBuf,
+    },
+    /// A replay's `--out` is the replayed run, or inside or around it.
     #[error(
         "--out {} is the run being replayed ({}), or inside it or around it; a replay writes a new run: choose a \
          directory outside it",
         out.display(),
         replayed.display()
     )]
-    OwnSource { out: PathBuf, replayed: PathBuf },
+    OwnSource {
+        /// The `--out` given.
+        out: PathBuf,
+        /// The run being replayed.
+        replayed: PathBuf,
+    },
+    /// The directory is inside another run's directory.
     #[error("{} is inside the run directory {}; choose a directory outside it", dir.display(), run.display())]
-    InsideRun { dir: PathBuf, run: PathBuf },
+    InsideRun {
+        /// The directory given.
+        dir: PathBuf,
+        /// The run directory around it.
+        run: PathBuf,
+    },
     /// `critbench rescore` writes `RUN/rescored/NAME/` and no other folder.
     #[error(
         "{} is not a rescoring's folder of the run {} (RUN/rescored/NAME); a rescoring writes only there",
         dir.display(),
         run.display()
     )]
-    NotARescoring { dir: PathBuf, run: PathBuf },
+    NotARescoring {
+        /// The folder given.
+        dir: PathBuf,
+        /// The run being rescored.
+        run: PathBuf,
+    },
+    /// A rescoring of a run that is not finished.
     #[error(
         "{} is not a finished run: a rescoring re-critiques the drafts of a finished run (finish it first with \
          `critbench run … --resume`; a sharded run's rescorings are written after `critbench merge`)",
         run.display()
     )]
-    NotFinished { run: PathBuf },
+    NotFinished {
+        /// The run directory.
+        run: PathBuf,
+    },
+    /// A rescoring's folder is a file.
     #[error(
         "{} is a file, not a rescoring's folder; critbench never replaces files it did not write: move it, or rescore \
          under another --critic name",
         path.display()
     )]
-    NotARescoringFolder { path: PathBuf },
+    NotARescoringFolder {
+        /// The file.
+        path: PathBuf,
+    },
     /// A folder that holds something, none of it a rescoring: a user's folder, left alone.
     #[error(
         "{} is not empty and holds no rescoring ({}); critbench writes a rescoring only into a new or empty folder or \
@@ -197,7 +385,13 @@ pub enum RunDirError {
         dir.display(),
         found.join(", ")
     )]
-    HoldsNoRescoring { dir: PathBuf, found: Vec<String> },
+    HoldsNoRescoring {
+        /// The folder.
+        dir: PathBuf,
+        /// Some of the entries it holds.
+        found: Vec<String>,
+    },
+    /// An earlier rescoring is there and neither `--overwrite` nor `--resume` was given.
     #[error(
         "{} already holds {what} ({}); {}pass --overwrite to replace it (its files are removed first), or rescore \
          under another --critic name",
@@ -205,15 +399,32 @@ pub enum RunDirError {
         files.join(", "),
         if *resumable { "pass --resume to finish it, " } else { "" }
     )]
-    HoldsARescoring { dir: PathBuf, what: &'static str, files: Vec<String>, resumable: bool },
+    HoldsARescoring {
+        /// The rescoring's folder.
+        dir: PathBuf,
+        /// What it holds (a finished or an unfinished rescoring).
+        what: &'static str,
+        /// The rescoring's files found there.
+        files: Vec<String>,
+        /// Whether `--resume` could finish it.
+        resumable: bool,
+    },
+    /// `--resume` on a folder with no rescoring in progress.
     #[error("{} holds no rescoring to resume (no in-progress/run.json); rescore without --resume", dir.display())]
-    NoRescoringToResume { dir: PathBuf },
+    NoRescoringToResume {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// `--out` names one shard's own folder instead of the sharded run.
     #[error(
         "{} is one shard's own folder of a sharded run (its manifest.json names the shard); write a shard with \
          --out RUN --shard I/N, where RUN is the run directory that holds shards/",
         dir.display()
     )]
-    ShardFolder { dir: PathBuf },
+    ShardFolder {
+        /// The shard's folder.
+        dir: PathBuf,
+    },
     /// A folder of the run holds something the run did not write; nothing was removed.
     #[error(
         "{} holds files critbench did not write ({}); --overwrite removes only a run's own files, and nothing was \
@@ -221,42 +432,70 @@ pub enum RunDirError {
         dir.display(),
         entries.join(", ")
     )]
-    UnknownEntries { dir: PathBuf, entries: Vec<String> },
+    UnknownEntries {
+        /// The folder.
+        dir: PathBuf,
+        /// The entries the run did not write.
+        entries: Vec<String>,
+    },
+    /// An earlier critic benchmark is there and `--overwrite` was not given.
     #[error(
         "{} already holds a critic benchmark ({}); pass --overwrite to replace it (its files are removed first), or \
          --out DIR to write this one somewhere new",
         dir.display(),
         files.join(", ")
     )]
-    HoldsAJudgeResult { dir: PathBuf, files: Vec<String> },
+    HoldsAJudgeResult {
+        /// The directory.
+        dir: PathBuf,
+        /// Its files found there.
+        files: Vec<String>,
+    },
 }
 
 /// Why a replay cannot run. Every one is the user's to fix (exit status 2).
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// A negative or not-a-number `--plateau-eps`.
     #[error("--plateau-eps {0}: must be a number ≥ 0")]
     PlateauEps(f64),
+    /// A `--pass-score` or `--dim-target` that is infinite or not a number.
     #[error("{0} is not a finite number")]
     NotFinite(f64),
+    /// Two configs of the replayed grid are the same.
     #[error("config {} is listed twice", .0.config_id)]
     Repeated(critbench_core::RepeatedConfig),
     /// A flag past the bounds the experiment file has too.
     #[error(transparent)]
     Limit(#[from] crate::limits::LimitError),
+    /// The directory is not a run that can be replayed.
     #[error(
         "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",
         dir.display()
     )]
-    NotARun { dir: PathBuf, reason: NotARun },
+    NotARun {
+        /// The directory given.
+        dir: PathBuf,
+        /// What is missing or wrong in it.
+        reason: NotARun,
+    },
+    /// The run's `manifest.json` cannot be read.
     #[error(transparent)]
     Manifest(#[from] critbench_storage::manifest::ManifestError),
+    /// The run's critics' critiques depend on the policy, so its rounds cannot be replayed.
     #[error(
         "cannot replay {}: critic(s) {} say their critiques depend on the loop policy, so the recorded \
          rounds would not be what another policy sees; run the experiment again with the new policy",
         dir.display(),
         critics.join(", ")
     )]
-    PolicyDependent { dir: PathBuf, critics: Vec<String> },
+    PolicyDependent {
+        /// The run directory.
+        dir: PathBuf,
+        /// The critics that say so.
+        critics: Vec<String>,
+    },
+    /// The run's loops end with an adjudicator's pass, which replay cannot redo.
     #[error(
         "cannot replay {}: its {arm} loops end with the adjudicator's pass (`adjudicate` in the experiment), \
          and replay calls no model to adjudicate the final draft a new policy would return; run the \
@@ -264,7 +503,13 @@ pub enum ReplayError {
          adjudication included)",
         dir.display()
     )]
-    Adjudicated { dir: PathBuf, arm: String },
+    Adjudicated {
+        /// The run directory.
+        dir: PathBuf,
+        /// An adjudicated arm.
+        arm: String,
+    },
+    /// A replayed policy would revise past the rounds the run recorded.
     #[error(
         "config {config_id} goes beyond what the run recorded: task `{task_id}` ({arm} × {critic} × epoch {epoch}) \
          was recorded for {rounds} round(s) only, and this policy would still revise after the last of them. \
@@ -273,11 +518,17 @@ pub enum ReplayError {
         recorded_cap.map(|cap| format!(" (the run's configs go up to max_revisions = {cap})")).unwrap_or_default()
     )]
     BeyondRecording {
+        /// The replayed config.
         config_id: String,
+        /// The loop's task.
         task_id: String,
+        /// The loop's arm.
         arm: String,
+        /// The loop's critic.
         critic: String,
+        /// The loop's epoch.
         epoch: u32,
+        /// How many rounds were recorded.
         rounds: usize,
         /// The largest `max_revisions` of the recorded run's grid, when its manifest says.
         recorded_cap: Option<u32>,
@@ -287,70 +538,140 @@ pub enum ReplayError {
 /// Why a rescoring cannot run, or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum RescoreError {
+    /// A `--critic` name that cannot be a folder's name.
     #[error(
         "--critic `{0}` cannot name a folder: give a name without `/` or `\\`, not empty, `.` or `..` (it is the \
          folder RUN/rescored/NAME)"
     )]
     BadName(String),
+    /// The directory is not a finished run that can be rescored.
     #[error(
         "{} is not a finished run that can be rescored: {reason}\n  hint: pass a directory written by `critbench run` \
          (a sharded run once `critbench merge` has joined it)",
         dir.display()
     )]
-    NotARun { dir: PathBuf, reason: String },
+    NotARun {
+        /// The directory given.
+        dir: PathBuf,
+        /// What is missing or wrong in it.
+        reason: String,
+    },
+    /// The run stored no drafts to re-critique.
     #[error(
         "{} was run without stored drafts, so there is no draft to re-critique: run the experiment again with \
          --store-drafts (or store_drafts = true in it), then rescore that run",
         dir.display()
     )]
-    NoDrafts { dir: PathBuf },
+    NoDrafts {
+        /// The run directory.
+        dir: PathBuf,
+    },
+    /// A round of the run has no stored draft.
     #[error(
         "{}: round {round} of the loop of task `{task_id}` ({arm} × {critic} × epoch {epoch}) has no stored draft; \
          only a run with store_drafts = true can be rescored",
         table.display()
     )]
-    MissingDraft { table: PathBuf, task_id: String, arm: String, critic: String, epoch: u32, round: u32 },
+    MissingDraft {
+        /// The table the round is in.
+        table: PathBuf,
+        /// The loop's task.
+        task_id: String,
+        /// The loop's arm.
+        arm: String,
+        /// The loop's critic.
+        critic: String,
+        /// The loop's epoch.
+        epoch: u32,
+        /// The round without a draft.
+        round: u32,
+    },
+    /// `--critic` names no critic of the run, and no plugin or command was given.
     #[error(
         "the run has no critic `{name}` (its critics: {}); name one of them to rescore with it as the run opened it, \
          or give --plugin or --command for another critic",
         critics.join(", ")
     )]
-    UnknownCritic { name: String, critics: Vec<String> },
+    UnknownCritic {
+        /// The name given.
+        name: String,
+        /// The run's critics.
+        critics: Vec<String>,
+    },
+    /// `--config` is not a JSON object.
     #[error(
         "--config {text}: not a JSON object ({problem}); give the critic's config as JSON, e.g. '{{\"target_words\": 5}}'"
     )]
-    Config { text: String, problem: String },
+    Config {
+        /// The text given.
+        text: String,
+        /// Why it does not parse as one.
+        problem: String,
+    },
+    /// The new critic's critiques depend on the policy.
     #[error(
         "critic `{critic}` ({plugin}) says its critiques depend on the loop policy, so a recorded draft has no one \
          critique to replay every config with; rescore with a critic that does not"
     )]
-    PolicyDependent { critic: String, plugin: String },
+    PolicyDependent {
+        /// The critic's name.
+        critic: String,
+        /// The plugin that says so.
+        plugin: String,
+    },
+    /// The run's own critics' critiques depend on the policy.
     #[error(
         "cannot rescore {}: critic(s) {} of the run say their critiques depend on the loop policy, so its configs' \
          loops are not one recording to replay",
         dir.display(),
         critics.join(", ")
     )]
-    RunPolicyDependent { dir: PathBuf, critics: Vec<String> },
+    RunPolicyDependent {
+        /// The run directory.
+        dir: PathBuf,
+        /// The critics that say so.
+        critics: Vec<String>,
+    },
+    /// The run's loops end with an adjudicator's pass, which a rescoring cannot redo.
     #[error(
         "cannot rescore {}: its {} loops end with the adjudicator's pass, and a rescoring calls no model to \
          adjudicate the final draft a config would return under the new critic; rescore a run without `adjudicate`",
         dir.display(),
         arms.join(", ")
     )]
-    Adjudicated { dir: PathBuf, arms: Vec<String> },
+    Adjudicated {
+        /// The run directory.
+        dir: PathBuf,
+        /// The adjudicated arms.
+        arms: Vec<String>,
+    },
+    /// `--dataset` given a number of times other than the run's dataset files.
     #[error(
         "the run read {recorded} dataset file(s) but --dataset gives {given}; give one --dataset per file of the run, \
          in its order (manifest.json lists them)"
     )]
-    DatasetCount { recorded: usize, given: usize },
+    DatasetCount {
+        /// Dataset files the run read.
+        recorded: usize,
+        /// `--dataset` flags given.
+        given: usize,
+    },
+    /// A dataset of the run cannot be read.
     #[error(
         "dataset {} cannot be read ({problem}); the run read it as {}\n  hint: the paths in manifest.json are relative \
          to where the run was started; run from there, or give --dataset PATH once per file of the run, in its order",
         path.display(),
         recorded.display()
     )]
-    DatasetMissing { path: PathBuf, recorded: PathBuf, problem: String },
+    DatasetMissing {
+        /// The path tried.
+        path: PathBuf,
+        /// The path in `manifest.json`.
+        recorded: PathBuf,
+        /// Why it cannot be read.
+        problem: String,
+    },
+    /// A dataset's hash differs from the one the run recorded.
     #[error(
         "dataset {} is not the file the run read: sha256 {} now, {} in manifest.json; a rescoring must see the \
          run's tasks\n  hint: give --dataset PATH (once per file, in the run's order) to name the file the run read",
@@ -358,38 +679,98 @@ pub enum RescoreError {
         &now[..now.len().min(12)],
         &recorded[..recorded.len().min(12)]
     )]
-    DatasetChanged { path: PathBuf, recorded: String, now: String },
+    DatasetChanged {
+        /// The dataset file.
+        path: PathBuf,
+        /// Its sha256 in `manifest.json`.
+        recorded: String,
+        /// Its sha256 now.
+        now: String,
+    },
+    /// A loop's task is not among the datasets' tasks where the table's order says.
     #[error(
         "{}: task `{task_id}` (loop {arm} × {critic} × epoch {epoch}) is not among the run's tasks that follow in its \
          datasets; the datasets must be the run's, and its table the one it wrote",
         table.display()
     )]
-    TaskNotFound { table: PathBuf, task_id: String, arm: String, critic: String, epoch: u32 },
+    TaskNotFound {
+        /// The run's table.
+        table: PathBuf,
+        /// The loop's task.
+        task_id: String,
+        /// The loop's arm.
+        arm: String,
+        /// The loop's critic.
+        critic: String,
+        /// The loop's epoch.
+        epoch: u32,
+    },
+    /// The run's table names an arm this critbench does not know.
     #[error("{}: unknown arm `{arm}` in the run's trajectories", table.display())]
-    UnknownArm { table: PathBuf, arm: String },
+    UnknownArm {
+        /// The run's table.
+        table: PathBuf,
+        /// The arm as written.
+        arm: String,
+    },
+    /// A loop's config is not one of the run's.
     #[error(
         "{}: config `{config_id}` of the loop of task `{task_id}` is not one of the configs manifest.json lists",
         table.display()
     )]
-    UnknownConfig { table: PathBuf, config_id: String, task_id: String },
+    UnknownConfig {
+        /// The run's table.
+        table: PathBuf,
+        /// The config as written.
+        config_id: String,
+        /// The loop's task.
+        task_id: String,
+    },
+    /// A config of `manifest.json` does not read back as a policy.
     #[error("manifest.json: the run's config `{config_id}` does not read back as a policy: {problem}")]
-    Policy { config_id: String, problem: String },
+    Policy {
+        /// The config.
+        config_id: String,
+        /// Why it does not.
+        problem: String,
+    },
+    /// The new critic takes no kind of the run's loops.
     #[error(
         "critic `{critic}` takes no loop of the run: it takes kinds [{}] and the run's loops are of kinds [{}]; give \
          --kinds to say which tasks it scores",
         takes.join(", "),
         kinds.join(", ")
     )]
-    NothingTaken { critic: String, takes: Vec<String>, kinds: Vec<String> },
+    NothingTaken {
+        /// The critic's name.
+        critic: String,
+        /// The kinds it takes.
+        takes: Vec<String>,
+        /// The kinds of the run's loops.
+        kinds: Vec<String>,
+    },
+    /// `--resume` on a rescoring whose critic or inputs changed.
     #[error("cannot resume the rescoring in {}: {}; start it again with --overwrite", dir.display(), changed.join("; "))]
-    Changed { dir: PathBuf, changed: Vec<String> },
+    Changed {
+        /// The rescoring's folder.
+        dir: PathBuf,
+        /// What changed, one sentence each.
+        changed: Vec<String>,
+    },
     /// A signal stopped the rescoring; what it committed is kept.
     #[error(
         "interrupted by {signal}: the loops of the {tasks} task(s) re-critiqued before it are committed in {}; run the \
          same command with --resume to finish the rescoring",
         progress.display()
     )]
-    Interrupted { signal: crate::stop::StopSignal, tasks: u64, progress: PathBuf },
+    Interrupted {
+        /// The signal received.
+        signal: crate::stop::StopSignal,
+        /// Tasks re-critiqued and committed before it.
+        tasks: u64,
+        /// The folder of the rescoring's progress.
+        progress: PathBuf,
+    },
 }
 
 impl RescoreError {
@@ -402,13 +783,16 @@ impl RescoreError {
 /// What is wrong with a directory given to replay.
 #[derive(Debug, thiserror::Error)]
 pub enum NotARun {
+    /// A file of the run is missing (its name).
     #[error("{0} is missing")]
     Missing(String),
+    /// `trajectories.parquet` names an arm this critbench does not know.
     #[error("unknown arm `{0}` in trajectories.parquet")]
     UnknownArm(String),
     /// A sharded run whose shards are not merged yet: the text says what to run.
     #[error("{0}")]
     Unmerged(String),
+    /// A table of the run cannot be read.
     #[error(transparent)]
     Unreadable(#[from] critbench_storage::tables::StorageError),
 }

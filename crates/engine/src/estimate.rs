@@ -45,18 +45,26 @@ pub fn default_dir(experiment: &Experiment) -> PathBuf {
 /// How to run the pilot.
 #[derive(Clone, Debug, Default)]
 pub struct EstimateOptions {
+    /// Tasks the pilot runs.
     pub pilot: usize,
+    /// Where `estimate.json` is written.
     pub out: PathBuf,
+    /// Replace an estimate already there.
     pub overwrite: bool,
+    /// Print no progress.
     pub quiet: bool,
+    /// The caller's signal handling, passed to the pilot run.
     pub interrupt: Option<crate::stop::Interrupt>,
 }
 
 /// One projected total: the pilot's mean per task times the run's tasks, with its range.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Projection {
+    /// The projection itself.
     pub point: f64,
+    /// The low end of its range.
     pub lo: f64,
+    /// The high end of its range.
     pub hi: f64,
     /// What the pilot's own tasks counted.
     pub pilot: f64,
@@ -73,9 +81,13 @@ impl Projection {
 /// tokens and cost.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RoleProjection {
+    /// The role's model.
     pub model: String,
+    /// Distinct requests.
     pub model_calls: Projection,
+    /// Prompt tokens.
     pub tokens_in: Projection,
+    /// Completion tokens.
     pub tokens_out: Projection,
     /// `None` when the role's model has no price.
     pub cost: Option<Projection>,
@@ -84,30 +96,41 @@ pub struct RoleProjection {
 /// The estimate, as `estimate.json` holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
+    /// The version of this file's shape.
     pub estimate_version: u32,
+    /// The experiment's name.
     pub experiment: String,
     /// The SHA-256 of the resolved experiment (without `jobs`, `out` and `budget`) and its
     /// datasets' sizes: `critbench run` trusts an estimate of this very experiment only.
     pub fingerprint: String,
+    /// The experiment's backend.
     pub backend: String,
-    /// The tasks the whole run would run, and those of the pilot (by id, in dataset order).
+    /// The tasks the whole run would run.
     pub tasks: u64,
+    /// The pilot's tasks.
     pub pilot_tasks: u64,
+    /// The pilot's task ids, in dataset order.
     pub pilot_ids: Vec<String>,
+    /// The experiment's seed.
     pub seed: u64,
+    /// The confidence level of the ranges.
     pub confidence: f64,
+    /// Loops in the outputs.
     pub loops: Projection,
     /// Critiques in the outputs (every config's rounds).
     pub critiques: Projection,
     /// Rounds generated and critiqued (a replayed grid records fewer than it outputs).
     pub recorded_rounds: Projection,
+    /// Each role's projection, by role.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, RoleProjection>,
+    /// Distinct requests of every role together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_calls: Option<Projection>,
     /// The whole run's cost, when every role is priced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Projection>,
+    /// The currency of the costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
     /// With a model server only (the offline backends' time is their writer's, not a model's):
@@ -119,6 +142,7 @@ pub struct Estimate {
     /// run` refuses to start this experiment while there is one, unless `--force`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exceeds_budget: Vec<String>,
+    /// The pilot run's directory.
     pub pilot_dir: PathBuf,
 }
 

@@ -27,11 +27,17 @@ use crate::round::ms;
 pub struct Evaluation {
     /// Index into the experiment's evaluators.
     pub evaluator: usize,
+    /// The round whose draft it critiqued.
     pub round: usize,
+    /// The critique's columns.
     pub critique: CritiqueColumns,
+    /// The critique, scored.
     pub score: RoundScore,
+    /// Calls made to the evaluator.
     pub attempts: u32,
+    /// The last attempt's error, when every attempt failed.
     pub error: Option<String>,
+    /// Time spent in the evaluator, in milliseconds.
     pub critic_ms: f64,
 }
 

@@ -28,6 +28,7 @@ pub struct JudgeOverrides {
 /// A judge run resolved from an experiment, and what the user is told before it starts.
 #[derive(Debug)]
 pub struct JudgeSetup {
+    /// What the judge runs.
     pub spec: JudgeSpec,
     /// Replace the critic benchmark already in the output directory.
     pub overwrite: bool,
@@ -38,6 +39,7 @@ pub struct JudgeSetup {
 /// What a finished judge reports back.
 #[derive(Debug)]
 pub struct JudgeRun {
+    /// What the judge wrote and measured.
     pub outcome: JudgeOutcome,
     /// What the judge model did, when the experiment has an `[openai]` table.
     pub model_usage: Option<UsageReport>,

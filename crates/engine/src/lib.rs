@@ -18,6 +18,8 @@
 //! println!("{} loops written to {}", summary.loops, summary.out_dir.display());
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod adjudicate;
 pub mod backend;
 pub mod chat;

@@ -25,20 +25,34 @@ pub const MAX_ROUNDS_PER_CHUNK: u64 = 20_000;
 /// A bound broken, with what to lower. The message names the key (or flag) and the bound.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LimitError {
+    /// More epochs than [`MAX_EPOCHS`] (the number given).
     #[error(
         "`epochs` = {0} is more than {MAX_EPOCHS}: every epoch repeats every loop of every task, and a task's \
          loops are held in memory together; give at most {MAX_EPOCHS}"
     )]
     Epochs(u64),
+    /// A `max_revisions` past [`MAX_REVISIONS`].
     #[error(
         "{what} = {value} is more than {MAX_REVISIONS}: a loop holds every round in memory until its task is \
          written; give at most {MAX_REVISIONS}"
     )]
-    Revisions { what: &'static str, value: u64 },
+    Revisions {
+        /// The key or flag that gives it.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+    },
+    /// A policy grid of more than [`MAX_CONFIGS`] configs.
     #[error(
         "{what}: the value lists make {configs} configs (their product), more than {MAX_CONFIGS}; give fewer values"
     )]
-    Configs { what: &'static str, configs: u64 },
+    Configs {
+        /// The table or flags that make the grid (`[policy]`, the replay flags).
+        what: &'static str,
+        /// The configs the lists make.
+        configs: u64,
+    },
+    /// A task's loops would hold more than [`MAX_ROUNDS_PER_TASK`] rounds.
     #[error(
         "each task's loops would record up to {rounds} rounds ({loops} loop(s): {critics} critic(s) × {epochs} \
          epoch(s) × {arms} arm(s){direct}, up to {longest} round(s) each), and a task's loops are held in memory \
@@ -47,7 +61,22 @@ pub enum LimitError {
         direct = if *direct > 1 { format!(" × {direct} configs swept directly") } else { String::new() },
         replay = if *direct > 1 { " (sweep = \"replay\" records each loop once for every config)" } else { "" }
     )]
-    TaskRounds { rounds: u64, loops: u64, critics: usize, epochs: u32, arms: usize, direct: usize, longest: u64 },
+    TaskRounds {
+        /// The rounds they could record.
+        rounds: u64,
+        /// A task's loops.
+        loops: u64,
+        /// The critics each loop is run under.
+        critics: usize,
+        /// The experiment's `epochs`.
+        epochs: u32,
+        /// The arms run.
+        arms: usize,
+        /// Configs swept directly (1 for a replayed sweep).
+        direct: usize,
+        /// The most rounds one loop may record.
+        longest: u64,
+    },
 }
 
 /// The configs of a grid with lists of these lengths, refused past [`MAX_CONFIGS`] before the
@@ -71,11 +100,15 @@ pub fn check_revisions(what: &'static str, caps: impl IntoIterator<Item = u64>) 
 /// What one task's loops are made of: every unit of `plan::Plan::units` under every critic.
 #[derive(Clone, Copy, Debug)]
 pub struct TaskShape<'a> {
+    /// The critics each loop is run under.
     pub critics: usize,
+    /// The experiment's `epochs`.
     pub epochs: u32,
+    /// The arms run.
     pub arms: &'a [Arm],
     /// The arms whose loops end with the adjudicator's pass.
     pub adjudicate: &'a [Arm],
+    /// The configs of the policy grid.
     pub policies: &'a [Policy],
     /// One recording serves every config (a replayed sweep of a grid).
     pub replay: bool,

@@ -44,7 +44,9 @@ impl MemoryConfig {
 /// Which part of the task set a task belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Split {
+    /// Strategy memory learns from it.
     Learn,
+    /// The run evaluates on it.
     Eval,
 }
 
@@ -94,9 +96,13 @@ pub fn fixed_types(rounds: &[RecordedRound], scores: &[RoundScore], stop: usize,
 /// One namespace of memory: a critic (by label, plugin and version) on one task kind.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Namespace {
+    /// The critic's label.
     pub critic: String,
+    /// Its plugin.
     pub plugin: String,
+    /// Its plugin's version.
     pub plugin_version: String,
+    /// The task kind, or `None` for tasks without one.
     pub kind: Option<String>,
     /// Learning tasks that passed only after revision, and so taught something.
     pub learned_from: Vec<String>,

@@ -20,9 +20,13 @@ use crate::sink::MAX_LISTED_FAILURES;
 /// What a merge wrote.
 #[derive(Debug)]
 pub struct MergeSummary {
+    /// The merged run's directory.
     pub out_dir: PathBuf,
+    /// Shards merged.
     pub shards: u32,
+    /// Loops in the merged run.
     pub loops: u64,
+    /// The merged run's report.
     pub report: critbench_report::Report,
 }
 

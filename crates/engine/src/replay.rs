@@ -22,9 +22,13 @@ use critbench_storage::shards;
 /// What a replay wrote.
 #[derive(Debug)]
 pub struct ReplaySummary {
+    /// The new run's directory.
     pub out_dir: PathBuf,
+    /// Loops replayed.
     pub loops: u64,
+    /// Critiques in the outputs.
     pub critiques: u64,
+    /// The new run's report.
     pub report: critbench_report::Report,
     /// Thresholds outside a recorded critic's score range (also in the new manifest).
     pub warnings: Vec<String>,
@@ -34,11 +38,17 @@ pub struct ReplaySummary {
 /// leave out, which then keeps the run's own values ([`replay_grid`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplayFlags {
+    /// `--pass-score`.
     pub pass_score: Option<Vec<f64>>,
+    /// `--max-revisions`.
     pub max_revisions: Option<Vec<u32>>,
+    /// `--stall`.
     pub stall: Option<Vec<bool>>,
+    /// `--plateau-eps`.
     pub plateau_eps: Option<Vec<f64>>,
+    /// `--dim-target` (`None` in the list for no target).
     pub dim_target: Option<Vec<Option<f64>>>,
+    /// `--final-draft`.
     pub final_draft: Option<Vec<FinalDraft>>,
 }
 

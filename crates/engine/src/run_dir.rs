@@ -78,17 +78,37 @@ pub(crate) const LOCK_FILE: &str = "run.lock";
 #[derive(Clone, Copy, Debug)]
 pub enum Claim<'a> {
     /// `critbench run`: a new run (or shard), or with `resume` the interrupted one to finish.
-    Run { overwrite: bool, resume: bool },
+    Run {
+        /// `--overwrite`.
+        overwrite: bool,
+        /// `--resume`.
+        resume: bool,
+    },
     /// `critbench replay`: a new run made from the run in `source`, which is only read.
-    Replay { source: &'a Path, overwrite: bool },
+    Replay {
+        /// The replayed run.
+        source: &'a Path,
+        /// `--overwrite`.
+        overwrite: bool,
+    },
     /// `critbench report` and `critbench merge`: the derived files of the run already there,
     /// written again from its tables. Nothing else in the directory is touched.
     Rebuild,
     /// `critbench judge`: a critic benchmark's files.
-    Judge { overwrite: bool },
+    Judge {
+        /// `--overwrite`.
+        overwrite: bool,
+    },
     /// `critbench rescore`: `RUN/rescored/NAME/` of the finished run in `run`, new, or with
     /// `resume` the interrupted rescoring to finish, or with `overwrite` an earlier one to replace.
-    Rescore { run: &'a Path, overwrite: bool, resume: bool },
+    Rescore {
+        /// The finished run.
+        run: &'a Path,
+        /// `--overwrite`.
+        overwrite: bool,
+        /// `--resume`.
+        resume: bool,
+    },
 }
 
 /// Held while a command writes its directory; removes the lock file when dropped.
@@ -119,10 +139,12 @@ impl Drop for RunLock {
 pub struct Layout {
     /// The run directory (`--out`).
     pub root: PathBuf,
+    /// The shard this process writes, when the run is sharded.
     pub shard: Option<Shard>,
 }
 
 impl Layout {
+    /// The layout of `root`, or of its shard `shard`.
     pub fn new(root: &Path, shard: Option<Shard>) -> Layout {
         Layout { root: root.to_path_buf(), shard }
     }

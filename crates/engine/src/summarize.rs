@@ -15,22 +15,29 @@ use crate::source::SourceReport;
 /// What a finished run reports back.
 #[derive(Debug)]
 pub struct RunSummary {
+    /// The run's id.
     pub run_id: String,
+    /// The run directory.
     pub out_dir: PathBuf,
+    /// Loops in the outputs.
     pub loops: u64,
+    /// Critiques in the outputs.
     pub critiques: u64,
+    /// Loops that passed.
     pub passed: u64,
     /// Loops that failed outright (a backend error or a bug); their rows are missing, every
     /// other loop's rows are written. At most [`crate::sink::MAX_LISTED_FAILURES`] are listed.
     pub failed_loops: Vec<String>,
     /// How many loops failed.
     pub failed_count: u64,
+    /// Bad dataset rows skipped.
     pub rows_skipped: usize,
     /// How the policy grid was run.
     pub sweep: Sweep,
     /// Rounds actually generated and critiqued; `critiques` counts the rounds in the outputs,
     /// which a replayed sweep serves from fewer recorded rounds.
     pub recorded_rounds: u64,
+    /// Wall time of the run.
     pub elapsed: Duration,
     /// Of `recorded_rounds`, those the interrupted run had recorded before this one resumed it
     /// (`elapsed` is this process's time only).

@@ -12,11 +12,15 @@ use crate::EngineError;
 /// One config × arm × critic of a rescoring.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CensoredRow {
+    /// The config.
     pub config_id: String,
+    /// The arm.
     pub arm: String,
+    /// The critic.
     pub critic: String,
     /// Replayed loops, censored or not.
     pub loops: u64,
+    /// Of those, the loops censored.
     pub censored: u64,
     /// Loops with an outcome that passed.
     pub passed: u64,

@@ -50,11 +50,13 @@ pub struct RescoreOptions {
     /// The rescoring's name: its folder `RUN/rescored/NAME`, and the run's critic it reuses when
     /// `critic` is [`CriticChoice::Run`].
     pub name: String,
+    /// Which critic re-critiques the drafts.
     pub critic: CriticChoice,
     /// Replaces the critic's config.
     pub config: Option<serde_json::Value>,
     /// Replaces the critic's kinds: only loops of tasks of these kinds are rescored.
     pub kinds: Option<Vec<String>>,
+    /// `--plugin-dir`: where to look for plugins, before the run's own `plugin_dirs`.
     pub plugin_dirs: Vec<PathBuf>,
     /// Run the critic in child processes.
     pub isolate_plugins: bool,
@@ -63,8 +65,11 @@ pub struct RescoreOptions {
     pub datasets: Vec<PathBuf>,
     /// Worker threads; 0 means every core.
     pub jobs: usize,
+    /// Replace an earlier rescoring of this name.
     pub overwrite: bool,
+    /// Finish an interrupted rescoring of this name.
     pub resume: bool,
+    /// Print no progress.
     pub quiet: bool,
     /// The caller's signal handling: when its flag is raised the rescoring commits what is done
     /// and ends with [`RescoreError::Interrupted`].
@@ -74,20 +79,27 @@ pub struct RescoreOptions {
 /// What a rescoring wrote.
 #[derive(Debug)]
 pub struct RescoreSummary {
+    /// The rescoring's folder.
     pub out_dir: PathBuf,
-    /// Recorded loops re-critiqued, and those of tasks the critic does not take.
+    /// Recorded loops re-critiqued.
     pub loops_rescored: u64,
+    /// Recorded loops of tasks the critic does not take.
     pub loops_not_taken: u64,
-    /// Critiques made (a resumed rescoring's include those made before it was interrupted), and
-    /// those that failed every attempt.
+    /// Critiques made (a resumed rescoring's include those made before it was interrupted).
     pub critiques: u64,
+    /// Critiques that failed every attempt.
     pub failed_critiques: u64,
+    /// Of `critiques`, those made before the interruption this rescoring resumed from.
     pub resumed_critiques: u64,
-    /// Replayed loops (one per config and recorded loop), and those censored.
+    /// Replayed loops (one per config and recorded loop).
     pub loops: u64,
+    /// Replayed loops censored.
     pub censored: u64,
+    /// Each config × arm × critic's censoring (`censored.csv`).
     pub censored_rows: Vec<CensoredRow>,
+    /// Wall time of the rescoring.
     pub elapsed: Duration,
+    /// The rescoring's report.
     pub report: critbench_report::Report,
 }
 

@@ -62,30 +62,52 @@ pub fn look_of(k: u64, min_tasks: u64, check_every: u64) -> u64 {
 /// Why a sequential run cannot start or go on.
 #[derive(Debug, thiserror::Error)]
 pub enum SequentialError {
+    /// A sequential run asked to run as a shard.
     #[error(
         "[sequential] runs in one piece and cannot run as a shard (--shard, or a Slurm or Kubernetes array task): \
          each shard would stop on the evidence of its own tasks alone, and the shards together would not be the run \
          the rule decided; run it without shards, or remove [sequential] to shard it"
     )]
     Sharded,
+    /// The deciding comparison's critic takes none of the run's tasks.
     #[error(
         "[sequential.decides]: critic `{critic}` takes none of the {tasks} task(s) the run admits, so the comparison \
          that decides can never be followed; give it tasks of its `kinds`, or let another comparison decide"
     )]
-    NoTasks { critic: String, tasks: u64 },
+    NoTasks {
+        /// The critic.
+        critic: String,
+        /// Tasks the run admits.
+        tasks: u64,
+    },
+    /// A dataset changed while the run read it.
     #[error(
         "{}: {row_label} {row} no longer holds the task the run read there when it started (the file changed while \
          the run read it); run again on a file that does not change",
         path.display()
     )]
-    Changed { path: PathBuf, row: u64, row_label: &'static str },
+    Changed {
+        /// The dataset file.
+        path: PathBuf,
+        /// The row (or line) that changed.
+        row: u64,
+        /// What a row is called in that file ("row" or "line").
+        row_label: &'static str,
+    },
+    /// The sequential monitor refused a task (a bug).
     #[error("the sequential monitor refused a task (please report): {0}")]
     Monitor(#[from] critbench_stats::sequential::MonitorError),
+    /// The journal's sequential record and the rows written disagree (a bug).
     #[error(
         "the journal's sequential record holds {recorded} task(s) but {written} were written (please report); start \
          again with --overwrite"
     )]
-    Journal { recorded: u64, written: u64 },
+    Journal {
+        /// Tasks the record holds.
+        recorded: u64,
+        /// Tasks written.
+        written: u64,
+    },
 }
 
 impl SequentialError {
