@@ -203,7 +203,7 @@ mod pricing;
 mod resolve;
 mod sequential;
 
-pub use sequential::{Decides, SequentialSettings};
+pub use sequential::{Decides, SequentialError, SequentialSettings};
 
 pub use pricing::{DEFAULT_CURRENCY, Pricing, pricing_warnings};
 

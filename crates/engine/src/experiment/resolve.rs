@@ -184,7 +184,8 @@ impl Experiment {
         let sequential = file
             .sequential
             .map(|section| super::sequential::resolve(section, &arms, &policies, &critics))
-            .transpose()?;
+            .transpose()
+            .map_err(|e| e.to_string())?;
         let mut adjudicate = adjudicated_arms(file.adjudicate.as_ref(), &arms, backend, openai.as_ref())?;
         adjudicate.sort_by_key(|arm| arms.iter().position(|a| a == arm));
         let experiment = Experiment {
