@@ -806,8 +806,8 @@ pub enum ExperimentProblem {
     #[error("{}", error.to_string().trim_end())]
     Toml { line: Option<usize>, error: Box<toml::de::Error> },
     /// Valid TOML whose settings do not fit together.
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] crate::experiment::ResolveError),
 }
 
 impl ExperimentProblem {

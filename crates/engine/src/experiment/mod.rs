@@ -203,9 +203,11 @@ mod pricing;
 mod resolve;
 mod sequential;
 
-pub use sequential::{Decides, SequentialSettings};
+pub use sequential::{Decides, SequentialError, SequentialSettings};
 
-pub use pricing::{DEFAULT_CURRENCY, Pricing, pricing_warnings};
+pub use grid::PolicyError;
+pub use pricing::{DEFAULT_CURRENCY, Pricing, PricingError, pricing_warnings};
+pub use resolve::{AdjudicateError, CriticProblem, ResolveError};
 
 pub use crate::limits::MAX_JUDGE_REPEATS;
 

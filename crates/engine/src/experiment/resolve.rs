@@ -1,9 +1,201 @@
 //! An experiment file validated and resolved against the command line into an [`Experiment`].
 
 use super::file::{ExperimentFile, OneOrMany};
+use super::grid::PolicyError;
 use super::grid::policy_grid;
+use super::pricing::PricingError;
+use super::sequential::SequentialError;
 use super::*;
-use crate::limits;
+use crate::limits::{self, LimitError};
+
+/// Valid TOML whose settings do not fit together: each message names the key at fault and says
+/// what to give instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// `name` is empty.
+    #[error("`name` must not be empty")]
+    EmptyName,
+    /// `name` is not one path component.
+    #[error(
+        "`name` = {0:?} must not contain a path separator or be `.` or `..` (the run is written to reports/NAME \
+         unless `out` says otherwise; set `out` to write elsewhere)"
+    )]
+    NameIsAPath(String),
+    /// `dataset = []`.
+    #[error("`dataset` is an empty list; give at least one path")]
+    NoDatasets,
+    /// No `dataset` and no `--dataset`.
+    #[error("`dataset` is missing; give a path (or pass --dataset PATH)")]
+    MissingDataset,
+    /// A `backend` that is not one.
+    #[error("`backend` = \"{0}\" is not known; use \"sim\", \"scripted\" or \"openai\"")]
+    UnknownBackend(String),
+    /// `backend = "openai"` without an `[openai]` table.
+    #[error("`backend` = \"openai\" needs an [openai] section with `base_url`")]
+    OpenaiWithoutTable,
+    /// `arms = []`.
+    #[error("`arms` is empty; use any of \"feedback\", \"no-feedback\", \"single\"")]
+    NoArms,
+    /// An entry of `arms` that is not an arm.
+    #[error("`arms`: \"{0}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\" or \"feedback+memory\"")]
+    UnknownArm(String),
+    /// An arm twice in `arms`.
+    #[error("`arms`: \"{0}\" is listed twice")]
+    RepeatedArm(String),
+    /// `epochs = 0`.
+    #[error("`epochs` must be at least 1")]
+    NoEpochs,
+    /// `critic_attempts = 0`.
+    #[error("`critic_attempts` must be at least 1")]
+    NoCriticAttempts,
+    /// No `[[critics]]` table.
+    #[error("no critics: add at least one [[critics]] table with `name` and `plugin`")]
+    NoCritics,
+    /// A `[[critics]]` or `[[evaluators]]` table that does not make a critic.
+    #[error("{at}: {problem}")]
+    Critic {
+        /// `critics[i]` or `evaluators[i]`.
+        at: String,
+        /// What is wrong with it.
+        #[source]
+        problem: CriticProblem,
+    },
+    /// An evaluator's pass rule that is not finite.
+    #[error("{at}: `pass_score` and `dim_target` must be finite numbers, not {value}")]
+    PassRule {
+        /// `evaluators[i]`.
+        at: String,
+        /// The value given.
+        value: f64,
+    },
+    /// `[judge] repeats` out of range.
+    #[error("[judge]: `repeats` must be from 1 to {max}", max = MAX_JUDGE_REPEATS)]
+    JudgeRepeats,
+    /// `[judge] dataset = []`.
+    #[error("[judge]: `dataset` is an empty list; give at least one path")]
+    NoJudgeDatasets,
+    /// `[memory] learn_fraction` outside (0, 1).
+    #[error("[memory]: `learn_fraction` = {0} must be between 0 and 1 (exclusive)")]
+    LearnFraction(f64),
+    /// `[memory] min_count = 0`.
+    #[error("[memory]: `min_count` must be at least 1")]
+    NoMinCount,
+    /// A `sweep` that is not one.
+    #[error("`sweep` = \"{0}\"; use \"replay\" or \"direct\"")]
+    UnknownSweep(String),
+    /// An `on_bad_row` that is not one.
+    #[error("`on_bad_row` = \"{0}\"; use \"error\" or \"skip\"")]
+    UnknownOnBadRow(String),
+    /// An `adjudicate` that is not `true`, `false` or a list of arms.
+    #[error(transparent)]
+    Adjudicate(#[from] AdjudicateError),
+    /// Past a bound on what one task's loops may hold (`limits`).
+    #[error(transparent)]
+    Limit(#[from] LimitError),
+    /// The `[policy]` table.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The `[openai]` table.
+    #[error(transparent)]
+    Openai(#[from] critbench_openai::SettingsError),
+    /// The `[prompts]` table.
+    #[error(transparent)]
+    Prompts(#[from] critbench_openai::prompts::PromptError),
+    /// `[pricing]`, `--pricing FILE` or `[budget]`.
+    #[error(transparent)]
+    Pricing(#[from] PricingError),
+    /// The `[sequential]` table.
+    #[error(transparent)]
+    Sequential(#[from] SequentialError),
+}
+
+/// What is wrong with one `[[critics]]` or `[[evaluators]]` table (its place is the
+/// [`ResolveError::Critic`] around it).
+#[derive(Debug, thiserror::Error)]
+pub enum CriticProblem {
+    /// An empty `name`.
+    #[error("`name` must not be empty")]
+    EmptyName,
+    /// A name given to another critic or evaluator.
+    #[error("the name \"{0}\" is used twice (critics and evaluators share names); names label the outputs")]
+    NameTwice(String),
+    /// Both `plugin` and `command`.
+    #[error("give either `plugin` or `command`, not both")]
+    PluginAndCommand,
+    /// Neither `plugin` nor `command`.
+    #[error(
+        "give `plugin` (a built-in name or a shared library) or `command` (an executable speaking the JSON-lines \
+         protocol)"
+    )]
+    NoPlugin,
+    /// An empty `plugin`.
+    #[error("`plugin` must not be empty")]
+    EmptyPlugin,
+    /// A `command` without a program.
+    #[error("`command` must start with a program, e.g. [\"python3\", \"critic.py\"]")]
+    NoProgram,
+    /// An `isolation` that is not one.
+    #[error("`isolation` = \"{0}\" is not known; use \"in-process\" or \"process\"")]
+    UnknownIsolation(String),
+    /// A `command` critic asked to run in-process.
+    #[error("a `command` critic runs in its own process; remove `isolation` = \"in-process\"")]
+    CommandInProcess,
+    /// A `timeout_s` out of range.
+    #[error("`timeout_s` = {0} must be more than 0 and at most {max}", max = MAX_TIMEOUT_S)]
+    Timeout(f64),
+    /// A weight that is negative or not finite.
+    #[error("`weights`: {dimension} = {weight} must be a finite number ≥ 0")]
+    Weight {
+        /// The dimension weighted.
+        dimension: String,
+        /// The weight given.
+        weight: f64,
+    },
+    /// A `memory_mb` out of range.
+    #[error("`memory_mb` = {0} must be from {min} to {max}", min = MIN_MEMORY_MB, max = MAX_MEMORY_MB)]
+    Memory(u64),
+    /// `kinds = []`.
+    #[error("`kinds` is empty, so no task would reach this critic; remove it to take every task")]
+    NoKinds,
+    /// A `config` that has no JSON form.
+    #[error("`config`: {0}")]
+    Config(#[source] serde_json::Error),
+}
+
+/// An `adjudicate` key that names arms wrongly, or asks for an adjudicator that does not exist.
+#[derive(Debug, thiserror::Error)]
+pub enum AdjudicateError {
+    /// A list entry that is not a string.
+    #[error("`adjudicate`: {0} is not an arm name; give true, false or a list of arms")]
+    NotAName(toml::Value),
+    /// An arm the experiment does not run.
+    #[error("`adjudicate`: \"{0}\" is not one of the experiment's `arms`")]
+    UnknownArm(String),
+    /// An arm twice.
+    #[error("`adjudicate`: \"{0}\" is listed twice")]
+    RepeatedArm(String),
+    /// A value that is neither a boolean nor a list.
+    #[error("`adjudicate` = {0}; give true (every arm), false, or a list of arms such as [\"feedback\"]")]
+    NotArms(toml::Value),
+    /// Adjudication on the scripted backend.
+    #[error(
+        "`adjudicate`: the scripted backend has no adjudicator model (it only replays the dataset's `drafts`); use \
+         the sim or openai backend"
+    )]
+    Scripted,
+    /// Adjudication on the openai backend without an adjudicator model.
+    #[error(
+        "`adjudicate` needs an adjudicator model: set [openai.adjudicator] model = \"...\" (or `adjudicator` in \
+         [openai] models)"
+    )]
+    NoModel,
+    /// An adjudicator model that no arm uses.
+    #[error(
+        "[openai]: an adjudicator model is set but no arm adjudicates; set `adjudicate = true` (or a list of arms), \
+         or remove the adjudicator model"
+    )]
+    Unused,
+}
 
 impl Experiment {
     /// Reads, validates and resolves an experiment file.
@@ -20,24 +212,20 @@ impl Experiment {
                 experiment.path = Some(path.to_path_buf());
                 experiment
             })
-            .map_err(|message| fail(ExperimentProblem::Invalid(message)))
+            .map_err(|error| fail(ExperimentProblem::Invalid(error)))
     }
 
-    fn resolve(file: ExperimentFile, base: &Path, overrides: &Overrides) -> Result<Experiment, String> {
+    fn resolve(file: ExperimentFile, base: &Path, overrides: &Overrides) -> Result<Experiment, ResolveError> {
         let relative = |p: &str| -> PathBuf {
             let path = PathBuf::from(p);
             if path.is_absolute() { path } else { normalize(&base.join(path)) }
         };
         if file.name.trim().is_empty() {
-            return Err("`name` must not be empty".into());
+            return Err(ResolveError::EmptyName);
         }
         // The name is a directory under reports/ (and labels the run): one path component.
         if file.name.contains(['/', '\\']) || file.name == "." || file.name == ".." {
-            return Err(format!(
-                "`name` = {:?} must not contain a path separator or be `.` or `..` (the run is written to \
-                 reports/NAME unless `out` says otherwise; set `out` to write elsewhere)",
-                file.name
-            ));
+            return Err(ResolveError::NameIsAPath(file.name));
         }
         let datasets: Vec<PathBuf> = if !overrides.datasets.is_empty() {
             overrides.datasets.clone()
@@ -45,52 +233,50 @@ impl Experiment {
             match file.dataset {
                 Some(OneOrMany::One(p)) => vec![relative(&p)],
                 Some(OneOrMany::Many(ps)) if !ps.is_empty() => ps.iter().map(|p| relative(p)).collect(),
-                Some(OneOrMany::Many(_)) => return Err("`dataset` is an empty list; give at least one path".into()),
-                None => return Err("`dataset` is missing; give a path (or pass --dataset PATH)".into()),
+                Some(OneOrMany::Many(_)) => return Err(ResolveError::NoDatasets),
+                None => return Err(ResolveError::MissingDataset),
             }
         };
         let backend = match file.backend.as_str() {
             "sim" => BackendKind::Sim,
             "scripted" => BackendKind::Scripted,
             "openai" => BackendKind::Openai,
-            other => {
-                return Err(format!("`backend` = \"{other}\" is not known; use \"sim\", \"scripted\" or \"openai\""));
-            }
+            other => return Err(ResolveError::UnknownBackend(other.to_string())),
         };
         if backend == BackendKind::Openai && file.openai.is_none() {
-            return Err("`backend` = \"openai\" needs an [openai] section with `base_url`".into());
+            return Err(ResolveError::OpenaiWithoutTable);
         }
         let arm_names = file.arms.unwrap_or_else(|| Arm::DEFAULT.iter().map(|a| a.as_str().to_string()).collect());
         if arm_names.is_empty() {
-            return Err("`arms` is empty; use any of \"feedback\", \"no-feedback\", \"single\"".into());
+            return Err(ResolveError::NoArms);
         }
         let mut arms = Vec::new();
         for name in &arm_names {
-            let arm = Arm::parse(name).ok_or_else(|| {
-                format!("`arms`: \"{name}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\" or \"feedback+memory\"")
-            })?;
+            let arm = Arm::parse(name).ok_or_else(|| ResolveError::UnknownArm(name.clone()))?;
             if arms.contains(&arm) {
-                return Err(format!("`arms`: \"{name}\" is listed twice"));
+                return Err(ResolveError::RepeatedArm(name.clone()));
             }
             arms.push(arm);
         }
         if file.epochs == 0 {
-            return Err("`epochs` must be at least 1".into());
+            return Err(ResolveError::NoEpochs);
         }
         if file.epochs > limits::MAX_EPOCHS {
-            return Err(limits::LimitError::Epochs(file.epochs.into()).to_string());
+            return Err(LimitError::Epochs(file.epochs.into()).into());
         }
         if file.critic_attempts == 0 {
-            return Err("`critic_attempts` must be at least 1".into());
+            return Err(ResolveError::NoCriticAttempts);
         }
         if file.critics.is_empty() {
-            return Err("no critics: add at least one [[critics]] table with `name` and `plugin`".into());
+            return Err(ResolveError::NoCritics);
         }
         let mut labels = BTreeSet::new();
         let mut critics = Vec::new();
         for (index, entry) in file.critics.into_iter().enumerate() {
             let at = format!("critics[{index}]");
-            critics.push(critic_spec(&at, entry, &mut labels, overrides.isolate_plugins, &relative)?);
+            let spec = critic_spec(entry, &mut labels, overrides.isolate_plugins, &relative)
+                .map_err(|problem| ResolveError::Critic { at, problem })?;
+            critics.push(spec);
         }
         let mut evaluators = Vec::new();
         for (index, entry) in file.evaluators.into_iter().enumerate() {
@@ -98,24 +284,25 @@ impl Experiment {
             let (entry, pass_score, dim_target) = entry.split();
             let pass_score = pass_score.unwrap_or(Policy::default().pass_score);
             if let Some(value) = std::iter::once(pass_score).chain(dim_target).find(|v| !v.is_finite()) {
-                return Err(format!("{at}: `pass_score` and `dim_target` must be finite numbers, not {value}"));
+                return Err(ResolveError::PassRule { at, value });
             }
-            let spec = critic_spec(&at, entry, &mut labels, overrides.isolate_plugins, &relative)?;
+            let spec = critic_spec(entry, &mut labels, overrides.isolate_plugins, &relative)
+                .map_err(|problem| ResolveError::Critic { at, problem })?;
             evaluators.push(EvaluatorSpec { spec, pass_score, dim_target });
         }
-        let policies = policy_grid(&file.policy).map_err(|e| e.to_string())?;
+        let policies = policy_grid(&file.policy)?;
         let judge = match file.judge {
             None => JudgeSettings { repeats: 1, datasets: None, out: None },
             Some(section) => {
                 if !(1..=MAX_JUDGE_REPEATS).contains(&section.repeats) {
-                    return Err(format!("[judge]: `repeats` must be from 1 to {MAX_JUDGE_REPEATS}"));
+                    return Err(ResolveError::JudgeRepeats);
                 }
                 let datasets = match section.dataset {
                     None => None,
                     Some(OneOrMany::One(p)) => Some(vec![relative(&p)]),
                     Some(OneOrMany::Many(ps)) if !ps.is_empty() => Some(ps.iter().map(|p| relative(p)).collect()),
                     Some(OneOrMany::Many(_)) => {
-                        return Err("[judge]: `dataset` is an empty list; give at least one path".into());
+                        return Err(ResolveError::NoJudgeDatasets);
                     }
                 };
                 JudgeSettings { repeats: section.repeats, datasets, out: section.out.as_deref().map(relative) }
@@ -125,13 +312,13 @@ impl Experiment {
         if let Some(section) = file.memory {
             if let Some(fraction) = section.learn_fraction {
                 if !(fraction > 0.0 && fraction < 1.0) {
-                    return Err(format!("[memory]: `learn_fraction` = {fraction} must be between 0 and 1 (exclusive)"));
+                    return Err(ResolveError::LearnFraction(fraction));
                 }
                 memory.learn_fraction = fraction;
             }
             if let Some(min_count) = section.min_count {
                 if min_count == 0 {
-                    return Err("[memory]: `min_count` must be at least 1".into());
+                    return Err(ResolveError::NoMinCount);
                 }
                 memory.min_count = min_count;
             }
@@ -141,13 +328,13 @@ impl Experiment {
             _ if overrides.sweep.is_some() => overrides.sweep.expect("checked just above"),
             None | Some("replay") => Sweep::Replay,
             Some("direct") => Sweep::Direct,
-            Some(other) => return Err(format!("`sweep` = \"{other}\"; use \"replay\" or \"direct\"")),
+            Some(other) => return Err(ResolveError::UnknownSweep(other.to_string())),
         };
         let on_bad_row = match (overrides.on_bad_row, file.on_bad_row.as_deref()) {
             (Some(mode), _) => mode,
             (None, None | Some("error")) => OnBadRow::Error,
             (None, Some("skip")) => OnBadRow::Skip,
-            (None, Some(other)) => return Err(format!("`on_bad_row` = \"{other}\"; use \"error\" or \"skip\"")),
+            (None, Some(other)) => return Err(ResolveError::UnknownOnBadRow(other.to_string())),
         };
         let out = match (&overrides.out, &file.out) {
             (Some(out), _) => out.clone(),
@@ -173,14 +360,14 @@ impl Experiment {
                     seed: file.seed,
                     cache,
                 };
-                Some(section.resolve(needs).map_err(|e| e.to_string())?)
+                Some(section.resolve(needs)?)
             }
         };
         let pricing =
             super::pricing::resolve_pricing(file.pricing.as_ref(), overrides.pricing.as_deref(), openai.as_mut())?;
         let budget = super::pricing::resolve_budget(file.budget, openai.as_ref())?;
         let prompts = file.prompts.unwrap_or_default();
-        prompts.check().map_err(|e| e.to_string())?;
+        prompts.check()?;
         let sequential = file
             .sequential
             .map(|section| super::sequential::resolve(section, &arms, &policies, &critics))
@@ -217,72 +404,62 @@ impl Experiment {
             pricing,
             budget,
         };
-        experiment.task_shape().check().map_err(|e| e.to_string())?;
+        experiment.task_shape().check()?;
         Ok(experiment)
     }
 }
 
-/// One `[[critics]]` or `[[evaluators]]` table, checked: `at` names it in messages, `labels` holds
-/// the names given so far (a name labels the outputs, so it is given once).
+/// One `[[critics]]` or `[[evaluators]]` table, checked (the caller names it in messages);
+/// `labels` holds the names given so far (a name labels the outputs, so it is given once).
 fn critic_spec(
-    at: &str,
     entry: super::file::CriticEntry,
     labels: &mut BTreeSet<String>,
     isolate_plugins: bool,
     relative: &impl Fn(&str) -> PathBuf,
-) -> Result<CriticSpec, String> {
+) -> Result<CriticSpec, CriticProblem> {
     if entry.name.trim().is_empty() {
-        return Err(format!("{at}: `name` must not be empty"));
+        return Err(CriticProblem::EmptyName);
     }
     if !labels.insert(entry.name.clone()) {
-        return Err(format!(
-            "{at}: the name \"{}\" is used twice (critics and evaluators share names); names label the outputs",
-            entry.name
-        ));
+        return Err(CriticProblem::NameTwice(entry.name));
     }
     let (plugin, command) = match (entry.plugin, entry.command) {
         (Some(_), Some(_)) => {
-            return Err(format!("{at}: give either `plugin` or `command`, not both"));
+            return Err(CriticProblem::PluginAndCommand);
         }
         (None, None) => {
-            return Err(format!(
-                "{at}: give `plugin` (a built-in name or a shared library) or `command` \
-                     (an executable speaking the JSON-lines protocol)"
-            ));
+            return Err(CriticProblem::NoPlugin);
         }
         (Some(plugin), None) if plugin.trim().is_empty() => {
-            return Err(format!("{at}: `plugin` must not be empty"));
+            return Err(CriticProblem::EmptyPlugin);
         }
         (Some(plugin), None) => (plugin, None),
         (None, Some(command)) if command.first().is_none_or(|p| p.trim().is_empty()) => {
-            return Err(format!("{at}: `command` must start with a program, e.g. [\"python3\", \"critic.py\"]"));
+            return Err(CriticProblem::NoProgram);
         }
         (None, Some(command)) => (String::new(), Some(command)),
     };
     let isolation = match entry.isolation.as_deref() {
         None if command.is_some() || isolate_plugins => IsolationMode::Process,
         None => IsolationMode::InProcess,
-        Some(text) => IsolationMode::parse(text)
-            .ok_or_else(|| format!("{at}: `isolation` = \"{text}\" is not known; use \"in-process\" or \"process\""))?,
+        Some(text) => IsolationMode::parse(text).ok_or_else(|| CriticProblem::UnknownIsolation(text.to_string()))?,
     };
     if command.is_some() && isolation == IsolationMode::InProcess {
-        return Err(format!("{at}: a `command` critic runs in its own process; remove `isolation` = \"in-process\""));
+        return Err(CriticProblem::CommandInProcess);
     }
     let timeout_s = entry.timeout_s.unwrap_or(critbench_plugin_host::DEFAULT_TIMEOUT.as_secs_f64());
     if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= MAX_TIMEOUT_S) {
-        return Err(format!("{at}: `timeout_s` = {timeout_s} must be more than 0 and at most {MAX_TIMEOUT_S}"));
+        return Err(CriticProblem::Timeout(timeout_s));
     }
     if let Some((name, weight)) = entry.weights.iter().flatten().find(|(_, w)| !(w.is_finite() && **w >= 0.0)) {
-        return Err(format!("{at}: `weights`: {name} = {weight} must be a finite number ≥ 0"));
+        return Err(CriticProblem::Weight { dimension: name.clone(), weight: *weight });
     }
     let memory_mb = entry.memory_mb.unwrap_or(critbench_plugin_host::DEFAULT_MEMORY_MB);
     if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
-        return Err(format!("{at}: `memory_mb` = {memory_mb} must be from {MIN_MEMORY_MB} to {MAX_MEMORY_MB}"));
+        return Err(CriticProblem::Memory(memory_mb));
     }
     if entry.kinds.as_ref().is_some_and(Vec::is_empty) {
-        return Err(format!(
-            "{at}: `kinds` is empty, so no task would reach this critic; remove it to take every task"
-        ));
+        return Err(CriticProblem::NoKinds);
     }
     let plugin = if critbench_plugin_host::SearchPath::is_path(&plugin) {
         relative(&plugin).display().to_string()
@@ -291,7 +468,7 @@ fn critic_spec(
     };
     let config = match entry.config {
         None => serde_json::json!({}),
-        Some(value) => serde_json::to_value(value).map_err(|e| format!("{at}: `config`: {e}"))?,
+        Some(value) => serde_json::to_value(value).map_err(CriticProblem::Config)?,
     };
     Ok(CriticSpec {
         name: entry.name,
@@ -335,48 +512,31 @@ fn adjudicated_arms(
     arms: &[Arm],
     backend: BackendKind,
     openai: Option<&critbench_openai::ClientSettings>,
-) -> Result<Vec<Arm>, String> {
+) -> Result<Vec<Arm>, AdjudicateError> {
     let chosen: Vec<Arm> = match value {
         None | Some(toml::Value::Boolean(false)) => Vec::new(),
         Some(toml::Value::Boolean(true)) => arms.to_vec(),
         Some(toml::Value::Array(items)) => {
             let mut chosen = Vec::new();
             for item in items {
-                let name = item.as_str().ok_or_else(|| {
-                    format!("`adjudicate`: {item} is not an arm name; give true, false or a list of arms")
-                })?;
+                let name = item.as_str().ok_or_else(|| AdjudicateError::NotAName(item.clone()))?;
                 let arm = Arm::parse(name)
                     .filter(|arm| arms.contains(arm))
-                    .ok_or_else(|| format!("`adjudicate`: \"{name}\" is not one of the experiment's `arms`"))?;
+                    .ok_or_else(|| AdjudicateError::UnknownArm(name.to_string()))?;
                 if chosen.contains(&arm) {
-                    return Err(format!("`adjudicate`: \"{name}\" is listed twice"));
+                    return Err(AdjudicateError::RepeatedArm(name.to_string()));
                 }
                 chosen.push(arm);
             }
             chosen
         }
-        Some(other) => {
-            return Err(format!(
-                "`adjudicate` = {other}; give true (every arm), false, or a list of arms such as [\"feedback\"]"
-            ));
-        }
+        Some(other) => return Err(AdjudicateError::NotArms(other.clone())),
     };
     let has_model = openai.is_some_and(|settings| settings.roles.contains_key(&critbench_openai::Role::Adjudicator));
     match backend {
-        BackendKind::Scripted if !chosen.is_empty() => Err("`adjudicate`: the scripted backend has no adjudicator \
-                                                            model (it only replays the dataset's `drafts`); use the \
-                                                            sim or openai backend"
-            .into()),
-        BackendKind::Openai if !chosen.is_empty() && !has_model => Err("`adjudicate` needs an adjudicator model: set \
-                                                                        [openai.adjudicator] model = \"...\" (or \
-                                                                        `adjudicator` in [openai] models)"
-            .into()),
-        _ if chosen.is_empty() && has_model => {
-            Err("[openai]: an adjudicator model is set but no arm adjudicates; set \
-                                                    `adjudicate = true` (or a list of arms), or remove the \
-                                                    adjudicator model"
-                .into())
-        }
+        BackendKind::Scripted if !chosen.is_empty() => Err(AdjudicateError::Scripted),
+        BackendKind::Openai if !chosen.is_empty() && !has_model => Err(AdjudicateError::NoModel),
+        _ if chosen.is_empty() && has_model => Err(AdjudicateError::Unused),
         _ => Ok(chosen),
     }
 }

@@ -466,3 +466,75 @@ fn a_budget_needs_a_price_for_every_call_it_counts() {
     let offline = load(&format!("{MINIMAL}[budget]\nmax_cost = 1\n")).unwrap_err();
     assert!(offline.contains("this experiment makes none: it has no [openai] table"), "{offline}");
 }
+
+#[test]
+fn the_typed_resolution_errors_read_as_the_messages_did() {
+    let two_critics = format!("{MINIMAL}[[critics]]\nname = \"s\"\nplugin = \"rubric\"\n");
+    let cases = [
+        (
+            format!("{MINIMAL}[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n"),
+            "critics[1]: the name \"r\" is used twice (critics and evaluators share names); names label the outputs",
+        ),
+        (format!("{MINIMAL}timeout_s = 0\n"), "critics[0]: `timeout_s` = 0 must be more than 0 and at most 86400"),
+        (
+            format!("adjudicate = [1]\n{MINIMAL}"),
+            "`adjudicate`: 1 is not an arm name; give true, false or a list of arms",
+        ),
+        (
+            format!("adjudicate = \"x\"\n{MINIMAL}"),
+            "`adjudicate` = \"x\"; give true (every arm), false, or a list of arms such as [\"feedback\"]",
+        ),
+        (
+            format!("{two_critics}[sequential]\narms = [\"feedback\", \"no-feedback\"]\n[sequential.decides]\n"),
+            "[sequential.decides]: `critic` is missing; the experiment has 2 critics, so name the one that decides \
+             (r, s)",
+        ),
+        (
+            format!("{MINIMAL}[pricing]\nfoo = 1\n"),
+            "[pricing]: unknown field `foo` (a value, not a model's table): expected one of `currency`, or a \
+             [pricing.\"MODEL\"] table with input_per_mtok and output_per_mtok",
+        ),
+        (
+            format!("{MINIMAL}[budget]\nmax_cost = 1\n"),
+            "[budget] counts what model calls cost, and this experiment makes none: it has no [openai] table (the \
+             sim and scripted backends are free)",
+        ),
+    ];
+    for (text, message) in cases {
+        assert_eq!(load(&text).unwrap_err(), format!("DIR/x.toml: {message}"), "{text}");
+    }
+}
+
+#[test]
+fn a_resolution_error_keeps_its_typed_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(&path, format!("{MINIMAL}[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n")).unwrap();
+    let error = Experiment::load(&path, &Overrides::default()).unwrap_err();
+    let EngineError::Experiment { problem, .. } = error else { panic!("not an experiment error: {error}") };
+    let ExperimentProblem::Invalid(ResolveError::Critic { at, problem }) = problem else {
+        panic!("not a critic's problem: {problem}")
+    };
+    assert_eq!(at, "critics[1]");
+    assert!(matches!(problem, CriticProblem::NameTwice(name) if name == "r"));
+}
+
+#[test]
+fn a_pricing_file_that_cannot_be_read_or_parsed_is_named_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(&path, MINIMAL).unwrap();
+    let load_with = |prices: &Path| {
+        let overrides = Overrides { pricing: Some(prices.to_path_buf()), ..Overrides::default() };
+        Experiment::load(&path, &overrides).unwrap_err().to_string()
+    };
+    let missing = dir.path().join("missing.toml");
+    let message = load_with(&missing);
+    let expected = format!("{}: --pricing {}: cannot read it: ", path.display(), missing.display());
+    assert!(message.starts_with(&expected), "{message}");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "currency = \"USD\"\n[x\n").unwrap();
+    let message = load_with(&bad);
+    let expected = format!("{}: --pricing {}, line 2: ", path.display(), bad.display());
+    assert!(message.starts_with(&expected), "{message}");
+}
