@@ -800,11 +800,17 @@ pub enum NotARun {
 /// What is wrong with an experiment file.
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentProblem {
+    /// The file cannot be read.
     #[error("cannot read the experiment file: {0}")]
     Unreadable(#[source] std::io::Error),
     /// Not TOML, or a key or value the file format does not allow; `line` is 1-based.
     #[error("{}", error.to_string().trim_end())]
-    Toml { line: Option<usize>, error: Box<toml::de::Error> },
+    Toml {
+        /// Where the parser stopped, when it says.
+        line: Option<usize>,
+        /// The parser's error.
+        error: Box<toml::de::Error>,
+    },
     /// Valid TOML whose settings do not fit together.
     #[error(transparent)]
     Invalid(#[from] crate::experiment::ResolveError),

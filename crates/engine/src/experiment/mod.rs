@@ -55,24 +55,33 @@ pub use critbench_plugin_host::CriticSpec;
 /// A fully resolved experiment: what `run` executes and the manifest records.
 #[derive(Clone, Debug, Serialize)]
 pub struct Experiment {
+    /// The experiment's `name`.
     pub name: String,
     /// The experiment file, if the experiment came from one.
     pub path: Option<PathBuf>,
+    /// The dataset files, read in this order.
     pub datasets: Vec<PathBuf>,
+    /// Who writes the drafts: the simulator, the dataset's scripts or a model server.
     pub backend: BackendKind,
+    /// The arms compared, in the order the reports list them.
     #[serde(serialize_with = "arm_names")]
     pub arms: Vec<Arm>,
     /// The arms whose loops end with the adjudicator's pass, in `arms` order.
     #[serde(serialize_with = "arm_names", skip_serializing_if = "Vec::is_empty")]
     pub adjudicate: Vec<Arm>,
+    /// Times each task's loops are repeated.
     pub epochs: u32,
+    /// The seed every draw of the run derives from.
     pub seed: u64,
+    /// The run folder.
     pub out: PathBuf,
+    /// The critics that steer loops (`[[critics]]`).
     pub critics: Vec<CriticSpec>,
     /// Held-out evaluators: critics that score a loop's first draft and final answer with the
     /// task's gold labels in view, and never steer it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evaluators: Vec<EvaluatorSpec>,
+    /// The thresholds and caps swept.
     pub sweep: Sweep,
     /// Strategy memory, for the `feedback+memory` arm.
     pub memory: crate::memory::MemoryConfig,
@@ -83,7 +92,9 @@ pub struct Experiment {
     pub critic_attempts: u32,
     /// Keep each draft's text in `trajectories.parquet`.
     pub store_drafts: bool,
+    /// Folders searched for plugin libraries before the user's plugin folder.
     pub plugin_dirs: Vec<PathBuf>,
+    /// What a dataset row that cannot be read does to the run.
     #[serde(serialize_with = "bad_row_name")]
     pub on_bad_row: OnBadRow,
     /// Only the first N tasks of each dataset file.
@@ -114,9 +125,12 @@ pub struct Experiment {
 /// An `[[evaluators]]` table: a critic, and the pass rule its verdicts are read with.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EvaluatorSpec {
+    /// The critic.
     #[serde(flatten)]
     pub spec: CriticSpec,
+    /// The score its verdict passes at.
     pub pass_score: f64,
+    /// The score every dimension must reach as well, when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dim_target: Option<f64>,
 }
@@ -128,6 +142,7 @@ impl EvaluatorSpec {
     }
 }
 
+/// The `[judge]` table: how `critbench judge` benchmarks the critics.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct JudgeSettings {
     /// Critiques of each labeled draft by each critic (more than 1 for critics that are not
@@ -170,13 +185,21 @@ fn policy_tables<S: serde::Serializer>(policies: &[Policy], s: S) -> Result<S::O
 /// Command-line flags that override the file.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
+    /// `--out DIR`.
     pub out: Option<PathBuf>,
+    /// `--jobs N`.
     pub jobs: Option<usize>,
+    /// `--dataset FILE`, each one given.
     pub datasets: Vec<PathBuf>,
+    /// `--limit N`.
     pub limit: Option<usize>,
+    /// `--on-bad-row`.
     pub on_bad_row: Option<OnBadRow>,
+    /// `--store-drafts`.
     pub store_drafts: bool,
+    /// `--plugin-dir DIR`, each one given.
     pub plugin_dirs: Vec<PathBuf>,
+    /// `--sweep`, over the file's `[sweep]`.
     pub sweep: Option<Sweep>,
     /// `--no-cache`: neither read nor write the response cache file (identical requests within
     /// the run are still answered once, so arms stay paired).
@@ -189,7 +212,9 @@ pub struct Overrides {
 
 /// Bounds of a critic's `timeout_s` and `memory_mb`.
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+/// The smallest `memory_mb` a critic may have.
 pub const MIN_MEMORY_MB: u64 = 16;
+/// The largest `memory_mb` a critic may have.
 pub const MAX_MEMORY_MB: u64 = 1 << 20;
 
 /// Defaults of the `[openai]` table.

@@ -13,7 +13,9 @@ pub const DEFAULT_CURRENCY: &str = "USD";
 /// The prices a run uses, in one currency: the models its roles name that have a price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pricing {
+    /// What the prices are in (`USD` unless the list says).
     pub currency: String,
+    /// Each priced model's price, by model name.
     pub models: BTreeMap<String, Price>,
 }
 

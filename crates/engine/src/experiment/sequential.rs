@@ -14,10 +14,13 @@ pub struct SequentialSettings {
     /// A then B: the comparison is A − B.
     #[serde(serialize_with = "arm_names")]
     pub arms: Vec<Arm>,
+    /// The level the intervals hold at, at every look at once.
     pub confidence: f64,
     /// Stop for equivalence once the interval lies within ±margin; `None`: never.
     pub margin: Option<f64>,
+    /// Tasks written before the first look.
     pub min_tasks: u64,
+    /// Tasks written between looks.
     pub check_every: u64,
     /// The budget in tasks; `None`: the whole set.
     pub max_tasks: Option<u64>,
@@ -28,7 +31,9 @@ pub struct SequentialSettings {
 /// The comparison that alone decides when a sequential run stops.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Decides {
+    /// The config id whose comparison decides.
     pub config: String,
+    /// The critic whose verdicts it reads.
     pub critic: String,
 }
 
