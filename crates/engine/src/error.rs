@@ -1,5 +1,7 @@
 use std::path::PathBuf;
 
+use crate::experiment::ExperimentProblem;
+
 /// Everything that can stop a run. [`EngineError::is_usage`] tells the user's mistakes (exit 2)
 /// from internal failures (exit 1).
 #[derive(Debug, thiserror::Error)]
@@ -795,35 +797,6 @@ pub enum NotARun {
     /// A table of the run cannot be read.
     #[error(transparent)]
     Unreadable(#[from] critbench_storage::tables::StorageError),
-}
-
-/// What is wrong with an experiment file.
-#[derive(Debug, thiserror::Error)]
-pub enum ExperimentProblem {
-    /// The file cannot be read.
-    #[error("cannot read the experiment file: {0}")]
-    Unreadable(#[source] std::io::Error),
-    /// Not TOML, or a key or value the file format does not allow; `line` is 1-based.
-    #[error("{}", error.to_string().trim_end())]
-    Toml {
-        /// Where the parser stopped, when it says.
-        line: Option<usize>,
-        /// The parser's error.
-        error: Box<toml::de::Error>,
-    },
-    /// Valid TOML whose settings do not fit together.
-    #[error(transparent)]
-    Invalid(#[from] crate::experiment::ResolveError),
-}
-
-impl ExperimentProblem {
-    /// The line of the file at fault, when known.
-    pub fn line(&self) -> Option<usize> {
-        match self {
-            ExperimentProblem::Toml { line, .. } => *line,
-            _ => None,
-        }
-    }
 }
 
 impl From<critbench_plugin_host::OpenCriticError> for EngineError {

@@ -50,5 +50,6 @@ mod source;
 pub mod stop;
 mod summarize;
 
-pub use error::{EngineError, ExperimentProblem, NotARun, ReplayError, RescoreError, RunDirError};
+pub use error::{EngineError, NotARun, ReplayError, RescoreError, RunDirError};
+pub use experiment::ExperimentProblem;
 pub use sequential::SequentialError;

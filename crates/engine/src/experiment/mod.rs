@@ -12,7 +12,6 @@ use critbench_storage::dataset::OnBadRow;
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
-use crate::error::ExperimentProblem;
 
 /// The experiment run when `critbench run` is given none.
 pub const DEFAULT_EXPERIMENT: &str = "experiments/demo.toml";
@@ -263,6 +262,35 @@ impl Experiment {
 
 pub(crate) use resolve::available_cores;
 pub(crate) use resolve::normalize as normalize_path;
+
+/// What is wrong with an experiment file.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentProblem {
+    /// The file cannot be read.
+    #[error("cannot read the experiment file: {0}")]
+    Unreadable(#[source] std::io::Error),
+    /// Not TOML, or a key or value the file format does not allow; `line` is 1-based.
+    #[error("{}", error.to_string().trim_end())]
+    Toml {
+        /// Where the parser stopped, when it says.
+        line: Option<usize>,
+        /// The parser's error.
+        error: Box<toml::de::Error>,
+    },
+    /// Valid TOML whose settings do not fit together.
+    #[error(transparent)]
+    Invalid(#[from] ResolveError),
+}
+
+impl ExperimentProblem {
+    /// The line of the file at fault, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ExperimentProblem::Toml { line, .. } => *line,
+            _ => None,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests;
