@@ -117,42 +117,42 @@ impl Server {
     /// when that is already the form (no copy: this runs once per model call).
     pub fn shape<'a>(&self, body: &'a Value) -> Cow<'a, Value> {
         let Some(format) = structured(body) else { return Cow::Borrowed(body) };
-        if let (ServerKind::Openai, _) | (ServerKind::Vllm | ServerKind::Llamacpp, Format::Json) = (self.kind, &format)
-        {
-            return Cow::Borrowed(body);
-        }
-        let mut out = body.clone();
-        let object = out.as_object_mut().expect("a request body is an object");
+        // A copy of `body` with `edit` applied.
+        let edited = |edit: &dyn Fn(&mut serde_json::Map<String, Value>)| {
+            let mut out = body.clone();
+            edit(out.as_object_mut().expect("a request body is an object"));
+            Cow::Owned(out)
+        };
         match (self.kind, format) {
-            (ServerKind::Openai, _) | (ServerKind::Vllm | ServerKind::Llamacpp, Format::Json) => {}
-            (ServerKind::Vllm, Format::Schema(schema)) => {
+            (ServerKind::Openai, _) | (ServerKind::Vllm | ServerKind::Llamacpp, Format::Json) => Cow::Borrowed(body),
+            (ServerKind::Vllm, Format::Schema(schema)) => edited(&|object| {
                 object.remove("response_format");
                 if self.structured_output == "guided_json" {
-                    object.insert("guided_json".into(), schema);
+                    object.insert("guided_json".into(), schema.clone());
                 } else {
                     object.insert("structured_outputs".into(), json!({ "json": schema }));
                 }
-            }
-            (ServerKind::Llamacpp, Format::Schema(schema)) => {
+            }),
+            (ServerKind::Llamacpp, Format::Schema(schema)) => edited(&|object| {
                 object.insert("response_format".into(), json!({"type": "json_object", "schema": schema}));
-            }
+            }),
             (ServerKind::Ollama, format) => {
+                let object = body.as_object().expect("a request body is an object");
                 let mut options = serde_json::Map::new();
                 for (from, to) in [("temperature", "temperature"), ("seed", "seed"), ("max_tokens", "num_predict")] {
                     if let Some(value) = object.get(from) {
                         options.insert(to.into(), value.clone());
                     }
                 }
-                return Cow::Owned(json!({
+                Cow::Owned(json!({
                     "model": object.get("model").cloned().unwrap_or(Value::Null),
                     "messages": object.get("messages").cloned().unwrap_or(Value::Null),
                     "stream": false,
                     "format": match format { Format::Json => json!("json"), Format::Schema(schema) => schema },
                     "options": options,
-                }));
+                }))
             }
         }
-        Cow::Owned(out)
     }
 }
 
