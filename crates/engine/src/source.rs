@@ -306,3 +306,48 @@ impl Source {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a critic is sent and what the outcome rows' `meta` holds, for a dataset row whose
+    /// critiques and meta are written loosely: spaces, escapes a writer need not use, keys out of
+    /// order, nested objects, numbers in other spellings. Both are serde_json's compact form of
+    /// the values, byte for byte, as they have always been (docs/PROTOCOL.md, docs/FORMAT.md).
+    #[test]
+    fn critics_and_outputs_see_the_rows_json_in_one_compact_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let line = concat!(
+            r#"{"id": "t\u00e9\"1", "prompt": "Write \"this\"\n", "drafts": ["d"], "#,
+            r#""critiques": [ {"score": 5.0, "issues": ["a\/b", "tab\there"], "#,
+            r#""suggestions": [{"target": "body", "edit": "e\u2028x\ud83d\ude00", "dimension": "d"}], "rationale": "r"}, "#,
+            r#"{"score": 1e1, "fatal_issues": [], "nested": {"z": {"b": 1, "a": [1, 2.50, -0, -7, 18446744073709551615]}, "a": null}} ], "#,
+            r#""meta": {"scenario": "s", "topic": "caf\u00e9", "difficulty": 0.50, "#,
+            r#""deep": {"y": true, "x": {"k": "\u0001\u001f\\"}}, "Z": [], "": {}}, "labels": {"pass": true}}"#,
+        );
+        std::fs::write(&path, format!("{line}\n")).unwrap();
+        let dataset = critbench_storage::dataset::read_dataset(&path, OnBadRow::Error).unwrap();
+        let task = &dataset.tasks[0];
+        let request = critbench_plugin_host::request::critique_request(&TaskJson::new(task), "x", 1);
+        assert_eq!(
+            request,
+            concat!(
+                r#"{"request_version":1,"round":1,"draft":"x","task":{"id":"té\"1","prompt":"Write \"this\"\n","#,
+                r#""critiques":[{"issues":["a/b","tab\there"],"rationale":"r","score":5.0,"#,
+                "\"suggestions\":[{\"dimension\":\"d\",\"edit\":\"e\u{2028}x😀\",\"target\":\"body\"}]},",
+                r#"{"fatal_issues":[],"nested":{"a":null,"z":{"a":[1,2.5,-0.0,-7,18446744073709551615],"b":1}},"score":10.0}],"#,
+                r#""meta":{"":{},"Z":[],"deep":{"x":{"k":"\u0001\u001f\\"},"y":true},"difficulty":0.5,"scenario":"s","topic":"café"}}}"#,
+            )
+        );
+        assert_eq!(
+            task.meta.as_ref().map(|m| m.to_string()).as_deref(),
+            Some(
+                r#"{"":{},"Z":[],"deep":{"x":{"k":"\u0001\u001f\\"},"y":true},"difficulty":0.5,"scenario":"s","topic":"café"}"#
+            )
+        );
+        let labelled = critbench_plugin_host::request::critique_request(&TaskJson::with_labels(task), "x", 1);
+        assert!(labelled.ends_with(r#""topic":"café"},"labels":{"pass":true}}}"#), "{labelled}");
+    }
+}
