@@ -26,4 +26,4 @@ pub use policy::{
     Decision, ExitReason, FinalDraft, Policy, PolicyGrid, RepeatedConfig, RoundScore, decide, stop_point,
 };
 pub use seed::{Rng, SeedKey, derive_seed};
-pub use task::{Arm, Task};
+pub use task::{Arm, JsonText, Task};

@@ -1,5 +1,6 @@
 //! Tasks (one dataset row) and arms (the loop variants compared on them).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -7,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One task: what to write, and what the offline backends and critics may need (docs/REFERENCE.md, Dataset).
+///
+/// `critiques` and `meta` are only ever passed on (to critics, to the outputs), so they stay JSON
+/// text rather than trees: nothing is rebuilt from them, copied out of them or freed node by node.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Task {
@@ -26,15 +30,16 @@ pub struct Task {
     /// Drafts for the `scripted` backend; round k uses `drafts[min(k, len - 1)]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drafts: Vec<String>,
-    /// Critiques for the `scripted` critic; round k uses `critiques[min(k, len - 1)]`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub critiques: Vec<Value>,
+    /// Critiques for the `scripted` critic, one JSON list of objects (never an empty one); round k
+    /// uses `critiques[min(k, len - 1)]`.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_empty_list")]
+    pub critiques: Option<JsonText>,
     /// Gold labels for critic benchmarking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<Value>,
-    /// Anything else; carried to the outputs as a JSON string.
+    /// Anything else, a JSON object; carried to the outputs as this text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
+    pub meta: Option<JsonText>,
 }
 
 impl Task {
@@ -46,12 +51,132 @@ impl Task {
 
     /// A number from `meta` (e.g. `meta.difficulty`), if present.
     pub fn meta_number(&self, key: &str) -> Option<f64> {
-        self.meta.as_ref()?.get(key)?.as_f64()
+        serde_json::from_str(self.meta.as_ref()?.member(key)?).ok()
     }
 
-    /// A string from `meta` (e.g. `meta.format`), if present.
-    pub fn meta_str(&self, key: &str) -> Option<&str> {
-        self.meta.as_ref()?.get(key)?.as_str()
+    /// A string from `meta` (e.g. `meta.format`), if present: borrowed from the text unless it
+    /// holds an escape.
+    pub fn meta_str(&self, key: &str) -> Option<Cow<'_, str>> {
+        let member = self.meta.as_ref()?.member(key)?;
+        let inner = member.strip_prefix('"')?.strip_suffix('"')?;
+        if inner.contains('\\') {
+            serde_json::from_str::<String>(member).ok().map(Cow::Owned)
+        } else {
+            Some(Cow::Borrowed(inner))
+        }
+    }
+}
+
+/// JSON text exactly as serde_json writes the value it holds: compact, every object's keys in
+/// order and given once, numbers and escapes as serde_json spells them. Text in that one form is
+/// what critics are sent and what the outputs carry, whatever spacing or key order the dataset
+/// used (docs/FORMAT.md).
+#[derive(Clone, PartialEq, Eq)]
+pub struct JsonText(String);
+
+impl JsonText {
+    /// The text of `value`.
+    pub fn from_value(value: &Value) -> JsonText {
+        JsonText(value.to_string())
+    }
+
+    /// Takes text already in serde_json's form, e.g. written by a reader that transcodes as it
+    /// parses (the dataset reader's). Text in any other form would reach critics and outputs as it
+    /// is: the caller vouches for it (checked in debug builds).
+    pub fn from_serde_json_text(text: String) -> JsonText {
+        debug_assert_eq!(
+            serde_json::from_str::<Value>(&text).map(|value| value.to_string()).ok().as_deref(),
+            Some(text.as_str()),
+            "not serde_json's form of a value"
+        );
+        JsonText(text)
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The value, parsed.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.0).expect("JSON text holds JSON")
+    }
+
+    /// The text of member `key`, if this is an object that has one.
+    pub fn member(&self, key: &str) -> Option<&str> {
+        use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+        use serde_json::value::RawValue;
+
+        /// Walks the object's keys without keeping them, and the values without building them.
+        struct Member<'k>(&'k str);
+        impl<'de> Visitor<'de> for Member<'_> {
+            type Value = Option<&'de RawValue>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut member = None;
+                while let Some(found) = map.next_key_seed(IsKey(self.0))? {
+                    if found {
+                        member = Some(map.next_value()?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(member)
+            }
+        }
+        /// Whether a key is the one asked for (escaped or not).
+        struct IsKey<'k>(&'k str);
+        impl<'de> DeserializeSeed<'de> for IsKey<'_> {
+            type Value = bool;
+            fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+                deserializer.deserialize_str(self)
+            }
+        }
+        impl<'de> Visitor<'de> for IsKey<'_> {
+            type Value = bool;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E>(self, key: &str) -> Result<bool, E> {
+                Ok(key == self.0)
+            }
+        }
+        let mut deserializer = serde_json::Deserializer::from_str(&self.0);
+        deserializer.deserialize_map(Member(key)).ok().flatten().map(RawValue::get)
+    }
+}
+
+/// An empty list is no list: a task has critiques or has none.
+fn non_empty_list<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<JsonText>, D::Error> {
+    Ok(Option::<JsonText>::deserialize(deserializer)?.filter(|list| list.0 != "[]"))
+}
+
+impl<'de> Deserialize<'de> for JsonText {
+    /// Through a [`Value`], so the text is in serde_json's form whatever the input's.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<JsonText, D::Error> {
+        Value::deserialize(deserializer).map(|value| JsonText::from_value(&value))
+    }
+}
+
+impl fmt::Display for JsonText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for JsonText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for JsonText {
+    /// As the value itself (verbatim in serde_json), not as a string holding it.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
     }
 }
 

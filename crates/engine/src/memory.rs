@@ -63,7 +63,7 @@ pub struct SplitError {
 /// `meta.split` ("learn" or "eval") when the task has one, else a seeded hash of its id, so the
 /// split does not depend on the order of the dataset.
 pub fn split_of(task: &Task, seed: u64, learn_fraction: f64) -> Result<Split, SplitError> {
-    match task.meta_str("split") {
+    match task.meta_str("split").as_deref() {
         Some("learn") => Ok(Split::Learn),
         Some("eval") => Ok(Split::Eval),
         Some(other) => Err(SplitError { task_id: task.id.clone(), value: other.to_string() }),
@@ -146,7 +146,7 @@ mod tests {
     fn split_follows_meta_then_a_seeded_hash() {
         let task = |id: &str, meta: Option<&str>| Task {
             id: id.into(),
-            meta: meta.map(|m| serde_json::json!({ "split": m })),
+            meta: meta.map(|m| critbench_core::JsonText::from_value(&serde_json::json!({ "split": m }))),
             ..Task::default()
         };
         assert_eq!(split_of(&task("a", Some("learn")), 1, 0.0), Ok(Split::Learn));

@@ -22,6 +22,7 @@ impl TaskJson {
 
     fn visible(task: &Task, labels: Option<&serde_json::Value>) -> TaskJson {
         /// The task's fields a critic sees, borrowed: serialized like `Task` without cloning it.
+        /// `critiques` and `meta` are already JSON text and go in as they are.
         #[derive(serde::Serialize)]
         struct Visible<'a> {
             id: &'a str,
@@ -32,12 +33,6 @@ impl TaskJson {
             context: Option<&'a str>,
             #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
             evidence: &'a std::collections::BTreeMap<String, String>,
-            #[serde(skip_serializing_if = "<[serde_json::Value]>::is_empty")]
-            critiques: &'a [serde_json::Value],
-            #[serde(skip_serializing_if = "Option::is_none")]
-            meta: Option<&'a serde_json::Value>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            labels: Option<&'a serde_json::Value>,
         }
         let visible = Visible {
             id: &task.id,
@@ -45,11 +40,29 @@ impl TaskJson {
             kind: task.kind.as_deref(),
             context: task.context.as_deref(),
             evidence: &task.evidence,
-            critiques: &task.critiques,
-            meta: task.meta.as_ref(),
-            labels,
         };
-        TaskJson(serde_json::to_string(&visible).expect("a task always serializes"))
+        let raw = [("critiques", task.critiques.as_ref()), ("meta", task.meta.as_ref())];
+        let raw_len: usize = raw.iter().filter_map(|&(name, text)| Some(name.len() + text?.as_str().len() + 4)).sum();
+        let mut json = Vec::with_capacity(
+            64 + task.id.len() + task.prompt.len() + task.context.as_ref().map_or(0, String::len) + raw_len,
+        );
+        serde_json::to_writer(&mut json, &visible).expect("a task always serializes");
+        // `Visible` ends with `}`: the rest of the fields go before it, in `Task`'s order.
+        json.pop();
+        for (name, text) in raw {
+            if let Some(text) = text {
+                json.extend_from_slice(b",\"");
+                json.extend_from_slice(name.as_bytes());
+                json.extend_from_slice(b"\":");
+                json.extend_from_slice(text.as_str().as_bytes());
+            }
+        }
+        if let Some(labels) = labels {
+            json.extend_from_slice(b",\"labels\":");
+            serde_json::to_writer(&mut json, labels).expect("a value always serializes");
+        }
+        json.push(b'}');
+        TaskJson(String::from_utf8(json).expect("serde_json and JSON text are UTF-8"))
     }
 }
 
@@ -72,6 +85,7 @@ pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use critbench_core::JsonText;
 
     #[test]
     fn request_is_valid_json_with_every_part() {
@@ -104,9 +118,9 @@ mod tests {
             context: Some("c".into()),
             evidence: [("d1".to_string(), "x".to_string())].into(),
             drafts: vec!["future".into()],
-            critiques: vec![serde_json::json!({"score": 5})],
+            critiques: Some(JsonText::from_value(&serde_json::json!([{"score": 5}]))),
             labels: Some(serde_json::json!({"pass": true})),
-            meta: Some(serde_json::json!({"k": 1})),
+            meta: Some(JsonText::from_value(&serde_json::json!({"k": 1}))),
         };
         let expected = Task { drafts: Vec::new(), labels: None, ..task.clone() };
         assert_eq!(TaskJson::new(&task).0, serde_json::to_string(&expected).unwrap());

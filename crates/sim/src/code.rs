@@ -201,7 +201,7 @@ impl Spec {
             Some((name, params, rest)) => (name, params, rest),
             None => ("solution".to_string(), vec!["data".to_string()], task.prompt.trim().to_string()),
         };
-        let name = task.meta_str("function").map(str::to_string).unwrap_or(name);
+        let name = task.meta_str("function").map(std::borrow::Cow::into_owned).unwrap_or(name);
         let description = rest.split("```").next().unwrap_or("").trim();
         let first_sentence = description.split(". ").next().unwrap_or("").trim();
         let summary =

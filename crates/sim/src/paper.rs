@@ -791,8 +791,9 @@ struct Material {
 
 impl Material {
     fn of(task: &Task) -> Material {
-        let topic = task.meta_str("topic").map(str::to_string).unwrap_or_else(|| topic_from_prompt(&task.prompt));
-        let field = task.meta_str("field").unwrap_or("this field").to_string();
+        let topic =
+            task.meta_str("topic").map(std::borrow::Cow::into_owned).unwrap_or_else(|| topic_from_prompt(&task.prompt));
+        let field = task.meta_str("field").as_deref().unwrap_or("this field").to_string();
         let context = task.context.as_deref().map(split_sentences).unwrap_or_default();
         Material { topic, field, context, difficulty: difficulty(task) }
     }

@@ -252,7 +252,7 @@ enum Format {
 
 impl Format {
     fn of(task: &Task) -> Format {
-        match task.meta_str("format") {
+        match task.meta_str("format").as_deref() {
             Some("prose") => Format::Prose,
             _ => Format::Json,
         }

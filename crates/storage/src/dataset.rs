@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use critbench_core::Task;
+use critbench_core::{JsonText, Task};
 
 use crate::task_ids::{DuplicateId, TaskIds};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 mod json;
@@ -601,9 +602,10 @@ fn type_name(value: &Value) -> &'static str {
 
 /// A [`Task`] as a JSONL line writes it, for the fast way in: the same fields, with every object
 /// checked for a repeated key (a repeated field of the row itself is serde's `duplicate field`).
+/// `critiques` and `meta` are kept as the line's text, transcoded once into [`JsonText`].
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Row {
+struct Row<'a> {
     id: String,
     prompt: String,
     #[serde(default)]
@@ -614,27 +616,37 @@ struct Row {
     evidence: BTreeMap<String, String>,
     #[serde(default)]
     drafts: Vec<String>,
-    #[serde(default)]
-    critiques: Vec<json::Checked>,
+    #[serde(default, borrow)]
+    critiques: Option<&'a RawValue>,
     #[serde(default)]
     labels: Option<json::Checked>,
-    #[serde(default)]
-    meta: Option<json::Checked>,
+    #[serde(default, borrow)]
+    meta: Option<&'a RawValue>,
 }
 
-impl Row {
-    fn into_task(self) -> Task {
-        Task {
+impl Row<'_> {
+    /// The task, or `None` when `critiques` is not a list of objects, `meta` not an object, or
+    /// either repeats a key.
+    fn into_task(self) -> Option<Task> {
+        let critiques = match self.critiques {
+            Some(raw) => Some(json::serde_json_text(raw.get(), json::Shape::ListOfObjects)?),
+            None => None,
+        };
+        let meta = match self.meta {
+            Some(raw) => Some(json::serde_json_text(raw.get(), json::Shape::Object)?),
+            None => None,
+        };
+        Some(Task {
             id: self.id,
             prompt: self.prompt,
             kind: self.kind,
             context: self.context,
             evidence: self.evidence,
             drafts: self.drafts,
-            critiques: self.critiques.into_iter().map(|critique| critique.0).collect(),
+            critiques: critiques.filter(|list| list != "[]").map(JsonText::from_serde_json_text),
             labels: self.labels.map(|labels| labels.0),
-            meta: self.meta.map(|meta| meta.0),
-        }
+            meta: meta.map(JsonText::from_serde_json_text),
+        })
     }
 }
 
@@ -644,11 +656,10 @@ impl Row {
 fn task_from_line(line: &str) -> Result<Task, RowError> {
     if let Ok(row) = serde_json::from_str::<Row>(line)
         && !row.id.trim().is_empty()
-        && row.critiques.iter().all(|critique| critique.0.is_object())
-        && row.meta.as_ref().is_none_or(|meta| meta.0.is_object())
         && row.labels.as_ref().is_none_or(|labels| !labels.0.is_null())
+        && let Some(task) = row.into_task()
     {
-        return Ok(row.into_task());
+        return Ok(task);
     }
     task_from_text(line)
 }
@@ -745,14 +756,14 @@ pub fn task_from_value(value: Value) -> Result<Task, RowError> {
                             ));
                         }
                     }
-                    task.critiques = items;
+                    task.critiques = (!items.is_empty()).then(|| JsonText::from_value(&Value::Array(items)));
                 }
                 Value::Null => {}
                 _ => return Err(wrong("a list of critique objects")),
             },
             "labels" => task.labels = (!value.is_null()).then_some(value),
             "meta" => match value {
-                Value::Object(_) => task.meta = Some(value),
+                Value::Object(_) => task.meta = Some(JsonText::from_value(&value)),
                 Value::Null => {}
                 _ => return Err(wrong("an object")),
             },
@@ -890,7 +901,7 @@ mod tests {
         // The same key in two objects of one row is no repeat.
         let dir = tempfile::tempdir().unwrap();
         let path = write(&dir, "ok.jsonl", r#"{"id":"a","prompt":"p","meta":{"id":"x"},"labels":{"meta":1}}"#);
-        assert_eq!(read_dataset(&path, OnBadRow::Error).unwrap().tasks[0].meta_str("id"), Some("x"));
+        assert_eq!(read_dataset(&path, OnBadRow::Error).unwrap().tasks[0].meta_str("id").as_deref(), Some("x"));
     }
 
     #[test]

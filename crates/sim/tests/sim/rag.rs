@@ -63,7 +63,7 @@ fn an_invalid_json_draft_is_fatal_not_a_crash() {
     }
     // The writer's own cut-off drafts are caught the same way, and it repairs them when told.
     let mut broken = 0;
-    for task in dataset("rag.jsonl").iter().filter(|t| t.meta_str("format") != Some("prose")) {
+    for task in dataset("rag.jsonl").iter().filter(|t| t.meta_str("format").as_deref() != Some("prose")) {
         for seed in 0..3 {
             let draft = critbench_sim::generate(task, &mut rng(seed, task, 0, 0, "generate"));
             if serde_json::from_str::<serde_json::Value>(&draft).is_ok() {

@@ -19,7 +19,7 @@ fn papers_are_markdown_papers() {
 fn rag_answers_are_answer_objects_or_cited_prose() {
     for task in dataset("rag.jsonl").iter().take(40) {
         let draft = first_draft(task, 1);
-        if task.meta_str("format") == Some("prose") {
+        if task.meta_str("format").as_deref() == Some("prose") {
             assert!(!draft.starts_with('{') && !draft.starts_with('#'), "task {}: {draft}", task.id);
         } else {
             assert!(draft.starts_with("{\"answer\""), "task {}: {draft}", task.id);

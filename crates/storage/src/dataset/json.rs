@@ -4,6 +4,7 @@
 //! visitors build the same [`Value`]s as serde_json's own and refuse a key an object already has;
 //! the check is the return value of the insert they make anyway, so a row is still parsed once.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
@@ -105,6 +106,194 @@ pub(crate) fn string_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<B
         }
     }
     deserializer.deserialize_map(Strings)
+}
+
+/// What a transcoded value must be: anything else is refused like a repeated key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// An object (a task's `meta`).
+    Object,
+    /// A list of objects (a task's `critiques`).
+    ListOfObjects,
+    /// Any value (inside either).
+    Any,
+}
+
+/// `text` (one JSON value) written as serde_json writes the [`Value`] it parses to (compact, each
+/// object's keys sorted, numbers and escapes in serde_json's spelling), without building that
+/// value: `None` if the text is not JSON of that shape or an object repeats a key (the row then
+/// takes the slow way, which names what is wrong).
+pub(crate) fn serde_json_text(text: &str, shape: Shape) -> Option<String> {
+    let mut out = Transcoded { text: Vec::with_capacity(text.len()), keys: Vec::new() };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    Transcode { out: &mut out, shape }.deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    Some(String::from_utf8(out.text).expect("serde_json writes UTF-8"))
+}
+
+/// The text written so far, and the keys of the objects still open, each with where its member
+/// (`"key":value`) is in the text.
+struct Transcoded<'de> {
+    text: Vec<u8>,
+    keys: Vec<(Cow<'de, str>, std::ops::Range<usize>)>,
+}
+
+/// Writes one value as it is read. Every scalar goes through serde_json's own serializer, which
+/// is what writes a [`Value`]'s scalars too, so the bytes match.
+struct Transcode<'o, 'de> {
+    out: &'o mut Transcoded<'de>,
+    shape: Shape,
+}
+
+impl<'de> Transcode<'_, 'de> {
+    fn scalar<T: serde::Serialize + ?Sized, E: de::Error>(self, value: &T) -> Result<(), E> {
+        if self.shape != Shape::Any {
+            return Err(E::custom("not the expected shape"));
+        }
+        serde_json::to_writer(&mut self.out.text, value).map_err(E::custom)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Transcode<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Transcode<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<(), E> {
+        self.scalar(&value)
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<(), E> {
+        self.scalar(&value)
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<(), E> {
+        self.scalar(&value)
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<(), E> {
+        // serde_json writes a non-finite number as `null`, as a `Value` holds one.
+        self.scalar(&value)
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<(), E> {
+        self.scalar(value)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.scalar(&())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.deserialize(deserializer)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.scalar(&())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let item = match self.shape {
+            Shape::ListOfObjects => Shape::Object,
+            Shape::Any => Shape::Any,
+            Shape::Object => return Err(de::Error::custom("not the expected shape")),
+        };
+        let out = self.out;
+        out.text.push(b'[');
+        let mut first = true;
+        loop {
+            if !first {
+                out.text.push(b',');
+            }
+            if seq.next_element_seed(Transcode { out: &mut *out, shape: item })?.is_none() {
+                if !first {
+                    out.text.pop();
+                }
+                break;
+            }
+            first = false;
+        }
+        out.text.push(b']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        if self.shape == Shape::ListOfObjects {
+            return Err(de::Error::custom("not the expected shape"));
+        }
+        let out = self.out;
+        out.text.push(b'{');
+        let (body, base) = (out.text.len(), out.keys.len());
+        let mut sorted = true;
+        while let Some(Key(key)) = map.next_key()? {
+            if out.keys.len() > base {
+                out.text.push(b',');
+            }
+            let start = out.text.len();
+            serde_json::to_writer(&mut out.text, key.as_ref()).map_err(de::Error::custom)?;
+            out.text.push(b':');
+            map.next_value_seed(Transcode { out: &mut *out, shape: Shape::Any })?;
+            if let Some((last, _)) = out.keys[base..].last() {
+                match key.as_ref().cmp(last.as_ref()) {
+                    std::cmp::Ordering::Equal => return Err(de::Error::custom("a repeated key")),
+                    std::cmp::Ordering::Less => sorted = false,
+                    std::cmp::Ordering::Greater => {}
+                }
+            }
+            let end = out.text.len();
+            out.keys.push((key, start..end));
+        }
+        if !sorted {
+            // Rare (hand-written rows): the members, written in the row's order, are put in order.
+            let members = &mut out.keys[base..];
+            members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            if members.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+                return Err(de::Error::custom("a repeated key"));
+            }
+            let written = out.text.split_off(body);
+            for (index, (_, span)) in members.iter().enumerate() {
+                if index > 0 {
+                    out.text.push(b',');
+                }
+                out.text.extend_from_slice(&written[span.start - body..span.end - body]);
+            }
+        }
+        out.keys.truncate(base);
+        out.text.push(b'}');
+        Ok(())
+    }
+}
+
+/// An object's key, borrowed from the text unless it holds an escape.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key<'de>, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(key)))
+            }
+            fn visit_str<E>(self, key: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(key.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
 }
 
 /// Builds a [`Value`] as serde_json's own visitor does, refusing a repeated key. With a trail,
