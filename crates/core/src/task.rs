@@ -245,6 +245,37 @@ mod tests {
     }
 
     #[test]
+    fn meta_is_read_from_its_text() {
+        let meta = serde_json::json!({"difficulty": 0.25, "n": 3, "topic": "tides", "quoted": "a \"b\"", "nested": {"topic": "x"}});
+        let task = Task { meta: Some(JsonText::from_value(&meta)), ..Task::default() };
+        assert_eq!(task.meta_number("difficulty"), Some(0.25));
+        assert_eq!(task.meta_number("n"), Some(3.0));
+        assert_eq!(task.meta_number("topic"), None, "a string is not a number");
+        assert!(matches!(task.meta_str("topic"), Some(Cow::Borrowed("tides"))), "borrowed when it can be");
+        assert_eq!(task.meta_str("quoted").as_deref(), Some("a \"b\""));
+        assert_eq!(task.meta_str("n"), None, "a number is not a string");
+        assert_eq!(task.meta_str("missing"), None);
+        assert_eq!(task.meta.as_ref().unwrap().member("nested"), Some(r#"{"topic":"x"}"#));
+        assert_eq!(Task::default().meta_str("topic"), None);
+        assert_eq!(JsonText::from_value(&serde_json::json!([1])).member("topic"), None, "a list has no members");
+    }
+
+    #[test]
+    fn json_text_serializes_as_the_value_it_holds() {
+        let task = Task {
+            id: "t".into(),
+            critiques: Some(JsonText::from_value(&serde_json::json!([{"score": 5}]))),
+            ..Task::default()
+        };
+        let text = serde_json::to_string(&task).unwrap();
+        assert_eq!(text, r#"{"id":"t","prompt":"","critiques":[{"score":5}]}"#);
+        let read: Task =
+            serde_json::from_str(r#"{"id":"t","prompt":"","critiques":[ ],"meta":{"b":1, "a":2}}"#).unwrap();
+        assert_eq!(read.critiques, None, "an empty list is no critiques");
+        assert_eq!(read.meta.unwrap().as_str(), r#"{"a":2,"b":1}"#);
+    }
+
+    #[test]
     fn arms_round_trip_through_text() {
         for arm in Arm::ALL {
             assert_eq!(Arm::parse(arm.as_str()), Some(arm));

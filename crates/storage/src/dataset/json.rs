@@ -3,6 +3,8 @@
 //! or `"labels": {"pass": true, "pass": false}` would be read as one of two different rows. These
 //! visitors build the same [`Value`]s as serde_json's own and refuse a key an object already has;
 //! the check is the return value of the insert they make anyway, so a row is still parsed once.
+//! [`serde_json_text`] writes a value's text in serde_json's form as it reads it, with the same
+//! check, for the fields that are only passed on.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -436,6 +438,41 @@ mod tests {
         assert_eq!((deep.field.as_str(), deep.path.as_str()), ("critiques", "critiques[1].dimensions.a"));
         // The same key in two different objects is not a repeat.
         assert!(parse(r#"{"a":{"k":1},"b":{"k":1},"k":[{"k":1},{"k":2}]}"#).is_ok());
+    }
+
+    #[test]
+    fn transcoded_text_is_what_serde_json_writes_for_the_value() {
+        for text in [
+            r#"{ "b" : [1, -2, 3.50, 1e3, -0, null, true, "x\u00e9\/\n\u0001"], "a": {"z": {}, "y": [ ]}, "": 18446744073709551615 }"#,
+            r#"[ {"score": 5, "issues": []}, {"b": {"d": 1, "c": 2}, "a": "\ud83d\ude00"} ]"#,
+            r#"{"\u0062": 1, "a": 2, "c\"": {"k\\": 0.1}}"#,
+            "[]",
+            "\"s\"",
+            "-0.0",
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json_text(text, Shape::Any), Some(value.to_string()), "{text}");
+        }
+    }
+
+    #[test]
+    fn transcoding_refuses_repeated_keys_and_other_shapes() {
+        for repeated in
+            [r#"{"a":1,"a":2}"#, r#"{"b":1,"a":2,"b":3}"#, r#"{"x":[{"k":1,"j":0,"k":2}]}"#, r#"{"\u0061":1,"a":2}"#]
+        {
+            assert_eq!(serde_json_text(repeated, Shape::Any), None, "{repeated}");
+        }
+        assert_eq!(
+            serde_json_text(r#"[{"b":1},{"a":[2]}]"#, Shape::ListOfObjects).as_deref(),
+            Some(r#"[{"b":1},{"a":[2]}]"#)
+        );
+        assert_eq!(serde_json_text("[]", Shape::ListOfObjects).as_deref(), Some("[]"));
+        assert_eq!(serde_json_text(r#"[{"a":1},3]"#, Shape::ListOfObjects), None);
+        assert_eq!(serde_json_text(r#"{"a":1}"#, Shape::ListOfObjects), None);
+        assert_eq!(serde_json_text(r#"{"b":[1],"a":{}}"#, Shape::Object).as_deref(), Some(r#"{"a":{},"b":[1]}"#));
+        assert_eq!(serde_json_text("[{}]", Shape::Object), None);
+        assert_eq!(serde_json_text("\"x\"", Shape::Object), None);
+        assert_eq!(serde_json_text("{} x", Shape::Object), None);
     }
 
     #[test]
