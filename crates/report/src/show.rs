@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::Path;
 
+use critbench_core::{Arm, ExitReason};
 use critbench_storage::tables::for_each_outcome_stats_in;
 use critbench_storage::task_rounds::{TaskRound, read_task_rounds};
 
@@ -53,22 +54,22 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
             run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories")).display()
         )));
     }
-    let keys = |r: &TaskRound| (r.config.clone(), r.critic.clone(), r.arm.clone(), r.epoch);
+    let keys = |r: &TaskRound| (r.config.clone(), r.critic.clone(), r.arm, r.epoch);
     let loops = crate::unique(rounds.iter().map(keys));
-    let matches = |key: &(String, String, String, u32)| {
+    let matches = |key: &LoopOfTask| {
         query.config.as_ref().is_none_or(|c| *c == key.0)
             && query.critic.as_ref().is_none_or(|c| *c == key.1)
-            && query.arm.as_ref().is_none_or(|a| *a == key.2)
+            && query.arm.as_ref().is_none_or(|a| a == key.2.as_str())
             && query.epoch.is_none_or(|e| e == key.3)
     };
-    let matching: Vec<&(String, String, String, u32)> = loops.iter().filter(|k| matches(k)).collect();
+    let matching: Vec<&LoopOfTask> = loops.iter().filter(|k| matches(k)).collect();
     let Some(&chosen) = matching.first() else {
         let mut message = format!("task `{}` has no loop with", query.task);
         let mut sep = " ";
         for (flag, given, values) in [
             ("--config", query.config.clone(), crate::unique(rounds.iter().map(|r| r.config.clone()))),
             ("--critic", query.critic.clone(), crate::unique(rounds.iter().map(|r| r.critic.clone()))),
-            ("--arm", query.arm.clone(), crate::unique(rounds.iter().map(|r| r.arm.clone()))),
+            ("--arm", query.arm.clone(), crate::unique(rounds.iter().map(|r| r.arm.to_string()))),
             ("--epoch", query.epoch.map(|e| e.to_string()), crate::unique(rounds.iter().map(|r| r.epoch.to_string()))),
         ] {
             if let Some(given) = given {
@@ -85,11 +86,14 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
     Ok(render_loop(run_dir, query, chosen, &matching, &rounds, color))
 }
 
+/// A loop of a task: config, critic, arm and epoch.
+type LoopOfTask = (String, String, Arm, u32);
+
 fn render_loop(
     run_dir: &Path,
     query: &LoopQuery,
-    chosen: &(String, String, String, u32),
-    matching: &[&(String, String, String, u32)],
+    chosen: &LoopOfTask,
+    matching: &[&LoopOfTask],
     rounds: &[&TaskRound],
     color: bool,
 ) -> String {
@@ -106,7 +110,7 @@ fn render_loop(
         for (flag, values) in [
             ("--config", crate::unique(matching.iter().map(|k| k.0.clone()))),
             ("--critic", crate::unique(matching.iter().map(|k| k.1.clone()))),
-            ("--arm", crate::unique(matching.iter().map(|k| k.2.clone()))),
+            ("--arm", crate::unique(matching.iter().map(|k| k.2.to_string()))),
             ("--epoch", crate::unique(matching.iter().map(|k| k.3.to_string()))),
         ] {
             if values.len() > 1 {
@@ -119,7 +123,8 @@ fn render_loop(
     for round in rounds {
         let _ = writeln!(out);
         let best = if round.is_best { ", the best draft" } else { "" };
-        let _ = writeln!(out, "round {}: score {}{best} → {}", round.round, number(round.score), round.decision);
+        let _ =
+            writeln!(out, "round {}: score {}{best} → {}", round.round, number(round.score), round.decision.as_str());
         if !round.dims.is_empty() {
             let dims: Vec<String> = round.dims.iter().map(|(k, v)| format!("{k} {}", number(*v))).collect();
             let _ = writeln!(out, "  dimensions: {}", dims.join(", "));
@@ -173,8 +178,8 @@ fn render_loop(
             }
             previous = Some(draft);
         }
-        if round.passed || round.exit_reason.is_some() {
-            let exit = round.exit_reason.as_deref().unwrap_or("-");
+        if round.passed || round.decision.exit_reason().is_some() {
+            let exit = round.decision.exit_reason().map_or("-", ExitReason::as_str);
             let verdict = if round.passed { "passed" } else { "did not pass" };
             let _ = writeln!(out, "  exit: {exit} ({verdict})");
         }

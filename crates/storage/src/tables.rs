@@ -130,7 +130,7 @@ impl RowDecision {
 
     /// The decision of row `row` from its `decision` and `exit_reason`; an unknown decision, or an
     /// exit reason where there is none (or none where the loop stopped), names the row and column.
-    fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, TableError> {
+    pub(crate) fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, TableError> {
         let [decision_column, exit_column] = DECISION_COLUMNS;
         let parsed = match decision {
             "revise" => RowDecision::Policy(Decision::Revise),
@@ -187,8 +187,22 @@ impl crate::declared::Column for RowDecision {
     }
 }
 
+/// The name of each column of a [`RowDecision`]: the one place they are spelled.
+#[derive(Clone, Copy, Debug)]
+pub struct DecisionColumnNames {
+    /// `decision`: `revise`, `stop` or `adjudicate`.
+    pub decision: &'static str,
+    /// `exit_reason`, on a `stop` row.
+    pub exit_reason: &'static str,
+}
+
+impl RowDecision {
+    /// Each column's name.
+    pub const COLUMNS: DecisionColumnNames = DecisionColumnNames { decision: "decision", exit_reason: "exit_reason" };
+}
+
 /// The columns of a [`RowDecision`], in order.
-const DECISION_COLUMNS: [&str; 2] = ["decision", "exit_reason"];
+const DECISION_COLUMNS: [&str; 2] = [RowDecision::COLUMNS.decision, RowDecision::COLUMNS.exit_reason];
 
 impl crate::declared::Flattened for RowDecision {
     const NAMES: &'static [&'static str] = &DECISION_COLUMNS;
@@ -390,6 +404,9 @@ pub struct RescoredOutcome {
 /// Streams [`RescoredOutcome`]s into a rescoring's `outcomes.parquet`.
 pub type RescoredOutcomeWriter = TableWriter<RescoredOutcome>;
 
+/// The column a rescoring's outcomes add after the run's: whether the loop is censored.
+pub const CENSORED_COLUMN: &str = "censored";
+
 /// The outcome columns a censored loop has no value for.
 const UNKNOWN_WHEN_CENSORED: [&str; 3] =
     [OutcomeRow::COLUMNS.exit_reason, OutcomeRow::COLUMNS.passed, OutcomeRow::COLUMNS.final_score];
@@ -409,7 +426,7 @@ pub fn rescored_outcome_schema() -> SchemaRef {
             field.as_ref().clone().with_nullable(field.is_nullable() || unknown)
         })
         .collect();
-    fields.push(Field::new("censored", DataType::Boolean, false));
+    fields.push(Field::new(CENSORED_COLUMN, DataType::Boolean, false));
     Arc::new(Schema::new(fields))
 }
 
@@ -563,7 +580,7 @@ const OUTCOME_STATS_OPTIONAL: [&str; 8] = [
     NAMES.adjudicated_passed,
     NAMES.kind,
     NAMES.cost,
-    "censored",
+    CENSORED_COLUMN,
 ];
 
 /// The columns [`for_each_outcome_stats`] decodes.
@@ -614,7 +631,7 @@ fn stream_outcome_stats(
         let c = crate::columns::Columns(batch);
         let present = |name: &str| batch.column_by_name(name).is_some();
         // A rescoring's censored loops have nulls where the outcome is unknown.
-        let censored = if present("censored") { Some(c.boolean_array("censored")?) } else { None };
+        let censored = if present(CENSORED_COLUMN) { Some(c.boolean_array(CENSORED_COLUMN)?) } else { None };
         let is_censored = |i: usize| censored.is_some_and(|array| array.value(i));
         let (run_id, config_id, arm, critic, task_id) = (
             c.text_array(NAMES.run_id)?,
@@ -806,8 +823,8 @@ fn read_outcome_batch(
 ) -> Result<(), TableError> {
     use arrow_array::Array;
     let c = crate::columns::Columns(batch);
-    let censored = match batch.column_by_name("censored") {
-        Some(_) => c.required_boolean("censored")?,
+    let censored = match batch.column_by_name(CENSORED_COLUMN) {
+        Some(_) => c.required_boolean(CENSORED_COLUMN)?,
         None => vec![false; batch.num_rows()],
     };
     // Null exactly where the loop is censored; anywhere else a null is a broken file.
@@ -1104,16 +1121,28 @@ pub(crate) mod tests {
     }
 
     /// A trajectories file whose `column` holds `text` (null for `None`) in its second row.
-    fn trajectories_with(path: &Path, column: &str, text: Option<&str>) {
+    pub(crate) fn trajectories_with(path: &Path, column: &str, text: Option<&str>) {
         let critique = CritiqueColumns::scored(4.0);
         let rows = [TrajectoryRow::bare("t", 0, &critique), TrajectoryRow::bare("t", 1, &critique)];
-        let mut builders = TrajectoryBuilders::with_capacity(2);
+        trajectories_holding(path, &rows, column, 1, text);
+    }
+
+    /// A trajectories file of `rows` (row groups closed as the writer closes them), except that
+    /// `column` holds `text` (null for `None`) in row `at`: what this version never writes.
+    pub(crate) fn trajectories_holding(
+        path: &Path,
+        rows: &[TrajectoryRow<'_>],
+        column: &str,
+        at: usize,
+        text: Option<&str>,
+    ) {
+        let mut builders = TrajectoryBuilders::with_capacity(rows.len());
         rows.iter().for_each(|row| builders.append(row));
         let mut columns = builders.finish();
         let index = trajectory_schema().index_of(column).unwrap();
         let mut values: Vec<Option<String>> =
             columns[index].as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect();
-        values[1] = text.map(str::to_string);
+        values[at] = text.map(str::to_string);
         columns[index] = Arc::new(arrow_array::StringArray::from(values));
         let schema = Arc::new(Schema::new(
             trajectory_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
@@ -1137,6 +1166,27 @@ pub(crate) mod tests {
             let expected = format!("{}: {expected}", path.display());
             let error = crate::recorded::read_recorded_loops(&path).unwrap_err().to_string();
             assert!(error.starts_with(&expected), "{error}");
+            // The projected readers refuse it the same way, naming the file, row and column.
+            let error = crate::task_rounds::read_task_rounds(&path, "t").unwrap_err().to_string();
+            assert!(error.starts_with(&expected), "show: {error}");
+            let error = crate::round_scores::read_round_scores(&path).unwrap_err().to_string();
+            assert!(error.starts_with(&expected), "round scores: {error}");
+            let outcomes = dir.path().join("outcomes.parquet");
+            let mut writer = OutcomeWriter::create(&outcomes).unwrap();
+            writer
+                .push(OutcomeRow { final_draft: "last".into(), ..OutcomeRow::bare("t", "feedback", true, 2) })
+                .unwrap();
+            writer.close().unwrap();
+            let tasks = std::collections::BTreeSet::from(["t".to_string()]);
+            let error = crate::final_answers::read_final_answers(&[outcomes], std::slice::from_ref(&path), &tasks)
+                .unwrap_err()
+                .to_string();
+            assert!(error.starts_with(&expected), "final answers: {error}");
+            if column == "arm" {
+                let error =
+                    crate::feedback_use::read_feedback_use(std::slice::from_ref(&path)).unwrap_err().to_string();
+                assert!(error.starts_with(&expected), "feedback use: {error}");
+            }
         }
         // A stop row with an exit reason that is not core's is refused too.
         let path = dir.path().join("stop.parquet");
