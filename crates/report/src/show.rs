@@ -14,7 +14,7 @@ use critbench_core::{Arm, ExitReason};
 use critbench_storage::tables::for_each_outcome_stats_in;
 use critbench_storage::task_rounds::{TaskRound, read_task_rounds};
 
-use crate::{Report, ReportError};
+use crate::{QueryError, Report, ReportError, WantedKey};
 
 /// Which loop of a task to show; `None` keys take the first loop that matches the others.
 #[derive(Clone, Debug, Default)]
@@ -48,11 +48,11 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
     crate::check_tables(run_dir)?;
     let rounds = task_rounds(run_dir, &query.task)?;
     if rounds.is_empty() {
-        return Err(ReportError::Corrupt(format!(
-            "task `{}` is not in {} (task ids are the dataset's `id`s)",
-            query.task,
-            run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories")).display()
-        )));
+        return Err(QueryError::NoTask {
+            task: query.task.clone(),
+            file: run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories")),
+        }
+        .into());
     }
     let keys = |r: &TaskRound| (r.config.clone(), r.critic.clone(), r.arm, r.epoch);
     let loops = crate::unique(rounds.iter().map(keys));
@@ -64,8 +64,7 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
     };
     let matching: Vec<&LoopOfTask> = loops.iter().filter(|k| matches(k)).collect();
     let Some(&chosen) = matching.first() else {
-        let mut message = format!("task `{}` has no loop with", query.task);
-        let mut sep = " ";
+        let mut wanted = Vec::new();
         for (flag, given, values) in [
             ("--config", query.config.clone(), crate::unique(rounds.iter().map(|r| r.config.clone()))),
             ("--critic", query.critic.clone(), crate::unique(rounds.iter().map(|r| r.critic.clone()))),
@@ -73,14 +72,11 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
             ("--epoch", query.epoch.map(|e| e.to_string()), crate::unique(rounds.iter().map(|r| r.epoch.to_string()))),
         ] {
             if let Some(given) = given {
-                let _ = write!(message, "{sep}{flag} {given}");
-                sep = ", ";
-                if !values.contains(&given) {
-                    let _ = write!(message, " (it has {})", values.join(", "));
-                }
+                let has = (!values.contains(&given)).then_some(values);
+                wanted.push(WantedKey { flag, given, has });
             }
         }
-        return Err(ReportError::Corrupt(message));
+        return Err(QueryError::NoLoop { task: query.task.clone(), wanted }.into());
     };
     let rounds: Vec<&TaskRound> = rounds.iter().filter(|r| keys(r) == *chosen).collect();
     Ok(render_loop(run_dir, query, chosen, &matching, &rounds, color))
@@ -318,7 +314,7 @@ pub fn discordant_pairs_limited(
     let paths = crate::table_files(run_dir, "outcomes")?;
     crate::check_tables(run_dir)?;
     if arm_a == arm_b {
-        return Err(ReportError::Corrupt(format!("--pairs needs two different arms, not `{arm_a}` twice")));
+        return Err(QueryError::SameArmTwice(arm_a.to_string()).into());
     }
     let mut arms: Vec<String> = Vec::new();
     let mut groups: Vec<PairGroup> = Vec::new();
@@ -375,11 +371,10 @@ pub fn discordant_pairs_limited(
             }
         }
         Ok(())
-    })
-    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    })?;
     for arm in [arm_a, arm_b] {
         if !arms.iter().any(|a| a == arm) {
-            return Err(ReportError::Corrupt(format!("the run has no arm `{arm}`; its arms are {}", arms.join(", "))));
+            return Err(QueryError::NoArm { arm: arm.to_string(), arms }.into());
         }
     }
     for (group, mut pairs) in groups.iter_mut().zip(found) {

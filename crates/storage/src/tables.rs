@@ -729,10 +729,10 @@ fn stream_outcome_stats(
 /// without a meta are left out.
 pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(String, String), String>, StorageError> {
     let mut metas = std::collections::HashMap::new();
-    crate::columns::for_each_projected_batch(path, &["critic", "task_id", "meta"], &[], |batch| {
+    crate::columns::for_each_projected_batch(path, &[NAMES.critic, NAMES.task_id, NAMES.meta], &[], |batch| {
         let columns = crate::columns::Columns(batch);
-        let (critic, task_id) = (columns.text_array("critic")?, columns.text_array("task_id")?);
-        let meta = columns.nullable_text_array("meta")?;
+        let (critic, task_id) = (columns.text_array(NAMES.critic)?, columns.text_array(NAMES.task_id)?);
+        let meta = columns.nullable_text_array(NAMES.meta)?;
         for i in 0..batch.num_rows() {
             if arrow_array::Array::is_valid(meta, i) {
                 metas
@@ -788,9 +788,9 @@ pub fn critbench_table(path: &Path) -> Option<String> {
 /// The distinct critic names of `outcomes.parquet`, reading only its `critic` column.
 pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>, StorageError> {
     let mut critics = std::collections::BTreeSet::new();
-    crate::columns::for_each_projected_batch(path, &["critic"], &[], |batch| {
+    crate::columns::for_each_projected_batch(path, &[NAMES.critic], &[], |batch| {
         let column = crate::columns::Columns(batch);
-        let critic = column.text_array("critic")?;
+        let critic = column.text_array(NAMES.critic)?;
         for i in 0..batch.num_rows() {
             if !critics.contains(critic.value(i)) {
                 critics.insert(critic.value(i).to_string());
@@ -805,8 +805,8 @@ pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>
 /// `kind` column.
 pub fn outcome_kinds(path: &Path) -> Result<std::collections::BTreeSet<Option<String>>, StorageError> {
     let mut kinds = std::collections::BTreeSet::new();
-    crate::columns::for_each_projected_batch(path, &["kind"], &[], |batch| {
-        for kind in crate::columns::Columns(batch).text("kind")? {
+    crate::columns::for_each_projected_batch(path, &[NAMES.kind], &[], |batch| {
+        for kind in crate::columns::Columns(batch).text(NAMES.kind)? {
             kinds.insert(kind);
         }
         Ok(())

@@ -476,8 +476,7 @@ impl Corrected {
             last_group: None,
             open: HashMap::new(),
         };
-        critbench_storage::tables::for_each_outcome_stats_in(paths, |row| fold.add(row).map_err(|e| e.to_string()))
-            .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+        critbench_storage::tables::for_each_outcome_stats_in(paths, |row| fold.add(row))?;
         let open: Vec<((usize, u128), OpenTask)> = fold.open.drain().collect();
         for ((slot, _), task) in open {
             close(&mut fold.groups[slot], task)?;

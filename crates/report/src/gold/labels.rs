@@ -225,7 +225,6 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
 
 /// The run's id, from its manifest (empty when it has none).
 fn run_id_of(run_dir: &Path) -> Result<String, ReportError> {
-    let manifest =
-        critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let manifest = critbench_storage::manifest::Manifest::read(run_dir)?;
     Ok(manifest.map(|m| m.run_id).unwrap_or_default())
 }

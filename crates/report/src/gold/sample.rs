@@ -168,7 +168,7 @@ pub fn draw_sample(run_dir: &Path, request: &SampleRequest) -> Result<Sample, Re
         return Err(GoldError::NoTasks.into());
     }
     let outcomes = crate::table_files(run_dir, "outcomes")?;
-    let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let manifest = Manifest::read(run_dir)?;
     if manifest.as_ref().is_some_and(|m| m.status == RunStatus::Interrupted) {
         return Err(GoldError::Unfinished { run: run_dir.into() }.into());
     }
@@ -196,16 +196,14 @@ pub fn draw_sample(run_dir: &Path, request: &SampleRequest) -> Result<Sample, Re
             lowest.pop_last();
         }
         Ok(())
-    })
-    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    })?;
     if lowest.len() < request.tasks {
         return Err(
             GoldError::TooFewTasks { run: run_dir.into(), available: lowest.len(), asked: request.tasks }.into()
         );
     }
     let tasks: BTreeSet<String> = lowest.into_iter().map(|(_, id)| id).collect();
-    let answers =
-        read_final_answers(&outcomes, &trajectories, &tasks).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let answers = read_final_answers(&outcomes, &trajectories, &tasks)?;
     if answers.iter().any(|a| a.draft.is_none()) {
         return Err(GoldError::NoDrafts { run: run_dir.into() }.into());
     }
