@@ -13,24 +13,9 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 pub use crate::error::StorageError;
-use crate::tables::{OutcomeRow, RowDecision, TrajectoryColumns, TrajectoryRow};
 
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
 pub const SCHEMA_VERSION: u32 = 6;
-
-const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
-
-/// Columns of few distinct values, stored dictionary-encoded (in every table that has them).
-const DICTIONARY_COLUMNS: &[&str] = &[
-    T.run_id,
-    T.config_id,
-    T.arm,
-    T.critic,
-    T.kind,
-    RowDecision::COLUMNS.decision,
-    RowDecision::COLUMNS.exit_reason,
-    OutcomeRow::COLUMNS.final_draft,
-];
 
 /// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
 /// up in memory.
@@ -44,13 +29,20 @@ pub(crate) struct ParquetSink {
 }
 
 impl ParquetSink {
-    pub(crate) fn create(path: &Path, schema: SchemaRef, table: &str) -> Result<Self, StorageError> {
+    /// Creates the file of `table` at `path` (which must not exist); the columns of `dictionary`
+    /// the schema has are stored dictionary-encoded.
+    pub(crate) fn create(
+        path: &Path,
+        schema: SchemaRef,
+        table: &str,
+        dictionary: &[&str],
+    ) -> Result<Self, StorageError> {
         let file = crate::files::create_new(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
         let mut properties = WriterProperties::builder()
             // Dictionaries pay only for columns with few distinct values; building one for ids and
             // free text costs a hash per value and is then thrown away.
             .set_dictionary_enabled(false);
-        for column in DICTIONARY_COLUMNS {
+        for column in dictionary {
             properties = properties.set_column_dictionary_enabled(ColumnPath::from(*column), true);
         }
         let properties = properties
@@ -81,23 +73,5 @@ impl ParquetSink {
         let file =
             buffered.into_inner().map_err(|e| StorageError::Io { path: path.clone(), source: e.into_error() })?;
         file.sync_all().map_err(|source| StorageError::Io { path, source })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each dictionary column is a declared column of the outcomes or the trajectories, so a
-    /// renamed column cannot leave its encoding behind.
-    #[test]
-    fn every_dictionary_column_is_a_declared_column() {
-        let (outcomes, trajectories) = (crate::tables::outcome_schema(), crate::tables::trajectory_schema());
-        for name in DICTIONARY_COLUMNS {
-            assert!(
-                outcomes.index_of(name).is_ok() || trajectories.index_of(name).is_ok(),
-                "`{name}` is a column of neither table"
-            );
-        }
     }
 }

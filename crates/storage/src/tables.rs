@@ -271,6 +271,20 @@ declare_columns! {
     reader: read_batch,
 }
 
+const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
+
+/// Columns of few distinct values, stored dictionary-encoded in every table that has them.
+pub(crate) const DICTIONARY_COLUMNS: &[&str] = &[
+    T.run_id,
+    T.config_id,
+    T.arm,
+    T.critic,
+    T.kind,
+    RowDecision::COLUMNS.decision,
+    RowDecision::COLUMNS.exit_reason,
+    OutcomeRow::COLUMNS.final_draft,
+];
+
 /// The schema of `trajectories.parquet`.
 pub fn trajectory_schema() -> SchemaRef {
     Arc::new(Schema::new(TrajectoryRow::fields()))
@@ -293,7 +307,7 @@ impl TrajectoryWriter {
     /// Creates `trajectories.parquet` at `path` (which must not exist).
     pub fn create(path: &Path) -> Result<Self, StorageError> {
         Ok(TrajectoryWriter {
-            sink: ParquetSink::create(path, trajectory_schema(), "trajectories")?,
+            sink: ParquetSink::create(path, trajectory_schema(), "trajectories", DICTIONARY_COLUMNS)?,
             rows: 0,
             builders: TrajectoryBuilders::with_capacity(BATCH_ROWS),
         })
@@ -368,6 +382,7 @@ impl OutcomeRow {
 
 impl TableRow for OutcomeRow {
     const TABLE: &'static str = "outcomes";
+    const DICTIONARY: &'static [&'static str] = DICTIONARY_COLUMNS;
 
     fn schema() -> SchemaRef {
         outcome_schema()
@@ -432,6 +447,7 @@ pub fn rescored_outcome_schema() -> SchemaRef {
 
 impl TableRow for RescoredOutcome {
     const TABLE: &'static str = "outcomes";
+    const DICTIONARY: &'static [&'static str] = DICTIONARY_COLUMNS;
 
     fn schema() -> SchemaRef {
         rescored_outcome_schema()
@@ -1147,9 +1163,22 @@ pub(crate) mod tests {
         let schema = Arc::new(Schema::new(
             trajectory_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
         ));
-        let mut sink = ParquetSink::create(path, schema, "trajectories").unwrap();
+        let mut sink = ParquetSink::create(path, schema, "trajectories", DICTIONARY_COLUMNS).unwrap();
         sink.write(columns).unwrap();
         sink.close().unwrap();
+    }
+
+    /// Each dictionary column is a declared column of the outcomes or the trajectories, so a
+    /// renamed column cannot leave its encoding behind.
+    #[test]
+    fn every_dictionary_column_is_a_declared_column() {
+        let (outcomes, trajectories) = (outcome_schema(), trajectory_schema());
+        for name in DICTIONARY_COLUMNS {
+            assert!(
+                outcomes.index_of(name).is_ok() || trajectories.index_of(name).is_ok(),
+                "`{name}` is a column of neither table"
+            );
+        }
     }
 
     #[test]
@@ -1220,7 +1249,7 @@ pub(crate) mod tests {
             columns[index].as_string::<i32>().iter().map(|v| v.unwrap().to_string()).collect();
         values[1] = text.to_string();
         columns[index] = Arc::new(arrow_array::StringArray::from(values));
-        let mut sink = ParquetSink::create(path, outcome_schema(), "outcomes").unwrap();
+        let mut sink = ParquetSink::create(path, outcome_schema(), "outcomes", DICTIONARY_COLUMNS).unwrap();
         sink.write(columns).unwrap();
         sink.close().unwrap();
     }
