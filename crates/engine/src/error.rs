@@ -509,7 +509,7 @@ pub enum ReplayError {
         /// The run directory.
         dir: PathBuf,
         /// An adjudicated arm.
-        arm: String,
+        arm: critbench_core::Arm,
     },
     /// A replayed policy would revise past the rounds the run recorded.
     #[error(
@@ -525,7 +525,7 @@ pub enum ReplayError {
         /// The loop's task.
         task_id: String,
         /// The loop's arm.
-        arm: String,
+        arm: critbench_core::Arm,
         /// The loop's critic.
         critic: String,
         /// The loop's epoch.
@@ -580,7 +580,7 @@ pub enum RescoreError {
         /// The loop's task.
         task_id: String,
         /// The loop's arm.
-        arm: String,
+        arm: critbench_core::Arm,
         /// The loop's critic.
         critic: String,
         /// The loop's epoch.
@@ -701,19 +701,11 @@ pub enum RescoreError {
         /// The loop's task.
         task_id: String,
         /// The loop's arm.
-        arm: String,
+        arm: critbench_core::Arm,
         /// The loop's critic.
         critic: String,
         /// The loop's epoch.
         epoch: u32,
-    },
-    /// The run's table names an arm this critbench does not know.
-    #[error("{}: unknown arm `{arm}` in the run's trajectories", table.display())]
-    UnknownArm {
-        /// The run's table.
-        table: PathBuf,
-        /// The arm as written.
-        arm: String,
     },
     /// A loop's config is not one of the run's.
     #[error(
@@ -788,9 +780,6 @@ pub enum NotARun {
     /// A file of the run is missing (its name).
     #[error("{0} is missing")]
     Missing(String),
-    /// `trajectories.parquet` names an arm this critbench does not know.
-    #[error("unknown arm `{0}` in trajectories.parquet")]
-    UnknownArm(String),
     /// A sharded run whose shards are not merged yet: the text says what to run.
     #[error("{0}")]
     Unmerged(String),
