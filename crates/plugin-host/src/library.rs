@@ -262,7 +262,7 @@ impl PluginLibrary {
     }
 
     /// Creates an instance from a JSON config. With a `timeout`, a call that takes longer stops
-    /// the process with a message naming the critic (see [`crate::watchdog`]): a plugin's thread
+    /// the process with a message naming the critic (see the `watchdog` module): a plugin's thread
     /// cannot be interrupted, and a run that waits forever measures nothing.
     pub fn instantiate_in_process(
         self: &Arc<Self>,
