@@ -323,8 +323,6 @@ mod tests {
 
     #[test]
     fn input_that_is_not_utf8_is_refused_before_the_plugin_sees_it() {
-        let cause = std::str::from_utf8(b"{\xff}").unwrap_err();
-        assert_eq!(refusal_of(b"{\xff}"), format!("input is not UTF-8: {cause}"));
         assert_eq!(refusal_of(b"{\xff}"), "input is not UTF-8: invalid utf-8 sequence of 1 bytes from index 1");
     }
 }

@@ -38,7 +38,7 @@ pub enum EngineError {
         dir: PathBuf,
         /// Which shard is missing, unfinished or different, and how.
         #[source]
-        problem: MergeProblem,
+        problem: Box<MergeProblem>,
     },
     /// Writing a table of the run directory failed.
     #[error(

@@ -37,7 +37,7 @@ const LOCAL_FIELDS: [&str; 5] = ["path", "out", "datasets", "plugin_dirs", "jobs
 
 /// Checks the shards of the run in `run_dir` and writes its manifest and summaries.
 pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
-    let usage = |problem: MergeProblem| EngineError::Merge { dir: run_dir.to_path_buf(), problem };
+    let usage = |problem: MergeProblem| EngineError::Merge { dir: run_dir.to_path_buf(), problem: Box::new(problem) };
     if !run_dir.is_dir() {
         return Err(usage(MergeProblem::NoSuchDirectory));
     }
@@ -306,9 +306,8 @@ mod tests {
         std::fs::create_dir_all(&shard).unwrap();
         std::fs::write(shard.join("manifest.json"), "{").unwrap();
         let error = merge_run(dir.path()).unwrap_err();
-        let EngineError::Merge { problem: MergeProblem::Manifest { index: 0, source }, .. } = &error else {
-            panic!("{error:?}")
-        };
+        let EngineError::Merge { problem, .. } = &error else { panic!("{error:?}") };
+        let MergeProblem::Manifest { index: 0, source } = &**problem else { panic!("{problem:?}") };
         assert_eq!(error.to_string(), format!("cannot merge {}: shard 0: {source}", dir.path().display()));
         let problem = std::error::Error::source(&error).expect("the problem is the error's source");
         let manifest = problem.source().expect("the manifest's error is the problem's source");
