@@ -123,9 +123,14 @@ pub mod glue {
         }
     }
 
-    fn text<'a>(s: Str) -> Result<&'a str, String> {
+    /// What the host passed is not text.
+    #[derive(Debug, thiserror::Error)]
+    #[error("input is not UTF-8: {0}")]
+    struct NotUtf8(#[source] std::str::Utf8Error);
+
+    fn text<'a>(s: Str) -> Result<&'a str, NotUtf8> {
         // SAFETY: the host passes a valid (ptr, len) for the duration of the call.
-        std::str::from_utf8(unsafe { s.as_bytes() }).map_err(|e| format!("input is not UTF-8: {e}"))
+        std::str::from_utf8(unsafe { s.as_bytes() }).map_err(NotUtf8)
     }
 
     /// `QUIET`: silence this copy of std's panic hook first, as a shared library must (see
@@ -143,7 +148,7 @@ pub mod glue {
             quiet_panics();
         }
         let result = catch_unwind(AssertUnwindSafe(|| {
-            let config = text(config)?;
+            let config = text(config).map_err(|e| message(&e))?;
             P::create(config, Host { raw: host }).map_err(|e| message(&*e))
         }));
         match result {
@@ -169,7 +174,7 @@ pub mod glue {
         let result = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: the host only passes instances made by `create::<P>`.
             let plugin = unsafe { &*(instance as *const P) };
-            plugin.critique(text(request)?).map_err(|e| message(&*e))
+            plugin.critique(text(request).map_err(|e| message(&e))?).map_err(|e| message(&*e))
         }));
         match result {
             Ok(Ok(json)) => {
@@ -291,10 +296,16 @@ mod tests {
 
     /// What `create` hands the host for `config`.
     fn refusal(config: &str) -> String {
+        refusal_of(config.as_bytes())
+    }
+
+    /// What `create` hands the host for config bytes that may not be text.
+    fn refusal_of(config: &[u8]) -> String {
         static DESCRIPTOR: CriticDescriptorV1 = crate::builtin_descriptor::<Refusing>();
         let (mut instance, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
-        // SAFETY: valid config text, no host services, valid out-pointers.
-        let status = unsafe { (DESCRIPTOR.create)(Str::new(config), std::ptr::null(), &mut instance, &mut error) };
+        let config = Str { ptr: config.as_ptr(), len: config.len() };
+        // SAFETY: valid config bytes, no host services, valid out-pointers.
+        let status = unsafe { (DESCRIPTOR.create)(config, std::ptr::null(), &mut instance, &mut error) };
         assert_eq!(status, STATUS_ERROR);
         assert!(instance.is_null());
         // SAFETY: `create` filled the buffer; it is copied and freed once.
@@ -308,5 +319,10 @@ mod tests {
     fn a_plugins_error_reaches_the_host_with_its_causes() {
         assert_eq!(refusal("plain"), "a plain message");
         assert_eq!(refusal("{}"), "config refused: the file is gone");
+    }
+
+    #[test]
+    fn input_that_is_not_utf8_is_refused_before_the_plugin_sees_it() {
+        assert_eq!(refusal_of(b"{\xff}"), "input is not UTF-8: invalid utf-8 sequence of 1 bytes from index 1");
     }
 }

@@ -153,7 +153,7 @@ impl PluginLibrary {
 
     fn open(path: &Path) -> Result<PluginLibrary, PluginError> {
         let bytes = std::fs::read(path).map_err(|e| PluginError::Load { path: path.into(), message: e.to_string() })?;
-        let sha256 = hex(&Sha256::digest(&bytes));
+        let sha256 = critbench_core::hex(&Sha256::digest(&bytes));
         // SAFETY: loading a library runs its initializers; the user chose this file as a plugin.
         let library = unsafe { libloading::Library::new(path) }
             .map_err(|e| PluginError::Load { path: path.into(), message: with_sources(&e) })?;
@@ -262,7 +262,7 @@ impl PluginLibrary {
     }
 
     /// Creates an instance from a JSON config. With a `timeout`, a call that takes longer stops
-    /// the process with a message naming the critic (see [`crate::watchdog`]): a plugin's thread
+    /// the process with a message naming the critic (see the `watchdog` module): a plugin's thread
     /// cannot be interrupted, and a run that waits forever measures nothing.
     pub fn instantiate_in_process(
         self: &Arc<Self>,
@@ -446,10 +446,6 @@ unsafe fn null_functions(descriptor: *const CriticDescriptorV1) -> Vec<&'static 
         ]
     };
     fields.into_iter().filter(|&(_, field)| address(field).is_null()).map(|(name, _)| name).collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The table through which an instance calls `host`'s services: `context` is the host.

@@ -148,5 +148,5 @@ pub fn open_critic(
 
 fn sha256_of(path: &Path) -> std::io::Result<String> {
     let bytes = std::fs::read(path)?;
-    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+    Ok(critbench_core::hex(&Sha256::digest(&bytes)))
 }
