@@ -1,6 +1,6 @@
 //! Paired comparisons between the configs of one run: every config of a policy grid ran on the
 //! same task × epoch units, so two configs are compared unit by unit, per arm and critic, with the
-//! same task-clustered statistics as two arms ([`PairTotals`]).
+//! same task-clustered statistics as two arms (`PairTotals`).
 //!
 //! `config_comparisons.csv` holds every pair of grid neighbours along each policy axis (configs
 //! that differ in one parameter, with no config between them on it); `critbench compare RUN
