@@ -504,7 +504,10 @@ mod tests {
         assert_eq!(DESCRIPTOR.abi_version, crate::ABI_VERSION_V2);
         let (mut instance, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
         // SAFETY: valid config text, no host services, valid out-pointers.
-        assert_eq!(unsafe { (DESCRIPTOR.create)(Str::new("{}"), std::ptr::null(), &mut instance, &mut error) }, STATUS_OK);
+        assert_eq!(
+            unsafe { (DESCRIPTOR.create)(Str::new("{}"), std::ptr::null(), &mut instance, &mut error) },
+            STATUS_OK
+        );
         let open = |task: &str| {
             let (mut handle, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
             // SAFETY: a live instance, valid text and out-pointers.
@@ -512,7 +515,10 @@ mod tests {
             (status, handle, taken(error))
         };
         let (status, handle, message) = open("panic");
-        assert_eq!((status, handle.is_null(), message.as_str()), (STATUS_ERROR, true, "critic panicked: no task like that"));
+        assert_eq!(
+            (status, handle.is_null(), message.as_str()),
+            (STATUS_ERROR, true, "critic panicked: no task like that")
+        );
         let (status, handle, message) = open("refuse");
         assert_eq!((status, handle.is_null(), message.as_str()), (STATUS_ERROR, true, "task refused"));
 

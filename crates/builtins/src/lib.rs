@@ -7,7 +7,9 @@
 //! Plugins); a library of the same name loads by its path.
 #![warn(missing_docs)]
 
-use critbench_abi::{CriticDescriptorV1, CriticDescriptorV2, CriticPlugin, Descriptor, builtin_descriptor, builtin_descriptor_v2};
+use critbench_abi::{
+    CriticDescriptorV1, CriticDescriptorV2, CriticPlugin, Descriptor, builtin_descriptor, builtin_descriptor_v2,
+};
 
 /// A critic compiled into critbench.
 #[derive(Debug)]

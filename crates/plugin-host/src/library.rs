@@ -456,7 +456,9 @@ impl InProcessCritic {
     fn call_scoped(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
         // SAFETY: `raw` came from this library's create and is alive until Drop; request bytes are
         // valid for the call.
-        self.invoke(scope, "critique", |out| unsafe { (self.library.functions.critique)(self.raw, Str::new(request), out) })
+        self.invoke(scope, "critique", |out| unsafe {
+            (self.library.functions.critique)(self.raw, Str::new(request), out)
+        })
     }
 
     /// Whether the plugin reads a task once for the rounds of a loop (ABI version 2).
@@ -489,7 +491,12 @@ impl InProcessCritic {
     /// Calls into the plugin through `call` (handed the out-buffer): serialized when the plugin is
     /// not thread-safe, watched for the timeout, in `scope`. The buffer's text is the answer on
     /// [`STATUS_OK`] (`part` names it in the error for text that is not UTF-8), else the error.
-    fn invoke(&self, scope: Option<&mut CallScope>, part: &'static str, call: impl FnOnce(&mut Buffer) -> i32) -> Result<String, CallError> {
+    fn invoke(
+        &self,
+        scope: Option<&mut CallScope>,
+        part: &'static str,
+        call: impl FnOnce(&mut Buffer) -> i32,
+    ) -> Result<String, CallError> {
         let _guard = self.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let _watching = self.watch.as_ref().map(crate::watchdog::Watch::begin);
         let mut out = Buffer::EMPTY;
