@@ -411,7 +411,13 @@ mod tests {
         arms[2] = "feedbak".into();
         let mut columns = batch.columns().to_vec();
         columns[index] = std::sync::Arc::new(arrow_array::StringArray::from(arms));
-        let mut sink = crate::parquet_sink::ParquetSink::create(&path, batch.schema(), "trajectories").unwrap();
+        let mut sink = crate::parquet_sink::ParquetSink::create(
+            &path,
+            batch.schema(),
+            "trajectories",
+            crate::tables::DICTIONARY_COLUMNS,
+        )
+        .unwrap();
         sink.write(columns).unwrap();
         sink.close().unwrap();
 
