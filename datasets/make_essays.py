@@ -2,9 +2,9 @@
 """Writes datasets/essays.jsonl: essay tasks with scripted drafts and critiques for exact replay.
 
 Every task scripts its whole loop: round k uses drafts[min(k, len-1)] and critiques[min(k, len-1)]
-(SPEC §3), so a run with backend = "scripted" and the `scripted` critic is fully determined and
+(docs/REFERENCE.md, Dataset), so a run with backend = "scripted" and the `scripted` critic is fully determined and
 each task reaches a known exit. Together the tasks cover every branch of the decision rule
-(SPEC §5): pass at each round, stall, a tie that is not a stall, fatal issues that are fixed or
+(docs/REFERENCE.md, The decision rule): pass at each round, stall, a tie that is not a stall, fatal issues that are fixed or
 that run out the budget, slow rises that end at the budget (or at a plateau when plateau_eps > 0),
 critiques given only as dimensions, and a critic whose own `passed` disagrees with the host.
 
@@ -402,7 +402,7 @@ def fmt(score):
 
 
 def critique(level, score=None, dims=None, fatal=None, passed=None, minor=False):
-    """A SPEC §4 critique of a draft at `level`: issues and suggestions follow from what it lacks."""
+    """A critique (docs/REFERENCE.md, Critique) of a draft at `level`: issues and suggestions follow from what it lacks."""
     summary, notes = LEVEL_NOTES[level]
     notes = list(notes)
     if minor:
@@ -502,7 +502,7 @@ SCENARIOS = [
 # fmt: on
 
 
-# ---- the decision rule (SPEC §5), to check every scenario --------------------------------------
+# ---- the decision rule (docs/REFERENCE.md), to check every scenario ----------------------------
 
 
 def round_score(c):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""critbench against its peers on real-sized task sets, in one run (issue 9, item 5).
+"""critbench against its peers on real-sized task sets, in one run.
 
 Run it through `bash scripts/bench/run.sh` (or `just bench`), which builds the release binaries,
 makes the bench's own Python venv from scripts/bench/requirements.txt and calls this file with it.
@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 EXPERIMENTS = os.path.join(ROOT, "experiments")
 
-# Issue 9, "Targets": key, what (formatted with the bench's settings), unit, comparison, threshold.
+# The targets: key, what (formatted with the bench's settings), unit, comparison, threshold.
 TARGETS = [
     ("critiques_per_s_jobs1", "{tasks:,} distinct tasks, `--jobs 1`, whole process", "critiques/s", ">=", 300_000),
     ("vs_langgraph", "critbench `--jobs 1` vs LangGraph (rounds/s, whole process)", "×", ">=", 300),
@@ -48,13 +48,13 @@ TARGETS = [
     ("server_fraction_of_ideal",
      "model server, {concurrency} in flight: steady requests/s vs ideal {concurrency} / {latency_ms} ms",
      "% of ideal", ">=", 90),
-    # Issue 22, item 2.
+    # Isolated and command critics.
     ("isolated_vs_in_process",
      "`--isolate-plugins` vs in-process, scripted critic, {isolation_tasks:,} tasks, `--jobs 1` (critiques/s)",
      "% of in-process", ">=", 33.3),
     ("command_critiques_per_s", "a Python `command` critic (protocol 3), {isolation_tasks:,} tasks, `--jobs 1`",
      "critiques/s", ">=", 50_000),
-    # Issue 22, items 1 and 4: the concurrency sweep.
+    # The concurrency sweep.
     ("sweep_1024_fraction_of_ideal",
      "model server, 1,024 in flight at {sweep_latency_ms} ms: steady requests/s vs ideal", "% of ideal", ">=", 90),
     ("sweep_1024_rss_mb", "model server, 1,024 in flight: peak RSS of critbench", "MB", "<", 300),
@@ -63,7 +63,7 @@ TARGETS = [
 ]
 
 STARTED = time.monotonic()
-# The whole bench must stay under this on the 2-core machine (issue 9).
+# The whole bench must stay under this on a 2-core machine.
 BUDGET_S = 15 * 60
 
 
@@ -523,7 +523,7 @@ def start_bench_server(args, latency_ms):
 
 
 def bench_sweep(args, work, tasks_file, results):
-    """Issue 22, items 1 and 4: the openai backend at 64, 256, 1,024 and 4,096 requests in flight
+    """The openai backend at 64, 256, 1,024 and 4,096 requests in flight
     against the bench server at --sweep-latency-ms, each run with about --sweep-tasks-per-slot tasks
     per slot so that every figure has a steady state of a few seconds."""
     template = os.path.join(EXPERIMENTS, "bench-server.toml")
@@ -571,7 +571,7 @@ def bench_sweep(args, work, tasks_file, results):
 
 
 def bench_isolation(args, work, tasks_file, results):
-    """Issue 22, item 2: the scripted critic in-process, isolated (`critbench plugin-worker`,
+    """The scripted critic in-process, isolated (`critbench plugin-worker`,
     protocol 3) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 3, and
     the same critic saying protocol 2: one request per pipe round trip, the path before protocol
     3); with --baseline-critbench, that binary isolated as well (the before figure). Every run's
@@ -714,7 +714,7 @@ def markdown(results, args):
         f"| Rust | {m['rustc']}; {m['critbench']} (release build) |",
         f"| Python | {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["packages"].items()) + " |",
         "",
-        "## Targets (issue 9)",
+        "## Targets",
         "",
         "| target | wanted | measured (median) | met |",
         "|---|---|---:|---|",
@@ -730,8 +730,8 @@ def markdown(results, args):
         lines.append(f"| {row['what']} | {wanted} | {measured} | {met} |")
     lines += [
         "",
-        "The fourth target of the issue (the demo's outcomes and trajectories unchanged by the rewrite, its",
-        "intervals never narrower than a task-cluster bootstrap's) is for the rewrite's tests; the bench does not measure it.",
+        "Outputs that must not change with speed (the same outcomes and trajectories whatever `--jobs`, the",
+        "concurrency or the isolation mode) are held by the test suite (e.g. `crates/cli/tests/cli/same_outputs.rs`), not here.",
     ]
     for failure in results["failures"]:
         lines += ["", f"**The `{failure['section']}` section failed**, so its figures are missing:", "", "```",

@@ -9,8 +9,8 @@ StateGraph, or a plain loop. Both run critbench's scripted loop exactly:
   (crates/core/src/critique.rs): the score, or the mean of the dimensions when there is none, must
   lie in the critic's range 0–10; an invalid critique is retried (3 attempts in all) and then
   recorded as a failure scoring 0 with the issue "critique unavailable";
-- the decision rule of SPEC §5 (crates/core/src/policy.rs) with pass_score 8, max_revisions 3,
-  stall on, plateau off; the best draft of SPEC §5 (crates/core/src/best.rs).
+- the decision rule of docs/REFERENCE.md (crates/core/src/policy.rs) with pass_score 8, max_revisions 3,
+  stall on, plateau off; its best-draft rule (crates/core/src/best.rs).
 
 Each loop writes one row per critique to trajectories.parquet and one row to outcomes.parquet with
 pyarrow, in batches, ZSTD level 3 as critbench writes them.
@@ -148,7 +148,7 @@ def passes(score, fatal, failed):
 
 
 def decide(scores):
-    """SPEC §5 on the rounds so far: `scores` is [(score, fatal, failed)]. Returns None to revise,
+    """The decision rule (docs/REFERENCE.md) on the rounds so far: `scores` is [(score, fatal, failed)]. Returns None to revise,
     else the exit reason."""
     score, fatal, failed = scores[-1]
     round_ = len(scores) - 1
@@ -166,7 +166,7 @@ def decide(scores):
 
 
 def better(best, score, fatal):
-    """SPEC §5 best draft: a draft without fatal issues beats one with; else the higher score;
+    """The best draft (docs/REFERENCE.md, The decision rule): a draft without fatal issues beats one with; else the higher score;
     the earliest on ties."""
     best_score, best_fatal = best
     if best_fatal and not fatal:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of issue 9 in one command: builds the release binaries, makes the bench's venv
+# The benchmark in one command: builds the release binaries, makes the bench's venv
 # with the pinned peers (scripts/bench/requirements.txt), and runs scripts/bench/bench.py, which
 # writes docs/benchmarks.md and docs/benchmarks.json (about 10 minutes on 2 cores).
 #

@@ -11,7 +11,7 @@ Checks, for every critic in judge.json:
 
 - coverage: every labeled draft of the datasets named in judge.json (JSONL files) appears once per
   critic that takes its kind and per repeat, with the dataset's gold label -- nothing dropped;
-- the verdict: `passed` is the pass rule of SPEC section 5 step 1 (no failed critique, no fatal issue,
+- the verdict: `passed` is the pass rule of docs/REFERENCE.md's decision rule, step 1 (no failed critique, no fatal issue,
   score >= pass_score, every dimension >= dim_target when set), recomputed here;
 - counts and point estimates, to 1e-9: the confusion table (sklearn confusion_matrix), false-pass and
   false-fail rates, accuracy, precision and recall of "pass" (sklearn), Cohen's kappa
@@ -85,7 +85,7 @@ def undefined_to_none(value):
 
 
 def verdicts(frame, pass_score, dim_target):
-    """The host's pass rule (SPEC section 5 step 1) on every row."""
+    """The host's pass rule (docs/REFERENCE.md, The decision rule, step 1) on every row."""
     ok = frame["critic_error"].isna() & (frame["fatal_issues"].map(len) == 0) & (frame["score"] >= pass_score)
     if dim_target is not None and not math.isnan(dim_target):
         dims_ok = frame["dims"].map(lambda d: len(d) == 0 or min(v for _, v in d) >= dim_target)

@@ -4,8 +4,8 @@
 Usage: python3 tests/python/check_outputs.py RUN_DIR
 
 Reads RUN_DIR/trajectories.parquet and RUN_DIR/outcomes.parquet with pandas (pyarrow), polars and
-duckdb, and RUN_DIR/summary.csv, and checks them against the output contract (SPEC §7) and the
-loop's invariants (SPEC §5):
+duckdb, and RUN_DIR/summary.csv, and checks them against the output contract (docs/FORMAT.md) and the
+loop's invariants (docs/REFERENCE.md, The decision rule):
 
 - every column the contract names exists, and nested columns are typed as notebooks expect in each
   library (dims a map of string to float64, issues and fatal_issues lists of strings);
@@ -33,7 +33,7 @@ EXIT_REASONS = ("pass", "stall", "plateau", "budget")
 DECISIONS = ("revise", "stop", "adjudicate")
 ADJUDICATED_SUFFIX = "+adjudicate"
 
-# Column → kind of value (SPEC §7). "number" accepts integers or floats.
+# Column → kind of value (docs/FORMAT.md). "number" accepts integers or floats.
 TRAJECTORY_COLUMNS = {
     "run_id": "str",
     "config_id": "str",

@@ -1,21 +1,26 @@
 /*
- * critbench.h — the critic plugin ABI, version 1.
+ * critbench.h — the critic plugin ABI, versions 1 and 2.
  *
  * A critic plugin is a shared library that exports one C function, `critbench_critic_v1`, which
  * returns a pointer to a static descriptor. The host loads the library once per run and never
- * unloads it.
+ * unloads it. A plugin may also export `critbench_critic_v2` (version 2: a task is read once per
+ * loop, see `critbench_critic_descriptor_v2` below); a host that knows version 2 then calls
+ * through it, and an older host still loads the plugin by `critbench_critic_v1`.
  *
  * Rules of the boundary:
  *   - Every string crosses as UTF-8 bytes with an explicit length; nothing is NUL-terminated.
  *   - Whoever allocates a buffer frees it: the host copies a plugin's buffer and hands it back to
  *     the plugin's `free_buffer`.
  *   - Nothing unwinds across the boundary: a failure is a non-zero status plus a message.
- *   - Unless `CRITBENCH_FLAG_THREAD_SAFE` is set, the host never calls `critique` on one
- *     instance from two threads at once.
+ *   - Unless `CRITBENCH_FLAG_THREAD_SAFE` is set, the host never calls `critique` (nor, in
+ *     version 2, `open_task`, `critique_task` or `close_task`) on one instance from two threads
+ *     at once. A task handle is used by one thread at a time, not always the same one.
  *
  * Messages are JSON (see docs/REFERENCE.md, Critique and Plugins):
  *   create config:    any JSON value, `{}` when the experiment gives none
  *   critique request: {"request_version": 1, "task": {...}, "draft": "...", "round": 0}
+ *   task request:     {"request_version": 2, "round": 0, "draft": "..."}   (version 2's
+ *                     `critique_task`: the task is the one its handle was opened with)
  *   critique answer:  {"critique_version": 1, "score": 7.5, "dimensions": {...},
  *                      "issues": [...], "fatal_issues": [...],
  *                      "suggestions": [{"dimension": "...", "target": "...", "edit": "..."}],
@@ -55,6 +60,10 @@ extern "C" {
 #endif
 
 #define CRITBENCH_ABI_VERSION 1u
+/* The version of `critbench_critic_descriptor_v2`. */
+#define CRITBENCH_ABI_VERSION_V2 2u
+/* The version of the request `critique_task` receives. */
+#define CRITBENCH_TASK_REQUEST_VERSION 2u
 /* The version of the critique answer (`critique_version`). */
 #define CRITBENCH_CRITIQUE_VERSION 1u
 /* The version of the plugin info JSON (`info_version`). */
@@ -131,6 +140,39 @@ typedef struct critbench_critic_descriptor_v1 {
 
 /* The one symbol a plugin must export. */
 const critbench_critic_descriptor_v1 *critbench_critic_v1(void);
+
+/* Version 2: version 1's fields in the same order (`abi_version` is CRITBENCH_ABI_VERSION_V2),
+ * then three functions for tasks read once per loop. Before a loop's first critique the host
+ * opens its task; every round of the loop, and every retry, then sends only the draft. `critique`
+ * still answers whole version 1 requests (the host uses it outside loops), and must answer one as
+ * `open_task` on its task and `critique_task` would. All seven functions must be set. */
+typedef struct critbench_critic_descriptor_v2 {
+    uint32_t abi_version; /* CRITBENCH_ABI_VERSION_V2 */
+    uint32_t flags;       /* CRITBENCH_FLAG_* */
+    critbench_str name;
+    critbench_str version;
+    double score_min;
+    double score_max;
+    int32_t (*create)(critbench_str config, const critbench_host_v1 *host, void **instance,
+                      critbench_buffer *error);
+    int32_t (*critique)(void *instance, critbench_str request, critbench_buffer *out);
+    /* The host closes every task handle of an instance before it destroys the instance. */
+    void (*destroy)(void *instance);
+    void (*free_buffer)(critbench_buffer buffer);
+    /* Reads a task (the JSON a version 1 request holds as "task") for the rounds of one loop. On
+     * CRITBENCH_OK sets `*task_handle` to a non-NULL handle; on error returns non-zero with a message in
+     * `*error`, which the host records as that critique's error (and opens the task again for the
+     * next attempt). */
+    int32_t (*open_task)(void *instance, critbench_str task, void **task_handle, critbench_buffer *error);
+    /* Critiques one draft of an opened task: `request` is a task request (see the top of this
+     * file). `*out` as for `critique`. */
+    int32_t (*critique_task)(void *instance, void *task_handle, critbench_str request, critbench_buffer *out);
+    /* Releases a handle made by `open_task`; the host never uses it afterwards. */
+    void (*close_task)(void *instance, void *task_handle);
+} critbench_critic_descriptor_v2;
+
+/* Optional, version 2: the host prefers it to `critbench_critic_v1` when both are exported. */
+const critbench_critic_descriptor_v2 *critbench_critic_v2(void);
 
 /* Optional: the plugin's info JSON (see the top of this file), static UTF-8 text. A plugin that
  * does not export it, or returns an empty string, declares nothing. */

@@ -1,11 +1,12 @@
-//! The Rust side of a plugin: the [`CriticPlugin`] trait and the glue behind [`export_critic!`].
+//! The Rust side of a plugin: the [`CriticPlugin`] and [`TaskCritic`] traits and the glue behind
+//! [`export_critic!`] and [`export_task_critic!`].
 
 use std::any::Any;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
-use crate::{Buffer, CriticDescriptorV1, HostV1, STATUS_ERROR, STATUS_OK, Str};
+use crate::{Buffer, CriticDescriptorV1, CriticDescriptorV2, HostV1, STATUS_ERROR, STATUS_OK, Str};
 
 /// Why a plugin refuses its config or a request: any error. The host records its text, then
 /// each of its causes', `: `-separated.
@@ -40,6 +41,25 @@ pub trait CriticPlugin: Sized + Send + Sync + 'static {
 
     /// Critiques one request (see [`Request`](crate::Request)) into critique JSON.
     fn critique(&self, request: &str) -> Result<String, CriticError>;
+}
+
+/// A critic that reads each task once per loop (ABI version 2): the host opens the task before a
+/// loop's first critique and then sends only each round's draft ([`TaskRequest`](crate::TaskRequest)).
+/// Export it with [`export_task_critic!`](crate::export_task_critic). [`CriticPlugin::critique`]
+/// still answers whole version 1 requests (older hosts, tools, the adjudicator): it must answer a
+/// request as [`TaskCritic::open_task`] on its `task` and then [`TaskCritic::critique_task`] would.
+pub trait TaskCritic: CriticPlugin {
+    /// What the critic keeps of a task between the rounds of a loop. The host uses one task from
+    /// one thread at a time, but not always the same thread.
+    type Task: Send + 'static;
+
+    /// Reads a task, the JSON a version 1 request holds as `task`. An error is the critique's
+    /// error, as one from `critique_task` would be.
+    fn open_task(&self, task: &str) -> Result<Self::Task, CriticError>;
+
+    /// Critiques one draft of an opened task: `request` is a
+    /// [`TaskRequest`](crate::TaskRequest), `{"request_version": 2, "round": R, "draft": "..."}`.
+    fn critique_task(&self, task: &Self::Task, request: &str) -> Result<String, CriticError>;
 }
 
 /// The host's services, as a plugin sees them.
@@ -123,9 +143,14 @@ pub mod glue {
         }
     }
 
-    fn text<'a>(s: Str) -> Result<&'a str, String> {
+    /// What the host passed is not text.
+    #[derive(Debug, thiserror::Error)]
+    #[error("input is not UTF-8: {0}")]
+    struct NotUtf8(#[source] std::str::Utf8Error);
+
+    fn text<'a>(s: Str) -> Result<&'a str, NotUtf8> {
         // SAFETY: the host passes a valid (ptr, len) for the duration of the call.
-        std::str::from_utf8(unsafe { s.as_bytes() }).map_err(|e| format!("input is not UTF-8: {e}"))
+        std::str::from_utf8(unsafe { s.as_bytes() }).map_err(NotUtf8)
     }
 
     /// `QUIET`: silence this copy of std's panic hook first, as a shared library must (see
@@ -143,7 +168,7 @@ pub mod glue {
             quiet_panics();
         }
         let result = catch_unwind(AssertUnwindSafe(|| {
-            let config = text(config)?;
+            let config = text(config).map_err(|e| message(&e))?;
             P::create(config, Host { raw: host }).map_err(|e| message(&*e))
         }));
         match result {
@@ -163,14 +188,8 @@ pub mod glue {
         }
     }
 
-    /// # Safety
-    /// `instance` must come from `create::<P>` and not be destroyed.
-    pub unsafe extern "C" fn critique<P: CriticPlugin>(instance: *mut c_void, request: Str, out: *mut Buffer) -> i32 {
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: the host only passes instances made by `create::<P>`.
-            let plugin = unsafe { &*(instance as *const P) };
-            plugin.critique(text(request)?).map_err(|e| message(&*e))
-        }));
+    /// What a critique call hands the host: the answer, or the error or panic as a message.
+    fn answer(result: std::thread::Result<Result<String, String>>, out: *mut Buffer) -> i32 {
         match result {
             Ok(Ok(json)) => {
                 write(out, json);
@@ -185,6 +204,87 @@ pub mod glue {
                 STATUS_ERROR
             }
         }
+    }
+
+    /// # Safety
+    /// `instance` must come from `create::<P>` and not be destroyed.
+    pub unsafe extern "C" fn critique<P: CriticPlugin>(instance: *mut c_void, request: Str, out: *mut Buffer) -> i32 {
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the host only passes instances made by `create::<P>`.
+            let plugin = unsafe { &*(instance as *const P) };
+            plugin.critique(text(request).map_err(|e| message(&e))?).map_err(|e| message(&*e))
+        }));
+        answer(result, out)
+    }
+
+    /// # Safety
+    /// `instance` must come from `create::<P>` and not be destroyed; `task_handle` is writable.
+    pub unsafe extern "C" fn open_task<P: TaskCritic>(
+        instance: *mut c_void,
+        task: Str,
+        task_handle: *mut *mut c_void,
+        error: *mut Buffer,
+    ) -> i32 {
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the host only passes instances made by `create::<P>`.
+            let plugin = unsafe { &*(instance as *const P) };
+            plugin.open_task(text(task).map_err(|e| message(&e))?).map_err(|e| message(&*e))
+        }));
+        match result {
+            Ok(Ok(task)) => {
+                // A zero-sized task boxes to a dangling but non-null pointer, which is all the
+                // host checks.
+                let raw = Box::into_raw(Box::new(task)) as *mut c_void;
+                if task_handle.is_null() {
+                    // SAFETY: made just above; nobody else has it.
+                    drop(unsafe { Box::from_raw(raw as *mut P::Task) });
+                } else {
+                    // SAFETY: the host passes a valid, writable out-pointer.
+                    unsafe { *task_handle = raw };
+                }
+                STATUS_OK
+            }
+            Ok(Err(message)) => {
+                write(error, message);
+                STATUS_ERROR
+            }
+            Err(payload) => {
+                write(error, panic_message(payload));
+                STATUS_ERROR
+            }
+        }
+    }
+
+    /// # Safety
+    /// `instance` must come from `create::<P>`, `task_handle` from its `open_task::<P>`, neither
+    /// closed.
+    pub unsafe extern "C" fn critique_task<P: TaskCritic>(
+        instance: *mut c_void,
+        task_handle: *mut c_void,
+        request: Str,
+        out: *mut Buffer,
+    ) -> i32 {
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the host only passes instances made by `create::<P>`.
+            let plugin = unsafe { &*(instance as *const P) };
+            // SAFETY: the host only passes handles made by `open_task::<P>`, one thread at a time.
+            let task = unsafe { &*(task_handle as *const P::Task) };
+            plugin.critique_task(task, text(request).map_err(|e| message(&e))?).map_err(|e| message(&*e))
+        }));
+        answer(result, out)
+    }
+
+    /// # Safety
+    /// `task_handle` must come from `open_task::<P>` and is not used afterwards.
+    pub unsafe extern "C" fn close_task<P: TaskCritic>(_instance: *mut c_void, task_handle: *mut c_void) {
+        if task_handle.is_null() {
+            return;
+        }
+        // A panic in Drop must not unwind into the host.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: made by Box::into_raw in `open_task::<P>`, closed once.
+            drop(unsafe { Box::from_raw(task_handle as *mut P::Task) });
+        }));
     }
 
     /// # Safety
@@ -228,6 +328,25 @@ pub mod glue {
             free_buffer,
         }
     }
+
+    /// The version 2 descriptor of `P`: version 1's fields and functions, then the task's.
+    pub const fn descriptor_v2<P: TaskCritic, const QUIET: bool>() -> CriticDescriptorV2 {
+        CriticDescriptorV2 {
+            abi_version: crate::ABI_VERSION_V2,
+            flags: flags::<P>(),
+            name: Str::from_static(P::NAME),
+            version: Str::from_static(P::VERSION),
+            score_min: P::SCORE_MIN,
+            score_max: P::SCORE_MAX,
+            create: create::<P, QUIET>,
+            critique: critique::<P>,
+            destroy: destroy::<P>,
+            free_buffer,
+            open_task: open_task::<P>,
+            critique_task: critique_task::<P>,
+            close_task: close_task::<P>,
+        }
+    }
 }
 
 /// The descriptor a shared library exports for `P` (what [`export_critic!`](crate::export_critic)
@@ -240,6 +359,17 @@ pub const fn library_descriptor<P: CriticPlugin>() -> CriticDescriptorV1 {
 /// [`library_descriptor`], except that `create` leaves the panic hook, which is the host's, alone.
 pub const fn builtin_descriptor<P: CriticPlugin>() -> CriticDescriptorV1 {
     glue::descriptor::<P, false>()
+}
+
+/// The version 2 descriptor a shared library exports for `P` (what
+/// [`export_task_critic!`](crate::export_task_critic) returns from `critbench_critic_v2`).
+pub const fn library_descriptor_v2<P: TaskCritic>() -> CriticDescriptorV2 {
+    glue::descriptor_v2::<P, true>()
+}
+
+/// The version 2 descriptor of `P` compiled into the host (see [`builtin_descriptor`]).
+pub const fn builtin_descriptor_v2<P: TaskCritic>() -> CriticDescriptorV2 {
+    glue::descriptor_v2::<P, false>()
 }
 
 /// Exports a [`CriticPlugin`] as the `critbench_critic_v1` entry point of a `cdylib`.
@@ -257,6 +387,23 @@ macro_rules! export_critic {
         #[unsafe(no_mangle)]
         pub extern "C" fn critbench_critic_info_v1() -> $crate::Str {
             $crate::Str::from_static(<$plugin as $crate::CriticPlugin>::INFO)
+        }
+    };
+}
+
+/// Exports a [`TaskCritic`] from a `cdylib`: `critbench_critic_v2` (ABI version 2, which a host
+/// that knows it prefers), and `critbench_critic_v1` and `critbench_critic_info_v1` as
+/// [`export_critic!`](crate::export_critic) does, so that hosts that know only version 1 load it too.
+#[macro_export]
+macro_rules! export_task_critic {
+    ($plugin:ty) => {
+        $crate::export_critic!($plugin);
+
+        /// The plugin's entry point (critbench ABI v2: a task read once per loop).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn critbench_critic_v2() -> *const $crate::CriticDescriptorV2 {
+            static DESCRIPTOR: $crate::CriticDescriptorV2 = $crate::library_descriptor_v2::<$plugin>();
+            &DESCRIPTOR
         }
     };
 }
@@ -291,10 +438,16 @@ mod tests {
 
     /// What `create` hands the host for `config`.
     fn refusal(config: &str) -> String {
+        refusal_of(config.as_bytes())
+    }
+
+    /// What `create` hands the host for config bytes that may not be text.
+    fn refusal_of(config: &[u8]) -> String {
         static DESCRIPTOR: CriticDescriptorV1 = crate::builtin_descriptor::<Refusing>();
         let (mut instance, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
-        // SAFETY: valid config text, no host services, valid out-pointers.
-        let status = unsafe { (DESCRIPTOR.create)(Str::new(config), std::ptr::null(), &mut instance, &mut error) };
+        let config = Str { ptr: config.as_ptr(), len: config.len() };
+        // SAFETY: valid config bytes, no host services, valid out-pointers.
+        let status = unsafe { (DESCRIPTOR.create)(config, std::ptr::null(), &mut instance, &mut error) };
         assert_eq!(status, STATUS_ERROR);
         assert!(instance.is_null());
         // SAFETY: `create` filled the buffer; it is copied and freed once.
@@ -308,5 +461,98 @@ mod tests {
     fn a_plugins_error_reaches_the_host_with_its_causes() {
         assert_eq!(refusal("plain"), "a plain message");
         assert_eq!(refusal("{}"), "config refused: the file is gone");
+    }
+
+    #[test]
+    fn input_that_is_not_utf8_is_refused_before_the_plugin_sees_it() {
+        assert_eq!(refusal_of(b"{\xff}"), "input is not UTF-8: invalid utf-8 sequence of 1 bytes from index 1");
+    }
+
+    /// A task critic that panics where its task or request says so.
+    struct Touchy;
+
+    impl CriticPlugin for Touchy {
+        const NAME: &'static str = "touchy";
+        const VERSION: &'static str = "1";
+        const SCORE_MIN: f64 = 0.0;
+        const SCORE_MAX: f64 = 1.0;
+
+        fn create(_config: &str, _host: Host) -> Result<Self, CriticError> {
+            Ok(Touchy)
+        }
+
+        fn critique(&self, _request: &str) -> Result<String, CriticError> {
+            Err("only by task".into())
+        }
+    }
+
+    impl TaskCritic for Touchy {
+        type Task = String;
+
+        fn open_task(&self, task: &str) -> Result<String, CriticError> {
+            match task {
+                "panic" => panic!("no task like that"),
+                "refuse" => Err("task refused".into()),
+                _ => Ok(task.to_string()),
+            }
+        }
+
+        fn critique_task(&self, task: &String, request: &str) -> Result<String, CriticError> {
+            if request == "panic" {
+                panic!("request {request} of task {task}");
+            }
+            Ok(format!("{task}/{request}"))
+        }
+    }
+
+    /// Takes a buffer `Touchy` allocated: its text.
+    fn taken(buffer: Buffer) -> String {
+        // SAFETY: filled by the plugin; copied, then freed once by the same library.
+        let text = String::from_utf8(unsafe { buffer.to_vec() }).unwrap();
+        // SAFETY: as above.
+        unsafe { buffer.free() };
+        text
+    }
+
+    #[test]
+    fn a_task_critics_panics_and_errors_reach_the_host_as_messages() {
+        static DESCRIPTOR: CriticDescriptorV2 = crate::builtin_descriptor_v2::<Touchy>();
+        assert_eq!(DESCRIPTOR.abi_version, crate::ABI_VERSION_V2);
+        let (mut instance, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
+        // SAFETY: valid config text, no host services, valid out-pointers.
+        assert_eq!(
+            unsafe { (DESCRIPTOR.create)(Str::new("{}"), std::ptr::null(), &mut instance, &mut error) },
+            STATUS_OK
+        );
+        let open = |task: &str| {
+            let (mut handle, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
+            // SAFETY: a live instance, valid text and out-pointers.
+            let status = unsafe { (DESCRIPTOR.open_task)(instance, Str::new(task), &mut handle, &mut error) };
+            (status, handle, taken(error))
+        };
+        let (status, handle, message) = open("panic");
+        assert_eq!(
+            (status, handle.is_null(), message.as_str()),
+            (STATUS_ERROR, true, "critic panicked: no task like that")
+        );
+        let (status, handle, message) = open("refuse");
+        assert_eq!((status, handle.is_null(), message.as_str()), (STATUS_ERROR, true, "task refused"));
+
+        let (status, handle, message) = open("t1");
+        assert_eq!((status, handle.is_null(), message.as_str()), (STATUS_OK, false, ""));
+        let critique = |request: &str| {
+            let mut out = Buffer::EMPTY;
+            // SAFETY: a live instance and a handle it opened, valid text and out-pointer.
+            let status = unsafe { (DESCRIPTOR.critique_task)(instance, handle, Str::new(request), &mut out) };
+            (status, taken(out))
+        };
+        assert_eq!(critique("r0"), (STATUS_OK, "t1/r0".to_string()));
+        assert_eq!(critique("panic"), (STATUS_ERROR, "critic panicked: request panic of task t1".to_string()));
+        assert_eq!(critique("r1"), (STATUS_OK, "t1/r1".to_string()), "the handle outlives a caught panic");
+        // SAFETY: opened above, closed once; then the instance is destroyed once.
+        unsafe {
+            (DESCRIPTOR.close_task)(instance, handle);
+            (DESCRIPTOR.destroy)(instance);
+        }
     }
 }

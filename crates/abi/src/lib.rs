@@ -1,4 +1,4 @@
-//! The critic plugin ABI (version 1), shared by the host and by plugins written in Rust.
+//! The critic plugin ABI (versions 1 and 2), shared by the host and by plugins written in Rust.
 //!
 //! The C view of the same contract is `include/critbench.h` (also available as [`C_HEADER`]);
 //! the `#[repr(C)]` types here mirror it field for field. A Rust plugin implements
@@ -30,6 +30,13 @@
 //! export_critic!(Length);
 //! ```
 //!
+//! ABI version 2 adds per-task handles: a plugin exporting `critbench_critic_v2`
+//! ([`CriticDescriptorV2`]) is shown each task once per loop (`open_task`) and then only each
+//! round's draft (`critique_task`, a [`TaskRequest`]), instead of the task again in every round's
+//! request. A Rust plugin opts in by implementing [`TaskCritic`] and exporting it with
+//! [`export_task_critic!`], which exports both versions: a host that knows only version 1 still
+//! loads it.
+//!
 //! A plugin may also declare what it is — the issue types it tags, the host services it needs,
 //! hints for its users — in a JSON [`PluginInfo`] (the optional symbol [`INFO_SYMBOL`];
 //! [`CriticPlugin::INFO`] in Rust).
@@ -41,14 +48,22 @@ mod export;
 mod info;
 mod messages;
 
-pub use export::{CriticError, CriticPlugin, Host, ServiceError, builtin_descriptor, glue, library_descriptor};
+pub use export::{
+    CriticError, CriticPlugin, Host, ServiceError, TaskCritic, builtin_descriptor, builtin_descriptor_v2, glue,
+    library_descriptor, library_descriptor_v2,
+};
 pub use info::{INFO_VERSION, InfoError, IssueType, PluginInfo};
-pub use messages::{CRITIQUE_VERSION, REQUEST_VERSION, Request, RequestTask};
+pub use messages::{CRITIQUE_VERSION, REQUEST_VERSION, Request, RequestTask, TASK_REQUEST_VERSION, TaskRequest};
 
-/// The ABI version this crate speaks.
+/// The ABI version of [`CriticDescriptorV1`] and of the host table ([`HostV1`]).
 pub const ABI_VERSION: u32 = 1;
+/// The ABI version of [`CriticDescriptorV2`].
+pub const ABI_VERSION_V2: u32 = 2;
 /// The symbol every plugin exports.
 pub const ENTRY_SYMBOL: &str = "critbench_critic_v1";
+/// The symbol a plugin speaking version 2 exports beside [`ENTRY_SYMBOL`]; a host that knows it
+/// calls through it.
+pub const ENTRY_SYMBOL_V2: &str = "critbench_critic_v2";
 /// The optional symbol that returns the plugin's info JSON ([`PluginInfo`]).
 pub const INFO_SYMBOL: &str = "critbench_critic_info_v1";
 /// `critique` may run on one instance from many threads at once.
@@ -190,8 +205,55 @@ pub struct CriticDescriptorV1 {
     pub free_buffer: unsafe extern "C" fn(buffer: Buffer),
 }
 
+/// The static descriptor of ABI version 2 (`critbench_critic_descriptor_v2`): version 1's fields,
+/// in the same order (with `abi_version` [`ABI_VERSION_V2`]), then the per-task functions. A task
+/// handle belongs to the instance that opened it and is used by one thread at a time; unless
+/// [`FLAG_THREAD_SAFE`] is set, the host never calls into one instance from two threads at once.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CriticDescriptorV2 {
+    /// [`ABI_VERSION_V2`].
+    pub abi_version: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// The critic's name, e.g. `rubric`.
+    pub name: Str,
+    /// The critic's version.
+    pub version: Str,
+    /// The lowest score the critic gives.
+    pub score_min: f64,
+    /// The highest score the critic gives.
+    pub score_max: f64,
+    /// As in [`CriticDescriptorV1`].
+    pub create:
+        unsafe extern "C" fn(config: Str, host: *const HostV1, instance: *mut *mut c_void, error: *mut Buffer) -> i32,
+    /// As in [`CriticDescriptorV1`]: a whole version 1 request, task included.
+    pub critique: unsafe extern "C" fn(instance: *mut c_void, request: Str, out: *mut Buffer) -> i32,
+    /// As in [`CriticDescriptorV1`]; every task handle of the instance is closed before.
+    pub destroy: unsafe extern "C" fn(instance: *mut c_void),
+    /// As in [`CriticDescriptorV1`].
+    pub free_buffer: unsafe extern "C" fn(buffer: Buffer),
+    /// Reads a task (the JSON a version 1 request holds as `task`) once for the rounds of a loop:
+    /// on [`STATUS_OK`] `*task_handle` must be non-null; on error `*error` holds a message, and
+    /// the host records it as the critique's error.
+    pub open_task: unsafe extern "C" fn(
+        instance: *mut c_void,
+        task: Str,
+        task_handle: *mut *mut c_void,
+        error: *mut Buffer,
+    ) -> i32,
+    /// Critiques one draft of an opened task: `request` is a [`TaskRequest`] (no task); `out`
+    /// receives the critique JSON or an error message.
+    pub critique_task:
+        unsafe extern "C" fn(instance: *mut c_void, task_handle: *mut c_void, request: Str, out: *mut Buffer) -> i32,
+    /// Releases a task handle made by `open_task`; the host never uses it afterwards.
+    pub close_task: unsafe extern "C" fn(instance: *mut c_void, task_handle: *mut c_void),
+}
+
 // SAFETY: a descriptor is immutable static data: pointers to static strings and functions.
 unsafe impl Sync for CriticDescriptorV1 {}
+// SAFETY: as above.
+unsafe impl Sync for CriticDescriptorV2 {}
 // SAFETY: the host table is immutable after creation and its functions are thread-safe.
 unsafe impl Sync for HostV1 {}
 // SAFETY: as above.
@@ -199,6 +261,18 @@ unsafe impl Send for HostV1 {}
 
 /// The type of the exported entry point.
 pub type EntryPoint = unsafe extern "C" fn() -> *const CriticDescriptorV1;
+/// The type of the version 2 entry point ([`ENTRY_SYMBOL_V2`]).
+pub type EntryPointV2 = unsafe extern "C" fn() -> *const CriticDescriptorV2;
+
+/// A critic's static descriptor of either version, as a host calls it: what a built-in critic
+/// registers and what a host finds behind a library's entry points.
+#[derive(Clone, Copy, Debug)]
+pub enum Descriptor {
+    /// A version 1 critic: every request carries its task.
+    V1(&'static CriticDescriptorV1),
+    /// A version 2 critic: a task is opened once per loop.
+    V2(&'static CriticDescriptorV2),
+}
 /// The type of the optional info symbol ([`INFO_SYMBOL`]): static UTF-8 JSON, empty for none.
 pub type InfoEntryPoint = unsafe extern "C" fn() -> Str;
 
@@ -220,16 +294,39 @@ mod tests {
             "(*destroy)(",
             "(*free_buffer)(",
             "const critbench_critic_descriptor_v1 *critbench_critic_v1(void);",
+            "(*open_task)(",
+            "(*critique_task)(",
+            "(*close_task)(",
+            "} critbench_critic_descriptor_v2;",
+            "const critbench_critic_descriptor_v2 *critbench_critic_v2(void);",
             "critbench_str critbench_critic_info_v1(void);",
         ] {
             assert!(C_HEADER.contains(field), "header lacks {field}");
         }
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_ABI_VERSION {ABI_VERSION}u")));
+        assert!(C_HEADER.contains(&format!("#define CRITBENCH_ABI_VERSION_V2 {ABI_VERSION_V2}u")));
+        assert!(C_HEADER.contains(&format!("#define CRITBENCH_TASK_REQUEST_VERSION {TASK_REQUEST_VERSION}u")));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_CRITIQUE_VERSION {CRITIQUE_VERSION}u")));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_INFO_VERSION {INFO_VERSION}u")));
         assert!(C_HEADER.contains(INFO_SYMBOL));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_FLAG_THREAD_SAFE {FLAG_THREAD_SAFE}u")));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_FLAG_POLICY_DEPENDENT {FLAG_POLICY_DEPENDENT}u")));
+    }
+
+    #[test]
+    fn version_two_begins_with_version_ones_fields_at_the_same_offsets() {
+        use std::mem::offset_of;
+        assert_eq!(offset_of!(CriticDescriptorV1, abi_version), offset_of!(CriticDescriptorV2, abi_version));
+        assert_eq!(offset_of!(CriticDescriptorV1, flags), offset_of!(CriticDescriptorV2, flags));
+        assert_eq!(offset_of!(CriticDescriptorV1, name), offset_of!(CriticDescriptorV2, name));
+        assert_eq!(offset_of!(CriticDescriptorV1, version), offset_of!(CriticDescriptorV2, version));
+        assert_eq!(offset_of!(CriticDescriptorV1, score_min), offset_of!(CriticDescriptorV2, score_min));
+        assert_eq!(offset_of!(CriticDescriptorV1, score_max), offset_of!(CriticDescriptorV2, score_max));
+        assert_eq!(offset_of!(CriticDescriptorV1, create), offset_of!(CriticDescriptorV2, create));
+        assert_eq!(offset_of!(CriticDescriptorV1, critique), offset_of!(CriticDescriptorV2, critique));
+        assert_eq!(offset_of!(CriticDescriptorV1, destroy), offset_of!(CriticDescriptorV2, destroy));
+        assert_eq!(offset_of!(CriticDescriptorV1, free_buffer), offset_of!(CriticDescriptorV2, free_buffer));
+        assert_eq!(std::mem::size_of::<CriticDescriptorV1>(), offset_of!(CriticDescriptorV2, open_task));
     }
 
     #[test]

@@ -5,8 +5,11 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The version of the critique request message.
+/// The version of the critique request message, task included ([`Request`]).
 pub const REQUEST_VERSION: u32 = 1;
+/// The version of the request about an opened task (ABI version 2's `critique_task`,
+/// [`TaskRequest`]): a version 1 request without its `task`.
+pub const TASK_REQUEST_VERSION: u32 = 2;
 /// The version of the critique answer (`critique_version`; an answer without one is version 1).
 pub const CRITIQUE_VERSION: u32 = 1;
 
@@ -48,4 +51,18 @@ pub struct RequestTask {
     /// Free-form metadata.
     #[serde(default)]
     pub meta: Option<Value>,
+}
+
+/// A request about a task opened before (ABI version 2's `critique_task`): one draft at one round.
+/// `{"request_version": 2, "round": 0, "draft": "..."}`; the task is the one its handle was opened
+/// with.
+#[derive(Debug, Deserialize)]
+pub struct TaskRequest {
+    /// [`TASK_REQUEST_VERSION`] of the host that sent it.
+    #[serde(default)]
+    pub request_version: u32,
+    /// The draft to critique.
+    pub draft: String,
+    /// The round of the loop: 0 for the first draft.
+    pub round: u32,
 }

@@ -1,3 +1,6 @@
+// The doc comments here are `--help` text, where `[pricing]` names a TOML table: not links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};

@@ -256,7 +256,7 @@ pub fn fingerprint(experiment: &Experiment) -> String {
     for path in &experiment.datasets {
         hasher.update(std::fs::metadata(path).map_or(0, |m| m.len()).to_le_bytes());
     }
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    critbench_core::hex(&hasher.finalize())
 }
 
 /// The pilot's tasks (in dataset order) and how many tasks the whole run has.

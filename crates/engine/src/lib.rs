@@ -50,6 +50,6 @@ mod source;
 pub mod stop;
 mod summarize;
 
-pub use error::{EngineError, NotARun, ReplayError, RescoreError, RunDirError};
+pub use error::{EngineError, ForeignRow, MergeProblem, NotARun, ReplayError, RescoreError, RunDirError, ShardProblem};
 pub use experiment::ExperimentProblem;
 pub use sequential::SequentialError;

@@ -29,7 +29,7 @@ use critbench_storage::recorded::RecordedRound;
 use crate::emit::effective_policy;
 use crate::error::LoopError;
 use crate::plan::{Plan, Scope, Unit};
-use crate::round::{Batch, critique_draft, ms, recorded_round};
+use crate::round::{Batch, critique_round, ms, recorded_round};
 use crate::source::Chunk;
 use critbench_core::author::Hint;
 use critbench_core::author::{Draft, DraftKey};
@@ -371,11 +371,14 @@ async fn record_loop_in(
     // The task with its labels when an evaluator takes it: evaluators judge the drafts afterwards.
     let evaluating = labelled.filter(|_| scope == Scope::Evaluate);
     let mut texts: Vec<String> = Vec::new();
+    // The task is shown to the critic once for the loop's rounds (ABI version 2) and closed when
+    // the loop is recorded; the adjudicator and the evaluators ask with whole requests.
+    let mut critic = plan.critics[unit.critic].open_task(task_json);
     loop {
         let round = rounds.len() as u32;
         let (call, scope, critic_ms) = match driver.batch {
-            Some(batch) => batch.critique_draft(plan, unit, &task.id, task_json, &draft.text, round).await,
-            None => critique_draft(plan, unit, &task.id, task_json, &draft.text, round),
+            Some(batch) => batch.critique_round(plan, unit, &task.id, &mut critic, &draft.text, round).await,
+            None => critique_round(plan, unit, &task.id, &mut critic, &draft.text, round),
         };
         scores.push(call.critique.round_score(call.failed()));
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
@@ -409,6 +412,7 @@ async fn record_loop_in(
             None => break,
         }
     }
+    drop(critic);
     let adjudications = if adjudicating {
         crate::adjudicate::adjudicate_loop(plan, task, task_json, unit, &policies, &scores, &rounds, &texts)?
     } else {

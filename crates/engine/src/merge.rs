@@ -13,6 +13,7 @@ use critbench_storage::shards::{SHARDS_DIR, TABLES, shard_dir, shard_indices};
 use serde_json::Value;
 
 use crate::EngineError;
+use crate::error::{ForeignRow, MergeProblem, ShardProblem};
 use crate::journal::{changed_keys, short};
 use crate::run_dir::LOCK_FILE;
 use crate::sink::MAX_LISTED_FAILURES;
@@ -36,85 +37,70 @@ const LOCAL_FIELDS: [&str; 5] = ["path", "out", "datasets", "plugin_dirs", "jobs
 
 /// Checks the shards of the run in `run_dir` and writes its manifest and summaries.
 pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
-    let usage = |problem: String| EngineError::Merge { dir: run_dir.to_path_buf(), problem };
+    let usage = |problem: MergeProblem| EngineError::Merge { dir: run_dir.to_path_buf(), problem: Box::new(problem) };
     if !run_dir.is_dir() {
-        return Err(usage("no such directory".into()));
+        return Err(usage(MergeProblem::NoSuchDirectory));
     }
     let found = shard_indices(run_dir);
     if found.is_empty() {
-        return Err(usage(format!(
-            "it holds no shards ({SHARDS_DIR}/ is missing or empty); merge is for runs made with --shard I/N"
-        )));
+        return Err(usage(MergeProblem::NoShards));
     }
     let mut manifests: Vec<(u32, Manifest)> = Vec::new();
     for &index in &found {
         let dir = shard_dir(run_dir, index);
         if dir.join(LOCK_FILE).exists() {
-            return Err(usage(format!(
-                "shard {index} is still running or was killed ({} exists); wait for it, or run it again with \
-                 --resume",
-                dir.join(LOCK_FILE).display()
-            )));
+            return Err(usage(MergeProblem::StillRunning { index, lock: dir.join(LOCK_FILE) }));
         }
-        let manifest = Manifest::read(&dir).map_err(|e| usage(format!("shard {index}: {e}")))?;
+        let manifest = Manifest::read(&dir).map_err(|source| usage(MergeProblem::Manifest { index, source }))?;
         let Some(manifest) = manifest else {
-            return Err(usage(format!(
-                "shard {index} has not finished (no {}); run it again with --resume",
-                dir.join("manifest.json").display()
-            )));
+            return Err(usage(MergeProblem::Unfinished { index, manifest: dir.join("manifest.json") }));
         };
         if manifest.status != RunStatus::Finished {
-            return Err(usage(format!(
-                "shard {index} was interrupted before it finished ({} says status \"interrupted\"); run it again \
-                 with --resume",
-                dir.join("manifest.json").display()
-            )));
+            return Err(usage(MergeProblem::Interrupted { index, manifest: dir.join("manifest.json") }));
         }
         let Some(shard) = manifest.shard else {
-            return Err(usage(format!("{} is not a shard's manifest (it has no `shard`)", dir.display())));
+            return Err(usage(MergeProblem::NotAShard { dir }));
         };
         if shard.index != index {
-            return Err(usage(format!("{} says it is shard {shard}, not shard {index}", dir.display())));
+            return Err(usage(MergeProblem::OtherIndex { dir, says: shard, index }));
         }
         manifests.push((index, manifest));
     }
     let count = manifests[0].1.shard.map_or(0, |s| s.count);
     if let Some((index, other)) = manifests.iter().find(|(_, m)| m.shard.is_some_and(|s| s.count != count)) {
-        return Err(usage(format!(
-            "the shards disagree on how many there are: shard {} is one of {count}, shard {index} one of {}",
-            manifests[0].0,
-            other.shard.map_or(0, |s| s.count)
-        )));
+        return Err(usage(MergeProblem::CountsDisagree {
+            first: manifests[0].0,
+            count,
+            index: *index,
+            other: other.shard.map_or(0, |s| s.count),
+        }));
     }
-    let missing: Vec<String> = (0..count).filter(|i| !found.contains(i)).map(|i| i.to_string()).collect();
-    if !missing.is_empty() {
-        return Err(usage(format!(
-            "shard(s) {} of {count} missing (no {}); run them with --shard I/{count} into this directory",
-            missing.join(", "),
-            run_dir.join(SHARDS_DIR).join(&missing[0]).join("manifest.json").display()
-        )));
+    let missing: Vec<u32> = (0..count).filter(|i| !found.contains(i)).collect();
+    if let Some(first_missing) = missing.first() {
+        let manifest = run_dir.join(SHARDS_DIR).join(first_missing.to_string()).join("manifest.json");
+        return Err(usage(MergeProblem::Missing { missing, count, manifest }));
     }
     for (index, _) in &manifests {
         for table in TABLES {
             let path = critbench_storage::shards::Shard { index: *index, count }.table_path(run_dir, table);
             if !path.is_file() {
-                return Err(usage(format!("shard {index}'s {table} table is missing ({})", path.display())));
+                return Err(usage(MergeProblem::TableMissing { index: *index, table, path }));
             }
         }
     }
     for (index, manifest) in &manifests {
         check_shard_tables(run_dir, *index, count, manifest)
-            .map_err(|problem| usage(format!("shard {index}: {problem}")))?;
+            .map_err(|source| usage(MergeProblem::Tables { index: *index, source }))?;
         // The reports are added up as JSON below: each must first be the model client's.
         if let Some(openai) = &manifest.openai {
             critbench_openai::usage::UsageReport::from_manifest(openai)
-                .map_err(|problem| usage(format!("shard {index}: {problem}")))?;
+                .map_err(|source| usage(MergeProblem::ModelReport { index: *index, source }))?;
         }
     }
     let (first_index, first) = &manifests[0];
     for (index, manifest) in &manifests[1..] {
         if let Some(difference) = difference(first, manifest) {
-            return Err(usage(format!("shard {index} is not the same run as shard {first_index}: {difference}")));
+            return Err(usage(MergeProblem::NotTheSameRun { index: *index, first: *first_index, difference }));
         }
     }
     let _lock = crate::run_dir::claim(&crate::run_dir::Layout::new(run_dir, None), crate::run_dir::Claim::Rebuild)?;
@@ -122,9 +108,8 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
     let memory = |index: u32| std::fs::read(shard_dir(run_dir, index).join("memory.json")).ok();
     let first_memory = memory(*first_index);
     if let Some((index, _)) = manifests[1..].iter().find(|(index, _)| memory(*index) != first_memory) {
-        return Err(usage(format!(
-            "shard {index} is not the same run as shard {first_index}: its strategy memory (memory.json) differs"
-        )));
+        let difference = "its strategy memory (memory.json) differs".to_string();
+        return Err(usage(MergeProblem::NotTheSameRun { index: *index, first: *first_index, difference }));
     }
     if let Some(bytes) = &first_memory {
         let path = run_dir.join("memory.json");
@@ -156,17 +141,17 @@ fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifes
         rows += 1;
         let owner = critbench_storage::shards::shard_of(row.task_id, count);
         if owner != index {
-            return Err(format!(
-                "it holds task `{}`, which is shard {owner}'s: the table is not this shard's",
-                row.task_id
-            ));
+            return Err(ForeignRow::OtherShards { task_id: row.task_id.to_string(), owner });
         }
         let key = critbench_storage::hash128(&(row.config_id, row.arm, row.critic, row.task_id, row.epoch));
         if !seen.insert(key) {
-            return Err(format!(
-                "it holds the loop {} × {} × {} × task `{}` × epoch {} twice",
-                row.config_id, row.arm, row.critic, row.task_id, row.epoch
-            ));
+            return Err(ForeignRow::Twice {
+                config_id: row.config_id.to_string(),
+                arm: row.arm.to_string(),
+                critic: row.critic.to_string(),
+                task_id: row.task_id.to_string(),
+                epoch: row.epoch,
+            });
         }
         Ok(())
     })
@@ -175,21 +160,6 @@ fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifes
         return Err(ShardProblem::LoopCount { path: outcomes, rows, recorded: manifest.loops });
     }
     Ok(())
-}
-
-/// Why a shard's tables cannot be merged.
-#[derive(Debug, thiserror::Error)]
-enum ShardProblem {
-    #[error("its manifest records no tables (written by an older critbench); run the shard again")]
-    NoTables,
-    /// A table is not the file the shard wrote.
-    #[error(transparent)]
-    Tables(#[from] critbench_storage::manifest::TableMismatch),
-    /// Its outcomes do not read, or hold another shard's task or a loop twice.
-    #[error("{}: {source}", path.display())]
-    Outcomes { path: std::path::PathBuf, source: critbench_storage::tables::StorageError },
-    #[error("{} has {rows} loops, but its manifest says {recorded}", path.display())]
-    LoopCount { path: std::path::PathBuf, rows: u64, recorded: u64 },
 }
 
 /// How shard manifest `b` differs from `a` in what must be the same run, if it does.
@@ -323,6 +293,26 @@ fn add_counts(a: Value, b: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_says_what_it_said_and_keeps_its_cause_typed() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = dir.path().join("none");
+        let error = merge_run(&none).unwrap_err();
+        assert_eq!(error.to_string(), format!("cannot merge {}: no such directory", none.display()));
+        assert!(error.is_usage());
+
+        let shard = dir.path().join(SHARDS_DIR).join("0");
+        std::fs::create_dir_all(&shard).unwrap();
+        std::fs::write(shard.join("manifest.json"), "{").unwrap();
+        let error = merge_run(dir.path()).unwrap_err();
+        let EngineError::Merge { problem, .. } = &error else { panic!("{error:?}") };
+        let MergeProblem::Manifest { index: 0, source } = &**problem else { panic!("{problem:?}") };
+        assert_eq!(error.to_string(), format!("cannot merge {}: shard 0: {source}", dir.path().display()));
+        let problem = std::error::Error::source(&error).expect("the problem is the error's source");
+        let manifest = problem.source().expect("the manifest's error is the problem's source");
+        assert!(manifest.downcast_ref::<critbench_storage::manifest::ManifestError>().is_some(), "{manifest:?}");
+    }
 
     #[test]
     fn model_reports_add_their_counts() {

@@ -188,10 +188,10 @@ pub fn replay_run(
     // Every loop must reach each policy's stop inside what was recorded: a first pass over the
     // recording checks that before anything is written. Both passes stream loop by loop.
     let check = |recorded: &RecordedLoop| -> Result<(Arm, Vec<RoundScore>), EngineError> {
-        let arm = Arm::parse(&recorded.arm).ok_or_else(|| not_a_run(NotARun::UnknownArm(recorded.arm.clone())))?;
+        let arm = recorded.arm;
         if recorded.adjudicated {
             // The adjudicator is a model: a new policy's final draft may be one it never saw.
-            return Err(ReplayError::Adjudicated { dir: run_dir.to_path_buf(), arm: recorded.arm.clone() }.into());
+            return Err(ReplayError::Adjudicated { dir: run_dir.to_path_buf(), arm: recorded.arm }.into());
         }
         let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
         for policy in policies {
@@ -199,7 +199,7 @@ pub fn replay_run(
                 return Err(ReplayError::BeyondRecording {
                     config_id: policy.config_id(),
                     task_id: recorded.task_id.clone(),
-                    arm: recorded.arm.clone(),
+                    arm: recorded.arm,
                     critic: recorded.critic.clone(),
                     epoch: recorded.epoch,
                     rounds: recorded.rounds.len(),

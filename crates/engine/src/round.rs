@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
-use critbench_plugin_host::{CallError, CriticInstance, CritiqueCall, critique_after_first, critique_with_retry};
+use critbench_plugin_host::{
+    CallError, CriticInstance, CriticTask, CritiqueCall, critique_task_after_first, critique_task_with_retry,
+    critique_with_retry,
+};
 use critbench_storage::recorded::RecordedRound;
 
 use crate::plan::{Plan, Unit};
@@ -32,6 +35,23 @@ pub(crate) fn critique_draft(
     critique_text(&critic, task_id, unit.epoch, task_json, text, round)
 }
 
+/// [`critique_draft`] through `critic`, the unit's critic with the loop's task open: a critic that
+/// reads a task once per loop (ABI version 2) is sent only the round and the draft.
+pub(crate) fn critique_round(
+    plan: &Plan<'_>,
+    unit: Unit,
+    task_id: &str,
+    critic: &mut CriticTask<'_>,
+    text: &str,
+    round: u32,
+) -> (CritiqueCall, CallScope, f64) {
+    let started = Instant::now();
+    let weights = plan.experiment.critics[unit.critic].weights.as_ref();
+    let mut scope = CallScope::new(task_id, unit.epoch, round);
+    let call = critique_task_with_retry(critic, text, round, weights, plan.experiment.critic_attempts, &mut scope);
+    (call, scope, ms(started))
+}
+
 /// The first attempts of critiques asked by loops advancing together, sent to their critics in
 /// one go by [`Batch::send`]: a critic in a child process that takes several requests at once
 /// (protocol 3, `docs/PROTOCOL.md`) then costs a pipe round trip per batch, not per critique.
@@ -50,34 +70,33 @@ struct Ask {
 }
 
 impl Batch {
-    /// [`critique_draft`], its first attempt sent with the batch when the unit's critic takes
+    /// [`critique_round`], its first attempt sent with the batch when the unit's critic takes
     /// several requests at once; the retries, if any, follow one by one as they would have.
-    pub(crate) async fn critique_draft(
+    pub(crate) async fn critique_round(
         &self,
         plan: &Plan<'_>,
         unit: Unit,
         task_id: &str,
-        task_json: &TaskJson,
+        critic: &mut CriticTask<'_>,
         text: &str,
         round: u32,
     ) -> (CritiqueCall, CallScope, f64) {
-        let instance = &plan.critics[unit.critic];
-        if !instance.pipelined() {
-            return critique_draft(plan, unit, task_id, task_json, text, round);
+        if !critic.critic().pipelined() {
+            return critique_round(plan, unit, task_id, critic, text, round);
         }
         let started = Instant::now();
         let mut scope = CallScope::new(task_id, unit.epoch, round);
         scope.attempt = 1;
         let ticket = self.next.get();
         self.next.set(ticket + 1);
-        let request = critique_request(task_json, text, round);
+        let request = critic.whole_request(text, round);
         self.asks.borrow_mut().push(Ask { ticket, critic: unit.critic, request, scope, answer: None });
-        let (request, mut scope, first) = std::future::poll_fn(|_| {
+        let (mut scope, first) = std::future::poll_fn(|_| {
             let mut asks = self.asks.borrow_mut();
             match asks.iter().position(|ask| ask.ticket == ticket && ask.answer.is_some()) {
                 Some(at) => {
                     let ask = asks.swap_remove(at);
-                    Poll::Ready((ask.request, ask.scope, ask.answer.expect("answered")))
+                    Poll::Ready((ask.scope, ask.answer.expect("answered")))
                 }
                 None => Poll::Pending,
             }
@@ -85,7 +104,7 @@ impl Batch {
         .await;
         let weights = plan.experiment.critics[unit.critic].weights.as_ref();
         let attempts = plan.experiment.critic_attempts;
-        let call = critique_after_first(instance, &request, weights, attempts, &mut scope, first);
+        let call = critique_task_after_first(critic, text, round, weights, attempts, &mut scope, first);
         (call, scope, ms(started))
     }
 

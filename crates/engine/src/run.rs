@@ -1,6 +1,6 @@
-//! A run, stage by stage: [`plan`](crate::plan) what runs, stream tasks from the
-//! [`source`](crate::source), record their [`loops`](crate::loops) on worker threads, write
-//! rows in order through the [`sink`](crate::sink), then [`summarize`](crate::summarize).
+//! A run, stage by stage (the engine's private modules of those names): `plan` what runs, stream
+//! tasks from the `source`, record their `loops` on worker threads, write rows in order through
+//! the `sink`, then `summarize`.
 //!
 //! Memory is bounded by the chunks in flight, never by the number of tasks: the source admits a
 //! chunk only when fewer than a window of chunks are between it and the sink.
@@ -9,8 +9,8 @@
 //! calling thread as the sink. A failed write raises a stop flag: the source stops reading, the
 //! workers abandon their chunks, and the run ends with the error within a chunk's time.
 //!
-//! When the loops await a model server ([`Plan::awaits_author`]), each worker drives many chunks
-//! at once ([`work_together`]), so that `concurrency` requests are in flight on `jobs` threads;
+//! When the loops await a model server (`Plan::awaits_author`), each worker drives many chunks
+//! at once (`work_together`), so that `concurrency` requests are in flight on `jobs` threads;
 //! otherwise a loop blocks its worker while it waits, and there are as many workers as requests
 //! in flight ([`Experiment::blocking_jobs`]).
 

@@ -26,7 +26,7 @@ pub struct RunSummary {
     /// Loops that passed.
     pub passed: u64,
     /// Loops that failed outright (a backend error or a bug); their rows are missing, every
-    /// other loop's rows are written. At most [`crate::sink::MAX_LISTED_FAILURES`] are listed.
+    /// other loop's rows are written. At most `MAX_LISTED_FAILURES` (the sink's) are listed.
     pub failed_loops: Vec<String>,
     /// How many loops failed.
     pub failed_count: u64,

@@ -1395,12 +1395,7 @@ fn cache_key(endpoint: &str, role: Role, identity: &CallIdentity, body: &Value) 
     hasher.update([0]);
     // serde_json's maps are sorted (no preserve_order), so the text is canonical.
     serde_json::to_writer(Hashing(&mut hasher), body).expect("JSON values serialize");
-    let mut key = String::with_capacity(64);
-    for byte in hasher.finalize() {
-        key.push(char::from_digit(u32::from(byte >> 4), 16).expect("a nibble"));
-        key.push(char::from_digit(u32::from(byte & 15), 16).expect("a nibble"));
-    }
-    key
+    critbench_core::hex(&hasher.finalize())
 }
 
 #[derive(Deserialize)]

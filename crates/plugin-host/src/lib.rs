@@ -53,8 +53,11 @@ pub use info::{
     CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
-pub use open::{CriticInstance, open_critic};
+pub use open::{CriticInstance, CriticTask, open_critic, task_request};
 pub use process::ProcessCritic;
 pub use protocol::PROTOCOL_VERSION;
-pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_after_first, critique_with_retry};
+pub use retry::{
+    CritiqueCall, DEFAULT_ATTEMPTS, critique_after_first, critique_task_after_first, critique_task_with_retry,
+    critique_with_retry,
+};
 pub use search::{SearchPath, user_plugin_dir};

@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use critbench_abi::{
-    ABI_VERSION, Buffer, CriticDescriptorV1, ENTRY_SYMBOL, EntryPoint, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE, HostV1,
-    INFO_SYMBOL, InfoEntryPoint, PluginInfo, STATUS_ERROR, STATUS_OK, Str,
+    ABI_VERSION, ABI_VERSION_V2, Buffer, CriticDescriptorV1, CriticDescriptorV2, Descriptor, ENTRY_SYMBOL,
+    ENTRY_SYMBOL_V2, EntryPoint, EntryPointV2, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE, HostV1, INFO_SYMBOL,
+    InfoEntryPoint, PluginInfo, STATUS_ERROR, STATUS_OK, Str,
 };
 use critbench_core::ScoreRange;
 use sha2::{Digest, Sha256};
@@ -38,7 +39,37 @@ pub struct PluginLibrary {
     pub declared: PluginInfo,
     /// Compiled into critbench (`critbench_builtins`) rather than loaded from a file.
     pub builtin: bool,
-    descriptor: &'static CriticDescriptorV1,
+    /// The ABI version the host calls it by: 2 when it exports `critbench_critic_v2` (a task is
+    /// opened once per loop), else 1.
+    pub abi_version: u32,
+    functions: Functions,
+}
+
+/// A descriptor's functions, copied out of it once they are known to be set.
+#[derive(Clone, Copy, Debug)]
+struct Functions {
+    create: unsafe extern "C" fn(Str, *const HostV1, *mut *mut c_void, *mut Buffer) -> i32,
+    critique: unsafe extern "C" fn(*mut c_void, Str, *mut Buffer) -> i32,
+    destroy: unsafe extern "C" fn(*mut c_void),
+    free_buffer: unsafe extern "C" fn(Buffer),
+    /// ABI version 2's.
+    tasks: Option<TaskFunctions>,
+}
+
+/// ABI version 2's per-task functions.
+#[derive(Clone, Copy, Debug)]
+struct TaskFunctions {
+    open_task: unsafe extern "C" fn(*mut c_void, Str, *mut *mut c_void, *mut Buffer) -> i32,
+    critique_task: unsafe extern "C" fn(*mut c_void, *mut c_void, Str, *mut Buffer) -> i32,
+    close_task: unsafe extern "C" fn(*mut c_void, *mut c_void),
+}
+
+/// A descriptor as an entry point returned it: not yet checked, so possibly null or with NULL
+/// functions.
+#[derive(Clone, Copy)]
+enum RawDescriptor {
+    V1(*const CriticDescriptorV1),
+    V2(*const CriticDescriptorV2),
 }
 
 /// What a plugin reference names: a critic compiled into critbench or a shared library's file.
@@ -125,8 +156,12 @@ impl PluginLibrary {
         let path = std::env::current_exe()
             .and_then(|exe| exe.canonicalize())
             .unwrap_or_else(|_| PathBuf::from(format!("(built-in {})", builtin.name)));
+        let descriptor = match builtin.descriptor {
+            Descriptor::V1(descriptor) => RawDescriptor::V1(descriptor),
+            Descriptor::V2(descriptor) => RawDescriptor::V2(descriptor),
+        };
         let library = Arc::new(Self::from_descriptor(
-            builtin.descriptor,
+            descriptor,
             Some(Str::from_static(builtin.info)),
             path,
             builtin.source_sha256.to_string(),
@@ -153,18 +188,26 @@ impl PluginLibrary {
 
     fn open(path: &Path) -> Result<PluginLibrary, PluginError> {
         let bytes = std::fs::read(path).map_err(|e| PluginError::Load { path: path.into(), message: e.to_string() })?;
-        let sha256 = hex(&Sha256::digest(&bytes));
+        let sha256 = critbench_core::hex(&Sha256::digest(&bytes));
         // SAFETY: loading a library runs its initializers; the user chose this file as a plugin.
         let library = unsafe { libloading::Library::new(path) }
             .map_err(|e| PluginError::Load { path: path.into(), message: with_sources(&e) })?;
         // Never unloaded: see the crate docs.
         let library: &'static libloading::Library = Box::leak(Box::new(library));
-        // SAFETY: the symbol's type is fixed by the ABI; a library exporting the name with another
-        // type is not a critbench plugin and breaks the ABI contract.
-        let entry = unsafe { library.get::<EntryPoint>(ENTRY_SYMBOL.as_bytes()) }
-            .map_err(|_| PluginError::MissingSymbol { path: path.into() })?;
-        // SAFETY: the entry point takes no arguments and returns a pointer to static data.
-        let descriptor = unsafe { entry() };
+        // Version 2 first: a plugin that speaks it exports version 1 too, for older hosts.
+        // SAFETY: the symbols' types are fixed by the ABI; a library exporting the names with
+        // other types is not a critbench plugin and breaks the ABI contract. Each entry point
+        // takes no arguments and returns a pointer to static data.
+        let descriptor = match unsafe { library.get::<EntryPointV2>(ENTRY_SYMBOL_V2.as_bytes()) } {
+            Ok(entry) => RawDescriptor::V2(unsafe { entry() }),
+            Err(_) => {
+                // SAFETY: as above.
+                let entry = unsafe { library.get::<EntryPoint>(ENTRY_SYMBOL.as_bytes()) }
+                    .map_err(|_| PluginError::MissingSymbol { path: path.into() })?;
+                // SAFETY: as above.
+                RawDescriptor::V1(unsafe { entry() })
+            }
+        };
         // SAFETY: the optional symbol's type is fixed by the ABI, as for the entry point; it takes
         // no arguments and returns static text.
         let info = unsafe { library.get::<InfoEntryPoint>(INFO_SYMBOL.as_bytes()) }.ok().map(|info| unsafe { info() });
@@ -173,7 +216,7 @@ impl PluginLibrary {
 
     /// Checks a descriptor and the info text beside it (`None`: the library has no info symbol).
     fn from_descriptor(
-        descriptor: *const CriticDescriptorV1,
+        raw: RawDescriptor,
         info: Option<Str>,
         path: PathBuf,
         sha256: String,
@@ -181,16 +224,22 @@ impl PluginLibrary {
     ) -> Result<PluginLibrary, PluginError> {
         let path = path.as_path();
         let bad = |message: &str| PluginError::BadDescriptor { path: path.into(), message: message.into() };
+        // Version 2 begins with version 1's fields at the same offsets (both `repr(C)`; the abi
+        // crate's tests pin it), so they are read through a version 1 pointer either way.
+        let (descriptor, expected, symbol) = match raw {
+            RawDescriptor::V1(descriptor) => (descriptor, ABI_VERSION, ENTRY_SYMBOL),
+            RawDescriptor::V2(descriptor) => (descriptor.cast::<CriticDescriptorV1>(), ABI_VERSION_V2, ENTRY_SYMBOL_V2),
+        };
         if descriptor.is_null() {
-            return Err(bad("the entry point returned a null descriptor"));
+            return Err(bad(&format!("the entry point `{symbol}` returned a null descriptor")));
         }
         // A NULL function pointer is no valid `fn` value, so the descriptor is read field by field
         // through its raw pointer until every function it holds is known to be set.
         // SAFETY: non-null, and the ABI says it points to a static descriptor; `addr_of!` reads a
         // plain field without making a reference to the whole.
         let abi_version = unsafe { std::ptr::addr_of!((*descriptor).abi_version).read() };
-        if abi_version != ABI_VERSION {
-            return Err(PluginError::AbiVersion { path: path.into(), found: abi_version, expected: ABI_VERSION });
+        if abi_version != expected {
+            return Err(PluginError::AbiVersion { path: path.into(), found: abi_version, expected });
         }
         let text = |s: Str, field: &str| -> Result<String, PluginError> {
             if s.ptr.is_null() && s.len > 0 {
@@ -208,7 +257,7 @@ impl PluginLibrary {
             return Err(bad("name is empty"));
         }
         // SAFETY: as above; each function field is read as the address it is.
-        let missing = unsafe { null_functions(descriptor) };
+        let missing = unsafe { null_functions(raw) };
         if let Some((last, init)) = missing.split_last() {
             let names = match init {
                 [] => format!("`{last}` is a NULL function pointer"),
@@ -217,13 +266,37 @@ impl PluginLibrary {
                     init.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
                 ),
             };
+            let all = match raw {
+                RawDescriptor::V1(_) => "all four of create, critique, destroy and free_buffer",
+                RawDescriptor::V2(_) => {
+                    "all seven of create, critique, destroy, free_buffer, open_task, critique_task and close_task"
+                }
+            };
             return Err(bad(&format!(
-                "{names} in `{name}`; critbench calls all four of create, critique, destroy and free_buffer, so \
-                 the descriptor must set each one"
+                "{names} in `{name}`; critbench calls {all}, so the descriptor must set each one"
             )));
         }
-        // SAFETY: non-null, static, of the version this host speaks and with every function set.
+        // SAFETY: non-null, static, of the version this host expects and with every function set.
         let descriptor: &'static CriticDescriptorV1 = unsafe { &*descriptor };
+        let tasks = match raw {
+            RawDescriptor::V1(_) => None,
+            RawDescriptor::V2(full) => {
+                // SAFETY: as above, now as the version 2 descriptor it is.
+                let full: &'static CriticDescriptorV2 = unsafe { &*full };
+                Some(TaskFunctions {
+                    open_task: full.open_task,
+                    critique_task: full.critique_task,
+                    close_task: full.close_task,
+                })
+            }
+        };
+        let functions = Functions {
+            create: descriptor.create,
+            critique: descriptor.critique,
+            destroy: descriptor.destroy,
+            free_buffer: descriptor.free_buffer,
+            tasks,
+        };
         let range = ScoreRange { min: descriptor.score_min, max: descriptor.score_max };
         if !(range.min.is_finite() && range.max.is_finite() && range.min < range.max) {
             return Err(bad(&format!("score range {range} is not a finite, non-empty interval")));
@@ -250,7 +323,8 @@ impl PluginLibrary {
             policy_dependent: descriptor.flags & FLAG_POLICY_DEPENDENT != 0,
             declared,
             builtin,
-            descriptor,
+            abi_version,
+            functions,
         })
     }
 
@@ -262,7 +336,7 @@ impl PluginLibrary {
     }
 
     /// Creates an instance from a JSON config. With a `timeout`, a call that takes longer stops
-    /// the process with a message naming the critic (see [`crate::watchdog`]): a plugin's thread
+    /// the process with a message naming the critic (see the `watchdog` module): a plugin's thread
     /// cannot be interrupted, and a run that waits forever measures nothing.
     pub fn instantiate_in_process(
         self: &Arc<Self>,
@@ -275,7 +349,7 @@ impl PluginLibrary {
         let table = host_table(host);
         // SAFETY: valid config bytes for the call, a host table the instance owns (it outlives
         // the plugin's instance, see Drop), valid out-pointers.
-        let status = unsafe { (self.descriptor.create)(Str::new(config_json), &*table, &mut raw, &mut error) };
+        let status = unsafe { (self.functions.create)(Str::new(config_json), &*table, &mut raw, &mut error) };
         if status == STATUS_OK && raw.is_null() {
             let _ = self.take(error);
             return Err(PluginError::NullInstance { plugin: self.name.clone() });
@@ -328,7 +402,7 @@ impl PluginLibrary {
         // SAFETY: the plugin filled (ptr, len); we copy before handing it back.
         let bytes = unsafe { buffer.to_vec() };
         // SAFETY: the buffer was allocated by this plugin and is freed exactly once.
-        unsafe { (self.descriptor.free_buffer)(buffer) };
+        unsafe { (self.functions.free_buffer)(buffer) };
         String::from_utf8(bytes).map_err(|e| LossyText(String::from_utf8_lossy(e.as_bytes()).into_owned()))
     }
 }
@@ -380,18 +454,57 @@ impl InProcessCritic {
     }
 
     fn call_scoped(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
+        // SAFETY: `raw` came from this library's create and is alive until Drop; request bytes are
+        // valid for the call.
+        self.invoke(scope, "critique", |out| unsafe {
+            (self.library.functions.critique)(self.raw, Str::new(request), out)
+        })
+    }
+
+    /// Whether the plugin reads a task once for the rounds of a loop (ABI version 2).
+    pub fn reads_tasks(&self) -> bool {
+        self.library.functions.tasks.is_some()
+    }
+
+    /// Opens `task` (its JSON) for the rounds of one loop, in `scope`; `None` when the plugin
+    /// speaks only ABI version 1. An error is the plugin's message, the critique's error.
+    pub(crate) fn open_task(
+        &self,
+        task: &str,
+        scope: Option<&mut CallScope>,
+    ) -> Option<Result<OpenTask<'_>, CallError>> {
+        let functions = self.library.functions.tasks?;
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `raw` came from this library's create and is alive until Drop; the task bytes
+        // and out-pointers are valid for the call.
+        let opened = self.invoke(scope, "error message", |error| unsafe {
+            (functions.open_task)(self.raw, Str::new(task), &mut handle, error)
+        });
+        Some(opened.and_then(|_| {
+            if handle.is_null() {
+                return Err(CallError::Critic("open_task succeeded but gave no task handle".into()));
+            }
+            Ok(OpenTask { critic: self, handle })
+        }))
+    }
+
+    /// Calls into the plugin through `call` (handed the out-buffer): serialized when the plugin is
+    /// not thread-safe, watched for the timeout, in `scope`. The buffer's text is the answer on
+    /// [`STATUS_OK`] (`part` names it in the error for text that is not UTF-8), else the error.
+    fn invoke(
+        &self,
+        scope: Option<&mut CallScope>,
+        part: &'static str,
+        call: impl FnOnce(&mut Buffer) -> i32,
+    ) -> Result<String, CallError> {
         let _guard = self.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let _watching = self.watch.as_ref().map(crate::watchdog::Watch::begin);
         let mut out = Buffer::EMPTY;
-        // SAFETY: `raw` came from this library's create and is alive until Drop; request bytes are
-        // valid for the call.
-        let status = self
-            .host
-            .within(scope, || unsafe { (self.library.descriptor.critique)(self.raw, Str::new(request), &mut out) });
+        let status = self.host.within(scope, || call(&mut out));
         let text = match self.library.take(out) {
             Ok(text) => text,
             Err(LossyText(lossy)) => {
-                let part = if status == STATUS_OK { "critique" } else { "error message" };
+                let part = if status == STATUS_OK { part } else { "error message" };
                 return Err(CallError::NotUtf8 { part, excerpt: excerpt(&lossy) });
             }
         };
@@ -400,6 +513,40 @@ impl InProcessCritic {
             _ if !text.is_empty() => Err(CallError::Critic(text)),
             other => Err(CallError::Status(other)),
         }
+    }
+}
+
+/// A task an in-process critic of ABI version 2 opened, closed when dropped. Used by one thread at
+/// a time (it is `Send`, not `Sync`), as the ABI promises the plugin.
+pub(crate) struct OpenTask<'a> {
+    critic: &'a InProcessCritic,
+    handle: *mut c_void,
+}
+
+// SAFETY: the handle moves between threads but is never used from two at once (not `Sync`); the
+// plugin's own thread-safety rule is kept by `invoke`.
+unsafe impl Send for OpenTask<'_> {}
+
+impl OpenTask<'_> {
+    /// Critiques one draft of the task: `request` is `{"request_version":2,"round":R,"draft":"..."}`.
+    pub(crate) fn critique(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
+        let critic = self.critic;
+        let functions = critic.library.functions.tasks.expect("only a version 2 critic opens tasks");
+        // SAFETY: `raw` is alive (borrowed), `handle` came from its open_task and is not closed;
+        // the request bytes and out-pointer are valid for the call.
+        critic.invoke(scope, "critique", |out| unsafe {
+            (functions.critique_task)(critic.raw, self.handle, Str::new(request), out)
+        })
+    }
+}
+
+impl Drop for OpenTask<'_> {
+    fn drop(&mut self) {
+        let critic = self.critic;
+        let functions = critic.library.functions.tasks.expect("only a version 2 critic opens tasks");
+        let _guard = critic.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        // SAFETY: opened by this instance's open_task, closed once, before the instance's destroy.
+        unsafe { (functions.close_task)(critic.raw, self.handle) };
     }
 }
 
@@ -423,33 +570,45 @@ pub(crate) fn excerpt(text: &str) -> String {
 
 impl Drop for InProcessCritic {
     fn drop(&mut self) {
-        // SAFETY: made by this library's create, destroyed once.
-        unsafe { (self.library.descriptor.destroy)(self.raw) };
+        // SAFETY: made by this library's create, destroyed once; every task handle borrowed the
+        // instance, so each is closed already.
+        unsafe { (self.library.functions.destroy)(self.raw) };
     }
 }
 
 /// The descriptor's functions that are NULL, by field name, in the header's order.
 ///
 /// # Safety
-/// `descriptor` points to a readable `critbench_critic_descriptor_v1`.
-unsafe fn null_functions(descriptor: *const CriticDescriptorV1) -> Vec<&'static str> {
+/// The descriptor is non-null and points to a readable descriptor of its version.
+unsafe fn null_functions(raw: RawDescriptor) -> Vec<&'static str> {
     // SAFETY: the caller's pointer; each field is read as an address (`*const c_void` has the
     // size and alignment of a function pointer), never as a `fn`, so NULL is a valid value.
     let address = |field: *const c_void| unsafe { field.cast::<*const c_void>().read() };
-    // SAFETY: `addr_of!` takes the fields' addresses without making a reference to the descriptor.
-    let fields = unsafe {
-        [
-            ("create", std::ptr::addr_of!((*descriptor).create).cast::<c_void>()),
-            ("critique", std::ptr::addr_of!((*descriptor).critique).cast::<c_void>()),
-            ("destroy", std::ptr::addr_of!((*descriptor).destroy).cast::<c_void>()),
-            ("free_buffer", std::ptr::addr_of!((*descriptor).free_buffer).cast::<c_void>()),
+    let common = match raw {
+        RawDescriptor::V1(descriptor) => descriptor,
+        RawDescriptor::V2(descriptor) => descriptor.cast::<CriticDescriptorV1>(),
+    };
+    // SAFETY: `addr_of!` takes the fields' addresses without making a reference to the descriptor;
+    // version 2 holds version 1's fields at the same offsets.
+    let mut fields = unsafe {
+        vec![
+            ("create", std::ptr::addr_of!((*common).create).cast::<c_void>()),
+            ("critique", std::ptr::addr_of!((*common).critique).cast::<c_void>()),
+            ("destroy", std::ptr::addr_of!((*common).destroy).cast::<c_void>()),
+            ("free_buffer", std::ptr::addr_of!((*common).free_buffer).cast::<c_void>()),
         ]
     };
+    if let RawDescriptor::V2(descriptor) = raw {
+        // SAFETY: as above.
+        fields.extend(unsafe {
+            [
+                ("open_task", std::ptr::addr_of!((*descriptor).open_task).cast::<c_void>()),
+                ("critique_task", std::ptr::addr_of!((*descriptor).critique_task).cast::<c_void>()),
+                ("close_task", std::ptr::addr_of!((*descriptor).close_task).cast::<c_void>()),
+            ]
+        });
+    }
     fields.into_iter().filter(|&(_, field)| address(field).is_null()).map(|(name, _)| name).collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The table through which an instance calls `host`'s services: `context` is the host.

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
-use crate::library::{InProcessCritic, Located};
+use crate::library::{InProcessCritic, Located, OpenTask};
 use crate::process::{Launch, ProcessCritic, resolve_program};
+use crate::request::{TaskJson, critique_request};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError, PluginLibrary, SearchPath};
 
@@ -67,6 +68,71 @@ impl CriticInstance {
             CriticInstance::Process(critic) => critic.info(),
         }
     }
+
+    /// The critic with `task` open for the rounds of one loop: every round and retry of the loop
+    /// asks through it. A plugin of ABI version 2 in this process reads the task once (opened at
+    /// the first call, again after a failed open); any other critic is sent today's whole
+    /// request, task included, every round.
+    pub fn open_task<'a>(&'a self, task: &'a TaskJson) -> CriticTask<'a> {
+        CriticTask { critic: self, task, opened: None }
+    }
+}
+
+/// A critic with one task open for the rounds of a loop ([`CriticInstance::open_task`]); the task
+/// is closed when this is dropped. Used by one thread at a time, as the ABI promises plugins.
+pub struct CriticTask<'a> {
+    critic: &'a CriticInstance,
+    task: &'a TaskJson,
+    /// The plugin's handle, once opened (ABI version 2 in this process only).
+    opened: Option<OpenTask<'a>>,
+}
+
+impl<'a> CriticTask<'a> {
+    /// The critic asked.
+    pub fn critic(&self) -> &'a CriticInstance {
+        self.critic
+    }
+
+    /// Whether each round's request leaves the task out (the critic read it when it was opened).
+    pub fn reads_task_once(&self) -> bool {
+        matches!(self.critic, CriticInstance::InProcess(critic) if critic.reads_tasks())
+    }
+
+    /// The whole request about `draft` at `round`, task included: what a critic that does not
+    /// read tasks once is sent.
+    pub fn whole_request(&self, draft: &str, round: u32) -> String {
+        critique_request(self.task, draft, round)
+    }
+
+    /// Critiques `draft` as round `round` of the loop, for the critique `scope`; opens the task
+    /// first if it is not open yet, and a failure to open is this call's error.
+    pub fn call_in(&mut self, draft: &str, round: u32, scope: &mut CallScope) -> Result<String, CallError> {
+        let CriticInstance::InProcess(critic) = self.critic else {
+            return self.critic.call_in(&self.whole_request(draft, round), scope);
+        };
+        if self.opened.is_none() {
+            match critic.open_task(self.task.as_str(), Some(&mut *scope)) {
+                None => return critic.call_in(&self.whole_request(draft, round), scope),
+                Some(opened) => self.opened = Some(opened?),
+            }
+        }
+        let opened = self.opened.as_ref().expect("opened above");
+        opened.critique(&task_request(draft, round), Some(scope))
+    }
+}
+
+/// `{"request_version":2,"round":R,"draft":"..."}`: a request about a task opened before.
+pub fn task_request(draft: &str, round: u32) -> String {
+    let draft = serde_json::to_string(draft).expect("a string always serializes");
+    let mut request = String::with_capacity(48 + draft.len());
+    request.push_str("{\"request_version\":");
+    request.push_str(&critbench_abi::TASK_REQUEST_VERSION.to_string());
+    request.push_str(",\"round\":");
+    request.push_str(&round.to_string());
+    request.push_str(",\"draft\":");
+    request.push_str(&draft);
+    request.push('}');
+    request
 }
 
 /// Opens a critic: resolves `source` (plugin names on `search`, relative paths against
@@ -148,5 +214,5 @@ pub fn open_critic(
 
 fn sha256_of(path: &Path) -> std::io::Result<String> {
     let bytes = std::fs::read(path)?;
-    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+    Ok(critbench_core::hex(&Sha256::digest(&bytes)))
 }

@@ -36,7 +36,7 @@ use serde::Deserialize;
 use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
 use crate::process_group;
-use crate::protocol::{Protocol, ProtocolError, Reply, text_of};
+use crate::protocol::{ConfigRefused, Protocol, ProtocolError, Reply, text_of};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError};
 
@@ -444,7 +444,7 @@ impl ProcessCritic {
                 child.pipelined.store(child.protocol == Protocol::V3, Ordering::Relaxed);
                 Ok((child, hello))
             }
-            Ok(Err(message)) => {
+            Ok(Err(ConfigRefused(message))) => {
                 finish(child, None);
                 Err(StartFailure::Rejected { message })
             }

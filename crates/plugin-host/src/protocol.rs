@@ -148,11 +148,11 @@ impl Protocol {
         }
     }
 
-    /// Reads the critic's answer to its config: `Ok(Err(message))` when it refuses the config.
-    pub(crate) fn config_answer(self, message: &Value) -> Result<Result<(), String>, ProtocolError> {
+    /// Reads the critic's answer to its config: `Ok(Err(refusal))` when it refuses the config.
+    pub(crate) fn config_answer(self, message: &Value) -> Result<Result<(), ConfigRefused>, ProtocolError> {
         self.check_id(message, CONFIG_ID)?;
         if let Some(error) = message.get("error") {
-            return Ok(Err(text_of(error)));
+            return Ok(Err(ConfigRefused(text_of(error))));
         }
         if message.get("ok") != Some(&Value::Bool(true)) {
             return Err(ProtocolError::ConfigNotOk(excerpt(&message.to_string())));
@@ -173,6 +173,11 @@ impl Protocol {
         }
     }
 }
+
+/// A critic's refusal of its config: its own message (data, kept as it wrote it).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ConfigRefused(pub(crate) String);
 
 /// Protocol 1 reads a message by its first known key, as it always has.
 fn reply_v1(message: &Value) -> Result<Reply, ProtocolError> {
@@ -336,7 +341,7 @@ mod tests {
         assert_eq!(parsed["id"], 3);
         assert_eq!(Protocol::V2.config_line(&json!({})), r#"{"id":0,"config":{}}"#);
         assert_eq!(Protocol::V2.config_answer(&json!({"id": 0, "ok": true})), Ok(Ok(())));
-        assert_eq!(Protocol::V2.config_answer(&json!({"id": 0, "error": "no"})), Ok(Err("no".into())));
+        assert_eq!(Protocol::V2.config_answer(&json!({"id": 0, "error": "no"})), Ok(Err(ConfigRefused("no".into()))));
         assert!(Protocol::V2.config_answer(&json!({"ok": true})).unwrap_err().to_string().contains("without an id"));
         assert_eq!(Protocol::V1.config_answer(&json!({"ok": true})), Ok(Ok(())));
     }

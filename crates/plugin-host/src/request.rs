@@ -20,6 +20,11 @@ impl TaskJson {
         TaskJson::visible(task, task.labels.as_ref())
     }
 
+    /// The JSON text, what a request holds as `task`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     fn visible(task: &Task, labels: Option<&serde_json::Value>) -> TaskJson {
         /// The task's fields a critic sees, borrowed: serialized like `Task` without cloning it.
         /// `critiques` and `meta` are already JSON text and go in as they are.

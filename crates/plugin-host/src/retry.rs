@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use critbench_core::Critique;
 
 use crate::services::CallScope;
-use crate::{CallError, CriticInstance};
+use crate::{CallError, CriticInstance, CriticTask};
 
 /// Attempts per critique, in all, unless configured otherwise (`docs/REFERENCE.md`, Critique).
 pub const DEFAULT_ATTEMPTS: u32 = 3;
@@ -53,22 +53,64 @@ pub fn critique_after_first(
     retry_from(critic, request, weights, attempts, scope, Some(first))
 }
 
+/// [`critique_with_retry`] of `draft` at `round` through a critic with the loop's task open:
+/// every attempt goes through `task`, which reads the task once where the critic can.
+pub fn critique_task_with_retry(
+    task: &mut CriticTask<'_>,
+    draft: &str,
+    round: u32,
+    weights: Option<&BTreeMap<String, f64>>,
+    attempts: u32,
+    scope: &mut CallScope,
+) -> CritiqueCall {
+    let range = task.critic().info().range;
+    retry(range, |scope| task.call_in(draft, round, scope), weights, attempts, scope, None)
+}
+
+/// [`critique_after_first`] through a critic with the loop's task open: the first attempt (of
+/// [`CriticTask::whole_request`], among many in flight) answered `first`; the retries go through
+/// `task`.
+pub fn critique_task_after_first(
+    task: &mut CriticTask<'_>,
+    draft: &str,
+    round: u32,
+    weights: Option<&BTreeMap<String, f64>>,
+    attempts: u32,
+    scope: &mut CallScope,
+    first: Result<String, CallError>,
+) -> CritiqueCall {
+    let range = task.critic().info().range;
+    retry(range, |scope| task.call_in(draft, round, scope), weights, attempts, scope, Some(first))
+}
+
 fn retry_from(
     critic: &CriticInstance,
     request: &str,
     weights: Option<&BTreeMap<String, f64>>,
     attempts: u32,
     scope: &mut CallScope,
+    first: Option<Result<String, CallError>>,
+) -> CritiqueCall {
+    retry(critic.info().range, |scope| critic.call_in(request, scope), weights, attempts, scope, first)
+}
+
+/// Up to `attempts` calls of `call` (the first one's answer given as `first`, when made already)
+/// until one answers a valid critique of `range`; else the conservative stand-in.
+fn retry(
+    range: critbench_core::ScoreRange,
+    mut call: impl FnMut(&mut CallScope) -> Result<String, CallError>,
+    weights: Option<&BTreeMap<String, f64>>,
+    attempts: u32,
+    scope: &mut CallScope,
     mut first: Option<Result<String, CallError>>,
 ) -> CritiqueCall {
-    let range = critic.info().range;
     let attempts = attempts.max(1);
     let mut last_error = String::new();
     for attempt in 1..=attempts {
         scope.attempt = attempt;
         let answer = match first.take() {
             Some(answer) => answer,
-            None => critic.call_in(request, scope),
+            None => call(scope),
         };
         match answer {
             Ok(json) => match Critique::parse(&json, range, weights) {

@@ -15,7 +15,7 @@ impl SearchPath {
     /// `extra` first, then `$CRITBENCH_PLUGIN_DIR`, then the running executable's directory and
     /// its parent (so `target/debug/critbench` and test binaries in `target/debug/deps` both
     /// find the plugins cargo built beside them), then `share/critbench/plugins` under that
-    /// parent ([`prefix_plugin_dir`]: `PREFIX/bin/critbench` finds `PREFIX/share/critbench/plugins`,
+    /// parent (`prefix_plugin_dir`: `PREFIX/bin/critbench` finds `PREFIX/share/critbench/plugins`,
     /// a virtualenv's), then the user's plugin directory ([`user_plugin_dir`]). The built-in
     /// critics are never looked for here: they are compiled in (`critbench_builtins`).
     pub fn default_for_current_exe(extra: &[PathBuf]) -> SearchPath {

@@ -10,6 +10,7 @@
 
 use std::path::Path;
 
+use critbench_core::Arm;
 use critbench_storage::feedback_use::{FeedbackCount, read_feedback_use};
 use critbench_storage::manifest::Manifest;
 
@@ -24,12 +25,12 @@ pub const IGNORED_NOTE_SHARE: f64 = 0.05;
 
 /// One critic and arm: the revisions written after seeing its critique, and how many of those
 /// critiques the writer could not act on.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FeedbackUse {
     /// The critic whose critiques were shown.
     pub critic: String,
     /// The arm.
-    pub arm: String,
+    pub arm: Arm,
     /// Rows of revisions whose author said whether it acted on the critique (every config's).
     pub revisions: u64,
     /// Of those, the ones it did not act on.
@@ -126,9 +127,10 @@ impl Backend {
         self.name.as_deref() == Some(SCRIPTED)
     }
 
-    /// The feedback the writer mostly ignored: of `critic` in `arm`, when it says nothing.
+    /// The feedback the writer mostly ignored: of `critic` in `arm` (as the output spells it: a
+    /// summary's label), when it says nothing.
     pub fn ignored(&self, critic: &str, arm: &str) -> Option<&FeedbackUse> {
-        self.feedback_use.iter().find(|u| u.critic == critic && u.arm == arm && u.says_nothing())
+        self.feedback_use.iter().find(|u| u.critic == critic && u.arm.as_str() == arm && u.says_nothing())
     }
 
     /// What a reader must know before reading an arm comparison: the scripted backend's shared
@@ -156,7 +158,7 @@ mod tests {
     use super::*;
 
     fn using(revisions: u64, ignored: u64) -> FeedbackUse {
-        FeedbackUse { critic: "because".into(), arm: "feedback".into(), revisions, ignored }
+        FeedbackUse { critic: "because".into(), arm: Arm::Feedback, revisions, ignored }
     }
 
     #[test]

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats_in, outcome_critics, parquet_rows};
 
-use crate::ReportError;
 use crate::summary::{ComparisonRow, KeyMap, Loop, PairTotals, TaskPairs, task_hash, write_csv};
+use crate::{QueryError, ReportError};
 
 /// The comparison of two runs.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ fn outcomes_of(dir: &Path) -> Result<Vec<std::path::PathBuf>, ReportError> {
 
 /// The run's name (its directory's when it has no manifest) and its seed.
 fn name_of(dir: &Path) -> Result<(String, u64), ReportError> {
-    let manifest = critbench_storage::manifest::Manifest::read(dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let manifest = critbench_storage::manifest::Manifest::read(dir)?;
     let seed = crate::summary::run_seed(manifest.as_ref());
     let name = manifest
         .map(|m| m.experiment.name)
@@ -131,11 +131,10 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     let ((a_name, seed), (b_name, _)) = (name_of(a_dir)?, name_of(b_dir)?);
     let (label_a, label_b) =
         if a_name == b_name { (format!("A({a_name})"), format!("B({b_name})")) } else { (a_name, b_name) };
-    let corrupt = |e: critbench_storage::tables::StorageError| ReportError::Corrupt(e.to_string());
     let critics_of = |paths: &[std::path::PathBuf]| -> Result<BTreeSet<String>, ReportError> {
         let mut critics = BTreeSet::new();
         for path in paths {
-            critics.extend(outcome_critics(path).map_err(corrupt)?);
+            critics.extend(outcome_critics(path)?);
         }
         Ok(critics)
     };
@@ -150,7 +149,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
     };
     // Sized from the footer up front, so the index is never rehashed into a second copy.
     let mut index_b: KeyMap<PairKey, Waiting> = KeyMap::with_capacity_and_hasher(
-        b_path.iter().map(|p| parquet_rows(p)).sum::<Result<usize, _>>().map_err(corrupt)?,
+        b_path.iter().map(|p| parquet_rows(p)).sum::<Result<usize, _>>()?,
         Default::default(),
     );
     let mut ambiguous_b = None;
@@ -172,8 +171,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
             ambiguous_b = Some(ambiguous(b_dir, row));
         }
         Ok(())
-    })
-    .map_err(corrupt)?;
+    })?;
     if let Some(error) = ambiguous_b {
         return Err(error);
     }
@@ -206,8 +204,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
             }
         }
         Ok(())
-    })
-    .map_err(corrupt)?;
+    })?;
     if let Some(error) = ambiguous_a {
         return Err(error);
     }
@@ -259,15 +256,14 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
 }
 
 fn ambiguous(dir: &Path, row: &OutcomeStats<'_>) -> ReportError {
-    ReportError::Corrupt(format!(
-        "{}: task `{}` appears more than once for config {} × arm {} × epoch {}; the runs use different \
-         critics on the same task, so loops cannot be paired one to one",
-        dir.display(),
-        row.task_id,
-        row.config_id,
-        row.arm,
-        row.epoch
-    ))
+    QueryError::Unpairable {
+        dir: dir.into(),
+        task_id: row.task_id.to_string(),
+        config_id: row.config_id.to_string(),
+        arm: row.arm.to_string(),
+        epoch: row.epoch,
+    }
+    .into()
 }
 
 /// A short report for people.

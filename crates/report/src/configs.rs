@@ -1,6 +1,6 @@
 //! Paired comparisons between the configs of one run: every config of a policy grid ran on the
 //! same task × epoch units, so two configs are compared unit by unit, per arm and critic, with the
-//! same task-clustered statistics as two arms ([`PairTotals`]).
+//! same task-clustered statistics as two arms (`PairTotals`).
 //!
 //! `config_comparisons.csv` holds every pair of grid neighbours along each policy axis (configs
 //! that differ in one parameter, with no config between them on it); `critbench compare RUN
@@ -14,8 +14,8 @@ use critbench_storage::manifest::{Manifest, PolicyRecord};
 use critbench_storage::tables::{for_each_outcome_stats_in, for_each_outcome_stats_with_censored_in};
 use serde::Serialize;
 
-use crate::ReportError;
 use crate::summary::{KeyMap, Loop, PairTotals, matched_epochs, task_hash, write_csv};
+use crate::{QueryError, ReportError, RowError};
 
 /// One pair of configs under one arm and critic: `config_a` against `config_b` on the task × epoch
 /// units both ran. Differences are A − B; for grid neighbours A is the config with the larger
@@ -174,7 +174,7 @@ fn compare_pairs(
         return Ok(Vec::new());
     }
     if configs.len() > usize::from(u16::MAX) {
-        return Err(ReportError::Corrupt("more than 65,535 configs to compare".into()));
+        return Err(RowError::TooManyConfigs.into());
     }
     let config_index: HashMap<&str, u16> = configs.iter().enumerate().map(|(i, c)| (c.as_str(), i as u16)).collect();
     // The pairs each config is in, so a closed unit touches only its own pairs.
@@ -228,8 +228,7 @@ fn compare_pairs(
             close(key.0, key.1, &mut unit);
         }
         Ok(())
-    })
-    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    })?;
     // Units that never completed (failed loops, no manifest), in a fixed order.
     let mut rest: Vec<((u32, u32, u128), OpenUnit)> = open.drain().collect();
     rest.sort_unstable_by_key(|(key, _)| *key);
@@ -317,9 +316,9 @@ pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigCom
     let outcomes = crate::table_files(run_dir, "outcomes")?;
     crate::check_tables(run_dir)?;
     if a == b {
-        return Err(ReportError::Corrupt(format!("--configs needs two different configs, not `{a}` twice")));
+        return Err(QueryError::SameConfigTwice(a.to_string()).into());
     }
-    let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let manifest = Manifest::read(run_dir)?;
     let mut configs: Vec<String> = match &manifest {
         Some(m) => m.experiment.policies.iter().map(|p| p.config_id.clone()).collect(),
         None => Vec::new(),
@@ -329,13 +328,12 @@ pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigCom
         for_each_outcome_stats_in::<std::convert::Infallible>(&outcomes, |row| {
             seen.insert(row.config_id.to_string());
             Ok(())
-        })
-        .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+        })?;
         configs = seen.into_iter().collect();
     }
     let position = |name: &str| {
         configs.iter().position(|c| c == name).ok_or_else(|| {
-            ReportError::Corrupt(format!("the run has no config `{name}`; its configs are {}", configs.join(", ")))
+            ReportError::from(QueryError::NoConfig { config: name.to_string(), configs: configs.clone() })
         })
     };
     let pair = ConfigPair { axis: String::new(), a: position(a)?, b: position(b)? };

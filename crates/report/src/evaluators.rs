@@ -292,8 +292,8 @@ pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<Evalua
     }
     let mut reader = Reader::default();
     for path in &files {
-        for_each_verdict(path, |verdict| reader.add(verdict).map_err(|e| e.to_string()))
-            .map_err(|e| ReportError::Corrupt(format!("{}: {e}", path.display())))?;
+        for_each_verdict(path, |verdict| reader.add(verdict))
+            .map_err(|source| ReportError::Table { path: path.clone(), source })?;
     }
     reader.flush();
     Ok(Some(build(reader, manifest)))

@@ -57,9 +57,25 @@ pub enum ReportError {
         /// What it lacks.
         reason: String,
     },
-    /// A table or the manifest cannot be read, or a query names what the run does not have.
+    /// The manifest cannot be read (the manifest's error is the cause, and the whole message).
     #[error("{0}")]
-    Corrupt(String),
+    Manifest(#[from] critbench_storage::manifest::ManifestError),
+    /// A table cannot be read, or a row of it was refused (the storage error is the cause, and the
+    /// whole message: it names the file and row).
+    #[error("{0}")]
+    Storage(#[from] critbench_storage::tables::StorageError),
+    /// A table of the run at `path` cannot be read (the cause names the file again, and the row).
+    #[error("{}: {source}", path.display())]
+    Table {
+        /// The file read.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: critbench_storage::tables::StorageError,
+    },
+    /// What the user asked names what the run does not have, or cannot be answered from it.
+    #[error(transparent)]
+    Query(#[from] QueryError),
     /// A report file could not be written.
     #[error("cannot write {}: {source}", path.display())]
     Write {
@@ -102,6 +118,95 @@ pub enum ReportError {
     FeedbackUse(#[from] critbench_storage::feedback_use::FeedbackUseError),
 }
 
+/// What a user asked that the run cannot answer: a task, arm, config or loop it does not have,
+/// two of the same where two different ones are needed, or runs whose loops do not pair.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// `critbench show --task` names a task the trajectories do not hold.
+    #[error("task `{task}` is not in {} (task ids are the dataset's `id`s)", file.display())]
+    NoTask {
+        /// The task asked for.
+        task: String,
+        /// The trajectories (a file, or a sharded run's folder).
+        file: PathBuf,
+    },
+    /// The task has no loop with the keys given.
+    #[error("task `{task}` has no loop with{}", show_wanted(wanted))]
+    NoLoop {
+        /// The task.
+        task: String,
+        /// Each key given, in flag order.
+        wanted: Vec<WantedKey>,
+    },
+    /// `--pairs` names one arm twice.
+    #[error("--pairs needs two different arms, not `{0}` twice")]
+    SameArmTwice(String),
+    /// An arm the run does not have.
+    #[error("the run has no arm `{arm}`; its arms are {}", arms.join(", "))]
+    NoArm {
+        /// The arm asked for.
+        arm: String,
+        /// The run's arms, in the order first read.
+        arms: Vec<String>,
+    },
+    /// `--configs` names one config twice.
+    #[error("--configs needs two different configs, not `{0}` twice")]
+    SameConfigTwice(String),
+    /// A config the run does not have.
+    #[error("the run has no config `{config}`; its configs are {}", configs.join(", "))]
+    NoConfig {
+        /// The config asked for.
+        config: String,
+        /// The run's configs.
+        configs: Vec<String>,
+    },
+    /// Two runs compared whose loops of a task cannot be paired one to one.
+    #[error(
+        "{}: task `{task_id}` appears more than once for config {config_id} × arm {arm} × epoch {epoch}; the runs \
+         use different critics on the same task, so loops cannot be paired one to one",
+        dir.display()
+    )]
+    Unpairable {
+        /// The run directory where the task's loop appears twice.
+        dir: PathBuf,
+        /// The task.
+        task_id: String,
+        /// The config.
+        config_id: String,
+        /// The arm.
+        arm: String,
+        /// The epoch.
+        epoch: u32,
+    },
+}
+
+/// One key of a loop a user gave (`--config NAME`), and the values the task has for it when the
+/// given one is not among them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WantedKey {
+    /// The flag: `--config`, `--critic`, `--arm` or `--epoch`.
+    pub flag: &'static str,
+    /// The value given.
+    pub given: String,
+    /// The task's values for the key, when the given one is not one of them.
+    pub has: Option<Vec<String>>,
+}
+
+/// ` --config a (it has b, c), --arm feedback`: the keys given, for [`QueryError::NoLoop`].
+fn show_wanted(wanted: &[WantedKey]) -> String {
+    use std::fmt::Write;
+    let mut text = String::new();
+    let mut sep = " ";
+    for key in wanted {
+        let _ = write!(text, "{sep}{} {}", key.flag, key.given);
+        sep = ", ";
+        if let Some(has) = &key.has {
+            let _ = write!(text, " (it has {})", has.join(", "));
+        }
+    }
+    text
+}
+
 /// What is wrong with the rows of a run's tables that no row alone shows: a loop given twice, a
 /// task's rows apart, a verdict twice, a sampled loop without its label.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -109,6 +214,9 @@ pub enum RowError {
     /// More arms in one config × critic than a loop's arm index holds.
     #[error("more than 65,535 arms")]
     TooManyArms,
+    /// More configs than a comparison's config index holds.
+    #[error("more than 65,535 configs to compare")]
+    TooManyConfigs,
     /// One loop (task × config × critic × arm × epoch) has two rows.
     #[error(
         "the loop of task `{task_id}`, config {config_id}, critic {critic}, arm {arm}, epoch {epoch} appears more than once"
@@ -186,9 +294,7 @@ pub fn table_files(run_dir: &Path, table: &str) -> Result<Vec<PathBuf>, ReportEr
 /// Checks the tables of the run in `run_dir` against its manifest (see
 /// [`critbench_storage::manifest::Manifest::check_tables`]) before anything is read from them.
 pub fn check_tables(run_dir: &Path) -> Result<(), ReportError> {
-    if let Some(manifest) =
-        critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?
-    {
+    if let Some(manifest) = critbench_storage::manifest::Manifest::read(run_dir)? {
         manifest.check_tables(run_dir)?;
     }
     Ok(())
@@ -218,8 +324,7 @@ pub fn write_reports_trusted(run_dir: &Path) -> Result<Report, ReportError> {
 
 fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportError> {
     let outcomes = table_files(run_dir, "outcomes")?;
-    let manifest =
-        critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let manifest = critbench_storage::manifest::Manifest::read(run_dir)?;
     let labels = labels.map(|path| gold::read_labels(run_dir, path)).transpose()?;
     let mut report = summarize_files(&outcomes, manifest.as_ref())?;
     let corrected =
@@ -296,4 +401,45 @@ pub(crate) fn unique<T: PartialEq>(values: impl IntoIterator<Item = T>) -> Vec<T
         }
     }
     seen
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    /// A table that is not Parquet: the report's error says what storage said, word for word, and
+    /// keeps storage's error (and Parquet's beneath it) as its cause.
+    #[test]
+    fn a_storage_cause_is_reachable_through_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        std::fs::write(&path, b"not parquet").unwrap();
+        let error = summarize_file(&path, None).unwrap_err();
+        let cause = error.source().expect("a cause");
+        let storage = cause.downcast_ref::<critbench_storage::tables::StorageError>().expect("storage's error");
+        assert!(matches!(storage, critbench_storage::tables::StorageError::Unreadable { .. }), "{storage:?}");
+        assert_eq!(error.to_string(), storage.to_string());
+        assert!(error.to_string().starts_with(&format!("{}: not a readable Parquet file", path.display())), "{error}");
+        assert!(cause.source().is_some(), "Parquet's error beneath storage's");
+    }
+
+    /// What the user asked that the run cannot answer is its own kind of error, still exit 2.
+    #[test]
+    fn a_query_the_run_cannot_answer_is_not_corruption() {
+        let error = ReportError::from(QueryError::NoArm { arm: "single".into(), arms: vec!["feedback".into()] });
+        assert_eq!(error.to_string(), "the run has no arm `single`; its arms are feedback");
+        assert!(error.is_usage());
+        let wanted = |flag, given: &str, has: Option<&[&str]>| WantedKey {
+            flag,
+            given: given.into(),
+            has: has.map(|has| has.iter().map(|v| v.to_string()).collect()),
+        };
+        let error = QueryError::NoLoop {
+            task: "t1".into(),
+            wanted: vec![wanted("--config", "c9", Some(&["c1", "c2"])), wanted("--arm", "feedback", None)],
+        };
+        assert_eq!(error.to_string(), "task `t1` has no loop with --config c9 (it has c1, c2), --arm feedback");
+    }
 }

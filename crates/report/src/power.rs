@@ -178,8 +178,7 @@ pub fn power_rows(
             close(&mut histograms, group, &mut task);
         }
         Ok(())
-    })
-    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    })?;
     // Tasks with fewer loops (failed loops, or no manifest to say how many): the histograms do
     // not depend on the order they are folded in.
     for ((group, _), mut task) in open.drain() {

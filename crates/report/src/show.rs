@@ -10,10 +10,11 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::Path;
 
+use critbench_core::{Arm, ExitReason};
 use critbench_storage::tables::for_each_outcome_stats_in;
 use critbench_storage::task_rounds::{TaskRound, read_task_rounds};
 
-use crate::{Report, ReportError};
+use crate::{QueryError, Report, ReportError, WantedKey};
 
 /// Which loop of a task to show; `None` keys take the first loop that matches the others.
 #[derive(Clone, Debug, Default)]
@@ -47,49 +48,48 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
     crate::check_tables(run_dir)?;
     let rounds = task_rounds(run_dir, &query.task)?;
     if rounds.is_empty() {
-        return Err(ReportError::Corrupt(format!(
-            "task `{}` is not in {} (task ids are the dataset's `id`s)",
-            query.task,
-            run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories")).display()
-        )));
+        return Err(QueryError::NoTask {
+            task: query.task.clone(),
+            file: run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories")),
+        }
+        .into());
     }
-    let keys = |r: &TaskRound| (r.config.clone(), r.critic.clone(), r.arm.clone(), r.epoch);
+    let keys = |r: &TaskRound| (r.config.clone(), r.critic.clone(), r.arm, r.epoch);
     let loops = crate::unique(rounds.iter().map(keys));
-    let matches = |key: &(String, String, String, u32)| {
+    let matches = |key: &LoopOfTask| {
         query.config.as_ref().is_none_or(|c| *c == key.0)
             && query.critic.as_ref().is_none_or(|c| *c == key.1)
-            && query.arm.as_ref().is_none_or(|a| *a == key.2)
+            && query.arm.as_ref().is_none_or(|a| a == key.2.as_str())
             && query.epoch.is_none_or(|e| e == key.3)
     };
-    let matching: Vec<&(String, String, String, u32)> = loops.iter().filter(|k| matches(k)).collect();
+    let matching: Vec<&LoopOfTask> = loops.iter().filter(|k| matches(k)).collect();
     let Some(&chosen) = matching.first() else {
-        let mut message = format!("task `{}` has no loop with", query.task);
-        let mut sep = " ";
+        let mut wanted = Vec::new();
         for (flag, given, values) in [
             ("--config", query.config.clone(), crate::unique(rounds.iter().map(|r| r.config.clone()))),
             ("--critic", query.critic.clone(), crate::unique(rounds.iter().map(|r| r.critic.clone()))),
-            ("--arm", query.arm.clone(), crate::unique(rounds.iter().map(|r| r.arm.clone()))),
+            ("--arm", query.arm.clone(), crate::unique(rounds.iter().map(|r| r.arm.to_string()))),
             ("--epoch", query.epoch.map(|e| e.to_string()), crate::unique(rounds.iter().map(|r| r.epoch.to_string()))),
         ] {
             if let Some(given) = given {
-                let _ = write!(message, "{sep}{flag} {given}");
-                sep = ", ";
-                if !values.contains(&given) {
-                    let _ = write!(message, " (it has {})", values.join(", "));
-                }
+                let has = (!values.contains(&given)).then_some(values);
+                wanted.push(WantedKey { flag, given, has });
             }
         }
-        return Err(ReportError::Corrupt(message));
+        return Err(QueryError::NoLoop { task: query.task.clone(), wanted }.into());
     };
     let rounds: Vec<&TaskRound> = rounds.iter().filter(|r| keys(r) == *chosen).collect();
     Ok(render_loop(run_dir, query, chosen, &matching, &rounds, color))
 }
 
+/// A loop of a task: config, critic, arm and epoch.
+type LoopOfTask = (String, String, Arm, u32);
+
 fn render_loop(
     run_dir: &Path,
     query: &LoopQuery,
-    chosen: &(String, String, String, u32),
-    matching: &[&(String, String, String, u32)],
+    chosen: &LoopOfTask,
+    matching: &[&LoopOfTask],
     rounds: &[&TaskRound],
     color: bool,
 ) -> String {
@@ -106,7 +106,7 @@ fn render_loop(
         for (flag, values) in [
             ("--config", crate::unique(matching.iter().map(|k| k.0.clone()))),
             ("--critic", crate::unique(matching.iter().map(|k| k.1.clone()))),
-            ("--arm", crate::unique(matching.iter().map(|k| k.2.clone()))),
+            ("--arm", crate::unique(matching.iter().map(|k| k.2.to_string()))),
             ("--epoch", crate::unique(matching.iter().map(|k| k.3.to_string()))),
         ] {
             if values.len() > 1 {
@@ -119,7 +119,8 @@ fn render_loop(
     for round in rounds {
         let _ = writeln!(out);
         let best = if round.is_best { ", the best draft" } else { "" };
-        let _ = writeln!(out, "round {}: score {}{best} → {}", round.round, number(round.score), round.decision);
+        let _ =
+            writeln!(out, "round {}: score {}{best} → {}", round.round, number(round.score), round.decision.as_str());
         if !round.dims.is_empty() {
             let dims: Vec<String> = round.dims.iter().map(|(k, v)| format!("{k} {}", number(*v))).collect();
             let _ = writeln!(out, "  dimensions: {}", dims.join(", "));
@@ -173,8 +174,8 @@ fn render_loop(
             }
             previous = Some(draft);
         }
-        if round.passed || round.exit_reason.is_some() {
-            let exit = round.exit_reason.as_deref().unwrap_or("-");
+        if round.passed || round.decision.exit_reason().is_some() {
+            let exit = round.decision.exit_reason().map_or("-", ExitReason::as_str);
             let verdict = if round.passed { "passed" } else { "did not pass" };
             let _ = writeln!(out, "  exit: {exit} ({verdict})");
         }
@@ -313,7 +314,7 @@ pub fn discordant_pairs_limited(
     let paths = crate::table_files(run_dir, "outcomes")?;
     crate::check_tables(run_dir)?;
     if arm_a == arm_b {
-        return Err(ReportError::Corrupt(format!("--pairs needs two different arms, not `{arm_a}` twice")));
+        return Err(QueryError::SameArmTwice(arm_a.to_string()).into());
     }
     let mut arms: Vec<String> = Vec::new();
     let mut groups: Vec<PairGroup> = Vec::new();
@@ -370,11 +371,10 @@ pub fn discordant_pairs_limited(
             }
         }
         Ok(())
-    })
-    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    })?;
     for arm in [arm_a, arm_b] {
         if !arms.iter().any(|a| a == arm) {
-            return Err(ReportError::Corrupt(format!("the run has no arm `{arm}`; its arms are {}", arms.join(", "))));
+            return Err(QueryError::NoArm { arm: arm.to_string(), arms }.into());
         }
     }
     for (group, mut pairs) in groups.iter_mut().zip(found) {

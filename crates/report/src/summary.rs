@@ -774,10 +774,7 @@ pub fn summarize_file(path: &Path, manifest: Option<&Manifest>) -> Result<Report
 /// one after the other.
 pub fn summarize_files(paths: &[std::path::PathBuf], manifest: Option<&Manifest>) -> Result<Report, ReportError> {
     let mut summarizer = Summarizer::new(manifest);
-    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| {
-        summarizer.add(row).map_err(|e| e.to_string())
-    })
-    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| summarizer.add(row))?;
     let name = match paths {
         [one] => one.display().to_string(),
         _ => paths.first().and_then(|p| p.parent()?.parent()).map_or_else(String::new, |d| d.display().to_string()),

@@ -205,7 +205,7 @@ const EXACT_MAX_SUPPORT: usize = 1 << 20;
 
 /// The exact percentile interval (95%) of each statistic when every task of `sorted` (sorted
 /// distinct vectors, `tasks` in all) has the same denominator: `None` when they differ, or when
-/// the distribution would be longer than [`EXACT_MAX_SUPPORT`].
+/// the distribution would be longer than `EXACT_MAX_SUPPORT`.
 ///
 /// A resample of N tasks takes each task's numerator independently from the empirical
 /// distribution of the N tasks, so the resampled sum is distributed as that distribution

@@ -17,6 +17,8 @@ pub(crate) const BATCH_ROWS: usize = 8192;
 pub trait TableRow: Sized {
     /// The table's name, in the file's key-value metadata (`critbench.table`).
     const TABLE: &'static str;
+    /// The columns stored dictionary-encoded (those of them the schema has).
+    const DICTIONARY: &'static [&'static str];
     /// The table's Arrow schema.
     fn schema() -> SchemaRef;
     /// The batch's columns, in the order of [`TableRow::schema`].
@@ -32,7 +34,7 @@ pub struct TableWriter<R: TableRow> {
 impl<R: TableRow> TableWriter<R> {
     /// Creates the file at `path` (which must not exist).
     pub fn create(path: &Path) -> Result<Self, StorageError> {
-        Ok(TableWriter { sink: ParquetSink::create(path, R::schema(), R::TABLE)?, pending: Vec::new() })
+        Ok(TableWriter { sink: ParquetSink::create(path, R::schema(), R::TABLE, R::DICTIONARY)?, pending: Vec::new() })
     }
 
     /// Adds a row; a full batch is written.

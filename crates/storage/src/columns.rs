@@ -11,6 +11,28 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use crate::error::StorageError;
 pub use crate::error::{BoxError, TableError};
 
+/// The name a reader gives the row numbers it asks Parquet for ([`row_number_field`]): not a
+/// column critbench writes.
+const ROW_NUMBER: &str = "critbench.row_number";
+
+/// A virtual column of each row's position in its file (counted from 0), for a reader that
+/// skips rows (a row filter, row groups left out) and must still name a row by its position.
+pub(crate) fn row_number_field() -> arrow_schema::FieldRef {
+    std::sync::Arc::new(
+        arrow_schema::Field::new(ROW_NUMBER, arrow_schema::DataType::Int64, false)
+            .with_extension_type(parquet::arrow::RowNumber),
+    )
+}
+
+/// The file row of each row of a batch read with [`row_number_field`].
+pub(crate) fn row_numbers(batch: &RecordBatch) -> Result<Vec<usize>, TableError> {
+    let numbers = batch
+        .column_by_name(ROW_NUMBER)
+        .and_then(|c| c.as_primitive_opt::<Int64Type>())
+        .ok_or_else(|| TableError::MissingColumn(ROW_NUMBER.to_string()))?;
+    Ok(numbers.values().iter().map(|&n| usize::try_from(n).unwrap_or(0)).collect())
+}
+
 /// Calls `each` on every record batch of the Parquet file at `path`.
 pub(crate) fn for_each_batch(
     path: &Path,

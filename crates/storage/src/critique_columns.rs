@@ -34,10 +34,45 @@ pub struct CritiqueColumns {
     pub critic_passed: Option<bool>,
 }
 
+/// The name of each critique column, by field: the one place they are spelled.
+#[derive(Clone, Copy, Debug)]
+pub struct CritiqueColumnNames {
+    /// `score`.
+    pub score: &'static str,
+    /// `dims`.
+    pub dims: &'static str,
+    /// `issues`.
+    pub issues: &'static str,
+    /// `fatal_issues`.
+    pub fatal_issues: &'static str,
+    /// `issue_types`.
+    pub issue_types: &'static str,
+    /// `suggestions`.
+    pub suggestions: &'static str,
+    /// `rationale`.
+    pub rationale: &'static str,
+    /// `critic_passed`.
+    pub critic_passed: &'static str,
+}
+
+const C: CritiqueColumnNames = CritiqueColumns::COLUMNS;
+
 impl CritiqueColumns {
+    /// Each field's column name.
+    pub const COLUMNS: CritiqueColumnNames = CritiqueColumnNames {
+        score: "score",
+        dims: "dims",
+        issues: "issues",
+        fatal_issues: "fatal_issues",
+        issue_types: "issue_types",
+        suggestions: "suggestions",
+        rationale: "rationale",
+        critic_passed: "critic_passed",
+    };
+
     /// The names of the columns, in the order they are written.
     pub const NAMES: [&'static str; 8] =
-        ["score", "dims", "issues", "fatal_issues", "issue_types", "suggestions", "rationale", "critic_passed"];
+        [C.score, C.dims, C.issues, C.fatal_issues, C.issue_types, C.suggestions, C.rationale, C.critic_passed];
 
     /// A critique with a score and nothing else.
     pub fn scored(score: f64) -> CritiqueColumns {
@@ -53,25 +88,25 @@ impl CritiqueColumns {
     /// The columns' Arrow fields, in order.
     pub(crate) fn fields() -> [Field; 8] {
         [
-            Field::new("score", DataType::Float64, false),
-            dims_map("dims"),
-            string_list("issues"),
-            string_list("fatal_issues"),
-            string_list("issue_types"),
-            utf8("suggestions", true),
-            utf8("rationale", true),
-            Field::new("critic_passed", DataType::Boolean, true),
+            Field::new(C.score, DataType::Float64, false),
+            dims_map(C.dims),
+            string_list(C.issues),
+            string_list(C.fatal_issues),
+            string_list(C.issue_types),
+            utf8(C.suggestions, true),
+            utf8(C.rationale, true),
+            Field::new(C.critic_passed, DataType::Boolean, true),
         ]
     }
 
     /// The critiques of one batch, row by row.
     pub(crate) fn read(c: &Columns<'_>) -> Result<Vec<CritiqueColumns>, crate::columns::TableError> {
-        let score = c.required_float("score")?;
-        let mut dims = c.float_maps("dims")?;
+        let score = c.required_float(C.score)?;
+        let mut dims = c.float_maps(C.dims)?;
         let (mut issues, mut fatal_issues, mut issue_types) =
-            (c.string_lists("issues")?, c.string_lists("fatal_issues")?, c.string_lists("issue_types")?);
-        let (mut suggestions, mut rationale) = (c.text("suggestions")?, c.text("rationale")?);
-        let critic_passed = c.boolean("critic_passed")?;
+            (c.string_lists(C.issues)?, c.string_lists(C.fatal_issues)?, c.string_lists(C.issue_types)?);
+        let (mut suggestions, mut rationale) = (c.text(C.suggestions)?, c.text(C.rationale)?);
+        let critic_passed = c.boolean(C.critic_passed)?;
         Ok((0..score.len())
             .map(|i| CritiqueColumns {
                 score: score[i],

@@ -467,7 +467,7 @@ impl DatasetStream {
             }
             sha.update(&buffer[..n]);
         }
-        Ok(sha.finalize().iter().map(|b| format!("{b:02x}")).collect())
+        Ok(critbench_core::hex(&sha.finalize()))
     }
 }
 

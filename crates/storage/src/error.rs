@@ -127,7 +127,7 @@ pub enum TableError {
     /// A column critbench never leaves null has a null.
     #[error("column `{0}` has a null")]
     Null(String),
-    /// A list<utf8> column whose items are not text.
+    /// A `list<utf8>` column whose items are not text.
     #[error("column `{0}` holds no strings")]
     NotStrings(String),
     /// A map<utf8, float64> column whose keys are not text.

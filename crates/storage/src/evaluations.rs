@@ -69,6 +69,7 @@ pub type EvaluationWriter = TableWriter<EvaluationRow>;
 
 impl TableRow for EvaluationRow {
     const TABLE: &'static str = "evaluations";
+    const DICTIONARY: &'static [&'static str] = crate::tables::DICTIONARY_COLUMNS;
 
     fn schema() -> SchemaRef {
         evaluation_schema()

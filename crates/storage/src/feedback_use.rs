@@ -22,17 +22,24 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::errors::ParquetError;
 
+use crate::columns::TableError;
+use crate::declared::parse_label;
+use crate::tables::{TrajectoryColumns, TrajectoryRow};
+use critbench_core::Arm;
+
+const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
+
 /// The columns counted.
-const COLUMNS: [&str; 3] = ["critic", "arm", "acted_on_critique"];
+const COLUMNS: [&str; 3] = [T.critic, T.arm, T.acted_on_critique];
 
 /// One critic and arm: the revisions written after seeing its critique, and how many of those
 /// critiques the writer could not act on.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FeedbackCount {
     /// The critic whose critiques were shown.
     pub critic: String,
     /// The arm.
-    pub arm: String,
+    pub arm: Arm,
     /// Rows of revisions whose author said whether it acted on the critique (every config's).
     pub revisions: u64,
     /// Of those, the ones it did not act on.
@@ -78,10 +85,21 @@ pub enum FeedbackUseError {
         column: &'static str,
     },
     /// `acted_on_critique` is not a boolean column.
-    #[error("{}: column `acted_on_critique` is not boolean", path.display())]
+    #[error("{}: column `{column}` is not boolean", path.display())]
     NotBoolean {
         /// The trajectories file.
         path: PathBuf,
+        /// `acted_on_critique`.
+        column: &'static str,
+    },
+    /// A row's arm is not one of core's.
+    #[error("{}: {source}", path.display())]
+    Row {
+        /// The trajectories file.
+        path: PathBuf,
+        /// The row (counted from 0 in the file) and column at fault.
+        #[source]
+        source: Box<TableError>,
     },
 }
 
@@ -99,39 +117,58 @@ pub fn read_feedback_use(files: &[PathBuf]) -> Result<Vec<FeedbackCount>, Feedba
         let Some(indices) = indices else { continue };
         let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
         let reader = builder.with_projection(mask).build().map_err(parquet)?;
+        let mut first_row = 0;
         for batch in reader {
             let batch = batch.map_err(|source| FeedbackUseError::Decode { path: path.clone(), source })?;
-            add_batch(path, &batch, &mut counts)?;
+            add_batch(path, &batch, first_row, &mut counts)?;
+            first_row += batch.num_rows();
         }
     }
     Ok(counts)
 }
 
-fn add_batch(path: &Path, batch: &RecordBatch, counts: &mut Vec<FeedbackCount>) -> Result<(), FeedbackUseError> {
+fn add_batch(
+    path: &Path,
+    batch: &RecordBatch,
+    first_row: usize,
+    counts: &mut Vec<FeedbackCount>,
+) -> Result<(), FeedbackUseError> {
     let text = |column: &'static str| {
         batch
             .column_by_name(column)
             .and_then(|c| c.as_string_opt::<i32>())
             .ok_or_else(|| FeedbackUseError::NotText { path: path.into(), column })
     };
-    let (critic, arm) = (text("critic")?, text("arm")?);
+    let (critic, arm) = (text(T.critic)?, text(T.arm)?);
     let acted = batch
-        .column_by_name("acted_on_critique")
+        .column_by_name(T.acted_on_critique)
         .and_then(|c| c.as_boolean_opt())
-        .ok_or_else(|| FeedbackUseError::NotBoolean { path: path.into() })?;
+        .ok_or_else(|| FeedbackUseError::NotBoolean { path: path.into(), column: T.acted_on_critique })?;
     let mut last: Option<usize> = None;
+    // Rows of one arm come together: parse its text once per run of rows.
+    let mut last_arm: Option<(&str, Arm)> = None;
     for row in 0..batch.num_rows() {
+        let text = arm.value(row);
+        let arm = match last_arm {
+            Some((last, arm)) if last == text => arm,
+            _ => {
+                let arm = parse_label(text, T.arm, first_row + row)
+                    .map_err(|source| FeedbackUseError::Row { path: path.into(), source: Box::new(source) })?;
+                last_arm = Some((text, arm));
+                arm
+            }
+        };
         if acted.is_null(row) {
             continue;
         }
-        let (critic, arm) = (critic.value(row), arm.value(row));
+        let critic = critic.value(row);
         // Rows of one critic and arm come together: remember the last one's slot.
         let slot = match last.filter(|&slot| counts[slot].critic == critic && counts[slot].arm == arm) {
             Some(slot) => slot,
             None => match counts.iter().position(|u| u.critic == critic && u.arm == arm) {
                 Some(slot) => slot,
                 None => {
-                    counts.push(FeedbackCount { critic: critic.into(), arm: arm.into(), ..FeedbackCount::default() });
+                    counts.push(FeedbackCount { critic: critic.into(), arm, revisions: 0, ignored: 0 });
                     counts.len() - 1
                 }
             },
@@ -149,6 +186,14 @@ mod tests {
     use crate::tables::{OutcomeRow, OutcomeWriter, TrajectoryRow, TrajectoryWriter};
 
     use super::*;
+
+    #[test]
+    fn every_column_counted_is_a_declared_trajectory_column() {
+        let schema = crate::tables::trajectory_schema();
+        for name in COLUMNS {
+            assert!(schema.index_of(name).is_ok(), "`{name}` is not a column of trajectories.parquet");
+        }
+    }
 
     /// Two critics × two arms over two files, interleaved; rows that say nothing (a first draft,
     /// a blind revision) are not counted, and a file without the column counts nothing.
@@ -187,7 +232,7 @@ mod tests {
         files.push(outcomes);
         let count = |critic: &str, arm: &str, revisions, ignored| FeedbackCount {
             critic: critic.into(),
-            arm: arm.into(),
+            arm: critbench_core::Arm::parse(arm).expect("an arm"),
             revisions,
             ignored,
         };

@@ -174,7 +174,7 @@ pub fn stamp(path: &Path) -> std::io::Result<(u64, String)> {
         hasher.update(&buffer[..read]);
         bytes += read as u64;
     }
-    Ok((bytes, hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+    Ok((bytes, critbench_core::hex(&hasher.finalize())))
 }
 
 /// Makes renames in `dir` durable.

@@ -26,18 +26,23 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, BooleanArray};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter};
+use parquet::arrow::arrow_reader::{ArrowPredicateFn, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter};
+
+use critbench_core::{Arm, FinalDraft};
 
 use crate::columns::{Columns, TableError};
+use crate::declared::parse_label;
 use crate::parquet_sink::StorageError;
+use crate::tables::{OutcomeColumns, OutcomeRow, RowDecision, TrajectoryColumns, TrajectoryRow};
 
-/// What identifies a loop: config × arm × critic × task × epoch.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// What identifies a loop: config × arm × critic × task × epoch. Keys sort by the arm as the
+/// output spells it, so a sample's loops keep the order (and hash) they have always had.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LoopKey {
     /// The loop's config.
     pub config_id: String,
-    /// Its arm, as the output spells it.
-    pub arm: String,
+    /// Its arm.
+    pub arm: Arm,
     /// Its critic.
     pub critic: String,
     /// Its task.
@@ -46,13 +51,33 @@ pub struct LoopKey {
     pub epoch: u32,
 }
 
+impl LoopKey {
+    /// How a loop is named in messages, from its parts as a file spells them: what [`LoopKey`]'s
+    /// `Display` shows, for a loop whose arm may not be one of core's (a labels file's).
+    pub fn describe(config_id: &str, arm: &str, critic: &str, task_id: &str, epoch: u32) -> String {
+        format!("config {config_id} × arm {arm} × critic {critic} × task {task_id} × epoch {epoch}")
+    }
+
+    fn order(&self) -> (&str, &str, &str, &str, u32) {
+        (&self.config_id, self.arm.as_str(), &self.critic, &self.task_id, self.epoch)
+    }
+}
+
+impl PartialOrd for LoopKey {
+    fn partial_cmp(&self, other: &LoopKey) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for LoopKey {
+    fn cmp(&self, other: &LoopKey) -> std::cmp::Ordering {
+        self.order().cmp(&other.order())
+    }
+}
+
 impl std::fmt::Display for LoopKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "config {} × arm {} × critic {} × task {} × epoch {}",
-            self.config_id, self.arm, self.critic, self.task_id, self.epoch
-        )
+        f.write_str(&LoopKey::describe(&self.config_id, self.arm.as_str(), &self.critic, &self.task_id, self.epoch))
     }
 }
 
@@ -71,12 +96,18 @@ pub struct FinalAnswer {
     pub draft: Option<String>,
 }
 
+const O: OutcomeColumns = OutcomeRow::COLUMNS;
+const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
+const DECISION: &str = RowDecision::COLUMNS.decision;
+const EXIT_REASON: &str = RowDecision::COLUMNS.exit_reason;
+
 /// The outcome columns read.
 const OUTCOME_COLUMNS: [&str; 10] =
-    ["config_id", "arm", "critic", "task_id", "epoch", "final", "best_round", "rounds", "passed", "final_score"];
+    [O.config_id, O.arm, O.critic, O.task_id, O.epoch, O.final_draft, O.best_round, O.rounds, O.passed, O.final_score];
 
 /// The trajectory columns read (`task_id` first: the row filter reads it alone).
-const TRAJECTORY_COLUMNS: [&str; 8] = ["task_id", "config_id", "arm", "critic", "epoch", "round", "decision", "draft"];
+const TRAJECTORY_COLUMNS: [&str; 9] =
+    [T.task_id, T.config_id, T.arm, T.critic, T.epoch, T.round, DECISION, EXIT_REASON, T.draft];
 
 /// Every loop of `tasks` in the run whose tables are `outcomes` and `trajectories` (one file each,
 /// or a sharded run's partitions), with its final answer, sorted by key. A loop whose final round
@@ -108,32 +139,37 @@ fn read_outcomes(
     tasks: &BTreeSet<String>,
     answers: &mut BTreeMap<LoopKey, FinalAnswer>,
 ) -> Result<(), StorageError> {
+    let mut first_row = 0;
     crate::columns::for_each_projected_batch(path, &OUTCOME_COLUMNS, &[], |batch| {
         let c = Columns(batch);
         let (config_id, arm, critic, task_id, final_draft) = (
-            c.text_array("config_id")?,
-            c.text_array("arm")?,
-            c.text_array("critic")?,
-            c.text_array("task_id")?,
-            c.text_array("final")?,
+            c.text_array(O.config_id)?,
+            c.text_array(O.arm)?,
+            c.text_array(O.critic)?,
+            c.text_array(O.task_id)?,
+            c.text_array(O.final_draft)?,
         );
         let (epoch, best_round, rounds) =
-            (c.int32_array("epoch")?, c.int32_array("best_round")?, c.int32_array("rounds")?);
-        let (passed, score) = (c.boolean_array("passed")?, c.float_array("final_score")?);
+            (c.int32_array(O.epoch)?, c.int32_array(O.best_round)?, c.int32_array(O.rounds)?);
+        let (passed, score) = (c.boolean_array(O.passed)?, c.float_array(O.final_score)?);
+        let start = first_row;
+        first_row += batch.num_rows();
         for i in 0..batch.num_rows() {
             if !tasks.contains(task_id.value(i)) {
                 continue;
             }
             let key = LoopKey {
                 config_id: config_id.value(i).to_string(),
-                arm: arm.value(i).to_string(),
+                arm: parse_label(arm.value(i), O.arm, start + i)?,
                 critic: critic.value(i).to_string(),
                 task_id: task_id.value(i).to_string(),
-                epoch: whole(epoch.value(i), "epoch")?,
+                epoch: whole(epoch.value(i), O.epoch)?,
             };
             let round = match final_draft.value(i) {
-                "best" => whole(best_round.value(i), "best_round")?,
-                "last" => whole(rounds.value(i), "rounds")?.checked_sub(1).ok_or(TableError::NoRounds)?,
+                text if text == FinalDraft::Best.as_str() => whole(best_round.value(i), O.best_round)?,
+                text if text == FinalDraft::Last.as_str() => {
+                    whole(rounds.value(i), O.rounds)?.checked_sub(1).ok_or(TableError::NoRounds)?
+                }
                 other => return Err(TableError::FinalDraft { key: key.to_string(), value: other.to_string() }),
             };
             let answer = FinalAnswer { key, round, passed: passed.value(i), score: score.value(i), draft: None };
@@ -157,8 +193,12 @@ fn read_drafts(
 ) -> Result<(), StorageError> {
     let corrupt = |source| StorageError::table(path, source);
     let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|source| StorageError::Unreadable { path: path.into(), source })?;
+    let unreadable = |source| StorageError::Unreadable { path: path.into(), source };
+    // The row filter hides where a row is in the file: the reader numbers the rows it keeps, so
+    // a row that holds what this version never writes is named by its row.
+    let options =
+        ArrowReaderOptions::new().with_virtual_columns(vec![crate::columns::row_number_field()]).map_err(unreadable)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options).map_err(unreadable)?;
     let schema = builder.schema().clone();
     let mut roots = Vec::with_capacity(TRAJECTORY_COLUMNS.len());
     for name in TRAJECTORY_COLUMNS {
@@ -173,7 +213,7 @@ fn read_drafts(
         let ids = batch
             .column(0)
             .as_string_opt::<i32>()
-            .ok_or_else(|| arrow_schema::ArrowError::SchemaError("column `task_id` is not utf8".to_string()))?;
+            .ok_or_else(|| arrow_schema::ArrowError::SchemaError(format!("column `{}` is not utf8", T.task_id)))?;
         Ok(ids.iter().map(|id| Some(id.is_some_and(|id| wanted.contains(id)))).collect::<BooleanArray>())
     });
     let mask = ProjectionMask::roots(parquet_schema, roots);
@@ -182,37 +222,42 @@ fn read_drafts(
         .with_row_filter(RowFilter::new(vec![Box::new(predicate)]))
         .build()
         .map_err(|source| StorageError::Projection { path: path.into(), source })?;
-    let mut key = LoopKey::default();
+    let mut key: Option<LoopKey> = None;
     for batch in reader {
         let batch = batch.map_err(|source| StorageError::Decode { path: path.into(), source })?;
         let c = Columns(&batch);
         let text = |name: &str| c.text_array(name).map_err(corrupt);
-        let (task_id, config_id, arm, critic, decision) =
-            (text("task_id")?, text("config_id")?, text("arm")?, text("critic")?, text("decision")?);
-        let (epoch, round) = (c.int32_array("epoch").map_err(corrupt)?, c.int32_array("round").map_err(corrupt)?);
+        let (task_id, config_id, arm, critic) = (text(T.task_id)?, text(T.config_id)?, text(T.arm)?, text(T.critic)?);
+        let (decision, exit_reason) = (text(DECISION)?, c.nullable_text_array(EXIT_REASON).map_err(corrupt)?);
+        let (epoch, round) = (c.int32_array(T.epoch).map_err(corrupt)?, c.int32_array(T.round).map_err(corrupt)?);
+        let rows = crate::columns::row_numbers(&batch).map_err(corrupt)?;
         let draft = batch
-            .column_by_name("draft")
+            .column_by_name(T.draft)
             .and_then(|d| d.as_string_opt::<i32>())
-            .ok_or_else(|| corrupt(TableError::NotOfType { column: "draft".to_string(), expected: "utf8" }))?;
-        for i in 0..batch.num_rows() {
+            .ok_or_else(|| corrupt(TableError::NotOfType { column: T.draft.to_string(), expected: "utf8" }))?;
+        for (i, &row) in rows.iter().enumerate() {
+            let exit = exit_reason.is_valid(i).then(|| exit_reason.value(i));
             // The adjudicated draft is not a round of the loop (docs/FORMAT.md, schema_version 4).
-            if decision.value(i) == crate::recorded::DECISION_ADJUDICATE {
+            if RowDecision::parse(decision.value(i), exit, row).map_err(corrupt)? == RowDecision::Adjudicate {
                 continue;
             }
-            let epoch_i = whole(epoch.value(i), "epoch").map_err(corrupt)?;
+            let epoch_i = whole(epoch.value(i), T.epoch).map_err(corrupt)?;
             // Rows come loop by loop: reuse the key's strings while the loop lasts.
-            if (key.config_id.as_str(), key.arm.as_str(), key.critic.as_str(), key.task_id.as_str(), key.epoch)
-                != (config_id.value(i), arm.value(i), critic.value(i), task_id.value(i), epoch_i)
-            {
-                key = LoopKey {
+            let same = key.as_ref().is_some_and(|key| {
+                (key.config_id.as_str(), key.arm.as_str(), key.critic.as_str(), key.task_id.as_str(), key.epoch)
+                    == (config_id.value(i), arm.value(i), critic.value(i), task_id.value(i), epoch_i)
+            });
+            if !same {
+                key = Some(LoopKey {
                     config_id: config_id.value(i).to_string(),
-                    arm: arm.value(i).to_string(),
+                    arm: parse_label(arm.value(i), T.arm, row).map_err(corrupt)?,
                     critic: critic.value(i).to_string(),
                     task_id: task_id.value(i).to_string(),
                     epoch: epoch_i,
-                };
+                });
             }
-            let Some(answer) = answers.get_mut(&key) else { continue };
+            let key = key.as_ref().expect("a key was just set");
+            let Some(answer) = answers.get_mut(key) else { continue };
             if i64::from(round.value(i)) != i64::from(answer.round) {
                 continue;
             }
@@ -228,6 +273,28 @@ mod tests {
     use super::*;
     use crate::critique_columns::CritiqueColumns;
     use crate::tables::{OutcomeRow, OutcomeWriter, TrajectoryRow, TrajectoryWriter};
+
+    #[test]
+    fn every_column_read_is_a_declared_column_of_its_table() {
+        let (outcomes, trajectories) = (crate::tables::outcome_schema(), crate::tables::trajectory_schema());
+        for name in OUTCOME_COLUMNS {
+            assert!(outcomes.index_of(name).is_ok(), "`{name}` is not a column of outcomes.parquet");
+        }
+        for name in TRAJECTORY_COLUMNS {
+            assert!(trajectories.index_of(name).is_ok(), "`{name}` is not a column of trajectories.parquet");
+        }
+    }
+
+    /// Loop keys sort by the arm as the output spells it (`feedback+memory` before
+    /// `no-feedback`), not by the order of core's enum, so a sample keeps its order and hash.
+    #[test]
+    fn loop_keys_sort_by_the_arm_as_spelled() {
+        let key = |arm| LoopKey { config_id: "c".into(), arm, critic: "r".into(), task_id: "t".into(), epoch: 0 };
+        let mut keys = [key(Arm::Single), key(Arm::NoFeedback), key(Arm::FeedbackMemory), key(Arm::Feedback)];
+        keys.sort();
+        let spelled: Vec<&str> = keys.iter().map(|k| k.arm.as_str()).collect();
+        assert_eq!(spelled, ["feedback", "feedback+memory", "no-feedback", "single"]);
+    }
 
     /// 3,000 tasks of 3 rounds over several batches and row groups: the final draft of each
     /// chosen task's loop is its best round with `final = "best"` and its last with "last"; an

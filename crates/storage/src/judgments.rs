@@ -59,6 +59,7 @@ pub type JudgmentWriter = TableWriter<JudgmentRow>;
 
 impl TableRow for JudgmentRow {
     const TABLE: &'static str = "judgments";
+    const DICTIONARY: &'static [&'static str] = crate::tables::DICTIONARY_COLUMNS;
 
     fn schema() -> SchemaRef {
         judgment_schema()

@@ -57,5 +57,5 @@ pub fn hash128<T: std::hash::Hash + ?Sized>(value: &T) -> u128 {
 /// Hex-encoded SHA-256 of a file's bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    critbench_core::hex(&Sha256::digest(bytes))
 }

@@ -17,10 +17,6 @@ pub use crate::error::StorageError;
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
 pub const SCHEMA_VERSION: u32 = 6;
 
-/// Columns of few distinct values, stored dictionary-encoded.
-const DICTIONARY_COLUMNS: &[&str] =
-    &["run_id", "config_id", "arm", "critic", "kind", "decision", "exit_reason", "final"];
-
 /// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
 /// up in memory.
 const MAX_ROW_GROUP_ROWS: usize = 64 * 1024;
@@ -33,13 +29,20 @@ pub(crate) struct ParquetSink {
 }
 
 impl ParquetSink {
-    pub(crate) fn create(path: &Path, schema: SchemaRef, table: &str) -> Result<Self, StorageError> {
+    /// Creates the file of `table` at `path` (which must not exist); the columns of `dictionary`
+    /// the schema has are stored dictionary-encoded.
+    pub(crate) fn create(
+        path: &Path,
+        schema: SchemaRef,
+        table: &str,
+        dictionary: &[&str],
+    ) -> Result<Self, StorageError> {
         let file = crate::files::create_new(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
         let mut properties = WriterProperties::builder()
             // Dictionaries pay only for columns with few distinct values; building one for ids and
             // free text costs a hash per value and is then thrown away.
             .set_dictionary_enabled(false);
-        for column in DICTIONARY_COLUMNS {
+        for column in dictionary {
             properties = properties.set_column_dictionary_enabled(ColumnPath::from(*column), true);
         }
         let properties = properties

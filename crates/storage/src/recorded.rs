@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use arrow_array::RecordBatch;
+use critbench_core::Arm;
 
 use crate::columns::{BoxError, Columns, TableError};
 use crate::critique_columns::CritiqueColumns;
@@ -48,8 +49,8 @@ pub struct RecordedRound {
 pub struct RecordedLoop {
     /// The loop's critic.
     pub critic: String,
-    /// Its arm, as the output spells it (checked to be an arm when read).
-    pub arm: String,
+    /// Its arm (a label that is not an arm is refused when the file is read, with its row).
+    pub arm: Arm,
     /// Its task.
     pub task_id: String,
     /// The task's kind, when its dataset row gave one.
@@ -89,7 +90,8 @@ pub struct LoopWithRows {
     pub rows: Vec<LoopRow>,
 }
 
-type LoopKey = (String, String, String, u32);
+/// A loop's critic, arm, task and epoch.
+type LoopKey = (String, Arm, String, u32);
 
 /// Reads `trajectories.parquet` back into recorded loops (all of them, in file order). See
 /// [`for_each_recorded_loop`] to stream them instead.
@@ -142,7 +144,7 @@ fn stream_loops(
                 if finished.contains(&crate::hash128(key)) {
                     return Err(TableError::NotContiguous {
                         task_id: key.2.clone(),
-                        arm: key.1.clone(),
+                        arm: key.1.as_str().to_string(),
                         critic: key.0.clone(),
                         epoch: key.3,
                     });
@@ -215,7 +217,7 @@ impl Current {
         if rounds.keys().copied().ne(0..rounds.len() as u32) {
             return Err(TableError::RoundGaps {
                 task_id: key.2,
-                arm: key.1,
+                arm: key.1.as_str().to_string(),
                 critic: key.0,
                 epoch: key.3,
                 rounds: rounds.into_keys().collect(),
@@ -270,14 +272,16 @@ type RowSink<'a> =
 /// Decodes one batch (rows `first_row..` of its file) and hands each row to `row` with its loop
 /// key, kind, config and round.
 fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> Result<(), TableError> {
-    let mut key: LoopKey = Default::default();
+    let mut key: Option<LoopKey> = None;
     for one in TrajectoryRow::read_batch(&Columns(batch), first_row)? {
         // Reuse the key's strings: most rows belong to the loop of the row before.
-        if (key.0.as_str(), key.1.as_str(), key.2.as_str(), key.3)
-            != (one.critic, one.arm.as_str(), one.task_id, one.epoch)
-        {
-            key = (one.critic.to_string(), one.arm.as_str().to_string(), one.task_id.to_string(), one.epoch);
+        let same = key.as_ref().is_some_and(|key| {
+            (key.0.as_str(), key.1, key.2.as_str(), key.3) == (one.critic, one.arm, one.task_id, one.epoch)
+        });
+        if !same {
+            key = Some((one.critic.to_string(), one.arm, one.task_id.to_string(), one.epoch));
         }
+        let key = key.as_ref().expect("set above");
         let recorded = RecordedRound {
             critique: one.critique.into_owned(),
             critic_attempts: one.critic_attempts,
@@ -293,7 +297,7 @@ fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> R
             acted_on_critique: one.acted_on_critique,
         };
         let policy = PolicyColumns { revisions: one.revisions, decision: one.decision };
-        row(&key, one.kind.map(str::to_string), one.config_id, one.round, recorded, policy)?;
+        row(key, one.kind.map(str::to_string), one.config_id, one.round, recorded, policy)?;
     }
     Ok(())
 }
@@ -387,6 +391,52 @@ mod tests {
         assert_eq!(own, [None, Some(6.0), None, None, None], "only c1's round 1 is not the recording's");
         // Without the rows, the same recording.
         assert_eq!(read_recorded_loops(&path).unwrap(), std::slice::from_ref(&one.recorded));
+    }
+
+    #[test]
+    fn an_arm_that_is_not_core_s_is_refused_when_the_loops_are_read_with_its_file_row_and_column() {
+        use arrow_array::cast::AsArray;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        write(&path, &[("a", 0, "c1", 0), ("a", 0, "c1", 1), ("a", 0, "c1", 2)]);
+        let mut batches = Vec::new();
+        crate::columns::for_each_batch(&path, |batch| {
+            batches.push(batch.clone());
+            Ok(())
+        })
+        .unwrap();
+        let [batch] = &batches[..] else { panic!("one batch") };
+        let index = batch.schema().index_of("arm").unwrap();
+        let mut arms: Vec<String> = batch.column(index).as_string::<i32>().iter().map(|v| v.unwrap().into()).collect();
+        arms[2] = "feedbak".into();
+        let mut columns = batch.columns().to_vec();
+        columns[index] = std::sync::Arc::new(arrow_array::StringArray::from(arms));
+        let mut sink = crate::parquet_sink::ParquetSink::create(
+            &path,
+            batch.schema(),
+            "trajectories",
+            crate::tables::DICTIONARY_COLUMNS,
+        )
+        .unwrap();
+        sink.write(columns).unwrap();
+        sink.close().unwrap();
+
+        let expected = format!(
+            "{}: row 2: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, \
+             feedback+memory)",
+            path.display()
+        );
+        // Replay's reader and rescore's (with the rows) both refuse it before handing over a loop.
+        let error = read_recorded_loops(&path).unwrap_err().to_string();
+        assert_eq!(error, expected);
+        let mut handed = 0;
+        let error = for_each_loop_with_rows(&path, |_| {
+            handed += 1;
+            Ok::<_, std::convert::Infallible>(())
+        })
+        .unwrap_err()
+        .to_string();
+        assert_eq!((error, handed), (expected, 0));
     }
 
     #[test]

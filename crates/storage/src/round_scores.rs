@@ -2,7 +2,7 @@
 //! score trajectory the reports draw.
 //!
 //! A trajectory file has a row per critique and can be far larger than memory, so the reader
-//! decodes only the six columns it needs (a Parquet projection: the other columns, drafts
+//! decodes only the seven columns it needs (a Parquet projection: the other columns, drafts
 //! included, are never decompressed) and folds each batch into running sums as it goes. Memory
 //! is one batch plus one accumulator per (config, critic, arm, round).
 //!
@@ -26,16 +26,26 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::columns::TableError;
+use crate::critique_columns::CritiqueColumns;
+use crate::declared::parse_label;
 use crate::parquet_sink::StorageError;
+use crate::tables::{RowDecision, TrajectoryColumns, TrajectoryRow};
+use critbench_core::Arm;
+
+const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
+const SCORE: &str = CritiqueColumns::COLUMNS.score;
+const DECISION: &str = RowDecision::COLUMNS.decision;
+const EXIT_REASON: &str = RowDecision::COLUMNS.exit_reason;
 
 /// The columns the reader decodes, with the types this version writes.
-const COLUMNS: [(&str, DataType); 6] = [
-    ("config_id", DataType::Utf8),
-    ("critic", DataType::Utf8),
-    ("arm", DataType::Utf8),
-    ("round", DataType::Int32),
-    ("score", DataType::Float64),
-    ("decision", DataType::Utf8),
+const COLUMNS: [(&str, DataType); 7] = [
+    (T.config_id, DataType::Utf8),
+    (T.critic, DataType::Utf8),
+    (T.arm, DataType::Utf8),
+    (T.round, DataType::Int32),
+    (SCORE, DataType::Float64),
+    (DECISION, DataType::Utf8),
+    (EXIT_REASON, DataType::Utf8),
 ];
 
 /// The critiques of one round of one config × critic × arm, averaged.
@@ -45,8 +55,8 @@ pub struct RoundMean {
     pub config_id: String,
     /// The critic.
     pub critic: String,
-    /// The arm, as the output spells it.
-    pub arm: String,
+    /// The arm.
+    pub arm: Arm,
     /// The round, from 0.
     pub round: u32,
     /// Mean critic score over the loops that reached this round. Loops that stopped earlier are
@@ -79,17 +89,20 @@ impl Series {
 #[derive(Default)]
 struct Accumulator {
     index: HashMap<String, HashMap<String, HashMap<String, usize>>>,
-    keys: Vec<(String, String, String)>,
+    keys: Vec<(String, String, Arm)>,
     series: Vec<Series>,
 }
 
 impl Accumulator {
-    fn slot(&mut self, config_id: &str, critic: &str, arm: &str) -> usize {
+    /// The slot of a key; a key seen for the first time has its arm parsed, so an arm that is not
+    /// core's is refused naming `row`, the file's row it is first seen in.
+    fn slot(&mut self, config_id: &str, critic: &str, arm: &str, row: usize) -> Result<usize, TableError> {
         if let Some(&slot) = self.index.get(config_id).and_then(|c| c.get(critic)).and_then(|a| a.get(arm)) {
-            return slot;
+            return Ok(slot);
         }
+        let parsed: Arm = parse_label(arm, T.arm, row)?;
         let slot = self.series.len();
-        self.keys.push((config_id.to_string(), critic.to_string(), arm.to_string()));
+        self.keys.push((config_id.to_string(), critic.to_string(), parsed));
         self.series.push(Series::default());
         self.index
             .entry(config_id.to_string())
@@ -97,22 +110,22 @@ impl Accumulator {
             .entry(critic.to_string())
             .or_default()
             .insert(arm.to_string(), slot);
-        slot
+        Ok(slot)
     }
 
-    fn add_batch(&mut self, batch: &RecordBatch) -> Result<(), TableError> {
+    /// Adds a batch whose first row is row `first_row` of its file.
+    fn add_batch(&mut self, batch: &RecordBatch, first_row: usize) -> Result<(), TableError> {
         // A projection keeps the file's column order, not the order asked for: look up by name.
         let column = |name: &str| batch.column_by_name(name).ok_or_else(|| TableError::MissingColumn(name.to_string()));
         let not_of_type = |column: &str, expected| TableError::NotOfType { column: column.to_string(), expected };
         let text = |name: &str| -> Result<&StringArray, TableError> {
             column(name)?.as_string_opt::<i32>().ok_or_else(|| not_of_type(name, "utf8"))
         };
-        let (config_id, critic, arm) = (text("config_id")?, text("critic")?, text("arm")?);
+        let (config_id, critic, arm) = (text(T.config_id)?, text(T.critic)?, text(T.arm)?);
         // The adjudicated final draft is not a round of the loop's trajectory.
-        let decision = text("decision")?;
-        let round = column("round")?.as_primitive_opt::<Int32Type>().ok_or_else(|| not_of_type("round", "int32"))?;
-        let score =
-            column("score")?.as_primitive_opt::<Float64Type>().ok_or_else(|| not_of_type("score", "float64"))?;
+        let (decision, exit_reason) = (text(DECISION)?, text(EXIT_REASON)?);
+        let round = column(T.round)?.as_primitive_opt::<Int32Type>().ok_or_else(|| not_of_type(T.round, "int32"))?;
+        let score = column(SCORE)?.as_primitive_opt::<Float64Type>().ok_or_else(|| not_of_type(SCORE, "float64"))?;
         // Rows arrive loop by loop, so consecutive rows nearly always share their key: remember
         // the last one instead of hashing three strings per row.
         let mut last: Option<(usize, usize)> = None; // (row it was looked up for, slot)
@@ -123,7 +136,8 @@ impl Accumulator {
             if round.is_null(row) || score.is_null(row) {
                 return Err(TableError::NullRoundOrScore(row));
             }
-            if decision.value(row) == crate::recorded::DECISION_ADJUDICATE {
+            let exit = exit_reason.is_valid(row).then(|| exit_reason.value(row));
+            if RowDecision::parse(decision.value(row), exit, first_row + row)? == RowDecision::Adjudicate {
                 continue;
             }
             let same_key = |previous: usize| {
@@ -133,7 +147,7 @@ impl Accumulator {
             };
             let slot = match last {
                 Some((previous, slot)) if same_key(previous) => slot,
-                _ => self.slot(config_id.value(row), critic.value(row), arm.value(row)),
+                _ => self.slot(config_id.value(row), critic.value(row), arm.value(row), first_row + row)?,
             };
             last = Some((row, slot));
             let round_number =
@@ -153,7 +167,7 @@ impl Accumulator {
                     move |(round, (sum, count))| RoundMean {
                         config_id: config_id.clone(),
                         critic: critic.clone(),
-                        arm: arm.clone(),
+                        arm,
                         round: round as u32,
                         mean_score: sum / count as f64,
                         count,
@@ -161,15 +175,16 @@ impl Accumulator {
                 )
             })
             .collect();
+        // By the arm as the output spells it, as the reports list it.
         rows.sort_by(|a, b| {
-            (&a.config_id, &a.critic, &a.arm, a.round).cmp(&(&b.config_id, &b.critic, &b.arm, b.round))
+            (&a.config_id, &a.critic, a.arm.as_str(), a.round).cmp(&(&b.config_id, &b.critic, b.arm.as_str(), b.round))
         });
         rows
     }
 }
 
 /// Reads `trajectories.parquet` and returns the mean score and count per (config_id, critic, arm,
-/// round), sorted by those keys. Streams: only the six columns it needs are decoded, a batch at a
+/// round), sorted by those keys. Streams: only the seven columns it needs are decoded, a batch at a
 /// time.
 pub fn read_round_scores(path: &Path) -> Result<Vec<RoundMean>, StorageError> {
     read_round_scores_in(&[path])
@@ -208,9 +223,11 @@ fn add_file(path: &Path, accumulator: &mut Accumulator) -> Result<(), StorageErr
         .with_projection(mask)
         .build()
         .map_err(|source| StorageError::Projection { path: path.into(), source })?;
+    let mut first_row = 0;
     for batch in reader {
         let batch = batch.map_err(|source| StorageError::Decode { path: path.into(), source })?;
-        accumulator.add_batch(&batch).map_err(corrupt)?;
+        accumulator.add_batch(&batch, first_row).map_err(corrupt)?;
+        first_row += batch.num_rows();
     }
     Ok(())
 }
@@ -235,6 +252,15 @@ mod tests {
             arm: critbench_core::Arm::parse(arm).expect("an arm as the output spells it"),
             draft: Some("a stored draft the reader must not need"),
             ..TrajectoryRow::bare(task_id, round, critique)
+        }
+    }
+
+    #[test]
+    fn every_column_read_is_a_declared_trajectory_column_of_its_type() {
+        let schema = crate::tables::trajectory_schema();
+        for (name, expected) in &COLUMNS {
+            let field = schema.field_with_name(name).unwrap_or_else(|_| panic!("`{name}` is not a trajectory column"));
+            assert_eq!(field.data_type(), expected, "`{name}`");
         }
     }
 

@@ -130,7 +130,7 @@ impl RowDecision {
 
     /// The decision of row `row` from its `decision` and `exit_reason`; an unknown decision, or an
     /// exit reason where there is none (or none where the loop stopped), names the row and column.
-    fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, TableError> {
+    pub(crate) fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, TableError> {
         let [decision_column, exit_column] = DECISION_COLUMNS;
         let parsed = match decision {
             "revise" => RowDecision::Policy(Decision::Revise),
@@ -187,8 +187,22 @@ impl crate::declared::Column for RowDecision {
     }
 }
 
+/// The name of each column of a [`RowDecision`]: the one place they are spelled.
+#[derive(Clone, Copy, Debug)]
+pub struct DecisionColumnNames {
+    /// `decision`: `revise`, `stop` or `adjudicate`.
+    pub decision: &'static str,
+    /// `exit_reason`, on a `stop` row.
+    pub exit_reason: &'static str,
+}
+
+impl RowDecision {
+    /// Each column's name.
+    pub const COLUMNS: DecisionColumnNames = DecisionColumnNames { decision: "decision", exit_reason: "exit_reason" };
+}
+
 /// The columns of a [`RowDecision`], in order.
-const DECISION_COLUMNS: [&str; 2] = ["decision", "exit_reason"];
+const DECISION_COLUMNS: [&str; 2] = [RowDecision::COLUMNS.decision, RowDecision::COLUMNS.exit_reason];
 
 impl crate::declared::Flattened for RowDecision {
     const NAMES: &'static [&'static str] = &DECISION_COLUMNS;
@@ -257,6 +271,20 @@ declare_columns! {
     reader: read_batch,
 }
 
+const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
+
+/// Columns of few distinct values, stored dictionary-encoded in every table that has them.
+pub(crate) const DICTIONARY_COLUMNS: &[&str] = &[
+    T.run_id,
+    T.config_id,
+    T.arm,
+    T.critic,
+    T.kind,
+    RowDecision::COLUMNS.decision,
+    RowDecision::COLUMNS.exit_reason,
+    OutcomeRow::COLUMNS.final_draft,
+];
+
 /// The schema of `trajectories.parquet`.
 pub fn trajectory_schema() -> SchemaRef {
     Arc::new(Schema::new(TrajectoryRow::fields()))
@@ -279,7 +307,7 @@ impl TrajectoryWriter {
     /// Creates `trajectories.parquet` at `path` (which must not exist).
     pub fn create(path: &Path) -> Result<Self, StorageError> {
         Ok(TrajectoryWriter {
-            sink: ParquetSink::create(path, trajectory_schema(), "trajectories")?,
+            sink: ParquetSink::create(path, trajectory_schema(), "trajectories", DICTIONARY_COLUMNS)?,
             rows: 0,
             builders: TrajectoryBuilders::with_capacity(BATCH_ROWS),
         })
@@ -354,6 +382,7 @@ impl OutcomeRow {
 
 impl TableRow for OutcomeRow {
     const TABLE: &'static str = "outcomes";
+    const DICTIONARY: &'static [&'static str] = DICTIONARY_COLUMNS;
 
     fn schema() -> SchemaRef {
         outcome_schema()
@@ -390,6 +419,9 @@ pub struct RescoredOutcome {
 /// Streams [`RescoredOutcome`]s into a rescoring's `outcomes.parquet`.
 pub type RescoredOutcomeWriter = TableWriter<RescoredOutcome>;
 
+/// The column a rescoring's outcomes add after the run's: whether the loop is censored.
+pub const CENSORED_COLUMN: &str = "censored";
+
 /// The outcome columns a censored loop has no value for.
 const UNKNOWN_WHEN_CENSORED: [&str; 3] =
     [OutcomeRow::COLUMNS.exit_reason, OutcomeRow::COLUMNS.passed, OutcomeRow::COLUMNS.final_score];
@@ -409,12 +441,13 @@ pub fn rescored_outcome_schema() -> SchemaRef {
             field.as_ref().clone().with_nullable(field.is_nullable() || unknown)
         })
         .collect();
-    fields.push(Field::new("censored", DataType::Boolean, false));
+    fields.push(Field::new(CENSORED_COLUMN, DataType::Boolean, false));
     Arc::new(Schema::new(fields))
 }
 
 impl TableRow for RescoredOutcome {
     const TABLE: &'static str = "outcomes";
+    const DICTIONARY: &'static [&'static str] = DICTIONARY_COLUMNS;
 
     fn schema() -> SchemaRef {
         rescored_outcome_schema()
@@ -563,7 +596,7 @@ const OUTCOME_STATS_OPTIONAL: [&str; 8] = [
     NAMES.adjudicated_passed,
     NAMES.kind,
     NAMES.cost,
-    "censored",
+    CENSORED_COLUMN,
 ];
 
 /// The columns [`for_each_outcome_stats`] decodes.
@@ -614,7 +647,7 @@ fn stream_outcome_stats(
         let c = crate::columns::Columns(batch);
         let present = |name: &str| batch.column_by_name(name).is_some();
         // A rescoring's censored loops have nulls where the outcome is unknown.
-        let censored = if present("censored") { Some(c.boolean_array("censored")?) } else { None };
+        let censored = if present(CENSORED_COLUMN) { Some(c.boolean_array(CENSORED_COLUMN)?) } else { None };
         let is_censored = |i: usize| censored.is_some_and(|array| array.value(i));
         let (run_id, config_id, arm, critic, task_id) = (
             c.text_array(NAMES.run_id)?,
@@ -712,10 +745,10 @@ fn stream_outcome_stats(
 /// without a meta are left out.
 pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(String, String), String>, StorageError> {
     let mut metas = std::collections::HashMap::new();
-    crate::columns::for_each_projected_batch(path, &["critic", "task_id", "meta"], &[], |batch| {
+    crate::columns::for_each_projected_batch(path, &[NAMES.critic, NAMES.task_id, NAMES.meta], &[], |batch| {
         let columns = crate::columns::Columns(batch);
-        let (critic, task_id) = (columns.text_array("critic")?, columns.text_array("task_id")?);
-        let meta = columns.nullable_text_array("meta")?;
+        let (critic, task_id) = (columns.text_array(NAMES.critic)?, columns.text_array(NAMES.task_id)?);
+        let meta = columns.nullable_text_array(NAMES.meta)?;
         for i in 0..batch.num_rows() {
             if arrow_array::Array::is_valid(meta, i) {
                 metas
@@ -771,9 +804,9 @@ pub fn critbench_table(path: &Path) -> Option<String> {
 /// The distinct critic names of `outcomes.parquet`, reading only its `critic` column.
 pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>, StorageError> {
     let mut critics = std::collections::BTreeSet::new();
-    crate::columns::for_each_projected_batch(path, &["critic"], &[], |batch| {
+    crate::columns::for_each_projected_batch(path, &[NAMES.critic], &[], |batch| {
         let column = crate::columns::Columns(batch);
-        let critic = column.text_array("critic")?;
+        let critic = column.text_array(NAMES.critic)?;
         for i in 0..batch.num_rows() {
             if !critics.contains(critic.value(i)) {
                 critics.insert(critic.value(i).to_string());
@@ -788,8 +821,8 @@ pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>
 /// `kind` column.
 pub fn outcome_kinds(path: &Path) -> Result<std::collections::BTreeSet<Option<String>>, StorageError> {
     let mut kinds = std::collections::BTreeSet::new();
-    crate::columns::for_each_projected_batch(path, &["kind"], &[], |batch| {
-        for kind in crate::columns::Columns(batch).text("kind")? {
+    crate::columns::for_each_projected_batch(path, &[NAMES.kind], &[], |batch| {
+        for kind in crate::columns::Columns(batch).text(NAMES.kind)? {
             kinds.insert(kind);
         }
         Ok(())
@@ -806,8 +839,8 @@ fn read_outcome_batch(
 ) -> Result<(), TableError> {
     use arrow_array::Array;
     let c = crate::columns::Columns(batch);
-    let censored = match batch.column_by_name("censored") {
-        Some(_) => c.required_boolean("censored")?,
+    let censored = match batch.column_by_name(CENSORED_COLUMN) {
+        Some(_) => c.required_boolean(CENSORED_COLUMN)?,
         None => vec![false; batch.num_rows()],
     };
     // Null exactly where the loop is censored; anywhere else a null is a broken file.
@@ -1104,23 +1137,48 @@ pub(crate) mod tests {
     }
 
     /// A trajectories file whose `column` holds `text` (null for `None`) in its second row.
-    fn trajectories_with(path: &Path, column: &str, text: Option<&str>) {
+    pub(crate) fn trajectories_with(path: &Path, column: &str, text: Option<&str>) {
         let critique = CritiqueColumns::scored(4.0);
         let rows = [TrajectoryRow::bare("t", 0, &critique), TrajectoryRow::bare("t", 1, &critique)];
-        let mut builders = TrajectoryBuilders::with_capacity(2);
+        trajectories_holding(path, &rows, column, 1, text);
+    }
+
+    /// A trajectories file of `rows` (row groups closed as the writer closes them), except that
+    /// `column` holds `text` (null for `None`) in row `at`: what this version never writes.
+    pub(crate) fn trajectories_holding(
+        path: &Path,
+        rows: &[TrajectoryRow<'_>],
+        column: &str,
+        at: usize,
+        text: Option<&str>,
+    ) {
+        let mut builders = TrajectoryBuilders::with_capacity(rows.len());
         rows.iter().for_each(|row| builders.append(row));
         let mut columns = builders.finish();
         let index = trajectory_schema().index_of(column).unwrap();
         let mut values: Vec<Option<String>> =
             columns[index].as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect();
-        values[1] = text.map(str::to_string);
+        values[at] = text.map(str::to_string);
         columns[index] = Arc::new(arrow_array::StringArray::from(values));
         let schema = Arc::new(Schema::new(
             trajectory_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
         ));
-        let mut sink = ParquetSink::create(path, schema, "trajectories").unwrap();
+        let mut sink = ParquetSink::create(path, schema, "trajectories", DICTIONARY_COLUMNS).unwrap();
         sink.write(columns).unwrap();
         sink.close().unwrap();
+    }
+
+    /// Each dictionary column is a declared column of the outcomes or the trajectories, so a
+    /// renamed column cannot leave its encoding behind.
+    #[test]
+    fn every_dictionary_column_is_a_declared_column() {
+        let (outcomes, trajectories) = (outcome_schema(), trajectory_schema());
+        for name in DICTIONARY_COLUMNS {
+            assert!(
+                outcomes.index_of(name).is_ok() || trajectories.index_of(name).is_ok(),
+                "`{name}` is a column of neither table"
+            );
+        }
     }
 
     #[test]
@@ -1137,6 +1195,27 @@ pub(crate) mod tests {
             let expected = format!("{}: {expected}", path.display());
             let error = crate::recorded::read_recorded_loops(&path).unwrap_err().to_string();
             assert!(error.starts_with(&expected), "{error}");
+            // The projected readers refuse it the same way, naming the file, row and column.
+            let error = crate::task_rounds::read_task_rounds(&path, "t").unwrap_err().to_string();
+            assert!(error.starts_with(&expected), "show: {error}");
+            let error = crate::round_scores::read_round_scores(&path).unwrap_err().to_string();
+            assert!(error.starts_with(&expected), "round scores: {error}");
+            let outcomes = dir.path().join("outcomes.parquet");
+            let mut writer = OutcomeWriter::create(&outcomes).unwrap();
+            writer
+                .push(OutcomeRow { final_draft: "last".into(), ..OutcomeRow::bare("t", "feedback", true, 2) })
+                .unwrap();
+            writer.close().unwrap();
+            let tasks = std::collections::BTreeSet::from(["t".to_string()]);
+            let error = crate::final_answers::read_final_answers(&[outcomes], std::slice::from_ref(&path), &tasks)
+                .unwrap_err()
+                .to_string();
+            assert!(error.starts_with(&expected), "final answers: {error}");
+            if column == "arm" {
+                let error =
+                    crate::feedback_use::read_feedback_use(std::slice::from_ref(&path)).unwrap_err().to_string();
+                assert!(error.starts_with(&expected), "feedback use: {error}");
+            }
         }
         // A stop row with an exit reason that is not core's is refused too.
         let path = dir.path().join("stop.parquet");
@@ -1170,7 +1249,7 @@ pub(crate) mod tests {
             columns[index].as_string::<i32>().iter().map(|v| v.unwrap().to_string()).collect();
         values[1] = text.to_string();
         columns[index] = Arc::new(arrow_array::StringArray::from(values));
-        let mut sink = ParquetSink::create(path, outcome_schema(), "outcomes").unwrap();
+        let mut sink = ParquetSink::create(path, outcome_schema(), "outcomes", DICTIONARY_COLUMNS).unwrap();
         sink.write(columns).unwrap();
         sink.close().unwrap();
     }

@@ -22,49 +22,60 @@ use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::ArrowError;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::errors::ParquetError;
+
+use crate::columns::TableError;
+use crate::critique_columns::{CritiqueColumnNames, CritiqueColumns};
+use crate::declared::parse_label;
+use crate::tables::{DecisionColumnNames, RowDecision, TrajectoryColumns, TrajectoryRow};
+use critbench_core::Arm;
+
+/// The trajectory columns, as declared ([`TrajectoryRow`], [`CritiqueColumns`], [`RowDecision`]).
+const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
+const C: CritiqueColumnNames = CritiqueColumns::COLUMNS;
+const D: DecisionColumnNames = RowDecision::COLUMNS;
 
 /// The columns [`read_task_rounds`] decodes (a projection: the rest is never decoded).
 pub const SHOWN_COLUMNS: [&str; 26] = [
-    "config_id",
-    "arm",
-    "critic",
-    "task_id",
-    "kind",
-    "epoch",
-    "round",
-    "score",
-    "dims",
-    "issues",
-    "fatal_issues",
-    "issue_types",
-    "suggestions",
-    "rationale",
-    "critic_passed",
-    "passed",
-    "decision",
-    "exit_reason",
-    "is_best",
-    "draft_chars",
-    "draft",
-    "gen_ms",
-    "critic_ms",
-    "critic_attempts",
-    "critic_error",
-    "tokens_in",
+    T.config_id,
+    T.arm,
+    T.critic,
+    T.task_id,
+    T.kind,
+    T.epoch,
+    T.round,
+    C.score,
+    C.dims,
+    C.issues,
+    C.fatal_issues,
+    C.issue_types,
+    C.suggestions,
+    C.rationale,
+    C.critic_passed,
+    T.passed,
+    D.decision,
+    D.exit_reason,
+    T.is_best,
+    T.draft_chars,
+    T.draft,
+    T.gen_ms,
+    T.critic_ms,
+    T.critic_attempts,
+    T.critic_error,
+    T.tokens_in,
 ];
 
 /// Token columns added after the first schema; read when present.
-pub const TOKEN_COLUMNS: [&str; 3] = ["tokens_out", "critic_tokens_in", "critic_tokens_out"];
+pub const TOKEN_COLUMNS: [&str; 3] = [T.tokens_out, T.critic_tokens_in, T.critic_tokens_out];
 
 /// One round of a loop, as stored.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TaskRound {
     /// `config_id`.
     pub config: String,
     /// `arm`.
-    pub arm: String,
+    pub arm: Arm,
     /// `critic`.
     pub critic: String,
     /// The task's `kind`, when the dataset gave one.
@@ -91,10 +102,8 @@ pub struct TaskRound {
     pub critic_passed: Option<bool>,
     /// `passed`: the policy's verdict on the round.
     pub passed: bool,
-    /// `decision`.
-    pub decision: String,
-    /// `exit_reason`, on a loop's last round.
-    pub exit_reason: Option<String>,
+    /// `decision`, and `exit_reason` on a loop's last round.
+    pub decision: RowDecision,
     /// `is_best`.
     pub is_best: bool,
     /// `draft_chars`.
@@ -171,6 +180,15 @@ pub enum TaskRoundsError {
         /// Which column, and what is wrong with it.
         problem: ColumnProblem,
     },
+    /// A row holds what this version never writes: an unknown arm, decision or exit reason.
+    #[error("{}: {source}", path.display())]
+    Row {
+        /// The trajectories file.
+        path: PathBuf,
+        /// The row (counted from 0 in the file) and column at fault.
+        #[source]
+        source: Box<TableError>,
+    },
 }
 
 /// What is wrong with a column of a trajectories file.
@@ -204,8 +222,13 @@ pub enum ColumnProblem {
 pub fn read_task_rounds(path: &Path, task: &str) -> Result<TaskRounds, TaskRoundsError> {
     let column = |problem| TaskRoundsError::Column { path: path.into(), problem };
     let file = std::fs::File::open(path).map_err(|source| TaskRoundsError::Open { path: path.into(), source })?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|source| TaskRoundsError::NotParquet { path: path.into(), source })?;
+    let not_parquet = |source| TaskRoundsError::NotParquet { path: path.into(), source };
+    // Row groups are skipped: the reader numbers the rows it reads, so a row that holds what this
+    // version never writes is named by its row in the file.
+    let options = ArrowReaderOptions::new()
+        .with_virtual_columns(vec![crate::columns::row_number_field()])
+        .map_err(not_parquet)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options).map_err(not_parquet)?;
     let schema = builder.schema().clone();
     let metadata = builder.metadata().clone();
     let task_leaf = metadata
@@ -213,8 +236,8 @@ pub fn read_task_rounds(path: &Path, task: &str) -> Result<TaskRounds, TaskRound
         .schema_descr()
         .columns()
         .iter()
-        .position(|c| c.path().string() == "task_id")
-        .ok_or_else(|| column(ColumnProblem::Missing("task_id")))?;
+        .position(|c| c.path().string() == T.task_id)
+        .ok_or_else(|| column(ColumnProblem::Missing(T.task_id)))?;
     let wanted = task.as_bytes();
     let groups: Vec<usize> = metadata
         .row_groups()
@@ -245,9 +268,24 @@ pub fn read_task_rounds(path: &Path, task: &str) -> Result<TaskRounds, TaskRound
     let mut rounds = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|source| TaskRoundsError::Decode { path: path.into(), source })?;
-        collect_rounds(&batch, task, &mut rounds).map_err(column)?;
+        collect_rounds(&batch, task, &mut rounds).map_err(|problem| match problem {
+            RoundProblem::Column(problem) => column(problem),
+            RoundProblem::Row(source) => TaskRoundsError::Row { path: path.into(), source: Box::new(source) },
+        })?;
     }
     Ok(TaskRounds { rounds, groups_read, groups_total })
+}
+
+/// What is wrong with a batch: a column, or a row's value.
+enum RoundProblem {
+    Column(ColumnProblem),
+    Row(TableError),
+}
+
+impl From<ColumnProblem> for RoundProblem {
+    fn from(problem: ColumnProblem) -> RoundProblem {
+        RoundProblem::Column(problem)
+    }
 }
 
 fn text_column<'a>(batch: &'a RecordBatch, name: &'static str) -> Result<&'a arrow_array::StringArray, ColumnProblem> {
@@ -289,8 +327,9 @@ fn float_map(batch: &RecordBatch, name: &'static str, i: usize) -> Result<BTreeM
     Ok((start..end).map(|j| (keys.value(j).to_string(), values.value(j))).collect())
 }
 
-fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<TaskRound>) -> Result<(), ColumnProblem> {
-    let task_ids = text_column(batch, "task_id")?;
+fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<TaskRound>) -> Result<(), RoundProblem> {
+    let task_ids = text_column(batch, T.task_id)?;
+    let file_rows = crate::columns::row_numbers(batch).map_err(RoundProblem::Row)?;
     let int32 = |name: &'static str| {
         batch
             .column_by_name(name)
@@ -311,47 +350,47 @@ fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<TaskRound>) 
     };
     let int64 = |name: &str| batch.column_by_name(name).and_then(|c| c.as_primitive_opt::<Int64Type>());
     let (config, arm, critic, kind) = (
-        text_column(batch, "config_id")?,
-        text_column(batch, "arm")?,
-        text_column(batch, "critic")?,
-        text_column(batch, "kind")?,
+        text_column(batch, T.config_id)?,
+        text_column(batch, T.arm)?,
+        text_column(batch, T.critic)?,
+        text_column(batch, T.kind)?,
     );
     let (suggestions, rationale, decision, exit_reason, draft, critic_error) = (
-        text_column(batch, "suggestions")?,
-        text_column(batch, "rationale")?,
-        text_column(batch, "decision")?,
-        text_column(batch, "exit_reason")?,
-        text_column(batch, "draft")?,
-        text_column(batch, "critic_error")?,
+        text_column(batch, C.suggestions)?,
+        text_column(batch, C.rationale)?,
+        text_column(batch, D.decision)?,
+        text_column(batch, D.exit_reason)?,
+        text_column(batch, T.draft)?,
+        text_column(batch, T.critic_error)?,
     );
-    let (epoch, round, attempts) = (int32("epoch")?, int32("round")?, int32("critic_attempts")?);
-    let (score, gen_ms, critic_ms) = (float("score")?, float("gen_ms")?, float("critic_ms")?);
-    let (critic_passed, passed, is_best) = (boolean("critic_passed")?, boolean("passed")?, boolean("is_best")?);
+    let (epoch, round, attempts) = (int32(T.epoch)?, int32(T.round)?, int32(T.critic_attempts)?);
+    let (score, gen_ms, critic_ms) = (float(C.score)?, float(T.gen_ms)?, float(T.critic_ms)?);
+    let (critic_passed, passed, is_best) = (boolean(C.critic_passed)?, boolean(T.passed)?, boolean(T.is_best)?);
     let draft_chars =
-        int64("draft_chars").ok_or(ColumnProblem::MissingOrNot { name: "draft_chars", expected: "int64" })?;
-    let tokens = ["tokens_in", "tokens_out", "critic_tokens_in", "critic_tokens_out"].map(int64);
-    for i in 0..batch.num_rows() {
+        int64(T.draft_chars).ok_or(ColumnProblem::MissingOrNot { name: T.draft_chars, expected: "int64" })?;
+    let tokens = [T.tokens_in, T.tokens_out, T.critic_tokens_in, T.critic_tokens_out].map(int64);
+    for (i, &file_row) in file_rows.iter().enumerate() {
         if task_ids.value(i) != task {
             continue;
         }
+        let exit = exit_reason.is_valid(i).then(|| exit_reason.value(i));
         rounds.push(TaskRound {
             config: config.value(i).to_string(),
-            arm: arm.value(i).to_string(),
+            arm: parse_label(arm.value(i), T.arm, file_row).map_err(RoundProblem::Row)?,
             critic: critic.value(i).to_string(),
             kind: optional_text(kind, i),
             epoch: u32::try_from(epoch.value(i)).unwrap_or(0),
             round: u32::try_from(round.value(i)).unwrap_or(0),
             score: score.value(i),
-            dims: float_map(batch, "dims", i)?,
-            issues: string_list(batch, "issues", i)?,
-            fatal_issues: string_list(batch, "fatal_issues", i)?,
-            issue_types: string_list(batch, "issue_types", i)?,
+            dims: float_map(batch, C.dims, i)?,
+            issues: string_list(batch, C.issues, i)?,
+            fatal_issues: string_list(batch, C.fatal_issues, i)?,
+            issue_types: string_list(batch, C.issue_types, i)?,
             suggestions: optional_text(suggestions, i),
             rationale: optional_text(rationale, i),
             critic_passed: critic_passed.is_valid(i).then(|| critic_passed.value(i)),
             passed: passed.value(i),
-            decision: decision.value(i).to_string(),
-            exit_reason: optional_text(exit_reason, i),
+            decision: RowDecision::parse(decision.value(i), exit, file_row).map_err(RoundProblem::Row)?,
             is_best: is_best.value(i),
             draft_chars: draft_chars.value(i),
             draft: optional_text(draft, i),
@@ -405,6 +444,39 @@ mod tests {
         assert_eq!(read("0"), (0, 0, 2), "below every group's range");
         let first = &read_task_rounds(&path, "c").unwrap().rounds[1];
         assert_eq!((first.epoch, first.round, first.score, first.draft_chars), (0, 1, 5.0, 10));
+    }
+
+    #[test]
+    fn every_column_shown_is_a_declared_trajectory_column() {
+        let schema = crate::tables::trajectory_schema();
+        for name in SHOWN_COLUMNS.iter().chain(&TOKEN_COLUMNS) {
+            assert!(schema.index_of(name).is_ok(), "`{name}` is not a column of trajectories.parquet");
+        }
+    }
+
+    /// A bad arm in the second row group, of a task whose rows start in the first: the row is
+    /// named by its position in the file, the rows of the group skipped counted.
+    #[test]
+    fn an_unknown_arm_is_named_by_its_row_in_the_file_past_the_groups_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let critique = CritiqueColumns::scored(5.0);
+        let rows: Vec<TrajectoryRow<'_>> =
+            (0..70_000u32).map(|i| TrajectoryRow::bare(if i < 66_000 { "a" } else { "b" }, i % 4, &critique)).collect();
+        crate::tables::tests::trajectories_holding(&path, &rows, "arm", 66_005, Some("feedbak"));
+        let error = read_task_rounds(&path, "b").unwrap_err();
+        assert!(matches!(error, TaskRoundsError::Row { .. }), "{error:?}");
+        assert!(
+            error.to_string().starts_with(&format!(
+                "{}: row 66005: column `arm` holds `feedbak`, which is not an arm",
+                path.display()
+            )),
+            "{error}"
+        );
+        let read = read_task_rounds(&path, "a").unwrap();
+        assert_eq!((read.rounds.len(), read.groups_read), (66_000, 2));
+        assert_eq!(read.rounds[0].arm, Arm::Feedback);
+        assert_eq!(read.rounds[0].decision, RowDecision::Policy(critbench_core::Decision::Revise));
     }
 
     #[test]

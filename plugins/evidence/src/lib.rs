@@ -88,45 +88,61 @@ impl CriticPlugin for EvidenceCritic {
         if config.is_empty() {
             return Ok(EvidenceCritic { gold: false });
         }
-        match serde_json::from_str::<Value>(config) {
-            Err(e) => Err(format!("evidence config is not valid JSON: {e}").into()),
-            Ok(Value::Null) => Ok(EvidenceCritic { gold: false }),
-            Ok(Value::Object(entries)) => {
+        match serde_json::from_str::<Value>(config).map_err(EvidenceError::ConfigNotJson)? {
+            Value::Null => Ok(EvidenceCritic { gold: false }),
+            Value::Object(entries) => {
                 let mut gold = false;
                 for (key, value) in &entries {
                     match (key.as_str(), value) {
                         ("gold_labels", Value::Bool(on)) => gold = *on,
-                        ("gold_labels", other) => {
-                            return Err(
-                                format!("evidence config: `gold_labels` must be true or false, got {other}").into()
-                            );
-                        }
-                        (key, _) => {
-                            return Err(format!(
-                                "evidence config has an unknown key `{key}` (the evidence critic takes only \
-                                 `gold_labels`)"
-                            )
-                            .into());
-                        }
+                        ("gold_labels", other) => return Err(EvidenceError::GoldLabelsNotABool(other.clone()).into()),
+                        (key, _) => return Err(EvidenceError::UnknownKey(key.to_string()).into()),
                     }
                 }
                 Ok(EvidenceCritic { gold })
             }
-            Ok(other) => Err(format!("evidence config must be a JSON object, got {other}").into()),
+            other => Err(EvidenceError::ConfigNotAnObject(other).into()),
         }
     }
 
     fn critique(&self, request: &str) -> Result<String, CriticError> {
         if self.gold {
-            let request: Value =
-                serde_json::from_str(request).map_err(|e| format!("evidence: malformed critique request: {e}"))?;
-            let draft = request["draft"].as_str().ok_or("evidence: the request has no string `draft`")?;
+            let request: Value = serde_json::from_str(request).map_err(EvidenceError::MalformedRequest)?;
+            let draft = request["draft"].as_str().ok_or(EvidenceError::NoDraft)?;
             return Ok(check_against_gold(&request["task"]["labels"], draft)?.to_string());
         }
-        let request: Request =
-            serde_json::from_str(request).map_err(|e| format!("evidence: malformed critique request: {e}"))?;
+        let request: Request = serde_json::from_str(request).map_err(EvidenceError::MalformedRequest)?;
         Ok(check(&request.task.prompt, &request.task.evidence, &request.draft).to_string())
     }
+}
+
+/// Why the critic refuses its config or a request (its text is what the host records).
+#[derive(Debug, thiserror::Error)]
+enum EvidenceError {
+    /// The config does not parse.
+    #[error("evidence config is not valid JSON: {0}")]
+    ConfigNotJson(#[source] serde_json::Error),
+    /// The config is JSON but not an object.
+    #[error("evidence config must be a JSON object, got {0}")]
+    ConfigNotAnObject(Value),
+    /// `gold_labels` is not a boolean.
+    #[error("evidence config: `gold_labels` must be true or false, got {0}")]
+    GoldLabelsNotABool(Value),
+    /// A config key other than `gold_labels`.
+    #[error("evidence config has an unknown key `{0}` (the evidence critic takes only `gold_labels`)")]
+    UnknownKey(String),
+    /// The request does not parse.
+    #[error("evidence: malformed critique request: {0}")]
+    MalformedRequest(#[source] serde_json::Error),
+    /// A gold-mode request without a string `draft`.
+    #[error("evidence: the request has no string `draft`")]
+    NoDraft,
+    /// Gold mode on a task without `labels.relevant`.
+    #[error(
+        "evidence (gold_labels): the task has no `labels.relevant` list; gold mode is for a held-out evaluator on \
+         tasks labelled with the passages that answer them (a critic never sees labels)"
+    )]
+    NoRelevantLabels,
 }
 
 /// A draft as the critic reads it.
@@ -244,11 +260,9 @@ fn check(question: &str, pool: &BTreeMap<String, String>, draft: &str) -> Value 
 }
 
 /// The gold-mode critique of `draft`: which of the passages `labels.relevant` names it cites.
-fn check_against_gold(labels: &Value, draft: &str) -> Result<Value, String> {
+fn check_against_gold(labels: &Value, draft: &str) -> Result<Value, EvidenceError> {
     let Some(relevant) = labels.get("relevant").and_then(Value::as_array) else {
-        return Err("evidence (gold_labels): the task has no `labels.relevant` list; gold mode is for a held-out \
-                    evaluator on tasks labelled with the passages that answer them (a critic never sees labels)"
-            .into());
+        return Err(EvidenceError::NoRelevantLabels);
     };
     let relevant: BTreeSet<&str> = relevant.iter().filter_map(Value::as_str).collect();
     let answerable = labels.get("answerable").and_then(Value::as_bool).unwrap_or(true) && !relevant.is_empty();
@@ -604,6 +618,48 @@ mod tests {
         let error = EvidenceCritic::create(r#"{"strict": true}"#, Host::none()).unwrap_err().to_string();
         assert!(error.contains("`strict`"), "{error}");
         assert!(EvidenceCritic::create("[]", Host::none()).is_err());
+    }
+
+    /// A refusal's text as the host records it: the error's, then each cause's not already in it.
+    fn recorded(error: CriticError) -> String {
+        let mut text = error.to_string();
+        let mut cause = error.source();
+        while let Some(one) = cause {
+            if !text.contains(&one.to_string()) {
+                text = format!("{text}: {one}");
+            }
+            cause = one.source();
+        }
+        text
+    }
+
+    #[test]
+    fn refusals_are_recorded_word_for_word() {
+        let create = |config: &str| recorded(EvidenceCritic::create(config, Host::none()).unwrap_err());
+        let not_json = serde_json::from_str::<Value>("{").unwrap_err();
+        assert_eq!(create("{"), format!("evidence config is not valid JSON: {not_json}"));
+        assert_eq!(create("[]"), "evidence config must be a JSON object, got []");
+        assert_eq!(
+            create(r#"{"gold_labels": "yes"}"#),
+            "evidence config: `gold_labels` must be true or false, got \"yes\""
+        );
+        assert_eq!(
+            create(r#"{"strict": true}"#),
+            "evidence config has an unknown key `strict` (the evidence critic takes only `gold_labels`)"
+        );
+        let plain = EvidenceCritic::create("{}", Host::none()).unwrap();
+        let bad_request = serde_json::from_str::<Request>("{}").unwrap_err();
+        assert_eq!(
+            recorded(plain.critique("{}").unwrap_err()),
+            format!("evidence: malformed critique request: {bad_request}")
+        );
+        let gold = EvidenceCritic::create(r#"{"gold_labels": true}"#, Host::none()).unwrap();
+        assert_eq!(recorded(gold.critique("{}").unwrap_err()), "evidence: the request has no string `draft`");
+        assert_eq!(
+            recorded(gold.critique(r#"{"draft": "x", "task": {}}"#).unwrap_err()),
+            "evidence (gold_labels): the task has no `labels.relevant` list; gold mode is for a held-out evaluator on \
+             tasks labelled with the passages that answer them (a critic never sees labels)"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use critbench_abi::{CriticError, CriticPlugin, Host, Request};
+use critbench_abi::{CriticError, CriticPlugin, Host, Request, ServiceError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -109,30 +109,30 @@ fn default_dimensions() -> Vec<(String, String)> {
 }
 
 impl LlmJudge {
-    fn from_config(config: &str, host: Host) -> Result<LlmJudge, String> {
-        let config: Config = serde_json::from_str(config).map_err(|e| format!("llm-judge config: {e}"))?;
+    fn from_config(config: &str, host: Host) -> Result<LlmJudge, ConfigError> {
+        let config: Config = serde_json::from_str(config).map_err(ConfigError::Json)?;
         let dimensions = match config.dimensions {
             None => default_dimensions(),
             Some(Dimensions::Names(names)) => names.into_iter().map(|n| (n, String::new())).collect(),
             Some(Dimensions::Described(map)) => map.into_iter().collect(),
         };
         if dimensions.is_empty() {
-            return Err("llm-judge config: `dimensions` is empty; name at least one".into());
+            return Err(ConfigError::NoDimensions);
         }
         if let Some((name, _)) = dimensions.iter().find(|(n, _)| n.trim().is_empty()) {
-            return Err(format!("llm-judge config: dimension name `{name}` is empty"));
+            return Err(ConfigError::EmptyDimensionName(name.clone()));
         }
         let [lo, hi] = config.scale.unwrap_or([0.0, 10.0]);
         if !(lo.is_finite() && hi.is_finite() && lo < hi) {
-            return Err(format!("llm-judge config: `scale` = [{lo}, {hi}] must be two finite numbers, low < high"));
+            return Err(ConfigError::Scale { lo, hi });
         }
         let attempts = config.attempts.unwrap_or(3);
         if attempts == 0 {
-            return Err("llm-judge config: `attempts` must be at least 1".into());
+            return Err(ConfigError::NoAttempts);
         }
         let max_items = config.max_items.unwrap_or(5);
         if max_items == 0 {
-            return Err("llm-judge config: `max_items` must be at least 1".into());
+            return Err(ConfigError::NoItems);
         }
         let mut judge = LlmJudge {
             host,
@@ -289,46 +289,43 @@ impl LlmJudge {
     }
 
     /// One `chat` call through the host.
-    fn ask(&self, messages: &[Value]) -> Result<String, String> {
+    fn ask(&self, messages: &[Value]) -> Result<String, ChatError> {
         loop {
             let schema = self.schema_format && !self.schema_rejected.load(Ordering::Relaxed);
             let request = json!({"messages": messages, "response_format": self.response_format()});
             match self.host.call("chat", &request.to_string()) {
                 Ok(answer) => {
-                    let answer: Value = serde_json::from_str(&answer)
-                        .map_err(|e| format!("the host's chat answer is not JSON: {e}"))?;
-                    return answer["content"]
-                        .as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| "the host's chat answer has no `content`".to_string());
+                    let answer: Value = serde_json::from_str(&answer).map_err(ChatError::NotJson)?;
+                    return answer["content"].as_str().map(str::to_string).ok_or(ChatError::NoContent);
                 }
                 // A server that does not know json_schema says 400; json_object is the fallback.
                 Err(error) if schema && error.0.contains("HTTP 400") => {
                     self.schema_rejected.store(true, Ordering::Relaxed);
                 }
-                Err(error) => return Err(error.0),
+                Err(error) => return Err(ChatError::Service(error)),
             }
         }
     }
 
     /// Checks one model answer against the critique contract and turns it into the critique the
     /// host receives: dimensions mapped onto 0–10 and no score (the host computes it).
-    fn validate(&self, content: &str) -> Result<Value, String> {
+    fn validate(&self, content: &str) -> Result<Value, AnswerError> {
         let object = extract_json(content)?;
         let dims_source = match object.get("dimensions") {
             Some(Value::Object(map)) => map.clone(),
-            Some(_) => return Err("`dimensions` must be an object of numbers".into()),
+            Some(_) => return Err(AnswerError::DimensionsNotAnObject),
             // Small models sometimes put the dimensions at the top level.
             None => object.clone(),
         };
         let (lo, hi) = self.scale;
         let mut dimensions = Map::new();
         for (name, _) in &self.dimensions {
-            let value = dims_source.get(name).ok_or_else(|| format!("dimension `{name}` is missing"))?;
-            let value = number(value).ok_or_else(|| format!("dimension `{name}` is not a number: {value}"))?;
+            let value = dims_source.get(name).ok_or_else(|| AnswerError::MissingDimension(name.clone()))?;
+            let value = number(value)
+                .ok_or_else(|| AnswerError::NotANumber { dimension: name.clone(), value: value.clone() })?;
             if !(lo..=hi).contains(&value) {
                 let (lo, hi) = (self.number(lo), self.number(hi));
-                return Err(format!("dimension `{name}` = {value} is outside the scale {lo} to {hi}"));
+                return Err(AnswerError::OutsideTheScale { dimension: name.clone(), value, lo, hi });
             }
             let mapped = RANGE.0 + (value - lo) / (hi - lo) * (RANGE.1 - RANGE.0);
             dimensions.insert(name.clone(), json!(mapped));
@@ -346,7 +343,7 @@ impl LlmJudge {
                     .get("single_critical_fix")
                     .and_then(Value::as_str)
                     .map(|fix| clip(fix.trim(), MAX_ITEM_CHARS))
-                    .ok_or("`single_critical_fix` is missing or not a string")?;
+                    .ok_or(AnswerError::NoSingleFix)?;
                 let fixes: Vec<String> = if fix.is_empty() { Vec::new() } else { vec![fix] };
                 critique.insert("issues".into(), json!(fixes));
                 critique
@@ -365,12 +362,12 @@ impl LlmJudge {
         Ok(Value::Object(critique))
     }
 
-    fn texts(&self, value: Option<&Value>, field: &str) -> Result<Vec<String>, String> {
+    fn texts(&self, value: Option<&Value>, field: &'static str) -> Result<Vec<String>, AnswerError> {
         let items = match value {
             None | Some(Value::Null) => return Ok(Vec::new()),
             Some(Value::Array(items)) => items,
             Some(Value::String(text)) => return Ok(clean_items([text.as_str()], self.max_items)),
-            Some(other) => return Err(format!("`{field}` must be a list of strings, found {other}")),
+            Some(other) => return Err(AnswerError::NotAListOfStrings { field, found: other.clone() }),
         };
         let texts: Vec<&str> = items
             .iter()
@@ -383,11 +380,11 @@ impl LlmJudge {
         Ok(clean_items(texts, self.max_items))
     }
 
-    fn suggestions(&self, value: Option<&Value>) -> Result<Vec<Value>, String> {
+    fn suggestions(&self, value: Option<&Value>) -> Result<Vec<Value>, AnswerError> {
         let items = match value {
             None | Some(Value::Null) => return Ok(Vec::new()),
             Some(Value::Array(items)) => items,
-            Some(other) => return Err(format!("`suggestions` must be a list, found {other}")),
+            Some(other) => return Err(AnswerError::SuggestionsNotAList(other.clone())),
         };
         let mut out = Vec::new();
         for item in items.iter().take(self.max_items) {
@@ -451,10 +448,10 @@ fn boolean(value: &Value) -> Option<bool> {
 
 /// The JSON object in a model's answer: the whole text, or inside a ```json fence, or from the
 /// first `{` to the last `}` (small models wrap JSON in prose even when told not to).
-fn extract_json(content: &str) -> Result<Map<String, Value>, String> {
+fn extract_json(content: &str) -> Result<Map<String, Value>, AnswerError> {
     let trimmed = content.trim();
     if trimmed.is_empty() {
-        return Err("the answer is empty".into());
+        return Err(AnswerError::Empty);
     }
     let mut candidates = vec![trimmed.to_string()];
     if let Some(start) = trimmed.find("```") {
@@ -473,13 +470,127 @@ fn extract_json(content: &str) -> Result<Map<String, Value>, String> {
     for candidate in candidates {
         match serde_json::from_str::<Value>(&candidate) {
             Ok(Value::Object(map)) => return Ok(map),
-            Ok(other) => first_error.get_or_insert_with(|| {
-                format!("the answer is JSON but not an object: {}", clip(&other.to_string(), 80))
-            }),
-            Err(e) => first_error.get_or_insert_with(|| format!("the answer is not valid JSON ({e})")),
+            Ok(other) => first_error.get_or_insert_with(|| AnswerError::NotAnObject(clip(&other.to_string(), 80))),
+            Err(e) => first_error.get_or_insert(AnswerError::NotJson(e)),
         };
     }
-    Err(first_error.unwrap_or_else(|| "the answer holds no JSON object".into()))
+    Err(first_error.unwrap_or(AnswerError::NoObject))
+}
+
+/// Why the config is refused.
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    /// The config does not parse as the keys this critic takes.
+    #[error("llm-judge config: {0}")]
+    Json(#[source] serde_json::Error),
+    /// `dimensions` names none.
+    #[error("llm-judge config: `dimensions` is empty; name at least one")]
+    NoDimensions,
+    /// A dimension whose name is blank.
+    #[error("llm-judge config: dimension name `{0}` is empty")]
+    EmptyDimensionName(String),
+    /// `scale` is not two finite numbers, low first.
+    #[error("llm-judge config: `scale` = [{lo}, {hi}] must be two finite numbers, low < high")]
+    Scale {
+        /// The low end given.
+        lo: f64,
+        /// The high end given.
+        hi: f64,
+    },
+    /// `attempts = 0`.
+    #[error("llm-judge config: `attempts` must be at least 1")]
+    NoAttempts,
+    /// `max_items = 0`.
+    #[error("llm-judge config: `max_items` must be at least 1")]
+    NoItems,
+}
+
+/// Why the host's `chat` service gave no answer to read.
+#[derive(Debug, thiserror::Error)]
+enum ChatError {
+    /// The service refused; its message.
+    #[error(transparent)]
+    Service(ServiceError),
+    /// Its answer is not JSON.
+    #[error("the host's chat answer is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// Its answer has no `content` text.
+    #[error("the host's chat answer has no `content`")]
+    NoContent,
+}
+
+/// Why a model's answer is not a usable critique (shown to the model when it is asked again).
+#[derive(Debug, thiserror::Error)]
+enum AnswerError {
+    /// Nothing but whitespace.
+    #[error("the answer is empty")]
+    Empty,
+    /// JSON, but not an object (its text, cut short).
+    #[error("the answer is JSON but not an object: {0}")]
+    NotAnObject(String),
+    /// No candidate parses.
+    #[error("the answer is not valid JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    /// No candidate at all.
+    #[error("the answer holds no JSON object")]
+    NoObject,
+    /// `dimensions` is there but not an object.
+    #[error("`dimensions` must be an object of numbers")]
+    DimensionsNotAnObject,
+    /// A configured dimension is missing.
+    #[error("dimension `{0}` is missing")]
+    MissingDimension(String),
+    /// A dimension's value is not a number.
+    #[error("dimension `{dimension}` is not a number: {value}")]
+    NotANumber {
+        /// The dimension.
+        dimension: String,
+        /// Its value as given.
+        value: Value,
+    },
+    /// A dimension's value is outside the configured scale.
+    #[error("dimension `{dimension}` = {value} is outside the scale {lo} to {hi}")]
+    OutsideTheScale {
+        /// The dimension.
+        dimension: String,
+        /// Its value.
+        value: f64,
+        /// The scale's low end, as the prompt writes it.
+        lo: String,
+        /// The scale's high end, as the prompt writes it.
+        hi: String,
+    },
+    /// A list field holds something else.
+    #[error("`{field}` must be a list of strings, found {found}")]
+    NotAListOfStrings {
+        /// The field.
+        field: &'static str,
+        /// What it holds.
+        found: Value,
+    },
+    /// `suggestions` is not a list.
+    #[error("`suggestions` must be a list, found {0}")]
+    SuggestionsNotAList(Value),
+    /// Single-fix mode without its fix.
+    #[error("`single_critical_fix` is missing or not a string")]
+    NoSingleFix,
+}
+
+/// Why a critique could not be made.
+#[derive(Debug, thiserror::Error)]
+enum CritiqueError {
+    /// The request does not parse.
+    #[error("bad request: {0}")]
+    BadRequest(#[source] serde_json::Error),
+    /// Every answer the judge gave was unusable; the last one's reason.
+    #[error("the judge's answer was not a valid critique after {attempts} attempt(s): {last}")]
+    NoValidAnswer {
+        /// Answers asked for.
+        attempts: u32,
+        /// Why the last one was not usable.
+        #[source]
+        last: AnswerError,
+    },
 }
 
 impl CriticPlugin for LlmJudge {
@@ -500,31 +611,32 @@ impl CriticPlugin for LlmJudge {
     }
 
     fn critique(&self, request: &str) -> Result<String, CriticError> {
-        let request: Request = serde_json::from_str(request).map_err(|e| format!("bad request: {e}"))?;
+        let request: Request = serde_json::from_str(request).map_err(CritiqueError::BadRequest)?;
         let mut messages = vec![
             json!({"role": "system", "content": self.system}),
             json!({"role": "user", "content": self.user_prompt(&request)}),
         ];
-        let mut reason = String::new();
+        let mut reason = None;
         for attempt in 1..=self.attempts {
             let content = self.ask(&messages)?;
             match self.validate(&content) {
                 Ok(critique) => return Ok(critique.to_string()),
                 Err(why) => {
-                    reason = why;
                     if attempt < self.attempts {
                         // Ask again, saying what was wrong: a new question, so never a cached
                         // copy of the bad answer.
                         messages.push(json!({"role": "assistant", "content": clip(&content, 1500)}));
                         messages.push(json!({"role": "user", "content": format!(
-                            "That answer is not usable: {reason}. Answer again with only the JSON object, exactly in \
+                            "That answer is not usable: {why}. Answer again with only the JSON object, exactly in \
                              the shape asked for."
                         )}));
                     }
+                    reason = Some(why);
                 }
             }
         }
-        Err(format!("the judge's answer was not a valid critique after {} attempt(s): {reason}", self.attempts).into())
+        let last = reason.expect("attempts is at least 1, and each failed");
+        Err(CritiqueError::NoValidAnswer { attempts: self.attempts, last }.into())
     }
 }
 
@@ -545,7 +657,7 @@ mod tests {
 
     #[test]
     fn config_is_checked() {
-        let error = |config: &str| LlmJudge::from_config(config, Host::none()).err().unwrap();
+        let error = |config: &str| LlmJudge::from_config(config, Host::none()).err().unwrap().to_string();
         assert!(error(r#"{"dimension": ["a"]}"#).contains("unknown field `dimension`"));
         assert!(error(r#"{"dimensions": []}"#).contains("`dimensions` is empty"));
         assert!(error(r#"{"scale": [10, 1]}"#).contains("`scale`"));
@@ -624,6 +736,114 @@ mod tests {
         assert_eq!(schema["properties"]["dimensions"]["required"], json!(["accuracy", "completeness", "clarity"]));
         judge.schema_rejected.store(true, Ordering::Relaxed);
         assert_eq!(judge.response_format(), json!({"type": "json_object"}));
+    }
+
+    /// A host whose `chat` service answers every request with the text `context` points to
+    /// (a `&'static str`), `HTTP 500` when it starts so.
+    unsafe extern "C" fn chat(
+        context: *mut std::ffi::c_void,
+        _service: critbench_abi::Str,
+        _request: critbench_abi::Str,
+        out: *mut critbench_abi::Buffer,
+    ) -> i32 {
+        // SAFETY: `context` is the `&'static str` the test put in the table.
+        let answer: &str = unsafe { *(context as *const &'static str) };
+        // SAFETY: `out` is the plugin's valid out-pointer.
+        unsafe { *out = critbench_abi::Buffer::from_vec(answer.as_bytes().to_vec()) };
+        if answer.starts_with("HTTP 500") { critbench_abi::STATUS_ERROR } else { critbench_abi::STATUS_OK }
+    }
+
+    /// What the host records, through the same glue a plugin library exports: the create
+    /// error, or the critique's error, with `answer` as every chat answer.
+    fn recorded(config: &str, answer: &'static &'static str) -> String {
+        let host = critbench_abi::HostV1 {
+            abi_version: critbench_abi::ABI_VERSION,
+            size: std::mem::size_of::<critbench_abi::HostV1>() as u32,
+            context: answer as *const &str as *mut std::ffi::c_void,
+            call: chat,
+            free_buffer: critbench_abi::glue::free_buffer,
+        };
+        let (mut instance, mut out) = (std::ptr::null_mut(), critbench_abi::Buffer::EMPTY);
+        let request = r#"{"request_version": 1, "task": {"id": "t", "prompt": "p"}, "draft": "d", "round": 0}"#;
+        // SAFETY: valid strings and out-pointers for each call; the instance is destroyed once.
+        unsafe {
+            let glue = critbench_abi::glue::create::<LlmJudge, false>;
+            let status = glue(critbench_abi::Str::new(config), &host, &mut instance, &mut out);
+            if status == critbench_abi::STATUS_OK {
+                let status =
+                    critbench_abi::glue::critique::<LlmJudge>(instance, critbench_abi::Str::new(request), &mut out);
+                assert_eq!(status, critbench_abi::STATUS_ERROR);
+                critbench_abi::glue::destroy::<LlmJudge>(instance);
+            }
+            let text = String::from_utf8(out.to_vec()).unwrap();
+            out.free();
+            text
+        }
+    }
+
+    #[test]
+    fn refusals_are_recorded_word_for_word() {
+        let fine = &"{}";
+        let not_json = serde_json::from_str::<Value>("{").unwrap_err();
+        assert_eq!(recorded("{", fine), format!("llm-judge config: {not_json}"));
+        assert_eq!(
+            recorded(r#"{"dimensions": []}"#, fine),
+            "llm-judge config: `dimensions` is empty; name at least one"
+        );
+        assert_eq!(recorded(r#"{"dimensions": [" "]}"#, fine), "llm-judge config: dimension name ` ` is empty");
+        assert_eq!(
+            recorded(r#"{"scale": [10, 1.5]}"#, fine),
+            "llm-judge config: `scale` = [10, 1.5] must be two finite numbers, low < high"
+        );
+        assert_eq!(recorded(r#"{"attempts": 0}"#, fine), "llm-judge config: `attempts` must be at least 1");
+        assert_eq!(recorded(r#"{"max_items": 0}"#, fine), "llm-judge config: `max_items` must be at least 1");
+        assert_eq!(recorded("{}", &"HTTP 500 from the server"), "HTTP 500 from the server");
+        let not_json = serde_json::from_str::<Value>("nope").unwrap_err();
+        assert_eq!(recorded("{}", &"nope"), format!("the host's chat answer is not JSON: {not_json}"));
+        assert_eq!(recorded("{}", &"{}"), "the host's chat answer has no `content`");
+        let after = |attempts: u32, why: &str| {
+            format!("the judge's answer was not a valid critique after {attempts} attempt(s): {why}")
+        };
+        assert_eq!(recorded(r#"{"attempts": 2}"#, &r#"{"content": " "}"#), after(2, "the answer is empty"));
+        let bad = serde_json::from_str::<Value>("{no").unwrap_err();
+        assert_eq!(
+            recorded("{}", &r#"{"content": "{no"}"#),
+            after(3, &format!("the answer is not valid JSON ({bad})"))
+        );
+        assert_eq!(recorded("{}", &r#"{"content": "[1]"}"#), after(3, "the answer is JSON but not an object: [1]"));
+        let content = |answer: &str| -> &'static &'static str {
+            let chat = json!({"content": answer}).to_string();
+            Box::leak(Box::new(&*Box::leak(chat.into_boxed_str())))
+        };
+        let cases = [
+            (r#"{"dimensions": 3}"#, "`dimensions` must be an object of numbers"),
+            (r#"{"dimensions": {"accuracy": 5}}"#, "dimension `completeness` is missing"),
+            (r#"{"accuracy": [1], "completeness": 5, "clarity": 5}"#, "dimension `accuracy` is not a number: [1]"),
+            (
+                r#"{"accuracy": 10.5, "completeness": 5, "clarity": 5}"#,
+                "dimension `accuracy` = 10.5 is outside the scale 0 to 10",
+            ),
+            (
+                r#"{"accuracy": 5, "completeness": 5, "clarity": 5, "issues": 3}"#,
+                "`issues` must be a list of strings, found 3",
+            ),
+            (
+                r#"{"accuracy": 5, "completeness": 5, "clarity": 5, "suggestions": {"a": 1}}"#,
+                "`suggestions` must be a list, found {\"a\":1}",
+            ),
+        ];
+        for (answer, why) in cases {
+            assert_eq!(recorded("{}", content(answer)), after(3, why), "{answer}");
+        }
+        let single = r#"{"mode": "single_fix", "attempts": 1}"#;
+        assert_eq!(
+            recorded(single, content(r#"{"accuracy": 5, "completeness": 5, "clarity": 5}"#)),
+            after(1, "`single_critical_fix` is missing or not a string")
+        );
+        let bad_request = serde_json::from_str::<Request>("{}").unwrap_err();
+        let judge = judge("{}");
+        let error = judge.critique("{}").unwrap_err();
+        assert_eq!((error.to_string(), error.source().is_some()), (format!("bad request: {bad_request}"), true));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! |----------------|--------------------------------------------------------------|
 //! | `clarity`      | the average length of section bodies (60 words scores 10)    |
 //! | `novelty`      | the originality claim: high 10, medium 6.5, low 3, none 1     |
-//! | `evidence`     | figure references ("Figure 2", up to 2) and citations ("[3]", up to 4) |
+//! | `evidence`     | figure references ("Figure 2", up to 2) and citations (`[3]`, up to 4) |
 //! | `methodology`  | a "Method" section with a body (40 words scores 10)          |
 //! | `related_work` | a "Related Work" section with a body (40 words scores 10)    |
 //!

@@ -4,7 +4,9 @@
 //! Round `k` gets `task.critiques[min(k, len - 1)]`, byte for byte as it appears in the request,
 //! so a loop with the `scripted` backend and this critic replays exactly and the decision rule can
 //! be tested on known score sequences. It is also the critic of the throughput benchmark, so it
-//! never builds the task: it borrows the raw JSON text of the one critique it returns.
+//! never builds the task: it borrows the raw JSON text of the one critique it returns. It speaks
+//! ABI version 2 ([`TaskCritic`]): a loop's task is read once, when the host opens it, and each
+//! round's request then carries only the round and the draft.
 //!
 //! ```
 //! use critbench_abi::{CriticPlugin, Host};
@@ -20,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use critbench_abi::{CriticError, CriticPlugin, Host};
+use critbench_abi::{CriticError, CriticPlugin, Host, TaskCritic};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
@@ -45,6 +47,44 @@ struct ScriptedTask<'a> {
     critiques: Vec<&'a RawValue>,
 }
 
+/// The part of a request about an opened task this critic reads.
+#[derive(Deserialize)]
+struct Round {
+    round: u64,
+}
+
+/// A task's scripted critiques, kept between the rounds of a loop: their raw JSON texts one after
+/// another in one string, each ending where `ends` says.
+#[derive(Debug)]
+pub struct Script {
+    texts: String,
+    ends: Vec<usize>,
+}
+
+impl Script {
+    fn critique(&self, index: usize) -> &str {
+        let start = index.checked_sub(1).map_or(0, |before| self.ends[before]);
+        &self.texts[start..self.ends[index]]
+    }
+}
+
+/// The error for a task that scripts no critique.
+fn unscripted(task: &ScriptedTask<'_>) -> CriticError {
+    let id = task.id.map_or("(no id)", |id| id.get());
+    format!("task {id} has no `critiques` for the scripted critic").into()
+}
+
+/// Round `round`'s critique of `count` scripted ones (`count` > 0), read by `critique(index)`.
+fn scripted<'a>(count: usize, round: u64, critique: impl Fn(usize) -> &'a str) -> Result<String, CriticError> {
+    let index = usize::try_from(round).unwrap_or(usize::MAX).min(count - 1);
+    let critique = critique(index);
+    // Anything but an object would only fail later in the host with a vaguer message.
+    if !critique.starts_with('{') {
+        return Err(format!("critiques[{index}] is not a JSON object: {critique}").into());
+    }
+    Ok(critique.to_owned())
+}
+
 impl CriticPlugin for Scripted {
     const NAME: &'static str = "scripted";
     const VERSION: &'static str = "1.0.0";
@@ -65,17 +105,36 @@ impl CriticPlugin for Scripted {
     fn critique(&self, request: &str) -> Result<String, CriticError> {
         let request: Request = serde_json::from_str(request).map_err(|e| format!("malformed critique request: {e}"))?;
         let critiques = &request.task.critiques;
-        let Some(last) = critiques.len().checked_sub(1) else {
-            let id = request.task.id.map_or("(no id)", |id| id.get());
-            return Err(format!("task {id} has no `critiques` for the scripted critic").into());
-        };
-        let index = usize::try_from(request.round).unwrap_or(usize::MAX).min(last);
-        let critique = critiques[index].get();
-        // Anything but an object would only fail later in the host with a vaguer message.
-        if !critique.starts_with('{') {
-            return Err(format!("critiques[{index}] is not a JSON object: {critique}").into());
+        if critiques.is_empty() {
+            return Err(unscripted(&request.task));
         }
-        Ok(critique.to_owned())
+        scripted(critiques.len(), request.round, |index| critiques[index].get())
+    }
+}
+
+impl TaskCritic for Scripted {
+    type Task = Script;
+
+    /// Copies the task's critiques out as they are written; a task without any is refused here,
+    /// with the message `critique` gives for it.
+    fn open_task(&self, task: &str) -> Result<Script, CriticError> {
+        let task: ScriptedTask = serde_json::from_str(task).map_err(|e| format!("malformed task: {e}"))?;
+        if task.critiques.is_empty() {
+            return Err(unscripted(&task));
+        }
+        let mut texts = String::with_capacity(task.critiques.iter().map(|c| c.get().len()).sum());
+        let ends = (task.critiques.iter())
+            .map(|critique| {
+                texts.push_str(critique.get());
+                texts.len()
+            })
+            .collect();
+        Ok(Script { texts, ends })
+    }
+
+    fn critique_task(&self, script: &Script, request: &str) -> Result<String, CriticError> {
+        let request: Round = serde_json::from_str(request).map_err(|e| format!("malformed critique request: {e}"))?;
+        scripted(script.ends.len(), request.round, |index| script.critique(index))
     }
 }
 
@@ -153,6 +212,40 @@ mod tests {
         assert!(error.contains("`a`, `b`"), "{error}");
         assert!(Scripted::create("[]", Host::none()).is_err());
         assert!(Scripted::create("", Host::none()).is_err());
+    }
+
+    /// What the critic answers `request` by ABI version 2: its task opened, then the rest sent.
+    fn by_task(request: &str) -> Result<String, String> {
+        #[derive(Deserialize)]
+        struct Whole<'a> {
+            #[serde(borrow)]
+            task: &'a RawValue,
+            round: u32,
+            draft: String,
+        }
+        let whole: Whole = serde_json::from_str(request).unwrap();
+        let script = critic().open_task(whole.task.get()).map_err(|e| e.to_string())?;
+        let rest = serde_json::json!({"request_version": 2, "round": whole.round, "draft": whole.draft});
+        critic().critique_task(&script, &rest.to_string()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_task_opened_once_answers_every_round_as_the_whole_request_does() {
+        let critiques = r#"[{"score": 6,   "issues": ["thin \"evidence\""]}, {"score": 7.5}, 7, {"passed": true}]"#;
+        for round in [0, 1, 2, 3, 4, 100, u32::MAX] {
+            let request = request(round, critiques);
+            let whole = critic().critique(&request).map_err(|e| e.to_string());
+            assert_eq!(by_task(&request), whole, "round {round}");
+        }
+        assert!(by_task(&request(2, critiques)).unwrap_err().contains("critiques[2] is not a JSON object"));
+        let unscripted = request(0, "[]");
+        assert_eq!(by_task(&unscripted), critic().critique(&unscripted).map_err(|e| e.to_string()));
+        let script = critic().open_task(r#"{"id": "t", "critiques": [{"score": 1}, {"score": 2}]}"#).unwrap();
+        assert_eq!(critic().critique_task(&script, r#"{"draft": "d", "round": 1}"#).unwrap(), r#"{"score": 2}"#);
+        for bad in ["", r#"{"draft": "d"}"#, r#"{"round": -1}"#] {
+            let error = critic().critique_task(&script, bad).unwrap_err().to_string();
+            assert!(error.starts_with("malformed critique request"), "{bad}: {error}");
+        }
     }
 
     #[test]

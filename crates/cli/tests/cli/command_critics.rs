@@ -11,7 +11,7 @@ fn rounds(out: &Path, arm: &str) -> Vec<(String, RecordedRound)> {
     read_recorded_loops(&out.join("trajectories.parquet"))
         .unwrap()
         .into_iter()
-        .filter(|l| l.arm == arm)
+        .filter(|l| l.arm.as_str() == arm)
         .flat_map(|l| l.rounds.into_iter().map(move |r| (l.task_id.clone(), r)))
         .collect()
 }

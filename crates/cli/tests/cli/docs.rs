@@ -499,14 +499,23 @@ fn every_subcommand_and_flag_of_the_help_is_in_the_reference_and_no_other() {
 #[test]
 fn the_docs_cite_only_documents_in_the_repository() {
     let mut citing = Vec::new();
-    let mut files = vec![repo().join("README.md")];
-    // The docs, and the code's comments and messages: every Markdown, Rust and C file of the
-    // project's own folders (this file names the forbidden citations to look for them).
-    for folder in ["docs", "crates", "plugins"] {
-        collect_sources(&repo().join(folder), &mut files);
-    }
+    let mut files = Vec::new();
+    // The docs, and the code's comments and messages: every text file of the repository but its
+    // data (this file names the forbidden citations to look for them).
+    collect_sources(&repo(), &mut files);
     files.retain(|path| !path.ends_with("crates/cli/tests/cli/docs.rs"));
     assert!(files.len() > 100, "the walk found the sources: {}", files.len());
+    for part in [
+        "README.md",
+        "docs/REFERENCE.md",
+        "scripts/bench/peers.py",
+        "experiments/demo.toml",
+        "justfile",
+        ".ci/run",
+        "reports/README.md",
+    ] {
+        assert!(files.contains(&repo().join(part)), "the walk reads {part}");
+    }
     for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         for (number, line) in text.lines().enumerate() {
@@ -522,15 +531,26 @@ fn the_docs_cite_only_documents_in_the_repository() {
     assert!(citing.is_empty(), "the docs cite documents that are not in the repository:\n{}", citing.join("\n"));
 }
 
-/// Every `.md`, `.rs`, `.h` and `.c` file under `dir`, build output left out.
+/// Every source, script, config and document under `dir` (by extension, and the extensionless
+/// `justfile` and `.ci/run`); build output, installed packages, run outputs and data (`.jsonl`)
+/// left out.
 fn collect_sources(dir: &Path, files: &mut Vec<PathBuf>) {
+    const TEXT: [&str; 16] =
+        ["md", "rs", "h", "c", "py", "toml", "sh", "mjs", "js", "yml", "yaml", "txt", "html", "css", "ipynb", "sbatch"];
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if path.is_dir() {
-            if !matches!(path.file_name().and_then(|n| n.to_str()), Some("target" | "node_modules" | ".venv")) {
+            if path == repo().join("reports") {
+                // Run outputs land here; only its README is the project's.
+                files.push(path.join("README.md"));
+            } else if !matches!(name, "target" | "node_modules" | ".venv" | ".git" | "__pycache__") {
                 collect_sources(&path, files);
             }
-        } else if path.extension().is_some_and(|e| ["md", "rs", "h", "c"].iter().any(|x| e == *x)) {
+        } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| TEXT.contains(&e))
+            || name == "justfile"
+            || path.ends_with(".ci/run")
+        {
             files.push(path);
         }
     }

@@ -78,7 +78,12 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
     let drafts: BTreeMap<(String, String, u32), Vec<String>> = read_recorded_loops(&with.join("trajectories.parquet"))
         .unwrap()
         .into_iter()
-        .map(|l| ((l.arm, l.task_id, l.epoch), l.rounds.into_iter().map(|r| r.draft.unwrap_or_default()).collect()))
+        .map(|l| {
+            (
+                (l.arm.to_string(), l.task_id, l.epoch),
+                l.rounds.into_iter().map(|r| r.draft.unwrap_or_default()).collect(),
+            )
+        })
         .collect();
     // The ids a draft cites: a JSON answer's `evidence_ids` (a JSON draft that does not parse cites
     // nothing), or the `[dN]` marks of prose.

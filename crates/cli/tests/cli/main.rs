@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod abi_v2;
 mod adjudicate;
 mod chaos;
 mod command_critics;

@@ -98,7 +98,7 @@ fn acted(run: &Path) -> Vec<Option<bool>> {
     critbench_storage::recorded::for_each_recorded_loop::<std::convert::Infallible>(
         &run.join("trajectories.parquet"),
         |recorded| {
-            if recorded.arm == "feedback" {
+            if recorded.arm.as_str() == "feedback" {
                 acted.extend(recorded.rounds.iter().skip(1).map(|round| round.acted_on_critique));
             }
             Ok(())

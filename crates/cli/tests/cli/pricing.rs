@@ -167,7 +167,7 @@ fn a_priced_run_records_what_each_loop_cost_and_what_a_pass_costs() {
     let rows = outcomes(&out);
     assert_eq!(rows.len(), 6 * 2 * 2);
     for row in &rows {
-        let recording = recorded.iter().find(|l| l.task_id == row.task_id && l.arm == row.arm.as_str()).unwrap();
+        let recording = recorded.iter().find(|l| l.task_id == row.task_id && l.arm == row.arm).unwrap();
         let expected: f64 = recording.rounds[..row.rounds as usize]
             .iter()
             .enumerate()
@@ -237,7 +237,7 @@ fn a_priced_run_records_what_each_loop_cost_and_what_a_pass_costs() {
     assert_eq!(rescored.len(), rows.len());
     for row in &rescored {
         let loop_ = &row.outcome;
-        let recording = recorded.iter().find(|l| l.task_id == loop_.task_id && l.arm == loop_.arm.as_str()).unwrap();
+        let recording = recorded.iter().find(|l| l.task_id == loop_.task_id && l.arm == loop_.arm).unwrap();
         let drafts: f64 = recording.rounds[..loop_.rounds as usize]
             .iter()
             .enumerate()

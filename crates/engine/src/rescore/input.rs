@@ -176,7 +176,7 @@ pub(super) fn read(
                     let error = RescoreError::TaskNotFound {
                         table: table.clone(),
                         task_id: one.task_id.clone(),
-                        arm: one.arm.clone(),
+                        arm: one.arm,
                         critic: one.critic.clone(),
                         epoch: one.epoch,
                     };

@@ -381,7 +381,7 @@ fn datasets_of(manifest: &Manifest, given: &[PathBuf]) -> Result<Vec<(PathBuf, D
         let (bytes, sha256) = critbench_storage::files::stamp(path).map_err(|e| RescoreError::DatasetMissing {
             path: path.clone(),
             recorded: record.path.clone(),
-            problem: e.to_string(),
+            problem: e,
         })?;
         if sha256 != record.sha256 {
             return Err(RescoreError::DatasetChanged {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use critbench_core::{Arm, BestDraft, FinalDraft, Policy, RoundScore};
+use critbench_core::{BestDraft, FinalDraft, Policy, RoundScore};
 use critbench_storage::recorded::{LoopWithRows, RecordedRound};
 use critbench_storage::tables::{RescoredOutcome, RescoredOutcomeWriter, TrajectoryRow, TrajectoryWriter};
 
@@ -33,7 +33,7 @@ pub(super) fn rescore_loop(critic: &Critic<'_>, input: LoopInput, table: &Path) 
     let missing = |round: u32| RescoreError::MissingDraft {
         table: table.to_path_buf(),
         task_id: task_id.clone(),
-        arm: one.arm.clone(),
+        arm: one.arm,
         critic: one.critic.clone(),
         epoch,
         round,
@@ -95,8 +95,7 @@ pub(super) fn write_loop(
     counts: &mut Counts,
 ) -> Result<(), EngineError> {
     let one = &done.recorded.recorded;
-    let arm =
-        Arm::parse(&one.arm).ok_or_else(|| RescoreError::UnknownArm { table: table.into(), arm: one.arm.clone() })?;
+    let arm = one.arm;
     let labels = LoopLabels {
         run_id,
         critic: &one.critic,

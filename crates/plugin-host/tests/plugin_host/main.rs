@@ -6,3 +6,4 @@
 mod critique_parser;
 mod process;
 mod protocol_fuzz;
+mod tasks;

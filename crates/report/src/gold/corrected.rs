@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use critbench_core::Arm;
 use critbench_stats::ppi::{
     LabelledPairs, LabelledTask, PpiInterval, RateInterval, UnlabelledPairs, UnlabelledTask, clustered_ppi_mean_ci,
     clustered_rate_ci, paired_difference_ci,
@@ -236,7 +237,7 @@ impl Fold<'_> {
         let gold = if labelled {
             let key = LoopKey {
                 config_id: row.config_id.to_string(),
-                arm: row.arm.to_string(),
+                arm: Arm::parse(row.arm).expect("an outcome's arm is checked to be core's when read"),
                 critic: row.critic.to_string(),
                 task_id: row.task_id.to_string(),
                 epoch: row.epoch,
@@ -475,8 +476,7 @@ impl Corrected {
             last_group: None,
             open: HashMap::new(),
         };
-        critbench_storage::tables::for_each_outcome_stats_in(paths, |row| fold.add(row).map_err(|e| e.to_string()))
-            .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+        critbench_storage::tables::for_each_outcome_stats_in(paths, |row| fold.add(row))?;
         let open: Vec<((usize, u128), OpenTask)> = fold.open.drain().collect();
         for ((slot, _), task) in open {
             close(&mut fold.groups[slot], task)?;
@@ -580,7 +580,7 @@ mod tests {
             .map(|(row, gold)| {
                 let key = LoopKey {
                     config_id: row.config_id.clone(),
-                    arm: row.arm.to_string(),
+                    arm: row.arm,
                     critic: row.critic.clone(),
                     task_id: row.task_id.clone(),
                     epoch: row.epoch,

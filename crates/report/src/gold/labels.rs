@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use critbench_core::Arm;
 use critbench_storage::final_answers::LoopKey;
 use serde::Deserialize;
 
@@ -111,14 +112,16 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
     for (number, text) in lines {
         let line: Line = serde_json::from_str(text).map_err(|e| at(number, format!("is not an answer line: {e}")))?;
         for l in &line.loops {
-            let key = LoopKey {
+            // A loop whose arm is none of core's is no loop of the run: refused as one.
+            let key = Arm::parse(&l.arm).map(|arm| LoopKey {
                 config_id: l.config_id.clone(),
-                arm: l.arm.clone(),
+                arm,
                 critic: l.critic.clone(),
                 task_id: line.task_id.clone(),
                 epoch: l.epoch,
-            };
-            match answer_of_loop.get(&key) {
+            });
+            let shown = LoopKey::describe(&l.config_id, &l.arm, &l.critic, &line.task_id, l.epoch);
+            match key.as_ref().and_then(|key| answer_of_loop.get(key)) {
                 None if !drawn.tasks.contains(&line.task_id) => {
                     return Err(at(
                         number,
@@ -129,12 +132,12 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
                     )
                     .into());
                 }
-                None => return Err(at(number, format!("the run has no loop {key}")).into()),
+                None => return Err(at(number, format!("the run has no loop {shown}")).into()),
                 Some(id) if *id != line.answer_id => {
                     return Err(at(
                         number,
                         format!(
-                            "the loop {key} returned answer {id}, not this line's {}: keep each line's loops as \
+                            "the loop {shown} returned answer {id}, not this line's {}: keep each line's loops as \
                              `critbench sample` wrote them",
                             line.answer_id
                         ),
@@ -222,7 +225,6 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
 
 /// The run's id, from its manifest (empty when it has none).
 fn run_id_of(run_dir: &Path) -> Result<String, ReportError> {
-    let manifest =
-        critbench_storage::manifest::Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let manifest = critbench_storage::manifest::Manifest::read(run_dir)?;
     Ok(manifest.map(|m| m.run_id).unwrap_or_default())
 }

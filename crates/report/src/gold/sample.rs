@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use critbench_core::{SeedKey, derive_seed};
+use critbench_core::{Arm, SeedKey, derive_seed};
 use critbench_storage::final_answers::{FinalAnswer, LoopKey, read_final_answers};
 use critbench_storage::manifest::{Manifest, RunStatus};
 use serde::{Deserialize, Serialize};
@@ -66,8 +66,9 @@ pub struct SampleHeader {
 pub struct AnsweredLoop {
     /// The config (policy).
     pub config_id: String,
-    /// The arm.
-    pub arm: String,
+    /// The arm, written as the output spells it.
+    #[serde(serialize_with = "arm_as_text", deserialize_with = "arm_from_text")]
+    pub arm: Arm,
     /// The critic.
     pub critic: String,
     /// The epoch.
@@ -76,6 +77,15 @@ pub struct AnsweredLoop {
     pub passed: bool,
     /// The loop's final score.
     pub score: f64,
+}
+
+fn arm_as_text<S: serde::Serializer>(arm: &Arm, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(arm.as_str())
+}
+
+fn arm_from_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Arm, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    Arm::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not an arm")))
 }
 
 /// One distinct answer of one task: a line to label.
@@ -120,7 +130,7 @@ impl Sample {
 pub(crate) fn loop_key(task_id: &str, l: &AnsweredLoop) -> LoopKey {
     LoopKey {
         config_id: l.config_id.clone(),
-        arm: l.arm.clone(),
+        arm: l.arm,
         critic: l.critic.clone(),
         task_id: task_id.to_string(),
         epoch: l.epoch,
@@ -138,7 +148,7 @@ pub(crate) fn keys_sha256<'a>(keys: impl Iterator<Item = &'a LoopKey>) -> String
     sorted.sort();
     let mut text = String::new();
     for key in sorted {
-        let line = serde_json::json!([key.config_id, key.arm, key.critic, key.task_id, key.epoch]);
+        let line = serde_json::json!([key.config_id, key.arm.as_str(), key.critic, key.task_id, key.epoch]);
         text.push_str(&line.to_string());
         text.push('\n');
     }
@@ -158,7 +168,7 @@ pub fn draw_sample(run_dir: &Path, request: &SampleRequest) -> Result<Sample, Re
         return Err(GoldError::NoTasks.into());
     }
     let outcomes = crate::table_files(run_dir, "outcomes")?;
-    let manifest = Manifest::read(run_dir).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let manifest = Manifest::read(run_dir)?;
     if manifest.as_ref().is_some_and(|m| m.status == RunStatus::Interrupted) {
         return Err(GoldError::Unfinished { run: run_dir.into() }.into());
     }
@@ -186,16 +196,14 @@ pub fn draw_sample(run_dir: &Path, request: &SampleRequest) -> Result<Sample, Re
             lowest.pop_last();
         }
         Ok(())
-    })
-    .map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    })?;
     if lowest.len() < request.tasks {
         return Err(
             GoldError::TooFewTasks { run: run_dir.into(), available: lowest.len(), asked: request.tasks }.into()
         );
     }
     let tasks: BTreeSet<String> = lowest.into_iter().map(|(_, id)| id).collect();
-    let answers =
-        read_final_answers(&outcomes, &trajectories, &tasks).map_err(|e| ReportError::Corrupt(e.to_string()))?;
+    let answers = read_final_answers(&outcomes, &trajectories, &tasks)?;
     if answers.iter().any(|a| a.draft.is_none()) {
         return Err(GoldError::NoDrafts { run: run_dir.into() }.into());
     }
@@ -287,7 +295,7 @@ mod tests {
         FinalAnswer {
             key: LoopKey {
                 config_id: config.into(),
-                arm: arm.into(),
+                arm: critbench_core::Arm::parse(arm).expect("an arm"),
                 critic: "evidence".into(),
                 task_id: task.into(),
                 epoch,

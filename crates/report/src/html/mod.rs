@@ -72,11 +72,7 @@ pub(crate) fn write_html(
     // the trajectory is unavailable instead of failing. A file that is there but unreadable is
     // an error, like a corrupt outcomes file.
     let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
-    let rounds = if trajectories.is_empty() {
-        None
-    } else {
-        Some(read_round_scores_in(&trajectories).map_err(|e| ReportError::Corrupt(e.to_string()))?)
-    };
+    let rounds = if trajectories.is_empty() { None } else { Some(read_round_scores_in(&trajectories)?) };
     let policies = manifest.map_or(&[][..], |m| &m.experiment.policies[..]);
     let html = render_page(report, rounds.as_deref(), &pass_scores(manifest), policies, pairs, corrected);
     let path = run_dir.join("report.html");

@@ -44,7 +44,14 @@ fn report(configs: &[&str], critic: &str) -> Report {
 }
 
 fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundMean {
-    RoundMean { config_id: config_id.into(), critic: critic.into(), arm: arm.into(), round, mean_score, count: 10 }
+    RoundMean {
+        config_id: config_id.into(),
+        critic: critic.into(),
+        arm: critbench_core::Arm::parse(arm).expect("an arm"),
+        round,
+        mean_score,
+        count: 10,
+    }
 }
 
 #[test]

@@ -112,8 +112,10 @@ pub(crate) fn trajectory_chart(
             );
         }
         for (arm, color) in arms {
-            let series: Vec<&RoundMean> =
-                rounds.iter().filter(|r| r.config_id == *config && r.critic == *critic && &r.arm == arm).collect();
+            let series: Vec<&RoundMean> = rounds
+                .iter()
+                .filter(|r| r.config_id == *config && r.critic == *critic && r.arm.as_str() == arm)
+                .collect();
             if series.is_empty() {
                 continue;
             }
