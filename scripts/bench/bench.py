@@ -619,12 +619,12 @@ def bench_isolation(args, work, tasks_file, results):
 
 
 def bench_repeated(args, work, results):
-    """The earlier benchmark (36 tasks × 2,000 epochs), kept for continuity with its history."""
+    """The earlier benchmark (36 tasks × 1,000 epochs), kept for continuity with its history."""
     experiment = os.path.join(EXPERIMENTS, "bench-scripted.toml")
     runs = repeated_runs(args, work, "repeated", experiment, None, "bench-scripted", args.runs)
     results["repeated"] = {"loops": runs[0]["loops"], "critiques": runs[0]["critiques"], **summarize(runs)}
     results["repeated"]["median_run_clock_s"] = median_of(runs, "run_clock_s")
-    progress(f"  36 tasks × 2,000 epochs: {results['repeated']['median_rate']:,.0f} critiques/s whole process")
+    progress(f"  36 tasks × 1,000 epochs: {results['repeated']['median_rate']:,.0f} critiques/s whole process")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -722,7 +722,7 @@ def markdown(results, args):
     for row in results["targets"]:
         unit = row["unit"]
         digits = 2 if unit == "×" and row["value"] is not None and row["value"] < 10 else 0
-        if row["key"] == "rss_large_vs_small":
+        if row["key"] == "rss_large_vs_small" or unit == "ms":
             digits = 2
         wanted = f"{row['op'].replace('>=', '≥').replace('<=', '≤')} {row['target']:,} {unit}"
         measured = f"{number(row['value'], digits)} {unit}" if row["value"] is not None else "not measured"
@@ -916,7 +916,7 @@ def markdown(results, args):
     if r:
         lines += [
             "",
-            "## The earlier benchmark: 36 tasks × 2,000 epochs",
+            "## The earlier benchmark: 36 tasks × 1,000 epochs",
             "",
             f"`experiments/bench-scripted.toml`, `--jobs 1`: {r['loops']:,} loops, {r['critiques']:,} critiques;"
             f" run clock {r['median_run_clock_s']:.2f} s, whole process {r['median_wall_s']:.2f} s"
@@ -947,7 +947,7 @@ def main():
     parser.add_argument("--json", required=True, help="JSON file to write")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=200_000)
-    parser.add_argument("--langgraph-tasks", type=int, default=10_000)
+    parser.add_argument("--langgraph-tasks", type=int, default=5_000)
     parser.add_argument("--check-tasks", type=int, default=2_000,
                         help="tasks of the agreement check run before any timing")
     parser.add_argument("--sim-tasks", type=int, default=100_000)
@@ -968,11 +968,20 @@ def main():
     parser.add_argument("--only", default="distinct,sim,server,sweep,isolation,repeated,memory",
                         help="comma-separated sections to run (default: all): distinct, sim, server, sweep, isolation,"
                              " repeated, memory")
+    parser.add_argument("--render", default=None, metavar="JSON",
+                        help="write --md again from the results of an earlier run (its --json), measuring nothing")
     parser.add_argument("--work", default=None, help="directory for the generated files (default: a new temporary one)")
     args = parser.parse_args()
     args.critbench = os.path.abspath(args.critbench)
     args.server = os.path.abspath(args.server)
 
+    if args.render:
+        with open(args.render, encoding="utf-8") as handle:
+            results = json.load(handle)
+        settings = argparse.Namespace(**results["settings"])
+        with open(args.md, "w", encoding="utf-8") as handle:
+            handle.write(markdown(results, settings))
+        return 0
     for path, what in [(args.critbench, "--critbench"), (args.server, "--server"), ("/usr/bin/time", "GNU time")]:
         if not os.access(path, os.X_OK):
             print(f"{what}: {path} is not an executable file", file=sys.stderr)
@@ -999,7 +1008,7 @@ def main():
             ("server", "5. model-server mode", lambda: bench_server(args, work, tasks_file, results)),
             ("sweep", "5b. concurrency sweep", lambda: bench_sweep(args, work, tasks_file, results)),
             ("isolation", "6. isolated and command critics", lambda: bench_isolation(args, work, tasks_file, results)),
-            ("repeated", "the earlier benchmark (36 tasks × 2,000 epochs)", lambda: bench_repeated(args, work, results)),
+            ("repeated", "the earlier benchmark (36 tasks × 1,000 epochs)", lambda: bench_repeated(args, work, results)),
             ("memory", "4. peak memory", lambda: bench_memory(args, work, tasks_file, results)),
         ]:
             if section in sections:

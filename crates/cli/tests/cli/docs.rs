@@ -597,7 +597,7 @@ fn the_readme_is_a_front_door_of_at_most_250_lines() {
 /// paragraph saying what it covers, and the README's table of guides lists each, in reading order.
 #[test]
 fn every_guide_has_a_title_says_what_it_covers_and_is_in_the_readme() {
-    let contract = ["REFERENCE.md", "FORMAT.md", "PROTOCOL.md", "benchmarks.md", "benchmarks-isolation.md"];
+    let contract = ["REFERENCE.md", "FORMAT.md", "PROTOCOL.md", "benchmarks.md"];
     let mut guides = BTreeSet::new();
     for entry in std::fs::read_dir(repo().join("docs")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
