@@ -18,7 +18,9 @@ fn a_task_opened_once_answers_each_round_as_the_whole_request_does() {
     let task = Task {
         id: "t1".into(),
         prompt: "p".into(),
-        critiques: vec![serde_json::json!({"score": 3}), serde_json::json!({"score": 9, "issues": []})],
+        critiques: Some(critbench_core::JsonText::from_value(
+            &serde_json::json!([{"score": 3}, {"score": 9, "issues": []}]),
+        )),
         ..Task::default()
     };
     let json = TaskJson::new(&task);
