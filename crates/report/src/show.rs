@@ -119,24 +119,29 @@ fn render_loop(
     for round in rounds {
         let _ = writeln!(out);
         let best = if round.is_best { ", the best draft" } else { "" };
-        let _ =
-            writeln!(out, "round {}: score {}{best} → {}", round.round, number(round.score), round.decision.as_str());
-        if !round.dims.is_empty() {
-            let dims: Vec<String> = round.dims.iter().map(|(k, v)| format!("{k} {}", number(*v))).collect();
+        let _ = writeln!(
+            out,
+            "round {}: score {}{best} → {}",
+            round.round,
+            number(round.critique.score),
+            round.decision.as_str()
+        );
+        if !round.critique.dims.is_empty() {
+            let dims: Vec<String> = round.critique.dims.iter().map(|(k, v)| format!("{k} {}", number(*v))).collect();
             let _ = writeln!(out, "  dimensions: {}", dims.join(", "));
         }
-        list(&mut out, "issues", &round.issues);
-        list(&mut out, "fatal issues", &round.fatal_issues);
-        if !round.issue_types.is_empty() {
-            let _ = writeln!(out, "  issue types: {}", round.issue_types.join(", "));
+        list(&mut out, "issues", &round.critique.issues);
+        list(&mut out, "fatal issues", &round.critique.fatal_issues);
+        if !round.critique.issue_types.is_empty() {
+            let _ = writeln!(out, "  issue types: {}", round.critique.issue_types.join(", "));
         }
-        if let Some(suggestions) = &round.suggestions {
+        if let Some(suggestions) = &round.critique.suggestions {
             let _ = writeln!(out, "  suggestions:{}", suggestions_text(suggestions));
         }
-        if let Some(rationale) = &round.rationale {
+        if let Some(rationale) = &round.critique.rationale {
             let _ = writeln!(out, "  rationale: {rationale}");
         }
-        let verdict = match round.critic_passed {
+        let verdict = match round.critique.critic_passed {
             Some(true) => "critic says pass, ",
             Some(false) => "critic says fail, ",
             None => "",

@@ -9,12 +9,11 @@
 //! use critbench_storage::task_rounds::read_task_rounds;
 //! let read = read_task_rounds("reports/demo/trajectories.parquet".as_ref(), "rag-0001")?;
 //! for round in &read.rounds {
-//!     println!("{} {} {} epoch {} round {}: {}", round.config, round.critic, round.arm, round.epoch, round.round, round.score);
+//!     println!("{} {} {} epoch {} round {}: {}", round.config, round.critic, round.arm, round.epoch, round.round, round.critique.score);
 //! }
 //! # Ok::<(), critbench_storage::task_rounds::TaskRoundsError>(())
 //! ```
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
@@ -84,22 +83,9 @@ pub struct TaskRound {
     pub epoch: u32,
     /// `round` (0 is the first draft).
     pub round: u32,
-    /// The critic's `score`.
-    pub score: f64,
-    /// The critic's score per dimension (`dims`).
-    pub dims: BTreeMap<String, f64>,
-    /// `issues`.
-    pub issues: Vec<String>,
-    /// `fatal_issues`.
-    pub fatal_issues: Vec<String>,
-    /// `issue_types`.
-    pub issue_types: Vec<String>,
-    /// `suggestions`, as the JSON the critic gave.
-    pub suggestions: Option<String>,
-    /// `rationale`.
-    pub rationale: Option<String>,
-    /// The critic's own verdict (`critic_passed`), when it gave one.
-    pub critic_passed: Option<bool>,
+    /// What the critic said: `score`, `dims`, `issues`, `fatal_issues`, `issue_types`,
+    /// `suggestions`, `rationale` and `critic_passed`.
+    pub critique: CritiqueColumns,
     /// `passed`: the policy's verdict on the round.
     pub passed: bool,
     /// `decision`, and `exit_reason` on a loop's last round.
@@ -299,34 +285,6 @@ fn optional_text(array: &arrow_array::StringArray, i: usize) -> Option<String> {
     array.is_valid(i).then(|| array.value(i).to_string())
 }
 
-fn string_list(batch: &RecordBatch, name: &'static str, i: usize) -> Result<Vec<String>, ColumnProblem> {
-    let array = batch
-        .column_by_name(name)
-        .and_then(|c| c.as_list_opt::<i32>())
-        .ok_or(ColumnProblem::MissingOrNot { name, expected: "a list" })?;
-    if array.is_null(i) {
-        return Ok(Vec::new());
-    }
-    let items = array.value(i);
-    let items = items.as_string_opt::<i32>().ok_or(ColumnProblem::NoStrings(name))?;
-    Ok((0..items.len()).map(|j| items.value(j).to_string()).collect())
-}
-
-fn float_map(batch: &RecordBatch, name: &'static str, i: usize) -> Result<BTreeMap<String, f64>, ColumnProblem> {
-    let array = batch
-        .column_by_name(name)
-        .and_then(|c| c.as_map_opt())
-        .ok_or(ColumnProblem::MissingOrNot { name, expected: "a map" })?;
-    if array.is_null(i) {
-        return Ok(BTreeMap::new());
-    }
-    let keys = array.keys().as_string_opt::<i32>().ok_or(ColumnProblem::NonTextKeys(name))?;
-    let values = array.values().as_primitive_opt::<Float64Type>().ok_or(ColumnProblem::NonFloatValues(name))?;
-    let offsets = array.value_offsets();
-    let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
-    Ok((start..end).map(|j| (keys.value(j).to_string(), values.value(j))).collect())
-}
-
 fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<TaskRound>) -> Result<(), RoundProblem> {
     let task_ids = text_column(batch, T.task_id)?;
     let file_rows = crate::columns::row_numbers(batch).map_err(RoundProblem::Row)?;
@@ -355,17 +313,19 @@ fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<TaskRound>) 
         text_column(batch, T.critic)?,
         text_column(batch, T.kind)?,
     );
-    let (suggestions, rationale, decision, exit_reason, draft, critic_error) = (
-        text_column(batch, C.suggestions)?,
-        text_column(batch, C.rationale)?,
+    let (decision, exit_reason, draft, critic_error) = (
         text_column(batch, D.decision)?,
         text_column(batch, D.exit_reason)?,
         text_column(batch, T.draft)?,
         text_column(batch, T.critic_error)?,
     );
     let (epoch, round, attempts) = (int32(T.epoch)?, int32(T.round)?, int32(T.critic_attempts)?);
-    let (score, gen_ms, critic_ms) = (float(C.score)?, float(T.gen_ms)?, float(T.critic_ms)?);
-    let (critic_passed, passed, is_best) = (boolean(C.critic_passed)?, boolean(T.passed)?, boolean(T.is_best)?);
+    let (gen_ms, critic_ms) = (float(T.gen_ms)?, float(T.critic_ms)?);
+    let (passed, is_best) = (boolean(T.passed)?, boolean(T.is_best)?);
+    if !(0..batch.num_rows()).any(|i| task_ids.value(i) == task) {
+        return Ok(());
+    }
+    let mut critiques = CritiqueColumns::read(&crate::columns::Columns(batch)).map_err(RoundProblem::Row)?;
     let draft_chars =
         int64(T.draft_chars).ok_or(ColumnProblem::MissingOrNot { name: T.draft_chars, expected: "int64" })?;
     let tokens = [T.tokens_in, T.tokens_out, T.critic_tokens_in, T.critic_tokens_out].map(int64);
@@ -381,14 +341,7 @@ fn collect_rounds(batch: &RecordBatch, task: &str, rounds: &mut Vec<TaskRound>) 
             kind: optional_text(kind, i),
             epoch: u32::try_from(epoch.value(i)).unwrap_or(0),
             round: u32::try_from(round.value(i)).unwrap_or(0),
-            score: score.value(i),
-            dims: float_map(batch, C.dims, i)?,
-            issues: string_list(batch, C.issues, i)?,
-            fatal_issues: string_list(batch, C.fatal_issues, i)?,
-            issue_types: string_list(batch, C.issue_types, i)?,
-            suggestions: optional_text(suggestions, i),
-            rationale: optional_text(rationale, i),
-            critic_passed: critic_passed.is_valid(i).then(|| critic_passed.value(i)),
+            critique: std::mem::take(&mut critiques[i]),
             passed: passed.value(i),
             decision: RowDecision::parse(decision.value(i), exit, file_row).map_err(RoundProblem::Row)?,
             is_best: is_best.value(i),
@@ -443,7 +396,7 @@ mod tests {
         assert_eq!(read("b"), (10_000, 2, 2));
         assert_eq!(read("0"), (0, 0, 2), "below every group's range");
         let first = &read_task_rounds(&path, "c").unwrap().rounds[1];
-        assert_eq!((first.epoch, first.round, first.score, first.draft_chars), (0, 1, 5.0, 10));
+        assert_eq!((first.epoch, first.round, first.critique.score, first.draft_chars), (0, 1, 5.0, 10));
     }
 
     #[test]
