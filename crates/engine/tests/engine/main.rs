@@ -3,4 +3,5 @@
 //! One binary for the whole crate: linking one test executable instead of one per file is
 //! most of what building the tests costs on a small machine.
 
+mod experiments;
 mod seed001;
