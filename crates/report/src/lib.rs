@@ -257,6 +257,27 @@ pub enum RowError {
     },
 }
 
+/// Sorts one task's loops of a config × critic by `(arm, epoch)` (`key`) and refuses a loop given
+/// twice, naming the arm by `arm_name`: every fold over a task's loops relies on both.
+pub(crate) fn sort_task_loops<L>(
+    loops: &mut [L],
+    key: impl Fn(&L) -> (u16, u32),
+    (task_id, config_id, critic): (&str, &str, &str),
+    arm_name: impl Fn(u16) -> String,
+) -> Result<(), RowError> {
+    loops.sort_unstable_by_key(&key);
+    match loops.windows(2).map(|w| (key(&w[0]), key(&w[1]))).find(|(a, b)| a == b) {
+        Some(((arm, epoch), _)) => Err(RowError::LoopTwice {
+            task_id: task_id.to_string(),
+            config_id: config_id.to_string(),
+            critic: critic.to_string(),
+            arm: arm_name(arm),
+            epoch,
+        }),
+        None => Ok(()),
+    }
+}
+
 impl From<RowError> for ReportError {
     fn from(error: RowError) -> ReportError {
         ReportError::Inconsistent(Box::new(error))

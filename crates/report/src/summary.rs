@@ -626,16 +626,12 @@ impl Summarizer {
             return Ok(());
         }
         let group = &mut self.groups[slot];
-        task.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
-        if let Some(twice) = task.loops.windows(2).find(|w| (w[0].arm, w[0].epoch) == (w[1].arm, w[1].epoch)) {
-            return Err(RowError::LoopTwice {
-                task_id: task.task_id.clone(),
-                config_id: group.config_id.clone(),
-                critic: group.critic.clone(),
-                arm: group.arms[twice[0].arm as usize].name.clone(),
-                epoch: twice[0].epoch,
-            });
-        }
+        crate::sort_task_loops(
+            &mut task.loops,
+            |l| (l.arm, l.epoch),
+            (&task.task_id, &group.config_id, &group.critic),
+            |arm| group.arms[arm as usize].name.clone(),
+        )?;
         // Each arm's run of loops, in arm order.
         let mut runs: Vec<(u16, &[Loop])> = Vec::new();
         for chunk in task.loops.chunk_by(|a, b| a.arm == b.arm) {

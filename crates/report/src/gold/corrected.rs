@@ -264,16 +264,12 @@ impl Fold<'_> {
 
 /// Folds one (config, critic, task)'s loops into its group.
 fn close(group: &mut Group, mut task: OpenTask) -> Result<(), RowError> {
-    task.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
-    if let Some(twice) = task.loops.windows(2).find(|w| (w[0].arm, w[0].epoch) == (w[1].arm, w[1].epoch)) {
-        return Err(RowError::LoopTwice {
-            task_id: task.task_id.clone(),
-            config_id: group.config_id.clone(),
-            critic: group.critic.clone(),
-            arm: group.arms[twice[0].arm as usize].name.clone(),
-            epoch: twice[0].epoch,
-        });
-    }
+    crate::sort_task_loops(
+        &mut task.loops,
+        |l| (l.arm, l.epoch),
+        (&task.task_id, &group.config_id, &group.critic),
+        |arm| group.arms[arm as usize].name.clone(),
+    )?;
     let runs: Vec<&[Loop]> = task.loops.chunk_by(|a, b| a.arm == b.arm).collect();
     for loops in &runs {
         let fold = &mut group.arms[loops[0].arm as usize];
