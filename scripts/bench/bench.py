@@ -89,11 +89,17 @@ def timed(command, label, env=None):
         load = os.getloadavg()[0]
         machine_before = machine_cpu()
         started = time.perf_counter()
-        done = subprocess.run(
-            ["/usr/bin/time", "-f", "%U %S %M", "-o", time_file, *command],
-            capture_output=True, text=True, env=env,
-        )
-        wall = time.perf_counter() - started
+        with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+            process = subprocess.Popen(["/usr/bin/time", "-f", "%U %S %M", "-o", time_file, *command],
+                                       stdout=stdout, stderr=stderr, text=True, env=env)
+            threads = ThreadClock(process.pid)
+            while process.poll() is None:
+                threads.sample()
+                time.sleep(THREAD_SAMPLE_S)
+            wall = time.perf_counter() - started
+            stdout.seek(0)
+            stderr.seek(0)
+            done = subprocess.CompletedProcess(process.args, process.returncode, stdout.read(), stderr.read())
         machine_after = machine_cpu()
         with open(time_file, encoding="utf-8") as handle:
             lines = [line for line in handle.read().splitlines() if line.strip()]
@@ -109,17 +115,96 @@ def timed(command, label, env=None):
     if machine_before and machine_after:
         spent = [after - before for before, after in zip(machine_before, machine_after)]
         busy = 100 * spent[0] / spent[1] if spent[1] > 0 else None
+    cpu_s = float(user) + float(system)
     return {
         # Every core of the machine, busy with anything (this process included), during the run.
         "machine_busy_pct": busy,
+        "threads": threads.by_stage(cpu_s),
         "wall_s": wall,
         "user_s": float(user),
         "sys_s": float(system),
-        "cpu_s": float(user) + float(system),
+        "cpu_s": cpu_s,
         "peak_rss_mb": int(rss_kb) / 1024,
         "load_average_before": load,
         "stdout": done.stdout,
     }
+
+
+# How often the CPU time of each thread of a timed process is read (from /proc).
+THREAD_SAMPLE_S = 0.05
+
+# A thread's stage, by the name critbench gives it (the kernel keeps 15 bytes of it); the main
+# thread is the sink (rows to Parquet) and, after the loops, the summaries and reports.
+STAGES = [("critbench-sourc", "dataset reader"), ("critbench-loops", "loop workers"),
+          ("critbench-http", "model client (tokio)"), ("critbench-criti", "critic pipes"),
+          ("critbench-rescore", "rescore")]
+
+
+class ThreadClock:
+    """The CPU time of every thread of a process tree, read from /proc/PID/task/TID/stat while it
+    runs: the last reading of each thread is kept, so a thread that ends between two readings
+    loses at most THREAD_SAMPLE_S of its time (the main thread gets the rest of the process's
+    exact total). Child processes (a critic's) are counted apart. Empty where /proc is not."""
+
+    def __init__(self, root):
+        self.root = root
+        self.seen = {}  # (pid, tid) -> (process name, thread name, cpu s, is the tree's critbench)
+        self.ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def descendants(self):
+        found, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            children = []
+            try:
+                # Each thread's own children: a critic is started by a thread of its own.
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/children", encoding="utf-8") as handle:
+                        children += [int(c) for c in handle.read().split()]
+            except OSError:
+                pass
+            found += children
+            todo += children
+        return found
+
+    def sample(self):
+        pids = self.descendants()
+        for pid in pids:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as handle:
+                        stat = handle.read()
+                except OSError:
+                    continue
+                name = stat[stat.index("(") + 1:stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2:].split()
+                cpu = (int(fields[11]) + int(fields[12])) / self.ticks
+                self.seen[(pid, int(tid))] = (pid == pids[0], name, cpu, int(tid) == pid)
+
+    def by_stage(self, total_cpu_s):
+        """CPU s per stage of the timed critbench (its main thread gets what the others did not),
+        and its child processes together."""
+        if not self.seen:
+            return {}
+        stages, children = {}, 0.0
+        for (is_critbench, name, cpu, is_main) in self.seen.values():
+            if not is_critbench:
+                children += cpu
+                continue
+            if is_main:
+                continue
+            if cpu == 0:
+                continue
+            stage = next((label for prefix, label in STAGES if name.startswith(prefix)), "other threads")
+            stages[stage] = stages.get(stage, 0.0) + cpu
+        stages["main thread (sink, summaries)"] = max(total_cpu_s - children - sum(stages.values()), 0.0)
+        if children:
+            stages["child processes (critics)"] = children
+        return stages
 
 
 def machine_cpu():
@@ -686,6 +771,55 @@ def number(value, digits=0):
     return f"{value:,.{digits}f}"
 
 
+def median_stages(runs):
+    """Each stage's median CPU s over `runs` (a stage missing from a run counts 0 there)."""
+    stages = []
+    for run in runs:
+        stages += [stage for stage in run.get("threads", {}) if stage not in stages]
+    return {stage: statistics.median(run.get("threads", {}).get(stage, 0.0) for run in runs) for stage in stages}
+
+
+def cpu_by_stage(results):
+    """Section 7: where each timed critbench's CPU went, thread by thread: what a second core
+    can take (the loop workers) and what stays serial (the reader, the sink on the main thread)."""
+    rows = []
+    d = results.get("distinct")
+    if d:
+        rows += [(f"section 1, `--jobs {jobs}`", d[f"critbench_jobs{jobs}"]["runs"], d["critiques"], "critique")
+                 for jobs in (1, 2)]
+    for mode in results.get("isolation", {}).get("modes", {}).values():
+        rows.append((f"section 6, {mode['label']}", mode["runs"], mode["critiques"], "critique"))
+    for run in results.get("sweep", {}).get("runs", []):
+        rows.append((f"section 5b, {run['concurrency']:,} in flight", [run], run["requests"], "request"))
+    rows = [row for row in rows if any(run.get("threads") for run in row[1])]
+    if not rows:
+        return []
+    stages = []
+    for _, runs, _, _ in rows:
+        stages += [stage for stage in median_stages(runs) if stage not in stages]
+    lines = [
+        "",
+        "## 7. Where the CPU goes",
+        "",
+        "Each timed critbench's CPU (user + sys) by thread, read from `/proc/PID/task/*/stat` every"
+        f" {THREAD_SAMPLE_S * 1000:.0f} ms while it ran (medians over the runs, CPU s, then µs per critique or per"
+        " request). critbench names its threads: the dataset reader, the loop workers (`--jobs` of them: the"
+        " loops, critiques and policy), the model client's tokio threads, the critic pipes' readers; the main"
+        " thread is the sink (rows into Parquet columns, encoding, writing) and, after the loops, the summaries"
+        " and reports; child processes are the critics run apart. Only the loop workers' share is split by"
+        " `--jobs`: the rest bounds what a second core can gain.",
+        "",
+        "| run | " + " | ".join(stages) + " | µs per unit |",
+        "|---|" + "---:|" * (len(stages) + 1),
+    ]
+    for label, runs, units, unit in rows:
+        median = median_stages(runs)
+        cells = [f"{median[stage]:.2f}" if stage in median else "—" for stage in stages]
+        total = sum(median.values())
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {total * 1e6 / max(units, 1):,.1f} per {unit} |")
+    return lines
+
+
 def markdown(results, args):
     m = results["machine"]
     lines = [
@@ -911,6 +1045,8 @@ def markdown(results, args):
                 f" {mode['median_rate']:,.0f} | {100 * mode['median_rate'] / base:.0f}% | {mode['median_cpu_rate']:,.0f} |"
                 f" {min(loads):.1f}–{max(loads):.1f} |"
             )
+
+    lines += cpu_by_stage(results)
 
     r = results.get("repeated")
     if r:
