@@ -53,7 +53,7 @@ pub use info::{
     CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
-pub use open::{CriticInstance, CriticTask, open_critic, task_request};
+pub use open::{Asked, CriticInstance, CriticTask, TaskRound, open_critic, task_request};
 pub use process::ProcessCritic;
 pub use protocol::PROTOCOL_VERSION;
 pub use retry::{

@@ -14,18 +14,27 @@
 //! oldest still waiting (the one an in-order child was working on); the others in flight go to a
 //! fresh child, not counted as an attempt, so one bad request costs one round.
 //!
+//! A child speaking protocol 4 is also sent each loop's task once: a round of a loop
+//! ([`Asked::Round`]) goes to a child as a small request about the task's key, and the task is
+//! opened on that child first when it is not open there (a fresh child has nothing open, so a
+//! task is opened again after a restart). A round is written only once its task's open was
+//! answered `ok`: one that waits for its open goes out as the open's answer comes in, and one
+//! whose open failed is answered with the open's error without being sent. The keys of loops
+//! that ended ([`ProcessCritic::close_task`]) are closed on the children holding them, in one
+//! `close` line before their next batch.
+//!
 //! An answer is taken only when it answers the request being asked. In protocol 2 its id says so
 //! ([`Protocol::reply`]). In protocol 1 only order can: a line is refused when it arrived before
 //! the request was written, came in one write with another message, or arrived while the request
 //! still sat unread in the child's stdin — none of these can be the request's answer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -34,6 +43,8 @@ use critbench_core::ScoreRange;
 use serde::Deserialize;
 
 use crate::info::{CriticInfo, Isolation, IsolationMode};
+use crate::open::Asked;
+use crate::request::critique_request;
 use crate::library::excerpt;
 use crate::process_group;
 use crate::protocol::{ConfigRefused, Protocol, ProtocolError, Reply, text_of};
@@ -87,8 +98,12 @@ pub struct ProcessCritic {
     timeout: Duration,
     memory_mb: Option<u64>,
     max_children: usize,
-    /// The critic's hello says protocol 3: it takes several requests at once.
+    /// The critic's hello says protocol 3 or 4: it takes several requests at once.
     pipelined: bool,
+    /// The critic's hello says protocol 4: it reads a loop's task once per process.
+    opens_tasks: bool,
+    /// The next task key ([`ProcessCritic::new_key`]).
+    next_key: AtomicU64,
     pool: Mutex<Pool>,
     freed: Condvar,
     /// The run's services, which answer the children's service requests.
@@ -100,6 +115,24 @@ struct Pool {
     idle: Vec<Child>,
     /// Children idle or in use.
     live: usize,
+    /// Protocol 4: how many live children hold each task key open.
+    held: HashMap<u64, usize>,
+    /// Protocol 4: the keys of loops that ended, still open on some child; each child closes its
+    /// own before its next batch.
+    closing: Vec<u64>,
+}
+
+impl Pool {
+    /// Accounts for `key` no longer open on one child.
+    fn let_go(&mut self, key: u64) {
+        if let Some(count) = self.held.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.held.remove(&key);
+                self.closing.retain(|&closing| closing != key);
+            }
+        }
+    }
 }
 
 struct Child {
@@ -112,6 +145,8 @@ struct Child {
     /// Raised once a protocol 3 child took its config: its reader then lets several messages come
     /// in one write.
     pipelined: Arc<AtomicBool>,
+    /// Protocol 4: the task keys open on this process.
+    open: HashSet<u64>,
 }
 
 /// A line from the child (or why reading stopped), and when the reader took it from the pipe.
@@ -170,6 +205,25 @@ impl Broken {
     }
 }
 
+/// What a protocol 3 or 4 message in flight waits for.
+#[derive(Clone, Copy)]
+enum Waiting {
+    /// The answer to the request of this index.
+    Request(usize),
+    /// The answer to the open of task `key`, asked by the round of index `first` (charged with a
+    /// failure while the open is the oldest message waiting).
+    Open { key: u64, first: usize },
+}
+
+impl Waiting {
+    /// The request charged when the child fails while this waits.
+    fn charged(self) -> usize {
+        match self {
+            Waiting::Request(index) | Waiting::Open { first: index, .. } => index,
+        }
+    }
+}
+
 /// How one exchange ended.
 enum Answer {
     Critique(String),
@@ -213,6 +267,8 @@ impl ProcessCritic {
             memory_mb: isolation.memory_mb,
             max_children: 1,
             pipelined: false,
+            opens_tasks: false,
+            next_key: AtomicU64::new(1),
             pool: Mutex::new(Pool::default()),
             freed: Condvar::new(),
             host: Arc::clone(host),
@@ -239,8 +295,9 @@ impl ProcessCritic {
                 })?;
         }
         critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
-        critic.pipelined = child.protocol == Protocol::V3;
-        critic.pool = Mutex::new(Pool { idle: vec![child], live: 1 });
+        critic.pipelined = child.protocol.pipelined();
+        critic.opens_tasks = child.protocol.opens_tasks();
+        critic.pool = Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() });
         Ok(critic)
     }
 
@@ -254,10 +311,30 @@ impl ProcessCritic {
         Arc::make_mut(&mut self.info).builtin = true;
     }
 
-    /// Whether the critic takes several requests at once (protocol 3), so that
+    /// Whether the critic takes several requests at once (protocol 3 or 4), so that
     /// [`ProcessCritic::call_many`] is worth a caller's while.
     pub fn pipelined(&self) -> bool {
         self.pipelined
+    }
+
+    /// Whether the critic reads a loop's task once per process (protocol 4): a loop's rounds are
+    /// then asked as [`Asked::Round`].
+    pub fn opens_tasks(&self) -> bool {
+        self.opens_tasks
+    }
+
+    /// A key for one loop's task, never given out before by this critic.
+    pub(crate) fn new_key(&self) -> u64 {
+        self.next_key.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The loop of task key `key` ended: the children that hold it open close it before their
+    /// next batch.
+    pub(crate) fn close_task(&self, key: u64) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.held.contains_key(&key) {
+            pool.closing.push(key);
+        }
     }
 
     /// Sends one request to an idle child (starting one if needed), for the critique `scope`
@@ -272,7 +349,7 @@ impl ProcessCritic {
     /// [`ProcessCritic::call`] would one by one: to a protocol 3 child all at once, to any other
     /// one at a time. A child that fails costs the request charged with it (the oldest waiting)
     /// its answer; the rest go to a fresh child.
-    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
+    pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
         let mut answers: Vec<Option<Result<String, CallError>>> = vec![None; requests.len()];
         let mut left: Vec<usize> = (0..requests.len()).collect();
         while let Some(&first) = left.first() {
@@ -285,14 +362,22 @@ impl ProcessCritic {
                     break;
                 }
             };
-            if child.protocol != Protocol::V3 {
-                answers[first] = Some(self.call_on(child, requests[first], Some(&mut scopes[first])));
+            if !child.protocol.pipelined() {
+                let answer = match requests[first] {
+                    Asked::Whole(request) => self.call_on(child, request, Some(&mut scopes[first])),
+                    // Only a protocol 4 critic is asked by rounds; a child that is not one is
+                    // sent the whole request.
+                    Asked::Round(round) => {
+                        let request = critique_request(&round.task, &round.draft, round.round);
+                        self.call_on(child, &request, Some(&mut scopes[first]))
+                    }
+                };
+                answers[first] = Some(answer);
             } else {
                 match self.pipeline(&mut child, &left, requests, scopes, &mut answers) {
                     Ok(()) => self.release(Some(child)),
                     Err((charged, broken)) => {
-                        let failure = finish(child, Some(broken));
-                        self.release(None);
+                        let failure = self.discard(child, Some(broken));
                         answers[charged] = Some(Err(CallError::ChildStopped { failure }));
                     }
                 }
@@ -313,11 +398,24 @@ impl ProcessCritic {
                 }
             }
             Err(broken) => {
-                let failure = finish(child, Some(broken));
-                self.release(None);
+                let failure = self.discard(child, Some(broken));
                 Err(CallError::ChildStopped { failure })
             }
         }
+    }
+
+    /// Stops a child that is no longer usable ([`finish`]), forgets the tasks it held open and
+    /// frees its place in the pool.
+    fn discard(&self, mut child: Child, broken: Option<Broken>) -> String {
+        let open = std::mem::take(&mut child.open);
+        let failure = finish(child, broken);
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        for key in open {
+            pool.let_go(key);
+        }
+        drop(pool);
+        self.release(None);
+        failure
     }
 
     fn acquire(&self) -> Result<Child, CallError> {
@@ -403,7 +501,8 @@ impl ProcessCritic {
         let reader = std::thread::Builder::new()
             .name("critbench-critic-reader".into())
             .spawn(move || read_lines(stdout, sender, &several));
-        let mut child = Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined };
+        let mut child =
+            Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined, open: HashSet::new() };
         if let Err(e) = reader {
             return Err(StartFailure::Broken(finish(child, Some(Broken::ReaderThread(e)))));
         }
@@ -441,7 +540,7 @@ impl ProcessCritic {
         };
         match answer {
             Ok(Ok(())) => {
-                child.pipelined.store(child.protocol == Protocol::V3, Ordering::Relaxed);
+                child.pipelined.store(child.protocol.pipelined(), Ordering::Relaxed);
                 Ok((child, hello))
             }
             Ok(Err(ConfigRefused(message))) => {
@@ -480,18 +579,26 @@ impl ProcessCritic {
                 }
                 Reply::Critique(text) => return Ok(Answer::Critique(text)),
                 Reply::Error(message) => return Ok(Answer::Error(message)),
+                // `reply` reads only requests' answers; an `ok` is not one.
+                Reply::Opened => {
+                    let message = excerpt(&message.to_string());
+                    return Err(ProtocolError::WrongAnswer { what: "request", id, wrong: "`ok`", message }.into());
+                }
             }
         }
     }
 
-    /// The requests `left` (indices into `requests`) on a protocol 3 child, written at once; each
-    /// answer is stored as it comes. An `Err` names the request charged with the child's failure
-    /// (the oldest still waiting) and why; the child is then no longer usable.
+    /// The requests `left` (indices into `requests`) on a protocol 3 or 4 child, written at once
+    /// (after the closes of ended loops this child holds, and the opens of tasks it does not hold);
+    /// each answer is stored as it comes. A round whose task is being opened is written when the
+    /// open is answered `ok`, and answered with the open's error when it is refused. An `Err`
+    /// names the request charged with the child's failure (the oldest still waiting) and why; the
+    /// child is then no longer usable.
     fn pipeline(
         &self,
         child: &mut Child,
         left: &[usize],
-        requests: &[&str],
+        requests: &[&Asked],
         scopes: &mut [CallScope],
         answers: &mut [Option<Result<String, CallError>>],
     ) -> Result<(), (usize, Broken)> {
@@ -503,18 +610,53 @@ impl ProcessCritic {
             Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
         }
         let first_id = child.next_id;
-        let mut waiting: HashMap<u64, usize> = HashMap::with_capacity(left.len());
+        // What each message in flight waits for, by id: the oldest first.
+        let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
+        // Rounds held back until their task's open is answered, by key.
+        let mut held_back: HashMap<u64, Vec<usize>> = HashMap::new();
         let mut batch = String::new();
+        if child.protocol.opens_tasks() {
+            if let Some(line) = self.take_closes(child) {
+                batch.push_str(&line);
+                batch.push('\n');
+            }
+        }
         for &index in left {
             let id = child.next_id;
-            child.next_id += 1;
-            waiting.insert(id, index);
-            batch.push_str(&child.protocol.request_line(id, requests[index]));
+            match requests[index] {
+                Asked::Round(round) if child.protocol.opens_tasks() => {
+                    if !child.open.contains(&round.key) {
+                        if let Some(held) = held_back.get_mut(&round.key) {
+                            held.push(index);
+                            continue;
+                        }
+                        child.next_id += 1;
+                        waiting.insert(id, Waiting::Open { key: round.key, first: index });
+                        held_back.insert(round.key, vec![index]);
+                        batch.push_str(&Protocol::open_line(id, round.key, round.task.as_str()));
+                        batch.push('\n');
+                        continue;
+                    }
+                    child.next_id += 1;
+                    waiting.insert(id, Waiting::Request(index));
+                    batch.push_str(&Protocol::round_line(id, round.key, &round.request()));
+                }
+                asked => {
+                    child.next_id += 1;
+                    waiting.insert(id, Waiting::Request(index));
+                    let whole;
+                    let request = match asked {
+                        Asked::Whole(request) => request,
+                        Asked::Round(round) => {
+                            whole = critique_request(&round.task, &round.draft, round.round);
+                            &whole
+                        }
+                    };
+                    batch.push_str(&child.protocol.request_line(id, request));
+                }
+            }
             batch.push('\n');
         }
-        let ids = (first_id, child.next_id);
-        // The oldest request still waiting: the one a child answering in order works on.
-        let mut oldest = first_id;
         write_by(child, batch.as_bytes(), Some(Instant::now() + self.timeout)).map_err(|source| {
             let broken = if source.kind() == ErrorKind::TimedOut {
                 Broken::Timeout(self.timeout)
@@ -526,33 +668,79 @@ impl ProcessCritic {
         // Each request gets the timeout from when the child could start on it: its sending, or
         // the answer before it.
         let mut deadline = Instant::now() + self.timeout;
-        while oldest < ids.1 {
-            let charged = waiting[&oldest];
+        while let Some((&oldest, charged)) = waiting.first_key_value() {
+            let charged = charged.charged();
             let (line, _) = next_line(child, deadline, self.timeout).map_err(|broken| (charged, broken))?;
             let message = parse_message(&line).map_err(|broken| (charged, broken))?;
+            let ids = (first_id.min(oldest), child.next_id);
             let (id, reply) = Protocol::pipelined_reply(&message, ids, |id| waiting.contains_key(&id))
                 .map_err(|error| (charged, error.into()))?;
-            let index = waiting[&id];
-            let answer = match reply {
-                Reply::Service { name, request } => {
-                    let answer = self.host.dispatch(&name, &request, Some(&mut scopes[index]));
+            let wrong = |what, wrong| {
+                let message = excerpt(&message.to_string());
+                (charged, Broken::Protocol(ProtocolError::WrongAnswer { what, id, wrong, message }))
+            };
+            match (waiting[&id], reply) {
+                (waits, Reply::Service { name, request }) => {
+                    let answer = self.host.dispatch(&name, &request, Some(&mut scopes[waits.charged()]));
                     write_by(child, format!("{}\n", child.protocol.service_answer_line(id, answer)).as_bytes(), None)
                         .map_err(|e| (charged, Broken::AnswerService(e)))?;
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
                     continue;
                 }
-                Reply::Critique(text) => Ok(text),
-                Reply::Error(message) => Err(CallError::Critic(message)),
-            };
-            answers[index] = Some(answer);
-            waiting.remove(&id);
-            while oldest < ids.1 && !waiting.contains_key(&oldest) {
-                oldest += 1;
+                (Waiting::Request(index), Reply::Critique(text)) => answers[index] = Some(Ok(text)),
+                (Waiting::Request(index), Reply::Error(message)) => {
+                    answers[index] = Some(Err(CallError::Critic(message)));
+                }
+                (Waiting::Request(_), Reply::Opened) => return Err(wrong("request", "`ok`")),
+                (Waiting::Open { .. }, Reply::Critique(_)) => return Err(wrong("the open of a task", "a critique")),
+                (Waiting::Open { key, .. }, Reply::Error(message)) => {
+                    // As a failed `open_task` in this process: the error of every round asking.
+                    for index in held_back.remove(&key).unwrap_or_default() {
+                        answers[index] = Some(Err(CallError::Critic(message.clone())));
+                    }
+                }
+                (Waiting::Open { key, .. }, Reply::Opened) => {
+                    child.open.insert(key);
+                    *self.pool.lock().unwrap_or_else(|p| p.into_inner()).held.entry(key).or_default() += 1;
+                    let mut rounds = String::new();
+                    for index in held_back.remove(&key).unwrap_or_default() {
+                        let Asked::Round(round) = requests[index] else { continue };
+                        let id = child.next_id;
+                        child.next_id += 1;
+                        waiting.insert(id, Waiting::Request(index));
+                        rounds.push_str(&Protocol::round_line(id, key, &round.request()));
+                        rounds.push('\n');
+                    }
+                    write_by(child, rounds.as_bytes(), Some(Instant::now() + self.timeout)).map_err(|source| {
+                        let broken = if source.kind() == ErrorKind::TimedOut {
+                            Broken::Timeout(self.timeout)
+                        } else {
+                            Broken::Send { what: "the requests", source }
+                        };
+                        (charged, broken)
+                    })?;
+                }
             }
+            waiting.remove(&id);
             deadline = Instant::now() + self.timeout;
         }
         Ok(())
+    }
+
+    /// The `close` line of the ended loops' keys that `child` holds open, if any; they are then
+    /// no longer open on it.
+    fn take_closes(&self, child: &mut Child) -> Option<String> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let mine: Vec<u64> = pool.closing.iter().copied().filter(|key| child.open.contains(key)).collect();
+        if mine.is_empty() {
+            return None;
+        }
+        for &key in &mine {
+            child.open.remove(&key);
+            pool.let_go(key);
+        }
+        Some(Protocol::close_line(&mine))
     }
 
     /// The child's next message, which must answer what critbench sent at `asked`: a line that

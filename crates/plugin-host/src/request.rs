@@ -5,6 +5,7 @@ use critbench_abi::REQUEST_VERSION;
 use critbench_core::Task;
 
 /// A task as critics see it, serialized once and reused for every request about it.
+#[derive(Clone)]
 pub struct TaskJson(String);
 
 impl TaskJson {
@@ -73,8 +74,13 @@ impl TaskJson {
 
 /// `{"request_version":1,"round":R,"draft":"...","task":{...}}`
 pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
+    critique_request_text(&task.0, draft, round)
+}
+
+/// [`critique_request`] of a task given as its JSON text (as a protocol 4 open carried it).
+pub(crate) fn critique_request_text(task: &str, draft: &str, round: u32) -> String {
     let draft = serde_json::to_string(draft).expect("a string always serializes");
-    let mut request = String::with_capacity(64 + draft.len() + task.0.len());
+    let mut request = String::with_capacity(64 + draft.len() + task.len());
     request.push_str("{\"request_version\":");
     request.push_str(&REQUEST_VERSION.to_string());
     request.push_str(",\"round\":");
@@ -82,7 +88,7 @@ pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
     request.push_str(",\"draft\":");
     request.push_str(&draft);
     request.push_str(",\"task\":");
-    request.push_str(&task.0);
+    request.push_str(task);
     request.push('}');
     request
 }
