@@ -43,11 +43,11 @@ use critbench_core::ScoreRange;
 use serde::Deserialize;
 
 use crate::info::{CriticInfo, Isolation, IsolationMode};
-use crate::open::Asked;
-use crate::request::critique_request;
 use crate::library::excerpt;
+use crate::open::Asked;
 use crate::process_group;
 use crate::protocol::{ConfigRefused, Protocol, ProtocolError, Reply, text_of};
+use crate::request::critique_request;
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError};
 
@@ -987,6 +987,7 @@ mod tests {
 
     use super::*;
     use crate::services::{HostService, Reply as ServiceReply};
+    use crate::{CriticInstance, CriticTask};
 
     /// What every test critic starts with: `send`, `read` and `wait_for_input` (which returns once
     /// critbench's next line is in the pipe, without reading it).
@@ -1217,8 +1218,8 @@ while True:
 
     /// `tasks` all in flight at once through `call_many`.
     fn call_many(critic: &ProcessCritic, tasks: &[&str]) -> Vec<Result<String, CallError>> {
-        let requests: Vec<String> = tasks.iter().map(|task| request(task)).collect();
-        let requests: Vec<&str> = requests.iter().map(String::as_str).collect();
+        let requests: Vec<Asked> = tasks.iter().map(|task| Asked::Whole(request(task))).collect();
+        let requests: Vec<&Asked> = requests.iter().collect();
         let mut scopes: Vec<CallScope> = tasks.iter().map(|task| CallScope::new(task, 0, 0)).collect();
         critic.call_many(&requests, &mut scopes)
     }
@@ -1296,6 +1297,172 @@ while True:
                 call_many(&critic, &[task])[0].as_deref(),
                 Ok(format!(r#"{{"rationale":"echo {task}","score":1}}"#).as_str())
             );
+        }
+    }
+
+    /// A protocol 4 critic. It keeps the keys open on its process and answers a round with
+    /// `"TASK rROUND opens=N closed=[KEYS]"` (N: the opens of that key on this process; KEYS: the
+    /// keys closed on it so far), or with an error for a key it was never sent. On the task named
+    /// `bad` it does `at_open` when opening it and `at_round` at its rounds; `message` is the
+    /// line read.
+    fn v4(at_open: &str, at_round: &str) -> (tempfile::TempDir, ProcessCritic) {
+        open(
+            4,
+            &format!(
+                r#"
+opened, opens, closed = {{}}, {{}}, []
+while True:
+    message = read()
+    if "close" in message:
+        for key in message["close"]:
+            closed.append(key)
+            del opened[key]
+        continue
+    if "open" in message and message["task"]["id"] == "bad":
+{at_open}
+    if "open" in message:
+        key = message["open"]
+        opened[key] = message["task"]["id"]
+        opens[key] = opens.get(key, 0) + 1
+        send({{"id": message["id"], "ok": True}})
+        continue
+    key = message["task_key"]
+    if key not in opened:
+        send({{"id": message["id"], "error": "key %d was never opened here" % key}})
+        continue
+    task = opened[key]
+    if task == "bad":
+{at_round}
+    rationale = "%s r%d opens=%d closed=%s" % (task, message["request"]["round"], opens[key], sorted(closed))
+    send({{"id": message["id"], "critique": {{"score": 1, "rationale": rationale}}}})
+"#
+            ),
+        )
+    }
+
+    /// The task `id` as critics see it.
+    fn task_json(id: &str) -> crate::request::TaskJson {
+        crate::request::TaskJson::new(&critbench_core::Task { id: id.into(), prompt: "p".into(), ..Default::default() })
+    }
+
+    /// Round `round` of each loop, all in flight at once; each answer's rationale, or its error.
+    fn rounds(instance: &CriticInstance, loops: &[&CriticTask<'_>], round: u32) -> Vec<Result<String, String>> {
+        let asked: Vec<Asked> = loops.iter().map(|task| task.first_request("d", round)).collect();
+        let asked: Vec<&Asked> = asked.iter().collect();
+        let mut scopes: Vec<CallScope> = loops.iter().map(|_| CallScope::new("t", 0, round)).collect();
+        let answers = instance.call_many(&asked, &mut scopes);
+        answers
+            .into_iter()
+            .map(|answer| match answer {
+                Ok(text) => {
+                    let critique: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    Ok(critique["rationale"].as_str().unwrap_or(&text).to_string())
+                }
+                Err(error) => Err(error.to_string()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_v4_task_is_opened_once_per_process_and_closed_when_its_loop_ends() {
+        let (_dir, critic) = v4("        pass", "        os._exit(3)");
+        let instance = CriticInstance::Process(critic);
+        let (a, b, bad) = (task_json("a"), task_json("b"), task_json("bad"));
+        let (first, second) = (instance.open_task(&a), instance.open_task(&b));
+        assert!(first.reads_task_once());
+        let ok = |text: &str| Ok(text.to_string());
+        assert_eq!(
+            rounds(&instance, &[&first, &second], 0),
+            [ok("a r0 opens=1 closed=[]"), ok("b r0 opens=1 closed=[]")]
+        );
+        // Asked again, neither is opened again; a retry alone goes through the same key.
+        assert_eq!(
+            rounds(&instance, &[&first, &second], 1),
+            [ok("a r1 opens=1 closed=[]"), ok("b r1 opens=1 closed=[]")]
+        );
+        let mut retried = instance.open_task(&a);
+        let mut scope = CallScope::new("a", 0, 0);
+        let alone = retried.call_in("d", 0, &mut scope).unwrap();
+        assert!(alone.contains("a r0 opens=1 closed=[]"), "{alone}");
+        // The first loop ends: its key (1) is closed with the next batch, and so is the third's (3).
+        drop(first);
+        drop(retried);
+        assert_eq!(rounds(&instance, &[&second], 2), [ok("b r2 opens=1 closed=[1, 3]")]);
+        // The child crashes on a round: that round fails, and the fresh child, which holds nothing
+        // open, is sent the task again before the next round.
+        let crashing = instance.open_task(&bad);
+        let answers = rounds(&instance, &[&crashing, &second], 3);
+        assert!(answers[0].as_ref().unwrap_err().contains("the critic process exited with status 3"), "{answers:?}");
+        // `bad`'s round was written after its open's `ok`, behind `b`'s: the old child answered `b`.
+        assert_eq!(answers[1], ok("b r3 opens=1 closed=[1, 3]"));
+        assert_eq!(rounds(&instance, &[&second], 4), [ok("b r4 opens=1 closed=[]")], "re-opened on the fresh child");
+        // A key that ended on a child that died is not closed on the fresh one.
+        drop(crashing);
+        assert_eq!(rounds(&instance, &[&second], 5), [ok("b r5 opens=1 closed=[]")]);
+        let CriticInstance::Process(critic) = &instance else { unreachable!() };
+        let pool = critic.pool.lock().unwrap();
+        assert_eq!((pool.closing.len(), pool.held.len()), (0, 1), "only the open loop's key is held");
+    }
+
+    #[test]
+    fn a_v4_open_refused_is_the_error_of_that_loops_round_only() {
+        let (_dir, critic) =
+            v4(r#"        send({"id": message["id"], "error": "no such task"}); continue"#, "        pass");
+        let instance = CriticInstance::Process(critic);
+        let (a, bad, c) = (task_json("a"), task_json("bad"), task_json("c"));
+        let loops = [instance.open_task(&a), instance.open_task(&bad), instance.open_task(&c)];
+        let loops: Vec<&CriticTask<'_>> = loops.iter().collect();
+        for round in 0..2 {
+            let answers = rounds(&instance, &loops, round);
+            assert_eq!(answers[0], Ok(format!("a r{round} opens=1 closed=[]")));
+            assert_eq!(answers[1], Err("no such task".to_string()), "the round was never sent: the open failed");
+            assert_eq!(answers[2], Ok(format!("c r{round} opens=1 closed=[]")), "the same process goes on");
+        }
+    }
+
+    #[test]
+    fn a_v4_critic_that_breaks_the_protocol_loses_that_round_only() {
+        let pass = "        pass";
+        let twice = "        send({\"id\": message[\"id\"], \"critique\": {\"score\": 1}})\n        \
+                     send({\"id\": message[\"id\"], \"critique\": {\"score\": 2}})\n        continue";
+        // The round charged: `bad`'s (2), except that a second answer to `bad`'s round is charged
+        // to the round the child works on next (`c`'s, 3), as in protocol 3.
+        for (at_open, at_round, expected, charged) in [
+            (pass, "        os._exit(3)", "the critic process exited with status 3", 2),
+            (pass, "        print('not json', flush=True)", "the critic wrote a line that is not protocol JSON", 2),
+            (
+                pass,
+                "        send({\"id\": 999, \"critique\": {\"score\": 1}})",
+                "the critic wrote a message for request 999, which is not one of the requests waiting",
+                2,
+            ),
+            (pass, twice, "which is not one of the requests waiting", 3),
+            (pass, "        send({\"id\": message[\"id\"], \"ok\": True}); continue", "the critic answered request", 2),
+            (
+                "        send({\"id\": message[\"id\"], \"critique\": {\"score\": 1}}); continue",
+                pass,
+                "the critic answered the open of a task",
+                2,
+            ),
+        ] {
+            let (_dir, critic) = v4(at_open, at_round);
+            let instance = CriticInstance::Process(critic);
+            let tasks: Vec<_> = ["a", "b", "bad", "c", "d"].iter().map(|id| task_json(id)).collect();
+            let loops: Vec<CriticTask<'_>> = tasks.iter().map(|task| instance.open_task(task)).collect();
+            let loops: Vec<&CriticTask<'_>> = loops.iter().collect();
+            let answers = rounds(&instance, &loops, 0);
+            let error = answers[charged].as_ref().expect_err(expected);
+            assert!(error.contains(expected), "{expected}: {error}");
+            assert!(error.ends_with("the critic process was stopped and will be restarted"), "{error}");
+            for (at, task) in [(0, "a"), (1, "b"), (3, "c"), (4, "d")].into_iter().filter(|&(at, _)| at != charged) {
+                assert!(
+                    answers[at].as_ref().is_ok_and(|text| text.starts_with(&format!("{task} r0"))),
+                    "{expected}: {answers:?}"
+                );
+            }
+            let good = [loops[0], loops[1], loops[3], loops[4]];
+            let next = rounds(&instance, &good, 1);
+            assert!(next.iter().all(Result::is_ok), "{expected}: {next:?}");
         }
     }
 

@@ -83,7 +83,9 @@ pub(crate) enum ProtocolError {
     #[error("the critic wrote a line that is not a protocol message: {0}")]
     NotAMessage(String),
     /// Protocol 4: an open answered with a critique, or a request with `ok`.
-    #[error("the critic answered {what} {id} with {wrong} (an open is answered {{\"id\": N, \"ok\": true}} or an error, a request with a critique or an error): {message}")]
+    #[error(
+        "the critic answered {what} {id} with {wrong} (an open is answered {{\"id\": N, \"ok\": true}} or an error, a request with a critique or an error): {message}"
+    )]
     WrongAnswer { what: &'static str, id: u64, wrong: &'static str, message: String },
 }
 
@@ -195,7 +197,8 @@ impl Protocol {
         let (last, text) = (next - 1, || excerpt(&message.to_string()));
         match message.get("id") {
             Some(got) if got.as_u64().is_some_and(&in_flight) => {
-                let opened = message.as_object().is_some_and(|o| o.len() == 2 && o.get("ok") == Some(&Value::Bool(true)));
+                let opened =
+                    message.as_object().is_some_and(|o| o.len() == 2 && o.get("ok") == Some(&Value::Bool(true)));
                 let reply = if opened { Reply::Opened } else { reply_v2(message)? };
                 Ok((got.as_u64().unwrap_or_default(), reply))
             }

@@ -128,18 +128,36 @@ fn asked(line: &str) -> Result<Asked<'_>, ServeError> {
     }
     let not_a_request = || ServeError::NotARequest(excerpt(line.trim_end()));
     match Message::parse(line)? {
-        Message { id: Some(id), config: None, request: Some(request), open: None, task: None, task_key, close: None } => {
-            Ok(match task_key {
-                Some(key) => Asked::Round { id, key, request: request.get() },
-                None => Asked::Whole { id, request: request.get() },
-            })
-        }
-        Message { id: Some(id), config: None, request: None, open: Some(key), task: Some(task), task_key: None, close: None } => {
-            Ok(Asked::Open { id, key, task: task.get() })
-        }
-        Message { id: None, config: None, request: None, open: None, task: None, task_key: None, close: Some(keys) } => {
-            Ok(Asked::Close(keys))
-        }
+        Message {
+            id: Some(id),
+            config: None,
+            request: Some(request),
+            open: None,
+            task: None,
+            task_key,
+            close: None,
+        } => Ok(match task_key {
+            Some(key) => Asked::Round { id, key, request: request.get() },
+            None => Asked::Whole { id, request: request.get() },
+        }),
+        Message {
+            id: Some(id),
+            config: None,
+            request: None,
+            open: Some(key),
+            task: Some(task),
+            task_key: None,
+            close: None,
+        } => Ok(Asked::Open { id, key, task: task.get() }),
+        Message {
+            id: None,
+            config: None,
+            request: None,
+            open: None,
+            task: None,
+            task_key: None,
+            close: Some(keys),
+        } => Ok(Asked::Close(keys)),
         _ => Err(not_a_request()),
     }
 }
@@ -332,7 +350,9 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
                 let answer = match tasks.get(&key) {
                     Some(Opened::Plugin(opened)) => opened.critique(request, None),
                     Some(Opened::Text(task)) => match serde_json::from_str::<RoundRequest>(request) {
-                        Ok(round) => critic.call(&crate::request::critique_request_text(task, &round.draft, round.round)),
+                        Ok(round) => {
+                            critic.call(&crate::request::critique_request_text(task, &round.draft, round.round))
+                        }
                         Err(e) => Err(crate::CallError::Critic(format!("the round request is not valid: {e}"))),
                     },
                     None => Err(crate::CallError::Critic(format!("task {key} is not open in this process"))),
