@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
 use crate::library::{InProcessCritic, Located, OpenTask};
 use crate::process::{Launch, ProcessCritic, resolve_program};
-use crate::request::{TaskJson, critique_request};
+use crate::request::{TaskJson, critique_request, critique_request_text};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError, PluginLibrary, SearchPath};
 
@@ -60,7 +60,7 @@ impl CriticInstance {
                 .map(|(asked, scope)| match asked {
                     Asked::Whole(request) => critic.call_in(request, scope),
                     Asked::Round(round) => {
-                        critic.call_in(&critique_request(&round.task, &round.draft, round.round), scope)
+                        critic.call_in(&critique_request_text(&round.task, &round.draft, round.round), scope)
                     }
                 })
                 .collect(),
@@ -82,11 +82,14 @@ impl CriticInstance {
     /// on each process that gets one of the loop's rounds, under a key of its own); any other
     /// critic is sent the whole request, task included, every round.
     pub fn open_task<'a>(&'a self, task: &'a TaskJson) -> CriticTask<'a> {
-        let key = match self {
-            CriticInstance::Process(critic) if critic.opens_tasks() => Some(critic.new_key()),
-            _ => None,
+        let (key, shared) = match self {
+            // One copy of the task per loop, shared by its rounds' asks (they outlive this borrow).
+            CriticInstance::Process(critic) if critic.opens_tasks() => {
+                (Some(critic.new_key()), Some(Arc::from(task.as_str())))
+            }
+            _ => (None, None),
         };
-        CriticTask { critic: self, task, opened: None, key }
+        CriticTask { critic: self, task, opened: None, key, shared }
     }
 }
 
@@ -103,7 +106,8 @@ pub enum Asked {
 /// does not hold it open yet, the task.
 pub struct TaskRound {
     pub(crate) key: u64,
-    pub(crate) task: TaskJson,
+    /// The task's JSON text.
+    pub(crate) task: Arc<str>,
     pub(crate) draft: String,
     pub(crate) round: u32,
 }
@@ -124,6 +128,8 @@ pub struct CriticTask<'a> {
     opened: Option<OpenTask<'a>>,
     /// The task's key on the critic's processes (protocol 4 only).
     key: Option<u64>,
+    /// The task's JSON text, for the rounds' asks (protocol 4 only).
+    shared: Option<Arc<str>>,
 }
 
 impl Drop for CriticTask<'_> {
@@ -162,7 +168,8 @@ impl<'a> CriticTask<'a> {
     }
 
     fn round(&self, key: u64, draft: &str, round: u32) -> TaskRound {
-        TaskRound { key, task: self.task.clone(), draft: draft.to_string(), round }
+        let task = self.shared.clone().unwrap_or_else(|| Arc::from(self.task.as_str()));
+        TaskRound { key, task, draft: draft.to_string(), round }
     }
 
     /// Critiques `draft` as round `round` of the loop, for the critique `scope`; opens the task

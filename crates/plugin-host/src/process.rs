@@ -47,7 +47,7 @@ use crate::library::excerpt;
 use crate::open::Asked;
 use crate::process_group;
 use crate::protocol::{ConfigRefused, Protocol, ProtocolError, Reply, text_of};
-use crate::request::critique_request;
+use crate::request::critique_request_text;
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError};
 
@@ -368,7 +368,7 @@ impl ProcessCritic {
                     // Only a protocol 4 critic is asked by rounds; a child that is not one is
                     // sent the whole request.
                     Asked::Round(round) => {
-                        let request = critique_request(&round.task, &round.draft, round.round);
+                        let request = critique_request_text(&round.task, &round.draft, round.round);
                         self.call_on(child, &request, Some(&mut scopes[first]))
                     }
                 };
@@ -633,7 +633,7 @@ impl ProcessCritic {
                         child.next_id += 1;
                         waiting.insert(id, Waiting::Open { key: round.key, first: index });
                         held_back.insert(round.key, vec![index]);
-                        batch.push_str(&Protocol::open_line(id, round.key, round.task.as_str()));
+                        batch.push_str(&Protocol::open_line(id, round.key, &round.task));
                         batch.push('\n');
                         continue;
                     }
@@ -648,7 +648,7 @@ impl ProcessCritic {
                     let request = match asked {
                         Asked::Whole(request) => request,
                         Asked::Round(round) => {
-                            whole = critique_request(&round.task, &round.draft, round.round);
+                            whole = critique_request_text(&round.task, &round.draft, round.round);
                             &whole
                         }
                     };

@@ -5,7 +5,6 @@ use critbench_abi::REQUEST_VERSION;
 use critbench_core::Task;
 
 /// A task as critics see it, serialized once and reused for every request about it.
-#[derive(Clone)]
 pub struct TaskJson(String);
 
 impl TaskJson {

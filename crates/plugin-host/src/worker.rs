@@ -118,10 +118,22 @@ fn framed_number(text: &str) -> Option<(u64, &str)> {
     Some((text[..digits].parse().ok()?, &text[digits..]))
 }
 
+/// The id, key and task of an open framed exactly as critbench frames one,
+/// `{"id":N,"open":K,"task":T}`, taken without reading `T` through: the plugin reads the task.
+fn framed_open(line: &str) -> Option<(u64, u64, &str)> {
+    let (id, rest) = framed_number(line.strip_prefix("{\"id\":")?)?;
+    let (key, rest) = framed_number(rest.strip_prefix(",\"open\":")?)?;
+    let task = rest.strip_prefix(",\"task\":")?.trim_end().strip_suffix('}')?;
+    Some((id, key, task))
+}
+
 /// What `line` asks.
 fn asked(line: &str) -> Result<Asked<'_>, ServeError> {
     if let Some((id, key, request)) = framed_round(line) {
         return Ok(Asked::Round { id, key, request });
+    }
+    if let Some((id, key, task)) = framed_open(line) {
+        return Ok(Asked::Open { id, key, task });
     }
     if let Some((id, request)) = framed_request(line) {
         return Ok(Asked::Whole { id, request });
@@ -391,7 +403,7 @@ fn proxy(service: &str, request: &str) -> Result<String, ServiceError> {
         let line = read_raw(&mut pipes)
             .map_err(|source| ForwardError::Read { service: service(), source })?
             .ok_or_else(|| ForwardError::Closed { service: service() })?;
-        if framed_request(&line).is_some() || framed_round(&line).is_some() {
+        if framed_request(&line).is_some() || framed_round(&line).is_some() || framed_open(&line).is_some() {
             pipes.queued.push_back(line);
             continue;
         }
@@ -433,6 +445,17 @@ mod tests {
         ] {
             assert_eq!(framed_request(&line), None, "{line}");
         }
+        // Protocol 4's rounds and opens too.
+        let round = r#"{"request_version":2,"round":1,"draft":"}"}"#;
+        assert_eq!(framed_round(&Protocol::round_line(9, 4, round)), Some((9, 4, round)));
+        let task = r#"{"id":"t","prompt":"p"}"#;
+        assert_eq!(framed_open(&format!("{}\n", Protocol::open_line(10, 4, task))), Some((10, 4, task)));
+        assert!(matches!(asked(&Protocol::close_line(&[4, 5])), Ok(Asked::Close(keys)) if keys == [4, 5]));
+        assert!(matches!(
+            asked(&format!(r#"{{"task_key": 4, "id": 11, "request": {round}}}"#)),
+            Ok(Asked::Round { id: 11, key: 4, request }) if request == round
+        ));
+        assert!(asked(r#"{"id": 12, "open": 4}"#).is_err(), "an open carries its task");
         let reordered = format!(r#"{{"request":{request},"id":7}}"#);
         let parsed = Message::parse(&reordered).unwrap();
         assert_eq!((parsed.id, parsed.request.map(RawValue::get)), (Some(7), Some(request)));
