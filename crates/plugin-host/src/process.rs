@@ -375,7 +375,15 @@ impl ProcessCritic {
                 answers[first] = Some(answer);
             } else {
                 match self.pipeline(&mut child, &left, requests, scopes, &mut answers) {
-                    Ok(()) => self.release(Some(child)),
+                    Ok(None) => self.release(Some(child)),
+                    Ok(Some(broken)) => {
+                        let failure = self.discard(child, Some(broken));
+                        // A child that answered nothing before it failed costs the oldest its
+                        // answer, so that a critic failing that way every time cannot loop.
+                        if left.iter().all(|&index| answers[index].is_none()) {
+                            answers[first] = Some(Err(CallError::ChildStopped { failure }));
+                        }
+                    }
                     Err((charged, broken)) => {
                         let failure = self.discard(child, Some(broken));
                         answers[charged] = Some(Err(CallError::ChildStopped { failure }));
@@ -593,7 +601,8 @@ impl ProcessCritic {
     /// each answer is stored as it comes. A round whose task is being opened is written when the
     /// open is answered `ok`, and answered with the open's error when it is refused. An `Err`
     /// names the request charged with the child's failure (the oldest still waiting) and why; the
-    /// child is then no longer usable.
+    /// child is then no longer usable. `Ok(Some(why))`: every request written was answered, but
+    /// some could not be written: the child is no longer usable, and those are left unanswered.
     fn pipeline(
         &self,
         child: &mut Child,
@@ -601,7 +610,7 @@ impl ProcessCritic {
         requests: &[&Asked],
         scopes: &mut [CallScope],
         answers: &mut [Option<Result<String, CallError>>],
-    ) -> Result<(), (usize, Broken)> {
+    ) -> Result<Option<Broken>, (usize, Broken)> {
         let oldest_first = left[0];
         // A line written since the last answer answers nothing (as in `exchange`).
         match child.lines.try_recv() {
@@ -614,6 +623,8 @@ impl ProcessCritic {
         let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
         // Rounds held back until their task's open is answered, by key.
         let mut held_back: HashMap<u64, Vec<usize>> = HashMap::new();
+        // Why writing to the child stopped working (a failed write may leave part of a line).
+        let mut unwritable: Option<Broken> = None;
         let mut batch = String::new();
         if child.protocol.opens_tasks() {
             if let Some(line) = self.take_closes(child) {
@@ -703,29 +714,42 @@ impl ProcessCritic {
                 (Waiting::Open { key, .. }, Reply::Opened) => {
                     child.open.insert(key);
                     *self.pool.lock().unwrap_or_else(|p| p.into_inner()).held.entry(key).or_default() += 1;
+                    let held = held_back.remove(&key).unwrap_or_default();
+                    if unwritable.is_some() {
+                        // Left unanswered: they go to a fresh child with the rest.
+                        waiting.remove(&id);
+                        continue;
+                    }
                     let mut rounds = String::new();
-                    for index in held_back.remove(&key).unwrap_or_default() {
+                    let mut written = Vec::with_capacity(held.len());
+                    for index in held {
                         let Asked::Round(round) = requests[index] else { continue };
                         let id = child.next_id;
                         child.next_id += 1;
+                        written.push(id);
                         waiting.insert(id, Waiting::Request(index));
                         rounds.push_str(&Protocol::round_line(id, key, &round.request()));
                         rounds.push('\n');
                     }
-                    write_by(child, rounds.as_bytes(), Some(Instant::now() + self.timeout)).map_err(|source| {
-                        let broken = if source.kind() == ErrorKind::TimedOut {
+                    if let Err(source) = write_by(child, rounds.as_bytes(), Some(Instant::now() + self.timeout)) {
+                        // The child died or stopped reading while it worked on a request written
+                        // before these: that request is charged when its answer fails to come,
+                        // and these go to a fresh child, not counted as an attempt.
+                        unwritable = Some(if source.kind() == ErrorKind::TimedOut {
                             Broken::Timeout(self.timeout)
                         } else {
                             Broken::Send { what: "the requests", source }
-                        };
-                        (charged, broken)
-                    })?;
+                        });
+                        for id in written {
+                            waiting.remove(&id);
+                        }
+                    }
                 }
             }
             waiting.remove(&id);
             deadline = Instant::now() + self.timeout;
         }
-        Ok(())
+        Ok(unwritable)
     }
 
     /// The `close` line of the ended loops' keys that `child` holds open, if any; they are then
