@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
 use crate::library::{InProcessCritic, Located, OpenTask};
 use crate::process::{Launch, ProcessCritic, resolve_program};
-use crate::request::{TaskJson, critique_request, critique_request_text};
+use crate::request::{Asked, TaskJson, TaskRound, critique_request, critique_request_text, task_request};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError, PluginLibrary, SearchPath};
 
@@ -93,32 +93,6 @@ impl CriticInstance {
     }
 }
 
-/// A critique asked among many in flight ([`CriticInstance::call_many`]).
-pub enum Asked {
-    /// The whole request, task included.
-    Whole(String),
-    /// A round of a loop whose task the critic reads once per process (protocol 4), made by
-    /// [`CriticTask::first_request`].
-    Round(TaskRound),
-}
-
-/// A round of a loop as a protocol 4 child is asked it: the task's key and, for the process that
-/// does not hold it open yet, the task.
-pub struct TaskRound {
-    pub(crate) key: u64,
-    /// The task's JSON text.
-    pub(crate) task: Arc<str>,
-    pub(crate) draft: String,
-    pub(crate) round: u32,
-}
-
-impl TaskRound {
-    /// `{"request_version":2,"round":R,"draft":"..."}`.
-    pub(crate) fn request(&self) -> String {
-        task_request(&self.draft, self.round)
-    }
-}
-
 /// A critic with one task open for the rounds of a loop ([`CriticInstance::open_task`]); the task
 /// is closed when this is dropped. Used by one thread at a time, as the ABI promises plugins.
 pub struct CriticTask<'a> {
@@ -193,20 +167,6 @@ impl<'a> CriticTask<'a> {
         let opened = self.opened.as_ref().expect("opened above");
         opened.critique(&task_request(draft, round), Some(scope))
     }
-}
-
-/// `{"request_version":2,"round":R,"draft":"..."}`: a request about a task opened before.
-pub fn task_request(draft: &str, round: u32) -> String {
-    let draft = serde_json::to_string(draft).expect("a string always serializes");
-    let mut request = String::with_capacity(48 + draft.len());
-    request.push_str("{\"request_version\":");
-    request.push_str(&critbench_abi::TASK_REQUEST_VERSION.to_string());
-    request.push_str(",\"round\":");
-    request.push_str(&round.to_string());
-    request.push_str(",\"draft\":");
-    request.push_str(&draft);
-    request.push('}');
-    request
 }
 
 /// Opens a critic: resolves `source` (plugin names on `search`, relative paths against

@@ -44,10 +44,9 @@ use serde::Deserialize;
 
 use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
-use crate::open::Asked;
 use crate::process_group;
 use crate::protocol::{ConfigRefused, Protocol, ProtocolError, Reply, text_of};
-use crate::request::critique_request_text;
+use crate::request::{Asked, critique_request_text};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError};
 
@@ -104,7 +103,8 @@ pub struct ProcessCritic {
     opens_tasks: bool,
     /// The next task key ([`ProcessCritic::new_key`]).
     next_key: AtomicU64,
-    pool: Mutex<Pool>,
+    /// Boxed: a critic is passed around by value, and the pool is most of its size.
+    pool: Box<Mutex<Pool>>,
     freed: Condvar,
     /// The run's services, which answer the children's service requests.
     host: Arc<Host>,
@@ -269,7 +269,7 @@ impl ProcessCritic {
             pipelined: false,
             opens_tasks: false,
             next_key: AtomicU64::new(1),
-            pool: Mutex::new(Pool::default()),
+            pool: Box::default(),
             freed: Condvar::new(),
             host: Arc::clone(host),
         };
@@ -297,7 +297,7 @@ impl ProcessCritic {
         critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
         critic.pipelined = child.protocol.pipelined();
         critic.opens_tasks = child.protocol.opens_tasks();
-        critic.pool = Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() });
+        critic.pool = Box::new(Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() }));
         Ok(critic)
     }
 
@@ -626,11 +626,11 @@ impl ProcessCritic {
         // Why writing to the child stopped working (a failed write may leave part of a line).
         let mut unwritable: Option<Broken> = None;
         let mut batch = String::new();
-        if child.protocol.opens_tasks() {
-            if let Some(line) = self.take_closes(child) {
-                batch.push_str(&line);
-                batch.push('\n');
-            }
+        if child.protocol.opens_tasks()
+            && let Some(line) = self.take_closes(child)
+        {
+            batch.push_str(&line);
+            batch.push('\n');
         }
         for &index in left {
             let id = child.next_id;
