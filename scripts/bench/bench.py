@@ -52,7 +52,7 @@ TARGETS = [
     ("isolated_vs_in_process",
      "`--isolate-plugins` vs in-process, scripted critic, {isolation_tasks:,} tasks, `--jobs 1` (critiques/s)",
      "% of in-process", ">=", 33.3),
-    ("command_critiques_per_s", "a Python `command` critic (protocol 3), {isolation_tasks:,} tasks, `--jobs 1`",
+    ("command_critiques_per_s", "a Python `command` critic (protocol 4), {isolation_tasks:,} tasks, `--jobs 1`",
      "critiques/s", ">=", 50_000),
     # The concurrency sweep.
     ("sweep_1024_fraction_of_ideal",
@@ -657,16 +657,17 @@ def bench_sweep(args, work, tasks_file, results):
 
 def bench_isolation(args, work, tasks_file, results):
     """The scripted critic in-process, isolated (`critbench plugin-worker`,
-    protocol 3) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 3, and
-    the same critic saying protocol 2: one request per pipe round trip, the path before protocol
-    3); with --baseline-critbench, that binary isolated as well (the before figure). Every run's
-    outcomes must equal the in-process run's."""
+    protocol 4) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 4: each
+    loop's task sent once; the same critic saying protocol 3, the whole request every round, the
+    path before protocol 4; and saying protocol 2, one request per pipe round trip, the path before
+    protocol 3); with --baseline-critbench, that binary isolated as well (the before figure). Every
+    run's outcomes must equal the in-process run's."""
     experiment = os.path.join(EXPERIMENTS, "bench-distinct.toml")
     critic = os.path.join(HERE, "scripted_critic.py")
     with open(experiment, encoding="utf-8") as handle:
         text = handle.read().replace("../datasets/", os.path.join(ROOT, "datasets") + "/")
     commands = {}
-    for protocol in (3, 2):
+    for protocol in (4, 3, 2):
         path = os.path.join(work, f"command-v{protocol}.toml")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text.replace('plugin = "scripted"',
@@ -674,9 +675,12 @@ def bench_isolation(args, work, tasks_file, results):
         commands[protocol] = path
     modes = [
         ("in_process", "scripted, in-process (C ABI)", args.critbench, experiment, ()),
-        ("isolated", "scripted, `--isolate-plugins` (plugin-worker, protocol 3)", args.critbench, experiment,
+        ("isolated", "scripted, `--isolate-plugins` (plugin-worker, protocol 4)", args.critbench, experiment,
          ("--isolate-plugins",)),
-        ("command_v3", "Python command critic, protocol 3", args.critbench, commands[3], ()),
+        ("command_v4", "Python command critic, protocol 4 (each loop's task sent once)", args.critbench, commands[4],
+         ()),
+        ("command_v3", "Python command critic, protocol 3 (the whole request every round)", args.critbench,
+         commands[3], ()),
         ("command_v2", "Python command critic, protocol 2 (one request per round trip)", args.critbench, commands[2], ()),
     ]
     if args.baseline_critbench:
@@ -743,7 +747,8 @@ def measured_targets(results, args):
     if i:
         modes = i["modes"]
         values["isolated_vs_in_process"] = 100 * modes["isolated"]["median_rate"] / modes["in_process"]["median_rate"]
-        values["command_critiques_per_s"] = modes["command_v3"]["median_rate"]
+        if "command_v4" in modes:  # a run from before protocol 4 has no such row
+            values["command_critiques_per_s"] = modes["command_v4"]["median_rate"]
     s = results.get("server")
     if s:
         values["server_fraction_of_ideal"] = 100 * s["median_steady_rate"] / s["ideal_rate"]
@@ -1025,10 +1030,11 @@ def markdown(results, args):
             "## 6. Isolated and command critics",
             "",
             f"The first {iso['tasks']:,} tasks of section 1's file, `experiments/bench-distinct.toml`, `--jobs 1`,"
-            " the scripted critic run four ways: in-process through the C ABI; `--isolate-plugins` (`critbench"
-            " plugin-worker`, protocol 3: a worker advances up to 64 loops together and their requests go to the child"
-            " in one write); as a Python command critic computing the same critique (`scripts/bench/scripted_critic.py`,"
-            " protocol 3), and the same critic saying protocol 2 (one request per pipe round trip). Every run's"
+            " the scripted critic run five ways: in-process through the C ABI; `--isolate-plugins` (`critbench"
+            " plugin-worker`, protocol 4: a worker advances up to 64 loops together, their requests go to the child"
+            " in one write, and each loop's task is sent once); as a Python command critic computing the same critique"
+            " (`scripts/bench/scripted_critic.py`, protocol 4), and the same critic saying protocol 3 (the whole"
+            " request, task included, every round) and protocol 2 (one request per pipe round trip). Every run's"
             " outcomes equal the in-process run's. CPU counts critbench and its children. The load average is the"
             " 1-minute load before each run: the machine is shared, so compare rates per CPU second too.",
             "",

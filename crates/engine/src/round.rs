@@ -8,7 +8,7 @@ use std::time::Instant;
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
 use critbench_plugin_host::{
-    CallError, CriticInstance, CriticTask, CritiqueCall, critique_task_after_first, critique_task_with_retry,
+    Asked, CallError, CriticInstance, CriticTask, CritiqueCall, critique_task_after_first, critique_task_with_retry,
     critique_with_retry,
 };
 use critbench_storage::recorded::RecordedRound;
@@ -54,7 +54,8 @@ pub(crate) fn critique_round(
 
 /// The first attempts of critiques asked by loops advancing together, sent to their critics in
 /// one go by [`Batch::send`]: a critic in a child process that takes several requests at once
-/// (protocol 3, `docs/PROTOCOL.md`) then costs a pipe round trip per batch, not per critique.
+/// (protocol 3 or 4, `docs/PROTOCOL.md`) then costs a pipe round trip per batch, not per critique.
+/// A protocol 4 child is sent each loop's task once: its asks are rounds about the task's key.
 #[derive(Default)]
 pub(crate) struct Batch {
     asks: RefCell<Vec<Ask>>,
@@ -64,7 +65,7 @@ pub(crate) struct Batch {
 struct Ask {
     ticket: u64,
     critic: usize,
-    request: String,
+    request: Asked,
     scope: CallScope,
     answer: Option<Result<String, CallError>>,
 }
@@ -89,7 +90,7 @@ impl Batch {
         scope.attempt = 1;
         let ticket = self.next.get();
         self.next.set(ticket + 1);
-        let request = critic.whole_request(text, round);
+        let request = critic.first_request(text, round);
         self.asks.borrow_mut().push(Ask { ticket, critic: unit.critic, request, scope, answer: None });
         let (mut scope, first) = std::future::poll_fn(|_| {
             let mut asks = self.asks.borrow_mut();
@@ -115,11 +116,8 @@ impl Batch {
         let mut asks = self.asks.borrow_mut();
         asks.retain(|ask| ask.answer.is_none());
         for (index, critic) in critics.iter().enumerate() {
-            let (requests, mut scopes): (Vec<&str>, Vec<CallScope>) = asks
-                .iter()
-                .filter(|ask| ask.critic == index)
-                .map(|ask| (ask.request.as_str(), ask.scope.clone()))
-                .unzip();
+            let (requests, mut scopes): (Vec<&Asked>, Vec<CallScope>) =
+                asks.iter().filter(|ask| ask.critic == index).map(|ask| (&ask.request, ask.scope.clone())).unzip();
             if requests.is_empty() {
                 continue;
             }

@@ -53,9 +53,10 @@ pub use info::{
     CriticInfo, CriticSource, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker,
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
-pub use open::{CriticInstance, CriticTask, open_critic, task_request};
+pub use open::{CriticInstance, CriticTask, open_critic};
 pub use process::ProcessCritic;
 pub use protocol::PROTOCOL_VERSION;
+pub use request::{Asked, TaskRound, task_request};
 pub use retry::{
     CritiqueCall, DEFAULT_ATTEMPTS, critique_after_first, critique_task_after_first, critique_task_with_retry,
     critique_with_retry,

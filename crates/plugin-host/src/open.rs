@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
 use crate::library::{InProcessCritic, Located, OpenTask};
 use crate::process::{Launch, ProcessCritic, resolve_program};
-use crate::request::{TaskJson, critique_request};
+use crate::request::{Asked, TaskJson, TaskRound, critique_request, critique_request_text, task_request};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError, PluginLibrary, SearchPath};
 
@@ -43,7 +43,7 @@ impl CriticInstance {
         }
     }
 
-    /// Whether the critic takes several requests at once (a child speaking protocol 3), so that a
+    /// Whether the critic takes several requests at once (a child speaking protocol 3 or 4), so that a
     /// caller gains by asking [`CriticInstance::call_many`] for many critiques together.
     pub fn pipelined(&self) -> bool {
         matches!(self, CriticInstance::Process(critic) if critic.pipelined())
@@ -52,11 +52,18 @@ impl CriticInstance {
     /// Sends every request, each for its critique scope, and returns their answers in order: what
     /// [`CriticInstance::call_in`] would answer one by one, all in flight at once where the critic
     /// takes that.
-    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
+    pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
         match self {
-            CriticInstance::InProcess(critic) => {
-                requests.iter().zip(scopes).map(|(request, scope)| critic.call_in(request, scope)).collect()
-            }
+            CriticInstance::InProcess(critic) => requests
+                .iter()
+                .zip(scopes)
+                .map(|(asked, scope)| match asked {
+                    Asked::Whole(request) => critic.call_in(request, scope),
+                    Asked::Round(round) => {
+                        critic.call_in(&critique_request_text(&round.task, &round.draft, round.round), scope)
+                    }
+                })
+                .collect(),
             CriticInstance::Process(critic) => critic.call_many(requests, scopes),
         }
     }
@@ -71,10 +78,18 @@ impl CriticInstance {
 
     /// The critic with `task` open for the rounds of one loop: every round and retry of the loop
     /// asks through it. A plugin of ABI version 2 in this process reads the task once (opened at
-    /// the first call, again after a failed open); any other critic is sent today's whole
-    /// request, task included, every round.
+    /// the first call, again after a failed open), and so does a child speaking protocol 4 (opened
+    /// on each process that gets one of the loop's rounds, under a key of its own); any other
+    /// critic is sent the whole request, task included, every round.
     pub fn open_task<'a>(&'a self, task: &'a TaskJson) -> CriticTask<'a> {
-        CriticTask { critic: self, task, opened: None }
+        let (key, shared) = match self {
+            // One copy of the task per loop, shared by its rounds' asks (they outlive this borrow).
+            CriticInstance::Process(critic) if critic.opens_tasks() => {
+                (Some(critic.new_key()), Some(Arc::from(task.as_str())))
+            }
+            _ => (None, None),
+        };
+        CriticTask { critic: self, task, opened: None, key, shared }
     }
 }
 
@@ -85,6 +100,18 @@ pub struct CriticTask<'a> {
     task: &'a TaskJson,
     /// The plugin's handle, once opened (ABI version 2 in this process only).
     opened: Option<OpenTask<'a>>,
+    /// The task's key on the critic's processes (protocol 4 only).
+    key: Option<u64>,
+    /// The task's JSON text, for the rounds' asks (protocol 4 only).
+    shared: Option<Arc<str>>,
+}
+
+impl Drop for CriticTask<'_> {
+    fn drop(&mut self) {
+        if let (CriticInstance::Process(critic), Some(key)) = (self.critic, self.key) {
+            critic.close_task(key);
+        }
+    }
 }
 
 impl<'a> CriticTask<'a> {
@@ -95,7 +122,7 @@ impl<'a> CriticTask<'a> {
 
     /// Whether each round's request leaves the task out (the critic read it when it was opened).
     pub fn reads_task_once(&self) -> bool {
-        matches!(self.critic, CriticInstance::InProcess(critic) if critic.reads_tasks())
+        self.key.is_some() || matches!(self.critic, CriticInstance::InProcess(critic) if critic.reads_tasks())
     }
 
     /// The whole request about `draft` at `round`, task included: what a critic that does not
@@ -104,11 +131,32 @@ impl<'a> CriticTask<'a> {
         critique_request(self.task, draft, round)
     }
 
+    /// What the first attempt at `draft` in round `round` sends among many in flight
+    /// ([`CriticInstance::call_many`]): a round about the task's key for a child speaking
+    /// protocol 4, else the whole request.
+    pub fn first_request(&self, draft: &str, round: u32) -> Asked {
+        match self.key {
+            Some(key) => Asked::Round(self.round(key, draft, round)),
+            None => Asked::Whole(self.whole_request(draft, round)),
+        }
+    }
+
+    fn round(&self, key: u64, draft: &str, round: u32) -> TaskRound {
+        let task = self.shared.clone().unwrap_or_else(|| Arc::from(self.task.as_str()));
+        TaskRound { key, task, draft: draft.to_string(), round }
+    }
+
     /// Critiques `draft` as round `round` of the loop, for the critique `scope`; opens the task
     /// first if it is not open yet, and a failure to open is this call's error.
     pub fn call_in(&mut self, draft: &str, round: u32, scope: &mut CallScope) -> Result<String, CallError> {
-        let CriticInstance::InProcess(critic) = self.critic else {
-            return self.critic.call_in(&self.whole_request(draft, round), scope);
+        let critic = match self.critic {
+            CriticInstance::InProcess(critic) => critic,
+            CriticInstance::Process(critic) => {
+                let Some(key) = self.key else { return critic.call(&self.whole_request(draft, round), Some(scope)) };
+                let asked = Asked::Round(self.round(key, draft, round));
+                let mut answers = critic.call_many(&[&asked], std::slice::from_mut(scope));
+                return answers.pop().expect("one answer per request");
+            }
         };
         if self.opened.is_none() {
             match critic.open_task(self.task.as_str(), Some(&mut *scope)) {
@@ -119,20 +167,6 @@ impl<'a> CriticTask<'a> {
         let opened = self.opened.as_ref().expect("opened above");
         opened.critique(&task_request(draft, round), Some(scope))
     }
-}
-
-/// `{"request_version":2,"round":R,"draft":"..."}`: a request about a task opened before.
-pub fn task_request(draft: &str, round: u32) -> String {
-    let draft = serde_json::to_string(draft).expect("a string always serializes");
-    let mut request = String::with_capacity(48 + draft.len());
-    request.push_str("{\"request_version\":");
-    request.push_str(&critbench_abi::TASK_REQUEST_VERSION.to_string());
-    request.push_str(",\"round\":");
-    request.push_str(&round.to_string());
-    request.push_str(",\"draft\":");
-    request.push_str(&draft);
-    request.push('}');
-    request
 }
 
 /// Opens a critic: resolves `source` (plugin names on `search`, relative paths against

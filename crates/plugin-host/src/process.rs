@@ -14,18 +14,27 @@
 //! oldest still waiting (the one an in-order child was working on); the others in flight go to a
 //! fresh child, not counted as an attempt, so one bad request costs one round.
 //!
+//! A child speaking protocol 4 is also sent each loop's task once: a round of a loop
+//! ([`Asked::Round`]) goes to a child as a small request about the task's key, and the task is
+//! opened on that child first when it is not open there (a fresh child has nothing open, so a
+//! task is opened again after a restart). A round is written only once its task's open was
+//! answered `ok`: one that waits for its open goes out as the open's answer comes in, and one
+//! whose open failed is answered with the open's error without being sent. The keys of loops
+//! that ended ([`ProcessCritic::close_task`]) are closed on the children holding them, in one
+//! `close` line before their next batch.
+//!
 //! An answer is taken only when it answers the request being asked. In protocol 2 its id says so
 //! ([`Protocol::reply`]). In protocol 1 only order can: a line is refused when it arrived before
 //! the request was written, came in one write with another message, or arrived while the request
 //! still sat unread in the child's stdin — none of these can be the request's answer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -37,6 +46,7 @@ use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
 use crate::process_group;
 use crate::protocol::{ConfigRefused, Protocol, ProtocolError, Reply, text_of};
+use crate::request::{Asked, critique_request_text};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError};
 
@@ -87,9 +97,14 @@ pub struct ProcessCritic {
     timeout: Duration,
     memory_mb: Option<u64>,
     max_children: usize,
-    /// The critic's hello says protocol 3: it takes several requests at once.
+    /// The critic's hello says protocol 3 or 4: it takes several requests at once.
     pipelined: bool,
-    pool: Mutex<Pool>,
+    /// The critic's hello says protocol 4: it reads a loop's task once per process.
+    opens_tasks: bool,
+    /// The next task key ([`ProcessCritic::new_key`]).
+    next_key: AtomicU64,
+    /// Boxed: a critic is passed around by value, and the pool is most of its size.
+    pool: Box<Mutex<Pool>>,
     freed: Condvar,
     /// The run's services, which answer the children's service requests.
     host: Arc<Host>,
@@ -100,6 +115,24 @@ struct Pool {
     idle: Vec<Child>,
     /// Children idle or in use.
     live: usize,
+    /// Protocol 4: how many live children hold each task key open.
+    held: HashMap<u64, usize>,
+    /// Protocol 4: the keys of loops that ended, still open on some child; each child closes its
+    /// own before its next batch.
+    closing: Vec<u64>,
+}
+
+impl Pool {
+    /// Accounts for `key` no longer open on one child.
+    fn let_go(&mut self, key: u64) {
+        if let Some(count) = self.held.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.held.remove(&key);
+                self.closing.retain(|&closing| closing != key);
+            }
+        }
+    }
 }
 
 struct Child {
@@ -112,6 +145,8 @@ struct Child {
     /// Raised once a protocol 3 child took its config: its reader then lets several messages come
     /// in one write.
     pipelined: Arc<AtomicBool>,
+    /// Protocol 4: the task keys open on this process.
+    open: HashSet<u64>,
 }
 
 /// A line from the child (or why reading stopped), and when the reader took it from the pipe.
@@ -170,6 +205,25 @@ impl Broken {
     }
 }
 
+/// What a protocol 3 or 4 message in flight waits for.
+#[derive(Clone, Copy)]
+enum Waiting {
+    /// The answer to the request of this index.
+    Request(usize),
+    /// The answer to the open of task `key`, asked by the round of index `first` (charged with a
+    /// failure while the open is the oldest message waiting).
+    Open { key: u64, first: usize },
+}
+
+impl Waiting {
+    /// The request charged when the child fails while this waits.
+    fn charged(self) -> usize {
+        match self {
+            Waiting::Request(index) | Waiting::Open { first: index, .. } => index,
+        }
+    }
+}
+
 /// How one exchange ended.
 enum Answer {
     Critique(String),
@@ -213,7 +267,9 @@ impl ProcessCritic {
             memory_mb: isolation.memory_mb,
             max_children: 1,
             pipelined: false,
-            pool: Mutex::new(Pool::default()),
+            opens_tasks: false,
+            next_key: AtomicU64::new(1),
+            pool: Box::default(),
             freed: Condvar::new(),
             host: Arc::clone(host),
         };
@@ -239,8 +295,9 @@ impl ProcessCritic {
                 })?;
         }
         critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
-        critic.pipelined = child.protocol == Protocol::V3;
-        critic.pool = Mutex::new(Pool { idle: vec![child], live: 1 });
+        critic.pipelined = child.protocol.pipelined();
+        critic.opens_tasks = child.protocol.opens_tasks();
+        critic.pool = Box::new(Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() }));
         Ok(critic)
     }
 
@@ -254,10 +311,30 @@ impl ProcessCritic {
         Arc::make_mut(&mut self.info).builtin = true;
     }
 
-    /// Whether the critic takes several requests at once (protocol 3), so that
+    /// Whether the critic takes several requests at once (protocol 3 or 4), so that
     /// [`ProcessCritic::call_many`] is worth a caller's while.
     pub fn pipelined(&self) -> bool {
         self.pipelined
+    }
+
+    /// Whether the critic reads a loop's task once per process (protocol 4): a loop's rounds are
+    /// then asked as [`Asked::Round`].
+    pub fn opens_tasks(&self) -> bool {
+        self.opens_tasks
+    }
+
+    /// A key for one loop's task, never given out before by this critic.
+    pub(crate) fn new_key(&self) -> u64 {
+        self.next_key.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The loop of task key `key` ended: the children that hold it open close it before their
+    /// next batch.
+    pub(crate) fn close_task(&self, key: u64) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.held.contains_key(&key) {
+            pool.closing.push(key);
+        }
     }
 
     /// Sends one request to an idle child (starting one if needed), for the critique `scope`
@@ -272,7 +349,7 @@ impl ProcessCritic {
     /// [`ProcessCritic::call`] would one by one: to a protocol 3 child all at once, to any other
     /// one at a time. A child that fails costs the request charged with it (the oldest waiting)
     /// its answer; the rest go to a fresh child.
-    pub fn call_many(&self, requests: &[&str], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
+    pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
         let mut answers: Vec<Option<Result<String, CallError>>> = vec![None; requests.len()];
         let mut left: Vec<usize> = (0..requests.len()).collect();
         while let Some(&first) = left.first() {
@@ -285,14 +362,30 @@ impl ProcessCritic {
                     break;
                 }
             };
-            if child.protocol != Protocol::V3 {
-                answers[first] = Some(self.call_on(child, requests[first], Some(&mut scopes[first])));
+            if !child.protocol.pipelined() {
+                let answer = match requests[first] {
+                    Asked::Whole(request) => self.call_on(child, request, Some(&mut scopes[first])),
+                    // Only a protocol 4 critic is asked by rounds; a child that is not one is
+                    // sent the whole request.
+                    Asked::Round(round) => {
+                        let request = critique_request_text(&round.task, &round.draft, round.round);
+                        self.call_on(child, &request, Some(&mut scopes[first]))
+                    }
+                };
+                answers[first] = Some(answer);
             } else {
                 match self.pipeline(&mut child, &left, requests, scopes, &mut answers) {
-                    Ok(()) => self.release(Some(child)),
+                    Ok(None) => self.release(Some(child)),
+                    Ok(Some(broken)) => {
+                        let failure = self.discard(child, Some(broken));
+                        // A child that answered nothing before it failed costs the oldest its
+                        // answer, so that a critic failing that way every time cannot loop.
+                        if left.iter().all(|&index| answers[index].is_none()) {
+                            answers[first] = Some(Err(CallError::ChildStopped { failure }));
+                        }
+                    }
                     Err((charged, broken)) => {
-                        let failure = finish(child, Some(broken));
-                        self.release(None);
+                        let failure = self.discard(child, Some(broken));
                         answers[charged] = Some(Err(CallError::ChildStopped { failure }));
                     }
                 }
@@ -313,11 +406,24 @@ impl ProcessCritic {
                 }
             }
             Err(broken) => {
-                let failure = finish(child, Some(broken));
-                self.release(None);
+                let failure = self.discard(child, Some(broken));
                 Err(CallError::ChildStopped { failure })
             }
         }
+    }
+
+    /// Stops a child that is no longer usable ([`finish`]), forgets the tasks it held open and
+    /// frees its place in the pool.
+    fn discard(&self, mut child: Child, broken: Option<Broken>) -> String {
+        let open = std::mem::take(&mut child.open);
+        let failure = finish(child, broken);
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        for key in open {
+            pool.let_go(key);
+        }
+        drop(pool);
+        self.release(None);
+        failure
     }
 
     fn acquire(&self) -> Result<Child, CallError> {
@@ -403,7 +509,8 @@ impl ProcessCritic {
         let reader = std::thread::Builder::new()
             .name("critbench-critic-reader".into())
             .spawn(move || read_lines(stdout, sender, &several));
-        let mut child = Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined };
+        let mut child =
+            Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined, open: HashSet::new() };
         if let Err(e) = reader {
             return Err(StartFailure::Broken(finish(child, Some(Broken::ReaderThread(e)))));
         }
@@ -441,7 +548,7 @@ impl ProcessCritic {
         };
         match answer {
             Ok(Ok(())) => {
-                child.pipelined.store(child.protocol == Protocol::V3, Ordering::Relaxed);
+                child.pipelined.store(child.protocol.pipelined(), Ordering::Relaxed);
                 Ok((child, hello))
             }
             Ok(Err(ConfigRefused(message))) => {
@@ -480,21 +587,30 @@ impl ProcessCritic {
                 }
                 Reply::Critique(text) => return Ok(Answer::Critique(text)),
                 Reply::Error(message) => return Ok(Answer::Error(message)),
+                // `reply` reads only requests' answers; an `ok` is not one.
+                Reply::Opened => {
+                    let message = excerpt(&message.to_string());
+                    return Err(ProtocolError::WrongAnswer { what: "request", id, wrong: "`ok`", message }.into());
+                }
             }
         }
     }
 
-    /// The requests `left` (indices into `requests`) on a protocol 3 child, written at once; each
-    /// answer is stored as it comes. An `Err` names the request charged with the child's failure
-    /// (the oldest still waiting) and why; the child is then no longer usable.
+    /// The requests `left` (indices into `requests`) on a protocol 3 or 4 child, written at once
+    /// (after the closes of ended loops this child holds, and the opens of tasks it does not hold);
+    /// each answer is stored as it comes. A round whose task is being opened is written when the
+    /// open is answered `ok`, and answered with the open's error when it is refused. An `Err`
+    /// names the request charged with the child's failure (the oldest still waiting) and why; the
+    /// child is then no longer usable. `Ok(Some(why))`: every request written was answered, but
+    /// some could not be written: the child is no longer usable, and those are left unanswered.
     fn pipeline(
         &self,
         child: &mut Child,
         left: &[usize],
-        requests: &[&str],
+        requests: &[&Asked],
         scopes: &mut [CallScope],
         answers: &mut [Option<Result<String, CallError>>],
-    ) -> Result<(), (usize, Broken)> {
+    ) -> Result<Option<Broken>, (usize, Broken)> {
         let oldest_first = left[0];
         // A line written since the last answer answers nothing (as in `exchange`).
         match child.lines.try_recv() {
@@ -503,18 +619,55 @@ impl ProcessCritic {
             Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
         }
         let first_id = child.next_id;
-        let mut waiting: HashMap<u64, usize> = HashMap::with_capacity(left.len());
+        // What each message in flight waits for, by id: the oldest first.
+        let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
+        // Rounds held back until their task's open is answered, by key.
+        let mut held_back: HashMap<u64, Vec<usize>> = HashMap::new();
+        // Why writing to the child stopped working (a failed write may leave part of a line).
+        let mut unwritable: Option<Broken> = None;
         let mut batch = String::new();
-        for &index in left {
-            let id = child.next_id;
-            child.next_id += 1;
-            waiting.insert(id, index);
-            batch.push_str(&child.protocol.request_line(id, requests[index]));
+        if child.protocol.opens_tasks()
+            && let Some(line) = self.take_closes(child)
+        {
+            batch.push_str(&line);
             batch.push('\n');
         }
-        let ids = (first_id, child.next_id);
-        // The oldest request still waiting: the one a child answering in order works on.
-        let mut oldest = first_id;
+        for &index in left {
+            let id = child.next_id;
+            match requests[index] {
+                Asked::Round(round) if child.protocol.opens_tasks() => {
+                    if !child.open.contains(&round.key) {
+                        if let Some(held) = held_back.get_mut(&round.key) {
+                            held.push(index);
+                            continue;
+                        }
+                        child.next_id += 1;
+                        waiting.insert(id, Waiting::Open { key: round.key, first: index });
+                        held_back.insert(round.key, vec![index]);
+                        batch.push_str(&Protocol::open_line(id, round.key, &round.task));
+                        batch.push('\n');
+                        continue;
+                    }
+                    child.next_id += 1;
+                    waiting.insert(id, Waiting::Request(index));
+                    batch.push_str(&Protocol::round_line(id, round.key, &round.request()));
+                }
+                asked => {
+                    child.next_id += 1;
+                    waiting.insert(id, Waiting::Request(index));
+                    let whole;
+                    let request = match asked {
+                        Asked::Whole(request) => request,
+                        Asked::Round(round) => {
+                            whole = critique_request_text(&round.task, &round.draft, round.round);
+                            &whole
+                        }
+                    };
+                    batch.push_str(&child.protocol.request_line(id, request));
+                }
+            }
+            batch.push('\n');
+        }
         write_by(child, batch.as_bytes(), Some(Instant::now() + self.timeout)).map_err(|source| {
             let broken = if source.kind() == ErrorKind::TimedOut {
                 Broken::Timeout(self.timeout)
@@ -526,33 +679,92 @@ impl ProcessCritic {
         // Each request gets the timeout from when the child could start on it: its sending, or
         // the answer before it.
         let mut deadline = Instant::now() + self.timeout;
-        while oldest < ids.1 {
-            let charged = waiting[&oldest];
+        while let Some((&oldest, charged)) = waiting.first_key_value() {
+            let charged = charged.charged();
             let (line, _) = next_line(child, deadline, self.timeout).map_err(|broken| (charged, broken))?;
             let message = parse_message(&line).map_err(|broken| (charged, broken))?;
+            let ids = (first_id.min(oldest), child.next_id);
             let (id, reply) = Protocol::pipelined_reply(&message, ids, |id| waiting.contains_key(&id))
                 .map_err(|error| (charged, error.into()))?;
-            let index = waiting[&id];
-            let answer = match reply {
-                Reply::Service { name, request } => {
-                    let answer = self.host.dispatch(&name, &request, Some(&mut scopes[index]));
+            let wrong = |what, wrong| {
+                let message = excerpt(&message.to_string());
+                (charged, Broken::Protocol(ProtocolError::WrongAnswer { what, id, wrong, message }))
+            };
+            match (waiting[&id], reply) {
+                (waits, Reply::Service { name, request }) => {
+                    let answer = self.host.dispatch(&name, &request, Some(&mut scopes[waits.charged()]));
                     write_by(child, format!("{}\n", child.protocol.service_answer_line(id, answer)).as_bytes(), None)
                         .map_err(|e| (charged, Broken::AnswerService(e)))?;
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
                     continue;
                 }
-                Reply::Critique(text) => Ok(text),
-                Reply::Error(message) => Err(CallError::Critic(message)),
-            };
-            answers[index] = Some(answer);
-            waiting.remove(&id);
-            while oldest < ids.1 && !waiting.contains_key(&oldest) {
-                oldest += 1;
+                (Waiting::Request(index), Reply::Critique(text)) => answers[index] = Some(Ok(text)),
+                (Waiting::Request(index), Reply::Error(message)) => {
+                    answers[index] = Some(Err(CallError::Critic(message)));
+                }
+                (Waiting::Request(_), Reply::Opened) => return Err(wrong("request", "`ok`")),
+                (Waiting::Open { .. }, Reply::Critique(_)) => return Err(wrong("the open of a task", "a critique")),
+                (Waiting::Open { key, .. }, Reply::Error(message)) => {
+                    // As a failed `open_task` in this process: the error of every round asking.
+                    for index in held_back.remove(&key).unwrap_or_default() {
+                        answers[index] = Some(Err(CallError::Critic(message.clone())));
+                    }
+                }
+                (Waiting::Open { key, .. }, Reply::Opened) => {
+                    child.open.insert(key);
+                    *self.pool.lock().unwrap_or_else(|p| p.into_inner()).held.entry(key).or_default() += 1;
+                    let held = held_back.remove(&key).unwrap_or_default();
+                    if unwritable.is_some() {
+                        // Left unanswered: they go to a fresh child with the rest.
+                        waiting.remove(&id);
+                        continue;
+                    }
+                    let mut rounds = String::new();
+                    let mut written = Vec::with_capacity(held.len());
+                    for index in held {
+                        let Asked::Round(round) = requests[index] else { continue };
+                        let id = child.next_id;
+                        child.next_id += 1;
+                        written.push(id);
+                        waiting.insert(id, Waiting::Request(index));
+                        rounds.push_str(&Protocol::round_line(id, key, &round.request()));
+                        rounds.push('\n');
+                    }
+                    if let Err(source) = write_by(child, rounds.as_bytes(), Some(Instant::now() + self.timeout)) {
+                        // The child died or stopped reading while it worked on a request written
+                        // before these: that request is charged when its answer fails to come,
+                        // and these go to a fresh child, not counted as an attempt.
+                        unwritable = Some(if source.kind() == ErrorKind::TimedOut {
+                            Broken::Timeout(self.timeout)
+                        } else {
+                            Broken::Send { what: "the requests", source }
+                        });
+                        for id in written {
+                            waiting.remove(&id);
+                        }
+                    }
+                }
             }
+            waiting.remove(&id);
             deadline = Instant::now() + self.timeout;
         }
-        Ok(())
+        Ok(unwritable)
+    }
+
+    /// The `close` line of the ended loops' keys that `child` holds open, if any; they are then
+    /// no longer open on it.
+    fn take_closes(&self, child: &mut Child) -> Option<String> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let mine: Vec<u64> = pool.closing.iter().copied().filter(|key| child.open.contains(key)).collect();
+        if mine.is_empty() {
+            return None;
+        }
+        for &key in &mine {
+            child.open.remove(&key);
+            pool.let_go(key);
+        }
+        Some(Protocol::close_line(&mine))
     }
 
     /// The child's next message, which must answer what critbench sent at `asked`: a line that
@@ -799,6 +1011,7 @@ mod tests {
 
     use super::*;
     use crate::services::{HostService, Reply as ServiceReply};
+    use crate::{CriticInstance, CriticTask};
 
     /// What every test critic starts with: `send`, `read` and `wait_for_input` (which returns once
     /// critbench's next line is in the pipe, without reading it).
@@ -1029,8 +1242,8 @@ while True:
 
     /// `tasks` all in flight at once through `call_many`.
     fn call_many(critic: &ProcessCritic, tasks: &[&str]) -> Vec<Result<String, CallError>> {
-        let requests: Vec<String> = tasks.iter().map(|task| request(task)).collect();
-        let requests: Vec<&str> = requests.iter().map(String::as_str).collect();
+        let requests: Vec<Asked> = tasks.iter().map(|task| Asked::Whole(request(task))).collect();
+        let requests: Vec<&Asked> = requests.iter().collect();
         let mut scopes: Vec<CallScope> = tasks.iter().map(|task| CallScope::new(task, 0, 0)).collect();
         critic.call_many(&requests, &mut scopes)
     }
@@ -1108,6 +1321,172 @@ while True:
                 call_many(&critic, &[task])[0].as_deref(),
                 Ok(format!(r#"{{"rationale":"echo {task}","score":1}}"#).as_str())
             );
+        }
+    }
+
+    /// A protocol 4 critic. It keeps the keys open on its process and answers a round with
+    /// `"TASK rROUND opens=N closed=[KEYS]"` (N: the opens of that key on this process; KEYS: the
+    /// keys closed on it so far), or with an error for a key it was never sent. On the task named
+    /// `bad` it does `at_open` when opening it and `at_round` at its rounds; `message` is the
+    /// line read.
+    fn v4(at_open: &str, at_round: &str) -> (tempfile::TempDir, ProcessCritic) {
+        open(
+            4,
+            &format!(
+                r#"
+opened, opens, closed = {{}}, {{}}, []
+while True:
+    message = read()
+    if "close" in message:
+        for key in message["close"]:
+            closed.append(key)
+            del opened[key]
+        continue
+    if "open" in message and message["task"]["id"] == "bad":
+{at_open}
+    if "open" in message:
+        key = message["open"]
+        opened[key] = message["task"]["id"]
+        opens[key] = opens.get(key, 0) + 1
+        send({{"id": message["id"], "ok": True}})
+        continue
+    key = message["task_key"]
+    if key not in opened:
+        send({{"id": message["id"], "error": "key %d was never opened here" % key}})
+        continue
+    task = opened[key]
+    if task == "bad":
+{at_round}
+    rationale = "%s r%d opens=%d closed=%s" % (task, message["request"]["round"], opens[key], sorted(closed))
+    send({{"id": message["id"], "critique": {{"score": 1, "rationale": rationale}}}})
+"#
+            ),
+        )
+    }
+
+    /// The task `id` as critics see it.
+    fn task_json(id: &str) -> crate::request::TaskJson {
+        crate::request::TaskJson::new(&critbench_core::Task { id: id.into(), prompt: "p".into(), ..Default::default() })
+    }
+
+    /// Round `round` of each loop, all in flight at once; each answer's rationale, or its error.
+    fn rounds(instance: &CriticInstance, loops: &[&CriticTask<'_>], round: u32) -> Vec<Result<String, String>> {
+        let asked: Vec<Asked> = loops.iter().map(|task| task.first_request("d", round)).collect();
+        let asked: Vec<&Asked> = asked.iter().collect();
+        let mut scopes: Vec<CallScope> = loops.iter().map(|_| CallScope::new("t", 0, round)).collect();
+        let answers = instance.call_many(&asked, &mut scopes);
+        answers
+            .into_iter()
+            .map(|answer| match answer {
+                Ok(text) => {
+                    let critique: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    Ok(critique["rationale"].as_str().unwrap_or(&text).to_string())
+                }
+                Err(error) => Err(error.to_string()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_v4_task_is_opened_once_per_process_and_closed_when_its_loop_ends() {
+        let (_dir, critic) = v4("        pass", "        os._exit(3)");
+        let instance = CriticInstance::Process(critic);
+        let (a, b, bad) = (task_json("a"), task_json("b"), task_json("bad"));
+        let (first, second) = (instance.open_task(&a), instance.open_task(&b));
+        assert!(first.reads_task_once());
+        let ok = |text: &str| Ok(text.to_string());
+        assert_eq!(
+            rounds(&instance, &[&first, &second], 0),
+            [ok("a r0 opens=1 closed=[]"), ok("b r0 opens=1 closed=[]")]
+        );
+        // Asked again, neither is opened again; a retry alone goes through the same key.
+        assert_eq!(
+            rounds(&instance, &[&first, &second], 1),
+            [ok("a r1 opens=1 closed=[]"), ok("b r1 opens=1 closed=[]")]
+        );
+        let mut retried = instance.open_task(&a);
+        let mut scope = CallScope::new("a", 0, 0);
+        let alone = retried.call_in("d", 0, &mut scope).unwrap();
+        assert!(alone.contains("a r0 opens=1 closed=[]"), "{alone}");
+        // The first loop ends: its key (1) is closed with the next batch, and so is the third's (3).
+        drop(first);
+        drop(retried);
+        assert_eq!(rounds(&instance, &[&second], 2), [ok("b r2 opens=1 closed=[1, 3]")]);
+        // The child crashes on a round: that round fails, and the fresh child, which holds nothing
+        // open, is sent the task again before the next round.
+        let crashing = instance.open_task(&bad);
+        let answers = rounds(&instance, &[&crashing, &second], 3);
+        assert!(answers[0].as_ref().unwrap_err().contains("the critic process exited with status 3"), "{answers:?}");
+        // `bad`'s round was written after its open's `ok`, behind `b`'s: the old child answered `b`.
+        assert_eq!(answers[1], ok("b r3 opens=1 closed=[1, 3]"));
+        assert_eq!(rounds(&instance, &[&second], 4), [ok("b r4 opens=1 closed=[]")], "re-opened on the fresh child");
+        // A key that ended on a child that died is not closed on the fresh one.
+        drop(crashing);
+        assert_eq!(rounds(&instance, &[&second], 5), [ok("b r5 opens=1 closed=[]")]);
+        let CriticInstance::Process(critic) = &instance else { unreachable!() };
+        let pool = critic.pool.lock().unwrap();
+        assert_eq!((pool.closing.len(), pool.held.len()), (0, 1), "only the open loop's key is held");
+    }
+
+    #[test]
+    fn a_v4_open_refused_is_the_error_of_that_loops_round_only() {
+        let (_dir, critic) =
+            v4(r#"        send({"id": message["id"], "error": "no such task"}); continue"#, "        pass");
+        let instance = CriticInstance::Process(critic);
+        let (a, bad, c) = (task_json("a"), task_json("bad"), task_json("c"));
+        let loops = [instance.open_task(&a), instance.open_task(&bad), instance.open_task(&c)];
+        let loops: Vec<&CriticTask<'_>> = loops.iter().collect();
+        for round in 0..2 {
+            let answers = rounds(&instance, &loops, round);
+            assert_eq!(answers[0], Ok(format!("a r{round} opens=1 closed=[]")));
+            assert_eq!(answers[1], Err("no such task".to_string()), "the round was never sent: the open failed");
+            assert_eq!(answers[2], Ok(format!("c r{round} opens=1 closed=[]")), "the same process goes on");
+        }
+    }
+
+    #[test]
+    fn a_v4_critic_that_breaks_the_protocol_loses_that_round_only() {
+        let pass = "        pass";
+        let twice = "        send({\"id\": message[\"id\"], \"critique\": {\"score\": 1}})\n        \
+                     send({\"id\": message[\"id\"], \"critique\": {\"score\": 2}})\n        continue";
+        // The round charged: `bad`'s (2), except that a second answer to `bad`'s round is charged
+        // to the round the child works on next (`c`'s, 3), as in protocol 3.
+        for (at_open, at_round, expected, charged) in [
+            (pass, "        os._exit(3)", "the critic process exited with status 3", 2),
+            (pass, "        print('not json', flush=True)", "the critic wrote a line that is not protocol JSON", 2),
+            (
+                pass,
+                "        send({\"id\": 999, \"critique\": {\"score\": 1}})",
+                "the critic wrote a message for request 999, which is not one of the requests waiting",
+                2,
+            ),
+            (pass, twice, "which is not one of the requests waiting", 3),
+            (pass, "        send({\"id\": message[\"id\"], \"ok\": True}); continue", "the critic answered request", 2),
+            (
+                "        send({\"id\": message[\"id\"], \"critique\": {\"score\": 1}}); continue",
+                pass,
+                "the critic answered the open of a task",
+                2,
+            ),
+        ] {
+            let (_dir, critic) = v4(at_open, at_round);
+            let instance = CriticInstance::Process(critic);
+            let tasks: Vec<_> = ["a", "b", "bad", "c", "d"].iter().map(|id| task_json(id)).collect();
+            let loops: Vec<CriticTask<'_>> = tasks.iter().map(|task| instance.open_task(task)).collect();
+            let loops: Vec<&CriticTask<'_>> = loops.iter().collect();
+            let answers = rounds(&instance, &loops, 0);
+            let error = answers[charged].as_ref().expect_err(expected);
+            assert!(error.contains(expected), "{expected}: {error}");
+            assert!(error.ends_with("the critic process was stopped and will be restarted"), "{error}");
+            for (at, task) in [(0, "a"), (1, "b"), (3, "c"), (4, "d")].into_iter().filter(|&(at, _)| at != charged) {
+                assert!(
+                    answers[at].as_ref().is_ok_and(|text| text.starts_with(&format!("{task} r0"))),
+                    "{expected}: {answers:?}"
+                );
+            }
+            let good = [loops[0], loops[1], loops[3], loops[4]];
+            let next = rounds(&instance, &good, 1);
+            assert!(next.iter().all(Result::is_ok), "{expected}: {next:?}");
         }
     }
 

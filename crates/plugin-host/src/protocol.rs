@@ -9,6 +9,9 @@
 //! requests by order alone, which the host checks as far as order can be checked
 //! (`ProcessCritic`). Version 3 is version 2 pipelined: the host writes several requests before it
 //! reads their answers, and an answer's id says which of the requests in flight it answers.
+//! Version 4 is version 3 with tasks sent once per process: the host opens a loop's task on a
+//! child (`{"id":N,"open":K,"task":T}`, answered `{"id":N,"ok":true}`), sends each round as a
+//! small request about key `K`, and closes the key when the loop is done.
 
 use serde_json::Value;
 
@@ -16,7 +19,7 @@ use crate::library::excerpt;
 use crate::services::ServiceError;
 
 /// The newest protocol version: what `critbench plugin-worker` says in its hello.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The id of the config message in protocol 2; requests count up from 1.
 pub(crate) const CONFIG_ID: u64 = 0;
@@ -30,6 +33,8 @@ pub(crate) enum Protocol {
     V2,
     /// Version 2's messages, with several requests in flight at once.
     V3,
+    /// Version 3, and a loop's task sent once per process (opened, asked about by key, closed).
+    V4,
 }
 
 /// What a critic's message is, once it is known to be about the request being asked.
@@ -41,6 +46,8 @@ pub(crate) enum Reply {
     Error(String),
     /// A host-service call made while working on the request.
     Service { name: String, request: String },
+    /// A task opened (protocol 4, `{"id":N,"ok":true}`): the answer to an open, never to a request.
+    Opened,
 }
 
 /// A critic's message that breaks the protocol. The child is then no longer trusted.
@@ -75,6 +82,11 @@ pub(crate) enum ProtocolError {
     ConfigNotOk(String),
     #[error("the critic wrote a line that is not a protocol message: {0}")]
     NotAMessage(String),
+    /// Protocol 4: an open answered with a critique, or a request with `ok`.
+    #[error(
+        "the critic answered {what} {id} with {wrong} (an open is answered {{\"id\": N, \"ok\": true}} or an error, a request with a critique or an error): {message}"
+    )]
+    WrongAnswer { what: &'static str, id: u64, wrong: &'static str, message: String },
 }
 
 impl Protocol {
@@ -84,15 +96,26 @@ impl Protocol {
             1 => Ok(Protocol::V1),
             2 => Ok(Protocol::V2),
             3 => Ok(Protocol::V3),
+            4 => Ok(Protocol::V4),
             other => Err(ProtocolError::Version(other)),
         }
+    }
+
+    /// Whether the host may write several requests before it reads their answers (3 and up).
+    pub(crate) fn pipelined(self) -> bool {
+        matches!(self, Protocol::V3 | Protocol::V4)
+    }
+
+    /// Whether the host sends a loop's task once per process (protocol 4).
+    pub(crate) fn opens_tasks(self) -> bool {
+        self == Protocol::V4
     }
 
     /// The config line; `config` is JSON.
     pub(crate) fn config_line(self, config: &Value) -> String {
         match self {
             Protocol::V1 => format!("{{\"config\":{config}}}"),
-            Protocol::V2 | Protocol::V3 => format!("{{\"id\":{CONFIG_ID},\"config\":{config}}}"),
+            Protocol::V2 | Protocol::V3 | Protocol::V4 => format!("{{\"id\":{CONFIG_ID},\"config\":{config}}}"),
         }
     }
 
@@ -102,7 +125,7 @@ impl Protocol {
         match self {
             Protocol::V1 => request.to_string(),
             // The request goes in verbatim, so a critic sees exactly the C ABI's bytes.
-            Protocol::V2 | Protocol::V3 => format!("{{\"id\":{id},\"request\":{request}}}"),
+            Protocol::V2 | Protocol::V3 | Protocol::V4 => format!("{{\"id\":{id},\"request\":{request}}}"),
         }
     }
 
@@ -115,15 +138,48 @@ impl Protocol {
         let text = Value::String(text);
         match self {
             Protocol::V1 => format!("{{\"{key}\":{text}}}"),
-            Protocol::V2 | Protocol::V3 => format!("{{\"id\":{id},\"{key}\":{text}}}"),
+            Protocol::V2 | Protocol::V3 | Protocol::V4 => format!("{{\"id\":{id},\"{key}\":{text}}}"),
         }
+    }
+
+    /// Protocol 4's open of the task `task` (its JSON text, verbatim) as key `key`, message `id`.
+    pub(crate) fn open_line(id: u64, key: u64, task: &str) -> String {
+        let mut line = String::with_capacity(40 + task.len());
+        line.push_str("{\"id\":");
+        line.push_str(&id.to_string());
+        line.push_str(",\"open\":");
+        line.push_str(&key.to_string());
+        line.push_str(",\"task\":");
+        line.push_str(task);
+        line.push('}');
+        line
+    }
+
+    /// Protocol 4's request `id` about the task open as `key`: `request` is the ABI's version 2
+    /// request, `{"request_version":2,"round":R,"draft":"..."}`, verbatim.
+    pub(crate) fn round_line(id: u64, key: u64, request: &str) -> String {
+        let mut line = String::with_capacity(48 + request.len());
+        line.push_str("{\"id\":");
+        line.push_str(&id.to_string());
+        line.push_str(",\"task_key\":");
+        line.push_str(&key.to_string());
+        line.push_str(",\"request\":");
+        line.push_str(request);
+        line.push('}');
+        line
+    }
+
+    /// Protocol 4's close of the task keys `keys` (not answered).
+    pub(crate) fn close_line(keys: &[u64]) -> String {
+        let keys: Vec<String> = keys.iter().map(u64::to_string).collect();
+        format!("{{\"close\":[{}]}}", keys.join(","))
     }
 
     /// Reads `message`, written while the host waits for the answer to request `id`.
     pub(crate) fn reply(self, message: &Value, id: u64) -> Result<Reply, ProtocolError> {
         match self {
             Protocol::V1 => reply_v1(message),
-            Protocol::V2 | Protocol::V3 => {
+            Protocol::V2 | Protocol::V3 | Protocol::V4 => {
                 self.check_id(message, id)?;
                 reply_v2(message)
             }
@@ -141,7 +197,10 @@ impl Protocol {
         let (last, text) = (next - 1, || excerpt(&message.to_string()));
         match message.get("id") {
             Some(got) if got.as_u64().is_some_and(&in_flight) => {
-                Ok((got.as_u64().unwrap_or_default(), reply_v2(message)?))
+                let opened =
+                    message.as_object().is_some_and(|o| o.len() == 2 && o.get("ok") == Some(&Value::Bool(true)));
+                let reply = if opened { Reply::Opened } else { reply_v2(message)? };
+                Ok((got.as_u64().unwrap_or_default(), reply))
             }
             None => Err(ProtocolError::NoIdInFlight { first, last, message: text() }),
             Some(got) => Err(ProtocolError::NotInFlight { got: got.clone(), first, last, message: text() }),
@@ -314,6 +373,24 @@ mod tests {
     }
 
     #[test]
+    fn v4_opens_a_task_by_key_asks_about_the_key_and_closes_keys() {
+        let task = r#"{"id":"t","prompt":"p","meta":{"x":1e5}}"#;
+        let open = Protocol::open_line(3, 7, task);
+        assert_eq!(open, format!("{{\"id\":3,\"open\":7,\"task\":{task}}}"));
+        let parsed: Value = serde_json::from_str(&open).unwrap();
+        assert_eq!((parsed["id"].as_u64(), parsed["open"].as_u64()), (Some(3), Some(7)));
+        let request = r#"{"request_version":2,"round":1,"draft":"d"}"#;
+        assert_eq!(Protocol::round_line(4, 7, request), format!("{{\"id\":4,\"task_key\":7,\"request\":{request}}}"));
+        assert_eq!(Protocol::close_line(&[7, 9]), r#"{"close":[7,9]}"#);
+        let waiting = |id: u64| id == 3;
+        assert_eq!(Protocol::pipelined_reply(&json!({"id": 3, "ok": true}), (3, 4), waiting), Ok((3, Reply::Opened)));
+        // `ok` must be true and alone.
+        for message in [json!({"id": 3, "ok": false}), json!({"id": 3, "ok": true, "critique": {}})] {
+            assert!(Protocol::pipelined_reply(&message, (3, 4), waiting).is_err(), "{message}");
+        }
+    }
+
+    #[test]
     fn v1_reads_answers_by_order_and_ignores_ids() {
         let v1 = Protocol::V1;
         assert_eq!(v1.reply(&json!({"critique": "{\"score\": 2}"}), 9), Ok(Reply::Critique("{\"score\": 2}".into())));
@@ -351,9 +428,10 @@ mod tests {
         assert_eq!(Protocol::from_hello(1), Ok(Protocol::V1));
         assert_eq!(Protocol::from_hello(2), Ok(Protocol::V2));
         assert_eq!(Protocol::from_hello(3), Ok(Protocol::V3));
+        assert_eq!(Protocol::from_hello(4), Ok(Protocol::V4));
         assert_eq!(
-            Protocol::from_hello(4).unwrap_err().to_string(),
-            "the critic speaks protocol version 4, but this critbench speaks versions 1 to 3"
+            Protocol::from_hello(5).unwrap_err().to_string(),
+            "the critic speaks protocol version 5, but this critbench speaks versions 1 to 4"
         );
     }
 }

@@ -1,6 +1,8 @@
 //! The critique request sent to plugins (see `critbench.h`), built the same way by every
 //! command that calls critics.
 
+use std::sync::Arc;
+
 use critbench_abi::REQUEST_VERSION;
 use critbench_core::Task;
 
@@ -73,8 +75,13 @@ impl TaskJson {
 
 /// `{"request_version":1,"round":R,"draft":"...","task":{...}}`
 pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
+    critique_request_text(&task.0, draft, round)
+}
+
+/// [`critique_request`] of a task given as its JSON text (as a protocol 4 open carried it).
+pub(crate) fn critique_request_text(task: &str, draft: &str, round: u32) -> String {
     let draft = serde_json::to_string(draft).expect("a string always serializes");
-    let mut request = String::with_capacity(64 + draft.len() + task.0.len());
+    let mut request = String::with_capacity(64 + draft.len() + task.len());
     request.push_str("{\"request_version\":");
     request.push_str(&REQUEST_VERSION.to_string());
     request.push_str(",\"round\":");
@@ -82,7 +89,47 @@ pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
     request.push_str(",\"draft\":");
     request.push_str(&draft);
     request.push_str(",\"task\":");
-    request.push_str(&task.0);
+    request.push_str(task);
+    request.push('}');
+    request
+}
+
+/// A critique asked among many in flight ([`crate::CriticInstance::call_many`]).
+pub enum Asked {
+    /// The whole request, task included.
+    Whole(String),
+    /// A round of a loop whose task the critic reads once per process (protocol 4), made by
+    /// [`crate::CriticTask::first_request`].
+    Round(TaskRound),
+}
+
+/// A round of a loop as a protocol 4 child is asked it: the task's key and, for the process that
+/// does not hold it open yet, the task.
+pub struct TaskRound {
+    pub(crate) key: u64,
+    /// The task's JSON text.
+    pub(crate) task: Arc<str>,
+    pub(crate) draft: String,
+    pub(crate) round: u32,
+}
+
+impl TaskRound {
+    /// `{"request_version":2,"round":R,"draft":"..."}`.
+    pub(crate) fn request(&self) -> String {
+        task_request(&self.draft, self.round)
+    }
+}
+
+/// `{"request_version":2,"round":R,"draft":"..."}`: a request about a task opened before.
+pub fn task_request(draft: &str, round: u32) -> String {
+    let draft = serde_json::to_string(draft).expect("a string always serializes");
+    let mut request = String::with_capacity(48 + draft.len());
+    request.push_str("{\"request_version\":");
+    request.push_str(&critbench_abi::TASK_REQUEST_VERSION.to_string());
+    request.push_str(",\"round\":");
+    request.push_str(&round.to_string());
+    request.push_str(",\"draft\":");
+    request.push_str(&draft);
     request.push('}');
     request
 }

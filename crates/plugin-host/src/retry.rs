@@ -68,7 +68,7 @@ pub fn critique_task_with_retry(
 }
 
 /// [`critique_after_first`] through a critic with the loop's task open: the first attempt (of
-/// [`CriticTask::whole_request`], among many in flight) answered `first`; the retries go through
+/// [`CriticTask::first_request`], among many in flight) answered `first`; the retries go through
 /// `task`.
 pub fn critique_task_after_first(
     task: &mut CriticTask<'_>,

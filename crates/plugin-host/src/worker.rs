@@ -1,15 +1,19 @@
 //! The child side of process isolation for plugin libraries: `critbench plugin-worker LIB` loads
 //! one plugin and serves it over the JSON-lines protocol of `docs/PROTOCOL.md` on stdin/stdout.
 //!
-//! It speaks protocol version 3: every answer and every service call carries the id of the
-//! request it belongs to, and critbench may write many requests before it reads an answer. The
+//! It speaks protocol version 4: every answer and every service call carries the id of the
+//! request it belongs to, and critbench may write many requests before it reads an answer. A
+//! loop's task comes once (`open`), and each round names it by key: a plugin of ABI version 2 gets
+//! the task through `open_task` and each round through `critique_task`, a closed key goes to
+//! `close_task`; a plugin of version 1 is handed the whole request, built here from the task kept
+//! for the key and the round. The
 //! worker answers them in order and writes its answers in one go once it has read every request
 //! already on its input, so a batch costs a few system calls, not a few per request. The protocol owns the original stdout; file descriptor 1 is pointed at
 //! stderr, so whatever the plugin itself prints cannot corrupt the protocol. The plugin's
 //! host-service calls (`chat`) are proxied to the parent, which answers them with its own
 //! services.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::FromRawFd;
@@ -35,14 +39,37 @@ struct Pipes {
     request: u64,
 }
 
-/// A line from critbench: `{"id": N, "config": C}` first, then `{"id": N, "request": R}`.
+/// A line from critbench: `{"id": N, "config": C}` first, then `{"id": N, "request": R}`,
+/// `{"id": N, "open": K, "task": T}`, `{"id": N, "task_key": K, "request": R}` or
+/// `{"close": [K, ...]}`.
 #[derive(Deserialize)]
 struct Message<'a> {
-    id: u64,
+    #[serde(default)]
+    id: Option<u64>,
     #[serde(borrow, default)]
     config: Option<&'a RawValue>,
     #[serde(borrow, default)]
     request: Option<&'a RawValue>,
+    #[serde(default)]
+    open: Option<u64>,
+    #[serde(borrow, default)]
+    task: Option<&'a RawValue>,
+    #[serde(default)]
+    task_key: Option<u64>,
+    #[serde(default)]
+    close: Option<Vec<u64>>,
+}
+
+/// What critbench asks, once its line is read.
+enum Asked<'a> {
+    /// A whole request, task included.
+    Whole { id: u64, request: &'a str },
+    /// Open `task` as `key`.
+    Open { id: u64, key: u64, task: &'a str },
+    /// A round of the task open as `key`.
+    Round { id: u64, key: u64, request: &'a str },
+    /// Close these keys.
+    Close(Vec<u64>),
 }
 
 impl<'a> Message<'a> {
@@ -71,11 +98,94 @@ enum ServeError {
 /// itself, and a second scan of every request would cost the isolated path much of its speed.
 /// Any other line is parsed in full ([`Message::parse`]).
 fn framed_request(line: &str) -> Option<(u64, &str)> {
-    let rest = line.strip_prefix("{\"id\":")?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let id = rest[..digits].parse().ok()?;
-    let request = rest[digits..].strip_prefix(",\"request\":")?.trim_end().strip_suffix('}')?;
+    let (id, rest) = framed_number(line.strip_prefix("{\"id\":")?)?;
+    let request = rest.strip_prefix(",\"request\":")?.trim_end().strip_suffix('}')?;
     Some((id, request))
+}
+
+/// The id, key and request of a round framed exactly as critbench frames one,
+/// `{"id":N,"task_key":K,"request":R}`, taken without reading `R` through (as [`framed_request`]).
+fn framed_round(line: &str) -> Option<(u64, u64, &str)> {
+    let (id, rest) = framed_number(line.strip_prefix("{\"id\":")?)?;
+    let (key, rest) = framed_number(rest.strip_prefix(",\"task_key\":")?)?;
+    let request = rest.strip_prefix(",\"request\":")?.trim_end().strip_suffix('}')?;
+    Some((id, key, request))
+}
+
+/// The decimal number `text` starts with, and the rest.
+fn framed_number(text: &str) -> Option<(u64, &str)> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    Some((text[..digits].parse().ok()?, &text[digits..]))
+}
+
+/// The id, key and task of an open framed exactly as critbench frames one,
+/// `{"id":N,"open":K,"task":T}`, taken without reading `T` through: the plugin reads the task.
+fn framed_open(line: &str) -> Option<(u64, u64, &str)> {
+    let (id, rest) = framed_number(line.strip_prefix("{\"id\":")?)?;
+    let (key, rest) = framed_number(rest.strip_prefix(",\"open\":")?)?;
+    let task = rest.strip_prefix(",\"task\":")?.trim_end().strip_suffix('}')?;
+    Some((id, key, task))
+}
+
+/// What `line` asks.
+fn asked(line: &str) -> Result<Asked<'_>, ServeError> {
+    if let Some((id, key, request)) = framed_round(line) {
+        return Ok(Asked::Round { id, key, request });
+    }
+    if let Some((id, key, task)) = framed_open(line) {
+        return Ok(Asked::Open { id, key, task });
+    }
+    if let Some((id, request)) = framed_request(line) {
+        return Ok(Asked::Whole { id, request });
+    }
+    let not_a_request = || ServeError::NotARequest(excerpt(line.trim_end()));
+    match Message::parse(line)? {
+        Message {
+            id: Some(id),
+            config: None,
+            request: Some(request),
+            open: None,
+            task: None,
+            task_key,
+            close: None,
+        } => Ok(match task_key {
+            Some(key) => Asked::Round { id, key, request: request.get() },
+            None => Asked::Whole { id, request: request.get() },
+        }),
+        Message {
+            id: Some(id),
+            config: None,
+            request: None,
+            open: Some(key),
+            task: Some(task),
+            task_key: None,
+            close: None,
+        } => Ok(Asked::Open { id, key, task: task.get() }),
+        Message {
+            id: None,
+            config: None,
+            request: None,
+            open: None,
+            task: None,
+            task_key: None,
+            close: Some(keys),
+        } => Ok(Asked::Close(keys)),
+        _ => Err(not_a_request()),
+    }
+}
+
+/// A task open in the worker: the plugin's handle (ABI version 2), or the task's JSON, from which
+/// each round's whole request is built (version 1).
+enum Opened<'a> {
+    Plugin(crate::library::OpenTask<'a>),
+    Text(String),
+}
+
+/// The round and draft of a version 2 request, to build a version 1 plugin's whole request.
+#[derive(Deserialize)]
+struct RoundRequest {
+    round: u32,
+    draft: String,
 }
 
 fn pipes() -> &'static Mutex<Pipes> {
@@ -193,7 +303,7 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
         write_line(&mut pipes, &hello)?;
         let Some(line) = read_line(&mut pipes)? else { return Ok(()) };
         match Message::parse(&line)? {
-            Message { id: CONFIG_ID, config: Some(config), request: None } => config.get().to_string(),
+            Message { id: Some(CONFIG_ID), config: Some(config), request: None, .. } => config.get().to_string(),
             _ => {
                 return Err(ServeError::NoConfig(excerpt(line.trim_end())));
             }
@@ -218,30 +328,66 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
         &mut pipes().lock().unwrap_or_else(|p| p.into_inner()),
         &serde_json::json!({ "id": CONFIG_ID, "ok": true }),
     )?;
+    let mut tasks: HashMap<u64, Opened<'_>> = HashMap::new();
     loop {
         let line = {
             let mut pipes = pipes().lock().unwrap_or_else(|p| p.into_inner());
             let Some(line) = read_line(&mut pipes)? else { return Ok(()) };
             line
         };
-        let (id, request) = match framed_request(&line) {
-            Some(framed) => framed,
-            None => match Message::parse(&line)? {
-                Message { id, config: None, request: Some(request) } => (id, request.get()),
-                _ => {
-                    return Err(ServeError::NotARequest(excerpt(line.trim_end())));
+        let answer = match asked(&line)? {
+            Asked::Close(keys) => {
+                for key in keys {
+                    tasks.remove(&key);
                 }
-            },
-        };
-        pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
-        // The request reaches the plugin byte for byte as critbench built it, and the critique
-        // travels back as a JSON string, verbatim, so the host parses exactly what the plugin
-        // wrote (as it would in-process).
-        let answer = match critic.call(request) {
-            Ok(critique) => serde_json::json!({ "id": id, "critique": critique }),
-            Err(message) => serde_json::json!({ "id": id, "error": message.to_string() }),
+                continue;
+            }
+            Asked::Open { id, key, task } => {
+                pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
+                let opened = match critic.open_task(task, None) {
+                    Some(Ok(opened)) => Ok(Opened::Plugin(opened)),
+                    Some(Err(error)) => Err(error),
+                    None => Ok(Opened::Text(task.to_string())),
+                };
+                match opened {
+                    Ok(opened) => {
+                        tasks.insert(key, opened);
+                        serde_json::json!({ "id": id, "ok": true })
+                    }
+                    Err(error) => serde_json::json!({ "id": id, "error": error.to_string() }),
+                }
+            }
+            Asked::Round { id, key, request } => {
+                pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
+                let answer = match tasks.get(&key) {
+                    Some(Opened::Plugin(opened)) => opened.critique(request, None),
+                    Some(Opened::Text(task)) => match serde_json::from_str::<RoundRequest>(request) {
+                        Ok(round) => {
+                            critic.call(&crate::request::critique_request_text(task, &round.draft, round.round))
+                        }
+                        Err(e) => Err(crate::CallError::Critic(format!("the round request is not valid: {e}"))),
+                    },
+                    None => Err(crate::CallError::Critic(format!("task {key} is not open in this process"))),
+                };
+                critique_answer(id, answer)
+            }
+            Asked::Whole { id, request } => {
+                pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
+                // The request reaches the plugin byte for byte as critbench built it, and the critique
+                // travels back as a JSON string, verbatim, so the host parses exactly what the plugin
+                // wrote (as it would in-process).
+                critique_answer(id, critic.call(request))
+            }
         };
         queue_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer);
+    }
+}
+
+/// The answer line to request `id`: its critique as a JSON string, verbatim, or its error.
+fn critique_answer(id: u64, answer: Result<String, crate::CallError>) -> serde_json::Value {
+    match answer {
+        Ok(critique) => serde_json::json!({ "id": id, "critique": critique }),
+        Err(message) => serde_json::json!({ "id": id, "error": message.to_string() }),
     }
 }
 
@@ -257,13 +403,13 @@ fn proxy(service: &str, request: &str) -> Result<String, ServiceError> {
         let line = read_raw(&mut pipes)
             .map_err(|source| ForwardError::Read { service: service(), source })?
             .ok_or_else(|| ForwardError::Closed { service: service() })?;
-        if framed_request(&line).is_some() {
+        if framed_request(&line).is_some() || framed_round(&line).is_some() || framed_open(&line).is_some() {
             pipes.queued.push_back(line);
             continue;
         }
         let answer: serde_json::Value =
             serde_json::from_str(&line).map_err(|source| ForwardError::NotJson { service: service(), source })?;
-        if answer.get("request").is_some() {
+        if ["request", "open", "close"].iter().any(|key| answer.get(key).is_some()) {
             pipes.queued.push_back(line);
             continue;
         }
@@ -299,8 +445,19 @@ mod tests {
         ] {
             assert_eq!(framed_request(&line), None, "{line}");
         }
+        // Protocol 4's rounds and opens too.
+        let round = r#"{"request_version":2,"round":1,"draft":"}"}"#;
+        assert_eq!(framed_round(&Protocol::round_line(9, 4, round)), Some((9, 4, round)));
+        let task = r#"{"id":"t","prompt":"p"}"#;
+        assert_eq!(framed_open(&format!("{}\n", Protocol::open_line(10, 4, task))), Some((10, 4, task)));
+        assert!(matches!(asked(&Protocol::close_line(&[4, 5])), Ok(Asked::Close(keys)) if keys == [4, 5]));
+        assert!(matches!(
+            asked(&format!(r#"{{"task_key": 4, "id": 11, "request": {round}}}"#)),
+            Ok(Asked::Round { id: 11, key: 4, request }) if request == round
+        ));
+        assert!(asked(r#"{"id": 12, "open": 4}"#).is_err(), "an open carries its task");
         let reordered = format!(r#"{{"request":{request},"id":7}}"#);
         let parsed = Message::parse(&reordered).unwrap();
-        assert_eq!((parsed.id, parsed.request.map(RawValue::get)), (7, Some(request)));
+        assert_eq!((parsed.id, parsed.request.map(RawValue::get)), (Some(7), Some(request)));
     }
 }

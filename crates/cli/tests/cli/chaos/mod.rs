@@ -6,4 +6,5 @@ mod directories;
 mod input;
 mod integrity;
 mod protocol;
+mod protocol_v4;
 mod rescore;
