@@ -1213,7 +1213,7 @@ pub(crate) mod tests {
         let critiques: Vec<CritiqueColumns> = (0..7).map(|i| CritiqueColumns::scored(f64::from(i))).collect();
         let ids: Vec<String> = (0..1000).map(|i| format!("t{i}")).collect();
         let row = |i: usize| TrajectoryRow {
-            draft: (i % 3 == 0).then_some("a draft"),
+            draft: i.is_multiple_of(3).then_some("a draft"),
             ..TrajectoryRow::bare(&ids[i % ids.len()], (i % 4) as u32, &critiques[i % critiques.len()])
         };
         let total = 70_000;
