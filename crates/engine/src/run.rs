@@ -6,7 +6,10 @@
 //! chunk only when fewer than a window of chunks are between it and the sink.
 //!
 //! Threads: one source thread (reads, hashes, parses, admits), `jobs` loop workers, and the
-//! calling thread as the sink. A failed write raises a stop flag: the source stops reading, the
+//! calling thread as the sink. What needs no order is done on the workers, so that `--jobs`
+//! spreads it: a chunk's tasks are serialized for the critics before its first loop, and once it
+//! is recorded its rows are built as Arrow batches and its tasks freed (the consumer's
+//! [`Prepare`]); the sink appends the batches in order and the Parquet writer encodes them. A failed write raises a stop flag: the source stops reading, the
 //! workers abandon their chunks, and the run ends with the error within a chunk's time.
 //!
 //! When the loops await a model server (`Plan::awaits_author`), each worker drives many chunks

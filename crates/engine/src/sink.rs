@@ -2,8 +2,9 @@
 //!
 //! Chunks arrive from the workers in whatever order they finish; the driver hands them to a
 //! [`Consumer`] strictly in source order, so the tables hold the same rows in the same order
-//! whatever `--jobs` is. The row consumer turns each recorded loop into the rows of every config
-//! it serves (through [`crate::emit`]); a failed write stops the run.
+//! whatever `--jobs` is. The row consumer's [`RowBuilder`] turns each recorded loop into the rows
+//! of every config it serves (through [`crate::emit`]) on the loop worker that recorded it, and the
+//! sink appends those batches in order; a failed write stops the run.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
