@@ -7,8 +7,46 @@ use critbench_storage::recorded::RecordedRound;
 
 use crate::adjudicate::Adjudication;
 use critbench_storage::tables::{
-    OutcomeRow, OutcomeWriter, RowDecision, StorageError, TrajectoryRow, TrajectoryWriter,
+    OutcomeBatches, OutcomeRow, OutcomeWriter, RowDecision, StorageError, TrajectoryBatches, TrajectoryRow,
+    TrajectoryWriter,
 };
+
+/// Where [`emit_loop`] puts trajectory rows: a table's writer (a replay), or the batches a loop
+/// worker builds of its chunk (a run), appended to the file by the sink.
+pub trait PushTrajectory {
+    fn push_row(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError>;
+}
+
+impl PushTrajectory for TrajectoryWriter {
+    fn push_row(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError> {
+        self.push(row)
+    }
+}
+
+impl PushTrajectory for TrajectoryBatches {
+    fn push_row(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError> {
+        self.push(row);
+        Ok(())
+    }
+}
+
+/// Where [`emit_loop`] puts outcome rows, as [`PushTrajectory`].
+pub trait PushOutcome {
+    fn push_row(&mut self, row: OutcomeRow) -> Result<(), StorageError>;
+}
+
+impl PushOutcome for OutcomeWriter {
+    fn push_row(&mut self, row: OutcomeRow) -> Result<(), StorageError> {
+        self.push(row)
+    }
+}
+
+impl PushOutcome for OutcomeBatches {
+    fn push_row(&mut self, row: OutcomeRow) -> Result<(), StorageError> {
+        self.push(row);
+        Ok(())
+    }
+}
 
 /// What the policy needs from a recorded round.
 pub fn round_score(round: &RecordedRound) -> RoundScore {
@@ -45,8 +83,8 @@ pub fn emit_loop(
     adjudications: &[Adjudication],
     grid_policy: &Policy,
     config_id: &str,
-    trajectories: &mut TrajectoryWriter,
-    outcomes: &mut OutcomeWriter,
+    trajectories: &mut impl PushTrajectory,
+    outcomes: &mut impl PushOutcome,
 ) -> Result<Option<(bool, usize)>, StorageError> {
     let policy = effective_policy(grid_policy, labels.arm);
     let Some((stop, exit)) = critbench_core::stop_point(scores, &policy) else { return Ok(None) };
@@ -90,7 +128,7 @@ pub fn emit_loop(
             critic_tokens_out: round.critic_tokens_out,
             acted_on_critique: round.acted_on_critique,
         };
-        trajectories.push(&row)?;
+        trajectories.push_row(&row)?;
         last_row = Some(row);
     }
     let final_round = match policy.final_draft {
@@ -99,12 +137,12 @@ pub fn emit_loop(
     };
     let adjudication = adjudications.iter().find(|a| a.final_round == final_round);
     if let (Some(adjudication), Some(row)) = (adjudication, last_row) {
-        trajectories.push(&crate::adjudicate::trajectory_row(row, adjudication, &policy, stop))?;
+        trajectories.push_row(&crate::adjudicate::trajectory_row(row, adjudication, &policy, stop))?;
     }
     let passed = exit == ExitReason::Pass;
     let outcome = outcome_row(labels, &rounds[..=stop], &scores[..=stop], &policy, config_id, Some(exit), final_round);
     let adjudicated = adjudication.map(|a| (a.score.score, a.score.meets_pass_rule(&policy)));
-    outcomes.push(OutcomeRow {
+    outcomes.push_row(OutcomeRow {
         adjudicated_score: adjudicated.map(|(score, _)| score),
         adjudicated_passed: adjudicated.map(|(_, passed)| passed),
         ..outcome

@@ -14,8 +14,7 @@ use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
 use critbench_storage::critique_columns::CritiqueColumns;
-use critbench_storage::evaluations::{EvaluationRow, EvaluationWriter, FINAL, FIRST};
-use critbench_storage::tables::StorageError;
+use critbench_storage::evaluations::{EvaluationBatches, EvaluationRow, FINAL, FIRST};
 
 use crate::adjudicate::final_round;
 use crate::emit::LoopLabels;
@@ -107,12 +106,12 @@ pub fn emit_evaluations(
     scores: &[RoundScore],
     evaluations: &[Evaluation],
     passed: bool,
-    writer: &mut EvaluationWriter,
-) -> Result<(), StorageError> {
+    rows: &mut EvaluationBatches,
+) {
     if evaluations.is_empty() {
-        return Ok(());
+        return;
     }
-    let Some((final_answer, _)) = final_round(scores, policy) else { return Ok(()) };
+    let Some((final_answer, _)) = final_round(scores, policy) else { return };
     for (index, spec) in plan.experiment.evaluators.iter().enumerate() {
         let rule = spec.pass_rule();
         for (answer, round, steering_passed) in
@@ -121,7 +120,7 @@ pub fn emit_evaluations(
             let Some(evaluation) = evaluations.iter().find(|e| e.evaluator == index && e.round == round) else {
                 continue;
             };
-            writer.push(EvaluationRow {
+            rows.push(EvaluationRow {
                 run_id: labels.run_id.to_string(),
                 config_id: config_id.to_string(),
                 arm: labels.arm,
@@ -140,10 +139,9 @@ pub fn emit_evaluations(
                 critic_attempts: evaluation.attempts,
                 critic_error: evaluation.error.clone(),
                 critic_ms: evaluation.critic_ms,
-            })?;
+            });
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

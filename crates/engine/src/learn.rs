@@ -72,6 +72,12 @@ impl<'p, 'a> LearnSink<'p, 'a> {
 }
 
 impl Consumer for LearnSink<'_, '_> {
+    type Prepare = crate::sink::AsRecorded;
+
+    fn preparer(&self) -> crate::sink::AsRecorded {
+        crate::sink::AsRecorded
+    }
+
     fn accept(&mut self, chunk: ChunkResult) -> Result<(), EngineError> {
         let plan = self.plan;
         let policy = effective_policy(&plan.experiment.policies[0], Arm::Feedback);

@@ -6,7 +6,10 @@
 //! chunk only when fewer than a window of chunks are between it and the sink.
 //!
 //! Threads: one source thread (reads, hashes, parses, admits), `jobs` loop workers, and the
-//! calling thread as the sink. A failed write raises a stop flag: the source stops reading, the
+//! calling thread as the sink. What needs no order is done on the workers, so that `--jobs`
+//! spreads it: a chunk's tasks are serialized for the critics before its first loop, and once it
+//! is recorded its rows are built as Arrow batches and its tasks freed (the consumer's
+//! [`Prepare`]); the sink appends the batches in order and the Parquet writer encodes them. A failed write raises a stop flag: the source stops reading, the
 //! workers abandon their chunks, and the run ends with the error within a chunk's time.
 //!
 //! When the loops await a model server (`Plan::awaits_author`), each worker drives many chunks
@@ -15,6 +18,7 @@
 //! in flight ([`Experiment::blocking_jobs`]).
 
 use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
@@ -31,8 +35,8 @@ use crate::learn::LearnSink;
 use crate::loops::{Intake, panic_text, run_chunk, work_together};
 use crate::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run_dir;
-use crate::sink::{Consumer, Progress, RowSink};
-use crate::source::{Source, SourceReport};
+use crate::sink::{Consumer, Prepare, Progress, RowSink};
+use crate::source::{Source, SourceReport, Sourced};
 use crate::stop::Interrupt;
 use crate::summarize::{Finished, summarize};
 use critbench_core::author::Author;
@@ -339,7 +343,7 @@ fn raise_open_files(concurrency: u32) -> Result<(), EngineError> {
 /// The next chunk for a worker that drives many: waits for one only when `wait` (it has none in
 /// flight), and never waits for another worker that is waiting. Chunks that arrive once the run
 /// is stopping are handed back.
-fn take_chunk(chunks: &Mutex<Receiver<crate::source::Chunk>>, window: &Window, wait: bool) -> Intake {
+fn take_chunk(chunks: &Mutex<Receiver<Sourced>>, window: &Window, wait: bool) -> Intake {
     loop {
         let received = if wait {
             chunks.lock().unwrap_or_else(|e| e.into_inner()).recv().map_err(|_| TryRecvError::Disconnected)
@@ -352,7 +356,7 @@ fn take_chunk(chunks: &Mutex<Receiver<crate::source::Chunk>>, window: &Window, w
         };
         match received {
             Ok(_) if window.stopped() => window.release(),
-            Ok(chunk) => return Intake::Chunk(chunk),
+            Ok(chunk) => return Intake::Chunk(chunk.serialize()),
             Err(TryRecvError::Empty) => return Intake::Empty,
             Err(TryRecvError::Disconnected) => return Intake::Closed,
         }
@@ -433,8 +437,10 @@ fn drive<C: Consumer>(
     let first_chunk = source.first_chunk();
     // A sequential run's chunks wait for the looks before them (see `crate::sequential::Gate`).
     let gate = source.gate();
+    let preparer = consumer.preparer();
     std::thread::scope(|scope_| {
         let window = &window;
+        let preparer = &preparer;
         let source_thread = std::thread::Builder::new()
             .name("critbench-source".into())
             .spawn_scoped(scope_, move || {
@@ -454,7 +460,7 @@ fn drive<C: Consumer>(
                     if let Some(loops_each) = workers.loops_each {
                         let intake = |wait| take_chunk(chunks, window, wait);
                         work_together(plan, scope, &window.stop, loops_each, intake, |result| {
-                            results.send(result).is_ok()
+                            results.send(prepared(preparer, result)).is_ok()
                         });
                         return;
                     }
@@ -465,7 +471,7 @@ fn drive<C: Consumer>(
                             window.release();
                             continue;
                         }
-                        let result = run_chunk(plan, chunk, scope, &window.stop);
+                        let result = prepared(preparer, run_chunk(plan, chunk.serialize(), scope, &window.stop));
                         if results.send(result).is_err() {
                             break;
                         }
@@ -561,7 +567,11 @@ fn drive<C: Consumer>(
                     waiting.clear();
                     break;
                 }
-                if let Err(error) = consumer.accept(chunk) {
+                let accepted = match chunk.ready {
+                    Ok(ready) => consumer.accept(ready.expect("a complete chunk is prepared")),
+                    Err(panic) => Err(EngineError::Panicked(panic)),
+                };
+                if let Err(error) = accepted {
                     failure = Some(error);
                     window.stop();
                     waiting.clear();
@@ -594,6 +604,24 @@ fn drive<C: Consumer>(
         }
         sourced.map(|report| (report, None))
     })
+}
+
+/// A recorded chunk as its loop worker hands it to the sink.
+struct Recorded<R> {
+    seq: u64,
+    progress: u64,
+    complete: bool,
+    /// The consumer's preparation of a complete chunk (an unfinished one is never written), or
+    /// the panic that stopped it.
+    ready: Result<Option<R>, String>,
+}
+
+/// `chunk` prepared by `preparer`, on the loop worker that recorded it.
+fn prepared<P: Prepare>(preparer: &P, chunk: crate::loops::ChunkResult) -> Recorded<P::Ready> {
+    let (seq, progress, complete) = (chunk.seq, chunk.progress, chunk.complete);
+    // A panic here must still reach the sink, which waits for every chunk in order.
+    let ready = catch_unwind(AssertUnwindSafe(|| complete.then(|| preparer.prepare(chunk)))).map_err(panic_text);
+    Recorded { seq, progress, complete, ready }
 }
 
 /// Stops the pass at the first sight of a raised interrupt flag; `true` that once. A signal

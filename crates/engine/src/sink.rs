@@ -2,14 +2,17 @@
 //!
 //! Chunks arrive from the workers in whatever order they finish; the driver hands them to a
 //! [`Consumer`] strictly in source order, so the tables hold the same rows in the same order
-//! whatever `--jobs` is. The row consumer turns each recorded loop into the rows of every config
-//! it serves (through [`crate::emit`]); a failed write stops the run.
+//! whatever `--jobs` is. The row consumer's [`RowBuilder`] turns each recorded loop into the rows
+//! of every config it serves (through [`crate::emit`]) on the loop worker that recorded it, and the
+//! sink appends those batches in order; a failed write stops the run.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
+use critbench_storage::Batches;
+use critbench_storage::evaluations::{EvaluationBatches, EvaluationWriter};
+use critbench_storage::tables::{OutcomeBatches, OutcomeWriter, TrajectoryBatches, TrajectoryWriter};
 
 use crate::EngineError;
 use crate::emit::{LoopLabels, emit_loop};
@@ -18,10 +21,9 @@ use crate::journal::{
     Commit, Counts, Fingerprint, Journal, PART_TABLES, PROGRESS_DIR, PartFile, SavedProgress, part_paths, progress_dir,
     sync_dir, temporary,
 };
-use crate::loops::ChunkResult;
+use crate::loops::{ChunkResult, TaskLoops};
 use crate::plan::Plan;
 use crate::run_dir::Layout;
-use critbench_storage::evaluations::EvaluationWriter;
 
 /// The writers of the part being written.
 struct PartWriters {
@@ -32,8 +34,15 @@ struct PartWriters {
 
 /// Takes chunks in source order.
 pub trait Consumer {
-    /// Loops a chunk adds to the progress count.
-    fn accept(&mut self, chunk: ChunkResult) -> Result<(), EngineError>;
+    /// The consumer's work on a chunk that needs no order.
+    type Prepare: Prepare;
+
+    /// That work, shared by the loop workers: each does it on the chunks it records, before the
+    /// chunks wait for their turn.
+    fn preparer(&self) -> Self::Prepare;
+
+    /// Takes the next chunk in source order, as the loop worker prepared it.
+    fn accept(&mut self, chunk: Ready<Self>) -> Result<(), EngineError>;
 
     /// Loops handled and loops passed so far, for the progress bar.
     fn counts(&self) -> (u64, u64);
@@ -41,6 +50,30 @@ pub trait Consumer {
     /// Makes what was accepted so far durable, when the consumer keeps anything.
     fn commit(&mut self) -> Result<(), EngineError> {
         Ok(())
+    }
+}
+
+/// What a consumer takes of a chunk: its preparer's work.
+pub type Ready<C> = <<C as Consumer>::Prepare as Prepare>::Ready;
+
+/// A consumer's work on a recorded chunk that needs no order (building its rows, freeing its
+/// tasks), done on the loop worker that recorded it, so that the one thread that takes the
+/// chunks in order does only what must be done in order.
+pub trait Prepare: Sync {
+    /// What the consumer then takes.
+    type Ready: Send;
+
+    fn prepare(&self, chunk: ChunkResult) -> Self::Ready;
+}
+
+/// Hands a chunk on as it was recorded: for a consumer whose work is all in order.
+pub struct AsRecorded;
+
+impl Prepare for AsRecorded {
+    type Ready = ChunkResult;
+
+    fn prepare(&self, chunk: ChunkResult) -> ChunkResult {
+        chunk
     }
 }
 
@@ -261,43 +294,118 @@ impl<'p, 'a> RowSink<'p, 'a> {
     }
 }
 
-impl Consumer for RowSink<'_, '_> {
-    fn accept(&mut self, chunk: ChunkResult) -> Result<(), EngineError> {
+impl<'p, 'a> Consumer for RowSink<'p, 'a> {
+    type Prepare = RowBuilder<'p, 'a>;
+
+    fn preparer(&self) -> RowBuilder<'p, 'a> {
+        RowBuilder { plan: self.plan, run_id: self.run_id.clone(), prices: self.prices }
+    }
+
+    fn accept(&mut self, chunk: ChunkRows) -> Result<(), EngineError> {
+        let ChunkRows { seq, counts, failures, tables } = chunk;
+        self.open_part()?;
+        let written = &mut self.written;
+        for failure in failures {
+            eprintln!("error: {failure}");
+            if written.failed.len() < MAX_LISTED_FAILURES {
+                written.failed.push(failure.clone());
+                self.new_failures.push(failure);
+            }
+        }
+        let [trajectories, outcomes, evaluations] = tables?;
+        let part = self.current.as_mut().expect("a part is open");
+        part.trajectories.append(trajectories)?;
+        part.outcomes.append(outcomes)?;
+        part.evaluations.append(evaluations)?;
+        self.written.counts.add(&counts);
+        self.next_chunk = seq + 1;
+        if self.last_commit.elapsed() >= commit_interval() {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn counts(&self) -> (u64, u64) {
+        (self.written.counts.loops + self.written.counts.failed_count, self.written.counts.passed)
+    }
+
+    fn commit(&mut self) -> Result<(), EngineError> {
+        RowSink::commit(self)
+    }
+}
+
+/// A chunk's rows in the three tables, built on the loop worker that recorded it, and what they
+/// add to the run's counts; the sink appends them in order.
+pub struct ChunkRows {
+    seq: u64,
+    /// What the chunk adds to the run's counts.
+    counts: Counts,
+    /// Every failed loop of the chunk, described (the sink lists the run's first ones).
+    failures: Vec<String>,
+    /// Trajectories, outcomes, evaluations; or why the chunk cannot be written.
+    tables: Result<[Batches; 3], EngineError>,
+}
+
+/// The row sink's work on a recorded chunk that needs no order: every loop turned into the rows
+/// of every config it serves ([`crate::emit`]), counted, and the tasks dropped, on the loop
+/// worker, so that `--jobs` spreads it and the sink only appends.
+pub struct RowBuilder<'p, 'a> {
+    plan: &'p Plan<'a>,
+    run_id: String,
+    prices: crate::cost::RolePrices,
+}
+
+impl Prepare for RowBuilder<'_, '_> {
+    type Ready = ChunkRows;
+
+    fn prepare(&self, chunk: ChunkResult) -> ChunkRows {
+        let mut counts = Counts { tasks: chunk.tasks.len() as u64, ..Counts::default() };
+        let mut failures = Vec::new();
+        let tables = self.build(chunk.tasks, &mut counts, &mut failures);
+        ChunkRows { seq: chunk.seq, counts, failures, tables }
+    }
+}
+
+impl RowBuilder<'_, '_> {
+    /// The rows of `tasks`, in unit order then config order, stopping at the first loop that
+    /// cannot be written.
+    fn build(
+        &self,
+        tasks: Vec<TaskLoops>,
+        counts: &mut Counts,
+        failures: &mut Vec<String>,
+    ) -> Result<[Batches; 3], EngineError> {
         let plan = self.plan;
         let experiment = plan.experiment;
-        self.next_chunk = chunk.seq + 1;
-        let run_id = self.run_id.clone();
-        let mut failures = Vec::new();
-        self.open_part()?;
-        let part = self.current.as_mut().expect("a part is open");
-        let written = &mut self.written;
-        written.counts.tasks += chunk.tasks.len() as u64;
-        for task in chunk.tasks {
-            for (unit, result) in task.loops {
+        let configs = plan.config_ids.len();
+        // Every recorded round is a row for each config its loop serves, or nearly.
+        let rows: usize = (tasks.iter().flat_map(|task| &task.loops))
+            .filter_map(|(unit, result)| Some(result.as_ref().ok()?.rounds.len() * unit.policies(configs).len()))
+            .sum();
+        let mut trajectories = TrajectoryBatches::with_capacity(rows);
+        let mut outcomes = OutcomeBatches::default();
+        let mut evaluations = EvaluationBatches::default();
+        for task in &tasks {
+            for (unit, result) in &task.loops {
                 let critic = &experiment.critics[unit.critic].name;
                 let result = match result {
                     Ok(result) => result,
                     Err(error) => {
                         let configs: Vec<&str> =
-                            unit.policies(plan.config_ids.len()).map(|index| plan.config_ids[index].as_str()).collect();
-                        let failure = format!(
+                            unit.policies(configs).map(|index| plan.config_ids[index].as_str()).collect();
+                        failures.push(format!(
                             "task `{}` × {} × {} × epoch {} × {critic}: {error}",
                             task.task.id,
                             configs.join(","),
                             unit.arm,
                             unit.epoch
-                        );
-                        eprintln!("error: {failure}");
-                        written.counts.failed_count += configs.len() as u64;
-                        if written.failed.len() < MAX_LISTED_FAILURES {
-                            written.failed.push(failure.clone());
-                            failures.push(failure);
-                        }
+                        ));
+                        counts.failed_count += configs.len() as u64;
                         continue;
                     }
                 };
                 let labels = LoopLabels {
-                    run_id: &run_id,
+                    run_id: &self.run_id,
                     critic,
                     arm: unit.arm,
                     task_id: &task.task.id,
@@ -306,23 +414,23 @@ impl Consumer for RowSink<'_, '_> {
                     meta: task.meta.as_deref(),
                     prices: &self.prices,
                 };
-                written.counts.recorded_rounds += result.rounds.len() as u64;
-                let by_critic = &mut written.counts.critiques_by_critic;
-                if !by_critic.contains_key(critic) {
-                    by_critic.insert(critic.clone(), Default::default());
+                counts.recorded_rounds += result.rounds.len() as u64;
+                if !counts.critiques_by_critic.contains_key(critic) {
+                    counts.critiques_by_critic.insert(critic.clone(), Default::default());
                 }
-                let counts = by_critic.get_mut(critic).expect("inserted above");
-                counts.recorded += result.rounds.len() as u64;
-                counts.failed += result.rounds.iter().filter(|r| r.critic_error.is_some()).count() as u64;
-                counts.recorded += result.adjudications.len() as u64;
-                counts.failed += result.adjudications.iter().filter(|a| a.round.critic_error.is_some()).count() as u64;
+                let by_critic = counts.critiques_by_critic.get_mut(critic).expect("inserted above");
+                by_critic.recorded += result.rounds.len() as u64;
+                by_critic.failed += result.rounds.iter().filter(|r| r.critic_error.is_some()).count() as u64;
+                by_critic.recorded += result.adjudications.len() as u64;
+                by_critic.failed +=
+                    result.adjudications.iter().filter(|a| a.round.critic_error.is_some()).count() as u64;
                 for evaluation in &result.evaluations {
                     let name = &experiment.evaluators[evaluation.evaluator].spec.name;
-                    let counts = written.counts.evaluations_by_evaluator.entry(name.clone()).or_default();
+                    let counts = counts.evaluations_by_evaluator.entry(name.clone()).or_default();
                     counts.recorded += 1;
                     counts.failed += u64::from(evaluation.error.is_some());
                 }
-                for index in unit.policies(plan.config_ids.len()) {
+                for index in unit.policies(configs) {
                     let emitted = emit_loop(
                         &labels,
                         &result.rounds,
@@ -330,8 +438,8 @@ impl Consumer for RowSink<'_, '_> {
                         &result.adjudications,
                         &experiment.policies[index],
                         &plan.config_ids[index],
-                        &mut part.trajectories,
-                        &mut part.outcomes,
+                        &mut trajectories,
+                        &mut outcomes,
                     )?;
                     let (passed, rounds) = emitted.ok_or_else(|| EngineError::RecordingEndedEarly {
                         task_id: task.task.id.clone(),
@@ -345,29 +453,19 @@ impl Consumer for RowSink<'_, '_> {
                         &result.scores,
                         &result.evaluations,
                         passed,
-                        &mut part.evaluations,
-                    )?;
-                    written.counts.loops += 1;
-                    written.counts.critiques += rounds as u64;
-                    written.counts.passed += u64::from(passed);
+                        &mut evaluations,
+                    );
+                    counts.loops += 1;
+                    counts.critiques += rounds as u64;
+                    counts.passed += u64::from(passed);
                     let critic_errors = result.rounds[..rounds].iter().any(|r| r.critic_error.is_some());
-                    written.counts.loops_with_critic_errors += u64::from(critic_errors);
+                    counts.loops_with_critic_errors += u64::from(critic_errors);
                 }
             }
         }
-        self.new_failures.extend(failures);
-        if self.last_commit.elapsed() >= commit_interval() {
-            self.commit()?;
-        }
-        Ok(())
-    }
-
-    fn counts(&self) -> (u64, u64) {
-        (self.written.counts.loops + self.written.counts.failed_count, self.written.counts.passed)
-    }
-
-    fn commit(&mut self) -> Result<(), EngineError> {
-        RowSink::commit(self)
+        // The tasks and their recordings are freed here, on the worker, not on the sink.
+        drop(tasks);
+        Ok([trajectories.finish(), outcomes.finish(), evaluations.finish()])
     }
 }
 

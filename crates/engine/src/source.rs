@@ -34,13 +34,51 @@ pub struct Chunk {
     pub tasks: Vec<AdmittedTask>,
     /// Bytes of all the datasets consumed once this chunk is done, for the progress bar.
     pub progress: u64,
+}
+
+/// A chunk as the source hands it on: its tasks admitted, in order, but not yet serialized for the
+/// critics. The loop worker that takes it serializes them ([`Sourced::serialize`]): the source
+/// thread keeps only the work that must be done in file order.
+pub struct Sourced {
+    /// Position in the run's output order.
+    pub seq: u64,
+    pub tasks: Vec<SourcedTask>,
+    /// Bytes of all the datasets consumed once this chunk is done, for the progress bar.
+    pub progress: u64,
     /// The look of a sequential run whose tasks these are (0 in a plain run).
     pub look: u64,
 }
 
+/// An admitted task, with the critics that take it.
+pub struct SourcedTask {
+    pub task: Task,
+    pub critics: Vec<usize>,
+    /// Where it was read: the dataset file's index and the row (line, or 1-based Parquet row).
+    pub origin: (usize, usize),
+    /// A held-out evaluator takes it in this pass: it is serialized with its labels too.
+    pub evaluated: bool,
+}
+
+impl Sourced {
+    /// The chunk with each task as its critics (and evaluators) see it, and its `meta` as text.
+    pub fn serialize(self) -> Chunk {
+        let tasks = self
+            .tasks
+            .into_iter()
+            .map(|sourced| {
+                let task = sourced.task;
+                let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
+                let labelled = sourced.evaluated.then(|| TaskJson::with_labels(&task));
+                AdmittedTask { task, json, labelled, meta, critics: sourced.critics }
+            })
+            .collect();
+        Chunk { seq: self.seq, tasks, progress: self.progress }
+    }
+}
+
 pub struct AdmittedTask {
     pub task: Task,
-    /// The task as critics see it, serialized here rather than on the loop workers.
+    /// The task as critics see it, serialized by the loop worker before the chunk's first loop.
     pub json: TaskJson,
     /// The task with its gold labels, for the held-out evaluators that take it (none takes it:
     /// `None`). Never handed to a critic.
@@ -48,8 +86,6 @@ pub struct AdmittedTask {
     /// `meta` as JSON text, for the outcome rows.
     pub meta: Option<String>,
     pub critics: Vec<usize>,
-    /// Where it was read: the dataset file's index and the row (line, or 1-based Parquet row).
-    pub origin: (usize, usize),
 }
 
 /// Skipped rows listed by name in the manifest, per file.
@@ -100,7 +136,7 @@ pub trait TaskOrder: Send {
         self: Box<Self>,
         plan: &Plan<'_>,
         first_chunk: u64,
-        emit: &mut dyn FnMut(Chunk) -> bool,
+        emit: &mut dyn FnMut(Sourced) -> bool,
     ) -> Result<SourceReport, EngineError>;
 }
 
@@ -165,7 +201,7 @@ impl Source {
         self,
         plan: &Plan<'_>,
         scope: Scope,
-        mut emit: impl FnMut(Chunk) -> bool,
+        mut emit: impl FnMut(Sourced) -> bool,
     ) -> Result<SourceReport, EngineError> {
         if let Some(order) = self.order {
             return order.run(plan, self.first_chunk, &mut emit);
@@ -180,14 +216,14 @@ impl Source {
             let mut admitted_in_file = 0usize;
             let mut skipped = Vec::new();
             let mut rows_skipped = 0usize;
-            let mut pending: Vec<AdmittedTask> = Vec::new();
+            let mut pending: Vec<SourcedTask> = Vec::new();
             let mut failure: Option<DatasetError> = None;
             let mut stopped = false;
             // Tasks admitted into the chunk being filled (prepared in `pending` unless skipped).
             let mut in_chunk = 0usize;
             // Hands the filled chunk on; `false` when the run is stopping.
-            let mut hand_on = |seq: &mut u64, in_chunk: &mut usize, pending: &mut Vec<AdmittedTask>, progress: u64| {
-                let chunk = Chunk { seq: *seq, tasks: std::mem::take(pending), progress, look: 0 };
+            let mut hand_on = |seq: &mut u64, in_chunk: &mut usize, pending: &mut Vec<SourcedTask>, progress: u64| {
+                let chunk = Sourced { seq: *seq, tasks: std::mem::take(pending), progress, look: 0 };
                 *seq += 1;
                 *in_chunk = 0;
                 chunk.seq < self.first_chunk || emit(chunk)
@@ -266,11 +302,9 @@ impl Source {
                     in_chunk += 1;
                     // A chunk a resumed run wrote already is admitted, not prepared.
                     if seq >= self.first_chunk {
-                        let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
-                        let labelled = (scope == Scope::Evaluate
-                            && plan.evaluators_for(task.kind.as_deref()).next().is_some())
-                        .then(|| TaskJson::with_labels(&task));
-                        pending.push(AdmittedTask { task, json, labelled, meta, critics, origin: (file, row) });
+                        let evaluated =
+                            scope == Scope::Evaluate && plan.evaluators_for(task.kind.as_deref()).next().is_some();
+                        pending.push(SourcedTask { task, critics, origin: (file, row), evaluated });
                     }
                 }
                 if in_chunk > 0 && !hand_on(&mut seq, &mut in_chunk, &mut pending, bytes_before + stream.progress().0) {

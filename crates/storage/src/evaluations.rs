@@ -67,6 +67,9 @@ pub fn evaluation_schema() -> SchemaRef {
 /// Streams [`EvaluationRow`]s into `evaluations.parquet`.
 pub type EvaluationWriter = TableWriter<EvaluationRow>;
 
+/// [`EvaluationRow`]s turned into columns away from any file, for [`EvaluationWriter::append`].
+pub type EvaluationBatches = crate::buffered::TableBatches<EvaluationRow>;
+
 impl TableRow for EvaluationRow {
     const TABLE: &'static str = "evaluations";
     const DICTIONARY: &'static [&'static str] = crate::tables::DICTIONARY_COLUMNS;

@@ -37,7 +37,7 @@ pub mod tables;
 pub mod task_ids;
 pub mod task_rounds;
 
-pub use buffered::{TableRow, TableWriter};
+pub use buffered::{Batches, TableBatches, TableRow, TableWriter};
 pub use error::{BoxError, TableError};
 pub use parquet_sink::SCHEMA_VERSION;
 

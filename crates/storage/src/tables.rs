@@ -9,7 +9,7 @@ use arrow_array::builder::StringBuilder;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use crate::buffered::{BATCH_ROWS, RowColumns, TableRow, TableWriter};
+use crate::buffered::{BATCH_ROWS, Batches, RowColumns, TableBatches, TableRow, TableWriter};
 use crate::columns::{BoxError, TableError};
 use critbench_core::{Arm, Decision, ExitReason};
 
@@ -299,8 +299,7 @@ pub fn outcome_schema() -> SchemaRef {
 /// column builders (its text copied once), and a batch is written when full.
 pub struct TrajectoryWriter {
     sink: ParquetSink,
-    rows: usize,
-    builders: TrajectoryBuilders<'static>,
+    rows: TrajectoryBatches,
 }
 
 impl TrajectoryWriter {
@@ -308,24 +307,24 @@ impl TrajectoryWriter {
     pub fn create(path: &Path) -> Result<Self, StorageError> {
         Ok(TrajectoryWriter {
             sink: ParquetSink::create(path, trajectory_schema(), "trajectories", DICTIONARY_COLUMNS)?,
-            rows: 0,
-            builders: TrajectoryBuilders::with_capacity(BATCH_ROWS),
+            rows: TrajectoryBatches::with_capacity(BATCH_ROWS),
         })
     }
 
     /// Adds a row; a full batch is written.
     pub fn push(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError> {
-        self.builders.append(row);
-        self.rows += 1;
-        if self.rows >= BATCH_ROWS { self.flush() } else { Ok(()) }
+        self.rows.push(row);
+        if self.rows.done.rows() > 0 { self.flush() } else { Ok(()) }
     }
 
     fn flush(&mut self) -> Result<(), StorageError> {
-        if self.rows == 0 {
-            return Ok(());
-        }
-        self.rows = 0;
-        self.sink.write(self.builders.finish())
+        std::mem::take(&mut self.rows).finish().write_to(&mut self.sink)
+    }
+
+    /// Appends rows built elsewhere ([`TrajectoryBatches`]) after the rows pushed so far.
+    pub fn append(&mut self, batches: Batches) -> Result<(), StorageError> {
+        self.flush()?;
+        batches.write_to(&mut self.sink)
     }
 
     /// Writes what is left and the footer, and waits until the file is on disk.
@@ -335,8 +334,55 @@ impl TrajectoryWriter {
     }
 }
 
+/// [`TrajectoryRow`]s turned into columns away from any file (each row's text copied once, into
+/// its column), a batch at a time: what a loop worker builds of its chunk for
+/// [`TrajectoryWriter::append`].
+pub struct TrajectoryBatches {
+    rows: usize,
+    builders: TrajectoryBuilders<'static>,
+    done: Batches,
+}
+
+impl Default for TrajectoryBatches {
+    fn default() -> Self {
+        TrajectoryBatches::with_capacity(0)
+    }
+}
+
+impl TrajectoryBatches {
+    /// Room for about `rows` rows before the builders grow (never more than a batch's).
+    pub fn with_capacity(rows: usize) -> Self {
+        TrajectoryBatches {
+            rows: 0,
+            builders: TrajectoryBuilders::with_capacity(rows.min(BATCH_ROWS)),
+            done: Batches::default(),
+        }
+    }
+
+    /// Adds a row; a full batch becomes columns.
+    pub fn push(&mut self, row: &TrajectoryRow<'_>) {
+        self.builders.append(row);
+        self.rows += 1;
+        if self.rows >= BATCH_ROWS {
+            self.done.push(self.builders.finish(), std::mem::take(&mut self.rows));
+        }
+    }
+
+    /// The columns of every row pushed.
+    pub fn finish(mut self) -> Batches {
+        let rows = std::mem::take(&mut self.rows);
+        if rows > 0 {
+            self.done.push(self.builders.finish(), rows);
+        }
+        self.done
+    }
+}
+
 /// Streams [`OutcomeRow`]s into `outcomes.parquet`.
 pub type OutcomeWriter = TableWriter<OutcomeRow>;
+
+/// [`OutcomeRow`]s turned into columns away from any file, for [`OutcomeWriter::append`].
+pub type OutcomeBatches = TableBatches<OutcomeRow>;
 
 impl OutcomeRow {
     /// A loop of `task_id` under `arm` that used `rounds` rounds, first scored 5 and last 6, and
@@ -1134,6 +1180,81 @@ pub(crate) mod tests {
         }
         assert_eq!(back, rows);
         assert!(back.iter().all(|row| matches!(row.critique, Cow::Owned(_))), "a reader owns its critiques");
+    }
+
+    /// The batches of a trajectories file, and how many rows each of its row groups holds.
+    fn batches_and_groups(path: &Path) -> (Vec<RecordBatch>, Vec<i64>) {
+        let mut batches = Vec::new();
+        crate::columns::for_each_batch(path, |batch| {
+            batches.push(batch.clone());
+            Ok(())
+        })
+        .unwrap();
+        let reader = parquet::file::reader::SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+        let groups = parquet::file::reader::FileReader::metadata(&reader).row_groups().iter().map(|g| g.num_rows());
+        (batches, groups.collect())
+    }
+
+    /// The rows of `batches`, in order.
+    fn rows_of(batches: &[RecordBatch]) -> Vec<TrajectoryRow<'_>> {
+        let mut rows = Vec::new();
+        for batch in batches {
+            rows.extend(TrajectoryRow::read_batch(&crate::columns::Columns(batch), rows.len()).unwrap());
+        }
+        rows
+    }
+
+    /// A run's loop workers build each chunk's rows as batches and the sink appends them: the file
+    /// holds the rows pushed one by one, in the same order and in the same row groups, however
+    /// the chunks cut the rows (across a batch, or none at all) and whatever was pushed between.
+    #[test]
+    fn batches_built_apart_append_as_the_rows_pushed_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let critiques: Vec<CritiqueColumns> = (0..7).map(|i| CritiqueColumns::scored(f64::from(i))).collect();
+        let ids: Vec<String> = (0..1000).map(|i| format!("t{i}")).collect();
+        let row = |i: usize| TrajectoryRow {
+            draft: i.is_multiple_of(3).then_some("a draft"),
+            ..TrajectoryRow::bare(&ids[i % ids.len()], (i % 4) as u32, &critiques[i % critiques.len()])
+        };
+        let total = 70_000;
+        let pushed = dir.path().join("pushed.parquet");
+        let mut writer = TrajectoryWriter::create(&pushed).unwrap();
+        for i in 0..total {
+            writer.push(&row(i)).unwrap();
+        }
+        writer.close().unwrap();
+
+        let appended = dir.path().join("appended.parquet");
+        let mut writer = TrajectoryWriter::create(&appended).unwrap();
+        let mut at = 0;
+        for (chunk, size) in [3000, 9000, 0, 12_345, 1].into_iter().cycle().enumerate() {
+            if at == total {
+                break;
+            }
+            let size = size.min(total - at);
+            if chunk % 4 == 3 {
+                // A row pushed between appended chunks keeps its place.
+                writer.push(&row(at)).unwrap();
+                at += 1;
+                continue;
+            }
+            let mut batches = TrajectoryBatches::with_capacity(size);
+            for i in at..at + size {
+                batches.push(&row(i));
+            }
+            let batches = batches.finish();
+            assert_eq!(batches.rows(), size);
+            writer.append(batches).unwrap();
+            at += size;
+        }
+        writer.close().unwrap();
+
+        let (expected, groups) = batches_and_groups(&pushed);
+        let (written, written_groups) = batches_and_groups(&appended);
+        assert_eq!(rows_of(&expected).len(), total);
+        assert_eq!(groups, vec![65_536, 70_000 - 65_536]);
+        assert_eq!(written_groups, groups);
+        assert!(rows_of(&written) == rows_of(&expected), "the appended file holds other rows");
     }
 
     /// A trajectories file whose `column` holds `text` (null for `None`) in its second row.

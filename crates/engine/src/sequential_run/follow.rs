@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use critbench_core::{ExitReason, Policy, stop_point};
+use critbench_core::{Arm, ExitReason, Policy, stop_point};
 use critbench_stats::sequential::{Decision, Look, Monitor, Status};
 use critbench_storage::manifest::{
     SequentialComparison, SequentialCost, SequentialLook, SequentialRecord, SequentialRule, SequentialStatus, Spent,
@@ -17,7 +17,7 @@ use crate::experiment::SequentialSettings;
 use crate::loops::{ChunkResult, TaskLoops};
 use crate::plan::Plan;
 use crate::sequential::{Gate, Paired, SequentialError, TaskValues};
-use crate::sink::{Consumer, RowSink, Written};
+use crate::sink::{ChunkRows, Consumer, Prepare, RowBuilder, RowSink, Written};
 
 /// One comparison followed: arm A against arm B within a config × critic.
 struct Compared {
@@ -121,36 +121,14 @@ impl Follower {
         Followed { follower: self, sink }
     }
 
-    /// Each comparison's paired difference on one task: per epoch both arms ran, whether A's loop
-    /// passed under the config minus whether B's did.
-    fn values(&self, task: &TaskLoops) -> TaskValues {
-        let (a, b) = self.settings.pair();
-        // (comparison, epoch) → (A passed, B passed), for the loops that ran.
-        let mut sides: HashMap<(usize, u32), [Option<bool>; 2]> = HashMap::new();
-        for (unit, result) in &task.loops {
-            let side = match unit.arm {
-                arm if arm == a => 0,
-                arm if arm == b => 1,
-                _ => continue,
-            };
-            let Ok(result) = result else { continue };
-            for config in unit.policies(self.policies.len()) {
-                let policy = effective_policy(&self.policies[config], unit.arm);
-                // A recording that ended before the config stopped is refused by the sink.
-                let Some((_, exit)) = stop_point(&result.scores, &policy) else { continue };
-                let Some(&comparison) = self.index.get(&(config, unit.critic)) else { continue };
-                sides.entry((comparison, unit.epoch)).or_default()[side] = Some(exit == ExitReason::Pass);
-            }
+    /// What [`Pairing::values`] needs of this follower, for the loop workers.
+    fn pairing(&self) -> Pairing {
+        Pairing {
+            pair: self.settings.pair(),
+            policies: self.policies.clone(),
+            index: self.index.clone(),
+            comparisons: self.compared.len(),
         }
-        let mut values: TaskValues = vec![None; self.compared.len()];
-        for ((comparison, _), [passed_a, passed_b]) in sides {
-            if let (Some(passed_a), Some(passed_b)) = (passed_a, passed_b) {
-                let Paired(difference, pairs) = values[comparison].get_or_insert(Paired(0, 0));
-                *difference += i64::from(passed_a) - i64::from(passed_b);
-                *pairs += 1;
-            }
-        }
-        values
     }
 
     /// The next task in admission order.
@@ -229,6 +207,64 @@ fn look_record(look: &Look) -> SequentialLook {
     }
 }
 
+/// A task's paired differences, worked out by the loop worker that recorded it.
+pub(crate) struct Pairing {
+    pair: (Arm, Arm),
+    policies: Vec<Policy>,
+    /// (config, critic) → its comparison.
+    index: HashMap<(usize, usize), usize>,
+    comparisons: usize,
+}
+
+impl Pairing {
+    /// Each comparison's paired difference on one task: per epoch both arms ran, whether A's loop
+    /// passed under the config minus whether B's did.
+    fn values(&self, task: &TaskLoops) -> TaskValues {
+        let (a, b) = self.pair;
+        // (comparison, epoch) → (A passed, B passed), for the loops that ran.
+        let mut sides: HashMap<(usize, u32), [Option<bool>; 2]> = HashMap::new();
+        for (unit, result) in &task.loops {
+            let side = match unit.arm {
+                arm if arm == a => 0,
+                arm if arm == b => 1,
+                _ => continue,
+            };
+            let Ok(result) = result else { continue };
+            for config in unit.policies(self.policies.len()) {
+                let policy = effective_policy(&self.policies[config], unit.arm);
+                // A recording that ended before the config stopped is refused by the sink.
+                let Some((_, exit)) = stop_point(&result.scores, &policy) else { continue };
+                let Some(&comparison) = self.index.get(&(config, unit.critic)) else { continue };
+                sides.entry((comparison, unit.epoch)).or_default()[side] = Some(exit == ExitReason::Pass);
+            }
+        }
+        let mut values: TaskValues = vec![None; self.comparisons];
+        for ((comparison, _), [passed_a, passed_b]) in sides {
+            if let (Some(passed_a), Some(passed_b)) = (passed_a, passed_b) {
+                let Paired(difference, pairs) = values[comparison].get_or_insert(Paired(0, 0));
+                *difference += i64::from(passed_a) - i64::from(passed_b);
+                *pairs += 1;
+            }
+        }
+        values
+    }
+}
+
+/// The row sink's preparation, with each task's paired differences beside its rows.
+pub(crate) struct FollowedRows<'p, 'a> {
+    pairing: Pairing,
+    rows: RowBuilder<'p, 'a>,
+}
+
+impl Prepare for FollowedRows<'_, '_> {
+    type Ready = (Vec<TaskValues>, ChunkRows);
+
+    fn prepare(&self, chunk: ChunkResult) -> (Vec<TaskValues>, ChunkRows) {
+        let values = chunk.tasks.iter().map(|task| self.pairing.values(task)).collect();
+        (values, self.rows.prepare(chunk))
+    }
+}
+
 fn status_record(status: &Status) -> SequentialStatus {
     SequentialStatus {
         tasks: status.tasks,
@@ -245,9 +281,14 @@ pub(crate) struct Followed<'f, 's, 'p, 'a> {
     sink: &'s mut RowSink<'p, 'a>,
 }
 
-impl Consumer for Followed<'_, '_, '_, '_> {
-    fn accept(&mut self, chunk: ChunkResult) -> Result<(), EngineError> {
-        let values: Vec<TaskValues> = chunk.tasks.iter().map(|task| self.follower.values(task)).collect();
+impl<'p, 'a> Consumer for Followed<'_, '_, 'p, 'a> {
+    type Prepare = FollowedRows<'p, 'a>;
+
+    fn preparer(&self) -> FollowedRows<'p, 'a> {
+        FollowedRows { pairing: self.follower.pairing(), rows: self.sink.preparer() }
+    }
+
+    fn accept(&mut self, (values, chunk): (Vec<TaskValues>, ChunkRows)) -> Result<(), EngineError> {
         // Committed with the rows, so that a resumed run replays exactly the tasks it keeps.
         self.sink.record_sequential(values.iter().cloned());
         self.sink.accept(chunk)?;

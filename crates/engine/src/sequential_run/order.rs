@@ -5,14 +5,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use critbench_plugin_host::request::TaskJson;
 use critbench_storage::dataset::DatasetStream;
 
 use crate::EngineError;
 use crate::experiment::SequentialSettings;
 use crate::plan::{Plan, Scope};
 use crate::sequential::{Gate, SequentialError, look_of, order_key};
-use crate::source::{AdmittedTask, Chunk, Source, SourceReport, TaskOrder};
+use crate::source::{Source, SourceReport, Sourced, SourcedTask, TaskOrder};
 
 /// Tasks the source reads again in one pass over the datasets: the window's tasks are held in
 /// memory until their chunks are handed on, and each window costs one read of the files.
@@ -139,14 +138,14 @@ impl Order {
 
     /// The tasks of `range` of the order, read again from the datasets (one pass over each file
     /// that holds one, up to the last of them) and checked against their keys.
-    fn read_again(&self, plan: &Plan<'_>, range: std::ops::Range<usize>) -> Result<Vec<AdmittedTask>, EngineError> {
+    fn read_again(&self, plan: &Plan<'_>, range: std::ops::Range<usize>) -> Result<Vec<SourcedTask>, EngineError> {
         let seed = plan.experiment.seed;
         // file → (row → (slot, key)), rows ascending.
         let mut wanted: BTreeMap<u32, BTreeMap<u64, (usize, u128)>> = BTreeMap::new();
         for (slot, entry) in self.entries[range.clone()].iter().enumerate() {
             wanted.entry(entry.file).or_default().insert(entry.row, (slot, entry.key));
         }
-        let mut slots: Vec<Option<AdmittedTask>> = (0..range.len()).map(|_| None).collect();
+        let mut slots: Vec<Option<SourcedTask>> = (0..range.len()).map(|_| None).collect();
         for (file, rows) in wanted {
             let path = &self.paths[file as usize];
             let mut stream = DatasetStream::open(path)?;
@@ -165,16 +164,11 @@ impl Order {
                         .filter(|task| order_key(seed, &task.id) == key)
                         .ok_or_else(|| SequentialError::Changed { path: path.clone(), row: next_row, row_label })?;
                     let critics: Vec<usize> = plan.critics_for(task.kind.as_deref()).collect();
-                    let (json, meta) = (TaskJson::new(&task), task.meta.as_ref().map(|m| m.to_string()));
-                    // As the source prepares a task of the evaluation pass: with its labels for
-                    // the held-out evaluators that take it.
-                    let labelled = plan
-                        .evaluators_for(task.kind.as_deref())
-                        .next()
-                        .is_some()
-                        .then(|| TaskJson::with_labels(&task));
+                    // As the source admits a task of the evaluation pass: with its labels for the
+                    // held-out evaluators that take it.
+                    let evaluated = plan.evaluators_for(task.kind.as_deref()).next().is_some();
                     let origin = (file as usize, row);
-                    slots[slot] = Some(AdmittedTask { task, json, labelled, meta, critics, origin });
+                    slots[slot] = Some(SourcedTask { task, critics, origin, evaluated });
                 }
             }
             if let Some((row, _)) = rows.next() {
@@ -198,7 +192,7 @@ impl TaskOrder for Order {
         self: Box<Self>,
         plan: &Plan<'_>,
         first_chunk: u64,
-        emit: &mut dyn FnMut(Chunk) -> bool,
+        emit: &mut dyn FnMut(Sourced) -> bool,
     ) -> Result<SourceReport, EngineError> {
         let spans = self.spans();
         let budget = self.entries.len().max(1) as f64;
@@ -215,7 +209,7 @@ impl TaskOrder for Order {
             }
             let mut tasks = self.read_again(plan, spans[next].start..spans[last].end)?.into_iter();
             for (offset, span) in spans[next..=last].iter().enumerate() {
-                let chunk = Chunk {
+                let chunk = Sourced {
                     seq: (next + offset) as u64,
                     look: span.look,
                     tasks: tasks.by_ref().take(span.end - span.start).collect(),
