@@ -48,6 +48,6 @@ fn an_experiment_over_a_limit_is_refused_by_the_same_load() {
         );
     assert!(shipped.contains("\nepochs = 1\n"), "essays.toml sets `epochs = 1`");
     std::fs::write(&path, shipped.replace("\nepochs = 1\n", "\nepochs = 2000\n")).unwrap();
-    let error = Experiment::load(&path, &Overrides::default()).err().expect("2,000 epochs are refused");
+    let error = Experiment::load(&path, &Overrides::default()).expect_err("2,000 epochs are refused");
     assert!(error.to_string().contains("`epochs` = 2000 is more than 1000"), "{error}");
 }
