@@ -1191,7 +1191,10 @@ fn open_endpoint(settings: &EndpointSettings, timeout: Duration) -> Result<(Endp
         headers.insert(AUTHORIZATION, value);
         secret = Some(key.trim().to_string());
     }
-    let mut builder = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(64);
+    // As many idle connections kept as requests may be in flight: a connection closed when a wave
+    // of answers leaves more idle is opened again for the next wave (a TCP handshake per request).
+    let idle = usize::try_from(settings.concurrency).unwrap_or(usize::MAX).max(1);
+    let mut builder = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(idle);
     if is_loopback(url) {
         // A proxy from the environment must never see traffic meant for this machine.
         builder = builder.no_proxy();
