@@ -114,6 +114,10 @@ fn run_chunk_together(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
 /// The loops of a chunk in units of a loop at a time, up to [`IN_FLIGHT`] of them in flight: each
 /// is polled until it waits (for a critique of the batch, or for its author when `awaiting`), the
 /// batch goes out, and again, until each is recorded. Pending only while a loop awaits its author.
+///
+/// A loop is polled again only when there is news for it: its own waker fired (its author's
+/// answer is in), or the batch it asked went out. An answer costs one loop's poll, not a poll of
+/// every loop of the chunk.
 async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool, awaiting: bool) -> ChunkResult {
     let units: Vec<(usize, Unit)> = (chunk.tasks.iter().enumerate())
         .flat_map(|(at, admitted)| {
@@ -122,12 +126,21 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
         .collect();
     let mut done: Vec<Option<Result<LoopResult, LoopError>>> = units.iter().map(|_| None).collect();
     let batch = Batch::default();
-    let mut flying: Vec<(usize, Recording<'_>)> = Vec::with_capacity(IN_FLIGHT.min(units.len()));
+    let in_flight = IN_FLIGHT.min(units.len());
+    let woken = Arc::new(LoopsWoken { state: Mutex::new((Vec::with_capacity(in_flight), Waker::noop().clone())) });
+    // Places for the loops in flight, each with the waker its loop polls with; a place freed by a
+    // recorded loop takes the next.
+    let mut places: Vec<Place<'_>> = Vec::with_capacity(in_flight);
+    let mut free: Vec<usize> = Vec::new();
+    let mut flying = 0;
+    // The places to poll in this pass, and those whose loop was left pending in it.
+    let (mut polling, mut pending): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
     let mut started = 0;
     let mut complete = true;
     std::future::poll_fn(|context| {
+        woken.set_waker(context.waker());
         loop {
-            while flying.len() < IN_FLIGHT && started < units.len() {
+            while flying < IN_FLIGHT && started < units.len() {
                 // Checked before every loop, not only every task: one task may hold thousands.
                 if stop.load(Ordering::Relaxed) {
                     complete = false;
@@ -135,7 +148,7 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
                 }
                 let (at, unit) = units[started];
                 let admitted = &chunk.tasks[at];
-                let recording = record_loop_in(
+                let recording: Recording<'_> = Box::pin(record_loop_in(
                     plan,
                     &admitted.task,
                     &admitted.json,
@@ -143,34 +156,60 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
                     unit,
                     scope,
                     Driver { batch: Some(&batch), awaiting },
-                );
-                flying.push((started, Box::pin(recording)));
+                ));
+                let place = free.pop().unwrap_or_else(|| {
+                    let waker = Arc::new(LoopWaker {
+                        place: places.len(),
+                        queued: AtomicBool::new(false),
+                        woken: Arc::clone(&woken),
+                    });
+                    places.push(Place { waker: Waker::from(Arc::clone(&waker)), wake: waker, flying: None });
+                    places.len() - 1
+                });
+                places[place].flying = Some((started, recording));
+                polling.push(place);
+                flying += 1;
                 started += 1;
             }
-            if flying.is_empty() || !complete {
+            if flying == 0 || !complete {
                 return Poll::Ready(());
             }
-            let before = flying.len();
-            let mut at = 0;
-            while at < flying.len() {
-                match catch_unwind(AssertUnwindSafe(|| flying[at].1.as_mut().poll(context))) {
-                    Ok(Poll::Pending) => at += 1,
-                    Ok(Poll::Ready(result)) => done[flying.swap_remove(at).0] = Some(result),
-                    Err(payload) => {
-                        done[flying.swap_remove(at).0] = Some(Err(LoopError::Panicked(panic_text(payload))))
+            polling.append(&mut woken.take());
+            if polling.is_empty() {
+                // Every loop in flight awaits its author: its answer wakes it, and this chunk.
+                return Poll::Pending;
+            }
+            for at in polling.drain(..) {
+                let place = &mut places[at];
+                // A wake for a loop already recorded, or one polled twice in a pass, is harmless.
+                let Some((unit, recording)) = place.flying.as_mut() else { continue };
+                let unit = *unit;
+                // Cleared before the poll: a wake during or after it queues the loop again.
+                place.wake.queued.swap(false, Ordering::AcqRel);
+                let context = &mut Context::from_waker(&place.waker);
+                match catch_unwind(AssertUnwindSafe(|| recording.as_mut().poll(context))) {
+                    Ok(Poll::Pending) => {
+                        pending.push(at);
+                        continue;
                     }
+                    Ok(Poll::Ready(result)) => done[unit] = Some(result),
+                    Err(payload) => done[unit] = Some(Err(LoopError::Panicked(panic_text(payload)))),
                 }
+                place.flying = None;
+                free.push(at);
+                flying -= 1;
             }
             if batch.is_waiting() {
                 batch.send(&plan.critics);
-            } else if flying.len() == before {
-                // Every loop in flight awaits its author: its answer wakes this chunk.
-                return Poll::Pending;
+                // The loops that asked are among those left pending in this pass.
+                polling.append(&mut pending);
+            } else {
+                pending.clear();
             }
         }
     })
     .await;
-    drop(flying);
+    drop(places);
     // Whole tasks only: a task with a loop left unrecorded is not part of the result.
     let mut done = done.into_iter();
     let mut units = units.into_iter().peekable();
@@ -187,6 +226,61 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
         tasks.push(TaskLoops { task: admitted.task, meta: admitted.meta, loops });
     }
     ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
+}
+
+/// A place for a loop in flight in [`record_chunk`]: the loop (its index among the chunk's loops,
+/// and its recording) and the waker it is polled with, the same for every loop the place takes.
+struct Place<'a> {
+    waker: Waker,
+    wake: Arc<LoopWaker>,
+    flying: Option<(usize, Recording<'a>)>,
+}
+
+/// The places of a chunk whose loop was woken since the chunk last looked, and the chunk's own
+/// waker, woken when the first of them comes.
+struct LoopsWoken {
+    state: Mutex<(Vec<usize>, Waker)>,
+}
+
+impl LoopsWoken {
+    fn set_waker(&self, waker: &Waker) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !state.1.will_wake(waker) {
+            state.1.clone_from(waker);
+        }
+    }
+
+    fn take(&self) -> Vec<usize> {
+        std::mem::take(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).0)
+    }
+}
+
+struct LoopWaker {
+    place: usize,
+    /// Set when woken, cleared when polled: a loop woken many times before its poll is queued once.
+    queued: AtomicBool,
+    woken: Arc<LoopsWoken>,
+}
+
+impl Wake for LoopWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.queued.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let chunk = {
+            let mut state = self.woken.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.0.push(self.place);
+            // Only the first wake since the chunk last looked wakes it: it takes them all.
+            (state.0.len() == 1).then(|| state.1.clone())
+        };
+        if let Some(chunk) = chunk {
+            chunk.wake();
+        }
+    }
 }
 
 /// How many loops a chunk holds.
@@ -227,13 +321,20 @@ impl Wake for SlotWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.slots.lock().unwrap_or_else(|e| e.into_inner()).push(self.slot);
-        self.woken.worker.unpark();
+        let first = {
+            let mut slots = self.woken.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.push(self.slot);
+            slots.len() == 1
+        };
+        // The worker takes every slot woken at once: only the first since then unparks it.
+        if first {
+            self.woken.worker.unpark();
+        }
     }
 }
 
-/// How long an idle worker sleeps before it looks at its intake again without being woken: a
-/// chunk the source hands on wakes no one.
+/// How long a worker with room for more loops sleeps before it looks at its intake again without
+/// being woken: a chunk the source hands on wakes no one. A full worker sleeps until woken.
 const INTAKE_POLL: Duration = Duration::from_millis(1);
 
 /// A worker whose loops await their author: takes chunks from `intake` (waiting there only when
@@ -276,7 +377,12 @@ pub fn work_together<'a>(
         }
         let ready = std::mem::take(&mut *woken.slots.lock().unwrap_or_else(|e| e.into_inner()));
         if ready.is_empty() {
-            std::thread::park_timeout(INTAKE_POLL);
+            if open && loops < loops_at_most.max(1) {
+                std::thread::park_timeout(INTAKE_POLL);
+            } else {
+                // Nothing to take from the intake: only an answer (a waker) has news.
+                std::thread::park();
+            }
             continue;
         }
         for slot in ready {

@@ -2,6 +2,7 @@
 //! blocking threads ([`Client::chat`]) or awaited from any executor ([`Client::chat_async`]):
 //! a request waiting on the server costs a future, not a thread.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::path::Path;
@@ -537,7 +538,10 @@ impl Client {
         }
         // OpenAI's form: the cache key, whatever form each endpoint is sent.
         let body = request_body(settings, request, role, identity);
-        let key = cache_key(&self.cache_endpoint, role, identity, &body);
+        // Serialized once: the text the cache key hashes is the text sent to a server that reads
+        // OpenAI's form.
+        let text = serde_json::to_vec(&body).expect("a request body serializes");
+        let key = cache_key(&self.cache_endpoint, role, identity, &text);
         let parts = KeyParts {
             endpoint: &self.cache_endpoint,
             role: role.as_str(),
@@ -568,7 +572,7 @@ impl Client {
             Lookup::Lead(leader) => {
                 self.count(role, |c| c.model_calls += 1);
                 // Redacted before it is cached or shared, so the key is never stored.
-                let called = self.call_model(role, &body).await;
+                let called = self.call_model(role, &body, &text).await;
                 let server_time = called.as_ref().ok().map(|(_, time)| *time);
                 let result = called.map(|(answer, _)| self.redact_answer(answer));
                 if let Err(error) = leader.finish(&parts, &result) {
@@ -693,7 +697,7 @@ impl Client {
     /// Every attempt for one answer: an endpoint, the request, its outcome, then at once another
     /// endpoint this call has not tried, or a backoff. The answer and the time its request took;
     /// on failure, [`ChatError::Failed`].
-    async fn call_model(&self, role: Role, body: &Value) -> Result<(CachedAnswer, Duration), ChatError> {
+    async fn call_model(&self, role: Role, body: &Value, text: &[u8]) -> Result<(CachedAnswer, Duration), ChatError> {
         // A retry that fails over at once to an untried endpoint is not one of `max_retries`.
         let attempts = self.settings.max_retries + self.endpoints.len() as u32;
         let mut tried: Vec<usize> = Vec::new();
@@ -708,7 +712,7 @@ impl Client {
             let ticket = self.acquire(&tried).await;
             let sent = Instant::now();
             let endpoint = &self.endpoints[ticket.endpoint];
-            let (outcome, pause) = self.attempt(endpoint, body).await;
+            let (outcome, pause) = self.attempt(endpoint, body, text).await;
             let took = sent.elapsed();
             self.count(role, |c| {
                 c.queue_us += sent.duration_since(queued).as_micros() as u64;
@@ -769,12 +773,16 @@ impl Client {
         full.mul_f64(fraction)
     }
 
-    /// One HTTP request, in the form the endpoint's server reads; also how long the server asked
-    /// for no further request (a rate-limit budget it reported spent).
-    async fn attempt(&self, endpoint: &Endpoint, body: &Value) -> (Attempt, Option<Duration>) {
+    /// One HTTP request, in the form the endpoint's server reads (`text` is `body` serialized);
+    /// also how long the server asked for no further request (a rate-limit budget it reported
+    /// spent).
+    async fn attempt(&self, endpoint: &Endpoint, body: &Value, text: &[u8]) -> (Attempt, Option<Duration>) {
         self.count_http(|c| c.requests += 1);
         let native = endpoint.server.native_chat(body);
-        let bytes = serde_json::to_vec(&endpoint.server.shape(body)).expect("a request body serializes");
+        let bytes = match endpoint.server.shape(body) {
+            Cow::Borrowed(_) => text.to_vec(),
+            Cow::Owned(shaped) => serde_json::to_vec(&shaped).expect("a request body serializes"),
+        };
         let url = if native { &endpoint.native_url } else { &endpoint.url };
         let request = endpoint.http.post(url.clone()).headers(endpoint.headers.clone()).body(bytes);
         let response = match request.send().await {
@@ -1191,7 +1199,10 @@ fn open_endpoint(settings: &EndpointSettings, timeout: Duration) -> Result<(Endp
         headers.insert(AUTHORIZATION, value);
         secret = Some(key.trim().to_string());
     }
-    let mut builder = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(64);
+    // As many idle connections kept as requests may be in flight: a connection closed when a wave
+    // of answers leaves more idle is opened again for the next wave (a TCP handshake per request).
+    let idle = usize::try_from(settings.concurrency).unwrap_or(usize::MAX).max(1);
+    let mut builder = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(idle);
     if is_loopback(url) {
         // A proxy from the environment must never see traffic meant for this machine.
         builder = builder.no_proxy();
@@ -1368,8 +1379,9 @@ fn request_body(settings: &RoleSettings, request: &ChatRequest, role: Role, iden
 }
 
 /// SHA-256 over the cache format, endpoint, role, the call's identity and the whole request
-/// body (model, messages, sampling parameters, response format).
-fn cache_key(endpoint: &str, role: Role, identity: &CallIdentity, body: &Value) -> String {
+/// body (model, messages, sampling parameters, response format) as JSON text (`body`, as
+/// serde_json writes the request's `Value`).
+fn cache_key(endpoint: &str, role: Role, identity: &CallIdentity, body: &[u8]) -> String {
     let mut hasher = Sha256::new();
     let identity = json!([
         CACHE_FORMAT,
@@ -1394,7 +1406,7 @@ fn cache_key(endpoint: &str, role: Role, identity: &CallIdentity, body: &Value) 
     serde_json::to_writer(Hashing(&mut hasher), &identity).expect("JSON values serialize");
     hasher.update([0]);
     // serde_json's maps are sorted (no preserve_order), so the text is canonical.
-    serde_json::to_writer(Hashing(&mut hasher), body).expect("JSON values serialize");
+    hasher.update(body);
     critbench_core::hex(&hasher.finalize())
 }
 
@@ -1491,6 +1503,7 @@ mod tests {
         let body = json!({"model": "m", "messages": [{"role": "user", "content": "é\n"}], "temperature": 0.5});
         let text = format!("[{CACHE_FORMAT},\"http://x/v1\",\"judge\",\"t\\\"1\",2,1,1]\u{0}{body}");
         let expected: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let body = serde_json::to_vec(&body).unwrap();
         assert_eq!(cache_key("http://x/v1", Role::Judge, &identity, &body), expected);
     }
 

@@ -2,6 +2,7 @@
 //! anyone sees it: chatty preambles and sign-offs stripped, degenerate critic
 //! feedback replaced by a generic instruction (a guard against critiques that say nothing).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use critbench_core::author::Hint;
@@ -243,13 +244,19 @@ pub fn hints_block(hints: &[Hint]) -> String {
 /// A guard: `None` when a piece of feedback is empty or degenerate — a few distinct
 /// characters (`../../..`), or many words that are one or two words repeated.
 pub fn sanitize_fix(text: &str) -> Option<String> {
-    let stripped = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let words: Vec<&str> = stripped.split(' ').filter(|w| !w.is_empty()).collect();
-    let distinct_chars = stripped.chars().collect::<BTreeSet<_>>().len();
-    let distinct_words = words.iter().map(|w| w.to_lowercase()).collect::<BTreeSet<_>>().len();
+    // Runs for every item of every critique a reviser is shown: counted without collecting.
+    let mut stripped = String::with_capacity(text.len());
+    let mut words = 0;
+    for word in text.split_whitespace() {
+        if words > 0 {
+            stripped.push(' ');
+        }
+        stripped.push_str(word);
+        words += 1;
+    }
     let degenerate = stripped.is_empty()
-        || distinct_chars <= 4
-        || (words.len() > 5 && distinct_words <= 2)
+        || at_most_distinct(stripped.chars(), 4)
+        || (words > 5 && at_most_distinct(stripped.split(' ').map(str::to_lowercase), 2))
         || stripped.eq_ignore_ascii_case(CRITIQUE_UNAVAILABLE);
     if degenerate {
         return None;
@@ -263,31 +270,44 @@ pub fn sanitize_fix(text: &str) -> Option<String> {
     })
 }
 
+/// Whether `items` holds `most` distinct values or fewer (looks no further than one more).
+fn at_most_distinct<T: PartialEq>(items: impl Iterator<Item = T>, most: usize) -> bool {
+    let mut seen: Vec<T> = Vec::with_capacity(most + 1);
+    for item in items {
+        if !seen.contains(&item) {
+            if seen.len() == most {
+                return false;
+            }
+            seen.push(item);
+        }
+    }
+    true
+}
+
 /// The critique as the reviser reads it: fatal issues, issues and suggested edits, each one
 /// sanitized; the generic instruction when nothing usable is left.
 pub fn feedback_block(critique: &Critique, generic_fix: &str) -> String {
     let mut block = String::new();
-    let mut section = |title: &str, items: Vec<String>| {
-        let items: Vec<String> = items.iter().filter_map(|item| sanitize_fix(item)).collect();
-        if !items.is_empty() {
-            block.push_str(title);
-            block.push('\n');
-            for item in items {
-                block.push_str(&format!("- {item}\n"));
+    let mut section = |title: &str, items: &mut dyn Iterator<Item = Cow<'_, str>>| {
+        let mut titled = false;
+        for item in items.filter_map(|item| sanitize_fix(&item)) {
+            if !titled {
+                block.push_str(title);
+                block.push('\n');
+                titled = true;
             }
+            block.push_str("- ");
+            block.push_str(&item);
+            block.push('\n');
         }
     };
-    section("Fatal issues (fix these first):", critique.fatal_issues.clone());
-    section("Issues:", critique.issues.clone());
-    let edits = critique
-        .suggestions
-        .iter()
-        .map(|s| match s.target.as_deref().or(s.dimension.as_deref()) {
-            Some(place) if !place.trim().is_empty() => format!("({}) {}", place.trim(), s.edit),
-            _ => s.edit.clone(),
-        })
-        .collect();
-    section("Suggested edits:", edits);
+    section("Fatal issues (fix these first):", &mut critique.fatal_issues.iter().map(|s| Cow::Borrowed(s.as_str())));
+    section("Issues:", &mut critique.issues.iter().map(|s| Cow::Borrowed(s.as_str())));
+    let mut edits = critique.suggestions.iter().map(|s| match s.target.as_deref().or(s.dimension.as_deref()) {
+        Some(place) if !place.trim().is_empty() => Cow::Owned(format!("({}) {}", place.trim(), s.edit)),
+        _ => Cow::Borrowed(s.edit.as_str()),
+    });
+    section("Suggested edits:", &mut edits);
     if block.is_empty() { format!("- {}\n", generic_fix.trim()) } else { block }
 }
 
