@@ -9,7 +9,7 @@
 //! calling thread as the sink. What needs no order is done on the workers, so that `--jobs`
 //! spreads it: a chunk's tasks are serialized for the critics before its first loop, and once it
 //! is recorded its rows are built as Arrow batches and its tasks freed (the consumer's
-//! [`Prepare`]); the sink appends the batches in order and the Parquet writer encodes them. A
+//! `Prepare`); the sink appends the batches in order and the Parquet writer encodes them. A
 //! failed write raises a stop flag: the source stops reading, the workers abandon their chunks,
 //! and the run ends with the error within a chunk's time.
 //!

@@ -28,7 +28,7 @@ pub trait TableRow: Sized {
     fn columns(rows: &[Self]) -> Vec<ArrayRef>;
 }
 
-/// A table's rows as Arrow columns, a batch at a time (at most [`BATCH_ROWS`] rows each), built
+/// A table's rows as Arrow columns, a batch at a time (at most 8,192 rows each), built
 /// before they are appended to the table's file.
 #[derive(Debug, Default)]
 pub struct Batches {
