@@ -532,21 +532,7 @@ impl Counts {
         self.recorded_rounds += more.recorded_rounds;
         self.failed_count += more.failed_count;
         self.loops_with_critic_errors += more.loops_with_critic_errors;
-        let add = |into: &mut BTreeMap<String, CritiqueCounts>, from: &BTreeMap<String, CritiqueCounts>| {
-            for (name, counts) in from {
-                // Looked up before inserting: a name is cloned once per run, not once per chunk.
-                match into.get_mut(name) {
-                    Some(total) => {
-                        total.recorded += counts.recorded;
-                        total.failed += counts.failed;
-                    }
-                    None => {
-                        into.insert(name.clone(), *counts);
-                    }
-                }
-            }
-        };
-        add(&mut self.critiques_by_critic, &more.critiques_by_critic);
-        add(&mut self.evaluations_by_evaluator, &more.evaluations_by_evaluator);
+        CritiqueCounts::add_all(&mut self.critiques_by_critic, &more.critiques_by_critic);
+        CritiqueCounts::add_all(&mut self.evaluations_by_evaluator, &more.evaluations_by_evaluator);
     }
 }

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use critbench_storage::manifest::{Manifest, RunStatus};
+use critbench_storage::manifest::{CritiqueCounts, Manifest, RunStatus};
 use critbench_storage::shards::{SHARDS_DIR, TABLES, shard_dir, shard_indices};
 use serde_json::Value;
 
@@ -241,16 +241,8 @@ fn merged_manifest(manifests: Vec<Manifest>, count: u32) -> Manifest {
         merged.calls.critic += m.calls.critic;
         merged.calls.direct_equivalent += m.calls.direct_equivalent;
         merged.calls.saved += m.calls.saved;
-        for (evaluator, counts) in &m.evaluations_by_evaluator {
-            let total = merged.evaluations_by_evaluator.entry(evaluator.clone()).or_default();
-            total.recorded += counts.recorded;
-            total.failed += counts.failed;
-        }
-        for (critic, counts) in &m.critiques_by_critic {
-            let total = merged.critiques_by_critic.entry(critic.clone()).or_default();
-            total.recorded += counts.recorded;
-            total.failed += counts.failed;
-        }
+        CritiqueCounts::add_all(&mut merged.evaluations_by_evaluator, &m.evaluations_by_evaluator);
+        CritiqueCounts::add_all(&mut merged.critiques_by_critic, &m.critiques_by_critic);
         if m.started_at < merged.started_at {
             merged.started_at.clone_from(&m.started_at);
         }

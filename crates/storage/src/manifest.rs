@@ -469,6 +469,25 @@ pub struct CritiqueCounts {
     pub failed: u64,
 }
 
+impl CritiqueCounts {
+    /// Adds every name's counts of `more` to `into`'s (the run's totals from a chunk's, or a
+    /// sharded run's from each shard's).
+    pub fn add_all(into: &mut BTreeMap<String, CritiqueCounts>, more: &BTreeMap<String, CritiqueCounts>) {
+        for (name, counts) in more {
+            // Looked up before inserting: a name is cloned once per run, not once per chunk.
+            match into.get_mut(name) {
+                Some(total) => {
+                    total.recorded += counts.recorded;
+                    total.failed += counts.failed;
+                }
+                None => {
+                    into.insert(name.clone(), *counts);
+                }
+            }
+        }
+    }
+}
+
 /// A manifest that cannot be read. Fields a manifest lacks (an older critbench's, or one
 /// written by hand) read as empty: only a file that is not JSON of this shape is corrupt.
 #[derive(Debug, thiserror::Error)]

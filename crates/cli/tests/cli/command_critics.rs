@@ -100,11 +100,7 @@ for line in sys.stdin:
 fn a_command_critic_that_breaks_the_protocol_costs_only_its_own_rounds() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("broken.py"), BROKEN_CRITIC).unwrap();
-    let rows: Vec<String> = ["t1", "bad-2", "t3"]
-        .iter()
-        .map(|id| serde_json::json!({"id": id, "prompt": "p", "drafts": ["a draft", "a better draft"]}).to_string())
-        .collect();
-    std::fs::write(dir.path().join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+    two_draft_tasks(dir.path(), &["t1", "bad-2", "t3"]);
     for (mode, expected) in [
         ("garbage", "the critic wrote a line that is not protocol JSON: Traceback (most recent call last): oops"),
         ("bad_bytes", "the critic wrote bytes that are not valid UTF-8 (at byte 38)"),
@@ -196,11 +192,7 @@ fn command_critic_mistakes_are_usage_errors() {
 fn a_critic_that_answers_twice_loses_the_round_and_never_shifts_answers() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("broken.py"), BROKEN_CRITIC).unwrap();
-    let rows: Vec<String> = ["t1", "bad-2", "t3"]
-        .iter()
-        .map(|id| serde_json::json!({"id": id, "prompt": "p", "drafts": ["a draft", "a better draft"]}).to_string())
-        .collect();
-    std::fs::write(dir.path().join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+    two_draft_tasks(dir.path(), &["t1", "bad-2", "t3"]);
     let file = experiment(
         dir.path(),
         "twice.toml",

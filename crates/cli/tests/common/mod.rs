@@ -129,6 +129,27 @@ pub fn experiment(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// Every recorded round of a run: task id, round index, round.
+pub fn recorded_rounds(out: &Path) -> Vec<(String, usize, critbench_storage::recorded::RecordedRound)> {
+    critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet"))
+        .unwrap()
+        .into_iter()
+        .flat_map(|l| l.rounds.into_iter().enumerate().map(move |(i, r)| (l.task_id.clone(), i, r)))
+        .collect()
+}
+
+/// Tasks `ids` with two scripted drafts each (`a draft`, `a better draft`), written to
+/// `dir/tasks.jsonl`.
+pub fn two_draft_tasks(dir: &Path, ids: &[impl AsRef<str>]) {
+    let rows: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            serde_json::json!({"id": id.as_ref(), "prompt": "p", "drafts": ["a draft", "a better draft"]}).to_string()
+        })
+        .collect();
+    std::fs::write(dir.join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+}
+
 /// The outcome rows of `run` without what depends on the clock or the run (`run_id`, `wall_ms`).
 pub fn outcomes_without_clock(run: &Path) -> Vec<OutcomeRow> {
     outcomes(run).into_iter().map(|row| OutcomeRow { run_id: String::new(), wall_ms: 0.0, ..row }).collect()

@@ -7,25 +7,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use critbench_storage::recorded::{RecordedRound, read_recorded_loops};
-
-/// Every recorded round of a run: task id, round index, round.
-fn rounds(out: &Path) -> Vec<(String, usize, RecordedRound)> {
-    read_recorded_loops(&out.join("trajectories.parquet"))
-        .unwrap()
-        .into_iter()
-        .flat_map(|l| l.rounds.into_iter().enumerate().map(move |(i, r)| (l.task_id.clone(), i, r)))
-        .collect()
-}
-
-/// Tasks with two scripted drafts each, written to `dir/tasks.jsonl`.
-fn tasks(dir: &Path, ids: &[&str]) {
-    let rows: Vec<String> = ids
-        .iter()
-        .map(|id| serde_json::json!({"id": id, "prompt": "p", "drafts": ["a draft", "a better draft"]}).to_string())
-        .collect();
-    std::fs::write(dir.join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
-}
 
 /// An experiment whose one critic is `python3 ARGS`, one attempt per critique (so that a refused
 /// line shows as the round's `critic_error`).
@@ -81,11 +62,11 @@ fn a_late_second_answer_is_a_critic_error_and_never_another_tasks_critique() {
     for version in [1, 2] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("stray.py"), STRAY_CRITIC).unwrap();
-        tasks(dir.path(), &ids);
+        two_draft_tasks(dir.path(), &ids);
         let file = critic_experiment(dir.path(), &["stray.py", &version.to_string()], 60);
         let out = dir.path().join("run");
         ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "2"]));
-        let all = rounds(&out);
+        let all = recorded_rounds(&out);
         assert_eq!(all.len(), ids.len() * 2, "protocol {version}: every task has both rounds");
         let mut refused = Vec::new();
         for (task, index, round) in &all {
@@ -202,12 +183,12 @@ fn assert_none_survive(what: &str, alive: impl Fn(&Process) -> bool) {
 fn a_critic_that_times_out_takes_its_children_and_grandchildren_with_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("forking.py"), FORKING_CRITIC).unwrap();
-    tasks(dir.path(), &["t1", "hang-2", "t3"]);
+    two_draft_tasks(dir.path(), &["t1", "hang-2", "t3"]);
     let marker = format!("critbench-chaos-{}", dir.path().display());
     let file = critic_experiment(dir.path(), &["forking.py", &marker], 2);
     let out = dir.path().join("run");
     ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "2"]));
-    let all = rounds(&out);
+    let all = recorded_rounds(&out);
     assert_eq!(all.len(), 6);
     for (task, _, round) in &all {
         let error = round.critic_error.as_deref();
@@ -225,7 +206,7 @@ fn a_critic_that_times_out_takes_its_children_and_grandchildren_with_it() {
 fn a_critic_s_process_group_dies_when_critbench_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("forking.py"), FORKING_CRITIC).unwrap();
-    tasks(dir.path(), &["hang-1"]);
+    two_draft_tasks(dir.path(), &["hang-1"]);
     let marker = format!("critbench-chaos-{}", dir.path().display());
     let file = critic_experiment(dir.path(), &["forking.py", &marker], 600);
     require_plugins();

@@ -5,16 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use critbench_storage::recorded::{RecordedRound, read_recorded_loops};
-
-/// Every recorded round of a run: task id, round index, round.
-fn rounds(out: &Path) -> Vec<(String, usize, RecordedRound)> {
-    read_recorded_loops(&out.join("trajectories.parquet"))
-        .unwrap()
-        .into_iter()
-        .flat_map(|l| l.rounds.into_iter().enumerate().map(move |(i, r)| (l.task_id.clone(), i, r)))
-        .collect()
-}
 
 /// A protocol 4 critic: it keeps each open task's id by key and answers a round of it with score
 /// 5 and the rationale `critique of TASK round R`, or with an error for a key not open on its
@@ -58,11 +48,7 @@ for line in sys.stdin:
 fn run(mode: &str, ids: &[String]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("v4.py"), CRITIC).unwrap();
-    let rows: Vec<String> = ids
-        .iter()
-        .map(|id| serde_json::json!({"id": id, "prompt": "p", "drafts": ["a draft", "a better draft"]}).to_string())
-        .collect();
-    std::fs::write(dir.path().join("tasks.jsonl"), rows.join("\n") + "\n").unwrap();
+    two_draft_tasks(dir.path(), ids);
     let file = experiment(
         dir.path(),
         "critic.toml",
@@ -85,7 +71,7 @@ fn ids() -> Vec<String> {
 /// Asserts that every round is its own task's critique except those `spoiled` says are an error,
 /// whose message must contain `expected`.
 fn assert_only_spoiled(out: &Path, spoiled: impl Fn(&str, usize) -> bool, expected: &str) {
-    let all = rounds(out);
+    let all = recorded_rounds(out);
     assert_eq!(all.len(), ids().len() * 2 * 2, "two arms, two rounds of every task");
     for (task, index, round) in &all {
         if spoiled(task, *index) {
