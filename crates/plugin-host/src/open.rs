@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
 use crate::library::{InProcessCritic, Located, OpenTask};
 use crate::process::{Launch, ProcessCritic, resolve_program};
-use crate::request::{Asked, TaskJson, TaskRound, critique_request, critique_request_text, task_request};
+use crate::request::{Asked, TaskJson, TaskRound, critique_request, task_request};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError, PluginLibrary, SearchPath};
 
@@ -54,16 +54,9 @@ impl CriticInstance {
     /// takes that.
     pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
         match self {
-            CriticInstance::InProcess(critic) => requests
-                .iter()
-                .zip(scopes)
-                .map(|(asked, scope)| match asked {
-                    Asked::Whole(request) => critic.call_in(request, scope),
-                    Asked::Round(round) => {
-                        critic.call_in(&critique_request_text(&round.task, &round.draft, round.round), scope)
-                    }
-                })
-                .collect(),
+            CriticInstance::InProcess(critic) => {
+                requests.iter().zip(scopes).map(|(asked, scope)| critic.call_in(&asked.whole(), scope)).collect()
+            }
             CriticInstance::Process(critic) => critic.call_many(requests, scopes),
         }
     }

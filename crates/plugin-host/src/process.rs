@@ -46,7 +46,7 @@ use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
 use crate::process_group;
 use crate::protocol::{ConfigRefused, Protocol, ProtocolError, Reply, text_of};
-use crate::request::{Asked, critique_request_text};
+use crate::request::Asked;
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError};
 
@@ -363,16 +363,9 @@ impl ProcessCritic {
                 }
             };
             if !child.protocol.pipelined() {
-                let answer = match requests[first] {
-                    Asked::Whole(request) => self.call_on(child, request, Some(&mut scopes[first])),
-                    // Only a protocol 4 critic is asked by rounds; a child that is not one is
-                    // sent the whole request.
-                    Asked::Round(round) => {
-                        let request = critique_request_text(&round.task, &round.draft, round.round);
-                        self.call_on(child, &request, Some(&mut scopes[first]))
-                    }
-                };
-                answers[first] = Some(answer);
+                // Only a protocol 4 critic is asked by rounds; a child that is not one is sent
+                // the whole request.
+                answers[first] = Some(self.call_on(child, &requests[first].whole(), Some(&mut scopes[first])));
             } else {
                 match self.pipeline(&mut child, &left, requests, scopes, &mut answers) {
                     Ok(None) => self.release(Some(child)),
@@ -655,15 +648,7 @@ impl ProcessCritic {
                 asked => {
                     child.next_id += 1;
                     waiting.insert(id, Waiting::Request(index));
-                    let whole;
-                    let request = match asked {
-                        Asked::Whole(request) => request,
-                        Asked::Round(round) => {
-                            whole = critique_request_text(&round.task, &round.draft, round.round);
-                            &whole
-                        }
-                    };
-                    batch.push_str(&child.protocol.request_line(id, request));
+                    batch.push_str(&child.protocol.request_line(id, &asked.whole()));
                 }
             }
             batch.push('\n');

@@ -103,6 +103,16 @@ pub enum Asked {
     Round(TaskRound),
 }
 
+impl Asked {
+    /// The whole request, task included: what a critic that does not read tasks once is sent.
+    pub(crate) fn whole(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Asked::Whole(request) => request.into(),
+            Asked::Round(round) => critique_request_text(&round.task, &round.draft, round.round).into(),
+        }
+    }
+}
+
 /// A round of a loop as a protocol 4 child is asked it: the task's key and, for the process that
 /// does not hold it open yet, the task.
 pub struct TaskRound {
