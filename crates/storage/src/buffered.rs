@@ -95,28 +95,24 @@ impl<R: TableRow> TableBatches<R> {
 /// A Parquet file of owned rows, written a batch at a time.
 pub struct TableWriter<R: TableRow> {
     sink: ParquetSink,
-    pending: Vec<R>,
+    rows: TableBatches<R>,
 }
 
 impl<R: TableRow> TableWriter<R> {
     /// Creates the file at `path` (which must not exist).
     pub fn create(path: &Path) -> Result<Self, StorageError> {
-        Ok(TableWriter { sink: ParquetSink::create(path, R::schema(), R::TABLE, R::DICTIONARY)?, pending: Vec::new() })
+        let sink = ParquetSink::create(path, R::schema(), R::TABLE, R::DICTIONARY)?;
+        Ok(TableWriter { sink, rows: TableBatches::default() })
     }
 
     /// Adds a row; a full batch is written.
     pub fn push(&mut self, row: R) -> Result<(), StorageError> {
-        self.pending.push(row);
-        if self.pending.len() >= BATCH_ROWS { self.flush() } else { Ok(()) }
+        self.rows.push(row);
+        if self.rows.done.rows() > 0 { self.flush() } else { Ok(()) }
     }
 
     fn flush(&mut self) -> Result<(), StorageError> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let columns = R::columns(&self.pending);
-        self.pending.clear();
-        self.sink.write(columns)
+        std::mem::take(&mut self.rows).finish().write_to(&mut self.sink)
     }
 
     /// Appends rows built elsewhere ([`TableBatches`]) after the rows pushed so far.
