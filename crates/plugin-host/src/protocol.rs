@@ -207,6 +207,35 @@ impl Protocol {
         }
     }
 
+    /// [`Protocol::pipelined_reply`] for the two messages a pipelined critic writes most, read
+    /// without building a JSON tree: `{"id":N,"critique":{...}}` and `{"id":N,"ok":true}`, with
+    /// `N` in flight. `None` for any other line, which then takes the full path: this one only
+    /// saves the work, it never decides anything the full path would decide otherwise. (A
+    /// critique's text is then the critic's own, not re-serialized; it is read as a plugin's is.)
+    pub(crate) fn fast_pipelined_reply(line: &[u8], in_flight: impl Fn(u64) -> bool) -> Option<(u64, Reply)> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Common<'a> {
+            id: u64,
+            #[serde(borrow, default)]
+            critique: Option<&'a serde_json::value::RawValue>,
+            #[serde(default)]
+            ok: Option<bool>,
+        }
+        let text = std::str::from_utf8(line).ok()?;
+        let message: Common<'_> = serde_json::from_str(text).ok()?;
+        if !in_flight(message.id) {
+            return None;
+        }
+        match (message.critique, message.ok) {
+            (Some(critique), None) if critique.get().starts_with('{') => {
+                Some((message.id, Reply::Critique(critique.get().to_string())))
+            }
+            (None, Some(true)) => Some((message.id, Reply::Opened)),
+            _ => None,
+        }
+    }
+
     /// Reads the critic's answer to its config: `Ok(Err(refusal))` when it refuses the config.
     pub(crate) fn config_answer(self, message: &Value) -> Result<Result<(), ConfigRefused>, ProtocolError> {
         self.check_id(message, CONFIG_ID)?;
@@ -388,6 +417,58 @@ mod tests {
         for message in [json!({"id": 3, "ok": false}), json!({"id": 3, "ok": true, "critique": {}})] {
             assert!(Protocol::pipelined_reply(&message, (3, 4), waiting).is_err(), "{message}");
         }
+    }
+
+    #[test]
+    fn the_fast_read_of_a_pipelined_answer_agrees_with_the_full_read_or_leaves_it_to_it() {
+        let in_flight = |id: u64| (3..=5).contains(&id);
+        // Read without a JSON tree: the same request and reply as the full path, the critique as
+        // the critic wrote it (the same meaning as the full path's re-serialized text).
+        for line in [
+            r#"{"id": 3, "critique": {"score": 7.25, "issues": ["a \u00e9"], "rationale": "r"}}"#,
+            r#"{"critique":{"score":1e1},"id":5}"#,
+            r#"{"id":4,"ok":true}"#,
+        ] {
+            let fast = Protocol::fast_pipelined_reply(line.as_bytes(), in_flight).expect(line);
+            let full = Protocol::pipelined_reply(&serde_json::from_str(line).unwrap(), (3, 6), in_flight).unwrap();
+            assert_eq!(fast.0, full.0, "{line}");
+            match (fast.1, full.1) {
+                (Reply::Critique(fast), Reply::Critique(full)) => {
+                    assert_eq!(
+                        serde_json::from_str::<Value>(&fast).unwrap(),
+                        serde_json::from_str::<Value>(&full).unwrap()
+                    );
+                    assert_eq!(
+                        serde_json::from_str::<Value>(&fast).unwrap(),
+                        serde_json::from_str::<Value>(line).unwrap()["critique"]
+                    );
+                }
+                (fast, full) => assert_eq!(fast, full, "{line}"),
+            }
+        }
+        // Everything else is left to the full path, which decides what it is.
+        for line in [
+            r#"{"id": 6, "critique": {"score": 1}}"#,     // not in flight
+            r#"{"id": 3.0, "critique": {"score": 1}}"#,   // not an integer id
+            r#"{"critique": {"score": 1}}"#,              // no id
+            r#"{"id": 3, "critique": "{\"score\": 1}"}"#, // a critique given as a string
+            r#"{"id": 3, "critique": null}"#,
+            r#"{"id": 3, "critique": {"score": 1}, "x": 1}"#, // another key
+            r#"{"id": 3, "critique": {}, "critique": {"score": 1}}"#, // a key twice
+            r#"{"id": 3, "ok": true, "critique": {}}"#,
+            r#"{"id": 3, "ok": false}"#,
+            r#"{"id": 3, "error": "no"}"#,
+            r#"{"id": 3, "service": "chat", "request": "r"}"#,
+            r#"[3]"#,
+            "{\"id\": 3, \"critique\": {\"score\": 1}} trailing",
+        ] {
+            assert_eq!(Protocol::fast_pipelined_reply(line.as_bytes(), in_flight), None, "{line}");
+        }
+        // Not UTF-8.
+        assert_eq!(
+            Protocol::fast_pipelined_reply(b"{\"id\":3,\"critique\":{\"rationale\":\"\xff\"}}", in_flight),
+            None
+        );
     }
 
     #[test]
