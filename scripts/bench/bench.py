@@ -658,53 +658,63 @@ def bench_sweep(args, work, tasks_file, results):
 def bench_isolation(args, work, tasks_file, results):
     """The scripted critic in-process, isolated (`critbench plugin-worker`,
     protocol 4) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 4: each
-    loop's task sent once; the same critic saying protocol 3, the whole request every round, the
-    path before protocol 4; and saying protocol 2, one request per pipe round trip, the path before
-    protocol 3); with --baseline-critbench, that binary isolated as well (the before figure). Every
-    run's outcomes must equal the in-process run's."""
+    loop's task sent once; at `--jobs 1` and `--jobs 2`; the same critic saying protocol 3, the
+    whole request every round, the path before protocol 4; and saying protocol 2, one request per
+    pipe round trip, the path before protocol 3); a trivial Python critic
+    (scripts/bench/trivial_critic.py), whose critiques differ; with --baseline-critbench, that
+    binary isolated as well (the before figure). Every other run's outcomes must equal the
+    in-process run's."""
     experiment = os.path.join(EXPERIMENTS, "bench-distinct.toml")
-    critic = os.path.join(HERE, "scripted_critic.py")
     with open(experiment, encoding="utf-8") as handle:
         text = handle.read().replace("../datasets/", os.path.join(ROOT, "datasets") + "/")
-    commands = {}
-    for protocol in (4, 3, 2):
-        path = os.path.join(work, f"command-v{protocol}.toml")
+
+    def command_experiment(name, command):
+        path = os.path.join(work, f"{name}.toml")
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text.replace('plugin = "scripted"',
-                                      f"command = {json.dumps([sys.executable, critic, '--protocol', str(protocol)])}"))
-        commands[protocol] = path
+            handle.write(text.replace('plugin = "scripted"', f"command = {json.dumps([sys.executable, *command])}"))
+        return path
+
+    critic = os.path.join(HERE, "scripted_critic.py")
+    commands = {protocol: command_experiment(f"command-v{protocol}", [critic, "--protocol", str(protocol)])
+                for protocol in (4, 3, 2)}
+    trivial = command_experiment("command-trivial", [os.path.join(HERE, "trivial_critic.py")])
+    # key, label, binary, experiment, extra flags, --jobs, whether its outcomes are the in-process run's
     modes = [
-        ("in_process", "scripted, in-process (C ABI)", args.critbench, experiment, ()),
+        ("in_process", "scripted, in-process (C ABI)", args.critbench, experiment, (), 1, True),
         ("isolated", "scripted, `--isolate-plugins` (plugin-worker, protocol 4)", args.critbench, experiment,
-         ("--isolate-plugins",)),
+         ("--isolate-plugins",), 1, True),
         ("command_v4", "Python command critic, protocol 4 (each loop's task sent once)", args.critbench, commands[4],
-         ()),
+         (), 1, True),
+        ("command_v4_jobs2", "the same, `--jobs 2` (the default here: `--jobs` is every core)", args.critbench,
+         commands[4], (), 2, True),
+        ("command_trivial", "a trivial Python command critic, protocol 4 (its own critiques: other loops)",
+         args.critbench, trivial, (), 1, False),
         ("command_v3", "Python command critic, protocol 3 (the whole request every round)", args.critbench,
-         commands[3], ()),
+         commands[3], (), 1, True),
         # The slowest row, kept for history and not a target: one run, to stay in the bench's budget.
         ("command_v2", "Python command critic, protocol 2 (one request per round trip; one run)", args.critbench,
-         commands[2], ()),
+         commands[2], (), 1, True),
     ]
     if args.baseline_critbench:
         modes.append(("baseline_isolated", f"`--isolate-plugins` with {args.baseline_critbench} (before)",
-                      args.baseline_critbench, experiment, ("--isolate-plugins",)))
+                      args.baseline_critbench, experiment, ("--isolate-plugins",), 1, True))
     section = {"tasks": args.isolation_tasks, "modes": {}}
     reference = None
-    for key, label, binary, exp, extra in modes:
+    for key, label, binary, exp, extra, jobs, same in modes:
         runs = []
         for run in range(1, (1 if key == "command_v2" else args.runs) + 1):
             out = fresh(work, f"isolation-{key}-{run}")
             runs.append(critbench_run(argparse.Namespace(critbench=binary), exp, tasks_file, out, f"{label} run {run}",
-                                      jobs=1, limit=args.isolation_tasks, extra=extra))
+                                      jobs=jobs, limit=args.isolation_tasks, extra=extra))
             outcomes = pq.read_table(os.path.join(out, "outcomes.parquet"))
             outcomes = outcomes.select([c for c in outcomes.column_names if c not in ("run_id", "wall_ms")])
             if reference is None:
                 reference = outcomes
-            elif not outcomes.equals(reference):
+            elif same and not outcomes.equals(reference):
                 raise BenchError(f"{label} run {run}: outcomes differ from the in-process run's")
             shutil.rmtree(out)
-        section["modes"][key] = {"label": label, "loops": runs[0]["loops"], "critiques": runs[0]["critiques"],
-                                 **summarize(runs)}
+        section["modes"][key] = {"label": label, "jobs": jobs, "loops": runs[0]["loops"],
+                                 "critiques": runs[0]["critiques"], **summarize(runs)}
         progress(f"  {label}: {section['modes'][key]['median_rate']:,.0f} critiques/s whole process")
     results["isolation"] = section
 
@@ -1032,13 +1042,16 @@ def markdown(results, args):
             "## 6. Isolated and command critics",
             "",
             f"The first {iso['tasks']:,} tasks of section 1's file, `experiments/bench-distinct.toml`, `--jobs 1`,"
-            " the scripted critic run five ways: in-process through the C ABI; `--isolate-plugins` (`critbench"
-            " plugin-worker`, protocol 4: a worker advances up to 64 loops together, their requests go to the child"
-            " in one write, and each loop's task is sent once); as a Python command critic computing the same critique"
-            " (`scripts/bench/scripted_critic.py`, protocol 4), and the same critic saying protocol 3 (the whole"
-            " request, task included, every round) and protocol 2 (one request per pipe round trip). Every run's"
-            " outcomes equal the in-process run's. CPU counts critbench and its children. The load average is the"
-            " 1-minute load before each run: the machine is shared, so compare rates per CPU second too.",
+            " the scripted critic run these ways: in-process through the C ABI; `--isolate-plugins` (`critbench"
+            " plugin-worker`, protocol 4: a worker advances its loops in two groups of up to 64, one group's requests"
+            " out to the child in one write while the other's loops advance, and each loop's task is sent once); as a"
+            " Python command critic computing the same critique (`scripts/bench/scripted_critic.py`, protocol 4), at"
+            " `--jobs 1` and `--jobs 2`, and the same critic saying protocol 3 (the whole request, task included, every"
+            " round) and protocol 2 (one request per pipe round trip). Every one of those runs' outcomes equal the"
+            " in-process run's. A trivial Python critic (`scripts/bench/trivial_critic.py`: `json.loads` of every"
+            " message, `json.dumps` of every answer, the score from the draft's length) runs its own loops. CPU counts"
+            " critbench and its children. The load average is the 1-minute load before each run: the machine is"
+            " shared, so compare rates per CPU second too.",
             "",
             "| | wall s | CPU s (user + sys) | peak RSS MB | critiques/s | % of in-process | critiques per CPU s |"
             " load before |",

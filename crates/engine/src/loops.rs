@@ -14,11 +14,12 @@
 //! critiques and the policy still run on the worker, so `--jobs` bounds the CPU work, and the
 //! model client's limit bounds the requests in flight.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
@@ -66,10 +67,17 @@ pub struct ChunkResult {
 }
 
 /// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
-/// abandoned (the run is ending and the result will not be written).
-pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool) -> ChunkResult {
+/// abandoned (the run is ending and the result will not be written). `batches` is the worker's
+/// batch thread ([`CriticBatches::start`]), if it has one.
+pub fn run_chunk(
+    plan: &Plan<'_>,
+    chunk: Chunk,
+    scope: Scope,
+    stop: &AtomicBool,
+    batches: Option<&CriticBatches>,
+) -> ChunkResult {
     if plan.critics.iter().any(|critic| critic.pipelined()) {
-        return run_chunk_together(plan, chunk, scope, stop);
+        return run_chunk_together(plan, chunk, scope, stop, batches);
     }
     let mut tasks = Vec::with_capacity(chunk.tasks.len());
     let mut complete = true;
@@ -95,57 +103,138 @@ pub fn run_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool)
     ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
 }
 
-/// The loops a worker advances together when a critic takes several requests at once.
+/// The loops a worker advances together when a critic takes several requests at once, in each
+/// group of loops whose critiques go out in one batch.
 pub const IN_FLIGHT: usize = 64;
 
 type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, LoopError>> + 'a>>;
 
-/// [`run_chunk`] with up to [`IN_FLIGHT`] loops in flight: every loop is polled until it waits for
-/// a critique, the batch goes out, and again, until each is recorded. The loops never wait on
-/// anything but the batch, so the recording is done in one poll.
-fn run_chunk_together(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool) -> ChunkResult {
-    let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false));
+/// [`run_chunk`] with loops in flight, in groups of up to [`IN_FLIGHT`] loops: every loop of a
+/// group is polled until it waits for a critique, the group's batch goes out, and again, until
+/// each is recorded. The loops never wait on anything but their batch, so the recording is done
+/// in one poll.
+///
+/// With `batches`, two groups take turns: one group's batch is out on the worker's batch thread
+/// while the other's loops advance, so a critic's process works on one group's requests while the
+/// worker records the other's answers and builds its next requests, where with one batch the two
+/// would take turns. Without, one group, whose batch the worker sends itself.
+fn run_chunk_together(
+    plan: &Plan<'_>,
+    chunk: Chunk,
+    scope: Scope,
+    stop: &AtomicBool,
+    batches: Option<&CriticBatches>,
+) -> ChunkResult {
+    let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false, batches));
     match recording.poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(result) => result,
         Poll::Pending => unreachable!("loops that do not await their author only wait for the batch"),
     }
 }
 
-/// The loops of a chunk in units of a loop at a time, up to [`IN_FLIGHT`] of them in flight: each
-/// is polled until it waits (for a critique of the batch, or for its author when `awaiting`), the
-/// batch goes out, and again, until each is recorded. Pending only while a loop awaits its author.
+/// A worker's way to its batch thread, which sends the batches handed over to their critics one
+/// at a time, in order, and says each sent: the worker's loops then advance while a batch is out.
+pub struct CriticBatches {
+    handed: mpsc::Sender<Arc<Batch>>,
+    answered: mpsc::Receiver<()>,
+}
+
+impl CriticBatches {
+    /// Starts a worker's batch thread in `threads`, when one of `critics` takes several requests
+    /// at once (a child process speaking protocol 3 or 4). `None` when none does, or when the
+    /// thread cannot start: the worker then sends its batches itself, which records the same.
+    /// The thread ends when the worker lets go of the value.
+    pub fn start<'scope, 'env>(
+        threads: &'scope std::thread::Scope<'scope, 'env>,
+        critics: &'env [critbench_plugin_host::CriticInstance],
+    ) -> Option<CriticBatches> {
+        if !critics.iter().any(|critic| critic.pipelined()) {
+            return None;
+        }
+        let (handed, to_send) = mpsc::channel::<Arc<Batch>>();
+        let (sent, answered) = mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("critbench-critic-batches".into())
+            .spawn_scoped(threads, move || {
+                for batch in to_send {
+                    batch.send(critics);
+                    if sent.send(()).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(CriticBatches { handed, answered })
+    }
+
+    fn hand_over(&self, batch: &Arc<Batch>) {
+        self.handed.send(Arc::clone(batch)).expect("the batch thread runs while its worker does");
+    }
+
+    /// Waits until the oldest batch handed over and not yet waited for has its answers.
+    fn wait(&self) {
+        // The thread ends only when its worker lets it go, or by a panic (which its scope rethrows).
+        self.answered.recv().expect("the batch thread runs while its worker does");
+    }
+}
+
+/// The loops of a chunk in units of a loop at a time, up to [`IN_FLIGHT`] of them in flight per
+/// group of loops: each is polled until it waits (for a critique of its group's batch, or for its
+/// author when `awaiting`), the batch goes out, and again, until each is recorded. Pending only
+/// while a loop awaits its author.
+///
+/// With `batches`, the loops are in two groups whose batches take turns there: one is out while
+/// the other's loops advance. Without, one group, whose batch the worker sends itself.
 ///
 /// A loop is polled again only when there is news for it: its own waker fired (its author's
 /// answer is in), or the batch it asked went out. An answer costs one loop's poll, not a poll of
 /// every loop of the chunk.
-async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &AtomicBool, awaiting: bool) -> ChunkResult {
+async fn record_chunk(
+    plan: &Plan<'_>,
+    chunk: Chunk,
+    scope: Scope,
+    stop: &AtomicBool,
+    awaiting: bool,
+    batches: Option<&CriticBatches>,
+) -> ChunkResult {
     let units: Vec<(usize, Unit)> = (chunk.tasks.iter().enumerate())
         .flat_map(|(at, admitted)| {
             admitted.critics.iter().flat_map(move |&c| plan.units(c, scope)).map(move |u| (at, u))
         })
         .collect();
     let mut done: Vec<Option<Result<LoopResult, LoopError>>> = units.iter().map(|_| None).collect();
-    let batch = Batch::default();
-    let in_flight = IN_FLIGHT.min(units.len());
+    let groups = if batches.is_some() { 2 } else { 1 };
+    let batch: Vec<Arc<Batch>> = (0..groups).map(|_| Arc::new(Batch::default())).collect();
+    // The groups whose batch is out, the oldest first; at most one between passes.
+    let mut out: VecDeque<usize> = VecDeque::with_capacity(groups);
+    let most = IN_FLIGHT * groups;
+    let in_flight = most.min(units.len());
     let woken = Arc::new(LoopsWoken { state: Mutex::new((Vec::with_capacity(in_flight), Waker::noop().clone())) });
     // Places for the loops in flight, each with the waker its loop polls with; a place freed by a
     // recorded loop takes the next.
     let mut places: Vec<Place<'_>> = Vec::with_capacity(in_flight);
     let mut free: Vec<usize> = Vec::new();
     let mut flying = 0;
-    // The places to poll in this pass, and those whose loop was left pending in it.
-    let (mut polling, mut pending): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    // The places to poll in this pass, and those whose loop was left pending in it, by group.
+    let mut polling: Vec<usize> = Vec::new();
+    let mut pending: Vec<Vec<usize>> = vec![Vec::new(); groups];
     let mut started = 0;
     let mut complete = true;
     std::future::poll_fn(|context| {
         woken.set_waker(context.waker());
         loop {
-            while flying < IN_FLIGHT && started < units.len() {
+            while flying < most && started < units.len() {
                 // Checked before every loop, not only every task: one task may hold thousands.
                 if stop.load(Ordering::Relaxed) {
                     complete = false;
                     break;
                 }
+                // A new loop joins a group whose batch is not out: its first ask goes with that
+                // group's next batch.
+                let group = match out.front() {
+                    Some(&busy) => (busy + 1) % groups,
+                    None => started % groups,
+                };
                 let (at, unit) = units[started];
                 let admitted = &chunk.tasks[at];
                 let recording: Recording<'_> = Box::pin(record_loop_in(
@@ -155,7 +244,7 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
                     admitted.labelled.as_ref(),
                     unit,
                     scope,
-                    Driver { batch: Some(&batch), awaiting },
+                    Driver { batch: Some(&*batch[group]), awaiting },
                 ));
                 let place = free.pop().unwrap_or_else(|| {
                     let waker = Arc::new(LoopWaker {
@@ -163,19 +252,25 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
                         queued: AtomicBool::new(false),
                         woken: Arc::clone(&woken),
                     });
-                    places.push(Place { waker: Waker::from(Arc::clone(&waker)), wake: waker, flying: None });
+                    places.push(Place { waker: Waker::from(Arc::clone(&waker)), wake: waker, group, flying: None });
                     places.len() - 1
                 });
+                places[place].group = group;
                 places[place].flying = Some((started, recording));
                 polling.push(place);
                 flying += 1;
                 started += 1;
             }
             if flying == 0 || !complete {
+                // A batch still out (the run is stopping) is waited for: the next chunk's waits
+                // must be for its own batches.
+                while out.pop_front().is_some() {
+                    batches.expect("a batch is out only on a batch thread").wait();
+                }
                 return Poll::Ready(());
             }
             polling.append(&mut woken.take());
-            if polling.is_empty() {
+            if polling.is_empty() && out.is_empty() {
                 // Every loop in flight awaits its author: its answer wakes it, and this chunk.
                 return Poll::Pending;
             }
@@ -189,7 +284,7 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
                 let context = &mut Context::from_waker(&place.waker);
                 match catch_unwind(AssertUnwindSafe(|| recording.as_mut().poll(context))) {
                     Ok(Poll::Pending) => {
-                        pending.push(at);
+                        pending[place.group].push(at);
                         continue;
                     }
                     Ok(Poll::Ready(result)) => done[unit] = Some(result),
@@ -199,12 +294,27 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
                 free.push(at);
                 flying -= 1;
             }
-            if batch.is_waiting() {
-                batch.send(&plan.critics);
-                // The loops that asked are among those left pending in this pass.
-                polling.append(&mut pending);
-            } else {
-                pending.clear();
+            match batches {
+                None if batch[0].is_waiting() => {
+                    batch[0].send(&plan.critics);
+                    // The loops that asked are among those left pending in this pass.
+                    polling.append(&mut pending[0]);
+                }
+                // Awaiting their author: their wakers say when.
+                None => pending[0].clear(),
+                Some(batches) => {
+                    for (group, asked) in batch.iter().enumerate() {
+                        if !out.contains(&group) && asked.is_waiting() {
+                            batches.hand_over(asked);
+                            out.push_back(group);
+                        }
+                    }
+                    // The other group's loops were polled while this batch was out.
+                    if let Some(group) = out.pop_front() {
+                        batches.wait();
+                        polling.append(&mut pending[group]);
+                    }
+                }
             }
         }
     })
@@ -233,6 +343,8 @@ async fn record_chunk(plan: &Plan<'_>, chunk: Chunk, scope: Scope, stop: &Atomic
 struct Place<'a> {
     waker: Waker,
     wake: Arc<LoopWaker>,
+    /// The group of loops whose batch the place's loop asks in.
+    group: usize,
     flying: Option<(usize, Recording<'a>)>,
 }
 
@@ -362,7 +474,7 @@ pub fn work_together<'a>(
                     });
                     let size = loops_of(plan, &chunk, scope);
                     let waker = Waker::from(Arc::new(SlotWaker { slot, woken: Arc::clone(&woken) }));
-                    let recording = Box::pin(record_chunk(plan, chunk, scope, stop, true));
+                    let recording = Box::pin(record_chunk(plan, chunk, scope, stop, true, None));
                     slots[slot] = Some(Slot { recording, waker, loops: size });
                     woken.slots.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
                     live += 1;

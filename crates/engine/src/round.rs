@@ -1,7 +1,8 @@
 //! One critiqued draft as the tables record it, for the loop's rounds and the adjudicator's.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Instant;
 
@@ -56,10 +57,13 @@ pub(crate) fn critique_round(
 /// one go by [`Batch::send`]: a critic in a child process that takes several requests at once
 /// (protocol 3 or 4, `docs/PROTOCOL.md`) then costs a pipe round trip per batch, not per critique.
 /// A protocol 4 child is sent each loop's task once: its asks are rounds about the task's key.
+///
+/// A batch may be sent from another thread than the loops' (`loops::CriticBatches`); its loops
+/// are not polled while it is out.
 #[derive(Default)]
 pub(crate) struct Batch {
-    asks: RefCell<Vec<Ask>>,
-    next: std::cell::Cell<u64>,
+    asks: Mutex<Vec<Ask>>,
+    next: AtomicU64,
 }
 
 struct Ask {
@@ -88,12 +92,11 @@ impl Batch {
         let started = Instant::now();
         let mut scope = CallScope::new(task_id, unit.epoch, round);
         scope.attempt = 1;
-        let ticket = self.next.get();
-        self.next.set(ticket + 1);
+        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
         let request = critic.first_request(text, round);
-        self.asks.borrow_mut().push(Ask { ticket, critic: unit.critic, request, scope, answer: None });
+        self.asks().push(Ask { ticket, critic: unit.critic, request, scope, answer: None });
         let (mut scope, first) = std::future::poll_fn(|_| {
-            let mut asks = self.asks.borrow_mut();
+            let mut asks = self.asks();
             match asks.iter().position(|ask| ask.ticket == ticket && ask.answer.is_some()) {
                 Some(at) => {
                     let ask = asks.swap_remove(at);
@@ -113,7 +116,7 @@ impl Batch {
     /// the answers for the loops that asked. Answers nobody took (a loop that panicked) are
     /// dropped first.
     pub(crate) fn send(&self, critics: &[CriticInstance]) {
-        let mut asks = self.asks.borrow_mut();
+        let mut asks = self.asks();
         asks.retain(|ask| ask.answer.is_none());
         for (index, critic) in critics.iter().enumerate() {
             let (requests, mut scopes): (Vec<&Asked>, Vec<CallScope>) =
@@ -132,7 +135,11 @@ impl Batch {
 
     /// Whether some loop waits for an answer.
     pub(crate) fn is_waiting(&self) -> bool {
-        self.asks.borrow().iter().any(|ask| ask.answer.is_none())
+        self.asks().iter().any(|ask| ask.answer.is_none())
+    }
+
+    fn asks(&self) -> std::sync::MutexGuard<'_, Vec<Ask>> {
+        self.asks.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

@@ -33,7 +33,7 @@ use crate::chat::{OpenAiSession, plugin_host};
 use crate::experiment::{BackendKind, Experiment};
 use crate::journal::{Fingerprint, progress_dir};
 use crate::learn::LearnSink;
-use crate::loops::{Intake, panic_text, run_chunk, work_together};
+use crate::loops::{CriticBatches, Intake, panic_text, run_chunk, work_together};
 use crate::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run_dir;
 use crate::sink::{Consumer, Prepare, Progress, RowSink};
@@ -465,6 +465,7 @@ fn drive<C: Consumer>(
                         });
                         return;
                     }
+                    let batches = CriticBatches::start(scope_, &plan.critics);
                     loop {
                         let next = chunks.lock().unwrap_or_else(|e| e.into_inner()).recv();
                         let Ok(chunk) = next else { break };
@@ -472,7 +473,8 @@ fn drive<C: Consumer>(
                             window.release();
                             continue;
                         }
-                        let result = prepared(preparer, run_chunk(plan, chunk.serialize(), scope, &window.stop));
+                        let chunk = chunk.serialize();
+                        let result = prepared(preparer, run_chunk(plan, chunk, scope, &window.stop, batches.as_ref()));
                         if results.send(result).is_err() {
                             break;
                         }

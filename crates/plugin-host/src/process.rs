@@ -138,7 +138,7 @@ impl Pool {
 struct Child {
     process: std::process::Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<Line>,
+    lines: Lines,
     protocol: Protocol,
     /// The id of the next request (protocol 2); the config is 0.
     next_id: u64,
@@ -153,6 +153,36 @@ struct Child {
 struct Line {
     bytes: Result<Vec<u8>, Broken>,
     arrived: Instant,
+}
+
+/// The child's lines as its reader thread hands them over: every line that came in one read
+/// together, so that a batch of answers costs the host a wake-up or two, not one per answer.
+/// Taken one at a time, in order.
+struct Lines {
+    from_reader: Receiver<Vec<Line>>,
+    ready: std::cell::RefCell<std::collections::VecDeque<Line>>,
+}
+
+impl Lines {
+    fn new(from_reader: Receiver<Vec<Line>>) -> Lines {
+        Lines { from_reader, ready: Default::default() }
+    }
+
+    fn try_recv(&self) -> Result<Line, TryRecvError> {
+        let mut ready = self.ready.borrow_mut();
+        if ready.is_empty() {
+            ready.extend(self.from_reader.try_recv()?);
+        }
+        ready.pop_front().ok_or(TryRecvError::Empty)
+    }
+
+    fn recv_timeout(&self, wait: Duration) -> Result<Line, RecvTimeoutError> {
+        let mut ready = self.ready.borrow_mut();
+        if ready.is_empty() {
+            ready.extend(self.from_reader.recv_timeout(wait)?);
+        }
+        ready.pop_front().ok_or(RecvTimeoutError::Timeout)
+    }
 }
 
 /// Why a child can no longer be used. Its text is the failure a round records, unless the child
@@ -502,6 +532,7 @@ impl ProcessCritic {
         let reader = std::thread::Builder::new()
             .name("critbench-critic-reader".into())
             .spawn(move || read_lines(stdout, sender, &several));
+        let lines = Lines::new(lines);
         let mut child =
             Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined, open: HashSet::new() };
         if let Err(e) = reader {
@@ -909,28 +940,40 @@ fn parse_message(line: &[u8]) -> Result<serde_json::Value, Broken> {
     }
 }
 
-fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Line>, pipelined: &AtomicBool) {
-    let mut reader = BufReader::new(stdout);
+fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Vec<Line>>, pipelined: &AtomicBool) {
+    // Room for a batch's answers in one read.
+    let mut reader = BufReader::with_capacity(1 << 16, stdout);
     loop {
-        let mut line = Vec::new();
-        let read = Read::by_ref(&mut reader).take(MAX_LINE as u64).read_until(b'\n', &mut line);
-        let arrived = Instant::now();
-        let bytes = match read {
-            Ok(0) | Err(_) => return,
-            Ok(_) if line.last() != Some(&b'\n') && line.len() >= MAX_LINE => {
-                let _ = sender.send(Line { bytes: Err(Broken::LineTooLong), arrived });
-                return;
+        // Every complete line the last read brought, handed over together.
+        let mut lines = Vec::new();
+        let ended = loop {
+            let mut line = Vec::new();
+            let read = Read::by_ref(&mut reader).take(MAX_LINE as u64).read_until(b'\n', &mut line);
+            let arrived = Instant::now();
+            let bytes = match read {
+                Ok(0) | Err(_) => break true,
+                Ok(_) if line.last() != Some(&b'\n') && line.len() >= MAX_LINE => {
+                    lines.push(Line { bytes: Err(Broken::LineTooLong), arrived });
+                    break true;
+                }
+                Ok(_) if line.iter().all(u8::is_ascii_whitespace) => None,
+                // Every message waits for critbench's next line, so nothing may follow it yet;
+                // bytes already here are an answer to nothing, which would be taken for the next.
+                // (Protocol 3 answers several requests in flight, so several messages may come at once.)
+                Ok(_) if !pipelined.load(Ordering::Relaxed) && !reader.buffer().iter().all(u8::is_ascii_whitespace) => {
+                    Some(Err(Broken::Hurried(excerpt(String::from_utf8_lossy(&line).trim_end()))))
+                }
+                Ok(_) => Some(Ok(line)),
+            };
+            lines.extend(bytes.map(|bytes| Line { bytes, arrived }));
+            if !reader.buffer().contains(&b'\n') {
+                break false;
             }
-            Ok(_) if line.iter().all(u8::is_ascii_whitespace) => continue,
-            // Every message waits for critbench's next line, so nothing may follow it yet;
-            // bytes already here are an answer to nothing, which would be taken for the next.
-            // (Protocol 3 answers several requests in flight, so several messages may come at once.)
-            Ok(_) if !pipelined.load(Ordering::Relaxed) && !reader.buffer().iter().all(u8::is_ascii_whitespace) => {
-                Err(Broken::Hurried(excerpt(String::from_utf8_lossy(&line).trim_end())))
-            }
-            Ok(_) => Ok(line),
         };
-        if sender.send(Line { bytes, arrived }).is_err() {
+        if !lines.is_empty() && sender.send(lines).is_err() {
+            return;
+        }
+        if ended {
             return;
         }
     }
