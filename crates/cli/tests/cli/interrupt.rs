@@ -31,6 +31,11 @@ fn scripted_experiment(dir: &Path, tasks: usize) -> std::path::PathBuf {
 /// Starts a run, waits until it holds its directory and has written rows for a while, sends
 /// `signal`, and returns the exit status and stderr.
 fn interrupt_run(signal: &str) -> (Option<i32>, String, tempfile::TempDir) {
+    interrupt_run_with(signal, &[])
+}
+
+/// [`interrupt_run`] with `extra` flags for `critbench run`.
+fn interrupt_run_with(signal: &str, extra: &[&str]) -> (Option<i32>, String, tempfile::TempDir) {
     require_plugins();
     let dir = tempfile::tempdir().unwrap();
     // Far more work than the time before the signal, on any machine this runs on.
@@ -38,6 +43,7 @@ fn interrupt_run(signal: &str) -> (Option<i32>, String, tempfile::TempDir) {
     let out = dir.path().join("run");
     let child = Command::new(binary())
         .args(["run", exp.to_str().unwrap(), "--quiet", "--jobs", "2", "--out", out.to_str().unwrap()])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -74,6 +80,16 @@ fn check_prefix(run: &Path) {
 #[test]
 fn sigint_writes_the_finished_loops_and_exits_130() {
     let (code, message, dir) = interrupt_run("INT");
+    assert_eq!(code, Some(130), "{message}");
+    assert!(message.contains("interrupted by SIGINT"), "{message}");
+    check_prefix(&dir.path().join("run"));
+}
+
+#[test]
+fn sigint_with_the_critic_in_child_processes_writes_the_finished_loops_and_exits_130() {
+    // Each worker then has a batch of critiques out on its batch thread while it advances other
+    // loops: the stop must wait for it, and write whole tasks only.
+    let (code, message, dir) = interrupt_run_with("INT", &["--isolate-plugins"]);
     assert_eq!(code, Some(130), "{message}");
     assert!(message.contains("interrupted by SIGINT"), "{message}");
     check_prefix(&dir.path().join("run"));
