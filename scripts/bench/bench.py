@@ -821,8 +821,9 @@ def cpu_by_stage(results):
         "Each timed critbench's CPU (user + sys) by thread, read from `/proc/PID/task/*/stat` every"
         f" {THREAD_SAMPLE_S * 1000:.0f} ms while it ran (medians over the runs, CPU s, then µs per critique or per"
         " request). critbench names its threads: the dataset reader, the loop workers (`--jobs` of them: the"
-        " loops, critiques and policy), the model client's tokio threads, the critic pipes' readers; the main"
-        " thread is the sink (rows into Parquet columns, encoding, writing) and, after the loops, the summaries"
+        " loops, critiques and policy), the model client's tokio threads, the critic pipes (their readers, and the"
+        " loop workers' batch threads, which write a batch of requests to a critic's process and read its"
+        " answers); the main thread is the sink (rows into Parquet columns, encoding, writing) and, after the loops, the summaries"
         " and reports; child processes are the critics run apart. Only the loop workers' share is split by"
         " `--jobs`: the rest bounds what a second core can gain.",
         "",

@@ -69,6 +69,14 @@ pub struct ChunkResult {
 /// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
 /// abandoned (the run is ending and the result will not be written). `batches` is the worker's
 /// batch thread ([`CriticBatches::start`]), if it has one.
+///
+/// When a critic takes several requests at once, the loops are in flight in groups of up to
+/// [`IN_FLIGHT`]: every loop of a group is polled until it waits for a critique, the group's batch
+/// goes out, and again, until each is recorded ([`record_chunk`]). With `batches`, two groups take
+/// turns: one group's batch is out on the batch thread while the other's loops advance, so a
+/// critic's process works on one group's requests while the worker records the other's answers
+/// and builds its next requests, where with one batch the two would take turns. Without, one
+/// group, whose batch the worker sends itself.
 pub fn run_chunk(
     plan: &Plan<'_>,
     chunk: Chunk,
@@ -77,7 +85,12 @@ pub fn run_chunk(
     batches: Option<&CriticBatches>,
 ) -> ChunkResult {
     if plan.critics.iter().any(|critic| critic.pipelined()) {
-        return run_chunk_together(plan, chunk, scope, stop, batches);
+        let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false, batches));
+        // The loops never wait on anything but their batch, so the recording is done in one poll.
+        return match recording.poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => result,
+            Poll::Pending => unreachable!("loops that do not await their author only wait for the batch"),
+        };
     }
     let mut tasks = Vec::with_capacity(chunk.tasks.len());
     let mut complete = true;
@@ -108,29 +121,6 @@ pub fn run_chunk(
 pub const IN_FLIGHT: usize = 64;
 
 type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, LoopError>> + 'a>>;
-
-/// [`run_chunk`] with loops in flight, in groups of up to [`IN_FLIGHT`] loops: every loop of a
-/// group is polled until it waits for a critique, the group's batch goes out, and again, until
-/// each is recorded. The loops never wait on anything but their batch, so the recording is done
-/// in one poll.
-///
-/// With `batches`, two groups take turns: one group's batch is out on the worker's batch thread
-/// while the other's loops advance, so a critic's process works on one group's requests while the
-/// worker records the other's answers and builds its next requests, where with one batch the two
-/// would take turns. Without, one group, whose batch the worker sends itself.
-fn run_chunk_together(
-    plan: &Plan<'_>,
-    chunk: Chunk,
-    scope: Scope,
-    stop: &AtomicBool,
-    batches: Option<&CriticBatches>,
-) -> ChunkResult {
-    let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false, batches));
-    match recording.poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(result) => result,
-        Poll::Pending => unreachable!("loops that do not await their author only wait for the batch"),
-    }
-}
 
 /// A worker's way to its batch thread, which sends the batches handed over to their critics one
 /// at a time, in order, and says each sent: the worker's loops then advance while a batch is out.
