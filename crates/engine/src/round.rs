@@ -133,6 +133,38 @@ impl Batch {
         }
     }
 
+    /// The one critic that every request not yet answered goes to, if there is one. Answers
+    /// nobody took (a loop that panicked) are dropped first.
+    pub(crate) fn critic(&self) -> Option<usize> {
+        let mut asks = self.asks();
+        asks.retain(|ask| ask.answer.is_none());
+        let critic = asks.first()?.critic;
+        asks.iter().all(|ask| ask.critic == critic).then_some(critic)
+    }
+
+    /// The requests not yet answered, each with its scope, taken out to be sent; [`Batch::answer`]
+    /// takes their answers, in the same order.
+    pub(crate) fn take_requests(&self) -> Vec<(Asked, CallScope)> {
+        let mut asks = self.asks();
+        asks.retain(|ask| ask.answer.is_none());
+        (asks.iter_mut())
+            .map(|ask| {
+                (std::mem::replace(&mut ask.request, Asked::Whole(String::new())), std::mem::take(&mut ask.scope))
+            })
+            .collect()
+    }
+
+    /// The answers of the requests [`Batch::take_requests`] took, in its order, each with its
+    /// scope as the critic's service calls left it.
+    pub(crate) fn answer(&self, answers: Vec<(Result<String, CallError>, CallScope)>) {
+        let mut asks = self.asks();
+        assert_eq!(asks.len(), answers.len(), "an answer for every request taken");
+        for (ask, (answer, scope)) in asks.iter_mut().zip(answers) {
+            ask.answer = Some(answer);
+            ask.scope = scope;
+        }
+    }
+
     /// Whether some loop waits for an answer.
     pub(crate) fn is_waiting(&self) -> bool {
         self.asks().iter().any(|ask| ask.answer.is_none())

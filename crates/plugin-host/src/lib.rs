@@ -54,7 +54,7 @@ pub use info::{
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
 pub use open::{CriticInstance, CriticTask, open_critic};
-pub use process::ProcessCritic;
+pub use process::{Batches, Nudge, ProcessCritic};
 pub use protocol::PROTOCOL_VERSION;
 pub use request::{Asked, TaskRound, task_request};
 pub use retry::{

@@ -61,6 +61,26 @@ impl CriticInstance {
         }
     }
 
+    /// Answers the batches `batches` hands over, each as [`CriticInstance::call_many`] would, and
+    /// hands back each batch's answers as soon as it has them, in order; returns when every batch
+    /// handed over is answered and none is ready. A critic that takes several requests at once
+    /// works on a batch that comes while earlier ones are still out
+    /// ([`ProcessCritic::call_batches`](crate::ProcessCritic::call_batches)).
+    pub fn call_batches(&self, batches: &mut dyn crate::Batches) {
+        match self {
+            CriticInstance::InProcess(critic) => {
+                while let Some(batch) = batches.next() {
+                    let answers = batch
+                        .into_iter()
+                        .map(|(asked, mut scope)| (critic.call_in(&asked.whole(), &mut scope), scope))
+                        .collect();
+                    batches.answered(answers);
+                }
+            }
+            CriticInstance::Process(critic) => critic.call_batches(batches),
+        }
+    }
+
     /// What the manifest records: name, version, file, sha256, score range, flags, isolation.
     pub fn info(&self) -> &Arc<CriticInfo> {
         match self {

@@ -28,7 +28,8 @@
 //! the request was written, came in one write with another message, or arrived while the request
 //! still sat unread in the child's stdin — none of these can be the request's answer.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
@@ -115,6 +116,8 @@ struct Pool {
     idle: Vec<Child>,
     /// Children idle or in use.
     live: usize,
+    /// Threads waiting for a child.
+    waiting: usize,
     /// Protocol 4: how many live children hold each task key open.
     held: HashMap<u64, usize>,
     /// Protocol 4: the keys of loops that ended, still open on some child; each child closes its
@@ -147,6 +150,8 @@ struct Child {
     pipelined: Arc<AtomicBool>,
     /// Protocol 4: the task keys open on this process.
     open: HashSet<u64>,
+    /// What a [`Nudge`] for this child sends through.
+    nudge: Sender<Delivery>,
 }
 
 /// A line from the child (or why reading stopped), and when the reader took it from the pipe.
@@ -155,33 +160,94 @@ struct Line {
     arrived: Instant,
 }
 
+/// What a child's reader thread hands over: every line that came in one read, together; the end
+/// of the child's output. A [`Nudge`] comes the same way.
+enum Delivery {
+    Lines(Vec<Line>),
+    End,
+    Nudge,
+}
+
 /// The child's lines as its reader thread hands them over: every line that came in one read
 /// together, so that a batch of answers costs the host a wake-up or two, not one per answer.
-/// Taken one at a time, in order.
+/// Taken one at a time, in order. The end of the child's output reads as the channel's
+/// disconnection (the child's [`Nudge`] keeps the channel itself open).
 struct Lines {
-    from_reader: Receiver<Vec<Line>>,
+    from_reader: Receiver<Delivery>,
     ready: std::cell::RefCell<std::collections::VecDeque<Line>>,
+    ended: std::cell::Cell<bool>,
 }
 
 impl Lines {
-    fn new(from_reader: Receiver<Vec<Line>>) -> Lines {
-        Lines { from_reader, ready: Default::default() }
+    fn new(from_reader: Receiver<Delivery>) -> Lines {
+        Lines { from_reader, ready: Default::default(), ended: Default::default() }
     }
 
     fn try_recv(&self) -> Result<Line, TryRecvError> {
-        let mut ready = self.ready.borrow_mut();
-        if ready.is_empty() {
-            ready.extend(self.from_reader.try_recv()?);
+        loop {
+            if let Some(line) = self.ready.borrow_mut().pop_front() {
+                return Ok(line);
+            }
+            if self.ended.get() {
+                return Err(TryRecvError::Disconnected);
+            }
+            match self.from_reader.try_recv()? {
+                Delivery::Lines(lines) => self.ready.borrow_mut().extend(lines),
+                Delivery::End => self.ended.set(true),
+                Delivery::Nudge => {}
+            }
         }
-        ready.pop_front().ok_or(TryRecvError::Empty)
+    }
+
+    /// Whether a line is ready to be taken without waiting.
+    fn any_ready(&self) -> bool {
+        match self.try_recv() {
+            Ok(line) => {
+                self.ready.borrow_mut().push_front(line);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     fn recv_timeout(&self, wait: Duration) -> Result<Line, RecvTimeoutError> {
-        let mut ready = self.ready.borrow_mut();
-        if ready.is_empty() {
-            ready.extend(self.from_reader.recv_timeout(wait)?);
+        let until = Instant::now() + wait;
+        loop {
+            if let Some(line) = self.recv_or_nudge(until.saturating_duration_since(Instant::now()))? {
+                return Ok(line);
+            }
         }
-        ready.pop_front().ok_or(RecvTimeoutError::Timeout)
+    }
+
+    /// The next line, or `None` when a [`Nudge`] comes first.
+    fn recv_or_nudge(&self, wait: Duration) -> Result<Option<Line>, RecvTimeoutError> {
+        let until = Instant::now() + wait;
+        loop {
+            if let Some(line) = self.ready.borrow_mut().pop_front() {
+                return Ok(Some(line));
+            }
+            if self.ended.get() {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+            match self.from_reader.recv_timeout(until.saturating_duration_since(Instant::now()))? {
+                Delivery::Lines(lines) => self.ready.borrow_mut().extend(lines),
+                Delivery::End => self.ended.set(true),
+                Delivery::Nudge => return Ok(None),
+            }
+        }
+    }
+}
+
+/// Wakes a thread that waits for a child's answers in [`ProcessCritic::call_batches`], so that
+/// it takes the batch just made ready without waiting for the next answer
+/// ([`Batches::nudge_with`]).
+pub struct Nudge(Sender<Delivery>);
+
+impl Nudge {
+    /// Wakes the thread, if it waits on this nudge's child; it then looks for a batch ready.
+    pub fn nudge(&self) {
+        // A child gone has no one waiting on it.
+        let _ = self.0.send(Delivery::Nudge);
     }
 }
 
@@ -252,6 +318,182 @@ impl Waiting {
             Waiting::Request(index) | Waiting::Open { first: index, .. } => index,
         }
     }
+}
+
+/// The batches of [`ProcessCritic::call_batches`]: where they come from, and where their
+/// answers go.
+pub trait Batches {
+    /// The next batch when one is ready now (never waits): each request with the scope of its
+    /// critique.
+    fn next(&mut self) -> Option<Vec<(Asked, CallScope)>>;
+    /// The answers of the oldest batch not yet answered, in its order, each with its scope as the
+    /// child's service calls left it.
+    fn answered(&mut self, answers: Vec<(Result<String, CallError>, CallScope)>);
+    /// What wakes the thread sending the batches while it waits for a child's answers (one per
+    /// child it sends to, the last one given the one that counts): nudged after a batch is made
+    /// ready, it takes the batch at once. Without, a batch made ready is taken at the next answer.
+    fn nudge_with(&mut self, nudge: Nudge) {
+        let _ = nudge;
+    }
+}
+
+/// The requests of one [`ProcessCritic::call_many`] or [`ProcessCritic::call_batches`], each
+/// known by its index from the first request the flight was given; the requests of batches
+/// handed back are gone.
+struct Flight<R> {
+    /// The requests from index `base` on.
+    requests: VecDeque<Asking<R>>,
+    base: usize,
+    /// The batches not handed back, the oldest first: how many requests each holds, and how many
+    /// of those have no answer yet.
+    batches: VecDeque<(usize, usize)>,
+    /// The number of the oldest batch not handed back (batches are numbered from 0 as they come).
+    first_batch: usize,
+}
+
+struct Asking<R> {
+    request: R,
+    scope: CallScope,
+    answer: Option<Result<String, CallError>>,
+    batch: usize,
+}
+
+impl<R> Default for Flight<R> {
+    fn default() -> Self {
+        Flight { requests: VecDeque::new(), base: 0, batches: VecDeque::new(), first_batch: 0 }
+    }
+}
+
+impl<R: Borrow<Asked>> Flight<R> {
+    fn push_batch(&mut self, batch: impl IntoIterator<Item = (R, CallScope)>) {
+        let number = self.first_batch + self.batches.len();
+        let before = self.requests.len();
+        self.requests.extend(batch.into_iter().map(|(request, scope)| Asking {
+            request,
+            scope,
+            answer: None,
+            batch: number,
+        }));
+        let count = self.requests.len() - before;
+        self.batches.push_back((count, count));
+    }
+
+    /// The index the next request will have.
+    fn len(&self) -> usize {
+        self.base + self.requests.len()
+    }
+
+    fn request(&self, index: usize) -> &Asked {
+        self.requests[index - self.base].request.borrow()
+    }
+
+    fn scope(&mut self, index: usize) -> &mut CallScope {
+        &mut self.requests[index - self.base].scope
+    }
+
+    fn is_answered(&self, index: usize) -> bool {
+        index < self.base || self.requests[index - self.base].answer.is_some()
+    }
+
+    fn answer(&mut self, index: usize, answer: Result<String, CallError>) {
+        let asking = &mut self.requests[index - self.base];
+        if asking.answer.is_none() {
+            self.batches[asking.batch - self.first_batch].1 -= 1;
+        }
+        asking.answer = Some(answer);
+    }
+
+    /// The requests without an answer, the oldest first.
+    fn unanswered(&self) -> Vec<usize> {
+        (self.base..self.len()).filter(|&index| !self.is_answered(index)).collect()
+    }
+
+    /// The answers of the oldest batch and the scopes of its requests, in its order, once each
+    /// has its answer; the batch is then gone.
+    fn take_answered(&mut self) -> Option<Vec<(Result<String, CallError>, CallScope)>> {
+        let &(count, 0) = self.batches.front()? else { return None };
+        self.batches.pop_front();
+        self.first_batch += 1;
+        self.base += count;
+        Some(self.requests.drain(..count).map(|asking| (asking.answer.expect("answered"), asking.scope)).collect())
+    }
+}
+
+/// Where a flight's batches after its first come from, and where its answered batches go.
+trait Feed<R> {
+    /// Adds the next batch to `flight` when one is ready now; whether it did.
+    fn more(&mut self, flight: &mut Flight<R>) -> bool;
+    /// `child` now takes the batches.
+    fn sending_to(&mut self, child: &Child) {
+        let _ = child;
+    }
+    /// Hands back the batches at the front of `flight` that have all their answers.
+    fn deliver(&mut self, flight: &mut Flight<R>);
+}
+
+/// [`ProcessCritic::call_many`]'s one batch, taken back when all is answered.
+struct NoMore;
+
+impl<R> Feed<R> for NoMore {
+    fn more(&mut self, _: &mut Flight<R>) -> bool {
+        false
+    }
+
+    fn deliver(&mut self, _: &mut Flight<R>) {}
+}
+
+/// [`ProcessCritic::call_batches`]'s batches.
+struct Fed<'a> {
+    batches: &'a mut dyn Batches,
+    critic: &'a ProcessCritic,
+}
+
+impl Feed<Asked> for Fed<'_> {
+    fn more(&mut self, flight: &mut Flight<Asked>) -> bool {
+        // A thread waiting for a child gets this one once the batches taken are answered.
+        if self.critic.pool.lock().unwrap_or_else(|p| p.into_inner()).waiting > 0 {
+            return false;
+        }
+        match self.batches.next() {
+            Some(batch) => {
+                flight.push_batch(batch);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn deliver(&mut self, flight: &mut Flight<Asked>) {
+        while let Some(answers) = flight.take_answered() {
+            self.batches.answered(answers);
+        }
+    }
+
+    fn sending_to(&mut self, child: &Child) {
+        self.batches.nudge_with(Nudge(child.nudge.clone()));
+    }
+}
+
+/// The lines of the rounds `released` (by key: indices into `flight`), whose tasks `child` has
+/// just opened, each then waiting for its answer.
+fn released_lines<R: Borrow<Asked>>(
+    child: &mut Child,
+    flight: &Flight<R>,
+    released: Vec<(u64, Vec<usize>)>,
+    waiting: &mut BTreeMap<u64, Waiting>,
+) -> String {
+    let mut rounds = String::new();
+    for (key, held) in released {
+        for index in held {
+            let Asked::Round(round) = flight.request(index) else { continue };
+            let id = child.next_id;
+            child.next_id += 1;
+            waiting.insert(id, Waiting::Request(index));
+            rounds.push_str(&Protocol::round_line(id, key, &round.request()));
+            rounds.push('\n');
+        }
+    }
+    rounds
 }
 
 /// How one exchange ended.
@@ -380,42 +622,74 @@ impl ProcessCritic {
     /// one at a time. A child that fails costs the request charged with it (the oldest waiting)
     /// its answer; the rest go to a fresh child.
     pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
-        let mut answers: Vec<Option<Result<String, CallError>>> = vec![None; requests.len()];
-        let mut left: Vec<usize> = (0..requests.len()).collect();
-        while let Some(&first) = left.first() {
+        let mut flight = Flight::default();
+        flight.push_batch(requests.iter().copied().zip(scopes.iter_mut().map(std::mem::take)));
+        self.drive(&mut flight, &mut NoMore);
+        let (answers, done): (Vec<_>, Vec<_>) =
+            flight.take_answered().expect("every request has its answer").into_iter().unzip();
+        for (scope, done) in scopes.iter_mut().zip(done) {
+            *scope = done;
+        }
+        answers
+    }
+
+    /// Sends the batches `batches` hands over, one after another, each answered as
+    /// [`ProcessCritic::call_many`] would answer it, and hands back each batch's answers as soon
+    /// as it has them all, in the order the batches came. To a protocol 3 or 4 critic, a batch
+    /// that comes while earlier ones wait for answers is written to the same process at once, so
+    /// the process goes from one batch to the next without waiting for critbench to read its
+    /// answers. Returns when every batch handed over is answered and none is ready.
+    pub fn call_batches(&self, batches: &mut dyn Batches) {
+        let Some(first) = batches.next() else { return };
+        let mut flight = Flight::default();
+        flight.push_batch(first);
+        self.drive(&mut flight, &mut Fed { batches, critic: self });
+    }
+
+    /// Answers every request of `flight`, and those `feed` adds while it does.
+    fn drive<R: Borrow<Asked>>(&self, flight: &mut Flight<R>, feed: &mut dyn Feed<R>) {
+        loop {
+            feed.deliver(flight);
+            let left = flight.unanswered();
+            let Some(&first) = left.first() else {
+                if feed.more(flight) {
+                    continue;
+                }
+                return;
+            };
             let mut child = match self.acquire() {
                 Ok(child) => child,
                 Err(error) => {
                     for index in left {
-                        answers[index] = Some(Err(error.clone()));
+                        flight.answer(index, Err(error.clone()));
                     }
-                    break;
+                    continue;
                 }
             };
             if !child.protocol.pipelined() {
                 // Only a protocol 4 critic is asked by rounds; a child that is not one is sent
                 // the whole request.
-                answers[first] = Some(self.call_on(child, &requests[first].whole(), Some(&mut scopes[first])));
-            } else {
-                match self.pipeline(&mut child, &left, requests, scopes, &mut answers) {
-                    Ok(None) => self.release(Some(child)),
-                    Ok(Some(broken)) => {
-                        let failure = self.discard(child, Some(broken));
-                        // A child that answered nothing before it failed costs the oldest its
-                        // answer, so that a critic failing that way every time cannot loop.
-                        if left.iter().all(|&index| answers[index].is_none()) {
-                            answers[first] = Some(Err(CallError::ChildStopped { failure }));
-                        }
-                    }
-                    Err((charged, broken)) => {
-                        let failure = self.discard(child, Some(broken));
-                        answers[charged] = Some(Err(CallError::ChildStopped { failure }));
+                let whole = flight.request(first).whole().into_owned();
+                let answer = self.call_on(child, &whole, Some(flight.scope(first)));
+                flight.answer(first, answer);
+                continue;
+            }
+            match self.pipeline(&mut child, flight, &left, feed) {
+                Ok(None) => self.release(Some(child)),
+                Ok(Some(broken)) => {
+                    let failure = self.discard(child, Some(broken));
+                    // A child that answered nothing before it failed costs the oldest its
+                    // answer, so that a critic failing that way every time cannot loop.
+                    if left.iter().all(|&index| !flight.is_answered(index)) {
+                        flight.answer(first, Err(CallError::ChildStopped { failure }));
                     }
                 }
+                Err((charged, broken)) => {
+                    let failure = self.discard(child, Some(broken));
+                    flight.answer(charged, Err(CallError::ChildStopped { failure }));
+                }
             }
-            left.retain(|&index| answers[index].is_none());
         }
-        answers.into_iter().map(|answer| answer.expect("every request has its answer")).collect()
     }
 
     /// One request on `child`, which goes back to the pool unless it failed.
@@ -473,7 +747,9 @@ impl ProcessCritic {
                     }
                 };
             }
+            pool.waiting += 1;
             pool = self.freed.wait(pool).unwrap_or_else(|p| p.into_inner());
+            pool.waiting -= 1;
         }
     }
 
@@ -527,6 +803,7 @@ impl ProcessCritic {
             }
         }
         let (sender, lines) = channel();
+        let nudge = sender.clone();
         let pipelined = Arc::new(AtomicBool::new(false));
         let several = Arc::clone(&pipelined);
         let reader = std::thread::Builder::new()
@@ -534,7 +811,7 @@ impl ProcessCritic {
             .spawn(move || read_lines(stdout, sender, &several));
         let lines = Lines::new(lines);
         let mut child =
-            Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined, open: HashSet::new() };
+            Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined, open: HashSet::new(), nudge };
         if let Err(e) = reader {
             return Err(StartFailure::Broken(finish(child, Some(Broken::ReaderThread(e)))));
         }
@@ -620,20 +897,21 @@ impl ProcessCritic {
         }
     }
 
-    /// The requests `left` (indices into `requests`) on a protocol 3 or 4 child, written at once
+    /// The requests `left` (indices into `flight`) on a protocol 3 or 4 child, written at once
     /// (after the closes of ended loops this child holds, and the opens of tasks it does not hold);
-    /// each answer is stored as it comes. A round whose task is being opened is written when the
-    /// open is answered `ok`, and answered with the open's error when it is refused. An `Err`
+    /// each answer is stored as it comes, and the batches `feed` makes ready meanwhile are written
+    /// the same way, each before the host waits for the child again. A round whose task is being
+    /// opened is written when the open is answered `ok`, and answered with the open's error when
+    /// it is refused. An `Err`
     /// names the request charged with the child's failure (the oldest still waiting) and why; the
     /// child is then no longer usable. `Ok(Some(why))`: every request written was answered, but
     /// some could not be written: the child is no longer usable, and those are left unanswered.
-    fn pipeline(
+    fn pipeline<R: Borrow<Asked>>(
         &self,
         child: &mut Child,
+        flight: &mut Flight<R>,
         left: &[usize],
-        requests: &[&Asked],
-        scopes: &mut [CallScope],
-        answers: &mut [Option<Result<String, CallError>>],
+        feed: &mut dyn Feed<R>,
     ) -> Result<Option<Broken>, (usize, Broken)> {
         let oldest_first = left[0];
         // A line written since the last answer answers nothing (as in `exchange`).
@@ -642,6 +920,7 @@ impl ProcessCritic {
             Ok(Line { bytes: Err(broken), .. }) => return Err((oldest_first, broken)),
             Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
         }
+        feed.sending_to(child);
         let first_id = child.next_id;
         // What each message in flight waits for, by id: the oldest first.
         let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
@@ -649,6 +928,117 @@ impl ProcessCritic {
         let mut held_back: HashMap<u64, Vec<usize>> = HashMap::new();
         // Why writing to the child stopped working (a failed write may leave part of a line).
         let mut unwritable: Option<Broken> = None;
+        let batch = self.batch_lines(child, flight, left, &mut waiting, &mut held_back);
+        write_by(child, batch.as_bytes(), Some(Instant::now() + self.timeout))
+            .map_err(|source| (oldest_first, self.unwritable(source)))?;
+        // Each request gets the timeout from when the child could start on it: its sending, or
+        // the answer before it.
+        let mut deadline = Instant::now() + self.timeout;
+        // Rounds whose task's open was answered `ok`, by key, not yet written: they go in one
+        // write once the lines already read are taken, so that a batch's opens cost the child
+        // one more read, not one per open.
+        let mut released: Vec<(u64, Vec<usize>)> = Vec::new();
+        loop {
+            // Before waiting for the child: the rounds its answers released, and the next batch
+            // when one is ready, in one write.
+            if unwritable.is_none() && (waiting.is_empty() || !child.lines.any_ready()) {
+                let from_id = child.next_id;
+                let nothing_in_flight = waiting.is_empty();
+                let mut lines = released_lines(child, flight, std::mem::take(&mut released), &mut waiting);
+                let from = flight.len();
+                if feed.more(flight) {
+                    let more: Vec<usize> = (from..flight.len()).collect();
+                    lines.push_str(&self.batch_lines(child, flight, &more, &mut waiting, &mut held_back));
+                }
+                if nothing_in_flight && !lines.is_empty() {
+                    // Nothing was in flight: the oldest of these is timed from now.
+                    deadline = Instant::now() + self.timeout;
+                }
+                if !lines.is_empty()
+                    && let Err(source) = write_by(child, lines.as_bytes(), Some(Instant::now() + self.timeout))
+                {
+                    // The child died or stopped reading while it worked on a request written
+                    // before these: that request is charged when its answer fails to come, and
+                    // these go to a fresh child, not counted as an attempt.
+                    unwritable = Some(self.unwritable(source));
+                    waiting.retain(|&id, _| id < from_id);
+                }
+            }
+            let Some((&oldest, charged)) = waiting.first_key_value() else { break };
+            let charged = charged.charged();
+            let Some((line, _)) =
+                next_line_or_nudge(child, deadline, self.timeout).map_err(|broken| (charged, broken))?
+            else {
+                // A batch was made ready: it goes out before the wait goes on.
+                continue;
+            };
+            let in_flight = |id| waiting.contains_key(&id);
+            let (id, reply) = match Protocol::fast_pipelined_reply(&line, in_flight) {
+                Some(read) => read,
+                None => {
+                    let message = parse_message(&line).map_err(|broken| (charged, broken))?;
+                    let ids = (first_id.min(oldest), child.next_id);
+                    Protocol::pipelined_reply(&message, ids, in_flight).map_err(|error| (charged, error.into()))?
+                }
+            };
+            let wrong = |what, wrong| {
+                // The line was read as JSON already; its excerpt is the message as the full path shows it.
+                let message =
+                    parse_message(&line).map_or_else(|_| String::new(), |message| excerpt(&message.to_string()));
+                (charged, Broken::Protocol(ProtocolError::WrongAnswer { what, id, wrong, message }))
+            };
+            match (waiting[&id], reply) {
+                (waits, Reply::Service { name, request }) => {
+                    let answer = self.host.dispatch(&name, &request, Some(flight.scope(waits.charged())));
+                    write_by(child, format!("{}\n", child.protocol.service_answer_line(id, answer)).as_bytes(), None)
+                        .map_err(|e| (charged, Broken::AnswerService(e)))?;
+                    // The timeout measures the critic, not the host's services.
+                    deadline = Instant::now() + self.timeout;
+                    continue;
+                }
+                (Waiting::Request(index), Reply::Critique(text)) => flight.answer(index, Ok(text)),
+                (Waiting::Request(index), Reply::Error(message)) => {
+                    flight.answer(index, Err(CallError::Critic(message)));
+                }
+                (Waiting::Request(_), Reply::Opened) => return Err(wrong("request", "`ok`")),
+                (Waiting::Open { .. }, Reply::Critique(_)) => return Err(wrong("the open of a task", "a critique")),
+                (Waiting::Open { key, .. }, Reply::Error(message)) => {
+                    // As a failed `open_task` in this process: the error of every round asking.
+                    for index in held_back.remove(&key).unwrap_or_default() {
+                        flight.answer(index, Err(CallError::Critic(message.clone())));
+                    }
+                }
+                (Waiting::Open { key, .. }, Reply::Opened) => {
+                    child.open.insert(key);
+                    *self.pool.lock().unwrap_or_else(|p| p.into_inner()).held.entry(key).or_default() += 1;
+                    let held = held_back.remove(&key).unwrap_or_default();
+                    // Once writing failed, they are left unanswered: they go to a fresh child
+                    // with the rest.
+                    if unwritable.is_none() {
+                        released.push((key, held));
+                    }
+                }
+            }
+            waiting.remove(&id);
+            deadline = Instant::now() + self.timeout;
+            // The batches answered whole go back as soon as they are.
+            feed.deliver(flight);
+        }
+        Ok(unwritable)
+    }
+
+    /// The lines of the requests `indices` of `flight` for `child`, each then waiting for its
+    /// answer: after the close of ended loops this child holds (protocol 4), a round's open when
+    /// the child does not hold its task (the round then waits in `held_back` for the open's
+    /// answer), or the request itself.
+    fn batch_lines<R: Borrow<Asked>>(
+        &self,
+        child: &mut Child,
+        flight: &Flight<R>,
+        indices: &[usize],
+        waiting: &mut BTreeMap<u64, Waiting>,
+        held_back: &mut HashMap<u64, Vec<usize>>,
+    ) -> String {
         let mut batch = String::new();
         if child.protocol.opens_tasks()
             && let Some(line) = self.take_closes(child)
@@ -656,9 +1046,9 @@ impl ProcessCritic {
             batch.push_str(&line);
             batch.push('\n');
         }
-        for &index in left {
+        for &index in indices {
             let id = child.next_id;
-            match requests[index] {
+            match flight.request(index) {
                 Asked::Round(round) if child.protocol.opens_tasks() => {
                     if !child.open.contains(&round.key) {
                         if let Some(held) = held_back.get_mut(&round.key) {
@@ -684,95 +1074,16 @@ impl ProcessCritic {
             }
             batch.push('\n');
         }
-        write_by(child, batch.as_bytes(), Some(Instant::now() + self.timeout)).map_err(|source| {
-            let broken = if source.kind() == ErrorKind::TimedOut {
-                Broken::Timeout(self.timeout)
-            } else {
-                Broken::Send { what: "the requests", source }
-            };
-            (oldest_first, broken)
-        })?;
-        // Each request gets the timeout from when the child could start on it: its sending, or
-        // the answer before it.
-        let mut deadline = Instant::now() + self.timeout;
-        while let Some((&oldest, charged)) = waiting.first_key_value() {
-            let charged = charged.charged();
-            let (line, _) = next_line(child, deadline, self.timeout).map_err(|broken| (charged, broken))?;
-            let in_flight = |id| waiting.contains_key(&id);
-            let (id, reply) = match Protocol::fast_pipelined_reply(&line, in_flight) {
-                Some(read) => read,
-                None => {
-                    let message = parse_message(&line).map_err(|broken| (charged, broken))?;
-                    let ids = (first_id.min(oldest), child.next_id);
-                    Protocol::pipelined_reply(&message, ids, in_flight).map_err(|error| (charged, error.into()))?
-                }
-            };
-            let wrong = |what, wrong| {
-                // The line was read as JSON already; its excerpt is the message as the full path shows it.
-                let message =
-                    parse_message(&line).map_or_else(|_| String::new(), |message| excerpt(&message.to_string()));
-                (charged, Broken::Protocol(ProtocolError::WrongAnswer { what, id, wrong, message }))
-            };
-            match (waiting[&id], reply) {
-                (waits, Reply::Service { name, request }) => {
-                    let answer = self.host.dispatch(&name, &request, Some(&mut scopes[waits.charged()]));
-                    write_by(child, format!("{}\n", child.protocol.service_answer_line(id, answer)).as_bytes(), None)
-                        .map_err(|e| (charged, Broken::AnswerService(e)))?;
-                    // The timeout measures the critic, not the host's services.
-                    deadline = Instant::now() + self.timeout;
-                    continue;
-                }
-                (Waiting::Request(index), Reply::Critique(text)) => answers[index] = Some(Ok(text)),
-                (Waiting::Request(index), Reply::Error(message)) => {
-                    answers[index] = Some(Err(CallError::Critic(message)));
-                }
-                (Waiting::Request(_), Reply::Opened) => return Err(wrong("request", "`ok`")),
-                (Waiting::Open { .. }, Reply::Critique(_)) => return Err(wrong("the open of a task", "a critique")),
-                (Waiting::Open { key, .. }, Reply::Error(message)) => {
-                    // As a failed `open_task` in this process: the error of every round asking.
-                    for index in held_back.remove(&key).unwrap_or_default() {
-                        answers[index] = Some(Err(CallError::Critic(message.clone())));
-                    }
-                }
-                (Waiting::Open { key, .. }, Reply::Opened) => {
-                    child.open.insert(key);
-                    *self.pool.lock().unwrap_or_else(|p| p.into_inner()).held.entry(key).or_default() += 1;
-                    let held = held_back.remove(&key).unwrap_or_default();
-                    if unwritable.is_some() {
-                        // Left unanswered: they go to a fresh child with the rest.
-                        waiting.remove(&id);
-                        continue;
-                    }
-                    let mut rounds = String::new();
-                    let mut written = Vec::with_capacity(held.len());
-                    for index in held {
-                        let Asked::Round(round) = requests[index] else { continue };
-                        let id = child.next_id;
-                        child.next_id += 1;
-                        written.push(id);
-                        waiting.insert(id, Waiting::Request(index));
-                        rounds.push_str(&Protocol::round_line(id, key, &round.request()));
-                        rounds.push('\n');
-                    }
-                    if let Err(source) = write_by(child, rounds.as_bytes(), Some(Instant::now() + self.timeout)) {
-                        // The child died or stopped reading while it worked on a request written
-                        // before these: that request is charged when its answer fails to come,
-                        // and these go to a fresh child, not counted as an attempt.
-                        unwritable = Some(if source.kind() == ErrorKind::TimedOut {
-                            Broken::Timeout(self.timeout)
-                        } else {
-                            Broken::Send { what: "the requests", source }
-                        });
-                        for id in written {
-                            waiting.remove(&id);
-                        }
-                    }
-                }
-            }
-            waiting.remove(&id);
-            deadline = Instant::now() + self.timeout;
+        batch
+    }
+
+    /// Why a write to the child failed: it stopped reading (the timeout), or it died.
+    fn unwritable(&self, source: std::io::Error) -> Broken {
+        if source.kind() == ErrorKind::TimedOut {
+            Broken::Timeout(self.timeout)
+        } else {
+            Broken::Send { what: "the requests", source }
         }
-        Ok(unwritable)
     }
 
     /// The `close` line of the ended loops' keys that `child` holds open, if any; they are then
@@ -895,14 +1206,28 @@ fn unread_input(child: &Child) -> bool {
 
 /// The next line from the child and when it arrived.
 fn next_line(child: &Child, deadline: Instant, timeout: Duration) -> Result<(Vec<u8>, Instant), Broken> {
+    loop {
+        if let Some(line) = next_line_or_nudge(child, deadline, timeout)? {
+            return Ok(line);
+        }
+    }
+}
+
+/// [`next_line`], or `None` when the child's [`Nudge`] comes first.
+fn next_line_or_nudge(
+    child: &Child,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Option<(Vec<u8>, Instant)>, Broken> {
     let received = |line: Line| match line {
-        Line { bytes: Ok(line), arrived } => Ok((line, arrived)),
+        Line { bytes: Ok(line), arrived } => Ok(Some((line, arrived))),
         Line { bytes: Err(broken), .. } => Err(broken),
     };
     loop {
         let wait = deadline.saturating_duration_since(Instant::now());
-        match child.lines.recv_timeout(wait.min(EXIT_CHECK)) {
-            Ok(line) => return received(line),
+        match child.lines.recv_or_nudge(wait.min(EXIT_CHECK)) {
+            Ok(Some(line)) => return received(line),
+            Ok(None) => return Ok(None),
             Err(RecvTimeoutError::Disconnected) => return Err(Broken::Closed),
             Err(RecvTimeoutError::Timeout) if wait <= EXIT_CHECK => return Err(Broken::Timeout(timeout)),
             // A process the child started can hold its output open after the child died, so
@@ -940,7 +1265,7 @@ fn parse_message(line: &[u8]) -> Result<serde_json::Value, Broken> {
     }
 }
 
-fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Vec<Line>>, pipelined: &AtomicBool) {
+fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Delivery>, pipelined: &AtomicBool) {
     // Room for a batch's answers in one read.
     let mut reader = BufReader::with_capacity(1 << 16, stdout);
     loop {
@@ -970,10 +1295,11 @@ fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Vec<Line>>, pipe
                 break false;
             }
         };
-        if !lines.is_empty() && sender.send(lines).is_err() {
+        if !lines.is_empty() && sender.send(Delivery::Lines(lines)).is_err() {
             return;
         }
         if ended {
+            let _ = sender.send(Delivery::End);
             return;
         }
     }
@@ -1336,6 +1662,143 @@ while True:
             // The next batch goes to the fresh child as well.
             assert!(call_many(&critic, &["e", "f"]).iter().all(Result::is_ok), "{expected}");
         }
+    }
+
+    /// Batches of task ids for `call_batches`: the first ready at once, each next one when the
+    /// test sends it, with a nudge.
+    struct Sent {
+        ready: std::sync::mpsc::Receiver<Vec<&'static str>>,
+        nudge: Arc<Mutex<Option<Nudge>>>,
+        answered: Vec<Vec<Result<String, CallError>>>,
+    }
+
+    impl Batches for Sent {
+        fn next(&mut self) -> Option<Vec<(Asked, CallScope)>> {
+            let tasks = self.ready.try_recv().ok()?;
+            Some(tasks.into_iter().map(|task| (Asked::Whole(request(task)), CallScope::new(task, 0, 0))).collect())
+        }
+
+        fn answered(&mut self, answers: Vec<(Result<String, CallError>, CallScope)>) {
+            self.answered.push(answers.into_iter().map(|(answer, _)| answer).collect());
+        }
+
+        fn nudge_with(&mut self, nudge: Nudge) {
+            *self.nudge.lock().unwrap() = Some(nudge);
+        }
+    }
+
+    /// `batches` through `call_batches`, each sent `after` the one before, and the answers of
+    /// each batch.
+    fn call_batches(
+        critic: &ProcessCritic,
+        batches: &[&[&'static str]],
+        after: Duration,
+    ) -> Vec<Vec<Result<String, CallError>>> {
+        let (send, ready) = std::sync::mpsc::channel();
+        let nudge = Arc::new(Mutex::new(None::<Nudge>));
+        send.send(batches[0].to_vec()).unwrap();
+        let mut sent = Sent { ready, nudge: Arc::clone(&nudge), answered: Vec::new() };
+        std::thread::scope(|threads| {
+            threads.spawn(|| {
+                for batch in &batches[1..] {
+                    std::thread::sleep(after);
+                    send.send(batch.to_vec()).unwrap();
+                    if let Some(nudge) = &*nudge.lock().unwrap() {
+                        nudge.nudge();
+                    }
+                }
+            });
+            // Every batch is sent before the first is answered (the critic below waits for all
+            // four requests), so one call takes them all.
+            critic.call_batches(&mut sent);
+        });
+        sent.answered
+    }
+
+    /// A protocol 3 critic that answers nothing until it has read four requests (or, with
+    /// `crash`, until no more input came for 2 s), then answers all it read, with its process id.
+    /// With `crash`, the first process (the one that finds no `crashed` file) answers its first
+    /// request and exits, leaving in `crashed` how many requests it had read.
+    fn four_at_once(crash: bool) -> (tempfile::TempDir, ProcessCritic) {
+        open(
+            3,
+            &format!(
+                r#"
+crash = {crash} and not os.path.exists("crashed")
+pending = b""
+def take(patience):
+    # The next message, read straight from the pipe (a buffered reader would hide from select
+    # what it read ahead); None when nothing more came for `patience` seconds.
+    global pending
+    while b"\n" not in pending:
+        if not select.select([0], [], [], patience)[0]:
+            return None
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            sys.exit(0)
+        pending += chunk
+    line, pending = pending.split(b"\n", 1)
+    return json.loads(line)
+while True:
+    batch = [take(None)]
+    while len(batch) < 4:
+        message = take(2 if {crash} else None)
+        if message is None:
+            break
+        batch.append(message)
+    for message in batch:
+        send({{"id": message["id"], "critique": {{"score": 1, "rationale": message["request"]["task"]["id"], "pid": os.getpid()}}}})
+        if crash:
+            open("crashed", "w").write(str(len(batch)))
+            sys.exit(3)
+"#,
+                crash = if crash { "True" } else { "False" }
+            ),
+        )
+    }
+
+    /// The task and the process id of a critique of `four_at_once`.
+    fn task_and_pid(answer: &Result<String, CallError>) -> (String, u64) {
+        let critique = meaning(answer.as_ref().unwrap_or_else(|e| panic!("{e}")));
+        (critique["rationale"].as_str().unwrap().to_string(), critique["pid"].as_u64().unwrap())
+    }
+
+    #[test]
+    fn a_batch_made_ready_while_another_is_out_goes_to_the_same_process_at_once() {
+        let (_dir, critic) = four_at_once(false);
+        // The second batch comes while the thread waits for the first one's answers: only the
+        // nudge makes it write the batch (the critic answers nothing before it has both).
+        let answered = call_batches(&critic, &[&["a", "b"], &["c", "d"]], Duration::from_millis(300));
+        let answered: Vec<Vec<(String, u64)>> =
+            answered.iter().map(|batch| batch.iter().map(task_and_pid).collect()).collect();
+        let pid = answered[0][0].1;
+        let tasks = |batch: &[(String, u64)]| batch.iter().map(|(task, _)| task.clone()).collect::<Vec<_>>();
+        assert_eq!(answered.len(), 2, "{answered:?}");
+        assert_eq!(tasks(&answered[0]), ["a", "b"]);
+        assert_eq!(tasks(&answered[1]), ["c", "d"]);
+        assert!(answered.iter().flatten().all(|&(_, of)| of == pid), "one process: {answered:?}");
+    }
+
+    #[test]
+    fn a_process_that_dies_with_two_batches_out_costs_the_oldest_request_waiting_only() {
+        let (dir, critic) = four_at_once(true);
+        let answered = call_batches(&critic, &[&["a", "b"], &["c", "d"]], Duration::ZERO);
+        let read = std::fs::read_to_string(dir.path().join("crashed")).unwrap();
+        assert_eq!(read, "4", "both batches were out on the process that died");
+        assert_eq!(answered.len(), 2);
+        let (first, second) = (&answered[0], &answered[1]);
+        assert_eq!(first.len(), 2);
+        let (task, crashed) = task_and_pid(&first[0]);
+        assert_eq!(task, "a");
+        let error = first[1].as_ref().expect_err("b was the oldest waiting when the process died");
+        assert!(
+            matches!(error, CallError::ChildStopped { failure } if failure.contains("exited with status 3")),
+            "{error:?}"
+        );
+        // c and d, out on the process that died, go to a fresh one, not counted as an attempt.
+        let second: Vec<(String, u64)> = second.iter().map(task_and_pid).collect();
+        assert_eq!(second.iter().map(|(task, _)| task.as_str()).collect::<Vec<_>>(), ["c", "d"]);
+        assert!(second.iter().all(|&(_, pid)| pid != crashed), "{second:?}");
     }
 
     #[test]
