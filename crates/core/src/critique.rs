@@ -125,7 +125,7 @@ struct WireCritique {
     critique_version: Option<u32>,
     #[serde(default)]
     score: Option<f64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "dimensions_once")]
     dimensions: BTreeMap<String, f64>,
     #[serde(default)]
     issues: Vec<WireIssue>,
@@ -137,6 +137,31 @@ struct WireCritique {
     passed: Option<bool>,
     #[serde(default)]
     rationale: Option<String>,
+}
+
+/// `dimensions`, refusing a name given twice: which of the two scores counts is not for a JSON
+/// reader to pick (a field of the critique given twice is refused by serde already).
+fn dimensions_once<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, f64>, D::Error> {
+    struct Once;
+    impl<'de> serde::de::Visitor<'de> for Once {
+        type Value = BTreeMap<String, f64>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("an object of dimension scores")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+            let mut dimensions = BTreeMap::new();
+            while let Some((name, score)) = access.next_entry::<String, f64>()? {
+                if dimensions.contains_key(&name) {
+                    return Err(serde::de::Error::custom(format!("dimension `{name}` appears twice")));
+                }
+                dimensions.insert(name, score);
+            }
+            Ok(dimensions)
+        }
+    }
+    deserializer.deserialize_map(Once)
 }
 
 /// An issue is a line of text, or an object with the text and a short machine-readable type.
@@ -267,6 +292,16 @@ mod tests {
             Critique::parse(r#"{"critique_version": 0, "score": 3}"#, RANGE, None),
             Err(CritiqueError::Version(0))
         );
+    }
+
+    #[test]
+    fn a_field_or_a_dimension_given_twice_is_refused() {
+        let error = Critique::parse(r#"{"score": 1, "score": 9}"#, RANGE, None).unwrap_err();
+        assert!(error.to_string().contains("duplicate field `score`"), "{error}");
+        let error = Critique::parse(r#"{"dimensions": {"clarity": 8, "clarity": 2}}"#, RANGE, None).unwrap_err();
+        assert!(error.to_string().contains("dimension `clarity` appears twice"), "{error}");
+        let c = Critique::parse(r#"{"dimensions": {"clarity": 8, "evidence": 2}}"#, RANGE, None).unwrap();
+        assert_eq!(c.score, 5.0);
     }
 
     #[test]

@@ -292,6 +292,11 @@ enum Broken {
     NotUtf8 { at: usize, line: String },
     #[error("the critic wrote a line that is not protocol JSON: {0}")]
     NotJson(String),
+    #[error(
+        "the critic wrote a message with the key `{key}` twice (JSON readers disagree on which copy wins; give \
+         each key once): {line}"
+    )]
+    RepeatedKey { key: String, line: String },
 }
 
 impl Broken {
@@ -877,7 +882,7 @@ impl ProcessCritic {
             .map_err(|source| Broken::Send { what: "the request", source })?;
         let mut deadline = Instant::now() + self.timeout;
         loop {
-            let message = self.answer_to(child, asked, deadline)?;
+            let (message, line) = self.answer_to(child, asked, deadline)?;
             match child.protocol.reply(&message, id)? {
                 Reply::Service { name, request } => {
                     let answer = self.host.dispatch(&name, &request, scope.as_deref_mut());
@@ -886,7 +891,7 @@ impl ProcessCritic {
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
                 }
-                Reply::Critique(text) => return Ok(Answer::Critique(text)),
+                Reply::Critique(text) => return Ok(Answer::Critique(written_critique(&line).unwrap_or(text))),
                 Reply::Error(message) => return Ok(Answer::Error(message)),
                 // `reply` reads only requests' answers; an `ok` is not one.
                 Reply::Opened => {
@@ -978,7 +983,12 @@ impl ProcessCritic {
                 None => {
                     let message = parse_message(&line).map_err(|broken| (charged, broken))?;
                     let ids = (first_id.min(oldest), child.next_id);
-                    Protocol::pipelined_reply(&message, ids, in_flight).map_err(|error| (charged, error.into()))?
+                    match Protocol::pipelined_reply(&message, ids, in_flight)
+                        .map_err(|error| (charged, error.into()))?
+                    {
+                        (id, Reply::Critique(text)) => (id, Reply::Critique(written_critique(&line).unwrap_or(text))),
+                        read => read,
+                    }
                 }
             };
             let wrong = |what, wrong| {
@@ -1104,7 +1114,12 @@ impl ProcessCritic {
     /// The child's next message, which must answer what critbench sent at `asked`: a line that
     /// arrived before then, or (protocol 1, where nothing else tells) while critbench's message
     /// still sat unread in the child's stdin, answers nothing.
-    fn answer_to(&self, child: &Child, asked: Instant, deadline: Instant) -> Result<serde_json::Value, Broken> {
+    fn answer_to(
+        &self,
+        child: &Child,
+        asked: Instant,
+        deadline: Instant,
+    ) -> Result<(serde_json::Value, Vec<u8>), Broken> {
         let (line, arrived) = next_line(child, deadline, self.timeout)?;
         if arrived < asked {
             return Err(unasked(&line));
@@ -1112,7 +1127,7 @@ impl ProcessCritic {
         if child.protocol == Protocol::V1 && unread_input(child) {
             return Err(Broken::BeforeReading(excerpt(String::from_utf8_lossy(&line).trim_end())));
         }
-        parse_message(&line)
+        Ok((parse_message(&line)?, line))
     }
 }
 
@@ -1259,9 +1274,62 @@ fn parse_message(line: &[u8]) -> Result<serde_json::Value, Broken> {
             return Err(Broken::NotUtf8 { at: e.valid_up_to(), line });
         }
     };
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(value) if value.is_object() => Ok(value),
+    match serde_json::from_str::<Message>(text) {
+        Ok(Message { repeated: Some(key), .. }) => Err(Broken::RepeatedKey { key, line: excerpt(text.trim_end()) }),
+        Ok(Message { object, .. }) => Ok(serde_json::Value::Object(object)),
         _ => Err(Broken::NotJson(excerpt(text.trim_end()))),
+    }
+}
+
+/// A message line's object, and the first of its keys that it gives twice, if any: such a line
+/// says two things at once (JSON readers disagree on which copy wins), so it is refused.
+struct Message {
+    object: serde_json::Map<String, serde_json::Value>,
+    repeated: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Message, D::Error> {
+        struct Object;
+        impl<'de> serde::de::Visitor<'de> for Object {
+            type Value = Message;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Message, A::Error> {
+                let mut message = Message { object: serde_json::Map::new(), repeated: None };
+                while let Some(key) = access.next_key::<String>()? {
+                    let value = access.next_value()?;
+                    if message.object.contains_key(&key) {
+                        message.repeated.get_or_insert(key);
+                    } else {
+                        message.object.insert(key, value);
+                    }
+                }
+                Ok(message)
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
+}
+
+/// The critique of a message line as the critic wrote it (the content of a string critique),
+/// so that a critique reads the same whatever the protocol: its own repeated keys, say, are then
+/// refused as a plugin's are, not resolved by a JSON tree. `None` when the line has no
+/// `critique` to read that way.
+fn written_critique(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Critique<'a> {
+        #[serde(borrow)]
+        critique: &'a serde_json::value::RawValue,
+    }
+    let Critique { critique } = serde_json::from_slice(line).ok()?;
+    if critique.get().starts_with('"') {
+        serde_json::from_str(critique.get()).ok()
+    } else {
+        Some(critique.get().to_string())
     }
 }
 
@@ -1465,10 +1533,10 @@ while True:
     send({"id": message["id"], "critique": {"score": 2, "rationale": message["request"]["task"]["id"]}})
 "#,
         );
-        assert_eq!(critic.call(&request("a"), None).unwrap(), r#"{"rationale":"a","score":1}"#);
+        assert_eq!(meaning(&critic.call(&request("a"), None).unwrap()), json!({"rationale": "a", "score": 1}));
         assert_refused(critic.call(&request("b"), None), "for request 1 while critbench waited for request 2");
         // A fresh child, numbering afresh, answers its first request.
-        assert_eq!(critic.call(&request("c"), None).unwrap(), r#"{"rationale":"c","score":1}"#);
+        assert_eq!(meaning(&critic.call(&request("c"), None).unwrap()), json!({"rationale": "c", "score": 1}));
     }
 
     #[test]
@@ -1485,7 +1553,7 @@ while True:
     send({"id": message["id"], "critique": {"score": 2}})
 "#,
         );
-        assert_eq!(critic.call(&request("a"), None).unwrap(), r#"{"score":1}"#);
+        assert_eq!(meaning(&critic.call(&request("a"), None).unwrap()), json!({"score": 1}));
         std::thread::sleep(Duration::from_secs(1));
         assert_refused(critic.call(&request("b"), None), "the critic wrote a line after its last answer, unasked");
     }
@@ -1516,7 +1584,10 @@ while True:
 "#,
         );
         for task in ["a", "b", "c"] {
-            assert_eq!(critic.call(&request(task), None).unwrap(), r#"{"rationale":"echo hi","score":5}"#);
+            assert_eq!(
+                meaning(&critic.call(&request(task), None).unwrap()),
+                json!({"rationale": "echo hi", "score": 5})
+            );
         }
     }
 
@@ -1537,7 +1608,7 @@ while True:
     send({"critique": {"score": 2}})
 "#,
         );
-        assert_eq!(critic.call(&request("a"), None).unwrap(), r#"{"score":1}"#);
+        assert_eq!(meaning(&critic.call(&request("a"), None).unwrap()), json!({"score": 1}));
         assert_refused(
             critic.call(&request("b"), None),
             "the critic wrote a line before reading critbench's last message",
@@ -1558,10 +1629,10 @@ while True:
     send({"critique": {"score": 2}})
 "#,
         );
-        assert_eq!(critic.call(&request("a"), None).unwrap(), r#"{"score":1}"#);
+        assert_eq!(meaning(&critic.call(&request("a"), None).unwrap()), json!({"score": 1}));
         std::thread::sleep(Duration::from_secs(1));
         assert_refused(critic.call(&request("b"), None), "the critic wrote a line after its last answer, unasked");
-        assert_eq!(critic.call(&request("c"), None).unwrap(), r#"{"score":1}"#, "a fresh child");
+        assert_eq!(meaning(&critic.call(&request("c"), None).unwrap()), json!({"score": 1}), "a fresh child");
     }
 
     #[test]
@@ -1578,8 +1649,8 @@ while True:
         );
         for task in ["a", "b", "c"] {
             assert_eq!(
-                critic.call(&request(task), None).unwrap(),
-                format!(r#"{{"rationale":"echo {task}","score":5}}"#)
+                meaning(&critic.call(&request(task), None).unwrap()),
+                json!({"rationale": format!("echo {task}"), "score": 5})
             );
         }
     }
@@ -1661,6 +1732,38 @@ while True:
             assert_refused(answers[2].clone(), expected);
             // The next batch goes to the fresh child as well.
             assert!(call_many(&critic, &["e", "f"]).iter().all(Result::is_ok), "{expected}");
+        }
+    }
+
+    #[test]
+    fn a_critique_reaches_the_host_as_written_and_a_message_with_a_key_twice_is_refused() {
+        let body = r#"
+while True:
+    message = read()
+    task = message["request"]["task"]["id"]
+    if task == "inner":
+        sys.stdout.write('{"id": %d, "critique": {"score": 1, "score": 9}}\n' % message["id"])
+    elif task == "string":
+        sys.stdout.write('{"id": %d, "critique": "{\\"score\\": 2, \\"score\\": 8}"}\n' % message["id"])
+    else:
+        sys.stdout.write('{"id": %d, "critique": {"score": 1}, "critique": {"score": 9}}\n' % message["id"])
+    sys.stdout.flush()
+"#;
+        let twice = "the critic wrote a message with the key `critique` twice";
+        for version in [2, 3] {
+            // One request at a time (versions 2 and 3), then all at once (version 3).
+            let (_dir, critic) = open(version, body);
+            let one = |task: &str| critic.call(&request(task), None);
+            // A tree would keep one of the two scores; the critique's reader refuses both.
+            assert_eq!(one("inner").unwrap(), r#"{"score": 1, "score": 9}"#, "version {version}");
+            assert_eq!(one("string").unwrap(), r#"{"score": 2, "score": 8}"#, "version {version}");
+            assert_refused(one("outer"), twice);
+            if version == 3 {
+                let answers = call_many(&critic, &["inner", "string", "outer"]);
+                assert_eq!(answers[0].as_deref().unwrap(), r#"{"score": 1, "score": 9}"#);
+                assert_eq!(answers[1].as_deref().unwrap(), r#"{"score": 2, "score": 8}"#);
+                assert_refused(answers[2].clone(), twice);
+            }
         }
     }
 

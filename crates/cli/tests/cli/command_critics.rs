@@ -89,6 +89,10 @@ for line in sys.stdin:
             time.sleep(3600)
         if mode == "error":
             send({"error": "I cannot judge this"}); continue
+        if mode == "score_twice":
+            sys.stdout.write('{"critique": {"score": 1, "score": 9}}\n'); sys.stdout.flush(); continue
+        if mode == "key_twice":
+            sys.stdout.write('{"critique": {"score": 1}, "critique": {"score": 9}}\n'); sys.stdout.flush(); continue
         if mode == "twice":
             # The answer and a stray line in one write, so both are in the pipe together.
             sys.stdout.write(json.dumps({"critique": {"score": 1}}) + "\n" + json.dumps({"critique": {"score": 7}}) + "\n")
@@ -107,6 +111,9 @@ fn a_command_critic_that_breaks_the_protocol_costs_only_its_own_rounds() {
         ("exit", "the critic process exited with status 3"),
         ("hang", "no answer within 2 s"),
         ("error", "I cannot judge this"),
+        // Read as written, as a library's critique is: no JSON tree picks one of the two scores.
+        ("score_twice", "duplicate field `score`"),
+        ("key_twice", "the critic wrote a message with the key `critique` twice"),
     ] {
         let file = experiment(
             dir.path(),
