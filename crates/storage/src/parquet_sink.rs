@@ -22,10 +22,18 @@ pub const SCHEMA_VERSION: u32 = 6;
 const MAX_ROW_GROUP_ROWS: usize = 64 * 1024;
 const MAX_ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
 
+/// Batches of fewer rows are held and written together. What the Parquet writer spends on a
+/// batch is mostly a step per column, whatever its rows: a model-backed run, whose chunks are a
+/// task each, would otherwise spend more on that than on its rows.
+const COALESCE_ROWS: usize = 1024;
+
 pub(crate) struct ParquetSink {
     path: PathBuf,
     schema: SchemaRef,
     writer: ArrowWriter<BufWriter<File>>,
+    /// Batches not written yet, fewer than [`COALESCE_ROWS`] rows in all.
+    held: Vec<RecordBatch>,
+    held_rows: usize,
 }
 
 impl ParquetSink {
@@ -56,17 +64,41 @@ impl ParquetSink {
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))
             .map_err(|source| StorageError::Parquet { path: path.into(), source })?;
-        Ok(ParquetSink { path: path.into(), schema, writer })
+        Ok(ParquetSink { path: path.into(), schema, writer, held: Vec::new(), held_rows: 0 })
     }
 
+    /// Adds rows after those written so far; a small batch may wait for the next ones (all are
+    /// written by [`ParquetSink::close`]).
     pub(crate) fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), StorageError> {
         let batch = RecordBatch::try_new(self.schema.clone(), columns)
             .map_err(|source| StorageError::Batch { path: self.path.clone(), source })?;
-        self.writer.write(&batch).map_err(|source| StorageError::Parquet { path: self.path.clone(), source })
+        if self.held.is_empty() && batch.num_rows() >= COALESCE_ROWS {
+            return self.write_batch(&batch);
+        }
+        self.held_rows += batch.num_rows();
+        self.held.push(batch);
+        if self.held_rows >= COALESCE_ROWS { self.write_held() } else { Ok(()) }
     }
 
-    /// Writes the footer and waits until the file is on disk.
-    pub(crate) fn close(self) -> Result<(), StorageError> {
+    fn write_held(&mut self) -> Result<(), StorageError> {
+        let batch = match self.held.len() {
+            0 => return Ok(()),
+            1 => self.held.pop().expect("one batch"),
+            _ => arrow_select::concat::concat_batches(&self.schema, &self.held)
+                .map_err(|source| StorageError::Batch { path: self.path.clone(), source })?,
+        };
+        self.held.clear();
+        self.held_rows = 0;
+        self.write_batch(&batch)
+    }
+
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<(), StorageError> {
+        self.writer.write(batch).map_err(|source| StorageError::Parquet { path: self.path.clone(), source })
+    }
+
+    /// Writes the rows held, the footer, and waits until the file is on disk.
+    pub(crate) fn close(mut self) -> Result<(), StorageError> {
+        self.write_held()?;
         let path = self.path;
         let buffered =
             self.writer.into_inner().map_err(|source| StorageError::Parquet { path: path.clone(), source })?;

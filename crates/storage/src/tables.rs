@@ -1206,7 +1206,8 @@ pub(crate) mod tests {
 
     /// A run's loop workers build each chunk's rows as batches and the sink appends them: the file
     /// holds the rows pushed one by one, in the same order and in the same row groups, however
-    /// the chunks cut the rows (across a batch, or none at all) and whatever was pushed between.
+    /// the chunks cut the rows (across a batch, a few rows, or none at all) and whatever was
+    /// pushed between.
     #[test]
     fn batches_built_apart_append_as_the_rows_pushed_one_by_one() {
         let dir = tempfile::tempdir().unwrap();
@@ -1227,7 +1228,9 @@ pub(crate) mod tests {
         let appended = dir.path().join("appended.parquet");
         let mut writer = TrajectoryWriter::create(&appended).unwrap();
         let mut at = 0;
-        for (chunk, size) in [3000, 9000, 0, 12_345, 1].into_iter().cycle().enumerate() {
+        // Small chunks too (a model-backed run's are a task each), which the file holds back
+        // and writes together.
+        for (chunk, size) in [3000, 9000, 0, 12_345, 1, 7, 300, 2].into_iter().cycle().enumerate() {
             if at == total {
                 break;
             }
