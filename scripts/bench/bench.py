@@ -838,6 +838,55 @@ def cpu_by_stage(results):
     return lines
 
 
+def unmet_bounds(results):
+    """For each target not met, what the same runs measured of its bound: the CPU the target would
+    need against what the process spent, thread by thread (section 7). Which functions that CPU
+    goes to is a profile's to say: docs/performance.md gives the last ones."""
+    unmet = {row["key"]: row for row in results["targets"] if row["met"] is False}
+    cores = results["machine"]["cores"]
+    lines = []
+    d = results.get("distinct")
+    engine = [key for key in ("critiques_per_s_jobs1", "vs_langgraph", "vs_plain_python", "jobs2_vs_jobs1") if key in unmet]
+    if d and engine:
+        one, two = d["critbench_jobs1"], d["critbench_jobs2"]
+        threads = median_stages(one["runs"])
+        split = ", ".join(f"{stage} {cpu:.2f} s" for stage, cpu in threads.items())
+        per = one["median_cpu_s"] * 1e6 / d["critiques"]
+        floor = one["median_cpu_s"] / cores
+        text = (f"**{'; '.join(unmet[key]['what'] for key in engine)}.** critbench `--jobs 1` spent"
+                f" {one['median_cpu_s']:.2f} CPU s ({per:.1f} µs per critique: {split}) in {one['median_wall_s']:.2f} s,"
+                f" so its threads already kept {one['median_cpu_s'] / one['median_wall_s']:.1f} cores busy, and"
+                f" {cores} cores cannot run that CPU in less than {floor:.2f} s.")
+        needs = []
+        for key, peer in (("vs_langgraph", "LangGraph"), ("vs_plain_python", "the plain Python loop")):
+            if key in unmet:
+                row = unmet[key]
+                needs.append(f"{row['target']:g}× {peer} would need {one['median_wall_s'] * row['value'] / row['target']:.2f} s")
+        if "jobs2_vs_jobs1" in unmet:
+            row = unmet["jobs2_vs_jobs1"]
+            needs.append(f"{row['target']:g}× `--jobs 1` would need `--jobs 2` to take"
+                         f" {two['median_wall_s'] * row['value'] / row['target']:.2f} s, and it spent"
+                         f" {two['median_cpu_s']:.2f} CPU s (no less than {two['median_cpu_s'] / cores:.2f} s on {cores}"
+                         f" cores; it took {two['median_wall_s']:.2f} s)")
+        if needs:
+            text += " " + "; ".join(needs) + "."
+        lines += ["", text + " What bounds these is the CPU per critique, not where it runs."]
+    sweep = {run["concurrency"]: run for run in results.get("sweep", {}).get("runs", [])}
+    if "sweep_1024_cpu_ms_per_request" in unmet and 1024 in sweep:
+        run = sweep[1024]
+        threads = run.get("threads", {})
+        split = ", ".join(f"{stage} {cpu * 1e6 / run['requests']:.0f} µs" for stage, cpu in threads.items())
+        unseen = run["cpu_ms_per_request"] * 1000 - sum(threads.values()) * 1e6 / run["requests"]
+        lines += ["", f"**{unmet['sweep_1024_cpu_ms_per_request']['what']}.** {run['cpu_ms_per_request'] * 1000:.0f} µs"
+                      f" per request, by thread: {split}"
+                      + (f", and {unseen:.0f} µs in threads too short-lived for the sampler" if unseen >= 1 else "")
+                      + f"; the target is {unmet['sweep_1024_cpu_ms_per_request']['target'] * 1000:g} µs."]
+    if not lines:
+        return []
+    return ["", "## What bounds the targets not met", "",
+            "From the runs above; docs/performance.md names the functions the last profiles found."] + lines
+
+
 def markdown(results, args):
     m = results["machine"]
     lines = [
@@ -1070,6 +1119,7 @@ def markdown(results, args):
             )
 
     lines += cpu_by_stage(results)
+    lines += unmet_bounds(results)
 
     r = results.get("repeated")
     if r:
