@@ -165,15 +165,46 @@ fn dimensions_once<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<
 }
 
 /// An issue is a line of text, or an object with the text and a short machine-readable type.
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum WireIssue {
     Text(String),
-    Typed {
-        text: String,
-        #[serde(rename = "type", default)]
-        issue_type: Option<String>,
-    },
+    Typed { text: String, issue_type: Option<String> },
+}
+
+/// The object form of an issue.
+#[derive(Deserialize)]
+struct TypedIssue {
+    text: String,
+    #[serde(rename = "type", default)]
+    issue_type: Option<String>,
+}
+
+/// Read by what the JSON value is, a string or an object, so that nothing is buffered to be tried
+/// twice (which `#[serde(untagged)]` does, for every issue of every critique).
+impl<'de> Deserialize<'de> for WireIssue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<WireIssue, D::Error> {
+        struct Issue;
+        impl<'de> serde::de::Visitor<'de> for Issue {
+            type Value = WireIssue;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("an issue: a string, or an object with `text` and an optional `type`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<WireIssue, E> {
+                Ok(WireIssue::Text(text.to_owned()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<WireIssue, E> {
+                Ok(WireIssue::Text(text))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<WireIssue, A::Error> {
+                let typed = TypedIssue::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(WireIssue::Typed { text: typed.text, issue_type: typed.issue_type })
+            }
+        }
+        deserializer.deserialize_any(Issue)
+    }
 }
 
 /// Splits issues into their texts, collecting their types into `types` (each once).
@@ -326,8 +357,23 @@ mod tests {
         assert_eq!(c.issue_types, ["unknown_evidence_id", "missing_evidence"]);
         assert!(matches!(
             Critique::parse(r#"{"score": 3, "issues": [{"type": "x"}]}"#, RANGE, None),
-            Err(CritiqueError::Json(_))
+            Err(CritiqueError::Json(message)) if message.contains("missing field `text`")
         ));
+        for bad in [r#"[7]"#, r#"[["nested"]]"#, r#"[null]"#, r#"[true]"#] {
+            let json = format!(r#"{{"score": 3, "fatal_issues": {bad}}}"#);
+            let error = Critique::parse(&json, RANGE, None).unwrap_err().to_string();
+            assert!(error.contains("expected an issue: a string, or an object with `text`"), "{bad}: {error}");
+        }
+        let c = Critique::parse(
+            r#"{"score": 3, "issues": [{"text": "a", "type": null}, {"type": "t", "text": "b\n"}]}"#,
+            RANGE,
+            None,
+        )
+        .unwrap();
+        assert_eq!((c.issues, c.issue_types), (vec!["a".to_string(), "b\n".to_string()], vec!["t".to_string()]));
+        let error =
+            Critique::parse(r#"{"score": 3, "issues": [{"text": "a", "text": "b"}]}"#, RANGE, None).unwrap_err();
+        assert!(error.to_string().contains("duplicate field `text`"), "{error}");
     }
 
     #[test]

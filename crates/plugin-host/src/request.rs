@@ -80,17 +80,25 @@ pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
 
 /// [`critique_request`] of a task given as its JSON text (as a protocol 4 open carried it).
 pub(crate) fn critique_request_text(task: &str, draft: &str, round: u32) -> String {
-    let draft = serde_json::to_string(draft).expect("a string always serializes");
-    let mut request = String::with_capacity(64 + draft.len() + task.len());
-    request.push_str("{\"request_version\":");
-    request.push_str(&REQUEST_VERSION.to_string());
-    request.push_str(",\"round\":");
-    request.push_str(&round.to_string());
-    request.push_str(",\"draft\":");
-    request.push_str(&draft);
-    request.push_str(",\"task\":");
-    request.push_str(task);
-    request.push('}');
+    let mut request = request_head(REQUEST_VERSION, round, draft, task.len());
+    request.extend_from_slice(b",\"task\":");
+    request.extend_from_slice(task.as_bytes());
+    request.push(b'}');
+    String::from_utf8(request).expect("serde_json and JSON text are UTF-8")
+}
+
+/// `{"request_version":V,"round":R,"draft":"..."`, with room for `more` bytes after it.
+fn request_head(version: u32, round: u32, draft: &str, more: usize) -> Vec<u8> {
+    // Escaping grows text by a few bytes in most drafts; the rest is the fixed fields.
+    let mut request = Vec::with_capacity(64 + draft.len() + draft.len() / 16 + more);
+    // serde_json writes numbers and strings into the buffer itself, without a string of their own.
+    let fits = "numbers and strings always serialize into a Vec";
+    request.extend_from_slice(b"{\"request_version\":");
+    serde_json::to_writer(&mut request, &version).expect(fits);
+    request.extend_from_slice(b",\"round\":");
+    serde_json::to_writer(&mut request, &round).expect(fits);
+    request.extend_from_slice(b",\"draft\":");
+    serde_json::to_writer(&mut request, draft).expect(fits);
     request
 }
 
@@ -132,16 +140,9 @@ impl TaskRound {
 
 /// `{"request_version":2,"round":R,"draft":"..."}`: a request about a task opened before.
 pub fn task_request(draft: &str, round: u32) -> String {
-    let draft = serde_json::to_string(draft).expect("a string always serializes");
-    let mut request = String::with_capacity(48 + draft.len());
-    request.push_str("{\"request_version\":");
-    request.push_str(&critbench_abi::TASK_REQUEST_VERSION.to_string());
-    request.push_str(",\"round\":");
-    request.push_str(&round.to_string());
-    request.push_str(",\"draft\":");
-    request.push_str(&draft);
-    request.push('}');
-    request
+    let mut request = request_head(critbench_abi::TASK_REQUEST_VERSION, round, draft, 1);
+    request.push(b'}');
+    String::from_utf8(request).expect("serde_json writes UTF-8")
 }
 
 #[cfg(test)]
@@ -169,6 +170,17 @@ mod tests {
             serde_json::from_str(&critique_request(&TaskJson::with_labels(&task), "d", 0)).unwrap();
         assert_eq!(evaluated["task"]["labels"], serde_json::json!([{"pass": true}]));
         assert!(evaluated["task"].get("drafts").is_none(), "an evaluator never sees future drafts either");
+    }
+
+    #[test]
+    fn requests_are_written_byte_for_byte_as_documented() {
+        let draft = "a \"quoted\" line\n\u{e9}\u{1}";
+        assert_eq!(task_request(draft, 3), r#"{"request_version":2,"round":3,"draft":"a \"quoted\" line\né\u0001"}"#);
+        let task = TaskJson::new(&Task { id: "t".into(), prompt: "p".into(), ..Task::default() });
+        assert_eq!(
+            critique_request(&task, "", u32::MAX),
+            format!(r#"{{"request_version":1,"round":4294967295,"draft":"","task":{}}}"#, task.0)
+        );
     }
 
     #[test]
