@@ -9,9 +9,10 @@
 //! scope. An in-process plugin's callback carries only the host's `context`, so the host matches
 //! it to the critique in progress on the calling thread: call services from `critique`'s thread.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-use std::thread::ThreadId;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use critbench_abi::PluginInfo;
 
@@ -177,8 +178,25 @@ pub struct Host {
     /// Services this run does not offer, with what would offer them.
     withheld: BTreeMap<String, String>,
     forward: Option<Forward>,
-    /// The critique in progress on each thread calling an in-process plugin of this host.
-    current: Mutex<HashMap<ThreadId, CallScope>>,
+    /// What the critiques in progress on a thread ([`IN_PROGRESS`]) are made through.
+    id: HostId,
+}
+
+/// Tells hosts apart: each one made has its own.
+struct HostId(u64);
+
+impl Default for HostId {
+    fn default() -> HostId {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        HostId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+thread_local! {
+    /// The critiques in progress on this thread inside in-process plugins, innermost last, each
+    /// with the host it is made through. Per thread, so that workers calling plugins at once share
+    /// no lock; a stack, as a service may critique while a critique is in progress.
+    static IN_PROGRESS: RefCell<Vec<(u64, CallScope)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl std::fmt::Debug for Host {
@@ -272,41 +290,37 @@ impl Host {
     /// this thread, so the plugin's service calls during `f` are counted on it.
     pub(crate) fn within<R>(&self, scope: Option<&mut CallScope>, f: impl FnOnce() -> R) -> R {
         let Some(scope) = scope else { return f() };
-        let thread = std::thread::current().id();
-        let current = || self.current.lock().unwrap_or_else(|p| p.into_inner());
         // A critique made while another is in progress on this thread (a service that critiques)
-        // has its own scope; the outer one comes back when it ends.
-        let outer = current().insert(thread, std::mem::take(scope));
-        struct Restore<'a> {
-            host: &'a Host,
-            thread: ThreadId,
-            scope: &'a mut CallScope,
-            outer: Option<CallScope>,
-        }
+        // has its own scope on top; the outer one is this host's again when it ends.
+        IN_PROGRESS.with_borrow_mut(|stack| stack.push((self.id.0, std::mem::take(scope))));
+        /// Takes the scope back, with what the plugin's service calls added, even if `f` panics.
+        struct Restore<'a>(&'a mut CallScope);
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
-                let mut current = self.host.current.lock().unwrap_or_else(|p| p.into_inner());
-                *self.scope = current.remove(&self.thread).unwrap_or_default();
-                if let Some(outer) = self.outer.take() {
-                    current.insert(self.thread, outer);
+                // Calls nest on a thread, so the top is the scope pushed above.
+                if let Some((_, scope)) = IN_PROGRESS.with_borrow_mut(Vec::pop) {
+                    *self.0 = scope;
                 }
             }
         }
-        let _restore = Restore { host: self, thread, scope, outer };
+        let _restore = Restore(scope);
         f()
     }
 
     /// A plugin's callback: dispatches with the scope of the critique in progress on this thread.
-    /// The scope is copied out for the call (a model call can be slow, and other threads' plugins
-    /// call meanwhile) and the tokens added to it after.
+    /// The scope is copied out for the call (a service may itself critique, on this thread) and
+    /// the tokens added to it after.
     pub(crate) fn dispatch_from_plugin(&self, name: &str, request: &str) -> Result<String, ServiceError> {
-        let thread = std::thread::current().id();
-        let scope = self.current.lock().unwrap_or_else(|p| p.into_inner()).get(&thread).cloned();
+        let id = self.id.0;
+        let mine = |(host, _): &&mut (u64, CallScope)| *host == id;
+        let scope = IN_PROGRESS.with_borrow_mut(|stack| stack.iter_mut().rev().find(mine).map(|(_, s)| s.clone()));
         let reply = self.reply(name, request, scope.as_ref())?;
-        if scope.is_some()
-            && let Some(current) = self.current.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&thread)
-        {
-            current.add_tokens(reply.tokens_in, reply.tokens_out);
+        if scope.is_some() {
+            IN_PROGRESS.with_borrow_mut(|stack| {
+                if let Some((_, current)) = stack.iter_mut().rev().find(mine) {
+                    current.add_tokens(reply.tokens_in, reply.tokens_out);
+                }
+            });
         }
         Ok(reply.answer)
     }
@@ -356,6 +370,43 @@ mod tests {
             Host::new().dispatch("x", "hi", None).unwrap_err().to_string(),
             "this host offers no service `x` (no services are offered in this run)"
         );
+    }
+
+    #[test]
+    fn a_plugin_calling_back_sees_the_scope_of_its_own_host_and_thread_only() {
+        let (a, b) = (Host::new().offer("test-echo", Arc::new(Echo)), Host::new().offer("test-echo", Arc::new(Echo)));
+        let (mut in_a, mut in_b) = (CallScope::new("a", 0, 0), CallScope::new("b", 1, 2));
+        let seen = a.within(Some(&mut in_a), || {
+            let nested = b.within(Some(&mut in_b), || {
+                let other_thread =
+                    std::thread::scope(|s| s.spawn(|| b.dispatch_from_plugin("test-echo", "t").unwrap()).join());
+                (
+                    a.dispatch_from_plugin("test-echo", "x").unwrap(),
+                    b.dispatch_from_plugin("test-echo", "y").unwrap(),
+                    other_thread.unwrap(),
+                )
+            });
+            (nested, a.dispatch_from_plugin("test-echo", "z").unwrap())
+        });
+        assert_eq!(
+            seen,
+            (
+                (
+                    "x @ Some((\"a\", 0, 0, 1))".to_string(),
+                    "y @ Some((\"b\", 1, 2, 1))".to_string(),
+                    "t @ None".to_string()
+                ),
+                "z @ Some((\"a\", 0, 0, 1))".to_string()
+            )
+        );
+        assert_eq!((in_a.tokens_in, in_b.tokens_in), (Some(20), Some(10)), "tokens go to the scope of the host called");
+        assert_eq!((in_a.task_id.as_str(), in_b.task_id.as_str()), ("a", "b"), "each scope comes back to its caller");
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            a.within(Some(&mut in_a), || panic!("a plugin call that panics"))
+        }));
+        assert!(caught.is_err());
+        assert_eq!(in_a.task_id, "a", "a panicking call still gives its scope back");
+        assert_eq!(a.dispatch_from_plugin("test-echo", "after").unwrap(), "after @ None", "and leaves none behind");
     }
 
     #[test]
