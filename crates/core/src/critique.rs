@@ -167,7 +167,7 @@ fn dimensions_once<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<
 /// An issue is a line of text, or an object with the text and a short machine-readable type.
 enum WireIssue {
     Text(String),
-    Typed { text: String, issue_type: Option<String> },
+    Typed(TypedIssue),
 }
 
 /// The object form of an issue.
@@ -199,8 +199,7 @@ impl<'de> Deserialize<'de> for WireIssue {
             }
 
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<WireIssue, A::Error> {
-                let typed = TypedIssue::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                Ok(WireIssue::Typed { text: typed.text, issue_type: typed.issue_type })
+                TypedIssue::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(WireIssue::Typed)
             }
         }
         deserializer.deserialize_any(Issue)
@@ -213,7 +212,7 @@ fn split_issues(issues: Vec<WireIssue>, types: &mut Vec<String>) -> Vec<String> 
         .into_iter()
         .map(|issue| match issue {
             WireIssue::Text(text) => text,
-            WireIssue::Typed { text, issue_type } => {
+            WireIssue::Typed(TypedIssue { text, issue_type }) => {
                 if let Some(issue_type) = issue_type.filter(|t| !t.is_empty())
                     && !types.contains(&issue_type)
                 {

@@ -80,18 +80,15 @@ pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
 
 /// [`critique_request`] of a task given as its JSON text (as a protocol 4 open carried it).
 pub(crate) fn critique_request_text(task: &str, draft: &str, round: u32) -> String {
-    let mut request = request_head(REQUEST_VERSION, round, draft, task.len());
-    request.extend_from_slice(b",\"task\":");
-    request.extend_from_slice(task.as_bytes());
-    request.push(b'}');
-    String::from_utf8(request).expect("serde_json and JSON text are UTF-8")
+    request(REQUEST_VERSION, round, draft, Some(task))
 }
 
-/// `{"request_version":V,"round":R,"draft":"..."`, with room for `more` bytes after it.
-fn request_head(version: u32, round: u32, draft: &str, more: usize) -> Vec<u8> {
+/// `{"request_version":V,"round":R,"draft":"..."}`, with `"task":{...}` last when a task is given.
+/// The numbers and the escaped draft are serialized straight into the request's buffer.
+fn request(version: u32, round: u32, draft: &str, task: Option<&str>) -> String {
+    let task_len = task.map_or(0, |task| task.len() + 8);
     // Escaping grows text by a few bytes in most drafts; the rest is the fixed fields.
-    let mut request = Vec::with_capacity(64 + draft.len() + draft.len() / 16 + more);
-    // serde_json writes numbers and strings into the buffer itself, without a string of their own.
+    let mut request = Vec::with_capacity(64 + draft.len() + draft.len() / 16 + task_len);
     let fits = "numbers and strings always serialize into a Vec";
     request.extend_from_slice(b"{\"request_version\":");
     serde_json::to_writer(&mut request, &version).expect(fits);
@@ -99,7 +96,12 @@ fn request_head(version: u32, round: u32, draft: &str, more: usize) -> Vec<u8> {
     serde_json::to_writer(&mut request, &round).expect(fits);
     request.extend_from_slice(b",\"draft\":");
     serde_json::to_writer(&mut request, draft).expect(fits);
-    request
+    if let Some(task) = task {
+        request.extend_from_slice(b",\"task\":");
+        request.extend_from_slice(task.as_bytes());
+    }
+    request.push(b'}');
+    String::from_utf8(request).expect("serde_json and JSON text are UTF-8")
 }
 
 /// A critique asked among many in flight ([`crate::CriticInstance::call_many`]).
@@ -140,9 +142,7 @@ impl TaskRound {
 
 /// `{"request_version":2,"round":R,"draft":"..."}`: a request about a task opened before.
 pub fn task_request(draft: &str, round: u32) -> String {
-    let mut request = request_head(critbench_abi::TASK_REQUEST_VERSION, round, draft, 1);
-    request.push(b'}');
-    String::from_utf8(request).expect("serde_json writes UTF-8")
+    request(critbench_abi::TASK_REQUEST_VERSION, round, draft, None)
 }
 
 #[cfg(test)]
