@@ -225,6 +225,7 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
             pairs: task.pairs + 1,
             difference: task.difference + i64::from(difference),
             first_difference: task.first_difference + i64::from(first),
+            discordant: task.discordant + u64::from(difference != 0),
         });
         totals.get_mut(&task_pairs[0].0).expect("a task's group has totals").add_cluster(task);
     }

@@ -361,7 +361,6 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     if let Some(evaluated) = &report.evaluators {
         evaluators::write_files(run_dir, evaluated)?;
     }
-    report.power = power::power_rows(&outcomes, manifest.as_ref(), &compared(&report.comparisons))?;
     power::write_file(run_dir, &report.power)?;
     if let Some(record) = &report.sequential {
         sequential::write_file(run_dir, record)?;
@@ -371,7 +370,7 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
     // arm of the outcomes file), for a reader to open one by one.
     let pairs = match report.comparisons.iter().find(|c| c.between_arms_that_ran()) {
-        Some(c) => Some(show::ListedPairs::read(run_dir, &report, &c.arm_a, &c.arm_b)?),
+        Some(c) => Some(show::ListedPairs::read(&outcomes, &report, &c.arm_a, &c.arm_b)?),
         None => None,
     };
     let markdown = markdown::render_with_sections(&report, pairs.as_ref(), corrected.as_ref());
@@ -383,21 +382,6 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
         corrected.write_files(run_dir)?;
     }
     Ok(report)
-}
-
-/// The comparisons `power.csv` sizes: those of `comparisons.csv`, an `ARM+adjudicate` side being
-/// ARM's loops answered with their adjudicated pass.
-pub(crate) fn compared(comparisons: &[ComparisonRow]) -> Vec<power::Compared<'_>> {
-    fn side(label: &str) -> power::Side<'_> {
-        match label.strip_suffix(ADJUDICATED_SUFFIX) {
-            Some(arm) => power::Side { label, arm, adjudicated: true },
-            None => power::Side { label, arm: label, adjudicated: false },
-        }
-    }
-    comparisons
-        .iter()
-        .map(|c| power::Compared { config_id: &c.config_id, critic: &c.critic, a: side(&c.arm_a), b: side(&c.arm_b) })
-        .collect()
 }
 
 /// A p-value as the reports print it: four decimals, or `< 0.0001` below that.

@@ -5,18 +5,15 @@
 //! epoch part ([`critbench_stats::power`]) gives the minimum difference this run could detect, the
 //! tasks needed for a stated difference, and whether more tasks or more epochs buy precision.
 //!
-//! One more pass over `outcomes.parquet` (a projection, a batch at a time): each (config, critic,
-//! task) keeps its loops until all have arrived, as the summary does, and is then folded into a
-//! histogram of per-task (pairs, Σ d, Σ d²) per comparison, so the rows depend only on the
-//! outcomes, never on their order.
+//! The summary's pass over `outcomes.parquet` gathers them: when a (config, critic, task) has all
+//! its loops, each comparison's pairs of it are folded into that comparison's histogram of per-task
+//! (pairs, Σ d, Σ d²), so the rows depend only on the outcomes, never on their order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use critbench_stats::power::{TaskDifferences, Test, VarianceSplit};
-use critbench_storage::manifest::Manifest;
-use critbench_storage::tables::for_each_outcome_stats_in;
 use serde::Serialize;
 
 use crate::ReportError;
@@ -70,143 +67,35 @@ pub struct PowerRow {
     pub advice: String,
 }
 
-/// One side of a comparison: the loops of `arm`, answered with their adjudicated pass when
-/// `adjudicated` (the reports' `ARM+adjudicate`); `label` is how the reports name it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Side<'a> {
-    /// How the reports name the side.
-    pub label: &'a str,
-    /// The arm whose loops it is.
-    pub arm: &'a str,
-    /// Whether the loops answer with their adjudicated pass.
-    pub adjudicated: bool,
-}
+/// (pairs, Σ d, Σ d²) of a task → how many tasks had it: the summary keeps one per comparison.
+pub(crate) type Histogram = BTreeMap<(u64, i64, u64), u64>;
 
-/// A comparison to size: side A against side B within one config × critic.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Compared<'a> {
-    /// The config (policy).
-    pub config_id: &'a str,
-    /// The critic.
-    pub critic: &'a str,
-    /// Side A.
-    pub a: Side<'a>,
-    /// Side B.
-    pub b: Side<'a>,
-}
-
-/// A (config, critic, task) whose loops have not all arrived: how many have, and (side, epoch,
-/// passed) of those on a compared side.
-#[derive(Default)]
-struct OpenTask {
-    arrived: usize,
-    loops: Vec<(u32, u32, bool)>,
-}
-
-/// (pairs, Σ d, Σ d²) of a task → how many tasks had it.
-type Histogram = BTreeMap<(u64, i64, u64), u64>;
-
-/// The power of every comparison in `comparisons` (in their order), from the outcomes in `paths`;
-/// a comparison with fewer than two tasks has no row.
-pub fn power_rows(
-    paths: &[PathBuf],
-    manifest: Option<&Manifest>,
-    comparisons: &[Compared<'_>],
-) -> Result<Vec<PowerRow>, ReportError> {
-    if comparisons.is_empty() {
-        return Ok(Vec::new());
-    }
-    // Each side's number: arm → side, for the loops as they ran and as adjudicated.
-    let (mut plain, mut twins): (HashMap<String, u32>, HashMap<String, u32>) = Default::default();
-    let mut side_of = |side: &Side<'_>| -> u32 {
-        let next = (plain.len() + twins.len()) as u32;
-        let sides = if side.adjudicated { &mut twins } else { &mut plain };
-        *sides.entry(side.arm.to_string()).or_insert(next)
-    };
-    // (config, critic) → its comparisons as (index, side A, side B).
-    let mut groups: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut compared: Vec<Vec<(usize, u32, u32)>> = Vec::new();
-    for (index, c) in comparisons.iter().enumerate() {
-        let group = *groups.entry((c.config_id, c.critic)).or_insert_with(|| {
-            compared.push(Vec::new());
-            compared.len() - 1
-        });
-        compared[group].push((index, side_of(&c.a), side_of(&c.b)));
-    }
-    // Loops per (config, critic, task) when the run finished every one, as the summary counts them.
-    let expected = manifest.and_then(|m| {
-        let epochs = m.experiment.epochs? as usize;
-        let arms = m.experiment.arms.len() + m.experiment.adjudicate.len();
-        (epochs > 0 && arms > 0).then_some(epochs * arms)
+/// The row of the comparison of `label_a` and `label_b` in `config_id` × `critic`, from its
+/// tasks' differences; `None` with fewer than two tasks (nothing to estimate a variance from).
+pub(crate) fn power_row(
+    config_id: &str,
+    critic: &str,
+    label_a: &str,
+    label_b: &str,
+    histogram: &Histogram,
+) -> Option<PowerRow> {
+    let tasks = histogram.iter().map(|(&(pairs, sum, squares), &count)| {
+        (TaskDifferences { pairs, sum: sum as f64, sum_of_squares: squares as f64 }, count)
     });
-    let mut histograms: Vec<Histogram> = vec![Histogram::new(); comparisons.len()];
-    let mut open: HashMap<(usize, u128), OpenTask> = HashMap::new();
-    let close = |histograms: &mut Vec<Histogram>, group: usize, task: &mut OpenTask| {
-        let loops = &mut task.loops;
-        loops.sort_unstable();
-        for &(index, a, b) in &compared[group] {
-            let of = |side: u32| loops.iter().filter(move |l| l.0 == side).map(|l| (l.1, l.2));
-            let (mut pairs, mut sum, mut squares) = (0u64, 0i64, 0u64);
-            for (epoch, passed_a) in of(a) {
-                if let Some((_, passed_b)) = of(b).find(|(e, _)| *e == epoch) {
-                    let d = i64::from(passed_a) - i64::from(passed_b);
-                    pairs += 1;
-                    sum += d;
-                    squares += d.unsigned_abs();
-                }
-            }
-            if pairs > 0 {
-                *histograms[index].entry((pairs, sum, squares)).or_default() += 1;
-            }
-        }
-    };
-    for_each_outcome_stats_in::<std::convert::Infallible>(paths, |row| {
-        let Some(&group) = groups.get(&(row.config_id, row.critic)) else { return Ok(()) };
-        let key = (group, critbench_storage::hash128(row.task_id));
-        let task = open.entry(key).or_default();
-        if let Some(&side) = plain.get(row.arm) {
-            task.loops.push((side, row.epoch, row.passed));
-        }
-        if let (Some(passed), Some(&side)) = (row.adjudicated_passed, twins.get(row.arm)) {
-            task.loops.push((side, row.epoch, passed));
-        }
-        // Every loop counts toward the task's total, compared or not; an adjudicated one twice,
-        // as itself and as its `+adjudicate` twin.
-        task.arrived += 1 + usize::from(row.adjudicated_passed.is_some());
-        if expected == Some(task.arrived) {
-            let mut task = open.remove(&key).expect("the task was just looked up");
-            close(&mut histograms, group, &mut task);
-        }
-        Ok(())
-    })?;
-    // Tasks with fewer loops (failed loops, or no manifest to say how many): the histograms do
-    // not depend on the order they are folded in.
-    for ((group, _), mut task) in open.drain() {
-        close(&mut histograms, group, &mut task);
-    }
-    let test = Test::default();
-    let mut rows = Vec::new();
-    for (c, histogram) in comparisons.iter().zip(&histograms) {
-        let tasks = histogram.iter().map(|(&(pairs, sum, squares), &count)| {
-            (TaskDifferences { pairs, sum: sum as f64, sum_of_squares: squares as f64 }, count)
-        });
-        if let Some(split) = VarianceSplit::of(tasks) {
-            rows.push(row(c, &split, &test));
-        }
-    }
-    Ok(rows)
+    let split = VarianceSplit::of(tasks)?;
+    Some(row([config_id, critic, label_a, label_b], &split, &Test::default()))
 }
 
-/// The row of comparison `c` from its split.
-fn row(c: &Compared<'_>, split: &VarianceSplit, test: &Test) -> PowerRow {
+/// The row of the comparison named by (config, critic, side A, side B) from its split.
+fn row([config_id, critic, label_a, label_b]: [&str; 4], split: &VarianceSplit, test: &Test) -> PowerRow {
     let (tasks, epochs) = (split.tasks as f64, split.epochs);
     let mde = |tasks: f64, epochs: f64| test.mde(split, tasks, epochs);
     let [five, ten] = STATED_DIFFERENCES.map(|difference| test.tasks_needed(split, difference, epochs));
     PowerRow {
-        config_id: c.config_id.to_string(),
-        critic: c.critic.to_string(),
-        arm_a: c.a.label.to_string(),
-        arm_b: c.b.label.to_string(),
+        config_id: config_id.to_string(),
+        critic: critic.to_string(),
+        arm_a: label_a.to_string(),
+        arm_b: label_b.to_string(),
         n_tasks: split.tasks,
         epochs,
         diff: split.mean,
@@ -315,7 +204,7 @@ mod tests {
     use super::*;
     use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
 
-    /// Writes `rows` as an outcomes file in `dir`, reports it, and returns the power rows.
+    /// Writes `rows` as an outcomes file in `dir`, summarizes it, and returns the power rows.
     fn power_of(dir: &Path, rows: &[OutcomeRow]) -> Vec<PowerRow> {
         let path = dir.join("outcomes.parquet");
         let mut writer = OutcomeWriter::create(&path).unwrap();
@@ -323,8 +212,7 @@ mod tests {
             writer.push(row.clone()).unwrap();
         }
         writer.close().unwrap();
-        let report = crate::summarize_file(&path, None).unwrap();
-        power_rows(&[path], None, &crate::compared(&report.comparisons)).unwrap()
+        crate::summarize_file(&path, None).unwrap().power
     }
 
     fn loop_row(task: &str, arm: &str, epoch: u32, passed: bool) -> OutcomeRow {

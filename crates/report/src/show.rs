@@ -6,14 +6,14 @@
 //! columns shown are decoded, so showing one task of a run of a million rounds reads a row group
 //! or two.
 
-use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use critbench_core::{Arm, ExitReason};
 use critbench_storage::tables::for_each_outcome_stats_in;
 use critbench_storage::task_rounds::{TaskRound, read_task_rounds};
 
+use crate::summary::{KeyMap, task_hash};
 use crate::{QueryError, Report, ReportError, WantedKey};
 
 /// Which loop of a task to show; `None` keys take the first loop that matches the others.
@@ -318,21 +318,27 @@ pub fn discordant_pairs_limited(
 ) -> Result<Vec<PairGroup>, ReportError> {
     let paths = crate::table_files(run_dir, "outcomes")?;
     crate::check_tables(run_dir)?;
+    pairs_in(&paths, arm_a, arm_b, limit)
+}
+
+/// [`discordant_pairs_limited`] of the outcomes in `paths`, already checked against their
+/// manifest (or just written).
+fn pairs_in(paths: &[PathBuf], arm_a: &str, arm_b: &str, limit: usize) -> Result<Vec<PairGroup>, ReportError> {
     if arm_a == arm_b {
         return Err(QueryError::SameArmTwice(arm_a.to_string()).into());
     }
     let mut arms: Vec<String> = Vec::new();
     let mut groups: Vec<PairGroup> = Vec::new();
     let mut found: Vec<Vec<DiscordantPair>> = Vec::new();
-    let mut group_index: HashMap<(String, String), usize> = HashMap::new();
+    let mut last_group = 0;
     // (group, task, epoch) → [A passed, B passed], until both have been read.
-    let mut open: HashMap<(usize, String, u32), [Option<bool>; 2]> = HashMap::new();
+    let mut open: KeyMap<(usize, u128, u32), [Option<bool>; 2]> = KeyMap::default();
     // The first `limit` pairs by task and epoch, trimmed now and then so memory stays bounded.
     let keep_first = |pairs: &mut Vec<DiscordantPair>| {
         pairs.sort_unstable_by(|x, y| (&x.task_id, x.epoch).cmp(&(&y.task_id, y.epoch)));
         pairs.truncate(limit);
     };
-    for_each_outcome_stats_in::<std::convert::Infallible>(&paths, |row| {
+    for_each_outcome_stats_in::<std::convert::Infallible>(paths, |row| {
         if !arms.iter().any(|a| a == row.arm) {
             arms.push(row.arm.to_string());
         }
@@ -343,21 +349,29 @@ pub fn discordant_pairs_limited(
         } else {
             return Ok(());
         };
-        let group_key = (row.config_id.to_string(), row.critic.to_string());
-        let group = *group_index.entry(group_key).or_insert_with(|| {
-            groups.push(PairGroup {
-                config: row.config_id.to_string(),
-                critic: row.critic.to_string(),
-                units: 0,
-                a_only: 0,
-                b_only: 0,
-                pairs: Vec::new(),
-            });
-            found.push(Vec::new());
-            groups.len() - 1
-        });
-        let key = (group, row.task_id.to_string(), row.epoch);
-        let unit = open.entry(key.clone()).or_default();
+        // Rows of one config × critic come together, and the groups are few: the last one nearly
+        // always matches, and a scan finds the others.
+        let is_row_group = |g: &PairGroup| g.config == row.config_id && g.critic == row.critic;
+        if !groups.get(last_group).is_some_and(is_row_group) {
+            last_group = match groups.iter().position(is_row_group) {
+                Some(group) => group,
+                None => {
+                    groups.push(PairGroup {
+                        config: row.config_id.to_string(),
+                        critic: row.critic.to_string(),
+                        units: 0,
+                        a_only: 0,
+                        b_only: 0,
+                        pairs: Vec::new(),
+                    });
+                    found.push(Vec::new());
+                    groups.len() - 1
+                }
+            };
+        }
+        let group = last_group;
+        let key = (group, task_hash(row.task_id), row.epoch);
+        let unit = open.entry(key).or_default();
         unit[side] = Some(row.passed);
         let [Some(a), Some(b)] = *unit else { return Ok(()) };
         open.remove(&key);
@@ -370,7 +384,7 @@ pub fn discordant_pairs_limited(
                 counts.b_only += 1;
             }
             let pairs = &mut found[group];
-            pairs.push(DiscordantPair { task_id: key.1, epoch: key.2, a_passed: a });
+            pairs.push(DiscordantPair { task_id: row.task_id.to_string(), epoch: row.epoch, a_passed: a });
             if pairs.len() >= limit.saturating_mul(2).max(16) {
                 keep_first(pairs);
             }
@@ -409,11 +423,16 @@ pub(crate) struct ListedPairs {
 }
 
 impl ListedPairs {
-    /// Reads the pairs of `arm_a` and `arm_b` in the run, at most [`LISTED_PAIRS`] of each group,
-    /// the groups in the order of `report`'s summary (so the list does not depend on the order of
-    /// the rows).
-    pub(crate) fn read(run_dir: &Path, report: &Report, arm_a: &str, arm_b: &str) -> Result<ListedPairs, ReportError> {
-        let mut groups = discordant_pairs_limited(run_dir, arm_a, arm_b, LISTED_PAIRS)?;
+    /// Reads the pairs of `arm_a` and `arm_b` in the outcomes `paths` (checked, or just written,
+    /// as the summary's), at most [`LISTED_PAIRS`] of each group, the groups in the order of
+    /// `report`'s summary (so the list does not depend on the order of the rows).
+    pub(crate) fn read(
+        paths: &[PathBuf],
+        report: &Report,
+        arm_a: &str,
+        arm_b: &str,
+    ) -> Result<ListedPairs, ReportError> {
+        let mut groups = pairs_in(paths, arm_a, arm_b, LISTED_PAIRS)?;
         let position = |group: &PairGroup| {
             let found = report.summary.iter().position(|r| r.config_id == group.config && r.critic == group.critic);
             (found.unwrap_or(usize::MAX), group.config.clone(), group.critic.clone())

@@ -32,6 +32,7 @@ use notes::{censored_note, notes};
 use totals::ArmTotals;
 pub(crate) use totals::{Loop, PairTotals, TaskPairs, matched_epochs};
 
+use crate::power::PowerRow;
 use crate::{ReportError, RowError};
 
 /// The fewest Monte Carlo resamples of a task-cluster bootstrap that is not computed exactly
@@ -248,8 +249,8 @@ pub struct Report {
     /// (for the reports; not written to `summary.json`).
     #[serde(skip)]
     pub by_kind: Vec<KindReport>,
-    /// How many tasks each comparison needs (`power.csv`; filled by [`crate::write_reports`], not
-    /// written to `summary.json`).
+    /// How many tasks each comparison needs (`power.csv`, a row per comparison over two tasks or
+    /// more, in their order; not written to `summary.json`).
     #[serde(skip)]
     pub power: Vec<crate::power::PowerRow>,
     /// What the held-out evaluators said of the same answers (`evaluators.csv`; filled by
@@ -430,7 +431,9 @@ fn fold_task(arms: &mut [ArmTotals], pairs: &mut HashMap<(u16, u16), PairTotals>
     }
 }
 
-/// The summary rows of `arms` in reading order, and the comparison of every two that have pairs.
+/// The summary rows of `arms` in reading order, and the comparison of every two that have pairs;
+/// with `power`, also the comparisons' `power.csv` rows.
+#[allow(clippy::too_many_arguments)]
 fn group_rows(
     config_id: &str,
     critic: &str,
@@ -439,6 +442,7 @@ fn group_rows(
     seed: u64,
     summary: &mut Vec<SummaryRow>,
     comparisons: &mut Vec<ComparisonRow>,
+    mut power: Option<&mut Vec<PowerRow>>,
 ) {
     let mut order: Vec<usize> = (0..arms.len()).collect();
     order.sort_by(|&a, &b| arms[a].rank.cmp(&arms[b].rank));
@@ -449,7 +453,11 @@ fn group_rows(
                 continue;
             }
             if let Some(pair) = pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
-                comparisons.push(pair.row(config_id, critic, &arms[a].name, &arms[b].name, seed));
+                let (label_a, label_b) = (&arms[a].name, &arms[b].name);
+                comparisons.push(pair.row(config_id, critic, label_a, label_b, seed));
+                if let Some(power) = power.as_deref_mut() {
+                    power.extend(pair.power(config_id, critic, label_a, label_b));
+                }
             }
         }
     }
@@ -665,6 +673,7 @@ impl Summarizer {
         groups.sort_by_cached_key(|g| (rank(&config_order, &g.config_id), rank(&critic_order, &g.critic)));
         let mut summary = Vec::new();
         let mut comparisons = Vec::new();
+        let mut power = Vec::new();
         for group in &groups {
             group_rows(
                 &group.config_id,
@@ -674,6 +683,7 @@ impl Summarizer {
                 seed,
                 &mut summary,
                 &mut comparisons,
+                Some(&mut power),
             );
         }
         // Kinds by name (tasks without one last), so the order does not depend on the rows'.
@@ -698,6 +708,7 @@ impl Summarizer {
                             seed,
                             &mut rows.summary,
                             &mut rows.comparisons,
+                            None,
                         );
                     }
                 }
@@ -731,7 +742,7 @@ impl Summarizer {
             summary,
             comparisons,
             by_kind,
-            power: Vec::new(),
+            power,
             evaluators: None,
             backend: Default::default(),
             sequential: None,

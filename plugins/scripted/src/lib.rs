@@ -6,7 +6,9 @@
 //! be tested on known score sequences. It is also the critic of the throughput benchmark, so it
 //! never builds the task: it borrows the raw JSON text of the one critique it returns. It speaks
 //! ABI version 2 ([`TaskCritic`]): a loop's task is read once, when the host opens it, and each
-//! round's request then carries only the round and the draft.
+//! round's request then carries only the round and the draft. The host opens a task's loops (one
+//! per arm, config and epoch) one after another on a thread, so each thread keeps the last task it
+//! read: a task opened again with the same text shares that reading instead of parsing it again.
 //!
 //! ```
 //! use critbench_abi::{CriticPlugin, Host};
@@ -20,7 +22,9 @@
 
 #![warn(missing_docs)]
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use critbench_abi::{CriticError, CriticPlugin, Host, TaskCritic};
 use serde::Deserialize;
@@ -112,12 +116,10 @@ impl CriticPlugin for Scripted {
     }
 }
 
-impl TaskCritic for Scripted {
-    type Task = Script;
-
+impl Script {
     /// Copies the task's critiques out as they are written; a task without any is refused here,
     /// with the message `critique` gives for it.
-    fn open_task(&self, task: &str) -> Result<Script, CriticError> {
+    fn read(task: &str) -> Result<Script, CriticError> {
         let task: ScriptedTask = serde_json::from_str(task).map_err(|e| format!("malformed task: {e}"))?;
         if task.critiques.is_empty() {
             return Err(unscripted(&task));
@@ -131,8 +133,40 @@ impl TaskCritic for Scripted {
             .collect();
         Ok(Script { texts, ends })
     }
+}
 
-    fn critique_task(&self, script: &Script, request: &str) -> Result<String, CriticError> {
+thread_local! {
+    /// The text of the task this thread read last, and its script. A script depends on the
+    /// task's text alone, so an equal text may share it; a task that is refused is not kept.
+    static LAST_READ: RefCell<(String, Option<Arc<Script>>)> = const { RefCell::new((String::new(), None)) };
+}
+
+impl TaskCritic for Scripted {
+    type Task = Arc<Script>;
+
+    /// [`Script::read`] of the task, shared with the loop this thread opened before when that
+    /// loop's task has the same text.
+    fn open_task(&self, task: &str) -> Result<Arc<Script>, CriticError> {
+        LAST_READ.with(|last| {
+            let mut last = last.borrow_mut();
+            let (text, script) = &mut *last;
+            if let Some(script) = script.as_ref().filter(|_| text == task) {
+                return Ok(Arc::clone(script));
+            }
+            *script = None;
+            let read = Arc::new(Script::read(task)?);
+            // One long task must not hold its size on the thread for the rest of the run.
+            if text.capacity() > 2 * task.len() + (1 << 16) {
+                *text = String::new();
+            }
+            text.clear();
+            text.push_str(task);
+            *script = Some(Arc::clone(&read));
+            Ok(read)
+        })
+    }
+
+    fn critique_task(&self, script: &Arc<Script>, request: &str) -> Result<String, CriticError> {
         let request: Round = serde_json::from_str(request).map_err(|e| format!("malformed critique request: {e}"))?;
         scripted(script.ends.len(), request.round, |index| script.critique(index))
     }
@@ -246,6 +280,33 @@ mod tests {
             let error = critic().critique_task(&script, bad).unwrap_err().to_string();
             assert!(error.starts_with("malformed critique request"), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn a_task_opened_again_with_the_same_text_shares_its_reading() {
+        let a = r#"{"id": "a", "critiques": [{"score": 1}]}"#;
+        let b = r#"{"id": "b", "critiques": [{"score": 2}]}"#;
+        let first = critic().open_task(a).unwrap();
+        assert!(Arc::ptr_eq(&first, &critic().open_task(a).unwrap()), "the next loop of the task");
+        let other = critic().open_task(b).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(critic().critique_task(&other, r#"{"round": 0}"#).unwrap(), r#"{"score": 2}"#);
+        // The same length, another text: read anew.
+        let changed = r#"{"id": "b", "critiques": [{"score": 3}]}"#;
+        assert_eq!(changed.len(), b.len());
+        let reread = critic().open_task(changed).unwrap();
+        assert_eq!(critic().critique_task(&reread, r#"{"round": 0}"#).unwrap(), r#"{"score": 3}"#);
+        // A refused task is refused every time, and forgets the task read before it.
+        let refused = r#"{"id": "c", "critiques": []}"#;
+        for _ in 0..2 {
+            assert!(critic().open_task(refused).unwrap_err().to_string().contains("\"c\""));
+        }
+        assert!(!Arc::ptr_eq(&reread, &critic().open_task(changed).unwrap()));
+        // A long task's text is not kept at its size once a short one is read.
+        let long = format!(r#"{{"id": "long", "prompt": "{}", "critiques": [{{"score": 4}}]}}"#, "x".repeat(1 << 20));
+        critic().open_task(&long).unwrap();
+        critic().open_task(a).unwrap();
+        assert!(LAST_READ.with(|last| last.borrow().0.capacity()) < 1 << 20);
     }
 
     #[test]

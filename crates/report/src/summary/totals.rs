@@ -13,6 +13,8 @@ use critbench_stats::binomial::{mcnemar_exact, sign_test, wilson_interval};
 use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
 use critbench_stats::descriptive::ExactSum;
 
+use crate::power::{Histogram, PowerRow};
+
 /// One loop of an open task: what the per-task statistics need of it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Loop {
@@ -181,12 +183,14 @@ impl ArmTotals {
     }
 }
 
-/// One task's pairs: how many, and A's passes minus B's (all, and first drafts).
+/// One task's pairs: how many, A's passes minus B's (all, and first drafts), and those where
+/// one side passed and the other did not.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct TaskPairs {
     pub pairs: u64,
     pub difference: i64,
     pub first_difference: i64,
+    pub discordant: u64,
 }
 
 /// The paired statistics of side A against side B, task by task.
@@ -215,6 +219,9 @@ pub(crate) struct PairTotals {
     b_better: u64,
     /// (pairs, A-only − B-only, the same for first drafts) of a task → how many tasks had it.
     clusters: BTreeMap<(u64, i64, i64), u64>,
+    /// (pairs, Σ d, Σ d²) of a task, d = A passed − B passed → how many tasks had it: what
+    /// `power.csv` splits into task and epoch variance.
+    differences: Histogram,
 }
 
 impl PairTotals {
@@ -252,6 +259,7 @@ impl PairTotals {
         task.pairs += 1;
         task.difference += i64::from(a.passed) - i64::from(b.passed);
         task.first_difference += i64::from(a.first) - i64::from(b.first);
+        task.discordant += u64::from(a.passed != b.passed);
     }
 
     /// Adds a task whose pairs were all given to [`PairTotals::add_pair`].
@@ -263,10 +271,16 @@ impl PairTotals {
         self.a_better += u64::from(task.difference > 0);
         self.b_better += u64::from(task.difference < 0);
         *self.clusters.entry((task.pairs, task.difference, task.first_difference)).or_default() += 1;
+        *self.differences.entry((task.pairs, task.difference, task.discordant)).or_default() += 1;
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.n_pairs == 0
+    }
+
+    /// The `power.csv` row of this comparison; `None` with fewer than two tasks.
+    pub(crate) fn power(&self, config_id: &str, critic: &str, label_a: &str, label_b: &str) -> Option<PowerRow> {
+        crate::power::power_row(config_id, critic, label_a, label_b, &self.differences)
     }
 
     /// The comparison row; `seed` is the run's, for a bootstrap that resamples (the data pick
