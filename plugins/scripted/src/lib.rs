@@ -144,8 +144,8 @@ thread_local! {
 impl TaskCritic for Scripted {
     type Task = Arc<Script>;
 
-    /// [`Script::read`] of the task, shared with the loop this thread opened before when that
-    /// loop's task has the same text.
+    /// The task's script, read from its text, or shared with the loop this thread opened before
+    /// when that loop's task has the same text.
     fn open_task(&self, task: &str) -> Result<Arc<Script>, CriticError> {
         LAST_READ.with(|last| {
             let mut last = last.borrow_mut();
