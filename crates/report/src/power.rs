@@ -82,16 +82,12 @@ pub(crate) fn power_row(
     let tasks = histogram.iter().map(|(&(pairs, sum, squares), &count)| {
         (TaskDifferences { pairs, sum: sum as f64, sum_of_squares: squares as f64 }, count)
     });
-    let split = VarianceSplit::of(tasks)?;
-    Some(row([config_id, critic, label_a, label_b], &split, &Test::default()))
-}
-
-/// The row of the comparison named by (config, critic, side A, side B) from its split.
-fn row([config_id, critic, label_a, label_b]: [&str; 4], split: &VarianceSplit, test: &Test) -> PowerRow {
+    let split = &VarianceSplit::of(tasks)?;
+    let test = Test::default();
     let (tasks, epochs) = (split.tasks as f64, split.epochs);
     let mde = |tasks: f64, epochs: f64| test.mde(split, tasks, epochs);
     let [five, ten] = STATED_DIFFERENCES.map(|difference| test.tasks_needed(split, difference, epochs));
-    PowerRow {
+    Some(PowerRow {
         config_id: config_id.to_string(),
         critic: critic.to_string(),
         arm_a: label_a.to_string(),
@@ -112,7 +108,7 @@ fn row([config_id, critic, label_a, label_b]: [&str; 4], split: &VarianceSplit, 
         tasks_for_5pp: five,
         tasks_for_10pp: ten,
         advice: split.advice().as_str().to_string(),
-    }
+    })
 }
 
 /// Writes `power.csv` into the run directory, atomically (a header alone when nothing was
