@@ -87,7 +87,7 @@ pub fn run_chunk(
     batches: Option<&CriticBatches>,
 ) -> ChunkResult {
     if plan.critics.iter().any(|critic| critic.pipelined()) {
-        let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false, batches));
+        let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false, batches, None));
         // The loops never wait on anything but their batch, so the recording is done in one poll.
         return match recording.poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(result) => result,
@@ -276,6 +276,7 @@ async fn record_chunk(
     stop: &AtomicBool,
     awaiting: bool,
     batches: Option<&CriticBatches>,
+    room: Option<&Room>,
 ) -> ChunkResult {
     let units: Vec<(usize, Unit)> = (chunk.tasks.iter().enumerate())
         .flat_map(|(at, admitted)| {
@@ -287,8 +288,10 @@ async fn record_chunk(
     let batch: Vec<Arc<Batch>> = (0..groups).map(|_| Arc::new(Batch::default())).collect();
     // The groups whose batch is out, the oldest first; at most one between passes.
     let mut out: VecDeque<usize> = VecDeque::with_capacity(groups);
-    let most = IN_FLIGHT * groups;
+    let most = room.map_or(IN_FLIGHT * groups, |room| room.per_chunk(usize::MAX));
     let in_flight = most.min(units.len());
+    // Loops recorded: each gives its worker's room back a loop once fewer are left than `most`.
+    let mut recorded = 0;
     let woken = Arc::new(LoopsWoken { state: Mutex::new((Vec::with_capacity(in_flight), Waker::noop().clone())) });
     // Places for the loops in flight, each with the waker its loop polls with; a place freed by a
     // recorded loop takes the next.
@@ -373,6 +376,12 @@ async fn record_chunk(
                 place.flying = None;
                 free.push(at);
                 flying -= 1;
+                recorded += 1;
+                if let Some(room) = room
+                    && units.len() - recorded < most
+                {
+                    room.give_back(1);
+                }
             }
             match batches {
                 None if batch[0].is_waiting() => {
@@ -400,6 +409,10 @@ async fn record_chunk(
     })
     .await;
     drop(places);
+    // The loops of a stopped chunk that were never recorded hold no place either.
+    if let Some(room) = room {
+        room.give_back((units.len() - recorded).min(most));
+    }
     // Whole tasks only: a task with a loop left unrecorded is not part of the result.
     let mut done = done.into_iter();
     let mut units = units.into_iter().peekable();
@@ -493,7 +506,38 @@ pub enum Intake {
 struct Slot<'a> {
     recording: Pin<Box<dyn Future<Output = ChunkResult> + 'a>>,
     waker: Waker,
-    loops: usize,
+}
+
+/// A worker's room for loops in flight, shared by its chunks: a chunk holds room for as many
+/// loops as it may still have in flight at once, and gives it back as its loops are recorded, so
+/// that a chunk waiting for its last loop holds room for that loop alone and the worker starts
+/// other chunks' loops in the room the finished ones left.
+pub(crate) struct Room {
+    at_most: usize,
+    held: std::cell::Cell<usize>,
+}
+
+impl Room {
+    fn new(at_most: usize) -> Room {
+        Room { at_most: at_most.max(1), held: std::cell::Cell::new(0) }
+    }
+
+    /// How many of a chunk's `loops` are in flight at once.
+    fn per_chunk(&self, loops: usize) -> usize {
+        loops.min(IN_FLIGHT).min(self.at_most)
+    }
+
+    fn has_room(&self) -> bool {
+        self.held.get() < self.at_most
+    }
+
+    fn take(&self, loops: usize) {
+        self.held.set(self.held.get() + self.per_chunk(loops));
+    }
+
+    fn give_back(&self, loops: usize) {
+        self.held.set(self.held.get() - loops);
+    }
 }
 
 /// The chunk futures woken since the worker last looked, and the worker to unpark.
@@ -530,8 +574,10 @@ impl Wake for SlotWaker {
 const INTAKE_POLL: Duration = Duration::from_millis(1);
 
 /// A worker whose loops await their author: takes chunks from `intake` (waiting there only when
-/// it has nothing in flight) while its chunks hold fewer than `loops_at_most` loops, drives them
-/// all on this thread, and hands each recorded chunk to `deliver` (which says whether to go on).
+/// it has nothing in flight) while its chunks hold room ([`Room`]) for fewer than `loops_at_most`
+/// loops in flight, drives them all on this thread, and hands each recorded chunk to `deliver`
+/// (which says whether to go on). A chunk's loops in flight are at most `loops_at_most`, so with
+/// one slot a worker runs one loop at a time, whatever the chunk's size.
 pub fn work_together<'a>(
     plan: &'a Plan<'a>,
     scope: Scope,
@@ -541,24 +587,24 @@ pub fn work_together<'a>(
     mut deliver: impl FnMut(ChunkResult) -> bool,
 ) {
     let woken = Arc::new(Woken { slots: Mutex::new(Vec::new()), worker: std::thread::current() });
-    let mut slots: Vec<Option<Slot<'a>>> = Vec::new();
+    let room = Room::new(loops_at_most);
+    let mut slots: Vec<Option<Slot<'_>>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
-    let (mut live, mut loops, mut open) = (0, 0, true);
+    let (mut live, mut open) = (0, true);
     loop {
-        while open && loops < loops_at_most.max(1) {
+        while open && room.has_room() {
             match intake(live == 0) {
                 Intake::Chunk(chunk) => {
                     let slot = free.pop().unwrap_or_else(|| {
                         slots.push(None);
                         slots.len() - 1
                     });
-                    let size = loops_of(plan, &chunk, scope);
+                    room.take(loops_of(plan, &chunk, scope));
                     let waker = Waker::from(Arc::new(SlotWaker { slot, woken: Arc::clone(&woken) }));
-                    let recording = Box::pin(record_chunk(plan, chunk, scope, stop, true, None));
-                    slots[slot] = Some(Slot { recording, waker, loops: size });
+                    let recording = Box::pin(record_chunk(plan, chunk, scope, stop, true, None, Some(&room)));
+                    slots[slot] = Some(Slot { recording, waker });
                     woken.slots.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
                     live += 1;
-                    loops += size;
                 }
                 Intake::Empty => break,
                 Intake::Closed => open = false,
@@ -569,7 +615,7 @@ pub fn work_together<'a>(
         }
         let ready = std::mem::take(&mut *woken.slots.lock().unwrap_or_else(|e| e.into_inner()));
         if ready.is_empty() {
-            if open && loops < loops_at_most.max(1) {
+            if open && room.has_room() {
                 std::thread::park_timeout(INTAKE_POLL);
             } else {
                 // Nothing to take from the intake: only an answer (a waker) has news.
@@ -582,7 +628,6 @@ pub fn work_together<'a>(
             let Some(chunk) = slots[slot].as_mut() else { continue };
             let polled = chunk.recording.as_mut().poll(&mut Context::from_waker(&chunk.waker));
             if let Poll::Ready(result) = polled {
-                loops -= chunk.loops;
                 live -= 1;
                 slots[slot] = None;
                 free.push(slot);

@@ -66,6 +66,36 @@ pub struct RunOptions {
 /// loops, few enough that a chunk's rows are a few hundred kilobytes.
 const OFFLINE_CHUNK_TASKS: usize = 256;
 
+/// Tasks per chunk at most when a worker's loops are futures awaiting a model server: the
+/// worker's room for loops in flight is counted by loop, not chunk ([`crate::loops::Room`]), so a
+/// chunk may hold several tasks, and a chunk's rows (built and handed to the sink at once) cost
+/// less per loop.
+const AWAITING_CHUNK_TASKS: usize = 8;
+
+/// Workers whose room a chunk fits in whole, at least: see [`awaiting_chunk_tasks`].
+const AWAITING_CHUNK_FITS_WORKERS: usize = 8;
+
+/// Tasks per chunk for loops that await a model server: up to [`AWAITING_CHUNK_TASKS`], few enough
+/// that a chunk's loops all start at once in the room of one of up to
+/// [`AWAITING_CHUNK_FITS_WORKERS`] workers. A run that stops (a signal, a budget) records a chunk
+/// only whole, and a chunk whose loops all started ends them all; it does not leave the
+/// requests already answered unrecorded. From `concurrency` alone, not `--jobs`: a resumed run
+/// counts chunks as the run it resumes did, whatever its `--jobs`.
+fn awaiting_chunk_tasks(experiment: &Experiment, concurrency: u32) -> usize {
+    let shape = experiment.task_shape();
+    let (loops_per_task, _) = shape.load();
+    let room = loops_in_flight(concurrency) / AWAITING_CHUNK_FITS_WORKERS;
+    let fit = (room as u128 / loops_per_task.max(1)).clamp(1, AWAITING_CHUNK_TASKS as u128) as usize;
+    shape.tasks_per_chunk(fit)
+}
+
+/// Loops in flight across the workers when their author awaits a model server at `concurrency`:
+/// a little more than `concurrency`, because a loop between two requests (its critique) or sharing
+/// its first draft's request with the other arms holds no slot.
+fn loops_in_flight(concurrency: u32) -> usize {
+    concurrency as usize * 5 / 4
+}
+
 /// Runs the whole experiment with the author its `backend` names and writes the run directory
 /// (docs/FORMAT.md).
 pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, EngineError> {
@@ -121,10 +151,13 @@ fn run_inner(
     }
     let workers = Workers::of(experiment, &plan);
     let jobs = workers.threads;
-    // Loops that wait on a model server go a task at a time, so that every worker has one; long
-    // loops go fewer tasks at a time, so that the chunks in flight stay small.
-    let chunk_tasks =
-        if experiment.openai.is_some() { 1 } else { experiment.task_shape().tasks_per_chunk(OFFLINE_CHUNK_TASKS) };
+    // Loops on a thread each that wait on a model server go a task at a time, so that every
+    // thread has one; long loops go fewer tasks at a time, so that the chunks in flight stay small.
+    let chunk_tasks = match (&experiment.openai, workers.loops_each) {
+        (Some(_), None) => 1,
+        (Some(openai), Some(_)) => awaiting_chunk_tasks(experiment, openai.concurrency()),
+        (None, _) => experiment.task_shape().tasks_per_chunk(OFFLINE_CHUNK_TASKS),
+    };
     // Every file is opened (format, header, schema checked) before anything runs or is written.
     let mut source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
     let total_bytes = source.total_bytes();
@@ -286,9 +319,7 @@ impl Workers {
         match &experiment.openai {
             Some(openai) if plan.awaits_author() => {
                 let threads = if experiment.jobs > 0 { experiment.jobs } else { crate::experiment::available_cores() };
-                // A little more than `concurrency`: a loop between two requests (its critique) or
-                // sharing its first draft's request with the other arms holds no slot.
-                let loops = openai.concurrency() as usize * 5 / 4;
+                let loops = loops_in_flight(openai.concurrency());
                 Workers { threads, loops_each: Some(loops.div_ceil(threads).max(1)) }
             }
             _ => Workers { threads: experiment.blocking_jobs(), loops_each: None },
@@ -652,3 +683,42 @@ fn check_budget(budget: Option<&Arc<AtomicBool>>, interrupted: &mut Option<Stopp
 
 /// How long an interrupted run waits for the loops in flight before it ends without them.
 pub(crate) const INTERRUPT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn experiment(arms: &str, epochs: u32, concurrency: u32) -> Experiment {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        let text = format!(
+            "name = \"t\"\ndataset = \"d.jsonl\"\nbackend = \"openai\"\narms = {arms}\nepochs = {epochs}\n\
+             [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n\
+             [openai]\nbase_url = \"http://127.0.0.1:1/v1\"\nconcurrency = {concurrency}\nmodels = {{ generator = \"m\" }}\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        Experiment::load(&path, &crate::experiment::Overrides::default()).unwrap()
+    }
+
+    /// A chunk's loops fit whole in the room of each of eight workers: 1,280 loops in flight at
+    /// 1,024 are 160 a worker, so eight tasks of two loops; at 64 in flight, 10 a worker, so five.
+    #[test]
+    fn a_chunk_of_loops_awaiting_a_server_fits_a_workers_room() {
+        let tasks = |arms: &str, epochs: u32, concurrency: u32| {
+            awaiting_chunk_tasks(&experiment(arms, epochs, concurrency), concurrency)
+        };
+        assert_eq!(tasks("[\"feedback\", \"no-feedback\"]", 1, 1024), AWAITING_CHUNK_TASKS);
+        assert_eq!(tasks("[\"feedback\", \"no-feedback\"]", 1, 64), 5);
+        assert_eq!(tasks("[\"feedback\", \"no-feedback\"]", 1, 16), 1);
+        assert_eq!(tasks("[\"feedback\", \"no-feedback\"]", 1, 1), 1);
+        // Three arms and two epochs: six loops a task, 10 a worker at 64 in flight.
+        assert_eq!(tasks("[\"feedback\", \"no-feedback\", \"single\"]", 2, 64), 1);
+        assert_eq!(tasks("[\"feedback\", \"no-feedback\", \"single\"]", 2, 1024), 8);
+        for concurrency in [1, 7, 64, 100, 1024, 4096] {
+            let experiment = experiment("[\"feedback\", \"no-feedback\"]", 1, concurrency);
+            let chunk_loops = awaiting_chunk_tasks(&experiment, concurrency) * 2;
+            let room = loops_in_flight(concurrency).div_ceil(AWAITING_CHUNK_FITS_WORKERS).max(1);
+            assert!(chunk_loops <= room.max(2), "{concurrency}: {chunk_loops} loops a chunk, {room} a worker");
+        }
+    }
+}

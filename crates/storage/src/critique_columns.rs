@@ -172,18 +172,24 @@ fn append_list(builder: &mut ListBuilder<StringBuilder>, items: &[String]) {
     builder.append(true);
 }
 
+/// Room for the text of a batch of short strings (ids, labels): a guess, grown as needed.
+pub(crate) const TEXT_BYTES_PER_ROW: usize = 16;
+
 impl CritiqueBuilders {
     /// Builders with room for `rows` critiques.
     pub fn with_capacity(rows: usize) -> CritiqueBuilders {
+        // Sized for the batch, not arrow's default of 1,024 values: a chunk of a few tasks then
+        // costs a few small buffers, not some forty kilobytes of them.
+        let text = || StringBuilder::with_capacity(rows, rows * TEXT_BYTES_PER_ROW);
         CritiqueBuilders {
             score: Float64Builder::with_capacity(rows),
-            dims: MapBuilder::new(None, StringBuilder::new(), Float64Builder::new()),
-            issues: ListBuilder::new(StringBuilder::new()),
-            fatal_issues: ListBuilder::new(StringBuilder::new()),
-            issue_types: ListBuilder::new(StringBuilder::new()),
-            suggestions: StringBuilder::new(),
-            rationale: StringBuilder::new(),
-            critic_passed: BooleanBuilder::new(),
+            dims: MapBuilder::with_capacity(None, text(), Float64Builder::with_capacity(rows), rows),
+            issues: ListBuilder::with_capacity(text(), rows),
+            fatal_issues: ListBuilder::with_capacity(text(), rows),
+            issue_types: ListBuilder::with_capacity(text(), rows),
+            suggestions: text(),
+            rationale: text(),
+            critic_passed: BooleanBuilder::with_capacity(rows),
         }
     }
 

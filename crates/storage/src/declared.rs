@@ -14,7 +14,7 @@ use arrow_schema::{DataType, Field};
 use critbench_core::{Arm, ExitReason};
 
 use crate::columns::{Columns, TableError};
-use crate::critique_columns::{CritiqueBuilders, CritiqueColumns};
+use crate::critique_columns::{CritiqueBuilders, CritiqueColumns, TEXT_BYTES_PER_ROW};
 use crate::schema::{int32, int64};
 
 /// How a row field's Rust type is stored: in one column, or in several (a critique's, declared
@@ -95,9 +95,6 @@ pub(crate) trait ReadColumn<'a>: Sized {
     /// an error names the row of the file.
     fn read(c: &Columns<'a>, name: &str, first_row: usize) -> Result<Vec<Self>, TableError>;
 }
-
-/// Room for the text of a batch of short strings (ids, labels): a guess, grown as needed.
-const TEXT_BYTES_PER_ROW: usize = 16;
 
 macro_rules! text_column {
     ($ty:ty, $nullable:expr, |$value:ident, $builder:ident| $append:expr) => {

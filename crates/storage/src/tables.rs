@@ -1228,7 +1228,7 @@ pub(crate) mod tests {
         let appended = dir.path().join("appended.parquet");
         let mut writer = TrajectoryWriter::create(&appended).unwrap();
         let mut at = 0;
-        // Small chunks too (a model-backed run's are a task each), which the file holds back
+        // Small chunks too (a model-backed run's are a few tasks each), which the file holds back
         // and writes together.
         for (chunk, size) in [3000, 9000, 0, 12_345, 1, 7, 300, 2].into_iter().cycle().enumerate() {
             if at == total {

@@ -119,3 +119,55 @@ fn an_open_file_limit_too_low_for_the_concurrency_is_named_with_what_to_do() {
     );
     assert!(!out.join("outcomes.parquet").exists(), "nothing ran");
 }
+
+/// At one request in flight, on one worker, the tasks are asked one after another in the
+/// dataset's order: the server sees every request of a task's loops before any of the next
+/// task's. (A worker that started more loops than it has room for would have tasks take turns.)
+#[test]
+fn at_one_request_in_flight_the_tasks_are_asked_one_after_another() {
+    require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    let made = dir.path().join("made.jsonl");
+    bench_tasks("scripted", "24", &made);
+    // Each task's number in its prompt, so that each request names its task.
+    let mut lines = String::new();
+    for (number, line) in std::fs::read_to_string(&made).unwrap().lines().enumerate() {
+        let mut task: serde_json::Value = serde_json::from_str(line).unwrap();
+        let prompt = format!("[task {number:02}] {}", task["prompt"].as_str().unwrap());
+        task["prompt"] = prompt.into();
+        lines += &format!("{task}\n");
+    }
+    let tasks = dir.path().join("tasks.jsonl");
+    std::fs::write(&tasks, lines).unwrap();
+
+    let server = MockServer::start(|request| MockResponse::chat(&format!("Draft {}.", request.index), 30, 10));
+    let template = std::fs::read_to_string(repo().join("experiments/bench-server.toml")).unwrap();
+    let text = template
+        .replace("base_url = \"http://127.0.0.1:8089/v1\"", &format!("base_url = \"{}\"", server.base_url()))
+        .replace("concurrency = 64 ", "concurrency = 1 ");
+    let file = experiment(dir.path(), "one.toml", &text);
+    let out = dir.path().join("out");
+    ok(critbench(&[
+        "run",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--no-cache",
+        "--jobs",
+        "1",
+        "--dataset",
+        tasks.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let numbers: Vec<usize> = (server.received().iter())
+        .filter(|request| request.path.ends_with("/chat/completions"))
+        .map(|request| {
+            let text = request.text();
+            let at = text.find("[task ").unwrap_or_else(|| panic!("no task number in {text}"));
+            text[at + 6..at + 8].parse().unwrap()
+        })
+        .collect();
+    assert!(numbers.len() > 24, "{} requests", numbers.len());
+    assert!(numbers.windows(2).all(|pair| pair[0] <= pair[1]), "requests by task, in arrival order: {numbers:?}");
+    assert_eq!(numbers.last(), Some(&23), "every task asked");
+}
