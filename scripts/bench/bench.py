@@ -881,6 +881,28 @@ def unmet_bounds(results):
                       f" per request, by thread: {split}"
                       + (f", and {unseen:.0f} µs in threads too short-lived for the sampler" if unseen >= 1 else "")
                       + f"; the target is {unmet['sweep_1024_cpu_ms_per_request']['target'] * 1000:g} µs."]
+    modes = results.get("isolation", {}).get("modes", {})
+    for key, mode in (("isolated_vs_in_process", "isolated"), ("command_critiques_per_s", "command_v4")):
+        if key not in unmet or mode not in modes:
+            continue
+        run, row = modes[mode], unmet[key]
+        threads = median_stages(run["runs"])
+        split = ", ".join(f"{stage} {cpu * 1e6 / run['critiques']:.1f} µs" for stage, cpu in threads.items())
+        busy = statistics.median(r.get("machine_busy_pct", 0.0) for r in run["runs"])
+        text = (f"**{row['what']}.** {run['label']}: {run['median_cpu_s']:.2f} CPU s in {run['median_wall_s']:.2f} s"
+                f" ({run['median_cpu_s'] * 1e6 / run['critiques']:.1f} µs per critique, of it"
+                f" {run['median_sys_s'] * 1e6 / run['critiques']:.1f} µs in the kernel: {split}); the machine was"
+                f" {busy:.0f}% busy over the run.")
+        if mode == "isolated" and "in_process" in modes:
+            base = modes["in_process"]
+            text += (f" The in-process run spent {base['median_cpu_s'] * 1e6 / base['critiques']:.1f} µs per critique"
+                     f" ({base['median_sys_s'] * 1e6 / base['critiques']:.1f} µs in the kernel).")
+        lines += ["", text]
+    explained = {"critiques_per_s_jobs1", "vs_langgraph", "vs_plain_python", "jobs2_vs_jobs1",
+                 "sweep_1024_cpu_ms_per_request", "isolated_vs_in_process", "command_critiques_per_s"}
+    for key, row in unmet.items():
+        if key not in explained:
+            lines += ["", f"**{row['what']}.** This bench measures no bound for it beyond the figures of its section."]
     if not lines:
         return []
     return ["", "## What bounds the targets not met", "",
