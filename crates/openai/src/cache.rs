@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -47,8 +47,9 @@ type FlightResult = Result<CachedAnswer, crate::ChatError>;
 
 struct Flight {
     result: Mutex<Option<FlightResult>>,
-    done: Condvar,
-    /// Followers awaiting the result (asynchronous callers), woken when it is published.
+    /// Followers awaiting the result, woken when it is published. There is no condition variable
+    /// for blocked callers: every caller awaits, and a notification no one waits for would still be
+    /// a system call for every request.
     wakers: Mutex<Vec<Waker>>,
 }
 
@@ -60,11 +61,20 @@ impl Following {
     /// Blocks the calling thread until the leader publishes its outcome.
     #[cfg(test)]
     pub fn wait(self) -> FlightResult {
-        let mut result = self.0.result.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        while result.is_none() {
-            result = self.0.done.wait(result).unwrap_or_else(|poisoned| poisoned.into_inner());
+        struct Unpark(std::thread::Thread);
+        impl std::task::Wake for Unpark {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
         }
-        result.clone().expect("checked above")
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut result = std::pin::pin!(self.result());
+        loop {
+            if let Poll::Ready(result) = result.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
+                return result;
+            }
+            std::thread::park();
+        }
     }
 
     /// The leader's outcome, awaited: a caller whose leader may be a future on the same thread
@@ -215,11 +225,7 @@ impl ResponseCache {
                         Ok(None) => {}
                         Err(e) => *read_error = Some(e),
                     }
-                    let flight = Arc::new(Flight {
-                        result: Mutex::new(None),
-                        done: Condvar::new(),
-                        wakers: Mutex::new(Vec::new()),
-                    });
+                    let flight = Arc::new(Flight { result: Mutex::new(None), wakers: Mutex::new(Vec::new()) });
                     in_flight.insert(key.to_string(), Arc::clone(&flight));
                     return Lookup::Lead(Leader { cache: self, key: key.to_string(), flight, finished: false });
                 }
@@ -286,7 +292,6 @@ impl Leader<'_> {
             *slot = Some(result);
             std::mem::take(&mut *self.flight.wakers.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
         };
-        self.flight.done.notify_all();
         wakers.into_iter().for_each(Waker::wake);
         self.cache.in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(&self.key);
     }
