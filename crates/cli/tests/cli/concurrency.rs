@@ -27,7 +27,8 @@ fn answer(request: &MockRequest) -> MockResponse {
     MockResponse::chat(&draft, 30 + h % 17, 10 + h % 13).after(Duration::from_millis(h % 20))
 }
 
-fn run_at(dir: &Path, tasks: &Path, base_url: &str, concurrency: u32) -> PathBuf {
+/// Runs `experiments/bench-server.toml` against `base_url` at `concurrency`, with `extra` arguments.
+fn run_at(dir: &Path, tasks: &Path, base_url: &str, concurrency: u32, extra: &[&str]) -> PathBuf {
     let template = std::fs::read_to_string(repo().join("experiments/bench-server.toml")).unwrap();
     let text = template
         .replace("base_url = \"http://127.0.0.1:8089/v1\"", &format!("base_url = \"{base_url}\""))
@@ -36,7 +37,7 @@ fn run_at(dir: &Path, tasks: &Path, base_url: &str, concurrency: u32) -> PathBuf
     let name = format!("c{concurrency}");
     let file = experiment(dir, &format!("{name}.toml"), &text);
     let out = dir.join(&name);
-    ok(critbench(&[
+    let mut args = vec![
         "run",
         file.to_str().unwrap(),
         "--quiet",
@@ -44,9 +45,10 @@ fn run_at(dir: &Path, tasks: &Path, base_url: &str, concurrency: u32) -> PathBuf
         "--store-drafts",
         "--dataset",
         tasks.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--out", out.to_str().unwrap()]);
+    ok(critbench(&args));
     out
 }
 
@@ -60,7 +62,7 @@ fn the_same_seed_records_the_same_rows_and_summaries_at_1_16_and_256_in_flight()
     let mut runs = Vec::new();
     for concurrency in [1, 16, 256] {
         let server = MockServer::start(answer);
-        let out = run_at(dir.path(), &tasks, &server.base_url(), concurrency);
+        let out = run_at(dir.path(), &tasks, &server.base_url(), concurrency, &[]);
         let most = server.max_in_flight();
         // More requests in flight than worker threads, and more at 256 than 16 allows: the loops
         // wait as futures. (How close to 256 a debug build gets depends on the machine's load.)
@@ -141,24 +143,7 @@ fn at_one_request_in_flight_the_tasks_are_asked_one_after_another() {
     std::fs::write(&tasks, lines).unwrap();
 
     let server = MockServer::start(|request| MockResponse::chat(&format!("Draft {}.", request.index), 30, 10));
-    let template = std::fs::read_to_string(repo().join("experiments/bench-server.toml")).unwrap();
-    let text = template
-        .replace("base_url = \"http://127.0.0.1:8089/v1\"", &format!("base_url = \"{}\"", server.base_url()))
-        .replace("concurrency = 64 ", "concurrency = 1 ");
-    let file = experiment(dir.path(), "one.toml", &text);
-    let out = dir.path().join("out");
-    ok(critbench(&[
-        "run",
-        file.to_str().unwrap(),
-        "--quiet",
-        "--no-cache",
-        "--jobs",
-        "1",
-        "--dataset",
-        tasks.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    run_at(dir.path(), &tasks, &server.base_url(), 1, &["--jobs", "1"]);
     let numbers: Vec<usize> = (server.received().iter())
         .filter(|request| request.path.ends_with("/chat/completions"))
         .map(|request| {
