@@ -14,6 +14,7 @@
 //! critiques and the policy still run on the worker, so `--jobs` bounds the CPU work, and the
 //! model client's limit bounds the requests in flight.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -288,7 +289,7 @@ async fn record_chunk(
     let batch: Vec<Arc<Batch>> = (0..groups).map(|_| Arc::new(Batch::default())).collect();
     // The groups whose batch is out, the oldest first; at most one between passes.
     let mut out: VecDeque<usize> = VecDeque::with_capacity(groups);
-    let most = room.map_or(IN_FLIGHT * groups, |room| room.per_chunk(usize::MAX));
+    let most = room.map_or(IN_FLIGHT * groups, Room::most_per_chunk);
     let in_flight = most.min(units.len());
     // Loops recorded: each gives its worker's room back a loop once fewer are left than `most`.
     let mut recorded = 0;
@@ -514,17 +515,22 @@ struct Slot<'a> {
 /// other chunks' loops in the room the finished ones left.
 pub(crate) struct Room {
     at_most: usize,
-    held: std::cell::Cell<usize>,
+    held: Cell<usize>,
 }
 
 impl Room {
     fn new(at_most: usize) -> Room {
-        Room { at_most: at_most.max(1), held: std::cell::Cell::new(0) }
+        Room { at_most: at_most.max(1), held: Cell::new(0) }
+    }
+
+    /// The most loops of one chunk in flight at once.
+    fn most_per_chunk(&self) -> usize {
+        IN_FLIGHT.min(self.at_most)
     }
 
     /// How many of a chunk's `loops` are in flight at once.
     fn per_chunk(&self, loops: usize) -> usize {
-        loops.min(IN_FLIGHT).min(self.at_most)
+        loops.min(self.most_per_chunk())
     }
 
     fn has_room(&self) -> bool {

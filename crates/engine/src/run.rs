@@ -689,15 +689,12 @@ mod tests {
     use super::*;
 
     fn experiment(arms: &str, epochs: u32, concurrency: u32) -> Experiment {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.toml");
-        let text = format!(
+        crate::experiment::tests::load(&format!(
             "name = \"t\"\ndataset = \"d.jsonl\"\nbackend = \"openai\"\narms = {arms}\nepochs = {epochs}\n\
              [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n\
              [openai]\nbase_url = \"http://127.0.0.1:1/v1\"\nconcurrency = {concurrency}\nmodels = {{ generator = \"m\" }}\n"
-        );
-        std::fs::write(&path, text).unwrap();
-        Experiment::load(&path, &crate::experiment::Overrides::default()).unwrap()
+        ))
+        .unwrap()
     }
 
     /// A chunk's loops fit whole in the room of each of eight workers: 1,280 loops in flight at

@@ -61,20 +61,7 @@ impl Following {
     /// Blocks the calling thread until the leader publishes its outcome.
     #[cfg(test)]
     pub fn wait(self) -> FlightResult {
-        struct Unpark(std::thread::Thread);
-        impl std::task::Wake for Unpark {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-        let mut result = std::pin::pin!(self.result());
-        loop {
-            if let Poll::Ready(result) = result.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
-                return result;
-            }
-            std::thread::park();
-        }
+        crate::client_tests::drive_on_this_thread(vec![Box::pin(self.result())]).remove(0)
     }
 
     /// The leader's outcome, awaited: a caller whose leader may be a future on the same thread

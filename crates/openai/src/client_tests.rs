@@ -613,7 +613,9 @@ fn a_pilot_counts_each_tasks_distinct_requests_once() {
 
 /// Polls every future on this thread until all are done, parking between wakes: the executor a
 /// loop worker is, reduced to its core.
-fn drive_on_this_thread<T>(mut futures: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>>>) -> Vec<T> {
+pub(crate) fn drive_on_this_thread<T>(
+    mut futures: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>>>,
+) -> Vec<T> {
     struct Unpark(std::thread::Thread);
     impl std::task::Wake for Unpark {
         fn wake(self: Arc<Self>) {

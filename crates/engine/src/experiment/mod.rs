@@ -293,4 +293,4 @@ impl ExperimentProblem {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

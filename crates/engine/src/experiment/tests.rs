@@ -6,7 +6,8 @@ use critbench_plugin_host::CriticSource;
 use super::resolve::normalize;
 use super::*;
 
-fn load(text: &str) -> Result<Experiment, String> {
+/// An experiment read from `text`, as a file of its own; errors name the folder `DIR`.
+pub(crate) fn load(text: &str) -> Result<Experiment, String> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.toml");
     std::fs::write(&path, text).unwrap();
