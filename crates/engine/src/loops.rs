@@ -120,8 +120,10 @@ pub fn run_chunk(
 }
 
 /// The loops a worker advances together when a critic takes several requests at once, in each
-/// group of loops whose critiques go out in one batch.
-pub const IN_FLIGHT: usize = 64;
+/// group of loops whose critiques go out in one batch. A batch costs a pipe write, a read and
+/// the wakes of two threads and a process, whatever its size: larger groups pay that less often
+/// (docs/performance.md has the measurement), and a loop in flight costs only its own state.
+pub const IN_FLIGHT: usize = 256;
 
 type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, LoopError>> + 'a>>;
 
