@@ -207,11 +207,13 @@ impl Protocol {
         }
     }
 
-    /// [`Protocol::pipelined_reply`] for the two messages a pipelined critic writes most, read
-    /// without building a JSON tree: `{"id":N,"critique":{...}}` and `{"id":N,"ok":true}`, with
-    /// `N` in flight. `None` for any other line, which then takes the full path: this one only
-    /// saves the work, it never decides anything the full path would decide otherwise. (A
-    /// critique's text is then the critic's own, not re-serialized; it is read as a plugin's is.)
+    /// [`Protocol::pipelined_reply`] for the messages a pipelined critic writes most, read
+    /// without building a JSON tree: `{"id":N,"critique":{...}}`, `{"id":N,"critique":"..."}`
+    /// (the critique's text as a string, as `critbench plugin-worker` passes on a plugin's) and
+    /// `{"id":N,"ok":true}`, with `N` in flight. `None` for any other line, which then takes the
+    /// full path: this one only saves the work, it never decides anything the full path would
+    /// decide otherwise. (A critique's text is then the critic's own, not re-serialized; it is
+    /// read as a plugin's is.)
     pub(crate) fn fast_pipelined_reply(line: &[u8], in_flight: impl Fn(u64) -> bool) -> Option<(u64, Reply)> {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -230,6 +232,9 @@ impl Protocol {
         match (message.critique, message.ok) {
             (Some(critique), None) if critique.get().starts_with('{') => {
                 Some((message.id, Reply::Critique(critique.get().to_string())))
+            }
+            (Some(critique), None) if critique.get().starts_with('"') => {
+                Some((message.id, Reply::Critique(serde_json::from_str(critique.get()).ok()?)))
             }
             (None, Some(true)) => Some((message.id, Reply::Opened)),
             _ => None,
@@ -428,11 +433,19 @@ mod tests {
             r#"{"id": 3, "critique": {"score": 7.25, "issues": ["a \u00e9"], "rationale": "r"}}"#,
             r#"{"critique":{"score":1e1},"id":5}"#,
             r#"{"id":4,"ok":true}"#,
+            // A critique given as a string: its text, escapes undone, as the full path reads it.
+            r#"{"id": 3, "critique": "{\"score\": 1, \"issues\": [\"a \\\"b\\\" \\u00e9\"]}"}"#,
+            r#"{"id": 4, "critique": "not a critique"}"#,
         ] {
             let fast = Protocol::fast_pipelined_reply(line.as_bytes(), in_flight).expect(line);
             let full = Protocol::pipelined_reply(&serde_json::from_str(line).unwrap(), (3, 6), in_flight).unwrap();
             assert_eq!(fast.0, full.0, "{line}");
+            let given = &serde_json::from_str::<Value>(line).unwrap()["critique"];
             match (fast.1, full.1) {
+                (Reply::Critique(fast), Reply::Critique(full)) if given.is_string() => {
+                    assert_eq!(fast, full, "{line}");
+                    assert_eq!(Some(fast.as_str()), given.as_str(), "{line}");
+                }
                 (Reply::Critique(fast), Reply::Critique(full)) => {
                     assert_eq!(
                         serde_json::from_str::<Value>(&fast).unwrap(),
@@ -448,10 +461,9 @@ mod tests {
         }
         // Everything else is left to the full path, which decides what it is.
         for line in [
-            r#"{"id": 6, "critique": {"score": 1}}"#,     // not in flight
-            r#"{"id": 3.0, "critique": {"score": 1}}"#,   // not an integer id
-            r#"{"critique": {"score": 1}}"#,              // no id
-            r#"{"id": 3, "critique": "{\"score\": 1}"}"#, // a critique given as a string
+            r#"{"id": 6, "critique": {"score": 1}}"#,   // not in flight
+            r#"{"id": 3.0, "critique": {"score": 1}}"#, // not an integer id
+            r#"{"critique": {"score": 1}}"#,            // no id
             r#"{"id": 3, "critique": null}"#,
             r#"{"id": 3, "critique": {"score": 1}, "x": 1}"#, // another key
             r#"{"id": 3, "critique": {}, "critique": {"score": 1}}"#, // a key twice
