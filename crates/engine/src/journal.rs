@@ -103,6 +103,23 @@ impl Fingerprint {
         })
     }
 
+    /// The first dataset whose bytes, as a pass over the datasets read them (`read`, in the
+    /// run's order), are not those hashed here before the run began. A pass that stopped early
+    /// has no hash for the file it stopped in: that file is not compared.
+    pub fn read_differently(&self, read: &[critbench_storage::manifest::DatasetRecord]) -> Result<(), EngineError> {
+        for (stamp, record) in self.datasets.iter().zip(read) {
+            if !record.sha256.is_empty() && record.sha256 != stamp.sha256 {
+                let error = critbench_storage::dataset::DatasetError::changed_while_read(
+                    &record.path,
+                    &stamp.sha256,
+                    &record.sha256,
+                );
+                return Err(error.into());
+            }
+        }
+        Ok(())
+    }
+
     /// Why `now` cannot resume the run recorded as `self`, if it cannot.
     pub fn differences(&self, now: &Fingerprint) -> Vec<String> {
         let mut changed = Vec::new();

@@ -198,17 +198,27 @@ fn run_inner(
         plan.hints = hints;
         // The run proper reads the datasets again.
         source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
-        Some(record)
+        Some((record, learned.datasets))
     } else {
         None
     };
 
+    // Hashed before any row is written, for a resume to check against; every pass over the
+    // datasets hashes what it reads too, and each must have read these same bytes.
     let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks, options.shard)?;
+    let memory = match memory {
+        Some((record, learned_from)) => {
+            fingerprint.read_differently(&learned_from)?;
+            Some(record)
+        }
+        None => None,
+    };
     // A sequential run reads every task first, to admit them in its seeded random order.
     let order = match &experiment.sequential {
         Some(settings) => {
             let order =
                 crate::sequential_run::Order::read(&plan, Source::open(&plan, chunk_tasks)?, settings, chunk_tasks)?;
+            fingerprint.read_differently(&order.report().datasets)?;
             check_routed(experiment, order.report())?;
             Some(order)
         }
@@ -247,7 +257,10 @@ fn run_inner(
         None => drive(&plan, source, Scope::Evaluate, workers, &mut sink, &progress, interrupt, budget),
     };
     progress.finish();
-    let (report, interrupted) = match streamed {
+    let (report, interrupted) = match streamed.and_then(|(report, interrupted)| {
+        fingerprint.read_differently(&report.datasets)?;
+        Ok((report, interrupted))
+    }) {
         Ok(report) => report,
         Err(error) => {
             sink.abandon();

@@ -81,6 +81,22 @@ impl DatasetError {
         DatasetError::file(path, "the dataset has no rows")
     }
 
+    /// A file whose bytes, as a run read them, are not the bytes it hashed before it began: the
+    /// file changed in between. `started` and `read` are the two SHA-256s (hex).
+    pub fn changed_while_read(path: &Path, started: &str, read: &str) -> Self {
+        let short = |sha: &str| sha[..sha.len().min(12)].to_string();
+        DatasetError::file(
+            path,
+            format!(
+                "the file changed while the run read it (sha256 {} when the run began, {} over the bytes it read), so \
+                 its rows may come from either version and nothing was summarized; leave the file as it is while a \
+                 run reads it, and start the run again with --overwrite",
+                short(started),
+                short(read)
+            ),
+        )
+    }
+
     fn file(path: &Path, message: impl Into<String>) -> Self {
         DatasetError { path: path.into(), row: None, field: None, message: message.into(), row_label: "line" }
     }

@@ -214,3 +214,63 @@ fn a_name_with_a_path_separator_exits_2() {
     assert!(message.contains("`name` = \"../../escaped\" must not contain a path separator"), "{message}");
     assert!(!repo().join("../escaped").exists() && !repo().join("reports/../../escaped").exists());
 }
+
+/// A critic that, asked its first critique, changes the last task of the dataset (one `x` of its
+/// prompt becomes `y`, so the file stays valid) and then scores every draft 9.
+const DATASET_CHANGER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+send({"protocol": 1, "name": "changer", "version": "0.1", "score_range": [0, 10], "thread_safe": False})
+path = json.loads(sys.stdin.readline())["config"]["path"]
+send({"ok": True})
+changed = False
+for line in sys.stdin:
+    if not changed:
+        with open(path, "r+b") as f:
+            data = f.read()
+            f.seek(data.rindex(b"x"))
+            f.write(b"y")
+        changed = True
+    send({"critique": {"score": 9}})
+"#;
+
+#[test]
+fn a_dataset_changed_while_the_run_reads_it_stops_the_run_and_its_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("tasks.jsonl");
+    // Far more bytes than the reader may take ahead of the loops (a few chunks and its buffer), so
+    // the last task is still unread when the first critique is asked.
+    let prompt = "x".repeat(1000);
+    let rows: String =
+        (0..4000).map(|i| format!("{{\"id\": \"t{i}\", \"prompt\": \"{prompt}\", \"drafts\": [\"d\"]}}\n")).collect();
+    std::fs::write(&dataset, &rows).unwrap();
+    std::fs::write(dir.path().join("changer.py"), DATASET_CHANGER).unwrap();
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        &format!(
+            "name = \"changed\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
+             [[critics]]\nname = \"changer\"\ncommand = [\"python3\", \"changer.py\"]\n\
+             config = {{ path = {:?} }}\n[policy]\npass_score = 8\nmax_revisions = 1\n",
+            dataset.to_str().unwrap()
+        ),
+    );
+    let out = dir.path().join("run");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"];
+        args.extend_from_slice(extra);
+        usage_error(critbench(&args), dir.path())
+    };
+    let message = run(&[]);
+    assert!(std::fs::read(&dataset).unwrap() != rows.as_bytes(), "the critic changed the file");
+    assert!(
+        message.starts_with("error: DIR/tasks.jsonl: the file changed while the run read it (sha256 ")
+            && message.contains("so its rows may come from either version and nothing was summarized"),
+        "{message}"
+    );
+    assert!(!out.join("manifest.json").exists(), "no summary of rows read from two files");
+    // What was committed before is not resumed from the file as it is now.
+    let refused = run(&["--resume"]);
+    assert!(refused.contains("cannot resume") && refused.contains("tasks.jsonl changed"), "{refused}");
+}
