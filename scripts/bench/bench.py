@@ -1118,7 +1118,7 @@ def markdown(results, args):
             "",
             f"The first {iso['tasks']:,} tasks of section 1's file, `experiments/bench-distinct.toml`, `--jobs 1`,"
             " the scripted critic run these ways: in-process through the C ABI; `--isolate-plugins` (`critbench"
-            " plugin-worker`, protocol 4: a worker advances its loops in two groups of up to 64, one group's requests"
+            " plugin-worker`, protocol 4: a worker advances its loops in two groups of up to 256, one group's requests"
             " out to the child in one write while the other's loops advance, the next group's written as soon as it is"
             " built, and each loop's task is sent once); as a"
             " Python command critic computing the same critique (`scripts/bench/scripted_critic.py`, protocol 4), at"
