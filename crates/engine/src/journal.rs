@@ -103,10 +103,10 @@ impl Fingerprint {
         })
     }
 
-    /// The first dataset whose bytes, as a pass over the datasets read them (`read`, in the
-    /// run's order), are not those hashed here before the run began. A pass that stopped early
-    /// has no hash for the file it stopped in: that file is not compared.
-    pub fn read_differently(&self, read: &[critbench_storage::manifest::DatasetRecord]) -> Result<(), EngineError> {
+    /// Checks that a pass over the datasets (`read`, in the run's order) read the bytes hashed
+    /// here before the run began; the error names the first file that differs. A pass that
+    /// stopped early has no hash for the file it stopped in: that file is not compared.
+    pub fn check_read(&self, read: &[critbench_storage::manifest::DatasetRecord]) -> Result<(), EngineError> {
         for (stamp, record) in self.datasets.iter().zip(read) {
             if !record.sha256.is_empty() && record.sha256 != stamp.sha256 {
                 let error = critbench_storage::dataset::DatasetError::changed_while_read(

@@ -183,6 +183,10 @@ fn run_inner(
         }
     };
 
+    // Hashed before any pass over the datasets, for a resume to check against; every pass hashes
+    // what it reads too, and each must have read these same bytes.
+    let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks, options.shard)?;
+
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
     let memory = if experiment.arms.iter().any(|a| a.uses_memory()) {
         let progress = Progress::new(total_bytes, options.quiet, "learning (strategy memory)");
@@ -193,32 +197,23 @@ fn run_inner(
         if let Some(stopped) = interrupted {
             return Err(stopped_error(stopped, 0, &experiment.out));
         }
+        fingerprint.check_read(&learned.datasets)?;
         check_routed(experiment, &learned)?;
         let (record, hints) = learner.finish(&learned, &layout.own_dir())?;
         plan.hints = hints;
         // The run proper reads the datasets again.
         source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
-        Some((record, learned.datasets))
+        Some(record)
     } else {
         None
     };
 
-    // Hashed before any row is written, for a resume to check against; every pass over the
-    // datasets hashes what it reads too, and each must have read these same bytes.
-    let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks, options.shard)?;
-    let memory = match memory {
-        Some((record, learned_from)) => {
-            fingerprint.read_differently(&learned_from)?;
-            Some(record)
-        }
-        None => None,
-    };
     // A sequential run reads every task first, to admit them in its seeded random order.
     let order = match &experiment.sequential {
         Some(settings) => {
             let order =
                 crate::sequential_run::Order::read(&plan, Source::open(&plan, chunk_tasks)?, settings, chunk_tasks)?;
-            fingerprint.read_differently(&order.report().datasets)?;
+            fingerprint.check_read(&order.report().datasets)?;
             check_routed(experiment, order.report())?;
             Some(order)
         }
@@ -258,7 +253,7 @@ fn run_inner(
     };
     progress.finish();
     let (report, interrupted) = match streamed.and_then(|(report, interrupted)| {
-        fingerprint.read_differently(&report.datasets)?;
+        fingerprint.check_read(&report.datasets)?;
         Ok((report, interrupted))
     }) {
         Ok(report) => report,
