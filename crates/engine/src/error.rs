@@ -879,6 +879,23 @@ pub enum RescoreError {
         /// Its sha256 now.
         now: String,
     },
+    /// A dataset changed while the rescoring read it: the bytes it read are not the run's.
+    #[error(
+        "dataset {} changed while the rescoring read it (sha256 {} in manifest.json, {} over the bytes it read), so \
+         its tasks may come from either version; leave the file as it is while a rescoring reads it, and rescore \
+         again with --overwrite",
+        path.display(),
+        &recorded[..recorded.len().min(12)],
+        &read[..read.len().min(12)]
+    )]
+    DatasetChangedWhileRead {
+        /// The dataset file.
+        path: PathBuf,
+        /// Its sha256 in `manifest.json`.
+        recorded: String,
+        /// The sha256 of the bytes the rescoring read.
+        read: String,
+    },
     /// A loop's task is not among the datasets' tasks where the table's order says.
     #[error(
         "{}: task `{task_id}` (loop {arm} × {critic} × epoch {epoch}) is not among the run's tasks that follow in its \

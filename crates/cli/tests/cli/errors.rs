@@ -235,17 +235,24 @@ for line in sys.stdin:
     send({"critique": {"score": 9}})
 "#;
 
+/// Writes `changer.py` and a dataset `tasks.jsonl` of 4,000 tasks, far more bytes than a reader
+/// may take ahead of the loops (a few chunks and its buffer), so the last task is still unread when
+/// the first critique is asked. Returns the dataset's path and its text.
+fn dataset_to_change(dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    let dataset = dir.join("tasks.jsonl");
+    let prompt = "x".repeat(1000);
+    let rows: String = (0..4000)
+        .map(|i| format!("{{\"id\": \"t{i}\", \"prompt\": \"{prompt}\", \"drafts\": [\"d\"], \"critiques\": [{{\"score\": 9}}]}}\n"))
+        .collect();
+    std::fs::write(&dataset, &rows).unwrap();
+    std::fs::write(dir.join("changer.py"), DATASET_CHANGER).unwrap();
+    (dataset, rows)
+}
+
 #[test]
 fn a_dataset_changed_while_the_run_reads_it_stops_the_run_and_its_resume() {
     let dir = tempfile::tempdir().unwrap();
-    let dataset = dir.path().join("tasks.jsonl");
-    // Far more bytes than the reader may take ahead of the loops (a few chunks and its buffer), so
-    // the last task is still unread when the first critique is asked.
-    let prompt = "x".repeat(1000);
-    let rows: String =
-        (0..4000).map(|i| format!("{{\"id\": \"t{i}\", \"prompt\": \"{prompt}\", \"drafts\": [\"d\"]}}\n")).collect();
-    std::fs::write(&dataset, &rows).unwrap();
-    std::fs::write(dir.path().join("changer.py"), DATASET_CHANGER).unwrap();
+    let (dataset, rows) = dataset_to_change(dir.path());
     let file = experiment(
         dir.path(),
         "exp.toml",
@@ -273,4 +280,68 @@ fn a_dataset_changed_while_the_run_reads_it_stops_the_run_and_its_resume() {
     // What was committed before is not resumed from the file as it is now.
     let refused = run(&["--resume"]);
     assert!(refused.contains("cannot resume") && refused.contains("tasks.jsonl changed"), "{refused}");
+}
+
+/// A sequential run reads its tasks a second time, a window at a time, after the pass that orders
+/// them: a file changed in between (the ids kept, so every task is found where it was) stops it.
+#[test]
+fn a_dataset_changed_between_a_sequential_runs_passes_stops_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dataset, rows) = dataset_to_change(dir.path());
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        &format!(
+            "name = \"changed\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\n\
+             arms = [\"feedback\", \"no-feedback\"]\n\
+             [[critics]]\nname = \"changer\"\ncommand = [\"python3\", \"changer.py\"]\n\
+             config = {{ path = {:?} }}\n[policy]\npass_score = 8\nmax_revisions = 1\n\
+             [sequential]\narms = [\"feedback\", \"no-feedback\"]\nmin_tasks = 20\ncheck_every = 10\n",
+            dataset.to_str().unwrap()
+        ),
+    );
+    let out = dir.path().join("run");
+    let output = critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"]);
+    let message = usage_error(output, dir.path());
+    assert!(std::fs::read(&dataset).unwrap() != rows.as_bytes(), "the critic changed the file");
+    assert!(
+        message.starts_with("error: DIR/tasks.jsonl: the file changed while the run read it (sha256 "),
+        "{message}"
+    );
+    assert!(!out.join("manifest.json").exists(), "no summary of rows read from two files");
+}
+
+/// A rescoring reads the run's datasets alongside its table: a file changed while it reads stops
+/// it, and it cannot be resumed from the file as it is now.
+#[test]
+fn a_dataset_changed_while_a_rescoring_reads_it_stops_the_rescoring() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dataset, rows) = dataset_to_change(dir.path());
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        "name = \"changed\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\nstore_drafts = true\n\
+         arms = [\"feedback\"]\n[[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n\
+         [policy]\npass_score = 8\nmax_revisions = 1\n",
+    );
+    let run = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", run.to_str().unwrap(), "-q"]));
+    let config = format!("{{\"path\": {:?}}}", dataset.to_str().unwrap());
+    let changer = dir.path().join("changer.py");
+    let rescore = |extra: &[&str]| {
+        let mut args = vec!["rescore", run.to_str().unwrap(), "--critic", "changer", "-q", "--jobs", "1"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--config", &config, "--command", "python3", changer.to_str().unwrap()]);
+        usage_error(critbench(&args), dir.path())
+    };
+    let message = rescore(&[]);
+    assert!(std::fs::read(&dataset).unwrap() != rows.as_bytes(), "the critic changed the file");
+    assert!(
+        message.starts_with("error: dataset DIR/tasks.jsonl changed while the rescoring read it (sha256 ")
+            && message.contains("its tasks may come from either version"),
+        "{message}"
+    );
+    assert!(!run.join("rescored/changer/manifest.json").exists(), "no summary of rows read from two files");
+    let refused = rescore(&["--resume"]);
+    assert!(refused.contains("is not the file the run read"), "{refused}");
 }

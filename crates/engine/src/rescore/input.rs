@@ -5,7 +5,8 @@
 //! each loop is found by reading the datasets forward alongside the table: one task is held at a
 //! time, and memory is a chunk of loops whatever the size of the run. A sequential run writes its
 //! tasks in its own seeded order, so each of its tasks is looked for from the datasets' start:
-//! one more pass over them per task.
+//! one more pass over them per task. Every pass reads each file it opens to the end, so that the
+//! file's hash can be compared with the run's.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -62,9 +63,13 @@ pub(super) struct InputReport {
     pub loops_not_taken: u64,
 }
 
-/// The run's datasets read forward, one task at a time.
+/// The run's datasets read forward, one task at a time. Every stream over a file is read to its
+/// end before it is dropped and its hash compared with the run's, so a task read from a file that
+/// changed since the run, or while the rescoring read it, stops the rescoring.
 struct Tasks<'a> {
     paths: &'a [PathBuf],
+    /// Each file's SHA-256 as the run recorded it.
+    sha256: &'a [String],
     /// The file being read, by index, and its stream.
     file: usize,
     stream: Option<DatasetStream>,
@@ -76,8 +81,21 @@ struct Tasks<'a> {
 }
 
 impl<'a> Tasks<'a> {
-    fn new(paths: &'a [PathBuf], in_dataset_order: bool) -> Tasks<'a> {
-        Tasks { paths, file: 0, stream: None, ahead: VecDeque::new(), current: None, in_dataset_order }
+    fn new(paths: &'a [PathBuf], sha256: &'a [String], in_dataset_order: bool) -> Tasks<'a> {
+        Tasks { paths, sha256, file: 0, stream: None, ahead: VecDeque::new(), current: None, in_dataset_order }
+    }
+
+    /// Ends the stream of the file being read, if one is open: the rest of the file is hashed
+    /// and the whole compared with the run's hash of it.
+    fn end_stream(&mut self) -> Result<(), EngineError> {
+        let Some(stream) = self.stream.take() else { return Ok(()) };
+        let read = stream.finish()?;
+        let recorded = &self.sha256[self.file];
+        if read != *recorded {
+            let path = self.paths[self.file].clone();
+            return Err(RescoreError::DatasetChangedWhileRead { path, recorded: recorded.clone(), read }.into());
+        }
+        Ok(())
     }
 
     /// The task `id`: the one of the last loop, or the next of that id in the datasets (rows the
@@ -91,7 +109,8 @@ impl<'a> Tasks<'a> {
         }
         if !self.in_dataset_order {
             // From the start, so that the row found is the first of its id: the one the run admitted.
-            (self.file, self.stream) = (0, None);
+            self.end_stream()?;
+            self.file = 0;
             self.ahead.clear();
         }
         loop {
@@ -114,7 +133,7 @@ impl<'a> Tasks<'a> {
                 // A row that does not parse was never a task of the run.
                 Some(block) => self.ahead.extend(block.parse().into_iter().filter_map(|(_, task)| task.ok())),
                 None => {
-                    self.stream = None;
+                    self.end_stream()?;
                     self.file += 1;
                 }
             }
@@ -124,12 +143,14 @@ impl<'a> Tasks<'a> {
 
 /// Reads every loop of `tables` (the run's trajectory files, in order) whose task's kind `takes`
 /// accepts, with its task from `datasets` (read in step with the table when the run wrote its tasks
-/// `in_dataset_order`), and hands them to `emit` in chunks of whole tasks,
+/// `in_dataset_order`, and checked against `sha256`, their hashes in the run's manifest), and hands
+/// them to `emit` in chunks of whole tasks,
 /// numbered in order; chunks before `first_chunk` are read but not handed on (a resumed
 /// rescoring wrote them). `emit` returns `false` when the rescoring is stopping.
 pub(super) fn read(
     tables: &[PathBuf],
     datasets: &[PathBuf],
+    sha256: &[String],
     in_dataset_order: bool,
     takes: impl Fn(Option<&str>) -> bool,
     first_chunk: u64,
@@ -149,7 +170,7 @@ pub(super) fn read(
     };
     for table in tables {
         // Each file holds its tasks in dataset order: a partition of a sharded run too.
-        let mut tasks = Tasks::new(datasets, in_dataset_order);
+        let mut tasks = Tasks::new(datasets, sha256, in_dataset_order);
         let mut last_task: Option<String> = None;
         let read = for_each_loop_with_rows(table, |recorded| {
             let fail = |error: EngineError, failure: &mut Option<EngineError>| {
@@ -201,6 +222,7 @@ pub(super) fn read(
             return Err(error);
         }
         read.map_err(|e| table_error(table, e))?;
+        tasks.end_stream()?;
     }
     if !chunk.loops.is_empty() || chunk.rows > 0 {
         hand_on(&mut chunk, &mut critiques);

@@ -167,10 +167,12 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     };
     let critic = Critic { instance: &opened.instance, weights: opened.spec.weights.as_ref(), attempts };
     let dataset_paths: Vec<PathBuf> = datasets.iter().map(|(path, _)| path.clone()).collect();
+    let dataset_sha256: Vec<String> = datasets.iter().map(|(_, stamp)| stamp.sha256.clone()).collect();
     let work = Work {
         critic: &critic,
         tables: &tables,
         datasets: &dataset_paths,
+        dataset_sha256: &dataset_sha256,
         takes: &|kind| opened.spec.takes(kind),
         first_chunk,
         label: &label,
@@ -402,6 +404,8 @@ struct Work<'a> {
     critic: &'a Critic<'a>,
     tables: &'a [PathBuf],
     datasets: &'a [PathBuf],
+    /// Their SHA-256 in the run's manifest.
+    dataset_sha256: &'a [String],
     takes: &'a (dyn Fn(Option<&str>) -> bool + Sync),
     first_chunk: u64,
     /// The run's table, as messages name it.
@@ -458,9 +462,15 @@ fn drive(
             .name("critbench-rescore-reader".into())
             .spawn_scoped(scope, move || {
                 let sender = chunk_sender;
-                input::read(work.tables, work.datasets, work.in_dataset_order, work.takes, work.first_chunk, |chunk| {
-                    window.acquire() && sender.send(chunk).is_ok()
-                })
+                input::read(
+                    work.tables,
+                    work.datasets,
+                    work.dataset_sha256,
+                    work.in_dataset_order,
+                    work.takes,
+                    work.first_chunk,
+                    |chunk| window.acquire() && sender.send(chunk).is_ok(),
+                )
             })
             .map_err(|source| EngineError::Threads { what: "the rescoring's reader thread", source })?;
         let mut workers = Vec::new();

@@ -137,7 +137,8 @@ impl Order {
     }
 
     /// The tasks of `range` of the order, read again from the datasets (one pass over each file
-    /// that holds one, up to the last of them) and checked against their keys.
+    /// that holds one) and checked against their keys, and each file against the first pass's
+    /// hash of it.
     fn read_again(&self, plan: &Plan<'_>, range: std::ops::Range<usize>) -> Result<Vec<SourcedTask>, EngineError> {
         let seed = plan.experiment.seed;
         // file → (row → (slot, key)), rows ascending.
@@ -173,6 +174,15 @@ impl Order {
             }
             if let Some((row, _)) = rows.next() {
                 return Err(SequentialError::Changed { path: path.clone(), row, row_label }.into());
+            }
+            // A row whose id is unchanged may still hold other text: the file, hashed to its end,
+            // must be the one the first pass read.
+            let read = stream.finish()?;
+            let first_pass = &self.report.datasets[file as usize].sha256;
+            if !first_pass.is_empty() && read != *first_pass {
+                return Err(
+                    critbench_storage::dataset::DatasetError::changed_while_read(path, first_pass, &read).into()
+                );
             }
         }
         Ok(slots.into_iter().map(|slot| slot.expect("every wanted row was found or refused")).collect())
