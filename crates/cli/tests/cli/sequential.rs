@@ -240,3 +240,37 @@ fn a_sequential_run_refuses_shards_and_a_table_that_does_not_fit_the_experiment(
         assert!(message.contains("sequential.toml") && message.contains(expected), "{message}");
     }
 }
+
+/// More tasks than the rescoring holds loops of at once (its window of tasks found in one pass
+/// over the datasets): the run's own critic, rescoring, gives back every outcome of the run, in
+/// the run's order.
+#[test]
+fn a_sequential_run_of_many_tasks_is_rescored_to_its_own_outcomes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for task in 0..2500 {
+        text.push_str(&format!(
+            "{{\"id\":\"t{task}\",\"prompt\":\"p{task}\",\"drafts\":[\"a\",\"b {task}\",\"c\"],\"critiques\":[{{\"score\":{}}},{{\"score\":6}},{{\"score\":9}}]}}\n",
+            3 + task % 5
+        ));
+    }
+    std::fs::write(dir.path().join("tasks.jsonl"), text).unwrap();
+    let exp = experiment(
+        dir.path(),
+        "exp.toml",
+        "name = \"many\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\nstore_drafts = true\n\
+         arms = [\"feedback\", \"no-feedback\"]\n[[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n\
+         [policy]\npass_score = 8\nmax_revisions = 3\n\
+         [sequential]\narms = [\"feedback\", \"no-feedback\"]\nmin_tasks = 20\ncheck_every = 10\n",
+    );
+    let out = dir.path().join("run");
+    ok(critbench(&["run", exp.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+    let ran = outcomes_without_clock(&out);
+    assert_eq!(ran.len(), 2 * 2500, "the arms share drafts, so the run never settles: every task ran");
+    ok(critbench(&["rescore", out.to_str().unwrap(), "--critic", "scripted", "-q", "--jobs", "2"]));
+    let rescored = critbench_storage::tables::read_rescored_outcomes(&out.join("rescored/scripted/outcomes.parquet"));
+    let rescored: Vec<_> = (rescored.unwrap().into_iter())
+        .map(|row| critbench_storage::tables::OutcomeRow { run_id: String::new(), wall_ms: 0.0, ..row.outcome })
+        .collect();
+    assert_eq!(rescored, ran);
+}

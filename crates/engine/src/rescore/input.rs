@@ -4,11 +4,12 @@
 //! A run writes its loops in dataset order (a sharded run, in each partition), so the task of
 //! each loop is found by reading the datasets forward alongside the table: one task is held at a
 //! time, and memory is a chunk of loops whatever the size of the run. A sequential run writes its
-//! tasks in its own seeded order, so each of its tasks is looked for from the datasets' start:
-//! one more pass over them per task. Every pass reads each file it opens to the end, so that the
-//! file's hash can be compared with the run's.
+//! tasks in its own seeded order, so its loops are read a window of [`WINDOW_TASKS`] tasks at a
+//! time and the window's tasks found in one pass over the datasets: a pass per window, not per
+//! task. Every pass reads each file it opens to the end, so that the file's hash can be compared
+//! with the run's.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,6 +24,10 @@ use crate::error::RescoreError;
 /// A chunk closes at the first task boundary after this many critiques to make: enough that a
 /// hand-off costs nothing beside the critiques, few enough that a chunk's drafts are small.
 pub(super) const CHUNK_CRITIQUES: usize = 512;
+
+/// Tasks of a run not in dataset order whose loops are held while one pass over the datasets
+/// finds them all.
+const WINDOW_TASKS: usize = 1024;
 
 /// A task as its loops are critiqued: the request's task, and `meta` for the outcome rows.
 pub(super) struct TaskEntry {
@@ -76,13 +81,11 @@ struct Tasks<'a> {
     /// Tasks of the last block read, not yet reached.
     ahead: VecDeque<Task>,
     current: Option<(String, Arc<TaskEntry>)>,
-    /// The run's tasks follow the datasets' order, so each is looked for after the last.
-    in_dataset_order: bool,
 }
 
 impl<'a> Tasks<'a> {
-    fn new(paths: &'a [PathBuf], sha256: &'a [String], in_dataset_order: bool) -> Tasks<'a> {
-        Tasks { paths, sha256, file: 0, stream: None, ahead: VecDeque::new(), current: None, in_dataset_order }
+    fn new(paths: &'a [PathBuf], sha256: &'a [String]) -> Tasks<'a> {
+        Tasks { paths, sha256, file: 0, stream: None, ahead: VecDeque::new(), current: None }
     }
 
     /// Ends the stream of the file being read, if one is open: the rest of the file is hashed
@@ -106,12 +109,6 @@ impl<'a> Tasks<'a> {
             && current == id
         {
             return Ok(Some(Arc::clone(entry)));
-        }
-        if !self.in_dataset_order {
-            // From the start, so that the row found is the first of its id: the one the run admitted.
-            self.end_stream()?;
-            self.file = 0;
-            self.ahead.clear();
         }
         loop {
             while let Some(task) = self.ahead.pop_front() {
@@ -139,6 +136,39 @@ impl<'a> Tasks<'a> {
             }
         }
     }
+}
+
+/// The first row of each of `ids` in the datasets (the one the run admitted), in one pass that
+/// ends once every id is found; each file opened is read to its end and its hash compared with
+/// the run's. An id not found is not in the map.
+fn find_all(
+    paths: &[PathBuf],
+    sha256: &[String],
+    ids: &HashSet<&str>,
+) -> Result<HashMap<String, Arc<TaskEntry>>, EngineError> {
+    let mut found: HashMap<String, Arc<TaskEntry>> = HashMap::with_capacity(ids.len());
+    let mut tasks = Tasks::new(paths, sha256);
+    while found.len() < ids.len() && tasks.file < paths.len() {
+        if tasks.stream.is_none() {
+            tasks.stream = Some(DatasetStream::open(&paths[tasks.file])?);
+        }
+        let stream = tasks.stream.as_mut().expect("opened above");
+        let Some(block) = stream.next_block(256)? else {
+            tasks.end_stream()?;
+            tasks.file += 1;
+            continue;
+        };
+        // A row that does not parse was never a task of the run.
+        for (_, task) in block.parse() {
+            let Ok(task) = task else { continue };
+            if ids.contains(task.id.as_str()) && !found.contains_key(&task.id) {
+                let meta = task.meta.as_ref().map(|m| m.to_string());
+                found.insert(task.id.clone(), Arc::new(TaskEntry { json: TaskJson::new(&task), meta }));
+            }
+        }
+    }
+    tasks.end_stream()?;
+    Ok(found)
 }
 
 /// Reads every loop of `tables` (the run's trajectory files, in order) whose task's kind `takes`
@@ -170,9 +200,10 @@ pub(super) fn read(
     };
     for table in tables {
         // Each file holds its tasks in dataset order: a partition of a sharded run too.
-        let mut tasks = Tasks::new(datasets, sha256, in_dataset_order);
+        let mut tasks = Tasks::new(datasets, sha256);
         let mut last_task: Option<String> = None;
-        let read = for_each_loop_with_rows(table, |recorded| {
+        // A loop with its task, found by `find`, into the chunk.
+        let mut accept = |recorded: LoopWithRows, find: &mut Find<'_>| -> Result<(), String> {
             let fail = |error: EngineError, failure: &mut Option<EngineError>| {
                 let message = error.to_string();
                 *failure = Some(error);
@@ -191,7 +222,7 @@ pub(super) fn read(
                 stopped = true;
                 return Err("stopping".into());
             }
-            let task = match tasks.find(&one.task_id) {
+            let task = match find(&one.task_id) {
                 Ok(Some(task)) => task,
                 Ok(None) => {
                     let error = RescoreError::TaskNotFound {
@@ -214,20 +245,65 @@ pub(super) fn read(
             chunk.rows += rows;
             chunk.loops.push(input);
             Ok(())
+        };
+        // Not in dataset order: the loops of up to WINDOW_TASKS tasks, in the table's order.
+        let mut held: Vec<LoopWithRows> = Vec::new();
+        let mut held_tasks = 0;
+        let read = for_each_loop_with_rows(table, |recorded| {
+            if in_dataset_order {
+                return accept(recorded, &mut |id| tasks.find(id));
+            }
+            let new_task = held.last().is_none_or(|last| last.recorded.task_id != recorded.recorded.task_id);
+            if new_task && held_tasks == WINDOW_TASKS {
+                release(&mut held, datasets, sha256, &takes, &mut accept)?;
+                held_tasks = 0;
+            }
+            held_tasks += usize::from(new_task);
+            held.push(recorded);
+            Ok(())
         });
+        let read = read.map(|()| release(&mut held, datasets, sha256, &takes, &mut accept));
         if stopped {
             return Ok(report);
         }
         if let Some(error) = failure {
             return Err(error);
         }
-        read.map_err(|e| table_error(table, e))?;
+        // A failure of the last window's release is the failure above.
+        let _ = read.map_err(|e| table_error(table, e))?;
         tasks.end_stream()?;
     }
     if !chunk.loops.is_empty() || chunk.rows > 0 {
         hand_on(&mut chunk, &mut critiques);
     }
     Ok(report)
+}
+
+/// How a loop's task is found: by id, `None` when the datasets do not hold it.
+type Find<'f> = dyn FnMut(&str) -> Result<Option<Arc<TaskEntry>>, EngineError> + 'f;
+
+/// Hands the `held` loops to `accept` in order, their tasks found in one pass over the datasets.
+fn release(
+    held: &mut Vec<LoopWithRows>,
+    datasets: &[PathBuf],
+    sha256: &[String],
+    takes: &impl Fn(Option<&str>) -> bool,
+    accept: &mut impl FnMut(LoopWithRows, &mut Find<'_>) -> Result<(), String>,
+) -> Result<(), String> {
+    let ids: HashSet<&str> = (held.iter().map(|l| &l.recorded))
+        .filter(|one| takes(one.kind.as_deref()))
+        .map(|one| one.task_id.as_str())
+        .collect();
+    // An error finding them is the first taken loop's, which stops the rescoring.
+    let mut found = find_all(datasets, sha256, &ids).map_err(Some);
+    drop(ids);
+    for recorded in held.drain(..) {
+        accept(recorded, &mut |id| match &mut found {
+            Ok(tasks) => Ok(tasks.get(id).cloned()),
+            Err(error) => Err(error.take().expect("the first taken loop's error stops the rescoring")),
+        })?;
+    }
+    Ok(())
 }
 
 /// A table of the run that does not read as one.
