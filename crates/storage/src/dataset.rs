@@ -288,11 +288,27 @@ impl std::io::Read for HashingReader {
 /// Largest JSONL block in bytes: a block also ends at the row count the caller asks for.
 const MAX_BLOCK_BYTES: usize = 4 << 20;
 
+/// Refuses a dataset that is not a regular file (a named pipe, a device, a directory): a run reads
+/// its datasets more than once (to hash them, then for their rows, and again on `--resume`), and a
+/// pipe gives its bytes only once. Checked without opening it, as opening a pipe waits for a writer.
+pub fn check_regular(path: &Path) -> Result<(), DatasetError> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() => Err(DatasetError::file(
+            path,
+            "is not a regular file (a named pipe, device or directory); a run reads its datasets more than once, \
+             so write the rows to a file and give that file",
+        )),
+        // A missing file is reported by whoever opens it, with the system's reason.
+        _ => Ok(()),
+    }
+}
+
 impl DatasetStream {
-    /// Opens a dataset file and checks what can be checked before any row: the format, the CSV
-    /// header, the Parquet schema.
+    /// Opens a dataset file and checks what can be checked before any row: that it is a regular
+    /// file, the format, the CSV header, the Parquet schema.
     pub fn open(path: &Path) -> Result<DatasetStream, DatasetError> {
         let format = format_of(path)?;
+        check_regular(path)?;
         let file = std::fs::File::open(path).map_err(|e| DatasetError::file(path, format!("cannot read: {e}")))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let reader = match format {

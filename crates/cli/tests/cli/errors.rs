@@ -345,3 +345,35 @@ fn a_dataset_changed_while_a_rescoring_reads_it_stops_the_rescoring() {
     let refused = rescore(&["--resume"]);
     assert!(refused.contains("is not the file the run read"), "{refused}");
 }
+
+/// A named pipe gives its rows once, and opening it waits for a writer: it is refused before it is
+/// opened, so the run neither waits nor reads it as empty.
+#[cfg(unix)]
+#[test]
+fn a_dataset_that_is_a_named_pipe_is_refused_without_waiting_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("tasks.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&pipe).status().expect("mkfifo runs");
+    assert!(made.success());
+    require_plugins();
+    let mut child = std::process::Command::new(binary())
+        .args(["run", "experiments/essays.toml", "--dataset", pipe.to_str().unwrap(), "-q", "--out"])
+        .arg(dir.path().join("run"))
+        .current_dir(repo())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Waiting on the pipe would never end: a minute is far more than the refusal takes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("critbench waited on the named pipe");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let message = usage_error(child.wait_with_output().unwrap(), dir.path());
+    assert!(message.starts_with("error: DIR/tasks.jsonl: is not a regular file (a named pipe"), "{message}");
+    assert!(!dir.path().join("run").exists(), "nothing was written");
+}

@@ -380,6 +380,7 @@ fn datasets_of(manifest: &Manifest, given: &[PathBuf]) -> Result<Vec<(PathBuf, D
     let mut datasets = Vec::new();
     for (index, record) in recorded.iter().enumerate() {
         let path = given.get(index).unwrap_or(&record.path);
+        critbench_storage::dataset::check_regular(path)?;
         let (bytes, sha256) = critbench_storage::files::stamp(path).map_err(|e| RescoreError::DatasetMissing {
             path: path.clone(),
             recorded: record.path.clone(),
