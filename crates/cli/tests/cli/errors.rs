@@ -249,20 +249,28 @@ fn dataset_to_change(dir: &std::path::Path) -> (std::path::PathBuf, String) {
     (dataset, rows)
 }
 
+/// `exp.toml`: the scripted backend on `dataset` with `arms` under the `changer.py` critic, one
+/// revision at most, and `tables` after the policy.
+fn changer_experiment(
+    dir: &std::path::Path,
+    dataset: &std::path::Path,
+    arms: &str,
+    tables: &str,
+) -> std::path::PathBuf {
+    let text = format!(
+        "name = \"changed\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = {arms}\n\
+         [[critics]]\nname = \"changer\"\ncommand = [\"python3\", \"changer.py\"]\n\
+         config = {{ path = {:?} }}\n[policy]\npass_score = 8\nmax_revisions = 1\n{tables}",
+        dataset.to_str().unwrap()
+    );
+    experiment(dir, "exp.toml", &text)
+}
+
 #[test]
 fn a_dataset_changed_while_the_run_reads_it_stops_the_run_and_its_resume() {
     let dir = tempfile::tempdir().unwrap();
     let (dataset, rows) = dataset_to_change(dir.path());
-    let file = experiment(
-        dir.path(),
-        "exp.toml",
-        &format!(
-            "name = \"changed\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
-             [[critics]]\nname = \"changer\"\ncommand = [\"python3\", \"changer.py\"]\n\
-             config = {{ path = {:?} }}\n[policy]\npass_score = 8\nmax_revisions = 1\n",
-            dataset.to_str().unwrap()
-        ),
-    );
+    let file = changer_experiment(dir.path(), &dataset, "[\"feedback\"]", "");
     let out = dir.path().join("run");
     let run = |extra: &[&str]| {
         let mut args = vec!["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"];
@@ -288,18 +296,9 @@ fn a_dataset_changed_while_the_run_reads_it_stops_the_run_and_its_resume() {
 fn a_dataset_changed_between_a_sequential_runs_passes_stops_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let (dataset, rows) = dataset_to_change(dir.path());
-    let file = experiment(
-        dir.path(),
-        "exp.toml",
-        &format!(
-            "name = \"changed\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\n\
-             arms = [\"feedback\", \"no-feedback\"]\n\
-             [[critics]]\nname = \"changer\"\ncommand = [\"python3\", \"changer.py\"]\n\
-             config = {{ path = {:?} }}\n[policy]\npass_score = 8\nmax_revisions = 1\n\
-             [sequential]\narms = [\"feedback\", \"no-feedback\"]\nmin_tasks = 20\ncheck_every = 10\n",
-            dataset.to_str().unwrap()
-        ),
-    );
+    let arms = "[\"feedback\", \"no-feedback\"]";
+    let sequential = format!("[sequential]\narms = {arms}\nmin_tasks = 20\ncheck_every = 10\n");
+    let file = changer_experiment(dir.path(), &dataset, arms, &sequential);
     let out = dir.path().join("run");
     let output = critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"]);
     let message = usage_error(output, dir.path());
