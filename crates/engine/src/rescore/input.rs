@@ -20,6 +20,7 @@ use critbench_storage::recorded::{LoopWithRows, for_each_loop_with_rows};
 
 use crate::EngineError;
 use crate::error::RescoreError;
+use crate::journal::DatasetStamp;
 
 /// A chunk closes at the first task boundary after this many critiques to make: enough that a
 /// hand-off costs nothing beside the critiques, few enough that a chunk's drafts are small.
@@ -33,6 +34,12 @@ const WINDOW_TASKS: usize = 1024;
 pub(super) struct TaskEntry {
     pub json: TaskJson,
     pub meta: Option<String>,
+}
+
+impl TaskEntry {
+    fn of(task: &Task) -> Arc<TaskEntry> {
+        Arc::new(TaskEntry { json: TaskJson::new(task), meta: task.meta.as_ref().map(|m| m.to_string()) })
+    }
 }
 
 /// One recorded loop to re-critique, with its task.
@@ -72,9 +79,8 @@ pub(super) struct InputReport {
 /// end before it is dropped and its hash compared with the run's, so a task read from a file that
 /// changed since the run, or while the rescoring read it, stops the rescoring.
 struct Tasks<'a> {
-    paths: &'a [PathBuf],
-    /// Each file's SHA-256 as the run recorded it.
-    sha256: &'a [String],
+    /// Each file, with its SHA-256 as the run recorded it.
+    datasets: &'a [(PathBuf, DatasetStamp)],
     /// The file being read, by index, and its stream.
     file: usize,
     stream: Option<DatasetStream>,
@@ -84,8 +90,8 @@ struct Tasks<'a> {
 }
 
 impl<'a> Tasks<'a> {
-    fn new(paths: &'a [PathBuf], sha256: &'a [String]) -> Tasks<'a> {
-        Tasks { paths, sha256, file: 0, stream: None, ahead: VecDeque::new(), current: None }
+    fn new(datasets: &'a [(PathBuf, DatasetStamp)]) -> Tasks<'a> {
+        Tasks { datasets, file: 0, stream: None, ahead: VecDeque::new(), current: None }
     }
 
     /// Ends the stream of the file being read, if one is open: the rest of the file is hashed
@@ -93,12 +99,31 @@ impl<'a> Tasks<'a> {
     fn end_stream(&mut self) -> Result<(), EngineError> {
         let Some(stream) = self.stream.take() else { return Ok(()) };
         let read = stream.finish()?;
-        let recorded = &self.sha256[self.file];
-        if read != *recorded {
-            let path = self.paths[self.file].clone();
-            return Err(RescoreError::DatasetChangedWhileRead { path, recorded: recorded.clone(), read }.into());
+        let (path, stamp) = &self.datasets[self.file];
+        if read != stamp.sha256 {
+            let (path, recorded) = (path.clone(), stamp.sha256.clone());
+            return Err(RescoreError::DatasetChangedWhileRead { path, recorded, read }.into());
         }
         Ok(())
+    }
+
+    /// The tasks of the next block of rows, the next file's once a file ends; `None` once every
+    /// file is read. A row that does not parse was never a task of the run.
+    fn next_tasks(&mut self) -> Result<Option<Vec<Task>>, EngineError> {
+        while let Some((path, _)) = self.datasets.get(self.file) {
+            if self.stream.is_none() {
+                self.stream = Some(DatasetStream::open(path)?);
+            }
+            let stream = self.stream.as_mut().expect("opened above");
+            match stream.next_block(256)? {
+                Some(block) => return Ok(Some(block.parse().into_iter().filter_map(|(_, task)| task.ok()).collect())),
+                None => {
+                    self.end_stream()?;
+                    self.file += 1;
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The task `id`: the one of the last loop, or the next of that id in the datasets (rows the
@@ -113,27 +138,13 @@ impl<'a> Tasks<'a> {
         loop {
             while let Some(task) = self.ahead.pop_front() {
                 if task.id == id {
-                    let entry = Arc::new(TaskEntry {
-                        json: TaskJson::new(&task),
-                        meta: task.meta.as_ref().map(|m| m.to_string()),
-                    });
+                    let entry = TaskEntry::of(&task);
                     self.current = Some((task.id, Arc::clone(&entry)));
                     return Ok(Some(entry));
                 }
             }
-            if self.stream.is_none() {
-                let Some(path) = self.paths.get(self.file) else { return Ok(None) };
-                self.stream = Some(DatasetStream::open(path)?);
-            }
-            let stream = self.stream.as_mut().expect("opened above");
-            match stream.next_block(256)? {
-                // A row that does not parse was never a task of the run.
-                Some(block) => self.ahead.extend(block.parse().into_iter().filter_map(|(_, task)| task.ok())),
-                None => {
-                    self.end_stream()?;
-                    self.file += 1;
-                }
-            }
+            let Some(tasks) = self.next_tasks()? else { return Ok(None) };
+            self.ahead.extend(tasks);
         }
     }
 }
@@ -142,28 +153,16 @@ impl<'a> Tasks<'a> {
 /// ends once every id is found; each file opened is read to its end and its hash compared with
 /// the run's. An id not found is not in the map.
 fn find_all(
-    paths: &[PathBuf],
-    sha256: &[String],
+    datasets: &[(PathBuf, DatasetStamp)],
     ids: &HashSet<&str>,
 ) -> Result<HashMap<String, Arc<TaskEntry>>, EngineError> {
     let mut found: HashMap<String, Arc<TaskEntry>> = HashMap::with_capacity(ids.len());
-    let mut tasks = Tasks::new(paths, sha256);
-    while found.len() < ids.len() && tasks.file < paths.len() {
-        if tasks.stream.is_none() {
-            tasks.stream = Some(DatasetStream::open(&paths[tasks.file])?);
-        }
-        let stream = tasks.stream.as_mut().expect("opened above");
-        let Some(block) = stream.next_block(256)? else {
-            tasks.end_stream()?;
-            tasks.file += 1;
-            continue;
-        };
-        // A row that does not parse was never a task of the run.
-        for (_, task) in block.parse() {
-            let Ok(task) = task else { continue };
+    let mut tasks = Tasks::new(datasets);
+    while found.len() < ids.len() {
+        let Some(block) = tasks.next_tasks()? else { break };
+        for task in block {
             if ids.contains(task.id.as_str()) && !found.contains_key(&task.id) {
-                let meta = task.meta.as_ref().map(|m| m.to_string());
-                found.insert(task.id.clone(), Arc::new(TaskEntry { json: TaskJson::new(&task), meta }));
+                found.insert(task.id.clone(), TaskEntry::of(&task));
             }
         }
     }
@@ -173,14 +172,13 @@ fn find_all(
 
 /// Reads every loop of `tables` (the run's trajectory files, in order) whose task's kind `takes`
 /// accepts, with its task from `datasets` (read in step with the table when the run wrote its tasks
-/// `in_dataset_order`, and checked against `sha256`, their hashes in the run's manifest), and hands
+/// `in_dataset_order`, and checked against their hashes in the run's manifest), and hands
 /// them to `emit` in chunks of whole tasks,
 /// numbered in order; chunks before `first_chunk` are read but not handed on (a resumed
 /// rescoring wrote them). `emit` returns `false` when the rescoring is stopping.
 pub(super) fn read(
     tables: &[PathBuf],
-    datasets: &[PathBuf],
-    sha256: &[String],
+    datasets: &[(PathBuf, DatasetStamp)],
     in_dataset_order: bool,
     takes: impl Fn(Option<&str>) -> bool,
     first_chunk: u64,
@@ -200,7 +198,7 @@ pub(super) fn read(
     };
     for table in tables {
         // Each file holds its tasks in dataset order: a partition of a sharded run too.
-        let mut tasks = Tasks::new(datasets, sha256);
+        let mut tasks = Tasks::new(datasets);
         let mut last_task: Option<String> = None;
         // A loop with its task, found by `find`, into the chunk.
         let mut accept = |recorded: LoopWithRows, find: &mut Find<'_>| -> Result<(), String> {
@@ -255,14 +253,14 @@ pub(super) fn read(
             }
             let new_task = held.last().is_none_or(|last| last.recorded.task_id != recorded.recorded.task_id);
             if new_task && held_tasks == WINDOW_TASKS {
-                release(&mut held, datasets, sha256, &takes, &mut accept)?;
+                release(&mut held, datasets, &takes, &mut accept)?;
                 held_tasks = 0;
             }
             held_tasks += usize::from(new_task);
             held.push(recorded);
             Ok(())
         });
-        let read = read.map(|()| release(&mut held, datasets, sha256, &takes, &mut accept));
+        let read = read.map(|()| release(&mut held, datasets, &takes, &mut accept));
         if stopped {
             return Ok(report);
         }
@@ -285,8 +283,7 @@ type Find<'f> = dyn FnMut(&str) -> Result<Option<Arc<TaskEntry>>, EngineError> +
 /// Hands the `held` loops to `accept` in order, their tasks found in one pass over the datasets.
 fn release(
     held: &mut Vec<LoopWithRows>,
-    datasets: &[PathBuf],
-    sha256: &[String],
+    datasets: &[(PathBuf, DatasetStamp)],
     takes: &impl Fn(Option<&str>) -> bool,
     accept: &mut impl FnMut(LoopWithRows, &mut Find<'_>) -> Result<(), String>,
 ) -> Result<(), String> {
@@ -295,7 +292,7 @@ fn release(
         .map(|one| one.task_id.as_str())
         .collect();
     // An error finding them is the first taken loop's, which stops the rescoring.
-    let mut found = find_all(datasets, sha256, &ids).map_err(Some);
+    let mut found = find_all(datasets, &ids).map_err(Some);
     drop(ids);
     for recorded in held.drain(..) {
         accept(recorded, &mut |id| match &mut found {

@@ -166,13 +166,10 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
         (Sink::create(&out, &fingerprint, &grid, &label)?, 0, 0)
     };
     let critic = Critic { instance: &opened.instance, weights: opened.spec.weights.as_ref(), attempts };
-    let dataset_paths: Vec<PathBuf> = datasets.iter().map(|(path, _)| path.clone()).collect();
-    let dataset_sha256: Vec<String> = datasets.iter().map(|(_, stamp)| stamp.sha256.clone()).collect();
     let work = Work {
         critic: &critic,
         tables: &tables,
-        datasets: &dataset_paths,
-        dataset_sha256: &dataset_sha256,
+        datasets: &datasets,
         takes: &|kind| opened.spec.takes(kind),
         first_chunk,
         label: &label,
@@ -404,9 +401,8 @@ fn datasets_of(manifest: &Manifest, given: &[PathBuf]) -> Result<Vec<(PathBuf, D
 struct Work<'a> {
     critic: &'a Critic<'a>,
     tables: &'a [PathBuf],
-    datasets: &'a [PathBuf],
-    /// Their SHA-256 in the run's manifest.
-    dataset_sha256: &'a [String],
+    /// The run's datasets where they are now, each with its stamp (its SHA-256 the manifest's).
+    datasets: &'a [(PathBuf, DatasetStamp)],
     takes: &'a (dyn Fn(Option<&str>) -> bool + Sync),
     first_chunk: u64,
     /// The run's table, as messages name it.
@@ -463,15 +459,9 @@ fn drive(
             .name("critbench-rescore-reader".into())
             .spawn_scoped(scope, move || {
                 let sender = chunk_sender;
-                input::read(
-                    work.tables,
-                    work.datasets,
-                    work.dataset_sha256,
-                    work.in_dataset_order,
-                    work.takes,
-                    work.first_chunk,
-                    |chunk| window.acquire() && sender.send(chunk).is_ok(),
-                )
+                input::read(work.tables, work.datasets, work.in_dataset_order, work.takes, work.first_chunk, |chunk| {
+                    window.acquire() && sender.send(chunk).is_ok()
+                })
             })
             .map_err(|source| EngineError::Threads { what: "the rescoring's reader thread", source })?;
         let mut workers = Vec::new();
