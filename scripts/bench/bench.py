@@ -52,7 +52,7 @@ TARGETS = [
     ("isolated_vs_in_process",
      "`--isolate-plugins` vs in-process, scripted critic, {isolation_tasks:,} tasks, `--jobs 1` (critiques/s)",
      "% of in-process", ">=", 33.3),
-    ("command_critiques_per_s", "a Python `command` critic (protocol 4), {isolation_tasks:,} tasks, `--jobs 1`",
+    ("command_critiques_per_s", "a Python `command` critic (protocol 5), {isolation_tasks:,} tasks, `--jobs 1`",
      "critiques/s", ">=", 50_000),
     # The concurrency sweep.
     ("sweep_1024_fraction_of_ideal",
@@ -657,10 +657,10 @@ def bench_sweep(args, work, tasks_file, results):
 
 def bench_isolation(args, work, tasks_file, results):
     """The scripted critic in-process, isolated (`critbench plugin-worker`,
-    protocol 4) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 4: each
-    loop's task sent once; at `--jobs 1` and `--jobs 2`; the same critic saying protocol 3, the
-    whole request every round, the path before protocol 4; and saying protocol 2, one request per
-    pipe round trip, the path before protocol 3); a trivial Python critic
+    protocol 4) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 5: each
+    task sent once for all its loops; at `--jobs 1` and `--jobs 2`; the same critic saying protocol
+    4, each loop's task sent once, the path before protocol 5; protocol 3, the whole request every
+    round; and protocol 2, one request per pipe round trip); a trivial Python critic
     (scripts/bench/trivial_critic.py), whose critiques differ; with --baseline-critbench, that
     binary isolated as well (the before figure). Every other run's outcomes must equal the
     in-process run's."""
@@ -676,18 +676,20 @@ def bench_isolation(args, work, tasks_file, results):
 
     critic = os.path.join(HERE, "scripted_critic.py")
     commands = {protocol: command_experiment(f"command-v{protocol}", [critic, "--protocol", str(protocol)])
-                for protocol in (4, 3, 2)}
+                for protocol in (5, 4, 3, 2)}
     trivial = command_experiment("command-trivial", [os.path.join(HERE, "trivial_critic.py")])
     # key, label, binary, experiment, extra flags, --jobs, whether its outcomes are the in-process run's
     modes = [
         ("in_process", "scripted, in-process (C ABI)", args.critbench, experiment, (), 1, True),
         ("isolated", "scripted, `--isolate-plugins` (plugin-worker, protocol 4)", args.critbench, experiment,
          ("--isolate-plugins",), 1, True),
+        ("command_v5", "Python command critic, protocol 5 (each task sent once for its loops)", args.critbench,
+         commands[5], (), 1, True),
+        ("command_v5_jobs2", "the same, `--jobs 2` (the default here: `--jobs` is every core)", args.critbench,
+         commands[5], (), 2, True),
         ("command_v4", "Python command critic, protocol 4 (each loop's task sent once)", args.critbench, commands[4],
          (), 1, True),
-        ("command_v4_jobs2", "the same, `--jobs 2` (the default here: `--jobs` is every core)", args.critbench,
-         commands[4], (), 2, True),
-        ("command_trivial", "a trivial Python command critic, protocol 4 (its own critiques: other loops)",
+        ("command_trivial", "a trivial Python command critic, protocol 5 (its own critiques: other loops)",
          args.critbench, trivial, (), 1, False),
         ("command_v3", "Python command critic, protocol 3 (the whole request every round)", args.critbench,
          commands[3], (), 1, True),
@@ -759,8 +761,8 @@ def measured_targets(results, args):
     if i:
         modes = i["modes"]
         values["isolated_vs_in_process"] = 100 * modes["isolated"]["median_rate"] / modes["in_process"]["median_rate"]
-        if "command_v4" in modes:  # a run from before protocol 4 has no such row
-            values["command_critiques_per_s"] = modes["command_v4"]["median_rate"]
+        if "command_v5" in modes:  # a run from before protocol 5 has no such row
+            values["command_critiques_per_s"] = modes["command_v5"]["median_rate"]
     s = results.get("server")
     if s:
         values["server_fraction_of_ideal"] = 100 * s["median_steady_rate"] / s["ideal_rate"]
@@ -886,7 +888,7 @@ def unmet_bounds(results):
                       + f"; the target is {unmet['sweep_1024_cpu_ms_per_request']['target'] * 1000:g} µs."]
         explained.add("sweep_1024_cpu_ms_per_request")
     modes = results.get("isolation", {}).get("modes", {})
-    for key, mode in (("isolated_vs_in_process", "isolated"), ("command_critiques_per_s", "command_v4")):
+    for key, mode in (("isolated_vs_in_process", "isolated"), ("command_critiques_per_s", "command_v5")):
         if key not in unmet or mode not in modes:
             continue
         run, row = modes[mode], unmet[key]
@@ -1121,9 +1123,11 @@ def markdown(results, args):
             " plugin-worker`, protocol 4: a worker advances its loops in two groups of up to 256, one group's requests"
             " out to the child in one write while the other's loops advance, the next group's written as soon as it is"
             " built, and each loop's task is sent once); as a"
-            " Python command critic computing the same critique (`scripts/bench/scripted_critic.py`, protocol 4), at"
-            " `--jobs 1` and `--jobs 2`, and the same critic saying protocol 3 (the whole request, task included, every"
-            " round) and protocol 2 (one request per pipe round trip). Every one of those runs' outcomes equal the"
+            " Python command critic computing the same critique (`scripts/bench/scripted_critic.py`, protocol 5: each"
+            " task sent once for its two arms' loops, the rounds written behind the open), at `--jobs 1` and `--jobs 2`,"
+            " and the same critic saying protocol 4 (each loop's task sent once, a round written after its open's"
+            " answer), protocol 3 (the whole request, task included, every round) and protocol 2 (one request per pipe"
+            " round trip). Every one of those runs' outcomes equal the"
             " in-process run's. A trivial Python critic (`scripts/bench/trivial_critic.py`: `json.loads` of every"
             " message, `json.dumps` of every answer, the score from the draft's length) runs its own loops. CPU counts"
             " critbench and its children. The load average is the 1-minute load before each run: the machine is"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A trivial command critic over protocol 4 (docs/PROTOCOL.md), as a newcomer would write one: it
+"""A trivial command critic over protocol 5 (docs/PROTOCOL.md), as a newcomer would write one: it
 parses every message with json.loads and writes every answer with json.dumps. Its score is the
 draft's length modulo 11, so its loops are not the scripted critic's; the bench times it to show
 what the pipe path costs a critic that does almost nothing.
@@ -11,7 +11,7 @@ in it in one write.
 import json
 import os
 
-HELLO = {"protocol": 4, "name": "trivial-py", "version": "1.0.0", "score_range": [0, 10], "thread_safe": True}
+HELLO = {"protocol": 5, "name": "trivial-py", "version": "1.0.0", "score_range": [0, 10], "thread_safe": True}
 
 
 def write(data):

@@ -92,13 +92,15 @@ impl CriticInstance {
     /// The critic with `task` open for the rounds of one loop: every round and retry of the loop
     /// asks through it. A plugin of ABI version 2 in this process reads the task once (opened at
     /// the first call, again after a failed open), and so does a child speaking protocol 4 (opened
-    /// on each process that gets one of the loop's rounds, under a key of its own); any other
-    /// critic is sent the whole request, task included, every round.
+    /// on each process that gets one of the loop's rounds, under a key of the loop's, or under
+    /// protocol 5 a key the task's loops in flight share); any other critic is sent the whole
+    /// request, task included, every round.
     pub fn open_task<'a>(&'a self, task: &'a TaskJson) -> CriticTask<'a> {
         let (key, shared) = match self {
-            // One copy of the task per loop, shared by its rounds' asks (they outlive this borrow).
+            // One copy of the task per key, shared by its rounds' asks (they outlive this borrow).
             CriticInstance::Process(critic) if critic.opens_tasks() => {
-                (Some(critic.new_key()), Some(Arc::from(task.as_str())))
+                let (key, shared) = critic.key_for(task.as_str());
+                (Some(key), Some(shared))
             }
             _ => (None, None),
         };
@@ -113,16 +115,16 @@ pub struct CriticTask<'a> {
     task: &'a TaskJson,
     /// The plugin's handle, once opened (ABI version 2 in this process only).
     opened: Option<OpenTask<'a>>,
-    /// The task's key on the critic's processes (protocol 4 only).
+    /// The task's key on the critic's processes (protocol 4 or 5 only).
     key: Option<u64>,
-    /// The task's JSON text, for the rounds' asks (protocol 4 only).
+    /// The task's JSON text, for the rounds' asks (protocol 4 or 5 only).
     shared: Option<Arc<str>>,
 }
 
 impl Drop for CriticTask<'_> {
     fn drop(&mut self) {
         if let (CriticInstance::Process(critic), Some(key)) = (self.critic, self.key) {
-            critic.close_task(key);
+            critic.loop_ended(key, self.task.as_str());
         }
     }
 }
@@ -146,7 +148,7 @@ impl<'a> CriticTask<'a> {
 
     /// What the first attempt at `draft` in round `round` sends among many in flight
     /// ([`CriticInstance::call_many`]): a round about the task's key for a child speaking
-    /// protocol 4, else the whole request.
+    /// protocol 4 or 5, else the whole request.
     pub fn first_request(&self, draft: &str, round: u32) -> Asked {
         match self.key {
             Some(key) => Asked::Round(self.round(key, draft, round)),

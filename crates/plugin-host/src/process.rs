@@ -20,8 +20,13 @@
 //! task is opened again after a restart). A round is written only once its task's open was
 //! answered `ok`: one that waits for its open goes out as the open's answer comes in, and one
 //! whose open failed is answered with the open's error without being sent. The keys of loops
-//! that ended ([`ProcessCritic::close_task`]) are closed on the children holding them, in one
+//! that ended ([`ProcessCritic::loop_ended`]) are closed on the children holding them, in one
 //! `close` line before their next batch.
+//!
+//! Protocol 5 shares a key among a task's loops in flight ([`ProcessCritic::key_for`]: a variant
+//! comparison's arms open the task once per child) and writes a round right behind its task's
+//! open, in the same write; the child must answer the open first, and a round answered while its
+//! open waits is a protocol error ([`ProtocolError::BeforeOpen`]).
 //!
 //! An answer is taken only when it answers the request being asked. In protocol 2 its id says so
 //! ([`Protocol::reply`]). In protocol 1 only order can: a line is refused when it arrived before
@@ -100,8 +105,10 @@ pub struct ProcessCritic {
     max_children: usize,
     /// The critic's hello says protocol 3 or 4: it takes several requests at once.
     pipelined: bool,
-    /// The critic's hello says protocol 4: it reads a loop's task once per process.
+    /// The critic's hello says protocol 4 or 5: it reads a loop's task once per process.
     opens_tasks: bool,
+    /// The critic's hello says protocol 5: a key names a task, shared by its loops in flight.
+    shares_tasks: bool,
     /// The next task key ([`ProcessCritic::new_key`]).
     next_key: AtomicU64,
     /// Boxed: a critic is passed around by value, and the pool is most of its size.
@@ -123,6 +130,21 @@ struct Pool {
     /// Protocol 4: the keys of loops that ended, still open on some child; each child closes its
     /// own before its next batch.
     closing: Vec<u64>,
+    /// Protocol 5: the key of each task whose loops are in flight, by where its text is (the
+    /// loops of a task borrow one text, which lives while they do).
+    tasks: HashMap<(usize, usize), SharedKey>,
+}
+
+/// Protocol 5: a task's key, its text, and how many loops in flight ask about it.
+struct SharedKey {
+    key: u64,
+    task: Arc<str>,
+    loops: usize,
+}
+
+/// Where the text of `task` is: the same for every loop of a task, which borrow one text.
+fn address(task: &str) -> (usize, usize) {
+    (task.as_ptr() as usize, task.len())
 }
 
 impl Pool {
@@ -545,6 +567,7 @@ impl ProcessCritic {
             max_children: 1,
             pipelined: false,
             opens_tasks: false,
+            shares_tasks: false,
             next_key: AtomicU64::new(1),
             pool: Box::default(),
             freed: Condvar::new(),
@@ -574,6 +597,7 @@ impl ProcessCritic {
         critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
         critic.pipelined = child.protocol.pipelined();
         critic.opens_tasks = child.protocol.opens_tasks();
+        critic.shares_tasks = child.protocol.shares_tasks();
         critic.pool = Box::new(Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() }));
         Ok(critic)
     }
@@ -594,21 +618,52 @@ impl ProcessCritic {
         self.pipelined
     }
 
-    /// Whether the critic reads a loop's task once per process (protocol 4): a loop's rounds are
-    /// then asked as [`Asked::Round`].
+    /// Whether the critic reads a loop's task once per process (protocol 4 or 5): a loop's
+    /// rounds are then asked as [`Asked::Round`].
     pub fn opens_tasks(&self) -> bool {
         self.opens_tasks
     }
 
-    /// A key for one loop's task, never given out before by this critic.
-    pub(crate) fn new_key(&self) -> u64 {
-        self.next_key.fetch_add(1, Ordering::Relaxed)
+    /// The key a loop's rounds of `task` are asked under, and the task's text they carry: a key
+    /// never given out before (protocol 4: a key is one loop's), or under protocol 5 the key of
+    /// the task's other loops in flight, so that a process opens the task once for all of them.
+    /// Every key taken is given back by [`ProcessCritic::loop_ended`].
+    pub(crate) fn key_for(&self, task: &str) -> (u64, Arc<str>) {
+        let new_key = || self.next_key.fetch_add(1, Ordering::Relaxed);
+        if !self.shares_tasks {
+            return (new_key(), Arc::from(task));
+        }
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        match pool.tasks.entry(address(task)) {
+            // The same text at the same place: another loop of the task (the text outlives every
+            // loop that borrows it, so no other task's text can be there meanwhile).
+            std::collections::hash_map::Entry::Occupied(mut shared) if *shared.get().task == *task => {
+                let shared = shared.get_mut();
+                shared.loops += 1;
+                (shared.key, Arc::clone(&shared.task))
+            }
+            std::collections::hash_map::Entry::Occupied(_) => (new_key(), Arc::from(task)),
+            std::collections::hash_map::Entry::Vacant(place) => {
+                let shared = place.insert(SharedKey { key: new_key(), task: Arc::from(task), loops: 1 });
+                (shared.key, Arc::clone(&shared.task))
+            }
+        }
     }
 
-    /// The loop of task key `key` ended: the children that hold it open close it before their
+    /// A loop that asked about `task` under `key` ([`ProcessCritic::key_for`]) ended: once no
+    /// loop in flight asks about the key, the children that hold it open close it before their
     /// next batch.
-    pub(crate) fn close_task(&self, key: u64) {
+    pub(crate) fn loop_ended(&self, key: u64, task: &str) {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if let std::collections::hash_map::Entry::Occupied(mut shared) = pool.tasks.entry(address(task))
+            && shared.get().key == key
+        {
+            shared.get_mut().loops -= 1;
+            if shared.get().loops > 0 {
+                return;
+            }
+            shared.remove();
+        }
         if pool.held.contains_key(&key) {
             pool.closing.push(key);
         }
@@ -672,7 +727,7 @@ impl ProcessCritic {
                 }
             };
             if !child.protocol.pipelined() {
-                // Only a protocol 4 critic is asked by rounds; a child that is not one is sent
+                // Only a protocol 4 or 5 critic is asked by rounds; a child that is not one is sent
                 // the whole request.
                 let whole = flight.request(first).whole().into_owned();
                 let answer = self.call_on(child, &whole, Some(flight.scope(first)));
@@ -997,6 +1052,17 @@ impl ProcessCritic {
                     parse_message(&line).map_or_else(|_| String::new(), |message| excerpt(&message.to_string()));
                 (charged, Broken::Protocol(ProtocolError::WrongAnswer { what, id, wrong, message }))
             };
+            // Protocol 5 writes a round right after its task's open: its answer must not come
+            // before the open's, which says whether there is a task to critique.
+            if let (Waiting::Request(index), Reply::Critique(_) | Reply::Error(_)) = (waiting[&id], &reply)
+                && child.protocol.shares_tasks()
+                && !held_back.is_empty()
+                && let Asked::Round(round) = flight.request(index)
+                && held_back.contains_key(&round.key)
+            {
+                let message = excerpt(String::from_utf8_lossy(&line).trim_end());
+                return Err((charged, Broken::Protocol(ProtocolError::BeforeOpen { id, key: round.key, message })));
+            }
             match (waiting[&id], reply) {
                 (waits, Reply::Service { name, request }) => {
                     let answer = self.host.dispatch(&name, &request, Some(flight.scope(waits.charged())));
@@ -1038,9 +1104,9 @@ impl ProcessCritic {
     }
 
     /// The lines of the requests `indices` of `flight` for `child`, each then waiting for its
-    /// answer: after the close of ended loops this child holds (protocol 4), a round's open when
-    /// the child does not hold its task (the round then waits in `held_back` for the open's
-    /// answer), or the request itself.
+    /// answer: after the close of ended loops this child holds (protocol 4 and 5), a round's open
+    /// when the child does not hold its task (protocol 4: the round then waits in `held_back` for
+    /// the open's answer; 5: it follows the open at once), or the request itself.
     fn batch_lines<R: Borrow<Asked>>(
         &self,
         child: &mut Child,
@@ -1057,26 +1123,36 @@ impl ProcessCritic {
             batch.push('\n');
         }
         for &index in indices {
-            let id = child.next_id;
             match flight.request(index) {
                 Asked::Round(round) if child.protocol.opens_tasks() => {
                     if !child.open.contains(&round.key) {
+                        // Protocol 5: the round follows its task's open at once; 4: it waits for
+                        // the open's `ok`.
+                        let follows = child.protocol.shares_tasks();
                         if let Some(held) = held_back.get_mut(&round.key) {
-                            held.push(index);
-                            continue;
+                            if !follows {
+                                held.push(index);
+                                continue;
+                            }
+                        } else {
+                            let id = child.next_id;
+                            child.next_id += 1;
+                            waiting.insert(id, Waiting::Open { key: round.key, first: index });
+                            held_back.insert(round.key, if follows { Vec::new() } else { vec![index] });
+                            batch.push_str(&Protocol::open_line(id, round.key, &round.task));
+                            batch.push('\n');
+                            if !follows {
+                                continue;
+                            }
                         }
-                        child.next_id += 1;
-                        waiting.insert(id, Waiting::Open { key: round.key, first: index });
-                        held_back.insert(round.key, vec![index]);
-                        batch.push_str(&Protocol::open_line(id, round.key, &round.task));
-                        batch.push('\n');
-                        continue;
                     }
+                    let id = child.next_id;
                     child.next_id += 1;
                     waiting.insert(id, Waiting::Request(index));
                     batch.push_str(&Protocol::round_line(id, round.key, &round.request()));
                 }
                 asked => {
+                    let id = child.next_id;
                     child.next_id += 1;
                     waiting.insert(id, Waiting::Request(index));
                     batch.push_str(&child.protocol.request_line(id, &asked.whole()));

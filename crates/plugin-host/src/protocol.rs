@@ -18,8 +18,12 @@ use serde_json::Value;
 use crate::library::excerpt;
 use crate::services::ServiceError;
 
-/// The newest protocol version: what `critbench plugin-worker` says in its hello.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// The newest protocol version this host speaks.
+pub const PROTOCOL_VERSION: u32 = 5;
+
+/// What `critbench plugin-worker` says in its hello: version 4, whose keys are one loop's, as a
+/// task handle of the plugin ABI version 2 is (version 5 shares a key among a task's loops).
+pub const WORKER_PROTOCOL: u32 = 4;
 
 /// The id of the config message in protocol 2; requests count up from 1.
 pub(crate) const CONFIG_ID: u64 = 0;
@@ -35,6 +39,9 @@ pub(crate) enum Protocol {
     V3,
     /// Version 3, and a loop's task sent once per process (opened, asked about by key, closed).
     V4,
+    /// Version 4 with a key for a task, not a loop: the loops of a task in flight share its open,
+    /// and a round may follow its task's open before the open is answered.
+    V5,
 }
 
 /// What a critic's message is, once it is known to be about the request being asked.
@@ -87,6 +94,12 @@ pub(crate) enum ProtocolError {
         "the critic answered {what} {id} with {wrong} (an open is answered {{\"id\": N, \"ok\": true}} or an error, a request with a critique or an error): {message}"
     )]
     WrongAnswer { what: &'static str, id: u64, wrong: &'static str, message: String },
+    /// Protocol 5: a round answered before the open of its task.
+    #[error(
+        "the critic answered request {id} about task key {key} before the open of that task (protocol 5: an open is \
+         answered before the rounds written after it): {message}"
+    )]
+    BeforeOpen { id: u64, key: u64, message: String },
 }
 
 impl Protocol {
@@ -97,25 +110,34 @@ impl Protocol {
             2 => Ok(Protocol::V2),
             3 => Ok(Protocol::V3),
             4 => Ok(Protocol::V4),
+            5 => Ok(Protocol::V5),
             other => Err(ProtocolError::Version(other)),
         }
     }
 
     /// Whether the host may write several requests before it reads their answers (3 and up).
     pub(crate) fn pipelined(self) -> bool {
-        matches!(self, Protocol::V3 | Protocol::V4)
+        matches!(self, Protocol::V3 | Protocol::V4 | Protocol::V5)
     }
 
-    /// Whether the host sends a loop's task once per process (protocol 4).
+    /// Whether the host sends a loop's task once per process (protocols 4 and 5).
     pub(crate) fn opens_tasks(self) -> bool {
-        self == Protocol::V4
+        matches!(self, Protocol::V4 | Protocol::V5)
+    }
+
+    /// Whether a key names a task rather than one loop (protocol 5): the loops of a task in flight
+    /// share one open, and its rounds are written right after it, not once it is answered.
+    pub(crate) fn shares_tasks(self) -> bool {
+        self == Protocol::V5
     }
 
     /// The config line; `config` is JSON.
     pub(crate) fn config_line(self, config: &Value) -> String {
         match self {
             Protocol::V1 => format!("{{\"config\":{config}}}"),
-            Protocol::V2 | Protocol::V3 | Protocol::V4 => format!("{{\"id\":{CONFIG_ID},\"config\":{config}}}"),
+            Protocol::V2 | Protocol::V3 | Protocol::V4 | Protocol::V5 => {
+                format!("{{\"id\":{CONFIG_ID},\"config\":{config}}}")
+            }
         }
     }
 
@@ -125,7 +147,9 @@ impl Protocol {
         match self {
             Protocol::V1 => request.to_string(),
             // The request goes in verbatim, so a critic sees exactly the C ABI's bytes.
-            Protocol::V2 | Protocol::V3 | Protocol::V4 => format!("{{\"id\":{id},\"request\":{request}}}"),
+            Protocol::V2 | Protocol::V3 | Protocol::V4 | Protocol::V5 => {
+                format!("{{\"id\":{id},\"request\":{request}}}")
+            }
         }
     }
 
@@ -138,7 +162,7 @@ impl Protocol {
         let text = Value::String(text);
         match self {
             Protocol::V1 => format!("{{\"{key}\":{text}}}"),
-            Protocol::V2 | Protocol::V3 | Protocol::V4 => format!("{{\"id\":{id},\"{key}\":{text}}}"),
+            Protocol::V2 | Protocol::V3 | Protocol::V4 | Protocol::V5 => format!("{{\"id\":{id},\"{key}\":{text}}}"),
         }
     }
 
@@ -179,7 +203,7 @@ impl Protocol {
     pub(crate) fn reply(self, message: &Value, id: u64) -> Result<Reply, ProtocolError> {
         match self {
             Protocol::V1 => reply_v1(message),
-            Protocol::V2 | Protocol::V3 | Protocol::V4 => {
+            Protocol::V2 | Protocol::V3 | Protocol::V4 | Protocol::V5 => {
                 self.check_id(message, id)?;
                 reply_v2(message)
             }
@@ -522,9 +546,10 @@ mod tests {
         assert_eq!(Protocol::from_hello(2), Ok(Protocol::V2));
         assert_eq!(Protocol::from_hello(3), Ok(Protocol::V3));
         assert_eq!(Protocol::from_hello(4), Ok(Protocol::V4));
+        assert_eq!(Protocol::from_hello(5), Ok(Protocol::V5));
         assert_eq!(
-            Protocol::from_hello(5).unwrap_err().to_string(),
-            "the critic speaks protocol version 5, but this critbench speaks versions 1 to 4"
+            Protocol::from_hello(6).unwrap_err().to_string(),
+            "the critic speaks protocol version 6, but this critbench speaks versions 1 to 5"
         );
     }
 }

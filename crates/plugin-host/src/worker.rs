@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 
 use crate::PluginLibrary;
 use crate::library::excerpt;
-use crate::protocol::{CONFIG_ID, PROTOCOL_VERSION};
+use crate::protocol::{CONFIG_ID, WORKER_PROTOCOL};
 use crate::services::{ForwardError, ServiceError};
 
 struct Pipes {
@@ -290,7 +290,7 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
         }
     };
     let hello = serde_json::json!({
-        "protocol": PROTOCOL_VERSION,
+        "protocol": WORKER_PROTOCOL,
         "name": plugin.name,
         "version": plugin.version,
         "score_range": [plugin.range.min, plugin.range.max],

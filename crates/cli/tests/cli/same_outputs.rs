@@ -2,9 +2,10 @@
 //! scripted critic compiled into critbench, in-process and isolated (`critbench plugin-worker
 //! --builtin`, protocol 3, many requests in flight per child), with its shared library loaded by
 //! path (libloading, in-process and isolated) and as a Python command critic computing the same
-//! critique (`scripts/bench/scripted_critic.py`, protocol 4: each loop's task sent once per
-//! process; and saying protocol 3: the whole request every round) give the same rows in every
-//! table and the same summaries, byte for byte, at `--jobs` 1 and 2.
+//! critique (`scripts/bench/scripted_critic.py`, protocol 5: each task sent once per process for
+//! all its loops; saying protocol 4: once per loop; and saying protocol 3: the whole request every
+//! round) give the same rows in every table and the same summaries, byte for byte, at `--jobs` 1
+//! and 2.
 
 use std::path::{Path, PathBuf};
 
@@ -48,10 +49,12 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
     let command =
         text.replace("plugin = \"scripted\"", &format!("command = [{python:?}, {:?}]", script.to_str().unwrap()));
     assert_ne!(command, text, "the bench experiment names the scripted plugin");
-    let command_v3 = text.replace(
-        "plugin = \"scripted\"",
-        &format!("command = [{python:?}, {:?}, \"--protocol\", \"3\"]", script.to_str().unwrap()),
-    );
+    let command_speaking = |protocol: &str| {
+        text.replace(
+            "plugin = \"scripted\"",
+            &format!("command = [{python:?}, {:?}, \"--protocol\", \"{protocol}\"]", script.to_str().unwrap()),
+        )
+    };
     let library_path = binary().parent().unwrap().join(format!(
         "{}critbench_scripted{}",
         std::env::consts::DLL_PREFIX,
@@ -60,7 +63,8 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
     let library = text.replace("plugin = \"scripted\"", &format!("plugin = {:?}", library_path.to_str().unwrap()));
     let in_process = experiment(dir.path(), "in-process.toml", &text);
     let command = experiment(dir.path(), "command.toml", &command);
-    let command_v3 = experiment(dir.path(), "command-v3.toml", &command_v3);
+    let command_v4 = experiment(dir.path(), "command-v4.toml", &command_speaking("4"));
+    let command_v3 = experiment(dir.path(), "command-v3.toml", &command_speaking("3"));
     let library = experiment(dir.path(), "library.toml", &library);
 
     let runs = [
@@ -71,6 +75,8 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
         run(dir.path(), "library-isolated", &library, &tasks, &["--jobs", "2", "--isolate-plugins"]),
         run(dir.path(), "isolated-jobs-1", &in_process, &tasks, &["--jobs", "1", "--isolate-plugins"]),
         run(dir.path(), "command-jobs-1", &command, &tasks, &["--jobs", "1"]),
+        run(dir.path(), "command-v4", &command_v4, &tasks, &["--jobs", "1"]),
+        run(dir.path(), "command-v4-jobs-2", &command_v4, &tasks, &["--jobs", "2"]),
         run(dir.path(), "command-v3", &command_v3, &tasks, &["--jobs", "1"]),
         run(dir.path(), "command-v3-jobs-2", &command_v3, &tasks, &["--jobs", "2"]),
     ];

@@ -5,6 +5,6 @@
 mod directories;
 mod input;
 mod integrity;
+mod opened_tasks;
 mod protocol;
-mod protocol_v4;
 mod rescore;
