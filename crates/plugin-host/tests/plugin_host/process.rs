@@ -208,8 +208,8 @@ fn a_bad_hello_or_config_is_refused_when_opening() {
         format!("import sys\nsys.stdout.write('{{{fields}}}\\n')\nsys.stdout.flush()\nsys.stdin.readline()\n")
     };
     assert!(
-        refused(&hello(r#""protocol": 5, "name": "x", "version": "1", "score_range": [0, 1]"#))
-            .ends_with("the critic speaks protocol version 5, but this critbench speaks versions 1 to 4")
+        refused(&hello(r#""protocol": 6, "name": "x", "version": "1", "score_range": [0, 1]"#))
+            .ends_with("the critic speaks protocol version 6, but this critbench speaks versions 1 to 5")
     );
     assert!(
         refused(&hello(r#""protocol": 1, "name": "x", "version": "1", "score_range": [1, 1]"#))
