@@ -22,7 +22,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 // Loops are built on worker threads and freed on the writer thread; the system allocator
-// serializes such cross-thread frees on an arena lock, mimalloc does not.
+// serializes such cross-thread frees on an arena lock, mimalloc does not. It is built without
+// transparent huge pages (the `no_thp` feature): with them the kernel zeroes a whole 2 MiB page
+// at its first touch while mimalloc uses 64 KiB of it at a time, which at 1,024 requests in flight
+// was a third of the loop workers' CPU in a run's first second and 40 MB of its peak RSS.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

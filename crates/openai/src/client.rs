@@ -1202,7 +1202,11 @@ fn open_endpoint(settings: &EndpointSettings, timeout: Duration) -> Result<(Endp
     // As many idle connections kept as requests may be in flight: a connection closed when a wave
     // of answers leaves more idle is opened again for the next wave (a TCP handshake per request).
     let idle = usize::try_from(settings.concurrency).unwrap_or(usize::MAX).max(1);
-    let mut builder = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(idle);
+    // critbench's own retries are the only ones, so that each is counted and paced. reqwest's
+    // default policy retries HTTP/2 refusals only (this client speaks HTTP/1.1), and copies every
+    // request's headers in case it must.
+    let no_retries = reqwest::retry::never().max_retries_per_request(0);
+    let mut builder = reqwest::Client::builder().timeout(timeout).pool_max_idle_per_host(idle).retry(no_retries);
     if is_loopback(url) {
         // A proxy from the environment must never see traffic meant for this machine.
         builder = builder.no_proxy();
