@@ -646,8 +646,7 @@ def sweep_run(args, work, template, template_text, tasks_file, concurrency, task
         with open(experiment, "w", encoding="utf-8") as handle:
             handle.write(text)
         out = fresh(work, f"sweep-{concurrency}")
-        result = critbench_run(args, experiment, tasks_file, out, f"sweep at {concurrency}", limit=tasks,
-                               extra=["--no-cache"])
+        result = critbench_run(args, experiment, tasks_file, out, f"sweep at {concurrency}", extra=["--no-cache"])
         with urllib.request.urlopen(f"http://{address}/stats", timeout=10) as answer:
             stats = json.load(answer)
     finally:
