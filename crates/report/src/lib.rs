@@ -347,10 +347,28 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     let outcomes = table_files(run_dir, "outcomes")?;
     let manifest = critbench_storage::manifest::Manifest::read(run_dir)?;
     let labels = labels.map(|path| gold::read_labels(run_dir, path)).transpose()?;
-    let mut report = summarize_files(&outcomes, manifest.as_ref())?;
+    // The summary's pass over the outcomes, the trajectories' passes and the listed pairs' pass do
+    // not depend on one another, so they run side by side; their results are used, and their
+    // errors returned, in the order the files are written, as if each ran in turn.
+    let guessed_arms = summary::first_compared_arms(manifest.as_ref());
+    let (summarized, trajectories, guessed_pairs) = std::thread::scope(|scope| {
+        let trajectories = scope.spawn(|| {
+            let backend = backend::Backend::read(run_dir, manifest.as_ref());
+            let rounds = html::read_rounds(run_dir);
+            (backend, rounds)
+        });
+        let outcomes = &outcomes;
+        let pairs = guessed_arms
+            .as_ref()
+            .map(|(a, b)| scope.spawn(move || (a, b, show::ListedPairs::read_unordered(outcomes, a, b))));
+        let summarized = summarize_files(outcomes, manifest.as_ref());
+        (summarized, joined(trajectories), pairs.map(joined))
+    });
+    let (backend, rounds) = trajectories;
+    let mut report = summarized?;
     let corrected =
         labels.map(|labels| gold::Corrected::compute(&outcomes, manifest.as_ref(), &labels, &report)).transpose()?;
-    report.backend = backend::Backend::read(run_dir, manifest.as_ref())?;
+    report.backend = backend?;
     report.sequential = manifest.as_ref().and_then(|m| m.sequential.clone());
     // What the backend cannot measure comes first: it says how to read everything else.
     let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| as_note(n)).collect();
@@ -368,20 +386,29 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
     configs::write_file(run_dir, &neighbours)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
-    // arm of the outcomes file), for a reader to open one by one.
+    // arm of the outcomes file), for a reader to open one by one: those read beside the summary
+    // when its arms were the ones guessed, else read now.
     let pairs = match report.comparisons.iter().find(|c| c.between_arms_that_ran()) {
-        Some(c) => Some(show::ListedPairs::read(&outcomes, &report, &c.arm_a, &c.arm_b)?),
+        Some(c) => Some(match guessed_pairs {
+            Some((a, b, read)) if (a, b) == (&c.arm_a, &c.arm_b) => read?.ordered(&report),
+            _ => show::ListedPairs::read(&outcomes, &report, &c.arm_a, &c.arm_b)?,
+        }),
         None => None,
     };
     let markdown = markdown::render_with_sections(&report, pairs.as_ref(), corrected.as_ref());
     let path = run_dir.join("report.md");
     critbench_storage::files::write_atomically(&path, markdown.as_bytes())
         .map_err(|source| ReportError::Write { path, source })?;
-    html::write_html(run_dir, &report, manifest.as_ref(), pairs.as_ref(), corrected.as_ref())?;
+    html::write_html(run_dir, &report, manifest.as_ref(), rounds?, pairs.as_ref(), corrected.as_ref())?;
     if let Some(corrected) = &corrected {
         corrected.write_files(run_dir)?;
     }
     Ok(report)
+}
+
+/// The result of a scoped thread; its panic, if it panicked, goes on in this one.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// A p-value as the reports print it: four decimals, or `< 0.0001` below that.

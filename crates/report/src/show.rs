@@ -432,13 +432,24 @@ impl ListedPairs {
         arm_a: &str,
         arm_b: &str,
     ) -> Result<ListedPairs, ReportError> {
-        let mut groups = pairs_in(paths, arm_a, arm_b, LISTED_PAIRS)?;
+        Ok(ListedPairs::read_unordered(paths, arm_a, arm_b)?.ordered(report))
+    }
+
+    /// [`ListedPairs::read`] without the summary: the groups in file order, for
+    /// [`ListedPairs::ordered`] to put in the summary's once it is there.
+    pub(crate) fn read_unordered(paths: &[PathBuf], arm_a: &str, arm_b: &str) -> Result<ListedPairs, ReportError> {
+        let groups = pairs_in(paths, arm_a, arm_b, LISTED_PAIRS)?;
+        Ok(ListedPairs { arm_a: arm_a.to_string(), arm_b: arm_b.to_string(), groups })
+    }
+
+    /// The groups in the order of `report`'s summary.
+    pub(crate) fn ordered(mut self, report: &Report) -> ListedPairs {
         let position = |group: &PairGroup| {
             let found = report.summary.iter().position(|r| r.config_id == group.config && r.critic == group.critic);
             (found.unwrap_or(usize::MAX), group.config.clone(), group.critic.clone())
         };
-        groups.sort_by_cached_key(position);
-        Ok(ListedPairs { arm_a: arm_a.to_string(), arm_b: arm_b.to_string(), groups })
+        self.groups.sort_by_cached_key(position);
+        self
     }
 
     /// Units where both arms ran, and the discordant ones where only A and only B passed.

@@ -750,6 +750,18 @@ impl Summarizer {
     }
 }
 
+/// The arms of the first comparison between arms that ran, as the summary of a run of `manifest`
+/// will nearly always find it: its first two arms in reading order. A guess, for reading that
+/// comparison's pairs beside the summary; the summary's own comparison decides.
+pub(crate) fn first_compared_arms(manifest: Option<&Manifest>) -> Option<(String, String)> {
+    let mut arms: Vec<&String> = manifest?.experiment.arms.iter().collect();
+    arms.sort_by_cached_key(|arm| (arm_rank(arm), arm.to_string()));
+    match arms[..] {
+        [a, b, ..] if a != b => Some((a.clone(), b.clone())),
+        _ => None,
+    }
+}
+
 /// Whether a comparison of two arms says something: an adjudicated twin is compared with its own
 /// arm (the effect of adjudication) and with other twins (arms compared after adjudication), not
 /// with other arms before it.

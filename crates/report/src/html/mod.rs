@@ -65,19 +65,24 @@ pub(crate) fn write_html(
     run_dir: &Path,
     report: &Report,
     manifest: Option<&Manifest>,
+    rounds: Option<Vec<RoundMean>>,
     pairs: Option<&ListedPairs>,
     corrected: Option<&crate::gold::Corrected>,
 ) -> Result<(), ReportError> {
-    // Reports can be rebuilt from outcomes alone (docs/REFERENCE.md, Commands); without trajectories the page says
-    // the trajectory is unavailable instead of failing. A file that is there but unreadable is
-    // an error, like a corrupt outcomes file.
-    let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
-    let rounds = if trajectories.is_empty() { None } else { Some(read_round_scores_in(&trajectories)?) };
     let policies = manifest.map_or(&[][..], |m| &m.experiment.policies[..]);
     let html = render_page(report, rounds.as_deref(), &pass_scores(manifest), policies, pairs, corrected);
     let path = run_dir.join("report.html");
     critbench_storage::files::write_atomically(&path, html.as_bytes())
         .map_err(|source| ReportError::Write { path, source })
+}
+
+/// The mean score by round that the page's trajectory chart draws, from `run_dir`'s trajectories.
+/// Reports can be rebuilt from outcomes alone (docs/REFERENCE.md, Commands): without trajectories
+/// this is `None` and the page says the trajectory is unavailable. A file that is there but
+/// unreadable is an error, like a corrupt outcomes file.
+pub(crate) fn read_rounds(run_dir: &Path) -> Result<Option<Vec<RoundMean>>, ReportError> {
+    let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
+    Ok(if trajectories.is_empty() { None } else { Some(read_round_scores_in(&trajectories)?) })
 }
 
 /// Each config's pass threshold, from the manifest's resolved policies.
