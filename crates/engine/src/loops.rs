@@ -22,7 +22,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use critbench_core::{Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::request::TaskJson;
@@ -31,7 +31,7 @@ use critbench_storage::recorded::RecordedRound;
 use crate::emit::effective_policy;
 use crate::error::LoopError;
 use crate::plan::{Plan, Scope, Unit};
-use crate::round::{Batch, critique_round, ms, recorded_round};
+use crate::round::{Batch, Laps, critique_round, recorded_round};
 use crate::source::Chunk;
 use critbench_core::author::Hint;
 use critbench_core::author::{Draft, DraftKey};
@@ -703,7 +703,8 @@ async fn record_loop_in(
     let longest = policies.iter().map(|p| p.max_revisions).max().unwrap_or(0) as usize + 1;
     let key = |round: u32| DraftKey { seed: experiment.seed, task_id: &task.id, epoch: unit.epoch, round };
 
-    let generated = Instant::now();
+    // The first draft's time, then each critique's and each revision's, back to back.
+    let mut laps = Laps::start();
     let hints: &[Hint] = if unit.arm.uses_memory() {
         plan.hints.get(&(unit.critic, task.kind.clone())).map(Vec::as_slice).unwrap_or(&[])
     } else {
@@ -714,7 +715,7 @@ async fn record_loop_in(
     } else {
         plan.author.generate(task, hints, &key(0))?
     };
-    let mut gen_ms = ms(generated);
+    let mut gen_ms = laps.lap();
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
     let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
@@ -727,10 +728,11 @@ async fn record_loop_in(
     let mut critic = plan.critics[unit.critic].open_task(task_json);
     loop {
         let round = rounds.len() as u32;
-        let (call, scope, critic_ms) = match driver.batch {
+        let (call, scope) = match driver.batch {
             Some(batch) => batch.critique_round(plan, unit, &task.id, &mut critic, &draft.text, round).await,
             None => critique_round(plan, unit, &task.id, &mut critic, &draft.text, round),
         };
+        let critic_ms = laps.lap();
         scores.push(call.critique.round_score(call.failed()));
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
             if *running && decide(&scores, policy) != Decision::Revise {
@@ -742,14 +744,13 @@ async fn record_loop_in(
             texts.push(draft_text.clone());
         }
         let next = if running.contains(&true) {
-            let revised = Instant::now();
             let shown = unit.arm.shows_critique().then_some(&call.critique);
             let next = if driver.awaiting {
                 plan.author.revise_async(task, &draft_text, shown, key(round + 1)).await?
             } else {
                 plan.author.revise(task, &draft_text, shown, &key(round + 1))?
             };
-            Some((next, ms(revised)))
+            Some((next, laps.lap()))
         } else {
             None
         };

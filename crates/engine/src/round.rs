@@ -37,7 +37,8 @@ pub(crate) fn critique_draft(
 }
 
 /// [`critique_draft`] through `critic`, the unit's critic with the loop's task open: a critic that
-/// reads a task once per loop (ABI version 2) is sent only the round and the draft.
+/// reads a task once per loop (ABI version 2) is sent only the round and the draft. The caller
+/// times it ([`Laps`]).
 pub(crate) fn critique_round(
     plan: &Plan<'_>,
     unit: Unit,
@@ -45,12 +46,11 @@ pub(crate) fn critique_round(
     critic: &mut CriticTask<'_>,
     text: &str,
     round: u32,
-) -> (CritiqueCall, CallScope, f64) {
-    let started = Instant::now();
+) -> (CritiqueCall, CallScope) {
     let weights = plan.experiment.critics[unit.critic].weights.as_ref();
     let mut scope = CallScope::new(task_id, unit.epoch, round);
     let call = critique_task_with_retry(critic, text, round, weights, plan.experiment.critic_attempts, &mut scope);
-    (call, scope, ms(started))
+    (call, scope)
 }
 
 /// The first attempts of critiques asked by loops advancing together, sent to their critics in
@@ -85,11 +85,10 @@ impl Batch {
         critic: &mut CriticTask<'_>,
         text: &str,
         round: u32,
-    ) -> (CritiqueCall, CallScope, f64) {
+    ) -> (CritiqueCall, CallScope) {
         if !critic.critic().pipelined() {
             return critique_round(plan, unit, task_id, critic, text, round);
         }
-        let started = Instant::now();
         let mut scope = CallScope::new(task_id, unit.epoch, round);
         scope.attempt = 1;
         let ticket = self.next.fetch_add(1, Ordering::Relaxed);
@@ -109,7 +108,7 @@ impl Batch {
         let weights = plan.experiment.critics[unit.critic].weights.as_ref();
         let attempts = plan.experiment.critic_attempts;
         let call = critique_task_after_first(critic, text, round, weights, attempts, &mut scope, first);
-        (call, scope, ms(started))
+        (call, scope)
     }
 
     /// Sends every request not yet answered to its critic, all of a critic's at once, and keeps
@@ -203,6 +202,24 @@ pub(crate) fn critique_text(
 /// Milliseconds since `since`.
 pub(crate) fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Times a loop's steps one after another: each lap ends where the next begins, so a step costs
+/// one reading of the clock instead of two (a loop reads it once per draft and per critique).
+pub(crate) struct Laps(Instant);
+
+impl Laps {
+    pub(crate) fn start() -> Laps {
+        Laps(Instant::now())
+    }
+
+    /// Milliseconds since the last lap ended (or since the start), and a new lap begun.
+    pub(crate) fn lap(&mut self) -> f64 {
+        let now = Instant::now();
+        let ms = now.duration_since(self.0).as_secs_f64() * 1000.0;
+        self.0 = now;
+        ms
+    }
 }
 
 /// A critiqued draft as the tables record it: the critique and its call, the draft (its text only

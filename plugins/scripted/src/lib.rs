@@ -167,9 +167,33 @@ impl TaskCritic for Scripted {
     }
 
     fn critique_task(&self, script: &Arc<Script>, request: &str) -> Result<String, CriticError> {
-        let request: Round = serde_json::from_str(request).map_err(|e| format!("malformed critique request: {e}"))?;
-        scripted(script.ends.len(), request.round, |index| script.critique(index))
+        let round = match round_written_first(request) {
+            Some(round) => round,
+            None => {
+                let request: Round =
+                    serde_json::from_str(request).map_err(|e| format!("malformed critique request: {e}"))?;
+                request.round
+            }
+        };
+        scripted(script.ends.len(), round, |index| script.critique(index))
     }
+}
+
+/// The round of a request about an opened task as critbench writes it,
+/// `{"request_version":2,"round":R,"draft":...}`, read from its opening bytes: this critic never
+/// reads the draft, so it does not scan it. `None` for a request written any other way, which is
+/// then parsed whole.
+fn round_written_first(request: &str) -> Option<u64> {
+    const OPENING: &str = r#"{"request_version":2,"round":"#;
+    const _: () = assert!(critbench_abi::TASK_REQUEST_VERSION == 2, "OPENING names the request version");
+    let rest = request.strip_prefix(OPENING)?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    // One digit or a number without a leading zero, then the next field: a whole JSON number.
+    let number = &rest[..digits];
+    if digits == 0 || (digits > 1 && number.starts_with('0')) || !rest[digits..].starts_with(",\"") {
+        return None;
+    }
+    number.parse().ok()
 }
 
 #[cfg(test)]
@@ -280,6 +304,37 @@ mod tests {
             let error = critic().critique_task(&script, bad).unwrap_err().to_string();
             assert!(error.starts_with("malformed critique request"), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn a_round_read_from_the_opening_is_the_round_the_whole_parse_reads() {
+        let script = critic().open_task(r#"{"id": "t", "critiques": [{"score": 1}, {"score": 2}, {"score": 3}]}"#);
+        let script = script.unwrap();
+        let draft = r#""a \"draft\" with \u00e9, \"round\":7 and {braces}""#;
+        for round in ["0", "1", "2", "9", "10", "4294967295", "18446744073709551615"] {
+            let written = format!(r#"{{"request_version":2,"round":{round},"draft":{draft}}}"#);
+            assert_eq!(round_written_first(&written), round.parse().ok(), "{written}");
+            let parsed: Round = serde_json::from_str(&written).unwrap();
+            let full = scripted(script.ends.len(), parsed.round, |index| script.critique(index)).unwrap();
+            assert_eq!(critic().critique_task(&script, &written).unwrap(), full, "{written}");
+        }
+        // Any other shape is left to the whole parse, which takes or refuses it as before.
+        for other in [
+            r#"{"request_version":2,"round":01,"draft":"d"}"#,
+            r#"{"request_version":2,"round":-1,"draft":"d"}"#,
+            r#"{"request_version":2,"round":1.5,"draft":"d"}"#,
+            r#"{"request_version":2,"round":1e0,"draft":"d"}"#,
+            r#"{"request_version":2,"round":1}"#,
+            r#"{"request_version":2,"round":18446744073709551616,"draft":"d"}"#,
+            r#"{"request_version": 2, "round": 1, "draft": "d"}"#,
+            r#"{"request_version":3,"round":1,"draft":"d"}"#,
+            r#"{"draft":"d","request_version":2,"round":1}"#,
+        ] {
+            assert_eq!(round_written_first(other), None, "{other}");
+        }
+        assert_eq!(critic().critique_task(&script, r#"{"request_version":2,"round":1}"#).unwrap(), r#"{"score": 2}"#);
+        let error = critic().critique_task(&script, r#"{"request_version":2,"round":01,"draft":"d"}"#).unwrap_err();
+        assert!(error.to_string().starts_with("malformed critique request"), "{error}");
     }
 
     #[test]
