@@ -370,6 +370,11 @@ fn arm_rank(arm: &str) -> usize {
     }
 }
 
+/// The key that puts arms in reading order ([`arm_rank`], then by name).
+fn arm_order(arm: &str) -> (usize, String) {
+    (arm_rank(arm), arm.to_string())
+}
+
 /// One config × critic: its arms (in order of first appearance) and their pairs.
 struct Group {
     config_id: String,
@@ -574,7 +579,7 @@ impl Summarizer {
         let arm = match group.arms.iter().position(|a| a.name == row.arm) {
             Some(arm) => arm,
             None => {
-                let rank = (arm_rank(row.arm), row.arm.to_string());
+                let rank = arm_order(row.arm);
                 group.arms.push(ArmTotals::new(row.arm.to_string(), rank));
                 group.arms.len() - 1
             }
@@ -720,7 +725,7 @@ impl Summarizer {
             // In the summary's order: configs and critics as the run lists them, then arms.
             let mut censored: Vec<((String, String, String), u64)> = self.censored.into_iter().collect();
             censored.sort_by_cached_key(|((config, critic, arm), _)| {
-                (rank(&config_order, config), rank(&critic_order, critic), arm_rank(arm), arm.clone())
+                (rank(&config_order, config), rank(&critic_order, critic), arm_order(arm))
             });
             let known = |(config, critic, arm): &(String, String, String)| {
                 let row = summary.iter().find(|r| (&r.config_id, &r.critic, &r.arm) == (config, critic, arm));
@@ -755,7 +760,7 @@ impl Summarizer {
 /// comparison's pairs beside the summary; the summary's own comparison decides.
 pub(crate) fn first_compared_arms(manifest: Option<&Manifest>) -> Option<(String, String)> {
     let mut arms: Vec<&String> = manifest?.experiment.arms.iter().collect();
-    arms.sort_by_cached_key(|arm| (arm_rank(arm), arm.to_string()));
+    arms.sort_by_cached_key(|arm| arm_order(arm));
     match arms[..] {
         [a, b, ..] if a != b => Some((a.clone(), b.clone())),
         _ => None,

@@ -309,7 +309,7 @@ mod tests {
     #[test]
     fn a_round_read_from_the_opening_is_the_round_the_whole_parse_reads() {
         let script = critic().open_task(r#"{"id": "t", "critiques": [{"score": 1}, {"score": 2}, {"score": 3}]}"#);
-        let script = script.unwrap();
+        let script = script.expect("a task with critiques opens");
         let draft = r#""a \"draft\" with \u00e9, \"round\":7 and {braces}""#;
         for round in ["0", "1", "2", "9", "10", "4294967295", "18446744073709551615"] {
             let written = format!(r#"{{"request_version":2,"round":{round},"draft":{draft}}}"#);
