@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
+use std::io::Write;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -630,7 +631,9 @@ impl Client {
 
     fn warn_cache(&self, message: &str) {
         if self.cache_write_errors.fetch_add(1, Ordering::Relaxed) == 0 {
-            eprintln!("warning: {message} (answers are still used; counted in manifest.json)");
+            // A closed standard error is no reason to stop a run.
+            let _ =
+                writeln!(std::io::stderr(), "warning: {message} (answers are still used; counted in manifest.json)");
         }
     }
 
