@@ -1,3 +1,6 @@
+//! `critbench compare`: two runs side by side, or two configs of one run, printed (and written
+//! with `--out`).
+
 use critbench_report::compare::{compare_runs, render_comparison, write_comparison};
 use critbench_report::configs::{compare_configs, render_config_comparisons};
 

@@ -1,3 +1,6 @@
+//! `critbench estimate`: a pilot run's projection of a whole run's loops, calls, tokens, cost and
+//! time.
+
 use critbench_engine::estimate::{EstimateOptions, Projection, default_dir, estimate as run_estimate};
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides};
 

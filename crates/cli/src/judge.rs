@@ -1,3 +1,6 @@
+//! `critbench judge`: critics benchmarked on labeled drafts, their verdicts against the gold
+//! labels.
+
 use critbench_critic_benchmark::JudgeError;
 use critbench_engine::EngineError;
 use critbench_engine::experiment::{Experiment, Overrides};

@@ -1,3 +1,5 @@
+//! `critbench merge RUN`: a sharded run's shards joined into one run and its reports.
+
 use critbench_engine::merge::merge_run;
 
 use crate::args::MergeArgs;

@@ -1,3 +1,6 @@
+//! `critbench plugins list` and `plugins check`: the critic plugins this critbench finds, and one
+//! tried on a sample.
+
 use critbench_core::Critique;
 use critbench_plugin_host::{PluginLibrary, SearchPath};
 

@@ -1,3 +1,5 @@
+//! `critbench replay RUN`: other policies evaluated on a finished run's recorded loops.
+
 use std::path::PathBuf;
 
 use critbench_core::FinalDraft;

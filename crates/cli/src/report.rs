@@ -1,3 +1,6 @@
+//! `critbench report RUN`: a finished run's reports written again (with `--labels`, corrected by
+//! hand labels).
+
 use crate::args::ReportArgs;
 use crate::failure::Failure;
 use crate::output::Stdout;

@@ -1,3 +1,5 @@
+//! `critbench rescore RUN`: a finished run's recorded drafts critiqued again by another critic.
+
 use critbench_engine::rescore::{CriticChoice, RescoreOptions, rescore_run};
 
 use crate::args::RescoreArgs;

@@ -1,3 +1,5 @@
+//! `critbench run`: an experiment run, its summary printed, and the shard a process runs.
+
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides, Sweep};
 use critbench_engine::run::{RunOptions, run_experiment};
 use critbench_storage::dataset::OnBadRow;

@@ -1,3 +1,5 @@
+//! `critbench sample RUN`: final answers drawn from a run for hand labeling.
+
 use critbench_report::gold::{SampleRequest, draw_sample, write_sample};
 
 use crate::args::SampleArgs;

@@ -1,3 +1,5 @@
+//! `critbench show RUN`: one loop's rounds, or the discordant pairs of two arms.
+
 use std::io::IsTerminal;
 
 use critbench_report::show::{LoopQuery, discordant_pairs, render_pairs, show_loop};
