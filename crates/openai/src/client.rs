@@ -20,8 +20,10 @@ use sha2::{Digest, Sha256};
 
 use crate::cache::{CACHE_FORMAT, CachedAnswer, KeyParts, Lookup, ResponseCache};
 use crate::pool::{Outcome, Pick, Rotation, Ticket};
-use crate::server::{PROBE_TIMEOUT, Probe, Server, ServerKind};
-use crate::settings::{Budget, CacheMode, ClientSettings, EndpointSettings, MAX_BACKOFF, Role, RoleSettings};
+use crate::server::{PROBE_TIMEOUT, Probe, Server};
+use crate::settings::{
+    Budget, CacheMode, ClientSettings, EndpointSettings, MAX_BACKOFF, Role, RoleSettings, ServerKind,
+};
 use crate::usage::{
     BudgetReport, CacheReport, CallsReport, ConcurrencyReport, CostReport, EndpointReport, HttpReport, LatencyReport,
     RoleCalls, RoleCost, RoleWaiting, ServerReport, TaskRoleReport, TokensReport, UsageReport, WaitingReport,

@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::server::ServerKind;
-use crate::{BudgetStop, LimitChange};
+use crate::BudgetStop;
+use crate::settings::ServerKind;
 
 /// The model client's report: endpoints and their servers, models, cache, calls, tokens, money,
 /// latency and waiting, the concurrency limit's history. Never a key, a URL's credentials or its
@@ -140,6 +140,30 @@ pub struct ConcurrencyReport {
     pub history: Vec<LimitChange>,
     /// Whether changes were left out of `history`.
     pub history_truncated: bool,
+}
+
+/// One change of the limit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitChange {
+    /// Seconds since the client was made.
+    pub t_s: f64,
+    /// The limit from then on.
+    pub limit: u32,
+    /// Why it changed.
+    pub reason: LimitReason,
+}
+
+/// Why the limit changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitReason {
+    /// The configured concurrency, at the start.
+    Start,
+    /// A 429 or 503 lowered it.
+    Overloaded,
+    /// Sustained success raised it.
+    Recovered,
 }
 
 /// The response cache.
