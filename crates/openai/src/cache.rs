@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::ChatError;
+use crate::chat::ChatError;
 use crate::settings::CacheMode;
 
 /// Bumped when the key or the stored answer changes meaning; old rows are then never matched.

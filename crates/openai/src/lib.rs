@@ -70,6 +70,7 @@
 
 pub mod author;
 mod cache;
+mod chat;
 mod client;
 mod limiter;
 #[cfg(any(test, feature = "mock-server"))]
@@ -82,10 +83,8 @@ mod table;
 pub mod usage;
 
 pub use cache::CACHE_FORMAT;
-pub use client::{
-    BudgetStop, CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, MIN_REDACTED_CHARS, Message,
-    REDACTED, request_seed,
-};
+pub use chat::{CallIdentity, ChatAnswer, ChatError, ChatRequest, MIN_REDACTED_CHARS, Message, REDACTED};
+pub use client::{Client, ClientError, request_seed};
 pub use pool::EndpointStats;
 pub use server::Server;
 pub use settings::{
@@ -96,7 +95,7 @@ pub use table::{
     DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S, MAX_CONCURRENCY, OpenAiTable,
     Requirements, SettingsError,
 };
-pub use usage::{LimitChange, LimitReason};
+pub use usage::{BudgetStop, LimitChange, LimitReason};
 
 #[cfg(test)]
 mod author_tests;

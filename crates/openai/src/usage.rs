@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::BudgetStop;
 use crate::settings::ServerKind;
 
 /// The model client's report: endpoints and their servers, models, cache, calls, tokens, money,
@@ -377,6 +376,17 @@ pub struct BudgetReport {
     /// The budget that stopped new work, when one did.
     #[serde(deserialize_with = "Option::deserialize")]
     pub stopped_by: Option<BudgetStop>,
+}
+
+/// Which budget stopped new work, and what had been spent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BudgetStop {
+    /// `max_cost`, or `roles.ROLE`.
+    pub budget: String,
+    /// The budget's limit.
+    pub limit: f64,
+    /// What had been spent when it stopped new work.
+    pub spent: f64,
 }
 
 /// One task's distinct requests of one role (`critbench estimate`'s pilot).
