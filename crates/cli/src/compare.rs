@@ -1,10 +1,15 @@
+//! `critbench compare`: two runs side by side, or two configs of one run, printed (and written
+//! with `--out`).
+
 use critbench_report::compare::{compare_runs, render_comparison, write_comparison};
 use critbench_report::configs::{compare_configs, render_config_comparisons};
 
 use crate::args::CompareArgs;
 use crate::failure::Failure;
+use crate::output::Stdout;
 
 pub fn compare(args: CompareArgs) -> Result<(), Failure> {
+    let mut out = Stdout::lock();
     if let Some(configs) = &args.configs {
         let [a, b] = configs.as_slice() else {
             return Err(Failure::usage(format!(
@@ -16,16 +21,16 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
             return Err(Failure::usage("--out is for two runs; with --configs the table is printed"));
         }
         let rows = compare_configs(&args.run_a, a, b)?;
-        println!("{a} (A) against {b} (B) on the same task × epoch units, per arm and critic:\n");
-        print!("{}", render_config_comparisons(&rows));
+        writeln!(out, "{a} (A) against {b} (B) on the same task × epoch units, per arm and critic:\n")?;
+        write!(out, "{}", render_config_comparisons(&rows))?;
         return Ok(());
     }
     let run_b = args.run_b.as_ref().expect("clap requires RUN_B without --configs");
     let comparison = compare_runs(&args.run_a, run_b)?;
-    print!("{}", render_comparison(&comparison));
-    if let Some(out) = &args.out {
-        write_comparison(out, &comparison)?;
-        println!("\nwrote compare.md and compare.csv in {}", out.display());
+    write!(out, "{}", render_comparison(&comparison))?;
+    if let Some(dir) = &args.out {
+        write_comparison(dir, &comparison)?;
+        writeln!(out, "\nwrote compare.md and compare.csv in {}", dir.display())?;
     }
     Ok(())
 }

@@ -1,8 +1,12 @@
+//! `critbench estimate`: a pilot run's projection of a whole run's loops, calls, tokens, cost and
+//! time.
+
 use critbench_engine::estimate::{EstimateOptions, Projection, default_dir, estimate as run_estimate};
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides};
 
 use crate::args::EstimateArgs;
 use crate::failure::{Failure, check_jobs, experiment_file};
+use crate::output::{Stderr, Stdout};
 
 pub fn estimate(args: EstimateArgs) -> Result<(), Failure> {
     let path = experiment_file(args.experiment, DEFAULT_EXPERIMENT, "estimate")?;
@@ -21,51 +25,55 @@ pub fn estimate(args: EstimateArgs) -> Result<(), Failure> {
     };
     let estimate = run_estimate(&experiment, &options)?;
 
-    println!(
+    let mut out = Stdout::lock();
+    writeln!(
+        out,
         "estimate of {} from a pilot of {} of its {} tasks (seed {}); {:.0}% ranges:",
         estimate.experiment,
         estimate.pilot_tasks,
         estimate.tasks,
         estimate.seed,
         100.0 * estimate.confidence
-    );
-    let line = |what: &str, p: &Projection, unit: &str| {
-        println!("  {what:<28} {:>14} {unit}  ({} to {})", amount(p.point), amount(p.lo), amount(p.hi));
+    )?;
+    let line = |out: &mut Stdout, what: &str, p: &Projection, unit: &str| {
+        writeln!(out, "  {what:<28} {:>14} {unit}  ({} to {})", amount(p.point), amount(p.lo), amount(p.hi))
     };
-    line("loops", &estimate.loops, "");
-    line("critiques in the outputs", &estimate.critiques, "");
-    line("rounds recorded", &estimate.recorded_rounds, "");
+    line(&mut out, "loops", &estimate.loops, "")?;
+    line(&mut out, "critiques in the outputs", &estimate.critiques, "")?;
+    line(&mut out, "rounds recorded", &estimate.recorded_rounds, "")?;
     if let Some(calls) = &estimate.model_calls {
-        line("model calls", calls, "");
+        line(&mut out, "model calls", calls, "")?;
     }
     let currency = estimate.currency.as_deref().unwrap_or("");
     for (role, projected) in &estimate.roles {
-        println!("  {role} (`{}`):", projected.model);
-        line("  model calls", &projected.model_calls, "");
-        line("  tokens in", &projected.tokens_in, "");
-        line("  tokens out", &projected.tokens_out, "");
+        writeln!(out, "  {role} (`{}`):", projected.model)?;
+        line(&mut out, "  model calls", &projected.model_calls, "")?;
+        line(&mut out, "  tokens in", &projected.tokens_in, "")?;
+        line(&mut out, "  tokens out", &projected.tokens_out, "")?;
         match &projected.cost {
-            Some(cost) => line("  cost", cost, currency),
-            None => println!("    {:<26} no price in [pricing]", "cost"),
+            Some(cost) => line(&mut out, "  cost", cost, currency)?,
+            None => writeln!(out, "    {:<26} no price in [pricing]", "cost")?,
         }
     }
     if let Some(cost) = &estimate.cost {
-        line("cost", cost, currency);
+        line(&mut out, "cost", cost, currency)?;
     }
     match &estimate.wall_seconds {
-        Some(wall) => line("wall time", wall, "s"),
+        Some(wall) => line(&mut out, "wall time", wall, "s")?,
         None if estimate.model_calls.is_some() => {
-            println!("  {:<28} unknown: every pilot call came from the response cache, untimed", "wall time")
+            writeln!(out, "  {:<28} unknown: every pilot call came from the response cache, untimed", "wall time")?
         }
         None => {}
     }
-    println!(
+    writeln!(
+        out,
         "the pilot's run is in {} ({}); its calls are in the response cache, so the run does not pay for them again",
         estimate.pilot_dir.display(),
         critbench_engine::estimate::ESTIMATE_FILE
-    );
+    )?;
     if !estimate.exceeds_budget.is_empty() {
-        eprintln!(
+        writeln!(
+            Stderr,
             "warning: the projected cost exceeds the budget: {}; critbench run refuses this experiment unless --force",
             estimate.exceeds_budget.join("; ")
         );

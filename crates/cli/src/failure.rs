@@ -1,3 +1,6 @@
+//! How a command ends: the exit statuses, and a failure's message and status.
+
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -50,7 +53,8 @@ impl Failure {
     }
 
     pub fn report(self) -> ExitCode {
-        eprintln!("error: {}", self.message);
+        // A closed standard error leaves nowhere to say it, and is no reason to panic.
+        let _ = writeln!(std::io::stderr(), "error: {}", self.message);
         ExitCode::from(self.status.code())
     }
 }

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use crate::args::InitArgs;
 use crate::failure::Failure;
+use crate::output::Stdout;
 
 /// The files `init` writes, by name, with their contents (compiled into the binary, so an
 /// installed `critbench` needs no repository).
@@ -36,12 +37,14 @@ pub fn init(args: InitArgs) -> Result<(), Failure> {
         write_new(&dir.join(name), text)?;
     }
     let experiment = dir.join("experiment.toml");
-    println!(
+    let mut out = Stdout::lock();
+    writeln!(
+        out,
         "wrote {} (the experiment) and {} (24 tasks); run it with:\n  critbench run {}",
         experiment.display(),
         dir.join("tasks.jsonl").display(),
         experiment.display()
-    );
+    )?;
     Ok(())
 }
 

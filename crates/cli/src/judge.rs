@@ -1,3 +1,6 @@
+//! `critbench judge`: critics benchmarked on labeled drafts, their verdicts against the gold
+//! labels.
+
 use critbench_critic_benchmark::JudgeError;
 use critbench_engine::EngineError;
 use critbench_engine::experiment::{Experiment, Overrides};
@@ -6,6 +9,7 @@ use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, JudgeArgs};
 use crate::failure::{Failure, check_jobs, experiment_file};
+use crate::output::{Stderr, Stdout};
 
 /// The experiment `critbench judge` runs when given none.
 pub const DEFAULT_JUDGE_EXPERIMENT: &str = "experiments/judge-demo.toml";
@@ -36,7 +40,7 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         JudgeOverrides { datasets: args.datasets, out: args.out, repeats: args.repeats, overwrite: args.overwrite };
     let setup = judge_setup(&experiment, &judge_overrides)?;
     for warning in &setup.warnings {
-        eprintln!("warning: {warning}");
+        writeln!(Stderr, "warning: {warning}");
     }
     let run = judge_experiment(&experiment, setup.spec, setup.overwrite).map_err(|error| match error {
         EngineError::Judge(error) => failure(error),
@@ -44,25 +48,27 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
     })?;
     let (outcome, report) = (&run.outcome, &run.outcome.report);
     for note in &report.notes {
-        eprintln!("warning: {note}");
+        writeln!(Stderr, "warning: {note}");
     }
-    println!("{}", critbench_critic_benchmark::side_by_side(report));
+    let mut out = Stdout::lock();
+    writeln!(out, "{}", critbench_critic_benchmark::side_by_side(report))?;
     if !report.pairs.is_empty() {
-        println!("{}", critbench_critic_benchmark::pair_table(report));
+        writeln!(out, "{}", critbench_critic_benchmark::pair_table(report))?;
     }
     for line in critbench_critic_benchmark::findings(report) {
-        println!("- {line}");
+        writeln!(out, "- {line}")?;
     }
-    println!(
+    writeln!(
+        out,
         "\n{} judgments of {} labeled drafts by {} critic(s) in {:.2} s; wrote {}",
         outcome.judgments,
         report.datasets.iter().map(|d| d.labeled_drafts).sum::<usize>(),
         report.critics.len(),
         outcome.elapsed.as_secs_f64(),
         outcome.out_dir.display()
-    );
+    )?;
     if let Some(usage) = &run.model_usage {
-        println!("{usage}");
+        writeln!(out, "{usage}")?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ mod failure;
 mod init;
 mod judge;
 mod merge;
+mod output;
 mod plugins;
 mod replay;
 mod report;

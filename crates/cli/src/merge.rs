@@ -1,18 +1,23 @@
+//! `critbench merge RUN`: a sharded run's shards joined into one run and its reports.
+
 use critbench_engine::merge::merge_run;
 
 use crate::args::MergeArgs;
 use crate::failure::Failure;
+use crate::output::Stdout;
 
 pub fn merge(args: MergeArgs) -> Result<(), Failure> {
     let merged = merge_run(&args.run_dir)?;
-    println!("{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&merged.report));
-    print!("{}", critbench_report::glance_legend(&merged.out_dir));
-    println!(
+    let mut out = Stdout::lock();
+    writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&merged.report))?;
+    write!(out, "{}", critbench_report::glance_legend(&merged.out_dir))?;
+    writeln!(
+        out,
         "merged {} shard(s), {} loops: wrote manifest.json, summary.csv, summary.json, comparisons.csv, \
          config_comparisons.csv, power.csv, report.md and report.html in {}",
         merged.shards,
         merged.loops,
         merged.out_dir.display()
-    );
+    )?;
     Ok(())
 }

@@ -1,35 +1,42 @@
+//! `critbench plugins list` and `plugins check`: the critic plugins this critbench finds, and one
+//! tried on a sample.
+
 use critbench_core::Critique;
 use critbench_plugin_host::{PluginLibrary, SearchPath};
 
 use crate::args::{PluginCheckArgs, PluginListArgs};
 use crate::failure::Failure;
+use crate::output::Stdout;
 
 pub fn list(args: PluginListArgs) -> Result<(), Failure> {
     let search = SearchPath::default_for_current_exe(&args.plugin_dirs);
-    println!("{:<12} {:<9} {:<8} path", "name", "version", "range");
+    let mut out = Stdout::lock();
+    writeln!(out, "{:<12} {:<9} {:<8} path", "name", "version", "range")?;
     for builtin in &critbench_builtins::BUILTINS {
         match PluginLibrary::builtin(builtin) {
-            Ok(library) => println!("{}", row(&library, "built in")),
-            Err(error) => println!("{:<12} {:<9} {:<8} built in ({error})", builtin.name, "?", "?"),
+            Ok(library) => writeln!(out, "{}", row(&library, "built in"))?,
+            Err(error) => writeln!(out, "{:<12} {:<9} {:<8} built in ({error})", builtin.name, "?", "?")?,
         }
     }
     let found = search.discover();
     for path in &found {
         match PluginLibrary::load(path) {
             // A bare name means the built-in critic; this library loads by its path.
-            Ok(library) if critbench_builtins::find(&library.name).is_some() => {
-                println!(
-                    "{} (shadowed by the built-in: load it by its path)",
-                    row(&library, &path.display().to_string())
-                )
-            }
-            Ok(library) => println!("{}", row(&library, &path.display().to_string())),
-            Err(error) => println!("{:<12} {:<9} {:<8} {} ({error})", "?", "?", "?", path.display()),
+            Ok(library) if critbench_builtins::find(&library.name).is_some() => writeln!(
+                out,
+                "{} (shadowed by the built-in: load it by its path)",
+                row(&library, &path.display().to_string())
+            )?,
+            Ok(library) => writeln!(out, "{}", row(&library, &path.display().to_string()))?,
+            Err(error) => writeln!(out, "{:<12} {:<9} {:<8} {} ({error})", "?", "?", "?", path.display())?,
         }
     }
-    println!("built in: compiled into this critbench; libraries searched, in order: {}", dirs(&search));
+    writeln!(out, "built in: compiled into this critbench; libraries searched, in order: {}", dirs(&search))?;
     if found.is_empty() {
-        println!("no plugin libraries found there: pass --plugin-dir DIR, or give a library's path in the experiment");
+        writeln!(
+            out,
+            "no plugin libraries found there: pass --plugin-dir DIR, or give a library's path in the experiment"
+        )?;
     }
     Ok(())
 }
@@ -56,27 +63,28 @@ pub fn check(args: PluginCheckArgs) -> Result<(), Failure> {
     let cwd = std::env::current_dir().ok();
     let library =
         PluginLibrary::resolve(&args.plugin, &search, cwd.as_deref()).map_err(|e| Failure::usage(e.to_string()))?;
+    let mut out = Stdout::lock();
     if library.builtin {
-        println!("plugin:      built in ({})", library.path.display());
+        writeln!(out, "plugin:      built in ({})", library.path.display())?;
     } else {
-        println!("plugin:      {}", library.path.display());
+        writeln!(out, "plugin:      {}", library.path.display())?;
     }
-    println!("sha256:      {}", library.sha256);
-    println!("abi:         v{}", critbench_abi::ABI_VERSION);
-    println!("name:        {}", library.name);
-    println!("version:     {}", library.version);
-    println!("score range: {}–{}", library.range.min, library.range.max);
-    println!("thread-safe: {}", if library.thread_safe { "yes" } else { "no (calls are serialized)" });
+    writeln!(out, "sha256:      {}", library.sha256)?;
+    writeln!(out, "abi:         v{}", critbench_abi::ABI_VERSION)?;
+    writeln!(out, "name:        {}", library.name)?;
+    writeln!(out, "version:     {}", library.version)?;
+    writeln!(out, "score range: {}–{}", library.range.min, library.range.max)?;
+    writeln!(out, "thread-safe: {}", if library.thread_safe { "yes" } else { "no (calls are serialized)" })?;
     if library.policy_dependent {
-        println!("note:        its critiques depend on the loop policy");
+        writeln!(out, "note:        its critiques depend on the loop policy")?;
     }
     let declared = &library.declared;
     if !declared.issue_types.is_empty() {
         let names: Vec<&str> = declared.issue_types.iter().map(|t| t.name.as_str()).collect();
-        println!("issue types: {}", names.join(", "));
+        writeln!(out, "issue types: {}", names.join(", "))?;
     }
     if !declared.requires.is_empty() {
-        println!("requires:    {}", declared.requires.join(", "));
+        writeln!(out, "requires:    {}", declared.requires.join(", "))?;
     }
     if serde_json::from_str::<serde_json::Value>(&args.config).is_err() {
         return Err(Failure::usage(format!("--config is not valid JSON: {}", args.config)));
@@ -99,14 +107,15 @@ pub fn check(args: PluginCheckArgs) -> Result<(), Failure> {
     let critique = Critique::parse(&answer, library.range, None).map_err(|e| {
         Failure::usage(format!("the plugin's answer to the sample request is invalid: {e}\n  answer: {answer}"))
     })?;
-    println!(
+    writeln!(
+        out,
         "sample:      score {} · {} issue(s) · {} fatal · {} suggestion(s) · {} dimension(s)",
         critique.score,
         critique.issues.len(),
         critique.fatal_issues.len(),
         critique.suggestions.len(),
         critique.dimensions.len()
-    );
-    println!("ok");
+    )?;
+    writeln!(out, "ok")?;
     Ok(())
 }

@@ -1,3 +1,5 @@
+//! `critbench replay RUN`: other policies evaluated on a finished run's recorded loops.
+
 use std::path::PathBuf;
 
 use critbench_core::FinalDraft;
@@ -5,6 +7,7 @@ use critbench_engine::replay::{ReplayFlags, replay_grid, replay_policies, replay
 
 use crate::args::{FinalChoice, ReplayArgs};
 use crate::failure::Failure;
+use crate::output::{Stderr, Stdout};
 
 pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
     let flags = ReplayFlags {
@@ -30,15 +33,17 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
     });
     let summary = replay_run(&args.run_dir, &policies, &out, args.overwrite)?;
     for warning in &summary.warnings {
-        eprintln!("warning: {warning}");
+        writeln!(Stderr, "warning: {warning}");
     }
-    println!("{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&summary.report));
-    print!("{}", critbench_report::glance_legend(&summary.out_dir));
-    println!(
+    let mut out = Stdout::lock();
+    writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&summary.report))?;
+    write!(out, "{}", critbench_report::glance_legend(&summary.out_dir))?;
+    writeln!(
+        out,
         "replayed {} loops ({} critiques) with no model or critic calls; wrote {}",
         summary.loops,
         summary.critiques,
         summary.out_dir.display()
-    );
+    )?;
     Ok(())
 }

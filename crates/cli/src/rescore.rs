@@ -1,7 +1,10 @@
+//! `critbench rescore RUN`: a finished run's recorded drafts critiqued again by another critic.
+
 use critbench_engine::rescore::{CriticChoice, RescoreOptions, rescore_run};
 
 use crate::args::RescoreArgs;
 use crate::failure::{Failure, check_jobs};
+use crate::output::Stdout;
 
 pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
     check_jobs(args.jobs)?;
@@ -33,8 +36,9 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
         interrupt: Some(crate::signals::install()?),
     };
     let summary = rescore_run(&args.run_dir, &options)?;
-    println!("{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&summary.report));
-    print!("{}", critbench_report::glance_legend(&summary.out_dir));
+    let mut out = Stdout::lock();
+    writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&summary.report))?;
+    write!(out, "{}", critbench_report::glance_legend(&summary.out_dir))?;
     let resumed = if summary.resumed_critiques > 0 {
         format!(" ({} of them before the interruption)", summary.resumed_critiques)
     } else {
@@ -45,7 +49,8 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
     } else {
         String::new()
     };
-    println!(
+    writeln!(
+        out,
         "rescored {} recorded loops{not_taken}: {} critiques{resumed} in {:.2} s, no model called; replayed {} loops, \
          {} censored; wrote {}",
         summary.loops_rescored,
@@ -54,12 +59,13 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
         summary.loops,
         summary.censored,
         summary.out_dir.display()
-    );
+    )?;
     if summary.censored > 0 {
-        println!(
+        writeln!(
+            out,
             "censored loops have no outcome and are left out of the summaries; {} has them per config, arm and critic",
             summary.out_dir.join("censored.csv").display()
-        );
+        )?;
     }
     if summary.critiques > 0 && summary.failed_critiques == summary.critiques {
         return Err(Failure::failed(format!(

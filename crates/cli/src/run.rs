@@ -1,3 +1,5 @@
+//! `critbench run`: an experiment run, its summary printed, and the shard a process runs.
+
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides, Sweep};
 use critbench_engine::run::{RunOptions, run_experiment};
 use critbench_storage::dataset::OnBadRow;
@@ -5,6 +7,7 @@ use critbench_storage::shards::Shard;
 
 use crate::args::{BadRow, RunArgs, SweepMode};
 use crate::failure::{Failure, check_jobs, experiment_file};
+use crate::output::{Stderr, Stdout};
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let path = experiment_file(args.experiment, DEFAULT_EXPERIMENT, "run")?;
@@ -43,12 +46,13 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         shard,
     };
     let summary = run_experiment(&experiment, &options)?;
+    let mut out = Stdout::lock();
     if let Some(report) = &summary.report {
-        println!("{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(report));
+        writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(report))?;
         if let Some(evaluated) = &report.evaluators {
-            print!("{}", critbench_report::evaluators::glance(evaluated));
+            write!(out, "{}", critbench_report::evaluators::glance(evaluated))?;
         }
-        print!("{}", critbench_report::glance_legend(&summary.out_dir));
+        write!(out, "{}", critbench_report::glance_legend(&summary.out_dir))?;
     }
     let seconds = summary.elapsed.as_secs_f64();
     let replayed = if summary.sweep == Sweep::Replay {
@@ -66,26 +70,31 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     } else {
         String::new()
     };
-    println!(
+    writeln!(
+        out,
         "{} loops, {} critiques{resumed} in {:.2} s ({:.0} critiques/s){replayed}; wrote {}",
         summary.loops,
         summary.recorded_rounds,
         seconds,
         (summary.recorded_rounds - summary.resumed_rounds) as f64 / seconds.max(1e-9),
         summary.out_dir.display()
-    );
+    )?;
     if let Some(record) = &summary.sequential {
-        println!("{}", critbench_report::sequential::headline(record));
+        writeln!(out, "{}", critbench_report::sequential::headline(record))?;
     }
     if let Some(shard) = shard {
-        println!("shard {shard} done; once every shard has finished: critbench merge {}", summary.out_dir.display());
+        writeln!(
+            out,
+            "shard {shard} done; once every shard has finished: critbench merge {}",
+            summary.out_dir.display()
+        )?;
     }
     let usage = summary.model_usage();
     if let Some(usage) = &usage {
-        println!("{usage}");
+        writeln!(out, "{usage}")?;
     }
     if summary.rows_skipped > 0 {
-        println!("skipped {} bad dataset row(s); see manifest.json", summary.rows_skipped);
+        writeln!(out, "skipped {} bad dataset row(s); see manifest.json", summary.rows_skipped)?;
     }
     if let Some((critic, critiques)) = summary.critics_that_never_answered.first() {
         return Err(Failure::failed(format!(
@@ -96,7 +105,8 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     }
     if !summary.failed_loops.is_empty() {
         if usage.is_some_and(|u| u.tokens.cap_reached) {
-            eprintln!(
+            writeln!(
+                Stderr,
                 "note: the token cap (max_tokens_total) was reached; loops that needed more model calls failed fast"
             );
         }

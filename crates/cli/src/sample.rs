@@ -1,12 +1,17 @@
+//! `critbench sample RUN`: final answers drawn from a run for hand labeling.
+
 use critbench_report::gold::{SampleRequest, draw_sample, write_sample};
 
 use crate::args::SampleArgs;
 use crate::failure::Failure;
+use crate::output::Stdout;
 
 pub fn sample(args: SampleArgs) -> Result<(), Failure> {
     let sample = draw_sample(&args.run_dir, &SampleRequest { tasks: args.tasks, seed: args.seed })?;
     write_sample(&sample, &args.out, args.overwrite)?;
-    println!(
+    let mut out = Stdout::lock();
+    writeln!(
+        out,
         "wrote {}: {} answers to label ({} loops of {} tasks, seed {})\nfill every `gold` with true or false, then: \
          critbench report {} --labels {}",
         args.out.display(),
@@ -16,6 +21,6 @@ pub fn sample(args: SampleArgs) -> Result<(), Failure> {
         sample.header.seed,
         args.run_dir.display(),
         args.out.display()
-    );
+    )?;
     Ok(())
 }

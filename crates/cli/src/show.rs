@@ -1,9 +1,12 @@
+//! `critbench show RUN`: one loop's rounds, or the discordant pairs of two arms.
+
 use std::io::IsTerminal;
 
 use critbench_report::show::{LoopQuery, discordant_pairs, render_pairs, show_loop};
 
 use crate::args::ShowArgs;
 use crate::failure::Failure;
+use crate::output::Stdout;
 
 pub fn show(args: ShowArgs) -> Result<(), Failure> {
     if let Some(pairs) = &args.pairs {
@@ -14,7 +17,8 @@ pub fn show(args: ShowArgs) -> Result<(), Failure> {
             )));
         };
         let groups = discordant_pairs(&args.run_dir, a, b)?;
-        print!("{}", render_pairs(&args.run_dir, a, b, &groups, args.limit));
+        let mut out = Stdout::lock();
+        write!(out, "{}", render_pairs(&args.run_dir, a, b, &groups, args.limit))?;
         return Ok(());
     }
     let Some(task) = args.task else {
@@ -22,6 +26,7 @@ pub fn show(args: ShowArgs) -> Result<(), Failure> {
     };
     let query = LoopQuery { task, config: args.config, critic: args.critic, arm: args.arm, epoch: args.epoch };
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    print!("{}", show_loop(&args.run_dir, &query, color)?);
+    let mut out = Stdout::lock();
+    write!(out, "{}", show_loop(&args.run_dir, &query, color)?)?;
     Ok(())
 }

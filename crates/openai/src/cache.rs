@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::chat::ChatError;
 use crate::settings::CacheMode;
 
 /// Bumped when the key or the stored answer changes meaning; old rows are then never matched.
@@ -43,7 +44,7 @@ pub struct CacheError {
     pub message: String,
 }
 
-type FlightResult = Result<CachedAnswer, crate::ChatError>;
+type FlightResult = Result<CachedAnswer, ChatError>;
 
 struct Flight {
     result: Mutex<Option<FlightResult>>,
@@ -58,12 +59,6 @@ struct Flight {
 pub struct Following(Arc<Flight>);
 
 impl Following {
-    /// Blocks the calling thread until the leader publishes its outcome.
-    #[cfg(test)]
-    pub fn wait(self) -> FlightResult {
-        crate::client_tests::drive_on_this_thread(vec![Box::pin(self.result())]).remove(0)
-    }
-
     /// The leader's outcome, awaited: a caller whose leader may be a future on the same thread
     /// must not block it.
     pub async fn result(self) -> FlightResult {
@@ -186,19 +181,9 @@ impl ResponseCache {
             .map(|_| ())
     }
 
-    /// Looks `key` up: a stored answer, the outcome of an identical request in flight (waiting
-    /// for it), or the lead, when this caller must ask the model. A cache that cannot be read is
-    /// treated as a miss (`read_error` says why).
-    #[cfg(test)]
-    pub fn lookup(&self, key: &str, read_error: &mut Option<rusqlite::Error>) -> Lookup<'_> {
-        match self.begin(key, read_error) {
-            Lookup::Follow(following) => Lookup::Joined(following.wait()),
-            other => other,
-        }
-    }
-
-    /// [`ResponseCache::lookup`] without the wait: an identical request in flight is
-    /// [`Lookup::Follow`], never [`Lookup::Joined`].
+    /// Looks `key` up: a stored answer, an identical request in flight ([`Lookup::Follow`], whose
+    /// outcome the caller awaits), or the lead, when this caller must ask the model. A cache that
+    /// cannot be read is treated as a miss (`read_error` says why).
     pub fn begin(&self, key: &str, read_error: &mut Option<rusqlite::Error>) -> Lookup<'_> {
         let flight = {
             let mut in_flight = self.in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -288,7 +273,7 @@ impl Drop for Leader<'_> {
     fn drop(&mut self) {
         // A leader that unwinds must not leave its followers waiting forever.
         if !self.finished {
-            self.publish(Err(crate::ChatError::Abandoned));
+            self.publish(Err(ChatError::Abandoned));
         }
     }
 }
@@ -296,6 +281,24 @@ impl Drop for Leader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Following {
+        /// Blocks the calling thread until the leader publishes its outcome.
+        fn wait(self) -> FlightResult {
+            crate::test_executor::drive_on_this_thread(vec![Box::pin(self.result())]).remove(0)
+        }
+    }
+
+    impl ResponseCache {
+        /// [`ResponseCache::begin`], waiting for an identical request in flight: never
+        /// [`Lookup::Follow`].
+        fn lookup(&self, key: &str, read_error: &mut Option<rusqlite::Error>) -> Lookup<'_> {
+            match self.begin(key, read_error) {
+                Lookup::Follow(following) => Lookup::Joined(following.wait()),
+                other => other,
+            }
+        }
+    }
 
     fn parts() -> KeyParts<'static> {
         KeyParts {
@@ -322,7 +325,7 @@ mod tests {
             let Lookup::Lead(leader) = cache.lookup("a", &mut error) else { panic!("empty cache") };
             leader.finish(&parts(), &Ok(answer("hello"))).unwrap();
             let Lookup::Lead(leader) = cache.lookup("b", &mut error) else { panic!("empty cache") };
-            leader.finish(&parts(), &Err(crate::ChatError::Abandoned)).unwrap();
+            leader.finish(&parts(), &Err(ChatError::Abandoned)).unwrap();
             assert!(error.is_none());
         }
         let cache = ResponseCache::open(&mode).unwrap();
@@ -340,7 +343,7 @@ mod tests {
         let served = CachedAnswer { cached_in: Some(3), ..answer("hello") };
         leader.finish(&parts(), &Ok(served)).unwrap();
         let Lookup::Lead(leader) = cache.lookup("b", &mut error) else { panic!("empty cache") };
-        leader.finish(&parts(), &Err(crate::ChatError::Abandoned)).unwrap();
+        leader.finish(&parts(), &Err(ChatError::Abandoned)).unwrap();
         // Read back without the server's prompt-cache count, which this run did not pay again.
         assert!(matches!(cache.lookup("a", &mut error), Lookup::Hit(a) if a == answer("hello")));
         assert!(matches!(cache.lookup("b", &mut error), Lookup::Lead(_)), "errors are never cached");

@@ -70,6 +70,7 @@
 
 pub mod author;
 mod cache;
+mod chat;
 mod client;
 mod limiter;
 #[cfg(any(test, feature = "mock-server"))]
@@ -82,22 +83,23 @@ mod table;
 pub mod usage;
 
 pub use cache::CACHE_FORMAT;
-pub use client::{
-    BudgetStop, CallIdentity, ChatAnswer, ChatError, ChatRequest, Client, ClientError, MIN_REDACTED_CHARS, Message,
-    REDACTED, request_seed,
-};
-pub use limiter::{LimitChange, LimitReason};
+pub use chat::{CallIdentity, ChatAnswer, ChatError, ChatRequest, MIN_REDACTED_CHARS, Message, REDACTED};
+pub use client::{Client, ClientError, request_seed};
 pub use pool::EndpointStats;
-pub use server::{Server, ServerKind};
+pub use server::Server;
 pub use settings::{
-    Budget, CacheMode, ClientSettings, EndpointSettings, Failover, MAX_BACKOFF, Price, Role, RoleSettings, display_url,
+    Budget, CacheMode, ClientSettings, EndpointSettings, Failover, MAX_BACKOFF, Price, Role, RoleSettings, ServerKind,
+    display_url,
 };
 pub use table::{
     DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT_S, MAX_CONCURRENCY, OpenAiTable,
     Requirements, SettingsError,
 };
+pub use usage::{BudgetStop, LimitChange, LimitReason};
 
 #[cfg(test)]
 mod author_tests;
 #[cfg(test)]
 mod client_tests;
+#[cfg(test)]
+mod test_executor;

@@ -5,33 +5,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use crate::usage::ConcurrencyReport;
-
-/// One change of the limit.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitChange {
-    /// Seconds since the client was made.
-    pub t_s: f64,
-    /// The limit from then on.
-    pub limit: u32,
-    /// Why it changed.
-    pub reason: LimitReason,
-}
-
-/// Why the limit changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LimitReason {
-    /// The configured concurrency, at the start.
-    Start,
-    /// A 429 or 503 lowered it.
-    Overloaded,
-    /// Sustained success raised it.
-    Recovered,
-}
+use crate::usage::{ConcurrencyReport, LimitChange, LimitReason};
 
 /// History entries kept at most; later changes are counted but not listed.
 const HISTORY_CAP: usize = 10_000;

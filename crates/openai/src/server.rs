@@ -20,54 +20,12 @@
 //! a request by its OpenAI form, so replicas of one model behind different software share it.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-/// The server software behind an endpoint, as far as structured output is concerned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ServerKind {
-    /// OpenAI's API, or a server that speaks it exactly.
-    Openai,
-    /// vLLM.
-    Vllm,
-    /// llama.cpp's server.
-    Llamacpp,
-    /// Ollama.
-    Ollama,
-}
-
-impl ServerKind {
-    /// Every kind, in the order the docs list them.
-    pub const ALL: [ServerKind; 4] = [ServerKind::Openai, ServerKind::Vllm, ServerKind::Llamacpp, ServerKind::Ollama];
-
-    /// The kind as `[openai] server` names it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServerKind::Openai => "openai",
-            ServerKind::Vllm => "vllm",
-            ServerKind::Llamacpp => "llamacpp",
-            ServerKind::Ollama => "ollama",
-        }
-    }
-
-    /// `openai`, `vllm`, `llamacpp` (or `llama.cpp`), `ollama`.
-    pub fn parse(name: &str) -> Option<ServerKind> {
-        match name {
-            "llama.cpp" => Some(ServerKind::Llamacpp),
-            _ => ServerKind::ALL.into_iter().find(|kind| kind.as_str() == name),
-        }
-    }
-}
-
-impl fmt::Display for ServerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::settings::{EndpointSettings, ServerKind};
 
 /// How structured output is written for one endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -195,7 +153,7 @@ pub struct Probe {
 }
 
 /// Asks the endpoint what it is; `get` fetches one URL of it (`None`: no answer).
-pub async fn detect<F, Fut>(urls: &crate::EndpointSettings, get: F) -> Server
+pub async fn detect<F, Fut>(urls: &EndpointSettings, get: F) -> Server
 where
     F: Fn(String) -> Fut,
     Fut: std::future::Future<Output = Option<Probe>>,

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The part a model plays in a loop. Each role has its own model and sampling, so no model need
 /// grade its own work.
@@ -143,6 +143,49 @@ pub enum CacheMode {
     Memory,
 }
 
+/// The server software behind an endpoint, as far as structured output is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    /// OpenAI's API, or a server that speaks it exactly.
+    Openai,
+    /// vLLM.
+    Vllm,
+    /// llama.cpp's server.
+    Llamacpp,
+    /// Ollama.
+    Ollama,
+}
+
+impl ServerKind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [ServerKind; 4] = [ServerKind::Openai, ServerKind::Vllm, ServerKind::Llamacpp, ServerKind::Ollama];
+
+    /// The kind as `[openai] server` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerKind::Openai => "openai",
+            ServerKind::Vllm => "vllm",
+            ServerKind::Llamacpp => "llamacpp",
+            ServerKind::Ollama => "ollama",
+        }
+    }
+
+    /// `openai`, `vllm`, `llamacpp` (or `llama.cpp`), `ollama`.
+    pub fn parse(name: &str) -> Option<ServerKind> {
+        match name {
+            "llama.cpp" => Some(ServerKind::Llamacpp),
+            _ => ServerKind::ALL.into_iter().find(|kind| kind.as_str() == name),
+        }
+    }
+}
+
+impl fmt::Display for ServerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One server the requests may go to (several replicas of one model share the load).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EndpointSettings {
@@ -155,13 +198,13 @@ pub struct EndpointSettings {
     /// Requests in flight at most at this endpoint (its AIMD limit never rises above it).
     pub concurrency: u32,
     /// The server software, which decides the form structured output is sent in; `None`:
-    /// detected when the client starts (see [`crate::ServerKind`]).
+    /// detected when the client starts (see [`ServerKind`]).
     #[serde(serialize_with = "server_name")]
-    pub server: Option<crate::ServerKind>,
+    pub server: Option<ServerKind>,
 }
 
-fn server_name<S: serde::Serializer>(server: &Option<crate::ServerKind>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(server.map_or("auto", crate::ServerKind::as_str))
+fn server_name<S: serde::Serializer>(server: &Option<ServerKind>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(server.map_or("auto", ServerKind::as_str))
 }
 
 impl EndpointSettings {
@@ -171,7 +214,7 @@ impl EndpointSettings {
     }
 
     /// The same endpoint, its server said rather than detected.
-    pub fn serving(self, server: crate::ServerKind) -> EndpointSettings {
+    pub fn serving(self, server: ServerKind) -> EndpointSettings {
         EndpointSettings { server: Some(server), ..self }
     }
 

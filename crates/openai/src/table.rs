@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::server::ServerKind;
+use crate::settings::ServerKind;
 use crate::settings::{CacheMode, ClientSettings, EndpointSettings, Failover, Role, RoleSettings, display_url};
 
 /// Defaults of the `[openai]` table.

@@ -15,8 +15,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::server::ServerKind;
-use crate::{BudgetStop, LimitChange};
+use crate::settings::ServerKind;
 
 /// The model client's report: endpoints and their servers, models, cache, calls, tokens, money,
 /// latency and waiting, the concurrency limit's history. Never a key, a URL's credentials or its
@@ -140,6 +139,30 @@ pub struct ConcurrencyReport {
     pub history: Vec<LimitChange>,
     /// Whether changes were left out of `history`.
     pub history_truncated: bool,
+}
+
+/// One change of the limit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitChange {
+    /// Seconds since the client was made.
+    pub t_s: f64,
+    /// The limit from then on.
+    pub limit: u32,
+    /// Why it changed.
+    pub reason: LimitReason,
+}
+
+/// Why the limit changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitReason {
+    /// The configured concurrency, at the start.
+    Start,
+    /// A 429 or 503 lowered it.
+    Overloaded,
+    /// Sustained success raised it.
+    Recovered,
 }
 
 /// The response cache.
@@ -353,6 +376,17 @@ pub struct BudgetReport {
     /// The budget that stopped new work, when one did.
     #[serde(deserialize_with = "Option::deserialize")]
     pub stopped_by: Option<BudgetStop>,
+}
+
+/// Which budget stopped new work, and what had been spent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BudgetStop {
+    /// `max_cost`, or `roles.ROLE`.
+    pub budget: String,
+    /// The budget's limit.
+    pub limit: f64,
+    /// What had been spent when it stopped new work.
+    pub spent: f64,
 }
 
 /// One task's distinct requests of one role (`critbench estimate`'s pilot).

@@ -288,6 +288,77 @@ fn the_documented_exit_statuses_are_the_binarys() {
     assert!(pricing.contains("assert_eq!(code, Some(3)"), "no test asserts exit 3");
 }
 
+/// Runs critbench in `dir` with standard output a pipe whose reader is gone (as `| head -1` leaves
+/// it once it has its line), and standard error too when `stderr_closed`.
+fn with_closed_pipe(dir: &Path, args: &[&str], stderr_closed: bool) -> std::process::Output {
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        writer
+    };
+    let mut command = std::process::Command::new(crate::common::binary());
+    command.args(args).current_dir(dir).stdout(closed());
+    if stderr_closed {
+        command.stderr(closed());
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn a_closed_pipe_ends_every_printing_command_quietly_with_its_own_status() {
+    crate::common::require_plugins();
+    assert!(reference().contains("Output written to a closed pipe is not a failure"), "{REFERENCE} says it");
+    let dir = tempfile::tempdir().unwrap();
+    let labeled = "{\"id\":\"e1\",\"prompt\":\"p\",\"kind\":\"essay\",\"drafts\":[\"a\",\"b\"],\
+                   \"critiques\":[{\"score\":9},{\"score\":3}],\"labels\":[{\"pass\":true},{\"pass\":false}]}\n";
+    std::fs::write(dir.path().join("labeled.jsonl"), labeled).unwrap();
+    std::fs::write(
+        dir.path().join("judge.toml"),
+        "name = \"j\"\ndataset = \"labeled.jsonl\"\n[[critics]]\nname = \"scripted\"\nplugin = \"scripted\"\n\
+         [policy]\npass_score = 8\n",
+    )
+    .unwrap();
+    // Every command that prints, in an order where each finds what it reads.
+    let commands: &[&[&str]] = &[
+        &["init", "."],
+        &["run", "experiment.toml", "--limit", "2", "--store-drafts", "--out", "a"],
+        &["run", "experiment.toml", "--limit", "2", "--out", "b"],
+        &["run", "experiment.toml", "--limit", "2", "--out", "m", "--shard", "0/2"],
+        &["run", "experiment.toml", "--limit", "2", "--out", "m", "--shard", "1/2"],
+        &["merge", "m"],
+        &["report", "a"],
+        &["show", "a", "--task", "paper-0001"],
+        &["show", "a", "--pairs", "feedback,no-feedback"],
+        &["compare", "a", "b", "--out", "compared"],
+        &["compare", "a", "--configs", "p8-r1-stall-e0,p8-r3-stall-e0"],
+        &["replay", "a", "--max-revisions", "2"],
+        &["rescore", "a", "--critic", "rubric"],
+        &["sample", "a", "--tasks", "2", "--out", "gold.jsonl"],
+        &["estimate", "experiment.toml", "--out", "estimated"],
+        &["judge", "judge.toml", "--out", "judged"],
+        &["plugins", "list"],
+        &["plugins", "check", "rubric"],
+        &["--help"],
+        &["run", "--help"],
+    ];
+    for args in commands {
+        let output = with_closed_pipe(dir.path(), args, false);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "critbench {}\n{stderr}", args.join(" "));
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "critbench {}\n{stderr}",
+            args.join(" ")
+        );
+    }
+    // The command went on to its end: what it writes besides what it prints is there.
+    assert!(dir.path().join("compared/compare.md").is_file());
+    assert!(dir.path().join("gold.jsonl").is_file());
+    // A closed standard error is no crash either, and a failure keeps its status.
+    assert_eq!(with_closed_pipe(dir.path(), &["plugins", "list"], true).status.code(), Some(0));
+    assert_eq!(with_closed_pipe(dir.path(), &["run", "missing.toml"], true).status.code(), Some(2));
+}
+
 /// Markdown links `[text](target)` of a file.
 fn links(text: &str) -> Vec<String> {
     let mut found = Vec::new();
