@@ -15,7 +15,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run an experiment (experiments/demo.toml when none is given).
+    /// Run an experiment (when none is given: experiment.toml here, else experiments/demo.toml).
     Run(RunArgs),
     /// Rebuild summary.csv, summary.json, comparisons.csv and report.md from a run's Parquet files
     /// (with --labels, also the pass rates corrected by a labelled sample: corrected.csv).

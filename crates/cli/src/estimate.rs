@@ -5,11 +5,11 @@ use critbench_engine::estimate::{EstimateOptions, Projection, default_dir, estim
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides};
 
 use crate::args::EstimateArgs;
-use crate::failure::{Failure, check_jobs, experiment_file};
+use crate::failure::{Failure, LOCAL_EXPERIMENT, check_jobs, experiment_file};
 use crate::output::{Stderr, Stdout};
 
 pub fn estimate(args: EstimateArgs) -> Result<(), Failure> {
-    let path = experiment_file(args.experiment, DEFAULT_EXPERIMENT, "estimate")?;
+    let path = experiment_file(args.experiment, &[LOCAL_EXPERIMENT, DEFAULT_EXPERIMENT], "estimate")?;
     check_jobs(args.jobs)?;
     let overrides =
         Overrides { jobs: args.jobs, plugin_dirs: args.plugin_dirs, pricing: args.pricing, ..Overrides::default() };

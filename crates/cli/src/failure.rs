@@ -80,21 +80,27 @@ impl From<critbench_report::ReportError> for Failure {
     }
 }
 
-/// The experiment file a command was given, or its default when it is present here.
-pub fn experiment_file(given: Option<PathBuf>, default: &str, command: &str) -> Result<PathBuf, Failure> {
+/// The experiment file a command was given, else the first of `defaults` present here (for `run`:
+/// `experiment.toml` in the working directory, as cargo finds `Cargo.toml`, then the demo).
+pub fn experiment_file(given: Option<PathBuf>, defaults: &[&str], command: &str) -> Result<PathBuf, Failure> {
     if let Some(path) = given {
         return Ok(path);
     }
-    let path = PathBuf::from(default);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(Failure::usage(format!(
-            "no experiment given and {default} is not here; run from the critbench repository root or pass an \
-             experiment file: critbench {command} EXPERIMENT.toml (critbench init writes a starter experiment)"
-        )))
+    if let Some(found) = defaults.iter().map(PathBuf::from).find(|path| path.is_file()) {
+        return Ok(found);
     }
+    Err(Failure::usage(format!(
+        "no experiment given and {} here; pass an experiment file: critbench {command} EXPERIMENT.toml \
+         (critbench init writes a starter {LOCAL_EXPERIMENT} here)",
+        match defaults {
+            [one] => format!("{one} is not"),
+            many => format!("none of {} is", many.join(", ")),
+        }
+    )))
 }
+
+/// The experiment a command runs when none is named and the working directory holds one.
+pub const LOCAL_EXPERIMENT: &str = "experiment.toml";
 
 /// `--jobs 0` is not a number of workers.
 pub fn check_jobs(jobs: Option<usize>) -> Result<(), Failure> {

@@ -21,7 +21,7 @@ fn failure(error: JudgeError) -> Failure {
 }
 
 pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
-    let path = experiment_file(args.experiment, DEFAULT_JUDGE_EXPERIMENT, "judge")?;
+    let path = experiment_file(args.experiment, &[DEFAULT_JUDGE_EXPERIMENT], "judge")?;
     check_jobs(args.jobs)?;
     let on_bad_row = args.on_bad_row.map(|mode| match mode {
         BadRow::Error => OnBadRow::Error,

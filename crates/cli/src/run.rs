@@ -6,11 +6,11 @@ use critbench_storage::dataset::OnBadRow;
 use critbench_storage::shards::Shard;
 
 use crate::args::{BadRow, RunArgs, SweepMode};
-use crate::failure::{Failure, check_jobs, experiment_file};
+use crate::failure::{Failure, LOCAL_EXPERIMENT, check_jobs, experiment_file};
 use crate::output::{Stderr, Stdout};
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
-    let path = experiment_file(args.experiment, DEFAULT_EXPERIMENT, "run")?;
+    let path = experiment_file(args.experiment, &[LOCAL_EXPERIMENT, DEFAULT_EXPERIMENT], "run")?;
     check_jobs(args.jobs)?;
     let overrides = Overrides {
         out: args.out,

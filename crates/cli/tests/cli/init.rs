@@ -26,6 +26,32 @@ fn init_writes_a_starter_that_runs_from_an_empty_directory() {
     assert_eq!(critics.into_iter().collect::<Vec<_>>(), ["evidence", "rubric"]);
 }
 
+/// `critbench run` with no argument in a folder holding `experiment.toml` runs it, as cargo finds
+/// `Cargo.toml`; the starter's own comment says so, and calls its critic compiled in.
+#[test]
+fn run_without_an_argument_runs_the_experiment_toml_of_the_working_directory() {
+    require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    assert!(init_in(dir.path(), &[]).status.success());
+    let starter = std::fs::read_to_string(dir.path().join("experiment.toml")).unwrap();
+    assert!(starter.contains("Run it with `critbench run` (from this directory)"), "{starter}");
+    assert!(!starter.contains("installed beside"), "built-in critics are compiled in: {starter}");
+    let run = Command::new(binary()).args(["run", "-q"]).current_dir(dir.path()).output().unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(crate::common::outcomes(&dir.path().join("reports/starter")).len(), 24 * 3 * 2 * 2);
+
+    // With neither file here, the message names both and how to make one.
+    let empty = tempfile::tempdir().unwrap();
+    let run = Command::new(binary()).args(["run", "-q"]).current_dir(empty.path()).output().unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr(&run).contains("no experiment given and none of experiment.toml, experiments/demo.toml is here")
+            && stderr(&run).contains("critbench init writes a starter experiment.toml here"),
+        "{}",
+        stderr(&run)
+    );
+}
+
 #[test]
 fn init_refuses_to_overwrite_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
