@@ -245,7 +245,7 @@ fn null_function_plugin(dir: &Path, missing: &str) -> PathBuf {
     let functions = [
         (
             "create",
-            "static int32_t create(critbench_str c, const critbench_host_v1 *h, void **instance, \
+            "static int32_t create(critbench_str c, const critbench_host *h, void **instance, \
                     critbench_buffer *e) {\n    (void)c; (void)h; (void)e; *instance = (void *)1; return CRITBENCH_OK;\n}",
         ),
         (
@@ -265,9 +265,9 @@ fn null_function_plugin(dir: &Path, missing: &str) -> PathBuf {
     }
     let fields: Vec<&str> = functions.iter().map(|&(name, _)| if name == missing { "NULL" } else { name }).collect();
     source.push_str(&format!(
-        "static const critbench_critic_descriptor_v1 D = {{CRITBENCH_ABI_VERSION, 0, {{(const uint8_t *)\"nullfn\", 6}},\n    \
-         {{(const uint8_t *)\"1\", 1}}, 0.0, 10.0, {}}};\n\
-         const critbench_critic_descriptor_v1 *critbench_critic_v1(void) {{ return &D; }}\n",
+        "static const critbench_critic_descriptor D = {{CRITBENCH_ABI_VERSION, 0, {{(const uint8_t *)\"nullfn\", 6}},\n    \
+         {{(const uint8_t *)\"1\", 1}}, 0.0, 10.0, {{NULL, 0}}, {}, NULL, NULL, NULL}};\n\
+         const critbench_critic_descriptor *critbench_critic(void) {{ return &D; }}\n",
         fields.join(", ")
     ));
     let path = dir.join(format!("{missing}.c"));
