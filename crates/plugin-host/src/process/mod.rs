@@ -1,37 +1,29 @@
 //! Critics in child processes speaking JSON lines over stdin/stdout (`docs/PROTOCOL.md`): a
 //! command critic in any language, or a plugin library hosted by `critbench plugin-worker`.
 //!
-//! A child of protocol 1 or 2 answers one request at a time. A child that crashes, hangs past the timeout, runs
-//! out of its memory limit or writes anything but protocol JSON is killed with its whole process
-//! group; the call is an error (the caller retries it, `docs/REFERENCE.md`, Critique) and the next
-//! call starts a fresh child. A thread-safe critic gets up to [`Isolation::children`] children,
-//! one per concurrent call; any other exactly one. Children die with critbench however it ends
-//! ([`crate::process_group`]), and they see their stdin close when the critic is dropped.
+//! A child that crashes, hangs past the timeout, runs out of its memory limit or writes anything
+//! but protocol JSON is killed with its whole process group; the call is an error (the caller
+//! retries it, `docs/REFERENCE.md`, Critique) and the next call starts a fresh child. A
+//! thread-safe critic gets up to [`Isolation::children`] children, one per concurrent call; any
+//! other exactly one. Children die with critbench however it ends ([`crate::process_group`]), and
+//! they see their stdin close when the critic is dropped.
 //!
-//! A child speaking protocol 3 takes several requests at once ([`ProcessCritic::call_many`]): they
-//! are written in one go and their answers read as they come, each landing on the request its id
-//! names ([`Protocol::pipelined_reply`]). When such a child fails, the request charged is the
+//! A child of the simple form answers one request at a time, and an answer is taken only when
+//! its id says it answers the request being asked ([`protocol::reply`]).
+//!
+//! A child of the pipelined form takes several requests at once ([`ProcessCritic::call_many`]):
+//! they are written in one go and their answers read as they come, each landing on the request its
+//! id names ([`protocol::pipelined_reply`]). When such a child fails, the request charged is the
 //! oldest still waiting (the one an in-order child was working on); the others in flight go to a
-//! fresh child, not counted as an attempt, so one bad request costs one round.
-//!
-//! A child speaking protocol 4 is also sent each loop's task once: a round of a loop
-//! ([`Asked::Round`]) goes to a child as a small request about the task's key, and the task is
-//! opened on that child first when it is not open there (a fresh child has nothing open, so a
-//! task is opened again after a restart). A round is written only once its task's open was
-//! answered `ok`: one that waits for its open goes out as the open's answer comes in, and one
-//! whose open failed is answered with the open's error without being sent. The keys of loops
-//! that ended ([`ProcessCritic::loop_ended`]) are closed on the children holding them, in one
-//! `close` line before their next batch.
-//!
-//! Protocol 5 shares a key among a task's loops in flight ([`ProcessCritic::key_for`]: a variant
-//! comparison's arms open the task once per child) and writes a round right behind its task's
-//! open, in the same write; the child must answer the open first, and a round answered while its
-//! open waits is a protocol error ([`ProtocolError::BeforeOpen`]).
-//!
-//! An answer is taken only when it answers the request being asked. In protocol 2 its id says so
-//! ([`Protocol::reply`]). In protocol 1 only order can: a line is refused when it arrived before
-//! the request was written, came in one write with another message, or arrived while the request
-//! still sat unread in the child's stdin — none of these can be the request's answer.
+//! fresh child, not counted as an attempt, so one bad request costs one round. It is also sent
+//! each task once: a round of a loop ([`Asked::Round`]) goes to a child as a small request about
+//! the task's key, shared by the task's loops in flight ([`ProcessCritic::key_for`]: a variant
+//! comparison's arms open the task once per child), and the task is opened on that child first
+//! when it is not open there (a fresh child has nothing open, so a task is opened again after a
+//! restart), the round written right behind the open. The child must answer the open first: a
+//! round answered while its open waits is a protocol error ([`ProtocolError::BeforeOpen`]). The
+//! keys whose loops all ended ([`ProcessCritic::loop_ended`]) are closed on the children holding
+//! them, in one `close` line before their next batch.
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -51,7 +43,7 @@ use serde::Deserialize;
 use crate::info::{CriticInfo, Isolation, IsolationMode};
 use crate::library::excerpt;
 use crate::process_group;
-use crate::protocol::{ConfigRefused, Protocol, ProtocolError, Reply, text_of};
+use crate::protocol::{self, ConfigRefused, Form, ProtocolError, Reply, text_of};
 use crate::request::Asked;
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError};
@@ -72,6 +64,9 @@ const EXIT_CHECK: Duration = Duration::from_millis(100);
 #[serde(deny_unknown_fields)]
 struct Hello {
     protocol: u32,
+    /// The pipelined form; the simple one without.
+    #[serde(default)]
+    pipelined: bool,
     name: String,
     version: String,
     score_range: [f64; 2],
@@ -103,12 +98,9 @@ pub struct ProcessCritic {
     timeout: Duration,
     memory_mb: Option<u64>,
     max_children: usize,
-    /// The critic's hello says protocol 3 or 4: it takes several requests at once.
+    /// The critic's hello chooses the pipelined form: it takes several requests at once and reads
+    /// each task once per process, under a key its loops in flight share.
     pipelined: bool,
-    /// The critic's hello says protocol 4 or 5: it reads a loop's task once per process.
-    opens_tasks: bool,
-    /// The critic's hello says protocol 5: a key names a task, shared by its loops in flight.
-    shares_tasks: bool,
     /// The next task key ([`ProcessCritic::new_key`]).
     next_key: AtomicU64,
     /// Boxed: a critic is passed around by value, and the pool is most of its size.
@@ -125,17 +117,17 @@ struct Pool {
     live: usize,
     /// Threads waiting for a child.
     waiting: usize,
-    /// Protocol 4: how many live children hold each task key open.
+    /// How many live children hold each task key open.
     held: HashMap<u64, usize>,
-    /// Protocol 4: the keys of loops that ended, still open on some child; each child closes its
-    /// own before its next batch.
+    /// The keys whose loops all ended, still open on some child; each child closes its own before
+    /// its next batch.
     closing: Vec<u64>,
-    /// Protocol 5: the key of each task whose loops are in flight, by where its text is (the
-    /// loops of a task borrow one text, which lives while they do).
+    /// The key of each task whose loops are in flight, by where its text is (the loops of a task
+    /// borrow one text, which lives while they do).
     tasks: HashMap<(usize, usize), SharedKey>,
 }
 
-/// Protocol 5: a task's key, its text, and how many loops in flight ask about it.
+/// A task's key, its text, and how many loops in flight ask about it.
 struct SharedKey {
     key: u64,
     task: Arc<str>,
@@ -164,13 +156,13 @@ struct Child {
     process: std::process::Child,
     stdin: Option<ChildStdin>,
     lines: Lines,
-    protocol: Protocol,
-    /// The id of the next request (protocol 2); the config is 0.
+    form: Form,
+    /// The id of the next request; the config is 0.
     next_id: u64,
-    /// Raised once a protocol 3 child took its config: its reader then lets several messages come
-    /// in one write.
+    /// Raised once a child of the pipelined form took its config: its reader then lets several
+    /// messages come in one write.
     pipelined: Arc<AtomicBool>,
-    /// Protocol 4: the task keys open on this process.
+    /// The task keys open on this process.
     open: HashSet<u64>,
     /// What a [`Nudge`] for this child sends through.
     nudge: Sender<Delivery>,
@@ -301,11 +293,6 @@ enum Broken {
     Protocol(#[from] ProtocolError),
     #[error("the critic wrote a line after its last answer, unasked: {0}")]
     Unasked(String),
-    #[error(
-        "the critic wrote a line before reading critbench's last message (it was still unread on the critic's \
-         input), so it answers nothing: {0}"
-    )]
-    BeforeReading(String),
     #[error("the critic wrote more after a message without waiting for critbench: {0}")]
     Hurried(String),
     #[error("the critic wrote a line longer than {} MiB", MAX_LINE >> 20)]
@@ -328,7 +315,7 @@ impl Broken {
     }
 }
 
-/// What a protocol 3 or 4 message in flight waits for.
+/// What a message in flight on a child of the pipelined form waits for.
 #[derive(Clone, Copy)]
 enum Waiting {
     /// The answer to the request of this index.
@@ -501,28 +488,6 @@ impl Feed<Asked> for Fed<'_> {
     }
 }
 
-/// The lines of the rounds `released` (by key: indices into `flight`), whose tasks `child` has
-/// just opened, each then waiting for its answer.
-fn released_lines<R: Borrow<Asked>>(
-    child: &mut Child,
-    flight: &Flight<R>,
-    released: Vec<(u64, Vec<usize>)>,
-    waiting: &mut BTreeMap<u64, Waiting>,
-) -> String {
-    let mut rounds = String::new();
-    for (key, held) in released {
-        for index in held {
-            let Asked::Round(round) = flight.request(index) else { continue };
-            let id = child.next_id;
-            child.next_id += 1;
-            waiting.insert(id, Waiting::Request(index));
-            rounds.push_str(&Protocol::round_line(id, key, &round.request()));
-            rounds.push('\n');
-        }
-    }
-    rounds
-}
-
 /// How one exchange ended.
 enum Answer {
     Critique(String),
@@ -566,8 +531,6 @@ impl ProcessCritic {
             memory_mb: isolation.memory_mb,
             max_children: 1,
             pipelined: false,
-            opens_tasks: false,
-            shares_tasks: false,
             next_key: AtomicU64::new(1),
             pool: Box::default(),
             freed: Condvar::new(),
@@ -595,9 +558,7 @@ impl ProcessCritic {
                 })?;
         }
         critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
-        critic.pipelined = child.protocol.pipelined();
-        critic.opens_tasks = child.protocol.opens_tasks();
-        critic.shares_tasks = child.protocol.shares_tasks();
+        critic.pipelined = child.form == Form::Pipelined;
         critic.pool = Box::new(Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() }));
         Ok(critic)
     }
@@ -612,27 +573,19 @@ impl ProcessCritic {
         Arc::make_mut(&mut self.info).builtin = true;
     }
 
-    /// Whether the critic takes several requests at once (protocol 3 or 4), so that
-    /// [`ProcessCritic::call_many`] is worth a caller's while.
+    /// Whether the critic speaks the pipelined form: it takes several requests at once, so that
+    /// [`ProcessCritic::call_many`] is worth a caller's while, and reads a loop's task once per
+    /// process, so that a loop's rounds are asked as [`Asked::Round`].
     pub fn pipelined(&self) -> bool {
         self.pipelined
     }
 
-    /// Whether the critic reads a loop's task once per process (protocol 4 or 5): a loop's
-    /// rounds are then asked as [`Asked::Round`].
-    pub fn opens_tasks(&self) -> bool {
-        self.opens_tasks
-    }
-
-    /// The key a loop's rounds of `task` are asked under, and the task's text they carry: a key
-    /// never given out before (protocol 4: a key is one loop's), or under protocol 5 the key of
-    /// the task's other loops in flight, so that a process opens the task once for all of them.
-    /// Every key taken is given back by [`ProcessCritic::loop_ended`].
+    /// The key a loop's rounds of `task` are asked under, and the task's text they carry: the key
+    /// of the task's other loops in flight, so that a process opens the task once for all of them,
+    /// or a key never given out before. Every key taken is given back by
+    /// [`ProcessCritic::loop_ended`].
     pub(crate) fn key_for(&self, task: &str) -> (u64, Arc<str>) {
         let new_key = || self.next_key.fetch_add(1, Ordering::Relaxed);
-        if !self.shares_tasks {
-            return (new_key(), Arc::from(task));
-        }
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         match pool.tasks.entry(address(task)) {
             // The same text at the same place: another loop of the task (the text outlives every
@@ -678,8 +631,8 @@ impl ProcessCritic {
     }
 
     /// Sends every request, each for its critique scope, and returns their answers in order, as
-    /// [`ProcessCritic::call`] would one by one: to a protocol 3 child all at once, to any other
-    /// one at a time. A child that fails costs the request charged with it (the oldest waiting)
+    /// [`ProcessCritic::call`] would one by one: to a child of the pipelined form all at once, to
+    /// one of the simple form one at a time. A child that fails costs the request charged with it (the oldest waiting)
     /// its answer; the rest go to a fresh child.
     pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
         let mut flight = Flight::default();
@@ -695,7 +648,7 @@ impl ProcessCritic {
 
     /// Sends the batches `batches` hands over, one after another, each answered as
     /// [`ProcessCritic::call_many`] would answer it, and hands back each batch's answers as soon
-    /// as it has them all, in the order the batches came. To a protocol 3 or 4 critic, a batch
+    /// as it has them all, in the order the batches came. To a critic of the pipelined form, a batch
     /// that comes while earlier ones wait for answers is written to the same process at once, so
     /// the process goes from one batch to the next without waiting for critbench to read its
     /// answers. Returns when every batch handed over is answered and none is ready.
@@ -726,9 +679,9 @@ impl ProcessCritic {
                     continue;
                 }
             };
-            if !child.protocol.pipelined() {
-                // Only a protocol 4 or 5 critic is asked by rounds; a child that is not one is sent
-                // the whole request.
+            if child.form == Form::Simple {
+                // Only a critic of the pipelined form is asked by rounds; one of the simple form is
+                // sent the whole request.
                 let whole = flight.request(first).whole().into_owned();
                 let answer = self.call_on(child, &whole, Some(flight.scope(first)));
                 flight.answer(first, answer);
@@ -871,7 +824,7 @@ impl ProcessCritic {
             .spawn(move || read_lines(stdout, sender, &several));
         let lines = Lines::new(lines);
         let mut child =
-            Child { process, stdin, lines, protocol: Protocol::V1, next_id: 1, pipelined, open: HashSet::new(), nudge };
+            Child { process, stdin, lines, form: Form::Simple, next_id: 1, pipelined, open: HashSet::new(), nudge };
         if let Err(e) = reader {
             return Err(StartFailure::Broken(finish(child, Some(Broken::ReaderThread(e)))));
         }
@@ -890,8 +843,8 @@ impl ProcessCritic {
             Ok(hello) => hello,
             Err(e) => return Err(StartFailure::Broken(finish(child, Some(Broken::BadHello(e))))),
         };
-        child.protocol = match Protocol::from_hello(hello.protocol) {
-            Ok(protocol) => protocol,
+        child.form = match Form::from_hello(hello.protocol, hello.pipelined) {
+            Ok(form) => form,
             Err(error) => return Err(StartFailure::Broken(finish(child, Some(error.into())))),
         };
         let [min, max] = hello.score_range;
@@ -899,17 +852,17 @@ impl ProcessCritic {
             let broken = Broken::HelloRange { name: hello.name, min, max };
             return Err(StartFailure::Broken(finish(child, Some(broken))));
         }
-        let config_line = child.protocol.config_line(&self.config);
+        let config_line = protocol::config_line(&self.config);
         if let Err(e) = send(&mut child, &config_line) {
             return Err(StartFailure::Broken(finish(child, Some(Broken::Send { what: "the config", source: e }))));
         }
         let answer = match next_message(&child, Instant::now() + startup, startup) {
-            Ok((answer, _)) => child.protocol.config_answer(&answer).map_err(Broken::from),
+            Ok((answer, _)) => protocol::config_answer(&answer).map_err(Broken::from),
             Err(broken) => Err(broken),
         };
         match answer {
             Ok(Ok(())) => {
-                child.pipelined.store(child.protocol.pipelined(), Ordering::Relaxed);
+                child.pipelined.store(child.form == Form::Pipelined, Ordering::Relaxed);
                 Ok((child, hello))
             }
             Ok(Err(ConfigRefused(message))) => {
@@ -933,16 +886,16 @@ impl ProcessCritic {
         let id = child.next_id;
         child.next_id += 1;
         let mut asked = Instant::now();
-        send(child, &child.protocol.request_line(id, request))
+        send(child, &protocol::request_line(id, request))
             .map_err(|source| Broken::Send { what: "the request", source })?;
         let mut deadline = Instant::now() + self.timeout;
         loop {
             let (message, line) = self.answer_to(child, asked, deadline)?;
-            match child.protocol.reply(&message, id)? {
+            match protocol::reply(&message, id)? {
                 Reply::Service { name, request } => {
                     let answer = self.host.dispatch(&name, &request, scope.as_deref_mut());
                     asked = Instant::now();
-                    send(child, &child.protocol.service_answer_line(id, answer)).map_err(Broken::AnswerService)?;
+                    send(child, &protocol::service_answer_line(id, answer)).map_err(Broken::AnswerService)?;
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
                 }
@@ -957,15 +910,14 @@ impl ProcessCritic {
         }
     }
 
-    /// The requests `left` (indices into `flight`) on a protocol 3 or 4 child, written at once
-    /// (after the closes of ended loops this child holds, and the opens of tasks it does not hold);
-    /// each answer is stored as it comes, and the batches `feed` makes ready meanwhile are written
-    /// the same way, each before the host waits for the child again. A round whose task is being
-    /// opened is written when the open is answered `ok`, and answered with the open's error when
-    /// it is refused. An `Err`
-    /// names the request charged with the child's failure (the oldest still waiting) and why; the
-    /// child is then no longer usable. `Ok(Some(why))`: every request written was answered, but
-    /// some could not be written: the child is no longer usable, and those are left unanswered.
+    /// The requests `left` (indices into `flight`) on a child of the pipelined form, written at
+    /// once (after the closes of ended tasks this child holds, and the opens of tasks it does not
+    /// hold, each round right behind its task's open); each answer is stored as it comes, and the
+    /// batches `feed` makes ready meanwhile are written the same way, each before the host waits
+    /// for the child again. An `Err` names the request charged with the child's failure (the oldest
+    /// still waiting) and why; the child is then no longer usable. `Ok(Some(why))`: every request
+    /// written was answered, but some could not be written: the child is no longer usable, and
+    /// those are left unanswered.
     fn pipeline<R: Borrow<Asked>>(
         &self,
         child: &mut Child,
@@ -984,32 +936,28 @@ impl ProcessCritic {
         let first_id = child.next_id;
         // What each message in flight waits for, by id: the oldest first.
         let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
-        // Rounds held back until their task's open is answered, by key.
-        let mut held_back: HashMap<u64, Vec<usize>> = HashMap::new();
+        // The keys whose open was written and not answered yet.
+        let mut opening: HashSet<u64> = HashSet::new();
         // Why writing to the child stopped working (a failed write may leave part of a line).
         let mut unwritable: Option<Broken> = None;
-        let batch = self.batch_lines(child, flight, left, &mut waiting, &mut held_back);
+        let batch = self.batch_lines(child, flight, left, &mut waiting, &mut opening);
         write_by(child, batch.as_bytes(), Some(Instant::now() + self.timeout))
             .map_err(|source| (oldest_first, self.unwritable(source)))?;
         // Each request gets the timeout from when the child could start on it: its sending, or
         // the answer before it.
         let mut deadline = Instant::now() + self.timeout;
-        // Rounds whose task's open was answered `ok`, by key, not yet written: they go in one
-        // write once the lines already read are taken, so that a batch's opens cost the child
-        // one more read, not one per open.
-        let mut released: Vec<(u64, Vec<usize>)> = Vec::new();
         loop {
-            // Before waiting for the child: the rounds its answers released, and the next batch
-            // when one is ready, in one write.
+            // Before waiting for the child: the next batch, when one is ready.
             if unwritable.is_none() && (waiting.is_empty() || !child.lines.any_ready()) {
                 let from_id = child.next_id;
                 let nothing_in_flight = waiting.is_empty();
-                let mut lines = released_lines(child, flight, std::mem::take(&mut released), &mut waiting);
                 let from = flight.len();
-                if feed.more(flight) {
+                let lines = if feed.more(flight) {
                     let more: Vec<usize> = (from..flight.len()).collect();
-                    lines.push_str(&self.batch_lines(child, flight, &more, &mut waiting, &mut held_back));
-                }
+                    self.batch_lines(child, flight, &more, &mut waiting, &mut opening)
+                } else {
+                    String::new()
+                };
                 if nothing_in_flight && !lines.is_empty() {
                     // Nothing was in flight: the oldest of these is timed from now.
                     deadline = Instant::now() + self.timeout;
@@ -1033,12 +981,12 @@ impl ProcessCritic {
                 continue;
             };
             let in_flight = |id| waiting.contains_key(&id);
-            let (id, reply) = match Protocol::fast_pipelined_reply(&line, in_flight) {
+            let (id, reply) = match protocol::fast_pipelined_reply(&line, in_flight) {
                 Some(read) => read,
                 None => {
                     let message = parse_message(&line).map_err(|broken| (charged, broken))?;
                     let ids = (first_id.min(oldest), child.next_id);
-                    match Protocol::pipelined_reply(&message, ids, in_flight)
+                    match protocol::pipelined_reply(&message, ids, in_flight)
                         .map_err(|error| (charged, error.into()))?
                     {
                         (id, Reply::Critique(text)) => (id, Reply::Critique(written_critique(&line).unwrap_or(text))),
@@ -1052,13 +1000,12 @@ impl ProcessCritic {
                     parse_message(&line).map_or_else(|_| String::new(), |message| excerpt(&message.to_string()));
                 (charged, Broken::Protocol(ProtocolError::WrongAnswer { what, id, wrong, message }))
             };
-            // Protocol 5 writes a round right after its task's open: its answer must not come
-            // before the open's, which says whether there is a task to critique.
+            // A round is written right after its task's open: its answer must not come before the
+            // open's, which says whether there is a task to critique.
             if let (Waiting::Request(index), Reply::Critique(_) | Reply::Error(_)) = (waiting[&id], &reply)
-                && child.protocol.shares_tasks()
-                && !held_back.is_empty()
+                && !opening.is_empty()
                 && let Asked::Round(round) = flight.request(index)
-                && held_back.contains_key(&round.key)
+                && opening.contains(&round.key)
             {
                 let message = excerpt(String::from_utf8_lossy(&line).trim_end());
                 return Err((charged, Broken::Protocol(ProtocolError::BeforeOpen { id, key: round.key, message })));
@@ -1066,7 +1013,7 @@ impl ProcessCritic {
             match (waiting[&id], reply) {
                 (waits, Reply::Service { name, request }) => {
                     let answer = self.host.dispatch(&name, &request, Some(flight.scope(waits.charged())));
-                    write_by(child, format!("{}\n", child.protocol.service_answer_line(id, answer)).as_bytes(), None)
+                    write_by(child, format!("{}\n", protocol::service_answer_line(id, answer)).as_bytes(), None)
                         .map_err(|e| (charged, Broken::AnswerService(e)))?;
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
@@ -1078,21 +1025,15 @@ impl ProcessCritic {
                 }
                 (Waiting::Request(_), Reply::Opened) => return Err(wrong("request", "`ok`")),
                 (Waiting::Open { .. }, Reply::Critique(_)) => return Err(wrong("the open of a task", "a critique")),
-                (Waiting::Open { key, .. }, Reply::Error(message)) => {
-                    // As a failed `open_task` in this process: the error of every round asking.
-                    for index in held_back.remove(&key).unwrap_or_default() {
-                        flight.answer(index, Err(CallError::Critic(message.clone())));
-                    }
+                (Waiting::Open { key, .. }, Reply::Error(_)) => {
+                    // The task is not open on the child; the rounds written behind the open are
+                    // answered by the child, and the next round of the key opens it again.
+                    opening.remove(&key);
                 }
                 (Waiting::Open { key, .. }, Reply::Opened) => {
+                    opening.remove(&key);
                     child.open.insert(key);
                     *self.pool.lock().unwrap_or_else(|p| p.into_inner()).held.entry(key).or_default() += 1;
-                    let held = held_back.remove(&key).unwrap_or_default();
-                    // Once writing failed, they are left unanswered: they go to a fresh child
-                    // with the rest.
-                    if unwritable.is_none() {
-                        released.push((key, held));
-                    }
                 }
             }
             waiting.remove(&id);
@@ -1104,60 +1045,42 @@ impl ProcessCritic {
     }
 
     /// The lines of the requests `indices` of `flight` for `child`, each then waiting for its
-    /// answer: after the close of ended loops this child holds (protocol 4 and 5), a round's open
-    /// when the child does not hold its task (protocol 4: the round then waits in `held_back` for
-    /// the open's answer; 5: it follows the open at once), or the request itself.
+    /// answer: after the close of ended tasks this child holds, a round's open when the child
+    /// neither holds its task nor is opening it (the round follows the open at once), then the
+    /// round; a whole request as it is.
     fn batch_lines<R: Borrow<Asked>>(
         &self,
         child: &mut Child,
         flight: &Flight<R>,
         indices: &[usize],
         waiting: &mut BTreeMap<u64, Waiting>,
-        held_back: &mut HashMap<u64, Vec<usize>>,
+        opening: &mut HashSet<u64>,
     ) -> String {
         let mut batch = String::new();
-        if child.protocol.opens_tasks()
-            && let Some(line) = self.take_closes(child)
-        {
+        if let Some(line) = self.take_closes(child) {
             batch.push_str(&line);
             batch.push('\n');
         }
         for &index in indices {
+            let id = child.next_id;
             match flight.request(index) {
-                Asked::Round(round) if child.protocol.opens_tasks() => {
-                    if !child.open.contains(&round.key) {
-                        // Protocol 5: the round follows its task's open at once; 4: it waits for
-                        // the open's `ok`.
-                        let follows = child.protocol.shares_tasks();
-                        if let Some(held) = held_back.get_mut(&round.key) {
-                            if !follows {
-                                held.push(index);
-                                continue;
-                            }
-                        } else {
-                            let id = child.next_id;
-                            child.next_id += 1;
-                            waiting.insert(id, Waiting::Open { key: round.key, first: index });
-                            held_back.insert(round.key, if follows { Vec::new() } else { vec![index] });
-                            batch.push_str(&Protocol::open_line(id, round.key, &round.task));
-                            batch.push('\n');
-                            if !follows {
-                                continue;
-                            }
-                        }
+                Asked::Round(round) => {
+                    if !child.open.contains(&round.key) && opening.insert(round.key) {
+                        waiting.insert(id, Waiting::Open { key: round.key, first: index });
+                        batch.push_str(&protocol::open_line(id, round.key, &round.task));
+                        batch.push('\n');
+                        child.next_id += 1;
                     }
                     let id = child.next_id;
-                    child.next_id += 1;
                     waiting.insert(id, Waiting::Request(index));
-                    batch.push_str(&Protocol::round_line(id, round.key, &round.request()));
+                    batch.push_str(&protocol::round_line(id, round.key, &round.request()));
                 }
                 asked => {
-                    let id = child.next_id;
-                    child.next_id += 1;
                     waiting.insert(id, Waiting::Request(index));
-                    batch.push_str(&child.protocol.request_line(id, &asked.whole()));
+                    batch.push_str(&protocol::request_line(id, &asked.whole()));
                 }
             }
+            child.next_id += 1;
             batch.push('\n');
         }
         batch
@@ -1184,12 +1107,11 @@ impl ProcessCritic {
             child.open.remove(&key);
             pool.let_go(key);
         }
-        Some(Protocol::close_line(&mine))
+        Some(protocol::close_line(&mine))
     }
 
     /// The child's next message, which must answer what critbench sent at `asked`: a line that
-    /// arrived before then, or (protocol 1, where nothing else tells) while critbench's message
-    /// still sat unread in the child's stdin, answers nothing.
+    /// arrived before then answers nothing.
     fn answer_to(
         &self,
         child: &Child,
@@ -1199,9 +1121,6 @@ impl ProcessCritic {
         let (line, arrived) = next_line(child, deadline, self.timeout)?;
         if arrived < asked {
             return Err(unasked(&line));
-        }
-        if child.protocol == Protocol::V1 && unread_input(child) {
-            return Err(Broken::BeforeReading(excerpt(String::from_utf8_lossy(&line).trim_end())));
         }
         Ok((parse_message(&line)?, line))
     }
@@ -1281,18 +1200,6 @@ fn write_by(child: &mut Child, mut bytes: &[u8], deadline: Option<Instant>) -> s
 
 fn unasked(line: &[u8]) -> Broken {
     Broken::Unasked(excerpt(String::from_utf8_lossy(line).trim_end()))
-}
-
-/// Whether bytes critbench wrote to the child are still in the pipe, unread (Linux and most
-/// Unixes answer `FIONREAD` on a pipe's write end; where they do not, nothing is unread).
-fn unread_input(child: &Child) -> bool {
-    use std::os::fd::AsRawFd;
-    let Some(stdin) = &child.stdin else { return false };
-    let mut unread: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through a valid pointer; the descriptor is the child's
-    // stdin, open while `child` holds it.
-    let status = unsafe { libc::ioctl(stdin.as_raw_fd(), libc::FIONREAD, &mut unread) };
-    status == 0 && unread > 0
 }
 
 /// The next line from the child and when it arrived.
@@ -1428,7 +1335,8 @@ fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Delivery>, pipel
                 Ok(_) if line.iter().all(u8::is_ascii_whitespace) => None,
                 // Every message waits for critbench's next line, so nothing may follow it yet;
                 // bytes already here are an answer to nothing, which would be taken for the next.
-                // (Protocol 3 answers several requests in flight, so several messages may come at once.)
+                // (The pipelined form answers several requests in flight, so several messages may come
+                // at once.)
                 Ok(_) if !pipelined.load(Ordering::Relaxed) && !reader.buffer().iter().all(u8::is_ascii_whitespace) => {
                     Some(Err(Broken::Hurried(excerpt(String::from_utf8_lossy(&line).trim_end()))))
                 }
@@ -1534,11 +1442,12 @@ def wait_for_input():
     select.select([sys.stdin], [], [])
 "#;
 
-    /// Greets as protocol `version` and takes the config.
-    fn hello(version: u32) -> String {
+    /// Greets in `form` and takes the config.
+    fn hello(form: Form) -> String {
+        let pipelined = if form == Form::Pipelined { "True" } else { "False" };
         format!(
-            "send({{\"protocol\": {version}, \"name\": \"t\", \"version\": \"1\", \"score_range\": [0, 10]}})\n\
-             config = read()\nsend({{\"id\": 0, \"ok\": True}} if {version} >= 2 else {{\"ok\": True}})\n"
+            "send({{\"protocol\": 2, \"pipelined\": {pipelined}, \"name\": \"t\", \"version\": \"1\", \
+             \"score_range\": [0, 10]}})\nconfig = read()\nsend({{\"id\": 0, \"ok\": True}})\n"
         )
     }
 
@@ -1555,10 +1464,10 @@ def wait_for_input():
     }
 
     /// A critic running `body` after the prelude and the hello, with a host offering `echo`.
-    fn open(version: u32, body: &str) -> (tempfile::TempDir, ProcessCritic) {
+    fn open(form: Form, body: &str) -> (tempfile::TempDir, ProcessCritic) {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("critic.py");
-        std::fs::write(&script, format!("{PRELUDE}{}{body}", hello(version))).unwrap();
+        std::fs::write(&script, format!("{PRELUDE}{}{body}", hello(form))).unwrap();
         let launch = Launch {
             program: resolve_program("python3", None).expect("python3 is on PATH").into_os_string(),
             args: vec![script.clone().into_os_string()],
@@ -1591,12 +1500,12 @@ def wait_for_input():
     }
 
     #[test]
-    fn a_v2_answer_to_an_earlier_request_is_refused_while_the_next_one_waits() {
+    fn an_answer_to_an_earlier_request_is_refused_while_the_next_one_waits() {
         // Answers request 1, then — once request 2 is in its pipe — answers request 1 again.
         // (Had the stray line come in one read with the answer to 2, both would be refused as
         // one write of two messages.)
         let (_dir, critic) = open(
-            2,
+            Form::Simple,
             r#"
 first = read()
 send({"id": first["id"], "critique": {"score": 1, "rationale": first["request"]["task"]["id"]}})
@@ -1616,9 +1525,9 @@ while True:
     }
 
     #[test]
-    fn a_v2_second_answer_between_requests_is_refused_at_the_next() {
+    fn a_second_answer_between_requests_is_refused_at_the_next() {
         let (_dir, critic) = open(
-            2,
+            Form::Simple,
             r#"
 first = read()
 send({"id": first["id"], "critique": {"score": 1}})
@@ -1635,21 +1544,21 @@ while True:
     }
 
     #[test]
-    fn a_v2_message_with_a_wrong_or_no_id_is_refused() {
+    fn a_message_with_a_wrong_or_no_id_is_refused() {
         for (reply, expected) in [
             (r#"{"id": 5, "critique": {"score": 1}}"#, "for request 5 while critbench waited for request 1"),
             (r#"{"critique": {"score": 1}}"#, "without an id"),
             (r#"{"id": 5, "service": "echo", "request": "hi"}"#, "for request 5 while critbench waited for request 1"),
         ] {
-            let (_dir, critic) = open(2, &format!("read()\nsend({reply})\nread()\n"));
+            let (_dir, critic) = open(Form::Simple, &format!("read()\nsend({reply})\nread()\n"));
             assert_refused(critic.call(&request("a"), None), expected);
         }
     }
 
     #[test]
-    fn a_v2_service_call_carries_its_request_id_and_so_does_its_answer() {
+    fn a_service_call_carries_its_request_id_and_so_does_its_answer() {
         let (_dir, critic) = open(
-            2,
+            Form::Simple,
             r#"
 while True:
     message = read()
@@ -1667,75 +1576,11 @@ while True:
         }
     }
 
-    #[test]
-    fn a_v1_line_written_before_the_critic_read_the_request_is_refused() {
-        // Answers request 1; then, with request 2 in its pipe but unread, writes a stray answer
-        // and only later reads request 2 (protocol 1: no id could tell the two apart).
-        let (_dir, critic) = open(
-            1,
-            r#"
-first = read()
-send({"critique": {"score": 1}})
-wait_for_input()
-send({"critique": {"score": 9}})
-time.sleep(0.5)
-while True:
-    read()
-    send({"critique": {"score": 2}})
-"#,
-        );
-        assert_eq!(meaning(&critic.call(&request("a"), None).unwrap()), json!({"score": 1}));
-        assert_refused(
-            critic.call(&request("b"), None),
-            "the critic wrote a line before reading critbench's last message",
-        );
-    }
-
-    #[test]
-    fn a_v1_line_written_after_an_answer_is_refused_at_the_next_request() {
-        let (_dir, critic) = open(
-            1,
-            r#"
-read()
-send({"critique": {"score": 1}})
-time.sleep(0.2)
-send({"critique": {"score": 9}})
-while True:
-    read()
-    send({"critique": {"score": 2}})
-"#,
-        );
-        assert_eq!(meaning(&critic.call(&request("a"), None).unwrap()), json!({"score": 1}));
-        std::thread::sleep(Duration::from_secs(1));
-        assert_refused(critic.call(&request("b"), None), "the critic wrote a line after its last answer, unasked");
-        assert_eq!(meaning(&critic.call(&request("c"), None).unwrap()), json!({"score": 1}), "a fresh child");
-    }
-
-    #[test]
-    fn a_v1_critic_without_ids_still_works_with_services() {
-        let (_dir, critic) = open(
-            1,
-            r#"
-while True:
-    request = read()
-    send({"service": "echo", "request": request["task"]["id"]})
-    answer = read()
-    send({"critique": {"score": 5, "rationale": answer["answer"] + (" with an id" if "id" in answer else "")}})
-"#,
-        );
-        for task in ["a", "b", "c"] {
-            assert_eq!(
-                meaning(&critic.call(&request(task), None).unwrap()),
-                json!({"rationale": format!("echo {task}"), "score": 5})
-            );
-        }
-    }
-
-    /// A protocol 3 critic answering each request in order (score 1, its task id as rationale),
+    /// A critic of the pipelined form answering each request in order (score 1, its task id as rationale),
     /// except that on the task named `bad` it does `misbehave` instead.
     fn pipelined(misbehave: &str) -> (tempfile::TempDir, ProcessCritic) {
         open(
-            3,
+            Form::Pipelined,
             &format!(
                 r#"
 while True:
@@ -1764,10 +1609,10 @@ while True:
     }
 
     #[test]
-    fn a_v3_critic_takes_many_requests_at_once_and_its_answers_land_by_id() {
+    fn a_pipelined_critic_takes_many_requests_at_once_and_its_answers_land_by_id() {
         // Answers the requests of each batch in reverse order: the ids say which is which.
         let (_dir, critic) = open(
-            3,
+            Form::Pipelined,
             r#"
 import select
 while True:
@@ -1787,7 +1632,7 @@ while True:
     }
 
     #[test]
-    fn a_v3_critic_that_fails_on_one_request_in_flight_loses_that_request_only() {
+    fn a_pipelined_critic_that_fails_on_one_request_in_flight_loses_that_request_only() {
         for (misbehave, expected) in [
             ("        os._exit(3)", "the critic process exited with status 3"),
             ("        print('not json', flush=True)", "the critic wrote a line that is not protocol JSON: not json"),
@@ -1826,15 +1671,15 @@ while True:
     sys.stdout.flush()
 "#;
         let twice = "the critic wrote a message with the key `critique` twice";
-        for version in [2, 3] {
-            // One request at a time (versions 2 and 3), then all at once (version 3).
-            let (_dir, critic) = open(version, body);
+        for form in [Form::Simple, Form::Pipelined] {
+            // One request at a time (both forms), then all at once (the pipelined form).
+            let (_dir, critic) = open(form, body);
             let one = |task: &str| critic.call(&request(task), None);
             // A tree would keep one of the two scores; the critique's reader refuses both.
-            assert_eq!(one("inner").unwrap(), r#"{"score": 1, "score": 9}"#, "version {version}");
-            assert_eq!(one("string").unwrap(), r#"{"score": 2, "score": 8}"#, "version {version}");
+            assert_eq!(one("inner").unwrap(), r#"{"score": 1, "score": 9}"#, "{form:?}");
+            assert_eq!(one("string").unwrap(), r#"{"score": 2, "score": 8}"#, "{form:?}");
             assert_refused(one("outer"), twice);
-            if version == 3 {
+            if form == Form::Pipelined {
                 let answers = call_many(&critic, &["inner", "string", "outer"]);
                 assert_eq!(answers[0].as_deref().unwrap(), r#"{"score": 1, "score": 9}"#);
                 assert_eq!(answers[1].as_deref().unwrap(), r#"{"score": 2, "score": 8}"#);
@@ -1894,13 +1739,13 @@ while True:
         sent.answered
     }
 
-    /// A protocol 3 critic that answers nothing until it has read four requests (or, with
+    /// A critic of the pipelined form that answers nothing until it has read four requests (or, with
     /// `crash`, until no more input came for 2 s), then answers all it read, with its process id.
     /// With `crash`, the first process (the one that finds no `crashed` file) answers its first
     /// request and exits, leaving in `crashed` how many requests it had read.
     fn four_at_once(crash: bool) -> (tempfile::TempDir, ProcessCritic) {
         open(
-            3,
+            Form::Pipelined,
             &format!(
                 r#"
 crash = {crash} and not os.path.exists("crashed")
@@ -1981,9 +1826,9 @@ while True:
     }
 
     #[test]
-    fn a_v3_service_call_is_answered_in_the_scope_of_the_request_it_serves() {
+    fn a_pipelined_service_call_is_answered_in_the_scope_of_the_request_it_serves() {
         let (_dir, critic) = open(
-            3,
+            Form::Pipelined,
             r#"
 while True:
     message = read()
@@ -2004,14 +1849,14 @@ while True:
         }
     }
 
-    /// A protocol 4 critic. It keeps the keys open on its process and answers a round with
-    /// `"TASK rROUND opens=N closed=[KEYS]"` (N: the opens of that key on this process; KEYS: the
-    /// keys closed on it so far), or with an error for a key it was never sent. On the task named
-    /// `bad` it does `at_open` when opening it and `at_round` at its rounds; `message` is the
-    /// line read.
-    fn v4(at_open: &str, at_round: &str) -> (tempfile::TempDir, ProcessCritic) {
+    /// A critic of the pipelined form that reads tasks once. It keeps the keys open on its process
+    /// and answers a round with `"TASK rROUND opens=N closed=[KEYS]"` (N: the opens of that key on
+    /// this process; KEYS: the keys closed on it so far), or with an error for a key not open on
+    /// it. On the task named `bad` it does `at_open` when opening it and `at_round` at its rounds;
+    /// `message` is the line read.
+    fn by_task(at_open: &str, at_round: &str) -> (tempfile::TempDir, ProcessCritic) {
         open(
-            4,
+            Form::Pipelined,
             &format!(
                 r#"
 opened, opens, closed = {{}}, {{}}, []
@@ -2032,7 +1877,7 @@ while True:
         continue
     key = message["task_key"]
     if key not in opened:
-        send({{"id": message["id"], "error": "key %d was never opened here" % key}})
+        send({{"id": message["id"], "error": "key %d is not open here" % key}})
         continue
     task = opened[key]
     if task == "bad":
@@ -2068,16 +1913,18 @@ while True:
     }
 
     #[test]
-    fn a_v4_task_is_opened_once_per_process_and_closed_when_its_loop_ends() {
-        let (_dir, critic) = v4("        pass", "        os._exit(3)");
+    fn a_task_is_opened_once_per_process_for_its_loops_and_closed_when_they_end() {
+        let (_dir, critic) = by_task("        pass", "        os._exit(3)");
         let instance = CriticInstance::Process(critic);
         let (a, b, bad) = (task_json("a"), task_json("b"), task_json("bad"));
-        let (first, second) = (instance.open_task(&a), instance.open_task(&b));
+        // Two loops of `a` (its two arms, say) and one of `b`.
+        let (first, twin, second) = (instance.open_task(&a), instance.open_task(&a), instance.open_task(&b));
         assert!(first.reads_task_once());
         let ok = |text: &str| Ok(text.to_string());
         assert_eq!(
-            rounds(&instance, &[&first, &second], 0),
-            [ok("a r0 opens=1 closed=[]"), ok("b r0 opens=1 closed=[]")]
+            rounds(&instance, &[&first, &twin, &second], 0),
+            [ok("a r0 opens=1 closed=[]"), ok("a r0 opens=1 closed=[]"), ok("b r0 opens=1 closed=[]")],
+            "the loops of `a` share its one open"
         );
         // Asked again, neither is opened again; a retry alone goes through the same key.
         assert_eq!(
@@ -2088,18 +1935,19 @@ while True:
         let mut scope = CallScope::new("a", 0, 0);
         let alone = retried.call_in("d", 0, &mut scope).unwrap();
         assert!(alone.contains("a r0 opens=1 closed=[]"), "{alone}");
-        // The first loop ends: its key (1) is closed with the next batch, and so is the third's (3).
+        // `a`'s loops end: its key (1) is closed with the next batch, once the last one has.
         drop(first);
+        drop(twin);
+        assert_eq!(rounds(&instance, &[&second], 2), [ok("b r2 opens=1 closed=[]")], "a loop of `a` is in flight");
         drop(retried);
-        assert_eq!(rounds(&instance, &[&second], 2), [ok("b r2 opens=1 closed=[1, 3]")]);
+        assert_eq!(rounds(&instance, &[&second], 3), [ok("b r3 opens=1 closed=[1]")]);
         // The child crashes on a round: that round fails, and the fresh child, which holds nothing
         // open, is sent the task again before the next round.
         let crashing = instance.open_task(&bad);
-        let answers = rounds(&instance, &[&crashing, &second], 3);
+        let answers = rounds(&instance, &[&crashing, &second], 4);
         assert!(answers[0].as_ref().unwrap_err().contains("the critic process exited with status 3"), "{answers:?}");
-        // `bad`'s round was written after its open's `ok`, behind `b`'s: the old child answered `b`.
-        assert_eq!(answers[1], ok("b r3 opens=1 closed=[1, 3]"));
-        assert_eq!(rounds(&instance, &[&second], 4), [ok("b r4 opens=1 closed=[]")], "re-opened on the fresh child");
+        // `b`'s round, behind `bad`'s, went to the fresh child, not counted as an attempt.
+        assert_eq!(answers[1], ok("b r4 opens=1 closed=[]"), "re-opened on the fresh child");
         // A key that ended on a child that died is not closed on the fresh one.
         drop(crashing);
         assert_eq!(rounds(&instance, &[&second], 5), [ok("b r5 opens=1 closed=[]")]);
@@ -2109,9 +1957,9 @@ while True:
     }
 
     #[test]
-    fn a_v4_open_refused_is_the_error_of_that_loops_round_only() {
+    fn a_refused_open_costs_its_tasks_rounds_only_and_the_next_round_opens_it_again() {
         let (_dir, critic) =
-            v4(r#"        send({"id": message["id"], "error": "no such task"}); continue"#, "        pass");
+            by_task(r#"        send({"id": message["id"], "error": "no such task"}); continue"#, "        pass");
         let instance = CriticInstance::Process(critic);
         let (a, bad, c) = (task_json("a"), task_json("bad"), task_json("c"));
         let loops = [instance.open_task(&a), instance.open_task(&bad), instance.open_task(&c)];
@@ -2119,18 +1967,19 @@ while True:
         for round in 0..2 {
             let answers = rounds(&instance, &loops, round);
             assert_eq!(answers[0], Ok(format!("a r{round} opens=1 closed=[]")));
-            assert_eq!(answers[1], Err("no such task".to_string()), "the round was never sent: the open failed");
+            // The round written behind the refused open is the critic's to answer: it holds no task.
+            assert_eq!(answers[1], Err("key 2 is not open here".to_string()));
             assert_eq!(answers[2], Ok(format!("c r{round} opens=1 closed=[]")), "the same process goes on");
         }
     }
 
     #[test]
-    fn a_v4_critic_that_breaks_the_protocol_loses_that_round_only() {
+    fn a_critic_that_breaks_the_pipelined_form_loses_that_round_only() {
         let pass = "        pass";
         let twice = "        send({\"id\": message[\"id\"], \"critique\": {\"score\": 1}})\n        \
                      send({\"id\": message[\"id\"], \"critique\": {\"score\": 2}})\n        continue";
         // The round charged: `bad`'s (2), except that a second answer to `bad`'s round is charged
-        // to the round the child works on next (`c`'s, 3), as in protocol 3.
+        // to the message the child works on next (`c`'s open, charged to `c`'s round, 3).
         for (at_open, at_round, expected, charged) in [
             (pass, "        os._exit(3)", "the critic process exited with status 3", 2),
             (pass, "        print('not json', flush=True)", "the critic wrote a line that is not protocol JSON", 2),
@@ -2149,7 +1998,7 @@ while True:
                 2,
             ),
         ] {
-            let (_dir, critic) = v4(at_open, at_round);
+            let (_dir, critic) = by_task(at_open, at_round);
             let instance = CriticInstance::Process(critic);
             let tasks: Vec<_> = ["a", "b", "bad", "c", "d"].iter().map(|id| task_json(id)).collect();
             let loops: Vec<CriticTask<'_>> = tasks.iter().map(|task| instance.open_task(task)).collect();
@@ -2230,7 +2079,7 @@ os.rename("group.tmp", "group")
 
     #[test]
     fn a_critic_that_times_out_is_killed_with_everything_it_started() {
-        let (dir, mut critic) = open(2, &forking("read()\ntime.sleep(600)"));
+        let (dir, mut critic) = open(Form::Simple, &forking("read()\ntime.sleep(600)"));
         critic.timeout = Duration::from_secs(2);
         let group = group_of(dir.path());
         assert_refused(critic.call(&request("a"), None), "no answer within 2 s");
@@ -2239,7 +2088,7 @@ os.rename("group.tmp", "group")
 
     #[test]
     fn a_critic_that_breaks_the_protocol_is_killed_with_everything_it_started() {
-        let (dir, critic) = open(2, &forking("read()\nprint('not json', flush=True)\ntime.sleep(600)"));
+        let (dir, critic) = open(Form::Simple, &forking("read()\nprint('not json', flush=True)\ntime.sleep(600)"));
         let group = group_of(dir.path());
         assert_refused(critic.call(&request("a"), None), "the critic wrote a line that is not protocol JSON: not json");
         assert_group_gone(group);
@@ -2247,7 +2096,7 @@ os.rename("group.tmp", "group")
 
     #[test]
     fn a_dropped_critic_takes_its_process_group_with_it() {
-        let (dir, critic) = open(2, &forking("while True:\n    read()"));
+        let (dir, critic) = open(Form::Simple, &forking("while True:\n    read()"));
         let group = group_of(dir.path());
         drop(critic);
         assert_group_gone(group);
@@ -2255,7 +2104,7 @@ os.rename("group.tmp", "group")
 
     #[test]
     fn a_critic_that_crashes_leaves_no_child_behind() {
-        let (dir, critic) = open(2, &forking("read()\nos._exit(3)"));
+        let (dir, critic) = open(Form::Simple, &forking("read()\nos._exit(3)"));
         let group = group_of(dir.path());
         assert_refused(critic.call(&request("a"), None), "the critic process exited with status 3");
         assert_group_gone(group);
