@@ -38,7 +38,7 @@ mod info;
 mod library;
 mod open;
 mod process;
-mod process_group;
+mod program;
 mod protocol;
 pub mod request;
 mod retry;
@@ -54,7 +54,8 @@ pub use info::{
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
 pub use open::{CriticInstance, CriticTask, open_critic};
-pub use process::{Batches, Nudge, ProcessCritic};
+pub use process::{Batches, ProcessCritic};
+pub use program::Nudge;
 pub use protocol::PROTOCOL_VERSION;
 pub use request::{Asked, TaskRound, task_request};
 pub use retry::{

@@ -16,6 +16,7 @@ use critbench_core::ScoreRange;
 use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, DEFAULT_TIMEOUT, IsolationMode};
+use crate::program::excerpt;
 use crate::services::{CallScope, Host, ServiceError};
 use crate::{CallError, CriticInstance, PluginError, SearchPath};
 use critbench_builtins::Builtin;
@@ -499,15 +500,6 @@ pub fn builtin_names() -> String {
     match names.split_last() {
         Some((last, init)) if !init.is_empty() => format!("{} and {last}", init.join(", ")),
         _ => names.join(""),
-    }
-}
-
-/// The start of `text`, for error messages.
-pub(crate) fn excerpt(text: &str) -> String {
-    const LIMIT: usize = 120;
-    match text.char_indices().nth(LIMIT) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
     }
 }
 

@@ -8,7 +8,8 @@ use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
 use crate::library::{InProcessCritic, Located, OpenTask};
-use crate::process::{Launch, ProcessCritic, resolve_program};
+use crate::process::{ProcessCritic, ROLE};
+use crate::program::{Launch, resolve_program};
 use crate::request::{Asked, TaskJson, TaskRound, critique_request, task_request};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError, PluginLibrary, SearchPath};
@@ -214,7 +215,7 @@ pub fn open_critic(
                     let path = path.canonicalize().unwrap_or(path);
                     args.extend([OsString::from("--builtin"), OsString::from(builtin.name)]);
                     let label = format!("built-in {}", builtin.name);
-                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label };
+                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label, role: ROLE };
                     let sha256 = builtin.source_sha256.to_string();
                     let mut critic = ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?;
                     critic.mark_builtin();
@@ -225,8 +226,8 @@ pub fn open_critic(
                     let sha256 = sha256_of(&path)
                         .map_err(|e| PluginError::Load { path: path.clone(), message: e.to_string() })?;
                     args.push(path.clone().into_os_string());
-                    let launch =
-                        Launch { program: worker[0].clone(), args, cwd: None, label: path.display().to_string() };
+                    let label = path.display().to_string();
+                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label, role: ROLE };
                     ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?
                 }
             }
@@ -252,6 +253,7 @@ pub fn open_critic(
                 args: command[1..].iter().map(OsString::from).collect(),
                 cwd,
                 label: command.join(" "),
+                role: ROLE,
             };
             ProcessCritic::open(launch, config_json, isolation, path, Some(command.clone()), sha256, host)?
         }

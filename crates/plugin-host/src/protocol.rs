@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::library::excerpt;
+use crate::program::excerpt;
 use crate::services::ServiceError;
 
 /// The version of the protocol this host speaks, in both forms.

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::PluginLibrary;
-use crate::library::excerpt;
+use crate::program::excerpt;
 use crate::protocol::{CONFIG_ID, PROTOCOL_VERSION};
 use crate::services::{ForwardError, ServiceError};
 
