@@ -270,11 +270,11 @@ fn a_critic_that_answers_twice_loses_the_round_and_never_shifts_answers() {
     }
 }
 
-/// The minimal critic of docs/PROTOCOL.md, as printed there, runs and scores every round.
-#[test]
-fn the_minimal_critic_of_the_protocol_document_runs() {
+/// The first Python block after `heading` in docs/PROTOCOL.md, run as the critic of two tasks with
+/// two drafts each: every round's score, the feedback arm's first.
+fn run_documented_critic(heading: &str, arms: &str) -> Vec<f64> {
     let doc = std::fs::read_to_string(repo().join("docs/PROTOCOL.md")).unwrap();
-    let section = doc.split("## A minimal critic").nth(1).expect("PROTOCOL.md has a minimal critic");
+    let section = doc.split(heading).nth(1).unwrap_or_else(|| panic!("PROTOCOL.md has {heading}"));
     let script = section.split("```python\n").nth(1).and_then(|s| s.split("```").next()).expect("a python block");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("length.py"), script).unwrap();
@@ -289,17 +289,37 @@ fn the_minimal_critic_of_the_protocol_document_runs() {
     let file = experiment(
         dir.path(),
         "length.toml",
-        "name = \"l\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
-         [[critics]]\nname = \"length\"\ncommand = [\"python3\", \"length.py\"]\n[policy]\npass_score = 8\nmax_revisions = 1\n",
+        &format!(
+            "name = \"l\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = {arms}\n\
+             [[critics]]\nname = \"length\"\ncommand = [\"python3\", \"length.py\"]\n[policy]\npass_score = 8\n\
+             max_revisions = 1\n"
+        ),
     );
     let out = dir.path().join("run");
-    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
-    let all = rounds(&out, "feedback");
-    assert_eq!(all.len(), 4);
-    for (task, round) in &all {
-        assert_eq!(round.critic_error, None, "{task}");
-    }
-    let scores: Vec<f64> = all.iter().map(|(_, r)| r.critique.score).collect();
-    assert_eq!(scores, [3.0 / 15.0, 6.0 / 15.0, 3.0 / 15.0, 6.0 / 15.0]);
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"]));
     assert_eq!(manifest(&out)["plugins"][0]["name"], "length");
+    let mut scores = Vec::new();
+    for arm in ["feedback", "no-feedback"] {
+        for (task, round) in &rounds(&out, arm) {
+            assert_eq!(round.critic_error, None, "{task}");
+            scores.push(round.critique.score);
+        }
+    }
+    scores
+}
+
+/// The minimal critic of docs/PROTOCOL.md, as printed there, runs and scores every round.
+#[test]
+fn the_minimal_critic_of_the_protocol_document_runs() {
+    let scores = run_documented_critic("## A minimal critic", "[\"feedback\"]");
+    assert_eq!(scores, [3.0 / 15.0, 6.0 / 15.0, 3.0 / 15.0, 6.0 / 15.0]);
+}
+
+/// The pipelined critic of docs/PROTOCOL.md, as printed there, scores every round of both arms (the
+/// loops of a task sharing its open) as the minimal one does.
+#[test]
+fn the_pipelined_critic_of_the_protocol_document_runs() {
+    let scores = run_documented_critic("## The pipelined form", "[\"feedback\", \"no-feedback\"]");
+    let arm = [3.0 / 15.0, 6.0 / 15.0, 3.0 / 15.0, 6.0 / 15.0];
+    assert_eq!(scores, [arm, arm].concat());
 }
