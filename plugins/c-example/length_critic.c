@@ -1,5 +1,5 @@
 /*
- * length_critic.c — a critbench critic plugin in plain C (ABI v1, see crates/abi/include/critbench.h).
+ * length_critic.c — a critbench critic plugin in plain C (see crates/abi/include/critbench.h).
  *
  * It scores a draft by its word count against a target: score = 10 * min(words, target) / target,
  * rounded to 0.1. An empty draft is a fatal issue; fewer than half the target words is an issue with
@@ -507,7 +507,7 @@ static int config_member(scanner *s, const char *key, size_t key_len, void *stat
     return 1;
 }
 
-static int32_t critic_create(critbench_str config, const critbench_host_v1 *host, void **instance,
+static int32_t critic_create(critbench_str config, const critbench_host *host, void **instance,
                              critbench_buffer *error) {
     config_state state = {DEFAULT_TARGET_WORDS, 0, ""};
     length_critic *critic;
@@ -640,23 +640,6 @@ static void critic_free_buffer(critbench_buffer buffer) {
 static const char NAME[] = "length";
 static const char VERSION[] = "1.0.0";
 
-static const critbench_critic_descriptor_v1 DESCRIPTOR = {
-    CRITBENCH_ABI_VERSION,
-    CRITBENCH_FLAG_THREAD_SAFE,
-    {(const uint8_t *)NAME, sizeof NAME - 1},
-    {(const uint8_t *)VERSION, sizeof VERSION - 1},
-    0.0,
-    10.0,
-    critic_create,
-    critic_critique,
-    critic_destroy,
-    critic_free_buffer,
-};
-
-const critbench_critic_descriptor_v1 *critbench_critic_v1(void) {
-    return &DESCRIPTOR;
-}
-
 /* What the plugin declares about itself (critbench.h, "plugin info"). The same JSON sits beside
  * this file as length.plugin.json, so that a run that cannot find the unbuilt library can still
  * say how to build it. */
@@ -668,7 +651,24 @@ static const char INFO[] =
     " \"hints\": {\"not_found\": \"`length` is the C example critic (plugins/c-example/length_critic.c); build it with"
     " `just c-plugin`, which writes reports/plugins/liblength.so\"}}";
 
-critbench_str critbench_critic_info_v1(void) {
-    critbench_str info = {(const uint8_t *)INFO, sizeof INFO - 1};
-    return info;
+/* Every request carries its task, so the three task functions are NULL. */
+static const critbench_critic_descriptor DESCRIPTOR = {
+    CRITBENCH_ABI_VERSION,
+    CRITBENCH_FLAG_THREAD_SAFE,
+    {(const uint8_t *)NAME, sizeof NAME - 1},
+    {(const uint8_t *)VERSION, sizeof VERSION - 1},
+    0.0,
+    10.0,
+    {(const uint8_t *)INFO, sizeof INFO - 1},
+    critic_create,
+    critic_critique,
+    critic_destroy,
+    critic_free_buffer,
+    NULL,
+    NULL,
+    NULL,
+};
+
+const critbench_critic_descriptor *critbench_critic(void) {
+    return &DESCRIPTOR;
 }

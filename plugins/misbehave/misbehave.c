@@ -54,7 +54,7 @@ static int contains(critbench_str haystack, const char *needle) {
     return 0;
 }
 
-static int32_t critic_create(critbench_str config, const critbench_host_v1 *host, void **instance,
+static int32_t critic_create(critbench_str config, const critbench_host *host, void **instance,
                              critbench_buffer *error) {
     (void)host;
     for (int m = 0; m < MODES; m++) {
@@ -117,19 +117,23 @@ static void critic_free_buffer(critbench_buffer buffer) {
     free(buffer.ptr);
 }
 
-static const critbench_critic_descriptor_v1 DESCRIPTOR = {
+static const critbench_critic_descriptor DESCRIPTOR = {
     CRITBENCH_ABI_VERSION,
     CRITBENCH_FLAG_THREAD_SAFE,
     {(const uint8_t *)NAME, sizeof NAME - 1},
     {(const uint8_t *)VERSION, sizeof VERSION - 1},
     0.0,
     10.0,
+    {NULL, 0},
     critic_create,
     critic_critique,
     critic_destroy,
     critic_free_buffer,
+    NULL,
+    NULL,
+    NULL,
 };
 
-const critbench_critic_descriptor_v1 *critbench_critic_v1(void) {
+const critbench_critic_descriptor *critbench_critic(void) {
     return &DESCRIPTOR;
 }

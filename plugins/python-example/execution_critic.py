@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`python-execution`: a critbench critic in plain Python that runs a code draft against the
-task's unit tests, speaking the JSON-lines protocol of docs/PROTOCOL.md (version 2: every answer
-carries the id of the request it answers) on stdin/stdout.
+task's unit tests, speaking the JSON-lines protocol of docs/PROTOCOL.md (version 2, the simple form: one request at a
+time, every answer carrying the id of the request it answers) on stdin/stdout.
 
 A task carries its tests in `meta.tests`: Python source defining `test_*` functions that use
 `assert` against the draft's functions (the draft's names are in scope). For each request the

@@ -52,7 +52,8 @@ TARGETS = [
     ("isolated_vs_in_process",
      "`--isolate-plugins` vs in-process, scripted critic, {isolation_tasks:,} tasks, `--jobs 1` (critiques/s)",
      "% of in-process", ">=", 33.3),
-    ("command_critiques_per_s", "a Python `command` critic (protocol 5), {isolation_tasks:,} tasks, `--jobs 1`",
+    ("command_critiques_per_s",
+     "a Python `command` critic (the pipelined form), {isolation_tasks:,} tasks, `--jobs 1`",
      "critiques/s", ">=", 50_000),
     # The concurrency sweep.
     ("sweep_1024_fraction_of_ideal",
@@ -672,11 +673,10 @@ def sweep_run(args, work, template, template_text, tasks_file, concurrency, task
 
 
 def bench_isolation(args, work, tasks_file, results):
-    """The scripted critic in-process, isolated (`critbench plugin-worker`,
-    protocol 4) and as a Python command critic (scripts/bench/scripted_critic.py, protocol 5: each
-    task sent once for all its loops; at `--jobs 1` and `--jobs 2`; the same critic saying protocol
-    4, each loop's task sent once, the path before protocol 5; protocol 3, the whole request every
-    round; and protocol 2, one request per pipe round trip); a trivial Python critic
+    """The scripted critic in-process, isolated (`critbench plugin-worker`, the pipelined form)
+    and as a Python command critic (scripts/bench/scripted_critic.py, the pipelined form: each task
+    sent once for all its loops; at `--jobs 1` and `--jobs 2`; and the same critic speaking the
+    simple form, one request per pipe round trip); a trivial Python critic
     (scripts/bench/trivial_critic.py), whose critiques differ; with --baseline-critbench, that
     binary isolated as well (the before figure). Every other run's outcomes must equal the
     in-process run's."""
@@ -691,27 +691,23 @@ def bench_isolation(args, work, tasks_file, results):
         return path
 
     critic = os.path.join(HERE, "scripted_critic.py")
-    commands = {protocol: command_experiment(f"command-v{protocol}", [critic, "--protocol", str(protocol)])
-                for protocol in (5, 4, 3, 2)}
+    pipelined = command_experiment("command-pipelined", [critic])
+    simple = command_experiment("command-simple", [critic, "--simple"])
     trivial = command_experiment("command-trivial", [os.path.join(HERE, "trivial_critic.py")])
     # key, label, binary, experiment, extra flags, --jobs, whether its outcomes are the in-process run's
     modes = [
         ("in_process", "scripted, in-process (C ABI)", args.critbench, experiment, (), 1, True),
-        ("isolated", "scripted, `--isolate-plugins` (plugin-worker, protocol 4)", args.critbench, experiment,
-         ("--isolate-plugins",), 1, True),
-        ("command_v5", "Python command critic, protocol 5 (each task sent once for its loops)", args.critbench,
-         commands[5], (), 1, True),
-        ("command_v5_jobs2", "the same, `--jobs 2` (the default here: `--jobs` is every core)", args.critbench,
-         commands[5], (), 2, True),
-        ("command_v4", "Python command critic, protocol 4 (each loop's task sent once)", args.critbench, commands[4],
-         (), 1, True),
-        ("command_trivial", "a trivial Python command critic, protocol 5 (its own critiques: other loops)",
+        ("isolated", "scripted, `--isolate-plugins` (plugin-worker, the pipelined form)", args.critbench,
+         experiment, ("--isolate-plugins",), 1, True),
+        ("command_pipelined", "Python command critic, the pipelined form (each task sent once for its loops)",
+         args.critbench, pipelined, (), 1, True),
+        ("command_pipelined_jobs2", "the same, `--jobs 2` (the default here: `--jobs` is every core)",
+         args.critbench, pipelined, (), 2, True),
+        ("command_trivial", "a trivial Python command critic, the pipelined form (its own critiques: other loops)",
          args.critbench, trivial, (), 1, False),
-        ("command_v3", "Python command critic, protocol 3 (the whole request every round)", args.critbench,
-         commands[3], (), 1, True),
-        # The slowest row, kept for history and not a target: one run, to stay in the bench's budget.
-        ("command_v2", "Python command critic, protocol 2 (one request per round trip; one run)", args.critbench,
-         commands[2], (), 1, True),
+        # The slowest row, not a target: one run, to stay in the bench's budget.
+        ("command_simple", "Python command critic, the simple form (one request per round trip; one run)",
+         args.critbench, simple, (), 1, True),
     ]
     if args.baseline_critbench:
         modes.append(("baseline_isolated", f"`--isolate-plugins` with {args.baseline_critbench} (before)",
@@ -720,7 +716,7 @@ def bench_isolation(args, work, tasks_file, results):
     reference = None
     for key, label, binary, exp, extra, jobs, same in modes:
         runs = []
-        for run in range(1, (1 if key == "command_v2" else args.runs) + 1):
+        for run in range(1, (1 if key == "command_simple" else args.runs) + 1):
             out = fresh(work, f"isolation-{key}-{run}")
             runs.append(critbench_run(argparse.Namespace(critbench=binary), exp, tasks_file, out, f"{label} run {run}",
                                       jobs=jobs, limit=args.isolation_tasks, extra=extra))
@@ -777,8 +773,10 @@ def measured_targets(results, args):
     if i:
         modes = i["modes"]
         values["isolated_vs_in_process"] = 100 * modes["isolated"]["median_rate"] / modes["in_process"]["median_rate"]
-        if "command_v5" in modes:  # a run from before protocol 5 has no such row
-            values["command_critiques_per_s"] = modes["command_v5"]["median_rate"]
+        # Runs before the two forms named the pipelined form's row after its version, 5.
+        command = modes.get("command_pipelined") or modes.get("command_v5")
+        if command:
+            values["command_critiques_per_s"] = command["median_rate"]
     s = results.get("server")
     if s:
         values["server_fraction_of_ideal"] = 100 * s["median_steady_rate"] / s["ideal_rate"]
@@ -904,7 +902,7 @@ def unmet_bounds(results):
                       + f"; the target is {unmet['sweep_1024_cpu_ms_per_request']['target'] * 1000:g} µs."]
         explained.add("sweep_1024_cpu_ms_per_request")
     modes = results.get("isolation", {}).get("modes", {})
-    for key, mode in (("isolated_vs_in_process", "isolated"), ("command_critiques_per_s", "command_v5")):
+    for key, mode in (("isolated_vs_in_process", "isolated"), ("command_critiques_per_s", "command_pipelined")):
         if key not in unmet or mode not in modes:
             continue
         run, row = modes[mode], unmet[key]
@@ -1144,14 +1142,13 @@ def markdown(results, args):
             "",
             f"The first {iso['tasks']:,} tasks of section 1's file, `experiments/bench-distinct.toml`, `--jobs 1`,"
             " the scripted critic run these ways: in-process through the C ABI; `--isolate-plugins` (`critbench"
-            " plugin-worker`, protocol 4: a worker advances its loops in two groups of up to 256, one group's requests"
-            " out to the child in one write while the other's loops advance, the next group's written as soon as it is"
-            " built, and each loop's task is sent once); as a"
-            " Python command critic computing the same critique (`scripts/bench/scripted_critic.py`, protocol 5: each"
-            " task sent once for its two arms' loops, the rounds written behind the open), at `--jobs 1` and `--jobs 2`,"
-            " and the same critic saying protocol 4 (each loop's task sent once, a round written after its open's"
-            " answer), protocol 3 (the whole request, task included, every round) and protocol 2 (one request per pipe"
-            " round trip). Every one of those runs' outcomes equal the"
+            " plugin-worker`, the pipelined form: a worker advances its loops in two groups of up to 256, one group's"
+            " requests out to the child in one write while the other's loops advance, the next group's written as soon"
+            " as it is built, and each task is sent once for its loops in flight); as a"
+            " Python command critic computing the same critique (`scripts/bench/scripted_critic.py`, the pipelined"
+            " form: each task sent once for its two arms' loops, the rounds written behind the open), at `--jobs 1` and"
+            " `--jobs 2`, and the same critic speaking the simple form (one request per pipe round trip). Every one of"
+            " those runs' outcomes equal the"
             " in-process run's. A trivial Python critic (`scripts/bench/trivial_critic.py`: `json.loads` of every"
             " message, `json.dumps` of every answer, the score from the draft's length) runs its own loops. CPU counts"
             " critbench and its children. The load average is the 1-minute load before each run: the machine is"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The `scripted` critic as a command critic in Python, over protocol 5 (docs/PROTOCOL.md).
+"""The `scripted` critic as a command critic in Python, over the pipelined form of the protocol
+(docs/PROTOCOL.md).
 
 Round k gets task.critiques[min(k, len - 1)], as plugins/scripted does, so a run with it records
 what the in-process plugin records (crates/cli/tests/cli/same_outputs.rs checks that) and the bench
@@ -7,21 +8,20 @@ times the command-critic path on the same work. It reads whatever input is waiti
 message in it and writes the answers in one go: with many requests in flight, a batch costs a few
 system calls, not a few per request.
 
-Protocol 5 sends a task once per process for all its loops in flight (`open`); the critic parses it
-then and keeps, per open key, the task's critiques as the JSON text it answers with (what it keeps
-is the task's, not a loop's, as protocol 5 asks). Each round's message is parsed in full too (it is
-small: the round and the draft), and a `close` forgets its keys.
+The pipelined form sends a task once per process for all its loops in flight (`open`); the critic
+parses it then and keeps, per open key, the task's critiques as the JSON text it answers with (what
+it keeps is the task's, not a loop's, as the protocol asks). Each round's message is parsed in full
+too (it is small: the round and the draft), and a `close` forgets its keys.
 """
 
 import json
 import os
 import sys
 
-# `--protocol 4` (or 3, or 2) says that version instead: with 4 critbench opens the task once per
-# loop, with 3 and 2 it sends the whole request, task included, every round (3: many in flight at
-# once; 2: one request per round trip). The bench's comparison rows; the critique is the same.
-PROTOCOL = int(sys.argv[sys.argv.index("--protocol") + 1]) if "--protocol" in sys.argv else 5
-HELLO = {"protocol": PROTOCOL, "name": "scripted-py", "version": "1.0.0", "score_range": [0, 10], "thread_safe": True}
+# `--simple` speaks the simple form instead: critbench then sends the whole request, task included,
+# one request per round trip. The bench's comparison row; the critique is the same.
+HELLO = {"protocol": 2, "pipelined": "--simple" not in sys.argv, "name": "scripted-py", "version": "1.0.0",
+         "score_range": [0, 10], "thread_safe": True}
 NO_CRITIQUES = "the task has no `critiques`"
 
 
@@ -38,7 +38,7 @@ def scripted(critiques, round_):
 def main():
     loads, dumps = json.loads, json.dumps
     write((dumps(HELLO) + "\n").encode())
-    # Protocols 4 and 5: the JSON text of each open task's critiques, by key.
+    # The pipelined form: the JSON text of each open task's critiques, by key.
     tasks = {}
     pending = b""
     while True:

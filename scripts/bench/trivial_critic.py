@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""A trivial command critic over protocol 5 (docs/PROTOCOL.md), as a newcomer would write one: it
-parses every message with json.loads and writes every answer with json.dumps. Its score is the
-draft's length modulo 11, so its loops are not the scripted critic's; the bench times it to show
-what the pipe path costs a critic that does almost nothing.
+"""A trivial command critic over the pipelined form of the protocol (docs/PROTOCOL.md), as a
+newcomer would write one: it parses every message with json.loads and writes every answer with
+json.dumps. Its score is the draft's length modulo 11, so its loops are not the scripted critic's;
+the bench times it to show what the pipe path costs a critic that does almost nothing.
 
 Like scripts/bench/scripted_critic.py it reads whatever input is waiting and answers every message
 in it in one write.
@@ -11,7 +11,8 @@ in it in one write.
 import json
 import os
 
-HELLO = {"protocol": 5, "name": "trivial-py", "version": "1.0.0", "score_range": [0, 10], "thread_safe": True}
+HELLO = {"protocol": 2, "pipelined": True, "name": "trivial-py", "version": "1.0.0", "score_range": [0, 10],
+         "thread_safe": True}
 
 
 def write(data):

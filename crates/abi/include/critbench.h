@@ -1,26 +1,33 @@
 /*
- * critbench.h — the critic plugin ABI, versions 1 and 2.
+ * critbench.h — the critic plugin ABI (version 3).
  *
- * A critic plugin is a shared library that exports one C function, `critbench_critic_v1`, which
- * returns a pointer to a static descriptor. The host loads the library once per run and never
- * unloads it. A plugin may also export `critbench_critic_v2` (version 2: a task is read once per
- * loop, see `critbench_critic_descriptor_v2` below); a host that knows version 2 then calls
- * through it, and an older host still loads the plugin by `critbench_critic_v1`.
+ * A critic plugin is a shared library that exports one C function, `critbench_critic`, which
+ * returns a pointer to a static descriptor (`critbench_critic_descriptor`): what the critic is,
+ * what it declares about itself, and the functions the host calls. The host loads the library
+ * once per run and never unloads it.
+ *
+ * A critic either reads each request whole (`critique`: the request carries its task) or also
+ * reads a task once and then each round's draft alone (`open_task`, `critique_task`,
+ * `close_task`); it leaves those three NULL for the first. Earlier ABIs (versions 1 and 2, the
+ * symbols `critbench_critic_v1` and `critbench_critic_v2`) are refused with a message saying so.
  *
  * Rules of the boundary:
  *   - Every string crosses as UTF-8 bytes with an explicit length; nothing is NUL-terminated.
  *   - Whoever allocates a buffer frees it: the host copies a plugin's buffer and hands it back to
  *     the plugin's `free_buffer`.
  *   - Nothing unwinds across the boundary: a failure is a non-zero status plus a message.
- *   - Unless `CRITBENCH_FLAG_THREAD_SAFE` is set, the host never calls `critique` (nor, in
- *     version 2, `open_task`, `critique_task` or `close_task`) on one instance from two threads
- *     at once. A task handle is used by one thread at a time, not always the same one.
+ *   - Unless `CRITBENCH_FLAG_THREAD_SAFE` is set, the host never calls into one instance
+ *     (`critique`, `open_task`, `critique_task`, `close_task`) from two threads at once. A task
+ *     handle is used by one thread at a time, not always the same one.
+ *   - A task handle holds what its task says, never the state of one loop: the host may critique
+ *     the rounds of several loops of the task (its arms, configs and epochs) through one handle,
+ *     interleaved, each round's request saying its own round and draft.
  *
  * Messages are JSON (see docs/REFERENCE.md, Critique and Plugins):
  *   create config:    any JSON value, `{}` when the experiment gives none
  *   critique request: {"request_version": 1, "task": {...}, "draft": "...", "round": 0}
- *   task request:     {"request_version": 2, "round": 0, "draft": "..."}   (version 2's
- *                     `critique_task`: the task is the one its handle was opened with)
+ *   task request:     {"request_version": 2, "round": 0, "draft": "..."}   (`critique_task`: the
+ *                     task is the one its handle was opened with)
  *   critique answer:  {"critique_version": 1, "score": 7.5, "dimensions": {...},
  *                      "issues": [...], "fatal_issues": [...],
  *                      "suggestions": [{"dimension": "...", "target": "...", "edit": "..."}],
@@ -38,16 +45,16 @@
  *                                       "hint": "Cite the ids of the passages you use."}],
  *                      "requires": ["chat"],
  *                      "hints": {"requires": "...", "not_found": "..."}}
- *                     What the plugin declares about itself, returned by the optional symbol
- *                     `critbench_critic_info_v1` (a plugin without it declares nothing).
- *                     `issue_types`: the types its issues carry, each with the instruction the
- *                     strategy memory gives a writer that kept making that mistake. `requires`:
- *                     the host services it cannot work without; the host refuses to run it where
- *                     they are not offered, and shows `hints.requires`. `hints.not_found`: how to
- *                     build or get the plugin, shown when a name does not resolve; since a
- *                     missing library cannot say it, the same JSON may sit in a plugin directory
- *                     as `NAME.plugin.json`. Every field but `info_version` may be left out;
- *                     fields a host does not know are ignored, so later versions only add fields.
+ *                     What the plugin declares about itself, the descriptor's `info` (empty text
+ *                     declares nothing). `issue_types`: the types its issues carry, each with the
+ *                     instruction the strategy memory gives a writer that kept making that
+ *                     mistake. `requires`: the host services it cannot work without; the host
+ *                     refuses to run it where they are not offered, and shows `hints.requires`.
+ *                     `hints.not_found`: how to build or get the plugin, shown when a name does
+ *                     not resolve; since a missing library cannot say it, the same JSON may sit in
+ *                     a plugin directory as `NAME.plugin.json`. Every field but `info_version` may
+ *                     be left out; fields a host does not know are ignored, so later versions only
+ *                     add fields.
  */
 #ifndef CRITBENCH_H
 #define CRITBENCH_H
@@ -59,9 +66,8 @@
 extern "C" {
 #endif
 
-#define CRITBENCH_ABI_VERSION 1u
-/* The version of `critbench_critic_descriptor_v2`. */
-#define CRITBENCH_ABI_VERSION_V2 2u
+/* The version of this ABI: the descriptor's and the host table's `abi_version`. */
+#define CRITBENCH_ABI_VERSION 3u
 /* The version of the request `critique_task` receives. */
 #define CRITBENCH_TASK_REQUEST_VERSION 2u
 /* The version of the critique answer (`critique_version`). */
@@ -70,7 +76,7 @@ extern "C" {
 #define CRITBENCH_INFO_VERSION 1u
 
 /* Descriptor flags. */
-/* `critique` may run on one instance from many threads at once. */
+/* The plugin may be called on one instance from many threads at once. */
 #define CRITBENCH_FLAG_THREAD_SAFE 1u
 /* The critique depends on the loop's policy, so recorded loops cannot be replayed under another. */
 #define CRITBENCH_FLAG_POLICY_DEPENDENT 2u
@@ -92,9 +98,9 @@ typedef struct critbench_buffer {
 } critbench_buffer;
 
 /* Services the host offers a plugin for the lifetime of the run. */
-typedef struct critbench_host_v1 {
-    uint32_t abi_version;
-    /* sizeof(critbench_host_v1) as the host knows it: later versions only append fields. */
+typedef struct critbench_host {
+    uint32_t abi_version; /* CRITBENCH_ABI_VERSION */
+    /* sizeof(critbench_host) as the host knows it: later versions only append fields. */
     uint32_t size;
     /* The run this host table belongs to: pass it back as `call`'s first argument. Two runs in one
      * process hand their plugins different tables and contexts, and never see each other's
@@ -109,74 +115,54 @@ typedef struct critbench_host_v1 {
      *     answer:  {"content": "...", "tokens_in": n, "tokens_out": n, "cached": bool}
      *   The host owns the model, sampling, concurrency, retries and cache; it keys the cache by
      *   the critique being made (task, epoch, round, attempt): it matches a call to the critique in
-     *   progress on the calling thread, so call it from `critique`'s thread, during `critique`. */
+     *   progress on the calling thread, so call it from the thread of the call it serves
+     *   (`critique`, `open_task` or `critique_task`), during that call. */
     int32_t (*call)(void *context, critbench_str service, critbench_str request, critbench_buffer *out);
     void (*free_buffer)(critbench_buffer buffer);
-} critbench_host_v1;
+} critbench_host;
 
-typedef struct critbench_critic_descriptor_v1 {
+typedef struct critbench_critic_descriptor {
     uint32_t abi_version; /* CRITBENCH_ABI_VERSION */
     uint32_t flags;       /* CRITBENCH_FLAG_* */
     critbench_str name;
     critbench_str version;
     double score_min;
     double score_max;
-    /* The four functions must all be set: a descriptor with a NULL one is refused when the plugin
-     * is loaded. */
+    /* The plugin's info JSON (see the top of this file), static; empty declares nothing. */
+    critbench_str info;
+    /* The next four functions must all be set: a descriptor with a NULL one is refused when the
+     * plugin is loaded. */
     /* Makes an instance from a JSON config. On success returns CRITBENCH_OK and sets `*instance`
-     * to a non-NULL pointer (the host passes it to `critique` and `destroy`; a plugin without
-     * state can point at any static byte); a NULL instance is an error. On error, returns
-     * non-zero and puts a message in `*error` (allocated by the plugin). `host` outlives the
-     * instance. */
-    int32_t (*create)(critbench_str config, const critbench_host_v1 *host, void **instance,
-                      critbench_buffer *error);
-    /* Critiques one draft. `*out` receives the critique JSON on CRITBENCH_OK, or an error message
-     * otherwise; both are allocated by the plugin. */
-    int32_t (*critique)(void *instance, critbench_str request, critbench_buffer *out);
-    void (*destroy)(void *instance);
-    /* Frees a buffer this plugin allocated. */
-    void (*free_buffer)(critbench_buffer buffer);
-} critbench_critic_descriptor_v1;
-
-/* The one symbol a plugin must export. */
-const critbench_critic_descriptor_v1 *critbench_critic_v1(void);
-
-/* Version 2: version 1's fields in the same order (`abi_version` is CRITBENCH_ABI_VERSION_V2),
- * then three functions for tasks read once per loop. Before a loop's first critique the host
- * opens its task; every round of the loop, and every retry, then sends only the draft. `critique`
- * still answers whole version 1 requests (the host uses it outside loops), and must answer one as
- * `open_task` on its task and `critique_task` would. All seven functions must be set. */
-typedef struct critbench_critic_descriptor_v2 {
-    uint32_t abi_version; /* CRITBENCH_ABI_VERSION_V2 */
-    uint32_t flags;       /* CRITBENCH_FLAG_* */
-    critbench_str name;
-    critbench_str version;
-    double score_min;
-    double score_max;
-    int32_t (*create)(critbench_str config, const critbench_host_v1 *host, void **instance,
-                      critbench_buffer *error);
+     * to a non-NULL pointer (the host passes it to every other function; a plugin without state
+     * can point at any static byte); a NULL instance is an error. On error, returns non-zero and
+     * puts a message in `*error` (allocated by the plugin). `host` outlives the instance. */
+    int32_t (*create)(critbench_str config, const critbench_host *host, void **instance, critbench_buffer *error);
+    /* Critiques one draft of a whole request (task included). `*out` receives the critique JSON on
+     * CRITBENCH_OK, or an error message otherwise; both are allocated by the plugin. */
     int32_t (*critique)(void *instance, critbench_str request, critbench_buffer *out);
     /* The host closes every task handle of an instance before it destroys the instance. */
     void (*destroy)(void *instance);
+    /* Frees a buffer this plugin allocated. */
     void (*free_buffer)(critbench_buffer buffer);
-    /* Reads a task (the JSON a version 1 request holds as "task") for the rounds of one loop. On
-     * CRITBENCH_OK sets `*task_handle` to a non-NULL handle; on error returns non-zero with a message in
-     * `*error`, which the host records as that critique's error (and opens the task again for the
-     * next attempt). */
+    /* The next three are set together or left NULL together (a descriptor with one or two of them
+     * is refused). NULL: every request the host sends goes to `critique`, task included. Set: the
+     * host opens a loop's task before its first critique and sends every round and every retry
+     * through the handle, with only the round and the draft; `critique` still answers whole
+     * requests (the host sends them outside loops), and must answer one as `open_task` on its task
+     * and then `critique_task` would. */
+    /* Reads a task (the JSON a whole request holds as "task"). On CRITBENCH_OK sets `*task_handle`
+     * to a non-NULL handle; on error returns non-zero with a message in `*error`, which the host
+     * records as that critique's error (and opens the task again for the next attempt). */
     int32_t (*open_task)(void *instance, critbench_str task, void **task_handle, critbench_buffer *error);
     /* Critiques one draft of an opened task: `request` is a task request (see the top of this
      * file). `*out` as for `critique`. */
     int32_t (*critique_task)(void *instance, void *task_handle, critbench_str request, critbench_buffer *out);
     /* Releases a handle made by `open_task`; the host never uses it afterwards. */
     void (*close_task)(void *instance, void *task_handle);
-} critbench_critic_descriptor_v2;
+} critbench_critic_descriptor;
 
-/* Optional, version 2: the host prefers it to `critbench_critic_v1` when both are exported. */
-const critbench_critic_descriptor_v2 *critbench_critic_v2(void);
-
-/* Optional: the plugin's info JSON (see the top of this file), static UTF-8 text. A plugin that
- * does not export it, or returns an empty string, declares nothing. */
-critbench_str critbench_critic_info_v1(void);
+/* The one symbol a plugin exports. */
+const critbench_critic_descriptor *critbench_critic(void);
 
 #ifdef __cplusplus
 }

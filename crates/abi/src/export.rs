@@ -1,12 +1,12 @@
 //! The Rust side of a plugin: the [`CriticPlugin`] and [`TaskCritic`] traits and the glue behind
-//! [`export_critic!`] and [`export_task_critic!`].
+//! [`export_critic!`] and [`export_task_critic!`], which export one descriptor.
 
 use std::any::Any;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
-use crate::{Buffer, CriticDescriptorV1, CriticDescriptorV2, HostV1, STATUS_ERROR, STATUS_OK, Str};
+use crate::{Buffer, CriticDescriptor, HostTable, STATUS_ERROR, STATUS_OK, Str};
 
 /// Why a plugin refuses its config or a request: any error. The host records its text, then
 /// each of its causes', `: `-separated.
@@ -31,8 +31,8 @@ pub trait CriticPlugin: Sized + Send + Sync + 'static {
     const THREAD_SAFE: bool = true;
     /// Whether the critique depends on the loop's policy (this disables replay).
     const POLICY_DEPENDENT: bool = false;
-    /// The plugin's info JSON ([`PluginInfo`](crate::PluginInfo)): its issue types, the host
-    /// services it requires, hints. Empty declares nothing.
+    /// The plugin's info JSON ([`PluginInfo`](crate::PluginInfo)), the descriptor's `info`: its
+    /// issue types, the host services it requires, hints. Empty declares nothing.
     const INFO: &'static str = "";
 
     /// Builds an instance from the experiment's JSON config (`{}` when none is given). A string
@@ -43,18 +43,19 @@ pub trait CriticPlugin: Sized + Send + Sync + 'static {
     fn critique(&self, request: &str) -> Result<String, CriticError>;
 }
 
-/// A critic that reads each task once per loop (ABI version 2): the host opens the task before a
-/// loop's first critique and then sends only each round's draft ([`TaskRequest`](crate::TaskRequest)).
-/// Export it with [`export_task_critic!`](crate::export_task_critic). [`CriticPlugin::critique`]
-/// still answers whole version 1 requests (older hosts, tools, the adjudicator): it must answer a
+/// A critic that reads each task once per loop: the host opens the task before a loop's first
+/// critique and then sends only each round's draft ([`TaskRequest`](crate::TaskRequest)). Export
+/// it with [`export_task_critic!`](crate::export_task_critic). [`CriticPlugin::critique`] still
+/// answers whole requests (tools, the adjudicator, everything outside a loop): it must answer a
 /// request as [`TaskCritic::open_task`] on its `task` and then [`TaskCritic::critique_task`] would.
 pub trait TaskCritic: CriticPlugin {
-    /// What the critic keeps of a task between the rounds of a loop. The host uses one task from
-    /// one thread at a time, but not always the same thread.
+    /// What the critic keeps of a task: what the task says, never the state of one loop (the host
+    /// may critique the rounds of several loops of the task through one, interleaved). The host
+    /// uses one task from one thread at a time, but not always the same thread.
     type Task: Send + 'static;
 
-    /// Reads a task, the JSON a version 1 request holds as `task`. An error is the critique's
-    /// error, as one from `critique_task` would be.
+    /// Reads a task, the JSON a whole request holds as `task`. An error is the critique's error,
+    /// as one from `critique_task` would be.
     fn open_task(&self, task: &str) -> Result<Self::Task, CriticError>;
 
     /// Critiques one draft of an opened task: `request` is a
@@ -65,7 +66,7 @@ pub trait TaskCritic: CriticPlugin {
 /// The host's services, as a plugin sees them.
 #[derive(Clone, Copy)]
 pub struct Host {
-    raw: *const HostV1,
+    raw: *const HostTable,
 }
 
 // SAFETY: the host table is immutable for the run and its `call` is thread-safe.
@@ -160,7 +161,7 @@ pub mod glue {
     /// Called by the host through the descriptor with valid pointers.
     pub unsafe extern "C" fn create<P: CriticPlugin, const QUIET: bool>(
         config: Str,
-        host: *const HostV1,
+        host: *const HostTable,
         instance: *mut *mut c_void,
         error: *mut Buffer,
     ) -> i32 {
@@ -313,96 +314,85 @@ pub mod glue {
             | (if P::POLICY_DEPENDENT { crate::FLAG_POLICY_DEPENDENT } else { 0 })
     }
 
-    /// The descriptor of `P`, silencing the library's own panic hook when `QUIET`.
-    pub const fn descriptor<P: CriticPlugin, const QUIET: bool>() -> CriticDescriptorV1 {
-        CriticDescriptorV1 {
+    /// The descriptor of `P`, silencing the library's own panic hook when `QUIET`: every request
+    /// goes to `critique`, task included.
+    pub const fn descriptor<P: CriticPlugin, const QUIET: bool>() -> CriticDescriptor {
+        CriticDescriptor {
             abi_version: crate::ABI_VERSION,
             flags: flags::<P>(),
             name: Str::from_static(P::NAME),
             version: Str::from_static(P::VERSION),
             score_min: P::SCORE_MIN,
             score_max: P::SCORE_MAX,
-            create: create::<P, QUIET>,
-            critique: critique::<P>,
-            destroy: destroy::<P>,
-            free_buffer,
+            info: Str::from_static(P::INFO),
+            create: Some(create::<P, QUIET>),
+            critique: Some(critique::<P>),
+            destroy: Some(destroy::<P>),
+            free_buffer: Some(free_buffer),
+            open_task: None,
+            critique_task: None,
+            close_task: None,
         }
     }
 
-    /// The version 2 descriptor of `P`: version 1's fields and functions, then the task's.
-    pub const fn descriptor_v2<P: TaskCritic, const QUIET: bool>() -> CriticDescriptorV2 {
-        CriticDescriptorV2 {
-            abi_version: crate::ABI_VERSION_V2,
-            flags: flags::<P>(),
-            name: Str::from_static(P::NAME),
-            version: Str::from_static(P::VERSION),
-            score_min: P::SCORE_MIN,
-            score_max: P::SCORE_MAX,
-            create: create::<P, QUIET>,
-            critique: critique::<P>,
-            destroy: destroy::<P>,
-            free_buffer,
-            open_task: open_task::<P>,
-            critique_task: critique_task::<P>,
-            close_task: close_task::<P>,
+    /// [`descriptor`] of a critic that reads each task once per loop: the task functions set.
+    pub const fn task_descriptor<P: TaskCritic, const QUIET: bool>() -> CriticDescriptor {
+        CriticDescriptor {
+            open_task: Some(open_task::<P>),
+            critique_task: Some(critique_task::<P>),
+            close_task: Some(close_task::<P>),
+            ..descriptor::<P, QUIET>()
         }
     }
 }
 
 /// The descriptor a shared library exports for `P` (what [`export_critic!`](crate::export_critic)
-/// returns from `critbench_critic_v1`).
-pub const fn library_descriptor<P: CriticPlugin>() -> CriticDescriptorV1 {
+/// returns from `critbench_critic`).
+pub const fn library_descriptor<P: CriticPlugin>() -> CriticDescriptor {
     glue::descriptor::<P, true>()
 }
 
 /// The descriptor of `P` compiled into the host: the same functions as
 /// [`library_descriptor`], except that `create` leaves the panic hook, which is the host's, alone.
-pub const fn builtin_descriptor<P: CriticPlugin>() -> CriticDescriptorV1 {
+pub const fn builtin_descriptor<P: CriticPlugin>() -> CriticDescriptor {
     glue::descriptor::<P, false>()
 }
 
-/// The version 2 descriptor a shared library exports for `P` (what
-/// [`export_task_critic!`](crate::export_task_critic) returns from `critbench_critic_v2`).
-pub const fn library_descriptor_v2<P: TaskCritic>() -> CriticDescriptorV2 {
-    glue::descriptor_v2::<P, true>()
+/// The descriptor a shared library exports for a [`TaskCritic`] `P` (what
+/// [`export_task_critic!`](crate::export_task_critic) returns from `critbench_critic`).
+pub const fn library_task_descriptor<P: TaskCritic>() -> CriticDescriptor {
+    glue::task_descriptor::<P, true>()
 }
 
-/// The version 2 descriptor of `P` compiled into the host (see [`builtin_descriptor`]).
-pub const fn builtin_descriptor_v2<P: TaskCritic>() -> CriticDescriptorV2 {
-    glue::descriptor_v2::<P, false>()
+/// The descriptor of a [`TaskCritic`] `P` compiled into the host (see [`builtin_descriptor`]).
+pub const fn builtin_task_descriptor<P: TaskCritic>() -> CriticDescriptor {
+    glue::task_descriptor::<P, false>()
 }
 
-/// Exports a [`CriticPlugin`] as the `critbench_critic_v1` entry point of a `cdylib`.
+/// Exports a [`CriticPlugin`] from a `cdylib` as the entry point `critbench_critic`, whose
+/// descriptor sends every request, task included, to `critique`.
 #[macro_export]
 macro_rules! export_critic {
     ($plugin:ty) => {
-        /// The plugin's entry point (critbench ABI v1).
+        /// The plugin's entry point (the critbench ABI, `critbench.h`).
         #[unsafe(no_mangle)]
-        pub extern "C" fn critbench_critic_v1() -> *const $crate::CriticDescriptorV1 {
-            static DESCRIPTOR: $crate::CriticDescriptorV1 = $crate::library_descriptor::<$plugin>();
+        pub extern "C" fn critbench_critic() -> *const $crate::CriticDescriptor {
+            static DESCRIPTOR: $crate::CriticDescriptor = $crate::library_descriptor::<$plugin>();
             &DESCRIPTOR
-        }
-
-        /// The plugin's info JSON (critbench ABI v1, optional symbol).
-        #[unsafe(no_mangle)]
-        pub extern "C" fn critbench_critic_info_v1() -> $crate::Str {
-            $crate::Str::from_static(<$plugin as $crate::CriticPlugin>::INFO)
         }
     };
 }
 
-/// Exports a [`TaskCritic`] from a `cdylib`: `critbench_critic_v2` (ABI version 2, which a host
-/// that knows it prefers), and `critbench_critic_v1` and `critbench_critic_info_v1` as
-/// [`export_critic!`](crate::export_critic) does, so that hosts that know only version 1 load it too.
+/// Exports a [`TaskCritic`] from a `cdylib` as the entry point `critbench_critic`, whose
+/// descriptor has the task functions set: a loop's task is opened once and each round sends only
+/// its draft.
 #[macro_export]
 macro_rules! export_task_critic {
     ($plugin:ty) => {
-        $crate::export_critic!($plugin);
-
-        /// The plugin's entry point (critbench ABI v2: a task read once per loop).
+        /// The plugin's entry point (the critbench ABI, `critbench.h`): a task read once per loop.
         #[unsafe(no_mangle)]
-        pub extern "C" fn critbench_critic_v2() -> *const $crate::CriticDescriptorV2 {
-            static DESCRIPTOR: $crate::CriticDescriptorV2 = $crate::library_descriptor_v2::<$plugin>();
+        pub extern "C" fn critbench_critic() -> *const $crate::CriticDescriptor {
+            static DESCRIPTOR: $crate::CriticDescriptor = $crate::library_task_descriptor::<$plugin>();
             &DESCRIPTOR
         }
     };
@@ -443,11 +433,15 @@ mod tests {
 
     /// What `create` hands the host for config bytes that may not be text.
     fn refusal_of(config: &[u8]) -> String {
-        static DESCRIPTOR: CriticDescriptorV1 = crate::builtin_descriptor::<Refusing>();
+        static DESCRIPTOR: CriticDescriptor = crate::builtin_descriptor::<Refusing>();
+        assert!(
+            DESCRIPTOR.open_task.is_none() && DESCRIPTOR.critique_task.is_none() && DESCRIPTOR.close_task.is_none()
+        );
+        let create = DESCRIPTOR.create.expect("set");
         let (mut instance, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
         let config = Str { ptr: config.as_ptr(), len: config.len() };
         // SAFETY: valid config bytes, no host services, valid out-pointers.
-        let status = unsafe { (DESCRIPTOR.create)(config, std::ptr::null(), &mut instance, &mut error) };
+        let status = unsafe { create(config, std::ptr::null(), &mut instance, &mut error) };
         assert_eq!(status, STATUS_ERROR);
         assert!(instance.is_null());
         // SAFETY: `create` filled the buffer; it is copied and freed once.
@@ -516,18 +510,21 @@ mod tests {
 
     #[test]
     fn a_task_critics_panics_and_errors_reach_the_host_as_messages() {
-        static DESCRIPTOR: CriticDescriptorV2 = crate::builtin_descriptor_v2::<Touchy>();
-        assert_eq!(DESCRIPTOR.abi_version, crate::ABI_VERSION_V2);
+        static DESCRIPTOR: CriticDescriptor = crate::builtin_task_descriptor::<Touchy>();
+        assert_eq!(DESCRIPTOR.abi_version, crate::ABI_VERSION);
+        let (create, destroy) = (DESCRIPTOR.create.expect("set"), DESCRIPTOR.destroy.expect("set"));
+        let (open_task, critique_task, close_task) = (
+            DESCRIPTOR.open_task.expect("set"),
+            DESCRIPTOR.critique_task.expect("set"),
+            DESCRIPTOR.close_task.expect("set"),
+        );
         let (mut instance, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
         // SAFETY: valid config text, no host services, valid out-pointers.
-        assert_eq!(
-            unsafe { (DESCRIPTOR.create)(Str::new("{}"), std::ptr::null(), &mut instance, &mut error) },
-            STATUS_OK
-        );
+        assert_eq!(unsafe { create(Str::new("{}"), std::ptr::null(), &mut instance, &mut error) }, STATUS_OK);
         let open = |task: &str| {
             let (mut handle, mut error) = (std::ptr::null_mut(), Buffer::EMPTY);
             // SAFETY: a live instance, valid text and out-pointers.
-            let status = unsafe { (DESCRIPTOR.open_task)(instance, Str::new(task), &mut handle, &mut error) };
+            let status = unsafe { open_task(instance, Str::new(task), &mut handle, &mut error) };
             (status, handle, taken(error))
         };
         let (status, handle, message) = open("panic");
@@ -543,7 +540,7 @@ mod tests {
         let critique = |request: &str| {
             let mut out = Buffer::EMPTY;
             // SAFETY: a live instance and a handle it opened, valid text and out-pointer.
-            let status = unsafe { (DESCRIPTOR.critique_task)(instance, handle, Str::new(request), &mut out) };
+            let status = unsafe { critique_task(instance, handle, Str::new(request), &mut out) };
             (status, taken(out))
         };
         assert_eq!(critique("r0"), (STATUS_OK, "t1/r0".to_string()));
@@ -551,8 +548,8 @@ mod tests {
         assert_eq!(critique("r1"), (STATUS_OK, "t1/r1".to_string()), "the handle outlives a caught panic");
         // SAFETY: opened above, closed once; then the instance is destroyed once.
         unsafe {
-            (DESCRIPTOR.close_task)(instance, handle);
-            (DESCRIPTOR.destroy)(instance);
+            close_task(instance, handle);
+            destroy(instance);
         }
     }
 }

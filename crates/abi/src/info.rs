@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub const INFO_VERSION: u32 = 1;
 
 /// A plugin's info: the issue types it tags, the host services it requires and hints for its
-/// users. The default declares nothing (a plugin without the info symbol).
+/// users. The default declares nothing (a plugin whose descriptor's `info` is empty).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PluginInfo {
     /// [`INFO_VERSION`] of the plugin that wrote it.

@@ -1,7 +1,8 @@
-//! The critic plugin ABI (versions 1 and 2), shared by the host and by plugins written in Rust.
+//! The critic plugin ABI, shared by the host and by plugins written in Rust.
 //!
 //! The C view of the same contract is `include/critbench.h` (also available as [`C_HEADER`]);
-//! the `#[repr(C)]` types here mirror it field for field. A Rust plugin implements
+//! the `#[repr(C)]` types here mirror it field for field. A plugin exports one symbol,
+//! [`ENTRY_SYMBOL`], returning its [`CriticDescriptor`]. A Rust plugin implements
 //! [`CriticPlugin`] and exports it with [`export_critic!`], which catches every panic at the
 //! boundary and turns it into an error message.
 //!
@@ -30,16 +31,11 @@
 //! export_critic!(Length);
 //! ```
 //!
-//! ABI version 2 adds per-task handles: a plugin exporting `critbench_critic_v2`
-//! ([`CriticDescriptorV2`]) is shown each task once per loop (`open_task`) and then only each
-//! round's draft (`critique_task`, a [`TaskRequest`]), instead of the task again in every round's
-//! request. A Rust plugin opts in by implementing [`TaskCritic`] and exporting it with
-//! [`export_task_critic!`], which exports both versions: a host that knows only version 1 still
-//! loads it.
-//!
-//! A plugin may also declare what it is — the issue types it tags, the host services it needs,
-//! hints for its users — in a JSON [`PluginInfo`] (the optional symbol [`INFO_SYMBOL`];
-//! [`CriticPlugin::INFO`] in Rust).
+//! A critic that reads each task once per loop (`open_task`) and then only each round's draft
+//! (`critique_task`, a [`TaskRequest`]) implements [`TaskCritic`] too and is exported with
+//! [`export_task_critic!`]: the same descriptor, with its task functions set. What a plugin
+//! declares about itself — the issue types it tags, the host services it needs, hints for its
+//! users — is a JSON [`PluginInfo`] in the descriptor ([`CriticPlugin::INFO`] in Rust).
 #![warn(missing_docs)]
 
 use std::ffi::c_void;
@@ -49,24 +45,20 @@ mod info;
 mod messages;
 
 pub use export::{
-    CriticError, CriticPlugin, Host, ServiceError, TaskCritic, builtin_descriptor, builtin_descriptor_v2, glue,
-    library_descriptor, library_descriptor_v2,
+    CriticError, CriticPlugin, Host, ServiceError, TaskCritic, builtin_descriptor, builtin_task_descriptor, glue,
+    library_descriptor, library_task_descriptor,
 };
 pub use info::{INFO_VERSION, InfoError, IssueType, PluginInfo};
 pub use messages::{CRITIQUE_VERSION, REQUEST_VERSION, Request, RequestTask, TASK_REQUEST_VERSION, TaskRequest};
 
-/// The ABI version of [`CriticDescriptorV1`] and of the host table ([`HostV1`]).
-pub const ABI_VERSION: u32 = 1;
-/// The ABI version of [`CriticDescriptorV2`].
-pub const ABI_VERSION_V2: u32 = 2;
-/// The symbol every plugin exports.
-pub const ENTRY_SYMBOL: &str = "critbench_critic_v1";
-/// The symbol a plugin speaking version 2 exports beside [`ENTRY_SYMBOL`]; a host that knows it
-/// calls through it.
-pub const ENTRY_SYMBOL_V2: &str = "critbench_critic_v2";
-/// The optional symbol that returns the plugin's info JSON ([`PluginInfo`]).
-pub const INFO_SYMBOL: &str = "critbench_critic_info_v1";
-/// `critique` may run on one instance from many threads at once.
+/// The ABI version of [`CriticDescriptor`] and of the host table ([`HostTable`]).
+pub const ABI_VERSION: u32 = 3;
+/// The symbol every plugin exports, returning its [`CriticDescriptor`].
+pub const ENTRY_SYMBOL: &str = "critbench_critic";
+/// The symbols of the ABI versions before this one (1 and 2, and version 1's info symbol): a
+/// library that exports them instead of [`ENTRY_SYMBOL`] was built for an earlier critbench.
+pub const RETIRED_SYMBOLS: [&str; 3] = ["critbench_critic_v1", "critbench_critic_v2", "critbench_critic_info_v1"];
+/// The plugin may be called on one instance from many threads at once.
 pub const FLAG_THREAD_SAFE: u32 = 1;
 /// The critique depends on the loop's policy, so recorded loops cannot be replayed under another.
 pub const FLAG_POLICY_DEPENDENT: u32 = 2;
@@ -160,13 +152,13 @@ impl Buffer {
     }
 }
 
-/// Host services offered to a plugin (`critbench_host_v1`).
+/// Host services offered to a plugin (`critbench_host`).
 #[repr(C)]
 #[derive(Debug)]
-pub struct HostV1 {
+pub struct HostTable {
     /// The ABI version of the host ([`ABI_VERSION`]).
     pub abi_version: u32,
-    /// `size_of::<HostV1>()` as the host knows it: later versions only append fields.
+    /// `size_of::<HostTable>()` as the host knows it: later versions only append fields.
     pub size: u32,
     /// The run this table belongs to; passed back as `call`'s first argument.
     pub context: *mut c_void,
@@ -177,10 +169,35 @@ pub struct HostV1 {
     pub free_buffer: unsafe extern "C" fn(buffer: Buffer),
 }
 
-/// The static descriptor a plugin returns (`critbench_critic_descriptor_v1`).
+/// `create`: makes an instance from a JSON config; on [`STATUS_OK`] `*instance` must be non-null,
+/// on error `*error` holds a message.
+pub type CreateFn =
+    unsafe extern "C" fn(config: Str, host: *const HostTable, instance: *mut *mut c_void, error: *mut Buffer) -> i32;
+/// `critique`: critiques a whole request (task included); `out` receives the critique JSON or an
+/// error message.
+pub type CritiqueFn = unsafe extern "C" fn(instance: *mut c_void, request: Str, out: *mut Buffer) -> i32;
+/// `destroy`: destroys an instance made by `create`, every task handle of it closed before.
+pub type DestroyFn = unsafe extern "C" fn(instance: *mut c_void);
+/// `free_buffer`: frees a buffer the plugin allocated.
+pub type FreeBufferFn = unsafe extern "C" fn(buffer: Buffer);
+/// `open_task`: reads a task (the JSON a whole request holds as `task`); on [`STATUS_OK`]
+/// `*task_handle` must be non-null, on error `*error` holds a message, the critique's error.
+pub type OpenTaskFn =
+    unsafe extern "C" fn(instance: *mut c_void, task: Str, task_handle: *mut *mut c_void, error: *mut Buffer) -> i32;
+/// `critique_task`: critiques one draft of an opened task, `request` a [`TaskRequest`] (no task);
+/// `out` receives the critique JSON or an error message.
+pub type CritiqueTaskFn =
+    unsafe extern "C" fn(instance: *mut c_void, task_handle: *mut c_void, request: Str, out: *mut Buffer) -> i32;
+/// `close_task`: releases a task handle made by `open_task`; the host never uses it afterwards.
+pub type CloseTaskFn = unsafe extern "C" fn(instance: *mut c_void, task_handle: *mut c_void);
+
+/// The static descriptor a plugin returns (`critbench_critic_descriptor`). Its functions are
+/// `Option`s because C may leave any of them NULL: the host refuses a descriptor without the first
+/// four, and one with some but not all of the task functions. The three task functions set say
+/// that the plugin reads a task once per loop; left `None`, every request carries its task.
 #[repr(C)]
 #[derive(Debug)]
-pub struct CriticDescriptorV1 {
+pub struct CriticDescriptor {
     /// [`ABI_VERSION`].
     pub abi_version: u32,
     /// `FLAG_*` bits.
@@ -193,140 +210,95 @@ pub struct CriticDescriptorV1 {
     pub score_min: f64,
     /// The highest score the critic gives.
     pub score_max: f64,
-    /// Makes an instance from a JSON config: on [`STATUS_OK`] `*instance` must be non-null; on
-    /// error `*error` holds a message.
-    pub create:
-        unsafe extern "C" fn(config: Str, host: *const HostV1, instance: *mut *mut c_void, error: *mut Buffer) -> i32,
-    /// Critiques one request; `out` receives the critique JSON or an error message.
-    pub critique: unsafe extern "C" fn(instance: *mut c_void, request: Str, out: *mut Buffer) -> i32,
-    /// Destroys an instance made by `create`.
-    pub destroy: unsafe extern "C" fn(instance: *mut c_void),
-    /// Frees a buffer the plugin allocated.
-    pub free_buffer: unsafe extern "C" fn(buffer: Buffer),
-}
-
-/// The static descriptor of ABI version 2 (`critbench_critic_descriptor_v2`): version 1's fields,
-/// in the same order (with `abi_version` [`ABI_VERSION_V2`]), then the per-task functions. A task
-/// handle belongs to the instance that opened it and is used by one thread at a time; unless
-/// [`FLAG_THREAD_SAFE`] is set, the host never calls into one instance from two threads at once.
-#[repr(C)]
-#[derive(Debug)]
-pub struct CriticDescriptorV2 {
-    /// [`ABI_VERSION_V2`].
-    pub abi_version: u32,
-    /// `FLAG_*` bits.
-    pub flags: u32,
-    /// The critic's name, e.g. `rubric`.
-    pub name: Str,
-    /// The critic's version.
-    pub version: Str,
-    /// The lowest score the critic gives.
-    pub score_min: f64,
-    /// The highest score the critic gives.
-    pub score_max: f64,
-    /// As in [`CriticDescriptorV1`].
-    pub create:
-        unsafe extern "C" fn(config: Str, host: *const HostV1, instance: *mut *mut c_void, error: *mut Buffer) -> i32,
-    /// As in [`CriticDescriptorV1`]: a whole version 1 request, task included.
-    pub critique: unsafe extern "C" fn(instance: *mut c_void, request: Str, out: *mut Buffer) -> i32,
-    /// As in [`CriticDescriptorV1`]; every task handle of the instance is closed before.
-    pub destroy: unsafe extern "C" fn(instance: *mut c_void),
-    /// As in [`CriticDescriptorV1`].
-    pub free_buffer: unsafe extern "C" fn(buffer: Buffer),
-    /// Reads a task (the JSON a version 1 request holds as `task`) once for the rounds of a loop:
-    /// on [`STATUS_OK`] `*task_handle` must be non-null; on error `*error` holds a message, and
-    /// the host records it as the critique's error.
-    pub open_task: unsafe extern "C" fn(
-        instance: *mut c_void,
-        task: Str,
-        task_handle: *mut *mut c_void,
-        error: *mut Buffer,
-    ) -> i32,
-    /// Critiques one draft of an opened task: `request` is a [`TaskRequest`] (no task); `out`
-    /// receives the critique JSON or an error message.
-    pub critique_task:
-        unsafe extern "C" fn(instance: *mut c_void, task_handle: *mut c_void, request: Str, out: *mut Buffer) -> i32,
-    /// Releases a task handle made by `open_task`; the host never uses it afterwards.
-    pub close_task: unsafe extern "C" fn(instance: *mut c_void, task_handle: *mut c_void),
+    /// The plugin's info JSON ([`PluginInfo`]); empty declares nothing.
+    pub info: Str,
+    /// Makes an instance from a JSON config (required).
+    pub create: Option<CreateFn>,
+    /// Critiques a whole request (required).
+    pub critique: Option<CritiqueFn>,
+    /// Destroys an instance (required).
+    pub destroy: Option<DestroyFn>,
+    /// Frees a buffer the plugin allocated (required).
+    pub free_buffer: Option<FreeBufferFn>,
+    /// Reads a task once for the rounds of a loop (with the next two, or none of the three).
+    pub open_task: Option<OpenTaskFn>,
+    /// Critiques one draft of an opened task.
+    pub critique_task: Option<CritiqueTaskFn>,
+    /// Releases a task handle.
+    pub close_task: Option<CloseTaskFn>,
 }
 
 // SAFETY: a descriptor is immutable static data: pointers to static strings and functions.
-unsafe impl Sync for CriticDescriptorV1 {}
-// SAFETY: as above.
-unsafe impl Sync for CriticDescriptorV2 {}
+unsafe impl Sync for CriticDescriptor {}
 // SAFETY: the host table is immutable after creation and its functions are thread-safe.
-unsafe impl Sync for HostV1 {}
+unsafe impl Sync for HostTable {}
 // SAFETY: as above.
-unsafe impl Send for HostV1 {}
+unsafe impl Send for HostTable {}
 
-/// The type of the exported entry point.
-pub type EntryPoint = unsafe extern "C" fn() -> *const CriticDescriptorV1;
-/// The type of the version 2 entry point ([`ENTRY_SYMBOL_V2`]).
-pub type EntryPointV2 = unsafe extern "C" fn() -> *const CriticDescriptorV2;
-
-/// A critic's static descriptor of either version, as a host calls it: what a built-in critic
-/// registers and what a host finds behind a library's entry points.
-#[derive(Clone, Copy, Debug)]
-pub enum Descriptor {
-    /// A version 1 critic: every request carries its task.
-    V1(&'static CriticDescriptorV1),
-    /// A version 2 critic: a task is opened once per loop.
-    V2(&'static CriticDescriptorV2),
-}
-/// The type of the optional info symbol ([`INFO_SYMBOL`]): static UTF-8 JSON, empty for none.
-pub type InfoEntryPoint = unsafe extern "C" fn() -> Str;
+/// The type of the exported entry point ([`ENTRY_SYMBOL`]).
+pub type EntryPoint = unsafe extern "C" fn() -> *const CriticDescriptor;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn header_declares_every_field_of_the_rust_structs() {
-        for field in [
-            "uint32_t abi_version;",
-            "uint32_t flags;",
-            "critbench_str name;",
-            "critbench_str version;",
-            "double score_min;",
-            "double score_max;",
-            "(*create)(",
-            "(*critique)(",
-            "(*destroy)(",
-            "(*free_buffer)(",
-            "const critbench_critic_descriptor_v1 *critbench_critic_v1(void);",
-            "(*open_task)(",
-            "(*critique_task)(",
-            "(*close_task)(",
-            "} critbench_critic_descriptor_v2;",
-            "const critbench_critic_descriptor_v2 *critbench_critic_v2(void);",
-            "critbench_str critbench_critic_info_v1(void);",
-        ] {
-            assert!(C_HEADER.contains(field), "header lacks {field}");
+    fn header_declares_every_field_of_the_rust_structs_in_their_order() {
+        // Each struct's fields, in the order the `repr(C)` mirror declares them.
+        let structs: [(&str, &[&str]); 2] = [
+            (
+                "typedef struct critbench_host {",
+                &["uint32_t abi_version;", "uint32_t size;", "void *context;", "(*call)(", "(*free_buffer)("],
+            ),
+            (
+                "typedef struct critbench_critic_descriptor {",
+                &[
+                    "uint32_t abi_version;",
+                    "uint32_t flags;",
+                    "critbench_str name;",
+                    "critbench_str version;",
+                    "double score_min;",
+                    "double score_max;",
+                    "critbench_str info;",
+                    "(*create)(",
+                    "(*critique)(",
+                    "(*destroy)(",
+                    "(*free_buffer)(",
+                    "(*open_task)(",
+                    "(*critique_task)(",
+                    "(*close_task)(",
+                ],
+            ),
+        ];
+        for (opening, fields) in structs {
+            let body = C_HEADER.split(opening).nth(1).unwrap_or_else(|| panic!("header lacks {opening}"));
+            let body = body.split("\n} ").next().unwrap();
+            let mut from = 0;
+            for field in fields {
+                let at = body[from..]
+                    .find(field)
+                    .unwrap_or_else(|| panic!("{opening} lacks {field} after the fields before"));
+                from += at + field.len();
+            }
         }
+        assert!(C_HEADER.contains(&format!("const critbench_critic_descriptor *{ENTRY_SYMBOL}(void);")));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_ABI_VERSION {ABI_VERSION}u")));
-        assert!(C_HEADER.contains(&format!("#define CRITBENCH_ABI_VERSION_V2 {ABI_VERSION_V2}u")));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_TASK_REQUEST_VERSION {TASK_REQUEST_VERSION}u")));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_CRITIQUE_VERSION {CRITIQUE_VERSION}u")));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_INFO_VERSION {INFO_VERSION}u")));
-        assert!(C_HEADER.contains(INFO_SYMBOL));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_FLAG_THREAD_SAFE {FLAG_THREAD_SAFE}u")));
         assert!(C_HEADER.contains(&format!("#define CRITBENCH_FLAG_POLICY_DEPENDENT {FLAG_POLICY_DEPENDENT}u")));
+        // The header declares no entry point but the one.
+        for retired in RETIRED_SYMBOLS {
+            assert!(!C_HEADER.contains(&format!("{retired}(void)")), "the header still declares {retired}");
+        }
     }
 
     #[test]
-    fn version_two_begins_with_version_ones_fields_at_the_same_offsets() {
-        use std::mem::offset_of;
-        assert_eq!(offset_of!(CriticDescriptorV1, abi_version), offset_of!(CriticDescriptorV2, abi_version));
-        assert_eq!(offset_of!(CriticDescriptorV1, flags), offset_of!(CriticDescriptorV2, flags));
-        assert_eq!(offset_of!(CriticDescriptorV1, name), offset_of!(CriticDescriptorV2, name));
-        assert_eq!(offset_of!(CriticDescriptorV1, version), offset_of!(CriticDescriptorV2, version));
-        assert_eq!(offset_of!(CriticDescriptorV1, score_min), offset_of!(CriticDescriptorV2, score_min));
-        assert_eq!(offset_of!(CriticDescriptorV1, score_max), offset_of!(CriticDescriptorV2, score_max));
-        assert_eq!(offset_of!(CriticDescriptorV1, create), offset_of!(CriticDescriptorV2, create));
-        assert_eq!(offset_of!(CriticDescriptorV1, critique), offset_of!(CriticDescriptorV2, critique));
-        assert_eq!(offset_of!(CriticDescriptorV1, destroy), offset_of!(CriticDescriptorV2, destroy));
-        assert_eq!(offset_of!(CriticDescriptorV1, free_buffer), offset_of!(CriticDescriptorV2, free_buffer));
-        assert_eq!(std::mem::size_of::<CriticDescriptorV1>(), offset_of!(CriticDescriptorV2, open_task));
+    fn a_null_function_of_the_descriptor_is_a_none_of_the_same_size() {
+        // C may leave a function NULL: the mirror reads it as `None`, at the size of a pointer.
+        assert_eq!(std::mem::size_of::<Option<CreateFn>>(), std::mem::size_of::<*const c_void>());
+        assert_eq!(std::mem::size_of::<Option<CloseTaskFn>>(), std::mem::size_of::<*const c_void>());
     }
 
     #[test]

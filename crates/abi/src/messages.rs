@@ -7,8 +7,8 @@ use serde_json::Value;
 
 /// The version of the critique request message, task included ([`Request`]).
 pub const REQUEST_VERSION: u32 = 1;
-/// The version of the request about an opened task (ABI version 2's `critique_task`,
-/// [`TaskRequest`]): a version 1 request without its `task`.
+/// The version of the request about an opened task (`critique_task`, [`TaskRequest`]): a whole
+/// request without its `task`.
 pub const TASK_REQUEST_VERSION: u32 = 2;
 /// The version of the critique answer (`critique_version`; an answer without one is version 1).
 pub const CRITIQUE_VERSION: u32 = 1;
@@ -53,7 +53,7 @@ pub struct RequestTask {
     pub meta: Option<Value>,
 }
 
-/// A request about a task opened before (ABI version 2's `critique_task`): one draft at one round.
+/// A request about a task opened before (`critique_task`): one draft at one round.
 /// `{"request_version": 2, "round": 0, "draft": "..."}`; the task is the one its handle was opened
 /// with.
 #[derive(Debug, Deserialize)]

@@ -7,54 +7,46 @@
 //! Plugins); a library of the same name loads by its path.
 #![warn(missing_docs)]
 
-use critbench_abi::{
-    CriticDescriptorV1, CriticDescriptorV2, CriticPlugin, Descriptor, builtin_descriptor, builtin_descriptor_v2,
-};
+use critbench_abi::{CriticDescriptor, CriticPlugin, builtin_descriptor, builtin_task_descriptor};
 
 /// A critic compiled into critbench.
 #[derive(Debug)]
 pub struct Builtin {
     /// The name experiments use (`plugin = "rubric"`), the descriptor's `name`.
     pub name: &'static str,
-    /// What its shared library's entry point returns (`critbench_critic_v2` for a critic of ABI
-    /// version 2, else `critbench_critic_v1`), but for `create`'s panic hook.
-    pub descriptor: Descriptor,
-    /// Its info JSON, what `critbench_critic_info_v1` returns (empty declares nothing).
-    pub info: &'static str,
+    /// What its shared library's entry point (`critbench_critic`) returns, but for `create`'s
+    /// panic hook; its info JSON included.
+    pub descriptor: &'static CriticDescriptor,
     /// SHA-256 of its source files and the ABI glue, as built: what the manifest records in
     /// place of a library file's hash.
     pub source_sha256: &'static str,
 }
 
-static RUBRIC: CriticDescriptorV1 = builtin_descriptor::<critbench_rubric::Rubric>();
-static EVIDENCE: CriticDescriptorV1 = builtin_descriptor::<critbench_evidence::EvidenceCritic>();
-static SCRIPTED: CriticDescriptorV2 = builtin_descriptor_v2::<critbench_scripted::Scripted>();
-static LLM_JUDGE: CriticDescriptorV1 = builtin_descriptor::<critbench_llm_judge::LlmJudge>();
+static RUBRIC: CriticDescriptor = builtin_descriptor::<critbench_rubric::Rubric>();
+static EVIDENCE: CriticDescriptor = builtin_descriptor::<critbench_evidence::EvidenceCritic>();
+static SCRIPTED: CriticDescriptor = builtin_task_descriptor::<critbench_scripted::Scripted>();
+static LLM_JUDGE: CriticDescriptor = builtin_descriptor::<critbench_llm_judge::LlmJudge>();
 
 /// Every built-in critic, by name.
 pub static BUILTINS: [Builtin; 4] = [
     Builtin {
         name: critbench_rubric::Rubric::NAME,
-        descriptor: Descriptor::V1(&RUBRIC),
-        info: critbench_rubric::Rubric::INFO,
+        descriptor: &RUBRIC,
         source_sha256: env!("CRITBENCH_SOURCE_SHA256_RUBRIC"),
     },
     Builtin {
         name: critbench_evidence::EvidenceCritic::NAME,
-        descriptor: Descriptor::V1(&EVIDENCE),
-        info: critbench_evidence::EvidenceCritic::INFO,
+        descriptor: &EVIDENCE,
         source_sha256: env!("CRITBENCH_SOURCE_SHA256_EVIDENCE"),
     },
     Builtin {
         name: critbench_scripted::Scripted::NAME,
-        descriptor: Descriptor::V2(&SCRIPTED),
-        info: critbench_scripted::Scripted::INFO,
+        descriptor: &SCRIPTED,
         source_sha256: env!("CRITBENCH_SOURCE_SHA256_SCRIPTED"),
     },
     Builtin {
         name: critbench_llm_judge::LlmJudge::NAME,
-        descriptor: Descriptor::V1(&LLM_JUDGE),
-        info: critbench_llm_judge::LlmJudge::INFO,
+        descriptor: &LLM_JUDGE,
         source_sha256: env!("CRITBENCH_SOURCE_SHA256_LLM_JUDGE"),
     },
 ];
@@ -73,12 +65,8 @@ mod tests {
         for builtin in &BUILTINS {
             let found = find(builtin.name).expect("found by name");
             assert!(std::ptr::eq(found, builtin));
-            let name = match builtin.descriptor {
-                Descriptor::V1(descriptor) => descriptor.name,
-                Descriptor::V2(descriptor) => descriptor.name,
-            };
             // SAFETY: static text of the descriptor.
-            let name = unsafe { name.as_bytes() };
+            let name = unsafe { builtin.descriptor.name.as_bytes() };
             assert_eq!(name, builtin.name.as_bytes());
             assert_eq!(builtin.source_sha256.len(), 64, "{}: {}", builtin.name, builtin.source_sha256);
         }

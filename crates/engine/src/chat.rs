@@ -11,7 +11,7 @@ use critbench_plugin_host::services::{CallScope, Host, HostService, Reply, Servi
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// The name plugins call the judge model by (`critbench_host_v1.call`).
+/// The name plugins call the judge model by (`critbench_host.call`).
 pub const CHAT_SERVICE: &str = "chat";
 
 /// A run's model client, offered to its plugins as the `chat` service when it has a judge model

@@ -1,3 +1,6 @@
+//! The two kinds of failure of a critic: one that cannot be opened ([`PluginError`], the user's to
+//! fix) and one call that gave no critique ([`CallError`], recorded on its round).
+
 use std::path::PathBuf;
 
 /// Why a plugin could not be loaded or instantiated. All of these are the user's to fix.
@@ -22,10 +25,24 @@ pub enum PluginError {
 
     /// The library exports no critic descriptor.
     #[error(
-        "{} is not a critbench plugin: it does not export the symbol `critbench_critic_v1`",
-        path.display()
+        "{} is not a critbench plugin: it does not export the symbol `{ENTRY_SYMBOL}`",
+        path.display(),
+        ENTRY_SYMBOL = critbench_abi::ENTRY_SYMBOL
     )]
     MissingSymbol { path: PathBuf },
+
+    /// The library exports the entry points of an earlier ABI (`exports`, named), not this one's.
+    #[error(
+        "{} exports {exports}, of the critbench ABI versions 1 and 2, which this critbench no longer loads; it \
+         loads one entry point, `{ENTRY_SYMBOL}`, returning a `critbench_critic_descriptor` of ABI version \
+         {ABI_VERSION}: rebuild the plugin against this critbench's `critbench.h` (the info JSON is the \
+         descriptor's `info`; open_task, critique_task and close_task are set together, or left NULL to be sent \
+         every request whole) or, in Rust, against this critbench's `critbench-abi`",
+        path.display(),
+        ENTRY_SYMBOL = critbench_abi::ENTRY_SYMBOL,
+        ABI_VERSION = critbench_abi::ABI_VERSION
+    )]
+    RetiredAbi { path: PathBuf, exports: String },
 
     /// The library was built against another ABI version.
     #[error(
@@ -51,7 +68,7 @@ pub enum PluginError {
     NullInstance { plugin: String },
 
     /// The plugin's declared info (`PluginInfo`) does not parse.
-    #[error("plugin `{plugin}` has invalid info ({INFO_SYMBOL}): {message}", INFO_SYMBOL = critbench_abi::INFO_SYMBOL)]
+    #[error("plugin `{plugin}` has invalid info: {message}")]
     BadInfo { plugin: String, message: String },
 
     /// The plugin requires a host service (`service`) this run does not offer.

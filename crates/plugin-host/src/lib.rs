@@ -3,7 +3,7 @@
 //! them safely: resolution by name or path (a built-in's name is the built-in), ABI checks, serialized calls for plugins that are not
 //! thread-safe, and the retry-then-fail-conservatively rule (`docs/REFERENCE.md`, Critique).
 //!
-//! Plugins can call back into the host through `critbench_host_v1.call`: the services are
+//! Plugins can call back into the host through `critbench_host.call`: the services are
 //! whatever the run's [`services::Host`] offers (the engine offers `chat`, the judge model, when
 //! the experiment names one); an unknown service answers an error. Each run has its own host,
 //! passed to every critic it opens. A plugin declares what it is in its info JSON
@@ -38,7 +38,7 @@ mod info;
 mod library;
 mod open;
 mod process;
-mod process_group;
+mod program;
 mod protocol;
 pub mod request;
 mod retry;
@@ -54,7 +54,8 @@ pub use info::{
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
 pub use open::{CriticInstance, CriticTask, open_critic};
-pub use process::{Batches, Nudge, ProcessCritic};
+pub use process::{Batches, ProcessCritic};
+pub use program::Nudge;
 pub use protocol::PROTOCOL_VERSION;
 pub use request::{Asked, TaskRound, task_request};
 pub use retry::{

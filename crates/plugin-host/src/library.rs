@@ -1,3 +1,6 @@
+//! Plugin libraries and the critics compiled into critbench, opened through the one ABI
+//! descriptor (`critbench.h`) and called in this process.
+
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
@@ -5,14 +8,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use critbench_abi::{
-    ABI_VERSION, ABI_VERSION_V2, Buffer, CriticDescriptorV1, CriticDescriptorV2, Descriptor, ENTRY_SYMBOL,
-    ENTRY_SYMBOL_V2, EntryPoint, EntryPointV2, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE, HostV1, INFO_SYMBOL,
-    InfoEntryPoint, PluginInfo, STATUS_ERROR, STATUS_OK, Str,
+    ABI_VERSION, Buffer, CloseTaskFn, CreateFn, CriticDescriptor, CritiqueFn, CritiqueTaskFn, DestroyFn, ENTRY_SYMBOL,
+    EntryPoint, FLAG_POLICY_DEPENDENT, FLAG_THREAD_SAFE, FreeBufferFn, HostTable, OpenTaskFn, PluginInfo,
+    RETIRED_SYMBOLS, STATUS_ERROR, STATUS_OK, Str,
 };
 use critbench_core::ScoreRange;
 use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, DEFAULT_TIMEOUT, IsolationMode};
+use crate::program::excerpt;
 use crate::services::{CallScope, Host, ServiceError};
 use crate::{CallError, CriticInstance, PluginError, SearchPath};
 use critbench_builtins::Builtin;
@@ -35,41 +39,30 @@ pub struct PluginLibrary {
     pub thread_safe: bool,
     /// Whether its critiques depend on the policy.
     pub policy_dependent: bool,
-    /// What the plugin declares about itself (`critbench_critic_info_v1`); empty without it.
+    /// What the plugin declares about itself (its descriptor's `info`); empty without it.
     pub declared: PluginInfo,
     /// Compiled into critbench (`critbench_builtins`) rather than loaded from a file.
     pub builtin: bool,
-    /// The ABI version the host calls it by: 2 when it exports `critbench_critic_v2` (a task is
-    /// opened once per loop), else 1.
-    pub abi_version: u32,
     functions: Functions,
 }
 
 /// A descriptor's functions, copied out of it once they are known to be set.
 #[derive(Clone, Copy, Debug)]
 struct Functions {
-    create: unsafe extern "C" fn(Str, *const HostV1, *mut *mut c_void, *mut Buffer) -> i32,
-    critique: unsafe extern "C" fn(*mut c_void, Str, *mut Buffer) -> i32,
-    destroy: unsafe extern "C" fn(*mut c_void),
-    free_buffer: unsafe extern "C" fn(Buffer),
-    /// ABI version 2's.
+    create: CreateFn,
+    critique: CritiqueFn,
+    destroy: DestroyFn,
+    free_buffer: FreeBufferFn,
+    /// The task functions, when the plugin reads a task once per loop.
     tasks: Option<TaskFunctions>,
 }
 
-/// ABI version 2's per-task functions.
+/// The functions of a plugin that reads a task once per loop.
 #[derive(Clone, Copy, Debug)]
 struct TaskFunctions {
-    open_task: unsafe extern "C" fn(*mut c_void, Str, *mut *mut c_void, *mut Buffer) -> i32,
-    critique_task: unsafe extern "C" fn(*mut c_void, *mut c_void, Str, *mut Buffer) -> i32,
-    close_task: unsafe extern "C" fn(*mut c_void, *mut c_void),
-}
-
-/// A descriptor as an entry point returned it: not yet checked, so possibly null or with NULL
-/// functions.
-#[derive(Clone, Copy)]
-enum RawDescriptor {
-    V1(*const CriticDescriptorV1),
-    V2(*const CriticDescriptorV2),
+    open_task: OpenTaskFn,
+    critique_task: CritiqueTaskFn,
+    close_task: CloseTaskFn,
 }
 
 /// What a plugin reference names: a critic compiled into critbench or a shared library's file.
@@ -156,17 +149,8 @@ impl PluginLibrary {
         let path = std::env::current_exe()
             .and_then(|exe| exe.canonicalize())
             .unwrap_or_else(|_| PathBuf::from(format!("(built-in {})", builtin.name)));
-        let descriptor = match builtin.descriptor {
-            Descriptor::V1(descriptor) => RawDescriptor::V1(descriptor),
-            Descriptor::V2(descriptor) => RawDescriptor::V2(descriptor),
-        };
-        let library = Arc::new(Self::from_descriptor(
-            descriptor,
-            Some(Str::from_static(builtin.info)),
-            path,
-            builtin.source_sha256.to_string(),
-            true,
-        )?);
+        let library =
+            Arc::new(Self::from_descriptor(builtin.descriptor, path, builtin.source_sha256.to_string(), true)?);
         cache.insert(builtin.name, Arc::clone(&library));
         Ok(library)
     }
@@ -194,53 +178,52 @@ impl PluginLibrary {
             .map_err(|e| PluginError::Load { path: path.into(), message: with_sources(&e) })?;
         // Never unloaded: see the crate docs.
         let library: &'static libloading::Library = Box::leak(Box::new(library));
-        // Version 2 first: a plugin that speaks it exports version 1 too, for older hosts.
-        // SAFETY: the symbols' types are fixed by the ABI; a library exporting the names with
-        // other types is not a critbench plugin and breaks the ABI contract. Each entry point
-        // takes no arguments and returns a pointer to static data.
-        let descriptor = match unsafe { library.get::<EntryPointV2>(ENTRY_SYMBOL_V2.as_bytes()) } {
-            Ok(entry) => RawDescriptor::V2(unsafe { entry() }),
-            Err(_) => {
-                // SAFETY: as above.
-                let entry = unsafe { library.get::<EntryPoint>(ENTRY_SYMBOL.as_bytes()) }
-                    .map_err(|_| PluginError::MissingSymbol { path: path.into() })?;
-                // SAFETY: as above.
-                RawDescriptor::V1(unsafe { entry() })
+        // SAFETY: the symbol's type is fixed by the ABI; a library exporting the name with another
+        // type is not a critbench plugin and breaks the ABI contract. The entry point takes no
+        // arguments and returns a pointer to static data.
+        let Ok(entry) = (unsafe { library.get::<EntryPoint>(ENTRY_SYMBOL.as_bytes()) }) else {
+            // SAFETY: only whether the symbols exist is asked; nothing is called or read.
+            let retired: Vec<&str> = (RETIRED_SYMBOLS.iter().copied())
+                .filter(|symbol| unsafe { library.get::<*const c_void>(symbol.as_bytes()) }.is_ok())
+                .collect();
+            if retired.is_empty() {
+                return Err(PluginError::MissingSymbol { path: path.into() });
             }
+            let named: Vec<String> = retired.iter().map(|symbol| format!("`{symbol}`")).collect();
+            let exports = match named.split_last() {
+                Some((last, init)) if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+                _ => named.concat(),
+            };
+            return Err(PluginError::RetiredAbi { path: path.into(), exports });
         };
-        // SAFETY: the optional symbol's type is fixed by the ABI, as for the entry point; it takes
-        // no arguments and returns static text.
-        let info = unsafe { library.get::<InfoEntryPoint>(INFO_SYMBOL.as_bytes()) }.ok().map(|info| unsafe { info() });
-        Self::from_descriptor(descriptor, info, path.to_path_buf(), sha256, false)
+        // SAFETY: as above.
+        let descriptor = unsafe { entry() };
+        Self::from_descriptor(descriptor, path.to_path_buf(), sha256, false)
     }
 
-    /// Checks a descriptor and the info text beside it (`None`: the library has no info symbol).
+    /// Checks a descriptor, its functions and its info JSON.
     fn from_descriptor(
-        raw: RawDescriptor,
-        info: Option<Str>,
+        descriptor: *const CriticDescriptor,
         path: PathBuf,
         sha256: String,
         builtin: bool,
     ) -> Result<PluginLibrary, PluginError> {
         let path = path.as_path();
         let bad = |message: &str| PluginError::BadDescriptor { path: path.into(), message: message.into() };
-        // Version 2 begins with version 1's fields at the same offsets (both `repr(C)`; the abi
-        // crate's tests pin it), so they are read through a version 1 pointer either way.
-        let (descriptor, expected, symbol) = match raw {
-            RawDescriptor::V1(descriptor) => (descriptor, ABI_VERSION, ENTRY_SYMBOL),
-            RawDescriptor::V2(descriptor) => (descriptor.cast::<CriticDescriptorV1>(), ABI_VERSION_V2, ENTRY_SYMBOL_V2),
-        };
         if descriptor.is_null() {
-            return Err(bad(&format!("the entry point `{symbol}` returned a null descriptor")));
+            return Err(bad(&format!("the entry point `{ENTRY_SYMBOL}` returned a null descriptor")));
         }
-        // A NULL function pointer is no valid `fn` value, so the descriptor is read field by field
-        // through its raw pointer until every function it holds is known to be set.
-        // SAFETY: non-null, and the ABI says it points to a static descriptor; `addr_of!` reads a
-        // plain field without making a reference to the whole.
+        // The version first, read alone: a descriptor of another version may be laid out otherwise.
+        // SAFETY: non-null, and the ABI says it points to a static descriptor, which begins with
+        // `abi_version` in every version; `addr_of!` reads the field without making a reference to
+        // the whole.
         let abi_version = unsafe { std::ptr::addr_of!((*descriptor).abi_version).read() };
-        if abi_version != expected {
-            return Err(PluginError::AbiVersion { path: path.into(), found: abi_version, expected });
+        if abi_version != ABI_VERSION {
+            return Err(PluginError::AbiVersion { path: path.into(), found: abi_version, expected: ABI_VERSION });
         }
+        // SAFETY: non-null, static and of this version; its functions are `Option`s, so a NULL one
+        // is a valid `None`.
+        let descriptor: &'static CriticDescriptor = unsafe { &*descriptor };
         let text = |s: Str, field: &str| -> Result<String, PluginError> {
             if s.ptr.is_null() && s.len > 0 {
                 return Err(bad(&format!("{field} is a null pointer")));
@@ -249,70 +232,27 @@ impl PluginLibrary {
             let bytes = unsafe { s.as_bytes() };
             std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| bad(&format!("{field} is not UTF-8")))
         };
-        // SAFETY: as for `abi_version`.
-        let name = text(unsafe { std::ptr::addr_of!((*descriptor).name).read() }, "name")?;
-        // SAFETY: as for `abi_version`.
-        let version = text(unsafe { std::ptr::addr_of!((*descriptor).version).read() }, "version")?;
+        let name = text(descriptor.name, "name")?;
+        let version = text(descriptor.version, "version")?;
         if name.is_empty() {
             return Err(bad("name is empty"));
         }
-        // SAFETY: as above; each function field is read as the address it is.
-        let missing = unsafe { null_functions(raw) };
-        if let Some((last, init)) = missing.split_last() {
-            let names = match init {
-                [] => format!("`{last}` is a NULL function pointer"),
-                _ => format!(
-                    "{} and `{last}` are NULL function pointers",
-                    init.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-                ),
-            };
-            let all = match raw {
-                RawDescriptor::V1(_) => "all four of create, critique, destroy and free_buffer",
-                RawDescriptor::V2(_) => {
-                    "all seven of create, critique, destroy, free_buffer, open_task, critique_task and close_task"
-                }
-            };
-            return Err(bad(&format!(
-                "{names} in `{name}`; critbench calls {all}, so the descriptor must set each one"
-            )));
-        }
-        // SAFETY: non-null, static, of the version this host expects and with every function set.
-        let descriptor: &'static CriticDescriptorV1 = unsafe { &*descriptor };
-        let tasks = match raw {
-            RawDescriptor::V1(_) => None,
-            RawDescriptor::V2(full) => {
-                // SAFETY: as above, now as the version 2 descriptor it is.
-                let full: &'static CriticDescriptorV2 = unsafe { &*full };
-                Some(TaskFunctions {
-                    open_task: full.open_task,
-                    critique_task: full.critique_task,
-                    close_task: full.close_task,
-                })
-            }
-        };
-        let functions = Functions {
-            create: descriptor.create,
-            critique: descriptor.critique,
-            destroy: descriptor.destroy,
-            free_buffer: descriptor.free_buffer,
-            tasks,
-        };
+        let functions = functions(descriptor, &name).map_err(|message| bad(&message))?;
         let range = ScoreRange { min: descriptor.score_min, max: descriptor.score_max };
         if !(range.min.is_finite() && range.max.is_finite() && range.min < range.max) {
             return Err(bad(&format!("score range {range} is not a finite, non-empty interval")));
         }
-        let bad_info = |message: String| PluginError::BadInfo { plugin: name.clone(), message };
-        let declared = match info {
-            None => PluginInfo::default(),
-            Some(info) => {
-                if info.ptr.is_null() && info.len > 0 {
-                    return Err(bad_info("a null pointer".into()));
-                }
-                // SAFETY: static text owned by the plugin, (ptr, len) per the ABI.
-                let text = std::str::from_utf8(unsafe { info.as_bytes() }).map_err(|_| bad_info("not UTF-8".into()))?;
-                PluginInfo::parse(text).map_err(|e| bad_info(e.to_string()))?
-            }
+        let bad_info = |message: String| PluginError::BadInfo {
+            plugin: name.clone(),
+            message: format!("the descriptor's `info`: {message}"),
         };
+        let info = descriptor.info;
+        if info.ptr.is_null() && info.len > 0 {
+            return Err(bad_info("a null pointer".into()));
+        }
+        // SAFETY: static text owned by the plugin, (ptr, len) per the ABI.
+        let info = std::str::from_utf8(unsafe { info.as_bytes() }).map_err(|_| bad_info("not UTF-8".into()))?;
+        let declared = PluginInfo::parse(info).map_err(|e| bad_info(e.to_string()))?;
         Ok(PluginLibrary {
             path: path.to_path_buf(),
             sha256,
@@ -323,9 +263,13 @@ impl PluginLibrary {
             policy_dependent: descriptor.flags & FLAG_POLICY_DEPENDENT != 0,
             declared,
             builtin,
-            abi_version,
             functions,
         })
+    }
+
+    /// Whether the plugin reads a task once per loop (its descriptor sets the task functions).
+    pub fn reads_tasks(&self) -> bool {
+        self.functions.tasks.is_some()
     }
 
     /// Creates an in-process instance from a JSON config, with the default per-call timeout and
@@ -418,7 +362,7 @@ pub struct InProcessCritic {
     /// The run's services, which the plugin reaches through `_table`.
     host: Arc<Host>,
     /// The host table handed to the plugin's `create`; its `context` points at `host`.
-    _table: Box<HostV1>,
+    _table: Box<HostTable>,
     serialize: Option<Mutex<()>>,
     watch: Option<crate::watchdog::Watch>,
 }
@@ -461,13 +405,13 @@ impl InProcessCritic {
         })
     }
 
-    /// Whether the plugin reads a task once for the rounds of a loop (ABI version 2).
+    /// Whether the plugin reads a task once for the rounds of a loop (its task functions are set).
     pub fn reads_tasks(&self) -> bool {
-        self.library.functions.tasks.is_some()
+        self.library.reads_tasks()
     }
 
     /// Opens `task` (its JSON) for the rounds of one loop, in `scope`; `None` when the plugin
-    /// speaks only ABI version 1. An error is the plugin's message, the critique's error.
+    /// has no task functions. An error is the plugin's message, the critique's error.
     pub(crate) fn open_task(
         &self,
         task: &str,
@@ -516,7 +460,7 @@ impl InProcessCritic {
     }
 }
 
-/// A task an in-process critic of ABI version 2 opened, closed when dropped. Used by one thread at
+/// A task an in-process critic opened (`open_task`), closed when dropped. Used by one thread at
 /// a time (it is `Send`, not `Sync`), as the ABI promises the plugin.
 pub(crate) struct OpenTask<'a> {
     critic: &'a InProcessCritic,
@@ -531,7 +475,7 @@ impl OpenTask<'_> {
     /// Critiques one draft of the task: `request` is `{"request_version":2,"round":R,"draft":"..."}`.
     pub(crate) fn critique(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
         let critic = self.critic;
-        let functions = critic.library.functions.tasks.expect("only a version 2 critic opens tasks");
+        let functions = critic.library.functions.tasks.expect("only a critic with task functions opens tasks");
         // SAFETY: `raw` is alive (borrowed), `handle` came from its open_task and is not closed;
         // the request bytes and out-pointer are valid for the call.
         critic.invoke(scope, "critique", |out| unsafe {
@@ -543,7 +487,7 @@ impl OpenTask<'_> {
 impl Drop for OpenTask<'_> {
     fn drop(&mut self) {
         let critic = self.critic;
-        let functions = critic.library.functions.tasks.expect("only a version 2 critic opens tasks");
+        let functions = critic.library.functions.tasks.expect("only a critic with task functions opens tasks");
         let _guard = critic.serialize.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         // SAFETY: opened by this instance's open_task, closed once, before the instance's destroy.
         unsafe { (functions.close_task)(critic.raw, self.handle) };
@@ -559,15 +503,6 @@ pub fn builtin_names() -> String {
     }
 }
 
-/// The start of `text`, for error messages.
-pub(crate) fn excerpt(text: &str) -> String {
-    const LIMIT: usize = 120;
-    match text.char_indices().nth(LIMIT) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
-    }
-}
-
 impl Drop for InProcessCritic {
     fn drop(&mut self) {
         // SAFETY: made by this library's create, destroyed once; every task handle borrowed the
@@ -576,46 +511,66 @@ impl Drop for InProcessCritic {
     }
 }
 
-/// The descriptor's functions that are NULL, by field name, in the header's order.
-///
-/// # Safety
-/// The descriptor is non-null and points to a readable descriptor of its version.
-unsafe fn null_functions(raw: RawDescriptor) -> Vec<&'static str> {
-    // SAFETY: the caller's pointer; each field is read as an address (`*const c_void` has the
-    // size and alignment of a function pointer), never as a `fn`, so NULL is a valid value.
-    let address = |field: *const c_void| unsafe { field.cast::<*const c_void>().read() };
-    let common = match raw {
-        RawDescriptor::V1(descriptor) => descriptor,
-        RawDescriptor::V2(descriptor) => descriptor.cast::<CriticDescriptorV1>(),
+/// The descriptor's functions, or why they cannot be called: the first four must all be set
+/// (the message names the NULL ones, in the header's order), the three task functions all or none.
+fn functions(descriptor: &CriticDescriptor, name: &str) -> Result<Functions, String> {
+    let d = descriptor;
+    let (Some(create), Some(critique), Some(destroy), Some(free_buffer)) =
+        (d.create, d.critique, d.destroy, d.free_buffer)
+    else {
+        let set = [
+            ("create", d.create.is_some()),
+            ("critique", d.critique.is_some()),
+            ("destroy", d.destroy.is_some()),
+            ("free_buffer", d.free_buffer.is_some()),
+        ];
+        let missing: Vec<&str> = set.iter().filter(|(_, set)| !set).map(|&(name, _)| name).collect();
+        return Err(format!(
+            "{} in `{name}`; critbench calls all four of create, critique, destroy and free_buffer, so the \
+             descriptor must set each one",
+            null_names(&missing)
+        ));
     };
-    // SAFETY: `addr_of!` takes the fields' addresses without making a reference to the descriptor;
-    // version 2 holds version 1's fields at the same offsets.
-    let mut fields = unsafe {
-        vec![
-            ("create", std::ptr::addr_of!((*common).create).cast::<c_void>()),
-            ("critique", std::ptr::addr_of!((*common).critique).cast::<c_void>()),
-            ("destroy", std::ptr::addr_of!((*common).destroy).cast::<c_void>()),
-            ("free_buffer", std::ptr::addr_of!((*common).free_buffer).cast::<c_void>()),
-        ]
+    let tasks = match (d.open_task, d.critique_task, d.close_task) {
+        (Some(open_task), Some(critique_task), Some(close_task)) => {
+            Some(TaskFunctions { open_task, critique_task, close_task })
+        }
+        (None, None, None) => None,
+        _ => {
+            let set = [
+                ("open_task", d.open_task.is_some()),
+                ("critique_task", d.critique_task.is_some()),
+                ("close_task", d.close_task.is_some()),
+            ];
+            let missing: Vec<&str> = set.iter().filter(|(_, set)| !set).map(|&(name, _)| name).collect();
+            return Err(format!(
+                "{} in `{name}`, but not all three task functions; set open_task, critique_task and close_task \
+                 together (the plugin reads a task once per loop) or leave all three NULL (every request carries \
+                 its task)",
+                null_names(&missing)
+            ));
+        }
     };
-    if let RawDescriptor::V2(descriptor) = raw {
-        // SAFETY: as above.
-        fields.extend(unsafe {
-            [
-                ("open_task", std::ptr::addr_of!((*descriptor).open_task).cast::<c_void>()),
-                ("critique_task", std::ptr::addr_of!((*descriptor).critique_task).cast::<c_void>()),
-                ("close_task", std::ptr::addr_of!((*descriptor).close_task).cast::<c_void>()),
-            ]
-        });
+    Ok(Functions { create, critique, destroy, free_buffer, tasks })
+}
+
+/// "`a` is a NULL function pointer", or "`a`, `b` and `c` are NULL function pointers".
+fn null_names(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => format!("`{last}` is a NULL function pointer"),
+        Some((last, init)) => format!(
+            "{} and `{last}` are NULL function pointers",
+            init.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        ),
+        None => String::new(),
     }
-    fields.into_iter().filter(|&(_, field)| address(field).is_null()).map(|(name, _)| name).collect()
 }
 
 /// The table through which an instance calls `host`'s services: `context` is the host.
-fn host_table(host: &Arc<Host>) -> Box<HostV1> {
-    Box::new(HostV1 {
+fn host_table(host: &Arc<Host>) -> Box<HostTable> {
+    Box::new(HostTable {
         abi_version: ABI_VERSION,
-        size: std::mem::size_of::<HostV1>() as u32,
+        size: std::mem::size_of::<HostTable>() as u32,
         context: Arc::as_ptr(host) as *mut c_void,
         call: host_call,
         free_buffer: host_free_buffer,

@@ -8,7 +8,8 @@ use sha2::{Digest, Sha256};
 
 use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
 use crate::library::{InProcessCritic, Located, OpenTask};
-use crate::process::{Launch, ProcessCritic, resolve_program};
+use crate::process::{ProcessCritic, ROLE};
+use crate::program::{Launch, resolve_program};
 use crate::request::{Asked, TaskJson, TaskRound, critique_request, task_request};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError, PluginLibrary, SearchPath};
@@ -43,8 +44,8 @@ impl CriticInstance {
         }
     }
 
-    /// Whether the critic takes several requests at once (a child speaking protocol 3 or 4), so that a
-    /// caller gains by asking [`CriticInstance::call_many`] for many critiques together.
+    /// Whether the critic takes several requests at once (a child speaking the pipelined form), so
+    /// that a caller gains by asking [`CriticInstance::call_many`] for many critiques together.
     pub fn pipelined(&self) -> bool {
         matches!(self, CriticInstance::Process(critic) if critic.pipelined())
     }
@@ -90,15 +91,15 @@ impl CriticInstance {
     }
 
     /// The critic with `task` open for the rounds of one loop: every round and retry of the loop
-    /// asks through it. A plugin of ABI version 2 in this process reads the task once (opened at
-    /// the first call, again after a failed open), and so does a child speaking protocol 4 (opened
-    /// on each process that gets one of the loop's rounds, under a key of the loop's, or under
-    /// protocol 5 a key the task's loops in flight share); any other critic is sent the whole
-    /// request, task included, every round.
+    /// asks through it. A plugin with task functions in this process reads the task once (opened
+    /// at the first call, again after a failed open), and so does a child speaking the pipelined
+    /// form (opened on each process that gets one of the loop's rounds, under a key the task's
+    /// loops in flight share); any other critic is sent the whole request, task included, every
+    /// round.
     pub fn open_task<'a>(&'a self, task: &'a TaskJson) -> CriticTask<'a> {
         let (key, shared) = match self {
             // One copy of the task per key, shared by its rounds' asks (they outlive this borrow).
-            CriticInstance::Process(critic) if critic.opens_tasks() => {
+            CriticInstance::Process(critic) if critic.pipelined() => {
                 let (key, shared) = critic.key_for(task.as_str());
                 (Some(key), Some(shared))
             }
@@ -113,11 +114,11 @@ impl CriticInstance {
 pub struct CriticTask<'a> {
     critic: &'a CriticInstance,
     task: &'a TaskJson,
-    /// The plugin's handle, once opened (ABI version 2 in this process only).
+    /// The plugin's handle, once opened (a plugin with task functions in this process only).
     opened: Option<OpenTask<'a>>,
-    /// The task's key on the critic's processes (protocol 4 or 5 only).
+    /// The task's key on the critic's processes (the pipelined form only).
     key: Option<u64>,
-    /// The task's JSON text, for the rounds' asks (protocol 4 or 5 only).
+    /// The task's JSON text, for the rounds' asks (the pipelined form only).
     shared: Option<Arc<str>>,
 }
 
@@ -147,8 +148,8 @@ impl<'a> CriticTask<'a> {
     }
 
     /// What the first attempt at `draft` in round `round` sends among many in flight
-    /// ([`CriticInstance::call_many`]): a round about the task's key for a child speaking
-    /// protocol 4 or 5, else the whole request.
+    /// ([`CriticInstance::call_many`]): a round about the task's key for a child speaking the
+    /// pipelined form, else the whole request.
     pub fn first_request(&self, draft: &str, round: u32) -> Asked {
         match self.key {
             Some(key) => Asked::Round(self.round(key, draft, round)),
@@ -214,7 +215,7 @@ pub fn open_critic(
                     let path = path.canonicalize().unwrap_or(path);
                     args.extend([OsString::from("--builtin"), OsString::from(builtin.name)]);
                     let label = format!("built-in {}", builtin.name);
-                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label };
+                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label, role: ROLE };
                     let sha256 = builtin.source_sha256.to_string();
                     let mut critic = ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?;
                     critic.mark_builtin();
@@ -225,8 +226,8 @@ pub fn open_critic(
                     let sha256 = sha256_of(&path)
                         .map_err(|e| PluginError::Load { path: path.clone(), message: e.to_string() })?;
                     args.push(path.clone().into_os_string());
-                    let launch =
-                        Launch { program: worker[0].clone(), args, cwd: None, label: path.display().to_string() };
+                    let label = path.display().to_string();
+                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label, role: ROLE };
                     ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?
                 }
             }
@@ -252,6 +253,7 @@ pub fn open_critic(
                 args: command[1..].iter().map(OsString::from).collect(),
                 cwd,
                 label: command.join(" "),
+                role: ROLE,
             };
             ProcessCritic::open(launch, config_json, isolation, path, Some(command.clone()), sha256, host)?
         }

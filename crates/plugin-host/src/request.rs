@@ -78,7 +78,7 @@ pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
     critique_request_text(&task.0, draft, round)
 }
 
-/// [`critique_request`] of a task given as its JSON text (as a protocol 4 open carried it).
+/// [`critique_request`] of a task given as its JSON text (as an open carried it).
 pub(crate) fn critique_request_text(task: &str, draft: &str, round: u32) -> String {
     request(REQUEST_VERSION, round, draft, Some(task))
 }
@@ -108,7 +108,7 @@ fn request(version: u32, round: u32, draft: &str, task: Option<&str>) -> String 
 pub enum Asked {
     /// The whole request, task included.
     Whole(String),
-    /// A round of a loop whose task the critic reads once per process (protocol 4), made by
+    /// A round of a loop whose task the critic reads once per process (the pipelined form), made by
     /// [`crate::CriticTask::first_request`].
     Round(TaskRound),
 }
@@ -123,8 +123,8 @@ impl Asked {
     }
 }
 
-/// A round of a loop as a protocol 4 child is asked it: the task's key and, for the process that
-/// does not hold it open yet, the task.
+/// A round of a loop as a child of the pipelined form is asked it: the task's key and, for the
+/// process that does not hold it open yet, the task.
 pub struct TaskRound {
     pub(crate) key: u64,
     /// The task's JSON text.

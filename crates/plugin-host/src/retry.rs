@@ -1,3 +1,6 @@
+//! The retry rule of a critique: up to `critic_attempts` calls, then the conservative stand-in
+//! that never passes (`docs/REFERENCE.md`, Critique).
+
 use std::collections::BTreeMap;
 
 use critbench_core::Critique;

@@ -1,3 +1,6 @@
+//! Where plugin libraries are looked for by name (`--plugin-dir`, `$CRITBENCH_PLUGIN_DIR`, beside
+//! the binary, the user's plugin directory) and the file names a plugin name stands for.
+
 use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
 use std::path::{Path, PathBuf};
 

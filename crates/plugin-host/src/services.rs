@@ -1,4 +1,4 @@
-//! Services a run offers its plugins through `critbench_host_v1.call` (e.g. `chat`, the judge
+//! Services a run offers its plugins through `critbench_host.call` (e.g. `chat`, the judge
 //! model), and the scope of the critique being made.
 //!
 //! Each run (or `critbench judge`) makes one [`Host`] with the services it offers and opens its

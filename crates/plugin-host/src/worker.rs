@@ -1,17 +1,20 @@
 //! The child side of process isolation for plugin libraries: `critbench plugin-worker LIB` loads
 //! one plugin and serves it over the JSON-lines protocol of `docs/PROTOCOL.md` on stdin/stdout.
 //!
-//! It speaks protocol version 4: every answer and every service call carries the id of the
+//! It speaks the pipelined form: every answer and every service call carries the id of the
 //! request it belongs to, and critbench may write many requests before it reads an answer. A
-//! loop's task comes once (`open`), and each round names it by key: a plugin of ABI version 2 gets
-//! the task through `open_task` and each round through `critique_task`, a closed key goes to
-//! `close_task`; a plugin of version 1 is handed the whole request, built here from the task kept
-//! for the key and the round. The
-//! worker answers them in order and writes its answers in one go once it has read every request
-//! already on its input, so a batch costs a few system calls, not a few per request. The protocol owns the original stdout; file descriptor 1 is pointed at
-//! stderr, so whatever the plugin itself prints cannot corrupt the protocol. The plugin's
-//! host-service calls (`chat`) are proxied to the parent, which answers them with its own
-//! services.
+//! task comes once per process (`open`), under a key its loops in flight share, and each round
+//! names it by key. The worker keeps the task's text and answers the open at once; the plugin
+//! opens it (`open_task`) at the first round that asks, and again at the next round after an open
+//! it refused, so that a refused open is the error of each round that asked, with the plugin's
+//! message, as in-process. The rounds of the key then go to `critique_task` through the one handle
+//! (the ABI says a handle holds only what the task says); a closed key goes to `close_task`. A
+//! plugin without task functions is handed the whole request, built here from the task and the
+//! round. The worker answers the lines in order and writes its answers in one go once it has read
+//! every request already on its input, so a batch costs a few system calls, not a few per request.
+//! The protocol owns the original stdout; file descriptor 1 is pointed at stderr, so whatever the
+//! plugin itself prints cannot corrupt the protocol. The plugin's host-service calls (`chat`) are
+//! proxied to the parent, which answers them with its own services.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -24,8 +27,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::PluginLibrary;
-use crate::library::excerpt;
-use crate::protocol::{CONFIG_ID, WORKER_PROTOCOL};
+use crate::program::excerpt;
+use crate::protocol::{CONFIG_ID, PROTOCOL_VERSION};
 use crate::services::{ForwardError, ServiceError};
 
 struct Pipes {
@@ -174,14 +177,16 @@ fn asked(line: &str) -> Result<Asked<'_>, ServeError> {
     }
 }
 
-/// A task open in the worker: the plugin's handle (ABI version 2), or the task's JSON, from which
-/// each round's whole request is built (version 1).
+/// A task open in the worker under a key: its JSON, until the plugin opens it (and for a plugin
+/// without task functions, from which each round's whole request is built); then the plugin's
+/// handle.
 enum Opened<'a> {
-    Plugin(crate::library::OpenTask<'a>),
     Text(String),
+    Plugin(crate::library::OpenTask<'a>),
 }
 
-/// The round and draft of a version 2 request, to build a version 1 plugin's whole request.
+/// The round and draft of a task request, to build a whole request for a plugin without task
+/// functions.
 #[derive(Deserialize)]
 struct RoundRequest {
     round: u32,
@@ -290,7 +295,8 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
         }
     };
     let hello = serde_json::json!({
-        "protocol": WORKER_PROTOCOL,
+        "protocol": PROTOCOL_VERSION,
+        "pipelined": true,
         "name": plugin.name,
         "version": plugin.version,
         "score_range": [plugin.range.min, plugin.range.max],
@@ -343,30 +349,13 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
                 continue;
             }
             Asked::Open { id, key, task } => {
-                pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
-                let opened = match critic.open_task(task, None) {
-                    Some(Ok(opened)) => Ok(Opened::Plugin(opened)),
-                    Some(Err(error)) => Err(error),
-                    None => Ok(Opened::Text(task.to_string())),
-                };
-                match opened {
-                    Ok(opened) => {
-                        tasks.insert(key, opened);
-                        serde_json::json!({ "id": id, "ok": true })
-                    }
-                    Err(error) => serde_json::json!({ "id": id, "error": error.to_string() }),
-                }
+                tasks.insert(key, Opened::Text(task.to_string()));
+                serde_json::json!({ "id": id, "ok": true })
             }
             Asked::Round { id, key, request } => {
                 pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
-                let answer = match tasks.get(&key) {
-                    Some(Opened::Plugin(opened)) => opened.critique(request, None),
-                    Some(Opened::Text(task)) => match serde_json::from_str::<RoundRequest>(request) {
-                        Ok(round) => {
-                            critic.call(&crate::request::critique_request_text(task, &round.draft, round.round))
-                        }
-                        Err(e) => Err(crate::CallError::Critic(format!("the round request is not valid: {e}"))),
-                    },
+                let answer = match tasks.get_mut(&key) {
+                    Some(opened) => round(&critic, opened, request),
                     None => Err(crate::CallError::Critic(format!("task {key} is not open in this process"))),
                 };
                 critique_answer(id, answer)
@@ -381,6 +370,28 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
         };
         queue_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer);
     }
+}
+
+/// A round of the task `opened`: through the plugin's handle, opening the task first when the
+/// plugin has not (a refused open is this round's error, and the next round opens it again), or
+/// as a whole request for a plugin without task functions.
+fn round<'a>(
+    critic: &'a crate::InProcessCritic,
+    opened: &mut Opened<'a>,
+    request: &str,
+) -> Result<String, crate::CallError> {
+    if let Opened::Text(task) = opened {
+        match critic.open_task(task, None) {
+            Some(handle) => *opened = Opened::Plugin(handle?),
+            None => {
+                let round = serde_json::from_str::<RoundRequest>(request)
+                    .map_err(|e| crate::CallError::Critic(format!("the round request is not valid: {e}")))?;
+                return critic.call(&crate::request::critique_request_text(task, &round.draft, round.round));
+            }
+        }
+    }
+    let Opened::Plugin(handle) = opened else { unreachable!("opened above") };
+    handle.critique(request, None)
 }
 
 /// The answer line to request `id`: its critique as a JSON string, verbatim, or its error.
@@ -429,13 +440,13 @@ fn proxy(service: &str, request: &str) -> Result<String, ServiceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Protocol;
+    use crate::protocol;
 
     #[test]
     fn a_request_framed_by_the_host_is_taken_without_a_second_parse() {
         let request = r#"{"request_version":1,"round":0,"draft":"}","task":{"id":"t","prompt":"p"}}"#;
-        assert_eq!(framed_request(&Protocol::V2.request_line(7, request)), Some((7, request)));
-        assert_eq!(framed_request(&format!("{}\n", Protocol::V2.request_line(8, request))), Some((8, request)));
+        assert_eq!(framed_request(&protocol::request_line(7, request)), Some((7, request)));
+        assert_eq!(framed_request(&format!("{}\n", protocol::request_line(8, request))), Some((8, request)));
         // Any other shape goes through the full parse.
         for line in [
             format!(r#"{{"request":{request},"id":7}}"#),
@@ -445,12 +456,12 @@ mod tests {
         ] {
             assert_eq!(framed_request(&line), None, "{line}");
         }
-        // Protocol 4's rounds and opens too.
+        // Rounds and opens too.
         let round = r#"{"request_version":2,"round":1,"draft":"}"}"#;
-        assert_eq!(framed_round(&Protocol::round_line(9, 4, round)), Some((9, 4, round)));
+        assert_eq!(framed_round(&protocol::round_line(9, 4, round)), Some((9, 4, round)));
         let task = r#"{"id":"t","prompt":"p"}"#;
-        assert_eq!(framed_open(&format!("{}\n", Protocol::open_line(10, 4, task))), Some((10, 4, task)));
-        assert!(matches!(asked(&Protocol::close_line(&[4, 5])), Ok(Asked::Close(keys)) if keys == [4, 5]));
+        assert_eq!(framed_open(&format!("{}\n", protocol::open_line(10, 4, task))), Some((10, 4, task)));
+        assert!(matches!(asked(&protocol::close_line(&[4, 5])), Ok(Asked::Close(keys)) if keys == [4, 5]));
         assert!(matches!(
             asked(&format!(r#"{{"task_key": 4, "id": 11, "request": {round}}}"#)),
             Ok(Asked::Round { id: 11, key: 4, request }) if request == round

@@ -756,9 +756,9 @@ mod tests {
     /// What the host records, through the same glue a plugin library exports: the create
     /// error, or the critique's error, with `answer` as every chat answer.
     fn recorded(config: &str, answer: &'static &'static str) -> String {
-        let host = critbench_abi::HostV1 {
+        let host = critbench_abi::HostTable {
             abi_version: critbench_abi::ABI_VERSION,
-            size: std::mem::size_of::<critbench_abi::HostV1>() as u32,
+            size: std::mem::size_of::<critbench_abi::HostTable>() as u32,
             context: answer as *const &str as *mut std::ffi::c_void,
             call: chat,
             free_buffer: critbench_abi::glue::free_buffer,

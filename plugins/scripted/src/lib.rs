@@ -4,9 +4,9 @@
 //! Round `k` gets `task.critiques[min(k, len - 1)]`, byte for byte as it appears in the request,
 //! so a loop with the `scripted` backend and this critic replays exactly and the decision rule can
 //! be tested on known score sequences. It is also the critic of the throughput benchmark, so it
-//! never builds the task: it borrows the raw JSON text of the one critique it returns. It speaks
-//! ABI version 2 ([`TaskCritic`]): a loop's task is read once, when the host opens it, and each
-//! round's request then carries only the round and the draft. The host opens a task's loops (one
+//! never builds the task: it borrows the raw JSON text of the one critique it returns. It reads
+//! a loop's task once ([`TaskCritic`]), when the host opens it, and each round's request then
+//! carries only the round and the draft. The host opens a task's loops (one
 //! per arm, config and epoch) one after another on a thread, so each thread keeps the last task it
 //! read: a task opened again with the same text shares that reading instead of parsing it again.
 //!
@@ -272,7 +272,7 @@ mod tests {
         assert!(Scripted::create("", Host::none()).is_err());
     }
 
-    /// What the critic answers `request` by ABI version 2: its task opened, then the rest sent.
+    /// What the critic answers `request` by task: its task opened, then the rest sent.
     fn by_task(request: &str) -> Result<String, String> {
         #[derive(Deserialize)]
         struct Whole<'a> {
@@ -366,12 +366,17 @@ mod tests {
 
     #[test]
     fn the_descriptor_works_across_the_c_boundary() {
-        use critbench_abi::{ABI_VERSION, Buffer, CriticDescriptorV1, FLAG_THREAD_SAFE, STATUS_ERROR, STATUS_OK, Str};
+        use critbench_abi::{ABI_VERSION, Buffer, CriticDescriptor, FLAG_THREAD_SAFE, STATUS_ERROR, STATUS_OK, Str};
 
         // What critbench registers it by, and (but for the panic hook) what its library exports.
-        static DESCRIPTOR: CriticDescriptorV1 = critbench_abi::builtin_descriptor::<Scripted>();
+        static DESCRIPTOR: CriticDescriptor = critbench_abi::builtin_task_descriptor::<Scripted>();
         let descriptor = &DESCRIPTOR;
         assert_eq!(descriptor.abi_version, ABI_VERSION);
+        assert!(
+            descriptor.open_task.is_some() && descriptor.critique_task.is_some() && descriptor.close_task.is_some()
+        );
+        let (create, critique) = (descriptor.create.expect("set"), descriptor.critique.expect("set"));
+        let (destroy, free_buffer) = (descriptor.destroy.expect("set"), descriptor.free_buffer.expect("set"));
         assert_eq!(descriptor.flags, FLAG_THREAD_SAFE);
         // SAFETY: as above.
         assert_eq!(unsafe { descriptor.name.as_bytes() }, b"scripted");
@@ -382,17 +387,17 @@ mod tests {
         let mut instance = std::ptr::null_mut();
         let mut error = Buffer::EMPTY;
         // SAFETY: valid config text, no host services, valid out-pointers.
-        let status = unsafe { (descriptor.create)(Str::new("{}"), std::ptr::null(), &mut instance, &mut error) };
+        let status = unsafe { create(Str::new("{}"), std::ptr::null(), &mut instance, &mut error) };
         assert_eq!(status, STATUS_OK);
 
         let call = |request: &str| {
             let mut out = Buffer::EMPTY;
             // SAFETY: `instance` was made by this descriptor's create and is not destroyed yet.
-            let status = unsafe { (descriptor.critique)(instance, Str::new(request), &mut out) };
+            let status = unsafe { critique(instance, Str::new(request), &mut out) };
             // SAFETY: the plugin filled `out`; copy it, then hand it back to the plugin's free.
             let text = String::from_utf8(unsafe { out.to_vec() }).unwrap();
             // SAFETY: allocated by this plugin, freed once.
-            unsafe { (descriptor.free_buffer)(out) };
+            unsafe { free_buffer(out) };
             (status, text)
         };
         assert_eq!(call(&request(5, r#"[{"score": 9}]"#)), (STATUS_OK, r#"{"score": 9}"#.to_string()));
@@ -400,17 +405,16 @@ mod tests {
         assert_eq!(status, STATUS_ERROR);
         assert!(message.contains("no `critiques`"), "{message}");
         // SAFETY: made by create above, destroyed once.
-        unsafe { (descriptor.destroy)(instance) };
+        unsafe { destroy(instance) };
 
         let mut instance = std::ptr::null_mut();
         // SAFETY: as above.
-        let status =
-            unsafe { (descriptor.create)(Str::new(r#"{"x": 1}"#), std::ptr::null(), &mut instance, &mut error) };
+        let status = unsafe { create(Str::new(r#"{"x": 1}"#), std::ptr::null(), &mut instance, &mut error) };
         assert_eq!(status, STATUS_ERROR);
         // SAFETY: the plugin filled `error`.
         let message = String::from_utf8(unsafe { error.to_vec() }).unwrap();
         // SAFETY: allocated by this plugin, freed once.
-        unsafe { (descriptor.free_buffer)(error) };
+        unsafe { free_buffer(error) };
         assert!(message.contains("`x`"), "{message}");
     }
 }

@@ -66,19 +66,19 @@ fn the_python_execution_critic_runs_the_code_dataset_through_the_protocol() {
     assert_eq!(plugin["sha256"].as_str().unwrap().len(), 64);
 }
 
-/// A command critic that follows the protocol except on tasks whose id starts with `bad`, where
-/// it does what its config's `mode` says. It speaks protocol 1 (no ids), which critbench still
-/// runs: these tests are also what shows that.
+/// A command critic of the simple form that follows the protocol except on tasks whose id starts
+/// with `bad`, where it does what its config's `mode` says.
 const BROKEN_CRITIC: &str = r#"
 import json, os, sys, time
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-send({"protocol": 1, "name": "broken", "version": "0.1", "score_range": [0, 10], "thread_safe": True})
+send({"protocol": 2, "name": "broken", "version": "0.1", "score_range": [0, 10], "thread_safe": True})
 mode = json.loads(sys.stdin.readline())["config"]["mode"]
-send({"ok": True})
+send({"id": 0, "ok": True})
 for line in sys.stdin:
-    request = json.loads(line)
-    if request["task"]["id"].startswith("bad"):
+    message = json.loads(line)
+    id = message["id"]
+    if message["request"]["task"]["id"].startswith("bad"):
         if mode == "garbage":
             sys.stdout.write("Traceback (most recent call last): oops\n"); sys.stdout.flush(); continue
         if mode == "bad_bytes":
@@ -88,16 +88,18 @@ for line in sys.stdin:
         if mode == "hang":
             time.sleep(3600)
         if mode == "error":
-            send({"error": "I cannot judge this"}); continue
+            send({"id": id, "error": "I cannot judge this"}); continue
         if mode == "score_twice":
-            sys.stdout.write('{"critique": {"score": 1, "score": 9}}\n'); sys.stdout.flush(); continue
+            sys.stdout.write('{"id": %d, "critique": {"score": 1, "score": 9}}\n' % id); sys.stdout.flush(); continue
         if mode == "key_twice":
-            sys.stdout.write('{"critique": {"score": 1}, "critique": {"score": 9}}\n'); sys.stdout.flush(); continue
+            sys.stdout.write('{"id": %d, "critique": {"score": 1}, "critique": {"score": 9}}\n' % id)
+            sys.stdout.flush(); continue
         if mode == "twice":
             # The answer and a stray line in one write, so both are in the pipe together.
-            sys.stdout.write(json.dumps({"critique": {"score": 1}}) + "\n" + json.dumps({"critique": {"score": 7}}) + "\n")
+            sys.stdout.write(json.dumps({"id": id, "critique": {"score": 1}}) + "\n"
+                             + json.dumps({"id": id, "critique": {"score": 7}}) + "\n")
             sys.stdout.flush(); continue
-    send({"critique": {"score": 7, "issues": [], "fatal_issues": []}})
+    send({"id": id, "critique": {"score": 7, "issues": [], "fatal_issues": []}})
 "#;
 
 #[test]
@@ -192,6 +194,49 @@ fn command_critic_mistakes_are_usage_errors() {
     }
 }
 
+#[test]
+fn a_critic_whose_hello_names_another_protocol_version_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tasks.jsonl"), "{\"id\": \"t\", \"prompt\": \"p\", \"drafts\": [\"d\"]}\n")
+        .unwrap();
+    // A critic as written for protocol 1 (no ids), or for 3, 4 or 5 (the pipelined form's versions).
+    let old = "import json, sys\nversion = int(sys.argv[1])\n\
+               print(json.dumps({'protocol': version, 'name': 'old', 'version': '1', 'score_range': [0, 10]}), flush=True)\n\
+               sys.stdin.read()\n";
+    std::fs::write(dir.path().join("old.py"), old).unwrap();
+    let forms = "critbench speaks protocol 2 in two forms: simple, whose hello says \"protocol\": 2 (one request in \
+                 flight per process), and pipelined, whose hello says \"protocol\": 2, \"pipelined\": true (many \
+                 requests in flight, each task opened once for its loops)";
+    for (version, advice) in [
+        (
+            1,
+            "give every message an id (the config's is 0, each request's its own, echoed in its answer and its \
+             service calls) and say \"protocol\": 2 (docs/PROTOCOL.md)",
+        ),
+        (3, "say \"protocol\": 2, \"pipelined\": true and also answer opens"),
+        (4, "say \"protocol\": 2, \"pipelined\": true, keep under a task key only what the task says"),
+        (5, "say \"protocol\": 2, \"pipelined\": true (the messages are those of version 5)"),
+    ] {
+        let file = experiment(
+            dir.path(),
+            "old.toml",
+            &format!(
+                "name = \"o\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\n[[critics]]\nname = \"old\"\n\
+                 command = [\"python3\", \"old.py\", \"{version}\"]\n"
+            ),
+        );
+        let out = dir.path().join("run");
+        let message =
+            usage_error(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]), dir.path());
+        let expected = format!(
+            "error: critic `old`: the critic process `python3 old.py {version}` did not start: {forms}; this \
+             critic's hello says protocol {version}: {advice}"
+        );
+        assert!(message.contains(&expected), "{message}\nexpected: {expected}");
+        assert!(!out.exists(), "nothing is written");
+    }
+}
+
 /// A critic that writes a second line after its answer would shift every later answer by one
 /// request: the extra line is caught, that round is a critic error, and no other task's answer
 /// is taken from it.
@@ -225,11 +270,11 @@ fn a_critic_that_answers_twice_loses_the_round_and_never_shifts_answers() {
     }
 }
 
-/// The minimal critic of docs/PROTOCOL.md, as printed there, runs and scores every round.
-#[test]
-fn the_minimal_critic_of_the_protocol_document_runs() {
+/// The first Python block after `heading` in docs/PROTOCOL.md, run as the critic of two tasks with
+/// two drafts each: every round's score, the feedback arm's first.
+fn run_documented_critic(heading: &str, arms: &str) -> Vec<f64> {
     let doc = std::fs::read_to_string(repo().join("docs/PROTOCOL.md")).unwrap();
-    let section = doc.split("## A minimal critic").nth(1).expect("PROTOCOL.md has a minimal critic");
+    let section = doc.split(heading).nth(1).unwrap_or_else(|| panic!("PROTOCOL.md has {heading}"));
     let script = section.split("```python\n").nth(1).and_then(|s| s.split("```").next()).expect("a python block");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("length.py"), script).unwrap();
@@ -244,17 +289,37 @@ fn the_minimal_critic_of_the_protocol_document_runs() {
     let file = experiment(
         dir.path(),
         "length.toml",
-        "name = \"l\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\"]\n\
-         [[critics]]\nname = \"length\"\ncommand = [\"python3\", \"length.py\"]\n[policy]\npass_score = 8\nmax_revisions = 1\n",
+        &format!(
+            "name = \"l\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = {arms}\n\
+             [[critics]]\nname = \"length\"\ncommand = [\"python3\", \"length.py\"]\n[policy]\npass_score = 8\n\
+             max_revisions = 1\n"
+        ),
     );
     let out = dir.path().join("run");
-    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
-    let all = rounds(&out, "feedback");
-    assert_eq!(all.len(), 4);
-    for (task, round) in &all {
-        assert_eq!(round.critic_error, None, "{task}");
-    }
-    let scores: Vec<f64> = all.iter().map(|(_, r)| r.critique.score).collect();
-    assert_eq!(scores, [3.0 / 15.0, 6.0 / 15.0, 3.0 / 15.0, 6.0 / 15.0]);
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"]));
     assert_eq!(manifest(&out)["plugins"][0]["name"], "length");
+    let mut scores = Vec::new();
+    for arm in ["feedback", "no-feedback"] {
+        for (task, round) in &rounds(&out, arm) {
+            assert_eq!(round.critic_error, None, "{task}");
+            scores.push(round.critique.score);
+        }
+    }
+    scores
+}
+
+/// The minimal critic of docs/PROTOCOL.md, as printed there, runs and scores every round.
+#[test]
+fn the_minimal_critic_of_the_protocol_document_runs() {
+    let scores = run_documented_critic("## A minimal critic", "[\"feedback\"]");
+    assert_eq!(scores, [3.0 / 15.0, 6.0 / 15.0, 3.0 / 15.0, 6.0 / 15.0]);
+}
+
+/// The pipelined critic of docs/PROTOCOL.md, as printed there, scores every round of both arms (the
+/// loops of a task sharing its open) as the minimal one does.
+#[test]
+fn the_pipelined_critic_of_the_protocol_document_runs() {
+    let scores = run_documented_critic("## The pipelined form", "[\"feedback\", \"no-feedback\"]");
+    let arm = [3.0 / 15.0, 6.0 / 15.0, 3.0 / 15.0, 6.0 / 15.0];
+    assert_eq!(scores, [arm, arm].concat());
 }

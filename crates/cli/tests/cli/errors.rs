@@ -221,18 +221,19 @@ const DATASET_CHANGER: &str = r#"
 import json, sys
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-send({"protocol": 1, "name": "changer", "version": "0.1", "score_range": [0, 10], "thread_safe": False})
+send({"protocol": 2, "name": "changer", "version": "0.1", "score_range": [0, 10], "thread_safe": False})
 path = json.loads(sys.stdin.readline())["config"]["path"]
-send({"ok": True})
+send({"id": 0, "ok": True})
 changed = False
 for line in sys.stdin:
+    message = json.loads(line)
     if not changed:
         with open(path, "r+b") as f:
             data = f.read()
             f.seek(data.rindex(b"x"))
             f.write(b"y")
         changed = True
-    send({"critique": {"score": 9}})
+    send({"id": message["id"], "critique": {"score": 9}})
 "#;
 
 /// Writes `changer.py` and a dataset `tasks.jsonl` of 4,000 tasks, far more bytes than a reader

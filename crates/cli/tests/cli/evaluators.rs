@@ -174,13 +174,13 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
 const LABEL_PROBE: &str = r#"import json, sys
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-send({"protocol": 1, "name": "probe", "version": "1", "score_range": [0, 10], "thread_safe": True})
+send({"protocol": 2, "name": "probe", "version": "1", "score_range": [0, 10], "thread_safe": True})
 sys.stdin.readline()
-send({"ok": True})
+send({"id": 0, "ok": True})
 for line in sys.stdin:
-    request = json.loads(line)
-    request = request.get("request", request)
-    send({"critique": {"score": 9 if "labels" in request["task"] else 1, "issues": []}})
+    message = json.loads(line)
+    request = message["request"]
+    send({"id": message["id"], "critique": {"score": 9 if "labels" in request["task"] else 1, "issues": []}})
 "#;
 
 #[test]

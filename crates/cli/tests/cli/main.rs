@@ -6,7 +6,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod abi_v2;
 mod adjudicate;
 mod chaos;
 mod command_critics;
@@ -47,4 +46,5 @@ mod shards;
 mod show;
 mod slurm;
 mod stats;
+mod task_handles;
 mod write_failure;

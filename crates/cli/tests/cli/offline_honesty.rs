@@ -15,18 +15,19 @@ const BECAUSE_CRITIC: &str = r#"
 import json, sys
 def send(message):
     sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
-send({"protocol": 1, "name": "because", "version": "1.0", "score_range": [0, 10], "thread_safe": True})
+send({"protocol": 2, "name": "because", "version": "1.0", "score_range": [0, 10], "thread_safe": True})
 config = json.loads(sys.stdin.readline())["config"]
-send({"ok": True})
+send({"id": 0, "ok": True})
 for line in sys.stdin:
-    draft = json.loads(line)["draft"]
+    message = json.loads(line)
+    draft = message["request"]["draft"]
     if "because" in draft:
-        send({"critique": {"score": 9}})
+        send({"id": message["id"], "critique": {"score": 9}})
     elif config.get("bare"):
-        send({"critique": {"score": 4}})
+        send({"id": message["id"], "critique": {"score": 4}})
     else:
         edit = {"dimension": config.get("dimension", "reasoning"), "edit": "explain why, using because"}
-        send({"critique": {"score": 4, "suggestions": [edit]}})
+        send({"id": message["id"], "critique": {"score": 4, "suggestions": [edit]}})
 "#;
 
 /// 20 tasks of every shape: questions without a kind, papers, RAG questions and essays.

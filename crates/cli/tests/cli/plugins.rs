@@ -98,7 +98,76 @@ fn a_library_without_the_entry_symbol_is_refused() {
     let message = usage_error(critbench(&["plugins", "check", library.to_str().unwrap()]), dir.path());
     assert_eq!(
         message.trim_end(),
-        "error: DIR/libempty.so is not a critbench plugin: it does not export the symbol `critbench_critic_v1`"
+        "error: DIR/libempty.so is not a critbench plugin: it does not export the symbol `critbench_critic`"
+    );
+}
+
+#[test]
+fn a_library_of_an_earlier_abi_is_refused_naming_what_it_exports_and_what_to_change() {
+    let dir = tempfile::tempdir().unwrap();
+    // What a plugin built for ABI version 1 or 2 exported: no `critbench_critic`.
+    let library = compile_source(
+        dir.path(),
+        "old",
+        r#"#include <stdint.h>
+typedef struct { uint32_t abi_version; } old_descriptor;
+static const old_descriptor D1 = { 1u }, D2 = { 2u };
+const old_descriptor *critbench_critic_v1(void) { return &D1; }
+const old_descriptor *critbench_critic_v2(void) { return &D2; }
+"#,
+    );
+    let lib = library.to_str().unwrap();
+    let expected = "error: DIR/libold.so exports `critbench_critic_v1` and `critbench_critic_v2`, of the critbench ABI \
+                    versions 1 and 2, which this critbench no longer loads; it loads one entry point, \
+                    `critbench_critic`, returning a `critbench_critic_descriptor` of ABI version 3: rebuild the \
+                    plugin against this critbench's `critbench.h`";
+    let checked = usage_error(critbench(&["plugins", "check", lib]), dir.path());
+    assert!(checked.starts_with(expected), "{checked}");
+    let file = experiment(
+        dir.path(),
+        "old.toml",
+        &format!(
+            "name = \"old\"\ndataset = \"{}\"\n[[critics]]\nname = \"old\"\nplugin = \"{lib}\"\n",
+            repo().join("datasets/essays.jsonl").display()
+        ),
+    );
+    let out = dir.path().join("run");
+    for isolation in [&[][..], &["--isolate-plugins"][..]] {
+        let mut args = vec!["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"];
+        args.extend_from_slice(isolation);
+        let message = usage_error(critbench(&args), dir.path());
+        assert!(message.contains(&expected["error: ".len()..]), "{isolation:?}: {message}");
+    }
+    assert!(!out.exists(), "nothing is written");
+}
+
+#[test]
+fn a_descriptor_with_some_but_not_all_task_functions_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = compile_source(
+        dir.path(),
+        "halfway",
+        r#"#include "critbench.h"
+static int32_t create(critbench_str c, const critbench_host *h, void **instance, critbench_buffer *e) {
+    (void)c; (void)h; (void)e; *instance = (void *)1; return CRITBENCH_OK;
+}
+static int32_t critique(void *i, critbench_str r, critbench_buffer *o) { (void)i; (void)r; (void)o; return CRITBENCH_ERROR; }
+static void destroy(void *i) { (void)i; }
+static void free_buffer(critbench_buffer b) { (void)b; }
+static int32_t open_task(void *i, critbench_str t, void **h, critbench_buffer *e) {
+    (void)i; (void)t; (void)e; *h = (void *)1; return CRITBENCH_OK;
+}
+static const critbench_critic_descriptor D = {CRITBENCH_ABI_VERSION, 0, {(const uint8_t *)"halfway", 7},
+    {(const uint8_t *)"1", 1}, 0.0, 1.0, {0, 0}, create, critique, destroy, free_buffer, open_task, 0, 0};
+const critbench_critic_descriptor *critbench_critic(void) { return &D; }
+"#,
+    );
+    let message = usage_error(critbench(&["plugins", "check", library.to_str().unwrap()]), dir.path());
+    assert_eq!(
+        message.trim_end(),
+        "error: plugin DIR/libhalfway.so has an invalid descriptor: `critique_task` and `close_task` are NULL function \
+         pointers in `halfway`, but not all three task functions; set open_task, critique_task and close_task \
+         together (the plugin reads a task once per loop) or leave all three NULL (every request carries its task)"
     );
 }
 
@@ -109,13 +178,13 @@ fn a_plugin_of_another_abi_version_is_refused() {
         dir.path(),
         "future",
         r#"#include "critbench.h"
-static const critbench_critic_descriptor_v1 DESCRIPTOR = { 99u, 0u, { (const uint8_t *)"future", 6 },
-    { (const uint8_t *)"9.0", 3 }, 0.0, 1.0, 0, 0, 0, 0 };
-const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &DESCRIPTOR; }
+static const critbench_critic_descriptor DESCRIPTOR = { 99u, 0u, { (const uint8_t *)"future", 6 },
+    { (const uint8_t *)"9.0", 3 }, 0.0, 1.0, { 0, 0 }, 0, 0, 0, 0, 0, 0, 0 };
+const critbench_critic_descriptor *critbench_critic(void) { return &DESCRIPTOR; }
 "#,
     );
     let message = usage_error(critbench(&["plugins", "check", library.to_str().unwrap()]), dir.path());
-    assert!(message.contains("speaks critbench ABI version 99, but this critbench speaks version 1"), "{message}");
+    assert!(message.contains("speaks critbench ABI version 99, but this critbench speaks version 3"), "{message}");
 }
 
 #[test]
@@ -189,7 +258,7 @@ static critbench_buffer text(const char *s) {
     memcpy(b.ptr, s, n);
     return b;
 }
-static int32_t create(critbench_str config, const critbench_host_v1 *host, void **instance, critbench_buffer *error) {
+static int32_t create(critbench_str config, const critbench_host *host, void **instance, critbench_buffer *error) {
     (void)config; (void)host; (void)error;
     *instance = malloc(1);
     return CRITBENCH_OK;
@@ -209,10 +278,10 @@ static int32_t critique(void *instance, critbench_str request, critbench_buffer 
 }
 static void destroy(void *instance) { free(instance); }
 static void free_buffer(critbench_buffer buffer) { free(buffer.ptr); }
-static const critbench_critic_descriptor_v1 DESCRIPTOR = { CRITBENCH_ABI_VERSION, 0u,
-    { (const uint8_t *)"single", 6 }, { (const uint8_t *)"1.0.0", 5 }, 0.0, 10.0,
-    create, critique, destroy, free_buffer };
-const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &DESCRIPTOR; }
+static const critbench_critic_descriptor DESCRIPTOR = { CRITBENCH_ABI_VERSION, 0u,
+    { (const uint8_t *)"single", 6 }, { (const uint8_t *)"1.0.0", 5 }, 0.0, 10.0, { NULL, 0 },
+    create, critique, destroy, free_buffer, NULL, NULL, NULL };
+const critbench_critic_descriptor *critbench_critic(void) { return &DESCRIPTOR; }
 "#,
     );
     let file = experiment(
@@ -293,15 +362,15 @@ fn a_plugin_whose_create_succeeds_without_an_instance_gets_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let source = r#"
 #include "critbench.h"
-static int32_t create(critbench_str c, const critbench_host_v1 *h, void **instance, critbench_buffer *e) {
+static int32_t create(critbench_str c, const critbench_host *h, void **instance, critbench_buffer *e) {
     (void)c; (void)h; (void)e; *instance = 0; return CRITBENCH_OK;
 }
 static int32_t critique(void *i, critbench_str r, critbench_buffer *o) { (void)i; (void)r; (void)o; return CRITBENCH_ERROR; }
 static void destroy(void *i) { (void)i; }
 static void free_buffer(critbench_buffer b) { (void)b; }
-static const critbench_critic_descriptor_v1 D = {CRITBENCH_ABI_VERSION, 0, {(const uint8_t *)"null", 4},
-    {(const uint8_t *)"1", 1}, 0.0, 1.0, create, critique, destroy, free_buffer};
-const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &D; }
+static const critbench_critic_descriptor D = {CRITBENCH_ABI_VERSION, 0, {(const uint8_t *)"null", 4},
+    {(const uint8_t *)"1", 1}, 0.0, 1.0, {0, 0}, create, critique, destroy, free_buffer, 0, 0, 0};
+const critbench_critic_descriptor *critbench_critic(void) { return &D; }
 "#;
     let library = compile_source(dir.path(), "null", source);
     let message = usage_error(critbench(&["plugins", "check", library.to_str().unwrap()]), dir.path());

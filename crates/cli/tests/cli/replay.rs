@@ -105,7 +105,7 @@ fn replay_is_refused_for_a_policy_dependent_critic() {
         r#"#include "critbench.h"
 #include <stdlib.h>
 #include <string.h>
-static int32_t create(critbench_str c, const critbench_host_v1 *h, void **instance, critbench_buffer *e) {
+static int32_t create(critbench_str c, const critbench_host *h, void **instance, critbench_buffer *e) {
     (void)c; (void)h; (void)e; *instance = malloc(1); return CRITBENCH_OK;
 }
 static int32_t critique(void *instance, critbench_str request, critbench_buffer *out) {
@@ -116,10 +116,10 @@ static int32_t critique(void *instance, critbench_str request, critbench_buffer 
 }
 static void destroy(void *instance) { free(instance); }
 static void free_buffer(critbench_buffer buffer) { free(buffer.ptr); }
-static const critbench_critic_descriptor_v1 DESCRIPTOR = { CRITBENCH_ABI_VERSION,
+static const critbench_critic_descriptor DESCRIPTOR = { CRITBENCH_ABI_VERSION,
     CRITBENCH_FLAG_THREAD_SAFE | CRITBENCH_FLAG_POLICY_DEPENDENT, { (const uint8_t *)"dependent", 9 },
-    { (const uint8_t *)"1.0.0", 5 }, 0.0, 10.0, create, critique, destroy, free_buffer };
-const critbench_critic_descriptor_v1 *critbench_critic_v1(void) { return &DESCRIPTOR; }
+    { (const uint8_t *)"1.0.0", 5 }, 0.0, 10.0, { NULL, 0 }, create, critique, destroy, free_buffer, NULL, NULL, NULL };
+const critbench_critic_descriptor *critbench_critic(void) { return &DESCRIPTOR; }
 "#,
     )
     .unwrap();

@@ -1,11 +1,10 @@
 //! Same seed, same outputs, wherever the critic runs: the bench's scripted tasks recorded with the
 //! scripted critic compiled into critbench, in-process and isolated (`critbench plugin-worker
-//! --builtin`, protocol 3, many requests in flight per child), with its shared library loaded by
-//! path (libloading, in-process and isolated) and as a Python command critic computing the same
-//! critique (`scripts/bench/scripted_critic.py`, protocol 5: each task sent once per process for
-//! all its loops; saying protocol 4: once per loop; and saying protocol 3: the whole request every
-//! round) give the same rows in every table and the same summaries, byte for byte, at `--jobs` 1
-//! and 2.
+//! --builtin`, the pipelined form: many requests in flight per child, each task opened once for
+//! its loops), with its shared library loaded by path (libloading, in-process and isolated) and as
+//! a Python command critic computing the same critique (`scripts/bench/scripted_critic.py`, the
+//! pipelined form; and speaking the simple form: the whole request, one at a time) give the same
+//! rows in every table and the same summaries, byte for byte, at `--jobs` 1 and 2.
 
 use std::path::{Path, PathBuf};
 
@@ -49,12 +48,10 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
     let command =
         text.replace("plugin = \"scripted\"", &format!("command = [{python:?}, {:?}]", script.to_str().unwrap()));
     assert_ne!(command, text, "the bench experiment names the scripted plugin");
-    let command_speaking = |protocol: &str| {
-        text.replace(
-            "plugin = \"scripted\"",
-            &format!("command = [{python:?}, {:?}, \"--protocol\", \"{protocol}\"]", script.to_str().unwrap()),
-        )
-    };
+    let simple = text.replace(
+        "plugin = \"scripted\"",
+        &format!("command = [{python:?}, {:?}, \"--simple\"]", script.to_str().unwrap()),
+    );
     let library_path = binary().parent().unwrap().join(format!(
         "{}critbench_scripted{}",
         std::env::consts::DLL_PREFIX,
@@ -63,8 +60,7 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
     let library = text.replace("plugin = \"scripted\"", &format!("plugin = {:?}", library_path.to_str().unwrap()));
     let in_process = experiment(dir.path(), "in-process.toml", &text);
     let command = experiment(dir.path(), "command.toml", &command);
-    let command_v4 = experiment(dir.path(), "command-v4.toml", &command_speaking("4"));
-    let command_v3 = experiment(dir.path(), "command-v3.toml", &command_speaking("3"));
+    let simple = experiment(dir.path(), "command-simple.toml", &simple);
     let library = experiment(dir.path(), "library.toml", &library);
 
     let runs = [
@@ -75,10 +71,8 @@ fn a_critic_in_process_isolated_or_as_a_command_records_the_same_rows_and_summar
         run(dir.path(), "library-isolated", &library, &tasks, &["--jobs", "2", "--isolate-plugins"]),
         run(dir.path(), "isolated-jobs-1", &in_process, &tasks, &["--jobs", "1", "--isolate-plugins"]),
         run(dir.path(), "command-jobs-1", &command, &tasks, &["--jobs", "1"]),
-        run(dir.path(), "command-v4", &command_v4, &tasks, &["--jobs", "1"]),
-        run(dir.path(), "command-v4-jobs-2", &command_v4, &tasks, &["--jobs", "2"]),
-        run(dir.path(), "command-v3", &command_v3, &tasks, &["--jobs", "1"]),
-        run(dir.path(), "command-v3-jobs-2", &command_v3, &tasks, &["--jobs", "2"]),
+        run(dir.path(), "command-simple", &simple, &tasks, &["--jobs", "1"]),
+        run(dir.path(), "command-simple-jobs-2", &simple, &tasks, &["--jobs", "2"]),
     ];
     let plugin = |run: usize| manifest(&runs[run])["plugins"][0].clone();
     assert_eq!(plugin(1)["isolation"], "process", "{}", plugin(1));

@@ -17,19 +17,20 @@ const CRITIC: &str = r#"
 import json, os, sys, time
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-send({"protocol": 1, "name": "pid", "version": "1", "score_range": [0, 1], "thread_safe": THREAD_SAFE})
+send({"protocol": 2, "name": "pid", "version": "1", "score_range": [0, 1], "thread_safe": THREAD_SAFE})
 config = json.loads(sys.stdin.readline())["config"]
-send({"ok": True})
+send({"id": 0, "ok": True})
 for line in sys.stdin:
-    draft = json.loads(line)["draft"]
+    message = json.loads(line)
+    draft = message["request"]["draft"]
     if draft == "crash":
         os._exit(9)
     rationale = str(os.getpid())
     if draft == "ask":
-        send({"service": "echo", "request": "{\"q\": 1}"})
+        send({"id": message["id"], "service": "echo", "request": "{\"q\": 1}"})
         rationale = json.loads(sys.stdin.readline())["answer"]
     time.sleep(config.get("sleep_ms", 0) / 1000)
-    send({"critique": {"score": 1, "rationale": rationale}})
+    send({"id": message["id"], "critique": {"score": 1, "rationale": rationale}})
 "#;
 
 fn open(dir: &Path, thread_safe: bool, config: &str, children: usize) -> Result<CriticInstance, PluginError> {
@@ -207,17 +208,37 @@ fn a_bad_hello_or_config_is_refused_when_opening() {
     let hello = |fields: &str| {
         format!("import sys\nsys.stdout.write('{{{fields}}}\\n')\nsys.stdout.flush()\nsys.stdin.readline()\n")
     };
+    // A version this critbench does not speak: refused at start, saying what to change.
+    for (version, advice) in [
+        (1, "give every message an id"),
+        (3, "say \"protocol\": 2, \"pipelined\": true"),
+        (4, "the task's loops in flight share its key"),
+        (5, "say \"protocol\": 2, \"pipelined\": true"),
+        (6, "say \"protocol\": 2, or \"protocol\": 2, \"pipelined\": true"),
+    ] {
+        let message =
+            refused(&hello(&format!(r#""protocol": {version}, "name": "x", "version": "1", "score_range": [0, 1]"#)));
+        assert!(
+            message.starts_with(
+                "the critic process `python3 bad.py` did not start: critbench speaks protocol 2 in two forms: simple, \
+                 whose hello says \"protocol\": 2"
+            ),
+            "{message}"
+        );
+        assert!(message.contains(&format!("this critic's hello says protocol {version}: ")), "{message}");
+        assert!(message.contains(advice), "{message}");
+    }
     assert!(
-        refused(&hello(r#""protocol": 6, "name": "x", "version": "1", "score_range": [0, 1]"#))
-            .ends_with("the critic speaks protocol version 6, but this critbench speaks versions 1 to 5")
-    );
-    assert!(
-        refused(&hello(r#""protocol": 1, "name": "x", "version": "1", "score_range": [1, 1]"#))
+        refused(&hello(r#""protocol": 2, "name": "x", "version": "1", "score_range": [1, 1]"#))
             .contains("a finite, non-empty score_range")
     );
-    assert!(refused(&hello(r#""protocol": 1, "name": "x""#)).contains("the hello line is not valid: missing field"));
+    assert!(refused(&hello(r#""protocol": 2, "name": "x""#)).contains("the hello line is not valid: missing field"));
+    assert!(
+        refused(&hello(r#""protocol": 2, "pipelined": 1, "name": "x", "version": "1", "score_range": [0, 1]"#))
+            .contains("the hello line is not valid: invalid type")
+    );
     assert!(refused("import sys\nsys.exit(4)\n").ends_with("did not start: the critic process exited with status 4"));
-    let rejecting = "import json, sys\nprint(json.dumps({'protocol': 1, 'name': 'x', 'version': '1', 'score_range': [0, 1]}), flush=True)\n\
-                     sys.stdin.readline()\nprint(json.dumps({'error': 'no thanks'}), flush=True)\n";
+    let rejecting = "import json, sys\nprint(json.dumps({'protocol': 2, 'name': 'x', 'version': '1', 'score_range': [0, 1]}), flush=True)\n\
+                     sys.stdin.readline()\nprint(json.dumps({'id': 0, 'error': 'no thanks'}), flush=True)\n";
     assert_eq!(refused(rejecting), "plugin `python3 bad.py` rejected its config {}: no thanks");
 }

@@ -1,8 +1,8 @@
-//! Fuzzing the host's side of the stdio protocol, in both versions: a command critic writes
-//! whatever bytes each request asks for (hex in the draft) as its answer. Whatever they are, the
-//! host never panics, takes a critique only from a well-formed `{"critique": ...}` line (in
-//! protocol 2, `{"id": N, "critique": ...}` with the request's own id and nothing else), and a
-//! call after garbage gets a working critic again (a stray line costs at most one more attempt).
+//! Fuzzing the host's side of the stdio protocol's simple form: a command critic writes whatever
+//! bytes each request asks for (hex in the draft) as its answer. Whatever they are, the host never
+//! panics, takes a critique only from a well-formed `{"id": N, "critique": ...}` line with the
+//! request's own id and nothing else, and a call after garbage gets a working critic again (a stray
+//! line costs at most one more attempt).
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,26 +11,25 @@ use critbench_plugin_host::{CriticInstance, CriticSource, Isolation, IsolationMo
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
-/// Speaks the protocol version of its argument.
+/// Answers a request whose draft is `fine` with a critique, any other with the bytes its draft
+/// spells in hex.
 const ECHO: &str = r#"
 import json, sys
-VERSION = int(sys.argv[1])
 out = sys.stdout.buffer
-out.write(b'{"protocol": %d, "name": "echo", "version": "1", "score_range": [0, 10]}\n' % VERSION); out.flush()
+out.write(b'{"protocol": 2, "name": "echo", "version": "1", "score_range": [0, 10]}\n'); out.flush()
 sys.stdin.readline()
-out.write(b'{"id": 0, "ok": true}\n' if VERSION == 2 else b'{"ok": true}\n'); out.flush()
+out.write(b'{"id": 0, "ok": true}\n'); out.flush()
 for line in sys.stdin:
     message = json.loads(line)
-    draft = message["request"]["draft"] if VERSION == 2 else message["draft"]
+    draft = message["request"]["draft"]
     if draft == "fine":
-        out.write(b'{"id": %d, "critique": {"score": 5}}\n' % message["id"] if VERSION == 2
-                  else b'{"critique": {"score": 5}}\n')
+        out.write(b'{"id": %d, "critique": {"score": 5}}\n' % message["id"])
     else:
         out.write(bytes.fromhex(draft) + b"\n")
     out.flush()
 "#;
 
-fn open(dir: &Path, version: u32) -> CriticInstance {
+fn open(dir: &Path) -> CriticInstance {
     std::fs::write(dir.join("echo.py"), ECHO).unwrap();
     let isolation = Isolation {
         mode: IsolationMode::Process,
@@ -40,7 +39,7 @@ fn open(dir: &Path, version: u32) -> CriticInstance {
         children: 1,
         worker: None,
     };
-    let source = CriticSource::Command(vec!["python3".into(), "echo.py".into(), version.to_string()]);
+    let source = CriticSource::Command(vec!["python3".into(), "echo.py".into()]);
     let host = std::sync::Arc::new(critbench_plugin_host::services::Host::new());
     open_critic(&source, "{}", &SearchPath::default(), Some(dir), &isolation, &host).unwrap()
 }
@@ -83,9 +82,9 @@ proptest! {
     })]
 
     #[test]
-    fn any_answer_is_a_critique_an_error_or_a_restart(version in 1..=2u32, bytes in answer_bytes()) {
+    fn any_answer_is_a_critique_an_error_or_a_restart(bytes in answer_bytes()) {
         let dir = tempfile::tempdir().unwrap();
-        let critic = open(dir.path(), version);
+        let critic = open(dir.path());
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let lines: Vec<&[u8]> =
             bytes.split(|b| *b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)).collect();
@@ -94,12 +93,10 @@ proptest! {
                 // Only from a single line that is a JSON object with a `critique`.
                 prop_assert_eq!(lines.len(), 1);
                 let line: serde_json::Value = serde_json::from_slice(lines[0]).unwrap();
-                if version == 2 {
-                    // The first request's own id, and nothing but the critique with it.
-                    let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
-                    prop_assert_eq!(&line["id"], &serde_json::json!(1));
-                    prop_assert_eq!(keys.len(), 2);
-                }
+                // The first request's own id, and nothing but the critique with it.
+                let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
+                prop_assert_eq!(&line["id"], &serde_json::json!(1));
+                prop_assert_eq!(keys.len(), 2);
                 // The critique as the critic wrote it (a string critique: the string's content).
                 #[derive(serde::Deserialize)]
                 struct Written<'a> {

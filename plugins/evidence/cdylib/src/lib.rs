@@ -1,4 +1,4 @@
-//! The `evidence` critic (`critbench-evidence`) exported as a shared library: `critbench_critic_v1` and
-//! `critbench_critic_info_v1` (docs/REFERENCE.md, Plugin ABI).
+//! The `evidence` critic (`critbench-evidence`) exported as a shared library: the entry point
+//! `critbench_critic` (docs/REFERENCE.md, The ABI).
 
 critbench_abi::export_critic!(critic::EvidenceCritic);

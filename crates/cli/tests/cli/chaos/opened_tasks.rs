@@ -1,26 +1,25 @@
-//! A critic that is sent each task once per process (protocol 4: a key per loop; protocol 5: a key
-//! per task, shared by its loops in flight; `docs/PROTOCOL.md`) and crashes, refuses a task,
-//! answers a request never sent or answers a round before its task's open costs the rounds it
-//! spoiled and nothing else: the loops in flight go on, their tasks opened again on the fresh
-//! process. And protocol 5 opens a task once for all its loops.
+//! A critic of the pipelined form, sent each task once per process under a key its loops in flight
+//! share (`docs/PROTOCOL.md`), that crashes, refuses a task, answers a request never sent or
+//! answers a round before its task's open costs the rounds it spoiled and nothing else: the loops
+//! in flight go on, their tasks opened again on the fresh process. And a task is opened once for
+//! all its loops.
 
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
 
-/// A critic of the protocol `argv[2]` (4 or 5): it keeps each open task's id by key and answers a
-/// round of it with score 5 and the rationale `critique of TASK round R`, or with an error for a
+/// A critic of the pipelined form: it keeps each open task's id by key and answers a round of it with score 5 and the rationale `critique of TASK round R`, or with an error for a
 /// key not open on its process (a key whose open it refused: `refused TASK`). It appends the id of
 /// every task it opens to `opens.log`. `argv[1]` says how it misbehaves on tasks whose id starts
 /// with `bad`: `crash` exits at their round 1, `refuse` refuses to open them, `unknown` answers
 /// their round 1 with an id critbench never sent, `early` answers their open only after the round
-/// that follows it (protocol 5 writes the two together); `count` does not misbehave.
+/// that follows it (critbench writes the two together); `count` does not misbehave.
 const CRITIC: &str = r#"
 import json, os, sys
-MODE, PROTOCOL = sys.argv[1], int(sys.argv[2])
+MODE = sys.argv[1]
 def send(message):
     sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
-send({"protocol": PROTOCOL, "name": "opens", "version": "1", "score_range": [0, 10], "thread_safe": True})
+send({"protocol": 2, "pipelined": True, "name": "opens", "version": "1", "score_range": [0, 10], "thread_safe": True})
 tasks, refused, unanswered = {}, {}, {}
 log = open("opens.log", "a")
 for line in sys.stdin:
@@ -59,10 +58,10 @@ for line in sys.stdin:
             send({"id": unanswered.pop(key), "ok": True})
 "#;
 
-/// A run of `CRITIC` in `mode` speaking `protocol` over `ids` with `epochs` epochs and `jobs`
-/// workers, one attempt per critique, two arms, two rounds per loop; its directory (with the
-/// critic's `opens.log`) and its output.
-fn run(mode: &str, protocol: u32, ids: &[String], epochs: u32, jobs: u32) -> (tempfile::TempDir, PathBuf) {
+/// A run of `CRITIC` in `mode` over `ids` with `epochs` epochs and `jobs` workers, one attempt per
+/// critique, two arms, two rounds per loop; its directory (with the critic's `opens.log`) and its
+/// output.
+fn run(mode: &str, ids: &[String], epochs: u32, jobs: u32) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("opens.py"), CRITIC).unwrap();
     two_draft_tasks(dir.path(), ids);
@@ -72,7 +71,7 @@ fn run(mode: &str, protocol: u32, ids: &[String], epochs: u32, jobs: u32) -> (te
         &format!(
             "name = \"chaos\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\", \"no-feedback\"]\n\
              epochs = {epochs}\ncritic_attempts = 1\n[[critics]]\nname = \"critic\"\n\
-             command = [\"python3\", \"opens.py\", \"{mode}\", \"{protocol}\"]\n\
+             command = [\"python3\", \"opens.py\", \"{mode}\"]\n\
              [policy]\npass_score = 8\nmax_revisions = 1\n"
         ),
     );
@@ -106,41 +105,35 @@ fn assert_only_spoiled(out: &Path, loops: usize, spoiled: impl Fn(&str, usize) -
 
 #[test]
 fn a_critic_that_crashes_mid_loop_costs_that_round_and_the_next_rounds_open_their_tasks_again() {
-    for protocol in [4, 5] {
-        let (_dir, out) = run("crash", protocol, &ids(), 1, 2);
-        assert_only_spoiled(
-            &out,
-            2,
-            |task, round| task.starts_with("bad") && round == 1,
-            "the critic process exited with status 3",
-        );
-    }
+    let (_dir, out) = run("crash", &ids(), 1, 2);
+    assert_only_spoiled(
+        &out,
+        2,
+        |task, round| task.starts_with("bad") && round == 1,
+        "the critic process exited with status 3",
+    );
 }
 
 #[test]
 fn a_critic_that_refuses_a_task_fails_only_that_tasks_rounds() {
-    for protocol in [4, 5] {
-        let (_dir, out) = run("refuse", protocol, &ids(), 1, 2);
-        assert_only_spoiled(&out, 2, |task, _| task.starts_with("bad"), "refused bad-");
-    }
+    let (_dir, out) = run("refuse", &ids(), 1, 2);
+    assert_only_spoiled(&out, 2, |task, _| task.starts_with("bad"), "refused bad-");
 }
 
 #[test]
 fn a_critic_that_answers_a_request_never_sent_costs_that_round_only() {
-    for protocol in [4, 5] {
-        let (_dir, out) = run("unknown", protocol, &ids(), 1, 2);
-        assert_only_spoiled(
-            &out,
-            2,
-            |task, round| task.starts_with("bad") && round == 1,
-            "which is not one of the requests waiting for an answer",
-        );
-    }
+    let (_dir, out) = run("unknown", &ids(), 1, 2);
+    assert_only_spoiled(
+        &out,
+        2,
+        |task, round| task.starts_with("bad") && round == 1,
+        "which is not one of the requests waiting for an answer",
+    );
 }
 
 #[test]
-fn a_v5_critic_that_answers_a_round_before_its_tasks_open_costs_that_tasks_rounds_only() {
-    let (_dir, out) = run("early", 5, &ids(), 1, 2);
+fn a_critic_that_answers_a_round_before_its_tasks_open_costs_that_tasks_rounds_only() {
+    let (_dir, out) = run("early", &ids(), 1, 2);
     assert_only_spoiled(&out, 2, |task, _| task.starts_with("bad"), "before the open of that task");
 }
 
@@ -154,13 +147,11 @@ fn opens(dir: &Path) -> std::collections::BTreeMap<String, usize> {
 }
 
 #[test]
-fn a_v5_critic_is_sent_each_task_once_for_all_its_loops_and_a_v4_critic_once_per_loop() {
+fn a_critic_is_sent_each_task_once_for_all_its_loops() {
     // Two arms and two epochs: four loops of every task, all on the one process of `--jobs 1`.
-    for (protocol, per_task) in [(5, 1), (4, 4)] {
-        let (dir, out) = run("count", protocol, &ids(), 2, 1);
-        assert_only_spoiled(&out, 4, |_, _| false, "");
-        let opens = opens(dir.path());
-        assert_eq!(opens.len(), ids().len(), "protocol {protocol}: every task opened");
-        assert!(opens.values().all(|&n| n == per_task), "protocol {protocol}: {opens:?}");
-    }
+    let (dir, out) = run("count", &ids(), 2, 1);
+    assert_only_spoiled(&out, 4, |_, _| false, "");
+    let opens = opens(dir.path());
+    assert_eq!(opens.len(), ids().len(), "every task opened");
+    assert!(opens.values().all(|&n| n == 1), "{opens:?}");
 }

@@ -24,13 +24,10 @@ fn critic_experiment(dir: &Path, args: &[&str], timeout_s: u32) -> PathBuf {
 }
 
 /// Answers every request, after 0.1 s, with a critique naming its task and round; on tasks whose
-/// id starts with `stray`, writes a second critique of the same task shortly after the first.
-/// Protocol 2 writes it 0.15 s later from a thread while the critic goes on (echoing the
-/// request's id, as a late second answer does); protocol 1 writes it 0.3 s later from the loop
-/// and reads nothing for 0.5 s after.
+/// id starts with `stray`, writes a second critique of the same task 0.15 s after the first, from
+/// a thread while the critic goes on (echoing the request's id, as a late second answer does).
 const STRAY_CRITIC: &str = r#"
 import json, sys, threading, time
-VERSION = int(sys.argv[1])
 lock = threading.Lock()
 def send(message):
     with lock:
@@ -39,76 +36,65 @@ def critique(request, score, what):
     task = request["task"]["id"]
     return {"score": score, "issues": ["%s of %s" % (what, task)],
             "rationale": "%s of %s round %d" % (what, task, request["round"])}
-send({"protocol": VERSION, "name": "stray", "version": "1", "score_range": [0, 10]})
+send({"protocol": 2, "name": "stray", "version": "1", "score_range": [0, 10]})
 config = json.loads(sys.stdin.readline())
-send({"id": 0, "ok": True} if VERSION == 2 else {"ok": True})
+send({"id": 0, "ok": True})
 for line in sys.stdin:
     message = json.loads(line)
-    request = message["request"] if VERSION == 2 else message
-    ids = {"id": message["id"]} if VERSION == 2 else {}
+    request = message["request"]
     time.sleep(0.1)
-    send(dict(ids, critique=critique(request, 5, "critique")))
+    send({"id": message["id"], "critique": critique(request, 5, "critique")})
     if request["task"]["id"].startswith("stray"):
-        stray = dict(ids, critique=critique(request, 9, "stray critique"))
-        if VERSION == 2:
-            threading.Timer(0.15, send, [stray]).start()
-        else:
-            time.sleep(0.3); send(stray); time.sleep(0.5)
+        stray = {"id": message["id"], "critique": critique(request, 9, "stray critique")}
+        threading.Timer(0.15, send, [stray]).start()
 "#;
 
 #[test]
 fn a_late_second_answer_is_a_critic_error_and_never_another_tasks_critique() {
     let ids = ["t1", "stray-2", "t3", "stray-4", "t5", "t6"];
-    for version in [1, 2] {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("stray.py"), STRAY_CRITIC).unwrap();
-        two_draft_tasks(dir.path(), &ids);
-        let file = critic_experiment(dir.path(), &["stray.py", &version.to_string()], 60);
-        let out = dir.path().join("run");
-        ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "2"]));
-        let all = recorded_rounds(&out);
-        assert_eq!(all.len(), ids.len() * 2, "protocol {version}: every task has both rounds");
-        let mut refused = Vec::new();
-        for (task, index, round) in &all {
-            match &round.critic_error {
-                Some(error) => {
-                    assert_eq!(round.critique.issues, ["critique unavailable"], "protocol {version}: {task} {index}");
-                    refused.push(error.clone());
-                }
-                None => {
-                    // The round's critique is the one its own request was answered with.
-                    let rationale = round.critique.rationale.as_deref().unwrap_or_default();
-                    assert_eq!(rationale, format!("critique of {task} round {index}"), "protocol {version}");
-                    assert_eq!(round.critique.issues, [format!("critique of {task}")], "protocol {version}");
-                }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("stray.py"), STRAY_CRITIC).unwrap();
+    two_draft_tasks(dir.path(), &ids);
+    let file = critic_experiment(dir.path(), &["stray.py"], 60);
+    let out = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "2"]));
+    let all = recorded_rounds(&out);
+    assert_eq!(all.len(), ids.len() * 2, "every task has both rounds");
+    let mut refused = Vec::new();
+    for (task, index, round) in &all {
+        match &round.critic_error {
+            Some(error) => {
+                assert_eq!(round.critique.issues, ["critique unavailable"], "{task} {index}");
+                refused.push(error.clone());
+            }
+            None => {
+                // The round's critique is the one its own request was answered with.
+                let rationale = round.critique.rationale.as_deref().unwrap_or_default();
+                assert_eq!(rationale, format!("critique of {task} round {index}"));
+                assert_eq!(round.critique.issues, [format!("critique of {task}")]);
             }
         }
-        // Each of the (at most four) stray lines costs one round; the other rounds go on.
-        assert!(refused.len() <= 4, "protocol {version}: {refused:#?}");
-        assert!(
-            refused.iter().any(|e| e.contains("stray critique of stray-")),
-            "protocol {version}: the stray lines were refused: {refused:#?}"
-        );
-        let kinds: &[&str] = if version == 2 {
-            &["the critic wrote a message for request ", "the critic wrote a line after its last answer, unasked"]
-        } else {
-            &[
-                "the critic wrote a line before reading critbench's last message",
-                "the critic wrote a line after its last answer, unasked",
-            ]
-        };
-        for error in &refused {
-            // Or the stray line and an answer came in one read.
-            let known = kinds.iter().chain(&["the critic wrote more after a message without waiting"]);
-            assert!(known.clone().any(|kind| error.starts_with(kind)), "protocol {version}: {error}");
-            assert!(error.ends_with("; the critic process was stopped and will be restarted"), "{error}");
-        }
+    }
+    // Each of the (at most four) stray lines costs one round; the other rounds go on.
+    assert!(refused.len() <= 4, "{refused:#?}");
+    assert!(
+        refused.iter().any(|e| e.contains("stray critique of stray-")),
+        "the stray lines were refused: {refused:#?}"
+    );
+    let kinds = [
+        "the critic wrote a message for request ",
+        "the critic wrote a line after its last answer, unasked",
+        // Or the stray line and an answer came in one read.
+        "the critic wrote more after a message without waiting",
+    ];
+    for error in &refused {
+        assert!(kinds.iter().any(|kind| error.starts_with(kind)), "{error}");
+        assert!(error.ends_with("; the critic process was stopped and will be restarted"), "{error}");
     }
 }
 
 /// A critic that answers every task but `hang-*`, where it starts a child and a grandchild
-/// (`sleep`ing, their command lines carrying the marker of argv[1]) and then never answers. It
-/// speaks protocol 1: process groups do not depend on the version.
+/// (`sleep`ing, their command lines carrying the marker of argv[1]) and then never answers.
 const FORKING_CRITIC: &str = r#"
 import json, subprocess, sys, time
 MARKER = sys.argv[1]
@@ -117,16 +103,16 @@ def send(message):
 CHILD = ("import subprocess, sys, time; "
          "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', sys.argv[1] + '-grandchild'], "
          "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); time.sleep(120)")
-send({"protocol": 1, "name": "forking", "version": "1", "score_range": [0, 10]})
+send({"protocol": 2, "name": "forking", "version": "1", "score_range": [0, 10]})
 config = json.loads(sys.stdin.readline())
-send({"ok": True})
+send({"id": 0, "ok": True})
 for line in sys.stdin:
-    request = json.loads(line)
-    if request["task"]["id"].startswith("hang"):
+    message = json.loads(line)
+    if message["request"]["task"]["id"].startswith("hang"):
         subprocess.Popen([sys.executable, "-c", CHILD, MARKER + "-child"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3600)
-    send({"critique": {"score": 5}})
+    send({"id": message["id"], "critique": {"score": 5}})
 "#;
 
 /// A live process (not a zombie): pid, parent, process group, command line.
@@ -245,7 +231,7 @@ fn null_function_plugin(dir: &Path, missing: &str) -> PathBuf {
     let functions = [
         (
             "create",
-            "static int32_t create(critbench_str c, const critbench_host_v1 *h, void **instance, \
+            "static int32_t create(critbench_str c, const critbench_host *h, void **instance, \
                     critbench_buffer *e) {\n    (void)c; (void)h; (void)e; *instance = (void *)1; return CRITBENCH_OK;\n}",
         ),
         (
@@ -265,9 +251,9 @@ fn null_function_plugin(dir: &Path, missing: &str) -> PathBuf {
     }
     let fields: Vec<&str> = functions.iter().map(|&(name, _)| if name == missing { "NULL" } else { name }).collect();
     source.push_str(&format!(
-        "static const critbench_critic_descriptor_v1 D = {{CRITBENCH_ABI_VERSION, 0, {{(const uint8_t *)\"nullfn\", 6}},\n    \
-         {{(const uint8_t *)\"1\", 1}}, 0.0, 10.0, {}}};\n\
-         const critbench_critic_descriptor_v1 *critbench_critic_v1(void) {{ return &D; }}\n",
+        "static const critbench_critic_descriptor D = {{CRITBENCH_ABI_VERSION, 0, {{(const uint8_t *)\"nullfn\", 6}},\n    \
+         {{(const uint8_t *)\"1\", 1}}, 0.0, 10.0, {{NULL, 0}}, {}, NULL, NULL, NULL}};\n\
+         const critbench_critic_descriptor *critbench_critic(void) {{ return &D; }}\n",
         fields.join(", ")
     ));
     let path = dir.join(format!("{missing}.c"));

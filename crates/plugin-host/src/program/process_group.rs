@@ -1,4 +1,4 @@
-//! Critic processes in process groups of their own, so that a critic goes with everything it
+//! Child programs in process groups of their own, so that a program goes with everything it
 //! started (`docs/PROTOCOL.md`, "Processes").
 //!
 //! Each child is started as the leader of a new process group, with `PR_SET_PDEATHSIG` = SIGKILL
@@ -132,7 +132,7 @@ impl Guardian {
     #[cfg(target_os = "linux")]
     fn start() -> io::Result<Guardian> {
         let mut ends = [0 as libc::c_int; 2];
-        // SAFETY: a valid two-descriptor array. O_CLOEXEC: no critic inherits the write end,
+        // SAFETY: a valid two-descriptor array. O_CLOEXEC: no program inherits the write end,
         // which would keep the guardian from ever seeing critbench go.
         if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return Err(io::Error::last_os_error());
@@ -173,7 +173,7 @@ impl Guardian {
     }
 }
 
-/// The most groups the guardian keeps; one per live critic process, so far more than a run has.
+/// The most groups the guardian keeps; one per live child program, so far more than a run has.
 #[cfg(target_os = "linux")]
 const MAX_GROUPS: usize = 4096;
 
@@ -203,7 +203,7 @@ unsafe fn guard(read: libc::c_int, write: libc::c_int) -> ! {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        // A copy of a critic's stdin would keep it from seeing critbench close it; a copy of
+        // A copy of a program's stdin would keep it from seeing critbench close it; a copy of
         // critbench's stdout would keep a reader of critbench's output waiting.
         close_all_but(read);
         let mut groups = [0 as libc::pid_t; MAX_GROUPS];

@@ -1,16 +1,17 @@
-//! ABI version 2 (docs/REFERENCE.md, The ABI): a critic that exports `critbench_critic_v2` is
+//! Critics whose descriptor sets the task functions (docs/REFERENCE.md, The ABI): such a critic is
 //! shown each loop's task once and then only each round's draft; it records the same rows as the
-//! same critic called by version 1, and a task it refuses to open costs that loop's rounds only.
+//! same critic sent every request whole, and a task it refuses to open costs that loop's rounds
+//! only.
 
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
 
-/// A version 2 critic in C, non-thread-safe: it scores round R as 5 + R, refuses to open the task
-/// `essay-003`, and answers every version 1 `critique` with an error, so a run that ever sends it a
-/// whole request shows it. A round asked while another task is still open (a handle the host did
-/// not close) is an error too.
-const V2_CRITIC: &str = r#"#include <stdlib.h>
+/// A critic in C that reads tasks once, non-thread-safe: it scores round R as 5 + R, refuses to
+/// open the task `essay-003`, and answers every whole request (`critique`) with an error, so a run
+/// that ever sends it one shows it. A round asked while another task is still open (a handle the
+/// host did not close) is an error too.
+const TASK_CRITIC: &str = r#"#include <stdlib.h>
 #include <string.h>
 #include "critbench.h"
 
@@ -34,7 +35,7 @@ static int contains(const uint8_t *bytes, size_t len, const char *needle) {
     return 0;
 }
 
-static int32_t create(critbench_str config, const critbench_host_v1 *host, void **instance, critbench_buffer *error) {
+static int32_t create(critbench_str config, const critbench_host *host, void **instance, critbench_buffer *error) {
     (void)config; (void)host; (void)error;
     *instance = &STATE;
     return CRITBENCH_OK;
@@ -42,7 +43,7 @@ static int32_t create(critbench_str config, const critbench_host_v1 *host, void 
 
 static int32_t critique(void *instance, critbench_str request, critbench_buffer *out) {
     (void)instance; (void)request;
-    *out = text("a whole version 1 request");
+    *out = text("a whole request");
     return CRITBENCH_ERROR;
 }
 
@@ -88,25 +89,25 @@ static void close_task(void *instance, void *task_handle) {
     OPEN -= 1;
 }
 
-static const critbench_critic_descriptor_v2 DESCRIPTOR = {
-    CRITBENCH_ABI_VERSION_V2, 0u, { (const uint8_t *)"by-task", 7 }, { (const uint8_t *)"1.0", 3 }, 0.0, 10.0,
+static const critbench_critic_descriptor DESCRIPTOR = {
+    CRITBENCH_ABI_VERSION, 0u, { (const uint8_t *)"by-task", 7 }, { (const uint8_t *)"1.0", 3 }, 0.0, 10.0, { NULL, 0 },
     create, critique, destroy, free_buffer, open_task, critique_task, close_task,
 };
 
-const critbench_critic_descriptor_v2 *critbench_critic_v2(void) { return &DESCRIPTOR; }
+const critbench_critic_descriptor *critbench_critic(void) { return &DESCRIPTOR; }
 "#;
 
 #[test]
-fn a_version_2_critic_sees_each_task_once_and_a_task_it_cannot_open_costs_only_its_loop() {
+fn a_critic_that_reads_tasks_sees_each_task_once_and_a_task_it_cannot_open_costs_only_its_loop() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("by_task.c");
-    std::fs::write(&source, V2_CRITIC).unwrap();
+    std::fs::write(&source, TASK_CRITIC).unwrap();
     let library = compile_c_plugin(&source, dir.path(), "by_task");
     let file = experiment(
         dir.path(),
-        "v2.toml",
+        "by-task.toml",
         &format!(
-            "name = \"v2\"\ndataset = \"{}\"\nbackend = \"scripted\"\narms = [\"feedback\", \"no-feedback\"]\n\
+            "name = \"by-task\"\ndataset = \"{}\"\nbackend = \"scripted\"\narms = [\"feedback\", \"no-feedback\"]\n\
              [[critics]]\nname = \"by-task\"\nplugin = \"{}\"\n[policy]\npass_score = 8\nmax_revisions = 3\n",
             repo().join("datasets/essays.jsonl").display(),
             library.display()
@@ -136,47 +137,53 @@ fn a_version_2_critic_sees_each_task_once_and_a_task_it_cannot_open_costs_only_i
     }
 }
 
-/// A version 1 library that hands out the scripted critic's own version 1 descriptor, loaded from
-/// its shared library: the same critic, without `critbench_critic_v2`.
-fn version_1_only(dir: &Path, scripted: &Path) -> PathBuf {
-    let source = dir.join("scripted_v1.c");
+/// A library that hands out the scripted critic's own descriptor, loaded from its shared library,
+/// with the task functions left NULL: the same critic, sent every request whole.
+fn whole_requests_only(dir: &Path, scripted: &Path) -> PathBuf {
+    let source = dir.join("scripted_whole.c");
     let text = format!(
         r#"#define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <stddef.h>
 #include "critbench.h"
 
-typedef const critbench_critic_descriptor_v1 *(*entry_point)(void);
+typedef const critbench_critic_descriptor *(*entry_point)(void);
 
-const critbench_critic_descriptor_v1 *critbench_critic_v1(void) {{
+static critbench_critic_descriptor WHOLE;
+
+const critbench_critic_descriptor *critbench_critic(void) {{
     void *library = dlopen({scripted:?}, RTLD_NOW | RTLD_LOCAL);
     entry_point entry;
     void *symbol;
     if (library == NULL) return NULL;
-    symbol = dlsym(library, "critbench_critic_v1");
+    symbol = dlsym(library, "critbench_critic");
     if (symbol == NULL) return NULL;
     *(void **)&entry = symbol;
-    return entry();
+    WHOLE = *entry();
+    WHOLE.open_task = NULL;
+    WHOLE.critique_task = NULL;
+    WHOLE.close_task = NULL;
+    return &WHOLE;
 }}
 "#
     );
     std::fs::write(&source, text).unwrap();
-    compile_c_plugin(&source, dir, "scripted_v1")
+    compile_c_plugin(&source, dir, "scripted_whole")
 }
 
 #[test]
-fn the_scripted_critic_by_version_1_and_by_version_2_records_the_same_rows() {
+fn the_scripted_critic_by_task_and_by_whole_requests_records_the_same_rows() {
     require_plugins();
     let dir = tempfile::tempdir().unwrap();
     let tasks = dir.path().join("tasks.jsonl");
     bench_tasks("scripted", "300", &tasks);
     let text = std::fs::read_to_string(repo().join("experiments/bench-distinct.toml")).unwrap();
     let scripted = built_plugin("scripted");
-    let shim = version_1_only(dir.path(), &scripted);
-    let v1 = text.replace("plugin = \"scripted\"", &format!("plugin = {:?}", shim.to_str().unwrap()));
-    let v2 = text.replace("plugin = \"scripted\"", &format!("plugin = {:?}", scripted.to_str().unwrap()));
-    assert_ne!(v1, text, "the bench experiment names the scripted plugin");
-    let files = [("builtin", text), ("v1", v1), ("v2", v2)];
+    let shim = whole_requests_only(dir.path(), &scripted);
+    let whole = text.replace("plugin = \"scripted\"", &format!("plugin = {:?}", shim.to_str().unwrap()));
+    let by_task = text.replace("plugin = \"scripted\"", &format!("plugin = {:?}", scripted.to_str().unwrap()));
+    assert_ne!(whole, text, "the bench experiment names the scripted plugin");
+    let files = [("builtin", text), ("whole", whole), ("by-task", by_task)];
     let mut runs = Vec::new();
     for (name, text) in &files {
         let file = experiment(dir.path(), &format!("{name}.toml"), text);

@@ -1,0 +1,489 @@
+//! Critics in child processes speaking JSON lines over stdin/stdout (`docs/PROTOCOL.md`): a
+//! command critic in any language, or a plugin library hosted by `critbench plugin-worker`. Each
+//! child is a [`Program`] ([`crate::program`]: its lifecycle, line reader and in-flight table);
+//! this module speaks the critic protocol over it: the hello and the config ([`start`]), one
+//! request at a time ([`simple`]) or many in flight with tasks opened once ([`pipelined`]).
+//!
+//! A child that crashes, hangs past the timeout, runs out of its memory limit or writes anything
+//! but protocol JSON is killed with its whole process group; the call is an error (the caller
+//! retries it, `docs/REFERENCE.md`, Critique) and the next call starts a fresh child. A
+//! thread-safe critic gets up to [`Isolation::children`] children, one per concurrent call; any
+//! other exactly one. Children die with critbench however it ends
+//! ([`crate::program::process_group`]), and they see their stdin close when the critic is dropped.
+//!
+//! A child of the simple form answers one request at a time, and an answer is taken only when
+//! its id says it answers the request being asked ([`crate::protocol::reply`]).
+//!
+//! A child of the pipelined form takes several requests at once ([`ProcessCritic::call_many`]):
+//! they are written in one go and their answers read as they come, each landing on the request its
+//! id names ([`crate::protocol::pipelined_reply`]). When such a child fails, the request charged is
+//! the oldest still waiting (the one an in-order child was working on); the others in flight go to a
+//! fresh child, not counted as an attempt, so one bad request costs one round. It is also sent
+//! each task once: a round of a loop ([`Asked::Round`]) goes to a child as a small request about
+//! the task's key, shared by the task's loops in flight ([`ProcessCritic::key_for`]: a variant
+//! comparison's arms open the task once per child), and the task is opened on that child first
+//! when it is not open there (a fresh child has nothing open, so a task is opened again after a
+//! restart), the round written right behind the open. The child must answer the open first: a
+//! round answered while its open waits is a protocol error ([`ProtocolError::BeforeOpen`]). The
+//! keys whose loops all ended ([`ProcessCritic::loop_ended`]) are closed on the children holding
+//! them, in one `close` line before their next batch.
+
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use critbench_core::ScoreRange;
+use serde::Deserialize;
+
+use crate::info::{CriticInfo, Isolation, IsolationMode};
+use crate::program::{Broken, Flight, Launch, Program};
+use crate::protocol::{Form, ProtocolError};
+use crate::request::Asked;
+use crate::services::{CallScope, Host};
+use crate::{CallError, PluginError};
+
+mod pipelined;
+mod simple;
+mod start;
+
+pub use pipelined::Batches;
+use pipelined::{Fed, Feed, NoMore};
+use start::{Hello, StartFailure};
+
+/// What a critic's child process is named by in messages ("the critic wrote …").
+pub(crate) const ROLE: &str = "critic";
+
+/// A critic served by child processes.
+pub struct ProcessCritic {
+    info: Arc<CriticInfo>,
+    launch: Launch,
+    /// The config sent after the hello.
+    config: serde_json::Value,
+    timeout: Duration,
+    memory_mb: Option<u64>,
+    max_children: usize,
+    /// The critic's hello chooses the pipelined form: it takes several requests at once and reads
+    /// each task once per process, under a key its loops in flight share.
+    pipelined: bool,
+    /// The next task key ([`ProcessCritic::key_for`]).
+    next_key: AtomicU64,
+    /// Boxed: a critic is passed around by value, and the pool is most of its size.
+    pool: Box<Mutex<Pool>>,
+    freed: Condvar,
+    /// The run's services, which answer the children's service requests.
+    host: Arc<Host>,
+}
+
+#[derive(Default)]
+struct Pool {
+    idle: Vec<Child>,
+    /// Children idle or in use.
+    live: usize,
+    /// Threads waiting for a child.
+    waiting: usize,
+    /// How many live children hold each task key open.
+    held: HashMap<u64, usize>,
+    /// The keys whose loops all ended, still open on some child; each child closes its own before
+    /// its next batch.
+    closing: Vec<u64>,
+    /// The key of each task whose loops are in flight, by where its text is (the loops of a task
+    /// borrow one text, which lives while they do).
+    tasks: HashMap<(usize, usize), SharedKey>,
+}
+
+/// A task's key, its text, and how many loops in flight ask about it.
+struct SharedKey {
+    key: u64,
+    task: Arc<str>,
+    loops: usize,
+}
+
+/// Where the text of `task` is: the same for every loop of a task, which borrow one text.
+fn address(task: &str) -> (usize, usize) {
+    (task.as_ptr() as usize, task.len())
+}
+
+impl Pool {
+    /// Accounts for `key` no longer open on one child.
+    fn let_go(&mut self, key: u64) {
+        if let Some(count) = self.held.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.held.remove(&key);
+                self.closing.retain(|&closing| closing != key);
+            }
+        }
+    }
+}
+
+/// A child process of the critic: the program, the form of the protocol its hello chose, and
+/// what the protocol keeps about it.
+struct Child {
+    program: Program,
+    form: Form,
+    /// The id of the next request; the config is 0.
+    next_id: u64,
+    /// The task keys open on this process.
+    open: HashSet<u64>,
+}
+
+/// The critique requests of one [`ProcessCritic::call_many`] or [`ProcessCritic::call_batches`],
+/// each with the scope of its critique, answered with the critique's text or why there is none.
+type Asks<R> = Flight<(R, CallScope), Result<String, CallError>>;
+
+/// The request of index `index` of `asks`.
+fn asked<R: Borrow<Asked>>(asks: &Asks<R>, index: usize) -> &Asked {
+    asks.request(index).0.borrow()
+}
+
+/// The critique scope of request `index` of `asks`.
+fn scope<R>(asks: &mut Asks<R>, index: usize) -> &mut CallScope {
+    &mut asks.request_mut(index).1
+}
+
+/// How one exchange ended.
+enum Answer {
+    Critique(String),
+    Error(String),
+}
+
+impl ProcessCritic {
+    /// Starts the first child, reads its hello and hands it the config. `path` and `sha256` are
+    /// what the manifest records as the critic's file; `command` its command line, if any.
+    pub(crate) fn open(
+        launch: Launch,
+        config_json: &str,
+        isolation: &Isolation,
+        path: PathBuf,
+        command: Option<Vec<String>>,
+        sha256: String,
+        host: &Arc<Host>,
+    ) -> Result<ProcessCritic, PluginError> {
+        let config: serde_json::Value = serde_json::from_str(config_json).map_err(|e| PluginError::ConfigRejected {
+            plugin: launch.label.clone(),
+            config: config_json.to_string(),
+            message: format!("the config is not JSON: {e}"),
+        })?;
+        let mut critic = ProcessCritic {
+            info: Arc::new(CriticInfo {
+                name: String::new(),
+                version: String::new(),
+                path,
+                command,
+                sha256,
+                range: ScoreRange { min: 0.0, max: 1.0 },
+                thread_safe: false,
+                policy_dependent: false,
+                declared: Default::default(),
+                isolation: IsolationMode::Process,
+                builtin: false,
+            }),
+            launch,
+            config,
+            timeout: isolation.timeout,
+            memory_mb: isolation.memory_mb,
+            max_children: 1,
+            pipelined: false,
+            next_key: AtomicU64::new(1),
+            pool: Box::default(),
+            freed: Condvar::new(),
+            host: Arc::clone(host),
+        };
+        let (child, hello) = critic.start().map_err(|failure| match failure {
+            StartFailure::Rejected { message, .. } => PluginError::ConfigRejected {
+                plugin: critic.launch.label.clone(),
+                config: config_json.to_string(),
+                message,
+            },
+            StartFailure::Broken(message) => PluginError::Protocol { critic: critic.launch.label.clone(), message },
+        })?;
+        let info = Arc::make_mut(&mut critic.info);
+        info.name = hello.name;
+        info.version = hello.version;
+        info.range = ScoreRange { min: hello.score_range[0], max: hello.score_range[1] };
+        info.thread_safe = hello.thread_safe;
+        info.policy_dependent = hello.policy_dependent;
+        if let Some(declared) = &hello.info {
+            info.declared =
+                critbench_abi::PluginInfo::parse(&declared.to_string()).map_err(|message| PluginError::BadInfo {
+                    plugin: info.name.clone(),
+                    message: format!("the hello line's `info`: {message}"),
+                })?;
+        }
+        critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
+        critic.pipelined = child.form == Form::Pipelined;
+        critic.pool = Box::new(Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() }));
+        Ok(critic)
+    }
+
+    /// What the manifest records about the critic.
+    pub fn info(&self) -> &Arc<CriticInfo> {
+        &self.info
+    }
+
+    /// Records that the child serves a critic compiled into critbench.
+    pub(crate) fn mark_builtin(&mut self) {
+        Arc::make_mut(&mut self.info).builtin = true;
+    }
+
+    /// Whether the critic speaks the pipelined form: it takes several requests at once, so that
+    /// [`ProcessCritic::call_many`] is worth a caller's while, and reads a loop's task once per
+    /// process, so that a loop's rounds are asked as [`Asked::Round`].
+    pub fn pipelined(&self) -> bool {
+        self.pipelined
+    }
+
+    /// The key a loop's rounds of `task` are asked under, and the task's text they carry: the key
+    /// of the task's other loops in flight, so that a process opens the task once for all of them,
+    /// or a key never given out before. Every key taken is given back by
+    /// [`ProcessCritic::loop_ended`].
+    pub(crate) fn key_for(&self, task: &str) -> (u64, Arc<str>) {
+        let new_key = || self.next_key.fetch_add(1, Ordering::Relaxed);
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        match pool.tasks.entry(address(task)) {
+            // The same text at the same place: another loop of the task (the text outlives every
+            // loop that borrows it, so no other task's text can be there meanwhile).
+            std::collections::hash_map::Entry::Occupied(mut shared) if *shared.get().task == *task => {
+                let shared = shared.get_mut();
+                shared.loops += 1;
+                (shared.key, Arc::clone(&shared.task))
+            }
+            std::collections::hash_map::Entry::Occupied(_) => (new_key(), Arc::from(task)),
+            std::collections::hash_map::Entry::Vacant(place) => {
+                let shared = place.insert(SharedKey { key: new_key(), task: Arc::from(task), loops: 1 });
+                (shared.key, Arc::clone(&shared.task))
+            }
+        }
+    }
+
+    /// A loop that asked about `task` under `key` ([`ProcessCritic::key_for`]) ended: once no
+    /// loop in flight asks about the key, the children that hold it open close it before their
+    /// next batch.
+    pub(crate) fn loop_ended(&self, key: u64, task: &str) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if let std::collections::hash_map::Entry::Occupied(mut shared) = pool.tasks.entry(address(task))
+            && shared.get().key == key
+        {
+            shared.get_mut().loops -= 1;
+            if shared.get().loops > 0 {
+                return;
+            }
+            shared.remove();
+        }
+        if pool.held.contains_key(&key) {
+            pool.closing.push(key);
+        }
+    }
+
+    /// Sends one request to an idle child (starting one if needed), for the critique `scope`
+    /// when given (the child's service requests are answered in it); returns the critique JSON or
+    /// the reason there is none.
+    pub fn call(&self, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
+        let child = self.acquire()?;
+        self.call_on(child, request, scope)
+    }
+
+    /// Sends every request, each for its critique scope, and returns their answers in order, as
+    /// [`ProcessCritic::call`] would one by one: to a child of the pipelined form all at once, to
+    /// one of the simple form one at a time. A child that fails costs the request charged with it
+    /// (the oldest waiting) its answer; the rest go to a fresh child.
+    pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
+        let mut asks = Asks::default();
+        asks.push_batch(requests.iter().copied().zip(scopes.iter_mut().map(std::mem::take)));
+        self.drive(&mut asks, &mut NoMore);
+        let (answers, done): (Vec<_>, Vec<_>) =
+            asks.take_answered().expect("every request has its answer").into_iter().unzip();
+        for (scope, (_, done)) in scopes.iter_mut().zip(done) {
+            *scope = done;
+        }
+        answers
+    }
+
+    /// Sends the batches `batches` hands over, one after another, each answered as
+    /// [`ProcessCritic::call_many`] would answer it, and hands back each batch's answers as soon
+    /// as it has them all, in the order the batches came. To a critic of the pipelined form, a batch
+    /// that comes while earlier ones wait for answers is written to the same process at once, so
+    /// the process goes from one batch to the next without waiting for critbench to read its
+    /// answers. Returns when every batch handed over is answered and none is ready.
+    pub fn call_batches(&self, batches: &mut dyn Batches) {
+        let Some(first) = batches.next() else { return };
+        let mut asks = Asks::default();
+        asks.push_batch(first);
+        self.drive(&mut asks, &mut Fed { batches, critic: self });
+    }
+
+    /// Answers every request of `flight`, and those `feed` adds while it does.
+    fn drive<R: Borrow<Asked>>(&self, flight: &mut Asks<R>, feed: &mut dyn Feed<R>) {
+        loop {
+            feed.deliver(flight);
+            let left = flight.unanswered();
+            let Some(&first) = left.first() else {
+                if feed.more(flight) {
+                    continue;
+                }
+                return;
+            };
+            let mut child = match self.acquire() {
+                Ok(child) => child,
+                Err(error) => {
+                    for index in left {
+                        flight.answer(index, Err(error.clone()));
+                    }
+                    continue;
+                }
+            };
+            if child.form == Form::Simple {
+                // Only a critic of the pipelined form is asked by rounds; one of the simple form is
+                // sent the whole request.
+                let whole = asked(flight, first).whole().into_owned();
+                let answer = self.call_on(child, &whole, Some(scope(flight, first)));
+                flight.answer(first, answer);
+                continue;
+            }
+            match self.pipeline(&mut child, flight, &left, feed) {
+                Ok(None) => self.release(Some(child)),
+                Ok(Some(broken)) => {
+                    let failure = self.discard(child, Some(broken));
+                    // A child that answered nothing before it failed costs the oldest its
+                    // answer, so that a critic failing that way every time cannot loop.
+                    if left.iter().all(|&index| !flight.is_answered(index)) {
+                        flight.answer(first, Err(CallError::ChildStopped { failure }));
+                    }
+                }
+                Err((charged, broken)) => {
+                    let failure = self.discard(child, Some(broken));
+                    flight.answer(charged, Err(CallError::ChildStopped { failure }));
+                }
+            }
+        }
+    }
+
+    /// One request on `child`, which goes back to the pool unless it failed.
+    fn call_on(&self, mut child: Child, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
+        match self.exchange(&mut child, request, scope) {
+            Ok(answer) => {
+                self.release(Some(child));
+                match answer {
+                    Answer::Critique(text) => Ok(text),
+                    Answer::Error(message) => Err(CallError::Critic(message)),
+                }
+            }
+            Err(broken) => {
+                let failure = self.discard(child, Some(broken));
+                Err(CallError::ChildStopped { failure })
+            }
+        }
+    }
+
+    /// Stops a child that is no longer usable ([`Program::finish`]), forgets the tasks it held
+    /// open and frees its place in the pool.
+    fn discard(&self, child: Child, broken: Option<Broken>) -> String {
+        let Child { program, open, .. } = child;
+        let failure = program.finish(broken);
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        for key in open {
+            pool.let_go(key);
+        }
+        drop(pool);
+        self.release(None);
+        failure
+    }
+
+    fn acquire(&self) -> Result<Child, CallError> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(child) = pool.idle.pop() {
+                return Ok(child);
+            }
+            if pool.live < self.max_children {
+                pool.live += 1;
+                drop(pool);
+                return match self.start() {
+                    Ok((child, hello)) => match self.same_critic(&hello) {
+                        Ok(()) => Ok(child),
+                        Err(error) => {
+                            child.program.finish(None);
+                            self.release(None);
+                            Err(error)
+                        }
+                    },
+                    Err(failure) => {
+                        self.release(None);
+                        Err(CallError::Restart(failure.message().to_string()))
+                    }
+                };
+            }
+            pool.waiting += 1;
+            pool = self.freed.wait(pool).unwrap_or_else(|p| p.into_inner());
+            pool.waiting -= 1;
+        }
+    }
+
+    /// Returns a healthy child to the pool, or accounts for a dead one.
+    fn release(&self, child: Option<Child>) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        match child {
+            Some(child) => pool.idle.push(child),
+            None => pool.live -= 1,
+        }
+        drop(pool);
+        self.freed.notify_one();
+    }
+
+    /// A restarted child must be the critic the run started with.
+    fn same_critic(&self, hello: &Hello) -> Result<(), CallError> {
+        let info = &self.info;
+        if hello.name != info.name
+            || hello.version != info.version
+            || hello.score_range != [info.range.min, info.range.max]
+        {
+            return Err(CallError::OtherCritic {
+                found: format!(
+                    "{} {} with range {}–{}",
+                    hello.name, hello.version, hello.score_range[0], hello.score_range[1]
+                ),
+                expected: format!("{} {} with range {}", info.name, info.version, info.range),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ProcessCritic {
+    fn drop(&mut self) {
+        let pool = std::mem::take(&mut *self.pool.lock().unwrap_or_else(|p| p.into_inner()));
+        for child in pool.idle {
+            child.program.close();
+        }
+    }
+}
+
+impl From<ProtocolError> for Broken {
+    fn from(error: ProtocolError) -> Broken {
+        Broken::Protocol(error.to_string())
+    }
+}
+
+/// The critique of a message line as the critic wrote it (the content of a string critique),
+/// so that a critique reads the same whatever the protocol: its own repeated keys, say, are then
+/// refused as a plugin's are, not resolved by a JSON tree. `None` when the line has no
+/// `critique` to read that way.
+fn written_critique(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Critique<'a> {
+        #[serde(borrow)]
+        critique: &'a serde_json::value::RawValue,
+    }
+    let Critique { critique } = serde_json::from_slice(line).ok()?;
+    if critique.get().starts_with('"') {
+        serde_json::from_str(critique.get()).ok()
+    } else {
+        Some(critique.get().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,311 @@
+//! Many requests in flight on a critic's child: the pipelined form of the protocol. A batch of
+//! requests goes out in one write, the answers are taken by id as they come, each task is opened
+//! once per child for the loops that share its key (the rounds right behind the open), and the
+//! batches made ready meanwhile go to the same child at once.
+
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, HashSet};
+use std::io::ErrorKind;
+use std::time::Instant;
+
+use super::{Asks, Child, ProcessCritic, asked, scope, written_critique};
+use crate::CallError;
+use crate::program::{Broken, Nudge, excerpt, parse_message};
+use crate::protocol::{self, ProtocolError, Reply};
+use crate::request::Asked;
+use crate::services::CallScope;
+
+/// What a message in flight on a child of the pipelined form waits for.
+#[derive(Clone, Copy)]
+enum Waiting {
+    /// The answer to the request of this index.
+    Request(usize),
+    /// The answer to the open of task `key`, asked by the round of index `first` (charged with a
+    /// failure while the open is the oldest message waiting).
+    Open { key: u64, first: usize },
+}
+
+impl Waiting {
+    /// The request charged when the child fails while this waits.
+    fn charged(self) -> usize {
+        match self {
+            Waiting::Request(index) | Waiting::Open { first: index, .. } => index,
+        }
+    }
+}
+
+/// The batches of [`ProcessCritic::call_batches`]: where they come from, and where their
+/// answers go.
+pub trait Batches {
+    /// The next batch when one is ready now (never waits): each request with the scope of its
+    /// critique.
+    fn next(&mut self) -> Option<Vec<(Asked, CallScope)>>;
+    /// The answers of the oldest batch not yet answered, in its order, each with its scope as the
+    /// child's service calls left it.
+    fn answered(&mut self, answers: Vec<(Result<String, CallError>, CallScope)>);
+    /// What wakes the thread sending the batches while it waits for a child's answers (one per
+    /// child it sends to, the last one given the one that counts): nudged after a batch is made
+    /// ready, it takes the batch at once. Without, a batch made ready is taken at the next answer.
+    fn nudge_with(&mut self, nudge: Nudge) {
+        let _ = nudge;
+    }
+}
+
+/// Where a flight's batches after its first come from, and where its answered batches go.
+pub(super) trait Feed<R> {
+    /// Adds the next batch to `flight` when one is ready now; whether it did.
+    fn more(&mut self, flight: &mut Asks<R>) -> bool;
+    /// `child` now takes the batches.
+    fn sending_to(&mut self, child: &Child) {
+        let _ = child;
+    }
+    /// Hands back the batches at the front of `flight` that have all their answers.
+    fn deliver(&mut self, flight: &mut Asks<R>);
+}
+
+/// [`ProcessCritic::call_many`]'s one batch, taken back when all is answered.
+pub(super) struct NoMore;
+
+impl<R> Feed<R> for NoMore {
+    fn more(&mut self, _: &mut Asks<R>) -> bool {
+        false
+    }
+
+    fn deliver(&mut self, _: &mut Asks<R>) {}
+}
+
+/// [`ProcessCritic::call_batches`]'s batches.
+pub(super) struct Fed<'a> {
+    pub(super) batches: &'a mut dyn Batches,
+    pub(super) critic: &'a ProcessCritic,
+}
+
+impl Feed<Asked> for Fed<'_> {
+    fn more(&mut self, flight: &mut Asks<Asked>) -> bool {
+        // A thread waiting for a child gets this one once the batches taken are answered.
+        if self.critic.pool.lock().unwrap_or_else(|p| p.into_inner()).waiting > 0 {
+            return false;
+        }
+        match self.batches.next() {
+            Some(batch) => {
+                flight.push_batch(batch);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn deliver(&mut self, flight: &mut Asks<Asked>) {
+        while let Some(answers) = flight.take_answered() {
+            self.batches.answered(answers.into_iter().map(|(answer, (_, scope))| (answer, scope)).collect());
+        }
+    }
+
+    fn sending_to(&mut self, child: &Child) {
+        self.batches.nudge_with(child.program.nudge());
+    }
+}
+
+impl ProcessCritic {
+    /// The requests `left` (indices into `flight`) on a child of the pipelined form, written at
+    /// once (after the closes of ended tasks this child holds, and the opens of tasks it does not
+    /// hold, each round right behind its task's open); each answer is stored as it comes, and the
+    /// batches `feed` makes ready meanwhile are written the same way, each before the host waits
+    /// for the child again. An `Err` names the request charged with the child's failure (the oldest
+    /// still waiting) and why; the child is then no longer usable. `Ok(Some(why))`: every request
+    /// written was answered, but some could not be written: the child is no longer usable, and
+    /// those are left unanswered.
+    pub(super) fn pipeline<R: Borrow<Asked>>(
+        &self,
+        child: &mut Child,
+        flight: &mut Asks<R>,
+        left: &[usize],
+        feed: &mut dyn Feed<R>,
+    ) -> Result<Option<Broken>, (usize, Broken)> {
+        let oldest_first = left[0];
+        // A line written since the last answer answers nothing (as in `exchange`).
+        match child.program.line_waiting() {
+            Some(Ok(line)) => return Err((oldest_first, Broken::unasked(&line))),
+            Some(Err(broken)) => return Err((oldest_first, broken)),
+            None => {}
+        }
+        feed.sending_to(child);
+        let first_id = child.next_id;
+        // What each message in flight waits for, by id: the oldest first.
+        let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
+        // The keys whose open was written and not answered yet.
+        let mut opening: HashSet<u64> = HashSet::new();
+        // Why writing to the child stopped working (a failed write may leave part of a line).
+        let mut unwritable: Option<Broken> = None;
+        let batch = self.batch_lines(child, flight, left, &mut waiting, &mut opening);
+        (child.program.write_by(batch.as_bytes(), Some(Instant::now() + self.timeout)))
+            .map_err(|source| (oldest_first, self.unwritable(source)))?;
+        // Each request gets the timeout from when the child could start on it: its sending, or
+        // the answer before it.
+        let mut deadline = Instant::now() + self.timeout;
+        loop {
+            // Before waiting for the child: the next batch, when one is ready.
+            if unwritable.is_none() && (waiting.is_empty() || !child.program.any_line_ready()) {
+                let from_id = child.next_id;
+                let nothing_in_flight = waiting.is_empty();
+                let from = flight.len();
+                let lines = if feed.more(flight) {
+                    let more: Vec<usize> = (from..flight.len()).collect();
+                    self.batch_lines(child, flight, &more, &mut waiting, &mut opening)
+                } else {
+                    String::new()
+                };
+                if nothing_in_flight && !lines.is_empty() {
+                    // Nothing was in flight: the oldest of these is timed from now.
+                    deadline = Instant::now() + self.timeout;
+                }
+                if !lines.is_empty()
+                    && let Err(source) = child.program.write_by(lines.as_bytes(), Some(Instant::now() + self.timeout))
+                {
+                    // The child died or stopped reading while it worked on a request written
+                    // before these: that request is charged when its answer fails to come, and
+                    // these go to a fresh child, not counted as an attempt.
+                    unwritable = Some(self.unwritable(source));
+                    waiting.retain(|&id, _| id < from_id);
+                }
+            }
+            let Some((&oldest, charged)) = waiting.first_key_value() else { break };
+            let charged = charged.charged();
+            let Some((line, _)) =
+                child.program.next_line_or_nudge(deadline, self.timeout).map_err(|broken| (charged, broken))?
+            else {
+                // A batch was made ready: it goes out before the wait goes on.
+                continue;
+            };
+            let in_flight = |id| waiting.contains_key(&id);
+            let (id, reply) = match protocol::fast_pipelined_reply(&line, in_flight) {
+                Some(read) => read,
+                None => {
+                    let message = parse_message(&line).map_err(|broken| (charged, broken))?;
+                    let ids = (first_id.min(oldest), child.next_id);
+                    match protocol::pipelined_reply(&message, ids, in_flight)
+                        .map_err(|error| (charged, error.into()))?
+                    {
+                        (id, Reply::Critique(text)) => (id, Reply::Critique(written_critique(&line).unwrap_or(text))),
+                        read => read,
+                    }
+                }
+            };
+            let wrong = |what, wrong| {
+                // The line was read as JSON already; its excerpt is the message as the full path shows it.
+                let message =
+                    parse_message(&line).map_or_else(|_| String::new(), |message| excerpt(&message.to_string()));
+                (charged, ProtocolError::WrongAnswer { what, id, wrong, message }.into())
+            };
+            // A round is written right after its task's open: its answer must not come before the
+            // open's, which says whether there is a task to critique.
+            if let (Waiting::Request(index), Reply::Critique(_) | Reply::Error(_)) = (waiting[&id], &reply)
+                && !opening.is_empty()
+                && let Asked::Round(round) = asked(flight, index)
+                && opening.contains(&round.key)
+            {
+                let message = excerpt(String::from_utf8_lossy(&line).trim_end());
+                return Err((charged, ProtocolError::BeforeOpen { id, key: round.key, message }.into()));
+            }
+            match (waiting[&id], reply) {
+                (waits, Reply::Service { name, request }) => {
+                    let answer = self.host.dispatch(&name, &request, Some(scope(flight, waits.charged())));
+                    (child
+                        .program
+                        .write_by(format!("{}\n", protocol::service_answer_line(id, answer)).as_bytes(), None))
+                    .map_err(|e| (charged, Broken::AnswerService(e)))?;
+                    // The timeout measures the critic, not the host's services.
+                    deadline = Instant::now() + self.timeout;
+                    continue;
+                }
+                (Waiting::Request(index), Reply::Critique(text)) => flight.answer(index, Ok(text)),
+                (Waiting::Request(index), Reply::Error(message)) => {
+                    flight.answer(index, Err(CallError::Critic(message)));
+                }
+                (Waiting::Request(_), Reply::Opened) => return Err(wrong("request", "`ok`")),
+                (Waiting::Open { .. }, Reply::Critique(_)) => return Err(wrong("the open of a task", "a critique")),
+                (Waiting::Open { key, .. }, Reply::Error(_)) => {
+                    // The task is not open on the child; the rounds written behind the open are
+                    // answered by the child, and the next round of the key opens it again.
+                    opening.remove(&key);
+                }
+                (Waiting::Open { key, .. }, Reply::Opened) => {
+                    opening.remove(&key);
+                    child.open.insert(key);
+                    *self.pool.lock().unwrap_or_else(|p| p.into_inner()).held.entry(key).or_default() += 1;
+                }
+            }
+            waiting.remove(&id);
+            deadline = Instant::now() + self.timeout;
+            // The batches answered whole go back as soon as they are.
+            feed.deliver(flight);
+        }
+        Ok(unwritable)
+    }
+
+    /// The lines of the requests `indices` of `flight` for `child`, each then waiting for its
+    /// answer: after the close of ended tasks this child holds, a round's open when the child
+    /// neither holds its task nor is opening it (the round follows the open at once), then the
+    /// round; a whole request as it is.
+    fn batch_lines<R: Borrow<Asked>>(
+        &self,
+        child: &mut Child,
+        flight: &Asks<R>,
+        indices: &[usize],
+        waiting: &mut BTreeMap<u64, Waiting>,
+        opening: &mut HashSet<u64>,
+    ) -> String {
+        let mut batch = String::new();
+        if let Some(line) = self.take_closes(child) {
+            batch.push_str(&line);
+            batch.push('\n');
+        }
+        for &index in indices {
+            let id = child.next_id;
+            match asked(flight, index) {
+                Asked::Round(round) => {
+                    if !child.open.contains(&round.key) && opening.insert(round.key) {
+                        waiting.insert(id, Waiting::Open { key: round.key, first: index });
+                        batch.push_str(&protocol::open_line(id, round.key, &round.task));
+                        batch.push('\n');
+                        child.next_id += 1;
+                    }
+                    let id = child.next_id;
+                    waiting.insert(id, Waiting::Request(index));
+                    batch.push_str(&protocol::round_line(id, round.key, &round.request()));
+                }
+                asked => {
+                    waiting.insert(id, Waiting::Request(index));
+                    batch.push_str(&protocol::request_line(id, &asked.whole()));
+                }
+            }
+            child.next_id += 1;
+            batch.push('\n');
+        }
+        batch
+    }
+
+    /// Why a write to the child failed: it stopped reading (the timeout), or it died.
+    fn unwritable(&self, source: std::io::Error) -> Broken {
+        if source.kind() == ErrorKind::TimedOut {
+            Broken::Timeout(self.timeout)
+        } else {
+            Broken::Send { what: "the requests", source }
+        }
+    }
+
+    /// The `close` line of the ended tasks' keys that `child` holds open, if any; they are then
+    /// no longer open on it.
+    fn take_closes(&self, child: &mut Child) -> Option<String> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let mine: Vec<u64> = pool.closing.iter().copied().filter(|key| child.open.contains(key)).collect();
+        if mine.is_empty() {
+            return None;
+        }
+        for &key in &mine {
+            child.open.remove(&key);
+            pool.let_go(key);
+        }
+        Some(protocol::close_line(&mine))
+    }
+}

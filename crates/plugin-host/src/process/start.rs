@@ -1,0 +1,120 @@
+//! A critic's child process started: the program spawned, its hello read (who it is, which form
+//! of the protocol it speaks) and its config handed over.
+
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use super::{Child, ProcessCritic};
+use crate::program::{Broken, Program};
+use crate::protocol::{self, ConfigRefused, Form, text_of};
+
+/// The least time a child gets to say hello and take its config.
+const MIN_STARTUP: Duration = Duration::from_secs(30);
+
+/// The first line a critic writes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Hello {
+    pub(super) protocol: u32,
+    /// The pipelined form; the simple one without.
+    #[serde(default)]
+    pub(super) pipelined: bool,
+    pub(super) name: String,
+    pub(super) version: String,
+    pub(super) score_range: [f64; 2],
+    #[serde(default)]
+    pub(super) thread_safe: bool,
+    #[serde(default)]
+    pub(super) policy_dependent: bool,
+    /// The critic's info JSON (`critbench.h`): issue types, required services, hints.
+    #[serde(default)]
+    pub(super) info: Option<serde_json::Value>,
+}
+
+/// A hello that does not say who the critic is.
+#[derive(Debug, thiserror::Error)]
+enum BadHello {
+    #[error("the hello line is not valid: {0}")]
+    Json(serde_json::Error),
+    #[error(
+        "the hello line needs a non-empty name and a finite, non-empty score_range; got {name:?} and [{min}, {max}]"
+    )]
+    Range { name: String, min: f64, max: f64 },
+}
+
+impl From<BadHello> for Broken {
+    fn from(bad: BadHello) -> Broken {
+        Broken::Protocol(bad.to_string())
+    }
+}
+
+/// Why a child did not start.
+pub(super) enum StartFailure {
+    /// The critic refused its config.
+    Rejected {
+        message: String,
+    },
+    Broken(String),
+}
+
+impl StartFailure {
+    pub(super) fn message(&self) -> &str {
+        match self {
+            StartFailure::Rejected { message } => message,
+            StartFailure::Broken(message) => message,
+        }
+    }
+}
+
+impl ProcessCritic {
+    /// Spawns a child, reads its hello and sends the config.
+    pub(super) fn start(&self) -> Result<(Child, Hello), StartFailure> {
+        let program = Program::spawn(&self.launch, self.memory_mb).map_err(StartFailure::Broken)?;
+        let fail = |program: Program, broken: Broken| StartFailure::Broken(program.finish(Some(broken)));
+        // Starting an interpreter or loading a library can be slow on a busy machine.
+        let startup = self.timeout.max(MIN_STARTUP);
+        let hello = match program.next_message(Instant::now() + startup, startup) {
+            Ok((hello, _)) => hello,
+            Err(broken) => return Err(fail(program, broken)),
+        };
+        if let Some(message) = hello.get("error") {
+            let message = text_of(message);
+            program.finish(None);
+            return Err(StartFailure::Broken(message));
+        }
+        let hello: Hello = match serde_json::from_value(hello) {
+            Ok(hello) => hello,
+            Err(e) => return Err(fail(program, BadHello::Json(e).into())),
+        };
+        let form = match Form::from_hello(hello.protocol, hello.pipelined) {
+            Ok(form) => form,
+            Err(error) => return Err(fail(program, error.into())),
+        };
+        let [min, max] = hello.score_range;
+        if hello.name.is_empty() || !(min.is_finite() && max.is_finite() && min < max) {
+            return Err(fail(program, BadHello::Range { name: hello.name, min, max }.into()));
+        }
+        let mut program = program;
+        if let Err(source) = program.send(&protocol::config_line(&self.config)) {
+            return Err(fail(program, Broken::Send { what: "the config", source }));
+        }
+        let answer = match program.next_message(Instant::now() + startup, startup) {
+            Ok((answer, _)) => protocol::config_answer(&answer).map_err(Broken::from),
+            Err(broken) => Err(broken),
+        };
+        match answer {
+            Ok(Ok(())) => {
+                if form == Form::Pipelined {
+                    program.let_several_come();
+                }
+                Ok((Child { program, form, next_id: 1, open: Default::default() }, hello))
+            }
+            Ok(Err(ConfigRefused(message))) => {
+                program.finish(None);
+                Err(StartFailure::Rejected { message })
+            }
+            Err(broken) => Err(fail(program, broken)),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! A child program's lifecycle: how to start it ([`Launch`]), the running program ([`Program`]:
+//! spawned as the leader of a process group that dies with critbench, its stdin written without
+//! blocking, its stdout read by a thread of its own), and its end, killed with its whole group and
+//! told in words.
+
+use std::ffi::OsString;
+use std::io::{ErrorKind, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, Sender, TryRecvError, channel};
+use std::time::{Duration, Instant};
+
+use super::lines::{Delivery, Line, Lines, Nudge, read_lines};
+use super::{Broken, EXIT_CHECK, parse_message, process_group};
+
+/// How to start a program.
+#[derive(Clone, Debug)]
+pub(crate) struct Launch {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub cwd: Option<PathBuf>,
+    /// How the program is named in messages: its command line or library path.
+    pub label: String,
+    /// What the program is to critbench, the noun of its messages ("the critic wrote …").
+    pub role: &'static str,
+}
+
+/// A running program: its process, the write end of its stdin and the lines of its stdout.
+pub(crate) struct Program {
+    process: std::process::Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines,
+    /// Raised once the program may write several messages in one write ([`Program::let_several_come`]).
+    several: Arc<AtomicBool>,
+    /// What a [`Nudge`] for this program sends through.
+    nudge: Sender<Delivery>,
+    role: &'static str,
+}
+
+impl Program {
+    /// Starts `launch` as the leader of a process group of its own that dies with critbench (with
+    /// an address space of at most `memory_mb` MiB), and its reader thread. The error is in words.
+    pub(crate) fn spawn(launch: &Launch, memory_mb: Option<u64>) -> Result<Program, String> {
+        let mut command = Command::new(&launch.program);
+        command.args(&launch.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        if let Some(cwd) = &launch.cwd {
+            command.current_dir(cwd);
+        }
+        let mut process = process_group::spawn(command, memory_mb)
+            .map_err(|source| Broken::Spawn { label: launch.label.clone(), source }.describe(launch.role))?;
+        let stdout = process.stdout.take().expect("stdout is piped");
+        let stdin = process.stdin.take();
+        if let Some(stdin) = &stdin {
+            // Writes wait in `write_by`, which gives up at a deadline, never in the kernel.
+            // SAFETY: F_GETFL/F_SETFL on a descriptor the ChildStdin owns.
+            unsafe {
+                let flags = libc::fcntl(stdin.as_raw_fd(), libc::F_GETFL);
+                libc::fcntl(stdin.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
+        }
+        let (sender, lines) = channel();
+        let nudge = sender.clone();
+        let several = Arc::new(AtomicBool::new(false));
+        let reading = Arc::clone(&several);
+        let reader = std::thread::Builder::new()
+            .name(format!("critbench-{}-reader", launch.role))
+            .spawn(move || read_lines(stdout, sender, &reading));
+        let program = Program { process, stdin, lines: Lines::new(lines), several, nudge, role: launch.role };
+        match reader {
+            Ok(_) => Ok(program),
+            Err(e) => Err(program.finish(Some(Broken::ReaderThread(e)))),
+        }
+    }
+
+    /// From now on the program may write several messages in one write (it answers requests in
+    /// flight as it goes); until then, bytes after a message in the same write are refused.
+    pub(crate) fn let_several_come(&self) {
+        self.several.store(true, Ordering::Relaxed);
+    }
+
+    /// What wakes a thread waiting for this program's lines ([`Program::next_line_or_nudge`]).
+    pub(crate) fn nudge(&self) -> Nudge {
+        Nudge(self.nudge.clone())
+    }
+
+    /// Writes `line` and its newline, for as long as it takes.
+    pub(crate) fn send(&mut self, line: &str) -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        self.write_by(&bytes, None)
+    }
+
+    /// Writes all of `bytes` to the program's stdin (non-blocking), waiting for room in the pipe
+    /// until `deadline` (`ErrorKind::TimedOut` then: the program stopped reading), or for as long
+    /// as it takes.
+    pub(crate) fn write_by(&mut self, mut bytes: &[u8], deadline: Option<Instant>) -> std::io::Result<()> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| std::io::Error::other("stdin is closed"))?;
+        while !bytes.is_empty() {
+            match stdin.write(bytes) {
+                Ok(0) => return Err(std::io::Error::from(ErrorKind::WriteZero)),
+                Ok(written) => bytes = &bytes[written..],
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    let wait = match deadline {
+                        Some(deadline) => {
+                            let left = deadline.saturating_duration_since(Instant::now());
+                            if left.is_zero() {
+                                let stopped = format!("the {} stopped reading its input", self.role);
+                                return Err(std::io::Error::new(ErrorKind::TimedOut, stopped));
+                            }
+                            left.min(EXIT_CHECK)
+                        }
+                        None => EXIT_CHECK,
+                    };
+                    let mut ready = libc::pollfd { fd: stdin.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+                    // SAFETY: one valid pollfd; a failed or interrupted poll just loops.
+                    unsafe { libc::poll(&mut ready, 1, wait.as_millis().max(1) as libc::c_int) };
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// A line the program wrote that is here already, if any (or why reading stopped).
+    pub(crate) fn line_waiting(&self) -> Option<Result<Vec<u8>, Broken>> {
+        match self.lines.try_recv() {
+            Ok(Line { bytes, .. }) => Some(bytes),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
+        }
+    }
+
+    /// Whether a line is ready to be taken without waiting.
+    pub(crate) fn any_line_ready(&self) -> bool {
+        self.lines.any_ready()
+    }
+
+    /// The next line from the program and when it arrived; [`Broken::Timeout`] (of `timeout`) at
+    /// `deadline`.
+    pub(crate) fn next_line(&self, deadline: Instant, timeout: Duration) -> Result<(Vec<u8>, Instant), Broken> {
+        loop {
+            if let Some(line) = self.next_line_or_nudge(deadline, timeout)? {
+                return Ok(line);
+            }
+        }
+    }
+
+    /// [`Program::next_line`], or `None` when the program's [`Nudge`] comes first.
+    pub(crate) fn next_line_or_nudge(
+        &self,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Option<(Vec<u8>, Instant)>, Broken> {
+        let received = |line: Line| match line {
+            Line { bytes: Ok(line), arrived } => Ok(Some((line, arrived))),
+            Line { bytes: Err(broken), .. } => Err(broken),
+        };
+        loop {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_or_nudge(wait.min(EXIT_CHECK)) {
+                Ok(Some(line)) => return received(line),
+                Ok(None) => return Ok(None),
+                Err(RecvTimeoutError::Disconnected) => return Err(Broken::Closed),
+                Err(RecvTimeoutError::Timeout) if wait <= EXIT_CHECK => return Err(Broken::Timeout(timeout)),
+                // A process the program started can hold its output open after the program died,
+                // so the output never closes: the program's own end is what says it died.
+                Err(RecvTimeoutError::Timeout) if process_group::has_exited(self.process.id()) => {
+                    // What it wrote just before it died may still be on its way.
+                    return match self.lines.recv_timeout(EXIT_CHECK) {
+                        Ok(line) => received(line),
+                        Err(_) => Err(Broken::Closed),
+                    };
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// The next line from the program as a JSON object, and when it arrived.
+    pub(crate) fn next_message(
+        &self,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<(serde_json::Value, Instant), Broken> {
+        let (line, arrived) = self.next_line(deadline, timeout)?;
+        Ok((parse_message(&line)?, arrived))
+    }
+
+    /// Stops a program that is no longer usable, with its whole process group, and says why:
+    /// `broken`, or — when the program went silent because it died (its output closed, or it
+    /// stopped reading) — how the process ended. A program that wrote something wrong keeps that as
+    /// the reason even if it exited right after.
+    pub(crate) fn finish(mut self, broken: Option<Broken>) -> String {
+        self.stdin.take();
+        let pid = self.process.id();
+        let died = broken.as_ref().is_some_and(Broken::died);
+        let mut exited = process_group::has_exited(pid);
+        if !exited && died {
+            // It is exiting right now: give it a moment to end on its own.
+            let grace = Instant::now() + Duration::from_secs(2);
+            while !exited && Instant::now() < grace {
+                std::thread::sleep(Duration::from_millis(2));
+                exited = process_group::has_exited(pid);
+            }
+        }
+        // Before the program is reaped, while its pid still names its group.
+        process_group::kill(pid);
+        let status = self.process.wait();
+        process_group::forget(pid);
+        match status {
+            Ok(status) if died && exited => describe_exit(status, self.role),
+            _ => broken.map(|broken| broken.describe(self.role)).unwrap_or_default(),
+        }
+    }
+
+    /// Ends a program critbench is done with: its stdin closes, the protocol's way to say goodbye,
+    /// and the kill of its group makes sure, for the program and whatever it started.
+    pub(crate) fn close(mut self) {
+        self.stdin.take();
+        let pid = self.process.id();
+        process_group::kill(pid);
+        let _ = self.process.wait();
+        process_group::forget(pid);
+    }
+}
+
+/// How a program's process ended, in words.
+fn describe_exit(status: ExitStatus, role: &str) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(signal) = status.signal() {
+        let name = match signal {
+            libc::SIGSEGV => " (SIGSEGV: a crash)",
+            libc::SIGABRT => " (SIGABRT: an abort)",
+            libc::SIGKILL => " (SIGKILL)",
+            libc::SIGBUS => " (SIGBUS: a crash)",
+            libc::SIGFPE => " (SIGFPE: a crash)",
+            libc::SIGILL => " (SIGILL: a crash)",
+            _ => "",
+        };
+        format!("the {role} process was killed by signal {signal}{name}")
+    } else {
+        format!("the {role} process exited with status {}", status.code().unwrap_or(-1))
+    }
+}
+
+/// The program of a command: a path with a `/` is taken relative to `base_dir`; a bare name is
+/// looked up on `PATH`.
+pub(crate) fn resolve_program(program: &str, base_dir: Option<&Path>) -> Option<PathBuf> {
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return Some(match base_dir {
+            Some(base) if path.is_relative() => base.join(path),
+            _ => path,
+        });
+    }
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths).map(|dir| dir.join(program)).find(|p| p.is_file())
+}

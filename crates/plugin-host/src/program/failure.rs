@@ -1,0 +1,101 @@
+//! Why a child program can no longer be used ([`Broken`]), in words that name it by its role.
+
+use std::time::Duration;
+
+use super::excerpt;
+use super::lines::MAX_LINE;
+
+/// How the message starts when a line could not be written to the program (usually: it died).
+const SEND_FAILED: &str = "cannot send";
+
+/// Why a program can no longer be used. Its words ([`Broken::describe`]) are the failure a caller
+/// records, unless the program died, when how it ended says more ([`super::Program::finish`]).
+#[derive(Debug)]
+pub(crate) enum Broken {
+    /// The program could not be started (`label`: how it is named, its command line or library).
+    Spawn {
+        label: String,
+        source: std::io::Error,
+    },
+    ReaderThread(std::io::Error),
+    /// Writing to the program failed: it died or closed its input.
+    Send {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    AnswerService(std::io::Error),
+    /// The program's output closed.
+    Closed,
+    Timeout(Duration),
+    /// A line that arrived after the last answer and before the next request was written.
+    Unasked(String),
+    /// More bytes after a message, in the same write, from a program that answers one at a time.
+    Hurried(String),
+    LineTooLong,
+    NotUtf8 {
+        at: usize,
+        line: String,
+    },
+    NotJson(String),
+    /// A message that gives `key` twice.
+    RepeatedKey {
+        key: String,
+        line: String,
+    },
+    /// The program broke the rules of what it speaks: the caller's words.
+    Protocol(String),
+}
+
+impl Broken {
+    /// A line that answers nothing: it came after the last answer, before the next request.
+    pub(crate) fn unasked(line: &[u8]) -> Broken {
+        Broken::Unasked(excerpt(String::from_utf8_lossy(line).trim_end()))
+    }
+
+    /// Whether the program went silent because it died (its output closed, or it stopped reading).
+    pub(crate) fn died(&self) -> bool {
+        matches!(self, Broken::Closed | Broken::Send { .. })
+    }
+
+    /// What went wrong, naming the program by its `role` ("the critic wrote …").
+    pub(crate) fn describe(&self, role: &str) -> String {
+        match self {
+            Broken::Spawn { label, source } => format!("cannot start `{label}`: {source}"),
+            Broken::ReaderThread(source) => format!("cannot start a reader thread: {source}"),
+            Broken::Send { what, source } => format!("{SEND_FAILED} {what}: {source}"),
+            Broken::AnswerService(source) => format!("cannot answer a service call: {source}"),
+            Broken::Closed => format!("the {role} process closed its output"),
+            Broken::Timeout(timeout) => format!("no answer within {} s", timeout.as_secs_f64()),
+            Broken::Unasked(line) => format!("the {role} wrote a line after its last answer, unasked: {line}"),
+            Broken::Hurried(line) => {
+                format!("the {role} wrote more after a message without waiting for critbench: {line}")
+            }
+            Broken::LineTooLong => format!("the {role} wrote a line longer than {} MiB", MAX_LINE >> 20),
+            Broken::NotUtf8 { at, line } => {
+                format!("the {role} wrote bytes that are not valid UTF-8 (at byte {at}): {line}")
+            }
+            Broken::NotJson(line) => format!("the {role} wrote a line that is not protocol JSON: {line}"),
+            Broken::RepeatedKey { key, line } => format!(
+                "the {role} wrote a message with the key `{key}` twice (JSON readers disagree on which copy wins; \
+                 give each key once): {line}"
+            ),
+            Broken::Protocol(message) => message.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_names_the_program_by_its_role() {
+        let line = Broken::unasked(b"{\"id\": 3}\n");
+        assert_eq!(line.describe("critic"), "the critic wrote a line after its last answer, unasked: {\"id\": 3}");
+        assert_eq!(line.describe("writer"), "the writer wrote a line after its last answer, unasked: {\"id\": 3}");
+        assert_eq!(Broken::Closed.describe("critic"), "the critic process closed its output");
+        assert_eq!(Broken::Timeout(Duration::from_millis(2500)).describe("critic"), "no answer within 2.5 s");
+        assert_eq!(Broken::Protocol("its own words".into()).describe("critic"), "its own words");
+        assert!(Broken::Closed.died() && !Broken::LineTooLong.died());
+    }
+}
