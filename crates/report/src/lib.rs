@@ -33,6 +33,7 @@ pub mod gold;
 mod html;
 mod markdown;
 pub mod power;
+pub mod queries;
 pub mod sequential;
 pub mod show;
 mod summary;
@@ -110,12 +111,6 @@ pub enum ReportError {
         #[source]
         source: Box<RowError>,
     },
-    /// The rounds of a task could not be read from the trajectories.
-    #[error(transparent)]
-    TaskRounds(#[from] critbench_storage::task_rounds::TaskRoundsError),
-    /// What the writer did with the critiques could not be read from the trajectories.
-    #[error(transparent)]
-    FeedbackUse(#[from] critbench_storage::feedback_use::FeedbackUseError),
 }
 
 /// What a user asked that the run cannot answer: a task, arm, config or loop it does not have,
@@ -253,7 +248,15 @@ pub enum RowError {
     #[error("the loop {key} of a sampled task has no gold label")]
     NoGoldLabel {
         /// The loop.
-        key: critbench_storage::final_answers::LoopKey,
+        key: queries::final_answers::LoopKey,
+    },
+    /// A loop of `outcomes.parquet` whose final round has no row in `trajectories.parquet`.
+    #[error("the loop {key} has no row for its final round {round}")]
+    NoFinalRound {
+        /// The loop.
+        key: queries::final_answers::LoopKey,
+        /// The round its outcome names.
+        round: u32,
     },
 }
 

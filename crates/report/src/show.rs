@@ -1,7 +1,7 @@
 //! `critbench show RUN`: read one loop of a run round by round, or list the discordant pairs of two
 //! arms (the task × epoch units where one arm passed and the other did not).
 //!
-//! A loop is found in `trajectories.parquet` by its task ([`critbench_storage::task_rounds`]): only
+//! A loop is found in `trajectories.parquet` by its task ([`crate::queries::task_rounds`]): only
 //! the row groups whose `task_id` statistics (min/max) can hold the task are read, and only the
 //! columns shown are decoded, so showing one task of a run of a million rounds reads a row group
 //! or two.
@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use critbench_core::{Arm, ExitReason};
 use critbench_storage::tables::for_each_outcome_stats_in;
-use critbench_storage::task_rounds::{TaskRound, read_task_rounds};
 
+use crate::queries::task_rounds::{TaskRound, read_task_rounds};
 use crate::summary::{KeyMap, task_hash};
 use crate::{QueryError, Report, ReportError, WantedKey};
 
@@ -33,11 +33,7 @@ pub struct LoopQuery {
 
 /// Every round of `task` in the run's trajectories, whether in one file or in shards.
 fn task_rounds(run_dir: &Path, task: &str) -> Result<Vec<TaskRound>, ReportError> {
-    let mut rounds = Vec::new();
-    for path in crate::table_files(run_dir, "trajectories")? {
-        rounds.extend(read_task_rounds(&path, task)?.rounds);
-    }
-    Ok(rounds)
+    Ok(read_task_rounds(&crate::table_files(run_dir, "trajectories")?, task)?.rounds)
 }
 
 /// Renders one loop of `query.task` round by round. `color` adds ANSI colours to the draft diffs

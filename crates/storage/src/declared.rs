@@ -224,11 +224,14 @@ impl ReadColumn<'_> for Option<bool> {
 }
 
 /// A value of a text column that must be one of a fixed set of strings (an arm, an exit reason).
-pub(crate) trait Label: Sized + Copy + 'static {
+pub trait Label: Sized + Copy + 'static {
     /// What a value is, for messages: "an arm".
     const WHAT: &'static str;
+    /// Every value, in the order messages list them.
     const ALL: &'static [Self];
+    /// The value as the column holds it.
     fn as_str(self) -> &'static str;
+    /// The value `text` holds, if any.
     fn parse(text: &str) -> Option<Self>;
 }
 
@@ -256,7 +259,7 @@ impl Label for ExitReason {
 
 /// `text`, the value of `name` in row `row`, as a `L`; an unknown string is an error that names the
 /// row, the column and the strings it may hold (never a default).
-pub(crate) fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, TableError> {
+pub fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, TableError> {
     L::parse(text).ok_or_else(|| {
         let valid: Vec<&str> = L::ALL.iter().map(|label| label.as_str()).collect();
         TableError::NotALabel {

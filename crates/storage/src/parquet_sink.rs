@@ -17,6 +17,12 @@ pub use crate::error::StorageError;
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
 pub const SCHEMA_VERSION: u32 = 6;
 
+/// The key of a table's footer metadata that holds [`SCHEMA_VERSION`], which every reader checks.
+pub(crate) const SCHEMA_VERSION_KEY: &str = "critbench.schema_version";
+
+/// The key of a table's footer metadata that holds which table it is (`outcomes`, …).
+pub(crate) const TABLE_KEY: &str = "critbench.table";
+
 /// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
 /// up in memory.
 const MAX_ROW_GROUP_ROWS: usize = 64 * 1024;
@@ -58,8 +64,8 @@ impl ParquetSink {
             .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
             .set_max_row_group_bytes(Some(MAX_ROW_GROUP_BYTES))
             .set_key_value_metadata(Some(vec![
-                KeyValue::new("critbench.table".to_string(), table.to_string()),
-                KeyValue::new("critbench.schema_version".to_string(), SCHEMA_VERSION.to_string()),
+                KeyValue::new(TABLE_KEY.to_string(), table.to_string()),
+                KeyValue::new(SCHEMA_VERSION_KEY.to_string(), SCHEMA_VERSION.to_string()),
             ]))
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))

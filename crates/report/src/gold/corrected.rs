@@ -11,12 +11,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use crate::queries::final_answers::LoopKey;
 use critbench_core::Arm;
 use critbench_stats::ppi::{
     LabelledPairs, LabelledTask, PpiInterval, RateInterval, UnlabelledPairs, UnlabelledTask, clustered_ppi_mean_ci,
     clustered_rate_ci, paired_difference_ci,
 };
-use critbench_storage::final_answers::LoopKey;
 use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::OutcomeStats;
 use serde::Serialize;

@@ -16,8 +16,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::queries::final_answers::{FinalAnswer, LoopKey, read_final_answers};
 use critbench_core::{Arm, SeedKey, derive_seed};
-use critbench_storage::final_answers::{FinalAnswer, LoopKey, read_final_answers};
 use critbench_storage::manifest::{Manifest, RunStatus};
 use serde::{Deserialize, Serialize};
 

@@ -44,7 +44,6 @@ use std::fmt::Write;
 use std::path::Path;
 
 use critbench_storage::manifest::{Manifest, PolicyRecord};
-use critbench_storage::round_scores::{RoundMean, read_round_scores_in};
 
 pub use svg::escape;
 
@@ -52,6 +51,7 @@ use charts::{arms, exit_reasons_chart, pass_rate_chart, pass_vs_rounds_chart, tr
 use svg::with_code_spans;
 use tables::{adjudication_table, comparison_table, kinds_table, pairs_table, pareto_table, summary_table};
 
+use crate::queries::round_scores::{RoundMean, read_round_scores};
 use crate::show::ListedPairs;
 use crate::{Report, ReportError};
 
@@ -82,7 +82,7 @@ pub(crate) fn write_html(
 /// unreadable is an error, like a corrupt outcomes file.
 pub(crate) fn read_rounds(run_dir: &Path) -> Result<Option<Vec<RoundMean>>, ReportError> {
     let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
-    Ok(if trajectories.is_empty() { None } else { Some(read_round_scores_in(&trajectories)?) })
+    Ok(if trajectories.is_empty() { None } else { Some(read_round_scores(&trajectories)?) })
 }
 
 /// Each config's pass threshold, from the manifest's resolved policies.

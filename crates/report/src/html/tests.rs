@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
+use crate::queries::round_scores::RoundMean;
 use critbench_storage::manifest::PolicyRecord;
-use critbench_storage::round_scores::RoundMean;
 
 use super::render_html;
 use crate::{ComparisonRow, Report, SummaryRow};
