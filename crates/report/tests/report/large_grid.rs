@@ -50,7 +50,7 @@ fn a_thousand_config_grid_gives_a_small_page_and_a_short_terminal_table() {
     std::fs::write(dir.path().join("manifest.json"), manifest.to_string()).unwrap();
 
     let report = critbench_report::write_reports(dir.path()).unwrap();
-    assert_eq!(report.summary.len(), 2000);
+    assert_eq!(report.summary.rows.len(), 2000);
     let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 2000, "the CSV keeps every row");
 
