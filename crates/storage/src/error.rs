@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::schema::SCHEMA_VERSION;
+
 /// Why an output file could not be written or read. Never the user's fault, except a missing or
 /// corrupt file given to `report`.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +78,23 @@ pub enum StorageError {
         path: PathBuf,
         /// The first part.
         first: PathBuf,
+    },
+    /// A file that is not a table of this schema version: an earlier development build's, a
+    /// later critbench's, or not critbench's at all.
+    #[error(
+        "{}: {}; this critbench reads tables of schema version {SCHEMA_VERSION} only\n  hint: run the experiment \
+         again with this critbench (docs/FORMAT.md's changelog says what changed)",
+        path.display(),
+        match found {
+            Some(version) => format!("written by a critbench whose tables are schema version {version}"),
+            None => "not a table critbench wrote (its footer has no critbench.schema_version)".to_string(),
+        }
+    )]
+    OtherVersion {
+        /// The file.
+        path: PathBuf,
+        /// Its footer's `critbench.schema_version`, when it has one.
+        found: Option<String>,
     },
 }
 

@@ -39,7 +39,7 @@ pub mod testing;
 pub use buffered::{Batches, TableBatches, TableRow, TableWriter};
 pub use columns::Columns;
 pub use error::{BoxError, TableError};
-pub use parquet_sink::SCHEMA_VERSION;
+pub use schema::SCHEMA_VERSION;
 
 /// A 128-bit hash of `value`, to key what is seen many times without holding its text: two
 /// SipHash passes under different prefixes (a collision among a million keys has odds near 1e-26).

@@ -13,15 +13,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 pub use crate::error::StorageError;
-
-/// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
-pub const SCHEMA_VERSION: u32 = 6;
-
-/// The key of a table's footer metadata that holds [`SCHEMA_VERSION`], which every reader checks.
-pub(crate) const SCHEMA_VERSION_KEY: &str = "critbench.schema_version";
-
-/// The key of a table's footer metadata that holds which table it is (`outcomes`, …).
-pub(crate) const TABLE_KEY: &str = "critbench.table";
+use crate::schema::{SCHEMA_VERSION, SCHEMA_VERSION_KEY, TABLE_KEY};
 
 /// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
 /// up in memory.

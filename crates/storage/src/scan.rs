@@ -1,8 +1,10 @@
 //! One way into a run's tables: the files of a table, a column projection and an optional task
 //! filter, read as record batches that each reader folds into what it needs.
 //!
-//! Only the columns asked for are decoded (a Parquet projection: the
-//! others are never decompressed). With a task filter, the row groups whose `task_id` statistics
+//! Every file is checked first to be a table of this schema version (its footer's
+//! `critbench.schema_version`): a table an earlier development build wrote is refused, naming its
+//! version, never read with nulls for what it lacks. Only the columns asked for are decoded (a
+//! Parquet projection: the others are never decompressed). With a task filter, the row groups whose `task_id` statistics
 //! (min/max) hold none of the tasks are not read at all, and of the rest only the rows of the tasks
 //! have their other columns decoded (a row filter); each row is still named by its position in its
 //! file. Memory is one batch.
@@ -33,6 +35,7 @@ use parquet::file::metadata::ParquetMetaData;
 
 use crate::columns::{Columns, TableError};
 use crate::error::StorageError;
+use crate::schema::{SCHEMA_VERSION, SCHEMA_VERSION_KEY};
 
 /// The column every table keys its rows by task with, which a task filter reads.
 const TASK_ID: &str = "task_id";
@@ -153,6 +156,7 @@ impl<'a> Scan<'a> {
             None => ArrowReaderOptions::new(),
         };
         let mut builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options).map_err(unreadable)?;
+        check_version(path, builder.metadata())?;
         let schema = builder.schema().clone();
         let root = |name: &str| schema.column_with_name(name).map(|(index, _)| index);
         let groups_total = builder.metadata().num_row_groups();
@@ -196,6 +200,19 @@ impl<'a> Scan<'a> {
             each(&ScanBatch { path, batch: &batch, rows }).map_err(corrupt)?;
         }
         Ok(())
+    }
+}
+
+/// Refuses a file that is not a table of this schema version, naming the version that wrote it.
+fn check_version(path: &Path, metadata: &ParquetMetaData) -> Result<(), StorageError> {
+    let found = metadata
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|pairs| pairs.iter().find(|kv| kv.key == SCHEMA_VERSION_KEY))
+        .map(|kv| kv.value.clone().unwrap_or_default());
+    match found {
+        Some(version) if version == SCHEMA_VERSION.to_string() => Ok(()),
+        found => Err(StorageError::OtherVersion { path: path.into(), found }),
     }
 }
 
@@ -320,5 +337,59 @@ mod tests {
         assert_eq!((rows, scanned.groups_read, scanned.groups_total), (140_000, 4, 4));
         let error = Scan::columns(&["round", "nothing"], &[]).for_each(&[&path], |_| Ok(())).unwrap_err();
         assert_eq!(error.to_string(), format!("{}: missing column `nothing`", path.display()));
+    }
+
+    /// An outcomes table as this version writes it, but with `version` (none for `None`) in its
+    /// footer.
+    fn outcomes_of_version(path: &Path, version: Option<&str>) {
+        use parquet::file::metadata::KeyValue;
+        let rows = [crate::tables::OutcomeRow::bare("t1", "feedback", true, 2)];
+        let batch = RecordBatch::try_new(
+            crate::tables::outcome_schema(),
+            <crate::tables::OutcomeRow as crate::TableRow>::columns(&rows),
+        )
+        .unwrap();
+        let mut pairs = vec![KeyValue::new(crate::schema::TABLE_KEY.to_string(), "outcomes".to_string())];
+        if let Some(version) = version {
+            pairs.push(KeyValue::new(SCHEMA_VERSION_KEY.to_string(), version.to_string()));
+        }
+        let properties =
+            parquet::file::properties::WriterProperties::builder().set_key_value_metadata(Some(pairs)).build();
+        let file = std::fs::File::create(path).unwrap();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(properties)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+    }
+
+    /// A table an earlier development build wrote (or one critbench did not write) is refused
+    /// before anything is read, naming its version and saying to run the experiment again, by the
+    /// scan and so by every reader of a run's tables.
+    #[test]
+    fn a_table_of_another_schema_version_is_refused_naming_its_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outcomes.parquet");
+        outcomes_of_version(&path, Some(&SCHEMA_VERSION.to_string()));
+        assert_eq!(crate::tables::read_outcomes(&path).unwrap().len(), 1);
+        for (version, what) in [
+            (Some("5"), "written by a critbench whose tables are schema version 5"),
+            (Some("7"), "written by a critbench whose tables are schema version 7"),
+            (None, "not a table critbench wrote (its footer has no critbench.schema_version)"),
+        ] {
+            outcomes_of_version(&path, version);
+            let error = Scan::all().for_each(&[&path], |_| panic!("nothing is read")).unwrap_err();
+            assert!(matches!(error, StorageError::OtherVersion { .. }), "{error:?}");
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "{}: {what}; this critbench reads tables of schema version 6 only\n  hint: run the experiment again \
+                     with this critbench (docs/FORMAT.md's changelog says what changed)",
+                    path.display()
+                )
+            );
+            let error = crate::tables::read_outcomes(&path).unwrap_err();
+            assert!(matches!(error, StorageError::OtherVersion { .. }), "{error:?}");
+            let error = crate::tables::for_each_outcome_stats(&path, |_| Ok::<_, std::convert::Infallible>(()));
+            assert!(matches!(error, Err(StorageError::OtherVersion { .. })), "{error:?}");
+        }
     }
 }

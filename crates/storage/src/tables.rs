@@ -55,9 +55,8 @@ declare_columns! {
         pub critic_tokens_in: Option<u64> = "critic_tokens_in",
         pub critic_tokens_out: Option<u64> = "critic_tokens_out",
         /// Whether the writer of this round's draft acted on the critique it was shown (the
-        /// offline writer says; null for a first draft, a blind revision or a model). Added in
-        /// schema version 5; older runs read as null: nobody said.
-        pub acted_on_critique: Option<bool> = "acted_on_critique" or None,
+        /// offline writer says; null for a first draft, a blind revision or a model).
+        pub acted_on_critique: Option<bool> = "acted_on_critique",
     }
     names: TrajectoryColumns,
     builders: TrajectoryBuilders,
@@ -252,21 +251,20 @@ declare_columns! {
         pub best_round: u32 = "best_round",
         pub critic_errors: u32 = "critic_errors",
         /// Rounds where the critic's own `passed` (when it gave one) disagreed with the host's verdict.
-        /// Added in schema version 3; older runs had no way to count them.
-        pub critic_disagreements: u32 = "critic_disagreements" or 0,
+        pub critic_disagreements: u32 = "critic_disagreements",
         pub tokens_in: Option<u64> = "tokens_in",
         pub tokens_out: Option<u64> = "tokens_out",
         pub wall_ms: f64 = "wall_ms",
         /// The task's `meta`, as JSON text.
         pub meta: Option<String> = "meta",
         /// The critic's score of the adjudicated final draft (the adjudicator's last pass), and whether it
-        /// meets the pass rule; `None` when the loop's arm does not adjudicate. Added in schema version 4.
-        pub adjudicated_score: Option<f64> = "adjudicated_score" or None,
-        pub adjudicated_passed: Option<bool> = "adjudicated_passed" or None,
+        /// meets the pass rule; `None` when the loop's arm does not adjudicate.
+        pub adjudicated_score: Option<f64> = "adjudicated_score",
+        pub adjudicated_passed: Option<bool> = "adjudicated_passed",
         /// What the loop's model calls cost in the run's currency (`[pricing]`): its rounds' writer
         /// and critic tokens at their roles' prices; `None` when a role it used has no price, or it
-        /// used no model. Added in schema version 6.
-        pub cost: Option<f64> = "cost" or None,
+        /// used no model.
+        pub cost: Option<f64> = "cost",
     }
     names: OutcomeColumns,
     builders: OutcomeBuilders,
@@ -637,20 +635,8 @@ impl<'a> From<&'a OutcomeRow> for OutcomeStats<'a> {
 
 const NAMES: OutcomeColumns = OutcomeRow::COLUMNS;
 
-/// The columns [`for_each_outcome_stats`] decodes when the file has them.
-const OUTCOME_STATS_OPTIONAL: [&str; 8] = [
-    NAMES.critic_disagreements,
-    NAMES.tokens_in,
-    NAMES.tokens_out,
-    NAMES.adjudicated_score,
-    NAMES.adjudicated_passed,
-    NAMES.kind,
-    NAMES.cost,
-    CENSORED_COLUMN,
-];
-
-/// The columns [`for_each_outcome_stats`] decodes.
-pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
+/// The columns [`for_each_outcome_stats`] decodes (and a rescoring's `censored`).
+pub const OUTCOME_STATS_COLUMNS: [&str; 21] = [
     NAMES.run_id,
     NAMES.config_id,
     NAMES.arm,
@@ -665,10 +651,17 @@ pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
     NAMES.best_score,
     NAMES.final_score,
     NAMES.critic_errors,
+    NAMES.critic_disagreements,
+    NAMES.tokens_in,
+    NAMES.tokens_out,
+    NAMES.adjudicated_score,
+    NAMES.adjudicated_passed,
+    NAMES.kind,
+    NAMES.cost,
 ];
 
 /// Streams `outcomes.parquet` row by row through `each`, decoding only
-/// [`OUTCOME_STATS_COLUMNS`] (and those of `OUTCOME_STATS_OPTIONAL` the file has), a batch at a time:
+/// [`OUTCOME_STATS_COLUMNS`] (and a rescoring's `censored`), a batch at a time:
 /// memory is one batch whatever the file's size. An error from `each` is reported with the file
 /// and the row's position in it. A rescoring's censored loops have no outcome and are left out.
 pub fn for_each_outcome_stats<E: Into<BoxError>>(
@@ -693,11 +686,13 @@ fn stream_outcome_stats(
 ) -> Result<(), StorageError> {
     use arrow_array::Array;
     let mut offset = 0usize;
-    Scan::columns(&OUTCOME_STATS_COLUMNS, &OUTCOME_STATS_OPTIONAL).for_each(&[path], |scanned| {
+    Scan::columns(&OUTCOME_STATS_COLUMNS, &[CENSORED_COLUMN]).for_each(&[path], |scanned| {
         let (batch, c) = (scanned.batch, scanned.columns());
-        let present = |name: &str| batch.column_by_name(name).is_some();
         // A rescoring's censored loops have nulls where the outcome is unknown.
-        let censored = if present(CENSORED_COLUMN) { Some(c.boolean_array(CENSORED_COLUMN)?) } else { None };
+        let censored = match batch.column_by_name(CENSORED_COLUMN) {
+            Some(_) => Some(c.boolean_array(CENSORED_COLUMN)?),
+            None => None,
+        };
         let is_censored = |i: usize| censored.is_some_and(|array| array.value(i));
         let (run_id, config_id, arm, critic, task_id) = (
             c.text_array(NAMES.run_id)?,
@@ -722,20 +717,11 @@ fn stream_outcome_stats(
             c.int32_array(NAMES.revisions)?,
             c.int32_array(NAMES.critic_errors)?,
         );
-        // Added in schema version 3; older runs had no way to count them.
-        let disagreements =
-            if present(NAMES.critic_disagreements) { Some(c.int32_array(NAMES.critic_disagreements)?) } else { None };
-        let tokens = |name: &str| if present(name) { c.int64(name) } else { Ok(vec![None; batch.num_rows()]) };
-        let (tokens_in, tokens_out) = (tokens(NAMES.tokens_in)?, tokens(NAMES.tokens_out)?);
-        // Added in schema version 4 (older runs never adjudicated) and 6 (older runs had no prices).
-        let floats = |name: &str| if present(name) { c.float(name) } else { Ok(vec![None; batch.num_rows()]) };
-        let (adjudicated_score, cost) = (floats(NAMES.adjudicated_score)?, floats(NAMES.cost)?);
-        let adjudicated_passed = if present(NAMES.adjudicated_passed) {
-            c.boolean(NAMES.adjudicated_passed)?
-        } else {
-            vec![None; batch.num_rows()]
-        };
-        let kind = if present(NAMES.kind) { Some(c.nullable_text_array(NAMES.kind)?) } else { None };
+        let disagreements = c.int32_array(NAMES.critic_disagreements)?;
+        let (tokens_in, tokens_out) = (c.int64(NAMES.tokens_in)?, c.int64(NAMES.tokens_out)?);
+        let (adjudicated_score, cost) = (c.float(NAMES.adjudicated_score)?, c.float(NAMES.cost)?);
+        let adjudicated_passed = c.boolean(NAMES.adjudicated_passed)?;
+        let kind = c.nullable_text_array(NAMES.kind)?;
         let (first_score, best_score) = (c.float_array(NAMES.first_score)?, c.float_array(NAMES.best_score)?);
         let whole = |array: &arrow_array::Int32Array, column: &'static str, i: usize| {
             u32::try_from(array.value(i)).map_err(|_| TableError::NegativeInRow {
@@ -768,15 +754,12 @@ fn stream_outcome_stats(
                 best_score: best_score.value(i),
                 final_score: if censored { f64::NAN } else { final_score.value(i) },
                 critic_errors: whole(critic_errors, NAMES.critic_errors, i)?,
-                critic_disagreements: match disagreements {
-                    Some(array) => whole(array, NAMES.critic_disagreements, i)?,
-                    None => 0,
-                },
+                critic_disagreements: whole(disagreements, NAMES.critic_disagreements, i)?,
                 tokens_in: tokens_in[i],
                 tokens_out: tokens_out[i],
                 adjudicated_score: adjudicated_score[i],
                 adjudicated_passed: adjudicated_passed[i],
-                kind: kind.filter(|k| k.is_valid(i)).map(|k| k.value(i)),
+                kind: kind.is_valid(i).then(|| kind.value(i)),
                 cost: cost[i],
                 censored,
             };
@@ -849,7 +832,7 @@ pub fn critbench_table(path: &Path) -> Option<String> {
     let file = std::fs::File::open(path).ok()?;
     let metadata = parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&file).ok()?;
     let pairs = metadata.file_metadata().key_value_metadata()?;
-    pairs.iter().find(|kv| kv.key == crate::parquet_sink::TABLE_KEY).and_then(|kv| kv.value.clone())
+    pairs.iter().find(|kv| kv.key == crate::schema::TABLE_KEY).and_then(|kv| kv.value.clone())
 }
 
 /// The distinct critic names of `outcomes.parquet`, reading only its `critic` column.
@@ -1109,7 +1092,7 @@ pub(crate) mod tests {
         assert_eq!(rescored[..names.len()], names[..]);
         assert_eq!(rescored[names.len()..], ["censored"]);
         // The readers ask for columns by the declaration's names: the stats reader's are all in it.
-        for name in OUTCOME_STATS_COLUMNS.iter().chain(&OUTCOME_STATS_OPTIONAL[..7]) {
+        for name in OUTCOME_STATS_COLUMNS {
             assert!(names.contains(&name.to_string()), "{name}");
         }
         assert_eq!(OutcomeRow::COLUMNS.final_draft, "final");
