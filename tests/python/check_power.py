@@ -159,6 +159,10 @@ def unequal_epochs(binary, run_dir, work):
     dropped = set(tasks[::3])
     keep = ~(frame["task_id"].isin(dropped) & (frame["epoch"] == 0))
     kept = table.filter(keep.to_numpy())
+    # The copy's footer says which table it is and its schema version, as the run's does (readers
+    # refuse a table of another version).
+    footer = pq.ParquetFile(run_dir / "outcomes.parquet").metadata.metadata
+    kept = kept.replace_schema_metadata({k: v for k, v in footer.items() if k.startswith(b"critbench.")})
     pq.write_table(kept, copy / "outcomes.parquet")
     # The copy is a run of its own: its manifest records the table it holds, as a run's does
     # (readers refuse a table that is not the one its manifest records).

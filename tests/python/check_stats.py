@@ -90,7 +90,10 @@ SCHEMA = pa.schema(
         pa.field("adjudicated_score", pa.float64(), nullable=True),
         pa.field("adjudicated_passed", pa.bool_(), nullable=True),
         pa.field("cost", pa.float64(), nullable=True),
-    ]
+    ],
+    # The footer of a table critbench writes: which table, and its schema version (readers refuse
+    # a table of another version).
+    metadata={"critbench.table": "outcomes", "critbench.schema_version": "6"},
 )
 
 
@@ -521,6 +524,9 @@ def check_schema(template):
     real = pq.read_schema(template)
     ours = [(f.name, str(f.type), f.nullable) for f in SCHEMA]
     theirs = [(f.name, str(f.type), f.nullable) for f in real]
+    footer = {k: v for k, v in pq.ParquetFile(template).metadata.metadata.items() if k.startswith(b"critbench.")}
+    if footer != SCHEMA.metadata:
+        return [f"check_stats.py's SCHEMA.metadata {SCHEMA.metadata} differs from {template}'s footer {footer}"]
     if ours == theirs:
         return []
     diff = [f"  {o} != {t}" for o, t in itertools.zip_longest(ours, theirs) if o != t]

@@ -11,10 +11,10 @@
 use std::path::Path;
 
 use critbench_core::Arm;
-use critbench_storage::feedback_use::{FeedbackCount, read_feedback_use};
 use critbench_storage::manifest::Manifest;
 
 use crate::ReportError;
+use crate::queries::feedback_use::{FeedbackCount, read_feedback_use};
 
 /// From this share of a critic's feedback ignored in an arm, the comparisons of that arm say
 /// nothing about the critic: the terminal table gives the warning instead of the difference.

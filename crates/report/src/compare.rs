@@ -7,7 +7,10 @@ use std::path::Path;
 
 use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats_in, outcome_critics, parquet_rows};
 
-use crate::summary::{ComparisonRow, KeyMap, Loop, PairTotals, TaskPairs, task_hash, write_csv};
+use crate::csv_files::{headers as csv_headers, write_csv};
+use crate::keys::{KeyMap, task_hash};
+use crate::rows::ComparisonRow;
+use crate::totals::{Loop, PairTotals, TaskPairs};
 use crate::{QueryError, ReportError};
 
 /// The comparison of two runs.
@@ -28,13 +31,13 @@ pub struct RunComparison {
 }
 
 fn outcomes_of(dir: &Path) -> Result<Vec<std::path::PathBuf>, ReportError> {
-    crate::table_files(dir, "outcomes")
+    crate::run_tables::table_files(dir, "outcomes")
 }
 
 /// The run's name (its directory's when it has no manifest) and its seed.
 fn name_of(dir: &Path) -> Result<(String, u64), ReportError> {
     let manifest = critbench_storage::manifest::Manifest::read(dir)?;
-    let seed = crate::summary::run_seed(manifest.as_ref());
+    let seed = crate::experiment::run_seed(manifest.as_ref());
     let name = manifest
         .map(|m| m.experiment.name)
         .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -125,7 +128,7 @@ impl Waiting {
 pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportError> {
     let (a_path, b_path) = (outcomes_of(a_dir)?, outcomes_of(b_dir)?);
     for dir in [a_dir, b_dir] {
-        crate::check_tables(dir)?;
+        crate::run_tables::check_tables(dir)?;
     }
     // A bootstrap that resamples is seeded by the first run's seed and the pairs.
     let ((a_name, seed), (b_name, _)) = (name_of(a_dir)?, name_of(b_dir)?);
@@ -294,7 +297,7 @@ const HEADING: &str = "# critbench comparison: ";
 /// Writes `compare.md` and `compare.csv` into `dir`, replacing an earlier comparison's but never
 /// a file critbench did not write (nor a link).
 pub fn write_comparison(dir: &Path, comparison: &RunComparison) -> Result<(), ReportError> {
-    let csv_header = crate::summary::csv_headers::<ComparisonRow>().join(",");
+    let csv_header = csv_headers::<ComparisonRow>().join(",");
     for (name, first_line) in [("compare.md", HEADING.trim_end()), ("compare.csv", csv_header.as_str())] {
         let path = dir.join(name);
         let Ok(metadata) = std::fs::symlink_metadata(&path) else { continue };

@@ -14,7 +14,9 @@ use critbench_storage::manifest::{Manifest, PolicyRecord};
 use critbench_storage::tables::{for_each_outcome_stats_in, for_each_outcome_stats_with_censored_in};
 use serde::Serialize;
 
-use crate::summary::{KeyMap, Loop, PairTotals, matched_epochs, task_hash, write_csv};
+use crate::csv_files::write_csv;
+use crate::keys::{KeyMap, task_hash};
+use crate::totals::{Loop, PairTotals, matched_epochs};
 use crate::{QueryError, ReportError, RowError};
 
 /// One pair of configs under one arm and critic: `config_a` against `config_b` on the task × epoch
@@ -306,15 +308,15 @@ pub fn neighbour_comparisons(
         expected_loops(manifest),
         &manifest.experiment.arms,
         &critic_order(manifest),
-        crate::summary::run_seed(Some(manifest)),
+        crate::experiment::run_seed(Some(manifest)),
     )
 }
 
 /// Compares config `a` with config `b` of the run in `run_dir`, per arm and critic. An unknown
 /// config is an error listing the run's configs.
 pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigComparisonRow>, ReportError> {
-    let outcomes = crate::table_files(run_dir, "outcomes")?;
-    crate::check_tables(run_dir)?;
+    let outcomes = crate::run_tables::table_files(run_dir, "outcomes")?;
+    crate::run_tables::check_tables(run_dir)?;
     if a == b {
         return Err(QueryError::SameConfigTwice(a.to_string()).into());
     }
@@ -342,7 +344,15 @@ pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigCom
         None => (Vec::new(), Vec::new()),
     };
     let expected = manifest.as_ref().and_then(expected_loops);
-    compare_pairs(&outcomes, &configs, &[pair], expected, &arms, &critics, crate::summary::run_seed(manifest.as_ref()))
+    compare_pairs(
+        &outcomes,
+        &configs,
+        &[pair],
+        expected,
+        &arms,
+        &critics,
+        crate::experiment::run_seed(manifest.as_ref()),
+    )
 }
 
 /// The rows as a Markdown table, one line per arm × critic (and axis).
@@ -367,7 +377,7 @@ pub fn render_config_comparisons(rows: &[ConfigComparisonRow]) -> String {
             100.0 * row.diff_hi,
             row.a_only,
             row.b_only,
-            crate::format_p(row.p_value),
+            crate::format::format_p(row.p_value),
             row.test,
             row.mean_rounds_a,
             row.mean_rounds_b,

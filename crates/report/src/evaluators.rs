@@ -22,7 +22,9 @@ use critbench_storage::evaluations::{Verdict, for_each_verdict};
 use critbench_storage::manifest::Manifest;
 use serde::Serialize;
 
-use crate::summary::{BOOTSTRAP_RESAMPLES, run_seed, write_csv};
+use crate::csv_files::write_csv;
+use crate::experiment::run_seed;
+use crate::rows::BOOTSTRAP_RESAMPLES;
 use crate::{ReportError, RowError};
 use critbench_stats::binomial::sign_test;
 use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
@@ -523,7 +525,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
                 percent(c.rate_b),
                 points(c.diff),
                 interval(c.diff_lo, c.diff_hi),
-                crate::format_p(c.p_value)
+                crate::format::format_p(c.p_value)
             );
         }
     }

@@ -8,6 +8,11 @@
 //! several, intervals are a task-cluster bootstrap and the test an exact sign test on tasks. The
 //! results depend only on the rows, not on their order.
 //!
+//! A [`Report`] is made of its sections, each computed and written by its own module: the summary
+//! (`summary`), how many tasks each comparison needs (`power`), what held-out evaluators say of the
+//! same answers (`evaluators`), what the backend cannot measure (`backend`) and a sequential run's
+//! looks (`sequential`). `report.md` and `report.html` render them all (`markdown`, `html`).
+//!
 //! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `config_comparisons.csv` (grid
 //! neighbours compared unit by unit), `report.md` and `report.html` (the same
 //! with inline SVG charts) into the run directory; given a labelled sample of the run's answers
@@ -18,7 +23,7 @@
 //!
 //! ```no_run
 //! let report = critbench_report::write_reports("reports/demo".as_ref()).unwrap();
-//! for row in &report.summary {
+//! for row in &report.summary.rows {
 //!     println!("{} {} {}: {:.1}%", row.config_id, row.critic, row.arm, 100.0 * row.pass_rate);
 //! }
 //! ```
@@ -28,297 +33,97 @@
 pub mod backend;
 pub mod compare;
 pub mod configs;
+mod csv_files;
+mod error;
 pub mod evaluators;
+mod experiment;
+mod format;
 pub mod gold;
 mod html;
+mod keys;
 mod markdown;
 pub mod power;
+pub mod queries;
+mod rows;
+mod run_tables;
 pub mod sequential;
 pub mod show;
 mod summary;
+mod totals;
 
+pub use error::{QueryError, ReportError, RowError, WantedKey};
 pub use html::escape as escape_html;
 pub use markdown::{GLANCE_HEADER, glance_legend, glance_table, render_markdown, summary_table};
-pub use summary::{
-    ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, KindReport,
-    Report, SummaryRow, TEST_MCNEMAR, TEST_SIGN, build_report, summarize_file, summarize_files,
+pub use rows::{
+    ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, SummaryRow,
+    TEST_MCNEMAR, TEST_SIGN,
 };
+pub use run_tables::{check_tables, table_files};
+pub use summary::{KindReport, Partial, Summary};
 
 use std::path::{Path, PathBuf};
 
-/// Why reports could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// The directory holds no run, or a sharded one not merged yet.
-    #[error("{} is not a run directory: {reason}\n  hint: pass the directory a `critbench run` wrote (it holds outcomes.parquet)", path.display())]
-    NotARun {
-        /// The directory given.
-        path: PathBuf,
-        /// What it lacks.
-        reason: String,
-    },
-    /// The manifest cannot be read (the manifest's error is the cause, and the whole message).
-    #[error("{0}")]
-    Manifest(#[from] critbench_storage::manifest::ManifestError),
-    /// A table cannot be read, or a row of it was refused (the storage error is the cause, and the
-    /// whole message: it names the file and row).
-    #[error("{0}")]
-    Storage(#[from] critbench_storage::tables::StorageError),
-    /// A table of the run at `path` cannot be read (the cause names the file again, and the row).
-    #[error("{}: {source}", path.display())]
-    Table {
-        /// The file read.
-        path: PathBuf,
-        /// Why it could not be read.
-        #[source]
-        source: critbench_storage::tables::StorageError,
-    },
-    /// What the user asked names what the run does not have, or cannot be answered from it.
-    #[error(transparent)]
-    Query(#[from] QueryError),
-    /// A report file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// A table is not the file the run wrote.
-    #[error(transparent)]
-    Mismatch(#[from] critbench_storage::manifest::TableMismatch),
-    /// A file critbench would write over is not one it wrote (or is a link): left alone.
-    #[error("{} is {what}; critbench replaces only files it wrote, never through a link: move it or choose another --out", path.display())]
-    WouldReplace {
-        /// The file.
-        path: PathBuf,
-        /// What it is (`a symbolic link`, `not a comparison critbench wrote`).
-        what: &'static str,
-    },
-    /// A sample or its labels could not be used.
-    #[error(transparent)]
-    Gold(#[from] gold::GoldError),
-    /// The rows of the tables do not fit together.
-    #[error(transparent)]
-    Inconsistent(Box<RowError>),
-    /// The rows of `name` (a file, or a sharded run's folder) do not fit together.
-    #[error("{name}: {source}")]
-    Rows {
-        /// What was read.
-        name: String,
-        /// What does not fit.
-        #[source]
-        source: Box<RowError>,
-    },
-    /// The rounds of a task could not be read from the trajectories.
-    #[error(transparent)]
-    TaskRounds(#[from] critbench_storage::task_rounds::TaskRoundsError),
-    /// What the writer did with the critiques could not be read from the trajectories.
-    #[error(transparent)]
-    FeedbackUse(#[from] critbench_storage::feedback_use::FeedbackUseError),
+use critbench_storage::manifest::{Manifest, SequentialRecord};
+use critbench_storage::tables::OutcomeRow;
+use serde::Serialize;
+
+/// Everything the reports hold, section by section. Serialized, it is `summary.json`: the
+/// summary, and what a sequential run decided.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    /// The run, its rows and comparisons, and the notes beside them (`summary.csv`,
+    /// `comparisons.csv`).
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// How many tasks each comparison needs (`power.csv`, a row per comparison over two tasks or
+    /// more, in their order; not written to `summary.json`).
+    #[serde(skip)]
+    pub power: Vec<power::PowerRow>,
+    /// What the held-out evaluators said of the same answers (`evaluators.csv`; filled by
+    /// [`write_reports`], not written to `summary.json`), when the run has any.
+    #[serde(skip)]
+    pub evaluators: Option<evaluators::EvaluatorReport>,
+    /// What the run's backend can and cannot measure (for the reports; what they say of it is in
+    /// the summary's notes).
+    #[serde(skip)]
+    pub backend: backend::Backend,
+    /// A sequential run's record, from its manifest (filled by [`write_reports`]); `summary.json`
+    /// gives what it decided in a few fields.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sequential::summary_json")]
+    pub sequential: Option<SequentialRecord>,
 }
 
-/// What a user asked that the run cannot answer: a task, arm, config or loop it does not have,
-/// two of the same where two different ones are needed, or runs whose loops do not pair.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum QueryError {
-    /// `critbench show --task` names a task the trajectories do not hold.
-    #[error("task `{task}` is not in {} (task ids are the dataset's `id`s)", file.display())]
-    NoTask {
-        /// The task asked for.
-        task: String,
-        /// The trajectories (a file, or a sharded run's folder).
-        file: PathBuf,
-    },
-    /// The task has no loop with the keys given.
-    #[error("task `{task}` has no loop with{}", show_wanted(wanted))]
-    NoLoop {
-        /// The task.
-        task: String,
-        /// Each key given, in flag order.
-        wanted: Vec<WantedKey>,
-    },
-    /// `--pairs` names one arm twice.
-    #[error("--pairs needs two different arms, not `{0}` twice")]
-    SameArmTwice(String),
-    /// An arm the run does not have.
-    #[error("the run has no arm `{arm}`; its arms are {}", arms.join(", "))]
-    NoArm {
-        /// The arm asked for.
-        arm: String,
-        /// The run's arms, in the order first read.
-        arms: Vec<String>,
-    },
-    /// `--configs` names one config twice.
-    #[error("--configs needs two different configs, not `{0}` twice")]
-    SameConfigTwice(String),
-    /// A config the run does not have.
-    #[error("the run has no config `{config}`; its configs are {}", configs.join(", "))]
-    NoConfig {
-        /// The config asked for.
-        config: String,
-        /// The run's configs.
-        configs: Vec<String>,
-    },
-    /// Two runs compared whose loops of a task cannot be paired one to one.
-    #[error(
-        "{}: task `{task_id}` appears more than once for config {config_id} × arm {arm} × epoch {epoch}; the runs \
-         use different critics on the same task, so loops cannot be paired one to one",
-        dir.display()
-    )]
-    Unpairable {
-        /// The run directory where the task's loop appears twice.
-        dir: PathBuf,
-        /// The task.
-        task_id: String,
-        /// The config.
-        config_id: String,
-        /// The arm.
-        arm: String,
-        /// The epoch.
-        epoch: u32,
-    },
-}
-
-/// One key of a loop a user gave (`--config NAME`), and the values the task has for it when the
-/// given one is not among them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WantedKey {
-    /// The flag: `--config`, `--critic`, `--arm` or `--epoch`.
-    pub flag: &'static str,
-    /// The value given.
-    pub given: String,
-    /// The task's values for the key, when the given one is not one of them.
-    pub has: Option<Vec<String>>,
-}
-
-/// ` --config a (it has b, c), --arm feedback`: the keys given, for [`QueryError::NoLoop`].
-fn show_wanted(wanted: &[WantedKey]) -> String {
-    use std::fmt::Write;
-    let mut text = String::new();
-    let mut sep = " ";
-    for key in wanted {
-        let _ = write!(text, "{sep}{} {}", key.flag, key.given);
-        sep = ", ";
-        if let Some(has) = &key.has {
-            let _ = write!(text, " (it has {})", has.join(", "));
-        }
+impl Report {
+    /// The report of the summary's pass alone: its summary and power sections, the others empty.
+    pub(crate) fn summarized((summary, power): (Summary, Vec<power::PowerRow>)) -> Report {
+        Report { summary, power, ..Report::default() }
     }
-    text
-}
 
-/// What is wrong with the rows of a run's tables that no row alone shows: a loop given twice, a
-/// task's rows apart, a verdict twice, a sampled loop without its label.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RowError {
-    /// More arms in one config × critic than a loop's arm index holds.
-    #[error("more than 65,535 arms")]
-    TooManyArms,
-    /// More configs than a comparison's config index holds.
-    #[error("more than 65,535 configs to compare")]
-    TooManyConfigs,
-    /// One loop (task × config × critic × arm × epoch) has two rows.
-    #[error(
-        "the loop of task `{task_id}`, config {config_id}, critic {critic}, arm {arm}, epoch {epoch} appears more than once"
-    )]
-    LoopTwice {
-        /// The task.
-        task_id: String,
-        /// The config.
-        config_id: String,
-        /// The critic.
-        critic: String,
-        /// The arm.
-        arm: String,
-        /// The epoch.
-        epoch: u32,
-    },
-    /// The rows of a task are not together in `evaluations.parquet`.
-    #[error("the rows of task `{task_id}` are not together (evaluations.parquet is written a task at a time)")]
-    TaskApart {
-        /// The task.
-        task_id: String,
-    },
-    /// A loop has two verdicts of one evaluator on the same draft.
-    #[error("task `{task_id}` epoch {epoch} has two {which} verdicts")]
-    VerdictTwice {
-        /// The task.
-        task_id: String,
-        /// The epoch.
-        epoch: u32,
-        /// `final-answer` or `first-draft`.
-        which: &'static str,
-    },
-    /// A loop of a task in the labelled sample has no gold label.
-    #[error("the loop {key} of a sampled task has no gold label")]
-    NoGoldLabel {
-        /// The loop.
-        key: critbench_storage::final_answers::LoopKey,
-    },
-}
-
-/// Sorts one task's loops of a config × critic by `(arm, epoch)` (`key`) and refuses a loop given
-/// twice, naming the arm by `arm_name`: every fold over a task's loops relies on both.
-pub(crate) fn sort_task_loops<L>(
-    loops: &mut [L],
-    key: impl Fn(&L) -> (u16, u32),
-    (task_id, config_id, critic): (&str, &str, &str),
-    arm_name: impl Fn(u16) -> String,
-) -> Result<(), RowError> {
-    loops.sort_unstable_by_key(&key);
-    match loops.windows(2).map(|w| (key(&w[0]), key(&w[1]))).find(|(a, b)| a == b) {
-        Some(((arm, epoch), _)) => Err(RowError::LoopTwice {
-            task_id: task_id.to_string(),
-            config_id: config_id.to_string(),
-            critic: critic.to_string(),
-            arm: arm_name(arm),
-            epoch,
-        }),
-        None => Ok(()),
+    /// Writes `summary.json`.
+    fn write_json(&self, run_dir: &Path) -> Result<(), ReportError> {
+        let path = run_dir.join("summary.json");
+        let json = serde_json::to_string_pretty(self).expect("the report serializes");
+        critbench_storage::files::write_atomically(&path, (json + "\n").as_bytes())
+            .map_err(|source| ReportError::Write { path, source })
     }
 }
 
-impl From<RowError> for ReportError {
-    fn from(error: RowError) -> ReportError {
-        ReportError::Inconsistent(Box::new(error))
-    }
+/// Groups outcomes into the summary and the pairwise comparisons (the rows in memory; the
+/// streaming path is [`summarize_file`]).
+pub fn build_report(outcomes: &[OutcomeRow], manifest: Option<&Manifest>) -> Result<Report, RowError> {
+    summary::summarize_rows(outcomes, manifest).map(Report::summarized)
 }
 
-impl ReportError {
-    /// Missing or corrupt inputs are the user's to fix; a failed write is not.
-    pub fn is_usage(&self) -> bool {
-        match self {
-            ReportError::Write { .. } => false,
-            ReportError::Gold(error) => error.is_usage(),
-            _ => true,
-        }
-    }
+/// Streams `outcomes.parquet` (a projection of the columns summaries need, a batch at a time)
+/// into a [`Report`].
+pub fn summarize_file(path: &Path, manifest: Option<&Manifest>) -> Result<Report, ReportError> {
+    summarize_files(&[path.to_path_buf()], manifest)
 }
 
-/// The files of `table` (`"outcomes"`, `"trajectories"`) of the run in `run_dir`, whether it was
-/// run in one piece or in shards (then merged): an error when there are none, or when the shards
-/// are not merged yet.
-pub fn table_files(run_dir: &Path, table: &str) -> Result<Vec<PathBuf>, ReportError> {
-    if !run_dir.is_dir() {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason: "no such directory".into() });
-    }
-    if let Some(reason) = critbench_storage::manifest::unmerged(run_dir) {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason });
-    }
-    let files = critbench_storage::shards::table_files(run_dir, table);
-    if files.is_empty() {
-        return Err(ReportError::NotARun { path: run_dir.into(), reason: format!("{table}.parquet is missing") });
-    }
-    Ok(files)
-}
-
-/// Checks the tables of the run in `run_dir` against its manifest (see
-/// [`critbench_storage::manifest::Manifest::check_tables`]) before anything is read from them.
-pub fn check_tables(run_dir: &Path) -> Result<(), ReportError> {
-    if let Some(manifest) = critbench_storage::manifest::Manifest::read(run_dir)? {
-        manifest.check_tables(run_dir)?;
-    }
-    Ok(())
+/// [`summarize_file`] of one table kept in several files (a sharded run's partitions), streamed
+/// one after the other.
+pub fn summarize_files(paths: &[PathBuf], manifest: Option<&Manifest>) -> Result<Report, ReportError> {
+    summary::summarize_files(paths, manifest).map(Report::summarized)
 }
 
 /// Reads the run directory's outcomes (streaming, a batch at a time) and manifest (for names,
@@ -361,21 +166,22 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
         let pairs = guessed_arms
             .as_ref()
             .map(|(a, b)| scope.spawn(move || (a, b, show::ListedPairs::read_unordered(outcomes, a, b))));
-        let summarized = summarize_files(outcomes, manifest.as_ref());
+        let summarized = summary::summarize_files(outcomes, manifest.as_ref());
         (summarized, joined(trajectories), pairs.map(joined))
     });
     let (backend, rounds) = trajectories;
-    let mut report = summarized?;
+    let mut report = Report::summarized(summarized?);
     let corrected =
         labels.map(|labels| gold::Corrected::compute(&outcomes, manifest.as_ref(), &labels, &report)).transpose()?;
     report.backend = backend?;
     report.sequential = manifest.as_ref().and_then(|m| m.sequential.clone());
     // What the backend cannot measure comes first: it says how to read everything else.
-    let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| as_note(n)).collect();
-    notes.append(&mut report.notes);
-    report.notes = notes;
+    let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| format::as_note(n)).collect();
+    notes.append(&mut report.summary.notes);
+    report.summary.notes = notes;
     report.evaluators = evaluators::read(run_dir, manifest.as_ref())?;
-    summary::write_files(run_dir, &report)?;
+    summary::write_files(run_dir, &report.summary)?;
+    report.write_json(run_dir)?;
     if let Some(evaluated) = &report.evaluators {
         evaluators::write_files(run_dir, evaluated)?;
     }
@@ -388,7 +194,7 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
     // arm of the outcomes file), for a reader to open one by one: those read beside the summary
     // when its arms were the ones guessed, else read now.
-    let pairs = match report.comparisons.iter().find(|c| c.between_arms_that_ran()) {
+    let pairs = match report.summary.comparisons.iter().find(|c| c.between_arms_that_ran()) {
         Some(c) => Some(match guessed_pairs {
             Some((a, b, read)) if (a, b) == (&c.arm_a, &c.arm_b) => read?.ordered(&report),
             _ => show::ListedPairs::read(&outcomes, &report, &c.arm_a, &c.arm_b)?,
@@ -409,30 +215,6 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
 /// The result of a scoped thread; its panic, if it panicked, goes on in this one.
 fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
     handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
-
-/// A p-value as the reports print it: four decimals, or `< 0.0001` below that.
-pub(crate) fn format_p(p: f64) -> String {
-    if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
-}
-
-/// A notice as a note of the reports: a sentence.
-fn as_note(notice: &str) -> String {
-    let mut chars = notice.chars();
-    let first: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
-    format!("{first}{}.", chars.as_str())
-}
-
-/// The values in the order they first appear, each once (tables and charts list configs, critics
-/// and arms so; the lists are short, so a scan beats hashing).
-pub(crate) fn unique<T: PartialEq>(values: impl IntoIterator<Item = T>) -> Vec<T> {
-    let mut seen: Vec<T> = Vec::new();
-    for value in values {
-        if !seen.contains(&value) {
-            seen.push(value);
-        }
-    }
-    seen
 }
 
 #[cfg(test)]

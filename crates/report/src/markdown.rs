@@ -2,9 +2,10 @@
 
 use std::fmt::Write;
 
+use crate::Report;
 use crate::backend::{IGNORED_NOTE_SHARE, SHARED_DRAFTS};
+use crate::rows::{ComparisonRow, SummaryRow};
 use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
-use crate::{ComparisonRow, Report, SummaryRow};
 
 fn percent(value: f64) -> String {
     format!("{:.1}%", 100.0 * value)
@@ -23,7 +24,7 @@ pub(crate) const GLANCE_EXTREMES: usize = 10;
 /// [`crate::backend`]); a comparison of the scripted backend's arms says what it measures.
 pub fn glance_table(report: &Report) -> String {
     let mut arms: Vec<&str> = Vec::new();
-    for row in &report.summary {
+    for row in &report.summary.rows {
         if !arms.contains(&row.arm.as_str()) {
             arms.push(&row.arm);
         }
@@ -42,7 +43,7 @@ pub fn glance_table(report: &Report) -> String {
     out.push_str("---|---:|");
     out.push_str(if errors { "---:|\n" } else { "\n" });
     let mut groups: Vec<(&str, &str)> = Vec::new();
-    for row in &report.summary {
+    for row in &report.summary.rows {
         if !groups.contains(&(row.config_id.as_str(), row.critic.as_str())) {
             groups.push((&row.config_id, &row.critic));
         }
@@ -52,6 +53,7 @@ pub fn glance_table(report: &Report) -> String {
         // Ranked by the first arm's pass rate (ties in report order); shown best first.
         let rates: std::collections::HashMap<(&str, &str), f64> = report
             .summary
+            .rows
             .iter()
             .filter(|r| r.arm == arms[0])
             .map(|r| ((r.config_id.as_str(), r.critic.as_str()), r.pass_rate))
@@ -75,7 +77,7 @@ pub fn glance_table(report: &Report) -> String {
         }
         let _ = write!(out, "| {config} | {critic} |");
         for arm in &arms {
-            match report.summary.iter().find(|r| r.config_id == config && r.critic == critic && r.arm == *arm) {
+            match report.summary.rows.iter().find(|r| r.config_id == config && r.critic == critic && r.arm == *arm) {
                 Some(row) => {
                     let _ = write!(out, " {} |", percent(row.pass_rate));
                 }
@@ -84,7 +86,7 @@ pub fn glance_table(report: &Report) -> String {
         }
         let ignored =
             |c: &ComparisonRow| [&c.arm_a, &c.arm_b].into_iter().find_map(|arm| report.backend.ignored(critic, arm));
-        let headline = headline_comparison(&report.comparisons, config, critic);
+        let headline = headline_comparison(&report.summary.comparisons, config, critic);
         match headline.map(|c| (c, ignored(c))) {
             Some((_, Some(using))) => {
                 let _ = write!(
@@ -105,14 +107,14 @@ pub fn glance_table(report: &Report) -> String {
                     100.0 * c.diff,
                     100.0 * c.diff_lo,
                     100.0 * c.diff_hi,
-                    crate::format_p(c.p_value),
+                    crate::format::format_p(c.p_value),
                     c.test
                 );
             }
             None => out.push_str(" – | – |"),
         }
         if errors {
-            let rows = report.summary.iter().filter(|r| r.config_id == config && r.critic == critic);
+            let rows = report.summary.rows.iter().filter(|r| r.config_id == config && r.critic == critic);
             let (failed, rounds) = rows.fold((0, 0), |(f, n), r| (f + r.critic_errors, n + r.rounds_total));
             let _ = write!(out, " {} |", error_rate(failed, rounds));
         }
@@ -157,7 +159,7 @@ pub(crate) fn headline_comparison<'a>(
 
 /// The headline of each task kind: [`glance_table`] over that kind's tasks.
 fn kinds_section(out: &mut String, report: &Report) {
-    if report.by_kind.is_empty() {
+    if report.summary.by_kind.is_empty() {
         return;
     }
     out.push_str("\n## By task kind\n\n");
@@ -165,10 +167,12 @@ fn kinds_section(out: &mut String, report: &Report) {
         "The same headline over the tasks of each kind alone: each arm's pass rate, and the paired difference with \
          its 95% interval and test.\n",
     );
-    for kind in &report.by_kind {
+    for kind in &report.summary.by_kind {
         let tasks = kind.summary.iter().map(|r| r.n_tasks).max().unwrap_or(0);
         let _ = writeln!(out, "\n### {} ({tasks} tasks)\n", kind_label(kind.kind.as_deref()));
-        let view = Report { summary: kind.summary.clone(), comparisons: kind.comparisons.clone(), ..Report::default() };
+        let summary =
+            crate::Summary { rows: kind.summary.clone(), comparisons: kind.comparisons.clone(), ..Default::default() };
+        let view = Report { summary, ..Report::default() };
         out.push_str(&glance_table(&view));
     }
 }
@@ -224,7 +228,7 @@ fn pairs_section(out: &mut String, pairs: &ListedPairs) {
 
 /// Whether any critique of the run failed: then the tables show a critic-error column.
 fn has_critic_errors(report: &Report) -> bool {
-    report.summary.iter().any(|r| r.critic_errors > 0)
+    report.summary.rows.iter().any(|r| r.critic_errors > 0)
 }
 
 /// A critic-error rate for a table cell: the share of critiques that failed.
@@ -245,7 +249,7 @@ pub fn summary_table(report: &Report) -> String {
     out.push_str(if errors { " critic errors |\n" } else { "\n" });
     out.push_str("|---|---|---|---:|---|---:|---:|---:|---:|---:|---|");
     out.push_str(if errors { "---:|\n" } else { "\n" });
-    for row in &report.summary {
+    for row in &report.summary.rows {
         let _ = write!(
             out,
             "| {} | {} | {} | {} | {} ({}–{}) | {:.2} | {} | {} | {} | {} | {:.2} → {:.2} |",
@@ -283,7 +287,7 @@ fn comparison_table(report: &Report) -> String {
         "| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | p (test) | rounds A / B | best score A / B |\n",
     );
     out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|\n");
-    for row in &report.comparisons {
+    for row in &report.summary.comparisons {
         out.push_str(&comparison_line(row));
     }
     out
@@ -305,7 +309,7 @@ pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
         100.0 * row.diff_hi,
         row.a_only,
         row.b_only,
-        crate::format_p(row.p_value),
+        crate::format::format_p(row.p_value),
         row.test,
         row.mean_rounds_a,
         row.mean_rounds_b,
@@ -316,8 +320,8 @@ pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
 
 /// How the per-arm intervals were computed, in words.
 pub(crate) fn interval_sentence(report: &Report) -> String {
-    let any_clustered = report.summary.iter().any(clustered);
-    let any_wilson = report.summary.iter().any(|r| !clustered(r));
+    let any_clustered = report.summary.rows.iter().any(clustered);
+    let any_wilson = report.summary.rows.iter().any(|r| !clustered(r));
     let mut sentence = String::new();
     if any_wilson {
         sentence.push_str("Intervals of arms whose tasks ran once are Wilson 95%. ");
@@ -342,13 +346,13 @@ pub(crate) fn comparison_sentence(report: &Report) -> String {
          same number of pairs, else drawn from enough resamples to keep an endpoint's Monte Carlo error below \
          the 0.1 pp printed.",
     );
-    if report.comparisons.iter().any(|c| c.test == crate::TEST_MCNEMAR) {
+    if report.summary.comparisons.iter().any(|c| c.test == crate::TEST_MCNEMAR) {
         sentence.push_str(
             " With one epoch the p-value is McNemar's exact test on the pairs where only one arm passed \
              (`exact McNemar`).",
         );
     }
-    if report.comparisons.iter().any(|c| c.test == crate::TEST_SIGN) {
+    if report.summary.comparisons.iter().any(|c| c.test == crate::TEST_SIGN) {
         sentence.push_str(
             " With several epochs the p-value is an exact sign test on the tasks (`task sign test`): tasks where A passed \
              more epochs than B against tasks where B passed more, ties dropped, so a task counts once however \
@@ -384,11 +388,13 @@ pub(crate) fn adjudication_rows(report: &Report) -> Vec<AdjudicationRow<'_>> {
     let mean_final = |config: &str, critic: &str, arm: &str| {
         report
             .summary
+            .rows
             .iter()
             .find(|r| r.config_id == config && r.critic == critic && r.arm == arm)
             .map(|r| r.mean_final_score)
     };
     report
+        .summary
         .comparisons
         .iter()
         .filter(|c| c.arm_b.strip_suffix(crate::ADJUDICATED_SUFFIX) == Some(c.arm_a.as_str()))
@@ -445,7 +451,7 @@ pub fn adjudication_section(report: &Report) -> String {
             100.0 * row.diff.2,
             row.lost,
             row.won,
-            crate::format_p(row.p_value),
+            crate::format::format_p(row.p_value),
             score(row.mean_final_before),
             score(row.mean_final_after),
         );
@@ -470,16 +476,16 @@ pub(crate) fn render_with_sections(
     corrected: Option<&crate::gold::Corrected>,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# critbench report: {}\n", report.name.as_deref().unwrap_or("run"));
-    if let Some(partial) = &report.partial {
+    let _ = writeln!(out, "# critbench report: {}\n", report.summary.name.as_deref().unwrap_or("run"));
+    if let Some(partial) = &report.summary.partial {
         let _ = writeln!(out, "> **{}**\n", partial.message);
     }
-    if let Some(run_id) = &report.run_id {
+    if let Some(run_id) = &report.summary.run_id {
         let _ = writeln!(out, "Run `{run_id}`.\n");
     }
     // What the backend cannot measure, before any number.
     for notice in report.backend.notices(IGNORED_NOTE_SHARE) {
-        let _ = writeln!(out, "> **Read this first:** {}\n", crate::as_note(&notice));
+        let _ = writeln!(out, "> **Read this first:** {}\n", crate::format::as_note(&notice));
     }
     // A sequential run says what its tasks are before any number.
     if let Some(record) = &report.sequential {
@@ -493,7 +499,7 @@ pub(crate) fn render_with_sections(
     out.push_str("\n## Paired comparisons\n\n");
     out.push_str(&comparison_sentence(report));
     out.push_str("\n\n");
-    if report.comparisons.is_empty() {
+    if report.summary.comparisons.is_empty() {
         out.push_str("(Only one arm ran: nothing to compare.)\n");
     } else {
         out.push_str(&comparison_table(report));
@@ -511,9 +517,9 @@ pub(crate) fn render_with_sections(
     if let Some(pairs) = pairs {
         pairs_section(&mut out, pairs);
     }
-    if !report.notes.is_empty() || report.timing.is_some() {
+    if !report.summary.notes.is_empty() || report.summary.timing.is_some() {
         out.push_str("\n## Notes\n\n");
-        for note in report.notes.iter().chain(&report.timing) {
+        for note in report.summary.notes.iter().chain(&report.summary.timing) {
             let _ = writeln!(out, "- {note}");
         }
     }
@@ -537,16 +543,16 @@ pub(crate) const MONEY_SENTENCE: &str = "What the loops' model calls cost (`cost
 /// "What a pass costs": per config × critic × arm, money per loop and per pass; per paired
 /// comparison, the cost of a passed loop of each side. Empty when the run has no prices.
 pub fn money_section(report: &Report) -> String {
-    if !report.summary.iter().any(|r| r.cost_per_loop.is_some()) {
+    if !report.summary.rows.iter().any(|r| r.cost_per_loop.is_some()) {
         return String::new();
     }
-    let currency = report.currency.as_deref();
+    let currency = report.summary.currency.as_deref();
     let cell = |value: Option<f64>| value.map_or_else(|| "–".to_string(), |v| money(v, currency));
     let mut out = String::from("\n## What a pass costs\n\n");
     out.push_str(MONEY_SENTENCE);
     out.push_str("\n\n| config | critic | arm | n | pass rate | cost per loop | cost per pass | cost in all |\n");
     out.push_str("|---|---|---|---:|---:|---:|---:|---:|\n");
-    for row in &report.summary {
+    for row in &report.summary.rows {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -560,7 +566,8 @@ pub fn money_section(report: &Report) -> String {
             cell(row.cost_total),
         );
     }
-    let paired: Vec<&ComparisonRow> = report.comparisons.iter().filter(|c| c.diff_mean_cost_passed.is_some()).collect();
+    let paired: Vec<&ComparisonRow> =
+        report.summary.comparisons.iter().filter(|c| c.diff_mean_cost_passed.is_some()).collect();
     if !paired.is_empty() {
         out.push_str("\n| config | critic | A vs B | both passed | cost of a pass A | cost of a pass B | A − B |\n");
         out.push_str("|---|---|---|---:|---:|---:|---:|\n");
@@ -642,7 +649,8 @@ mod tests {
         ];
         let chosen = headline_comparison(&comparisons, "c", "r").unwrap();
         assert_eq!((chosen.arm_a.as_str(), chosen.arm_b.as_str()), ("feedback", "no-feedback"));
-        let report = Report { comparisons: comparisons.to_vec(), ..Report::default() };
+        let summary = crate::Summary { comparisons: comparisons.to_vec(), ..Default::default() };
+        let report = Report { summary, ..Report::default() };
         assert_eq!(crate::html::grid::compared_pair(&report), Some(("feedback", "no-feedback")));
         // Only twins: no headline pair.
         assert!(headline_comparison(&comparisons[..1], "c", "r").is_none());
@@ -675,8 +683,8 @@ mod tests {
             test: "exact McNemar".into(),
             ..ComparisonRow::default()
         };
-        let report = Report {
-            summary: vec![row("feedback", 8), row("no-feedback", 5)],
+        let summary = crate::Summary {
+            rows: vec![row("feedback", 8), row("no-feedback", 5)],
             comparisons: vec![comparison.clone()],
             by_kind: vec![
                 KindReport {
@@ -686,8 +694,9 @@ mod tests {
                 },
                 KindReport { kind: None, summary: vec![row("feedback", 1)], comparisons: Vec::new() },
             ],
-            ..Report::default()
+            ..Default::default()
         };
+        let report = Report { summary, ..Report::default() };
         let pairs = ListedPairs {
             arm_a: "feedback".into(),
             arm_b: "no-feedback".into(),

@@ -77,7 +77,7 @@ pub fn rows(record: &SequentialRecord) -> Vec<SequentialRow> {
 
 /// Writes `sequential.csv` into the run directory, atomically.
 pub(crate) fn write_file(run_dir: &Path, record: &SequentialRecord) -> Result<(), ReportError> {
-    crate::summary::write_csv(&run_dir.join(FILE), &rows(record))
+    crate::csv_files::write_csv(&run_dir.join(FILE), &rows(record))
 }
 
 /// The comparison the reports draw: the one that decides, or with every one deciding, the last

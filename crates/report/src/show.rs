@@ -1,7 +1,7 @@
 //! `critbench show RUN`: read one loop of a run round by round, or list the discordant pairs of two
 //! arms (the task × epoch units where one arm passed and the other did not).
 //!
-//! A loop is found in `trajectories.parquet` by its task ([`critbench_storage::task_rounds`]): only
+//! A loop is found in `trajectories.parquet` by its task ([`crate::queries::task_rounds`]): only
 //! the row groups whose `task_id` statistics (min/max) can hold the task are read, and only the
 //! columns shown are decoded, so showing one task of a run of a million rounds reads a row group
 //! or two.
@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use critbench_core::{Arm, ExitReason};
 use critbench_storage::tables::for_each_outcome_stats_in;
-use critbench_storage::task_rounds::{TaskRound, read_task_rounds};
 
-use crate::summary::{KeyMap, task_hash};
+use crate::keys::{KeyMap, task_hash};
+use crate::queries::task_rounds::{TaskRound, read_task_rounds};
 use crate::{QueryError, Report, ReportError, WantedKey};
 
 /// Which loop of a task to show; `None` keys take the first loop that matches the others.
@@ -33,19 +33,15 @@ pub struct LoopQuery {
 
 /// Every round of `task` in the run's trajectories, whether in one file or in shards.
 fn task_rounds(run_dir: &Path, task: &str) -> Result<Vec<TaskRound>, ReportError> {
-    let mut rounds = Vec::new();
-    for path in crate::table_files(run_dir, "trajectories")? {
-        rounds.extend(read_task_rounds(&path, task)?.rounds);
-    }
-    Ok(rounds)
+    Ok(read_task_rounds(&crate::run_tables::table_files(run_dir, "trajectories")?, task)?.rounds)
 }
 
 /// Renders one loop of `query.task` round by round. `color` adds ANSI colours to the draft diffs
 /// (for a terminal). Errors name what is missing: an unknown task, or a key no loop of the task has
 /// (with the values it does have).
 pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<String, ReportError> {
-    crate::table_files(run_dir, "trajectories")?;
-    crate::check_tables(run_dir)?;
+    crate::run_tables::table_files(run_dir, "trajectories")?;
+    crate::run_tables::check_tables(run_dir)?;
     let rounds = task_rounds(run_dir, &query.task)?;
     if rounds.is_empty() {
         return Err(QueryError::NoTask {
@@ -55,7 +51,7 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
         .into());
     }
     let keys = |r: &TaskRound| (r.config.clone(), r.critic.clone(), r.arm, r.epoch);
-    let loops = crate::unique(rounds.iter().map(keys));
+    let loops = crate::format::unique(rounds.iter().map(keys));
     let matches = |key: &LoopOfTask| {
         query.config.as_ref().is_none_or(|c| *c == key.0)
             && query.critic.as_ref().is_none_or(|c| *c == key.1)
@@ -66,10 +62,14 @@ pub fn show_loop(run_dir: &Path, query: &LoopQuery, color: bool) -> Result<Strin
     let Some(&chosen) = matching.first() else {
         let mut wanted = Vec::new();
         for (flag, given, values) in [
-            ("--config", query.config.clone(), crate::unique(rounds.iter().map(|r| r.config.clone()))),
-            ("--critic", query.critic.clone(), crate::unique(rounds.iter().map(|r| r.critic.clone()))),
-            ("--arm", query.arm.clone(), crate::unique(rounds.iter().map(|r| r.arm.to_string()))),
-            ("--epoch", query.epoch.map(|e| e.to_string()), crate::unique(rounds.iter().map(|r| r.epoch.to_string()))),
+            ("--config", query.config.clone(), crate::format::unique(rounds.iter().map(|r| r.config.clone()))),
+            ("--critic", query.critic.clone(), crate::format::unique(rounds.iter().map(|r| r.critic.clone()))),
+            ("--arm", query.arm.clone(), crate::format::unique(rounds.iter().map(|r| r.arm.to_string()))),
+            (
+                "--epoch",
+                query.epoch.map(|e| e.to_string()),
+                crate::format::unique(rounds.iter().map(|r| r.epoch.to_string())),
+            ),
         ] {
             if let Some(given) = given {
                 let has = (!values.contains(&given)).then_some(values);
@@ -104,10 +104,10 @@ fn render_loop(
             matching.len()
         );
         for (flag, values) in [
-            ("--config", crate::unique(matching.iter().map(|k| k.0.clone()))),
-            ("--critic", crate::unique(matching.iter().map(|k| k.1.clone()))),
-            ("--arm", crate::unique(matching.iter().map(|k| k.2.to_string()))),
-            ("--epoch", crate::unique(matching.iter().map(|k| k.3.to_string()))),
+            ("--config", crate::format::unique(matching.iter().map(|k| k.0.clone()))),
+            ("--critic", crate::format::unique(matching.iter().map(|k| k.1.clone()))),
+            ("--arm", crate::format::unique(matching.iter().map(|k| k.2.to_string()))),
+            ("--epoch", crate::format::unique(matching.iter().map(|k| k.3.to_string()))),
         ] {
             if values.len() > 1 {
                 let _ = writeln!(out, "  {flag} {}", values.join(", "));
@@ -316,8 +316,8 @@ pub fn discordant_pairs_limited(
     arm_b: &str,
     limit: usize,
 ) -> Result<Vec<PairGroup>, ReportError> {
-    let paths = crate::table_files(run_dir, "outcomes")?;
-    crate::check_tables(run_dir)?;
+    let paths = crate::run_tables::table_files(run_dir, "outcomes")?;
+    crate::run_tables::check_tables(run_dir)?;
     pairs_in(&paths, arm_a, arm_b, limit)
 }
 
@@ -445,7 +445,8 @@ impl ListedPairs {
     /// The groups in the order of `report`'s summary.
     pub(crate) fn ordered(mut self, report: &Report) -> ListedPairs {
         let position = |group: &PairGroup| {
-            let found = report.summary.iter().position(|r| r.config_id == group.config && r.critic == group.critic);
+            let found =
+                report.summary.rows.iter().position(|r| r.config_id == group.config && r.critic == group.critic);
             (found.unwrap_or(usize::MAX), group.config.clone(), group.critic.clone())
         };
         self.groups.sort_by_cached_key(position);

@@ -100,7 +100,7 @@ impl CritiqueColumns {
     }
 
     /// The critiques of one batch, row by row.
-    pub(crate) fn read(c: &Columns<'_>) -> Result<Vec<CritiqueColumns>, crate::columns::TableError> {
+    pub fn read(c: &Columns<'_>) -> Result<Vec<CritiqueColumns>, crate::columns::TableError> {
         let score = c.required_float(C.score)?;
         let mut dims = c.float_maps(C.dims)?;
         let (mut issues, mut fatal_issues, mut issue_types) =

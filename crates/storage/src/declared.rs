@@ -224,11 +224,14 @@ impl ReadColumn<'_> for Option<bool> {
 }
 
 /// A value of a text column that must be one of a fixed set of strings (an arm, an exit reason).
-pub(crate) trait Label: Sized + Copy + 'static {
+pub trait Label: Sized + Copy + 'static {
     /// What a value is, for messages: "an arm".
     const WHAT: &'static str;
+    /// Every value, in the order messages list them.
     const ALL: &'static [Self];
+    /// The value as the column holds it.
     fn as_str(self) -> &'static str;
+    /// The value `text` holds, if any.
     fn parse(text: &str) -> Option<Self>;
 }
 
@@ -256,7 +259,7 @@ impl Label for ExitReason {
 
 /// `text`, the value of `name` in row `row`, as a `L`; an unknown string is an error that names the
 /// row, the column and the strings it may hold (never a default).
-pub(crate) fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, TableError> {
+pub fn parse_label<L: Label>(text: &str, name: &str, row: usize) -> Result<L, TableError> {
     L::parse(text).ok_or_else(|| {
         let valid: Vec<&str> = L::ALL.iter().map(|label| label.as_str()).collect();
         TableError::NotALabel {
@@ -287,15 +290,14 @@ impl<L: Label> ReadColumn<'_> for L {
 /// - `fields()`, the Arrow fields in order;
 /// - the builders struct (the name after `builders:`): `with_capacity`, `append` a row, `finish`
 ///   the columns appended so far;
-/// - `read_batch`, the rows of a batch (a borrowed field borrows from the batch); a column written
-///   since an older schema version is given its value for older files after `or`
-///   (`cost: Option<f64> = "cost" or None`).
+/// - `read_batch`, the rows of a batch (a borrowed field borrows from the batch): every column
+///   must be there, as this schema version writes it.
 macro_rules! declare_columns {
     // With a reader: everything else, then the reader.
     (
         $(#[$meta:meta])*
         pub struct $row:ident $(<$lt:lifetime>)? {
-            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt $(or $absent:expr)? ),* $(,)?
+            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt ),* $(,)?
         }
         names: $names:ident,
         builders: $builders:ident,
@@ -304,7 +306,7 @@ macro_rules! declare_columns {
         $crate::declared::declare_columns! {
             $(#[$meta])*
             pub struct $row $(<$lt>)? {
-                $( $(#[$field_meta])* pub $field: $ty = $column $(or $absent)? ),*
+                $( $(#[$field_meta])* pub $field: $ty = $column ),*
             }
             names: $names,
             builders: $builders,
@@ -319,7 +321,7 @@ macro_rules! declare_columns {
                 let rows = c.0.num_rows();
                 $(
                     let mut $field =
-                        $crate::declared::declare_columns!(@read c, $ty, $column, first_row, rows $(, $absent)?)
+                        $crate::declared::declare_columns!(@read c, $ty, $column, first_row)
                             .into_iter();
                 )*
                 Ok((0..rows).map(|_| $row { $( $field: $field.next().expect("a value for every row"), )* }).collect())
@@ -329,7 +331,7 @@ macro_rules! declare_columns {
     (
         $(#[$meta:meta])*
         pub struct $row:ident $(<$lt:lifetime>)? {
-            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt $(or $absent:expr)? ),* $(,)?
+            $( $(#[$field_meta:meta])* pub $field:ident: $ty:ty = $column:tt ),* $(,)?
         }
         names: $names:ident,
         builders: $builders:ident,
@@ -413,17 +415,8 @@ macro_rules! declare_columns {
     (@column $column:literal) => { $column };
     (@push_names $names:ident, $ty:ty, flattened) => { $names.extend_from_slice(<$ty as $crate::declared::Flattened>::NAMES) };
     (@push_names $names:ident, $ty:ty, $column:literal) => { $names.push($column) };
-    (@read $c:ident, $ty:ty, $column:tt, $first_row:ident, $rows:ident) => {
+    (@read $c:ident, $ty:ty, $column:tt, $first_row:ident) => {
         <$ty as $crate::declared::ReadColumn<'_>>::read($c, $crate::declared::declare_columns!(@column $column), $first_row)?
-    };
-    (@read $c:ident, $ty:ty, $column:literal, $first_row:ident, $rows:ident, $absent:expr) => {
-        match $c.0.column_by_name($column) {
-            Some(_) => <$ty as $crate::declared::ReadColumn<'_>>::read($c, $column, $first_row)?,
-            None => {
-                let absent: $ty = $absent;
-                vec![absent; $rows]
-            }
-        }
     };
 }
 

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::schema::SCHEMA_VERSION;
+
 /// Why an output file could not be written or read. Never the user's fault, except a missing or
 /// corrupt file given to `report`.
 #[derive(Debug, thiserror::Error)]
@@ -77,15 +79,22 @@ pub enum StorageError {
         /// The first part.
         first: PathBuf,
     },
-    /// A loop of `outcomes.parquet` whose final round has no row in `trajectories.parquet`.
-    #[error("{}: the loop {key} has no row for its final round {round}", path.display())]
-    NoFinalRound {
-        /// The (first) trajectories file.
+    /// A file that is not a table of this schema version: an earlier development build's, a
+    /// later critbench's, or not critbench's at all.
+    #[error(
+        "{}: {}; this critbench reads tables of schema version {SCHEMA_VERSION} only\n  hint: run the experiment \
+         again with this critbench (docs/FORMAT.md's changelog says what changed)",
+        path.display(),
+        match found {
+            Some(version) => format!("written by a critbench whose tables are schema version {version}"),
+            None => "not a table critbench wrote (its footer has no critbench.schema_version)".to_string(),
+        }
+    )]
+    OtherVersion {
+        /// The file.
         path: PathBuf,
-        /// The loop, as [`crate::final_answers::LoopKey`] shows it.
-        key: String,
-        /// The round its outcome names.
-        round: u32,
+        /// Its footer's `critbench.schema_version`, when it has one.
+        found: Option<String>,
     },
 }
 
@@ -113,16 +122,6 @@ pub enum TableError {
         column: String,
         /// What it should hold: `utf8`, `int32`, `a list`, …
         expected: &'static str,
-    },
-    /// A column of another type than this version writes (a projected reader's check).
-    #[error("column `{column}` is {found}, expected {expected}")]
-    TypeDiffers {
-        /// The column.
-        column: String,
-        /// Its type in the file.
-        found: arrow_schema::DataType,
-        /// The type critbench writes.
-        expected: arrow_schema::DataType,
     },
     /// A column critbench never leaves null has a null.
     #[error("column `{0}` has a null")]
@@ -190,7 +189,7 @@ pub enum TableError {
         /// What it holds.
         value: i32,
     },
-    /// A trajectory row's round below 0.
+    /// A trajectory row's round below 0 (the round-score query's check).
     #[error("negative round {0}")]
     NegativeRound(i32),
     /// A rescoring's loop whose unknowns are set, or a loop not censored with one of them null.
@@ -210,12 +209,6 @@ pub enum TableError {
     /// A loop not censored whose outcome has a null (a stats reader's check).
     #[error("row {0}: the loop is not censored but its outcome (`exit_reason`, `passed`, `final_score`) has a null")]
     OutcomeNull(usize),
-    /// A row of the round-score reader whose key has a null.
-    #[error("row {0} of a batch has a null key (config_id, critic or arm)")]
-    NullKey(usize),
-    /// A row of the round-score reader whose round or score is null.
-    #[error("row {0} of a batch has a null round or score")]
-    NullRoundOrScore(usize),
     /// An evaluation row's `answer` is neither `first` nor `final`.
     #[error("row {row}: `answer` is \"{answer}\", not \"first\" or \"final\"")]
     Answer {
@@ -258,7 +251,7 @@ pub enum TableError {
     /// An outcome whose `final` is neither `best` nor `last`.
     #[error("the loop {key} has `final` = {value:?}; expected \"best\" or \"last\"")]
     FinalDraft {
-        /// The loop, as [`crate::final_answers::LoopKey`] shows it.
+        /// The loop, named by its config, arm, critic, task and epoch.
         key: String,
         /// What `final` holds.
         value: String,

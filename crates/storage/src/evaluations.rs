@@ -14,10 +14,11 @@ use arrow_schema::{Schema, SchemaRef};
 use critbench_core::Arm;
 
 use crate::buffered::{TableRow, TableWriter};
-use crate::columns::{BoxError, Columns, TableError, for_each_batch, for_each_projected_batch};
+use crate::columns::{BoxError, Columns, TableError};
 use crate::critique_columns::CritiqueColumns;
 use crate::declared::{declare_columns, parse_label};
 use crate::parquet_sink::StorageError;
+use crate::scan::Scan;
 
 /// Which of a loop's drafts a row evaluates.
 pub const FIRST: &str = "first";
@@ -91,7 +92,8 @@ impl TableRow for EvaluationRow {
 /// [`for_each_verdict`]).
 pub fn read_evaluations(path: &Path) -> Result<Vec<EvaluationRow>, StorageError> {
     let (mut rows, mut first_row) = (Vec::new(), 0);
-    for_each_batch(path, |batch| {
+    Scan::all().for_each(&[path], |scanned| {
+        let batch = scanned.batch;
         rows.extend(EvaluationRow::read_batch(&Columns(batch), first_row)?);
         first_row += batch.num_rows();
         Ok(())
@@ -147,8 +149,8 @@ pub fn for_each_verdict<E: Into<BoxError>>(
         NAMES.critic_error,
     ];
     let mut offset = 0usize;
-    for_each_projected_batch(path, &COLUMNS, &[], |batch| {
-        let c = Columns(batch);
+    Scan::columns(&COLUMNS, &[]).for_each(&[path], |scanned| {
+        let (batch, c) = (scanned.batch, scanned.columns());
         let (config_id, arm, critic, task_id, evaluator, answer) = (
             c.text_array(NAMES.config_id)?,
             c.text_array(NAMES.arm)?,
@@ -185,7 +187,8 @@ pub fn for_each_verdict<E: Into<BoxError>>(
         }
         offset += batch.num_rows();
         Ok(())
-    })
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,10 +8,11 @@ use arrow_array::ArrayRef;
 use arrow_schema::{Schema, SchemaRef};
 
 use crate::buffered::{TableRow, TableWriter};
-use crate::columns::{Columns, for_each_batch};
+use crate::columns::Columns;
 use crate::critique_columns::CritiqueColumns;
 use crate::declared::declare_columns;
 use crate::parquet_sink::StorageError;
+use crate::scan::Scan;
 
 declare_columns! {
     /// One critique of one labeled draft.
@@ -77,7 +78,8 @@ impl TableRow for JudgmentRow {
 /// Reads `judgments.parquet` back, checking that every column this version writes is there.
 pub fn read_judgments(path: &Path) -> Result<Vec<JudgmentRow>, StorageError> {
     let (mut rows, mut first_row) = (Vec::new(), 0);
-    for_each_batch(path, |batch| {
+    Scan::all().for_each(&[path], |scanned| {
+        let batch = scanned.batch;
         rows.extend(JudgmentRow::read_batch(&Columns(batch), first_row)?);
         first_row += batch.num_rows();
         Ok(())

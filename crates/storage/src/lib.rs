@@ -16,30 +16,30 @@
 
 mod buffered;
 pub mod clock;
-mod columns;
+pub mod columns;
 pub mod concat;
 pub mod critique_columns;
 pub mod dataset;
 mod declared;
 mod error;
 pub mod evaluations;
-pub mod feedback_use;
 pub mod files;
-pub mod final_answers;
 pub mod judgments;
 pub mod manifest;
 mod parquet_sink;
 pub mod recorded;
-pub mod round_scores;
+pub mod scan;
 mod schema;
 pub mod shards;
 pub mod tables;
 pub mod task_ids;
-pub mod task_rounds;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use buffered::{Batches, TableBatches, TableRow, TableWriter};
+pub use columns::Columns;
 pub use error::{BoxError, TableError};
-pub use parquet_sink::SCHEMA_VERSION;
+pub use schema::SCHEMA_VERSION;
 
 /// A 128-bit hash of `value`, to key what is seen many times without holding its text: two
 /// SipHash passes under different prefixes (a collision among a million keys has odds near 1e-26).

@@ -13,6 +13,10 @@ use crate::dataset::SkippedRow;
 /// The manifest's own format version; bump it when a field changes meaning.
 pub const MANIFEST_VERSION: u32 = 1;
 
+/// The `manifest_version` and `schema_version` a manifest of this critbench holds, the only ones it
+/// reads.
+const VERSIONS: (u32, u32) = (MANIFEST_VERSION, crate::SCHEMA_VERSION);
+
 /// The file's name in a run directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
 
@@ -28,12 +32,11 @@ pub enum RunStatus {
 }
 
 /// A run's `manifest.json` (docs/FORMAT.md): what ran, on what, with which plugins, and what it
-/// wrote.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// wrote. A default manifest is of this critbench's versions.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Manifest {
-    /// Absent in manifests written before it existed: read as version 1.
-    #[serde(default = "first_version")]
+    /// The manifest's format version ([`MANIFEST_VERSION`] when written).
     pub manifest_version: u32,
     /// The tables' schema version ([`crate::SCHEMA_VERSION`] when written).
     pub schema_version: u32,
@@ -342,8 +345,46 @@ pub struct TableMismatch {
     pub recorded: TableRecord,
 }
 
-fn first_version() -> u32 {
-    1
+impl Default for Manifest {
+    fn default() -> Manifest {
+        Manifest {
+            manifest_version: MANIFEST_VERSION,
+            schema_version: crate::SCHEMA_VERSION,
+            critbench_version: String::new(),
+            run_id: String::new(),
+            status: RunStatus::default(),
+            shard: None,
+            shards: None,
+            experiment: ExperimentRecord::default(),
+            replayed_from: None,
+            source_run_id: None,
+            datasets: Vec::new(),
+            plugins: Vec::new(),
+            evaluators: Vec::new(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            wall_seconds: 0.0,
+            jobs: 0,
+            tasks_run: 0,
+            tasks_unrouted: 0,
+            memory: None,
+            rows_skipped: 0,
+            loops: 0,
+            critiques: 0,
+            sweep: String::new(),
+            calls: Calls::default(),
+            loops_with_critic_errors: 0,
+            critiques_by_critic: BTreeMap::new(),
+            evaluations_by_evaluator: BTreeMap::new(),
+            failed_loop_count: 0,
+            failed_loops: Vec::new(),
+            warnings: Vec::new(),
+            openai: None,
+            tables: BTreeMap::new(),
+            rescore: None,
+            sequential: None,
+        }
+    }
 }
 
 /// The resolved experiment: the fields readers use, typed; the rest as written.
@@ -488,8 +529,9 @@ impl CritiqueCounts {
     }
 }
 
-/// A manifest that cannot be read. Fields a manifest lacks (an older critbench's, or one
-/// written by hand) read as empty: only a file that is not JSON of this shape is corrupt.
+/// A manifest that cannot be read: not JSON of a manifest's shape, or of another manifest or table
+/// schema version than this critbench's (fields a manifest of this version lacks, as one written
+/// by hand may, read as empty).
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     /// The file exists and cannot be read.
@@ -508,13 +550,28 @@ pub enum ManifestError {
         /// What the JSON parser said.
         source: serde_json::Error,
     },
-    /// A manifest a newer critbench wrote.
-    #[error("{} is not a critbench manifest: manifest version {version} is newer than this critbench reads ({MANIFEST_VERSION}); upgrade critbench\n  hint: it is written by `critbench run`; run the experiment again (with --overwrite) to rebuild it", path.display())]
-    Newer {
+    /// A manifest of other versions than this critbench's: an earlier development build's, or a
+    /// later critbench's.
+    #[error(
+        "{} was written by {}, manifest version {}, table schema version {}; this critbench reads manifest version \
+         {MANIFEST_VERSION} with table schema version {} only\n  hint: run the experiment again with this critbench \
+         (with --overwrite), or read the run with the critbench that wrote it; docs/FORMAT.md's changelog says what \
+         changed",
+        path.display(),
+        critbench_version.as_deref().map_or_else(|| "a critbench that did not say its version".to_string(), |v| format!("critbench {v}")),
+        shown(*manifest_version),
+        shown(*schema_version),
+        crate::SCHEMA_VERSION
+    )]
+    OtherVersion {
         /// The file.
         path: PathBuf,
-        /// Its `manifest_version`.
-        version: u64,
+        /// The critbench that wrote it, as it says (`critbench_version`).
+        critbench_version: Option<String>,
+        /// Its `manifest_version`, when it has one.
+        manifest_version: Option<u64>,
+        /// Its `schema_version`, when it has one.
+        schema_version: Option<u64>,
     },
 }
 
@@ -529,15 +586,17 @@ impl Manifest {
         };
         let corrupt = |source| ManifestError::Corrupt { path: path.clone(), source };
         let value: Value = serde_json::from_str(&text).map_err(corrupt)?;
-        let version = value.get("manifest_version").and_then(Value::as_u64).unwrap_or(1);
-        if version > u64::from(MANIFEST_VERSION) {
-            return Err(ManifestError::Newer { path, version });
+        let version = |key: &str| value.get(key).and_then(Value::as_u64);
+        let (manifest_version, schema_version) = (version("manifest_version"), version("schema_version"));
+        if (manifest_version, schema_version) != (Some(u64::from(VERSIONS.0)), Some(u64::from(VERSIONS.1))) {
+            let critbench_version = value.get("critbench_version").and_then(Value::as_str).map(str::to_string);
+            return Err(ManifestError::OtherVersion { path, critbench_version, manifest_version, schema_version });
         }
         serde_json::from_value(value).map(Some).map_err(corrupt)
     }
 
     /// Checks the table files of the run in `dir` against the ones it recorded, size and
-    /// SHA-256 (manifests written before tables were recorded have none to check). A recorded table that is missing, or a
+    /// SHA-256 (a manifest written by hand may record none, and has none to check). A recorded table that is missing, or a
     /// table file of the run it did not record, is a mismatch too.
     pub fn check_tables(&self, dir: &Path) -> Result<(), TableMismatch> {
         if self.tables.is_empty() {
@@ -577,6 +636,11 @@ impl Manifest {
         let text = serde_json::to_string_pretty(self).expect("a manifest serializes") + "\n";
         crate::files::write_atomically(&dir.join(MANIFEST_FILE), text.as_bytes())
     }
+}
+
+/// A version as a refusal names it: `none` when the manifest has none.
+fn shown(version: Option<u64>) -> String {
+    version.map_or_else(|| "none".to_string(), |v| v.to_string())
 }
 
 /// Why the run in `run_dir` cannot be read yet, when it is a sharded run not merged: its
@@ -619,14 +683,73 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_or_future_manifest_is_one_clear_error() {
+    fn a_corrupt_manifest_is_one_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         assert!(Manifest::read(dir.path()).unwrap().is_none());
         std::fs::write(dir.path().join(MANIFEST_FILE), "{\"run_id\": 3").unwrap();
         let error = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(error.contains("is not a critbench manifest") && error.contains("hint:"), "{error}");
-        let future = serde_json::json!({"manifest_version": 99});
-        std::fs::write(dir.path().join(MANIFEST_FILE), future.to_string()).unwrap();
-        assert!(Manifest::read(dir.path()).unwrap_err().to_string().contains("upgrade critbench"));
+        let wrong_shape = serde_json::json!({"manifest_version": 1, "schema_version": 6, "run_id": 3});
+        std::fs::write(dir.path().join(MANIFEST_FILE), wrong_shape.to_string()).unwrap();
+        let error = Manifest::read(dir.path()).unwrap_err();
+        assert!(matches!(error, ManifestError::Corrupt { .. }), "{error:?}");
+    }
+
+    /// A manifest of an earlier development build (an older table schema, or written before
+    /// `manifest_version` existed) or of a later critbench is refused, naming the critbench that
+    /// wrote it and both versions, and saying to run the experiment again with this critbench.
+    #[test]
+    fn a_manifest_of_other_versions_is_refused_naming_what_wrote_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE);
+        let written = |versions: serde_json::Value| {
+            let mut manifest = serde_json::to_value(Manifest { run_id: "r".into(), ..Manifest::default() }).unwrap();
+            manifest["critbench_version"] = "0.0.7".into();
+            let object = manifest.as_object_mut().unwrap();
+            object.remove("manifest_version");
+            object.remove("schema_version");
+            object.extend(versions.as_object().unwrap().clone());
+            std::fs::write(&path, manifest.to_string()).unwrap();
+            Manifest::read(dir.path())
+        };
+        assert_eq!(
+            written(serde_json::json!({"manifest_version": 1, "schema_version": 6})).unwrap().unwrap().run_id,
+            "r"
+        );
+        for (versions, shown) in [
+            (
+                serde_json::json!({"manifest_version": 1, "schema_version": 5}),
+                "manifest version 1, table schema version 5",
+            ),
+            (serde_json::json!({"schema_version": 3}), "manifest version none, table schema version 3"),
+            (
+                serde_json::json!({"manifest_version": 2, "schema_version": 6}),
+                "manifest version 2, table schema version 6",
+            ),
+        ] {
+            let error = written(versions).unwrap_err();
+            assert!(matches!(error, ManifestError::OtherVersion { .. }), "{error:?}");
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "{} was written by critbench 0.0.7, {shown}; this critbench reads manifest version 1 with table \
+                     schema version 6 only\n  hint: run the experiment again with this critbench (with --overwrite), \
+                     or read the run with the critbench that wrote it; docs/FORMAT.md's changelog says what changed",
+                    path.display()
+                )
+            );
+        }
+        std::fs::write(&path, serde_json::json!({"schema_version": 2}).to_string()).unwrap();
+        let error = Manifest::read(dir.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("was written by a critbench that did not say its version, manifest version none"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_default_manifest_is_of_this_critbench_s_versions() {
+        let manifest = Manifest::default();
+        assert_eq!((manifest.manifest_version, manifest.schema_version), VERSIONS);
     }
 }

@@ -13,9 +13,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 pub use crate::error::StorageError;
-
-/// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
-pub const SCHEMA_VERSION: u32 = 6;
+use crate::schema::{SCHEMA_VERSION, SCHEMA_VERSION_KEY, TABLE_KEY};
 
 /// Row groups close at whichever limit comes first, so wide rows (stored drafts) do not pile
 /// up in memory.
@@ -58,8 +56,8 @@ impl ParquetSink {
             .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
             .set_max_row_group_bytes(Some(MAX_ROW_GROUP_BYTES))
             .set_key_value_metadata(Some(vec![
-                KeyValue::new("critbench.table".to_string(), table.to_string()),
-                KeyValue::new("critbench.schema_version".to_string(), SCHEMA_VERSION.to_string()),
+                KeyValue::new(TABLE_KEY.to_string(), table.to_string()),
+                KeyValue::new(SCHEMA_VERSION_KEY.to_string(), SCHEMA_VERSION.to_string()),
             ]))
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))

@@ -133,7 +133,8 @@ fn stream_loops(
     let mut current: Option<Current> = None;
     let mut finished: HashSet<u128> = HashSet::new();
     let mut first_row = 0;
-    crate::columns::for_each_batch(path, |batch| {
+    crate::scan::Scan::all().for_each(&[path], |scanned| {
+        let batch = scanned.batch;
         let rows = batch.num_rows();
         read_batch(batch, first_row, &mut |key, kind, config_id, round, recorded, head| {
             if current.as_ref().is_none_or(|c| c.key != *key) {
@@ -400,11 +401,12 @@ mod tests {
         let path = dir.path().join("trajectories.parquet");
         write(&path, &[("a", 0, "c1", 0), ("a", 0, "c1", 1), ("a", 0, "c1", 2)]);
         let mut batches = Vec::new();
-        crate::columns::for_each_batch(&path, |batch| {
-            batches.push(batch.clone());
-            Ok(())
-        })
-        .unwrap();
+        crate::scan::Scan::all()
+            .for_each(&[&path], |scanned| {
+                batches.push(scanned.batch.clone());
+                Ok(())
+            })
+            .unwrap();
         let [batch] = &batches[..] else { panic!("one batch") };
         let index = batch.schema().index_of("arm").unwrap();
         let mut arms: Vec<String> = batch.column(index).as_string::<i32>().iter().map(|v| v.unwrap().into()).collect();

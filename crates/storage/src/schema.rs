@@ -1,9 +1,19 @@
-//! The Arrow field types every critbench table shares, so a notebook reads `dims`, `issues` and
-//! the other nested columns of every table the same way.
+//! The schema every critbench table shares: its version, as each table's footer records it, and
+//! the Arrow field types of the nested columns, so a notebook reads `dims`, `issues` and the others
+//! of every table the same way.
 
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field};
+
+/// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
+pub const SCHEMA_VERSION: u32 = 6;
+
+/// The key of a table's footer metadata that holds [`SCHEMA_VERSION`], which every reader checks.
+pub(crate) const SCHEMA_VERSION_KEY: &str = "critbench.schema_version";
+
+/// The key of a table's footer metadata that holds which table it is (`outcomes`, …).
+pub(crate) const TABLE_KEY: &str = "critbench.table";
 
 pub(crate) fn utf8(name: &str, nullable: bool) -> Field {
     Field::new(name, DataType::Utf8, nullable)

@@ -15,8 +15,10 @@ use critbench_core::{Arm, Decision, ExitReason};
 
 use crate::critique_columns::CritiqueColumns;
 use crate::declared::declare_columns;
+pub use crate::declared::{Label, parse_label};
 use crate::parquet_sink::ParquetSink;
 pub use crate::parquet_sink::StorageError;
+use crate::scan::Scan;
 use crate::schema::utf8;
 
 declare_columns! {
@@ -53,9 +55,8 @@ declare_columns! {
         pub critic_tokens_in: Option<u64> = "critic_tokens_in",
         pub critic_tokens_out: Option<u64> = "critic_tokens_out",
         /// Whether the writer of this round's draft acted on the critique it was shown (the
-        /// offline writer says; null for a first draft, a blind revision or a model). Added in
-        /// schema version 5; older runs read as null: nobody said.
-        pub acted_on_critique: Option<bool> = "acted_on_critique" or None,
+        /// offline writer says; null for a first draft, a blind revision or a model).
+        pub acted_on_critique: Option<bool> = "acted_on_critique",
     }
     names: TrajectoryColumns,
     builders: TrajectoryBuilders,
@@ -130,7 +131,7 @@ impl RowDecision {
 
     /// The decision of row `row` from its `decision` and `exit_reason`; an unknown decision, or an
     /// exit reason where there is none (or none where the loop stopped), names the row and column.
-    pub(crate) fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, TableError> {
+    pub fn parse(decision: &str, exit_reason: Option<&str>, row: usize) -> Result<RowDecision, TableError> {
         let [decision_column, exit_column] = DECISION_COLUMNS;
         let parsed = match decision {
             "revise" => RowDecision::Policy(Decision::Revise),
@@ -250,21 +251,20 @@ declare_columns! {
         pub best_round: u32 = "best_round",
         pub critic_errors: u32 = "critic_errors",
         /// Rounds where the critic's own `passed` (when it gave one) disagreed with the host's verdict.
-        /// Added in schema version 3; older runs had no way to count them.
-        pub critic_disagreements: u32 = "critic_disagreements" or 0,
+        pub critic_disagreements: u32 = "critic_disagreements",
         pub tokens_in: Option<u64> = "tokens_in",
         pub tokens_out: Option<u64> = "tokens_out",
         pub wall_ms: f64 = "wall_ms",
         /// The task's `meta`, as JSON text.
         pub meta: Option<String> = "meta",
         /// The critic's score of the adjudicated final draft (the adjudicator's last pass), and whether it
-        /// meets the pass rule; `None` when the loop's arm does not adjudicate. Added in schema version 4.
-        pub adjudicated_score: Option<f64> = "adjudicated_score" or None,
-        pub adjudicated_passed: Option<bool> = "adjudicated_passed" or None,
+        /// meets the pass rule; `None` when the loop's arm does not adjudicate.
+        pub adjudicated_score: Option<f64> = "adjudicated_score",
+        pub adjudicated_passed: Option<bool> = "adjudicated_passed",
         /// What the loop's model calls cost in the run's currency (`[pricing]`): its rounds' writer
         /// and critic tokens at their roles' prices; `None` when a role it used has no price, or it
-        /// used no model. Added in schema version 6.
-        pub cost: Option<f64> = "cost" or None,
+        /// used no model.
+        pub cost: Option<f64> = "cost",
     }
     names: OutcomeColumns,
     builders: OutcomeBuilders,
@@ -523,7 +523,8 @@ impl TableRow for RescoredOutcome {
 /// Reads a rescoring's `outcomes.parquet` back, censored loops included (see [`RescoredOutcome`]).
 pub fn read_rescored_outcomes(path: &Path) -> Result<Vec<RescoredOutcome>, StorageError> {
     let (mut rows, mut first_row) = (Vec::new(), 0);
-    crate::columns::for_each_batch(path, |batch| {
+    Scan::all().for_each(&[path], |scanned| {
+        let batch = scanned.batch;
         read_outcome_batch(batch, first_row, &mut |outcome, censored| {
             rows.push(RescoredOutcome { outcome, censored })
         })?;
@@ -538,7 +539,8 @@ pub fn read_rescored_outcomes(path: &Path) -> Result<Vec<RescoredOutcome>, Stora
 /// them).
 pub fn read_outcomes(path: &Path) -> Result<Vec<OutcomeRow>, StorageError> {
     let (mut rows, mut first_row) = (Vec::new(), 0);
-    crate::columns::for_each_batch(path, |batch| {
+    Scan::all().for_each(&[path], |scanned| {
+        let batch = scanned.batch;
         read_outcome_batch(batch, first_row, &mut |outcome, censored| {
             if !censored {
                 rows.push(outcome);
@@ -633,20 +635,8 @@ impl<'a> From<&'a OutcomeRow> for OutcomeStats<'a> {
 
 const NAMES: OutcomeColumns = OutcomeRow::COLUMNS;
 
-/// The columns [`for_each_outcome_stats`] decodes when the file has them.
-const OUTCOME_STATS_OPTIONAL: [&str; 8] = [
-    NAMES.critic_disagreements,
-    NAMES.tokens_in,
-    NAMES.tokens_out,
-    NAMES.adjudicated_score,
-    NAMES.adjudicated_passed,
-    NAMES.kind,
-    NAMES.cost,
-    CENSORED_COLUMN,
-];
-
-/// The columns [`for_each_outcome_stats`] decodes.
-pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
+/// The columns [`for_each_outcome_stats`] decodes (and a rescoring's `censored`).
+pub const OUTCOME_STATS_COLUMNS: [&str; 21] = [
     NAMES.run_id,
     NAMES.config_id,
     NAMES.arm,
@@ -661,10 +651,17 @@ pub const OUTCOME_STATS_COLUMNS: [&str; 14] = [
     NAMES.best_score,
     NAMES.final_score,
     NAMES.critic_errors,
+    NAMES.critic_disagreements,
+    NAMES.tokens_in,
+    NAMES.tokens_out,
+    NAMES.adjudicated_score,
+    NAMES.adjudicated_passed,
+    NAMES.kind,
+    NAMES.cost,
 ];
 
 /// Streams `outcomes.parquet` row by row through `each`, decoding only
-/// [`OUTCOME_STATS_COLUMNS`] (and those of `OUTCOME_STATS_OPTIONAL` the file has), a batch at a time:
+/// [`OUTCOME_STATS_COLUMNS`] (and a rescoring's `censored`), a batch at a time:
 /// memory is one batch whatever the file's size. An error from `each` is reported with the file
 /// and the row's position in it. A rescoring's censored loops have no outcome and are left out.
 pub fn for_each_outcome_stats<E: Into<BoxError>>(
@@ -689,11 +686,13 @@ fn stream_outcome_stats(
 ) -> Result<(), StorageError> {
     use arrow_array::Array;
     let mut offset = 0usize;
-    crate::columns::for_each_projected_batch(path, &OUTCOME_STATS_COLUMNS, &OUTCOME_STATS_OPTIONAL, |batch| {
-        let c = crate::columns::Columns(batch);
-        let present = |name: &str| batch.column_by_name(name).is_some();
+    Scan::columns(&OUTCOME_STATS_COLUMNS, &[CENSORED_COLUMN]).for_each(&[path], |scanned| {
+        let (batch, c) = (scanned.batch, scanned.columns());
         // A rescoring's censored loops have nulls where the outcome is unknown.
-        let censored = if present(CENSORED_COLUMN) { Some(c.boolean_array(CENSORED_COLUMN)?) } else { None };
+        let censored = match batch.column_by_name(CENSORED_COLUMN) {
+            Some(_) => Some(c.boolean_array(CENSORED_COLUMN)?),
+            None => None,
+        };
         let is_censored = |i: usize| censored.is_some_and(|array| array.value(i));
         let (run_id, config_id, arm, critic, task_id) = (
             c.text_array(NAMES.run_id)?,
@@ -718,20 +717,11 @@ fn stream_outcome_stats(
             c.int32_array(NAMES.revisions)?,
             c.int32_array(NAMES.critic_errors)?,
         );
-        // Added in schema version 3; older runs had no way to count them.
-        let disagreements =
-            if present(NAMES.critic_disagreements) { Some(c.int32_array(NAMES.critic_disagreements)?) } else { None };
-        let tokens = |name: &str| if present(name) { c.int64(name) } else { Ok(vec![None; batch.num_rows()]) };
-        let (tokens_in, tokens_out) = (tokens(NAMES.tokens_in)?, tokens(NAMES.tokens_out)?);
-        // Added in schema version 4 (older runs never adjudicated) and 6 (older runs had no prices).
-        let floats = |name: &str| if present(name) { c.float(name) } else { Ok(vec![None; batch.num_rows()]) };
-        let (adjudicated_score, cost) = (floats(NAMES.adjudicated_score)?, floats(NAMES.cost)?);
-        let adjudicated_passed = if present(NAMES.adjudicated_passed) {
-            c.boolean(NAMES.adjudicated_passed)?
-        } else {
-            vec![None; batch.num_rows()]
-        };
-        let kind = if present(NAMES.kind) { Some(c.nullable_text_array(NAMES.kind)?) } else { None };
+        let disagreements = c.int32_array(NAMES.critic_disagreements)?;
+        let (tokens_in, tokens_out) = (c.int64(NAMES.tokens_in)?, c.int64(NAMES.tokens_out)?);
+        let (adjudicated_score, cost) = (c.float(NAMES.adjudicated_score)?, c.float(NAMES.cost)?);
+        let adjudicated_passed = c.boolean(NAMES.adjudicated_passed)?;
+        let kind = c.nullable_text_array(NAMES.kind)?;
         let (first_score, best_score) = (c.float_array(NAMES.first_score)?, c.float_array(NAMES.best_score)?);
         let whole = |array: &arrow_array::Int32Array, column: &'static str, i: usize| {
             u32::try_from(array.value(i)).map_err(|_| TableError::NegativeInRow {
@@ -764,15 +754,12 @@ fn stream_outcome_stats(
                 best_score: best_score.value(i),
                 final_score: if censored { f64::NAN } else { final_score.value(i) },
                 critic_errors: whole(critic_errors, NAMES.critic_errors, i)?,
-                critic_disagreements: match disagreements {
-                    Some(array) => whole(array, NAMES.critic_disagreements, i)?,
-                    None => 0,
-                },
+                critic_disagreements: whole(disagreements, NAMES.critic_disagreements, i)?,
                 tokens_in: tokens_in[i],
                 tokens_out: tokens_out[i],
                 adjudicated_score: adjudicated_score[i],
                 adjudicated_passed: adjudicated_passed[i],
-                kind: kind.filter(|k| k.is_valid(i)).map(|k| k.value(i)),
+                kind: kind.is_valid(i).then(|| kind.value(i)),
                 cost: cost[i],
                 censored,
             };
@@ -784,15 +771,16 @@ fn stream_outcome_stats(
         }
         offset += batch.num_rows();
         Ok(())
-    })
+    })?;
+    Ok(())
 }
 
 /// Each (critic, task)'s `meta` in `outcomes.parquet`, reading only those three columns; tasks
 /// without a meta are left out.
 pub fn read_outcome_metas(path: &Path) -> Result<std::collections::HashMap<(String, String), String>, StorageError> {
     let mut metas = std::collections::HashMap::new();
-    crate::columns::for_each_projected_batch(path, &[NAMES.critic, NAMES.task_id, NAMES.meta], &[], |batch| {
-        let columns = crate::columns::Columns(batch);
+    Scan::columns(&[NAMES.critic, NAMES.task_id, NAMES.meta], &[]).for_each(&[path], |scanned| {
+        let (batch, columns) = (scanned.batch, scanned.columns());
         let (critic, task_id) = (columns.text_array(NAMES.critic)?, columns.text_array(NAMES.task_id)?);
         let meta = columns.nullable_text_array(NAMES.meta)?;
         for i in 0..batch.num_rows() {
@@ -844,14 +832,14 @@ pub fn critbench_table(path: &Path) -> Option<String> {
     let file = std::fs::File::open(path).ok()?;
     let metadata = parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&file).ok()?;
     let pairs = metadata.file_metadata().key_value_metadata()?;
-    pairs.iter().find(|kv| kv.key == "critbench.table").and_then(|kv| kv.value.clone())
+    pairs.iter().find(|kv| kv.key == crate::schema::TABLE_KEY).and_then(|kv| kv.value.clone())
 }
 
 /// The distinct critic names of `outcomes.parquet`, reading only its `critic` column.
 pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>, StorageError> {
     let mut critics = std::collections::BTreeSet::new();
-    crate::columns::for_each_projected_batch(path, &[NAMES.critic], &[], |batch| {
-        let column = crate::columns::Columns(batch);
+    Scan::columns(&[NAMES.critic], &[]).for_each(&[path], |scanned| {
+        let (batch, column) = (scanned.batch, scanned.columns());
         let critic = column.text_array(NAMES.critic)?;
         for i in 0..batch.num_rows() {
             if !critics.contains(critic.value(i)) {
@@ -867,8 +855,8 @@ pub fn outcome_critics(path: &Path) -> Result<std::collections::BTreeSet<String>
 /// `kind` column.
 pub fn outcome_kinds(path: &Path) -> Result<std::collections::BTreeSet<Option<String>>, StorageError> {
     let mut kinds = std::collections::BTreeSet::new();
-    crate::columns::for_each_projected_batch(path, &[NAMES.kind], &[], |batch| {
-        for kind in crate::columns::Columns(batch).text(NAMES.kind)? {
+    Scan::columns(&[NAMES.kind], &[]).for_each(&[path], |scanned| {
+        for kind in scanned.columns().text(NAMES.kind)? {
             kinds.insert(kind);
         }
         Ok(())
@@ -1104,7 +1092,7 @@ pub(crate) mod tests {
         assert_eq!(rescored[..names.len()], names[..]);
         assert_eq!(rescored[names.len()..], ["censored"]);
         // The readers ask for columns by the declaration's names: the stats reader's are all in it.
-        for name in OUTCOME_STATS_COLUMNS.iter().chain(&OUTCOME_STATS_OPTIONAL[..7]) {
+        for name in OUTCOME_STATS_COLUMNS {
             assert!(names.contains(&name.to_string()), "{name}");
         }
         assert_eq!(OutcomeRow::COLUMNS.final_draft, "final");
@@ -1169,11 +1157,12 @@ pub(crate) mod tests {
         writer.close().unwrap();
         let mut back = Vec::new();
         let (mut first_row, mut batches) = (0, Vec::new());
-        crate::columns::for_each_batch(&path, |batch| {
-            batches.push(batch.clone());
-            Ok(())
-        })
-        .unwrap();
+        Scan::all()
+            .for_each(&[&path], |scanned| {
+                batches.push(scanned.batch.clone());
+                Ok(())
+            })
+            .unwrap();
         for batch in &batches {
             back.extend(TrajectoryRow::read_batch(&crate::columns::Columns(batch), first_row).unwrap());
             first_row += batch.num_rows();
@@ -1185,11 +1174,12 @@ pub(crate) mod tests {
     /// The batches of a trajectories file, and how many rows each of its row groups holds.
     fn batches_and_groups(path: &Path) -> (Vec<RecordBatch>, Vec<i64>) {
         let mut batches = Vec::new();
-        crate::columns::for_each_batch(path, |batch| {
-            batches.push(batch.clone());
-            Ok(())
-        })
-        .unwrap();
+        Scan::all()
+            .for_each(&[path], |scanned| {
+                batches.push(scanned.batch.clone());
+                Ok(())
+            })
+            .unwrap();
         let reader = parquet::file::reader::SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
         let groups = parquet::file::reader::FileReader::metadata(&reader).row_groups().iter().map(|g| g.num_rows());
         (batches, groups.collect())
@@ -1260,38 +1250,6 @@ pub(crate) mod tests {
         assert!(rows_of(&written) == rows_of(&expected), "the appended file holds other rows");
     }
 
-    /// A trajectories file whose `column` holds `text` (null for `None`) in its second row.
-    pub(crate) fn trajectories_with(path: &Path, column: &str, text: Option<&str>) {
-        let critique = CritiqueColumns::scored(4.0);
-        let rows = [TrajectoryRow::bare("t", 0, &critique), TrajectoryRow::bare("t", 1, &critique)];
-        trajectories_holding(path, &rows, column, 1, text);
-    }
-
-    /// A trajectories file of `rows` (row groups closed as the writer closes them), except that
-    /// `column` holds `text` (null for `None`) in row `at`: what this version never writes.
-    pub(crate) fn trajectories_holding(
-        path: &Path,
-        rows: &[TrajectoryRow<'_>],
-        column: &str,
-        at: usize,
-        text: Option<&str>,
-    ) {
-        let mut builders = TrajectoryBuilders::with_capacity(rows.len());
-        rows.iter().for_each(|row| builders.append(row));
-        let mut columns = builders.finish();
-        let index = trajectory_schema().index_of(column).unwrap();
-        let mut values: Vec<Option<String>> =
-            columns[index].as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect();
-        values[at] = text.map(str::to_string);
-        columns[index] = Arc::new(arrow_array::StringArray::from(values));
-        let schema = Arc::new(Schema::new(
-            trajectory_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
-        ));
-        let mut sink = ParquetSink::create(path, schema, "trajectories", DICTIONARY_COLUMNS).unwrap();
-        sink.write(columns).unwrap();
-        sink.close().unwrap();
-    }
-
     /// Each dictionary column is a declared column of the outcomes or the trajectories, so a
     /// renamed column cannot leave its encoding behind.
     #[test]
@@ -1315,42 +1273,22 @@ pub(crate) mod tests {
             ("exit_reason", Some("pass"), "row 1: column `exit_reason` holds `pass` in a `revise` row"),
         ] {
             let path = dir.path().join(format!("{column}-{}.parquet", text.unwrap_or("null")));
-            trajectories_with(&path, column, text);
+            crate::testing::trajectories_with(&path, column, text);
             let expected = format!("{}: {expected}", path.display());
             let error = crate::recorded::read_recorded_loops(&path).unwrap_err().to_string();
             assert!(error.starts_with(&expected), "{error}");
-            // The projected readers refuse it the same way, naming the file, row and column.
-            let error = crate::task_rounds::read_task_rounds(&path, "t").unwrap_err().to_string();
-            assert!(error.starts_with(&expected), "show: {error}");
-            let error = crate::round_scores::read_round_scores(&path).unwrap_err().to_string();
-            assert!(error.starts_with(&expected), "round scores: {error}");
-            let outcomes = dir.path().join("outcomes.parquet");
-            let mut writer = OutcomeWriter::create(&outcomes).unwrap();
-            writer
-                .push(OutcomeRow { final_draft: "last".into(), ..OutcomeRow::bare("t", "feedback", true, 2) })
-                .unwrap();
-            writer.close().unwrap();
-            let tasks = std::collections::BTreeSet::from(["t".to_string()]);
-            let error = crate::final_answers::read_final_answers(&[outcomes], std::slice::from_ref(&path), &tasks)
-                .unwrap_err()
-                .to_string();
-            assert!(error.starts_with(&expected), "final answers: {error}");
-            if column == "arm" {
-                let error =
-                    crate::feedback_use::read_feedback_use(std::slice::from_ref(&path)).unwrap_err().to_string();
-                assert!(error.starts_with(&expected), "feedback use: {error}");
-            }
         }
         // A stop row with an exit reason that is not core's is refused too.
         let path = dir.path().join("stop.parquet");
-        trajectories_with(&path, "exit_reason", Some("timeout"));
+        crate::testing::trajectories_with(&path, "exit_reason", Some("timeout"));
         let batch = {
             let mut batches = Vec::new();
-            crate::columns::for_each_batch(&path, |b| {
-                batches.push(b.clone());
-                Ok(())
-            })
-            .unwrap();
+            Scan::all()
+                .for_each(&[&path], |scanned| {
+                    batches.push(scanned.batch.clone());
+                    Ok(())
+                })
+                .unwrap();
             batches.remove(0)
         };
         let mut columns = batch.columns().to_vec();

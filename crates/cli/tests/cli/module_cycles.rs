@@ -1,5 +1,5 @@
 //! No module of a crate imports one that imports it back: each crate's top-level modules form a
-//! graph without cycles, read off the sources' `crate::module` paths (test code and comments
+//! graph without cycles, read off the sources' `crate::module` paths (test modules and comments
 //! aside), so a layer can be read without the ones above it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,20 +20,247 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// A source file's text less its test modules: each item `#[cfg(test)] mod NAME { … }` or
+/// `#[cfg(test)] mod NAME;` is cut out, and the names of the second kind (modules in files of
+/// their own) are returned. Anything else under `#[cfg(test)]` (a `use`, a function) stays: it is
+/// compiled into the tests only, but it is code of this file all the same.
+fn without_test_modules(text: &str) -> (String, Vec<String>) {
+    const ATTRIBUTE: &str = "#[cfg(test)]";
+    let mut code = String::with_capacity(text.len());
+    let mut file_modules = Vec::new();
+    let mut rest = text;
+    while let Some(at) = find_attribute(rest, ATTRIBUTE) {
+        let after = &rest[at + ATTRIBUTE.len()..];
+        match test_module(after) {
+            Some((name, length, in_file)) => {
+                code.push_str(&rest[..at]);
+                if in_file {
+                    file_modules.push(name);
+                }
+                rest = &after[length..];
+            }
+            None => {
+                code.push_str(&rest[..at + ATTRIBUTE.len()]);
+                rest = after;
+            }
+        }
+    }
+    code.push_str(rest);
+    (code, file_modules)
+}
+
+/// Where `attribute` first opens a line of `text` (so not inside a comment or a string).
+fn find_attribute(text: &str, attribute: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(attribute) {
+        let at = from + i;
+        let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        if text[line_start..at].trim().is_empty() {
+            return Some(at);
+        }
+        from = at + attribute.len();
+    }
+    None
+}
+
+/// When `text` (what follows a `#[cfg(test)]`) is a module item: its name, the length of the item
+/// in `text`, and whether it lives in a file of its own (`mod NAME;`).
+fn test_module(text: &str) -> Option<(String, usize, bool)> {
+    let mut at = skip_trivia(text, 0);
+    // Further attributes of the same item.
+    while text[at..].starts_with("#[") {
+        at = skip_trivia(text, matching(text, at + 1)? + 1);
+    }
+    if text[at..].starts_with("pub") {
+        at = skip_trivia(text, at + "pub".len());
+        if text[at..].starts_with('(') {
+            at = skip_trivia(text, matching(text, at)? + 1);
+        }
+    }
+    let after_mod = text[at..].strip_prefix("mod")?;
+    if !after_mod.starts_with(char::is_whitespace) {
+        return None;
+    }
+    at = skip_trivia(text, at + "mod".len());
+    let name: String = text[at..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    if name.is_empty() {
+        return None;
+    }
+    at = skip_trivia(text, at + name.len());
+    match text[at..].chars().next()? {
+        ';' => Some((name, at + 1, true)),
+        '{' => Some((name, matching(text, at)? + 1, false)),
+        _ => None,
+    }
+}
+
+/// The index past the whitespace and comments from `at`.
+fn skip_trivia(text: &str, mut at: usize) -> usize {
+    loop {
+        let rest = &text[at..];
+        let trimmed = rest.trim_start();
+        at += rest.len() - trimmed.len();
+        if trimmed.starts_with("//") {
+            at += trimmed.find('\n').unwrap_or(trimmed.len());
+        } else if trimmed.starts_with("/*") {
+            at = block_comment_end(text, at);
+        } else {
+            return at;
+        }
+    }
+}
+
+/// The index past the (possibly nested) block comment opening at `at`.
+fn block_comment_end(text: &str, mut at: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut depth = 0;
+    while at < bytes.len() {
+        if bytes[at..].starts_with(b"/*") {
+            depth += 1;
+            at += 2;
+        } else if bytes[at..].starts_with(b"*/") {
+            depth -= 1;
+            at += 2;
+            if depth == 0 {
+                return at;
+            }
+        } else {
+            at += 1;
+        }
+    }
+    bytes.len()
+}
+
+/// The index of the bracket that closes the one at `open` (`{`, `(` or `[`), past strings,
+/// character literals and comments; `None` when it is never closed.
+fn matching(text: &str, open: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut at = open;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+            b'/' if bytes[at..].starts_with(b"//") => {
+                at += text[at..].find('\n').unwrap_or(text.len() - at);
+                continue;
+            }
+            b'/' if bytes[at..].starts_with(b"/*") => {
+                at = block_comment_end(text, at);
+                continue;
+            }
+            b'"' => {
+                at = string_end(bytes, at + 1, 0);
+                continue;
+            }
+            b'r' if raw_string_hashes(bytes, at).is_some() && opens_raw_string(bytes, at) => {
+                let hashes = raw_string_hashes(bytes, at).expect("just matched");
+                at = raw_string_end(bytes, at + 2 + hashes, hashes);
+                continue;
+            }
+            b'\'' => {
+                // A character literal (`'{'`, `'\''`), not a lifetime (`'a`).
+                if bytes.get(at + 1) == Some(&b'\\') {
+                    at = string_end(bytes, at + 1, b'\'');
+                    continue;
+                }
+                let width = text[at + 1..].chars().next().map_or(1, char::len_utf8);
+                if bytes.get(at + 1 + width) == Some(&b'\'') {
+                    at += width + 2;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// Whether the `r` at `at` opens a raw string (`r"`, `br"`), not ends a word (`for"`).
+fn opens_raw_string(bytes: &[u8], at: usize) -> bool {
+    let word = |i: Option<usize>| i.is_some_and(|i: usize| bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_');
+    match at.checked_sub(1) {
+        Some(before) if bytes[before] == b'b' => !word(before.checked_sub(1)),
+        before => !word(before),
+    }
+}
+
+/// The index past a quoted literal whose text starts at `at` and ends at `close` (`"` when 0),
+/// escapes skipped.
+fn string_end(bytes: &[u8], mut at: usize, close: u8) -> usize {
+    let close = if close == 0 { b'"' } else { close };
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\\' => at += 2,
+            byte if byte == close => return at + 1,
+            _ => at += 1,
+        }
+    }
+    bytes.len()
+}
+
+/// The number of `#` of a raw string opening at `at` (`r"`, `r#"`, …).
+fn raw_string_hashes(bytes: &[u8], at: usize) -> Option<usize> {
+    let hashes = bytes[at + 1..].iter().take_while(|&&b| b == b'#').count();
+    (bytes.get(at + 1 + hashes) == Some(&b'"')).then_some(hashes)
+}
+
+/// The index past the raw string whose text starts at `at`, closed by `"` and `hashes` `#`s.
+fn raw_string_end(bytes: &[u8], mut at: usize, hashes: usize) -> usize {
+    while at < bytes.len() {
+        if bytes[at] == b'"' && bytes[at + 1..].iter().take(hashes).filter(|&&b| b == b'#').count() == hashes {
+            return at + 1 + hashes;
+        }
+        at += 1;
+    }
+    bytes.len()
+}
+
+/// The files of a crate's source folder that are test modules of their own (`#[cfg(test)] mod
+/// NAME;`), and under which folders every file is one.
+fn test_module_files(src: &Path, files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut tests = BTreeSet::new();
+    for file in files {
+        let (_, modules) = without_test_modules(&std::fs::read_to_string(file).unwrap());
+        let stem = file.file_stem().unwrap().to_string_lossy();
+        let parent = file.parent().unwrap();
+        // `lib.rs`, `main.rs` and `mod.rs` declare their children beside them; `x.rs` in `x/`.
+        let dir = if file.parent() == Some(src) && (stem == "lib" || stem == "main") || stem == "mod" {
+            parent.to_path_buf()
+        } else {
+            parent.join(stem.as_ref())
+        };
+        for name in modules {
+            tests.insert(dir.join(format!("{name}.rs")));
+            tests.insert(dir.join(&name));
+        }
+    }
+    tests
+}
+
 /// Top-level module → the top-level modules of the same crate its code names.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
+    let tests = test_module_files(src, &files);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in files {
+        if tests.iter().any(|test| file.starts_with(test)) {
+            continue;
+        }
         let relative = file.strip_prefix(src).unwrap();
         let top =
             relative.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
-        if top == "lib" || top == "main" || relative.ends_with("tests.rs") {
+        if top == "lib" || top == "main" {
             continue;
         }
-        let text = std::fs::read_to_string(&file).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
+        let (code, _) = without_test_modules(&std::fs::read_to_string(&file).unwrap());
         let names = graph.entry(top.clone()).or_default();
         for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
             for (i, _) in line.match_indices("crate::") {
@@ -80,14 +307,14 @@ fn no_module_imports_one_that_imports_it_back() {
     let mut cycles = Vec::new();
     for src in &crates {
         let graph = module_graph(src);
+        // Every cycle once, whichever of its modules it was found through.
+        let mut seen: BTreeSet<BTreeSet<String>> = BTreeSet::new();
         for module in graph.keys() {
-            if let Some(cycle) = cycle_through(&graph, module) {
-                cycles.push(format!(
-                    "{}: {}",
-                    src.parent().unwrap().file_name().unwrap().to_string_lossy(),
-                    cycle.join(" → ")
-                ));
-                break;
+            if let Some(cycle) = cycle_through(&graph, module)
+                && seen.insert(cycle.iter().cloned().collect())
+            {
+                let name = src.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
+                cycles.push(format!("{name}: {}", cycle.join(" → ")));
             }
         }
     }
@@ -105,4 +332,60 @@ fn the_cycle_check_finds_a_cycle() {
     assert_eq!(graph["a"], BTreeSet::from(["b".to_string()]));
     assert_eq!(cycle_through(&graph, "a"), Some(vec!["a".into(), "b".into(), "a".into()]));
     assert_eq!(cycle_through(&graph, "c"), None);
+}
+
+/// A `#[cfg(test)] use` is code of its file, and so is everything after it; only test modules
+/// (inline, whatever their braces hold, or in files of their own) are left out.
+#[test]
+fn the_cycle_check_reads_past_a_test_import_and_skips_only_test_modules() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("lib.rs"),
+        "mod a;\nmod b;\nmod c;\nmod d;\n#[cfg(test)]\nmod fixtures;\n#[cfg(test)]\nmod helpers;\n",
+    )
+    .unwrap();
+    let a = "#[cfg(test)]\nuse crate::c::for_tests;\n\npub fn f() -> u8 {\n    crate::b::g()\n}\n";
+    std::fs::write(dir.path().join("a.rs"), a).unwrap();
+    let b = r###"pub fn g() -> u8 { 1 }
+
+#[cfg(test)]
+#[allow(unused)]
+pub(crate) mod tests {
+    const OPEN: &str = "}{ crate::d:: ";
+    const RAW: &str = r#"}"#;
+    const BRACE: char = '}';
+    fn lifetime<'a>(text: &'a str) -> &'a str { /* } */ text }
+    // }
+    use crate::a;
+}
+
+/// Code after the test module is read again.
+pub fn h() -> u8 { crate::c::k() }
+"###;
+    std::fs::write(dir.path().join("b.rs"), b).unwrap();
+    std::fs::write(dir.path().join("c.rs"), "pub fn k() -> u8 { 2 }\n#[cfg(test)]\nmod tests;\n").unwrap();
+    std::fs::create_dir(dir.path().join("c")).unwrap();
+    std::fs::write(dir.path().join("c/tests.rs"), "use crate::a;\n").unwrap();
+    std::fs::write(dir.path().join("d.rs"), "pub fn m() {}\n").unwrap();
+    std::fs::write(dir.path().join("fixtures.rs"), "use crate::a;\n").unwrap();
+    std::fs::create_dir(dir.path().join("helpers")).unwrap();
+    std::fs::write(dir.path().join("helpers/mod.rs"), "use crate::a;\n").unwrap();
+    let graph = module_graph(dir.path());
+    assert_eq!(graph["a"], BTreeSet::from(["b".to_string(), "c".to_string()]), "the line after the test import");
+    assert_eq!(graph["b"], BTreeSet::from(["c".to_string()]), "not the test module's, but the line after it");
+    assert!(graph["c"].is_empty(), "c/tests.rs is c's test module: {graph:?}");
+    assert!(!graph.contains_key("fixtures") && !graph.contains_key("helpers"), "{graph:?}");
+    assert_eq!(cycle_through(&graph, "a"), None);
+
+    // The old reading stopped at the first `#[cfg(test)]`, and saw nothing of `a` past it.
+    let (code, modules) = without_test_modules(a);
+    assert!(code.contains("crate::b::g()"), "{code}");
+    assert!(modules.is_empty());
+    let (code, modules) = without_test_modules(b);
+    assert!(!code.contains("mod tests") && !code.contains("crate::d") && code.contains("crate::c::k()"), "{code}");
+    assert!(modules.is_empty());
+    assert_eq!(
+        without_test_modules("#[cfg(test)]\nmod tests;\nfn f() {}\n"),
+        ("\nfn f() {}\n".into(), vec!["tests".into()])
+    );
 }

@@ -11,18 +11,19 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use crate::queries::final_answers::LoopKey;
 use critbench_core::Arm;
 use critbench_stats::ppi::{
     LabelledPairs, LabelledTask, PpiInterval, RateInterval, UnlabelledPairs, UnlabelledTask, clustered_ppi_mean_ci,
     clustered_rate_ci, paired_difference_ci,
 };
-use critbench_storage::final_answers::LoopKey;
 use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::OutcomeStats;
 use serde::Serialize;
 
 use super::{ALPHA, GoldError, Labels};
-use crate::{ADJUDICATED_SUFFIX, Report, ReportError, RowError};
+use crate::rows::ADJUDICATED_SUFFIX;
+use crate::{Report, ReportError, RowError};
 
 /// One config × critic × arm: the critic's pass rate, the gold labels' and the corrected one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -264,7 +265,7 @@ impl Fold<'_> {
 
 /// Folds one (config, critic, task)'s loops into its group.
 fn close(group: &mut Group, mut task: OpenTask) -> Result<(), RowError> {
-    crate::sort_task_loops(
+    crate::totals::sort_task_loops(
         &mut task.loops,
         |l| (l.arm, l.epoch),
         (&task.task_id, &group.config_id, &group.critic),
@@ -480,7 +481,7 @@ impl Corrected {
         let mut groups = fold.groups;
         let slot = |config: &str, critic: &str| fold.index.get(&(config.to_string(), critic.to_string())).copied();
         let mut rows = Vec::new();
-        for summary in report.summary.iter().filter(|r| !r.arm.ends_with(ADJUDICATED_SUFFIX)) {
+        for summary in report.summary.rows.iter().filter(|r| !r.arm.ends_with(ADJUDICATED_SUFFIX)) {
             let Some(slot) = slot(&summary.config_id, &summary.critic) else { continue };
             let group = &mut groups[slot];
             let Some(arm) = group.arms.iter().position(|a| a.name == summary.arm) else { continue };
@@ -489,7 +490,7 @@ impl Corrected {
             group.arms[arm] = arm_fold;
         }
         let mut comparisons = Vec::new();
-        for comparison in report.comparisons.iter().filter(|c| c.between_arms_that_ran()) {
+        for comparison in report.summary.comparisons.iter().filter(|c| c.between_arms_that_ran()) {
             let Some(slot) = slot(&comparison.config_id, &comparison.critic) else { continue };
             let group = &groups[slot];
             let position = |name: &str| group.arms.iter().position(|a| a.name == name).map(|i| i as u16);
@@ -614,7 +615,7 @@ mod tests {
         let rows = loops();
         let labels = labels(&rows);
         let manifest: Manifest = serde_json::from_value(serde_json::json!({
-            "schema_version": 4, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+            "manifest_version": 1, "schema_version": 6, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
             "wall_seconds": 0.0, "loops": 240, "critiques": 240, "sweep": "direct",
             "experiment": {"name": "n", "epochs": EPOCHS, "arms": ["feedback", "no-feedback"]},
         }))

@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use crate::queries::final_answers::LoopKey;
 use critbench_core::Arm;
-use critbench_storage::final_answers::LoopKey;
 use serde::Deserialize;
 
 use super::GoldError;

@@ -16,8 +16,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::queries::final_answers::{FinalAnswer, LoopKey, read_final_answers};
 use critbench_core::{Arm, SeedKey, derive_seed};
-use critbench_storage::final_answers::{FinalAnswer, LoopKey, read_final_answers};
 use critbench_storage::manifest::{Manifest, RunStatus};
 use serde::{Deserialize, Serialize};
 
@@ -167,12 +167,12 @@ pub fn draw_sample(run_dir: &Path, request: &SampleRequest) -> Result<Sample, Re
     if request.tasks == 0 {
         return Err(GoldError::NoTasks.into());
     }
-    let outcomes = crate::table_files(run_dir, "outcomes")?;
+    let outcomes = crate::run_tables::table_files(run_dir, "outcomes")?;
     let manifest = Manifest::read(run_dir)?;
     if manifest.as_ref().is_some_and(|m| m.status == RunStatus::Interrupted) {
         return Err(GoldError::Unfinished { run: run_dir.into() }.into());
     }
-    let trajectories = crate::table_files(run_dir, "trajectories")?;
+    let trajectories = crate::run_tables::table_files(run_dir, "trajectories")?;
     // The `tasks` lowest (rank, id); a task's rows come together, so the last id is remembered.
     let mut lowest: BTreeSet<(u64, String)> = BTreeSet::new();
     let mut last: Option<String> = None;

@@ -84,7 +84,7 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
                 points(c.diff),
                 points(c.diff_lo),
                 points(c.diff_hi),
-                escape(&crate::format_p(c.p_value)),
+                escape(&crate::format::format_p(c.p_value)),
             );
         }
         out.push_str("</tbody></table></div>\n");

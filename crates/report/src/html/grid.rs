@@ -15,9 +15,10 @@ use std::fmt::Write;
 use critbench_storage::manifest::PolicyRecord;
 use serde_json::Value;
 
+use crate::Report;
 use crate::configs::{axes, axis_value, value_order};
 use crate::html::svg::{GRID, TEXT, WIDTH, escape, open_svg, percent, px, text};
-use crate::{ComparisonRow, Report, SummaryRow};
+use crate::rows::{ComparisonRow, SummaryRow};
 
 /// Past this many configs the page summarises instead of listing every config.
 pub(crate) const MANY_CONFIGS: usize = 50;
@@ -130,7 +131,7 @@ pub(crate) fn pareto_front(rows: &[&SummaryRow], spent: impl Fn(&SummaryRow) -> 
 pub(crate) fn shown_configs(report: &Report) -> Option<HashSet<String>> {
     let mut configs: Vec<&str> = Vec::new();
     let mut seen = HashSet::new();
-    for row in &report.summary {
+    for row in &report.summary.rows {
         if seen.insert(row.config_id.as_str()) {
             configs.push(&row.config_id);
         }
@@ -140,13 +141,14 @@ pub(crate) fn shown_configs(report: &Report) -> Option<HashSet<String>> {
     }
     let mut shown = HashSet::new();
     let mut arms: Vec<&str> = Vec::new();
-    for row in &report.summary {
+    for row in &report.summary.rows {
         if !arms.contains(&row.arm.as_str()) {
             arms.push(&row.arm);
         }
     }
     for arm in arms {
-        let mut rows: Vec<(usize, &SummaryRow)> = report.summary.iter().filter(|r| r.arm == arm).enumerate().collect();
+        let mut rows: Vec<(usize, &SummaryRow)> =
+            report.summary.rows.iter().filter(|r| r.arm == arm).enumerate().collect();
         rows.sort_by(|a, b| b.1.pass_rate.total_cmp(&a.1.pass_rate).then(a.0.cmp(&b.0)));
         let worst = rows.len().saturating_sub(EXTREMES);
         for (index, (_, row)) in rows.iter().enumerate() {
@@ -160,25 +162,28 @@ pub(crate) fn shown_configs(report: &Report) -> Option<HashSet<String>> {
 
 /// The report restricted to `configs` (rows keep their order).
 pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
+    let summary = &report.summary;
     Report {
-        run_id: report.run_id.clone(),
-        name: report.name.clone(),
-        currency: report.currency.clone(),
-        partial: report.partial.clone(),
-        summary: report.summary.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
-        comparisons: report.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
-        notes: report.notes.clone(),
-        timing: report.timing.clone(),
+        summary: crate::Summary {
+            run_id: summary.run_id.clone(),
+            name: summary.name.clone(),
+            currency: summary.currency.clone(),
+            partial: summary.partial.clone(),
+            rows: summary.rows.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
+            comparisons: summary.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
+            notes: summary.notes.clone(),
+            timing: summary.timing.clone(),
+            by_kind: summary
+                .by_kind
+                .iter()
+                .map(|kind| crate::KindReport {
+                    kind: kind.kind.clone(),
+                    summary: kind.summary.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
+                    comparisons: kind.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
+                })
+                .collect(),
+        },
         backend: report.backend.clone(),
-        by_kind: report
-            .by_kind
-            .iter()
-            .map(|kind| crate::KindReport {
-                kind: kind.kind.clone(),
-                summary: kind.summary.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
-                comparisons: kind.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
-            })
-            .collect(),
         power: report.power.iter().filter(|p| configs.contains(&p.config_id)).cloned().collect(),
         evaluators: report.evaluators.as_ref().map(|e| crate::evaluators::EvaluatorReport {
             rows: e.rows.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
@@ -191,7 +196,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
 
 /// The pair of arms the heatmaps compare: that of the first comparison of two arms that ran.
 pub(crate) fn compared_pair(report: &Report) -> Option<(&str, &str)> {
-    report.comparisons.iter().find(|c| c.between_arms_that_ran()).map(|c| (c.arm_a.as_str(), c.arm_b.as_str()))
+    report.summary.comparisons.iter().find(|c| c.between_arms_that_ran()).map(|c| (c.arm_a.as_str(), c.arm_b.as_str()))
 }
 
 /// Pass rate 0..1 on a white-to-blue scale; the text colour that reads on it.
@@ -259,10 +264,12 @@ impl<'a> Index<'a> {
         Index {
             summary: report
                 .summary
+                .rows
                 .iter()
                 .map(|r| ((r.config_id.as_str(), r.critic.as_str(), r.arm.as_str()), r))
                 .collect(),
             comparisons: report
+                .summary
                 .comparisons
                 .iter()
                 .map(|c| ((c.config_id.as_str(), c.critic.as_str(), c.arm_a.as_str(), c.arm_b.as_str()), c))
@@ -440,7 +447,7 @@ fn sorted_cells(grid: &Grid) -> Vec<(&str, &(usize, usize, usize))> {
 /// paired difference over the grid. Returns how many slices were left out (past [`MAX_SLICES`]).
 pub(crate) fn heatmap_chart(out: &mut String, report: &Report, grid: &Grid, arms: &[(String, &'static str)]) -> usize {
     let mut critics: Vec<&str> = Vec::new();
-    for row in &report.summary {
+    for row in &report.summary.rows {
         if !critics.contains(&row.critic.as_str()) {
             critics.push(&row.critic);
         }
@@ -487,6 +494,7 @@ pub(crate) fn heatmap_chart(out: &mut String, report: &Report, grid: &Grid, arms
             // One colour scale for the differences of a block: the largest magnitude in it.
             let scale = pair.map_or(1.0, |(a, b)| {
                 report
+                    .summary
                     .comparisons
                     .iter()
                     .filter(|c| c.critic == *critic && c.arm_a == a && c.arm_b == b)
@@ -582,7 +590,7 @@ mod tests {
             summary.push(row(&format!("c{config:02}"), "feedback", config as f64 / 100.0, 2.0));
             summary.push(row(&format!("c{config:02}"), "no-feedback", ((config * 7) % 60) as f64 / 100.0, 2.0));
         }
-        let report = Report { summary, ..Report::default() };
+        let report = Report { summary: crate::Summary { rows: summary, ..Default::default() }, ..Report::default() };
         let shown = shown_configs(&report).unwrap();
         for config in (0..10).chain(50..60) {
             assert!(shown.contains(&format!("c{config:02}")), "feedback extreme c{config:02}");
@@ -590,8 +598,11 @@ mod tests {
         // no-feedback's best (rate 0.59: 7·c ≡ 59 mod 60 → c = 17) is there too.
         assert!(shown.contains("c17"));
         assert!(shown.len() <= 40, "{}", shown.len());
-        assert_eq!(restricted(&report, &shown).summary.len(), 2 * shown.len());
-        let small = Report { summary: report.summary[..100].to_vec(), ..report };
+        assert_eq!(restricted(&report, &shown).summary.rows.len(), 2 * shown.len());
+        let small = Report {
+            summary: crate::Summary { rows: report.summary.rows[..100].to_vec(), ..Default::default() },
+            ..report
+        };
         assert!(shown_configs(&small).is_none(), "50 configs are listed whole");
     }
 }

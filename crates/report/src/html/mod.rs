@@ -44,7 +44,6 @@ use std::fmt::Write;
 use std::path::Path;
 
 use critbench_storage::manifest::{Manifest, PolicyRecord};
-use critbench_storage::round_scores::{RoundMean, read_round_scores_in};
 
 pub use svg::escape;
 
@@ -52,6 +51,7 @@ use charts::{arms, exit_reasons_chart, pass_rate_chart, pass_vs_rounds_chart, tr
 use svg::with_code_spans;
 use tables::{adjudication_table, comparison_table, kinds_table, pairs_table, pareto_table, summary_table};
 
+use crate::queries::round_scores::{RoundMean, read_round_scores};
 use crate::show::ListedPairs;
 use crate::{Report, ReportError};
 
@@ -82,7 +82,7 @@ pub(crate) fn write_html(
 /// unreadable is an error, like a corrupt outcomes file.
 pub(crate) fn read_rounds(run_dir: &Path) -> Result<Option<Vec<RoundMean>>, ReportError> {
     let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
-    Ok(if trajectories.is_empty() { None } else { Some(read_round_scores_in(&trajectories)?) })
+    Ok(if trajectories.is_empty() { None } else { Some(read_round_scores(&trajectories)?) })
 }
 
 /// Each config's pass threshold, from the manifest's resolved policies.
@@ -118,19 +118,19 @@ pub(crate) fn render_page(
     corrected: Option<&crate::gold::Corrected>,
 ) -> String {
     let arms = arms(report);
-    let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
+    let configs = unique(report.summary.rows.iter().map(|r| r.config_id.as_str()));
     // Heatmaps need two axes of the manifest's grid, and at least one config of the report on it.
-    let heatmap_grid =
-        crate::html::grid::grid(policies).filter(|g| report.summary.iter().any(|r| g.cells.contains_key(&r.config_id)));
+    let heatmap_grid = crate::html::grid::grid(policies)
+        .filter(|g| report.summary.rows.iter().any(|r| g.cells.contains_key(&r.config_id)));
     // Past MANY_CONFIGS the per-config charts and tables show the best and worst configs only.
     let shown = crate::html::grid::shown_configs(report);
     let listed = shown.as_ref().map(|configs| crate::html::grid::restricted(report, configs));
     let full = report;
     let report = listed.as_ref().unwrap_or(report);
-    let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
+    let critics = unique(report.summary.rows.iter().map(|r| r.critic.as_str()));
     let grid = configs.len() > 1;
-    let loops: u64 = full.summary.iter().map(|r| r.n).sum();
-    let name = report.name.as_deref().unwrap_or("run");
+    let loops: u64 = full.summary.rows.iter().map(|r| r.n).sum();
+    let name = report.summary.name.as_deref().unwrap_or("run");
     let plural = |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
 
     let mut out = String::with_capacity(64 * 1024);
@@ -143,13 +143,13 @@ pub(crate) fn render_page(
         escape(name),
         escape(name)
     );
-    if let Some(partial) = &report.partial {
+    if let Some(partial) = &report.summary.partial {
         let _ = writeln!(out, "<p class=\"partial\" role=\"alert\"><strong>{}</strong></p>", escape(&partial.message));
     }
     let _ = writeln!(
         out,
         "<p class=\"meta\">{}{} loops · {} · {} · {}</p>",
-        report.run_id.as_deref().map(|id| format!("Run <code>{}</code> · ", escape(id))).unwrap_or_default(),
+        report.summary.run_id.as_deref().map(|id| format!("Run <code>{}</code> · ", escape(id))).unwrap_or_default(),
         loops,
         plural(configs.len(), "config"),
         plural(critics.len(), "critic"),
@@ -176,7 +176,7 @@ pub(crate) fn render_page(
     }
     out.push_str("<li><a href=\"#table-summary\">Summary table</a></li>");
     out.push_str("<li><a href=\"#table-comparisons\">Paired comparisons</a></li>");
-    let priced = report.summary.iter().any(|r| r.cost_per_loop.is_some());
+    let priced = report.summary.rows.iter().any(|r| r.cost_per_loop.is_some());
     if priced {
         out.push_str("<li><a href=\"#money\">What a pass costs</a></li>");
     }
@@ -190,7 +190,7 @@ pub(crate) fn render_page(
     if !report.power.is_empty() {
         out.push_str("<li><a href=\"#power\">Tasks needed</a></li>");
     }
-    if !report.by_kind.is_empty() {
+    if !report.summary.by_kind.is_empty() {
         out.push_str("<li><a href=\"#table-kinds\">By task kind</a></li>");
     }
     if pairs.is_some() {
@@ -199,9 +199,9 @@ pub(crate) fn render_page(
     out.push_str("</ul></nav>\n</header>\n");
 
     // What the reader must know before trusting the numbers: failed loops, a token cap, models.
-    if !report.notes.is_empty() || report.timing.is_some() {
+    if !report.summary.notes.is_empty() || report.summary.timing.is_some() {
         out.push_str("<section id=\"notes\">\n<h2>Notes</h2>\n<ul>\n");
-        for note in report.notes.iter().chain(&report.timing) {
+        for note in report.summary.notes.iter().chain(&report.summary.timing) {
             let _ = writeln!(out, "<li>{}</li>", with_code_spans(note));
         }
         out.push_str("</ul>\n</section>\n");
@@ -224,7 +224,7 @@ pub(crate) fn render_page(
             crate::html::grid::EXTREMES,
         );
     }
-    if let (Some(grid), false) = (&heatmap_grid, full.summary.is_empty()) {
+    if let (Some(grid), false) = (&heatmap_grid, full.summary.rows.is_empty()) {
         out.push_str("<section>\n<h2>The grid at a glance</h2>\n<figure>\n");
         let left_out = crate::html::grid::heatmap_chart(&mut out, full, grid, &arms);
         let pair = crate::html::grid::compared_pair(full);
@@ -253,7 +253,7 @@ pub(crate) fn render_page(
             }
         );
     }
-    if report.summary.is_empty() {
+    if report.summary.rows.is_empty() {
         out.push_str("<p class=\"note\">The run has no outcomes: nothing to chart.</p>\n");
     } else {
         out.push_str("<section>\n<h2>Pass rate by arm</h2>\n<figure>\n");
@@ -310,7 +310,7 @@ pub(crate) fn render_page(
                  are labelled by config id, leaving out the parts all configs share; configs that landed on the same \
                  spot share a point.",
             );
-            if full.summary.len() != report.summary.len() {
+            if full.summary.rows.len() != report.summary.rows.len() {
                 out.push_str(" In a grid this large only the front is labelled.");
             }
             out.push_str("</figcaption>\n</figure>\n<h3>Pareto front</h3>\n");
@@ -355,7 +355,7 @@ pub(crate) fn render_page(
         corrected::corrected_section(&mut out, corrected);
     }
     power::section(&mut out, &report.power.iter().collect::<Vec<_>>());
-    if !report.by_kind.is_empty() {
+    if !report.summary.by_kind.is_empty() {
         out.push_str("<section>\n<h2 id=\"by-kind\">By task kind</h2>\n");
         out.push_str(
             "<p>The same headline over the tasks of each kind alone: each arm's pass rate with its 95% interval, and \

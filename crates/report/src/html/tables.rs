@@ -5,15 +5,16 @@ use std::fmt::Write;
 
 use super::charts::{Spent, front_rows, unique};
 use super::svg::{escape, percent};
+use crate::Report;
 use crate::markdown::{AdjudicationRow, headline_comparison};
+use crate::rows::{ComparisonRow, SummaryRow};
 use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
-use crate::{ComparisonRow, Report, SummaryRow};
 
 /// Configs on the Pareto front of each critic and arm, fewest rounds first, with what a pass costs.
 pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
     let front = front_rows(report);
     let spent = Spent::of(report);
-    let tokens = report.summary.iter().any(|r| r.tokens_in_per_pass.is_some());
+    let tokens = report.summary.rows.iter().any(|r| r.tokens_in_per_pass.is_some());
     out.push_str(
         "<div class=\"table-wrap\"><table id=\"table-pareto\"><thead><tr><th>critic</th><th>arm</th><th>config</th>\
          <th class=\"num\">pass rate</th><th class=\"num\">95% CI</th><th class=\"num\">mean rounds</th>\
@@ -27,10 +28,11 @@ pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &
         out.push_str("<th class=\"num\">cost per loop</th><th class=\"num\">cost per pass</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
-    for critic in unique(report.summary.iter().map(|r| r.critic.as_str())) {
+    for critic in unique(report.summary.rows.iter().map(|r| r.critic.as_str())) {
         for (arm, _) in arms {
             let mut rows: Vec<&SummaryRow> = report
                 .summary
+                .rows
                 .iter()
                 .filter(|r| r.critic == critic && &r.arm == arm && front.contains(&(&r.config_id, critic, arm)))
                 .collect();
@@ -68,7 +70,10 @@ pub(crate) fn pareto_table(out: &mut String, report: &Report, arms: &[(String, &
 fn money_cells(report: &Report, row: &SummaryRow) -> String {
     let cell = |value: Option<f64>| match value {
         Some(value) => {
-            format!("<td class=\"num\">{}</td>", escape(&crate::markdown::money(value, report.currency.as_deref())))
+            format!(
+                "<td class=\"num\">{}</td>",
+                escape(&crate::markdown::money(value, report.summary.currency.as_deref()))
+            )
         }
         None => "<td class=\"num\">–</td>".to_string(),
     };
@@ -86,9 +91,9 @@ pub(crate) fn money_section(out: &mut String, report: &Report) {
          <th class=\"num\">cost per pass</th><th class=\"num\">cost in all</th></tr></thead><tbody>\n",
     );
     let cell = |value: Option<f64>| {
-        value.map_or_else(|| "–".to_string(), |v| crate::markdown::money(v, report.currency.as_deref()))
+        value.map_or_else(|| "–".to_string(), |v| crate::markdown::money(v, report.summary.currency.as_deref()))
     };
-    for row in &report.summary {
+    for row in &report.summary.rows {
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
@@ -104,7 +109,8 @@ pub(crate) fn money_section(out: &mut String, report: &Report) {
         );
     }
     out.push_str("</tbody></table></div>\n");
-    let paired: Vec<&ComparisonRow> = report.comparisons.iter().filter(|c| c.diff_mean_cost_passed.is_some()).collect();
+    let paired: Vec<&ComparisonRow> =
+        report.summary.comparisons.iter().filter(|c| c.diff_mean_cost_passed.is_some()).collect();
     if !paired.is_empty() {
         out.push_str(
             "<div class=\"table-wrap\"><table id=\"table-money-comparisons\"><thead><tr><th>config</th><th>critic</th>\
@@ -145,20 +151,20 @@ pub(crate) fn summary_table(out: &mut String, report: &Report) {
          <th class=\"num\">stall</th><th class=\"num\">plateau</th><th class=\"num\">budget</th>\
          <th class=\"num\">first → best score</th>",
     );
-    let tokens = report.summary.iter().any(|r| r.tokens_in_per_loop.is_some());
+    let tokens = report.summary.rows.iter().any(|r| r.tokens_in_per_loop.is_some());
     if tokens {
         out.push_str("<th class=\"num\">tokens in / out per loop</th><th class=\"num\">per passed loop</th>");
     }
-    let money = report.summary.iter().any(|r| r.cost_per_loop.is_some());
+    let money = report.summary.rows.iter().any(|r| r.cost_per_loop.is_some());
     if money {
         out.push_str("<th class=\"num\">cost per loop</th><th class=\"num\">cost per pass</th>");
     }
-    let errors = report.summary.iter().any(|r| r.critic_errors > 0);
+    let errors = report.summary.rows.iter().any(|r| r.critic_errors > 0);
     if errors {
         out.push_str("<th class=\"num\">critic errors</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
-    for row in &report.summary {
+    for row in &report.summary.rows {
         let errors_cell = if errors {
             format!(
                 "<td class=\"num\">{} <span class=\"ci\">({} of {})</span></td>",
@@ -237,7 +243,7 @@ fn comparison_row(out: &mut String, row: &ComparisonRow) {
 }
 
 pub(crate) fn comparison_table(out: &mut String, report: &Report) {
-    if report.comparisons.is_empty() {
+    if report.summary.comparisons.is_empty() {
         out.push_str("<p>Only one arm ran: nothing to compare.</p>\n");
         return;
     }
@@ -248,7 +254,7 @@ pub(crate) fn comparison_table(out: &mut String, report: &Report) {
          <th class=\"num\">p (test)</th><th class=\"num\">rounds A / B</th><th class=\"num\">best score A / B</th>\
          </tr></thead><tbody>\n",
     );
-    for row in &report.comparisons {
+    for row in &report.summary.comparisons {
         comparison_row(out, row);
     }
     out.push_str("</tbody></table></div>\n");
@@ -303,8 +309,10 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
     }
     // When every row compares the same two arms, the header names them once.
     let mut compared: Vec<(&str, &str)> = Vec::new();
-    for kind in &report.by_kind {
-        for (config, critic) in crate::unique(kind.summary.iter().map(|r| (r.config_id.as_str(), r.critic.as_str()))) {
+    for kind in &report.summary.by_kind {
+        for (config, critic) in
+            crate::format::unique(kind.summary.iter().map(|r| (r.config_id.as_str(), r.critic.as_str())))
+        {
             if let Some(c) = headline_comparison(&kind.comparisons, config, critic)
                 && !compared.contains(&(c.arm_a.as_str(), c.arm_b.as_str()))
             {
@@ -323,12 +331,12 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
         None => out.push_str("<th>A vs B</th><th class=\"num\">A − B (95% CI)</th>"),
     }
     out.push_str("<th class=\"num p\">p (test)</th></tr></thead><tbody>\n");
-    for kind in &report.by_kind {
+    for kind in &report.summary.by_kind {
         let label = match &kind.kind {
             Some(kind) => format!("<code>{}</code>", escape(kind)),
             None => "<span class=\"note\">none</span>".to_string(),
         };
-        let groups = crate::unique(kind.summary.iter().map(|r| (r.config_id.as_str(), r.critic.as_str())));
+        let groups = crate::format::unique(kind.summary.iter().map(|r| (r.config_id.as_str(), r.critic.as_str())));
         for (config, critic) in groups {
             let rows: Vec<&SummaryRow> =
                 kind.summary.iter().filter(|r| r.config_id == config && r.critic == critic).collect();

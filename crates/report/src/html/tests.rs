@@ -2,11 +2,12 @@
 
 use std::collections::HashMap;
 
+use crate::queries::round_scores::RoundMean;
 use critbench_storage::manifest::PolicyRecord;
-use critbench_storage::round_scores::RoundMean;
 
 use super::render_html;
-use crate::{ComparisonRow, Report, SummaryRow};
+use crate::Report;
+use crate::rows::{ComparisonRow, SummaryRow};
 
 fn summary(config_id: &str, critic: &str, arm: &str, passed: u64, mean_rounds: f64) -> SummaryRow {
     let n = 100;
@@ -40,7 +41,9 @@ fn report(configs: &[&str], critic: &str) -> Report {
         rows.push(summary(config, critic, "feedback", 80 - i, 2.5 + 0.1 * i as f64));
         rows.push(summary(config, critic, "no-feedback", 30, 3.0));
     }
-    Report { run_id: Some("run-1".into()), name: Some("demo".into()), summary: rows, ..Report::default() }
+    let summary =
+        crate::Summary { run_id: Some("run-1".into()), name: Some("demo".into()), rows, ..Default::default() };
+    Report { summary, ..Report::default() }
 }
 
 fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) -> RoundMean {
@@ -57,7 +60,7 @@ fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) 
 #[test]
 fn notes_are_shown_with_code_spans_and_escaped() {
     let mut with_notes = report(&["p8"], "rubric");
-    with_notes.notes = vec!["2 loop(s) failed; `failed_loops` in manifest.json says why <b>".into()];
+    with_notes.summary.notes = vec!["2 loop(s) failed; `failed_loops` in manifest.json says why <b>".into()];
     let page = render_html(&with_notes, None, &HashMap::new(), &[], None);
     assert!(page.contains("<section id=\"notes\">"));
     assert!(page.contains("<li>2 loop(s) failed; <code>failed_loops</code> in manifest.json says why &lt;b&gt;</li>"));
@@ -118,7 +121,7 @@ fn a_grid_gets_heatmaps_of_each_arm_and_of_the_paired_difference() {
     let mut grid = report(&configs, "rubric");
     for (i, config) in configs.iter().enumerate() {
         let diff = (50.0 - i as f64 * 6.0) / 100.0;
-        grid.comparisons.push(ComparisonRow {
+        grid.summary.comparisons.push(ComparisonRow {
             config_id: config.to_string(),
             critic: "rubric".into(),
             arm_a: "feedback".into(),
@@ -178,14 +181,14 @@ fn without_trajectories_the_page_says_so() {
 #[test]
 fn the_summary_table_shows_what_a_pass_costs() {
     let mut costed = report(&["p8"], "rubric");
-    costed.summary[0].mean_rounds_passed = 2.25;
+    costed.summary.rows[0].mean_rounds_passed = 2.25;
     let page = render_html(&costed, None, &HashMap::new(), &[], None);
     assert!(page.contains("<td class=\"num\">2.50</td><td class=\"num\">2.25</td>"), "{page}");
     assert!(!page.contains("tokens in / out per loop"), "no tokens, no token columns");
-    costed.summary[0].tokens_in_per_loop = Some(1200.0);
-    costed.summary[0].tokens_out_per_loop = Some(300.4);
-    costed.summary[0].tokens_in_per_pass = Some(1000.0);
-    costed.summary[0].tokens_out_per_pass = Some(250.0);
+    costed.summary.rows[0].tokens_in_per_loop = Some(1200.0);
+    costed.summary.rows[0].tokens_out_per_loop = Some(300.4);
+    costed.summary.rows[0].tokens_in_per_pass = Some(1000.0);
+    costed.summary.rows[0].tokens_out_per_pass = Some(250.0);
     let page = render_html(&costed, None, &HashMap::new(), &[], None);
     assert!(page.contains("<td class=\"num\">1200 / 300</td><td class=\"num\">1000 / 250</td>"), "{page}");
     // An arm without token counts shows dashes in those columns.
@@ -222,14 +225,14 @@ fn each_task_kind_gets_its_headline_row_per_config() {
     let mut page_report = report(&["p7", "p8"], "rubric");
     let paper = report(&["p7", "p8"], "rubric");
     let mut essay = report(&["p7"], "rubric");
-    essay.summary.retain(|r| r.arm == "feedback");
-    page_report.by_kind = vec![
+    essay.summary.rows.retain(|r| r.arm == "feedback");
+    page_report.summary.by_kind = vec![
         crate::KindReport {
             kind: Some("paper<1>".into()),
-            summary: paper.summary,
+            summary: paper.summary.rows,
             comparisons: vec![comparison("p7", 0.5, 0.001), comparison("p8", 0.02, 0.6)],
         },
-        crate::KindReport { kind: None, summary: essay.summary, comparisons: Vec::new() },
+        crate::KindReport { kind: None, summary: essay.summary.rows, comparisons: Vec::new() },
     ];
     let page = render_html(&page_report, None, &HashMap::new(), &[], None);
     assert!(page.contains("<li><a href=\"#table-kinds\">By task kind</a></li>"));
@@ -248,7 +251,7 @@ fn each_task_kind_gets_its_headline_row_per_config() {
     assert!(table.contains("<th class=\"num\">feedback − no-feedback (95% CI)</th>") && !table.contains("A vs B"));
     // Rows comparing different arms say which, row by row.
     let mut mixed = page_report.clone();
-    mixed.by_kind[0].comparisons[1].arm_b = "single".into();
+    mixed.summary.by_kind[0].comparisons[1].arm_b = "single".into();
     let page = render_html(&mixed, None, &HashMap::new(), &[], None);
     assert!(page.contains("<th>A vs B</th>") && page.contains("<td>feedback vs single</td><td class=\"num\">+2.0 pp"));
     // Without kinds, no section and no link.
@@ -304,12 +307,12 @@ fn discordant_pairs_are_counted_and_the_first_hundred_listed_with_their_command(
 fn with_prices_the_front_is_drawn_in_money_and_a_pass_is_priced() {
     // p7 passes most in the fewest rounds but costs the most per loop; p9 is cheapest.
     let mut priced = report(&["p7", "p8", "p9"], "rubric");
-    for (row, cost) in priced.summary.iter_mut().zip([0.09, 0.02, 0.05, 0.02, 0.01, 0.02]) {
+    for (row, cost) in priced.summary.rows.iter_mut().zip([0.09, 0.02, 0.05, 0.02, 0.01, 0.02]) {
         row.cost_per_loop = Some(cost);
         row.cost_total = Some(cost * row.n as f64);
         row.cost_per_pass = Some(cost * row.n as f64 / row.passed as f64);
     }
-    priced.currency = Some("EUR".into());
+    priced.summary.currency = Some("EUR".into());
     let page = render_html(&priced, None, &HashMap::new(), &[], None);
     assert!(page.contains("Pass rate against cost per loop"), "the chart's title");
     assert!(page.contains(">mean cost per loop (EUR)</text>"), "its axis");
@@ -325,7 +328,7 @@ fn with_prices_the_front_is_drawn_in_money_and_a_pass_is_priced() {
     assert!(page.contains("<h2 id=\"money\">What a pass costs</h2>") && page.contains("<table id=\"table-money\">"));
     assert!(page.contains("<a href=\"#money\">"));
     // One row without a price: rounds again, and no money chart.
-    priced.summary[5].cost_per_loop = None;
+    priced.summary.rows[5].cost_per_loop = None;
     let page = render_html(&priced, None, &HashMap::new(), &[], None);
     assert!(page.contains("Pass rate against mean rounds") && !page.contains("mean cost per loop"));
     let plain = render_html(&report(&["p7", "p8"], "rubric"), None, &HashMap::new(), &[], None);

@@ -3,7 +3,7 @@
 
 use critbench_storage::manifest::Manifest;
 
-use super::SummaryRow;
+use crate::rows::SummaryRow;
 
 /// The sentence about model calls, from the manifest's `openai` section alone: every number in it
 /// is one the manifest records, so the two cannot disagree.

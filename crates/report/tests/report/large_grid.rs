@@ -43,14 +43,14 @@ fn a_thousand_config_grid_gives_a_small_page_and_a_short_terminal_table() {
     }
     writer.close().unwrap();
     let manifest = serde_json::json!({
-        "run_id": "large-grid",
+        "manifest_version": 1, "schema_version": 6, "run_id": "large-grid",
         "experiment": {"name": "large", "epochs": 1, "arms": ["feedback", "no-feedback"],
             "policies": policies, "critics": [{"name": "rubric"}]},
     });
     std::fs::write(dir.path().join("manifest.json"), manifest.to_string()).unwrap();
 
     let report = critbench_report::write_reports(dir.path()).unwrap();
-    assert_eq!(report.summary.len(), 2000);
+    assert_eq!(report.summary.rows.len(), 2000);
     let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 2000, "the CSV keeps every row");
 

@@ -64,7 +64,7 @@ fn rows(tasks: usize) -> Vec<OutcomeRow> {
     rows
 }
 
-const MANIFEST: &str = r#"{"run_id": "order-test", "experiment": {"name": "order", "epochs": 3,
+const MANIFEST: &str = r#"{"manifest_version": 1, "schema_version": 6, "run_id": "order-test", "experiment": {"name": "order", "epochs": 3,
   "arms": ["feedback", "no-feedback", "single"],
   "policies": [{"config_id": "p7-r3", "pass_score": 7, "max_revisions": 3},
     {"config_id": "p8-r3", "pass_score": 8, "max_revisions": 3}],
@@ -125,17 +125,21 @@ fn the_same_rows_in_any_order_give_the_same_bytes() {
     // Several epochs per task: intervals and tests are the clustered ones.
     let report = critbench_report::write_reports(&dir.path().join("shuffled")).unwrap();
     assert!(
-        report.summary.iter().all(|r| r.interval == critbench_report::INTERVAL_TASK_BOOTSTRAP && r.n_tasks == 3000)
+        report
+            .summary
+            .rows
+            .iter()
+            .all(|r| r.interval == critbench_report::INTERVAL_TASK_BOOTSTRAP && r.n_tasks == 3000)
     );
-    let kinds: Vec<Option<&str>> = report.by_kind.iter().map(|k| k.kind.as_deref()).collect();
+    let kinds: Vec<Option<&str>> = report.summary.by_kind.iter().map(|k| k.kind.as_deref()).collect();
     assert_eq!(kinds, [Some("essay"), Some("paper"), Some("rag"), None]);
-    assert!(report.by_kind.iter().all(|k| k.summary.iter().all(|r| r.n_tasks == 750)));
+    assert!(report.summary.by_kind.iter().all(|k| k.summary.iter().all(|r| r.n_tasks == 750)));
     let markdown = std::fs::read_to_string(dir.path().join("shuffled/report.md")).unwrap();
     assert!(markdown.contains("### kind `paper` (750 tasks)") && markdown.contains("### tasks without a kind"));
     let page = std::fs::read_to_string(dir.path().join("shuffled/report.html")).unwrap();
     assert!(page.contains("<table id=\"table-kinds\">") && page.contains("<table id=\"table-discordant-pairs\">"));
-    assert!(report.comparisons.iter().all(|c| c.test == critbench_report::TEST_SIGN && c.n_tasks == 3000));
-    assert!(report.summary.iter().any(|r| r.critic_errors > 0 && r.critic_error_rate > 0.0));
+    assert!(report.summary.comparisons.iter().all(|c| c.test == critbench_report::TEST_SIGN && c.n_tasks == 3000));
+    assert!(report.summary.rows.iter().any(|r| r.critic_errors > 0 && r.critic_error_rate > 0.0));
     // Streamed from Parquet (tokens included) the same as folded from the rows in memory.
     let in_memory = critbench_report::build_report(&forward, None).unwrap();
     let sorted_debug = |rows: Vec<String>| {
@@ -144,10 +148,10 @@ fn the_same_rows_in_any_order_give_the_same_bytes() {
         rows
     };
     assert_eq!(
-        sorted_debug(in_memory.summary.iter().map(|s| format!("{s:?}")).collect()),
-        sorted_debug(report.summary.iter().map(|s| format!("{s:?}")).collect())
+        sorted_debug(in_memory.summary.rows.iter().map(|s| format!("{s:?}")).collect()),
+        sorted_debug(report.summary.rows.iter().map(|s| format!("{s:?}")).collect())
     );
-    for row in &report.summary {
+    for row in &report.summary.rows {
         let mine: Vec<&OutcomeRow> = forward
             .iter()
             .filter(|o| o.config_id == row.config_id && o.arm.as_str() == row.arm && o.critic == row.critic)
@@ -175,8 +179,9 @@ fn the_same_rows_in_any_order_give_the_same_bytes() {
         rows.sort();
         rows
     };
-    let summary = |r: &critbench_report::Report| sorted(r.summary.iter().map(|s| format!("{s:?}")).collect());
-    let comparisons = |r: &critbench_report::Report| sorted(r.comparisons.iter().map(|c| format!("{c:?}")).collect());
+    let summary = |r: &critbench_report::Report| sorted(r.summary.rows.iter().map(|s| format!("{s:?}")).collect());
+    let comparisons =
+        |r: &critbench_report::Report| sorted(r.summary.comparisons.iter().map(|c| format!("{c:?}")).collect());
     assert_eq!(summary(&without), summary(&report));
     assert_eq!(comparisons(&without), comparisons(&report));
 }
@@ -200,9 +205,9 @@ fn a_loop_written_twice_is_corrupt_or_noted() {
     write_run(dir.path(), &rows, true);
     let report = critbench_report::write_reports(dir.path()).unwrap();
     assert!(
-        report.notes.iter().any(|n| n.starts_with("1 task(s) of a config × critic had fewer than the 9 loops")
+        report.summary.notes.iter().any(|n| n.starts_with("1 task(s) of a config × critic had fewer than the 9 loops")
             && n.contains("More than the failed loops explain")),
         "{:?}",
-        report.notes
+        report.summary.notes
     );
 }

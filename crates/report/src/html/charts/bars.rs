@@ -3,8 +3,9 @@
 use std::fmt::Write;
 
 use super::{color_of, groups};
+use crate::Report;
 use crate::html::svg::{GRID, TEXT, escape, legend, line, open_svg, percent, px, text, ticks};
-use crate::{Report, SummaryRow};
+use crate::rows::SummaryRow;
 
 const EXIT_REASONS: [&str; 4] = ["pass", "stall", "plateau", "budget"];
 

@@ -10,8 +10,9 @@ pub(crate) use pass_vs_rounds::{Spent, front_rows, pass_vs_rounds_chart};
 pub(crate) use trajectory::trajectory_chart;
 
 use super::svg::TEXT;
-pub(crate) use crate::unique;
-use crate::{Report, SummaryRow};
+use crate::Report;
+pub(crate) use crate::format::unique;
+use crate::rows::SummaryRow;
 
 /// Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
 pub(crate) fn arm_color(arm: &str, index: usize) -> &'static str {
@@ -26,7 +27,7 @@ pub(crate) fn arm_color(arm: &str, index: usize) -> &'static str {
 /// Arms in the order the summary lists them, each with its colour.
 pub(crate) fn arms(report: &Report) -> Vec<(String, &'static str)> {
     let mut arms: Vec<String> = Vec::new();
-    for row in &report.summary {
+    for row in &report.summary.rows {
         if !arms.contains(&row.arm) {
             arms.push(row.arm.clone());
         }
@@ -41,7 +42,7 @@ pub(crate) fn color_of(arms: &[(String, &'static str)], arm: &str) -> &'static s
 /// Summary rows grouped by config × critic, in report order (the summary is sorted that way).
 pub(crate) fn groups(report: &Report) -> Vec<(&str, &str, Vec<&SummaryRow>)> {
     let mut groups: Vec<(&str, &str, Vec<&SummaryRow>)> = Vec::new();
-    for row in &report.summary {
+    for row in &report.summary.rows {
         match groups.last_mut() {
             Some((config, critic, rows)) if *config == row.config_id && *critic == row.critic => rows.push(row),
             _ => groups.push((&row.config_id, &row.critic, vec![row])),

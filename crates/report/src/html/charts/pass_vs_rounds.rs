@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::{color_of, unique};
+use crate::Report;
 use crate::html::labels::{Box2, place_label, short_config_labels};
 use crate::html::svg::{GRID, TEXT, WIDTH, escape, legend, line, open_svg, percent, px, text, tick_label, ticks};
-use crate::{Report, SummaryRow};
+use crate::rows::SummaryRow;
 
 /// What the horizontal axis (and the Pareto front) measures a loop's spending in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,7 +21,7 @@ pub(crate) enum Spent {
 impl Spent {
     /// Money when every row of the report has a cost, else rounds.
     pub(crate) fn of(report: &Report) -> Spent {
-        let priced = !report.summary.is_empty() && report.summary.iter().all(|r| r.cost_per_loop.is_some());
+        let priced = !report.summary.rows.is_empty() && report.summary.rows.iter().all(|r| r.cost_per_loop.is_some());
         if priced { Spent::Money } else { Spent::Rounds }
     }
 
@@ -62,7 +63,7 @@ fn points<'a>(rows: &[&'a SummaryRow], spent: Spent) -> Vec<Point<'a>> {
 pub(crate) fn front_rows(report: &Report) -> std::collections::HashSet<(&str, &str, &str)> {
     let spent = Spent::of(report);
     let mut by_arm: HashMap<(&str, &str), Vec<&SummaryRow>> = HashMap::new();
-    for row in &report.summary {
+    for row in &report.summary.rows {
         by_arm.entry((row.critic.as_str(), row.arm.as_str())).or_default().push(row);
     }
     let mut front = std::collections::HashSet::new();
@@ -77,33 +78,33 @@ pub(crate) fn front_rows(report: &Report) -> std::collections::HashSet<(&str, &s
 }
 
 pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(String, &'static str)]) {
-    let critics = unique(report.summary.iter().map(|r| r.critic.as_str()));
-    let configs = unique(report.summary.iter().map(|r| r.config_id.as_str()));
+    let critics = unique(report.summary.rows.iter().map(|r| r.critic.as_str()));
+    let configs = unique(report.summary.rows.iter().map(|r| r.config_id.as_str()));
     let labels = short_config_labels(&configs);
     // Past the size a page lists in full, only the front is labelled and described.
     let many = configs.len() > crate::html::grid::MANY_CONFIGS;
     let front = front_rows(report);
     let on_front = |r: &SummaryRow| front.contains(&(r.config_id.as_str(), r.critic.as_str(), r.arm.as_str()));
     let spent = Spent::of(report);
-    let currency = report.currency.as_deref().unwrap_or("");
+    let currency = report.summary.currency.as_deref().unwrap_or("");
     let (panel_height, gap, top) = (380.0, 28.0, 30.0);
     let height = top + critics.len() as f64 * (panel_height + gap);
     // Rounds start at 1 (the first draft alone), money at 0; pass rates span whole tens around
     // the data. Both axes get a margin so points on the extremes do not sit on the frame.
     let (axis_start, axis_end) = match spent {
-        Spent::Rounds => (1.0, report.summary.iter().map(|r| r.mean_rounds).fold(1.0, f64::max).ceil().max(2.0)),
+        Spent::Rounds => (1.0, report.summary.rows.iter().map(|r| r.mean_rounds).fold(1.0, f64::max).ceil().max(2.0)),
         Spent::Money => {
-            let most = report.summary.iter().map(|r| spent.value(r)).fold(0.0, f64::max);
+            let most = report.summary.rows.iter().map(|r| spent.value(r)).fold(0.0, f64::max);
             (0.0, if most > 0.0 { nice_ceiling(most) } else { 1.0 })
         }
     };
     let (round_low, round_high) = (axis_start - 0.03 * (axis_end - axis_start), axis_end);
     let spent_text = |value: f64| match spent {
         Spent::Rounds => format!("{value:.2} rounds"),
-        Spent::Money => format!("{} per loop", crate::markdown::money(value, report.currency.as_deref())),
+        Spent::Money => format!("{} per loop", crate::markdown::money(value, report.summary.currency.as_deref())),
     };
     let (min_rate, max_rate) =
-        report.summary.iter().fold((1.0f64, 0.0f64), |(lo, hi), r| (lo.min(r.pass_rate), hi.max(r.pass_rate)));
+        report.summary.rows.iter().fold((1.0f64, 0.0f64), |(lo, hi), r| (lo.min(r.pass_rate), hi.max(r.pass_rate)));
     let (rate_floor, rate_ceiling) = ((min_rate * 10.0).floor() / 10.0, ((max_rate * 10.0).ceil() / 10.0).max(0.1));
     let rate_ceiling = if rate_ceiling <= rate_floor { rate_floor + 0.1 } else { rate_ceiling };
     let margin = 0.03 * (rate_ceiling - rate_floor);
@@ -131,6 +132,7 @@ pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(S
             if many { "On the front" } else { "Every point" },
             report
                 .summary
+                .rows
                 .iter()
                 .filter(|r| !many || on_front(r))
                 .map(|r| format!(
@@ -186,7 +188,7 @@ pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(S
             px((y0 + y1) / 2.0),
             px((y0 + y1) / 2.0)
         );
-        let rows: Vec<&SummaryRow> = report.summary.iter().filter(|r| r.critic == *critic).collect();
+        let rows: Vec<&SummaryRow> = report.summary.rows.iter().filter(|r| r.critic == *critic).collect();
         let points = points(&rows, spent);
         // The front of each arm, joined in order of what it spends.
         for (arm, color) in arms {
@@ -246,8 +248,10 @@ pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(S
                     match spent {
                         Spent::Rounds => format!("{:.3} passes per round", point.pass_rate / point.spent),
                         Spent::Money => match point.rows[0].cost_per_pass {
-                            Some(per_pass) =>
-                                format!("{} per pass", crate::markdown::money(per_pass, report.currency.as_deref())),
+                            Some(per_pass) => format!(
+                                "{} per pass",
+                                crate::markdown::money(per_pass, report.summary.currency.as_deref())
+                            ),
                             None => "no pass".to_string(),
                         },
                     },

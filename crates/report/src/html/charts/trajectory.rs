@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use critbench_storage::round_scores::RoundMean;
+use crate::queries::round_scores::RoundMean;
 
 use super::groups;
 use crate::Report;

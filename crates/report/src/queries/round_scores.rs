@@ -1,13 +1,14 @@
 //! Mean critic score by round, per config × critic × arm, read from `trajectories.parquet`: the
 //! score trajectory the reports draw.
 //!
-//! A trajectory file has a row per critique and can be far larger than memory, so the reader
-//! decodes only the seven columns it needs (a Parquet projection: the other columns, drafts
-//! included, are never decompressed) and folds each batch into running sums as it goes. Memory
-//! is one batch plus one accumulator per (config, critic, arm, round).
+//! A trajectory file has a row per critique and can be far larger than memory, so the scan decodes
+//! only the seven columns needed (the other columns, drafts included, are never decompressed) and
+//! each batch is folded into running sums as it goes. Memory is one batch plus one accumulator per
+//! (config, critic, arm, round).
 //!
 //! ```no_run
-//! let rounds = critbench_storage::round_scores::read_round_scores("reports/demo/trajectories.parquet".as_ref())?;
+//! let files = [std::path::PathBuf::from("reports/demo/trajectories.parquet")];
+//! let rounds = critbench_report::queries::round_scores::read_round_scores(&files)?;
 //! for r in &rounds {
 //!     println!("{} {} {} round {}: {:.2} over {} loops", r.config_id, r.critic, r.arm, r.round, r.mean_score, r.count);
 //! }
@@ -15,38 +16,22 @@
 //! ```
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::path::Path;
+use std::path::PathBuf;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type};
-use arrow_array::{Array, RecordBatch, StringArray};
-use arrow_schema::DataType;
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
-use crate::columns::TableError;
-use crate::critique_columns::CritiqueColumns;
-use crate::declared::parse_label;
-use crate::parquet_sink::StorageError;
-use crate::tables::{RowDecision, TrajectoryColumns, TrajectoryRow};
+use arrow_array::Array;
 use critbench_core::Arm;
+use critbench_storage::TableError;
+use critbench_storage::critique_columns::CritiqueColumns;
+use critbench_storage::scan::{Scan, ScanBatch};
+use critbench_storage::tables::{RowDecision, StorageError, TrajectoryColumns, TrajectoryRow, parse_label};
 
 const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
 const SCORE: &str = CritiqueColumns::COLUMNS.score;
 const DECISION: &str = RowDecision::COLUMNS.decision;
 const EXIT_REASON: &str = RowDecision::COLUMNS.exit_reason;
 
-/// The columns the reader decodes, with the types this version writes.
-const COLUMNS: [(&str, DataType); 7] = [
-    (T.config_id, DataType::Utf8),
-    (T.critic, DataType::Utf8),
-    (T.arm, DataType::Utf8),
-    (T.round, DataType::Int32),
-    (SCORE, DataType::Float64),
-    (DECISION, DataType::Utf8),
-    (EXIT_REASON, DataType::Utf8),
-];
+/// The columns the scan decodes.
+const COLUMNS: [&str; 7] = [T.config_id, T.critic, T.arm, T.round, SCORE, DECISION, EXIT_REASON];
 
 /// The critiques of one round of one config × critic × arm, averaged.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,31 +98,19 @@ impl Accumulator {
         Ok(slot)
     }
 
-    /// Adds a batch whose first row is row `first_row` of its file.
-    fn add_batch(&mut self, batch: &RecordBatch, first_row: usize) -> Result<(), TableError> {
-        // A projection keeps the file's column order, not the order asked for: look up by name.
-        let column = |name: &str| batch.column_by_name(name).ok_or_else(|| TableError::MissingColumn(name.to_string()));
-        let not_of_type = |column: &str, expected| TableError::NotOfType { column: column.to_string(), expected };
-        let text = |name: &str| -> Result<&StringArray, TableError> {
-            column(name)?.as_string_opt::<i32>().ok_or_else(|| not_of_type(name, "utf8"))
-        };
-        let (config_id, critic, arm) = (text(T.config_id)?, text(T.critic)?, text(T.arm)?);
+    /// Adds a batch of the scan.
+    fn add_batch(&mut self, scanned: &ScanBatch<'_>) -> Result<(), TableError> {
+        let c = scanned.columns();
+        let (config_id, critic, arm) = (c.text_array(T.config_id)?, c.text_array(T.critic)?, c.text_array(T.arm)?);
         // The adjudicated final draft is not a round of the loop's trajectory.
-        let (decision, exit_reason) = (text(DECISION)?, text(EXIT_REASON)?);
-        let round = column(T.round)?.as_primitive_opt::<Int32Type>().ok_or_else(|| not_of_type(T.round, "int32"))?;
-        let score = column(SCORE)?.as_primitive_opt::<Float64Type>().ok_or_else(|| not_of_type(SCORE, "float64"))?;
+        let (decision, exit_reason) = (c.text_array(DECISION)?, c.nullable_text_array(EXIT_REASON)?);
+        let (round, score) = (c.int32_array(T.round)?, c.float_array(SCORE)?);
         // Rows arrive loop by loop, so consecutive rows nearly always share their key: remember
         // the last one instead of hashing three strings per row.
         let mut last: Option<(usize, usize)> = None; // (row it was looked up for, slot)
-        for row in 0..batch.num_rows() {
-            if config_id.is_null(row) || critic.is_null(row) || arm.is_null(row) {
-                return Err(TableError::NullKey(row));
-            }
-            if round.is_null(row) || score.is_null(row) {
-                return Err(TableError::NullRoundOrScore(row));
-            }
+        for row in 0..scanned.num_rows() {
             let exit = exit_reason.is_valid(row).then(|| exit_reason.value(row));
-            if RowDecision::parse(decision.value(row), exit, first_row + row)? == RowDecision::Adjudicate {
+            if RowDecision::parse(decision.value(row), exit, scanned.row(row))? == RowDecision::Adjudicate {
                 continue;
             }
             let same_key = |previous: usize| {
@@ -147,7 +120,7 @@ impl Accumulator {
             };
             let slot = match last {
                 Some((previous, slot)) if same_key(previous) => slot,
-                _ => self.slot(config_id.value(row), critic.value(row), arm.value(row), first_row + row)?,
+                _ => self.slot(config_id.value(row), critic.value(row), arm.value(row), scanned.row(row))?,
             };
             last = Some((row, slot));
             let round_number =
@@ -183,62 +156,22 @@ impl Accumulator {
     }
 }
 
-/// Reads `trajectories.parquet` and returns the mean score and count per (config_id, critic, arm,
-/// round), sorted by those keys. Streams: only the seven columns it needs are decoded, a batch at a
-/// time.
-pub fn read_round_scores(path: &Path) -> Result<Vec<RoundMean>, StorageError> {
-    read_round_scores_in(&[path])
-}
-
-/// [`read_round_scores`] of one table kept in several files (a sharded run's partitions).
-pub fn read_round_scores_in(paths: &[impl AsRef<Path>]) -> Result<Vec<RoundMean>, StorageError> {
+/// The mean score and count per (config_id, critic, arm, round) of one table kept in `files` (one
+/// file, or a sharded run's partitions), sorted by those keys. Streams: only the seven columns it
+/// needs are decoded, a batch at a time.
+pub fn read_round_scores(files: &[PathBuf]) -> Result<Vec<RoundMean>, StorageError> {
     let mut accumulator = Accumulator::default();
-    for path in paths {
-        add_file(path.as_ref(), &mut accumulator)?;
-    }
+    Scan::columns(&COLUMNS, &[]).for_each(files, |scanned| accumulator.add_batch(scanned))?;
     Ok(accumulator.finish())
-}
-
-fn add_file(path: &Path, accumulator: &mut Accumulator) -> Result<(), StorageError> {
-    let corrupt = |source| StorageError::table(path, source);
-    let file = File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|source| StorageError::Unreadable { path: path.into(), source })?;
-    let schema = builder.schema().clone();
-    let mut roots = Vec::with_capacity(COLUMNS.len());
-    for (name, expected) in &COLUMNS {
-        let (index, field) =
-            schema.column_with_name(name).ok_or_else(|| corrupt(TableError::MissingColumn(name.to_string())))?;
-        if field.data_type() != expected {
-            return Err(corrupt(TableError::TypeDiffers {
-                column: name.to_string(),
-                found: field.data_type().clone(),
-                expected: expected.clone(),
-            }));
-        }
-        roots.push(index);
-    }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
-    let reader = builder
-        .with_projection(mask)
-        .build()
-        .map_err(|source| StorageError::Projection { path: path.into(), source })?;
-    let mut first_row = 0;
-    for batch in reader {
-        let batch = batch.map_err(|source| StorageError::Decode { path: path.into(), source })?;
-        accumulator.add_batch(&batch, first_row).map_err(corrupt)?;
-        first_row += batch.num_rows();
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
+    use critbench_storage::tables::TrajectoryWriter;
+
     use super::*;
-    use crate::critique_columns::CritiqueColumns;
-    use crate::tables::{TrajectoryRow, TrajectoryWriter};
 
     fn row<'a>(
         config_id: &'a str,
@@ -256,11 +189,10 @@ mod tests {
     }
 
     #[test]
-    fn every_column_read_is_a_declared_trajectory_column_of_its_type() {
-        let schema = crate::tables::trajectory_schema();
-        for (name, expected) in &COLUMNS {
-            let field = schema.field_with_name(name).unwrap_or_else(|_| panic!("`{name}` is not a trajectory column"));
-            assert_eq!(field.data_type(), expected, "`{name}`");
+    fn every_column_read_is_a_declared_trajectory_column() {
+        let schema = critbench_storage::tables::trajectory_schema();
+        for name in COLUMNS {
+            assert!(schema.index_of(name).is_ok(), "`{name}` is not a column of trajectories.parquet");
         }
     }
 
@@ -288,7 +220,7 @@ mod tests {
         }
         writer.close().unwrap();
 
-        let scores = read_round_scores(&path).unwrap();
+        let scores = read_round_scores(std::slice::from_ref(&path)).unwrap();
         assert_eq!(scores.len(), expected.len());
         for score in &scores {
             let (sum, count) = expected[&(score.config_id.as_str(), score.arm.as_str(), score.round)];
@@ -306,11 +238,11 @@ mod tests {
     fn a_file_without_the_columns_is_corrupt_and_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("outcomes.parquet");
-        let writer = crate::tables::OutcomeWriter::create(&path).unwrap();
+        let writer = critbench_storage::tables::OutcomeWriter::create(&path).unwrap();
         writer.close().unwrap();
-        let error = read_round_scores(&path).unwrap_err().to_string();
+        let error = read_round_scores(std::slice::from_ref(&path)).unwrap_err().to_string();
         assert!(error.contains("outcomes.parquet") && error.contains("missing column `round`"), "{error}");
-        let error = read_round_scores(&dir.path().join("none.parquet")).unwrap_err().to_string();
+        let error = read_round_scores(&[dir.path().join("none.parquet")]).unwrap_err().to_string();
         assert!(error.contains("none.parquet"), "{error}");
     }
 }

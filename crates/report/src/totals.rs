@@ -1,19 +1,20 @@
 //! Running totals: one arm's sums and per-task histograms, and the paired statistics of two sides
-//! on matched task × epoch units.
+//! on matched task × epoch units, for every fold over a task's loops (the summary, `compare`,
+//! the comparisons between configs).
 
 use std::collections::BTreeMap;
 
 use critbench_core::ExitReason;
-use critbench_storage::tables::OutcomeStats;
-
-use super::{
-    BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, SummaryRow, TEST_MCNEMAR, TEST_SIGN,
-};
 use critbench_stats::binomial::{mcnemar_exact, sign_test, wilson_interval};
 use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
 use critbench_stats::descriptive::ExactSum;
+use critbench_storage::tables::OutcomeStats;
 
+use crate::RowError;
 use crate::power::{Histogram, PowerRow};
+use crate::rows::{
+    BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, SummaryRow, TEST_MCNEMAR, TEST_SIGN,
+};
 
 /// One loop of an open task: what the per-task statistics need of it.
 #[derive(Clone, Copy, Debug)]
@@ -365,4 +366,25 @@ pub(crate) fn matched_epochs<'a>(a: &'a [Loop], b: &'a [Loop]) -> impl Iterator<
         }
         None
     })
+}
+
+/// Sorts one task's loops of a config × critic by `(arm, epoch)` (`key`) and refuses a loop given
+/// twice, naming the arm by `arm_name`: every fold over a task's loops relies on both.
+pub(crate) fn sort_task_loops<L>(
+    loops: &mut [L],
+    key: impl Fn(&L) -> (u16, u32),
+    (task_id, config_id, critic): (&str, &str, &str),
+    arm_name: impl Fn(u16) -> String,
+) -> Result<(), RowError> {
+    loops.sort_unstable_by_key(&key);
+    match loops.windows(2).map(|w| (key(&w[0]), key(&w[1]))).find(|(a, b)| a == b) {
+        Some(((arm, epoch), _)) => Err(RowError::LoopTwice {
+            task_id: task_id.to_string(),
+            config_id: config_id.to_string(),
+            critic: critic.to_string(),
+            arm: arm_name(arm),
+            epoch,
+        }),
+        None => Ok(()),
+    }
 }

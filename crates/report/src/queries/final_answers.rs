@@ -3,37 +3,34 @@
 //!
 //! A loop's final round is in `outcomes.parquet`: `best_round` when `final = "best"`, the last
 //! round (`rounds − 1`) when `final = "last"`. Its draft is that round's `draft` in
-//! `trajectories.parquet` (null when the run did not store drafts). Both tables are read with a
-//! column projection, and the trajectories with a row filter on `task_id`: only the rows of the
-//! chosen tasks have their other columns, drafts included, decoded. Memory is one batch plus the
-//! chosen tasks' answers.
+//! `trajectories.parquet` (null when the run did not store drafts). Both tables are scanned with a
+//! column projection, and the trajectories with a filter on `task_id`: only the rows of the chosen
+//! tasks have their other columns, drafts included, decoded. Memory is one batch plus the chosen
+//! tasks' answers.
 //!
 //! ```no_run
-//! use critbench_storage::final_answers::read_final_answers;
+//! use critbench_report::queries::final_answers::read_final_answers;
 //! let tasks = std::collections::BTreeSet::from(["rag-0001".to_string()]);
 //! let outcomes = [std::path::PathBuf::from("reports/demo/outcomes.parquet")];
 //! let trajectories = [std::path::PathBuf::from("reports/demo/trajectories.parquet")];
 //! for answer in read_final_answers(&outcomes, &trajectories, &tasks)? {
 //!     println!("{:?} round {}: {}", answer.key, answer.round, answer.draft.as_deref().unwrap_or("(not stored)"));
 //! }
-//! # Ok::<(), critbench_storage::tables::StorageError>(())
+//! # Ok::<(), critbench_report::ReportError>(())
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, BooleanArray};
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ArrowPredicateFn, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowFilter};
-
+use arrow_array::Array;
 use critbench_core::{Arm, FinalDraft};
+use critbench_storage::TableError;
+use critbench_storage::scan::Scan;
+use critbench_storage::tables::{
+    OutcomeColumns, OutcomeRow, RowDecision, TrajectoryColumns, TrajectoryRow, parse_label,
+};
 
-use crate::columns::{Columns, TableError};
-use crate::declared::parse_label;
-use crate::parquet_sink::StorageError;
-use crate::tables::{OutcomeColumns, OutcomeRow, RowDecision, TrajectoryColumns, TrajectoryRow};
+use crate::{ReportError, RowError};
 
 /// What identifies a loop: config × arm × critic × task × epoch. Keys sort by the arm as the
 /// output spells it, so a sample's loops keep the order (and hash) they have always had.
@@ -105,7 +102,7 @@ const EXIT_REASON: &str = RowDecision::COLUMNS.exit_reason;
 const OUTCOME_COLUMNS: [&str; 10] =
     [O.config_id, O.arm, O.critic, O.task_id, O.epoch, O.final_draft, O.best_round, O.rounds, O.passed, O.final_score];
 
-/// The trajectory columns read (`task_id` first: the row filter reads it alone).
+/// The trajectory columns read.
 const TRAJECTORY_COLUMNS: [&str; 9] =
     [T.task_id, T.config_id, T.arm, T.critic, T.epoch, T.round, DECISION, EXIT_REASON, T.draft];
 
@@ -116,32 +113,26 @@ pub fn read_final_answers(
     outcomes: &[PathBuf],
     trajectories: &[PathBuf],
     tasks: &BTreeSet<String>,
-) -> Result<Vec<FinalAnswer>, StorageError> {
-    let mut answers: BTreeMap<LoopKey, FinalAnswer> = BTreeMap::new();
-    for path in outcomes {
-        read_outcomes(path, tasks, &mut answers)?;
-    }
+) -> Result<Vec<FinalAnswer>, ReportError> {
+    let mut answers = final_rounds(outcomes, tasks)?;
     // Which answers have been found, by key, to catch a final round that is missing.
     let mut found: BTreeSet<LoopKey> = BTreeSet::new();
-    for path in trajectories {
-        read_drafts(path, tasks, &mut answers, &mut found)?;
-    }
+    read_drafts(trajectories, tasks, &mut answers, &mut found)?;
     if let Some(missing) = answers.keys().find(|key| !found.contains(*key)) {
-        let answer = &answers[missing];
+        let round = answers[missing].round;
         let path = trajectories.first().cloned().unwrap_or_default();
-        return Err(StorageError::NoFinalRound { path, key: missing.to_string(), round: answer.round });
+        let source = RowError::NoFinalRound { key: missing.clone(), round };
+        return Err(ReportError::Rows { name: path.display().to_string(), source: Box::new(source) });
     }
     Ok(answers.into_values().collect())
 }
 
-fn read_outcomes(
-    path: &Path,
-    tasks: &BTreeSet<String>,
-    answers: &mut BTreeMap<LoopKey, FinalAnswer>,
-) -> Result<(), StorageError> {
-    let mut first_row = 0;
-    crate::columns::for_each_projected_batch(path, &OUTCOME_COLUMNS, &[], |batch| {
-        let c = Columns(batch);
+/// The loops of `tasks` in the outcomes, each with the round of its final draft (its draft not
+/// read yet).
+fn final_rounds(outcomes: &[PathBuf], tasks: &BTreeSet<String>) -> Result<BTreeMap<LoopKey, FinalAnswer>, ReportError> {
+    let mut answers: BTreeMap<LoopKey, FinalAnswer> = BTreeMap::new();
+    Scan::columns(&OUTCOME_COLUMNS, &[]).for_each(outcomes, |scanned| {
+        let c = scanned.columns();
         let (config_id, arm, critic, task_id, final_draft) = (
             c.text_array(O.config_id)?,
             c.text_array(O.arm)?,
@@ -152,15 +143,13 @@ fn read_outcomes(
         let (epoch, best_round, rounds) =
             (c.int32_array(O.epoch)?, c.int32_array(O.best_round)?, c.int32_array(O.rounds)?);
         let (passed, score) = (c.boolean_array(O.passed)?, c.float_array(O.final_score)?);
-        let start = first_row;
-        first_row += batch.num_rows();
-        for i in 0..batch.num_rows() {
+        for i in 0..scanned.num_rows() {
             if !tasks.contains(task_id.value(i)) {
                 continue;
             }
             let key = LoopKey {
                 config_id: config_id.value(i).to_string(),
-                arm: parse_label(arm.value(i), O.arm, start + i)?,
+                arm: parse_label(arm.value(i), O.arm, scanned.row(i))?,
                 critic: critic.value(i).to_string(),
                 task_id: task_id.value(i).to_string(),
                 epoch: whole(epoch.value(i), O.epoch)?,
@@ -178,70 +167,38 @@ fn read_outcomes(
             }
         }
         Ok(())
-    })
+    })?;
+    Ok(answers)
 }
 
 fn whole(value: i32, column: &'static str) -> Result<u32, TableError> {
     u32::try_from(value).map_err(|_| TableError::Negative { column, value })
 }
 
+/// Fills in each answer's draft from the rows of `tasks` in the trajectories, noting in `found`
+/// the answers whose final round has a row.
 fn read_drafts(
-    path: &Path,
+    trajectories: &[PathBuf],
     tasks: &BTreeSet<String>,
     answers: &mut BTreeMap<LoopKey, FinalAnswer>,
     found: &mut BTreeSet<LoopKey>,
-) -> Result<(), StorageError> {
-    let corrupt = |source| StorageError::table(path, source);
-    let file = std::fs::File::open(path).map_err(|source| StorageError::Io { path: path.into(), source })?;
-    let unreadable = |source| StorageError::Unreadable { path: path.into(), source };
-    // The row filter hides where a row is in the file: the reader numbers the rows it keeps, so
-    // a row that holds what this version never writes is named by its row.
-    let options =
-        ArrowReaderOptions::new().with_virtual_columns(vec![crate::columns::row_number_field()]).map_err(unreadable)?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options).map_err(unreadable)?;
-    let schema = builder.schema().clone();
-    let mut roots = Vec::with_capacity(TRAJECTORY_COLUMNS.len());
-    for name in TRAJECTORY_COLUMNS {
-        let (index, _) =
-            schema.column_with_name(name).ok_or_else(|| corrupt(TableError::MissingColumn(name.to_string())))?;
-        roots.push(index);
-    }
-    let parquet_schema = builder.parquet_schema();
-    let wanted = Arc::new(tasks.clone());
-    let task_only = ProjectionMask::roots(parquet_schema, [roots[0]]);
-    let predicate = ArrowPredicateFn::new(task_only, move |batch| {
-        let ids = batch
-            .column(0)
-            .as_string_opt::<i32>()
-            .ok_or_else(|| arrow_schema::ArrowError::SchemaError(format!("column `{}` is not utf8", T.task_id)))?;
-        Ok(ids.iter().map(|id| Some(id.is_some_and(|id| wanted.contains(id)))).collect::<BooleanArray>())
-    });
-    let mask = ProjectionMask::roots(parquet_schema, roots);
-    let reader = builder
-        .with_projection(mask)
-        .with_row_filter(RowFilter::new(vec![Box::new(predicate)]))
-        .build()
-        .map_err(|source| StorageError::Projection { path: path.into(), source })?;
+) -> Result<(), ReportError> {
     let mut key: Option<LoopKey> = None;
-    for batch in reader {
-        let batch = batch.map_err(|source| StorageError::Decode { path: path.into(), source })?;
-        let c = Columns(&batch);
-        let text = |name: &str| c.text_array(name).map_err(corrupt);
-        let (task_id, config_id, arm, critic) = (text(T.task_id)?, text(T.config_id)?, text(T.arm)?, text(T.critic)?);
-        let (decision, exit_reason) = (text(DECISION)?, c.nullable_text_array(EXIT_REASON).map_err(corrupt)?);
-        let (epoch, round) = (c.int32_array(T.epoch).map_err(corrupt)?, c.int32_array(T.round).map_err(corrupt)?);
-        let rows = crate::columns::row_numbers(&batch).map_err(corrupt)?;
-        let draft = batch
-            .column_by_name(T.draft)
-            .and_then(|d| d.as_string_opt::<i32>())
-            .ok_or_else(|| corrupt(TableError::NotOfType { column: T.draft.to_string(), expected: "utf8" }))?;
-        for (i, &row) in rows.iter().enumerate() {
+    Scan::columns(&TRAJECTORY_COLUMNS, &[]).tasks(tasks).for_each(trajectories, |scanned| {
+        let c = scanned.columns();
+        let (task_id, config_id, arm, critic) =
+            (c.text_array(T.task_id)?, c.text_array(T.config_id)?, c.text_array(T.arm)?, c.text_array(T.critic)?);
+        let (decision, exit_reason) = (c.text_array(DECISION)?, c.nullable_text_array(EXIT_REASON)?);
+        let (epoch, round) = (c.int32_array(T.epoch)?, c.int32_array(T.round)?);
+        let draft = c.nullable_text_array(T.draft)?;
+        for i in 0..scanned.num_rows() {
+            let row = scanned.row(i);
             let exit = exit_reason.is_valid(i).then(|| exit_reason.value(i));
             // The adjudicated draft is not a round of the loop (docs/FORMAT.md, schema_version 4).
-            if RowDecision::parse(decision.value(i), exit, row).map_err(corrupt)? == RowDecision::Adjudicate {
+            if RowDecision::parse(decision.value(i), exit, row)? == RowDecision::Adjudicate {
                 continue;
             }
-            let epoch_i = whole(epoch.value(i), T.epoch).map_err(corrupt)?;
+            let epoch_i = whole(epoch.value(i), T.epoch)?;
             // Rows come loop by loop: reuse the key's strings while the loop lasts.
             let same = key.as_ref().is_some_and(|key| {
                 (key.config_id.as_str(), key.arm.as_str(), key.critic.as_str(), key.task_id.as_str(), key.epoch)
@@ -250,7 +207,7 @@ fn read_drafts(
             if !same {
                 key = Some(LoopKey {
                     config_id: config_id.value(i).to_string(),
-                    arm: parse_label(arm.value(i), T.arm, row).map_err(corrupt)?,
+                    arm: parse_label(arm.value(i), T.arm, row)?,
                     critic: critic.value(i).to_string(),
                     task_id: task_id.value(i).to_string(),
                     epoch: epoch_i,
@@ -264,19 +221,22 @@ fn read_drafts(
             answer.draft = draft.is_valid(i).then(|| draft.value(i).to_string());
             found.insert(key.clone());
         }
-    }
+        Ok(())
+    })?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use critbench_storage::critique_columns::CritiqueColumns;
+    use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
+
     use super::*;
-    use crate::critique_columns::CritiqueColumns;
-    use crate::tables::{OutcomeRow, OutcomeWriter, TrajectoryRow, TrajectoryWriter};
 
     #[test]
     fn every_column_read_is_a_declared_column_of_its_table() {
-        let (outcomes, trajectories) = (crate::tables::outcome_schema(), crate::tables::trajectory_schema());
+        let (outcomes, trajectories) =
+            (critbench_storage::tables::outcome_schema(), critbench_storage::tables::trajectory_schema());
         for name in OUTCOME_COLUMNS {
             assert!(outcomes.index_of(name).is_ok(), "`{name}` is not a column of outcomes.parquet");
         }
@@ -321,7 +281,7 @@ mod tests {
                 let adjudicated = format!("{id} adjudicated");
                 let row = TrajectoryRow {
                     config_id: config,
-                    decision: crate::tables::RowDecision::Adjudicate,
+                    decision: RowDecision::Adjudicate,
                     draft: Some(&adjudicated),
                     ..TrajectoryRow::bare(id, 3, &critique)
                 };

@@ -1,0 +1,415 @@
+//! The summary's one pass over the outcomes, in any order.
+//!
+//! Per config × critic × arm the aggregates are running sums. Paired comparisons and clustered
+//! intervals need each task's loops together, so every (config, critic, task) keeps a small
+//! accumulator of its loops until all of them have arrived (epochs × arms, from the manifest),
+//! then folds it into histograms of distinct per-task vectors and drops it. Tasks that never
+//! complete (failed loops, or no manifest to say how many to expect) fold at the end with what
+//! they have. Memory is O(open tasks + distinct vectors), not O(rows), and every total is
+//! independent of the order rows arrive in: integer counts, exact float sums, sorted histograms.
+//!
+//! Each group keeps the same totals once more per task kind (a task's kind is that of its first
+//! row), so the reports can give the headline per kind from the same single pass.
+
+use std::collections::HashMap;
+
+use critbench_storage::manifest::Manifest;
+use critbench_storage::tables::OutcomeStats;
+
+use super::notes::{censored_note, notes, time_note};
+use super::{KindReport, Partial, Summary, arm_order, order_of};
+use crate::RowError;
+use crate::experiment::{run_currency, run_seed};
+use crate::keys::{KeyMap, task_hash};
+use crate::power::PowerRow;
+use crate::rows::{ADJUDICATED_SUFFIX, ComparisonRow, SummaryRow};
+use crate::totals::{ArmTotals, Loop, PairTotals, matched_epochs};
+
+/// One config × critic: its arms (in order of first appearance) and their pairs.
+struct Group {
+    config_id: String,
+    critic: String,
+    arms: Vec<ArmTotals>,
+    /// (arm index of A, of B) → their comparison; A is the arm that reads first.
+    pairs: HashMap<(u16, u16), PairTotals>,
+    /// The same totals per task kind, in order of first appearance.
+    kinds: Vec<KindTotals>,
+}
+
+/// One task kind's arms (indexed as the group's, added as they appear) and pairs.
+struct KindTotals {
+    kind: Option<String>,
+    arms: Vec<ArmTotals>,
+    pairs: HashMap<(u16, u16), PairTotals>,
+}
+
+impl Group {
+    /// The index of `kind` in `kinds`, added if new. Kinds are few, so a scan is enough.
+    fn kind(&mut self, kind: Option<&str>) -> usize {
+        match self.kinds.iter().position(|k| k.kind.as_deref() == kind) {
+            Some(index) => index,
+            None => {
+                self.kinds.push(KindTotals { kind: kind.map(String::from), arms: Vec::new(), pairs: HashMap::new() });
+                self.kinds.len() - 1
+            }
+        }
+    }
+
+    /// The totals of `arm` among the tasks of kind `kind`.
+    fn kind_arm(&mut self, kind: usize, arm: u16) -> &mut ArmTotals {
+        let totals = &mut self.kinds[kind];
+        while totals.arms.len() <= arm as usize {
+            let like = &self.arms[totals.arms.len()];
+            totals.arms.push(ArmTotals::new(like.name.clone(), like.rank.clone()));
+        }
+        &mut totals.arms[arm as usize]
+    }
+}
+
+/// Folds one task's runs of loops (one run per arm, in arm order) into per-task histograms of
+/// `arms` and the pairs of every two arms (A being the one that reads first).
+fn fold_task(arms: &mut [ArmTotals], pairs: &mut HashMap<(u16, u16), PairTotals>, runs: &[(u16, &[Loop])]) {
+    for (arm, loops) in runs {
+        let passes = loops.iter().filter(|l| l.passed).count() as i64;
+        let first = loops.iter().filter(|l| l.first).count() as i64;
+        *arms[*arm as usize].clusters.entry((loops.len() as u64, passes, first)).or_default() += 1;
+    }
+    for (i, (arm_i, loops_i)) in runs.iter().enumerate() {
+        for (arm_j, loops_j) in &runs[i + 1..] {
+            let (a, b, loops_a, loops_b) = if arms[*arm_i as usize].rank <= arms[*arm_j as usize].rank {
+                (*arm_i, *arm_j, loops_i, loops_j)
+            } else {
+                (*arm_j, *arm_i, loops_j, loops_i)
+            };
+            pairs.entry((a, b)).or_default().add_task(matched_epochs(loops_a, loops_b));
+        }
+    }
+}
+
+/// The summary rows of `arms` in reading order, and the comparison of every two that have pairs;
+/// with `power`, also the comparisons' `power.csv` rows.
+#[allow(clippy::too_many_arguments)]
+fn group_rows(
+    config_id: &str,
+    critic: &str,
+    arms: &[ArmTotals],
+    pairs: &HashMap<(u16, u16), PairTotals>,
+    seed: u64,
+    summary: &mut Vec<SummaryRow>,
+    comparisons: &mut Vec<ComparisonRow>,
+    mut power: Option<&mut Vec<PowerRow>>,
+) {
+    let mut order: Vec<usize> = (0..arms.len()).collect();
+    order.sort_by(|&a, &b| arms[a].rank.cmp(&arms[b].rank));
+    summary.extend(order.iter().filter(|&&arm| arms[arm].n > 0).map(|&arm| arms[arm].row(config_id, critic, seed)));
+    for (i, &a) in order.iter().enumerate() {
+        for &b in &order[i + 1..] {
+            if !comparable_arms(&arms[a].name, &arms[b].name) {
+                continue;
+            }
+            if let Some(pair) = pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
+                let (label_a, label_b) = (&arms[a].name, &arms[b].name);
+                comparisons.push(pair.row(config_id, critic, label_a, label_b, seed));
+                if let Some(power) = power.as_deref_mut() {
+                    power.extend(pair.power(config_id, critic, label_a, label_b));
+                }
+            }
+        }
+    }
+}
+
+/// A (config, critic, task) whose loops have not all arrived.
+#[derive(Default)]
+pub(super) struct OpenTask {
+    task_id: String,
+    /// Index of the task's kind in its group's `kinds` (that of its first row).
+    kind: usize,
+    loops: Vec<Loop>,
+    /// A rescoring's censored loops of the task: they arrive, but have no outcome to count.
+    censored: usize,
+}
+
+/// Folds outcome rows, in any order, into a [`Report`].
+pub(crate) struct Summarizer {
+    /// Loops per (config, critic, task) when the run finished every one: epochs × arms.
+    pub(super) expected: Option<usize>,
+    groups: Vec<Group>,
+    index: HashMap<String, HashMap<String, usize>>,
+    last_group: Option<usize>,
+    pub(super) open: KeyMap<(usize, u128), OpenTask>,
+    /// Emptied accumulators, reused so closing and opening tasks does not allocate.
+    spare: Vec<OpenTask>,
+    run_id: Option<String>,
+    /// The most tasks open at once: what the summary's memory grows with.
+    pub(crate) peak_open: usize,
+    /// A rescoring's censored loops per (config, critic, arm): left out of every number, and
+    /// said so in the notes.
+    censored: HashMap<(String, String, String), u64>,
+}
+
+impl Summarizer {
+    pub(crate) fn new(manifest: Option<&Manifest>) -> Summarizer {
+        let epochs = manifest.and_then(|m| m.experiment.epochs).map(u64::from);
+        // An adjudicated arm's loops count twice: as themselves and as the `+adjudicate` arm.
+        let arms = manifest
+            .filter(|m| !m.experiment.arms.is_empty())
+            .map(|m| m.experiment.arms.len() + m.experiment.adjudicate.len());
+        let expected = match (epochs, arms) {
+            (Some(epochs), Some(arms)) if epochs > 0 && arms > 0 => Some(epochs as usize * arms),
+            _ => None,
+        };
+        Summarizer {
+            expected,
+            groups: Vec::new(),
+            index: HashMap::new(),
+            last_group: None,
+            open: KeyMap::default(),
+            spare: Vec::new(),
+            run_id: None,
+            peak_open: 0,
+            censored: HashMap::new(),
+        }
+    }
+
+    fn group(&mut self, config_id: &str, critic: &str) -> usize {
+        // Rows of one config × critic come together, so the last group nearly always matches.
+        if let Some(last) = self.last_group {
+            let group = &self.groups[last];
+            if group.config_id == config_id && group.critic == critic {
+                return last;
+            }
+        }
+        let slot = match self.index.get(config_id).and_then(|critics| critics.get(critic)) {
+            Some(&slot) => slot,
+            None => {
+                let slot = self.groups.len();
+                self.groups.push(Group {
+                    config_id: config_id.to_string(),
+                    critic: critic.to_string(),
+                    arms: Vec::new(),
+                    pairs: HashMap::new(),
+                    kinds: Vec::new(),
+                });
+                self.index.entry(config_id.to_string()).or_default().insert(critic.to_string(), slot);
+                slot
+            }
+        };
+        self.last_group = Some(slot);
+        slot
+    }
+
+    /// Adds one outcome row; an adjudicated loop also counts as a loop of the arm
+    /// `ARM+adjudicate` whose answer is the adjudicated draft: its pass and final score are the
+    /// adjudicated ones, and it used one more critique.
+    pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
+        if row.censored {
+            return self.add_censored(row);
+        }
+        self.add_loop(row)?;
+        if let Some(passed) = row.adjudicated_passed {
+            let arm = format!("{}{ADJUDICATED_SUFFIX}", row.arm);
+            let adjudicated = OutcomeStats {
+                arm: &arm,
+                passed,
+                final_score: row.adjudicated_score.unwrap_or(row.final_score),
+                rounds: row.rounds + 1,
+                ..*row
+            };
+            self.add_loop(&adjudicated)?;
+        }
+        Ok(())
+    }
+
+    fn add_loop(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
+        if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
+            self.run_id = Some(row.run_id.to_string());
+        }
+        let slot = self.group(row.config_id, row.critic);
+        let group = &mut self.groups[slot];
+        let arm = match group.arms.iter().position(|a| a.name == row.arm) {
+            Some(arm) => arm,
+            None => {
+                let rank = arm_order(row.arm);
+                group.arms.push(ArmTotals::new(row.arm.to_string(), rank));
+                group.arms.len() - 1
+            }
+        };
+        group.arms[arm].add(row);
+        let arm = u16::try_from(arm).map_err(|_| RowError::TooManyArms)?;
+        let kind = group.kind(row.kind);
+        group.kind_arm(kind, arm).add(row);
+        let key = (slot, task_hash(row.task_id));
+        let task = self.open_task(key, row.task_id);
+        if task.loops.is_empty() {
+            task.kind = kind;
+        }
+        task.loops.push(Loop::of(row, arm));
+        self.arrived(slot, key)
+    }
+
+    /// A censored loop of a rescoring: no outcome to count, but one more of its task's loops.
+    fn add_censored(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
+        let key = (row.config_id.to_string(), row.critic.to_string(), row.arm.to_string());
+        *self.censored.entry(key).or_default() += 1;
+        let slot = self.group(row.config_id, row.critic);
+        let key = (slot, task_hash(row.task_id));
+        self.open_task(key, row.task_id).censored += 1;
+        self.arrived(slot, key)
+    }
+
+    /// The open task `key`, opened if new.
+    fn open_task(&mut self, key: (usize, u128), task_id: &str) -> &mut OpenTask {
+        self.open.entry(key).or_insert_with(|| {
+            let mut task = self.spare.pop().unwrap_or_default();
+            task.task_id.push_str(task_id);
+            task
+        })
+    }
+
+    /// After a loop of the open task `key` arrived: folds the task once all its loops have.
+    fn arrived(&mut self, slot: usize, key: (usize, u128)) -> Result<(), RowError> {
+        let task = self.open.get(&key).expect("the task is open");
+        let complete = self.expected == Some(task.loops.len() + task.censored);
+        self.peak_open = self.peak_open.max(self.open.len());
+        if complete {
+            let mut task = self.open.remove(&key).expect("the task was just looked up");
+            self.close(slot, &mut task)?;
+            task.task_id.clear();
+            task.loops.clear();
+            task.censored = 0;
+            self.spare.push(task);
+        }
+        Ok(())
+    }
+
+    /// Folds one task's loops into its group's histograms.
+    fn close(&mut self, slot: usize, task: &mut OpenTask) -> Result<(), RowError> {
+        if task.loops.is_empty() {
+            // Every loop of the task was censored: nothing to count.
+            return Ok(());
+        }
+        let group = &mut self.groups[slot];
+        crate::totals::sort_task_loops(
+            &mut task.loops,
+            |l| (l.arm, l.epoch),
+            (&task.task_id, &group.config_id, &group.critic),
+            |arm| group.arms[arm as usize].name.clone(),
+        )?;
+        // Each arm's run of loops, in arm order.
+        let mut runs: Vec<(u16, &[Loop])> = Vec::new();
+        for chunk in task.loops.chunk_by(|a, b| a.arm == b.arm) {
+            runs.push((chunk[0].arm, chunk));
+        }
+        fold_task(&mut group.arms, &mut group.pairs, &runs);
+        // The task counts once more among the tasks of its kind.
+        if let Some(&(last, _)) = runs.iter().max_by_key(|(arm, _)| *arm) {
+            group.kind_arm(task.kind, last);
+        }
+        let kind = &mut group.kinds[task.kind];
+        fold_task(&mut kind.arms, &mut kind.pairs, &runs);
+        Ok(())
+    }
+
+    /// Folds the tasks still open and orders everything for reading: the summary, and the power
+    /// rows of its comparisons.
+    pub(crate) fn finish(mut self, manifest: Option<&Manifest>) -> Result<(Summary, Vec<PowerRow>), RowError> {
+        let seed = run_seed(manifest);
+        let open: Vec<((usize, u128), OpenTask)> = self.open.drain().collect();
+        let incomplete = if self.expected.is_some() { open.len() } else { 0 };
+        for ((slot, _), mut task) in open {
+            self.close(slot, &mut task)?;
+        }
+        let experiment = manifest.map(|m| &m.experiment);
+        let config_order =
+            order_of(experiment.into_iter().flat_map(|e| e.policies.iter().map(|p| p.config_id.as_str())));
+        let critic_order = order_of(experiment.into_iter().flat_map(|e| e.critics.iter().map(|c| c.name.as_str())));
+        let rank =
+            |map: &HashMap<String, usize>, name: &str| (map.get(name).copied().unwrap_or(usize::MAX), name.to_string());
+        let mut groups = self.groups;
+        groups.sort_by_cached_key(|g| (rank(&config_order, &g.config_id), rank(&critic_order, &g.critic)));
+        let mut summary = Vec::new();
+        let mut comparisons = Vec::new();
+        let mut power = Vec::new();
+        for group in &groups {
+            group_rows(
+                &group.config_id,
+                &group.critic,
+                &group.arms,
+                &group.pairs,
+                seed,
+                &mut summary,
+                &mut comparisons,
+                Some(&mut power),
+            );
+        }
+        // Kinds by name (tasks without one last), so the order does not depend on the rows'.
+        let mut kinds: Vec<Option<&str>> = Vec::new();
+        for kind in groups.iter().flat_map(|g| g.kinds.iter().map(|k| k.kind.as_deref())) {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        kinds.sort_by_key(|kind| (kind.is_none(), *kind));
+        let mut by_kind = Vec::new();
+        if kinds.len() > 1 {
+            for kind in kinds {
+                let mut rows = KindReport { kind: kind.map(String::from), ..KindReport::default() };
+                for group in &groups {
+                    if let Some(totals) = group.kinds.iter().find(|k| k.kind.as_deref() == kind) {
+                        group_rows(
+                            &group.config_id,
+                            &group.critic,
+                            &totals.arms,
+                            &totals.pairs,
+                            seed,
+                            &mut rows.summary,
+                            &mut rows.comparisons,
+                            None,
+                        );
+                    }
+                }
+                by_kind.push(rows);
+            }
+        }
+        let mut notes = notes(&summary, manifest, self.expected.map(|e| (e, incomplete)));
+        if !self.censored.is_empty() {
+            // In the summary's order: configs and critics as the run lists them, then arms.
+            let mut censored: Vec<((String, String, String), u64)> = self.censored.into_iter().collect();
+            censored.sort_by_cached_key(|((config, critic, arm), _)| {
+                (rank(&config_order, config), rank(&critic_order, critic), arm_order(arm))
+            });
+            let known = |(config, critic, arm): &(String, String, String)| {
+                let row = summary.iter().find(|r| (&r.config_id, &r.critic, &r.arm) == (config, critic, arm));
+                row.map_or(0, |r| r.n)
+            };
+            let groups: Vec<(String, u64, u64)> = censored
+                .iter()
+                .map(|(key, count)| (format!("{} × {} × {}", key.0, key.1, key.2), *count, count + known(key)))
+                .collect();
+            notes.insert(0, censored_note(&groups));
+        }
+        let summary = Summary {
+            run_id: manifest.map(|m| m.run_id.clone()).filter(|id| !id.is_empty()).or(self.run_id),
+            name: manifest.map(|m| m.experiment.name.clone()),
+            currency: run_currency(manifest),
+            partial: manifest.and_then(Partial::of),
+            notes,
+            timing: manifest.and_then(|m| time_note(m.openai.as_ref()?, Some(m))),
+            rows: summary,
+            comparisons,
+            by_kind,
+        };
+        Ok((summary, power))
+    }
+}
+
+/// Whether a comparison of two arms says something: an adjudicated twin is compared with its own
+/// arm (the effect of adjudication) and with other twins (arms compared after adjudication), not
+/// with other arms before it.
+fn comparable_arms(a: &str, b: &str) -> bool {
+    match (a.strip_suffix(ADJUDICATED_SUFFIX), b.strip_suffix(ADJUDICATED_SUFFIX)) {
+        (Some(_), Some(_)) | (None, None) => true,
+        (Some(base), None) => base == b,
+        (None, Some(base)) => base == a,
+    }
+}
