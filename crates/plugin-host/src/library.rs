@@ -15,10 +15,10 @@ use critbench_abi::{
 use critbench_core::ScoreRange;
 use sha2::{Digest, Sha256};
 
-use crate::info::{CriticInfo, DEFAULT_TIMEOUT, IsolationMode};
+use crate::info::{CriticInfo, IsolationMode};
 use crate::program::excerpt;
 use crate::services::{CallScope, Host, ServiceError};
-use crate::{CallError, CriticInstance, PluginError, SearchPath};
+use crate::{CallError, PluginError, SearchPath};
 use critbench_builtins::Builtin;
 
 /// A loaded plugin library, or a critic compiled into critbench: its descriptor and what the
@@ -270,13 +270,6 @@ impl PluginLibrary {
     /// Whether the plugin reads a task once per loop (its descriptor sets the task functions).
     pub fn reads_tasks(&self) -> bool {
         self.functions.tasks.is_some()
-    }
-
-    /// Creates an in-process instance from a JSON config, with the default per-call timeout and
-    /// a host that offers no services.
-    pub fn instantiate(self: &Arc<Self>, config_json: &str) -> Result<CriticInstance, PluginError> {
-        self.instantiate_in_process(config_json, Some(DEFAULT_TIMEOUT), &Arc::new(Host::new()))
-            .map(CriticInstance::InProcess)
     }
 
     /// Creates an instance from a JSON config. With a `timeout`, a call that takes longer stops

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::info::{CriticInfo, CriticSource, Isolation, IsolationMode, default_worker};
+use crate::info::{CriticInfo, CriticSource, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker};
 use crate::library::{InProcessCritic, Located, OpenTask};
 use crate::process::{ProcessCritic, ROLE};
 use crate::program::{Launch, resolve_program};
@@ -182,6 +182,16 @@ impl<'a> CriticTask<'a> {
         }
         let opened = self.opened.as_ref().expect("opened above");
         opened.critique(&task_request(draft, round), Some(scope))
+    }
+}
+
+impl PluginLibrary {
+    /// Creates an in-process instance from a JSON config, with the default per-call timeout and
+    /// a host that offers no services. (Here, beside [`CriticInstance`], which a library does not
+    /// know.)
+    pub fn instantiate(self: &Arc<Self>, config_json: &str) -> Result<CriticInstance, PluginError> {
+        self.instantiate_in_process(config_json, Some(DEFAULT_TIMEOUT), &Arc::new(Host::new()))
+            .map(CriticInstance::InProcess)
     }
 }
 

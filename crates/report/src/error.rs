@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use crate::gold;
-
 /// Why reports could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -56,7 +54,7 @@ pub enum ReportError {
     },
     /// A sample or its labels could not be used.
     #[error(transparent)]
-    Gold(#[from] gold::GoldError),
+    Gold(#[from] GoldError),
     /// The rows of the tables do not fit together.
     #[error(transparent)]
     Inconsistent(Box<RowError>),
@@ -206,13 +204,13 @@ pub enum RowError {
     #[error("the loop {key} of a sampled task has no gold label")]
     NoGoldLabel {
         /// The loop.
-        key: crate::queries::final_answers::LoopKey,
+        key: crate::keys::LoopKey,
     },
     /// A loop of `outcomes.parquet` whose final round has no row in `trajectories.parquet`.
     #[error("the loop {key} has no row for its final round {round}")]
     NoFinalRound {
         /// The loop.
-        key: crate::queries::final_answers::LoopKey,
+        key: crate::keys::LoopKey,
         /// The round its outcome names.
         round: u32,
     },
@@ -232,5 +230,95 @@ impl ReportError {
             ReportError::Gold(error) => error.is_usage(),
             _ => true,
         }
+    }
+}
+
+/// Why a sample could not be drawn or written, or a labels file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum GoldError {
+    /// `--tasks 0`.
+    #[error("--tasks must be at least 1: a sample of no tasks labels nothing")]
+    NoTasks,
+    /// More tasks asked for than the run has.
+    #[error(
+        "{} has {available} tasks; --tasks {asked} asks for more\n  hint: label every task with --tasks {available}",
+        run.display()
+    )]
+    TooFewTasks {
+        /// The run directory.
+        run: PathBuf,
+        /// Tasks it has.
+        available: usize,
+        /// Tasks asked for.
+        asked: usize,
+    },
+    /// The run did not finish.
+    #[error(
+        "{} holds an interrupted run: sample a finished one\n  hint: finish it first with `critbench run EXPERIMENT --resume --out {}`",
+        run.display(),
+        run.display()
+    )]
+    Unfinished {
+        /// The run directory.
+        run: PathBuf,
+    },
+    /// The run did not store its drafts.
+    #[error(
+        "{} did not store its drafts, so the answers to label are not in it\n  hint: run the experiment again with \
+         them stored: `critbench run EXPERIMENT --store-drafts --out {} --overwrite` (or store_drafts = true in \
+         the experiment)",
+        run.display(),
+        run.display()
+    )]
+    NoDrafts {
+        /// The run directory.
+        run: PathBuf,
+    },
+    /// The sample file exists and `--overwrite` was not given.
+    #[error("{} exists\n  hint: pass --overwrite to replace it, or another --out", path.display())]
+    Exists {
+        /// The sample file.
+        path: PathBuf,
+    },
+    /// The labels file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The labels file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A line of the labels file is bad.
+    #[error("{}: line {line}: {message}", path.display())]
+    Line {
+        /// The labels file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The labels file as a whole does not fit the run.
+    #[error("{}: {message}", path.display())]
+    File {
+        /// The labels file.
+        path: PathBuf,
+        /// What does not fit.
+        message: String,
+    },
+    /// The sample file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The sample file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl GoldError {
+    /// Everything but a failed write is the user's to fix.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, GoldError::Write { .. })
     }
 }

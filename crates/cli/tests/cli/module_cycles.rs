@@ -1,6 +1,7 @@
 //! No module of a crate imports one that imports it back: each crate's top-level modules form a
-//! graph without cycles, read off the sources' `crate::module` paths (test modules and comments
-//! aside), so a layer can be read without the ones above it.
+//! graph without cycles, read off the sources' `crate::` paths — a module's, a group's, or a name
+//! the crate root re-exports from a module — (test modules and comments aside), so a layer can be
+//! read without the ones above it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -244,11 +245,17 @@ fn test_module_files(src: &Path, files: &[PathBuf]) -> BTreeSet<PathBuf> {
     tests
 }
 
-/// Top-level module → the top-level modules of the same crate its code names.
+/// Top-level module → the top-level modules of the same crate its code names: by a path
+/// (`crate::module::…`), in a group (`use crate::{module, other::Item}`), or by a name the crate
+/// root re-exports from a module (`crate::Item` after `pub use module::Item;` in `lib.rs`).
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let tests = test_module_files(src, &files);
+    let root = ["lib.rs", "main.rs"].iter().map(|name| src.join(name)).find(|path| path.is_file());
+    let reexports = root.map_or_else(BTreeMap::new, |root| {
+        root_reexports(&without_test_modules(&std::fs::read_to_string(root).unwrap()).0)
+    });
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in files {
         if tests.iter().any(|test| file.starts_with(test)) {
@@ -261,21 +268,99 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let (code, _) = without_test_modules(&std::fs::read_to_string(&file).unwrap());
+        let code: String = code.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
         let names = graph.entry(top.clone()).or_default();
-        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            for (i, _) in line.match_indices("crate::") {
-                let rest = &line[i + "crate::".len()..];
-                let name: String = rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
-                let preceded_by_word = line[..i].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_');
-                if !name.is_empty() && name != top && !preceded_by_word {
-                    names.insert(name);
-                }
+        for first in crate_paths(&code) {
+            let module = reexports.get(&first).cloned().unwrap_or(first);
+            if module != top {
+                names.insert(module);
             }
         }
     }
     let modules: BTreeSet<String> = graph.keys().cloned().collect();
     graph.values_mut().for_each(|names| names.retain(|n| modules.contains(n)));
     graph
+}
+
+/// The first segment after every `crate::` of `code`: of the path, or of each path of a group
+/// `crate::{a, b::C}`.
+fn crate_paths(code: &str) -> Vec<String> {
+    let mut firsts = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        let preceded_by_word = code[..i].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if preceded_by_word {
+            continue;
+        }
+        let rest = &code[i + "crate::".len()..];
+        if rest.starts_with('{') {
+            if let Some(close) = matching(rest, 0) {
+                firsts.extend(group_items(&rest[1..close]).iter().map(|item| first_segment(item)));
+            }
+        } else {
+            firsts.push(first_segment(rest));
+        }
+    }
+    firsts.retain(|name| !name.is_empty() && name != "self");
+    firsts
+}
+
+/// The items of a use group's inside (`a, b::{C, D}, E as F`), split at its top-level commas.
+fn group_items(inside: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (at, c) in inside.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                items.push(inside[start..at].trim());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(inside[start..].trim());
+    items.retain(|item| !item.is_empty());
+    items
+}
+
+fn first_segment(path: &str) -> String {
+    path.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+/// Name → the module it comes from, for every name the crate root re-exports from one of its
+/// modules (`pub use module::Name;`, `pub use module::{A, b::C as D};`); globs name nothing.
+fn root_reexports(root: &str) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for (at, _) in root.match_indices("use ") {
+        let line_start = root[..at].rfind('\n').map_or(0, |n| n + 1);
+        let before = root[line_start..at].trim();
+        if !before.starts_with("pub") {
+            continue;
+        }
+        let Some(end) = root[at..].find(';') else { continue };
+        let tree = root[at + "use ".len()..at + end].trim();
+        let tree = tree.strip_prefix("crate::").or_else(|| tree.strip_prefix("self::")).unwrap_or(tree);
+        let module = first_segment(tree);
+        for leaf in use_leaves(tree) {
+            names.insert(leaf, module.clone());
+        }
+    }
+    names
+}
+
+/// The names a use tree brings in: each leaf's alias, else its last segment.
+fn use_leaves(tree: &str) -> Vec<String> {
+    match (tree.find('{'), tree.rfind('}')) {
+        (Some(open), Some(close)) if open < close => {
+            group_items(&tree[open + 1..close]).into_iter().flat_map(use_leaves).collect()
+        }
+        _ => {
+            let leaf = tree.rsplit(" as ").next().unwrap_or(tree);
+            let name = leaf.rsplit("::").next().unwrap_or(leaf).trim();
+            if name == "*" || name == "self" || name.is_empty() { Vec::new() } else { vec![name.to_string()] }
+        }
+    }
 }
 
 /// A cycle through `start`, if there is one (depth-first search for a path back to it).
@@ -388,4 +473,30 @@ pub fn h() -> u8 { crate::c::k() }
         without_test_modules("#[cfg(test)]\nmod tests;\nfn f() {}\n"),
         ("\nfn f() {}\n".into(), vec!["tests".into()])
     );
+}
+
+/// A name re-exported by the crate root (`crate::Error`), or a module named in a group
+/// (`use crate::{a, b::C}`), is an import of the module it comes from.
+#[test]
+fn the_cycle_check_follows_root_reexports_and_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("lib.rs"),
+        "mod a;\nmod b;\nmod c;\nmod d;\npub use a::{Alpha, inner::Deep as Renamed};\npub(crate) use b::Beta;\npub use c::*;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("a.rs"),
+        "pub struct Alpha;\npub mod inner { pub struct Deep; }\nuse crate::Beta;\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("b.rs"), "pub struct Beta;\nfn f(_: crate::Renamed) {}\n").unwrap();
+    std::fs::write(dir.path().join("c.rs"), "use crate::{\n    d,\n    a::Alpha,\n};\n").unwrap();
+    std::fs::write(dir.path().join("d.rs"), "use crate::{self as root};\n").unwrap();
+    let graph = module_graph(dir.path());
+    assert_eq!(graph["a"], BTreeSet::from(["b".to_string()]), "crate::Beta is b's");
+    assert_eq!(graph["b"], BTreeSet::from(["a".to_string()]), "crate::Renamed is a's");
+    assert_eq!(graph["c"], BTreeSet::from(["a".to_string(), "d".to_string()]), "both paths of the group");
+    assert!(graph["d"].is_empty(), "{graph:?}");
+    assert_eq!(cycle_through(&graph, "a"), Some(vec!["a".into(), "b".into(), "a".into()]));
 }

@@ -32,8 +32,6 @@ mod labels;
 pub(crate) mod render;
 mod sample;
 
-use std::path::PathBuf;
-
 pub use corrected::{Corrected, CorrectedComparison, CorrectedRow};
 pub use labels::{Labels, read_labels};
 pub use sample::{
@@ -43,92 +41,4 @@ pub use sample::{
 /// The error level of every interval: 95%.
 pub const ALPHA: f64 = 0.05;
 
-/// Why a sample could not be drawn or written, or a labels file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum GoldError {
-    /// `--tasks 0`.
-    #[error("--tasks must be at least 1: a sample of no tasks labels nothing")]
-    NoTasks,
-    /// More tasks asked for than the run has.
-    #[error(
-        "{} has {available} tasks; --tasks {asked} asks for more\n  hint: label every task with --tasks {available}",
-        run.display()
-    )]
-    TooFewTasks {
-        /// The run directory.
-        run: PathBuf,
-        /// Tasks it has.
-        available: usize,
-        /// Tasks asked for.
-        asked: usize,
-    },
-    /// The run did not finish.
-    #[error(
-        "{} holds an interrupted run: sample a finished one\n  hint: finish it first with `critbench run EXPERIMENT --resume --out {}`",
-        run.display(),
-        run.display()
-    )]
-    Unfinished {
-        /// The run directory.
-        run: PathBuf,
-    },
-    /// The run did not store its drafts.
-    #[error(
-        "{} did not store its drafts, so the answers to label are not in it\n  hint: run the experiment again with \
-         them stored: `critbench run EXPERIMENT --store-drafts --out {} --overwrite` (or store_drafts = true in \
-         the experiment)",
-        run.display(),
-        run.display()
-    )]
-    NoDrafts {
-        /// The run directory.
-        run: PathBuf,
-    },
-    /// The sample file exists and `--overwrite` was not given.
-    #[error("{} exists\n  hint: pass --overwrite to replace it, or another --out", path.display())]
-    Exists {
-        /// The sample file.
-        path: PathBuf,
-    },
-    /// The labels file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        /// The labels file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// A line of the labels file is bad.
-    #[error("{}: line {line}: {message}", path.display())]
-    Line {
-        /// The labels file.
-        path: PathBuf,
-        /// The line, from 1.
-        line: usize,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The labels file as a whole does not fit the run.
-    #[error("{}: {message}", path.display())]
-    File {
-        /// The labels file.
-        path: PathBuf,
-        /// What does not fit.
-        message: String,
-    },
-    /// The sample file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        /// The sample file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-}
-
-impl GoldError {
-    /// Everything but a failed write is the user's to fix.
-    pub fn is_usage(&self) -> bool {
-        !matches!(self, GoldError::Write { .. })
-    }
-}
+pub use crate::error::GoldError;

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use arrow_array::Array;
-use critbench_core::{Arm, FinalDraft};
+use critbench_core::FinalDraft;
 use critbench_storage::TableError;
 use critbench_storage::scan::Scan;
 use critbench_storage::tables::{
@@ -32,45 +32,7 @@ use critbench_storage::tables::{
 
 use crate::{ReportError, RowError};
 
-/// What identifies a loop: config × arm × critic × task × epoch. Keys sort by the arm as the
-/// output spells it, so a sample's loops keep the order (and hash) they have always had.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct LoopKey {
-    /// The loop's config.
-    pub config_id: String,
-    /// Its arm.
-    pub arm: Arm,
-    /// Its critic.
-    pub critic: String,
-    /// Its task.
-    pub task_id: String,
-    /// Its epoch.
-    pub epoch: u32,
-}
-
-impl LoopKey {
-    /// How a loop is named in messages, from its parts as a file spells them: what [`LoopKey`]'s
-    /// `Display` shows, for a loop whose arm may not be one of core's (a labels file's).
-    pub fn describe(config_id: &str, arm: &str, critic: &str, task_id: &str, epoch: u32) -> String {
-        format!("config {config_id} × arm {arm} × critic {critic} × task {task_id} × epoch {epoch}")
-    }
-
-    fn order(&self) -> (&str, &str, &str, &str, u32) {
-        (&self.config_id, self.arm.as_str(), &self.critic, &self.task_id, self.epoch)
-    }
-}
-
-impl PartialOrd for LoopKey {
-    fn partial_cmp(&self, other: &LoopKey) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for LoopKey {
-    fn cmp(&self, other: &LoopKey) -> std::cmp::Ordering {
-        self.order().cmp(&other.order())
-    }
-}
+pub use crate::keys::LoopKey;
 
 impl std::fmt::Display for LoopKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
