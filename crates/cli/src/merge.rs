@@ -1,4 +1,4 @@
-use critbench_engine::merge::merge_run;
+use critbench_engine::run_dir::merge::merge_run;
 
 use crate::args::MergeArgs;
 use crate::failure::Failure;

@@ -1,4 +1,4 @@
-use critbench_engine::rescore::{CriticChoice, RescoreOptions, rescore_run};
+use critbench_engine::commands::rescore::{CriticChoice, RescoreOptions, rescore_run};
 
 use crate::args::RescoreArgs;
 use crate::failure::{Failure, check_jobs};

@@ -168,7 +168,7 @@ pub enum EngineError {
     },
     /// A sequential run that cannot start or go on.
     #[error(transparent)]
-    Sequential(#[from] crate::sequential::SequentialError),
+    Sequential(#[from] crate::run::sequential::SequentialError),
     /// A signal stopped the run; the loops finished before it are written.
     #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
     Interrupted {
@@ -658,7 +658,7 @@ pub enum ReplayError {
     Repeated(critbench_core::RepeatedConfig),
     /// A flag past the bounds the experiment file has too.
     #[error(transparent)]
-    Limit(#[from] crate::limits::LimitError),
+    Limit(#[from] crate::experiment::limits::LimitError),
     /// The directory is not a run that can be replayed.
     #[error(
         "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",

@@ -20,36 +20,13 @@
 
 #![warn(missing_docs)]
 
-pub mod adjudicate;
-pub mod backend;
-pub mod chat;
-pub mod cost;
-mod emit;
+pub mod commands;
 mod error;
-pub mod estimate;
-pub mod evaluate;
 pub mod experiment;
-mod journal;
-pub mod judge;
-mod learn;
-pub mod limits;
-mod loops;
-mod manifest;
-pub mod memory;
-pub mod merge;
-mod plan;
-pub mod replay;
-pub mod rescore;
-mod round;
 pub mod run;
 pub mod run_dir;
-mod sequential;
-mod sequential_run;
-mod sink;
-mod source;
 pub mod stop;
-mod summarize;
 
 pub use error::{EngineError, ForeignRow, MergeProblem, NotARun, ReplayError, RescoreError, RunDirError, ShardProblem};
 pub use experiment::ExperimentProblem;
-pub use sequential::SequentialError;
+pub use run::sequential::SequentialError;

@@ -186,7 +186,7 @@ fn critic_isolation_mistakes_name_the_key() {
 
 #[test]
 fn thresholds_outside_a_critics_range_are_warnings_once_per_value() {
-    use crate::plan::{POLICY_KEYS, threshold_warnings};
+    use crate::run::plan::{POLICY_KEYS, threshold_warnings};
     let e = load(&format!(
         "{MINIMAL}[policy]\npass_score = [-1, 8, 10, 11]\nmax_revisions = [1, 3]\ndim_target = [50, 5]\n"
     ))
