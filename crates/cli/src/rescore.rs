@@ -73,7 +73,7 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
 }
 
 fn config_error(text: &str, problem: &str) -> Failure {
-    Failure::from(critbench_engine::EngineError::from(critbench_engine::RescoreError::Config {
+    Failure::from(critbench_engine::EngineError::from(critbench_engine::commands::rescore::RescoreError::Config {
         text: text.to_string(),
         problem: problem.to_string(),
     }))

@@ -27,6 +27,5 @@ pub mod run;
 pub mod run_dir;
 pub mod stop;
 
-pub use error::{EngineError, ForeignRow, MergeProblem, NotARun, ReplayError, RescoreError, RunDirError, ShardProblem};
+pub use error::EngineError;
 pub use experiment::ExperimentProblem;
-pub use run::sequential::SequentialError;

@@ -149,17 +149,12 @@ pub struct Estimate {
 /// Runs the pilot of `experiment` into `options.out` and projects the whole run.
 pub fn estimate(experiment: &Experiment, options: &EstimateOptions) -> Result<Estimate, EngineError> {
     if options.pilot < 2 {
-        return Err(EngineError::Estimate(format!(
-            "--pilot {} leaves no spread to project a range from; give 2 tasks or more",
-            options.pilot
-        )));
+        return Err(EstimateError::PilotTooSmall { pilot: options.pilot }.into());
     }
     if same_dir(&options.out, &experiment.out) {
-        return Err(EngineError::Estimate(format!(
-            "--out {} is the experiment's own run directory; a pilot writes elsewhere (by default {})",
-            options.out.display(),
-            default_dir(experiment).display()
-        )));
+        return Err(
+            EstimateError::OwnRunDirectory { out: options.out.clone(), default: default_dir(experiment) }.into()
+        );
     }
     let sample = sample_tasks(experiment, options.pilot)?;
     let scratch = ScratchFile::write(&sample.tasks)?;
@@ -211,7 +206,7 @@ pub fn check_budget(experiment: &Experiment) -> Result<(), EngineError> {
     if exceeds.is_empty() {
         return Ok(());
     }
-    Err(EngineError::EstimateOverBudget { estimate: path, exceeds })
+    Err(EstimateError::OverBudget { estimate: path, exceeds }.into())
 }
 
 /// Each budget the estimate's projected cost exceeds, described.
@@ -304,7 +299,7 @@ fn sample_tasks(experiment: &Experiment, n: usize) -> Result<Sample, EngineError
         }
     }
     if total == 0 {
-        return Err(EngineError::Estimate("no task of the datasets reaches a critic: nothing to estimate".into()));
+        return Err(EstimateError::NothingToEstimate.into());
     }
     Ok(Sample { tasks: kept.into_values().collect(), total })
 }
@@ -566,6 +561,46 @@ pub fn t_quantile(p: f64, df: u64) -> f64 {
         }
     }
     if p < 0.5 { -0.5 * (lo + hi) } else { 0.5 * (lo + hi) }
+}
+
+/// Why `critbench estimate` cannot run its pilot, or why a run is refused on its estimate
+/// (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum EstimateError {
+    /// Fewer than two pilot tasks.
+    #[error("--pilot {pilot} leaves no spread to project a range from; give 2 tasks or more")]
+    PilotTooSmall {
+        /// The `--pilot` given.
+        pilot: usize,
+    },
+    /// The pilot's directory is the experiment's own run directory.
+    #[error(
+        "--out {} is the experiment's own run directory; a pilot writes elsewhere (by default {})",
+        out.display(),
+        default.display()
+    )]
+    OwnRunDirectory {
+        /// The `--out` given.
+        out: PathBuf,
+        /// Where a pilot goes by default.
+        default: PathBuf,
+    },
+    /// No task of the datasets reaches a critic.
+    #[error("no task of the datasets reaches a critic: nothing to estimate")]
+    NothingToEstimate,
+    /// The experiment's own estimate already exceeds its budget: refused before any call.
+    #[error(
+        "the estimate in {} already exceeds the budget: {}; raise [budget], or pass --force to run anyway (the \
+         budget still stops the run when it is reached)",
+        estimate.display(),
+        exceeds.join("; ")
+    )]
+    OverBudget {
+        /// The estimate file.
+        estimate: PathBuf,
+        /// Each budget it exceeds, as a sentence.
+        exceeds: Vec<String>,
+    },
 }
 
 #[cfg(test)]

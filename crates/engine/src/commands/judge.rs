@@ -51,10 +51,10 @@ pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Resul
     if let Some(repeats) = overrides.repeats
         && !(1..=MAX_JUDGE_REPEATS).contains(&repeats)
     {
-        return Err(EngineError::JudgeRepeats { max: MAX_JUDGE_REPEATS });
+        return Err(JudgeSetupError::Repeats { max: MAX_JUDGE_REPEATS }.into());
     }
     if let Some(critic) = experiment.critics.iter().find(|c| c.command.is_some()) {
-        return Err(EngineError::CommandCriticInJudge { critic: critic.name.clone() });
+        return Err(JudgeSetupError::CommandCritic { critic: critic.name.clone() }.into());
     }
     let mut warnings = Vec::new();
     let mut critics = experiment.critics.clone();
@@ -105,4 +105,24 @@ pub fn judge_experiment(
     let outcome = critbench_critic_benchmark::judge(&spec)?;
     let model_usage = session.map(|s| s.client.report());
     Ok(JudgeRun { outcome, model_usage })
+}
+
+/// Why `critbench judge` cannot be set up from an experiment (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeSetupError {
+    /// `--repeats` out of range.
+    #[error("--repeats must be from 1 to {max}")]
+    Repeats {
+        /// The largest number allowed.
+        max: u32,
+    },
+    /// A `command` critic, which `critbench judge` cannot run.
+    #[error(
+        "critic `{critic}` is a `command` critic; `critbench judge` runs plugin libraries in-process only \
+         (use `critbench run` for command critics)"
+    )]
+    CommandCritic {
+        /// The critic's name.
+        critic: String,
+    },
 }

@@ -539,3 +539,18 @@ fn a_pricing_file_that_cannot_be_read_or_parsed_is_named_with_its_line() {
     let expected = format!("{}: --pricing {}, line 2: ", path.display(), bad.display());
     assert!(message.starts_with(&expected), "{message}");
 }
+
+#[test]
+fn a_toml_error_keeps_its_line_and_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(&path, "name = \"x\"\n\nbackend = = \"sim\"\n").unwrap();
+    let error = Experiment::load(&path, &Overrides::default()).unwrap_err();
+    let EngineError::Experiment { problem, .. } = &error else { panic!("{error}") };
+    assert_eq!(problem.line(), Some(3), "{error}");
+    assert!(matches!(problem, ExperimentProblem::Toml { .. }));
+    assert!(error.to_string().contains("line 3"), "{error}");
+    let missing = Experiment::load(&dir.path().join("none.toml"), &Overrides::default()).unwrap_err();
+    let EngineError::Experiment { problem, .. } = &missing else { panic!("{missing}") };
+    assert!(std::error::Error::source(problem).is_some(), "the io::Error is kept");
+}

@@ -55,7 +55,7 @@ pub fn adjudicate_loop(
     scores: &[RoundScore],
     rounds: &[RecordedRound],
     texts: &[String],
-) -> Result<Vec<Adjudication>, crate::error::LoopError> {
+) -> Result<Vec<Adjudication>, crate::run::loops::LoopError> {
     let experiment = plan.experiment;
     let mut finals: Vec<usize> =
         policies.iter().filter_map(|policy| final_round(scores, policy)).map(|(chosen, _)| chosen).collect();
@@ -69,7 +69,7 @@ pub fn adjudicate_loop(
         let draft = plan
             .author
             .adjudicate(task, &texts[chosen], Some(&concerns), &key)
-            .ok_or(crate::error::LoopError::NoAdjudicator)??;
+            .ok_or(crate::run::loops::LoopError::NoAdjudicator)??;
         let gen_ms = ms(started);
         // Asked with the adjudicated draft's round, so that the critique depends on the draft alone.
         let (call, scope, critic_ms) = critique_draft(plan, unit, &task.id, task_json, &draft.text, chosen as u32);

@@ -86,7 +86,7 @@ impl Consumer for LearnSink<'_, '_> {
                 self.loops += 1;
                 let fixed = result.and_then(|result| {
                     let (stop, exit) = critbench_core::stop_point(&result.scores, &policy)
-                        .ok_or(crate::error::LoopError::Unfinished)?;
+                        .ok_or(crate::run::loops::LoopError::Unfinished)?;
                     let passed = exit == ExitReason::Pass;
                     self.passed += u64::from(passed);
                     Ok(fixed_types(&result.rounds, &result.scores, stop, passed))

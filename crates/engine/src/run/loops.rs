@@ -28,7 +28,6 @@ use critbench_core::{Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 
-use crate::error::LoopError;
 use crate::run::emit::effective_policy;
 use crate::run::plan::{Plan, Scope, Unit};
 use crate::run::round::{Batch, Laps, critique_round, recorded_round};
@@ -775,4 +774,22 @@ async fn record_loop_in(
         None => Vec::new(),
     };
     Ok(LoopResult { rounds, scores, adjudications, evaluations })
+}
+
+/// Why a loop has no rows. Its text is recorded in `failed_loops` (`manifest.json`), after
+/// the loop it names.
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The author wrote no draft.
+    #[error(transparent)]
+    Author(#[from] critbench_core::author::AuthorError),
+    /// The experiment adjudicates but the author has no adjudicator.
+    #[error("the author has no adjudicator")]
+    NoAdjudicator,
+    /// Strategy memory's learning loop ended before its policy stopped (a bug).
+    #[error("the learning loop ended before its policy stopped")]
+    Unfinished,
+    /// A loop panicked: the panic's message, for a bug report.
+    #[error("{0}")]
+    Panicked(String),
 }

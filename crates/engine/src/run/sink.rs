@@ -15,11 +15,11 @@ use critbench_storage::evaluations::{EvaluationBatches, EvaluationWriter};
 use critbench_storage::tables::{OutcomeBatches, OutcomeWriter, TrajectoryBatches, TrajectoryWriter};
 
 use crate::EngineError;
-use crate::error::RunDirError;
 use crate::run::emit::{LoopLabels, emit_loop};
 use crate::run::loops::{ChunkResult, TaskLoops};
 use crate::run::plan::Plan;
 use crate::run_dir::Layout;
+use crate::run_dir::RunDirError;
 use crate::run_dir::journal::{
     Commit, Counts, Fingerprint, Journal, PART_TABLES, PROGRESS_DIR, PartFile, SavedProgress, part_paths, progress_dir,
     sync_dir, temporary,

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
-use crate::error::RunDirError;
 use crate::run::plan::Plan;
+use crate::run_dir::RunDirError;
 
 /// The folder of a run's progress; removed when the run finishes.
 pub const PROGRESS_DIR: &str = "in-progress";

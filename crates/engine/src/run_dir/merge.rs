@@ -13,7 +13,6 @@ use critbench_storage::shards::{SHARDS_DIR, TABLES, shard_dir, shard_indices};
 use serde_json::Value;
 
 use crate::EngineError;
-use crate::error::{ForeignRow, MergeProblem, ShardProblem};
 use crate::run::sink::MAX_LISTED_FAILURES;
 use crate::run_dir::LOCK_FILE;
 use crate::run_dir::journal::{changed_keys, short};
@@ -37,7 +36,9 @@ const LOCAL_FIELDS: [&str; 5] = ["path", "out", "datasets", "plugin_dirs", "jobs
 
 /// Checks the shards of the run in `run_dir` and writes its manifest and summaries.
 pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
-    let usage = |problem: MergeProblem| EngineError::Merge { dir: run_dir.to_path_buf(), problem: Box::new(problem) };
+    let usage = |problem: MergeProblem| -> EngineError {
+        MergeError { dir: run_dir.to_path_buf(), problem: Box::new(problem) }.into()
+    };
     if !run_dir.is_dir() {
         return Err(usage(MergeProblem::NoSuchDirectory));
     }
@@ -282,6 +283,206 @@ fn add_counts(a: Value, b: &Value) -> Value {
     }
 }
 
+/// `critbench merge` refused (exit status 2): the run's directory and which shard is missing,
+/// unfinished or different, and how.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot merge {}: {problem}", dir.display())]
+pub struct MergeError {
+    /// The merged run's directory.
+    pub dir: PathBuf,
+    /// Which shard is missing, unfinished or different, and how.
+    #[source]
+    pub problem: Box<MergeProblem>,
+}
+
+/// Why `critbench merge` refuses a run's shards (exit status 2): each says which shard and what
+/// to do.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeProblem {
+    /// The run directory is not there.
+    #[error("no such directory")]
+    NoSuchDirectory,
+    /// The directory holds no shards.
+    #[error(
+        "it holds no shards ({}/ is missing or empty); merge is for runs made with --shard I/N",
+        critbench_storage::shards::SHARDS_DIR
+    )]
+    NoShards,
+    /// A shard's lock file is there: it runs, or was killed.
+    #[error(
+        "shard {index} is still running or was killed ({} exists); wait for it, or run it again with --resume",
+        lock.display()
+    )]
+    StillRunning {
+        /// The shard.
+        index: u32,
+        /// Its lock file.
+        lock: PathBuf,
+    },
+    /// A shard's manifest does not read.
+    #[error("shard {index}: {source}")]
+    Manifest {
+        /// The shard.
+        index: u32,
+        /// Why its manifest does not read.
+        source: critbench_storage::manifest::ManifestError,
+    },
+    /// A shard wrote no manifest yet.
+    #[error("shard {index} has not finished (no {}); run it again with --resume", manifest.display())]
+    Unfinished {
+        /// The shard.
+        index: u32,
+        /// The manifest it has not written.
+        manifest: PathBuf,
+    },
+    /// A shard's manifest says it was interrupted.
+    #[error(
+        "shard {index} was interrupted before it finished ({} says status \"interrupted\"); run it again with \
+         --resume",
+        manifest.display()
+    )]
+    Interrupted {
+        /// The shard.
+        index: u32,
+        /// Its manifest.
+        manifest: PathBuf,
+    },
+    /// A manifest under `shards/` that is not a shard's.
+    #[error("{} is not a shard's manifest (it has no `shard`)", dir.display())]
+    NotAShard {
+        /// The shard's directory.
+        dir: PathBuf,
+    },
+    /// A shard's manifest names another shard than its directory.
+    #[error("{} says it is shard {says}, not shard {index}", dir.display())]
+    OtherIndex {
+        /// The shard's directory.
+        dir: PathBuf,
+        /// The shard its manifest says it is.
+        says: critbench_storage::shards::Shard,
+        /// The shard its directory says it is.
+        index: u32,
+    },
+    /// Two shards disagree on the number of shards.
+    #[error("the shards disagree on how many there are: shard {first} is one of {count}, shard {index} one of {other}")]
+    CountsDisagree {
+        /// The first shard.
+        first: u32,
+        /// Its number of shards.
+        count: u32,
+        /// A shard that disagrees.
+        index: u32,
+        /// Its number of shards.
+        other: u32,
+    },
+    /// Shards of the run are not there.
+    #[error(
+        "shard(s) {} of {count} missing (no {}); run them with --shard I/{count} into this directory",
+        missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        manifest.display()
+    )]
+    Missing {
+        /// The shards missing.
+        missing: Vec<u32>,
+        /// The run's number of shards.
+        count: u32,
+        /// The first missing shard's manifest.
+        manifest: PathBuf,
+    },
+    /// A shard's table is not there.
+    #[error("shard {index}'s {table} table is missing ({})", path.display())]
+    TableMissing {
+        /// The shard.
+        index: u32,
+        /// The table.
+        table: &'static str,
+        /// Where it should be.
+        path: PathBuf,
+    },
+    /// A shard's tables are not the ones it wrote, or not its own.
+    #[error("shard {index}: {source}")]
+    Tables {
+        /// The shard.
+        index: u32,
+        /// What is wrong with them.
+        source: ShardProblem,
+    },
+    /// A shard's model client report does not read back.
+    #[error("shard {index}: {source}")]
+    ModelReport {
+        /// The shard.
+        index: u32,
+        /// Why it does not.
+        source: critbench_openai::usage::UsageReportError,
+    },
+    /// A shard is not the same run as the first.
+    #[error("shard {index} is not the same run as shard {first}: {difference}")]
+    NotTheSameRun {
+        /// The shard.
+        index: u32,
+        /// The first shard.
+        first: u32,
+        /// How it differs, one sentence.
+        difference: String,
+    },
+}
+
+/// Why a shard's tables cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardProblem {
+    /// Its manifest has no record of its tables.
+    #[error("its manifest records no tables (written by an older critbench); run the shard again")]
+    NoTables,
+    /// A table is not the file the shard wrote.
+    #[error(transparent)]
+    Tables(#[from] critbench_storage::manifest::TableMismatch),
+    /// Its outcomes do not read, or hold another shard's task or a loop twice.
+    #[error("{}: {source}", path.display())]
+    Outcomes {
+        /// The outcomes table.
+        path: PathBuf,
+        /// Why it does not read, or the row that is not the shard's ([`ForeignRow`]).
+        source: critbench_storage::tables::StorageError,
+    },
+    /// Its outcomes hold another number of loops than its manifest counts.
+    #[error("{} has {rows} loops, but its manifest says {recorded}", path.display())]
+    LoopCount {
+        /// The outcomes table.
+        path: PathBuf,
+        /// Its rows.
+        rows: u64,
+        /// The loops its manifest counts.
+        recorded: u64,
+    },
+}
+
+/// An outcome row a shard's table must not hold.
+#[derive(Debug, thiserror::Error)]
+pub enum ForeignRow {
+    /// A task the split of task ids gives another shard.
+    #[error("it holds task `{task_id}`, which is shard {owner}'s: the table is not this shard's")]
+    OtherShards {
+        /// The task.
+        task_id: String,
+        /// The shard it belongs to.
+        owner: u32,
+    },
+    /// A loop a second time.
+    #[error("it holds the loop {config_id} × {arm} × {critic} × task `{task_id}` × epoch {epoch} twice")]
+    Twice {
+        /// The loop's config.
+        config_id: String,
+        /// Its arm.
+        arm: String,
+        /// Its critic.
+        critic: String,
+        /// Its task.
+        task_id: String,
+        /// Its epoch.
+        epoch: u32,
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,7 +499,7 @@ mod tests {
         std::fs::create_dir_all(&shard).unwrap();
         std::fs::write(shard.join("manifest.json"), "{").unwrap();
         let error = merge_run(dir.path()).unwrap_err();
-        let EngineError::Merge { problem, .. } = &error else { panic!("{error:?}") };
+        let EngineError::Merge(MergeError { problem, .. }) = &error else { panic!("{error:?}") };
         let MergeProblem::Manifest { index: 0, source } = &**problem else { panic!("{problem:?}") };
         assert_eq!(error.to_string(), format!("cannot merge {}: shard 0: {source}", dir.path().display()));
         let problem = std::error::Error::source(&error).expect("the problem is the error's source");

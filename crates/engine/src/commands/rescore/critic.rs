@@ -11,8 +11,8 @@ use critbench_plugin_host::{CriticInstance, CriticSpec, IsolationMode, SearchPat
 use critbench_storage::manifest::{Manifest, PluginRecord};
 use serde::Deserialize;
 
+use super::error::RescoreError;
 use crate::EngineError;
-use crate::error::RescoreError;
 use crate::run::plan::{LoadedPlugin, POLICY_KEYS, threshold_warnings};
 
 /// Which critic rescores the run.

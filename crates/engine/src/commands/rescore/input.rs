@@ -18,8 +18,8 @@ use critbench_plugin_host::request::TaskJson;
 use critbench_storage::dataset::DatasetStream;
 use critbench_storage::recorded::{LoopWithRows, for_each_loop_with_rows};
 
+use super::error::RescoreError;
 use crate::EngineError;
-use crate::error::RescoreError;
 use crate::run_dir::journal::DatasetStamp;
 
 /// A chunk closes at the first task boundary after this many critiques to make: enough that a

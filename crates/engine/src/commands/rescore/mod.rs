@@ -17,6 +17,7 @@
 
 mod censored;
 mod critic;
+mod error;
 mod input;
 mod rows;
 mod sink;
@@ -34,12 +35,13 @@ pub use censored::CensoredRow;
 pub use critic::CriticChoice;
 
 use crate::EngineError;
-use crate::error::{RescoreError, RunDirError};
 use crate::run::round::Critic;
 use crate::run::{INTERRUPT_GRACE, Window};
+use crate::run_dir::RunDirError;
 use crate::run_dir::journal::{DatasetStamp, PROGRESS_DIR};
 use crate::run_dir::{Claim, Layout, RESCORED_DIR};
 use crate::stop::{Interrupt, StopSignal};
+pub use error::RescoreError;
 use input::{Chunk, InputReport};
 use rows::{Grid, RescoredLoop};
 use sink::{Fingerprint, Sink};

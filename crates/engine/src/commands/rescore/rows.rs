@@ -9,9 +9,9 @@ use critbench_core::{BestDraft, FinalDraft, Policy, RoundScore};
 use critbench_storage::recorded::{LoopWithRows, RecordedRound};
 use critbench_storage::tables::{RescoredOutcome, RescoredOutcomeWriter, TrajectoryRow, TrajectoryWriter};
 
+use super::error::RescoreError;
 use super::input::{LoopInput, TaskEntry};
 use crate::EngineError;
-use crate::error::RescoreError;
 use crate::run::emit::{LoopLabels, effective_policy, outcome_row, round_score};
 use crate::run::round::{Critic, critique_text};
 use crate::run_dir::journal::Counts;

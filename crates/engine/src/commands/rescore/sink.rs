@@ -10,9 +10,10 @@ use critbench_storage::manifest::TableRecord;
 use critbench_storage::tables::{RescoredOutcomeWriter, TrajectoryWriter};
 use serde::{Deserialize, Serialize};
 
+use super::error::RescoreError;
 use super::rows::{Grid, RescoredLoop, write_loop};
 use crate::EngineError;
-use crate::error::{RescoreError, RunDirError};
+use crate::run_dir::RunDirError;
 use crate::run_dir::journal::{
     Commit, Counts, DatasetStamp, Journal, PROGRESS_DIR, PartFile, changed_keys, read_journal, reopen_journal, short,
     sync_dir, temporary,
