@@ -55,7 +55,7 @@ pub fn adjudicate_loop(
     scores: &[RoundScore],
     rounds: &[RecordedRound],
     texts: &[String],
-) -> Result<Vec<Adjudication>, crate::run::loops::LoopError> {
+) -> Result<Vec<Adjudication>, AdjudicateError> {
     let experiment = plan.experiment;
     let mut finals: Vec<usize> =
         policies.iter().filter_map(|policy| final_round(scores, policy)).map(|(chosen, _)| chosen).collect();
@@ -69,7 +69,7 @@ pub fn adjudicate_loop(
         let draft = plan
             .author
             .adjudicate(task, &texts[chosen], Some(&concerns), &key)
-            .ok_or(crate::run::loops::LoopError::NoAdjudicator)??;
+            .ok_or(AdjudicateError::NoAdjudicator)??;
         let gen_ms = ms(started);
         // Asked with the adjudicated draft's round, so that the critique depends on the draft alone.
         let (call, scope, critic_ms) = critique_draft(plan, unit, &task.id, task_json, &draft.text, chosen as u32);
@@ -109,6 +109,18 @@ pub fn trajectory_row<'a>(
         acted_on_critique: None,
         ..base
     }
+}
+
+/// Why a loop's final draft has no adjudication; the loop then fails (its text is in the
+/// manifest's `failed_loops`).
+#[derive(Debug, thiserror::Error)]
+pub enum AdjudicateError {
+    /// The adjudicator wrote no draft.
+    #[error(transparent)]
+    Author(#[from] critbench_core::author::AuthorError),
+    /// The experiment adjudicates but the author has no adjudicator.
+    #[error("the author has no adjudicator")]
+    NoAdjudicator,
 }
 
 #[cfg(test)]

@@ -783,9 +783,9 @@ pub enum LoopError {
     /// The author wrote no draft.
     #[error(transparent)]
     Author(#[from] critbench_core::author::AuthorError),
-    /// The experiment adjudicates but the author has no adjudicator.
-    #[error("the author has no adjudicator")]
-    NoAdjudicator,
+    /// The loop's final draft could not be adjudicated.
+    #[error(transparent)]
+    Adjudicate(#[from] crate::run::adjudicate::AdjudicateError),
     /// Strategy memory's learning loop ended before its policy stopped (a bug).
     #[error("the learning loop ended before its policy stopped")]
     Unfinished,

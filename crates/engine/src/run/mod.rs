@@ -24,6 +24,7 @@ pub mod chat;
 pub mod cost;
 pub(crate) mod emit;
 pub mod evaluate;
+mod fingerprint;
 mod learn;
 pub(crate) mod loops;
 pub(crate) mod manifest;
@@ -55,7 +56,7 @@ use crate::run::sink::{Consumer, Prepare, Progress, RowSink};
 use crate::run::source::{Source, SourceReport, Sourced};
 use crate::run::summarize::{Finished, summarize};
 use crate::run_dir;
-use crate::run_dir::journal::{Fingerprint, progress_dir};
+use crate::run_dir::journal::progress_dir;
 use crate::stop::Interrupt;
 use critbench_core::author::Author;
 use critbench_openai::author::OpenAiAuthor;
@@ -202,13 +203,14 @@ fn run_inner(
 
     // Hashed before any pass over the datasets, for a resume to check against; every pass hashes
     // what it reads too, and each must have read these same bytes.
-    let fingerprint = Fingerprint::of(&plan, &run_id, chunk_tasks, options.shard)?;
+    let fingerprint = fingerprint::fingerprint(&plan, &run_id, chunk_tasks, options.shard)?;
 
     // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
     let memory = if experiment.arms.iter().any(|a| a.uses_memory()) {
         let progress = Progress::new(total_bytes, options.quiet, "learning (strategy memory)");
         let mut learner = LearnSink::new(&plan);
-        let learned = drive(&plan, source, Scope::Learn, workers, &mut learner, &progress, interrupt, budget.as_ref());
+        let learned =
+            drive(&plan, source, None, Scope::Learn, workers, &mut learner, &progress, interrupt, budget.as_ref());
         progress.finish();
         let (learned, interrupted) = learned?;
         if let Some(stopped) = interrupted {
@@ -259,6 +261,7 @@ fn run_inner(
         Some(follower) => drive(
             &plan,
             source,
+            Some(follower.gate()),
             Scope::Evaluate,
             workers,
             &mut follower.following(&mut sink),
@@ -266,7 +269,7 @@ fn run_inner(
             interrupt,
             budget,
         ),
-        None => drive(&plan, source, Scope::Evaluate, workers, &mut sink, &progress, interrupt, budget),
+        None => drive(&plan, source, None, Scope::Evaluate, workers, &mut sink, &progress, interrupt, budget),
     };
     progress.finish();
     let (report, interrupted) = match streamed.and_then(|(report, interrupted)| {
@@ -478,6 +481,7 @@ impl Window {
 fn drive<C: Consumer>(
     plan: &Plan<'_>,
     source: Source,
+    gate: Option<Arc<crate::run::sequential::Gate>>,
     scope: Scope,
     workers: Workers,
     consumer: &mut C,
@@ -492,8 +496,6 @@ fn drive<C: Consumer>(
     // As many as the window holds: a worker driving many chunks never waits to hand one on.
     let (result_sender, result_receiver) = sync_channel(workers.window());
     let first_chunk = source.first_chunk();
-    // A sequential run's chunks wait for the looks before them (see `crate::run::sequential::Gate`).
-    let gate = source.gate();
     let preparer = consumer.preparer();
     std::thread::scope(|scope_| {
         let window = &window;

@@ -21,8 +21,8 @@ use crate::run::plan::Plan;
 use crate::run_dir::Layout;
 use crate::run_dir::RunDirError;
 use crate::run_dir::journal::{
-    Commit, Counts, Fingerprint, Journal, PART_TABLES, PROGRESS_DIR, PartFile, SavedProgress, part_paths, progress_dir,
-    sync_dir, temporary,
+    Commit, Counts, Fingerprint, Journal, MAX_LISTED_FAILURES, PART_TABLES, PROGRESS_DIR, PartFile, SavedProgress,
+    part_paths, progress_dir, sync_dir, temporary,
 };
 
 /// The writers of the part being written.
@@ -77,9 +77,6 @@ impl Prepare for AsRecorded {
     }
 }
 
-/// Failed loops named in the manifest; the count is always exact.
-pub const MAX_LISTED_FAILURES: usize = 1000;
-
 /// What the row sink wrote.
 #[derive(Debug, Default)]
 pub struct Written {
@@ -105,7 +102,7 @@ pub struct RowSink<'p, 'a> {
     /// Failed loops described since the last commit.
     new_failures: Vec<String>,
     /// A sequential run's task values since the last commit (see [`RowSink::record_sequential`]).
-    new_sequential: Vec<crate::run::sequential::TaskValues>,
+    new_sequential: Vec<crate::run_dir::journal::TaskValues>,
     last_commit: Instant,
     pub written: Written,
     /// The run's prices, for each loop's `cost`.
@@ -136,7 +133,7 @@ pub struct ResumePoint {
     /// Rounds the interrupted run had recorded.
     pub recorded_rounds: u64,
     /// A sequential run's task values the interrupted run committed, in order.
-    pub sequential: Vec<crate::run::sequential::TaskValues>,
+    pub sequential: Vec<crate::run_dir::journal::TaskValues>,
 }
 
 impl<'p, 'a> RowSink<'p, 'a> {
@@ -279,7 +276,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
     }
 
     /// Keeps a sequential run's values of the tasks about to be accepted, to commit with their rows.
-    pub fn record_sequential(&mut self, values: impl IntoIterator<Item = crate::run::sequential::TaskValues>) {
+    pub fn record_sequential(&mut self, values: impl IntoIterator<Item = crate::run_dir::journal::TaskValues>) {
         self.new_sequential.extend(values);
     }
 

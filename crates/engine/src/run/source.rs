@@ -7,13 +7,13 @@
 //! same whatever the number of workers, and no loop is ever run for a task that is not admitted.
 //!
 //! A sequential run admits its tasks with this same code in a first pass, then hands them on in
-//! its own seeded order instead of file order ([`TaskOrder`], which `crate::run::sequential` implements).
+//! its own seeded order instead of file order ([`TaskOrder`], which the sequential run's `Order`
+//! implements; the chunks' `look` is what the run's gate admits them by).
 //!
 //! Memory is bounded by the chunks in flight: ids are remembered as 64-bit hashes
 //! ([`TaskIds`]), never as the tasks themselves.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use critbench_core::Task;
 use critbench_plugin_host::request::TaskJson;
@@ -25,7 +25,6 @@ use critbench_storage::task_ids::TaskIds;
 use crate::EngineError;
 use crate::run::memory::{Split, split_of};
 use crate::run::plan::{Plan, Scope};
-use crate::run::sequential::Gate;
 
 /// Tasks admitted from a run of rows, with the critics that take each.
 pub struct Chunk {
@@ -129,8 +128,6 @@ pub struct Source {
 /// run's). Declared here and implemented above the source, so that the source never imports what
 /// is built on it.
 pub trait TaskOrder: Send {
-    /// The gate the chunks wait at before they are handed on.
-    fn gate(&self) -> Option<Arc<Gate>>;
     /// Hands on the chunks from `first_chunk` on, as [`Source::run`] does.
     fn run(
         self: Box<Self>,
@@ -168,15 +165,9 @@ impl Source {
         Source { shard, ..self }
     }
 
-    /// Hands on the tasks of `order` in its order (a sequential run's evaluation pass), each
-    /// chunk once the order's gate admits it.
+    /// Hands on the tasks of `order` in its order (a sequential run's evaluation pass).
     pub fn in_order(self, order: impl TaskOrder + 'static) -> Source {
         Source { order: Some(Box::new(order)), ..self }
-    }
-
-    /// The gate a sequential run's chunks wait at before they are handed on.
-    pub fn gate(&self) -> Option<Arc<Gate>> {
-        self.order.as_ref().and_then(|order| order.gate())
     }
 
     /// Hands on chunks from `first` on only.

@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
-use crate::run::plan::Plan;
 use crate::run_dir::RunDirError;
 
 /// The folder of a run's progress; removed when the run finishes.
@@ -29,6 +28,10 @@ pub const PROGRESS_DIR: &str = "in-progress";
 
 /// The tables a part holds a file of, in the order of [`part_paths`].
 pub const PART_TABLES: [&str; 3] = ["trajectories", "outcomes", "evaluations"];
+
+/// Failed loops a run lists (each commit's `failed`, the manifest's `failed_loops`); the count is
+/// always exact.
+pub const MAX_LISTED_FAILURES: usize = 1000;
 
 /// What must not change between a run and its resumption.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,45 +67,6 @@ pub struct DatasetStamp {
 }
 
 impl Fingerprint {
-    pub fn of(
-        plan: &Plan<'_>,
-        run_id: &str,
-        chunk_tasks: usize,
-        shard: Option<critbench_storage::shards::Shard>,
-    ) -> Result<Fingerprint, EngineError> {
-        let experiment = plan.experiment;
-        let mut resolved = serde_json::to_value(experiment).expect("the experiment serializes");
-        if let Some(object) = resolved.as_object_mut() {
-            object.remove("jobs");
-            object.remove("path");
-            object.remove("out");
-            // A run stopped by its budget resumes with a larger one.
-            object.remove("budget");
-            canonical_paths(object);
-        }
-        let mut datasets = Vec::new();
-        for path in &experiment.datasets {
-            let (bytes, sha256) = file_stamp(path)
-                .map_err(|source| EngineError::Io { context: format!("cannot read {}", path.display()), source })?;
-            datasets.push(DatasetStamp { path: canonical(path), bytes, sha256 });
-        }
-        Ok(Fingerprint {
-            run_id: run_id.to_string(),
-            critbench_version: env!("CARGO_PKG_VERSION").to_string(),
-            experiment: resolved,
-            // Evaluators' files count as the critics' do: a changed one is another run.
-            plugins: plan
-                .plugins
-                .iter()
-                .chain(&plan.evaluator_plugins)
-                .map(|p| PluginStamp { critic: p.critic.clone(), sha256: p.library.sha256.clone() })
-                .collect(),
-            datasets,
-            chunk_tasks,
-            shard,
-        })
-    }
-
     /// Checks that a pass over the datasets (`read`, in the run's order) read the bytes hashed
     /// here before the run began; the error names the first file that differs. A pass that
     /// stopped early has no hash for the file it stopped in: that file is not compared.
@@ -194,41 +158,6 @@ pub(crate) fn changed_keys(before: &serde_json::Value, after: &serde_json::Value
         .join(", ")
 }
 
-/// `path` absolute with its links resolved; as given, made absolute, when it cannot be.
-fn canonical(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
-}
-
-/// The paths of the resolved experiment made canonical, so that one experiment named from another
-/// directory or by another path resolves to the same record.
-fn canonical_paths(experiment: &mut serde_json::Map<String, serde_json::Value>) {
-    use serde_json::Value;
-    fn each_path(value: &mut Value) {
-        match value {
-            Value::String(text) => *text = canonical(Path::new(text.as_str())).display().to_string(),
-            Value::Array(items) => items.iter_mut().for_each(each_path),
-            _ => {}
-        }
-    }
-    for key in ["datasets", "plugin_dirs"] {
-        experiment.get_mut(key).into_iter().for_each(each_path);
-    }
-    if let Some(judge) = experiment.get_mut("judge").and_then(Value::as_object_mut) {
-        for key in ["datasets", "out"] {
-            judge.get_mut(key).into_iter().for_each(each_path);
-        }
-    }
-    // A plugin given by path (a built-in is named without a `/`).
-    for critic in experiment.get_mut("critics").and_then(Value::as_array_mut).into_iter().flatten() {
-        if let Some(plugin) = critic.get_mut("plugin").filter(|p| p.as_str().is_some_and(|p| p.contains('/'))) {
-            each_path(plugin);
-        }
-    }
-    if let Some(cache) = experiment.get_mut("openai").and_then(|openai| openai.pointer_mut("/cache/path")) {
-        each_path(cache);
-    }
-}
-
 /// A file's size and SHA-256.
 pub(crate) fn file_stamp(path: &Path) -> std::io::Result<(u64, String)> {
     critbench_storage::files::stamp(path)
@@ -249,8 +178,25 @@ pub struct Commit {
     /// A sequential run's paired differences of this part's tasks, in order: what a resumed run
     /// replays into its monitor. Absent in a plain run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sequential: Vec<crate::run::sequential::TaskValues>,
+    pub sequential: Vec<TaskValues>,
 }
+
+/// One task's paired difference for one comparison of a sequential run, as its commit records it: Σ (A passed − B passed) over the epochs both
+/// arms ran, and how many epochs that is. Whole numbers, so that a resumed run replays exactly
+/// what the interrupted one saw. Written as `[difference, pairs]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paired(pub i64, pub u32);
+
+impl Paired {
+    /// The task's value for the confidence sequence: the mean difference over its pairs.
+    pub fn value(self) -> f64 {
+        self.0 as f64 / f64::from(self.1)
+    }
+}
+
+/// A task's value for each comparison, in the follower's order; `None` where its critic does not
+/// take the task or no pair of loops ran.
+pub type TaskValues = Vec<Option<Paired>>;
 
 /// A committed part file: its name in the progress folder, its size and its SHA-256.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -551,5 +497,19 @@ impl Counts {
         self.loops_with_critic_errors += more.loops_with_critic_errors;
         CritiqueCounts::add_all(&mut self.critiques_by_critic, &more.critiques_by_critic);
         CritiqueCounts::add_all(&mut self.evaluations_by_evaluator, &more.evaluations_by_evaluator);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paired_difference_is_written_as_two_numbers_and_read_back_exactly() {
+        let values: TaskValues = vec![Some(Paired(-2, 3)), None];
+        let text = serde_json::to_string(&values).unwrap();
+        assert_eq!(text, "[[-2,3],null]");
+        assert_eq!(serde_json::from_str::<TaskValues>(&text).unwrap(), values);
+        assert_eq!(Paired(-2, 3).value(), -2.0 / 3.0);
     }
 }

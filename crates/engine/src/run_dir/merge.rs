@@ -13,8 +13,8 @@ use critbench_storage::shards::{SHARDS_DIR, TABLES, shard_dir, shard_indices};
 use serde_json::Value;
 
 use crate::EngineError;
-use crate::run::sink::MAX_LISTED_FAILURES;
 use crate::run_dir::LOCK_FILE;
+use crate::run_dir::journal::MAX_LISTED_FAILURES;
 use crate::run_dir::journal::{changed_keys, short};
 
 /// What a merge wrote.

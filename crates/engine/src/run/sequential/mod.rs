@@ -2,9 +2,10 @@
 //! order, whole tasks at a time, and the run stops admitting them once the comparison it follows
 //! is settled by an anytime-valid confidence sequence ([`critbench_stats::sequential`]).
 //!
-//! This module holds what the stages share and imports none of them, so that the source, the
-//! sink and the journal can name it while `crate::run::sequential`, which is built on them, runs
-//! the order and follows the looks:
+//! It is built on the run's stages (the source hands on chunks in its order, the follower wraps the
+//! sink), and the stages name none of it: the one thing they keep of a sequential run, each task's
+//! paired differences committed with its rows, is the journal's ([`Paired`], [`TaskValues`]), a
+//! level below both; the gate is applied where the run drives its passes.
 //! - [`order_key`]: a task's place in the admission order, a hash of the seed and the task id;
 //!   sorted by key, the tasks are a permutation that depends on neither the datasets' order nor
 //!   threads, the same on resume. [`look_of`]: the look whose tasks the k-th task is among.
@@ -12,9 +13,15 @@
 //!   L is decided, and once a look stops the run, nothing past the next look is admitted. The
 //!   tasks a run ends with are therefore those through the look after the deciding one, whatever
 //!   `--jobs` is and however fast the loops finish.
-//! - [`Paired`], [`TaskValues`]: each task's paired difference per config × critic, fed to the
-//!   monitor in source order and committed with the task's rows (the journal's `sequential`), so
-//!   a resumed run replays them into a monitor that continues the same sequence.
+//! - [`Order`]: a first pass over the datasets admits every row exactly as a plain run does (bad
+//!   rows, `--limit`, duplicate ids) and keeps, per task to run, only its key and where to read it
+//!   again; the source then hands on chunks in the key's order, none straddling a look, each once
+//!   the gate admits it.
+//! - [`Follower`]: at the sink, in source order, each task's paired difference per config ×
+//!   critic ([`Paired`], [`TaskValues`]) goes to the monitor, which looks at `min_tasks`, every
+//!   `check_every` tasks, and at the budget; each look's decision goes to the gate; the values are
+//!   committed with the task's rows (the journal's `sequential`), so a resumed run replays them
+//!   into a monitor that continues the same sequence; at the end, the manifest's record.
 //! - [`SequentialError`]: why a sequential run cannot start or go on.
 
 mod follow;
@@ -25,27 +32,11 @@ pub(crate) use follow::Follower;
 pub(crate) use gate::Gate;
 pub(crate) use order::Order;
 
+pub(crate) use crate::run_dir::journal::{Paired, TaskValues};
+
 use std::path::PathBuf;
 
 use critbench_core::{SeedKey, derive_seed};
-use serde::{Deserialize, Serialize};
-
-/// One task's paired difference for one comparison: Σ (A passed − B passed) over the epochs both
-/// arms ran, and how many epochs that is. Whole numbers, so that a resumed run replays exactly
-/// what the interrupted one saw. Written as `[difference, pairs]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Paired(pub i64, pub u32);
-
-impl Paired {
-    /// The task's value for the confidence sequence: the mean difference over its pairs.
-    pub fn value(self) -> f64 {
-        self.0 as f64 / f64::from(self.1)
-    }
-}
-
-/// A task's value for each comparison, in the follower's order; `None` where its critic does not
-/// take the task or no pair of loops ran.
-pub type TaskValues = Vec<Option<Paired>>;
 
 /// What a task's place in the order is drawn from, so the order is its own random choice.
 const PURPOSE: &str = "sequential-order";
@@ -154,14 +145,5 @@ mod tests {
         ids.sort_by_key(|id| order_key(1, id));
         let in_place = ids.iter().enumerate().filter(|(i, id)| **id == format!("t{i:03}")).count();
         assert!(in_place < 10, "{in_place} of 100 ids kept their place");
-    }
-
-    #[test]
-    fn a_paired_difference_is_written_as_two_numbers_and_read_back_exactly() {
-        let values: TaskValues = vec![Some(Paired(-2, 3)), None];
-        let text = serde_json::to_string(&values).unwrap();
-        assert_eq!(text, "[[-2,3],null]");
-        assert_eq!(serde_json::from_str::<TaskValues>(&text).unwrap(), values);
-        assert_eq!(Paired(-2, 3).value(), -2.0 / 3.0);
     }
 }

@@ -190,10 +190,6 @@ impl Order {
 }
 
 impl TaskOrder for Order {
-    fn gate(&self) -> Option<Arc<Gate>> {
-        self.gate.clone()
-    }
-
     /// The second pass: hands on the chunks from `first_chunk` on, each once the gate admits its
     /// look, reading their tasks again a window at a time. Stops at the first chunk the gate
     /// closes to, or when `emit` says the run is stopping. The report's `tasks_run` counts the
