@@ -12,8 +12,8 @@ use crate::EngineError;
 use crate::run::emit::effective_policy;
 use crate::run::loops::ChunkResult;
 use crate::run::memory::{Namespace, fixed_types, freeze};
+use crate::run::pipeline::{AsRecorded, Consumer};
 use crate::run::plan::Plan;
-use crate::run::sink::Consumer;
 use crate::run::source::SourceReport;
 use critbench_core::author::Hint;
 
@@ -72,10 +72,10 @@ impl<'p, 'a> LearnSink<'p, 'a> {
 }
 
 impl Consumer for LearnSink<'_, '_> {
-    type Prepare = crate::run::sink::AsRecorded;
+    type Prepare = AsRecorded<ChunkResult>;
 
-    fn preparer(&self) -> crate::run::sink::AsRecorded {
-        crate::run::sink::AsRecorded
+    fn preparer(&self) -> AsRecorded<ChunkResult> {
+        AsRecorded::new()
     }
 
     fn accept(&mut self, chunk: ChunkResult) -> Result<(), EngineError> {

@@ -29,6 +29,7 @@ use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 
 use crate::run::emit::effective_policy;
+use crate::run::pipeline::{Recorded, Taken, panic_text};
 use crate::run::plan::{Plan, Scope, Unit};
 use crate::run::round::{Batch, Laps, critique_round, recorded_round};
 use crate::run::source::Chunk;
@@ -64,6 +65,20 @@ pub struct ChunkResult {
     /// False when the run stopped before every task of the chunk was done; the tasks it holds
     /// are whole.
     pub complete: bool,
+}
+
+impl Recorded for ChunkResult {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn position(&self) -> u64 {
+        self.progress
+    }
+
+    fn complete(&self) -> bool {
+        self.complete
+    }
 }
 
 /// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
@@ -495,15 +510,6 @@ fn loops_of(plan: &Plan<'_>, chunk: &Chunk, scope: Scope) -> usize {
     chunk.tasks.iter().flat_map(|admitted| &admitted.critics).map(|&critic| plan.units(critic, scope).len()).sum()
 }
 
-/// What a worker's intake holds when [`work_together`] asks it for a chunk.
-pub enum Intake {
-    Chunk(Chunk),
-    /// None now; ask again later.
-    Empty,
-    /// None ever again.
-    Closed,
-}
-
 /// The chunks a worker has in flight, each a future woken by the answers its loops await.
 struct Slot<'a> {
     recording: Pin<Box<dyn Future<Output = ChunkResult> + 'a>>,
@@ -590,7 +596,7 @@ pub fn work_together<'a>(
     scope: Scope,
     stop: &'a AtomicBool,
     loops_at_most: usize,
-    mut intake: impl FnMut(bool) -> Intake,
+    mut intake: impl FnMut(bool) -> Taken<Chunk>,
     mut deliver: impl FnMut(ChunkResult) -> bool,
 ) {
     let woken = Arc::new(Woken { slots: Mutex::new(Vec::new()), worker: std::thread::current() });
@@ -601,7 +607,7 @@ pub fn work_together<'a>(
     loop {
         while open && room.has_room() {
             match intake(live == 0) {
-                Intake::Chunk(chunk) => {
+                Taken::Chunk(chunk) => {
                     let slot = free.pop().unwrap_or_else(|| {
                         slots.push(None);
                         slots.len() - 1
@@ -613,8 +619,8 @@ pub fn work_together<'a>(
                     woken.slots.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
                     live += 1;
                 }
-                Intake::Empty => break,
-                Intake::Closed => open = false,
+                Taken::Empty => break,
+                Taken::Closed => open = false,
             }
         }
         if live == 0 && !open {
@@ -644,15 +650,6 @@ pub fn work_together<'a>(
             }
         }
     }
-}
-
-pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    let detail = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
-    format!("internal error (please report): {detail}")
 }
 
 /// Records one loop: generate, then critique → revise until every policy the unit serves has

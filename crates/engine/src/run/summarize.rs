@@ -8,6 +8,7 @@ use critbench_storage::manifest::RunStatus;
 use crate::EngineError;
 use crate::experiment::Sweep;
 use crate::run::manifest::{self, ManifestInput};
+use crate::run::pipeline::Stopped;
 use crate::run::plan::Plan;
 use crate::run::sink::Written;
 use crate::run::source::SourceReport;
@@ -58,15 +59,6 @@ impl RunSummary {
     pub fn model_usage(&self) -> Option<&critbench_openai::usage::UsageReport> {
         self.openai.as_ref()
     }
-}
-
-/// Why a pass over the datasets stopped before it ran out of tasks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stopped {
-    /// A signal.
-    Signal(crate::stop::StopSignal),
-    /// A `[budget]` was reached (the model client says which).
-    Budget,
 }
 
 /// Everything the run learned on its way, for the manifest and the summary.

@@ -26,8 +26,11 @@ use crate::run_dir::RunDirError;
 /// The folder of a run's progress; removed when the run finishes.
 pub const PROGRESS_DIR: &str = "in-progress";
 
-/// The tables a part holds a file of, in the order of [`part_paths`].
-pub const PART_TABLES: [&str; 3] = ["trajectories", "outcomes", "evaluations"];
+/// What a pass is, in its progress folder: what a resume checks before it trusts the journal.
+pub const RUN_JSON: &str = "run.json";
+
+/// The journal, one line per committed part.
+pub const JOURNAL_FILE: &str = "journal.jsonl";
 
 /// Failed loops a run lists (each commit's `failed`, the manifest's `failed_loops`); the count is
 /// always exact.
@@ -286,12 +289,6 @@ fn read_line(line: &str, expected_part: u32, previous: Option<&Commit>) -> Resul
     Ok(commit)
 }
 
-/// The part files of number `part`: trajectories, outcomes, then evaluations (empty when the run
-/// has no evaluators).
-pub fn part_paths(dir: &Path, part: u32) -> [PathBuf; 3] {
-    PART_TABLES.map(|table| dir.join(format!("{table}-{part:05}.parquet")))
-}
-
 /// Appends commits to `journal.jsonl`, each on disk before the call returns.
 pub struct Journal {
     file: std::fs::File,
@@ -303,7 +300,7 @@ impl Journal {
     pub fn create(dir: &Path, fingerprint: &impl Serialize) -> Result<Journal, EngineError> {
         std::fs::create_dir_all(dir).map_err(|source| io(dir, source))?;
         write_atomically(
-            &dir.join("run.json"),
+            &dir.join(RUN_JSON),
             &(serde_json::to_string_pretty(fingerprint).expect("serializes") + "\n"),
         )?;
         Journal::open(dir, &[])
@@ -312,7 +309,7 @@ impl Journal {
     /// Opens the journal holding `commits` and nothing else: written aside and renamed into
     /// place, so that a kill while a resumed run rewrites it leaves the old journal or the new.
     fn open(dir: &Path, commits: &[Commit]) -> Result<Journal, EngineError> {
-        let path = dir.join("journal.jsonl");
+        let path = dir.join(JOURNAL_FILE);
         let text: String = commits.iter().map(journal_line).collect();
         critbench_storage::files::write_atomically(&path, text.as_bytes()).map_err(|source| io(&path, source))?;
         use std::os::unix::fs::OpenOptionsExt;
@@ -330,9 +327,10 @@ impl Journal {
     }
 }
 
-/// What an earlier run of this directory left: its fingerprint and its commits.
-pub struct SavedProgress {
-    pub fingerprint: Fingerprint,
+/// What an earlier pass (a run, a rescoring) left in its progress folder: its fingerprint and
+/// its commits.
+pub struct SavedProgress<F> {
+    pub fingerprint: F,
     /// The commits that passed every check, in order.
     pub commits: Vec<Commit>,
     /// Why the journal's later lines, if any, are not kept: the first check that failed. A line
@@ -340,33 +338,37 @@ pub struct SavedProgress {
     pub dropped: Option<String>,
 }
 
-impl SavedProgress {
-    /// Reads `dir`; `None` when there is no progress to resume.
-    pub fn read(dir: &Path) -> Result<Option<SavedProgress>, EngineError> {
-        let run = dir.join("run.json");
+impl<F: serde::de::DeserializeOwned> SavedProgress<F> {
+    /// Reads the progress folder `dir`, whose parts hold `files_per_part` files each; `None` when
+    /// there is no progress to resume.
+    pub fn read(dir: &Path, files_per_part: usize) -> Result<Option<SavedProgress<F>>, EngineError> {
+        let run = dir.join(RUN_JSON);
         let text = match std::fs::read_to_string(&run) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(io(&run, source)),
         };
-        let fingerprint: Fingerprint =
+        let fingerprint: F =
             serde_json::from_str(&text).map_err(|source| RunDirError::NotProgress { path: run.clone(), source })?;
-        let (commits, dropped) = read_journal(dir, PART_TABLES.len());
+        let (commits, dropped) = read_journal(dir, files_per_part);
         Ok(Some(SavedProgress { fingerprint, commits, dropped }))
     }
+}
 
-    /// Reopens the journal for more commits, keeping the checked commits only and removing
-    /// every part file they do not name.
-    pub fn reopen(&self, dir: &Path) -> Result<Journal, EngineError> {
-        reopen_journal(dir, &self.commits)
-    }
+/// Whether `dir` holds a run's progress (not a rescoring's), whichever critbench wrote it: a
+/// `run.json` that says which critbench wrote it and names no rescoring.
+pub fn progress_of_a_run(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join(RUN_JSON)) else { return false };
+    serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|value| {
+        value.get("critbench_version").is_some_and(serde_json::Value::is_string) && value.get("rescore").is_none()
+    })
 }
 
 /// The commits of `dir/journal.jsonl` that pass every check, in order, and why the later lines,
 /// if any, are not kept: the first check that failed (a line cut short by a kill is not a
 /// failure: it was never committed).
-pub(crate) fn read_journal(dir: &Path, files_per_part: usize) -> (Vec<Commit>, Option<String>) {
-    let journal = dir.join("journal.jsonl");
+fn read_journal(dir: &Path, files_per_part: usize) -> (Vec<Commit>, Option<String>) {
+    let journal = dir.join(JOURNAL_FILE);
     let text = std::fs::read_to_string(&journal).unwrap_or_default();
     let mut commits: Vec<Commit> = Vec::new();
     let mut dropped = None;
@@ -416,30 +418,6 @@ pub(crate) fn reopen_journal(dir: &Path, commits: &[Commit]) -> Result<Journal, 
         }
     }
     Ok(journal)
-}
-
-/// Joins the committed parts into the tables: `tables[i]` from the `i`-th file of every part, in
-/// part order, each written aside (one left by a kill while joining is made again), renamed into
-/// place and its folder synced.
-pub(crate) fn join_parts<const N: usize>(tables: &[PathBuf], parts: &[[PathBuf; N]]) -> Result<(), EngineError> {
-    for (index, path) in tables.iter().enumerate() {
-        let files: Vec<&PathBuf> = parts.iter().map(|part| &part[index]).collect();
-        let folder = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(folder)
-            .map_err(|source| EngineError::Io { context: format!("cannot create {}", folder.display()), source })?;
-        // Written through `files::create_new`, which first removes an aside a kill left.
-        let aside = temporary(path.clone());
-        critbench_storage::concat::concat_parquet(&files, &aside)?;
-        std::fs::rename(&aside, path)
-            .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
-        sync_dir(folder);
-    }
-    Ok(())
-}
-
-/// `path.tmp`: where a file is written before it is renamed into place.
-pub(crate) fn temporary(path: PathBuf) -> PathBuf {
-    critbench_storage::files::temporary(&path)
 }
 
 /// Writes `text` to `path` by way of a temporary file and a rename, so that `path` is always

@@ -25,6 +25,7 @@
 
 pub(crate) mod journal;
 pub mod merge;
+pub(crate) mod parts;
 
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -520,7 +521,7 @@ fn run_state(root: &Path, taken_over: bool) -> Result<Option<&'static str>, Engi
         _ => {}
     }
     let tables = TABLES.iter().any(|table| is_critbench_table(&root.join(format!("{table}.parquet"))));
-    let progress = crate::run_dir::journal::SavedProgress::read(&root.join(PROGRESS_DIR)).is_ok_and(|p| p.is_some());
+    let progress = crate::run_dir::journal::progress_of_a_run(&root.join(PROGRESS_DIR));
     Ok((tables || progress || taken_over).then_some("an unfinished"))
 }
 
@@ -534,7 +535,7 @@ fn shard_state(own: &Path, shard: Shard, taken_over: bool) -> Result<Option<&'st
             RunStatus::Finished => "a finished",
         }));
     }
-    let progress = crate::run_dir::journal::SavedProgress::read(&own.join(PROGRESS_DIR)).is_ok_and(|p| p.is_some());
+    let progress = crate::run_dir::journal::progress_of_a_run(&own.join(PROGRESS_DIR));
     let root = own.parent().and_then(Path::parent).unwrap_or(own);
     let tables = TABLES.iter().any(|table| is_critbench_table(&shard.table_path(root, table)));
     Ok((progress || tables || taken_over).then_some("an unfinished"))
@@ -618,9 +619,7 @@ fn is_progress_file(name: &str) -> bool {
     }
     let Some(stem) = name.strip_suffix(".parquet") else { return false };
     let Some((table, number)) = stem.rsplit_once('-') else { return false };
-    crate::run_dir::journal::PART_TABLES.contains(&table)
-        && !number.is_empty()
-        && number.bytes().all(|b| b.is_ascii_digit())
+    ALL_TABLES.contains(&table) && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `run.lock.PID.tmp`: a lock being written.

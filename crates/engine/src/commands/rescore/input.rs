@@ -61,8 +61,10 @@ pub(super) struct Chunk {
     /// Position in the rescoring's output order.
     pub seq: u64,
     pub loops: Vec<LoopInput>,
-    /// Trajectory rows of the run the chunk covers, for the progress bar.
+    /// Trajectory rows of the run the chunk covers.
     pub rows: u64,
+    /// Trajectory rows of the run read up to the end of this chunk, for the progress bar.
+    pub position: u64,
     /// Tasks whose loops the chunk holds.
     pub tasks: u64,
 }
@@ -185,14 +187,17 @@ pub(super) fn read(
     mut emit: impl FnMut(Chunk) -> bool,
 ) -> Result<InputReport, EngineError> {
     let mut report = InputReport::default();
-    let mut chunk = Chunk { seq: 0, loops: Vec::new(), rows: 0, tasks: 0 };
+    let mut chunk = Chunk { seq: 0, loops: Vec::new(), rows: 0, position: 0, tasks: 0 };
+    let mut rows_read = 0u64;
     let mut critiques = 0usize;
     let mut stopped = false;
     // The first error, kept aside: the table reader's callback speaks strings.
     let mut failure: Option<EngineError> = None;
     let mut hand_on = |chunk: &mut Chunk, critiques: &mut usize| -> bool {
-        let next = Chunk { seq: chunk.seq + 1, loops: Vec::new(), rows: 0, tasks: 0 };
-        let full = std::mem::replace(chunk, next);
+        let next = Chunk { seq: chunk.seq + 1, loops: Vec::new(), rows: 0, position: 0, tasks: 0 };
+        let mut full = std::mem::replace(chunk, next);
+        rows_read += full.rows;
+        full.position = rows_read;
         *critiques = 0;
         full.seq < first_chunk || emit(full)
     };

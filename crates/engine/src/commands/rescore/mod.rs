@@ -22,10 +22,8 @@ mod input;
 mod rows;
 mod sink;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::mpsc::sync_channel;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use critbench_core::{FinalDraft, Policy};
@@ -35,15 +33,15 @@ pub use censored::CensoredRow;
 pub use critic::CriticChoice;
 
 use crate::EngineError;
+use crate::run::pipeline::{self, Intake, Names, Pass, Progress, Stopped, panic_text};
 use crate::run::round::Critic;
-use crate::run::{INTERRUPT_GRACE, Window};
 use crate::run_dir::RunDirError;
 use crate::run_dir::journal::{DatasetStamp, PROGRESS_DIR};
 use crate::run_dir::{Claim, Layout, RESCORED_DIR};
-use crate::stop::{Interrupt, StopSignal};
+use crate::stop::Interrupt;
 pub use error::RescoreError;
 use input::{Chunk, InputReport};
-use rows::{Grid, RescoredLoop};
+use rows::{Grid, Rescored};
 use sink::{Fingerprint, Sink};
 
 /// What the command line asks of a rescoring.
@@ -177,7 +175,9 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
         label: &label,
         in_dataset_order: run.sequential.is_none(),
     };
-    let progress = Bar::new(&tables, options.quiet);
+    let progress = Progress::new(options.quiet, "the run's rows", "rescoring", || {
+        tables.iter().filter_map(|t| critbench_storage::tables::parquet_rows(t).ok()).sum::<usize>() as u64
+    });
     let driven = drive(&work, jobs, &mut sink, &progress, options.interrupt.as_ref());
     progress.finish();
     let (input, interrupted) = match driven {
@@ -187,7 +187,10 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
             return Err(error);
         }
     };
-    if let Some(signal) = interrupted {
+    if let Some(stopped) = interrupted {
+        let Stopped::Signal(signal) = stopped else { unreachable!("a rescoring calls no model: no budget stops it") };
+        // What the workers finished after the signal, within its grace period, is kept too.
+        sink.commit()?;
         let tasks = sink.counts.tasks;
         return Err(RescoreError::Interrupted { signal, tasks, progress: out.join(PROGRESS_DIR) }.into());
     }
@@ -413,208 +416,63 @@ struct Work<'a> {
     in_dataset_order: bool,
 }
 
-/// A chunk re-critiqued by a worker.
-struct Done {
-    seq: u64,
-    tasks: u64,
-    rows: u64,
-    result: Result<Vec<RescoredLoop>, Option<EngineError>>,
-}
-
-/// Re-critiques a chunk; `Err(None)` when the rescoring stopped before it was done.
-fn rescore_chunk(work: &Work<'_>, chunk: Chunk, window: &Window) -> Done {
-    let (seq, tasks, rows) = (chunk.seq, chunk.tasks, chunk.rows);
+/// Re-critiques a chunk, leaving it unfinished once `stop` is raised.
+fn rescore_chunk(work: &Work<'_>, chunk: Chunk, stop: &AtomicBool) -> Rescored {
+    let (seq, position, tasks) = (chunk.seq, chunk.position, chunk.tasks);
     let mut loops = Vec::with_capacity(chunk.loops.len());
     for input in chunk.loops {
-        if window.stopped() {
-            return Done { seq, tasks, rows, result: Err(None) };
+        if stop.load(Ordering::Relaxed) {
+            return Rescored { seq, position, tasks, complete: false, loops: Ok(loops) };
         }
         let rescored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             rows::rescore_loop(work.critic, input, work.label)
         }))
-        .unwrap_or_else(|payload| Err(EngineError::Panicked(crate::run::loops::panic_text(payload))));
+        .unwrap_or_else(|payload| Err(EngineError::Panicked(panic_text(payload))));
         match rescored {
             Ok(done) => loops.push(done),
-            Err(error) => return Done { seq, tasks, rows, result: Err(Some(error)) },
+            Err(error) => return Rescored { seq, position, tasks, complete: true, loops: Err(error) },
         }
     }
-    Done { seq, tasks, rows, result: Ok(loops) }
+    Rescored { seq, position, tasks, complete: true, loops: Ok(loops) }
 }
 
-/// The reader on its own thread, `jobs` workers re-critiquing chunks, and `sink` taking them in
-/// order on this thread: the run's pipeline, with what the reader saw and the signal that
-/// stopped it, if one did.
+/// What a rescoring's pass calls its threads and its work.
+const NAMES: Names = Names {
+    reader: "critbench-rescore-reader",
+    reader_is: "the rescoring's reader thread",
+    workers: "critbench-rescore",
+    done: "re-critiqued",
+    finishes: "the rescoring",
+};
+
+/// The rescoring's pass on the run's pipeline: the reader on its own thread, `jobs` workers
+/// re-critiquing chunks, and `sink` taking them in order on this thread; with what the reader saw
+/// and what stopped the pass early, if anything did.
 fn drive(
     work: &Work<'_>,
     jobs: usize,
     sink: &mut Sink<'_>,
-    progress: &Bar,
+    progress: &Progress,
     interrupt: Option<&Interrupt>,
-) -> Result<(InputReport, Option<StopSignal>), EngineError> {
-    let window = Window::new(2 * jobs + 2);
-    let (chunk_sender, chunk_receiver) = sync_channel::<Chunk>(jobs + 1);
-    let chunk_receiver = Mutex::new(chunk_receiver);
-    let (done_sender, done_receiver) = sync_channel::<Done>(2 * jobs + 2);
-    std::thread::scope(|scope| {
-        let window = &window;
-        let reader = std::thread::Builder::new()
-            .name("critbench-rescore-reader".into())
-            .spawn_scoped(scope, move || {
-                let sender = chunk_sender;
-                input::read(work.tables, work.datasets, work.in_dataset_order, work.takes, work.first_chunk, |chunk| {
-                    window.acquire() && sender.send(chunk).is_ok()
-                })
-            })
-            .map_err(|source| EngineError::Threads { what: "the rescoring's reader thread", source })?;
-        let mut workers = Vec::new();
-        for index in 0..jobs {
-            let (done, chunks) = (done_sender.clone(), &chunk_receiver);
-            let spawned =
-                std::thread::Builder::new().name(format!("critbench-rescore-{index}")).spawn_scoped(scope, move || {
-                    loop {
-                        let next = chunks.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                        let Ok(chunk) = next else { break };
-                        if window.stopped() {
-                            window.release();
-                            continue;
-                        }
-                        if done.send(rescore_chunk(work, chunk, window)).is_err() {
-                            break;
-                        }
-                    }
-                });
-            match spawned {
-                Ok(worker) => workers.push(worker),
-                Err(source) => {
-                    window.stop();
-                    return Err(EngineError::Threads { what: "worker threads", source });
-                }
+) -> Result<(InputReport, Option<Stopped>), EngineError> {
+    let pass = Pass {
+        workers: jobs,
+        window: 2 * jobs + 2,
+        first_chunk: work.first_chunk,
+        progress,
+        interrupt,
+        budget: None,
+        names: &NAMES,
+    };
+    let read = |admit: &mut dyn FnMut(Chunk) -> bool, _: &AtomicBool| {
+        input::read(work.tables, work.datasets, work.in_dataset_order, work.takes, work.first_chunk, admit)
+    };
+    let rescore = |intake: &Intake<'_, Chunk>, deliver: &mut dyn FnMut(Rescored) -> bool| {
+        while let Some(chunk) = intake.next() {
+            if !deliver(rescore_chunk(work, chunk, intake.stop())) {
+                break;
             }
         }
-        drop(done_sender);
-
-        let mut waiting: BTreeMap<u64, Done> = BTreeMap::new();
-        let mut next = work.first_chunk;
-        let mut failure: Option<EngineError> = None;
-        let mut interrupted: Option<StopSignal> = None;
-        let mut interrupted_at: Option<Instant> = None;
-        let mut rows_done = 0u64;
-        loop {
-            let received = done_receiver.recv_timeout(Duration::from_millis(100));
-            if interrupted.is_none()
-                && let Some(signal) = interrupt.and_then(Interrupt::signal)
-            {
-                interrupted = Some(signal);
-                interrupted_at = Some(Instant::now());
-                window.stop();
-                if let Err(error) = sink.commit() {
-                    failure.get_or_insert(error);
-                }
-                progress.note(&format!(
-                    "critbench: stopping on {}: the loops re-critiqued so far are committed (a second signal stops at \
-                     once)",
-                    signal
-                ));
-            }
-            if let (Some(at), Some(signal), Some(abandon)) =
-                (interrupted_at, interrupted, interrupt.and_then(|i| i.abandon))
-                && at.elapsed() > INTERRUPT_GRACE
-            {
-                // A critique stuck in a critic cannot be cancelled from here; what was committed
-                // stays resumable, and the caller ends the process.
-                progress.finish();
-                eprintln!(
-                    "critbench: critiques still in flight after {} s were abandoned; run the same command with \
-                     --resume to finish the rescoring",
-                    INTERRUPT_GRACE.as_secs()
-                );
-                abandon(signal);
-            }
-            let done = match received {
-                Ok(done) => done,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            };
-            if failure.is_some() || interrupted.is_some() {
-                window.release();
-                continue;
-            }
-            waiting.insert(done.seq, done);
-            while let Some(done) = waiting.remove(&next) {
-                next += 1;
-                window.release();
-                let accepted = match done.result {
-                    Ok(loops) => sink.accept(done.seq, done.tasks, &loops),
-                    Err(error) => Err(error.unwrap_or(EngineError::LostChunk)),
-                };
-                if let Err(error) = accepted {
-                    failure = Some(error);
-                    window.stop();
-                    for _ in waiting.values() {
-                        window.release();
-                    }
-                    waiting.clear();
-                    break;
-                }
-                rows_done += done.rows;
-                progress.update(rows_done, sink.counts.loops);
-            }
-        }
-        let mut panicked = None;
-        for worker in workers {
-            if let Err(payload) = worker.join() {
-                panicked = Some(crate::run::loops::panic_text(payload));
-            }
-        }
-        let read =
-            reader.join().unwrap_or_else(|payload| Err(EngineError::Panicked(crate::run::loops::panic_text(payload))));
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        if let Some(panic) = panicked {
-            return Err(EngineError::Panicked(panic));
-        }
-        if interrupted.is_some() {
-            return read.map(|report| (report, interrupted));
-        }
-        if !waiting.is_empty() {
-            return Err(EngineError::LostChunk);
-        }
-        read.map(|report| (report, None))
-    })
-}
-
-/// The progress bar: the run's rounds re-critiqued. Drawn only on a terminal, never with
-/// `--quiet`.
-struct Bar(indicatif::ProgressBar);
-
-impl Bar {
-    fn new(tables: &[PathBuf], quiet: bool) -> Bar {
-        use std::io::IsTerminal;
-        if quiet || !std::io::stderr().is_terminal() {
-            return Bar(indicatif::ProgressBar::hidden());
-        }
-        let rows: usize = tables.iter().filter_map(|t| critbench_storage::tables::parquet_rows(t).ok()).sum();
-        let bar = indicatif::ProgressBar::new(rows.max(1) as u64);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30} {percent:>3}% of the run's rows · {msg} · ETA {eta}")
-                .expect("the template is valid"),
-        );
-        Bar(bar)
-    }
-
-    fn update(&self, rows: u64, loops: u64) {
-        if !self.0.is_hidden() {
-            self.0.set_position(rows);
-            self.0.set_message(format!("{loops} loops replayed"));
-        }
-    }
-
-    fn note(&self, line: &str) {
-        self.0.suspend(|| eprintln!("{line}"));
-    }
-
-    fn finish(&self) {
-        self.0.finish_and_clear();
-    }
+    };
+    pipeline::drive(&pass, read, rescore, sink)
 }

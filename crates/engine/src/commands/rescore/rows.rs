@@ -13,6 +13,7 @@ use super::error::RescoreError;
 use super::input::{LoopInput, TaskEntry};
 use crate::EngineError;
 use crate::run::emit::{LoopLabels, effective_policy, outcome_row, round_score};
+use crate::run::pipeline::Recorded;
 use crate::run::round::{Critic, critique_text};
 use crate::run_dir::journal::Counts;
 
@@ -21,6 +22,33 @@ use crate::run_dir::journal::Counts;
 pub(super) struct RescoredLoop {
     pub recorded: LoopWithRows,
     pub task: std::sync::Arc<TaskEntry>,
+}
+
+/// A chunk of loops as a worker hands it back, re-critiqued.
+pub(super) struct Rescored {
+    pub seq: u64,
+    /// The run's rows read once the chunk is taken, for the progress bar.
+    pub position: u64,
+    /// Tasks whose loops the chunk holds.
+    pub tasks: u64,
+    /// False when the rescoring stopped before every loop of the chunk was re-critiqued.
+    pub complete: bool,
+    /// The chunk's loops, or the first that could not be re-critiqued.
+    pub loops: Result<Vec<RescoredLoop>, EngineError>,
+}
+
+impl Recorded for Rescored {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn position(&self) -> u64 {
+        self.position
+    }
+
+    fn complete(&self) -> bool {
+        self.complete
+    }
 }
 
 /// Re-critiques every draft of `input` with `critic`, as the run critiqued it: the same request

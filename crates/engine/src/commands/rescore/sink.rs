@@ -1,30 +1,46 @@
 //! A rescoring's rows to its tables, in the run's order, with the run's durable progress: part
 //! files in `in-progress/` committed every couple of seconds by a checksummed journal line
-//! (`crate::run_dir::journal`), checked line by line and part by part before a resume trusts them.
+//! (`crate::run_dir::journal`, written by the one part writer, `crate::run_dir::parts`), checked
+//! line by line and part by part before a resume trusts them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use critbench_storage::manifest::TableRecord;
+use critbench_storage::shards::TABLES;
 use critbench_storage::tables::{RescoredOutcomeWriter, TrajectoryWriter};
 use serde::{Deserialize, Serialize};
 
 use super::error::RescoreError;
-use super::rows::{Grid, RescoredLoop, write_loop};
+use super::rows::{Grid, Rescored, write_loop};
 use crate::EngineError;
+use crate::run::pipeline::{AsRecorded, Consumer};
 use crate::run_dir::RunDirError;
-use crate::run_dir::journal::{
-    Commit, Counts, DatasetStamp, Journal, PROGRESS_DIR, PartFile, changed_keys, read_journal, reopen_journal, short,
-    sync_dir, temporary,
-};
+use crate::run_dir::journal::{Counts, DatasetStamp, JOURNAL_FILE, PROGRESS_DIR, SavedProgress, changed_keys, short};
+use crate::run_dir::parts::{PartWriters, Parts};
 
-/// The tables a rescoring's parts hold: trajectories and outcomes (a rescoring evaluates nothing).
-const RESCORED_PART_TABLES: [&str; 2] = ["trajectories", "outcomes"];
+/// The writers of a rescoring's part: the run's two row tables (a rescoring evaluates nothing).
+pub(super) struct RescoredParts {
+    trajectories: TrajectoryWriter,
+    outcomes: RescoredOutcomeWriter,
+}
 
-/// The part files of number `part` of a rescoring, in the order of [`RESCORED_PART_TABLES`].
-fn rescored_part_paths(dir: &Path, part: u32) -> [PathBuf; 2] {
-    RESCORED_PART_TABLES.map(|table| dir.join(format!("{table}-{part:05}.parquet")))
+impl PartWriters for RescoredParts {
+    const TABLES: &'static [&'static str] = &TABLES;
+
+    fn create(paths: &[PathBuf]) -> Result<RescoredParts, EngineError> {
+        let [trajectories, outcomes] = paths else { unreachable!("a file per table") };
+        Ok(RescoredParts {
+            trajectories: TrajectoryWriter::create(trajectories)?,
+            outcomes: RescoredOutcomeWriter::create(outcomes)?,
+        })
+    }
+
+    fn close(self) -> Result<(), EngineError> {
+        self.trajectories.close()?;
+        self.outcomes.close()?;
+        Ok(())
+    }
 }
 
 /// What must not change between a rescoring and its resumption.
@@ -84,14 +100,9 @@ impl Fingerprint {
 
 /// Writes re-critiqued loops in order into committed parts, and joins them into the tables.
 pub(super) struct Sink<'g> {
-    dir: PathBuf,
     /// The joined tables: trajectories, then outcomes.
     tables: [PathBuf; 2],
-    journal: Journal,
-    current: Option<(TrajectoryWriter, RescoredOutcomeWriter)>,
-    parts: u32,
-    next_chunk: u64,
-    last_commit: Instant,
+    parts: Parts<RescoredParts>,
     pub counts: Counts,
     run_id: String,
     critic: String,
@@ -109,11 +120,8 @@ pub(super) struct ResumePoint {
 impl<'g> Sink<'g> {
     /// Starts the rescoring's progress in `out/in-progress/`.
     pub fn create(out: &Path, fingerprint: &Fingerprint, grid: &'g Grid, table: &Path) -> Result<Self, EngineError> {
-        let dir = out.join(PROGRESS_DIR);
-        // The folder's claim removed an earlier rescoring's progress; nothing else is removed.
-        crate::run_dir::remove_progress(&dir);
-        let journal = Journal::create(&dir, fingerprint)?;
-        Ok(Sink::with(out, dir, journal, 0, 0, Counts::default(), fingerprint, grid, table))
+        let parts = Parts::start(&out.join(PROGRESS_DIR), fingerprint)?;
+        Ok(Sink::with(out, parts, Counts::default(), fingerprint, grid, table))
     }
 
     /// Picks up the progress an interrupted rescoring of `fingerprint` left in `out`: every
@@ -126,59 +134,40 @@ impl<'g> Sink<'g> {
         table: &Path,
     ) -> Result<(Self, ResumePoint), EngineError> {
         let dir = out.join(PROGRESS_DIR);
-        let run_json = dir.join("run.json");
-        let nothing = || RunDirError::NoRescoringToResume { dir: out.to_path_buf() };
-        let text = match std::fs::read_to_string(&run_json) {
-            Ok(text) => text,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err(nothing().into()),
-            Err(source) => {
-                return Err(EngineError::Io { context: format!("cannot read {}", run_json.display()), source });
-            }
+        let Some(saved) = SavedProgress::<Fingerprint>::read(&dir, TABLES.len())? else {
+            return Err(RunDirError::NoRescoringToResume { dir: out.to_path_buf() }.into());
         };
-        let saved: Fingerprint = serde_json::from_str(&text)
-            .map_err(|source| RunDirError::NotProgress { path: run_json.clone(), source })?;
-        let changed = saved.differences(fingerprint);
+        let changed = saved.fingerprint.differences(fingerprint);
         if !changed.is_empty() {
             return Err(RescoreError::Changed { dir: out.to_path_buf(), changed }.into());
         }
-        let (commits, dropped) = read_journal(&dir, RESCORED_PART_TABLES.len());
-        if let Some(dropped) = &dropped {
+        if let Some(dropped) = &saved.dropped {
             eprintln!(
                 "warning: {}: {dropped}; that part and every one after it are made again",
-                dir.join("journal.jsonl").display()
+                dir.join(JOURNAL_FILE).display()
             );
         }
-        let journal = reopen_journal(&dir, &commits)?;
-        let last = commits.last().cloned().unwrap_or_default();
+        let parts = Parts::resume(&dir, &saved.commits)?;
+        let last = saved.commits.last().cloned().unwrap_or_default();
         let point = ResumePoint {
             next_chunk: last.next_chunk,
             loops: last.counts.loops,
             critiques: last.counts.recorded_rounds,
         };
-        let parts = commits.len() as u32;
-        Ok((Sink::with(out, dir, journal, parts, last.next_chunk, last.counts, fingerprint, grid, table), point))
+        Ok((Sink::with(out, parts, last.counts, fingerprint, grid, table), point))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn with(
         out: &Path,
-        dir: PathBuf,
-        journal: Journal,
-        parts: u32,
-        next_chunk: u64,
+        parts: Parts<RescoredParts>,
         counts: Counts,
         fingerprint: &Fingerprint,
         grid: &'g Grid,
         table: &Path,
     ) -> Self {
         Sink {
-            dir,
-            tables: [out.join("trajectories.parquet"), out.join("outcomes.parquet")],
-            journal,
-            current: None,
+            tables: TABLES.map(|table| out.join(format!("{table}.parquet"))),
             parts,
-            next_chunk,
-            last_commit: Instant::now(),
             counts,
             run_id: fingerprint.run_id.clone(),
             critic: fingerprint.rescore.clone(),
@@ -187,74 +176,18 @@ impl<'g> Sink<'g> {
         }
     }
 
-    fn open_part(&mut self) -> Result<(), EngineError> {
-        if self.current.is_none() {
-            let [trajectories, outcomes] = rescored_part_paths(&self.dir, self.parts).map(temporary);
-            self.current = Some((TrajectoryWriter::create(&trajectories)?, RescoredOutcomeWriter::create(&outcomes)?));
-        }
-        Ok(())
-    }
-
-    /// Writes chunk `seq`'s loops (chunks arrive in order) and commits when it is time.
-    pub fn accept(&mut self, seq: u64, tasks: u64, loops: &[RescoredLoop]) -> Result<(), EngineError> {
-        self.open_part()?;
-        let (trajectories, outcomes) = self.current.as_mut().expect("a part is open");
-        for done in loops {
-            write_loop(
-                done,
-                &self.run_id,
-                &self.critic,
-                self.grid,
-                &self.table,
-                trajectories,
-                outcomes,
-                &mut self.counts,
-            )?;
-        }
-        self.counts.tasks += tasks;
-        self.next_chunk = seq + 1;
-        if self.last_commit.elapsed() >= crate::run::sink::commit_interval() {
-            self.commit()?;
-        }
-        Ok(())
-    }
-
     /// Closes the current part, renames it into place and appends it to the journal: from then
     /// on it survives any kill.
     pub fn commit(&mut self) -> Result<(), EngineError> {
-        self.last_commit = Instant::now();
-        let Some((trajectories, outcomes)) = self.current.take() else { return Ok(()) };
-        trajectories.close()?;
-        outcomes.close()?;
-        let mut files = Vec::new();
-        for path in rescored_part_paths(&self.dir, self.parts) {
-            let io = |source| EngineError::Io { context: format!("cannot write {}", path.display()), source };
-            std::fs::rename(temporary(path.clone()), &path).map_err(io)?;
-            files.push(PartFile::of(&path).map_err(io)?);
-        }
-        sync_dir(&self.dir);
-        self.journal.append(&Commit {
-            part: self.parts,
-            next_chunk: self.next_chunk,
-            counts: self.counts.clone(),
-            failed: Vec::new(),
-            files,
-            sequential: Vec::new(),
-        })?;
-        self.parts += 1;
-        Ok(())
+        self.parts.commit(&self.counts, Vec::new(), Vec::new())
     }
 
     /// Commits what is left and joins every committed part into the tables (each written aside,
     /// then renamed into place). The progress folder stays until the rescoring is summarized.
     pub fn close(mut self) -> Result<Counts, EngineError> {
-        if self.parts == 0 {
-            // A rescoring with no loop still has its (empty) tables.
-            self.open_part()?;
-        }
+        self.parts.at_least_one()?;
         self.commit()?;
-        let parts: Vec<[PathBuf; 2]> = (0..self.parts).map(|part| rescored_part_paths(&self.dir, part)).collect();
-        crate::run_dir::journal::join_parts(&self.tables, &parts)?;
+        self.parts.join(&self.tables)?;
         Ok(std::mem::take(&mut self.counts))
     }
 
@@ -262,9 +195,46 @@ impl<'g> Sink<'g> {
     /// resumed, and removes a part that cannot be finished.
     pub fn abandon(mut self) {
         if self.commit().is_err() {
-            for path in rescored_part_paths(&self.dir, self.parts) {
-                let _ = std::fs::remove_file(temporary(path));
-            }
+            self.parts.discard();
         }
+    }
+}
+
+impl Consumer for Sink<'_> {
+    type Prepare = AsRecorded<Rescored>;
+
+    fn preparer(&self) -> AsRecorded<Rescored> {
+        AsRecorded::new()
+    }
+
+    /// Writes the chunk's loops (chunks arrive in order) and commits when it is time.
+    fn accept(&mut self, chunk: Rescored) -> Result<(), EngineError> {
+        let loops = chunk.loops?;
+        let part = self.parts.current()?;
+        for done in &loops {
+            write_loop(
+                done,
+                &self.run_id,
+                &self.critic,
+                self.grid,
+                &self.table,
+                &mut part.trajectories,
+                &mut part.outcomes,
+                &mut self.counts,
+            )?;
+        }
+        self.counts.tasks += chunk.tasks;
+        if self.parts.written(chunk.seq) {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn counts(&self) -> (u64, u64) {
+        (self.counts.loops, self.counts.passed)
+    }
+
+    fn commit(&mut self) -> Result<(), EngineError> {
+        Sink::commit(self)
     }
 }

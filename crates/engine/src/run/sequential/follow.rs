@@ -15,9 +15,10 @@ use crate::EngineError;
 use crate::experiment::SequentialSettings;
 use crate::run::emit::effective_policy;
 use crate::run::loops::{ChunkResult, TaskLoops};
+use crate::run::pipeline::{Consumer, Prepare};
 use crate::run::plan::Plan;
 use crate::run::sequential::{Gate, Paired, SequentialError, TaskValues};
-use crate::run::sink::{ChunkRows, Consumer, Prepare, RowBuilder, RowSink, Written};
+use crate::run::sink::{ChunkRows, RowBuilder, RowSink, Written};
 
 /// One comparison followed: arm A against arm B within a config × critic.
 struct Compared {
@@ -257,6 +258,7 @@ pub(crate) struct FollowedRows<'p, 'a> {
 }
 
 impl Prepare for FollowedRows<'_, '_> {
+    type Recorded = ChunkResult;
     type Ready = (Vec<TaskValues>, ChunkRows);
 
     fn prepare(&self, chunk: ChunkResult) -> (Vec<TaskValues>, ChunkRows) {
