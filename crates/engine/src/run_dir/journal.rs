@@ -90,12 +90,6 @@ impl Fingerprint {
     /// Why `now` cannot resume the run recorded as `self`, if it cannot.
     pub fn differences(&self, now: &Fingerprint) -> Vec<String> {
         let mut changed = Vec::new();
-        if self.critbench_version != now.critbench_version {
-            changed.push(format!(
-                "critbench is {} but the run was started by {}",
-                now.critbench_version, self.critbench_version
-            ));
-        }
         if self.experiment != now.experiment {
             changed.push(format!("the experiment changed ({})", changed_keys(&self.experiment, &now.experiment)));
         }
@@ -338,9 +332,16 @@ pub struct SavedProgress<F> {
     pub dropped: Option<String>,
 }
 
+/// The one field of `run.json` read before the rest: who wrote it.
+#[derive(Deserialize)]
+struct WrittenBy {
+    critbench_version: String,
+}
+
 impl<F: serde::de::DeserializeOwned> SavedProgress<F> {
     /// Reads the progress folder `dir`, whose parts hold `files_per_part` files each; `None` when
-    /// there is no progress to resume.
+    /// there is no progress to resume. Progress another critbench wrote is refused, naming it: a
+    /// progress folder is read only by the critbench that wrote it.
     pub fn read(dir: &Path, files_per_part: usize) -> Result<Option<SavedProgress<F>>, EngineError> {
         let run = dir.join(RUN_JSON);
         let text = match std::fs::read_to_string(&run) {
@@ -348,8 +349,12 @@ impl<F: serde::de::DeserializeOwned> SavedProgress<F> {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(io(&run, source)),
         };
-        let fingerprint: F =
-            serde_json::from_str(&text).map_err(|source| RunDirError::NotProgress { path: run.clone(), source })?;
+        let not_progress = |source| RunDirError::NotProgress { path: run.clone(), source };
+        let written_by: WrittenBy = serde_json::from_str(&text).map_err(not_progress)?;
+        if written_by.critbench_version != env!("CARGO_PKG_VERSION") {
+            return Err(RunDirError::OtherCritbench { path: run, version: written_by.critbench_version }.into());
+        }
+        let fingerprint: F = serde_json::from_str(&text).map_err(not_progress)?;
         let (commits, dropped) = read_journal(dir, files_per_part);
         Ok(Some(SavedProgress { fingerprint, commits, dropped }))
     }
@@ -440,7 +445,6 @@ pub fn progress_dir(out: &Path) -> PathBuf {
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Tasks whose loops are written.
-    #[serde(default)]
     pub tasks: u64,
     /// Output loops: one per config a recording serves.
     pub loops: u64,
@@ -454,7 +458,6 @@ pub struct Counts {
     /// Loops with at least one critique that failed every attempt.
     pub loops_with_critic_errors: u64,
     /// Per critic: critiques recorded, and those that failed every attempt.
-    #[serde(default)]
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
     /// Per held-out evaluator: its critiques, and those that failed every attempt.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -489,5 +492,32 @@ mod tests {
         assert_eq!(text, "[[-2,3],null]");
         assert_eq!(serde_json::from_str::<TaskValues>(&text).unwrap(), values);
         assert_eq!(Paired(-2, 3).value(), -2.0 / 3.0);
+    }
+
+    #[test]
+    fn progress_another_critbench_wrote_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let read = || SavedProgress::<serde_json::Value>::read(dir.path(), 2);
+        assert!(read().unwrap().is_none(), "no run.json: nothing to resume");
+        std::fs::write(dir.path().join(RUN_JSON), r#"{"critbench_version": "0.0.0-earlier", "run_id": "r"}"#).unwrap();
+        let refused = read().err().unwrap().to_string();
+        let path = dir.path().join(RUN_JSON);
+        assert!(
+            refused.starts_with(&format!(
+                "{} was written by critbench 0.0.0-earlier, and this is critbench {}",
+                path.display(),
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{refused}"
+        );
+        std::fs::write(dir.path().join(RUN_JSON), r#"{"run_id": "r"}"#).unwrap();
+        let refused = read().err().unwrap().to_string();
+        assert!(refused.contains("not a run's progress (missing field `critbench_version`"), "{refused}");
+        let ours = serde_json::json!({ "critbench_version": env!("CARGO_PKG_VERSION"), "run_id": "r" });
+        std::fs::write(dir.path().join(RUN_JSON), ours.to_string()).unwrap();
+        let saved = read().unwrap().expect("this critbench's progress");
+        assert_eq!(saved.fingerprint, ours);
+        assert!(saved.commits.is_empty());
+        assert!(progress_of_a_run(dir.path()));
     }
 }

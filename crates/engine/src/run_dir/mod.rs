@@ -1004,6 +1004,19 @@ pub enum RunDirError {
         /// Why it does not parse.
         source: serde_json::Error,
     },
+    /// The run's progress was written by another critbench, whose progress this one does not read.
+    #[error(
+        "{} was written by critbench {version}, and this is critbench {}, which reads only the progress it writes \
+         itself: finish the run with critbench {version}, or start it again with --overwrite",
+        path.display(),
+        env!("CARGO_PKG_VERSION")
+    )]
+    OtherCritbench {
+        /// The progress file.
+        path: PathBuf,
+        /// The critbench version that wrote it.
+        version: String,
+    },
     /// `--out` names a file.
     #[error("{} is a file, not a directory; choose a directory for --out", path.display())]
     NotADirectory {

@@ -66,12 +66,6 @@ impl Fingerprint {
     /// Why `now` cannot resume the rescoring recorded as `self`, if it cannot.
     fn differences(&self, now: &Fingerprint) -> Vec<String> {
         let mut changed = Vec::new();
-        if self.critbench_version != now.critbench_version {
-            changed.push(format!(
-                "critbench is {} but the rescoring was started by {}",
-                now.critbench_version, self.critbench_version
-            ));
-        }
         if self.source_run_id != now.source_run_id || self.source_tables != now.source_tables {
             changed.push(format!(
                 "the run is not the one rescored ({} then, {} now, or its tables changed)",
