@@ -32,6 +32,7 @@ pub mod evaluators;
 pub mod gold;
 mod html;
 mod markdown;
+pub mod outputs;
 pub mod power;
 pub mod sequential;
 pub mod show;
@@ -396,7 +397,7 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
         None => None,
     };
     let markdown = markdown::render_with_sections(&report, pairs.as_ref(), corrected.as_ref());
-    let path = run_dir.join("report.md");
+    let path = run_dir.join(outputs::REPORT_MD);
     critbench_storage::files::write_atomically(&path, markdown.as_bytes())
         .map_err(|source| ReportError::Write { path, source })?;
     html::write_html(run_dir, &report, manifest.as_ref(), rounds?, pairs.as_ref(), corrected.as_ref())?;

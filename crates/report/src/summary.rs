@@ -807,9 +807,9 @@ pub fn summarize_files(paths: &[std::path::PathBuf], manifest: Option<&Manifest>
 }
 
 pub(crate) fn write_files(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
-    write_csv(&run_dir.join("summary.csv"), &report.summary)?;
-    write_csv(&run_dir.join("comparisons.csv"), &report.comparisons)?;
-    let path = run_dir.join("summary.json");
+    write_csv(&run_dir.join(crate::outputs::SUMMARY_CSV), &report.summary)?;
+    write_csv(&run_dir.join(crate::outputs::COMPARISONS_CSV), &report.comparisons)?;
+    let path = run_dir.join(crate::outputs::SUMMARY_JSON);
     let json = serde_json::to_string_pretty(report).expect("the report serializes");
     critbench_storage::files::write_atomically(&path, (json + "\n").as_bytes())
         .map_err(|source| ReportError::Write { path, source })
