@@ -58,7 +58,7 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
     if summary.censored > 0 {
         println!(
             "censored loops have no outcome and are left out of the summaries; {} has them per config, arm and critic",
-            summary.out_dir.join("censored.csv").display()
+            summary.out_dir.join(critbench_engine::run_dir::layout::CENSORED_FILE).display()
         );
     }
     if summary.critiques > 0 && summary.failed_critiques == summary.critiques {

@@ -21,12 +21,13 @@ use sha2::{Digest, Sha256};
 use crate::EngineError;
 use crate::experiment::{BackendKind, Experiment};
 use crate::run::{RunOptions, run_experiment};
+use critbench_storage::shards::{OUTCOMES, TRAJECTORIES, table_file};
 
 /// The format version of `estimate.json`.
 pub const ESTIMATE_VERSION: u32 = 1;
 
 /// The file a pilot's directory holds beside its run.
-pub const ESTIMATE_FILE: &str = "estimate.json";
+pub use crate::run_dir::layout::ESTIMATE_FILE;
 
 /// Tasks in a pilot unless `--pilot` says otherwise.
 pub const DEFAULT_PILOT_TASKS: usize = 10;
@@ -365,14 +366,14 @@ impl PilotTasks {
             busy: vec![0.0; ids.len()],
             ..PilotTasks::default()
         };
-        for outcome in critbench_storage::tables::read_outcomes(&dir.join("outcomes.parquet"))? {
+        for outcome in critbench_storage::tables::read_outcomes(&dir.join(table_file(OUTCOMES)))? {
             if let Some(&i) = index.get(outcome.task_id.as_str()) {
                 tasks.loops[i] += 1.0;
                 tasks.critiques[i] += f64::from(outcome.rounds);
             }
         }
         critbench_storage::recorded::for_each_recorded_loop::<std::convert::Infallible>(
-            &dir.join("trajectories.parquet"),
+            &dir.join(table_file(TRAJECTORIES)),
             |recorded| {
                 if let Some(&i) = index.get(recorded.task_id.as_str()) {
                     tasks.recorded[i] += recorded.rounds.len() as f64;

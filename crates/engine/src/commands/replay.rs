@@ -145,11 +145,11 @@ pub fn replay_run(
     }
     // Every recorded round is read: the tables must be the ones the run wrote.
     critbench_report::check_tables(run_dir)?;
-    let trajectories_files = shards::table_files(run_dir, "trajectories");
-    let outcomes_files = shards::table_files(run_dir, "outcomes");
-    for (table, files) in [("trajectories", &trajectories_files), ("outcomes", &outcomes_files)] {
+    let trajectories_files = shards::table_files(run_dir, shards::TRAJECTORIES);
+    let outcomes_files = shards::table_files(run_dir, shards::OUTCOMES);
+    for (table, files) in [(shards::TRAJECTORIES, &trajectories_files), (shards::OUTCOMES, &outcomes_files)] {
         if files.is_empty() {
-            return Err(not_a_run(NotARun::Missing(format!("{table}.parquet"))).into());
+            return Err(not_a_run(NotARun::Missing(shards::table_file(table))).into());
         }
     }
     let mut metas: HashMap<(String, String), String> = HashMap::new();
@@ -176,7 +176,7 @@ pub fn replay_run(
             threshold_warnings(&p.critic, range, policies, &REPLAY_FLAGS)
         })
         .collect();
-    if !shards::table_files(run_dir, "evaluations").is_empty() {
+    if !shards::table_files(run_dir, shards::EVALUATIONS).is_empty() {
         warnings.push(
             "the run's held-out evaluations are not replayed: a new policy may return drafts no evaluator judged \
              (the replay has no evaluations.parquet); run the experiment with the new grid to evaluate them"
@@ -232,8 +232,10 @@ pub fn replay_run(
     let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Replay { source: run_dir, overwrite })?;
     let run_id = format!("{name}-replay-{started_compact}");
     // Written aside and renamed into place once whole.
-    let (asides, paths) =
-        critbench_storage::files::Asides::new(vec![out.join("trajectories.parquet"), out.join("outcomes.parquet")]);
+    let (asides, paths) = critbench_storage::files::Asides::new(vec![
+        out.join(shards::table_file(shards::TRAJECTORIES)),
+        out.join(shards::table_file(shards::OUTCOMES)),
+    ]);
     let mut trajectories = TrajectoryWriter::create(&paths[0])?;
     let mut outcomes = OutcomeWriter::create(&paths[1])?;
     let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
@@ -332,12 +334,12 @@ pub fn replay_run(
         wall_seconds: started.elapsed().as_secs_f64(),
         loops: written_loops,
         critiques,
-        tables: crate::run::manifest::table_records(&layout)?,
+        tables: crate::run_dir::layout::table_records(&layout)?,
         warnings: warnings.clone(),
         ..Manifest::default()
     };
     manifest_out.write(out).map_err(|source| EngineError::Io {
-        context: format!("cannot write {}", out.join("manifest.json").display()),
+        context: format!("cannot write {}", out.join(critbench_storage::manifest::MANIFEST_FILE).display()),
         source,
     })?;
     let report = critbench_report::write_reports_trusted(out)?;

@@ -15,6 +15,7 @@ use crate::run::memory::{Namespace, fixed_types, freeze};
 use crate::run::pipeline::{AsRecorded, Consumer};
 use crate::run::plan::Plan;
 use crate::run::source::SourceReport;
+use crate::run_dir::layout::MEMORY_FILE;
 use critbench_core::author::Hint;
 
 /// Strategy hints per (critic, task kind).
@@ -56,13 +57,13 @@ impl<'p, 'a> LearnSink<'p, 'a> {
             "evaluation_tasks": learning.other_split,
             "namespaces": namespaces.values().collect::<Vec<_>>(),
         });
-        let path = out.join("memory.json");
+        let path = out.join(MEMORY_FILE);
         let text = serde_json::to_string_pretty(&memory).expect("memory serializes") + "\n";
         critbench_storage::files::write_atomically(&path, text.as_bytes())
             .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
         let hints = namespaces.into_iter().map(|(key, namespace)| (key, namespace.hints)).collect();
         let record = serde_json::json!({
-            "file": "memory.json",
+            "file": MEMORY_FILE,
             "learning_tasks": learning.tasks_run,
             "evaluation_tasks": learning.other_split,
             "learned_under": experiment.policies[0].config_id(),

@@ -41,26 +41,6 @@ pub struct ManifestInput<'a> {
     pub sequential: Option<&'a critbench_storage::manifest::SequentialRecord>,
 }
 
-/// The table files `layout` says the run writes, as they are on disk, by path relative to the
-/// run directory: what readers check them against.
-pub fn table_records(
-    layout: &crate::run_dir::Layout,
-) -> Result<std::collections::BTreeMap<String, critbench_storage::manifest::TableRecord>, EngineError> {
-    let mut records = std::collections::BTreeMap::new();
-    for table in critbench_storage::shards::ALL_TABLES {
-        let path = layout.table(table);
-        if table == "evaluations" && !path.is_file() {
-            // Written only by a run with held-out evaluators.
-            continue;
-        }
-        let record = critbench_storage::manifest::TableRecord::of(&path)
-            .map_err(|source| EngineError::Io { context: format!("cannot read {}", path.display()), source })?;
-        let name = path.strip_prefix(&layout.root).unwrap_or(&path).to_string_lossy().into_owned();
-        records.insert(name, record);
-    }
-    Ok(records)
-}
-
 /// The resolved experiment as the manifest records it.
 pub fn experiment_record(experiment: &Experiment) -> ExperimentRecord {
     serde_json::from_value(serde_json::to_value(experiment).expect("the experiment serializes"))
@@ -136,7 +116,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         sequential: input.sequential.cloned(),
     };
     manifest.write(input.dir).map_err(|source| EngineError::Io {
-        context: format!("cannot write {}", input.dir.join("manifest.json").display()),
+        context: format!("cannot write {}", input.dir.join(critbench_storage::manifest::MANIFEST_FILE).display()),
         source,
     })
 }

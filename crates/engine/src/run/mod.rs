@@ -47,7 +47,7 @@ use crate::run::source::{Source, SourceReport};
 use crate::run::summarize::{Finished, summarize};
 use crate::run::workers::{Workers, pass, raise_open_files};
 use crate::run_dir;
-use crate::run_dir::journal::progress_dir;
+use crate::run_dir::journal::{RUN_JSON, progress_dir};
 use crate::stop::Interrupt;
 use critbench_core::author::Author;
 use critbench_openai::author::OpenAiAuthor;
@@ -265,7 +265,7 @@ fn run_inner(
         // What makes it resumable goes first: a kill while the folder is being removed must not
         // leave a journal naming part files that are gone.
         let progress = progress_dir(&layout.own_dir());
-        let _ = std::fs::remove_file(progress.join("run.json"));
+        let _ = std::fs::remove_file(progress.join(RUN_JSON));
         run_dir::remove_progress(&progress);
     }
     match interrupted {

@@ -112,7 +112,7 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         tasks_unrouted: finished.source.unrouted,
         jobs: finished.jobs,
         openai: finished.openai.as_ref(),
-        tables: manifest::table_records(layout)?,
+        tables: crate::run_dir::layout::table_records(layout)?,
         sequential: finished.sequential.as_ref(),
     })?;
     let report = match layout.shard {

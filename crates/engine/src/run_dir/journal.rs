@@ -18,6 +18,7 @@ use std::io::Write;
 
 use std::path::{Path, PathBuf};
 
+use critbench_storage::shards::ALL_TABLES;
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
@@ -153,6 +154,22 @@ pub(crate) fn changed_keys(before: &serde_json::Value, after: &serde_json::Value
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A file of the progress folder: `run.json`, `journal.jsonl`, a part, or one being written.
+pub(crate) fn is_progress_file(name: &str) -> bool {
+    let name = name.strip_suffix(".tmp").unwrap_or(name);
+    if name == RUN_JSON || name == JOURNAL_FILE {
+        return true;
+    }
+    let Some(stem) = name.strip_suffix(".parquet") else { return false };
+    let Some((table, number)) = stem.rsplit_once('-') else { return false };
+    ALL_TABLES.contains(&table) && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The name of `table`'s file in part number `part`.
+pub(crate) fn part_file(table: &str, part: u32) -> String {
+    format!("{table}-{part:05}.parquet")
 }
 
 /// A file's size and SHA-256.

@@ -8,14 +8,14 @@
 
 use std::path::{Path, PathBuf};
 
-use critbench_storage::manifest::{CritiqueCounts, Manifest, RunStatus};
+use critbench_storage::manifest::{CritiqueCounts, MANIFEST_FILE, Manifest, RunStatus};
 use critbench_storage::shards::{SHARDS_DIR, TABLES, shard_dir, shard_indices};
 use serde_json::Value;
 
 use crate::EngineError;
-use crate::run_dir::LOCK_FILE;
 use crate::run_dir::journal::MAX_LISTED_FAILURES;
 use crate::run_dir::journal::{changed_keys, short};
+use crate::run_dir::layout::{LOCK_FILE, MEMORY_FILE};
 
 /// What a merge wrote.
 #[derive(Debug)]
@@ -54,10 +54,10 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
         }
         let manifest = Manifest::read(&dir).map_err(|source| usage(MergeProblem::Manifest { index, source }))?;
         let Some(manifest) = manifest else {
-            return Err(usage(MergeProblem::Unfinished { index, manifest: dir.join("manifest.json") }));
+            return Err(usage(MergeProblem::Unfinished { index, manifest: dir.join(MANIFEST_FILE) }));
         };
         if manifest.status != RunStatus::Finished {
-            return Err(usage(MergeProblem::Interrupted { index, manifest: dir.join("manifest.json") }));
+            return Err(usage(MergeProblem::Interrupted { index, manifest: dir.join(MANIFEST_FILE) }));
         }
         let Some(shard) = manifest.shard else {
             return Err(usage(MergeProblem::NotAShard { dir }));
@@ -78,7 +78,7 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
     }
     let missing: Vec<u32> = (0..count).filter(|i| !found.contains(i)).collect();
     if let Some(first_missing) = missing.first() {
-        let manifest = run_dir.join(SHARDS_DIR).join(first_missing.to_string()).join("manifest.json");
+        let manifest = run_dir.join(SHARDS_DIR).join(first_missing.to_string()).join(MANIFEST_FILE);
         return Err(usage(MergeProblem::Missing { missing, count, manifest }));
     }
     for (index, _) in &manifests {
@@ -106,21 +106,21 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
     }
     let _lock = crate::run_dir::claim(&crate::run_dir::Layout::new(run_dir, None), crate::run_dir::Claim::Rebuild)?;
     // Strategy memory: every shard learns from the same learning tasks, so the same hints.
-    let memory = |index: u32| std::fs::read(shard_dir(run_dir, index).join("memory.json")).ok();
+    let memory = |index: u32| std::fs::read(shard_dir(run_dir, index).join(MEMORY_FILE)).ok();
     let first_memory = memory(*first_index);
     if let Some((index, _)) = manifests[1..].iter().find(|(index, _)| memory(*index) != first_memory) {
         let difference = "its strategy memory (memory.json) differs".to_string();
         return Err(usage(MergeProblem::NotTheSameRun { index: *index, first: *first_index, difference }));
     }
     if let Some(bytes) = &first_memory {
-        let path = run_dir.join("memory.json");
+        let path = run_dir.join(MEMORY_FILE);
         critbench_storage::files::write_atomically(&path, bytes)
             .map_err(|source| EngineError::Io { context: format!("cannot write {}", path.display()), source })?;
     }
 
     let merged = merged_manifest(manifests.into_iter().map(|(_, m)| m).collect(), count);
     merged.write(run_dir).map_err(|source| EngineError::Io {
-        context: format!("cannot write {}", run_dir.join("manifest.json").display()),
+        context: format!("cannot write {}", run_dir.join(MANIFEST_FILE).display()),
         source,
     })?;
     let report = critbench_report::write_reports_trusted(run_dir)?;
@@ -135,7 +135,8 @@ fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifes
         return Err(ShardProblem::NoTables);
     }
     manifest.check_tables(run_dir)?;
-    let outcomes = critbench_storage::shards::Shard { index, count }.table_path(run_dir, "outcomes");
+    let outcomes =
+        critbench_storage::shards::Shard { index, count }.table_path(run_dir, critbench_storage::shards::OUTCOMES);
     let mut seen = std::collections::HashSet::new();
     let mut rows = 0u64;
     critbench_storage::tables::for_each_outcome_stats(&outcomes, |row| {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::EngineError;
-use crate::run_dir::journal::{Commit, Counts, Journal, PartFile, TaskValues, reopen_journal, sync_dir};
+use crate::run_dir::journal::{Commit, Counts, Journal, PartFile, TaskValues, part_file, reopen_journal, sync_dir};
 
 /// The writers of one part's files.
 pub(crate) trait PartWriters: Sized {
@@ -161,11 +161,6 @@ impl<W: PartWriters> Parts<W> {
     fn paths(&self, part: u32) -> Vec<PathBuf> {
         W::TABLES.iter().map(|table| self.dir.join(part_file(table, part))).collect()
     }
-}
-
-/// The name of `table`'s file in part number `part`.
-pub(crate) fn part_file(table: &str, part: u32) -> String {
-    format!("{table}-{part:05}.parquet")
 }
 
 /// `path.tmp`: where a file is written before it is renamed into place.

@@ -8,6 +8,7 @@ use std::path::Path;
 use critbench_storage::manifest::Manifest;
 
 use crate::EngineError;
+use crate::run_dir::layout::CENSORED_FILE;
 
 /// One config × arm × critic of a rescoring.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -95,7 +96,7 @@ pub fn write(dir: &Path, rows: &[CensoredRow]) -> Result<(), EngineError> {
             row.pass_rate().map(|rate| format!("{rate:?}")).unwrap_or_default(),
         ));
     }
-    crate::run_dir::journal::write_atomically(&dir.join("censored.csv"), &text)
+    crate::run_dir::journal::write_atomically(&dir.join(CENSORED_FILE), &text)
 }
 
 /// A CSV field: quoted when it holds a comma, a quote or a line break.

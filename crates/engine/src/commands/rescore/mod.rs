@@ -27,7 +27,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use critbench_core::{FinalDraft, Policy};
-use critbench_storage::manifest::{Calls, MANIFEST_VERSION, Manifest, RescoreRecord, RescoredRun};
+use critbench_storage::manifest::{Calls, MANIFEST_FILE, MANIFEST_VERSION, Manifest, RescoreRecord, RescoredRun};
+use critbench_storage::shards::{OUTCOMES, TRAJECTORIES, table_file};
 
 pub use censored::CensoredRow;
 pub use critic::CriticChoice;
@@ -36,8 +37,9 @@ use crate::EngineError;
 use crate::run::pipeline::{self, Intake, Names, Pass, Progress, Stopped, panic_text};
 use crate::run::round::Critic;
 use crate::run_dir::RunDirError;
-use crate::run_dir::journal::{DatasetStamp, PROGRESS_DIR};
-use crate::run_dir::{Claim, Layout, RESCORED_DIR};
+use crate::run_dir::journal::{DatasetStamp, PROGRESS_DIR, RUN_JSON};
+use crate::run_dir::layout::RESCORED_DIR;
+use crate::run_dir::{Claim, Layout};
 use crate::stop::Interrupt;
 pub use error::RescoreError;
 use input::{Chunk, InputReport};
@@ -112,7 +114,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
         return Err(RescoreError::BadName(name.clone()).into());
     }
     let run = read_run(run_dir)?;
-    let tables = critbench_storage::shards::table_files(run_dir, "trajectories");
+    let tables = critbench_storage::shards::table_files(run_dir, TRAJECTORIES);
     let policies = grid_of(&run)?;
     let attempts = run
         .experiment
@@ -155,7 +157,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     // A replayed config costs what the run paid for its rounds' drafts; the critic calls no model.
     let prices = crate::run::cost::RolePrices::recorded(run.experiment.rest.get("openai"));
     let grid = Grid::new(policies, prices);
-    let label = run_dir.join(critbench_storage::shards::table_label(run_dir, "trajectories"));
+    let label = run_dir.join(critbench_storage::shards::table_label(run_dir, TRAJECTORIES));
     let (mut sink, first_chunk, resumed) = if options.resume {
         let (sink, point) = Sink::resume(&out, &fingerprint, &grid, &label)?;
         if !options.quiet {
@@ -196,7 +198,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     }
     let counts = sink.close()?;
 
-    let censored_rows = censored::tally(&out.join("outcomes.parquet"), &run)?;
+    let censored_rows = censored::tally(&out.join(table_file(OUTCOMES)), &run)?;
     censored::write(&out, &censored_rows)?;
     let censored: u64 = censored_rows.iter().map(|row| row.censored).sum();
     let by_critic = counts.critiques_by_critic.get(name).copied().unwrap_or_default();
@@ -244,19 +246,19 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
         failed_loops: run.failed_loops.clone(),
         rows_skipped: run.rows_skipped,
         tasks_unrouted: run.tasks_unrouted,
-        tables: crate::run::manifest::table_records(&layout)?,
+        tables: crate::run_dir::layout::table_records(&layout)?,
         rescore: Some(record),
         warnings: opened.warnings.clone(),
         ..Manifest::default()
     };
     manifest.write(&out).map_err(|source| EngineError::Io {
-        context: format!("cannot write {}", out.join("manifest.json").display()),
+        context: format!("cannot write {}", out.join(MANIFEST_FILE).display()),
         source,
     })?;
     let report = critbench_report::write_reports_trusted(&out)?;
     // What makes it resumable goes first, as a run's does.
     let progress_dir = out.join(PROGRESS_DIR);
-    let _ = std::fs::remove_file(progress_dir.join("run.json"));
+    let _ = std::fs::remove_file(progress_dir.join(RUN_JSON));
     crate::run_dir::remove_progress(&progress_dir);
     Ok(RescoreSummary {
         out_dir: out,
@@ -299,7 +301,7 @@ fn read_run(run_dir: &Path) -> Result<Manifest, EngineError> {
         return Err(RunDirError::NotFinished { run: run_dir.to_path_buf() }.into());
     }
     critbench_report::check_tables(run_dir)?;
-    if critbench_storage::shards::table_files(run_dir, "trajectories").is_empty() {
+    if critbench_storage::shards::table_files(run_dir, TRAJECTORIES).is_empty() {
         return Err(not_a_run("trajectories.parquet is missing".into()).into());
     }
     if manifest.datasets.is_empty() {
@@ -357,7 +359,7 @@ fn grid_of(manifest: &Manifest) -> Result<Vec<Policy>, RescoreError> {
 fn check_kinds(run_dir: &Path, spec: &critbench_plugin_host::CriticSpec) -> Result<(), EngineError> {
     let Some(takes) = &spec.kinds else { return Ok(()) };
     let mut kinds = std::collections::BTreeSet::new();
-    for path in critbench_storage::shards::table_files(run_dir, "outcomes") {
+    for path in critbench_storage::shards::table_files(run_dir, OUTCOMES) {
         let read = critbench_storage::tables::outcome_kinds(&path);
         kinds.extend(read.map_err(|e| RescoreError::NotARun { dir: run_dir.to_path_buf(), reason: e.to_string() })?);
     }

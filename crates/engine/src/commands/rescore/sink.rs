@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use critbench_storage::manifest::TableRecord;
-use critbench_storage::shards::TABLES;
+use critbench_storage::shards::{TABLES, table_file};
 use critbench_storage::tables::{RescoredOutcomeWriter, TrajectoryWriter};
 use serde::{Deserialize, Serialize};
 
@@ -160,7 +160,7 @@ impl<'g> Sink<'g> {
         table: &Path,
     ) -> Self {
         Sink {
-            tables: TABLES.map(|table| out.join(format!("{table}.parquet"))),
+            tables: TABLES.map(|table| out.join(table_file(table))),
             parts,
             counts,
             run_id: fingerprint.run_id.clone(),
