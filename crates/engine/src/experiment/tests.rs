@@ -1,3 +1,5 @@
+//! The experiment file's tests: defaults, resolution, limits and the messages that name the key.
+
 use std::time::Duration;
 
 use critbench_core::ScoreRange;

@@ -1,7 +1,10 @@
-//! A run, stage by stage: [`plan`] what runs, stream tasks from the [`source`], record their
-//! [`loops`] on the [`workers`], write rows in order through the [`sink`], then [`summarize`];
-//! every pass over the datasets (strategy memory's learning pass, [`learn`], then the run proper,
-//! in a [`sequential`] run's order when it has one) is driven by the one [`pipeline`].
+//! A run, stage by stage (this room's modules of those names): `plan` what runs, stream tasks from
+//! the `source`, record their `loops` on the `workers` (each loop's critiques in `round`, its end
+//! in `adjudicate` and `evaluate`), build and write rows in order through the `sink` (`emit`, one
+//! recorded loop's rows for every config it serves), then `summarize` (the `manifest`, the
+//! reports). Every pass over the datasets — strategy memory's learning pass (`learn`, `memory`),
+//! then the run proper, in a `sequential` run's own order when it has one — is driven by the one
+//! `pipeline`, which a rescoring drives too.
 //!
 //! Memory is bounded by the chunks in flight, never by the number of tasks: the source admits a
 //! chunk only when fewer than a window of chunks are between it and the sink.

@@ -187,7 +187,7 @@ pub struct Commit {
     pub counts: Counts,
     /// Failed loops described, those of this part only.
     pub failed: Vec<String>,
-    /// The part's files as they were committed, in the order of [`part_paths`].
+    /// The part's files as they were committed, in the order of its tables.
     pub files: Vec<PartFile>,
     /// A sequential run's paired differences of this part's tasks, in order: what a resumed run
     /// replays into its monitor. Absent in a plain run.

@@ -1,7 +1,9 @@
-//! The guard of every directory critbench writes: `run`, `replay`, `report`, `merge`, `judge`
-//! and `rescore` claim their output directory here before they write anything.
+//! The run directory: what a run writes and where ([`layout`]), the guard every writing command
+//! passes before it writes anything ([`claim()`]), a run's durable progress (`journal`, `parts`),
+//! and [`merge`] of a sharded run.
 //!
-//! A claim refuses
+//! `run`, `replay`, `report`, `merge`, `judge` and `rescore` claim their output directory. A claim
+//! refuses
 //! - a directory inside another run, or one that overlaps the run a command reads (`replay
 //!   --out` its own source);
 //! - a directory that is not empty and holds no critbench run (a user's folder), whatever the
@@ -13,15 +15,13 @@
 //! The one folder inside a run a command may write is a rescoring's, `RUN/rescored/NAME/` of a
 //! finished run (`critbench rescore`); it is the run's, so `--overwrite` of the run removes it.
 //!
-//! `--overwrite` removes exactly the files a run writes ([`layout::run_files`], [`layout::DERIVED_FILES`], the progress folder's
-//! parts and journal, a shard's folder and partitions), one by one, never recursively: a folder of
-//! the run that holds anything else is refused before anything is removed, and other files beside
-//! the run are left alone.
+//! `--overwrite` removes exactly the files a run writes ([`layout::run_files`],
+//! [`layout::DERIVED_FILES`], the progress folder's parts and journal, a shard's folder and
+//! partitions), one by one, never recursively: a folder of the run that holds anything else is
+//! refused before anything is removed, and other files beside the run are left alone.
 //!
 //! The claim takes `run.lock` in the directory a run (or shard) owns, and holds it until it is
-//! dropped: the lock file appears whole (written aside, then linked into place) and is held with
-//! `flock`, so a lock whose process is gone — killed, or never able to write it on a full disk —
-//! is recognised as such and taken over, and a live one never is.
+//! dropped ([`RunLock`]).
 
 mod claim;
 mod error;
