@@ -361,3 +361,45 @@ impl RowBuilder<'_, '_> {
         Ok([trajectories.finish(), outcomes.finish(), evaluations.finish()])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Experiment, Overrides};
+    use crate::run::backend::SimAuthor;
+    use crate::run::pipeline::Stopped;
+    use crate::run::pipeline::testing::signal_while_two_chunks_are_in_flight;
+    use crate::stop::StopSignal;
+
+    /// After a signal a run takes and commits the chunks its workers finish within the grace
+    /// period, up to the first one they left unfinished; a rescoring does the same (its test in
+    /// `commands::rescore`).
+    #[test]
+    fn after_a_signal_the_chunks_finished_within_the_grace_period_are_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("d.jsonl"), "{\"id\": \"t\", \"prompt\": \"p\"}\n").unwrap();
+        let path = dir.path().join("x.toml");
+        let text =
+            "name = \"t\"\ndataset = \"d.jsonl\"\nbackend = \"sim\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
+        std::fs::write(&path, text).unwrap();
+        let overrides = Overrides { out: Some(dir.path().join("run")), ..Overrides::default() };
+        let experiment = Experiment::load(&path, &overrides).unwrap();
+        let plan = Plan::load(&experiment, &SimAuthor, &crate::run::chat::plugin_host(None)).unwrap();
+        let layout = Layout::new(&experiment.out, None);
+        let fingerprint = crate::run::fingerprint::fingerprint(&plan, "t-1", 1, None).unwrap();
+        let mut sink = RowSink::create(&plan, &layout, &fingerprint).unwrap();
+        let stopped = signal_while_two_chunks_are_in_flight(&mut sink, |seq, complete| ChunkResult {
+            seq,
+            progress: seq,
+            tasks: Vec::new(),
+            complete,
+        });
+        assert_eq!(stopped, Some(Stopped::Signal(StopSignal::Interrupt)));
+        // What the run does after its pass, stopped or not.
+        sink.close().unwrap();
+        let dir = progress_dir(&layout.own_dir());
+        let progress = SavedProgress::<Fingerprint>::read(&dir, ALL_TABLES.len()).unwrap().expect("the run's progress");
+        let last = progress.commits.last().expect("committed parts");
+        assert_eq!(last.next_chunk, 3, "chunks 0, 1 and 2 (finished after the signal) committed; 3 left unfinished");
+    }
+}

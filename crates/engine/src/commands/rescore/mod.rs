@@ -182,20 +182,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     });
     let driven = drive(&work, jobs, &mut sink, &progress, options.interrupt.as_ref());
     progress.finish();
-    let (input, interrupted) = match driven {
-        Ok(done) => done,
-        Err(error) => {
-            sink.abandon();
-            return Err(error);
-        }
-    };
-    if let Some(stopped) = interrupted {
-        let Stopped::Signal(signal) = stopped else { unreachable!("a rescoring calls no model: no budget stops it") };
-        // What the workers finished after the signal, within its grace period, is kept too.
-        sink.commit()?;
-        let tasks = sink.counts.tasks;
-        return Err(RescoreError::Interrupted { signal, tasks, progress: out.join(PROGRESS_DIR) }.into());
-    }
+    let (input, sink) = settle(driven, sink, &out)?;
     let counts = sink.close()?;
 
     let censored_rows = censored::tally(&out.join(table_file(OUTCOMES)), &run)?;
@@ -418,6 +405,29 @@ struct Work<'a> {
     in_dataset_order: bool,
 }
 
+/// How the rescoring's pass ended, with the sink it wrote to: on a failure what can still be
+/// committed is, and the failure returned; after a signal every chunk taken is committed (those
+/// the workers finished within the grace period too) and the rescoring ends interrupted, to be
+/// resumed; otherwise what the reader saw, and the sink to close.
+fn settle<'g, R>(
+    driven: Result<(R, Option<Stopped>), EngineError>,
+    mut sink: Sink<'g>,
+    out: &Path,
+) -> Result<(R, Sink<'g>), EngineError> {
+    let (read, stopped) = match driven {
+        Ok(done) => done,
+        Err(error) => {
+            sink.abandon();
+            return Err(error);
+        }
+    };
+    let Some(stopped) = stopped else { return Ok((read, sink)) };
+    let Stopped::Signal(signal) = stopped else { unreachable!("a rescoring calls no model: no budget stops it") };
+    sink.commit()?;
+    let tasks = sink.counts.tasks;
+    Err(RescoreError::Interrupted { signal, tasks, progress: out.join(PROGRESS_DIR) }.into())
+}
+
 /// Re-critiques a chunk, leaving it unfinished once `stop` is raised.
 fn rescore_chunk(work: &Work<'_>, chunk: Chunk, stop: &AtomicBool) -> Rescored {
     let (seq, position, tasks) = (chunk.seq, chunk.position, chunk.tasks);
@@ -477,4 +487,52 @@ fn drive(
         }
     };
     pipeline::drive(&pass, read, rescore, sink)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use critbench_storage::shards::TABLES;
+
+    use super::*;
+    use crate::run::pipeline::testing::signal_while_two_chunks_are_in_flight;
+    use crate::run_dir::journal::SavedProgress;
+
+    /// After a signal a rescoring takes and commits the chunks its workers finish within the
+    /// grace period, up to the first one they left unfinished, as a run does (its test in
+    /// `run::sink`); `--resume` then goes on from there.
+    #[test]
+    fn after_a_signal_the_chunks_finished_within_the_grace_period_are_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("rescored").join("x");
+        let fingerprint = Fingerprint {
+            rescore: "x".into(),
+            run_id: "r-rescored-x".into(),
+            critbench_version: env!("CARGO_PKG_VERSION").into(),
+            source_run_id: "r".into(),
+            source_tables: BTreeMap::new(),
+            critic: serde_json::json!({}),
+            plugin_sha256: String::new(),
+            critic_attempts: 1,
+            datasets: Vec::new(),
+            chunk_critiques: input::CHUNK_CRITIQUES,
+        };
+        let grid = Grid::new(vec![Policy::default()], Default::default());
+        let mut sink = Sink::create(&out, &fingerprint, &grid, Path::new("trajectories.parquet")).unwrap();
+        let stopped = signal_while_two_chunks_are_in_flight(&mut sink, |seq, complete| Rescored {
+            seq,
+            position: seq,
+            tasks: 1,
+            complete,
+            loops: Ok(Vec::new()),
+        });
+        // What the rescoring does after its pass.
+        let error = settle(Ok(((), stopped)), sink, &out).err().expect("an interrupted rescoring");
+        let EngineError::Rescore(RescoreError::Interrupted { tasks, .. }) = &error else { panic!("{error}") };
+        assert_eq!(*tasks, 3, "{error}");
+        let saved = SavedProgress::<Fingerprint>::read(&out.join(PROGRESS_DIR), TABLES.len()).unwrap();
+        let last = saved.expect("the rescoring's progress").commits.last().cloned().expect("committed parts");
+        assert_eq!(last.next_chunk, 3, "chunks 0, 1 and 2 (finished after the signal) committed; 3 left unfinished");
+    }
 }

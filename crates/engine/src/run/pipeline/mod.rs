@@ -22,6 +22,8 @@
 mod consumer;
 mod progress;
 #[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
 mod tests;
 mod window;
 
