@@ -10,10 +10,11 @@
 //! that arm would have scored under the new critic; the feedback arm's drafts answer the old
 //! critic's critiques, so its replay is how the new critic judges drafts steered by the old one.
 //!
-//! Stages as in a run: the run's loops stream from its table with their tasks from its datasets
-//! (`input`), workers re-critique them (`rows`), and the rows go in order to part files
-//! committed by the run's checksummed journal (`sink`), so a killed rescoring resumes to the
-//! uninterrupted result.
+//! Stages as in a run, on the run's one pipeline: the run's loops stream from its table with their
+//! tasks from its datasets (`input`), workers re-critique them (`rows`), and the rows go in order
+//! to part files committed by the run's checksummed journal (`sink`, a consumer of the pipeline
+//! like the run's), so a killed rescoring resumes to the uninterrupted result, and a signal stops
+//! it as it stops a run.
 
 mod censored;
 mod critic;

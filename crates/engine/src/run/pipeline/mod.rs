@@ -220,7 +220,6 @@ where
                 window.release();
                 continue;
             }
-            let chunk: Delivered<_> = chunk;
             waiting.insert(chunk.seq, chunk);
             while let Some(chunk) = waiting.remove(&next) {
                 next += 1;
