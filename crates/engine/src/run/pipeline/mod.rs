@@ -21,10 +21,6 @@
 
 mod consumer;
 mod progress;
-#[cfg(test)]
-pub(crate) mod testing;
-#[cfg(test)]
-mod tests;
 mod window;
 
 pub(crate) use consumer::{AsRecorded, Consumer, Prepare, Recorded};
@@ -313,3 +309,8 @@ pub(crate) fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into());
     format!("internal error (please report): {detail}")
 }
+
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
