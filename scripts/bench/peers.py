@@ -3,7 +3,7 @@
 StateGraph, or a plain loop. Both run critbench's scripted loop exactly:
 
 - generator: round 0's draft is `drafts[0]`; reviser: round k's draft is `drafts[min(k, len-1)]`
-  (the `scripted` backend, crates/engine/src/backend.rs); the feedback arm hands the critique to
+  (the `scripted` backend, crates/engine/src/run/backend.rs); the feedback arm hands the critique to
   the reviser, the no-feedback arm does not (the scripted reviser ignores it either way);
 - critic: round k gets `critiques[min(k, len-1)]` (plugins/scripted), validated as the host does
   (crates/core/src/critique.rs): the score, or the mean of the dimensions when there is none, must

@@ -137,7 +137,7 @@ pub struct EstimateArgs {
     /// The experiment file (TOML).
     pub experiment: Option<PathBuf>,
     /// Tasks in the pilot: a seeded sample of the experiment's tasks (at least 2).
-    #[arg(long, value_name = "N", default_value_t = critbench_engine::estimate::DEFAULT_PILOT_TASKS)]
+    #[arg(long, value_name = "N", default_value_t = critbench_engine::commands::estimate::DEFAULT_PILOT_TASKS)]
     pub pilot: usize,
     /// The pilot's run directory (default: the experiment's out with -estimate appended, where
     /// critbench run looks for the estimate to check its budget against).

@@ -1,7 +1,7 @@
 //! `critbench estimate`: a pilot run's projection of a whole run's loops, calls, tokens, cost and
 //! time.
 
-use critbench_engine::estimate::{EstimateOptions, Projection, default_dir, estimate as run_estimate};
+use critbench_engine::commands::estimate::{EstimateOptions, Projection, default_dir, estimate as run_estimate};
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides};
 
 use crate::args::EstimateArgs;
@@ -69,7 +69,7 @@ pub fn estimate(args: EstimateArgs) -> Result<(), Failure> {
         out,
         "the pilot's run is in {} ({}); its calls are in the response cache, so the run does not pay for them again",
         estimate.pilot_dir.display(),
-        critbench_engine::estimate::ESTIMATE_FILE
+        critbench_engine::commands::estimate::ESTIMATE_FILE
     )?;
     if !estimate.exceeds_budget.is_empty() {
         writeln!(

@@ -61,7 +61,8 @@ impl Failure {
 
 impl From<critbench_engine::EngineError> for Failure {
     fn from(error: critbench_engine::EngineError) -> Failure {
-        use critbench_engine::{EngineError, RescoreError};
+        use critbench_engine::EngineError;
+        use critbench_engine::commands::rescore::RescoreError;
         let status = match &error {
             EngineError::Interrupted { signal, .. }
             | EngineError::Rescore(RescoreError::Interrupted { signal, .. }) => ExitStatus::Signal(*signal),

@@ -3,8 +3,8 @@
 
 use critbench_critic_benchmark::JudgeError;
 use critbench_engine::EngineError;
+use critbench_engine::commands::judge::{JudgeOverrides, judge_experiment, judge_setup};
 use critbench_engine::experiment::{Experiment, Overrides};
-use critbench_engine::judge::{JudgeOverrides, judge_experiment, judge_setup};
 use critbench_storage::dataset::OnBadRow;
 
 use crate::args::{BadRow, JudgeArgs};

@@ -1,6 +1,6 @@
 //! `critbench merge RUN`: a sharded run's shards joined into one run and its reports.
 
-use critbench_engine::merge::merge_run;
+use critbench_engine::run_dir::merge::merge_run;
 
 use crate::args::MergeArgs;
 use crate::failure::Failure;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use critbench_core::FinalDraft;
-use critbench_engine::replay::{ReplayFlags, replay_grid, replay_policies, replay_run};
+use critbench_engine::commands::replay::{ReplayFlags, replay_grid, replay_policies, replay_run};
 
 use crate::args::{FinalChoice, ReplayArgs};
 use crate::failure::Failure;

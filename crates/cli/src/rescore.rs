@@ -1,6 +1,6 @@
 //! `critbench rescore RUN`: a finished run's recorded drafts critiqued again by another critic.
 
-use critbench_engine::rescore::{CriticChoice, RescoreOptions, rescore_run};
+use critbench_engine::commands::rescore::{CriticChoice, RescoreOptions, rescore_run};
 
 use crate::args::RescoreArgs;
 use crate::failure::{Failure, check_jobs};
@@ -64,7 +64,7 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
         writeln!(
             out,
             "censored loops have no outcome and are left out of the summaries; {} has them per config, arm and critic",
-            summary.out_dir.join("censored.csv").display()
+            summary.out_dir.join(critbench_engine::run_dir::layout::CENSORED_FILE).display()
         )?;
     }
     if summary.critiques > 0 && summary.failed_critiques == summary.critiques {
@@ -79,7 +79,7 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
 }
 
 fn config_error(text: &str, problem: &str) -> Failure {
-    Failure::from(critbench_engine::EngineError::from(critbench_engine::RescoreError::Config {
+    Failure::from(critbench_engine::EngineError::from(critbench_engine::commands::rescore::RescoreError::Config {
         text: text.to_string(),
         problem: problem.to_string(),
     }))

@@ -35,7 +35,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         shard_of_run(args.shard.as_deref(), args.shards, |name| std::env::var(name).ok()).map_err(Failure::usage)?;
     let experiment = Experiment::load(&path, &overrides)?;
     if !args.force && !args.resume {
-        critbench_engine::estimate::check_budget(&experiment)?;
+        critbench_engine::commands::estimate::check_budget(&experiment)?;
     }
     let interrupt = crate::signals::install()?;
     let options = RunOptions {

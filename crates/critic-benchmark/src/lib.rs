@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod files;
 mod html;
 mod judging;
 pub mod labels;
@@ -47,6 +48,7 @@ use critbench_storage::judgments::JudgmentWriter;
 
 pub use critbench_plugin_host::CriticSpec;
 pub use error::JudgeError;
+pub use files::{JUDGE_JSON, OUTPUT_FILES};
 pub use judging::{DatasetSummary, SkippedTask};
 pub use markdown::{findings, pair_table, side_by_side};
 pub use report::{JudgeReport, PluginRecord, PolicyRecord};
@@ -121,9 +123,6 @@ pub struct JudgeOutcome {
 /// Units critiqued before their judgments are written: bounds the judgments held in memory.
 const JUDGE_CHUNK: usize = 4096;
 
-/// The files `judge` writes into the output directory.
-pub const OUTPUT_FILES: [&str; 5] = ["judgments.parquet", "judge.json", "judge.csv", "judge.md", "judge.html"];
-
 /// Runs every critic on every labeled draft and writes the judgments and reports.
 pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
     let started = Instant::now();
@@ -185,7 +184,7 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(spec.jobs).build().map_err(JudgeError::Threads)?;
     // Judgments reach Parquet a chunk of units at a time, in unit order, as they are made; the
     // metrics keep only the fields they read (no issue texts, rationales or metas).
-    let mut writer = JudgmentWriter::create(&spec.out.join("judgments.parquet"))?;
+    let mut writer = JudgmentWriter::create(&spec.out.join(files::JUDGMENTS_PARQUET))?;
     let mut rows = Vec::with_capacity(units.len());
     for chunk in units.chunks(JUDGE_CHUNK) {
         for row in judging::critique_all(spec, &run_id, &tasks, &critics, chunk, &pool) {
@@ -209,6 +208,6 @@ pub fn judge(spec: &JudgeSpec) -> Result<JudgeOutcome, JudgeError> {
         jobs: pool.current_num_threads(),
     };
     let report = pool.install(|| report::build(&rows, context));
-    report::write_files(&spec.out, &report)?;
+    files::write_files(&spec.out, &report)?;
     Ok(JudgeOutcome { report, out_dir: spec.out.clone(), judgments: rows.len(), elapsed: started.elapsed() })
 }

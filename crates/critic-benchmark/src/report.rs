@@ -1,7 +1,6 @@
-//! The judge report: every table, built from the judgment rows, and its files (`judge.json`,
-//! `judge.csv`, `judge.md`, `judge.html`).
+//! The judge report: every table, built from the judgment rows.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use critbench_plugin_host::CriticInfo;
@@ -9,11 +8,11 @@ use critbench_storage::judgments::JudgmentRow;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::JudgeSpec;
 use crate::judging::DatasetSummary;
 use crate::metrics::{
     self, BOOTSTRAP_RESAMPLES, CalibrationBin, CriticMetrics, CriticRows, FlawRow, PairRow, ThresholdRow,
 };
-use crate::{JudgeError, JudgeSpec};
 
 /// The version of `judge.json`'s layout and `judgments.parquet`'s columns; see `docs/FORMAT.md`.
 pub const JUDGE_FORMAT_VERSION: u32 = 1;
@@ -204,27 +203,4 @@ pub(crate) fn build(rows: &[JudgmentRow], context: Context<'_>) -> JudgeReport {
         report.flaws.extend(flaws);
     }
     report
-}
-
-fn write(path: &Path, text: String) -> Result<(), JudgeError> {
-    critbench_storage::files::write_atomically(path, text.as_bytes())
-        .map_err(|source| JudgeError::Io { context: format!("cannot write {}", path.display()), source })
-}
-
-pub(crate) fn write_files(out: &Path, report: &JudgeReport) -> Result<(), JudgeError> {
-    let json = serde_json::to_string_pretty(report).expect("the report serializes");
-    write(&out.join("judge.json"), json + "\n")?;
-    let path = out.join("judge.csv");
-    let failed = |e: csv::Error| JudgeError::Io {
-        context: format!("cannot write {}", path.display()),
-        source: std::io::Error::other(e.to_string()),
-    };
-    let io = |source: std::io::Error| JudgeError::Io { context: format!("cannot write {}", path.display()), source };
-    let mut writer = csv::Writer::from_writer(critbench_storage::files::AtomicFile::create(&path).map_err(io)?);
-    for critic in &report.critics {
-        writer.serialize(critic).map_err(failed)?;
-    }
-    writer.into_inner().map_err(|e| io(e.into_error()))?.commit().map_err(io)?;
-    write(&out.join("judge.md"), crate::markdown::render(report))?;
-    write(&out.join("judge.html"), crate::html::render(report))
 }

@@ -51,7 +51,7 @@ pub struct Interrupt {
     /// Raised to the signal's number (SIGINT 2, SIGTERM 15) by the caller's handler: the run
     /// stops new work, writes what is finished and ends with an `Interrupted` error.
     pub raised: Arc<AtomicUsize>,
-    /// Called when work is still in flight `INTERRUPT_GRACE` (the run's) after the signal,
+    /// Called when work is still in flight `INTERRUPT_GRACE` (the pipeline's, 5 s) after the signal,
     /// once what finished is committed: a loop inside a critic or a model call cannot be
     /// cancelled, so the caller decides how the process ends (the CLI exits at once with the
     /// signal's status). Without it the engine waits for the loops in flight.

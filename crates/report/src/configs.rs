@@ -388,7 +388,7 @@ pub fn render_config_comparisons(rows: &[ConfigComparisonRow]) -> String {
 
 /// Writes `config_comparisons.csv` (a header alone when the run has one config).
 pub(crate) fn write_file(run_dir: &Path, rows: &[ConfigComparisonRow]) -> Result<(), ReportError> {
-    write_csv(&run_dir.join("config_comparisons.csv"), rows)
+    write_csv(&run_dir.join(crate::outputs::CONFIG_COMPARISONS_CSV), rows)
 }
 
 #[cfg(test)]

@@ -407,8 +407,8 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
 
 /// Writes `evaluators.csv` and `evaluator_comparisons.csv`.
 pub(crate) fn write_files(run_dir: &Path, report: &EvaluatorReport) -> Result<(), ReportError> {
-    write_csv(&run_dir.join("evaluators.csv"), &report.rows)?;
-    write_csv(&run_dir.join("evaluator_comparisons.csv"), &report.comparisons)
+    write_csv(&run_dir.join(crate::outputs::EVALUATORS_CSV), &report.rows)?;
+    write_csv(&run_dir.join(crate::outputs::EVALUATOR_COMPARISONS_CSV), &report.comparisons)
 }
 
 fn percent(value: f64) -> String {

@@ -42,6 +42,7 @@ pub mod gold;
 mod html;
 mod keys;
 mod markdown;
+pub mod outputs;
 pub mod power;
 pub mod queries;
 mod rows;
@@ -101,7 +102,7 @@ impl Report {
 
     /// Writes `summary.json`.
     fn write_json(&self, run_dir: &Path) -> Result<(), ReportError> {
-        let path = run_dir.join("summary.json");
+        let path = run_dir.join(crate::outputs::SUMMARY_JSON);
         let json = serde_json::to_string_pretty(self).expect("the report serializes");
         critbench_storage::files::write_atomically(&path, (json + "\n").as_bytes())
             .map_err(|source| ReportError::Write { path, source })
@@ -202,7 +203,7 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
         None => None,
     };
     let markdown = markdown::render_with_sections(&report, pairs.as_ref(), corrected.as_ref());
-    let path = run_dir.join("report.md");
+    let path = run_dir.join(outputs::REPORT_MD);
     critbench_storage::files::write_atomically(&path, markdown.as_bytes())
         .map_err(|source| ReportError::Write { path, source })?;
     html::write_html(run_dir, &report, manifest.as_ref(), rounds?, pairs.as_ref(), corrected.as_ref())?;

@@ -138,7 +138,7 @@ pub fn glance_legend(run_dir: &std::path::Path) -> String {
         "Config ids name the policy: p8-r3-stall-e0 is pass_score 8, max_revisions 3, the stall rule on (nostall: off), \
          plateau_eps 0 (the plateau rule off); a -dN suffix is dim_target N, -last returns the last draft, not the \
          best.\nEvery arm's interval, rounds, exits and scores, with charts: {} (report.md beside it).\n",
-        run_dir.join("report.html").display()
+        run_dir.join(crate::outputs::REPORT_HTML).display()
     )
 }
 

@@ -114,7 +114,7 @@ pub(crate) fn power_row(
 /// Writes `power.csv` into the run directory, atomically (a header alone when nothing was
 /// compared).
 pub(crate) fn write_file(run_dir: &Path, rows: &[PowerRow]) -> Result<(), ReportError> {
-    let path = run_dir.join("power.csv");
+    let path = run_dir.join(crate::outputs::POWER_CSV);
     let default = [PowerRow::default()];
     let mut writer = csv::Writer::from_writer(Vec::new());
     for row in if rows.is_empty() { &default[..] } else { rows } {

@@ -10,9 +10,6 @@ use serde::{Serialize, Serializer};
 
 use crate::ReportError;
 
-/// The file's name in the run directory.
-pub const FILE: &str = "sequential.csv";
-
 /// One row of `sequential.csv`: one comparison at one look. Columns are documented in
 /// `docs/FORMAT.md`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -77,7 +74,7 @@ pub fn rows(record: &SequentialRecord) -> Vec<SequentialRow> {
 
 /// Writes `sequential.csv` into the run directory, atomically.
 pub(crate) fn write_file(run_dir: &Path, record: &SequentialRecord) -> Result<(), ReportError> {
-    crate::csv_files::write_csv(&run_dir.join(FILE), &rows(record))
+    crate::csv_files::write_csv(&run_dir.join(crate::outputs::SEQUENTIAL_CSV), &rows(record))
 }
 
 /// The comparison the reports draw: the one that decides, or with every one deciding, the last
@@ -443,7 +440,7 @@ pub(crate) mod tests {
         assert_eq!((rows[5].n_tasks, rows[5].lower, rows[5].confidence), (20, 0.02, 0.975));
         let dir = tempfile::tempdir().unwrap();
         write_file(dir.path(), &record()).unwrap();
-        let text = std::fs::read_to_string(dir.path().join(FILE)).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(crate::outputs::SEQUENTIAL_CSV)).unwrap();
         assert!(
             text.starts_with(
                 "config_id,critic,arm_a,arm_b,look,tasks,n_tasks,estimate,lower,upper,confidence,verdict,decision,decides\n\

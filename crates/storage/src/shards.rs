@@ -36,12 +36,30 @@ impl std::fmt::Display for Shard {
 /// The folder of a sharded run holding each shard's own files.
 pub const SHARDS_DIR: &str = "shards";
 
-/// A run's two row tables.
-pub const TABLES: [&str; 2] = ["trajectories", "outcomes"];
+/// Every round of every loop.
+pub const TRAJECTORIES: &str = "trajectories";
+
+/// One row per loop and config.
+pub const OUTCOMES: &str = "outcomes";
+
+/// The held-out evaluators' verdicts, in a run that has evaluators.
+pub const EVALUATIONS: &str = "evaluations";
+
+/// A run's two row tables (a rescoring's too).
+pub const TABLES: [&str; 2] = [TRAJECTORIES, OUTCOMES];
 
 /// Every table a run may write: the two row tables, and `evaluations` when it has held-out
-/// evaluators.
-pub const ALL_TABLES: [&str; 3] = ["trajectories", "outcomes", "evaluations"];
+/// evaluators. The one list of the run's tables: the engine's layout, journal, part files,
+/// `--overwrite` and manifest read it.
+pub const ALL_TABLES: [&str; 3] = [TRAJECTORIES, OUTCOMES, EVALUATIONS];
+
+/// The one file of a table in each shard's partition.
+pub const PARTITION_FILE: &str = "part-0.parquet";
+
+/// The file of `table` in a run in one piece: `TABLE.parquet`.
+pub fn table_file(table: &str) -> String {
+    format!("{table}.parquet")
+}
 
 /// FNV-1a, 64 bits, of `bytes`.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -142,7 +160,7 @@ impl Shard {
 
     /// `RUN/TABLE/shard=I/part-0.parquet`.
     pub fn table_path(&self, run_dir: &Path, table: &str) -> PathBuf {
-        run_dir.join(table).join(format!("shard={}", self.index)).join("part-0.parquet")
+        run_dir.join(table).join(format!("shard={}", self.index)).join(PARTITION_FILE)
     }
 }
 
@@ -173,7 +191,7 @@ pub fn shard_indices(run_dir: &Path) -> Vec<u32> {
 /// order: `RUN/TABLE.parquet` for a run in one piece, else every `RUN/TABLE/shard=I/*.parquet`
 /// by shard index, then file name. Empty when the run has no such table.
 pub fn table_files(run_dir: &Path, table: &str) -> Vec<PathBuf> {
-    let single = run_dir.join(format!("{table}.parquet"));
+    let single = run_dir.join(table_file(table));
     if single.is_file() {
         return vec![single];
     }
@@ -205,10 +223,10 @@ pub fn table_files(run_dir: &Path, table: &str) -> Vec<PathBuf> {
 
 /// How a table is named in messages: `outcomes.parquet`, or `outcomes/shard=*/` for a sharded run.
 pub fn table_label(run_dir: &Path, table: &str) -> String {
-    if is_sharded(run_dir) && !run_dir.join(format!("{table}.parquet")).is_file() {
-        format!("{table}/shard=*/part-0.parquet")
+    if is_sharded(run_dir) && !run_dir.join(table_file(table)).is_file() {
+        format!("{table}/shard=*/{PARTITION_FILE}")
     } else {
-        format!("{table}.parquet")
+        table_file(table)
     }
 }
 

@@ -345,6 +345,11 @@ fn an_interrupted_rescoring_resumes_and_remakes_a_damaged_part() {
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(130), "{message}");
     assert!(message.contains("run the same command with --resume"), "{message}");
+    // As a run does: what is done is committed, and the work in flight gets its grace period.
+    assert!(
+        message.contains("the loops re-critiqued so far are committed; waiting up to 5 s for the loops in flight"),
+        "{message}"
+    );
     assert!(!rescored(&run, "stopped").join("manifest.json").exists(), "an interrupted rescoring is not finished");
 
     // Part 1 damaged since it was committed (same size, other bytes).

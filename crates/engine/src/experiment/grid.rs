@@ -1,7 +1,7 @@
 //! The `[policy]` table: each field a value or a list, swept as their cross product.
 
 use super::*;
-use crate::limits::{LimitError, MAX_REVISIONS, check_configs};
+use crate::experiment::limits::{LimitError, MAX_REVISIONS, check_configs};
 
 const POLICY_KEYS: [&str; 6] = ["pass_score", "max_revisions", "stall", "plateau_eps", "dim_target", "final"];
 

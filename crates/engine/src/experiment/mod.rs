@@ -83,7 +83,7 @@ pub struct Experiment {
     /// The thresholds and caps swept.
     pub sweep: Sweep,
     /// Strategy memory, for the `feedback+memory` arm.
-    pub memory: crate::memory::MemoryConfig,
+    pub memory: MemoryConfig,
     /// The policy grid: one entry per config, in a stable order.
     #[serde(serialize_with = "policy_tables")]
     pub policies: Vec<Policy>,
@@ -223,22 +223,25 @@ pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
 
 mod file;
 mod grid;
+pub mod limits;
+mod memory;
 mod pricing;
 mod resolve;
 mod sequential;
 
+pub use memory::MemoryConfig;
 pub use sequential::{Decides, SequentialError, SequentialSettings};
 
 pub use grid::PolicyError;
 pub use pricing::{DEFAULT_CURRENCY, Pricing, PricingError, pricing_warnings};
 pub use resolve::{AdjudicateError, CriticProblem, ResolveError};
 
-pub use crate::limits::MAX_JUDGE_REPEATS;
+pub use crate::experiment::limits::MAX_JUDGE_REPEATS;
 
 impl Experiment {
-    /// What each task's loops are made of, for the bounds of [`crate::limits`].
-    pub fn task_shape(&self) -> crate::limits::TaskShape<'_> {
-        crate::limits::TaskShape {
+    /// What each task's loops are made of, for the bounds of [`crate::experiment::limits`].
+    pub fn task_shape(&self) -> crate::experiment::limits::TaskShape<'_> {
+        crate::experiment::limits::TaskShape {
             critics: self.critics.len(),
             epochs: self.epochs,
             arms: &self.arms,

@@ -6,7 +6,7 @@ use super::grid::policy_grid;
 use super::pricing::PricingError;
 use super::sequential::SequentialError;
 use super::*;
-use crate::limits::{self, LimitError};
+use crate::experiment::limits::{self, LimitError};
 
 /// Valid TOML whose settings do not fit together: each message names the key at fault and says
 /// what to give instead.
@@ -308,7 +308,7 @@ impl Experiment {
                 JudgeSettings { repeats: section.repeats, datasets, out: section.out.as_deref().map(relative) }
             }
         };
-        let mut memory = crate::memory::MemoryConfig::default();
+        let mut memory = MemoryConfig::default();
         if let Some(section) = file.memory {
             if let Some(fraction) = section.learn_fraction {
                 if !(fraction > 0.0 && fraction < 1.0) {

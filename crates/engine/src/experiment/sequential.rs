@@ -1,6 +1,6 @@
 //! The `[sequential]` table: a run that stops admitting tasks once its comparison is settled
 //! (docs/REFERENCE.md, Sequential runs). Resolved here against the experiment's arms, configs and
-//! critics; the run itself is `crate::sequential`.
+//! critics; the run itself is `crate::run::sequential`.
 
 use critbench_stats::sequential::{Monitor, MonitorError, Rule, Settle};
 

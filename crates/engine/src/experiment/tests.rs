@@ -1,3 +1,5 @@
+//! The experiment file's tests: defaults, resolution, limits and the messages that name the key.
+
 use std::time::Duration;
 
 use critbench_core::ScoreRange;
@@ -186,7 +188,7 @@ fn critic_isolation_mistakes_name_the_key() {
 
 #[test]
 fn thresholds_outside_a_critics_range_are_warnings_once_per_value() {
-    use crate::plan::{POLICY_KEYS, threshold_warnings};
+    use crate::run::plan::{POLICY_KEYS, threshold_warnings};
     let e = load(&format!(
         "{MINIMAL}[policy]\npass_score = [-1, 8, 10, 11]\nmax_revisions = [1, 3]\ndim_target = [50, 5]\n"
     ))
@@ -538,4 +540,19 @@ fn a_pricing_file_that_cannot_be_read_or_parsed_is_named_with_its_line() {
     let message = load_with(&bad);
     let expected = format!("{}: --pricing {}, line 2: ", path.display(), bad.display());
     assert!(message.starts_with(&expected), "{message}");
+}
+
+#[test]
+fn a_toml_error_keeps_its_line_and_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.toml");
+    std::fs::write(&path, "name = \"x\"\n\nbackend = = \"sim\"\n").unwrap();
+    let error = Experiment::load(&path, &Overrides::default()).unwrap_err();
+    let EngineError::Experiment { problem, .. } = &error else { panic!("{error}") };
+    assert_eq!(problem.line(), Some(3), "{error}");
+    assert!(matches!(problem, ExperimentProblem::Toml { .. }));
+    assert!(error.to_string().contains("line 3"), "{error}");
+    let missing = Experiment::load(&dir.path().join("none.toml"), &Overrides::default()).unwrap_err();
+    let EngineError::Experiment { problem, .. } = &missing else { panic!("{missing}") };
+    assert!(std::error::Error::source(problem).is_some(), "the io::Error is kept");
 }

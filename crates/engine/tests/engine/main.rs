@@ -4,4 +4,5 @@
 //! most of what building the tests costs on a small machine.
 
 mod experiments;
+mod layout;
 mod seed001;

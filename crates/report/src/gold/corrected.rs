@@ -510,14 +510,10 @@ impl Corrected {
 
     /// Writes `corrected.csv` and `corrected_comparisons.csv` into `run_dir`.
     pub(crate) fn write_files(&self, run_dir: &Path) -> Result<(), ReportError> {
-        write_csv(&run_dir.join(CORRECTED_FILE), &self.rows)?;
-        write_csv(&run_dir.join(CORRECTED_COMPARISONS_FILE), &self.comparisons)
+        write_csv(&run_dir.join(crate::outputs::CORRECTED_CSV), &self.rows)?;
+        write_csv(&run_dir.join(crate::outputs::CORRECTED_COMPARISONS_CSV), &self.comparisons)
     }
 }
-
-/// The files `report --labels` writes beside the summaries.
-pub const CORRECTED_FILE: &str = "corrected.csv";
-pub const CORRECTED_COMPARISONS_FILE: &str = "corrected_comparisons.csv";
 
 /// A CSV of `rows`, with its header line even when there are none, written atomically.
 fn write_csv<T: Serialize + Default>(path: &Path, rows: &[T]) -> Result<(), ReportError> {

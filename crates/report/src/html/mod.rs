@@ -71,7 +71,7 @@ pub(crate) fn write_html(
 ) -> Result<(), ReportError> {
     let policies = manifest.map_or(&[][..], |m| &m.experiment.policies[..]);
     let html = render_page(report, rounds.as_deref(), &pass_scores(manifest), policies, pairs, corrected);
-    let path = run_dir.join("report.html");
+    let path = run_dir.join(crate::outputs::REPORT_HTML);
     critbench_storage::files::write_atomically(&path, html.as_bytes())
         .map_err(|source| ReportError::Write { path, source })
 }

@@ -194,6 +194,7 @@ mod tests {
     use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter};
 
     use super::*;
+    use critbench_core::Arm;
 
     #[test]
     fn every_column_read_is_a_declared_column_of_its_table() {

@@ -192,6 +192,6 @@ pub(crate) fn summarize_files(
 
 /// Writes `summary.csv` and `comparisons.csv`.
 pub(crate) fn write_files(run_dir: &Path, summary: &Summary) -> Result<(), ReportError> {
-    write_csv(&run_dir.join("summary.csv"), &summary.rows)?;
-    write_csv(&run_dir.join("comparisons.csv"), &summary.comparisons)
+    write_csv(&run_dir.join(crate::outputs::SUMMARY_CSV), &summary.rows)?;
+    write_csv(&run_dir.join(crate::outputs::COMPARISONS_CSV), &summary.comparisons)
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use critbench_storage::recorded::read_recorded_loops;
 use critbench_storage::tables::{OutcomeRow, OutcomeWriter};
 
-use super::directories::{run, scripted};
+use super::directories::{run, scripted, snapshot};
 use crate::common::*;
 
 /// Tasks of the resumable fixture: enough for dozens of committed parts, few enough that a resume
@@ -191,6 +191,20 @@ fn damaged_committed_parts_and_journal_lines_are_recomputed_and_the_run_ends_as_
         }
         assert_same_run(&fixture.whole, &copy, case);
     }
+
+    // Progress another critbench wrote is not read: refused, naming what wrote it, and nothing
+    // of it changed.
+    let copy = copy_of(&fixture, "other-critbench");
+    let run_json = copy.join("in-progress/run.json");
+    let text = std::fs::read_to_string(&run_json).unwrap();
+    let ours = format!("\"critbench_version\": \"{}\"", env!("CARGO_PKG_VERSION"));
+    assert!(text.contains(&ours), "{text}");
+    std::fs::write(&run_json, text.replace(&ours, "\"critbench_version\": \"0.0.0-earlier\"")).unwrap();
+    let before = snapshot(&copy);
+    let refused = usage_error(resume(&fixture, &copy), fixture.dir.path());
+    assert!(refused.contains("in-progress/run.json was written by critbench 0.0.0-earlier"), "{refused}");
+    assert!(refused.contains("--overwrite"), "{refused}");
+    assert_eq!(snapshot(&copy), before, "a refused resume changes nothing");
 }
 
 /// Every file of the progress folder, damaged in turn (bytes flipped, cut short, removed): the

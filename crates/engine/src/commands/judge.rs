@@ -1,0 +1,128 @@
+//! `critbench judge` from an experiment file: the experiment's critics, datasets and pass rule
+//! resolved into a [`JudgeSpec`], the `[openai]` table's judge model offered to plugins as `chat`,
+//! and the judge run.
+
+use std::path::PathBuf;
+
+use critbench_critic_benchmark::{JudgeOutcome, JudgeSpec};
+use critbench_plugin_host::IsolationMode;
+
+use crate::EngineError;
+use crate::experiment::{Experiment, MAX_JUDGE_REPEATS};
+use crate::run::chat::plugin_host;
+use critbench_openai::usage::UsageReport;
+
+/// What the command line sets over the experiment file.
+#[derive(Clone, Debug, Default)]
+pub struct JudgeOverrides {
+    /// Labeled datasets instead of the `[judge]` table's or the experiment's.
+    pub datasets: Vec<PathBuf>,
+    /// The output directory instead of the `[judge]` table's or the experiment's `out`.
+    pub out: Option<PathBuf>,
+    /// Critiques of each draft instead of `[judge] repeats`.
+    pub repeats: Option<u32>,
+    /// Replace the critic benchmark already in the output directory.
+    pub overwrite: bool,
+}
+
+/// A judge run resolved from an experiment, and what the user is told before it starts.
+#[derive(Debug)]
+pub struct JudgeSetup {
+    /// What the judge runs.
+    pub spec: JudgeSpec,
+    /// Replace the critic benchmark already in the output directory.
+    pub overwrite: bool,
+    /// Settings of the experiment that `critbench judge` does not apply.
+    pub warnings: Vec<String>,
+}
+
+/// What a finished judge reports back.
+#[derive(Debug)]
+pub struct JudgeRun {
+    /// What the judge wrote and measured.
+    pub outcome: JudgeOutcome,
+    /// What the judge model did, when the experiment has an `[openai]` table.
+    pub model_usage: Option<UsageReport>,
+}
+
+/// Resolves the judge of `experiment`: the command line first, then the `[judge]` table, then the
+/// experiment's own settings. `critbench judge` calls plugin libraries in-process only.
+pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Result<JudgeSetup, EngineError> {
+    if let Some(repeats) = overrides.repeats
+        && !(1..=MAX_JUDGE_REPEATS).contains(&repeats)
+    {
+        return Err(JudgeSetupError::Repeats { max: MAX_JUDGE_REPEATS }.into());
+    }
+    if let Some(critic) = experiment.critics.iter().find(|c| c.command.is_some()) {
+        return Err(JudgeSetupError::CommandCritic { critic: critic.name.clone() }.into());
+    }
+    let mut warnings = Vec::new();
+    let mut critics = experiment.critics.clone();
+    for critic in critics.iter_mut().filter(|c| c.isolation == IsolationMode::Process) {
+        warnings.push(format!(
+            "critic `{}`: `critbench judge` runs plugins in-process; isolation = \"process\" applies to `critbench run`",
+            critic.name
+        ));
+        critic.isolation = IsolationMode::InProcess;
+    }
+    let datasets = if !overrides.datasets.is_empty() {
+        overrides.datasets.clone()
+    } else {
+        experiment.judge.datasets.clone().unwrap_or_else(|| experiment.datasets.clone())
+    };
+    let out = overrides.out.clone().or_else(|| experiment.judge.out.clone()).unwrap_or_else(|| experiment.out.clone());
+    let spec = JudgeSpec {
+        name: experiment.name.clone(),
+        experiment_path: experiment.path.clone(),
+        datasets,
+        on_bad_row: experiment.on_bad_row,
+        critics,
+        policy: experiment.policies[0].clone(),
+        grid_size: experiment.policies.len(),
+        repeats: overrides.repeats.unwrap_or(experiment.judge.repeats),
+        attempts: experiment.critic_attempts,
+        seed: experiment.seed,
+        out,
+        plugin_dirs: experiment.plugin_dirs.clone(),
+        jobs: experiment.blocking_jobs(),
+        // The run's services are offered when the judge starts (`judge_experiment`).
+        host: Default::default(),
+    };
+    Ok(JudgeSetup { spec, overwrite: overrides.overwrite, warnings })
+}
+
+/// Runs `spec` for `experiment`, with the experiment's judge model (its `[openai]` table) offered
+/// to plugins such as `llm-judge` as the `chat` service.
+pub fn judge_experiment(
+    experiment: &Experiment,
+    mut spec: JudgeSpec,
+    overwrite: bool,
+) -> Result<JudgeRun, EngineError> {
+    let layout = crate::run_dir::Layout::new(&spec.out, None);
+    let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Judge { overwrite })?;
+    let session = crate::run::start_session(experiment)?;
+    spec.host = plugin_host(session.as_ref());
+    let outcome = critbench_critic_benchmark::judge(&spec)?;
+    let model_usage = session.map(|s| s.client.report());
+    Ok(JudgeRun { outcome, model_usage })
+}
+
+/// Why `critbench judge` cannot be set up from an experiment (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeSetupError {
+    /// `--repeats` out of range.
+    #[error("--repeats must be from 1 to {max}")]
+    Repeats {
+        /// The largest number allowed.
+        max: u32,
+    },
+    /// A `command` critic, which `critbench judge` cannot run.
+    #[error(
+        "critic `{critic}` is a `command` critic; `critbench judge` runs plugin libraries in-process only \
+         (use `critbench run` for command critics)"
+    )]
+    CommandCritic {
+        /// The critic's name.
+        critic: String,
+    },
+}

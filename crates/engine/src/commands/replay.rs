@@ -1,0 +1,443 @@
+//! `critbench replay`: evaluates new policies on a finished run's recorded loops, without calling
+//! any model or critic. Exact, because the author never sees the policy: a policy's outcome is
+//! where it stops on the recording, and its best draft is the best of that prefix.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use critbench_core::{Arm, FinalDraft, Policy, PolicyGrid, RoundScore, ScoreRange};
+use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
+use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
+
+use crate::EngineError;
+use crate::experiment::limits;
+use crate::run::emit::{LoopLabels, effective_policy, emit_loop, round_score};
+use crate::run::plan::{ThresholdNames, threshold_warnings};
+use critbench_storage::clock;
+use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
+use critbench_storage::shards;
+
+/// What a replay wrote.
+#[derive(Debug)]
+pub struct ReplaySummary {
+    /// The new run's directory.
+    pub out_dir: PathBuf,
+    /// Loops replayed.
+    pub loops: u64,
+    /// Critiques in the outputs.
+    pub critiques: u64,
+    /// The new run's report.
+    pub report: critbench_report::Report,
+    /// Thresholds outside a recorded critic's score range (also in the new manifest).
+    pub warnings: Vec<String>,
+}
+
+/// The values a replay's flags give for each key of the policy grid; `None` for a key the flags
+/// leave out, which then keeps the run's own values ([`replay_grid`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplayFlags {
+    /// `--pass-score`.
+    pub pass_score: Option<Vec<f64>>,
+    /// `--max-revisions`.
+    pub max_revisions: Option<Vec<u32>>,
+    /// `--stall`.
+    pub stall: Option<Vec<bool>>,
+    /// `--plateau-eps`.
+    pub plateau_eps: Option<Vec<f64>>,
+    /// `--dim-target` (`None` in the list for no target).
+    pub dim_target: Option<Vec<Option<f64>>>,
+    /// `--final-draft`.
+    pub final_draft: Option<Vec<FinalDraft>>,
+}
+
+/// The grid a replay of the run in `run_dir` evaluates: each key the flags give, and for every
+/// other key the values the run's own configs had (its manifest's policies, in the order they
+/// first appear), so that `--max-revisions 5` on a run made at `pass_score = [7, 9]` replays
+/// `p7-r5` and `p9-r5`. A run without a manifest falls back to the built-in defaults. Values
+/// outside what the run recorded are refused when the grid is replayed ([`replay_run`]).
+pub fn replay_grid(run_dir: &Path, flags: &ReplayFlags) -> Result<PolicyGrid, EngineError> {
+    let manifest = Manifest::read(run_dir).map_err(ReplayError::from)?;
+    let recorded = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
+    let defaults = Policy::default();
+    // The distinct values of one key over the run's configs; the default when it recorded none.
+    fn values<T: PartialEq + Clone>(recorded: impl Iterator<Item = Option<T>>, default: T) -> Vec<T> {
+        let mut seen: Vec<T> = Vec::new();
+        for value in recorded.flatten() {
+            if !seen.contains(&value) {
+                seen.push(value);
+            }
+        }
+        if seen.is_empty() { vec![default] } else { seen }
+    }
+    let field = |p: &critbench_storage::manifest::PolicyRecord, key: &str| p.rest.get(key).cloned();
+    Ok(PolicyGrid {
+        pass_score: flags
+            .pass_score
+            .clone()
+            .unwrap_or_else(|| values(recorded.iter().map(|p| Some(p.pass_score)), defaults.pass_score)),
+        max_revisions: flags
+            .max_revisions
+            .clone()
+            .unwrap_or_else(|| values(recorded.iter().map(|p| Some(p.max_revisions)), defaults.max_revisions)),
+        stall: flags.stall.clone().unwrap_or_else(|| {
+            values(recorded.iter().map(|p| field(p, "stall").and_then(|v| v.as_bool())), defaults.stall)
+        }),
+        plateau_eps: flags.plateau_eps.clone().unwrap_or_else(|| {
+            values(recorded.iter().map(|p| field(p, "plateau_eps").and_then(|v| v.as_f64())), defaults.plateau_eps)
+        }),
+        dim_target: flags.dim_target.clone().unwrap_or_else(|| {
+            // A recorded `null` is a value too: no dimension target.
+            values(recorded.iter().map(|p| field(p, "dim_target").map(|v| v.as_f64())), defaults.dim_target)
+        }),
+        final_draft: flags.final_draft.clone().unwrap_or_else(|| {
+            let parse = |v: serde_json::Value| match v.as_str() {
+                Some("last") => Some(FinalDraft::Last),
+                Some("best") => Some(FinalDraft::Best),
+                _ => None,
+            };
+            values(recorded.iter().map(|p| field(p, "final").and_then(parse)), defaults.final_draft)
+        }),
+    })
+}
+
+/// The replay flags' names, for warnings.
+const REPLAY_FLAGS: ThresholdNames = ThresholdNames { pass_score: "--pass-score", dim_target: "--dim-target" };
+
+/// The policies of a replay grid, checked: every `plateau_eps` finite and ≥ 0, every score
+/// finite, no config twice, the experiment file's bounds on revisions and configs. The messages
+/// name the `critbench replay` flags.
+pub fn replay_policies(grid: &PolicyGrid) -> Result<Vec<Policy>, ReplayError> {
+    limits::check_revisions("--max-revisions", grid.max_revisions.iter().map(|&cap| u64::from(cap)))?;
+    let lengths = [
+        grid.pass_score.len(),
+        grid.max_revisions.len(),
+        grid.stall.len(),
+        grid.plateau_eps.len(),
+        grid.dim_target.len(),
+        grid.final_draft.len(),
+    ];
+    limits::check_configs("the replay flags", &lengths)?;
+    if let Some(&eps) = grid.plateau_eps.iter().find(|e| !(e.is_finite() && **e >= 0.0)) {
+        return Err(ReplayError::PlateauEps(eps));
+    }
+    let targets = grid.dim_target.iter().flatten();
+    if let Some(&value) = grid.pass_score.iter().chain(targets).find(|v| !v.is_finite()) {
+        return Err(ReplayError::NotFinite(value));
+    }
+    grid.policies().map_err(ReplayError::Repeated)
+}
+
+/// Replays `policies` on the loops recorded in `run_dir` and writes a new run directory `out`
+/// (claimed as [`crate::run_dir::claim`] does: never the source, another run unless `overwrite`,
+/// or a user's folder).
+pub fn replay_run(
+    run_dir: &Path,
+    policies: &[Policy],
+    out: &Path,
+    overwrite: bool,
+) -> Result<ReplaySummary, EngineError> {
+    let started = Instant::now();
+    let (started_iso, started_compact) = clock::utc_stamps(SystemTime::now());
+    let not_a_run = |reason: NotARun| ReplayError::NotARun { dir: run_dir.to_path_buf(), reason };
+    if let Some(message) = critbench_storage::manifest::unmerged(run_dir) {
+        return Err(not_a_run(NotARun::Unmerged(message)).into());
+    }
+    // Every recorded round is read: the tables must be the ones the run wrote.
+    critbench_report::check_tables(run_dir)?;
+    let trajectories_files = shards::table_files(run_dir, shards::TRAJECTORIES);
+    let outcomes_files = shards::table_files(run_dir, shards::OUTCOMES);
+    for (table, files) in [(shards::TRAJECTORIES, &trajectories_files), (shards::OUTCOMES, &outcomes_files)] {
+        if files.is_empty() {
+            return Err(not_a_run(NotARun::Missing(shards::table_file(table))).into());
+        }
+    }
+    let mut metas: HashMap<(String, String), String> = HashMap::new();
+    for path in &outcomes_files {
+        metas.extend(read_outcome_metas(path).map_err(|e| not_a_run(e.into()))?);
+    }
+    let manifest = Manifest::read(run_dir).map_err(ReplayError::from)?;
+    let dependent: Vec<String> = manifest
+        .iter()
+        .flat_map(|m| m.plugins.iter())
+        .filter(|p| p.policy_dependent)
+        .map(|p| p.critic.clone())
+        .collect();
+    if !dependent.is_empty() {
+        return Err(ReplayError::PolicyDependent { dir: run_dir.to_path_buf(), critics: dependent }.into());
+    }
+    let name = manifest.as_ref().map_or_else(|| "run".to_string(), |m| m.experiment.name.clone());
+    // The same rule as a run's: a threshold outside a critic's range is replayed, with a warning.
+    let mut warnings: Vec<String> = manifest
+        .iter()
+        .flat_map(|m| m.plugins.iter())
+        .flat_map(|p| {
+            let range = ScoreRange { min: p.score_range[0], max: p.score_range[1] };
+            threshold_warnings(&p.critic, range, policies, &REPLAY_FLAGS)
+        })
+        .collect();
+    if !shards::table_files(run_dir, shards::EVALUATIONS).is_empty() {
+        warnings.push(
+            "the run's held-out evaluations are not replayed: a new policy may return drafts no evaluator judged \
+             (the replay has no evaluations.parquet); run the experiment with the new grid to evaluate them"
+                .into(),
+        );
+    }
+
+    // Every loop must reach each policy's stop inside what was recorded: a first pass over the
+    // recording checks that before anything is written. Both passes stream loop by loop.
+    let check = |recorded: &RecordedLoop| -> Result<(Arm, Vec<RoundScore>), EngineError> {
+        let arm = recorded.arm;
+        if recorded.adjudicated {
+            // The adjudicator is a model: a new policy's final draft may be one it never saw.
+            return Err(ReplayError::Adjudicated { dir: run_dir.to_path_buf(), arm: recorded.arm }.into());
+        }
+        let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
+        for policy in policies {
+            if critbench_core::stop_point(&loop_scores, &effective_policy(policy, arm)).is_none() {
+                return Err(ReplayError::BeyondRecording {
+                    config_id: policy.config_id(),
+                    task_id: recorded.task_id.clone(),
+                    arm: recorded.arm,
+                    critic: recorded.critic.clone(),
+                    epoch: recorded.epoch,
+                    rounds: recorded.rounds.len(),
+                    recorded_cap: manifest
+                        .as_ref()
+                        .and_then(|m| m.experiment.policies.iter().map(|p| p.max_revisions).max()),
+                }
+                .into());
+            }
+        }
+        Ok((arm, loop_scores))
+    };
+    // The first error of a pass, kept aside: the reader's callback speaks strings.
+    let mut failure: Option<EngineError> = None;
+    let read = trajectories_files.iter().try_for_each(|path| {
+        for_each_recorded_loop(path, |recorded| match check(&recorded) {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let message = error.to_string();
+                failure = Some(error);
+                Err(message)
+            }
+        })
+    });
+    if let Some(error) = failure.take() {
+        return Err(error);
+    }
+    read.map_err(|e| not_a_run(e.into()))?;
+
+    let layout = crate::run_dir::Layout::new(out, None);
+    let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Replay { source: run_dir, overwrite })?;
+    let run_id = format!("{name}-replay-{started_compact}");
+    // Written aside and renamed into place once whole.
+    let (asides, paths) = critbench_storage::files::Asides::new(vec![
+        out.join(shards::table_file(shards::TRAJECTORIES)),
+        out.join(shards::table_file(shards::OUTCOMES)),
+    ]);
+    let mut trajectories = TrajectoryWriter::create(&paths[0])?;
+    let mut outcomes = OutcomeWriter::create(&paths[1])?;
+    let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
+    let (mut written_loops, mut critiques) = (0u64, 0u64);
+    let mut meta_key = (String::new(), String::new());
+    // A replayed config costs what its rounds cost when they were recorded, at the run's prices.
+    let prices =
+        crate::run::cost::RolePrices::recorded(manifest.as_ref().and_then(|m| m.experiment.rest.get("openai")));
+    let mut each = |recorded: RecordedLoop| {
+        let result = (|| -> Result<(), EngineError> {
+            let (arm, loop_scores) = check(&recorded)?;
+            meta_key.0.clone_from(&recorded.critic);
+            meta_key.1.clone_from(&recorded.task_id);
+            let labels = LoopLabels {
+                run_id: &run_id,
+                critic: &recorded.critic,
+                arm,
+                task_id: &recorded.task_id,
+                kind: recorded.kind.as_deref(),
+                epoch: recorded.epoch,
+                meta: metas.get(&meta_key).map(String::as_str),
+                prices: &prices,
+            };
+            for (policy, config_id) in policies.iter().zip(&config_ids) {
+                let (_, rounds) = emit_loop(
+                    &labels,
+                    &recorded.rounds,
+                    &loop_scores,
+                    &[],
+                    policy,
+                    config_id,
+                    &mut trajectories,
+                    &mut outcomes,
+                )?
+                .expect("every policy was checked to stop within the recording");
+                written_loops += 1;
+                critiques += rounds as u64;
+            }
+            Ok(())
+        })();
+        result.map_err(|error| {
+            let message = error.to_string();
+            failure = Some(error);
+            message
+        })
+    };
+    let read = trajectories_files.iter().try_for_each(|path| for_each_recorded_loop(path, &mut each));
+    if let Some(error) = failure.take() {
+        return Err(error);
+    }
+    read.map_err(|e| not_a_run(e.into()))?;
+    trajectories.close()?;
+    outcomes.close()?;
+    asides.commit().map_err(|source| EngineError::Io {
+        context: format!("cannot write the tables in {}", out.display()),
+        source,
+    })?;
+
+    let (finished_iso, _) = clock::utc_stamps(SystemTime::now());
+    let recording = manifest.as_ref().map(|m| &m.experiment);
+    let manifest_out = Manifest {
+        manifest_version: critbench_storage::manifest::MANIFEST_VERSION,
+        schema_version: critbench_storage::SCHEMA_VERSION,
+        critbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: run_id.clone(),
+        replayed_from: Some(run_dir.to_path_buf()),
+        source_run_id: manifest.as_ref().map(|m| m.run_id.clone()),
+        experiment: ExperimentRecord {
+            name,
+            policies: policies
+                .iter()
+                .map(|p| serde_json::from_value(crate::experiment::policy_json(p)).expect("a policy record"))
+                .collect(),
+            critics: recording.map(|e| e.critics.clone()).unwrap_or_default(),
+            // Every recorded loop is replayed under every policy, so each task has the recording's
+            // epochs × arms loops per config: the summary closes a task once they have arrived.
+            epochs: recording.and_then(|e| e.epochs),
+            arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
+            adjudicate: Vec::new(),
+            // The recording's backend and seed: what the reports say of the backend, and the seed
+            // a bootstrap that resamples draws from (with the data), are the run's.
+            rest: recording
+                .map(|e| {
+                    e.rest
+                        .iter()
+                        .filter(|(key, _)| matches!(key.as_str(), "backend" | "seed"))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        },
+        sweep: "replay".into(),
+        calls: Calls { generator: 0, critic: 0, direct_equivalent: critiques, saved: critiques, ratio: 0.0 },
+        started_at: started_iso,
+        finished_at: finished_iso,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        loops: written_loops,
+        critiques,
+        tables: crate::run_dir::layout::table_records(&layout)?,
+        warnings: warnings.clone(),
+        ..Manifest::default()
+    };
+    manifest_out.write(out).map_err(|source| EngineError::Io {
+        context: format!("cannot write {}", out.join(critbench_storage::manifest::MANIFEST_FILE).display()),
+        source,
+    })?;
+    let report = critbench_report::write_reports_trusted(out)?;
+    Ok(ReplaySummary { out_dir: out.to_path_buf(), loops: written_loops, critiques, report, warnings })
+}
+
+/// Why a replay cannot run. Every one is the user's to fix (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// A negative or not-a-number `--plateau-eps`.
+    #[error("--plateau-eps {0}: must be a number ≥ 0")]
+    PlateauEps(f64),
+    /// A `--pass-score` or `--dim-target` that is infinite or not a number.
+    #[error("{0} is not a finite number")]
+    NotFinite(f64),
+    /// Two configs of the replayed grid are the same.
+    #[error("config {} is listed twice", .0.config_id)]
+    Repeated(critbench_core::RepeatedConfig),
+    /// A flag past the bounds the experiment file has too.
+    #[error(transparent)]
+    Limit(#[from] crate::experiment::limits::LimitError),
+    /// The directory is not a run that can be replayed.
+    #[error(
+        "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",
+        dir.display()
+    )]
+    NotARun {
+        /// The directory given.
+        dir: PathBuf,
+        /// What is missing or wrong in it.
+        reason: NotARun,
+    },
+    /// The run's `manifest.json` cannot be read.
+    #[error(transparent)]
+    Manifest(#[from] critbench_storage::manifest::ManifestError),
+    /// The run's critics' critiques depend on the policy, so its rounds cannot be replayed.
+    #[error(
+        "cannot replay {}: critic(s) {} say their critiques depend on the loop policy, so the recorded \
+         rounds would not be what another policy sees; run the experiment again with the new policy",
+        dir.display(),
+        critics.join(", ")
+    )]
+    PolicyDependent {
+        /// The run directory.
+        dir: PathBuf,
+        /// The critics that say so.
+        critics: Vec<String>,
+    },
+    /// The run's loops end with an adjudicator's pass, which replay cannot redo.
+    #[error(
+        "cannot replay {}: its {arm} loops end with the adjudicator's pass (`adjudicate` in the experiment), \
+         and replay calls no model to adjudicate the final draft a new policy would return; run the \
+         experiment again with the new policy grid in [policy] (a grid in one run is replayed exactly, \
+         adjudication included)",
+        dir.display()
+    )]
+    Adjudicated {
+        /// The run directory.
+        dir: PathBuf,
+        /// An adjudicated arm.
+        arm: critbench_core::Arm,
+    },
+    /// A replayed policy would revise past the rounds the run recorded.
+    #[error(
+        "config {config_id} goes beyond what the run recorded: task `{task_id}` ({arm} × {critic} × epoch {epoch}) \
+         was recorded for {rounds} round(s) only, and this policy would still revise after the last of them. \
+         Replay evaluates policies that stop within the recording{}; run the experiment with a larger \
+         max_revisions to record more",
+        recorded_cap.map(|cap| format!(" (the run's configs go up to max_revisions = {cap})")).unwrap_or_default()
+    )]
+    BeyondRecording {
+        /// The replayed config.
+        config_id: String,
+        /// The loop's task.
+        task_id: String,
+        /// The loop's arm.
+        arm: critbench_core::Arm,
+        /// The loop's critic.
+        critic: String,
+        /// The loop's epoch.
+        epoch: u32,
+        /// How many rounds were recorded.
+        rounds: usize,
+        /// The largest `max_revisions` of the recorded run's grid, when its manifest says.
+        recorded_cap: Option<u32>,
+    },
+}
+
+/// What is wrong with a directory given to replay.
+#[derive(Debug, thiserror::Error)]
+pub enum NotARun {
+    /// A file of the run is missing (its name).
+    #[error("{0} is missing")]
+    Missing(String),
+    /// A sharded run whose shards are not merged yet: the text says what to run.
+    #[error("{0}")]
+    Unmerged(String),
+    /// A table of the run cannot be read.
+    #[error(transparent)]
+    Unreadable(#[from] critbench_storage::tables::StorageError),
+}

@@ -1,0 +1,217 @@
+//! Turns one recorded loop into the rows one policy would have produced: its decisions, its stop,
+//! its best draft. Runs (direct or replayed) and `critbench replay` all write through here, so
+//! the tables look the same however they were made.
+
+use critbench_core::{Arm, BestDraft, Decision, ExitReason, FinalDraft, Policy, RoundScore, decide};
+use critbench_storage::recorded::RecordedRound;
+
+use crate::run::adjudicate::Adjudication;
+use critbench_storage::tables::{
+    OutcomeBatches, OutcomeRow, OutcomeWriter, RowDecision, StorageError, TrajectoryBatches, TrajectoryRow,
+    TrajectoryWriter,
+};
+
+/// Where [`emit_loop`] puts trajectory rows: a table's writer (a replay), or the batches a loop
+/// worker builds of its chunk (a run), appended to the file by the sink.
+pub trait PushTrajectory {
+    fn push_row(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError>;
+}
+
+impl PushTrajectory for TrajectoryWriter {
+    fn push_row(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError> {
+        self.push(row)
+    }
+}
+
+impl PushTrajectory for TrajectoryBatches {
+    fn push_row(&mut self, row: &TrajectoryRow<'_>) -> Result<(), StorageError> {
+        self.push(row);
+        Ok(())
+    }
+}
+
+/// Where [`emit_loop`] puts outcome rows, as [`PushTrajectory`].
+pub trait PushOutcome {
+    fn push_row(&mut self, row: OutcomeRow) -> Result<(), StorageError>;
+}
+
+impl PushOutcome for OutcomeWriter {
+    fn push_row(&mut self, row: OutcomeRow) -> Result<(), StorageError> {
+        self.push(row)
+    }
+}
+
+impl PushOutcome for OutcomeBatches {
+    fn push_row(&mut self, row: OutcomeRow) -> Result<(), StorageError> {
+        self.push(row);
+        Ok(())
+    }
+}
+
+/// What the policy needs from a recorded round.
+pub fn round_score(round: &RecordedRound) -> RoundScore {
+    round.critique.round_score(round.critic_error.is_some())
+}
+
+/// The policy a loop of `arm` runs under: the single arm is the loop without revisions.
+pub fn effective_policy(policy: &Policy, arm: Arm) -> Policy {
+    if arm == Arm::Single { Policy { max_revisions: 0, ..policy.clone() } } else { policy.clone() }
+}
+
+/// Identifies the loop in the output rows.
+pub struct LoopLabels<'a> {
+    pub run_id: &'a str,
+    pub critic: &'a str,
+    pub arm: Arm,
+    pub task_id: &'a str,
+    pub kind: Option<&'a str>,
+    pub epoch: u32,
+    pub meta: Option<&'a str>,
+    /// The run's prices, for the loop's `cost`.
+    pub prices: &'a crate::run::cost::RolePrices,
+}
+
+/// Writes the rows `policy` (labelled `config_id`) produces on `rounds` and returns whether the
+/// loop passed, with the number of rounds it used. `None` when the recording ends before the
+/// policy stops. `adjudications` holds the loop's adjudicated final drafts when its arm
+/// adjudicates: the policy's is written as one more row and in the outcome's adjudicated columns.
+#[allow(clippy::too_many_arguments)]
+pub fn emit_loop(
+    labels: &LoopLabels<'_>,
+    rounds: &[RecordedRound],
+    scores: &[RoundScore],
+    adjudications: &[Adjudication],
+    grid_policy: &Policy,
+    config_id: &str,
+    trajectories: &mut impl PushTrajectory,
+    outcomes: &mut impl PushOutcome,
+) -> Result<Option<(bool, usize)>, StorageError> {
+    let policy = effective_policy(grid_policy, labels.arm);
+    let Some((stop, exit)) = critbench_core::stop_point(scores, &policy) else { return Ok(None) };
+    let best = critbench_core::best_round(&scores[..=stop]).expect("a stopped loop has a round");
+    let mut running_best: Option<BestDraft> = None;
+    let mut last_row = None;
+    for (index, round) in rounds[..=stop].iter().enumerate() {
+        let score = scores[index];
+        match &mut running_best {
+            None => running_best = Some(BestDraft::first(&score)),
+            Some(b) => {
+                b.observe(index, &score);
+            }
+        }
+        let decision = if index == stop { Decision::Stop(exit) } else { Decision::Revise };
+        debug_assert_eq!(decide(&scores[..=index], &policy), decision);
+        let row = TrajectoryRow {
+            run_id: labels.run_id,
+            config_id,
+            arm: labels.arm,
+            critic: labels.critic,
+            task_id: labels.task_id,
+            kind: labels.kind,
+            epoch: labels.epoch,
+            round: index as u32,
+            revisions: index as u32,
+            critique: std::borrow::Cow::Borrowed(&round.critique),
+            passed: score.meets_pass_rule(&policy),
+            decision: RowDecision::Policy(decision),
+            is_best: index == best.round,
+            best_score: running_best.map(|b| b.score).unwrap_or(score.score),
+            draft_chars: round.draft_chars,
+            draft: round.draft.as_deref(),
+            gen_ms: round.gen_ms,
+            critic_ms: round.critic_ms,
+            critic_attempts: round.critic_attempts,
+            critic_error: round.critic_error.as_deref(),
+            tokens_in: round.tokens_in,
+            tokens_out: round.tokens_out,
+            critic_tokens_in: round.critic_tokens_in,
+            critic_tokens_out: round.critic_tokens_out,
+            acted_on_critique: round.acted_on_critique,
+        };
+        trajectories.push_row(&row)?;
+        last_row = Some(row);
+    }
+    let final_round = match policy.final_draft {
+        FinalDraft::Best => best.round,
+        FinalDraft::Last => stop,
+    };
+    let adjudication = adjudications.iter().find(|a| a.final_round == final_round);
+    if let (Some(adjudication), Some(row)) = (adjudication, last_row) {
+        trajectories.push_row(&crate::run::adjudicate::trajectory_row(row, adjudication, &policy, stop))?;
+    }
+    let passed = exit == ExitReason::Pass;
+    let outcome = outcome_row(labels, &rounds[..=stop], &scores[..=stop], &policy, config_id, Some(exit), final_round);
+    let adjudicated = adjudication.map(|a| (a.score.score, a.score.meets_pass_rule(&policy)));
+    outcomes.push_row(OutcomeRow {
+        adjudicated_score: adjudicated.map(|(score, _)| score),
+        adjudicated_passed: adjudicated.map(|(_, passed)| passed),
+        ..outcome
+    })?;
+    Ok(Some((passed, stop + 1)))
+}
+
+/// The outcome row of the loop that ran `used` (its rounds and their scores) under `policy`
+/// (already the arm's) and stopped on the last of them with `exit`: the draft it returns is that
+/// of `final_round`. With `exit` `None` the loop has no stop yet (a rescoring's censored loop):
+/// its exit ([`critbench_storage::tables::CENSORED_EXIT`]), pass and final score are placeholders
+/// the caller writes as unknown. Not adjudicated.
+pub fn outcome_row(
+    labels: &LoopLabels<'_>,
+    used: &[RecordedRound],
+    scores: &[RoundScore],
+    policy: &Policy,
+    config_id: &str,
+    exit: Option<ExitReason>,
+    final_round: usize,
+) -> OutcomeRow {
+    let stop = used.len() - 1;
+    let best = critbench_core::best_round(scores).expect("a loop has a round");
+    OutcomeRow {
+        run_id: labels.run_id.to_string(),
+        config_id: config_id.to_string(),
+        arm: labels.arm,
+        critic: labels.critic.to_string(),
+        task_id: labels.task_id.to_string(),
+        kind: labels.kind.map(str::to_string),
+        epoch: labels.epoch,
+        pass_score: policy.pass_score,
+        max_revisions: policy.max_revisions,
+        stall: policy.stall,
+        plateau_eps: policy.plateau_eps,
+        dim_target: policy.dim_target,
+        final_draft: policy.final_draft.as_str().to_string(),
+        rounds: used.len() as u32,
+        revisions: stop as u32,
+        exit_reason: exit.unwrap_or(critbench_storage::tables::CENSORED_EXIT),
+        passed: exit == Some(ExitReason::Pass),
+        first_score: used[0].critique.score,
+        last_score: used[stop].critique.score,
+        final_score: used[final_round].critique.score,
+        best_score: best.score,
+        best_round: best.round as u32,
+        critic_errors: used.iter().filter(|r| r.critic_error.is_some()).count() as u32,
+        critic_disagreements: used
+            .iter()
+            .zip(scores)
+            .filter(|(round, score)| {
+                round.critique.critic_passed.is_some_and(|own| own != score.meets_pass_rule(policy))
+            })
+            .count() as u32,
+        tokens_in: sum_tokens(used.iter().map(|r| r.tokens_in)),
+        tokens_out: sum_tokens(used.iter().map(|r| r.tokens_out)),
+        wall_ms: used.iter().map(|r| r.gen_ms + r.critic_ms).sum(),
+        meta: labels.meta.map(str::to_string),
+        adjudicated_score: None,
+        adjudicated_passed: None,
+        // The adjudicator's pass is not in it, as its tokens are not in `tokens_in`/`tokens_out`.
+        cost: labels.prices.loop_cost(used),
+    }
+}
+
+fn sum_tokens(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    values.fold(None, |total, value| match (total, value) {
+        (None, v) => v,
+        (Some(t), Some(v)) => Some(t + v),
+        (t, None) => t,
+    })
+}

@@ -1,0 +1,276 @@
+//! Stage 3 of a run: the loops. A worker takes a chunk of admitted tasks and records every loop
+//! of each (generate, critique with retries, ask the pure policy, revise), in the plan's unit
+//! order. A loop that fails (a backend error, a panic) fails alone: it is reported, and every
+//! other loop of the chunk is still recorded.
+//!
+//! When a critic takes several requests at once (a child process speaking protocol 3), a worker
+//! advances up to [`IN_FLIGHT`](chunk::IN_FLIGHT) loops of its chunk together: each runs until it asks for a
+//! critique, then the critiques asked go out in one batch ([`Batch`]). A loop's rounds depend only
+//! on its own critiques, so the recording is the same as one loop after another.
+//!
+//! When the author waits on a model server ([`Author::awaits`](critbench_core::author::Author::awaits)),
+//! a worker drives many chunks at once ([`work_together`]): each loop is a future that waits on
+//! the model without a thread, and is polled again on the worker when its answer is in. The
+//! critiques and the policy still run on the worker, so `--jobs` bounds the CPU work, and the
+//! model client's limit bounds the requests in flight.
+
+mod batches;
+mod chunk;
+mod together;
+
+pub use batches::CriticBatches;
+pub use together::work_together;
+
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use critbench_core::{Decision, Policy, RoundScore, Task, decide};
+use critbench_plugin_host::request::TaskJson;
+use critbench_storage::recorded::RecordedRound;
+
+use crate::run::emit::effective_policy;
+use crate::run::pipeline::{Recorded, panic_text};
+use crate::run::plan::{Plan, Scope, Unit};
+use crate::run::round::{Batch, Laps, critique_round, recorded_round};
+use crate::run::source::Chunk;
+use chunk::record_chunk;
+use critbench_core::author::Hint;
+use critbench_core::author::{Draft, DraftKey};
+
+/// A recorded loop: every round until each of the unit's policies has stopped.
+pub struct LoopResult {
+    pub rounds: Vec<RecordedRound>,
+    pub scores: Vec<RoundScore>,
+    /// The adjudicated final drafts, when the unit's arm adjudicates (one per distinct final
+    /// draft of the policies it serves).
+    pub adjudications: Vec<crate::run::adjudicate::Adjudication>,
+    /// The held-out evaluators' critiques of the loop's first draft and final answers (none when
+    /// no evaluator takes the task).
+    pub evaluations: Vec<crate::run::evaluate::Evaluation>,
+}
+
+/// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
+/// loop workers spend no time freeing it.
+pub struct TaskLoops {
+    pub task: Task,
+    /// `meta` as JSON text, for the outcome rows.
+    pub meta: Option<String>,
+    pub loops: Vec<(Unit, Result<LoopResult, LoopError>)>,
+}
+
+/// A chunk with its loops recorded.
+pub struct ChunkResult {
+    pub seq: u64,
+    pub progress: u64,
+    pub tasks: Vec<TaskLoops>,
+    /// False when the run stopped before every task of the chunk was done; the tasks it holds
+    /// are whole.
+    pub complete: bool,
+}
+
+impl Recorded for ChunkResult {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn position(&self) -> u64 {
+        self.progress
+    }
+
+    fn complete(&self) -> bool {
+        self.complete
+    }
+}
+
+/// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
+/// abandoned (the run is ending and the result will not be written). `batches` is the worker's
+/// batch thread ([`CriticBatches::start`]), if it has one.
+///
+/// When a critic takes several requests at once, the loops are in flight in groups of up to
+/// [`IN_FLIGHT`](chunk::IN_FLIGHT): every loop of a group is polled until it waits for a critique, the group's batch
+/// goes out, and again, until each is recorded ([`record_chunk`]). With `batches`, two groups take
+/// turns: one group's batch is out on the batch thread while the other's loops advance, so a
+/// critic's process works on one group's requests while the worker records the other's answers
+/// and builds its next requests, where with one batch the two would take turns. The batch thread
+/// writes a group's batch to the process as soon as it is handed over, even while the other's
+/// answers are still coming, so the process goes from one batch to the next without waiting for
+/// critbench. Without, one group, whose batch the worker sends itself.
+pub fn run_chunk(
+    plan: &Plan<'_>,
+    chunk: Chunk,
+    scope: Scope,
+    stop: &AtomicBool,
+    batches: Option<&CriticBatches>,
+) -> ChunkResult {
+    if plan.critics.iter().any(|critic| critic.pipelined()) {
+        let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false, batches, None));
+        // The loops never wait on anything but their batch, so the recording is done in one poll.
+        return match recording.poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => result,
+            Poll::Pending => unreachable!("loops that do not await their author only wait for the batch"),
+        };
+    }
+    let mut tasks = Vec::with_capacity(chunk.tasks.len());
+    let mut complete = true;
+    'tasks: for admitted in chunk.tasks {
+        let task = &admitted.task;
+        let mut results = Vec::new();
+        for &critic in &admitted.critics {
+            for unit in plan.units(critic, scope) {
+                // Checked before every loop, not only every task: one task may hold thousands.
+                if stop.load(Ordering::Relaxed) {
+                    complete = false;
+                    break 'tasks;
+                }
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    record_loop(plan, task, &admitted.json, admitted.labelled.as_ref(), unit, scope)
+                }))
+                .unwrap_or_else(|payload| Err(LoopError::Panicked(panic_text(payload))));
+                results.push((unit, result));
+            }
+        }
+        tasks.push(TaskLoops { task: admitted.task, meta: admitted.meta, loops: results });
+    }
+    ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
+}
+
+/// Records one loop: generate, then critique → revise until every policy the unit serves has
+/// stopped. The author never sees the policy, so the recording is the same for all of them.
+/// Only an evaluated loop is adjudicated: strategy memory's learning pass needs the loop alone.
+pub fn record_loop(
+    plan: &Plan<'_>,
+    task: &Task,
+    task_json: &TaskJson,
+    labelled: Option<&TaskJson>,
+    unit: Unit,
+    scope: Scope,
+) -> Result<LoopResult, LoopError> {
+    // Without a batch, no critique waits: the recording is done in one poll.
+    let driver = Driver { batch: None, awaiting: false };
+    let recording = std::pin::pin!(record_loop_in(plan, task, task_json, labelled, unit, scope, driver));
+    match recording.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(result) => result,
+        Poll::Pending => unreachable!("a loop without a batch never waits"),
+    }
+}
+
+/// How a loop is driven: its critiques asked through `batch` when given; its drafts awaited from
+/// the author when `awaiting` (the driver has a waker the author's answers wake), else asked of
+/// it on the spot.
+#[derive(Clone, Copy)]
+pub(super) struct Driver<'b> {
+    pub(super) batch: Option<&'b Batch>,
+    pub(super) awaiting: bool,
+}
+
+/// [`record_loop`], driven as `driver` says.
+pub(super) async fn record_loop_in(
+    plan: &Plan<'_>,
+    task: &Task,
+    task_json: &TaskJson,
+    labelled: Option<&TaskJson>,
+    unit: Unit,
+    scope: Scope,
+    driver: Driver<'_>,
+) -> Result<LoopResult, LoopError> {
+    let experiment = plan.experiment;
+    let policies: Vec<Policy> = unit
+        .policies(experiment.policies.len())
+        .map(|index| effective_policy(&experiment.policies[index], unit.arm))
+        .collect();
+    let longest = policies.iter().map(|p| p.max_revisions).max().unwrap_or(0) as usize + 1;
+    let key = |round: u32| DraftKey { seed: experiment.seed, task_id: &task.id, epoch: unit.epoch, round };
+
+    // The first draft's time, then each critique's and each revision's, back to back.
+    let mut laps = Laps::start();
+    let hints: &[Hint] = if unit.arm.uses_memory() {
+        plan.hints.get(&(unit.critic, task.kind.clone())).map(Vec::as_slice).unwrap_or(&[])
+    } else {
+        &[]
+    };
+    let mut draft = if driver.awaiting {
+        plan.author.generate_async(task, hints, key(0)).await?
+    } else {
+        plan.author.generate(task, hints, &key(0))?
+    };
+    let mut gen_ms = laps.lap();
+    let mut running = vec![true; policies.len()];
+    let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
+    let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
+    let adjudicating = scope == Scope::Evaluate && experiment.adjudicate.contains(&unit.arm);
+    // The task with its labels when an evaluator takes it: evaluators judge the drafts afterwards.
+    let evaluating = labelled.filter(|_| scope == Scope::Evaluate);
+    let mut texts: Vec<String> = Vec::new();
+    // The task is shown to the critic once for the loop's rounds (ABI version 2) and closed when
+    // the loop is recorded; the adjudicator and the evaluators ask with whole requests.
+    let mut critic = plan.critics[unit.critic].open_task(task_json);
+    loop {
+        let round = rounds.len() as u32;
+        let (call, scope) = match driver.batch {
+            Some(batch) => batch.critique_round(plan, unit, &task.id, &mut critic, &draft.text, round).await,
+            None => critique_round(plan, unit, &task.id, &mut critic, &draft.text, round),
+        };
+        let critic_ms = laps.lap();
+        scores.push(call.critique.round_score(call.failed()));
+        for (policy, running) in policies.iter().zip(running.iter_mut()) {
+            if *running && decide(&scores, policy) != Decision::Revise {
+                *running = false;
+            }
+        }
+        let draft_text = std::mem::take(&mut draft.text);
+        if adjudicating || evaluating.is_some() {
+            texts.push(draft_text.clone());
+        }
+        let next = if running.contains(&true) {
+            let shown = unit.arm.shows_critique().then_some(&call.critique);
+            let next = if driver.awaiting {
+                plan.author.revise_async(task, &draft_text, shown, key(round + 1)).await?
+            } else {
+                plan.author.revise(task, &draft_text, shown, &key(round + 1))?
+            };
+            Some((next, laps.lap()))
+        } else {
+            None
+        };
+        let written = Draft { text: draft_text, ..draft };
+        rounds.push(recorded_round(call, written, experiment.store_drafts, (gen_ms, critic_ms), &scope));
+        match next {
+            Some((next, next_ms)) => {
+                draft = next;
+                gen_ms = next_ms;
+            }
+            None => break,
+        }
+    }
+    drop(critic);
+    let adjudications = if adjudicating {
+        crate::run::adjudicate::adjudicate_loop(plan, task, task_json, unit, &policies, &scores, &rounds, &texts)?
+    } else {
+        Vec::new()
+    };
+    let evaluations = match evaluating {
+        Some(labelled) => crate::run::evaluate::evaluate_loop(plan, task, labelled, unit, &policies, &scores, &texts),
+        None => Vec::new(),
+    };
+    Ok(LoopResult { rounds, scores, adjudications, evaluations })
+}
+
+/// Why a loop has no rows. Its text is recorded in `failed_loops` (`manifest.json`), after
+/// the loop it names.
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The author wrote no draft.
+    #[error(transparent)]
+    Author(#[from] critbench_core::author::AuthorError),
+    /// The loop's final draft could not be adjudicated.
+    #[error(transparent)]
+    Adjudicate(#[from] crate::run::adjudicate::AdjudicateError),
+    /// Strategy memory's learning loop ended before its policy stopped (a bug).
+    #[error("the learning loop ended before its policy stopped")]
+    Unfinished,
+    /// A loop panicked: the panic's message, for a bug report.
+    #[error("{0}")]
+    Panicked(String),
+}

@@ -1,0 +1,289 @@
+//! A run, stage by stage (this room's modules of those names): `plan` what runs, stream tasks from
+//! the `source`, record their `loops` on the `workers` (each loop's critiques in `round`, its end
+//! in `adjudicate` and `evaluate`), build and write rows in order through the `sink` (`emit`, one
+//! recorded loop's rows for every config it serves), then `summarize` (the `manifest`, the
+//! reports). Every pass over the datasets — strategy memory's learning pass (`learn`, `memory`),
+//! then the run proper, in a `sequential` run's own order when it has one — is driven by the one
+//! `pipeline`, which a rescoring drives too.
+//!
+//! Memory is bounded by the chunks in flight, never by the number of tasks: the source admits a
+//! chunk only when fewer than a window of chunks are between it and the sink.
+//!
+//! Threads: one source thread (reads, hashes, parses, admits), `jobs` loop workers, and the
+//! calling thread as the sink, which appends the rows the workers built in order and commits
+//! them to the run directory's journal every couple of seconds.
+
+pub mod adjudicate;
+pub mod backend;
+pub mod chat;
+pub mod cost;
+pub(crate) mod emit;
+pub mod evaluate;
+mod fingerprint;
+mod learn;
+pub(crate) mod loops;
+pub(crate) mod manifest;
+pub mod memory;
+pub(crate) mod pipeline;
+pub(crate) mod plan;
+pub(crate) mod round;
+pub(crate) mod sequential;
+pub(crate) mod sink;
+pub(crate) mod source;
+mod summarize;
+mod workers;
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use critbench_storage::clock;
+use critbench_storage::shards::Shard;
+
+use crate::EngineError;
+use crate::experiment::{BackendKind, Experiment};
+use crate::run::chat::{OpenAiSession, plugin_host};
+use crate::run::learn::LearnSink;
+use crate::run::pipeline::{Progress, Stopped};
+use crate::run::plan::{Plan, Scope, describe_kinds, offline_author};
+use crate::run::sink::RowSink;
+use crate::run::source::{Source, SourceReport};
+use crate::run::summarize::{Finished, summarize};
+use crate::run::workers::{Workers, pass, raise_open_files};
+use crate::run_dir;
+use crate::run_dir::journal::{RUN_JSON, progress_dir};
+use crate::stop::Interrupt;
+use critbench_core::author::Author;
+use critbench_openai::author::OpenAiAuthor;
+
+pub use crate::run::summarize::RunSummary;
+
+/// How a run reports while it works.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Never draw a progress bar (it is drawn only on a terminal anyway).
+    pub quiet: bool,
+    /// Replace the run already in the output directory (its files are removed first).
+    pub overwrite: bool,
+    /// Finish the interrupted run in the output directory: loops it committed are kept, the
+    /// rest are run, and the tables end as an uninterrupted run's.
+    pub resume: bool,
+    /// The caller's signal handling: when its flag is raised the run stops new work, writes the
+    /// loops already finished and ends with [`EngineError::Interrupted`].
+    pub interrupt: Option<Interrupt>,
+    /// Run only this shard's tasks, into the shard's files of the run directory.
+    pub shard: Option<Shard>,
+}
+
+/// Runs the whole experiment with the author its `backend` names and writes the run directory
+/// (docs/FORMAT.md).
+pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, EngineError> {
+    let session = start_session(experiment)?;
+    match (experiment.backend, &session) {
+        (BackendKind::Openai, Some(session)) => {
+            let author = OpenAiAuthor::new(Arc::clone(&session.client), experiment.prompts.clone());
+            run_inner(experiment, &author, Some(session), options)
+        }
+        (kind, _) => {
+            let author = offline_author(kind).ok_or(EngineError::NoModelClient)?;
+            run_inner(experiment, author.as_ref(), session.as_ref(), options)
+        }
+    }
+}
+
+/// Runs the whole experiment with `author` as the model side and writes the run directory. An
+/// `[openai]` table naming a judge model still serves plugins through the `chat` service.
+pub fn run_experiment_with(
+    experiment: &Experiment,
+    author: &dyn Author,
+    options: &RunOptions,
+) -> Result<RunSummary, EngineError> {
+    let session = start_session(experiment)?;
+    run_inner(experiment, author, session.as_ref(), options)
+}
+
+/// The model client of an experiment with an `[openai]` table, offered to plugins as `chat`
+/// (see [`plugin_host`]). Started before any plugin is created.
+pub(crate) fn start_session(experiment: &Experiment) -> Result<Option<OpenAiSession>, EngineError> {
+    let Some(settings) = &experiment.openai else { return Ok(None) };
+    Ok(Some(OpenAiSession::start(settings, experiment.budget.as_ref())?))
+}
+
+fn run_inner(
+    experiment: &Experiment,
+    author: &dyn Author,
+    session: Option<&OpenAiSession>,
+    options: &RunOptions,
+) -> Result<RunSummary, EngineError> {
+    if experiment.sequential.is_some() && options.shard.is_some() {
+        return Err(crate::run::sequential::SequentialError::Sharded.into());
+    }
+    let started = Instant::now();
+    let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
+    let run_id = format!("{}-{started_compact}", experiment.name);
+    let mut plan = Plan::load(experiment, author, &plugin_host(session))?;
+    for warning in &plan.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(openai) = &experiment.openai {
+        raise_open_files(openai.concurrency())?;
+    }
+    let workers = Workers::of(experiment, &plan);
+    let jobs = workers.threads;
+    let chunk_tasks = workers.chunk_tasks(experiment);
+    // Every file is opened (format, header, schema checked) before anything runs or is written.
+    let mut source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
+    let total_bytes = source.total_bytes();
+    let layout = run_dir::Layout::new(&experiment.out, options.shard);
+    let _lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
+    let interrupt = options.interrupt.as_ref();
+    // A budget counts what the whole run spent, before an interruption too.
+    let budget = match session.filter(|_| experiment.budget.is_some()) {
+        Some(s) => {
+            if options.resume {
+                s.client.carry_spend(&crate::run::cost::spent_before(&layout.own_dir())?);
+            }
+            Some(s.client.budget_flag())
+        }
+        None => None,
+    };
+    let stopped_error = |stopped: Stopped, loops: u64, out: &std::path::Path| match stopped {
+        Stopped::Signal(signal) => EngineError::Interrupted { signal, loops, out: out.to_path_buf() },
+        Stopped::Budget => {
+            let reached = session.and_then(|s| s.client.budget_stop());
+            let currency = experiment.pricing.as_ref().map_or_else(String::new, |p| p.currency.clone());
+            EngineError::BudgetReached { reached, currency, loops, out: out.to_path_buf() }
+        }
+    };
+
+    // Hashed before any pass over the datasets, for a resume to check against; every pass hashes
+    // what it reads too, and each must have read these same bytes.
+    let fingerprint = fingerprint::fingerprint(&plan, &run_id, chunk_tasks, options.shard)?;
+
+    // The memory arm learns first, on its learning tasks; every arm then runs on the rest.
+    let memory = if experiment.arms.iter().any(|a| a.uses_memory()) {
+        let progress = Progress::new(options.quiet, "the datasets", "learning (strategy memory)", || total_bytes);
+        let mut learner = LearnSink::new(&plan);
+        let learned =
+            pass(&plan, source, None, Scope::Learn, workers, &mut learner, &progress, interrupt, budget.as_ref());
+        progress.finish();
+        let (learned, interrupted) = learned?;
+        if let Some(stopped) = interrupted {
+            return Err(stopped_error(stopped, 0, &experiment.out));
+        }
+        fingerprint.check_read(&learned.datasets)?;
+        check_routed(experiment, &learned)?;
+        let (record, hints) = learner.finish(&learned, &layout.own_dir())?;
+        plan.hints = hints;
+        // The run proper reads the datasets again.
+        source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
+        Some(record)
+    } else {
+        None
+    };
+
+    // A sequential run reads every task first, to admit them in its seeded random order.
+    let order = match &experiment.sequential {
+        Some(settings) => {
+            let order =
+                crate::run::sequential::Order::read(&plan, Source::open(&plan, chunk_tasks)?, settings, chunk_tasks)?;
+            fingerprint.check_read(&order.report().datasets)?;
+            check_routed(experiment, order.report())?;
+            Some(order)
+        }
+        None => None,
+    };
+    let (mut sink, first_chunk, run_id, resumed_rounds, replayed) = if options.resume {
+        let (sink, point) = RowSink::resume(&plan, &layout, &fingerprint)?;
+        if !options.quiet {
+            eprintln!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
+        }
+        (sink, point.next_chunk, point.run_id, point.recorded_rounds, point.sequential)
+    } else {
+        (RowSink::create(&plan, &layout, &fingerprint)?, 0, run_id, 0, Vec::new())
+    };
+    let mut follower = None;
+    if let (Some(order), Some(settings)) = (order, &experiment.sequential) {
+        let written = sink.written.counts.tasks;
+        let followed = crate::run::sequential::Follower::new(&plan, settings, &order, &replayed, written)?;
+        source = source.in_order(order.with_gate(followed.gate()));
+        follower = Some(followed);
+    }
+    let progress = Progress::new(options.quiet, "the datasets", "running", || total_bytes);
+    let source = source.skip(first_chunk);
+    let budget = budget.as_ref();
+    let streamed = match &mut follower {
+        Some(follower) => pass(
+            &plan,
+            source,
+            Some(follower.gate()),
+            Scope::Evaluate,
+            workers,
+            &mut follower.following(&mut sink),
+            &progress,
+            interrupt,
+            budget,
+        ),
+        None => pass(&plan, source, None, Scope::Evaluate, workers, &mut sink, &progress, interrupt, budget),
+    };
+    progress.finish();
+    let (report, interrupted) = match streamed.and_then(|(report, interrupted)| {
+        fingerprint.check_read(&report.datasets)?;
+        Ok((report, interrupted))
+    }) {
+        Ok(report) => report,
+        Err(error) => {
+            sink.abandon();
+            return Err(error);
+        }
+    };
+    let written = sink.close()?;
+    if interrupted.is_none() {
+        check_routed(experiment, &report)?;
+    }
+    if report.unrouted > 0 {
+        eprintln!(
+            "warning: {} task(s) match no critic's `kinds` and are not run (counted in manifest.json)",
+            report.unrouted
+        );
+    }
+    let openai = session.map(|s| s.client.report());
+    let sequential = follower.map(|f| f.record(&written, openai.as_ref(), resumed_rounds > 0));
+    let finished = Finished {
+        layout: &layout,
+        run_id: &run_id,
+        started_at: &started_at,
+        elapsed: started.elapsed(),
+        written,
+        source: report,
+        memory,
+        jobs,
+        openai,
+        interrupted,
+        resumed_rounds,
+        sequential,
+    };
+    let summary = summarize(&plan, finished)?;
+    if interrupted.is_none() {
+        // Finished: the committed parts are in the tables now.
+        // What makes it resumable goes first: a kill while the folder is being removed must not
+        // leave a journal naming part files that are gone.
+        let progress = progress_dir(&layout.own_dir());
+        let _ = std::fs::remove_file(progress.join(RUN_JSON));
+        run_dir::remove_progress(&progress);
+    }
+    match interrupted {
+        Some(stopped) => Err(stopped_error(stopped, summary.loops, &summary.out_dir)),
+        None => Ok(summary),
+    }
+}
+
+/// A pass in which no admitted task reached a critic is a mistake in the experiment.
+fn check_routed(experiment: &Experiment, report: &SourceReport) -> Result<(), EngineError> {
+    if report.tasks_run + report.other_split + report.other_shards > 0 {
+        return Ok(());
+    }
+    Err(EngineError::NoTaskForAnyCritic {
+        critic_kinds: describe_kinds(&experiment.critics),
+        task_kinds: report.kinds.iter().cloned().collect(),
+    })
+}

@@ -1,0 +1,476 @@
+//! The claim every writing command makes on its output directory before it writes anything
+//! ([`claim`]): the directory checked against what it holds, created, locked, and — for
+//! `--overwrite` — cleared of the earlier run's files.
+
+use std::path::{Path, PathBuf};
+
+use critbench_storage::manifest::{MANIFEST_FILE, Manifest, RunStatus};
+use critbench_storage::shards::{ALL_TABLES, PARTITION_FILE, SHARDS_DIR, Shard, TABLES, table_file};
+
+use crate::EngineError;
+use crate::run_dir::RunDirError;
+use crate::run_dir::holds::{
+    canonical, enclosing_run, entries, is_judge_result, judge_result_only, listed, refuse_links, rescore_state,
+    run_state, shard_state, sharded_run_present,
+};
+use crate::run_dir::journal::{PROGRESS_DIR, RUN_JSON, is_progress_file};
+use crate::run_dir::layout::{
+    DERIVED_FILES, JUDGE_FILES, LOCK_FILE, Layout, MEMORY_FILE, RESCORED_DIR, owned_with_temporary, rescore_owned,
+    run_owned, sharded_run_owned,
+};
+use crate::run_dir::lock::{RunLock, held_lock, take_lock};
+use crate::run_dir::removals::Removals;
+
+/// What a command is about to do with its directory.
+#[derive(Clone, Copy, Debug)]
+pub enum Claim<'a> {
+    /// `critbench run`: a new run (or shard), or with `resume` the interrupted one to finish.
+    Run {
+        /// `--overwrite`.
+        overwrite: bool,
+        /// `--resume`.
+        resume: bool,
+    },
+    /// `critbench replay`: a new run made from the run in `source`, which is only read.
+    Replay {
+        /// The replayed run.
+        source: &'a Path,
+        /// `--overwrite`.
+        overwrite: bool,
+    },
+    /// `critbench report` and `critbench merge`: the derived files of the run already there,
+    /// written again from its tables. Nothing else in the directory is touched.
+    Rebuild,
+    /// `critbench judge`: a critic benchmark's files.
+    Judge {
+        /// `--overwrite`.
+        overwrite: bool,
+    },
+    /// `critbench rescore`: `RUN/rescored/NAME/` of the finished run in `run`, new, or with
+    /// `resume` the interrupted rescoring to finish, or with `overwrite` an earlier one to replace.
+    Rescore {
+        /// The finished run.
+        run: &'a Path,
+        /// `--overwrite`.
+        overwrite: bool,
+        /// `--resume`.
+        resume: bool,
+    },
+}
+
+/// Claims `layout`'s directory for `claim`: checks it, creates what is missing, takes its lock
+/// and — for `--overwrite` — removes the earlier run's files. Nothing is created or removed when
+/// the claim is refused, but for the directory itself and the lock.
+pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> {
+    let root = &layout.root;
+    if let Claim::Run { overwrite: true, resume: true } | Claim::Rescore { overwrite: true, resume: true, .. } = claim {
+        return Err(RunDirError::OverwriteAndResume.into());
+    }
+    if let Claim::Rescore { run, .. } = claim {
+        rescore_place(root, run)?;
+    }
+    if std::fs::metadata(root).is_ok_and(|m| !m.is_dir()) {
+        return Err(RunDirError::NotADirectory { path: root.clone() }.into());
+    }
+    let out = canonical(root);
+    if !matches!(claim, Claim::Rebuild | Claim::Rescore { .. })
+        && let Some(run) = enclosing_run(&out)
+    {
+        return Err(RunDirError::InsideRun { dir: root.clone(), run }.into());
+    }
+    if let Claim::Replay { source, .. } = claim {
+        let source_canonical = canonical(source);
+        if out.starts_with(&source_canonical) || source_canonical.starts_with(&out) {
+            return Err(RunDirError::OwnSource { out: root.clone(), replayed: source.to_path_buf() }.into());
+        }
+    }
+    // Folders the lock and the progress go into must not be links: refused before they are made.
+    if let Some(shard) = layout.shard {
+        refuse_links(&[root.join(SHARDS_DIR), shard.dir(root)])?;
+    }
+    let own = layout.own_dir();
+    if matches!(claim, Claim::Rebuild) && !own.is_dir() {
+        return Err(EngineError::Io {
+            context: format!("cannot rebuild the reports of {}", own.display()),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    let created: Vec<PathBuf> = own.ancestors().take_while(|dir| !dir.exists()).map(Path::to_path_buf).collect();
+    std::fs::create_dir_all(&own).map_err(|source| EngineError::Io {
+        context: format!("cannot create the run directory {}", own.display()),
+        source,
+    })?;
+    let (mut lock, taken_over) = take_lock(&own)?;
+    lock.created = created;
+    match claim {
+        Claim::Rebuild => {
+            let derived: Vec<PathBuf> =
+                DERIVED_FILES.iter().chain(&[MANIFEST_FILE, MEMORY_FILE]).map(|name| root.join(name)).collect();
+            refuse_links(&derived)?;
+        }
+        Claim::Judge { overwrite } => claim_judge_dir(root, overwrite)?,
+        Claim::Run { overwrite, resume } => match layout.shard {
+            None => claim_run_dir(root, overwrite, resume, taken_over)?,
+            Some(shard) => claim_shard(root, shard, overwrite, resume, taken_over)?,
+        },
+        Claim::Replay { overwrite, .. } => claim_run_dir(root, overwrite, false, taken_over)?,
+        Claim::Rescore { overwrite, resume, .. } => claim_rescore_dir(root, overwrite, resume, taken_over)?,
+    }
+    Ok(lock)
+}
+
+/// Refuses a rescoring's folder `root` that is not `RUN/rescored/NAME` of the finished run in
+/// `run`, or is (or lies under) a link, or is a file; and a run another process is writing.
+/// Nothing is created.
+fn rescore_place(root: &Path, run: &Path) -> Result<(), EngineError> {
+    let rescored = run.join(RESCORED_DIR);
+    refuse_links(&[rescored.clone(), root.to_path_buf()])?;
+    let run_canonical = canonical(run);
+    let place = canonical(root);
+    let refused = || RunDirError::NotARescoring { dir: root.to_path_buf(), run: run.to_path_buf() };
+    if place.parent() != Some(run_canonical.join(RESCORED_DIR).as_path()) || place.file_name().is_none() {
+        return Err(refused().into());
+    }
+    match enclosing_run(&place) {
+        Some(found) if found == run_canonical => {}
+        // A manifest planted in `rescored/`, say: that is the run the folder is inside.
+        Some(other) => return Err(RunDirError::InsideRun { dir: root.to_path_buf(), run: other }.into()),
+        None => return Err(RunDirError::NotFinished { run: run.to_path_buf() }.into()),
+    }
+    let finished = Manifest::read(run)
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.status == RunStatus::Finished && m.shard.is_none() && m.rescore.is_none());
+    if !finished || run.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
+        return Err(RunDirError::NotFinished { run: run.to_path_buf() }.into());
+    }
+    if let Some(in_use) = held_lock(run) {
+        return Err(in_use);
+    }
+    if std::fs::symlink_metadata(root).is_ok_and(|m| !m.is_dir()) {
+        return Err(RunDirError::NotARescoringFolder { path: root.to_path_buf() }.into());
+    }
+    Ok(())
+}
+
+/// A rescoring's folder: refused, kept (resume) or cleared (overwrite), as a run's is.
+fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
+    let (owned, foreign): (Vec<String>, Vec<String>) = entries(root)?.into_iter().partition(|name| rescore_owned(name));
+    refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
+    if owned.is_empty() && foreign.is_empty() {
+        return if resume { Err(RunDirError::NoRescoringToResume { dir: root.to_path_buf() }.into()) } else { Ok(()) };
+    }
+    let Some(state) = rescore_state(root, taken_over) else {
+        return Err(RunDirError::HoldsNoRescoring { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
+    };
+    if resume {
+        return Ok(());
+    }
+    if !overwrite {
+        let resumable = root.join(PROGRESS_DIR).join(RUN_JSON).is_file();
+        return Err(
+            RunDirError::HoldsARescoring { dir: root.to_path_buf(), what: state, files: owned, resumable }.into()
+        );
+    }
+    let mut removals = Removals::default();
+    removals.folder(&root.join(PROGRESS_DIR), is_progress_file)?;
+    for name in owned.iter().filter(|name| *name != PROGRESS_DIR) {
+        removals.file(root.join(name));
+    }
+    removals.carry_out()
+}
+
+/// A run in one piece: refused, kept (resume) or cleared (overwrite).
+fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
+    let names = entries(root)?;
+    let sharded: Vec<String> = std::iter::once(SHARDS_DIR)
+        .chain(ALL_TABLES)
+        .filter(|name| root.join(name).is_dir())
+        .map(|name| format!("{name}/"))
+        .collect();
+    if !sharded.is_empty() {
+        return Err(RunDirError::OtherLayout {
+            dir: root.to_path_buf(),
+            holds: "a sharded run",
+            this: "a run in one piece".into(),
+            found: sharded,
+        }
+        .into());
+    }
+    let (owned, foreign): (Vec<String>, Vec<String>) = names.into_iter().partition(|name| run_owned(name));
+    refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
+    if owned.is_empty() && (foreign.is_empty() || judge_result_only(root, &foreign)) {
+        return if resume { Err(nothing_to_resume(root)) } else { Ok(()) };
+    }
+    let Some(state) = run_state(root, taken_over)? else {
+        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
+    };
+    if resume {
+        return Ok(());
+    }
+    if !overwrite {
+        let resumable = root.join(PROGRESS_DIR).join(RUN_JSON).is_file();
+        return Err(RunDirError::HoldsARun {
+            dir: root.to_path_buf(),
+            what: format!("{state} run"),
+            files: owned,
+            resumable,
+        }
+        .into());
+    }
+    let progress = root.join(PROGRESS_DIR);
+    let mut removals = Removals::default();
+    removals.folder(&progress, is_progress_file)?;
+    // A rescoring re-critiques this run's drafts: once the run is replaced it describes drafts
+    // that are gone, so it goes with the run.
+    removals.rescorings(&root.join(RESCORED_DIR))?;
+    for name in &owned {
+        if name != PROGRESS_DIR && name != RESCORED_DIR {
+            removals.file(root.join(name));
+        }
+    }
+    removals.carry_out()
+}
+
+/// Shard `shard` of a sharded run in `root`: its own folder and partitions only. Replacing a
+/// shard makes the run-level files `critbench merge` wrote stale: they are removed with it.
+fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
+    let in_one_piece: Vec<String> =
+        TABLES.iter().map(|table| table_file(table)).filter(|name| root.join(name).exists()).collect();
+    if !in_one_piece.is_empty() {
+        return Err(RunDirError::OtherLayout {
+            dir: root.to_path_buf(),
+            holds: "a run in one piece",
+            this: format!("shard {shard}"),
+            found: in_one_piece,
+        }
+        .into());
+    }
+    // The run directory holds shards' folders and what merge writes, nothing a user put there.
+    let foreign: Vec<String> = entries(root)?.into_iter().filter(|name| !sharded_run_owned(name)).collect();
+    if !foreign.is_empty() && !sharded_run_present(root) && !judge_result_only(root, &foreign) {
+        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) }.into());
+    }
+    let own = shard.dir(root);
+    let partitions: Vec<PathBuf> = ALL_TABLES
+        .iter()
+        .map(|table| shard.table_path(root, table).parent().expect("a partition folder").to_path_buf())
+        .collect();
+    let mut links: Vec<PathBuf> = ALL_TABLES.iter().map(|table| root.join(table)).collect();
+    links.extend(partitions.iter().cloned());
+    links.extend([MANIFEST_FILE, MEMORY_FILE, PROGRESS_DIR].iter().map(|name| own.join(name)));
+    links.extend(DERIVED_FILES.iter().chain(&[MANIFEST_FILE, MEMORY_FILE]).map(|name| root.join(name)));
+    refuse_links(&links)?;
+
+    let own_names: Vec<String> = entries(&own)?.into_iter().filter(|name| name != LOCK_FILE).collect();
+    let partition_files: Vec<PathBuf> = partitions
+        .iter()
+        .flat_map(|dir| entries(dir).unwrap_or_default().into_iter().map(move |name| dir.join(name)))
+        .collect();
+    if own_names.is_empty() && partition_files.is_empty() {
+        return if resume { Err(nothing_to_resume(&own)) } else { Ok(()) };
+    }
+    let label = |path: &Path| path.strip_prefix(root).unwrap_or(path).display().to_string();
+    let Some(state) = shard_state(&own, shard, taken_over)? else {
+        let found = own_names.iter().map(|name| label(&own.join(name))).chain(partition_files.iter().map(|p| label(p)));
+        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: found.collect() }.into());
+    };
+    if resume {
+        return Ok(());
+    }
+    let present: Vec<String> = own_names
+        .iter()
+        .map(|name| label(&own.join(name)))
+        .chain(partition_files.iter().map(|path| label(path)))
+        .collect();
+    if !overwrite {
+        let resumable = own.join(PROGRESS_DIR).join(RUN_JSON).is_file();
+        return Err(RunDirError::HoldsARun {
+            dir: root.to_path_buf(),
+            what: format!("{state} run of shard {shard}"),
+            files: present,
+            resumable,
+        }
+        .into());
+    }
+    let mut removals = Removals::default();
+    removals.folder(&own.join(PROGRESS_DIR), is_progress_file)?;
+    removals.contents(&own, |name| {
+        name != LOCK_FILE && name != PROGRESS_DIR && owned_with_temporary(name, &[MANIFEST_FILE, MEMORY_FILE])
+    })?;
+    for dir in &partitions {
+        removals.folder(dir, |name| owned_with_temporary(name, &[PARTITION_FILE]))?;
+    }
+    let merged = Manifest::read(root).ok().flatten().is_some_and(|m| m.shards.is_some());
+    if merged {
+        eprintln!(
+            "note: removing the merged manifest and reports of {}: they are stale once shard {shard} is run again; run \
+             critbench merge once every shard has finished",
+            root.display()
+        );
+        for name in DERIVED_FILES.iter().chain(&[MANIFEST_FILE, MEMORY_FILE]) {
+            removals.file(root.join(name));
+        }
+        // So are the merged run's rescorings.
+        removals.rescorings(&root.join(RESCORED_DIR))?;
+    }
+    removals.carry_out()
+}
+
+/// `critbench judge`'s directory: empty, beside a run, or an earlier judge result to replace.
+fn claim_judge_dir(root: &Path, overwrite: bool) -> Result<(), EngineError> {
+    let (owned, foreign): (Vec<String>, Vec<String>) =
+        entries(root)?.into_iter().partition(|name| owned_with_temporary(name, JUDGE_FILES));
+    refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
+    let beside_a_run = foreign.is_empty() || run_state(root, false)?.is_some() || sharded_run_present(root);
+    if owned.is_empty() {
+        return if beside_a_run {
+            Ok(())
+        } else {
+            Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) }.into())
+        };
+    }
+    if !is_judge_result(root) {
+        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
+    }
+    if !overwrite {
+        return Err(RunDirError::HoldsAJudgeResult { dir: root.to_path_buf(), files: owned }.into());
+    }
+    let mut removals = Removals::default();
+    for name in owned {
+        removals.file(root.join(name));
+    }
+    removals.carry_out()
+}
+
+fn nothing_to_resume(dir: &Path) -> EngineError {
+    RunDirError::NothingToResume { dir: dir.to_path_buf(), progress: Path::new(PROGRESS_DIR).join(RUN_JSON) }.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(out: &Path, overwrite: bool) -> Result<RunLock, EngineError> {
+        claim(&Layout::new(out, None), Claim::Run { overwrite, resume: false })
+    }
+
+    /// A run directory as a finished run leaves it, with a user's note beside it.
+    fn finished_run(out: &Path) {
+        std::fs::create_dir_all(out).unwrap();
+        let manifest = Manifest { run_id: "demo-1".into(), ..Manifest::default() };
+        manifest.write(out).unwrap();
+        std::fs::write(out.join("outcomes.parquet"), "old").unwrap();
+        std::fs::write(out.join("memory.json"), "old").unwrap();
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    }
+
+    #[test]
+    fn a_directory_with_a_run_is_refused_then_overwritten_without_touching_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        drop(run(&out, false).unwrap());
+        assert!(!out.join(LOCK_FILE).exists(), "the lock goes with the run");
+        finished_run(&out);
+        let refused = run(&out, false).unwrap_err().to_string();
+        assert!(refused.contains("a finished run (manifest.json, memory.json, outcomes.parquet)"), "{refused}");
+        assert!(refused.contains("--overwrite"), "{refused}");
+        let lock = run(&out, true).unwrap();
+        assert!(!out.join("outcomes.parquet").exists() && !out.join("memory.json").exists());
+        assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine");
+        let busy = run(&out, true).unwrap_err().to_string();
+        assert!(busy.contains(&format!("pid {}", std::process::id())), "{busy}");
+        drop(lock);
+    }
+
+    #[test]
+    fn a_users_folder_is_never_a_run_whatever_its_file_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("thesis");
+        std::fs::create_dir_all(out.join("in-progress/chapter1")).unwrap();
+        std::fs::write(out.join("in-progress/chapter1/draft.md"), "mine").unwrap();
+        for name in ["report.md", "summary.csv", "memory.json"] {
+            std::fs::write(out.join(name), "mine").unwrap();
+        }
+        for overwrite in [false, true] {
+            let refused = run(&out, overwrite).unwrap_err().to_string();
+            assert!(refused.contains("holds no critbench run"), "{refused}");
+            assert!(!refused.contains("--overwrite"), "{refused}");
+        }
+        assert_eq!(std::fs::read_to_string(out.join("in-progress/chapter1/draft.md")).unwrap(), "mine");
+        assert_eq!(std::fs::read_to_string(out.join("memory.json")).unwrap(), "mine");
+        assert!(!out.join(LOCK_FILE).exists());
+    }
+
+    #[test]
+    fn an_overwrite_never_empties_a_folder_of_the_run_that_holds_something_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        finished_run(&out);
+        std::fs::create_dir_all(out.join("in-progress/mine")).unwrap();
+        std::fs::write(out.join("in-progress/journal.jsonl"), "").unwrap();
+        let refused = run(&out, true).unwrap_err().to_string();
+        assert!(refused.contains("mine"), "{refused}");
+        assert!(out.join("outcomes.parquet").exists(), "a refusal removes nothing");
+        assert!(out.join("in-progress/journal.jsonl").exists());
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_link_where_the_run_writes_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        finished_run(&out);
+        std::fs::write(dir.path().join("thesis.md"), "precious").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("thesis.md"), out.join("report.md")).unwrap();
+        let refused = run(&out, true).unwrap_err().to_string();
+        assert!(refused.contains("report.md is a symbolic link"), "{refused}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("thesis.md")).unwrap(), "precious");
+    }
+
+    #[test]
+    fn replay_never_writes_into_the_run_it_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("run");
+        finished_run(&source);
+        for out in [source.clone(), source.join("replay"), dir.path().join("run/../run")] {
+            let claimed = claim(&Layout::new(&out, None), Claim::Replay { source: &source, overwrite: true });
+            let refused = claimed.unwrap_err().to_string();
+            assert!(refused.contains("run being replayed") || refused.contains("inside the run"), "{refused}");
+        }
+        assert!(source.join("outcomes.parquet").exists());
+    }
+
+    #[test]
+    fn a_rescoring_writes_exactly_rescored_name_of_a_finished_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        finished_run(&run);
+        let claim_at = |root: &Path, run: &Path| {
+            claim(&Layout::new(root, None), Claim::Rescore { run, overwrite: false, resume: false })
+        };
+        let out = run.join(RESCORED_DIR).join("strict");
+        let claimed = claim_at(&out, &run).unwrap();
+        assert!(out.join(LOCK_FILE).exists(), "claimed");
+        drop(claimed);
+        assert!(
+            !out.exists() && !run.join(RESCORED_DIR).exists(),
+            "the lock went with the claim, and so did the folders it made"
+        );
+        for elsewhere in [out.join("deeper"), run.join("strict"), dir.path().join("strict"), run.clone()] {
+            let refused = claim_at(&elsewhere, &run).unwrap_err().to_string();
+            assert!(refused.contains("not a rescoring's folder of the run"), "{refused}");
+            assert!(!elsewhere.join("deeper").exists());
+        }
+        // Not a finished run: an interrupted one, or a folder without a run.
+        let manifest = Manifest { run_id: "demo-1".into(), status: RunStatus::Interrupted, ..Manifest::default() };
+        manifest.write(&run).unwrap();
+        let refused = claim_at(&out, &run).unwrap_err().to_string();
+        assert!(refused.contains("is not a finished run"), "{refused}");
+        let bare = dir.path().join("bare");
+        std::fs::create_dir_all(&bare).unwrap();
+        let refused = claim_at(&bare.join(RESCORED_DIR).join("x"), &bare).unwrap_err().to_string();
+        assert!(refused.contains("is not a finished run"), "{refused}");
+        assert!(!bare.join(RESCORED_DIR).exists(), "a refusal creates nothing");
+    }
+}

@@ -1,0 +1,268 @@
+//! Why a directory cannot take what a command would write into it ([`RunDirError`]).
+
+use std::path::PathBuf;
+
+/// Why a run directory cannot take a run (exit status 2, but for a lock race lost twice): each says
+/// what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// Both `--overwrite` and `--resume` were given.
+    #[error("--overwrite and --resume contradict each other; choose one")]
+    OverwriteAndResume,
+    /// A sharded run and a run in one piece never share a directory.
+    #[error("{} already holds {holds} ({}); {this} cannot be written beside it: choose another --out", dir.display(), found.join(", "))]
+    OtherLayout {
+        /// The directory.
+        dir: PathBuf,
+        /// The layout it holds: "a sharded run" or "a run in one piece".
+        holds: &'static str,
+        /// What this run would write.
+        this: String,
+        /// The entries that show its layout.
+        found: Vec<String>,
+    },
+    /// An earlier run's files are there and neither `--overwrite` nor `--resume` was given.
+    #[error(
+        "{} already holds {what} ({}); {}pass --overwrite to replace it (its files are removed first), or --out DIR \
+         to write this run somewhere new",
+        dir.display(),
+        files.join(", "),
+        if *resumable { "pass --resume to finish it, " } else { "" }
+    )]
+    HoldsARun {
+        /// The directory.
+        dir: PathBuf,
+        /// What it holds: a finished or unfinished run (of which shard).
+        what: String,
+        /// The run's files found there.
+        files: Vec<String>,
+        /// Whether `--resume` could finish it.
+        resumable: bool,
+    },
+    /// Another live run holds the directory's lock.
+    #[error(
+        "{} is in use by another critbench run (pid {} on {host}); wait for it to end or choose another --out (if \
+         that run is gone, delete {})",
+        dir.display(),
+        pid.map_or_else(|| "unknown".to_string(), |p| p.to_string()),
+        lock.display()
+    )]
+    InUse {
+        /// The directory.
+        dir: PathBuf,
+        /// The other run's process id, when the lock says.
+        pid: Option<u64>,
+        /// The host the other run is on.
+        host: String,
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// `--resume` on a directory that holds no run in progress.
+    #[error("{} holds no run to resume (no {}); run without --resume", dir.display(), progress.display())]
+    NothingToResume {
+        /// The directory.
+        dir: PathBuf,
+        /// The file a resumable run has, relative to `dir`.
+        progress: PathBuf,
+    },
+    /// `--resume` on a run whose experiment, datasets or critics changed.
+    #[error("cannot resume the run in {}: {}; start it again with --overwrite", dir.display(), changed.join("; "))]
+    Changed {
+        /// The run directory.
+        dir: PathBuf,
+        /// What changed, one sentence each.
+        changed: Vec<String>,
+    },
+    /// The run's progress file does not read back.
+    #[error("{}: not a run's progress ({source}); start again with --overwrite", path.display())]
+    NotProgress {
+        /// The progress file.
+        path: PathBuf,
+        /// Why it does not parse.
+        source: serde_json::Error,
+    },
+    /// The run's progress was written by another critbench, whose progress this one does not read.
+    #[error(
+        "{} was written by critbench {version}, and this is critbench {}, which reads only the progress it writes \
+         itself: finish the run with critbench {version}, or start it again with --overwrite",
+        path.display(),
+        env!("CARGO_PKG_VERSION")
+    )]
+    OtherCritbench {
+        /// The progress file.
+        path: PathBuf,
+        /// The critbench version that wrote it.
+        version: String,
+    },
+    /// `--out` names a file.
+    #[error("{} is a file, not a directory; choose a directory for --out", path.display())]
+    NotADirectory {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A folder that holds something, none of it a run: a user's folder, left alone.
+    #[error(
+        "{} is not empty and holds no critbench run ({}); critbench writes only into a new or empty directory or one \
+         holding a run it wrote, and never removes files it did not write: choose another --out",
+        dir.display(),
+        found.join(", ")
+    )]
+    NotARun {
+        /// The directory.
+        dir: PathBuf,
+        /// Some of the entries it holds.
+        found: Vec<String>,
+    },
+    /// A path critbench would write through is a symbolic link.
+    #[error(
+        "{} is a symbolic link (to {}); critbench never writes through links: remove the link or choose another --out",
+        path.display(),
+        target.display()
+    )]
+    Link {
+        /// The link.
+        path: PathBuf,
+        /// Where it points.
+        target: PathBuf,
+    },
+    /// A replay's `--out` is the replayed run, or inside or around it.
+    #[error(
+        "--out {} is the run being replayed ({}), or inside it or around it; a replay writes a new run: choose a \
+         directory outside it",
+        out.display(),
+        replayed.display()
+    )]
+    OwnSource {
+        /// The `--out` given.
+        out: PathBuf,
+        /// The run being replayed.
+        replayed: PathBuf,
+    },
+    /// The directory is inside another run's directory.
+    #[error("{} is inside the run directory {}; choose a directory outside it", dir.display(), run.display())]
+    InsideRun {
+        /// The directory given.
+        dir: PathBuf,
+        /// The run directory around it.
+        run: PathBuf,
+    },
+    /// `critbench rescore` writes `RUN/rescored/NAME/` and no other folder.
+    #[error(
+        "{} is not a rescoring's folder of the run {} (RUN/rescored/NAME); a rescoring writes only there",
+        dir.display(),
+        run.display()
+    )]
+    NotARescoring {
+        /// The folder given.
+        dir: PathBuf,
+        /// The run being rescored.
+        run: PathBuf,
+    },
+    /// A rescoring of a run that is not finished.
+    #[error(
+        "{} is not a finished run: a rescoring re-critiques the drafts of a finished run (finish it first with \
+         `critbench run … --resume`; a sharded run's rescorings are written after `critbench merge`)",
+        run.display()
+    )]
+    NotFinished {
+        /// The run directory.
+        run: PathBuf,
+    },
+    /// A rescoring's folder is a file.
+    #[error(
+        "{} is a file, not a rescoring's folder; critbench never replaces files it did not write: move it, or rescore \
+         under another --critic name",
+        path.display()
+    )]
+    NotARescoringFolder {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A folder that holds something, none of it a rescoring: a user's folder, left alone.
+    #[error(
+        "{} is not empty and holds no rescoring ({}); critbench writes a rescoring only into a new or empty folder or \
+         one holding a rescoring it wrote, and never removes files it did not write: move them, or rescore under \
+         another --critic name",
+        dir.display(),
+        found.join(", ")
+    )]
+    HoldsNoRescoring {
+        /// The folder.
+        dir: PathBuf,
+        /// Some of the entries it holds.
+        found: Vec<String>,
+    },
+    /// An earlier rescoring is there and neither `--overwrite` nor `--resume` was given.
+    #[error(
+        "{} already holds {what} ({}); {}pass --overwrite to replace it (its files are removed first), or rescore \
+         under another --critic name",
+        dir.display(),
+        files.join(", "),
+        if *resumable { "pass --resume to finish it, " } else { "" }
+    )]
+    HoldsARescoring {
+        /// The rescoring's folder.
+        dir: PathBuf,
+        /// What it holds (a finished or an unfinished rescoring).
+        what: &'static str,
+        /// The rescoring's files found there.
+        files: Vec<String>,
+        /// Whether `--resume` could finish it.
+        resumable: bool,
+    },
+    /// `--resume` on a folder with no rescoring in progress.
+    #[error("{} holds no rescoring to resume (no in-progress/run.json); rescore without --resume", dir.display())]
+    NoRescoringToResume {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// `--out` names one shard's own folder instead of the sharded run.
+    #[error(
+        "{} is one shard's own folder of a sharded run (its manifest.json names the shard); write a shard with \
+         --out RUN --shard I/N, where RUN is the run directory that holds shards/",
+        dir.display()
+    )]
+    ShardFolder {
+        /// The shard's folder.
+        dir: PathBuf,
+    },
+    /// A folder of the run holds something the run did not write; nothing was removed.
+    #[error(
+        "{} holds files critbench did not write ({}); --overwrite removes only a run's own files, and nothing was \
+         removed: move them out of it first",
+        dir.display(),
+        entries.join(", ")
+    )]
+    UnknownEntries {
+        /// The folder.
+        dir: PathBuf,
+        /// The entries the run did not write.
+        entries: Vec<String>,
+    },
+    /// The lock file exists and does not, though no other run holds it: a race lost twice.
+    #[error("cannot take {}", path.display())]
+    LockNotTaken {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// An earlier critic benchmark is there and `--overwrite` was not given.
+    #[error(
+        "{} already holds a critic benchmark ({}); pass --overwrite to replace it (its files are removed first), or \
+         --out DIR to write this one somewhere new",
+        dir.display(),
+        files.join(", ")
+    )]
+    HoldsAJudgeResult {
+        /// The directory.
+        dir: PathBuf,
+        /// Its files found there.
+        files: Vec<String>,
+    },
+}
+
+impl RunDirError {
+    /// Whether the user can fix this (exit status 2): all but a lock race lost twice.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, RunDirError::LockNotTaken { .. })
+    }
+}

@@ -1,0 +1,54 @@
+//! The run directory: what a run writes and where ([`layout`]), the guard every writing command
+//! passes before it writes anything ([`claim()`]), a run's durable progress (`journal`, `parts`),
+//! and [`merge`] of a sharded run.
+//!
+//! `run`, `replay`, `report`, `merge`, `judge` and `rescore` claim their output directory. A claim
+//! refuses
+//! - a directory inside another run, or one that overlaps the run a command reads (`replay
+//!   --out` its own source);
+//! - a directory that is not empty and holds no critbench run (a user's folder), whatever the
+//!   flags: nothing of it is removed;
+//! - a directory holding a run, unless `--overwrite` (replace it) or `--resume` (finish it) says
+//!   what to do with it;
+//! - a symbolic link where critbench would write a file or folder of the run.
+//!
+//! The one folder inside a run a command may write is a rescoring's, `RUN/rescored/NAME/` of a
+//! finished run (`critbench rescore`); it is the run's, so `--overwrite` of the run removes it.
+//!
+//! `--overwrite` removes exactly the files a run writes ([`layout::run_files`],
+//! [`layout::DERIVED_FILES`], the progress folder's parts and journal, a shard's folder and
+//! partitions), one by one, never recursively: a folder of the run that holds anything else is
+//! refused before anything is removed, and other files beside the run are left alone.
+//!
+//! The claim takes `run.lock` in the directory a run (or shard) owns, and holds it until it is
+//! dropped ([`RunLock`]).
+
+mod claim;
+mod error;
+mod holds;
+pub(crate) mod journal;
+pub mod layout;
+mod lock;
+pub mod merge;
+pub(crate) mod parts;
+mod removals;
+
+use std::path::Path;
+
+use crate::EngineError;
+
+pub use claim::{Claim, claim};
+pub use error::RunDirError;
+pub use layout::Layout;
+pub use lock::RunLock;
+pub(crate) use removals::remove_progress;
+
+/// `critbench report`: the derived files of the run in `run_dir` written again from its tables,
+/// under the run's lock (never while a run writes the directory).
+/// With `labels`, also the pass rates corrected by that labelled sample (`corrected.csv`).
+pub fn rebuild_reports(run_dir: &Path, labels: Option<&Path>) -> Result<critbench_report::Report, EngineError> {
+    // A directory that holds no run is refused before anything is created or locked.
+    critbench_report::table_files(run_dir, critbench_storage::shards::OUTCOMES)?;
+    let _lock = claim(&Layout::new(run_dir, None), Claim::Rebuild)?;
+    Ok(critbench_report::write_reports_with_labels(run_dir, labels)?)
+}

@@ -1,0 +1,121 @@
+//! What `--overwrite` removes: exactly the files a run wrote, one by one, never recursively,
+//! collected first ([`Removals`]) so that a refusal removes nothing.
+
+use std::path::{Path, PathBuf};
+
+use crate::EngineError;
+use crate::run_dir::RunDirError;
+use crate::run_dir::holds::{entries, refuse_links, rescore_state};
+use crate::run_dir::journal::{PROGRESS_DIR, is_progress_file};
+use crate::run_dir::layout::{LOCK_FILE, RESCORED_DIR, rescore_owned};
+use crate::run_dir::lock::held_lock;
+
+/// Files and folders an overwrite removes, collected first so that a refusal removes nothing.
+#[derive(Default)]
+pub(crate) struct Removals {
+    files: Vec<PathBuf>,
+    /// Emptied by removing `files`, then removed themselves (innermost first).
+    folders: Vec<PathBuf>,
+}
+
+impl Removals {
+    pub(crate) fn file(&mut self, path: PathBuf) {
+        if std::fs::symlink_metadata(&path).is_ok() {
+            self.files.push(path);
+        }
+    }
+
+    /// Every entry of `dir` for removal, and `dir` itself; refused when `dir` holds anything
+    /// `known` does not name.
+    pub(crate) fn folder(&mut self, dir: &Path, known: impl Fn(&str) -> bool) -> Result<(), EngineError> {
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        self.contents(dir, &known)?;
+        let unknown: Vec<String> = entries(dir)?.into_iter().filter(|name| !known(name)).collect();
+        if !unknown.is_empty() {
+            return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: unknown }.into());
+        }
+        self.folders.push(dir.to_path_buf());
+        Ok(())
+    }
+
+    /// The entries of `dir` that `known` names, for removal; `dir` stays. A folder among them is
+    /// refused: nothing a run writes there is one.
+    pub(crate) fn contents(&mut self, dir: &Path, known: impl Fn(&str) -> bool) -> Result<(), EngineError> {
+        for name in entries(dir)? {
+            if !known(&name) {
+                continue;
+            }
+            let path = dir.join(&name);
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                return Err(
+                    RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![format!("{name}/")] }.into()
+                );
+            }
+            self.files.push(path);
+        }
+        Ok(())
+    }
+
+    /// Every rescoring in `dir` (a run's `rescored/`) for removal: each one's own files and
+    /// folders, and `dir` itself. Refused when `dir` holds anything but rescorings, a rescoring's
+    /// folder holds anything it did not write, or a rescoring is being written.
+    pub(crate) fn rescorings(&mut self, dir: &Path) -> Result<(), EngineError> {
+        if std::fs::symlink_metadata(dir).is_err() {
+            return Ok(());
+        }
+        if !dir.is_dir() {
+            let parent = dir.parent().unwrap_or(dir).to_path_buf();
+            return Err(RunDirError::UnknownEntries { dir: parent, entries: vec![RESCORED_DIR.into()] }.into());
+        }
+        self.folders.push(dir.to_path_buf());
+        let names = entries(dir)?;
+        refuse_links(&names.iter().map(|name| dir.join(name)).collect::<Vec<_>>())?;
+        for name in names {
+            let folder = dir.join(&name);
+            if !folder.is_dir() || rescore_state(&folder, false).is_none() {
+                return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![name] }.into());
+            }
+            if let Some(in_use) = held_lock(&folder) {
+                return Err(in_use);
+            }
+            let unknown: Vec<String> = entries(&folder)?.into_iter().filter(|name| !rescore_owned(name)).collect();
+            if !unknown.is_empty() {
+                return Err(RunDirError::UnknownEntries { dir: folder, entries: unknown }.into());
+            }
+            self.folders.push(folder.clone());
+            self.folder(&folder.join(PROGRESS_DIR), is_progress_file)?;
+            self.contents(&folder, |name| name != PROGRESS_DIR && rescore_owned(name))?;
+            // A lock its rescoring left behind (no process holds it: checked above).
+            self.file(folder.join(LOCK_FILE));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn carry_out(self) -> Result<(), EngineError> {
+        for path in &self.files {
+            std::fs::remove_file(path)
+                .map_err(|source| EngineError::Io { context: format!("cannot remove {}", path.display()), source })?;
+        }
+        for dir in self.folders.iter().rev() {
+            std::fs::remove_dir(dir)
+                .map_err(|source| EngineError::Io { context: format!("cannot remove {}", dir.display()), source })?;
+        }
+        Ok(())
+    }
+}
+
+/// Removes the progress folder of a finished run: its own files one by one, then the folder. A
+/// folder that holds anything else is left, with a warning.
+pub(crate) fn remove_progress(dir: &Path) {
+    let mut removals = Removals::default();
+    match removals.folder(dir, is_progress_file) {
+        Ok(()) => {
+            if let Err(error) = removals.carry_out() {
+                eprintln!("warning: {error}");
+            }
+        }
+        Err(error) => eprintln!("warning: {} is left in place: {error}", dir.display()),
+    }
+}
