@@ -1,4 +1,6 @@
-// The doc comments here are `--help` text, where `[pricing]` names a TOML table: not links.
+//! The command line: every subcommand and flag, parsed by clap into plain structs.
+//!
+//! The doc comments here are `--help` text, where `[pricing]` names a TOML table: not links.
 #![allow(rustdoc::broken_intra_doc_links)]
 
 use std::path::PathBuf;

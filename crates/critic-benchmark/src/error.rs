@@ -1,3 +1,5 @@
+//! [`JudgeError`]: why `critbench judge` could not benchmark the critics.
+
 use std::path::PathBuf;
 
 /// Everything that can stop `critbench judge`. [`JudgeError::is_usage`] tells the user's mistakes

@@ -32,6 +32,15 @@
 
 #![warn(missing_docs)]
 
+/// Writes a line to standard error without ever panicking (`eprintln!` panics when the stream is
+/// closed, as under `critbench run 2>&1 | head`): a line nobody can read is dropped, the run goes on.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod critics;
 mod error;
 mod info;

@@ -75,7 +75,7 @@ fn watch_forever() {
         });
         if let Some(index) = late {
             let (name, timeout) = names().lock().unwrap_or_else(|p| p.into_inner())[index as usize].clone();
-            eprintln!(
+            note!(
                 "error: critic `{name}` did not answer within {} s. It runs in-process, where a call cannot \
                  be interrupted, so the run stops here; run it with isolation = \"process\" (or \
                  --isolate-plugins) to turn such a call into a critic error and restart the plugin",

@@ -264,7 +264,7 @@ pub fn serve(plugin: &Served) -> i32 {
     match serve_inner(plugin) {
         Ok(()) => 0,
         Err(message) => {
-            eprintln!("critbench plugin-worker: {message}");
+            note!("critbench plugin-worker: {message}");
             2
         }
     }

@@ -122,7 +122,7 @@ fn run_inner(
     let run_id = format!("{}-{started_compact}", experiment.name);
     let mut plan = Plan::load(experiment, author, &plugin_host(session))?;
     for warning in &plan.warnings {
-        eprintln!("warning: {warning}");
+        note!("warning: {warning}");
     }
     if let Some(openai) = &experiment.openai {
         raise_open_files(openai.concurrency())?;
@@ -195,7 +195,7 @@ fn run_inner(
     let (mut sink, first_chunk, run_id, resumed_rounds, replayed) = if options.resume {
         let (sink, point) = RowSink::resume(&plan, &layout, &fingerprint)?;
         if !options.quiet {
-            eprintln!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
+            note!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
         }
         (sink, point.next_chunk, point.run_id, point.recorded_rounds, point.sequential)
     } else {
@@ -241,7 +241,7 @@ fn run_inner(
         check_routed(experiment, &report)?;
     }
     if report.unrouted > 0 {
-        eprintln!(
+        note!(
             "warning: {} task(s) match no critic's `kinds` and are not run (counted in manifest.json)",
             report.unrouted
         );

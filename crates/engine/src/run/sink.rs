@@ -120,7 +120,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
             return Err(RunDirError::Changed { dir: out.clone(), changed }.into());
         }
         if let Some(dropped) = &progress.dropped {
-            eprintln!(
+            note!(
                 "warning: {}: {dropped}; that part and every one after it are run again",
                 dir.join(JOURNAL_FILE).display()
             );
@@ -200,7 +200,7 @@ impl<'p, 'a> Consumer for RowSink<'p, 'a> {
         let part = self.parts.current()?;
         let written = &mut self.written;
         for failure in failures {
-            eprintln!("error: {failure}");
+            note!("error: {failure}");
             if written.failed.len() < MAX_LISTED_FAILURES {
                 written.failed.push(failure.clone());
                 self.new_failures.push(failure);

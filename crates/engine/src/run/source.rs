@@ -313,7 +313,7 @@ impl Source {
             }
             let path = stream.path().to_path_buf();
             if rows_skipped > 0 && scope == Scope::Evaluate {
-                eprintln!("warning: skipped {rows_skipped} bad row(s) in {}", path.display());
+                note!("warning: skipped {rows_skipped} bad row(s) in {}", path.display());
             }
             // The hash covers the whole file even when `--limit` left rows unread. A stopping run
             // does not read on to hash the rest (that could take seconds on a large file): its

@@ -303,7 +303,7 @@ fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_o
     }
     let merged = Manifest::read(root).ok().flatten().is_some_and(|m| m.shards.is_some());
     if merged {
-        eprintln!(
+        note!(
             "note: removing the merged manifest and reports of {}: they are stale once shard {shard} is run again; run \
              critbench merge once every shard has finished",
             root.display()

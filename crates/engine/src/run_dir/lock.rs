@@ -114,7 +114,7 @@ pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), EngineError> {
             }
             _ => "is unreadable and no process holds it".to_string(),
         };
-        eprintln!("warning: {} {what}; taking it over", path.display());
+        note!("warning: {} {what}; taking it over", path.display());
         let rewritten = (|| -> std::io::Result<()> {
             file.set_len(0)?;
             file.rewind()?;

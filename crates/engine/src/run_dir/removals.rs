@@ -113,9 +113,9 @@ pub(crate) fn remove_progress(dir: &Path) {
     match removals.folder(dir, is_progress_file) {
         Ok(()) => {
             if let Err(error) = removals.carry_out() {
-                eprintln!("warning: {error}");
+                note!("warning: {error}");
             }
         }
-        Err(error) => eprintln!("warning: {} is left in place: {error}", dir.display()),
+        Err(error) => note!("warning: {} is left in place: {error}", dir.display()),
     }
 }

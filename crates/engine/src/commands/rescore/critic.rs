@@ -157,10 +157,10 @@ pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Pol
     // The same rule as a run's: a threshold outside the critic's range is replayed, with a warning.
     let warnings = threshold_warnings(&spec.name, info.range, policies, &POLICY_KEYS);
     for warning in &warnings {
-        eprintln!("warning: {warning}");
+        note!("warning: {warning}");
     }
     if let Some(then) = run_sha256.as_ref().filter(|then| **then != info.sha256) {
-        eprintln!(
+        note!(
             "warning: critic `{}`'s plugin {} has changed since the run (sha256 {} then, {} now): its critiques may \
              differ from the run's",
             spec.name,

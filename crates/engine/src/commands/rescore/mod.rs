@@ -162,7 +162,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     let (mut sink, first_chunk, resumed) = if options.resume {
         let (sink, point) = Sink::resume(&out, &fingerprint, &grid, &label)?;
         if !options.quiet {
-            eprintln!("resuming {}: {} loop(s) already replayed", fingerprint.run_id, point.loops);
+            note!("resuming {}: {} loop(s) already replayed", fingerprint.run_id, point.loops);
         }
         (sink, point.next_chunk, point.critiques)
     } else {

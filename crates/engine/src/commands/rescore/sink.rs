@@ -136,7 +136,7 @@ impl<'g> Sink<'g> {
             return Err(RescoreError::Changed { dir: out.to_path_buf(), changed }.into());
         }
         if let Some(dropped) = &saved.dropped {
-            eprintln!(
+            note!(
                 "warning: {}: {dropped}; that part and every one after it are made again",
                 dir.join(JOURNAL_FILE).display()
             );

@@ -199,7 +199,7 @@ where
                 // resumable.
                 let _ = consumer.commit();
                 progress.finish();
-                eprintln!(
+                note!(
                     "critbench: loops still in flight after {} s were abandoned; the finished ones are kept: run the \
                      same command with --resume to finish {}",
                     INTERRUPT_GRACE.as_secs(),

@@ -46,6 +46,6 @@ impl Progress {
 
     /// Prints a line on stderr above the bar, which is drawn again below it.
     pub(crate) fn note(&self, line: &str) {
-        self.bar.suspend(|| eprintln!("{line}"));
+        self.bar.suspend(|| note!("{line}"));
     }
 }
