@@ -3,7 +3,10 @@
 //! checked against reference values (scipy, scikit-learn, numpy) in its tests, and the larger ones
 //! against a reference implementation in `tests/python/`.
 //!
-//! - [`binomial`]: Wilson's interval of a proportion, the exact McNemar test and the sign test;
+//! - [`binomial`]: Wilson's and Clopper–Pearson's intervals of a proportion, the binomial test
+//!   dual to Clopper–Pearson's, the exact McNemar test and the sign test;
+//! - [`distributions`]: ln Γ, the incomplete beta function and its inverse, binomial tails and
+//!   Student's t quantile;
 //! - [`bootstrap`]: the paired bootstrap of a difference, and the task-cluster bootstrap of ratio
 //!   statistics (exact when every task has the same size, otherwise resampled with a seed drawn
 //!   from the data);
@@ -30,6 +33,7 @@ pub mod agreement;
 pub mod binomial;
 pub mod bootstrap;
 pub mod descriptive;
+pub mod distributions;
 pub mod power;
 pub mod ppi;
 pub mod sequential;
