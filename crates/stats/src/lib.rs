@@ -9,7 +9,7 @@
 //!   Student's t quantile;
 //! - [`bootstrap`]: the paired bootstrap of a difference, and the task-cluster bootstrap of ratio
 //!   statistics (exact when every task has the same size, otherwise resampled with a seed drawn
-//!   from the data);
+//!   from the data), with the p-value read from the same distribution;
 //! - [`descriptive`]: an order-independent exact sum ([`descriptive::ExactSum`]), the mean,
 //!   numpy's percentile, rates and the sample standard deviation;
 //! - [`agreement`]: Cohen's kappa and the Pearson, Spearman and Kendall correlations of two
