@@ -18,7 +18,7 @@
 //! - [`sequential`]: anytime-valid confidence sequences for a paired comparison run task by task,
 //!   and the [`sequential::Monitor`] that decides when a sequential run may stop;
 //! - [`power`]: how many tasks a paired comparison needs, from the split of its variance into a
-//!   task part and an epoch part.
+//!   task part and an epoch part, and the smallest difference it could detect.
 //!
 //! ```
 //! use critbench_stats::binomial::{mcnemar_exact, wilson_interval};

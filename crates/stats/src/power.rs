@@ -21,7 +21,10 @@
 //! The minimum detectable difference (MDE) of a two-sided test at level 1 − `confidence` with
 //! probability `power` of detecting it is (z₁₋α/₂ + z_power) × the estimate's standard error
 //! (normal approximation); the tasks needed for a difference δ are (z₁₋α/₂ + z_power)² ×
-//! (task + epoch / k) / δ², rounded up.
+//! (task + epoch / k) / δ², rounded up. When nothing varied (every task tied) that would say any
+//! difference can be detected: but a difference δ brings its own noise (each pair's difference is
+//! −1, 0 or 1, so its variance is at least |δ|(1 − |δ|)), and [`Test::minimum_detectable`] and
+//! [`Test::tasks_to_detect`] count it, so the MDE is never below m²/(n·k + m²) on n tasks × k epochs.
 //!
 //! ```
 //! use critbench_stats::power::{Advice, Test, TaskDifferences, VarianceSplit};
@@ -209,6 +212,38 @@ impl Test {
         if variance <= 0.0 || difference <= 0.0 {
             return None;
         }
+        let tasks = (self.multiplier().powi(2) * variance / (difference * difference)).ceil();
+        Some((tasks as u64).max(2))
+    }
+
+    /// The smallest difference any comparison of `tasks` tasks × `epochs` epochs could detect:
+    /// a difference δ makes each pair's difference (−1, 0 or 1) vary by at least |δ|(1 − |δ|), so
+    /// a task's mean over its epochs by at least that over `epochs`, and δ is detectable only when
+    /// δ ≥ m·√(δ(1 − δ)/(tasks·epochs)) with m the [`Test::multiplier`]: δ ≥ m²/(tasks·epochs + m²).
+    pub fn detectable_floor(&self, tasks: f64, epochs: f64) -> f64 {
+        let m2 = self.multiplier().powi(2);
+        m2 / (tasks * epochs + m2)
+    }
+
+    /// The minimum detectable difference over `tasks` tasks × `epochs` epochs, never below
+    /// [`Test::detectable_floor`]: [`Test::mde`] alone is 0 when no paired difference varied
+    /// (every task tied), as if any difference could be seen. `None` when the split does not reach
+    /// those epochs.
+    pub fn minimum_detectable(&self, split: &VarianceSplit, tasks: f64, epochs: f64) -> Option<f64> {
+        Some(self.mde(split, tasks, epochs)?.max(self.detectable_floor(tasks, epochs)))
+    }
+
+    /// The tasks needed to detect `difference` with `epochs` epochs per task (at least 2), with the
+    /// variance of a task's difference taken as at least what `difference` itself implies
+    /// (|δ|(1 − |δ|)/epochs, see [`Test::detectable_floor`]): the fewest tasks whose
+    /// [`Test::minimum_detectable`] is at most `difference`. `None` when the split does not reach
+    /// those epochs, or `difference` is not in (0, 1).
+    pub fn tasks_to_detect(&self, split: &VarianceSplit, difference: f64, epochs: f64) -> Option<u64> {
+        let variance = split.per_task(epochs)?;
+        if !(difference > 0.0 && difference < 1.0) {
+            return None;
+        }
+        let variance = variance.max(difference * (1.0 - difference) / epochs);
         let tasks = (self.multiplier().powi(2) * variance / (difference * difference)).ceil();
         Some((tasks as u64).max(2))
     }
@@ -421,5 +456,26 @@ mod tests {
         assert_eq!(flat.advice(), Advice::NoVariation);
         assert_eq!(Test::default().tasks_needed(&flat, 0.05, 2.0), None);
         assert_eq!(Test::default().mde(&flat, 10.0, 2.0), Some(0.0));
+    }
+
+    #[test]
+    fn the_minimum_detectable_difference_is_never_zero() {
+        let test = Test::default();
+        let flat = VarianceSplit::of([(task(2, &[0.0; 2]), 10)]).unwrap();
+        let floor = test.minimum_detectable(&flat, 10.0, 2.0).unwrap();
+        let m2 = test.multiplier().powi(2);
+        assert!((floor - m2 / (20.0 + m2)).abs() < 1e-15, "{floor}");
+        // At the floor, the difference is exactly as large as the test needs given its own noise.
+        assert!((floor - test.multiplier() * (floor * (1.0 - floor) / 20.0).sqrt()).abs() < 1e-12);
+        // Where the tasks do vary, the MDE is what it was (the demo's 240 tasks × 3 epochs).
+        let varied = VarianceSplit::of([(task(3, &[1.0; 3]), 80), (task(3, &[0.0; 3]), 160)]).unwrap();
+        assert_eq!(test.minimum_detectable(&varied, 240.0, 3.0), test.mde(&varied, 240.0, 3.0));
+        // Tasks to detect 10 points with nothing varying: what a 10-point difference's own noise needs.
+        let needed = test.tasks_to_detect(&flat, 0.1, 2.0).unwrap();
+        assert_eq!(needed, (m2 * 0.09 / 2.0 / 0.01).ceil() as u64);
+        assert!(test.minimum_detectable(&flat, needed as f64, 2.0).unwrap() <= 0.1);
+        assert!(test.minimum_detectable(&flat, (needed - 1) as f64, 2.0).unwrap() > 0.1);
+        assert_eq!(test.tasks_to_detect(&varied, 0.1, 3.0), test.tasks_needed(&varied, 0.1, 3.0));
+        assert_eq!(test.tasks_to_detect(&flat, 0.0, 2.0), None);
     }
 }
