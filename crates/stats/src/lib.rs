@@ -3,6 +3,9 @@
 //! checked against reference values (scipy, scikit-learn, numpy) in its tests, and the larger ones
 //! against a reference implementation in `tests/python/`.
 //!
+//! - [`rate`]: a pass rate with the 95% interval valid at its number of tasks, and
+//!   [`difference`]: a paired difference with its interval and the test that is the interval's
+//!   dual — the numbers the reports print;
 //! - [`binomial`]: Wilson's and Clopper–Pearson's intervals of a proportion, the binomial test
 //!   dual to Clopper–Pearson's, the exact McNemar test and the sign test;
 //! - [`distributions`]: ln Γ, the incomplete beta function and its inverse, binomial tails and
@@ -33,7 +36,9 @@ pub mod agreement;
 pub mod binomial;
 pub mod bootstrap;
 pub mod descriptive;
+pub mod difference;
 pub mod distributions;
 pub mod power;
 pub mod ppi;
+pub mod rate;
 pub mod sequential;
