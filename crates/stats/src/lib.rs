@@ -17,7 +17,8 @@
 //!   numpy's percentile, rates and the sample standard deviation;
 //! - [`agreement`]: Cohen's kappa and the Pearson, Spearman and Kendall correlations of two
 //!   raters;
-//! - [`ppi`]: pass rates corrected by a labelled sample (prediction-powered inference);
+//! - [`ppi`]: pass rates and differences corrected by a labelled sample (prediction-powered
+//!   inference, or the labels alone where they are few);
 //! - [`sequential`]: anytime-valid confidence sequences for a paired comparison run task by task,
 //!   and the [`sequential::Monitor`] that decides when a sequential run may stop;
 //! - [`power`]: how many tasks a paired comparison needs, from the split of its variance into a

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod interval_coverage;
 mod interval_reference;
 mod ppi_coverage;
 mod sequential_reference;
