@@ -11,3 +11,4 @@ mod interval_reference;
 mod ppi_coverage;
 mod sequential_reference;
 mod sequential_validity;
+mod sequential_without_replacement;
