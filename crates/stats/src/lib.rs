@@ -8,8 +8,8 @@
 //!   dual — the numbers the reports print;
 //! - [`binomial`]: Wilson's and Clopper–Pearson's intervals of a proportion, the binomial test
 //!   dual to Clopper–Pearson's, the exact McNemar test and the sign test;
-//! - [`distributions`]: ln Γ, the incomplete beta function and its inverse, binomial tails and
-//!   Student's t quantile;
+//! - [`distributions`]: the normal quantile, ln Γ, the incomplete beta function and its inverse,
+//!   binomial tails and Student's t quantile;
 //! - [`bootstrap`]: the paired bootstrap of a difference, and the task-cluster bootstrap of ratio
 //!   statistics (exact when every task has the same size, otherwise resampled with a seed drawn
 //!   from the data), with the p-value read from the same distribution;

@@ -48,6 +48,7 @@
 //! ```
 
 use crate::difference::{DifferenceMethod, small_sample_difference_at};
+use crate::distributions::normal_quantile;
 use crate::rate::{ENOUGH_EACH_SIDE, RateMethod, SMALL_SAMPLE_TASKS, small_sample_rate_at};
 
 /// The estimate of a mean corrected by labels, with its interval.
@@ -95,120 +96,6 @@ pub enum PpiError {
     /// A task with no loops has no mean.
     #[error("a task has no loops")]
     EmptyTask,
-}
-
-/// Evaluates the polynomial with `coefficients` (highest power first) at `x` by Horner's rule.
-fn horner(coefficients: &[f64], x: f64) -> f64 {
-    coefficients.iter().fold(0.0, |sum, c| sum * x + c)
-}
-
-/// The standard normal quantile Φ⁻¹(p) for 0 < p < 1 (Wichura's algorithm AS 241, accurate to
-/// about 1e-16); ±∞ at 0 and 1, NaN outside.
-// The coefficients as Wichura published them; f64 rounds the last digits.
-#[allow(clippy::excessive_precision)]
-pub fn normal_quantile(p: f64) -> f64 {
-    if p.is_nan() || !(0.0..=1.0).contains(&p) {
-        return f64::NAN;
-    }
-    if p == 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if p == 1.0 {
-        return f64::INFINITY;
-    }
-    let q = p - 0.5;
-    if q.abs() <= 0.425 {
-        let r = 0.180625 - q * q;
-        let num = horner(
-            &[
-                2.5090809287301226727e3,
-                3.3430575583588128105e4,
-                6.7265770927008700853e4,
-                4.5921953931549871457e4,
-                1.3731693765509461125e4,
-                1.9715909503065514427e3,
-                1.3314166789178437745e2,
-                3.3871328727963666080,
-            ],
-            r,
-        );
-        let den = horner(
-            &[
-                5.2264952788528545610e3,
-                2.8729085735721942674e4,
-                3.9307895800092710610e4,
-                2.1213794301586595867e4,
-                5.3941960214247511077e3,
-                6.8718700749205790830e2,
-                4.2313330701600911252e1,
-                1.0,
-            ],
-            r,
-        );
-        return q * num / den;
-    }
-    let tail = if q <= 0.0 { p } else { 1.0 - p };
-    let r = (-tail.ln()).sqrt();
-    let x = if r <= 5.0 {
-        let r = r - 1.6;
-        let num = horner(
-            &[
-                7.74545014278341407640e-4,
-                2.27238449892691845833e-2,
-                2.41780725177450611770e-1,
-                1.27045825245236838258,
-                3.64784832476320460504,
-                5.76949722146069140550,
-                4.63033784615654529590,
-                1.42343711074968357734,
-            ],
-            r,
-        );
-        let den = horner(
-            &[
-                1.05075007164441684324e-9,
-                5.47593808499534494600e-4,
-                1.51986665636164571966e-2,
-                1.48103976427480074590e-1,
-                6.89767334985100004550e-1,
-                1.67638483018380384940,
-                2.05319162663775882187,
-                1.0,
-            ],
-            r,
-        );
-        num / den
-    } else {
-        let r = r - 5.0;
-        let num = horner(
-            &[
-                2.01033439929228813265e-7,
-                2.71155556874348757815e-5,
-                1.24266094738807843860e-3,
-                2.65321895265761230930e-2,
-                2.96560571828504891230e-1,
-                1.78482653991729133580,
-                5.46378491116411436990,
-                6.65790464350110377720,
-            ],
-            r,
-        );
-        let den = horner(
-            &[
-                2.04426310338993978564e-15,
-                1.42151175831644588870e-7,
-                1.84631831751005468180e-5,
-                7.86869131145613259100e-4,
-                1.48753612908506148525e-2,
-                1.36929880922735805310e-1,
-                5.99832206555887937690e-1,
-                1.0,
-            ],
-            r,
-        );
-        num / den
-    };
-    if q < 0.0 { -x } else { x }
 }
 
 /// The z of a two-sided interval at error level `alpha`.
@@ -677,19 +564,6 @@ mod tests {
         let reference = clustered_rate_ci(&many, 0.05).unwrap();
         assert_eq!((rate.low, rate.high, rate.method), (reference.lo, reference.hi, RateMethod::EffectiveWilson));
         assert_eq!(error_rate(&[(0, 0)], 0.05), None);
-    }
-
-    #[test]
-    fn the_normal_quantile_matches_known_values_in_every_branch() {
-        assert!(close(normal_quantile(0.975), 1.959_963_984_540_054));
-        assert!(close(normal_quantile(0.95), 1.644_853_626_951_472_2));
-        assert!(close(normal_quantile(0.995), 2.575_829_303_548_900_4));
-        assert!(close(normal_quantile(0.5), 0.0));
-        assert!(close(normal_quantile(0.025), -1.959_963_984_540_054));
-        // The far tails (r > 5): Φ⁻¹(1e-12) from scipy.stats.norm.ppf.
-        assert!((normal_quantile(1e-12) + 7.034_483_825_301_131).abs() < 1e-9);
-        assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
-        assert!(normal_quantile(1.5).is_nan());
     }
 
     /// Four labelled answers and four unlabelled, worked by hand:

@@ -22,7 +22,7 @@
 
 use crate::binomial::{clopper_pearson, wilson_interval};
 use crate::bootstrap::{Cluster, cluster_bootstrap};
-use crate::distributions::student_t_quantile;
+use crate::distributions::{normal_quantile, student_t_quantile};
 
 /// The error level of every interval here: 95% intervals.
 pub const ALPHA: f64 = 0.05;
@@ -157,7 +157,7 @@ pub(crate) fn small_sample_rate_at(tasks: &[(u64, u64, u64)], alpha: f64) -> Rat
 /// worth, on `freedom` degrees of freedom: estimate·(1 − estimate)/(variance·(t/z)²), within
 /// [`low`, `high`]; `high` when the variance is 0.
 pub(crate) fn effective_size(estimate: f64, variance: f64, freedom: f64, alpha: f64, low: f64, high: f64) -> f64 {
-    let z = crate::ppi::normal_quantile(1.0 - alpha / 2.0);
+    let z = normal_quantile(1.0 - alpha / 2.0);
     let inflation = (student_t_quantile(1.0 - alpha / 2.0, freedom.max(1.0)) / z).powi(2);
     let size = if variance > 0.0 { estimate * (1.0 - estimate) / (variance * inflation) } else { f64::INFINITY };
     size.clamp(low, high.max(low))
