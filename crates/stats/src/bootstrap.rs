@@ -1,6 +1,7 @@
 //! Bootstrap intervals: the paired bootstrap of a difference of pass rates, and the
 //! task-cluster bootstrap of ratio statistics, computed exactly when every task has the same
-//! size and otherwise resampled from a stream seeded by the data ([`data_seed`]).
+//! size and otherwise resampled from a stream seeded by the data ([`data_seed`]), with the test of
+//! 0 that is the interval's dual ([`cluster_bootstrap_tested`]).
 
 use critbench_core::Rng;
 
@@ -111,6 +112,39 @@ pub fn cluster_bootstrap<const K: usize>(clusters: &[Cluster<K>], resamples: usi
         .unwrap_or_else(|| monte_carlo_intervals(&sorted, total, monte_carlo_resamples(&sorted, resamples), seed))
 }
 
+/// A bootstrap interval with the test that is its own dual: `p_value` is below α exactly when the
+/// interval at level 1 − α excludes 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tested {
+    /// The 95% percentile interval, as [`cluster_bootstrap`] gives it.
+    pub interval: (f64, f64),
+    /// The two-sided p-value of "the statistic is 0": twice the bootstrap distribution's smaller
+    /// tail at 0 (each tail counting the mass at 0), at most 1.
+    pub p_value: f64,
+}
+
+/// [`cluster_bootstrap`] with each statistic's test of 0 read from the same bootstrap distribution:
+/// the intervals are exactly [`cluster_bootstrap`]'s, and a 95% interval excludes 0 exactly when its
+/// p-value is below 0.05. Computed exactly wherever [`cluster_bootstrap`] is, otherwise from the same
+/// resamples, where the p-value is read off the percentile function the interval's ends come
+/// from (linear between order statistics), never below 1 / (resamples + 1).
+pub fn cluster_bootstrap_tested<const K: usize>(clusters: &[Cluster<K>], resamples: usize, seed: u64) -> [Tested; K] {
+    let mut sorted: Vec<Cluster<K>> = clusters.iter().copied().filter(|c| c.tasks > 0).collect();
+    sorted.sort_unstable();
+    let total: u64 = sorted.iter().map(|c| c.tasks).sum();
+    if total == 0 || resamples == 0 {
+        return [Tested { interval: (0.0, 0.0), p_value: 1.0 }; K];
+    }
+    exact_tested(&sorted, total).unwrap_or_else(|| {
+        let resamples = monte_carlo_resamples(&sorted, resamples);
+        let mut tested = [Tested { interval: (0.0, 0.0), p_value: 1.0 }; K];
+        for (slot, statistic) in tested.iter_mut().zip(monte_carlo_distributions(&sorted, total, resamples, seed)) {
+            *slot = Tested { interval: percentile_interval(&statistic), p_value: percentile_p_value(&statistic) };
+        }
+        tested
+    })
+}
+
 /// The Monte Carlo standard deviation an endpoint may have: well below the reports' 0.1 pp.
 pub const TARGET_MONTE_CARLO_SD: f64 = 0.0004;
 
@@ -146,6 +180,20 @@ fn monte_carlo_intervals<const K: usize>(
     resamples: usize,
     seed: u64,
 ) -> [(f64, f64); K] {
+    let mut intervals = [(0.0, 0.0); K];
+    for (interval, statistic) in intervals.iter_mut().zip(monte_carlo_distributions(sorted, total, resamples, seed)) {
+        *interval = percentile_interval(&statistic);
+    }
+    intervals
+}
+
+/// Each statistic's `resamples` Monte Carlo bootstrap values, sorted.
+fn monte_carlo_distributions<const K: usize>(
+    sorted: &[Cluster<K>],
+    total: u64,
+    resamples: usize,
+    seed: u64,
+) -> Vec<Vec<f64>> {
     let mut rng = Rng::new(data_seed(seed, sorted));
     let mut values: Vec<Vec<f64>> = (0..K).map(|_| Vec::with_capacity(resamples)).collect();
     let mut draws = vec![0u64; sorted.len()];
@@ -163,12 +211,10 @@ fn monte_carlo_intervals<const K: usize>(
             statistic.push(if denominator == 0 { 0.0 } else { numerator as f64 / denominator as f64 });
         }
     }
-    let mut intervals = [(0.0, 0.0); K];
-    for (interval, mut statistic) in intervals.iter_mut().zip(values) {
+    for statistic in &mut values {
         statistic.sort_by(f64::total_cmp);
-        *interval = percentile_interval(&statistic);
     }
-    intervals
+    values
 }
 
 /// The seed of a bootstrap's random stream: the run's `seed` and the data resampled (the sorted
@@ -216,12 +262,18 @@ const EXACT_MAX_SUPPORT: usize = 1 << 20;
 /// interval as the resamples grow (the statistic takes values on a lattice, so the endpoints are
 /// lattice points).
 pub fn exact_intervals<const K: usize>(sorted: &[Cluster<K>], tasks: u64) -> Option<[(f64, f64); K]> {
+    exact_tested(sorted, tasks).map(|tested| tested.map(|t| t.interval))
+}
+
+/// [`exact_intervals`] with each statistic's p-value of 0 from the same distribution
+/// ([`cluster_bootstrap_tested`]).
+fn exact_tested<const K: usize>(sorted: &[Cluster<K>], tasks: u64) -> Option<[Tested; K]> {
     let denominator = sorted.first()?.denominator;
     if denominator == 0 || tasks == 0 || sorted.iter().any(|c| c.denominator != denominator) {
         return None;
     }
-    let mut intervals = [(0.0, 0.0); K];
-    for (statistic, interval) in intervals.iter_mut().enumerate() {
+    let mut tested = [Tested { interval: (0.0, 0.0), p_value: 1.0 }; K];
+    for (statistic, slot) in tested.iter_mut().enumerate() {
         let low = sorted.iter().map(|c| c.numerators[statistic]).min().expect("at least one cluster");
         let high = sorted.iter().map(|c| c.numerators[statistic]).max().expect("at least one cluster");
         let span = usize::try_from(high - low).ok()?;
@@ -253,9 +305,31 @@ pub fn exact_intervals<const K: usize>(sorted: &[Cluster<K>], tasks: u64) -> Opt
                 .unwrap_or(support - 1);
             (tasks as i64 * low + index as i64) as f64 / (tasks * denominator) as f64
         };
-        *interval = (quantile(0.025), quantile(0.975));
+        let interval = (quantile(0.025), quantile(0.975));
+        // The sum of numerators is tasks·low + index: at most 0 up to index −tasks·low.
+        let zero = -(tasks as i64) * low;
+        let (mut at_most, mut at_least) = (0.0, 0.0);
+        for (index, p) in pmf.iter().enumerate() {
+            if (index as i64) <= zero {
+                at_most += p;
+            }
+            if (index as i64) >= zero {
+                at_least += p;
+            }
+        }
+        let p_value = (2.0 * at_most.min(at_least) / total).min(1.0);
+        *slot = Tested { interval, p_value: consistent(interval, p_value, 0.0) };
     }
-    Some(intervals)
+    Some(tested)
+}
+
+/// `p_value` made to agree with `interval` where rounding at the 5% boundary would have them
+/// disagree (the two are computed from the same distribution, so only the last bits can differ):
+/// below 0.05 when the interval excludes 0, at least 0.05 when it holds 0; never below `floor`.
+fn consistent(interval: (f64, f64), p_value: f64, floor: f64) -> f64 {
+    const ALPHA: f64 = 0.05;
+    let p_value = p_value.max(floor);
+    if interval.0 > 0.0 || interval.1 < 0.0 { p_value.min(ALPHA.next_down()) } else { p_value.max(ALPHA) }
 }
 
 /// `z` to the power `n`, by repeated squaring.
@@ -425,6 +499,34 @@ fn percentile_interval(sorted: &[f64]) -> (f64, f64) {
     (at(0.025), at(0.975))
 }
 
+/// The two-sided p-value of 0 dual to [`percentile_interval`] on the same sorted values: with P(u)
+/// the percentile function (linear between order statistics), twice the smaller of the share u
+/// below which P is at most 0 and the share above which it is at least 0, so the interval at level
+/// 1 − α excludes 0 exactly when this is below α. Never below 1 / (resamples + 1): a finite number
+/// of resamples cannot show less.
+fn percentile_p_value(sorted: &[f64]) -> f64 {
+    let last = (sorted.len() - 1) as f64;
+    // Position (in order statistics) of the last point where P(u) ≤ 0, and of the first where P(u) ≥ 0.
+    let up_to = match sorted.iter().rposition(|v| *v <= 0.0) {
+        None => 0.0,
+        Some(i) if i + 1 < sorted.len() && sorted[i] < 0.0 => i as f64 + -sorted[i] / (sorted[i + 1] - sorted[i]),
+        Some(i) => i as f64,
+    };
+    let from = match sorted.iter().position(|v| *v >= 0.0) {
+        None => last,
+        Some(0) => 0.0,
+        Some(i) if sorted[i] > 0.0 => (i - 1) as f64 + -sorted[i - 1] / (sorted[i] - sorted[i - 1]),
+        Some(i) => i as f64,
+    };
+    let (below, above) = if last == 0.0 {
+        (if sorted[0] <= 0.0 { 1.0 } else { 0.0 }, if sorted[0] >= 0.0 { 1.0 } else { 0.0 })
+    } else {
+        (up_to / last, 1.0 - from / last)
+    };
+    let p_value = (2.0 * below.min(above)).min(1.0);
+    consistent(percentile_interval(sorted), p_value, 1.0 / (sorted.len() + 1) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,6 +637,67 @@ mod tests {
             assert_eq!(cluster_bootstrap(&clusters, REPORT_RESAMPLES, 1), exact);
             assert_eq!(cluster_bootstrap(&clusters, REPORT_RESAMPLES, 99), exact, "no seed in an exact interval");
         }
+    }
+
+    #[test]
+    fn the_tested_bootstrap_has_the_same_intervals_and_a_p_value_that_agrees_with_them() {
+        for clusters in demo_clusters() {
+            let tested = cluster_bootstrap_tested(&clusters, REPORT_RESAMPLES, 1);
+            let intervals = cluster_bootstrap(&clusters, REPORT_RESAMPLES, 1);
+            assert_eq!(tested.map(|t| t.interval), intervals);
+        }
+        // 7 tasks a point ahead and 3 a point behind, one pair each: a resample's sum is 2X − 10
+        // with X ~ Binomial(10, 0.7), so P(sum ≤ 0) = P(X ≤ 5) and P(sum ≥ 0) = P(X ≥ 5).
+        let split = [
+            Cluster { denominator: 1, numerators: [1], tasks: 7 },
+            Cluster { denominator: 1, numerators: [-1], tasks: 3 },
+        ];
+        let binomial = |k: u64| {
+            let choose = (0..k).fold(1.0, |c, i| c * (10 - i) as f64 / (i + 1) as f64);
+            choose * 0.7f64.powi(k as i32) * 0.3f64.powi(10 - k as i32)
+        };
+        let at_most: f64 = (0..=5).map(binomial).sum();
+        let at_least: f64 = (5..=10).map(binomial).sum();
+        let [tested] = cluster_bootstrap_tested(&split, REPORT_RESAMPLES, 1);
+        assert!((tested.p_value - 2.0 * at_most.min(at_least)).abs() < 1e-12, "{tested:?}");
+        // Agreement with the interval, exact and resampled, over differences large and small.
+        for ahead in 0..12u64 {
+            let mut unequal = vec![
+                Cluster { denominator: 3, numerators: [1], tasks: ahead },
+                Cluster { denominator: 3, numerators: [-1], tasks: 4 },
+                Cluster { denominator: 3, numerators: [0], tasks: 30 },
+                Cluster { denominator: 2, numerators: [2], tasks: ahead / 2 },
+            ];
+            for exact in [false, true] {
+                if exact {
+                    unequal.pop();
+                }
+                let [tested] = cluster_bootstrap_tested(&unequal, REPORT_RESAMPLES, 5);
+                let (low, high) = tested.interval;
+                assert_eq!(low > 0.0 || high < 0.0, tested.p_value < 0.05, "{ahead} ahead, exact {exact}: {tested:?}");
+                assert_eq!(tested.interval, cluster_bootstrap(&unequal, REPORT_RESAMPLES, 5)[0]);
+            }
+        }
+    }
+
+    #[test]
+    fn the_resampled_p_value_is_where_the_exact_one_is() {
+        let clusters = [
+            Cluster { denominator: 3, numerators: [1], tasks: 9 },
+            Cluster { denominator: 3, numerators: [-1], tasks: 4 },
+            Cluster { denominator: 3, numerators: [0], tasks: 27 },
+        ];
+        let [exact] = cluster_bootstrap_tested(&clusters, REPORT_RESAMPLES, 1);
+        let sampled = percentile_p_value(&monte_carlo_distributions(&clusters, 40, 100_000, 2)[0]);
+        // 0.1989 exactly, 0.1988 from 100,000 resamples: within the Monte Carlo error (about 0.002).
+        assert!(exact.p_value > 0.05 && (exact.p_value - sampled).abs() < 0.01, "{exact:?} vs {sampled}");
+        // Every resample above 0: the smallest p-value the resamples can show.
+        let ahead = [
+            Cluster { denominator: 2, numerators: [2], tasks: 30 },
+            Cluster { denominator: 3, numerators: [3], tasks: 30 },
+        ];
+        let [tested] = cluster_bootstrap_tested(&ahead, REPORT_RESAMPLES, 1);
+        assert!(tested.interval.0 > 0.0 && tested.p_value < 0.001, "{tested:?}");
     }
 
     #[test]

@@ -21,7 +21,10 @@
 //! The minimum detectable difference (MDE) of a two-sided test at level 1 − `confidence` with
 //! probability `power` of detecting it is (z₁₋α/₂ + z_power) × the estimate's standard error
 //! (normal approximation); the tasks needed for a difference δ are (z₁₋α/₂ + z_power)² ×
-//! (task + epoch / k) / δ², rounded up.
+//! (task + epoch / k) / δ², rounded up. When nothing varied (every task tied) that would say any
+//! difference can be detected: but a difference δ brings its own noise (each pair's difference is
+//! −1, 0 or 1, so its variance is at least |δ|(1 − |δ|)), and [`Test::minimum_detectable`] and
+//! [`Test::tasks_to_detect`] count it, so the MDE is never below m²/(n·k + m²) on n tasks × k epochs.
 //!
 //! ```
 //! use critbench_stats::power::{Advice, Test, TaskDifferences, VarianceSplit};
@@ -40,6 +43,8 @@
 //! assert!(test.tasks_needed(&split, 0.05, 3.0).unwrap() > 60);
 //! assert_eq!(split.advice(), Advice::MoreTasks);
 //! ```
+
+use crate::distributions::normal_quantile;
 
 /// One task's paired differences over the epochs both arms ran.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -212,110 +217,38 @@ impl Test {
         let tasks = (self.multiplier().powi(2) * variance / (difference * difference)).ceil();
         Some((tasks as u64).max(2))
     }
-}
 
-/// The standard normal distribution's quantile function Φ⁻¹(p), for p in (0, 1) (±∞ at 0 and 1,
-/// NaN outside): Wichura's algorithm AS 241 (PPND16), accurate to about 1e-16.
-pub fn normal_quantile(p: f64) -> f64 {
-    if !(0.0..=1.0).contains(&p) {
-        return f64::NAN;
+    /// The smallest difference any comparison of `tasks` tasks × `epochs` epochs could detect:
+    /// a difference δ makes each pair's difference (−1, 0 or 1) vary by at least |δ|(1 − |δ|), so
+    /// a task's mean over its epochs by at least that over `epochs`, and δ is detectable only when
+    /// δ ≥ m·√(δ(1 − δ)/(tasks·epochs)) with m the [`Test::multiplier`]: δ ≥ m²/(tasks·epochs + m²).
+    pub fn detectable_floor(&self, tasks: f64, epochs: f64) -> f64 {
+        let m2 = self.multiplier().powi(2);
+        m2 / (tasks * epochs + m2)
     }
-    if p == 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if p == 1.0 {
-        return f64::INFINITY;
-    }
-    let q = p - 0.5;
-    if q.abs() <= 0.425 {
-        let r = 0.180625 - q * q;
-        return q * polynomial(&CENTRAL_NUMERATOR, r) / polynomial(&CENTRAL_DENOMINATOR, r);
-    }
-    let tail = if q < 0.0 { p } else { 1.0 - p };
-    let mut r = (-tail.ln()).sqrt();
-    let value = if r <= 5.0 {
-        r -= 1.6;
-        polynomial(&NEAR_NUMERATOR, r) / polynomial(&NEAR_DENOMINATOR, r)
-    } else {
-        r -= 5.0;
-        polynomial(&FAR_NUMERATOR, r) / polynomial(&FAR_DENOMINATOR, r)
-    };
-    if q < 0.0 { -value } else { value }
-}
 
-use coefficients::{
-    CENTRAL_DENOMINATOR, CENTRAL_NUMERATOR, FAR_DENOMINATOR, FAR_NUMERATOR, NEAR_DENOMINATOR, NEAR_NUMERATOR,
-};
+    /// The minimum detectable difference over `tasks` tasks × `epochs` epochs, never below
+    /// [`Test::detectable_floor`]: [`Test::mde`] alone is 0 when no paired difference varied
+    /// (every task tied), as if any difference could be seen. `None` when the split does not reach
+    /// those epochs.
+    pub fn minimum_detectable(&self, split: &VarianceSplit, tasks: f64, epochs: f64) -> Option<f64> {
+        Some(self.mde(split, tasks, epochs)?.max(self.detectable_floor(tasks, epochs)))
+    }
 
-/// c₀ + c₁x + … by Horner's rule.
-fn polynomial(coefficients: &[f64; 8], x: f64) -> f64 {
-    coefficients.iter().rev().fold(0.0, |sum, &c| sum * x + c)
-}
-
-/// AS 241's coefficients, as published (to more digits than a double holds): |p − ½| ≤ 0.425,
-/// then r = √(−ln tail) ≤ 5, then beyond.
-#[allow(clippy::excessive_precision)]
-mod coefficients {
-    pub(super) const CENTRAL_NUMERATOR: [f64; 8] = [
-        3.387_132_872_796_366_608,
-        1.331_416_678_917_843_774_5e2,
-        1.971_590_950_306_551_442_7e3,
-        1.373_169_376_550_946_112_5e4,
-        4.592_195_393_154_987_145_7e4,
-        6.726_577_092_700_870_085_3e4,
-        3.343_057_558_358_812_810_5e4,
-        2.509_080_928_730_122_672_7e3,
-    ];
-    pub(super) const CENTRAL_DENOMINATOR: [f64; 8] = [
-        1.0,
-        4.231_333_070_160_091_125_2e1,
-        6.871_870_074_920_579_083e2,
-        5.394_196_021_424_751_107_7e3,
-        2.121_379_430_158_659_586_7e4,
-        3.930_789_580_009_271_061e4,
-        2.872_908_573_572_194_267_4e4,
-        5.226_495_278_852_854_561e3,
-    ];
-    pub(super) const NEAR_NUMERATOR: [f64; 8] = [
-        1.423_437_110_749_683_577_34,
-        4.630_337_846_156_545_295_9,
-        5.769_497_221_460_691_405_5,
-        3.647_848_324_763_204_605_04,
-        1.270_458_252_452_368_382_58,
-        2.417_807_251_774_506_117_7e-1,
-        2.272_384_498_926_918_458_33e-2,
-        7.745_450_142_783_414_076_4e-4,
-    ];
-    pub(super) const NEAR_DENOMINATOR: [f64; 8] = [
-        1.0,
-        2.053_191_626_637_758_821_87,
-        1.676_384_830_183_803_849_4,
-        6.897_673_349_851_000_045_5e-1,
-        1.481_039_764_274_800_745_9e-1,
-        1.519_866_656_361_645_719_66e-2,
-        5.475_938_084_995_344_946e-4,
-        1.050_750_071_644_416_843_24e-9,
-    ];
-    pub(super) const FAR_NUMERATOR: [f64; 8] = [
-        6.657_904_643_501_103_777_2,
-        5.463_784_911_164_114_369_9,
-        1.784_826_539_917_291_335_8,
-        2.965_605_718_285_048_912_3e-1,
-        2.653_218_952_657_612_309_3e-2,
-        1.242_660_947_388_078_438_6e-3,
-        2.711_555_568_743_487_578_15e-5,
-        2.010_334_399_292_288_132_65e-7,
-    ];
-    pub(super) const FAR_DENOMINATOR: [f64; 8] = [
-        1.0,
-        5.998_322_065_558_879_376_9e-1,
-        1.369_298_809_227_358_053_1e-1,
-        1.487_536_129_085_061_485_25e-2,
-        7.868_691_311_456_132_591e-4,
-        1.846_318_317_510_054_681_8e-5,
-        1.421_511_758_316_445_888_7e-7,
-        2.044_263_103_389_939_785_64e-15,
-    ];
+    /// The tasks needed to detect `difference` with `epochs` epochs per task (at least 2), with the
+    /// variance of a task's difference taken as at least what `difference` itself implies
+    /// (|δ|(1 − |δ|)/epochs, see [`Test::detectable_floor`]): the fewest tasks whose
+    /// [`Test::minimum_detectable`] is at most `difference`. `None` when the split does not reach
+    /// those epochs, or `difference` is not in (0, 1).
+    pub fn tasks_to_detect(&self, split: &VarianceSplit, difference: f64, epochs: f64) -> Option<u64> {
+        let variance = split.per_task(epochs)?;
+        if !(difference > 0.0 && difference < 1.0) {
+            return None;
+        }
+        let variance = variance.max(difference * (1.0 - difference) / epochs);
+        let tasks = (self.multiplier().powi(2) * variance / (difference * difference)).ceil();
+        Some((tasks as u64).max(2))
+    }
 }
 
 #[cfg(test)]
@@ -323,22 +256,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_normal_quantile_matches_reference_values() {
-        // scipy.stats.norm.ppf
-        for (p, z) in [
-            (0.975, 1.959_963_984_540_054),
-            (0.8, 0.841_621_233_572_914_3),
-            (0.5, 0.0),
-            (0.025, -1.959_963_984_540_054_5),
-            (0.995, 2.575_829_303_548_900_4),
-            (1e-10, -6.361_340_902_404_056),
-            (0.999_999, 4.753_424_308_817_087),
-        ] {
-            let got = normal_quantile(p);
-            assert!((got - z).abs() < 1e-14 * z.abs().max(1.0), "Φ⁻¹({p}) = {got}, expected {z}");
-        }
-        assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
-        assert!(normal_quantile(1.5).is_nan());
+    fn the_multiplier_is_the_two_normal_quantiles() {
         assert!((Test::default().multiplier() - 2.801_585_218_112_968).abs() < 1e-14);
     }
 
@@ -421,5 +339,26 @@ mod tests {
         assert_eq!(flat.advice(), Advice::NoVariation);
         assert_eq!(Test::default().tasks_needed(&flat, 0.05, 2.0), None);
         assert_eq!(Test::default().mde(&flat, 10.0, 2.0), Some(0.0));
+    }
+
+    #[test]
+    fn the_minimum_detectable_difference_is_never_zero() {
+        let test = Test::default();
+        let flat = VarianceSplit::of([(task(2, &[0.0; 2]), 10)]).unwrap();
+        let floor = test.minimum_detectable(&flat, 10.0, 2.0).unwrap();
+        let m2 = test.multiplier().powi(2);
+        assert!((floor - m2 / (20.0 + m2)).abs() < 1e-15, "{floor}");
+        // At the floor, the difference is exactly as large as the test needs given its own noise.
+        assert!((floor - test.multiplier() * (floor * (1.0 - floor) / 20.0).sqrt()).abs() < 1e-12);
+        // Where the tasks do vary, the MDE is what it was (the demo's 240 tasks × 3 epochs).
+        let varied = VarianceSplit::of([(task(3, &[1.0; 3]), 80), (task(3, &[0.0; 3]), 160)]).unwrap();
+        assert_eq!(test.minimum_detectable(&varied, 240.0, 3.0), test.mde(&varied, 240.0, 3.0));
+        // Tasks to detect 10 points with nothing varying: what a 10-point difference's own noise needs.
+        let needed = test.tasks_to_detect(&flat, 0.1, 2.0).unwrap();
+        assert_eq!(needed, (m2 * 0.09 / 2.0 / 0.01).ceil() as u64);
+        assert!(test.minimum_detectable(&flat, needed as f64, 2.0).unwrap() <= 0.1);
+        assert!(test.minimum_detectable(&flat, (needed - 1) as f64, 2.0).unwrap() > 0.1);
+        assert_eq!(test.tasks_to_detect(&varied, 0.1, 3.0), test.tasks_needed(&varied, 0.1, 3.0));
+        assert_eq!(test.tasks_to_detect(&flat, 0.0, 2.0), None);
     }
 }

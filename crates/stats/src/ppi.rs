@@ -29,6 +29,13 @@
 //! answers are ratios over tasks with a Wilson interval sized by the task-clustered variance
 //! ([`clustered_rate_ci`]).
 //!
+//! The normal interval is valid on many labelled tasks, not on few: with 9 labelled tasks whose
+//! labels are all true it is the point 100%. What the reports print comes from [`corrected_rate`],
+//! [`corrected_difference`] and [`error_rate`], which use PPI++ (or the clustered Wilson interval)
+//! from 31 labelled tasks with at least 10 on each side of the quantity, and below that the labels'
+//! own rate or difference with the small-sample interval of [`crate::rate`] or
+//! [`crate::difference`].
+//!
 //! ```
 //! use critbench_stats::ppi::ppi_mean_ci;
 //! // Six labelled answers (gold, critic) and ten the critic alone scored.
@@ -39,6 +46,10 @@
 //! assert!(corrected.estimate < 0.8, "the critic alone says 80%");
 //! assert!(corrected.lo < corrected.estimate && corrected.estimate < corrected.hi);
 //! ```
+
+use crate::difference::{DifferenceMethod, small_sample_difference_at};
+use crate::distributions::normal_quantile;
+use crate::rate::{ENOUGH_EACH_SIDE, RateMethod, SMALL_SAMPLE_TASKS, small_sample_rate_at};
 
 /// The estimate of a mean corrected by labels, with its interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -85,120 +96,6 @@ pub enum PpiError {
     /// A task with no loops has no mean.
     #[error("a task has no loops")]
     EmptyTask,
-}
-
-/// Evaluates the polynomial with `coefficients` (highest power first) at `x` by Horner's rule.
-fn horner(coefficients: &[f64], x: f64) -> f64 {
-    coefficients.iter().fold(0.0, |sum, c| sum * x + c)
-}
-
-/// The standard normal quantile Φ⁻¹(p) for 0 < p < 1 (Wichura's algorithm AS 241, accurate to
-/// about 1e-16); ±∞ at 0 and 1, NaN outside.
-// The coefficients as Wichura published them; f64 rounds the last digits.
-#[allow(clippy::excessive_precision)]
-pub fn normal_quantile(p: f64) -> f64 {
-    if p.is_nan() || !(0.0..=1.0).contains(&p) {
-        return f64::NAN;
-    }
-    if p == 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if p == 1.0 {
-        return f64::INFINITY;
-    }
-    let q = p - 0.5;
-    if q.abs() <= 0.425 {
-        let r = 0.180625 - q * q;
-        let num = horner(
-            &[
-                2.5090809287301226727e3,
-                3.3430575583588128105e4,
-                6.7265770927008700853e4,
-                4.5921953931549871457e4,
-                1.3731693765509461125e4,
-                1.9715909503065514427e3,
-                1.3314166789178437745e2,
-                3.3871328727963666080,
-            ],
-            r,
-        );
-        let den = horner(
-            &[
-                5.2264952788528545610e3,
-                2.8729085735721942674e4,
-                3.9307895800092710610e4,
-                2.1213794301586595867e4,
-                5.3941960214247511077e3,
-                6.8718700749205790830e2,
-                4.2313330701600911252e1,
-                1.0,
-            ],
-            r,
-        );
-        return q * num / den;
-    }
-    let tail = if q <= 0.0 { p } else { 1.0 - p };
-    let r = (-tail.ln()).sqrt();
-    let x = if r <= 5.0 {
-        let r = r - 1.6;
-        let num = horner(
-            &[
-                7.74545014278341407640e-4,
-                2.27238449892691845833e-2,
-                2.41780725177450611770e-1,
-                1.27045825245236838258,
-                3.64784832476320460504,
-                5.76949722146069140550,
-                4.63033784615654529590,
-                1.42343711074968357734,
-            ],
-            r,
-        );
-        let den = horner(
-            &[
-                1.05075007164441684324e-9,
-                5.47593808499534494600e-4,
-                1.51986665636164571966e-2,
-                1.48103976427480074590e-1,
-                6.89767334985100004550e-1,
-                1.67638483018380384940,
-                2.05319162663775882187,
-                1.0,
-            ],
-            r,
-        );
-        num / den
-    } else {
-        let r = r - 5.0;
-        let num = horner(
-            &[
-                2.01033439929228813265e-7,
-                2.71155556874348757815e-5,
-                1.24266094738807843860e-3,
-                2.65321895265761230930e-2,
-                2.96560571828504891230e-1,
-                1.78482653991729133580,
-                5.46378491116411436990,
-                6.65790464350110377720,
-            ],
-            r,
-        );
-        let den = horner(
-            &[
-                2.04426310338993978564e-15,
-                1.42151175831644588870e-7,
-                1.84631831751005468180e-5,
-                7.86869131145613259100e-4,
-                1.48753612908506148525e-2,
-                1.36929880922735805310e-1,
-                5.99832206555887937690e-1,
-                1.0,
-            ],
-            r,
-        );
-        num / den
-    };
-    if q < 0.0 { -x } else { x }
 }
 
 /// The z of a two-sided interval at error level `alpha`.
@@ -430,6 +327,186 @@ pub fn clustered_rate_ci(tasks: &[(u64, u64)], alpha: f64) -> Option<RateInterva
     Some(RateInterval { count, of, rate, lo, hi })
 }
 
+/// How a corrected rate or difference was estimated, as outputs name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CorrectedMethod {
+    /// Prediction-powered inference with the power-tuned λ (PPI++), normal interval: more than 30
+    /// labelled tasks, at least 10 on each side of the rate (or 10 untied, for a difference), and a
+    /// standard error above 0.
+    Ppi,
+    /// The labels alone, by the small-sample method of a rate ([`crate::rate::small_sample_rate`]).
+    LabelledRate(RateMethod),
+    /// The labels alone, by the small-sample method of a paired difference
+    /// ([`crate::difference::small_sample_difference`]).
+    LabelledDifference(DifferenceMethod),
+}
+
+impl CorrectedMethod {
+    /// The method as outputs write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CorrectedMethod::Ppi => "prediction-powered (PPI++)",
+            CorrectedMethod::LabelledRate(RateMethod::ClopperPearson) => "labels alone, clopper-pearson",
+            CorrectedMethod::LabelledRate(_) => "labels alone, clopper-pearson, effective sample size",
+            CorrectedMethod::LabelledDifference(DifferenceMethod::ExactConditional) => {
+                "labels alone, exact, conditional on untied tasks"
+            }
+            CorrectedMethod::LabelledDifference(_) => "labels alone, clopper-pearson, effective sample size",
+        }
+    }
+}
+
+/// A pass rate or paired difference corrected by the labels, with its interval (clipped to the
+/// range of the quantity) and how it was made.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Corrected {
+    /// The estimate of the gold rate (or difference).
+    pub estimate: f64,
+    /// The interval's lower end.
+    pub low: f64,
+    /// The interval's upper end.
+    pub high: f64,
+    /// PPI++'s power-tuning weight; `None` when the labels alone were used.
+    pub lambda: Option<f64>,
+    /// How it was estimated.
+    pub method: CorrectedMethod,
+}
+
+/// The gold pass rate of an arm, corrected by labelled tasks: PPI++ ([`clustered_ppi_mean_ci`])
+/// where its normal interval is valid — more than 30 labelled tasks, at least 10 of them with a
+/// loop gold passes and 10 with one it fails, and a standard error above 0 — otherwise the labelled
+/// tasks' own gold rate with the small-sample interval of a rate, which is valid on a handful of
+/// tasks and at 0% and 100% (where PPI's interval is the point: every label true gives
+/// "100% (100% to 100%)"). Estimate and interval are clipped to [0, 1].
+pub fn corrected_rate(
+    labelled: &[LabelledTask],
+    unlabelled: &[(UnlabelledTask, u64)],
+    alpha: f64,
+) -> Result<Corrected, PpiError> {
+    z_of(alpha)?;
+    if labelled.is_empty() {
+        return Err(PpiError::TooFewLabelled { n: 0 });
+    }
+    if labelled.iter().any(|t| t.loops == 0) || unlabelled.iter().any(|(t, _)| t.loops == 0) {
+        return Err(PpiError::EmptyTask);
+    }
+    let n = labelled.len() as u64;
+    let passing = labelled.iter().filter(|t| t.gold > 0).count() as u64;
+    let failing = labelled.iter().filter(|t| t.gold < t.loops).count() as u64;
+    if n > SMALL_SAMPLE_TASKS && passing.min(failing) >= ENOUGH_EACH_SIDE {
+        let ppi = clustered_ppi_mean_ci(labelled, unlabelled, alpha)?;
+        if ppi.std_error > 0.0 {
+            return Ok(clip(ppi, 0.0, 1.0));
+        }
+    }
+    let gold: Vec<(u64, u64, u64)> = labelled.iter().map(|t| (t.loops, t.gold, 1)).collect();
+    let rate = small_sample_rate_at(&gold, alpha);
+    Ok(Corrected {
+        estimate: rate.estimate,
+        low: rate.low,
+        high: rate.high,
+        lambda: None,
+        method: CorrectedMethod::LabelledRate(rate.method),
+    })
+}
+
+/// The gold difference of two arms (A − B), corrected by labelled tasks: PPI++
+/// ([`paired_difference_ci`]) with more than 30 labelled tasks, at least 10 of them untied by gold
+/// and a standard error above 0; otherwise the labelled tasks' own gold difference with the
+/// small-sample interval of a paired difference. Estimate and interval are clipped to [−1, 1].
+pub fn corrected_difference(
+    labelled: &[LabelledPairs],
+    unlabelled: &[(UnlabelledPairs, u64)],
+    alpha: f64,
+) -> Result<Corrected, PpiError> {
+    z_of(alpha)?;
+    if labelled.is_empty() {
+        return Err(PpiError::TooFewLabelled { n: 0 });
+    }
+    if labelled.iter().any(|t| t.pairs == 0) || unlabelled.iter().any(|(t, _)| t.pairs == 0) {
+        return Err(PpiError::EmptyTask);
+    }
+    let n = labelled.len() as u64;
+    let untied = labelled.iter().filter(|t| t.gold_a != t.gold_b).count() as u64;
+    if n > SMALL_SAMPLE_TASKS && untied >= ENOUGH_EACH_SIDE {
+        let ppi = paired_difference_ci(labelled, unlabelled, alpha)?;
+        if ppi.std_error > 0.0 {
+            return Ok(clip(ppi, -1.0, 1.0));
+        }
+    }
+    let gold: Vec<(u64, i64, u64)> = labelled.iter().map(|t| (t.pairs, t.gold_a as i64 - t.gold_b as i64, 1)).collect();
+    let difference = small_sample_difference_at(&gold, alpha);
+    Ok(Corrected {
+        estimate: difference.estimate,
+        low: difference.low,
+        high: difference.high,
+        lambda: None,
+        method: CorrectedMethod::LabelledDifference(difference.method),
+    })
+}
+
+/// A PPI++ interval as a [`Corrected`], clipped to [`low`, `high`].
+fn clip(ppi: PpiInterval, low: f64, high: f64) -> Corrected {
+    Corrected {
+        estimate: ppi.estimate.clamp(low, high),
+        low: ppi.lo.clamp(low, high),
+        high: ppi.hi.clamp(low, high),
+        lambda: Some(ppi.lambda),
+        method: CorrectedMethod::Ppi,
+    }
+}
+
+/// A share of labelled answers (a critic's false passes among the answers gold fails, or its false
+/// fails among those gold passes) with its interval and method.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ErrorRate {
+    /// Answers counted.
+    pub count: u64,
+    /// Answers the share is of.
+    pub of: u64,
+    /// `count / of`.
+    pub rate: f64,
+    /// The interval's lower end, in [0, 1].
+    pub low: f64,
+    /// The interval's upper end, in [0, 1].
+    pub high: f64,
+    /// How the interval was computed.
+    pub method: RateMethod,
+}
+
+/// The share Σ count / Σ of over tasks, each `(count, of)`, with an interval valid at its number of
+/// tasks: [`clustered_rate_ci`] (Wilson on the effective sample size) with more than 30 tasks that
+/// have answers, at least 10 with a counted answer and 10 with another; otherwise Clopper–Pearson on
+/// the effective sample size ([`crate::rate::small_sample_rate`]), exact with one answer per task.
+/// `None` when no task has an answer (`Σ of = 0`), a count exceeds its answers, or `alpha` is bad.
+pub fn error_rate(tasks: &[(u64, u64)], alpha: f64) -> Option<ErrorRate> {
+    z_of(alpha).ok()?;
+    if tasks.iter().any(|(c, o)| c > o) {
+        return None;
+    }
+    let answered: Vec<(u64, u64)> = tasks.iter().copied().filter(|(_, of)| *of > 0).collect();
+    let (count, of) = answered.iter().fold((0, 0), |(c, o), &(count, of)| (c + count, o + of));
+    if of == 0 {
+        return None;
+    }
+    let with = answered.iter().filter(|(c, _)| *c > 0).count() as u64;
+    let without = answered.iter().filter(|(c, o)| c < o).count() as u64;
+    if answered.len() as u64 > SMALL_SAMPLE_TASKS && with.min(without) >= ENOUGH_EACH_SIDE {
+        let rate = clustered_rate_ci(&answered, alpha)?;
+        return Some(ErrorRate {
+            count,
+            of,
+            rate: rate.rate,
+            low: rate.lo,
+            high: rate.hi,
+            method: RateMethod::EffectiveWilson,
+        });
+    }
+    let list: Vec<(u64, u64, u64)> = answered.iter().map(|&(count, of)| (of, count, 1)).collect();
+    let rate = small_sample_rate_at(&list, alpha);
+    Some(ErrorRate { count, of, rate: rate.estimate, low: rate.low, high: rate.high, method: rate.method })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,16 +516,54 @@ mod tests {
     }
 
     #[test]
-    fn the_normal_quantile_matches_known_values_in_every_branch() {
-        assert!(close(normal_quantile(0.975), 1.959_963_984_540_054));
-        assert!(close(normal_quantile(0.95), 1.644_853_626_951_472_2));
-        assert!(close(normal_quantile(0.995), 2.575_829_303_548_900_4));
-        assert!(close(normal_quantile(0.5), 0.0));
-        assert!(close(normal_quantile(0.025), -1.959_963_984_540_054));
-        // The far tails (r > 5): Φ⁻¹(1e-12) from scipy.stats.norm.ppf.
-        assert!((normal_quantile(1e-12) + 7.034_483_825_301_131).abs() < 1e-9);
-        assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
-        assert!(normal_quantile(1.5).is_nan());
+    fn labels_all_true_on_nine_tasks_are_not_a_point() {
+        let labelled = vec![LabelledTask { loops: 3, gold: 3, predicted: 3 }; 9];
+        let unlabelled =
+            [(UnlabelledTask { loops: 3, predicted: 3 }, 200), (UnlabelledTask { loops: 3, predicted: 1 }, 31)];
+        // PPI's own interval is the point here.
+        let ppi = clustered_ppi_mean_ci(&labelled, &unlabelled, 0.05).unwrap();
+        assert_eq!((ppi.lo, ppi.hi), (1.0, 1.0));
+        let corrected = corrected_rate(&labelled, &unlabelled, 0.05).unwrap();
+        assert_eq!((corrected.estimate, corrected.high, corrected.lambda), (1.0, 1.0, None));
+        assert!((corrected.low - crate::binomial::clopper_pearson(9.0, 9.0, 0.05).0).abs() < 1e-12, "{corrected:?}");
+        assert_eq!(corrected.method.as_str(), "labels alone, clopper-pearson, effective sample size");
+        // And the paired difference of two such arms: not +0.0 (+0.0 to +0.0).
+        let pairs = vec![LabelledPairs { pairs: 3, gold_a: 3, gold_b: 3, predicted_a: 3, predicted_b: 3 }; 9];
+        let difference = corrected_difference(&pairs, &[], 0.05).unwrap();
+        assert_eq!(difference.estimate, 0.0);
+        assert!(difference.low < -0.2 && difference.high > 0.2, "{difference:?}");
+    }
+
+    #[test]
+    fn many_labelled_tasks_keep_ppi() {
+        let labelled: Vec<LabelledTask> = (0..60)
+            .map(|i| LabelledTask { loops: 1, gold: u64::from(i % 3 != 0), predicted: u64::from(i % 4 != 0) })
+            .collect();
+        let unlabelled =
+            [(UnlabelledTask { loops: 1, predicted: 1 }, 150), (UnlabelledTask { loops: 1, predicted: 0 }, 50)];
+        let corrected = corrected_rate(&labelled, &unlabelled, 0.05).unwrap();
+        let ppi = clustered_ppi_mean_ci(&labelled, &unlabelled, 0.05).unwrap();
+        assert_eq!(corrected.method, CorrectedMethod::Ppi);
+        assert_eq!(
+            (corrected.estimate, corrected.low, corrected.high, corrected.lambda),
+            (ppi.estimate, ppi.lo, ppi.hi, Some(ppi.lambda))
+        );
+        assert_eq!(corrected_rate(&[], &unlabelled, 0.05), Err(PpiError::TooFewLabelled { n: 0 }));
+    }
+
+    #[test]
+    fn error_rates_on_few_tasks_are_clopper_pearson() {
+        // 0 false passes among 12 answers gold fails, one per task: exact, not Wilson.
+        let none: Vec<(u64, u64)> = vec![(0, 1); 12];
+        let rate = error_rate(&none, 0.05).unwrap();
+        assert_eq!((rate.count, rate.of, rate.low, rate.method), (0, 12, 0.0, RateMethod::ClopperPearson));
+        assert!((rate.high - crate::binomial::clopper_pearson(0.0, 12.0, 0.05).1).abs() < 1e-12);
+        // Many tasks and both sides well filled: Wilson on the effective size, as clustered_rate_ci.
+        let many: Vec<(u64, u64)> = (0..50).map(|i| (u64::from(i % 4 == 0), 1)).collect();
+        let rate = error_rate(&many, 0.05).unwrap();
+        let reference = clustered_rate_ci(&many, 0.05).unwrap();
+        assert_eq!((rate.low, rate.high, rate.method), (reference.lo, reference.hi, RateMethod::EffectiveWilson));
+        assert_eq!(error_rate(&[(0, 0)], 0.05), None);
     }
 
     /// Four labelled answers and four unlabelled, worked by hand:

@@ -6,31 +6,39 @@
 //! once: with probability at least `confidence`, the true mean lies inside the interval at every
 //! time, so stopping on it — after any look, for any reason — keeps its guarantee.
 //!
-//! The sequence here is the **hedged-capital betting confidence sequence** of Waudby-Smith &
-//! Ramdas (2023, "Estimating means of bounded random variables by betting", JRSS-B), in its
-//! without-replacement form for a finite task set: for each candidate mean m two bettors wager
-//! against it, one that the values lie above m and one below, each with the **predictable plug-in
-//! empirical-Bernstein bet** λ_t = √(2 ln(2/α) / (σ̂²_{t−1} t ln(1 + t))) (σ̂² the running
-//! variance, started at ¼ with one pseudo-observation at ½), truncated at ½ / μ_t(m) and
-//! ½ / (1 − μ_t(m)). Without replacement μ_t(m) = (N m − S_{t−1}) / (N − t + 1) is the mean the
-//! tasks not yet seen must have if the whole set's mean is m. A candidate is ruled out once either
-//! bettor's capital exceeds 2/α, or once μ_t(m) leaves [0, 1] (no set of remaining values could
-//! give m). The interval is the running intersection of the candidates not ruled out, on a grid
-//! of means widened by one step, intersected with what the values seen alone imply. This is
-//! `confseq.betting.hedged_cs` (the authors' reference implementation) with its defaults, which
-//! `tests/python/check_sequential.py` checks bound for bound.
-//!
 //! Each value is one task's paired difference in [−1, 1] — the mean over its epochs of
-//! (A passed − B passed) — mapped to [0, 1] for the bets. With a known task set of N tasks in a
-//! uniformly random order, the sequence covers the mean over **all N tasks**: the difference the
-//! full run would have measured. Each update costs O(grid points still inside the interval).
+//! (A passed − B passed) — mapped to [0, 1] for the bets. **What the sequence covers** is the
+//! expected value of that difference for a task drawn from the population the tasks come from,
+//! with its loops run again: the tasks are independent draws, and each task's outcome is random
+//! (the writer samples, the critic samples). That is the difference a new run of these loops on new
+//! tasks from the same population would show, which is what a verdict "A passes more often than B"
+//! claims; it holds at every look, the last one and the budget's included.
+//!
+//! The sequence is the **hedged-capital betting confidence sequence** of Waudby-Smith & Ramdas
+//! (2023, "Estimating means of bounded random variables by betting", JRSS-B): for each candidate
+//! mean m two bettors wager against it, one that the values lie above m and one below, each with
+//! the **predictable plug-in empirical-Bernstein bet** λ_t = √(2 ln(2/α) / (σ̂²_{t−1} t ln(1 + t)))
+//! (σ̂² the running variance, started at ¼ with one pseudo-observation at ½), truncated at ½ / m
+//! and ½ / (1 − m). A candidate is ruled out once either bettor's capital exceeds 2/α. The interval
+//! is the running intersection of the candidates not ruled out, on a grid of means widened by one
+//! step. This is `confseq.betting.hedged_cs` (the authors' reference implementation) with its
+//! defaults, which `tests/python/check_sequential.py` checks bound for bound. Each update costs
+//! O(grid points still inside the interval). [`Monitor::start`] follows comparisons with it.
+//!
+//! The same construction has a **without-replacement** form ([`ConfidenceSequence::without_replacement`],
+//! which [`Monitor::new`] uses for every comparison whose task set's size it is given): the bettors
+//! then wager on μ_t(m) = (N m − S_{t−1}) / (N − t + 1), the mean the N − t + 1 tasks not yet seen
+//! must have if the set's mean is m, a candidate is also ruled out once μ_t(m) leaves [0, 1], and
+//! the interval is intersected with what the values seen alone imply. It covers the mean of these
+//! N tasks' realized outcomes — one draw of the loops, not the loops — and closes on that mean once
+//! every task is seen.
 //!
 //! ```
 //! use critbench_stats::sequential::{Decision, Monitor, Rule, Verdict};
 //!
 //! let rule = Rule { min_tasks: 20, check_every: 10, ..Rule::default() };
-//! // One comparison over a set of 400 tasks, sampled without replacement.
-//! let mut monitor = Monitor::new(rule, Some(400), &[Some(400)]).unwrap();
+//! // One comparison, over a set of 400 tasks.
+//! let mut monitor = Monitor::start(rule, Some(400), 1).unwrap();
 //! let mut stopped = None;
 //! for task in 0..400 {
 //!     // A is better on 60% of the tasks, B on 10%.
@@ -54,8 +62,10 @@ pub const DEFAULT_GRID: usize = 1000;
 /// The method, as outputs name it, for a task set of known size (sampling without replacement).
 pub const METHOD_WITHOUT_REPLACEMENT: &str = "hedged-capital betting confidence sequence, sampling without replacement \
      (Waudby-Smith & Ramdas 2023; predictable plug-in empirical-Bernstein bets)";
-/// The method for values drawn independently (no finite task set).
-pub const METHOD_WITH_REPLACEMENT: &str = "hedged-capital betting confidence sequence (Waudby-Smith & Ramdas 2023; predictable plug-in empirical-Bernstein bets)";
+/// The method, as outputs name it, for tasks as independent draws: the sequence covers the expected
+/// difference of a new draw of the loops.
+pub const METHOD: &str = "hedged-capital betting confidence sequence, tasks as independent draws \
+     (Waudby-Smith & Ramdas 2023; predictable plug-in empirical-Bernstein bets)";
 
 /// Why a confidence sequence cannot be built or take a value.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -107,19 +117,25 @@ pub struct ConfidenceSequence {
 }
 
 impl ConfidenceSequence {
-    /// A sequence at `confidence` (e.g. 0.95) for a set of `population` tasks seen in a
-    /// uniformly random order without replacement, or for independent draws when `None`.
-    pub fn new(confidence: f64, population: Option<u64>) -> Result<ConfidenceSequence, SequenceError> {
-        ConfidenceSequence::with_grid(confidence, population, DEFAULT_GRID)
+    /// A sequence at `confidence` (e.g. 0.95) for values drawn independently: it covers their
+    /// expected value.
+    pub fn new(confidence: f64) -> Result<ConfidenceSequence, SequenceError> {
+        ConfidenceSequence::build(confidence, None, DEFAULT_GRID)
     }
 
     /// [`ConfidenceSequence::new`] with `grid` steps of candidate means instead of
     /// [`DEFAULT_GRID`]: a finer grid gives tighter bounds at a cost per update proportional to it.
-    pub fn with_grid(
-        confidence: f64,
-        population: Option<u64>,
-        grid: usize,
-    ) -> Result<ConfidenceSequence, SequenceError> {
+    pub fn with_grid(confidence: f64, grid: usize) -> Result<ConfidenceSequence, SequenceError> {
+        ConfidenceSequence::build(confidence, None, grid)
+    }
+
+    /// A sequence at `confidence` for a set of `population` tasks seen in a uniformly random order
+    /// without replacement: it covers the mean of those tasks' values.
+    pub fn without_replacement(confidence: f64, population: u64) -> Result<ConfidenceSequence, SequenceError> {
+        ConfidenceSequence::build(confidence, Some(population), DEFAULT_GRID)
+    }
+
+    fn build(confidence: f64, population: Option<u64>, grid: usize) -> Result<ConfidenceSequence, SequenceError> {
         if !(confidence > 0.0 && confidence < 1.0) {
             return Err(SequenceError::Confidence(confidence));
         }
@@ -231,7 +247,7 @@ impl ConfidenceSequence {
 
     /// The method's name, for outputs.
     pub fn method(&self) -> &'static str {
-        if self.population.is_some() { METHOD_WITHOUT_REPLACEMENT } else { METHOD_WITH_REPLACEMENT }
+        if self.population.is_some() { METHOD_WITHOUT_REPLACEMENT } else { METHOD }
     }
 }
 
@@ -424,8 +440,8 @@ pub enum MonitorError {
 /// may stop.
 ///
 /// Give it each task's values in the order the tasks were admitted (a seeded random order, whole
-/// tasks at a time), whatever order their loops finished in: the without-replacement guarantee
-/// rests on the order being random and fixed before any outcome is seen. The first look is when
+/// tasks at a time), whatever order their loops finished in: the guarantee rests on the order being
+/// fixed before any outcome is seen (and, without replacement, random). The first look is when
 /// `min_tasks` tasks are in, then every `check_every` tasks, and always at the budget. A settled
 /// verdict stays settled (the intervals only shrink). After the rule fires the monitor still
 /// takes the tasks that were in flight, so [`Monitor::status`] can give the intervals over every
@@ -443,10 +459,19 @@ pub struct Monitor {
 }
 
 impl Monitor {
+    /// A monitor for `rule` following `comparisons` comparisons, each with the sequence for tasks as
+    /// independent draws ([`ConfidenceSequence::new`]): what a verdict claims is the expected
+    /// difference of a new draw of the loops. `task_set` is the number of tasks the run can admit,
+    /// when known: the budget is `max_tasks` or the whole set, whichever is smaller.
+    pub fn start(rule: Rule, task_set: Option<u64>, comparisons: usize) -> Result<Monitor, MonitorError> {
+        Monitor::new(rule, task_set, &vec![None; comparisons])
+    }
+
     /// A monitor for `rule` over a set of `task_set` tasks (when known), following one comparison
     /// per entry of `populations`: the number of tasks of the set that comparison has a value for
-    /// (every task, or those of its critic's kinds), for sampling without replacement; `None` for
-    /// a comparison whose task set is not known, which is then followed as independent draws.
+    /// (every task, or those of its critic's kinds), for sampling without replacement
+    /// ([`ConfidenceSequence::without_replacement`], which covers the mean of those tasks' realized
+    /// outcomes); `None` for a comparison followed as independent draws, as [`Monitor::start`] does.
     pub fn new(rule: Rule, task_set: Option<u64>, populations: &[Option<u64>]) -> Result<Monitor, MonitorError> {
         if !(rule.confidence > 0.0 && rule.confidence < 1.0) {
             return Err(MonitorError::Confidence(rule.confidence));
@@ -479,7 +504,7 @@ impl Monitor {
             .iter()
             .enumerate()
             .map(|(comparison, &population)| {
-                ConfidenceSequence::new(per_sequence, population)
+                ConfidenceSequence::build(per_sequence, population, DEFAULT_GRID)
                     .map_err(|source| MonitorError::Sequence { comparison, source })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -583,11 +608,7 @@ impl Monitor {
     /// The method's name, for outputs: without replacement when every comparison's task set is
     /// known.
     pub fn method(&self) -> &'static str {
-        if self.sequences.iter().all(|s| s.population.is_some()) {
-            METHOD_WITHOUT_REPLACEMENT
-        } else {
-            METHOD_WITH_REPLACEMENT
-        }
+        if self.sequences.iter().all(|s| s.population.is_some()) { METHOD_WITHOUT_REPLACEMENT } else { METHOD }
     }
 
     fn settled(&self, comparisons: &[Status]) -> bool {
@@ -624,7 +645,7 @@ mod tests {
 
     #[test]
     fn the_interval_starts_whole_and_shrinks_around_the_mean() {
-        let mut sequence = ConfidenceSequence::new(0.95, None).unwrap();
+        let mut sequence = ConfidenceSequence::new(0.95).unwrap();
         assert_eq!(sequence.interval(), (-1.0, 1.0));
         assert_eq!(sequence.estimate(), None);
         let mut widths = Vec::new();
@@ -638,7 +659,7 @@ mod tests {
         assert!(widths.windows(2).all(|w| w[1] <= w[0]));
         assert!(widths[1999] < 0.1, "{}", widths[1999]);
         assert_eq!(sequence.estimate(), Some(0.25));
-        assert_eq!(sequence.method(), METHOD_WITH_REPLACEMENT);
+        assert_eq!(sequence.method(), METHOD);
     }
 
     #[test]
@@ -646,7 +667,7 @@ mod tests {
         // 40 tasks: once all are seen the set's mean is known, whatever the bets did.
         let values: Vec<f64> = (0..40).map(|i| [1.0, 0.0, -1.0, 1.0 / 3.0][i % 4]).collect();
         let mean = values.iter().sum::<f64>() / 40.0;
-        let mut sequence = ConfidenceSequence::new(0.95, Some(40)).unwrap();
+        let mut sequence = ConfidenceSequence::without_replacement(0.95, 40).unwrap();
         for &value in &values {
             sequence.push(value).unwrap();
             let (lower, upper) = sequence.interval();
@@ -657,8 +678,8 @@ mod tests {
         assert_eq!(sequence.push(0.0), Err(SequenceError::Exhausted(40)));
         assert_eq!(sequence.method(), METHOD_WITHOUT_REPLACEMENT);
         // Knowing the set is finite narrows the interval long before the end.
-        let mut infinite = ConfidenceSequence::new(0.95, None).unwrap();
-        let mut finite = ConfidenceSequence::new(0.95, Some(40)).unwrap();
+        let mut infinite = ConfidenceSequence::new(0.95).unwrap();
+        let mut finite = ConfidenceSequence::without_replacement(0.95, 40).unwrap();
         for &value in &values[..30] {
             infinite.push(value).unwrap();
             finite.push(value).unwrap();
@@ -668,11 +689,36 @@ mod tests {
     }
 
     #[test]
+    fn at_the_last_look_of_a_whole_set_the_sequence_still_holds_what_a_new_draw_would_give() {
+        // 240 tasks of a true null whose realized mean is not 0: the sequence for independent
+        // draws keeps an interval about it; the without-replacement one closes on the realized mean.
+        let values: Vec<f64> = (0..240)
+            .map(|i| if i < 6 { 1.0 / 3.0 } else { [1.0, -1.0, 0.0, 1.0 / 3.0, -1.0 / 3.0, 0.0][i % 6] })
+            .collect();
+        let mean = values.iter().sum::<f64>() / 240.0;
+        let mut draws = ConfidenceSequence::new(0.95).unwrap();
+        let mut set = ConfidenceSequence::without_replacement(0.95, 240).unwrap();
+        for &value in &values {
+            draws.push(value).unwrap();
+            set.push(value).unwrap();
+        }
+        let (low, high) = draws.interval();
+        assert!(low < 0.0 && high > 0.0 && high - low > 0.1, "({low}, {high})");
+        let (low, high) = set.interval();
+        assert!((high - low).abs() < 1e-12 && (low - mean).abs() < 1e-12 && mean != 0.0, "({low}, {high})");
+        // The monitor a run starts follows every comparison as independent draws.
+        let monitor = Monitor::start(rule(10, 10), Some(240), 3).unwrap();
+        assert_eq!(monitor.method(), METHOD);
+        assert_eq!(Monitor::start(rule(10, 10), Some(240), 0).unwrap_err(), MonitorError::NoComparisons);
+    }
+
+    #[test]
     fn bad_levels_and_values_are_refused_by_name() {
-        assert_eq!(ConfidenceSequence::new(1.0, None).unwrap_err(), SequenceError::Confidence(1.0));
-        assert!(ConfidenceSequence::new(f64::NAN, None).is_err());
-        assert_eq!(ConfidenceSequence::new(0.9, Some(0)).unwrap_err(), SequenceError::EmptyPopulation);
-        let mut sequence = ConfidenceSequence::new(0.9, None).unwrap();
+        assert_eq!(ConfidenceSequence::new(1.0).unwrap_err(), SequenceError::Confidence(1.0));
+        assert!(ConfidenceSequence::new(f64::NAN).is_err());
+        assert_eq!(ConfidenceSequence::without_replacement(0.9, 0).unwrap_err(), SequenceError::EmptyPopulation);
+        assert_eq!(ConfidenceSequence::with_grid(0.9, 1).unwrap_err(), SequenceError::Grid(1));
+        let mut sequence = ConfidenceSequence::new(0.9).unwrap();
         assert_eq!(sequence.push(1.5), Err(SequenceError::Value(1.5)));
         assert!(sequence.push(f64::NAN).is_err());
         assert_eq!(sequence.tasks(), 0, "a refused value is not taken");
@@ -685,7 +731,7 @@ mod tests {
     #[test]
     fn looks_come_at_min_tasks_then_every_check_every_and_at_the_budget() {
         let rule = Rule { max_tasks: Some(47), ..rule(20, 10) };
-        let mut monitor = Monitor::new(rule, Some(100), &[Some(100)]).unwrap();
+        let mut monitor = Monitor::start(rule, Some(100), 1).unwrap();
         let mut looks = Vec::new();
         for task in 0..47u64 {
             // No difference at all: nothing settles.
@@ -711,7 +757,7 @@ mod tests {
 
     #[test]
     fn the_whole_set_is_the_budget_when_no_max_tasks_is_given() {
-        let mut monitor = Monitor::new(rule(5, 100), Some(12), &[Some(12)]).unwrap();
+        let mut monitor = Monitor::start(rule(5, 100), Some(12), 1).unwrap();
         let decisions: Vec<(u64, Decision)> = (0..12u64)
             .filter_map(|task| monitor.add_task(&[Some(if task.is_multiple_of(2) { 1.0 } else { -1.0 })]).unwrap())
             .map(|look| (look.tasks, look.decision))
@@ -721,7 +767,7 @@ mod tests {
 
     #[test]
     fn a_set_of_unknown_size_ends_with_finish() {
-        let mut monitor = Monitor::new(rule(2, 2), None, &[None]).unwrap();
+        let mut monitor = Monitor::start(rule(2, 2), None, 1).unwrap();
         for _ in 0..3 {
             monitor.add_task(&[Some(0.0)]).unwrap();
         }
@@ -729,7 +775,7 @@ mod tests {
         assert_eq!((last.look, last.tasks, last.decision), (2, 3, Decision::Budget));
         assert_eq!(monitor.finish(), None);
         // Ending right on a look repeats that look with the final decision.
-        let mut monitor = Monitor::new(rule(2, 2), None, &[None]).unwrap();
+        let mut monitor = Monitor::start(rule(2, 2), None, 1).unwrap();
         for _ in 0..4 {
             monitor.add_task(&[Some(0.0)]).unwrap();
         }
@@ -740,7 +786,7 @@ mod tests {
 
     #[test]
     fn a_clear_difference_settles_with_its_sign_and_a_null_one_with_equivalence() {
-        let mut monitor = Monitor::new(rule(10, 10), Some(1000), &[Some(1000)]).unwrap();
+        let mut monitor = Monitor::start(rule(10, 10), Some(1000), 1).unwrap();
         let look = (0..1000)
             .find_map(|task| {
                 let value = if task % 3 == 0 { 0.0 } else { -1.0 };
@@ -751,7 +797,7 @@ mod tests {
         assert!(look.comparisons[0].upper < 0.0);
         // Ties everywhere, and a margin of 10 points: equivalent once the interval is that narrow.
         let equivalence = Rule { margin: Some(0.1), ..rule(10, 10) };
-        let mut monitor = Monitor::new(equivalence, Some(1000), &[Some(1000)]).unwrap();
+        let mut monitor = Monitor::start(equivalence, Some(1000), 1).unwrap();
         let look = (0..1000)
             .find_map(|task| {
                 let value = [1.0, -1.0, 0.0, 0.0, 0.0, 0.0][task % 6];
@@ -774,8 +820,7 @@ mod tests {
             ]
         };
         let stop = |settle: Settle| {
-            let mut monitor =
-                Monitor::new(Rule { settle, ..rule(10, 10) }, Some(200), &[Some(200), Some(200)]).unwrap();
+            let mut monitor = Monitor::start(Rule { settle, ..rule(10, 10) }, Some(200), 2).unwrap();
             (0..200)
                 .find_map(|task| monitor.add_task(&value(task)).unwrap().filter(|l| l.decision != Decision::Continue))
         };
@@ -789,15 +834,15 @@ mod tests {
         );
         assert!(one.tasks < 50, "{}", one.tasks);
         // Every comparison at once costs each a Bonferroni share of the error.
-        let both = Monitor::new(rule(10, 10), Some(200), &[Some(200), Some(200)]).unwrap();
+        let both = Monitor::start(rule(10, 10), Some(200), 2).unwrap();
         assert!((both.sequence_confidence() - 0.975).abs() < 1e-12);
-        let decided = Monitor::new(Rule { settle: Settle::One(1), ..rule(10, 10) }, None, &[None, None]).unwrap();
+        let decided = Monitor::start(Rule { settle: Settle::One(1), ..rule(10, 10) }, None, 2).unwrap();
         assert_eq!(decided.sequence_confidence(), 0.95);
     }
 
     #[test]
     fn a_task_without_a_pair_counts_for_the_schedule_but_not_for_that_comparison() {
-        let mut monitor = Monitor::new(rule(2, 1), Some(4), &[Some(4), Some(2)]).unwrap();
+        let mut monitor = Monitor::start(rule(2, 1), Some(4), 2).unwrap();
         monitor.add_task(&[Some(1.0), None]).unwrap();
         let look = monitor.add_task(&[Some(1.0), Some(0.0)]).unwrap().unwrap();
         assert_eq!((look.tasks, look.comparisons[0].tasks, look.comparisons[1].tasks), (2, 2, 1));

@@ -6,6 +6,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod interval_coverage;
+mod interval_reference;
 mod ppi_coverage;
 mod sequential_reference;
 mod sequential_validity;
+mod sequential_without_replacement;

@@ -63,7 +63,11 @@ fn json_numbers(values: impl Iterator<Item = f64>) -> String {
 fn bounds_agree_with_confseq_hedged_cs() {
     let mut entries = Vec::new();
     for fixture in fixtures() {
-        let mut sequence = ConfidenceSequence::new(fixture.confidence, fixture.population).unwrap();
+        let mut sequence = match fixture.population {
+            Some(population) => ConfidenceSequence::without_replacement(fixture.confidence, population),
+            None => ConfidenceSequence::new(fixture.confidence),
+        }
+        .unwrap();
         let (mut lower, mut upper) = (Vec::new(), Vec::new());
         for &value in &fixture.values {
             sequence.push(value).unwrap();
