@@ -21,6 +21,7 @@ import importlib.metadata
 import json
 import os
 import platform
+from pathlib import Path
 import re
 import shutil
 import statistics
@@ -1181,6 +1182,10 @@ def markdown(results, args):
             f" run clock {r['median_run_clock_s']:.2f} s, whole process {r['median_wall_s']:.2f} s"
             f" ({r['median_rate']:,.0f} critiques/s), peak RSS {r['median_peak_rss_mb']:,.0f} MB.",
         ]
+
+    history = Path(__file__).with_name("history.md")
+    if history.is_file():
+        lines += ["", history.read_text().rstrip("\n")]
 
     lines += [
         "",

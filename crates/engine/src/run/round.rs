@@ -37,7 +37,7 @@ pub(crate) fn critique_draft(
 }
 
 /// [`critique_draft`] through `critic`, the unit's critic with the loop's task open: a critic that
-/// reads a task once per loop (ABI version 2) is sent only the round and the draft. The caller
+/// reads a task once per loop (its descriptor sets the task functions) is sent only the round and the draft. The caller
 /// times it ([`Laps`]).
 pub(crate) fn critique_round(
     plan: &Plan<'_>,
@@ -55,8 +55,8 @@ pub(crate) fn critique_round(
 
 /// The first attempts of critiques asked by loops advancing together, sent to their critics in
 /// one go by [`Batch::send`]: a critic in a child process that takes several requests at once
-/// (protocol 3 to 5, `docs/PROTOCOL.md`) then costs a pipe round trip per batch, not per critique.
-/// A protocol 4 or 5 child is sent each task once: its asks are rounds about the task's key.
+/// (the pipelined form, `docs/PROTOCOL.md`) then costs a pipe round trip per batch, not per critique.
+/// A pipelined child is sent each task once: its asks are rounds about the task's key.
 ///
 /// A batch may be sent from another thread than the loops' (`loops::CriticBatches`); its loops
 /// are not polled while it is out.

@@ -22,7 +22,7 @@ pub struct CriticBatches {
 
 impl CriticBatches {
     /// Starts a worker's batch thread in `threads`, when one of `critics` takes several requests
-    /// at once (a child process speaking protocol 3 or 4). `None` when none does, or when the
+    /// at once (a child process speaking the pipelined form). `None` when none does, or when the
     /// thread cannot start: the worker then sends its batches itself, which records the same.
     /// The thread ends when the worker lets go of the value.
     pub fn start<'scope, 'env>(

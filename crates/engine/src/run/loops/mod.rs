@@ -3,7 +3,7 @@
 //! order. A loop that fails (a backend error, a panic) fails alone: it is reported, and every
 //! other loop of the chunk is still recorded.
 //!
-//! When a critic takes several requests at once (a child process speaking protocol 3), a worker
+//! When a critic takes several requests at once (a child process speaking the pipelined form), a worker
 //! advances up to [`IN_FLIGHT`](chunk::IN_FLIGHT) loops of its chunk together: each runs until it asks for a
 //! critique, then the critiques asked go out in one batch ([`Batch`]). A loop's rounds depend only
 //! on its own critiques, so the recording is the same as one loop after another.
@@ -203,7 +203,7 @@ pub(super) async fn record_loop_in(
     // The task with its labels when an evaluator takes it: evaluators judge the drafts afterwards.
     let evaluating = labelled.filter(|_| scope == Scope::Evaluate);
     let mut texts: Vec<String> = Vec::new();
-    // The task is shown to the critic once for the loop's rounds (ABI version 2) and closed when
+    // The task is shown to the critic once for the loop's rounds (when its descriptor sets the task functions) and closed when
     // the loop is recorded; the adjudicator and the evaluators ask with whole requests.
     let mut critic = plan.critics[unit.critic].open_task(task_json);
     loop {
