@@ -436,8 +436,8 @@ impl Monitor {
             }
             Settle::One(_) => rule.confidence,
         };
-        let sequence = ConfidenceSequence::new(per_sequence)
-            .map_err(|source| MonitorError::Sequence { comparison: 0, source })?;
+        let sequence =
+            ConfidenceSequence::new(per_sequence).map_err(|source| MonitorError::Sequence { comparison: 0, source })?;
         let sequences = vec![sequence; comparisons];
         let budget = match (rule.max_tasks, task_set) {
             (Some(max), Some(set)) => Some(max.min(set)),

@@ -22,7 +22,11 @@ fn fixtures() -> Vec<Fixture> {
             confidence: 0.95,
             values: population(&mut rng, 120, 3, 0.3),
         },
-        Fixture { name: "3 epochs, no difference, 150 tasks", confidence: 0.95, values: population(&mut rng, 150, 3, 0.0) },
+        Fixture {
+            name: "3 epochs, no difference, 150 tasks",
+            confidence: 0.95,
+            values: population(&mut rng, 150, 3, 0.0),
+        },
         Fixture {
             name: "1 epoch, a small difference, 500 tasks",
             confidence: 0.95,
