@@ -185,14 +185,16 @@ impl Design {
     /// The design of arms `a` and `b` of one config whose policy allows `max_revisions`: arms
     /// that start from the same first draft (any but strategy memory's, whose first draft is
     /// written with hints) share it; when neither revises (the `single` arm, or a cap of 0),
-    /// their answers are that draft. An adjudicated twin (`ARM+adjudicate`) answers with another
-    /// draft: nothing is shared by design.
-    pub(crate) fn of_arms(a: &str, b: &str, max_revisions: Option<u32>) -> Design {
+    /// their answers are that draft; and when the backend gives every arm the same drafts
+    /// (`shared_drafts`, the scripted backend), two arms that both revise run the same loop. An
+    /// adjudicated twin (`ARM+adjudicate`) answers with another draft: nothing is shared by design.
+    pub(crate) fn of_arms(a: &str, b: &str, max_revisions: Option<u32>, shared_drafts: bool) -> Design {
         let (Some(arm_a), Some(arm_b)) = (critbench_core::Arm::parse(a), critbench_core::Arm::parse(b)) else {
             return Design::default();
         };
         let first = !arm_a.uses_memory() && !arm_b.uses_memory();
-        Design { first, last: first && never_revises(a, max_revisions) && never_revises(b, max_revisions) }
+        let (still_a, still_b) = (never_revises(a, max_revisions), never_revises(b, max_revisions));
+        Design { first, last: first && ((still_a && still_b) || (shared_drafts && !still_a && !still_b)) }
     }
 }
 
@@ -470,5 +472,33 @@ pub(crate) fn sort_task_loops<L>(
             epoch,
         }),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_design_shares_what_the_arms_loops_share_and_nothing_else() {
+        let design = |a: &str, b: &str, cap: Option<u32>, shared: bool| {
+            let d = Design::of_arms(a, b, cap, shared);
+            (d.first, d.last)
+        };
+        // The same first draft; the answers differ once a loop revises.
+        assert_eq!(design("feedback", "no-feedback", Some(3), false), (true, false));
+        assert_eq!(design("feedback", "single", Some(3), false), (true, false));
+        // Nothing revises under a cap of 0: every arm answers with the first draft.
+        assert_eq!(design("feedback", "single", Some(0), false), (true, true));
+        assert_eq!(design("no-feedback", "feedback", Some(0), false), (true, true));
+        // Shared drafts: two arms that revise run the same loop; `single` still stops at its first.
+        assert_eq!(design("feedback", "no-feedback", Some(3), true), (true, true));
+        assert_eq!(design("feedback", "single", Some(3), true), (true, false));
+        // Strategy memory writes its first draft with hints; a twin answers with another draft.
+        assert_eq!(design("feedback+memory", "feedback", Some(0), true), (false, false));
+        assert_eq!(design("feedback", "feedback+adjudicate", Some(0), false), (false, false));
+        // Without the config's cap only `single` is known never to revise.
+        assert_eq!(design("feedback", "single", None, false), (true, false));
+        assert!(never_revises("single", None) && !never_revises("feedback", None) && never_revises("feedback", Some(0)));
     }
 }
