@@ -499,6 +499,8 @@ mod tests {
         assert_eq!(design("feedback", "feedback+adjudicate", Some(0), false), (false, false));
         // Without the config's cap only `single` is known never to revise.
         assert_eq!(design("feedback", "single", None, false), (true, false));
-        assert!(never_revises("single", None) && !never_revises("feedback", None) && never_revises("feedback", Some(0)));
+        assert!(
+            never_revises("single", None) && !never_revises("feedback", None) && never_revises("feedback", Some(0))
+        );
     }
 }
