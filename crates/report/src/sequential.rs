@@ -311,8 +311,8 @@ pub fn sentence(record: &SequentialRecord, comparisons: &[ComparisonRow]) -> Str
 /// comparisons whose fixed-n interval over the tasks that ran disagrees (`withheld`, not empty).
 fn withheld_what(record: &SequentialRecord, decision: &SequentialLook, withheld: &[(usize, FixedN)]) -> String {
     let (a, b) = (&record.rule.arm_a, &record.rule.arm_b);
-    let why = "the two are different intervals over different tasks and disagree only on rare draws, so neither is \
-               taken as settling the question: run more tasks, or rerun with another seed";
+    let why = "the two are different intervals over different tasks, which disagree only on rare draws, so neither \
+               is taken as settling the question";
     let deciding = record.comparisons.iter().filter(|c| c.decides).count();
     if let ([(index, fixed)], 1) = (withheld, deciding) {
         let comparison = &record.comparisons[*index];
