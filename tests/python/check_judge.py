@@ -20,11 +20,14 @@ Checks, for every critic in judge.json:
   ddof=1), verdict flips, critique error rate, mean attempts and score, latency percentiles
   (numpy.percentile);
 - intervals: each brackets its point estimate and stays in the metric's range; a rate of exactly 0
-  or 1 has the Wilson interval over the drafts of its denominator (statsmodels); the other rates
-  and kappa agree with a numpy cluster bootstrap over drafts within a tolerance;
+  or 1 has the interval over the drafts of its denominator (statsmodels: Wilson's, Clopper-Pearson's
+  on 30 drafts or fewer); the other rates and kappa agree with a numpy cluster bootstrap over drafts
+  within a tolerance;
 - the threshold sweep (every pass_score in the critic's range, step 0.5), calibration bins, the
-  per-flaw breakdown (Wilson over drafts, statsmodels) and the critic-vs-critic pairs (accuracy on
-  shared drafts, McNemar via scipy binomtest, bootstrap interval brackets the difference);
+  per-flaw breakdown (over drafts as above, statsmodels) and the critic-vs-critic pairs (accuracy on
+  shared drafts; the interval and test of tests/python/check_intervals.py's `difference`, each draft
+  one pair: McNemar's exact test with fewer than 10 drafts only one critic judged right, to 1e-9;
+  the exact bootstrap's interval and p-value with more than 30 drafts);
 - judge.csv holds the same numbers as judge.json.
 
 Prints one line per critic and exits 0, or prints every disagreement and exits 1 (2 for bad usage).
@@ -47,6 +50,9 @@ from sklearn.metrics import (
     recall_score,
 )
 from statsmodels.stats.proportion import proportion_confint
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import check_intervals as reference  # noqa: E402  the paired interval's reference
 
 TOLERANCE = 1e-9
 RESAMPLES = 4000
@@ -75,7 +81,8 @@ def expect(where, name, got, want):
 
 
 def wilson(k, n):
-    lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
+    """The interval of k of n drafts: Wilson's, or Clopper-Pearson's exact one on 30 drafts or fewer."""
+    lo, hi = proportion_confint(k, n, alpha=0.05, method="beta" if n <= 30 else "wilson")
     return float(lo), float(hi)
 
 
@@ -375,8 +382,15 @@ def check_pairs(report, rows):
         expect(where, "accuracy_a", pair["accuracy_a"], right_a.mean())
         expect(where, "accuracy_b", pair["accuracy_b"], right_b.mean())
         expect(where, "diff", pair["diff"], right_a.mean() - right_b.mean())
-        p = 1.0 if a_only + b_only == 0 else binomtest(a_only, a_only + b_only, 0.5).pvalue
-        expect(where, "mcnemar_p", pair["mcnemar_p"], p)
+        n = len(shared)
+        _, (lo, hi), _, p, test = reference.difference([(1, 1, a_only), (1, -1, b_only), (1, 0, n - a_only - b_only)])
+        if pair["test"] != test:
+            fail(f"{where}: test {pair['test']!r}, expected {test!r}")
+        if test == "exact McNemar":
+            expect(where, "p_value (scipy binomtest)", pair["p_value"], binomtest(a_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0)
+        expect(where, "p_value", pair["p_value"], p)
+        expect(where, "diff_lo", pair["diff_lo"], lo)
+        expect(where, "diff_hi", pair["diff_hi"], hi)
         if not (pair["diff_lo"] - 1e-12 <= pair["diff"] <= pair["diff_hi"] + 1e-12):
             fail(f"{where}: interval ({pair['diff_lo']}, {pair['diff_hi']}) does not bracket {pair['diff']}")
         gold_fail = ~shared["gold_pass"]

@@ -17,7 +17,10 @@ loop's invariants (docs/REFERENCE.md, The decision rule):
 - outcomes has one row per stop row, with the same exit and revisions, and passed == (exit "pass");
 - the three libraries agree on row counts, pass counts and the number of nested values;
 - summary.csv has the contract's columns and its counts (loops, passes, critic errors, rounds) match outcomes;
-  critic_error_rate is critic_errors / rounds_total; clustered intervals bracket their rate.
+  critic_error_rate is critic_errors / rounds_total; an interval named `wilson` is Wilson's and one named
+  `clopper-pearson` Clopper-Pearson's over the loops (statsmodels), the clustered ones (`task-cluster
+  bootstrap`, `clopper-pearson, effective sample size`, checked against references in check_stats.py)
+  bracket their rate inside [0, 1].
 
 Prints a short summary and exits 0, or prints every failure and exits 1 (2 for bad usage).
 Requirements: tests/python/requirements.txt.
@@ -549,6 +552,15 @@ def check_outcomes(check, outcomes, stops, adjudicated=None):
     )
 
 
+def clopper_pearson(passed, n, alpha=0.05):
+    """Clopper-Pearson's exact interval of `passed` of `n` (scipy's beta quantiles)."""
+    from scipy.stats import beta
+
+    lo = 0.0 if passed == 0 else float(beta.ppf(alpha / 2, passed, n - passed + 1))
+    hi = 1.0 if passed == n else float(beta.ppf(1 - alpha / 2, passed + 1, n - passed))
+    return lo, hi
+
+
 def wilson(passed, n, z=1.959963984540054):
     rate = passed / n
     denominator = 1 + z * z / n
@@ -626,18 +638,20 @@ def check_summary(check, path, outcomes):
         if row.n <= 0:
             check.fail(f"{name}: n must be positive, got {row.n} for {row.config_id} / {row.arm} / {row.critic}")
             continue
-        if getattr(row, "interval", "wilson") != "wilson":
-            # Several epochs per task: a task-cluster bootstrap (checked against numpy in
-            # check_stats.py); here it must bracket the rate inside [0, 1].
+        interval = getattr(row, "interval", "wilson")
+        if interval not in ("wilson", "clopper-pearson"):
+            # Several epochs per task: a task-cluster bootstrap, or Clopper-Pearson on the effective
+            # sample size (checked against references in check_stats.py); here it must bracket the
+            # rate inside [0, 1].
             check.expect(
                 0.0 <= row.pass_rate_lo <= row.pass_rate + RATE_TOLERANCE
                 and row.pass_rate - RATE_TOLERANCE <= row.pass_rate_hi <= 1.0
-                and row.interval == "task-cluster bootstrap",
-                f"{name}: {row.config_id} / {row.arm} / {row.critic}: interval {row.interval!r} "
+                and interval in ("task-cluster bootstrap", "clopper-pearson, effective sample size"),
+                f"{name}: {row.config_id} / {row.arm} / {row.critic}: interval {interval!r} "
                 f"[{row.pass_rate_lo}, {row.pass_rate_hi}] does not bracket pass_rate {row.pass_rate} inside [0, 1]",
             )
             continue
-        lo, hi = wilson(row.passed, row.n)
+        lo, hi = wilson(row.passed, row.n) if interval == "wilson" else clopper_pearson(row.passed, row.n)
         near = all(
             abs(a - b) <= RATE_TOLERANCE
             for a, b in ((row.pass_rate, row.passed / row.n), (row.pass_rate_lo, lo), (row.pass_rate_hi, hi))
@@ -645,7 +659,7 @@ def check_summary(check, path, outcomes):
         check.expect(
             near,
             f"{name}: {row.config_id} / {row.arm} / {row.critic}: {row.passed}/{row.n} should give pass_rate {row.passed / row.n:.4f} "
-            f"with Wilson 95% bounds [{lo:.4f}, {hi:.4f}], got {row.pass_rate} [{row.pass_rate_lo}, {row.pass_rate_hi}]",
+            f"with {interval} 95% bounds [{lo:.4f}, {hi:.4f}], got {row.pass_rate} [{row.pass_rate_lo}, {row.pass_rate_hi}]",
         )
     if all(c in outcomes.columns for c in GROUP_KEY + ["passed"]):
         expected = (

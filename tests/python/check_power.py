@@ -13,10 +13,11 @@ outcomes.parquet alone:
   over the tasks' k - 1 degrees of freedom; the task part is the sample variance of the tasks' means
   (n - 1) less epoch / K, floored at 0, with K the harmonic mean of k (scipy.stats.hmean);
 - the standard error sqrt((task + epoch / K) / n) (the tasks' means' variance over n with one epoch);
-- the MDE (z_0.975 + z_0.8) x SE (scipy.stats.norm), and with twice the tasks, twice the epochs and
-  unlimited epochs (the task part alone); the tasks needed for 5 and 10 points,
-  max(2, ceil((z_0.975 + z_0.8)^2 (task + epoch / K) / delta^2)); the epochs' share of the variance and
-  the advice (`more epochs` from a share of 1/2).
+- the MDE m x SE with m = z_0.975 + z_0.8 (scipy.stats.norm), never below the floor a difference's own
+  noise sets, m^2 / (n k + m^2) on n tasks x k epochs, and with twice the tasks and twice the epochs (each
+  with its own floor) and unlimited epochs (the task part alone, no floor: empty when it is 0); the
+  tasks needed for 5 and 10 points, max(2, ceil(m^2 max(task + epoch / K, delta (1 - delta) / K) /
+  delta^2)); the epochs' share of the variance and the advice (`more epochs` from a share of 1/2).
 
 Floats must agree to 1e-9, counts exactly; power.csv must have a row for every comparison of
 comparisons.csv with two tasks or more, and no other.
@@ -72,17 +73,21 @@ def expected_row(outcomes, arm_a, arm_b):
     K = float(hmean(k))
     freedom = int((k - 1).sum())
     row = {"n_tasks": n, "epochs": K, "diff": means.mean()}
+    def floor(tasks, epochs):
+        return z * z / (tasks * epochs + z * z)
+
     if freedom > 0:
         within = by_task.var(ddof=1).fillna(0.0).to_numpy()
         epoch = float(((k - 1) * within).sum() / freedom)
         task = max(0.0, task_means - epoch / K)
         variance = task + epoch / K
+        unlimited = z * math.sqrt(task / n)
         row.update(
             task_variance=task,
             epoch_variance=epoch,
             epoch_share=(epoch / K) / variance if variance > 0 else None,
-            mde_twice_epochs=z * math.sqrt((task + epoch / (2 * K)) / n),
-            mde_unlimited_epochs=z * math.sqrt(task / n),
+            mde_twice_epochs=max(z * math.sqrt((task + epoch / (2 * K)) / n), floor(n, 2 * K)),
+            mde_unlimited_epochs=unlimited if unlimited > 0 else None,
         )
     else:
         variance = task_means
@@ -92,11 +97,11 @@ def expected_row(outcomes, arm_a, arm_b):
         se=math.sqrt(variance / n),
         confidence=CONFIDENCE,
         power=POWER,
-        mde=z * math.sqrt(variance / n),
-        mde_twice_tasks=z * math.sqrt(variance / (2 * n)),
+        mde=max(z * math.sqrt(variance / n), floor(n, K)),
+        mde_twice_tasks=max(z * math.sqrt(variance / (2 * n)), floor(2 * n, K)),
     )
     for column, delta in STATED.items():
-        row[column] = max(2, math.ceil(z * z * variance / delta**2)) if variance > 0 else None
+        row[column] = max(2, math.ceil(z * z * max(variance, delta * (1 - delta) / K) / delta**2))
     if variance <= 0:
         row["advice"] = "no variation"
     elif row["epoch_share"] is None:

@@ -12,15 +12,22 @@ answer by a rule it knows (gold passes an answer that cites at least one of its 
   answer is the draft of its loops' final round in trajectories.parquet (`best_round`, or the last
   round with `final = "last"`); one line per distinct (task, answer); the header's counts;
 - corrected.csv, per config × critic × arm: n, tasks, labelled loops and tasks, the critic's pass
-  rate (also against summary.csv), the gold pass rate on the labelled loops; the corrected pass rate
-  and its interval equal `ppi_mean_ci(Y, Yhat, Yhat_unlabeled, alpha=0.05)` (and the point estimate
-  `ppi_mean_pointestimate`), clipped to [0, 1], to 1e-9, where a unit is a task (its loops' mean: with
-  one epoch, the loop itself) and the unlabelled units are the tasks not sampled; `lambda` gives the
-  same estimate when passed to ppi_py as `lam`; the false-pass and false-fail counts, and with one
-  epoch their rates' intervals equal statsmodels' Wilson interval to 1e-9;
+  rate (also against summary.csv), the gold pass rate on the labelled loops; with more than 30
+  labelled tasks and at least 10 with a loop gold passes and 10 with one it fails, the corrected pass
+  rate and its interval equal `ppi_mean_ci(Y, Yhat, Yhat_unlabeled, alpha=0.05)` (and the point
+  estimate `ppi_mean_pointestimate`), clipped to [0, 1], to 1e-9, where a unit is a task (its loops'
+  mean: with one epoch, the loop itself) and the unlabelled units are the tasks not sampled, and
+  `lambda` gives the same estimate when passed to ppi_py as `lam`; with fewer, the labelled tasks' own
+  gold rate with check_intervals.py's small-sample interval (Clopper–Pearson, scipy), `lambda` empty;
+  `method` names which; the false-pass and false-fail counts, and with one epoch their rates'
+  intervals: statsmodels' Wilson interval with more than 30 tasks and 10 on each side, else
+  Clopper–Pearson's (statsmodels `method="beta"`), to 1e-9, named in `false_pass_interval` and
+  `false_fail_interval`;
 - corrected_comparisons.csv, per compared pair of arms: pair counts, the critic's and the gold
-  differences, and the corrected difference and its interval equal ppi_mean_ci on per-task mean
-  differences over the epochs both arms ran, clipped to [-1, 1], to 1e-9.
+  differences, and the corrected difference and its interval: with more than 30 labelled tasks and
+  at least 10 whose gold differences are not 0, ppi_mean_ci on per-task mean differences over the
+  epochs both arms ran, clipped to [-1, 1]; else the labelled tasks' own gold difference with
+  check_intervals.py's small-sample interval; to 1e-9.
 
 Prints one line per run and exits 0, or prints every disagreement and exits 1 (2 for bad usage).
 Requirements: tests/python/requirements.txt (ppi-python among them).
@@ -39,6 +46,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from statsmodels.stats.proportion import proportion_confint
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import check_intervals as reference  # noqa: E402  the small-sample intervals' reference
 
 TOLERANCE = 1e-9
 ALPHA = 0.05
@@ -131,11 +141,34 @@ def check_sample(where, sample_path, outcomes, trajectories):
 
 
 def ppi(gold, predicted, unlabelled, low, high):
-    """ppi_py's estimate and interval, clipped as critbench clips them."""
+    """ppi_py's estimate and interval, clipped as critbench clips them, and whether the interval has
+    width (a standard error above 0)."""
     y, f, fu = (np.asarray(v, dtype=float) for v in (gold, predicted, unlabelled))
     lo, hi = ppi_mean_ci(y, f, fu, alpha=ALPHA)
     estimate = ppi_mean_pointestimate(y, f, fu)
-    return [float(np.clip(np.ravel(v)[0], low, high)) for v in (estimate, lo, hi)]
+    wide = float(np.ravel(hi)[0]) > float(np.ravel(lo)[0])
+    return [float(np.clip(np.ravel(v)[0], low, high)) for v in (estimate, lo, hi)] + [wide]
+
+
+LABELS_ALONE = {
+    "clopper-pearson": "labels alone, clopper-pearson",
+    "clopper-pearson, effective sample size": "labels alone, clopper-pearson, effective sample size",
+    "exact, conditional on untied tasks": "labels alone, exact, conditional on untied tasks",
+}
+PPI = "prediction-powered (PPI++)"
+
+
+def error_interval(tasks):
+    """A false-pass or false-fail rate's interval over labelled tasks (count, of), one answer per task:
+    Wilson with more than 30 tasks and 10 on each side, else Clopper–Pearson; and its method's name."""
+    tasks = [(c, o) for c, o in tasks if o > 0]
+    count, of = sum(c for c, _ in tasks), sum(o for _, o in tasks)
+    with_, without = sum(c > 0 for c, _ in tasks), sum(c < o for c, o in tasks)
+    if len(tasks) > reference.SMALL and min(with_, without) >= reference.EACH_SIDE:
+        lo, hi = proportion_confint(count, of, alpha=ALPHA, method="wilson")
+        return (max(lo, 0.0), min(hi, 1.0)), "wilson, effective sample size"
+    lo, hi = proportion_confint(count, of, alpha=ALPHA, method="beta")
+    return (float(lo), float(hi)), "clopper-pearson"
 
 
 def check_corrected(where, directory, outcomes, gold_of, tasks, epochs):
@@ -163,17 +196,30 @@ def check_corrected(where, directory, outcomes, gold_of, tasks, epochs):
         per_task = loops.assign(gold=loops.gold.astype(float)).groupby("task_id")[["passed", "gold"]].mean()
         unit_labelled = per_task[per_task.index.isin(tasks)].sort_index()
         unit_rest = per_task[~per_task.index.isin(tasks)]
-        estimate, lo, hi = ppi(unit_labelled.gold, unit_labelled.passed, unit_rest.passed, 0.0, 1.0)
+        # Per labelled task: loops, and those gold passes.
+        gold_tasks = labelled.groupby("task_id").gold.agg(["size", "sum"])
+        counts = [(int(size), int(passed), 1) for size, passed in zip(gold_tasks["size"], gold_tasks["sum"])]
+        passing = sum(p > 0 for _, p, _ in counts)
+        failing = sum(p < l for l, p, _ in counts)
+        estimate, lo, hi, wide = ppi(unit_labelled.gold, unit_labelled.passed, unit_rest.passed, 0.0, 1.0)
+        if len(counts) > reference.SMALL and min(passing, failing) >= reference.EACH_SIDE and wide:
+            method = PPI
+            tuned = ppi_mean_pointestimate(
+                unit_labelled.gold.to_numpy(float),
+                unit_labelled.passed.to_numpy(float),
+                unit_rest.passed.to_numpy(float),
+                lam=number(row["lambda"]),
+            )
+            expect(at, "estimate at critbench's lambda", number(row["pass_rate_corrected"]), float(np.clip(np.ravel(tuned)[0], 0, 1)))
+        else:
+            estimate, (lo, hi), alone = reference.rate(counts)
+            method = LABELS_ALONE[alone]
+            expect(at, "lambda", number(row["lambda"]), None)
+        if row["method"] != method:
+            fail(f"{at}: method {row['method']!r}, expected {method!r}")
         expect(at, "pass_rate_corrected", number(row["pass_rate_corrected"]), estimate)
         expect(at, "corrected_lo", number(row["corrected_lo"]), lo)
         expect(at, "corrected_hi", number(row["corrected_hi"]), hi)
-        tuned = ppi_mean_pointestimate(
-            unit_labelled.gold.to_numpy(float),
-            unit_labelled.passed.to_numpy(float),
-            unit_rest.passed.to_numpy(float),
-            lam=number(row["lambda"]),
-        )
-        expect(at, "estimate at critbench's lambda", number(row["pass_rate_corrected"]), float(np.clip(np.ravel(tuned)[0], 0, 1)))
         gold_fail = labelled[~labelled.gold.astype(bool)]
         gold_pass = labelled[labelled.gold.astype(bool)]
         for name, of, count in [
@@ -186,9 +232,12 @@ def check_corrected(where, directory, outcomes, gold_of, tasks, epochs):
                 continue
             expect(at, f"{name}_rate", number(row[f"{name}_rate"]), count / len(of))
             if epochs == 1:
-                lo, hi = proportion_confint(count, len(of), alpha=ALPHA, method="wilson")
-                expect(at, f"{name}_rate_lo", number(row[f"{name}_rate_lo"]), max(lo, 0.0))
-                expect(at, f"{name}_rate_hi", number(row[f"{name}_rate_hi"]), min(hi, 1.0))
+                wrong = of.passed if name == "false_pass" else ~of.passed
+                (lo, hi), method = error_interval([(int(w), 1) for w in wrong])
+                expect(at, f"{name}_rate_lo", number(row[f"{name}_rate_lo"]), lo)
+                expect(at, f"{name}_rate_hi", number(row[f"{name}_rate_hi"]), hi)
+                if row[f"{name}_interval"] != method:
+                    fail(f"{at}: {name}_interval {row[name + '_interval']!r}, expected {method!r}")
     return len(rows)
 
 
@@ -217,7 +266,19 @@ def check_comparisons(where, directory, outcomes, gold_of, tasks):
         per_task = pairs.groupby("task_id").d_passed.mean()
         gold_task = labelled.groupby("task_id").d_gold.mean().sort_index()
         predicted_task = per_task[per_task.index.isin(tasks)].sort_index()
-        estimate, lo, hi = ppi(gold_task, predicted_task, per_task[~per_task.index.isin(tasks)], -1.0, 1.0)
+        estimate, lo, hi, wide = ppi(gold_task, predicted_task, per_task[~per_task.index.isin(tasks)], -1.0, 1.0)
+        # Per labelled task: pairs, and gold's A − B over them.
+        net = labelled.groupby("task_id").d_gold.agg(["size", "sum"])
+        counts = [(int(size), int(round(d)), 1) for size, d in zip(net["size"], net["sum"])]
+        untied = sum(d != 0 for _, d, _ in counts)
+        if len(counts) > reference.SMALL and untied >= reference.EACH_SIDE and wide:
+            method = PPI
+        else:
+            estimate, (lo, hi), alone, _, _ = reference.difference(counts)
+            method = LABELS_ALONE[alone]
+            expect(at, "lambda", number(row["lambda"]), None)
+        if row["method"] != method:
+            fail(f"{at}: method {row['method']!r}, expected {method!r}")
         expect(at, "diff_corrected", number(row["diff_corrected"]), estimate)
         expect(at, "diff_lo", number(row["diff_lo"]), lo)
         expect(at, "diff_hi", number(row["diff_hi"]), hi)

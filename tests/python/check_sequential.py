@@ -4,12 +4,12 @@
 Usage: python3 tests/python/check_sequential.py SEQUENCES_JSON
 
 SEQUENCES_JSON is written by crates/stats/tests/stats/sequential_reference.rs: fixtures, each with a confidence
-level, a task-set size (`population`, null for independent draws), the per-task paired differences in
-[-1, 1] in the order they were seen, and the bounds critbench's `ConfidenceSequence` gave after each one.
+level, the per-task paired differences in [-1, 1] in the order they were seen (independent draws), and the
+bounds critbench's `ConfidenceSequence` gave after each one.
 
 For each fixture the bounds are recomputed with `confseq.betting.hedged_cs` — the hedged-capital betting
-confidence sequence of Waudby-Smith & Ramdas (2023) with predictable plug-in empirical-Bernstein bets,
-without replacement when `population` is given — on the values mapped to [0, 1] ((d + 1) / 2), with
+confidence sequence of Waudby-Smith & Ramdas (2023) with predictable plug-in empirical-Bernstein bets, for
+independent draws (no `N`) — on the values mapped to [0, 1] ((d + 1) / 2), with
 alpha = 1 - confidence, `breaks=1000`, `running_intersection=True`, and its other defaults (theta = 1/2,
 truncation at 1/2, one pseudo-observation at mean 1/2 and variance 1/4); the bounds are mapped back
 (2 b - 1). critbench follows the same construction in the same order of operations, so every bound must
@@ -39,7 +39,7 @@ def check(fixture):
     values = np.array(fixture["values"], dtype=float)
     alpha = 1 - fixture["confidence"]
     x = (values + 1) / 2
-    lower, upper = hedged_cs(x, alpha=alpha, N=fixture["population"], breaks=BREAKS, running_intersection=True)
+    lower, upper = hedged_cs(x, alpha=alpha, breaks=BREAKS, running_intersection=True)
     expected = (2 * lower - 1, 2 * upper - 1)
     got = (np.array(fixture["lower"]), np.array(fixture["upper"]))
     problems = []

@@ -9,21 +9,25 @@ and compares `summary.json` with values computed here from the same rows:
 
 - counts, pass rates, mean rounds, mean first / best / final scores, exit counts, tasks, and critic errors
   (count, rounds, rate per round, loops with an error and their rate), exactly or to 1e-9;
-- per-arm intervals: when every task ran once, Wilson 95% (statsmodels `proportion_confint(method="wilson")`,
-  to 1e-9); with several epochs, a numpy task-cluster percentile bootstrap (tasks resampled with all their
-  loops; the rate is passes / loops of the resample), within Monte-Carlo tolerance (below), except at a
-  rate of 0 or 1, where it is Wilson's over the tasks (to 1e-9); `interval` names the method;
+- per-arm intervals of the pass rate and the first-draft pass rate, by the method valid at their number
+  of tasks (`interval`, `first_round_interval`), recomputed by tests/python/check_intervals.py's `rate`:
+  Wilson (statsmodels) or the exact task-cluster bootstrap (numpy convolution) with more than 30 tasks and
+  at least 10 on each side, else Clopper–Pearson (scipy) on the effective sample size, all to 1e-9; where
+  tasks have unequal sizes the bootstrap is resampled, and is checked against a numpy task-cluster
+  percentile bootstrap (tasks resampled with all their loops) within Monte-Carlo tolerance (below);
 - paired comparisons on (task_id, epoch): pair counts, a_only / b_only, rates and their difference, mean
   rounds and mean best score per arm and their differences, tasks and tasks where each arm did better;
-- McNemar's exact test on the pairs (`mcnemar_p`): statsmodels `mcnemar(exact=True)` and scipy
-  `binomtest`, to 1e-9;
-- the headline test (`p_value`, named in `test`): scipy `binomtest` of tasks where A passed more epochs than
-  B against tasks where B passed more (the sign test; with one epoch it is McNemar's test), to 1e-9;
-- the paired interval: it must bracket the point difference and agree with a numpy task-cluster percentile
-  bootstrap (tasks resampled with all their pairs; difference = Σ(a − b) / pairs of the resample) within
-  0.03, or a quarter of the bootstrap standard error when that is smaller (plus one lattice step, 1/n, for
-  n < 100 tasks: the bootstrap distribution over few tasks takes few values, so two correct bootstraps
-  can land on neighbours); the same for the first-draft difference;
+- McNemar's exact test on the pairs as if independent (`mcnemar_p`, a reference column): statsmodels
+  `mcnemar(exact=True)` and scipy `binomtest`, to 1e-9;
+- the paired difference's interval, its test and their names (`diff_lo`, `diff_hi`, `p_value`, `test`,
+  `interval`), recomputed by check_intervals.py's `difference`: the exact bootstrap and its p-value, the
+  exact conditional interval with McNemar's exact test (statsmodels) or the binomial test of the untied
+  tasks, or Clopper–Pearson on the effective sample size with its binomial test, to 1e-9; resampled
+  bootstraps (tasks of unequal size) against a numpy task-cluster percentile bootstrap within 0.03, or a
+  quarter of the bootstrap standard error when that is smaller (plus one lattice step, 1/n, for n < 100
+  tasks), their p-value below 0.05 exactly when the interval excludes 0; the same for the first-draft
+  difference, which is `identical by design` (no interval) when every pair's first drafts agree, the arms
+  starting from the same first draft;
 - in the "clustered epochs" fixture, where a task's epochs agree, the task-cluster interval must also be
   clearly wider than a bootstrap that resamples pairs as if they were independent;
 - rows in another order: the same fixture written reversed gives byte-identical summary.csv,
@@ -46,10 +50,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import check_intervals as reference  # noqa: E402  the intervals' reference implementations
 import pyarrow.parquet as pq
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.proportion import proportion_confint
 
 TOLERANCE = 1e-9
 BOOTSTRAP_TOLERANCE = 0.03
@@ -255,34 +261,29 @@ def reference_summary(rows):
             "critic_error_loops": error_loops,
             "critic_error_loop_rate": error_loops / n,
         }
-        if all(len(loops) == 1 for loops in tasks.values()):
-            lo, hi = proportion_confint(passed, n, alpha=0.05, method="wilson")
-            first_lo, first_hi = proportion_confint(first, n, alpha=0.05, method="wilson")
-            facts["interval"] = "wilson"
-            facts["first_round_pass_rate_lo"] = float(first_lo)
-            facts["first_round_pass_rate_hi"] = float(first_hi)
-        else:
-            # Per task: loops, passes, first-draft passes; the bootstrap resamples tasks.
-            per_task = np.array(
-                [
-                    (len(loops), sum(r["passed"] for r in loops), sum(r["passed"] and r["revisions"] == 0 for r in loops))
-                    for loops in tasks.values()
-                ]
-            )
-            lo, hi = np.nan, np.nan  # checked against the bootstrap below
-            facts["interval"] = "task-cluster bootstrap"
-            facts["bootstrap"] = numpy_cluster_bootstrap(per_task[:, 0], per_task[:, 1:], seed=n)
-            # At 0% or 100% the bootstrap collapses to a point: Wilson over tasks instead.
-            tasks_n = len(tasks)
-            for column, (count, bounds) in enumerate(
-                ((passed, ("pass_rate_lo", "pass_rate_hi")), (first, ("first_round_pass_rate_lo", "first_round_pass_rate_hi")))
-            ):
-                if count in (0, n):
-                    edge_lo, edge_hi = proportion_confint(tasks_n if count else 0, tasks_n, alpha=0.05, method="wilson")
-                    facts["bootstrap"][column] = None
-                    facts[bounds[0]], facts[bounds[1]] = float(edge_lo), float(edge_hi)
-                    if column == 0:
-                        lo, hi = edge_lo, edge_hi
+        # Per task: loops, passes, first-draft passes.
+        per_task = [
+            (len(loops), sum(r["passed"] for r in loops), sum(r["passed"] and r["revisions"] == 0 for r in loops))
+            for loops in tasks.values()
+        ]
+        resampled = []
+        bounds = []
+        for column, names in (
+            (1, ("pass_rate_lo", "pass_rate_hi", "interval")),
+            (2, ("first_round_pass_rate_lo", "first_round_pass_rate_hi", "first_round_interval")),
+        ):
+            method, interval = rate_reference([(t[0], t[column], 1) for t in per_task])
+            facts[names[2]] = method
+            if interval is None:
+                # Tasks of unequal size: a resampled bootstrap, checked against numpy's below.
+                bootstrap = numpy_cluster_bootstrap([t[0] for t in per_task], [[t[column]] for t in per_task], n + column)
+                resampled.append((names[:2], bootstrap[0]))
+                bounds.append((np.nan, np.nan))
+            else:
+                bounds.append(interval)
+        (lo, hi), (first_lo, first_hi) = bounds
+        facts["first_round_pass_rate_lo"], facts["first_round_pass_rate_hi"] = first_lo, first_hi
+        facts["resampled"] = resampled
         expected[key] = {
             "n": n,
             "passed": passed,
@@ -300,6 +301,36 @@ def reference_summary(rows):
             "mean_final_score": float(np.mean([r["final_score"] for r in group])),
         }
     return expected
+
+
+def equal_sizes(tasks):
+    return len({size for size, _, _ in tasks}) == 1
+
+
+def rate_reference(tasks):
+    """(method, (lo, hi)) of a rate over tasks (loops, passes, count); (method, None) where critbench
+    resamples (a bootstrap over tasks of unequal size), which is checked against numpy instead."""
+    tasks = [task for task in tasks if task[0] > 0]
+    n = sum(c for _, _, c in tasks)
+    with_pass = sum(c for _, p, c in tasks if p > 0)
+    with_fail = sum(c for l, p, c in tasks if p < l)
+    large = n > reference.SMALL and min(with_pass, with_fail) >= reference.EACH_SIDE
+    if large and not all(l == 1 for l, _, _ in tasks) and not equal_sizes(tasks):
+        return "task-cluster bootstrap", None
+    _, interval, method = reference.rate(tasks)
+    return method, interval
+
+
+def difference_reference(tasks):
+    """(method, (lo, hi), p, test) of a paired difference over tasks (pairs, net, count); the interval and
+    p are None where critbench resamples."""
+    tasks = [task for task in tasks if task[0] > 0]
+    n = sum(c for _, _, c in tasks)
+    untied = sum(c for _, d, c in tasks if d != 0)
+    if n > reference.SMALL and untied >= reference.EACH_SIDE and not equal_sizes(tasks):
+        return "task-cluster bootstrap", None, None, "task-cluster bootstrap"
+    _, interval, method, p, test = reference.difference(tasks)
+    return method, interval, p, test
 
 
 def numpy_bootstrap(a, b, seed):
@@ -358,7 +389,6 @@ def reference_comparisons(rows):
             per_task = np.array(list(tasks.values()))
             a_better = int(np.sum(per_task[:, 1] > 0))
             b_better = int(np.sum(per_task[:, 1] < 0))
-            single = bool(np.all(per_task[:, 0] == 1))
             a_only = int(np.sum(a & ~b))
             b_only = int(np.sum(~a & b))
             table = [[int(np.sum(a & b)), a_only], [b_only, int(np.sum(~a & ~b))]]
@@ -387,11 +417,22 @@ def reference_comparisons(rows):
                 "n_tasks": len(tasks),
                 "tasks_a_better": a_better,
                 "tasks_b_better": b_better,
-                "p_value": float(binomtest(a_better, a_better + b_better, 0.5).pvalue) if a_better + b_better else 1.0,
-                "test": "exact McNemar" if single else "task sign test",
                 "bootstrap": numpy_cluster_bootstrap(per_task[:, 0], per_task[:, 1:], seed=len(keys)),
                 "unclustered": numpy_bootstrap(a, b, seed=len(keys) + 1),
             }
+            fields = expected[(config_id, critic, arm_a, arm_b)]
+            method, interval, p, test = difference_reference([(int(t[0]), int(t[1]), 1) for t in per_task])
+            fields.update({"interval": method, "test": test})
+            if interval is not None:
+                fields.update({"diff_lo": interval[0], "diff_hi": interval[1], "p_value": p})
+            if bool(np.all(first_a == first_b)):
+                # The arms start from the same first draft, and every pair's first verdicts agree.
+                fields.update({"first_round_interval": "identical by design", "first_round_diff_lo": None})
+            else:
+                method, interval, _, _ = difference_reference([(int(t[0]), int(t[2]), 1) for t in per_task])
+                fields["first_round_interval"] = method
+                if interval is not None:
+                    fields.update({"first_round_diff_lo": interval[0], "first_round_diff_hi": interval[1]})
     return expected
 
 
@@ -399,7 +440,10 @@ def reference_comparisons(rows):
 
 
 def agree(failures, where, field, got, want, tolerance=TOLERANCE):
-    if got is None:
+    if want is None:
+        if got is not None:
+            failures.append(f"{where}: {field} = {got!r}, expected null")
+    elif got is None:
         failures.append(f"{where}: {field} is missing or null (expected {want!r})")
     elif isinstance(want, str):
         if got != want:
@@ -456,14 +500,11 @@ def check_fixture(binary, name, rows, work):
         where = f"{name}: summary {'/'.join(key)}"
         want = expected[key]
         for field, value in want.items():
-            if field == "bootstrap" or (isinstance(value, float) and np.isnan(value)):
+            if field == "resampled" or (isinstance(value, float) and np.isnan(value)):
                 continue
             agree(failures, where, field, got[key].get(field), value)
-        if "bootstrap" in want:
-            bounds = (("pass_rate_lo", "pass_rate_hi"), ("first_round_pass_rate_lo", "first_round_pass_rate_hi"))
-            for names, reference in zip(bounds, want["bootstrap"]):
-                if reference is not None:
-                    widest = max(widest, check_interval(failures, where, names, got[key], reference, want["n_tasks"]))
+        for names, bootstrap in want["resampled"]:
+            widest = max(widest, check_interval(failures, where, names, got[key], bootstrap, want["n_tasks"]))
 
     expected = reference_comparisons(rows)
     got = {(r["config_id"], r["critic"], r["arm_a"], r["arm_b"]): r for r in report["comparisons"]}
@@ -483,15 +524,19 @@ def check_fixture(binary, name, rows, work):
             failures.append(f"{where}: diff_lo / diff_hi missing")
             continue
         if not lo - TOLERANCE <= row["diff"] <= hi + TOLERANCE:
-            failures.append(f"{where}: bootstrap interval [{lo}, {hi}] does not bracket diff {row['diff']}")
+            failures.append(f"{where}: interval [{lo}, {hi}] does not bracket diff {row['diff']}")
+        if (lo > 0 or hi < 0) != (row["p_value"] < 0.05):
+            failures.append(f"{where}: interval [{lo}, {hi}] and p = {row['p_value']} disagree about 0")
         diff_reference, first_reference = want["bootstrap"]
-        widest = max(
-            widest,
-            check_interval(failures, where, ("diff_lo", "diff_hi"), row, diff_reference, want["n_tasks"]),
-            check_interval(
-                failures, where, ("first_round_diff_lo", "first_round_diff_hi"), row, first_reference, want["n_tasks"]
-            ),
-        )
+        if "diff_lo" not in want:
+            widest = max(widest, check_interval(failures, where, ("diff_lo", "diff_hi"), row, diff_reference, want["n_tasks"]))
+        if want["first_round_interval"] == "task-cluster bootstrap" and "first_round_diff_lo" not in want:
+            widest = max(
+                widest,
+                check_interval(
+                    failures, where, ("first_round_diff_lo", "first_round_diff_hi"), row, first_reference, want["n_tasks"]
+                ),
+            )
         unclustered = want["unclustered"][1] - want["unclustered"][0]
         if unclustered > 0:
             width_ratios.append((hi - lo) / unclustered)
@@ -553,7 +598,7 @@ def main(argv):
                 ratio = f"; median width / pair bootstrap {facts['ratio']:.2f}" if facts["ratio"] else ""
                 print(
                     f"check_stats: {name}: {facts['rows']} outcomes, {facts['summary']} summary rows, "
-                    f"{facts['comparisons']} comparisons; bootstrap bounds within {facts['bootstrap']:.4f} of numpy"
+                    f"{facts['comparisons']} comparisons; resampled bounds within {facts['bootstrap']:.4f} of numpy"
                     f"{ratio}; same bytes in reverse order"
                 )
     if failures:

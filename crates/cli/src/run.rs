@@ -80,7 +80,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         summary.out_dir.display()
     )?;
     if let Some(record) = &summary.sequential {
-        writeln!(out, "{}", critbench_report::sequential::headline(record))?;
+        // Read beside the run's fixed-n table, printed above: a verdict it contradicts is withheld.
+        let comparisons = summary.report.as_ref().map_or(&[][..], |r| &r.summary.comparisons[..]);
+        writeln!(out, "{}", critbench_report::sequential::headline(record, comparisons))?;
     }
     if let Some(shard) = shard {
         writeln!(

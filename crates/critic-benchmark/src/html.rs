@@ -224,8 +224,9 @@ pub(crate) fn render(report: &JudgeReport) -> String {
         out,
         "<p class=\"muted\">Run <code>{}</code>: {drafts} labeled drafts, {} repeat(s). Verdicts under config \
          <code>{}</code> (pass_score {}): no fatal issue, no failed critique, score ≥ pass_score — the host decides. \
-         Rates count judgments; intervals are 95% bootstrap intervals over drafts ({} resamples) — Wilson \
-         intervals over drafts for a rate of exactly 0 or 1 — unless noted.</p>",
+         Rates count judgments; intervals are 95% bootstrap intervals over drafts ({} resamples) — for a rate \
+         of exactly 0 or 1, Wilson's over drafts (Clopper–Pearson's exact one on 30 drafts or fewer) — unless \
+         noted.</p>",
         escape(&report.run_id),
         report.repeats,
         escape(&report.policy.config_id),
@@ -275,14 +276,15 @@ pub(crate) fn render(report: &JudgeReport) -> String {
         out.push_str("<p>No two critics judged the same draft.</p>\n");
     } else {
         out.push_str(
-            "<p class=\"muted\">On the drafts both critics judged, first repeat of each; paired bootstrap \
-             interval and McNemar's exact test.</p>\n",
+            "<p class=\"muted\">On the drafts both critics judged, first repeat of each; the paired interval \
+             valid at the number of drafts, with its dual test (McNemar's exact test where fewer than 10 drafts \
+             were judged right by one critic only).</p>\n",
         );
         out.push_str(&table(&markdown::pair_table(report)));
     }
     out.push_str(
         "<h2>By kind of draft</h2>\n<p class=\"muted\">A draft is misjudged when any repeat got the wrong \
-                  verdict; Wilson 95% intervals over drafts.</p>\n",
+                  verdict; 95% intervals over drafts, Wilson's (Clopper–Pearson's on 30 drafts or fewer).</p>\n",
     );
     out.push_str(&table(&markdown::flaw_table(report)));
     out.push_str("</body>\n</html>\n");

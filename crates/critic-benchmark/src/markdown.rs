@@ -119,13 +119,13 @@ pub fn side_by_side(report: &JudgeReport) -> String {
 pub fn pair_table(report: &JudgeReport) -> String {
     let mut out = String::new();
     out.push_str(
-        "| A vs B | drafts | accuracy A | accuracy B | A − B (95% CI) | only A right | only B right | McNemar p | false-pass A / B |\n",
+        "| A vs B | drafts | accuracy A | accuracy B | A − B (95% CI) | only A right | only B right | p (test) | false-pass A / B |\n",
     );
     out.push_str("|---|---:|---:|---:|---|---:|---:|---:|---|\n");
     for p in &report.pairs {
         let _ = writeln!(
             out,
-            "| {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} | {} / {} |",
+            "| {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} ({}) | {} / {} |",
             p.critic_a,
             p.critic_b,
             p.n_pairs,
@@ -136,7 +136,8 @@ pub fn pair_table(report: &JudgeReport) -> String {
             100.0 * p.diff_hi,
             p.a_only,
             p.b_only,
-            p_value(p.mcnemar_p),
+            p_value(p.p_value),
+            p.test,
             percent(p.false_pass_rate_a),
             percent(p.false_pass_rate_b),
         );
@@ -272,7 +273,8 @@ pub(crate) fn render(report: &JudgeReport) -> String {
         "Run `{}`: {} labeled drafts from {}, {} repeat(s) per critic and draft. Verdicts follow the pass \
          rule of config `{}` (pass_score {}{}): no fatal issue, no failed critique, score ≥ pass_score — the \
          host decides, not the critic. Rates count judgments; intervals are 95% bootstrap intervals over \
-         drafts ({} resamples) — Wilson intervals over drafts for a rate of exactly 0 or 1 — unless noted.\n",
+         drafts ({} resamples) — for a rate of exactly 0 or 1, Wilson's over drafts (Clopper–Pearson's exact one \
+         on 30 drafts or fewer) — unless noted.\n",
         report.run_id,
         drafts,
         files.join(", "),
@@ -297,8 +299,10 @@ pub(crate) fn render(report: &JudgeReport) -> String {
     out.push_str(&side_by_side(report));
     out.push_str("\n## Critic vs critic\n\n");
     out.push_str(
-        "Each pair on the drafts both critics judged, first repeat of each: accuracy, the paired bootstrap \
-         interval of the difference, and McNemar's exact test on the drafts only one critic judged right.\n\n",
+        "Each pair on the drafts both critics judged, first repeat of each: accuracy, the 95% interval of the \
+         difference valid at the number of drafts (a bootstrap over drafts with more than 30 and at least 10 judged \
+         right by one critic only, an exact interval with fewer), and its dual test (McNemar's exact test on the \
+         drafts only one critic judged right, when they are fewer than 10).\n\n",
     );
     if report.pairs.is_empty() {
         out.push_str("(No two critics judged the same draft.)\n");
@@ -309,7 +313,7 @@ pub(crate) fn render(report: &JudgeReport) -> String {
     out.push_str(
         "Drafts grouped by task kind and the label's `flaw`. A draft counts as misjudged when any of its \
          repeats got the wrong verdict — a false pass for a gold fail, a false fail for a gold pass. \
-         Intervals are Wilson 95% over drafts.\n\n",
+         Intervals are 95% over drafts: Wilson's, or Clopper–Pearson's exact one on 30 drafts or fewer.\n\n",
     );
     out.push_str(&flaw_table(report));
     out.push_str("\n## Threshold sweep\n\n");

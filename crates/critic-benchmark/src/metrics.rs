@@ -10,9 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use critbench_core::{Policy, Rng, RoundScore, ScoreRange, SeedKey, derive_seed};
 use critbench_stats::agreement::{cohen_kappa, kendall_tau_b, spearman};
-use critbench_stats::binomial::{mcnemar_exact, wilson_interval};
-use critbench_stats::bootstrap::paired_bootstrap_diff;
+use critbench_stats::binomial::wilson_interval;
+use critbench_stats::bootstrap::Cluster;
 use critbench_stats::descriptive::{mean, percentile, ratio, sample_sd};
+use critbench_stats::difference::paired_difference;
+use critbench_stats::rate::{SMALL_SAMPLE_TASKS, small_sample_rate};
 use critbench_storage::judgments::JudgmentRow;
 use serde::Serialize;
 
@@ -37,8 +39,8 @@ pub struct CriticRows<'a> {
     pub rows: Vec<&'a JudgmentRow>,
 }
 
-/// Every metric of one critic. `_lo`/`_hi` are 95% bootstrap bounds over drafts (Wilson bounds
-/// over drafts for a rate of exactly 0 or 1); `None` (null, an empty CSV cell) where a metric is
+/// Every metric of one critic. `_lo`/`_hi` are 95% bootstrap bounds over drafts (for a rate of
+/// exactly 0 or 1, Wilson's over drafts, Clopper–Pearson's on 30 drafts or fewer); `None` (null, an empty CSV cell) where a metric is
 /// undefined, e.g. precision when nothing was judged pass.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct CriticMetrics {
@@ -224,11 +226,12 @@ pub struct FlawRow {
     pub judged_pass: u64,
     /// Drafts judged against their gold verdict in at least one repeat: for gold fails a
     /// false pass, for gold passes a false fail. Counting a draft once, and as wrong if any
-    /// repeat was, keeps the Wilson interval honest with repeats and errs on the costly side.
+    /// repeat was, keeps the interval over drafts honest with repeats and errs on the costly side.
     pub misjudged: u64,
     /// `misjudged / drafts`.
     pub misjudged_rate: f64,
-    /// Lower end of the 95% interval of `misjudged`.
+    /// Lower end of the 95% interval of `misjudged` (Wilson's over drafts, Clopper–Pearson's on
+    /// 30 drafts or fewer).
     pub misjudged_lo: f64,
     /// Upper end of the 95% interval of `misjudged`.
     pub misjudged_hi: f64,
@@ -247,7 +250,8 @@ pub struct PairRow {
     pub accuracy_a: f64,
     /// Accuracy of B.
     pub accuracy_b: f64,
-    /// accuracy_a − accuracy_b, with a paired bootstrap 95% interval.
+    /// accuracy_a − accuracy_b, with its 95% interval by the method valid at the number of drafts
+    /// (each draft one pair: `critbench_stats::difference::paired_difference`).
     pub diff: f64,
     /// Lower end of the 95% interval of `diff`.
     pub diff_lo: f64,
@@ -257,8 +261,12 @@ pub struct PairRow {
     pub a_only: u64,
     /// Drafts only B judged right.
     pub b_only: u64,
-    /// Exact McNemar test on `a_only` against `b_only`.
-    pub mcnemar_p: f64,
+    /// The p-value of `test`, the interval's dual: McNemar's exact test when fewer than 10 drafts
+    /// were judged right by one critic only.
+    pub p_value: f64,
+    /// The test: `exact McNemar`, `binomial test, effective sample size` or `task-cluster
+    /// bootstrap` (drafts resampled).
+    pub test: String,
     /// False-pass rate of A.
     pub false_pass_rate_a: Option<f64>,
     /// False-pass rate of B.
@@ -440,16 +448,27 @@ fn bootstrap(observations: &[Observation], drafts: usize, resamples: usize, seed
 }
 
 /// Where every judgment agrees (a rate of exactly 0 or 1) no resample can differ and the percentile
-/// interval collapses to a point, which would claim certainty; there the interval is Wilson's over
-/// the `drafts` in the rate's denominator (at 0 or 1 the judgments of a draft all agree, so the
-/// count of drafts with the event is exact).
+/// interval collapses to a point, which would claim certainty; there the interval is over the
+/// `drafts` in the rate's denominator (at 0 or 1 the judgments of a draft all agree, so the count
+/// of drafts with the event is exact): [`draft_rate`]'s.
 fn at_boundary(point: Option<f64>, interval: Interval, drafts: u64) -> Interval {
     match point {
         Some(p) if p == 0.0 || p == 1.0 => {
-            let (lo, hi) = wilson_interval(if p == 1.0 { drafts } else { 0 }, drafts);
+            let (lo, hi) = draft_rate(if p == 1.0 { drafts } else { 0 }, drafts);
             (Some(lo), Some(hi))
         }
         _ => interval,
+    }
+}
+
+/// The 95% interval of `count` of `drafts`, each draft one trial: Wilson's score interval, or
+/// Clopper–Pearson's exact one on 30 drafts or fewer, where Wilson's covers less than it says.
+fn draft_rate(count: u64, drafts: u64) -> (f64, f64) {
+    if drafts <= SMALL_SAMPLE_TASKS {
+        let rate = small_sample_rate(&[(1, 1, count), (1, 0, drafts - count)]);
+        (rate.low, rate.high)
+    } else {
+        wilson_interval(count, drafts)
     }
 }
 
@@ -478,7 +497,7 @@ pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, see
     for o in &observations {
         per_draft[o.draft].push(o);
     }
-    // A rate of exactly 0 or 1 gets Wilson's interval over the drafts of its denominator.
+    // A rate of exactly 0 or 1 gets an interval over the drafts of its denominator.
     let drafts_where =
         |test: fn(&Observation) -> bool| per_draft.iter().filter(|d| d.iter().any(|o| test(o))).count() as u64;
     let (gold_fail_drafts, gold_pass_drafts) = (drafts_where(|o| !o.gold_pass), drafts_where(|o| o.gold_pass));
@@ -673,7 +692,7 @@ pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
         .map(|((kind, gold_pass, flaw), drafts)| {
             let n = drafts.len() as u64;
             let misjudged = drafts.values().filter(|d| d.wrong).count() as u64;
-            let (lo, hi) = wilson_interval(misjudged, n);
+            let (lo, hi) = draft_rate(misjudged, n);
             FlawRow {
                 critic: input.critic.to_string(),
                 kind,
@@ -692,7 +711,7 @@ pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
 }
 
 /// Critic A against critic B on the drafts both judged (first repeat of each, so every draft is
-/// one pair, as McNemar's test needs). `None` when they share no draft.
+/// one pair). `None` when they share no draft.
 pub fn compare(a: &CriticRows<'_>, b: &CriticRows<'_>, seed: u64) -> Option<PairRow> {
     let first = |rows: &[&JudgmentRow]| -> HashMap<(String, u32), (bool, bool)> {
         rows.iter()
@@ -717,7 +736,13 @@ pub fn compare(a: &CriticRows<'_>, b: &CriticRows<'_>, seed: u64) -> Option<Pair
     let a_only = pairs.iter().filter(|(x, y)| *x && !*y).count() as u64;
     let b_only = pairs.iter().filter(|(x, y)| !*x && *y).count() as u64;
     let seed = bootstrap_seed(seed, &format!("{}|{}", a.critic, b.critic), "judge-pair-bootstrap");
-    let (lo, hi) = paired_bootstrap_diff(&pairs, BOOTSTRAP_RESAMPLES, seed);
+    // Each draft is one pair: +1 where only A is right, −1 where only B is.
+    let clusters = [(1, a_only), (-1, b_only), (0, n - a_only - b_only)].map(|(net, tasks)| Cluster {
+        denominator: 1,
+        numerators: [net],
+        tasks,
+    });
+    let difference = paired_difference(&clusters, BOOTSTRAP_RESAMPLES, seed);
     let gold_fail = shared.iter().filter(|s| !s.2).count() as u64;
     let false_pass = |pick: fn(&(bool, bool, bool)) -> bool| {
         ratio(shared.iter().filter(|s| !s.2 && pick(s)).count() as u64, gold_fail)
@@ -729,11 +754,12 @@ pub fn compare(a: &CriticRows<'_>, b: &CriticRows<'_>, seed: u64) -> Option<Pair
         accuracy_a: right_a as f64 / n as f64,
         accuracy_b: right_b as f64 / n as f64,
         diff: (right_a as f64 - right_b as f64) / n as f64,
-        diff_lo: lo,
-        diff_hi: hi,
+        diff_lo: difference.low,
+        diff_hi: difference.high,
         a_only,
         b_only,
-        mcnemar_p: mcnemar_exact(a_only, b_only),
+        p_value: difference.p_value,
+        test: difference.test.as_str().to_string(),
         false_pass_rate_a: false_pass(|s| s.0),
         false_pass_rate_b: false_pass(|s| s.1),
     })
@@ -891,7 +917,9 @@ mod tests {
         let pair = compare(&input(&a), &input(&b), 7).unwrap();
         assert_eq!((pair.n_pairs, pair.a_only, pair.b_only), (9, 0, 2));
         assert!((pair.diff + 2.0 / 9.0).abs() < 1e-12);
-        assert_eq!(pair.mcnemar_p, 0.5);
+        // Two drafts only B judged right: McNemar's exact test, and an interval that holds 0.
+        assert_eq!((pair.p_value, pair.test.as_str()), (0.5, "exact McNemar"));
+        assert!(pair.diff_lo < 0.0 && pair.diff_hi > 0.0, "{pair:?}");
         assert!(pair.diff_lo <= pair.diff && pair.diff <= pair.diff_hi);
         assert_eq!(pair.false_pass_rate_b, Some(0.0));
         assert!(compare(&input(&a), &input(&[]), 7).is_none());

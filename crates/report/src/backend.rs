@@ -108,6 +108,11 @@ pub struct Backend {
 /// The backend whose arms all get the dataset's drafts.
 pub const SCRIPTED: &str = "scripted";
 
+/// Whether the run's backend, as `manifest` records it, gives every arm the same drafts.
+pub(crate) fn shares_drafts(manifest: Option<&Manifest>) -> bool {
+    manifest.and_then(|m| m.experiment.rest.get("backend")).and_then(|b| b.as_str()) == Some(SCRIPTED)
+}
+
 /// What the label of an arm comparison of the scripted backend says.
 pub const SHARED_DRAFTS: &str = "critic and policy only: arms share drafts";
 

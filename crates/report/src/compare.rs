@@ -10,7 +10,7 @@ use critbench_storage::tables::{OutcomeStats, for_each_outcome_stats_in, outcome
 use crate::csv_files::{headers as csv_headers, write_csv};
 use crate::keys::{KeyMap, task_hash};
 use crate::rows::ComparisonRow;
-use crate::totals::{Loop, PairTotals, TaskPairs};
+use crate::totals::{Design, Loop, PairTotals, TaskPairs};
 use crate::{QueryError, ReportError};
 
 /// The comparison of two runs.
@@ -253,7 +253,9 @@ pub fn compare_runs(a_dir: &Path, b_dir: &Path) -> Result<RunComparison, ReportE
         .into_iter()
         .map(|((config, arm, critic_a, critic_b), pair)| {
             let critic = if critic_a == critic_b { critic_a.to_string() } else { format!("{critic_a} vs {critic_b}") };
-            pair.row(config, &critic, &format!("{label_a}:{arm}"), &format!("{label_b}:{arm}"), seed)
+            // Two runs share nothing by design: every difference is measured.
+            let labels = (format!("{label_a}:{arm}"), format!("{label_b}:{arm}"));
+            pair.row((config, &critic), (&labels.0, &labels.1), Design::default(), seed)
         })
         .collect();
     Ok(RunComparison { label_a, label_b, rows, unmatched_a, unmatched_b, by_critic })
@@ -368,8 +370,11 @@ mod tests {
         assert_eq!((comparison.unmatched_a, comparison.unmatched_b), (1, 2));
         let row = &comparison.rows[0];
         assert_eq!((row.n_pairs, row.n_tasks, row.a_only, row.b_only), (30, 10, 9, 0));
-        assert_eq!((row.tasks_a_better, row.tasks_b_better, row.test.as_str()), (3, 0, crate::TEST_SIGN));
-        assert_eq!(row.p_value, critbench_stats::binomial::sign_test(3, 0));
+        // Ten tasks, three of them untied: exact, and the three alone cannot reject.
+        assert_eq!((row.tasks_a_better, row.tasks_b_better), (3, 0));
+        assert_eq!(row.test, critbench_stats::difference::DifferenceTest::ExactUntied.as_str());
+        assert!((row.p_value.unwrap() - 0.25).abs() < 1e-12, "{row:?}");
+        assert!(row.diff_lo.unwrap() < 0.0, "{row:?}");
         assert!((row.diff - 0.3).abs() < 1e-12);
     }
 

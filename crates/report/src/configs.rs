@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::csv_files::write_csv;
 use crate::keys::{KeyMap, task_hash};
-use crate::totals::{Loop, PairTotals, matched_epochs};
+use crate::totals::{Design, Loop, PairTotals, matched_epochs};
 use crate::{QueryError, ReportError, RowError};
 
 /// One pair of configs under one arm and critic: `config_a` against `config_b` on the task × epoch
@@ -45,10 +45,11 @@ pub struct ConfigComparisonRow {
     pub pass_rate_b: f64,
     /// `pass_rate_a − pass_rate_b` on the same units.
     pub diff: f64,
-    /// Lower end of the 95% interval of `diff`.
-    pub diff_lo: f64,
+    /// Lower end of the 95% interval of `diff` (by the method `interval` names); empty when the
+    /// two configs' loops are identical by design.
+    pub diff_lo: Option<f64>,
     /// Upper end of the 95% interval of `diff`.
-    pub diff_hi: f64,
+    pub diff_hi: Option<f64>,
     /// Units only A passed / only B passed.
     pub a_only: u64,
     /// Units only B passed.
@@ -57,9 +58,9 @@ pub struct ConfigComparisonRow {
     pub tasks_a_better: u64,
     /// Tasks where B passed more epochs than A.
     pub tasks_b_better: u64,
-    /// The p-value of `test`.
-    pub p_value: f64,
-    /// `mcnemar` (one epoch) or `sign` (several).
+    /// The p-value of `test` (the interval's dual); empty when identical by design.
+    pub p_value: Option<f64>,
+    /// The test, as in `comparisons.csv`, or `identical by design`.
     pub test: String,
     /// Mean rounds of A's loops.
     pub mean_rounds_a: f64,
@@ -67,6 +68,21 @@ pub struct ConfigComparisonRow {
     pub mean_rounds_b: f64,
     /// `mean_rounds_a − mean_rounds_b`.
     pub diff_mean_rounds: f64,
+    /// How `diff`'s interval was computed, as in `comparisons.csv`, or `identical by design`.
+    pub interval: String,
+}
+
+/// What the design of configs `a` and `b` shares for `arm`: their loops are the same verdicts when
+/// neither revises (the `single` arm, or a cap of 0 in both) and a first draft passes alike
+/// (`pass_score` and `dim_target` equal). `None` policies (no manifest) share nothing by design.
+fn config_design(a: Option<&PolicyRecord>, b: Option<&PolicyRecord>, arm: &str) -> Design {
+    let (Some(a), Some(b), Some(arm)) = (a, b, critbench_core::Arm::parse(arm)) else { return Design::default() };
+    if arm.uses_memory() {
+        return Design::default();
+    }
+    let never_revises = |p: &PolicyRecord| arm == critbench_core::Arm::Single || p.max_revisions == 0;
+    let same_first = a.pass_score == b.pass_score && a.rest.get("dim_target") == b.rest.get("dim_target");
+    Design { first: same_first, last: same_first && never_revises(a) && never_revises(b) }
 }
 
 /// A pair of configs to compare (indices into the run's config list) and the axis they differ in.
@@ -163,9 +179,11 @@ struct OpenUnit {
 
 /// Streams `outcomes.parquet` once and compares each pair in `pairs`, per arm and critic. Rows are
 /// ordered by pair, then critic and arm in the order the run lists them.
+#[allow(clippy::too_many_arguments)]
 fn compare_pairs(
     paths: &[PathBuf],
     configs: &[String],
+    policies: &[PolicyRecord],
     pairs: &[ConfigPair],
     expected: Option<usize>,
     arm_order: &[String],
@@ -246,7 +264,8 @@ fn compare_pairs(
             let (critic, arm) = (&names[critic as usize], &names[arm as usize]);
             let pair = &pairs[p];
             let (a, b) = (&configs[pair.a], &configs[pair.b]);
-            let c = t.row(&format!("{arm}|{a}"), critic, a, b, seed);
+            let design = config_design(policies.get(pair.a), policies.get(pair.b), arm);
+            let c = t.row((&format!("{arm}|{a}"), critic), (a, b), design, seed);
             let row = ConfigComparisonRow {
                 axis: pair.axis.clone(),
                 arm: arm.clone(),
@@ -269,6 +288,7 @@ fn compare_pairs(
                 mean_rounds_a: c.mean_rounds_a,
                 mean_rounds_b: c.mean_rounds_b,
                 diff_mean_rounds: c.diff_mean_rounds,
+                interval: c.interval,
             };
             ((p, rank(critic_order, critic), rank(arm_order, arm)), row)
         })
@@ -304,6 +324,7 @@ pub fn neighbour_comparisons(
     compare_pairs(
         outcomes,
         &configs,
+        policies,
         &pairs,
         expected_loops(manifest),
         &manifest.experiment.arms,
@@ -344,9 +365,11 @@ pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigCom
         None => (Vec::new(), Vec::new()),
     };
     let expected = manifest.as_ref().and_then(expected_loops);
+    let policies = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
     compare_pairs(
         &outcomes,
         &configs,
+        policies,
         &[pair],
         expected,
         &arms,
@@ -363,7 +386,7 @@ pub fn render_config_comparisons(rows: &[ConfigComparisonRow]) -> String {
     for row in rows {
         let _ = writeln!(
             out,
-            "| {} vs {} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} ({}) | {:.2} / {:.2} |",
+            "| {} vs {} | {} | {} | {} | {} | {:.1}% | {:.1}% | {} | {} | {} | {} | {:.2} / {:.2} |",
             row.config_a,
             row.config_b,
             if row.axis.is_empty() { "-" } else { &row.axis },
@@ -372,13 +395,10 @@ pub fn render_config_comparisons(rows: &[ConfigComparisonRow]) -> String {
             row.n_pairs,
             100.0 * row.pass_rate_a,
             100.0 * row.pass_rate_b,
-            100.0 * row.diff,
-            100.0 * row.diff_lo,
-            100.0 * row.diff_hi,
+            crate::format::difference_cell(row.diff, row.diff_lo, row.diff_hi),
             row.a_only,
             row.b_only,
-            crate::format::format_p(row.p_value),
-            row.test,
+            crate::format::test_cell(row.p_value, &row.test),
             row.mean_rounds_a,
             row.mean_rounds_b,
         );

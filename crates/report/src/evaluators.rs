@@ -7,8 +7,10 @@
 //! **critic–evaluator gap** (critic − evaluator, paired by loop), the evaluator's **lift** from
 //! first draft to final answer (paired by loop), and the agreement counts. Per config × critic ×
 //! evaluator and pair of arms: the paired difference under the evaluator, on the task × epoch units
-//! both arms ran. Intervals are the task-cluster bootstrap of the summaries (a task's epochs stay
-//! together; exact when every task has as many loops) and the test a sign test on tasks.
+//! both arms ran. A task's epochs stay together, and each interval is the one valid at the number
+//! of tasks it rests on, as in the summaries (`stats`' `rate` and `difference`); an arm comparison
+//! has the test that is its interval's dual. A lift or a difference zero by construction (loops
+//! that never revise answer with their first draft) is said to be so, without an interval.
 //!
 //! The table is read once, streaming, a task at a time: a task's rows are written together, so a
 //! task is folded into per-group counts of its vector as soon as the next one starts, and memory is
@@ -25,9 +27,10 @@ use serde::Serialize;
 use crate::csv_files::write_csv;
 use crate::experiment::run_seed;
 use crate::rows::BOOTSTRAP_RESAMPLES;
+use crate::totals::{Design, never_revises, paired};
 use crate::{ReportError, RowError};
-use critbench_stats::binomial::sign_test;
-use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
+use critbench_stats::bootstrap::Cluster;
+use critbench_stats::rate::pass_rate;
 
 /// One row of `evaluators.csv`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -62,10 +65,11 @@ pub struct EvaluatorRow {
     pub first_pass_rate: f64,
     /// Evaluator on the final answer − on the first draft, paired by loop.
     pub lift: f64,
-    /// Lower end of the 95% interval of `lift`.
-    pub lift_lo: f64,
+    /// Lower end of the 95% interval of `lift`; empty when the loops never revise, so that their
+    /// final answer is their first draft (`lift_interval` is then `identical by design`).
+    pub lift_lo: Option<f64>,
     /// Upper end of the 95% interval of `lift`.
-    pub lift_hi: f64,
+    pub lift_hi: Option<f64>,
     /// Final answers both passed, the critic only, the evaluator only, neither.
     pub both: u64,
     /// Final answers the critic passed and the evaluator failed.
@@ -76,6 +80,13 @@ pub struct EvaluatorRow {
     pub neither: u64,
     /// Final-answer verdicts whose evaluator call failed every attempt (counted as fails).
     pub evaluator_errors: u64,
+    /// How the intervals of `evaluator`, `gap` and `lift` were computed: the methods of
+    /// summary.csv's `interval` and comparisons.csv's `interval` (or `identical by design`).
+    pub evaluator_interval: String,
+    /// See `evaluator_interval`.
+    pub gap_interval: String,
+    /// See `evaluator_interval`.
+    pub lift_interval: String,
 }
 
 /// One row of `evaluator_comparisons.csv`: two arms under one evaluator.
@@ -101,12 +112,17 @@ pub struct EvaluatorComparisonRow {
     pub rate_b: f64,
     /// A − B under the evaluator.
     pub diff: f64,
-    /// Lower end of the 95% interval of `diff`.
-    pub diff_lo: f64,
+    /// Lower end of the 95% interval of `diff`; empty when the two arms' answers are the same
+    /// draft by design.
+    pub diff_lo: Option<f64>,
     /// Upper end of the 95% interval of `diff`.
-    pub diff_hi: f64,
-    /// Sign test on tasks (each task's A − B over its epochs).
-    pub p_value: f64,
+    pub diff_hi: Option<f64>,
+    /// The p-value of `test`, the interval's dual; empty when identical by design.
+    pub p_value: Option<f64>,
+    /// The test, as in comparisons.csv, or `identical by design`.
+    pub test: String,
+    /// How `diff`'s interval was computed, as in comparisons.csv.
+    pub interval: String,
 }
 
 /// An answer the steering critic passed and the evaluator failed: a reader's place to start.
@@ -162,10 +178,15 @@ struct Reader {
     /// over `denominator` loops.
     clusters: Vec<BTreeMap<(u64, [i64; 5]), u64>>,
     agreement: Vec<[u64; 5]>,
+    /// Per group: whether some loop's evaluator verdict on its final answer differs from that on
+    /// its first draft.
+    lifted: Vec<bool>,
     /// Per (config, critic, evaluator, arm A, arm B): tasks with each (pairs, A − B) vector, and the
     /// A and B passes summed.
     pairs: BTreeMap<(usize, usize), BTreeMap<(u64, i64), u64>>,
     pair_passes: BTreeMap<(usize, usize), (u64, u64)>,
+    /// Per pair of groups: units where the evaluator passed one arm's answer and not the other's.
+    pair_discordant: BTreeMap<(usize, usize), u64>,
     task: Option<String>,
     loops: BTreeMap<(usize, u32), LoopVerdicts>,
     seen: HashSet<u128>,
@@ -183,6 +204,7 @@ impl Reader {
         self.index.insert(key, index);
         self.clusters.push(BTreeMap::new());
         self.agreement.push([0; 5]);
+        self.lifted.push(false);
         index
     }
 
@@ -237,6 +259,7 @@ impl Reader {
         for (&(group, _), verdicts) in &loops {
             let (Some(first), Some((evaluator, critic, failed))) = (verdicts.first, verdicts.final_) else { continue };
             let (e, c, f) = (i64::from(evaluator), i64::from(critic), i64::from(first));
+            self.lifted[group] |= evaluator != first;
             let (denominator, sums) = vectors.entry(group).or_default();
             *denominator += 1;
             for (sum, value) in sums.iter_mut().zip([e, c, c - e, f, e - f]) {
@@ -273,6 +296,7 @@ impl Reader {
                 let passes = self.pair_passes.entry((a, b)).or_default();
                 passes.0 += u64::from(pass_a);
                 passes.1 += u64::from(pass_b);
+                *self.pair_discordant.entry((a, b)).or_default() += u64::from(pass_a != pass_b);
             }
         }
         for (key, vector) in pair_vectors {
@@ -304,6 +328,10 @@ pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<Evalua
 fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
     let seed = run_seed(manifest);
     let experiment = manifest.map(|m| &m.experiment);
+    // Each config's revision cap, for what the design makes identical.
+    let cap = |config: &str| {
+        experiment.and_then(|e| e.policies.iter().find(|p| p.config_id == config)).map(|p| p.max_revisions)
+    };
     let position = |list: Vec<&str>, name: &str| list.iter().position(|n| *n == name).unwrap_or(usize::MAX);
     let configs: Vec<&str> =
         experiment.map(|e| e.policies.iter().map(|p| p.config_id.as_str()).collect()).unwrap_or_default();
@@ -341,7 +369,25 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
                 clusters.iter().map(|c| c.numerators[k] * c.tasks as i64).sum::<i64>() as f64 / n as f64
             }
         };
-        let [evaluator_ci, _, gap_ci, _, lift_ci] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
+        let rate_clusters: Vec<Cluster<1>> = clusters
+            .iter()
+            .map(|c| Cluster { denominator: c.denominator, numerators: [c.numerators[0]], tasks: c.tasks })
+            .collect();
+        let evaluator_rate = pass_rate(&rate_clusters, BOOTSTRAP_RESAMPLES, seed);
+        let differences: Vec<Cluster<2>> = clusters
+            .iter()
+            .map(|c| Cluster {
+                denominator: c.denominator,
+                numerators: [c.numerators[2], c.numerators[4]],
+                tasks: c.tasks,
+            })
+            .collect();
+        // A loop that never revises answers with its first draft: its lift is 0 by construction.
+        let never_revises = never_revises(&arm, cap(&config_id));
+        let [gap_difference, lift_difference] =
+            paired(&differences, [false, never_revises && !reader.lifted[index]], seed);
+        let (gap_lo, gap_hi) = gap_difference.bounds();
+        let (lift_lo, lift_hi) = lift_difference.bounds();
         let [both, critic_only, evaluator_only, neither, evaluator_errors] = reader.agreement[index];
         rows.push(EvaluatorRow {
             config_id,
@@ -352,20 +398,23 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             tasks,
             critic_pass_rate: rate(1),
             evaluator_pass_rate: rate(0),
-            evaluator_lo: evaluator_ci.0,
-            evaluator_hi: evaluator_ci.1,
+            evaluator_lo: evaluator_rate.low,
+            evaluator_hi: evaluator_rate.high,
             gap: rate(2),
-            gap_lo: gap_ci.0,
-            gap_hi: gap_ci.1,
+            gap_lo: gap_lo.expect("a gap is always measured"),
+            gap_hi: gap_hi.expect("a gap is always measured"),
             first_pass_rate: rate(3),
             lift: rate(4),
-            lift_lo: lift_ci.0,
-            lift_hi: lift_ci.1,
+            lift_lo,
+            lift_hi,
             both,
             critic_only,
             evaluator_only,
             neither,
             evaluator_errors,
+            evaluator_interval: evaluator_rate.method.as_str().to_string(),
+            gap_interval: gap_difference.interval(),
+            lift_interval: lift_difference.interval(),
         });
     }
 
@@ -380,10 +429,11 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             let pairs: u64 = clusters.iter().map(|c| c.denominator * c.tasks).sum();
             let tasks: u64 = clusters.iter().map(|c| c.tasks).sum();
             let (passes_a, passes_b) = reader.pair_passes[&(a, b)];
-            let [(lo, hi)] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
-            let positive: u64 = clusters.iter().filter(|c| c.numerators[0] > 0).map(|c| c.tasks).sum();
-            let negative: u64 = clusters.iter().filter(|c| c.numerators[0] < 0).map(|c| c.tasks).sum();
             let (ga, gb) = (&reader.groups[a], &reader.groups[b]);
+            let design = Design::of_arms(&ga.3, &gb.3, cap(&ga.0), crate::backend::shares_drafts(manifest));
+            let agree = reader.pair_discordant.get(&(a, b)).copied().unwrap_or(0) == 0;
+            let [difference] = paired(&clusters, [design.last && agree], seed);
+            let (diff_lo, diff_hi) = difference.bounds();
             let share = |passes: u64| if pairs == 0 { 0.0 } else { passes as f64 / pairs as f64 };
             comparisons.push(EvaluatorComparisonRow {
                 config_id: ga.0.clone(),
@@ -396,9 +446,11 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
                 rate_a: share(passes_a),
                 rate_b: share(passes_b),
                 diff: share(passes_a) - share(passes_b),
-                diff_lo: lo,
-                diff_hi: hi,
-                p_value: sign_test(positive, negative),
+                diff_lo,
+                diff_hi,
+                p_value: difference.p_value(),
+                test: difference.test(),
+                interval: difference.interval(),
             });
         }
     }
@@ -419,8 +471,13 @@ fn points(value: f64) -> String {
     format!("{:+.1} pp", 100.0 * value)
 }
 
-fn interval(lo: f64, hi: f64) -> String {
-    format!("{} to {}", points(lo), points(hi))
+/// An interval in percentage points, or what stands in for it when the difference is identical
+/// by design.
+fn interval(lo: impl Into<Option<f64>>, hi: impl Into<Option<f64>>) -> String {
+    match (lo.into(), hi.into()) {
+        (Some(lo), Some(hi)) => format!("{} to {}", points(lo), points(hi)),
+        _ => crate::rows::IDENTICAL_BY_DESIGN.to_string(),
+    }
 }
 
 /// The terminal's lines: per config × critic × evaluator, the first pair of arms compared by the
@@ -475,7 +532,8 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
          and never steers a loop. The steering critic's pass rate can rise because answers improve or because the \
          loop learns to please that critic; the evaluator's pass rate of the same answers tells the two apart. \
          Gap = critic − evaluator on the same final answers, lift = evaluator on the final answer − on the first \
-         draft, both paired by loop; 95% intervals are task-cluster bootstraps.\n\n",
+         draft, both paired by loop (a lift is 0 by construction for loops that never revise, and said so); 95% \
+         intervals, each by the method valid at the number of tasks it rests on (`evaluators.csv` names them).\n\n",
     );
     out.push_str(
         "| config | critic | evaluator | arm | loops | critic pass | evaluator pass (95% CI) | gap (95% CI) | first drafts | lift (95% CI) | both | critic only | evaluator only | neither |\n",
@@ -507,9 +565,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
     }
     if !report.comparisons.is_empty() {
         out.push_str("\nArms compared under each evaluator, on the task × epoch units both ran:\n\n");
-        out.push_str(
-            "| config | critic | evaluator | A vs B | pairs | A | B | A − B (95% CI) | p (task sign test) |\n",
-        );
+        out.push_str("| config | critic | evaluator | A vs B | pairs | A | B | A − B (95% CI) | p (test) |\n");
         out.push_str("|---|---|---|---|---:|---:|---:|---|---:|\n");
         for c in &report.comparisons {
             let _ = writeln!(
@@ -525,7 +581,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
                 percent(c.rate_b),
                 points(c.diff),
                 interval(c.diff_lo, c.diff_hi),
-                crate::format::format_p(c.p_value)
+                crate::format::test_cell(c.p_value, &c.test)
             );
         }
     }

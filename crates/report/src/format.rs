@@ -6,6 +6,23 @@ pub(crate) fn format_p(p: f64) -> String {
     if p < 0.0001 { "< 0.0001".to_string() } else { format!("{p:.4}") }
 }
 
+/// A paired difference as the tables print it: "+30.1 pp (+26.7 to +33.6)", or, for sides
+/// identical by design (no interval), "+0.0 pp (identical by design)".
+pub(crate) fn difference_cell(diff: f64, low: Option<f64>, high: Option<f64>) -> String {
+    match (low, high) {
+        (Some(low), Some(high)) => format!("{:+.1} pp ({:+.1} to {:+.1})", 100.0 * diff, 100.0 * low, 100.0 * high),
+        _ => format!("{:+.1} pp ({})", 100.0 * diff, crate::rows::IDENTICAL_BY_DESIGN),
+    }
+}
+
+/// A test's cell: "0.0312 (exact McNemar)", or "–" without a test (sides identical by design).
+pub(crate) fn test_cell(p_value: Option<f64>, test: &str) -> String {
+    match p_value {
+        Some(p) => format!("{} ({test})", format_p(p)),
+        None => "–".to_string(),
+    }
+}
+
 /// A notice as a note of the reports: a sentence.
 pub(crate) fn as_note(notice: &str) -> String {
     let mut chars = notice.chars();

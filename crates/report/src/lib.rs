@@ -4,9 +4,10 @@
 //!
 //! The outcomes are streamed a batch at a time with a column projection and folded into running
 //! sums; each task's loops are held only until they have all arrived. A task's epochs are one
-//! cluster: with one epoch the intervals are Wilson's and the test is McNemar's exact test; with
-//! several, intervals are a task-cluster bootstrap and the test an exact sign test on tasks. The
-//! results depend only on the rows, not on their order.
+//! cluster, and every interval is the one valid at the number of tasks it rests on (computed by
+//! `stats`: Wilson or the task-cluster bootstrap on many tasks, Clopper–Pearson and exact paired
+//! intervals on few), with the test that is its dual; a difference zero by construction is said to
+//! be so. The results depend only on the rows, not on their order.
 //!
 //! A [`Report`] is made of its sections, each computed and written by its own module: the summary
 //! (`summary`), how many tasks each comparison needs (`power`), what held-out evaluators say of the
@@ -55,10 +56,7 @@ mod totals;
 pub use error::{QueryError, ReportError, RowError, WantedKey};
 pub use html::escape as escape_html;
 pub use markdown::{GLANCE_HEADER, glance_legend, glance_table, render_markdown, summary_table};
-pub use rows::{
-    ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, SummaryRow,
-    TEST_MCNEMAR, TEST_SIGN,
-};
+pub use rows::{ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, IDENTICAL_BY_DESIGN, SummaryRow};
 pub use run_tables::{check_tables, table_files};
 pub use summary::{KindReport, Partial, Summary};
 
@@ -70,28 +68,37 @@ use serde::Serialize;
 
 /// Everything the reports hold, section by section. Serialized, it is `summary.json`: the
 /// summary, and what a sequential run decided.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Report {
     /// The run, its rows and comparisons, and the notes beside them (`summary.csv`,
     /// `comparisons.csv`).
-    #[serde(flatten)]
     pub summary: Summary,
     /// How many tasks each comparison needs (`power.csv`, a row per comparison over two tasks or
     /// more, in their order; not written to `summary.json`).
-    #[serde(skip)]
     pub power: Vec<power::PowerRow>,
     /// What the held-out evaluators said of the same answers (`evaluators.csv`; filled by
     /// [`write_reports`], not written to `summary.json`), when the run has any.
-    #[serde(skip)]
     pub evaluators: Option<evaluators::EvaluatorReport>,
     /// What the run's backend can and cannot measure (for the reports; what they say of it is in
     /// the summary's notes).
-    #[serde(skip)]
     pub backend: backend::Backend,
     /// A sequential run's record, from its manifest (filled by [`write_reports`]); `summary.json`
-    /// gives what it decided in a few fields.
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "sequential::summary_json")]
+    /// gives what it decided in a few fields, read beside the summary's comparisons.
     pub sequential: Option<SequentialRecord>,
+}
+
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            #[serde(flatten)]
+            summary: &'a Summary,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            sequential: Option<sequential::SummaryJson<'a>>,
+        }
+        let sequential = self.sequential.as_ref().map(|r| sequential::SummaryJson::of(r, &self.summary.comparisons));
+        Json { summary: &self.summary, sequential }.serialize(serializer)
+    }
 }
 
 impl Report {

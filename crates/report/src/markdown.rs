@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::Report;
 use crate::backend::{IGNORED_NOTE_SHARE, SHARED_DRAFTS};
-use crate::rows::{ComparisonRow, SummaryRow};
+use crate::rows::ComparisonRow;
 use crate::show::{LISTED_PAIRS, ListedPairs, show_command};
 
 fn percent(value: f64) -> String {
@@ -101,14 +101,11 @@ pub fn glance_table(report: &Report) -> String {
                     if report.backend.arms_share_drafts() { format!(", {SHARED_DRAFTS}") } else { String::new() };
                 let _ = write!(
                     out,
-                    " {} − {}: {:+.1} pp ({:+.1} to {:+.1}){shared} | {} ({}) |",
+                    " {} − {}: {}{shared} | {} |",
                     c.arm_a,
                     c.arm_b,
-                    100.0 * c.diff,
-                    100.0 * c.diff_lo,
-                    100.0 * c.diff_hi,
-                    crate::format::format_p(c.p_value),
-                    c.test
+                    crate::format::difference_cell(c.diff, c.diff_lo, c.diff_hi),
+                    crate::format::test_cell(c.p_value, &c.test)
                 );
             }
             None => out.push_str(" – | – |"),
@@ -276,11 +273,6 @@ pub fn summary_table(report: &Report) -> String {
     out
 }
 
-/// Whether a summary row's intervals resampled tasks (several loops per task).
-fn clustered(row: &SummaryRow) -> bool {
-    row.interval != crate::INTERVAL_WILSON
-}
-
 fn comparison_table(report: &Report) -> String {
     let mut out = String::new();
     out.push_str(
@@ -296,7 +288,7 @@ fn comparison_table(report: &Report) -> String {
 /// One row of a comparison table.
 pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
     format!(
-        "| {} | {} | {} vs {} | {} | {} | {} | {:+.1} pp ({:+.1} to {:+.1}) | {} | {} | {} ({}) | {:.2} / {:.2} | {:.2} / {:.2} |\n",
+        "| {} | {} | {} vs {} | {} | {} | {} | {} | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} |\n",
         row.config_id,
         row.critic,
         row.arm_a,
@@ -304,13 +296,10 @@ pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
         row.n_pairs,
         percent(row.pass_rate_a),
         percent(row.pass_rate_b),
-        100.0 * row.diff,
-        100.0 * row.diff_lo,
-        100.0 * row.diff_hi,
+        crate::format::difference_cell(row.diff, row.diff_lo, row.diff_hi),
         row.a_only,
         row.b_only,
-        crate::format::format_p(row.p_value),
-        row.test,
+        crate::format::test_cell(row.p_value, &row.test),
         row.mean_rounds_a,
         row.mean_rounds_b,
         row.mean_best_score_a,
@@ -318,48 +307,86 @@ pub(crate) fn comparison_line(row: &ComparisonRow) -> String {
     )
 }
 
-/// How the per-arm intervals were computed, in words.
+/// How the per-arm intervals were computed, in words: one clause per method the rows use.
 pub(crate) fn interval_sentence(report: &Report) -> String {
-    let any_clustered = report.summary.rows.iter().any(clustered);
-    let any_wilson = report.summary.rows.iter().any(|r| !clustered(r));
-    let mut sentence = String::new();
-    if any_wilson {
-        sentence.push_str("Intervals of arms whose tasks ran once are Wilson 95%. ");
-    }
-    if any_clustered {
+    use critbench_stats::rate::RateMethod;
+    let uses = |method: RateMethod| {
+        report.summary.rows.iter().any(|r| r.interval == method.as_str() || r.first_round_interval == method.as_str())
+    };
+    let mut sentence = String::from(
+        "Each interval is 95% and covers the share of loops that would pass if these loops ran again on new tasks \
+         like these; a task's epochs are one unit of evidence, and the method is the one valid at the number of \
+         tasks the rate rests on (`interval` in summary.csv).",
+    );
+    if uses(RateMethod::Wilson) {
         sentence.push_str(
-            "With several epochs a task's loops are one cluster (they agree more than independent loops do), so \
-             those intervals are a task-cluster percentile bootstrap (95%, tasks resampled each with all its \
-             epochs; `interval` in summary.csv): the bootstrap distribution computed exactly when every task ran \
-             the same number of loops, else drawn from enough resamples (at least 2,000) to keep an endpoint's \
-             Monte Carlo error below the 0.1 pp printed. Equal outcomes get equal intervals, whatever the config.",
+            " With more than 30 tasks, at least 10 with a pass and 10 with a fail, and one loop per task: Wilson's \
+             score interval (`wilson`).",
         );
     }
-    sentence.trim_end().to_string()
+    if uses(RateMethod::TaskBootstrap) {
+        sentence.push_str(
+            " With more than 30 tasks, at least 10 on each side, and several epochs per task: a task-cluster \
+             percentile bootstrap (`task-cluster bootstrap`, tasks resampled each with all its epochs), its distribution computed exactly when every task ran the same \
+             number of loops, else drawn from enough resamples (at least 2,000) to keep an endpoint's Monte Carlo \
+             error below the 0.1 pp printed.",
+        );
+    }
+    if uses(RateMethod::ClopperPearson) || uses(RateMethod::EffectiveClopperPearson) {
+        sentence.push_str(
+            " On 30 tasks or fewer, or with fewer than 10 tasks on a side (a rate near 0% or 100%): Clopper–Pearson's \
+             exact interval (`clopper-pearson`), taken with several epochs on the number of independent loops the \
+             tasks are worth (`clopper-pearson, effective sample size`), so that it is never a point.",
+        );
+    }
+    sentence.push_str(" Equal outcomes get equal intervals, whatever the config.");
+    sentence
 }
 
-/// How the paired comparisons were computed, in words.
+/// How the paired comparisons were computed, in words: one clause per test the rows use.
 pub(crate) fn comparison_sentence(report: &Report) -> String {
+    use critbench_stats::difference::DifferenceTest;
+    let uses = |test: DifferenceTest| report.summary.comparisons.iter().any(|c| c.test == test.as_str());
     let mut sentence = String::from(
-        "Arms compared on the same task × epoch. The interval of the difference is a paired bootstrap that \
-         resamples tasks, each with all its epochs: its distribution computed exactly when every task has the \
-         same number of pairs, else drawn from enough resamples to keep an endpoint's Monte Carlo error below \
-         the 0.1 pp printed.",
+        "Arms compared on the same task × epoch; a task's pairs are one unit of evidence. Each interval is 95% and \
+         covers the difference between the arms' shares if these loops ran again on new tasks like these; the \
+         p-value beside it is its dual test, so the interval excludes 0 exactly when p < 0.05 (`interval` and \
+         `test` in comparisons.csv).",
     );
-    if report.summary.comparisons.iter().any(|c| c.test == crate::TEST_MCNEMAR) {
+    if uses(DifferenceTest::TaskBootstrap) {
         sentence.push_str(
-            " With one epoch the p-value is McNemar's exact test on the pairs where only one arm passed \
-             (`exact McNemar`).",
+            " With more than 30 tasks and at least 10 where the arms differ: a paired bootstrap that resamples tasks, \
+             each with all its epochs (its distribution computed exactly when every task has the same number of \
+             pairs, else drawn from enough resamples to keep an endpoint's Monte Carlo error below the 0.1 pp \
+             printed), and the p-value read from the same distribution (`task-cluster bootstrap`).",
         );
     }
-    if report.summary.comparisons.iter().any(|c| c.test == crate::TEST_SIGN) {
+    if uses(DifferenceTest::ExactMcNemar) || uses(DifferenceTest::ExactUntied) {
         sentence.push_str(
-            " With several epochs the p-value is an exact sign test on the tasks (`task sign test`): tasks where A passed \
-             more epochs than B against tasks where B passed more, ties dropped, so a task counts once however \
-             many epochs it ran (`tasks_a_better`, `tasks_b_better`; `mcnemar_p` in comparisons.csv is the \
-             unclustered test on the pairs, for reference).",
+            " Where fewer than 10 tasks differ: an exact interval built on those tasks, with McNemar's exact test \
+             (`exact McNemar`, one epoch) or the exact binomial test on the tasks that differ (`exact binomial test \
+             on untied tasks`, several).",
         );
     }
+    if uses(DifferenceTest::EffectiveBinomial) {
+        sentence.push_str(
+            " With 10 or more differing tasks out of at most 30: Clopper–Pearson on the number of independent pairs \
+             the tasks are worth, with its binomial test (`binomial test, effective sample size`).",
+        );
+    }
+    let identical = |c: &ComparisonRow| c.interval == crate::IDENTICAL_BY_DESIGN;
+    let first_identical =
+        report.summary.comparisons.iter().any(|c| c.first_round_interval == crate::IDENTICAL_BY_DESIGN);
+    if report.summary.comparisons.iter().any(identical) || first_identical {
+        sentence.push_str(
+            " A difference that is zero by construction — arms that start from the same first draft, or that never \
+             revise it — is marked `identical by design`, with no interval and no test, when every unit agrees.",
+        );
+    }
+    sentence.push_str(
+        " `tasks_a_better` and `tasks_b_better` count tasks where A passed more epochs than B and the reverse; \
+         `mcnemar_p` is McNemar's test on the pairs as if they were independent, for reference.",
+    );
     sentence
 }
 
@@ -372,11 +399,11 @@ pub(crate) struct AdjudicationRow<'a> {
     pub pass_before: f64,
     pub pass_after: f64,
     /// After − before, with its 95% interval.
-    pub diff: (f64, f64, f64),
+    pub diff: (f64, Option<f64>, Option<f64>),
     /// Passes adjudication turned into fails, and fails it turned into passes.
     pub lost: u64,
     pub won: u64,
-    pub p_value: f64,
+    pub p_value: Option<f64>,
     pub mean_final_before: Option<f64>,
     pub mean_final_after: Option<f64>,
 }
@@ -406,7 +433,7 @@ pub(crate) fn adjudication_rows(report: &Report) -> Vec<AdjudicationRow<'_>> {
             pass_before: c.pass_rate_a,
             pass_after: c.pass_rate_b,
             // `+ 0.0` turns a negated zero into zero, so no bound reads "-0.0".
-            diff: (c.pass_rate_b - c.pass_rate_a, -c.diff_hi + 0.0, -c.diff_lo + 0.0),
+            diff: (c.pass_rate_b - c.pass_rate_a, c.diff_hi.map(|hi| -hi + 0.0), c.diff_lo.map(|lo| -lo + 0.0)),
             lost: c.a_only,
             won: c.b_only,
             p_value: c.p_value,
@@ -437,9 +464,13 @@ pub fn adjudication_section(report: &Report) -> String {
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     let score = |s: Option<f64>| s.map_or_else(|| "–".to_string(), |s| format!("{s:.2}"));
     for row in rows {
+        let interval = match (row.diff.1, row.diff.2) {
+            (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", 100.0 * lo, 100.0 * hi),
+            _ => format!("({})", crate::rows::IDENTICAL_BY_DESIGN),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.1}% | {:.1}% | {:+.1} pp [{:+.1}, {:+.1}] | {} | {} | {} | {} → {} |",
+            "| {} | {} | {} | {} | {:.1}% | {:.1}% | {:+.1} pp {interval} | {} | {} | {} | {} → {} |",
             row.config_id,
             row.critic,
             row.arm,
@@ -447,11 +478,9 @@ pub fn adjudication_section(report: &Report) -> String {
             100.0 * row.pass_before,
             100.0 * row.pass_after,
             100.0 * row.diff.0,
-            100.0 * row.diff.1,
-            100.0 * row.diff.2,
             row.lost,
             row.won,
-            crate::format::format_p(row.p_value),
+            row.p_value.map_or_else(|| "–".to_string(), crate::format::format_p),
             score(row.mean_final_before),
             score(row.mean_final_after),
         );
@@ -489,7 +518,7 @@ pub(crate) fn render_with_sections(
     }
     // A sequential run says what its tasks are before any number.
     if let Some(record) = &report.sequential {
-        out.push_str(&crate::sequential::markdown_section(record));
+        out.push_str(&crate::sequential::markdown_section(record, &report.summary.comparisons));
     }
     out.push_str("## Pass rate, rounds and exits per arm\n\n");
     out.push_str("A loop passes when its exit is `pass`. Rounds count critiques (round 0 is the first draft). ");
@@ -599,6 +628,7 @@ pub fn money_section(report: &Report) -> String {
 mod tests {
     use super::*;
     use crate::KindReport;
+    use crate::rows::SummaryRow;
     use crate::show::{DiscordantPair, PairGroup};
 
     #[test]
@@ -677,9 +707,9 @@ mod tests {
             arm_a: "feedback".into(),
             arm_b: "no-feedback".into(),
             diff: 0.3,
-            diff_lo: 0.1,
-            diff_hi: 0.5,
-            p_value: 0.03125,
+            diff_lo: Some(0.1),
+            diff_hi: Some(0.5),
+            p_value: Some(0.03125),
             test: "exact McNemar".into(),
             ..ComparisonRow::default()
         };

@@ -45,7 +45,8 @@ pub struct PowerRow {
     pub confidence: f64,
     /// The probability of detecting the MDE.
     pub power: f64,
-    /// The minimum detectable difference over this run's tasks and epochs.
+    /// The minimum detectable difference over this run's tasks and epochs, never below what a
+    /// difference's own noise allows (m²/(n·k + m²) on n tasks × k epochs): never 0.
     pub mde: f64,
     /// The variance split: between tasks, and between a task's epochs (empty with one epoch).
     pub task_variance: Option<f64>,
@@ -57,9 +58,11 @@ pub struct PowerRow {
     pub mde_twice_tasks: f64,
     /// The MDE with twice the epochs.
     pub mde_twice_epochs: Option<f64>,
-    /// The MDE with unlimited epochs (the task part alone).
+    /// The MDE with unlimited epochs (the task part alone, which has no floor); empty with one
+    /// epoch, and when the task part is estimated as 0.
     pub mde_unlimited_epochs: Option<f64>,
-    /// Tasks needed for 5 and 10 percentage points, with this run's epochs.
+    /// Tasks needed for 5 and 10 percentage points, with this run's epochs (each difference's own
+    /// noise counted, so never fewer than it needs).
     pub tasks_for_5pp: Option<u64>,
     /// Tasks needed for 10 percentage points.
     pub tasks_for_10pp: Option<u64>,
@@ -85,8 +88,8 @@ pub(crate) fn power_row(
     let split = &VarianceSplit::of(tasks)?;
     let test = Test::default();
     let (tasks, epochs) = (split.tasks as f64, split.epochs);
-    let mde = |tasks: f64, epochs: f64| test.mde(split, tasks, epochs);
-    let [five, ten] = STATED_DIFFERENCES.map(|difference| test.tasks_needed(split, difference, epochs));
+    let mde = |tasks: f64, epochs: f64| test.minimum_detectable(split, tasks, epochs);
+    let [five, ten] = STATED_DIFFERENCES.map(|difference| test.tasks_to_detect(split, difference, epochs));
     Some(PowerRow {
         config_id: config_id.to_string(),
         critic: critic.to_string(),
@@ -104,7 +107,8 @@ pub(crate) fn power_row(
         epoch_share: split.epoch_share(),
         mde_twice_tasks: mde(2.0 * tasks, epochs).expect("the run's own epochs are always known"),
         mde_twice_epochs: mde(tasks, 2.0 * epochs),
-        mde_unlimited_epochs: split.parts.map(|p| test.multiplier() * (p.task / tasks).sqrt()),
+        // The task part alone has no floor: when it is estimated as 0 the figure says nothing.
+        mde_unlimited_epochs: split.parts.map(|p| test.multiplier() * (p.task / tasks).sqrt()).filter(|&m| m > 0.0),
         tasks_for_5pp: five,
         tasks_for_10pp: ten,
         advice: split.advice().as_str().to_string(),

@@ -8,14 +8,10 @@ use serde::Serialize;
 /// needs them (see [`critbench_stats::bootstrap::cluster_bootstrap`]).
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
-/// `interval` of a summary row whose every task ran once: Wilson's score interval.
-pub const INTERVAL_WILSON: &str = "wilson";
-/// `interval` of rows with several loops per task: a percentile bootstrap resampling tasks.
-pub const INTERVAL_TASK_BOOTSTRAP: &str = "task-cluster bootstrap";
-/// `test` of a comparison with one pair per task: McNemar's exact test.
-pub const TEST_MCNEMAR: &str = "exact McNemar";
-/// `test` with several pairs per task: the exact sign test on per-task differences.
-pub const TEST_SIGN: &str = "task sign test";
+/// `interval` and `test` of a paired difference that is zero by construction (the same first
+/// draft on both sides, or sides that never revise it), when the data agree on every unit: it has
+/// no interval and no test.
+pub const IDENTICAL_BY_DESIGN: &str = "identical by design";
 
 /// What summaries append to an arm's name for its adjudicated loops: the same loops, answered
 /// with the adjudicated final draft (`adjudicated_passed`, `adjudicated_score`).
@@ -71,7 +67,9 @@ pub struct SummaryRow {
     pub critic_disagreements: u64,
     /// Distinct tasks (a task's epochs are one cluster).
     pub n_tasks: u64,
-    /// How the pass-rate intervals were computed: [`INTERVAL_WILSON`] or [`INTERVAL_TASK_BOOTSTRAP`].
+    /// How the pass rate's interval was computed (the method valid at its number of tasks:
+    /// `wilson`, `task-cluster bootstrap`, `clopper-pearson`, `clopper-pearson, effective sample
+    /// size`; [`critbench_stats::rate::RateMethod`]).
     pub interval: String,
     /// Critiqued rounds in all (the sum of `rounds`).
     pub rounds_total: u64,
@@ -101,6 +99,9 @@ pub struct SummaryRow {
     pub cost_per_loop: Option<f64>,
     /// Cost per passed loop.
     pub cost_per_pass: Option<f64>,
+    /// How the first-draft pass rate's interval was computed (as `interval`; the two may differ,
+    /// a rate near 0% or 100% getting the small-sample method).
+    pub first_round_interval: String,
 }
 
 /// Two arms of one config × critic, on the task × epoch pairs both ran.
@@ -122,16 +123,17 @@ pub struct ComparisonRow {
     pub pass_rate_b: f64,
     /// `pass_rate_a − pass_rate_b`.
     pub diff: f64,
-    /// Task-cluster bootstrap interval of `diff` (tasks resampled with all their epochs).
-    pub diff_lo: f64,
+    /// Lower end of the 95% interval of `diff` (by the method `interval` names); empty when the
+    /// two sides are identical by design.
+    pub diff_lo: Option<f64>,
     /// Upper end of the 95% interval of `diff`.
-    pub diff_hi: f64,
+    pub diff_hi: Option<f64>,
     /// Pairs only A passed.
     pub a_only: u64,
     /// Pairs only B passed.
     pub b_only: u64,
-    /// McNemar's exact test on the pairs, as if every pair were independent. With one epoch it
-    /// is `p_value`; with several it ignores that a task's epochs agree, so read `p_value`.
+    /// McNemar's exact test on the pairs, as if every pair were independent: a reference figure
+    /// that ignores that a task's epochs agree, and that there may be few tasks; read `p_value`.
     pub mcnemar_p: f64,
     /// Mean rounds of A's loops.
     pub mean_rounds_a: f64,
@@ -151,19 +153,22 @@ pub struct ComparisonRow {
     pub first_round_rate_b: f64,
     /// `first_round_rate_a − first_round_rate_b`.
     pub first_round_diff: f64,
-    /// Lower end of the 95% interval of `first_round_diff`.
-    pub first_round_diff_lo: f64,
+    /// Lower end of the 95% interval of `first_round_diff`; empty when identical by design.
+    pub first_round_diff_lo: Option<f64>,
     /// Upper end of the 95% interval of `first_round_diff`.
-    pub first_round_diff_hi: f64,
+    pub first_round_diff_hi: Option<f64>,
     /// Tasks with at least one pair, and those where A passed more epochs than B or fewer.
     pub n_tasks: u64,
     /// Tasks where A passed more epochs than B.
     pub tasks_a_better: u64,
     /// Tasks where B passed more epochs than A.
     pub tasks_b_better: u64,
-    /// The p-value of `test`: the paired test that respects a task's epochs being one cluster.
-    pub p_value: f64,
-    /// [`TEST_MCNEMAR`] (one pair per task) or [`TEST_SIGN`] (several).
+    /// The p-value of `test`, the dual of the interval (the interval excludes 0 exactly when it is
+    /// below 0.05); empty when identical by design.
+    pub p_value: Option<f64>,
+    /// `task-cluster bootstrap`, `exact McNemar`, `exact binomial test on untied tasks`, `binomial
+    /// test, effective sample size` ([`critbench_stats::difference::DifferenceTest`]), or
+    /// [`IDENTICAL_BY_DESIGN`].
     pub test: String,
     /// Mean rounds of the passed loops of each arm, over the pairs where both passed, and
     /// their difference (A − B); `None` (empty) when no pair passed on both sides.
@@ -182,6 +187,12 @@ pub struct ComparisonRow {
     pub mean_cost_passed_b: Option<f64>,
     /// `mean_cost_passed_a − mean_cost_passed_b`.
     pub diff_mean_cost_passed: Option<f64>,
+    /// How `diff`'s interval was computed (`task-cluster bootstrap`, `clopper-pearson, effective
+    /// sample size`, `exact, conditional on untied tasks`; [`critbench_stats::difference::DifferenceMethod`]),
+    /// or [`IDENTICAL_BY_DESIGN`].
+    pub interval: String,
+    /// The same for `first_round_diff`.
+    pub first_round_interval: String,
 }
 
 impl ComparisonRow {

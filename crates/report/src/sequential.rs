@@ -1,14 +1,23 @@
 //! A sequential run in the reports: `sequential.csv` (every look × comparison), the sentence
 //! the reports open with, and report.md's section. The numbers are the manifest's `sequential`
 //! record, written by the run as it looked; nothing here recomputes them.
+//!
+//! The tables of the same run (comparisons.csv) give each comparison's fixed-n interval over the
+//! tasks that ran. The two are different intervals over different tasks (the sequence holds at
+//! every look; the tables count the tasks of the look after the deciding one too), and on rare
+//! draws they disagree: the sequence excludes 0 and the fixed-n interval does not. The reports
+//! never print both a verdict and a table that contradicts it: a verdict is stated only where the
+//! fixed-n interval of the same comparison agrees with it ([`stated`]); otherwise it is withheld,
+//! and the reports say why.
 
 use std::fmt::Write;
 use std::path::Path;
 
 use critbench_storage::manifest::{SequentialLook, SequentialRecord, SequentialStatus};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::ReportError;
+use crate::rows::ComparisonRow;
 
 /// One row of `sequential.csv`: one comparison at one look. Columns are documented in
 /// `docs/FORMAT.md`.
@@ -126,9 +135,116 @@ pub(crate) fn verdict_words(verdict: &str, arm_a: &str, arm_b: &str) -> String {
     }
 }
 
+/// A comparison's fixed-n difference over the tasks that ran, as the tables give it, oriented as
+/// the record's A − B: its interval, or none when the two sides are identical by design.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FixedN {
+    /// The difference.
+    pub diff: f64,
+    /// Its 95% interval; `None` when identical by design.
+    pub interval: Option<(f64, f64)>,
+}
+
+impl FixedN {
+    /// The fixed-n row of comparison `index` of `record` in `comparisons` (the same config,
+    /// critic and arms, in either order); `None` when the tables have none.
+    pub fn of(record: &SequentialRecord, index: usize, comparisons: &[ComparisonRow]) -> Option<FixedN> {
+        let compared = record.comparisons.get(index)?;
+        let row = comparisons.iter().find(|c| {
+            c.config_id == compared.config_id
+                && c.critic == compared.critic
+                && ((c.arm_a == compared.arm_a && c.arm_b == compared.arm_b)
+                    || (c.arm_a == compared.arm_b && c.arm_b == compared.arm_a))
+        })?;
+        let interval = row.diff_lo.zip(row.diff_hi);
+        Some(if row.arm_a == compared.arm_a {
+            FixedN { diff: row.diff, interval }
+        } else {
+            // `+ 0.0` turns a negated zero into zero.
+            FixedN { diff: -row.diff + 0.0, interval: interval.map(|(lo, hi)| (-hi + 0.0, -lo + 0.0)) }
+        })
+    }
+
+    /// Whether this interval agrees with `verdict`: on the same side of 0 for a winner, within
+    /// ±`margin` for equivalence. A difference identical by design agrees with equivalence only.
+    fn agrees_with(&self, verdict: &str, margin: Option<f64>) -> bool {
+        match (verdict, self.interval) {
+            ("a_better", Some((lo, _))) => lo > 0.0,
+            ("b_better", Some((_, hi))) => hi < 0.0,
+            ("equivalent", Some((lo, hi))) => margin.is_some_and(|m| lo >= -m && hi <= m),
+            ("a_better" | "b_better", None) => false,
+            _ => true,
+        }
+    }
+
+    /// The difference and its interval as the reports print them.
+    fn words(&self) -> String {
+        match self.interval {
+            Some((lo, hi)) => format!("{} ({} to {})", points(self.diff), points(lo), points(hi)),
+            None => format!("{} ({})", points(self.diff), crate::rows::IDENTICAL_BY_DESIGN),
+        }
+    }
+}
+
+/// What the reports state of a comparison's verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stated {
+    /// The sequence's verdict (`open`, `a_better`, `b_better`, `equivalent`): the fixed-n table of
+    /// the same run agrees with it, or has no row for it.
+    Verdict(String),
+    /// The sequence settled, but the fixed-n interval of the same comparison over the tasks that
+    /// ran does not agree: no verdict is stated.
+    Withheld(FixedN),
+}
+
+/// The verdict the reports state for comparison `index` of `record` at `status`, read beside the
+/// fixed-n rows of the same run (`comparisons`): the sequence's, unless the fixed-n interval
+/// disagrees with it (see the module's documentation).
+pub fn stated(
+    record: &SequentialRecord,
+    index: usize,
+    status: &SequentialStatus,
+    comparisons: &[ComparisonRow],
+) -> Stated {
+    if status.verdict == "open" {
+        return Stated::Verdict(status.verdict.clone());
+    }
+    match FixedN::of(record, index, comparisons) {
+        Some(fixed) if !fixed.agrees_with(&status.verdict, record.rule.margin) => Stated::Withheld(fixed),
+        _ => Stated::Verdict(status.verdict.clone()),
+    }
+}
+
+/// The verdict cell of the reports' tables: the verdict in words, or why it is withheld.
+pub(crate) fn stated_words(stated: &Stated, arm_a: &str, arm_b: &str) -> String {
+    match stated {
+        Stated::Verdict(verdict) => verdict_words(verdict, arm_a, arm_b),
+        Stated::Withheld(fixed) => {
+            format!("withheld: the fixed-n interval over the tasks that ran is {}", fixed.words())
+        }
+    }
+}
+
+/// The deciding comparisons whose verdict at the decision the reports withhold.
+fn withheld_at_decision(record: &SequentialRecord, comparisons: &[ComparisonRow]) -> Vec<(usize, FixedN)> {
+    let Some(decision) = &record.decision else { return Vec::new() };
+    decision
+        .comparisons
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| record.comparisons.get(*index).is_some_and(|c| c.decides))
+        .filter_map(|(index, status)| match stated(record, index, status, comparisons) {
+            Stated::Withheld(fixed) => Some((index, fixed)),
+            Stated::Verdict(_) => None,
+        })
+        .collect()
+}
+
 /// What the run decided, after how many of the set's tasks, and what share of the model calls the
 /// whole set would have cost: the line `critbench run` prints, and the start of [`sentence`].
-pub fn headline(record: &SequentialRecord) -> String {
+/// `comparisons` are the run's fixed-n rows (comparisons.csv): a verdict they contradict is
+/// withheld ([`stated`]).
+pub fn headline(record: &SequentialRecord, comparisons: &[ComparisonRow]) -> String {
     let calls = &record.cost.calls;
     let spent = format!(
         "{} of the model calls ({} of the {} the whole set would have taken at this run's mean per task)",
@@ -145,7 +261,15 @@ pub fn headline(record: &SequentialRecord) -> String {
             record.task_set
         );
     };
+    let withheld = withheld_at_decision(record, comparisons);
     match decision.decision.as_str() {
+        "settled" if !withheld.is_empty() => format!(
+            "Sequential run: stopped after {} of {} tasks (look {}), {}: {spent}.",
+            decision.tasks,
+            record.task_set,
+            decision.look,
+            withheld_what(record, decision, &withheld)
+        ),
         "settled" => format!(
             "Sequential run: settled after {} of {} tasks (look {}), {}: {spent}.",
             decision.tasks,
@@ -162,8 +286,8 @@ pub fn headline(record: &SequentialRecord) -> String {
 
 /// The sentence the reports open with: [`headline`], then which tasks ran and what the numbers
 /// after it are over.
-pub fn sentence(record: &SequentialRecord) -> String {
-    let mut out = headline(record);
+pub fn sentence(record: &SequentialRecord, comparisons: &[ComparisonRow]) -> String {
+    let mut out = headline(record, comparisons);
     let Some(decision) = &record.decision else { return out };
     let ran = record.tasks_run;
     let extra = ran.saturating_sub(decision.tasks);
@@ -181,6 +305,46 @@ pub fn sentence(record: &SequentialRecord) -> String {
         plural(ran, "task")
     );
     out
+}
+
+/// Why a run that the sequence settled states no verdict, or not every one: the deciding
+/// comparisons whose fixed-n interval over the tasks that ran disagrees (`withheld`, not empty).
+fn withheld_what(record: &SequentialRecord, decision: &SequentialLook, withheld: &[(usize, FixedN)]) -> String {
+    let (a, b) = (&record.rule.arm_a, &record.rule.arm_b);
+    let why = "the two are different intervals over different tasks, which disagree only on rare draws, so neither \
+               is taken as settling the question";
+    let deciding = record.comparisons.iter().filter(|c| c.decides).count();
+    if let ([(index, fixed)], 1) = (withheld, deciding) {
+        let comparison = &record.comparisons[*index];
+        let status = &decision.comparisons[*index];
+        return format!(
+            "when the sequence of {} × {} settled ({a} − {b} {} ({} at {}), {}), but no verdict is stated: the fixed-n \
+             interval of the same comparison over the {} that ran is {}, and {why}",
+            comparison.config_id,
+            comparison.critic,
+            status.estimate.map_or_else(|| "–".to_string(), points),
+            interval(status),
+            confidence(record.rule.sequence_confidence),
+            verdict_words(&status.verdict, a, b),
+            plural(record.tasks_run, "task"),
+            fixed.words(),
+        );
+    }
+    let named: Vec<String> = withheld
+        .iter()
+        .map(|(index, fixed)| {
+            let comparison = &record.comparisons[*index];
+            format!("{} × {}: {}", comparison.config_id, comparison.critic, fixed.words())
+        })
+        .collect();
+    format!(
+        "when every one of the {deciding} comparisons {a} − {b} had settled, but {} of them {} no verdict stated: the \
+         fixed-n interval over the {} that ran disagrees ({}), and {why}",
+        withheld.len(),
+        if withheld.len() == 1 { "has" } else { "have" },
+        plural(record.tasks_run, "task"),
+        named.join("; "),
+    )
 }
 
 /// What settled: the deciding comparison's verdict, or every comparison's.
@@ -251,7 +415,10 @@ pub(crate) fn rule_sentence(record: &SequentialRecord) -> String {
          the mean over its epochs of `{}` passed − `{}` passed. Each interval is a {}, at {}{together}. It holds at \
          every look at once, so stopping on it keeps its guarantee, unlike a fixed-n interval looked at repeatedly. A \
          comparison settles when its interval excludes 0{margin}. Looks come after {} tasks, then every {}, and at the \
-         budget ({} of the set's {} tasks). `sequential.csv` has every look of every comparison.",
+         budget ({} of the set's {} tasks). `sequential.csv` has every look of every comparison. The tables below \
+         give each comparison's fixed-n interval over every task that ran, as if that number had been fixed in \
+         advance; a verdict is stated only where that interval agrees with it (on the same side of 0, or within the \
+         margin), and is otherwise withheld.",
         rule.arm_a,
         rule.arm_b,
         record.method,
@@ -284,10 +451,11 @@ pub(crate) fn shown_looks(looks: &[SequentialLook]) -> Vec<&SequentialLook> {
 }
 
 /// report.md's `## Sequential run` section: the sentence, the rule, every comparison at the
-/// deciding look, and the sequence of the comparison [`shown_comparison`] picks.
-pub(crate) fn markdown_section(record: &SequentialRecord) -> String {
+/// deciding look, and the sequence of the comparison [`shown_comparison`] picks; `comparisons` are
+/// the run's fixed-n rows, beside which each verdict is stated or withheld.
+pub(crate) fn markdown_section(record: &SequentialRecord, comparisons: &[ComparisonRow]) -> String {
     let mut out = String::from("## Sequential run\n\n");
-    let _ = writeln!(out, "{}\n\n{}\n", sentence(record), rule_sentence(record));
+    let _ = writeln!(out, "{}\n\n{}\n", sentence(record, comparisons), rule_sentence(record));
     let at = record.decision.as_ref().or(record.looks.last());
     if let Some(look) = at {
         let _ = writeln!(
@@ -296,7 +464,7 @@ pub(crate) fn markdown_section(record: &SequentialRecord) -> String {
              |---|---|---|---:|---:|---|---|",
             look.look, look.tasks
         );
-        for (comparison, status) in record.comparisons.iter().zip(&look.comparisons) {
+        for (index, (comparison, status)) in record.comparisons.iter().zip(&look.comparisons).enumerate() {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} − {} | {} | {} | {} | {}{} |",
@@ -307,7 +475,7 @@ pub(crate) fn markdown_section(record: &SequentialRecord) -> String {
                 status.tasks,
                 status.estimate.map_or_else(|| "–".to_string(), points),
                 interval(status),
-                verdict_words(&status.verdict, &comparison.arm_a, &comparison.arm_b),
+                stated_words(&stated(record, index, status, comparisons), &comparison.arm_a, &comparison.arm_b),
                 if comparison.decides && record.rule.settle == "one" { " (decides)" } else { "" }
             );
         }
@@ -339,28 +507,33 @@ pub(crate) fn markdown_section(record: &SequentialRecord) -> String {
 }
 
 /// summary.json's `sequential`: what the run is, in a few fields (the manifest has the rest).
-pub(crate) fn summary_json<S: Serializer>(record: &Option<SequentialRecord>, s: S) -> Result<S::Ok, S::Error> {
-    #[derive(Serialize)]
-    struct Summary<'a> {
-        message: String,
-        decision: Option<&'a str>,
-        look: Option<u64>,
-        tasks_decided: Option<u64>,
-        tasks_run: u64,
-        task_set: u64,
-        calls_share: f64,
+#[derive(Serialize)]
+pub(crate) struct SummaryJson<'a> {
+    message: String,
+    decision: Option<&'a str>,
+    look: Option<u64>,
+    tasks_decided: Option<u64>,
+    tasks_run: u64,
+    task_set: u64,
+    calls_share: f64,
+    /// Deciding comparisons whose verdict at the decision is withheld.
+    verdicts_withheld: u64,
+}
+
+impl<'a> SummaryJson<'a> {
+    /// The fields of `record`, read beside the run's fixed-n rows (`comparisons`).
+    pub(crate) fn of(record: &'a SequentialRecord, comparisons: &[ComparisonRow]) -> SummaryJson<'a> {
+        SummaryJson {
+            message: sentence(record, comparisons),
+            decision: record.decision.as_ref().map(|d| d.decision.as_str()),
+            look: record.decision.as_ref().map(|d| d.look),
+            tasks_decided: record.decision.as_ref().map(|d| d.tasks),
+            tasks_run: record.tasks_run,
+            task_set: record.task_set,
+            calls_share: record.cost.calls.share,
+            verdicts_withheld: withheld_at_decision(record, comparisons).len() as u64,
+        }
     }
-    let record = record.as_ref().expect("skipped when absent");
-    Summary {
-        message: sentence(record),
-        decision: record.decision.as_ref().map(|d| d.decision.as_str()),
-        look: record.decision.as_ref().map(|d| d.look),
-        tasks_decided: record.decision.as_ref().map(|d| d.tasks),
-        tasks_run: record.tasks_run,
-        task_set: record.task_set,
-        calls_share: record.cost.calls.share,
-    }
-    .serialize(s)
 }
 
 #[cfg(test)]
@@ -453,7 +626,7 @@ pub(crate) mod tests {
     #[test]
     fn the_sentence_says_when_it_settled_and_what_it_saved() {
         assert_eq!(
-            sentence(&record()),
+            sentence(&record(), &[]),
             "Sequential run: settled after 40 of 480 tasks (look 3), every one of the 2 comparisons feedback − \
              no-feedback settled (feedback better in 2): 10% of the model calls (1000 of the 9600 the whole set would \
              have taken at this run's mean per task). 50 tasks ran: the 10 tasks of the next look were admitted \
@@ -464,20 +637,22 @@ pub(crate) mod tests {
         one.rule.settle = "one".into();
         one.comparisons[0].decides = false;
         assert!(
-            sentence(&one).contains(
+            sentence(&one, &[]).contains(
                 "settled after 40 of 480 tasks (look 3), p8 × evidence: feedback − no-feedback +31.0 pp (+2.0 pp to \
                  +60.0 pp at 97.5%), feedback better:"
             ),
             "{}",
-            sentence(&one)
+            sentence(&one, &[])
         );
         let mut budget = record();
         budget.decision.as_mut().unwrap().decision = "budget".into();
-        assert!(sentence(&budget).starts_with("Sequential run: not settled within its budget of 480 of 480 tasks"));
+        assert!(
+            sentence(&budget, &[]).starts_with("Sequential run: not settled within its budget of 480 of 480 tasks")
+        );
         let mut open = record();
         open.decision = None;
         assert_eq!(
-            sentence(&open),
+            sentence(&open, &[]),
             "Sequential run, not decided yet: 3 looks over 40 of 480 tasks, none of which stopped it."
         );
     }
@@ -488,7 +663,7 @@ pub(crate) mod tests {
         let mut one = record();
         one.comparisons[1].decides = false;
         assert_eq!(shown_comparison(&one), Some(0));
-        let section = markdown_section(&record());
+        let section = markdown_section(&record(), &[]);
         assert!(section.starts_with("## Sequential run\n\nSequential run: settled after 40"), "{section}");
         assert!(
             section.contains(
@@ -498,6 +673,86 @@ pub(crate) mod tests {
         );
         assert!(section.contains("The sequence of p8 × evidence, the last to settle:"), "{section}");
         assert!(section.contains("| 2 | 30 | +30.0 pp | -10.0 pp to +70.0 pp | continue |"), "{section}");
+    }
+
+    /// The fixed-n row of `config` × `critic`, feedback − no-feedback (or the other way round).
+    fn fixed(config: &str, critic: &str, (a, b): (&str, &str), diff: f64, bounds: Option<(f64, f64)>) -> ComparisonRow {
+        ComparisonRow {
+            config_id: config.into(),
+            critic: critic.into(),
+            arm_a: a.into(),
+            arm_b: b.into(),
+            diff,
+            diff_lo: bounds.map(|b| b.0),
+            diff_hi: bounds.map(|b| b.1),
+            ..ComparisonRow::default()
+        }
+    }
+
+    #[test]
+    fn a_verdict_the_fixed_n_table_contradicts_is_withheld_and_one_it_agrees_with_stands() {
+        let record = record();
+        let agreeing = [
+            fixed("p8", "rubric", ("feedback", "no-feedback"), 0.3, Some((0.2, 0.4))),
+            // The other orientation: no-feedback − feedback, below 0, is feedback ahead.
+            fixed("p8", "evidence", ("no-feedback", "feedback"), -0.3, Some((-0.5, -0.01))),
+        ];
+        assert_eq!(sentence(&record, &agreeing), sentence(&record, &[]));
+        assert_eq!(SummaryJson::of(&record, &agreeing).verdicts_withheld, 0);
+        // The evidence comparison's fixed-n interval over the 50 tasks that ran holds 0.
+        let holding =
+            [agreeing[0].clone(), fixed("p8", "evidence", ("feedback", "no-feedback"), 0.05, Some((-0.02, 0.12)))];
+        let said = sentence(&record, &holding);
+        assert!(
+            said.starts_with(
+                "Sequential run: stopped after 40 of 480 tasks (look 3), when every one of the 2 comparisons feedback \
+                 − no-feedback had settled, but 1 of them has no verdict stated: the fixed-n interval over the 50 tasks \
+                 that ran disagrees (p8 × evidence: +5.0 pp (-2.0 pp to +12.0 pp)), and the two are different \
+                 intervals over different tasks"
+            ),
+            "{said}"
+        );
+        assert!(!said.contains("feedback better"), "{said}");
+        assert_eq!(SummaryJson::of(&record, &holding).verdicts_withheld, 1);
+        let section = markdown_section(&record, &holding);
+        assert!(
+            section.contains(
+                "| p8 | evidence | feedback − no-feedback | 20 | +31.0 pp | +2.0 pp to +60.0 pp | withheld: the fixed-n \
+                 interval over the tasks that ran is +5.0 pp (-2.0 pp to +12.0 pp) |"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains(
+                "| p8 | rubric | feedback − no-feedback | 20 | +30.0 pp | +10.0 pp to +50.0 pp | feedback better |"
+            ),
+            "{section}"
+        );
+        // One deciding comparison, contradicted: the run stopped, and says no winner.
+        let mut one = record.clone();
+        one.rule.settle = "one".into();
+        one.comparisons[0].decides = false;
+        let said = sentence(&one, &holding);
+        assert!(
+            said.starts_with(
+                "Sequential run: stopped after 40 of 480 tasks (look 3), when the sequence of p8 × evidence settled \
+                 (feedback − no-feedback +31.0 pp (+2.0 pp to +60.0 pp at 97.5%), feedback better), but no verdict is \
+                 stated: the fixed-n interval of the same comparison over the 50 tasks that ran is +5.0 pp (-2.0 pp \
+                 to +12.0 pp)"
+            ),
+            "{said}"
+        );
+        // A table that finds the arms identical by design contradicts a winner too.
+        let identical = [fixed("p8", "evidence", ("feedback", "no-feedback"), 0.0, None)];
+        assert!(sentence(&one, &identical).contains("is +0.0 pp (identical by design)"));
+        // Equivalence stands only within the margin.
+        let mut equivalent = one.clone();
+        equivalent.rule.margin = Some(0.1);
+        let status = SequentialStatus { verdict: "equivalent".into(), ..equivalent.looks[2].comparisons[1].clone() };
+        let within = fixed("p8", "evidence", ("feedback", "no-feedback"), 0.0, Some((-0.05, 0.05)));
+        let beyond = fixed("p8", "evidence", ("feedback", "no-feedback"), 0.1, Some((0.02, 0.18)));
+        assert_eq!(stated(&equivalent, 1, &status, &[within]), Stated::Verdict("equivalent".into()));
+        assert!(matches!(stated(&equivalent, 1, &status, &[beyond]), Stated::Withheld(_)));
     }
 
     #[test]

@@ -5,16 +5,16 @@
 use std::collections::BTreeMap;
 
 use critbench_core::ExitReason;
-use critbench_stats::binomial::{mcnemar_exact, sign_test, wilson_interval};
-use critbench_stats::bootstrap::{Cluster, cluster_bootstrap};
+use critbench_stats::binomial::mcnemar_exact;
+use critbench_stats::bootstrap::Cluster;
 use critbench_stats::descriptive::ExactSum;
+use critbench_stats::difference::{Difference, paired_differences};
+use critbench_stats::rate::pass_rates;
 use critbench_storage::tables::OutcomeStats;
 
 use crate::RowError;
 use crate::power::{Histogram, PowerRow};
-use crate::rows::{
-    BOOTSTRAP_RESAMPLES, ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, SummaryRow, TEST_MCNEMAR, TEST_SIGN,
-};
+use crate::rows::{BOOTSTRAP_RESAMPLES, ComparisonRow, IDENTICAL_BY_DESIGN, SummaryRow};
 
 /// One loop of an open task: what the per-task statistics need of it.
 #[derive(Clone, Copy, Debug)]
@@ -114,32 +114,15 @@ impl ArmTotals {
     }
 
     /// The summary row; `seed` is the run's, for a bootstrap that resamples (the data pick the
-    /// stream, never the labels: equal outcomes give equal intervals).
+    /// stream, never the labels: equal outcomes give equal intervals). Each rate's interval is the
+    /// one valid at its number of tasks ([`critbench_stats::rate::pass_rates`]).
     pub(crate) fn row(&self, config_id: &str, critic: &str, seed: u64) -> SummaryRow {
-        let single = self.clusters.keys().all(|(loops, _, _)| *loops == 1);
-        let ((lo, hi), (first_lo, first_hi), interval) = if single {
-            (wilson_interval(self.passed, self.n), wilson_interval(self.first_passed, self.n), INTERVAL_WILSON)
-        } else {
-            let clusters: Vec<Cluster<2>> = self
-                .clusters
-                .iter()
-                .map(|(&(loops, passes, first), &tasks)| Cluster {
-                    denominator: loops,
-                    numerators: [passes, first],
-                    tasks,
-                })
-                .collect();
-            let [pass, first] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
-            // At 0% or 100% every resample has the same rate and the interval would be a point:
-            // then Wilson's over the tasks, each task one trial (it passed every epoch or none).
-            let tasks: u64 = self.clusters.values().sum();
-            let edge = |count: u64, interval: (f64, f64)| match count {
-                0 => wilson_interval(0, tasks),
-                _ if count == self.n => wilson_interval(tasks, tasks),
-                _ => interval,
-            };
-            (edge(self.passed, pass), edge(self.first_passed, first), INTERVAL_TASK_BOOTSTRAP)
-        };
+        let clusters: Vec<Cluster<2>> = self
+            .clusters
+            .iter()
+            .map(|(&(loops, passes, first), &tasks)| Cluster { denominator: loops, numerators: [passes, first], tasks })
+            .collect();
+        let [pass, first] = pass_rates(&clusters, BOOTSTRAP_RESAMPLES, seed);
         let rate = |count: u64, of: u64| if of == 0 { 0.0 } else { count as f64 / of as f64 };
         // Money only when every loop has it: a loop without a price is never counted as free.
         let cost_total = (self.priced == self.n && self.n > 0).then(|| self.cost.sum());
@@ -150,13 +133,13 @@ impl ArmTotals {
             n: self.n,
             passed: self.passed,
             pass_rate: rate(self.passed, self.n),
-            pass_rate_lo: lo,
-            pass_rate_hi: hi,
+            pass_rate_lo: pass.low,
+            pass_rate_hi: pass.high,
             mean_rounds: self.rounds as f64 / self.n as f64,
             first_round_passed: self.first_passed,
             first_round_pass_rate: rate(self.first_passed, self.n),
-            first_round_pass_rate_lo: first_lo,
-            first_round_pass_rate_hi: first_hi,
+            first_round_pass_rate_lo: first.low,
+            first_round_pass_rate_hi: first.high,
             exit_pass: self.exits[0],
             exit_stall: self.exits[1],
             exit_plateau: self.exits[2],
@@ -167,7 +150,7 @@ impl ArmTotals {
             critic_errors: self.critic_errors,
             critic_disagreements: self.disagreements,
             n_tasks: self.clusters.values().sum(),
-            interval: interval.to_string(),
+            interval: pass.method.as_str().to_string(),
             rounds_total: self.rounds,
             critic_error_rate: rate(self.critic_errors, self.rounds),
             critic_error_loops: self.critic_error_loops,
@@ -180,8 +163,96 @@ impl ArmTotals {
             cost_total,
             cost_per_loop: cost_total.map(|total| total / self.n as f64),
             cost_per_pass: cost_total.filter(|_| self.passed > 0).map(|total| total / self.passed as f64),
+            first_round_interval: first.method.as_str().to_string(),
         }
     }
+}
+
+/// What a comparison's design makes identical before any loop runs: the two sides' first-draft
+/// verdicts (arms that start from the same first draft), or their final verdicts too (sides whose
+/// loops never revise, so their answer is that first draft). A side the design makes identical is
+/// reported as such, without an interval or a test, when the data agree on every unit; an interval
+/// around a difference that is zero by construction would describe nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Design {
+    /// The first drafts' verdicts are the same loop's by design.
+    pub first: bool,
+    /// The final verdicts are too.
+    pub last: bool,
+}
+
+impl Design {
+    /// The design of arms `a` and `b` of one config whose policy allows `max_revisions`: arms
+    /// that start from the same first draft (any but strategy memory's, whose first draft is
+    /// written with hints) share it; when neither revises (the `single` arm, or a cap of 0),
+    /// their answers are that draft; and when the backend gives every arm the same drafts
+    /// (`shared_drafts`, the scripted backend), two arms that both revise run the same loop. An
+    /// adjudicated twin (`ARM+adjudicate`) answers with another draft: nothing is shared by design.
+    pub(crate) fn of_arms(a: &str, b: &str, max_revisions: Option<u32>, shared_drafts: bool) -> Design {
+        let (Some(arm_a), Some(arm_b)) = (critbench_core::Arm::parse(a), critbench_core::Arm::parse(b)) else {
+            return Design::default();
+        };
+        let first = !arm_a.uses_memory() && !arm_b.uses_memory();
+        let (still_a, still_b) = (never_revises(a, max_revisions), never_revises(b, max_revisions));
+        Design { first, last: first && ((still_a && still_b) || (shared_drafts && !still_a && !still_b)) }
+    }
+}
+
+/// Whether the loops of `arm` under a cap of `max_revisions` (when known) never revise, so that
+/// their answer is their first draft: the `single` arm always, any arm under a cap of 0. Not an
+/// adjudicated twin, whose answer is another draft.
+pub(crate) fn never_revises(arm: &str, max_revisions: Option<u32>) -> bool {
+    critbench_core::Arm::parse(arm).is_some_and(|arm| arm == critbench_core::Arm::Single || max_revisions == Some(0))
+}
+
+/// A paired difference as the reports give it: its interval and test, or identical by design.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Paired {
+    /// The two sides are the same verdicts by construction (see [`Design`]).
+    Identical,
+    /// The difference with the interval and test valid at its number of tasks.
+    Measured(Difference),
+}
+
+impl Paired {
+    /// The interval's ends; `None` when identical by design.
+    pub(crate) fn bounds(&self) -> (Option<f64>, Option<f64>) {
+        match self {
+            Paired::Identical => (None, None),
+            Paired::Measured(d) => (Some(d.low), Some(d.high)),
+        }
+    }
+
+    /// The interval's method as outputs name it.
+    pub(crate) fn interval(&self) -> String {
+        match self {
+            Paired::Identical => IDENTICAL_BY_DESIGN.to_string(),
+            Paired::Measured(d) => d.method.as_str().to_string(),
+        }
+    }
+
+    /// The test's p-value; `None` when identical by design.
+    pub(crate) fn p_value(&self) -> Option<f64> {
+        match self {
+            Paired::Identical => None,
+            Paired::Measured(d) => Some(d.p_value),
+        }
+    }
+
+    /// The test as outputs name it.
+    pub(crate) fn test(&self) -> String {
+        match self {
+            Paired::Identical => IDENTICAL_BY_DESIGN.to_string(),
+            Paired::Measured(d) => d.test.as_str().to_string(),
+        }
+    }
+}
+
+/// K paired differences over the same task clusters, each identical by design where `identical`
+/// says the design makes it so and the data agree (every unit of it tied), else measured.
+pub(crate) fn paired<const K: usize>(clusters: &[Cluster<K>], identical: [bool; K], seed: u64) -> [Paired; K] {
+    let differences = paired_differences(clusters, BOOTSTRAP_RESAMPLES, seed);
+    std::array::from_fn(|k| if identical[k] { Paired::Identical } else { Paired::Measured(differences[k]) })
 }
 
 /// One task's pairs: how many, A's passes minus B's (all, and first drafts), and those where
@@ -202,6 +273,8 @@ pub(crate) struct PairTotals {
     b_passed: u64,
     a_only: u64,
     b_only: u64,
+    /// Pairs whose first-draft verdicts differ.
+    first_discordant: u64,
     first_a: u64,
     first_b: u64,
     rounds_a: u64,
@@ -241,6 +314,7 @@ impl PairTotals {
         self.b_passed += u64::from(b.passed);
         self.a_only += u64::from(a.passed && !b.passed);
         self.b_only += u64::from(!a.passed && b.passed);
+        self.first_discordant += u64::from(a.first != b.first);
         self.first_a += u64::from(a.first);
         self.first_b += u64::from(b.first);
         self.rounds_a += u64::from(a.rounds);
@@ -285,8 +359,17 @@ impl PairTotals {
     }
 
     /// The comparison row; `seed` is the run's, for a bootstrap that resamples (the data pick
-    /// the stream, never the labels: equal outcomes give equal intervals).
-    pub(crate) fn row(&self, config_id: &str, critic: &str, label_a: &str, label_b: &str, seed: u64) -> ComparisonRow {
+    /// the stream, never the labels: equal outcomes give equal intervals). `design` says which
+    /// sides are the same verdicts by construction; each is reported so only when no unit
+    /// disagrees. Every other difference gets the interval and test valid at its number of tasks
+    /// ([`critbench_stats::difference::paired_differences`]).
+    pub(crate) fn row(
+        &self,
+        (config_id, critic): (&str, &str),
+        (label_a, label_b): (&str, &str),
+        design: Design,
+        seed: u64,
+    ) -> ComparisonRow {
         let n = self.n_pairs as f64;
         let (rate_a, rate_b) = (self.a_passed as f64 / n, self.b_passed as f64 / n);
         let (first_a, first_b) = (self.first_a as f64 / n, self.first_b as f64 / n);
@@ -296,8 +379,9 @@ impl PairTotals {
             .map(|(&(pairs, diff, first), &tasks)| Cluster { denominator: pairs, numerators: [diff, first], tasks })
             .collect();
         // One resampling of tasks serves both differences.
-        let [(lo, hi), (first_lo, first_hi)] = cluster_bootstrap(&clusters, BOOTSTRAP_RESAMPLES, seed);
-        let single = self.clusters.keys().all(|(pairs, _, _)| *pairs == 1);
+        let identical = [design.last && self.a_only + self.b_only == 0, design.first && self.first_discordant == 0];
+        let [last, first] = paired(&clusters, identical, seed);
+        let ((diff_lo, diff_hi), (first_lo, first_hi)) = (last.bounds(), first.bounds());
         let (rounds_a, rounds_b) = (self.rounds_a as f64 / n, self.rounds_b as f64 / n);
         let (best_a, best_b) = (self.best_a.mean(), self.best_b.mean());
         let both = (self.both_passed > 0).then(|| {
@@ -317,8 +401,8 @@ impl PairTotals {
             pass_rate_a: rate_a,
             pass_rate_b: rate_b,
             diff: (self.a_passed as f64 - self.b_passed as f64) / n,
-            diff_lo: lo,
-            diff_hi: hi,
+            diff_lo,
+            diff_hi,
             a_only: self.a_only,
             b_only: self.b_only,
             mcnemar_p: mcnemar_exact(self.a_only, self.b_only),
@@ -336,8 +420,8 @@ impl PairTotals {
             n_tasks: self.clusters.values().sum(),
             tasks_a_better: self.a_better,
             tasks_b_better: self.b_better,
-            p_value: sign_test(self.a_better, self.b_better),
-            test: if single { TEST_MCNEMAR } else { TEST_SIGN }.to_string(),
+            p_value: last.p_value(),
+            test: last.test(),
             both_passed: self.both_passed,
             mean_rounds_passed_a: both.map(|(a, _)| a),
             mean_rounds_passed_b: both.map(|(_, b)| b),
@@ -345,6 +429,8 @@ impl PairTotals {
             mean_cost_passed_a: cost.map(|(a, _)| a),
             mean_cost_passed_b: cost.map(|(_, b)| b),
             diff_mean_cost_passed: cost.map(|(a, b)| a - b),
+            interval: last.interval(),
+            first_round_interval: first.interval(),
         }
     }
 }
@@ -386,5 +472,35 @@ pub(crate) fn sort_task_loops<L>(
             epoch,
         }),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_design_shares_what_the_arms_loops_share_and_nothing_else() {
+        let design = |a: &str, b: &str, cap: Option<u32>, shared: bool| {
+            let d = Design::of_arms(a, b, cap, shared);
+            (d.first, d.last)
+        };
+        // The same first draft; the answers differ once a loop revises.
+        assert_eq!(design("feedback", "no-feedback", Some(3), false), (true, false));
+        assert_eq!(design("feedback", "single", Some(3), false), (true, false));
+        // Nothing revises under a cap of 0: every arm answers with the first draft.
+        assert_eq!(design("feedback", "single", Some(0), false), (true, true));
+        assert_eq!(design("no-feedback", "feedback", Some(0), false), (true, true));
+        // Shared drafts: two arms that revise run the same loop; `single` still stops at its first.
+        assert_eq!(design("feedback", "no-feedback", Some(3), true), (true, true));
+        assert_eq!(design("feedback", "single", Some(3), true), (true, false));
+        // Strategy memory writes its first draft with hints; a twin answers with another draft.
+        assert_eq!(design("feedback+memory", "feedback", Some(0), true), (false, false));
+        assert_eq!(design("feedback", "feedback+adjudicate", Some(0), false), (false, false));
+        // Without the config's cap only `single` is known never to revise.
+        assert_eq!(design("feedback", "single", None, false), (true, false));
+        assert!(
+            never_revises("single", None) && !never_revises("feedback", None) && never_revises("feedback", Some(0))
+        );
     }
 }

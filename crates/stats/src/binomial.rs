@@ -1,6 +1,6 @@
 //! Intervals and exact tests of a binomial proportion: Wilson's score interval, Clopper–Pearson's
-//! exact interval and the binomial test dual to it (both continued to fractional counts), the
-//! exact McNemar test of discordant pairs and the sign test, its clustered counterpart.
+//! exact interval and the binomial test dual to it (both continued to fractional counts), and the
+//! exact McNemar test of discordant pairs.
 
 use crate::distributions::{beta_quantile, binomial_lower_tail, binomial_upper_tail};
 
@@ -74,13 +74,6 @@ pub fn binomial_test_half(successes: f64, trials: f64) -> f64 {
 fn log_add(a: f64, b: f64) -> f64 {
     let (high, low) = if a > b { (a, b) } else { (b, a) };
     high + (low - high).exp().ln_1p()
-}
-
-/// Exact two-sided sign test: the binomial test of `positive` against `negative` at p = ½ (ties
-/// dropped). On per-task differences it is the clustered counterpart of McNemar's test, and with
-/// one pair per task it is McNemar's exact test.
-pub fn sign_test(positive: u64, negative: u64) -> f64 {
-    mcnemar_exact(positive, negative)
 }
 
 #[cfg(test)]

@@ -1,74 +1,10 @@
-//! Bootstrap intervals: the paired bootstrap of a difference of pass rates, and the
-//! task-cluster bootstrap of ratio statistics, computed exactly when every task has the same
-//! size and otherwise resampled from a stream seeded by the data ([`data_seed`]), with the test of
-//! 0 that is the interval's dual ([`cluster_bootstrap_tested`]).
+//! Bootstrap intervals: the task-cluster bootstrap of ratio statistics, computed exactly when
+//! every task has the same size and otherwise resampled from a stream seeded by the data
+//! ([`data_seed`]), with the test of 0 that is the interval's dual ([`cluster_bootstrap_tested`]).
 
 use critbench_core::Rng;
 
 use crate::descriptive::percentile;
-
-/// Paired bootstrap 95% percentile interval of mean(a) − mean(b) over pairs (a_i, b_i).
-///
-/// Each pair is one of four kinds (both passed, only a, only b, neither), so a resample needs
-/// only how many of each kind it drew; `seed` makes the interval reproducible.
-pub fn paired_bootstrap_diff(pairs: &[(bool, bool)], resamples: usize, seed: u64) -> (f64, f64) {
-    paired_bootstrap_diffs(&[pairs], resamples, seed)[0]
-}
-
-/// The same intervals for several statistics over the same pairs, resampled together: each
-/// resample draws one set of indices and evaluates every statistic on it, so two differences cost
-/// one pass, and the first statistic's interval is what [`paired_bootstrap_diff`] gives alone.
-///
-/// # Panics
-/// If the statistics do not all have the same number of pairs.
-pub fn paired_bootstrap_diffs(statistics: &[&[(bool, bool)]], resamples: usize, seed: u64) -> Vec<(f64, f64)> {
-    let n = statistics.first().map_or(0, |pairs| pairs.len());
-    assert!(statistics.iter().all(|pairs| pairs.len() == n), "every statistic needs the same pairs");
-    if n == 0 || resamples == 0 {
-        return vec![(0.0, 0.0); statistics.len()];
-    }
-    // A pair's contributions to the differences (each -1, 0 or 1) as one small code, so a
-    // resample only counts how often it drew each code.
-    let k = statistics.len();
-    let codes: Vec<usize> = (0..n)
-        .map(|i| {
-            statistics
-                .iter()
-                .fold(0, |code, pairs| code * 3 + (i64::from(pairs[i].0) - i64::from(pairs[i].1) + 1) as usize)
-        })
-        .collect();
-    let kinds = 3usize.pow(k as u32);
-    let delta = |code: usize, statistic: usize| (code / 3usize.pow((k - 1 - statistic) as u32)) as i64 % 3 - 1;
-    let mut rng = Rng::new(seed);
-    let mut diffs = vec![Vec::with_capacity(resamples); k];
-    let mut counts = vec![0i64; kinds];
-    // Two indices from each 64-bit draw (32 bits each, multiply-shift): n is far below 2^32, so the
-    // bias is under n / 2^32, negligible beside the bootstrap's own sampling error.
-    assert!(n < (1 << 31), "too many pairs for the bootstrap");
-    let index = |bits: u64| (((bits & 0xffff_ffff) * n as u64) >> 32) as usize;
-    for _ in 0..resamples {
-        counts.iter_mut().for_each(|c| *c = 0);
-        for _ in 0..n / 2 {
-            let bits = rng.next_u64();
-            counts[codes[index(bits)]] += 1;
-            counts[codes[index(bits >> 32)]] += 1;
-        }
-        if n % 2 == 1 {
-            counts[codes[index(rng.next_u64())]] += 1;
-        }
-        for (statistic, diff) in diffs.iter_mut().enumerate() {
-            let total: i64 = counts.iter().enumerate().map(|(code, count)| count * delta(code, statistic)).sum();
-            diff.push(total as f64 / n as f64);
-        }
-    }
-    diffs
-        .into_iter()
-        .map(|mut diff| {
-            diff.sort_by(f64::total_cmp);
-            percentile_interval(&diff)
-        })
-        .collect()
-}
 
 /// One distinct per-task vector of a clustered statistic: how many tasks share it (`tasks`), the
 /// task's denominator (its loops, or its matched pairs) and its numerators, one per statistic
@@ -741,21 +677,5 @@ mod tests {
                 100.0 * hi
             );
         }
-    }
-
-    #[test]
-    fn bootstrap_interval_brackets_the_difference_and_is_reproducible() {
-        let mut pairs = vec![(true, false); 30];
-        pairs.extend(vec![(false, false); 50]);
-        pairs.extend(vec![(true, true); 20]);
-        let (lo, hi) = paired_bootstrap_diff(&pairs, 2000, 1);
-        assert!(lo > 0.15 && lo < 0.3 && hi > 0.3 && hi < 0.45, "{lo} {hi}");
-        assert_eq!(paired_bootstrap_diff(&pairs, 2000, 1), (lo, hi));
-        assert_eq!(paired_bootstrap_diff(&[(true, true); 10], 500, 1), (0.0, 0.0));
-        // Resampled together, the first statistic keeps its interval.
-        let flipped: Vec<(bool, bool)> = pairs.iter().map(|&(a, b)| (b, a)).collect();
-        let both = paired_bootstrap_diffs(&[&pairs, &flipped], 2000, 1);
-        assert_eq!(both[0], (lo, hi));
-        assert!((both[1].0 + hi).abs() < 1e-12 && (both[1].1 + lo).abs() < 1e-12, "{both:?}");
     }
 }

@@ -7,12 +7,12 @@
 //!   [`difference`]: a paired difference with its interval and the test that is the interval's
 //!   dual — the numbers the reports print;
 //! - [`binomial`]: Wilson's and Clopper–Pearson's intervals of a proportion, the binomial test
-//!   dual to Clopper–Pearson's, the exact McNemar test and the sign test;
+//!   dual to Clopper–Pearson's and the exact McNemar test;
 //! - [`distributions`]: the normal quantile, ln Γ, the incomplete beta function and its inverse,
 //!   binomial tails and Student's t quantile;
-//! - [`bootstrap`]: the paired bootstrap of a difference, and the task-cluster bootstrap of ratio
-//!   statistics (exact when every task has the same size, otherwise resampled with a seed drawn
-//!   from the data), with the p-value read from the same distribution;
+//! - [`bootstrap`]: the task-cluster bootstrap of ratio statistics (exact when every task has the
+//!   same size, otherwise resampled with a seed drawn from the data), with the p-value read from
+//!   the same distribution;
 //! - [`descriptive`]: an order-independent exact sum ([`descriptive::ExactSum`]), the mean,
 //!   numpy's percentile, rates and the sample standard deviation;
 //! - [`agreement`]: Cohen's kappa and the Pearson, Spearman and Kendall correlations of two

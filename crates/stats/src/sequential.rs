@@ -23,22 +23,14 @@
 //! is the running intersection of the candidates not ruled out, on a grid of means widened by one
 //! step. This is `confseq.betting.hedged_cs` (the authors' reference implementation) with its
 //! defaults, which `tests/python/check_sequential.py` checks bound for bound. Each update costs
-//! O(grid points still inside the interval). [`Monitor::start`] follows comparisons with it.
-//!
-//! The same construction has a **without-replacement** form ([`ConfidenceSequence::without_replacement`],
-//! which [`Monitor::new`] uses for every comparison whose task set's size it is given): the bettors
-//! then wager on μ_t(m) = (N m − S_{t−1}) / (N − t + 1), the mean the N − t + 1 tasks not yet seen
-//! must have if the set's mean is m, a candidate is also ruled out once μ_t(m) leaves [0, 1], and
-//! the interval is intersected with what the values seen alone imply. It covers the mean of these
-//! N tasks' realized outcomes — one draw of the loops, not the loops — and closes on that mean once
-//! every task is seen.
+//! O(grid points still inside the interval). [`Monitor::new`] follows comparisons with it.
 //!
 //! ```
 //! use critbench_stats::sequential::{Decision, Monitor, Rule, Verdict};
 //!
 //! let rule = Rule { min_tasks: 20, check_every: 10, ..Rule::default() };
 //! // One comparison, over a set of 400 tasks.
-//! let mut monitor = Monitor::start(rule, Some(400), 1).unwrap();
+//! let mut monitor = Monitor::new(rule, Some(400), 1).unwrap();
 //! let mut stopped = None;
 //! for task in 0..400 {
 //!     // A is better on 60% of the tasks, B on 10%.
@@ -59,9 +51,6 @@
 /// bounds are exact to one step, 0.2 percentage points of the paired difference.
 pub const DEFAULT_GRID: usize = 1000;
 
-/// The method, as outputs name it, for a task set of known size (sampling without replacement).
-pub const METHOD_WITHOUT_REPLACEMENT: &str = "hedged-capital betting confidence sequence, sampling without replacement \
-     (Waudby-Smith & Ramdas 2023; predictable plug-in empirical-Bernstein bets)";
 /// The method, as outputs name it, for tasks as independent draws: the sequence covers the expected
 /// difference of a new draw of the loops.
 pub const METHOD: &str = "hedged-capital betting confidence sequence, tasks as independent draws \
@@ -73,9 +62,6 @@ pub enum SequenceError {
     /// The confidence level is not in (0, 1).
     #[error("`confidence` must lie strictly between 0 and 1 (it is {0})")]
     Confidence(f64),
-    /// A task set of no tasks.
-    #[error("the task set must hold at least one task (it holds 0)")]
-    EmptyPopulation,
     /// Fewer than two grid steps.
     #[error("the grid of candidate means needs at least 2 steps (it has {0})")]
     Grid(usize),
@@ -84,9 +70,6 @@ pub enum SequenceError {
         "a task's paired difference must lie in [-1, 1] (it is {0}): the mean over its epochs of A passed − B passed"
     )]
     Value(f64),
-    /// More values than the task set holds.
-    #[error("all {0} tasks of the set have been seen: a set sampled without replacement has no more")]
-    Exhausted(u64),
 }
 
 /// The hedged-capital betting confidence sequence for the mean of values in [−1, 1] (see the
@@ -94,8 +77,6 @@ pub enum SequenceError {
 #[derive(Clone, Debug)]
 pub struct ConfidenceSequence {
     alpha: f64,
-    /// Tasks in the set (sampling without replacement), or `None` for independent draws.
-    population: Option<u64>,
     /// 1 / grid steps: the spacing of candidate means on [0, 1].
     step: f64,
     tasks: u64,
@@ -120,34 +101,20 @@ impl ConfidenceSequence {
     /// A sequence at `confidence` (e.g. 0.95) for values drawn independently: it covers their
     /// expected value.
     pub fn new(confidence: f64) -> Result<ConfidenceSequence, SequenceError> {
-        ConfidenceSequence::build(confidence, None, DEFAULT_GRID)
+        ConfidenceSequence::with_grid(confidence, DEFAULT_GRID)
     }
 
     /// [`ConfidenceSequence::new`] with `grid` steps of candidate means instead of
     /// [`DEFAULT_GRID`]: a finer grid gives tighter bounds at a cost per update proportional to it.
     pub fn with_grid(confidence: f64, grid: usize) -> Result<ConfidenceSequence, SequenceError> {
-        ConfidenceSequence::build(confidence, None, grid)
-    }
-
-    /// A sequence at `confidence` for a set of `population` tasks seen in a uniformly random order
-    /// without replacement: it covers the mean of those tasks' values.
-    pub fn without_replacement(confidence: f64, population: u64) -> Result<ConfidenceSequence, SequenceError> {
-        ConfidenceSequence::build(confidence, Some(population), DEFAULT_GRID)
-    }
-
-    fn build(confidence: f64, population: Option<u64>, grid: usize) -> Result<ConfidenceSequence, SequenceError> {
         if !(confidence > 0.0 && confidence < 1.0) {
             return Err(SequenceError::Confidence(confidence));
-        }
-        if population == Some(0) {
-            return Err(SequenceError::EmptyPopulation);
         }
         if grid < 2 {
             return Err(SequenceError::Grid(grid));
         }
         Ok(ConfidenceSequence {
             alpha: 1.0 - confidence,
-            population,
             step: 1.0 / grid as f64,
             tasks: 0,
             sum: 0.0,
@@ -167,11 +134,6 @@ impl ConfidenceSequence {
         if !(-1.0..=1.0).contains(&value) {
             return Err(SequenceError::Value(value));
         }
-        if let Some(population) = self.population
-            && self.tasks == population
-        {
-            return Err(SequenceError::Exhausted(population));
-        }
         let x = (value + 1.0) / 2.0;
         let t = self.tasks + 1;
         let time = t as f64;
@@ -180,20 +142,9 @@ impl ConfidenceSequence {
         // agree to the last bit.
         let bet = (2.0 * (1.0 / (self.alpha * 0.5)).ln() / (time * (1.0 + time).ln() * self.variance)).sqrt();
         let threshold = 1.0 / self.alpha;
-        let seen = self.sum;
         if let Some((low, high)) = self.inside {
             for j in low..=high {
-                let candidate = j as f64 * self.step;
-                let mean = match self.population {
-                    Some(n) => (n as f64 * candidate - seen) / ((n - (t - 1)) as f64),
-                    None => candidate,
-                };
-                if !(0.0..=1.0).contains(&mean) {
-                    // No values left to see could bring the set's mean to this candidate.
-                    self.above[j] = f64::INFINITY;
-                    self.below[j] = f64::INFINITY;
-                    continue;
-                }
+                let mean = j as f64 * self.step;
                 let up = bet.min(0.5 / mean).max(-0.5 / (1.0 - mean));
                 self.above[j] *= 1.0 + up * (x - mean);
                 let down = bet.min(0.5 / (1.0 - mean)).max(-0.5 / mean);
@@ -210,18 +161,12 @@ impl ConfidenceSequence {
         self.sum_values += value;
         // The grid's bounds widened by one step (the mean may lie between two candidates); with
         // no candidate left, the interval so far stands.
-        let (mut lower, mut upper) = match self.inside {
+        let (lower, upper) = match self.inside {
             Some((low, high)) => {
                 ((low as f64 * self.step - self.step).max(0.0), (high as f64 * self.step + self.step).min(1.0))
             }
             None => (0.0, 1.0),
         };
-        if let Some(n) = self.population {
-            // What the values seen imply alone: the unseen ones are between 0 and 1.
-            let n = n as f64;
-            lower = lower.max(self.sum / n);
-            upper = upper.min(1.0 - (time - self.sum) / n);
-        }
         self.lower = self.lower.max(lower);
         self.upper = self.upper.min(upper);
         let estimate = ((PRIOR_MEAN + self.sum) / (time + 1.0)).min(1.0);
@@ -247,7 +192,7 @@ impl ConfidenceSequence {
 
     /// The method's name, for outputs.
     pub fn method(&self) -> &'static str {
-        if self.population.is_some() { METHOD_WITHOUT_REPLACEMENT } else { METHOD }
+        METHOD
     }
 }
 
@@ -328,9 +273,9 @@ impl Verdict {
     }
 }
 
-/// How far past 0 a bound must lie to exclude it. Once every task of a set is seen, the interval
-/// closes on the set's mean, and a mean of exactly 0 summed in floating point can land a rounding
-/// error (1e-16) to either side: that is no evidence of a difference.
+/// How far past 0 a bound must lie to exclude it. A bound is a grid point mapped to [−1, 1]
+/// (2·j/grid − 1), and the one that stands for 0 can land a rounding error (1e-16) to either side:
+/// that is no evidence of a difference.
 const ROUNDING: f64 = 1e-9;
 
 /// What a look decides for the run.
@@ -441,7 +386,7 @@ pub enum MonitorError {
 ///
 /// Give it each task's values in the order the tasks were admitted (a seeded random order, whole
 /// tasks at a time), whatever order their loops finished in: the guarantee rests on the order being
-/// fixed before any outcome is seen (and, without replacement, random). The first look is when
+/// fixed before any outcome is seen. The first look is when
 /// `min_tasks` tasks are in, then every `check_every` tasks, and always at the budget. A settled
 /// verdict stays settled (the intervals only shrink). After the rule fires the monitor still
 /// takes the tasks that were in flight, so [`Monitor::status`] can give the intervals over every
@@ -463,16 +408,7 @@ impl Monitor {
     /// independent draws ([`ConfidenceSequence::new`]): what a verdict claims is the expected
     /// difference of a new draw of the loops. `task_set` is the number of tasks the run can admit,
     /// when known: the budget is `max_tasks` or the whole set, whichever is smaller.
-    pub fn start(rule: Rule, task_set: Option<u64>, comparisons: usize) -> Result<Monitor, MonitorError> {
-        Monitor::new(rule, task_set, &vec![None; comparisons])
-    }
-
-    /// A monitor for `rule` over a set of `task_set` tasks (when known), following one comparison
-    /// per entry of `populations`: the number of tasks of the set that comparison has a value for
-    /// (every task, or those of its critic's kinds), for sampling without replacement
-    /// ([`ConfidenceSequence::without_replacement`], which covers the mean of those tasks' realized
-    /// outcomes); `None` for a comparison followed as independent draws, as [`Monitor::start`] does.
-    pub fn new(rule: Rule, task_set: Option<u64>, populations: &[Option<u64>]) -> Result<Monitor, MonitorError> {
+    pub fn new(rule: Rule, task_set: Option<u64>, comparisons: usize) -> Result<Monitor, MonitorError> {
         if !(rule.confidence > 0.0 && rule.confidence < 1.0) {
             return Err(MonitorError::Confidence(rule.confidence));
         }
@@ -489,25 +425,20 @@ impl Monitor {
         {
             return Err(MonitorError::MaxTasks { max_tasks, min_tasks: rule.min_tasks });
         }
-        if populations.is_empty() {
+        if comparisons == 0 {
             return Err(MonitorError::NoComparisons);
         }
         let alpha = 1.0 - rule.confidence;
         let per_sequence = match rule.settle {
-            Settle::All => 1.0 - alpha / populations.len() as f64,
-            Settle::One(index) if index >= populations.len() => {
-                return Err(MonitorError::Decider { index, comparisons: populations.len() });
+            Settle::All => 1.0 - alpha / comparisons as f64,
+            Settle::One(index) if index >= comparisons => {
+                return Err(MonitorError::Decider { index, comparisons });
             }
             Settle::One(_) => rule.confidence,
         };
-        let sequences = populations
-            .iter()
-            .enumerate()
-            .map(|(comparison, &population)| {
-                ConfidenceSequence::build(per_sequence, population, DEFAULT_GRID)
-                    .map_err(|source| MonitorError::Sequence { comparison, source })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let sequence =
+            ConfidenceSequence::new(per_sequence).map_err(|source| MonitorError::Sequence { comparison: 0, source })?;
+        let sequences = vec![sequence; comparisons];
         let budget = match (rule.max_tasks, task_set) {
             (Some(max), Some(set)) => Some(max.min(set)),
             (max, set) => max.or(set),
@@ -523,16 +454,11 @@ impl Monitor {
             return Err(MonitorError::Values { expected: self.sequences.len(), given: values.len() });
         }
         // Check every value before taking any, so a refused task leaves the monitor as it was.
-        for (comparison, (sequence, value)) in self.sequences.iter().zip(values).enumerate() {
-            if let Some(value) = *value {
-                let refused = if !(-1.0..=1.0).contains(&value) {
-                    Some(SequenceError::Value(value))
-                } else {
-                    sequence.population.filter(|&n| sequence.tasks == n).map(SequenceError::Exhausted)
-                };
-                if let Some(source) = refused {
-                    return Err(MonitorError::Sequence { comparison, source });
-                }
+        for (comparison, value) in values.iter().enumerate() {
+            if let Some(value) = *value
+                && !(-1.0..=1.0).contains(&value)
+            {
+                return Err(MonitorError::Sequence { comparison, source: SequenceError::Value(value) });
             }
         }
         for (comparison, (sequence, value)) in self.sequences.iter_mut().zip(values).enumerate() {
@@ -605,10 +531,9 @@ impl Monitor {
         1.0 - self.sequences[0].alpha
     }
 
-    /// The method's name, for outputs: without replacement when every comparison's task set is
-    /// known.
+    /// The method's name, for outputs.
     pub fn method(&self) -> &'static str {
-        if self.sequences.iter().all(|s| s.population.is_some()) { METHOD_WITHOUT_REPLACEMENT } else { METHOD }
+        METHOD
     }
 
     fn settled(&self, comparisons: &[Status]) -> bool {
@@ -663,60 +588,28 @@ mod tests {
     }
 
     #[test]
-    fn without_replacement_the_whole_set_gives_its_mean_exactly() {
-        // 40 tasks: once all are seen the set's mean is known, whatever the bets did.
-        let values: Vec<f64> = (0..40).map(|i| [1.0, 0.0, -1.0, 1.0 / 3.0][i % 4]).collect();
-        let mean = values.iter().sum::<f64>() / 40.0;
-        let mut sequence = ConfidenceSequence::without_replacement(0.95, 40).unwrap();
-        for &value in &values {
-            sequence.push(value).unwrap();
-            let (lower, upper) = sequence.interval();
-            assert!(lower <= mean + 1e-12 && upper >= mean - 1e-12, "({lower}, {upper}) misses {mean}");
-        }
-        let (lower, upper) = sequence.interval();
-        assert!((upper - lower).abs() < 1e-12 && (lower - mean).abs() < 1e-12, "({lower}, {upper})");
-        assert_eq!(sequence.push(0.0), Err(SequenceError::Exhausted(40)));
-        assert_eq!(sequence.method(), METHOD_WITHOUT_REPLACEMENT);
-        // Knowing the set is finite narrows the interval long before the end.
-        let mut infinite = ConfidenceSequence::new(0.95).unwrap();
-        let mut finite = ConfidenceSequence::without_replacement(0.95, 40).unwrap();
-        for &value in &values[..30] {
-            infinite.push(value).unwrap();
-            finite.push(value).unwrap();
-        }
-        let width = |s: &ConfidenceSequence| s.interval().1 - s.interval().0;
-        assert!(width(&finite) < 0.7 * width(&infinite), "{} vs {}", width(&finite), width(&infinite));
-    }
-
-    #[test]
     fn at_the_last_look_of_a_whole_set_the_sequence_still_holds_what_a_new_draw_would_give() {
-        // 240 tasks of a true null whose realized mean is not 0: the sequence for independent
-        // draws keeps an interval about it; the without-replacement one closes on the realized mean.
+        // 240 tasks of a true null whose realized mean is not 0: the sequence keeps an interval
+        // about it, and never closes on the realized mean.
         let values: Vec<f64> = (0..240)
             .map(|i| if i < 6 { 1.0 / 3.0 } else { [1.0, -1.0, 0.0, 1.0 / 3.0, -1.0 / 3.0, 0.0][i % 6] })
             .collect();
         let mean = values.iter().sum::<f64>() / 240.0;
         let mut draws = ConfidenceSequence::new(0.95).unwrap();
-        let mut set = ConfidenceSequence::without_replacement(0.95, 240).unwrap();
         for &value in &values {
             draws.push(value).unwrap();
-            set.push(value).unwrap();
         }
         let (low, high) = draws.interval();
-        assert!(low < 0.0 && high > 0.0 && high - low > 0.1, "({low}, {high})");
-        let (low, high) = set.interval();
-        assert!((high - low).abs() < 1e-12 && (low - mean).abs() < 1e-12 && mean != 0.0, "({low}, {high})");
-        // The monitor a run starts follows every comparison as independent draws.
-        let monitor = Monitor::start(rule(10, 10), Some(240), 3).unwrap();
+        assert!(mean != 0.0 && low < 0.0 && high > 0.0 && high - low > 0.1, "({low}, {high})");
+        let monitor = Monitor::new(rule(10, 10), Some(240), 3).unwrap();
         assert_eq!(monitor.method(), METHOD);
-        assert_eq!(Monitor::start(rule(10, 10), Some(240), 0).unwrap_err(), MonitorError::NoComparisons);
+        assert_eq!(Monitor::new(rule(10, 10), Some(240), 0).unwrap_err(), MonitorError::NoComparisons);
     }
 
     #[test]
     fn bad_levels_and_values_are_refused_by_name() {
         assert_eq!(ConfidenceSequence::new(1.0).unwrap_err(), SequenceError::Confidence(1.0));
         assert!(ConfidenceSequence::new(f64::NAN).is_err());
-        assert_eq!(ConfidenceSequence::without_replacement(0.9, 0).unwrap_err(), SequenceError::EmptyPopulation);
         assert_eq!(ConfidenceSequence::with_grid(0.9, 1).unwrap_err(), SequenceError::Grid(1));
         let mut sequence = ConfidenceSequence::new(0.9).unwrap();
         assert_eq!(sequence.push(1.5), Err(SequenceError::Value(1.5)));
@@ -731,7 +624,7 @@ mod tests {
     #[test]
     fn looks_come_at_min_tasks_then_every_check_every_and_at_the_budget() {
         let rule = Rule { max_tasks: Some(47), ..rule(20, 10) };
-        let mut monitor = Monitor::start(rule, Some(100), 1).unwrap();
+        let mut monitor = Monitor::new(rule, Some(100), 1).unwrap();
         let mut looks = Vec::new();
         for task in 0..47u64 {
             // No difference at all: nothing settles.
@@ -757,7 +650,7 @@ mod tests {
 
     #[test]
     fn the_whole_set_is_the_budget_when_no_max_tasks_is_given() {
-        let mut monitor = Monitor::start(rule(5, 100), Some(12), 1).unwrap();
+        let mut monitor = Monitor::new(rule(5, 100), Some(12), 1).unwrap();
         let decisions: Vec<(u64, Decision)> = (0..12u64)
             .filter_map(|task| monitor.add_task(&[Some(if task.is_multiple_of(2) { 1.0 } else { -1.0 })]).unwrap())
             .map(|look| (look.tasks, look.decision))
@@ -767,7 +660,7 @@ mod tests {
 
     #[test]
     fn a_set_of_unknown_size_ends_with_finish() {
-        let mut monitor = Monitor::start(rule(2, 2), None, 1).unwrap();
+        let mut monitor = Monitor::new(rule(2, 2), None, 1).unwrap();
         for _ in 0..3 {
             monitor.add_task(&[Some(0.0)]).unwrap();
         }
@@ -775,7 +668,7 @@ mod tests {
         assert_eq!((last.look, last.tasks, last.decision), (2, 3, Decision::Budget));
         assert_eq!(monitor.finish(), None);
         // Ending right on a look repeats that look with the final decision.
-        let mut monitor = Monitor::start(rule(2, 2), None, 1).unwrap();
+        let mut monitor = Monitor::new(rule(2, 2), None, 1).unwrap();
         for _ in 0..4 {
             monitor.add_task(&[Some(0.0)]).unwrap();
         }
@@ -786,7 +679,7 @@ mod tests {
 
     #[test]
     fn a_clear_difference_settles_with_its_sign_and_a_null_one_with_equivalence() {
-        let mut monitor = Monitor::start(rule(10, 10), Some(1000), 1).unwrap();
+        let mut monitor = Monitor::new(rule(10, 10), Some(1000), 1).unwrap();
         let look = (0..1000)
             .find_map(|task| {
                 let value = if task % 3 == 0 { 0.0 } else { -1.0 };
@@ -797,7 +690,7 @@ mod tests {
         assert!(look.comparisons[0].upper < 0.0);
         // Ties everywhere, and a margin of 10 points: equivalent once the interval is that narrow.
         let equivalence = Rule { margin: Some(0.1), ..rule(10, 10) };
-        let mut monitor = Monitor::start(equivalence, Some(1000), 1).unwrap();
+        let mut monitor = Monitor::new(equivalence, Some(1000), 1).unwrap();
         let look = (0..1000)
             .find_map(|task| {
                 let value = [1.0, -1.0, 0.0, 0.0, 0.0, 0.0][task % 6];
@@ -820,7 +713,7 @@ mod tests {
             ]
         };
         let stop = |settle: Settle| {
-            let mut monitor = Monitor::start(Rule { settle, ..rule(10, 10) }, Some(200), 2).unwrap();
+            let mut monitor = Monitor::new(Rule { settle, ..rule(10, 10) }, Some(200), 2).unwrap();
             (0..200)
                 .find_map(|task| monitor.add_task(&value(task)).unwrap().filter(|l| l.decision != Decision::Continue))
         };
@@ -834,15 +727,15 @@ mod tests {
         );
         assert!(one.tasks < 50, "{}", one.tasks);
         // Every comparison at once costs each a Bonferroni share of the error.
-        let both = Monitor::start(rule(10, 10), Some(200), 2).unwrap();
+        let both = Monitor::new(rule(10, 10), Some(200), 2).unwrap();
         assert!((both.sequence_confidence() - 0.975).abs() < 1e-12);
-        let decided = Monitor::start(Rule { settle: Settle::One(1), ..rule(10, 10) }, None, 2).unwrap();
+        let decided = Monitor::new(Rule { settle: Settle::One(1), ..rule(10, 10) }, None, 2).unwrap();
         assert_eq!(decided.sequence_confidence(), 0.95);
     }
 
     #[test]
     fn a_task_without_a_pair_counts_for_the_schedule_but_not_for_that_comparison() {
-        let mut monitor = Monitor::start(rule(2, 1), Some(4), 2).unwrap();
+        let mut monitor = Monitor::new(rule(2, 1), Some(4), 2).unwrap();
         monitor.add_task(&[Some(1.0), None]).unwrap();
         let look = monitor.add_task(&[Some(1.0), Some(0.0)]).unwrap().unwrap();
         assert_eq!((look.tasks, look.comparisons[0].tasks, look.comparisons[1].tasks), (2, 2, 1));
@@ -851,30 +744,26 @@ mod tests {
 
     #[test]
     fn rules_and_tasks_that_cannot_work_are_refused_and_leave_the_monitor_unchanged() {
-        let refused = |rule: Rule, populations: &[Option<u64>]| Monitor::new(rule, None, populations).unwrap_err();
-        assert_eq!(refused(Rule { confidence: 0.0, ..Rule::default() }, &[None]), MonitorError::Confidence(0.0));
-        assert_eq!(refused(Rule { margin: Some(0.0), ..Rule::default() }, &[None]), MonitorError::Margin(0.0));
-        assert_eq!(refused(Rule { check_every: 0, ..Rule::default() }, &[None]), MonitorError::CheckEvery);
+        let refused = |rule: Rule, comparisons: usize| Monitor::new(rule, None, comparisons).unwrap_err();
+        assert_eq!(refused(Rule { confidence: 0.0, ..Rule::default() }, 1), MonitorError::Confidence(0.0));
+        assert_eq!(refused(Rule { margin: Some(0.0), ..Rule::default() }, 1), MonitorError::Margin(0.0));
+        assert_eq!(refused(Rule { check_every: 0, ..Rule::default() }, 1), MonitorError::CheckEvery);
         assert_eq!(
-            refused(Rule { max_tasks: Some(5), ..rule(20, 10) }, &[None]),
+            refused(Rule { max_tasks: Some(5), ..rule(20, 10) }, 1),
             MonitorError::MaxTasks { max_tasks: 5, min_tasks: 20 }
         );
-        assert_eq!(refused(Rule::default(), &[]), MonitorError::NoComparisons);
+        assert_eq!(refused(Rule::default(), 0), MonitorError::NoComparisons);
         assert_eq!(
-            refused(Rule { settle: Settle::One(2), ..Rule::default() }, &[None, None]),
+            refused(Rule { settle: Settle::One(2), ..Rule::default() }, 2),
             MonitorError::Decider { index: 2, comparisons: 2 }
         );
-        assert_eq!(
-            refused(Rule::default(), &[None, Some(0)]),
-            MonitorError::Sequence { comparison: 1, source: SequenceError::EmptyPopulation }
-        );
-        let mut monitor = Monitor::new(rule(1, 1), Some(3), &[Some(3), Some(1)]).unwrap();
+        let mut monitor = Monitor::new(rule(1, 1), Some(3), 2).unwrap();
         assert_eq!(monitor.add_task(&[Some(0.0)]).unwrap_err(), MonitorError::Values { expected: 2, given: 1 });
         monitor.add_task(&[Some(0.5), Some(0.5)]).unwrap();
-        // Comparison 1's set is exhausted: the task is refused whole, comparison 0 untouched.
+        // Comparison 1's value is out of range: the task is refused whole, comparison 0 untouched.
         assert_eq!(
-            monitor.add_task(&[Some(0.5), Some(0.5)]).unwrap_err(),
-            MonitorError::Sequence { comparison: 1, source: SequenceError::Exhausted(1) }
+            monitor.add_task(&[Some(0.5), Some(1.5)]).unwrap_err(),
+            MonitorError::Sequence { comparison: 1, source: SequenceError::Value(1.5) }
         );
         assert_eq!((monitor.tasks(), monitor.status()[0].tasks), (1, 1));
         assert_eq!(

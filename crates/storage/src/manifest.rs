@@ -201,7 +201,8 @@ pub struct SequentialComparison {
     pub arm_a: String,
     /// The arm subtracted.
     pub arm_b: String,
-    /// The tasks of the set this critic takes: the population its sequence samples.
+    /// The tasks of the set this critic takes (a count for the record: the sequence treats tasks
+    /// as independent draws, whatever the set's size).
     pub population: u64,
     /// This comparison's verdict stops the run (the others are followed for the record).
     pub decides: bool,

@@ -194,8 +194,9 @@ fn sample_label_and_report_end_to_end() {
             row["corrected_hi"].parse::<f64>().unwrap(),
         );
         assert!((0.0..=1.0).contains(&lo) && lo <= estimate && estimate <= hi && hi <= 1.0, "{row:?}");
-        let lambda = row["lambda"].parse::<f64>().unwrap();
-        assert!((0.0..=1.0).contains(&lambda));
+        // 10 labelled tasks are too few for PPI's normal interval: the labels' own rate, no λ.
+        assert_eq!((row["lambda"].as_str(), row["method"].as_str()), ("", "labels alone, clopper-pearson"), "{row:?}");
+        assert_eq!(estimate, gold_rate, "{row:?}");
         let false_passes: usize = labelled[1..]
             .iter()
             .flat_map(|a| a["loops"].as_array().unwrap().iter().filter(|l| l["arm"] == arm).map(move |l| (a, l)))

@@ -163,7 +163,9 @@ fn the_scripted_backends_comparison_says_it_measures_the_critic_and_the_policy()
     let printed =
         ok(critbench(&["run", "experiments/essays.toml", "--limit", "8", "--out", out.to_str().unwrap(), "-q"]));
     assert!(
-        printed.contains("feedback − no-feedback: +0.0 pp (+0.0 to +0.0), critic and policy only: arms share drafts |"),
+        printed.contains(
+            "feedback − no-feedback: +0.0 pp (identical by design), critic and policy only: arms share drafts | – |"
+        ),
         "{printed}"
     );
     assert!(printed.contains("note: backend \"scripted\": every arm is given the dataset's drafts"), "{printed}");

@@ -77,7 +77,7 @@ fn the_demo_question_asked_sequentially_settles_early_on_the_full_runs_own_rows(
         assert!(status["lower"].as_f64().unwrap() > 0.0, "{status}");
         assert_eq!(status["verdict"], "a_better");
     }
-    assert!(record["method"].as_str().unwrap().contains("sampling without replacement"));
+    assert!(record["method"].as_str().unwrap().contains("tasks as independent draws"), "{}", record["method"]);
     // Measurably fewer loops than the full run, and the same rows for the tasks it ran.
     let (loops, full_loops) = (manifest_json["loops"].as_u64().unwrap(), manifest(&full)["loops"].as_u64().unwrap());
     assert_eq!(full_loops, 480 * 81);

@@ -189,6 +189,6 @@ pub(super) fn resolve(
     // the first look), with its messages, which name the keys.
     let comparisons = policies.len() * critics.len();
     let decider = settings.decides.is_some().then_some(0);
-    Monitor::new(settings.rule(decider), None, &vec![None; comparisons.max(1)]).map_err(SequentialError::Rule)?;
+    Monitor::new(settings.rule(decider), None, comparisons.max(1)).map_err(SequentialError::Rule)?;
     Ok(settings)
 }

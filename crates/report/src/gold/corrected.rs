@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use crate::queries::final_answers::LoopKey;
 use critbench_core::Arm;
 use critbench_stats::ppi::{
-    LabelledPairs, LabelledTask, PpiInterval, RateInterval, UnlabelledPairs, UnlabelledTask, clustered_ppi_mean_ci,
-    clustered_rate_ci, paired_difference_ci,
+    Corrected as Estimate, ErrorRate, LabelledPairs, LabelledTask, UnlabelledPairs, UnlabelledTask,
+    corrected_difference, corrected_rate, error_rate,
 };
 use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::OutcomeStats;
@@ -48,14 +48,15 @@ pub struct CorrectedRow {
     pub pass_rate_labelled: Option<f64>,
     /// The gold labels' pass rate of the labelled loops.
     pub gold_pass_rate: Option<f64>,
-    /// The PPI++ estimate of the gold pass rate with its 95% interval (clipped to [0, 1]) and the
-    /// power-tuning λ; empty with fewer than two labelled tasks.
+    /// The estimate of the gold pass rate with its 95% interval (clipped to [0, 1]), by `method`:
+    /// PPI++ on enough labelled tasks, else the labelled answers' own gold rate with the
+    /// small-sample interval; empty without a labelled task.
     pub pass_rate_corrected: Option<f64>,
     /// Lower end of the 95% interval of `pass_rate_corrected`.
     pub corrected_lo: Option<f64>,
     /// Upper end of the 95% interval of `pass_rate_corrected`.
     pub corrected_hi: Option<f64>,
-    /// The power-tuning λ.
+    /// PPI++'s power-tuning λ; empty when the labels alone were used.
     pub lambda: Option<f64>,
     /// Labelled answers gold fails, those the critic passed, and their share with its interval.
     pub gold_fail: u64,
@@ -77,6 +78,15 @@ pub struct CorrectedRow {
     pub false_fail_rate_lo: Option<f64>,
     /// Upper end of the 95% interval of `false_fail_rate`.
     pub false_fail_rate_hi: Option<f64>,
+    /// How `pass_rate_corrected` was estimated: `prediction-powered (PPI++)`, or `labels alone, …`
+    /// with the small-sample interval's method; empty without a labelled task.
+    pub method: String,
+    /// How the intervals of `false_pass_rate` and `false_fail_rate` were computed (`wilson,
+    /// effective sample size` on many labelled tasks, else `clopper-pearson[, effective sample
+    /// size]`); empty without a share.
+    pub false_pass_interval: String,
+    /// See `false_pass_interval`.
+    pub false_fail_interval: String,
 }
 
 /// Two arms of one config × critic on the epochs both ran: the critic's difference, the gold
@@ -105,15 +115,17 @@ pub struct CorrectedComparison {
     pub diff_labelled: Option<f64>,
     /// The gold labels' difference on the labelled pairs.
     pub gold_diff: Option<f64>,
-    /// The PPI++ estimate of the gold difference with its 95% interval (clipped to [−1, 1]) and λ;
-    /// empty with fewer than two labelled tasks.
+    /// The estimate of the gold difference with its 95% interval (clipped to [−1, 1]), by
+    /// `method`; empty without a labelled task.
     pub diff_corrected: Option<f64>,
     /// Lower end of the 95% interval of `diff_corrected`.
     pub diff_lo: Option<f64>,
     /// Upper end of the 95% interval of `diff_corrected`.
     pub diff_hi: Option<f64>,
-    /// The power-tuning λ.
+    /// PPI++'s power-tuning λ; empty when the labels alone were used.
     pub lambda: Option<f64>,
+    /// How `diff_corrected` was estimated, as `method` in corrected.csv.
+    pub method: String,
 }
 
 /// Everything the labels correct, with the sample they came from.
@@ -337,18 +349,23 @@ fn share(count: u64, of: u64) -> Option<f64> {
     (of > 0).then(|| count as f64 / of as f64)
 }
 
-/// The interval's point and bounds clipped to `[lo, hi]`, and λ; all empty without an estimate.
-type Clipped = (Option<f64>, Option<f64>, Option<f64>, Option<f64>);
+/// An estimate's point, bounds, λ and method; all empty without one.
+type Columns = (Option<f64>, Option<f64>, Option<f64>, Option<f64>, String);
 
-fn clipped(interval: Option<PpiInterval>, lo: f64, hi: f64) -> Clipped {
-    match interval {
-        Some(i) => (Some(i.estimate.clamp(lo, hi)), Some(i.lo.clamp(lo, hi)), Some(i.hi.clamp(lo, hi)), Some(i.lambda)),
-        None => (None, None, None, None),
+fn columns(estimate: Option<Estimate>) -> Columns {
+    match estimate {
+        Some(e) => (Some(e.estimate), Some(e.low), Some(e.high), e.lambda, e.method.as_str().to_string()),
+        None => (None, None, None, None, String::new()),
     }
 }
 
-fn rate_columns(rate: Option<RateInterval>) -> (Option<f64>, Option<f64>, Option<f64>) {
-    (rate.map(|r| r.rate), rate.map(|r| r.lo), rate.map(|r| r.hi))
+fn rate_columns(rate: Option<ErrorRate>) -> (Option<f64>, Option<f64>, Option<f64>, String) {
+    (
+        rate.map(|r| r.rate),
+        rate.map(|r| r.low),
+        rate.map(|r| r.high),
+        rate.map_or_else(String::new, |r| r.method.as_str().to_string()),
+    )
 }
 
 fn arm_row(group: &Group, fold: &mut ArmFold) -> CorrectedRow {
@@ -356,13 +373,15 @@ fn arm_row(group: &Group, fold: &mut ArmFold) -> CorrectedRow {
     let tasks: Vec<LabelledTask> = fold.labelled.iter().map(|l| l.task).collect();
     let unlabelled: Vec<(UnlabelledTask, u64)> = fold.unlabelled.iter().map(|(k, v)| (*k, *v)).collect();
     let n_labelled: u64 = tasks.iter().map(|t| t.loops).sum();
-    let (estimate, lo, hi, lambda) = clipped(clustered_ppi_mean_ci(&tasks, &unlabelled, ALPHA).ok(), 0.0, 1.0);
+    let (estimate, lo, hi, lambda, method) = columns(corrected_rate(&tasks, &unlabelled, ALPHA).ok());
     let false_pass: Vec<(u64, u64)> = fold.labelled.iter().map(|l| l.false_pass).collect();
     let false_fail: Vec<(u64, u64)> = fold.labelled.iter().map(|l| l.false_fail).collect();
     let sum = |pairs: &[(u64, u64)]| pairs.iter().fold((0, 0), |(c, o), (x, y)| (c + x, o + y));
     let ((fp, gold_fail), (ff, gold_pass)) = (sum(&false_pass), sum(&false_fail));
-    let (false_pass_rate, false_pass_rate_lo, false_pass_rate_hi) = rate_columns(clustered_rate_ci(&false_pass, ALPHA));
-    let (false_fail_rate, false_fail_rate_lo, false_fail_rate_hi) = rate_columns(clustered_rate_ci(&false_fail, ALPHA));
+    let (false_pass_rate, false_pass_rate_lo, false_pass_rate_hi, false_pass_interval) =
+        rate_columns(error_rate(&false_pass, ALPHA));
+    let (false_fail_rate, false_fail_rate_lo, false_fail_rate_hi, false_fail_interval) =
+        rate_columns(error_rate(&false_fail, ALPHA));
     CorrectedRow {
         config_id: group.config_id.clone(),
         critic: group.critic.clone(),
@@ -388,6 +407,9 @@ fn arm_row(group: &Group, fold: &mut ArmFold) -> CorrectedRow {
         false_fail_rate,
         false_fail_rate_lo,
         false_fail_rate_hi,
+        method,
+        false_pass_interval,
+        false_fail_interval,
     }
 }
 
@@ -427,7 +449,7 @@ fn comparison_row(group: &Group, a: u16, b: u16) -> Option<CorrectedComparison> 
     unlabelled.sort_unstable();
     let n_pairs_labelled: u64 = labelled.iter().map(|p| p.pairs).sum();
     let difference = |a: u64, b: u64| (n_pairs_labelled > 0).then(|| (a as f64 - b as f64) / n_pairs_labelled as f64);
-    let (estimate, lo, hi, lambda) = clipped(paired_difference_ci(&labelled, &unlabelled, ALPHA).ok(), -1.0, 1.0);
+    let (estimate, lo, hi, lambda, method) = columns(corrected_difference(&labelled, &unlabelled, ALPHA).ok());
     let net = if flip { -fold.net } else { fold.net };
     Some(CorrectedComparison {
         config_id: group.config_id.clone(),
@@ -448,6 +470,7 @@ fn comparison_row(group: &Group, a: u16, b: u16) -> Option<CorrectedComparison> 
         diff_lo: lo,
         diff_hi: hi,
         lambda,
+        method,
     })
 }
 
@@ -638,14 +661,16 @@ mod tests {
             }
         }
         let unlabelled: Vec<(UnlabelledTask, u64)> = unlabelled.into_iter().collect();
-        let want = clustered_ppi_mean_ci(&labelled, &unlabelled, ALPHA).unwrap();
+        let want = corrected_rate(&labelled, &unlabelled, ALPHA).unwrap();
         let row = &forward.rows[0];
         assert_eq!(
             (row.arm.as_str(), row.n, row.n_tasks, row.n_labelled, row.n_tasks_labelled),
             ("feedback", 120, 40, 30, 10)
         );
-        assert_eq!(row.pass_rate_corrected, Some(want.estimate.clamp(0.0, 1.0)));
-        assert_eq!((row.corrected_lo, row.corrected_hi, row.lambda), (Some(want.lo), Some(want.hi), Some(want.lambda)));
+        assert_eq!(row.pass_rate_corrected, Some(want.estimate));
+        assert_eq!((row.corrected_lo, row.corrected_hi, row.lambda), (Some(want.low), Some(want.high), want.lambda));
+        // Ten labelled tasks are too few for PPI's normal interval: the labels alone, exactly.
+        assert_eq!((row.lambda, row.method.as_str()), (None, "labels alone, clopper-pearson, effective sample size"));
         let labelled_rows: Vec<&&(OutcomeRow, bool)> =
             feedback.iter().filter(|(r, _)| labels.tasks.contains(&r.task_id)).collect();
         let false_passes = labelled_rows.iter().filter(|(r, g)| r.passed && !*g).count() as u64;
@@ -674,18 +699,25 @@ mod tests {
     }
 
     #[test]
-    fn a_row_with_fewer_than_two_labelled_tasks_has_no_correction() {
+    fn one_labelled_task_gets_the_labels_own_rate_and_none_a_dash() {
         let rows = loops();
         let mut labels = labels(&rows);
         labels.tasks = BTreeSet::from(["t00".to_string()]);
         labels.gold.retain(|key, _| key.task_id == "t00");
         let corrected = corrected(&rows, &labels, None);
         let row = &corrected.rows[0];
-        assert_eq!((row.n_tasks_labelled, row.pass_rate_corrected, row.corrected_lo), (1, None, None));
-        assert!(row.gold_pass_rate.is_some(), "the labelled task's own rates are still there");
-        assert_eq!(corrected.comparisons[0].diff_corrected, None);
+        // One task of three loops: its gold rate, with Clopper–Pearson over that one task.
+        assert_eq!((row.n_tasks_labelled, row.pass_rate_corrected), (1, row.gold_pass_rate));
+        let (low, high) = (row.corrected_lo.unwrap(), row.corrected_hi.unwrap());
+        assert!(low < 0.2 && high > 0.8, "({low}, {high})");
+        assert!(corrected.comparisons[0].diff_corrected.is_some());
         let markdown = crate::gold::render::markdown_section(&corrected);
         assert!(markdown.contains("| p8-r3-stall-e0 | rubric | feedback | 1 of 40 tasks |"), "{markdown}");
-        assert!(markdown.contains("fewer than two labelled tasks in that row"), "{markdown}");
+        assert!(!markdown.contains("A dash:"), "{markdown}");
+        // No labelled task in the run: every correction is a dash, said once.
+        labels.tasks.clear();
+        labels.gold.clear();
+        let none = super::super::render::markdown_section(&self::corrected(&rows, &labels, None));
+        assert!(none.contains("A dash: no labelled task in that row"), "{none}");
     }
 }

@@ -20,8 +20,11 @@ pub(crate) fn introduction(corrected: &Corrected) -> String {
          with seed {}. The critic's pass rate is what the critic that steered the loops passed. The corrected rate is \
          the prediction-powered estimate (PPI++) of the share gold passes: the critic's verdicts on every task, \
          corrected by how far they are from gold on the labelled ones, with a 95% interval that does not trust the \
-         critic (tasks are the units, so epochs count once). A false pass is an answer gold fails that the critic \
-         passed (the share is of the answers gold fails); a false fail one gold passes that it failed.",
+         critic (tasks are the units, so epochs count once). That interval is valid on many labelled tasks: with 30 \
+         or fewer, or fewer than 10 on a side (labels all true, or arms that differ on fewer than 10 labelled \
+         tasks), the corrected figure is the labels' own, with the small-sample interval of the summary tables \
+         (`method` in corrected.csv). A false pass is an answer gold fails that the critic passed (the share is of \
+         the answers gold fails); a false fail one gold passes that it failed.",
         corrected.answers,
         corrected.loops,
         corrected.tasks,
@@ -62,7 +65,7 @@ pub(crate) fn too_few(corrected: &Corrected) -> bool {
         || corrected.comparisons.iter().any(|c| c.diff_corrected.is_none())
 }
 
-pub(crate) const TOO_FEW: &str = "A dash: fewer than two labelled tasks in that row, too few to say how far the critic is off; \
+pub(crate) const TOO_FEW: &str = "A dash: no labelled task in that row, nothing to say how far the critic is off; \
                        sample more tasks.";
 
 /// The section of `report.md`.

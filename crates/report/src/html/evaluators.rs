@@ -15,6 +15,14 @@ fn points(value: f64) -> String {
     format!("{:+.1} pp", 100.0 * value)
 }
 
+/// An interval in percentage points, or "identical by design" without one.
+fn range(low: Option<f64>, high: Option<f64>) -> String {
+    match (low, high) {
+        (Some(low), Some(high)) => format!("{} to {}", points(low), points(high)),
+        _ => crate::rows::IDENTICAL_BY_DESIGN.to_string(),
+    }
+}
+
 /// The section, placed beside the headline chart.
 pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
     out.push_str("<section>\n<h2 id=\"evaluators\">What a held-out evaluator says of the same answers</h2>\n");
@@ -23,7 +31,9 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
          never steers a loop. <strong>Gap</strong> is the steering critic's pass rate minus the evaluator's, on the \
          same final answers (paired by loop): a large gap means the loop satisfied its critic without satisfying the \
          evaluator. <strong>Lift</strong> is the evaluator's pass rate of the final answers minus that of the first \
-         drafts. Intervals are 95% task-cluster bootstraps.</p>\n",
+         drafts; it is 0 by construction for loops that never revise (their answer is their first draft), and \
+         said so. Intervals are 95%, each by the method valid at the number of tasks it rests on, as in the summary \
+         tables (<code>evaluators.csv</code> names them).</p>\n",
     );
     out.push_str(
         "<div class=\"table-wrap\"><table id=\"table-evaluators\"><thead><tr><th>config</th><th>critic</th>\
@@ -37,7 +47,7 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{} ({} – {})</td><td class=\"num\">{} ({} to {})</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{} ({} to {})</td><td class=\"num\">{} / {} / {} / {}</td></tr>",
+             <td class=\"num\">{} ({})</td><td class=\"num\">{} / {} / {} / {}</td></tr>",
             escape(&r.config_id),
             escape(&r.critic),
             escape(&r.evaluator),
@@ -52,8 +62,7 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
             points(r.gap_hi),
             percent(r.first_pass_rate),
             points(r.lift),
-            points(r.lift_lo),
-            points(r.lift_hi),
+            range(r.lift_lo, r.lift_hi),
             r.both,
             r.critic_only,
             r.evaluator_only,
@@ -66,13 +75,13 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
             "<h3>Arms compared under each evaluator</h3>\n<div class=\"table-wrap\"><table \
              id=\"table-evaluator-comparisons\"><thead><tr><th>config</th><th>critic</th><th>evaluator</th>\
              <th>A vs B</th><th class=\"num\">pairs</th><th class=\"num\">A</th><th class=\"num\">B</th>\
-             <th class=\"num\">A − B (95% CI)</th><th class=\"num\">p (task sign test)</th></tr></thead><tbody>\n",
+             <th class=\"num\">A − B (95% CI)</th><th class=\"num\">p (test)</th></tr></thead><tbody>\n",
         );
         for c in &report.comparisons {
             let _ = writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                 <td class=\"num\">{}</td><td class=\"num\">{} ({} to {})</td><td class=\"num\">{}</td></tr>",
+                 <td class=\"num\">{}</td><td class=\"num\">{} ({})</td><td class=\"num\">{}</td></tr>",
                 escape(&c.config_id),
                 escape(&c.critic),
                 escape(&c.evaluator),
@@ -82,9 +91,8 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
                 percent(c.rate_a),
                 percent(c.rate_b),
                 points(c.diff),
-                points(c.diff_lo),
-                points(c.diff_hi),
-                escape(&crate::format::format_p(c.p_value)),
+                range(c.diff_lo, c.diff_hi),
+                escape(&crate::format::test_cell(c.p_value, &c.test)),
             );
         }
         out.push_str("</tbody></table></div>\n");

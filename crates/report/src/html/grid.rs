@@ -220,9 +220,9 @@ fn signed_pp(value: f64) -> String {
     format!("{:+.0}", 100.0 * value)
 }
 
-/// Whether a comparison's interval leaves 0 out.
+/// Whether a comparison's interval leaves 0 out (never for sides identical by design).
 pub(crate) fn excludes_zero(row: &ComparisonRow) -> bool {
-    row.diff_lo > 0.0 || row.diff_hi < 0.0
+    row.diff_lo.is_some_and(|lo| lo > 0.0) || row.diff_hi.is_some_and(|hi| hi < 0.0)
 }
 
 /// What one heatmap panel draws in each cell.
@@ -348,20 +348,24 @@ fn panel(
                 let (fill, ink) = diff_fill(c.diff, diff_scale);
                 let significant = excludes_zero(c);
                 let star = if significant { "*" } else { "" };
-                let tooltip = format!(
-                    "{config} · {critic}: {a} − {b} {:+.1} pp (95% CI {:+.1} to {:+.1}){}, p = {:.4} ({})",
-                    100.0 * c.diff,
-                    100.0 * c.diff_lo,
-                    100.0 * c.diff_hi,
-                    if significant { ", interval excludes 0" } else { "" },
-                    c.p_value,
-                    c.test
-                );
+                let tooltip = match (c.diff_lo, c.diff_hi, c.p_value) {
+                    (Some(lo), Some(hi), Some(p)) => format!(
+                        "{config} · {critic}: {a} − {b} {:+.1} pp (95% CI {:+.1} to {:+.1}){}, p = {:.4} ({})",
+                        100.0 * c.diff,
+                        100.0 * lo,
+                        100.0 * hi,
+                        if significant { ", interval excludes 0" } else { "" },
+                        p,
+                        c.test
+                    ),
+                    _ => format!("{config} · {critic}: {a} − {b} {:+.1} pp, {}", 100.0 * c.diff, c.test),
+                };
                 let label = if cell_w >= 84.0 && cell_h >= 30.0 {
-                    Some(vec![
-                        format!("{} pp{star}", signed_pp(c.diff)),
-                        format!("{} to {}", signed_pp(c.diff_lo), signed_pp(c.diff_hi)),
-                    ])
+                    let range = match (c.diff_lo, c.diff_hi) {
+                        (Some(lo), Some(hi)) => format!("{} to {}", signed_pp(lo), signed_pp(hi)),
+                        _ => "by design".to_string(),
+                    };
+                    Some(vec![format!("{} pp{star}", signed_pp(c.diff)), range])
                 } else if cell_w >= 34.0 && cell_h >= 14.0 {
                     Some(vec![format!("{}{star}", signed_pp(c.diff))])
                 } else {

@@ -208,7 +208,7 @@ pub(crate) fn render_page(
     }
     // What a sequential run's tasks are, before any number over them.
     if let Some(record) = &report.sequential {
-        sequential::section(&mut out, record);
+        sequential::section(&mut out, record, &report.summary.comparisons);
     }
 
     if let Some(shown) = &shown {

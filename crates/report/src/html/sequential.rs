@@ -8,14 +8,22 @@ use std::fmt::Write;
 use critbench_storage::manifest::SequentialRecord;
 
 use super::svg::{GRID, MUTED, TEXT, WIDTH, escape, line, open_svg, px, text, tick_label, ticks, with_code_spans};
-use crate::sequential::{interval, points, rule_sentence, sentence, shown_comparison, shown_looks, verdict_words};
+use crate::rows::ComparisonRow;
+use crate::sequential::{
+    interval, points, rule_sentence, sentence, shown_comparison, shown_looks, stated, stated_words,
+};
 
 /// The band's colour: the arm A colour of the other charts, light.
 const BAND: &str = "#0072b2";
 
-pub(crate) fn section(out: &mut String, record: &SequentialRecord) {
+pub(crate) fn section(out: &mut String, record: &SequentialRecord, comparisons: &[ComparisonRow]) {
     out.push_str("<section>\n<h2 id=\"sequential\">Sequential run</h2>\n");
-    let _ = writeln!(out, "<p>{}</p>\n<p>{}</p>", escape(&sentence(record)), with_code_spans(&rule_sentence(record)));
+    let _ = writeln!(
+        out,
+        "<p>{}</p>\n<p>{}</p>",
+        escape(&sentence(record, comparisons)),
+        with_code_spans(&rule_sentence(record))
+    );
     if let Some(index) = shown_comparison(record) {
         let comparison = &record.comparisons[index];
         out.push_str("<figure>\n");
@@ -40,7 +48,7 @@ pub(crate) fn section(out: &mut String, record: &SequentialRecord) {
              <th>A − B</th><th class=\"num\">tasks</th><th class=\"num\">estimate</th><th>confidence sequence</th>\
              <th>verdict</th></tr></thead><tbody>\n",
         );
-        for (comparison, status) in record.comparisons.iter().zip(&look.comparisons) {
+        for (index, (comparison, status)) in record.comparisons.iter().zip(&look.comparisons).enumerate() {
             let _ = writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{} − {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
@@ -52,7 +60,11 @@ pub(crate) fn section(out: &mut String, record: &SequentialRecord) {
                 status.tasks,
                 status.estimate.map_or_else(|| "–".to_string(), points),
                 interval(status),
-                escape(&verdict_words(&status.verdict, &comparison.arm_a, &comparison.arm_b)),
+                escape(&stated_words(
+                    &stated(record, index, status, comparisons),
+                    &comparison.arm_a,
+                    &comparison.arm_b
+                )),
                 if comparison.decides && record.rule.settle == "one" { " (decides)" } else { "" }
             );
         }
@@ -219,7 +231,7 @@ mod tests {
     fn the_section_draws_the_sequence_and_marks_where_the_run_stopped() {
         let record = crate::sequential::tests::record();
         let mut html = String::new();
-        section(&mut html, &record);
+        section(&mut html, &record, &[]);
         assert!(html.starts_with("<section>\n<h2 id=\"sequential\">Sequential run</h2>\n<p>Sequential run: settled"));
         assert!(html.contains("<svg id=\"chart-sequential\""), "{html}");
         // The stop at 40 tasks of 480, on an axis 56 to 944 wide: x = 56 + 40/480 × 888 = 130.

@@ -212,14 +212,34 @@ pub(crate) fn summary_table(out: &mut String, report: &Report) {
     out.push_str("</tbody></table></div>\n");
 }
 
+/// A paired difference's cell: the difference over its interval, or over "identical by design".
+pub(crate) fn difference_cell(diff: f64, low: Option<f64>, high: Option<f64>) -> String {
+    let under = match (low, high) {
+        (Some(low), Some(high)) => format!("({:+.1} to {:+.1})", 100.0 * low, 100.0 * high),
+        _ => format!("({})", crate::rows::IDENTICAL_BY_DESIGN),
+    };
+    format!("{:+.1} pp<br><span class=\"ci\">{under}</span>", 100.0 * diff)
+}
+
+/// A test's cell: the p-value over the test's name, or "–" over "identical by design".
+pub(crate) fn test_cell(p_value: Option<f64>, test: &str) -> String {
+    let p = p_value.map_or_else(|| "–".to_string(), format_p);
+    format!("{p}<br><span class=\"ci\">{}</span>", escape(test))
+}
+
+/// The class of a row whose test rejects at 5%.
+pub(crate) fn significant(p_value: Option<f64>) -> &'static str {
+    if p_value.is_some_and(|p| p < 0.05) { " class=\"significant\"" } else { "" }
+}
+
 fn comparison_row(out: &mut String, row: &ComparisonRow) {
     // Significance is marked, not hidden: the interval and the p-value are both shown.
-    let class = if row.p_value < 0.05 { " class=\"significant\"" } else { "" };
+    let class = significant(row.p_value);
     let _ = writeln!(
         out,
         "<tr{class}><td>{}</td><td>{}</td><td>{} vs {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-         <td class=\"num\">{}</td><td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
-         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num p\">{}<br><span class=\"ci\">{}</span></td><td class=\"num\">{:.2} / {:.2}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num p\">{}</td><td class=\"num\">{:.2} / {:.2}</td>\
          <td class=\"num\">{:.2} / {:.2}</td></tr>",
         escape(&row.config_id),
         escape(&row.critic),
@@ -228,13 +248,10 @@ fn comparison_row(out: &mut String, row: &ComparisonRow) {
         row.n_pairs,
         percent(row.pass_rate_a),
         percent(row.pass_rate_b),
-        100.0 * row.diff,
-        100.0 * row.diff_lo,
-        100.0 * row.diff_hi,
+        difference_cell(row.diff, row.diff_lo, row.diff_hi),
         row.a_only,
         row.b_only,
-        format_p(row.p_value),
-        escape(&row.test),
+        test_cell(row.p_value, &row.test),
         row.mean_rounds_a,
         row.mean_rounds_b,
         row.mean_best_score_a,
@@ -272,11 +289,11 @@ pub(crate) fn adjudication_table(out: &mut String, rows: &[AdjudicationRow<'_>])
     );
     let score = |s: Option<f64>| s.map_or_else(|| "–".to_string(), |s| format!("{s:.2}"));
     for row in rows {
-        let class = if row.p_value < 0.05 { " class=\"significant\"" } else { "" };
+        let class = significant(row.p_value);
         let _ = writeln!(
             out,
             "<tr{class}><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num p\">{}</td><td class=\"num\">{} → {}</td></tr>",
             escape(row.config_id),
             escape(row.critic),
@@ -284,12 +301,10 @@ pub(crate) fn adjudication_table(out: &mut String, rows: &[AdjudicationRow<'_>])
             row.pairs,
             percent(row.pass_before),
             percent(row.pass_after),
-            100.0 * row.diff.0,
-            100.0 * row.diff.1,
-            100.0 * row.diff.2,
+            difference_cell(row.diff.0, row.diff.1, row.diff.2),
             row.lost,
             row.won,
-            format_p(row.p_value),
+            row.p_value.map_or_else(|| "–".to_string(), format_p),
             score(row.mean_final_before),
             score(row.mean_final_after),
         );
@@ -342,10 +357,7 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
                 kind.summary.iter().filter(|r| r.config_id == config && r.critic == critic).collect();
             let tasks = rows.iter().map(|r| r.n_tasks).max().unwrap_or(0);
             let comparison = headline_comparison(&kind.comparisons, config, critic);
-            let class = match comparison {
-                Some(c) if c.p_value < 0.05 => " class=\"significant\"",
-                _ => "",
-            };
+            let class = comparison.map_or("", |c| significant(c.p_value));
             let _ = write!(
                 out,
                 "<tr{class}><td>{label}</td><td class=\"num\">{tasks}</td><td>{}</td><td>{}</td>",
@@ -374,13 +386,9 @@ pub(crate) fn kinds_table(out: &mut String, report: &Report, arms: &[(String, &'
                     }
                     let _ = writeln!(
                         out,
-                        "<td class=\"num\">{:+.1} pp<br><span class=\"ci\">({:+.1} to {:+.1})</span></td>\
-                         <td class=\"num p\">{}<br><span class=\"ci\">{}</span></td></tr>",
-                        100.0 * c.diff,
-                        100.0 * c.diff_lo,
-                        100.0 * c.diff_hi,
-                        format_p(c.p_value),
-                        escape(&c.test)
+                        "<td class=\"num\">{}</td><td class=\"num p\">{}</td></tr>",
+                        difference_cell(c.diff, c.diff_lo, c.diff_hi),
+                        test_cell(c.p_value, &c.test)
                     );
                 }
                 None => {

@@ -127,8 +127,8 @@ fn a_grid_gets_heatmaps_of_each_arm_and_of_the_paired_difference() {
             arm_a: "feedback".into(),
             arm_b: "no-feedback".into(),
             diff,
-            diff_lo: diff - 0.1,
-            diff_hi: diff + 0.1,
+            diff_lo: Some(diff - 0.1),
+            diff_hi: Some(diff + 0.1),
             ..ComparisonRow::default()
         });
     }
@@ -212,9 +212,9 @@ fn comparison(config: &str, diff: f64, p_value: f64) -> ComparisonRow {
         arm_a: "feedback".into(),
         arm_b: "no-feedback".into(),
         diff,
-        diff_lo: diff - 0.1,
-        diff_hi: diff + 0.1,
-        p_value,
+        diff_lo: Some(diff - 0.1),
+        diff_hi: Some(diff + 0.1),
+        p_value: Some(p_value),
         test: "exact McNemar".into(),
         ..ComparisonRow::default()
     }

@@ -23,7 +23,7 @@ use crate::experiment::{run_currency, run_seed};
 use crate::keys::{KeyMap, task_hash};
 use crate::power::PowerRow;
 use crate::rows::{ADJUDICATED_SUFFIX, ComparisonRow, SummaryRow};
-use crate::totals::{ArmTotals, Loop, PairTotals, matched_epochs};
+use crate::totals::{ArmTotals, Design, Loop, PairTotals, matched_epochs};
 
 /// One config × critic: its arms (in order of first appearance) and their pairs.
 struct Group {
@@ -87,10 +87,12 @@ fn fold_task(arms: &mut [ArmTotals], pairs: &mut HashMap<(u16, u16), PairTotals>
 }
 
 /// The summary rows of `arms` in reading order, and the comparison of every two that have pairs;
-/// with `power`, also the comparisons' `power.csv` rows.
+/// with `power`, also the comparisons' `power.csv` rows. `max_revisions` is the config's cap, when
+/// the manifest gives it, and `shared_drafts` whether the backend gives every arm the same drafts:
+/// what the arms' design shares ([`Design::of_arms`]).
 #[allow(clippy::too_many_arguments)]
 fn group_rows(
-    config_id: &str,
+    (config_id, max_revisions, shared_drafts): (&str, Option<u32>, bool),
     critic: &str,
     arms: &[ArmTotals],
     pairs: &HashMap<(u16, u16), PairTotals>,
@@ -109,7 +111,8 @@ fn group_rows(
             }
             if let Some(pair) = pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
                 let (label_a, label_b) = (&arms[a].name, &arms[b].name);
-                comparisons.push(pair.row(config_id, critic, label_a, label_b, seed));
+                let design = Design::of_arms(label_a, label_b, max_revisions, shared_drafts);
+                comparisons.push(pair.row((config_id, critic), (label_a, label_b), design, seed));
                 if let Some(power) = power.as_deref_mut() {
                     power.extend(pair.power(config_id, critic, label_a, label_b));
                 }
@@ -320,6 +323,12 @@ impl Summarizer {
             self.close(slot, &mut task)?;
         }
         let experiment = manifest.map(|m| &m.experiment);
+        let caps: HashMap<&str, u32> = experiment
+            .into_iter()
+            .flat_map(|e| e.policies.iter().map(|p| (p.config_id.as_str(), p.max_revisions)))
+            .collect();
+        let shared = crate::backend::shares_drafts(manifest);
+        let cap = |config_id: &str| caps.get(config_id).copied();
         let config_order =
             order_of(experiment.into_iter().flat_map(|e| e.policies.iter().map(|p| p.config_id.as_str())));
         let critic_order = order_of(experiment.into_iter().flat_map(|e| e.critics.iter().map(|c| c.name.as_str())));
@@ -332,7 +341,7 @@ impl Summarizer {
         let mut power = Vec::new();
         for group in &groups {
             group_rows(
-                &group.config_id,
+                (&group.config_id, cap(&group.config_id), shared),
                 &group.critic,
                 &group.arms,
                 &group.pairs,
@@ -357,7 +366,7 @@ impl Summarizer {
                 for group in &groups {
                     if let Some(totals) = group.kinds.iter().find(|k| k.kind.as_deref() == kind) {
                         group_rows(
-                            &group.config_id,
+                            (&group.config_id, cap(&group.config_id), shared),
                             &group.critic,
                             &totals.arms,
                             &totals.pairs,

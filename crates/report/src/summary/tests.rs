@@ -2,13 +2,15 @@
 //! outcomes come in.
 
 use critbench_stats::binomial::wilson_interval;
+use critbench_stats::difference::{DifferenceMethod, DifferenceTest};
+use critbench_stats::rate::RateMethod;
 use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::{OutcomeRow, OutcomeStats};
 
 use super::notes::{calls_note, notes};
 use super::{Partial, Summarizer};
 use crate::csv_files::headers;
-use crate::rows::{ComparisonRow, INTERVAL_TASK_BOOTSTRAP, INTERVAL_WILSON, SummaryRow, TEST_MCNEMAR, TEST_SIGN};
+use crate::rows::{ComparisonRow, IDENTICAL_BY_DESIGN, SummaryRow};
 use crate::{Report, build_report};
 
 fn row(task: &str, arm: &str, passed: bool, rounds: u32) -> OutcomeRow {
@@ -102,6 +104,9 @@ fn summary_counts_and_pairs_arms_by_task() {
     assert_eq!((comparison.n_pairs, comparison.a_only, comparison.b_only), (3, 1, 0));
     assert!((comparison.diff - 1.0 / 3.0).abs() < 1e-12);
     assert_eq!(comparison.mcnemar_p, 1.0);
+    // Three tasks, one untied: McNemar's exact test, and an interval that holds 0.
+    assert_eq!((comparison.test.as_str(), comparison.p_value), (DifferenceTest::ExactMcNemar.as_str(), Some(1.0)));
+    assert!(comparison.diff_lo.unwrap() < 0.0 && comparison.diff_hi.unwrap() > 0.0, "{comparison:?}");
 }
 
 #[test]
@@ -283,21 +288,28 @@ fn a_run_stopped_by_its_budget_says_so_first() {
 }
 
 #[test]
-fn one_epoch_keeps_wilson_and_mcnemar_and_several_resample_tasks() {
+fn the_method_follows_the_number_of_tasks_and_a_tasks_epochs_count_once() {
     let mut outcomes = Vec::new();
     for task in 0..40 {
         let id = format!("t{task}");
         outcomes.push(row(&id, "feedback", task % 4 != 0, 2));
         outcomes.push(row(&id, "no-feedback", task % 2 == 0, 3));
     }
+    // 40 tasks of one loop, 30 passed: Wilson's interval, as the reports have always printed.
     let report = build_report(&outcomes, None).unwrap();
     let feedback = &report.summary.rows[0];
-    assert_eq!(feedback.interval, INTERVAL_WILSON);
+    assert_eq!(feedback.interval, RateMethod::Wilson.as_str());
     assert_eq!((feedback.pass_rate_lo, feedback.pass_rate_hi), wilson_interval(30, 40));
+    // No first draft passed (each loop revised): a rate of 0 gets Clopper–Pearson, never the point 0%.
+    assert_eq!(feedback.first_round_interval, RateMethod::ClopperPearson.as_str());
+    assert!(feedback.first_round_pass_rate_hi > 0.05, "{feedback:?}");
     let comparison = &report.summary.comparisons[0];
-    assert_eq!((comparison.test.as_str(), comparison.n_tasks), (TEST_MCNEMAR, 40));
-    assert_eq!(comparison.p_value, comparison.mcnemar_p);
+    // 30 tasks differ: the bootstrap, with the p-value read from its own distribution.
+    assert_eq!((comparison.test.as_str(), comparison.n_tasks), (DifferenceTest::TaskBootstrap.as_str(), 40));
+    assert_eq!(comparison.interval, DifferenceMethod::TaskBootstrap.as_str());
     assert_eq!((comparison.tasks_a_better, comparison.tasks_b_better), (comparison.a_only, comparison.b_only));
+    let independent = comparison.p_value.unwrap();
+    assert_eq!(comparison.diff_lo.unwrap() > 0.0, independent < 0.05, "the interval and its test: {comparison:?}");
 
     // The same loops as 20 tasks × 2 epochs whose epochs agree exactly.
     for (index, outcome) in outcomes.iter_mut().enumerate() {
@@ -308,16 +320,82 @@ fn one_epoch_keeps_wilson_and_mcnemar_and_several_resample_tasks() {
     }
     let clustered = build_report(&outcomes, None).unwrap();
     let feedback = &clustered.summary.rows[0];
-    assert_eq!((feedback.interval.as_str(), feedback.n_tasks, feedback.n), (INTERVAL_TASK_BOOTSTRAP, 20, 40));
-    let comparison = &clustered.summary.comparisons[0];
-    assert_eq!((comparison.test.as_str(), comparison.n_tasks, comparison.n_pairs), (TEST_SIGN, 20, 40));
-    // Each task counts once in the test: half the evidence of 40 independent pairs.
+    // 20 tasks: Clopper–Pearson on what the tasks are worth, never more than 40 loops.
     assert_eq!(
-        comparison.p_value,
-        critbench_stats::binomial::sign_test(comparison.tasks_a_better, comparison.tasks_b_better)
+        (feedback.interval.as_str(), feedback.n_tasks, feedback.n),
+        (RateMethod::EffectiveClopperPearson.as_str(), 20, 40)
     );
+    let comparison = &clustered.summary.comparisons[0];
+    assert_eq!(
+        (comparison.test.as_str(), comparison.n_tasks, comparison.n_pairs),
+        (DifferenceTest::EffectiveBinomial.as_str(), 20, 40)
+    );
+    // Each task counts once: half the evidence of 40 independent pairs.
     assert_eq!(comparison.tasks_a_better * 2, comparison.a_only);
-    assert!(comparison.p_value > comparison.mcnemar_p, "{comparison:?}");
+    assert!(comparison.p_value.unwrap() > independent, "{comparison:?}");
+    // Arms that start from the same first draft, whose first drafts agree on every unit: no interval.
+    assert_eq!(comparison.first_round_interval, IDENTICAL_BY_DESIGN);
+    assert_eq!((comparison.first_round_diff_lo, comparison.first_round_diff_hi), (None, None));
+}
+
+#[test]
+fn differences_zero_by_construction_are_identical_by_design_and_no_other() {
+    // Config r0 never revises: every arm answers with the first draft. Config r2 revises.
+    let manifest: Manifest = serde_json::from_value(serde_json::json!({
+        "manifest_version": 1, "schema_version": 6, "critbench_version": "t", "run_id": "r", "started_at": "",
+        "finished_at": "", "wall_seconds": 0.0, "loops": 0, "critiques": 0, "sweep": "replay",
+        "experiment": {"name": "n", "epochs": 1, "arms": ["feedback", "no-feedback", "single"],
+            "policies": [
+                {"config_id": "r0", "pass_score": 8.0, "max_revisions": 0},
+                {"config_id": "r2", "pass_score": 8.0, "max_revisions": 2}]},
+    }))
+    .unwrap();
+    let mut outcomes = Vec::new();
+    for task in 0..5 {
+        let first = task % 2 == 0;
+        for (config, arm, passed) in [
+            ("r0", "feedback", first),
+            ("r0", "no-feedback", first),
+            ("r0", "single", first),
+            // Under r2 feedback and no-feedback revise, equally: equal arms on 5 tasks.
+            ("r2", "feedback", true),
+            ("r2", "no-feedback", true),
+            ("r2", "single", first),
+        ] {
+            let mut outcome = row(&format!("t{task}"), arm, passed, 1);
+            outcome.config_id = config.to_string();
+            outcome.revisions = u32::from(passed && !first);
+            outcomes.push(outcome);
+        }
+    }
+    let report = build_report(&outcomes, Some(&manifest)).unwrap();
+    let find = |config: &str, a: &str, b: &str| {
+        report.summary.comparisons.iter().find(|c| c.config_id == config && c.arm_a == a && c.arm_b == b).unwrap()
+    };
+    for (a, b) in [("feedback", "no-feedback"), ("feedback", "single"), ("no-feedback", "single")] {
+        let r0 = find("r0", a, b);
+        assert_eq!((r0.interval.as_str(), r0.test.as_str()), (IDENTICAL_BY_DESIGN, IDENTICAL_BY_DESIGN), "{r0:?}");
+        assert_eq!((r0.diff_lo, r0.diff_hi, r0.p_value), (None, None, None));
+        assert_eq!(r0.first_round_interval, IDENTICAL_BY_DESIGN);
+    }
+    // Equal arms that revise: zero by the data, not by design, so an interval about 0 and a test.
+    let equal = find("r2", "feedback", "no-feedback");
+    assert_eq!(equal.diff, 0.0);
+    assert!(equal.diff_lo.unwrap() < -0.3 && equal.diff_hi.unwrap() > 0.3, "{equal:?}");
+    assert_eq!(equal.p_value, Some(1.0));
+    // Feedback revised past single on three tasks: measured.
+    assert_ne!(find("r2", "feedback", "single").interval, IDENTICAL_BY_DESIGN);
+    let markdown = crate::render_markdown(&report);
+    assert!(
+        markdown.contains(
+            "| r0 | rubric | feedback vs single | 5 | 60.0% | 60.0% | +0.0 pp (identical by design) | 0 | 0 | – |"
+        ),
+        "{markdown}"
+    );
+    // Without a manifest the configs' caps are unknown: nothing is claimed by design but shared
+    // first drafts.
+    let bare = build_report(&outcomes, None).unwrap();
+    assert!(bare.summary.comparisons.iter().all(|c| c.interval != IDENTICAL_BY_DESIGN));
 }
 
 #[test]
@@ -348,7 +426,7 @@ fn equal_outcomes_give_byte_equal_intervals_in_every_config() {
         for arm in ["feedback", "single"] {
             let rows: Vec<&SummaryRow> = report.summary.rows.iter().filter(|r| r.arm == arm).collect();
             assert_eq!(rows.len(), 2);
-            assert_eq!(rows[0].interval, INTERVAL_TASK_BOOTSTRAP);
+            assert_eq!(rows[0].interval, RateMethod::TaskBootstrap.as_str());
             assert_eq!(bounds(rows[0]), bounds(rows[1]), "uneven {uneven}, arm {arm}");
         }
         let diffs: Vec<String> = report

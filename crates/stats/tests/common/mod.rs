@@ -24,17 +24,6 @@ impl Rng {
     pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
-
-    /// Uniform on 0..n.
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    pub fn shuffle<T>(&mut self, values: &mut [T]) {
-        for i in (1..values.len()).rev() {
-            values.swap(i, self.below(i + 1));
-        }
-    }
 }
 
 /// One task's paired difference over `epochs` epochs: the mean of (A passed − B passed), with A

@@ -11,4 +11,3 @@ mod interval_reference;
 mod ppi_coverage;
 mod sequential_reference;
 mod sequential_validity;
-mod sequential_without_replacement;

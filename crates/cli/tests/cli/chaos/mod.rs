@@ -5,6 +5,7 @@
 mod directories;
 mod input;
 mod integrity;
+mod numbers;
 mod opened_tasks;
 mod protocol;
 mod rescore;

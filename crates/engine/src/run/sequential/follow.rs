@@ -82,12 +82,8 @@ impl Follower {
         let decider = decides.map(|key| index[&key]);
         let populations: Vec<u64> = compared.iter().map(|c| order.population(c.critic)).collect();
         let budget = settings.max_tasks.map_or(order.task_set(), |max| max.min(order.task_set()));
-        let monitor = Monitor::new(
-            settings.rule(decider),
-            Some(order.task_set()),
-            &populations.iter().map(|&n| Some(n)).collect::<Vec<_>>(),
-        )
-        .map_err(SequentialError::from)?;
+        let monitor = Monitor::new(settings.rule(decider), Some(order.task_set()), compared.len())
+            .map_err(SequentialError::from)?;
         let mut follower = Follower {
             settings: settings.clone(),
             policies: experiment.policies.clone(),

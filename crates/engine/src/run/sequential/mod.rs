@@ -124,7 +124,7 @@ mod tests {
         assert_eq!((looks[30], looks[39], looks[40], looks[44]), (3, 3, 4, 4));
         // Every look of the monitor's schedule ends its run of tasks.
         let rule = critbench_stats::sequential::Rule { min_tasks: 20, check_every: 10, ..Default::default() };
-        let mut monitor = critbench_stats::sequential::Monitor::new(rule, Some(45), &[Some(45)]).unwrap();
+        let mut monitor = critbench_stats::sequential::Monitor::new(rule, Some(45), 1).unwrap();
         for k in 1..=45u64 {
             if let Some(look) = monitor.add_task(&[Some(0.0)]).unwrap() {
                 assert_eq!(look_of(k, 20, 10), look.look);
