@@ -114,6 +114,9 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
         return Err(RescoreError::BadName(name.clone()).into());
     }
+    if let Some(problem) = crate::experiment::name_problem(name) {
+        return Err(RescoreError::UnprintableName { name: name.clone(), problem }.into());
+    }
     let run = read_run(run_dir)?;
     let tables = critbench_storage::shards::table_files(run_dir, TRAJECTORIES);
     let policies = grid_of(&run)?;
