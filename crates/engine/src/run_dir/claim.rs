@@ -10,8 +10,8 @@ use critbench_storage::shards::{ALL_TABLES, PARTITION_FILE, SHARDS_DIR, Shard, T
 use crate::EngineError;
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::{
-    canonical, enclosing_run, entries, is_judge_result, judge_result_only, listed, refuse_links, rescore_state,
-    run_state, shard_state, sharded_run_present,
+    canonical, enclosing_run, entries, identity, is_judge_result, is_within, judge_result_only, listed, refuse_links,
+    rescore_state, run_state, shard_state, sharded_run_present,
 };
 use crate::run_dir::journal::{PROGRESS_DIR, RUN_JSON, is_progress_file};
 use crate::run_dir::layout::{
@@ -79,8 +79,8 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
         return Err(RunDirError::InsideRun { dir: root.clone(), run }.into());
     }
     if let Claim::Replay { source, .. } = claim {
-        let source_canonical = canonical(source);
-        if out.starts_with(&source_canonical) || source_canonical.starts_with(&out) {
+        // By device and inode: a link or a bind mount of the source is the source.
+        if is_within(root, source) || is_within(source, root) {
             return Err(RunDirError::OwnSource { out: root.clone(), replayed: source.to_path_buf() }.into());
         }
     }
@@ -125,14 +125,16 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
 fn rescore_place(root: &Path, run: &Path) -> Result<(), EngineError> {
     let rescored = run.join(RESCORED_DIR);
     refuse_links(&[rescored.clone(), root.to_path_buf()])?;
-    let run_canonical = canonical(run);
     let place = canonical(root);
     let refused = || RunDirError::NotARescoring { dir: root.to_path_buf(), run: run.to_path_buf() };
-    if place.parent() != Some(run_canonical.join(RESCORED_DIR).as_path()) || place.file_name().is_none() {
+    // `RUN/rescored/NAME`, however RUN is spelled: its folders compared by device and inode.
+    let rescored = place.parent().filter(|parent| parent.file_name() == Some(RESCORED_DIR.as_ref()));
+    let of_the_run = rescored.and_then(Path::parent).is_some_and(|folder| identity(folder) == identity(run));
+    if !of_the_run || identity(run).is_none() || place.file_name().is_none() {
         return Err(refused().into());
     }
     match enclosing_run(&place) {
-        Some(found) if found == run_canonical => {}
+        Some(found) if identity(&found) == identity(run) => {}
         // A manifest planted in `rescored/`, say: that is the run the folder is inside.
         Some(other) => return Err(RunDirError::InsideRun { dir: root.to_path_buf(), run: other }.into()),
         None => return Err(RunDirError::NotFinished { run: run.to_path_buf() }.into()),

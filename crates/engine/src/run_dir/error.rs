@@ -138,6 +138,30 @@ pub enum RunDirError {
         /// The run being replayed.
         replayed: PathBuf,
     },
+    /// A file of the user's (`sample --out`) that names a folder.
+    #[error("{} is a folder; --out names the file to write", path.display())]
+    FileIsAFolder {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A file of the user's (`sample --out`) where critbench's output is.
+    #[error(
+        "{} {} {} ({holds}); critbench writes your file beside its output, never over it or into its folders: choose \
+         another --out",
+        path.display(),
+        if *inside { "lies inside" } else { "is a file critbench writes in" },
+        holder.display()
+    )]
+    RunsFile {
+        /// The file given.
+        path: PathBuf,
+        /// The folder holding critbench's output.
+        holder: PathBuf,
+        /// What it holds, in words.
+        holds: &'static str,
+        /// Whether the file lies in a folder below `holder` rather than in it.
+        inside: bool,
+    },
     /// The directory is inside another run's directory.
     #[error("{} is inside the run directory {}; choose a directory outside it", dir.display(), run.display())]
     InsideRun {

@@ -142,6 +142,41 @@ pub(crate) fn refuse_links(paths: &[PathBuf]) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// The device and inode of `path` (links followed), when it exists: what two spellings of one
+/// folder — a link, a bind mount, `..` — have in common.
+pub(crate) fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Whether `inner` is the folder `outer` or lies inside it, however either is spelled: each
+/// existing folder on `inner`'s way up is compared with `outer` by device and inode.
+pub(crate) fn is_within(inner: &Path, outer: &Path) -> bool {
+    let Some(outer) = identity(outer) else { return false };
+    canonical(inner).ancestors().any(|folder| identity(folder) == Some(outer))
+}
+
+/// What of critbench's `dir` holds, in words, if anything: a run (in one piece, a shard's, or
+/// its progress), a rescoring, a sharded run, a critic benchmark, or a run's lock.
+pub(crate) fn critbench_output(dir: &Path) -> Option<&'static str> {
+    if let Ok(Some(manifest)) = Manifest::read(dir) {
+        return Some(if manifest.rescore.is_some() { "a rescoring" } else { "a run" });
+    }
+    if dir.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
+        return Some("a run in progress");
+    }
+    if TABLES.iter().any(|table| is_critbench_table(&dir.join(table_file(table)))) {
+        return Some("a run's tables");
+    }
+    if sharded_run_present(dir) {
+        return Some("a sharded run");
+    }
+    if is_judge_result(dir) {
+        return Some("a critic benchmark");
+    }
+    dir.join(LOCK_FILE).exists().then_some("a run being written (run.lock)")
+}
+
 /// `path` made absolute with its links resolved; for a path that does not exist yet, its nearest
 /// existing ancestor's, with the rest appended.
 pub(crate) fn canonical(path: &Path) -> PathBuf {

@@ -1,11 +1,11 @@
 //! The run directory: what a run writes and where ([`layout`]), the guard every writing command
-//! passes before it writes anything ([`claim()`]), a run's durable progress (`journal`, `parts`),
-//! and [`merge`] of a sharded run.
+//! passes before it writes anything ([`claim()`], and [`claim_file`] for the one file `sample`
+//! writes), a run's durable progress (`journal`, `parts`), and [`merge`] of a sharded run.
 //!
 //! `run`, `replay`, `report`, `merge`, `judge` and `rescore` claim their output directory. A claim
 //! refuses
 //! - a directory inside another run, or one that overlaps the run a command reads (`replay
-//!   --out` its own source);
+//!   --out` its own source, compared by device and inode: a link or a bind mount of it is it);
 //! - a directory that is not empty and holds no critbench run (a user's folder), whatever the
 //!   flags: nothing of it is removed;
 //! - a directory holding a run, unless `--overwrite` (replace it) or `--resume` (finish it) says
@@ -32,6 +32,7 @@ mod lock;
 pub mod merge;
 pub(crate) mod parts;
 mod removals;
+mod user_file;
 
 use std::path::Path;
 
@@ -42,6 +43,7 @@ pub use error::RunDirError;
 pub use layout::Layout;
 pub use lock::RunLock;
 pub(crate) use removals::remove_progress;
+pub use user_file::claim_file;
 
 /// `critbench report`: the derived files of the run in `run_dir` written again from its tables,
 /// under the run's lock (never while a run writes the directory).
