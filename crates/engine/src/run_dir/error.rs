@@ -57,13 +57,29 @@ pub enum RunDirError {
         /// The lock file.
         lock: PathBuf,
     },
-    /// `--resume` on a directory that holds no run in progress.
-    #[error("{} holds no run to resume (no {}); run without --resume", dir.display(), progress.display())]
+    /// `--resume` on a run whose progress is gone (a manifest or tables, no journal).
+    #[error(
+        "{} holds a run that cannot be resumed (no {}); pass --overwrite instead of --resume to run it again",
+        dir.display(),
+        progress.display()
+    )]
     NothingToResume {
         /// The directory.
         dir: PathBuf,
         /// The file a resumable run has, relative to `dir`.
         progress: PathBuf,
+    },
+    /// `--resume` on a run (or rescoring) that finished: nothing is left to do. Not a failure: the
+    /// command line says so and exits 0 (a job requeued after it finished must not fail).
+    #[error(
+        "{} holds {what}: there is nothing to resume (pass --overwrite instead of --resume to run it again)",
+        dir.display()
+    )]
+    Finished {
+        /// The run's (or shard's, or rescoring's) own folder.
+        dir: PathBuf,
+        /// What finished, with its run id.
+        what: String,
     },
     /// `--resume` on a run whose experiment, datasets or critics changed.
     #[error("cannot resume the run in {}: {}; start it again with --overwrite", dir.display(), changed.join("; "))]
@@ -235,7 +251,11 @@ pub enum RunDirError {
         resumable: bool,
     },
     /// `--resume` on a folder with no rescoring in progress.
-    #[error("{} holds no rescoring to resume (no in-progress/run.json); rescore without --resume", dir.display())]
+    #[error(
+        "{} holds a rescoring that cannot be resumed (no in-progress/run.json); pass --overwrite instead of --resume \
+         to rescore again",
+        dir.display()
+    )]
     NoRescoringToResume {
         /// The folder.
         dir: PathBuf,

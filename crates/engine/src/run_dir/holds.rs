@@ -63,6 +63,23 @@ pub(crate) fn shard_state(own: &Path, shard: Shard, taken_over: bool) -> Result<
     Ok((progress || tables || taken_over).then_some("an unfinished"))
 }
 
+/// Whether `names` (entries of `dir` that critbench writes) are only what a pass killed before it
+/// committed anything leaves behind: files being written (`NAME.tmp`, a lock being written) and
+/// a progress folder holding nothing else. Such a folder holds nothing to resume or keep.
+pub(crate) fn only_leftovers(dir: &Path, names: &[String]) -> bool {
+    names.iter().all(|name| {
+        let path = dir.join(name);
+        if name == PROGRESS_DIR {
+            let folder = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+            return folder
+                && entries(&path).is_ok_and(|inside| {
+                    inside.iter().all(|name| name.ends_with(".tmp") && crate::run_dir::journal::is_progress_file(name))
+                });
+        }
+        name.ends_with(".tmp") && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+    })
+}
+
 /// Whether any shard of a sharded run has left its mark in `root`, or merge has.
 pub(crate) fn sharded_run_present(root: &Path) -> bool {
     let merged = Manifest::read(root).ok().flatten().is_some_and(|m| m.shards.is_some());

@@ -138,6 +138,15 @@ impl Fingerprint {
     }
 }
 
+/// `critic` (a critic's or evaluator's settings, as JSON) without its `isolation`, which changes
+/// how its critiques are computed (in process or in child processes), not what they are: not part
+/// of what a resumed run or rescoring must find unchanged.
+pub(crate) fn without_isolation(critic: &mut serde_json::Value) {
+    if let Some(critic) = critic.as_object_mut() {
+        critic.remove("isolation");
+    }
+}
+
 /// The first 12 characters of a hash, for messages.
 pub(crate) fn short(sha: &str) -> &str {
     &sha[..sha.len().min(12)]

@@ -20,8 +20,13 @@
 //! partitions), one by one, never recursively: a folder of the run that holds anything else is
 //! refused before anything is removed, and other files beside the run are left alone.
 //!
+//! What a pass killed before it committed anything leaves (files being written, a progress folder
+//! of nothing else, a lock no process holds) is critbench's own: the claim removes it and takes the
+//! directory as empty, `--resume` included. A pass refused by its input once it has written
+//! (`discard_run`, `discard_rescoring`) removes what it wrote.
+//!
 //! The claim takes `run.lock` in the directory a run (or shard) owns, and holds it until it is
-//! dropped ([`RunLock`]).
+//! dropped ([`RunLock`], which says whether there is a pass to resume).
 
 mod claim;
 mod error;
@@ -43,6 +48,7 @@ pub use error::RunDirError;
 pub use layout::Layout;
 pub use lock::RunLock;
 pub(crate) use removals::remove_progress;
+pub(crate) use removals::{discard_rescoring, discard_run};
 pub use user_file::claim_file;
 
 /// `critbench report`: the derived files of the run in `run_dir` written again from its tables,

@@ -142,17 +142,89 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
 
     let out = run_dir.join(RESCORED_DIR).join(name);
     let layout = Layout::new(&out, None);
-    let _lock = crate::run_dir::claim(
+    let lock = crate::run_dir::claim(
         &layout,
         Claim::Rescore { run: run_dir, overwrite: options.overwrite, resume: options.resume },
     )?;
+    let set_up = SetUp {
+        run_dir,
+        options,
+        started,
+        started_at,
+        run,
+        tables,
+        policies,
+        attempts,
+        jobs,
+        opened,
+        datasets,
+        out: out.clone(),
+        layout: layout.clone(),
+        resume: lock.resumes(),
+    };
+    let rescored = rescore_claimed(set_up);
+    // A rescoring refused by its input (exit status 2) leaves nothing behind that would block the
+    // corrected command; an interrupted or failed one keeps what it committed, to resume.
+    if rescored.as_ref().is_err_and(|error| error.is_usage() && !lock.resumes()) {
+        crate::run_dir::discard_rescoring(&out);
+    }
+    rescored
+}
+
+/// What a rescoring has set up by the time it holds its folder: what its pass and its summary use.
+struct SetUp<'a> {
+    run_dir: &'a Path,
+    options: &'a RescoreOptions,
+    started: Instant,
+    started_at: String,
+    /// The run's manifest.
+    run: Manifest,
+    /// The run's trajectory tables.
+    tables: Vec<PathBuf>,
+    policies: Vec<Policy>,
+    attempts: u32,
+    jobs: usize,
+    opened: critic::Opened,
+    datasets: Vec<(PathBuf, DatasetStamp)>,
+    /// The rescoring's folder.
+    out: PathBuf,
+    layout: Layout,
+    /// Whether the claim found an interrupted rescoring to finish.
+    resume: bool,
+}
+
+/// The rescoring's pass, in the folder it holds, and its summary.
+fn rescore_claimed(set_up: SetUp<'_>) -> Result<RescoreSummary, EngineError> {
+    let SetUp {
+        run_dir,
+        options,
+        started,
+        started_at,
+        run,
+        tables,
+        policies,
+        attempts,
+        jobs,
+        opened,
+        datasets,
+        out,
+        layout,
+        resume,
+    } = set_up;
+    let name = &options.name;
     let fingerprint = Fingerprint {
         rescore: name.clone(),
         run_id: format!("{}-rescored-{name}", run.run_id),
         critbench_version: env!("CARGO_PKG_VERSION").to_string(),
         source_run_id: run.run_id.clone(),
         source_tables: run.tables.clone(),
-        critic: serde_json::to_value(&opened.spec).expect("a critic serializes"),
+        // Isolation changes how a critique is computed, not what it is: a rescoring that crashed
+        // in process resumes with its critic in child processes.
+        critic: {
+            let mut critic = serde_json::to_value(&opened.spec).expect("a critic serializes");
+            crate::run_dir::journal::without_isolation(&mut critic);
+            critic
+        },
         plugin_sha256: opened.plugin.sha256.clone(),
         critic_attempts: attempts,
         datasets: datasets.iter().map(|(_, stamp)| stamp.clone()).collect(),
@@ -162,7 +234,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     let prices = crate::run::cost::RolePrices::recorded(run.experiment.rest.get("openai"));
     let grid = Grid::new(policies, prices);
     let label = run_dir.join(critbench_storage::shards::table_label(run_dir, TRAJECTORIES));
-    let (mut sink, first_chunk, resumed) = if options.resume {
+    let (mut sink, first_chunk, resumed) = if resume {
         let (sink, point) = Sink::resume(&out, &fingerprint, &grid, &label)?;
         if !options.quiet {
             note!("resuming {}: {} loop(s) already replayed", fingerprint.run_id, point.loops);
@@ -196,7 +268,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     let (finished_at, _) = critbench_storage::clock::utc_stamps(SystemTime::now());
     let record = RescoreRecord {
         name: name.clone(),
-        critic: fingerprint.critic.clone(),
+        critic: serde_json::to_value(&opened.spec).expect("a critic serializes"),
         plugin: opened.plugin.clone(),
         run_critic_sha256: opened.run_sha256.clone(),
         critic_attempts: attempts,
