@@ -300,6 +300,15 @@ fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, EngineError> {
             return Err(error);
         }
     };
+    // Every task the source handed out (or skipped as written before a resume) is written: a
+    // journal edited to skip chunks, its checksum made again, is caught here.
+    let written_tasks = sink.written.counts.tasks;
+    if interrupted.is_none() && written_tasks != report.tasks_run as u64 {
+        sink.abandon();
+        let journal = progress_dir(&layout.own_dir()).join(run_dir::journal::JOURNAL_FILE);
+        let (what, expected) = ("tasks", report.tasks_run as u64);
+        return Err(run_dir::RunDirError::Skipped { journal, what, written: written_tasks, expected }.into());
+    }
     let written = sink.close()?;
     if interrupted.is_none() {
         check_routed(experiment, &report)?;

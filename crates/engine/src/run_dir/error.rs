@@ -283,6 +283,27 @@ pub enum RunDirError {
         /// The entries the run did not write.
         entries: Vec<String>,
     },
+    /// A finished pass wrote fewer loops than its input holds: its journal skipped some (a line
+    /// edited, its checksum made again).
+    #[error(
+        "{}: the pass ended with {written} {what} written where {expected} were due: its journal skips work it \
+         never committed (a line was edited), so this is not the result of the run; start it again with \
+         --overwrite",
+        journal.display()
+    )]
+    Skipped {
+        /// The journal.
+        journal: PathBuf,
+        /// What was counted: "tasks" or "loops".
+        what: &'static str,
+        /// How many the pass wrote, the journal's parts included.
+        written: u64,
+        /// How many its input held.
+        expected: u64,
+    },
+    /// An outcome row that contradicts itself or its config's policy.
+    #[error(transparent)]
+    Verdict(#[from] crate::run_dir::verdicts::VerdictError),
     /// The lock file exists and does not, though no other run holds it: a race lost twice.
     #[error("cannot take {}", path.display())]
     LockNotTaken {
