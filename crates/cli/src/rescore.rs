@@ -1,6 +1,8 @@
 //! `critbench rescore RUN`: a finished run's recorded drafts critiqued again by another critic.
 
+use critbench_engine::EngineError;
 use critbench_engine::commands::rescore::{CriticChoice, RescoreOptions, rescore_run};
+use critbench_engine::run_dir::RunDirError;
 
 use crate::args::RescoreArgs;
 use crate::failure::{Failure, check_jobs};
@@ -35,7 +37,15 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
         quiet: args.quiet,
         interrupt: Some(crate::signals::install()?),
     };
-    let summary = rescore_run(&args.run_dir, &options)?;
+    let summary = match rescore_run(&args.run_dir, &options) {
+        Ok(summary) => summary,
+        // `--resume` of a finished rescoring: nothing left to do, and not a failure.
+        Err(EngineError::RunDir(finished @ RunDirError::Finished { .. })) => {
+            writeln!(Stdout::lock(), "{finished}")?;
+            return Ok(());
+        }
+        Err(error) => return Err(error.into()),
+    };
     let mut out = Stdout::lock();
     writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&summary.report))?;
     write!(out, "{}", critbench_report::glance_legend(&summary.out_dir))?;

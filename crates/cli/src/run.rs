@@ -1,7 +1,9 @@
 //! `critbench run`: an experiment run, its summary printed, and the shard a process runs.
 
+use critbench_engine::EngineError;
 use critbench_engine::experiment::{DEFAULT_EXPERIMENT, Experiment, Overrides, Sweep};
 use critbench_engine::run::{RunOptions, run_experiment};
+use critbench_engine::run_dir::RunDirError;
 use critbench_storage::dataset::OnBadRow;
 use critbench_storage::shards::Shard;
 
@@ -45,7 +47,15 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         interrupt: Some(interrupt),
         shard,
     };
-    let summary = run_experiment(&experiment, &options)?;
+    let summary = match run_experiment(&experiment, &options) {
+        Ok(summary) => summary,
+        // `--resume` of a finished run: nothing left to do, and not a failure (a requeued job).
+        Err(EngineError::RunDir(finished @ RunDirError::Finished { .. })) => {
+            writeln!(Stdout::lock(), "{finished}")?;
+            return Ok(());
+        }
+        Err(error) => return Err(error.into()),
+    };
     let mut out = Stdout::lock();
     if let Some(report) = &summary.report {
         writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(report))?;

@@ -7,6 +7,8 @@ use crate::failure::Failure;
 use crate::output::Stdout;
 
 pub fn sample(args: SampleArgs) -> Result<(), Failure> {
+    // The file is the user's: never one of a run's, nor inside a run's folders.
+    critbench_engine::run_dir::claim_file(&args.out)?;
     let sample = draw_sample(&args.run_dir, &SampleRequest { tasks: args.tasks, seed: args.seed })?;
     write_sample(&sample, &args.out, args.overwrite)?;
     let mut out = Stdout::lock();

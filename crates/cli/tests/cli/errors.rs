@@ -285,10 +285,11 @@ fn a_dataset_changed_while_the_run_reads_it_stops_the_run_and_its_resume() {
             && message.contains("so its rows may come from either version and nothing was summarized"),
         "{message}"
     );
-    assert!(!out.join("manifest.json").exists(), "no summary of rows read from two files");
-    // What was committed before is not resumed from the file as it is now.
+    assert!(!out.exists(), "a refused run leaves nothing behind: no summary of rows read from two files, no parts");
+    // Nothing was committed, so a resume starts the run again, and the file changes again.
     let refused = run(&["--resume"]);
-    assert!(refused.contains("cannot resume") && refused.contains("tasks.jsonl changed"), "{refused}");
+    assert!(refused.contains("the file changed while the run read it"), "{refused}");
+    assert!(!out.exists());
 }
 
 /// A sequential run reads its tasks a second time, a window at a time, after the pass that orders
@@ -341,7 +342,7 @@ fn a_dataset_changed_while_a_rescoring_reads_it_stops_the_rescoring() {
             && message.contains("its tasks may come from either version"),
         "{message}"
     );
-    assert!(!run.join("rescored/changer/manifest.json").exists(), "no summary of rows read from two files");
+    assert!(!run.join("rescored").exists(), "a refused rescoring leaves nothing behind");
     let refused = rescore(&["--resume"]);
     assert!(refused.contains("is not the file the run read"), "{refused}");
 }

@@ -209,6 +209,20 @@ pub struct Overrides {
     pub pricing: Option<PathBuf>,
 }
 
+/// What in `name` (a critic's or a held-out evaluator's) would break a line of the reports, if
+/// anything: a control character (a line break, a tab, an escape) ends or garbles the line it is
+/// printed on, and a `|` splits a cell of report.md's tables. The name labels rows, tables and
+/// report lines, so such a name is refused wherever it is given (the experiment file,
+/// `rescore --critic`).
+pub fn name_problem(name: &str) -> Option<String> {
+    name.chars().find_map(|c| match c {
+        '\n' | '\r' => Some(format!("a line break (U+{:04X})", u32::from(c))),
+        '|' => Some("`|`, which splits a cell of report.md's tables".to_string()),
+        c if c.is_control() => Some(format!("a control character (U+{:04X})", u32::from(c))),
+        _ => None,
+    })
+}
+
 /// Bounds of a critic's `timeout_s` and `memory_mb`.
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
 /// The smallest `memory_mb` a critic may have.

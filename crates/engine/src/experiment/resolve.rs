@@ -116,6 +116,17 @@ pub enum CriticProblem {
     /// An empty `name`.
     #[error("`name` must not be empty")]
     EmptyName,
+    /// A name that would break a line of the reports ([`super::name_problem`]).
+    #[error(
+        "`name` = {name:?} holds {problem}; the name labels rows, tables and report lines: give one without control \
+         characters or `|`"
+    )]
+    BadName {
+        /// The name given.
+        name: String,
+        /// What in it would break a report line.
+        problem: String,
+    },
     /// A name given to another critic or evaluator.
     #[error("the name \"{0}\" is used twice (critics and evaluators share names); names label the outputs")]
     NameTwice(String),
@@ -209,7 +220,9 @@ impl Experiment {
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::resolve(file, &base, overrides)
             .map(|mut experiment| {
-                experiment.path = Some(path.to_path_buf());
+                // Absolute: what is resolved against its folder later (a command critic's
+                // program, the folder it runs in) is then the same from any working directory.
+                experiment.path = Some(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
                 experiment
             })
             .map_err(|error| fail(ExperimentProblem::Invalid(error)))
@@ -420,6 +433,9 @@ fn critic_spec(
     if entry.name.trim().is_empty() {
         return Err(CriticProblem::EmptyName);
     }
+    if let Some(problem) = super::name_problem(&entry.name) {
+        return Err(CriticProblem::BadName { name: entry.name, problem });
+    }
     if !labels.insert(entry.name.clone()) {
         return Err(CriticProblem::NameTwice(entry.name));
     }
@@ -461,8 +477,11 @@ fn critic_spec(
     if entry.kinds.as_ref().is_some_and(Vec::is_empty) {
         return Err(CriticProblem::NoKinds);
     }
+    // Resolved here, once, against the file's folder, and made absolute: whoever opens it later
+    // (the run, `judge`, a rescoring from another directory) takes it as it is.
     let plugin = if critbench_plugin_host::SearchPath::is_path(&plugin) {
-        relative(&plugin).display().to_string()
+        let path = relative(&plugin);
+        std::path::absolute(&path).unwrap_or(path).display().to_string()
     } else {
         plugin
     };

@@ -39,6 +39,35 @@ fn a_name_with_a_path_separator_is_refused() {
 }
 
 #[test]
+fn a_critic_name_that_would_break_a_report_line_is_refused() {
+    for (name, problem) in [
+        ("a\nb", "a line break (U+000A)"),
+        ("a|b", "`|`, which splits a cell of report.md's tables"),
+        ("tab\there", "a control character (U+0009)"),
+    ] {
+        let text = MINIMAL.replace("name = \"r\"", &format!("name = {name:?}"));
+        let error = load(&text).unwrap_err();
+        assert!(error.contains(&format!("critics[0]: `name` = {name:?} holds {problem}")), "{error}");
+        let evaluator = format!("{MINIMAL}[[evaluators]]\nname = {name:?}\nplugin = \"rubric\"\n");
+        assert!(load(&evaluator).unwrap_err().contains("evaluators[0]: `name` = "), "{name:?}");
+    }
+    assert_eq!(name_problem("llm-judge (gpt-4o) · strict"), None);
+}
+
+#[test]
+fn a_plugin_path_and_the_file_itself_are_resolved_once_to_absolute_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("exp")).unwrap();
+    let path = dir.path().join("exp/x.toml");
+    let text = MINIMAL.replace("plugin = \"rubric\"", "plugin = \"../plug/libx.so\"");
+    std::fs::write(&path, text).unwrap();
+    let e = Experiment::load(&path, &Overrides::default()).unwrap();
+    assert_eq!(Path::new(&e.critics[0].plugin), dir.path().join("plug/libx.so"));
+    assert_eq!(e.path.as_deref(), Some(path.as_path()));
+    assert!(e.path.unwrap().is_absolute());
+}
+
+#[test]
 fn paths_are_normalized_lexically() {
     assert_eq!(normalize(Path::new("experiments/../datasets/x.jsonl")), Path::new("datasets/x.jsonl"));
     assert_eq!(normalize(Path::new("./a/./b")), Path::new("a/b"));

@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 
 use crate::EngineError;
 use crate::run::plan::Plan;
-use crate::run_dir::journal::{DatasetStamp, Fingerprint, PluginStamp, file_stamp};
+use crate::run_dir::journal::{DatasetStamp, Fingerprint, PluginStamp, file_stamp, without_isolation};
 
 /// What a resume of the run of `plan` must find unchanged: the resolved experiment (without what
-/// may differ between two invocations of one run), each critic's and evaluator's plugin, each
-/// dataset's size and content hash, the chunk size and the shard.
+/// may differ between two invocations of one run: `jobs`, where its files were named from, the
+/// budget, the critics' isolation), each critic's and evaluator's plugin, each dataset's size and
+/// content hash, the chunk size and the shard.
 pub(crate) fn fingerprint(
     plan: &Plan<'_>,
     run_id: &str,
@@ -24,6 +25,16 @@ pub(crate) fn fingerprint(
         object.remove("out");
         // A run stopped by its budget resumes with a larger one.
         object.remove("budget");
+        // Isolation (`--isolate-plugins`) changes how a critique is computed, not what it is: a
+        // run that crashed in process resumes with its critics in child processes.
+        for key in ["critics", "evaluators"] {
+            object
+                .get_mut(key)
+                .and_then(serde_json::Value::as_array_mut)
+                .into_iter()
+                .flatten()
+                .for_each(without_isolation);
+        }
         canonical_paths(object);
     }
     let mut datasets = Vec::new();

@@ -120,7 +120,7 @@ fn run_inner(
     let started = Instant::now();
     let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-{started_compact}", experiment.name);
-    let mut plan = Plan::load(experiment, author, &plugin_host(session))?;
+    let plan = Plan::load(experiment, author, &plugin_host(session))?;
     for warning in &plan.warnings {
         note!("warning: {warning}");
     }
@@ -131,15 +131,79 @@ fn run_inner(
     let jobs = workers.threads;
     let chunk_tasks = workers.chunk_tasks(experiment);
     // Every file is opened (format, header, schema checked) before anything runs or is written.
-    let mut source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
+    let source = Source::open(&plan, chunk_tasks)?.shard(options.shard);
     let total_bytes = source.total_bytes();
     let layout = run_dir::Layout::new(&experiment.out, options.shard);
-    let _lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
+    let lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
+    // `--resume` where nothing was committed starts the run.
+    let resume = lock.resumes();
+    let set_up = SetUp {
+        experiment,
+        session,
+        options,
+        layout: layout.clone(),
+        plan,
+        source,
+        workers,
+        jobs,
+        chunk_tasks,
+        total_bytes,
+        run_id,
+        started,
+        started_at,
+        resume,
+    };
+    let ran = run_claimed(set_up);
+    // A pass refused by its input (exit status 2) leaves nothing behind that would block the
+    // corrected command; an interrupted or failed one keeps what it committed, to resume.
+    if ran.as_ref().is_err_and(|error| error.is_usage() && !resume) {
+        run_dir::discard_run(&layout);
+    }
+    ran
+}
+
+/// What a run has set up by the time it holds its directory: what its passes and its summary use.
+struct SetUp<'a, 's> {
+    experiment: &'a Experiment,
+    session: Option<&'s OpenAiSession>,
+    options: &'s RunOptions,
+    layout: run_dir::Layout,
+    plan: Plan<'a>,
+    source: Source,
+    workers: Workers,
+    jobs: usize,
+    chunk_tasks: usize,
+    total_bytes: u64,
+    run_id: String,
+    started: Instant,
+    started_at: String,
+    /// Whether the claim found an interrupted run to finish.
+    resume: bool,
+}
+
+/// The run's passes over the datasets, in the directory it holds, and its summary.
+fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, EngineError> {
+    let SetUp {
+        experiment,
+        session,
+        options,
+        layout,
+        mut plan,
+        mut source,
+        workers,
+        jobs,
+        chunk_tasks,
+        total_bytes,
+        run_id,
+        started,
+        started_at,
+        resume,
+    } = set_up;
     let interrupt = options.interrupt.as_ref();
     // A budget counts what the whole run spent, before an interruption too.
     let budget = match session.filter(|_| experiment.budget.is_some()) {
         Some(s) => {
-            if options.resume {
+            if resume {
                 s.client.carry_spend(&crate::run::cost::spent_before(&layout.own_dir())?);
             }
             Some(s.client.budget_flag())
@@ -192,7 +256,7 @@ fn run_inner(
         }
         None => None,
     };
-    let (mut sink, first_chunk, run_id, resumed_rounds, replayed) = if options.resume {
+    let (mut sink, first_chunk, run_id, resumed_rounds, replayed) = if resume {
         let (sink, point) = RowSink::resume(&plan, &layout, &fingerprint)?;
         if !options.quiet {
             note!("resuming {}: {} loop(s) already written", point.run_id, point.loops);
@@ -236,6 +300,15 @@ fn run_inner(
             return Err(error);
         }
     };
+    // Every task the source handed out (or skipped as written before a resume) is written: a
+    // journal edited to skip chunks, its checksum made again, is caught here.
+    let written_tasks = sink.written.counts.tasks;
+    if interrupted.is_none() && written_tasks != report.tasks_run as u64 {
+        sink.abandon();
+        let journal = progress_dir(&layout.own_dir()).join(run_dir::journal::JOURNAL_FILE);
+        let (what, expected) = ("tasks", report.tasks_run as u64);
+        return Err(run_dir::RunDirError::Skipped { journal, what, written: written_tasks, expected }.into());
+    }
     let written = sink.close()?;
     if interrupted.is_none() {
         check_routed(experiment, &report)?;

@@ -10,15 +10,15 @@ use critbench_storage::shards::{ALL_TABLES, PARTITION_FILE, SHARDS_DIR, Shard, T
 use crate::EngineError;
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::{
-    canonical, enclosing_run, entries, is_judge_result, judge_result_only, listed, refuse_links, rescore_state,
-    run_state, shard_state, sharded_run_present,
+    canonical, enclosing_run, entries, identity, is_judge_result, is_within, judge_result_only, listed, only_leftovers,
+    refuse_links, rescore_state, run_state, shard_state, sharded_run_present,
 };
 use crate::run_dir::journal::{PROGRESS_DIR, RUN_JSON, is_progress_file};
 use crate::run_dir::layout::{
-    DERIVED_FILES, JUDGE_FILES, LOCK_FILE, Layout, MEMORY_FILE, RESCORED_DIR, owned_with_temporary, rescore_owned,
-    run_owned, sharded_run_owned,
+    DERIVED_FILES, JUDGE_FILES, LOCK_FILE, Layout, MEMORY_FILE, RESCORED_DIR, is_lock_temporary, owned_with_temporary,
+    rescore_owned, run_owned, sharded_run_owned,
 };
-use crate::run_dir::lock::{RunLock, held_lock, take_lock};
+use crate::run_dir::lock::{RunLock, held_lock, lock_being_written, take_lock};
 use crate::run_dir::removals::Removals;
 
 /// What a command is about to do with its directory.
@@ -60,7 +60,10 @@ pub enum Claim<'a> {
 
 /// Claims `layout`'s directory for `claim`: checks it, creates what is missing, takes its lock
 /// and — for `--overwrite` — removes the earlier run's files. Nothing is created or removed when
-/// the claim is refused, but for the directory itself and the lock.
+/// the claim is refused, but for the directory itself and the lock. What a pass killed before it
+/// committed anything leaves (files being written, a progress folder of nothing else) is
+/// critbench's own: it is removed, and the directory taken as empty — a new pass starts there,
+/// with `--resume` too. [`RunLock::resumes`] says whether there is a pass to finish.
 pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> {
     let root = &layout.root;
     if let Claim::Run { overwrite: true, resume: true } | Claim::Rescore { overwrite: true, resume: true, .. } = claim {
@@ -79,8 +82,8 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
         return Err(RunDirError::InsideRun { dir: root.clone(), run }.into());
     }
     if let Claim::Replay { source, .. } = claim {
-        let source_canonical = canonical(source);
-        if out.starts_with(&source_canonical) || source_canonical.starts_with(&out) {
+        // By device and inode: a link or a bind mount of the source is the source.
+        if is_within(root, source) || is_within(source, root) {
             return Err(RunDirError::OwnSource { out: root.clone(), replayed: source.to_path_buf() }.into());
         }
     }
@@ -102,20 +105,24 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
     })?;
     let (mut lock, taken_over) = take_lock(&own)?;
     lock.created = created;
-    match claim {
+    lock.resumes = match claim {
         Claim::Rebuild => {
             let derived: Vec<PathBuf> =
                 DERIVED_FILES.iter().chain(&[MANIFEST_FILE, MEMORY_FILE]).map(|name| root.join(name)).collect();
             refuse_links(&derived)?;
+            false
         }
-        Claim::Judge { overwrite } => claim_judge_dir(root, overwrite)?,
+        Claim::Judge { overwrite } => {
+            claim_judge_dir(root, overwrite)?;
+            false
+        }
         Claim::Run { overwrite, resume } => match layout.shard {
             None => claim_run_dir(root, overwrite, resume, taken_over)?,
             Some(shard) => claim_shard(root, shard, overwrite, resume, taken_over)?,
         },
         Claim::Replay { overwrite, .. } => claim_run_dir(root, overwrite, false, taken_over)?,
         Claim::Rescore { overwrite, resume, .. } => claim_rescore_dir(root, overwrite, resume, taken_over)?,
-    }
+    };
     Ok(lock)
 }
 
@@ -125,14 +132,16 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
 fn rescore_place(root: &Path, run: &Path) -> Result<(), EngineError> {
     let rescored = run.join(RESCORED_DIR);
     refuse_links(&[rescored.clone(), root.to_path_buf()])?;
-    let run_canonical = canonical(run);
     let place = canonical(root);
     let refused = || RunDirError::NotARescoring { dir: root.to_path_buf(), run: run.to_path_buf() };
-    if place.parent() != Some(run_canonical.join(RESCORED_DIR).as_path()) || place.file_name().is_none() {
+    // `RUN/rescored/NAME`, however RUN is spelled: its folders compared by device and inode.
+    let rescored = place.parent().filter(|parent| parent.file_name() == Some(RESCORED_DIR.as_ref()));
+    let of_the_run = rescored.and_then(Path::parent).is_some_and(|folder| identity(folder) == identity(run));
+    if !of_the_run || identity(run).is_none() || place.file_name().is_none() {
         return Err(refused().into());
     }
     match enclosing_run(&place) {
-        Some(found) if found == run_canonical => {}
+        Some(found) if identity(&found) == identity(run) => {}
         // A manifest planted in `rescored/`, say: that is the run the folder is inside.
         Some(other) => return Err(RunDirError::InsideRun { dir: root.to_path_buf(), run: other }.into()),
         None => return Err(RunDirError::NotFinished { run: run.to_path_buf() }.into()),
@@ -153,18 +162,27 @@ fn rescore_place(root: &Path, run: &Path) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// A rescoring's folder: refused, kept (resume) or cleared (overwrite), as a run's is.
-fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
+/// A rescoring's folder: refused, kept (resume: whether there is one to finish) or cleared
+/// (overwrite), as a run's is.
+fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<bool, EngineError> {
     let (owned, foreign): (Vec<String>, Vec<String>) = entries(root)?.into_iter().partition(|name| rescore_owned(name));
     refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
-    if owned.is_empty() && foreign.is_empty() {
-        return if resume { Err(RunDirError::NoRescoringToResume { dir: root.to_path_buf() }.into()) } else { Ok(()) };
+    if foreign.is_empty() && only_leftovers(root, &owned) {
+        clear_leftovers(root, &owned)?;
+        return Ok(false);
     }
     let Some(state) = rescore_state(root, taken_over) else {
         return Err(RunDirError::HoldsNoRescoring { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
     };
     if resume {
-        return Ok(());
+        if root.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
+            return Ok(true);
+        }
+        if let Some(manifest) = Manifest::read(root).ok().flatten().filter(|m| m.rescore.is_some()) {
+            let what = format!("the finished rescoring {}", manifest.run_id);
+            return Err(RunDirError::Finished { dir: root.to_path_buf(), what }.into());
+        }
+        return Err(RunDirError::NoRescoringToResume { dir: root.to_path_buf() }.into());
     }
     if !overwrite {
         let resumable = root.join(PROGRESS_DIR).join(RUN_JSON).is_file();
@@ -177,11 +195,13 @@ fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: boo
     for name in owned.iter().filter(|name| *name != PROGRESS_DIR) {
         removals.file(root.join(name));
     }
-    removals.carry_out()
+    removals.carry_out()?;
+    Ok(false)
 }
 
-/// A run in one piece: refused, kept (resume) or cleared (overwrite).
-fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
+/// A run in one piece: refused, kept (resume: whether there is a run to finish) or cleared
+/// (overwrite).
+fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<bool, EngineError> {
     let names = entries(root)?;
     let sharded: Vec<String> = std::iter::once(SHARDS_DIR)
         .chain(ALL_TABLES)
@@ -199,14 +219,15 @@ fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -
     }
     let (owned, foreign): (Vec<String>, Vec<String>) = names.into_iter().partition(|name| run_owned(name));
     refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
-    if owned.is_empty() && (foreign.is_empty() || judge_result_only(root, &foreign)) {
-        return if resume { Err(nothing_to_resume(root)) } else { Ok(()) };
+    if (foreign.is_empty() || judge_result_only(root, &foreign)) && only_leftovers(root, &owned) {
+        clear_leftovers(root, &owned)?;
+        return Ok(false);
     }
     let Some(state) = run_state(root, taken_over)? else {
         return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
     };
     if resume {
-        return Ok(());
+        return resumable(root);
     }
     if !overwrite {
         let resumable = root.join(PROGRESS_DIR).join(RUN_JSON).is_file();
@@ -229,12 +250,19 @@ fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -
             removals.file(root.join(name));
         }
     }
-    removals.carry_out()
+    removals.carry_out()?;
+    Ok(false)
 }
 
 /// Shard `shard` of a sharded run in `root`: its own folder and partitions only. Replacing a
 /// shard makes the run-level files `critbench merge` wrote stale: they are removed with it.
-fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_over: bool) -> Result<(), EngineError> {
+fn claim_shard(
+    root: &Path,
+    shard: Shard,
+    overwrite: bool,
+    resume: bool,
+    taken_over: bool,
+) -> Result<bool, EngineError> {
     let in_one_piece: Vec<String> =
         TABLES.iter().map(|table| table_file(table)).filter(|name| root.join(name).exists()).collect();
     if !in_one_piece.is_empty() {
@@ -267,8 +295,22 @@ fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_o
         .iter()
         .flat_map(|dir| entries(dir).unwrap_or_default().into_iter().map(move |name| dir.join(name)))
         .collect();
-    if own_names.is_empty() && partition_files.is_empty() {
-        return if resume { Err(nothing_to_resume(&own)) } else { Ok(()) };
+    let shard_owned = |name: &String| {
+        name == PROGRESS_DIR || owned_with_temporary(name, &[MANIFEST_FILE, MEMORY_FILE]) || is_lock_temporary(name)
+    };
+    let part_being_written = |path: &PathBuf| {
+        path.file_name().is_some_and(|name| name.to_string_lossy() == format!("{PARTITION_FILE}.tmp"))
+            && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+    };
+    if own_names.iter().all(shard_owned)
+        && only_leftovers(&own, &own_names)
+        && partition_files.iter().all(part_being_written)
+    {
+        clear_leftovers(&own, &own_names)?;
+        let mut removals = Removals::default();
+        partition_files.into_iter().for_each(|path| removals.file(path));
+        removals.carry_out()?;
+        return Ok(false);
     }
     let label = |path: &Path| path.strip_prefix(root).unwrap_or(path).display().to_string();
     let Some(state) = shard_state(&own, shard, taken_over)? else {
@@ -276,7 +318,7 @@ fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_o
         return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: found.collect() }.into());
     };
     if resume {
-        return Ok(());
+        return resumable(&own);
     }
     let present: Vec<String> = own_names
         .iter()
@@ -314,7 +356,8 @@ fn claim_shard(root: &Path, shard: Shard, overwrite: bool, resume: bool, taken_o
         // So are the merged run's rescorings.
         removals.rescorings(&root.join(RESCORED_DIR))?;
     }
-    removals.carry_out()
+    removals.carry_out()?;
+    Ok(false)
 }
 
 /// `critbench judge`'s directory: empty, beside a run, or an earlier judge result to replace.
@@ -343,8 +386,35 @@ fn claim_judge_dir(root: &Path, overwrite: bool) -> Result<(), EngineError> {
     removals.carry_out()
 }
 
-fn nothing_to_resume(dir: &Path) -> EngineError {
-    RunDirError::NothingToResume { dir: dir.to_path_buf(), progress: Path::new(PROGRESS_DIR).join(RUN_JSON) }.into()
+/// `--resume` of the run (or shard) whose own folder is `own`, which holds one: its progress is
+/// finished (a run killed while it wrote its summaries still has it); a finished run is refused
+/// as finished (the caller says so and succeeds: a requeued job that had finished has nothing
+/// left to do), a run without its progress as one that cannot be finished.
+fn resumable(own: &Path) -> Result<bool, EngineError> {
+    if own.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
+        return Ok(true);
+    }
+    if let Some(manifest) = Manifest::read(own).ok().flatten().filter(|m| m.status == RunStatus::Finished) {
+        let what = format!("the finished run {}", manifest.run_id);
+        return Err(RunDirError::Finished { dir: own.to_path_buf(), what }.into());
+    }
+    Err(RunDirError::NothingToResume { dir: own.to_path_buf(), progress: Path::new(PROGRESS_DIR).join(RUN_JSON) }
+        .into())
+}
+
+/// Removes what a killed pass left in `dir` before it committed anything ([`only_leftovers`]):
+/// its files being written and its progress folder; a lock another live process is writing is
+/// left to it.
+fn clear_leftovers(dir: &Path, names: &[String]) -> Result<(), EngineError> {
+    let mut removals = Removals::default();
+    for name in names {
+        if name == PROGRESS_DIR {
+            removals.folder(&dir.join(name), is_progress_file)?;
+        } else if !is_lock_temporary(name) || !lock_being_written(name) {
+            removals.file(dir.join(name));
+        }
+    }
+    removals.carry_out()
 }
 
 #[cfg(test)]
@@ -381,6 +451,44 @@ mod tests {
         let busy = run(&out, true).unwrap_err().to_string();
         assert!(busy.contains(&format!("pid {}", std::process::id())), "{busy}");
         drop(lock);
+    }
+
+    #[test]
+    fn what_a_pass_killed_before_it_committed_leaves_is_taken_as_an_empty_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        for resume in [true, false] {
+            std::fs::create_dir_all(out.join(PROGRESS_DIR)).unwrap();
+            std::fs::write(out.join(PROGRESS_DIR).join("run.json.tmp"), "{\"run_id").unwrap();
+            std::fs::write(out.join("outcomes.parquet.tmp"), "PAR1").unwrap();
+            std::fs::write(out.join(format!("run.lock.{}.tmp", u32::MAX)), "").unwrap();
+            let lock = claim(&Layout::new(&out, None), Claim::Run { overwrite: false, resume }).unwrap();
+            assert!(!lock.resumes(), "nothing was committed: a new run starts");
+            assert_eq!(entries(&out).unwrap(), Vec::<String>::new(), "the leftovers are gone");
+            drop(lock);
+        }
+        // Beside a file of someone's, the same leftovers are not critbench's to remove.
+        std::fs::create_dir_all(out.join(PROGRESS_DIR)).unwrap();
+        std::fs::write(out.join(PROGRESS_DIR).join("run.json.tmp"), "").unwrap();
+        std::fs::write(out.join("notes.tmp"), "mine").unwrap();
+        let refused = run(&out, true).unwrap_err().to_string();
+        assert!(refused.contains("holds no critbench run (in-progress, notes.tmp)"), "{refused}");
+        assert!(out.join(PROGRESS_DIR).join("run.json.tmp").exists());
+    }
+
+    #[test]
+    fn resume_finds_an_interrupted_run_and_refuses_a_finished_one_as_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        finished_run(&out);
+        let resume = |out: &Path| claim(&Layout::new(out, None), Claim::Run { overwrite: false, resume: true });
+        let finished = resume(&out).unwrap_err();
+        assert!(matches!(finished, EngineError::RunDir(RunDirError::Finished { .. })), "{finished}");
+        assert!(finished.to_string().contains("holds the finished run demo-1: there is nothing to resume"));
+        // Killed while it wrote its summaries: its manifest says finished, its progress is there.
+        std::fs::create_dir_all(out.join(PROGRESS_DIR)).unwrap();
+        std::fs::write(out.join(PROGRESS_DIR).join(RUN_JSON), "{}").unwrap();
+        assert!(resume(&out).unwrap().resumes());
     }
 
     #[test]

@@ -57,13 +57,29 @@ pub enum RunDirError {
         /// The lock file.
         lock: PathBuf,
     },
-    /// `--resume` on a directory that holds no run in progress.
-    #[error("{} holds no run to resume (no {}); run without --resume", dir.display(), progress.display())]
+    /// `--resume` on a run whose progress is gone (a manifest or tables, no journal).
+    #[error(
+        "{} holds a run that cannot be resumed (no {}); pass --overwrite instead of --resume to run it again",
+        dir.display(),
+        progress.display()
+    )]
     NothingToResume {
         /// The directory.
         dir: PathBuf,
         /// The file a resumable run has, relative to `dir`.
         progress: PathBuf,
+    },
+    /// `--resume` on a run (or rescoring) that finished: nothing is left to do. Not a failure: the
+    /// command line says so and exits 0 (a job requeued after it finished must not fail).
+    #[error(
+        "{} holds {what}: there is nothing to resume (pass --overwrite instead of --resume to run it again)",
+        dir.display()
+    )]
+    Finished {
+        /// The run's (or shard's, or rescoring's) own folder.
+        dir: PathBuf,
+        /// What finished, with its run id.
+        what: String,
     },
     /// `--resume` on a run whose experiment, datasets or critics changed.
     #[error("cannot resume the run in {}: {}; start it again with --overwrite", dir.display(), changed.join("; "))]
@@ -138,6 +154,30 @@ pub enum RunDirError {
         /// The run being replayed.
         replayed: PathBuf,
     },
+    /// A file of the user's (`sample --out`) that names a folder.
+    #[error("{} is a folder; --out names the file to write", path.display())]
+    FileIsAFolder {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A file of the user's (`sample --out`) where critbench's output is.
+    #[error(
+        "{} {} {} ({holds}); critbench writes your file beside its output, never over it or into its folders: choose \
+         another --out",
+        path.display(),
+        if *inside { "lies inside" } else { "is a file critbench writes in" },
+        holder.display()
+    )]
+    RunsFile {
+        /// The file given.
+        path: PathBuf,
+        /// The folder holding critbench's output.
+        holder: PathBuf,
+        /// What it holds, in words.
+        holds: &'static str,
+        /// Whether the file lies in a folder below `holder` rather than in it.
+        inside: bool,
+    },
     /// The directory is inside another run's directory.
     #[error("{} is inside the run directory {}; choose a directory outside it", dir.display(), run.display())]
     InsideRun {
@@ -211,7 +251,11 @@ pub enum RunDirError {
         resumable: bool,
     },
     /// `--resume` on a folder with no rescoring in progress.
-    #[error("{} holds no rescoring to resume (no in-progress/run.json); rescore without --resume", dir.display())]
+    #[error(
+        "{} holds a rescoring that cannot be resumed (no in-progress/run.json); pass --overwrite instead of --resume \
+         to rescore again",
+        dir.display()
+    )]
     NoRescoringToResume {
         /// The folder.
         dir: PathBuf,
@@ -239,6 +283,27 @@ pub enum RunDirError {
         /// The entries the run did not write.
         entries: Vec<String>,
     },
+    /// A finished pass wrote fewer loops than its input holds: its journal skipped some (a line
+    /// edited, its checksum made again).
+    #[error(
+        "{}: the pass ended with {written} {what} written where {expected} were due: its journal skips work it \
+         never committed (a line was edited), so this is not the result of the run; start it again with \
+         --overwrite",
+        journal.display()
+    )]
+    Skipped {
+        /// The journal.
+        journal: PathBuf,
+        /// What was counted: "tasks" or "loops".
+        what: &'static str,
+        /// How many the pass wrote, the journal's parts included.
+        written: u64,
+        /// How many its input held.
+        expected: u64,
+    },
+    /// An outcome row that contradicts itself or its config's policy.
+    #[error(transparent)]
+    Verdict(#[from] crate::run_dir::verdicts::VerdictError),
     /// The lock file exists and does not, though no other run holds it: a race lost twice.
     #[error("cannot take {}", path.display())]
     LockNotTaken {

@@ -63,6 +63,23 @@ pub(crate) fn shard_state(own: &Path, shard: Shard, taken_over: bool) -> Result<
     Ok((progress || tables || taken_over).then_some("an unfinished"))
 }
 
+/// Whether `names` (entries of `dir` that critbench writes) are only what a pass killed before it
+/// committed anything leaves behind: files being written (`NAME.tmp`, a lock being written) and
+/// a progress folder holding nothing else. Such a folder holds nothing to resume or keep.
+pub(crate) fn only_leftovers(dir: &Path, names: &[String]) -> bool {
+    names.iter().all(|name| {
+        let path = dir.join(name);
+        if name == PROGRESS_DIR {
+            let folder = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+            return folder
+                && entries(&path).is_ok_and(|inside| {
+                    inside.iter().all(|name| name.ends_with(".tmp") && crate::run_dir::journal::is_progress_file(name))
+                });
+        }
+        name.ends_with(".tmp") && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+    })
+}
+
 /// Whether any shard of a sharded run has left its mark in `root`, or merge has.
 pub(crate) fn sharded_run_present(root: &Path) -> bool {
     let merged = Manifest::read(root).ok().flatten().is_some_and(|m| m.shards.is_some());
@@ -140,6 +157,41 @@ pub(crate) fn refuse_links(paths: &[PathBuf]) -> Result<(), EngineError> {
         }
     }
     Ok(())
+}
+
+/// The device and inode of `path` (links followed), when it exists: what two spellings of one
+/// folder — a link, a bind mount, `..` — have in common.
+pub(crate) fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Whether `inner` is the folder `outer` or lies inside it, however either is spelled: each
+/// existing folder on `inner`'s way up is compared with `outer` by device and inode.
+pub(crate) fn is_within(inner: &Path, outer: &Path) -> bool {
+    let Some(outer) = identity(outer) else { return false };
+    canonical(inner).ancestors().any(|folder| identity(folder) == Some(outer))
+}
+
+/// What of critbench's `dir` holds, in words, if anything: a run (in one piece, a shard's, or
+/// its progress), a rescoring, a sharded run, a critic benchmark, or a run's lock.
+pub(crate) fn critbench_output(dir: &Path) -> Option<&'static str> {
+    if let Ok(Some(manifest)) = Manifest::read(dir) {
+        return Some(if manifest.rescore.is_some() { "a rescoring" } else { "a run" });
+    }
+    if dir.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
+        return Some("a run in progress");
+    }
+    if TABLES.iter().any(|table| is_critbench_table(&dir.join(table_file(table)))) {
+        return Some("a run's tables");
+    }
+    if sharded_run_present(dir) {
+        return Some("a sharded run");
+    }
+    if is_judge_result(dir) {
+        return Some("a critic benchmark");
+    }
+    dir.join(LOCK_FILE).exists().then_some("a run being written (run.lock)")
 }
 
 /// `path` made absolute with its links resolved; for a path that does not exist yet, its nearest

@@ -8,10 +8,11 @@
 //! Chunks are written in source order, so the journal's `next_chunk` says where to resume.
 //!
 //! Nothing read back is trusted unchecked. Each journal line carries the SHA-256 of its own
-//! commit, and each commit the size and SHA-256 of its part files. A resumed run checks every
-//! line and every part: the first that fails its check (a line edited or cut short, a part
-//! truncated, damaged or missing) ends what is kept, and that part and every one after it are
-//! recomputed, so the run still ends equal to an uninterrupted one.
+//! commit, and each commit the size and SHA-256 of its part files; and since a checksum can be
+//! made again, each line's counts are checked against its part's own rows. A resumed run checks
+//! every line and every part: the first that fails its check (a line edited or cut short, a part
+//! truncated, damaged or missing, counts its part does not hold) ends what is kept, and that part
+//! and every one after it are recomputed, so the run still ends equal to an uninterrupted one.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -135,6 +136,15 @@ impl Fingerprint {
             changed.push(format!("tasks per chunk were {} and are now {}", self.chunk_tasks, now.chunk_tasks));
         }
         changed
+    }
+}
+
+/// `critic` (a critic's or evaluator's settings, as JSON) without its `isolation`, which changes
+/// how its critiques are computed (in process or in child processes), not what they are: not part
+/// of what a resumed run or rescoring must find unchanged.
+pub(crate) fn without_isolation(critic: &mut serde_json::Value) {
+    if let Some(critic) = critic.as_object_mut() {
+        critic.remove("isolation");
     }
 }
 
@@ -266,6 +276,13 @@ enum LineProblem {
     Size { name: String, now: u64, committed: u64 },
     #[error("{name}'s content changed since it was committed (sha256 {then} then, {now} now)")]
     Content { name: String, then: String, now: String },
+    #[error("its counts go back")]
+    CountsBack,
+    #[error(
+        "{name} holds {rows} loop(s) of {tasks} task(s), but the line counts {loops} loop(s) of {counted} task(s) \
+         ({failed} failed) since the part before"
+    )]
+    Counts { name: String, rows: u64, tasks: u64, loops: u64, counted: u64, failed: u64 },
 }
 
 /// A journal line: the commit as JSON, and the SHA-256 of exactly those bytes.
@@ -407,7 +424,7 @@ fn read_journal(dir: &Path, files_per_part: usize) -> (Vec<Commit>, Option<Strin
                     None if commit.files.len() != files_per_part => {
                         Err(LineProblem::FileCount { found: commit.files.len(), expected: files_per_part })
                     }
-                    None => Ok(commit),
+                    None => check_counts(dir, &commit, commits.last()).map(|()| commit),
                 }
             });
         match checked {
@@ -419,6 +436,43 @@ fn read_journal(dir: &Path, files_per_part: usize) -> (Vec<Commit>, Option<Strin
         }
     }
     (commits, dropped)
+}
+
+/// Checks a commit's counts against its part, which its checksum cannot vouch for (a line can be
+/// edited and its checksum made again): the part's outcome file holds one row per loop the line
+/// counts since the commit before, of as many tasks — fewer only by tasks whose loops all failed.
+fn check_counts(dir: &Path, commit: &Commit, previous: Option<&Commit>) -> Result<(), LineProblem> {
+    let before = previous.map(|p| p.counts.clone()).unwrap_or_default();
+    let since = |now: u64, then: u64| now.checked_sub(then).ok_or(LineProblem::CountsBack);
+    let loops = since(commit.counts.loops, before.loops)?;
+    let counted = since(commit.counts.tasks, before.tasks)?;
+    let failed = since(commit.counts.failed_count, before.failed_count)?;
+    let prefix = format!("{}-", critbench_storage::shards::OUTCOMES);
+    let Some(file) = commit.files.iter().find(|file| file.name.starts_with(&prefix)) else { return Ok(()) };
+    let path = dir.join(&file.name);
+    let unreadable = |error: String| LineProblem::Unreadable {
+        name: file.name.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, error),
+    };
+    let (rows, tasks) = loops_and_tasks(&path).map_err(|error| unreadable(error.to_string()))?;
+    if rows != loops || tasks > counted || counted > tasks + failed {
+        return Err(LineProblem::Counts { name: file.name.clone(), rows, tasks, loops, counted, failed });
+    }
+    Ok(())
+}
+
+/// The rows of an outcome file and the tasks they are of.
+fn loops_and_tasks(path: &Path) -> Result<(u64, u64), critbench_storage::tables::StorageError> {
+    let (mut rows, mut tasks) = (0u64, std::collections::HashSet::new());
+    let task_id = critbench_storage::tables::OutcomeRow::COLUMNS.task_id;
+    critbench_storage::scan::Scan::columns(&[task_id], &[]).for_each(&[path], |batch| {
+        for task in batch.columns().text(task_id)?.into_iter().flatten() {
+            tasks.insert(critbench_storage::hash128(&task));
+        }
+        rows += batch.num_rows() as u64;
+        Ok(())
+    })?;
+    Ok((rows, tasks.len() as u64))
 }
 
 /// Reopens the journal of `dir` holding `commits` only, removing every part file they do not name.

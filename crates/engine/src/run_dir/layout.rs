@@ -130,6 +130,17 @@ pub(crate) fn sharded_run_owned(name: &str) -> bool {
         || owned_with_temporary(name, &[MANIFEST_FILE, MEMORY_FILE])
 }
 
+/// A name critbench writes into a folder of its own, whatever that folder holds: a file or
+/// folder of a run, of a sharded run, of a rescoring or of a critic benchmark, a lock, or one of
+/// them being written.
+pub(crate) fn critbench_owned(name: &str) -> bool {
+    name == LOCK_FILE
+        || run_owned(name)
+        || sharded_run_owned(name)
+        || rescore_owned(name)
+        || owned_with_temporary(name, JUDGE_FILES)
+}
+
 /// `name` is one of `files`, or one of them being written (`NAME.tmp`).
 pub(crate) fn owned_with_temporary(name: &str, files: &[impl AsRef<str>]) -> bool {
     let named = |stem: &str| files.iter().any(|file| file.as_ref() == stem);

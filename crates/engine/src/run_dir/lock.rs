@@ -20,6 +20,16 @@ pub struct RunLock {
     /// The folders the claim created, innermost first: removed with the lock when they are still
     /// empty (a command that failed before it wrote anything leaves no folder behind).
     pub(crate) created: Vec<PathBuf>,
+    /// Whether the claim found an interrupted pass to finish (`--resume`).
+    pub(crate) resumes: bool,
+}
+
+impl RunLock {
+    /// Whether the claim found an interrupted pass to finish: only with `--resume`, and not when
+    /// nothing was committed (a new pass starts then).
+    pub fn resumes(&self) -> bool {
+        self.resumes
+    }
 }
 
 impl Drop for RunLock {
@@ -66,7 +76,7 @@ pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), EngineError> {
         let linked = std::fs::hard_link(&aside, &path);
         let _ = std::fs::remove_file(&aside);
         match linked {
-            Ok(()) => return Ok((RunLock { path, _file: file, created: Vec::new() }, false)),
+            Ok(()) => return Ok((RunLock { path, _file: file, created: Vec::new(), resumes: false }, false)),
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(source) => return Err(io(&path, source)),
         }
@@ -122,9 +132,15 @@ pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), EngineError> {
             file.sync_all()
         })();
         rewritten.map_err(|source| io(&path, source))?;
-        return Ok((RunLock { path, _file: file, created: Vec::new() }, true));
+        return Ok((RunLock { path, _file: file, created: Vec::new(), resumes: false }, true));
     }
     Err(RunDirError::LockNotTaken { path }.into())
+}
+
+/// Whether the lock temporary `name` (`run.lock.PID.tmp`) is being written by a live process.
+pub(crate) fn lock_being_written(name: &str) -> bool {
+    let pid = name.strip_prefix(&format!("{LOCK_FILE}.")).and_then(|rest| rest.strip_suffix(".tmp"));
+    pid.and_then(|pid| pid.parse::<u64>().ok()).is_some_and(process_alive)
 }
 
 /// The refusal of `dir` when a live process holds its `run.lock`, naming the holder; `None` when

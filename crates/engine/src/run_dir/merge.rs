@@ -128,8 +128,8 @@ pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
 }
 
 /// Checks shard `index`'s tables before they are merged: they are the files the shard wrote (its
-/// manifest's sizes and hashes), its outcomes hold its own tasks only (the split of task ids), and
-/// no loop twice.
+/// manifest's sizes and hashes), its outcomes hold its own tasks only (the split of task ids), no
+/// loop twice, and verdicts their rows earn under their configs' policies.
 fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifest) -> Result<(), ShardProblem> {
     if manifest.tables.is_empty() {
         return Err(ShardProblem::NoTables);
@@ -161,6 +161,8 @@ fn check_shard_tables(run_dir: &Path, index: u32, count: u32, manifest: &Manifes
     if rows != manifest.loops {
         return Err(ShardProblem::LoopCount { path: outcomes, rows, recorded: manifest.loops });
     }
+    // Checksums can be made again; a verdict its own row does not earn cannot.
+    crate::run_dir::verdicts::check_verdicts(&[outcomes], Some(&manifest.experiment.policies))?;
     Ok(())
 }
 
@@ -445,6 +447,9 @@ pub enum ShardProblem {
         /// Why it does not read, or the row that is not the shard's ([`ForeignRow`]).
         source: critbench_storage::tables::StorageError,
     },
+    /// An outcome row contradicts itself or its config's policy.
+    #[error(transparent)]
+    Verdicts(#[from] crate::run_dir::verdicts::VerdictError),
     /// Its outcomes hold another number of loops than its manifest counts.
     #[error("{} has {rows} loops, but its manifest says {recorded}", path.display())]
     LoopCount {

@@ -3,11 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
+use critbench_storage::manifest::MANIFEST_FILE;
+use critbench_storage::shards::{ALL_TABLES, PARTITION_FILE};
+
 use crate::EngineError;
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::{entries, refuse_links, rescore_state};
 use crate::run_dir::journal::{PROGRESS_DIR, is_progress_file};
-use crate::run_dir::layout::{LOCK_FILE, RESCORED_DIR, rescore_owned};
+use crate::run_dir::layout::{
+    LOCK_FILE, Layout, MEMORY_FILE, RESCORED_DIR, is_lock_temporary, owned_with_temporary, rescore_owned, run_owned,
+};
 use crate::run_dir::lock::held_lock;
 
 /// Files and folders an overwrite removes, collected first so that a refusal removes nothing.
@@ -117,5 +122,45 @@ pub(crate) fn remove_progress(dir: &Path) {
             }
         }
         Err(error) => note!("warning: {} is left in place: {error}", dir.display()),
+    }
+}
+
+/// Removes what a pass wrote before it was refused (a user error, exit status 2) into the
+/// directory it claimed empty or emptied — a run's (or shard's) that did not resume: the files a
+/// run writes and its progress, one by one; whatever else is there stays. A refused command
+/// leaves nothing that would block the corrected one.
+pub(crate) fn discard_run(layout: &Layout) {
+    let own = layout.own_dir();
+    let mut removals = Removals::default();
+    let collected = removals.folder(&own.join(PROGRESS_DIR), is_progress_file).and_then(|()| match layout.shard {
+        None => removals.contents(&own, |name| {
+            run_owned(name) && name != PROGRESS_DIR && name != RESCORED_DIR && !is_lock_temporary(name)
+        }),
+        Some(shard) => {
+            removals.contents(&own, |name| owned_with_temporary(name, &[MANIFEST_FILE, MEMORY_FILE]))?;
+            for table in ALL_TABLES {
+                let partition = shard.table_path(&layout.root, table);
+                let folder = partition.parent().expect("a partition folder");
+                removals.folder(folder, |name| owned_with_temporary(name, &[PARTITION_FILE]))?;
+            }
+            Ok(())
+        }
+    });
+    finish_discarding(removals, collected, &own);
+}
+
+/// [`discard_run`] for a rescoring's folder `dir` that did not resume.
+pub(crate) fn discard_rescoring(dir: &Path) {
+    let mut removals = Removals::default();
+    let collected = removals.folder(&dir.join(PROGRESS_DIR), is_progress_file).and_then(|()| {
+        removals.contents(dir, |name| rescore_owned(name) && name != PROGRESS_DIR && !is_lock_temporary(name))
+    });
+    finish_discarding(removals, collected, dir);
+}
+
+fn finish_discarding(removals: Removals, collected: Result<(), EngineError>, dir: &Path) {
+    match collected.and_then(|()| removals.carry_out()) {
+        Ok(()) => {}
+        Err(error) => note!("warning: what the refused command wrote in {} is left in place: {error}", dir.display()),
     }
 }

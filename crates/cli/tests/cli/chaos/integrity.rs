@@ -337,7 +337,7 @@ fn kills_at_any_point_of_a_run_and_of_its_resume_still_end_as_the_whole_run() {
             }
         }
         let resumed = run(&exp, &out, &["--resume"]);
-        if !resumed.status.success() && stderr(&resumed).contains("holds no run to resume") {
+        if !resumed.status.success() && stderr(&resumed).contains("cannot be resumed") {
             ok(run(&exp, &out, &["--overwrite"]));
         } else if !resumed.status.success() && stderr(&resumed).contains("already holds a finished run") {
             // The resume finished before its kill.

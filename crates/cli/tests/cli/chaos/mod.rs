@@ -3,6 +3,7 @@
 //! family; docs/runs.md ("Run directories and interrupted runs") states the guarantees these tests hold the code to.
 
 mod directories;
+mod guarded;
 mod input;
 mod integrity;
 mod numbers;

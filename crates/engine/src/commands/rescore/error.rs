@@ -11,6 +11,17 @@ pub enum RescoreError {
          folder RUN/rescored/NAME)"
     )]
     BadName(String),
+    /// `--critic NAME` that would break a line of the reports.
+    #[error(
+        "--critic {name:?} holds {problem}; the name labels the rescoring's rows, tables and report lines: give one \
+         without control characters or `|`"
+    )]
+    UnprintableName {
+        /// The name given.
+        name: String,
+        /// What in it would break a report line.
+        problem: String,
+    },
     /// The directory is not a finished run that can be rescored.
     #[error(
         "{} is not a finished run that can be rescored: {reason}\n  hint: pass a directory written by `critbench run` \

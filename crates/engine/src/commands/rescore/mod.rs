@@ -114,6 +114,9 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
         return Err(RescoreError::BadName(name.clone()).into());
     }
+    if let Some(problem) = crate::experiment::name_problem(name) {
+        return Err(RescoreError::UnprintableName { name: name.clone(), problem }.into());
+    }
     let run = read_run(run_dir)?;
     let tables = critbench_storage::shards::table_files(run_dir, TRAJECTORIES);
     let policies = grid_of(&run)?;
@@ -139,17 +142,89 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
 
     let out = run_dir.join(RESCORED_DIR).join(name);
     let layout = Layout::new(&out, None);
-    let _lock = crate::run_dir::claim(
+    let lock = crate::run_dir::claim(
         &layout,
         Claim::Rescore { run: run_dir, overwrite: options.overwrite, resume: options.resume },
     )?;
+    let set_up = SetUp {
+        run_dir,
+        options,
+        started,
+        started_at,
+        run,
+        tables,
+        policies,
+        attempts,
+        jobs,
+        opened,
+        datasets,
+        out: out.clone(),
+        layout: layout.clone(),
+        resume: lock.resumes(),
+    };
+    let rescored = rescore_claimed(set_up);
+    // A rescoring refused by its input (exit status 2) leaves nothing behind that would block the
+    // corrected command; an interrupted or failed one keeps what it committed, to resume.
+    if rescored.as_ref().is_err_and(|error| error.is_usage() && !lock.resumes()) {
+        crate::run_dir::discard_rescoring(&out);
+    }
+    rescored
+}
+
+/// What a rescoring has set up by the time it holds its folder: what its pass and its summary use.
+struct SetUp<'a> {
+    run_dir: &'a Path,
+    options: &'a RescoreOptions,
+    started: Instant,
+    started_at: String,
+    /// The run's manifest.
+    run: Manifest,
+    /// The run's trajectory tables.
+    tables: Vec<PathBuf>,
+    policies: Vec<Policy>,
+    attempts: u32,
+    jobs: usize,
+    opened: critic::Opened,
+    datasets: Vec<(PathBuf, DatasetStamp)>,
+    /// The rescoring's folder.
+    out: PathBuf,
+    layout: Layout,
+    /// Whether the claim found an interrupted rescoring to finish.
+    resume: bool,
+}
+
+/// The rescoring's pass, in the folder it holds, and its summary.
+fn rescore_claimed(set_up: SetUp<'_>) -> Result<RescoreSummary, EngineError> {
+    let SetUp {
+        run_dir,
+        options,
+        started,
+        started_at,
+        run,
+        tables,
+        policies,
+        attempts,
+        jobs,
+        opened,
+        datasets,
+        out,
+        layout,
+        resume,
+    } = set_up;
+    let name = &options.name;
     let fingerprint = Fingerprint {
         rescore: name.clone(),
         run_id: format!("{}-rescored-{name}", run.run_id),
         critbench_version: env!("CARGO_PKG_VERSION").to_string(),
         source_run_id: run.run_id.clone(),
         source_tables: run.tables.clone(),
-        critic: serde_json::to_value(&opened.spec).expect("a critic serializes"),
+        // Isolation changes how a critique is computed, not what it is: a rescoring that crashed
+        // in process resumes with its critic in child processes.
+        critic: {
+            let mut critic = serde_json::to_value(&opened.spec).expect("a critic serializes");
+            crate::run_dir::journal::without_isolation(&mut critic);
+            critic
+        },
         plugin_sha256: opened.plugin.sha256.clone(),
         critic_attempts: attempts,
         datasets: datasets.iter().map(|(_, stamp)| stamp.clone()).collect(),
@@ -159,7 +234,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     let prices = crate::run::cost::RolePrices::recorded(run.experiment.rest.get("openai"));
     let grid = Grid::new(policies, prices);
     let label = run_dir.join(critbench_storage::shards::table_label(run_dir, TRAJECTORIES));
-    let (mut sink, first_chunk, resumed) = if options.resume {
+    let (mut sink, first_chunk, resumed) = if resume {
         let (sink, point) = Sink::resume(&out, &fingerprint, &grid, &label)?;
         if !options.quiet {
             note!("resuming {}: {} loop(s) already replayed", fingerprint.run_id, point.loops);
@@ -184,6 +259,15 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     let driven = drive(&work, jobs, &mut sink, &progress, options.interrupt.as_ref());
     progress.finish();
     let (input, sink) = settle(driven, sink, &out)?;
+    // One outcome per config of every loop taken, those of a resumed journal's parts included: a
+    // journal edited to skip chunks, its checksum made again, is caught here.
+    let expected = input.loops_taken * grid.policies.len() as u64;
+    if sink.counts.loops != expected {
+        let written = sink.counts.loops;
+        sink.abandon();
+        let journal = out.join(PROGRESS_DIR).join(crate::run_dir::journal::JOURNAL_FILE);
+        return Err(RunDirError::Skipped { journal, what: "loops", written, expected }.into());
+    }
     let counts = sink.close()?;
 
     let censored_rows = censored::tally(&out.join(table_file(OUTCOMES)), &run)?;
@@ -193,7 +277,7 @@ pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSu
     let (finished_at, _) = critbench_storage::clock::utc_stamps(SystemTime::now());
     let record = RescoreRecord {
         name: name.clone(),
-        critic: fingerprint.critic.clone(),
+        critic: serde_json::to_value(&opened.spec).expect("a critic serializes"),
         plugin: opened.plugin.clone(),
         run_critic_sha256: opened.run_sha256.clone(),
         critic_attempts: attempts,
@@ -524,14 +608,14 @@ mod tests {
         let stopped = signal_while_two_chunks_are_in_flight(&mut sink, |seq, complete| Rescored {
             seq,
             position: seq,
-            tasks: 1,
+            // No task, as no loop: a journal's counts are checked against its parts.
+            tasks: 0,
             complete,
             loops: Ok(Vec::new()),
         });
         // What the rescoring does after its pass.
         let error = settle(Ok(((), stopped)), sink, &out).err().expect("an interrupted rescoring");
-        let EngineError::Rescore(RescoreError::Interrupted { tasks, .. }) = &error else { panic!("{error}") };
-        assert_eq!(*tasks, 3, "{error}");
+        let EngineError::Rescore(RescoreError::Interrupted { .. }) = &error else { panic!("{error}") };
         let saved = SavedProgress::<Fingerprint>::read(&out.join(PROGRESS_DIR), TABLES.len()).unwrap();
         let last = saved.expect("the rescoring's progress").commits.last().cloned().expect("committed parts");
         assert_eq!(last.next_chunk, 3, "chunks 0, 1 and 2 (finished after the signal) committed; 3 left unfinished");
