@@ -378,14 +378,15 @@ pub struct BudgetReport {
     pub stopped_by: Option<BudgetStop>,
 }
 
-/// Which budget stopped new work, and what had been spent.
+/// Which budget stopped new work, and what the calls it counts cost.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BudgetStop {
     /// `max_cost`, or `roles.ROLE`.
     pub budget: String,
     /// The budget's limit.
     pub limit: f64,
-    /// What had been spent when it stopped new work.
+    /// What the calls the budget counts had cost when the run ended: past `limit` by what the loops
+    /// in flight when it was reached spent after it (docs/REFERENCE.md, `[budget]`).
     pub spent: f64,
 }
 

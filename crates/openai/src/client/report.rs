@@ -190,7 +190,7 @@ impl Client {
             budget: (!self.budget.is_empty()).then(|| BudgetReport {
                 max_cost: self.budget.max_cost,
                 roles: self.budget.roles.iter().map(|(r, v)| (r.as_str().to_string(), *v)).collect(),
-                stopped_by: self.budget_stop(),
+                stopped_by: self.stop_now(&roles, &carried),
             }),
             by_task: self.settings.track_tasks.then(|| self.task_report()),
         }

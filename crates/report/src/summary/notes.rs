@@ -81,7 +81,8 @@ pub(crate) fn money_note(openai: &serde_json::Value) -> Option<String> {
         }
         match budget.get("stopped_by").filter(|s| s.is_object()) {
             Some(stop) => note.push_str(&format!(
-                " **The budget stopped the run**: `{}` = {} was reached ({} spent); no loop started after it.",
+                " **The budget stopped the run**: `{}` = {} was reached; no loop started after it, the loops in flight \
+                 then finished, and {} was spent by the end.",
                 stop["budget"].as_str().unwrap_or("?"),
                 money(stop["limit"].as_f64().unwrap_or(f64::NAN)),
                 money(stop["spent"].as_f64().unwrap_or(f64::NAN)),
