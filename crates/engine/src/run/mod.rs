@@ -136,6 +136,10 @@ fn run_inner(
     let layout = run_dir::Layout::new(&experiment.out, options.shard);
     let _lock = run_dir::claim(&layout, run_dir::Claim::Run { overwrite: options.overwrite, resume: options.resume })?;
     let interrupt = options.interrupt.as_ref();
+    if options.resume {
+        // The critics' children stopped before the interruption count with this session's.
+        crate::run::manifest::carry_trouble(&mut plan, &layout.own_dir());
+    }
     // A budget counts what the whole run spent, before an interruption too.
     let budget = match session.filter(|_| experiment.budget.is_some()) {
         Some(s) => {

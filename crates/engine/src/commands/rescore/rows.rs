@@ -217,6 +217,7 @@ pub(super) fn write_loop(
     for round in critiques {
         counts.recorded_rounds += 1;
         by_critic.recorded += 1;
+        by_critic.retried += u64::from(round.critic_attempts > 1);
         by_critic.failed += u64::from(round.critic_error.is_some());
     }
     Ok(())

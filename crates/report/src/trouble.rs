@@ -1,0 +1,106 @@
+//! What went wrong that the rates do not show, from `manifest.json`: a critic's or an evaluator's
+//! child processes restarted after a protocol error, a timeout or a crash, critiques retried after
+//! a failed attempt, and an evaluator's errors (no verdicts, left out of its numbers). The terminal prints each as a `note:` line below its table, and
+//! the notes of `summary.json`, `report.md` and `report.html` give the same sentences.
+
+use critbench_storage::manifest::{CritiqueCounts, Manifest, PluginRecord, ProcessTrouble};
+
+/// The sentences, each starting lowercase and without its final period (as the backend's).
+pub fn notices(manifest: &Manifest) -> Vec<String> {
+    let mut notices = Vec::new();
+    for plugin in &manifest.plugins {
+        let counts = manifest.critiques_by_critic.get(&plugin.critic);
+        notices.extend(critic_notice("critic", plugin, counts, "critiques"));
+    }
+    for plugin in &manifest.evaluators {
+        let counts = manifest.evaluations_by_evaluator.get(&plugin.critic);
+        notices.extend(critic_notice("evaluator", plugin, counts, "answers"));
+    }
+    notices
+}
+
+/// `ProcessTrouble`'s causes that happened, in words.
+fn causes(trouble: &ProcessTrouble) -> String {
+    let mut causes = Vec::new();
+    for (count, one, many) in [
+        (trouble.protocol_errors, "protocol error", "protocol errors"),
+        (trouble.timeouts, "timeout", "timeouts"),
+        (trouble.exits, "exit or crash", "exits or crashes"),
+    ] {
+        if count > 0 {
+            causes.push(format!("{count} {}", if count == 1 { one } else { many }));
+        }
+    }
+    causes.join(", ")
+}
+
+/// What went wrong with one critic (`role` "critic") or evaluator, whose `counts` are its
+/// critiques (of `what`: "critiques", "answers").
+fn critic_notice(role: &str, plugin: &PluginRecord, counts: Option<&CritiqueCounts>, what: &str) -> Option<String> {
+    let counts = counts.copied().unwrap_or_default();
+    let trouble = plugin.process.unwrap_or_default();
+    let evaluator_failed = role == "evaluator" && counts.failed > 0;
+    if !trouble.any() && counts.retried == 0 && !evaluator_failed {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if trouble.any() {
+        parts.push(format!(
+            "its process was stopped and restarted {} time(s) ({}; the request it failed on was retried)",
+            trouble.restarts,
+            causes(&trouble)
+        ));
+    }
+    if counts.retried > 0 {
+        parts.push(format!(
+            "{} of its {} {what} were retried after a failed attempt, {} failed every attempt",
+            counts.retried, counts.recorded, counts.failed
+        ));
+    }
+    if evaluator_failed {
+        parts.push(format!(
+            "it failed on {} of its {} answers: an error is no verdict, so the loops of those answers are left out \
+             of its pass rates, agreement and gap (`evaluator_errors` in evaluators.csv; `critic_error` in \
+             evaluations.parquet says why)",
+            counts.failed, counts.recorded
+        ));
+    }
+    Some(format!(
+        "{role} `{}`: {} (manifest.json: `plugins[].process`, `{}`)",
+        plugin.critic,
+        parts.join("; "),
+        if role == "critic" { "critiques_by_critic" } else { "evaluations_by_evaluator" }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_critic_whose_errors_were_retried_away_is_still_told() {
+        let mut manifest = Manifest::default();
+        manifest.plugins.push(PluginRecord {
+            critic: "stray".into(),
+            process: Some(ProcessTrouble { restarts: 14, protocol_errors: 13, timeouts: 1, exits: 0 }),
+            ..PluginRecord::default()
+        });
+        manifest.plugins.push(PluginRecord { critic: "calm".into(), process: None, ..PluginRecord::default() });
+        manifest.critiques_by_critic.insert("stray".into(), CritiqueCounts { recorded: 48, retried: 14, failed: 0 });
+        manifest.critiques_by_critic.insert("calm".into(), CritiqueCounts { recorded: 48, retried: 0, failed: 0 });
+        manifest.evaluators.push(PluginRecord { critic: "gold".into(), ..PluginRecord::default() });
+        manifest.evaluations_by_evaluator.insert("gold".into(), CritiqueCounts { recorded: 24, retried: 8, failed: 8 });
+        assert_eq!(
+            notices(&manifest),
+            [
+                "critic `stray`: its process was stopped and restarted 14 time(s) (13 protocol errors, 1 timeout; the \
+                 request it failed on was retried); 14 of its 48 critiques were retried after a failed attempt, 0 \
+                 failed every attempt (manifest.json: `plugins[].process`, `critiques_by_critic`)",
+                "evaluator `gold`: 8 of its 24 answers were retried after a failed attempt, 8 failed every attempt; it \
+                 failed on 8 of its 24 answers: an error is no verdict, so the loops of those answers are left out of \
+                 its pass rates, agreement and gap (`evaluator_errors` in evaluators.csv; `critic_error` in \
+                 evaluations.parquet says why) (manifest.json: `plugins[].process`, `evaluations_by_evaluator`)",
+            ]
+        );
+    }
+}
