@@ -1,6 +1,7 @@
 //! What went wrong that the rates do not show, from `manifest.json`: a critic's or an evaluator's
 //! child processes restarted after a protocol error, a timeout or a crash, critiques retried after
-//! a failed attempt, and an evaluator's errors (no verdicts, left out of its numbers). The terminal prints each as a `note:` line below its table, and
+//! a failed attempt, an evaluator's errors (no verdicts, left out of its numbers), and model
+//! answers cut at `max_tokens`. The terminal prints each as a `note:` line below its table, and
 //! the notes of `summary.json`, `report.md` and `report.html` give the same sentences.
 
 use critbench_storage::manifest::{CritiqueCounts, Manifest, PluginRecord, ProcessTrouble};
@@ -15,6 +16,39 @@ pub fn notices(manifest: &Manifest) -> Vec<String> {
     for plugin in &manifest.evaluators {
         let counts = manifest.evaluations_by_evaluator.get(&plugin.critic);
         notices.extend(critic_notice("evaluator", plugin, counts, "answers"));
+    }
+    notices.extend(cut_notices(manifest));
+    notices
+}
+
+/// Each model role whose answers were cut at `max_tokens` (`openai.calls.by_role.ROLE.truncated`),
+/// with the limit the run set (`experiment.openai.roles.ROLE.max_tokens`) and what to raise.
+fn cut_notices(manifest: &Manifest) -> Vec<String> {
+    let Some(by_role) = manifest.openai.as_ref().and_then(|o| o.pointer("/calls/by_role")?.as_object()) else {
+        return Vec::new();
+    };
+    let roles = manifest.experiment.rest.get("openai").and_then(|o| o.get("roles"));
+    let mut notices = Vec::new();
+    for (role, calls) in by_role {
+        let count = |key: &str| calls[key].as_u64().unwrap_or(0);
+        let cut = count("truncated");
+        if cut == 0 {
+            continue;
+        }
+        let limit = match roles.and_then(|r| r.get(role)).and_then(|r| r["max_tokens"].as_u64()) {
+            Some(limit) => format!("max_tokens = {limit}"),
+            None => "max_tokens unset: the server's default".to_string(),
+        };
+        let what = match role.as_str() {
+            "judge" => "a cut critique is asked again or fails (`critic_truncated` in trajectories.parquet)",
+            "adjudicator" => "a cut adjudicated draft may end mid-sentence",
+            _ => "a cut draft may end mid-sentence (`draft_truncated` in trajectories.parquet)",
+        };
+        notices.push(format!(
+            "{cut} of the {role} model's {} answers were cut at its token limit ({limit}; finish_reason \"length\"): \
+             {what}; raise [openai.{role}] max_tokens (or [openai] max_tokens for every role)",
+            count("calls").saturating_sub(count("failures"))
+        ));
     }
     notices
 }
@@ -76,6 +110,30 @@ fn critic_notice(role: &str, plugin: &PluginRecord, counts: Option<&CritiqueCoun
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_cut_at_max_tokens_say_which_role_and_what_to_raise() {
+        let mut manifest = Manifest::default();
+        let calls =
+            |calls: u64, truncated: u64| serde_json::json!({"calls": calls, "failures": 1, "truncated": truncated});
+        manifest.openai = Some(serde_json::json!({"calls": {"by_role": {
+            "generator": calls(12, 0), "judge": calls(41, 9), "reviser": calls(7, 2)}}}));
+        manifest.experiment.rest.insert(
+            "openai".into(),
+            serde_json::json!({"roles": {"judge": {"max_tokens": 64}, "reviser": {"max_tokens": null}}}),
+        );
+        assert_eq!(
+            notices(&manifest),
+            [
+                "9 of the judge model's 40 answers were cut at its token limit (max_tokens = 64; finish_reason \
+                 \"length\"): a cut critique is asked again or fails (`critic_truncated` in trajectories.parquet); \
+                 raise [openai.judge] max_tokens (or [openai] max_tokens for every role)",
+                "2 of the reviser model's 6 answers were cut at its token limit (max_tokens unset: the server's \
+                 default; finish_reason \"length\"): a cut draft may end mid-sentence (`draft_truncated` in \
+                 trajectories.parquet); raise [openai.reviser] max_tokens (or [openai] max_tokens for every role)",
+            ]
+        );
+    }
 
     #[test]
     fn a_critic_whose_errors_were_retried_away_is_still_told() {

@@ -377,6 +377,7 @@ impl Client {
                     counters.tokens_in += tokens_in;
                     counters.tokens_out += tokens_out;
                     counters.cached_in += cached_in;
+                    counters.truncated += u64::from(answer.truncated);
                     if !cached {
                         counters.paid_in += tokens_in;
                         counters.paid_cached_in += cached_in;
@@ -404,6 +405,7 @@ impl Client {
                     tokens_in: answer.tokens_in,
                     tokens_out: answer.tokens_out,
                     cached,
+                    truncated: answer.truncated,
                 })
             }
             Err(error) => {

@@ -79,6 +79,7 @@ impl Client {
                         tokens_in: c.tokens_in,
                         tokens_out: c.tokens_out,
                         cached_tokens_in: c.cached_in,
+                        truncated: c.truncated,
                         model_tokens_in: c.paid_in,
                         model_tokens_out: c.paid_out,
                     },
