@@ -86,25 +86,32 @@ fn critic_notice(role: &str, plugin: &PluginRecord, counts: Option<&CritiqueCoun
         ));
     }
     if counts.retried > 0 {
-        parts.push(format!(
-            "{} of its {} {what} were retried after a failed attempt, {} failed every attempt",
-            counts.retried, counts.recorded, counts.failed
-        ));
+        let mut retried =
+            format!("{} of its {} {what} were retried after a failed attempt", counts.retried, counts.recorded);
+        if role == "critic" {
+            retried.push_str(&format!(", {} failed every attempt", counts.failed));
+        }
+        parts.push(retried);
     }
     if evaluator_failed {
         parts.push(format!(
-            "it failed on {} of its {} answers: an error is no verdict, so the loops of those answers are left out \
-             of its pass rates, agreement and gap (`evaluator_errors` in evaluators.csv; `critic_error` in \
-             evaluations.parquet says why)",
+            "it failed on {} of its {} answers (every attempt): an error is no verdict, so the loops of those \
+             answers are left out of its pass rates, agreement and gap (`evaluator_errors` in evaluators.csv; \
+             `critic_error` in evaluations.parquet says why)",
             counts.failed, counts.recorded
         ));
     }
-    Some(format!(
-        "{role} `{}`: {} (manifest.json: `plugins[].process`, `{}`)",
-        plugin.critic,
-        parts.join("; "),
-        if role == "critic" { "critiques_by_critic" } else { "evaluations_by_evaluator" }
-    ))
+    // Where the manifest keeps each number said.
+    let (records, counted) =
+        if role == "critic" { ("plugins", "critiques_by_critic") } else { ("evaluators", "evaluations_by_evaluator") };
+    let mut keys = Vec::new();
+    if trouble.any() {
+        keys.push(format!("`{records}[].process`"));
+    }
+    if counts.retried > 0 || evaluator_failed {
+        keys.push(format!("`{counted}`"));
+    }
+    Some(format!("{role} `{}`: {} (manifest.json: {})", plugin.critic, parts.join("; "), keys.join(", ")))
 }
 
 #[cfg(test)]
@@ -154,10 +161,10 @@ mod tests {
                 "critic `stray`: its process was stopped and restarted 14 time(s) (13 protocol errors, 1 timeout; the \
                  request it failed on was retried); 14 of its 48 critiques were retried after a failed attempt, 0 \
                  failed every attempt (manifest.json: `plugins[].process`, `critiques_by_critic`)",
-                "evaluator `gold`: 8 of its 24 answers were retried after a failed attempt, 8 failed every attempt; it \
-                 failed on 8 of its 24 answers: an error is no verdict, so the loops of those answers are left out of \
-                 its pass rates, agreement and gap (`evaluator_errors` in evaluators.csv; `critic_error` in \
-                 evaluations.parquet says why) (manifest.json: `plugins[].process`, `evaluations_by_evaluator`)",
+                "evaluator `gold`: 8 of its 24 answers were retried after a failed attempt; it failed on 8 of its 24 \
+                 answers (every attempt): an error is no verdict, so the loops of those answers are left out of its \
+                 pass rates, agreement and gap (`evaluator_errors` in evaluators.csv; `critic_error` in \
+                 evaluations.parquet says why) (manifest.json: `evaluations_by_evaluator`)",
             ]
         );
     }
