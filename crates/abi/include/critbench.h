@@ -112,7 +112,10 @@ typedef struct critbench_host {
      *   "chat" (when the experiment has an [openai] table): asks the judge model.
      *     request: {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}],
      *               "response_format": {"type": "json_object"}}   (response_format optional)
-     *     answer:  {"content": "...", "tokens_in": n, "tokens_out": n, "cached": bool}
+     *     answer:  {"content": "...", "tokens_in": n, "tokens_out": n, "cached": bool,
+     *              "truncated": bool, "max_tokens": n}
+     *              (truncated: the server cut the answer at max_tokens, which is null when the
+     *              server's default applied)
      *   The host owns the model, sampling, concurrency, retries and cache; it keys the cache by
      *   the critique being made (task, epoch, round, attempt): it matches a call to the critique in
      *   progress on the calling thread, so call it from the thread of the call it serves

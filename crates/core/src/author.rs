@@ -35,12 +35,15 @@ pub struct Draft {
     /// arms says nothing about that critic). `None` when the author cannot tell (a model) or no
     /// critique was shown. Recorded as `acted_on_critique` (docs/FORMAT.md).
     pub acted_on_critique: Option<bool>,
+    /// Whether the model's answer was cut at its `max_tokens` (`finish_reason` `length`), so the
+    /// draft may end mid-sentence; `None` without a model. Recorded as `draft_truncated`.
+    pub truncated: Option<bool>,
 }
 
 impl Draft {
     /// A draft written without a model, so without token counts.
     pub fn offline(text: String) -> Draft {
-        Draft { text, tokens_in: None, tokens_out: None, acted_on_critique: None }
+        Draft { text, tokens_in: None, tokens_out: None, acted_on_critique: None, truncated: None }
     }
 }
 

@@ -162,6 +162,7 @@ pub(crate) fn for_metrics(row: &JudgmentRow) -> JudgmentRow {
         critic_attempts: row.critic_attempts,
         critic_error: row.critic_error.clone(),
         meta: None,
+        critic_truncated: row.critic_truncated,
     }
 }
 
@@ -219,5 +220,6 @@ fn critique_one(
         critic_attempts: call.attempts,
         critic_error: call.error,
         meta: labeled.task.meta.as_ref().map(|m| m.to_string()),
+        critic_truncated: scope.truncated,
     }
 }

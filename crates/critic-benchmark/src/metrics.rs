@@ -794,6 +794,7 @@ mod tests {
             critic_attempts: 1,
             critic_error: None,
             meta: None,
+            critic_truncated: None,
         }
     }
 

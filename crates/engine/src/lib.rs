@@ -234,12 +234,16 @@ pub enum EngineError {
          finish the run (answers already paid for come from the response cache)",
         reached.as_ref().map_or_else(
             || "a budget was reached".to_string(),
-            |r| format!("[budget] {} = {} {currency} was reached ({:.6} {currency} spent)", r.budget, r.limit, r.spent)
+            |r| format!(
+                "[budget] {} = {} {currency} was reached, and {:.6} {currency} spent by the end (the loops in flight \
+                 then finished)",
+                r.budget, r.limit, r.spent
+            )
         ),
         out.display()
     )]
     BudgetReached {
-        /// Which budget was reached and what was spent, when the client says.
+        /// Which budget was reached and what was spent when the run ended, when the client says.
         reached: Option<critbench_openai::BudgetStop>,
         /// The currency of the budget.
         currency: String,

@@ -96,6 +96,7 @@ fn drafted(
         tokens_in: answer.tokens_in,
         tokens_out: answer.tokens_out,
         acted_on_critique: None,
+        truncated: Some(answer.truncated),
     })
 }
 

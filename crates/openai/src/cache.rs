@@ -14,7 +14,8 @@ use crate::chat::ChatError;
 use crate::settings::CacheMode;
 
 /// Bumped when the key or the stored answer changes meaning; old rows are then never matched.
-pub const CACHE_FORMAT: u32 = 1;
+/// Format 2 stores whether the answer was cut at `max_tokens` (`truncated`).
+pub const CACHE_FORMAT: u32 = 2;
 
 /// A stored answer.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +26,8 @@ pub struct CachedAnswer {
     /// Of `tokens_in`, those the server served from its own prompt cache, when it said so (not
     /// stored: an answer read back from this cache was not paid for by this run).
     pub cached_in: Option<u64>,
+    /// The server cut the answer at its token limit (`finish_reason` `length`).
+    pub truncated: bool,
 }
 
 /// What the key is made of, kept beside the answer so the table can be inspected and pruned.
@@ -134,8 +137,9 @@ impl ResponseCache {
             Store::Memory(answers) => return Ok(lock(answers).get(key).cloned()),
             Store::Disk(connection) => lock(connection),
         };
-        let mut select = connection
-            .prepare_cached("SELECT content, tokens_in, tokens_out FROM responses WHERE key = ?1 AND format = ?2")?;
+        let mut select = connection.prepare_cached(
+            "SELECT content, tokens_in, tokens_out, truncated FROM responses WHERE key = ?1 AND format = ?2",
+        )?;
         select
             .query_row(params![key, CACHE_FORMAT], |row| {
                 Ok(CachedAnswer {
@@ -143,6 +147,7 @@ impl ResponseCache {
                     tokens_in: row.get::<_, Option<i64>>(1)?.map(|n| n.max(0) as u64),
                     tokens_out: row.get::<_, Option<i64>>(2)?.map(|n| n.max(0) as u64),
                     cached_in: None,
+                    truncated: row.get::<_, i64>(3)? != 0,
                 })
             })
             .optional()
@@ -160,8 +165,9 @@ impl ResponseCache {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
         let mut insert = connection.prepare_cached(
             "INSERT OR REPLACE INTO responses
-                 (key, format, endpoint, role, model, task_id, epoch, round, content, tokens_in, tokens_out, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                 (key, format, endpoint, role, model, task_id, epoch, round, content, tokens_in, tokens_out, created_at,
+                  truncated)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?;
         insert
             .execute(params![
@@ -176,7 +182,8 @@ impl ResponseCache {
                 answer.content,
                 answer.tokens_in.map(|n| n as i64),
                 answer.tokens_out.map(|n| n as i64),
-                now
+                now,
+                i64::from(answer.truncated)
             ])
             .map(|_| ())
     }
@@ -234,10 +241,22 @@ fn open_table(path: &Path) -> Result<Connection, CacheError> {
                 content TEXT NOT NULL,
                 tokens_in INTEGER,
                 tokens_out INTEGER,
-                created_at INTEGER NOT NULL
+                created_at INTEGER NOT NULL,
+                truncated INTEGER NOT NULL DEFAULT 0
             )",
         )
         .map_err(|e| fail(format!("cannot create the table: {e}")))?;
+    // A file of format 1 lacks the column; its rows are never matched (their format), but new rows
+    // go into the same table.
+    let has_truncated = connection
+        .prepare("SELECT 1 FROM pragma_table_info('responses') WHERE name = 'truncated'")
+        .and_then(|mut select| select.exists([]))
+        .map_err(|e| fail(format!("cannot read the table's columns: {e}")))?;
+    if !has_truncated {
+        connection
+            .execute_batch("ALTER TABLE responses ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0")
+            .map_err(|e| fail(format!("cannot add the column `truncated`: {e}")))?;
+    }
     Ok(connection)
 }
 
@@ -312,7 +331,7 @@ mod tests {
     }
 
     fn answer(text: &str) -> CachedAnswer {
-        CachedAnswer { content: text.into(), tokens_in: Some(3), tokens_out: None, cached_in: None }
+        CachedAnswer { content: text.into(), tokens_in: Some(3), tokens_out: None, cached_in: None, truncated: false }
     }
 
     #[test]

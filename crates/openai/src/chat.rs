@@ -68,6 +68,9 @@ pub struct ChatAnswer {
     pub tokens_out: Option<u64>,
     /// Served without a model call (from the cache, or shared with an identical request).
     pub cached: bool,
+    /// The server cut the answer at the role's `max_tokens` (`finish_reason` `length`): it may end
+    /// mid-sentence, or mid-JSON.
+    pub truncated: bool,
 }
 
 /// What an API key (or a URL's password or query) is replaced by wherever a server echoes it.

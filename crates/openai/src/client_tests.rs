@@ -528,9 +528,13 @@ fn model_calls_are_paid_at_their_price_and_a_budget_raises_its_flag() {
     let stop = client.budget_stop().unwrap();
     assert_eq!((stop.budget.as_str(), stop.limit), ("max_cost", 0.03));
     assert!((stop.spent - 0.032).abs() < 1e-12, "{stop:?}");
-    // Calls still go out: the run decides what to do with the flag.
+    // Calls still go out: the run decides what to do with the flag. What the stop says was spent
+    // is what was spent when asked, the calls after it included.
     ask(&client, 2).unwrap();
+    let stop = client.budget_stop().unwrap();
+    assert!((stop.spent - 0.048).abs() < 1e-12, "{stop:?}");
     let report = client.report().to_value();
+    assert!((report["budget"]["stopped_by"]["spent"].as_f64().unwrap() - 0.048).abs() < 1e-12, "{report:#}");
     let cost = &report["cost"];
     assert_eq!((cost["currency"].as_str(), cost["priced"].as_bool()), (Some("USD"), Some(true)), "{cost:#}");
     assert!((cost["spent"].as_f64().unwrap() - 0.048).abs() < 1e-12, "{cost:#}");

@@ -1,7 +1,8 @@
 //! A scripted OpenAI-compatible server on 127.0.0.1 for tests (feature `mock-server`): each
 //! request goes to a handler that decides the answer — a chat completion, a 429 with
-//! `Retry-After`, a 500, a slow answer, a truncated body. It counts what reaches it and how many
-//! requests were in flight at once, and stops when dropped. Standard library only.
+//! `Retry-After`, a 500, a slow answer, a truncated body, an answer cut at `max_tokens`. It counts
+//! what reaches it and how many requests were in flight at once, and stops when dropped. Standard
+//! library only.
 //!
 //! `GET` requests — what a client asks at start to learn which server it talks to — are answered
 //! by the server itself as its [`Identity`] says, and neither reach the handler nor count as
@@ -117,6 +118,15 @@ impl MockResponse {
     /// The same answer, cut short (see [`MockResponse::truncate`]).
     pub fn truncated(mut self) -> MockResponse {
         self.truncate = true;
+        self
+    }
+
+    /// The same chat completion as a model cut at its `max_tokens` gives it: `finish_reason`
+    /// `length` (its content is whatever the test wrote, typically cut mid-sentence or mid-JSON).
+    pub fn cut_at_max_tokens(mut self) -> MockResponse {
+        let mut body: Value = serde_json::from_slice(&self.body).expect("a chat completion's body is JSON");
+        body["choices"][0]["finish_reason"] = json!("length");
+        self.body = body.to_string().into_bytes();
         self
     }
 }

@@ -226,6 +226,8 @@ pub struct RoleCalls {
     pub model_tokens_in: u64,
     /// Completion tokens of the answers the model gave this run.
     pub model_tokens_out: u64,
+    /// Answers cut at the role's `max_tokens` (`finish_reason` `length`), cached ones included.
+    pub truncated: u64,
 }
 
 /// HTTP requests and how they ended.
@@ -378,14 +380,15 @@ pub struct BudgetReport {
     pub stopped_by: Option<BudgetStop>,
 }
 
-/// Which budget stopped new work, and what had been spent.
+/// Which budget stopped new work, and what the calls it counts cost.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BudgetStop {
     /// `max_cost`, or `roles.ROLE`.
     pub budget: String,
     /// The budget's limit.
     pub limit: f64,
-    /// What had been spent when it stopped new work.
+    /// What the calls the budget counts had cost when the run ended: past `limit` by what the loops
+    /// in flight when it was reached spent after it (docs/REFERENCE.md, `[budget]`).
     pub spent: f64,
 }
 
@@ -465,6 +468,18 @@ impl fmt::Display for UsageReport {
                 write!(f, "; budget {} = {} {currency} reached", stop.budget, stop.limit)?;
             }
         }
+        let cut: Vec<String> = (self.calls.by_role.iter())
+            .filter(|(_, calls)| calls.truncated > 0)
+            .map(|(role, calls)| format!("{role} {} of {}", calls.truncated, calls.calls - calls.failures))
+            .collect();
+        if !cut.is_empty() {
+            write!(
+                f,
+                "; answers cut at max_tokens (finish_reason \"length\"): {} (raise that role's max_tokens in \
+                 [openai.ROLE])",
+                cut.join(", ")
+            )?;
+        }
         if self.tokens.cap_reached {
             write!(f, "; token cap reached ({} calls refused)", self.tokens.refused_calls)?;
         }
@@ -526,12 +541,17 @@ mod tests {
             "models: 10 calls, 4 sent to http://127.0.0.1:9/v1 (5 HTTP requests, 1 retries), 6 from the cache, 1 shared in flight; 100 tokens in, 20 out"
         );
         let mut strained = usage.clone();
+        let judge = serde_json::json!({"calls": 8, "cache_hits": 0, "shared_in_flight": 0, "model_calls": 8,
+            "failures": 1, "refused_by_token_cap": 0, "tokens_in": 80, "tokens_out": 16, "cached_tokens_in": 0,
+            "model_tokens_in": 80, "model_tokens_out": 16, "truncated": 3});
+        strained.calls.by_role.insert("judge".into(), serde_json::from_value(judge).unwrap());
         strained.calls.failures = 2;
         (strained.tokens.cap_reached, strained.tokens.refused_calls) = (true, 3);
         (strained.concurrency.lowest, strained.concurrency.last) = (2, 4);
         strained.redacted = 2;
         assert!(strained.to_string().ends_with(
-            "; 2 calls failed; token cap reached (3 calls refused); the server echoed a configured API key (or URL \
+            "; 2 calls failed; answers cut at max_tokens (finish_reason \"length\"): judge 3 of 7 (raise that role's \
+             max_tokens in [openai.ROLE]); token cap reached (3 calls refused); the server echoed a configured API key (or URL \
              secret) 2 time(s): replaced by [REDACTED] before anything was written; concurrency lowered to 2 on \
              429/503 (ended at 4 of 8)"
         ));

@@ -63,7 +63,7 @@ pub use info::{
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
 pub use open::{CriticInstance, CriticTask, open_critic};
-pub use process::{Batches, ProcessCritic};
+pub use process::{Batches, ChildCounters, ChildTrouble, ProcessCritic};
 pub use program::Nudge;
 pub use protocol::PROTOCOL_VERSION;
 pub use request::{Asked, TaskRound, task_request};

@@ -82,6 +82,15 @@ impl CriticInstance {
         }
     }
 
+    /// The counts of the critic's child processes stopped after a failure (a crash, a timeout, a
+    /// protocol error), each restarted; `None` for a critic in this process, which has none.
+    pub fn child_trouble(&self) -> Option<&Arc<crate::ChildCounters>> {
+        match self {
+            CriticInstance::InProcess(_) => None,
+            CriticInstance::Process(critic) => Some(critic.trouble()),
+        }
+    }
+
     /// What the manifest records: name, version, file, sha256, score range, flags, isolation.
     pub fn info(&self) -> &Arc<CriticInfo> {
         match self {

@@ -33,12 +33,31 @@ pub struct CallScope {
     pub tokens_in: Option<u64>,
     /// Model tokens written for this critique so far, when the services report any.
     pub tokens_out: Option<u64>,
+    /// Model answers for this critique so far (all attempts) cut at their `max_tokens`, once a
+    /// service reported a model answer.
+    pub truncated: Option<u64>,
 }
 
 impl CallScope {
     /// The scope of round `round` of task `task_id` in epoch `epoch`, at its first attempt.
     pub fn new(task_id: &str, epoch: u32, round: u32) -> CallScope {
-        CallScope { task_id: task_id.to_string(), epoch, round, attempt: 1, tokens_in: None, tokens_out: None }
+        CallScope {
+            task_id: task_id.to_string(),
+            epoch,
+            round,
+            attempt: 1,
+            tokens_in: None,
+            tokens_out: None,
+            truncated: None,
+        }
+    }
+
+    /// Adds what a service's `reply` spent: its tokens, and whether its model answer was cut.
+    pub fn add_reply(&mut self, reply: &Reply) {
+        self.add_tokens(reply.tokens_in, reply.tokens_out);
+        if let Some(cut) = reply.truncated {
+            self.truncated = Some(self.truncated.unwrap_or(0) + u64::from(cut));
+        }
     }
 
     /// Adds tokens a service spent.
@@ -63,12 +82,14 @@ pub struct Reply {
     pub tokens_in: Option<u64>,
     /// Model tokens written, when the service called a model.
     pub tokens_out: Option<u64>,
+    /// Whether the model's answer was cut at its `max_tokens`, when the service called a model.
+    pub truncated: Option<bool>,
 }
 
 impl Reply {
     /// An answer that spent no tokens.
     pub fn text(answer: impl Into<String>) -> Reply {
-        Reply { answer: answer.into(), tokens_in: None, tokens_out: None }
+        Reply { answer: answer.into(), tokens_in: None, tokens_out: None, truncated: None }
     }
 }
 
@@ -266,7 +287,7 @@ impl Host {
     pub fn dispatch(&self, name: &str, request: &str, scope: Option<&mut CallScope>) -> Result<String, ServiceError> {
         let reply = self.reply(name, request, scope.as_deref())?;
         if let Some(scope) = scope {
-            scope.add_tokens(reply.tokens_in, reply.tokens_out);
+            scope.add_reply(&reply);
         }
         Ok(reply.answer)
     }
@@ -318,7 +339,7 @@ impl Host {
         if scope.is_some() {
             IN_PROGRESS.with_borrow_mut(|stack| {
                 if let Some((_, current)) = stack.iter_mut().rev().find(mine) {
-                    current.add_tokens(reply.tokens_in, reply.tokens_out);
+                    current.add_reply(&reply);
                 }
             });
         }
@@ -338,6 +359,8 @@ mod tests {
                 answer: format!("{request} @ {:?}", scope.map(|s| (&s.task_id, s.epoch, s.round, s.attempt))),
                 tokens_in: Some(10),
                 tokens_out: Some(4),
+                // Every other answer is cut at its max_tokens.
+                truncated: Some(request.ends_with('!')),
             })
         }
     }
@@ -349,11 +372,11 @@ mod tests {
         let mut scope = CallScope::new("t", 2, 1);
         scope.attempt = 3;
         let answer = host.within(Some(&mut scope), || {
-            host.dispatch_from_plugin("test-echo", "hi").unwrap();
+            host.dispatch_from_plugin("test-echo", "hi!").unwrap();
             host.dispatch_from_plugin("test-echo", "hi").unwrap()
         });
         assert_eq!(answer, "hi @ Some((\"t\", 2, 1, 3))");
-        assert_eq!((scope.tokens_in, scope.tokens_out), (Some(20), Some(8)));
+        assert_eq!((scope.tokens_in, scope.tokens_out, scope.truncated), (Some(20), Some(8), Some(1)));
         assert_eq!(host.dispatch_from_plugin("test-echo", "hi").unwrap(), "hi @ None", "the scope ends with the call");
         let (mut outer, mut inner) = (CallScope::new("outer", 0, 0), CallScope::new("inner", 0, 0));
         let seen = host.within(Some(&mut outer), || {

@@ -12,6 +12,10 @@
 //! has the test that is its interval's dual. A lift or a difference zero by construction (loops
 //! that never revise answer with their first draft) is said to be so, without an interval.
 //!
+//! An evaluator's error is no verdict: a loop whose evaluator failed on its first draft or its
+//! final answer (every attempt) is left out of every number of its row and of the arm comparisons,
+//! and counted (`evaluator_errors`), as the terminal and the reports say.
+//!
 //! The table is read once, streaming, a task at a time: a task's rows are written together, so a
 //! task is folded into per-group counts of its vector as soon as the next one starts, and memory is
 //! one task's rows plus the distinct vectors.
@@ -43,7 +47,7 @@ pub struct EvaluatorRow {
     pub evaluator: String,
     /// The arm.
     pub arm: String,
-    /// Loops with a verdict on their first draft and their final answer, and their tasks.
+    /// Loops with a verdict on their first draft and their final answer (no evaluator error).
     pub n: u64,
     /// Tasks of those loops.
     pub tasks: u64,
@@ -78,7 +82,8 @@ pub struct EvaluatorRow {
     pub evaluator_only: u64,
     /// Final answers both failed.
     pub neither: u64,
-    /// Final-answer verdicts whose evaluator call failed every attempt (counted as fails).
+    /// Loops left out of every number above because the evaluator failed (every attempt) on their
+    /// first draft or their final answer: an error is no verdict.
     pub evaluator_errors: u64,
     /// How the intervals of `evaluator`, `gap` and `lift` were computed: the methods of
     /// summary.csv's `interval` and comparisons.csv's `interval` (or `identical by design`).
@@ -162,12 +167,29 @@ pub const LISTED: usize = 100;
 /// `(config, critic, evaluator, arm)`.
 type Group = (String, String, String, String);
 
-/// One loop's two verdicts, while its task is being read.
+/// One loop's two verdicts, while its task is being read (`Some(None)`: the evaluator failed on
+/// that answer).
 #[derive(Clone, Copy, Default)]
 struct LoopVerdicts {
-    first: Option<bool>,
-    /// Evaluator's and critic's verdicts on the final answer, and whether the evaluator failed.
-    final_: Option<(bool, bool, bool)>,
+    first: Option<Option<bool>>,
+    /// Evaluator's (`None` on an error) and critic's verdicts on the final answer.
+    final_: Option<(Option<bool>, bool)>,
+}
+
+impl LoopVerdicts {
+    /// The evaluator's verdicts on the first draft and the final answer, and the critic's on the
+    /// final answer, when the loop has both and the evaluator failed on neither.
+    fn counted(&self) -> Option<(bool, bool, bool)> {
+        match (self.first, self.final_) {
+            (Some(Some(first)), Some((Some(evaluator), critic))) => Some((first, evaluator, critic)),
+            _ => None,
+        }
+    }
+
+    /// Whether the evaluator failed on one of the loop's answers.
+    fn failed(&self) -> bool {
+        matches!(self.first, Some(None)) || matches!(self.final_, Some((None, _)))
+    }
 }
 
 #[derive(Default)]
@@ -190,6 +212,9 @@ struct Reader {
     task: Option<String>,
     loops: BTreeMap<(usize, u32), LoopVerdicts>,
     seen: HashSet<u128>,
+    /// The current task's final answers the critic passed and the evaluator failed, in table
+    /// order, listed once their loop is known to count (its first draft has a verdict too).
+    candidates: Vec<(usize, Disagreement)>,
     disagreements: Vec<Disagreement>,
 }
 
@@ -226,10 +251,10 @@ impl Reader {
                     which: "final-answer",
                 });
             }
-            verdicts.final_ = Some((v.passed, v.steering_passed, v.failed));
-            if v.steering_passed && !v.passed && self.disagreements.len() < LISTED {
+            verdicts.final_ = Some((v.passed, v.steering_passed));
+            if v.steering_passed && v.passed == Some(false) && self.disagreements.len() < LISTED {
                 let (config_id, critic, evaluator, arm) = self.groups[group].clone();
-                self.disagreements.push(Disagreement {
+                let disagreement = Disagreement {
                     config_id,
                     critic,
                     evaluator,
@@ -237,7 +262,8 @@ impl Reader {
                     task_id: v.task_id.to_string(),
                     epoch: v.epoch,
                     round: v.round,
-                });
+                };
+                self.candidates.push((group, disagreement));
             }
         } else {
             if verdicts.first.is_some() {
@@ -255,9 +281,19 @@ impl Reader {
     /// Folds the task read so far into the groups' counts.
     fn flush(&mut self) {
         let loops = std::mem::take(&mut self.loops);
+        for (group, disagreement) in std::mem::take(&mut self.candidates) {
+            let counts = loops.get(&(group, disagreement.epoch)).and_then(LoopVerdicts::counted).is_some();
+            if counts && self.disagreements.len() < LISTED {
+                self.disagreements.push(disagreement);
+            }
+        }
         let mut vectors: BTreeMap<usize, (u64, [i64; 5])> = BTreeMap::new();
         for (&(group, _), verdicts) in &loops {
-            let (Some(first), Some((evaluator, critic, failed))) = (verdicts.first, verdicts.final_) else { continue };
+            if verdicts.failed() {
+                self.agreement[group][4] += 1;
+                continue;
+            }
+            let Some((first, evaluator, critic)) = verdicts.counted() else { continue };
             let (e, c, f) = (i64::from(evaluator), i64::from(critic), i64::from(first));
             self.lifted[group] |= evaluator != first;
             let (denominator, sums) = vectors.entry(group).or_default();
@@ -272,7 +308,6 @@ impl Reader {
                 (false, true) => 2,
                 (false, false) => 3,
             }] += 1;
-            agreement[4] += u64::from(failed);
         }
         for (group, vector) in vectors {
             *self.clusters[group].entry(vector).or_default() += 1;
@@ -280,7 +315,7 @@ impl Reader {
         // Pairs of arms of one config × critic × evaluator, epoch by epoch.
         let mut by_unit: BTreeMap<(usize, u32), bool> = BTreeMap::new();
         for (&(group, epoch), verdicts) in &loops {
-            if let Some((evaluator, _, _)) = verdicts.final_ {
+            if let Some((_, evaluator, _)) = verdicts.counted() {
                 by_unit.insert((group, epoch), evaluator);
             }
         }
@@ -519,7 +554,17 @@ pub fn glance(report: &EvaluatorReport) -> String {
             );
         }
         let gaps: Vec<String> = rows.iter().map(|r| format!("{} {}", r.arm, points(r.gap))).collect();
-        let _ = writeln!(out, " gap {}", gaps.join(", "));
+        let _ = write!(out, " gap {}", gaps.join(", "));
+        let (errors, loops): (u64, u64) =
+            rows.iter().fold((0, 0), |(e, n), r| (e + r.evaluator_errors, n + r.n + r.evaluator_errors));
+        if errors > 0 {
+            let _ = write!(
+                out,
+                "; the evaluator failed on {errors} of {loops} loops' answers (errors, not verdicts: left out of these \
+                 numbers; `evaluator_errors` in evaluators.csv)"
+            );
+        }
+        out.push('\n');
     }
     out
 }
@@ -533,16 +578,27 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
          loop learns to please that critic; the evaluator's pass rate of the same answers tells the two apart. \
          Gap = critic − evaluator on the same final answers, lift = evaluator on the final answer − on the first \
          draft, both paired by loop (a lift is 0 by construction for loops that never revise, and said so); 95% \
-         intervals, each by the method valid at the number of tasks it rests on (`evaluators.csv` names them).\n\n",
+         intervals, each by the method valid at the number of tasks it rests on (`evaluators.csv` names them). An \
+         evaluator's error (every attempt failed on an answer) is no verdict: a loop with one is left out of its row's numbers and counted under errors.\n\n",
     );
+    let errors: u64 = report.rows.iter().map(|r| r.evaluator_errors).sum();
+    if errors > 0 {
+        let loops: u64 = report.rows.iter().map(|r| r.n + r.evaluator_errors).sum();
+        let _ = writeln!(
+            out,
+            "**An evaluator failed on the answers of {errors} of {loops} loops**: they are left out of its pass rates, \
+             agreement and gap below (`evaluator_errors` in evaluators.csv; `critic_error` in evaluations.parquet says \
+             why).\n"
+        );
+    }
     out.push_str(
-        "| config | critic | evaluator | arm | loops | critic pass | evaluator pass (95% CI) | gap (95% CI) | first drafts | lift (95% CI) | both | critic only | evaluator only | neither |\n",
+        "| config | critic | evaluator | arm | loops | critic pass | evaluator pass (95% CI) | gap (95% CI) | first drafts | lift (95% CI) | both | critic only | evaluator only | neither | errors |\n",
     );
-    out.push_str("|---|---|---|---|---:|---:|---|---|---:|---|---:|---:|---:|---:|\n");
+    out.push_str("|---|---|---|---|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|\n");
     for r in &report.rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} ({} to {}) | {} ({}) | {} | {} ({}) | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} ({} to {}) | {} ({}) | {} | {} ({}) | {} | {} | {} | {} | {} |",
             r.config_id,
             r.critic,
             r.evaluator,
@@ -560,7 +616,8 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
             r.both,
             r.critic_only,
             r.evaluator_only,
-            r.neither
+            r.neither,
+            r.evaluator_errors
         );
     }
     if !report.comparisons.is_empty() {
@@ -609,6 +666,17 @@ mod tests {
     use super::*;
 
     fn verdict<'a>(task: &'a str, arm: &'a str, epoch: u32, is_final: bool, passed: bool, critic: bool) -> Verdict<'a> {
+        verdict_or_error(task, arm, epoch, is_final, Some(passed), critic)
+    }
+
+    fn verdict_or_error<'a>(
+        task: &'a str,
+        arm: &'a str,
+        epoch: u32,
+        is_final: bool,
+        passed: Option<bool>,
+        critic: bool,
+    ) -> Verdict<'a> {
         Verdict {
             config_id: "p8",
             arm,
@@ -620,7 +688,6 @@ mod tests {
             round: u32::from(is_final),
             passed,
             steering_passed: critic,
-            failed: false,
         }
     }
 
@@ -655,6 +722,37 @@ mod tests {
         assert_eq!((c.pairs, c.tasks, c.diff), (2, 2, 0.0));
         assert_eq!(report.disagreements.len(), 1);
         assert_eq!(report.disagreements[0].task_id, "t1");
+    }
+
+    #[test]
+    fn an_evaluators_error_is_no_verdict_and_leaves_its_loop_out_of_every_number() {
+        let mut reader = Reader::default();
+        // t1 and t2 pass under both; t3's final answer and t4's first draft are evaluator errors,
+        // each on a loop the critic passed.
+        for task in ["t1", "t2", "t3", "t4"] {
+            for arm in ["feedback", "no-feedback"] {
+                let first = if task == "t4" && arm == "feedback" { None } else { Some(true) };
+                let last = if task == "t3" && arm == "feedback" { None } else { Some(true) };
+                reader.add(&verdict_or_error(task, arm, 0, false, first, true)).unwrap();
+                reader.add(&verdict_or_error(task, arm, 0, true, last, true)).unwrap();
+            }
+        }
+        reader.flush();
+        let report = build(reader, None);
+        let feedback = report.rows.iter().find(|r| r.arm == "feedback").unwrap();
+        // Counted as fails, the errors made 50% against the critic's 100% and a gap of +50 pp.
+        assert_eq!((feedback.n, feedback.tasks, feedback.evaluator_errors), (2, 2, 2));
+        assert_eq!((feedback.evaluator_pass_rate, feedback.critic_pass_rate, feedback.gap), (1.0, 1.0, 0.0));
+        assert_eq!([feedback.both, feedback.critic_only, feedback.evaluator_only, feedback.neither], [2, 0, 0, 0]);
+        let blind = report.rows.iter().find(|r| r.arm == "no-feedback").unwrap();
+        assert_eq!((blind.n, blind.evaluator_errors, blind.evaluator_pass_rate), (4, 0, 1.0));
+        // The arms are compared on the units both have a verdict on.
+        assert_eq!((report.comparisons[0].pairs, report.comparisons[0].diff), (2, 0.0));
+        assert!(report.disagreements.is_empty(), "an error is not a critic-only answer");
+        let said = glance(&report);
+        assert!(said.contains("the evaluator failed on 2 of 8 loops' answers (errors, not verdicts"), "{said}");
+        let section = markdown_section(&report);
+        assert!(section.contains("**An evaluator failed on the answers of 2 of 8 loops**"), "{section}");
     }
 
     #[test]

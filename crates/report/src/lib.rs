@@ -52,6 +52,7 @@ pub mod sequential;
 pub mod show;
 mod summary;
 mod totals;
+pub mod trouble;
 
 pub use error::{QueryError, ReportError, RowError, WantedKey};
 pub use html::escape as escape_html;
@@ -85,6 +86,10 @@ pub struct Report {
     /// A sequential run's record, from its manifest (filled by [`write_reports`]); `summary.json`
     /// gives what it decided in a few fields, read beside the summary's comparisons.
     pub sequential: Option<SequentialRecord>,
+    /// What went wrong that the rates do not show (`trouble`: critics restarted or retried,
+    /// evaluators' errors, model answers cut short), from the manifest; the terminal prints it
+    /// below the table, and the summary's notes say the same (not written to `summary.json`).
+    pub trouble: Vec<String>,
 }
 
 impl Serialize for Report {
@@ -183,6 +188,7 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
         labels.map(|labels| gold::Corrected::compute(&outcomes, manifest.as_ref(), &labels, &report)).transpose()?;
     report.backend = backend?;
     report.sequential = manifest.as_ref().and_then(|m| m.sequential.clone());
+    report.trouble = manifest.as_ref().map(trouble::notices).unwrap_or_default();
     // What the backend cannot measure comes first: it says how to read everything else.
     let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| format::as_note(n)).collect();
     notes.append(&mut report.summary.notes);

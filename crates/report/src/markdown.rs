@@ -121,6 +121,9 @@ pub fn glance_table(report: &Report) -> String {
         let level = if notice.contains("says nothing about") { "warning" } else { "note" };
         let _ = write!(out, "\n{level}: {notice}\n");
     }
+    for notice in &report.trouble {
+        let _ = write!(out, "\nnote: {notice}\n");
+    }
     out
 }
 

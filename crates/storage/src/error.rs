@@ -217,6 +217,22 @@ pub enum TableError {
         /// What it holds.
         answer: String,
     },
+    /// An evaluation row with both a verdict and an error (`error`), or with neither.
+    #[error(
+        "row {row}: {}",
+        if *error {
+            "`critic_error` says the evaluator failed, yet `passed` holds a verdict (an error is no verdict: \
+             `passed` is null on an error)"
+        } else {
+            "`passed` is null but `critic_error` is not set (a verdict is missing only when the evaluator failed)"
+        }
+    )]
+    VerdictAndError {
+        /// The row, counted from 0 in the file.
+        row: usize,
+        /// Whether `critic_error` is set.
+        error: bool,
+    },
     /// A loop's rows that are not together in the file.
     #[error(
         "the rows of loop {task_id} × {arm} × {critic} × epoch {epoch} are not contiguous; expected each loop's rows \

@@ -4,12 +4,13 @@
 //! An evaluator scores the answers a loop produced and never steers it; unlike the critic, it sees
 //! the task's gold `labels`. Each row carries the steering critic's verdict on the same draft
 //! (`steering_passed`) beside the evaluator's (`passed`), so that the gap between the two is a
-//! comparison within a row.
+//! comparison within a row. An evaluator that failed on an answer (every attempt) gave no verdict:
+//! `passed` is null and `critic_error` says why, and readers leave the row out of every rate.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::ArrayRef;
+use arrow_array::{Array, ArrayRef};
 use arrow_schema::{Schema, SchemaRef};
 use critbench_core::Arm;
 
@@ -43,15 +44,17 @@ declare_columns! {
         pub round: u32 = "round",
         /// The evaluator's critique of the draft.
         pub critique: CritiqueColumns = flattened,
-        /// The evaluator's verdict: its critique meets its own pass rule.
-        pub passed: bool = "passed",
+        /// The evaluator's verdict: its critique meets its own pass rule. `None` when the
+        /// evaluator failed on the answer (`critic_error`): an error is no verdict.
+        pub passed: Option<bool> = "passed",
         pub pass_score: f64 = "pass_score",
         pub dim_target: Option<f64> = "dim_target",
         /// The steering critic's verdict on the same draft under this config: for the final answer,
         /// whether the loop passed; for the first draft, whether round 0 met the pass rule.
         pub steering_passed: bool = "steering_passed",
         pub critic_attempts: u32 = "critic_attempts",
-        /// Set when every attempt failed; the critique is then the conservative stand-in.
+        /// Set when every attempt failed (and then only): the critique is the conservative
+        /// stand-in and `passed` is null.
         pub critic_error: Option<String> = "critic_error",
         pub critic_ms: f64 = "critic_ms",
     }
@@ -120,12 +123,11 @@ pub struct Verdict<'a> {
     pub is_final: bool,
     /// The round whose draft was evaluated.
     pub round: u32,
-    /// The evaluator's verdict.
-    pub passed: bool,
+    /// The evaluator's verdict; `None` when it failed on the answer (every attempt), which is
+    /// no verdict.
+    pub passed: Option<bool>,
     /// The steering critic's verdict on the same draft.
     pub steering_passed: bool,
-    /// Every attempt of the evaluator failed (its verdict is the conservative stand-in's).
-    pub failed: bool,
 }
 
 /// Streams the verdict columns of `evaluations.parquet` row by row through `each`, a batch at a
@@ -160,7 +162,8 @@ pub fn for_each_verdict<E: Into<BoxError>>(
             c.text_array(NAMES.answer)?,
         );
         let (epoch, round) = (c.int32_array(NAMES.epoch)?, c.int32_array(NAMES.round)?);
-        let (passed, steering_passed) = (c.boolean_array(NAMES.passed)?, c.boolean_array(NAMES.steering_passed)?);
+        let (passed, steering_passed) =
+            (c.nullable_boolean_array(NAMES.passed)?, c.boolean_array(NAMES.steering_passed)?);
         let errors = c.text(NAMES.critic_error)?;
         for (i, error) in errors.iter().enumerate() {
             let answer = answer.value(i);
@@ -170,6 +173,10 @@ pub fn for_each_verdict<E: Into<BoxError>>(
             let whole = |value: i32, column: &'static str| {
                 u32::try_from(value).map_err(|_| TableError::NegativeInRow { row: offset + i, column, value })
             };
+            // A verdict or an error, never both and never neither.
+            if passed.is_valid(i) == error.is_some() {
+                return Err(TableError::VerdictAndError { row: offset + i, error: error.is_some() });
+            }
             let verdict = Verdict {
                 config_id: config_id.value(i),
                 arm: parse_label::<Arm>(arm.value(i), NAMES.arm, offset + i)?.as_str(),
@@ -179,9 +186,8 @@ pub fn for_each_verdict<E: Into<BoxError>>(
                 evaluator: evaluator.value(i),
                 is_final: answer == FINAL,
                 round: whole(round.value(i), "round")?,
-                passed: passed.value(i),
+                passed: passed.is_valid(i).then(|| passed.value(i)),
                 steering_passed: steering_passed.value(i),
-                failed: error.is_some(),
             };
             each(&verdict).map_err(|source| TableError::RefusedVerdict { row: offset + i, source: source.into() })?;
         }
@@ -211,7 +217,7 @@ mod tests {
                 issues: (0..i % 2).map(|k| format!("issue {k}")).collect(),
                 ..CritiqueColumns::scored(f64::from(i % 11))
             },
-            passed: i.is_multiple_of(3),
+            passed: (!i.is_multiple_of(7)).then_some(i.is_multiple_of(3)),
             pass_score: 5.0,
             dim_target: None,
             steering_passed: i.is_multiple_of(5),
@@ -242,16 +248,12 @@ mod tests {
         assert_eq!(read_evaluations(&path).unwrap(), rows);
         let mut streamed = Vec::new();
         for_each_verdict::<std::convert::Infallible>(&path, |v| {
-            streamed.push((v.task_id.to_string(), v.is_final, v.round, v.passed, v.steering_passed, v.failed));
+            streamed.push((v.task_id.to_string(), v.is_final, v.round, v.passed, v.steering_passed));
             Ok(())
         })
         .unwrap();
-        let expected: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                (r.task_id.clone(), r.answer == FINAL, r.round, r.passed, r.steering_passed, r.critic_error.is_some())
-            })
-            .collect();
+        let expected: Vec<_> =
+            rows.iter().map(|r| (r.task_id.clone(), r.answer == FINAL, r.round, r.passed, r.steering_passed)).collect();
         assert_eq!(streamed, expected);
         assert_eq!(crate::tables::critbench_table(&path).as_deref(), Some("evaluations"));
     }

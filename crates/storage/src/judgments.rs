@@ -44,6 +44,9 @@ declare_columns! {
         pub critic_error: Option<String> = "critic_error",
         /// The task's `meta`, as JSON text.
         pub meta: Option<String> = "meta",
+        /// The critic's model answers for this critique (all attempts) cut at their `max_tokens`;
+        /// null when the critic asked no model.
+        pub critic_truncated: Option<u64> = "critic_truncated",
     }
     names: JudgmentColumns,
     builders: JudgmentBuilders,
@@ -127,6 +130,7 @@ mod tests {
             critic_attempts: 1 + i % 3,
             critic_error: i.is_multiple_of(9).then(|| "critique returned status 1".to_string()),
             meta: Some("{\"subject\":\"bees\"}".into()),
+            critic_truncated: i.is_multiple_of(4).then_some(u64::from(i % 2)),
         }
     }
 

@@ -479,9 +479,46 @@ pub struct PluginRecord {
     pub policy_dependent: bool,
     /// Compiled into critbench: `path` is then the executable and `sha256` of the critic's sources.
     pub builtin: bool,
+    /// A critic in child processes: the children it stopped after a failure, by cause (the whole
+    /// run's, every session of a resumed run and every shard of a merged one); `None` for a critic
+    /// in critbench's own process.
+    pub process: Option<ProcessTrouble>,
     /// Every other key, as written.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
+}
+
+/// A critic's child processes stopped after a failure, by cause: each was restarted, and the
+/// critique it failed on retried (docs/FORMAT.md, `plugins[].process`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessTrouble {
+    /// Children stopped after a failure, each replaced by a fresh one.
+    pub restarts: u64,
+    /// Of those, the ones that broke the protocol (a line that is not protocol JSON, a late or
+    /// second answer, an answer to another request).
+    pub protocol_errors: u64,
+    /// Of those, the ones that gave no answer within `timeout_s`.
+    pub timeouts: u64,
+    /// Of those, the ones that died (exited, were killed, closed their output).
+    pub exits: u64,
+}
+
+impl ProcessTrouble {
+    /// `self` and `other` added up (a resumed run's sessions, a sharded run's shards).
+    pub fn plus(self, other: ProcessTrouble) -> ProcessTrouble {
+        ProcessTrouble {
+            restarts: self.restarts + other.restarts,
+            protocol_errors: self.protocol_errors + other.protocol_errors,
+            timeouts: self.timeouts + other.timeouts,
+            exits: self.exits + other.exits,
+        }
+    }
+
+    /// Whether anything went wrong.
+    pub fn any(&self) -> bool {
+        self.restarts > 0
+    }
 }
 
 /// Generator and critic calls: every output round is one of each, and a replayed sweep serves
@@ -502,11 +539,15 @@ pub struct Calls {
     pub ratio: f64,
 }
 
-/// Critiques of one critic: how many were asked, how many failed every attempt.
+/// Critiques of one critic: how many were asked, how many were retried, how many failed every
+/// attempt.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CritiqueCounts {
     /// Critiques asked.
     pub recorded: u64,
+    /// Critiques asked more than once: an attempt failed (the critic's error, an invalid critique,
+    /// a crash, a timeout, a protocol error) and was retried, whether a later one answered or not.
+    pub retried: u64,
     /// Critiques that failed every attempt.
     pub failed: u64,
 }
@@ -520,6 +561,7 @@ impl CritiqueCounts {
             match into.get_mut(name) {
                 Some(total) => {
                     total.recorded += counts.recorded;
+                    total.retried += counts.retried;
                     total.failed += counts.failed;
                 }
                 None => {

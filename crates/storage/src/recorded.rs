@@ -42,6 +42,11 @@ pub struct RecordedRound {
     /// Whether the writer of this round's draft acted on the critique it was shown, when the
     /// author says (the offline writer does); `None` for a first draft or a blind revision.
     pub acted_on_critique: Option<bool>,
+    /// Whether the model's draft was cut at its `max_tokens`; `None` without a model.
+    pub draft_truncated: Option<bool>,
+    /// The critic's model answers for this critique cut at their `max_tokens` (all attempts), when
+    /// the critic asked a model.
+    pub critic_truncated: Option<u64>,
 }
 
 /// One loop (task × arm × critic × epoch) as far as it was recorded.
@@ -296,6 +301,8 @@ fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> R
             critic_tokens_in: one.critic_tokens_in,
             critic_tokens_out: one.critic_tokens_out,
             acted_on_critique: one.acted_on_critique,
+            draft_truncated: one.draft_truncated,
+            critic_truncated: one.critic_truncated,
         };
         let policy = PolicyColumns { revisions: one.revisions, decision: one.decision };
         row(key, one.kind.map(str::to_string), one.config_id, one.round, recorded, policy)?;

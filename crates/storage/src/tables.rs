@@ -57,6 +57,12 @@ declare_columns! {
         /// Whether the writer of this round's draft acted on the critique it was shown (the
         /// offline writer says; null for a first draft, a blind revision or a model).
         pub acted_on_critique: Option<bool> = "acted_on_critique",
+        /// Whether the model's answer that is this round's draft was cut at its `max_tokens`
+        /// (`finish_reason` `length`); null without a model.
+        pub draft_truncated: Option<bool> = "draft_truncated",
+        /// The critic's model answers for this critique (all attempts) cut at their `max_tokens`;
+        /// null when the critic asked no model.
+        pub critic_truncated: Option<u64> = "critic_truncated",
     }
     names: TrajectoryColumns,
     builders: TrajectoryBuilders,
@@ -93,6 +99,8 @@ impl<'a> TrajectoryRow<'a> {
             critic_tokens_in: None,
             critic_tokens_out: None,
             acted_on_critique: None,
+            draft_truncated: None,
+            critic_truncated: None,
         }
     }
 }
@@ -993,6 +1001,8 @@ pub(crate) mod tests {
                     critic_tokens_in: None,
                     critic_tokens_out: None,
                     acted_on_critique: (round > 0).then_some(round % 2 == 0),
+                    draft_truncated: None,
+                    critic_truncated: None,
                 })
                 .unwrap();
         }
@@ -1129,6 +1139,8 @@ pub(crate) mod tests {
                     tokens_in: i.is_multiple_of(2).then_some(u64::from(i) * 3),
                     critic_tokens_out: i.is_multiple_of(4).then_some(9),
                     acted_on_critique: (i % 3 != 0).then_some(i.is_multiple_of(2)),
+                    draft_truncated: (i % 5 != 0).then_some(i.is_multiple_of(11)),
+                    critic_truncated: i.is_multiple_of(6).then_some(u64::from(i % 3)),
                     ..TrajectoryRow::bare(if i < 4000 { "t0" } else { "t1" }, i % 4, critique)
                 }
             })

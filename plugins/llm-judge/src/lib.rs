@@ -288,15 +288,18 @@ impl LlmJudge {
         }}})
     }
 
-    /// One `chat` call through the host.
-    fn ask(&self, messages: &[Value]) -> Result<String, ChatError> {
+    /// One `chat` call through the host: the answer's text, and whether the host says it was cut
+    /// at the judge's `max_tokens`.
+    fn ask(&self, messages: &[Value]) -> Result<(String, Option<Cut>), ChatError> {
         loop {
             let schema = self.schema_format && !self.schema_rejected.load(Ordering::Relaxed);
             let request = json!({"messages": messages, "response_format": self.response_format()});
             match self.host.call("chat", &request.to_string()) {
                 Ok(answer) => {
                     let answer: Value = serde_json::from_str(&answer).map_err(ChatError::NotJson)?;
-                    return answer["content"].as_str().map(str::to_string).ok_or(ChatError::NoContent);
+                    let content = answer["content"].as_str().map(str::to_string).ok_or(ChatError::NoContent)?;
+                    let cut = (answer["truncated"] == true).then(|| Cut { max_tokens: answer["max_tokens"].as_u64() });
+                    return Ok((content, cut));
                 }
                 // A server that does not know json_schema says 400; json_object is the fallback.
                 Err(error) if schema && error.0.contains("HTTP 400") => {
@@ -519,9 +522,36 @@ enum ChatError {
     NoContent,
 }
 
+/// A judge answer the host says was cut at the judge role's `max_tokens` (`finish_reason`
+/// `length`); `max_tokens` is the limit, when one was set (else the server's default applied).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Cut {
+    max_tokens: Option<u64>,
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let limit = self.max_tokens.map_or_else(|| "unset: the server's default".to_string(), |n| n.to_string());
+        write!(
+            f,
+            "the judge model's answer was cut at its token limit (finish_reason \"length\"; max_tokens = {limit}) \
+             before it was a whole critique: raise the judge's max_tokens ([openai.judge] max_tokens, or [openai] \
+             max_tokens for every role)"
+        )
+    }
+}
+
 /// Why a model's answer is not a usable critique (shown to the model when it is asked again).
 #[derive(Debug, thiserror::Error)]
 enum AnswerError {
+    /// The answer was cut at `max_tokens` and is not a usable critique (`why`).
+    #[error("{cut} ({why})")]
+    Cut {
+        /// The limit it was cut at.
+        cut: Cut,
+        /// What the cut answer lacks.
+        why: Box<AnswerError>,
+    },
     /// Nothing but whitespace.
     #[error("the answer is empty")]
     Empty,
@@ -618,20 +648,31 @@ impl CriticPlugin for LlmJudge {
         ];
         let mut reason = None;
         for attempt in 1..=self.attempts {
-            let content = self.ask(&messages)?;
+            let (content, cut) = self.ask(&messages)?;
             match self.validate(&content) {
                 Ok(critique) => return Ok(critique.to_string()),
                 Err(why) => {
                     if attempt < self.attempts {
                         // Ask again, saying what was wrong: a new question, so never a cached
                         // copy of the bad answer.
+                        let told = match cut {
+                            Some(_) => format!(
+                                "That answer was cut off at the length limit before it was complete ({why}). Answer \
+                                 again with only the JSON object, shorter, exactly in the shape asked for."
+                            ),
+                            None => format!(
+                                "That answer is not usable: {why}. Answer again with only the JSON object, exactly in \
+                                 the shape asked for."
+                            ),
+                        };
                         messages.push(json!({"role": "assistant", "content": clip(&content, 1500)}));
-                        messages.push(json!({"role": "user", "content": format!(
-                            "That answer is not usable: {why}. Answer again with only the JSON object, exactly in \
-                             the shape asked for."
-                        )}));
+                        messages.push(json!({"role": "user", "content": told}));
                     }
-                    reason = Some(why);
+                    // A cut answer fails for being cut: the fix is a larger max_tokens.
+                    reason = Some(match cut {
+                        Some(cut) => AnswerError::Cut { cut, why: Box::new(why) },
+                        None => why,
+                    });
                 }
             }
         }
@@ -835,6 +876,22 @@ mod tests {
         for (answer, why) in cases {
             assert_eq!(recorded("{}", content(answer)), after(3, why), "{answer}");
         }
+        // An answer cut at max_tokens says so, and what to raise.
+        let bad = serde_json::from_str::<Value>("{\"accuracy\": 7, \"compl").unwrap_err();
+        assert_eq!(
+            recorded(
+                r#"{"attempts": 1}"#,
+                &r#"{"content": "{\"accuracy\": 7, \"compl", "truncated": true, "max_tokens": 12}"#
+            ),
+            after(
+                1,
+                &format!(
+                    "the judge model's answer was cut at its token limit (finish_reason \"length\"; max_tokens = 12) \
+                     before it was a whole critique: raise the judge's max_tokens ([openai.judge] max_tokens, or \
+                     [openai] max_tokens for every role) (the answer is not valid JSON ({bad}))"
+                )
+            )
+        );
         let single = r#"{"mode": "single_fix", "attempts": 1}"#;
         assert_eq!(
             recorded(single, content(r#"{"accuracy": 5, "completeness": 5, "clarity": 5}"#)),

@@ -127,7 +127,12 @@ impl HostService for Named {
         scope: Option<&CallScope>,
     ) -> Result<Reply, critbench_plugin_host::services::ServiceError> {
         let task = scope.map(|s| s.task_id.as_str()).unwrap_or("none");
-        Ok(Reply { answer: format!("{} for {task}", self.0), tokens_in: Some(5), tokens_out: Some(2) })
+        Ok(Reply {
+            answer: format!("{} for {task}", self.0),
+            tokens_in: Some(5),
+            tokens_out: Some(2),
+            truncated: Some(false),
+        })
     }
 }
 

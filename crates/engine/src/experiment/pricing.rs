@@ -10,6 +10,10 @@ use super::*;
 /// The currency of a price list that names none.
 pub const DEFAULT_CURRENCY: &str = "USD";
 
+/// The highest price per million tokens a price list may give: one unit of its currency per token,
+/// far above any model's price in any currency, and low enough that no run's cost overflows.
+pub const MAX_PRICE_PER_MTOK: f64 = 1_000_000.0;
+
 /// The prices a run uses, in one currency: the models its roles name that have a price.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pricing {
@@ -72,10 +76,11 @@ pub enum PricingError {
         #[source]
         error: Box<toml::de::Error>,
     },
-    /// A rate that is negative or not finite.
+    /// A rate that is negative, not finite, or above `MAX_PRICE_PER_MTOK` (1,000,000).
     #[error(
-        "{at} \"{model}\": `{rate_name}` = {rate} must be a price per million tokens, 0 or more (0 prices a local \
-         server)"
+        "{at} \"{model}\": `{rate_name}` = {} must be a price per million tokens from 0 to 1000000 (0 prices a \
+         local server; the dearest models cost a few hundred)",
+        as_written(*rate)
     )]
     Rate {
         /// The price list.
@@ -138,6 +143,11 @@ pub enum PricingError {
     },
 }
 
+/// A number as a TOML file may write it: `1e308`, not its 309 digits.
+fn as_written(value: f64) -> String {
+    if value.is_finite() && value.abs() >= 1e9 { format!("{value:e}") } else { value.to_string() }
+}
+
 /// A price list as written: `currency` and one table per model.
 struct PriceList {
     currency: Option<String>,
@@ -161,7 +171,7 @@ fn price_list(table: &toml::Table, at: &str) -> Result<PriceList, PricingError> 
         })?;
         let rates = [("input_per_mtok", Some(price.input_per_mtok)), ("output_per_mtok", Some(price.output_per_mtok))];
         for (name, rate) in rates.into_iter().chain([("cached_input_per_mtok", price.cached_input_per_mtok)]) {
-            if let Some(rate) = rate.filter(|r| !(r.is_finite() && *r >= 0.0)) {
+            if let Some(rate) = rate.filter(|r| !(0.0..=MAX_PRICE_PER_MTOK).contains(r)) {
                 return Err(PricingError::Rate { at: at.to_string(), model: key.clone(), rate_name: name, rate });
             }
         }

@@ -457,6 +457,17 @@ fn pricing_mistakes_name_the_model_and_the_key() {
     assert!(e.contains("[pricing] \"g\": unknown field `per_request`"), "{e}");
     let e = error("[pricing.\"g\"]\ninput_per_mtok = -1\noutput_per_mtok = 1\n");
     assert!(e.contains("`input_per_mtok` = -1 must be a price per million tokens"), "{e}");
+    // A price whose cost would overflow to infinity, and one that is not a number.
+    let e = error("[pricing.\"g\"]\ninput_per_mtok = 1e308\noutput_per_mtok = 1\n");
+    assert!(
+        e.contains("[pricing] \"g\": `input_per_mtok` = 1e308 must be a price per million tokens from 0 to 1000000"),
+        "{e}"
+    );
+    let e = error("[pricing.\"g\"]\ninput_per_mtok = 1\noutput_per_mtok = nan\n");
+    assert!(e.contains("`output_per_mtok` = NaN must be a price"), "{e}");
+    let e = error("[pricing.\"g\"]\ninput_per_mtok = 1\noutput_per_mtok = 1\ncached_input_per_mtok = inf\n");
+    assert!(e.contains("`cached_input_per_mtok` = inf must be a price"), "{e}");
+    assert!(load(&format!("{OPENAI}[pricing.\"g\"]\ninput_per_mtok = 1000000\noutput_per_mtok = 0\n")).is_ok());
     let e = error("[pricing]\ncurrency = \"\"\n");
     assert!(e.contains("`currency` = \"\" must be a currency's name"), "{e}");
     let dir = tempfile::tempdir().unwrap();

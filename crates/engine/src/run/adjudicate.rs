@@ -107,6 +107,8 @@ pub fn trajectory_row<'a>(
         critic_tokens_in: round.critic_tokens_in,
         critic_tokens_out: round.critic_tokens_out,
         acted_on_critique: None,
+        draft_truncated: round.draft_truncated,
+        critic_truncated: round.critic_truncated,
         ..base
     }
 }

@@ -47,8 +47,9 @@ pub fn plugin_host(session: Option<&OpenAiSession>) -> Arc<Host> {
 }
 
 /// `chat`: `{"messages": [{"role", "content"}...], "response_format": {...}?}` →
-/// `{"content": "...", "tokens_in": n, "tokens_out": n, "cached": bool}`, asked of the judge
-/// model with the judge's sampling settings.
+/// `{"content": "...", "tokens_in": n, "tokens_out": n, "cached": bool, "truncated": bool,
+/// "max_tokens": n}`, asked of the judge model with the judge's sampling settings (`truncated`: the
+/// answer was cut at `max_tokens`, the judge role's, `null` when the server's default).
 struct ChatService {
     client: Arc<Client>,
 }
@@ -83,17 +84,22 @@ impl HostService for ChatService {
         };
         let chat = ChatRequest { messages: request.messages, response_format: request.response_format };
         let answer = self.client.chat(Role::Judge, &chat, &identity).map_err(|e| ServiceError::Failed(e.into()))?;
-        // Counted on the critique's round (`critic_tokens_*`), whatever the plugin does with them.
+        let max_tokens = self.client.settings().roles.get(&Role::Judge).and_then(|r| r.max_tokens);
+        // Counted on the critique's round (`critic_tokens_*`, `critic_truncated`), whatever the
+        // plugin does with them.
         Ok(Reply {
             answer: json!({
                 "content": answer.content,
                 "tokens_in": answer.tokens_in,
                 "tokens_out": answer.tokens_out,
                 "cached": answer.cached,
+                "truncated": answer.truncated,
+                "max_tokens": max_tokens,
             })
             .to_string(),
             tokens_in: answer.tokens_in,
             tokens_out: answer.tokens_out,
+            truncated: Some(answer.truncated),
         })
     }
 }

@@ -127,6 +127,8 @@ pub fn emit_loop(
             critic_tokens_in: round.critic_tokens_in,
             critic_tokens_out: round.critic_tokens_out,
             acted_on_critique: round.acted_on_critique,
+            draft_truncated: round.draft_truncated,
+            critic_truncated: round.critic_truncated,
         };
         trajectories.push_row(&row)?;
         last_row = Some(row);

@@ -5,7 +5,9 @@
 //! stopped, about its first draft (round 0) and about the final answer of every policy the
 //! recording serves: each distinct round once, however many configs share it. Its request
 //! carries the task's gold `labels`, which a critic never sees. Nothing it says reaches the loop:
-//! the loop's rows are the same with and without evaluators.
+//! the loop's rows are the same with and without evaluators. An evaluator that fails on an answer
+//! (every attempt: a crash, a hang, garbage, another request's answer) gives no verdict: its row's
+//! `passed` is null beside the error, never a fail.
 
 use std::time::Instant;
 
@@ -132,7 +134,8 @@ pub fn emit_evaluations(
                 answer: answer.to_string(),
                 round: round as u32,
                 critique: evaluation.critique.clone(),
-                passed: evaluation.score.meets_pass_rule(&rule),
+                // An evaluator that failed on the answer gave no verdict, not a fail.
+                passed: evaluation.error.is_none().then(|| evaluation.score.meets_pass_rule(&rule)),
                 pass_score: rule.pass_score,
                 dim_target: rule.dim_target,
                 steering_passed,

@@ -47,6 +47,20 @@ pub fn experiment_record(experiment: &Experiment) -> ExperimentRecord {
         .expect("a resolved experiment has the fields of a manifest's")
 }
 
+/// Gives each critic and evaluator of `plan` what an interrupted run's manifest in `dir` counted
+/// of its children stopped after a failure, so that the resumed run reports the whole run's.
+pub fn carry_trouble(plan: &mut crate::run::plan::Plan<'_>, dir: &std::path::Path) {
+    let Some(earlier) = Manifest::read(dir).ok().flatten() else { return };
+    let carry = |loaded: &mut [LoadedPlugin], recorded: &[PluginRecord]| {
+        for plugin in loaded {
+            let found = recorded.iter().find(|r| r.critic == plugin.critic).and_then(|r| r.process);
+            plugin.carried = found.unwrap_or_default();
+        }
+    };
+    carry(&mut plan.plugins, &earlier.plugins);
+    carry(&mut plan.evaluator_plugins, &earlier.evaluators);
+}
+
 pub fn plugin_record(plugin: &LoadedPlugin) -> PluginRecord {
     let library = &plugin.library;
     PluginRecord {
@@ -59,6 +73,7 @@ pub fn plugin_record(plugin: &LoadedPlugin) -> PluginRecord {
         thread_safe: library.thread_safe,
         policy_dependent: library.policy_dependent,
         builtin: library.builtin,
+        process: plugin.process_trouble(),
         rest: [
             ("isolation".to_string(), serde_json::to_value(library.isolation).expect("serializes")),
             ("command".to_string(), serde_json::to_value(&library.command).expect("serializes")),

@@ -200,6 +200,10 @@ fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, EngineError> {
         resume,
     } = set_up;
     let interrupt = options.interrupt.as_ref();
+    if options.resume {
+        // The critics' children stopped before the interruption count with this session's.
+        crate::run::manifest::carry_trouble(&mut plan, &layout.own_dir());
+    }
     // A budget counts what the whole run spent, before an interruption too.
     let budget = match session.filter(|_| experiment.budget.is_some()) {
         Some(s) => {

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use critbench_core::{Arm, Policy, ScoreRange, Task};
 use critbench_plugin_host::services::Host;
-use critbench_plugin_host::{CriticInfo, CriticInstance, open_critics};
+use critbench_plugin_host::{ChildCounters, CriticInfo, CriticInstance, open_critics};
+use critbench_storage::manifest::ProcessTrouble;
 
 use crate::EngineError;
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
@@ -23,6 +24,39 @@ pub struct LoadedPlugin {
     pub critic: String,
     /// What the critic said it is when opened (library or command).
     pub library: Arc<CriticInfo>,
+    /// A critic in child processes: the children stopped after a failure so far.
+    pub trouble: Option<Arc<ChildCounters>>,
+    /// What earlier sessions of a resumed run counted of the same (from their manifest).
+    pub carried: ProcessTrouble,
+}
+
+impl LoadedPlugin {
+    /// The critic `critic` as `instance` opened it.
+    pub fn of(critic: &str, instance: &CriticInstance) -> LoadedPlugin {
+        LoadedPlugin {
+            critic: critic.to_string(),
+            library: Arc::clone(instance.info()),
+            trouble: instance.child_trouble().cloned(),
+            carried: ProcessTrouble::default(),
+        }
+    }
+
+    /// The children stopped after a failure, this session's and the earlier ones' together;
+    /// `None` for a critic in critbench's own process.
+    pub fn process_trouble(&self) -> Option<ProcessTrouble> {
+        Some(process_trouble(self.trouble.as_ref()?).plus(self.carried))
+    }
+}
+
+/// What `counters` counted so far, as the manifest records it.
+pub fn process_trouble(counters: &ChildCounters) -> ProcessTrouble {
+    let now = counters.snapshot();
+    ProcessTrouble {
+        restarts: now.restarts,
+        protocol_errors: now.protocol_errors,
+        timeouts: now.timeouts,
+        exits: now.exits,
+    }
 }
 
 /// One loop to record for a task: indices into the plan's critics and arms, and the policies it
@@ -86,7 +120,7 @@ impl<'a> Plan<'a> {
         let mut warnings = crate::experiment::pricing_warnings(experiment);
         for (spec, instance) in experiment.critics.iter().zip(&critics) {
             warnings.extend(threshold_warnings(&spec.name, instance.info().range, &experiment.policies, &POLICY_KEYS));
-            plugins.push(LoadedPlugin { critic: spec.name.clone(), library: Arc::clone(instance.info()) });
+            plugins.push(LoadedPlugin::of(&spec.name, instance));
         }
         let evaluator_specs: Vec<CriticSpec> = experiment.evaluators.iter().map(|e| e.spec.clone()).collect();
         let evaluators = open_critics(&evaluator_specs, &experiment.plugin_dirs, base_dir, experiment.jobs, host)?;
@@ -96,8 +130,7 @@ impl<'a> Plan<'a> {
             let rule = [evaluator.pass_rule()];
             let who = ("evaluator", evaluator.spec.name.as_str());
             warnings.extend(threshold_warnings_of(who, instance.info().range, &rule, &names));
-            evaluator_plugins
-                .push(LoadedPlugin { critic: evaluator.spec.name.clone(), library: Arc::clone(instance.info()) });
+            evaluator_plugins.push(LoadedPlugin::of(&evaluator.spec.name, instance));
         }
         let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
         if replay && let Some(plugin) = plugins.iter().find(|p| p.library.policy_dependent) {

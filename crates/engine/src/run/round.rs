@@ -244,5 +244,7 @@ pub(crate) fn recorded_round(
         critic_tokens_in: scope.tokens_in,
         critic_tokens_out: scope.tokens_out,
         acted_on_critique: draft.acted_on_critique,
+        draft_truncated: draft.truncated,
+        critic_truncated: scope.truncated,
     }
 }

@@ -312,15 +312,17 @@ impl RowBuilder<'_, '_> {
                     counts.critiques_by_critic.insert(critic.clone(), Default::default());
                 }
                 let by_critic = counts.critiques_by_critic.get_mut(critic).expect("inserted above");
-                by_critic.recorded += result.rounds.len() as u64;
-                by_critic.failed += result.rounds.iter().filter(|r| r.critic_error.is_some()).count() as u64;
-                by_critic.recorded += result.adjudications.len() as u64;
-                by_critic.failed +=
-                    result.adjudications.iter().filter(|a| a.round.critic_error.is_some()).count() as u64;
+                let critiqued = result.rounds.iter().chain(result.adjudications.iter().map(|a| &a.round));
+                for round in critiqued {
+                    by_critic.recorded += 1;
+                    by_critic.retried += u64::from(round.critic_attempts > 1);
+                    by_critic.failed += u64::from(round.critic_error.is_some());
+                }
                 for evaluation in &result.evaluations {
                     let name = &experiment.evaluators[evaluation.evaluator].spec.name;
                     let counts = counts.evaluations_by_evaluator.entry(name.clone()).or_default();
                     counts.recorded += 1;
+                    counts.retried += u64::from(evaluation.attempts > 1);
                     counts.failed += u64::from(evaluation.error.is_some());
                 }
                 for index in unit.policies(configs) {

@@ -247,6 +247,15 @@ fn merged_manifest(manifests: Vec<Manifest>, count: u32) -> Manifest {
         merged.calls.saved += m.calls.saved;
         CritiqueCounts::add_all(&mut merged.evaluations_by_evaluator, &m.evaluations_by_evaluator);
         CritiqueCounts::add_all(&mut merged.critiques_by_critic, &m.critiques_by_critic);
+        // Each shard's critics stopped children of their own.
+        for (into, records) in [(&mut merged.plugins, &m.plugins), (&mut merged.evaluators, &m.evaluators)] {
+            for plugin in into.iter_mut() {
+                let theirs = records.iter().find(|r| r.critic == plugin.critic).and_then(|r| r.process);
+                if let (Some(mine), Some(theirs)) = (&mut plugin.process, theirs) {
+                    *mine = mine.plus(theirs);
+                }
+            }
+        }
         if m.started_at < merged.started_at {
             merged.started_at.clone_from(&m.started_at);
         }

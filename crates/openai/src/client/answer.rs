@@ -14,7 +14,13 @@ struct WireAnswer {
 #[derive(Deserialize)]
 struct WireChoice {
     message: WireMessage,
+    /// `length` when the answer was cut at `max_tokens`.
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
+
+/// The finish reason of an answer cut at its token limit, in OpenAI's form and Ollama's.
+const CUT: &str = "length";
 
 #[derive(Deserialize)]
 struct WireMessage {
@@ -64,10 +70,12 @@ pub(super) fn parse_answer(bytes: &[u8]) -> Result<CachedAnswer, MalformedAnswer
         tokens_in: usage.prompt_tokens,
         tokens_out: usage.completion_tokens,
         cached_in: usage.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        truncated: choice.finish_reason.as_deref() == Some(CUT),
     })
 }
 
-/// Ollama's own chat answer: `{"message": {"content": …}, "prompt_eval_count": n, "eval_count": n}`.
+/// Ollama's own chat answer: `{"message": {"content": …}, "prompt_eval_count": n, "eval_count": n,
+/// "done_reason": "stop"}` (`length` when cut at `num_predict`).
 #[derive(Deserialize)]
 struct NativeAnswer {
     message: WireMessage,
@@ -75,6 +83,8 @@ struct NativeAnswer {
     prompt_eval_count: Option<u64>,
     #[serde(default)]
     eval_count: Option<u64>,
+    #[serde(default)]
+    done_reason: Option<String>,
 }
 
 pub(super) fn parse_native_answer(bytes: &[u8]) -> Result<CachedAnswer, MalformedAnswer> {
@@ -83,7 +93,13 @@ pub(super) fn parse_native_answer(bytes: &[u8]) -> Result<CachedAnswer, Malforme
         source,
     })?;
     let content = wire.message.content.ok_or(MalformedAnswer::NativeNoContent)?;
-    Ok(CachedAnswer { content, tokens_in: wire.prompt_eval_count, tokens_out: wire.eval_count, cached_in: None })
+    Ok(CachedAnswer {
+        content,
+        tokens_in: wire.prompt_eval_count,
+        tokens_out: wire.eval_count,
+        cached_in: None,
+        truncated: wire.done_reason.as_deref() == Some(CUT),
+    })
 }
 
 /// The first 300 characters of a body, on one line.
@@ -105,6 +121,14 @@ mod tests {
         .unwrap();
         assert_eq!((answer.content.as_str(), answer.tokens_in, answer.tokens_out), ("hi", Some(5), Some(2)));
         assert_eq!(parse_answer(br#"{"choices":[{"message":{"content":"x"}}]}"#).unwrap().tokens_in, None);
+        // Cut at max_tokens: said by the finish reason, whatever the text.
+        let cut = br#"{"choices":[{"message":{"content":"{\"dim"},"finish_reason":"length"}]}"#;
+        assert!(parse_answer(cut).unwrap().truncated);
+        assert!(
+            !parse_answer(br#"{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}]}"#).unwrap().truncated
+        );
+        let native = br#"{"message":{"content":"{"},"done":true,"done_reason":"length"}"#;
+        assert!(parse_native_answer(native).unwrap().truncated);
         assert!(parse_answer(br#"{"choices":[]}"#).unwrap_err().to_string().contains("without choices"));
         let no_content = parse_answer(br#"{"choices":[{"message":{"content":null}}]}"#).unwrap_err();
         assert!(no_content.to_string().contains("no content"));

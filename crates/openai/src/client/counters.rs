@@ -19,6 +19,8 @@ pub(super) struct RoleCounters {
     pub(super) tokens_out: u64,
     /// Of `tokens_in`, those a server said it served from its prompt cache.
     pub(super) cached_in: u64,
+    /// Answers cut at `max_tokens` (`finish_reason` `length`), cached ones included.
+    pub(super) truncated: u64,
     /// The tokens of the answers the model was asked for: what the run paid for. Money is
     /// computed from these sums, never summed itself, so that it does not depend on the order
     /// answers arrive in.

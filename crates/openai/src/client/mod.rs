@@ -85,7 +85,7 @@ pub struct Client {
     carried: Mutex<BTreeMap<Role, f64>>,
     /// Raised once a budget is reached (the run starts no new loop); `budget_stop` says which.
     budget_flag: Arc<AtomicBool>,
-    budget_stop: Mutex<Option<BudgetStop>>,
+    budget_stop: Mutex<Option<Reached>>,
     tasks: Mutex<BTreeMap<String, TaskUsage>>,
 }
 
@@ -175,9 +175,23 @@ impl Client {
         Arc::clone(&self.budget_flag)
     }
 
-    /// Which budget was reached, if one was.
+    /// Which budget was reached, if one was, and what the calls it counts have cost by now: the
+    /// loops in flight when it was reached go on paying after it, so this is what was spent when
+    /// asked (at the end of a run, what the run spent), not what had been when it was reached.
     pub fn budget_stop(&self) -> Option<BudgetStop> {
-        lock(&self.budget_stop).clone()
+        let roles = lock(&self.roles);
+        let carried = lock(&self.carried).clone();
+        self.stop_now(&roles, &carried)
+    }
+
+    /// [`Client::budget_stop`] with the counters locked already.
+    fn stop_now(&self, roles: &BTreeMap<Role, RoleCounters>, carried: &BTreeMap<Role, f64>) -> Option<BudgetStop> {
+        let reached = *lock(&self.budget_stop);
+        reached.map(|Reached { role, limit }| BudgetStop {
+            budget: role.map_or_else(|| "max_cost".to_string(), |role| format!("roles.{role}")),
+            limit,
+            spent: self.spent_under(role, roles, carried),
+        })
     }
 
     /// The settings the client was made with.
@@ -242,26 +256,39 @@ impl Client {
         Some(paid + carried.get(&role).copied().unwrap_or(0.0))
     }
 
+    /// What the calls a budget counts have cost: `role`'s (`roles.ROLE`), or every role's
+    /// (`max_cost`) when `None`.
+    fn spent_under(
+        &self,
+        role: Option<Role>,
+        roles: &BTreeMap<Role, RoleCounters>,
+        carried: &BTreeMap<Role, f64>,
+    ) -> f64 {
+        let spent = |role: Role| self.spent(role, roles.get(&role), carried).unwrap_or(0.0);
+        match role {
+            Some(role) => spent(role),
+            None => Role::ALL.iter().map(|role| spent(*role)).sum(),
+        }
+    }
+
     /// Raises the budget flag the first time a budget is reached.
     fn check_budget(&self, roles: &BTreeMap<Role, RoleCounters>) {
         if self.budget.is_empty() || self.budget_flag.load(Ordering::Relaxed) {
             return;
         }
         let carried = lock(&self.carried);
-        let spent = |role: Role| self.spent(role, roles.get(&role), &carried).unwrap_or(0.0);
         let reached = self
             .budget
             .roles
             .iter()
-            .find(|(role, limit)| spent(**role) >= **limit)
-            .map(|(role, limit)| BudgetStop { budget: format!("roles.{role}"), limit: *limit, spent: spent(*role) })
+            .find(|(role, limit)| self.spent_under(Some(**role), roles, &carried) >= **limit)
+            .map(|(role, limit)| Reached { role: Some(*role), limit: *limit })
             .or_else(|| {
-                let total: f64 = Role::ALL.iter().map(|role| spent(*role)).sum();
                 let limit = self.budget.max_cost?;
-                (total >= limit).then(|| BudgetStop { budget: "max_cost".into(), limit, spent: total })
+                (self.spent_under(None, roles, &carried) >= limit).then_some(Reached { role: None, limit })
             });
-        if let Some(stop) = reached {
-            *lock(&self.budget_stop) = Some(stop);
+        if let Some(reached) = reached {
+            *lock(&self.budget_stop) = Some(reached);
             self.budget_flag.store(true, Ordering::SeqCst);
         }
     }
@@ -350,6 +377,7 @@ impl Client {
                     counters.tokens_in += tokens_in;
                     counters.tokens_out += tokens_out;
                     counters.cached_in += cached_in;
+                    counters.truncated += u64::from(answer.truncated);
                     if !cached {
                         counters.paid_in += tokens_in;
                         counters.paid_cached_in += cached_in;
@@ -377,6 +405,7 @@ impl Client {
                     tokens_in: answer.tokens_in,
                     tokens_out: answer.tokens_out,
                     cached,
+                    truncated: answer.truncated,
                 })
             }
             Err(error) => {
@@ -397,6 +426,14 @@ impl Client {
     fn now(&self) -> Duration {
         self.started.elapsed()
     }
+}
+
+/// The budget that was reached: one role's (`roles.ROLE`) or the whole run's (`max_cost`, no
+/// role), and its limit.
+#[derive(Clone, Copy, Debug)]
+struct Reached {
+    role: Option<Role>,
+    limit: f64,
 }
 
 /// A future polled inside the client's runtime context, whoever polls it: reqwest's connections

@@ -79,6 +79,7 @@ impl Client {
                         tokens_in: c.tokens_in,
                         tokens_out: c.tokens_out,
                         cached_tokens_in: c.cached_in,
+                        truncated: c.truncated,
                         model_tokens_in: c.paid_in,
                         model_tokens_out: c.paid_out,
                     },
@@ -190,7 +191,7 @@ impl Client {
             budget: (!self.budget.is_empty()).then(|| BudgetReport {
                 max_cost: self.budget.max_cost,
                 roles: self.budget.roles.iter().map(|(r, v)| (r.as_str().to_string(), *v)).collect(),
-                stopped_by: self.budget_stop(),
+                stopped_by: self.stop_now(&roles, &carried),
             }),
             by_task: self.settings.track_tasks.then(|| self.task_report()),
         }

@@ -48,10 +48,12 @@ use crate::{CallError, PluginError};
 mod pipelined;
 mod simple;
 mod start;
+mod trouble;
 
 pub use pipelined::Batches;
 use pipelined::{Fed, Feed, NoMore};
 use start::{Hello, StartFailure};
+pub use trouble::{ChildCounters, ChildTrouble};
 
 /// What a critic's child process is named by in messages ("the critic wrote …").
 pub(crate) const ROLE: &str = "critic";
@@ -75,6 +77,8 @@ pub struct ProcessCritic {
     freed: Condvar,
     /// The run's services, which answer the children's service requests.
     host: Arc<Host>,
+    /// The children stopped after a failure, by cause.
+    trouble: Arc<ChildCounters>,
 }
 
 #[derive(Default)]
@@ -191,6 +195,7 @@ impl ProcessCritic {
             pool: Box::default(),
             freed: Condvar::new(),
             host: Arc::clone(host),
+            trouble: Arc::default(),
         };
         let (child, hello) = critic.start().map_err(|failure| match failure {
             StartFailure::Rejected { message, .. } => PluginError::ConfigRejected {
@@ -222,6 +227,11 @@ impl ProcessCritic {
     /// What the manifest records about the critic.
     pub fn info(&self) -> &Arc<CriticInfo> {
         &self.info
+    }
+
+    /// The counts of the children stopped after a failure, as they grow.
+    pub fn trouble(&self) -> &Arc<ChildCounters> {
+        &self.trouble
     }
 
     /// Records that the child serves a critic compiled into critbench.
@@ -381,6 +391,9 @@ impl ProcessCritic {
     /// Stops a child that is no longer usable ([`Program::finish`]), forgets the tasks it held
     /// open and frees its place in the pool.
     fn discard(&self, child: Child, broken: Option<Broken>) -> String {
+        if let Some(broken) = &broken {
+            self.trouble.stopped(broken);
+        }
         let Child { program, open, .. } = child;
         let failure = program.finish(broken);
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());

@@ -46,7 +46,36 @@ pub(crate) enum Broken {
     Protocol(String),
 }
 
+/// Why a program was stopped, as its counts tell it ([`Broken::cause`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// It wrote something the protocol does not allow.
+    Protocol,
+    /// It gave no answer in time, or stopped reading.
+    Timeout,
+    /// It died: exited, was killed or closed its output.
+    Died,
+    /// Critbench's side failed (a thread, a write of a service's answer).
+    Other,
+}
+
 impl Broken {
+    /// Why the program was stopped, for the counts a run reports.
+    pub(crate) fn cause(&self) -> Cause {
+        match self {
+            Broken::Unasked(_)
+            | Broken::Hurried(_)
+            | Broken::LineTooLong
+            | Broken::NotUtf8 { .. }
+            | Broken::NotJson(_)
+            | Broken::RepeatedKey { .. }
+            | Broken::Protocol(_) => Cause::Protocol,
+            Broken::Timeout(_) => Cause::Timeout,
+            Broken::Closed | Broken::Send { .. } => Cause::Died,
+            Broken::Spawn { .. } | Broken::ReaderThread(_) | Broken::AnswerService(_) => Cause::Other,
+        }
+    }
+
     /// A line that answers nothing: it came after the last answer, before the next request.
     pub(crate) fn unasked(line: &[u8]) -> Broken {
         Broken::Unasked(excerpt(String::from_utf8_lossy(line).trim_end()))
@@ -97,5 +126,7 @@ mod tests {
         assert_eq!(Broken::Timeout(Duration::from_millis(2500)).describe("critic"), "no answer within 2.5 s");
         assert_eq!(Broken::Protocol("its own words".into()).describe("critic"), "its own words");
         assert!(Broken::Closed.died() && !Broken::LineTooLong.died());
+        assert_eq!((Broken::LineTooLong.cause(), Broken::Closed.cause()), (Cause::Protocol, Cause::Died));
+        assert_eq!(Broken::Timeout(Duration::from_secs(1)).cause(), Cause::Timeout);
     }
 }

@@ -15,7 +15,7 @@ pub(crate) mod lines;
 pub(crate) mod process_group;
 
 pub(crate) use child::{Launch, Program, resolve_program};
-pub(crate) use failure::Broken;
+pub(crate) use failure::{Broken, Cause};
 pub(crate) use flight::Flight;
 pub use lines::Nudge;
 pub(crate) use lines::parse_message;

@@ -127,7 +127,12 @@ impl HostService for Echo {
         scope: Option<&CallScope>,
     ) -> Result<Reply, critbench_plugin_host::services::ServiceError> {
         let task = scope.map(|s| s.task_id.as_str()).unwrap_or("nobody");
-        Ok(Reply { answer: format!("{} {request} for {task}", self.0), tokens_in: Some(3), tokens_out: Some(1) })
+        Ok(Reply {
+            answer: format!("{} {request} for {task}", self.0),
+            tokens_in: Some(3),
+            tokens_out: Some(1),
+            truncated: Some(false),
+        })
     }
 }
 

@@ -33,21 +33,33 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
          evaluator. <strong>Lift</strong> is the evaluator's pass rate of the final answers minus that of the first \
          drafts; it is 0 by construction for loops that never revise (their answer is their first draft), and \
          said so. Intervals are 95%, each by the method valid at the number of tasks it rests on, as in the summary \
-         tables (<code>evaluators.csv</code> names them).</p>\n",
+         tables (<code>evaluators.csv</code> names them). An evaluator's error (every attempt failed on an answer) \
+         is no verdict: a loop with one is left out of its row's numbers and counted under errors.</p>\n",
     );
+    let errors: u64 = report.rows.iter().map(|r| r.evaluator_errors).sum();
+    if errors > 0 {
+        let loops: u64 = report.rows.iter().map(|r| r.n + r.evaluator_errors).sum();
+        let _ = writeln!(
+            out,
+            "<p class=\"evaluator-errors\"><strong>An evaluator failed on the answers of {errors} of {loops} \
+             loops</strong>: they are left out of its pass rates, agreement and gap below (<code>evaluator_errors</code> \
+             in evaluators.csv; <code>critic_error</code> in evaluations.parquet says why).</p>"
+        );
+    }
     out.push_str(
         "<div class=\"table-wrap\"><table id=\"table-evaluators\"><thead><tr><th>config</th><th>critic</th>\
          <th>evaluator</th><th>arm</th><th class=\"num\">loops</th><th class=\"num\">critic pass</th>\
          <th class=\"num\">evaluator pass (95% CI)</th><th class=\"num\">gap (95% CI)</th>\
          <th class=\"num\">first drafts</th><th class=\"num\">lift (95% CI)</th>\
-         <th class=\"num\">both / critic only / evaluator only / neither</th></tr></thead><tbody>\n",
+         <th class=\"num\">both / critic only / evaluator only / neither</th><th class=\"num\">errors</th></tr>\
+         </thead><tbody>\n",
     );
     for r in &report.rows {
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{} ({} – {})</td><td class=\"num\">{} ({} to {})</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{} ({})</td><td class=\"num\">{} / {} / {} / {}</td></tr>",
+             <td class=\"num\">{} ({})</td><td class=\"num\">{} / {} / {} / {}</td><td class=\"num\">{}</td></tr>",
             escape(&r.config_id),
             escape(&r.critic),
             escape(&r.evaluator),
@@ -67,6 +79,7 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
             r.critic_only,
             r.evaluator_only,
             r.neither,
+            r.evaluator_errors,
         );
     }
     out.push_str("</tbody></table></div>\n");

@@ -191,6 +191,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
             disagreements: e.disagreements.iter().filter(|d| configs.contains(&d.config_id)).cloned().collect(),
         }),
         sequential: report.sequential.clone(),
+        trouble: report.trouble.clone(),
     }
 }
 

@@ -81,7 +81,8 @@ pub(crate) fn money_note(openai: &serde_json::Value) -> Option<String> {
         }
         match budget.get("stopped_by").filter(|s| s.is_object()) {
             Some(stop) => note.push_str(&format!(
-                " **The budget stopped the run**: `{}` = {} was reached ({} spent); no loop started after it.",
+                " **The budget stopped the run**: `{}` = {} was reached; no loop started after it, the loops in flight \
+                 then finished, and {} was spent by the end.",
                 stop["budget"].as_str().unwrap_or("?"),
                 money(stop["limit"].as_f64().unwrap_or(f64::NAN)),
                 money(stop["spent"].as_f64().unwrap_or(f64::NAN)),
@@ -187,6 +188,8 @@ pub(crate) fn notes(
     if failed > 0 {
         notes.push(format!("{failed} loop(s) failed and have no rows; `failed_loops` in manifest.json says why."));
     }
+    // Errors a retry hid, an evaluator's errors, answers cut short: what the rates do not show.
+    notes.extend(manifest.into_iter().flat_map(crate::trouble::notices).map(|n| crate::format::as_note(&n)));
     if let Some((expected, tasks)) = incomplete.filter(|(_, tasks)| *tasks > 0) {
         // A failed loop leaves one task short; more short tasks than that means rows are missing
         // or a loop was written twice (a task that closed and then saw another row).

@@ -2,6 +2,7 @@
 //! command could lose data, misattribute it or trust what it should check. Each module holds one
 //! family; docs/runs.md ("Run directories and interrupted runs") states the guarantees these tests hold the code to.
 
+mod accounting;
 mod directories;
 mod guarded;
 mod input;

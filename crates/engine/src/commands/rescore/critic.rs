@@ -169,6 +169,11 @@ pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Pol
             crate::run_dir::journal::short(&info.sha256)
         );
     }
-    let plugin = crate::run::manifest::plugin_record(&LoadedPlugin { critic: spec.name.clone(), library: info });
+    let plugin = crate::run::manifest::plugin_record(&LoadedPlugin {
+        critic: spec.name.clone(),
+        library: info,
+        trouble: None,
+        carried: Default::default(),
+    });
     Ok(Opened { spec, instance, plugin, run_sha256, warnings })
 }

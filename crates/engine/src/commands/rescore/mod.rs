@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use critbench_core::{FinalDraft, Policy};
-use critbench_storage::manifest::{Calls, MANIFEST_FILE, MANIFEST_VERSION, Manifest, RescoreRecord, RescoredRun};
+use critbench_storage::manifest::{
+    Calls, MANIFEST_FILE, MANIFEST_VERSION, Manifest, PluginRecord, RescoreRecord, RescoredRun,
+};
 use critbench_storage::shards::{OUTCOMES, TRAJECTORIES, table_file};
 
 pub use censored::CensoredRow;
@@ -278,7 +280,11 @@ fn rescore_claimed(set_up: SetUp<'_>) -> Result<RescoreSummary, EngineError> {
     let record = RescoreRecord {
         name: name.clone(),
         critic: serde_json::to_value(&opened.spec).expect("a critic serializes"),
-        plugin: opened.plugin.clone(),
+        // The critic's children stopped after a failure, as the rescoring ends.
+        plugin: PluginRecord {
+            process: opened.instance.child_trouble().map(|c| crate::run::plan::process_trouble(c)),
+            ..opened.plugin.clone()
+        },
         run_critic_sha256: opened.run_sha256.clone(),
         critic_attempts: attempts,
         source: RescoredRun { dir: run_dir.to_path_buf(), run_id: run.run_id.clone(), tables: run.tables.clone() },

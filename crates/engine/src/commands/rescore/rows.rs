@@ -76,6 +76,7 @@ pub(super) fn rescore_loop(critic: &Critic<'_>, input: LoopInput, table: &Path) 
             critic_ms,
             critic_tokens_in: scope.tokens_in,
             critic_tokens_out: scope.tokens_out,
+            critic_truncated: scope.truncated,
             ..round.clone()
         })
     };
@@ -185,6 +186,8 @@ pub(super) fn write_loop(
                 critic_tokens_out: round.critic_tokens_out,
                 // The writer acted (or not) on the steering critic's critique: the run's.
                 acted_on_critique: round.acted_on_critique,
+                draft_truncated: round.draft_truncated,
+                critic_truncated: round.critic_truncated,
             })?;
         }
         counts.critiques += config_rows.len() as u64;
@@ -217,6 +220,7 @@ pub(super) fn write_loop(
     for round in critiques {
         counts.recorded_rounds += 1;
         by_critic.recorded += 1;
+        by_critic.retried += u64::from(round.critic_attempts > 1);
         by_critic.failed += u64::from(round.critic_error.is_some());
     }
     Ok(())

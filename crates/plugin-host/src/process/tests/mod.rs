@@ -128,6 +128,10 @@ while True:
             assert_eq!(answers[1].as_deref().unwrap(), r#"{"score": 2, "score": 8}"#);
             assert_refused(answers[2].clone(), twice);
         }
+        // Each refusal stopped the child: counted as a protocol error and a restart.
+        let refused = if form == Form::Pipelined { 2 } else { 1 };
+        let counted = ChildTrouble { restarts: refused, protocol_errors: refused, ..ChildTrouble::default() };
+        assert_eq!(critic.trouble().snapshot(), counted, "{form:?}");
     }
 }
 
@@ -196,6 +200,7 @@ fn a_critic_that_times_out_is_killed_with_everything_it_started() {
     let group = group_of(dir.path());
     assert_refused(critic.call(&request("a"), None), "no answer within 2 s");
     assert_group_gone(group);
+    assert_eq!(critic.trouble().snapshot(), ChildTrouble { restarts: 1, timeouts: 1, ..ChildTrouble::default() });
 }
 
 #[test]
@@ -220,4 +225,5 @@ fn a_critic_that_crashes_leaves_no_child_behind() {
     let group = group_of(dir.path());
     assert_refused(critic.call(&request("a"), None), "the critic process exited with status 3");
     assert_group_gone(group);
+    assert_eq!(critic.trouble().snapshot(), ChildTrouble { restarts: 1, exits: 1, ..ChildTrouble::default() });
 }
