@@ -8,8 +8,12 @@
  *   "invalid_utf8"  answers bytes that are not UTF-8
  *   "out_of_range"  answers {"score": 42} (its range is 0-10)
  *
- * Config: {"mode": "..."}; any other config is refused. It keeps no mutable state and declares
- * itself thread-safe. Build: cc -shared -fPIC -I crates/abi/include misbehave.c -o libmisbehave.so
+ * and one mode that misbehaves on any task:
+ *
+ *   "hang_every_7th"  never returns from every seventh call in a process
+ *
+ * Config: {"mode": "..."}; any other config is refused. Its one mutable state is that mode's
+ * count of calls (atomic), and it declares itself thread-safe. Build: cc -shared -fPIC -I crates/abi/include misbehave.c -o libmisbehave.so
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,13 +27,14 @@
 #define NAME "misbehave"
 #define VERSION "1.0.0"
 
-enum mode { SEGFAULT, ABORT, HANG, LEAK, GARBAGE, INVALID_UTF8, OUT_OF_RANGE, MODES };
+enum mode { SEGFAULT, ABORT, HANG, LEAK, GARBAGE, INVALID_UTF8, OUT_OF_RANGE, HANG_EVERY_7TH, MODES };
 
 static const char *const MODE_NAMES[MODES] = {
     "\"segfault\"", "\"abort\"", "\"hang\"", "\"leak\"", "\"garbage\"", "\"invalid_utf8\"", "\"out_of_range\"",
+    "\"hang_every_7th\"",
 };
 
-static enum mode MODE_VALUES[MODES] = {SEGFAULT, ABORT, HANG, LEAK, GARBAGE, INVALID_UTF8, OUT_OF_RANGE};
+static enum mode MODE_VALUES[MODES] = {SEGFAULT, ABORT, HANG, LEAK, GARBAGE, INVALID_UTF8, OUT_OF_RANGE, HANG_EVERY_7TH};
 
 static int32_t answer(critbench_buffer *out, const char *bytes, int32_t status) {
     size_t len = strlen(bytes);
@@ -65,11 +70,28 @@ static int32_t critic_create(critbench_str config, const critbench_host *host, v
         }
     }
     return answer(error, "config must be {\"mode\": M} with M one of segfault, abort, hang, leak, garbage, "
-                         "invalid_utf8, out_of_range", CRITBENCH_ERROR);
+                         "invalid_utf8, out_of_range, hang_every_7th", CRITBENCH_ERROR);
+}
+
+/* The calls of this process, for "hang_every_7th". */
+static unsigned long calls = 0;
+
+/* Sleeps forever. */
+static void hang(void) {
+    for (;;) {
+        struct timespec second = {1, 0};
+        nanosleep(&second, NULL);
+    }
 }
 
 static int32_t critic_critique(void *instance, critbench_str request, critbench_buffer *out) {
     enum mode mode = *(const enum mode *)instance;
+    if (mode == HANG_EVERY_7TH) {
+        if (__atomic_add_fetch(&calls, 1, __ATOMIC_SEQ_CST) % 7 == 0) {
+            hang();
+        }
+        return answer(out, "{\"score\": 7, \"issues\": [], \"fatal_issues\": []}", CRITBENCH_OK);
+    }
     if (!contains(request, "\"id\":\"bad")) {
         return answer(out, "{\"score\": 7, \"issues\": [], \"fatal_issues\": []}", CRITBENCH_OK);
     }
@@ -84,10 +106,8 @@ static int32_t critic_critique(void *instance, critbench_str request, critbench_
     case ABORT:
         abort();
     case HANG:
-        for (;;) {
-            struct timespec second = {1, 0};
-            nanosleep(&second, NULL);
-        }
+        hang();
+        break;
     case LEAK:
         for (;;) {
             size_t size = (size_t)16 << 20;
@@ -103,6 +123,7 @@ static int32_t critic_critique(void *instance, critbench_str request, critbench_
         return answer(out, "{\"score\": 5, \"issues\": [\"\xff\xfe broken\"], \"fatal_issues\": []}", CRITBENCH_OK);
     case OUT_OF_RANGE:
         return answer(out, "{\"score\": 42, \"issues\": [], \"fatal_issues\": []}", CRITBENCH_OK);
+    case HANG_EVERY_7TH:
     case MODES:
         break;
     }

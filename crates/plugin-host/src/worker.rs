@@ -11,7 +11,10 @@
 //! (the ABI says a handle holds only what the task says); a closed key goes to `close_task`. A
 //! plugin without task functions is handed the whole request, built here from the task and the
 //! round. The worker answers the lines in order and writes its answers in one go once it has read
-//! every request already on its input, so a batch costs a few system calls, not a few per request.
+//! every request already on its input, so a batch costs a few system calls, not a few per request;
+//! a call that runs longer than [`SLOW_CALL`] has the answers before it written at once (the
+//! flusher), so a call that hangs never holds back the answers already made, and the timeout that
+//! kills this process costs critbench that call alone.
 //! The protocol owns the original stdout; file descriptor 1 is pointed at stderr, so whatever the
 //! plugin itself prints cannot corrupt the protocol. The plugin's host-service calls (`chat`) are
 //! proxied to the parent, which answers them with its own services.
@@ -21,7 +24,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::FromRawFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -214,6 +219,45 @@ fn pipes() -> &'static Mutex<Pipes> {
     })
 }
 
+/// How long a call into the plugin may run before the answers queued ahead of it are written.
+const SLOW_CALL: Duration = Duration::from_millis(5);
+
+/// The calls into the plugin started and ended: odd while one is in progress.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `call` into the plugin, seen by the flusher while it runs.
+fn calling<T>(call: impl FnOnce() -> T) -> T {
+    CALLS.fetch_add(1, Ordering::Release);
+    let result = call();
+    CALLS.fetch_add(1, Ordering::Release);
+    result
+}
+
+/// Starts the thread that writes the queued answers when one call has been in progress for a
+/// whole [`SLOW_CALL`]: a fast plugin's answers still go out in batches, and a slow or hung call
+/// never holds back the answers made before it.
+fn start_flusher() {
+    std::thread::spawn(|| {
+        let mut seen = 0;
+        loop {
+            std::thread::sleep(SLOW_CALL);
+            let calls = CALLS.load(Ordering::Acquire);
+            // The same call in progress at two looks: it has run for at least one period. The lock
+            // is held elsewhere only to queue, to read input (after writing what was queued) or
+            // for a service call (which writes what was queued first).
+            if calls % 2 == 1
+                && calls == seen
+                && let Ok(mut pipes) = pipes().try_lock()
+                && !pipes.unsent.is_empty()
+            {
+                // A failed write is the main thread's to find, at its next one.
+                let _ = flush(&mut pipes);
+            }
+            seen = calls;
+        }
+    });
+}
+
 /// Writes `value` now, after every answer not yet written.
 fn write_line(pipes: &mut Pipes, value: &serde_json::Value) -> std::io::Result<()> {
     queue_line(pipes, value);
@@ -334,6 +378,7 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
         &mut pipes().lock().unwrap_or_else(|p| p.into_inner()),
         &serde_json::json!({ "id": CONFIG_ID, "ok": true }),
     )?;
+    start_flusher();
     let mut tasks: HashMap<u64, Opened<'_>> = HashMap::new();
     loop {
         let line = {
@@ -355,7 +400,7 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
             Asked::Round { id, key, request } => {
                 pipes().lock().unwrap_or_else(|p| p.into_inner()).request = id;
                 let answer = match tasks.get_mut(&key) {
-                    Some(opened) => round(&critic, opened, request),
+                    Some(opened) => calling(|| round(&critic, opened, request)),
                     None => Err(crate::CallError::Critic(format!("task {key} is not open in this process"))),
                 };
                 critique_answer(id, answer)
@@ -365,7 +410,7 @@ fn serve_inner(served: &Served) -> Result<(), ServeError> {
                 // The request reaches the plugin byte for byte as critbench built it, and the critique
                 // travels back as a JSON string, verbatim, so the host parses exactly what the plugin
                 // wrote (as it would in-process).
-                critique_answer(id, critic.call(request))
+                critique_answer(id, calling(|| critic.call(request)))
             }
         };
         queue_line(&mut pipes().lock().unwrap_or_else(|p| p.into_inner()), &answer);

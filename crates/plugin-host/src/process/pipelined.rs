@@ -15,6 +15,31 @@ use crate::protocol::{self, ProtocolError, Reply};
 use crate::request::Asked;
 use crate::services::CallScope;
 
+/// Lines written to a child in one go: `closes` lines without an id, then one message per line
+/// with the ids from `first_id` on.
+struct Batch {
+    text: String,
+    first_id: u64,
+    closes: usize,
+}
+
+impl Batch {
+    /// The id of the first message whose line did not go out whole when `written` bytes did.
+    fn first_unwritten(&self, written: usize) -> u64 {
+        let whole = self.text.as_bytes()[..written].iter().filter(|&&byte| byte == b'\n').count();
+        self.first_id + whole.saturating_sub(self.closes) as u64
+    }
+}
+
+/// Forgets the messages from id `from` on, which the child never got whole.
+fn forget_unwritten(waiting: &mut BTreeMap<u64, Waiting>, opening: &mut HashSet<u64>, from: u64) {
+    for (_, waits) in waiting.split_off(&from) {
+        if let Waiting::Open { key, .. } = waits {
+            opening.remove(&key);
+        }
+    }
+}
+
 /// What a message in flight on a child of the pipelined form waits for.
 #[derive(Clone, Copy)]
 enum Waiting {
@@ -137,41 +162,42 @@ impl ProcessCritic {
         let mut opening: HashSet<u64> = HashSet::new();
         // Why writing to the child stopped working (a failed write may leave part of a line).
         let mut unwritable: Option<Broken> = None;
+        let sent = Instant::now();
         let batch = self.batch_lines(child, flight, left, &mut waiting, &mut opening);
-        (child.program.write_by(batch.as_bytes(), Some(Instant::now() + self.timeout)))
-            .map_err(|source| (oldest_first, self.unwritable(source)))?;
+        if let Err(unwritten) = child.program.write_within(batch.text.as_bytes(), Some(self.timeout)) {
+            // The child stopped reading: the requests it has whole are answered or timed out, the
+            // rest go to a fresh child, not counted as an attempt.
+            forget_unwritten(&mut waiting, &mut opening, batch.first_unwritten(unwritten.written));
+            unwritable = Some(self.unwritable(unwritten.source));
+        }
         // Each request gets the timeout from when the child could start on it: its sending, or
-        // the answer before it.
-        let mut deadline = Instant::now() + self.timeout;
+        // the arrival of the answer before it.
+        let mut deadline = sent + self.timeout;
         loop {
             // Before waiting for the child: the next batch, when one is ready.
             if unwritable.is_none() && (waiting.is_empty() || !child.program.any_line_ready()) {
-                let from_id = child.next_id;
                 let nothing_in_flight = waiting.is_empty();
                 let from = flight.len();
-                let lines = if feed.more(flight) {
+                if feed.more(flight) {
                     let more: Vec<usize> = (from..flight.len()).collect();
-                    self.batch_lines(child, flight, &more, &mut waiting, &mut opening)
-                } else {
-                    String::new()
-                };
-                if nothing_in_flight && !lines.is_empty() {
-                    // Nothing was in flight: the oldest of these is timed from now.
-                    deadline = Instant::now() + self.timeout;
-                }
-                if !lines.is_empty()
-                    && let Err(source) = child.program.write_by(lines.as_bytes(), Some(Instant::now() + self.timeout))
-                {
-                    // The child died or stopped reading while it worked on a request written
-                    // before these: that request is charged when its answer fails to come, and
-                    // these go to a fresh child, not counted as an attempt.
-                    unwritable = Some(self.unwritable(source));
-                    waiting.retain(|&id, _| id < from_id);
+                    let batch = self.batch_lines(child, flight, &more, &mut waiting, &mut opening);
+                    if nothing_in_flight {
+                        // Nothing was in flight: the oldest of these is timed from now.
+                        deadline = Instant::now() + self.timeout;
+                    }
+                    if let Err(unwritten) = child.program.write_within(batch.text.as_bytes(), Some(self.timeout)) {
+                        // The child died or stopped reading while it worked on a request written
+                        // before these: that request is charged when its answer fails to come;
+                        // those of these it has whole are answered or timed out, and the rest go
+                        // to a fresh child, not counted as an attempt.
+                        forget_unwritten(&mut waiting, &mut opening, batch.first_unwritten(unwritten.written));
+                        unwritable = Some(self.unwritable(unwritten.source));
+                    }
                 }
             }
             let Some((&oldest, charged)) = waiting.first_key_value() else { break };
             let charged = charged.charged();
-            let Some((line, _)) =
+            let Some((line, arrived)) =
                 child.program.next_line_or_nudge(deadline, self.timeout).map_err(|broken| (charged, broken))?
             else {
                 // A batch was made ready: it goes out before the wait goes on.
@@ -210,10 +236,8 @@ impl ProcessCritic {
             match (waiting[&id], reply) {
                 (waits, Reply::Service { name, request }) => {
                     let answer = self.host.dispatch(&name, &request, Some(scope(flight, waits.charged())));
-                    (child
-                        .program
-                        .write_by(format!("{}\n", protocol::service_answer_line(id, answer)).as_bytes(), None))
-                    .map_err(|e| (charged, Broken::AnswerService(e)))?;
+                        (child.program.send(&protocol::service_answer_line(id, answer)))
+                        .map_err(|e| (charged, Broken::AnswerService(e)))?;
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
                     continue;
@@ -236,7 +260,13 @@ impl ProcessCritic {
                 }
             }
             waiting.remove(&id);
-            deadline = Instant::now() + self.timeout;
+            if id == oldest {
+                // The next oldest could start on its own when this answer came (the host may read
+                // it later, busy writing). An answer to a later request leaves the oldest's clock
+                // running: a child that answers out of order must not keep a request it never
+                // answers alive by answering others.
+                deadline = arrived + self.timeout;
+            }
             // The batches answered whole go back as soon as they are.
             feed.deliver(flight);
         }
@@ -254,10 +284,12 @@ impl ProcessCritic {
         indices: &[usize],
         waiting: &mut BTreeMap<u64, Waiting>,
         opening: &mut HashSet<u64>,
-    ) -> String {
+    ) -> Batch {
         let mut batch = String::new();
-        if let Some(line) = self.take_closes(child) {
-            batch.push_str(&line);
+        let first_id = child.next_id;
+        let closes = self.take_closes(child);
+        if let Some(line) = &closes {
+            batch.push_str(line);
             batch.push('\n');
         }
         for &index in indices {
@@ -282,7 +314,7 @@ impl ProcessCritic {
             child.next_id += 1;
             batch.push('\n');
         }
-        batch
+        Batch { text: batch, first_id, closes: usize::from(closes.is_some()) }
     }
 
     /// Why a write to the child failed: it stopped reading (the timeout), or it died.

@@ -16,6 +16,14 @@ use std::time::{Duration, Instant};
 use super::lines::{Delivery, Line, Lines, Nudge, read_lines};
 use super::{Broken, EXIT_CHECK, parse_message, process_group};
 
+/// A write that did not go through whole ([`Program::write_within`]).
+#[derive(Debug)]
+pub(crate) struct Unwritten {
+    /// How many of the bytes went out: the lines they end are with the program.
+    pub(crate) written: usize,
+    pub(crate) source: std::io::Error,
+}
+
 /// How to start a program.
 #[derive(Clone, Debug)]
 pub(crate) struct Launch {
@@ -91,26 +99,36 @@ impl Program {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        self.write_by(&bytes, None)
+        self.write_within(&bytes, None).map_err(|unwritten| unwritten.source)
     }
 
     /// Writes all of `bytes` to the program's stdin (non-blocking), waiting for room in the pipe
-    /// until `deadline` (`ErrorKind::TimedOut` then: the program stopped reading), or for as long
-    /// as it takes.
-    pub(crate) fn write_by(&mut self, mut bytes: &[u8], deadline: Option<Instant>) -> std::io::Result<()> {
-        let stdin = self.stdin.as_mut().ok_or_else(|| std::io::Error::other("stdin is closed"))?;
+    /// for as long as it takes, or with `stall` until no byte could go out for that long
+    /// (`ErrorKind::TimedOut`: the program stopped reading). A program working through a long
+    /// batch reads as it goes, so only one that stopped reading is timed out.
+    pub(crate) fn write_within(&mut self, mut bytes: &[u8], stall: Option<Duration>) -> Result<(), Unwritten> {
+        let mut written = 0;
+        let failed = |written, source| Unwritten { written, source };
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(failed(0, std::io::Error::other("stdin is closed")));
+        };
+        let mut progress = Instant::now();
         while !bytes.is_empty() {
             match stdin.write(bytes) {
-                Ok(0) => return Err(std::io::Error::from(ErrorKind::WriteZero)),
-                Ok(written) => bytes = &bytes[written..],
+                Ok(0) => return Err(failed(written, std::io::Error::from(ErrorKind::WriteZero))),
+                Ok(n) => {
+                    bytes = &bytes[n..];
+                    written += n;
+                    progress = Instant::now();
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    let wait = match deadline {
-                        Some(deadline) => {
-                            let left = deadline.saturating_duration_since(Instant::now());
+                    let wait = match stall {
+                        Some(stall) => {
+                            let left = (progress + stall).saturating_duration_since(Instant::now());
                             if left.is_zero() {
                                 let stopped = format!("the {} stopped reading its input", self.role);
-                                return Err(std::io::Error::new(ErrorKind::TimedOut, stopped));
+                                return Err(failed(written, std::io::Error::new(ErrorKind::TimedOut, stopped)));
                             }
                             left.min(EXIT_CHECK)
                         }
@@ -120,7 +138,7 @@ impl Program {
                     // SAFETY: one valid pollfd; a failed or interrupted poll just loops.
                     unsafe { libc::poll(&mut ready, 1, wait.as_millis().max(1) as libc::c_int) };
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(failed(written, e)),
             }
         }
         Ok(())

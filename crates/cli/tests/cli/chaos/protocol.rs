@@ -304,3 +304,78 @@ fn a_descriptor_with_a_null_function_is_a_load_error_naming_it() {
         assert!(!dir.path().join("out").exists(), "nothing is written");
     }
 }
+
+/// An isolated C critic that hangs on every seventh call of its process, with one process and
+/// many requests in flight: each hang costs one timeout, and the answers the process made before
+/// it are kept. The worker used to hold its answers until it had read all its input, and the host
+/// to give up on a batch it could not finish writing, so each restart answered nothing.
+#[test]
+fn a_plugin_hanging_on_every_seventh_call_costs_one_timeout_per_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = compile_c_plugin(&repo().join("plugins/misbehave/misbehave.c"), dir.path(), "misbehave");
+    let ids: Vec<String> = (0..40).map(|i| format!("task-{i:02}")).collect();
+    two_draft_tasks(dir.path(), &ids);
+    let file = experiment(
+        dir.path(),
+        "hang.toml",
+        &format!(
+            "name = \"chaos\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\narms = [\"feedback\", \"no-feedback\"]\n\
+             [[critics]]\nname = \"misbehave\"\nplugin = \"{}\"\nconfig = {{ mode = \"hang_every_7th\" }}\n\
+             isolation = \"process\"\ntimeout_s = 1\n[policy]\npass_score = 8\nmax_revisions = 1\n",
+            library.display()
+        ),
+    );
+    let out = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"]));
+    let all = recorded_rounds(&out);
+    // Two arms, two rounds per loop (score 7 never passes 8), each answered in the end.
+    assert_eq!(all.len(), 160);
+    assert!(all.iter().all(|(_, _, round)| round.critic_error.is_none()), "a critique failed every attempt");
+    let process = &manifest(&out)["plugins"][0]["process"];
+    let timeouts = process["timeouts"].as_u64().unwrap();
+    // Six answers per process life: 160 / 6 hangs, and some slack for a loaded machine.
+    assert!((160 / 7..=160 / 4).contains(&timeouts), "{timeouts} timeouts for 160 critiques: {process}");
+}
+
+/// A critic of the pipelined form that answers every request but one: the one it never answers
+/// times out `timeout_s` after the child could start on it, though answers to the requests
+/// behind it keep coming.
+const SILENT_CRITIC: &str = r#"
+import json, sys, time
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
+send({"protocol": 2, "pipelined": True, "name": "silent", "version": "1", "score_range": [0, 10]})
+tasks = {}
+for line in sys.stdin:
+    message = json.loads(line)
+    if "config" in message:
+        send({"id": 0, "ok": True})
+    elif "close" in message:
+        for key in message["close"]:
+            tasks.pop(key, None)
+    elif "open" in message:
+        tasks[message["open"]] = message["task"]["id"]
+        send({"id": message["id"], "ok": True})
+    elif tasks[message["task_key"]] != "silent" or message["request"]["round"] != 0:
+        time.sleep(0.05)
+        send({"id": message["id"], "critique": {"score": 5}})
+"#;
+
+#[test]
+fn a_request_never_answered_times_out_while_the_child_answers_others() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("silent.py"), SILENT_CRITIC).unwrap();
+    let mut ids: Vec<String> = vec!["silent".into()];
+    ids.extend((0..60).map(|i| format!("task-{i:02}")));
+    two_draft_tasks(dir.path(), &ids);
+    let file = critic_experiment(dir.path(), &["silent.py"], 2);
+    let out = dir.path().join("run");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--jobs", "1"]));
+    let all = recorded_rounds(&out);
+    let (_, _, silent) = all.iter().find(|(task, index, _)| task == "silent" && *index == 0).unwrap();
+    assert!(silent.critic_error.as_deref().unwrap_or_default().starts_with("no answer within 2 s"), "{silent:?}");
+    // The others take 121 × 0.05 s = 6 s of the child's time; the silent one's clock is not reset
+    // by their answers.
+    assert!(silent.critic_ms < 4_000.0, "the silent request failed after {} ms", silent.critic_ms);
+    assert!(all.iter().filter(|(task, _, _)| task != "silent").all(|(_, _, round)| round.critic_error.is_none()));
+}
