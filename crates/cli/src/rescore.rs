@@ -73,7 +73,8 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
     if summary.censored > 0 {
         writeln!(
             out,
-            "censored loops have no outcome and are left out of the summaries; {} has them per config, arm and critic",
+            "censored loops have no outcome: the rates above count only the loops with one; {} gives each group's \
+             count and its rate if every censored loop had failed or passed",
             summary.out_dir.join(critbench_engine::run_dir::layout::CENSORED_FILE).display()
         )?;
     }

@@ -35,12 +35,14 @@ pub struct FeedbackUse {
     pub revisions: u64,
     /// Of those, the ones it did not act on.
     pub ignored: u64,
+    /// Revisions written after a critique that failed, so shown none (not among `revisions`).
+    pub after_errors: u64,
 }
 
 impl From<FeedbackCount> for FeedbackUse {
     fn from(count: FeedbackCount) -> FeedbackUse {
-        let FeedbackCount { critic, arm, revisions, ignored } = count;
-        FeedbackUse { critic, arm, revisions, ignored }
+        let FeedbackCount { critic, arm, revisions, ignored, after_errors } = count;
+        FeedbackUse { critic, arm, revisions, ignored, after_errors }
     }
 }
 
@@ -163,7 +165,7 @@ mod tests {
     use super::*;
 
     fn using(revisions: u64, ignored: u64) -> FeedbackUse {
-        FeedbackUse { critic: "because".into(), arm: Arm::Feedback, revisions, ignored }
+        FeedbackUse { critic: "because".into(), arm: Arm::Feedback, revisions, ignored, after_errors: 0 }
     }
 
     #[test]

@@ -90,6 +90,9 @@ pub struct Report {
     /// evaluators' errors, model answers cut short), from the manifest; the terminal prints it
     /// below the table, and the summary's notes say the same (not written to `summary.json`).
     pub trouble: Vec<String>,
+    /// A rescoring's critic, when the run did not have it: the rates are its verdicts, and the
+    /// critic column names the critic that steered each loop (the tables' `critic`).
+    pub rescored_by: Option<String>,
 }
 
 impl Serialize for Report {
@@ -189,6 +192,7 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     report.backend = backend?;
     report.sequential = manifest.as_ref().and_then(|m| m.sequential.clone());
     report.trouble = manifest.as_ref().map(trouble::notices).unwrap_or_default();
+    report.rescored_by = manifest.as_ref().and_then(trouble::new_rescoring_critic).map(String::from);
     // What the backend cannot measure comes first: it says how to read everything else.
     let mut notes: Vec<String> = report.backend.notices(0.0).iter().map(|n| format::as_note(n)).collect();
     notes.append(&mut report.summary.notes);

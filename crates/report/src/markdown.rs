@@ -29,7 +29,8 @@ pub fn glance_table(report: &Report) -> String {
             arms.push(&row.arm);
         }
     }
-    let mut out = String::from("| config | critic |");
+    let mut out =
+        String::from(if report.rescored_by.is_some() { "| config | steering critic |" } else { "| config | critic |" });
     for arm in &arms {
         let _ = write!(out, " {arm} |");
     }
@@ -79,7 +80,20 @@ pub fn glance_table(report: &Report) -> String {
         for arm in &arms {
             match report.summary.rows.iter().find(|r| r.config_id == config && r.critic == critic && r.arm == *arm) {
                 Some(row) => {
-                    let _ = write!(out, " {} |", percent(row.pass_rate));
+                    let censored = report
+                        .summary
+                        .censored
+                        .iter()
+                        .find(|((c, k, a), _)| (c.as_str(), k.as_str(), a.as_str()) == (config, critic, *arm));
+                    match censored {
+                        Some((_, count)) => {
+                            let _ =
+                                write!(out, " {} of {} ({count} censored, left out) |", percent(row.pass_rate), row.n);
+                        }
+                        None => {
+                            let _ = write!(out, " {} |", percent(row.pass_rate));
+                        }
+                    }
                 }
                 None => out.push_str(" – |"),
             }
@@ -87,7 +101,12 @@ pub fn glance_table(report: &Report) -> String {
         let ignored =
             |c: &ComparisonRow| [&c.arm_a, &c.arm_b].into_iter().find_map(|arm| report.backend.ignored(critic, arm));
         let headline = headline_comparison(&report.summary.comparisons, config, critic);
+        let group = || report.summary.rows.iter().filter(|r| r.config_id == config && r.critic == critic);
+        let (failed, rounds) = group().fold((0, 0), |(f, n), r| (f + r.critic_errors, n + r.rounds_total));
         match headline.map(|c| (c, ignored(c))) {
+            Some(_) if rounds > 0 && failed == rounds => {
+                let _ = write!(out, " not measured: every critique of `{critic}` failed (critic errors) | – |");
+            }
             Some((_, Some(using))) => {
                 let _ = write!(
                     out,
@@ -111,8 +130,6 @@ pub fn glance_table(report: &Report) -> String {
             None => out.push_str(" – | – |"),
         }
         if errors {
-            let rows = report.summary.rows.iter().filter(|r| r.config_id == config && r.critic == critic);
-            let (failed, rounds) = rows.fold((0, 0), |(f, n), r| (f + r.critic_errors, n + r.rounds_total));
             let _ = write!(out, " {} |", error_rate(failed, rounds));
         }
         out.push('\n');

@@ -188,11 +188,32 @@ fn render_loop(
     if !drafts_stored {
         let _ = writeln!(
             out,
-            "\n(drafts were not stored; rerun with --store-drafts to see them: critbench run … --store-drafts --out {})",
-            run_dir.display()
+            "\n(drafts were not stored; rerun with --store-drafts to see them: {})",
+            rerun_command(run_dir)
         );
     }
     out
+}
+
+/// The command that reruns the run in `run_dir` over itself with its drafts stored: the experiment
+/// its manifest names, when that file is still there.
+fn rerun_command(run_dir: &Path) -> String {
+    let manifest = critbench_storage::manifest::Manifest::read(run_dir).ok().flatten();
+    let experiment = manifest
+        .and_then(|m| m.experiment.rest.get("path").and_then(|p| p.as_str()).map(PathBuf::from))
+        .filter(|path| path.is_file());
+    let experiment = experiment.map_or_else(|| "EXPERIMENT.toml".to_string(), |path| shell_word(&path));
+    format!("critbench run {experiment} --store-drafts --out {} --overwrite", shell_word(run_dir))
+}
+
+/// `path` as one word of a POSIX shell command: single-quoted when it holds anything a shell reads.
+fn shell_word(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "_-./+:=@%,".contains(c)) {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 fn number(value: f64) -> String {

@@ -1,17 +1,28 @@
 //! What went wrong that the rates do not show, from `manifest.json`: a critic's or an evaluator's
 //! child processes restarted after a protocol error, a timeout or a crash, critiques retried after
 //! a failed attempt, an evaluator's errors (no verdicts, left out of its numbers), and model
-//! answers cut at `max_tokens`. The terminal prints each as a `note:` line below its table, and
+//! answers cut at `max_tokens`, and which critic a rescoring's rates are the verdicts of. The terminal prints each as a `note:` line below its table, and
 //! the notes of `summary.json`, `report.md` and `report.html` give the same sentences.
 
-use critbench_storage::manifest::{CritiqueCounts, Manifest, PluginRecord, ProcessTrouble};
+use critbench_storage::manifest::{CritiqueCounts, Manifest, PluginRecord, ProcessTrouble, RescoreRecord};
 
 /// The sentences, each starting lowercase and without its final period (as the backend's).
 pub fn notices(manifest: &Manifest) -> Vec<String> {
     let mut notices = Vec::new();
-    for plugin in &manifest.plugins {
-        let counts = manifest.critiques_by_critic.get(&plugin.critic);
-        notices.extend(critic_notice("critic", plugin, counts, "critiques"));
+    match &manifest.rescore {
+        // A rescoring's critiques are its critic's: the run's critics' trouble is the run's.
+        Some(rescore) => {
+            notices.extend(rescored_by(manifest, rescore));
+            let plugin = PluginRecord { critic: rescore.name.clone(), ..rescore.plugin.clone() };
+            let counts = manifest.critiques_by_critic.get(&rescore.name);
+            notices.extend(critic_notice("critic", &plugin, counts, "critiques"));
+        }
+        None => {
+            for plugin in &manifest.plugins {
+                let counts = manifest.critiques_by_critic.get(&plugin.critic);
+                notices.extend(critic_notice("critic", plugin, counts, "critiques"));
+            }
+        }
     }
     for plugin in &manifest.evaluators {
         let counts = manifest.evaluations_by_evaluator.get(&plugin.critic);
@@ -19,6 +30,28 @@ pub fn notices(manifest: &Manifest) -> Vec<String> {
     }
     notices.extend(cut_notices(manifest));
     notices
+}
+
+/// What the critic column of a rescoring by a critic the run did not have names: the critic that
+/// steered each loop, not the one whose verdicts the rates are.
+fn rescored_by(manifest: &Manifest, rescore: &RescoreRecord) -> Option<String> {
+    new_rescoring_critic(manifest)?;
+    let steering: Vec<String> = manifest.experiment.critics.iter().map(|c| format!("`{}`", c.name)).collect();
+    Some(format!(
+        "rescored by critic `{name}`: every pass rate and score is `{name}`'s verdict, on loops the run's critic{s} \
+         {list} steered; the critic column names the steering critic, as the tables' `critic` does",
+        name = rescore.name,
+        s = if steering.len() == 1 { "" } else { "s" },
+        list = steering.join(", "),
+    ))
+}
+
+/// The critic of a rescoring whose rates are its verdicts on loops other critics steered: a
+/// rescoring by a critic the run did not have.
+pub fn new_rescoring_critic(manifest: &Manifest) -> Option<&str> {
+    let rescore = manifest.rescore.as_ref()?;
+    let critics = &manifest.experiment.critics;
+    (!critics.is_empty() && critics.iter().all(|c| c.name != rescore.name)).then_some(rescore.name.as_str())
 }
 
 /// Each model role whose answers were cut at `max_tokens` (`openai.calls.by_role.ROLE.truncated`),

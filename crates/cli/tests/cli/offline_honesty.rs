@@ -10,7 +10,7 @@ use crate::common::*;
 
 /// The "because" critic of the issue, in Python over the JSON-lines protocol: score 9 when the
 /// draft says "because", else 4 with a suggestion on the dimension its config names (none at all
-/// with `"bare": true`: then only the low score).
+/// with `"bare": true`: then only the low score; with `"down": true`, an error for every request).
 const BECAUSE_CRITIC: &str = r#"
 import json, sys
 def send(message):
@@ -21,7 +21,9 @@ send({"id": 0, "ok": True})
 for line in sys.stdin:
     message = json.loads(line)
     draft = message["request"]["draft"]
-    if "because" in draft:
+    if config.get("down"):
+        send({"id": message["id"], "error": "the judge is down"})
+    elif "because" in draft:
         send({"id": message["id"], "critique": {"score": 9}})
     elif config.get("bare"):
         send({"id": message["id"], "critique": {"score": 4}})
@@ -75,6 +77,31 @@ fn run_because(dir: &Path, name: &str, config: &str) -> (String, PathBuf) {
     let out = dir.join(name);
     let printed = ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
     (printed, out)
+}
+
+#[test]
+fn a_critic_that_fails_on_every_call_is_said_to_fail_not_to_be_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("because.py"), BECAUSE_CRITIC).unwrap();
+    tasks(dir.path());
+    let file = experiment(
+        dir.path(),
+        "down.toml",
+        "name = \"down\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\ncritic_attempts = 1\n\
+         [[critics]]\nname = \"down\"\ncommand = [\"python3\", \"because.py\"]\nconfig = { down = true }\n",
+    );
+    let out = dir.path().join("down");
+    let run = critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]);
+    assert_eq!(run.status.code(), Some(1), "a critic that failed on every critique fails the run");
+    let (printed, error) = (stdout(&run), stderr(&run));
+    assert!(error.contains("critic `down` failed on every one of its"), "{error}");
+    assert!(printed.contains("| not measured: every critique of `down` failed (critic errors) | – |"), "{printed}");
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for text in [&printed, &markdown] {
+        assert!(!text.contains("ignored"), "the writer was shown no critique to ignore:\n{text}");
+    }
+    // The revisions written after a failed critique are there, and none acted on a critique.
+    assert!(acted(&out).iter().all(|a| *a != Some(true)));
 }
 
 /// summary.csv's rows as column → value maps (its fields hold no commas or quotes).

@@ -95,6 +95,58 @@ fn replay_command_reproduces_a_recorded_config_and_refuses_to_extrapolate() {
     assert!(refused.contains("(the run's configs go up to max_revisions = 5)"), "{refused}");
 }
 
+/// A threshold the recording stopped short of is refused with the fix that works: the threshold
+/// in the run's grid, not a larger cap (which records no more); the fix, run, makes the replay pass.
+#[test]
+fn a_threshold_beyond_the_recording_asks_for_the_threshold_in_the_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let papers = repo().join("datasets/papers.jsonl");
+    let file = |name: &str, policy: &str| {
+        experiment(
+            dir.path(),
+            name,
+            &format!(
+                "name = \"t\"\ndataset = {papers:?}\nbackend = \"sim\"\narms = [\"feedback\"]\n\
+                 [[critics]]\nname = \"rubric\"\nplugin = \"rubric\"\n[policy]\n{policy}\n"
+            ),
+        )
+    };
+    let replay = |run: &std::path::Path| {
+        let out = dir.path().join("replayed");
+        critbench(&[
+            "replay",
+            run.to_str().unwrap(),
+            "--pass-score",
+            "9.5",
+            "--out",
+            out.to_str().unwrap(),
+            "--overwrite",
+        ])
+    };
+    for (name, policy) in
+        [("r3.toml", "pass_score = 8\nmax_revisions = 3"), ("r5.toml", "pass_score = 8\nmax_revisions = 5")]
+    {
+        let run = dir.path().join(name.trim_end_matches(".toml"));
+        ok(critbench(&[
+            "run",
+            file(name, policy).to_str().unwrap(),
+            "--limit",
+            "15",
+            "--out",
+            run.to_str().unwrap(),
+            "-q",
+        ]));
+        let refused = usage_error(replay(&run), dir.path());
+        assert!(refused.contains("goes beyond what the run recorded"), "{refused}");
+        assert!(refused.contains("include pass_score = 9.5 in the experiment's [policy] grid"), "{refused}");
+        assert!(!refused.contains("with a larger max_revisions"), "a larger cap records no more:\n{refused}");
+    }
+    let run = dir.path().join("grid");
+    let grid = file("grid.toml", "pass_score = [8, 9.5]\nmax_revisions = 3");
+    ok(critbench(&["run", grid.to_str().unwrap(), "--limit", "15", "--out", run.to_str().unwrap(), "-q"]));
+    ok(replay(&run));
+}
+
 /// A critic whose critiques depend on the policy cannot serve a grid from one recording.
 #[test]
 fn replay_is_refused_for_a_policy_dependent_critic() {

@@ -121,6 +121,14 @@ fn another_critic_censors_exactly_the_loops_its_scores_would_revise_past_the_rec
     let printed =
         ok(rescore(&run, "length", &["--plugin", plugin.to_str().unwrap(), "--config", r#"{"target_words": 5}"#]));
     assert!(printed.contains("replayed 60 loops, 10 censored"), "{printed}");
+    // The table says which rates lost loops, and which critic's verdicts the rates are.
+    assert!(printed.contains("| p8-r3-stall-e0 | scripted | 100.0% of 5 (5 censored, left out) |"), "{printed}");
+    assert!(printed.contains("| p8-r1-stall-e0 | scripted | 0.0% |"), "{printed}");
+    assert!(printed.contains("| config | steering critic |"), "{printed}");
+    assert!(
+        printed.contains("note: rescored by critic `length`: every pass rate and score is `length`'s verdict"),
+        "{printed}"
+    );
     let out = rescored(&run, "length");
     let rows = replayed(&out);
     assert_eq!(rows.len(), 10 * 3 * 2);

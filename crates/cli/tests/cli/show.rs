@@ -53,6 +53,17 @@ fn show_without_drafts_says_how_to_store_them() {
     assert!(shown.contains("round 0: score 4, the best draft → stop"), "{shown}");
     assert!(!shown.contains("round 1"), "the single arm never revises:\n{shown}");
     assert!(shown.contains("drafts were not stored; rerun with --store-drafts"), "{shown}");
+
+    // The hint's command, copied, reruns the run over itself with its drafts.
+    let hint = shown.lines().find_map(|line| line.split_once("to see them: ")).expect("a hint").1;
+    let command: Vec<&str> = hint.trim_end_matches(')').split_whitespace().collect();
+    assert_eq!(command[..2], ["critbench", "run"], "{hint}");
+    assert!(command[2].ends_with("experiments/essays.toml"), "{hint}");
+    ok(critbench(&command[1..]));
+    let again = ok(critbench(&["show", run_arg, "--task", "essay-008", "--arm", "single"]));
+    assert!(!again.contains("drafts were not stored"), "{again}");
+    let text = "    Working from home became much more common recently.";
+    assert!(again.contains(text) && !shown.contains(text), "the draft is shown:\n{again}");
 }
 
 /// `--pairs` on a small demo run lists exactly the units where one arm passed and the other did

@@ -15,7 +15,7 @@ use crate::experiment::limits;
 use crate::run::emit::{LoopLabels, effective_policy, emit_loop, round_score};
 use crate::run::plan::{ThresholdNames, threshold_warnings};
 use critbench_storage::clock;
-use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest};
+use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest, PolicyRecord};
 use critbench_storage::shards;
 
 /// What a replay wrote.
@@ -128,6 +128,42 @@ pub fn replay_policies(grid: &PolicyGrid) -> Result<Vec<Policy>, ReplayError> {
     grid.policies().map_err(ReplayError::Repeated)
 }
 
+/// What to run when `policy` would revise past the `rounds` a loop recorded under the configs of
+/// `recorded`: a larger `max_revisions` when the loop used every revision the grid allowed, else
+/// the policy's values the grid lacks (a loop is recorded until every config of its grid stopped,
+/// so a threshold the grid holds is recorded for).
+fn beyond_recording_fix(policy: &Policy, rounds: usize, recorded: &[PolicyRecord]) -> String {
+    let Some(cap) = recorded.iter().map(|p| p.max_revisions).max() else {
+        return "run the experiment with this policy in its [policy] grid to record it".into();
+    };
+    if rounds > cap as usize {
+        return format!(
+            "run the experiment with a larger max_revisions to record more (the run's configs go up to \
+             max_revisions = {cap})"
+        );
+    }
+    let held = |key: &str, value: serde_json::Value| recorded.iter().any(|p| p.rest.get(key) == Some(&value));
+    let mut missing = Vec::new();
+    if !recorded.iter().any(|p| p.pass_score == policy.pass_score) {
+        missing.push(format!("pass_score = {}", policy.pass_score));
+    }
+    if !held("stall", policy.stall.into()) {
+        missing.push(format!("stall = {}", policy.stall));
+    }
+    if !held("plateau_eps", policy.plateau_eps.into()) {
+        missing.push(format!("plateau_eps = {}", policy.plateau_eps));
+    }
+    if !held("dim_target", policy.dim_target.into()) {
+        missing.push(policy.dim_target.map_or("no dim_target".into(), |d| format!("dim_target = {d}")));
+    }
+    let values = if missing.is_empty() { "this policy".to_string() } else { missing.join(", ") };
+    format!(
+        "this loop stopped before the grid's max_revisions ({cap}) because every config of the run's grid had \
+         stopped, so a larger max_revisions records no more: include {values} in the experiment's [policy] grid \
+         and run it again (each loop is then recorded until this policy stops too)"
+    )
+}
+
 /// Replays `policies` on the loops recorded in `run_dir` and writes a new run directory `out`
 /// (claimed as [`crate::run_dir::claim`] does: never the source, another run unless `overwrite`,
 /// or a user's folder).
@@ -195,6 +231,7 @@ pub fn replay_run(
         let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
         for policy in policies {
             if critbench_core::stop_point(&loop_scores, &effective_policy(policy, arm)).is_none() {
+                let recorded_grid = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
                 return Err(ReplayError::BeyondRecording {
                     config_id: policy.config_id(),
                     task_id: recorded.task_id.clone(),
@@ -202,9 +239,7 @@ pub fn replay_run(
                     critic: recorded.critic.clone(),
                     epoch: recorded.epoch,
                     rounds: recorded.rounds.len(),
-                    recorded_cap: manifest
-                        .as_ref()
-                        .and_then(|m| m.experiment.policies.iter().map(|p| p.max_revisions).max()),
+                    fix: beyond_recording_fix(policy, recorded.rounds.len(), recorded_grid),
                 }
                 .into());
             }
@@ -406,9 +441,7 @@ pub enum ReplayError {
     #[error(
         "config {config_id} goes beyond what the run recorded: task `{task_id}` ({arm} × {critic} × epoch {epoch}) \
          was recorded for {rounds} round(s) only, and this policy would still revise after the last of them. \
-         Replay evaluates policies that stop within the recording{}; run the experiment with a larger \
-         max_revisions to record more",
-        recorded_cap.map(|cap| format!(" (the run's configs go up to max_revisions = {cap})")).unwrap_or_default()
+         Replay evaluates policies that stop within the recording; {fix}"
     )]
     BeyondRecording {
         /// The replayed config.
@@ -423,8 +456,8 @@ pub enum ReplayError {
         epoch: u32,
         /// How many rounds were recorded.
         rounds: usize,
-        /// The largest `max_revisions` of the recorded run's grid, when its manifest says.
-        recorded_cap: Option<u32>,
+        /// What to run instead, from why the recording stopped where it did.
+        fix: String,
     },
 }
 

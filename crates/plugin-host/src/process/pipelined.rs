@@ -236,7 +236,7 @@ impl ProcessCritic {
             match (waiting[&id], reply) {
                 (waits, Reply::Service { name, request }) => {
                     let answer = self.host.dispatch(&name, &request, Some(scope(flight, waits.charged())));
-                        (child.program.send(&protocol::service_answer_line(id, answer)))
+                    (child.program.send(&protocol::service_answer_line(id, answer)))
                         .map_err(|e| (charged, Broken::AnswerService(e)))?;
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;

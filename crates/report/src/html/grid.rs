@@ -173,6 +173,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
             comparisons: summary.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
             notes: summary.notes.clone(),
             timing: summary.timing.clone(),
+            censored: summary.censored.iter().filter(|(key, _)| configs.contains(&key.0)).cloned().collect(),
             by_kind: summary
                 .by_kind
                 .iter()
@@ -192,6 +193,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
         }),
         sequential: report.sequential.clone(),
         trouble: report.trouble.clone(),
+        rescored_by: report.rescored_by.clone(),
     }
 }
 

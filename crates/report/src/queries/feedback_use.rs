@@ -1,8 +1,10 @@
 //! What the writer did with the critiques it was shown, counted from `trajectories.parquet`: per
 //! critic and arm, the revisions whose author said whether it acted on the critique
-//! (`acted_on_critique`), and how many of those it did not act on.
+//! (`acted_on_critique`), and how many of those it did not act on. A revision written after a
+//! critique that failed (`critic_error` on the round before) was shown no critique: it is counted
+//! apart, never as feedback the writer ignored.
 //!
-//! Three columns are decoded (a projection), a batch at a time; memory is one batch plus a count
+//! Five columns are decoded (a projection), a batch at a time; memory is one batch plus a count
 //! per critic and arm.
 //!
 //! ```no_run
@@ -24,7 +26,7 @@ use critbench_storage::tables::{StorageError, TrajectoryColumns, TrajectoryRow, 
 const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
 
 /// The columns counted.
-const COLUMNS: [&str; 3] = [T.critic, T.arm, T.acted_on_critique];
+const COLUMNS: [&str; 5] = [T.critic, T.arm, T.round, T.critic_error, T.acted_on_critique];
 
 /// One critic and arm: the revisions written after seeing its critique, and how many of those
 /// critiques the writer could not act on.
@@ -38,19 +40,28 @@ pub struct FeedbackCount {
     pub revisions: u64,
     /// Of those, the ones it did not act on.
     pub ignored: u64,
+    /// Revisions written after a critique that failed, so shown none; not among `revisions`.
+    pub after_errors: u64,
 }
+
+/// The round before a row's, as the scan left it: its number and whether its critique failed.
+/// A loop's rows are written together in round order, so the row before a revision is the round
+/// whose critique it was shown.
+type Before = Option<(u32, bool)>;
 
 /// Counts, per critic and arm (in order of first appearance), the trajectory rows of `files` whose
 /// author said whether it acted on the critique.
 pub fn read_feedback_use(files: &[PathBuf]) -> Result<Vec<FeedbackCount>, StorageError> {
     let mut counts: Vec<FeedbackCount> = Vec::new();
-    Scan::columns(&COLUMNS, &[]).for_each(files, |scanned| add_batch(scanned, &mut counts))?;
+    let mut before: Before = None;
+    Scan::columns(&COLUMNS, &[]).for_each(files, |scanned| add_batch(scanned, &mut counts, &mut before))?;
     Ok(counts)
 }
 
-fn add_batch(scanned: &ScanBatch<'_>, counts: &mut Vec<FeedbackCount>) -> Result<(), TableError> {
+fn add_batch(scanned: &ScanBatch<'_>, counts: &mut Vec<FeedbackCount>, before: &mut Before) -> Result<(), TableError> {
     let c = scanned.columns();
     let (critic, arm) = (c.text_array(T.critic)?, c.text_array(T.arm)?);
+    let (round, failed) = (c.int32_array(T.round)?, c.nullable_text_array(T.critic_error)?);
     let acted = c.nullable_boolean_array(T.acted_on_critique)?;
     let mut last: Option<usize> = None;
     // Rows of one arm come together: parse its text once per run of rows.
@@ -65,6 +76,8 @@ fn add_batch(scanned: &ScanBatch<'_>, counts: &mut Vec<FeedbackCount>) -> Result
                 arm
             }
         };
+        let this = (round.value(row) as u32, failed.is_valid(row));
+        let shown_a_failure = matches!(before.replace(this), Some((last, true)) if last + 1 == this.0);
         if acted.is_null(row) {
             continue;
         }
@@ -75,14 +88,24 @@ fn add_batch(scanned: &ScanBatch<'_>, counts: &mut Vec<FeedbackCount>) -> Result
             None => match counts.iter().position(|u| u.critic == critic && u.arm == arm) {
                 Some(slot) => slot,
                 None => {
-                    counts.push(FeedbackCount { critic: critic.into(), arm, revisions: 0, ignored: 0 });
+                    counts.push(FeedbackCount {
+                        critic: critic.into(),
+                        arm,
+                        revisions: 0,
+                        ignored: 0,
+                        after_errors: 0,
+                    });
                     counts.len() - 1
                 }
             },
         };
         last = Some(slot);
-        counts[slot].revisions += 1;
-        counts[slot].ignored += u64::from(!acted.value(row));
+        if shown_a_failure {
+            counts[slot].after_errors += 1;
+        } else {
+            counts[slot].revisions += 1;
+            counts[slot].ignored += u64::from(!acted.value(row));
+        }
     }
     Ok(())
 }
@@ -137,6 +160,7 @@ mod tests {
             arm: critbench_core::Arm::parse(arm).expect("an arm"),
             revisions,
             ignored,
+            after_errors: 0,
         };
         assert_eq!(
             read_feedback_use(&files).unwrap(),
@@ -151,9 +175,39 @@ mod tests {
         writer.push(OutcomeRow::bare("t1", "feedback", true, 2)).unwrap();
         writer.close().unwrap();
         let error = read_feedback_use(std::slice::from_ref(&outcomes)).unwrap_err();
-        assert_eq!(error.to_string(), format!("{}: missing column `acted_on_critique`", outcomes.display()));
+        assert_eq!(error.to_string(), format!("{}: missing column `round`", outcomes.display()));
         let missing = dir.path().join("nothing.parquet");
         let error = read_feedback_use(std::slice::from_ref(&missing)).unwrap_err();
         assert!(error.to_string().starts_with(&format!("{}: ", missing.display())), "{error}");
+    }
+
+    /// A revision written after a critique that failed was shown none: it is counted apart, not as
+    /// feedback ignored; the round after a good critique counts as before.
+    #[test]
+    fn a_revision_after_a_failed_critique_is_not_feedback_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectories.parquet");
+        let critique = CritiqueColumns::scored(5.0);
+        let mut writer = TrajectoryWriter::create(&path).unwrap();
+        // Two loops: rounds 0 (failed), 1 (failed), 2 (ok); then 0 (ok), 1.
+        let rounds = [
+            (0, true, None),
+            (1, true, Some(false)),
+            (2, false, Some(false)),
+            (0, false, None),
+            (1, false, Some(false)),
+        ];
+        for (round, failed, acted) in rounds {
+            let row = TrajectoryRow {
+                acted_on_critique: acted,
+                critic_error: failed.then_some("always fails"),
+                ..TrajectoryRow::bare("t1", round, &critique)
+            };
+            writer.push(&row).unwrap();
+        }
+        writer.close().unwrap();
+        let counts = read_feedback_use(&[path]).unwrap();
+        assert_eq!(counts.len(), 1);
+        assert_eq!((counts[0].revisions, counts[0].ignored, counts[0].after_errors), (1, 1, 2));
     }
 }

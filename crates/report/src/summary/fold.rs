@@ -381,12 +381,12 @@ impl Summarizer {
             }
         }
         let mut notes = notes(&summary, manifest, self.expected.map(|e| (e, incomplete)));
-        if !self.censored.is_empty() {
-            // In the summary's order: configs and critics as the run lists them, then arms.
-            let mut censored: Vec<((String, String, String), u64)> = self.censored.into_iter().collect();
-            censored.sort_by_cached_key(|((config, critic, arm), _)| {
-                (rank(&config_order, config), rank(&critic_order, critic), arm_order(arm))
-            });
+        // In the summary's order: configs and critics as the run lists them, then arms.
+        let mut censored: Vec<((String, String, String), u64)> = self.censored.into_iter().collect();
+        censored.sort_by_cached_key(|((config, critic, arm), _)| {
+            (rank(&config_order, config), rank(&critic_order, critic), arm_order(arm))
+        });
+        if !censored.is_empty() {
             let known = |(config, critic, arm): &(String, String, String)| {
                 let row = summary.iter().find(|r| (&r.config_id, &r.critic, &r.arm) == (config, critic, arm));
                 row.map_or(0, |r| r.n)
@@ -407,6 +407,7 @@ impl Summarizer {
             rows: summary,
             comparisons,
             by_kind,
+            censored,
         };
         Ok((summary, power))
     }

@@ -54,6 +54,10 @@ pub struct Summary {
     /// (for the reports; not written to `summary.json`).
     #[serde(skip)]
     pub by_kind: Vec<KindReport>,
+    /// A rescoring's censored loops per config, critic and arm (in the rows' order; groups with
+    /// none left out): they are in no row's `n`, and the terminal's table says so beside the rate.
+    #[serde(skip)]
+    pub censored: Vec<((String, String, String), u64)>,
 }
 
 /// A run that did not run all its tasks, as its reports say at the top.
