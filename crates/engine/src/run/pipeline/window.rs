@@ -90,8 +90,12 @@ impl<'w, T> Intake<'w, T> {
     /// The next chunk, waiting for one; `None` once the reader is done and every chunk taken.
     pub(crate) fn next(&self) -> Option<T> {
         loop {
-            let chunk = self.chunks.lock().unwrap_or_else(|e| e.into_inner()).recv().ok()?;
+            // The stop is read while the receiver is held: the chunks kept are those received
+            // before it, a prefix of the reader's order, so none before a kept one is dropped.
+            let chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+            let chunk = chunks.recv().ok()?;
             if self.window.stopped() {
+                drop(chunks);
                 self.window.release();
                 continue;
             }
@@ -103,17 +107,20 @@ impl<'w, T> Intake<'w, T> {
     /// in flight), and never waits for another worker that is waiting.
     pub(crate) fn take(&self, wait: bool) -> Taken<T> {
         loop {
-            let received = if wait {
-                self.chunks.lock().unwrap_or_else(|e| e.into_inner()).recv().map_err(|_| TryRecvError::Disconnected)
+            // As in `next`, the stop is read while the receiver is held.
+            let (received, stopped) = if wait {
+                let chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+                (chunks.recv().map_err(|_| TryRecvError::Disconnected), self.window.stopped())
             } else {
-                match self.chunks.try_lock() {
-                    Ok(chunks) => chunks.try_recv(),
-                    Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner().try_recv(),
+                let chunks = match self.chunks.try_lock() {
+                    Ok(chunks) => chunks,
+                    Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                     Err(std::sync::TryLockError::WouldBlock) => return Taken::Empty,
-                }
+                };
+                (chunks.try_recv(), self.window.stopped())
             };
             match received {
-                Ok(_) if self.window.stopped() => self.window.release(),
+                Ok(_) if stopped => self.window.release(),
                 Ok(chunk) => return Taken::Chunk(chunk),
                 Err(TryRecvError::Empty) => return Taken::Empty,
                 Err(TryRecvError::Disconnected) => return Taken::Closed,
