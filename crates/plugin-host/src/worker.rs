@@ -12,7 +12,7 @@
 //! plugin without task functions is handed the whole request, built here from the task and the
 //! round. The worker answers the lines in order and writes its answers in one go once it has read
 //! every request already on its input, so a batch costs a few system calls, not a few per request;
-//! a call that runs longer than [`SLOW_CALL`] has the answers before it written at once (the
+//! a call that runs longer than `SLOW_CALL` (5 ms) has the answers before it written at once (the
 //! flusher), so a call that hangs never holds back the answers already made, and the timeout that
 //! kills this process costs critbench that call alone.
 //! The protocol owns the original stdout; file descriptor 1 is pointed at stderr, so whatever the
