@@ -199,6 +199,10 @@ pub struct JudgeArgs {
     /// Replace the critic benchmark already in the output directory (its files are removed first).
     #[arg(long)]
     pub overwrite: bool,
+    /// Run every critic without an `isolation` key in child processes (isolation = "process"):
+    /// a crash, hang or runaway memory in a plugin costs that judgment, not the benchmark.
+    #[arg(long)]
+    pub isolate_plugins: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -33,15 +33,13 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
         datasets: args.datasets.clone(),
         on_bad_row,
         plugin_dirs: args.plugin_dirs,
+        isolate_plugins: args.isolate_plugins,
         ..Overrides::default()
     };
     let experiment = Experiment::load(&path, &overrides)?;
     let judge_overrides =
         JudgeOverrides { datasets: args.datasets, out: args.out, repeats: args.repeats, overwrite: args.overwrite };
     let setup = judge_setup(&experiment, &judge_overrides)?;
-    for warning in &setup.warnings {
-        writeln!(Stderr, "warning: {warning}");
-    }
     let run = judge_experiment(&experiment, setup.spec, setup.overwrite).map_err(|error| match error {
         EngineError::Judge(error) => failure(error),
         other => Failure::from(other),

@@ -52,12 +52,6 @@ pub enum JudgeError {
         /// The kinds of the labeled tasks.
         kinds: Vec<String>,
     },
-    /// A critic is configured to run in a child process.
-    #[error("critic `{critic}` must run in-process: `critbench judge` calls plugin libraries directly")]
-    NotInProcess {
-        /// The critic.
-        critic: String,
-    },
     /// `judgments.parquet` could not be written.
     #[error("writing the judgments failed: {0}")]
     Storage(#[from] critbench_storage::tables::StorageError),
@@ -90,8 +84,7 @@ impl JudgeError {
             | JudgeError::NoCritics
             | JudgeError::NoRepeats
             | JudgeError::NoLabeledDrafts { .. }
-            | JudgeError::NoDraftForAnyCritic { .. }
-            | JudgeError::NotInProcess { .. } => true,
+            | JudgeError::NoDraftForAnyCritic { .. } => true,
             JudgeError::Storage(_) | JudgeError::Io { .. } | JudgeError::Threads(_) => false,
         }
     }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use critbench_core::Task;
 use critbench_plugin_host::services::CallScope;
-use critbench_plugin_host::{CriticInstance, IsolationMode, critique_with_retry, open_critics};
+use critbench_plugin_host::{CriticInstance, critique_with_retry, open_critics};
 use critbench_storage::critique_columns::CritiqueColumns;
 use critbench_storage::dataset::{OnBadRow, read_datasets};
 use critbench_storage::judgments::JudgmentRow;
@@ -96,13 +96,10 @@ pub(crate) fn load_labeled(spec: &JudgeSpec) -> Result<(Vec<LabeledTask>, Vec<Da
     Ok((labeled, summaries))
 }
 
-/// Opens every critic of the spec (in this process: `critbench judge` calls plugin libraries
-/// directly).
+/// Opens every critic of the spec as a run opens it: a plugin in this process or in child
+/// processes (`isolation = "process"`), a command critic as its program.
 pub(crate) fn load_critics(spec: &JudgeSpec) -> Result<Vec<CriticInstance>, JudgeError> {
     let base_dir = spec.experiment_path.as_ref().and_then(|p| p.parent());
-    if let Some(critic) = spec.critics.iter().find(|c| c.command.is_some() || c.isolation != IsolationMode::InProcess) {
-        return Err(JudgeError::NotInProcess { critic: critic.name.clone() });
-    }
     Ok(open_critics(&spec.critics, &spec.plugin_dirs, base_dir, spec.jobs, &spec.host)?)
 }
 

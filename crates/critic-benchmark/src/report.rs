@@ -53,6 +53,11 @@ pub struct PluginRecord {
     pub thread_safe: bool,
     /// Compiled into critbench: `path` is then the executable and `sha256` of the critic's sources.
     pub builtin: bool,
+    /// A command critic's whole command line (`path` is its program, `sha256` of its script).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// How it ran: `in-process` or `process` (child processes).
+    pub isolation: critbench_plugin_host::IsolationMode,
 }
 
 /// Everything `judge.json` holds.
@@ -183,6 +188,8 @@ pub(crate) fn build(rows: &[JudgmentRow], context: Context<'_>) -> JudgeReport {
                 score_range: [library.range.min, library.range.max],
                 thread_safe: library.thread_safe,
                 builtin: library.builtin,
+                command: library.command.clone(),
+                isolation: library.isolation,
             })
             .collect(),
         critics: Vec::new(),

@@ -241,6 +241,65 @@ fn results_do_not_depend_on_the_thread_count() {
     assert_eq!(a["calibration"], b["calibration"]);
 }
 
+/// The scripted critic over the program protocol: it answers each request with the task's own
+/// `critiques[round]` (the critique the scripted plugin gives draft `round`), except that it
+/// hangs on e2's second draft.
+const SCRIPTED_COMMAND: &str = r#"
+import json, sys, time
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
+send({"protocol": 2, "name": "scripted-py", "version": "1", "score_range": [0, 10]})
+for line in sys.stdin:
+    message = json.loads(line)
+    if "config" in message:
+        send({"id": 0, "ok": True}); continue
+    request = message["request"]
+    if request["task"]["id"] == "e2" and request["round"] == 1:
+        time.sleep(600)
+    send({"id": message["id"], "critique": request["task"]["critiques"][request["round"]]})
+"#;
+
+/// A command critic and a plugin in child processes are judged as a run runs them: the same
+/// judgments as the plugin in this process, and a hanging call costs that judgment alone.
+#[test]
+fn command_and_isolated_critics_are_judged_as_in_process_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("labeled.jsonl");
+    write_jsonl(&dataset, &fixture_rows());
+    std::fs::write(dir.path().join("scripted.py"), SCRIPTED_COMMAND).unwrap();
+    let critic = |how: &str| {
+        format!(
+            "name = \"j\"\ndataset = {dataset:?}\ncritic_attempts = 1\n[[critics]]\nname = \"scripted\"\n{how}\n\
+             kinds = [\"essay\"]\ntimeout_s = 2\n[policy]\npass_score = 8\n"
+        )
+    };
+    let judged = |name: &str, how: &str, extra: &[&str]| {
+        let file = experiment(dir.path(), &format!("{name}.toml"), &critic(how));
+        let out = dir.path().join(name);
+        let mut args = vec!["judge", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", "2"];
+        args.extend_from_slice(extra);
+        ok(critbench(&args));
+        (comparable(read_judgments(&out.join("judgments.parquet")).unwrap()), report(&out))
+    };
+    let (in_process, _) = judged("in-process", "plugin = \"scripted\"", &[]);
+    let (isolated, isolated_report) = judged("isolated", "plugin = \"scripted\"", &["--isolate-plugins"]);
+    let (command, command_report) = judged("command", "command = [\"python3\", \"scripted.py\"]", &[]);
+    assert_eq!(in_process.len(), 10);
+    assert_eq!(isolated, in_process, "a plugin in child processes judges as in this process");
+    assert_eq!(isolated_report["plugins"][0]["isolation"], "process");
+    assert_eq!(command_report["plugins"][0]["command"], json!(["python3", "scripted.py"]));
+    assert_eq!(command_report["plugins"][0]["isolation"], "process");
+    for (ours, theirs) in command.iter().zip(&in_process) {
+        if (ours.task_id.as_str(), ours.draft_index) == ("e2", 1) {
+            let error = ours.critic_error.as_deref().unwrap_or_default();
+            assert!(error.starts_with("no answer within 2 s"), "{error}");
+        } else {
+            assert_eq!((ours.critique.score, ours.passed), (theirs.critique.score, theirs.passed), "{}", ours.task_id);
+            assert_eq!(ours.critic_error.is_some(), theirs.critic_error.is_some(), "{}", ours.task_id);
+        }
+    }
+}
+
 /// The issue's acceptance run: the demo judges rubric, evidence and the C example plugin on
 /// datasets/judge.jsonl in well under a minute, reports every metric for each, and the evidence
 /// critic never passes a fabricated citation.

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use critbench_critic_benchmark::{JudgeOutcome, JudgeSpec};
-use critbench_plugin_host::IsolationMode;
 
 use crate::EngineError;
 use crate::experiment::{Experiment, MAX_JUDGE_REPEATS};
@@ -25,15 +24,13 @@ pub struct JudgeOverrides {
     pub overwrite: bool,
 }
 
-/// A judge run resolved from an experiment, and what the user is told before it starts.
+/// A judge run resolved from an experiment.
 #[derive(Debug)]
 pub struct JudgeSetup {
     /// What the judge runs.
     pub spec: JudgeSpec,
     /// Replace the critic benchmark already in the output directory.
     pub overwrite: bool,
-    /// Settings of the experiment that `critbench judge` does not apply.
-    pub warnings: Vec<String>,
 }
 
 /// What a finished judge reports back.
@@ -46,25 +43,15 @@ pub struct JudgeRun {
 }
 
 /// Resolves the judge of `experiment`: the command line first, then the `[judge]` table, then the
-/// experiment's own settings. `critbench judge` calls plugin libraries in-process only.
+/// experiment's own settings. The critics are opened as a run opens them: in this process, in
+/// child processes (`isolation = "process"`, `--isolate-plugins`) or as command programs.
 pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Result<JudgeSetup, EngineError> {
     if let Some(repeats) = overrides.repeats
         && !(1..=MAX_JUDGE_REPEATS).contains(&repeats)
     {
         return Err(JudgeSetupError::Repeats { max: MAX_JUDGE_REPEATS }.into());
     }
-    if let Some(critic) = experiment.critics.iter().find(|c| c.command.is_some()) {
-        return Err(JudgeSetupError::CommandCritic { critic: critic.name.clone() }.into());
-    }
-    let mut warnings = Vec::new();
-    let mut critics = experiment.critics.clone();
-    for critic in critics.iter_mut().filter(|c| c.isolation == IsolationMode::Process) {
-        warnings.push(format!(
-            "critic `{}`: `critbench judge` runs plugins in-process; isolation = \"process\" applies to `critbench run`",
-            critic.name
-        ));
-        critic.isolation = IsolationMode::InProcess;
-    }
+    let critics = experiment.critics.clone();
     let datasets = if !overrides.datasets.is_empty() {
         overrides.datasets.clone()
     } else {
@@ -88,7 +75,7 @@ pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Resul
         // The run's services are offered when the judge starts (`judge_experiment`).
         host: Default::default(),
     };
-    Ok(JudgeSetup { spec, overwrite: overrides.overwrite, warnings })
+    Ok(JudgeSetup { spec, overwrite: overrides.overwrite })
 }
 
 /// Runs `spec` for `experiment`, with the experiment's judge model (its `[openai]` table) offered
@@ -115,14 +102,5 @@ pub enum JudgeSetupError {
     Repeats {
         /// The largest number allowed.
         max: u32,
-    },
-    /// A `command` critic, which `critbench judge` cannot run.
-    #[error(
-        "critic `{critic}` is a `command` critic; `critbench judge` runs plugin libraries in-process only \
-         (use `critbench run` for command critics)"
-    )]
-    CommandCritic {
-        /// The critic's name.
-        critic: String,
     },
 }
