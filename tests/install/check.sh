@@ -3,7 +3,8 @@
 # fresh virtualenv, the wheel `maturin build` makes, and `cargo install --path crates/cli` into a
 # temporary prefix. Each installed `critbench`, run from an empty directory with an empty HOME and
 # nothing of the repository or of cargo's target in reach, lists its built-in critics, refuses a
-# second `init` with exit 2, and runs its starter experiment. Fails, naming what is missing.
+# second `init` with exit 2, and runs its starter experiment; from `pip install .`, the `critbench`
+# Python module runs a critic written with it and reads the run back. Fails, naming what is missing.
 #
 #   bash tests/install/check.sh [--release]     # needs python3 (with venv), maturin on PATH, cargo
 #
@@ -59,6 +60,40 @@ start=$SECONDS
 python3 -m venv "$work/pip"
 "$work/pip/bin/pip" install --quiet --disable-pip-version-check "${pip_settings[@]}" "$repo"
 check "pip install ." "$work/pip/bin/critbench"
+
+# The module beside the binary: a critic written with it runs in a run `critbench.run` starts, and
+# `open_run` hands the tables to pandas and polars (installed for this check only).
+"$work/pip/bin/pip" install --quiet --disable-pip-version-check pandas polars pyarrow
+module=$(mktemp -d "$work/module.XXXX")
+cat >"$module/critic.py" <<'PY'
+import critbench
+
+def critique(task, draft, round):
+    words = len(draft.split())
+    return {"score": min(10, words / 5), "issues": [] if words >= 40 else ["write at least 40 words"]}
+
+if __name__ == "__main__":
+    critbench.serve_critic(critique, name="length")
+PY
+printf '{"id": "t%d", "prompt": "Explain topic %d."}\n' 1 1 2 2 3 3 >"$module/tasks.jsonl"
+printf 'name = "module"\ndataset = "tasks.jsonl"\n[[critics]]\nname = "length"\ncommand = ["%s", "critic.py"]\n' \
+    "$work/pip/bin/python" >"$module/experiment.toml"
+(
+    cd "$module"
+    export HOME="$work/home"
+    unset CRITBENCH_BINARY PYTHONPATH
+    "$work/pip/bin/python" - <<'PY' || fail "pip install .: the critbench module does not run a critic and read its run"
+import os, sys, sysconfig
+import critbench, polars
+
+assert critbench.binary() == os.path.join(sysconfig.get_path("scripts"), "critbench"), critbench.binary()
+run = critbench.run("experiment.toml", out="run")
+frame, table = run.outcomes.to_pandas(), polars.from_arrow(run.trajectories)
+assert len(frame) == run.manifest["loops"] == 9, len(frame)
+assert table.height == run.manifest["critiques"] and table["critic_error"].null_count() == table.height
+PY
+)
+echo "install check: the critbench module: passed"
 
 maturin build --locked --quiet "${maturin_profile[@]}" --out "$work/dist" >/dev/null
 wheels=("$work"/dist/critbench-*.whl)

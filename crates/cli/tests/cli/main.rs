@@ -35,6 +35,7 @@ mod offline_honesty;
 mod openai;
 mod plugin_info;
 mod plugins;
+mod python_module;
 mod power;
 mod pricing;
 mod replay;

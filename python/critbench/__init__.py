@@ -1,0 +1,19 @@
+"""critbench from Python: serve a critic over critbench's program protocol, run an experiment with
+the critbench binary installed beside this module, and read a run's tables and summary.
+
+    import critbench
+
+    def critique(task, draft, round):
+        words = len(draft.split())
+        return {"score": min(10, words / 15), "issues": [] if words >= 100 else ["write at least 100 words"]}
+
+    if __name__ == "__main__":
+        critbench.serve_critic(critique)
+
+Pure Python with no required dependency; reading a run's tables needs `pyarrow`.
+"""
+
+from ._critic import serve_critic
+from ._runs import CritbenchError, Run, binary, open_run, run
+
+__all__ = ["CritbenchError", "Run", "binary", "open_run", "run", "serve_critic"]
