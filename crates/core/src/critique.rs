@@ -224,7 +224,27 @@ fn split_issues(issues: Vec<WireIssue>, types: &mut Vec<String>) -> Vec<String> 
         .collect()
 }
 
+/// The instruction the placebo critique gives in its rationale.
+pub const PLACEBO_INSTRUCTION: &str = "Revise the draft to improve it.";
+
 impl Critique {
+    /// The placebo arm's critique: the shape of a critique with no content — score 0 (a value
+    /// that means nothing), no dimension, issue, type or suggestion, and a generic instruction
+    /// ([`PLACEBO_INSTRUCTION`]) as its rationale — the same for every task and round.
+    pub fn placebo() -> &'static Critique {
+        static PLACEBO: std::sync::LazyLock<Critique> = std::sync::LazyLock::new(|| Critique {
+            score: 0.0,
+            dimensions: BTreeMap::new(),
+            issues: Vec::new(),
+            fatal_issues: Vec::new(),
+            issue_types: Vec::new(),
+            suggestions: Vec::new(),
+            critic_passed: None,
+            rationale: Some(PLACEBO_INSTRUCTION.to_string()),
+        });
+        &PLACEBO
+    }
+
     /// Parses and validates a critic's JSON answer.
     ///
     /// When the critique has dimensions but no score, the score is their mean, weighted by

@@ -7,6 +7,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Critique;
+
 /// One task: what to write, and what the offline backends and critics may need (docs/REFERENCE.md, Dataset).
 ///
 /// `critiques` and `meta` are only ever passed on (to critics, to the outputs), so they stay JSON
@@ -191,11 +193,15 @@ pub enum Arm {
     Single,
     /// Feedback, plus strategy hints learned from earlier tasks given to the writer from round 0.
     FeedbackMemory,
+    /// The reviser gets [`Critique::placebo`] in place of the critique: its shape with no content,
+    /// the same for every task. Against `feedback` it asks whether the critique's content matters,
+    /// or only the "try again".
+    Placebo,
 }
 
 impl Arm {
     /// Every arm, in the order of the output contract.
-    pub const ALL: [Arm; 4] = [Arm::Feedback, Arm::NoFeedback, Arm::Single, Arm::FeedbackMemory];
+    pub const ALL: [Arm; 5] = [Arm::Feedback, Arm::NoFeedback, Arm::Single, Arm::FeedbackMemory, Arm::Placebo];
     /// The arms an experiment runs when it names none.
     pub const DEFAULT: [Arm; 3] = [Arm::Feedback, Arm::NoFeedback, Arm::Single];
 
@@ -206,6 +212,7 @@ impl Arm {
             Arm::NoFeedback => "no-feedback",
             Arm::Single => "single",
             Arm::FeedbackMemory => "feedback+memory",
+            Arm::Placebo => "placebo",
         }
     }
 
@@ -217,6 +224,16 @@ impl Arm {
     /// Whether the reviser is shown the critique.
     pub fn shows_critique(self) -> bool {
         matches!(self, Arm::Feedback | Arm::FeedbackMemory)
+    }
+
+    /// What the reviser is shown of `critique`: the critique itself, the placebo in its place, or
+    /// nothing.
+    pub fn reviser_sees<'c>(self, critique: &'c Critique) -> Option<&'c Critique> {
+        match self {
+            Arm::Feedback | Arm::FeedbackMemory => Some(critique),
+            Arm::Placebo => Some(Critique::placebo()),
+            Arm::NoFeedback | Arm::Single => None,
+        }
     }
 
     /// Whether the writer gets strategy hints from memory before the first draft.

@@ -478,6 +478,8 @@ mod tests {
 
         let mut critique = Critique::unavailable(critbench_core::ScoreRange { min: 0.0, max: 10.0 });
         assert_eq!(feedback_block(&critique, "Re-check it."), "- Re-check it.\n");
+        // The placebo arm's critique carries nothing but the instruction to try again.
+        assert_eq!(feedback_block(Critique::placebo(), "Re-check it."), "- Re-check it.\n");
         critique.issues = vec!["../../../../".into(), "The intro is vague.".into()];
         critique.fatal_issues = vec!["Invented citation [d9].".into()];
         critique.suggestions = vec![critbench_core::Suggestion {

@@ -110,9 +110,29 @@ pub struct Backend {
 /// The backend whose arms all get the dataset's drafts.
 pub const SCRIPTED: &str = "scripted";
 
-/// Whether the run's backend, as `manifest` records it, gives every arm the same drafts.
-pub(crate) fn shares_drafts(manifest: Option<&Manifest>) -> bool {
-    manifest.and_then(|m| m.experiment.rest.get("backend")).and_then(|b| b.as_str()) == Some(SCRIPTED)
+/// The simulated writer's backend.
+pub const SIM: &str = "sim";
+
+/// Which arms' loops the run's backend makes the same by construction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum SameByConstruction {
+    /// Nothing beyond what the arms' design shares.
+    #[default]
+    Nothing,
+    /// Every arm's drafts: the scripted backend gives each the dataset's.
+    AllDrafts,
+    /// The placebo arm's and the no-feedback arm's: the simulated writer revises a critique with
+    /// nothing to act on as it revises blind, draw for draw.
+    PlaceboAndBlind,
+}
+
+/// What the run's backend, as `manifest` records it, makes the same by construction.
+pub(crate) fn same_by_construction(manifest: Option<&Manifest>) -> SameByConstruction {
+    match manifest.and_then(|m| m.experiment.rest.get("backend")).and_then(|b| b.as_str()) {
+        Some(SCRIPTED) => SameByConstruction::AllDrafts,
+        Some(SIM) => SameByConstruction::PlaceboAndBlind,
+        _ => SameByConstruction::Nothing,
+    }
 }
 
 /// What the label of an arm comparison of the scripted backend says.

@@ -465,7 +465,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             let tasks: u64 = clusters.iter().map(|c| c.tasks).sum();
             let (passes_a, passes_b) = reader.pair_passes[&(a, b)];
             let (ga, gb) = (&reader.groups[a], &reader.groups[b]);
-            let design = Design::of_arms(&ga.3, &gb.3, cap(&ga.0), crate::backend::shares_drafts(manifest));
+            let design = Design::of_arms(&ga.3, &gb.3, cap(&ga.0), crate::backend::same_by_construction(manifest));
             let agree = reader.pair_discordant.get(&(a, b)).copied().unwrap_or(0) == 0;
             let [difference] = paired(&clusters, [design.last && agree], seed);
             let (diff_lo, diff_hi) = difference.bounds();

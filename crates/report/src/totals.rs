@@ -2,6 +2,7 @@
 //! on matched task × epoch units, for every fold over a task's loops (the summary, `compare`,
 //! the comparisons between configs).
 
+use crate::backend::SameByConstruction;
 use std::collections::BTreeMap;
 
 use critbench_core::ExitReason;
@@ -186,15 +187,26 @@ impl Design {
     /// that start from the same first draft (any but strategy memory's, whose first draft is
     /// written with hints) share it; when neither revises (the `single` arm, or a cap of 0),
     /// their answers are that draft; and when the backend gives every arm the same drafts
-    /// (`shared_drafts`, the scripted backend), two arms that both revise run the same loop. An
-    /// adjudicated twin (`ARM+adjudicate`) answers with another draft: nothing is shared by design.
-    pub(crate) fn of_arms(a: &str, b: &str, max_revisions: Option<u32>, shared_drafts: bool) -> Design {
-        let (Some(arm_a), Some(arm_b)) = (critbench_core::Arm::parse(a), critbench_core::Arm::parse(b)) else {
+    /// (the scripted backend), two arms that both revise run the same loop, and where it revises a
+    /// contentless critique as it revises blind (the simulated writer), so do `placebo` and
+    /// `no-feedback`. An adjudicated twin (`ARM+adjudicate`) answers with another draft: nothing
+    /// is shared by design.
+    pub(crate) fn of_arms(a: &str, b: &str, max_revisions: Option<u32>, same: SameByConstruction) -> Design {
+        use critbench_core::Arm;
+        let (Some(arm_a), Some(arm_b)) = (Arm::parse(a), Arm::parse(b)) else {
             return Design::default();
         };
         let first = !arm_a.uses_memory() && !arm_b.uses_memory();
         let (still_a, still_b) = (never_revises(a, max_revisions), never_revises(b, max_revisions));
-        Design { first, last: first && ((still_a && still_b) || (shared_drafts && !still_a && !still_b)) }
+        let both_revise = !still_a && !still_b;
+        let same_loops = match same {
+            SameByConstruction::Nothing => false,
+            SameByConstruction::AllDrafts => both_revise,
+            SameByConstruction::PlaceboAndBlind => {
+                matches!((arm_a, arm_b), (Arm::Placebo, Arm::NoFeedback) | (Arm::NoFeedback, Arm::Placebo))
+            }
+        };
+        Design { first, last: first && ((still_a && still_b) || same_loops) }
     }
 }
 
@@ -482,9 +494,19 @@ mod tests {
     #[test]
     fn the_design_shares_what_the_arms_loops_share_and_nothing_else() {
         let design = |a: &str, b: &str, cap: Option<u32>, shared: bool| {
-            let d = Design::of_arms(a, b, cap, shared);
+            let same = if shared { SameByConstruction::AllDrafts } else { SameByConstruction::Nothing };
+            let d = Design::of_arms(a, b, cap, same);
             (d.first, d.last)
         };
+        // The simulated writer revises the placebo as it revises blind; nothing else is the same.
+        let sim = |a: &str, b: &str| {
+            let d = Design::of_arms(a, b, Some(3), SameByConstruction::PlaceboAndBlind);
+            (d.first, d.last)
+        };
+        assert_eq!(sim("no-feedback", "placebo"), (true, true));
+        assert_eq!(sim("placebo", "no-feedback"), (true, true));
+        assert_eq!(sim("feedback", "placebo"), (true, false));
+        assert_eq!(sim("feedback", "no-feedback"), (true, false));
         // The same first draft; the answers differ once a loop revises.
         assert_eq!(design("feedback", "no-feedback", Some(3), false), (true, false));
         assert_eq!(design("feedback", "single", Some(3), false), (true, false));

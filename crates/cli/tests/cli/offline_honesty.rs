@@ -79,6 +79,57 @@ fn run_because(dir: &Path, name: &str, config: &str) -> (String, PathBuf) {
     (printed, out)
 }
 
+/// The placebo arm on the simulated writer: a critique with nothing to act on is revised as
+/// blind revision is, so `placebo` runs no-feedback's loops, the comparison says so, and its
+/// revisions are not counted as feedback ignored.
+#[test]
+fn the_placebo_arm_on_the_simulated_writer_is_no_feedback_by_design() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("because.py"), BECAUSE_CRITIC).unwrap();
+    tasks(dir.path());
+    let file = experiment(
+        dir.path(),
+        "placebo.toml",
+        "name = \"placebo\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\nepochs = 3\nseed = 3\n\
+         arms = [\"feedback\", \"no-feedback\", \"placebo\"]\n\
+         [[critics]]\nname = \"because\"\ncommand = [\"python3\", \"because.py\"]\n",
+    );
+    let out = dir.path().join("placebo");
+    let printed = ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+    assert!(printed.contains("| config | critic | feedback | no-feedback | placebo |"), "{printed}");
+    assert!(!printed.contains("ignored"), "the placebo asks for nothing to ignore:\n{printed}");
+    let (feedback, blind, placebo) =
+        (pass_rate(&out, "feedback"), pass_rate(&out, "no-feedback"), pass_rate(&out, "placebo"));
+    assert_eq!(placebo, blind);
+    assert!(feedback > placebo + 0.1, "the critique's content helps: {feedback} against {placebo}");
+    let comparisons = csv_rows(&out.join("comparisons.csv"));
+    let pair = |a: &str, b: &str| comparisons.iter().find(|r| r["arm_a"] == a && r["arm_b"] == b).cloned().unwrap();
+    assert_eq!(pair("no-feedback", "placebo")["interval"], "identical by design");
+    assert_ne!(pair("feedback", "placebo")["interval"], "identical by design");
+    // Loop for loop, the placebo arm's outcomes are no-feedback's.
+    let rows = outcomes(&out);
+    let of = |arm: &str| {
+        let mut loops: Vec<_> = rows
+            .iter()
+            .filter(|r| r.arm.as_str() == arm)
+            .map(|r| (r.task_id.clone(), r.epoch, r.rounds, r.passed, r.final_score.to_bits()))
+            .collect();
+        loops.sort();
+        loops
+    };
+    assert_eq!(of("placebo"), of("no-feedback"));
+    critbench_storage::recorded::for_each_recorded_loop::<std::convert::Infallible>(
+        &out.join("trajectories.parquet"),
+        |recorded| {
+            if recorded.arm.as_str() == "placebo" {
+                assert!(recorded.rounds.iter().all(|round| round.acted_on_critique.is_none()));
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+}
+
 #[test]
 fn a_critic_that_fails_on_every_call_is_said_to_fail_not_to_be_ignored() {
     let dir = tempfile::tempdir().unwrap();

@@ -329,6 +329,50 @@ fn real_model_loops_survive_faults_are_cached_and_never_leak_the_key() {
     assert_eq!(comparable(&fresh), first_rows);
 }
 
+/// The placebo arm's reviser is asked as the feedback arm's is, with the generic instruction in
+/// place of the critique: the critic's issues and edits never reach it, and nothing tells the
+/// model which arm asks.
+#[test]
+fn the_placebo_reviser_gets_the_generic_instruction_and_never_the_critique() {
+    let dir = tempfile::tempdir().unwrap();
+    let revisions = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = Arc::clone(&revisions);
+    let server = MockServer::start(move |request| {
+        if request.model() == "rev-m" {
+            seen.lock().unwrap().push(request.last_message().to_string());
+        }
+        answer(request)
+    });
+    let file = write_fixture(dir.path(), &server.base_url(), "");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(r#"arms = ["feedback", "no-feedback", "single"]"#, r#"arms = ["feedback", "placebo"]"#),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    // essay-1 and essay-2, whose critiques always parse.
+    ok(run(&file, &out, &["--limit", "2"]));
+    let loops = read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
+    let revised =
+        |arm: &str| -> usize { loops.iter().filter(|l| l.arm.as_str() == arm).map(|l| l.rounds.len() - 1).sum() };
+    let (feedback, placebo) = (revised("feedback"), revised("placebo"));
+    assert!(feedback > 0 && placebo > 0, "both arms revise: {feedback}, {placebo}");
+    let asked = revisions.lock().unwrap();
+    let issue = "The claim in the first sentence has no support.";
+    let with_critique = asked.iter().filter(|m| m.contains(issue) && m.contains("Add one concrete example.")).count();
+    let with_placebo = asked.iter().filter(|m| m.contains(GENERIC_FIX) && !m.contains(issue)).count();
+    assert_eq!((with_critique, with_placebo), (feedback, placebo), "{asked:#?}");
+    assert!(asked.iter().all(|m| !m.contains("placebo") && !m.contains("feedback arm")), "the arm is never named");
+    // The placebo's revisions say nothing about whether the writer acted on a critique.
+    assert!(
+        loops
+            .iter()
+            .filter(|l| l.arm.as_str() == "placebo")
+            .all(|l| l.rounds.iter().all(|r| r.acted_on_critique.is_none()))
+    );
+}
+
 #[test]
 fn the_token_cap_stops_new_work_and_says_so() {
     let dir = tempfile::tempdir().unwrap();

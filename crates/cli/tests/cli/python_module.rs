@@ -52,7 +52,8 @@ fn a_serve_critic_critic_runs_and_open_run_reads_the_tables() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("length.py"), LENGTH_CRITIC).unwrap();
     std::fs::write(dir.path().join("driver.py"), DRIVER).unwrap();
-    let tasks: String = (1..=6).map(|i| format!("{{\"id\": \"t{i}\", \"prompt\": \"Explain topic {i}.\"}}\n")).collect();
+    let tasks: String =
+        (1..=6).map(|i| format!("{{\"id\": \"t{i}\", \"prompt\": \"Explain topic {i}.\"}}\n")).collect();
     std::fs::write(dir.path().join("tasks.jsonl"), tasks).unwrap();
     let file = experiment(
         dir.path(),

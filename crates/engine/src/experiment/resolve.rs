@@ -37,7 +37,9 @@ pub enum ResolveError {
     #[error("`arms` is empty; use any of \"feedback\", \"no-feedback\", \"single\"")]
     NoArms,
     /// An entry of `arms` that is not an arm.
-    #[error("`arms`: \"{0}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\" or \"feedback+memory\"")]
+    #[error(
+        "`arms`: \"{0}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\", \"feedback+memory\" or \"placebo\""
+    )]
     UnknownArm(String),
     /// An arm twice in `arms`.
     #[error("`arms`: \"{0}\" is listed twice")]

@@ -11,6 +11,7 @@
 //! Each group keeps the same totals once more per task kind (a task's kind is that of its first
 //! row), so the reports can give the headline per kind from the same single pass.
 
+use crate::backend::SameByConstruction;
 use std::collections::HashMap;
 
 use critbench_storage::manifest::Manifest;
@@ -88,11 +89,11 @@ fn fold_task(arms: &mut [ArmTotals], pairs: &mut HashMap<(u16, u16), PairTotals>
 
 /// The summary rows of `arms` in reading order, and the comparison of every two that have pairs;
 /// with `power`, also the comparisons' `power.csv` rows. `max_revisions` is the config's cap, when
-/// the manifest gives it, and `shared_drafts` whether the backend gives every arm the same drafts:
-/// what the arms' design shares ([`Design::of_arms`]).
+/// the manifest gives it, and `same` what the backend makes the same by construction: with the
+/// arms' design, what their loops share ([`Design::of_arms`]).
 #[allow(clippy::too_many_arguments)]
 fn group_rows(
-    (config_id, max_revisions, shared_drafts): (&str, Option<u32>, bool),
+    (config_id, max_revisions, same): (&str, Option<u32>, SameByConstruction),
     critic: &str,
     arms: &[ArmTotals],
     pairs: &HashMap<(u16, u16), PairTotals>,
@@ -111,7 +112,7 @@ fn group_rows(
             }
             if let Some(pair) = pairs.get(&(a as u16, b as u16)).filter(|p| !p.is_empty()) {
                 let (label_a, label_b) = (&arms[a].name, &arms[b].name);
-                let design = Design::of_arms(label_a, label_b, max_revisions, shared_drafts);
+                let design = Design::of_arms(label_a, label_b, max_revisions, same);
                 comparisons.push(pair.row((config_id, critic), (label_a, label_b), design, seed));
                 if let Some(power) = power.as_deref_mut() {
                     power.extend(pair.power(config_id, critic, label_a, label_b));
@@ -327,7 +328,7 @@ impl Summarizer {
             .into_iter()
             .flat_map(|e| e.policies.iter().map(|p| (p.config_id.as_str(), p.max_revisions)))
             .collect();
-        let shared = crate::backend::shares_drafts(manifest);
+        let shared = crate::backend::same_by_construction(manifest);
         let cap = |config_id: &str| caps.get(config_id).copied();
         let config_order =
             order_of(experiment.into_iter().flat_map(|e| e.policies.iter().map(|p| p.config_id.as_str())));

@@ -26,7 +26,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use critbench_core::{Decision, Policy, RoundScore, Task, decide};
+use critbench_core::{Arm, Decision, Policy, RoundScore, Task, decide};
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 
@@ -224,12 +224,16 @@ pub(super) async fn record_loop_in(
             texts.push(draft_text.clone());
         }
         let next = if running.contains(&true) {
-            let shown = unit.arm.shows_critique().then_some(&call.critique);
-            let next = if driver.awaiting {
+            let shown = unit.arm.reviser_sees(&call.critique);
+            let mut next = if driver.awaiting {
                 plan.author.revise_async(task, &draft_text, shown, key(round + 1)).await?
             } else {
                 plan.author.revise(task, &draft_text, shown, &key(round + 1))?
             };
+            if unit.arm == Arm::Placebo {
+                // The placebo has nothing to act on by design: not feedback the writer ignored.
+                next.acted_on_critique = None;
+            }
             Some((next, laps.lap()))
         } else {
             None
