@@ -22,7 +22,9 @@ mod seed;
 mod task;
 
 pub use best::{BestDraft, best_round};
-pub use critique::{CRITIQUE_UNAVAILABLE, CRITIQUE_VERSION, Critique, CritiqueError, ScoreRange, Suggestion};
+pub use critique::{
+    CRITIQUE_UNAVAILABLE, CRITIQUE_VERSION, Critique, CritiqueError, PLACEBO_INSTRUCTION, ScoreRange, Suggestion,
+};
 pub use hex::hex;
 pub use policy::{
     Decision, ExitReason, FinalDraft, Policy, PolicyGrid, RepeatedConfig, RoundScore, decide, stop_point,

@@ -228,7 +228,7 @@ impl Arm {
 
     /// What the reviser is shown of `critique`: the critique itself, the placebo in its place, or
     /// nothing.
-    pub fn reviser_sees<'c>(self, critique: &'c Critique) -> Option<&'c Critique> {
+    pub fn reviser_sees(self, critique: &Critique) -> Option<&Critique> {
         match self {
             Arm::Feedback | Arm::FeedbackMemory => Some(critique),
             Arm::Placebo => Some(Critique::placebo()),
