@@ -380,8 +380,10 @@ fn a_rust_panic_is_a_critic_error_in_a_process_too() {
     }
 }
 
+/// `critbench judge` starts a command critic as a run does: one that cannot start stops the
+/// benchmark before any judgment, naming the critic and its command (exit 2).
 #[test]
-fn critbench_critic_benchmark_refuses_command_critics() {
+fn critbench_judge_starts_command_critics_as_a_run_does() {
     let dir = tempfile::tempdir().unwrap();
     let file = experiment(
         dir.path(),
@@ -392,8 +394,6 @@ fn critbench_critic_benchmark_refuses_command_critics() {
         ),
     );
     let message = usage_error(critbench(&["judge", file.to_str().unwrap()]), dir.path());
-    assert!(
-        message.contains("critic `py` is a `command` critic; `critbench judge` runs plugin libraries in-process only"),
-        "{message}"
-    );
+    assert!(message.contains("critic `py`: the critic process `python3 x.py` did not start"), "{message}");
+    assert!(!dir.path().join("judgments.parquet").exists());
 }
