@@ -197,11 +197,17 @@ pub enum Arm {
     /// the same for every task. Against `feedback` it asks whether the critique's content matters,
     /// or only the "try again".
     Placebo,
+    /// Every round is a fresh first draft (the generator with the round's seed, shown no draft
+    /// and no critique), scored by the critic and stopped by the policy as any loop; with the
+    /// default `final = "best"` its answer is the best-scored draft: best-of-N with the critic as
+    /// selector and early stop. Against `feedback` it asks whether revising beats sampling again.
+    Resample,
 }
 
 impl Arm {
     /// Every arm, in the order of the output contract.
-    pub const ALL: [Arm; 5] = [Arm::Feedback, Arm::NoFeedback, Arm::Single, Arm::FeedbackMemory, Arm::Placebo];
+    pub const ALL: [Arm; 6] =
+        [Arm::Feedback, Arm::NoFeedback, Arm::Single, Arm::FeedbackMemory, Arm::Placebo, Arm::Resample];
     /// The arms an experiment runs when it names none.
     pub const DEFAULT: [Arm; 3] = [Arm::Feedback, Arm::NoFeedback, Arm::Single];
 
@@ -213,6 +219,7 @@ impl Arm {
             Arm::Single => "single",
             Arm::FeedbackMemory => "feedback+memory",
             Arm::Placebo => "placebo",
+            Arm::Resample => "resample",
         }
     }
 
@@ -232,8 +239,13 @@ impl Arm {
         match self {
             Arm::Feedback | Arm::FeedbackMemory => Some(critique),
             Arm::Placebo => Some(Critique::placebo()),
-            Arm::NoFeedback | Arm::Single => None,
+            Arm::NoFeedback | Arm::Single | Arm::Resample => None,
         }
+    }
+
+    /// Whether each round after the first is a fresh first draft rather than a revision.
+    pub fn resamples(self) -> bool {
+        self == Arm::Resample
     }
 
     /// Whether the writer gets strategy hints from memory before the first draft.

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use critbench_core::{Arm, ExitReason};
-use critbench_storage::tables::for_each_outcome_stats_in;
+use critbench_storage::tables::{RowDecision, for_each_outcome_stats_in};
 
 use crate::keys::{KeyMap, task_hash};
 use crate::queries::task_rounds::{TaskRound, read_task_rounds};
@@ -116,16 +116,16 @@ fn render_loop(
     }
     let mut previous: Option<&str> = None;
     let mut drafts_stored = false;
+    // A resampled round is a fresh draft, not a revision of the one before: no diff between them.
+    let resamples = arm.resamples();
     for round in rounds {
         let _ = writeln!(out);
         let best = if round.is_best { ", the best draft" } else { "" };
-        let _ = writeln!(
-            out,
-            "round {}: score {}{best} → {}",
-            round.round,
-            number(round.critique.score),
-            round.decision.as_str()
-        );
+        let decision = match round.decision {
+            RowDecision::Policy(critbench_core::Decision::Revise) if resamples => "draw a fresh draft",
+            decision => decision.as_str(),
+        };
+        let _ = writeln!(out, "round {}: score {}{best} → {decision}", round.round, number(round.critique.score));
         if !round.critique.dims.is_empty() {
             let dims: Vec<String> = round.critique.dims.iter().map(|(k, v)| format!("{k} {}", number(*v))).collect();
             let _ = writeln!(out, "  dimensions: {}", dims.join(", "));
@@ -177,7 +177,7 @@ fn render_loop(
                     unified_diff(&mut out, before, draft, color);
                 }
             }
-            previous = Some(draft);
+            previous = Some(draft.as_str()).filter(|_| !resamples);
         }
         if round.passed || round.decision.exit_reason().is_some() {
             let exit = round.decision.exit_reason().map_or("-", ExitReason::as_str);

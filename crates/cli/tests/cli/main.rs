@@ -39,6 +39,7 @@ mod power;
 mod pricing;
 mod python_module;
 mod replay;
+mod resample;
 mod rescore;
 mod run;
 mod same_outputs;

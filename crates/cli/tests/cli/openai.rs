@@ -373,6 +373,48 @@ fn the_placebo_reviser_gets_the_generic_instruction_and_never_the_critique() {
     );
 }
 
+/// The resample arm asks the generator afresh every round: its prompt, a new seed per round, the
+/// reviser never; and each round's tokens are paid at the generator's price.
+#[test]
+fn the_resample_arm_asks_the_generator_afresh_every_round_at_its_price() {
+    let dir = tempfile::tempdir().unwrap();
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<(String, String, Value)>::new()));
+    let seen = Arc::clone(&asked);
+    let server = MockServer::start(move |request| {
+        if request.model() != "judge-m" {
+            let text = request.text();
+            seen.lock().unwrap().push((request.model().to_string(), task_of(&text), request.body["seed"].clone()));
+        }
+        answer(request)
+    });
+    // One currency unit a generator input token, a reviser output token; the judge is free.
+    let pricing = "[pricing.\"gen-m\"]\ninput_per_mtok = 1000000\noutput_per_mtok = 0\n\
+                   [pricing.\"rev-m\"]\ninput_per_mtok = 0\noutput_per_mtok = 1000000\n\
+                   [pricing.\"judge-m\"]\ninput_per_mtok = 0\noutput_per_mtok = 0\n";
+    let file = write_fixture(dir.path(), &server.base_url(), pricing);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace(r#"arms = ["feedback", "no-feedback", "single"]"#, r#"arms = ["resample"]"#))
+        .unwrap();
+    let out = dir.path().join("out");
+    // essay-1 and essay-2: first drafts score 5, so every loop draws to its cap of 3 rounds.
+    ok(run(&file, &out, &["--limit", "2"]));
+    let asked = asked.lock().unwrap();
+    assert!(asked.iter().all(|(model, _, _)| model == "gen-m"), "the reviser is never asked: {asked:?}");
+    assert_eq!(asked.len(), 2 * 2 * 3, "2 tasks × 2 epochs × 3 rounds: {asked:?}");
+    for task in ["essay-1", "essay-2"] {
+        let seeds: std::collections::BTreeSet<String> =
+            asked.iter().filter(|(_, t, _)| t == task).map(|(_, _, seed)| seed.to_string()).collect();
+        assert_eq!(seeds.len(), 2 * 3, "a seed per epoch and round: {seeds:?}");
+    }
+    let rows = outcomes(&out);
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        assert_eq!(row.rounds, 3, "{row:?}");
+        // 40 prompt tokens a draft, each at the generator's price; a reviser's price would make it 12.
+        assert_eq!(row.cost, Some(3.0 * 40.0), "{row:?}");
+    }
+}
+
 #[test]
 fn the_token_cap_stops_new_work_and_says_so() {
     let dir = tempfile::tempdir().unwrap();

@@ -38,9 +38,17 @@ pub enum ResolveError {
     NoArms,
     /// An entry of `arms` that is not an arm.
     #[error(
-        "`arms`: \"{0}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\", \"feedback+memory\" or \"placebo\""
+        "`arms`: \"{0}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\", \"feedback+memory\", \
+         \"placebo\" or \"resample\""
     )]
     UnknownArm(String),
+    /// The `resample` arm on the scripted backend, whose drafts are not independent samples.
+    #[error(
+        "`arms`: \"resample\" needs a fresh first draft every round, and the scripted backend has only each \
+         task's `drafts` (round k is drafts[k], a revision of the draft before it); use the sim or openai backend, \
+         or leave \"resample\" out"
+    )]
+    ResampleScripted,
     /// An arm twice in `arms`.
     #[error("`arms`: \"{0}\" is listed twice")]
     RepeatedArm(String),
@@ -272,6 +280,9 @@ impl Experiment {
                 return Err(ResolveError::RepeatedArm(name.clone()));
             }
             arms.push(arm);
+        }
+        if backend == BackendKind::Scripted && arms.contains(&Arm::Resample) {
+            return Err(ResolveError::ResampleScripted);
         }
         if file.epochs == 0 {
             return Err(ResolveError::NoEpochs);

@@ -1,8 +1,9 @@
 //! What a loop's model calls cost: each round's writer tokens (the generator's for round 0, the
-//! reviser's after) and its critic's judge tokens at their roles' prices (`[pricing]`;
+//! reviser's after; the generator's throughout in the `resample` arm) and its critic's judge tokens at their roles' prices (`[pricing]`;
 //! docs/FORMAT.md, `outcomes.parquet`'s `cost`). Computed from the recorded tokens alone, so a
 //! replayed config costs what its rounds cost when they were recorded.
 
+use critbench_core::Arm;
 use critbench_openai::{ClientSettings, Price, Role};
 use critbench_storage::recorded::RecordedRound;
 
@@ -34,13 +35,14 @@ impl RolePrices {
         RolePrices { generator: price(Role::Generator), reviser: price(Role::Reviser), judge: price(Role::Judge) }
     }
 
-    /// The cost of `rounds`, in order: `None` when a round spent tokens of a role without a
-    /// price (never a cost that leaves them out), or when no round spent any (no model was asked).
-    pub fn loop_cost(&self, rounds: &[RecordedRound]) -> Option<f64> {
+    /// The cost of `rounds` of a loop of `arm`, in order: `None` when a round spent tokens of a
+    /// role without a price (never a cost that leaves them out), or when no round spent any (no
+    /// model was asked).
+    pub fn loop_cost(&self, rounds: &[RecordedRound], arm: Arm) -> Option<f64> {
         let mut total = 0.0;
         let mut counted = false;
         for (index, round) in rounds.iter().enumerate() {
-            let writer = if index == 0 { self.generator } else { self.reviser };
+            let writer = if index == 0 || arm.resamples() { self.generator } else { self.reviser };
             let spends = [
                 (round.tokens_in, round.tokens_out, writer),
                 (round.critic_tokens_in, round.critic_tokens_out, self.judge),
@@ -94,20 +96,30 @@ mod tests {
         // Round 0: 2 generator tokens in (2.0) and a judge of 1 + 1 (6.0); round 1: 4 reviser
         // tokens out (8.0), judged the same.
         let rounds = [round(Some((2, 5)), Some((1, 1))), round(Some((9, 4)), Some((1, 1)))];
-        assert_eq!(prices.loop_cost(&rounds), Some(2.0 + 6.0 + 8.0 + 6.0));
-        assert_eq!(prices.loop_cost(&rounds[..1]), Some(8.0), "a config that stopped at round 0 paid round 0");
+        assert_eq!(prices.loop_cost(&rounds, Arm::Feedback), Some(2.0 + 6.0 + 8.0 + 6.0));
+        assert_eq!(
+            prices.loop_cost(&rounds[..1], Arm::Feedback),
+            Some(8.0),
+            "a config that stopped at round 0 paid round 0"
+        );
+        // A resampled round 1 is a first draft: 9 generator tokens in (9.0), none out at its price.
+        assert_eq!(prices.loop_cost(&rounds, Arm::Resample), Some(2.0 + 6.0 + 9.0 + 6.0));
     }
 
     #[test]
     fn a_missing_price_leaves_the_cost_empty_never_zero() {
         let rounds = [round(Some((2, 5)), Some((1, 1)))];
         let unpriced_judge = RolePrices { generator: price(1.0, 1.0), reviser: price(1.0, 1.0), judge: None };
-        assert_eq!(unpriced_judge.loop_cost(&rounds), None);
+        assert_eq!(unpriced_judge.loop_cost(&rounds, Arm::Feedback), None);
         // The simulated writer spends no tokens: only the judge's are counted, and nothing at all
         // without a model.
-        assert_eq!(unpriced_judge.loop_cost(&[round(None, None)]), None);
+        assert_eq!(unpriced_judge.loop_cost(&[round(None, None)], Arm::Feedback), None);
         let judged = RolePrices { judge: price(0.0, 0.0), ..RolePrices::default() };
-        assert_eq!(judged.loop_cost(&[round(None, Some((7, 7)))]), Some(0.0), "a local judge priced at zero");
+        assert_eq!(
+            judged.loop_cost(&[round(None, Some((7, 7)))], Arm::Feedback),
+            Some(0.0),
+            "a local judge priced at zero"
+        );
     }
 
     #[test]

@@ -206,7 +206,7 @@ pub fn outcome_row(
         adjudicated_score: None,
         adjudicated_passed: None,
         // The adjudicator's pass is not in it, as its tokens are not in `tokens_in`/`tokens_out`.
-        cost: labels.prices.loop_cost(used),
+        cost: labels.prices.loop_cost(used, labels.arm),
     }
 }
 

@@ -137,15 +137,16 @@ fn order_of<'m>(names: impl Iterator<Item = &'m str>) -> HashMap<String, usize> 
 }
 
 /// Arms in reading order: the memory arm first (it is compared with plain feedback), then
-/// feedback, no-feedback, placebo and single, each followed by its adjudicated twin; unknown
-/// names last. Feedback against no-feedback stays the first comparison when both ran.
+/// feedback, no-feedback, placebo, resample and single, each followed by its adjudicated twin;
+/// unknown names last. Feedback against no-feedback stays the first comparison when both ran.
 fn arm_rank(arm: &str) -> usize {
     match Arm::parse(arm.strip_suffix(ADJUDICATED_SUFFIX).unwrap_or(arm)) {
         Some(Arm::FeedbackMemory) => 0,
         Some(Arm::Feedback) => 1,
         Some(Arm::NoFeedback) => 2,
         Some(Arm::Placebo) => 3,
-        Some(Arm::Single) => 4,
+        Some(Arm::Resample) => 4,
+        Some(Arm::Single) => 5,
         None => usize::MAX,
     }
 }

@@ -1,7 +1,7 @@
 //! Stage 3 of a run: the loops. A worker takes a chunk of admitted tasks and records every loop
-//! of each (generate, critique with retries, ask the pure policy, revise), in the plan's unit
-//! order. A loop that fails (a backend error, a panic) fails alone: it is reported, and every
-//! other loop of the chunk is still recorded.
+//! of each (generate, critique with retries, ask the pure policy, revise — or, in the `resample`
+//! arm, generate afresh), in the plan's unit order. A loop that fails (a backend error, a panic)
+//! fails alone: it is reported, and every other loop of the chunk is still recorded.
 //!
 //! When a critic takes several requests at once (a child process speaking the pipelined form), a worker
 //! advances up to [`IN_FLIGHT`](chunk::IN_FLIGHT) loops of its chunk together: each runs until it asks for a
@@ -224,11 +224,20 @@ pub(super) async fn record_loop_in(
             texts.push(draft_text.clone());
         }
         let next = if running.contains(&true) {
-            let shown = unit.arm.reviser_sees(&call.critique);
-            let mut next = if driver.awaiting {
-                plan.author.revise_async(task, &draft_text, shown, key(round + 1)).await?
+            let mut next = if unit.arm.resamples() {
+                // A fresh first draft under the next round's seed: no draft, critique or hint.
+                if driver.awaiting {
+                    plan.author.generate_async(task, &[], key(round + 1)).await?
+                } else {
+                    plan.author.generate(task, &[], &key(round + 1))?
+                }
             } else {
-                plan.author.revise(task, &draft_text, shown, &key(round + 1))?
+                let shown = unit.arm.reviser_sees(&call.critique);
+                if driver.awaiting {
+                    plan.author.revise_async(task, &draft_text, shown, key(round + 1)).await?
+                } else {
+                    plan.author.revise(task, &draft_text, shown, &key(round + 1))?
+                }
             };
             if unit.arm == Arm::Placebo {
                 // The placebo has nothing to act on by design: not feedback the writer ignored.

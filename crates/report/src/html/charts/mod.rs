@@ -14,13 +14,17 @@ use crate::Report;
 pub(crate) use crate::format::unique;
 use crate::rows::SummaryRow;
 
-/// Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
+/// Okabe–Ito colours: distinguishable with the common colour-vision deficiencies. Every arm has
+/// its own; an adjudicated twin or an unknown label takes one of the rest by its place.
 pub(crate) fn arm_color(arm: &str, index: usize) -> &'static str {
     match arm {
         "feedback" => "#0072b2",
         "no-feedback" => "#e69f00",
         "single" => "#7f7f7f",
-        _ => ["#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000"][index % 5],
+        "feedback+memory" => "#009e73",
+        "resample" => "#cc79a7",
+        "placebo" => "#56b4e9",
+        _ => ["#d55e00", "#000000", "#f0e442"][index % 3],
     }
 }
 

@@ -1,0 +1,177 @@
+//! The `resample` arm: every round a fresh first draft, the critic as selector. On the simulated
+//! writer its loops pass as independent draws would (1 − (1 − p)^N under a critic whose verdict
+//! is a hash of the draft), its later rounds score as first drafts do, and the scripted backend,
+//! whose drafts are not independent samples, refuses it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::common::*;
+
+/// A critic whose score is the draft's hash modulo 10: a draft passes at 8 with probability 0.2,
+/// independently of every other distinct draft, whatever the arm.
+const HASH_CRITIC: &str = r#"
+import hashlib, json, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
+send({"protocol": 2, "name": "hash", "version": "1", "score_range": [0, 10], "thread_safe": True})
+json.loads(sys.stdin.readline())
+send({"id": 0, "ok": True})
+for line in sys.stdin:
+    message = json.loads(line)
+    digest = int(hashlib.sha256(message["request"]["draft"].encode()).hexdigest(), 16)
+    send({"id": message["id"], "critique": {"score": digest % 10, "issues": ["be more specific"]}})
+"#;
+
+/// `count` questions for the simulated writer, at difficulty 0.5.
+fn questions(dir: &Path, count: usize) {
+    let rows: String = (0..count)
+        .map(|n| json!({"id": format!("q{n:04}"), "prompt": format!("Answer question {n}.")}).to_string() + "\n")
+        .collect();
+    std::fs::write(dir.join("tasks.jsonl"), rows).unwrap();
+}
+
+/// On the simulated writer, with a critic that passes a draft with probability p = 0.2
+/// independently of every other draft, `resample` capped at N rounds passes at 1 − (1 − p)^N at
+/// every cap of the grid (each read off the same recording), within Monte Carlo error; `single`
+/// passes at p. Its rounds are distinct drafts, its round 0 is every arm's first draft, and no
+/// round says it acted on a critique.
+#[test]
+fn resample_passes_as_independent_draws_of_a_first_draft() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hash.py"), HASH_CRITIC).unwrap();
+    let tasks = 1500;
+    questions(dir.path(), tasks);
+    let file = experiment(
+        dir.path(),
+        "resample.toml",
+        "name = \"resample\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\nseed = 5\nstore_drafts = true\n\
+         arms = [\"resample\", \"single\"]\n\
+         [[critics]]\nname = \"hash\"\ncommand = [\"python3\", \"hash.py\"]\n\
+         [policy]\npass_score = 8\nmax_revisions = [0, 1, 2, 3]\nstall = false\n",
+    );
+    let out = dir.path().join("out");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+
+    let rows = outcomes(&out);
+    let rate = |arm: &str, cap: u32| {
+        let config = format!("p8-r{cap}-nostall-e0");
+        let loops: Vec<_> = rows.iter().filter(|r| r.arm.as_str() == arm && r.config_id == config).collect();
+        assert_eq!(loops.len(), tasks, "{arm} at cap {cap}");
+        loops.iter().filter(|r| r.passed).count() as f64 / tasks as f64
+    };
+    // Four standard errors of a rate near 0.5 over 1,500 loops: 0.052.
+    let tolerance = 4.0 * (0.25 / tasks as f64).sqrt();
+    for cap in 0..=3u32 {
+        let expected = 1.0 - 0.8f64.powi(cap as i32 + 1);
+        let measured = rate("resample", cap);
+        assert!((measured - expected).abs() < tolerance, "cap {cap}: {measured} against {expected}");
+    }
+    assert!((rate("single", 3) - 0.2).abs() < tolerance);
+    // Best-of-N: a passed loop answers with a draft that passed, the best of the rounds it used.
+    for row in rows.iter().filter(|r| r.arm.as_str() == "resample") {
+        assert_eq!(row.passed, row.final_score >= 8.0, "{row:?}");
+        assert_eq!(row.final_score, row.best_score, "{row:?}");
+    }
+
+    let loops = critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
+    let mut first_drafts: BTreeMap<(String, &str), String> = BTreeMap::new();
+    let (mut resampled, mut repeats) = (0, 0);
+    for recorded in &loops {
+        let drafts: Vec<&str> = recorded.rounds.iter().map(|r| r.draft.as_deref().unwrap()).collect();
+        first_drafts.insert((recorded.task_id.clone(), recorded.arm.as_str()), drafts[0].to_string());
+        if recorded.arm.as_str() == "resample" {
+            let distinct: BTreeSet<&str> = drafts.iter().copied().collect();
+            resampled += drafts.len() - 1;
+            repeats += drafts.len() - distinct.len();
+            assert!(recorded.rounds.iter().all(|r| r.acted_on_critique.is_none()));
+        }
+    }
+    assert!(resampled > tasks, "most loops draw again: {resampled} fresh drafts");
+    // The simulated writer's short answers come from a finite set of sentences, so a fresh draft
+    // now and then repeats an earlier one word for word (about 2% here): rare, as independent
+    // draws from a large space are, and far from a loop that draws its first draft again.
+    assert!((repeats as f64) < 0.05 * resampled as f64, "{repeats} of {resampled} fresh drafts repeat one before");
+    for n in 0..tasks {
+        let id = format!("q{n:04}");
+        assert_eq!(first_drafts[&(id.clone(), "resample")], first_drafts[&(id, "single")], "paired first drafts");
+    }
+
+    // `show` reads a resampled loop as draws: each draft whole, never a diff from the one before.
+    let drawn =
+        rows.iter().find(|r| r.arm.as_str() == "resample" && r.config_id == "p8-r3-nostall-e0" && r.rounds == 4);
+    let task = &drawn.expect("a loop that drew four times").task_id;
+    let shown = ok(critbench(&[
+        "show",
+        out.to_str().unwrap(),
+        "--task",
+        task,
+        "--arm",
+        "resample",
+        "--config",
+        "p8-r3-nostall-e0",
+    ]));
+    assert_eq!(shown.matches("→ draw a fresh draft").count(), 3, "{shown}");
+    assert!(!shown.contains("diff from round") && !shown.contains("→ revise"), "{shown}");
+}
+
+/// A resampled round is a first draft, not a revision: under the built-in rubric critic, the
+/// papers' mean score at round 3 of `resample` is their round 0's (1,920 loops: a standard error
+/// of about 0.08 on the difference), where blind revision's has risen by about one point.
+#[test]
+fn a_resampled_round_scores_as_a_first_draft_does() {
+    require_plugins();
+    let dir = tempfile::tempdir().unwrap();
+    let papers = repo().join("datasets/papers.jsonl");
+    let file = experiment(
+        dir.path(),
+        "papers.toml",
+        &format!(
+            "name = \"papers\"\ndataset = {papers:?}\nbackend = \"sim\"\nseed = 5\nepochs = 8\n\
+             arms = [\"resample\", \"no-feedback\"]\n\
+             [[critics]]\nname = \"rubric\"\nplugin = \"rubric\"\n\
+             [policy]\npass_score = 11\nmax_revisions = 3\nstall = false\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    let run = critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let loops = critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
+    let mean = |arm: &str, round: usize| {
+        let scores: Vec<f64> = loops
+            .iter()
+            .filter(|l| l.arm.as_str() == arm)
+            .map(|l| {
+                assert_eq!(l.rounds.len(), 4, "no draft passes at 11: every loop runs to its cap");
+                l.rounds[round].critique.score
+            })
+            .collect();
+        scores.iter().sum::<f64>() / scores.len() as f64
+    };
+    let (first, resampled) = (mean("resample", 0), mean("resample", 3));
+    assert_eq!(first, mean("no-feedback", 0), "the same first drafts");
+    assert!((resampled - first).abs() < 0.3, "a fresh draft scores as a first draft: {first} then {resampled}");
+    let revised = mean("no-feedback", 3);
+    assert!(revised > first + 0.6, "blind revision improves the simulated drafts: {first} then {revised}");
+}
+
+/// The scripted backend's round k is a revision of round k − 1: `resample` is refused before
+/// anything runs, saying why and what to do.
+#[test]
+fn the_scripted_backend_refuses_the_resample_arm() {
+    let dir = tempfile::tempdir().unwrap();
+    two_draft_tasks(dir.path(), &["t1"]);
+    let file = experiment(
+        dir.path(),
+        "scripted.toml",
+        "name = \"scripted\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\n\
+         arms = [\"feedback\", \"resample\"]\n[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n",
+    );
+    let out = dir.path().join("out");
+    let message = usage_error(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]), dir.path());
+    assert!(message.contains("\"resample\" needs a fresh first draft every round"), "{message}");
+    assert!(message.contains("use the sim or openai backend"), "{message}");
+    assert!(!out.exists(), "nothing is written");
+}
