@@ -12,6 +12,7 @@ pub fn report(args: ReportArgs) -> Result<(), Failure> {
     if let Some(evaluated) = &report.evaluators {
         write!(out, "{}", critbench_report::evaluators::glance(evaluated))?;
     }
+    write!(out, "{}", critbench_report::spend::glance(&report.summary.spend))?;
     write!(out, "{}", critbench_report::glance_legend(&args.run_dir))?;
     let files = if args.labels.is_some() {
         "summary.csv, summary.json, comparisons.csv, report.md, report.html, corrected.csv and corrected_comparisons.csv"

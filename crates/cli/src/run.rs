@@ -62,6 +62,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         if let Some(evaluated) = &report.evaluators {
             write!(out, "{}", critbench_report::evaluators::glance(evaluated))?;
         }
+        write!(out, "{}", critbench_report::spend::glance(&report.summary.spend))?;
         write!(out, "{}", critbench_report::glance_legend(&summary.out_dir))?;
     }
     let seconds = summary.elapsed.as_secs_f64();

@@ -14,8 +14,9 @@
 //! same answers (`evaluators`), what the backend cannot measure (`backend`) and a sequential run's
 //! looks (`sequential`). `report.md` and `report.html` render them all (`markdown`, `html`).
 //!
-//! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `config_comparisons.csv` (grid
-//! neighbours compared unit by unit), `report.md` and `report.html` (the same
+//! Writes `summary.csv`, `summary.json`, `comparisons.csv`, `cost_curves.csv` and
+//! `cost_comparisons.csv` (pass rate against spend, and arms at equal spend: `spend`),
+//! `config_comparisons.csv` (grid neighbours compared unit by unit), `report.md` and `report.html` (the same
 //! with inline SVG charts) into the run directory; given a labelled sample of the run's answers
 //! (`gold`), also `corrected.csv` and `corrected_comparisons.csv`, the pass rates and differences
 //! corrected by the labels.
@@ -50,6 +51,7 @@ mod rows;
 mod run_tables;
 pub mod sequential;
 pub mod show;
+pub mod spend;
 mod summary;
 mod totals;
 pub mod trouble;

@@ -554,6 +554,7 @@ pub(crate) fn render_with_sections(
         out.push_str(&comparison_table(report));
     }
     out.push_str(&money_section(report));
+    out.push_str(&equal_cost_section(report));
     if let Some(evaluated) = &report.evaluators {
         out.push_str(&crate::evaluators::markdown_section(evaluated));
     }
@@ -571,6 +572,23 @@ pub(crate) fn render_with_sections(
         for note in report.summary.notes.iter().chain(&report.summary.timing) {
             let _ = writeln!(out, "- {note}");
         }
+    }
+    out
+}
+
+/// "At equal cost": arms compared with their loops cut at the same budget; empty when no
+/// comparison was measured.
+fn equal_cost_section(report: &Report) -> String {
+    let rows = crate::spend::table_rows(&report.summary.spend, report.summary.currency.as_deref());
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## At equal cost\n\n");
+    let _ = writeln!(out, "{}\n", crate::spend::SENTENCE);
+    let _ = writeln!(out, "| {} |", crate::spend::TABLE_HEADER.join(" | "));
+    let _ = writeln!(out, "|---|---|---|---:|---|---:|---|");
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out
 }

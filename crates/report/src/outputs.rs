@@ -9,6 +9,10 @@ pub const SUMMARY_CSV: &str = "summary.csv";
 pub const SUMMARY_JSON: &str = "summary.json";
 /// Each pair of arms compared.
 pub const COMPARISONS_CSV: &str = "comparisons.csv";
+/// Each arm's pass rate against what its loops spent.
+pub const COST_CURVES_CSV: &str = "cost_curves.csv";
+/// Arms compared at equal spend.
+pub const COST_COMPARISONS_CSV: &str = "cost_comparisons.csv";
 /// Grid neighbours compared on the same units.
 pub const CONFIG_COMPARISONS_CSV: &str = "config_comparisons.csv";
 /// Each comparison's power.
@@ -33,6 +37,8 @@ pub const FILES: &[&str] = &[
     SUMMARY_CSV,
     SUMMARY_JSON,
     COMPARISONS_CSV,
+    COST_CURVES_CSV,
+    COST_COMPARISONS_CSV,
     CONFIG_COMPARISONS_CSV,
     POWER_CSV,
     SEQUENTIAL_CSV,

@@ -415,6 +415,57 @@ fn the_resample_arm_asks_the_generator_afresh_every_round_at_its_price() {
     }
 }
 
+/// A priced run's curves in money: each arm's pass rate at a budget is the share of its loops that
+/// passed at a `cost` within it, and arms compared at the feedback arm's mean cost per loop differ
+/// by the mean of their pairs' differences, all recomputed here from `outcomes.parquet`.
+#[test]
+fn a_priced_runs_cost_curves_and_comparisons_are_its_outcomes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(answer);
+    let pricing = "[pricing.\"gen-m\"]\ninput_per_mtok = 1000000\noutput_per_mtok = 0\n\
+                   [pricing.\"rev-m\"]\ninput_per_mtok = 0\noutput_per_mtok = 1000000\n\
+                   [pricing.\"judge-m\"]\ninput_per_mtok = 0\noutput_per_mtok = 0\n";
+    let file = write_fixture(dir.path(), &server.base_url(), pricing);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(r#"arms = ["feedback", "no-feedback", "single"]"#, r#"arms = ["feedback", "resample"]"#),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let printed = ok(run(&file, &out, &["--limit", "2"]));
+    let rows = outcomes(&out);
+    let loops = |arm: &str| -> Vec<&critbench_storage::tables::OutcomeRow> {
+        rows.iter().filter(|r| r.arm.as_str() == arm).collect()
+    };
+    let within = |arm: &str, budget: f64| {
+        let of = loops(arm);
+        of.iter().filter(|r| r.passed && r.cost.unwrap() <= budget).count() as f64 / of.len() as f64
+    };
+    assert!(loops("feedback").iter().any(|r| r.passed), "the fixed drafts pass: {rows:#?}");
+    let curves = csv_rows(&out.join("cost_curves.csv"));
+    let in_money: Vec<_> = curves.iter().filter(|r| r["unit"] == "cost").collect();
+    assert_eq!(in_money.len(), 2 * 10, "ten budgets per arm: {curves:#?}");
+    for point in &in_money {
+        let budget: f64 = point["budget"].parse().unwrap();
+        assert_eq!(point["pass_rate"].parse::<f64>().unwrap(), within(&point["arm"], budget), "{point:?}");
+    }
+    let most = rows.iter().map(|r| r.cost.unwrap()).fold(0.0, f64::max);
+    assert!(in_money.iter().any(|r| r["budget"].parse::<f64>().unwrap() == most));
+    let compared = csv_rows(&out.join("cost_comparisons.csv"));
+    let at_mean = compared
+        .iter()
+        .find(|r| r["unit"] == "cost" && r["budget_from"] == "mean of feedback")
+        .unwrap_or_else(|| panic!("{compared:#?}"));
+    let feedback = loops("feedback");
+    let mean = feedback.iter().map(|r| r.cost.unwrap()).sum::<f64>() / feedback.len() as f64;
+    let budget: f64 = at_mean["budget"].parse().unwrap();
+    assert!((budget - mean).abs() < 1e-9, "{budget} against {mean}");
+    let diff: f64 = at_mean["diff"].parse().unwrap();
+    assert!((diff - (within("feedback", budget) - within("resample", budget))).abs() < 1e-12, "{at_mean:?}");
+    assert!(printed.contains(&format!("at equal cost (≤ {budget:.4} per loop): feedback − resample")), "{printed}");
+}
+
 #[test]
 fn the_token_cap_stops_new_work_and_says_so() {
     let dir = tempfile::tempdir().unwrap();

@@ -194,3 +194,13 @@ pub fn scripted_experiment(dir: &Path, name: &str, tasks: usize) -> PathBuf {
         ),
     )
 }
+
+/// A CSV file's rows as column → value maps.
+pub fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|r| headers.iter().zip(r.unwrap().iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect())
+        .collect()
+}

@@ -174,6 +174,16 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
             notes: summary.notes.clone(),
             timing: summary.timing.clone(),
             censored: summary.censored.iter().filter(|(key, _)| configs.contains(&key.0)).cloned().collect(),
+            spend: crate::spend::Spend {
+                curves: summary.spend.curves.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
+                comparisons: summary
+                    .spend
+                    .comparisons
+                    .iter()
+                    .filter(|c| configs.contains(&c.config_id))
+                    .cloned()
+                    .collect(),
+            },
             by_kind: summary
                 .by_kind
                 .iter()

@@ -165,6 +165,9 @@ pub(crate) fn render_page(
     }
     out.push_str("<li><a href=\"#chart-exit-reasons\">Exit reasons</a></li>");
     out.push_str("<li><a href=\"#chart-score-trajectory\">Score trajectory</a></li>");
+    if charts::has_cost_chart(report) {
+        out.push_str("<li><a href=\"#chart-cost\">Pass rate against spend</a></li>");
+    }
     if heatmap_grid.is_some() {
         out.push_str("<li><a href=\"#chart-heatmap\">Grid heatmaps</a></li>");
     }
@@ -179,6 +182,9 @@ pub(crate) fn render_page(
     let priced = report.summary.rows.iter().any(|r| r.cost_per_loop.is_some());
     if priced {
         out.push_str("<li><a href=\"#money\">What a pass costs</a></li>");
+    }
+    if !crate::spend::table_rows(&report.summary.spend, None).is_empty() {
+        out.push_str("<li><a href=\"#equal-cost\">At equal cost</a></li>");
     }
     let adjudicated = crate::markdown::adjudication_rows(report);
     if !adjudicated.is_empty() {
@@ -294,6 +300,18 @@ pub(crate) fn render_page(
         }
         out.push_str("</figure>\n</section>\n");
 
+        if charts::has_cost_chart(report) {
+            out.push_str("<section>\n<h2 id=\"pass-rate-against-spend\">Pass rate against spend</h2>\n<figure>\n");
+            charts::cost_chart(&mut out, report, &arms);
+            out.push_str(
+                "<figcaption>Each arm's pass rate with its loops cut at a budget per loop: a loop cut at B passes \
+                 when it passed having spent at most B (in money when the config and critic were priced, else in \
+                 rounds). Where one curve is above another at a budget, that arm passes more often for the same \
+                 spend; hover a point for its 95% interval. <code>cost_curves.csv</code> has every point, \
+                 <code>cost_comparisons.csv</code> the paired differences.</figcaption>\n</figure>\n</section>\n",
+            );
+        }
+
         if grid {
             let (heading, against, less) = if money {
                 ("Passes per money spent", "what a loop cost on average", "for as little money or less")
@@ -345,6 +363,7 @@ pub(crate) fn render_page(
     if priced {
         tables::money_section(&mut out, report);
     }
+    tables::equal_cost_section(&mut out, report);
     if !adjudicated.is_empty() {
         out.push_str("<section>\n<h2 id=\"adjudication\">Adjudication</h2>\n");
         let _ = writeln!(out, "<p>{}</p>", with_code_spans(&crate::markdown::ADJUDICATION_SENTENCE.replace('*', "")));

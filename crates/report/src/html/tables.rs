@@ -82,6 +82,32 @@ fn money_cells(report: &Report, row: &SummaryRow) -> String {
 
 /// "What a pass costs": money per loop and per pass of every row, and the paired cost of a
 /// passed loop (`table-money`, `table-money-comparisons`).
+/// "At equal cost": arms compared with their loops cut at the same budget, who is ahead at which
+/// spend; nothing when no comparison was measured.
+pub(crate) fn equal_cost_section(out: &mut String, report: &Report) {
+    let rows = crate::spend::table_rows(&report.summary.spend, report.summary.currency.as_deref());
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("<section>\n<h2 id=\"equal-cost\">At equal cost</h2>\n");
+    let _ = writeln!(out, "<p>{}</p>", super::svg::with_code_spans(crate::spend::SENTENCE));
+    out.push_str("<div class=\"table-wrap\"><table id=\"table-equal-cost\"><thead><tr>");
+    for (i, name) in crate::spend::TABLE_HEADER.iter().enumerate() {
+        let class = if i == 3 || i == 5 { " class=\"num\"" } else { "" };
+        let _ = write!(out, "<th{class}>{}</th>", escape(name));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in rows {
+        out.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let class = if i == 3 || i == 5 { " class=\"num\"" } else { "" };
+            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n</section>\n");
+}
+
 pub(crate) fn money_section(out: &mut String, report: &Report) {
     out.push_str("<section>\n<h2 id=\"money\">What a pass costs</h2>\n");
     let _ = writeln!(out, "<p>{}</p>", super::svg::with_code_spans(crate::markdown::MONEY_SENTENCE));

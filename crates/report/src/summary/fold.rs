@@ -24,6 +24,7 @@ use crate::experiment::{run_currency, run_seed};
 use crate::keys::{KeyMap, task_hash};
 use crate::power::PowerRow;
 use crate::rows::{ADJUDICATED_SUFFIX, ComparisonRow, SummaryRow};
+use crate::spend::{Spend, SpendTotals};
 use crate::totals::{ArmTotals, Design, Loop, PairTotals, matched_epochs};
 
 /// One config × critic: its arms (in order of first appearance) and their pairs.
@@ -35,6 +36,8 @@ struct Group {
     pairs: HashMap<(u16, u16), PairTotals>,
     /// The same totals per task kind, in order of first appearance.
     kinds: Vec<KindTotals>,
+    /// Pass rate against spend, per arm and pair (`cost_curves.csv`, `cost_comparisons.csv`).
+    spend: SpendTotals,
 }
 
 /// One task kind's arms (indexed as the group's, added as they appear) and pairs.
@@ -193,6 +196,7 @@ impl Summarizer {
                     arms: Vec::new(),
                     pairs: HashMap::new(),
                     kinds: Vec::new(),
+                    spend: SpendTotals::default(),
                 });
                 self.index.entry(config_id.to_string()).or_default().insert(critic.to_string(), slot);
                 slot
@@ -305,6 +309,8 @@ impl Summarizer {
             runs.push((chunk[0].arm, chunk));
         }
         fold_task(&mut group.arms, &mut group.pairs, &runs);
+        let arms = &group.arms;
+        group.spend.add_task(&runs, |arm| arms[arm as usize].rank.clone(), |arm| arms[arm as usize].name.clone());
         // The task counts once more among the tasks of its kind.
         if let Some(&(last, _)) = runs.iter().max_by_key(|(arm, _)| *arm) {
             group.kind_arm(task.kind, last);
@@ -340,7 +346,21 @@ impl Summarizer {
         let mut summary = Vec::new();
         let mut comparisons = Vec::new();
         let mut power = Vec::new();
+        let mut spend = Spend::default();
         for group in &groups {
+            let mut order: Vec<u16> = (0..group.arms.len() as u16).collect();
+            order.sort_by_key(|&arm| group.arms[arm as usize].rank.clone());
+            group.spend.rows(
+                (&group.config_id, &group.critic),
+                &order,
+                |arm| group.arms[arm as usize].name.clone(),
+                |a, b| {
+                    let (a, b) = (&group.arms[a as usize].name, &group.arms[b as usize].name);
+                    Design::of_arms(a, b, cap(&group.config_id), shared)
+                },
+                seed,
+                &mut spend,
+            );
             group_rows(
                 (&group.config_id, cap(&group.config_id), shared),
                 &group.critic,
@@ -409,6 +429,7 @@ impl Summarizer {
             comparisons,
             by_kind,
             censored,
+            spend,
         };
         Ok((summary, power))
     }

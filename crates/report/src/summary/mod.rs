@@ -58,6 +58,10 @@ pub struct Summary {
     /// none left out): they are in no row's `n`, and the terminal's table says so beside the rate.
     #[serde(skip)]
     pub censored: Vec<((String, String, String), u64)>,
+    /// Pass rate against spend per arm, and arms compared at equal spend (`cost_curves.csv`,
+    /// `cost_comparisons.csv`; not in `summary.json`).
+    #[serde(skip)]
+    pub spend: crate::spend::Spend,
 }
 
 /// A run that did not run all its tasks, as its reports say at the top.
@@ -200,5 +204,7 @@ pub(crate) fn summarize_files(
 /// Writes `summary.csv` and `comparisons.csv`.
 pub(crate) fn write_files(run_dir: &Path, summary: &Summary) -> Result<(), ReportError> {
     write_csv(&run_dir.join(crate::outputs::SUMMARY_CSV), &summary.rows)?;
-    write_csv(&run_dir.join(crate::outputs::COMPARISONS_CSV), &summary.comparisons)
+    write_csv(&run_dir.join(crate::outputs::COMPARISONS_CSV), &summary.comparisons)?;
+    write_csv(&run_dir.join(crate::outputs::COST_CURVES_CSV), &summary.spend.curves)?;
+    write_csv(&run_dir.join(crate::outputs::COST_COMPARISONS_CSV), &summary.spend.comparisons)
 }

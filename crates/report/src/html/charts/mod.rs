@@ -2,10 +2,12 @@
 //! config × critic groups.
 
 mod bars;
+mod cost;
 mod pass_vs_rounds;
 mod trajectory;
 
 pub(crate) use bars::{exit_reasons_chart, pass_rate_chart};
+pub(crate) use cost::{cost_chart, has_cost_chart};
 pub(crate) use pass_vs_rounds::{Spent, front_rows, pass_vs_rounds_chart};
 pub(crate) use trajectory::trajectory_chart;
 
