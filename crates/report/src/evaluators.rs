@@ -92,6 +92,35 @@ pub struct EvaluatorRow {
     pub gap_interval: String,
     /// See `evaluator_interval`.
     pub lift_interval: String,
+    /// The share of the loops whose first draft the evaluator failed and whose final answer it
+    /// passed (Δ(i→c)); `lift = fixed − broken`, exactly.
+    pub fixed: f64,
+    /// Lower end of the 95% interval of `fixed`; empty when the loops never revise (then `fixed`
+    /// and `broken` are 0 by construction and `fixed_interval` is `identical by design`).
+    pub fixed_lo: Option<f64>,
+    /// Upper end of the 95% interval of `fixed`.
+    pub fixed_hi: Option<f64>,
+    /// The share of the loops whose first draft the evaluator passed and whose final answer it
+    /// failed (Δ(c→i)): what the loop broke.
+    pub broken: f64,
+    /// Lower end of the 95% interval of `broken`; empty as `fixed_lo`.
+    pub broken_lo: Option<f64>,
+    /// Upper end of the 95% interval of `broken`.
+    pub broken_hi: Option<f64>,
+    /// `broken` over the loops whose first draft the evaluator passed: how often the loop breaks
+    /// an answer that was already right. Empty when no first draft passed.
+    pub harm_rate: Option<f64>,
+    /// Lower end of the 95% interval of `harm_rate`; empty as `fixed_lo`, or with no first draft passed.
+    pub harm_lo: Option<f64>,
+    /// Upper end of the 95% interval of `harm_rate`.
+    pub harm_hi: Option<f64>,
+    /// How the interval of `fixed` was computed (as `evaluator_interval`), or `identical by design`.
+    pub fixed_interval: String,
+    /// How the interval of `broken` was computed, or `identical by design`.
+    pub broken_interval: String,
+    /// How the interval of `harm_rate` was computed (over the tasks with a first draft passed), or
+    /// `identical by design`; empty with no first draft passed.
+    pub harm_interval: String,
 }
 
 /// One row of `evaluator_comparisons.csv`: two arms under one evaluator.
@@ -196,9 +225,9 @@ impl LoopVerdicts {
 struct Reader {
     groups: Vec<Group>,
     index: HashMap<Group, usize>,
-    /// Per group: how many tasks had each vector `[eval final, critic, gap, eval first, lift]`
-    /// over `denominator` loops.
-    clusters: Vec<BTreeMap<(u64, [i64; 5]), u64>>,
+    /// Per group: how many tasks had each vector `[eval final, critic, gap, eval first, lift,
+    /// fixed, broken]` over `denominator` loops.
+    clusters: Vec<BTreeMap<(u64, [i64; 7]), u64>>,
     agreement: Vec<[u64; 5]>,
     /// Per group: whether some loop's evaluator verdict on its final answer differs from that on
     /// its first draft.
@@ -287,7 +316,7 @@ impl Reader {
                 self.disagreements.push(disagreement);
             }
         }
-        let mut vectors: BTreeMap<usize, (u64, [i64; 5])> = BTreeMap::new();
+        let mut vectors: BTreeMap<usize, (u64, [i64; 7])> = BTreeMap::new();
         for (&(group, _), verdicts) in &loops {
             if verdicts.failed() {
                 self.agreement[group][4] += 1;
@@ -298,7 +327,8 @@ impl Reader {
             self.lifted[group] |= evaluator != first;
             let (denominator, sums) = vectors.entry(group).or_default();
             *denominator += 1;
-            for (sum, value) in sums.iter_mut().zip([e, c, c - e, f, e - f]) {
+            let (fixed, broken) = (i64::from(!first && evaluator), i64::from(first && !evaluator));
+            for (sum, value) in sums.iter_mut().zip([e, c, c - e, f, e - f, fixed, broken]) {
                 *sum += value;
             }
             let agreement = &mut self.agreement[group];
@@ -391,7 +421,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
     let mut rows = Vec::new();
     for &index in &order {
         let (config_id, critic, evaluator, arm) = reader.groups[index].clone();
-        let clusters: Vec<Cluster<5>> = reader.clusters[index]
+        let clusters: Vec<Cluster<7>> = reader.clusters[index]
             .iter()
             .map(|(&(denominator, numerators), &tasks)| Cluster { denominator, numerators, tasks })
             .collect();
@@ -423,6 +453,38 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             paired(&differences, [false, never_revises && !reader.lifted[index]], seed);
         let (gap_lo, gap_hi) = gap_difference.bounds();
         let (lift_lo, lift_hi) = lift_difference.bounds();
+        // Flips: shares of all loops; the harm rate over the loops whose first draft passed (a
+        // task's count of those is its denominator).
+        let share_clusters = |numerator: usize, over_first: bool| -> Vec<Cluster<1>> {
+            let mut counts: BTreeMap<(u64, i64), u64> = BTreeMap::new();
+            for c in &clusters {
+                let denominator = if over_first { c.numerators[3] as u64 } else { c.denominator };
+                *counts.entry((denominator, c.numerators[numerator])).or_default() += c.tasks;
+            }
+            counts
+                .into_iter()
+                .map(|((denominator, n), tasks)| Cluster { denominator, numerators: [n], tasks })
+                .collect()
+        };
+        let flips_identical = lift_lo.is_none();
+        let flip = |numerator: usize, over_first: bool| {
+            let clusters = share_clusters(numerator, over_first);
+            let rate = pass_rate(&clusters, BOOTSTRAP_RESAMPLES, seed);
+            let bounds = (!flips_identical).then_some((rate.low, rate.high));
+            (rate, bounds)
+        };
+        let (fixed_rate, fixed_bounds) = flip(5, false);
+        let (broken_rate, broken_bounds) = flip(6, false);
+        let first_passed: i64 = clusters.iter().map(|c| c.numerators[3] * c.tasks as i64).sum();
+        let (harm_rate, harm_bounds) = flip(6, true);
+        let (fixed, broken) = (rate(5), rate(6));
+        let flip_interval = |rate: &critbench_stats::rate::Rate| {
+            if flips_identical {
+                crate::rows::IDENTICAL_BY_DESIGN.to_string()
+            } else {
+                rate.method.as_str().to_string()
+            }
+        };
         let [both, critic_only, evaluator_only, neither, evaluator_errors] = reader.agreement[index];
         rows.push(EvaluatorRow {
             config_id,
@@ -439,7 +501,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             gap_lo: gap_lo.expect("a gap is always measured"),
             gap_hi: gap_hi.expect("a gap is always measured"),
             first_pass_rate: rate(3),
-            lift: rate(4),
+            lift: fixed - broken,
             lift_lo,
             lift_hi,
             both,
@@ -450,6 +512,18 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             evaluator_interval: evaluator_rate.method.as_str().to_string(),
             gap_interval: gap_difference.interval(),
             lift_interval: lift_difference.interval(),
+            fixed,
+            fixed_lo: fixed_bounds.map(|b| b.0),
+            fixed_hi: fixed_bounds.map(|b| b.1),
+            broken,
+            broken_lo: broken_bounds.map(|b| b.0),
+            broken_hi: broken_bounds.map(|b| b.1),
+            harm_rate: (first_passed > 0).then_some(harm_rate.estimate),
+            harm_lo: harm_bounds.filter(|_| first_passed > 0).map(|b| b.0),
+            harm_hi: harm_bounds.filter(|_| first_passed > 0).map(|b| b.1),
+            fixed_interval: flip_interval(&fixed_rate),
+            broken_interval: flip_interval(&broken_rate),
+            harm_interval: if first_passed > 0 { flip_interval(&harm_rate) } else { String::new() },
         });
     }
 
@@ -569,6 +643,59 @@ pub fn glance(report: &EvaluatorReport) -> String {
     out
 }
 
+/// The sentence above the table of what the loops fixed and broke.
+pub(crate) const FLIPS_SENTENCE: &str = "What the loops fixed and broke, by the evaluator: fixed is the share of loops \
+     whose first draft it failed and whose final answer it passed, broken the share whose first draft it passed and \
+     whose final answer it failed, so lift = fixed − broken; the harm rate is broken over the loops whose first draft \
+     it passed (how often a loop breaks an answer that was already right). A net lift of 0 can hide as many answers \
+     broken as fixed.";
+
+/// What the loops fixed and broke, a row per arm that revises: config, critic, evaluator, arm,
+/// fixed, broken and harm rate with their intervals, and lift.
+pub(crate) fn flips_rows(report: &EvaluatorReport) -> Vec<[String; 8]> {
+    let share = |value: f64, lo: Option<f64>, hi: Option<f64>| match (lo, hi) {
+        (Some(lo), Some(hi)) => format!("{} ({} to {})", percent(value), percent(lo), percent(hi)),
+        _ => percent(value),
+    };
+    report
+        .rows
+        .iter()
+        .filter(|r| r.fixed_lo.is_some())
+        .map(|r| {
+            let harm =
+                r.harm_rate.map_or_else(|| "– (no first draft passed)".to_string(), |h| share(h, r.harm_lo, r.harm_hi));
+            [
+                r.config_id.clone(),
+                r.critic.clone(),
+                r.evaluator.clone(),
+                r.arm.clone(),
+                share(r.fixed, r.fixed_lo, r.fixed_hi),
+                share(r.broken, r.broken_lo, r.broken_hi),
+                harm,
+                points(r.lift),
+            ]
+        })
+        .collect()
+}
+
+/// The header of [`flips_rows`].
+pub(crate) const FLIPS_HEADER: [&str; 8] =
+    ["config", "critic", "evaluator", "arm", "fixed (95% CI)", "broken (95% CI)", "harm rate (95% CI)", "lift"];
+
+/// What the loops fixed and broke, in Markdown; empty when no arm revises.
+fn flips_table(report: &EvaluatorReport) -> String {
+    let rows = flips_rows(report);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n{FLIPS_SENTENCE}\n\n| {} |\n", FLIPS_HEADER.join(" | "));
+    out.push_str("|---|---|---|---|---|---|---|---:|\n");
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out
+}
+
 /// The reports' "Held-out evaluators" section in Markdown.
 pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
     let mut out = String::from("\n## Held-out evaluators\n\n");
@@ -620,6 +747,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
             r.evaluator_errors
         );
     }
+    out.push_str(&flips_table(report));
     if !report.comparisons.is_empty() {
         out.push_str("\nArms compared under each evaluator, on the task × epoch units both ran:\n\n");
         out.push_str("| config | critic | evaluator | A vs B | pairs | A | B | A − B (95% CI) | p (test) |\n");
@@ -722,6 +850,36 @@ mod tests {
         assert_eq!((c.pairs, c.tasks, c.diff), (2, 2, 0.0));
         assert_eq!(report.disagreements.len(), 1);
         assert_eq!(report.disagreements[0].task_id, "t1");
+    }
+
+    /// A loop that fixes one answer and one that breaks another: the lift is 0, and the flips say
+    /// what happened — one fixed, one broken, the harm rate one of the two first drafts that passed.
+    #[test]
+    fn fixed_and_broken_answers_are_counted_apart_and_lift_is_their_difference() {
+        let mut reader = Reader::default();
+        // (task, evaluator on the first draft, on the final answer): fixed, broken, kept, still failing.
+        let loops = [("t1", false, true), ("t2", true, false), ("t3", true, true), ("t4", false, false)];
+        for (task, first, last) in loops {
+            reader.add(&verdict(task, "feedback", 0, false, first, false)).unwrap();
+            reader.add(&verdict(task, "feedback", 0, true, last, true)).unwrap();
+            reader.add(&verdict(task, "single", 0, false, first, false)).unwrap();
+            reader.add(&verdict(task, "single", 0, true, first, first)).unwrap();
+        }
+        reader.flush();
+        let report = build(reader, None);
+        let feedback = report.rows.iter().find(|r| r.arm == "feedback").unwrap();
+        assert_eq!((feedback.fixed, feedback.broken, feedback.lift), (0.25, 0.25, 0.0));
+        assert_eq!(feedback.lift, feedback.fixed - feedback.broken);
+        assert_eq!(feedback.harm_rate, Some(0.5), "one of the two answers right at round 0 was broken");
+        let (lo, hi) = (feedback.fixed_lo.unwrap(), feedback.fixed_hi.unwrap());
+        assert!(lo < 0.25 && 0.25 < hi, "an interval around a flip rate of 1 in 4: {lo} to {hi}");
+        assert!(feedback.harm_lo.unwrap() < 0.5 && feedback.harm_hi.unwrap() > 0.5);
+        assert_ne!(feedback.fixed_interval, crate::rows::IDENTICAL_BY_DESIGN);
+        // The single arm never revises: nothing fixed or broken, by construction.
+        let single = report.rows.iter().find(|r| r.arm == "single").unwrap();
+        assert_eq!((single.fixed, single.broken, single.harm_rate), (0.0, 0.0, Some(0.0)));
+        assert_eq!((single.fixed_lo, single.harm_lo), (None, None));
+        assert_eq!(single.broken_interval, crate::rows::IDENTICAL_BY_DESIGN);
     }
 
     #[test]

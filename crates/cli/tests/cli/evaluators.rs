@@ -142,35 +142,64 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
     assert_eq!(manifest["evaluators"][0]["name"], "evidence");
 
     // The summaries recomputed from the rows.
-    let csv = std::fs::read_to_string(with.join("evaluators.csv")).unwrap();
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    for line in lines {
-        let cells: Vec<&str> = line.split(',').collect();
-        let (config, arm) = (cells[column("config_id")], cells[column("arm")]);
+    let mut flips_seen = 0;
+    for cells in csv_rows(&with.join("evaluators.csv")) {
+        let (config, arm) = (cells["config_id"].as_str(), cells["arm"].as_str());
         let finals: Vec<&EvaluationRow> = evaluations
             .iter()
             .filter(|r| r.config_id == config && r.arm.as_str() == arm && r.answer == FINAL)
             .collect();
         let n = finals.len() as f64;
         let rate = |f: &dyn Fn(&EvaluationRow) -> bool| finals.iter().filter(|r| f(r)).count() as f64 / n;
+        let number = |name: &str| -> f64 { cells[name].parse().unwrap_or_else(|_| panic!("{name}: {cells:?}")) };
         let close = |name: &str, value: f64| {
-            let cell: f64 = cells[column(name)].parse().unwrap();
+            let cell = number(name);
             assert!((cell - value).abs() < 1e-12, "{config} {arm} {name}: {cell} vs {value}");
         };
         close("evaluator_pass_rate", rate(&|r| r.passed == Some(true)));
         close("critic_pass_rate", rate(&|r| r.steering_passed));
         close("gap", rate(&|r| r.steering_passed) - rate(&|r| r.passed == Some(true)));
         assert_eq!(
-            cells[column("critic_only")].parse::<usize>().unwrap(),
+            cells["critic_only"].parse::<usize>().unwrap(),
             finals.iter().filter(|r| r.steering_passed && r.passed == Some(false)).count()
         );
+        // Flips, loop by loop: the evaluator's verdict on the first draft against the final answer.
+        let first_of = |last: &EvaluationRow| {
+            evaluations
+                .iter()
+                .find(|r| {
+                    r.answer == FIRST
+                        && (r.config_id.as_str(), r.arm, r.task_id.as_str(), r.epoch)
+                            == (last.config_id.as_str(), last.arm, last.task_id.as_str(), last.epoch)
+                })
+                .and_then(|r| r.passed)
+                .expect("every loop's first draft has a verdict")
+        };
+        let flips: Vec<(bool, bool)> = finals.iter().map(|r| (first_of(r), r.passed.unwrap())).collect();
+        let count = |f: &dyn Fn(&(bool, bool)) -> bool| flips.iter().filter(|x| f(x)).count() as f64;
+        let (fixed, broken) = (count(&|&(f, l)| !f && l) / n, count(&|&(f, l)| f && !l) / n);
+        close("fixed", fixed);
+        close("broken", broken);
+        assert_eq!(number("lift"), number("fixed") - number("broken"), "lift = fixed − broken, exactly");
+        let right_first = count(&|&(f, _)| f);
+        if right_first > 0.0 {
+            close("harm_rate", count(&|&(f, l)| f && !l) / right_first);
+        } else {
+            assert_eq!(cells["harm_rate"], "");
+        }
+        if arm == "feedback" {
+            let (lo, hi) = (number("fixed_lo"), number("fixed_hi"));
+            assert!(lo <= fixed && fixed <= hi && lo < hi, "{cells:?}");
+            flips_seen += usize::from(fixed > 0.0);
+        }
     }
+    assert!(flips_seen > 0, "the feedback arm fixes answers");
     let report = std::fs::read_to_string(with.join("report.md")).unwrap();
     assert!(report.contains("## Held-out evaluators") && report.contains("| cites-relevant |"), "{report}");
+    assert!(report.contains("| fixed (95% CI) | broken (95% CI) | harm rate (95% CI) | lift |"), "{report}");
     let html = std::fs::read_to_string(with.join("report.html")).unwrap();
     assert!(html.contains("id=\"table-evaluators\"") && html.contains("href=\"#evaluators\""));
+    assert!(html.contains("id=\"table-flips\""));
 }
 
 /// A command critic that scores 9 when the request carries labels and 1 when it does not: as a
