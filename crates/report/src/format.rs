@@ -41,3 +41,11 @@ pub(crate) fn unique<T: PartialEq>(values: impl IntoIterator<Item = T>) -> Vec<T
     }
     seen
 }
+
+/// An amount of money as the reports show it: four decimals, the currency after.
+pub(crate) fn money(value: f64, currency: Option<&str>) -> String {
+    match currency {
+        Some(currency) => format!("{value:.4} {currency}"),
+        None => format!("{value:.4}"),
+    }
+}

@@ -593,14 +593,6 @@ fn equal_cost_section(report: &Report) -> String {
     out
 }
 
-/// An amount of money as the reports show it: four decimals, the currency after.
-pub(crate) fn money(value: f64, currency: Option<&str>) -> String {
-    match currency {
-        Some(currency) => format!("{value:.4} {currency}"),
-        None => format!("{value:.4}"),
-    }
-}
-
 /// The sentence above the money tables.
 pub(crate) const MONEY_SENTENCE: &str = "What the loops' model calls cost (`cost` in outcomes.parquet: each round's \
      writer and judge tokens at their models' prices). Cost per pass is everything an arm's loops cost over the loops \
@@ -614,7 +606,7 @@ pub fn money_section(report: &Report) -> String {
         return String::new();
     }
     let currency = report.summary.currency.as_deref();
-    let cell = |value: Option<f64>| value.map_or_else(|| "–".to_string(), |v| money(v, currency));
+    let cell = |value: Option<f64>| value.map_or_else(|| "–".to_string(), |v| crate::format::money(v, currency));
     let mut out = String::from("\n## What a pass costs\n\n");
     out.push_str(MONEY_SENTENCE);
     out.push_str("\n\n| config | critic | arm | n | pass rate | cost per loop | cost per pass | cost in all |\n");
@@ -653,7 +645,7 @@ pub fn money_section(report: &Report) -> String {
                     || "–".to_string(),
                     |d| {
                         let sign = if d >= 0.0 { "+" } else { "−" };
-                        format!("{sign}{}", money(d.abs(), currency))
+                        format!("{sign}{}", crate::format::money(d.abs(), currency))
                     }
                 ),
             );

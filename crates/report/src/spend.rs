@@ -505,11 +505,8 @@ pub(crate) fn table_rows(spend: &Spend, currency: Option<&str>) -> Vec<[String; 
         .filter(|c| c.budget_from.starts_with("mean of "))
         .filter_map(|c| {
             let (lo, hi, p) = (c.diff_lo?, c.diff_hi?, c.p_value?);
-            let budget = if c.unit == COST {
-                crate::markdown::money(c.budget, currency)
-            } else {
-                format!("{} rounds", c.budget)
-            };
+            let budget =
+                if c.unit == COST { crate::format::money(c.budget, currency) } else { format!("{} rounds", c.budget) };
             let ahead = if lo > 0.0 {
                 c.arm_a.clone()
             } else if hi < 0.0 {

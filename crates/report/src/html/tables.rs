@@ -72,7 +72,7 @@ fn money_cells(report: &Report, row: &SummaryRow) -> String {
         Some(value) => {
             format!(
                 "<td class=\"num\">{}</td>",
-                escape(&crate::markdown::money(value, report.summary.currency.as_deref()))
+                escape(&crate::format::money(value, report.summary.currency.as_deref()))
             )
         }
         None => "<td class=\"num\">–</td>".to_string(),
@@ -117,7 +117,7 @@ pub(crate) fn money_section(out: &mut String, report: &Report) {
          <th class=\"num\">cost per pass</th><th class=\"num\">cost in all</th></tr></thead><tbody>\n",
     );
     let cell = |value: Option<f64>| {
-        value.map_or_else(|| "–".to_string(), |v| crate::markdown::money(v, report.summary.currency.as_deref()))
+        value.map_or_else(|| "–".to_string(), |v| crate::format::money(v, report.summary.currency.as_deref()))
     };
     for row in &report.summary.rows {
         let _ = writeln!(

@@ -101,7 +101,7 @@ pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(S
     let (round_low, round_high) = (axis_start - 0.03 * (axis_end - axis_start), axis_end);
     let spent_text = |value: f64| match spent {
         Spent::Rounds => format!("{value:.2} rounds"),
-        Spent::Money => format!("{} per loop", crate::markdown::money(value, report.summary.currency.as_deref())),
+        Spent::Money => format!("{} per loop", crate::format::money(value, report.summary.currency.as_deref())),
     };
     let (min_rate, max_rate) =
         report.summary.rows.iter().fold((1.0f64, 0.0f64), |(lo, hi), r| (lo.min(r.pass_rate), hi.max(r.pass_rate)));
@@ -250,7 +250,7 @@ pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(S
                         Spent::Money => match point.rows[0].cost_per_pass {
                             Some(per_pass) => format!(
                                 "{} per pass",
-                                crate::markdown::money(per_pass, report.summary.currency.as_deref())
+                                crate::format::money(per_pass, report.summary.currency.as_deref())
                             ),
                             None => "no pass".to_string(),
                         },
