@@ -86,6 +86,18 @@ pub enum AuthorError {
         /// What the author needs of it.
         needs: &'static str,
     },
+    /// The scripted author was asked for more fresh drafts (the `resample` arm's) than the task's
+    /// `samples` hold.
+    #[error(
+        "field `samples`: the resample arm on the scripted backend draws a fresh draft each round after the \
+         first, {need} in all at the largest `max_revisions`, from `samples`; this task has {have}"
+    )]
+    TooFewSamples {
+        /// The task's samples.
+        have: usize,
+        /// The samples a loop may draw.
+        need: u32,
+    },
     /// The scripted author was asked for a draft of a task that has none.
     #[error("task `{task_id}` has no scripted drafts")]
     NoScriptedDrafts {

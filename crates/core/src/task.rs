@@ -32,6 +32,10 @@ pub struct Task {
     /// Drafts for the `scripted` backend; round k uses `drafts[min(k, len - 1)]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drafts: Vec<String>,
+    /// Independent first drafts for the `resample` arm on the `scripted` backend, beside
+    /// `drafts[0]`: a resampled round k (k ≥ 1) uses `samples[k - 1]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<String>,
     /// Critiques for the `scripted` critic, one JSON list of objects (never an empty one); round k
     /// uses `critiques[min(k, len - 1)]`.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_empty_list")]

@@ -10,8 +10,8 @@ use critbench_core::Task;
 pub struct TaskJson(String);
 
 impl TaskJson {
-    /// Leaves out what a critic must not see: the scripted backend's future `drafts` and the
-    /// gold `labels` used to benchmark critics. A critic judges the draft it is given.
+    /// Leaves out what a critic must not see: the scripted backend's future `drafts` and
+    /// `samples` and the gold `labels` used to benchmark critics. A critic judges the draft it is given.
     pub fn new(task: &Task) -> TaskJson {
         TaskJson::visible(task, None)
     }
@@ -184,7 +184,7 @@ mod tests {
     }
 
     #[test]
-    fn task_json_is_the_task_without_drafts_and_labels() {
+    fn task_json_is_the_task_without_drafts_samples_and_labels() {
         let task = Task {
             id: "t".into(),
             prompt: "p".into(),
@@ -192,11 +192,12 @@ mod tests {
             context: Some("c".into()),
             evidence: [("d1".to_string(), "x".to_string())].into(),
             drafts: vec!["future".into()],
+            samples: vec!["a fresh draft to come".into()],
             critiques: Some(JsonText::from_value(&serde_json::json!([{"score": 5}]))),
             labels: Some(serde_json::json!({"pass": true})),
             meta: Some(JsonText::from_value(&serde_json::json!({"k": 1}))),
         };
-        let expected = Task { drafts: Vec::new(), labels: None, ..task.clone() };
+        let expected = Task { drafts: Vec::new(), samples: Vec::new(), labels: None, ..task.clone() };
         assert_eq!(TaskJson::new(&task).0, serde_json::to_string(&expected).unwrap());
         let bare = Task { id: "b".into(), prompt: "q".into(), ..Task::default() };
         assert_eq!(TaskJson::new(&bare).0, serde_json::to_string(&bare).unwrap());

@@ -119,7 +119,8 @@ pub(crate) enum SameByConstruction {
     /// Nothing beyond what the arms' design shares.
     #[default]
     Nothing,
-    /// Every arm's drafts: the scripted backend gives each the dataset's.
+    /// Every arm's drafts: the scripted backend gives each the dataset's (but `resample`, which
+    /// draws the dataset's `samples`).
     AllDrafts,
     /// The placebo arm's and the no-feedback arm's: the simulated writer revises a critique with
     /// nothing to act on as it revises blind, draw for draw.
@@ -166,8 +167,9 @@ impl Backend {
         let mut notices = Vec::new();
         if self.arms_share_drafts() {
             notices.push(
-                "backend \"scripted\": every arm is given the dataset's drafts, so arms differ only in where the \
-                 critic and the policy stop them; the arm comparisons measure the critic and the policy, not feedback"
+                "backend \"scripted\": every arm is given the dataset's drafts (`resample` its `samples`), so arms \
+                 differ only in where the critic and the policy stop them; the arm comparisons measure the critic and \
+                 the policy, not feedback"
                     .to_string(),
             );
         }

@@ -116,8 +116,10 @@ pub fn glance_table(report: &Report) -> String {
                 );
             }
             Some((c, None)) => {
-                let shared =
-                    if report.backend.arms_share_drafts() { format!(", {SHARED_DRAFTS}") } else { String::new() };
+                // The resample arm draws the dataset's `samples`, not the drafts the others share.
+                let resample = critbench_core::Arm::Resample.as_str();
+                let shares = report.backend.arms_share_drafts() && c.arm_a != resample && c.arm_b != resample;
+                let shared = if shares { format!(", {SHARED_DRAFTS}") } else { String::new() };
                 let _ = write!(
                     out,
                     " {} − {}: {}{shared} | {} |",

@@ -201,7 +201,7 @@ impl Design {
         let both_revise = !still_a && !still_b;
         let same_loops = match same {
             SameByConstruction::Nothing => false,
-            SameByConstruction::AllDrafts => both_revise,
+            SameByConstruction::AllDrafts => both_revise && !arm_a.resamples() && !arm_b.resamples(),
             SameByConstruction::PlaceboAndBlind => {
                 matches!((arm_a, arm_b), (Arm::Placebo, Arm::NoFeedback) | (Arm::NoFeedback, Arm::Placebo))
             }

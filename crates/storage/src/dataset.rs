@@ -141,9 +141,10 @@ enum Format {
 }
 
 /// The fields of a dataset row (docs/REFERENCE.md, Dataset).
-pub const FIELDS: [&str; 9] = ["id", "prompt", "kind", "context", "evidence", "drafts", "critiques", "labels", "meta"];
+pub const FIELDS: [&str; 10] =
+    ["id", "prompt", "kind", "context", "evidence", "drafts", "samples", "critiques", "labels", "meta"];
 /// Fields that hold lists or objects (JSON text in CSV).
-const STRUCTURED: [&str; 5] = ["evidence", "drafts", "critiques", "labels", "meta"];
+const STRUCTURED: [&str; 6] = ["evidence", "drafts", "samples", "critiques", "labels", "meta"];
 
 fn format_of(path: &Path) -> Result<Format, DatasetError> {
     match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
@@ -545,14 +546,15 @@ fn open_parquet(
         let supported = match field.data_type() {
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Null => true,
             DataType::List(item) | DataType::LargeList(item) => {
-                name == "drafts" && matches!(item.data_type(), DataType::Utf8 | DataType::LargeUtf8)
+                (name == "drafts" || name == "samples")
+                    && matches!(item.data_type(), DataType::Utf8 | DataType::LargeUtf8)
             }
             _ => false,
         };
         if !supported {
             return Err(fail(format!(
                 "column `{name}` has type {}; use strings (JSON text for evidence, critiques, labels, meta) \
-                 or a list of strings for drafts",
+                 or a list of strings for drafts and samples",
                 field.data_type()
             )));
         }
@@ -648,6 +650,8 @@ struct Row<'a> {
     evidence: BTreeMap<String, String>,
     #[serde(default)]
     drafts: Vec<String>,
+    #[serde(default)]
+    samples: Vec<String>,
     #[serde(default, borrow)]
     critiques: Option<&'a RawValue>,
     #[serde(default)]
@@ -675,6 +679,7 @@ impl Row<'_> {
             context: self.context,
             evidence: self.evidence,
             drafts: self.drafts,
+            samples: self.samples,
             critiques: critiques.filter(|list| list != "[]").map(JsonText::from_serde_json_text),
             labels: self.labels.map(|labels| labels.0),
             meta: meta.map(JsonText::from_serde_json_text),
@@ -761,15 +766,16 @@ pub fn task_from_value(value: Value) -> Result<Task, RowError> {
                 Value::Null => {}
                 _ => return Err(wrong("an object of id → text")),
             },
-            "drafts" => match value {
+            "drafts" | "samples" => match value {
                 Value::Array(ref items) => {
+                    let list = if key == "drafts" { &mut task.drafts } else { &mut task.samples };
                     for (i, item) in items.iter().enumerate() {
                         match item {
-                            Value::String(s) => task.drafts.push(s.clone()),
+                            Value::String(s) => list.push(s.clone()),
                             other => {
                                 return Err(RowError::field(
-                                    "drafts",
-                                    format!("drafts[{i}] must be a string, found {}", type_name(other)),
+                                    &key,
+                                    format!("{key}[{i}] must be a string, found {}", type_name(other)),
                                 ));
                             }
                         }
@@ -841,7 +847,7 @@ mod tests {
             "a.jsonl",
             concat!(
                 r#"{"id":"a","prompt":"p","kind":"rag","context":"c","evidence":{"d1":"x"},"drafts":["d0"],"#,
-                r#""critiques":[{"score":5}],"labels":[{"pass":true}],"meta":{"difficulty":0.5}}"#,
+                r#""samples":["s1"],"critiques":[{"score":5}],"labels":[{"pass":true}],"meta":{"difficulty":0.5}}"#,
                 "\n\n",
                 r#"{"id":"b","prompt":"q"}"#
             ),
@@ -851,6 +857,7 @@ mod tests {
         let a = &dataset.tasks[0];
         assert_eq!(a.evidence["d1"], "x");
         assert_eq!(a.drafts, ["d0"]);
+        assert_eq!(a.samples, ["s1"]);
         assert_eq!(a.meta_number("difficulty"), Some(0.5));
         assert_eq!(dataset.sha256.len(), 64);
     }
@@ -881,6 +888,10 @@ mod tests {
         assert_eq!(
             error("d.jsonl", r#"{"id":"a","prompt":"p","drafts":["x",3]}"#),
             "DIR/d.jsonl: line 1: field `drafts`: drafts[1] must be a string, found a number"
+        );
+        assert_eq!(
+            error("d.jsonl", r#"{"id":"a","prompt":"p","samples":[true]}"#),
+            "DIR/d.jsonl: line 1: field `samples`: samples[0] must be a string, found a boolean"
         );
         assert!(error("d.txt", "").contains("unknown dataset format"));
         assert_eq!(error("d.jsonl", "\n"), "DIR/d.jsonl: the dataset has no rows");
@@ -977,7 +988,7 @@ mod tests {
         assert_eq!(dataset.tasks[1].kind, None);
         assert_eq!(
             error("d.csv", "id,prompt,size\na,b,3\n"),
-            "DIR/d.csv: line 1: field `size`: unknown column (column 3); expected one of: id, prompt, kind, context, evidence, drafts, critiques, labels, meta"
+            "DIR/d.csv: line 1: field `size`: unknown column (column 3); expected one of: id, prompt, kind, context, evidence, drafts, samples, critiques, labels, meta"
         );
         assert!(
             error("d.csv", "id,prompt,meta\na,b,{oops\n")

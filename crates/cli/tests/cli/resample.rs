@@ -1,7 +1,7 @@
 //! The `resample` arm: every round a fresh first draft, the critic as selector. On the simulated
 //! writer its loops pass as independent draws would (1 − (1 − p)^N under a critic whose verdict
-//! is a hash of the draft), its later rounds score as first drafts do, and the scripted backend,
-//! whose drafts are not independent samples, refuses it.
+//! is a hash of the draft), its later rounds score as first drafts do, and on the scripted
+//! backend, whose drafts are revisions of one another, it draws the tasks' `samples`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -207,21 +207,67 @@ fn a_resampled_round_scores_as_a_first_draft_does() {
     assert!(revised > first + 0.6, "blind revision improves the simulated drafts: {first} then {revised}");
 }
 
-/// The scripted backend's round k is a revision of round k − 1: `resample` is refused before
-/// anything runs, saying why and what to do.
+/// A critic that passes the draft `pass` (score 9) and fails every other (score 2).
+const TEXT_CRITIC: &str = r#"
+import json, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
+send({"protocol": 2, "name": "text", "version": "1", "score_range": [0, 10], "thread_safe": True})
+json.loads(sys.stdin.readline())
+send({"id": 0, "ok": True})
+for line in sys.stdin:
+    message = json.loads(line)
+    score = 9 if message["request"]["draft"] == "pass" else 2
+    send({"id": message["id"], "critique": {"score": score, "issues": ["not it"]}})
+"#;
+
+/// On the scripted backend round k is `drafts[k]`, a revision of the round before; `resample`
+/// draws the task's `samples` instead (`samples[k - 1]` at round k). Its comparison with the
+/// arms that share the drafts is measured, not identical by design; a task with fewer samples
+/// than a loop may draw is refused, naming its line and the field.
 #[test]
-fn the_scripted_backend_refuses_the_resample_arm() {
+fn the_scripted_backend_resamples_from_the_tasks_samples() {
     let dir = tempfile::tempdir().unwrap();
-    two_draft_tasks(dir.path(), &["t1"]);
-    let file = experiment(
-        dir.path(),
-        "scripted.toml",
-        "name = \"scripted\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\n\
-         arms = [\"feedback\", \"resample\"]\n[[critics]]\nname = \"s\"\nplugin = \"scripted\"\n",
-    );
+    std::fs::write(dir.path().join("text.py"), TEXT_CRITIC).unwrap();
+    let rows: String = (0..40)
+        .map(|n| {
+            // Half the tasks hold the passing draft among their samples, none among their drafts.
+            let second = if n % 2 == 0 { "pass" } else { "s2" };
+            json!({"id": format!("t{n:02}"), "prompt": "p", "drafts": ["d0", "d1", "d2"], "samples": ["s1", second]})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), &rows).unwrap();
+    let text = "name = \"scripted\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\nstore_drafts = true\n\
+                arms = [\"feedback\", \"resample\"]\n[[critics]]\nname = \"text\"\ncommand = [\"python3\", \"text.py\"]\n\
+                [policy]\npass_score = 8\nmax_revisions = 2\nstall = false\n";
+    let file = experiment(dir.path(), "scripted.toml", text);
     let out = dir.path().join("out");
-    let message = usage_error(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]), dir.path());
-    assert!(message.contains("\"resample\" needs a fresh first draft every round"), "{message}");
-    assert!(message.contains("use the sim or openai backend"), "{message}");
-    assert!(!out.exists(), "nothing is written");
+    let printed = ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+    let loops = critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
+    for recorded in &loops {
+        let drafts: Vec<&str> = recorded.rounds.iter().map(|r| r.draft.as_deref().unwrap()).collect();
+        let even = recorded.task_id[1..].parse::<u32>().unwrap() % 2 == 0;
+        match recorded.arm.as_str() {
+            "feedback" => assert_eq!(drafts, ["d0", "d1", "d2"]),
+            _ if even => assert_eq!(drafts, ["d0", "s1", "pass"]),
+            _ => assert_eq!(drafts, ["d0", "s1", "s2"]),
+        }
+    }
+    let comparisons = csv_rows(&out.join("comparisons.csv"));
+    let pair = comparisons.iter().find(|r| r["arm_a"] == "feedback" && r["arm_b"] == "resample").unwrap();
+    assert_eq!(pair["diff"].parse::<f64>().unwrap(), -0.5, "{pair:?}");
+    assert_ne!(pair["interval"], "identical by design");
+    assert!(!printed.contains("arms share drafts"), "{printed}");
+
+    // One sample short of the two a loop capped at two revisions may draw.
+    let short = rows.replacen(r#""samples":["s1","pass"]"#, r#""samples":["s1"]"#, 1);
+    std::fs::write(dir.path().join("tasks.jsonl"), short).unwrap();
+    let message = usage_error(
+        critbench(&["run", file.to_str().unwrap(), "--out", dir.path().join("short").to_str().unwrap()]),
+        dir.path(),
+    );
+    assert!(message.contains("line 1") && message.contains("field `samples`"), "{message}");
+    assert!(message.contains("2 in all at the largest `max_revisions`, from `samples`; this task has 1"), "{message}");
 }

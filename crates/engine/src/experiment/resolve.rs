@@ -42,13 +42,7 @@ pub enum ResolveError {
          \"placebo\" or \"resample\""
     )]
     UnknownArm(String),
-    /// The `resample` arm on the scripted backend, whose drafts are not independent samples.
-    #[error(
-        "`arms`: \"resample\" needs a fresh first draft every round, and the scripted backend has only each \
-         task's `drafts` (round k is drafts[k], a revision of the draft before it); use the sim or openai backend, \
-         or leave \"resample\" out"
-    )]
-    ResampleScripted,
+
     /// An arm twice in `arms`.
     #[error("`arms`: \"{0}\" is listed twice")]
     RepeatedArm(String),
@@ -280,9 +274,6 @@ impl Experiment {
                 return Err(ResolveError::RepeatedArm(name.clone()));
             }
             arms.push(arm);
-        }
-        if backend == BackendKind::Scripted && arms.contains(&Arm::Resample) {
-            return Err(ResolveError::ResampleScripted);
         }
         if file.epochs == 0 {
             return Err(ResolveError::NoEpochs);

@@ -39,20 +39,37 @@ impl Author for SimAuthor {
     }
 }
 
-/// Drafts from each task's `drafts` field: round k uses `drafts[min(k, len - 1)]`.
-pub struct ScriptedAuthor;
+/// Drafts from each task's `drafts` field: round k uses `drafts[min(k, len - 1)]`; a fresh
+/// first draft after round 0 (the `resample` arm's) is the task's `samples[k - 1]`.
+pub struct ScriptedAuthor {
+    /// The fresh drafts a task must have: the most rounds after the first a resampled loop may
+    /// draw (0 when no arm resamples).
+    pub samples_needed: u32,
+}
 
 impl Author for ScriptedAuthor {
     fn check_task(&self, task: &Task) -> Result<(), AuthorError> {
         if task.drafts.is_empty() {
-            Err(AuthorError::MissingField { field: "drafts", needs: "the scripted backend needs at least one draft" })
-        } else {
-            Ok(())
+            return Err(AuthorError::MissingField {
+                field: "drafts",
+                needs: "the scripted backend needs at least one draft",
+            });
         }
+        if task.samples.len() < self.samples_needed as usize {
+            return Err(AuthorError::TooFewSamples { have: task.samples.len(), need: self.samples_needed });
+        }
+        Ok(())
     }
 
     fn generate(&self, task: &Task, _hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
-        scripted(task, key.round)
+        if key.round == 0 {
+            return scripted(task, 0);
+        }
+        let have = task.samples.len();
+        task.samples
+            .get(key.round as usize - 1)
+            .map(|text| Draft::offline(text.clone()))
+            .ok_or(AuthorError::TooFewSamples { have, need: key.round })
     }
 
     fn revise(

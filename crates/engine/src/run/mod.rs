@@ -83,8 +83,8 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
             let author = OpenAiAuthor::new(Arc::clone(&session.client), experiment.prompts.clone());
             run_inner(experiment, &author, Some(session), options)
         }
-        (kind, _) => {
-            let author = offline_author(kind).ok_or(EngineError::NoModelClient)?;
+        _ => {
+            let author = offline_author(experiment).ok_or(EngineError::NoModelClient)?;
             run_inner(experiment, author.as_ref(), session.as_ref(), options)
         }
     }

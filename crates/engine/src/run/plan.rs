@@ -207,10 +207,17 @@ impl<'a> Plan<'a> {
 
 /// The author an offline experiment's `backend` names; `None` for the openai author, which the
 /// run makes from the experiment's `[openai]` table.
-pub fn offline_author(kind: BackendKind) -> Option<Box<dyn Author>> {
-    match kind {
+pub fn offline_author(experiment: &Experiment) -> Option<Box<dyn Author>> {
+    match experiment.backend {
         BackendKind::Sim => Some(Box::new(SimAuthor)),
-        BackendKind::Scripted => Some(Box::new(ScriptedAuthor)),
+        BackendKind::Scripted => {
+            let samples_needed = if experiment.arms.contains(&critbench_core::Arm::Resample) {
+                experiment.policies.iter().map(|p| p.max_revisions).max().unwrap_or(0)
+            } else {
+                0
+            };
+            Some(Box::new(ScriptedAuthor { samples_needed }))
+        }
         BackendKind::Openai => None,
     }
 }
