@@ -184,7 +184,16 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
         let pairs = guessed_arms
             .as_ref()
             .map(|(a, b)| scope.spawn(move || (a, b, show::ListedPairs::read_unordered(outcomes, a, b))));
-        let summarized = summary::summarize_files(outcomes, manifest.as_ref());
+        // Tokens are counted only where a model wrote or judged: an offline run has none to read.
+        let counted = manifest.as_ref().is_some_and(|m| m.openai.is_some());
+        let summarized = if counted {
+            let files = critbench_storage::shards::table_files(run_dir, "trajectories");
+            queries::loop_tokens::read_loop_tokens(&files)
+                .map_err(|source| ReportError::Table { path: files.first().cloned().unwrap_or_default(), source })
+                .and_then(|tokens| summary::summarize_files_with(outcomes, manifest.as_ref(), Some(tokens)))
+        } else {
+            summary::summarize_files(outcomes, manifest.as_ref())
+        };
         (summarized, joined(trajectories), pairs.map(joined))
     });
     let (backend, rounds) = trajectories;

@@ -24,9 +24,19 @@ use crate::totals::{Design, Loop, Paired, matched_epochs};
 pub const ROUNDS: &str = "rounds";
 /// The unit of a budget in money (the run's currency).
 pub const COST: &str = "cost";
+/// The unit of a budget in model tokens, the writer's and the critic's, in and out.
+pub const TOKENS: &str = "tokens";
 
-/// The cost budgets a curve is drawn at, besides its comparisons': this many equal steps up to the
-/// costliest loop of the config × critic.
+/// The units measured per loop beyond rounds, in the order the reports prefer them.
+const MEASURED: [&str; 2] = [COST, TOKENS];
+
+/// What a loop spent in `MEASURED[unit]`, when it was measured.
+fn spent(l: &Loop, unit: usize) -> Option<f64> {
+    if unit == 0 { l.cost } else { l.tokens.map(|t| t as f64) }
+}
+
+/// The budgets in money or tokens a curve is drawn at: this many equal steps up to the loop of the
+/// config × critic that spent most.
 const COST_STEPS: usize = 10;
 
 /// The curves and comparisons of a run, in the summary's order.
@@ -47,7 +57,8 @@ pub struct CostCurveRow {
     pub critic: String,
     /// The arm.
     pub arm: String,
-    /// `rounds`, or `cost` when every loop of the arm was priced.
+    /// `rounds`; `cost` when every loop of the arm was priced; `tokens` when every loop counted
+    /// its tokens (the writer's and the critic's, in and out).
     pub unit: String,
     /// The budget per loop, in `unit`.
     pub budget: f64,
@@ -73,7 +84,7 @@ pub struct CostComparisonRow {
     pub arm_a: String,
     /// Arm B.
     pub arm_b: String,
-    /// `rounds` or `cost`.
+    /// `rounds`, `cost` or `tokens`.
     pub unit: String,
     /// The budget per loop both arms are cut at.
     pub budget: f64,
@@ -120,18 +131,20 @@ struct ArmSpend {
     rounds: u64,
     /// (loops, passes by the rounds they took: index r − 1) of a task → how many tasks had it.
     by_rounds: BTreeMap<(u64, Vec<u64>), u64>,
-    /// Each task's loops as (cost, passed), while every loop so far had a cost.
-    priced: Option<Vec<TaskCosts>>,
-    /// What the priced loops cost, summed exactly (the same whatever order the tasks close in).
-    cost: ExactSum,
+    /// Per unit of `MEASURED`: each task's loops as (spent, passed), while every loop so far was
+    /// measured in it.
+    measured: [Option<Vec<TaskCosts>>; 2],
+    /// What the measured loops spent, summed exactly (the same whatever order the tasks close in).
+    spent: [ExactSum; 2],
 }
 
 #[derive(Default)]
 struct PairSpend {
     /// (pairs, each pair's rounds at its pass or 0, for A and B, sorted) of a task → tasks.
     by_rounds: BTreeMap<Vec<(u32, u32)>, u64>,
-    /// Each task's pairs as (A's cost, passed, B's cost, passed), while every loop had a cost.
-    priced: Option<Vec<PairCosts>>,
+    /// Per unit of `MEASURED`: each task's pairs as (A's spend, passed, B's, passed), while every
+    /// loop was measured in it.
+    measured: [Option<Vec<PairCosts>>; 2],
 }
 
 /// The rounds a loop took to pass, or 0 when it did not.
@@ -157,7 +170,8 @@ impl SpendTotals {
                 if name(*arm).ends_with(ADJUDICATED_SUFFIX) {
                     continue;
                 }
-                self.arms[slot] = Some(ArmSpend { priced: Some(Vec::new()), ..ArmSpend::default() });
+                self.arms[slot] =
+                    Some(ArmSpend { measured: [Some(Vec::new()), Some(Vec::new())], ..ArmSpend::default() });
             }
             let Some(spend) = self.arms[slot].as_mut() else { continue };
             let mut passes: Vec<u64> = Vec::new();
@@ -174,13 +188,15 @@ impl SpendTotals {
                 }
             }
             *spend.by_rounds.entry((loops.len() as u64, passes)).or_default() += 1;
-            spend.priced = spend.priced.take().and_then(|mut tasks| {
-                let costs: Option<TaskCosts> = loops.iter().map(|l| Some((l.cost?, l.passed))).collect();
-                tasks.push(costs?);
-                Some(tasks)
-            });
-            for cost in loops.iter().filter_map(|l| l.cost) {
-                spend.cost.add(cost);
+            for unit in 0..MEASURED.len() {
+                spend.measured[unit] = spend.measured[unit].take().and_then(|mut tasks| {
+                    let costs: Option<TaskCosts> = loops.iter().map(|l| Some((spent(l, unit)?, l.passed))).collect();
+                    tasks.push(costs?);
+                    Some(tasks)
+                });
+                for value in loops.iter().filter_map(|l| spent(l, unit)) {
+                    spend.spent[unit].add(value);
+                }
             }
         }
         let counted = |arm: u16| self.arms.get(arm as usize).is_some_and(Option::is_some);
@@ -198,19 +214,23 @@ impl SpendTotals {
                 if pairs.is_empty() {
                     continue;
                 }
-                let spend = self
-                    .pairs
-                    .entry((a, b))
-                    .or_insert_with(|| PairSpend { priced: Some(Vec::new()), ..PairSpend::default() });
+                let spend = self.pairs.entry((a, b)).or_insert_with(|| PairSpend {
+                    measured: [Some(Vec::new()), Some(Vec::new())],
+                    ..PairSpend::default()
+                });
                 let mut rounds: Vec<(u32, u32)> = pairs.iter().map(|(x, y)| (pass_round(x), pass_round(y))).collect();
                 rounds.sort_unstable();
                 *spend.by_rounds.entry(rounds).or_default() += 1;
-                spend.priced = spend.priced.take().and_then(|mut tasks| {
-                    let costs: Option<Vec<_>> =
-                        pairs.iter().map(|(x, y)| Some((x.cost?, x.passed, y.cost?, y.passed))).collect();
-                    tasks.push(costs?);
-                    Some(tasks)
-                });
+                for unit in 0..MEASURED.len() {
+                    spend.measured[unit] = spend.measured[unit].take().and_then(|mut tasks| {
+                        let costs: Option<PairCosts> = pairs
+                            .iter()
+                            .map(|(x, y)| Some((spent(x, unit)?, x.passed, spent(y, unit)?, y.passed)))
+                            .collect();
+                        tasks.push(costs?);
+                        Some(tasks)
+                    });
+                }
             }
         }
     }
@@ -277,35 +297,42 @@ impl SpendTotals {
             }
         }
 
-        // In money, for the arms whose every loop was priced.
-        let priced: Vec<(u16, &ArmSpend, &Vec<TaskCosts>)> =
-            arms.iter().filter_map(|&(arm, spend)| Some((arm, spend, spend.priced.as_ref()?))).collect();
-        let most =
-            priced.iter().flat_map(|(_, _, tasks)| tasks.iter().flatten().map(|(cost, _)| *cost)).fold(0.0, f64::max);
-        if priced.is_empty() || most <= 0.0 {
-            return;
-        }
-        for &(arm, spend, _) in &priced {
-            for step in 1..=COST_STEPS {
-                let budget = most * step as f64 / COST_STEPS as f64;
-                curves.push(curve(COST, arm, budget, spend.rate_in_cost(budget, seed)));
+        // In money and in tokens, for the arms whose every loop was measured in the unit.
+        for (unit, unit_name) in MEASURED.iter().enumerate() {
+            let measured: Vec<(u16, &ArmSpend, &Vec<TaskCosts>)> =
+                arms.iter().filter_map(|&(arm, spend)| Some((arm, spend, spend.measured[unit].as_ref()?))).collect();
+            let most = measured
+                .iter()
+                .flat_map(|(_, _, tasks)| tasks.iter().flatten().map(|(value, _)| *value))
+                .fold(0.0, f64::max);
+            if measured.is_empty() || most <= 0.0 {
+                continue;
             }
-        }
-        for (i, &(a, spend_a, _)) in priced.iter().enumerate() {
-            for &(b, spend_b, _) in &priced[i + 1..] {
-                let Some(pair_costs) = self.pairs.get(&(a, b)).and_then(|p| p.priced.as_ref()) else { continue };
-                let (reference, spend_ref) = feedback.filter(|(_, s)| s.priced.is_some()).unwrap_or((a, spend_a));
-                let mut budgets: Vec<(f64, String)> =
-                    vec![(spend_ref.cost.sum() / spend_ref.loops as f64, format!("mean of {}", name(reference)))];
-                for (arm, spend) in [(a, spend_a), (b, spend_b)] {
-                    budgets.push((spend.plateau_in_cost(), format!("plateau of {}", name(arm))));
+            for &(arm, spend, _) in &measured {
+                for step in 1..=COST_STEPS {
+                    let budget = most * step as f64 / COST_STEPS as f64;
+                    curves.push(curve(unit_name, arm, budget, spend.rate_within(unit, budget, seed)));
                 }
-                let identical = design(a, b).last;
-                for (budget, from) in dedup(budgets) {
-                    let (difference, untied) = difference_in_cost(pair_costs, budget, seed);
-                    let difference = paired_or_identical(difference, identical, untied);
-                    let (labels, at) = ((name(a), name(b)), (COST, budget));
-                    comparisons.push(comparison((config_id, critic), (&labels.0, &labels.1), at, difference, from));
+            }
+            for (i, &(a, spend_a, _)) in measured.iter().enumerate() {
+                for &(b, spend_b, _) in &measured[i + 1..] {
+                    let Some(pair_costs) = self.pairs.get(&(a, b)).and_then(|p| p.measured[unit].as_ref()) else {
+                        continue;
+                    };
+                    let (reference, spend_ref) =
+                        feedback.filter(|(_, s)| s.measured[unit].is_some()).unwrap_or((a, spend_a));
+                    let mean = spend_ref.spent[unit].sum() / spend_ref.loops as f64;
+                    let mut budgets: Vec<(f64, String)> = vec![(mean, format!("mean of {}", name(reference)))];
+                    for (arm, spend) in [(a, spend_a), (b, spend_b)] {
+                        budgets.push((spend.plateau_within(unit), format!("plateau of {}", name(arm))));
+                    }
+                    let identical = design(a, b).last;
+                    for (budget, from) in dedup(budgets) {
+                        let (difference, untied) = difference_within(pair_costs, budget, seed);
+                        let difference = paired_or_identical(difference, identical, untied);
+                        let (labels, at) = ((name(a), name(b)), (*unit_name, budget));
+                        comparisons.push(comparison((config_id, critic), (&labels.0, &labels.1), at, difference, from));
+                    }
                 }
             }
         }
@@ -332,9 +359,9 @@ impl ArmSpend {
         longest.max(1) as u32
     }
 
-    /// (loops, pass rate, interval) of the loops cut at `budget` in money.
-    fn rate_in_cost(&self, budget: f64, seed: u64) -> (u64, f64, f64, f64) {
-        let tasks = self.priced.as_deref().unwrap_or_default();
+    /// (loops, pass rate, interval) of the loops cut at `budget` in `MEASURED[unit]`.
+    fn rate_within(&self, unit: usize, budget: f64, seed: u64) -> (u64, f64, f64, f64) {
+        let tasks = self.measured[unit].as_deref().unwrap_or_default();
         let clusters = histogram(tasks.iter().map(|loops| {
             let within = loops.iter().filter(|(cost, passed)| *passed && *cost <= budget).count();
             (loops.len() as u64, within as i64)
@@ -342,9 +369,10 @@ impl ArmSpend {
         rate_of(&clusters, seed)
     }
 
-    /// The least cost at which the arm passes as often as uncut: its costliest passed loop's.
-    fn plateau_in_cost(&self) -> f64 {
-        let tasks = self.priced.as_deref().unwrap_or_default();
+    /// The least spend in `MEASURED[unit]` at which the arm passes as often as uncut: that of its
+    /// passed loop that spent most.
+    fn plateau_within(&self, unit: usize) -> f64 {
+        let tasks = self.measured[unit].as_deref().unwrap_or_default();
         tasks.iter().flatten().filter(|(_, passed)| *passed).map(|(cost, _)| *cost).fold(0.0, f64::max)
     }
 }
@@ -364,9 +392,8 @@ impl PairSpend {
     }
 }
 
-/// A − B within `budget` in money over each task's priced pairs, and whether a pair's verdicts
-/// differ.
-fn difference_in_cost(tasks: &[PairCosts], budget: f64, seed: u64) -> (Difference, bool) {
+/// A − B within `budget` over each task's measured pairs, and whether a pair's verdicts differ.
+fn difference_within(tasks: &[PairCosts], budget: f64, seed: u64) -> (Difference, bool) {
     let within = |cost: f64, passed: bool| i64::from(passed && cost <= budget);
     let untied = tasks.iter().flatten().any(|&(ca, pa, cb, pb)| within(ca, pa) != within(cb, pb));
     let net =
@@ -441,8 +468,9 @@ fn paired_or_identical(difference: Difference, identical: bool, untied: bool) ->
 }
 
 /// The terminal's lines: per config × critic, `feedback` against `resample` at the feedback arm's
-/// mean spend per loop, in money when both arms were priced, else in rounds; a budget at which the
-/// two are the same by design is left out. Empty when the run did not have both arms.
+/// mean spend per loop, in money when both arms were priced, else in tokens when counted, else in
+/// rounds; a budget at which the two are the same by design is left out. Empty when the run did
+/// not have both arms.
 pub fn glance(spend: &Spend) -> String {
     let (feedback, resample) = (critbench_core::Arm::Feedback.as_str(), critbench_core::Arm::Resample.as_str());
     let mut out = String::new();
@@ -451,25 +479,18 @@ pub fn glance(spend: &Spend) -> String {
     });
     let mut lines: Vec<&CostComparisonRow> = Vec::new();
     for row in chosen {
-        // Money replaces rounds for the same comparison when the run was priced.
+        // Money, else tokens, replaces rounds for the same comparison when the run measured it.
         let same = |l: &&CostComparisonRow| {
             (&l.config_id, &l.critic, &l.arm_a, &l.arm_b) == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b)
         };
         match lines.iter().position(same) {
-            Some(i) if row.unit == COST => lines[i] = row,
+            Some(i) if preference(&row.unit) < preference(&lines[i].unit) => lines[i] = row,
             Some(_) => {}
             None => lines.push(row),
         }
     }
     for row in lines {
-        let budget = if row.unit == COST { format!("{:.4}", row.budget) } else { format!("{}", row.budget) };
-        let unit = if row.unit == COST {
-            "per loop"
-        } else if row.budget == 1.0 {
-            "round per loop"
-        } else {
-            "rounds per loop"
-        };
+        let budget = budget_text(row, None);
         let measured = match (row.diff_lo, row.diff_hi, row.p_value) {
             (Some(lo), Some(hi), Some(p)) => {
                 format!("{:+.1} pp ({:+.1} to {:+.1}), p {}", 100.0 * row.diff, 100.0 * lo, 100.0 * hi, p_text(p))
@@ -478,9 +499,37 @@ pub fn glance(spend: &Spend) -> String {
         };
         let _ = writeln!(
             out,
-            "at equal cost (≤ {budget} {unit}): {} − {} {measured} · {} · {}",
+            "at equal cost (≤ {budget} per loop): {} − {} {measured} · {} · {}",
             row.arm_a, row.arm_b, row.config_id, row.critic
         );
+    }
+    out
+}
+
+/// Which unit the reports show a comparison in first: money, then tokens, then rounds.
+fn preference(unit: &str) -> usize {
+    MEASURED.iter().position(|u| *u == unit).unwrap_or(MEASURED.len())
+}
+
+/// A comparison's budget as the reports say it: `0.0123 USD`, `1,840 tokens`, `3 rounds`.
+fn budget_text(row: &CostComparisonRow, currency: Option<&str>) -> String {
+    match row.unit.as_str() {
+        COST => crate::format::money(row.budget, currency),
+        TOKENS => format!("{} tokens", thousands(row.budget.floor() as u64)),
+        _ if row.budget == 1.0 => "1 round".to_string(),
+        _ => format!("{} rounds", row.budget),
+    }
+}
+
+/// `1840` as `1,840`.
+fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
     }
     out
 }
@@ -492,7 +541,8 @@ fn p_text(p: f64) -> String {
 
 /// The sentence above the reports' table of arms at equal cost.
 pub(crate) const SENTENCE: &str = "Both arms' loops cut at the same budget per loop (a loop cut at B passes when it passed \
-     having spent at most B, in rounds or, when priced, in money), at the feedback arm's mean spend per loop, and paired \
+     having spent at most B: in money when priced, else in tokens when counted, else in rounds), at the feedback arm's \
+     mean spend per loop, and paired \
      on the same task × epoch units; `cost_curves.csv` has every arm's pass rate at every budget and \
      `cost_comparisons.csv` the comparisons at each arm's plateau too. An arm is ahead when the interval excludes 0.";
 
@@ -505,8 +555,7 @@ pub(crate) fn table_rows(spend: &Spend, currency: Option<&str>) -> Vec<[String; 
         .filter(|c| c.budget_from.starts_with("mean of "))
         .filter_map(|c| {
             let (lo, hi, p) = (c.diff_lo?, c.diff_hi?, c.p_value?);
-            let budget =
-                if c.unit == COST { crate::format::money(c.budget, currency) } else { format!("{} rounds", c.budget) };
+            let budget = budget_text(c, currency);
             let ahead = if lo > 0.0 {
                 c.arm_a.clone()
             } else if hi < 0.0 {
@@ -530,3 +579,21 @@ pub(crate) fn table_rows(spend: &Spend, currency: Option<&str>) -> Vec<[String; 
 /// The table's header.
 pub(crate) const TABLE_HEADER: [&str; 7] =
     ["config", "critic", "A − B", "budget per loop", "difference (95% CI)", "p", "ahead"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_read_in_their_units() {
+        let row =
+            |unit: &str, budget: f64| CostComparisonRow { unit: unit.into(), budget, ..CostComparisonRow::default() };
+        assert_eq!(budget_text(&row(TOKENS, 1840.6), None), "1,840 tokens");
+        assert_eq!(budget_text(&row(TOKENS, 999.0), None), "999 tokens");
+        assert_eq!(budget_text(&row(TOKENS, 1_234_567.0), None), "1,234,567 tokens");
+        assert_eq!(budget_text(&row(COST, 0.25), Some("USD")), "0.2500 USD");
+        assert_eq!(budget_text(&row(ROUNDS, 1.0), None), "1 round");
+        assert_eq!(budget_text(&row(ROUNDS, 3.0), None), "3 rounds");
+        assert!(preference(COST) < preference(TOKENS) && preference(TOKENS) < preference(ROUNDS));
+    }
+}

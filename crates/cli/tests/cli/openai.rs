@@ -450,6 +450,29 @@ fn a_priced_runs_cost_curves_and_comparisons_are_its_outcomes() {
         let budget: f64 = point["budget"].parse().unwrap();
         assert_eq!(point["pass_rate"].parse::<f64>().unwrap(), within(&point["arm"], budget), "{point:?}");
     }
+    // In tokens, the writer's and the critic's of every round the loop used.
+    let recorded = read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
+    let spent: std::collections::HashMap<(String, String, u32), u64> = recorded
+        .iter()
+        .map(|l| {
+            let tokens = l.rounds.iter().map(|r| {
+                [r.tokens_in, r.tokens_out, r.critic_tokens_in, r.critic_tokens_out].iter().flatten().sum::<u64>()
+            });
+            ((l.arm.to_string(), l.task_id.clone(), l.epoch), tokens.sum())
+        })
+        .collect();
+    let in_tokens: Vec<_> = curves.iter().filter(|r| r["unit"] == "tokens").collect();
+    assert_eq!(in_tokens.len(), 2 * 10, "{curves:#?}");
+    for point in &in_tokens {
+        let budget: f64 = point["budget"].parse().unwrap();
+        let of = loops(&point["arm"]);
+        let within = of
+            .iter()
+            .filter(|r| r.passed && spent[&(r.arm.to_string(), r.task_id.clone(), r.epoch)] as f64 <= budget)
+            .count() as f64
+            / of.len() as f64;
+        assert_eq!(point["pass_rate"].parse::<f64>().unwrap(), within, "{point:?}");
+    }
     let most = rows.iter().map(|r| r.cost.unwrap()).fold(0.0, f64::max);
     assert!(in_money.iter().any(|r| r["budget"].parse::<f64>().unwrap() == most));
     let compared = csv_rows(&out.join("cost_comparisons.csv"));

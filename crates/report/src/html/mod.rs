@@ -306,7 +306,7 @@ pub(crate) fn render_page(
             out.push_str(
                 "<figcaption>Each arm's pass rate with its loops cut at a budget per loop: a loop cut at B passes \
                  when it passed having spent at most B (in money when the config and critic were priced, else in \
-                 rounds). Where one curve is above another at a budget, that arm passes more often for the same \
+                 tokens when counted, else in rounds). Where one curve is above another at a budget, that arm passes more often for the same \
                  spend; hover a point for its 95% interval. <code>cost_curves.csv</code> has every point, \
                  <code>cost_comparisons.csv</code> the paired differences.</figcaption>\n</figure>\n</section>\n",
             );

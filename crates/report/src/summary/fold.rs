@@ -152,6 +152,8 @@ pub(crate) struct Summarizer {
     /// A rescoring's censored loops per (config, critic, arm): left out of every number, and
     /// said so in the notes.
     censored: HashMap<(String, String, String), u64>,
+    /// Each loop's tokens, writer's and critic's, when the run counted them (`with_tokens`).
+    tokens: Option<crate::queries::loop_tokens::LoopTokens>,
 }
 
 impl Summarizer {
@@ -175,7 +177,15 @@ impl Summarizer {
             run_id: None,
             peak_open: 0,
             censored: HashMap::new(),
+            tokens: None,
         }
+    }
+
+    /// Gives each loop its tokens, writer's and critic's (from `trajectories.parquet`), for the
+    /// cost curves in tokens.
+    pub(crate) fn with_tokens(mut self, tokens: crate::queries::loop_tokens::LoopTokens) -> Summarizer {
+        self.tokens = Some(tokens).filter(|t| !t.is_empty());
+        self
     }
 
     fn group(&mut self, config_id: &str, critic: &str) -> usize {
@@ -246,12 +256,17 @@ impl Summarizer {
         let arm = u16::try_from(arm).map_err(|_| RowError::TooManyArms)?;
         let kind = group.kind(row.kind);
         group.kind_arm(kind, arm).add(row);
+        let mut recorded = Loop::of(row, arm);
+        if let Some(tokens) = &self.tokens {
+            let key = crate::queries::loop_tokens::loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch);
+            recorded.tokens = tokens.get(&key).copied();
+        }
         let key = (slot, task_hash(row.task_id));
         let task = self.open_task(key, row.task_id);
         if task.loops.is_empty() {
             task.kind = kind;
         }
-        task.loops.push(Loop::of(row, arm));
+        task.loops.push(recorded);
         self.arrived(slot, key)
     }
 

@@ -192,7 +192,20 @@ pub(crate) fn summarize_files(
     paths: &[PathBuf],
     manifest: Option<&Manifest>,
 ) -> Result<(Summary, Vec<PowerRow>), ReportError> {
+    summarize_files_with(paths, manifest, None)
+}
+
+/// [`summarize_files`] with each loop's tokens, writer's and critic's, for the cost curves in
+/// tokens.
+pub(crate) fn summarize_files_with(
+    paths: &[PathBuf],
+    manifest: Option<&Manifest>,
+    tokens: Option<crate::queries::loop_tokens::LoopTokens>,
+) -> Result<(Summary, Vec<PowerRow>), ReportError> {
     let mut summarizer = Summarizer::new(manifest);
+    if let Some(tokens) = tokens {
+        summarizer = summarizer.with_tokens(tokens);
+    }
     critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| summarizer.add(row))?;
     let name = match paths {
         [one] => one.display().to_string(),

@@ -1,18 +1,19 @@
 //! Pass rate against spend: each arm's pass rate with its loops cut at a budget per loop, one
-//! panel per config × critic, in money when the config × critic was priced, else in rounds.
+//! panel per config × critic, in money when the config × critic was priced, else in tokens when
+//! counted, else in rounds.
 
 use std::fmt::Write;
 
 use super::groups;
 use crate::Report;
 use crate::html::svg::{GRID, WIDTH, escape, legend, line, open_svg, px, text, tick_label, tick_step, ticks};
-use crate::spend::{COST, CostCurveRow};
+use crate::spend::{COST, CostCurveRow, TOKENS};
 
 /// The curves of one config × critic in the unit it is drawn in.
 fn panel_curves<'r>(report: &'r Report, config: &str, critic: &str) -> Vec<&'r CostCurveRow> {
     let curves: Vec<&CostCurveRow> =
         report.summary.spend.curves.iter().filter(|c| c.config_id == config && c.critic == critic).collect();
-    let unit = if curves.iter().any(|c| c.unit == COST) { COST } else { crate::spend::ROUNDS };
+    let unit = [COST, TOKENS].into_iter().find(|u| curves.iter().any(|c| c.unit == *u)).unwrap_or(crate::spend::ROUNDS);
     curves.into_iter().filter(|c| c.unit == unit).collect()
 }
 
@@ -66,8 +67,9 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
         let (x0, x1) = (left + 40.0, left + panel_width - 10.0);
         let (y0, y1) = (top + 26.0, top + panel_height - 34.0);
         let unit = curves[0].unit.as_str();
-        // Money from nothing spent; rounds from the first draft, a whole round a step.
-        let least = if unit == COST { 0.0 } else { 1.0 };
+        // Money and tokens from nothing spent; rounds from the first draft, a whole round a step.
+        let continuous = unit != crate::spend::ROUNDS;
+        let least = if continuous { 0.0 } else { 1.0 };
         let most = curves.iter().map(|c| c.budget).fold(least, f64::max);
         let span = if most > least { most - least } else { 1.0 };
         let x_of = |budget: f64| x0 + (budget - least) / span * (x1 - x0);
@@ -78,14 +80,14 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
             line(out, (x0, y_of(tick)), (x1, y_of(tick)), GRID, 1.0);
             text(out, x0 - 6.0, y_of(tick) + 4.0, "end", "tick", &format!("{:.0}%", 100.0 * tick));
         }
-        let step = if unit == COST { tick_step(0.0, most, 4.0) } else { tick_step(0.0, span, 4.0).ceil().max(1.0) };
-        let mut tick = if unit == COST { step } else { least };
+        let step = if continuous { tick_step(0.0, most, 4.0) } else { tick_step(0.0, span, 4.0).ceil().max(1.0) };
+        let mut tick = if continuous { step } else { least };
         while tick <= most * (1.0 + 1e-9) {
             text(out, x_of(tick), y1 + 16.0, "middle", "tick", &tick_label(tick));
             tick += step;
         }
-        let axis = if unit == COST { "budget per loop (money)" } else { "budget per loop (rounds)" };
-        text(out, (x0 + x1) / 2.0, y1 + 31.0, "middle", "axis", axis);
+        let axis = format!("budget per loop ({})", if unit == COST { "money" } else { unit });
+        text(out, (x0 + x1) / 2.0, y1 + 31.0, "middle", "axis", &axis);
         for (arm, color) in arms {
             let series: Vec<&&CostCurveRow> = curves.iter().filter(|c| c.arm == *arm).collect();
             if series.is_empty() {
