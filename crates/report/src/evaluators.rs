@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use critbench_storage::evaluations::{Verdict, for_each_verdict};
+use critbench_storage::evaluations::{Answer, Verdict, for_each_verdict};
 use critbench_storage::manifest::Manifest;
 use serde::Serialize;
 
@@ -121,6 +121,53 @@ pub struct EvaluatorRow {
     /// How the interval of `harm_rate` was computed (over the tasks with a first draft passed), or
     /// `identical by design`; empty with no first draft passed.
     pub harm_interval: String,
+    /// With `rounds = "all"`: the steering critic's verdict on the last draft a loop wrote minus
+    /// on its first, over the loops (empty otherwise).
+    pub critic_change: Option<f64>,
+    /// Lower end of the 95% interval of `critic_change`, task-clustered.
+    pub critic_change_lo: Option<f64>,
+    /// Upper end of the 95% interval of `critic_change`.
+    pub critic_change_hi: Option<f64>,
+    /// With `rounds = "all"`: the evaluator's verdict on the last draft minus on the first.
+    pub evaluator_change: Option<f64>,
+    /// Lower end of the 95% interval of `evaluator_change`.
+    pub evaluator_change_lo: Option<f64>,
+    /// Upper end of the 95% interval of `evaluator_change`.
+    pub evaluator_change_hi: Option<f64>,
+    /// With `rounds = "all"`: whether the loop pleased its critic, the critic's verdicts rising
+    /// from the first draft to the last while the evaluator's fell, each interval excluding 0.
+    pub critic_pleasing: Option<bool>,
+}
+
+/// One row of `evaluator_rounds.csv` (an evaluator with `rounds = "all"`): the steering critic's
+/// and the evaluator's pass rates of one round's drafts, over the loops that wrote one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EvaluatorRoundRow {
+    /// The config (policy).
+    pub config_id: String,
+    /// The critic.
+    pub critic: String,
+    /// The held-out evaluator.
+    pub evaluator: String,
+    /// The arm.
+    pub arm: String,
+    /// The round, from 0 (the first draft).
+    pub round: u32,
+    /// Loops that wrote a draft in this round (loops that stopped earlier are not in it, so
+    /// later rounds hold the harder tasks).
+    pub loops: u64,
+    /// The steering critic's pass rate of those drafts, under the config's pass rule.
+    pub critic_pass_rate: f64,
+    /// Lower end of its 95% interval, valid at the number of tasks.
+    pub critic_lo: f64,
+    /// Upper end.
+    pub critic_hi: f64,
+    /// The evaluator's pass rate of the same drafts.
+    pub evaluator_pass_rate: f64,
+    /// Lower end of its 95% interval.
+    pub evaluator_lo: f64,
+    /// Upper end.
+    pub evaluator_hi: f64,
 }
 
 /// One row of `evaluator_comparisons.csv`: two arms under one evaluator.
@@ -188,6 +235,8 @@ pub struct EvaluatorReport {
     /// The first [`LISTED`] critic-passed, evaluator-failed final answers, in table order; the rows'
     /// `critic_only` count them all.
     pub disagreements: Vec<Disagreement>,
+    /// Every round's pass rates, for the evaluators with `rounds = "all"` (`evaluator_rounds.csv`).
+    pub rounds: Vec<EvaluatorRoundRow>,
 }
 
 /// Disagreements listed by name in the reports.
@@ -221,6 +270,12 @@ impl LoopVerdicts {
     }
 }
 
+/// One verdict of a loop: its round, the evaluator's (`None`: an error) and the critic's.
+type RoundVerdict = (u32, Option<bool>, bool);
+
+/// (loops, one count, another) of a task → how many tasks had it.
+type TaskCounts = BTreeMap<(u64, i64, i64), u64>;
+
 #[derive(Default)]
 struct Reader {
     groups: Vec<Group>,
@@ -240,6 +295,18 @@ struct Reader {
     pair_discordant: BTreeMap<(usize, usize), u64>,
     task: Option<String>,
     loops: BTreeMap<(usize, u32), LoopVerdicts>,
+    /// The current task's loops: every verdict as (round, evaluator's, critic's).
+    rounds: BTreeMap<(usize, u32), Vec<RoundVerdict>>,
+    /// The evaluators that judged every round (from the manifest).
+    every_round: HashSet<String>,
+    /// Per group: whether its evaluator judged every round (named in `every_round`, or a row of
+    /// another round seen).
+    all_rounds: Vec<bool>,
+    /// Per group and round: (loops, evaluator passes, critic passes) of a task → tasks.
+    by_round: Vec<BTreeMap<u32, TaskCounts>>,
+    /// Per group: (loops, Σ critic change, Σ evaluator change) from the first draft to the last
+    /// draft judged, of a task → tasks.
+    drift: Vec<TaskCounts>,
     seen: HashSet<u128>,
     /// The current task's final answers the critic passed and the evaluator failed, in table
     /// order, listed once their loop is known to count (its first draft has a verdict too).
@@ -259,6 +326,9 @@ impl Reader {
         self.clusters.push(BTreeMap::new());
         self.agreement.push([0; 5]);
         self.lifted.push(false);
+        self.all_rounds.push(self.every_round.contains(v.evaluator));
+        self.by_round.push(BTreeMap::new());
+        self.drift.push(BTreeMap::new());
         index
     }
 
@@ -271,8 +341,18 @@ impl Reader {
             self.task = Some(v.task_id.to_string());
         }
         let group = self.group(v);
+        // Every verdict of the loop by its round, for the by-round rates (an evaluator with
+        // `rounds = "all"`); the first draft and the final answer also feed every other number.
+        let rounds = self.rounds.entry((group, v.epoch)).or_default();
+        if !rounds.iter().any(|(round, _, _)| *round == v.round) {
+            rounds.push((v.round, v.passed, v.steering_passed));
+        }
+        if v.answer == Answer::Round {
+            self.all_rounds[group] = true;
+            return Ok(());
+        }
         let verdicts = self.loops.entry((group, v.epoch)).or_default();
-        if v.is_final {
+        if v.answer == Answer::Final {
             if verdicts.final_.is_some() {
                 return Err(RowError::VerdictTwice {
                     task_id: v.task_id.to_string(),
@@ -309,6 +389,7 @@ impl Reader {
 
     /// Folds the task read so far into the groups' counts.
     fn flush(&mut self) {
+        self.flush_rounds();
         let loops = std::mem::take(&mut self.loops);
         for (group, disagreement) in std::mem::take(&mut self.candidates) {
             let counts = loops.get(&(group, disagreement.epoch)).and_then(LoopVerdicts::counted).is_some();
@@ -369,6 +450,37 @@ impl Reader {
         }
     }
 
+    /// Folds the task's verdicts by round, for the groups whose evaluator judged every round: a
+    /// loop counts at each round it has a verdict for (an error leaves the loop out).
+    fn flush_rounds(&mut self) {
+        let mut per_round: BTreeMap<(usize, u32), (u64, i64, i64)> = BTreeMap::new();
+        let mut drift: BTreeMap<usize, (u64, i64, i64)> = BTreeMap::new();
+        for ((group, _), mut verdicts) in std::mem::take(&mut self.rounds) {
+            if !self.all_rounds[group] || verdicts.iter().any(|(_, evaluator, _)| evaluator.is_none()) {
+                continue;
+            }
+            verdicts.sort_unstable_by_key(|(round, _, _)| *round);
+            for &(round, evaluator, critic) in &verdicts {
+                let counts = per_round.entry((group, round)).or_default();
+                counts.0 += 1;
+                counts.1 += i64::from(evaluator == Some(true));
+                counts.2 += i64::from(critic);
+            }
+            if let (Some(first), Some(last)) = (verdicts.first(), verdicts.last()) {
+                let change = drift.entry(group).or_default();
+                change.0 += 1;
+                change.1 += i64::from(last.2) - i64::from(first.2);
+                change.2 += i64::from(last.1 == Some(true)) - i64::from(first.1 == Some(true));
+            }
+        }
+        for ((group, round), counts) in per_round {
+            *self.by_round[group].entry(round).or_default().entry(counts).or_default() += 1;
+        }
+        for (group, counts) in drift {
+            *self.drift[group].entry(counts).or_default() += 1;
+        }
+    }
+
     fn same_but_arm(&self, a: usize, b: usize) -> bool {
         let (x, y) = (&self.groups[a], &self.groups[b]);
         x.0 == y.0 && x.1 == y.1 && x.2 == y.2
@@ -381,7 +493,15 @@ pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<Evalua
     if files.is_empty() {
         return Ok(None);
     }
-    let mut reader = Reader::default();
+    // The evaluators that judged every round, as the experiment says (`rounds = "all"`).
+    let every_round = manifest
+        .and_then(|m| m.experiment.rest.get("evaluators")?.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|e| e.get("all_rounds").and_then(serde_json::Value::as_bool) == Some(true))
+        .filter_map(|e| e.get("name")?.as_str().map(String::from))
+        .collect();
+    let mut reader = Reader { every_round, ..Reader::default() };
     for path in &files {
         for_each_verdict(path, |verdict| reader.add(verdict))
             .map_err(|source| ReportError::Table { path: path.clone(), source })?;
@@ -419,6 +539,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
     order.sort_by_cached_key(|&index| rank(&reader.groups[index]));
 
     let mut rows = Vec::new();
+    let mut rounds = Vec::new();
     for &index in &order {
         let (config_id, critic, evaluator, arm) = reader.groups[index].clone();
         let clusters: Vec<Cluster<7>> = reader.clusters[index]
@@ -486,7 +607,63 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             }
         };
         let [both, critic_only, evaluator_only, neither, evaluator_errors] = reader.agreement[index];
+        // From the first draft to the last one written, both judges paired by loop.
+        let drift = reader.all_rounds[index].then(|| {
+            let clusters: Vec<Cluster<2>> = reader.drift[index]
+                .iter()
+                .map(|(&(loops, critic, evaluator), &tasks)| Cluster {
+                    denominator: loops,
+                    numerators: [critic, evaluator],
+                    tasks,
+                })
+                .collect();
+            // A loop that never revises has one draft: no change, by construction.
+            let still = never_revises && !reader.lifted[index];
+            let [critic, evaluator] = paired(&clusters, [still, still], seed);
+            let change = |p: &crate::totals::Paired| match p {
+                crate::totals::Paired::Measured(d) => (d.estimate, Some(d.low), Some(d.high)),
+                crate::totals::Paired::Identical => (0.0, None, None),
+            };
+            (change(&critic), change(&evaluator))
+        });
+        for (&round, clusters) in reader.by_round[index].iter().filter(|_| reader.all_rounds[index]) {
+            let rate = |k: usize| -> critbench_stats::rate::Rate {
+                let clusters: Vec<Cluster<1>> = clusters
+                    .iter()
+                    .map(|(&(loops, evaluator, critic), &tasks)| Cluster {
+                        denominator: loops,
+                        numerators: [if k == 0 { evaluator } else { critic }],
+                        tasks,
+                    })
+                    .collect();
+                pass_rate(&clusters, BOOTSTRAP_RESAMPLES, seed)
+            };
+            let (evaluator_rate, critic_rate) = (rate(0), rate(1));
+            rounds.push(EvaluatorRoundRow {
+                config_id: config_id.clone(),
+                critic: critic.clone(),
+                evaluator: evaluator.clone(),
+                arm: arm.clone(),
+                round,
+                loops: clusters.iter().map(|(&(loops, _, _), &tasks)| loops * tasks).sum(),
+                critic_pass_rate: critic_rate.estimate,
+                critic_lo: critic_rate.low,
+                critic_hi: critic_rate.high,
+                evaluator_pass_rate: evaluator_rate.estimate,
+                evaluator_lo: evaluator_rate.low,
+                evaluator_hi: evaluator_rate.high,
+            });
+        }
         rows.push(EvaluatorRow {
+            critic_change: drift.map(|d| d.0.0),
+            critic_change_lo: drift.and_then(|d| d.0.1),
+            critic_change_hi: drift.and_then(|d| d.0.2),
+            evaluator_change: drift.map(|d| d.1.0),
+            evaluator_change_lo: drift.and_then(|d| d.1.1),
+            evaluator_change_hi: drift.and_then(|d| d.1.2),
+            critic_pleasing: drift.map(|((_, critic_lo, _), (_, _, evaluator_hi))| {
+                critic_lo.is_some_and(|lo| lo > 0.0) && evaluator_hi.is_some_and(|hi| hi < 0.0)
+            }),
             config_id,
             critic,
             evaluator,
@@ -563,13 +740,18 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             });
         }
     }
-    EvaluatorReport { rows, comparisons, disagreements: reader.disagreements }
+    EvaluatorReport { rows, comparisons, disagreements: reader.disagreements, rounds }
 }
 
-/// Writes `evaluators.csv` and `evaluator_comparisons.csv`.
+/// Writes `evaluators.csv` and `evaluator_comparisons.csv`, and `evaluator_rounds.csv` when an
+/// evaluator judged every round.
 pub(crate) fn write_files(run_dir: &Path, report: &EvaluatorReport) -> Result<(), ReportError> {
     write_csv(&run_dir.join(crate::outputs::EVALUATORS_CSV), &report.rows)?;
-    write_csv(&run_dir.join(crate::outputs::EVALUATOR_COMPARISONS_CSV), &report.comparisons)
+    write_csv(&run_dir.join(crate::outputs::EVALUATOR_COMPARISONS_CSV), &report.comparisons)?;
+    if !report.rounds.is_empty() {
+        write_csv(&run_dir.join(crate::outputs::EVALUATOR_ROUNDS_CSV), &report.rounds)?;
+    }
+    Ok(())
 }
 
 fn percent(value: f64) -> String {
@@ -639,6 +821,74 @@ pub fn glance(report: &EvaluatorReport) -> String {
             );
         }
         out.push('\n');
+    }
+    for line in pleasing_lines(report) {
+        let _ = writeln!(out, "  {line}");
+    }
+    out
+}
+
+/// A sentence per config × critic × evaluator × arm flagged critic-pleasing: the critic's verdicts
+/// rose from the first draft to the last while the evaluator's fell, each interval excluding 0.
+pub(crate) fn pleasing_lines(report: &EvaluatorReport) -> Vec<String> {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.critic_pleasing == Some(true))
+        .map(|r| {
+            format!(
+                "critic-pleasing: {} · {} · {} · {}: from the first draft to the last, the critic's verdicts rose {} ({}) \
+                 while {}'s fell {} ({})",
+                r.config_id,
+                r.critic,
+                r.evaluator,
+                r.arm,
+                points(r.critic_change.unwrap_or(0.0)),
+                interval(r.critic_change_lo, r.critic_change_hi),
+                r.evaluator,
+                points(r.evaluator_change.unwrap_or(0.0)),
+                interval(r.evaluator_change_lo, r.evaluator_change_hi),
+            )
+        })
+        .collect()
+}
+
+/// Every round judged, in Markdown: the critic's and the evaluator's pass rates by round; empty
+/// when no evaluator judged every round.
+fn rounds_table(report: &EvaluatorReport) -> String {
+    if report.rounds.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nEvery round judged (`rounds = \"all\"`): the steering critic's and the evaluator's pass rates of each round's \
+         drafts, over the loops that wrote one (loops that stopped earlier are not in a later round, so later rounds \
+         hold the harder tasks). A loop is flagged critic-pleasing when, from its first draft to its last, the \
+         critic's verdicts rose while the evaluator's fell, each interval excluding 0.\n\n",
+    );
+    for line in pleasing_lines(report) {
+        let _ = writeln!(out, "- **{line}**");
+    }
+    out.push_str(
+        "\n| config | critic | evaluator | arm | round | loops | critic pass (95% CI) | evaluator pass (95% CI) |\n",
+    );
+    out.push_str("|---|---|---|---|---:|---:|---|---|\n");
+    for r in &report.rounds {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} ({} to {}) | {} ({} to {}) |",
+            r.config_id,
+            r.critic,
+            r.evaluator,
+            r.arm,
+            r.round,
+            r.loops,
+            percent(r.critic_pass_rate),
+            percent(r.critic_lo),
+            percent(r.critic_hi),
+            percent(r.evaluator_pass_rate),
+            percent(r.evaluator_lo),
+            percent(r.evaluator_hi)
+        );
     }
     out
 }
@@ -748,6 +998,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
         );
     }
     out.push_str(&flips_table(report));
+    out.push_str(&rounds_table(report));
     if !report.comparisons.is_empty() {
         out.push_str("\nArms compared under each evaluator, on the task × epoch units both ran:\n\n");
         out.push_str("| config | critic | evaluator | A vs B | pairs | A | B | A − B (95% CI) | p (test) |\n");
@@ -812,7 +1063,7 @@ mod tests {
             task_id: task,
             epoch,
             evaluator: "gold",
-            is_final,
+            answer: if is_final { Answer::Final } else { Answer::First },
             round: u32::from(is_final),
             passed,
             steering_passed: critic,

@@ -31,6 +31,8 @@ pub const CORRECTED_COMPARISONS_CSV: &str = "corrected_comparisons.csv";
 pub const EVALUATORS_CSV: &str = "evaluators.csv";
 /// Arms compared by the held-out evaluators.
 pub const EVALUATOR_COMPARISONS_CSV: &str = "evaluator_comparisons.csv";
+/// Every round's pass rates, by the critic and by an evaluator that judged every round.
+pub const EVALUATOR_ROUNDS_CSV: &str = "evaluator_rounds.csv";
 
 /// Every file the report may write into a run's directory.
 pub const FILES: &[&str] = &[
@@ -48,4 +50,5 @@ pub const FILES: &[&str] = &[
     CORRECTED_COMPARISONS_CSV,
     EVALUATORS_CSV,
     EVALUATOR_COMPARISONS_CSV,
+    EVALUATOR_ROUNDS_CSV,
 ];

@@ -210,7 +210,7 @@ pub enum TableError {
     #[error("row {0}: the loop is not censored but its outcome (`exit_reason`, `passed`, `final_score`) has a null")]
     OutcomeNull(usize),
     /// An evaluation row's `answer` is neither `first` nor `final`.
-    #[error("row {row}: `answer` is \"{answer}\", not \"first\" or \"final\"")]
+    #[error("row {row}: `answer` is \"{answer}\", not \"first\", \"final\" or \"round\"")]
     Answer {
         /// The row, counted from 0 in the file.
         row: usize,

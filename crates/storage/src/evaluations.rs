@@ -25,6 +25,19 @@ use crate::scan::Scan;
 pub const FIRST: &str = "first";
 /// The draft the loop returns (its `final` policy's pick).
 pub const FINAL: &str = "final";
+/// Any other draft the loop's config used, judged by an evaluator with `rounds = "all"`.
+pub const ROUND: &str = "round";
+
+/// Which of a loop's drafts a verdict is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The first draft (round 0).
+    First,
+    /// The draft the loop returns.
+    Final,
+    /// Any other round's draft.
+    Round,
+}
 
 declare_columns! {
     /// One evaluator's verdict on one answer of one loop.
@@ -38,7 +51,7 @@ declare_columns! {
         pub kind: Option<String> = "kind",
         pub epoch: u32 = "epoch",
         pub evaluator: String = "evaluator",
-        /// [`FIRST`] or [`FINAL`].
+        /// [`FIRST`], [`FINAL`] or [`ROUND`].
         pub answer: String = "answer",
         /// The round whose draft was evaluated (0 for the first draft).
         pub round: u32 = "round",
@@ -119,8 +132,8 @@ pub struct Verdict<'a> {
     pub epoch: u32,
     /// The held-out evaluator.
     pub evaluator: &'a str,
-    /// True for the final answer, false for the first draft.
-    pub is_final: bool,
+    /// Which draft of the loop it judged.
+    pub answer: Answer,
     /// The round whose draft was evaluated.
     pub round: u32,
     /// The evaluator's verdict; `None` when it failed on the answer (every attempt), which is
@@ -166,10 +179,12 @@ pub fn for_each_verdict<E: Into<BoxError>>(
             (c.nullable_boolean_array(NAMES.passed)?, c.boolean_array(NAMES.steering_passed)?);
         let errors = c.text(NAMES.critic_error)?;
         for (i, error) in errors.iter().enumerate() {
-            let answer = answer.value(i);
-            if answer != FIRST && answer != FINAL {
-                return Err(TableError::Answer { row: offset + i, answer: answer.to_string() });
-            }
+            let answer = match answer.value(i) {
+                FIRST => Answer::First,
+                FINAL => Answer::Final,
+                ROUND => Answer::Round,
+                other => return Err(TableError::Answer { row: offset + i, answer: other.to_string() }),
+            };
             let whole = |value: i32, column: &'static str| {
                 u32::try_from(value).map_err(|_| TableError::NegativeInRow { row: offset + i, column, value })
             };
@@ -184,7 +199,7 @@ pub fn for_each_verdict<E: Into<BoxError>>(
                 task_id: task_id.value(i),
                 epoch: whole(epoch.value(i), "epoch")?,
                 evaluator: evaluator.value(i),
-                is_final: answer == FINAL,
+                answer,
                 round: whole(round.value(i), "round")?,
                 passed: passed.is_valid(i).then(|| passed.value(i)),
                 steering_passed: steering_passed.value(i),
@@ -248,7 +263,7 @@ mod tests {
         assert_eq!(read_evaluations(&path).unwrap(), rows);
         let mut streamed = Vec::new();
         for_each_verdict::<std::convert::Infallible>(&path, |v| {
-            streamed.push((v.task_id.to_string(), v.is_final, v.round, v.passed, v.steering_passed));
+            streamed.push((v.task_id.to_string(), v.answer == Answer::Final, v.round, v.passed, v.steering_passed));
             Ok(())
         })
         .unwrap();

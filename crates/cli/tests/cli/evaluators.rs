@@ -285,3 +285,81 @@ fn sharded_evaluations_merge_to_the_same_summaries_and_a_bad_evaluator_table_is_
     let refused = usage_error(critbench(&["report", whole.to_str().unwrap()]), dir.path());
     assert!(refused.contains("evaluations.parquet") && refused.contains("is not the file the run wrote"), "{refused}");
 }
+
+/// A critic that passes a draft once it carries the sentence it asks for (`MARK`), and, as an
+/// evaluator (argv[1] = "evaluator"), fails exactly those drafts: the feedback arm pleases its
+/// critic and loses the evaluator.
+const PLEASED: &str = r#"import json, sys
+MARK = "The zebra marker sentence."
+evaluator = len(sys.argv) > 1 and sys.argv[1] == "evaluator"
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+send({"protocol": 2, "name": "pleased", "version": "1", "score_range": [0, 10], "thread_safe": True})
+sys.stdin.readline()
+send({"id": 0, "ok": True})
+for line in sys.stdin:
+    message = json.loads(line)
+    marked = MARK in message["request"]["draft"]
+    if evaluator:
+        critique = {"score": 1 if marked else 9}
+    else:
+        critique = {"score": 10} if marked else {"score": 0, "suggestions": [{"edit": MARK}]}
+    send({"id": message["id"], "critique": critique})
+"#;
+
+/// With `rounds = "all"` an evaluator judges every draft a config used (`answer = "round"` beside
+/// `first` and `final`); `evaluator_rounds.csv` is each round's pass rates recomputed from those
+/// rows, and a loop whose critic's verdicts rise while the evaluator's fall is flagged
+/// critic-pleasing, in evaluators.csv, the terminal and report.md.
+#[test]
+fn every_round_judged_shows_a_loop_pleasing_its_critic() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pleased.py"), PLEASED).unwrap();
+    let rows: String = (0..30)
+        .map(|n| serde_json::json!({"id": format!("q{n:02}"), "prompt": format!("Answer question {n}."), "meta": {"difficulty": 0}}).to_string() + "\n")
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), rows).unwrap();
+    let file = experiment(
+        dir.path(),
+        "pleased.toml",
+        "name = \"pleased\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\nepochs = 2\nseed = 3\n\
+         arms = [\"feedback\", \"no-feedback\"]\n\
+         [[critics]]\nname = \"pleased\"\ncommand = [\"python3\", \"pleased.py\"]\n\
+         [[evaluators]]\nname = \"truth\"\ncommand = [\"python3\", \"pleased.py\", \"evaluator\"]\nrounds = \"all\"\n\
+         [policy]\npass_score = 8\nmax_revisions = 3\nstall = false\n",
+    );
+    let out = dir.path().join("out");
+    let printed = ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+    assert!(printed.contains("critic-pleasing: p8-r3-nostall-e0 · pleased · truth · feedback"), "{printed}");
+    assert!(!printed.contains("· no-feedback: from the first draft"), "{printed}");
+
+    let evaluations = read_evaluations(&out.join("evaluations.parquet")).unwrap();
+    // Blind revision never writes the sentence: every round scores 0 and the best draft is the
+    // first, so rounds 1 to 3 are judged as `round` rows.
+    let blind_rounds: BTreeSet<u32> = evaluations
+        .iter()
+        .filter(|r| r.arm.as_str() == "no-feedback" && r.answer == critbench_storage::evaluations::ROUND)
+        .map(|r| r.round)
+        .collect();
+    assert_eq!(blind_rounds, BTreeSet::from([1, 2, 3]));
+    for row in csv_rows(&out.join("evaluator_rounds.csv")) {
+        let round: u32 = row["round"].parse().unwrap();
+        let mut verdicts: BTreeMap<(String, u32), (bool, bool)> = BTreeMap::new();
+        for r in evaluations.iter().filter(|r| r.arm.as_str() == row["arm"] && r.round == round) {
+            verdicts.insert((r.task_id.clone(), r.epoch), (r.passed.unwrap(), r.steering_passed));
+        }
+        let n = verdicts.len() as f64;
+        assert_eq!(row["loops"].parse::<f64>().unwrap(), n, "{row:?}");
+        let evaluator = verdicts.values().filter(|v| v.0).count() as f64 / n;
+        let critic = verdicts.values().filter(|v| v.1).count() as f64 / n;
+        assert_eq!(row["evaluator_pass_rate"].parse::<f64>().unwrap(), evaluator, "{row:?}");
+        assert_eq!(row["critic_pass_rate"].parse::<f64>().unwrap(), critic, "{row:?}");
+    }
+    let rows = csv_rows(&out.join("evaluators.csv"));
+    let of = |arm: &str| rows.iter().find(|r| r["arm"] == arm).unwrap().clone();
+    assert_eq!(of("feedback")["critic_pleasing"], "true");
+    assert!(of("feedback")["evaluator_change"].parse::<f64>().unwrap() < -0.5);
+    assert_eq!(of("no-feedback")["critic_pleasing"], "false");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("Every round judged") && report.contains("**critic-pleasing:"), "{report}");
+}

@@ -169,10 +169,12 @@ pub(super) struct EvaluatorEntry {
     pub(super) pass_score: Option<f64>,
     #[serde(default)]
     pub(super) dim_target: Option<f64>,
+    #[serde(default)]
+    pub(super) rounds: Option<String>,
 }
 
 impl EvaluatorEntry {
-    /// The critic it is, and its pass rule.
+    /// The critic it is, and its pass rule (the entry's `rounds` is read before).
     pub(super) fn split(self) -> (CriticEntry, Option<f64>, Option<f64>) {
         let critic = CriticEntry {
             name: self.name,

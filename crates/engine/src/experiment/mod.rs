@@ -132,6 +132,10 @@ pub struct EvaluatorSpec {
     /// The score every dimension must reach as well, when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dim_target: Option<f64>,
+    /// Whether it judges every recorded draft (`rounds = "all"`), not only the first draft and
+    /// the final answers.
+    #[serde(skip_serializing_if = "std::ops::Not::not", rename = "all_rounds")]
+    pub all_rounds: bool,
 }
 
 impl EvaluatorSpec {

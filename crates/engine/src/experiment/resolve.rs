@@ -8,6 +8,9 @@ use super::sequential::SequentialError;
 use super::*;
 use crate::experiment::limits::{self, LimitError};
 
+/// An evaluator's `rounds` by default: the first draft and the final answers.
+const FIRST_AND_FINAL: &str = "first and final";
+
 /// Valid TOML whose settings do not fit together: each message names the key at fault and says
 /// what to give instead.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +39,14 @@ pub enum ResolveError {
     /// `arms = []`.
     #[error("`arms` is empty; use any of \"feedback\", \"no-feedback\", \"single\"")]
     NoArms,
+    /// An evaluator's `rounds` that is neither value.
+    #[error("{at}: `rounds` = \"{value}\"; use \"all\" (every recorded draft) or \"first and final\" (the default)")]
+    EvaluatedRounds {
+        /// `evaluators[N]`.
+        at: String,
+        /// What the file says.
+        value: String,
+    },
     /// An entry of `arms` that is not an arm.
     #[error(
         "`arms`: \"{0}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\", \"feedback+memory\", \
@@ -298,6 +309,11 @@ impl Experiment {
         let mut evaluators = Vec::new();
         for (index, entry) in file.evaluators.into_iter().enumerate() {
             let at = format!("evaluators[{index}]");
+            let all_rounds = match entry.rounds.as_deref() {
+                None | Some(FIRST_AND_FINAL) => false,
+                Some("all") => true,
+                Some(other) => return Err(ResolveError::EvaluatedRounds { at, value: other.to_string() }),
+            };
             let (entry, pass_score, dim_target) = entry.split();
             let pass_score = pass_score.unwrap_or(Policy::default().pass_score);
             if let Some(value) = std::iter::once(pass_score).chain(dim_target).find(|v| !v.is_finite()) {
@@ -305,7 +321,7 @@ impl Experiment {
             }
             let spec = critic_spec(entry, &mut labels, overrides.isolate_plugins, &relative)
                 .map_err(|problem| ResolveError::Critic { at, problem })?;
-            evaluators.push(EvaluatorSpec { spec, pass_score, dim_target });
+            evaluators.push(EvaluatorSpec { spec, pass_score, dim_target, all_rounds });
         }
         let policies = policy_grid(&file.policy)?;
         let judge = match file.judge {

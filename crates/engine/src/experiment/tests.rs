@@ -55,6 +55,16 @@ fn a_critic_name_that_would_break_a_report_line_is_refused() {
 }
 
 #[test]
+fn an_evaluator_judges_every_round_only_when_asked_and_a_wrong_rounds_is_refused() {
+    let with = |rounds: &str| load(&format!("{MINIMAL}[[evaluators]]\nname = \"e\"\nplugin = \"rubric\"\n{rounds}"));
+    assert!(!with("").unwrap().evaluators[0].all_rounds);
+    assert!(!with("rounds = \"first and final\"\n").unwrap().evaluators[0].all_rounds);
+    assert!(with("rounds = \"all\"\n").unwrap().evaluators[0].all_rounds);
+    let error = with("rounds = \"every\"\n").unwrap_err();
+    assert!(error.contains("evaluators[0]: `rounds` = \"every\"; use \"all\""), "{error}");
+}
+
+#[test]
 fn a_plugin_path_and_the_file_itself_are_resolved_once_to_absolute_paths() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("exp")).unwrap();

@@ -16,7 +16,7 @@ use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, critique_request};
 use critbench_plugin_host::services::CallScope;
 use critbench_storage::critique_columns::CritiqueColumns;
-use critbench_storage::evaluations::{EvaluationBatches, EvaluationRow, FINAL, FIRST};
+use critbench_storage::evaluations::{EvaluationBatches, EvaluationRow, FINAL, FIRST, ROUND};
 
 use crate::run::adjudicate::final_round;
 use crate::run::emit::LoopLabels;
@@ -53,8 +53,9 @@ pub fn evaluated_rounds(scores: &[RoundScore], policies: &[Policy]) -> Vec<usize
     rounds
 }
 
-/// Every evaluator that takes the task on every round [`evaluated_rounds`] names. `texts[k]` is
-/// the draft critiqued in round `k`; `labelled` is the task with its gold labels.
+/// Every evaluator that takes the task on every round [`evaluated_rounds`] names (on every
+/// recorded round with `rounds = "all"`). `texts[k]` is the draft critiqued in round `k`;
+/// `labelled` is the task with its gold labels.
 pub fn evaluate_loop(
     plan: &Plan<'_>,
     task: &Task,
@@ -65,11 +66,13 @@ pub fn evaluate_loop(
     texts: &[String],
 ) -> Vec<Evaluation> {
     let experiment = plan.experiment;
-    let rounds = evaluated_rounds(scores, policies);
+    let answers = evaluated_rounds(scores, policies);
+    let every: Vec<usize> = (0..texts.len()).collect();
     let mut evaluations = Vec::new();
     for evaluator in plan.evaluators_for(task.kind.as_deref()) {
         let spec = &experiment.evaluators[evaluator];
-        for &round in &rounds {
+        let rounds = if spec.all_rounds { &every } else { &answers };
+        for &round in rounds {
             let started = Instant::now();
             let request = critique_request(labelled, &texts[round], round as u32);
             let mut scope = CallScope::new(&task.id, unit.epoch, round as u32);
@@ -96,7 +99,8 @@ pub fn evaluate_loop(
 }
 
 /// Writes the evaluation rows of one loop under one config: for each evaluator, its verdict on
-/// the first draft and on the final answer `policy` returns, each beside the steering critic's
+/// the first draft and on the final answer `policy` returns (and, with `rounds = "all"`, on every
+/// other draft the config used: `answer = "round"`), each beside the steering critic's
 /// (`scores` are the loop's rounds, `evaluations` what [`evaluate_loop`] found for them, and
 /// `passed` whether the loop passed).
 #[allow(clippy::too_many_arguments)]
@@ -114,11 +118,20 @@ pub fn emit_evaluations(
         return;
     }
     let Some((final_answer, _)) = final_round(scores, policy) else { return };
+    // The rounds this config used: up to where it stopped.
+    let used = critbench_core::stop_point(scores, policy).map_or(scores.len(), |(stop, _)| stop + 1);
     for (index, spec) in plan.experiment.evaluators.iter().enumerate() {
         let rule = spec.pass_rule();
-        for (answer, round, steering_passed) in
-            [(FIRST, 0, scores[0].meets_pass_rule(policy)), (FINAL, final_answer, passed)]
-        {
+        let mut answers = vec![(FIRST, 0, scores[0].meets_pass_rule(policy)), (FINAL, final_answer, passed)];
+        if spec.all_rounds {
+            // Every other draft the config used, beside its verdict under the config's pass rule.
+            answers.extend(
+                (1..used)
+                    .filter(|&round| round != final_answer)
+                    .map(|round| (ROUND, round, scores[round].meets_pass_rule(policy))),
+            );
+        }
+        for (answer, round, steering_passed) in answers {
             let Some(evaluation) = evaluations.iter().find(|e| e.evaluator == index && e.round == round) else {
                 continue;
             };

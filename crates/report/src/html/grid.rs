@@ -200,6 +200,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
             rows: e.rows.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
             comparisons: e.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
             disagreements: e.disagreements.iter().filter(|d| configs.contains(&d.config_id)).cloned().collect(),
+            rounds: e.rounds.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
         }),
         sequential: report.sequential.clone(),
         trouble: report.trouble.clone(),
