@@ -1,4 +1,5 @@
-//! The pure heart of critbench: tasks, critiques, the stop/revise policy and best-draft tracking.
+//! The pure heart of critbench: tasks, critiques, the stop/revise policy, best-draft tracking and
+//! how much a revision changed.
 //!
 //! Nothing here touches files, clocks, threads or global randomness, so every function can be
 //! replayed, swept and unit-tested exhaustively. Everything that performs I/O (plugins, model
@@ -16,6 +17,7 @@
 pub mod author;
 mod best;
 mod critique;
+mod edit;
 mod hex;
 mod policy;
 mod seed;
@@ -25,6 +27,7 @@ pub use best::{BestDraft, best_round};
 pub use critique::{
     CRITIQUE_UNAVAILABLE, CRITIQUE_VERSION, Critique, CritiqueError, PLACEBO_INSTRUCTION, ScoreRange, Suggestion,
 };
+pub use edit::edit_share;
 pub use hex::hex;
 pub use policy::{
     Decision, ExitReason, FinalDraft, Policy, PolicyGrid, RepeatedConfig, RoundScore, decide, stop_point,

@@ -105,6 +105,8 @@ pub struct Backend {
     pub name: Option<String>,
     /// Per critic and arm (in order of first appearance), for the arms whose writer said.
     pub feedback_use: Vec<FeedbackUse>,
+    /// How much each config × critic × arm's revisions changed their drafts.
+    pub revision_sizes: Vec<crate::queries::revision_sizes::RevisionSize>,
 }
 
 /// The backend whose arms all get the dataset's drafts.
@@ -146,7 +148,8 @@ impl Backend {
         let name = manifest.and_then(|m| m.experiment.rest.get("backend")).and_then(|b| b.as_str()).map(String::from);
         let files = critbench_storage::shards::table_files(run_dir, "trajectories");
         let feedback_use = read_feedback_use(&files)?.into_iter().map(FeedbackUse::from).collect();
-        Ok(Backend { name, feedback_use })
+        let revision_sizes = crate::queries::revision_sizes::read_revision_sizes(&files)?;
+        Ok(Backend { name, feedback_use, revision_sizes })
     }
 
     /// Whether the arms share their drafts, so that comparing them measures the critic and the
@@ -200,7 +203,8 @@ mod tests {
              the critiques asked for nothing it could act on, no issue, issue type or suggestion, so it revised \
              blindly): this comparison says nothing about `because`"
         );
-        let backend = Backend { name: Some("sim".into()), feedback_use: vec![ignored, using(10, 0)] };
+        let backend =
+            Backend { name: Some("sim".into()), feedback_use: vec![ignored, using(10, 0)], ..Backend::default() };
         assert!(backend.ignored("because", "feedback").is_some());
         assert!(backend.ignored("because", "no-feedback").is_none());
         assert_eq!(backend.notices(IGNORED_NOTE_SHARE).len(), 1, "nothing ignored, nothing said");
@@ -212,7 +216,7 @@ mod tests {
 
     #[test]
     fn the_scripted_backend_says_its_arms_share_drafts() {
-        let scripted = Backend { name: Some(SCRIPTED.into()), feedback_use: Vec::new() };
+        let scripted = Backend { name: Some(SCRIPTED.into()), ..Backend::default() };
         assert!(scripted.arms_share_drafts());
         assert!(scripted.notices(1.0)[0].contains("measure the critic and the policy, not feedback"));
         assert!(Backend::default().notices(0.0).is_empty());

@@ -557,6 +557,7 @@ pub(crate) fn render_with_sections(
     }
     out.push_str(&money_section(report));
     out.push_str(&equal_cost_section(report));
+    out.push_str(&revisions_section(report));
     if let Some(evaluated) = &report.evaluators {
         out.push_str(&crate::evaluators::markdown_section(evaluated));
     }
@@ -574,6 +575,59 @@ pub(crate) fn render_with_sections(
         for note in report.summary.notes.iter().chain(&report.summary.timing) {
             let _ = writeln!(out, "- {note}");
         }
+    }
+    out
+}
+
+/// The sentence above the table of revision sizes.
+pub(crate) const REVISIONS_SENTENCE: &str = "How much each revision changed its draft: the edit share is the part of the \
+     longer of the two drafts outside the text they share at both ends (0 for an unchanged draft, 1 for a rewrite; \
+     `edit_share` in trajectories.parquet). A near-empty revision changed less than 2% of it: a writer that returns its \
+     draft as it was revises in name only.";
+
+/// The table of revision sizes, a row per config × critic × arm that revised: config, critic,
+/// arm, revisions, mean edit share, near-empty revisions.
+pub(crate) fn revision_rows(report: &Report) -> Vec<[String; 6]> {
+    // In the summary's order, whatever order the trajectories' rows came in.
+    let place = |r: &&crate::queries::revision_sizes::RevisionSize| {
+        let at = report.summary.rows.iter().position(|s| {
+            (s.config_id.as_str(), s.critic.as_str(), s.arm.as_str())
+                == (r.config_id.as_str(), r.critic.as_str(), r.arm.as_str())
+        });
+        (at.unwrap_or(usize::MAX), r.config_id.clone(), r.critic.clone(), r.arm.as_str())
+    };
+    let mut sizes: Vec<&crate::queries::revision_sizes::RevisionSize> = report.backend.revision_sizes.iter().collect();
+    sizes.sort_by_cached_key(place);
+    sizes
+        .into_iter()
+        .map(|r| {
+            [
+                r.config_id.clone(),
+                r.critic.clone(),
+                r.arm.to_string(),
+                r.revisions.to_string(),
+                format!("{:.3}", r.mean_edit_share),
+                format!("{} ({})", r.near_empty, percent(r.near_empty as f64 / r.revisions as f64)),
+            ]
+        })
+        .collect()
+}
+
+/// The header of [`revision_rows`].
+pub(crate) const REVISIONS_HEADER: [&str; 6] =
+    ["config", "critic", "arm", "revisions", "mean edit share", "near-empty revisions"];
+
+/// "How much revisions changed"; empty when no loop revised.
+fn revisions_section(report: &Report) -> String {
+    let rows = revision_rows(report);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        format!("\n## How much revisions changed\n\n{REVISIONS_SENTENCE}\n\n| {} |\n", REVISIONS_HEADER.join(" | "));
+    out.push_str("|---|---|---|---:|---:|---:|\n");
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out
 }

@@ -47,6 +47,9 @@ pub struct RecordedRound {
     /// The critic's model answers for this critique cut at their `max_tokens` (all attempts), when
     /// the critic asked a model.
     pub critic_truncated: Option<u64>,
+    /// How much the draft changed the one before it (`critbench_core::edit_share`); `None` for a
+    /// first draft and a fresh draft of the `resample` arm.
+    pub edit_share: Option<f64>,
 }
 
 /// One loop (task × arm × critic × epoch) as far as it was recorded.
@@ -303,6 +306,7 @@ fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> R
             acted_on_critique: one.acted_on_critique,
             draft_truncated: one.draft_truncated,
             critic_truncated: one.critic_truncated,
+            edit_share: one.edit_share,
         };
         let policy = PolicyColumns { revisions: one.revisions, decision: one.decision };
         row(key, one.kind.map(str::to_string), one.config_id, one.round, recorded, policy)?;

@@ -63,6 +63,9 @@ declare_columns! {
         /// The critic's model answers for this critique (all attempts) cut at their `max_tokens`;
         /// null when the critic asked no model.
         pub critic_truncated: Option<u64> = "critic_truncated",
+        /// How much this round's draft changed the one before it ([`critbench_core::edit_share`]);
+        /// null for a first draft and for a fresh draft of the `resample` arm.
+        pub edit_share: Option<f64> = "edit_share",
     }
     names: TrajectoryColumns,
     builders: TrajectoryBuilders,
@@ -101,6 +104,7 @@ impl<'a> TrajectoryRow<'a> {
             acted_on_critique: None,
             draft_truncated: None,
             critic_truncated: None,
+            edit_share: None,
         }
     }
 }
@@ -1003,6 +1007,7 @@ pub(crate) mod tests {
                     acted_on_critique: (round > 0).then_some(round % 2 == 0),
                     draft_truncated: None,
                     critic_truncated: None,
+                    edit_share: (round > 0).then_some(0.25),
                 })
                 .unwrap();
         }
@@ -1141,6 +1146,7 @@ pub(crate) mod tests {
                     acted_on_critique: (i % 3 != 0).then_some(i.is_multiple_of(2)),
                     draft_truncated: (i % 5 != 0).then_some(i.is_multiple_of(11)),
                     critic_truncated: i.is_multiple_of(6).then_some(u64::from(i % 3)),
+                    edit_share: i.is_multiple_of(3).then_some(f64::from(i % 10) / 10.0),
                     ..TrajectoryRow::bare(if i < 4000 { "t0" } else { "t1" }, i % 4, critique)
                 }
             })

@@ -248,6 +248,17 @@ fn the_scripted_backend_resamples_from_the_tasks_samples() {
     let loops = critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
     for recorded in &loops {
         let drafts: Vec<&str> = recorded.rounds.iter().map(|r| r.draft.as_deref().unwrap()).collect();
+        // A revision's size against the draft before it; a fresh draft and a first draft have none.
+        let edits: Vec<Option<f64>> = recorded.rounds.iter().map(|r| r.edit_share).collect();
+        if recorded.arm.as_str() == "feedback" {
+            let expected: Vec<Option<f64>> = std::iter::once(None)
+                .chain(drafts.windows(2).map(|w| Some(critbench_core::edit_share(w[0], w[1]))))
+                .collect();
+            assert_eq!(edits, expected);
+            assert_eq!(edits[1], Some(0.5), "`d0` → `d1`: one byte of two changed");
+        } else {
+            assert!(edits.iter().all(Option::is_none), "{edits:?}");
+        }
         let even = recorded.task_id[1..].parse::<u32>().unwrap() % 2 == 0;
         match recorded.arm.as_str() {
             "feedback" => assert_eq!(drafts, ["d0", "d1", "d2"]),
@@ -260,6 +271,11 @@ fn the_scripted_backend_resamples_from_the_tasks_samples() {
     assert_eq!(pair["diff"].parse::<f64>().unwrap(), -0.5, "{pair:?}");
     assert_ne!(pair["interval"], "identical by design");
     assert!(!printed.contains("arms share drafts"), "{printed}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let section =
+        report.split("## How much revisions changed").nth(1).expect("the section").split("\n## ").next().unwrap();
+    assert!(section.contains("| p8-r2-nostall-e0 | text | feedback | 80 | 0.500 | 0 (0.0%) |"), "{section}");
+    assert!(!section.contains("| resample |"), "a fresh draft is no revision: {section}");
 
     // One sample short of the two a loop capped at two revisions may draw.
     let short = rows.replacen(r#""samples":["s1","pass"]"#, r#""samples":["s1"]"#, 1);

@@ -74,7 +74,7 @@ pub fn adjudicate_loop(
         // Asked with the adjudicated draft's round, so that the critique depends on the draft alone.
         let (call, scope, critic_ms) = critique_draft(plan, unit, &task.id, task_json, &draft.text, chosen as u32);
         let score = call.critique.round_score(call.failed());
-        let round = recorded_round(call, draft, experiment.store_drafts, (gen_ms, critic_ms), &scope);
+        let round = recorded_round(call, draft, experiment.store_drafts, (gen_ms, critic_ms), &scope, None);
         adjudications.push(Adjudication { final_round: chosen, round, score });
     }
     Ok(adjudications)

@@ -129,6 +129,7 @@ pub fn emit_loop(
             acted_on_critique: round.acted_on_critique,
             draft_truncated: round.draft_truncated,
             critic_truncated: round.critic_truncated,
+            edit_share: round.edit_share,
         };
         trajectories.push_row(&row)?;
         last_row = Some(row);

@@ -230,6 +230,7 @@ pub(crate) fn recorded_round(
     store_drafts: bool,
     (gen_ms, critic_ms): (f64, f64),
     scope: &CallScope,
+    edit_share: Option<f64>,
 ) -> RecordedRound {
     RecordedRound {
         critique: call.critique.into(),
@@ -246,5 +247,6 @@ pub(crate) fn recorded_round(
         acted_on_critique: draft.acted_on_critique,
         draft_truncated: draft.truncated,
         critic_truncated: scope.truncated,
+        edit_share,
     }
 }

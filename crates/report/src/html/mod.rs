@@ -364,6 +364,7 @@ pub(crate) fn render_page(
         tables::money_section(&mut out, report);
     }
     tables::equal_cost_section(&mut out, report);
+    tables::revisions_section(&mut out, report);
     if !adjudicated.is_empty() {
         out.push_str("<section>\n<h2 id=\"adjudication\">Adjudication</h2>\n");
         let _ = writeln!(out, "<p>{}</p>", with_code_spans(&crate::markdown::ADJUDICATION_SENTENCE.replace('*', "")));

@@ -108,6 +108,32 @@ pub(crate) fn equal_cost_section(out: &mut String, report: &Report) {
     out.push_str("</tbody></table></div>\n</section>\n");
 }
 
+/// "How much revisions changed": each config × critic × arm's revisions, their mean edit share
+/// and how many changed almost nothing; nothing when no loop revised.
+pub(crate) fn revisions_section(out: &mut String, report: &Report) {
+    let rows = crate::markdown::revision_rows(report);
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("<section>\n<h2 id=\"revisions\">How much revisions changed</h2>\n");
+    let _ = writeln!(out, "<p>{}</p>", super::svg::with_code_spans(crate::markdown::REVISIONS_SENTENCE));
+    out.push_str("<div class=\"table-wrap\"><table id=\"table-revisions\"><thead><tr>");
+    for (i, name) in crate::markdown::REVISIONS_HEADER.iter().enumerate() {
+        let class = if i >= 3 { " class=\"num\"" } else { "" };
+        let _ = write!(out, "<th{class}>{}</th>", escape(name));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in rows {
+        out.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let class = if i >= 3 { " class=\"num\"" } else { "" };
+            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n</section>\n");
+}
+
 pub(crate) fn money_section(out: &mut String, report: &Report) {
     out.push_str("<section>\n<h2 id=\"money\">What a pass costs</h2>\n");
     let _ = writeln!(out, "<p>{}</p>", super::svg::with_code_spans(crate::markdown::MONEY_SENTENCE));

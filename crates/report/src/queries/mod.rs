@@ -1,12 +1,13 @@
 //! The report's questions to a run's tables, each a fold over storage's one scan
 //! ([`critbench_storage::scan::Scan`]): the final answers of chosen tasks (for `critbench sample`),
 //! the rounds of one task (`critbench show`), the mean score by round (the trajectory chart) and
-//! what the writer did with the critiques (the backend's notices) and every token a loop spent
-//! (the cost curves in tokens). Each decodes only the columns it needs, a batch at a time.
+//! what the writer did with the critiques (the backend's notices), how much each revision changed,
+//! and every token a loop spent (the cost curves in tokens). Each decodes only the columns it needs, a batch at a time.
 
 pub mod feedback_use;
 pub mod final_answers;
 pub mod loop_tokens;
+pub mod revision_sizes;
 pub mod round_scores;
 pub mod task_rounds;
 

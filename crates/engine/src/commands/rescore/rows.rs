@@ -188,6 +188,7 @@ pub(super) fn write_loop(
                 acted_on_critique: round.acted_on_critique,
                 draft_truncated: round.draft_truncated,
                 critic_truncated: round.critic_truncated,
+                edit_share: round.edit_share,
             })?;
         }
         counts.critiques += config_rows.len() as u64;

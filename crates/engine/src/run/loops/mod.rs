@@ -196,6 +196,8 @@ pub(super) async fn record_loop_in(
         plan.author.generate(task, hints, &key(0))?
     };
     let mut gen_ms = laps.lap();
+    // How much the draft about to be critiqued changed the one before it: none for the first.
+    let mut edit: Option<f64> = None;
     let mut running = vec![true; policies.len()];
     let mut scores: Vec<RoundScore> = Vec::with_capacity(longest);
     let mut rounds: Vec<RecordedRound> = Vec::with_capacity(longest);
@@ -243,16 +245,19 @@ pub(super) async fn record_loop_in(
                 // The placebo has nothing to act on by design: not feedback the writer ignored.
                 next.acted_on_critique = None;
             }
-            Some((next, laps.lap()))
+            // A revision's size against the draft it revised; a fresh draft revised nothing.
+            let edit = (!unit.arm.resamples()).then(|| critbench_core::edit_share(&draft_text, &next.text));
+            Some((next, laps.lap(), edit))
         } else {
             None
         };
         let written = Draft { text: draft_text, ..draft };
-        rounds.push(recorded_round(call, written, experiment.store_drafts, (gen_ms, critic_ms), &scope));
+        rounds.push(recorded_round(call, written, experiment.store_drafts, (gen_ms, critic_ms), &scope, edit));
         match next {
-            Some((next, next_ms)) => {
+            Some((next, next_ms, next_edit)) => {
                 draft = next;
                 gen_ms = next_ms;
+                edit = next_edit;
             }
             None => break,
         }
