@@ -153,6 +153,8 @@ fn the_documented_defaults_are_the_codes() {
     for key in ["isolation", "timeout_s", "memory_mb", "config", "pass_score"] {
         code.insert(("evaluators", key), evaluator[key].clone());
     }
+    let every_round = evaluator.get("all_rounds").and_then(Value::as_bool).unwrap_or(false);
+    code.insert(("evaluators", "rounds"), Value::from(if every_round { "all" } else { "first and final" }));
     for key in ["pass_score", "max_revisions", "stall", "plateau_eps", "final"] {
         code.insert(("policy", key), plain["policies"][0][key].clone());
     }

@@ -41,7 +41,7 @@ fn dataset_wrong_field_type() {
 
 #[test]
 fn dataset_unknown_csv_column() {
-    insta::assert_snapshot!(run_with_dataset("id,prompt,answer\na,p,x\n", "csv"), @"error: DIR/tasks.csv: line 1: field `answer`: unknown column (column 3); expected one of: id, prompt, kind, context, evidence, drafts, critiques, labels, meta");
+    insta::assert_snapshot!(run_with_dataset("id,prompt,answer\na,p,x\n", "csv"), @"error: DIR/tasks.csv: line 1: field `answer`: unknown column (column 3); expected one of: id, prompt, kind, context, evidence, drafts, samples, critiques, labels, meta");
 }
 
 #[test]

@@ -103,6 +103,28 @@ fn sigterm_writes_the_finished_loops_and_exits_143() {
     check_prefix(&dir.path().join("run"));
 }
 
+/// A run killed after it finished, while it removed its progress folder (its `run.json` goes
+/// first), leaves the rest of the folder: `--resume` says the run is finished and clears it.
+#[test]
+fn a_resume_of_a_run_killed_while_it_removed_its_progress_clears_what_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = scripted_experiment(dir.path(), 20);
+    let out = dir.path().join("run");
+    ok(critbench(&["run", exp.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]));
+    let progress = out.join("in-progress");
+    std::fs::create_dir(&progress).unwrap();
+    std::fs::write(progress.join("journal.jsonl"), "{}\n").unwrap();
+    std::fs::write(progress.join("outcomes-000003.parquet"), "left").unwrap();
+    let resumed = critbench(&["run", exp.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap(), "--resume"]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert!(
+        stdout(&resumed).contains("holds the finished run") && stdout(&resumed).contains("nothing to resume"),
+        "{}",
+        stdout(&resumed)
+    );
+    assert!(!progress.exists(), "the finished run's leftover progress is cleared");
+}
+
 #[test]
 fn a_run_directory_that_holds_a_run_is_refused_and_overwrite_removes_its_files() {
     let dir = tempfile::tempdir().unwrap();

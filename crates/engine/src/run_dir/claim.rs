@@ -395,6 +395,12 @@ fn resumable(own: &Path) -> Result<bool, EngineError> {
         return Ok(true);
     }
     if let Some(manifest) = Manifest::read(own).ok().flatten().filter(|m| m.status == RunStatus::Finished) {
+        // A run killed after it finished, while it removed its progress (its `run.json` goes
+        // first), leaves the rest of the folder: the finished run's, cleared now.
+        let progress = own.join(PROGRESS_DIR);
+        if progress.is_dir() {
+            crate::run_dir::remove_progress(&progress);
+        }
         let what = format!("the finished run {}", manifest.run_id);
         return Err(RunDirError::Finished { dir: own.to_path_buf(), what }.into());
     }
