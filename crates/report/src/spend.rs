@@ -3,10 +3,11 @@
 //!
 //! A loop stops at its first draft that passes, so a loop cut at budget B passes exactly when it
 //! passed having spent at most B: in rounds, when it passed within its first B rounds; in money,
-//! when it passed at a `cost` of at most B. The summary hands each task's loops over when it closes
-//! the task (`SpendTotals::add_task`); they are kept as per-task histograms (in rounds) and, for
-//! priced loops, as per-task lists, so the curves depend only on the outcomes, never on their
-//! order. Every interval is the one valid at its number of tasks, as in the summary.
+//! when it passed at a `cost` of at most B; in tokens, when its rounds' tokens (the writer's and
+//! the critic's) came to at most B. The summary hands each task's loops over when it closes the
+//! task (`SpendTotals::add_task`); they are kept as per-task histograms (in rounds) and, for loops
+//! measured in money or tokens, as per-task lists, so the curves depend only on the outcomes,
+//! never on their order. Every interval is the one valid at its number of tasks, as in the summary.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -235,11 +236,11 @@ impl SpendTotals {
         }
     }
 
-    /// The group's curves and comparisons, appended to `out`: each arm's
-    /// curve in rounds at every whole number of rounds up to the most a loop used, and in money at
-    /// [`COST_STEPS`] steps when every loop of the arm was priced; each pair of arms (in `order`,
-    /// a list of arm indices in reading order) compared at the feedback arm's mean spend per loop
-    /// and at each arm's plateau.
+    /// The group's curves and comparisons, appended to `out`: each arm's curve in rounds at every
+    /// whole number of rounds up to the most a loop used, and in money and in tokens at
+    /// [`COST_STEPS`] steps when every loop of the arm was measured in the unit; each pair of arms
+    /// (in `order`, a list of arm indices in reading order) compared at the feedback arm's mean
+    /// spend per loop and at each arm's plateau.
     pub(crate) fn rows(
         &self,
         (config_id, critic): (&str, &str),
