@@ -200,6 +200,7 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
     let html = std::fs::read_to_string(with.join("report.html")).unwrap();
     assert!(html.contains("id=\"table-evaluators\"") && html.contains("href=\"#evaluators\""));
     assert!(html.contains("id=\"table-flips\""));
+    assert!(!html.contains("chart-rounds-judged"), "first and final answers only: no by-round chart");
 }
 
 /// A command critic that scores 9 when the request carries labels and 1 when it does not: as a
@@ -362,4 +363,6 @@ fn every_round_judged_shows_a_loop_pleasing_its_critic() {
     assert_eq!(of("no-feedback")["critic_pleasing"], "false");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Every round judged") && report.contains("**critic-pleasing:"), "{report}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("id=\"chart-rounds-judged\""), "the page draws both judges by round");
 }

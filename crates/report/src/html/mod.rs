@@ -272,6 +272,17 @@ pub(crate) fn render_page(
 
         if let Some(evaluated) = &report.evaluators {
             evaluators::section(&mut out, evaluated);
+            if !evaluated.rounds.is_empty() {
+                out.push_str("<section>\n<h2 id=\"rounds-judged\">Every round judged</h2>\n<figure>\n");
+                charts::rounds_judged_chart(&mut out, evaluated, &arms);
+                out.push_str(
+                    "<figcaption>The steering critic's (solid) and the held-out evaluator's (dashed) pass rate of \
+                     each round's drafts, over the loops that wrote one: loops that stopped earlier drop out, so \
+                     later rounds hold the harder tasks. Where the critic's line rises and the evaluator's falls, \
+                     the loop is pleasing its critic; <code>evaluators.csv</code> flags it with the intervals, \
+                     <code>evaluator_rounds.csv</code> has every point.</figcaption>\n</figure>\n</section>\n",
+                );
+            }
         }
         out.push_str("<section>\n<h2>Why loops stopped</h2>\n<figure>\n");
         exit_reasons_chart(&mut out, report);

@@ -4,11 +4,13 @@
 mod bars;
 mod cost;
 mod pass_vs_rounds;
+mod rounds_judged;
 mod trajectory;
 
 pub(crate) use bars::{exit_reasons_chart, pass_rate_chart};
 pub(crate) use cost::{cost_chart, has_cost_chart};
 pub(crate) use pass_vs_rounds::{Spent, front_rows, pass_vs_rounds_chart};
+pub(crate) use rounds_judged::rounds_judged_chart;
 pub(crate) use trajectory::trajectory_chart;
 
 use super::svg::TEXT;
