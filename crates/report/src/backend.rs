@@ -14,7 +14,9 @@ use critbench_core::Arm;
 use critbench_storage::manifest::Manifest;
 
 use crate::ReportError;
-use crate::queries::feedback_use::{FeedbackCount, read_feedback_use};
+use crate::queries::feedback_use::{self, FeedbackCount};
+use crate::queries::revision_sizes::{self, RevisionSizes};
+use critbench_storage::scan::Scan;
 
 /// From this share of a critic's feedback ignored in an arm, the comparisons of that arm say
 /// nothing about the critic: the terminal table gives the warning instead of the difference.
@@ -147,9 +149,16 @@ impl Backend {
     pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Backend, ReportError> {
         let name = manifest.and_then(|m| m.experiment.rest.get("backend")).and_then(|b| b.as_str()).map(String::from);
         let files = critbench_storage::shards::table_files(run_dir, "trajectories");
-        let feedback_use = read_feedback_use(&files)?.into_iter().map(FeedbackUse::from).collect();
-        let revision_sizes = crate::queries::revision_sizes::read_revision_sizes(&files)?;
-        Ok(Backend { name, feedback_use, revision_sizes })
+        // One pass over the trajectories answers both questions of the writer.
+        let (mut feedback, mut sizes) = (feedback_use::FeedbackUse::default(), RevisionSizes::default());
+        let mut columns: Vec<&str> = feedback_use::COLUMNS.to_vec();
+        columns.extend(revision_sizes::COLUMNS.iter().filter(|c| !feedback_use::COLUMNS.contains(c)));
+        Scan::columns(&columns, &[]).for_each(&files, |scanned| {
+            feedback.add_batch(scanned)?;
+            sizes.add_batch(scanned)
+        })?;
+        let feedback_use = feedback.counts.into_iter().map(FeedbackUse::from).collect();
+        Ok(Backend { name, feedback_use, revision_sizes: sizes.finish() })
     }
 
     /// Whether the arms share their drafts, so that comparing them measures the critic and the

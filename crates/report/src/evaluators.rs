@@ -582,10 +582,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
                 let denominator = if over_first { c.numerators[3] as u64 } else { c.denominator };
                 *counts.entry((denominator, c.numerators[numerator])).or_default() += c.tasks;
             }
-            counts
-                .into_iter()
-                .map(|((denominator, n), tasks)| Cluster { denominator, numerators: [n], tasks })
-                .collect()
+            crate::totals::one_statistic(counts)
         };
         let flips_identical = lift_lo.is_none();
         let flip = |numerator: usize, over_first: bool| {
@@ -938,12 +935,8 @@ fn flips_table(report: &EvaluatorReport) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut out = format!("\n{FLIPS_SENTENCE}\n\n| {} |\n", FLIPS_HEADER.join(" | "));
-    out.push_str("|---|---|---|---|---|---|---|---:|\n");
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    out
+    let table = crate::format::markdown_table(&FLIPS_HEADER, "|---|---|---|---|---|---|---|---:|", &rows);
+    format!("\n{FLIPS_SENTENCE}\n\n{table}")
 }
 
 /// The reports' "Held-out evaluators" section in Markdown.

@@ -49,3 +49,13 @@ pub(crate) fn money(value: f64, currency: Option<&str>) -> String {
         None => format!("{value:.4}"),
     }
 }
+
+/// A Markdown table of text cells under `header`, its columns aligned as `alignment` (the
+/// separator row) says.
+pub(crate) fn markdown_table<const N: usize>(header: &[&str; N], alignment: &str, rows: &[[String; N]]) -> String {
+    let mut out = format!("| {} |\n{alignment}\n", header.join(" | "));
+    for row in rows {
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    out
+}

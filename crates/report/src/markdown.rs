@@ -623,13 +623,8 @@ fn revisions_section(report: &Report) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut out =
-        format!("\n## How much revisions changed\n\n{REVISIONS_SENTENCE}\n\n| {} |\n", REVISIONS_HEADER.join(" | "));
-    out.push_str("|---|---|---|---:|---:|---:|\n");
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    out
+    let table = crate::format::markdown_table(&REVISIONS_HEADER, "|---|---|---|---:|---:|---:|", &rows);
+    format!("\n## How much revisions changed\n\n{REVISIONS_SENTENCE}\n\n{table}")
 }
 
 /// "At equal cost": arms compared with their loops cut at the same budget; empty when no
@@ -639,14 +634,8 @@ fn equal_cost_section(report: &Report) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\n## At equal cost\n\n");
-    let _ = writeln!(out, "{}\n", crate::spend::SENTENCE);
-    let _ = writeln!(out, "| {} |", crate::spend::TABLE_HEADER.join(" | "));
-    let _ = writeln!(out, "|---|---|---|---:|---|---:|---|");
-    for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
-    out
+    let table = crate::format::markdown_table(&crate::spend::TABLE_HEADER, "|---|---|---|---:|---|---:|---|", &rows);
+    format!("\n## At equal cost\n\n{}\n\n{table}", crate::spend::SENTENCE)
 }
 
 /// The sentence above the money tables.

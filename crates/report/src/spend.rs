@@ -19,7 +19,7 @@ use critbench_stats::rate::pass_rate;
 use serde::Serialize;
 
 use crate::rows::{ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES};
-use crate::totals::{Design, Loop, Paired, matched_epochs};
+use crate::totals::{Design, Loop, Paired, matched_epochs, one_statistic};
 
 /// The unit of a budget in rounds.
 pub const ROUNDS: &str = "rounds";
@@ -389,7 +389,7 @@ impl PairSpend {
             let net: i64 = pairs.iter().map(|&(a, b)| within(a) - within(b)).sum();
             *counts.entry((pairs.len() as u64, net)).or_default() += tasks;
         }
-        (paired_difference(&clusters(counts), BOOTSTRAP_RESAMPLES, seed), untied)
+        (paired_difference(&one_statistic(counts), BOOTSTRAP_RESAMPLES, seed), untied)
     }
 }
 
@@ -409,12 +409,7 @@ fn histogram(tasks: impl Iterator<Item = (u64, i64)>) -> Vec<Cluster<1>> {
     for task in tasks {
         *counts.entry(task).or_default() += 1;
     }
-    clusters(counts)
-}
-
-/// (denominator, numerator) → tasks, as clusters.
-fn clusters(counts: BTreeMap<(u64, i64), u64>) -> Vec<Cluster<1>> {
-    counts.into_iter().map(|((denominator, n), tasks)| Cluster { denominator, numerators: [n], tasks }).collect()
+    one_statistic(counts)
 }
 
 fn rate_of(clusters: &[Cluster<1>], seed: u64) -> (u64, f64, f64, f64) {
@@ -492,12 +487,10 @@ pub fn glance(spend: &Spend) -> String {
     }
     for row in lines {
         let budget = budget_text(row, None);
-        let measured = match (row.diff_lo, row.diff_hi, row.p_value) {
-            (Some(lo), Some(hi), Some(p)) => {
-                format!("{:+.1} pp ({:+.1} to {:+.1}), p {}", 100.0 * row.diff, 100.0 * lo, 100.0 * hi, p_text(p))
-            }
-            _ => format!("{:+.1} pp ({})", 100.0 * row.diff, row.interval),
-        };
+        let mut measured = crate::format::difference_cell(row.diff, row.diff_lo, row.diff_hi);
+        if let Some(p) = row.p_value {
+            let _ = write!(measured, ", p {}", p_text(p));
+        }
         let _ = writeln!(
             out,
             "at equal cost (≤ {budget} per loop): {} − {} {measured} · {} · {}",
@@ -569,7 +562,7 @@ pub(crate) fn table_rows(spend: &Spend, currency: Option<&str>) -> Vec<[String; 
                 c.critic.clone(),
                 format!("{} − {}", c.arm_a, c.arm_b),
                 format!("≤ {budget}"),
-                format!("{:+.1} pp ({:+.1} to {:+.1})", 100.0 * c.diff, 100.0 * lo, 100.0 * hi),
+                crate::format::difference_cell(c.diff, Some(lo), Some(hi)),
                 crate::format::format_p(p),
                 ahead,
             ])

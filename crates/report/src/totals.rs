@@ -263,6 +263,11 @@ impl Paired {
     }
 }
 
+/// Tasks counted by their (denominator, numerator) as the clusters of one statistic.
+pub(crate) fn one_statistic(counts: BTreeMap<(u64, i64), u64>) -> Vec<Cluster<1>> {
+    counts.into_iter().map(|((denominator, n), tasks)| Cluster { denominator, numerators: [n], tasks }).collect()
+}
+
 /// K paired differences over the same task clusters, each identical by design where `identical`
 /// says the design makes it so and the data agree (every unit of it tied), else measured.
 pub(crate) fn paired<const K: usize>(clusters: &[Cluster<K>], identical: [bool; K], seed: u64) -> [Paired; K] {

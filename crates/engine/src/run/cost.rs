@@ -1,6 +1,6 @@
 //! What a loop's model calls cost: each round's writer tokens (the generator's for round 0, the
-//! reviser's after; the generator's throughout in the `resample` arm) and its critic's judge tokens at their roles' prices (`[pricing]`;
-//! docs/FORMAT.md, `outcomes.parquet`'s `cost`). Computed from the recorded tokens alone, so a
+//! reviser's after; the generator's throughout in the `resample` arm) and its critic's judge
+//! tokens at their roles' prices (`[pricing]`; docs/FORMAT.md, `outcomes.parquet`'s `cost`). Computed from the recorded tokens alone, so a
 //! replayed config costs what its rounds cost when they were recorded.
 
 use critbench_core::Arm;

@@ -90,21 +90,7 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
             "<h3 id=\"flips\">Fixed and broken</h3>\n<p>{}</p>",
             escape(crate::evaluators::FLIPS_SENTENCE)
         );
-        out.push_str("<div class=\"table-wrap\"><table id=\"table-flips\"><thead><tr>");
-        for (i, name) in crate::evaluators::FLIPS_HEADER.iter().enumerate() {
-            let class = if i >= 4 { " class=\"num\"" } else { "" };
-            let _ = write!(out, "<th{class}>{}</th>", escape(name));
-        }
-        out.push_str("</tr></thead><tbody>\n");
-        for row in flips {
-            out.push_str("<tr>");
-            for (i, cell) in row.iter().enumerate() {
-                let class = if i >= 4 { " class=\"num\"" } else { "" };
-                let _ = write!(out, "<td{class}>{}</td>", escape(cell));
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</tbody></table></div>\n");
+        super::tables::cells_table(out, "table-flips", &crate::evaluators::FLIPS_HEADER, &flips, |i| i >= 4);
     }
     if !report.comparisons.is_empty() {
         out.push_str(

@@ -91,21 +91,8 @@ pub(crate) fn equal_cost_section(out: &mut String, report: &Report) {
     }
     out.push_str("<section>\n<h2 id=\"equal-cost\">At equal cost</h2>\n");
     let _ = writeln!(out, "<p>{}</p>", super::svg::with_code_spans(crate::spend::SENTENCE));
-    out.push_str("<div class=\"table-wrap\"><table id=\"table-equal-cost\"><thead><tr>");
-    for (i, name) in crate::spend::TABLE_HEADER.iter().enumerate() {
-        let class = if i == 3 || i == 5 { " class=\"num\"" } else { "" };
-        let _ = write!(out, "<th{class}>{}</th>", escape(name));
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for row in rows {
-        out.push_str("<tr>");
-        for (i, cell) in row.iter().enumerate() {
-            let class = if i == 3 || i == 5 { " class=\"num\"" } else { "" };
-            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody></table></div>\n</section>\n");
+    cells_table(out, "table-equal-cost", &crate::spend::TABLE_HEADER, &rows, |i| i == 3 || i == 5);
+    out.push_str("</section>\n");
 }
 
 /// "How much revisions changed": each config × critic × arm's revisions, their mean edit share
@@ -117,21 +104,32 @@ pub(crate) fn revisions_section(out: &mut String, report: &Report) {
     }
     out.push_str("<section>\n<h2 id=\"revisions\">How much revisions changed</h2>\n");
     let _ = writeln!(out, "<p>{}</p>", super::svg::with_code_spans(crate::markdown::REVISIONS_SENTENCE));
-    out.push_str("<div class=\"table-wrap\"><table id=\"table-revisions\"><thead><tr>");
-    for (i, name) in crate::markdown::REVISIONS_HEADER.iter().enumerate() {
-        let class = if i >= 3 { " class=\"num\"" } else { "" };
-        let _ = write!(out, "<th{class}>{}</th>", escape(name));
+    cells_table(out, "table-revisions", &crate::markdown::REVISIONS_HEADER, &rows, |i| i >= 3);
+    out.push_str("</section>\n");
+}
+
+/// A table (`id`) of text cells under `header`, escaped; the columns `numeric` names right-aligned.
+pub(crate) fn cells_table<const N: usize>(
+    out: &mut String,
+    id: &str,
+    header: &[&str; N],
+    rows: &[[String; N]],
+    numeric: impl Fn(usize) -> bool,
+) {
+    let class = |i: usize| if numeric(i) { " class=\"num\"" } else { "" };
+    let _ = write!(out, "<div class=\"table-wrap\"><table id=\"{id}\"><thead><tr>");
+    for (i, name) in header.iter().enumerate() {
+        let _ = write!(out, "<th{}>{}</th>", class(i), escape(name));
     }
     out.push_str("</tr></thead><tbody>\n");
     for row in rows {
         out.push_str("<tr>");
         for (i, cell) in row.iter().enumerate() {
-            let class = if i >= 3 { " class=\"num\"" } else { "" };
-            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+            let _ = write!(out, "<td{}>{}</td>", class(i), escape(cell));
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table></div>\n</section>\n");
+    out.push_str("</tbody></table></div>\n");
 }
 
 pub(crate) fn money_section(out: &mut String, report: &Report) {

@@ -26,7 +26,7 @@ use critbench_storage::tables::{StorageError, TrajectoryColumns, TrajectoryRow, 
 const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
 
 /// The columns counted.
-const COLUMNS: [&str; 5] = [T.critic, T.arm, T.round, T.critic_error, T.acted_on_critique];
+pub const COLUMNS: [&str; 5] = [T.critic, T.arm, T.round, T.critic_error, T.acted_on_critique];
 
 /// One critic and arm: the revisions written after seeing its critique, and how many of those
 /// critiques the writer could not act on.
@@ -52,10 +52,24 @@ type Before = Option<(u32, bool)>;
 /// Counts, per critic and arm (in order of first appearance), the trajectory rows of `files` whose
 /// author said whether it acted on the critique.
 pub fn read_feedback_use(files: &[PathBuf]) -> Result<Vec<FeedbackCount>, StorageError> {
-    let mut counts: Vec<FeedbackCount> = Vec::new();
-    let mut before: Before = None;
-    Scan::columns(&COLUMNS, &[]).for_each(files, |scanned| add_batch(scanned, &mut counts, &mut before))?;
-    Ok(counts)
+    let mut fold = FeedbackUse::default();
+    Scan::columns(&COLUMNS, &[]).for_each(files, |scanned| fold.add_batch(scanned))?;
+    Ok(fold.counts)
+}
+
+/// [`read_feedback_use`] a batch at a time, for a scan that decodes [`COLUMNS`] among others.
+#[derive(Default)]
+pub struct FeedbackUse {
+    /// The counts so far, per critic and arm in order of first appearance.
+    pub counts: Vec<FeedbackCount>,
+    before: Before,
+}
+
+impl FeedbackUse {
+    /// Folds one batch of the scan.
+    pub fn add_batch(&mut self, scanned: &ScanBatch<'_>) -> Result<(), TableError> {
+        add_batch(scanned, &mut self.counts, &mut self.before)
+    }
 }
 
 fn add_batch(scanned: &ScanBatch<'_>, counts: &mut Vec<FeedbackCount>, before: &mut Before) -> Result<(), TableError> {

@@ -2,21 +2,20 @@
 //! per config × critic × arm, the revisions, their mean edit share and how many changed almost
 //! nothing (a writer that returns its draft as it was revises in name only).
 //!
-//! Five columns are decoded, a batch at a time; memory is one batch plus a count per group.
-
-use std::path::PathBuf;
+//! Four columns are decoded, a batch at a time, by the scan that also counts the writer's
+//! feedback use; memory is one batch plus a count per group.
 
 use arrow_array::Array;
 use critbench_core::Arm;
 use critbench_stats::descriptive::ExactSum;
 use critbench_storage::TableError;
-use critbench_storage::scan::{Scan, ScanBatch};
-use critbench_storage::tables::{StorageError, TrajectoryColumns, TrajectoryRow, parse_label};
+use critbench_storage::scan::ScanBatch;
+use critbench_storage::tables::{TrajectoryColumns, TrajectoryRow, parse_label};
 
 const T: TrajectoryColumns = TrajectoryRow::COLUMNS;
 
 /// The columns counted.
-const COLUMNS: [&str; 4] = [T.config_id, T.critic, T.arm, T.edit_share];
+pub const COLUMNS: [&str; 4] = [T.config_id, T.critic, T.arm, T.edit_share];
 
 /// A revision whose edit share is below this changed almost nothing: fewer than 2 bytes in 100
 /// outside the text it kept.
@@ -46,58 +45,68 @@ struct Counts {
     sum: ExactSum,
 }
 
-/// The revision sizes of the table kept in `files`, per config × critic × arm in order of first
-/// appearance; groups without a revision are left out.
-pub fn read_revision_sizes(files: &[PathBuf]) -> Result<Vec<RevisionSize>, StorageError> {
-    let mut groups: Vec<((String, String, Arm), Counts)> = Vec::new();
-    Scan::columns(&COLUMNS, &[]).for_each(files, |scanned| add_batch(scanned, &mut groups))?;
-    Ok(groups
-        .into_iter()
-        .filter(|(_, counts)| counts.revisions > 0)
-        .map(|((config_id, critic, arm), counts)| RevisionSize {
-            config_id,
-            critic,
-            arm,
-            revisions: counts.revisions,
-            mean_edit_share: counts.sum.sum() / counts.revisions as f64,
-            near_empty: counts.near_empty,
-        })
-        .collect())
+/// The revision sizes of a trajectories table, folded a batch at a time ([`RevisionSizes::add_batch`],
+/// on a scan that decodes [`COLUMNS`]): the writer's other question, what it did with the
+/// critiques (`feedback_use`), is answered by the same scan.
+#[derive(Default)]
+pub struct RevisionSizes {
+    groups: Vec<((String, String, Arm), Counts)>,
 }
 
-fn add_batch(scanned: &ScanBatch<'_>, groups: &mut Vec<((String, String, Arm), Counts)>) -> Result<(), TableError> {
-    let c = scanned.columns();
-    let (config_id, critic, arm) = (c.text_array(T.config_id)?, c.text_array(T.critic)?, c.text_array(T.arm)?);
-    let edit = c.nullable_float_array(T.edit_share)?;
-    let mut last: Option<usize> = None;
-    for row in 0..scanned.num_rows() {
-        if edit.is_null(row) {
-            continue;
-        }
-        let (config, critic, text) = (config_id.value(row), critic.value(row), arm.value(row));
-        let same = |slot: usize| {
-            let ((c, k, a), _) = &groups[slot];
-            c == config && k == critic && a.as_str() == text
-        };
-        let slot = match last.filter(|&slot| same(slot)) {
-            Some(slot) => slot,
-            None => match (0..groups.len()).find(|&slot| same(slot)) {
+impl RevisionSizes {
+    /// Folds one batch of the scan.
+    pub fn add_batch(&mut self, scanned: &ScanBatch<'_>) -> Result<(), TableError> {
+        let groups = &mut self.groups;
+        let c = scanned.columns();
+        let (config_id, critic, arm) = (c.text_array(T.config_id)?, c.text_array(T.critic)?, c.text_array(T.arm)?);
+        let edit = c.nullable_float_array(T.edit_share)?;
+        let mut last: Option<usize> = None;
+        for row in 0..scanned.num_rows() {
+            if edit.is_null(row) {
+                continue;
+            }
+            let (config, critic, text) = (config_id.value(row), critic.value(row), arm.value(row));
+            let same = |slot: usize| {
+                let ((c, k, a), _) = &groups[slot];
+                c == config && k == critic && a.as_str() == text
+            };
+            let slot = match last.filter(|&slot| same(slot)) {
                 Some(slot) => slot,
-                None => {
-                    let arm = parse_label(text, T.arm, scanned.row(row))?;
-                    groups.push(((config.to_string(), critic.to_string(), arm), Counts::default()));
-                    groups.len() - 1
-                }
-            },
-        };
-        last = Some(slot);
-        let share = edit.value(row);
-        let counts = &mut groups[slot].1;
-        counts.revisions += 1;
-        counts.near_empty += u64::from(share < NEAR_EMPTY);
-        counts.sum.add(share);
+                None => match (0..groups.len()).find(|&slot| same(slot)) {
+                    Some(slot) => slot,
+                    None => {
+                        let arm = parse_label(text, T.arm, scanned.row(row))?;
+                        groups.push(((config.to_string(), critic.to_string(), arm), Counts::default()));
+                        groups.len() - 1
+                    }
+                },
+            };
+            last = Some(slot);
+            let share = edit.value(row);
+            let counts = &mut groups[slot].1;
+            counts.revisions += 1;
+            counts.near_empty += u64::from(share < NEAR_EMPTY);
+            counts.sum.add(share);
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// Per config × critic × arm in order of first appearance; groups without a revision are
+    /// left out.
+    pub fn finish(self) -> Vec<RevisionSize> {
+        self.groups
+            .into_iter()
+            .filter(|(_, counts)| counts.revisions > 0)
+            .map(|((config_id, critic, arm), counts)| RevisionSize {
+                config_id,
+                critic,
+                arm,
+                revisions: counts.revisions,
+                mean_edit_share: counts.sum.sum() / counts.revisions as f64,
+                near_empty: counts.near_empty,
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
