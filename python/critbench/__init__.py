@@ -1,5 +1,6 @@
-"""critbench from Python: serve a critic over critbench's program protocol, run an experiment with
-the critbench binary installed beside this module, and read a run's tables and summary.
+"""critbench from Python: serve a critic or a writer over critbench's program protocol, run an
+experiment with the critbench binary installed beside this module, and read a run's tables and
+summary.
 
     import critbench
 
@@ -15,5 +16,6 @@ Pure Python with no required dependency; reading a run's tables needs `pyarrow`.
 
 from ._critic import serve_critic
 from ._runs import CritbenchError, Run, binary, open_run, run
+from ._writer import serve_writer
 
-__all__ = ["CritbenchError", "Run", "binary", "open_run", "run", "serve_critic"]
+__all__ = ["CritbenchError", "Run", "binary", "open_run", "run", "serve_critic", "serve_writer"]

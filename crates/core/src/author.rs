@@ -115,6 +115,18 @@ pub enum AuthorError {
         #[source]
         source: Box<dyn Error + Send + Sync>,
     },
+    /// A writer program (`backend = "command"`) wrote no draft: it answered with an error, or
+    /// broke down (died, timed out, broke the protocol) and was stopped, to be restarted for the
+    /// next request.
+    #[error("round {round} ({step}): {message}")]
+    Writer {
+        /// The round the draft was for.
+        round: u32,
+        /// `generate` or `revise`.
+        step: &'static str,
+        /// What the writer said, or how it broke down.
+        message: String,
+    },
     /// An author of the caller's own, failing in its own way.
     #[error(transparent)]
     Other(Box<dyn Error + Send + Sync>),

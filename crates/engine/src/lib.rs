@@ -173,6 +173,10 @@ pub enum EngineError {
     /// renamed or of the wrong type.
     #[error(transparent)]
     ModelReport(#[from] critbench_openai::usage::UsageReportError),
+    /// A writer program (`backend = "command"`) that did not start or broke the protocol at
+    /// its start.
+    #[error(transparent)]
+    Writer(#[from] critbench_plugin_host::writer::WriterStartError),
     /// The openai backend was asked for outside `run_experiment`, which makes its client.
     #[error("the openai backend is made from the experiment's [openai] table; run the experiment with run_experiment")]
     NoModelClient,
@@ -270,6 +274,7 @@ impl EngineError {
             EngineError::Experiment { .. }
             | EngineError::Dataset(_)
             | EngineError::Plugin { .. }
+            | EngineError::Writer(_)
             | EngineError::LimitZero
             | EngineError::Merge(_)
             | EngineError::OpenFiles { .. } => true,

@@ -55,6 +55,7 @@ mod search;
 pub mod services;
 mod watchdog;
 pub mod worker;
+pub mod writer;
 
 pub use critics::{CriticSpec, OpenCriticError, open_critics};
 pub use error::{CallError, PluginError};

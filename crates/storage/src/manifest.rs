@@ -134,6 +134,29 @@ pub struct Manifest {
     /// A sequential run (`[sequential]`): its rule, every look, what it decided and what it spent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<SequentialRecord>,
+    /// The writer programs of `backend = "command"`, as started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writers: Vec<WriterRecord>,
+}
+
+/// A writer program as started (docs/FORMAT.md, `writers`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriterRecord {
+    /// What it writes: `generate and revise`, `generate` or `revise`.
+    pub role: String,
+    /// The name its hello gives.
+    pub name: String,
+    /// The version its hello gives.
+    pub version: String,
+    /// The command line as the experiment gives it.
+    pub command: Vec<String>,
+    /// The SHA-256 of the command's script (its first argument that names a file), else of its
+    /// program, hex.
+    pub sha256: String,
+    /// Its processes stopped after a failure, by cause (the whole run's), each replaced by a
+    /// fresh one; the draft it failed on failed its loop.
+    pub process: ProcessTrouble,
 }
 
 /// What a sequential run followed and decided (docs/FORMAT.md, `sequential`).
@@ -384,6 +407,7 @@ impl Default for Manifest {
             tables: BTreeMap::new(),
             rescore: None,
             sequential: None,
+            writers: Vec::new(),
         }
     }
 }

@@ -76,7 +76,7 @@ fn accepted_keys(text: &str) -> BTreeSet<String> {
 #[test]
 fn every_key_the_parser_accepts_is_documented_and_no_other() {
     let documented = documented_keys();
-    let probes: [(&str, String); 14] = [
+    let probes: [(&str, String); 15] = [
         ("", format!("zz_unknown = 1\n{MINIMAL}")),
         ("critics", format!("{MINIMAL}zz_unknown = 1\n")),
         ("evaluators", format!("{MINIMAL}[[evaluators]]\nname = \"e\"\nplugin = \"rubric\"\nzz_unknown = 1\n")),
@@ -91,6 +91,7 @@ fn every_key_the_parser_accepts_is_documented_and_no_other() {
         ("pricing", format!("{MINIMAL}[pricing]\nzz_unknown = 1\n")),
         ("pricing.MODEL", format!("{MINIMAL}[pricing.m]\ninput_per_mtok = 1\noutput_per_mtok = 1\nzz_unknown = 1\n")),
         ("budget", format!("{MINIMAL}[budget]\nzz_unknown = 1\n")),
+        ("writer", format!("{MINIMAL}[writer]\nzz_unknown = 1\n")),
     ];
     for (section, probe) in &probes {
         let accepted = accepted_keys(probe);
@@ -172,6 +173,13 @@ fn the_documented_defaults_are_the_codes() {
         code.insert(("sequential", key), sequential[key].clone());
     }
     code.insert(("openai", "server"), openai.endpoints[0].server.map_or("auto", |kind| kind.as_str()).into());
+    let written =
+        serde_json::to_value(load(&format!("backend = \"command\"\n{MINIMAL}[writer]\ncommand = [\"w\"]\n")).unwrap())
+            .unwrap()["writer"]
+            .clone();
+    for key in ["timeout_s", "memory_mb", "config"] {
+        code.insert(("writer", key), written[key].clone());
+    }
     let priced = load(&format!("{MINIMAL}[pricing]\n")).unwrap();
     code.insert(("pricing", "currency"), priced.pricing.as_ref().unwrap().currency.clone().into());
     // Defaults the code leaves unset: the reference must say "none" for them.

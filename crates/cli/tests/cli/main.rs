@@ -50,3 +50,4 @@ mod slurm;
 mod stats;
 mod task_handles;
 mod write_failure;
+mod writer_programs;

@@ -51,6 +51,28 @@ pub(super) struct ExperimentFile {
     pub(super) pricing: Option<toml::Table>,
     #[serde(default)]
     pub(super) budget: Option<BudgetSection>,
+    #[serde(default)]
+    pub(super) writer: Option<WriterSection>,
+}
+
+/// `[writer]`: the programs of `backend = "command"` (see `resolve::writer_spec`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WriterSection {
+    #[serde(default)]
+    pub(super) command: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) generator: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) reviser: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) processes: Option<usize>,
+    #[serde(default)]
+    pub(super) timeout_s: Option<f64>,
+    #[serde(default)]
+    pub(super) memory_mb: Option<u64>,
+    #[serde(default)]
+    pub(super) config: Option<toml::Value>,
 }
 
 /// `[sequential]`: see `super::sequential`.

@@ -26,6 +26,8 @@ pub enum BackendKind {
     Scripted,
     /// An OpenAI-compatible server.
     Openai,
+    /// The user's own writer programs (`[writer]`).
+    Command,
 }
 
 /// How a policy grid is run.
@@ -50,6 +52,7 @@ impl Sweep {
 }
 
 pub use critbench_plugin_host::CriticSpec;
+pub use critbench_plugin_host::writer::WriterSpec;
 
 /// A fully resolved experiment: what `run` executes and the manifest records.
 #[derive(Clone, Debug, Serialize)]
@@ -62,6 +65,9 @@ pub struct Experiment {
     pub datasets: Vec<PathBuf>,
     /// Who writes the drafts: the simulator, the dataset's scripts or a model server.
     pub backend: BackendKind,
+    /// The writer programs of `backend = "command"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writer: Option<WriterSpec>,
     /// The arms compared, in the order the reports list them.
     #[serde(serialize_with = "arm_names")]
     pub arms: Vec<Arm>,

@@ -31,11 +31,23 @@ pub enum ResolveError {
     #[error("`dataset` is missing; give a path (or pass --dataset PATH)")]
     MissingDataset,
     /// A `backend` that is not one.
-    #[error("`backend` = \"{0}\" is not known; use \"sim\", \"scripted\" or \"openai\"")]
+    #[error("`backend` = \"{0}\" is not known; use \"sim\", \"scripted\", \"openai\" or \"command\"")]
     UnknownBackend(String),
     /// `backend = "openai"` without an `[openai]` table.
     #[error("`backend` = \"openai\" needs an [openai] section with `base_url`")]
     OpenaiWithoutTable,
+    /// `backend = "command"` without a `[writer]` table.
+    #[error(
+        "`backend` = \"command\" needs a [writer] section: `command` = [\"python3\", \"writer.py\"] (one program for \
+         first drafts and revisions), or `generator` and `reviser`"
+    )]
+    CommandWithoutWriter,
+    /// A `[writer]` table with another backend.
+    #[error("a [writer] section is read only with `backend` = \"command\"; set it, or remove [writer]")]
+    WriterWithoutCommand,
+    /// A `[writer]` table that is wrong.
+    #[error("[writer]: {0}")]
+    Writer(#[from] WriterProblem),
     /// `arms = []`.
     #[error("`arms` is empty; use any of \"feedback\", \"no-feedback\", \"single\"")]
     NoArms,
@@ -188,6 +200,74 @@ pub enum CriticProblem {
     Config(#[source] serde_json::Error),
 }
 
+/// What is wrong with a `[writer]` table.
+#[derive(Debug, thiserror::Error)]
+pub enum WriterProblem {
+    /// Neither `command` nor `generator`, or both.
+    #[error(
+        "give `command` (one program writes first drafts and revisions) or `generator` and `reviser` (a program \
+         each), not both"
+    )]
+    Programs,
+    /// `generator` without `reviser`, or the reverse.
+    #[error("give `generator` and `reviser` together, or `command` for one program that does both")]
+    HalfPair,
+    /// A command without a program.
+    #[error("`{0}` must start with a program, e.g. [\"python3\", \"writer.py\"]")]
+    NoProgram(&'static str),
+    /// `processes = 0`.
+    #[error("`processes` = 0: give at least 1, or leave it out for one per worker thread")]
+    NoProcesses,
+    /// A `timeout_s` out of range.
+    #[error("`timeout_s` = {0} must be more than 0 and at most {max}", max = MAX_TIMEOUT_S)]
+    Timeout(f64),
+    /// A `memory_mb` out of range.
+    #[error("`memory_mb` = {0} must be from {min} to {max}", min = MIN_MEMORY_MB, max = MAX_MEMORY_MB)]
+    Memory(u64),
+    /// A `config` that has no JSON form.
+    #[error("`config`: {0}")]
+    Config(#[source] serde_json::Error),
+}
+
+/// The `[writer]` table checked. Its commands stay as written: like a command critic's, they are
+/// resolved against the experiment file's folder when the run starts them.
+fn writer_spec(section: super::file::WriterSection) -> Result<WriterSpec, WriterProblem> {
+    let (generator, reviser) = match (section.command, section.generator, section.reviser) {
+        (Some(command), None, None) => (("command", command), None),
+        (None, Some(generator), Some(reviser)) => (("generator", generator), Some(("reviser", reviser))),
+        (None, Some(_), None) | (None, None, Some(_)) => return Err(WriterProblem::HalfPair),
+        _ => return Err(WriterProblem::Programs),
+    };
+    for (key, command) in std::iter::once(&generator).chain(&reviser) {
+        if command.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(WriterProblem::NoProgram(key));
+        }
+    }
+    if section.processes == Some(0) {
+        return Err(WriterProblem::NoProcesses);
+    }
+    let timeout_s = section.timeout_s.unwrap_or(critbench_plugin_host::DEFAULT_TIMEOUT.as_secs_f64());
+    if !(timeout_s.is_finite() && timeout_s > 0.0 && timeout_s <= MAX_TIMEOUT_S) {
+        return Err(WriterProblem::Timeout(timeout_s));
+    }
+    let memory_mb = section.memory_mb.unwrap_or(critbench_plugin_host::DEFAULT_MEMORY_MB);
+    if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
+        return Err(WriterProblem::Memory(memory_mb));
+    }
+    let config = match section.config {
+        None => serde_json::json!({}),
+        Some(value) => serde_json::to_value(value).map_err(WriterProblem::Config)?,
+    };
+    Ok(WriterSpec {
+        generator: generator.1,
+        reviser: reviser.map(|(_, command)| command),
+        processes: section.processes,
+        timeout_s,
+        memory_mb,
+        config,
+    })
+}
+
 /// An `adjudicate` key that names arms wrongly, or asks for an adjudicator that does not exist.
 #[derive(Debug, thiserror::Error)]
 pub enum AdjudicateError {
@@ -269,11 +349,18 @@ impl Experiment {
             "sim" => BackendKind::Sim,
             "scripted" => BackendKind::Scripted,
             "openai" => BackendKind::Openai,
+            "command" => BackendKind::Command,
             other => return Err(ResolveError::UnknownBackend(other.to_string())),
         };
         if backend == BackendKind::Openai && file.openai.is_none() {
             return Err(ResolveError::OpenaiWithoutTable);
         }
+        let writer = match (backend, file.writer) {
+            (BackendKind::Command, Some(section)) => Some(writer_spec(section)?),
+            (BackendKind::Command, None) => return Err(ResolveError::CommandWithoutWriter),
+            (_, Some(_)) => return Err(ResolveError::WriterWithoutCommand),
+            (_, None) => None,
+        };
         let arm_names = file.arms.unwrap_or_else(|| Arm::DEFAULT.iter().map(|a| a.as_str().to_string()).collect());
         if arm_names.is_empty() {
             return Err(ResolveError::NoArms);
@@ -412,6 +499,7 @@ impl Experiment {
             path: None,
             datasets,
             backend,
+            writer,
             arms,
             adjudicate,
             epochs: file.epochs,

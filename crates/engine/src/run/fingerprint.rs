@@ -53,6 +53,13 @@ pub(crate) fn fingerprint(
             .iter()
             .chain(&plan.evaluator_plugins)
             .map(|p| PluginStamp { critic: p.critic.clone(), sha256: p.library.sha256.clone() })
+            // A writer program's script is part of the experiment, as a command critic's is.
+            .chain(
+                plan.writers.iter().map(|w| PluginStamp {
+                    critic: format!("writer ({})", w.info.role),
+                    sha256: w.info.sha256.clone(),
+                }),
+            )
             .collect(),
         datasets,
         chunk_tasks,

@@ -39,6 +39,8 @@ pub struct ManifestInput<'a> {
     pub tables: std::collections::BTreeMap<String, critbench_storage::manifest::TableRecord>,
     /// A sequential run's record.
     pub sequential: Option<&'a critbench_storage::manifest::SequentialRecord>,
+    /// The writer programs of `backend = "command"`.
+    pub writers: &'a [crate::run::plan::LoadedWriter],
 }
 
 /// The resolved experiment as the manifest records it.
@@ -59,6 +61,10 @@ pub fn carry_trouble(plan: &mut crate::run::plan::Plan<'_>, dir: &std::path::Pat
     };
     carry(&mut plan.plugins, &earlier.plugins);
     carry(&mut plan.evaluator_plugins, &earlier.evaluators);
+    for writer in &mut plan.writers {
+        let found = earlier.writers.iter().find(|r| r.role == writer.info.role).map(|r| r.process);
+        writer.carried = found.unwrap_or_default();
+    }
 }
 
 pub fn plugin_record(plugin: &LoadedPlugin) -> PluginRecord {
@@ -129,6 +135,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         tables: input.tables.clone(),
         rescore: None,
         sequential: input.sequential.cloned(),
+        writers: input.writers.iter().map(crate::run::plan::LoadedWriter::record).collect(),
     };
     manifest.write(input.dir).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", input.dir.join(critbench_storage::manifest::MANIFEST_FILE).display()),

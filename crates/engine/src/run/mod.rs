@@ -44,6 +44,7 @@ use crate::experiment::{BackendKind, Experiment};
 use crate::run::chat::{OpenAiSession, plugin_host};
 use crate::run::learn::LearnSink;
 use crate::run::pipeline::{Progress, Stopped};
+use crate::run::plan::LoadedWriter;
 use crate::run::plan::{Plan, Scope, describe_kinds, offline_author};
 use crate::run::sink::RowSink;
 use crate::run::source::{Source, SourceReport};
@@ -54,6 +55,7 @@ use crate::run_dir::journal::{RUN_JSON, progress_dir};
 use crate::stop::Interrupt;
 use critbench_core::author::Author;
 use critbench_openai::author::OpenAiAuthor;
+use critbench_plugin_host::writer::ProgramWriter;
 
 pub use crate::run::summarize::RunSummary;
 
@@ -81,11 +83,20 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
     match (experiment.backend, &session) {
         (BackendKind::Openai, Some(session)) => {
             let author = OpenAiAuthor::new(Arc::clone(&session.client), experiment.prompts.clone());
-            run_inner(experiment, &author, Some(session), options)
+            run_inner(experiment, &author, Some(session), options, Vec::new())
+        }
+        (BackendKind::Command, _) => {
+            let spec = experiment.writer.as_ref().expect("a command backend has its [writer] (resolve checks)");
+            let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
+            let threads = if experiment.jobs == 0 { crate::experiment::available_cores() } else { experiment.jobs };
+            let writer = ProgramWriter::open(spec, base_dir, threads)?;
+            let writers =
+                writer.programs().into_iter().map(|(info, trouble)| LoadedWriter::of(info, trouble)).collect();
+            run_inner(experiment, &writer, session.as_ref(), options, writers)
         }
         _ => {
             let author = offline_author(experiment).ok_or(EngineError::NoModelClient)?;
-            run_inner(experiment, author.as_ref(), session.as_ref(), options)
+            run_inner(experiment, author.as_ref(), session.as_ref(), options, Vec::new())
         }
     }
 }
@@ -98,7 +109,7 @@ pub fn run_experiment_with(
     options: &RunOptions,
 ) -> Result<RunSummary, EngineError> {
     let session = start_session(experiment)?;
-    run_inner(experiment, author, session.as_ref(), options)
+    run_inner(experiment, author, session.as_ref(), options, Vec::new())
 }
 
 /// The model client of an experiment with an `[openai]` table, offered to plugins as `chat`
@@ -113,6 +124,7 @@ fn run_inner(
     author: &dyn Author,
     session: Option<&OpenAiSession>,
     options: &RunOptions,
+    writers: Vec<LoadedWriter>,
 ) -> Result<RunSummary, EngineError> {
     if experiment.sequential.is_some() && options.shard.is_some() {
         return Err(crate::run::sequential::SequentialError::Sharded.into());
@@ -120,7 +132,8 @@ fn run_inner(
     let started = Instant::now();
     let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-{started_compact}", experiment.name);
-    let plan = Plan::load(experiment, author, &plugin_host(session))?;
+    let mut plan = Plan::load(experiment, author, &plugin_host(session))?;
+    plan.writers = writers;
     for warning in &plan.warnings {
         note!("warning: {warning}");
     }

@@ -59,6 +59,34 @@ pub fn process_trouble(counters: &ChildCounters) -> ProcessTrouble {
     }
 }
 
+/// A writer program as started, for the manifest.
+pub struct LoadedWriter {
+    pub info: critbench_plugin_host::writer::WriterInfo,
+    /// Its processes stopped after a failure so far.
+    pub trouble: Arc<ChildCounters>,
+    /// What earlier sessions of a resumed run counted of the same (from their manifest).
+    pub carried: ProcessTrouble,
+}
+
+impl LoadedWriter {
+    /// The program `info` describes, whose processes `trouble` counts.
+    pub fn of(info: &critbench_plugin_host::writer::WriterInfo, trouble: &Arc<ChildCounters>) -> LoadedWriter {
+        LoadedWriter { info: info.clone(), trouble: Arc::clone(trouble), carried: ProcessTrouble::default() }
+    }
+
+    /// The manifest's record: this session's counts and the earlier ones' together.
+    pub fn record(&self) -> critbench_storage::manifest::WriterRecord {
+        critbench_storage::manifest::WriterRecord {
+            role: self.info.role.to_string(),
+            name: self.info.name.clone(),
+            version: self.info.version.clone(),
+            command: self.info.command.clone(),
+            sha256: self.info.sha256.clone(),
+            process: process_trouble(&self.trouble).plus(self.carried),
+        }
+    }
+}
+
 /// One loop to record for a task: indices into the plan's critics and arms, and the policies it
 /// serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +135,8 @@ pub struct Plan<'a> {
     /// What the user is told before the run and the manifest keeps: thresholds outside a
     /// critic's score range.
     pub warnings: Vec<String>,
+    /// The writer programs of `backend = "command"` (set by the run that started them).
+    pub writers: Vec<LoadedWriter>,
 }
 
 impl<'a> Plan<'a> {
@@ -150,6 +180,7 @@ impl<'a> Plan<'a> {
             config_ids: experiment.policies.iter().map(Policy::config_id).collect(),
             hints: HashMap::new(),
             warnings,
+            writers: Vec::new(),
         })
     }
 
@@ -218,7 +249,7 @@ pub fn offline_author(experiment: &Experiment) -> Option<Box<dyn Author>> {
             };
             Some(Box::new(ScriptedAuthor { samples_needed }))
         }
-        BackendKind::Openai => None,
+        BackendKind::Openai | BackendKind::Command => None,
     }
 }
 

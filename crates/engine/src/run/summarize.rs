@@ -114,6 +114,7 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         openai: finished.openai.as_ref(),
         tables: crate::run_dir::layout::table_records(layout)?,
         sequential: finished.sequential.as_ref(),
+        writers: &plan.writers,
     })?;
     let report = match layout.shard {
         Some(_) => None,

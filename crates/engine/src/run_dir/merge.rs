@@ -192,6 +192,10 @@ fn difference(a: &Manifest, b: &Manifest) -> Option<String> {
     if evaluators(a) != evaluators(b) {
         return Some("the held-out evaluators or their plugins differ".into());
     }
+    let writers = |m: &Manifest| m.writers.iter().map(|w| (w.role.clone(), w.sha256.clone())).collect::<Vec<_>>();
+    if writers(a) != writers(b) {
+        return Some("the writer programs differ".into());
+    }
     if a.plugins.len() != b.plugins.len() {
         return Some("the critics are not the same list".into());
     }
@@ -254,6 +258,12 @@ fn merged_manifest(manifests: Vec<Manifest>, count: u32) -> Manifest {
                 if let (Some(mine), Some(theirs)) = (&mut plugin.process, theirs) {
                     *mine = mine.plus(theirs);
                 }
+            }
+        }
+        // Each shard started writer processes of its own.
+        for writer in merged.writers.iter_mut() {
+            if let Some(theirs) = m.writers.iter().find(|r| r.role == writer.role) {
+                writer.process = writer.process.plus(theirs.process);
             }
         }
         if m.started_at < merged.started_at {

@@ -152,6 +152,16 @@ impl Program {
         }
     }
 
+    /// Refuses a line the program wrote since its last answer: it answers nothing, and read after
+    /// the next request is sent it would be taken for that request's answer.
+    pub(crate) fn refuse_unasked(&self) -> Result<(), Broken> {
+        match self.line_waiting() {
+            Some(Ok(line)) => Err(Broken::unasked(&line)),
+            Some(Err(broken)) => Err(broken),
+            None => Ok(()),
+        }
+    }
+
     /// Whether a line is ready to be taken without waiting.
     pub(crate) fn any_line_ready(&self) -> bool {
         self.lines.any_ready()
@@ -263,6 +273,50 @@ fn describe_exit(status: ExitStatus, role: &str) -> String {
     } else {
         format!("the {role} process exited with status {}", status.code().unwrap_or(-1))
     }
+}
+
+/// Why a command could not be made into a [`Launch`].
+#[derive(Debug)]
+pub(crate) enum CommandProblem {
+    /// The command is empty.
+    Empty,
+    /// Its program is nowhere.
+    NoProgram(String),
+    /// The file hashed could not be read.
+    Unreadable(PathBuf, std::io::Error),
+}
+
+/// How to start `command` as a program of `role`, run in `base_dir` (a program with a `/` is
+/// relative to it, a bare name is looked up on `PATH`), with the program's path and the sha256 of
+/// what changes between its versions: the first argument that names a file (the script of
+/// `python3 x.py`), else the program.
+pub(crate) fn command_launch(
+    command: &[String],
+    base_dir: Option<&Path>,
+    role: &'static str,
+) -> Result<(Launch, PathBuf, String), CommandProblem> {
+    let program = command.first().ok_or(CommandProblem::Empty)?;
+    let path = resolve_program(program, base_dir)
+        .filter(|p| p.is_file())
+        .ok_or_else(|| CommandProblem::NoProgram(program.clone()))?;
+    let cwd = base_dir.filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf);
+    let in_cwd = |arg: &String| cwd.as_ref().map_or_else(|| PathBuf::from(arg), |dir| dir.join(arg));
+    let hashed = command[1..].iter().map(in_cwd).find(|p| p.is_file()).unwrap_or_else(|| path.clone());
+    let sha256 = sha256_of(&hashed).map_err(|e| CommandProblem::Unreadable(hashed, e))?;
+    let launch = Launch {
+        program: path.clone().into_os_string(),
+        args: command[1..].iter().map(OsString::from).collect(),
+        cwd,
+        label: command.join(" "),
+        role,
+    };
+    Ok((launch, path, sha256))
+}
+
+/// The hex sha256 of a file's bytes.
+pub(crate) fn sha256_of(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest as _;
+    Ok(critbench_core::hex(&sha2::Sha256::digest(std::fs::read(path)?)))
 }
 
 /// The program of a command: a path with a `/` is taken relative to `base_dir`; a bare name is

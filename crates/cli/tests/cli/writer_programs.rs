@@ -1,0 +1,225 @@
+//! Writer programs (`backend = "command"`, docs/PROTOCOL.md, Writer programs): a writer served by
+//! `critbench.serve_writer` writes every recorded draft, is shown what the arm allows and no arm,
+//! and a revision it fails costs that loop alone.
+
+use crate::common::*;
+
+/// Logs every request it answers and the draft it returned; refuses to revise t3.
+const WRITER: &str = r#"
+import json, sys
+import critbench
+
+log = open("requests.jsonl", "a")
+
+def note(task, draft, critique, seed, answer):
+    log.write(json.dumps({"task": task, "draft": draft, "critique": critique, "seed": seed, "answer": answer}) + "\n")
+    log.flush()
+
+def generate(task, seed, model):
+    answer = "draft of %s, %d prompt bytes" % (task["id"], len(task["prompt"]))
+    note(task, None, None, seed, answer)
+    return answer
+
+def revise(task, draft, critique, seed, model):
+    if task["id"] == "t3":
+        raise RuntimeError("cannot revise t3")
+    answer = draft + (" fixed" if critique is not None and critique["issues"] else " again")
+    note(task, draft, critique, seed, answer)
+    return answer
+
+critbench.serve_writer(generate, revise, name="logging-writer", version="1")
+"#;
+
+const CRITIC: &str = r#"
+import critbench
+def critique(task, draft, round):
+    return {"score": 9, "issues": []} if "fixed" in draft else {"score": 3, "issues": ["say fixed"]}
+critbench.serve_critic(critique, name="fix", version="1")
+"#;
+
+#[test]
+fn a_python_writer_writes_every_draft_sees_only_what_the_arm_allows_and_fails_one_loop_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("writer.py"), WRITER).unwrap();
+    std::fs::write(dir.path().join("critic.py"), CRITIC).unwrap();
+    // t2's prompt is 1 MB: it travels over stdin, never the command line.
+    let tasks: String = (1..=5)
+        .map(|i| {
+            let prompt = if i == 2 { "x".repeat(1 << 20) } else { format!("Explain {i}.") };
+            format!("{}\n", serde_json::json!({"id": format!("t{i}"), "prompt": prompt, "labels": {"gold": 1}}))
+        })
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), tasks).unwrap();
+    // The module needs no package: the system's Python runs it.
+    let python = "python3";
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        &format!(
+            "name = \"w\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\nstore_drafts = true\n\
+             arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = [\"{python}\", \"writer.py\"]\n\
+             [[critics]]\nname = \"fix\"\ncommand = [\"{python}\", \"critic.py\"]\n[policy]\npass_score = 8\nmax_revisions = 2\n"
+        ),
+    );
+    let out = dir.path().join("run");
+    let module = repo().join("python");
+    let run = std::process::Command::new(binary())
+        .args(["run", "--quiet", "--jobs", "2", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .env("PYTHONPATH", &module)
+        .output()
+        .unwrap();
+    // Failed loops make the run's status 1 (docs/REFERENCE.md, Exit status), every other loop written.
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    assert!(stderr(&run).contains("2 loop(s) failed and have no rows"), "{}", stderr(&run));
+    let manifest = manifest(&out);
+    // t3's revisions fail both of its loops; every other loop is written.
+    assert_eq!(manifest["loops"], 8, "{manifest}");
+    assert_eq!(manifest["failed_loop_count"], 2);
+    let failed = manifest["failed_loops"].to_string();
+    assert!(failed.contains("t3") && failed.contains("RuntimeError: cannot revise t3"), "{failed}");
+    assert_eq!(manifest["writers"][0]["name"], "logging-writer");
+    assert_eq!(manifest["writers"][0]["role"], "generate and revise");
+    assert_eq!(manifest["writers"][0]["process"]["restarts"], 0);
+
+    let log: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let answers: std::collections::HashSet<(String, String)> = log
+        .iter()
+        .map(|entry| (entry["task"]["id"].as_str().unwrap().to_string(), entry["answer"].as_str().unwrap().to_string()))
+        .collect();
+    // Every recorded draft is one the writer returned for that task.
+    let rounds = recorded_rounds(&out);
+    assert!(!rounds.is_empty());
+    for (task, _, round) in &rounds {
+        let draft = round.draft.clone().expect("store_drafts keeps the drafts");
+        assert!(answers.contains(&(task.clone(), draft.clone())), "{task}: {draft:?} was not written by the writer");
+    }
+    // The writer never sees the labels, and is told no arm: a revision carries a critique in
+    // feedback and null in no-feedback, and nothing else tells them apart.
+    assert!(log.iter().all(|entry| entry["task"].get("labels").is_none()));
+    let revisions: Vec<&serde_json::Value> = log.iter().filter(|e| !e["draft"].is_null()).collect();
+    assert!(revisions.iter().any(|e| e["critique"].is_object()));
+    assert!(revisions.iter().any(|e| e["critique"].is_null()));
+    // The 1 MB prompt went through whole.
+    assert!(answers.contains(&("t2".into(), format!("draft of t2, {} prompt bytes", 1 << 20))));
+    // The first draft's seed is the same in both arms.
+    let firsts: Vec<u64> = log
+        .iter()
+        .filter(|e| e["draft"].is_null() && e["task"]["id"] == "t1")
+        .map(|e| e["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(firsts.len(), 2);
+    assert_eq!(firsts[0], firsts[1]);
+}
+
+/// A writer that cannot start, or speaks as a critic, stops the run before any loop with exit 2,
+/// naming its command.
+#[test]
+fn a_writer_that_cannot_start_stops_the_run_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tasks.jsonl"), "{\"id\": \"t1\", \"prompt\": \"p\"}\n").unwrap();
+    std::fs::write(
+        dir.path().join("critic.sh"),
+        "#!/bin/sh\necho '{\"protocol\": 2, \"name\": \"c\", \"version\": \"1\", \"score_range\": [0, 10]}'\nsleep 5\n",
+    )
+    .unwrap();
+    let base = "name = \"w\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
+    for (writer, says) in [
+        ("[writer]\ncommand = [\"./no-such-writer\"]\n", "no program `./no-such-writer`"),
+        ("[writer]\ncommand = [\"sh\", \"critic.sh\"]\n", "is a critic's"),
+        ("", "needs a [writer] section"),
+        ("[writer]\ncommand = [\"sh\"]\ngenerator = [\"sh\"]\n", "not both"),
+    ] {
+        let file = experiment(dir.path(), "exp.toml", &format!("{base}{writer}"));
+        let out = dir.path().join("run");
+        let run = critbench(&["run", "--quiet", "--out", out.to_str().unwrap(), file.to_str().unwrap()]);
+        assert_eq!(run.status.code(), Some(2), "{writer}: {}", stderr(&run));
+        assert!(stderr(&run).contains(says), "{writer}: {}", stderr(&run));
+        assert!(!out.join("outcomes.parquet").exists());
+    }
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        &format!("{}[writer]\ncommand = [\"sh\"]\n", base.replace("command", "sim")),
+    );
+    let run = critbench(&["run", "--quiet", "--out", dir.path().join("run").to_str().unwrap(), file.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(stderr(&run).contains("read only with `backend` = \"command\""), "{}", stderr(&run));
+}
+
+/// Breaks down in its own way on each of four tasks' revisions: exits, is killed by SIGKILL,
+/// hangs past `timeout_s`, writes a line that is no answer, answers another request.
+const BROKEN_WRITER: &str = r#"
+import json, os, signal, sys, time
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+send({"protocol": 2, "name": "broken", "version": "1"})
+for line in sys.stdin:
+    message = json.loads(line)
+    if "config" in message:
+        send({"id": message["id"], "ok": True})
+        continue
+    write, ident = message["write"], message["id"]
+    task = write["task"]["id"]
+    if write["draft"] is not None:
+        if task == "exits":
+            os._exit(3)
+        if task == "killed":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if task == "hangs":
+            time.sleep(30)
+        if task == "garbage":
+            sys.stdout.write("not json\n"); sys.stdout.flush(); continue
+        if task == "stray":
+            send({"id": ident + 100, "draft": "x"}); continue
+    send({"id": ident, "draft": "%s round %d" % (task, write["round"])})
+"#;
+
+#[test]
+fn a_writer_that_dies_hangs_or_breaks_the_protocol_costs_its_loop_and_is_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("writer.py"), BROKEN_WRITER).unwrap();
+    let ids = ["ok1", "exits", "killed", "hangs", "garbage", "stray", "ok2"];
+    let tasks: String = ids.iter().map(|id| format!("{{\"id\": \"{id}\", \"prompt\": \"p\"}}\n")).collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), tasks).unwrap();
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        "name = \"w\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\narms = [\"feedback\"]\n\
+         [writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 1\ntimeout_s = 1\n\
+         [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 11\nmax_revisions = 1\n",
+    );
+    let out = dir.path().join("run");
+    let run = critbench(&["run", "--quiet", "--jobs", "1", "--out", out.to_str().unwrap(), file.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    let manifest = manifest(&out);
+    // Every loop is accounted for: the two good ones written, each broken one failed alone.
+    assert_eq!(manifest["loops"], 2, "{manifest}");
+    assert_eq!(manifest["failed_loop_count"], 5);
+    let failed = manifest["failed_loops"].to_string();
+    for (task, says) in [
+        ("exits", "exited with status 3"),
+        ("killed", "killed by signal 9 (SIGKILL)"),
+        ("hangs", "no answer within 1 s"),
+        ("garbage", "not protocol JSON"),
+        ("stray", "while critbench waited for request"),
+    ] {
+        let entry = manifest["failed_loops"].as_array().unwrap().iter().find(|f| f.as_str().unwrap().contains(task));
+        assert!(entry.is_some_and(|e| e.as_str().unwrap().contains(says)), "{task}: {failed}");
+    }
+    let process = &manifest["writers"][0]["process"];
+    assert_eq!(process["restarts"], 5, "{process}");
+    assert_eq!(process["exits"], 2, "{process}");
+    assert_eq!(process["timeouts"], 1, "{process}");
+    assert_eq!(process["protocol_errors"], 2, "{process}");
+    let written: std::collections::BTreeSet<String> = outcomes(&out).into_iter().map(|row| row.task_id).collect();
+    assert_eq!(written, ["ok1", "ok2"].map(String::from).into());
+}

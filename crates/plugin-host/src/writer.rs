@@ -1,0 +1,462 @@
+//! Writer programs: a user's own generator and reviser in child processes, speaking the program
+//! protocol's writer messages (`docs/PROTOCOL.md`, Writer programs) in its simple form, one request
+//! in flight per process. [`ProgramWriter`] is an [`Author`] like the simulator: the loops ask it
+//! for a first draft or a revision and never tell it the arm, only what the arm lets it see.
+//!
+//! A writer that answers with an error costs that round's loop; one that dies, hangs past its
+//! `timeout_s` or writes anything but its answer is stopped with its process group, counted
+//! ([`ChildCounters`]), and a fresh process serves the next request.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint};
+use critbench_core::{Critique, SeedKey, Task};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::process::ChildCounters;
+use crate::program::{Broken, CommandProblem, Launch, Program, command_launch, excerpt, parse_message};
+use crate::protocol::{ConfigRefused, PROTOCOL_VERSION, config_answer, config_line, text_of};
+use crate::request::TaskJson;
+
+/// What a writer's child process is named by in messages ("the writer wrote …").
+const ROLE: &str = "writer";
+
+/// The least time a writer gets to say hello and take its config.
+const MIN_STARTUP: Duration = Duration::from_secs(30);
+
+/// The `[writer]` table resolved: the programs that write the drafts of `backend = "command"`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WriterSpec {
+    /// The program that writes first drafts, and revisions too unless `reviser` is given:
+    /// program and arguments, run in the experiment file's directory.
+    pub generator: Vec<String>,
+    /// A program of its own for revisions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reviser: Option<Vec<String>>,
+    /// The most processes of each program at once; `None`: one per worker thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<usize>,
+    /// The longest one draft may take.
+    pub timeout_s: f64,
+    /// The address-space limit of each process, in MiB.
+    pub memory_mb: u64,
+    /// JSON handed to each process after its hello.
+    pub config: Value,
+}
+
+/// A writer program that could not be started, or broke the protocol before any loop.
+#[derive(Debug, thiserror::Error)]
+#[error("writer `{command}`: {message}")]
+pub struct WriterStartError {
+    /// The command line.
+    pub command: String,
+    /// Why.
+    pub message: String,
+}
+
+/// Who a writer program said it is, and the file its hash was taken of, for the manifest.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WriterInfo {
+    /// `generate` (both roles when it is the only program) or `revise`.
+    pub role: &'static str,
+    /// The hello's `name`.
+    pub name: String,
+    /// The hello's `version`.
+    pub version: String,
+    /// The command line as the experiment gives it.
+    pub command: Vec<String>,
+    /// The sha256 of the first argument that names a file (the script), else of the program.
+    pub sha256: String,
+}
+
+/// The first line a writer writes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Hello {
+    protocol: u32,
+    name: String,
+    version: String,
+    #[serde(default)]
+    pipelined: bool,
+}
+
+/// The writer programs of a run: one for both roles, or a generator and a reviser.
+pub struct ProgramWriter {
+    generator: Processes,
+    reviser: Option<Processes>,
+}
+
+impl ProgramWriter {
+    /// Starts the first process of each program (its hello read, its config taken), so that a
+    /// writer that cannot start stops the run before any loop. `base_dir` is the experiment file's
+    /// folder; `threads` the run's worker threads, the default number of processes.
+    pub fn open(spec: &WriterSpec, base_dir: Option<&Path>, threads: usize) -> Result<ProgramWriter, WriterStartError> {
+        let processes = spec.processes.unwrap_or(threads).max(1);
+        let role = if spec.reviser.is_some() { "generate" } else { "generate and revise" };
+        let generator = Processes::open(&spec.generator, role, spec, base_dir, processes)?;
+        let reviser = match &spec.reviser {
+            Some(command) => Some(Processes::open(command, "revise", spec, base_dir, processes)?),
+            None => None,
+        };
+        Ok(ProgramWriter { generator, reviser })
+    }
+
+    /// Each program, as the manifest records it.
+    pub fn programs(&self) -> Vec<(&WriterInfo, &Arc<ChildCounters>)> {
+        std::iter::once(&self.generator).chain(&self.reviser).map(|p| (&p.info, &p.trouble)).collect()
+    }
+
+    fn reviser(&self) -> &Processes {
+        self.reviser.as_ref().unwrap_or(&self.generator)
+    }
+}
+
+/// The seed a writer is given for a draft: the same for every arm of a task's round, below 2^53
+/// so that every JSON reader keeps it exact.
+fn seed_of(key: &DraftKey<'_>) -> u64 {
+    critbench_core::derive_seed(&SeedKey {
+        seed: key.seed,
+        task_id: key.task_id,
+        epoch: key.epoch,
+        round: key.round,
+        purpose: "write",
+    }) >> 11
+}
+
+/// The body of a `write` request: what the loop lets the writer see, and nothing of the arm.
+fn write_request(
+    task: &Task,
+    draft: Option<&str>,
+    critique: Option<&Critique>,
+    hints: &[Hint],
+    key: &DraftKey<'_>,
+) -> String {
+    #[derive(Serialize)]
+    struct Write<'a> {
+        round: u32,
+        draft: Option<&'a str>,
+        critique: Option<&'a Critique>,
+        hints: &'a [Hint],
+        seed: u64,
+    }
+    let body = Write { round: key.round, draft, critique, hints, seed: seed_of(key) };
+    let mut json = serde_json::to_string(&body).expect("a write request serializes");
+    // The task goes in as a critic sees it: no scripted drafts, samples or gold labels.
+    json.pop();
+    json.push_str(",\"task\":");
+    json.push_str(TaskJson::new(task).as_str());
+    json.push('}');
+    json
+}
+
+impl Author for ProgramWriter {
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
+        let request = write_request(task, None, None, hints, key);
+        self.generator.write(&request).map(Draft::offline).map_err(|message| AuthorError::Writer {
+            round: key.round,
+            step: "generate",
+            message,
+        })
+    }
+
+    fn revise(
+        &self,
+        task: &Task,
+        draft: &str,
+        critique: Option<&Critique>,
+        key: &DraftKey<'_>,
+    ) -> Result<Draft, AuthorError> {
+        let request = write_request(task, Some(draft), critique, &[], key);
+        self.reviser().write(&request).map(Draft::offline).map_err(|message| AuthorError::Writer {
+            round: key.round,
+            step: "revise",
+            message,
+        })
+    }
+}
+
+/// The processes of one writer program, started as they are needed up to `most`.
+struct Processes {
+    info: WriterInfo,
+    launch: Launch,
+    config: Value,
+    timeout: Duration,
+    memory_mb: Option<u64>,
+    most: usize,
+    pool: Mutex<Pool>,
+    freed: Condvar,
+    trouble: Arc<ChildCounters>,
+}
+
+#[derive(Default)]
+struct Pool {
+    idle: Vec<Child>,
+    /// Processes idle or in use.
+    live: usize,
+}
+
+/// A writer's process and the id of its next request (the config's is 0).
+struct Child {
+    program: Program,
+    next_id: u64,
+}
+
+impl Processes {
+    fn open(
+        command: &[String],
+        role: &'static str,
+        spec: &WriterSpec,
+        base_dir: Option<&Path>,
+        most: usize,
+    ) -> Result<Processes, WriterStartError> {
+        let refuse = |message: String| WriterStartError { command: command.join(" "), message };
+        let (launch, _, sha256) = command_launch(command, base_dir, ROLE).map_err(|problem| {
+            refuse(match problem {
+                CommandProblem::Empty => "the command is empty".into(),
+                CommandProblem::NoProgram(program) => format!(
+                    "no program `{program}` (a path is taken relative to the experiment file, a bare name is looked \
+                     up on PATH)"
+                ),
+                CommandProblem::Unreadable(path, e) => format!("cannot read {}: {e}", path.display()),
+            })
+        })?;
+        let mut processes = Processes {
+            info: WriterInfo { role, name: String::new(), version: String::new(), command: command.to_vec(), sha256 },
+            launch,
+            config: spec.config.clone(),
+            timeout: Duration::from_secs_f64(spec.timeout_s),
+            memory_mb: Some(spec.memory_mb),
+            most,
+            pool: Mutex::default(),
+            freed: Condvar::new(),
+            trouble: Arc::default(),
+        };
+        let (child, hello) = processes.start().map_err(refuse)?;
+        processes.info.name = hello.name;
+        processes.info.version = hello.version;
+        let pool = processes.pool.get_mut().expect("the pool is new");
+        pool.idle.push(child);
+        pool.live = 1;
+        Ok(processes)
+    }
+
+    /// Spawns a process, reads its hello and hands it the config; the error in words.
+    fn start(&self) -> Result<(Child, Hello), String> {
+        let program = Program::spawn(&self.launch, self.memory_mb)?;
+        let startup = self.timeout.max(MIN_STARTUP);
+        let fail = |program: Program, broken: Broken| program.finish(Some(broken));
+        let hello = match program.next_message(Instant::now() + startup, startup) {
+            Ok((hello, _)) => hello,
+            Err(broken) => return Err(fail(program, broken)),
+        };
+        if let Some(message) = hello.get("error") {
+            let message = text_of(message);
+            program.finish(None);
+            return Err(message);
+        }
+        let hello = match read_hello(hello) {
+            Ok(hello) => hello,
+            Err(message) => return Err(fail(program, Broken::Protocol(message))),
+        };
+        let mut program = program;
+        if let Err(source) = program.send(&config_line(&self.config)) {
+            return Err(fail(program, Broken::Send { what: "the config", source }));
+        }
+        let answer = match program.next_message(Instant::now() + startup, startup) {
+            Ok((answer, _)) => config_answer(&answer).map_err(|e| Broken::Protocol(e.to_string())),
+            Err(broken) => Err(broken),
+        };
+        match answer {
+            Ok(Ok(())) => Ok((Child { program, next_id: 1 }, hello)),
+            Ok(Err(ConfigRefused(message))) => {
+                program.finish(None);
+                Err(format!("rejected its config: {message}"))
+            }
+            Err(broken) => Err(fail(program, broken)),
+        }
+    }
+
+    /// One draft: `request` (a write request's JSON) to a free process, its answer back. A
+    /// process that broke down is stopped, counted and replaced at the next request.
+    fn write(&self, request: &str) -> Result<String, String> {
+        let mut child = match self.take() {
+            Some(child) => child,
+            None => match self.start() {
+                Ok((child, _)) => child,
+                Err(message) => {
+                    self.release(None);
+                    return Err(message);
+                }
+            },
+        };
+        match self.exchange(&mut child, request) {
+            Ok(answer) => {
+                self.release(Some(child));
+                answer
+            }
+            Err(broken) => {
+                self.trouble.stopped(&broken);
+                let message = child.program.finish(Some(broken));
+                self.release(None);
+                Err(format!("{message}; the writer process was stopped and will be restarted"))
+            }
+        }
+    }
+
+    /// An idle process, or `None` when the caller is to start one (counted as live already);
+    /// waits while every allowed process is busy.
+    fn take(&self) -> Option<Child> {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(child) = pool.idle.pop() {
+                return Some(child);
+            }
+            if pool.live < self.most {
+                pool.live += 1;
+                return None;
+            }
+            pool = self.freed.wait(pool).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Hands a process back, or accounts for one that is gone.
+    fn release(&self, child: Option<Child>) {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        match child {
+            Some(child) => pool.idle.push(child),
+            None => pool.live -= 1,
+        }
+        drop(pool);
+        self.freed.notify_one();
+    }
+
+    /// One request and its answer: `Ok(Ok(draft))`, `Ok(Err(the writer's error))`, or why the
+    /// process can no longer be used.
+    fn exchange(&self, child: &mut Child, request: &str) -> Result<Result<String, String>, Broken> {
+        child.program.refuse_unasked()?;
+        let id = child.next_id;
+        child.next_id += 1;
+        let asked = Instant::now();
+        let line = format!("{{\"id\":{id},\"write\":{request}}}");
+        child.program.send(&line).map_err(|source| Broken::Send { what: "the request", source })?;
+        let (line, arrived) = child.program.next_line(asked + self.timeout, self.timeout)?;
+        if arrived < asked {
+            return Err(Broken::unasked(&line));
+        }
+        answer(&parse_message(&line)?, id).map_err(Broken::Protocol)
+    }
+}
+
+/// A writer's hello, or what is wrong with it.
+fn read_hello(hello: Value) -> Result<Hello, String> {
+    if hello.get("score_range").is_some() {
+        return Err(format!(
+            "the hello line is a critic's (it gives a `score_range`): a writer says {{\"protocol\": {PROTOCOL_VERSION}, \
+             \"name\": ..., \"version\": ...}}; got {}",
+            excerpt(&hello.to_string())
+        ));
+    }
+    let hello: Hello = serde_json::from_value(hello).map_err(|e| format!("the hello line is not valid: {e}"))?;
+    if hello.protocol != PROTOCOL_VERSION {
+        return Err(format!(
+            "the hello says protocol {}; a writer speaks protocol {PROTOCOL_VERSION}: say \"protocol\": {PROTOCOL_VERSION}",
+            hello.protocol
+        ));
+    }
+    if hello.pipelined {
+        return Err("the hello asks for the pipelined form, which writers do not have: a writer is sent one request \
+                    at a time per process (set `processes` for more at once); drop \"pipelined\""
+            .into());
+    }
+    if hello.name.is_empty() {
+        return Err("the hello line needs a non-empty name".into());
+    }
+    Ok(hello)
+}
+
+/// The writer's answer to request `id`: exactly `id` and `draft` (a string), or `id` and `error`.
+fn answer(message: &Value, id: u64) -> Result<Result<String, String>, String> {
+    let text = || excerpt(&message.to_string());
+    match message.get("id") {
+        Some(got) if got.as_u64() == Some(id) => {}
+        None => {
+            return Err(format!(
+                "the writer wrote a message without an id while critbench waited for request {id}: {}",
+                text()
+            ));
+        }
+        Some(got) => {
+            return Err(format!(
+                "the writer wrote a message for request {got} while critbench waited for request {id}: {}",
+                text()
+            ));
+        }
+    }
+    let object = message.as_object().expect("a message with an id is an object");
+    let keys: Vec<&str> = object.keys().map(String::as_str).filter(|k| *k != "id").collect();
+    match (keys.as_slice(), object.get("draft")) {
+        (["draft"], Some(Value::String(draft))) => Ok(Ok(draft.clone())),
+        (["error"], _) => Ok(Err(text_of(&object["error"]))),
+        _ => Err(format!(
+            "the writer wrote a line that is not an answer (an answer is {{\"id\": N, \"draft\": \"...\"}} or {{\"id\": N, \
+             \"error\": \"...\"}}): {}",
+            text()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_a_draft_or_an_error_for_the_request_asked() {
+        let read = |line: &str| answer(&serde_json::from_str(line).unwrap(), 4);
+        assert_eq!(read(r#"{"id": 4, "draft": "text"}"#), Ok(Ok("text".into())));
+        assert_eq!(read(r#"{"id": 4, "error": "no"}"#), Ok(Err("no".into())));
+        assert!(
+            read(r#"{"id": 3, "draft": "text"}"#)
+                .unwrap_err()
+                .contains("for request 3 while critbench waited for request 4")
+        );
+        assert!(read(r#"{"draft": "text"}"#).unwrap_err().contains("without an id"));
+        assert!(read(r#"{"id": 4, "draft": 7}"#).unwrap_err().contains("not an answer"));
+        assert!(read(r#"{"id": 4, "draft": "a", "error": "b"}"#).unwrap_err().contains("not an answer"));
+    }
+
+    #[test]
+    fn a_critic_or_another_version_is_refused_with_what_to_change() {
+        let read = |line: &str| read_hello(serde_json::from_str(line).unwrap());
+        assert!(read(r#"{"protocol": 2, "name": "w", "version": "1"}"#).is_ok());
+        let critic = read(r#"{"protocol": 2, "name": "c", "version": "1", "score_range": [0, 10]}"#).unwrap_err();
+        assert!(critic.contains("is a critic's"), "{critic}");
+        assert!(read(r#"{"protocol": 1, "name": "w", "version": "1"}"#).unwrap_err().contains("say \"protocol\": 2"));
+        assert!(
+            read(r#"{"protocol": 2, "name": "w", "version": "1", "pipelined": true}"#).unwrap_err().contains("drop")
+        );
+        assert!(read(r#"{"protocol": 2, "name": "", "version": "1"}"#).unwrap_err().contains("non-empty name"));
+    }
+
+    #[test]
+    fn a_request_shows_what_the_arm_allows_and_the_task_as_a_critic_sees_it() {
+        let task: Task = serde_json::from_str(
+            r#"{"id": "t1", "prompt": "p", "labels": {"pass": true}, "drafts": ["d0", "d1"], "samples": ["s1"]}"#,
+        )
+        .unwrap();
+        let key = DraftKey { seed: 7, task_id: "t1", epoch: 0, round: 2 };
+        let request: Value = serde_json::from_str(&write_request(&task, Some("old"), None, &[], &key)).unwrap();
+        // Exactly these keys: nothing names the arm.
+        let keys: std::collections::BTreeSet<&str> = request.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["critique", "draft", "hints", "round", "seed", "task"].into());
+        assert_eq!(request["draft"], "old");
+        assert_eq!(request["critique"], Value::Null);
+        assert_eq!(request["task"], serde_json::json!({"id": "t1", "prompt": "p"}));
+        assert!(request["seed"].as_u64().unwrap() < 1 << 53);
+        // The seed is the round's, not the arm's: every arm of the round gets the same.
+        assert_eq!(seed_of(&key), seed_of(&DraftKey { ..key }));
+        assert_ne!(seed_of(&key), seed_of(&DraftKey { round: 1, ..key }));
+    }
+}

@@ -1,0 +1,50 @@
+"""The protocol loop a critic and a writer share (docs/PROTOCOL.md): the hello, the config, then
+one request at a time, each answered or refused with the error of the exception it raised."""
+
+import json
+import sys
+
+PROTOCOL_VERSION = 2
+
+
+def serve(hello, configure, kind, answer, stdin=None, stdout=None):
+    """Writes `hello`, then answers every request of `kind` (`"request"`, `"write"`) with
+    `answer(body)`, a dict of the answer's keys, until critbench closes the input."""
+    out = stdout if stdout is not None else sys.stdout
+    source = stdin if stdin is not None else sys.stdin
+
+    def send(message):
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
+    send(hello)
+    # What the functions print must not reach the protocol's stream.
+    real_stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        for line in source:
+            if not line.strip():
+                continue
+            message = json.loads(line)
+            ident = message["id"]
+            if "config" in message:
+                try:
+                    if configure is not None:
+                        configure(message["config"])
+                except Exception as error:  # the program refuses its config
+                    send({"id": ident, "error": describe(error)})
+                    continue
+                send({"id": ident, "ok": True})
+                continue
+            try:
+                reply = dict(answer(message[kind]), id=ident)
+            except Exception as error:
+                reply = {"id": ident, "error": describe(error)}
+            send(reply)
+    finally:
+        sys.stdout = real_stdout
+
+
+def describe(error):
+    """An exception as one line of an error answer."""
+    text = str(error).strip().replace("\n", " ")
+    return "%s: %s" % (type(error).__name__, text) if text else type(error).__name__
