@@ -1,9 +1,6 @@
 """`serve_critic`: the simple form of protocol 2 (docs/PROTOCOL.md) for a plain function."""
 
-import json
-import sys
-
-PROTOCOL_VERSION = 2
+from ._protocol import PROTOCOL_VERSION, serve
 
 
 def serve_critic(
@@ -29,8 +26,6 @@ def serve_critic(
     the critic's typed issues carry to the hint strategy memory gives for it. While a call runs,
     `print` writes to standard error: standard output is the protocol's.
     """
-    out = stdout if stdout is not None else sys.stdout
-    source = stdin if stdin is not None else sys.stdin
     low, high = score_range
     hello = {
         "protocol": PROTOCOL_VERSION,
@@ -45,43 +40,10 @@ def serve_critic(
             "issue_types": [{"name": key, "hint": hint} for key, hint in issue_types.items()],
         }
 
-    def send(message):
-        out.write(json.dumps(message) + "\n")
-        out.flush()
+    def answer(request):
+        critiqued = critique(request["task"], request["draft"], request["round"])
+        if not isinstance(critiqued, dict):
+            raise TypeError("critique() returned %s, not a dict" % type(critiqued).__name__)
+        return {"critique": critiqued}
 
-    send(hello)
-    # What the functions print must not reach the protocol's stream.
-    real_stdout, sys.stdout = sys.stdout, sys.stderr
-    try:
-        for line in source:
-            if not line.strip():
-                continue
-            message = json.loads(line)
-            ident = message["id"]
-            if "config" in message:
-                try:
-                    if configure is not None:
-                        configure(message["config"])
-                except Exception as error:  # the critic refuses its config
-                    send({"id": ident, "error": _describe(error)})
-                    continue
-                send({"id": ident, "ok": True})
-                continue
-            request = message["request"]
-            try:
-                answer = critique(request["task"], request["draft"], request["round"])
-                if not isinstance(answer, dict):
-                    raise TypeError("critique() returned %s, not a dict" % type(answer).__name__)
-                line = json.dumps({"id": ident, "critique": answer})
-            except Exception as error:
-                line = json.dumps({"id": ident, "error": _describe(error)})
-            out.write(line + "\n")
-            out.flush()
-    finally:
-        sys.stdout = real_stdout
-
-
-def _describe(error):
-    """An exception as one line of a critic error."""
-    text = str(error).strip().replace("\n", " ")
-    return "%s: %s" % (type(error).__name__, text) if text else type(error).__name__
+    serve(hello, configure, "request", answer, stdin, stdout)

@@ -4,12 +4,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-
 use crate::info::{CriticInfo, CriticSource, DEFAULT_TIMEOUT, Isolation, IsolationMode, default_worker};
 use crate::library::{InProcessCritic, Located, OpenTask};
 use crate::process::{ProcessCritic, ROLE};
-use crate::program::{Launch, resolve_program};
+use crate::program::{CommandProblem, Launch, command_launch, sha256_of};
 use crate::request::{Asked, TaskJson, TaskRound, critique_request, task_request};
 use crate::services::{CallScope, Host};
 use crate::{CallError, PluginError, PluginLibrary, SearchPath};
@@ -252,37 +250,17 @@ pub fn open_critic(
             }
         }
         CriticSource::Command(command) => {
-            let Some(program) = command.first() else {
-                return Err(PluginError::Protocol { critic: "command".into(), message: "the command is empty".into() });
-            };
-            let path = resolve_program(program, base_dir)
-                .filter(|p| p.is_file())
-                .ok_or_else(|| PluginError::NoProgram { program: program.clone() })?;
-            let cwd = base_dir.filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf);
-            let in_cwd = |arg: &String| match &cwd {
-                Some(dir) => dir.join(arg),
-                None => Path::new(arg).to_path_buf(),
-            };
-            // The script is what changes between versions of a critic like `python3 x.py`.
-            let hashed = command[1..].iter().map(in_cwd).find(|p| p.is_file()).unwrap_or_else(|| path.clone());
-            let sha256 =
-                sha256_of(&hashed).map_err(|e| PluginError::Load { path: hashed.clone(), message: e.to_string() })?;
-            let launch = Launch {
-                program: path.clone().into_os_string(),
-                args: command[1..].iter().map(OsString::from).collect(),
-                cwd,
-                label: command.join(" "),
-                role: ROLE,
-            };
+            let (launch, path, sha256) = command_launch(command, base_dir, ROLE).map_err(|problem| match problem {
+                CommandProblem::Empty => {
+                    PluginError::Protocol { critic: "command".into(), message: "the command is empty".into() }
+                }
+                CommandProblem::NoProgram(program) => PluginError::NoProgram { program },
+                CommandProblem::Unreadable(path, e) => PluginError::Load { path, message: e.to_string() },
+            })?;
             ProcessCritic::open(launch, config_json, isolation, path, Some(command.clone()), sha256, host)?
         }
     };
     let info = critic.info();
     host.check_requires(&info.name, &info.declared)?;
     Ok(CriticInstance::Process(critic))
-}
-
-fn sha256_of(path: &Path) -> std::io::Result<String> {
-    let bytes = std::fs::read(path)?;
-    Ok(critbench_core::hex(&Sha256::digest(&bytes)))
 }

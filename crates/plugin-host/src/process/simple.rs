@@ -17,13 +17,7 @@ impl ProcessCritic {
         request: &str,
         mut scope: Option<&mut CallScope>,
     ) -> Result<Answer, Broken> {
-        // A line written since the last answer answers nothing; read after this request is sent,
-        // it would be taken for this request's answer.
-        match child.program.line_waiting() {
-            Some(Ok(line)) => return Err(Broken::unasked(&line)),
-            Some(Err(broken)) => return Err(broken),
-            None => {}
-        }
+        child.program.refuse_unasked()?;
         let id = child.next_id;
         child.next_id += 1;
         let mut asked = Instant::now();

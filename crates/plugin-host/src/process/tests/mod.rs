@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::*;
 use crate::info::{Isolation, IsolationMode};
-use crate::program::resolve_program;
+use crate::program::child::resolve_program;
 use crate::services::{HostService, Reply as ServiceReply};
 
 mod pipelined;
