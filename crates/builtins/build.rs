@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// The built-in critics' directories, relative to this crate, and the variable each hash goes to.
-const CRITICS: [(&str, &str); 4] = [
+const CRITICS: [(&str, &str); 5] = [
     ("../../plugins/rubric", "CRITBENCH_SOURCE_SHA256_RUBRIC"),
     ("../../plugins/evidence", "CRITBENCH_SOURCE_SHA256_EVIDENCE"),
     ("../../plugins/scripted", "CRITBENCH_SOURCE_SHA256_SCRIPTED"),
     ("../../plugins/llm-judge", "CRITBENCH_SOURCE_SHA256_LLM_JUDGE"),
+    ("../../plugins/sim-truth", "CRITBENCH_SOURCE_SHA256_SIM_TRUTH"),
 ];
 
 /// The glue every built-in's descriptor is made of.

@@ -1,4 +1,5 @@
-//! The critics compiled into critbench: `rubric`, `evidence`, `scripted` and `llm-judge`.
+//! The critics compiled into critbench: `rubric`, `evidence`, `scripted`, `llm-judge`, and the
+//! `sim-truth` evaluator.
 //!
 //! Each is registered by the same ABI descriptor its shared library exports
 //! (`plugins/NAME/cdylib` builds those), so the host opens a built-in exactly as it opens a
@@ -26,9 +27,10 @@ static RUBRIC: CriticDescriptor = builtin_descriptor::<critbench_rubric::Rubric>
 static EVIDENCE: CriticDescriptor = builtin_descriptor::<critbench_evidence::EvidenceCritic>();
 static SCRIPTED: CriticDescriptor = builtin_task_descriptor::<critbench_scripted::Scripted>();
 static LLM_JUDGE: CriticDescriptor = builtin_descriptor::<critbench_llm_judge::LlmJudge>();
+static SIM_TRUTH: CriticDescriptor = builtin_descriptor::<critbench_sim_truth::SimTruth>();
 
 /// Every built-in critic, by name.
-pub static BUILTINS: [Builtin; 4] = [
+pub static BUILTINS: [Builtin; 5] = [
     Builtin {
         name: critbench_rubric::Rubric::NAME,
         descriptor: &RUBRIC,
@@ -48,6 +50,11 @@ pub static BUILTINS: [Builtin; 4] = [
         name: critbench_llm_judge::LlmJudge::NAME,
         descriptor: &LLM_JUDGE,
         source_sha256: env!("CRITBENCH_SOURCE_SHA256_LLM_JUDGE"),
+    },
+    Builtin {
+        name: critbench_sim_truth::SimTruth::NAME,
+        descriptor: &SIM_TRUTH,
+        source_sha256: env!("CRITBENCH_SOURCE_SHA256_SIM_TRUTH"),
     },
 ];
 

@@ -8,12 +8,7 @@ use crate::output::Stdout;
 pub fn report(args: ReportArgs) -> Result<(), Failure> {
     let report = critbench_engine::run_dir::rebuild_reports(&args.run_dir, args.labels.as_deref())?;
     let mut out = Stdout::lock();
-    writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&report))?;
-    if let Some(evaluated) = &report.evaluators {
-        write!(out, "{}", critbench_report::evaluators::glance(evaluated))?;
-    }
-    write!(out, "{}", critbench_report::spend::glance(&report.summary.spend))?;
-    write!(out, "{}", critbench_report::glance_legend(&args.run_dir))?;
+    write!(out, "{}", critbench_report::terminal(&report, &args.run_dir))?;
     let files = if args.labels.is_some() {
         "summary.csv, summary.json, comparisons.csv, report.md, report.html, corrected.csv and corrected_comparisons.csv"
     } else {

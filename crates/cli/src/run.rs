@@ -58,12 +58,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let mut out = Stdout::lock();
     if let Some(report) = &summary.report {
-        writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(report))?;
-        if let Some(evaluated) = &report.evaluators {
-            write!(out, "{}", critbench_report::evaluators::glance(evaluated))?;
-        }
-        write!(out, "{}", critbench_report::spend::glance(&report.summary.spend))?;
-        write!(out, "{}", critbench_report::glance_legend(&summary.out_dir))?;
+        write!(out, "{}", critbench_report::terminal(report, &summary.out_dir))?;
     }
     let seconds = summary.elapsed.as_secs_f64();
     let replayed = if summary.sweep == Sweep::Replay {

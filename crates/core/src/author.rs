@@ -38,12 +38,40 @@ pub struct Draft {
     /// Whether the model's answer was cut at its `max_tokens` (`finish_reason` `length`), so the
     /// draft may end mid-sentence; `None` without a model. Recorded as `draft_truncated`.
     pub truncated: Option<bool>,
+    /// What is really wrong with the draft, as the simulated writer knows it; `None` from every
+    /// other author. Never shown to a critic: only held-out evaluators' requests carry it
+    /// (docs/PROTOCOL.md, `truth`), for the built-in `sim-truth` evaluator to judge.
+    pub truth: Option<Truth>,
+}
+
+/// The defects a simulated draft really has, by the names of the issue types its writer
+/// documents (`missing_evidence`, `weak_methodology`, …), sorted and each once. Empty: nothing
+/// is wrong with the draft.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Truth {
+    /// The defects, sorted, each once.
+    pub defects: Vec<String>,
+}
+
+impl Truth {
+    /// A truth of these defects, sorted and each kept once.
+    pub fn of<S: Into<String>>(defects: impl IntoIterator<Item = S>) -> Truth {
+        let mut defects: Vec<String> = defects.into_iter().map(Into::into).collect();
+        defects.sort();
+        defects.dedup();
+        Truth { defects }
+    }
+
+    /// Whether the draft has the defect `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.defects.binary_search_by(|d| d.as_str().cmp(name)).is_ok()
+    }
 }
 
 impl Draft {
     /// A draft written without a model, so without token counts.
     pub fn offline(text: String) -> Draft {
-        Draft { text, tokens_in: None, tokens_out: None, acted_on_critique: None, truncated: None }
+        Draft { text, tokens_in: None, tokens_out: None, acted_on_critique: None, truncated: None, truth: None }
     }
 }
 
@@ -155,7 +183,7 @@ pub trait Author: Sync {
     fn revise_async<'a>(
         &'a self,
         task: &'a Task,
-        draft: &'a str,
+        draft: &'a Draft,
         critique: Option<&'a Critique>,
         key: DraftKey<'a>,
     ) -> Writing<'a> {
@@ -170,11 +198,12 @@ pub trait Author: Sync {
     /// The first draft; `hints` is empty unless the arm uses strategy memory.
     fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError>;
 
-    /// A revision of `draft`; `critique` is `None` when the arm keeps it from the reviser.
+    /// A revision of `draft` (as this author wrote it: its text, and its truth when it keeps
+    /// one); `critique` is `None` when the arm keeps it from the reviser.
     fn revise(
         &self,
         task: &Task,
-        draft: &str,
+        draft: &Draft,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError>;

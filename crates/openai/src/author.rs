@@ -97,6 +97,7 @@ fn drafted(
         tokens_out: answer.tokens_out,
         acted_on_critique: None,
         truncated: Some(answer.truncated),
+        truth: None,
     })
 }
 
@@ -118,22 +119,22 @@ impl Author for OpenAiAuthor {
     fn revise(
         &self,
         task: &Task,
-        draft: &str,
+        draft: &Draft,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError> {
-        let user = self.revise_prompt(task, draft, critique);
+        let user = self.revise_prompt(task, &draft.text, critique);
         self.ask(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
     }
 
     fn revise_async<'a>(
         &'a self,
         task: &'a Task,
-        draft: &'a str,
+        draft: &'a Draft,
         critique: Option<&'a Critique>,
         key: DraftKey<'a>,
     ) -> Writing<'a> {
-        let user = self.revise_prompt(task, draft, critique);
+        let user = self.revise_prompt(task, &draft.text, critique);
         self.ask_async(Role::Reviser, &self.prompts.reviser_system, user, key, "revise")
     }
 

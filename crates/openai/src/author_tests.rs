@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use critbench_core::author::{Author, AuthorError, DraftKey, Hint};
+use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint};
 use critbench_core::{Critique, ScoreRange, Suggestion, Task};
 
 use crate::author::OpenAiAuthor;
@@ -67,8 +67,8 @@ fn prompts_carry_the_task_hints_and_sanitized_feedback() {
     critique.issues = vec!["../../../../../../".into(), "The answer never says what the dance encodes.".into()];
     critique.suggestions =
         vec![Suggestion { dimension: None, target: None, edit: "edit edit edit edit edit edit".into() }];
-    author.revise(&task(), &draft.text, Some(&critique), &key(1)).unwrap();
-    author.revise(&task(), &draft.text, None, &key(1)).unwrap();
+    author.revise(&task(), &draft, Some(&critique), &key(1)).unwrap();
+    author.revise(&task(), &draft, None, &key(1)).unwrap();
 
     let received = server.received();
     let user = |index: usize| received[index].body["messages"][1]["content"].as_str().unwrap().to_string();
@@ -110,7 +110,7 @@ fn the_adjudicator_gets_the_last_concerns_and_failures_name_the_round() {
     assert_eq!(final_text.text, "Final text.");
     let asked = server.received()[0].body["messages"][1]["content"].as_str().unwrap().to_string();
     assert!(asked.contains("Latest draft:\nDraft.") && asked.contains("Two sentences contradict"), "{asked}");
-    let error = author.revise(&task(), "Draft.", None, &key(2)).unwrap_err();
+    let error = author.revise(&task(), &Draft::offline("Draft.".into()), None, &key(2)).unwrap_err();
     assert!(
         matches!(error, AuthorError::Model { round: 2, step: "revise", .. }),
         "the failure names its round and step, and keeps the client's error: {error:?}"

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use critbench_abi::REQUEST_VERSION;
 use critbench_core::Task;
+use critbench_core::author::Truth;
 
 /// A task as critics see it, serialized once and reused for every request about it.
 pub struct TaskJson(String);
@@ -80,12 +81,20 @@ pub fn critique_request(task: &TaskJson, draft: &str, round: u32) -> String {
 
 /// [`critique_request`] of a task given as its JSON text (as an open carried it).
 pub(crate) fn critique_request_text(task: &str, draft: &str, round: u32) -> String {
-    request(REQUEST_VERSION, round, draft, Some(task))
+    request(REQUEST_VERSION, round, draft, None, Some(task))
+}
+
+/// A held-out evaluator's request: [`critique_request`] of the task with its labels
+/// ([`TaskJson::with_labels`]), carrying `"truth":{"defects":[...]}` before the task when the
+/// draft has a hidden truth (the simulator's, docs/PROTOCOL.md). Never sent to a critic that
+/// steers a loop.
+pub fn evaluation_request(task: &TaskJson, draft: &str, round: u32, truth: Option<&Truth>) -> String {
+    request(REQUEST_VERSION, round, draft, truth, Some(&task.0))
 }
 
 /// `{"request_version":V,"round":R,"draft":"..."}`, with `"task":{...}` last when a task is given.
 /// The numbers and the escaped draft are serialized straight into the request's buffer.
-fn request(version: u32, round: u32, draft: &str, task: Option<&str>) -> String {
+fn request(version: u32, round: u32, draft: &str, truth: Option<&Truth>, task: Option<&str>) -> String {
     let task_len = task.map_or(0, |task| task.len() + 8);
     // Escaping grows text by a few bytes in most drafts; the rest is the fixed fields.
     let mut request = Vec::with_capacity(64 + draft.len() + draft.len() / 16 + task_len);
@@ -96,6 +105,11 @@ fn request(version: u32, round: u32, draft: &str, task: Option<&str>) -> String 
     serde_json::to_writer(&mut request, &round).expect(fits);
     request.extend_from_slice(b",\"draft\":");
     serde_json::to_writer(&mut request, draft).expect(fits);
+    if let Some(truth) = truth {
+        request.extend_from_slice(b",\"truth\":{\"defects\":");
+        serde_json::to_writer(&mut request, &truth.defects).expect(fits);
+        request.push(b'}');
+    }
     if let Some(task) = task {
         request.extend_from_slice(b",\"task\":");
         request.extend_from_slice(task.as_bytes());
@@ -142,7 +156,7 @@ impl TaskRound {
 
 /// `{"request_version":2,"round":R,"draft":"..."}`: a request about a task opened before.
 pub fn task_request(draft: &str, round: u32) -> String {
-    request(critbench_abi::TASK_REQUEST_VERSION, round, draft, None)
+    request(critbench_abi::TASK_REQUEST_VERSION, round, draft, None, None)
 }
 
 #[cfg(test)]

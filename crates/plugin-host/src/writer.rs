@@ -165,11 +165,11 @@ impl Author for ProgramWriter {
     fn revise(
         &self,
         task: &Task,
-        draft: &str,
+        draft: &Draft,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError> {
-        let request = write_request(task, Some(draft), critique, &[], key);
+        let request = write_request(task, Some(&draft.text), critique, &[], key);
         self.reviser().write(&request).map(Draft::offline).map_err(|message| AuthorError::Writer {
             round: key.round,
             step: "revise",

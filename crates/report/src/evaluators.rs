@@ -30,6 +30,7 @@ use serde::Serialize;
 
 use crate::csv_files::write_csv;
 use crate::experiment::run_seed;
+use crate::queries::truth_relation::{SIM_TRUTH, TruthRelation, read_truth_relation};
 use crate::rows::BOOTSTRAP_RESAMPLES;
 use crate::totals::{Design, never_revises, paired};
 use crate::{ReportError, RowError};
@@ -237,6 +238,9 @@ pub struct EvaluatorReport {
     pub disagreements: Vec<Disagreement>,
     /// Every round's pass rates, for the evaluators with `rounds = "all"` (`evaluator_rounds.csv`).
     pub rounds: Vec<EvaluatorRoundRow>,
+    /// Per critic, how many of its critiques of simulated drafts with a real defect named one
+    /// (by the `sim-truth` evaluator); empty without `sim-truth` rows.
+    pub truth: Vec<TruthRelation>,
 }
 
 /// Disagreements listed by name in the reports.
@@ -507,7 +511,11 @@ pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<Evalua
             .map_err(|source| ReportError::Table { path: path.clone(), source })?;
     }
     reader.flush();
-    Ok(Some(build(reader, manifest)))
+    let mut report = build(reader, manifest);
+    let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
+    report.truth = read_truth_relation(&trajectories, &files)
+        .map_err(|source| ReportError::Table { path: files.first().cloned().unwrap_or_default(), source })?;
+    Ok(Some(report))
 }
 
 fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
@@ -737,7 +745,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             });
         }
     }
-    EvaluatorReport { rows, comparisons, disagreements: reader.disagreements, rounds }
+    EvaluatorReport { rows, comparisons, disagreements: reader.disagreements, rounds, truth: Vec::new() }
 }
 
 /// Writes `evaluators.csv` and `evaluator_comparisons.csv`, and `evaluator_rounds.csv` when an
@@ -766,6 +774,47 @@ fn interval(lo: impl Into<Option<f64>>, hi: impl Into<Option<f64>>) -> String {
         (Some(lo), Some(hi)) => format!("{} to {}", points(lo), points(hi)),
         _ => crate::rows::IDENTICAL_BY_DESIGN.to_string(),
     }
+}
+
+/// What the terminal says first of a critic that never named a defect its drafts really had (see
+/// [`crate::queries::truth_relation`]): that its own table measures how well the writer pleases it,
+/// and, per config, the feedback comparison by the hidden truth beside the same by the critic.
+/// Empty when every critic named a real defect at least once, or without `sim-truth`.
+pub fn truth_lead(report: &EvaluatorReport) -> String {
+    let mut out = String::new();
+    for relation in report.truth.iter().filter(|r| r.critiques > 0 && r.naming == 0) {
+        let _ = writeln!(
+            out,
+            "{}: none of its {} critiques of drafts with a real defect names one (the simulated writer's hidden truth, \
+             judged by the `{SIM_TRUTH}` evaluator), so acting on them changes the text and not the truth: its pass \
+             rates below measure how well the writer pleases it, not how good its answers are. By the truth:",
+            relation.critic, relation.critiques
+        );
+        for c in report.comparisons.iter().filter(|c| c.critic == relation.critic && c.evaluator == SIM_TRUTH) {
+            let rate = |arm: &str| {
+                report
+                    .rows
+                    .iter()
+                    .find(|r| {
+                        (&r.config_id, &r.critic, &r.evaluator, r.arm.as_str())
+                            == (&c.config_id, &c.critic, &c.evaluator, arm)
+                    })
+                    .map_or(0.0, |r| r.critic_pass_rate)
+            };
+            let _ = writeln!(
+                out,
+                "  {}: {} − {} {} ({}) by the truth, {} by the critic",
+                c.config_id,
+                c.arm_a,
+                c.arm_b,
+                points(c.diff),
+                interval(c.diff_lo, c.diff_hi),
+                points(rate(&c.arm_a) - rate(&c.arm_b))
+            );
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The terminal's lines: per config × critic × evaluator, the first pair of arms compared by the

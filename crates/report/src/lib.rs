@@ -58,7 +58,7 @@ pub mod trouble;
 
 pub use error::{QueryError, ReportError, RowError, WantedKey};
 pub use html::escape as escape_html;
-pub use markdown::{GLANCE_HEADER, glance_legend, glance_table, render_markdown, summary_table};
+pub use markdown::{GLANCE_HEADER, glance_legend, glance_table, render_markdown, summary_table, terminal};
 pub use rows::{ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, IDENTICAL_BY_DESIGN, SummaryRow};
 pub use run_tables::{check_tables, table_files};
 pub use summary::{KindReport, Partial, Summary};

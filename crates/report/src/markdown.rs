@@ -150,6 +150,27 @@ pub fn glance_table(report: &Report) -> String {
 pub const GLANCE_HEADER: &str = "Pass rates per arm: the share of each arm's loops (task × epoch) whose answer passed the \
      critic; the difference is paired on the same task × epoch units.";
 
+/// Everything `critbench run` and `critbench report` print of a run's report: first, for a critic
+/// that never pointed at what was really wrong, what the simulator's hidden truth says
+/// ([`crate::evaluators::truth_lead`]); then [`GLANCE_HEADER`] and [`glance_table`], the held-out
+/// evaluators' lines, what the run spent, and [`glance_legend`].
+pub fn terminal(report: &Report, run_dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    if let Some(evaluated) = &report.evaluators {
+        out.push_str(&crate::evaluators::truth_lead(evaluated));
+    }
+    out.push_str(GLANCE_HEADER);
+    out.push('\n');
+    out.push_str(&glance_table(report));
+    out.push('\n');
+    if let Some(evaluated) = &report.evaluators {
+        out.push_str(&crate::evaluators::glance(evaluated));
+    }
+    out.push_str(&crate::spend::glance(&report.summary.spend));
+    out.push_str(&glance_legend(run_dir));
+    out
+}
+
 /// The lines a terminal prints below [`glance_table`]: how a config id reads (the grammar of
 /// `critbench_core::Policy::config_id`, pinned by a test) and where the whole report of `run_dir` is.
 pub fn glance_legend(run_dir: &std::path::Path) -> String {

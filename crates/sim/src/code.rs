@@ -24,6 +24,27 @@ pub(crate) fn asks_for_code(prompt: &str) -> bool {
             .any(|word| lower.contains(word))
 }
 
+/// The defects a function can really have (its truth, [`crate::truth`]), which are also the issue
+/// types the writer fixes: `missing_edge_case` (no check of an empty first argument) and
+/// `unfinished` (a TODO left in the body).
+pub(crate) const DEFECTS: [&str; 2] = ["missing_edge_case", "unfinished"];
+
+/// The defects of [`DEFECTS`] the writer finds in a function it wrote for `task`.
+pub(crate) fn defects(task: &Task, draft: &str) -> BTreeSet<&'static str> {
+    let spec = Spec::of(task);
+    let code = Code::parse(draft, spec.fenced);
+    let mut found = BTreeSet::new();
+    if let Some(first) = spec.params.first()
+        && !code.lines.iter().any(|line| line.trim() == format!("if not {first}:"))
+    {
+        found.insert("missing_edge_case");
+    }
+    if code.lines.iter().any(|line| line.contains("TODO")) {
+        found.insert("unfinished");
+    }
+    found
+}
+
 /// The first draft.
 pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
     let spec = Spec::of(task);
@@ -54,9 +75,15 @@ pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
 pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng: &mut Rng) -> (String, Option<bool>) {
     let spec = Spec::of(task);
     let mut code = Code::parse(draft, spec.fenced);
-    let acted = match feedback.map(|critique| Requests::read(critique, &[], |_, _| false)) {
+    let acted = match feedback.map(|critique| Requests::read(critique, &DEFECTS, |_, _| false)) {
         Some(requests) if requests.can_act_on(draft) => {
             let lands = (0.8 - 0.5 * difficulty(task)).clamp(0.3, 0.9);
+            if requests.has("missing_edge_case") && rng.chance(lands) {
+                guard_empty_input(&mut code, &spec);
+            }
+            if requests.has("unfinished") && rng.chance(lands) {
+                code.lines.retain(|line| !line.contains("TODO"));
+            }
             for request in &requests.generic {
                 if rng.chance(lands) {
                     apply_generic(&mut code, request);
@@ -139,14 +166,20 @@ fn edit_blindly(code: &mut Code, spec: &Spec, rng: &mut Rng) {
         for line in &mut code.lines {
             *line = line.replace(renamed.0, renamed.1);
         }
-    } else if roll < 0.85
-        && let Some(first) = spec.params.first()
-        && !code.lines.iter().any(|line| line.trim() == format!("if not {first}:"))
-    {
-        let at = code.lines.iter().position(|line| line.trim_start().starts_with("\"\"\"")).map_or(1, |i| i + 1);
-        code.lines.insert(at.min(code.lines.len()), format!("    if not {first}:"));
-        code.lines.insert((at + 1).min(code.lines.len()), format!("        return {}", spec.empty_result()));
+    } else if roll < 0.85 {
+        guard_empty_input(code, spec);
     }
+}
+
+/// Checks the first argument for emptiness at the top of the body, unless the code already does.
+fn guard_empty_input(code: &mut Code, spec: &Spec) {
+    let Some(first) = spec.params.first() else { return };
+    if code.lines.iter().any(|line| line.trim() == format!("if not {first}:")) {
+        return;
+    }
+    let at = code.lines.iter().position(|line| line.trim_start().starts_with("\"\"\"")).map_or(1, |i| i + 1);
+    code.lines.insert(at.min(code.lines.len()), format!("    if not {first}:"));
+    code.lines.insert((at + 1).min(code.lines.len()), format!("        return {}", spec.empty_result()));
 }
 
 /// A Python source read back: its lines, without the fence around them.

@@ -32,6 +32,11 @@
 //! requested fix lands. Targeted fixes make the feedback arm improve quickly; blind edits make
 //! the no-feedback arm drift, sometimes for the worse.
 //!
+//! **What is really wrong** ([`truth`]): beside each draft the writer keeps its hidden truth, the
+//! defects it knows the draft has. A pasted sentence can please a critic; only a fix of a defect
+//! the critique named (or a blind revision that happens to remove it) changes the truth. No critic
+//! reads it; the `sim-truth` evaluator judges it.
+//!
 //! ```
 //! use critbench_core::{Rng, SeedKey, Task};
 //!
@@ -58,6 +63,7 @@ mod prose;
 mod rag;
 mod request;
 mod text;
+pub mod truth;
 
 /// What kind of draft a task asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,6 +29,46 @@ const KNOWN_TYPES: [&str; 7] = [
     "empty_draft",
 ];
 
+/// The defects a paper can really have (its truth, [`crate::truth`]), by the rubric's issue types
+/// the writer knows: what each says is missing from the paper's substance, read by the writer's
+/// own standard, not the rubric's word counts.
+pub(crate) const DEFECTS: [&str; 7] = KNOWN_TYPES;
+
+/// The defects of [`DEFECTS`] the writer finds in a paper: no text at all; no sections; no
+/// Method section of at least two sentences; no Related Work section that cites something; no
+/// figure, or fewer than two citations; an originality claim absent or low; no Introduction, or a
+/// section of a single sentence.
+pub(crate) fn defects(draft: &str) -> BTreeSet<&'static str> {
+    let paper = Paper::parse(draft);
+    let mut found = BTreeSet::new();
+    if paper.all_sentences().next().is_none() {
+        found.insert("empty_draft");
+        return found;
+    }
+    if paper.sections.is_empty() {
+        found.insert("no_sections");
+    }
+    let section = |kind| paper.find_kind(kind).map(|index| &paper.sections[index]);
+    if section(SectionKind::Method).is_none_or(|method| method.sentences.len() < 2) {
+        found.insert("weak_methodology");
+    }
+    let cites = |section: &Section| section.sentences.iter().any(|s| !citation_numbers(s).is_empty());
+    if section(SectionKind::RelatedWork).is_none_or(|related| !cites(related)) {
+        found.insert("weak_related_work");
+    }
+    let citations: BTreeSet<u32> = paper.all_sentences().flat_map(|s| citation_numbers(s)).collect();
+    if paper.figure_numbers().is_empty() || citations.len() < 2 {
+        found.insert("weak_evidence");
+    }
+    if matches!(paper.originality, None | Some(Originality::Low)) {
+        found.insert("weak_novelty");
+    }
+    if section(SectionKind::Introduction).is_none() || paper.sections.iter().any(|s| s.sentences.len() < 2) {
+        found.insert("weak_clarity");
+    }
+    found
+}
+
 /// The first draft of a paper.
 pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
     let material = Material::of(task);

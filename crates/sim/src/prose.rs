@@ -22,6 +22,33 @@ pub(crate) enum Genre {
     Essay,
 }
 
+/// The defects an answer or essay can really have (its truth, [`crate::truth`]), which are also
+/// the issue types the writer fixes: `unsupported_claim` (the task gives source material and no
+/// sentence draws on it) and `missing_reasons` (the claim alone: one paragraph for an answer,
+/// fewer than three for an essay).
+pub(crate) const DEFECTS: [&str; 2] = ["missing_reasons", "unsupported_claim"];
+
+/// The defects of [`DEFECTS`] the writer finds in a text it wrote for `task`.
+pub(crate) fn defects(task: &Task, genre: Genre, draft: &str) -> BTreeSet<&'static str> {
+    let material = Material::of(task, genre);
+    let prose = Prose::parse(draft);
+    let mut found = BTreeSet::new();
+    if !material.context.is_empty() && !prose.sentences().any(|s| s.starts_with(SOURCE_LEAD)) {
+        found.insert("unsupported_claim");
+    }
+    let enough = match genre {
+        Genre::Answer => 2,
+        Genre::Essay => 3,
+    };
+    if prose.paragraphs.len() < enough {
+        found.insert("missing_reasons");
+    }
+    found
+}
+
+/// How a sentence drawn from the source material begins.
+const SOURCE_LEAD: &str = "As the source material notes, ";
+
 /// The first draft.
 pub(crate) fn generate(task: &Task, genre: Genre, rng: &mut Rng) -> String {
     let material = Material::of(task, genre);
@@ -59,7 +86,7 @@ pub(crate) fn revise(
 ) -> (String, Option<bool>) {
     let material = Material::of(task, genre);
     let mut prose = Prose::parse(draft);
-    let acted = match feedback.map(|critique| Requests::read(critique, &[], |_, _| false)) {
+    let acted = match feedback.map(|critique| Requests::read(critique, &DEFECTS, |_, _| false)) {
         Some(requests) if requests.can_act_on(draft) => {
             act_on_critique(&mut prose, &requests, &material, rng);
             Some(true)
@@ -110,6 +137,29 @@ const ADDRESS_CHANCE: f64 = 0.3;
 fn act_on_critique(prose: &mut Prose, requests: &Requests<'_>, material: &Material, rng: &mut Rng) {
     let lands = (0.8 - 0.5 * material.difficulty).clamp(0.3, 0.9);
     let mut touched = BTreeSet::new();
+    if requests.has("unsupported_claim") && rng.chance(lands) {
+        let avoid: Vec<String> = prose.sentences().cloned().collect();
+        if let Some(sentence) = material.source_sentence(&avoid, rng) {
+            if prose.paragraphs.is_empty() {
+                prose.paragraphs.push(Vec::new());
+            }
+            prose.paragraphs[0].push(sentence);
+            touched.insert(0);
+        }
+    }
+    if requests.has("missing_reasons") && rng.chance(lands) {
+        let at = match material.genre {
+            Genre::Essay if prose.paragraphs.len() >= 3 => prose.paragraphs.len() - 1,
+            _ => prose.paragraphs.len(),
+        };
+        let mut paragraph = Vec::new();
+        for _ in 0..2 {
+            let avoid: Vec<String> = prose.sentences().chain(&paragraph).cloned().collect();
+            paragraph.push(material.sentence(Part::Body, &avoid, rng));
+        }
+        prose.paragraphs.insert(at, paragraph);
+        touched.insert(at);
+    }
     for request in &requests.generic {
         if rng.chance(lands) {
             touched.insert(apply_generic(prose, request));
@@ -275,18 +325,23 @@ impl Material {
         self.fill(rng.pick(templates).expect("templates are not empty"))
     }
 
+    /// A sentence drawn from a source sentence that `avoid` does not have yet, when there is one.
+    fn source_sentence(&self, avoid: &[String], rng: &mut Rng) -> Option<String> {
+        let unused: Vec<&String> = self
+            .context
+            .iter()
+            .filter(|source| !avoid.iter().any(|s| s.contains(&decapitalize(strip_final_stop(source)))))
+            .collect();
+        rng.pick(&unused).map(|source| format!("{SOURCE_LEAD}{}", decapitalize(source)))
+    }
+
     /// A fresh sentence for a paragraph: one of the source material's, or a template, that
     /// `avoid` (the sentences already written) does not have yet, when there is one.
     fn sentence(&self, part: Part, avoid: &[String], rng: &mut Rng) -> String {
-        if rng.chance(0.3) {
-            let unused: Vec<&String> = self
-                .context
-                .iter()
-                .filter(|source| !avoid.iter().any(|s| s.contains(&decapitalize(strip_final_stop(source)))))
-                .collect();
-            if let Some(source) = rng.pick(&unused) {
-                return format!("As the source material notes, {}", decapitalize(source));
-            }
+        if rng.chance(0.3)
+            && let Some(sentence) = self.source_sentence(avoid, rng)
+        {
+            return sentence;
         }
         let templates = match part {
             Part::Close => &["Either way, the question deserves a clear answer rather than a shrug."][..],

@@ -29,6 +29,37 @@ const KNOWN_TYPES: [&str; 7] = [
     "unsupported_answer",
 ];
 
+/// The defects an answer can really have (its truth, [`crate::truth`]): cut off, empty, citing an
+/// id the pool does not have, citing a passage about something else, or citing no passage that
+/// answers the question when the pool has one.
+pub(crate) const DEFECTS: [&str; 5] =
+    ["empty_answer", "invalid_draft", "missing_evidence", "off_topic_evidence", "unknown_evidence_id"];
+
+/// The defects of [`DEFECTS`] the writer finds in an answer when it reads it against the pool.
+pub(crate) fn defects(task: &Task, draft: &str) -> BTreeSet<&'static str> {
+    let pool = Pool::of(task);
+    let answer = Answer::parse(draft);
+    let mut found = BTreeSet::new();
+    if answer.broken {
+        found.insert("invalid_draft");
+    }
+    if answer.sentences.is_empty() {
+        found.insert("empty_answer");
+    }
+    if answer.ids.iter().any(|id| !pool.has(id)) {
+        found.insert("unknown_evidence_id");
+    }
+    if !pool.relevant.is_empty() {
+        if answer.ids.iter().any(|id| pool.has(id) && !pool.relevant.contains(id)) {
+            found.insert("off_topic_evidence");
+        }
+        if !answer.ids.iter().any(|id| pool.relevant.contains(id)) {
+            found.insert("missing_evidence");
+        }
+    }
+    found
+}
+
 /// The first draft of an answer.
 pub(crate) fn generate(task: &Task, rng: &mut Rng) -> String {
     let pool = Pool::of(task);

@@ -125,8 +125,8 @@ fn plugin_missing() {
     );
     assert!(
         message.contains(
-            "hint: the built-in critics are `rubric`, `evidence`, `scripted` and `llm-judge`; `critbench plugins list` \
-             shows them"
+            "hint: the built-in critics are `rubric`, `evidence`, `scripted`, `llm-judge` and `sim-truth`; `critbench \
+             plugins list` shows them"
         ),
         "{message}"
     );

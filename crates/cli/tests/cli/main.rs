@@ -46,6 +46,7 @@ mod same_outputs;
 mod sequential;
 mod shards;
 mod show;
+mod sim_truth;
 mod slurm;
 mod stats;
 mod task_handles;

@@ -38,7 +38,9 @@ lazy = polars.from_arrow(outcomes)
 counted = duckdb.sql("select count(*) from outcomes").fetchall()[0][0]
 assert len(frame) == lazy.height == counted == run.manifest["loops"], (len(frame), lazy.height, counted)
 errors = run.trajectories.to_pandas()["critic_error"].dropna().unique().tolist()
-assert run.evaluations is None
+# A sim run has the sim-truth evaluator: one verdict per recorded round.
+evaluators = run.evaluations.to_pandas()["evaluator"].unique().tolist()
+assert evaluators == ["sim-truth"], evaluators
 assert run.summary["summary"], "summary.json has its rows"
 try:
     critbench.run(exp, out=out)

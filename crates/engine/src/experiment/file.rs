@@ -53,6 +53,8 @@ pub(super) struct ExperimentFile {
     pub(super) budget: Option<BudgetSection>,
     #[serde(default)]
     pub(super) writer: Option<WriterSection>,
+    #[serde(default)]
+    pub(super) sim_truth: Option<bool>,
 }
 
 /// `[writer]`: the programs of `backend = "command"` (see `resolve::writer_spec`).

@@ -42,6 +42,30 @@ pub enum ResolveError {
          first drafts and revisions), or `generator` and `reviser`"
     )]
     CommandWithoutWriter,
+    /// `sim_truth = true`, or the `sim-truth` plugin, with a backend other than the simulator.
+    #[error(
+        "{at}: the `sim-truth` evaluator judges the simulated writer's hidden truth, which only `backend` = \"sim\" \
+         keeps; remove it, or run on the simulator"
+    )]
+    SimTruthBackend {
+        /// `sim_truth` or `evaluators[N]`.
+        at: String,
+    },
+    /// The `sim-truth` plugin as a critic that steers loops.
+    #[error(
+        "{at}: `sim-truth` is a held-out evaluator, not a critic: it reads the simulator's hidden truth, which no \
+         critic may see; list it under [[evaluators]] (a `sim` run has it there unless `sim_truth` = false)"
+    )]
+    SimTruthAsCritic {
+        /// `critics[N]`.
+        at: String,
+    },
+    /// The name the default `sim-truth` evaluator takes is a critic's or evaluator's already.
+    #[error(
+        "the name \"sim-truth\" is taken by another critic or evaluator, and a `sim` run adds the `sim-truth` \
+         evaluator under it; rename yours, or set `sim_truth` = false"
+    )]
+    SimTruthName,
     /// A `[writer]` table with another backend.
     #[error("a [writer] section is read only with `backend` = \"command\"; set it, or remove [writer]")]
     WriterWithoutCommand,
@@ -390,7 +414,10 @@ impl Experiment {
         for (index, entry) in file.critics.into_iter().enumerate() {
             let at = format!("critics[{index}]");
             let spec = critic_spec(entry, &mut labels, overrides.isolate_plugins, &relative)
-                .map_err(|problem| ResolveError::Critic { at, problem })?;
+                .map_err(|problem| ResolveError::Critic { at: at.clone(), problem })?;
+            if spec.plugin == SIM_TRUTH {
+                return Err(ResolveError::SimTruthAsCritic { at });
+            }
             critics.push(spec);
         }
         let mut evaluators = Vec::new();
@@ -407,8 +434,24 @@ impl Experiment {
                 return Err(ResolveError::PassRule { at, value });
             }
             let spec = critic_spec(entry, &mut labels, overrides.isolate_plugins, &relative)
-                .map_err(|problem| ResolveError::Critic { at, problem })?;
+                .map_err(|problem| ResolveError::Critic { at: at.clone(), problem })?;
+            if spec.plugin == SIM_TRUTH && backend != BackendKind::Sim {
+                return Err(ResolveError::SimTruthBackend { at });
+            }
             evaluators.push(EvaluatorSpec { spec, pass_score, dim_target, all_rounds });
+        }
+        match file.sim_truth {
+            Some(true) if backend != BackendKind::Sim => {
+                return Err(ResolveError::SimTruthBackend { at: "`sim_truth` = true".into() });
+            }
+            Some(false) => {}
+            _ if backend != BackendKind::Sim || evaluators.iter().any(|e| e.spec.plugin == SIM_TRUTH) => {}
+            _ => {
+                if !labels.insert(SIM_TRUTH.to_string()) {
+                    return Err(ResolveError::SimTruthName);
+                }
+                evaluators.push(sim_truth_evaluator());
+            }
         }
         let policies = policy_grid(&file.policy)?;
         let judge = match file.judge {
@@ -665,5 +708,20 @@ fn adjudicated_arms(
         BackendKind::Openai if !chosen.is_empty() && !has_model => Err(AdjudicateError::NoModel),
         _ if chosen.is_empty() && has_model => Err(AdjudicateError::Unused),
         _ => Ok(chosen),
+    }
+}
+
+/// The built-in evaluator of the simulator's hidden truth, by its plugin name and the name a
+/// `sim` run gives it.
+pub const SIM_TRUTH: &str = "sim-truth";
+
+/// The `sim-truth` evaluator a `sim` run has unless `sim_truth` = false: every recorded draft
+/// judged, passing with no defect (score 10).
+fn sim_truth_evaluator() -> EvaluatorSpec {
+    EvaluatorSpec {
+        spec: CriticSpec::plugin(SIM_TRUTH, SIM_TRUTH),
+        pass_score: 10.0,
+        dim_target: None,
+        all_rounds: true,
     }
 }

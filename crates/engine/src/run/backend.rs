@@ -11,18 +11,24 @@ pub struct SimAuthor;
 impl Author for SimAuthor {
     fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
         let types: Vec<&str> = hints.iter().map(|h| h.issue_type.as_str()).collect();
-        Ok(Draft::offline(critbench_sim::generate_with_hints(task, &types, &mut key.rng("generate"))))
+        let text = critbench_sim::generate_with_hints(task, &types, &mut key.rng("generate"));
+        let truth = critbench_sim::truth::first_truth(task, &text);
+        Ok(Draft { truth: Some(truth), ..Draft::offline(text) })
     }
 
     fn revise(
         &self,
         task: &Task,
-        draft: &str,
+        draft: &Draft,
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError> {
-        let revision = critbench_sim::revise(task, draft, critique, &mut key.rng("revise"));
-        Ok(Draft { acted_on_critique: revision.acted_on_critique, ..Draft::offline(revision.text) })
+        let revision = critbench_sim::revise(task, &draft.text, critique, &mut key.rng("revise"));
+        let truth = match &draft.truth {
+            Some(before) => critbench_sim::truth::revised_truth(task, &draft.text, before, critique, &revision),
+            None => critbench_sim::truth::first_truth(task, &revision.text),
+        };
+        Ok(Draft { acted_on_critique: revision.acted_on_critique, truth: Some(truth), ..Draft::offline(revision.text) })
     }
 
     /// The simulated adjudicator answers like a model, residue and all; the output clean-up
@@ -75,7 +81,7 @@ impl Author for ScriptedAuthor {
     fn revise(
         &self,
         task: &Task,
-        _draft: &str,
+        _draft: &Draft,
         _critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError> {

@@ -11,9 +11,10 @@
 
 use std::time::Instant;
 
+use critbench_core::author::Truth;
 use critbench_core::{Policy, RoundScore, Task};
 use critbench_plugin_host::critique_with_retry;
-use critbench_plugin_host::request::{TaskJson, critique_request};
+use critbench_plugin_host::request::{TaskJson, evaluation_request};
 use critbench_plugin_host::services::CallScope;
 use critbench_storage::critique_columns::CritiqueColumns;
 use critbench_storage::evaluations::{EvaluationBatches, EvaluationRow, FINAL, FIRST, ROUND};
@@ -53,9 +54,18 @@ pub fn evaluated_rounds(scores: &[RoundScore], policies: &[Policy]) -> Vec<usize
     rounds
 }
 
+/// The drafts of one loop an evaluator may judge: `texts[k]` is the one critiqued in round `k`,
+/// `truths[k]` its hidden truth when the author keeps one (the simulator).
+#[derive(Clone, Copy)]
+pub struct LoopDrafts<'a> {
+    /// Each round's draft.
+    pub texts: &'a [String],
+    /// Each round's hidden truth, or `None`.
+    pub truths: &'a [Option<Truth>],
+}
+
 /// Every evaluator that takes the task on every round [`evaluated_rounds`] names (on every
-/// recorded round with `rounds = "all"`). `texts[k]` is the draft critiqued in round `k`;
-/// `labelled` is the task with its gold labels.
+/// recorded round with `rounds = "all"`) of `drafts`; `labelled` is the task with its gold labels.
 pub fn evaluate_loop(
     plan: &Plan<'_>,
     task: &Task,
@@ -63,8 +73,9 @@ pub fn evaluate_loop(
     unit: Unit,
     policies: &[Policy],
     scores: &[RoundScore],
-    texts: &[String],
+    drafts: LoopDrafts<'_>,
 ) -> Vec<Evaluation> {
+    let LoopDrafts { texts, truths } = drafts;
     let experiment = plan.experiment;
     let answers = evaluated_rounds(scores, policies);
     let every: Vec<usize> = (0..texts.len()).collect();
@@ -74,7 +85,8 @@ pub fn evaluate_loop(
         let rounds = if spec.all_rounds { &every } else { &answers };
         for &round in rounds {
             let started = Instant::now();
-            let request = critique_request(labelled, &texts[round], round as u32);
+            let truth = truths.get(round).and_then(Option::as_ref);
+            let request = evaluation_request(labelled, &texts[round], round as u32, truth);
             let mut scope = CallScope::new(&task.id, unit.epoch, round as u32);
             let call = critique_with_retry(
                 &plan.evaluators[evaluator],

@@ -40,7 +40,7 @@ impl Author for Seed001Author {
     fn revise(
         &self,
         task: &Task,
-        _draft: &str,
+        _draft: &Draft,
         _critique: Option<&Critique>,
         _key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError> {

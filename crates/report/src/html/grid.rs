@@ -201,6 +201,7 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
             comparisons: e.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),
             disagreements: e.disagreements.iter().filter(|d| configs.contains(&d.config_id)).cloned().collect(),
             rounds: e.rounds.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
+            truth: e.truth.clone(),
         }),
         sequential: report.sequential.clone(),
         trouble: report.trouble.clone(),

@@ -10,6 +10,7 @@ pub mod loop_tokens;
 pub mod revision_sizes;
 pub mod round_scores;
 pub mod task_rounds;
+pub mod truth_relation;
 
 #[cfg(test)]
 mod tests {

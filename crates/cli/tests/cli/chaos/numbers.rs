@@ -237,7 +237,7 @@ fn a_held_out_evaluator_that_passes_none_of_sixty_loops_has_an_interval() {
     );
     let printed = run(&file, dir.path(), &["-q"]);
     let rows = csv_rows(&dir.path().join("run/evaluators.csv"));
-    let feedback = rows.iter().find(|r| r["arm"] == "feedback").unwrap();
+    let feedback = rows.iter().find(|r| r["arm"] == "feedback" && r["evaluator"] == "strict").unwrap();
     assert_eq!((feedback["n"].as_str(), number(feedback, "evaluator_pass_rate")), ("60", Some(0.0)), "{feedback:?}");
     let (lo, hi) = (number(feedback, "evaluator_lo").unwrap(), number(feedback, "evaluator_hi").unwrap());
     assert!(lo == 0.0 && hi > 0.1, "0 of 60 loops (20 tasks) is not the point 0%: {feedback:?}");

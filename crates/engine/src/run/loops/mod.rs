@@ -37,7 +37,7 @@ use crate::run::round::{Batch, Laps, critique_round, recorded_round};
 use crate::run::source::Chunk;
 use chunk::record_chunk;
 use critbench_core::author::Hint;
-use critbench_core::author::{Draft, DraftKey};
+use critbench_core::author::{Draft, DraftKey, Truth};
 
 /// A recorded loop: every round until each of the unit's policies has stopped.
 pub struct LoopResult {
@@ -205,6 +205,8 @@ pub(super) async fn record_loop_in(
     // The task with its labels when an evaluator takes it: evaluators judge the drafts afterwards.
     let evaluating = labelled.filter(|_| scope == Scope::Evaluate);
     let mut texts: Vec<String> = Vec::new();
+    // Each of those drafts' hidden truth, when the author keeps one (the simulator).
+    let mut truths: Vec<Option<Truth>> = Vec::new();
     // The task is shown to the critic once for the loop's rounds (when its descriptor sets the task functions) and closed when
     // the loop is recorded; the adjudicator and the evaluators ask with whole requests.
     let mut critic = plan.critics[unit.critic].open_task(task_json);
@@ -221,9 +223,9 @@ pub(super) async fn record_loop_in(
                 *running = false;
             }
         }
-        let draft_text = std::mem::take(&mut draft.text);
         if adjudicating || evaluating.is_some() {
-            texts.push(draft_text.clone());
+            texts.push(draft.text.clone());
+            truths.push(draft.truth.clone());
         }
         let next = if running.contains(&true) {
             let mut next = if unit.arm.resamples() {
@@ -236,9 +238,9 @@ pub(super) async fn record_loop_in(
             } else {
                 let shown = unit.arm.reviser_sees(&call.critique);
                 if driver.awaiting {
-                    plan.author.revise_async(task, &draft_text, shown, key(round + 1)).await?
+                    plan.author.revise_async(task, &draft, shown, key(round + 1)).await?
                 } else {
-                    plan.author.revise(task, &draft_text, shown, &key(round + 1))?
+                    plan.author.revise(task, &draft, shown, &key(round + 1))?
                 }
             };
             if unit.arm == Arm::Placebo {
@@ -246,12 +248,12 @@ pub(super) async fn record_loop_in(
                 next.acted_on_critique = None;
             }
             // A revision's size against the draft it revised; a fresh draft revised nothing.
-            let edit = (!unit.arm.resamples()).then(|| critbench_core::edit_share(&draft_text, &next.text));
+            let edit = (!unit.arm.resamples()).then(|| critbench_core::edit_share(&draft.text, &next.text));
             Some((next, laps.lap(), edit))
         } else {
             None
         };
-        let written = Draft { text: draft_text, ..draft };
+        let written = std::mem::replace(&mut draft, Draft::offline(String::new()));
         rounds.push(recorded_round(call, written, experiment.store_drafts, (gen_ms, critic_ms), &scope, edit));
         match next {
             Some((next, next_ms, next_edit)) => {
@@ -269,7 +271,10 @@ pub(super) async fn record_loop_in(
         Vec::new()
     };
     let evaluations = match evaluating {
-        Some(labelled) => crate::run::evaluate::evaluate_loop(plan, task, labelled, unit, &policies, &scores, &texts),
+        Some(labelled) => {
+            let drafts = crate::run::evaluate::LoopDrafts { texts: &texts, truths: &truths };
+            crate::run::evaluate::evaluate_loop(plan, task, labelled, unit, &policies, &scores, drafts)
+        }
         None => Vec::new(),
     };
     Ok(LoopResult { rounds, scores, adjudications, evaluations })
