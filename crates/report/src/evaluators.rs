@@ -138,6 +138,29 @@ pub struct EvaluatorRow {
     /// With `rounds = "all"`: whether the loop pleased its critic, the critic's verdicts rising
     /// from the first draft to the last while the evaluator's fell, each interval excluding 0.
     pub critic_pleasing: Option<bool>,
+    /// The critic's false-pass rate by this evaluator: of the first drafts the evaluator failed,
+    /// the share the critic passed under the config's pass rule. Empty when it failed none.
+    pub false_pass_rate: Option<f64>,
+    /// Lower end of the 95% interval of `false_pass_rate`, task-clustered.
+    pub false_pass_lo: Option<f64>,
+    /// Upper end of the 95% interval of `false_pass_rate`.
+    pub false_pass_hi: Option<f64>,
+    /// For the `resample` arm: the evaluator's pass rate resampling approaches as its rounds grow,
+    /// with this critic picking the draft, `p·t / (p·t + (1 − p)·f)` (p: the evaluator's pass
+    /// rate of first drafts; t: the critic's pass rate of those the evaluator passed; f:
+    /// `false_pass_rate`). Empty for other arms, or when the critic passes no first draft.
+    pub resample_ceiling: Option<f64>,
+    /// The ceiling at the ends of p's, t's and f's 95% intervals that make it lowest.
+    pub resample_ceiling_lo: Option<f64>,
+    /// The ceiling at the ends that make it highest.
+    pub resample_ceiling_hi: Option<f64>,
+}
+
+/// The evaluator's pass rate that a draw-until-the-critic-passes loop approaches: the share of
+/// the drafts the critic passes that the evaluator passes too. `None` when the critic passes none.
+fn ceiling(p: f64, t: f64, f: f64) -> Option<f64> {
+    let passed = p * t + (1.0 - p) * f;
+    (passed > 0.0).then(|| p * t / passed)
 }
 
 /// One row of `evaluator_rounds.csv` (an evaluator with `rounds = "all"`): the steering critic's
@@ -316,6 +339,12 @@ struct Reader {
     /// order, listed once their loop is known to count (its first draft has a verdict too).
     candidates: Vec<(usize, Disagreement)>,
     disagreements: Vec<Disagreement>,
+    /// Per group, the first drafts of a task → tasks, as (drafts, count): [0] the evaluator's
+    /// passes; [1] of the drafts it passed, the critic's passes; [2] of those it failed, the
+    /// critic's passes.
+    firsts: Vec<[BTreeMap<(u64, i64), u64>; 3]>,
+    /// The current task's first drafts, per group, as those three (drafts, count).
+    task_firsts: BTreeMap<usize, [(u64, i64); 3]>,
 }
 
 impl Reader {
@@ -333,6 +362,7 @@ impl Reader {
         self.all_rounds.push(self.every_round.contains(v.evaluator));
         self.by_round.push(BTreeMap::new());
         self.drift.push(BTreeMap::new());
+        self.firsts.push(Default::default());
         index
     }
 
@@ -387,6 +417,14 @@ impl Reader {
                 });
             }
             verdicts.first = Some(v.passed);
+            if let Some(evaluator) = v.passed {
+                let counts = self.task_firsts.entry(group).or_default();
+                counts[0].0 += 1;
+                counts[0].1 += i64::from(evaluator);
+                let given = &mut counts[if evaluator { 1 } else { 2 }];
+                given.0 += 1;
+                given.1 += i64::from(v.steering_passed);
+            }
         }
         Ok(())
     }
@@ -394,6 +432,13 @@ impl Reader {
     /// Folds the task read so far into the groups' counts.
     fn flush(&mut self) {
         self.flush_rounds();
+        for (group, counts) in std::mem::take(&mut self.task_firsts) {
+            for (statistic, (drafts, count)) in counts.into_iter().enumerate() {
+                if drafts > 0 {
+                    *self.firsts[group][statistic].entry((drafts, count)).or_default() += 1;
+                }
+            }
+        }
         let loops = std::mem::take(&mut self.loops);
         for (group, disagreement) in std::mem::take(&mut self.candidates) {
             let counts = loops.get(&(group, disagreement.epoch)).and_then(LoopVerdicts::counted).is_some();
@@ -659,7 +704,32 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
                 evaluator_hi: evaluator_rate.high,
             });
         }
+        // The first drafts' rates by the evaluator and the critic: the false-pass rate, and what
+        // it caps resampling at.
+        let first_rate = |statistic: usize| {
+            let counts = reader.firsts[index][statistic].clone();
+            (!counts.is_empty()).then(|| pass_rate(&crate::totals::one_statistic(counts), BOOTSTRAP_RESAMPLES, seed))
+        };
+        let (base, true_pass, false_pass) = (first_rate(0), first_rate(1), first_rate(2));
+        let resample_ceiling = match (&base, arm == critbench_core::Arm::Resample.as_str()) {
+            (Some(p), true) => {
+                let t = true_pass.map_or((0.0, 0.0, 0.0), |r| (r.estimate, r.low, r.high));
+                let f = false_pass.map_or((0.0, 0.0, 0.0), |r| (r.estimate, r.low, r.high));
+                ceiling(p.estimate, t.0, f.0).map(|estimate| {
+                    let lo = ceiling(p.low, t.1, f.2).unwrap_or(0.0);
+                    let hi = ceiling(p.high, t.2, f.1).unwrap_or(1.0);
+                    (estimate, lo.min(estimate), hi.max(estimate))
+                })
+            }
+            _ => None,
+        };
         rows.push(EvaluatorRow {
+            false_pass_rate: false_pass.map(|r| r.estimate),
+            false_pass_lo: false_pass.map(|r| r.low),
+            false_pass_hi: false_pass.map(|r| r.high),
+            resample_ceiling: resample_ceiling.map(|c| c.0),
+            resample_ceiling_lo: resample_ceiling.map(|c| c.1),
+            resample_ceiling_hi: resample_ceiling.map(|c| c.2),
             critic_change: drift.map(|d| d.0.0),
             critic_change_lo: drift.and_then(|d| d.0.1),
             critic_change_hi: drift.and_then(|d| d.0.2),
@@ -988,6 +1058,63 @@ fn flips_table(report: &EvaluatorReport) -> String {
     format!("\n{FLIPS_SENTENCE}\n\n{table}")
 }
 
+/// The sentence above the table of what the critic's false passes cap resampling at.
+pub(crate) const CEILING_SENTENCE: &str = "How far resampling can go with this critic picking the draft: a loop that \
+     draws fresh drafts until the critic passes one returns, as its rounds grow, a draft the evaluator passes with the \
+     share of the critic's passes that are right, p·t / (p·t + (1 − p)·f), where p is the evaluator's pass rate of \
+     first drafts, t the critic's pass rate of those the evaluator passes and f its false-pass rate (of those the \
+     evaluator fails, the share the critic passes); the interval puts each rate at the end of its own 95% interval \
+     that moves the ceiling most. More rounds of `resample` cannot beat it; fixing what the critic names can.";
+
+/// The resample arm's ceiling, a row per config × critic × evaluator that has one: config,
+/// critic, evaluator, the false-pass rate, the ceiling and what resample reached.
+pub(crate) fn ceiling_rows(report: &EvaluatorReport) -> Vec<[String; 6]> {
+    let share = |value: Option<f64>, lo: Option<f64>, hi: Option<f64>| match (value, lo, hi) {
+        (Some(value), Some(lo), Some(hi)) => format!("{} ({} to {})", percent(value), percent(lo), percent(hi)),
+        _ => "–".to_string(),
+    };
+    report
+        .rows
+        .iter()
+        .filter(|r| r.resample_ceiling.is_some())
+        .map(|r| {
+            [
+                r.config_id.clone(),
+                r.critic.clone(),
+                r.evaluator.clone(),
+                share(r.false_pass_rate, r.false_pass_lo, r.false_pass_hi),
+                share(r.resample_ceiling, r.resample_ceiling_lo, r.resample_ceiling_hi),
+                format!(
+                    "{} ({} to {})",
+                    percent(r.evaluator_pass_rate),
+                    percent(r.evaluator_lo),
+                    percent(r.evaluator_hi)
+                ),
+            ]
+        })
+        .collect()
+}
+
+/// The header of [`ceiling_rows`].
+pub(crate) const CEILING_HEADER: [&str; 6] = [
+    "config",
+    "critic",
+    "evaluator",
+    "false-pass rate (95% CI)",
+    "resample ceiling (95% CI)",
+    "resample reached (95% CI)",
+];
+
+/// The resample ceiling table in Markdown; empty without a resample arm.
+fn ceiling_table(report: &EvaluatorReport) -> String {
+    let rows = ceiling_rows(report);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let table = crate::format::markdown_table(&CEILING_HEADER, "|---|---|---|---|---|---|", &rows);
+    format!("\n{CEILING_SENTENCE}\n\n{table}")
+}
+
 /// The reports' "Held-out evaluators" section in Markdown.
 pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
     let mut out = String::from("\n## Held-out evaluators\n\n");
@@ -1040,6 +1167,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
         );
     }
     out.push_str(&flips_table(report));
+    out.push_str(&ceiling_table(report));
     out.push_str(&rounds_table(report));
     if !report.comparisons.is_empty() {
         out.push_str("\nArms compared under each evaluator, on the task × epoch units both ran:\n\n");

@@ -26,8 +26,8 @@ fn grid_neighbours_are_compared_unit_by_unit() {
     let run_arg = run.to_str().unwrap();
     ok(critbench(&["run", "--limit", "10", "--out", run_arg, "--quiet"]));
     let rows = csv_rows(&std::fs::read_to_string(run.join("config_comparisons.csv")).unwrap());
-    // 3 × 3 grid: 6 steps along pass_score, 6 along max_revisions; 3 arms × 2 critics each.
-    assert_eq!(rows.len(), 12 * 6);
+    // 3 × 3 grid: 6 steps along pass_score, 6 along max_revisions; 4 arms × 2 critics each.
+    assert_eq!(rows.len(), 12 * 8);
     let steps: Vec<(&str, &str, &str)> =
         rows.iter().map(|r| (r["axis"].as_str(), r["config_a"].as_str(), r["config_b"].as_str())).collect();
     assert!(steps.contains(&("max_revisions", "p8-r5-stall-e0", "p8-r3-stall-e0")), "{steps:?}");
@@ -109,7 +109,7 @@ fn grid_neighbours_are_compared_unit_by_unit() {
         "{line}"
     );
     let far = ok(critbench(&["compare", run_arg, "--configs", "p9-r5-stall-e0,p7-r1-stall-e0"]));
-    assert_eq!(far.lines().filter(|l| l.starts_with("| p9-r5-stall-e0 vs p7-r1-stall-e0 |")).count(), 6, "{far}");
+    assert_eq!(far.lines().filter(|l| l.starts_with("| p9-r5-stall-e0 vs p7-r1-stall-e0 |")).count(), 8, "{far}");
 
     let unknown = usage_error(critbench(&["compare", run_arg, "--configs", "p8-r5-stall-e0,p6"]), dir.path());
     assert!(unknown.contains("the run has no config `p6`; its configs are p7-r1-stall-e0,"), "{unknown}");

@@ -35,10 +35,10 @@ fn power_csv_agrees_with_numpy_on_the_demo_and_is_in_the_reports() {
         "check_power.py failed (install tests/python/requirements.txt):\n{stdout}\n{}",
         String::from_utf8_lossy(&python.stderr)
     );
-    // 9 configs × 2 critics × 3 pairs of arms; 2 configs × 2 critics × the 4 pairs compared there
+    // 9 configs × 2 critics × 6 pairs of the demo's four arms; 2 configs × 2 critics × the 4 pairs compared there
     // (feedback and no-feedback, each with its adjudicated twin, the twins). A script that
     // checked nothing must not pass.
-    for (run, rows) in [("demo", 54), ("adjudicate", 2 * 2 * 4)] {
+    for (run, rows) in [("demo", 108), ("adjudicate", 2 * 2 * 4)] {
         for variant in ["", " with unequal epochs"] {
             let line = format!("{run}{variant}: {rows} rows of power.csv agree with numpy");
             assert!(stdout.lines().any(|l| l == line), "missing `{line}`:\n{stdout}");
@@ -58,5 +58,5 @@ fn power_csv_agrees_with_numpy_on_the_demo_and_is_in_the_reports() {
     );
     let table = &html[html.find("<table id=\"table-power\">").expect("report.html has the table")..];
     let table = &table[..table.find("</table>").unwrap()];
-    assert_eq!(table.matches("<tr><td>").count(), 54, "one row per comparison:\n{table}");
+    assert_eq!(table.matches("<tr><td>").count(), 108, "one row per comparison:\n{table}");
 }

@@ -30,7 +30,7 @@ fn replayed_sweep_equals_direct_sweep_row_for_row() {
     assert_eq!(d["calls"]["critic"], d["critiques"]);
     let ratio = r["calls"]["ratio"].as_f64().unwrap();
     assert!(ratio >= 3.0, "replay saved only {ratio}×");
-    assert_eq!(r["loops"], 20 * 2 * 3 * 3 * 9);
+    assert_eq!(r["loops"], 20 * 2 * 4 * 3 * 9);
 }
 
 /// `critbench replay` on a grid run reproduces one of its configs exactly, and refuses a policy
@@ -65,7 +65,7 @@ fn replay_command_reproduces_a_recorded_config_and_refuses_to_extrapolate() {
         rows
     };
     let (original, replayed) = (normalize(outcomes(&run)), normalize(outcomes(&again)));
-    assert_eq!(original.len(), 15 * 2 * 3 * 3);
+    assert_eq!(original.len(), 15 * 2 * 4 * 3);
     assert_eq!(original, replayed);
     assert_eq!(manifest(&again)["calls"]["critic"], 0);
 

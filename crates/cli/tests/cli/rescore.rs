@@ -62,7 +62,7 @@ fn rescoring_with_the_runs_own_critic_reproduces_the_run() {
         let again = replayed(&out);
         assert!(again.iter().all(|row| !row.censored), "the run's own critic censors nothing");
         let expected: Vec<OutcomeRow> = original.iter().filter(|row| row.critic == critic).cloned().collect();
-        assert_eq!(expected.len(), 4 * 3 * 3 * 9);
+        assert_eq!(expected.len(), 4 * 4 * 3 * 9);
         assert_eq!(again.into_iter().map(|row| row.outcome).collect::<Vec<_>>(), expected);
         // The recorded rounds: the same critiques, attempts and drafts.
         let recorded: Vec<_> = recordings(&run).into_iter().filter(|l| l.critic == critic).collect();
@@ -82,7 +82,7 @@ fn rescoring_with_the_runs_own_critic_reproduces_the_run() {
         let plugin = source["plugins"].as_array().unwrap().iter().find(|p| p["critic"] == critic).unwrap();
         assert_eq!(record["plugin"]["sha256"], plugin["sha256"]);
         assert_eq!(record["run_critic_sha256"], plugin["sha256"]);
-        assert_eq!((record["loops_rescored"].as_u64(), record["loops_not_taken"].as_u64()), (Some(36), Some(36)));
+        assert_eq!((record["loops_rescored"].as_u64(), record["loops_not_taken"].as_u64()), (Some(48), Some(48)));
         assert_eq!(manifest["calls"]["generator"], 0, "no model is called");
         assert_eq!(manifest["run_id"], format!("{}-rescored-{critic}", source["run_id"].as_str().unwrap()));
         assert!(!out.join("in-progress").exists());

@@ -95,7 +95,7 @@ fn results_do_not_depend_on_the_thread_count() {
         ]));
     }
     let (a, b) = (in_file_order(outcomes(&one)), in_file_order(outcomes(&two)));
-    assert_eq!(a.len(), 25 * 2 * 3 * 3 * 9);
+    assert_eq!(a.len(), 25 * 2 * 4 * 3 * 9);
     assert_eq!(a, b, "the tables hold the rows in the same order");
     for file in ["summary.csv", "comparisons.csv", "config_comparisons.csv"] {
         assert_eq!(
@@ -127,7 +127,7 @@ fn demo_outputs_are_complete_and_readable_from_python() {
     }
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest["loops"], 30 * 2 * 3 * 3 * 9);
+    assert_eq!(manifest["loops"], 30 * 2 * 4 * 3 * 9);
     assert_eq!(manifest["plugins"].as_array().unwrap().len(), 2);
     for plugin in manifest["plugins"].as_array().unwrap() {
         assert_eq!(plugin["sha256"].as_str().unwrap().len(), 64);

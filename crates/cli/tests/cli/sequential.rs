@@ -55,7 +55,12 @@ fn same_rows(a: &Path, b: &Path, subset: bool) {
 fn the_demo_question_asked_sequentially_settles_early_on_the_full_runs_own_rows() {
     let dir = tempfile::tempdir().unwrap();
     let (full, sequential) = (dir.path().join("full"), dir.path().join("sequential"));
-    ok(critbench(&["run", "experiments/demo.toml", "-q", "--out", full.to_str().unwrap()]));
+    // The full run of the same experiment: sequential.toml without its [sequential] table.
+    let text = std::fs::read_to_string(repo().join("experiments/sequential.toml")).unwrap();
+    let text =
+        text[..text.find("[sequential]").unwrap()].replace("../datasets/", &format!("{}/datasets/", repo().display()));
+    let whole = experiment(dir.path(), "whole.toml", &text);
+    ok(critbench(&["run", whole.to_str().unwrap(), "-q", "--out", full.to_str().unwrap()]));
     let printed = run(&sequential, &[]);
     let manifest_json = manifest(&sequential);
     let record = &manifest_json["sequential"];
@@ -81,7 +86,7 @@ fn the_demo_question_asked_sequentially_settles_early_on_the_full_runs_own_rows(
     // Measurably fewer loops than the full run, and the same rows for the tasks it ran.
     let (loops, full_loops) = (manifest_json["loops"].as_u64().unwrap(), manifest(&full)["loops"].as_u64().unwrap());
     assert_eq!(full_loops, 480 * 81);
-    assert_eq!(loops, ran * 81, "whole tasks: 9 configs × 3 arms × 3 epochs each");
+    assert_eq!(loops, ran * 81, "whole tasks: 9 configs × the sequential experiment's 3 arms × 3 epochs each");
     assert!(loops * 10 < full_loops * 8, "{loops} loops of {full_loops}");
     assert_eq!(record["cost"]["loops"]["used"].as_u64(), Some(loops));
     assert_eq!(record["cost"]["loops"]["full"].as_u64(), Some(full_loops), "projected from the run's own means");

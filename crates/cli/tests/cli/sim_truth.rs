@@ -218,3 +218,55 @@ fn sim_truth_is_left_out_on_request_and_refused_where_it_cannot_judge() {
         assert!(error.contains(wanted), "{text}\n{error}");
     }
 }
+
+/// The ceiling the critic's false passes put on `resample`, recomputed from `evaluations.parquet`:
+/// over the resample loops' first drafts, p (the truth passes), t (the critic passes of those),
+/// f (the critic passes of those the truth fails), and p·t / (p·t + (1 − p)·f); no other arm has one.
+#[test]
+fn the_resample_ceiling_is_the_share_of_the_critics_passes_the_truth_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let datasets = repo().join("datasets");
+    let file = experiment(
+        dir.path(),
+        "papers.toml",
+        &format!(
+            "name = \"papers\"\ndataset = \"{}\"\nbackend = \"sim\"\nseed = 7\nepochs = 2\n\
+             arms = [\"feedback\", \"resample\"]\n\
+             [[critics]]\nname = \"rubric\"\nplugin = \"rubric\"\n\
+             [policy]\npass_score = 7\nmax_revisions = 3\n",
+            datasets.join("papers.jsonl").display()
+        ),
+    );
+    let out = dir.path().join("papers");
+    ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--limit", "60"]));
+    let rows = critbench_storage::evaluations::read_evaluations(&out.join("evaluations.parquet")).unwrap();
+    let firsts: Vec<(bool, bool)> = rows
+        .iter()
+        .filter(|r| r.arm.as_str() == "resample" && r.answer == "first")
+        .map(|r| (r.passed.unwrap(), r.steering_passed))
+        .collect();
+    assert_eq!(firsts.len(), 120);
+    let share = |of: &dyn Fn(&(bool, bool)) -> bool, among: &dyn Fn(&(bool, bool)) -> bool| {
+        let among: Vec<_> = firsts.iter().filter(|v| among(v)).collect();
+        among.iter().filter(|v| of(v)).count() as f64 / among.len() as f64
+    };
+    let p = share(&|v| v.0, &|_| true);
+    let t = share(&|v| v.1, &|v| v.0);
+    let f = share(&|v| v.1, &|v| !v.0);
+    assert!(f > 0.0 && p > 0.0, "the rubric passes some defective papers and the truth some papers: f {f}, p {p}");
+    let ceiling = p * t / (p * t + (1.0 - p) * f);
+    let csv = csv_rows(&out.join("evaluators.csv"));
+    let resample = csv.iter().find(|r| r["arm"] == "resample").unwrap();
+    assert!((number(resample, "false_pass_rate") - f).abs() < 1e-12, "{resample:?}");
+    assert!((number(resample, "resample_ceiling") - ceiling).abs() < 1e-12, "{ceiling}: {resample:?}");
+    assert!(number(resample, "resample_ceiling_lo") <= ceiling && ceiling <= number(resample, "resample_ceiling_hi"));
+    assert!(number(resample, "resample_ceiling") < 0.9, "a critic with false passes caps resampling: {resample:?}");
+    let feedback = csv.iter().find(|r| r["arm"] == "feedback").unwrap();
+    assert_eq!(feedback["resample_ceiling"], "", "only the resample arm has a ceiling");
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("| config | critic | evaluator | false-pass rate (95% CI) | resample ceiling (95% CI) |")
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("id=\"table-resample-ceiling\""));
+}

@@ -92,6 +92,17 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
         );
         super::tables::cells_table(out, "table-flips", &crate::evaluators::FLIPS_HEADER, &flips, |i| i >= 4);
     }
+    let ceilings = crate::evaluators::ceiling_rows(report);
+    if !ceilings.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h3 id=\"resample-ceiling\">How far resampling can go</h3>\n<p>{}</p>",
+            escape(crate::evaluators::CEILING_SENTENCE)
+        );
+        super::tables::cells_table(out, "table-resample-ceiling", &crate::evaluators::CEILING_HEADER, &ceilings, |i| {
+            i >= 3
+        });
+    }
     if !report.comparisons.is_empty() {
         out.push_str(
             "<h3>Arms compared under each evaluator</h3>\n<div class=\"table-wrap\"><table \
