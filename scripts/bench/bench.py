@@ -56,6 +56,10 @@ TARGETS = [
     ("command_critiques_per_s",
      "a Python `command` critic (the pipelined form), {isolation_tasks:,} tasks, `--jobs 1`",
      "critiques/s", ">=", 50_000),
+    # Writer programs.
+    ("writer_pipelined_vs_scripted",
+     "a trivial Python writer program in the pipelined form vs the scripted backend in process, {writer_tasks:,} tasks,"
+     " `--jobs 1` (critiques/s)", "% of scripted", ">=", 33.3),
     # The concurrency sweep.
     ("sweep_1024_fraction_of_ideal",
      "model server, 1,024 in flight at {sweep_latency_ms} ms: steady requests/s vs ideal", "% of ideal", ">=", 90),
@@ -734,6 +738,43 @@ def bench_isolation(args, work, tasks_file, results):
     results["isolation"] = section
 
 
+def bench_writer(args, work, tasks_file, results):
+    """The same loops with the drafts from the scripted backend in process and from a trivial Python
+    writer program (scripts/bench/trivial_writer.py, the simple form: one request per pipe round
+    trip; its drafts differ, but the scripted critic answers each round from the task, so the loops
+    stop at the same rounds). The runs' outcomes must agree on every loop's rounds and verdict."""
+    experiment = os.path.join(EXPERIMENTS, "bench-distinct.toml")
+    with open(experiment, encoding="utf-8") as handle:
+        text = handle.read().replace("../datasets/", os.path.join(ROOT, "datasets") + "/")
+    writer = os.path.join(work, "writer.toml")
+    with open(writer, "w", encoding="utf-8") as handle:
+        command = json.dumps([sys.executable, os.path.join(HERE, "trivial_writer.py")])
+        handle.write(text.replace('backend = "scripted"', 'backend = "command"')
+                     + f"\n[writer]\ncommand = {command}\n")
+    modes = [
+        ("scripted", "scripted backend, in process", experiment),
+        ("writer_simple", "a trivial Python writer program, the simple form (one request per round trip)", writer),
+    ]
+    section = {"tasks": args.writer_tasks, "modes": {}}
+    reference = None
+    for key, label, exp in modes:
+        runs = []
+        for run in range(1, args.runs + 1):
+            out = fresh(work, f"writer-{key}-{run}")
+            runs.append(critbench_run(args, exp, tasks_file, out, f"{label} run {run}", jobs=1, limit=args.writer_tasks))
+            outcomes = pq.read_table(os.path.join(out, "outcomes.parquet"))
+            outcomes = outcomes.select(["task_id", "arm", "rounds", "exit_reason", "passed", "final_score"])
+            if reference is None:
+                reference = outcomes
+            elif not outcomes.equals(reference):
+                raise BenchError(f"{label} run {run}: the loops' rounds and verdicts differ from the scripted run's")
+            shutil.rmtree(out)
+        section["modes"][key] = {"label": label, "loops": runs[0]["loops"], "critiques": runs[0]["critiques"],
+                                 **summarize(runs)}
+        progress(f"  {label}: {section['modes'][key]['median_rate']:,.0f} critiques/s whole process")
+    results["writer"] = section
+
+
 def bench_repeated(args, work, results):
     """The earlier benchmark (36 tasks × 1,000 epochs), kept for continuity with its history."""
     experiment = os.path.join(EXPERIMENTS, "bench-scripted.toml")
@@ -778,6 +819,10 @@ def measured_targets(results, args):
         command = modes.get("command_pipelined") or modes.get("command_v5")
         if command:
             values["command_critiques_per_s"] = command["median_rate"]
+    w = results.get("writer")
+    if w and "writer_pipelined" in w["modes"]:
+        values["writer_pipelined_vs_scripted"] = (100 * w["modes"]["writer_pipelined"]["median_rate"]
+                                                  / w["modes"]["scripted"]["median_rate"])
     s = results.get("server")
     if s:
         values["server_fraction_of_ideal"] = 100 * s["median_steady_rate"] / s["ideal_rate"]
@@ -1169,6 +1214,30 @@ def markdown(results, args):
                 f" {min(loads):.1f}–{max(loads):.1f} |"
             )
 
+    wr = results.get("writer")
+    if wr:
+        lines += [
+            "",
+            "## 7. Writer programs",
+            "",
+            f"The first {wr['tasks']:,} tasks of section 1's file, `experiments/bench-distinct.toml`, `--jobs 1`, the"
+            " scripted critic in process; the drafts from the scripted backend in process, then from a trivial Python"
+            " writer program (`scripts/bench/trivial_writer.py`: `json.loads` of every request, `json.dumps` of every"
+            " answer) in the simple form, one process, one request per pipe round trip. The scripted critic answers"
+            " each round from the task, so both runs' loops stop at the same rounds (checked). The pipelined form is"
+            " not built for writers yet: its target row above says not measured.",
+            "",
+            "| | wall s | CPU s (user + sys) | peak RSS MB | critiques/s | % of scripted | critiques per CPU s |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        base = wr["modes"]["scripted"]["median_rate"]
+        for mode in wr["modes"].values():
+            lines.append(
+                f"| {mode['label']} | {mode['median_wall_s']:.2f} | {mode['median_cpu_s']:.2f}"
+                f" ({mode['median_user_s']:.2f} + {mode['median_sys_s']:.2f}) | {mode['median_peak_rss_mb']:,.0f} |"
+                f" {mode['median_rate']:,.0f} | {100 * mode['median_rate'] / base:.0f}% | {mode['median_cpu_rate']:,.0f} |"
+            )
+
     lines += cpu_by_stage(results)
     lines += unmet_bounds(results)
 
@@ -1223,6 +1292,7 @@ def main():
     parser.add_argument("--concurrency", type=int, default=64,
                         help="must match `concurrency` in experiments/bench-server.toml")
     parser.add_argument("--isolation-tasks", type=int, default=50_000)
+    parser.add_argument("--writer-tasks", type=int, default=20_000)
     parser.add_argument("--sweep", default="64,256,1024,4096", help="concurrencies of the sweep, comma-separated")
     parser.add_argument("--sweep-latency-ms", type=int, default=200)
     parser.add_argument("--sweep-tasks-per-slot", type=int, default=6)
@@ -1231,7 +1301,7 @@ def main():
     parser.add_argument("--baseline-critbench", default=None,
                         help="another critbench binary (e.g. a build of main) timed isolated beside this one")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--only", default="distinct,sim,server,sweep,isolation,repeated,memory",
+    parser.add_argument("--only", default="distinct,sim,server,sweep,isolation,writer,repeated,memory",
                         help="comma-separated sections to run (default: all): distinct, sim, server, sweep, isolation,"
                              " repeated, memory")
     parser.add_argument("--render", default=None, metavar="JSON",
@@ -1258,11 +1328,11 @@ def main():
     progress(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; work dir {work}")
     try:
         sections = set(args.only.split(","))
-        unknown = sections - {"distinct", "sim", "server", "sweep", "isolation", "repeated", "memory"}
+        unknown = sections - {"distinct", "sim", "server", "sweep", "isolation", "writer", "repeated", "memory"}
         if unknown:
             raise BenchError(f"--only: unknown section(s) {', '.join(sorted(unknown))}")
         tasks_file = os.path.join(work, f"scripted-{args.tasks}.jsonl")
-        if sections & {"distinct", "server", "sweep", "isolation", "memory"}:
+        if sections & {"distinct", "server", "sweep", "isolation", "writer", "memory"}:
             make_tasks("scripted", args.tasks, tasks_file, args.seed)
         if "distinct" in sections:
             # A disagreement between the three loops ends the bench: nothing after it would mean much.
@@ -1274,6 +1344,7 @@ def main():
             ("server", "5. model-server mode", lambda: bench_server(args, work, tasks_file, results)),
             ("sweep", "5b. concurrency sweep", lambda: bench_sweep(args, work, tasks_file, results)),
             ("isolation", "6. isolated and command critics", lambda: bench_isolation(args, work, tasks_file, results)),
+            ("writer", "7. writer programs", lambda: bench_writer(args, work, tasks_file, results)),
             ("repeated", "the earlier benchmark (36 tasks × 1,000 epochs)", lambda: bench_repeated(args, work, results)),
             ("memory", "4. peak memory", lambda: bench_memory(args, work, tasks_file, results)),
         ]:

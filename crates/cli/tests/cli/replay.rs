@@ -68,6 +68,38 @@ fn replay_command_reproduces_a_recorded_config_and_refuses_to_extrapolate() {
     assert_eq!(original.len(), 15 * 2 * 4 * 3);
     assert_eq!(original, replayed);
     assert_eq!(manifest(&again)["calls"]["critic"], 0);
+    // The evaluator of every draft (the simulator's `sim-truth`) is replayed: the config's rows are
+    // the run's own. The demo's `cites-relevant` judged only the recorded answers: left out, said so.
+    let evaluations = |run: &std::path::Path| {
+        let mut rows: Vec<_> = critbench_storage::evaluations::read_evaluations(&run.join("evaluations.parquet"))
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.config_id == "p8-r3-stall-e0")
+            .map(|mut r| {
+                r.run_id.clear();
+                r.critic_ms = 0.0;
+                r
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            (&a.evaluator, &a.critic, &a.task_id, a.arm.as_str(), a.epoch, a.round).cmp(&(
+                &b.evaluator,
+                &b.critic,
+                &b.task_id,
+                b.arm.as_str(),
+                b.epoch,
+                b.round,
+            ))
+        });
+        rows
+    };
+    let (judged, rejudged) = (evaluations(&run), evaluations(&again));
+    let truth: Vec<_> = judged.iter().filter(|r| r.evaluator == "sim-truth").cloned().collect();
+    assert!(truth.len() > original.len(), "every draft of the config judged: {}", truth.len());
+    assert_eq!(rejudged, truth);
+    let warnings = manifest(&again)["warnings"].to_string();
+    assert!(warnings.contains("the evaluations of cites-relevant are not replayed"), "{warnings}");
+    assert!(std::fs::read_to_string(again.join("evaluators.csv")).unwrap().contains(",sim-truth,"));
 
     // A new threshold inside the recording works; a larger cap than was recorded does not.
     ok(critbench(&[

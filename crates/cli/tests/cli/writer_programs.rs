@@ -223,3 +223,164 @@ fn a_writer_that_dies_hangs_or_breaks_the_protocol_costs_its_loop_and_is_restart
     let written: std::collections::BTreeSet<String> = outcomes(&out).into_iter().map(|row| row.task_id).collect();
     assert_eq!(written, ["ok1", "ok2"].map(String::from).into());
 }
+
+/// A first draft names its task; a revision appends ` | c` when it was shown a critique and ` | n`
+/// when not. The same writer in Python (`critbench.serve_writer`) and in Node (the protocol by hand).
+const PY_ECHO_WRITER: &str = r#"
+import critbench
+
+def generate(task, seed, model):
+    return "%s first %d" % (task["id"], seed % 1000)
+
+def revise(task, draft, critique, seed, model):
+    return draft + (" | n" if critique is None else " | c")
+
+critbench.serve_writer(generate, revise, name="py-echo", version="1")
+"#;
+
+const NODE_ECHO_WRITER: &str = r#"
+const readline = require("readline");
+const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
+send({ protocol: 2, name: "node-echo", version: "1" });
+readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const message = JSON.parse(line);
+  if ("config" in message) {
+    send({ id: message.id, ok: true });
+    return;
+  }
+  const write = message.write;
+  const draft = write.draft === null
+    ? `${write.task.id} first ${write.seed % 1000}`
+    : `${write.draft} | ${write.critique === null ? "n" : "c"}`;
+  send({ id: message.id, draft });
+});
+"#;
+
+/// `count` tasks `t0`… to `dir/tasks.jsonl`.
+fn many_tasks(dir: &std::path::Path, count: usize) {
+    let tasks: String = (0..count).map(|i| format!("{{\"id\": \"t{i}\", \"prompt\": \"Explain {i}.\"}}\n")).collect();
+    std::fs::write(dir.join("tasks.jsonl"), tasks).unwrap();
+}
+
+/// Each writer completes 10,000 tasks in `feedback` and `no-feedback`, and every recorded draft is
+/// the one it wrote for that request: the task's first draft, then one revision that saw the
+/// critique in `feedback` and none in `no-feedback`.
+#[test]
+fn a_python_and_a_node_writer_each_write_ten_thousand_tasks_and_every_recorded_draft_is_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    many_tasks(dir.path(), 10_000);
+    std::fs::write(dir.path().join("writer.py"), PY_ECHO_WRITER).unwrap();
+    std::fs::write(dir.path().join("writer.js"), NODE_ECHO_WRITER).unwrap();
+    for (name, command, writer) in
+        [("python", "[\"python3\", \"writer.py\"]", "py-echo"), ("node", "[\"node\", \"writer.js\"]", "node-echo")]
+    {
+        let file = experiment(
+            dir.path(),
+            &format!("{name}.toml"),
+            &format!(
+                "name = \"{name}\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\nstore_drafts = true\n\
+                 arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = {command}\n\
+                 [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 10\nmax_revisions = 1\n"
+            ),
+        );
+        let out = dir.path().join(name);
+        let run = std::process::Command::new(binary())
+            .args(["run", "--quiet", "--jobs", "2", "--out"])
+            .arg(&out)
+            .arg(&file)
+            .env("PYTHONPATH", repo().join("python"))
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        let manifest = manifest(&out);
+        assert_eq!(manifest["loops"], 20_000, "{name}");
+        assert_eq!(manifest["failed_loop_count"], 0, "{name}");
+        assert_eq!(manifest["writers"][0]["name"], writer);
+        let loops = critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
+        assert_eq!(loops.len(), 20_000);
+        for recorded in &loops {
+            let drafts: Vec<String> = recorded.rounds.iter().map(|r| r.draft.clone().unwrap()).collect();
+            assert_eq!(drafts.len(), 2, "{name} {}: {drafts:?}", recorded.task_id);
+            let first = format!("{} first ", recorded.task_id);
+            assert!(drafts[0].starts_with(&first) && drafts[0][first.len()..].parse::<u64>().is_ok(), "{drafts:?}");
+            let seen = if recorded.arm.as_str() == "feedback" { "c" } else { "n" };
+            assert_eq!(drafts[1], format!("{} | {seen}", drafts[0]), "{name} {} {}", recorded.task_id, recorded.arm);
+        }
+    }
+}
+
+/// Writes its pid to `pids.txt` when it starts and takes a few milliseconds per draft.
+const SLOW_WRITER: &str = r#"
+import os, time
+import critbench
+
+with open("pids.txt", "a") as pids:
+    pids.write("%d\n" % os.getpid())
+
+def generate(task, seed, model):
+    time.sleep(0.002)
+    return "draft of " + task["id"]
+
+def revise(task, draft, critique, seed, model):
+    time.sleep(0.002)
+    return draft + " again"
+
+critbench.serve_writer(generate, revise, name="slow", version="1")
+"#;
+
+/// The writer's process killed from outside mid-run (SIGKILL): the request it held costs its loop,
+/// a new process takes over, and every loop is accounted for, written or failed.
+#[test]
+fn a_writer_killed_from_outside_mid_run_loses_only_the_loop_it_was_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    many_tasks(dir.path(), 2_000);
+    std::fs::write(dir.path().join("writer.py"), SLOW_WRITER).unwrap();
+    let file = experiment(
+        dir.path(),
+        "slow.toml",
+        "name = \"slow\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\narms = [\"feedback\"]\n\
+         [writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 1\n\
+         [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 10\nmax_revisions = 1\n",
+    );
+    let out = dir.path().join("run");
+    let child = std::process::Command::new(binary())
+        .args(["run", "--quiet", "--jobs", "1", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .env("PYTHONPATH", repo().join("python"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = dir.path().join("pids.txt");
+    let started = std::time::Instant::now();
+    let first = loop {
+        if let Some(pid) = std::fs::read_to_string(&pids).ok().and_then(|t| t.lines().next().map(str::to_string)) {
+            break pid;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the writer never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // 4,000 drafts at 2 ms or more each: a second in, the run is far from done.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let killed = std::process::Command::new("kill").args(["-9", &first]).status().unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    let manifest = manifest(&out);
+    let (written, failed) = (manifest["loops"].as_u64().unwrap(), manifest["failed_loop_count"].as_u64().unwrap());
+    assert_eq!(written + failed, 2_000, "every loop accounted for: {manifest}");
+    assert!((1..=2).contains(&failed), "only what the killed process held is lost: {}", manifest["failed_loops"]);
+    assert_eq!(output.status.code(), Some(1), "a failed loop: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        manifest["failed_loops"].to_string().contains("killed by signal 9 (SIGKILL)"),
+        "{}",
+        manifest["failed_loops"]
+    );
+    let process = &manifest["writers"][0]["process"];
+    assert!(process["restarts"].as_u64().unwrap() >= 1, "{process}");
+    assert_eq!(
+        std::fs::read_to_string(&pids).unwrap().lines().count() as u64,
+        1 + process["restarts"].as_u64().unwrap()
+    );
+    assert_eq!(outcomes(&out).len() as u64, written);
+}

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use critbench_core::{Arm, FinalDraft, Policy, PolicyGrid, RoundScore, ScoreRange};
+use critbench_storage::evaluations::{EvaluationRow, EvaluationWriter, read_evaluations};
 use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
-use critbench_storage::tables::{OutcomeWriter, TrajectoryWriter, read_outcome_metas};
+use critbench_storage::tables::{OutcomeWriter, StorageError, TrajectoryWriter, read_outcome_metas};
 
 use crate::EngineError;
 use crate::experiment::limits;
@@ -212,12 +213,23 @@ pub fn replay_run(
             threshold_warnings(&p.critic, range, policies, &REPLAY_FLAGS)
         })
         .collect();
-    if !shards::table_files(run_dir, shards::EVALUATIONS).is_empty() {
-        warnings.push(
-            "the run's held-out evaluations are not replayed: a new policy may return drafts no evaluator judged \
-             (the replay has no evaluations.parquet); run the experiment with the new grid to evaluate them"
-                .into(),
-        );
+    // Evaluators that judged every draft have a verdict on whatever a new policy returns: replayed.
+    // The others judged only the recorded configs' answers.
+    let recorded_evaluators: Vec<serde_json::Value> =
+        manifest.as_ref().and_then(|m| m.experiment.rest.get("evaluators")?.as_array().cloned()).unwrap_or_default();
+    let every_round = |e: &serde_json::Value| e.get("all_rounds").and_then(serde_json::Value::as_bool) == Some(true);
+    let replayed_evaluators: Vec<serde_json::Value> =
+        recorded_evaluators.iter().filter(|e| every_round(e)).cloned().collect();
+    let evaluations_files = shards::table_files(run_dir, shards::EVALUATIONS);
+    let judged = JudgedDrafts::read(&evaluations_files, &replayed_evaluators).map_err(|e| not_a_run(e.into()))?;
+    let left_out: Vec<&str> =
+        recorded_evaluators.iter().filter(|e| !every_round(e)).filter_map(|e| e.get("name")?.as_str()).collect();
+    if !evaluations_files.is_empty() && !left_out.is_empty() {
+        warnings.push(format!(
+            "the evaluations of {} are not replayed: they judged only the recorded configs' answers, and a new policy \
+             may return a draft they never judged; run the experiment with the new grid, or give them `rounds = \"all\"`",
+            left_out.join(", ")
+        ));
     }
 
     // Every loop must reach each policy's stop inside what was recorded: a first pass over the
@@ -267,12 +279,15 @@ pub fn replay_run(
     let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Replay { source: run_dir, overwrite })?;
     let run_id = format!("{name}-replay-{started_compact}");
     // Written aside and renamed into place once whole.
-    let (asides, paths) = critbench_storage::files::Asides::new(vec![
-        out.join(shards::table_file(shards::TRAJECTORIES)),
-        out.join(shards::table_file(shards::OUTCOMES)),
-    ]);
+    let mut tables =
+        vec![out.join(shards::table_file(shards::TRAJECTORIES)), out.join(shards::table_file(shards::OUTCOMES))];
+    if !judged.is_empty() {
+        tables.push(out.join(shards::table_file(shards::EVALUATIONS)));
+    }
+    let (asides, paths) = critbench_storage::files::Asides::new(tables);
     let mut trajectories = TrajectoryWriter::create(&paths[0])?;
     let mut outcomes = OutcomeWriter::create(&paths[1])?;
+    let mut evaluations = paths.get(2).map(|path| EvaluationWriter::create(path)).transpose()?;
     let config_ids: Vec<String> = policies.iter().map(Policy::config_id).collect();
     let (mut written_loops, mut critiques) = (0u64, 0u64);
     let mut meta_key = (String::new(), String::new());
@@ -294,8 +309,9 @@ pub fn replay_run(
                 meta: metas.get(&meta_key).map(String::as_str),
                 prices: &prices,
             };
+            let loop_judged = judged.of(&recorded);
             for (policy, config_id) in policies.iter().zip(&config_ids) {
-                let (_, rounds) = emit_loop(
+                let (passed, rounds) = emit_loop(
                     &labels,
                     &recorded.rounds,
                     &loop_scores,
@@ -306,6 +322,12 @@ pub fn replay_run(
                     &mut outcomes,
                 )?
                 .expect("every policy was checked to stop within the recording");
+                if let (Some(writer), Some(verdicts)) = (evaluations.as_mut(), loop_judged) {
+                    let policy = effective_policy(policy, arm);
+                    for row in verdicts.rows(&loop_scores, &policy, passed, &run_id, config_id) {
+                        writer.push(row)?;
+                    }
+                }
                 written_loops += 1;
                 critiques += rounds as u64;
             }
@@ -324,6 +346,9 @@ pub fn replay_run(
     read.map_err(|e| not_a_run(e.into()))?;
     trajectories.close()?;
     outcomes.close()?;
+    if let Some(writer) = evaluations {
+        writer.close()?;
+    }
     asides.commit().map_err(|source| EngineError::Io {
         context: format!("cannot write the tables in {}", out.display()),
         source,
@@ -331,54 +356,132 @@ pub fn replay_run(
 
     let (finished_iso, _) = clock::utc_stamps(SystemTime::now());
     let recording = manifest.as_ref().map(|m| &m.experiment);
-    let manifest_out = Manifest {
-        manifest_version: critbench_storage::manifest::MANIFEST_VERSION,
-        schema_version: critbench_storage::SCHEMA_VERSION,
-        critbench_version: env!("CARGO_PKG_VERSION").to_string(),
-        run_id: run_id.clone(),
-        replayed_from: Some(run_dir.to_path_buf()),
-        source_run_id: manifest.as_ref().map(|m| m.run_id.clone()),
-        experiment: ExperimentRecord {
-            name,
-            policies: policies
-                .iter()
-                .map(|p| serde_json::from_value(crate::experiment::policy_json(p)).expect("a policy record"))
-                .collect(),
-            critics: recording.map(|e| e.critics.clone()).unwrap_or_default(),
-            // Every recorded loop is replayed under every policy, so each task has the recording's
-            // epochs × arms loops per config: the summary closes a task once they have arrived.
-            epochs: recording.and_then(|e| e.epochs),
-            arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
-            adjudicate: Vec::new(),
-            // The recording's backend and seed: what the reports say of the backend, and the seed
-            // a bootstrap that resamples draws from (with the data), are the run's.
-            rest: recording
-                .map(|e| {
-                    e.rest
-                        .iter()
-                        .filter(|(key, _)| matches!(key.as_str(), "backend" | "seed"))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        },
-        sweep: "replay".into(),
-        calls: Calls { generator: 0, critic: 0, direct_equivalent: critiques, saved: critiques, ratio: 0.0 },
-        started_at: started_iso,
-        finished_at: finished_iso,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        loops: written_loops,
-        critiques,
-        tables: crate::run_dir::layout::table_records(&layout)?,
-        warnings: warnings.clone(),
-        ..Manifest::default()
-    };
+    let manifest_out =
+        Manifest {
+            manifest_version: critbench_storage::manifest::MANIFEST_VERSION,
+            schema_version: critbench_storage::SCHEMA_VERSION,
+            critbench_version: env!("CARGO_PKG_VERSION").to_string(),
+            run_id: run_id.clone(),
+            replayed_from: Some(run_dir.to_path_buf()),
+            source_run_id: manifest.as_ref().map(|m| m.run_id.clone()),
+            experiment: ExperimentRecord {
+                name,
+                policies: policies
+                    .iter()
+                    .map(|p| serde_json::from_value(crate::experiment::policy_json(p)).expect("a policy record"))
+                    .collect(),
+                critics: recording.map(|e| e.critics.clone()).unwrap_or_default(),
+                // Every recorded loop is replayed under every policy, so each task has the recording's
+                // epochs × arms loops per config: the summary closes a task once they have arrived.
+                epochs: recording.and_then(|e| e.epochs),
+                arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
+                adjudicate: Vec::new(),
+                // The recording's backend and seed: what the reports say of the backend, and the seed
+                // a bootstrap that resamples draws from (with the data), are the run's.
+                rest: recording
+                    .map(|e| {
+                        e.rest
+                            .iter()
+                            .filter(|(key, _)| matches!(key.as_str(), "backend" | "seed"))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .chain((!judged.is_empty()).then(|| {
+                                ("evaluators".to_string(), serde_json::Value::from(replayed_evaluators.clone()))
+                            }))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            },
+            sweep: "replay".into(),
+            calls: Calls { generator: 0, critic: 0, direct_equivalent: critiques, saved: critiques, ratio: 0.0 },
+            started_at: started_iso,
+            finished_at: finished_iso,
+            wall_seconds: started.elapsed().as_secs_f64(),
+            loops: written_loops,
+            critiques,
+            tables: crate::run_dir::layout::table_records(&layout)?,
+            warnings: warnings.clone(),
+            ..Manifest::default()
+        };
     manifest_out.write(out).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", out.join(critbench_storage::manifest::MANIFEST_FILE).display()),
         source,
     })?;
     let report = critbench_report::write_reports_trusted(out)?;
     Ok(ReplaySummary { out_dir: out.to_path_buf(), loops: written_loops, critiques, report, warnings })
+}
+
+/// The recorded verdicts of the evaluators that judged every draft, one row per loop, evaluator
+/// and round: what a replay writes again under each new config.
+#[derive(Default)]
+struct JudgedDrafts {
+    /// Per loop (critic, arm, task, epoch): each evaluator's row per round, the evaluators in the
+    /// manifest's order.
+    loops: HashMap<(String, Arm, String, u32), LoopVerdicts>,
+}
+
+/// One loop's recorded verdicts: per evaluator (in order), its rows by round.
+struct LoopVerdicts(Vec<HashMap<u32, EvaluationRow>>);
+
+impl JudgedDrafts {
+    /// Reads `files`, keeping the rows of `evaluators` (the manifest's entries, every one with
+    /// `all_rounds`), each draft once whatever config's row it came in.
+    fn read(files: &[PathBuf], evaluators: &[serde_json::Value]) -> Result<JudgedDrafts, StorageError> {
+        let names: Vec<&str> = evaluators.iter().filter_map(|e| e.get("name")?.as_str()).collect();
+        let mut judged = JudgedDrafts::default();
+        if names.is_empty() {
+            return Ok(judged);
+        }
+        for path in files {
+            for row in read_evaluations(path)? {
+                let Some(position) = names.iter().position(|name| *name == row.evaluator) else { continue };
+                let key = (row.critic.clone(), row.arm, row.task_id.clone(), row.epoch);
+                let verdicts = judged
+                    .loops
+                    .entry(key)
+                    .or_insert_with(|| LoopVerdicts(names.iter().map(|_| HashMap::new()).collect()));
+                verdicts.0[position].entry(row.round).or_insert(row);
+            }
+        }
+        Ok(judged)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.loops.is_empty()
+    }
+
+    /// The recorded verdicts of `recorded`'s drafts, when an evaluator judged them.
+    fn of(&self, recorded: &RecordedLoop) -> Option<&LoopVerdicts> {
+        self.loops.get(&(recorded.critic.clone(), recorded.arm, recorded.task_id.clone(), recorded.epoch))
+    }
+}
+
+impl LoopVerdicts {
+    /// The rows of this loop under `config_id`, whose `policy` (the arm's effective one) stops on
+    /// `scores` and passed or not: as a run writes them (`judged_answers`), each verdict the
+    /// recorded one, beside the steering critic's under this config.
+    fn rows(
+        &self,
+        scores: &[RoundScore],
+        policy: &Policy,
+        passed: bool,
+        run_id: &str,
+        config_id: &str,
+    ) -> Vec<EvaluationRow> {
+        let mut rows = Vec::new();
+        for by_round in &self.0 {
+            for (answer, round, steering_passed) in crate::run::evaluate::judged_answers(scores, policy, true, passed) {
+                let Some(recorded) = by_round.get(&(round as u32)) else { continue };
+                rows.push(EvaluationRow {
+                    run_id: run_id.to_string(),
+                    config_id: config_id.to_string(),
+                    answer: answer.to_string(),
+                    steering_passed,
+                    ..recorded.clone()
+                });
+            }
+        }
+        rows
+    }
 }
 
 /// Why a replay cannot run. Every one is the user's to fix (exit status 2).

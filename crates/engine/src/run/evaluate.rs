@@ -110,6 +110,31 @@ pub fn evaluate_loop(
     evaluations
 }
 
+/// The drafts an evaluator's rows under one config are about, as (`answer`, round, the steering
+/// critic's verdict on it under the config): the first draft, the final answer `policy` returns
+/// (`passed`: whether the loop passed) and, for an evaluator of every round, each other draft the
+/// config used. Empty when `policy` does not stop within `scores`.
+pub fn judged_answers(
+    scores: &[RoundScore],
+    policy: &Policy,
+    all_rounds: bool,
+    passed: bool,
+) -> Vec<(&'static str, usize, bool)> {
+    let Some((final_answer, _)) = final_round(scores, policy) else { return Vec::new() };
+    // The rounds this config used: up to where it stopped.
+    let used = critbench_core::stop_point(scores, policy).map_or(scores.len(), |(stop, _)| stop + 1);
+    let mut answers = vec![(FIRST, 0, scores[0].meets_pass_rule(policy)), (FINAL, final_answer, passed)];
+    if all_rounds {
+        // Every other draft the config used, beside its verdict under the config's pass rule.
+        answers.extend(
+            (1..used)
+                .filter(|&round| round != final_answer)
+                .map(|round| (ROUND, round, scores[round].meets_pass_rule(policy))),
+        );
+    }
+    answers
+}
+
 /// Writes the evaluation rows of one loop under one config: for each evaluator, its verdict on
 /// the first draft and on the final answer `policy` returns (and, with `rounds = "all"`, on every
 /// other draft the config used: `answer = "round"`), each beside the steering critic's
@@ -129,21 +154,9 @@ pub fn emit_evaluations(
     if evaluations.is_empty() {
         return;
     }
-    let Some((final_answer, _)) = final_round(scores, policy) else { return };
-    // The rounds this config used: up to where it stopped.
-    let used = critbench_core::stop_point(scores, policy).map_or(scores.len(), |(stop, _)| stop + 1);
     for (index, spec) in plan.experiment.evaluators.iter().enumerate() {
         let rule = spec.pass_rule();
-        let mut answers = vec![(FIRST, 0, scores[0].meets_pass_rule(policy)), (FINAL, final_answer, passed)];
-        if spec.all_rounds {
-            // Every other draft the config used, beside its verdict under the config's pass rule.
-            answers.extend(
-                (1..used)
-                    .filter(|&round| round != final_answer)
-                    .map(|round| (ROUND, round, scores[round].meets_pass_rule(policy))),
-            );
-        }
-        for (answer, round, steering_passed) in answers {
+        for (answer, round, steering_passed) in judged_answers(scores, policy, spec.all_rounds, passed) {
             let Some(evaluation) = evaluations.iter().find(|e| e.evaluator == index && e.round == round) else {
                 continue;
             };

@@ -156,8 +156,7 @@ fn a_pass_score_above_the_range_runs_every_loop_to_its_budget() {
 fn a_dim_target_above_the_range_runs_with_a_warning_and_no_loop_passes() {
     let dir = tempfile::tempdir().unwrap();
     papers(dir.path(), 6);
-    // Without the simulator's evaluator, whose evaluations a replay does not carry (a warning of its own).
-    let file = rubric_experiment(dir.path(), "sim_truth = false", "pass_score = 5\ndim_target = 50");
+    let file = rubric_experiment(dir.path(), "", "pass_score = 5\ndim_target = 50");
     let output = critbench(&["run", file.to_str().unwrap(), "-q"]);
     assert!(
         stderr(&output).contains(
