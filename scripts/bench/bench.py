@@ -1218,7 +1218,7 @@ def markdown(results, args):
     if wr:
         lines += [
             "",
-            "## 7. Writer programs",
+            "## 6b. Writer programs",
             "",
             f"The first {wr['tasks']:,} tasks of section 1's file, `experiments/bench-distinct.toml`, `--jobs 1`, the"
             " scripted critic in process; the drafts from the scripted backend in process, then from a trivial Python"
