@@ -1050,12 +1050,7 @@ pub(crate) const FLIPS_HEADER: [&str; 8] =
 
 /// What the loops fixed and broke, in Markdown; empty when no arm revises.
 fn flips_table(report: &EvaluatorReport) -> String {
-    let rows = flips_rows(report);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let table = crate::format::markdown_table(&FLIPS_HEADER, "|---|---|---|---|---|---|---|---:|", &rows);
-    format!("\n{FLIPS_SENTENCE}\n\n{table}")
+    crate::format::table_under(FLIPS_SENTENCE, &FLIPS_HEADER, "|---|---|---|---|---|---|---|---:|", &flips_rows(report))
 }
 
 /// The sentence above the table of what the critic's false passes cap resampling at.
@@ -1107,12 +1102,7 @@ pub(crate) const CEILING_HEADER: [&str; 6] = [
 
 /// The resample ceiling table in Markdown; empty without a resample arm.
 fn ceiling_table(report: &EvaluatorReport) -> String {
-    let rows = ceiling_rows(report);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let table = crate::format::markdown_table(&CEILING_HEADER, "|---|---|---|---|---|---|", &rows);
-    format!("\n{CEILING_SENTENCE}\n\n{table}")
+    crate::format::table_under(CEILING_SENTENCE, &CEILING_HEADER, "|---|---|---|---|---|---|", &ceiling_rows(report))
 }
 
 /// The reports' "Held-out evaluators" section in Markdown.

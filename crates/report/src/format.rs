@@ -50,6 +50,20 @@ pub(crate) fn money(value: f64, currency: Option<&str>) -> String {
     }
 }
 
+/// A report section's table with the text above it (`intro`, after a blank line), or nothing when
+/// there are no rows: the reports leave out a table with nothing to say.
+pub(crate) fn table_under<const N: usize>(
+    intro: &str,
+    header: &[&str; N],
+    alignment: &str,
+    rows: &[[String; N]],
+) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("\n{intro}\n\n{}", markdown_table(header, alignment, rows))
+}
+
 /// A Markdown table of text cells under `header`, its columns aligned as `alignment` (the
 /// separator row) says.
 pub(crate) fn markdown_table<const N: usize>(header: &[&str; N], alignment: &str, rows: &[[String; N]]) -> String {

@@ -640,12 +640,8 @@ pub(crate) const REVISIONS_HEADER: [&str; 6] =
 
 /// "How much revisions changed"; empty when no loop revised.
 fn revisions_section(report: &Report) -> String {
-    let rows = revision_rows(report);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let table = crate::format::markdown_table(&REVISIONS_HEADER, "|---|---|---|---:|---:|---:|", &rows);
-    format!("\n## How much revisions changed\n\n{REVISIONS_SENTENCE}\n\n{table}")
+    let intro = format!("## How much revisions changed\n\n{REVISIONS_SENTENCE}");
+    crate::format::table_under(&intro, &REVISIONS_HEADER, "|---|---|---|---:|---:|---:|", &revision_rows(report))
 }
 
 /// "At equal cost": arms compared with their loops cut at the same budget; empty when no
