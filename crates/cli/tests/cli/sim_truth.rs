@@ -189,10 +189,14 @@ fn sim_truth_is_left_out_on_request_and_refused_where_it_cannot_judge() {
     questions(dir.path());
     let base = "name = \"t\"\ndataset = \"tasks.jsonl\"\n";
     let rubric = "[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n";
-    let off = experiment(dir.path(), "off.toml", &format!("{base}sim_truth = false\n{rubric}"));
+    let off = experiment(dir.path(), "off.toml", &format!("{base}sim_truth = false\nstore_drafts = true\n{rubric}"));
     let out = dir.path().join("off");
     ok(critbench(&["run", off.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
     assert!(!out.join("evaluations.parquet").exists());
+    // Stored drafts carry only their text: nothing for sim-truth to rescore.
+    let rescore = critbench(&["rescore", out.to_str().unwrap(), "--critic", "truth", "--plugin", "sim-truth"]);
+    let error = usage_error(rescore, dir.path());
+    assert!(error.contains("critic `truth` is `sim-truth`") && error.contains("nothing to rescore"), "{error}");
 
     let cases = [
         (

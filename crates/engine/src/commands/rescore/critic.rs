@@ -154,6 +154,9 @@ pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Pol
     if info.policy_dependent {
         return Err(RescoreError::PolicyDependent { critic: spec.name.clone(), plugin: info.name.clone() }.into());
     }
+    if info.name == crate::experiment::SIM_TRUTH {
+        return Err(RescoreError::SimTruth { critic: spec.name.clone() }.into());
+    }
     // The same rule as a run's: a threshold outside the critic's range is replayed, with a warning.
     let warnings = threshold_warnings(&spec.name, info.range, policies, &POLICY_KEYS);
     for warning in &warnings {

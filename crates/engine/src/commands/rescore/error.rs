@@ -86,6 +86,16 @@ pub enum RescoreError {
         /// Why it does not parse as one.
         problem: String,
     },
+    /// The `sim-truth` evaluator, which judges a truth stored drafts do not carry.
+    #[error(
+        "critic `{critic}` is `sim-truth`, which judges the simulated writer's hidden truth; a stored draft carries \
+         only its text, so there is nothing to rescore with it (the run's own sim-truth verdicts are in \
+         evaluations.parquet)"
+    )]
+    SimTruth {
+        /// The critic's name.
+        critic: String,
+    },
     /// The new critic's critiques depend on the policy.
     #[error(
         "critic `{critic}` ({plugin}) says its critiques depend on the loop policy, so a recorded draft has no one \
