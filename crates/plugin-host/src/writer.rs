@@ -17,15 +17,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::process::ChildCounters;
-use crate::program::{Broken, CommandProblem, Launch, Program, command_launch, excerpt, parse_message};
+use crate::program::{Broken, CommandProblem, Launch, MIN_STARTUP, Program, command_launch, excerpt, parse_message};
 use crate::protocol::{ConfigRefused, PROTOCOL_VERSION, config_answer, config_line, text_of};
 use crate::request::TaskJson;
 
 /// What a writer's child process is named by in messages ("the writer wrote …").
 const ROLE: &str = "writer";
-
-/// The least time a writer gets to say hello and take its config.
-const MIN_STARTUP: Duration = Duration::from_secs(30);
 
 /// The `[writer]` table resolved: the programs that write the drafts of `backend = "command"`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -245,23 +242,14 @@ impl Processes {
 
     /// Spawns a process, reads its hello and hands it the config; the error in words.
     fn start(&self) -> Result<(Child, Hello), String> {
-        let program = Program::spawn(&self.launch, self.memory_mb)?;
-        let startup = self.timeout.max(MIN_STARTUP);
+        let (program, hello) = Program::start(&self.launch, self.memory_mb, self.timeout)?;
         let fail = |program: Program, broken: Broken| program.finish(Some(broken));
-        let hello = match program.next_message(Instant::now() + startup, startup) {
-            Ok((hello, _)) => hello,
-            Err(broken) => return Err(fail(program, broken)),
-        };
-        if let Some(message) = hello.get("error") {
-            let message = text_of(message);
-            program.finish(None);
-            return Err(message);
-        }
         let hello = match read_hello(hello) {
             Ok(hello) => hello,
             Err(message) => return Err(fail(program, Broken::Protocol(message))),
         };
         let mut program = program;
+        let startup = self.timeout.max(MIN_STARTUP);
         if let Err(source) = program.send(&config_line(&self.config)) {
             return Err(fail(program, Broken::Send { what: "the config", source }));
         }

@@ -544,11 +544,10 @@ pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<Evalua
     }
     // The evaluators that judged every round, as the experiment says (`rounds = "all"`).
     let every_round = manifest
-        .and_then(|m| m.experiment.rest.get("evaluators")?.as_array())
         .into_iter()
-        .flatten()
-        .filter(|e| e.get("all_rounds").and_then(serde_json::Value::as_bool) == Some(true))
-        .filter_map(|e| e.get("name")?.as_str().map(String::from))
+        .flat_map(|m| m.experiment.evaluators())
+        .filter(|(_, all_rounds)| *all_rounds)
+        .filter_map(|(e, _)| e.get("name")?.as_str().map(String::from))
         .collect();
     let mut reader = Reader { every_round, ..Reader::default() };
     for path in &files {

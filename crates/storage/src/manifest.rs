@@ -439,6 +439,20 @@ pub struct ExperimentRecord {
     pub rest: Map<String, Value>,
 }
 
+impl ExperimentRecord {
+    /// The held-out evaluators' entries (`evaluators`, as the experiment resolved them), and for
+    /// each whether it judged every recorded draft (`all_rounds`), not only first drafts and final
+    /// answers.
+    pub fn evaluators(&self) -> impl Iterator<Item = (&Value, bool)> {
+        self.rest
+            .get("evaluators")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|entry| (entry, entry.get("all_rounds").and_then(Value::as_bool) == Some(true)))
+    }
+}
+
 /// One config of the policy grid.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]

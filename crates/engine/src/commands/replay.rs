@@ -215,15 +215,12 @@ pub fn replay_run(
         .collect();
     // Evaluators that judged every draft have a verdict on whatever a new policy returns: replayed.
     // The others judged only the recorded configs' answers.
-    let recorded_evaluators: Vec<serde_json::Value> =
-        manifest.as_ref().and_then(|m| m.experiment.rest.get("evaluators")?.as_array().cloned()).unwrap_or_default();
-    let every_round = |e: &serde_json::Value| e.get("all_rounds").and_then(serde_json::Value::as_bool) == Some(true);
-    let replayed_evaluators: Vec<serde_json::Value> =
-        recorded_evaluators.iter().filter(|e| every_round(e)).cloned().collect();
+    let (replayed_evaluators, left_out): (Vec<_>, Vec<_>) =
+        manifest.iter().flat_map(|m| m.experiment.evaluators()).partition(|(_, all_rounds)| *all_rounds);
+    let replayed_evaluators: Vec<serde_json::Value> = replayed_evaluators.into_iter().map(|(e, _)| e.clone()).collect();
+    let left_out: Vec<&str> = left_out.iter().filter_map(|(e, _)| e.get("name")?.as_str()).collect();
     let evaluations_files = shards::table_files(run_dir, shards::EVALUATIONS);
     let judged = JudgedDrafts::read(&evaluations_files, &replayed_evaluators).map_err(|e| not_a_run(e.into()))?;
-    let left_out: Vec<&str> =
-        recorded_evaluators.iter().filter(|e| !every_round(e)).filter_map(|e| e.get("name")?.as_str()).collect();
     if !evaluations_files.is_empty() && !left_out.is_empty() {
         warnings.push(format!(
             "the evaluations of {} are not replayed: they judged only the recorded configs' answers, and a new policy \
@@ -356,52 +353,46 @@ pub fn replay_run(
 
     let (finished_iso, _) = clock::utc_stamps(SystemTime::now());
     let recording = manifest.as_ref().map(|m| &m.experiment);
-    let manifest_out =
-        Manifest {
-            manifest_version: critbench_storage::manifest::MANIFEST_VERSION,
-            schema_version: critbench_storage::SCHEMA_VERSION,
-            critbench_version: env!("CARGO_PKG_VERSION").to_string(),
-            run_id: run_id.clone(),
-            replayed_from: Some(run_dir.to_path_buf()),
-            source_run_id: manifest.as_ref().map(|m| m.run_id.clone()),
-            experiment: ExperimentRecord {
-                name,
-                policies: policies
-                    .iter()
-                    .map(|p| serde_json::from_value(crate::experiment::policy_json(p)).expect("a policy record"))
-                    .collect(),
-                critics: recording.map(|e| e.critics.clone()).unwrap_or_default(),
-                // Every recorded loop is replayed under every policy, so each task has the recording's
-                // epochs × arms loops per config: the summary closes a task once they have arrived.
-                epochs: recording.and_then(|e| e.epochs),
-                arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
-                adjudicate: Vec::new(),
-                // The recording's backend and seed: what the reports say of the backend, and the seed
-                // a bootstrap that resamples draws from (with the data), are the run's.
-                rest: recording
-                    .map(|e| {
-                        e.rest
-                            .iter()
-                            .filter(|(key, _)| matches!(key.as_str(), "backend" | "seed"))
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .chain((!judged.is_empty()).then(|| {
-                                ("evaluators".to_string(), serde_json::Value::from(replayed_evaluators.clone()))
-                            }))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            },
-            sweep: "replay".into(),
-            calls: Calls { generator: 0, critic: 0, direct_equivalent: critiques, saved: critiques, ratio: 0.0 },
-            started_at: started_iso,
-            finished_at: finished_iso,
-            wall_seconds: started.elapsed().as_secs_f64(),
-            loops: written_loops,
-            critiques,
-            tables: crate::run_dir::layout::table_records(&layout)?,
-            warnings: warnings.clone(),
-            ..Manifest::default()
-        };
+    // The recording's backend and seed: what the reports say of the backend, and the seed a
+    // bootstrap that resamples draws from (with the data), are the run's; and the evaluators replayed.
+    let rest: serde_json::Map<String, serde_json::Value> = recording
+        .iter()
+        .flat_map(|e| e.rest.iter().filter(|(key, _)| matches!(key.as_str(), "backend" | "seed")))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .chain((!judged.is_empty()).then(|| ("evaluators".to_string(), serde_json::Value::from(replayed_evaluators))))
+        .collect();
+    let manifest_out = Manifest {
+        manifest_version: critbench_storage::manifest::MANIFEST_VERSION,
+        schema_version: critbench_storage::SCHEMA_VERSION,
+        critbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: run_id.clone(),
+        replayed_from: Some(run_dir.to_path_buf()),
+        source_run_id: manifest.as_ref().map(|m| m.run_id.clone()),
+        experiment: ExperimentRecord {
+            name,
+            policies: policies
+                .iter()
+                .map(|p| serde_json::from_value(crate::experiment::policy_json(p)).expect("a policy record"))
+                .collect(),
+            critics: recording.map(|e| e.critics.clone()).unwrap_or_default(),
+            // Every recorded loop is replayed under every policy, so each task has the recording's
+            // epochs × arms loops per config: the summary closes a task once they have arrived.
+            epochs: recording.and_then(|e| e.epochs),
+            arms: recording.map(|e| e.arms.clone()).unwrap_or_default(),
+            adjudicate: Vec::new(),
+            rest,
+        },
+        sweep: "replay".into(),
+        calls: Calls { generator: 0, critic: 0, direct_equivalent: critiques, saved: critiques, ratio: 0.0 },
+        started_at: started_iso,
+        finished_at: finished_iso,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        loops: written_loops,
+        critiques,
+        tables: crate::run_dir::layout::table_records(&layout)?,
+        warnings: warnings.clone(),
+        ..Manifest::default()
+    };
     manifest_out.write(out).map_err(|source| EngineError::Io {
         context: format!("cannot write {}", out.join(critbench_storage::manifest::MANIFEST_FILE).display()),
         source,
@@ -467,9 +458,10 @@ impl LoopVerdicts {
         run_id: &str,
         config_id: &str,
     ) -> Vec<EvaluationRow> {
+        let answers = crate::run::evaluate::judged_answers(scores, policy, true, passed);
         let mut rows = Vec::new();
         for by_round in &self.0 {
-            for (answer, round, steering_passed) in crate::run::evaluate::judged_answers(scores, policy, true, passed) {
+            for &(answer, round, steering_passed) in &answers {
                 let Some(recorded) = by_round.get(&(round as u32)) else { continue };
                 rows.push(EvaluationRow {
                     run_id: run_id.to_string(),

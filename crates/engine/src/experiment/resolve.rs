@@ -440,18 +440,15 @@ impl Experiment {
             }
             evaluators.push(EvaluatorSpec { spec, pass_score, dim_target, all_rounds });
         }
-        match file.sim_truth {
-            Some(true) if backend != BackendKind::Sim => {
-                return Err(ResolveError::SimTruthBackend { at: "`sim_truth` = true".into() });
+        let sim_truth = file.sim_truth.unwrap_or(backend == BackendKind::Sim);
+        if sim_truth && backend != BackendKind::Sim {
+            return Err(ResolveError::SimTruthBackend { at: "`sim_truth` = true".into() });
+        }
+        if sim_truth && !evaluators.iter().any(|e| e.spec.plugin == SIM_TRUTH) {
+            if !labels.insert(SIM_TRUTH.to_string()) {
+                return Err(ResolveError::SimTruthName);
             }
-            Some(false) => {}
-            _ if backend != BackendKind::Sim || evaluators.iter().any(|e| e.spec.plugin == SIM_TRUTH) => {}
-            _ => {
-                if !labels.insert(SIM_TRUTH.to_string()) {
-                    return Err(ResolveError::SimTruthName);
-                }
-                evaluators.push(sim_truth_evaluator());
-            }
+            evaluators.push(sim_truth_evaluator());
         }
         let policies = policy_grid(&file.policy)?;
         let judge = match file.judge {

@@ -1,16 +1,13 @@
 //! A critic's child process started: the program spawned, its hello read (who it is, which form
 //! of the protocol it speaks) and its config handed over.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Deserialize;
 
 use super::{Child, ProcessCritic};
-use crate::program::{Broken, Program};
-use crate::protocol::{self, ConfigRefused, Form, text_of};
-
-/// The least time a child gets to say hello and take its config.
-const MIN_STARTUP: Duration = Duration::from_secs(30);
+use crate::program::{Broken, MIN_STARTUP, Program};
+use crate::protocol::{self, ConfigRefused, Form};
 
 /// The first line a critic writes.
 #[derive(Debug, Deserialize)]
@@ -70,19 +67,9 @@ impl StartFailure {
 impl ProcessCritic {
     /// Spawns a child, reads its hello and sends the config.
     pub(super) fn start(&self) -> Result<(Child, Hello), StartFailure> {
-        let program = Program::spawn(&self.launch, self.memory_mb).map_err(StartFailure::Broken)?;
+        let (program, hello) =
+            Program::start(&self.launch, self.memory_mb, self.timeout).map_err(StartFailure::Broken)?;
         let fail = |program: Program, broken: Broken| StartFailure::Broken(program.finish(Some(broken)));
-        // Starting an interpreter or loading a library can be slow on a busy machine.
-        let startup = self.timeout.max(MIN_STARTUP);
-        let hello = match program.next_message(Instant::now() + startup, startup) {
-            Ok((hello, _)) => hello,
-            Err(broken) => return Err(fail(program, broken)),
-        };
-        if let Some(message) = hello.get("error") {
-            let message = text_of(message);
-            program.finish(None);
-            return Err(StartFailure::Broken(message));
-        }
         let hello: Hello = match serde_json::from_value(hello) {
             Ok(hello) => hello,
             Err(e) => return Err(fail(program, BadHello::Json(e).into())),
@@ -96,6 +83,7 @@ impl ProcessCritic {
             return Err(fail(program, BadHello::Range { name: hello.name, min, max }.into()));
         }
         let mut program = program;
+        let startup = self.timeout.max(MIN_STARTUP);
         if let Err(source) = program.send(&protocol::config_line(&self.config)) {
             return Err(fail(program, Broken::Send { what: "the config", source }));
         }

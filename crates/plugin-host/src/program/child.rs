@@ -37,6 +37,10 @@ pub(crate) struct Launch {
 }
 
 /// A running program: its process, the write end of its stdin and the lines of its stdout.
+/// The least time a program gets to say hello: starting an interpreter or loading a library can
+/// be slow on a busy machine.
+pub(crate) const MIN_STARTUP: Duration = Duration::from_secs(30);
+
 pub(crate) struct Program {
     process: std::process::Child,
     stdin: Option<ChildStdin>,
@@ -206,6 +210,29 @@ impl Program {
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }
+    }
+
+    /// Spawns `launch` ([`Program::spawn`]) and reads its first message, the hello, within
+    /// `timeout` or [`MIN_STARTUP`], whichever is longer. A hello that is `{"error": ...}` (the
+    /// program refuses to start) is that message, the program stopped; whatever else breaks is said
+    /// as [`Program::finish`] says it. The hello is the caller's to read.
+    pub(crate) fn start(
+        launch: &Launch,
+        memory_mb: Option<u64>,
+        timeout: Duration,
+    ) -> Result<(Program, serde_json::Value), String> {
+        let program = Program::spawn(launch, memory_mb)?;
+        let startup = timeout.max(MIN_STARTUP);
+        let hello = match program.next_message(Instant::now() + startup, startup) {
+            Ok((hello, _)) => hello,
+            Err(broken) => return Err(program.finish(Some(broken))),
+        };
+        if let Some(message) = hello.get("error") {
+            let message = crate::protocol::text_of(message);
+            program.finish(None);
+            return Err(message);
+        }
+        Ok((program, hello))
     }
 
     /// The next line from the program as a JSON object, and when it arrived.
