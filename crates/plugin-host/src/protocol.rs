@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::program::excerpt;
+use crate::program::{excerpt, text_of};
 use crate::services::ServiceError;
 
 /// The version of the protocol this host speaks, in both forms.
@@ -291,11 +291,6 @@ fn critique_text(critique: &Value) -> String {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     }
-}
-
-/// An error message: a string, or whatever JSON the critic put there.
-pub(crate) fn text_of(value: &Value) -> String {
-    value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string())
 }
 
 #[cfg(test)]

@@ -17,8 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::process::ChildCounters;
-use crate::program::{Broken, CommandProblem, Launch, MIN_STARTUP, Program, command_launch, excerpt, parse_message};
-use crate::protocol::{ConfigRefused, PROTOCOL_VERSION, config_answer, config_line, text_of};
+use crate::program::{
+    Broken, CommandProblem, Launch, MIN_STARTUP, Program, command_launch, excerpt, parse_message, text_of,
+};
+use crate::protocol::{ConfigRefused, PROTOCOL_VERSION, config_answer, config_line};
 use crate::request::TaskJson;
 
 /// What a writer's child process is named by in messages ("the writer wrote …").

@@ -228,7 +228,7 @@ impl Program {
             Err(broken) => return Err(program.finish(Some(broken))),
         };
         if let Some(message) = hello.get("error") {
-            let message = crate::protocol::text_of(message);
+            let message = super::text_of(message);
             program.finish(None);
             return Err(message);
         }

@@ -151,6 +151,11 @@ pub(super) fn read_lines(stdout: std::process::ChildStdout, sender: Sender<Deliv
     }
 }
 
+/// An error message: a string, or whatever JSON the program put there.
+pub(crate) fn text_of(value: &serde_json::Value) -> String {
+    value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string())
+}
+
 /// A line as a JSON object.
 pub(crate) fn parse_message(line: &[u8]) -> Result<serde_json::Value, Broken> {
     let text = match std::str::from_utf8(line) {

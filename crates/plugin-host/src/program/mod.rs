@@ -18,7 +18,7 @@ pub(crate) use child::{CommandProblem, Launch, MIN_STARTUP, Program, command_lau
 pub(crate) use failure::{Broken, Cause};
 pub(crate) use flight::Flight;
 pub use lines::Nudge;
-pub(crate) use lines::parse_message;
+pub(crate) use lines::{parse_message, text_of};
 
 use std::time::Duration;
 
