@@ -73,6 +73,7 @@ mod cache;
 mod chat;
 mod client;
 mod limiter;
+pub mod metered;
 #[cfg(any(test, feature = "mock-server"))]
 pub mod mock_server;
 mod pool;

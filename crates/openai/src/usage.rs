@@ -59,6 +59,9 @@ pub struct UsageReport {
     /// Task → role → its distinct requests (`critbench estimate`'s pilot only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_task: Option<BTreeMap<String, BTreeMap<String, TaskRoleReport>>>,
+    /// The metered endpoint the run's programs called, when it served any program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metered: Option<crate::metered::MeteredReport>,
 }
 
 /// What the manifest records of one endpoint.

@@ -45,6 +45,7 @@ mod critics;
 mod error;
 mod info;
 mod library;
+pub mod model;
 mod open;
 mod process;
 mod program;

@@ -16,6 +16,7 @@ use critbench_core::{Critique, SeedKey, Task};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::model::{ModelAccess, ModelField, ModelPass, ModelRole, ModelUse};
 use crate::process::ChildCounters;
 use crate::program::{
     Broken, CommandProblem, Launch, MIN_STARTUP, Program, command_launch, excerpt, parse_message, text_of,
@@ -86,6 +87,7 @@ struct Hello {
 pub struct ProgramWriter {
     generator: Processes,
     reviser: Option<Processes>,
+    model: Option<std::sync::Arc<dyn ModelAccess>>,
 }
 
 impl ProgramWriter {
@@ -100,7 +102,19 @@ impl ProgramWriter {
             Some(command) => Some(Processes::open(command, "revise", spec, base_dir, processes)?),
             None => None,
         };
-        Ok(ProgramWriter { generator, reviser })
+        Ok(ProgramWriter { generator, reviser, model: None })
+    }
+
+    /// The same writer handing each request a key of `access` (its `model`), the calls made with
+    /// it counted on the request's round.
+    pub fn with_model(mut self, access: std::sync::Arc<dyn ModelAccess>) -> ProgramWriter {
+        self.model = Some(access);
+        self
+    }
+
+    /// A key for the request of `role` for `key`'s round, when the run meters model access.
+    fn pass(&self, role: ModelRole, key: &DraftKey<'_>) -> Option<Box<dyn ModelPass + '_>> {
+        self.model.as_ref().map(|access| access.open(role, key.task_id, key.epoch, key.round))
     }
 
     /// Each program, as the manifest records it.
@@ -132,6 +146,7 @@ fn write_request(
     critique: Option<&Critique>,
     hints: &[Hint],
     key: &DraftKey<'_>,
+    model: Option<ModelField<'_>>,
 ) -> String {
     #[derive(Serialize)]
     struct Write<'a> {
@@ -140,8 +155,9 @@ fn write_request(
         critique: Option<&'a Critique>,
         hints: &'a [Hint],
         seed: u64,
+        model: Option<ModelField<'a>>,
     }
-    let body = Write { round: key.round, draft, critique, hints, seed: seed_of(key) };
+    let body = Write { round: key.round, draft, critique, hints, seed: seed_of(key), model };
     let mut json = serde_json::to_string(&body).expect("a write request serializes");
     // The task goes in as a critic sees it: no scripted drafts, samples or gold labels.
     json.pop();
@@ -153,12 +169,14 @@ fn write_request(
 
 impl Author for ProgramWriter {
     fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
-        let request = write_request(task, None, None, hints, key);
-        self.generator.write(&request).map(Draft::offline).map_err(|message| AuthorError::Writer {
+        let pass = self.pass(ModelRole::Generator, key);
+        let request = write_request(task, None, None, hints, key, pass.as_ref().map(|p| p.model()));
+        let text = self.generator.write(&request).map_err(|message| AuthorError::Writer {
             round: key.round,
             step: "generate",
             message,
-        })
+        })?;
+        Ok(written(text, pass.map(|p| p.close())))
     }
 
     fn revise(
@@ -168,12 +186,28 @@ impl Author for ProgramWriter {
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError> {
-        let request = write_request(task, Some(&draft.text), critique, &[], key);
-        self.reviser().write(&request).map(Draft::offline).map_err(|message| AuthorError::Writer {
+        let pass = self.pass(ModelRole::Reviser, key);
+        let request = write_request(task, Some(&draft.text), critique, &[], key, pass.as_ref().map(|p| p.model()));
+        let text = self.reviser().write(&request).map_err(|message| AuthorError::Writer {
             round: key.round,
             step: "revise",
             message,
-        })
+        })?;
+        Ok(written(text, pass.map(|p| p.close())))
+    }
+}
+
+/// A writer's draft, with what its model calls counted when it made any (`None` tokens: it made
+/// none, or the run meters none).
+fn written(text: String, used: Option<ModelUse>) -> Draft {
+    match used.filter(|used| used.calls > 0) {
+        Some(used) => Draft {
+            tokens_in: Some(used.tokens_in),
+            tokens_out: Some(used.tokens_out),
+            truncated: Some(used.truncated),
+            ..Draft::offline(text)
+        },
+        None => Draft::offline(text),
     }
 }
 
@@ -437,10 +471,11 @@ mod tests {
         )
         .unwrap();
         let key = DraftKey { seed: 7, task_id: "t1", epoch: 0, round: 2 };
-        let request: Value = serde_json::from_str(&write_request(&task, Some("old"), None, &[], &key)).unwrap();
+        let request: Value = serde_json::from_str(&write_request(&task, Some("old"), None, &[], &key, None)).unwrap();
         // Exactly these keys: nothing names the arm.
         let keys: std::collections::BTreeSet<&str> = request.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys, ["critique", "draft", "hints", "round", "seed", "task"].into());
+        assert_eq!(keys, ["critique", "draft", "hints", "model", "round", "seed", "task"].into());
+        assert_eq!(request["model"], Value::Null);
         assert_eq!(request["draft"], "old");
         assert_eq!(request["critique"], Value::Null);
         assert_eq!(request["task"], serde_json::json!({"id": "t1", "prompt": "p"}));

@@ -29,6 +29,7 @@ mod kubernetes;
 mod local_llm;
 mod manifest;
 mod memory;
+mod metered;
 mod module_cycles;
 mod notebook;
 mod offline_honesty;

@@ -90,7 +90,7 @@ pub fn judge_experiment(
     let session = crate::run::start_session(experiment)?;
     spec.host = plugin_host(session.as_ref());
     let outcome = critbench_critic_benchmark::judge(&spec)?;
-    let model_usage = session.map(|s| s.client.report());
+    let model_usage = session.map(|s| s.report());
     Ok(JudgeRun { outcome, model_usage })
 }
 

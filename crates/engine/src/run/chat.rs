@@ -4,9 +4,12 @@
 //! [`critbench_openai::Client`], so the concurrency limit, the cache, the retries and the token
 //! cap are the run's, whoever asks.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use critbench_openai::metered::MeteredEndpoint;
+use critbench_openai::usage::UsageReport;
 use critbench_openai::{CallIdentity, ChatRequest, Client, ClientSettings, Message, Role};
+use critbench_plugin_host::model::{ModelAccess, ModelField, ModelPass, ModelRole, ModelUse};
 use critbench_plugin_host::services::{CallScope, Host, HostService, Reply, ServiceError};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -19,6 +22,8 @@ pub const CHAT_SERVICE: &str = "chat";
 pub struct OpenAiSession {
     /// The client every `chat` call goes through.
     pub client: Arc<Client>,
+    /// The metered endpoint, started when the first program is handed model access.
+    metered: OnceLock<Arc<MeteredEndpoint>>,
 }
 
 impl OpenAiSession {
@@ -28,7 +33,61 @@ impl OpenAiSession {
         budget: Option<&critbench_openai::Budget>,
     ) -> Result<OpenAiSession, critbench_openai::ClientError> {
         let client = Client::new(settings.clone())?.with_budget(budget.cloned().unwrap_or_default());
-        Ok(OpenAiSession { client: Arc::new(client) })
+        Ok(OpenAiSession { client: Arc::new(client), metered: OnceLock::new() })
+    }
+
+    /// Model access for the run's programs through the metered endpoint (started on first use, on
+    /// the client's runtime).
+    pub fn model_access(&self) -> Result<Arc<dyn ModelAccess>, crate::EngineError> {
+        if let Some(endpoint) = self.metered.get() {
+            return Ok(Arc::new(Metering(Arc::clone(endpoint))));
+        }
+        let endpoint = MeteredEndpoint::start(Arc::clone(&self.client)).map_err(|source| crate::EngineError::Io {
+            context: "cannot serve the metered endpoint on 127.0.0.1".into(),
+            source,
+        })?;
+        let endpoint = Arc::clone(self.metered.get_or_init(|| Arc::new(endpoint)));
+        Ok(Arc::new(Metering(endpoint)))
+    }
+
+    /// The client's report, with what the metered endpoint served when it was started.
+    pub fn report(&self) -> UsageReport {
+        let mut report = self.client.report();
+        report.metered = self.metered.get().map(|endpoint| endpoint.report());
+        report
+    }
+}
+
+/// The metered endpoint as the programs' model access.
+struct Metering(Arc<MeteredEndpoint>);
+
+impl ModelAccess for Metering {
+    fn open(&self, role: ModelRole, task_id: &str, epoch: u32, round: u32) -> Box<dyn ModelPass + '_> {
+        let role = match role {
+            ModelRole::Generator => Role::Generator,
+            ModelRole::Reviser => Role::Reviser,
+            ModelRole::Judge => Role::Judge,
+        };
+        Box::new(MeteredPass(self.0.open(role, task_id, epoch, round)))
+    }
+}
+
+/// One request's key on the metered endpoint.
+struct MeteredPass<'a>(critbench_openai::metered::Pass<'a>);
+
+impl ModelPass for MeteredPass<'_> {
+    fn model(&self) -> ModelField<'_> {
+        ModelField { base_url: self.0.base_url(), api_key: self.0.api_key() }
+    }
+
+    fn close(self: Box<Self>) -> ModelUse {
+        let metered = self.0.close();
+        ModelUse {
+            calls: metered.calls,
+            tokens_in: metered.tokens_in,
+            tokens_out: metered.tokens_out,
+            truncated: metered.truncated,
+        }
     }
 }
 

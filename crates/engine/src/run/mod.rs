@@ -89,7 +89,10 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
             let spec = experiment.writer.as_ref().expect("a command backend has its [writer] (resolve checks)");
             let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
             let threads = if experiment.jobs == 0 { crate::experiment::available_cores() } else { experiment.jobs };
-            let writer = ProgramWriter::open(spec, base_dir, threads)?;
+            let mut writer = ProgramWriter::open(spec, base_dir, threads)?;
+            if let Some(session) = &session {
+                writer = writer.with_model(session.model_access()?);
+            }
             let writers =
                 writer.programs().into_iter().map(|(info, trouble)| LoadedWriter::of(info, trouble)).collect();
             run_inner(experiment, &writer, session.as_ref(), options, writers)
@@ -336,7 +339,7 @@ fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, EngineError> {
             report.unrouted
         );
     }
-    let openai = session.map(|s| s.client.report());
+    let openai = session.map(OpenAiSession::report);
     let sequential = follower.map(|f| f.record(&written, openai.as_ref(), resumed_rounds > 0));
     let finished = Finished {
         layout: &layout,

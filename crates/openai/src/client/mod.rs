@@ -310,7 +310,17 @@ impl Client {
         InRuntime { handle: self.runtime.handle().clone(), future: Box::pin(self.ask(role, request, identity)) }
     }
 
-    async fn ask(&self, role: Role, request: &ChatRequest, identity: &CallIdentity) -> Result<ChatAnswer, ChatError> {
+    /// The runtime the client's HTTP side runs on, where the metered endpoint serves too.
+    pub(crate) fn handle(&self) -> tokio::runtime::Handle {
+        self.runtime.handle().clone()
+    }
+
+    pub(crate) async fn ask(
+        &self,
+        role: Role,
+        request: &ChatRequest,
+        identity: &CallIdentity,
+    ) -> Result<ChatAnswer, ChatError> {
         let settings = self.settings.roles.get(&role).ok_or(ChatError::NoModel(role))?;
         self.count(role, |c| c.calls += 1);
         if let Some(cap) = self.settings.max_tokens_total {

@@ -194,6 +194,7 @@ impl Client {
                 stopped_by: self.stop_now(&roles, &carried),
             }),
             by_task: self.settings.track_tasks.then(|| self.task_report()),
+            metered: None,
         }
     }
 
