@@ -1,6 +1,6 @@
 """`serve_critic`: the simple form of protocol 2 (docs/PROTOCOL.md) for a plain function."""
 
-from ._protocol import PROTOCOL_VERSION, serve
+from ._protocol import PROTOCOL_VERSION, serve, takes_keyword
 
 
 def serve_critic(
@@ -25,6 +25,11 @@ def serve_critic(
     exception it raises refuses the config, which stops the run. `issue_types` maps each issue type
     the critic's typed issues carry to the hint strategy memory gives for it. While a call runs,
     `print` writes to standard error: standard output is the protocol's.
+
+    A `critique` that takes a `model` keyword is given the run's metered model access when the
+    experiment has an `[openai]` table with a judge model: `{"base_url", "api_key"}` for any OpenAI
+    client, the key valid for this request alone, its calls counted on the critique's round
+    (`critic_tokens_in`, `critic_tokens_out`); otherwise `None`.
     """
     low, high = score_range
     hello = {
@@ -40,8 +45,11 @@ def serve_critic(
             "issue_types": [{"name": key, "hint": hint} for key, hint in issue_types.items()],
         }
 
-    def answer(request):
-        critiqued = critique(request["task"], request["draft"], request["round"])
+    takes_model = takes_keyword(critique, "model")
+
+    def answer(request, line):
+        extra = {"model": line.get("model")} if takes_model else {}
+        critiqued = critique(request["task"], request["draft"], request["round"], **extra)
         if not isinstance(critiqued, dict):
             raise TypeError("critique() returned %s, not a dict" % type(critiqued).__name__)
         return {"critique": critiqued}

@@ -1,6 +1,7 @@
 """The protocol loop a critic and a writer share (docs/PROTOCOL.md): the hello, the config, then
 one request at a time, each answered or refused with the error of the exception it raised."""
 
+import inspect
 import json
 import sys
 
@@ -9,7 +10,8 @@ PROTOCOL_VERSION = 2
 
 def serve(hello, configure, kind, answer, stdin=None, stdout=None):
     """Writes `hello`, then answers every request of `kind` (`"request"`, `"write"`) with
-    `answer(body)`, a dict of the answer's keys, until critbench closes the input."""
+    `answer(body, line)` (the request's body and its whole line), a dict of the answer's keys,
+    until critbench closes the input."""
     out = stdout if stdout is not None else sys.stdout
     source = stdin if stdin is not None else sys.stdin
 
@@ -36,7 +38,7 @@ def serve(hello, configure, kind, answer, stdin=None, stdout=None):
                 send({"id": ident, "ok": True})
                 continue
             try:
-                reply = dict(answer(message[kind]), id=ident)
+                reply = dict(answer(message[kind], message), id=ident)
             except Exception as error:
                 reply = {"id": ident, "error": describe(error)}
             send(reply)
@@ -48,3 +50,12 @@ def describe(error):
     """An exception as one line of an error answer."""
     text = str(error).strip().replace("\n", " ")
     return "%s: %s" % (type(error).__name__, text) if text else type(error).__name__
+
+
+def takes_keyword(function, keyword):
+    """Whether `function` accepts `keyword` as a keyword argument."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == keyword or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)

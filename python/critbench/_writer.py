@@ -1,8 +1,6 @@
 """`serve_writer`: a writer program (docs/PROTOCOL.md, Writer programs) for two plain functions."""
 
-import inspect
-
-from ._protocol import PROTOCOL_VERSION, serve
+from ._protocol import PROTOCOL_VERSION, serve, takes_keyword
 
 
 def serve_writer(
@@ -20,7 +18,11 @@ def serve_writer(
     `generate(task, seed, model) -> str` writes a first draft; `revise(task, draft, critique, seed,
     model) -> str` rewrites `draft`. `critique` is the critique of `draft` as docs/REFERENCE.md
     has it, or `None` when the arm keeps it from the reviser; the writer is never told the arm.
-    `seed` is the round's seed, the same for every arm. `model` is `None`. A `generate` that takes
+    `seed` is the round's seed, the same for every arm. `model` is the run's metered model access
+    when the experiment has an `[openai]` table: `{"base_url", "api_key"}` for any OpenAI client
+    (the `openai` package, LangChain's `ChatOpenAI`, plain HTTP), the key valid for this request
+    alone, its calls asked of the generator's model for a first draft and the reviser's for a
+    revision and counted on the round (`tokens_in`, `tokens_out`); otherwise `None`. A `generate` that takes
     a `hints` keyword is given strategy memory's hints (`[{"issue_type", "text"}]`) in the arm that
     has them.
 
@@ -29,14 +31,14 @@ def serve_writer(
     `[writer] config` table first; an exception it raises refuses the config, which stops the run.
     While a call runs, `print` writes to standard error: standard output is the protocol's.
     """
-    takes_hints = _takes_keyword(generate, "hints")
+    takes_hints = takes_keyword(generate, "hints")
     hello = {
         "protocol": PROTOCOL_VERSION,
         "name": name or getattr(generate, "__name__", "writer"),
         "version": str(version),
     }
 
-    def answer(request):
+    def answer(request, _line):
         model = request.get("model")
         if request["draft"] is None:
             extra = {"hints": request["hints"]} if takes_hints and request["hints"] else {}
@@ -49,11 +51,3 @@ def serve_writer(
 
     serve(hello, configure, "write", answer, stdin, stdout)
 
-
-def _takes_keyword(function, keyword):
-    """Whether `function` accepts `keyword` as a keyword argument."""
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == keyword or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)

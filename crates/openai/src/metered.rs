@@ -79,6 +79,13 @@ pub struct MeteredReport {
     pub late: u64,
 }
 
+impl MeteredReport {
+    /// Whether a program called the endpoint at all (a key handed out and never used is not).
+    pub fn used(&self) -> bool {
+        self.calls + self.refused_keys + self.refused_requests + self.failed + self.late > 0
+    }
+}
+
 /// What the calls made with one key cost: summed over the calls answered while it was open.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Metered {

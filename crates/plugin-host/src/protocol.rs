@@ -138,6 +138,16 @@ pub(crate) fn request_line(id: u64, request: &str) -> String {
     format!("{{\"id\":{id},\"request\":{request}}}")
 }
 
+/// `line` (a request's) with the key its critic may call the run's model with, beside the request.
+pub(crate) fn with_model(mut line: String, model: crate::model::ModelField<'_>) -> String {
+    let closing = line.pop();
+    debug_assert_eq!(closing, Some('}'));
+    line.push_str(",\"model\":");
+    line.push_str(&serde_json::to_string(&model).expect("a model field serializes"));
+    line.push('}');
+    line
+}
+
 /// The host's answer to a service call made for request `id`.
 pub(crate) fn service_answer_line(id: u64, answer: Result<String, ServiceError>) -> String {
     let (key, text) = match answer {

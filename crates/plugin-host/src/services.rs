@@ -196,6 +196,8 @@ pub(crate) type Forward = Arc<dyn Fn(&str, &str) -> Result<String, ServiceError>
 #[derive(Default)]
 pub struct Host {
     services: BTreeMap<String, Arc<dyn HostService>>,
+    /// Model access for command critics: each request's line carries a key of its own.
+    model: Option<Arc<dyn crate::model::ModelAccess>>,
     /// Services this run does not offer, with what would offer them.
     withheld: BTreeMap<String, String>,
     forward: Option<Forward>,
@@ -234,6 +236,18 @@ impl Host {
     /// A host that offers no services.
     pub fn new() -> Host {
         Host::default()
+    }
+
+    /// Hands every request to a command critic a key of `access` (the line's `model`), its calls
+    /// counted on the critique's scope (docs/PROTOCOL.md, Model access).
+    pub fn with_model(mut self, access: Arc<dyn crate::model::ModelAccess>) -> Host {
+        self.model = Some(access);
+        self
+    }
+
+    /// The model access command critics are handed, when the run has one.
+    pub(crate) fn model(&self) -> Option<&dyn crate::model::ModelAccess> {
+        self.model.as_deref()
     }
 
     /// Offers `service` under `name` (replacing any of that name).

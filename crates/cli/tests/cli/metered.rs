@@ -197,3 +197,129 @@ fn comparable_rounds(out: &std::path::Path) -> Vec<(String, usize, Option<String
     rounds.sort();
     rounds
 }
+
+/// Asks the judge once per critique through `model`: the simple form, with the module.
+const JUDGE: &str = r#"
+import json, urllib.request
+import critbench
+
+def critique(task, draft, round, model):
+    body = json.dumps({"messages": [{"role": "user", "content": "judge %s: %s" % (task["id"], draft)}]}).encode()
+    request = urllib.request.Request(model["base_url"] + "/chat/completions", data=body,
+                                     headers={"Authorization": "Bearer " + model["api_key"]})
+    with urllib.request.urlopen(request) as answer:
+        verdict = json.load(answer)["choices"][0]["message"]["content"]
+    return {"score": 9, "issues": []} if verdict == "good" else {"score": 2, "issues": ["not fixed"]}
+
+critbench.serve_critic(critique, name="py-judge", version="1")
+"#;
+
+/// The same judge in the pipelined form, by hand: the key comes on each round's line.
+const PIPELINED_JUDGE: &str = r#"
+import json, os, urllib.request
+
+def write(text):
+    data = text.encode()
+    while data:
+        data = data[os.write(1, data):]
+
+def judge(model, task_id, draft):
+    body = json.dumps({"messages": [{"role": "user", "content": "judge %s: %s" % (task_id, draft)}]}).encode()
+    request = urllib.request.Request(model["base_url"] + "/chat/completions", data=body,
+                                     headers={"Authorization": "Bearer " + model["api_key"]})
+    with urllib.request.urlopen(request) as answer:
+        return json.load(answer)["choices"][0]["message"]["content"]
+
+write(json.dumps({"protocol": 2, "pipelined": True, "name": "pipe-judge", "version": "1",
+                  "score_range": [0, 10], "thread_safe": True}) + "\n")
+tasks, pending = {}, b""
+while chunk := os.read(0, 1 << 20):
+    *lines, pending = (pending + chunk).split(b"\n")
+    answers = []
+    for line in filter(bytes.strip, lines):
+        message = json.loads(line)
+        if "close" in message:
+            for key in message["close"]:
+                tasks.pop(key, None)
+        elif "open" in message:
+            tasks[message["open"]] = message["task"]["id"]
+            answers.append({"id": message["id"], "ok": True})
+        elif "config" in message:
+            answers.append({"id": message["id"], "ok": True})
+        else:
+            request = message["request"]
+            task_id = tasks[message["task_key"]] if "task_key" in message else request["task"]["id"]
+            verdict = judge(message["model"], task_id, request["draft"])
+            score = 9 if verdict == "good" else 2
+            answers.append({"id": message["id"], "critique": {"score": score, "issues": [] if score == 9 else ["not fixed"]}})
+    if answers:
+        write("".join(json.dumps(answer) + "\n" for answer in answers))
+"#;
+
+#[test]
+fn a_command_critics_judge_calls_are_metered_on_the_critique_in_both_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("judge.py"), JUDGE).unwrap();
+    std::fs::write(dir.path().join("pipelined_judge.py"), PIPELINED_JUDGE).unwrap();
+    let tasks: String = (0..8)
+        .map(|i| {
+            let drafts = ["a draft", &format!("a fixed draft {}", "!".repeat(i))];
+            format!("{}\n", serde_json::json!({"id": format!("t{i}"), "prompt": "p", "drafts": drafts}))
+        })
+        .collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), tasks).unwrap();
+    let server = MockServer::start(move |request| {
+        let prompt = request.last_message();
+        let (tokens_in, tokens_out) = usage_of(prompt);
+        MockResponse::chat(if prompt.contains("fixed") { "good" } else { "bad" }, tokens_in, tokens_out)
+    });
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        &format!(
+            "name = \"j\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\nstore_drafts = true\n\
+             arms = [\"feedback\", \"no-feedback\"]\n\
+             [[critics]]\nname = \"simple\"\ncommand = [\"python3\", \"judge.py\"]\n\
+             [[critics]]\nname = \"pipelined\"\ncommand = [\"python3\", \"pipelined_judge.py\"]\n\
+             [policy]\npass_score = 8\nmax_revisions = 2\n\
+             [openai]\nbase_url = \"{}\"\nmodels = {{ judge = \"judge-m\" }}\n",
+            server.base_url()
+        ),
+    );
+    let out = dir.path().join("run");
+    let run = Command::new(binary())
+        .args(["run", "--quiet", "--jobs", "2", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .env("PYTHONPATH", repo().join("python"))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let loops = critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
+    let mut critiques = 0;
+    for critic in ["simple", "pipelined"] {
+        let rounds: Vec<_> = loops
+            .iter()
+            .filter(|l| l.critic == critic)
+            .flat_map(|l| l.rounds.iter().map(move |r| (&l.task_id, r)))
+            .collect();
+        assert!(rounds.len() >= 16, "{critic}: {} rounds", rounds.len());
+        for (task, round) in rounds {
+            // One judge call per critique, counted on it alone.
+            let draft = round.draft.as_deref().unwrap();
+            let (tokens_in, tokens_out) = usage_of(&format!("judge {task}: {draft}"));
+            assert_eq!(
+                (round.critic_tokens_in, round.critic_tokens_out),
+                (Some(tokens_in), Some(tokens_out)),
+                "{critic} {task} {draft:?}"
+            );
+            assert_eq!(round.critic_error, None);
+            critiques += 1;
+        }
+    }
+    // The scripted drafts: the second passes in every loop.
+    assert!(outcomes(&out).iter().all(|o| o.passed));
+    let metered = manifest(&out)["openai"]["metered"].clone();
+    assert_eq!(metered["calls"], critiques, "{metered}");
+    assert_eq!(metered["refused_keys"], 0);
+}

@@ -88,7 +88,7 @@ pub fn judge_experiment(
     let layout = crate::run_dir::Layout::new(&spec.out, None);
     let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Judge { overwrite })?;
     let session = crate::run::start_session(experiment)?;
-    spec.host = plugin_host(session.as_ref());
+    spec.host = plugin_host(session.as_ref())?;
     let outcome = critbench_critic_benchmark::judge(&spec)?;
     let model_usage = session.map(|s| s.report());
     Ok(JudgeRun { outcome, model_usage })

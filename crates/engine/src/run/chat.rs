@@ -50,10 +50,10 @@ impl OpenAiSession {
         Ok(Arc::new(Metering(endpoint)))
     }
 
-    /// The client's report, with what the metered endpoint served when it was started.
+    /// The client's report, with what the metered endpoint served when a program used it.
     pub fn report(&self) -> UsageReport {
         let mut report = self.client.report();
-        report.metered = self.metered.get().map(|endpoint| endpoint.report());
+        report.metered = self.metered.get().map(|endpoint| endpoint.report()).filter(|r| r.used());
         report
     }
 }
@@ -92,17 +92,18 @@ impl ModelPass for MeteredPass<'_> {
 }
 
 /// The services a run (or `critbench judge`) offers its plugins: `chat`, the judge model, when
-/// the experiment names one. Each run has its own; open the run's critics with it.
-pub fn plugin_host(session: Option<&OpenAiSession>) -> Arc<Host> {
+/// the experiment names one, and then model access for its command critics through the metered
+/// endpoint. Each run has its own; open the run's critics with it.
+pub fn plugin_host(session: Option<&OpenAiSession>) -> Result<Arc<Host>, crate::EngineError> {
     let host = Host::new();
     let host = match session {
-        Some(session) if session.client.has_role(Role::Judge) => {
-            host.offer(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&session.client) }))
-        }
+        Some(session) if session.client.has_role(Role::Judge) => host
+            .offer(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&session.client) }))
+            .with_model(session.model_access()?),
         _ => host
             .withhold(CHAT_SERVICE, "it needs a judge model: [openai] models = { judge = \"...\" } in the experiment"),
     };
-    Arc::new(host)
+    Ok(Arc::new(host))
 }
 
 /// `chat`: `{"messages": [{"role", "content"}...], "response_format": {...}?}` →

@@ -135,7 +135,7 @@ fn run_inner(
     let started = Instant::now();
     let (started_at, started_compact) = clock::utc_stamps(SystemTime::now());
     let run_id = format!("{}-{started_compact}", experiment.name);
-    let mut plan = Plan::load(experiment, author, &plugin_host(session))?;
+    let mut plan = Plan::load(experiment, author, &plugin_host(session)?)?;
     plan.writers = writers;
     for warning in &plan.warnings {
         note!("warning: {warning}");

@@ -386,7 +386,7 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let overrides = Overrides { out: Some(dir.path().join("run")), ..Overrides::default() };
         let experiment = Experiment::load(&path, &overrides).unwrap();
-        let plan = Plan::load(&experiment, &SimAuthor, &crate::run::chat::plugin_host(None)).unwrap();
+        let plan = Plan::load(&experiment, &SimAuthor, &crate::run::chat::plugin_host(None).unwrap()).unwrap();
         let layout = Layout::new(&experiment.out, None);
         let fingerprint = crate::run::fingerprint::fingerprint(&plan, "t-1", 1, None).unwrap();
         let mut sink = RowSink::create(&plan, &layout, &fingerprint).unwrap();

@@ -39,6 +39,7 @@ use critbench_core::ScoreRange;
 use serde::Deserialize;
 
 use crate::info::{CriticInfo, Isolation, IsolationMode};
+use crate::model::{ModelPass, ModelRole, ModelUse};
 use crate::program::{Broken, Flight, Launch, Program};
 use crate::protocol::{Form, ProtocolError};
 use crate::request::Asked;
@@ -134,6 +135,14 @@ struct Child {
     open: HashSet<u64>,
 }
 
+/// Adds what a key's calls cost to the critique they were made for.
+fn add_use(scope: &mut CallScope, used: ModelUse) {
+    if used.calls > 0 {
+        scope.add_tokens(Some(used.tokens_in), Some(used.tokens_out));
+        scope.truncated = Some(scope.truncated.unwrap_or(0) + u64::from(used.truncated));
+    }
+}
+
 /// The critique requests of one [`ProcessCritic::call_many`] or [`ProcessCritic::call_batches`],
 /// each with the scope of its critique, answered with the critique's text or why there is none.
 type Asks<R> = Flight<(R, CallScope), Result<String, CallError>>;
@@ -222,6 +231,16 @@ impl ProcessCritic {
         critic.pipelined = child.form == Form::Pipelined;
         critic.pool = Box::new(Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() }));
         Ok(critic)
+    }
+
+    /// A key for the request of `scope`'s critique when the run meters model access and the
+    /// critic is a command (a plugin library's host is never handed one).
+    fn model_pass(&self, scope: &CallScope) -> Option<Box<dyn ModelPass + '_>> {
+        if self.info.command.is_none() {
+            return None;
+        }
+        let access = self.host.model()?;
+        Some(access.open(ModelRole::Judge, &scope.task_id, scope.epoch, scope.round))
     }
 
     /// What the manifest records about the critic.

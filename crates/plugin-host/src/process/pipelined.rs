@@ -4,12 +4,13 @@
 //! batches made ready meanwhile go to the same child at once.
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::ErrorKind;
 use std::time::Instant;
 
 use super::{Asks, Child, ProcessCritic, asked, scope, written_critique};
 use crate::CallError;
+use crate::model::ModelPass;
 use crate::program::{Broken, Nudge, excerpt, parse_message};
 use crate::protocol::{self, ProtocolError, Reply};
 use crate::request::Asked;
@@ -28,6 +29,13 @@ impl Batch {
     fn first_unwritten(&self, written: usize) -> u64 {
         let whole = self.text.as_bytes()[..written].iter().filter(|&&byte| byte == b'\n').count();
         self.first_id + whole.saturating_sub(self.closes) as u64
+    }
+}
+
+/// Ends request `id`'s key, its calls counted on `scope`.
+fn settle(passes: &mut HashMap<u64, Box<dyn ModelPass + '_>>, id: u64, scope: &mut CallScope) {
+    if let Some(pass) = passes.remove(&id) {
+        super::add_use(scope, pass.close());
     }
 }
 
@@ -162,8 +170,10 @@ impl ProcessCritic {
         let mut opening: HashSet<u64> = HashSet::new();
         // Why writing to the child stopped working (a failed write may leave part of a line).
         let mut unwritable: Option<Broken> = None;
+        // The keys of the requests in flight to a command critic, by message id.
+        let mut passes: HashMap<u64, Box<dyn ModelPass + '_>> = HashMap::new();
         let sent = Instant::now();
-        let batch = self.batch_lines(child, flight, left, &mut waiting, &mut opening);
+        let batch = self.batch_lines(child, flight, left, &mut waiting, &mut opening, &mut passes);
         if let Err(unwritten) = child.program.write_within(batch.text.as_bytes(), Some(self.timeout)) {
             // The child stopped reading: the requests it has whole are answered or timed out, the
             // rest go to a fresh child, not counted as an attempt.
@@ -180,7 +190,7 @@ impl ProcessCritic {
                 let from = flight.len();
                 if feed.more(flight) {
                     let more: Vec<usize> = (from..flight.len()).collect();
-                    let batch = self.batch_lines(child, flight, &more, &mut waiting, &mut opening);
+                    let batch = self.batch_lines(child, flight, &more, &mut waiting, &mut opening, &mut passes);
                     if nothing_in_flight {
                         // Nothing was in flight: the oldest of these is timed from now.
                         deadline = Instant::now() + self.timeout;
@@ -242,8 +252,12 @@ impl ProcessCritic {
                     deadline = Instant::now() + self.timeout;
                     continue;
                 }
-                (Waiting::Request(index), Reply::Critique(text)) => flight.answer(index, Ok(text)),
+                (Waiting::Request(index), Reply::Critique(text)) => {
+                    settle(&mut passes, id, scope(flight, index));
+                    flight.answer(index, Ok(text));
+                }
                 (Waiting::Request(index), Reply::Error(message)) => {
+                    settle(&mut passes, id, scope(flight, index));
                     flight.answer(index, Err(CallError::Critic(message)));
                 }
                 (Waiting::Request(_), Reply::Opened) => return Err(wrong("request", "`ok`")),
@@ -277,13 +291,14 @@ impl ProcessCritic {
     /// answer: after the close of ended tasks this child holds, a round's open when the child
     /// neither holds its task nor is opening it (the round follows the open at once), then the
     /// round; a whole request as it is.
-    fn batch_lines<R: Borrow<Asked>>(
-        &self,
+    fn batch_lines<'c, R: Borrow<Asked>>(
+        &'c self,
         child: &mut Child,
         flight: &Asks<R>,
         indices: &[usize],
         waiting: &mut BTreeMap<u64, Waiting>,
         opening: &mut HashSet<u64>,
+        passes: &mut HashMap<u64, Box<dyn ModelPass + 'c>>,
     ) -> Batch {
         let mut batch = String::new();
         let first_id = child.next_id;
@@ -304,17 +319,38 @@ impl ProcessCritic {
                     }
                     let id = child.next_id;
                     waiting.insert(id, Waiting::Request(index));
-                    batch.push_str(&protocol::round_line(id, round.key, &round.request()));
+                    let line = protocol::round_line(id, round.key, &round.request());
+                    batch.push_str(&self.metered(line, id, &flight.request(index).1, passes));
                 }
                 asked => {
                     waiting.insert(id, Waiting::Request(index));
-                    batch.push_str(&protocol::request_line(id, &asked.whole()));
+                    let line = protocol::request_line(id, &asked.whole());
+                    batch.push_str(&self.metered(line, id, &flight.request(index).1, passes));
                 }
             }
             child.next_id += 1;
             batch.push('\n');
         }
         Batch { text: batch, first_id, closes: usize::from(closes.is_some()) }
+    }
+
+    /// Request `id`'s `line` with a key of its own when the run meters model access (kept in
+    /// `passes` until its answer comes).
+    fn metered<'c>(
+        &'c self,
+        line: String,
+        id: u64,
+        scope: &CallScope,
+        passes: &mut HashMap<u64, Box<dyn ModelPass + 'c>>,
+    ) -> String {
+        match self.model_pass(scope) {
+            Some(pass) => {
+                let line = protocol::with_model(line, pass.model());
+                passes.insert(id, pass);
+                line
+            }
+            None => line,
+        }
     }
 
     /// Why a write to the child failed: it stopped reading (the timeout), or it died.

@@ -21,10 +21,18 @@ impl ProcessCritic {
         let id = child.next_id;
         child.next_id += 1;
         let mut asked = Instant::now();
-        child
-            .program
-            .send(&protocol::request_line(id, request))
-            .map_err(|source| Broken::Send { what: "the request", source })?;
+        let mut pass = scope.as_deref().and_then(|scope| self.model_pass(scope));
+        let line = match &pass {
+            Some(pass) => protocol::with_model(protocol::request_line(id, request), pass.model()),
+            None => protocol::request_line(id, request),
+        };
+        child.program.send(&line).map_err(|source| Broken::Send { what: "the request", source })?;
+        // The key ends with the exchange, however it ends; its calls count once answered.
+        let mut settle = |scope: Option<&mut CallScope>| {
+            if let (Some(pass), Some(scope)) = (pass.take(), scope) {
+                super::add_use(scope, pass.close());
+            }
+        };
         let mut deadline = Instant::now() + self.timeout;
         loop {
             let (message, line) = self.answer_to(child, asked, deadline)?;
@@ -36,8 +44,14 @@ impl ProcessCritic {
                     // The timeout measures the critic, not the host's services.
                     deadline = Instant::now() + self.timeout;
                 }
-                Reply::Critique(text) => return Ok(Answer::Critique(written_critique(&line).unwrap_or(text))),
-                Reply::Error(message) => return Ok(Answer::Error(message)),
+                Reply::Critique(text) => {
+                    settle(scope);
+                    return Ok(Answer::Critique(written_critique(&line).unwrap_or(text)));
+                }
+                Reply::Error(message) => {
+                    settle(scope);
+                    return Ok(Answer::Error(message));
+                }
                 // `reply` reads only requests' answers; an `ok` is not one.
                 Reply::Opened => {
                     let message = excerpt(&message.to_string());
