@@ -1,23 +1,38 @@
 """The protocol loop a critic and a writer share (docs/PROTOCOL.md): the hello, the config, then
 one request at a time, each answered or refused with the error of the exception it raised."""
 
+import concurrent.futures
 import inspect
 import json
 import sys
+import threading
 
 PROTOCOL_VERSION = 2
 
 
-def serve(hello, configure, kind, answer, stdin=None, stdout=None):
+def serve(hello, configure, kind, answer, stdin=None, stdout=None, concurrency=1):
     """Writes `hello`, then answers every request of `kind` (`"request"`, `"write"`) with
     `answer(body, line)` (the request's body and its whole line), a dict of the answer's keys,
-    until critbench closes the input."""
+    until critbench closes the input. With `concurrency` above 1 the hello asks for the pipelined
+    form, and up to that many requests are answered at once on threads, each as it is done."""
     out = stdout if stdout is not None else sys.stdout
     source = stdin if stdin is not None else sys.stdin
+    sending = threading.Lock()
+    pool = None
+    if concurrency > 1:
+        hello = dict(hello, pipelined=True)
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=concurrency)
 
     def send(message):
-        out.write(json.dumps(message) + "\n")
-        out.flush()
+        with sending:
+            out.write(json.dumps(message) + "\n")
+            out.flush()
+
+    def reply(message, ident):
+        try:
+            send(dict(answer(message[kind], message), id=ident))
+        except Exception as error:
+            send({"id": ident, "error": describe(error)})
 
     send(hello)
     # What the functions print must not reach the protocol's stream.
@@ -37,12 +52,13 @@ def serve(hello, configure, kind, answer, stdin=None, stdout=None):
                     continue
                 send({"id": ident, "ok": True})
                 continue
-            try:
-                reply = dict(answer(message[kind], message), id=ident)
-            except Exception as error:
-                reply = {"id": ident, "error": describe(error)}
-            send(reply)
+            if pool is None:
+                reply(message, ident)
+            else:
+                pool.submit(reply, message, ident)
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
         sys.stdout = real_stdout
 
 

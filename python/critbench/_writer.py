@@ -10,6 +10,7 @@ def serve_writer(
     name=None,
     version="0",
     configure=None,
+    concurrency=1,
     stdin=None,
     stdout=None,
 ):
@@ -30,6 +31,11 @@ def serve_writer(
     and the writer goes on with the next request. `configure(config)`, when given, receives the
     `[writer] config` table first; an exception it raises refuses the config, which stops the run.
     While a call runs, `print` writes to standard error: standard output is the protocol's.
+
+    With `concurrency` above 1 the writer speaks the pipelined form: critbench keeps up to
+    `[writer] in_flight` requests in flight, and this process runs up to `concurrency` of them at
+    once on threads (the functions must then be safe to call from several threads), answering
+    each as it is done. For a writer that waits on a model or a retriever, that is the fast form.
     """
     takes_hints = takes_keyword(generate, "hints")
     hello = {
@@ -49,5 +55,5 @@ def serve_writer(
             raise TypeError("the writer returned %s, not a str" % type(draft).__name__)
         return {"draft": draft}
 
-    serve(hello, configure, "write", answer, stdin, stdout)
+    serve(hello, configure, "write", answer, stdin, stdout, concurrency=concurrency)
 

@@ -266,7 +266,11 @@ impl State {
             Ok(body) => body.to_bytes(),
             Err(error) => {
                 self.counts.refused_requests.fetch_add(1, Ordering::Relaxed);
-                return refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &format!("cannot read the body: {error}"));
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    &format!("cannot read the body: {error}"),
+                );
             }
         };
         let chat = match chat_request(&body) {
@@ -284,8 +288,7 @@ impl State {
             *count += 1;
             *count
         };
-        let identity =
-            CallIdentity { task_id: meter.task_id.clone(), epoch: meter.epoch, round: meter.round, attempt };
+        let identity = CallIdentity { task_id: meter.task_id.clone(), epoch: meter.epoch, round: meter.round, attempt };
         let answer = match self.client.ask(meter.role, &chat, &identity).await {
             Ok(answer) => answer,
             Err(error) => {
@@ -369,7 +372,10 @@ fn message(i: usize, value: Value) -> Result<Message, String> {
     };
     let content = match fields.remove("content") {
         Some(Value::String(text)) => text,
-        Some(Value::Array(parts)) => parts.iter().map(|p| text_part(p).ok_or_else(|| bad("a content part that is not text"))).collect::<Result<String, _>>()?,
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|p| text_part(p).ok_or_else(|| bad("a content part that is not text")))
+            .collect::<Result<String, _>>()?,
         _ => return Err(bad("needs `content`, a string or a list of text parts")),
     };
     fields.remove("name");
@@ -439,7 +445,8 @@ mod tests {
         assert!(refused(json!({"messages": [{"role": "user", "content": "x"}], "tools": []})).contains("`tools`"));
         assert!(refused(json!({"messages": []})).contains("non-empty"));
         assert!(
-            refused(json!({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})).contains("messages[0]")
+            refused(json!({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}))
+                .contains("messages[0]")
         );
     }
 }

@@ -188,8 +188,11 @@ fn a_writers_model_calls_are_metered_on_their_own_round_and_a_rerun_pays_for_non
     assert_eq!(again["openai"]["calls"]["model_calls"], 0, "{}", again["openai"]["calls"]);
 }
 
+/// A round's task, index, draft and tokens.
+type RoundTokens = (String, usize, Option<String>, Option<u64>, Option<u64>);
+
 /// Each round's task, draft and tokens.
-fn comparable_rounds(out: &std::path::Path) -> Vec<(String, usize, Option<String>, Option<u64>, Option<u64>)> {
+fn comparable_rounds(out: &std::path::Path) -> Vec<RoundTokens> {
     let mut rounds: Vec<_> = recorded_rounds(out)
         .into_iter()
         .map(|(task, index, round)| (task, index, round.draft, round.tokens_in, round.tokens_out))

@@ -384,3 +384,152 @@ fn a_writer_killed_from_outside_mid_run_loses_only_the_loop_it_was_writing() {
     );
     assert_eq!(outcomes(&out).len() as u64, written);
 }
+
+/// The echo writer in the pipelined form: sixteen requests at once on threads, each taking a
+/// random few milliseconds, so that the answers come out of order.
+const PIPELINED_ECHO_WRITER: &str = r#"
+import random, time
+import critbench
+
+def generate(task, seed, model):
+    time.sleep(random.random() * 0.003)
+    return "%s first %d" % (task["id"], seed % 1000)
+
+def revise(task, draft, critique, seed, model):
+    time.sleep(random.random() * 0.003)
+    return draft + (" | n" if critique is None else " | c")
+
+critbench.serve_writer(generate, revise, name="py-pipelined", version="1", concurrency=16)
+"#;
+
+#[test]
+fn a_pipelined_writer_answers_out_of_order_and_every_recorded_draft_is_the_one_it_wrote_for_that_request() {
+    let dir = tempfile::tempdir().unwrap();
+    many_tasks(dir.path(), 3_000);
+    std::fs::write(dir.path().join("writer.py"), PIPELINED_ECHO_WRITER).unwrap();
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        "name = \"p\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\nstore_drafts = true\n\
+         arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 2\n\
+         in_flight = 64\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 10\nmax_revisions = 1\n",
+    );
+    let out = dir.path().join("run");
+    let run = std::process::Command::new(binary())
+        .args(["run", "--quiet", "--jobs", "2", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .env("PYTHONPATH", repo().join("python"))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let manifest = manifest(&out);
+    assert_eq!(manifest["loops"], 6_000);
+    assert_eq!(manifest["failed_loop_count"], 0);
+    assert_eq!(manifest["writers"][0]["name"], "py-pipelined");
+    assert_eq!(manifest["writers"][0]["process"]["restarts"], 0);
+    let loops = critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
+    assert_eq!(loops.len(), 6_000);
+    for recorded in &loops {
+        let drafts: Vec<String> = recorded.rounds.iter().map(|r| r.draft.clone().unwrap()).collect();
+        let first = format!("{} first ", recorded.task_id);
+        assert!(drafts[0].starts_with(&first) && drafts[0][first.len()..].parse::<u64>().is_ok(), "{drafts:?}");
+        let seen = if recorded.arm.as_str() == "feedback" { "c" } else { "n" };
+        assert_eq!(drafts[1], format!("{} | {seen}", drafts[0]), "{} {}", recorded.task_id, recorded.arm);
+    }
+}
+
+/// A pipelined writer by hand that reads every line waiting, answers in reverse order, and
+/// misbehaves on some tasks' first drafts: dies, hangs, writes garbage, answers an id never sent.
+/// Each misbehaviour happens once (a file marks it), so the requests in flight beside it, sent again
+/// to a fresh process, are answered.
+const BROKEN_PIPELINED_WRITER: &str = r#"
+import json, os, sys, time
+
+def write(text):
+    data = text.encode()
+    while data:
+        data = data[os.write(1, data):]
+
+def once(what):
+    mark = "did-" + what
+    if os.path.exists(mark):
+        return False
+    open(mark, "w").close()
+    return True
+
+write(json.dumps({"protocol": 2, "pipelined": True, "name": "broken-pipelined", "version": "1"}) + "\n")
+pending = b""
+while chunk := os.read(0, 1 << 20):
+    *lines, pending = (pending + chunk).split(b"\n")
+    answers = []
+    for line in filter(bytes.strip, lines):
+        message = json.loads(line)
+        if "config" in message:
+            answers.append({"id": message["id"], "ok": True})
+            continue
+        w = message["write"]
+        task = w["task"]["id"]
+        if w["draft"] is None and task in ("exits", "hangs", "garbage", "stray") and once(task):
+            write("".join(json.dumps(a) + "\n" for a in answers))
+            answers = []
+            if task == "exits":
+                sys.exit(3)
+            if task == "hangs":
+                time.sleep(60)
+            if task == "garbage":
+                write("not json\n")
+                continue
+            if task == "stray":
+                write(json.dumps({"id": message["id"] + 1000, "draft": "x"}) + "\n")
+                continue
+        answers.append({"id": message["id"], "draft": "%s round %d" % (task, w["round"])})
+    write("".join(json.dumps(a) + "\n" for a in reversed(answers)))
+"#;
+
+#[test]
+fn a_pipelined_writer_that_breaks_down_costs_the_oldest_request_and_the_others_go_to_a_fresh_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ids: Vec<String> = (0..40).map(|i| format!("ok{i}")).collect();
+    for (place, broken) in [(5, "exits"), (12, "hangs"), (20, "garbage"), (30, "stray")] {
+        ids.insert(place, broken.to_string());
+    }
+    let tasks: String = ids.iter().map(|id| format!("{{\"id\": \"{id}\", \"prompt\": \"p\"}}\n")).collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), tasks).unwrap();
+    std::fs::write(dir.path().join("writer.py"), BROKEN_PIPELINED_WRITER).unwrap();
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        "name = \"b\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\narms = [\"feedback\"]\n\
+         [writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 1\ntimeout_s = 1\nin_flight = 16\n\
+         [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 11\nmax_revisions = 1\n",
+    );
+    let out = dir.path().join("run");
+    let run = std::process::Command::new(binary())
+        .args(["run", "--quiet", "--jobs", "1", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    let manifest = manifest(&out);
+    let (written, failed) = (manifest["loops"].as_u64().unwrap(), manifest["failed_loop_count"].as_u64().unwrap());
+    assert_eq!(written + failed, 44, "every loop accounted for: {manifest}");
+    // Each breakdown costs one loop: the oldest request waiting when it happened.
+    assert_eq!(failed, 4, "{}", manifest["failed_loops"]);
+    let failed_text = manifest["failed_loops"].to_string();
+    for says in ["exited with status 3", "no answer within 1 s", "not protocol JSON", "not one of the requests waiting"]
+    {
+        assert!(failed_text.contains(says), "{says}: {failed_text}");
+    }
+    let process = &manifest["writers"][0]["process"];
+    assert_eq!(process["restarts"], 4, "{process}");
+    assert_eq!(process["exits"], 1, "{process}");
+    assert_eq!(process["timeouts"], 1, "{process}");
+    assert_eq!(process["protocol_errors"], 2, "{process}");
+    // Every loop written has both its drafts, as the writer wrote them for that task.
+    for row in critbench_storage::recorded::read_recorded_loops(&out.join("trajectories.parquet")).unwrap() {
+        assert_eq!(row.rounds.len(), 2, "{}", row.task_id);
+    }
+}

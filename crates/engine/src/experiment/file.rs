@@ -74,6 +74,8 @@ pub(super) struct WriterSection {
     #[serde(default)]
     pub(super) memory_mb: Option<u64>,
     #[serde(default)]
+    pub(super) in_flight: Option<usize>,
+    #[serde(default)]
     pub(super) config: Option<toml::Value>,
 }
 

@@ -251,7 +251,13 @@ pub enum WriterProblem {
     /// A `config` that has no JSON form.
     #[error("`config`: {0}")]
     Config(#[source] serde_json::Error),
+    /// An `in_flight` out of range.
+    #[error("`in_flight` = {0} must be from 1 to {max}", max = MAX_WRITER_IN_FLIGHT)]
+    InFlight(usize),
 }
+
+/// The most requests a pipelined writer may have in flight at once.
+const MAX_WRITER_IN_FLIGHT: usize = 65_536;
 
 /// The `[writer]` table checked. Its commands stay as written: like a command critic's, they are
 /// resolved against the experiment file's folder when the run starts them.
@@ -278,6 +284,10 @@ fn writer_spec(section: super::file::WriterSection) -> Result<WriterSpec, Writer
     if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&memory_mb) {
         return Err(WriterProblem::Memory(memory_mb));
     }
+    let in_flight = section.in_flight.unwrap_or(critbench_plugin_host::writer::DEFAULT_IN_FLIGHT);
+    if !(1..=MAX_WRITER_IN_FLIGHT).contains(&in_flight) {
+        return Err(WriterProblem::InFlight(in_flight));
+    }
     let config = match section.config {
         None => serde_json::json!({}),
         Some(value) => serde_json::to_value(value).map_err(WriterProblem::Config)?,
@@ -288,6 +298,7 @@ fn writer_spec(section: super::file::WriterSection) -> Result<WriterSpec, Writer
         processes: section.processes,
         timeout_s,
         memory_mb,
+        in_flight,
         config,
     })
 }

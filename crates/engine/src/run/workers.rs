@@ -67,19 +67,27 @@ fn loops_in_flight(concurrency: u32) -> usize {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Workers {
     pub(crate) threads: usize,
-    /// When the loops await their author: how many each worker keeps in flight at most.
-    loops_each: Option<usize>,
+    /// When the loops await their author: how many each worker keeps in flight at most, and the
+    /// requests the author takes in flight at once (the model server's `concurrency`, a pipelined
+    /// writer's `in_flight`).
+    awaiting: Option<(usize, u32)>,
 }
 
 impl Workers {
     pub(crate) fn of(experiment: &Experiment, plan: &Plan<'_>) -> Workers {
-        match &experiment.openai {
-            Some(openai) if plan.awaits_author() => {
+        let concurrency = match (&experiment.writer, &experiment.openai) {
+            _ if !plan.awaits_author() => None,
+            (Some(writer), _) => Some(u32::try_from(writer.in_flight).unwrap_or(u32::MAX)),
+            (None, Some(openai)) => Some(openai.concurrency()),
+            (None, None) => None,
+        };
+        match concurrency {
+            Some(concurrency) => {
                 let threads = if experiment.jobs > 0 { experiment.jobs } else { crate::experiment::available_cores() };
-                let loops = loops_in_flight(openai.concurrency());
-                Workers { threads, loops_each: Some(loops.div_ceil(threads).max(1)) }
+                let loops = loops_in_flight(concurrency);
+                Workers { threads, awaiting: Some((loops.div_ceil(threads).max(1), concurrency)) }
             }
-            _ => Workers { threads: experiment.blocking_jobs(), loops_each: None },
+            None => Workers { threads: experiment.blocking_jobs(), awaiting: None },
         }
     }
 
@@ -87,18 +95,18 @@ impl Workers {
     /// so that every thread has one; long loops go fewer tasks at a time, so that the chunks in
     /// flight stay small.
     pub(crate) fn chunk_tasks(self, experiment: &Experiment) -> usize {
-        match (&experiment.openai, self.loops_each) {
-            (Some(_), None) => 1,
-            (Some(openai), Some(_)) => awaiting_chunk_tasks(experiment, openai.concurrency()),
-            (None, _) => experiment.task_shape().tasks_per_chunk(OFFLINE_CHUNK_TASKS),
+        match (self.awaiting, &experiment.openai) {
+            (Some((_, concurrency)), _) => awaiting_chunk_tasks(experiment, concurrency),
+            (None, Some(_)) => 1,
+            (None, None) => experiment.task_shape().tasks_per_chunk(OFFLINE_CHUNK_TASKS),
         }
     }
 
     /// Chunks between the source and the sink, at most: every chunk the workers may hold, as
     /// many again finished and waiting for the chunks before them, and a few on their way.
     fn window(self) -> usize {
-        match self.loops_each {
-            Some(loops) => 2 * self.threads * (loops + 1) + 2,
+        match self.awaiting {
+            Some((loops, _)) => 2 * self.threads * (loops + 1) + 2,
             None => 2 * self.threads + 2,
         }
     }
@@ -172,8 +180,8 @@ where
     let read = move |admit: &mut dyn FnMut(Sourced) -> bool, stop: &AtomicBool| {
         source.run(plan, scope, |chunk| gate.as_ref().is_none_or(|gate| gate.wait(chunk.look, stop)) && admit(chunk))
     };
-    let work = |intake: &Intake<'_, Sourced>, deliver: &mut dyn FnMut(ChunkResult) -> bool| match workers.loops_each {
-        Some(loops_each) => work_together(
+    let work = |intake: &Intake<'_, Sourced>, deliver: &mut dyn FnMut(ChunkResult) -> bool| match workers.awaiting {
+        Some((loops_each, _)) => work_together(
             plan,
             scope,
             intake.stop(),

@@ -236,9 +236,7 @@ impl ProcessCritic {
     /// A key for the request of `scope`'s critique when the run meters model access and the
     /// critic is a command (a plugin library's host is never handed one).
     fn model_pass(&self, scope: &CallScope) -> Option<Box<dyn ModelPass + '_>> {
-        if self.info.command.is_none() {
-            return None;
-        }
+        self.info.command.as_ref()?;
         let access = self.host.model()?;
         Some(access.open(ModelRole::Judge, &scope.task_id, scope.epoch, scope.round))
     }

@@ -1,26 +1,29 @@
 //! Writer programs: a user's own generator and reviser in child processes, speaking the program
-//! protocol's writer messages (`docs/PROTOCOL.md`, Writer programs) in its simple form, one request
-//! in flight per process. [`ProgramWriter`] is an [`Author`] like the simulator: the loops ask it
-//! for a first draft or a revision and never tell it the arm, only what the arm lets it see.
+//! protocol's writer messages (`docs/PROTOCOL.md`, Writer programs): one request in flight per
+//! process ([`simple`]), or many ([`pipelined`], chosen by the hello). [`ProgramWriter`] is an
+//! [`Author`] like the simulator: the loops ask it for a first draft or a revision and never tell
+//! it the arm, only what the arm lets it see. A pipelined writer is awaited: many loops to a worker
+//! thread, each waiting on its answer without holding the thread.
 //!
 //! A writer that answers with an error costs that round's loop; one that dies, hangs past its
 //! `timeout_s` or writes anything but its answer is stopped with its process group, counted
 //! ([`ChildCounters`]), and a fresh process serves the next request.
 
+mod pipelined;
+mod simple;
+
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint};
+use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint, Writing};
 use critbench_core::{Critique, SeedKey, Task};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{ModelAccess, ModelField, ModelPass, ModelRole, ModelUse};
 use crate::process::ChildCounters;
-use crate::program::{
-    Broken, CommandProblem, Launch, MIN_STARTUP, Program, command_launch, excerpt, parse_message, text_of,
-};
+use crate::program::{Broken, CommandProblem, Launch, MIN_STARTUP, Program, command_launch, excerpt, text_of};
 use crate::protocol::{ConfigRefused, PROTOCOL_VERSION, config_answer, config_line};
 use crate::request::TaskJson;
 
@@ -43,9 +46,15 @@ pub struct WriterSpec {
     pub timeout_s: f64,
     /// The address-space limit of each process, in MiB.
     pub memory_mb: u64,
+    /// The most requests in flight to a program of the pipelined form at once, across its
+    /// processes (the simple form has one per process).
+    pub in_flight: usize,
     /// JSON handed to each process after its hello.
     pub config: Value,
 }
+
+/// `in_flight` unless the `[writer]` table says otherwise.
+pub const DEFAULT_IN_FLIGHT: usize = 256;
 
 /// A writer program that could not be started, or broke the protocol before any loop.
 #[derive(Debug, thiserror::Error)]
@@ -85,9 +94,9 @@ struct Hello {
 
 /// The writer programs of a run: one for both roles, or a generator and a reviser.
 pub struct ProgramWriter {
-    generator: Processes,
-    reviser: Option<Processes>,
-    model: Option<std::sync::Arc<dyn ModelAccess>>,
+    generator: Served,
+    reviser: Option<Served>,
+    model: Option<Arc<dyn ModelAccess>>,
 }
 
 impl ProgramWriter {
@@ -97,9 +106,9 @@ impl ProgramWriter {
     pub fn open(spec: &WriterSpec, base_dir: Option<&Path>, threads: usize) -> Result<ProgramWriter, WriterStartError> {
         let processes = spec.processes.unwrap_or(threads).max(1);
         let role = if spec.reviser.is_some() { "generate" } else { "generate and revise" };
-        let generator = Processes::open(&spec.generator, role, spec, base_dir, processes)?;
+        let generator = Served::open(&spec.generator, role, spec, base_dir, processes)?;
         let reviser = match &spec.reviser {
-            Some(command) => Some(Processes::open(command, "revise", spec, base_dir, processes)?),
+            Some(command) => Some(Served::open(command, "revise", spec, base_dir, processes)?),
             None => None,
         };
         Ok(ProgramWriter { generator, reviser, model: None })
@@ -107,7 +116,7 @@ impl ProgramWriter {
 
     /// The same writer handing each request a key of `access` (its `model`), the calls made with
     /// it counted on the request's round.
-    pub fn with_model(mut self, access: std::sync::Arc<dyn ModelAccess>) -> ProgramWriter {
+    pub fn with_model(mut self, access: Arc<dyn ModelAccess>) -> ProgramWriter {
         self.model = Some(access);
         self
     }
@@ -119,12 +128,137 @@ impl ProgramWriter {
 
     /// Each program, as the manifest records it.
     pub fn programs(&self) -> Vec<(&WriterInfo, &Arc<ChildCounters>)> {
-        std::iter::once(&self.generator).chain(&self.reviser).map(|p| (&p.info, &p.trouble)).collect()
+        std::iter::once(&self.generator)
+            .chain(&self.reviser)
+            .map(|p| (&p.starter().info, &p.starter().trouble))
+            .collect()
     }
 
-    fn reviser(&self) -> &Processes {
+    /// Whether every program speaks the pipelined form: the loops then await their drafts.
+    pub fn pipelined(&self) -> bool {
+        std::iter::once(&self.generator).chain(&self.reviser).all(|p| matches!(p, Served::Pipelined(_)))
+    }
+
+    fn reviser(&self) -> &Served {
         self.reviser.as_ref().unwrap_or(&self.generator)
     }
+}
+
+/// One writer program's processes, in the form its hello chose.
+enum Served {
+    Simple(Box<simple::Processes>),
+    Pipelined(pipelined::Lanes),
+}
+
+impl Served {
+    fn open(
+        command: &[String],
+        role: &'static str,
+        spec: &WriterSpec,
+        base_dir: Option<&Path>,
+        most: usize,
+    ) -> Result<Served, WriterStartError> {
+        let refuse = |message: String| WriterStartError { command: command.join(" "), message };
+        let (launch, _, sha256) = command_launch(command, base_dir, ROLE).map_err(|problem| {
+            refuse(match problem {
+                CommandProblem::Empty => "the command is empty".into(),
+                CommandProblem::NoProgram(program) => format!(
+                    "no program `{program}` (a path is taken relative to the experiment file, a bare name is looked \
+                     up on PATH)"
+                ),
+                CommandProblem::Unreadable(path, e) => format!("cannot read {}: {e}", path.display()),
+            })
+        })?;
+        let mut starter = Starter {
+            info: WriterInfo { role, name: String::new(), version: String::new(), command: command.to_vec(), sha256 },
+            launch,
+            config: spec.config.clone(),
+            timeout: Duration::from_secs_f64(spec.timeout_s),
+            memory_mb: Some(spec.memory_mb),
+            trouble: Arc::default(),
+        };
+        let (first, hello) = starter.start().map_err(refuse)?;
+        starter.info.name = hello.name;
+        starter.info.version = hello.version;
+        Ok(if hello.pipelined {
+            Served::Pipelined(pipelined::Lanes::new(starter, first, most, spec.in_flight))
+        } else {
+            Served::Simple(Box::new(simple::Processes::new(starter, first, most)))
+        })
+    }
+
+    fn starter(&self) -> &Starter {
+        match self {
+            Served::Simple(processes) => processes.starter(),
+            Served::Pipelined(lanes) => lanes.starter(),
+        }
+    }
+
+    /// One draft, awaited (a simple-form program's is written on this thread, which waits).
+    async fn write_async(&self, request: String) -> Result<String, String> {
+        match self {
+            Served::Simple(processes) => processes.write(&request),
+            Served::Pipelined(lanes) => lanes.submit(request).await,
+        }
+    }
+}
+
+/// How a writer program's processes are started: its command, its config and its limits; and
+/// what the manifest records of it.
+struct Starter {
+    info: WriterInfo,
+    launch: Launch,
+    config: Value,
+    timeout: Duration,
+    memory_mb: Option<u64>,
+    trouble: Arc<ChildCounters>,
+}
+
+/// A writer's process and the id of its next request (the config's is 0).
+struct Child {
+    program: Program,
+    next_id: u64,
+}
+
+impl Starter {
+    /// Spawns a process, reads its hello and hands it the config; the error in words.
+    fn start(&self) -> Result<(Child, Hello), String> {
+        let (program, hello) = Program::start(&self.launch, self.memory_mb, self.timeout)?;
+        let fail = |program: Program, broken: Broken| program.finish(Some(broken));
+        let hello = match read_hello(hello) {
+            Ok(hello) => hello,
+            Err(message) => return Err(fail(program, Broken::Protocol(message))),
+        };
+        let mut program = program;
+        let startup = self.timeout.max(MIN_STARTUP);
+        if let Err(source) = program.send(&config_line(&self.config)) {
+            return Err(fail(program, Broken::Send { what: "the config", source }));
+        }
+        let answer = match program.next_message(Instant::now() + startup, startup) {
+            Ok((answer, _)) => config_answer(&answer).map_err(|e| Broken::Protocol(e.to_string())),
+            Err(broken) => Err(broken),
+        };
+        match answer {
+            Ok(Ok(())) => Ok((Child { program, next_id: 1 }, hello)),
+            Ok(Err(ConfigRefused(message))) => {
+                program.finish(None);
+                Err(format!("rejected its config: {message}"))
+            }
+            Err(broken) => Err(fail(program, broken)),
+        }
+    }
+
+    /// Stops a process that broke down, counted, and says why for the loop it costs.
+    fn stop(&self, child: Child, broken: Broken) -> String {
+        self.trouble.stopped(&broken);
+        let message = child.program.finish(Some(broken));
+        format!("{message}; the writer process was stopped and will be restarted")
+    }
+}
+
+/// Request `id`'s line: `request` (a write request's JSON) as its `write`.
+fn write_line(id: u64, request: &str) -> String {
+    format!("{{\"id\":{id},\"write\":{request}}}")
 }
 
 /// The seed a writer is given for a draft: the same for every arm of a task's round, below 2^53
@@ -167,16 +301,45 @@ fn write_request(
     json
 }
 
-impl Author for ProgramWriter {
-    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
-        let pass = self.pass(ModelRole::Generator, key);
-        let request = write_request(task, None, None, hints, key, pass.as_ref().map(|p| p.model()));
-        let text = self.generator.write(&request).map_err(|message| AuthorError::Writer {
+impl ProgramWriter {
+    /// A first draft (`revised` None) or a revision of `revised`, from the program of its role.
+    async fn draft(
+        &self,
+        task: &Task,
+        revised: Option<(&Draft, Option<&Critique>)>,
+        hints: &[Hint],
+        key: &DraftKey<'_>,
+    ) -> Result<Draft, AuthorError> {
+        let (role, step, program) = match revised {
+            None => (ModelRole::Generator, "generate", &self.generator),
+            Some(_) => (ModelRole::Reviser, "revise", self.reviser()),
+        };
+        let pass = self.pass(role, key);
+        let model = pass.as_ref().map(|p| p.model());
+        let request = match revised {
+            None => write_request(task, None, None, hints, key, model),
+            Some((draft, critique)) => write_request(task, Some(&draft.text), critique, &[], key, model),
+        };
+        let text = program.write_async(request).await.map_err(|message| AuthorError::Writer {
             round: key.round,
-            step: "generate",
+            step,
             message,
         })?;
         Ok(written(text, pass.map(|p| p.close())))
+    }
+}
+
+impl Author for ProgramWriter {
+    fn awaits(&self) -> bool {
+        self.pipelined()
+    }
+
+    fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
+        block_on(self.draft(task, None, hints, key))
+    }
+
+    fn generate_async<'a>(&'a self, task: &'a Task, hints: &'a [Hint], key: DraftKey<'a>) -> Writing<'a> {
+        Box::pin(async move { self.draft(task, None, hints, &key).await })
     }
 
     fn revise(
@@ -186,14 +349,37 @@ impl Author for ProgramWriter {
         critique: Option<&Critique>,
         key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError> {
-        let pass = self.pass(ModelRole::Reviser, key);
-        let request = write_request(task, Some(&draft.text), critique, &[], key, pass.as_ref().map(|p| p.model()));
-        let text = self.reviser().write(&request).map_err(|message| AuthorError::Writer {
-            round: key.round,
-            step: "revise",
-            message,
-        })?;
-        Ok(written(text, pass.map(|p| p.close())))
+        block_on(self.draft(task, Some((draft, critique)), &[], key))
+    }
+
+    fn revise_async<'a>(
+        &'a self,
+        task: &'a Task,
+        draft: &'a Draft,
+        critique: Option<&'a Critique>,
+        key: DraftKey<'a>,
+    ) -> Writing<'a> {
+        Box::pin(async move { self.draft(task, Some((draft, critique)), &[], &key).await })
+    }
+}
+
+/// Runs `future` on this thread to its end: a writer's blocking calls, whose futures are ready
+/// at once (the simple form) or woken by a driver thread (the pipelined form).
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(value) = future.as_mut().poll(&mut context) {
+            return value;
+        }
+        std::thread::park();
     }
 }
 
@@ -208,169 +394,6 @@ fn written(text: String, used: Option<ModelUse>) -> Draft {
             ..Draft::offline(text)
         },
         None => Draft::offline(text),
-    }
-}
-
-/// The processes of one writer program, started as they are needed up to `most`.
-struct Processes {
-    info: WriterInfo,
-    launch: Launch,
-    config: Value,
-    timeout: Duration,
-    memory_mb: Option<u64>,
-    most: usize,
-    pool: Mutex<Pool>,
-    freed: Condvar,
-    trouble: Arc<ChildCounters>,
-}
-
-#[derive(Default)]
-struct Pool {
-    idle: Vec<Child>,
-    /// Processes idle or in use.
-    live: usize,
-}
-
-/// A writer's process and the id of its next request (the config's is 0).
-struct Child {
-    program: Program,
-    next_id: u64,
-}
-
-impl Processes {
-    fn open(
-        command: &[String],
-        role: &'static str,
-        spec: &WriterSpec,
-        base_dir: Option<&Path>,
-        most: usize,
-    ) -> Result<Processes, WriterStartError> {
-        let refuse = |message: String| WriterStartError { command: command.join(" "), message };
-        let (launch, _, sha256) = command_launch(command, base_dir, ROLE).map_err(|problem| {
-            refuse(match problem {
-                CommandProblem::Empty => "the command is empty".into(),
-                CommandProblem::NoProgram(program) => format!(
-                    "no program `{program}` (a path is taken relative to the experiment file, a bare name is looked \
-                     up on PATH)"
-                ),
-                CommandProblem::Unreadable(path, e) => format!("cannot read {}: {e}", path.display()),
-            })
-        })?;
-        let mut processes = Processes {
-            info: WriterInfo { role, name: String::new(), version: String::new(), command: command.to_vec(), sha256 },
-            launch,
-            config: spec.config.clone(),
-            timeout: Duration::from_secs_f64(spec.timeout_s),
-            memory_mb: Some(spec.memory_mb),
-            most,
-            pool: Mutex::default(),
-            freed: Condvar::new(),
-            trouble: Arc::default(),
-        };
-        let (child, hello) = processes.start().map_err(refuse)?;
-        processes.info.name = hello.name;
-        processes.info.version = hello.version;
-        let pool = processes.pool.get_mut().expect("the pool is new");
-        pool.idle.push(child);
-        pool.live = 1;
-        Ok(processes)
-    }
-
-    /// Spawns a process, reads its hello and hands it the config; the error in words.
-    fn start(&self) -> Result<(Child, Hello), String> {
-        let (program, hello) = Program::start(&self.launch, self.memory_mb, self.timeout)?;
-        let fail = |program: Program, broken: Broken| program.finish(Some(broken));
-        let hello = match read_hello(hello) {
-            Ok(hello) => hello,
-            Err(message) => return Err(fail(program, Broken::Protocol(message))),
-        };
-        let mut program = program;
-        let startup = self.timeout.max(MIN_STARTUP);
-        if let Err(source) = program.send(&config_line(&self.config)) {
-            return Err(fail(program, Broken::Send { what: "the config", source }));
-        }
-        let answer = match program.next_message(Instant::now() + startup, startup) {
-            Ok((answer, _)) => config_answer(&answer).map_err(|e| Broken::Protocol(e.to_string())),
-            Err(broken) => Err(broken),
-        };
-        match answer {
-            Ok(Ok(())) => Ok((Child { program, next_id: 1 }, hello)),
-            Ok(Err(ConfigRefused(message))) => {
-                program.finish(None);
-                Err(format!("rejected its config: {message}"))
-            }
-            Err(broken) => Err(fail(program, broken)),
-        }
-    }
-
-    /// One draft: `request` (a write request's JSON) to a free process, its answer back. A
-    /// process that broke down is stopped, counted and replaced at the next request.
-    fn write(&self, request: &str) -> Result<String, String> {
-        let mut child = match self.take() {
-            Some(child) => child,
-            None => match self.start() {
-                Ok((child, _)) => child,
-                Err(message) => {
-                    self.release(None);
-                    return Err(message);
-                }
-            },
-        };
-        match self.exchange(&mut child, request) {
-            Ok(answer) => {
-                self.release(Some(child));
-                answer
-            }
-            Err(broken) => {
-                self.trouble.stopped(&broken);
-                let message = child.program.finish(Some(broken));
-                self.release(None);
-                Err(format!("{message}; the writer process was stopped and will be restarted"))
-            }
-        }
-    }
-
-    /// An idle process, or `None` when the caller is to start one (counted as live already);
-    /// waits while every allowed process is busy.
-    fn take(&self) -> Option<Child> {
-        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(child) = pool.idle.pop() {
-                return Some(child);
-            }
-            if pool.live < self.most {
-                pool.live += 1;
-                return None;
-            }
-            pool = self.freed.wait(pool).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    /// Hands a process back, or accounts for one that is gone.
-    fn release(&self, child: Option<Child>) {
-        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-        match child {
-            Some(child) => pool.idle.push(child),
-            None => pool.live -= 1,
-        }
-        drop(pool);
-        self.freed.notify_one();
-    }
-
-    /// One request and its answer: `Ok(Ok(draft))`, `Ok(Err(the writer's error))`, or why the
-    /// process can no longer be used.
-    fn exchange(&self, child: &mut Child, request: &str) -> Result<Result<String, String>, Broken> {
-        child.program.refuse_unasked()?;
-        let id = child.next_id;
-        child.next_id += 1;
-        let asked = Instant::now();
-        let line = format!("{{\"id\":{id},\"write\":{request}}}");
-        child.program.send(&line).map_err(|source| Broken::Send { what: "the request", source })?;
-        let (line, arrived) = child.program.next_line(asked + self.timeout, self.timeout)?;
-        if arrived < asked {
-            return Err(Broken::unasked(&line));
-        }
-        answer(&parse_message(&line)?, id).map_err(Broken::Protocol)
     }
 }
 
@@ -389,11 +412,6 @@ fn read_hello(hello: Value) -> Result<Hello, String> {
             "the hello says protocol {}; a writer speaks protocol {PROTOCOL_VERSION}: say \"protocol\": {PROTOCOL_VERSION}",
             hello.protocol
         ));
-    }
-    if hello.pipelined {
-        return Err("the hello asks for the pipelined form, which writers do not have: a writer is sent one request \
-                    at a time per process (set `processes` for more at once); drop \"pipelined\""
-            .into());
     }
     if hello.name.is_empty() {
         return Err("the hello line needs a non-empty name".into());
@@ -458,9 +476,7 @@ mod tests {
         let critic = read(r#"{"protocol": 2, "name": "c", "version": "1", "score_range": [0, 10]}"#).unwrap_err();
         assert!(critic.contains("is a critic's"), "{critic}");
         assert!(read(r#"{"protocol": 1, "name": "w", "version": "1"}"#).unwrap_err().contains("say \"protocol\": 2"));
-        assert!(
-            read(r#"{"protocol": 2, "name": "w", "version": "1", "pipelined": true}"#).unwrap_err().contains("drop")
-        );
+        assert!(read(r#"{"protocol": 2, "name": "w", "version": "1", "pipelined": true}"#).unwrap().pipelined);
         assert!(read(r#"{"protocol": 2, "name": "", "version": "1"}"#).unwrap_err().contains("non-empty name"));
     }
 

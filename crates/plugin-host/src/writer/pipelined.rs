@@ -1,0 +1,305 @@
+//! A writer program in the pipelined form: many requests in flight per process. The requests
+//! queue for the program; each process has a driver thread that writes what is queued (up to its
+//! share of `in_flight`) in one go, reads the answers in any order and hands each to the request
+//! its id names, waking the loop that awaits it. A process that breaks down is stopped and
+//! counted; the oldest request still waiting is charged with it (its loop fails with why), and the
+//! others go back to the queue for a fresh process, not charged.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::{Child, Starter, answer, write_line};
+use crate::program::{Broken, Nudge, excerpt, parse_message};
+
+/// The processes of one writer program of the pipelined form, and the requests queued for them.
+pub(super) struct Lanes {
+    shared: Arc<Shared>,
+    drivers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+struct Shared {
+    starter: Starter,
+    /// Processes at most.
+    most: usize,
+    /// Requests in flight on one process at most.
+    per_process: usize,
+    queue: Mutex<Queue>,
+    work: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// The writer is being dropped: drivers end once their requests are answered.
+    closed: bool,
+    /// Drivers started.
+    drivers: usize,
+    /// Drivers waiting for work with nothing in flight.
+    idle: usize,
+    /// What wakes each driver that waits on its process's answers.
+    nudges: Vec<Option<Nudge>>,
+}
+
+/// A request and where its answer goes.
+struct Job {
+    request: String,
+    answer: Arc<Answer>,
+}
+
+/// A request's answer, once it has one, and who waits for it.
+#[derive(Default)]
+pub(super) struct Answer {
+    state: Mutex<Answering>,
+}
+
+/// A request's draft or error once it came, and the waker of the loop awaiting it meanwhile.
+type Answering = (Option<Result<String, String>>, Option<Waker>);
+
+impl Answer {
+    fn give(&self, result: Result<String, String>) {
+        let mut state = lock(&self.state);
+        state.0 = Some(result);
+        if let Some(waker) = state.1.take() {
+            waker.wake();
+        }
+    }
+}
+
+/// The future of one request's answer.
+pub(super) struct Awaiting(Arc<Answer>);
+
+impl Future for Awaiting {
+    type Output = Result<String, String>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = lock(&self.0.state);
+        match state.0.take() {
+            Some(result) => Poll::Ready(result),
+            None => {
+                state.1 = Some(context.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Lanes {
+    /// The processes of `starter`'s program, `first` already started: up to `most`, with up to
+    /// `in_flight` requests in flight across them.
+    pub(super) fn new(starter: Starter, first: Child, most: usize, in_flight: usize) -> Lanes {
+        first.program.let_several_come();
+        let shared = Arc::new(Shared {
+            starter,
+            most: most.max(1),
+            per_process: in_flight.div_ceil(most.max(1)).max(1),
+            queue: Mutex::new(Queue { drivers: 1, ..Queue::default() }),
+            work: Condvar::new(),
+        });
+        lock(&shared.queue).nudges.push(None);
+        let driver = {
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || drive(&shared, 0, Some(first)))
+        };
+        Lanes { shared, drivers: Mutex::new(vec![driver]) }
+    }
+
+    pub(super) fn starter(&self) -> &Starter {
+        &self.shared.starter
+    }
+
+    /// Queues `request` (a write request's JSON); its answer comes to the future.
+    pub(super) fn submit(&self, request: String) -> Awaiting {
+        let answer = Arc::new(Answer::default());
+        let mut queue = lock(&self.shared.queue);
+        let was_empty = queue.jobs.is_empty();
+        queue.jobs.push_back(Job { request, answer: Arc::clone(&answer) });
+        if queue.idle == 0 && queue.drivers < self.shared.most {
+            let index = queue.drivers;
+            queue.drivers += 1;
+            queue.nudges.push(None);
+            let shared = Arc::clone(&self.shared);
+            lock(&self.drivers).push(std::thread::spawn(move || drive(&shared, index, None)));
+        }
+        if was_empty {
+            // A driver waiting on its process's answers takes the request now, not at its next answer.
+            for nudge in queue.nudges.iter().flatten() {
+                nudge.nudge();
+            }
+        }
+        drop(queue);
+        self.shared.work.notify_one();
+        Awaiting(answer)
+    }
+}
+
+impl Drop for Lanes {
+    fn drop(&mut self) {
+        {
+            let mut queue = lock(&self.shared.queue);
+            queue.closed = true;
+            for nudge in queue.nudges.iter().flatten() {
+                nudge.nudge();
+            }
+        }
+        self.shared.work.notify_all();
+        for driver in lock(&self.drivers).drain(..) {
+            let _ = driver.join();
+        }
+    }
+}
+
+/// A request written to a process and not answered yet.
+struct Sent {
+    job: Job,
+    at: Instant,
+}
+
+/// Driver `index`: serves the queue on one process at a time (`child`, or one it starts) until
+/// the writer is dropped and nothing it holds waits for an answer.
+fn drive(shared: &Shared, index: usize, mut child: Option<Child>) {
+    let timeout = shared.starter.timeout;
+    if let Some(first) = &child {
+        lock(&shared.queue).nudges[index] = Some(first.program.nudge());
+    }
+    let mut waiting: BTreeMap<u64, Sent> = BTreeMap::new();
+    // When the last answer to the oldest request came: the next oldest is timed from then.
+    let mut answered_at = Instant::now();
+    loop {
+        let Some(jobs) = take(shared, waiting.is_empty(), shared.per_process - waiting.len()) else { break };
+        if !jobs.is_empty() {
+            let mut program = match child.take() {
+                Some(program) => program,
+                None => match shared.starter.start() {
+                    Ok((program, _)) => {
+                        program.program.let_several_come();
+                        lock(&shared.queue).nudges[index] = Some(program.program.nudge());
+                        program
+                    }
+                    Err(message) => {
+                        // A writer that cannot start costs the requests it was to serve.
+                        for job in jobs {
+                            job.answer.give(Err(message.clone()));
+                        }
+                        continue;
+                    }
+                },
+            };
+            let now = Instant::now();
+            if waiting.is_empty() {
+                answered_at = now;
+            }
+            let mut text = String::new();
+            for job in jobs {
+                let id = program.next_id;
+                program.next_id += 1;
+                text.push_str(&write_line(id, &job.request));
+                text.push('\n');
+                waiting.insert(id, Sent { job, at: now });
+            }
+            if let Err(unwritten) = program.program.write_within(text.as_bytes(), Some(timeout)) {
+                let broken = if unwritten.source.kind() == std::io::ErrorKind::TimedOut {
+                    Broken::Timeout(timeout)
+                } else {
+                    Broken::Send { what: "the requests", source: unwritten.source }
+                };
+                break_down(shared, index, program, broken, &mut waiting);
+                continue;
+            }
+            child = Some(program);
+        }
+        let Some(program) = child.as_mut() else { continue };
+        let Some((&oldest, sent)) = waiting.first_key_value() else { continue };
+        let deadline = sent.at.max(answered_at) + timeout;
+        let broken = match program.program.next_line_or_nudge(deadline, timeout) {
+            Ok(None) => continue,
+            Ok(Some((line, arrived))) => match read_answer(&line, &waiting) {
+                Ok((id, result)) => {
+                    let sent = waiting.remove(&id).expect("the answer's id is waiting");
+                    sent.job.answer.give(result);
+                    if id == oldest {
+                        answered_at = arrived;
+                    }
+                    continue;
+                }
+                Err(broken) => broken,
+            },
+            Err(broken) => broken,
+        };
+        let program = child.take().expect("a process answered");
+        break_down(shared, index, program, broken, &mut waiting);
+    }
+    if let Some(program) = child {
+        program.program.close();
+    }
+}
+
+/// Up to `room` queued requests; with nothing in flight (`idle`), waits for one. `None`: the
+/// writer is closed and there is nothing left to do.
+fn take(shared: &Shared, idle: bool, room: usize) -> Option<Vec<Job>> {
+    let mut queue = lock(&shared.queue);
+    if idle {
+        queue.idle += 1;
+        while queue.jobs.is_empty() && !queue.closed {
+            queue = shared.work.wait(queue).unwrap_or_else(|e| e.into_inner());
+        }
+        queue.idle -= 1;
+        if queue.jobs.is_empty() {
+            return None;
+        }
+    }
+    let count = room.min(queue.jobs.len());
+    let jobs: Vec<Job> = queue.jobs.drain(..count).collect();
+    let more = !queue.jobs.is_empty();
+    drop(queue);
+    if more {
+        // What is left is another driver's.
+        shared.work.notify_one();
+    }
+    Some(jobs)
+}
+
+/// Stops a process that broke down: the oldest request waiting is charged with why, the others
+/// go back to the front of the queue, in order, for a fresh process.
+fn break_down(shared: &Shared, index: usize, program: Child, broken: Broken, waiting: &mut BTreeMap<u64, Sent>) {
+    lock(&shared.queue).nudges[index] = None;
+    let message = shared.starter.stop(program, broken);
+    let mut sent = std::mem::take(waiting).into_values();
+    if let Some(oldest) = sent.next() {
+        oldest.job.answer.give(Err(message));
+    }
+    let mut queue = lock(&shared.queue);
+    for (place, rest) in sent.enumerate() {
+        queue.jobs.insert(place, rest.job);
+    }
+    drop(queue);
+    shared.work.notify_one();
+}
+
+/// The request a line answers, among those `waiting`, and its draft or error.
+fn read_answer(line: &[u8], waiting: &BTreeMap<u64, Sent>) -> Result<(u64, Result<String, String>), Broken> {
+    let message: Value = parse_message(line)?;
+    let id = message.get("id").and_then(Value::as_u64);
+    match id {
+        Some(id) if waiting.contains_key(&id) => Ok((id, answer(&message, id).map_err(Broken::Protocol)?)),
+        _ => {
+            let first = waiting.keys().next().copied().unwrap_or_default();
+            let last = waiting.keys().next_back().copied().unwrap_or_default();
+            let named = message.get("id").map_or_else(|| "without an id".to_string(), |id| format!("for request {id}"));
+            Err(Broken::Protocol(format!(
+                "the writer wrote a message {named}, which is not one of the requests waiting for an answer \
+                 ({first}–{last}): {}",
+                excerpt(&message.to_string())
+            )))
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
