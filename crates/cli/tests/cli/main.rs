@@ -26,6 +26,7 @@ mod isolation;
 mod isolation_services;
 mod judge;
 mod kubernetes;
+mod langgraph;
 mod local_llm;
 mod manifest;
 mod memory;
