@@ -99,7 +99,7 @@ SCHEMA = pa.schema(
     ],
     # The footer of a table critbench writes: which table, and its schema version (readers refuse
     # a table of another version).
-    metadata={"critbench.table": "outcomes", "critbench.schema_version": "7"},
+    metadata={"critbench.table": "outcomes", "critbench.schema_version": "8"},
 )
 
 

@@ -111,6 +111,14 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             summary.out_dir.join("trajectories.parquet").display()
         )));
     }
+    if summary.writer_errors > 0 {
+        writeln!(
+            Stderr,
+            "note: {} loop(s) ended because the writer wrote no draft the policy asked for (exit_reason \
+             writer_error; writer_error in trajectories.parquet says why)",
+            summary.writer_errors
+        );
+    }
     if !summary.failed_loops.is_empty() {
         if usage.is_some_and(|u| u.tokens.cap_reached) {
             writeln!(

@@ -31,6 +31,7 @@ pub use edit::edit_share;
 pub use hex::hex;
 pub use policy::{
     Decision, ExitReason, FinalDraft, Policy, PolicyGrid, RepeatedConfig, RoundScore, decide, stop_point,
+    stop_point_or_writer,
 };
 pub use seed::{Rng, SeedKey, derive_seed};
 pub use task::{Arm, JsonText, Task};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Why a loop stopped. These four strings are part of the output contract.
+/// Why a loop stopped. These five strings are part of the output contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ExitReason {
     /// The critique met the pass rule.
@@ -14,11 +14,14 @@ pub enum ExitReason {
     Plateau,
     /// The revision cap was reached.
     Budget,
+    /// The policy asked for another draft and the writer program wrote none (it answered with an
+    /// error or broke down): the loop ends on the drafts it has.
+    WriterError,
 }
 
 impl ExitReason {
     /// Every exit reason, in the order of the output contract.
-    pub const ALL: [ExitReason; 4] = [Self::Pass, Self::Stall, Self::Plateau, Self::Budget];
+    pub const ALL: [ExitReason; 5] = [Self::Pass, Self::Stall, Self::Plateau, Self::Budget, Self::WriterError];
 
     /// The reason as the output writes it.
     pub fn as_str(self) -> &'static str {
@@ -27,6 +30,7 @@ impl ExitReason {
             Self::Stall => "stall",
             Self::Plateau => "plateau",
             Self::Budget => "budget",
+            Self::WriterError => "writer_error",
         }
     }
 
@@ -326,6 +330,16 @@ pub fn stop_point(rounds: &[RoundScore], policy: &Policy) -> Option<(usize, Exit
     })
 }
 
+/// [`stop_point`], or — when the recording ended because the writer wrote no next draft
+/// (`writer_ended`) and the rule would revise after its last round — that round, with
+/// [`ExitReason::WriterError`].
+pub fn stop_point_or_writer(rounds: &[RoundScore], policy: &Policy, writer_ended: bool) -> Option<(usize, ExitReason)> {
+    stop_point(rounds, policy).or_else(|| {
+        let last = rounds.len().checked_sub(1).filter(|_| writer_ended)?;
+        Some((last, ExitReason::WriterError))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +522,10 @@ mod tests {
         assert_eq!(stop_point(&recording, &one), Some((1, ExitReason::Budget)));
         let long = Policy { pass_score: 9.0, stall: false, max_revisions: 5, ..policy() };
         assert_eq!(stop_point(&recording, &long), None);
+        // A writer that wrote no next draft stops the policy that would revise, and no other.
+        assert_eq!(stop_point_or_writer(&recording, &long, true), Some((3, ExitReason::WriterError)));
+        assert_eq!(stop_point_or_writer(&recording, &long, false), None);
+        assert_eq!(stop_point_or_writer(&recording, &one, true), Some((1, ExitReason::Budget)));
     }
 
     #[test]

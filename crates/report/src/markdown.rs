@@ -285,9 +285,12 @@ fn error_rate(failed: u64, rounds: u64) -> String {
 pub fn summary_table(report: &Report) -> String {
     let mut out = String::new();
     let errors = has_critic_errors(report);
+    let writer = report.summary.rows.iter().any(|r| r.exit_writer_error > 0);
     out.push_str("| config | critic | arm | n | pass rate (95% CI) | mean rounds | pass | stall | plateau | budget | first → best score |");
+    out.push_str(if writer { " writer error |" } else { "" });
     out.push_str(if errors { " critic errors |\n" } else { "\n" });
     out.push_str("|---|---|---|---:|---|---:|---:|---:|---:|---:|---|");
+    out.push_str(if writer { "---:|" } else { "" });
     out.push_str(if errors { "---:|\n" } else { "\n" });
     for row in &report.summary.rows {
         let _ = write!(
@@ -308,6 +311,9 @@ pub fn summary_table(report: &Report) -> String {
             row.mean_first_score,
             row.mean_best_score,
         );
+        if writer {
+            let _ = write!(out, " {} |", row.exit_writer_error);
+        }
         if errors {
             let _ = write!(out, " {} |", error_rate(row.critic_errors, row.rounds_total));
         }

@@ -102,6 +102,9 @@ pub struct SummaryRow {
     /// How the first-draft pass rate's interval was computed (as `interval`; the two may differ,
     /// a rate near 0% or 100% getting the small-sample method).
     pub first_round_interval: String,
+    /// Loops that ended because the writer program wrote no draft the policy asked for
+    /// (`exit_reason` `writer_error`).
+    pub exit_writer_error: u64,
 }
 
 /// Two arms of one config × critic, on the task × epoch pairs both ran.

@@ -56,7 +56,7 @@ pub(crate) struct ArmTotals {
     passed: u64,
     first_passed: u64,
     rounds: u64,
-    exits: [u64; 4],
+    exits: [u64; 5],
     first_score: ExactSum,
     best_score: ExactSum,
     final_score: ExactSum,
@@ -168,6 +168,7 @@ impl ArmTotals {
             cost_per_loop: cost_total.map(|total| total / self.n as f64),
             cost_per_pass: cost_total.filter(|_| self.passed > 0).map(|total| total / self.passed as f64),
             first_round_interval: first.method.as_str().to_string(),
+            exit_writer_error: self.exits[4],
         }
     }
 }

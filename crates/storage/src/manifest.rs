@@ -103,6 +103,10 @@ pub struct Manifest {
     /// Loops with at least one critique that failed every attempt.
     #[serde(default)]
     pub loops_with_critic_errors: u64,
+    /// Loops that ended because the writer program wrote no draft the policy asked for
+    /// (`exit_reason` `writer_error`); absent when none did.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub loops_with_writer_errors: u64,
     /// Per critic: critiques asked and critiques that failed every attempt.
     #[serde(default)]
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
@@ -398,6 +402,7 @@ impl Default for Manifest {
             sweep: String::new(),
             calls: Calls::default(),
             loops_with_critic_errors: 0,
+            loops_with_writer_errors: 0,
             critiques_by_critic: BTreeMap::new(),
             evaluations_by_evaluator: BTreeMap::new(),
             failed_loop_count: 0,
@@ -770,7 +775,7 @@ mod tests {
         std::fs::write(dir.path().join(MANIFEST_FILE), "{\"run_id\": 3").unwrap();
         let error = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(error.contains("is not a critbench manifest") && error.contains("hint:"), "{error}");
-        let wrong_shape = serde_json::json!({"manifest_version": 1, "schema_version": 7, "run_id": 3});
+        let wrong_shape = serde_json::json!({"manifest_version": 1, "schema_version": 8, "run_id": 3});
         std::fs::write(dir.path().join(MANIFEST_FILE), wrong_shape.to_string()).unwrap();
         let error = Manifest::read(dir.path()).unwrap_err();
         assert!(matches!(error, ManifestError::Corrupt { .. }), "{error:?}");
@@ -794,7 +799,7 @@ mod tests {
             Manifest::read(dir.path())
         };
         assert_eq!(
-            written(serde_json::json!({"manifest_version": 1, "schema_version": 7})).unwrap().unwrap().run_id,
+            written(serde_json::json!({"manifest_version": 1, "schema_version": 8})).unwrap().unwrap().run_id,
             "r"
         );
         for (versions, shown) in [
@@ -804,8 +809,8 @@ mod tests {
             ),
             (serde_json::json!({"schema_version": 3}), "manifest version none, table schema version 3"),
             (
-                serde_json::json!({"manifest_version": 2, "schema_version": 7}),
-                "manifest version 2, table schema version 7",
+                serde_json::json!({"manifest_version": 2, "schema_version": 8}),
+                "manifest version 2, table schema version 8",
             ),
         ] {
             let error = written(versions).unwrap_err();
@@ -814,7 +819,7 @@ mod tests {
                 error.to_string(),
                 format!(
                     "{} was written by critbench 0.0.7, {shown}; this critbench reads manifest version 1 with table \
-                     schema version 7 only\n  hint: run the experiment again with this critbench (with --overwrite), \
+                     schema version 8 only\n  hint: run the experiment again with this critbench (with --overwrite), \
                      or read the run with the critbench that wrote it; docs/FORMAT.md's changelog says what changed",
                     path.display()
                 )
@@ -833,4 +838,9 @@ mod tests {
         let manifest = Manifest::default();
         assert_eq!((manifest.manifest_version, manifest.schema_version), VERSIONS);
     }
+}
+
+/// Whether a count is 0 (the manifest leaves such a count out).
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }

@@ -23,6 +23,10 @@ pub struct RecordedRound {
     pub critic_attempts: u32,
     /// Set when every attempt failed; the critique is then the conservative stand-in.
     pub critic_error: Option<String>,
+    /// Set on a loop's last recorded round when the writer program wrote no next draft (it
+    /// answered with an error or broke down): a policy that would revise after this round stops
+    /// here with `writer_error`.
+    pub writer_error: Option<String>,
     /// The draft's length in characters.
     pub draft_chars: u64,
     /// The draft's text, when the run stored drafts.
@@ -295,6 +299,7 @@ fn read_batch(batch: &RecordBatch, first_row: usize, row: &mut RowSink<'_>) -> R
             critique: one.critique.into_owned(),
             critic_attempts: one.critic_attempts,
             critic_error: one.critic_error.map(str::to_string),
+            writer_error: one.writer_error.map(str::to_string),
             draft_chars: one.draft_chars,
             draft: one.draft.map(str::to_string),
             gen_ms: one.gen_ms,

@@ -49,6 +49,9 @@ declare_columns! {
         pub critic_ms: f64 = "critic_ms",
         pub critic_attempts: u32 = "critic_attempts",
         pub critic_error: Option<&'a str> = "critic_error",
+        /// Why the writer program wrote no next draft when the policy asked for one: set on the
+        /// row the loop stopped at with `exit_reason` `writer_error`, null on every other.
+        pub writer_error: Option<&'a str> = "writer_error",
         pub tokens_in: Option<u64> = "tokens_in",
         pub tokens_out: Option<u64> = "tokens_out",
         /// Model tokens the critic spent on this round, when it is a model judge.
@@ -97,6 +100,7 @@ impl<'a> TrajectoryRow<'a> {
             critic_ms: 0.0,
             critic_attempts: 1,
             critic_error: None,
+            writer_error: None,
             tokens_in: None,
             tokens_out: None,
             critic_tokens_in: None,
@@ -1000,6 +1004,7 @@ pub(crate) mod tests {
                     critic_ms: 0.1,
                     critic_attempts: 1,
                     critic_error: None,
+                    writer_error: None,
                     tokens_in: None,
                     tokens_out: None,
                     critic_tokens_in: None,
@@ -1141,6 +1146,7 @@ pub(crate) mod tests {
                     draft: i.is_multiple_of(3).then_some("a draft"),
                     gen_ms: f64::from(i) / 8.0,
                     critic_error: i.is_multiple_of(7).then_some("no answer within 60 s"),
+                    writer_error: i.is_multiple_of(11).then_some("round 2 (revise): the writer exited with status 3"),
                     tokens_in: i.is_multiple_of(2).then_some(u64::from(i) * 3),
                     critic_tokens_out: i.is_multiple_of(4).then_some(9),
                     acted_on_critique: (i % 3 != 0).then_some(i.is_multiple_of(2)),

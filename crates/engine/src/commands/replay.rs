@@ -13,7 +13,7 @@ use critbench_storage::tables::{OutcomeWriter, StorageError, TrajectoryWriter, r
 
 use crate::EngineError;
 use crate::experiment::limits;
-use crate::run::emit::{LoopLabels, effective_policy, emit_loop, round_score};
+use crate::run::emit::{LoopLabels, effective_policy, emit_loop, round_score, writer_ended};
 use crate::run::plan::{ThresholdNames, threshold_warnings};
 use critbench_storage::clock;
 use critbench_storage::manifest::{Calls, ExperimentRecord, Manifest, PolicyRecord};
@@ -239,7 +239,7 @@ pub fn replay_run(
         }
         let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
         for policy in policies {
-            if critbench_core::stop_point(&loop_scores, &effective_policy(policy, arm)).is_none() {
+            if crate::run::emit::stop_of(&recorded.rounds, &loop_scores, &effective_policy(policy, arm)).is_none() {
                 let recorded_grid = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
                 return Err(ReplayError::BeyondRecording {
                     config_id: policy.config_id(),
@@ -308,7 +308,7 @@ pub fn replay_run(
             };
             let loop_judged = judged.of(&recorded);
             for (policy, config_id) in policies.iter().zip(&config_ids) {
-                let (passed, rounds) = emit_loop(
+                let (passed, rounds, _) = emit_loop(
                     &labels,
                     &recorded.rounds,
                     &loop_scores,
@@ -321,7 +321,9 @@ pub fn replay_run(
                 .expect("every policy was checked to stop within the recording");
                 if let (Some(writer), Some(verdicts)) = (evaluations.as_mut(), loop_judged) {
                     let policy = effective_policy(policy, arm);
-                    for row in verdicts.rows(&loop_scores, &policy, passed, &run_id, config_id) {
+                    for row in
+                        verdicts.rows(&loop_scores, &policy, passed, writer_ended(&recorded.rounds), &run_id, config_id)
+                    {
                         writer.push(row)?;
                     }
                 }
@@ -455,10 +457,11 @@ impl LoopVerdicts {
         scores: &[RoundScore],
         policy: &Policy,
         passed: bool,
+        writer_ended: bool,
         run_id: &str,
         config_id: &str,
     ) -> Vec<EvaluationRow> {
-        let answers = crate::run::evaluate::judged_answers(scores, policy, true, passed);
+        let answers = crate::run::evaluate::judged_answers(scores, policy, true, passed, writer_ended);
         let mut rows = Vec::new();
         for by_round in &self.0 {
             for &(answer, round, steering_passed) in &answers {

@@ -53,6 +53,19 @@ pub fn round_score(round: &RecordedRound) -> RoundScore {
     round.critique.round_score(round.critic_error.is_some())
 }
 
+/// Where `policy` stops on a recording (`rounds` and their `scores`) and why: where the decision
+/// rule stops it, or — when it would revise after the last recorded round and the writer wrote
+/// no next draft there — on that round, with `writer_error`. `None`: the recording ends before
+/// the policy stops (a rescoring's censored loop).
+pub fn stop_of(rounds: &[RecordedRound], scores: &[RoundScore], policy: &Policy) -> Option<(usize, ExitReason)> {
+    critbench_core::stop_point_or_writer(scores, policy, writer_ended(rounds))
+}
+
+/// Whether a recording ended because the writer wrote no draft after its last round.
+pub fn writer_ended(rounds: &[RecordedRound]) -> bool {
+    rounds.last().is_some_and(|round| round.writer_error.is_some())
+}
+
 /// The policy a loop of `arm` runs under: the single arm is the loop without revisions.
 pub fn effective_policy(policy: &Policy, arm: Arm) -> Policy {
     if arm == Arm::Single { Policy { max_revisions: 0, ..policy.clone() } } else { policy.clone() }
@@ -72,7 +85,7 @@ pub struct LoopLabels<'a> {
 }
 
 /// Writes the rows `policy` (labelled `config_id`) produces on `rounds` and returns whether the
-/// loop passed, with the number of rounds it used. `None` when the recording ends before the
+/// loop passed, with the number of rounds it used and why it stopped. `None` when the recording ends before the
 /// policy stops. `adjudications` holds the loop's adjudicated final drafts when its arm
 /// adjudicates: the policy's is written as one more row and in the outcome's adjudicated columns.
 #[allow(clippy::too_many_arguments)]
@@ -85,9 +98,9 @@ pub fn emit_loop(
     config_id: &str,
     trajectories: &mut impl PushTrajectory,
     outcomes: &mut impl PushOutcome,
-) -> Result<Option<(bool, usize)>, StorageError> {
+) -> Result<Option<(bool, usize, ExitReason)>, StorageError> {
     let policy = effective_policy(grid_policy, labels.arm);
-    let Some((stop, exit)) = critbench_core::stop_point(scores, &policy) else { return Ok(None) };
+    let Some((stop, exit)) = stop_of(rounds, scores, &policy) else { return Ok(None) };
     let best = critbench_core::best_round(&scores[..=stop]).expect("a stopped loop has a round");
     let mut running_best: Option<BestDraft> = None;
     let mut last_row = None;
@@ -100,7 +113,12 @@ pub fn emit_loop(
             }
         }
         let decision = if index == stop { Decision::Stop(exit) } else { Decision::Revise };
-        debug_assert_eq!(decide(&scores[..=index], &policy), decision);
+        // The rule's own decision, but where the writer stopped the loop.
+        debug_assert!(
+            exit == ExitReason::WriterError && index == stop || decide(&scores[..=index], &policy) == decision
+        );
+        let writer_error =
+            if exit == ExitReason::WriterError && index == stop { round.writer_error.as_deref() } else { None };
         let row = TrajectoryRow {
             run_id: labels.run_id,
             config_id,
@@ -122,6 +140,7 @@ pub fn emit_loop(
             critic_ms: round.critic_ms,
             critic_attempts: round.critic_attempts,
             critic_error: round.critic_error.as_deref(),
+            writer_error,
             tokens_in: round.tokens_in,
             tokens_out: round.tokens_out,
             critic_tokens_in: round.critic_tokens_in,
@@ -150,7 +169,7 @@ pub fn emit_loop(
         adjudicated_passed: adjudicated.map(|(_, passed)| passed),
         ..outcome
     })?;
-    Ok(Some((passed, stop + 1)))
+    Ok(Some((passed, stop + 1, exit)))
 }
 
 /// The outcome row of the loop that ran `used` (its rounds and their scores) under `policy`

@@ -45,9 +45,9 @@ pub struct Evaluation {
 
 /// The rounds a loop's evaluators judge: the first draft and every final answer of `policies`,
 /// each once, in order.
-pub fn evaluated_rounds(scores: &[RoundScore], policies: &[Policy]) -> Vec<usize> {
+pub fn evaluated_rounds(scores: &[RoundScore], policies: &[Policy], writer_ended: bool) -> Vec<usize> {
     let mut rounds: Vec<usize> = std::iter::once(0)
-        .chain(policies.iter().filter_map(|policy| final_round(scores, policy)).map(|(chosen, _)| chosen))
+        .chain(policies.iter().filter_map(|policy| final_round(scores, policy, writer_ended)).map(|(chosen, _)| chosen))
         .collect();
     rounds.sort_unstable();
     rounds.dedup();
@@ -62,6 +62,8 @@ pub struct LoopDrafts<'a> {
     pub texts: &'a [String],
     /// Each round's hidden truth, or `None`.
     pub truths: &'a [Option<Truth>],
+    /// Whether the loop ended because the writer wrote no next draft.
+    pub writer_ended: bool,
 }
 
 /// Every evaluator that takes the task on every round [`evaluated_rounds`] names (on every
@@ -75,9 +77,9 @@ pub fn evaluate_loop(
     scores: &[RoundScore],
     drafts: LoopDrafts<'_>,
 ) -> Vec<Evaluation> {
-    let LoopDrafts { texts, truths } = drafts;
+    let LoopDrafts { texts, truths, .. } = drafts;
     let experiment = plan.experiment;
-    let answers = evaluated_rounds(scores, policies);
+    let answers = evaluated_rounds(scores, policies, drafts.writer_ended);
     let every: Vec<usize> = (0..texts.len()).collect();
     let mut evaluations = Vec::new();
     for evaluator in plan.evaluators_for(task.kind.as_deref()) {
@@ -119,10 +121,11 @@ pub fn judged_answers(
     policy: &Policy,
     all_rounds: bool,
     passed: bool,
+    writer_ended: bool,
 ) -> Vec<(&'static str, usize, bool)> {
-    let Some((final_answer, _)) = final_round(scores, policy) else { return Vec::new() };
+    let Some((final_answer, stop)) = final_round(scores, policy, writer_ended) else { return Vec::new() };
     // The rounds this config used: up to where it stopped.
-    let used = critbench_core::stop_point(scores, policy).map_or(scores.len(), |(stop, _)| stop + 1);
+    let used = stop + 1;
     let mut answers = vec![(FIRST, 0, scores[0].meets_pass_rule(policy)), (FINAL, final_answer, passed)];
     if all_rounds {
         // Every other draft the config used, beside its verdict under the config's pass rule.
@@ -149,6 +152,7 @@ pub fn emit_evaluations(
     scores: &[RoundScore],
     evaluations: &[Evaluation],
     passed: bool,
+    writer_ended: bool,
     rows: &mut EvaluationBatches,
 ) {
     if evaluations.is_empty() {
@@ -156,7 +160,7 @@ pub fn emit_evaluations(
     }
     for (index, spec) in plan.experiment.evaluators.iter().enumerate() {
         let rule = spec.pass_rule();
-        for (answer, round, steering_passed) in judged_answers(scores, policy, spec.all_rounds, passed) {
+        for (answer, round, steering_passed) in judged_answers(scores, policy, spec.all_rounds, passed, writer_ended) {
             let Some(evaluation) = evaluations.iter().find(|e| e.evaluator == index && e.round == round) else {
                 continue;
             };
@@ -207,7 +211,7 @@ mod tests {
             ..Policy::default()
         };
         let policies = [pass(8.0, FinalDraft::Best), pass(10.0, FinalDraft::Best), pass(10.0, FinalDraft::Last)];
-        assert_eq!(evaluated_rounds(&recorded, &policies), vec![0, 2, 3]);
-        assert_eq!(evaluated_rounds(&recorded[..1], &[pass(1.0, FinalDraft::Best)]), vec![0]);
+        assert_eq!(evaluated_rounds(&recorded, &policies, false), vec![0, 2, 3]);
+        assert_eq!(evaluated_rounds(&recorded[..1], &[pass(1.0, FinalDraft::Best)], false), vec![0]);
     }
 }

@@ -86,7 +86,7 @@ impl Consumer for LearnSink<'_, '_> {
             for (unit, result) in task.loops {
                 self.loops += 1;
                 let fixed = result.and_then(|result| {
-                    let (stop, exit) = critbench_core::stop_point(&result.scores, &policy)
+                    let (stop, exit) = crate::run::emit::stop_of(&result.rounds, &result.scores, &policy)
                         .ok_or(crate::run::loops::LoopError::Unfinished)?;
                     let passed = exit == ExitReason::Pass;
                     self.passed += u64::from(passed);

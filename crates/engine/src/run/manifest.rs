@@ -126,6 +126,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
             ratio: written.counts.critiques as f64 / written.counts.recorded_rounds.max(1) as f64,
         },
         loops_with_critic_errors: written.counts.loops_with_critic_errors,
+        loops_with_writer_errors: written.counts.loops_with_writer_errors,
         critiques_by_critic: written.counts.critiques_by_critic.clone(),
         evaluations_by_evaluator: written.counts.evaluations_by_evaluator.clone(),
         failed_loop_count: written.counts.failed_count,

@@ -236,6 +236,7 @@ pub(crate) fn recorded_round(
         critique: call.critique.into(),
         critic_attempts: call.attempts,
         critic_error: call.error,
+        writer_error: None,
         draft_chars: draft.text.chars().count() as u64,
         draft: store_drafts.then_some(draft.text),
         gen_ms,

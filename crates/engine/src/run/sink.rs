@@ -336,7 +336,7 @@ impl RowBuilder<'_, '_> {
                         &mut trajectories,
                         &mut outcomes,
                     )?;
-                    let (passed, rounds) = emitted.ok_or_else(|| EngineError::RecordingEndedEarly {
+                    let (passed, rounds, exit) = emitted.ok_or_else(|| EngineError::RecordingEndedEarly {
                         task_id: task.task.id.clone(),
                         config_id: plan.config_ids[index].clone(),
                     })?;
@@ -348,6 +348,7 @@ impl RowBuilder<'_, '_> {
                         &result.scores,
                         &result.evaluations,
                         passed,
+                        crate::run::emit::writer_ended(&result.rounds),
                         &mut evaluations,
                     );
                     counts.loops += 1;
@@ -355,6 +356,7 @@ impl RowBuilder<'_, '_> {
                     counts.passed += u64::from(passed);
                     let critic_errors = result.rounds[..rounds].iter().any(|r| r.critic_error.is_some());
                     counts.loops_with_critic_errors += u64::from(critic_errors);
+                    counts.loops_with_writer_errors += u64::from(exit == critbench_core::ExitReason::WriterError);
                 }
             }
         }

@@ -31,6 +31,8 @@ pub struct RunSummary {
     pub failed_loops: Vec<String>,
     /// How many loops failed.
     pub failed_count: u64,
+    /// Output loops that ended because the writer program wrote no draft the policy asked for.
+    pub writer_errors: u64,
     /// Bad dataset rows skipped.
     pub rows_skipped: usize,
     /// How the policy grid was run.
@@ -129,6 +131,7 @@ pub fn summarize(plan: &Plan<'_>, finished: Finished<'_>) -> Result<RunSummary, 
         passed: written.counts.passed,
         failed_loops: written.failed,
         failed_count: written.counts.failed_count,
+        writer_errors: written.counts.loops_with_writer_errors,
         rows_skipped,
         sweep: plan.sweep(),
         recorded_rounds: written.counts.recorded_rounds,

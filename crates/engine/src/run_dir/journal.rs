@@ -528,6 +528,9 @@ pub struct Counts {
     pub failed_count: u64,
     /// Loops with at least one critique that failed every attempt.
     pub loops_with_critic_errors: u64,
+    /// Loops that ended because the writer program wrote no draft the policy asked for.
+    #[serde(default)]
+    pub loops_with_writer_errors: u64,
     /// Per critic: critiques recorded, and those that failed every attempt.
     pub critiques_by_critic: BTreeMap<String, CritiqueCounts>,
     /// Per held-out evaluator: its critiques, and those that failed every attempt.
@@ -547,6 +550,7 @@ impl Counts {
         self.recorded_rounds += more.recorded_rounds;
         self.failed_count += more.failed_count;
         self.loops_with_critic_errors += more.loops_with_critic_errors;
+        self.loops_with_writer_errors += more.loops_with_writer_errors;
         CritiqueCounts::add_all(&mut self.critiques_by_critic, &more.critiques_by_critic);
         CritiqueCounts::add_all(&mut self.evaluations_by_evaluator, &more.evaluations_by_evaluator);
     }

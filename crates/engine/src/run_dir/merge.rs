@@ -239,6 +239,7 @@ fn merged_manifest(manifests: Vec<Manifest>, count: u32) -> Manifest {
         merged.tasks_run += m.tasks_run;
         merged.jobs += m.jobs;
         merged.loops_with_critic_errors += m.loops_with_critic_errors;
+        merged.loops_with_writer_errors += m.loops_with_writer_errors;
         merged.failed_loop_count += m.failed_loop_count;
         for failure in &m.failed_loops {
             if merged.failed_loops.len() < MAX_LISTED_FAILURES {

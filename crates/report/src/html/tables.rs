@@ -209,6 +209,10 @@ pub(crate) fn summary_table(out: &mut String, report: &Report) {
     if money {
         out.push_str("<th class=\"num\">cost per loop</th><th class=\"num\">cost per pass</th>");
     }
+    let writer = report.summary.rows.iter().any(|r| r.exit_writer_error > 0);
+    if writer {
+        out.push_str("<th class=\"num\">writer error</th>");
+    }
     let errors = report.summary.rows.iter().any(|r| r.critic_errors > 0);
     if errors {
         out.push_str("<th class=\"num\">critic errors</th>");
@@ -237,12 +241,14 @@ pub(crate) fn summary_table(out: &mut String, report: &Report) {
         };
         let per_pass = if row.passed > 0 { format!("{:.2}", row.mean_rounds_passed) } else { "–".to_string() };
         let money_cells = if money { money_cells(report, row) } else { String::new() };
+        let writer_cell =
+            if writer { format!("<td class=\"num\">{}</td>", row.exit_writer_error) } else { String::new() };
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}–{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{per_pass}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{:.2} → {:.2}</td>{tokens_cells}{money_cells}{errors_cell}</tr>",
+             <td class=\"num\">{:.2} → {:.2}</td>{tokens_cells}{money_cells}{writer_cell}{errors_cell}</tr>",
             escape(&row.config_id),
             escape(&row.critic),
             escape(&row.arm),

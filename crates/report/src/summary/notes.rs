@@ -188,6 +188,14 @@ pub(crate) fn notes(
     if failed > 0 {
         notes.push(format!("{failed} loop(s) failed and have no rows; `failed_loops` in manifest.json says why."));
     }
+    let writer_errors = manifest.map_or(0, |m| m.loops_with_writer_errors);
+    if writer_errors > 0 {
+        notes.push(format!(
+            "{writer_errors} loop(s) ended because the writer program wrote no draft the policy asked for (exit \
+             `writer_error`): each counts as not passed, on the drafts it had; `writer_error` in trajectories.parquet \
+             says what the writer did."
+        ));
+    }
     // Errors a retry hid, an evaluator's errors, answers cut short: what the rates do not show.
     notes.extend(manifest.into_iter().flat_map(crate::trouble::notices).map(|n| crate::format::as_note(&n)));
     if let Some((expected, tasks)) = incomplete.filter(|(_, tasks)| *tasks > 0) {

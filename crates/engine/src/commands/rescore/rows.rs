@@ -180,6 +180,7 @@ pub(super) fn write_loop(
                 critic_ms: round.critic_ms,
                 critic_attempts: round.critic_attempts,
                 critic_error: round.critic_error.as_deref(),
+                writer_error: round.writer_error.as_deref(),
                 tokens_in: round.tokens_in,
                 tokens_out: round.tokens_out,
                 critic_tokens_in: round.critic_tokens_in,
@@ -197,7 +198,7 @@ pub(super) fn write_loop(
     let scores: Vec<RoundScore> = one.rounds.iter().map(round_score).collect();
     for (policy, config_id) in grid.policies.iter().zip(&grid.config_ids) {
         let policy = effective_policy(policy, arm);
-        let (row, censored) = match critbench_core::stop_point(&scores, &policy) {
+        let (row, censored) = match crate::run::emit::stop_of(&one.rounds, &scores, &policy) {
             Some((stop, exit)) => {
                 let best = critbench_core::best_round(&scores[..=stop]).expect("a stopped loop has a round");
                 let final_round = match policy.final_draft {

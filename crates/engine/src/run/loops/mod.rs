@@ -37,7 +37,7 @@ use crate::run::round::{Batch, Laps, critique_round, recorded_round};
 use crate::run::source::Chunk;
 use chunk::record_chunk;
 use critbench_core::author::Hint;
-use critbench_core::author::{Draft, DraftKey, Truth};
+use critbench_core::author::{AuthorError, Draft, DraftKey, Truth};
 
 /// A recorded loop: every round until each of the unit's policies has stopped.
 pub struct LoopResult {
@@ -228,40 +228,57 @@ pub(super) async fn record_loop_in(
             truths.push(draft.truth.clone());
         }
         let next = if running.contains(&true) {
-            let mut next = if unit.arm.resamples() {
+            let written = if unit.arm.resamples() {
                 // A fresh first draft under the next round's seed: no draft, critique or hint.
                 if driver.awaiting {
-                    plan.author.generate_async(task, &[], key(round + 1)).await?
+                    plan.author.generate_async(task, &[], key(round + 1)).await
                 } else {
-                    plan.author.generate(task, &[], &key(round + 1))?
+                    plan.author.generate(task, &[], &key(round + 1))
                 }
             } else {
                 let shown = unit.arm.reviser_sees(&call.critique);
                 if driver.awaiting {
-                    plan.author.revise_async(task, &draft, shown, key(round + 1)).await?
+                    plan.author.revise_async(task, &draft, shown, key(round + 1)).await
                 } else {
-                    plan.author.revise(task, &draft, shown, &key(round + 1))?
+                    plan.author.revise(task, &draft, shown, &key(round + 1))
                 }
             };
-            if unit.arm == Arm::Placebo {
-                // The placebo has nothing to act on by design: not feedback the writer ignored.
-                next.acted_on_critique = None;
+            match written {
+                Ok(mut next) => {
+                    if unit.arm == Arm::Placebo {
+                        // The placebo has nothing to act on by design: not feedback the writer ignored.
+                        next.acted_on_critique = None;
+                    }
+                    // A revision's size against the draft it revised; a fresh draft revised nothing.
+                    let edit = (!unit.arm.resamples()).then(|| critbench_core::edit_share(&draft.text, &next.text));
+                    Some(Ok((next, laps.lap(), edit)))
+                }
+                // A writer program that wrote no draft ends the loop on the drafts it has
+                // (`writer_error`); any other author's failure fails the loop.
+                Err(error @ AuthorError::Writer { .. }) => Some(Err(error.to_string())),
+                Err(error) => return Err(error.into()),
             }
-            // A revision's size against the draft it revised; a fresh draft revised nothing.
-            let edit = (!unit.arm.resamples()).then(|| critbench_core::edit_share(&draft.text, &next.text));
-            Some((next, laps.lap(), edit))
         } else {
             None
         };
         let written = std::mem::replace(&mut draft, Draft::offline(String::new()));
-        rounds.push(recorded_round(call, written, experiment.store_drafts, (gen_ms, critic_ms), &scope, edit));
+        let mut recorded = recorded_round(call, written, experiment.store_drafts, (gen_ms, critic_ms), &scope, edit);
         match next {
-            Some((next, next_ms, next_edit)) => {
+            Some(Ok((next, next_ms, next_edit))) => {
+                rounds.push(recorded);
                 draft = next;
                 gen_ms = next_ms;
                 edit = next_edit;
             }
-            None => break,
+            Some(Err(writer_error)) => {
+                recorded.writer_error = Some(writer_error);
+                rounds.push(recorded);
+                break;
+            }
+            None => {
+                rounds.push(recorded);
+                break;
+            }
         }
     }
     drop(critic);
@@ -272,7 +289,8 @@ pub(super) async fn record_loop_in(
     };
     let evaluations = match evaluating {
         Some(labelled) => {
-            let drafts = crate::run::evaluate::LoopDrafts { texts: &texts, truths: &truths };
+            let writer_ended = crate::run::emit::writer_ended(&rounds);
+            let drafts = crate::run::evaluate::LoopDrafts { texts: &texts, truths: &truths, writer_ended };
             crate::run::evaluate::evaluate_loop(plan, task, labelled, unit, &policies, &scores, drafts)
         }
         None => Vec::new(),

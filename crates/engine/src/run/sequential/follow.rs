@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use critbench_core::{Arm, ExitReason, Policy, stop_point};
+use critbench_core::{Arm, ExitReason, Policy};
 use critbench_stats::sequential::{Decision, Look, Monitor, Status};
 use critbench_storage::manifest::{
     SequentialComparison, SequentialCost, SequentialLook, SequentialRecord, SequentialRule, SequentialStatus, Spent,
@@ -230,7 +230,9 @@ impl Pairing {
             for config in unit.policies(self.policies.len()) {
                 let policy = effective_policy(&self.policies[config], unit.arm);
                 // A recording that ended before the config stopped is refused by the sink.
-                let Some((_, exit)) = stop_point(&result.scores, &policy) else { continue };
+                let Some((_, exit)) = crate::run::emit::stop_of(&result.rounds, &result.scores, &policy) else {
+                    continue;
+                };
                 let Some(&comparison) = self.index.get(&(config, unit.critic)) else { continue };
                 sides.entry((comparison, unit.epoch)).or_default()[side] = Some(exit == ExitReason::Pass);
             }

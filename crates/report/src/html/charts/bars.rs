@@ -7,7 +7,13 @@ use crate::Report;
 use crate::html::svg::{GRID, TEXT, escape, legend, line, open_svg, percent, px, text, ticks};
 use crate::rows::SummaryRow;
 
-const EXIT_REASONS: [&str; 4] = ["pass", "stall", "plateau", "budget"];
+const EXIT_REASONS: [&str; 5] = ["pass", "stall", "plateau", "budget", "writer_error"];
+
+/// The exit reasons the chart shows: `writer_error` only in a run that has one.
+fn exit_reasons(report: &Report) -> &'static [&'static str] {
+    let writer = report.summary.rows.iter().any(|r| r.exit_writer_error > 0);
+    if writer { &EXIT_REASONS } else { &EXIT_REASONS[..4] }
+}
 
 fn exit_color(reason: &str) -> (&'static str, &'static str) {
     // (fill, text on it)
@@ -15,6 +21,7 @@ fn exit_color(reason: &str) -> (&'static str, &'static str) {
         "pass" => ("#009e73", "#ffffff"),
         "stall" => ("#d55e00", "#ffffff"),
         "plateau" => ("#cc79a7", "#ffffff"),
+        "writer_error" => ("#e69f00", TEXT),
         _ => ("#b8bec5", TEXT),
     }
 }
@@ -24,6 +31,7 @@ fn exit_count(row: &SummaryRow, reason: &str) -> u64 {
         "pass" => row.exit_pass,
         "stall" => row.exit_stall,
         "plateau" => row.exit_plateau,
+        "writer_error" => row.exit_writer_error,
         _ => row.exit_budget,
     }
 }
@@ -166,7 +174,8 @@ pub(crate) fn exit_reasons_chart(out: &mut String, report: &Report) {
                 .join("; ")
         ),
     );
-    let items: Vec<(&str, &str)> = EXIT_REASONS.iter().map(|r| (*r, exit_color(r).0)).collect();
+    let reasons = exit_reasons(report);
+    let items: Vec<(&str, &str)> = reasons.iter().map(|r| (*r, exit_color(r).0)).collect();
     legend(out, x0, 16.0, &items);
     percent_axis(out, x0, x1, top, layout.height);
     for (y, label) in &layout.headers {
@@ -176,7 +185,7 @@ pub(crate) fn exit_reasons_chart(out: &mut String, report: &Report) {
         let middle = y + BAR / 2.0;
         text(out, 14.0, middle + 4.0, "start", "label", &row.arm);
         let mut x = x0;
-        for reason in EXIT_REASONS {
+        for &reason in reasons {
             let count = exit_count(row, reason);
             if count == 0 || row.n == 0 {
                 continue;
