@@ -23,10 +23,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::usage::MeteredReport;
 use crate::{CallIdentity, ChatError, ChatRequest, Client, Message, Role};
 
 /// The largest request body taken (a 1 MB prompt and then some).
@@ -59,31 +59,6 @@ struct Counts {
     refused_requests: AtomicU64,
     failed: AtomicU64,
     late: AtomicU64,
-}
-
-/// What the endpoint served, as `manifest.json` records it (`openai.metered`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MeteredReport {
-    /// Calls answered with a completion.
-    pub calls: u64,
-    /// Calls refused because their key belonged to no request in flight (HTTP 401).
-    pub refused_keys: u64,
-    /// Calls refused for what they asked: streaming, a field not served, a body that is not a
-    /// chat request (HTTP 400).
-    pub refused_requests: u64,
-    /// Calls the run's client could not answer (HTTP 502: every attempt failed, the token cap).
-    pub failed: u64,
-    /// Calls that finished after the request their key belonged to was answered: served, but
-    /// counted on no round.
-    pub late: u64,
-}
-
-impl MeteredReport {
-    /// Whether a program called the endpoint at all (a key handed out and never used is not).
-    pub fn used(&self) -> bool {
-        self.calls + self.refused_keys + self.refused_requests + self.failed + self.late > 0
-    }
 }
 
 /// What the calls made with one key cost: summed over the calls answered while it was open.

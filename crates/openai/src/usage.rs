@@ -61,7 +61,7 @@ pub struct UsageReport {
     pub by_task: Option<BTreeMap<String, BTreeMap<String, TaskRoleReport>>>,
     /// The metered endpoint the run's programs called, when it served any program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metered: Option<crate::metered::MeteredReport>,
+    pub metered: Option<MeteredReport>,
 }
 
 /// What the manifest records of one endpoint.
@@ -504,6 +504,31 @@ impl fmt::Display for UsageReport {
             )?;
         }
         Ok(())
+    }
+}
+
+/// What the endpoint served, as `manifest.json` records it (`openai.metered`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeteredReport {
+    /// Calls answered with a completion.
+    pub calls: u64,
+    /// Calls refused because their key belonged to no request in flight (HTTP 401).
+    pub refused_keys: u64,
+    /// Calls refused for what they asked: streaming, a field not served, a body that is not a
+    /// chat request (HTTP 400).
+    pub refused_requests: u64,
+    /// Calls the run's client could not answer (HTTP 502: every attempt failed, the token cap).
+    pub failed: u64,
+    /// Calls that finished after the request their key belonged to was answered: served, but
+    /// counted on no round.
+    pub late: u64,
+}
+
+impl MeteredReport {
+    /// Whether a program called the endpoint at all (a key handed out and never used is not).
+    pub fn used(&self) -> bool {
+        self.calls + self.refused_keys + self.refused_requests + self.failed + self.late > 0
     }
 }
 

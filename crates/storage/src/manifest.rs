@@ -741,6 +741,11 @@ pub fn unmerged(run_dir: &Path) -> Option<String> {
     })
 }
 
+/// Whether a count is 0 (the manifest leaves such a count out).
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -838,9 +843,4 @@ mod tests {
         let manifest = Manifest::default();
         assert_eq!((manifest.manifest_version, manifest.schema_version), VERSIONS);
     }
-}
-
-/// Whether a count is 0 (the manifest leaves such a count out).
-fn is_zero(count: &u64) -> bool {
-    *count == 0
 }

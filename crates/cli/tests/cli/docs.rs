@@ -177,7 +177,7 @@ fn the_documented_defaults_are_the_codes() {
         serde_json::to_value(load(&format!("backend = \"command\"\n{MINIMAL}[writer]\ncommand = [\"w\"]\n")).unwrap())
             .unwrap()["writer"]
             .clone();
-    for key in ["timeout_s", "memory_mb", "config"] {
+    for key in ["timeout_s", "memory_mb", "in_flight", "config"] {
         code.insert(("writer", key), written[key].clone());
     }
     let priced = load(&format!("{MINIMAL}[pricing]\n")).unwrap();
