@@ -56,6 +56,18 @@ pub struct RecordedRound {
     pub edit_share: Option<f64>,
 }
 
+impl RecordedRound {
+    /// Whether `other` is this round as another config's row recorded it: the same in everything
+    /// but `writer_error`, which only the row of a config that asked for the next draft carries.
+    fn same_critique(&self, other: &RecordedRound) -> bool {
+        if self.writer_error == other.writer_error {
+            return self == other;
+        }
+        let bare = |round: &RecordedRound| RecordedRound { writer_error: None, ..round.clone() };
+        bare(self) == bare(other)
+    }
+}
+
 /// One loop (task × arm × critic × epoch) as far as it was recorded.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedLoop {
@@ -236,7 +248,13 @@ impl Current {
                 rounds: rounds.into_keys().collect(),
             });
         }
-        let rounds: Vec<RecordedRound> = rounds.into_values().collect();
+        let mut rounds: Vec<RecordedRound> = rounds.into_values().collect();
+        // A writer's error is on the row of the config that asked for the draft it did not write:
+        // the recording carries it, whichever config's rows it was read from.
+        let last = rounds.len() as u32 - 1;
+        if let Some(error) = configs.values().find_map(|c| c.get(&last).and_then(|r| r.writer_error.clone())) {
+            rounds.last_mut().expect("a loop has a round").writer_error.get_or_insert(error);
+        }
         let rows = self
             .rows
             .into_iter()
@@ -246,7 +264,7 @@ impl Current {
                     false => configs
                         .get_mut(&head.config_id)
                         .and_then(|own| own.remove(&head.round))
-                        .filter(|own| rounds.get(head.round as usize) != Some(own)),
+                        .filter(|own| rounds.get(head.round as usize).is_none_or(|round| !round.same_critique(own))),
                 };
                 LoopRow {
                     config_id: head.config_id,

@@ -573,3 +573,96 @@ fn a_pipelined_writer_that_breaks_down_costs_the_oldest_request_and_the_others_g
         assert_eq!(row.rounds.len(), 2, "{}", row.task_id);
     }
 }
+
+/// Appends ` +` on every revision, and refuses t1's revision for round 2.
+const REFUSES_ROUND_TWO: &str = r#"
+import critbench
+
+def generate(task, seed, model):
+    return "draft of " + task["id"]
+
+def revise(task, draft, critique, seed, model):
+    if task["id"] == "t1" and draft.count("+") == 1:
+        raise RuntimeError("no second revision for t1")
+    return draft + " +"
+
+critbench.serve_writer(generate, revise, name="refuses", version="1")
+"#;
+
+/// Scores a draft 3 plus its revisions: no draft passes at 9 within three revisions.
+const COUNTS_REVISIONS: &str = r#"
+import critbench
+def critique(task, draft, round):
+    return {"score": 3 + draft.count("+"), "issues": ["keep going"]}
+critbench.serve_critic(critique, name="counts", version="1")
+"#;
+
+/// A grid served by one recording: the config that stops before the refused revision is
+/// unaffected, the one that would revise past it stops there with `writer_error`; `critbench
+/// replay` derives the same outcomes from the recording, and a cap it adds stops as the run's would.
+#[test]
+fn a_refused_revision_ends_only_the_configs_that_ask_for_it_and_a_replay_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("writer.py"), REFUSES_ROUND_TWO).unwrap();
+    std::fs::write(dir.path().join("critic.py"), COUNTS_REVISIONS).unwrap();
+    many_tasks(dir.path(), 3);
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        "name = \"g\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\narms = [\"feedback\"]\n\
+         [writer]\ncommand = [\"python3\", \"writer.py\"]\n\
+         [[critics]]\nname = \"counts\"\ncommand = [\"python3\", \"critic.py\"]\n\
+         [policy]\npass_score = 9\nmax_revisions = [1, 3]\nstall = false\n",
+    );
+    let out = dir.path().join("run");
+    let run = std::process::Command::new(binary())
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .env("PYTHONPATH", repo().join("python"))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let ended = |dir: &std::path::Path| -> std::collections::BTreeMap<(String, String), (String, u32)> {
+        outcomes(dir)
+            .into_iter()
+            .map(|o| ((o.config_id, o.task_id), (o.exit_reason.as_str().to_string(), o.rounds)))
+            .collect()
+    };
+    let outcomes_of_run = ended(&out);
+    let at = |config: &str, task: &str| outcomes_of_run[&(config.to_string(), task.to_string())].clone();
+    assert_eq!(at("p9-r1-nostall-e0", "t1"), ("budget".into(), 2), "stops before the refused revision");
+    assert_eq!(at("p9-r3-nostall-e0", "t1"), ("writer_error".into(), 2), "stops where the writer refused");
+    assert_eq!(at("p9-r3-nostall-e0", "t0"), ("budget".into(), 4));
+    assert_eq!(manifest(&out)["loops_with_writer_errors"], 1);
+    // The summaries count the exit under its config alone.
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let header: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|c| *c == "exit_writer_error").expect("summary.csv has exit_writer_error");
+    let counts: std::collections::BTreeMap<String, String> = summary
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            (cells[0].to_string(), cells[column].to_string())
+        })
+        .collect();
+    assert_eq!(counts["p9-r1-nostall-e0"], "0");
+    assert_eq!(counts["p9-r3-nostall-e0"], "1");
+    assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("writer error"));
+
+    let replayed = dir.path().join("replayed");
+    let replay =
+        critbench(&["replay", out.to_str().unwrap(), "--max-revisions", "1,2,3", "--out", replayed.to_str().unwrap()]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let replayed = ended(&replayed);
+    for config in ["p9-r1-nostall-e0", "p9-r3-nostall-e0"] {
+        for task in ["t0", "t1", "t2"] {
+            let key = (config.to_string(), task.to_string());
+            assert_eq!(replayed[&key], outcomes_of_run[&key], "{config} {task}");
+        }
+    }
+    // A cap of 2 would ask for round 2's draft: it stops where the writer refused too.
+    assert_eq!(replayed[&("p9-r2-nostall-e0".to_string(), "t1".to_string())], ("writer_error".into(), 2));
+    assert_eq!(replayed[&("p9-r2-nostall-e0".to_string(), "t0".to_string())], ("budget".into(), 3));
+}
