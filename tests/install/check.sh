@@ -61,8 +61,8 @@ python3 -m venv "$work/pip"
 "$work/pip/bin/pip" install --quiet --disable-pip-version-check "${pip_settings[@]}" "$repo"
 check "pip install ." "$work/pip/bin/critbench"
 
-# The module beside the binary: a critic written with it runs in a run `critbench.run` starts, and
-# `open_run` hands the tables to pandas and polars (installed for this check only).
+# The module beside the binary: a critic and a writer written with it run in a run `critbench.run`
+# starts, and `open_run` hands the tables to pandas and polars (installed for this check only).
 "$work/pip/bin/pip" install --quiet --disable-pip-version-check pandas polars pyarrow
 module=$(mktemp -d "$work/module.XXXX")
 cat >"$module/critic.py" <<'PY'
@@ -75,9 +75,24 @@ def critique(task, draft, round):
 if __name__ == "__main__":
     critbench.serve_critic(critique, name="length")
 PY
+cat >"$module/writer.py" <<'PY'
+import critbench
+
+def generate(task, seed, model):
+    return "A first answer to " + task["prompt"]
+
+def revise(task, draft, critique, seed, model):
+    # The critique is None when the arm keeps it from the reviser.
+    if critique is None:
+        return draft + " Said again, at more length."
+    return draft + " " + " ".join("More: " + issue + "." for issue in critique["issues"]) * 3
+
+if __name__ == "__main__":
+    critbench.serve_writer(generate, revise, name="words")
+PY
 printf '{"id": "t%d", "prompt": "Explain topic %d."}\n' 1 1 2 2 3 3 >"$module/tasks.jsonl"
-printf 'name = "module"\ndataset = "tasks.jsonl"\n[[critics]]\nname = "length"\ncommand = ["%s", "critic.py"]\n' \
-    "$work/pip/bin/python" >"$module/experiment.toml"
+printf 'name = "module"\ndataset = "tasks.jsonl"\nbackend = "command"\n[writer]\ncommand = ["%s", "writer.py"]\n[[critics]]\nname = "length"\ncommand = ["%s", "critic.py"]\n' \
+    "$work/pip/bin/python" "$work/pip/bin/python" >"$module/experiment.toml"
 (
     cd "$module"
     export HOME="$work/home"
@@ -91,6 +106,7 @@ run = critbench.run("experiment.toml", out="run")
 frame, table = run.outcomes.to_pandas(), polars.from_arrow(run.trajectories)
 assert len(frame) == run.manifest["loops"] == 9, len(frame)
 assert table.height == run.manifest["critiques"] and table["critic_error"].null_count() == table.height
+assert run.manifest["writers"][0]["name"] == "words" and run.manifest["failed_loop_count"] == 0, run.manifest
 PY
 )
 echo "install check: the critbench module: passed"
