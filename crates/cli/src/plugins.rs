@@ -55,8 +55,9 @@ fn dirs(search: &SearchPath) -> String {
 }
 
 /// A request any built-in critic can answer: a short paper that cites known evidence, with a
-/// scripted critique attached.
-const SAMPLE_REQUEST: &str = r#"{"request_version":1,"round":0,"draft":"{\"answer\": \"Retrieval-augmented generation grounds answers in retrieved documents.\", \"evidence_ids\": [\"d1\"]}","task":{"id":"sample","prompt":"What does retrieval-augmented generation do?","kind":"rag","evidence":{"d1":"Retrieval-augmented generation grounds answers in retrieved documents."},"critiques":[{"score":7,"issues":["sample issue"]}]}}"#;
+/// scripted critique attached, and the hidden truth a held-out evaluator's request about a
+/// simulated draft carries (for `sim-truth`; docs/PROTOCOL.md).
+const SAMPLE_REQUEST: &str = r#"{"request_version":1,"round":0,"truth":{"defects":[]},"draft":"{\"answer\": \"Retrieval-augmented generation grounds answers in retrieved documents.\", \"evidence_ids\": [\"d1\"]}","task":{"id":"sample","prompt":"What does retrieval-augmented generation do?","kind":"rag","evidence":{"d1":"Retrieval-augmented generation grounds answers in retrieved documents."},"critiques":[{"score":7,"issues":["sample issue"]}]}}"#;
 
 pub fn check(args: PluginCheckArgs) -> Result<(), Failure> {
     let search = SearchPath::default_for_current_exe(&args.plugin_dirs);

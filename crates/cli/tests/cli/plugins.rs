@@ -6,7 +6,9 @@ use crate::common::*;
 
 #[test]
 fn plugins_check_prints_name_version_and_range_for_each_built_in() {
-    for (name, range) in [("rubric", "0–10"), ("evidence", "0–10"), ("scripted", "0–10"), ("faulty", "0–10")] {
+    for (name, range) in
+        [("rubric", "0–10"), ("evidence", "0–10"), ("scripted", "0–10"), ("faulty", "0–10"), ("sim-truth", "0–10")]
+    {
         let printed = ok(critbench(&["plugins", "check", name]));
         assert!(printed.contains(&format!("name:        {name}\n")), "{printed}");
         assert!(printed.contains("version:     1.0.0\n"), "{printed}");
