@@ -59,7 +59,12 @@ TARGETS = [
     # Writer programs.
     ("writer_pipelined_vs_scripted",
      "a trivial Python writer program in the pipelined form vs the scripted backend in process, {writer_tasks:,} tasks,"
-     " `--jobs 1` (critiques/s)", "% of scripted", ">=", 33.3),
+     " `--jobs 1` (critiques/s; the better `in_flight` of {writer_in_flight})", "% of scripted", ">=", 33.3),
+    # The metered endpoint.
+    ("metered_fraction_of_ideal",
+     "writer programs through the metered endpoint, {metered_in_flight:,} in flight at {metered_latency_ms} ms:"
+     " steady requests/s vs ideal", "% of ideal", ">=", 85),
+    ("metered_rss_mb", "the metered endpoint, {metered_in_flight:,} in flight: peak RSS of critbench", "MB", "<", 300),
     # The concurrency sweep.
     ("sweep_1024_fraction_of_ideal",
      "model server, 1,024 in flight at {sweep_latency_ms} ms: steady requests/s vs ideal", "% of ideal", ">=", 90),
@@ -126,6 +131,9 @@ def timed(command, label, env=None):
         # Every core of the machine, busy with anything (this process included), during the run.
         "machine_busy_pct": busy,
         "threads": threads.by_stage(cpu_s),
+        # Sampled from /proc/PID/status (VmHWM); peak_rss_mb (GNU time) is the larger of critbench's
+        # own and that of the children it waited for.
+        "process_peak_rss_mb": threads.peaks(),
         "wall_s": wall,
         "user_s": float(user),
         "sys_s": float(system),
@@ -141,6 +149,8 @@ THREAD_SAMPLE_S = 0.05
 
 # A thread's stage, by the name critbench gives it (the kernel keeps 15 bytes of it); the main
 # thread is the sink (rows to Parquet) and, after the loops, the summaries and reports.
+# The stage of the timed critbench's child processes (critics, writers).
+CHILDREN = "child processes (critics, writers)"
 STAGES = [("critbench-sourc", "dataset reader"), ("critbench-loops", "loop workers"),
           ("critbench-http", "model client (tokio)"), ("critbench-criti", "critic pipes"),
           ("critbench-rescore", "rescore")]
@@ -155,6 +165,7 @@ class ThreadClock:
     def __init__(self, root):
         self.root = root
         self.seen = {}  # (pid, tid) -> (process name, thread name, cpu s, is the tree's critbench)
+        self.hwm = {}  # pid -> (is the tree's critbench, process name, peak RSS MB so far: VmHWM)
         self.ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
     def descendants(self):
@@ -180,6 +191,7 @@ class ThreadClock:
                 tids = os.listdir(f"/proc/{pid}/task")
             except OSError:
                 continue
+            self.read_hwm(pid, pid == pids[0])
             for tid in tids:
                 try:
                     with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as handle:
@@ -190,6 +202,24 @@ class ThreadClock:
                 fields = stat[stat.rindex(")") + 2:].split()
                 cpu = (int(fields[11]) + int(fields[12])) / self.ticks
                 self.seen[(pid, int(tid))] = (pid == pids[0], name, cpu, int(tid) == pid)
+
+    def read_hwm(self, pid, is_critbench):
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+                status = handle.read()
+        except OSError:
+            return
+        name = re.search(r"^Name:\s*(.*)$", status, re.M)
+        peak = re.search(r"^VmHWM:\s*(\d+) kB", status, re.M)
+        if peak:
+            self.hwm[pid] = (is_critbench, name.group(1) if name else "?", int(peak.group(1)) / 1024)
+
+    def peaks(self):
+        """The peak RSS (MB) of the timed critbench and of its child processes (the largest), as
+        last read while they ran: a peak reached in a process's last THREAD_SAMPLE_S is missed."""
+        critbench = max((mb for own, _, mb in self.hwm.values() if own), default=None)
+        children = max((mb for own, _, mb in self.hwm.values() if not own), default=None)
+        return {"critbench": critbench, "children": children}
 
     def by_stage(self, total_cpu_s):
         """CPU s per stage of the timed critbench (its main thread gets what the others did not),
@@ -209,7 +239,7 @@ class ThreadClock:
             stages[stage] = stages.get(stage, 0.0) + cpu
         stages["main thread (sink, summaries)"] = max(total_cpu_s - children - sum(stages.values()), 0.0)
         if children:
-            stages["child processes (critics)"] = children
+            stages[CHILDREN] = children
         return stages
 
 
@@ -739,29 +769,51 @@ def bench_isolation(args, work, tasks_file, results):
 
 
 def bench_writer(args, work, tasks_file, results):
-    """The same loops with the drafts from the scripted backend in process and from a trivial Python
-    writer program (scripts/bench/trivial_writer.py, the simple form: one request per pipe round
-    trip; its drafts differ, but the scripted critic answers each round from the task, so the loops
-    stop at the same rounds). The runs' outcomes must agree on every loop's rounds and verdict."""
+    """The same loops with the drafts from the scripted backend in process and from trivial Python
+    writer programs: scripts/bench/trivial_writer.py (the simple form: one request per pipe round
+    trip) and scripts/bench/pipelined_writer.py (the pipelined form, one process, at each
+    `in_flight` of --writer-in-flight; and once more with `--lazy`, which leaves the task unparsed).
+    Their drafts differ from the scripted backend's, but the scripted critic answers each round
+    from the task, so the loops stop at the same rounds. The runs alternate mode by mode, so that
+    the ratios compare runs of the same minutes; every run's outcomes must agree on every loop's
+    rounds and verdict."""
     experiment = os.path.join(EXPERIMENTS, "bench-distinct.toml")
     with open(experiment, encoding="utf-8") as handle:
         text = handle.read().replace("../datasets/", os.path.join(ROOT, "datasets") + "/")
-    writer = os.path.join(work, "writer.toml")
-    with open(writer, "w", encoding="utf-8") as handle:
-        command = json.dumps([sys.executable, os.path.join(HERE, "trivial_writer.py")])
-        handle.write(text.replace('backend = "scripted"', 'backend = "command"')
-                     + f"\n[writer]\ncommand = {command}\n")
+
+    def writer_experiment(name, script, extra=(), table=""):
+        path = os.path.join(work, f"{name}.toml")
+        command = json.dumps([sys.executable, os.path.join(HERE, script), *extra])
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text.replace('backend = "scripted"', 'backend = "command"')
+                         + f"\n[writer]\ncommand = {command}\n{table}")
+        return path
+
+    in_flights = [int(n) for n in str(args.writer_in_flight).split(",")]
     modes = [
-        ("scripted", "scripted backend, in process", experiment),
-        ("writer_simple", "a trivial Python writer program, the simple form (one request per round trip)", writer),
+        ("scripted", "scripted backend, in process", experiment, args.runs),
+        ("writer_simple", "a trivial Python writer program, the simple form (one request per round trip; one run)",
+         writer_experiment("writer-simple", "trivial_writer.py"), 1),
     ]
-    section = {"tasks": args.writer_tasks, "modes": {}}
+    for in_flight in in_flights:
+        modes.append((f"writer_pipelined_{in_flight}",
+                      f"a trivial Python writer program, the pipelined form, `in_flight = {in_flight}`, one process",
+                      writer_experiment(f"writer-pipelined-{in_flight}", "pipelined_writer.py",
+                                        table=f"in_flight = {in_flight}\nprocesses = 1\n"), args.runs))
+    modes.append(("writer_pipelined_lazy",
+                  f"the same, `--lazy` (the task left unparsed: not a writer's figure), `in_flight = {in_flights[0]}`",
+                  writer_experiment("writer-pipelined-lazy", "pipelined_writer.py", extra=["--lazy"],
+                                    table=f"in_flight = {in_flights[0]}\nprocesses = 1\n"), args.runs))
+    section = {"tasks": args.writer_tasks, "in_flight": in_flights, "modes": {}}
+    runs = {key: [] for key, *_ in modes}
     reference = None
-    for key, label, exp in modes:
-        runs = []
-        for run in range(1, args.runs + 1):
+    for run in range(1, args.runs + 1):
+        for key, label, exp, count in modes:
+            if run > count:
+                continue
             out = fresh(work, f"writer-{key}-{run}")
-            runs.append(critbench_run(args, exp, tasks_file, out, f"{label} run {run}", jobs=1, limit=args.writer_tasks))
+            runs[key].append(critbench_run(args, exp, tasks_file, out, f"{label} run {run}", jobs=1,
+                                           limit=args.writer_tasks))
             outcomes = pq.read_table(os.path.join(out, "outcomes.parquet"))
             outcomes = outcomes.select(["task_id", "arm", "rounds", "exit_reason", "passed", "final_score"])
             if reference is None:
@@ -769,10 +821,121 @@ def bench_writer(args, work, tasks_file, results):
             elif not outcomes.equals(reference):
                 raise BenchError(f"{label} run {run}: the loops' rounds and verdicts differ from the scripted run's")
             shutil.rmtree(out)
-        section["modes"][key] = {"label": label, "loops": runs[0]["loops"], "critiques": runs[0]["critiques"],
-                                 **summarize(runs)}
-        progress(f"  {label}: {section['modes'][key]['median_rate']:,.0f} critiques/s whole process")
+            result = runs[key][-1]
+            progress(f"  run {run}: {label}: {result['rate']:,.0f} critiques/s, {result['wall_s']:.2f} s, CPU"
+                     f" {result['cpu_s']:.2f} s (children {result['threads'].get(CHILDREN, 0.0):.2f} s)")
+    for key, label, _, _ in modes:
+        section["modes"][key] = {"label": label, "loops": runs[key][0]["loops"], "critiques": runs[key][0]["critiques"],
+                                 **summarize(runs[key])}
+        progress(f"  {label}: {section['modes'][key]['median_rate']:,.0f} critiques/s whole process (median)")
+    pipelined = [f"writer_pipelined_{n}" for n in in_flights]
+    section["best_pipelined"] = max(pipelined, key=lambda key: section["modes"][key]["median_rate"])
     results["writer"] = section
+
+
+def process_cpu_s(pid):
+    """User + sys CPU seconds of process `pid` so far, from /proc; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_metered(args, work, tasks_file, results):
+    """Writer programs through the metered endpoint: experiments/bench-metered.toml, whose writer
+    (scripts/bench/metered_writer.py, the pipelined form) makes one chat call per request to the
+    run's metered endpoint, which forwards it through critbench's client to the bench server at
+    --metered-latency-ms; `[writer] in_flight` and `[openai] concurrency` both --metered-in-flight.
+    The run reads a file of exactly its tasks; the server's count, critbench's HTTP requests and the
+    endpoint's calls must agree, with nothing refused or failed."""
+    template = os.path.join(EXPERIMENTS, "bench-metered.toml")
+    with open(template, encoding="utf-8") as handle:
+        template_text = handle.read()
+    tasks = min(args.tasks, args.metered_tasks)
+    metered_file = os.path.join(work, f"metered-{tasks}.jsonl")
+    slice_file(tasks_file, metered_file, tasks)
+    in_flight = args.metered_in_flight
+    writer = json.dumps([sys.executable, os.path.join(HERE, "metered_writer.py"), "--connections", str(in_flight)])
+    rows = []
+    for run in range(1, args.metered_runs + 1):
+        server, address = start_bench_server(args, args.metered_latency_ms)
+        try:
+            server_cpu_before = process_cpu_s(server.pid)
+            text, urls = re.subn(r'(?m)^base_url = "[^"]*"', f'base_url = "http://{address}/v1"', template_text)
+            text, limits = re.subn(r"(?m)^concurrency = \d+", f"concurrency = {in_flight}", text)
+            text, flights = re.subn(r"(?m)^in_flight = \d+", f"in_flight = {in_flight}", text)
+            text, commands = re.subn(r"(?m)^command = \[.*\]$", lambda _: f"command = {writer}", text)
+            text = text.replace("../datasets/", os.path.join(ROOT, "datasets") + "/")
+            if (urls, limits, flights, commands) != (1, 1, 1, 1):
+                raise BenchError(f"{template}: expected one `base_url = ...`, `concurrency = ...`, `in_flight = ...`"
+                                 " and `command = [...]` line")
+            experiment = os.path.join(work, "bench-metered.toml")
+            with open(experiment, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            out = fresh(work, f"metered-{run}")
+            result = critbench_run(args, experiment, metered_file, out, f"metered run {run}", extra=["--no-cache"])
+            with urllib.request.urlopen(f"http://{address}/stats", timeout=10) as answer:
+                stats = json.load(answer)
+            server_cpu_after = process_cpu_s(server.pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        with open(os.path.join(out, "manifest.json"), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        shutil.rmtree(out)
+        openai = manifest.get("openai") or {}
+        metered = openai.get("metered") or {}
+        http = HTTP_LINE.search(result["stdout"])
+        client_requests = int(http.group(1)) if http else None
+        trouble = [f"{key} {metered.get(key)}" for key in ("refused_keys", "refused_requests", "failed", "late")
+                   if metered.get(key)]
+        if manifest.get("failed_loop_count"):
+            trouble.append(f"{manifest['failed_loop_count']} failed loops ({manifest['failed_loops'][:1]})")
+        if not (metered.get("calls") == client_requests == stats["requests"]) or trouble:
+            raise BenchError(f"metered run {run}: the endpoint answered {metered.get('calls')} calls, critbench sent"
+                             f" {client_requests} HTTP requests, the server answered {stats['requests']}"
+                             + (f"; {', '.join(trouble)}" if trouble else ""))
+        ideal = in_flight / (args.metered_latency_ms / 1e3)
+        peaks = result.get("process_peak_rss_mb") or {}
+        writer_rss = peaks.get("children")
+        # GNU time's peak is the larger of critbench's and its writer's: it is critbench's own
+        # unless the writer's (sampled) peak reaches it; the sampled one otherwise.
+        critbench_rss = result["peak_rss_mb"]
+        if writer_rss is not None and writer_rss >= critbench_rss - 1:
+            critbench_rss = peaks.get("critbench") or critbench_rss
+        threads = result.get("threads", {})
+        result.pop("stdout", None)
+        result.update(
+            in_flight=in_flight, tasks=tasks, ideal_rate=ideal, requests=stats["requests"],
+            max_in_flight=stats["max_in_flight"], mean_in_flight=stats["mean_in_flight"],
+            connections=stats["connections"], window_s=stats["window_s"], steady_rate=stats["steady_rate"],
+            server_rate=stats["requests"] / stats["window_s"],
+            fraction_of_ideal=100 * stats["steady_rate"] / ideal, metered=metered,
+            critbench_peak_rss_mb=critbench_rss, writer_peak_rss_mb=writer_rss,
+            writer_cpu_s=threads.get(CHILDREN, 0.0),
+            critbench_cpu_s=result["cpu_s"] - threads.get(CHILDREN, 0.0),
+            server_cpu_s=(server_cpu_after - server_cpu_before
+                          if server_cpu_before is not None and server_cpu_after is not None else None),
+            client_latency_ms={role: {k: v for k, v in figures.items() if k != "requests"}
+                               for role, figures in (openai.get("latency") or {}).items()},
+            concurrency_lowest=(openai.get("concurrency") or {}).get("lowest"),
+            jobs=manifest.get("jobs"), load_average_after=os.getloadavg()[0],
+        )
+        rows.append(result)
+        per = 1e6 / max(result["requests"], 1)
+        progress(f"  run {run}: {result['requests']:,} requests, {result['max_in_flight']:,} in flight at most,"
+                 f" {result['mean_in_flight']:.0f} on average: {result['steady_rate']:,.0f}/s steady"
+                 f" ({result['fraction_of_ideal']:.0f}% of {ideal:,.0f}); CPU per request: critbench"
+                 f" {result['critbench_cpu_s'] * per:.0f} µs, writer {result['writer_cpu_s'] * per:.0f} µs, server"
+                 f" {(result['server_cpu_s'] or 0) * per:.0f} µs; peak RSS critbench {critbench_rss:,.0f} MB, writer"
+                 f" {writer_rss or 0:,.0f} MB; machine {result['machine_busy_pct'] or 0:.0f}% busy")
+    os.unlink(metered_file)
+    rows.sort(key=lambda row: row["steady_rate"])
+    results["metered"] = {"latency_ms": args.metered_latency_ms, "in_flight": in_flight, "tasks": tasks,
+                          "ideal_rate": in_flight / (args.metered_latency_ms / 1e3),
+                          "median_run": len(rows) // 2, "runs": rows}
 
 
 def bench_repeated(args, work, results):
@@ -820,9 +983,14 @@ def measured_targets(results, args):
         if command:
             values["command_critiques_per_s"] = command["median_rate"]
     w = results.get("writer")
-    if w and "writer_pipelined" in w["modes"]:
-        values["writer_pipelined_vs_scripted"] = (100 * w["modes"]["writer_pipelined"]["median_rate"]
+    if w and w.get("best_pipelined"):
+        values["writer_pipelined_vs_scripted"] = (100 * w["modes"][w["best_pipelined"]]["median_rate"]
                                                   / w["modes"]["scripted"]["median_rate"])
+    metered = results.get("metered")
+    if metered and metered.get("runs"):
+        row = metered["runs"][metered["median_run"]]
+        values["metered_fraction_of_ideal"] = row["fraction_of_ideal"]
+        values["metered_rss_mb"] = row["critbench_peak_rss_mb"]
     s = results.get("server")
     if s:
         values["server_fraction_of_ideal"] = 100 * s["median_steady_rate"] / s["ideal_rate"]
@@ -868,8 +1036,15 @@ def cpu_by_stage(results):
                  for jobs in (1, 2)]
     for mode in results.get("isolation", {}).get("modes", {}).values():
         rows.append((f"section 6, {mode['label']}", mode["runs"], mode["critiques"], "critique"))
+    for mode in results.get("writer", {}).get("modes", {}).values():
+        rows.append((f"section 6b, {mode['label']}", mode["runs"], mode["critiques"], "critique"))
     for run in results.get("sweep", {}).get("runs", []):
         rows.append((f"section 5b, {run['concurrency']:,} in flight", [run], run["requests"], "request"))
+    metered = results.get("metered")
+    if metered and metered.get("runs"):
+        run = metered["runs"][metered["median_run"]]
+        rows.append((f"section 6c, the metered endpoint, {run['in_flight']:,} in flight", [run], run["requests"],
+                     "request"))
     rows = [row for row in rows if any(run.get("threads") for run in row[1])]
     if not rows:
         return []
@@ -886,7 +1061,7 @@ def cpu_by_stage(results):
         " loops, critiques and policy), the model client's tokio threads, the critic pipes (their readers, and the"
         " loop workers' batch threads, which write a batch of requests to a critic's process and read its"
         " answers); the main thread is the sink (rows into Parquet columns, encoding, writing) and, after the loops, the summaries"
-        " and reports; child processes are the critics run apart. Only the loop workers' share is split by"
+        " and reports; child processes are the critics and writers run apart. Only the loop workers' share is split by"
         " `--jobs`: the rest bounds what a second core can gain.",
         "",
         "| run | " + " | ".join(stages) + " | µs per unit |",
@@ -965,6 +1140,46 @@ def unmet_bounds(results):
                      f" ({base['median_sys_s'] * 1e6 / base['critiques']:.1f} µs in the kernel).")
         lines += ["", text]
         explained.add(key)
+    writer = results.get("writer", {})
+    if "writer_pipelined_vs_scripted" in unmet and writer.get("best_pipelined"):
+        row = unmet["writer_pipelined_vs_scripted"]
+        best, base = writer["modes"][writer["best_pipelined"]], writer["modes"]["scripted"]
+        threads = median_stages(best["runs"])
+        child = threads.get(CHILDREN, 0.0)
+        split = ", ".join(f"{stage} {cpu * 1e6 / best['critiques']:.1f} µs" for stage, cpu in threads.items())
+        need = base["median_wall_s"] * 100 / row["target"]
+        own = best["median_cpu_s"] - child
+        text = (f"**{row['what']}.** {best['label']}: {best['median_wall_s']:.2f} s against the scripted backend's"
+                f" {base['median_wall_s']:.2f} s, so the target needs {need:.2f} s. It spent {best['median_cpu_s']:.2f}"
+                f" CPU s ({best['median_cpu_s'] * 1e6 / best['critiques']:.1f} µs a request: {split}), which {cores}"
+                f" cores cannot run in less than {best['median_cpu_s'] / cores:.2f} s; the writer alone spent"
+                f" {child:.2f} s on its one core ({child * 1e6 / best['critiques']:.1f} µs a request), and critbench"
+                f" {own * 1e6 / best['critiques']:.1f} µs a request against the scripted run's"
+                f" {base['median_cpu_s'] * 1e6 / base['critiques']:.1f} µs.")
+        lazy = writer["modes"].get("writer_pipelined_lazy")
+        if lazy:
+            lazy_child = median_stages(lazy["runs"]).get(CHILDREN, 0.0)
+            text += (f" Leaving the task unparsed (`--lazy`) takes the writer to {lazy_child:.2f} s and the run to"
+                     f" {lazy['median_wall_s']:.2f} s ({100 * lazy['median_rate'] / base['median_rate']:.0f}% of"
+                     " scripted).")
+        lines += ["", text]
+        explained.add("writer_pipelined_vs_scripted")
+    metered = results.get("metered")
+    keys = [key for key in ("metered_fraction_of_ideal", "metered_rss_mb") if key in unmet]
+    if keys and metered and metered.get("runs"):
+        run = metered["runs"][metered["median_run"]]
+        per = 1e6 / max(run["requests"], 1)
+        threads = run.get("threads", {})
+        split = ", ".join(f"{stage} {cpu * per:.0f} µs" for stage, cpu in threads.items())
+        server = run.get("server_cpu_s") or 0.0
+        total = run["cpu_s"] + server
+        need = total * run["ideal_rate"] * 0.85 / max(run["requests"], 1)
+        lines += ["", f"**{'; '.join(unmet[key]['what'] for key in keys)}.** {run['steady_rate']:,.0f} requests/s"
+                      f" steady, {run['mean_in_flight']:,.0f} in flight on average of {run['max_in_flight']:,} at most;"
+                      f" per request, by thread: {split}; the bench server {server * per:.0f} µs. At"
+                      f" {0.85 * run['ideal_rate']:,.0f} requests/s those {total * per:.0f} µs are {need:.2f} cores"
+                      f" of {cores}; the machine was {run['machine_busy_pct'] or 0:.0f}% busy over the run."]
+        explained.update(keys)
     for key, row in unmet.items():
         if key not in explained:
             lines += ["", f"**{row['what']}.** This bench measures no bound for it beyond the figures of its section."]
@@ -1216,27 +1431,99 @@ def markdown(results, args):
 
     wr = results.get("writer")
     if wr:
+        pipelined = wr.get("best_pipelined")
         lines += [
             "",
             "## 6b. Writer programs",
             "",
             f"The first {wr['tasks']:,} tasks of section 1's file, `experiments/bench-distinct.toml`, `--jobs 1`, the"
-            " scripted critic in process; the drafts from the scripted backend in process, then from a trivial Python"
-            " writer program (`scripts/bench/trivial_writer.py`: `json.loads` of every request, `json.dumps` of every"
-            " answer) in the simple form, one process, one request per pipe round trip. The scripted critic answers"
-            " each round from the task, so both runs' loops stop at the same rounds (checked). The pipelined form is"
-            " not built for writers yet: its target row above says not measured.",
+            " scripted critic in process; the drafts from the scripted backend in process, then from trivial Python"
+            " writer programs: `scripts/bench/trivial_writer.py` in the simple form (`json.loads` of every request,"
+            " `json.dumps` of every answer; one process, one request per pipe round trip), and"
+            " `scripts/bench/pipelined_writer.py` in the pipelined form (the same drafts; it reads whatever input is"
+            " waiting, parses each request with `json.loads`, and writes the answers to it in one write), one process"
+            " (`processes = 1`) at each `in_flight`. The `--lazy` row is the same program reading only the id, the"
+            " draft and the task's id of each line: a real writer reads the task's prompt, so it is not a writer's"
+            " figure, it shows what parsing the task (sent whole in every request) costs. The scripted critic answers"
+            " each round from the task, so every run's loops stop at the same rounds (checked). The runs alternate"
+            " mode by mode. CPU counts critbench and its writer; the writer's own CPU (from /proc, per request"
+            " written) is its column.",
             "",
-            "| | wall s | CPU s (user + sys) | peak RSS MB | critiques/s | % of scripted | critiques per CPU s |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| | wall s | CPU s (user + sys) | of it the writer's | peak RSS MB | critiques/s | % of scripted |"
+            " critiques per CPU s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         base = wr["modes"]["scripted"]["median_rate"]
-        for mode in wr["modes"].values():
+        for key, mode in wr["modes"].items():
+            writer = median_stages(mode["runs"]).get(CHILDREN) or median_stages(mode["runs"]).get(
+                "child processes (critics)")
+            writer = (f"{writer:.2f} s ({writer * 1e6 / mode['critiques']:.1f} µs a request)" if writer else "—")
+            best = " (the target's row)" if key == pipelined else ""
             lines.append(
-                f"| {mode['label']} | {mode['median_wall_s']:.2f} | {mode['median_cpu_s']:.2f}"
-                f" ({mode['median_user_s']:.2f} + {mode['median_sys_s']:.2f}) | {mode['median_peak_rss_mb']:,.0f} |"
-                f" {mode['median_rate']:,.0f} | {100 * mode['median_rate'] / base:.0f}% | {mode['median_cpu_rate']:,.0f} |"
+                f"| {mode['label']}{best} | {mode['median_wall_s']:.2f} | {mode['median_cpu_s']:.2f}"
+                f" ({mode['median_user_s']:.2f} + {mode['median_sys_s']:.2f}) | {writer} |"
+                f" {mode['median_peak_rss_mb']:,.0f} | {mode['median_rate']:,.0f} | {100 * mode['median_rate'] / base:.0f}% |"
+                f" {mode['median_cpu_rate']:,.0f} |"
             )
+        if not pipelined:
+            lines += ["", "The pipelined form was not measured in this run: its target row above says not measured."]
+
+    met = results.get("metered")
+    if met and met.get("runs"):
+        row = met["runs"][met["median_run"]]
+        per = 1e6 / max(row["requests"], 1)
+        latency = row.get("client_latency_ms") or {}
+        waits = "; ".join(f"{role} p50 {figures.get('p50_ms', 0):,.0f} ms, p95 {figures.get('p95_ms', 0):,.0f} ms"
+                          for role, figures in sorted(latency.items()))
+        runs_note = ("one run" if len(met["runs"]) == 1 else
+                     f"{len(met['runs'])} runs, the median by steady rate shown")
+        m_ = row.get("metered") or {}
+        lines += [
+            "",
+            "## 6c. The metered endpoint",
+            "",
+            f"`experiments/bench-metered.toml` on the first {row['tasks']:,} tasks of section 1's file (a file of"
+            " exactly those), one arm (feedback), the scripted critic in process, `--no-cache`, `--jobs` every core:"
+            " the drafts come from a writer program of the pipelined form (`scripts/bench/metered_writer.py`: one"
+            " asyncio event loop, standard library only, HTTP/1.1 keep-alive written and parsed by hand, one"
+            " connection per call in flight) that makes one chat call per request to the request's"
+            " `model.base_url` with its `model.api_key`; critbench's metered endpoint forwards each call through the"
+            f" run's client to `crates/bench-server`, which answers after {met['latency_ms']} ms."
+            f" `[writer] in_flight` and `[openai] concurrency` are both {met['in_flight']:,} (the client's AIMD"
+            " limit starts at `concurrency` and only falls on 429/503)."
+            f" {runs_note[0].upper() + runs_note[1:]}. The server's count, critbench's HTTP requests and the endpoint's calls agree, with"
+            " nothing refused, failed or late (checked). Steady state: the middle 80% of the answers.",
+            "",
+            "| | |",
+            "|---|---:|",
+            f"| requests (server = critbench's HTTP requests = `openai.metered.calls`) | {row['requests']:,} |",
+            f"| `openai.metered` | calls {m_.get('calls', 0):,}, refused_keys {m_.get('refused_keys', 0)},"
+            f" refused_requests {m_.get('refused_requests', 0)}, failed {m_.get('failed', 0)}, late {m_.get('late', 0)} |",
+            f"| in flight at once (server): most, time-weighted mean | {row['max_in_flight']:,},"
+            f" {row['mean_in_flight']:,.1f} |",
+            f"| requests/s, steady state | **{row['steady_rate']:,.0f}** of {row['ideal_rate']:,.0f} ideal"
+            f" ({row['fraction_of_ideal']:.0f}%) |",
+            f"| requests/s, first request to last answer | {row['server_rate']:,.0f} |",
+            f"| latency as critbench's client saw it (slot wait + server) | {waits or '—'} |",
+            f"| CPU per request: critbench (user + sys) | {row['critbench_cpu_s'] * per:,.0f} µs |",
+            "| of it, by thread | " + ", ".join(f"{stage} {cpu * per:,.0f} µs" for stage, cpu in
+                                             (row.get("threads") or {}).items() if stage != CHILDREN) + " |",
+            f"| CPU per request: the writer (Python) | {row['writer_cpu_s'] * per:,.0f} µs |",
+            f"| CPU per request: the bench server | "
+            + (f"{row['server_cpu_s'] * per:,.0f} µs |" if row.get("server_cpu_s") is not None else "— |"),
+            f"| peak RSS: critbench, the writer | **{row['critbench_peak_rss_mb']:,.0f} MB**,"
+            f" {row['writer_peak_rss_mb'] or 0:,.0f} MB |",
+            f"| wall s (whole process), machine busy, load before → after | {row['wall_s']:.2f} s,"
+            f" {row['machine_busy_pct'] or 0:.0f}%, {row['load_average_before']:.1f} → {row['load_average_after']:.1f} |",
+            "",
+            "critbench's peak RSS is its own: GNU time's figure is the larger of critbench's and its writer's, so"
+            " it is taken from `/proc/PID/status` (VmHWM, read every"
+            f" {THREAD_SAMPLE_S * 1000:.0f} ms) when the writer's is as large. The model client's tokio threads"
+            " serve the metered endpoint too (each call's HTTP from the writer, its key looked up, its body parsed"
+            " and the completion written back) besides the client's own request to the server; \"other threads\" are"
+            " the writer's driver thread (requests written to the pipe, answers read). The machine busy figure is"
+            " every core over the run, the bench server's and the writer's work included.",
+        ]
 
     lines += cpu_by_stage(results)
     lines += unmet_bounds(results)
@@ -1292,7 +1579,15 @@ def main():
     parser.add_argument("--concurrency", type=int, default=64,
                         help="must match `concurrency` in experiments/bench-server.toml")
     parser.add_argument("--isolation-tasks", type=int, default=50_000)
-    parser.add_argument("--writer-tasks", type=int, default=20_000)
+    parser.add_argument("--writer-tasks", type=int, default=50_000)
+    parser.add_argument("--writer-in-flight", default="256,1024",
+                        help="`[writer] in_flight` of the pipelined writer's rows, comma-separated")
+    parser.add_argument("--metered-tasks", type=int, default=40_000,
+                        help="tasks of the metered endpoint's run (one arm: about 3 requests a task)")
+    parser.add_argument("--metered-in-flight", type=int, default=1024,
+                        help="`[writer] in_flight` and `[openai] concurrency` of the metered endpoint's run")
+    parser.add_argument("--metered-latency-ms", type=int, default=200)
+    parser.add_argument("--metered-runs", type=int, default=1)
     parser.add_argument("--sweep", default="64,256,1024,4096", help="concurrencies of the sweep, comma-separated")
     parser.add_argument("--sweep-latency-ms", type=int, default=200)
     parser.add_argument("--sweep-tasks-per-slot", type=int, default=6)
@@ -1301,9 +1596,9 @@ def main():
     parser.add_argument("--baseline-critbench", default=None,
                         help="another critbench binary (e.g. a build of main) timed isolated beside this one")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--only", default="distinct,sim,server,sweep,isolation,writer,repeated,memory",
+    parser.add_argument("--only", default="distinct,sim,server,sweep,isolation,writer,metered,repeated,memory",
                         help="comma-separated sections to run (default: all): distinct, sim, server, sweep, isolation,"
-                             " repeated, memory")
+                             " writer, metered, repeated, memory")
     parser.add_argument("--render", default=None, metavar="JSON",
                         help="write --md again from the results of an earlier run (its --json), measuring nothing")
     parser.add_argument("--work", default=None, help="directory for the generated files (default: a new temporary one)")
@@ -1328,11 +1623,12 @@ def main():
     progress(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; work dir {work}")
     try:
         sections = set(args.only.split(","))
-        unknown = sections - {"distinct", "sim", "server", "sweep", "isolation", "writer", "repeated", "memory"}
+        unknown = sections - {"distinct", "sim", "server", "sweep", "isolation", "writer", "metered", "repeated",
+                              "memory"}
         if unknown:
             raise BenchError(f"--only: unknown section(s) {', '.join(sorted(unknown))}")
         tasks_file = os.path.join(work, f"scripted-{args.tasks}.jsonl")
-        if sections & {"distinct", "server", "sweep", "isolation", "writer", "memory"}:
+        if sections & {"distinct", "server", "sweep", "isolation", "writer", "metered", "memory"}:
             make_tasks("scripted", args.tasks, tasks_file, args.seed)
         if "distinct" in sections:
             # A disagreement between the three loops ends the bench: nothing after it would mean much.
@@ -1344,7 +1640,8 @@ def main():
             ("server", "5. model-server mode", lambda: bench_server(args, work, tasks_file, results)),
             ("sweep", "5b. concurrency sweep", lambda: bench_sweep(args, work, tasks_file, results)),
             ("isolation", "6. isolated and command critics", lambda: bench_isolation(args, work, tasks_file, results)),
-            ("writer", "7. writer programs", lambda: bench_writer(args, work, tasks_file, results)),
+            ("writer", "6b. writer programs", lambda: bench_writer(args, work, tasks_file, results)),
+            ("metered", "6c. the metered endpoint", lambda: bench_metered(args, work, tasks_file, results)),
             ("repeated", "the earlier benchmark (36 tasks × 1,000 epochs)", lambda: bench_repeated(args, work, results)),
             ("memory", "4. peak memory", lambda: bench_memory(args, work, tasks_file, results)),
         ]:
