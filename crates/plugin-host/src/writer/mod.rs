@@ -97,7 +97,13 @@ pub struct ProgramWriter {
     generator: Served,
     reviser: Option<Served>,
     model: Option<Arc<dyn ModelAccess>>,
+    /// Each task's JSON as a writer sees it, by task id, made once for the task's rounds and
+    /// arms (a task's every request carries it); cleared when it holds [`TASKS_KEPT`].
+    tasks: std::sync::Mutex<std::collections::HashMap<String, Arc<str>>>,
 }
+
+/// Tasks whose JSON a writer keeps at most: more than a run has loops in flight.
+const TASKS_KEPT: usize = 8192;
 
 impl ProgramWriter {
     /// Starts the first process of each program (its hello read, its config taken), so that a
@@ -111,7 +117,7 @@ impl ProgramWriter {
             Some(command) => Some(Served::open(command, "revise", spec, base_dir, processes)?),
             None => None,
         };
-        Ok(ProgramWriter { generator, reviser, model: None })
+        Ok(ProgramWriter { generator, reviser, model: None, tasks: Default::default() })
     }
 
     /// The same writer handing each request a key of `access` (its `model`), the calls made with
@@ -141,6 +147,20 @@ impl ProgramWriter {
 
     fn reviser(&self) -> &Served {
         self.reviser.as_ref().unwrap_or(&self.generator)
+    }
+
+    /// `task` as a writer sees it (a critic's view: no scripted drafts, samples or gold labels).
+    fn task_json(&self, task: &Task) -> Arc<str> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(json) = tasks.get(&task.id) {
+            return Arc::clone(json);
+        }
+        if tasks.len() >= TASKS_KEPT {
+            tasks.clear();
+        }
+        let json: Arc<str> = Arc::from(TaskJson::new(task).as_str());
+        tasks.insert(task.id.clone(), Arc::clone(&json));
+        json
     }
 }
 
@@ -275,7 +295,7 @@ fn seed_of(key: &DraftKey<'_>) -> u64 {
 
 /// The body of a `write` request: what the loop lets the writer see, and nothing of the arm.
 fn write_request(
-    task: &Task,
+    task_json: &str,
     draft: Option<&str>,
     critique: Option<&Critique>,
     hints: &[Hint],
@@ -296,7 +316,7 @@ fn write_request(
     // The task goes in as a critic sees it: no scripted drafts, samples or gold labels.
     json.pop();
     json.push_str(",\"task\":");
-    json.push_str(TaskJson::new(task).as_str());
+    json.push_str(task_json);
     json.push('}');
     json
 }
@@ -316,9 +336,10 @@ impl ProgramWriter {
         };
         let pass = self.pass(role, key);
         let model = pass.as_ref().map(|p| p.model());
+        let task_json = self.task_json(task);
         let request = match revised {
-            None => write_request(task, None, None, hints, key, model),
-            Some((draft, critique)) => write_request(task, Some(&draft.text), critique, &[], key, model),
+            None => write_request(&task_json, None, None, hints, key, model),
+            Some((draft, critique)) => write_request(&task_json, Some(&draft.text), critique, &[], key, model),
         };
         let text = program.write_async(request).await.map_err(|message| AuthorError::Writer {
             round: key.round,
@@ -487,7 +508,9 @@ mod tests {
         )
         .unwrap();
         let key = DraftKey { seed: 7, task_id: "t1", epoch: 0, round: 2 };
-        let request: Value = serde_json::from_str(&write_request(&task, Some("old"), None, &[], &key, None)).unwrap();
+        let request: Value =
+            serde_json::from_str(&write_request(TaskJson::new(&task).as_str(), Some("old"), None, &[], &key, None))
+                .unwrap();
         // Exactly these keys: nothing names the arm.
         let keys: std::collections::BTreeSet<&str> = request.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["critique", "draft", "hints", "model", "round", "seed", "task"].into());

@@ -214,21 +214,43 @@ fn drive(shared: &Shared, index: usize, mut child: Option<Child>) {
             child = Some(program);
         }
         let Some(program) = child.as_mut() else { continue };
-        let Some((&oldest, sent)) = waiting.first_key_value() else { continue };
+        let Some((_, sent)) = waiting.first_key_value() else { continue };
         let deadline = sent.at.max(answered_at) + timeout;
         let broken = match program.program.next_line_or_nudge(deadline, timeout) {
             Ok(None) => continue,
-            Ok(Some((line, arrived))) => match read_answer(&line, &waiting) {
-                Ok((id, result)) => {
-                    let sent = waiting.remove(&id).expect("the answer's id is waiting");
-                    sent.job.answer.give(result);
-                    if id == oldest {
-                        answered_at = arrived;
+            // Every answer that came in the same read, before the next requests are taken: they
+            // then go out together.
+            Ok(Some(first)) => {
+                let mut line = Some(first);
+                let mut broken = None;
+                while let Some((text, arrived)) = line.take() {
+                    match read_answer(&text, &waiting) {
+                        Ok((id, result)) => {
+                            let oldest = waiting.keys().next() == Some(&id);
+                            let sent = waiting.remove(&id).expect("the answer's id is waiting");
+                            sent.job.answer.give(result);
+                            if oldest {
+                                answered_at = arrived;
+                            }
+                        }
+                        Err(error) => {
+                            broken = Some(error);
+                            break;
+                        }
                     }
-                    continue;
+                    if !waiting.is_empty() && program.program.any_line_ready() {
+                        match program.program.next_line_or_nudge(deadline, timeout) {
+                            Ok(Some(next)) => line = Some(next),
+                            Ok(None) => {}
+                            Err(error) => broken = Some(error),
+                        }
+                    }
                 }
-                Err(broken) => broken,
-            },
+                match broken {
+                    None => continue,
+                    Some(broken) => broken,
+                }
+            }
             Err(broken) => broken,
         };
         let program = child.take().expect("a process answered");
@@ -281,8 +303,23 @@ fn break_down(shared: &Shared, index: usize, program: Child, broken: Broken, wai
     shared.work.notify_one();
 }
 
+/// The usual answer, read without building a JSON tree: an id and a draft, nothing else.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Drafted {
+    id: u64,
+    draft: String,
+}
+
 /// The request a line answers, among those `waiting`, and its draft or error.
 fn read_answer(line: &[u8], waiting: &BTreeMap<u64, Sent>) -> Result<(u64, Result<String, String>), Broken> {
+    if let Ok(Drafted { id, draft }) = serde_json::from_slice::<Drafted>(line)
+        && waiting.contains_key(&id)
+    {
+        return Ok((id, Ok(draft)));
+    }
+    // Anything else — an error answer, or what is wrong with the line — the way every program's
+    // message is read.
     let message: Value = parse_message(line)?;
     let id = message.get("id").and_then(Value::as_u64);
     match id {
