@@ -34,6 +34,9 @@ def serve(hello, configure, kind, answer, stdin=None, stdout=None, concurrency=1
         except Exception as error:
             send({"id": ident, "error": describe(error)})
 
+    # The pipelined form sends each task once per process, under a key its requests name.
+    tasks = {}
+
     send(hello)
     # What the functions print must not reach the protocol's stream.
     real_stdout, sys.stdout = sys.stdout, sys.stderr
@@ -42,7 +45,20 @@ def serve(hello, configure, kind, answer, stdin=None, stdout=None, concurrency=1
             if not line.strip():
                 continue
             message = json.loads(line)
+            if "close" in message:
+                for key in message["close"]:
+                    tasks.pop(key, None)
+                continue
             ident = message["id"]
+            if "open" in message:
+                tasks[message["open"]] = message["task"]
+                send({"id": ident, "ok": True})
+                continue
+            if "task_key" in message:
+                if message["task_key"] not in tasks:
+                    send({"id": ident, "error": "no task open as %s" % message["task_key"]})
+                    continue
+                message[kind]["task"] = tasks[message["task_key"]]
             if "config" in message:
                 try:
                     if configure is not None:

@@ -801,7 +801,7 @@ def bench_writer(args, work, tasks_file, results):
                       writer_experiment(f"writer-pipelined-{in_flight}", "pipelined_writer.py",
                                         table=f"in_flight = {in_flight}\nprocesses = 1\n"), args.runs))
     modes.append(("writer_pipelined_lazy",
-                  f"the same, `--lazy` (the task left unparsed: not a writer's figure), `in_flight = {in_flights[0]}`",
+                  f"the same, `--lazy` (each line read only in part: not a writer's figure), `in_flight = {in_flights[0]}`",
                   writer_experiment("writer-pipelined-lazy", "pipelined_writer.py", extra=["--lazy"],
                                     table=f"in_flight = {in_flights[0]}\nprocesses = 1\n"), args.runs))
     section = {"tasks": args.writer_tasks, "in_flight": in_flights, "modes": {}}
@@ -1444,7 +1444,7 @@ def markdown(results, args):
             " waiting, parses each request with `json.loads`, and writes the answers to it in one write), one process"
             " (`processes = 1`) at each `in_flight`. The `--lazy` row is the same program reading only the id, the"
             " draft and the task's id of each line: a real writer reads the task's prompt, so it is not a writer's"
-            " figure, it shows what parsing the task (sent whole in every request) costs. The scripted critic answers"
+            " figure, it shows what parsing the rest of each line costs (critbench sends each task once per process, opened under a key its requests name). The scripted critic answers"
             " each round from the task, so every run's loops stop at the same rounds (checked). The runs alternate"
             " mode by mode. CPU counts critbench and its writer; the writer's own CPU (from /proc, per request"
             " written) is its column.",

@@ -140,6 +140,8 @@ class Writer:
         self.answers = []
         self.flushing = False
         self.pending = b""
+        # The tasks open on this process, by key.
+        self.tasks = {}
         self.done = loop.create_future()
 
     def stdin_ready(self):
@@ -156,17 +158,24 @@ class Writer:
                 self.request(json.loads(line))
 
     def request(self, message):
+        if "close" in message:
+            for key in message["close"]:
+                self.tasks.pop(key, None)
+            return
         id_ = message["id"]
         write = message.get("write")
         if write is None:
-            # The config.
+            if "open" in message:
+                # critbench sends each task once per process, under a key its requests name.
+                self.tasks[message["open"]] = message["task"]
+            # An open, or the config.
             self.answer('{"id": %d, "ok": true}' % id_)
             return
         model = write.get("model")
         if not model:
             self.answer(json.dumps({"id": id_, "error": "no `model` in the request: run with an [openai] table"}))
             return
-        task = write["task"]
+        task = self.tasks[message["task_key"]]
         messages = [{"role": "user", "content": task["prompt"]}]
         if write["draft"] is not None:
             critique = write["critique"]

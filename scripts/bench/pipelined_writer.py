@@ -8,11 +8,14 @@ request in it and writes the answers in one go: with many requests in flight, a 
 system calls, not a few per request. Each request line is parsed with json.loads; the answers are
 formatted by hand (the draft through json.dumps, which escapes it).
 
-`--lazy` parses less: a request's line is a task of a kilobyte or more around a few small fields,
-and json.loads of it is most of what this program spends. It reads the id, the draft and (for a
-first draft) the task's id where critbench writes them, with json's raw_decode, and leaves the
-rest unread. The bench times both: a real writer reads the task's prompt, so the first is the
-figure of a writer program; the second says what the parse of the task costs.
+critbench sends each task once per process (`{"id", "open": K, "task": {...}}`, answered `ok`),
+and each request names it by key (`{"id", "task_key": K, "write": {...}}`); `{"close": [K, ...]}`
+forgets keys. This program keeps each open task's id, all a draft here needs of it.
+
+`--lazy` parses less: it reads only the id, the key and the draft of each request line, with
+json's raw_decode, and an open's id and key and the task's id, leaving the rest unread. The bench
+times both: a real writer reads the task's prompt, so the first is the figure of a writer
+program; the second says what parsing the rest costs.
 """
 
 import json
@@ -25,19 +28,27 @@ def write(data):
         data = data[os.write(1, data):]
 
 
-def lazy_answer(line, decode=json.JSONDecoder().raw_decode, dumps=json.dumps):
-    """The answer to one line, reading only what the draft needs. critbench writes a request as
-    {"id":N,"write":{"round":R,"draft":D,...,"task":{"id":"...",...}}} with no spaces, fields in
-    that order; within a JSON string every quote is escaped, so `,"task":{"id":` after the draft
-    can only be the task's own (a first draft's critique is null and its hints have no task)."""
+def lazy_answer(line, tasks, decode=json.JSONDecoder().raw_decode, dumps=json.dumps):
+    """The answer to one line, reading only what the draft needs, or None for a close. critbench
+    writes {"id":N,"open":K,"task":{"id":"...",...}}, {"id":N,"task_key":K,"write":{"round":R,
+    "draft":D,...}} and {"close":[...]} with no spaces, fields in that order."""
     text = line.decode()
+    if text.startswith('{"close":'):
+        for key in json.loads(text)["close"]:
+            tasks.pop(key, None)
+        return None
     comma = text.index(",")
     id_ = int(text[6:comma])
     if text.startswith('"config"', comma + 1):
         return '{"id": %d, "ok": true}' % id_
-    at = text.index('"draft":', comma) + 8
+    if text.startswith('"open":', comma + 1):
+        key_end = text.index(",", comma + 1)
+        tasks[int(text[comma + 8:key_end])] = decode(text, text.index('"id":', key_end) + 5)[0]
+        return '{"id": %d, "ok": true}' % id_
+    key_end = text.index(",", comma + 1)
+    at = text.index('"draft":', key_end) + 8
     if text.startswith("null", at):
-        draft = decode(text, text.index(',"task":{"id":', at) + 14)[0]
+        draft = tasks[int(text[comma + 12:key_end])]
     else:
         draft = decode(text, at)[0] + " +"
     return '{"id": %d, "draft": %s}' % (id_, dumps(draft))
@@ -50,6 +61,7 @@ def main():
     write(b'{"protocol": 2, "name": "pipelined-writer", "version": "1.0.0", "pipelined": true}\n')
     pending = b""
     read = os.read
+    tasks = {}
     while True:
         chunk = read(0, 1 << 20)
         if not chunk:
@@ -63,11 +75,17 @@ def main():
             message = loads(line)
             request = message.get("write")
             if request is None:
-                # The config.
+                if "close" in message:
+                    for key in message["close"]:
+                        tasks.pop(key, None)
+                    continue
+                if "open" in message:
+                    tasks[message["open"]] = message["task"]["id"]
+                # An open, or the config.
                 answers.append('{"id": %d, "ok": true}' % message["id"])
                 continue
             draft = request["draft"]
-            draft = request["task"]["id"] if draft is None else draft + " +"
+            draft = tasks[message["task_key"]] if draft is None else draft + " +"
             answers.append('{"id": %d, "draft": %s}' % (message["id"], dumps(draft)))
         if answers:
             answers.append("")
@@ -78,13 +96,14 @@ def serve_lazy():
     write(b'{"protocol": 2, "name": "pipelined-writer-lazy", "version": "1.0.0", "pipelined": true}\n')
     pending = b""
     read = os.read
+    tasks = {}
     while True:
         chunk = read(0, 1 << 20)
         if not chunk:
             return
         lines = (pending + chunk).split(b"\n")
         pending = lines.pop()
-        answers = [lazy_answer(line) for line in lines if line]
+        answers = [answer for answer in (lazy_answer(line, tasks) for line in lines if line) if answer is not None]
         if answers:
             answers.append("")
             write("\n".join(answers).encode())

@@ -479,8 +479,9 @@ fn a_pipelined_writer_answers_out_of_order_and_every_recorded_draft_is_the_one_i
     }
 }
 
-/// A pipelined writer by hand that reads every line waiting, answers in reverse order, and
-/// misbehaves on some tasks' first drafts: dies, hangs, writes garbage, answers an id never sent.
+/// A pipelined writer by hand that reads every line waiting (each task opened once under a key,
+/// closed when critbench says), answers in reverse order, and misbehaves on some tasks' first
+/// drafts: dies, hangs, writes garbage, answers an id never sent.
 /// Each misbehaviour happens once (a file marks it), so the requests in flight beside it, sent again
 /// to a fresh process, are answered.
 const BROKEN_PIPELINED_WRITER: &str = r#"
@@ -499,17 +500,24 @@ def once(what):
     return True
 
 write(json.dumps({"protocol": 2, "pipelined": True, "name": "broken-pipelined", "version": "1"}) + "\n")
-pending = b""
+pending, tasks = b"", {}
 while chunk := os.read(0, 1 << 20):
     *lines, pending = (pending + chunk).split(b"\n")
     answers = []
     for line in filter(bytes.strip, lines):
         message = json.loads(line)
-        if "config" in message:
+        if "close" in message:
+            for key in message["close"]:
+                tasks.pop(key)
+            continue
+        if "config" in message or "open" in message:
+            if "open" in message:
+                tasks[message["open"]] = message["task"]["id"]
             answers.append({"id": message["id"], "ok": True})
             continue
         w = message["write"]
-        task = w["task"]["id"]
+        assert "task" not in w, "a pipelined writer is sent each task once"
+        task = tasks[message["task_key"]]
         if w["draft"] is None and task in ("exits", "hangs", "garbage", "stray") and once(task):
             write("".join(json.dumps(a) + "\n" for a in answers))
             answers = []

@@ -215,10 +215,11 @@ impl Served {
     }
 
     /// One draft, awaited (a simple-form program's is written on this thread, which waits).
-    async fn write_async(&self, request: String) -> Result<String, String> {
+    /// `request` is the write request's JSON, with its task for the simple form; `task` the task's.
+    async fn write_async(&self, request: String, task: Arc<str>) -> Result<String, String> {
         match self {
             Served::Simple(processes) => processes.write(&request),
-            Served::Pipelined(lanes) => lanes.submit(request).await,
+            Served::Pipelined(lanes) => lanes.submit(request, task).await,
         }
     }
 }
@@ -293,9 +294,10 @@ fn seed_of(key: &DraftKey<'_>) -> u64 {
     }) >> 11
 }
 
-/// The body of a `write` request: what the loop lets the writer see, and nothing of the arm.
+/// The body of a `write` request: what the loop lets the writer see, and nothing of the arm; its
+/// `task` when given (a pipelined writer is sent each task once, by key).
 fn write_request(
-    task_json: &str,
+    task_json: Option<&str>,
     draft: Option<&str>,
     critique: Option<&Critique>,
     hints: &[Hint],
@@ -314,10 +316,12 @@ fn write_request(
     let body = Write { round: key.round, draft, critique, hints, seed: seed_of(key), model };
     let mut json = serde_json::to_string(&body).expect("a write request serializes");
     // The task goes in as a critic sees it: no scripted drafts, samples or gold labels.
-    json.pop();
-    json.push_str(",\"task\":");
-    json.push_str(task_json);
-    json.push('}');
+    if let Some(task_json) = task_json {
+        json.pop();
+        json.push_str(",\"task\":");
+        json.push_str(task_json);
+        json.push('}');
+    }
     json
 }
 
@@ -337,11 +341,13 @@ impl ProgramWriter {
         let pass = self.pass(role, key);
         let model = pass.as_ref().map(|p| p.model());
         let task_json = self.task_json(task);
+        // A pipelined writer is sent the task once, by key; a simple one in every request.
+        let whole = matches!(program, Served::Simple(_)).then_some(&*task_json);
         let request = match revised {
-            None => write_request(&task_json, None, None, hints, key, model),
-            Some((draft, critique)) => write_request(&task_json, Some(&draft.text), critique, &[], key, model),
+            None => write_request(whole, None, None, hints, key, model),
+            Some((draft, critique)) => write_request(whole, Some(&draft.text), critique, &[], key, model),
         };
-        let text = program.write_async(request).await.map_err(|message| AuthorError::Writer {
+        let text = program.write_async(request, task_json).await.map_err(|message| AuthorError::Writer {
             round: key.round,
             step,
             message,
@@ -508,9 +514,15 @@ mod tests {
         )
         .unwrap();
         let key = DraftKey { seed: 7, task_id: "t1", epoch: 0, round: 2 };
-        let request: Value =
-            serde_json::from_str(&write_request(TaskJson::new(&task).as_str(), Some("old"), None, &[], &key, None))
-                .unwrap();
+        let request: Value = serde_json::from_str(&write_request(
+            Some(TaskJson::new(&task).as_str()),
+            Some("old"),
+            None,
+            &[],
+            &key,
+            None,
+        ))
+        .unwrap();
         // Exactly these keys: nothing names the arm.
         let keys: std::collections::BTreeSet<&str> = request.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["critique", "draft", "hints", "model", "round", "seed", "task"].into());

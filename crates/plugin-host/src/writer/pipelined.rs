@@ -1,9 +1,11 @@
 //! A writer program in the pipelined form: many requests in flight per process. The requests
 //! queue for the program; each process has a driver thread that writes what is queued (up to its
 //! share of `in_flight`) in one go, reads the answers in any order and hands each to the request
-//! its id names, waking the loop that awaits it. A process that breaks down is stopped and
-//! counted; the oldest request still waiting is charged with it (its loop fails with why), and the
-//! others go back to the queue for a fresh process, not charged.
+//! its id names, waking the loop that awaits it. Each task is sent to a process once, opened
+//! under a key its requests name (`{"id", "open", "task"}`, then `{"id", "task_key", "write"}`),
+//! and closed once the process holds more tasks than it has requests in flight. A process that
+//! breaks down is stopped and counted; the oldest request still waiting is charged with it (its
+//! loop pays, with why), and the others go back to the queue for a fresh process, not charged.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -14,7 +16,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{Child, Starter, answer, write_line};
+use super::{Child, Starter, answer};
 use crate::program::{Broken, Nudge, excerpt, parse_message};
 
 /// The processes of one writer program of the pipelined form, and the requests queued for them.
@@ -46,9 +48,10 @@ struct Queue {
     nudges: Vec<Option<Nudge>>,
 }
 
-/// A request and where its answer goes.
+/// A request (its `write` without the task), its task's JSON, and where its answer goes.
 struct Job {
     request: String,
+    task: Arc<str>,
     answer: Arc<Answer>,
 }
 
@@ -113,12 +116,13 @@ impl Lanes {
         &self.shared.starter
     }
 
-    /// Queues `request` (a write request's JSON); its answer comes to the future.
-    pub(super) fn submit(&self, request: String) -> Awaiting {
+    /// Queues `request` (a write request's JSON, without its task) about `task` (the task's
+    /// JSON); its answer comes to the future.
+    pub(super) fn submit(&self, request: String, task: Arc<str>) -> Awaiting {
         let answer = Arc::new(Answer::default());
         let mut queue = lock(&self.shared.queue);
         let was_empty = queue.jobs.is_empty();
-        queue.jobs.push_back(Job { request, answer: Arc::clone(&answer) });
+        queue.jobs.push_back(Job { request, task, answer: Arc::clone(&answer) });
         if queue.idle == 0 && queue.drivers < self.shared.most {
             let index = queue.drivers;
             queue.drivers += 1;
@@ -154,24 +158,79 @@ impl Drop for Lanes {
     }
 }
 
-/// A request written to a process and not answered yet.
+/// A message written to a process and not answered yet: a request, or the open of a task.
 struct Sent {
-    job: Job,
+    /// `None` for an open.
+    job: Option<Job>,
     at: Instant,
+}
+
+/// The tasks open on a process: each task's key by where its JSON is (the JSON is held, so no
+/// other task's can be there meanwhile), in the order they were opened.
+#[derive(Default)]
+struct Opened {
+    keys: std::collections::HashMap<usize, (u64, Arc<str>)>,
+    order: VecDeque<usize>,
+    next_key: u64,
+}
+
+impl Opened {
+    /// The key `task` is open under, or `None` with the key to open it under (now counted open).
+    fn key_for(&mut self, task: &Arc<str>) -> (u64, bool) {
+        let at = Arc::as_ptr(task) as *const u8 as usize;
+        if let Some((key, _)) = self.keys.get(&at) {
+            return (*key, false);
+        }
+        self.next_key += 1;
+        self.keys.insert(at, (self.next_key, Arc::clone(task)));
+        self.order.push_back(at);
+        (self.next_key, true)
+    }
+
+    /// The `close` line of the oldest tasks past `most`, which are then no longer open.
+    fn close_past(&mut self, most: usize) -> Option<String> {
+        let mut keys = Vec::new();
+        while self.order.len() > most {
+            let at = self.order.pop_front().expect("more than most");
+            keys.extend(self.keys.remove(&at).map(|(key, _)| key.to_string()));
+        }
+        (!keys.is_empty()).then(|| format!("{{\"close\":[{}]}}", keys.join(",")))
+    }
 }
 
 /// Driver `index`: serves the queue on one process at a time (`child`, or one it starts) until
 /// the writer is dropped and nothing it holds waits for an answer.
-fn drive(shared: &Shared, index: usize, mut child: Option<Child>) {
+fn drive(shared: &Shared, index: usize, child: Option<Child>) {
+    let mut waiting: BTreeMap<u64, Sent> = BTreeMap::new();
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| serve(shared, index, child, &mut waiting)));
+    if served.is_err() {
+        // A bug here must not leave the loops awaiting these answers waiting forever: each gets an
+        // error, and the queue is served by the other drivers (or a fresh one, started as needed).
+        lock(&shared.queue).nudges[index] = None;
+        for sent in std::mem::take(&mut waiting).into_values() {
+            if let Some(job) = sent.job {
+                job.answer.give(Err("the writer's driver thread failed (a bug in critbench); see stderr".into()));
+            }
+        }
+        let mut queue = lock(&shared.queue);
+        queue.drivers -= 1;
+    }
+}
+
+/// [`drive`]'s work: the requests it wrote and awaits answers to are in `waiting`.
+fn serve(shared: &Shared, index: usize, mut child: Option<Child>, waiting: &mut BTreeMap<u64, Sent>) {
     let timeout = shared.starter.timeout;
     if let Some(first) = &child {
         lock(&shared.queue).nudges[index] = Some(first.program.nudge());
     }
-    let mut waiting: BTreeMap<u64, Sent> = BTreeMap::new();
+    let mut opened = Opened::default();
     // When the last answer to the oldest request came: the next oldest is timed from then.
     let mut answered_at = Instant::now();
     loop {
-        let Some(jobs) = take(shared, waiting.is_empty(), shared.per_process - waiting.len()) else { break };
+        // Opens count against the room too, so it may be spent already.
+        let Some(jobs) = take(shared, waiting.is_empty(), shared.per_process.saturating_sub(waiting.len())) else {
+            break;
+        };
         if !jobs.is_empty() {
             let mut program = match child.take() {
                 Some(program) => program,
@@ -195,12 +254,25 @@ fn drive(shared: &Shared, index: usize, mut child: Option<Child>) {
                 answered_at = now;
             }
             let mut text = String::new();
+            // The tasks the requests in flight name stay open; older ones are closed first.
+            if let Some(close) = opened.close_past(shared.per_process.max(waiting.len()) + jobs.len()) {
+                text.push_str(&close);
+                text.push('\n');
+            }
             for job in jobs {
+                let (key, new) = opened.key_for(&job.task);
+                if new {
+                    let id = program.next_id;
+                    program.next_id += 1;
+                    text.push_str(&open_line(id, key, &job.task));
+                    text.push('\n');
+                    waiting.insert(id, Sent { job: None, at: now });
+                }
                 let id = program.next_id;
                 program.next_id += 1;
-                text.push_str(&write_line(id, &job.request));
+                text.push_str(&keyed_write_line(id, key, &job.request));
                 text.push('\n');
-                waiting.insert(id, Sent { job, at: now });
+                waiting.insert(id, Sent { job: Some(job), at: now });
             }
             if let Err(unwritten) = program.program.write_within(text.as_bytes(), Some(timeout)) {
                 let broken = if unwritten.source.kind() == std::io::ErrorKind::TimedOut {
@@ -208,7 +280,8 @@ fn drive(shared: &Shared, index: usize, mut child: Option<Child>) {
                 } else {
                     Broken::Send { what: "the requests", source: unwritten.source }
                 };
-                break_down(shared, index, program, broken, &mut waiting);
+                break_down(shared, index, program, broken, waiting);
+                opened = Opened::default();
                 continue;
             }
             child = Some(program);
@@ -228,7 +301,11 @@ fn drive(shared: &Shared, index: usize, mut child: Option<Child>) {
                         Ok((id, result)) => {
                             let oldest = waiting.keys().next() == Some(&id);
                             let sent = waiting.remove(&id).expect("the answer's id is waiting");
-                            sent.job.answer.give(result);
+                            // An open's answer (`ok`, or an error: then the writer answers the
+                            // requests that name its key as it will) opens nothing more to hand.
+                            if let Some(job) = sent.job {
+                                job.answer.give(result);
+                            }
                             if oldest {
                                 answered_at = arrived;
                             }
@@ -254,7 +331,8 @@ fn drive(shared: &Shared, index: usize, mut child: Option<Child>) {
             Err(broken) => broken,
         };
         let program = child.take().expect("a process answered");
-        break_down(shared, index, program, broken, &mut waiting);
+        break_down(shared, index, program, broken, waiting);
+        opened = Opened::default();
     }
     if let Some(program) = child {
         program.program.close();
@@ -291,13 +369,14 @@ fn take(shared: &Shared, idle: bool, room: usize) -> Option<Vec<Job>> {
 fn break_down(shared: &Shared, index: usize, program: Child, broken: Broken, waiting: &mut BTreeMap<u64, Sent>) {
     lock(&shared.queue).nudges[index] = None;
     let message = shared.starter.stop(program, broken);
-    let mut sent = std::mem::take(waiting).into_values();
+    // The opens waiting go with the process: a fresh one is sent each task again.
+    let mut sent = std::mem::take(waiting).into_values().filter_map(|sent| sent.job);
     if let Some(oldest) = sent.next() {
-        oldest.job.answer.give(Err(message));
+        oldest.answer.give(Err(message));
     }
     let mut queue = lock(&shared.queue);
     for (place, rest) in sent.enumerate() {
-        queue.jobs.insert(place, rest.job);
+        queue.jobs.insert(place, rest);
     }
     drop(queue);
     shared.work.notify_one();
@@ -314,16 +393,25 @@ struct Drafted {
 /// The request a line answers, among those `waiting`, and its draft or error.
 fn read_answer(line: &[u8], waiting: &BTreeMap<u64, Sent>) -> Result<(u64, Result<String, String>), Broken> {
     if let Ok(Drafted { id, draft }) = serde_json::from_slice::<Drafted>(line)
-        && waiting.contains_key(&id)
+        && waiting.get(&id).is_some_and(|sent| sent.job.is_some())
     {
         return Ok((id, Ok(draft)));
     }
-    // Anything else — an error answer, or what is wrong with the line — the way every program's
-    // message is read.
+    // Anything else — an open's answer, an error answer, or what is wrong with the line — the way
+    // every program's message is read.
     let message: Value = parse_message(line)?;
     let id = message.get("id").and_then(Value::as_u64);
-    match id {
-        Some(id) if waiting.contains_key(&id) => Ok((id, answer(&message, id).map_err(Broken::Protocol)?)),
+    match id.and_then(|id| Some((id, waiting.get(&id)?))) {
+        Some((id, Sent { job: None, .. })) => match opened(&message) {
+            // An open is answered `{"id": N, "ok": true}`, or refused with an error.
+            Some(answer) => Ok((id, answer)),
+            None => Err(Broken::Protocol(format!(
+                "the writer answered the open of a task (request {id}) with something other than {{\"id\": {id}, \
+                 \"ok\": true}}: {}",
+                excerpt(&message.to_string())
+            ))),
+        },
+        Some((id, _)) => Ok((id, answer(&message, id).map_err(Broken::Protocol)?)),
         _ => {
             let first = waiting.keys().next().copied().unwrap_or_default();
             let last = waiting.keys().next_back().copied().unwrap_or_default();
@@ -335,6 +423,26 @@ fn read_answer(line: &[u8], waiting: &BTreeMap<u64, Sent>) -> Result<(u64, Resul
             )))
         }
     }
+}
+
+/// An open's answer: `{"id", "ok": true}` (`Ok`) or `{"id", "error"}`; `None` for anything else.
+fn opened(message: &Value) -> Option<Result<String, String>> {
+    let object = message.as_object()?;
+    match (object.len(), object.get("ok"), object.get("error")) {
+        (2, Some(Value::Bool(true)), None) => Some(Ok(String::new())),
+        (2, None, Some(error)) => Some(Err(crate::program::text_of(error))),
+        _ => None,
+    }
+}
+
+/// The open of `task` (its JSON) as key `key`, message `id`.
+fn open_line(id: u64, key: u64, task: &str) -> String {
+    format!("{{\"id\":{id},\"open\":{key},\"task\":{task}}}")
+}
+
+/// Request `id` about the task open as `key`: `request` is the write request without its task.
+fn keyed_write_line(id: u64, key: u64, request: &str) -> String {
+    format!("{{\"id\":{id},\"task_key\":{key},\"write\":{request}}}")
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
