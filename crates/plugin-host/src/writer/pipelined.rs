@@ -297,7 +297,7 @@ fn serve(shared: &Shared, index: usize, mut child: Option<Child>, waiting: &mut 
                 let mut line = Some(first);
                 let mut broken = None;
                 while let Some((text, arrived)) = line.take() {
-                    match read_answer(&text, &waiting) {
+                    match read_answer(&text, waiting) {
                         Ok((id, result)) => {
                             let oldest = waiting.keys().next() == Some(&id);
                             let sent = waiting.remove(&id).expect("the answer's id is waiting");
