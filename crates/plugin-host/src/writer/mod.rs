@@ -1,6 +1,6 @@
 //! Writer programs: a user's own generator and reviser in child processes, speaking the program
 //! protocol's writer messages (`docs/PROTOCOL.md`, Writer programs): one request in flight per
-//! process ([`simple`]), or many ([`pipelined`], chosen by the hello). [`ProgramWriter`] is an
+//! process (the simple form), or many (the pipelined form, chosen by the hello). [`ProgramWriter`] is an
 //! [`Author`] like the simulator: the loops ask it for a first draft or a revision and never tell
 //! it the arm, only what the arm lets it see. A pipelined writer is awaited: many loops to a worker
 //! thread, each waiting on its answer without holding the thread.
