@@ -579,6 +579,10 @@ def check_summary(check, path, outcomes):
         return summary
     if not check.expect(len(summary) > 0, f"{name}: no rows"):
         return summary
+    # Each judge has a full set of rows; the steering critic's are the ones outcomes.parquet counts.
+    if not check.expect("judge" in summary.columns, f"{name}: no column judge"):
+        return summary
+    summary = summary[summary["judge"] == "critic"]
     # An adjudicated arm's twin (ARM+adjudicate) counts the same loops again, with their
     # adjudicated pass: checked against adjudicated_passed, left out of the totals below.
     twins = summary[summary["arm"].astype(str).str.endswith(ADJUDICATED_SUFFIX)]

@@ -173,7 +173,7 @@ def error_interval(tasks):
 
 def check_corrected(where, directory, outcomes, gold_of, tasks, epochs):
     rows = read_csv(directory / "corrected.csv")
-    summary = {(r["config_id"], r["critic"], r["arm"]): r for r in read_csv(directory / "summary.csv")}
+    summary = {(r["config_id"], r["critic"], r["arm"]): r for r in read_csv(directory / "summary.csv") if r["judge"] == "critic"}
     if not rows:
         fail(f"{where}: corrected.csv has no rows")
     for row in rows:

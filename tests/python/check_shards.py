@@ -35,6 +35,7 @@ def main() -> int:
     run = Path(sys.argv[1])
     shards = json.loads((run / "manifest.json").read_text())["shards"]
     summary = pd.read_csv(run / "summary.csv")
+    summary = summary[summary["judge"] == "critic"]
     expected = summary.set_index(KEYS)[["n", "passed"]].sort_index()
 
     by_pandas = pd.read_parquet(run / "outcomes")

@@ -16,6 +16,8 @@ use serde::Serialize;
 
 use crate::csv_files::write_csv;
 use crate::keys::{KeyMap, task_hash};
+use crate::queries::judge_verdicts::JudgeVerdicts;
+use crate::queries::loop_tokens::loop_key;
 use crate::totals::{Design, Loop, PairTotals, matched_epochs};
 use crate::{QueryError, ReportError, RowError};
 
@@ -31,6 +33,9 @@ pub struct ConfigComparisonRow {
     pub arm: String,
     /// The critic.
     pub critic: String,
+    /// Whose verdict the pass rates read: `critic` (the steering critic, the judge the loop
+    /// optimizes), or a held-out evaluator by name (`sim-truth` among them).
+    pub judge: String,
     /// The first config compared (A).
     pub config_a: String,
     /// The second config compared (B).
@@ -189,6 +194,7 @@ fn compare_pairs(
     arm_order: &[String],
     critic_order: &[String],
     seed: u64,
+    verdicts: &JudgeVerdicts,
 ) -> Result<Vec<ConfigComparisonRow>, ReportError> {
     if pairs.is_empty() {
         return Ok(Vec::new());
@@ -212,10 +218,11 @@ fn compare_pairs(
         name_index.insert(name.to_string(), names.len() as u32 - 1);
         names.len() as u32 - 1
     };
-    // (pair, critic, arm) → totals.
-    let mut totals: BTreeMap<(usize, u32, u32), PairTotals> = BTreeMap::new();
-    let mut open: KeyMap<(u32, u32, u128), OpenUnit> = KeyMap::default();
-    let mut close = |critic: u32, arm: u32, unit: &mut OpenUnit| {
+    // (judge, pair, critic, arm) → totals; judge 0 is the steering critic, judge j > 0 the
+    // held-out evaluator j − 1 of `verdicts`.
+    let mut totals: BTreeMap<(usize, usize, u32, u32), PairTotals> = BTreeMap::new();
+    let mut open: KeyMap<(usize, u32, u32, u128), OpenUnit> = KeyMap::default();
+    let mut close = |judge: usize, critic: u32, arm: u32, unit: &mut OpenUnit| {
         unit.loops.sort_unstable_by_key(|l| (l.arm, l.epoch));
         let of_config = |c: usize| {
             let start = unit.loops.partition_point(|l| usize::from(l.arm) < c);
@@ -230,43 +237,63 @@ fn compare_pairs(
             for &p in list {
                 let loops_b = of_config(pairs[p].b);
                 if !loops_b.is_empty() {
-                    totals.entry((p, critic, arm)).or_default().add_task(matched_epochs(loops_a, loops_b));
+                    totals.entry((judge, p, critic, arm)).or_default().add_task(matched_epochs(loops_a, loops_b));
                 }
             }
         }
     };
     for_each_outcome_stats_with_censored_in::<std::convert::Infallible>(paths, |row| {
         let Some(&config) = config_index.get(row.config_id) else { return Ok(()) };
-        let key = (intern(row.critic), intern(row.arm), task_hash(row.task_id));
-        let unit = open.entry(key).or_default();
-        match row.censored {
-            true => unit.censored += 1,
-            false => unit.loops.push(Loop::of(row, config)),
-        }
-        if expected == Some(unit.loops.len() + unit.censored) {
-            let mut unit = open.remove(&key).expect("the unit was just looked up");
-            close(key.0, key.1, &mut unit);
+        let (critic, arm, task) = (intern(row.critic), intern(row.arm), task_hash(row.task_id));
+        let loop_key = (!verdicts.is_empty() && !row.censored)
+            .then(|| loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch));
+        for judge in 0..=verdicts.evaluators.len() {
+            let recorded = match (judge, loop_key) {
+                (0, _) => (!row.censored).then(|| Loop::of(row, config)),
+                (_, None) => continue,
+                (_, Some(loop_key)) => {
+                    // A loop the evaluator did not judge, or failed on, is no unit of its reading.
+                    let Some(last) = verdicts.of(judge - 1, loop_key).filter(|v| !v.error).and_then(|v| v.last) else {
+                        continue;
+                    };
+                    Some(Loop { passed: last, ..Loop::of(row, config) })
+                }
+            };
+            let key = (judge, critic, arm, task);
+            let unit = open.entry(key).or_default();
+            match recorded {
+                None => unit.censored += 1,
+                Some(recorded) => unit.loops.push(recorded),
+            }
+            if expected == Some(unit.loops.len() + unit.censored) {
+                let mut unit = open.remove(&key).expect("the unit was just looked up");
+                close(judge, critic, arm, &mut unit);
+            }
         }
         Ok(())
     })?;
     // Units that never completed (failed loops, no manifest), in a fixed order.
-    let mut rest: Vec<((u32, u32, u128), OpenUnit)> = open.drain().collect();
+    let mut rest: Vec<((usize, u32, u32, u128), OpenUnit)> = open.drain().collect();
     rest.sort_unstable_by_key(|(key, _)| *key);
-    for ((critic, arm, _), mut unit) in rest {
-        close(critic, arm, &mut unit);
+    for ((judge, critic, arm, _), mut unit) in rest {
+        close(judge, critic, arm, &mut unit);
     }
     let rank =
         |order: &[String], name: &str| (order.iter().position(|n| n == name).unwrap_or(usize::MAX), name.to_string());
     let mut rows: Vec<(RowOrder, ConfigComparisonRow)> = totals
         .into_iter()
         .filter(|(_, t)| !t.is_empty())
-        .map(|((p, critic, arm), t)| {
+        .map(|((judge, p, critic, arm), t)| {
             let (critic, arm) = (&names[critic as usize], &names[arm as usize]);
             let pair = &pairs[p];
             let (a, b) = (&configs[pair.a], &configs[pair.b]);
             let design = config_design(policies.get(pair.a), policies.get(pair.b), arm);
             let c = t.row((&format!("{arm}|{a}"), critic), (a, b), design, seed);
             let row = ConfigComparisonRow {
+                judge: match judge {
+                    0 => crate::judges::CRITIC.to_string(),
+                    j => verdicts.evaluators[j - 1].clone(),
+                },
                 axis: pair.axis.clone(),
                 arm: arm.clone(),
                 critic: critic.clone(),
@@ -290,15 +317,16 @@ fn compare_pairs(
                 diff_mean_rounds: c.diff_mean_rounds,
                 interval: c.interval,
             };
-            ((p, rank(critic_order, critic), rank(arm_order, arm)), row)
+            ((judge, p, rank(critic_order, critic), rank(arm_order, arm)), row)
         })
         .collect();
     rows.sort_by(|x, y| x.0.cmp(&y.0));
     Ok(rows.into_iter().map(|(_, row)| row).collect())
 }
 
-/// Where a row goes: its pair, then its critic's and arm's rank (and name).
-type RowOrder = (usize, (usize, String), (usize, String));
+/// Where a row goes: its judge (the steering critic first), its pair, then its critic's and arm's
+/// rank (and name).
+type RowOrder = (usize, usize, (usize, String), (usize, String));
 
 /// Loops per (critic, arm, task) when every config ran every epoch.
 fn expected_loops(manifest: &Manifest) -> Option<usize> {
@@ -316,6 +344,7 @@ fn critic_order(manifest: &Manifest) -> Vec<String> {
 pub fn neighbour_comparisons(
     outcomes: &[PathBuf],
     manifest: Option<&Manifest>,
+    verdicts: &JudgeVerdicts,
 ) -> Result<Vec<ConfigComparisonRow>, ReportError> {
     let Some(manifest) = manifest else { return Ok(Vec::new()) };
     let policies = &manifest.experiment.policies;
@@ -330,6 +359,7 @@ pub fn neighbour_comparisons(
         &manifest.experiment.arms,
         &critic_order(manifest),
         crate::experiment::run_seed(Some(manifest)),
+        verdicts,
     )
 }
 
@@ -375,6 +405,7 @@ pub fn compare_configs(run_dir: &Path, a: &str, b: &str) -> Result<Vec<ConfigCom
         &arms,
         &critics,
         crate::experiment::run_seed(manifest.as_ref()),
+        &JudgeVerdicts::default(),
     )
 }
 

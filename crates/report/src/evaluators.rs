@@ -1158,46 +1158,46 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
     out.push_str(&flips_table(report));
     out.push_str(&ceiling_table(report));
     out.push_str(&rounds_table(report));
-    if !report.comparisons.is_empty() {
-        out.push_str("\nArms compared under each evaluator, on the task × epoch units both ran:\n\n");
-        out.push_str("| config | critic | evaluator | A vs B | pairs | A | B | A − B (95% CI) | p (test) |\n");
-        out.push_str("|---|---|---|---|---:|---:|---:|---|---:|\n");
-        for c in &report.comparisons {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} vs {} | {} | {} | {} | {} ({}) | {} |",
-                c.config_id,
-                c.critic,
-                c.evaluator,
-                c.arm_a,
-                c.arm_b,
-                c.pairs,
-                percent(c.rate_a),
-                percent(c.rate_b),
-                points(c.diff),
-                interval(c.diff_lo, c.diff_hi),
-                crate::format::test_cell(c.p_value, &c.test)
-            );
-        }
-    }
     if !report.disagreements.is_empty() {
         let total: u64 = report.rows.iter().map(|r| r.critic_only).sum();
+        // A first draft is shared by every arm and config of its task × epoch: listed once.
+        let mut listed: Vec<(&Disagreement, usize)> = Vec::new();
+        for d in &report.disagreements {
+            let same_first = |(l, _): &(&Disagreement, usize)| {
+                d.round == 0
+                    && l.round == 0
+                    && (&l.task_id, l.epoch, &l.critic, &l.evaluator) == (&d.task_id, d.epoch, &d.critic, &d.evaluator)
+            };
+            match listed.iter().position(same_first) {
+                Some(index) => listed[index].1 += 1,
+                None if listed.len() < LISTED_IN_REPORT => listed.push((d, 0)),
+                None => {}
+            }
+        }
         let _ = writeln!(
             out,
-            "\nFinal answers the critic passed and the evaluator failed: {total} in all; the first {} (read one with \
-             `critbench show RUN --task ID --config C --critic K --arm A --epoch E`):\n",
+            "\nFinal answers the critic passed and the evaluator failed: {total} in all; {} of them (read one with \
+             `critbench show RUN --task ID --config C --critic K --arm A --epoch E`; report.html lists {}):\n",
+            listed.len(),
             report.disagreements.len()
         );
-        for d in &report.disagreements {
+        for (d, others) in listed {
+            let shared = match others {
+                0 => String::new(),
+                n => format!(", the first draft of {n} more loop{}", if n == 1 { "" } else { "s" }),
+            };
             let _ = writeln!(
                 out,
-                "- `{}` epoch {} · {} · {} · {} (round {}) — {}",
+                "- `{}` epoch {} · {} · {} · {} (round {}{shared}) — {}",
                 d.task_id, d.epoch, d.config_id, d.critic, d.arm, d.round, d.evaluator
             );
         }
     }
     out
 }
+
+/// The most disagreements `report.md` lists (`report.html` lists up to [`LISTED`]).
+const LISTED_IN_REPORT: usize = 20;
 
 #[cfg(test)]
 mod tests {

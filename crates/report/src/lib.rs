@@ -9,6 +9,10 @@
 //! intervals on few), with the test that is its dual; a difference zero by construction is said to
 //! be so. The results depend only on the rows, not on their order.
 //!
+//! Every rate and comparison is read by each judge the run has (`judges`): the steering critic and
+//! each held-out evaluator, in one pass over the outcomes, each file with a `judge` column; the
+//! answer (`answer`) leads the terminal and `report.md` by the most independent of them.
+//!
 //! A [`Report`] is made of its sections, each computed and written by its own module: the summary
 //! (`summary`), how many tasks each comparison needs (`power`), what held-out evaluators say of the
 //! same answers (`evaluators`), what the backend cannot measure (`backend`) and a sequential run's
@@ -32,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+mod answer;
 pub mod backend;
 pub mod compare;
 pub mod configs;
@@ -42,6 +47,7 @@ mod experiment;
 mod format;
 pub mod gold;
 mod html;
+pub mod judges;
 mod keys;
 mod markdown;
 pub mod outputs;
@@ -79,6 +85,13 @@ pub struct Report {
     /// How many tasks each comparison needs (`power.csv`, a row per comparison over two tasks or
     /// more, in their order; not written to `summary.json`).
     pub power: Vec<power::PowerRow>,
+    /// The same rows, comparisons, cost curves and power rows as each held-out evaluator reads
+    /// them (filled by [`write_reports`], in the order the evaluators first appear; `summary` and
+    /// `power` are the steering critic's reading). Not written to `summary.json`.
+    pub held_out: Vec<judges::Judged>,
+    /// Grid neighbours compared unit by unit, by every judge (`config_comparisons.csv`; filled by
+    /// [`write_reports`]).
+    pub config_comparisons: Vec<configs::ConfigComparisonRow>,
     /// What the held-out evaluators said of the same answers (`evaluators.csv`; filled by
     /// [`write_reports`], not written to `summary.json`), when the run has any.
     pub evaluators: Option<evaluators::EvaluatorReport>,
@@ -174,6 +187,9 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     // not depend on one another, so they run side by side; their results are used, and their
     // errors returned, in the order the files are written, as if each ran in turn.
     let guessed_arms = summary::first_compared_arms(manifest.as_ref());
+    let evaluations = critbench_storage::shards::table_files(run_dir, "evaluations");
+    let verdicts = queries::judge_verdicts::JudgeVerdicts::read(&evaluations)
+        .map_err(|(path, source)| ReportError::Table { path, source })?;
     let (summarized, trajectories, guessed_pairs) = std::thread::scope(|scope| {
         let trajectories = scope.spawn(|| {
             let backend = backend::Backend::read(run_dir, manifest.as_ref());
@@ -186,18 +202,23 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
             .map(|(a, b)| scope.spawn(move || (a, b, show::ListedPairs::read_unordered(outcomes, a, b))));
         // Tokens are counted only where a model wrote or judged: an offline run has none to read.
         let counted = manifest.as_ref().is_some_and(|m| m.openai.is_some());
-        let summarized = if counted {
-            let files = critbench_storage::shards::table_files(run_dir, "trajectories");
-            queries::loop_tokens::read_loop_tokens(&files)
-                .map_err(|source| ReportError::Table { path: files.first().cloned().unwrap_or_default(), source })
-                .and_then(|tokens| summary::summarize_files_with(outcomes, manifest.as_ref(), Some(tokens)))
-        } else {
-            summary::summarize_files(outcomes, manifest.as_ref())
-        };
+        let verdicts = &verdicts;
+        let summarized = (|| {
+            let tokens = if counted {
+                let files = critbench_storage::shards::table_files(run_dir, "trajectories");
+                let tokens = queries::loop_tokens::read_loop_tokens(&files)
+                    .map_err(|source| ReportError::Table { path: files.first().cloned().unwrap_or_default(), source });
+                Some(tokens?)
+            } else {
+                None
+            };
+            summary::summarize_judged(outcomes, manifest.as_ref(), tokens, verdicts)
+        })();
         (summarized, joined(trajectories), pairs.map(joined))
     });
     let (backend, rounds) = trajectories;
-    let mut report = Report::summarized(summarized?);
+    let (summary, power, held_out) = summarized?;
+    let mut report = Report { held_out, ..Report::summarized((summary, power)) };
     let corrected =
         labels.map(|labels| gold::Corrected::compute(&outcomes, manifest.as_ref(), &labels, &report)).transpose()?;
     report.backend = backend?;
@@ -209,17 +230,17 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     notes.append(&mut report.summary.notes);
     report.summary.notes = notes;
     report.evaluators = evaluators::read(run_dir, manifest.as_ref())?;
-    summary::write_files(run_dir, &report.summary)?;
+    report.config_comparisons = configs::neighbour_comparisons(&outcomes, manifest.as_ref(), &verdicts)?;
+    summary::write_files(run_dir, &report)?;
     report.write_json(run_dir)?;
     if let Some(evaluated) = &report.evaluators {
         evaluators::write_files(run_dir, evaluated)?;
     }
-    power::write_file(run_dir, &report.power)?;
+    power::write_file(run_dir, &report.power, &report.held_out)?;
     if let Some(record) = &report.sequential {
         sequential::write_file(run_dir, record)?;
     }
-    let neighbours = configs::neighbour_comparisons(&outcomes, manifest.as_ref())?;
-    configs::write_file(run_dir, &neighbours)?;
+    configs::write_file(run_dir, &report.config_comparisons)?;
     // The pairs behind the first comparison of two arms as they ran (an adjudicated twin is not an
     // arm of the outcomes file), for a reader to open one by one: those read beside the summary
     // when its arms were the ones guessed, else read now.

@@ -159,25 +159,21 @@ pub fn terminal(report: &Report, run_dir: &std::path::Path) -> String {
     if let Some(evaluated) = &report.evaluators {
         out.push_str(&crate::evaluators::truth_lead(evaluated));
     }
-    out.push_str(GLANCE_HEADER);
-    out.push('\n');
-    out.push_str(&glance_table(report));
-    out.push('\n');
-    if let Some(evaluated) = &report.evaluators {
-        out.push_str(&crate::evaluators::glance(evaluated));
+    for line in crate::answer::lines(report) {
+        out.push_str(&line);
+        out.push('\n');
     }
-    out.push_str(&crate::spend::glance(&report.summary.spend));
     out.push_str(&glance_legend(run_dir));
     out
 }
 
-/// The lines a terminal prints below [`glance_table`]: how a config id reads (the grammar of
+/// The lines a terminal prints below its table: how a config id reads (the grammar of
 /// `critbench_core::Policy::config_id`, pinned by a test) and where the whole report of `run_dir` is.
 pub fn glance_legend(run_dir: &std::path::Path) -> String {
     format!(
         "Config ids name the policy: p8-r3-stall-e0 is pass_score 8, max_revisions 3, the stall rule on (nostall: off), \
-         plateau_eps 0 (the plateau rule off); a -dN suffix is dim_target N, -last returns the last draft, not the \
-         best.\nEvery arm's interval, rounds, exits and scores, with charts: {} (report.md beside it).\n",
+         plateau_eps 0 (off);\na -dN suffix is dim_target N, -last returns the last draft, not the best.\n\
+         Every judge, arm, interval and chart: {} (report.md beside it).\n",
         run_dir.join(crate::outputs::REPORT_HTML).display()
     )
 }
@@ -227,6 +223,9 @@ pub(crate) fn kind_label(kind: Option<&str>) -> String {
 
 /// The discordant pairs of the compared arms: counts, and the first pairs with the command that
 /// opens each.
+/// The most discordant pairs `report.md` lists.
+const PAIRS_IN_REPORT: usize = 20;
+
 fn pairs_section(out: &mut String, pairs: &ListedPairs) {
     let (units, a_only, b_only) = pairs.totals();
     let _ = writeln!(out, "\n## Discordant pairs of {} and {}\n", pairs.arm_a, pairs.arm_b);
@@ -237,9 +236,10 @@ fn pairs_section(out: &mut String, pairs: &ListedPairs) {
         a_only + b_only,
         pairs.arm_a,
         pairs.arm_b,
-        if a_only + b_only > LISTED_PAIRS {
+        if a_only + b_only > PAIRS_IN_REPORT {
             format!(
-                " The first {LISTED_PAIRS} are listed (`critbench show RUN --pairs {},{}` lists all).",
+                " The first {PAIRS_IN_REPORT} are listed (report.html lists {LISTED_PAIRS}; `critbench show RUN --pairs {},{}` \
+                 lists all).",
                 pairs.arm_a, pairs.arm_b
             )
         } else {
@@ -252,7 +252,7 @@ fn pairs_section(out: &mut String, pairs: &ListedPairs) {
     out.push_str(
         "| config | critic | task | epoch | passed | open the loop that did not pass |\n|---|---|---|---:|---|---|\n",
     );
-    for (group, pair, lost) in pairs.listed() {
+    for (group, pair, lost) in pairs.listed().take(PAIRS_IN_REPORT) {
         let won = if pair.a_passed { &pairs.arm_a } else { &pairs.arm_b };
         let _ = writeln!(
             out,
@@ -323,13 +323,29 @@ pub fn summary_table(report: &Report) -> String {
 }
 
 fn comparison_table(report: &Report) -> String {
-    let mut out = String::new();
-    out.push_str(
-        "| config | critic | A vs B | pairs | pass A | pass B | A − B (95% CI) | A only | B only | p (test) | rounds A / B | best score A / B |\n",
-    );
-    out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|\n");
+    let readings = crate::judges::readings(report);
+    let mut out = String::from("| config | critic | A − B | pairs |");
+    for (judge, _) in &readings {
+        let _ = write!(out, " {} (95% CI) | p |", crate::judges::column(judge));
+    }
+    out.push_str(" rounds A / B |\n|---|---|---|---:|");
+    out.push_str(&"---|---:|".repeat(readings.len()));
+    out.push_str("---|\n");
     for row in &report.summary.comparisons {
-        out.push_str(&comparison_line(row));
+        let _ = write!(out, "| {} | {} | {} − {} | {} |", row.config_id, row.critic, row.arm_a, row.arm_b, row.n_pairs);
+        for (_, summary) in &readings {
+            let same = summary.comparisons.iter().find(|c| {
+                (&c.config_id, &c.critic, &c.arm_a, &c.arm_b) == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b)
+            });
+            match same {
+                Some(c) => {
+                    let p = c.p_value.map_or_else(|| "–".to_string(), crate::format::format_p);
+                    let _ = write!(out, " {} | {p} |", crate::format::difference_cell(c.diff, c.diff_lo, c.diff_hi));
+                }
+                None => out.push_str(" – | – |"),
+            }
+        }
+        let _ = writeln!(out, " {:.2} / {:.2} |", row.mean_rounds_a, row.mean_rounds_b);
     }
     out
 }
@@ -569,7 +585,8 @@ pub(crate) fn render_with_sections(
     if let Some(record) = &report.sequential {
         out.push_str(&crate::sequential::markdown_section(record, &report.summary.comparisons));
     }
-    out.push_str("## Pass rate, rounds and exits per arm\n\n");
+    out.push_str(&crate::answer::markdown(report));
+    out.push_str("## Pass rate, rounds and exits per arm, by the steering critic\n\n");
     out.push_str("A loop passes when its exit is `pass`. Rounds count critiques (round 0 is the first draft). ");
     out.push_str(&interval_sentence(report));
     out.push_str("\n\n");
@@ -653,12 +670,57 @@ fn revisions_section(report: &Report) -> String {
 /// "At equal cost": arms compared with their loops cut at the same budget; empty when no
 /// comparison was measured.
 fn equal_cost_section(report: &Report) -> String {
-    let rows = crate::spend::table_rows(&report.summary.spend, report.summary.currency.as_deref());
-    if rows.is_empty() {
+    let readings = crate::judges::readings(report);
+    let currency = report.summary.currency.as_deref();
+    // Each pair at A's mean spend per loop, in the unit the reports prefer (money, tokens, rounds).
+    let mut chosen: Vec<&crate::spend::CostComparisonRow> = Vec::new();
+    for c in report.summary.spend.comparisons.iter().filter(|c| c.budget_from == format!("mean of {}", c.arm_a)) {
+        let same = |l: &&crate::spend::CostComparisonRow| {
+            (&l.config_id, &l.critic, &l.arm_a, &l.arm_b) == (&c.config_id, &c.critic, &c.arm_a, &c.arm_b)
+        };
+        match chosen.iter().position(same) {
+            Some(i) if crate::spend::preference(&c.unit) < crate::spend::preference(&chosen[i].unit) => chosen[i] = c,
+            Some(_) => {}
+            None => chosen.push(c),
+        }
+    }
+    if chosen.is_empty() {
         return String::new();
     }
-    let table = crate::format::markdown_table(&crate::spend::TABLE_HEADER, "|---|---|---|---:|---|---:|---|", &rows);
-    format!("\n## At equal cost\n\n{}\n\n{table}", crate::spend::SENTENCE)
+    let mut out =
+        format!("\n## At equal cost\n\n{}\n\n| config | critic | A − B | budget per loop |", crate::spend::SENTENCE);
+    for (judge, _) in &readings {
+        let _ = write!(out, " {} (95% CI) | p |", crate::judges::column(judge));
+    }
+    out.push_str("\n|---|---|---|---:|");
+    out.push_str(&"---|---:|".repeat(readings.len()));
+    out.push('\n');
+    for row in chosen {
+        let _ = write!(
+            out,
+            "| {} | {} | {} − {} | ≤ {} |",
+            row.config_id,
+            row.critic,
+            row.arm_a,
+            row.arm_b,
+            crate::spend::budget_text(row, currency)
+        );
+        for (_, summary) in &readings {
+            let same = summary.spend.comparisons.iter().find(|c| {
+                (&c.config_id, &c.critic, &c.arm_a, &c.arm_b, &c.unit, &c.budget_from)
+                    == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b, &row.unit, &row.budget_from)
+            });
+            match same {
+                Some(c) => {
+                    let p = c.p_value.map_or_else(|| "–".to_string(), crate::format::format_p);
+                    let _ = write!(out, " {} | {p} |", crate::format::difference_cell(c.diff, c.diff_lo, c.diff_hi));
+                }
+                None => out.push_str(" – | – |"),
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The sentence above the money tables.

@@ -17,6 +17,7 @@ use critbench_stats::power::{TaskDifferences, Test, VarianceSplit};
 use serde::Serialize;
 
 use crate::ReportError;
+use crate::judges::Judged;
 
 /// The differences `power.csv` gives the tasks needed for: 5 and 10 percentage points.
 pub const STATED_DIFFERENCES: [f64; 2] = [0.05, 0.10];
@@ -29,6 +30,9 @@ pub struct PowerRow {
     pub config_id: String,
     /// The critic.
     pub critic: String,
+    /// Whose verdict the pass rates read: `critic` (the steering critic, the judge the loop
+    /// optimizes), or a held-out evaluator by name (`sim-truth` among them).
+    pub judge: String,
     /// The first arm compared (A).
     pub arm_a: String,
     /// The second arm compared (B).
@@ -91,6 +95,7 @@ pub(crate) fn power_row(
     let mde = |tasks: f64, epochs: f64| test.minimum_detectable(split, tasks, epochs);
     let [five, ten] = STATED_DIFFERENCES.map(|difference| test.tasks_to_detect(split, difference, epochs));
     Some(PowerRow {
+        judge: crate::judges::CRITIC.to_string(),
         config_id: config_id.to_string(),
         critic: critic.to_string(),
         arm_a: label_a.to_string(),
@@ -117,11 +122,12 @@ pub(crate) fn power_row(
 
 /// Writes `power.csv` into the run directory, atomically (a header alone when nothing was
 /// compared).
-pub(crate) fn write_file(run_dir: &Path, rows: &[PowerRow]) -> Result<(), ReportError> {
+pub(crate) fn write_file(run_dir: &Path, critic: &[PowerRow], held_out: &[Judged]) -> Result<(), ReportError> {
     let path = run_dir.join(crate::outputs::POWER_CSV);
-    let default = [PowerRow::default()];
+    let rows: Vec<&PowerRow> = critic.iter().chain(held_out.iter().flat_map(|j| &j.power)).collect();
+    let default = [&PowerRow::default()];
     let mut writer = csv::Writer::from_writer(Vec::new());
-    for row in if rows.is_empty() { &default[..] } else { rows } {
+    for row in if rows.is_empty() { &default[..] } else { &rows[..] } {
         writer.serialize(row).expect("a row serializes to memory");
     }
     let mut bytes = writer.into_inner().expect("writing to memory cannot fail");

@@ -26,6 +26,9 @@ pub struct SummaryRow {
     pub arm: String,
     /// The critic.
     pub critic: String,
+    /// Whose verdict the pass rates read: `critic` (the steering critic, the judge the loop
+    /// optimizes), or a held-out evaluator by name (`sim-truth` among them).
+    pub judge: String,
     /// Loops.
     pub n: u64,
     /// Loops that passed.
@@ -114,6 +117,9 @@ pub struct ComparisonRow {
     pub config_id: String,
     /// The critic.
     pub critic: String,
+    /// Whose verdict the pass rates read: `critic` (the steering critic, the judge the loop
+    /// optimizes), or a held-out evaluator by name (`sim-truth` among them).
+    pub judge: String,
     /// The first arm compared (A).
     pub arm_a: String,
     /// The second arm compared (B).

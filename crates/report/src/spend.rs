@@ -56,6 +56,9 @@ pub struct CostCurveRow {
     pub config_id: String,
     /// The critic.
     pub critic: String,
+    /// Whose verdict the pass rates read: `critic` (the steering critic, the judge the loop
+    /// optimizes), or a held-out evaluator by name (`sim-truth` among them).
+    pub judge: String,
     /// The arm.
     pub arm: String,
     /// `rounds`; `cost` when every loop of the arm was priced; `tokens` when every loop counted
@@ -81,6 +84,9 @@ pub struct CostComparisonRow {
     pub config_id: String,
     /// The critic.
     pub critic: String,
+    /// Whose verdict the pass rates read: `critic` (the steering critic, the judge the loop
+    /// optimizes), or a held-out evaluator by name (`sim-truth` among them).
+    pub judge: String,
     /// Arm A (the one that reads first).
     pub arm_a: String,
     /// Arm B.
@@ -258,6 +264,7 @@ impl SpendTotals {
         }
         let feedback = arms.iter().find(|(arm, _)| name(*arm) == critbench_core::Arm::Feedback.as_str()).copied();
         let curve = |unit: &str, arm: u16, budget: f64, rate: (u64, f64, f64, f64)| CostCurveRow {
+            judge: crate::judges::CRITIC.to_string(),
             config_id: config_id.to_string(),
             critic: critic.to_string(),
             arm: name(arm),
@@ -439,6 +446,7 @@ fn comparison(
 ) -> CostComparisonRow {
     let (diff_lo, diff_hi) = difference.bounds();
     CostComparisonRow {
+        judge: crate::judges::CRITIC.to_string(),
         config_id: config_id.to_string(),
         critic: critic.to_string(),
         arm_a: arm_a.to_string(),
@@ -501,12 +509,12 @@ pub fn glance(spend: &Spend) -> String {
 }
 
 /// Which unit the reports show a comparison in first: money, then tokens, then rounds.
-fn preference(unit: &str) -> usize {
+pub(crate) fn preference(unit: &str) -> usize {
     MEASURED.iter().position(|u| *u == unit).unwrap_or(MEASURED.len())
 }
 
 /// A comparison's budget as the reports say it: `0.0123 USD`, `1,840 tokens`, `3 rounds`.
-fn budget_text(row: &CostComparisonRow, currency: Option<&str>) -> String {
+pub(crate) fn budget_text(row: &CostComparisonRow, currency: Option<&str>) -> String {
     match row.unit.as_str() {
         COST => crate::format::money(row.budget, currency),
         TOKENS => format!("{} tokens", thousands(row.budget.floor() as u64)),
@@ -534,11 +542,10 @@ fn p_text(p: f64) -> String {
 }
 
 /// The sentence above the reports' table of arms at equal cost.
-pub(crate) const SENTENCE: &str = "Both arms' loops cut at the same budget per loop (a loop cut at B passes when it passed \
-     having spent at most B: in money when priced, else in tokens when counted, else in rounds), at the feedback arm's \
-     mean spend per loop, and paired \
-     on the same task × epoch units; `cost_curves.csv` has every arm's pass rate at every budget and \
-     `cost_comparisons.csv` the comparisons at each arm's plateau too. An arm is ahead when the interval excludes 0.";
+pub(crate) const SENTENCE: &str = "Both arms' loops cut at the same budget per loop, A's mean spend (in money when \
+     priced, else in tokens when counted, else in rounds), and paired on the same task × epoch units: a loop cut at B \
+     passes when it ended within B and the judge passed its answer. `cost_curves.csv` has every arm's pass rate at every \
+     budget and `cost_comparisons.csv` the comparisons at each arm's plateau too, by every judge.";
 
 /// The reports' rows of arms at equal cost: each measured comparison at the feedback arm's (or
 /// A's) mean spend, as (config, critic, `A − B`, budget, difference with interval, p, who is ahead).

@@ -83,10 +83,11 @@ impl ArmTotals {
         ArmTotals { name, rank, ..ArmTotals::default() }
     }
 
-    pub(crate) fn add(&mut self, row: &OutcomeStats<'_>) {
+    /// Adds one loop; `first` is whether the judge passed its first draft.
+    pub(crate) fn add(&mut self, row: &OutcomeStats<'_>, first: bool) {
         self.n += 1;
         self.passed += u64::from(row.passed);
-        self.first_passed += u64::from(row.passed && row.revisions == 0);
+        self.first_passed += u64::from(first);
         self.rounds += u64::from(row.rounds);
         if let Some(index) = ExitReason::ALL.iter().position(|e| Some(*e) == row.exit_reason) {
             self.exits[index] += 1;
@@ -131,6 +132,7 @@ impl ArmTotals {
         // Money only when every loop has it: a loop without a price is never counted as free.
         let cost_total = (self.priced == self.n && self.n > 0).then(|| self.cost.sum());
         SummaryRow {
+            judge: crate::judges::CRITIC.to_string(),
             config_id: config_id.to_string(),
             arm: self.name.clone(),
             critic: critic.to_string(),
@@ -414,6 +416,7 @@ impl PairTotals {
             (self.cost_both_a.sum() / of, self.cost_both_b.sum() / of)
         });
         ComparisonRow {
+            judge: crate::judges::CRITIC.to_string(),
             config_id: config_id.to_string(),
             critic: critic.to_string(),
             arm_a: label_a.to_string(),

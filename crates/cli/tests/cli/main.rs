@@ -25,6 +25,7 @@ mod interrupt;
 mod isolation;
 mod isolation_services;
 mod judge;
+mod judges;
 mod kubernetes;
 mod langgraph;
 mod local_llm;

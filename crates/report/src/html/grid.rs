@@ -196,6 +196,8 @@ pub(crate) fn restricted(report: &Report, configs: &HashSet<String>) -> Report {
         },
         backend: report.backend.clone(),
         power: report.power.iter().filter(|p| configs.contains(&p.config_id)).cloned().collect(),
+        held_out: Vec::new(),
+        config_comparisons: Vec::new(),
         evaluators: report.evaluators.as_ref().map(|e| crate::evaluators::EvaluatorReport {
             rows: e.rows.iter().filter(|r| configs.contains(&r.config_id)).cloned().collect(),
             comparisons: e.comparisons.iter().filter(|c| configs.contains(&c.config_id)).cloned().collect(),

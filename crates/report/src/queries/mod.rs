@@ -6,6 +6,7 @@
 
 pub mod feedback_use;
 pub mod final_answers;
+pub mod judge_verdicts;
 pub mod loop_tokens;
 pub mod revision_sizes;
 pub mod round_scores;

@@ -153,7 +153,7 @@ pub(crate) struct Summarizer {
     /// said so in the notes.
     censored: HashMap<(String, String, String), u64>,
     /// Each loop's tokens, writer's and critic's, when the run counted them (`with_tokens`).
-    tokens: Option<crate::queries::loop_tokens::LoopTokens>,
+    tokens: Option<std::sync::Arc<crate::queries::loop_tokens::LoopTokens>>,
 }
 
 impl Summarizer {
@@ -183,9 +183,19 @@ impl Summarizer {
 
     /// Gives each loop its tokens, writer's and critic's (from `trajectories.parquet`), for the
     /// cost curves in tokens.
-    pub(crate) fn with_tokens(mut self, tokens: crate::queries::loop_tokens::LoopTokens) -> Summarizer {
+    pub(crate) fn with_tokens(mut self, tokens: std::sync::Arc<crate::queries::loop_tokens::LoopTokens>) -> Summarizer {
         self.tokens = Some(tokens).filter(|t| !t.is_empty());
         self
+    }
+
+    /// A summarizer of a held-out judge's reading: no loop has an adjudicated twin, so a task is
+    /// complete at epochs × arms loops.
+    pub(crate) fn for_judge(manifest: Option<&Manifest>) -> Summarizer {
+        let mut summarizer = Summarizer::new(manifest);
+        let twins = manifest.map_or(0, |m| m.experiment.adjudicate.len());
+        let epochs = manifest.and_then(|m| m.experiment.epochs).map_or(0, |e| e as usize);
+        summarizer.expected = summarizer.expected.map(|loops| loops - twins * epochs).filter(|&loops| loops > 0);
+        summarizer
     }
 
     fn group(&mut self, config_id: &str, critic: &str) -> usize {
@@ -223,7 +233,7 @@ impl Summarizer {
         if row.censored {
             return self.add_censored(row);
         }
-        self.add_loop(row)?;
+        self.add_loop(row, row.passed && row.revisions == 0)?;
         if let Some(passed) = row.adjudicated_passed {
             let arm = format!("{}{ADJUDICATED_SUFFIX}", row.arm);
             let adjudicated = OutcomeStats {
@@ -233,12 +243,19 @@ impl Summarizer {
                 rounds: row.rounds + 1,
                 ..*row
             };
-            self.add_loop(&adjudicated)?;
+            self.add_loop(&adjudicated, passed && row.revisions == 0)?;
         }
         Ok(())
     }
 
-    fn add_loop(&mut self, row: &OutcomeStats<'_>) -> Result<(), RowError> {
+    /// Adds one loop as a held-out judge read it: `row.passed` is the judge's verdict on its final
+    /// answer, `first` on its first draft (an adjudicated draft is the steering critic's alone).
+    pub(crate) fn add_judged(&mut self, row: &OutcomeStats<'_>, first: bool) -> Result<(), RowError> {
+        self.add_loop(row, first)
+    }
+
+    /// Adds one loop; `first` is whether its first draft passed the judge.
+    fn add_loop(&mut self, row: &OutcomeStats<'_>, first: bool) -> Result<(), RowError> {
         if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
             self.run_id = Some(row.run_id.to_string());
         }
@@ -252,11 +269,11 @@ impl Summarizer {
                 group.arms.len() - 1
             }
         };
-        group.arms[arm].add(row);
+        group.arms[arm].add(row, first);
         let arm = u16::try_from(arm).map_err(|_| RowError::TooManyArms)?;
         let kind = group.kind(row.kind);
-        group.kind_arm(kind, arm).add(row);
-        let mut recorded = Loop::of(row, arm);
+        group.kind_arm(kind, arm).add(row, first);
+        let mut recorded = Loop { first, ..Loop::of(row, arm) };
         if let Some(tokens) = &self.tokens {
             let key = crate::queries::loop_tokens::loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch);
             recorded.tokens = tokens.get(&key).copied();

@@ -18,7 +18,10 @@ use serde::Serialize;
 pub(crate) use fold::Summarizer;
 
 use crate::csv_files::write_csv;
+use crate::judges::Judged;
 use crate::power::PowerRow;
+use crate::queries::judge_verdicts::JudgeVerdicts;
+use crate::queries::loop_tokens::loop_key;
 use crate::rows::{ADJUDICATED_SUFFIX, ComparisonRow, SummaryRow};
 use crate::{ReportError, RowError};
 
@@ -202,22 +205,66 @@ pub(crate) fn summarize_files_with(
     manifest: Option<&Manifest>,
     tokens: Option<crate::queries::loop_tokens::LoopTokens>,
 ) -> Result<(Summary, Vec<PowerRow>), ReportError> {
-    let mut summarizer = Summarizer::new(manifest);
-    if let Some(tokens) = tokens {
-        summarizer = summarizer.with_tokens(tokens);
-    }
-    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| summarizer.add(row))?;
+    let (summary, power, _) = summarize_judged(paths, manifest, tokens, &JudgeVerdicts::default())?;
+    Ok((summary, power))
+}
+
+/// The steering critic's summary and power rows, and the same rows as each held-out evaluator of
+/// `verdicts` reads them ([`crate::judges`]), in one pass over the outcomes.
+pub(crate) fn summarize_judged(
+    paths: &[PathBuf],
+    manifest: Option<&Manifest>,
+    tokens: Option<crate::queries::loop_tokens::LoopTokens>,
+    verdicts: &JudgeVerdicts,
+) -> Result<(Summary, Vec<PowerRow>, Vec<Judged>), ReportError> {
+    let tokens = tokens.map(std::sync::Arc::new);
+    let with_tokens = |summarizer: Summarizer| match &tokens {
+        Some(tokens) => summarizer.with_tokens(tokens.clone()),
+        None => summarizer,
+    };
+    let mut critic = with_tokens(Summarizer::new(manifest));
+    let mut held_out: Vec<Summarizer> =
+        verdicts.evaluators.iter().map(|_| with_tokens(Summarizer::for_judge(manifest))).collect();
+    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| {
+        critic.add(row)?;
+        if held_out.is_empty() || row.censored {
+            return Ok::<(), RowError>(());
+        }
+        let key = loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch);
+        for (index, summarizer) in held_out.iter_mut().enumerate() {
+            let Some(judged) = verdicts.of(index, key).filter(|v| !v.error) else { continue };
+            let (Some(first), Some(last)) = (judged.first, judged.last) else { continue };
+            let row = OutcomeStats { passed: last, adjudicated_passed: None, adjudicated_score: None, ..*row };
+            summarizer.add_judged(&row, first)?;
+        }
+        Ok(())
+    })?;
     let name = match paths {
         [one] => one.display().to_string(),
         _ => paths.first().and_then(|p| p.parent()?.parent()).map_or_else(String::new, |d| d.display().to_string()),
     };
-    summarizer.finish(manifest).map_err(|source| ReportError::Rows { name, source: Box::new(source) })
+    let rows_error = |source| ReportError::Rows { name: name.clone(), source: Box::new(source) };
+    let (summary, power) = critic.finish(manifest).map_err(rows_error)?;
+    let mut judged = Vec::new();
+    for (summarizer, evaluator) in held_out.into_iter().zip(&verdicts.evaluators) {
+        let (rows, power) = summarizer.finish(manifest).map_err(rows_error)?;
+        judged.push(Judged::new(evaluator, Summary { notes: Vec::new(), timing: None, ..rows }, power));
+    }
+    Ok((summary, power, judged))
 }
 
-/// Writes `summary.csv` and `comparisons.csv`.
-pub(crate) fn write_files(run_dir: &Path, summary: &Summary) -> Result<(), ReportError> {
-    write_csv(&run_dir.join(crate::outputs::SUMMARY_CSV), &summary.rows)?;
-    write_csv(&run_dir.join(crate::outputs::COMPARISONS_CSV), &summary.comparisons)?;
-    write_csv(&run_dir.join(crate::outputs::COST_CURVES_CSV), &summary.spend.curves)?;
-    write_csv(&run_dir.join(crate::outputs::COST_COMPARISONS_CSV), &summary.spend.comparisons)
+/// Writes `summary.csv`, `comparisons.csv`, `cost_curves.csv` and `cost_comparisons.csv`: the
+/// steering critic's rows, then each held-out judge's.
+pub(crate) fn write_files(run_dir: &Path, report: &crate::Report) -> Result<(), ReportError> {
+    let summaries: Vec<&Summary> =
+        std::iter::once(&report.summary).chain(report.held_out.iter().map(|j| &j.summary)).collect();
+    write_csv(&run_dir.join(crate::outputs::SUMMARY_CSV), &all_rows(&summaries, |s| &s.rows))?;
+    write_csv(&run_dir.join(crate::outputs::COMPARISONS_CSV), &all_rows(&summaries, |s| &s.comparisons))?;
+    write_csv(&run_dir.join(crate::outputs::COST_CURVES_CSV), &all_rows(&summaries, |s| &s.spend.curves))?;
+    write_csv(&run_dir.join(crate::outputs::COST_COMPARISONS_CSV), &all_rows(&summaries, |s| &s.spend.comparisons))
+}
+
+/// The rows `rows` picks from each summary, one after the other.
+fn all_rows<'a, T: Clone + 'a>(summaries: &[&'a Summary], rows: impl Fn(&'a Summary) -> &'a Vec<T>) -> Vec<T> {
+    summaries.iter().flat_map(|s| rows(s).iter().cloned()).collect()
 }

@@ -1,0 +1,331 @@
+//! The answer of a run, first and on one screen: per critic, at the best config by the lead judge
+//! (the most independent one the run has, [`crate::judges::lead`]), whether feedback beats blind
+//! revision, whether it is ahead of resampling at equal cost, where the steering critic and the
+//! judge disagree, what one passed answer costs in each arm, and which config to ship; then every
+//! config by that judge. The terminal prints it; `report.md` opens with it.
+
+use std::fmt::Write as _;
+
+use critbench_core::Arm;
+
+use crate::Report;
+use crate::format::{difference_cell, format_p};
+use crate::judges::{CRITIC, describe, lead};
+use crate::rows::{ComparisonRow, SummaryRow};
+use crate::spend::CostComparisonRow;
+use crate::summary::Summary;
+
+/// The most config × critic rows the terminal's table lists, shared among the critics; each
+/// critic's best configs by the lead judge's first arm are shown.
+pub(crate) const TABLE_ROWS: usize = 12;
+
+/// One judge's reading, as the answer reads it.
+#[derive(Clone, Copy)]
+struct Reading<'a> {
+    judge: &'a str,
+    summary: &'a Summary,
+}
+
+impl<'a> Reading<'a> {
+    fn critic(report: &'a Report) -> Reading<'a> {
+        Reading { judge: CRITIC, summary: &report.summary }
+    }
+
+    /// The judge that leads what is said of `critic`'s loops: its first config's lead.
+    fn lead(report: &'a Report, critic: &str) -> Reading<'a> {
+        let config = report.summary.rows.iter().find(|r| r.critic == critic).map(|r| r.config_id.as_str());
+        match config.and_then(|config| lead(&report.held_out, config, critic)) {
+            Some(judged) => Reading { judge: &judged.judge, summary: &judged.summary },
+            None => Reading::critic(report),
+        }
+    }
+
+    fn row(&self, config: &str, critic: &str, arm: &str) -> Option<&'a SummaryRow> {
+        self.summary.rows.iter().find(|r| r.config_id == config && r.critic == critic && r.arm == arm)
+    }
+
+    fn comparison(&self, config: &str, critic: &str, a: &str, b: &str) -> Option<&'a ComparisonRow> {
+        self.summary
+            .comparisons
+            .iter()
+            .find(|c| c.config_id == config && c.critic == critic && c.arm_a == a && c.arm_b == b)
+    }
+
+    /// The judge's name as a table or line says it: `sim-truth`, or `the critic`.
+    fn short(&self) -> &'a str {
+        if self.judge == CRITIC { "the critic" } else { self.judge }
+    }
+}
+
+/// The arms of `critic`'s rows in `reading`, in reading order (adjudicated twins left out).
+fn arms_of<'a>(reading: Reading<'a>, critic: &str) -> Vec<&'a str> {
+    let mut arms: Vec<&str> = Vec::new();
+    for row in reading.summary.rows.iter().filter(|r| r.critic == critic) {
+        if !arms.contains(&row.arm.as_str()) && Arm::parse(&row.arm).is_some() {
+            arms.push(&row.arm);
+        }
+    }
+    arms
+}
+
+/// The config to ship for `critic` by `reading`: the config × arm whose pass rate is highest (a
+/// revising arm before `single` on a tie, then the fewer mean rounds), as (config, arm).
+fn best<'a>(reading: Reading<'a>, critic: &str) -> Option<&'a SummaryRow> {
+    reading
+        .summary
+        .rows
+        .iter()
+        .filter(|r| r.critic == critic && Arm::parse(&r.arm).is_some() && r.n > 0)
+        .max_by(|a, b| a.pass_rate.total_cmp(&b.pass_rate).then(b.mean_rounds.total_cmp(&a.mean_rounds)))
+}
+
+/// The critics of the run, in the summary's order.
+fn critics(report: &Report) -> Vec<&str> {
+    crate::format::unique(report.summary.rows.iter().map(|r| r.critic.as_str()))
+}
+
+/// The answer's lines: a heading sentence, then per critic its lines (each indented), then the
+/// table of every config by the lead judge. Every line is plain text of at most 160 characters.
+pub fn lines(report: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let critics = critics(report);
+    let leads: Vec<Reading> = critics.iter().map(|c| Reading::lead(report, c)).collect();
+    let judges = crate::format::unique(leads.iter().map(|r| r.judge));
+    let named = judges.iter().map(|j| describe(j)).collect::<Vec<_>>().join("; ");
+    out.push(format!(
+        "The answer, by {named}. \"by the critic\" is the steering critic's verdict on the same answers."
+    ));
+    for (critic, reading) in critics.iter().zip(&leads) {
+        out.push(String::new());
+        critic_lines(&mut out, report, critic, *reading);
+    }
+    out.push(String::new());
+    table_lines(&mut out, report, &critics, &leads);
+    out
+}
+
+/// What is said of one critic's loops: its best config by the lead judge and the answer there.
+fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: Reading<'_>) {
+    let critic_reading = Reading::critic(report);
+    let Some(best) = best(reading, critic) else {
+        out.push(format!("{critic}: no loop was judged by {}", reading.short()));
+        return;
+    };
+    let config = best.config_id.as_str();
+    let epochs = if best.n_tasks > 0 { best.n as f64 / best.n_tasks as f64 } else { 0.0 };
+    out.push(format!(
+        "{critic} ({} tasks × {} epochs): ship {config} with {} ({} by {}, {:.1} rounds a loop)",
+        best.n_tasks,
+        trim_number(epochs),
+        best.arm,
+        percent(best.pass_rate),
+        reading.short(),
+        best.mean_rounds
+    ));
+    let arms = arms_of(reading, critic);
+    let rates: Vec<String> = arms
+        .iter()
+        .filter_map(|arm| reading.row(config, critic, arm).map(|r| format!("{arm} {}", percent(r.pass_rate))))
+        .collect();
+    out.push(format!("  {config}, pass rate by {}: {}", reading.short(), rates.join(" · ")));
+    let (feedback, no_feedback, resample) = (Arm::Feedback.as_str(), Arm::NoFeedback.as_str(), Arm::Resample.as_str());
+    if let Some(c) = reading.comparison(config, critic, feedback, no_feedback) {
+        let mut line = format!("  feedback − no-feedback {}", comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value));
+        if reading.judge != CRITIC
+            && let Some(by_critic) = critic_reading.comparison(config, critic, feedback, no_feedback)
+        {
+            let _ = write!(line, "; by the critic {:+.1} pp", 100.0 * by_critic.diff);
+        }
+        out.push(line);
+    }
+    if let Some(c) = equal_cost(reading, config, critic, feedback, resample) {
+        let spends: Vec<String> = [feedback, resample]
+            .iter()
+            .filter_map(|arm| reading.row(config, critic, arm).map(|r| format!("{arm} {:.1}", r.mean_rounds)))
+            .collect();
+        out.push(format!(
+            "  feedback − resample at equal cost (≤ {} a loop; uncut rounds: {}): {}",
+            crate::spend::budget_text(c, report.summary.currency.as_deref()),
+            spends.join(", "),
+            comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value)
+        ));
+    }
+    if reading.judge != CRITIC {
+        let inflation: Vec<String> = arms
+            .iter()
+            .filter_map(|arm| {
+                let (judged, by_critic) = (reading.row(config, critic, arm)?, critic_reading.row(config, critic, arm)?);
+                Some(format!("{arm} {:+.1}", 100.0 * (by_critic.pass_rate - judged.pass_rate)))
+            })
+            .collect();
+        let mut line = format!("  critic − {} pass rate, pp: {}", reading.short(), inflation.join(" · "));
+        if let Some(evaluated) = &report.evaluators {
+            let flagged = evaluated.rows.iter().any(|r| {
+                r.config_id == config
+                    && r.critic == critic
+                    && r.evaluator == reading.judge
+                    && r.critic_pleasing == Some(true)
+            });
+            line.push_str(if flagged {
+                "; critic-pleasing flagged: the critic rose, the judge did not"
+            } else {
+                "; critic-pleasing not flagged (no evidence either way)"
+            });
+        }
+        out.push(line);
+    }
+    let costs: Vec<String> = arms
+        .iter()
+        .filter_map(|arm| {
+            let row = reading.row(config, critic, arm)?;
+            Some(format!("{arm} {}", cost_per_pass(row, report.summary.currency.as_deref())))
+        })
+        .collect();
+    out.push(format!("  spend per answer {} passes: {}", reading.short(), costs.join(" · ")));
+}
+
+/// What a passed answer costs in an arm: its spend over the answers the judge passed (money when
+/// every loop was priced, else rounds); `none passed` when the judge passed none.
+fn cost_per_pass(row: &SummaryRow, currency: Option<&str>) -> String {
+    if row.passed == 0 {
+        return "none passed".to_string();
+    }
+    match row.cost_total {
+        Some(total) => crate::format::money(total / row.passed as f64, currency),
+        None => format!("{:.1} rounds", row.rounds_total as f64 / row.passed as f64),
+    }
+}
+
+/// The comparison of `a` and `b` at `a`'s mean spend per loop, in money, else tokens, else rounds.
+fn equal_cost<'a>(reading: Reading<'a>, config: &str, critic: &str, a: &str, b: &str) -> Option<&'a CostComparisonRow> {
+    let rows = reading.summary.spend.comparisons.iter().filter(|c| {
+        c.config_id == config
+            && c.critic == critic
+            && c.arm_a == a
+            && c.arm_b == b
+            && c.budget_from == format!("mean of {a}")
+    });
+    rows.min_by_key(|c| crate::spend::preference(&c.unit))
+}
+
+/// "+41.9 pp (+38.1 to +45.8), p < 0.0001".
+fn comparison_text(diff: f64, lo: Option<f64>, hi: Option<f64>, p: Option<f64>) -> String {
+    let mut text = difference_cell(diff, lo, hi);
+    if let Some(p) = p {
+        let p = format_p(p);
+        let _ = write!(text, ", p {}", if p.starts_with('<') { p } else { format!("= {p}") });
+    }
+    text
+}
+
+/// Every config by the lead judges: each arm's pass rate and feedback − no-feedback with its
+/// interval, the steering critic's difference beside it. A larger grid shows its best and worst
+/// rows by the first arm's pass rate.
+fn table_lines(out: &mut Vec<String>, report: &Report, critics: &[&str], leads: &[Reading<'_>]) {
+    let mut arms: Vec<&str> = Vec::new();
+    for (critic, reading) in critics.iter().zip(leads) {
+        for arm in arms_of(*reading, critic) {
+            if !arms.contains(&arm) {
+                arms.push(arm);
+            }
+        }
+    }
+    let (feedback, no_feedback) = (Arm::Feedback.as_str(), Arm::NoFeedback.as_str());
+    let compared = arms.contains(&feedback) && arms.contains(&no_feedback);
+    let judges = crate::format::unique(leads.iter().map(|r| r.short()));
+    out.push(format!("Every config by {}:", judges.join(" and ")));
+    let mut header = String::from("| config | critic |");
+    for arm in &arms {
+        let _ = write!(header, " {arm} |");
+    }
+    if compared {
+        header.push_str(" feedback − no-feedback (95% CI), p | by the critic |");
+    }
+    out.push(header);
+    out.push(format!("|---|---|{}{}", "---:|".repeat(arms.len()), if compared { "---|---:|" } else { "" }));
+    let mut groups: Vec<(&str, &str, Reading)> = Vec::new();
+    for row in &report.summary.rows {
+        let Some(index) = critics.iter().position(|c| *c == row.critic) else { continue };
+        if !groups.iter().any(|(config, critic, _)| *config == row.config_id && *critic == row.critic) {
+            groups.push((&row.config_id, &row.critic, leads[index]));
+        }
+    }
+    let rate = |(config, critic, reading): &(&str, &str, Reading)| {
+        arms.first().and_then(|arm| reading.row(config, critic, arm)).map_or(f64::NEG_INFINITY, |r| r.pass_rate)
+    };
+    // Per critic, its configs best first by the first arm's pass rate, as many as fit.
+    let per_critic = (TABLE_ROWS / critics.len().max(1)).max(2);
+    let mut shown: Vec<((&str, &str, Reading), usize)> = Vec::new();
+    for critic in critics {
+        let mut of_critic: Vec<usize> = (0..groups.len()).filter(|&i| groups[i].1 == *critic).collect();
+        of_critic.sort_by(|&a, &b| rate(&groups[b]).total_cmp(&rate(&groups[a])).then(a.cmp(&b)));
+        let left_out = of_critic.len().saturating_sub(per_critic);
+        of_critic.truncate(per_critic);
+        let last = of_critic.len().saturating_sub(1);
+        shown.extend(of_critic.iter().enumerate().map(|(k, &i)| (groups[i], if k == last { left_out } else { 0 })));
+    }
+    for ((config, critic, reading), left_out) in shown {
+        let mut line = format!("| {config} | {critic} |");
+        for arm in &arms {
+            match reading.row(config, critic, arm) {
+                Some(row) => {
+                    let _ = write!(line, " {} |", percent(row.pass_rate));
+                }
+                None => line.push_str(" – |"),
+            }
+        }
+        if compared {
+            match reading.comparison(config, critic, feedback, no_feedback) {
+                Some(c) => {
+                    let by_critic = Reading::critic(report)
+                        .comparison(config, critic, feedback, no_feedback)
+                        .map_or("–".to_string(), |c| format!("{:+.1} pp", 100.0 * c.diff));
+                    let _ =
+                        write!(line, " {} | {by_critic} |", comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value));
+                }
+                None => line.push_str(" – | – |"),
+            }
+        }
+        out.push(line);
+        if left_out > 0 {
+            out.push(format!(
+                "| … | {critic}: {left_out} more config{} below these by {}; summary.csv has every judge's rows |",
+                if left_out == 1 { "" } else { "s" },
+                arms.first().copied().unwrap_or("")
+            ));
+        }
+    }
+}
+
+fn percent(value: f64) -> String {
+    format!("{:.1}%", 100.0 * value)
+}
+
+/// A whole number without its decimals, else one decimal.
+fn trim_number(value: f64) -> String {
+    if value.fract() == 0.0 { format!("{value:.0}") } else { format!("{value:.1}") }
+}
+
+/// The answer as `report.md` opens with it: [`lines`] under a heading, each critic's lines a list.
+pub fn markdown(report: &Report) -> String {
+    let mut out = String::from("## The answer\n\n");
+    for line in lines(report) {
+        if let Some(item) = line.strip_prefix("  ") {
+            let _ = writeln!(out, "- {item}");
+        } else if line.is_empty() {
+            if !out.ends_with("\n\n") {
+                out.push('\n');
+            }
+        } else if line.starts_with('|') {
+            let _ = writeln!(out, "{line}");
+        } else {
+            let _ = writeln!(out, "{line}\n");
+        }
+    }
+    out.push_str(
+        "\nThe evidence follows: every arm by the steering critic, then what each held-out judge says of the same \
+         answers; `summary.csv`, `comparisons.csv`, `cost_curves.csv`, `cost_comparisons.csv`, `power.csv` and \
+         `config_comparisons.csv` hold every judge's rows (column `judge`).\n\n",
+    );
+    out
+}

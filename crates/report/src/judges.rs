@@ -1,0 +1,89 @@
+//! Judges: whose verdict on a loop's answer a rate reads.
+//!
+//! The steering critic (`critic`) is the one judge the feedback arm's reviser is taught to
+//! satisfy; a held-out evaluator (`sim-truth`, or any `[[evaluators]]` entry) never steers a loop.
+//! Every rate and comparison of the summary, cost, power and config sections is computed once per
+//! judge, in the same pass over the outcomes: a held-out judge's reading takes each loop's pass
+//! from the evaluator's verdict on its final answer (and its first draft's), and leaves out the
+//! loops it did not judge or failed on (an error is no verdict). Each file gains a `judge` column
+//! with a full set of rows per judge, the steering critic's first.
+//!
+//! Which judge leads the terminal and the reports' answer ([`lead`]): the most independent one the
+//! run has for a critic's loops — the simulator's hidden truth, else the first held-out evaluator
+//! the experiment lists, else the steering critic.
+
+use crate::power::PowerRow;
+use crate::summary::Summary;
+
+/// The `judge` of the steering critic's rows.
+pub const CRITIC: &str = "critic";
+
+/// The built-in evaluator of the simulator's hidden truth.
+pub const SIM_TRUTH: &str = crate::queries::truth_relation::SIM_TRUTH;
+
+/// One judge's reading of the run: the summary's rows, comparisons and cost curves, and the power
+/// rows of its comparisons, every row's `judge` set.
+#[derive(Clone, Debug, Default)]
+pub struct Judged {
+    /// `critic`, or a held-out evaluator's name.
+    pub judge: String,
+    /// The rows as this judge reads them (notes, timing and the run's identity are the critic's
+    /// summary's alone).
+    pub summary: Summary,
+    /// `power.csv`'s rows of this judge's comparisons.
+    pub power: Vec<PowerRow>,
+}
+
+impl Judged {
+    /// Names `judge` on every row of `summary` and `power`.
+    pub(crate) fn new(judge: &str, mut summary: Summary, mut power: Vec<PowerRow>) -> Judged {
+        let name = || judge.to_string();
+        summary.rows.iter_mut().for_each(|r| r.judge = name());
+        summary.comparisons.iter_mut().for_each(|r| r.judge = name());
+        summary.spend.curves.iter_mut().for_each(|r| r.judge = name());
+        summary.spend.comparisons.iter_mut().for_each(|r| r.judge = name());
+        for kind in &mut summary.by_kind {
+            kind.summary.iter_mut().for_each(|r| r.judge = name());
+            kind.comparisons.iter_mut().for_each(|r| r.judge = name());
+        }
+        power.iter_mut().for_each(|r| r.judge = name());
+        Judged { judge: name(), summary, power }
+    }
+
+    /// Whether this is the steering critic's reading.
+    pub fn is_critic(&self) -> bool {
+        self.judge == CRITIC
+    }
+}
+
+/// Every judge's reading of `report` as (judge, summary): the steering critic's first, then each
+/// held-out judge's.
+pub(crate) fn readings(report: &crate::Report) -> Vec<(&str, &Summary)> {
+    std::iter::once((CRITIC, &report.summary))
+        .chain(report.held_out.iter().map(|j| (j.judge.as_str(), &j.summary)))
+        .collect()
+}
+
+/// A judge as a table's column head says it: `by the critic`, `by sim-truth`.
+pub(crate) fn column(judge: &str) -> String {
+    if judge == CRITIC { "by the critic".to_string() } else { format!("by {judge}") }
+}
+
+/// How a judge is named in a sentence: "the steering critic, the judge the loop optimizes" or
+/// "`NAME`, a held-out evaluator" (`sim-truth`: "the simulator's hidden truth").
+pub fn describe(judge: &str) -> String {
+    match judge {
+        CRITIC => "the steering critic, the judge the loop optimizes".to_string(),
+        SIM_TRUTH => format!("`{SIM_TRUTH}`, the simulator's hidden truth"),
+        other => format!("`{other}`, a held-out evaluator"),
+    }
+}
+
+/// The held-out judge that leads what is said of `critic`'s loops in `config`: `sim-truth` when it
+/// judged them, else the first other held-out judge (in `held_out`'s order) that did; `None` when
+/// none did, and the steering critic leads.
+pub fn lead<'a>(held_out: &'a [Judged], config: &str, critic: &str) -> Option<&'a Judged> {
+    let judged_group = |j: &&Judged| j.summary.rows.iter().any(|r| r.config_id == config && r.critic == critic);
+    let judges = || held_out.iter().filter(|j| !j.is_critic()).filter(judged_group);
+    judges().find(|j| j.judge == SIM_TRUTH).or_else(|| judges().next())
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Recomputes a held-out judge's rows of a critbench run from evaluations.parquet alone.
+
+Usage: python3 tests/python/check_judges.py RUN_DIR JUDGE
+
+Every rate and comparison file of a run has a `judge` column with a full set of rows per judge
+(docs/REFERENCE.md, Judges). For JUDGE (a held-out evaluator, such as `sim-truth`) this script
+recomputes, with pandas, from the evaluator's verdicts on each loop's final answer in
+evaluations.parquet (and each loop's rounds in outcomes.parquet):
+
+- comparisons.csv: per config × critic × pair of arms, the units (task × epoch) both arms have a
+  verdict on, each arm's pass rate over them, the difference and the discordant counts;
+- config_comparisons.csv: per pair of configs × arm × critic, the same over the units both configs
+  have;
+- cost_comparisons.csv, in rounds: a loop passes within a budget of B rounds when the judge passed
+  its final answer and it used at most B rounds;
+- summary.csv: each arm's loops and passes.
+
+A loop whose evaluator failed (no verdict) is in no unit. Prints what it checked and exits 0, or
+prints every mismatch and exits 1 (2 for bad usage). Requirements: tests/python/requirements.txt.
+"""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+TOLERANCE = 1e-9
+
+
+def verdicts(run: Path, judge: str) -> pd.DataFrame:
+    """One row per judged loop: its key, the judge's final verdict and the loop's rounds."""
+    evaluations = pd.read_parquet(run / "evaluations.parquet")
+    evaluations = evaluations[evaluations["evaluator"] == judge]
+    errored = evaluations[evaluations["passed"].isna() & evaluations["answer"].isin(["first", "final"])]
+    keys = ["config_id", "arm", "critic", "task_id", "epoch"]
+    final = evaluations[evaluations["answer"] == "final"][keys + ["passed"]]
+    final = final.merge(errored[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+    final = final[final["_merge"] == "left_only"].drop(columns="_merge")
+    final["passed"] = final["passed"].astype(bool)
+    outcomes = pd.read_parquet(run / "outcomes.parquet")[keys + ["rounds"]]
+    outcomes["arm"] = outcomes["arm"].astype(str)
+    final["arm"] = final["arm"].astype(str)
+    return final.merge(outcomes, on=keys, how="inner")
+
+
+def paired(left: pd.DataFrame, right: pd.DataFrame, on: list) -> dict:
+    both = left.merge(right, on=on, suffixes=("_a", "_b"))
+    a, b = both["passed_a"], both["passed_b"]
+    return {
+        "n_pairs": len(both),
+        "pass_rate_a": a.mean(),
+        "pass_rate_b": b.mean(),
+        "diff": a.mean() - b.mean(),
+        "a_only": int((a & ~b).sum()),
+        "b_only": int((b & ~a).sum()),
+    }
+
+
+def main() -> int:
+    if len(sys.argv) != 3:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    run, judge = Path(sys.argv[1]), sys.argv[2]
+    loops = verdicts(run, judge)
+    failures = []
+    checked = {}
+
+    def expect(where: str, column: str, computed, written) -> None:
+        written = float(written)
+        if abs(float(computed) - written) > TOLERANCE:
+            failures.append(f"{where}: {column} is {written} in the file, {computed} from evaluations.parquet")
+
+    summary = pd.read_csv(run / "summary.csv")
+    summary = summary[summary["judge"] == judge]
+    for _, row in summary.iterrows():
+        if str(row["arm"]).endswith("+adjudicate"):
+            failures.append(f"summary.csv: {judge} has an adjudicated row; an adjudicated draft is the critic's alone")
+            continue
+        of = loops[(loops.config_id == row.config_id) & (loops.critic == row.critic) & (loops.arm == row.arm)]
+        where = f"summary.csv {row.config_id} {row.critic} {row.arm}"
+        expect(where, "n", len(of), row["n"])
+        expect(where, "passed", int(of["passed"].sum()), row["passed"])
+    checked["summary.csv"] = len(summary)
+
+    unit = ["task_id", "epoch"]
+    comparisons = pd.read_csv(run / "comparisons.csv")
+    comparisons = comparisons[comparisons["judge"] == judge]
+    for _, row in comparisons.iterrows():
+        group = loops[(loops.config_id == row.config_id) & (loops.critic == row.critic)]
+        a, b = group[group.arm == row.arm_a], group[group.arm == row.arm_b]
+        computed = paired(a[unit + ["passed"]], b[unit + ["passed"]], unit)
+        where = f"comparisons.csv {row.config_id} {row.critic} {row.arm_a} − {row.arm_b}"
+        for column, value in computed.items():
+            expect(where, column, value, row[column])
+    checked["comparisons.csv"] = len(comparisons)
+
+    configs = pd.read_csv(run / "config_comparisons.csv")
+    configs = configs[configs["judge"] == judge]
+    for _, row in configs.iterrows():
+        group = loops[(loops.arm == row.arm) & (loops.critic == row.critic)]
+        a, b = group[group.config_id == row.config_a], group[group.config_id == row.config_b]
+        computed = paired(a[unit + ["passed"]], b[unit + ["passed"]], unit)
+        where = f"config_comparisons.csv {row.config_a} vs {row.config_b} {row.arm} {row.critic}"
+        for column, value in computed.items():
+            expect(where, column, value, row[column])
+    checked["config_comparisons.csv"] = len(configs)
+
+    costs = pd.read_csv(run / "cost_comparisons.csv")
+    costs = costs[(costs["judge"] == judge) & (costs["unit"] == "rounds")]
+    for _, row in costs.iterrows():
+        group = loops[(loops.config_id == row.config_id) & (loops.critic == row.critic)].copy()
+        group["passed"] = group["passed"] & (group["rounds"] <= row.budget)
+        a, b = group[group.arm == row.arm_a], group[group.arm == row.arm_b]
+        computed = paired(a[unit + ["passed"]], b[unit + ["passed"]], unit)
+        where = f"cost_comparisons.csv {row.config_id} {row.critic} {row.arm_a} − {row.arm_b} at {row.budget}"
+        expect(where, "diff", computed["diff"], row["diff"])
+    checked["cost_comparisons.csv"] = len(costs)
+
+    empty = [name for name, count in checked.items() if count == 0]
+    if empty:
+        failures.append(f"no {judge} rows in {', '.join(empty)}")
+    if failures:
+        print("\n".join(failures))
+        return 1
+    print(f"{judge}: " + ", ".join(f"{count} rows of {name}" for name, count in checked.items()) + " recomputed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
