@@ -1,6 +1,7 @@
 //! Pass rates corrected by gold labels, with the real binary: `critbench sample` → a labeller (this
 //! test, by a rule it knows: an answer is right when it cites one of its task's relevant evidence
-//! ids) → `critbench report --labels`; labels files that are not the sample refused; and
+//! ids) → `critbench report --labels`; labels files that are not the sample refused (answers and
+//! verdicts that are not the run's among them); and
 //! tests/python/check_ppi.py comparing the corrected intervals with ppi-python's `ppi_mean_ci`.
 
 use std::collections::{BTreeSet, HashMap};
@@ -299,6 +300,74 @@ fn labels_that_are_not_the_sample_are_refused_naming_what_is_wrong() {
     // An answer left out.
     let message = refused("short.jsonl", &five[..five.len() - 1]);
     assert!(message.contains(&format!("1 of the sample's {} answers have no line", five.len() - 1)), "{message}");
+
+    // An answer's text edited after sampling: refused although its id and loops are untouched.
+    let mut edited_answer = five.clone();
+    edited_answer[2]["answer"] = Value::from(format!("{} [d1]", edited_answer[2]["answer"].as_str().unwrap()));
+    let message = refused("edited-answer.jsonl", &edited_answer);
+    let first_loop = |line: &Value| {
+        let l = &line["loops"][0];
+        format!(
+            "config {} × arm {} × critic {} × task {} × epoch {}",
+            l["config_id"].as_str().unwrap(),
+            l["arm"].as_str().unwrap(),
+            l["critic"].as_str().unwrap(),
+            line["task_id"].as_str().unwrap(),
+            l["epoch"]
+        )
+    };
+    assert!(
+        message.contains(&format!("line 3: the answer is not the text the loop {}", first_loop(&five[2])))
+            && message
+                .contains(&format!("(answer {}): edited after sampling?", five[2]["answer_id"].as_str().unwrap())),
+        "{message}"
+    );
+
+    // Two answers of one task swapped, each line keeping its id, loops and gold: refused at the
+    // first, which holds the other's text.
+    let (first, second) = (1..five.len())
+        .find_map(|i| (i + 1..five.len()).find(|&j| five[j]["task_id"] == five[i]["task_id"]).map(|j| (i, j)))
+        .expect("a sampled task with two answers");
+    let mut swapped = five.clone();
+    swapped[first]["answer"] = five[second]["answer"].clone();
+    swapped[second]["answer"] = five[first]["answer"].clone();
+    let message = refused("swapped.jsonl", &swapped);
+    assert!(
+        message.contains(&format!(
+            "line {}: the answer is the text of answer {}, not of this line's {}, which the loop {}",
+            first + 1,
+            five[second]["answer_id"].as_str().unwrap(),
+            five[first]["answer_id"].as_str().unwrap(),
+            first_loop(&five[first])
+        )) && message.contains("were two lines' answers swapped?"),
+        "{message}"
+    );
+
+    // A loop's verdict edited: its `passed`, or its `score`.
+    let verdict = &five[4]["loops"][0];
+    let (passed, score) = (verdict["passed"].as_bool().unwrap(), verdict["score"].as_f64().unwrap());
+    let mut repassed = five.clone();
+    repassed[4]["loops"][0]["passed"] = Value::Bool(!passed);
+    let message = refused("repassed.jsonl", &repassed);
+    assert!(
+        message.contains(&format!(
+            "line 5: the loop {} says passed {}, score {score}; the run's verdict is passed {passed}, score {score}",
+            first_loop(&five[4]),
+            !passed
+        )),
+        "{message}"
+    );
+    let mut rescored = five.clone();
+    rescored[4]["loops"][0]["score"] = Value::from(score + 0.5);
+    let message = refused("rescored.jsonl", &rescored);
+    assert!(
+        message.contains(&format!(
+            "line 5: the loop {} says passed {passed}, score {}; the run's verdict is passed {passed}, score {score}",
+            first_loop(&five[4]),
+            score + 0.5
+        )),
+        "{message}"
+    );
 
     // A sample of another run.
     let other = rag_run(dir.path(), "other", 30, "store_drafts = true");

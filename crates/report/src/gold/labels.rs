@@ -1,11 +1,14 @@
 //! Reading a labelled sample back: every answer of the sample `critbench sample` drew from this
 //! run, each with a boolean `gold`, and nothing else.
 //!
-//! The header's seed and number of tasks redraw the sample from the run; the file is accepted
-//! only when that sample's keys hash to the header's `keys_sha256` and its lines are exactly that
-//! sample's answers, each listing exactly its loops. A file drawn from another run, a header
-//! edited to another seed, or lines mixed in from another sample are refused with the line or
-//! field at fault.
+//! The header's seed and number of tasks redraw the sample from the run, reading each sampled
+//! loop's final answer and verdict again; the file is accepted only when that sample's keys hash
+//! to the header's `keys_sha256` and its lines are exactly that sample's answers, each with the
+//! text its loops returned and listing exactly its loops with the critic's verdicts on them. A file
+//! drawn from another run, a header edited to another seed, lines mixed in from another sample, an
+//! answer edited or swapped with another line's, or a verdict edited are refused with the line or
+//! field at fault: a label is a person's verdict on the text they read, so it counts only when
+//! that text, and the critic's verdict it is set against, are the run's.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -15,7 +18,7 @@ use critbench_core::Arm;
 use serde::Deserialize;
 
 use super::GoldError;
-use super::sample::{SAMPLE_VERSION, SampleHeader, SampleRequest, draw_sample, loop_key};
+use super::sample::{AnsweredLoop, SAMPLE_VERSION, SampleHeader, SampleRequest, answer_id, draw_sample, loop_key};
 use crate::ReportError;
 
 /// A labelled sample, checked against the run.
@@ -38,6 +41,7 @@ struct Line {
     task_id: String,
     #[serde(default)]
     gold: serde_json::Value,
+    answer: String,
     loops: Vec<LineLoop>,
 }
 
@@ -47,6 +51,9 @@ struct LineLoop {
     arm: String,
     critic: String,
     epoch: u32,
+    passed: bool,
+    /// Null where the run's score is not finite (JSON has no NaN), and when left out.
+    score: Option<f64>,
 }
 
 /// Reads the labels file at `path` and checks it against the run in `run_dir`.
@@ -105,7 +112,7 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
         ))
         .into());
     }
-    let answer_of_loop = drawn.answer_of_loop();
+    let loops_by_key = drawn.loops_by_key();
     let answers: HashMap<&str, &super::Answer> = drawn.answers.iter().map(|a| (a.answer_id.as_str(), a)).collect();
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut gold = BTreeMap::new();
@@ -121,7 +128,7 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
                 epoch: l.epoch,
             });
             let shown = LoopKey::describe(&l.config_id, &l.arm, &l.critic, &line.task_id, l.epoch);
-            match key.as_ref().and_then(|key| answer_of_loop.get(key)) {
+            match key.as_ref().and_then(|key| loops_by_key.get(key)) {
                 None if !drawn.tasks.contains(&line.task_id) => {
                     return Err(at(
                         number,
@@ -133,13 +140,27 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
                     .into());
                 }
                 None => return Err(at(number, format!("the run has no loop {shown}")).into()),
-                Some(id) if *id != line.answer_id => {
+                Some((answer, _)) if answer.answer_id != line.answer_id => {
                     return Err(at(
                         number,
                         format!(
-                            "the loop {shown} returned answer {id}, not this line's {}: keep each line's loops as \
+                            "the loop {shown} returned answer {}, not this line's {}: keep each line's loops as \
                              `critbench sample` wrote them",
-                            line.answer_id
+                            answer.answer_id, line.answer_id
+                        ),
+                    )
+                    .into());
+                }
+                Some((_, verdict)) if !same_verdict(l, verdict) => {
+                    return Err(at(
+                        number,
+                        format!(
+                            "the loop {shown} says passed {}, score {}; the run's verdict is passed {}, score {}: \
+                             keep each loop's `passed` and `score` as `critbench sample` wrote them",
+                            l.passed,
+                            l.score.map_or("null".to_string(), |score| score.to_string()),
+                            verdict.passed,
+                            verdict.score
                         ),
                     )
                     .into());
@@ -156,6 +177,9 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
                 format!("answer {} is of task `{}`, not `{}`", line.answer_id, answer.task_id, line.task_id),
             )
             .into());
+        }
+        if line.answer != answer.answer {
+            return Err(at(number, not_the_runs_answer(&line, answer, &answers)).into());
         }
         if let Some(missing) = answer.loops.iter().find(|expected| {
             !line.loops.iter().any(|l| {
@@ -223,8 +247,71 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
     Ok(Labels { path: path.into(), header, gold, tasks: drawn.tasks })
 }
 
+/// Whether a line's verdict on a loop is the run's. The score is compared to within one part in
+/// 10¹² (absolute below 1): the sample writes the shortest text that reads back as the run's
+/// score, but the JSON reader's default parsing may land a unit in the last place off on 17 digits.
+fn same_verdict(line: &LineLoop, run: &AnsweredLoop) -> bool {
+    let same_score = match line.score {
+        None => !run.score.is_finite(),
+        Some(score) => (score - run.score).abs() <= 1e-12 * score.abs().max(run.score.abs()).max(1.0),
+    };
+    line.passed == run.passed && same_score
+}
+
+/// Why a line's answer text is not the run's: the text of another answer of the task (two lines'
+/// answers swapped), or text the task's loops never returned (edited after sampling).
+fn not_the_runs_answer(line: &Line, answer: &super::Answer, answers: &HashMap<&str, &super::Answer>) -> String {
+    let first = loop_key(&answer.task_id, &answer.loops[0]);
+    let others = match answer.loops.len() - 1 {
+        0 => String::new(),
+        1 => " and 1 other loop".to_string(),
+        more => format!(" and {more} other loops"),
+    };
+    let id_of_text = answer_id(&line.task_id, &line.answer);
+    match answers.get(id_of_text.as_str()) {
+        Some(other) if other.task_id == line.task_id => format!(
+            "the answer is the text of answer {id_of_text}, not of this line's {}, which the loop {first}{others} \
+             returned: were two lines' answers swapped? keep each line's `answer` as `critbench sample` wrote it",
+            answer.answer_id
+        ),
+        _ => format!(
+            "the answer is not the text the loop {first}{others} returned (answer {}): edited after sampling? keep \
+             each line's `answer` as `critbench sample` wrote it",
+            answer.answer_id
+        ),
+    }
+}
+
 /// The run's id, from its manifest (empty when it has none).
 fn run_id_of(run_dir: &Path) -> Result<String, ReportError> {
     let manifest = critbench_storage::manifest::Manifest::read(run_dir)?;
     Ok(manifest.map(|m| m.run_id).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(passed: bool, score: Option<f64>) -> LineLoop {
+        LineLoop { config_id: "c".into(), arm: "feedback".into(), critic: "r".into(), epoch: 0, passed, score }
+    }
+
+    fn run(passed: bool, score: f64) -> AnsweredLoop {
+        AnsweredLoop { config_id: "c".into(), arm: Arm::Feedback, critic: "r".into(), epoch: 0, passed, score }
+    }
+
+    #[test]
+    fn a_verdict_is_the_runs_only_with_its_pass_and_its_score() {
+        assert!(same_verdict(&written(true, Some(8.5)), &run(true, 8.5)));
+        // One unit in the last place, as a reader's float parsing may land, is the same score.
+        let score = 7.123_456_789_012_345_f64;
+        assert!(same_verdict(&written(false, Some(f64::from_bits(score.to_bits() + 1))), &run(false, score)));
+        assert!(!same_verdict(&written(false, Some(8.5)), &run(true, 8.5)), "passed edited");
+        assert!(!same_verdict(&written(true, Some(8.5)), &run(true, 8.0)), "score edited");
+        assert!(!same_verdict(&written(true, Some(0.0)), &run(true, 1e-9)), "a small score edited");
+        // A score JSON cannot hold is written as null, and only a null is it.
+        assert!(same_verdict(&written(true, None), &run(true, f64::NAN)));
+        assert!(!same_verdict(&written(true, None), &run(true, 8.5)), "score left out");
+        assert!(!same_verdict(&written(true, Some(0.0)), &run(true, f64::NAN)));
+    }
 }

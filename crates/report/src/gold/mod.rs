@@ -11,7 +11,8 @@
 //!
 //! - `sample`: draws the tasks ([`draw_sample`]) and writes the file ([`write_sample`]): a header
 //!   line naming the sample, then one line per distinct answer with the loops it stands for.
-//! - `labels`: reads a labelled file and checks it is that sample of that run ([`read_labels`]).
+//! - `labels`: reads a labelled file and checks it is that sample of that run, with the answers and
+//!   verdicts the run holds ([`read_labels`]).
 //! - `corrected`: folds the run's outcomes with the labels into `corrected.csv` and
 //!   `corrected_comparisons.csv` ([`Corrected`]).
 //! - `render`: the "Corrected by gold labels" section of `report.md`, and the cells the page's

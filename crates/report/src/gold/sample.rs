@@ -115,12 +115,12 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// Each sampled loop's answer id.
-    pub(crate) fn answer_of_loop(&self) -> BTreeMap<LoopKey, &str> {
+    /// Each sampled loop, with the answer it returned and the critic's verdict on it.
+    pub(crate) fn loops_by_key(&self) -> BTreeMap<LoopKey, (&Answer, &AnsweredLoop)> {
         let mut by_loop = BTreeMap::new();
         for answer in &self.answers {
             for l in &answer.loops {
-                by_loop.insert(loop_key(&answer.task_id, l), answer.answer_id.as_str());
+                by_loop.insert(loop_key(&answer.task_id, l), (answer, l));
             }
         }
         by_loop
@@ -155,7 +155,7 @@ pub(crate) fn keys_sha256<'a>(keys: impl Iterator<Item = &'a LoopKey>) -> String
     critbench_storage::sha256_hex(text.as_bytes())
 }
 
-fn answer_id(task_id: &str, answer: &str) -> String {
+pub(crate) fn answer_id(task_id: &str, answer: &str) -> String {
     let hash = critbench_storage::sha256_hex(serde_json::json!([task_id, answer]).to_string().as_bytes());
     format!("a{}", &hash[..16])
 }
