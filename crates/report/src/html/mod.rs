@@ -155,7 +155,7 @@ pub(crate) fn render_page(
         plural(critics.len(), "critic"),
         plural(arms.len(), "arm"),
     );
-    out.push_str("<nav><ul>");
+    out.push_str("<nav><ul><li><a href=\"#answer\">The answer</a></li>");
     if report.sequential.is_some() {
         out.push_str("<li><a href=\"#sequential\">Sequential run</a></li>");
     }
@@ -203,6 +203,8 @@ pub(crate) fn render_page(
         out.push_str("<li><a href=\"#discordant-pairs\">Discordant pairs</a></li>");
     }
     out.push_str("</ul></nav>\n</header>\n");
+    // The answer first, by the lead judge, over every config (the full report, not the listed one).
+    out.push_str(&crate::answer::html(full));
 
     // What the reader must know before trusting the numbers: failed loops, a token cap, models.
     if !report.summary.notes.is_empty() || report.summary.timing.is_some() {
