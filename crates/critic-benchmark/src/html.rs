@@ -223,8 +223,10 @@ pub(crate) fn render(report: &JudgeReport) -> String {
     let _ = writeln!(
         out,
         "<p class=\"muted\">Run <code>{}</code>: {drafts} labeled drafts, {} repeat(s). Verdicts under config \
-         <code>{}</code> (pass_score {}): no fatal issue, no failed critique, score ≥ pass_score — the host decides. \
-         Rates count judgments; intervals are 95% bootstrap intervals over drafts ({} resamples) — for a rate \
+         <code>{}</code> (pass_score {}): no fatal issue, score ≥ pass_score — the host decides. A failed critique is \
+         no verdict (in judgments.parquet it is the fail a loop would take): it is left out of every rate and table \
+         below but the critique errors, where it is counted. Rates count judgments with a verdict; intervals are 95% \
+         bootstrap intervals over drafts ({} resamples) — for a rate \
          of exactly 0 or 1, Wilson's over drafts (Clopper–Pearson's exact one on 30 drafts or fewer) — unless \
          noted.</p>",
         escape(&report.run_id),

@@ -8,6 +8,8 @@
 //! accuracy, precision and recall of "pass", Cohen's kappa, rank correlation with gold scores,
 //! fatal-issue recall, spread across repeats, critique errors and latency; a threshold sweep,
 //! calibration bins, a per-flaw breakdown, and paired comparisons of critics on shared drafts.
+//! A critique that failed is no verdict: it is left out of every agreement number and counted
+//! apart (see [`metrics`]).
 //!
 //! It writes `judgments.parquet` (one row per critic × task × draft × repeat), `judge.json`,
 //! `judge.csv`, `judge.md` and `judge.html` into the output directory.

@@ -91,12 +91,14 @@ pub fn side_by_side(report: &JudgeReport) -> String {
             Some(rate) => pct(rate),
             None => format!("— ({} repeat)", c.repeats),
         }),
-        ("critique errors", |c| {
+        ("critique errors (no verdict: left out of every rate)", |c| {
             format!(
-                "{} · {} of {}",
+                "{} · {} of {} · {} of {} drafts left out",
                 with_interval(c.critic_error_rate, c.critic_error_rate_lo, c.critic_error_rate_hi, pct),
                 c.critic_errors,
-                c.judgments
+                c.judgments,
+                c.error_drafts,
+                c.drafts
             )
         }),
         ("mean attempts per critique", |c| c.mean_attempts.map_or("—".into(), two)),
@@ -177,11 +179,15 @@ pub(crate) fn flaw_table(report: &JudgeReport) -> String {
     out
 }
 
-/// The sentences a reader should not miss, per critic: the kinds of gold-fail draft it never
-/// passed (with how sure that is), those it did pass, and the gold-pass drafts it failed.
+/// The sentences a reader should not miss, per critic: the critiques it failed on (left out of
+/// its numbers), the kinds of gold-fail draft it never passed (with how sure that is), those it
+/// did pass, and the gold-pass drafts it failed.
 pub fn findings(report: &JudgeReport) -> Vec<String> {
     let mut lines = Vec::new();
     for critic in &report.critics {
+        if critic.critic_errors > 0 {
+            lines.push(errors_left_out(critic));
+        }
         let rows: Vec<&FlawRow> = report.flaws.iter().filter(|f| f.critic == critic.critic).collect();
         let several_kinds = rows.iter().any(|f| f.kind != rows[0].kind);
         let name = |f: &FlawRow| {
@@ -213,6 +219,17 @@ pub fn findings(report: &JudgeReport) -> Vec<String> {
         }
     }
     lines
+}
+
+/// What a critic's failed critiques did to its numbers: nothing, as they are no verdicts.
+fn errors_left_out(critic: &CriticMetrics) -> String {
+    let partly = critic.drafts - critic.error_drafts;
+    format!(
+        "`{}` failed on {} of its {} critiques ({} of {} drafts got no verdict at all): an error is no verdict, so \
+         they are left out of its rates, which are over the {} drafts it judged (`critic_errors` and `error_drafts` \
+         in judge.csv; `critic_error` in judgments.parquet says why).",
+        critic.critic, critic.critic_errors, critic.judgments, critic.error_drafts, critic.drafts, partly
+    )
 }
 
 fn threshold_table(report: &JudgeReport) -> String {
@@ -271,10 +288,12 @@ pub(crate) fn render(report: &JudgeReport) -> String {
     let _ = writeln!(
         out,
         "Run `{}`: {} labeled drafts from {}, {} repeat(s) per critic and draft. Verdicts follow the pass \
-         rule of config `{}` (pass_score {}{}): no fatal issue, no failed critique, score ≥ pass_score — the \
-         host decides, not the critic. Rates count judgments; intervals are 95% bootstrap intervals over \
-         drafts ({} resamples) — for a rate of exactly 0 or 1, Wilson's over drafts (Clopper–Pearson's exact one \
-         on 30 drafts or fewer) — unless noted.\n",
+         rule of config `{}` (pass_score {}{}): no fatal issue, score ≥ pass_score — the host decides, not the \
+         critic. A failed critique is no verdict (in judgments.parquet it is the fail a loop would take): it is left \
+         out of every rate and table below but the critique errors, where it is counted. Rates count judgments \
+         with a verdict; intervals are 95% bootstrap intervals over drafts ({} resamples) — for a rate of \
+         exactly 0 or 1, Wilson's over drafts (Clopper–Pearson's exact one on 30 drafts or fewer) — unless \
+         noted.\n",
         report.run_id,
         drafts,
         files.join(", "),
@@ -325,7 +344,7 @@ pub(crate) fn render(report: &JudgeReport) -> String {
     );
     out.push_str(&threshold_table(report));
     out.push_str("\n## Calibration\n\n");
-    out.push_str("Share of gold passes among the judgments whose critic score fell in each band.\n\n");
+    out.push_str("Share of gold passes among the judgments with a verdict whose critic score fell in each band.\n\n");
     out.push_str(&calibration_table(report));
     out
 }

@@ -5,6 +5,15 @@
 //! *drafts* with all their repeats, because the repeats of one draft are not independent. Tables
 //! that need one observation per draft (critic vs critic, the per-flaw breakdown) say which one
 //! they take.
+//!
+//! A failed critique (`critic_error` set) is no verdict: its `passed` is the host's conservative
+//! fail and its score a stand-in, neither of them the critic's opinion of the draft. Every
+//! agreement number — the confusion table, its rates, κ, the correlations, fatal-issue recall,
+//! the spread across repeats, the threshold sweep, calibration, the per-flaw breakdown and the
+//! critic pairs — is over the judgments with a verdict only, as if the failed ones had never been
+//! asked; the failures are counted apart (`critic_errors`, `error_drafts`, `critic_error_rate`
+//! over every critique made). Counting them as fails would lower the false-pass rate of a critic
+//! for crashing on gold fails.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -58,13 +67,15 @@ pub struct CriticMetrics {
     pub pass_score: f64,
     /// The per-dimension target of the verdicts, if any.
     pub dim_target: Option<f64>,
-    /// Labeled drafts judged.
+    /// Labeled drafts critiqued, with a verdict or not.
     pub drafts: u64,
-    /// Judgments (drafts × repeats).
+    /// Critiques made (drafts × repeats), failed ones included.
     pub judgments: u64,
-    /// Judgments of gold passes.
+    /// Judgments with a verdict of gold passes. This and every count and rate below, but the
+    /// error counts, `mean_attempts` and the latencies, leave out the failed critiques: an error
+    /// is no verdict.
     pub gold_pass: u64,
-    /// Judgments of gold fails.
+    /// Judgments with a verdict of gold fails.
     pub gold_fail: u64,
     /// Gold pass judged pass.
     pub true_pass: u64,
@@ -145,17 +156,18 @@ pub struct CriticMetrics {
     pub score_range_max: Option<f64>,
     /// Share of drafts whose repeats did not all reach the same verdict.
     pub verdict_flip_rate: Option<f64>,
-    /// Judgments whose critique failed.
+    /// Judgments whose critique failed (every attempt): no verdict, left out of every rate.
     pub critic_errors: u64,
-    /// `critic_errors / judgments`.
+    /// `critic_errors / judgments`: the share of all critiques made that failed (its interval is
+    /// over every draft critiqued).
     pub critic_error_rate: Option<f64>,
     /// Lower end of the 95% interval of `critic_error_rate`.
     pub critic_error_rate_lo: Option<f64>,
     /// Upper end of the 95% interval of `critic_error_rate`.
     pub critic_error_rate_hi: Option<f64>,
-    /// Mean attempts per critique.
+    /// Mean attempts per critique, failed ones included.
     pub mean_attempts: Option<f64>,
-    /// Mean score.
+    /// Mean score of the critiques with a verdict.
     pub mean_score: Option<f64>,
     /// Median critique latency, in milliseconds.
     pub latency_p50_ms: Option<f64>,
@@ -165,6 +177,9 @@ pub struct CriticMetrics {
     pub latency_p99_ms: Option<f64>,
     /// Longest critique, in milliseconds.
     pub latency_max_ms: Option<f64>,
+    /// Drafts none of whose critiques gave a verdict (every repeat failed): left out of every
+    /// rate, as the drafts of the rates are those with at least one verdict.
+    pub error_drafts: u64,
 }
 
 /// The error rates had the critic been run under another pass threshold.
@@ -197,7 +212,7 @@ pub struct CalibrationBin {
     pub score_lo: f64,
     /// The bin's upper score bound.
     pub score_hi: f64,
-    /// Judgments scored in the bin.
+    /// Judgments with a verdict scored in the bin.
     pub judgments: u64,
     /// Of those, gold passes.
     pub gold_pass: u64,
@@ -218,9 +233,9 @@ pub struct FlawRow {
     pub flaw: String,
     /// The gold verdict.
     pub gold_pass: bool,
-    /// Drafts of this kind.
+    /// Drafts of this kind with at least one verdict.
     pub drafts: u64,
-    /// Their judgments.
+    /// Their judgments with a verdict.
     pub judgments: u64,
     /// Judgments with a pass verdict.
     pub judged_pass: u64,
@@ -244,7 +259,7 @@ pub struct PairRow {
     pub critic_a: String,
     /// The second critic (B).
     pub critic_b: String,
-    /// Drafts both judged.
+    /// Drafts both judged (a verdict from each on the first repeat).
     pub n_pairs: u64,
     /// Accuracy of A.
     pub accuracy_a: f64,
@@ -273,9 +288,15 @@ pub struct PairRow {
     pub false_pass_rate_b: Option<f64>,
 }
 
-/// What one judgment contributes to the metrics.
+/// The judgments with a verdict: a failed critique is no verdict (see the module's doc), so it is
+/// left out of every agreement number. Order is kept, so drafts are numbered as they come.
+fn with_verdict<'a>(rows: &[&'a JudgmentRow]) -> Vec<&'a JudgmentRow> {
+    rows.iter().copied().filter(|row| row.critic_error.is_none()).collect()
+}
+
+/// What one judgment with a verdict contributes to the metrics.
 struct Observation {
-    /// Index of the draft (task × draft index) within the critic's judgments.
+    /// Index of the draft (task × draft index) within the critic's judgments with a verdict.
     draft: usize,
     gold_pass: bool,
     gold_score: Option<f64>,
@@ -283,19 +304,18 @@ struct Observation {
     passed: bool,
     score: f64,
     flagged_fatal: bool,
-    failed: bool,
-    attempts: u32,
     round: RoundScore,
 }
 
+/// The observations of the judgments with a verdict, and how many drafts they cover.
 fn observations(rows: &[&JudgmentRow]) -> (Vec<Observation>, usize) {
     let mut drafts: HashMap<(&str, u32), usize> = HashMap::new();
-    let observations = rows
-        .iter()
+    let observations = with_verdict(rows)
+        .into_iter()
         .map(|row| {
             let next = drafts.len();
             let draft = *drafts.entry((row.task_id.as_str(), row.draft_index)).or_insert(next);
-            let round = row.critique.round_score(row.critic_error.is_some());
+            let round = row.critique.round_score(false); // a row with a verdict did not fail
             Observation {
                 draft,
                 gold_pass: row.gold_pass,
@@ -304,13 +324,28 @@ fn observations(rows: &[&JudgmentRow]) -> (Vec<Observation>, usize) {
                 passed: row.passed,
                 score: row.critique.score,
                 flagged_fatal: round.fatal,
-                failed: round.failed,
-                attempts: row.critic_attempts,
                 round,
             }
         })
         .collect();
     (observations, drafts.len())
+}
+
+/// Critiques made and critiques failed of each draft critiqued, in the order the drafts come:
+/// the error rate's sample, which is every critique, failed or not.
+fn critiques_by_draft(rows: &[&JudgmentRow]) -> Vec<(u64, u64)> {
+    let mut index: HashMap<(&str, u32), usize> = HashMap::new();
+    let mut tallies: Vec<(u64, u64)> = Vec::new();
+    for row in rows {
+        let next = tallies.len();
+        let draft = *index.entry((row.task_id.as_str(), row.draft_index)).or_insert(next);
+        if draft == next {
+            tallies.push((0, 0));
+        }
+        tallies[draft].0 += 1;
+        tallies[draft].1 += u64::from(row.critic_error.is_some());
+    }
+    tallies
 }
 
 /// The metrics that get bootstrap intervals, for one set of judgments.
@@ -325,10 +360,9 @@ struct Estimates {
     spearman: Option<f64>,
     kendall: Option<f64>,
     fatal_recall: Option<f64>,
-    critic_error_rate: Option<f64>,
 }
 
-const ESTIMATES: usize = 10;
+const ESTIMATES: usize = 9;
 
 impl Estimates {
     fn values(&self) -> [Option<f64>; ESTIMATES] {
@@ -342,7 +376,6 @@ impl Estimates {
             self.spearman,
             self.kendall,
             self.fatal_recall,
-            self.critic_error_rate,
         ]
     }
 }
@@ -385,11 +418,10 @@ impl Confusion {
 
 fn estimate<'a>(observations: impl Iterator<Item = &'a Observation>) -> Estimates {
     let mut confusion = Confusion::default();
-    let (mut errors, mut fatal_labeled, mut fatal_caught) = (0u64, 0u64, 0u64);
+    let (mut fatal_labeled, mut fatal_caught) = (0u64, 0u64);
     let (mut gold_scores, mut scores) = (Vec::new(), Vec::new());
     for o in observations {
         confusion.add(o.gold_pass, o.passed);
-        errors += u64::from(o.failed);
         if o.gold_fatal == Some(true) {
             fatal_labeled += 1;
             fatal_caught += u64::from(o.flagged_fatal);
@@ -410,7 +442,6 @@ fn estimate<'a>(observations: impl Iterator<Item = &'a Observation>) -> Estimate
         spearman: spearman(&gold_scores, &scores),
         kendall: kendall_tau_b(&gold_scores, &scores),
         fatal_recall: ratio(fatal_caught, fatal_labeled),
-        critic_error_rate: ratio(errors, c.total()),
     }
 }
 
@@ -472,17 +503,51 @@ fn draft_rate(count: u64, drafts: u64) -> (f64, f64) {
     }
 }
 
+/// The percentile 95% interval of the share of critiques that failed, over `resamples` draws of
+/// whole drafts (`tallies`: critiques made and failed per draft).
+fn error_rate_bootstrap(tallies: &[(u64, u64)], resamples: usize, seed: u64) -> Interval {
+    if tallies.is_empty() {
+        return (None, None);
+    }
+    let mut rng = Rng::new(seed);
+    let mut draws = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        let (mut made, mut failed) = (0u64, 0u64);
+        for _ in 0..tallies.len() {
+            let (m, f) = tallies[rng.below(tallies.len())];
+            made += m;
+            failed += f;
+        }
+        draws.extend(ratio(failed, made));
+    }
+    draws.sort_by(f64::total_cmp);
+    (percentile(&draws, 0.025), percentile(&draws, 0.975))
+}
+
 fn bootstrap_seed(seed: u64, name: &str, purpose: &str) -> u64 {
     derive_seed(&SeedKey { seed, task_id: name, epoch: 0, round: 0, purpose })
 }
 
-/// Every metric of one critic's judgments under `policy`.
+/// Every metric of one critic's judgments under `policy`: agreement over the judgments with a
+/// verdict, the failed critiques counted apart.
 pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, seed: u64) -> CriticMetrics {
+    // `drafts` are the drafts with at least one verdict: the sample of every agreement interval.
     let (observations, drafts) = observations(&input.rows);
     let point = estimate(observations.iter());
-    let seed = bootstrap_seed(seed, input.critic, "judge-bootstrap");
-    let [fpr, ffr, acc, prec, rec, kappa, rho, tau, fatal, errors] =
-        bootstrap(&observations, drafts, BOOTSTRAP_RESAMPLES, seed);
+    let critiques = critiques_by_draft(&input.rows);
+    let errors_count: u64 = critiques.iter().map(|(_, failed)| failed).sum();
+    let error_rate = ratio(errors_count, input.rows.len() as u64);
+    let [fpr, ffr, acc, prec, rec, kappa, rho, tau, fatal] =
+        bootstrap(&observations, drafts, BOOTSTRAP_RESAMPLES, bootstrap_seed(seed, input.critic, "judge-bootstrap"));
+    // At 0 or 1 the interval is over drafts (`at_boundary`): no resampling needed.
+    let errors = match error_rate {
+        Some(rate) if rate > 0.0 && rate < 1.0 => error_rate_bootstrap(
+            &critiques,
+            BOOTSTRAP_RESAMPLES,
+            bootstrap_seed(seed, input.critic, "judge-error-bootstrap"),
+        ),
+        _ => (None, None),
+    };
 
     let mut confusion = Confusion::default();
     for o in &observations {
@@ -507,7 +572,7 @@ pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, see
     let prec = at_boundary(point.precision, prec, drafts_where(|o| o.passed));
     let rec = at_boundary(point.recall, rec, gold_pass_drafts);
     let fatal = at_boundary(point.fatal_recall, fatal, drafts_where(|o| o.gold_fatal == Some(true)));
-    let errors = at_boundary(point.critic_error_rate, errors, drafts as u64);
+    let errors = at_boundary(error_rate, errors, critiques.len() as u64);
 
     // Self-consistency: how one draft's repeats differ.
     let repeated: Vec<&Vec<&Observation>> = per_draft.iter().filter(|d| d.len() >= 2).collect();
@@ -523,9 +588,9 @@ pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, see
         .reduce(f64::max);
     let flips = repeated.iter().filter(|d| d.iter().any(|o| o.passed != d[0].passed)).count() as u64;
 
+    // Attempts and latency are what every critique cost, failed or not.
     let mut latencies: Vec<f64> = input.rows.iter().map(|r| r.critic_ms).collect();
     latencies.sort_by(f64::total_cmp);
-    let errors_count = observations.iter().filter(|o| o.failed).count() as u64;
 
     CriticMetrics {
         critic: input.critic.to_string(),
@@ -535,8 +600,8 @@ pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, see
         score_max: input.range.max,
         pass_score: policy.pass_score,
         dim_target: policy.dim_target,
-        drafts: drafts as u64,
-        judgments: observations.len() as u64,
+        drafts: critiques.len() as u64,
+        judgments: input.rows.len() as u64,
         gold_pass: confusion.true_pass + confusion.false_fail,
         gold_fail: confusion.false_pass + confusion.true_fail,
         true_pass: confusion.true_pass,
@@ -579,15 +644,16 @@ pub fn critic_metrics(input: &CriticRows<'_>, policy: &Policy, repeats: u32, see
         score_range_max,
         verdict_flip_rate: ratio(flips, repeated.len() as u64),
         critic_errors: errors_count,
-        critic_error_rate: point.critic_error_rate,
+        critic_error_rate: error_rate,
         critic_error_rate_lo: errors.0,
         critic_error_rate_hi: errors.1,
-        mean_attempts: mean(observations.iter().map(|o| f64::from(o.attempts))),
+        mean_attempts: mean(input.rows.iter().map(|r| f64::from(r.critic_attempts))),
         mean_score: mean(observations.iter().map(|o| o.score)),
         latency_p50_ms: percentile(&latencies, 0.5),
         latency_p90_ms: percentile(&latencies, 0.9),
         latency_p99_ms: percentile(&latencies, 0.99),
         latency_max_ms: latencies.last().copied(),
+        error_drafts: (critiques.len() - drafts) as u64,
     }
 }
 
@@ -612,7 +678,8 @@ pub fn thresholds(range: ScoreRange, current: f64) -> Vec<f64> {
 }
 
 /// False-pass and false-fail rates of one critic at every threshold of [`thresholds`], under
-/// the same pass rule otherwise (fatal issues and failed critiques never pass; `dim_target`).
+/// the same pass rule otherwise (fatal issues never pass; `dim_target`), over the judgments with
+/// a verdict (a failed critique has none at any threshold).
 pub fn threshold_sweep(input: &CriticRows<'_>, policy: &Policy) -> Vec<ThresholdRow> {
     let (observations, _) = observations(&input.rows);
     thresholds(input.range, policy.pass_score)
@@ -636,11 +703,12 @@ pub fn threshold_sweep(input: &CriticRows<'_>, policy: &Policy) -> Vec<Threshold
         .collect()
 }
 
-/// Gold pass share per band of the critic's score ([`CALIBRATION_BINS`] equal bands).
+/// Gold pass share per band of the critic's score ([`CALIBRATION_BINS`] equal bands), over the
+/// judgments with a verdict (a failed critique's score is a stand-in, not the critic's).
 pub fn calibration(input: &CriticRows<'_>) -> Vec<CalibrationBin> {
     let width = (input.range.max - input.range.min) / CALIBRATION_BINS as f64;
     let mut bins: Vec<(u64, u64, f64)> = vec![(0, 0, 0.0); CALIBRATION_BINS];
-    for row in &input.rows {
+    for row in with_verdict(&input.rows) {
         let index =
             (((row.critique.score - input.range.min) / width).floor().max(0.0) as usize).min(CALIBRATION_BINS - 1);
         let bin = &mut bins[index];
@@ -663,8 +731,9 @@ pub fn calibration(input: &CriticRows<'_>) -> Vec<CalibrationBin> {
         .collect()
 }
 
-/// Misjudged drafts per kind × flaw × gold verdict. Gold fails come first in each kind: a false
-/// pass is the error that ruins a loop.
+/// Misjudged drafts per kind × flaw × gold verdict, over the judgments with a verdict (a draft
+/// whose every critique failed is in no row). Gold fails come first in each kind: a false pass is
+/// the error that ruins a loop.
 pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
     /// One draft's repeats.
     #[derive(Default)]
@@ -676,7 +745,7 @@ pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
     // (kind, gold verdict, flaw) → (task, draft) → tally; gold fails sort first.
     type Key = (String, bool, String);
     let mut groups: BTreeMap<Key, BTreeMap<(&str, u32), Tally>> = BTreeMap::new();
-    for row in &input.rows {
+    for row in with_verdict(&input.rows) {
         let key = (
             row.kind.clone().unwrap_or_else(|| "(none)".into()),
             row.gold_pass,
@@ -711,17 +780,19 @@ pub fn flaw_breakdown(input: &CriticRows<'_>) -> Vec<FlawRow> {
 }
 
 /// Critic A against critic B on the drafts both judged (first repeat of each, so every draft is
-/// one pair). `None` when they share no draft.
+/// one pair; a draft either critic failed on in it has no verdict to pair). `None` when they
+/// share no draft.
 pub fn compare(a: &CriticRows<'_>, b: &CriticRows<'_>, seed: u64) -> Option<PairRow> {
     let first = |rows: &[&JudgmentRow]| -> HashMap<(String, u32), (bool, bool)> {
-        rows.iter()
+        with_verdict(rows)
+            .into_iter()
             .filter(|r| r.repeat == 0)
             .map(|r| ((r.task_id.clone(), r.draft_index), (r.passed, r.gold_pass)))
             .collect()
     };
     let verdicts_b = first(&b.rows);
     let mut shared: Vec<(bool, bool, bool)> = Vec::new(); // (passed_a, passed_b, gold_pass)
-    for row in a.rows.iter().filter(|r| r.repeat == 0) {
+    for row in with_verdict(&a.rows).into_iter().filter(|r| r.repeat == 0) {
         if let Some((passed_b, _)) = verdicts_b.get(&(row.task_id.clone(), row.draft_index)) {
             shared.push((row.passed, *passed_b, row.gold_pass));
         }
@@ -868,6 +939,71 @@ mod tests {
         let m = critic_metrics(&input(&rows), &Policy::default(), 1, 7);
         assert_eq!((m.gold_fatal, m.fatal_flagged, m.fatal_recall, m.fatal_precision), (2, 1, Some(0.5), Some(1.0)));
         assert_eq!((m.critic_errors, m.critic_error_rate), (1, Some(0.1)));
+    }
+
+    /// A critique that failed every attempt, as the host records it: the range minimum and a fail,
+    /// with the error beside them.
+    fn failed(task: &str, draft: u32, repeat: u32, gold_pass: bool) -> JudgmentRow {
+        let mut row = row(task, draft, repeat, 0.0, gold_pass, if gold_pass { 9.0 } else { 1.0 });
+        row.gold_fatal = Some(!gold_pass);
+        row.critic_attempts = 2;
+        row.critic_error = Some("the critic crashed".into());
+        row
+    }
+
+    /// Every field of `m` but those that count each critique made, failed or not.
+    fn over_verdicts(m: &CriticMetrics) -> CriticMetrics {
+        CriticMetrics {
+            drafts: 0,
+            judgments: 0,
+            critic_errors: 0,
+            critic_error_rate: None,
+            critic_error_rate_lo: None,
+            critic_error_rate_hi: None,
+            mean_attempts: None,
+            latency_p50_ms: None,
+            latency_p90_ms: None,
+            latency_p99_ms: None,
+            latency_max_ms: None,
+            error_drafts: 0,
+            ..m.clone()
+        }
+    }
+
+    #[test]
+    fn failed_critiques_are_no_verdicts_and_are_counted_apart() {
+        let clean = ten();
+        // The same ten drafts, judged the same, plus three drafts the critic crashed on (two gold
+        // fails, which would count as true fails, and a gold pass, which would count as a false
+        // fail) and a crashed second repeat of t0 (which would count as a verdict flip), spread
+        // among the others.
+        let mut crashing = ten();
+        crashing.insert(0, failed("x0", 0, 0, false));
+        crashing.insert(5, failed("x1", 0, 0, true));
+        crashing.insert(8, failed("t0", 0, 1, true));
+        crashing.push(failed("x0", 1, 0, false));
+        let policy = Policy::default();
+        let (a, b) = (critic_metrics(&input(&clean), &policy, 2, 7), critic_metrics(&input(&crashing), &policy, 2, 7));
+        assert_eq!(over_verdicts(&b), over_verdicts(&a), "every rate, count and interval over the drafts judged");
+        assert_eq!((b.false_pass_rate, b.false_fail_rate, b.accuracy), (Some(1.0 / 6.0), Some(0.25), Some(0.8)));
+        assert_eq!((b.gold_pass + b.gold_fail, b.gold_fatal, b.verdict_flip_rate), (10, 0, None));
+        assert_eq!((a.critic_errors, a.error_drafts, a.critic_error_rate), (0, 0, Some(0.0)));
+        assert_eq!((b.critic_errors, b.judgments, b.critic_error_rate), (4, 14, Some(4.0 / 14.0)));
+        assert_eq!((b.error_drafts, b.drafts), (3, 13), "x0's two drafts and x1's: t0 has a verdict");
+        let (lo, hi) = (b.critic_error_rate_lo.unwrap(), b.critic_error_rate_hi.unwrap());
+        assert!(lo < 4.0 / 14.0 && 4.0 / 14.0 < hi, "{lo} {hi}");
+        assert_eq!(b.mean_attempts, Some(18.0 / 14.0), "attempts count every critique");
+
+        assert_eq!(threshold_sweep(&input(&crashing), &policy), threshold_sweep(&input(&clean), &policy));
+        assert_eq!(calibration(&input(&crashing)), calibration(&input(&clean)));
+        assert_eq!(flaw_breakdown(&input(&crashing)), flaw_breakdown(&input(&clean)));
+        let mut right = ten();
+        for row in &mut right {
+            row.passed = row.gold_pass;
+        }
+        right.push(row("x1", 0, 0, 9.0, true, 9.0)); // judged by this one, crashed on by the other
+        assert_eq!(compare(&input(&crashing), &input(&right), 7), compare(&input(&clean), &input(&right), 7));
+        assert_eq!(compare(&input(&crashing), &input(&right), 7).unwrap().n_pairs, 10);
     }
 
     #[test]

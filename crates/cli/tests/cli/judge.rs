@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 
 /// A small labeled dataset whose `scripted` verdicts are known in advance: the scripted critic
 /// returns `critiques[k]` for draft k. Under pass_score 8 its ten drafts make the confusion table
-/// 3 true passes, 1 false pass, 1 false fail, 5 true fails; one critique is out of range (a critic
-/// error, scored 0, fail) on a draft labeled fatal, and one fatal draft is flagged fatal.
+/// 3 true passes, 1 false pass, 1 false fail, 4 true fails; the tenth critique, of a draft labeled
+/// fatal, is out of range (a critic error: no verdict, left out of the table), and one fatal draft
+/// is flagged fatal.
 fn fixture_rows() -> Vec<Value> {
     let label = |pass: bool, score: Option<f64>, fatal: Option<bool>, flaw: Option<&str>| {
         let mut label = json!({ "pass": pass });
@@ -151,24 +152,28 @@ fn scripted_verdicts_give_the_hand_counted_metrics() {
     let (out, printed) = judge_fixture(dir.path(), &["--jobs", "2"]);
     let report = report(&out);
     let scripted = critic(&report, "scripted");
-    // Every draft twice: the 3 / 1 / 1 / 5 table doubled.
+    // Every draft twice: the 3 / 1 / 1 / 4 table doubled, e3's second draft critiqued but not judged.
     assert_eq!((scripted["drafts"].as_u64(), scripted["judgments"].as_u64()), (Some(10), Some(20)));
     let counts: Vec<u64> =
         ["true_pass", "false_pass", "false_fail", "true_fail"].iter().map(|k| scripted[k].as_u64().unwrap()).collect();
-    assert_eq!(counts, [6, 2, 2, 10]);
+    assert_eq!(counts, [6, 2, 2, 8]);
     let close = |key: &str, want: f64| {
         let got = scripted[key].as_f64().unwrap();
         assert!((got - want).abs() < 1e-12, "{key} = {got}, expected {want}");
     };
-    close("false_pass_rate", 1.0 / 6.0);
+    close("false_pass_rate", 0.2);
     close("false_fail_rate", 0.25);
-    close("accuracy", 0.8);
-    close("kappa", 7.0 / 12.0);
-    // e3's second critique is out of range: retried, then the conservative failure.
-    assert_eq!(scripted["critic_errors"], 2);
+    close("accuracy", 7.0 / 9.0);
+    // Observed agreement 7/9, chance (8·8 + 10·10)/18² = 41/81: κ = (63 − 41)/(81 − 41).
+    close("kappa", 0.55);
+    // e3's second critique is out of range: retried, then the conservative failure, which is no
+    // verdict: counted here, in none of the numbers above.
+    assert_eq!((scripted["critic_errors"].as_u64(), scripted["error_drafts"].as_u64()), (Some(2), Some(1)));
+    close("critic_error_rate", 0.1);
     close("mean_attempts", 1.2);
-    // Two drafts labeled fatal: e1's is flagged, e3's got no critique at all.
-    close("fatal_recall", 0.5);
+    // Two drafts labeled fatal: e1's is flagged; e3's got no critique at all, so no verdict.
+    close("fatal_recall", 1.0);
+    assert_eq!(scripted["gold_fatal"], 2, "e1's fatal draft, twice");
     // A deterministic critic: two repeats, no spread.
     close("score_sd_mean", 0.0);
     close("verdict_flip_rate", 0.0);
@@ -179,6 +184,7 @@ fn scripted_verdicts_give_the_hand_counted_metrics() {
     assert_eq!(evidence["fatal_flagged"], 4, "the fabricated id and the empty answer, twice each");
     let faulty = critic(&report, "faulty");
     assert_eq!(faulty["critic_errors"], 4, "e5's two drafts, twice");
+    assert_eq!(faulty["error_drafts"], 2);
 
     // Tasks without drafts (r0's other labels) and drafts without labels (e6) are not judged, and
     // the second is said.
@@ -192,8 +198,9 @@ fn scripted_verdicts_give_the_hand_counted_metrics() {
         .map(|p| (p["critic_a"].as_str().unwrap(), p["critic_b"].as_str().unwrap()))
         .collect();
     assert_eq!(pairs, [("scripted", "faulty"), ("evidence", "faulty")]);
-    assert!(printed.contains("| **false-pass rate** (gold fail judged pass) | **16.7% ("), "{printed}");
-    assert!(printed.contains("| scripted vs faulty | 10 |"), "{printed}");
+    assert!(printed.contains("| **false-pass rate** (gold fail judged pass) | **20.0% ("), "{printed}");
+    // The ten essay drafts less those one of the two failed on: e3's second (scripted), e5's two (faulty).
+    assert!(printed.contains("| scripted vs faulty | 7 |"), "{printed}");
     for file in critbench_critic_benchmark::OUTPUT_FILES {
         assert!(out.join(file).is_file(), "{file} is missing");
     }
@@ -239,6 +246,89 @@ fn results_do_not_depend_on_the_thread_count() {
     assert_eq!(a["flaws"], b["flaws"]);
     assert_eq!(a["thresholds"], b["thresholds"]);
     assert_eq!(a["calibration"], b["calibration"]);
+}
+
+/// Every field of a critic's metrics but those that count each critique made, failed or not.
+fn over_verdicts(critic: &Value) -> Value {
+    let mut critic = critic.clone();
+    for key in [
+        "drafts",
+        "judgments",
+        "critic_errors",
+        "critic_error_rate",
+        "critic_error_rate_lo",
+        "critic_error_rate_hi",
+        "error_drafts",
+        "mean_attempts",
+        "latency_p50_ms",
+        "latency_p90_ms",
+        "latency_p99_ms",
+        "latency_max_ms",
+    ] {
+        critic.as_object_mut().unwrap().remove(key);
+    }
+    critic
+}
+
+/// A critic that crashes on some drafts is measured on the drafts it judged: its rates, intervals
+/// and tables are those of the same critic given only those drafts, and its errors are counted
+/// apart and said. Counted as fails, the crashes on gold fails would lower its false-pass rate.
+#[test]
+fn a_critics_errors_are_left_out_of_its_rates() {
+    let dir = tempfile::tempdir().unwrap();
+    // `faulty` scores a draft by its length: at pass_score 0.5 (20 characters) both verdicts come.
+    let judge = |name: &str, rows: &[Value], config: &str| {
+        let dataset = dir.path().join(format!("{name}.jsonl"));
+        write_jsonl(&dataset, rows);
+        let file = experiment(
+            dir.path(),
+            &format!("{name}.toml"),
+            &format!(
+                "name = \"{name}\"\ndataset = \"{}\"\nseed = 3\ncritic_attempts = 1\n[judge]\nrepeats = 2\n\
+                 [[critics]]\nname = \"faulty\"\nplugin = \"faulty\"\nconfig = {config}\n[policy]\npass_score = 0.5\n",
+                dataset.display()
+            ),
+        );
+        let out = dir.path().join(name);
+        let printed = ok(critbench(&["judge", file.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+        (out, printed)
+    };
+    // e1 (a gold pass, a false pass and a true fail) and e4 (a true fail): 4 of 15 drafts.
+    let crashes_on = ["e1", "e4"];
+    let all = fixture_rows();
+    let judged: Vec<Value> =
+        all.iter().filter(|row| !crashes_on.contains(&row["id"].as_str().unwrap())).cloned().collect();
+    let (crashing_out, printed) = judge("crashing", &all, r#"{ error_on = ["e1", "e4"] }"#);
+    let (clean_out, _) = judge("clean", &judged, "{}");
+    let (crashing, clean) = (report(&crashing_out), report(&clean_out));
+    let (with_errors, without) = (critic(&crashing, "faulty"), critic(&clean, "faulty"));
+
+    assert_eq!(over_verdicts(with_errors), over_verdicts(without), "rates over the drafts judged");
+    for table in ["thresholds", "calibration", "flaws"] {
+        assert_eq!(crashing[table], clean[table], "{table}");
+    }
+    let fraction = |c: &Value| (c["false_pass"].as_u64().unwrap(), c["gold_fail"].as_u64().unwrap());
+    // Gold fails judged: e2's, e3's, e5's and r1's three, which are long enough to pass, twice
+    // each. Counted as fails, the crashes on e1's two and e4's one would make it 6 of 18.
+    assert_eq!(fraction(with_errors), (6, 12));
+    assert_eq!((without["critic_errors"].as_u64(), without["drafts"].as_u64()), (Some(0), Some(11)));
+    let counted = ["critic_errors", "error_drafts", "judgments", "drafts"].map(|k| with_errors[k].as_u64().unwrap());
+    assert_eq!(counted, [8, 4, 30, 15]);
+    assert!(
+        printed.contains("| critique errors (no verdict: left out of every rate) | 26.7% (")
+            && printed.contains(" · 8 of 30 · 4 of 15 drafts left out |"),
+        "{printed}"
+    );
+    let said = "`faulty` failed on 8 of its 30 critiques (4 of 15 drafts got no verdict at all): an error is no \
+                verdict, so they are left out of its rates, which are over the 11 drafts it judged";
+    assert!(printed.contains(said), "{printed}");
+    assert!(std::fs::read_to_string(crashing_out.join("judge.md")).unwrap().contains(said));
+    assert!(
+        std::fs::read_to_string(crashing_out.join("judge.html"))
+            .unwrap()
+            .contains("<code>faulty</code> failed on 8 of its 30")
+    );
+    run_reference_check(&crashing_out);
 }
 
 /// The scripted critic over the program protocol: it answers each request with the task's own
