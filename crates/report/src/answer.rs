@@ -10,6 +10,7 @@ use critbench_core::Arm;
 
 use crate::Report;
 use crate::format::{difference_cell, format_p};
+use crate::headline::{Headline, critic_errors_of, error_rate, headline_cells};
 use crate::judges::{CRITIC, describe, lead};
 use crate::rows::{ComparisonRow, SummaryRow};
 use crate::spend::CostComparisonRow;
@@ -129,8 +130,22 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
         .collect();
     out.push(format!("  {config}, pass rate by {}: {}", reading.short(), rates.join(" · ")));
     let (feedback, no_feedback, resample) = (Arm::Feedback.as_str(), Arm::NoFeedback.as_str(), Arm::Resample.as_str());
-    if let Some(c) = reading.comparison(config, critic, feedback, no_feedback) {
-        let mut line = format!("  feedback − no-feedback {}", comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value));
+    let measured = match critic_reading.comparison(config, critic, feedback, no_feedback) {
+        Some(c) => match headline_cells(report, c) {
+            Headline::Measured { shared } => Some(shared),
+            Headline::NotMeasured(why) => {
+                out.push(format!("  feedback − no-feedback {why}"));
+                None
+            }
+        },
+        None => Some(String::new()),
+    };
+    if let (Some(shared), Some(c)) = (&measured, reading.comparison(config, critic, feedback, no_feedback)) {
+        let mut line =
+            format!("  feedback − no-feedback {}{shared}", comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value));
+        if c.p_value.is_some() {
+            let _ = write!(line, " ({})", c.test);
+        }
         if reading.judge != CRITIC
             && let Some(by_critic) = critic_reading.comparison(config, critic, feedback, no_feedback)
         {
@@ -138,7 +153,7 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
         }
         out.push(line);
     }
-    if let Some(c) = equal_cost(reading, config, critic, feedback, resample) {
+    if let (Some(_), Some(c)) = (&measured, equal_cost(reading, config, critic, feedback, resample)) {
         let spends: Vec<String> = [feedback, resample]
             .iter()
             .filter_map(|arm| reading.row(config, critic, arm).map(|r| format!("{arm} {:.1}", r.mean_rounds)))
@@ -173,6 +188,22 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
             });
         }
         out.push(line);
+    }
+    if let Some(evaluated) = report.evaluators.as_ref().filter(|_| reading.judge != CRITIC) {
+        let of_group = |r: &&crate::evaluators::EvaluatorRow| {
+            r.config_id == config && r.critic == critic && r.evaluator == reading.judge
+        };
+        let (errors, loops) = evaluated
+            .rows
+            .iter()
+            .filter(of_group)
+            .fold((0, 0), |(e, n), r| (e + r.evaluator_errors, n + r.n + r.evaluator_errors));
+        if errors > 0 {
+            out.push(format!(
+                "  {} failed on {errors} of {loops} loops' answers (errors, not verdicts: left out of its rates)",
+                reading.judge
+            ));
+        }
     }
     let costs: Vec<String> = arms
         .iter()
@@ -241,8 +272,17 @@ fn table_lines(out: &mut Vec<String>, report: &Report, critics: &[&str], leads: 
     if compared {
         header.push_str(" feedback − no-feedback (95% CI), p | by the critic |");
     }
+    let errors = report.summary.rows.iter().any(|r| r.critic_errors > 0);
+    if errors {
+        header.push_str(" critic errors |");
+    }
     out.push(header);
-    out.push(format!("|---|---|{}{}", "---:|".repeat(arms.len()), if compared { "---|---:|" } else { "" }));
+    out.push(format!(
+        "|---|---|{}{}{}",
+        "---:|".repeat(arms.len()),
+        if compared { "---|---:|" } else { "" },
+        if errors { "---:|" } else { "" }
+    ));
     let mut groups: Vec<(&str, &str, Reading)> = Vec::new();
     for row in &report.summary.rows {
         let Some(index) = critics.iter().position(|c| *c == row.critic) else { continue };
@@ -275,16 +315,27 @@ fn table_lines(out: &mut Vec<String>, report: &Report, critics: &[&str], leads: 
             }
         }
         if compared {
-            match reading.comparison(config, critic, feedback, no_feedback) {
-                Some(c) => {
-                    let by_critic = Reading::critic(report)
-                        .comparison(config, critic, feedback, no_feedback)
-                        .map_or("–".to_string(), |c| format!("{:+.1} pp", 100.0 * c.diff));
-                    let _ =
-                        write!(line, " {} | {by_critic} |", comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value));
+            let by_critic = Reading::critic(report).comparison(config, critic, feedback, no_feedback);
+            let headline = by_critic.map(|c| headline_cells(report, c));
+            match (reading.comparison(config, critic, feedback, no_feedback), headline) {
+                (_, Some(Headline::NotMeasured(why))) => {
+                    let _ = write!(line, " {why} | – |");
                 }
-                None => line.push_str(" – | – |"),
+                (Some(c), headline) => {
+                    let shared = match headline {
+                        Some(Headline::Measured { shared }) => shared,
+                        _ => String::new(),
+                    };
+                    let by_critic = by_critic.map_or("–".to_string(), |c| format!("{:+.1} pp", 100.0 * c.diff));
+                    let measured = comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value);
+                    let _ = write!(line, " {measured}{shared} | {by_critic} |");
+                }
+                (None, _) => line.push_str(" – | – |"),
             }
+        }
+        if errors {
+            let (failed, rounds) = critic_errors_of(report, config, critic);
+            let _ = write!(line, " {} |", error_rate(failed, rounds));
         }
         out.push(line);
         if left_out > 0 {

@@ -46,6 +46,7 @@ pub mod evaluators;
 mod experiment;
 mod format;
 pub mod gold;
+mod headline;
 mod html;
 pub mod judges;
 mod keys;
