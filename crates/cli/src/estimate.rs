@@ -38,25 +38,31 @@ pub fn estimate(args: EstimateArgs) -> Result<(), Failure> {
     let line = |out: &mut Stdout, what: &str, p: &Projection, unit: &str| {
         writeln!(out, "  {what:<28} {:>14} {unit}  ({} to {})", amount(p.point), amount(p.lo), amount(p.hi))
     };
+    let currency = estimate.currency.as_deref().unwrap_or("");
+    let cost_line = |out: &mut Stdout, what: &str, p: &Projection| {
+        let money = |value: f64| {
+            if value.is_finite() { critbench_report::format_money(value, None) } else { amount(value) }
+        };
+        writeln!(out, "  {what:<28} {:>14} {currency}  ({} to {})", money(p.point), money(p.lo), money(p.hi))
+    };
     line(&mut out, "loops", &estimate.loops, "")?;
     line(&mut out, "critiques in the outputs", &estimate.critiques, "")?;
     line(&mut out, "rounds recorded", &estimate.recorded_rounds, "")?;
     if let Some(calls) = &estimate.model_calls {
         line(&mut out, "model calls", calls, "")?;
     }
-    let currency = estimate.currency.as_deref().unwrap_or("");
     for (role, projected) in &estimate.roles {
         writeln!(out, "  {role} (`{}`):", projected.model)?;
         line(&mut out, "  model calls", &projected.model_calls, "")?;
         line(&mut out, "  tokens in", &projected.tokens_in, "")?;
         line(&mut out, "  tokens out", &projected.tokens_out, "")?;
         match &projected.cost {
-            Some(cost) => line(&mut out, "  cost", cost, currency)?,
+            Some(cost) => cost_line(&mut out, "  cost", cost)?,
             None => writeln!(out, "    {:<26} no price in [pricing]", "cost")?,
         }
     }
     if let Some(cost) = &estimate.cost {
-        line(&mut out, "cost", cost, currency)?;
+        cost_line(&mut out, "cost", cost)?;
     }
     match &estimate.wall_seconds {
         Some(wall) => line(&mut out, "wall time", wall, "s")?,
@@ -81,7 +87,8 @@ pub fn estimate(args: EstimateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A number as the table shows it: whole numbers for counts, four decimals for small amounts.
+/// A number as the table shows it: whole numbers for counts, four decimals for small amounts
+/// (money has its own digits: [`critbench_report::format_money`]).
 fn amount(value: f64) -> String {
     if !value.is_finite() {
         "unbounded".into()

@@ -239,9 +239,11 @@ pub enum EngineError {
         reached.as_ref().map_or_else(
             || "a budget was reached".to_string(),
             |r| format!(
-                "[budget] {} = {} {currency} was reached, and {:.6} {currency} spent by the end (the loops in flight \
-                 then finished)",
-                r.budget, r.limit, r.spent
+                "[budget] {} = {} {currency} was reached, and {} spent by the end (the loops in flight then \
+                 finished)",
+                r.budget,
+                r.limit,
+                critbench_report::format_money(r.spent, Some(currency))
             )
         ),
         out.display()

@@ -148,9 +148,13 @@ pub struct EvaluatorRow {
     /// For the `resample` arm: the evaluator's pass rate resampling approaches as its rounds grow,
     /// with this critic picking the draft, `p·t / (p·t + (1 − p)·f)` (p: the evaluator's pass
     /// rate of first drafts; t: the critic's pass rate of those the evaluator passed; f:
-    /// `false_pass_rate`). Empty for other arms, or when the critic passes no first draft.
+    /// `false_pass_rate`). Empty for other arms, and when there is no estimate: the evaluator
+    /// judged no first draft, or the critic passed none.
     pub resample_ceiling: Option<f64>,
-    /// The ceiling at the ends of p's, t's and f's 95% intervals that make it lowest.
+    /// The ceiling at the ends of p's, t's and f's 95% intervals that make it lowest; a rate with
+    /// no first draft to rest on (t when the evaluator passed none, f when it failed none) is
+    /// taken anywhere in [0, 1], so a ceiling estimated at 0 on a few tasks has an upper bound
+    /// above 0.
     pub resample_ceiling_lo: Option<f64>,
     /// The ceiling at the ends that make it highest.
     pub resample_ceiling_hi: Option<f64>,
@@ -712,8 +716,12 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
         let (base, true_pass, false_pass) = (first_rate(0), first_rate(1), first_rate(2));
         let resample_ceiling = match (&base, arm == critbench_core::Arm::Resample.as_str()) {
             (Some(p), true) => {
-                let t = true_pass.map_or((0.0, 0.0, 0.0), |r| (r.estimate, r.low, r.high));
-                let f = false_pass.map_or((0.0, 0.0, 0.0), |r| (r.estimate, r.low, r.high));
+                // A rate with no first draft to rest on (t when the evaluator passed none, f when
+                // it failed none) could be anything in [0, 1], and the bounds take it so. Its
+                // estimate is never used: p is then 0 (or 1) and multiplies it away.
+                let unmeasured = (0.0, 0.0, 1.0);
+                let t = true_pass.map_or(unmeasured, |r| (r.estimate, r.low, r.high));
+                let f = false_pass.map_or(unmeasured, |r| (r.estimate, r.low, r.high));
                 ceiling(p.estimate, t.0, f.0).map(|estimate| {
                     let lo = ceiling(p.low, t.1, f.2).unwrap_or(0.0);
                     let hi = ceiling(p.high, t.2, f.1).unwrap_or(1.0);
@@ -1058,7 +1066,8 @@ pub(crate) const CEILING_SENTENCE: &str = "How far resampling can go with this c
      share of the critic's passes that are right, p·t / (p·t + (1 − p)·f), where p is the evaluator's pass rate of \
      first drafts, t the critic's pass rate of those the evaluator passes and f its false-pass rate (of those the \
      evaluator fails, the share the critic passes); the interval puts each rate at the end of its own 95% interval \
-     that moves the ceiling most. More rounds of `resample` cannot beat it; fixing what the critic names can.";
+     that moves the ceiling most, a rate with no first draft to rest on anywhere from 0 to 1. More rounds of \
+     `resample` cannot beat it; fixing what the critic names can.";
 
 /// The resample arm's ceiling, a row per config × critic × evaluator that has one: config,
 /// critic, evaluator, the false-pass rate, the ceiling and what resample reached.
@@ -1321,6 +1330,53 @@ mod tests {
         assert!(said.contains("the evaluator failed on 2 of 8 loops' answers (errors, not verdicts"), "{said}");
         let section = markdown_section(&report);
         assert!(section.contains("**An evaluator failed on the answers of 2 of 8 loops**"), "{section}");
+    }
+
+    /// The resample arm's rows over three tasks, each loop as (task, the evaluator's verdict on
+    /// the first draft, the critic's).
+    fn resample_rows(first_drafts: [(&str, bool, bool); 3]) -> EvaluatorReport {
+        let mut reader = Reader::default();
+        for (task, evaluator, critic) in first_drafts {
+            reader.add(&verdict(task, "resample", 0, false, evaluator, critic)).unwrap();
+            reader.add(&verdict(task, "resample", 0, true, evaluator, critic)).unwrap();
+        }
+        reader.flush();
+        build(reader, None)
+    }
+
+    /// The evaluator passed no first draft of three: the ceiling is 0 as estimated, but t is
+    /// unmeasured and p's interval reaches above 0, so its interval is not a zero-width 0.
+    #[test]
+    fn a_resample_ceiling_with_no_first_draft_passed_has_an_upper_bound_above_zero() {
+        let report = resample_rows([("t1", false, true), ("t2", false, true), ("t3", false, false)]);
+        let row = &report.rows[0];
+        assert_eq!((row.arm.as_str(), row.false_pass_rate), ("resample", Some(2.0 / 3.0)));
+        assert_eq!((row.resample_ceiling, row.resample_ceiling_lo), (Some(0.0), Some(0.0)));
+        let hi = row.resample_ceiling_hi.unwrap();
+        // p's Clopper–Pearson upper end at 0 of 3 is 0.708; with t at 1 and f at its lower end
+        // (0.094), the ceiling is 0.708 / (0.708 + 0.292 × 0.094).
+        assert!((hi - 0.9625).abs() < 0.0005, "{hi}");
+        assert_eq!(ceiling_rows(&report)[0][4], "0.0% (0.0% to 96.2%)");
+    }
+
+    /// The evaluator passed every first draft of three: the ceiling is 1 as estimated, but f is
+    /// unmeasured and p's interval reaches below 1, so its interval is not a zero-width 1.
+    #[test]
+    fn a_resample_ceiling_with_every_first_draft_passed_has_a_lower_bound_below_one() {
+        let report = resample_rows([("t1", true, true), ("t2", true, true), ("t3", true, false)]);
+        let row = &report.rows[0];
+        assert_eq!((row.false_pass_rate, row.resample_ceiling, row.resample_ceiling_hi), (None, Some(1.0), Some(1.0)));
+        let lo = row.resample_ceiling_lo.unwrap();
+        assert!(lo > 0.0 && lo < 0.5, "{lo}");
+    }
+
+    /// The critic passed no first draft: nothing to pick, no estimate, and no row in the table.
+    #[test]
+    fn a_resample_ceiling_the_critic_passed_no_first_draft_of_is_absent() {
+        let report = resample_rows([("t1", true, false), ("t2", false, false), ("t3", false, false)]);
+        let row = &report.rows[0];
+        assert_eq!((row.resample_ceiling, row.resample_ceiling_lo, row.resample_ceiling_hi), (None, None, None));
+        assert!(ceiling_rows(&report).is_empty());
     }
 
     #[test]

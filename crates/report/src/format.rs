@@ -42,12 +42,34 @@ pub(crate) fn unique<T: PartialEq>(values: impl IntoIterator<Item = T>) -> Vec<T
     seen
 }
 
-/// An amount of money as the reports show it: four decimals, the currency after.
-pub(crate) fn money(value: f64, currency: Option<&str>) -> String {
-    match currency {
-        Some(currency) => format!("{value:.4} {currency}"),
-        None => format!("{value:.4}"),
+/// An amount of money as the reports and the terminal show it: three significant digits whatever
+/// its magnitude (`0.000103`, `0.0256`, `1.23`, `12.3`, `123`), whole units from 1,000 up (`1234`, not `1230`),
+/// the currency after. A run's calls can cost a ten-thousandth of a unit each, and a fixed number
+/// of decimals would print them as 0; 0 itself is `0`.
+pub fn money(value: f64, currency: Option<&str>) -> String {
+    let amount = significant(value, 3);
+    match currency.filter(|c| !c.is_empty()) {
+        Some(currency) => format!("{amount} {currency}"),
+        None => amount,
     }
+}
+
+/// `value` to `digits` significant digits, as many decimals as its magnitude needs and none from
+/// `10^(digits − 1)` up (whole units are never rounded away); 0 is `0`, and a value that is not a
+/// number prints as Rust prints it (`NaN`, `inf`).
+pub(crate) fn significant(value: f64, digits: usize) -> String {
+    if value == 0.0 {
+        return "0".to_string();
+    }
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    // The exponent of the value rounded to its digits (9.996 rounds to 10.0, a power up), as the
+    // scientific form gives it.
+    let scientific = format!("{:.*e}", digits.saturating_sub(1), value);
+    let exponent: i64 = scientific.rsplit('e').next().and_then(|e| e.parse().ok()).unwrap_or(0);
+    let decimals = (digits as i64 - 1 - exponent).max(0) as usize;
+    format!("{value:.decimals$}")
 }
 
 /// A report section's table with the text above it (`intro`, after a blank line), or nothing when
@@ -72,4 +94,53 @@ pub(crate) fn markdown_table<const N: usize>(header: &[&str; N], alignment: &str
         out.push_str(&format!("| {} |\n", row.join(" | ")));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn money_has_three_significant_digits_at_every_magnitude() {
+        let usd = Some("USD");
+        let cases = [
+            (0.0, "0 USD"),
+            (0.000001234, "0.00000123 USD"),
+            (0.0000103, "0.0000103 USD"),
+            (0.000103, "0.000103 USD"),
+            (0.00012345, "0.000123 USD"),
+            (0.0001, "0.000100 USD"),
+            (0.0256, "0.0256 USD"),
+            (0.25, "0.250 USD"),
+            (1.234, "1.23 USD"),
+            (9.996, "10.0 USD"),
+            (12.34, "12.3 USD"),
+            (99.96, "100 USD"),
+            (123.4, "123 USD"),
+            (1234.56, "1235 USD"),
+            (12_345.0, "12345 USD"),
+        ];
+        for (value, printed) in cases {
+            assert_eq!(money(value, usd), printed, "{value}");
+        }
+        assert_eq!(money(-0.0256, usd), "-0.0256 USD");
+        assert_eq!(money(0.0256, None), "0.0256");
+        assert_eq!(money(0.0256, Some("")), "0.0256", "no currency named, none printed");
+        assert_eq!(money(f64::NAN, usd), "NaN USD");
+    }
+
+    #[test]
+    fn no_amount_above_zero_prints_as_zero() {
+        for exponent in -12..=4 {
+            for mantissa in [1.0, 1.5, 2.5, 4.999, 9.999] {
+                let value = mantissa * 10f64.powi(exponent);
+                let printed = money(value, None);
+                let parsed: f64 = printed.parse().unwrap();
+                assert!(parsed > 0.0, "{value} printed as {printed}");
+                assert!((parsed - value).abs() <= 0.005 * value, "{value} printed as {printed}");
+                let digits = printed.trim_start_matches(['0', '.']).chars().filter(char::is_ascii_digit).count();
+                assert!(digits <= 3 || parsed >= 1000.0, "{value} printed as {printed}: {digits} digits");
+            }
+        }
+    }
 }

@@ -64,6 +64,7 @@ mod totals;
 pub mod trouble;
 
 pub use error::{QueryError, ReportError, RowError, WantedKey};
+pub use format::money as format_money;
 pub use html::escape as escape_html;
 pub use markdown::{GLANCE_HEADER, glance_legend, glance_table, render_markdown, summary_table, terminal};
 pub use rows::{ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES, ComparisonRow, IDENTICAL_BY_DESIGN, SummaryRow};

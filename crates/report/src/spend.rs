@@ -592,7 +592,7 @@ mod tests {
         assert_eq!(budget_text(&row(TOKENS, 1840.6), None), "1,840 tokens");
         assert_eq!(budget_text(&row(TOKENS, 999.0), None), "999 tokens");
         assert_eq!(budget_text(&row(TOKENS, 1_234_567.0), None), "1,234,567 tokens");
-        assert_eq!(budget_text(&row(COST, 0.25), Some("USD")), "0.2500 USD");
+        assert_eq!(budget_text(&row(COST, 0.25), Some("USD")), "0.250 USD");
         assert_eq!(budget_text(&row(ROUNDS, 1.0), None), "1 round");
         assert_eq!(budget_text(&row(ROUNDS, 3.0), None), "3 rounds");
         assert!(preference(COST) < preference(TOKENS) && preference(TOKENS) < preference(ROUNDS));

@@ -486,7 +486,8 @@ fn a_priced_runs_cost_curves_and_comparisons_are_its_outcomes() {
     assert!((budget - mean).abs() < 1e-9, "{budget} against {mean}");
     let diff: f64 = at_mean["diff"].parse().unwrap();
     assert!((diff - (within("feedback", budget) - within("resample", budget))).abs() < 1e-12, "{at_mean:?}");
-    assert!(printed.contains(&format!("at equal cost (≤ {budget:.4} per loop): feedback − resample")), "{printed}");
+    let budget = critbench_report::format_money(budget, None);
+    assert!(printed.contains(&format!("at equal cost (≤ {budget} per loop): feedback − resample")), "{printed}");
 }
 
 #[test]

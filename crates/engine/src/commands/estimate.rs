@@ -216,9 +216,12 @@ fn exceeded(estimate: &Estimate, budget: &critbench_openai::Budget) -> Vec<Strin
     let mut exceeds = Vec::new();
     let over = |name: String, limit: f64, cost: &Projection| {
         (cost.point > limit).then(|| {
+            let money = |value: f64| critbench_report::format_money(value, None);
             format!(
-                "{name} = {limit} {currency} against a projected {:.4} {currency} ({:.4} to {:.4})",
-                cost.point, cost.lo, cost.hi
+                "{name} = {limit} {currency} against a projected {} {currency} ({} to {})",
+                money(cost.point),
+                money(cost.lo),
+                money(cost.hi)
             )
         })
     };

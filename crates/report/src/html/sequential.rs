@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use critbench_storage::manifest::SequentialRecord;
 
-use super::svg::{GRID, MUTED, TEXT, WIDTH, escape, line, open_svg, px, text, tick_label, ticks, with_code_spans};
+use super::svg::{GRID, MUTED, TEXT, WIDTH, escape, labelled_ticks, line, open_svg, px, text, with_code_spans};
 use crate::rows::ComparisonRow;
 use crate::sequential::{
     interval, points, rule_sentence, sentence, shown_comparison, shown_looks, stated, stated_words,
@@ -141,13 +141,13 @@ fn chart(out: &mut String, record: &SequentialRecord, index: usize) {
                 .join("; ")
         ),
     );
-    for tick in ticks(low, high, 6.0) {
+    for (tick, label) in labelled_ticks(low, high, 6.0) {
         let y = y1 - (tick - low) / (high - low) * (y1 - y0);
         line(out, (x0, y), (x1, y), GRID, 1.0);
-        text(out, x0 - 6.0, y + 4.0, "end", "tick", &format!("{} pp", tick_label(tick)));
+        text(out, x0 - 6.0, y + 4.0, "end", "tick", &format!("{label} pp"));
     }
-    for tick in ticks(0.0, set, 8.0) {
-        text(out, x_of(tick as u64), y1 + 16.0, "middle", "tick", &tick_label(tick));
+    for (tick, label) in labelled_ticks(0.0, set, 8.0) {
+        text(out, x_of(tick as u64), y1 + 16.0, "middle", "tick", &label);
     }
     text(out, (x0 + x1) / 2.0, y1 + 34.0, "middle", "axis", "tasks admitted");
     // The set's tasks the run never ran.

@@ -62,8 +62,28 @@ pub(crate) fn ticks(low: f64, high: f64, target: f64) -> Vec<f64> {
     (first..=last).map(|i| i as f64 * step).collect()
 }
 
-pub(crate) fn tick_label(value: f64) -> String {
-    if (value - value.round()).abs() < 1e-9 { format!("{value:.0}") } else { format!("{value:.1}") }
+/// Tick values with their labels ([`tick_label`] at the ticks' step).
+pub(crate) fn labelled_ticks(low: f64, high: f64, target: f64) -> Vec<(f64, String)> {
+    let step = tick_step(low, high, target);
+    ticks(low, high, target).into_iter().map(|tick| (tick, tick_label(tick, step))).collect()
+}
+
+/// A tick's label with the decimals its step needs, so that neighbours read apart: ticks 0.00002
+/// apart read `0`, `0.00002`, `0.00004`; 0.25 apart `0.25`, `0.5`, `0.75`, `1`. Trailing zeros are
+/// dropped, so a whole tick reads as a whole number.
+pub(crate) fn tick_label(value: f64, step: f64) -> String {
+    // The fewest decimals that write the step exactly, up to the float noise of a computed step
+    // (0.6000000000000001 is 0.6).
+    let decimals = (0..=15)
+        .find(|&d| {
+            let scaled = step.abs() * 10f64.powi(d);
+            (scaled - scaled.round()).abs() <= 1e-6 * scaled
+        })
+        .unwrap_or(15) as usize;
+    let text = format!("{value:.decimals$}");
+    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { text.as_str() };
+    // A tick a rounding error below 0 is 0.
+    if text == "-0" { "0".to_string() } else { text.to_string() }
 }
 
 /// Opens a chart: `<svg>` with an accessible title and description.
@@ -120,11 +140,38 @@ pub(crate) fn legend(out: &mut String, x: f64, y: f64, items: &[(&str, &str)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format;
 
     #[test]
     fn ticks_are_round_numbers_covering_the_range() {
         assert_eq!(ticks(0.0, 1.0, 5.0), vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]);
         assert_eq!(ticks(4.0, 9.0, 5.0), vec![4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
         assert_eq!(ticks(1.0, 4.0, 8.0), vec![1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]);
+    }
+
+    fn labels(low: f64, high: f64, target: f64) -> Vec<String> {
+        labelled_ticks(low, high, target).into_iter().map(|(_, label)| label).collect()
+    }
+
+    #[test]
+    fn tick_labels_have_the_digits_their_step_needs() {
+        // Money a hundred-thousandth of a unit apart, not "0.0 0.0 0.0".
+        assert_eq!(labels(0.0, 0.0001, 5.0), ["0", "0.00002", "0.00004", "0.00006", "0.00008", "0.0001"]);
+        assert_eq!(labels(0.0, 0.00012, 4.0), ["0", "0.00005", "0.0001"]);
+        assert_eq!(labels(0.0, 1.0, 5.0), ["0", "0.2", "0.4", "0.6", "0.8", "1"]);
+        assert_eq!(labels(0.0, 1.0, 4.0), ["0", "0.25", "0.5", "0.75", "1"]);
+        assert_eq!(labels(0.0, 12.0, 5.0), ["0", "2.5", "5", "7.5", "10"]);
+        assert_eq!(labels(4.0, 9.0, 5.0), ["4", "5", "6", "7", "8", "9"]);
+        assert_eq!(labels(0.0, 25_000.0, 5.0), ["0", "5000", "10000", "15000", "20000", "25000"]);
+        assert_eq!(labels(-30.0, 10.0, 4.0), ["-30", "-20", "-10", "0", "10"]);
+        // Every label of a step apart differs from its neighbours.
+        for exponent in -9..=6 {
+            for mantissa in [1.0, 2.0, 2.5, 5.0] {
+                let step = mantissa * 10f64.powi(exponent);
+                let texts: Vec<String> = (0..5).map(|i| tick_label(f64::from(i) * step, step)).collect();
+                assert_eq!(format::unique(texts.iter()).len(), 5, "step {step}: {texts:?}");
+                assert_eq!(texts[0], "0");
+            }
+        }
     }
 }

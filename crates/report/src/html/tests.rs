@@ -334,3 +334,36 @@ fn with_prices_the_front_is_drawn_in_money_and_a_pass_is_priced() {
     let plain = render_html(&report(&["p7", "p8"], "rubric"), None, &HashMap::new(), &[], None);
     assert!(!plain.contains("id=\"money\"") && !plain.contains("cost per loop"), "no prices, no money");
 }
+
+/// A loop costing a ten-thousandth of a euro: the spend chart's axis and descriptions say the
+/// amounts with the digits they need, not `0.0`.
+#[test]
+fn the_spend_charts_money_reads_at_a_ten_thousandth_of_a_unit() {
+    let mut priced = report(&["p7"], "rubric");
+    priced.summary.currency = Some("EUR".into());
+    priced.summary.spend.curves = (0..=5)
+        .map(|step| crate::spend::CostCurveRow {
+            config_id: "p7".into(),
+            critic: "rubric".into(),
+            arm: "feedback".into(),
+            unit: crate::spend::COST.into(),
+            budget: 0.00002 * f64::from(step),
+            loops: 100,
+            pass_rate: 0.1 * f64::from(step),
+            ..Default::default()
+        })
+        .collect();
+    let page = render_html(&priced, None, &HashMap::new(), &[], None);
+    let chart = &page[page.find("<svg id=\"chart-cost\"").unwrap()..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    let labels: Vec<&str> = chart
+        .split("class=\"tick\">")
+        .skip(1)
+        .map(|t| &t[..t.find('<').unwrap()])
+        .filter(|t| !t.ends_with('%'))
+        .collect();
+    // Four ticks at a step of 0.000025 (were "0.0 0.0 0.0 0.0").
+    assert_eq!(labels, ["0.000025", "0.00005", "0.000075", "0.0001"], "{chart}");
+    assert!(chart.contains(">budget per loop (EUR)</text>"), "{chart}");
+    assert!(chart.contains("p7 · rubric · feedback, within 0.0000400 EUR: 20.0%"), "{chart}");
+}

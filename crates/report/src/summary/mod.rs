@@ -101,12 +101,12 @@ impl Partial {
                 (
                     "budget",
                     format!(
-                        "Partial results: the run was stopped by its budget ([budget] {} = {} {currency}, {:.4} \
-                         {currency} spent) before it finished. {over} Raise the budget and run the same command with \
+                        "Partial results: the run was stopped by its budget ([budget] {} = {} {currency}, {} spent) \
+                         before it finished. {over} Raise the budget and run the same command with \
                          --resume to finish the run.",
                         stop["budget"].as_str().unwrap_or("?"),
                         number("limit"),
-                        number("spent"),
+                        crate::format::money(number("spent"), Some(currency)),
                     ),
                 )
             }

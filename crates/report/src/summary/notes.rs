@@ -49,7 +49,7 @@ pub(crate) fn money_note(openai: &serde_json::Value) -> Option<String> {
     let cost = openai.get("cost")?;
     let spent = cost.get("spent")?.as_f64()?;
     let currency = cost["currency"].as_str().unwrap_or("");
-    let money = |value: f64| format!("{value:.4} {currency}");
+    let money = |value: f64| crate::format::money(value, Some(currency));
     let roles: Vec<String> = cost["by_role"]
         .as_object()
         .into_iter()

@@ -233,7 +233,7 @@ fn money_per_loop_and_per_pass_only_when_every_loop_has_a_cost() {
     assert!(close(report.summary.rows[0].cost_per_loop, 0.25));
     assert_eq!(report.summary.rows[0].cost_per_pass, None);
     let markdown = crate::render_markdown(&report);
-    assert!(markdown.contains("## What a pass costs") && markdown.contains("| 0.2500 | – | 0.7500 |"), "{markdown}");
+    assert!(markdown.contains("## What a pass costs") && markdown.contains("| 0.250 | – | 0.750 |"), "{markdown}");
     assert!(
         !crate::render_markdown(&build_report(&[row("a", "feedback", true, 1)], None).unwrap()).contains("pass costs")
     );
@@ -259,7 +259,7 @@ fn a_run_stopped_by_its_budget_says_so_first() {
     assert_eq!(partial.status, "budget");
     assert!(
         partial.message.starts_with(
-            "Partial results: the run was stopped by its budget ([budget] max_cost = 5 USD, 5.2500 USD spent)"
+            "Partial results: the run was stopped by its budget ([budget] max_cost = 5 USD, 5.25 USD spent)"
         ),
         "{}",
         partial.message
@@ -271,7 +271,8 @@ fn a_run_stopped_by_its_budget_says_so_first() {
             .summary
             .notes
             .iter()
-            .any(|n| n.starts_with("**Spent 5.2500 USD** on model calls (generator `g` 5.2500 USD)")
+            .any(|n| n.starts_with("**Spent 5.25 USD** on model calls (generator `g` 5.25 USD)")
+                && n.contains("would have cost 0.500 USD more")
                 && n.contains("**The budget stopped the run**")),
         "{:?}",
         report.summary.notes

@@ -356,12 +356,13 @@ fn a_budget_stop_records_what_was_spent_when_the_run_ended_within_the_documented
     let written: f64 = outcomes(&out).iter().map(|r| r.cost.unwrap()).sum();
     assert!(spent >= written - 1e-9, "spent {spent}, but the written loops alone cost {written}");
     assert!(spent >= limit, "{spent}");
-    // And what it prints.
+    // And what it prints, to three significant digits.
     let message = stderr(&output);
+    let printed = critbench_report::format_money(spent, Some("EUR"));
     assert!(
         message.contains(&format!(
-            "[budget] max_cost = {limit} EUR was reached, and {spent:.6} EUR spent by the end (the loops in flight \
-             then finished)"
+            "[budget] max_cost = {limit} EUR was reached, and {printed} spent by the end (the loops in flight then \
+             finished)"
         )),
         "{message}"
     );
@@ -374,7 +375,7 @@ fn a_budget_stop_records_what_was_spent_when_the_run_ended_within_the_documented
         "spent {spent}: more than the budget {limit} and {open} loops of {loop_cost}"
     );
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(markdown.contains(&format!("and {spent:.4} EUR was spent by the end")), "{markdown}");
+    assert!(markdown.contains(&format!("and {printed} was spent by the end")), "{markdown}");
 }
 
 #[test]

@@ -17,6 +17,16 @@ fn panel_curves<'r>(report: &'r Report, config: &str, critic: &str) -> Vec<&'r C
     curves.into_iter().filter(|c| c.unit == unit).collect()
 }
 
+/// A budget as the chart's descriptions say it: money in the run's currency (`0.000120 USD`), else
+/// tokens or rounds (`1840 tokens`).
+fn budget_text(report: &Report, curve: &CostCurveRow) -> String {
+    if curve.unit == COST {
+        crate::format::money(curve.budget, Some(report.summary.currency.as_deref().unwrap_or(COST)))
+    } else {
+        format!("{} {}", curve.budget, curve.unit)
+    }
+}
+
 /// Whether the chart has anything to say: some arm of some config × critic spends more than one
 /// budget step.
 pub(crate) fn has_cost_chart(report: &Report) -> bool {
@@ -38,15 +48,7 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
         .iter()
         .flat_map(|(_, _, curves)| curves.iter())
         .map(|c| {
-            format!(
-                "{} {} {} at {} {}: {:.1}%",
-                c.config_id,
-                c.critic,
-                c.arm,
-                tick_label(c.budget),
-                c.unit,
-                100.0 * c.pass_rate
-            )
+            format!("{} {} {} at {}: {:.1}%", c.config_id, c.critic, c.arm, budget_text(report, c), 100.0 * c.pass_rate)
         })
         .collect();
     open_svg(
@@ -83,10 +85,13 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
         let step = if continuous { tick_step(0.0, most, 4.0) } else { tick_step(0.0, span, 4.0).ceil().max(1.0) };
         let mut tick = if continuous { step } else { least };
         while tick <= most * (1.0 + 1e-9) {
-            text(out, x_of(tick), y1 + 16.0, "middle", "tick", &tick_label(tick));
+            text(out, x_of(tick), y1 + 16.0, "middle", "tick", &tick_label(tick, step));
             tick += step;
         }
-        let axis = format!("budget per loop ({})", if unit == COST { "money" } else { unit });
+        let axis = format!(
+            "budget per loop ({})",
+            if unit == COST { report.summary.currency.as_deref().unwrap_or("money") } else { unit }
+        );
         text(out, (x0 + x1) / 2.0, y1 + 31.0, "middle", "axis", &axis);
         for (arm, color) in arms {
             let series: Vec<&&CostCurveRow> = curves.iter().filter(|c| c.arm == *arm).collect();
@@ -109,12 +114,11 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
                     px(x_of(c.budget)),
                     px(y_of(c.pass_rate)),
                     escape(&format!(
-                        "{} · {} · {}, within {} {}: {:.1}% ({:.1}% to {:.1}%) of {} loops",
+                        "{} · {} · {}, within {}: {:.1}% ({:.1}% to {:.1}%) of {} loops",
                         c.config_id,
                         c.critic,
                         c.arm,
-                        tick_label(c.budget),
-                        c.unit,
+                        budget_text(report, c),
                         100.0 * c.pass_rate,
                         100.0 * c.lo,
                         100.0 * c.hi,

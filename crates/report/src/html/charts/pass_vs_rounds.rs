@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::{color_of, unique};
 use crate::Report;
 use crate::html::labels::{Box2, place_label, short_config_labels};
-use crate::html::svg::{GRID, TEXT, WIDTH, escape, legend, line, open_svg, percent, px, text, tick_label, ticks};
+use crate::html::svg::{GRID, TEXT, WIDTH, escape, labelled_ticks, legend, line, open_svg, percent, px, text, ticks};
 use crate::rows::SummaryRow;
 
 /// What the horizontal axis (and the Pareto front) measures a loop's spending in.
@@ -168,12 +168,8 @@ pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(S
             line(out, (x0, y_of(tick)), (x1, y_of(tick)), GRID, 1.0);
             text(out, x0 - 6.0, y_of(tick) + 4.0, "end", "tick", &format!("{:.0}%", 100.0 * tick));
         }
-        for tick in ticks(axis_start, axis_end, 8.0) {
+        for (tick, label) in labelled_ticks(axis_start, axis_end, 8.0) {
             line(out, (x_of(tick), y0), (x_of(tick), y1), GRID, 1.0);
-            let label = match spent {
-                Spent::Rounds => tick_label(tick),
-                Spent::Money => money_tick(tick),
-            };
             text(out, x_of(tick), y1 + 16.0, "middle", "tick", &label);
         }
         let axis = match spent {
@@ -286,14 +282,4 @@ pub(crate) fn pass_vs_rounds_chart(out: &mut String, report: &Report, arms: &[(S
 fn nice_ceiling(value: f64) -> f64 {
     let power = 10f64.powf(value.log10().floor());
     [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * power).find(|&v| v >= value * (1.0 - 1e-12)).unwrap_or(10.0 * power)
-}
-
-/// A money tick: as few decimals as tell the ticks apart.
-fn money_tick(value: f64) -> String {
-    if value == 0.0 {
-        return "0".into();
-    }
-    let decimals = (-value.abs().log10().floor()).max(0.0) as usize + 1;
-    let text = format!("{value:.decimals$}");
-    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
 }

@@ -7,7 +7,7 @@ use crate::queries::round_scores::RoundMean;
 
 use super::groups;
 use crate::Report;
-use crate::html::svg::{GRID, MUTED, WIDTH, escape, legend, line, open_svg, px, text, tick_label, tick_step, ticks};
+use crate::html::svg::{GRID, MUTED, WIDTH, escape, labelled_ticks, legend, line, open_svg, px, text, tick_step};
 
 /// Trajectory points averaging fewer loops than this are drawn hollow.
 const FEW_LOOPS: u64 = 10;
@@ -90,9 +90,9 @@ pub(crate) fn trajectory_chart(
         let y_of = |score: f64| y1 - (score - low) / (high - low) * (y1 - y0);
         let _ = write!(out, "<g class=\"panel\">");
         text(out, left, top + 12.0, "start", "group", &format!("{config} · {critic}"));
-        for tick in ticks(low, high, 5.0) {
+        for (tick, label) in labelled_ticks(low, high, 5.0) {
             line(out, (x0, y_of(tick)), (x1, y_of(tick)), GRID, 1.0);
-            text(out, x0 - 6.0, y_of(tick) + 4.0, "end", "tick", &tick_label(tick));
+            text(out, x0 - 6.0, y_of(tick) + 4.0, "end", "tick", &label);
         }
         for round in 0..=last_round {
             text(out, x_of(round), y1 + 16.0, "middle", "tick", &round.to_string());
@@ -108,7 +108,7 @@ pub(crate) fn trajectory_chart(
                 px(y),
                 px(x1),
                 px(y),
-                tick_label(*threshold)
+                threshold
             );
         }
         for (arm, color) in arms {
