@@ -128,6 +128,10 @@ def check_run(run_dir):
     outcomes = pq.read_table(run_dir / "outcomes.parquet").to_pandas()
     power = pd.read_csv(run_dir / "power.csv", keep_default_na=False, na_values=[""])
     comparisons = pd.read_csv(run_dir / "comparisons.csv", keep_default_na=False)
+    # The steering critic's rows are the ones outcomes.parquet's `passed` gives; a held-out judge's
+    # rows come from the same computation over its verdicts (tests/python/check_judges.py).
+    power = power[power["judge"] == "critic"]
+    comparisons = comparisons[comparisons["judge"] == "critic"]
     problems = []
     keys = ["config_id", "critic", "arm_a", "arm_b"]
     listed = set(map(tuple, power[keys].to_numpy()))

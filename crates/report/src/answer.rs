@@ -154,14 +154,21 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
         out.push(line);
     }
     if let (Some(_), Some(c)) = (&measured, equal_cost(reading, config, critic, feedback, resample)) {
+        let currency = report.summary.currency.as_deref();
+        // Each arm's own mean spend per loop, uncut, in the budget's unit where the rows have it.
+        let spend = |row: &SummaryRow| match c.unit.as_str() {
+            crate::spend::COST => row.cost_per_loop.map(|v| crate::format::money(v, currency)),
+            crate::spend::ROUNDS => Some(format!("{:.1} rounds", row.mean_rounds)),
+            _ => None,
+        };
         let spends: Vec<String> = [feedback, resample]
             .iter()
-            .filter_map(|arm| reading.row(config, critic, arm).map(|r| format!("{arm} {:.1}", r.mean_rounds)))
+            .filter_map(|arm| Some(format!("{arm} {}", spend(reading.row(config, critic, arm)?)?)))
             .collect();
+        let uncut = if spends.len() == 2 { format!("; uncut: {}", spends.join(", ")) } else { String::new() };
         out.push(format!(
-            "  feedback − resample at equal cost (≤ {} a loop; uncut rounds: {}): {}",
-            crate::spend::budget_text(c, report.summary.currency.as_deref()),
-            spends.join(", "),
+            "  feedback − resample at equal cost (≤ {} a loop{uncut}): {}",
+            crate::spend::budget_text(c, currency),
             comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value)
         ));
     }

@@ -894,63 +894,6 @@ pub fn truth_lead(report: &EvaluatorReport) -> String {
     out
 }
 
-/// The terminal's lines: per config × critic × evaluator, the first pair of arms compared by the
-/// evaluator beside the same comparison by the steering critic (on the same loops), and each arm's
-/// gap.
-pub fn glance(report: &EvaluatorReport) -> String {
-    let mut out = String::from(
-        "held-out evaluators, on the same final answers (A − B by the evaluator, by the steering critic; then each \
-         arm's gap, critic − evaluator):\n",
-    );
-    let mut groups: Vec<(&str, &str, &str)> = Vec::new();
-    for row in &report.rows {
-        let key = (row.config_id.as_str(), row.critic.as_str(), row.evaluator.as_str());
-        if !groups.contains(&key) {
-            groups.push(key);
-        }
-    }
-    for (config, critic, evaluator) in groups {
-        let rows: Vec<&EvaluatorRow> = report
-            .rows
-            .iter()
-            .filter(|r| (r.config_id.as_str(), r.critic.as_str(), r.evaluator.as_str()) == (config, critic, evaluator))
-            .collect();
-        let _ = write!(out, "  {config} · {critic} · {evaluator}:");
-        let compared = report
-            .comparisons
-            .iter()
-            .find(|c| (c.config_id.as_str(), c.critic.as_str(), c.evaluator.as_str()) == (config, critic, evaluator));
-        if let Some(c) = compared {
-            let rate = |arm: &str| rows.iter().find(|r| r.arm == arm).map_or(0.0, |r| r.critic_pass_rate);
-            let _ = write!(
-                out,
-                " {} − {} {} ({}) by the evaluator, {} by the critic;",
-                c.arm_a,
-                c.arm_b,
-                points(c.diff),
-                interval(c.diff_lo, c.diff_hi),
-                points(rate(&c.arm_a) - rate(&c.arm_b))
-            );
-        }
-        let gaps: Vec<String> = rows.iter().map(|r| format!("{} {}", r.arm, points(r.gap))).collect();
-        let _ = write!(out, " gap {}", gaps.join(", "));
-        let (errors, loops): (u64, u64) =
-            rows.iter().fold((0, 0), |(e, n), r| (e + r.evaluator_errors, n + r.n + r.evaluator_errors));
-        if errors > 0 {
-            let _ = write!(
-                out,
-                "; the evaluator failed on {errors} of {loops} loops' answers (errors, not verdicts: left out of these \
-                 numbers; `evaluator_errors` in evaluators.csv)"
-            );
-        }
-        out.push('\n');
-    }
-    for line in pleasing_lines(report) {
-        let _ = writeln!(out, "  {line}");
-    }
-    out
-}
-
 /// A sentence per config × critic × evaluator × arm flagged critic-pleasing: the critic's verdicts
 /// rose from the first draft to the last while the evaluator's fell, each interval excluding 0.
 pub(crate) fn pleasing_lines(report: &EvaluatorReport) -> Vec<String> {

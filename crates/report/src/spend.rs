@@ -10,7 +10,6 @@
 //! never on their order. Every interval is the one valid at its number of tasks, as in the summary.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use critbench_stats::bootstrap::Cluster;
 use critbench_stats::descriptive::ExactSum;
@@ -471,43 +470,6 @@ fn paired_or_identical(difference: Difference, identical: bool, untied: bool) ->
     if identical && !untied { Paired::Identical } else { Paired::Measured(difference) }
 }
 
-/// The terminal's lines: per config × critic, `feedback` against `resample` at the feedback arm's
-/// mean spend per loop, in money when both arms were priced, else in tokens when counted, else in
-/// rounds; a budget at which the two are the same by design is left out. Empty when the run did
-/// not have both arms.
-pub fn glance(spend: &Spend) -> String {
-    let (feedback, resample) = (critbench_core::Arm::Feedback.as_str(), critbench_core::Arm::Resample.as_str());
-    let mut out = String::new();
-    let chosen = spend.comparisons.iter().filter(|c| {
-        c.arm_a == feedback && c.arm_b == resample && c.budget_from.starts_with("mean of ") && c.p_value.is_some()
-    });
-    let mut lines: Vec<&CostComparisonRow> = Vec::new();
-    for row in chosen {
-        // Money, else tokens, replaces rounds for the same comparison when the run measured it.
-        let same = |l: &&CostComparisonRow| {
-            (&l.config_id, &l.critic, &l.arm_a, &l.arm_b) == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b)
-        };
-        match lines.iter().position(same) {
-            Some(i) if preference(&row.unit) < preference(&lines[i].unit) => lines[i] = row,
-            Some(_) => {}
-            None => lines.push(row),
-        }
-    }
-    for row in lines {
-        let budget = budget_text(row, None);
-        let mut measured = crate::format::difference_cell(row.diff, row.diff_lo, row.diff_hi);
-        if let Some(p) = row.p_value {
-            let _ = write!(measured, ", p {}", p_text(p));
-        }
-        let _ = writeln!(
-            out,
-            "at equal cost (≤ {budget} per loop): {} − {} {measured} · {} · {}",
-            row.arm_a, row.arm_b, row.config_id, row.critic
-        );
-    }
-    out
-}
-
 /// Which unit the reports show a comparison in first: money, then tokens, then rounds.
 pub(crate) fn preference(unit: &str) -> usize {
     MEASURED.iter().position(|u| *u == unit).unwrap_or(MEASURED.len())
@@ -534,11 +496,6 @@ fn thousands(value: u64) -> String {
         out.push(digit);
     }
     out
-}
-
-fn p_text(p: f64) -> String {
-    let formatted = crate::format::format_p(p);
-    if formatted.starts_with('<') { formatted } else { format!("= {formatted}") }
 }
 
 /// The sentence above the reports' table of arms at equal cost.

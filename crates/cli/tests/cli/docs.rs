@@ -777,7 +777,8 @@ fn the_readme_demo_table_is_what_the_demo_prints() {
     let readme = readme();
     let shown = readme.split("\n## Two commands\n").nth(1).unwrap();
     let table = blocks(shown, "```").into_iter().next().expect("the README shows the demo's table");
-    assert!(table.lines().filter(|l| l.starts_with("| p")).count() == 18, "{table}");
+    assert!(table.lines().filter(|l| l.starts_with("| p")).count() >= 6, "{table}");
+    assert!(table.starts_with("The answer, by `sim-truth`"), "{table}");
     for line in table.lines().filter(|l| !l.is_empty()) {
         assert!(printed.lines().any(|p| p == line), "the README shows `{line}`, the demo printed:\n{printed}");
     }

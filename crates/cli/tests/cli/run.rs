@@ -179,12 +179,13 @@ fn the_printed_table_says_what_its_numbers_are() {
     for printed in [printed, rebuilt] {
         let lines: Vec<&str> = printed.lines().collect();
         let table = lines.iter().position(|l| l.starts_with("| config | critic |")).expect("a table");
-        assert!(lines[table - 1].starts_with("Pass rates per arm: the share of each arm's loops"), "{printed}");
+        assert!(lines[table - 1].starts_with("Every config by "), "{printed}");
+        assert!(lines[0].starts_with("The answer, by "), "{printed}");
         let ids = lines.iter().find(|l| l.starts_with("Config ids name the policy: ")).expect("a legend");
         assert!(ids.contains("p8-r3-stall-e0 is pass_score 8, max_revisions 3"), "{ids}");
         let html = run.join("report.html");
         let named = lines.iter().find(|l| l.contains(&html.display().to_string())).expect("report.html named");
-        assert!(named.starts_with("Every arm's interval"), "{named}");
+        assert!(named.starts_with("Every judge, arm, interval and chart"), "{named}");
         assert!(html.is_file());
     }
 }

@@ -120,7 +120,7 @@ fn a_critic_that_names_no_real_defect_pleases_its_own_verdict_not_the_truth_and_
     assert!(first.contains("its pass rates below measure how well the writer pleases it, not how good"), "{first}");
     let truth_line = printed.lines().nth(1).unwrap();
     assert!(truth_line.starts_with("  p8-r3-stall-e0: feedback − no-feedback "), "{printed}");
-    assert!(printed.find("three-sentences: none").unwrap() < printed.find("Pass rates per arm").unwrap());
+    assert!(printed.find("three-sentences: none").unwrap() < printed.find("The answer, by").unwrap());
 
     // The truth's feedback pass rate, by hand from evaluations.parquet: the final answers' rows.
     let rows = critbench_storage::evaluations::read_evaluations(&out.join("evaluations.parquet")).unwrap();
@@ -168,7 +168,7 @@ fn the_built_in_critics_name_real_defects_and_their_feedback_gains_by_the_truth(
     );
     let out = dir.path().join("demo");
     let printed = ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
-    assert!(printed.starts_with("Pass rates per arm"), "no critic is said to name no defect:\n{printed}");
+    assert!(printed.starts_with("The answer, by `sim-truth`"), "no critic is said to name no defect:\n{printed}");
     let rows = csv_rows(&out.join("evaluator_comparisons.csv"));
     for critic in ["rubric", "evidence"] {
         let truth = comparison(&rows, critic, Some("sim-truth"));

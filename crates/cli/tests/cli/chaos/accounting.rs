@@ -105,7 +105,7 @@ fn an_evaluators_errors_are_errors_not_fails_and_are_said() {
     assert_eq!((number("critic_only"), number("both")), (0.0, 8.0), "{row:?}");
 
     // Said in the terminal, in both reports and in the manifest.
-    assert!(said.contains("the evaluator failed on 4 of 12 loops' answers (errors, not verdicts"), "{said}");
+    assert!(said.contains("failed on 4 of 12 loops' answers (errors, not verdicts"), "{said}");
     assert!(said.contains("note: evaluator `gold`: its process was stopped and restarted 8 time(s)"), "{said}");
     assert!(said.contains("(manifest.json: `evaluators[].process`, `evaluations_by_evaluator`)"), "{said}");
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
