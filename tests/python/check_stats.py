@@ -96,10 +96,12 @@ SCHEMA = pa.schema(
         pa.field("adjudicated_score", pa.float64(), nullable=True),
         pa.field("adjudicated_passed", pa.bool_(), nullable=True),
         pa.field("cost", pa.float64(), nullable=True),
+        pa.field("critic_tokens_in", pa.int64(), nullable=True),
+        pa.field("critic_tokens_out", pa.int64(), nullable=True),
     ],
     # The footer of a table critbench writes: which table, and its schema version (readers refuse
     # a table of another version).
-    metadata={"critbench.table": "outcomes", "critbench.schema_version": "8"},
+    metadata={"critbench.table": "outcomes", "critbench.schema_version": "9"},
 )
 
 
@@ -147,6 +149,8 @@ def loop(config_id, critic, arm, task_id, epoch, passed, rounds, first, best):
         "adjudicated_score": None,
         "adjudicated_passed": None,
         "cost": None,
+        "critic_tokens_in": None,
+        "critic_tokens_out": None,
     }
 
 

@@ -549,6 +549,18 @@ fn model_calls_are_paid_at_their_price_and_a_budget_raises_its_flag() {
         "{generator:#}"
     );
     assert_eq!(generator["model_tokens_out"], 12);
+    // In all too, and the line says the money of those same calls apart from the cached ones.
+    let tokens = &report["tokens"];
+    assert_eq!((tokens["in"].as_u64(), tokens["model_in"].as_u64()), (Some(32), Some(24)), "{tokens:#}");
+    assert_eq!((tokens["out"].as_u64(), tokens["model_out"].as_u64()), (Some(16), Some(12)), "{tokens:#}");
+    let line = client.report().to_string();
+    assert!(
+        line.contains(
+            "; paid (the calls sent): 24 tokens in, 12 out, 0.0480 USD; not paid (from the cache or shared in flight): \
+             8 tokens in, 4 out;"
+        ),
+        "{line}"
+    );
     assert!(report["latency"]["generator"]["p50_ms"].as_f64().is_some(), "{report:#}");
     assert_eq!(report["latency"]["generator"]["requests"], 3);
 }

@@ -263,14 +263,20 @@ pub struct HttpReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokensReport {
-    /// Prompt tokens of every answer.
+    /// Prompt tokens of every answer, from the response cache or not.
     #[serde(rename = "in")]
     pub tokens_in: u64,
-    /// Completion tokens of every answer.
+    /// Completion tokens of every answer, from the response cache or not.
     #[serde(rename = "out")]
     pub tokens_out: u64,
     /// Of the prompt tokens, those the server read from its prompt cache.
     pub cached_in: u64,
+    /// Of `in`, the prompt tokens of the calls sent to the model (not those answered from the
+    /// response cache or shared in flight): the tokens `cost.spent` prices, which also counts
+    /// what an interrupted run had spent before its resume (`cost.by_role.ROLE.carried_over`).
+    pub model_in: u64,
+    /// Of `out`, the completion tokens of the calls sent to the model.
+    pub model_out: u64,
     /// Tokens counted against the cap.
     pub total: u64,
     /// The cap (`max_tokens_total`), when there is one.
@@ -442,33 +448,51 @@ impl UsageReport {
     }
 }
 
-/// One line: calls made, answers from the cache, tokens, and what went wrong.
+/// One line: calls made, answers from the cache, tokens, and what went wrong. Tokens and money
+/// are said over the same calls: those sent to the model (paid, what `cost.spent` prices) apart
+/// from those answered from the response cache or shared in flight (not paid).
 impl fmt::Display for UsageReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let endpoint = if self.endpoint.is_empty() { "?" } else { &self.endpoint };
         write!(
             f,
-            "models: {} calls, {} sent to {endpoint} ({} HTTP requests, {} retries), {} from the cache, {} shared in flight; {} tokens in, {} out",
+            "models: {} calls, {} sent to {endpoint} ({} HTTP requests, {} retries), {} from the cache, {} shared in flight; paid (the calls sent): {} tokens in, {} out",
             self.calls.total,
             self.calls.model_calls,
             self.http.requests,
             self.http.retries,
             self.cache.hits,
             self.cache.shared_in_flight,
-            self.tokens.tokens_in,
-            self.tokens.tokens_out,
+            self.tokens.model_in,
+            self.tokens.model_out,
+        )?;
+        let currency = self.cost.currency.as_deref().map_or(String::new(), |c| format!(" {c}"));
+        // `cost.spent` counts what an interrupted run had spent before its resume too, whose
+        // tokens are not in this report's: said apart, so that the paid figures are of one set
+        // of calls.
+        let carried: f64 =
+            (self.cost.by_role.values()).filter(|role| role.spent.is_some()).filter_map(|role| role.carried_over).sum();
+        if let Some(spent) = self.cost.spent {
+            write!(f, ", {:.4}{currency}", (spent - carried).max(0.0))?;
+            if !self.cost.priced {
+                write!(f, " (a model without a price is not counted)")?;
+            }
+        }
+        write!(
+            f,
+            "; not paid (from the cache or shared in flight): {} tokens in, {} out",
+            self.tokens.tokens_in.saturating_sub(self.tokens.model_in),
+            self.tokens.tokens_out.saturating_sub(self.tokens.model_out),
         )?;
         if self.calls.failures > 0 {
             write!(f, "; {} calls failed", self.calls.failures)?;
         }
         if let Some(spent) = self.cost.spent {
-            let currency = self.cost.currency.as_deref().unwrap_or("");
-            write!(f, "; spent {spent:.4} {currency}")?;
-            if !self.cost.priced {
-                write!(f, " (a model without a price is not counted)")?;
+            if carried > 0.0 {
+                write!(f, "; spent {spent:.4}{currency} in all, {carried:.4} of it before the run was resumed")?;
             }
             if let Some(stop) = self.budget.as_ref().and_then(|b| b.stopped_by.as_ref()) {
-                write!(f, "; budget {} = {} {currency} reached", stop.budget, stop.limit)?;
+                write!(f, "; budget {} = {}{currency} reached", stop.budget, stop.limit)?;
             }
         }
         let cut: Vec<String> = (self.calls.by_role.iter())
@@ -550,7 +574,8 @@ mod tests {
             "calls": {"total": 10, "model_calls": 4, "failures": 0, "by_role": {}},
             "http": {"requests": 5, "ok": 4, "retries": 1, "status_429": 0, "status_503": 0, "status_5xx_other": 1,
                      "status_4xx": 0, "timeouts": 0, "connection_errors": 0, "malformed_bodies": 0},
-            "tokens": {"in": 100, "out": 20, "cached_in": 0, "total": 120, "max_tokens_total": null,
+            "tokens": {"in": 100, "out": 20, "cached_in": 0, "model_in": 40, "model_out": 8, "total": 120,
+                       "max_tokens_total": null,
                        "cap_reached": false, "refused_calls": 0},
             "cost": {"currency": null, "priced": false, "spent": null, "answers": null, "saved_by_cache": null,
                      "by_role": {}},
@@ -566,7 +591,7 @@ mod tests {
         let usage = UsageReport::from_manifest(&report()).unwrap();
         assert_eq!(
             usage.to_string(),
-            "models: 10 calls, 4 sent to http://127.0.0.1:9/v1 (5 HTTP requests, 1 retries), 6 from the cache, 1 shared in flight; 100 tokens in, 20 out"
+            "models: 10 calls, 4 sent to http://127.0.0.1:9/v1 (5 HTTP requests, 1 retries), 6 from the cache, 1 shared in flight; paid (the calls sent): 40 tokens in, 8 out; not paid (from the cache or shared in flight): 60 tokens in, 12 out"
         );
         let mut strained = usage.clone();
         let judge = serde_json::json!({"calls": 8, "cache_hits": 0, "shared_in_flight": 0, "model_calls": 8,
@@ -589,7 +614,58 @@ mod tests {
         priced["budget"] = serde_json::json!({"max_cost": 1.0, "roles": {},
                                               "stopped_by": {"budget": "max_cost", "limit": 1.0, "spent": 1.23456}});
         let priced = UsageReport::from_manifest(&priced).unwrap();
-        assert!(priced.to_string().ends_with("; spent 1.2346 USD; budget max_cost = 1 USD reached"), "{priced}");
+        assert!(
+            priced.to_string().ends_with(
+                "; paid (the calls sent): 40 tokens in, 8 out, 1.2346 USD; not paid (from the cache or shared in \
+                 flight): 60 tokens in, 12 out; budget max_cost = 1 USD reached"
+            ),
+            "{priced}"
+        );
+    }
+
+    #[test]
+    fn the_paid_tokens_and_money_are_of_the_same_calls() {
+        // A run served wholly from the cache: nothing paid, every token from the cache.
+        let mut cached = report();
+        cached["calls"]["model_calls"] = 0.into();
+        cached["tokens"]["model_in"] = 0.into();
+        cached["tokens"]["model_out"] = 0.into();
+        cached["cost"] = serde_json::json!({"currency": "EUR", "priced": true, "spent": 0.0, "answers": 0.5,
+                                            "saved_by_cache": 0.5, "by_role": {}});
+        let line = UsageReport::from_manifest(&cached).unwrap().to_string();
+        assert!(
+            line.ends_with(
+                "; paid (the calls sent): 0 tokens in, 0 out, 0.0000 EUR; not paid (from the cache or shared in \
+                 flight): 100 tokens in, 20 out"
+            ),
+            "{line}"
+        );
+
+        // A resumed run: its tokens are this process's calls, so its paid money is too; what the
+        // interrupted run spent is said apart.
+        let mut resumed = report();
+        let role = |spent: f64, carried: f64| {
+            serde_json::json!({"model": "g", "priced": true, "spent": spent, "answers": spent,
+                               "carried_over": carried})
+        };
+        resumed["cost"] = serde_json::json!({"currency": "EUR", "priced": true, "spent": 1.5, "answers": 1.25,
+                                             "saved_by_cache": 0.0,
+                                             "by_role": {"generator": role(1.0, 0.25), "judge": role(0.5, 0.0)}});
+        let line = UsageReport::from_manifest(&resumed).unwrap().to_string();
+        assert!(
+            line.ends_with(
+                "; paid (the calls sent): 40 tokens in, 8 out, 1.2500 EUR; not paid (from the cache or shared in \
+                 flight): 60 tokens in, 12 out; spent 1.5000 EUR in all, 0.2500 of it before the run was resumed"
+            ),
+            "{line}"
+        );
+
+        // Without a currency the money has no unit, and no trailing space.
+        let mut bare = report();
+        bare["cost"] = serde_json::json!({"currency": null, "priced": false, "spent": 0.125, "answers": 0.125,
+                                          "saved_by_cache": 0.0, "by_role": {}});
+        let line = UsageReport::from_manifest(&bare).unwrap().to_string();
+        assert!(line.contains(" 8 out, 0.1250 (a model without a price is not counted); not paid"), "{line}");
     }
 
     #[test]

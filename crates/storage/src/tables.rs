@@ -278,9 +278,13 @@ declare_columns! {
         pub adjudicated_score: Option<f64> = "adjudicated_score",
         pub adjudicated_passed: Option<bool> = "adjudicated_passed",
         /// What the loop's model calls cost in the run's currency (`[pricing]`): its rounds' writer
-        /// and critic tokens at their roles' prices; `None` when a role it used has no price, or it
-        /// used no model.
+        /// tokens (`tokens_in`/`tokens_out`) and critic tokens (`critic_tokens_in`/`critic_tokens_out`)
+        /// at their roles' prices; `None` when a role it used has no price, or it used no model.
         pub cost: Option<f64> = "cost",
+        /// The model tokens its critic (a model judge) spent on its rounds: the sums of their
+        /// trajectories' `critic_tokens_in`/`critic_tokens_out`; `None` when no round counted any.
+        pub critic_tokens_in: Option<u64> = "critic_tokens_in",
+        pub critic_tokens_out: Option<u64> = "critic_tokens_out",
     }
     names: OutcomeColumns,
     builders: OutcomeBuilders,
@@ -438,6 +442,8 @@ impl OutcomeRow {
             adjudicated_score: None,
             adjudicated_passed: None,
             cost: None,
+            critic_tokens_in: None,
+            critic_tokens_out: None,
         }
     }
 }
@@ -952,6 +958,8 @@ pub(crate) mod tests {
             wall_ms: 0.5,
             meta: Some("{}".into()),
             cost: passed.then_some(0.0125),
+            critic_tokens_in: passed.then_some(40),
+            critic_tokens_out: Some(7),
             ..OutcomeRow::bare(task, "feedback", passed, 2)
         }
     }

@@ -159,7 +159,7 @@ fn a_priced_run_records_what_each_loop_cost_and_what_a_pass_costs() {
     let dir = tempfile::tempdir().unwrap();
     let file = fixture(dir.path(), &server.base_url(), 6, &pricing_table(true));
     let out = dir.path().join("run");
-    ok(critbench_in(dir.path(), &["run", file.to_str().unwrap(), "--out", "run", "-q"]));
+    let printed = ok(critbench_in(dir.path(), &["run", file.to_str().unwrap(), "--out", "run", "-q"]));
 
     // Every loop's cost is its rounds' writer tokens (generator, then reviser) and judge tokens
     // at their prices, whichever config it is.
@@ -220,6 +220,78 @@ fn a_priced_run_records_what_each_loop_cost_and_what_a_pass_costs() {
         .sum();
     assert!(close(spent, paid), "the manifest's spend is its model calls' tokens at their prices: {openai:#}");
     assert_eq!(openai["endpoints"][0]["server"]["kind"], "openai", "a server that names no software: OpenAI's form");
+    // The tokens the models line calls paid are those calls' too, and the money beside them.
+    let tokens = &openai["tokens"];
+    let by_roles = |key: &str| -> u64 {
+        ["generator", "reviser", "judge"].iter().map(|r| openai["calls"]["by_role"][r][key].as_u64().unwrap()).sum()
+    };
+    assert_eq!(tokens["model_in"].as_u64(), Some(by_roles("model_tokens_in")), "{tokens:#}");
+    assert_eq!(tokens["model_out"].as_u64(), Some(by_roles("model_tokens_out")), "{tokens:#}");
+    let count = |key: &str| tokens[key].as_u64().unwrap();
+    let (all_in, all_out) = (count("in"), count("out"));
+    assert!(
+        printed.contains(&format!(
+            "; paid (the calls sent): {} tokens in, {} out, {spent:.4} EUR; not paid (from the cache or shared in \
+             flight): {} tokens in, {} out",
+            count("model_in"),
+            count("model_out"),
+            all_in - count("model_in"),
+            all_out - count("model_out"),
+        )),
+        "{printed}\n{tokens:#}"
+    );
+
+    // Each loop's critic tokens, apart from its writer's: the sums over the trajectories rows of
+    // its config's rounds.
+    let mut critic_tokens = std::collections::BTreeMap::new();
+    critbench_storage::recorded::for_each_loop_with_rows(&out.join("trajectories.parquet"), |one| {
+        let recorded = &one.recorded;
+        for row in &one.rows {
+            let round = row.own.as_ref().unwrap_or(&recorded.rounds[row.round as usize]);
+            let key = (row.config_id.clone(), recorded.arm, recorded.task_id.clone(), recorded.epoch);
+            let sums: &mut (u64, u64) = critic_tokens.entry(key).or_default();
+            sums.0 += round.critic_tokens_in.expect("a model judge counts its tokens");
+            sums.1 += round.critic_tokens_out.expect("a model judge counts its tokens");
+        }
+        Ok::<_, std::convert::Infallible>(())
+    })
+    .unwrap();
+    assert_eq!(critic_tokens.len(), rows.len());
+    for row in &rows {
+        let sums = critic_tokens[&(row.config_id.clone(), row.arm, row.task_id.clone(), row.epoch)];
+        assert_eq!((row.critic_tokens_in, row.critic_tokens_out), (Some(sums.0), Some(sums.1)), "{row:?}");
+        assert_ne!(row.critic_tokens_in, row.tokens_in, "the writer's tokens are apart: {row:?}");
+    }
+
+    // The same run again, every answer from the response cache: nothing paid, and the line says
+    // so of tokens and money alike, with every token from the cache; each loop records the same
+    // tokens and cost, which count its answers wherever they came from.
+    let again = ok(critbench_in(dir.path(), &["run", file.to_str().unwrap(), "--out", "again", "-q"]));
+    let cached = &manifest(&dir.path().join("again"))["openai"];
+    assert_eq!(cached["calls"]["model_calls"], 0, "{cached:#}");
+    assert_eq!((cached["tokens"]["in"].as_u64(), cached["tokens"]["out"].as_u64()), (Some(all_in), Some(all_out)));
+    assert!(
+        again.contains(&format!(
+            "; paid (the calls sent): 0 tokens in, 0 out, 0.0000 EUR; not paid (from the cache or shared in flight): \
+             {all_in} tokens in, {all_out} out"
+        )),
+        "{again}"
+    );
+    assert_eq!(cached["cost"]["spent"], 0.0, "{cached:#}");
+    let loop_tokens = |out: &Path| -> Vec<String> {
+        let mut rows: Vec<String> = outcomes(out)
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {:?} {} {:?} {:?} {:?}",
+                    r.task_id, r.arm, r.config_id, r.tokens_in, r.critic_tokens_in, r.cost
+                )
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    assert_eq!(loop_tokens(&dir.path().join("again")), loop_tokens(&out));
 
     // A replay costs each config what its rounds cost when they were recorded.
     ok(critbench_in(dir.path(), &["replay", "run", "--max-revisions", "1", "--out", "replayed"]));

@@ -225,8 +225,11 @@ pub fn outcome_row(
         meta: labels.meta.map(str::to_string),
         adjudicated_score: None,
         adjudicated_passed: None,
-        // The adjudicator's pass is not in it, as its tokens are not in `tokens_in`/`tokens_out`.
+        // The adjudicator's pass is not in it, as its tokens are not in `tokens_in`/`tokens_out`
+        // nor the critic's score of its draft in `critic_tokens_in`/`critic_tokens_out`.
         cost: labels.prices.loop_cost(used, labels.arm),
+        critic_tokens_in: sum_tokens(used.iter().map(|r| r.critic_tokens_in)),
+        critic_tokens_out: sum_tokens(used.iter().map(|r| r.critic_tokens_out)),
     }
 }
 
@@ -236,4 +239,58 @@ fn sum_tokens(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
         (Some(t), Some(v)) => Some(t + v),
         (t, None) => t,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::cost::RolePrices;
+    use critbench_openai::Price;
+
+    fn round(writer: Option<(u64, u64)>, critic: Option<(u64, u64)>) -> RecordedRound {
+        RecordedRound {
+            tokens_in: writer.map(|w| w.0),
+            tokens_out: writer.map(|w| w.1),
+            critic_tokens_in: critic.map(|c| c.0),
+            critic_tokens_out: critic.map(|c| c.1),
+            ..RecordedRound::default()
+        }
+    }
+
+    /// The outcome of a loop that used `rounds` and ran out of revisions there.
+    fn outcome(rounds: &[RecordedRound], prices: &RolePrices) -> OutcomeRow {
+        let labels = LoopLabels {
+            run_id: "r",
+            critic: "judge",
+            arm: Arm::Feedback,
+            task_id: "t",
+            kind: None,
+            epoch: 0,
+            meta: None,
+            prices,
+        };
+        let scores: Vec<RoundScore> = rounds.iter().map(round_score).collect();
+        outcome_row(&labels, rounds, &scores, &Policy::default(), "c", Some(ExitReason::Budget), 0)
+    }
+
+    #[test]
+    fn a_loops_writer_and_critic_tokens_are_summed_apart_over_the_rounds_it_used() {
+        // A critic that counted no tokens on one round (an answer without `usage`) leaves it out.
+        let rounds =
+            [round(Some((10, 2)), Some((100, 20))), round(Some((30, 4)), None), round(Some((50, 6)), Some((300, 60)))];
+        let per_token =
+            |price: f64| Some(Price { input_per_mtok: price, cached_input_per_mtok: None, output_per_mtok: price });
+        let prices = RolePrices { generator: per_token(1e6), reviser: per_token(2e6), judge: per_token(3e6) };
+        let whole = outcome(&rounds, &prices);
+        assert_eq!((whole.tokens_in, whole.tokens_out), (Some(90), Some(12)), "the writer's");
+        assert_eq!((whole.critic_tokens_in, whole.critic_tokens_out), (Some(400), Some(80)), "the critic's");
+        // The cost prices both: the generator's 12, the reviser's 90 and the judge's 480 tokens.
+        assert_eq!(whole.cost, Some(12.0 + 2.0 * 90.0 + 3.0 * 480.0));
+        let first = outcome(&rounds[..1], &prices);
+        assert_eq!((first.critic_tokens_in, first.critic_tokens_out), (Some(100), Some(20)), "its rounds only");
+        // A critic that asks no model: null, never 0, as the writer's columns.
+        let offline = outcome(&[round(Some((10, 2)), None), round(None, None)], &RolePrices::default());
+        assert_eq!((offline.critic_tokens_in, offline.critic_tokens_out), (None, None));
+        assert_eq!(offline.tokens_in, Some(10));
+    }
 }

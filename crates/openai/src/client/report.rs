@@ -166,6 +166,8 @@ impl Client {
                 tokens_in: sum(|c| c.tokens_in),
                 tokens_out: sum(|c| c.tokens_out),
                 cached_in: sum(|c| c.cached_in),
+                model_in: sum(|c| c.paid_in),
+                model_out: sum(|c| c.paid_out),
                 total: self.tokens_used.load(Ordering::Relaxed),
                 max_tokens_total: self.settings.max_tokens_total,
                 cap_reached: self.cap_reached(),
