@@ -9,8 +9,7 @@ use crate::output::Stdout;
 pub fn merge(args: MergeArgs) -> Result<(), Failure> {
     let merged = merge_run(&args.run_dir)?;
     let mut out = Stdout::lock();
-    writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&merged.report))?;
-    write!(out, "{}", critbench_report::glance_legend(&merged.out_dir))?;
+    write!(out, "{}", critbench_report::terminal(&merged.report, &merged.out_dir))?;
     writeln!(
         out,
         "merged {} shard(s), {} loops: wrote manifest.json, summary.csv, summary.json, comparisons.csv, \

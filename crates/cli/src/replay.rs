@@ -36,8 +36,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
         writeln!(Stderr, "warning: {warning}");
     }
     let mut out = Stdout::lock();
-    writeln!(out, "{}\n{}", critbench_report::GLANCE_HEADER, critbench_report::glance_table(&summary.report))?;
-    write!(out, "{}", critbench_report::glance_legend(&summary.out_dir))?;
+    write!(out, "{}", critbench_report::terminal(&summary.report, &summary.out_dir))?;
     writeln!(
         out,
         "replayed {} loops ({} critiques) with no model or critic calls; wrote {}",

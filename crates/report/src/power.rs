@@ -285,13 +285,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(power_of(dir.path(), &rows[..2]).is_empty(), "one task: nothing to estimate a variance from");
         // Then power.csv is its header alone, the same columns as with rows.
-        write_file(dir.path(), &[]).unwrap();
+        write_file(dir.path(), &[], &[]).unwrap();
         let empty = std::fs::read_to_string(dir.path().join("power.csv")).unwrap();
-        write_file(dir.path(), &power).unwrap();
+        write_file(dir.path(), &power, &[]).unwrap();
         let full = std::fs::read_to_string(dir.path().join("power.csv")).unwrap();
         assert_eq!(empty.lines().collect::<Vec<_>>(), [full.lines().next().unwrap()]);
         assert!(
-            empty.starts_with("config_id,critic,arm_a,arm_b,n_tasks,epochs,diff,se,") && empty.ends_with(",advice\n")
+            empty.starts_with("config_id,critic,judge,arm_a,arm_b,n_tasks,epochs,diff,se,")
+                && empty.ends_with(",advice\n")
         );
     }
 

@@ -31,20 +31,22 @@ fn compares_two_critics_on_the_same_tasks() {
     assert!(printed.contains("0 loop(s) of scripted-run and 0 of length-run had no partner"), "{printed}");
     let csv = std::fs::read_to_string(out.join("compare.csv")).unwrap();
     let mut lines = csv.lines();
-    assert!(lines.next().unwrap().starts_with("config_id,critic,arm_a,arm_b,n_pairs,pass_rate_a,pass_rate_b,diff"));
+    assert!(
+        lines.next().unwrap().starts_with("config_id,critic,judge,arm_a,arm_b,n_pairs,pass_rate_a,pass_rate_b,diff")
+    );
     let rows: Vec<Vec<String>> = lines.map(|l| l.split(',').map(String::from).collect()).collect();
     assert_eq!(rows.len(), 2, "{csv}");
     // Every task is paired, so each side's pass rate is that run's own pass rate.
     let (sa, sb) = (summary(&a), summary(&b));
     for row in &rows {
-        assert_eq!(row[1], "scripted vs faulty");
-        assert_eq!(row[4], "36");
-        let arm = row[2].split(':').nth(1).unwrap();
+        assert_eq!((row[1].as_str(), row[2].as_str()), ("scripted vs faulty", "critic"));
+        assert_eq!(row[5], "36");
+        let arm = row[3].split(':').nth(1).unwrap();
         let rate = |s: &serde_json::Value| {
             s["summary"].as_array().unwrap().iter().find(|r| r["arm"] == arm).unwrap()["pass_rate"].as_f64().unwrap()
         };
-        assert!((row[5].parse::<f64>().unwrap() - rate(&sa)).abs() < 1e-12, "{row:?}");
-        assert!((row[6].parse::<f64>().unwrap() - rate(&sb)).abs() < 1e-12, "{row:?}");
+        assert!((row[6].parse::<f64>().unwrap() - rate(&sa)).abs() < 1e-12, "{row:?}");
+        assert!((row[7].parse::<f64>().unwrap() - rate(&sb)).abs() < 1e-12, "{row:?}");
     }
 
     // A run against itself: no discordant pairs, no difference.

@@ -25,9 +25,15 @@ fn grid_neighbours_are_compared_unit_by_unit() {
     let run = dir.path().join("demo");
     let run_arg = run.to_str().unwrap();
     ok(critbench(&["run", "--limit", "10", "--out", run_arg, "--quiet"]));
-    let rows = csv_rows(&std::fs::read_to_string(run.join("config_comparisons.csv")).unwrap());
+    let every = csv_rows(&std::fs::read_to_string(run.join("config_comparisons.csv")).unwrap());
+    // The steering critic's rows here, recomputed from the outcomes; a held-out judge's rows are the
+    // same computation over its verdicts (judges.rs recomputes them from evaluations.parquet).
+    let rows: Vec<_> = every.iter().filter(|r| r["judge"] == "critic").cloned().collect();
     // 3 × 3 grid: 6 steps along pass_score, 6 along max_revisions; 4 arms × 2 critics each.
     assert_eq!(rows.len(), 12 * 8);
+    // sim-truth judges every loop: a full set of rows of its own; cites-relevant the RAG tasks.
+    assert_eq!(every.iter().filter(|r| r["judge"] == "sim-truth").count(), 12 * 8);
+    assert_eq!(every.iter().filter(|r| r["judge"] == "cites-relevant").count(), 12 * 4);
     let steps: Vec<(&str, &str, &str)> =
         rows.iter().map(|r| (r["axis"].as_str(), r["config_a"].as_str(), r["config_b"].as_str())).collect();
     assert!(steps.contains(&("max_revisions", "p8-r5-stall-e0", "p8-r3-stall-e0")), "{steps:?}");

@@ -51,8 +51,17 @@ fn evaluators_never_change_a_loop_and_judge_each_distinct_answer_once() {
         loops
     };
     assert!(rounds(&with) == rounds(&without), "trajectories differ");
+    // The steering critic's rows are the same; the evaluators' come after them, as judges of their own.
     for file in ["summary.csv", "comparisons.csv"] {
-        assert_eq!(std::fs::read(with.join(file)).unwrap(), std::fs::read(without.join(file)).unwrap(), "{file}");
+        let critic = |run: &Path| {
+            let rows = csv_rows(&run.join(file));
+            let judged: BTreeSet<String> = rows.iter().map(|r| r["judge"].clone()).collect();
+            (rows.into_iter().filter(|r| r["judge"] == "critic").collect::<Vec<_>>(), judged)
+        };
+        let ((with_critic, with_judges), (without_critic, without_judges)) = (critic(&with), critic(&without));
+        assert!(with_critic == without_critic, "{file}");
+        assert_eq!(without_judges, BTreeSet::from(["critic".to_string()]), "{file}");
+        assert_eq!(with_judges, BTreeSet::from(["critic".to_string(), "cites-relevant".to_string()]), "{file}");
     }
     assert!(!without.join("evaluations.parquet").exists() && !without.join("evaluators.csv").exists());
 

@@ -64,7 +64,8 @@ fn html_report_is_self_contained_with_every_chart() {
     let kinds = html.split("<table id=\"table-kinds\">").nth(1).unwrap().split("</table>").next().unwrap();
     assert_eq!(kinds.matches("<td><code>paper</code></td>").count(), 4, "{kinds}");
     assert_eq!(kinds.matches("<td><code>rag</code></td>").count(), 4, "{kinds}");
-    // The discordant pairs of the compared arms: as many as comparisons.csv counts, up to 100.
+    // The discordant pairs of the compared arms: as many as comparisons.csv counts by the steering
+    // critic, up to 100.
     let comparisons = std::fs::read_to_string(run.join("comparisons.csv")).unwrap();
     let header: Vec<&str> = comparisons.lines().next().unwrap().split(',').collect();
     let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
@@ -72,6 +73,7 @@ fn html_report_is_self_contained_with_every_chart() {
         .lines()
         .skip(1)
         .map(|line| line.split(',').collect::<Vec<_>>())
+        .filter(|f| f[column("judge")] == "critic")
         .filter(|f| f[column("arm_a")] == "feedback" && f[column("arm_b")] == "no-feedback")
         .map(|f| f[column("a_only")].parse::<usize>().unwrap() + f[column("b_only")].parse::<usize>().unwrap())
         .sum();

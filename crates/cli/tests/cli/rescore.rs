@@ -71,7 +71,11 @@ fn rescoring_with_the_runs_own_critic_reproduces_the_run() {
         // The summary is the run's for this critic, line for line.
         let run_summary = std::fs::read_to_string(run.join("summary.csv")).unwrap();
         let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
-        let ours: Vec<&str> = run_summary.lines().filter(|l| l.split(',').nth(2) == Some(critic)).collect();
+        // The run's rows of this critic by the steering critic: its fourth column, `judge`, is `critic`.
+        let ours: Vec<&str> = run_summary
+            .lines()
+            .filter(|l| l.split(',').nth(2) == Some(critic) && l.split(',').nth(3) == Some("critic"))
+            .collect();
         assert_eq!(summary.lines().skip(1).collect::<Vec<_>>(), ours);
 
         let manifest = manifest(&out);

@@ -29,7 +29,7 @@ fn a_loop_given_twice_is_named_in_the_error() {
 #[test]
 fn empty_tables_still_have_their_header() {
     let summary = headers::<SummaryRow>();
-    assert_eq!(&summary[..4], ["config_id", "arm", "critic", "n"]);
+    assert_eq!(&summary[..5], ["config_id", "arm", "critic", "judge", "n"]);
     assert!(summary.contains(&"first_round_pass_rate".to_string()));
     assert!(headers::<ComparisonRow>().contains(&"diff_mean_best_score".to_string()));
 }
@@ -388,9 +388,7 @@ fn differences_zero_by_construction_are_identical_by_design_and_no_other() {
     assert_ne!(find("r2", "feedback", "single").interval, IDENTICAL_BY_DESIGN);
     let markdown = crate::render_markdown(&report);
     assert!(
-        markdown.contains(
-            "| r0 | rubric | feedback vs single | 5 | 60.0% | 60.0% | +0.0 pp (identical by design) | 0 | 0 | – |"
-        ),
+        markdown.contains("| r0 | rubric | feedback − single | 5 | +0.0 pp (identical by design) | – | 1.00 / 1.00 |"),
         "{markdown}"
     );
     // Without a manifest the configs' caps are unknown: nothing is claimed by design but shared

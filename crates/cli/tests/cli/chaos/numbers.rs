@@ -50,7 +50,9 @@ for line in sys.stdin:
 
 /// Writes the critic, `ids` as tasks for the simulated writer (answers, the fix landing as often
 /// as it can) and an experiment with `extra` top-level lines and `tail` tables after the critic;
-/// `modes` is the critic's map file ("-" for none).
+/// `modes` is the critic's map file ("-" for none). The simulator's truth is left out: these cases
+/// check the numbers printed for the critic's (or a named evaluator's) verdicts, which the terminal
+/// would otherwise lead with the truth's.
 fn numbers_experiment(dir: &Path, ids: &[String], modes: &str, extra: &str, tail: &str) -> PathBuf {
     std::fs::write(dir.join("critic.py"), NUMBERS_CRITIC).unwrap();
     let rows: String = ids
@@ -65,7 +67,7 @@ fn numbers_experiment(dir: &Path, ids: &[String], modes: &str, extra: &str, tail
         dir,
         "numbers.toml",
         &format!(
-            "name = \"numbers\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\nseed = 11\n{extra}\n[[critics]]\n\
+            "name = \"numbers\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\nsim_truth = false\nseed = 11\n{extra}\n[[critics]]\n\
              name = \"numbers\"\ncommand = {command}\n[policy]\npass_score = 8\nmax_revisions = 5\nstall = false\n{tail}"
         ),
     )
