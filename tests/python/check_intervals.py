@@ -19,14 +19,15 @@ recomputed here from its inputs alone and must agree to 1e-9:
   on the effective sample size: rate (1 - rate) / (v (t/z)^2) with v = n/(n - 1) sum (passes - rate loops)^2
   / (sum loops)^2, t on min(tasks with a pass, tasks with a fail) - 1 degrees of freedom (at least 1),
   kept between the tasks and the loops, the tasks at a rate of 0 or 1;
-- a paired difference, each task (pairs, net difference, tasks like it): with fewer than 10 untied tasks,
-  the exact conditional interval (Clopper-Pearson at level 1 - 0.8 alpha for the untied tasks' mean
-  difference mapped to [0, 1], at 1 - 0.2 alpha for the share of untied tasks, the difference the range of
-  (2 mu - 1) q) with the binomial test of mu = 1/2 (statsmodels mcnemar(exact=True) with one pair per task);
-  with 10 or more and at most 30 tasks, Clopper-Pearson on the effective sample size of the mapped
-  difference (its variance at least |d|(1 - |d|) / pairs, t on untied - 1 degrees of freedom, at least the
-  tasks) with the binomial test at that size; otherwise the exact bootstrap (as for a rate) and its p-value,
-  twice the smaller tail at 0, each tail counting the mass at 0;
+- a paired difference, each task (pairs, net difference, tasks like it): with more than 30 tasks and at
+  least 10 untied, the exact bootstrap (as for a rate) and its p-value, twice the smaller tail at 0, each
+  tail counting the mass at 0; otherwise the exact sign-flip test of the tasks' mean differences d =
+  net / pairs (every one of the 2^n sign flips listed, by exact fractions, and the tied tasks' flips a
+  scipy binomial; McNemar's exact test, statsmodels, with one pair per task, and scipy's binomtest when
+  every untied task goes one way) and the shifts it does not reject, found by the same bisection, the
+  far end widened to the bounded interval (Clopper-Pearson at level 1 - 0.8 alpha for the untied tasks'
+  mean difference mapped to [0, 1], at 1 - 0.2 alpha for the share of untied tasks, the difference the
+  range of (2 mu - 1) q) and the end toward 0 the bounded one's when every task has the same difference;
 - the smallest detectable difference m^2 / (tasks epochs + m^2), m = z_0.975 + z_0.8 (scipy.stats.norm).
 
 Prints one line per fixture and exits 0, or prints every disagreement and exits 1 (2 for bad usage).
@@ -35,10 +36,11 @@ Requirements: tests/python/requirements.txt.
 
 import json
 import sys
+from fractions import Fraction
 
 import numpy as np
 from scipy.special import betainc
-from scipy.stats import beta, binomtest, norm, t
+from scipy.stats import beta, binom, binomtest, norm, t
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
@@ -139,6 +141,83 @@ def rate(tasks):
     return estimate, clopper_pearson(estimate * size, size, ALPHA), method
 
 
+class SignFlip:
+    """The exact sign-flip test of task differences d = net / pairs, and its shifts."""
+
+    def __init__(self, tasks):
+        self.n = sum(c for _, _, c in tasks)
+        self.sum = sum(Fraction(d, pr) * c for pr, d, c in tasks)
+        self.tied = sum(c for _, d, c in tasks if d == 0)
+        # (sum of the flipped untied differences, sum of their signs) -> probability, exact.
+        table = {(Fraction(0), 0): 1.0}
+        for pr, d, c in tasks:
+            if d == 0:
+                continue
+            value = Fraction(d, pr)
+            step = {}
+            for (x, y), mass in table.items():
+                for kept in range(c + 1):
+                    signs = 2 * kept - c
+                    key = (x + value * signs, y + signs)
+                    step[key] = step.get(key, 0.0) + mass * float(binom.pmf(kept, c, 0.5))
+            table = step
+        self.x = np.array([float(x) for x, _ in table])
+        self.exact_x = [x for x, _ in table]
+        self.y = np.array([y for _, y in table], dtype=float)
+        self.mass = np.array(list(table.values()))
+
+    def center(self):
+        return float(self.sum) / self.n if self.n else 0.0
+
+    def p_value(self, delta):
+        if delta == 0:
+            extreme = np.array([abs(x) >= abs(self.sum) for x in self.exact_x])
+            return float(min(1.0, self.mass[extreme].sum()))
+        observed = abs(float(self.sum) - self.n * delta)
+        s = observed - 1e-10 * (1 + self.n)
+        if s <= 0:
+            return 1.0
+        a = self.x - delta * self.y
+        # |a - delta Y0| >= s for Y0 = 2B - tied, B ~ Binomial(tied, 1/2).
+        below, above = (a - s) / delta, (a + s) / delta
+        at_most, at_least = (below, above) if delta > 0 else (above, below)
+        low = np.floor((at_most + self.tied) / 2)
+        high = np.ceil((at_least + self.tied) / 2)
+        lower = np.where(low < 0, 0.0, binom.cdf(np.minimum(low, self.tied), self.tied, 0.5))
+        upper = np.where(high > self.tied, 0.0, binom.sf(np.maximum(high, 0) - 1, self.tied, 0.5))
+        return float(min(1.0, (self.mass * np.minimum(lower + upper, 1.0)).sum()))
+
+    def interval(self, alpha):
+        center = self.center()
+        rejects = self.p_value(0.0) < alpha
+
+        def end(outside):
+            if self.p_value(outside) >= alpha:
+                return outside
+            rejected, accepted = outside, center
+            for _ in range(60):
+                middle = 0.5 * (rejected + accepted)
+                if self.p_value(middle) >= alpha:
+                    accepted = middle
+                else:
+                    rejected = middle
+            return accepted
+
+        low = end(0.0) if rejects and center > 0 else end(-1.0)
+        high = end(0.0) if rejects and center < 0 else end(1.0)
+        return (low, high) if rejects else (min(low, 0.0), max(high, 0.0))
+
+
+def bounded(tasks, n, untied):
+    mapped = sum(c * (1 + d / pr) / 2 for pr, d, c in tasks if d != 0)
+    mean_low, mean_high = clopper_pearson(mapped, untied, 0.8 * ALPHA)
+    share_low, share_high = clopper_pearson(untied, n, 0.2 * ALPHA)
+    a_low, a_high = 2 * mean_low - 1, 2 * mean_high - 1
+    low = a_low * share_low if a_low >= 0 else a_low * share_high
+    high = a_high * share_high if a_high >= 0 else a_high * share_low
+    return low, high
+
+
 def difference(tasks):
     tasks = [(pr, d, c) for pr, d, c in tasks if pr > 0 and c > 0]
     n = sum(c for _, _, c in tasks)
@@ -148,39 +227,29 @@ def difference(tasks):
     if n > SMALL and untied >= EACH_SIDE:
         interval, p = exact_bootstrap(tasks)
         return estimate, interval, "task-cluster bootstrap", p, "task-cluster bootstrap"
-    if untied < EACH_SIDE:
-        mapped = sum(c * (1 + d / pr) / 2 for pr, d, c in tasks if d != 0)
-        mean_low, mean_high = clopper_pearson(mapped, untied, 0.8 * ALPHA)
-        share_low, share_high = clopper_pearson(untied, n, 0.2 * ALPHA)
-        a_low, a_high = 2 * mean_low - 1, 2 * mean_high - 1
-        low = a_low * share_low if a_low >= 0 else a_low * share_high
-        high = a_high * share_high if a_high >= 0 else a_high * share_low
-        one_each = all(pr == 1 for pr, _, _ in tasks)
-        p = binomial_test_half(mapped, untied)
-        if one_each:
-            a = sum(c for _, d, c in tasks if d > 0)
-            b = sum(c for _, d, c in tasks if d < 0)
-            reference = mcnemar([[0, a], [b, 0]], exact=True).pvalue if a + b > 0 else 1.0
-            expect("difference", "McNemar (statsmodels)", p, float(reference))
-        test = "exact McNemar" if one_each else "exact binomial test on untied tasks"
-        return estimate, (low, high), "exact, conditional on untied tasks", p, test
-    mean = (1 + estimate) / 2
-    if mean <= 0 or mean >= 1 or n < 2:
-        size = float(n)
+    flips = SignFlip(tasks)
+    p = flips.p_value(0.0)
+    flip_low, flip_high = flips.interval(ALPHA)
+    bounded_low, bounded_high = bounded(tasks, n, untied)
+    alike = len({Fraction(d, pr) for pr, d, _ in tasks}) == 1
+    if p >= ALPHA:
+        low, high = min(flip_low, bounded_low, 0.0), max(flip_high, bounded_high, 0.0)
+    elif flips.center() > 0:
+        low = min(flip_low, bounded_low) if alike and bounded_low > 0 else flip_low
+        high = max(flip_high, bounded_high)
     else:
-        residuals = sum(c * (d - estimate * pr) ** 2 for pr, d, c in tasks)
-        floor = abs(estimate) * (1 - abs(estimate)) / pairs
-        variance = max(n / (n - 1) * residuals / pairs**2, floor)
-        size = effective_size(mean, variance / 4, untied - 1, n, np.inf)
-    low, high = clopper_pearson(mean * size, size, ALPHA)
-    p = binomial_test_half(mean * size, size)
-    return (
-        estimate,
-        (2 * low - 1, 2 * high - 1),
-        "clopper-pearson, effective sample size",
-        p,
-        "binomial test, effective sample size",
-    )
+        low = min(flip_low, bounded_low)
+        high = max(flip_high, bounded_high) if alike and bounded_high < 0 else flip_high
+    one_each = all(pr == 1 for pr, _, _ in tasks)
+    ahead = sum(c for _, d, c in tasks if d > 0)
+    behind = sum(c for _, d, c in tasks if d < 0)
+    if one_each:
+        reference = mcnemar([[0, ahead], [behind, 0]], exact=True).pvalue if untied > 0 else 1.0
+        expect("difference", "McNemar (statsmodels)", p, float(reference))
+    if untied > 0 and min(ahead, behind) == 0:
+        expect("difference", "sign test (scipy binomtest)", p, float(binomtest(untied, untied, 0.5).pvalue))
+    test = "exact McNemar" if one_each else "exact sign-flip test of tasks"
+    return estimate, (low, high), "exact sign-flip test inverted", p, test
 
 
 def main():

@@ -29,7 +29,8 @@ Checks, for every critic in judge.json:
 - the threshold sweep (every pass_score in the critic's range, step 0.5), calibration bins, the
   per-flaw breakdown (over drafts as above, statsmodels) and the critic-vs-critic pairs (accuracy on
   shared drafts; the interval and test of tests/python/check_intervals.py's `difference`, each draft
-  one pair: McNemar's exact test with fewer than 10 drafts only one critic judged right, to 1e-9;
+  one pair: McNemar's exact test with at most 30 drafts or fewer than 10 only one critic judged
+  right, to 1e-9;
   the exact bootstrap's interval and p-value with more than 30 drafts);
 - judge.csv holds the same numbers as judge.json.
 

@@ -153,7 +153,7 @@ def ppi(gold, predicted, unlabelled, low, high):
 LABELS_ALONE = {
     "clopper-pearson": "labels alone, clopper-pearson",
     "clopper-pearson, effective sample size": "labels alone, clopper-pearson, effective sample size",
-    "exact, conditional on untied tasks": "labels alone, exact, conditional on untied tasks",
+    "exact sign-flip test inverted": "labels alone, exact sign-flip test inverted",
 }
 PPI = "prediction-powered (PPI++)"
 

@@ -20,9 +20,9 @@ and compares `summary.json` with values computed here from the same rows:
 - McNemar's exact test on the pairs as if independent (`mcnemar_p`, a reference column): statsmodels
   `mcnemar(exact=True)` and scipy `binomtest`, to 1e-9;
 - the paired difference's interval, its test and their names (`diff_lo`, `diff_hi`, `p_value`, `test`,
-  `interval`), recomputed by check_intervals.py's `difference`: the exact bootstrap and its p-value, the
-  exact conditional interval with McNemar's exact test (statsmodels) or the binomial test of the untied
-  tasks, or Clopper–Pearson on the effective sample size with its binomial test, to 1e-9; resampled
+  `interval`), recomputed by check_intervals.py's `difference`: the exact bootstrap and its p-value, or
+  the exact sign-flip test of the tasks' differences (McNemar's exact test, statsmodels, with one epoch)
+  and the interval of the shifts it does not reject, widened to the bounded interval, to 1e-9; resampled
   bootstraps (tasks of unequal size) against a numpy task-cluster percentile bootstrap within 0.03, or a
   quarter of the bootstrap standard error when that is smaller (plus one lattice step, 1/n, for n < 100
   tasks), their p-value below 0.05 exactly when the interval excludes 0; the same for the first-draft

@@ -276,11 +276,10 @@ pub struct PairRow {
     pub a_only: u64,
     /// Drafts only B judged right.
     pub b_only: u64,
-    /// The p-value of `test`, the interval's dual: McNemar's exact test when fewer than 10 drafts
-    /// were judged right by one critic only.
+    /// The p-value of `test`, the interval's dual: McNemar's exact test with at most 30 drafts, or
+    /// when fewer than 10 were judged right by one critic only.
     pub p_value: f64,
-    /// The test: `exact McNemar`, `binomial test, effective sample size` or `task-cluster
-    /// bootstrap` (drafts resampled).
+    /// The test: `exact McNemar` or `task-cluster bootstrap` (drafts resampled).
     pub test: String,
     /// False-pass rate of A.
     pub false_pass_rate_a: Option<f64>,

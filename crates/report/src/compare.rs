@@ -373,7 +373,7 @@ mod tests {
         assert_eq!((row.n_pairs, row.n_tasks, row.a_only, row.b_only), (30, 10, 9, 0));
         // Ten tasks, three of them untied: exact, and the three alone cannot reject.
         assert_eq!((row.tasks_a_better, row.tasks_b_better), (3, 0));
-        assert_eq!(row.test, critbench_stats::difference::DifferenceTest::ExactUntied.as_str());
+        assert_eq!(row.test, critbench_stats::difference::DifferenceTest::ExactSignFlip.as_str());
         assert!((row.p_value.unwrap() - 0.25).abs() < 1e-12, "{row:?}");
         assert!(row.diff_lo.unwrap() < 0.0, "{row:?}");
         assert!((row.diff - 0.3).abs() < 1e-12);

@@ -401,17 +401,14 @@ pub(crate) fn comparison_sentence(report: &Report) -> String {
              printed), and the p-value read from the same distribution (`task-cluster bootstrap`).",
         );
     }
-    if uses(DifferenceTest::ExactMcNemar) || uses(DifferenceTest::ExactUntied) {
+    if uses(DifferenceTest::ExactMcNemar) || uses(DifferenceTest::ExactSignFlip) {
         sentence.push_str(
-            " Where fewer than 10 tasks differ: an exact interval built on those tasks, with McNemar's exact test \
-             (`exact McNemar`, one epoch) or the exact binomial test on the tasks that differ (`exact binomial test \
-             on untied tasks`, several).",
-        );
-    }
-    if uses(DifferenceTest::EffectiveBinomial) {
-        sentence.push_str(
-            " With 10 or more differing tasks out of at most 30: Clopper–Pearson on the number of independent pairs \
-             the tasks are worth, with its binomial test (`binomial test, effective sample size`).",
+            " With at most 30 tasks, or fewer than 10 that differ: the exact sign-flip test of the tasks' differences \
+             (`exact McNemar` with one epoch, `exact sign-flip test of tasks` with several: if the arms were \
+             interchangeable, each task's difference would be as likely negative as positive; k tasks that all \
+             differ one way give p = 2 · 0.5^k), and the differences it does not reject (`exact sign-flip test \
+             inverted`), the end away from 0 widened to an interval that assumes only that a task's difference lies \
+             between −1 and 1.",
         );
     }
     let identical = |c: &ComparisonRow| c.interval == crate::IDENTICAL_BY_DESIGN;

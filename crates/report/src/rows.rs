@@ -175,9 +175,8 @@ pub struct ComparisonRow {
     /// The p-value of `test`, the dual of the interval (the interval excludes 0 exactly when it is
     /// below 0.05); empty when identical by design.
     pub p_value: Option<f64>,
-    /// `task-cluster bootstrap`, `exact McNemar`, `exact binomial test on untied tasks`, `binomial
-    /// test, effective sample size` ([`critbench_stats::difference::DifferenceTest`]), or
-    /// [`IDENTICAL_BY_DESIGN`].
+    /// `task-cluster bootstrap`, `exact McNemar`, `exact sign-flip test of tasks`
+    /// ([`critbench_stats::difference::DifferenceTest`]), or [`IDENTICAL_BY_DESIGN`].
     pub test: String,
     /// Mean rounds of the passed loops of each arm, over the pairs where both passed, and
     /// their difference (A − B); `None` (empty) when no pair passed on both sides.
@@ -196,9 +195,8 @@ pub struct ComparisonRow {
     pub mean_cost_passed_b: Option<f64>,
     /// `mean_cost_passed_a − mean_cost_passed_b`.
     pub diff_mean_cost_passed: Option<f64>,
-    /// How `diff`'s interval was computed (`task-cluster bootstrap`, `clopper-pearson, effective
-    /// sample size`, `exact, conditional on untied tasks`; [`critbench_stats::difference::DifferenceMethod`]),
-    /// or [`IDENTICAL_BY_DESIGN`].
+    /// How `diff`'s interval was computed (`task-cluster bootstrap`, `exact sign-flip test
+    /// inverted`; [`critbench_stats::difference::DifferenceMethod`]), or [`IDENTICAL_BY_DESIGN`].
     pub interval: String,
     /// The same for `first_round_diff`.
     pub first_round_interval: String,

@@ -6,6 +6,8 @@
 //! - [`rate`]: a pass rate with the 95% interval valid at its number of tasks, and
 //!   [`difference`]: a paired difference with its interval and the test that is the interval's
 //!   dual — the numbers the reports print;
+//! - [`sign_flip`]: the exact sign-flip test of paired task differences and the interval of shifts
+//!   it does not reject, the small-sample test of a difference;
 //! - [`binomial`]: Wilson's and Clopper–Pearson's intervals of a proportion, the binomial test
 //!   dual to Clopper–Pearson's and the exact McNemar test;
 //! - [`distributions`]: the normal quantile, ln Γ, the incomplete beta function and its inverse,
@@ -43,3 +45,4 @@ pub mod power;
 pub mod ppi;
 pub mod rate;
 pub mod sequential;
+pub mod sign_flip;

@@ -348,10 +348,12 @@ impl CorrectedMethod {
             CorrectedMethod::Ppi => "prediction-powered (PPI++)",
             CorrectedMethod::LabelledRate(RateMethod::ClopperPearson) => "labels alone, clopper-pearson",
             CorrectedMethod::LabelledRate(_) => "labels alone, clopper-pearson, effective sample size",
-            CorrectedMethod::LabelledDifference(DifferenceMethod::ExactConditional) => {
-                "labels alone, exact, conditional on untied tasks"
+            CorrectedMethod::LabelledDifference(DifferenceMethod::SignFlipInverted) => {
+                "labels alone, exact sign-flip test inverted"
             }
-            CorrectedMethod::LabelledDifference(_) => "labels alone, clopper-pearson, effective sample size",
+            CorrectedMethod::LabelledDifference(DifferenceMethod::TaskBootstrap) => {
+                "labels alone, task-cluster bootstrap"
+            }
         }
     }
 }

@@ -80,9 +80,9 @@ fn grid_neighbours_are_compared_unit_by_unit() {
         }
         assert!(number("diff_lo") <= number("diff") && number("diff") <= number("diff_hi"), "{row:?}");
         // 10 tasks: the small-sample interval, with its dual test.
-        assert!(
-            ["exact binomial test on untied tasks", "binomial test, effective sample size"]
-                .contains(&row["test"].as_str()),
+        assert_eq!(
+            (row["test"].as_str(), row["interval"].as_str()),
+            ("exact sign-flip test of tasks", "exact sign-flip test inverted"),
             "{row:?}"
         );
         assert_eq!(number("diff_lo") > 0.0 || number("diff_hi") < 0.0, number("p_value") < 0.05, "{row:?}");

@@ -329,7 +329,7 @@ fn the_method_follows_the_number_of_tasks_and_a_tasks_epochs_count_once() {
     let comparison = &clustered.summary.comparisons[0];
     assert_eq!(
         (comparison.test.as_str(), comparison.n_tasks, comparison.n_pairs),
-        (DifferenceTest::EffectiveBinomial.as_str(), 20, 40)
+        (DifferenceTest::ExactSignFlip.as_str(), 20, 40)
     );
     // Each task counts once: half the evidence of 40 independent pairs.
     assert_eq!(comparison.tasks_a_better * 2, comparison.a_only);

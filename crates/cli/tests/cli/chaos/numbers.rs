@@ -218,11 +218,11 @@ fn five_tasks_whose_test_does_not_reject_have_an_interval_that_holds_zero() {
     let (lo, p) = (number(&row, "diff_lo").unwrap(), number(&row, "p_value").unwrap());
     assert!(number(&row, "diff").unwrap() > 0.5, "{row:?}");
     assert!(p >= 0.05 && lo < 0.0, "the interval excludes 0 only when its test rejects: {row:?}");
-    assert_eq!(row["test"], "exact binomial test on untied tasks", "{row:?}");
+    assert_eq!(row["test"], "exact sign-flip test of tasks", "{row:?}");
     let line = glance_line(&printed);
     assert!(line.contains("pp (-"), "{line}");
     let answer = printed.lines().find(|l| l.starts_with("  feedback − no-feedback ")).expect("the answer's line");
-    assert!(answer.contains("(exact binomial test on untied tasks)") && answer.contains("pp (-"), "{answer}");
+    assert!(answer.contains("(exact sign-flip test of tasks)") && answer.contains("pp (-"), "{answer}");
 }
 
 #[test]
