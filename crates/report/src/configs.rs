@@ -291,7 +291,7 @@ fn compare_pairs(
             let c = t.row((&format!("{arm}|{a}"), critic), (a, b), design, seed);
             let row = ConfigComparisonRow {
                 judge: match judge {
-                    0 => crate::judges::CRITIC.to_string(),
+                    0 => crate::rows::CRITIC_JUDGE.to_string(),
                     j => verdicts.evaluators[j - 1].clone(),
                 },
                 axis: pair.axis.clone(),

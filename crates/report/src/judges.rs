@@ -12,49 +12,13 @@
 //! run has for a critic's loops — the simulator's hidden truth, else the first held-out evaluator
 //! the experiment lists, else the steering critic.
 
-use crate::power::PowerRow;
 use crate::summary::Summary;
 
-/// The `judge` of the steering critic's rows.
-pub const CRITIC: &str = "critic";
+pub use crate::rows::CRITIC_JUDGE as CRITIC;
+pub use crate::summary::Judged;
 
 /// The built-in evaluator of the simulator's hidden truth.
 pub const SIM_TRUTH: &str = crate::queries::truth_relation::SIM_TRUTH;
-
-/// One judge's reading of the run: the summary's rows, comparisons and cost curves, and the power
-/// rows of its comparisons, every row's `judge` set.
-#[derive(Clone, Debug, Default)]
-pub struct Judged {
-    /// `critic`, or a held-out evaluator's name.
-    pub judge: String,
-    /// The rows as this judge reads them (notes, timing and the run's identity are the critic's
-    /// summary's alone).
-    pub summary: Summary,
-    /// `power.csv`'s rows of this judge's comparisons.
-    pub power: Vec<PowerRow>,
-}
-
-impl Judged {
-    /// Names `judge` on every row of `summary` and `power`.
-    pub(crate) fn new(judge: &str, mut summary: Summary, mut power: Vec<PowerRow>) -> Judged {
-        let name = || judge.to_string();
-        summary.rows.iter_mut().for_each(|r| r.judge = name());
-        summary.comparisons.iter_mut().for_each(|r| r.judge = name());
-        summary.spend.curves.iter_mut().for_each(|r| r.judge = name());
-        summary.spend.comparisons.iter_mut().for_each(|r| r.judge = name());
-        for kind in &mut summary.by_kind {
-            kind.summary.iter_mut().for_each(|r| r.judge = name());
-            kind.comparisons.iter_mut().for_each(|r| r.judge = name());
-        }
-        power.iter_mut().for_each(|r| r.judge = name());
-        Judged { judge: name(), summary, power }
-    }
-
-    /// Whether this is the steering critic's reading.
-    pub fn is_critic(&self) -> bool {
-        self.judge == CRITIC
-    }
-}
 
 /// Every judge's reading of `report` as (judge, summary): the steering critic's first, then each
 /// held-out judge's.

@@ -238,7 +238,9 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     if let Some(evaluated) = &report.evaluators {
         evaluators::write_files(run_dir, evaluated)?;
     }
-    power::write_file(run_dir, &report.power, &report.held_out)?;
+    let power: Vec<&power::PowerRow> =
+        report.power.iter().chain(report.held_out.iter().flat_map(|j| &j.power)).collect();
+    power::write_file(run_dir, &power)?;
     if let Some(record) = &report.sequential {
         sequential::write_file(run_dir, record)?;
     }

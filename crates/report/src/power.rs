@@ -17,7 +17,6 @@ use critbench_stats::power::{TaskDifferences, Test, VarianceSplit};
 use serde::Serialize;
 
 use crate::ReportError;
-use crate::judges::Judged;
 
 /// The differences `power.csv` gives the tasks needed for: 5 and 10 percentage points.
 pub const STATED_DIFFERENCES: [f64; 2] = [0.05, 0.10];
@@ -95,7 +94,7 @@ pub(crate) fn power_row(
     let mde = |tasks: f64, epochs: f64| test.minimum_detectable(split, tasks, epochs);
     let [five, ten] = STATED_DIFFERENCES.map(|difference| test.tasks_to_detect(split, difference, epochs));
     Some(PowerRow {
-        judge: crate::judges::CRITIC.to_string(),
+        judge: crate::rows::CRITIC_JUDGE.to_string(),
         config_id: config_id.to_string(),
         critic: critic.to_string(),
         arm_a: label_a.to_string(),
@@ -122,12 +121,11 @@ pub(crate) fn power_row(
 
 /// Writes `power.csv` into the run directory, atomically (a header alone when nothing was
 /// compared).
-pub(crate) fn write_file(run_dir: &Path, critic: &[PowerRow], held_out: &[Judged]) -> Result<(), ReportError> {
+pub(crate) fn write_file(run_dir: &Path, rows: &[&PowerRow]) -> Result<(), ReportError> {
     let path = run_dir.join(crate::outputs::POWER_CSV);
-    let rows: Vec<&PowerRow> = critic.iter().chain(held_out.iter().flat_map(|j| &j.power)).collect();
     let default = [&PowerRow::default()];
     let mut writer = csv::Writer::from_writer(Vec::new());
-    for row in if rows.is_empty() { &default[..] } else { &rows[..] } {
+    for row in if rows.is_empty() { &default[..] } else { rows } {
         writer.serialize(row).expect("a row serializes to memory");
     }
     let mut bytes = writer.into_inner().expect("writing to memory cannot fail");
@@ -285,9 +283,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(power_of(dir.path(), &rows[..2]).is_empty(), "one task: nothing to estimate a variance from");
         // Then power.csv is its header alone, the same columns as with rows.
-        write_file(dir.path(), &[], &[]).unwrap();
+        write_file(dir.path(), &[]).unwrap();
         let empty = std::fs::read_to_string(dir.path().join("power.csv")).unwrap();
-        write_file(dir.path(), &power, &[]).unwrap();
+        write_file(dir.path(), &power.iter().collect::<Vec<_>>()).unwrap();
         let full = std::fs::read_to_string(dir.path().join("power.csv")).unwrap();
         assert_eq!(empty.lines().collect::<Vec<_>>(), [full.lines().next().unwrap()]);
         assert!(

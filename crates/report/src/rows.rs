@@ -8,6 +8,9 @@ use serde::Serialize;
 /// needs them (see [`critbench_stats::bootstrap::cluster_bootstrap`]).
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
+/// The `judge` of the steering critic's rows (see `judges`).
+pub const CRITIC_JUDGE: &str = "critic";
+
 /// `interval` and `test` of a paired difference that is zero by construction (the same first
 /// draft on both sides, or sides that never revise it), when the data agree on every unit: it has
 /// no interval and no test.

@@ -263,7 +263,7 @@ impl SpendTotals {
         }
         let feedback = arms.iter().find(|(arm, _)| name(*arm) == critbench_core::Arm::Feedback.as_str()).copied();
         let curve = |unit: &str, arm: u16, budget: f64, rate: (u64, f64, f64, f64)| CostCurveRow {
-            judge: crate::judges::CRITIC.to_string(),
+            judge: crate::rows::CRITIC_JUDGE.to_string(),
             config_id: config_id.to_string(),
             critic: critic.to_string(),
             arm: name(arm),
@@ -445,7 +445,7 @@ fn comparison(
 ) -> CostComparisonRow {
     let (diff_lo, diff_hi) = difference.bounds();
     CostComparisonRow {
-        judge: crate::judges::CRITIC.to_string(),
+        judge: crate::rows::CRITIC_JUDGE.to_string(),
         config_id: config_id.to_string(),
         critic: critic.to_string(),
         arm_a: arm_a.to_string(),

@@ -132,7 +132,7 @@ impl ArmTotals {
         // Money only when every loop has it: a loop without a price is never counted as free.
         let cost_total = (self.priced == self.n && self.n > 0).then(|| self.cost.sum());
         SummaryRow {
-            judge: crate::judges::CRITIC.to_string(),
+            judge: crate::rows::CRITIC_JUDGE.to_string(),
             config_id: config_id.to_string(),
             arm: self.name.clone(),
             critic: critic.to_string(),
@@ -416,7 +416,7 @@ impl PairTotals {
             (self.cost_both_a.sum() / of, self.cost_both_b.sum() / of)
         });
         ComparisonRow {
-            judge: crate::judges::CRITIC.to_string(),
+            judge: crate::rows::CRITIC_JUDGE.to_string(),
             config_id: config_id.to_string(),
             critic: critic.to_string(),
             arm_a: label_a.to_string(),

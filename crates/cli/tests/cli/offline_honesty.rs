@@ -242,8 +242,8 @@ fn the_scripted_backends_comparison_says_it_measures_the_critic_and_the_policy()
         ok(critbench(&["run", "experiments/essays.toml", "--limit", "8", "--out", out.to_str().unwrap(), "-q"]));
     assert!(
         printed.contains(
-            "feedback − no-feedback: +0.0 pp (identical by design), critic and policy only: arms share drafts | – |"
-        ),
+            "  feedback − no-feedback +0.0 pp (identical by design), critic and policy only: arms share drafts\n"
+        ) && printed.contains("| +0.0 pp (identical by design), critic and policy only: arms share drafts | +0.0 pp |"),
         "{printed}"
     );
     assert!(printed.contains("note: backend \"scripted\": every arm is given the dataset's drafts"), "{printed}");
@@ -261,10 +261,12 @@ fn equal_outcomes_give_equal_intervals_in_every_config_and_in_a_replay() {
     ok(critbench(&["run", "--limit", "20", "--out", run.to_str().unwrap(), "-q"]));
     let rows = csv_rows(&run.join("summary.csv"));
     // The single arm never revises, so its loops are the same under every cap of a threshold.
-    for pass_score in ["p7", "p8", "p9"] {
+    // So it is by every judge: the steering critic and the simulator's truth.
+    for (pass_score, judge) in ["p7", "p8", "p9"].into_iter().flat_map(|p| [(p, "critic"), (p, "sim-truth")]) {
         for critic in ["rubric", "evidence"] {
             let single: Vec<(&str, &str, &str)> = rows
                 .iter()
+                .filter(|r| r["judge"] == judge)
                 .filter(|r| r["arm"] == "single" && r["critic"] == critic && r["config_id"].starts_with(pass_score))
                 .map(|r| (r["pass_rate"].as_str(), r["pass_rate_lo"].as_str(), r["pass_rate_hi"].as_str()))
                 .collect();

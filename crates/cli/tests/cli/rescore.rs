@@ -182,7 +182,7 @@ fn another_critic_censors_exactly_the_loops_its_scores_would_revise_past_the_rec
     assert!(csv.contains("\np8-r3-stall-e0,feedback,scripted,10,5,5,5,1.0,0.5,1.0\n"), "{csv}");
     assert!(csv.contains("\np8-r1-stall-e0,feedback,scripted,10,0,10,0,0.0,0.0,0.0\n"), "{csv}");
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
-    assert!(summary.contains("\np8-r3-stall-e0,feedback,scripted,5,5,1.0,"), "{summary}");
+    assert!(summary.contains("\np8-r3-stall-e0,feedback,scripted,critic,5,5,1.0,"), "{summary}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         report.contains("**10 loop(s) are censored** (p8-r3-stall-e0 × scripted × feedback 5 of 10, p8-r3-stall-e0 × scripted × no-feedback 5 of 10)"),

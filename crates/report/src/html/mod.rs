@@ -27,6 +27,7 @@
 //! corrected by gold labels, after `report --labels`), `style.css` (the inline stylesheet) and the
 //! page itself.
 
+mod answer;
 mod charts;
 mod corrected;
 mod evaluators;
@@ -204,7 +205,7 @@ pub(crate) fn render_page(
     }
     out.push_str("</ul></nav>\n</header>\n");
     // The answer first, by the lead judge, over every config (the full report, not the listed one).
-    out.push_str(&crate::answer::html(full));
+    out.push_str(&answer::section(full));
 
     // What the reader must know before trusting the numbers: failed loops, a token cap, models.
     if !report.summary.notes.is_empty() || report.summary.timing.is_some() {

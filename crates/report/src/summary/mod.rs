@@ -18,7 +18,6 @@ use serde::Serialize;
 pub(crate) use fold::Summarizer;
 
 use crate::csv_files::write_csv;
-use crate::judges::Judged;
 use crate::power::PowerRow;
 use crate::queries::judge_verdicts::JudgeVerdicts;
 use crate::queries::loop_tokens::loop_key;
@@ -65,6 +64,41 @@ pub struct Summary {
     /// `cost_comparisons.csv`; not in `summary.json`).
     #[serde(skip)]
     pub spend: crate::spend::Spend,
+}
+
+/// One judge's reading of the run: the summary's rows, comparisons and cost curves, and the power
+/// rows of its comparisons, every row's `judge` set.
+#[derive(Clone, Debug, Default)]
+pub struct Judged {
+    /// `critic`, or a held-out evaluator's name.
+    pub judge: String,
+    /// The rows as this judge reads them (notes, timing and the run's identity are the critic's
+    /// summary's alone).
+    pub summary: Summary,
+    /// `power.csv`'s rows of this judge's comparisons.
+    pub power: Vec<PowerRow>,
+}
+
+impl Judged {
+    /// Names `judge` on every row of `summary` and `power`.
+    pub(crate) fn new(judge: &str, mut summary: Summary, mut power: Vec<PowerRow>) -> Judged {
+        let name = || judge.to_string();
+        summary.rows.iter_mut().for_each(|r| r.judge = name());
+        summary.comparisons.iter_mut().for_each(|r| r.judge = name());
+        summary.spend.curves.iter_mut().for_each(|r| r.judge = name());
+        summary.spend.comparisons.iter_mut().for_each(|r| r.judge = name());
+        for kind in &mut summary.by_kind {
+            kind.summary.iter_mut().for_each(|r| r.judge = name());
+            kind.comparisons.iter_mut().for_each(|r| r.judge = name());
+        }
+        power.iter_mut().for_each(|r| r.judge = name());
+        Judged { judge: name(), summary, power }
+    }
+
+    /// Whether this is the steering critic's reading.
+    pub fn is_critic(&self) -> bool {
+        self.judge == crate::rows::CRITIC_JUDGE
+    }
 }
 
 /// A run that did not run all its tasks, as its reports say at the top.
