@@ -6,11 +6,13 @@
 //! backends, datasets, Parquet) lives in other crates and depends on this one.
 //!
 //! ```
-//! use critbench_core::{decide, Decision, ExitReason, Policy, RoundScore};
+//! use critbench_core::{decide, Decision, Drafting, ExitReason, Policy, RoundScore};
 //!
 //! let policy = Policy::default(); // pass_score 8, max_revisions 3, stall on
 //! let rounds = [RoundScore::new(6.0), RoundScore::new(5.5)];
-//! assert_eq!(decide(&rounds, &policy), Decision::Stop(ExitReason::Stall));
+//! assert_eq!(decide(&rounds, &policy, Drafting::Revisions), Decision::Stop(ExitReason::Stall));
+//! // Two independent draws (the `resample` arm) have no trend to stall on.
+//! assert_eq!(decide(&rounds, &policy, Drafting::IndependentDraws), Decision::Revise);
 //! ```
 #![warn(missing_docs)]
 
@@ -30,7 +32,7 @@ pub use critique::{
 pub use edit::edit_share;
 pub use hex::hex;
 pub use policy::{
-    Decision, ExitReason, FinalDraft, Policy, PolicyGrid, RepeatedConfig, RoundScore, decide, stop_point,
+    Decision, Drafting, ExitReason, FinalDraft, Policy, PolicyGrid, RepeatedConfig, RoundScore, decide, stop_point,
     stop_point_or_writer,
 };
 pub use seed::{Rng, SeedKey, derive_seed};

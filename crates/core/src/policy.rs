@@ -8,9 +8,9 @@ use std::fmt;
 pub enum ExitReason {
     /// The critique met the pass rule.
     Pass,
-    /// The score dropped below the previous round's score.
+    /// The score dropped below the previous round's score (a loop of revisions only, see [`Drafting`]).
     Stall,
-    /// Two consecutive improvements were both smaller than `plateau_eps`.
+    /// Two consecutive improvements were both smaller than `plateau_eps` (a loop of revisions only).
     Plateau,
     /// The revision cap was reached.
     Budget,
@@ -100,9 +100,9 @@ pub struct Policy {
     pub pass_score: f64,
     /// How many revisions a loop may make after the first draft.
     pub max_revisions: u32,
-    /// Stop when the score drops below the previous round's.
+    /// Stop when the score drops below the previous round's (in a loop of [`Drafting::Revisions`]).
     pub stall: bool,
-    /// Plateau detection is off when this is 0.
+    /// Plateau detection is off when this is 0 (and in a loop of [`Drafting::IndependentDraws`]).
     pub plateau_eps: f64,
     /// When set, every dimension must also reach this value to pass.
     pub dim_target: Option<f64>,
@@ -280,15 +280,28 @@ impl RoundScore {
     }
 }
 
+/// How a loop's rounds follow one another, which decides whether the rules that read the scores'
+/// trend (stall and plateau) apply (docs/REFERENCE.md, The decision rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drafting {
+    /// Each round after the first revises the draft before it (every arm but `resample`): a lower
+    /// score than the round before's is a revision that made the draft worse.
+    Revisions,
+    /// Each round is a fresh draw, independent of the rounds before (the `resample` arm): one
+    /// draw scoring below another is chance, not a step back, so a loop ends only on a pass or
+    /// at its cap.
+    IndependentDraws,
+}
+
 /// Decides, after the last round of `rounds`, whether to revise or stop and why (docs/REFERENCE.md, The decision rule).
 ///
 /// `rounds[k]` is the critique of round `k`; round 0 is the first draft, so the number of
 /// revisions made so far is `rounds.len() - 1`. The rules apply in order: pass, fatal issues,
-/// stall, plateau, budget.
+/// stall, plateau, budget; with [`Drafting::IndependentDraws`], pass and budget alone.
 ///
 /// # Panics
 /// If `rounds` is empty: there is nothing to decide before the first critique.
-pub fn decide(rounds: &[RoundScore], policy: &Policy) -> Decision {
+pub fn decide(rounds: &[RoundScore], policy: &Policy, drafting: Drafting) -> Decision {
     let current = rounds.last().expect("decide needs at least one critiqued round");
     let round = rounds.len() - 1;
     let revisions = round as u64;
@@ -299,6 +312,11 @@ pub fn decide(rounds: &[RoundScore], policy: &Policy) -> Decision {
     }
     if current.fatal {
         // A fatal issue must be fixed: skip stall and plateau, stop only at the cap.
+        return if budget_left { Decision::Revise } else { Decision::Stop(ExitReason::Budget) };
+    }
+    if drafting == Drafting::IndependentDraws {
+        // Stall and plateau read a trend in revisions; the scores of independent draws have none
+        // (a drop is one draw's luck against another's), so only the cap stops the loop.
         return if budget_left { Decision::Revise } else { Decision::Stop(ExitReason::Budget) };
     }
     if policy.stall && round >= 1 && current.score < rounds[round - 1].score {
@@ -323,8 +341,8 @@ pub fn decide(rounds: &[RoundScore], policy: &Policy) -> Decision {
 ///
 /// Because the writer never sees the policy, a loop recorded without stopping holds the answer for
 /// every policy: this is what makes replaying a policy grid exact.
-pub fn stop_point(rounds: &[RoundScore], policy: &Policy) -> Option<(usize, ExitReason)> {
-    (1..=rounds.len()).find_map(|len| match decide(&rounds[..len], policy) {
+pub fn stop_point(rounds: &[RoundScore], policy: &Policy, drafting: Drafting) -> Option<(usize, ExitReason)> {
+    (1..=rounds.len()).find_map(|len| match decide(&rounds[..len], policy, drafting) {
         Decision::Stop(reason) => Some((len - 1, reason)),
         Decision::Revise => None,
     })
@@ -333,8 +351,13 @@ pub fn stop_point(rounds: &[RoundScore], policy: &Policy) -> Option<(usize, Exit
 /// [`stop_point`], or — when the recording ended because the writer wrote no next draft
 /// (`writer_ended`) and the rule would revise after its last round — that round, with
 /// [`ExitReason::WriterError`].
-pub fn stop_point_or_writer(rounds: &[RoundScore], policy: &Policy, writer_ended: bool) -> Option<(usize, ExitReason)> {
-    stop_point(rounds, policy).or_else(|| {
+pub fn stop_point_or_writer(
+    rounds: &[RoundScore],
+    policy: &Policy,
+    drafting: Drafting,
+    writer_ended: bool,
+) -> Option<(usize, ExitReason)> {
+    stop_point(rounds, policy, drafting).or_else(|| {
         let last = rounds.len().checked_sub(1).filter(|_| writer_ended)?;
         Some((last, ExitReason::WriterError))
     })
@@ -367,8 +390,14 @@ mod tests {
         values.iter().copied().map(RoundScore::new).collect()
     }
 
+    /// The decision after `values` in a loop of revisions.
     fn run(values: &[f64], policy: &Policy) -> Decision {
-        decide(&scores(values), policy)
+        decide(&scores(values), policy, Drafting::Revisions)
+    }
+
+    /// The decision after `values` in a loop of independent draws (the `resample` arm).
+    fn draw(values: &[f64], policy: &Policy) -> Decision {
+        decide(&scores(values), policy, Drafting::IndependentDraws)
     }
 
     #[test]
@@ -387,14 +416,14 @@ mod tests {
     #[test]
     fn fatal_issue_blocks_pass_even_with_top_score() {
         let rounds = [RoundScore::new(10.0).fatal()];
-        assert_eq!(decide(&rounds, &policy()), Decision::Revise);
+        assert_eq!(decide(&rounds, &policy(), Drafting::Revisions), Decision::Revise);
     }
 
     #[test]
     fn failed_critique_never_passes() {
         let p = Policy { pass_score: 0.0, ..policy() };
         let rounds = [RoundScore::new(0.0).failed()];
-        assert_eq!(decide(&rounds, &p), Decision::Revise);
+        assert_eq!(decide(&rounds, &p, Drafting::Revisions), Decision::Revise);
         assert!(!rounds[0].meets_pass_rule(&p));
     }
 
@@ -402,14 +431,14 @@ mod tests {
     fn fatal_issues_skip_stall_and_plateau() {
         let p = Policy { plateau_eps: 1.0, ..policy() };
         let rounds = [RoundScore::new(6.0), RoundScore::new(5.0), RoundScore::new(4.0).fatal()];
-        assert_eq!(decide(&rounds, &p), Decision::Revise);
+        assert_eq!(decide(&rounds, &p, Drafting::Revisions), Decision::Revise);
     }
 
     #[test]
     fn fatal_issues_do_not_override_the_budget() {
         let p = Policy { max_revisions: 1, ..policy() };
         let rounds = [RoundScore::new(6.0).fatal(), RoundScore::new(7.0).fatal()];
-        assert_eq!(decide(&rounds, &p), Decision::Stop(ExitReason::Budget));
+        assert_eq!(decide(&rounds, &p, Drafting::Revisions), Decision::Stop(ExitReason::Budget));
     }
 
     #[test]
@@ -462,6 +491,45 @@ mod tests {
     }
 
     #[test]
+    fn independent_draws_never_stall() {
+        // A drop between two fresh draws is one draw's luck against another's, not a step back.
+        assert_eq!(draw(&[6.0, 5.0], &policy()), Decision::Revise);
+        assert_eq!(draw(&[7.9, 1.0, 0.0], &policy()), Decision::Revise);
+    }
+
+    #[test]
+    fn independent_draws_never_plateau() {
+        let p = Policy { plateau_eps: 1.0, max_revisions: 10, ..policy() };
+        assert_eq!(draw(&[5.0, 5.0, 5.0], &p), Decision::Revise);
+        assert_eq!(draw(&[5.0, 5.1, 5.2, 5.3], &p), Decision::Revise);
+    }
+
+    #[test]
+    fn independent_draws_stop_on_a_pass_or_at_the_cap() {
+        let p = Policy { plateau_eps: 1.0, max_revisions: 3, ..policy() };
+        assert_eq!(draw(&[6.0, 5.0, 9.0], &p), Decision::Stop(ExitReason::Pass));
+        assert_eq!(draw(&[6.0, 5.0, 4.0, 3.0], &p), Decision::Stop(ExitReason::Budget));
+        // A fatal issue blocks a pass in a draw as in a revision.
+        let fatal = [RoundScore::new(6.0), RoundScore::new(9.0).fatal()];
+        assert_eq!(decide(&fatal, &p, Drafting::IndependentDraws), Decision::Revise);
+        let single = Policy { max_revisions: 0, ..p };
+        assert_eq!(draw(&[3.0], &single), Decision::Stop(ExitReason::Budget));
+    }
+
+    #[test]
+    fn a_recording_of_draws_stops_where_a_pass_or_the_cap_stops_it() {
+        let recording = scores(&[6.0, 5.0, 7.0, 4.0]);
+        assert_eq!(stop_point(&recording, &policy(), Drafting::Revisions), Some((1, ExitReason::Stall)));
+        assert_eq!(stop_point(&recording, &policy(), Drafting::IndependentDraws), Some((3, ExitReason::Budget)));
+        let long = Policy { max_revisions: 5, ..policy() };
+        assert_eq!(stop_point(&recording, &long, Drafting::IndependentDraws), None);
+        assert_eq!(
+            stop_point_or_writer(&recording, &long, Drafting::IndependentDraws, true),
+            Some((3, ExitReason::WriterError))
+        );
+    }
+
+    #[test]
     fn budget_stops_at_the_revision_cap() {
         let p = Policy { max_revisions: 3, ..policy() };
         assert_eq!(run(&[1.0, 2.0, 3.0], &p), Decision::Revise);
@@ -473,7 +541,10 @@ mod tests {
         let p = Policy { max_revisions: 0, ..policy() };
         assert_eq!(run(&[3.0], &p), Decision::Stop(ExitReason::Budget));
         assert_eq!(run(&[9.0], &p), Decision::Stop(ExitReason::Pass));
-        assert_eq!(decide(&[RoundScore::new(3.0).fatal()], &p), Decision::Stop(ExitReason::Budget));
+        assert_eq!(
+            decide(&[RoundScore::new(3.0).fatal()], &p, Drafting::Revisions),
+            Decision::Stop(ExitReason::Budget)
+        );
     }
 
     #[test]
@@ -491,11 +562,11 @@ mod tests {
     fn dim_target_requires_every_dimension() {
         let p = Policy { dim_target: Some(8.0), ..policy() };
         let weak = [RoundScore::new(9.0).with_min_dimension(7.5)];
-        assert_eq!(decide(&weak, &p), Decision::Revise);
+        assert_eq!(decide(&weak, &p, Drafting::Revisions), Decision::Revise);
         let strong = [RoundScore::new(9.0).with_min_dimension(8.0)];
-        assert_eq!(decide(&strong, &p), Decision::Stop(ExitReason::Pass));
+        assert_eq!(decide(&strong, &p, Drafting::Revisions), Decision::Stop(ExitReason::Pass));
         // Without a target, a weak dimension does not block a pass.
-        assert_eq!(decide(&weak, &policy()), Decision::Stop(ExitReason::Pass));
+        assert_eq!(decide(&weak, &policy(), Drafting::Revisions), Decision::Stop(ExitReason::Pass));
     }
 
     #[test]
@@ -515,17 +586,20 @@ mod tests {
     #[test]
     fn stop_point_finds_the_first_stop_on_a_recording() {
         let recording = scores(&[5.0, 6.0, 8.5, 7.0]);
-        assert_eq!(stop_point(&recording, &policy()), Some((2, ExitReason::Pass)));
+        assert_eq!(stop_point(&recording, &policy(), Drafting::Revisions), Some((2, ExitReason::Pass)));
         let strict = Policy { pass_score: 9.0, ..policy() };
-        assert_eq!(stop_point(&recording, &strict), Some((3, ExitReason::Stall)));
+        assert_eq!(stop_point(&recording, &strict, Drafting::Revisions), Some((3, ExitReason::Stall)));
         let one = Policy { max_revisions: 1, ..policy() };
-        assert_eq!(stop_point(&recording, &one), Some((1, ExitReason::Budget)));
+        assert_eq!(stop_point(&recording, &one, Drafting::Revisions), Some((1, ExitReason::Budget)));
         let long = Policy { pass_score: 9.0, stall: false, max_revisions: 5, ..policy() };
-        assert_eq!(stop_point(&recording, &long), None);
+        assert_eq!(stop_point(&recording, &long, Drafting::Revisions), None);
         // A writer that wrote no next draft stops the policy that would revise, and no other.
-        assert_eq!(stop_point_or_writer(&recording, &long, true), Some((3, ExitReason::WriterError)));
-        assert_eq!(stop_point_or_writer(&recording, &long, false), None);
-        assert_eq!(stop_point_or_writer(&recording, &one, true), Some((1, ExitReason::Budget)));
+        assert_eq!(
+            stop_point_or_writer(&recording, &long, Drafting::Revisions, true),
+            Some((3, ExitReason::WriterError))
+        );
+        assert_eq!(stop_point_or_writer(&recording, &long, Drafting::Revisions, false), None);
+        assert_eq!(stop_point_or_writer(&recording, &one, Drafting::Revisions, true), Some((1, ExitReason::Budget)));
     }
 
     #[test]
@@ -547,7 +621,7 @@ mod tests {
             Policy { max_revisions: 0, ..Policy::default() },
         ];
         let mut checked = 0;
-        for p in &policies {
+        for (p, drafting) in policies.iter().flat_map(|p| [(p, Drafting::Revisions), (p, Drafting::IndependentDraws)]) {
             for len in 1..=4usize {
                 for code in 0..(values.len() * 2).pow(len as u32) {
                     let mut c = code;
@@ -559,7 +633,11 @@ mod tests {
                             if pick % 2 == 1 { r.fatal() } else { r }
                         })
                         .collect();
-                    assert_eq!(decide(&rounds, p), longhand(&rounds, p), "{rounds:?} {p:?}");
+                    assert_eq!(
+                        decide(&rounds, p, drafting),
+                        longhand(&rounds, p, drafting),
+                        "{rounds:?} {p:?} {drafting:?}"
+                    );
                     checked += 1;
                 }
             }
@@ -567,19 +645,21 @@ mod tests {
         assert!(checked > 10_000);
     }
 
-    fn longhand(rounds: &[RoundScore], p: &Policy) -> Decision {
+    fn longhand(rounds: &[RoundScore], p: &Policy, drafting: Drafting) -> Decision {
         let r = rounds.len() - 1;
         let s = |i: usize| rounds[i].score;
         let last = rounds[r];
+        let revisions = drafting == Drafting::Revisions;
         if !last.fatal && last.score >= p.pass_score {
             Decision::Stop(ExitReason::Pass)
         } else if last.fatal && (r as u32) < p.max_revisions {
             Decision::Revise
         } else if last.fatal {
             Decision::Stop(ExitReason::Budget)
-        } else if p.stall && r >= 1 && s(r) < s(r - 1) {
+        } else if revisions && p.stall && r >= 1 && s(r) < s(r - 1) {
             Decision::Stop(ExitReason::Stall)
-        } else if p.plateau_eps > 0.0
+        } else if revisions
+            && p.plateau_eps > 0.0
             && r >= 2
             && s(r) - s(r - 1) < p.plateau_eps
             && s(r - 1) - s(r - 2) < p.plateau_eps

@@ -7,7 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Critique;
+use crate::{Critique, Drafting};
 
 /// One task: what to write, and what the offline backends and critics may need (docs/REFERENCE.md, Dataset).
 ///
@@ -202,7 +202,8 @@ pub enum Arm {
     /// or only the "try again".
     Placebo,
     /// Every round is a fresh first draft (the generator with the round's seed, shown no draft
-    /// and no critique), scored by the critic and stopped by the policy as any loop; with the
+    /// and no critique), scored by the critic and stopped by the policy on a pass or at its cap
+    /// (stall and plateau do not apply to independent draws, see [`Drafting`]); with the
     /// default `final = "best"` its answer is the best-scored draft: best-of-N with the critic as
     /// selector and early stop. Against `feedback` it asks whether revising beats sampling again.
     Resample,
@@ -250,6 +251,12 @@ impl Arm {
     /// Whether each round after the first is a fresh first draft rather than a revision.
     pub fn resamples(self) -> bool {
         self == Arm::Resample
+    }
+
+    /// How the arm's rounds follow one another, for the decision rule: independent draws for
+    /// `resample` (stall and plateau do not apply), revisions for every other arm.
+    pub fn drafting(self) -> Drafting {
+        if self.resamples() { Drafting::IndependentDraws } else { Drafting::Revisions }
     }
 
     /// Whether the writer gets strategy hints from memory before the first draft.

@@ -287,3 +287,75 @@ fn the_scripted_backend_resamples_from_the_tasks_samples() {
     assert!(message.contains("line 1") && message.contains("field `samples`"), "{message}");
     assert!(message.contains("2 in all at the largest `max_revisions`, from `samples`; this task has 1"), "{message}");
 }
+
+/// Stall and plateau read a trend in revisions; `resample`'s rounds are independent draws, so
+/// under a config with `stall` on and one with a plateau its loops end on a pass or at the cap,
+/// however their draws' scores fall, while the arms that revise, under the same configs, still
+/// stall and plateau. A replayed sweep stops every loop where the direct sweep does.
+#[test]
+fn resample_ends_on_a_pass_or_its_cap_never_on_stall_or_plateau() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hash.py"), HASH_CRITIC).unwrap();
+    let tasks = 200;
+    questions(dir.path(), tasks);
+    let text = |sweep: &str| {
+        format!(
+            "name = \"trend\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\nseed = 11\nsweep = \"{sweep}\"\n\
+             arms = [\"feedback\", \"no-feedback\", \"resample\"]\n\
+             [[critics]]\nname = \"hash\"\ncommand = [\"python3\", \"hash.py\"]\n\
+             [policy]\npass_score = 8\nmax_revisions = 3\nstall = [true, false]\nplateau_eps = [0, 5]\n"
+        )
+    };
+    let (replayed, direct) = (dir.path().join("replay"), dir.path().join("direct"));
+    for (out, sweep) in [(&replayed, "replay"), (&direct, "direct")] {
+        let file = experiment(dir.path(), &format!("{sweep}.toml"), &text(sweep));
+        ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+    }
+
+    let rows = outcomes(&replayed);
+    let exits = |arm: &str, config: &str| -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for row in rows.iter().filter(|r| r.arm.as_str() == arm && r.config_id == config) {
+            *counts.entry(row.exit_reason.to_string()).or_insert(0) += 1;
+        }
+        assert_eq!(counts.values().sum::<usize>(), tasks, "{arm} under {config}");
+        counts
+    };
+    for (config, rule) in [("p8-r3-stall-e0", "stall"), ("p8-r3-nostall-e5", "plateau")] {
+        let resampled = exits("resample", config);
+        assert!(resampled.keys().all(|exit| exit == "pass" || exit == "budget"), "{config}: {resampled:?}");
+        assert!(resampled.get("budget").is_some_and(|&n| n > 0), "{config}: {resampled:?}");
+        for arm in ["feedback", "no-feedback"] {
+            let revised = exits(arm, config);
+            assert!(
+                revised.get(rule).is_some_and(|&n| n > 0),
+                "{arm} under {config} still stops on {rule}: {revised:?}"
+            );
+        }
+    }
+    // The rule had something to stop: in many resampled loops a draw scored below the one before
+    // (about half of them here, the others passing early or drawing no lower).
+    let loops = critbench_storage::recorded::read_recorded_loops(&replayed.join("trajectories.parquet")).unwrap();
+    let dropped = loops
+        .iter()
+        .filter(|l| l.arm.as_str() == "resample")
+        .filter(|l| l.rounds.windows(2).any(|w| w[1].critique.score < w[0].critique.score))
+        .count();
+    assert!(dropped > tasks / 4, "{dropped} resampled loops drew a lower score than the draw before");
+
+    // Replay reads each config off the recording and stops every loop where the direct sweep does.
+    let stops = |run: &Path| -> Vec<String> {
+        let mut lines: Vec<String> = outcomes(run)
+            .into_iter()
+            .map(|r| {
+                let loop_id = format!("{} {} {} epoch {}", r.config_id, r.arm, r.task_id, r.epoch);
+                format!("{loop_id}: {} after {} rounds, passed {}", r.exit_reason, r.rounds, r.passed)
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    let (replay_stops, direct_stops) = (stops(&replayed), stops(&direct));
+    assert_eq!(replay_stops.len(), tasks * 3 * 4);
+    assert!(replay_stops == direct_stops, "replay and direct stop loops differently");
+}

@@ -239,7 +239,8 @@ pub fn replay_run(
         }
         let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
         for policy in policies {
-            if crate::run::emit::stop_of(&recorded.rounds, &loop_scores, &effective_policy(policy, arm)).is_none() {
+            let policy_of_arm = effective_policy(policy, arm);
+            if crate::run::emit::stop_of(&recorded.rounds, &loop_scores, &policy_of_arm, arm.drafting()).is_none() {
                 let recorded_grid = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
                 return Err(ReplayError::BeyondRecording {
                     config_id: policy.config_id(),
@@ -321,9 +322,16 @@ pub fn replay_run(
                 .expect("every policy was checked to stop within the recording");
                 if let (Some(writer), Some(verdicts)) = (evaluations.as_mut(), loop_judged) {
                     let policy = effective_policy(policy, arm);
-                    for row in
-                        verdicts.rows(&loop_scores, &policy, passed, writer_ended(&recorded.rounds), &run_id, config_id)
-                    {
+                    let writer_ended = writer_ended(&recorded.rounds);
+                    let answers = crate::run::evaluate::judged_answers(
+                        &loop_scores,
+                        &policy,
+                        arm.drafting(),
+                        true,
+                        passed,
+                        writer_ended,
+                    );
+                    for row in verdicts.rows(&answers, &run_id, config_id) {
                         writer.push(row)?;
                     }
                 }
@@ -449,22 +457,13 @@ impl JudgedDrafts {
 }
 
 impl LoopVerdicts {
-    /// The rows of this loop under `config_id`, whose `policy` (the arm's effective one) stops on
-    /// `scores` and passed or not: as a run writes them (`judged_answers`), each verdict the
-    /// recorded one, beside the steering critic's under this config.
-    fn rows(
-        &self,
-        scores: &[RoundScore],
-        policy: &Policy,
-        passed: bool,
-        writer_ended: bool,
-        run_id: &str,
-        config_id: &str,
-    ) -> Vec<EvaluationRow> {
-        let answers = crate::run::evaluate::judged_answers(scores, policy, true, passed, writer_ended);
+    /// The rows of this loop under `config_id`, whose judged `answers` are the config's (what
+    /// `judged_answers` gives for every round): as a run writes them, each verdict the recorded
+    /// one, beside the steering critic's under this config.
+    fn rows(&self, answers: &[(&'static str, usize, bool)], run_id: &str, config_id: &str) -> Vec<EvaluationRow> {
         let mut rows = Vec::new();
         for by_round in &self.0 {
-            for &(answer, round, steering_passed) in &answers {
+            for &(answer, round, steering_passed) in answers {
                 let Some(recorded) = by_round.get(&(round as u32)) else { continue };
                 rows.push(EvaluationRow {
                     run_id: run_id.to_string(),

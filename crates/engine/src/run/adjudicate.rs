@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use critbench_core::{Critique, FinalDraft, Policy, RoundScore, Task, best_round, stop_point_or_writer};
+use critbench_core::{Critique, Drafting, FinalDraft, Policy, RoundScore, Task, best_round, stop_point_or_writer};
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 use critbench_storage::tables::{RowDecision, TrajectoryRow};
@@ -32,10 +32,15 @@ pub struct Adjudication {
     pub score: RoundScore,
 }
 
-/// The draft a policy returns on this recording: `(final round, stop round)`, or `None` when the
-/// recording ends before the policy stops.
-pub fn final_round(scores: &[RoundScore], policy: &Policy, writer_ended: bool) -> Option<(usize, usize)> {
-    let (stop, _) = stop_point_or_writer(scores, policy, writer_ended)?;
+/// The draft a policy returns on this recording of `drafting`'s rounds: `(final round, stop round)`,
+/// or `None` when the recording ends before the policy stops.
+pub fn final_round(
+    scores: &[RoundScore],
+    policy: &Policy,
+    drafting: Drafting,
+    writer_ended: bool,
+) -> Option<(usize, usize)> {
+    let (stop, _) = stop_point_or_writer(scores, policy, drafting, writer_ended)?;
     let chosen = match policy.final_draft {
         FinalDraft::Best => best_round(&scores[..=stop]).expect("a stopped loop has a round").round,
         FinalDraft::Last => stop,
@@ -57,8 +62,11 @@ pub fn adjudicate_loop(
     texts: &[String],
 ) -> Result<Vec<Adjudication>, AdjudicateError> {
     let experiment = plan.experiment;
-    let mut finals: Vec<usize> =
-        policies.iter().filter_map(|policy| final_round(scores, policy, false)).map(|(chosen, _)| chosen).collect();
+    let mut finals: Vec<usize> = policies
+        .iter()
+        .filter_map(|policy| final_round(scores, policy, unit.arm.drafting(), false))
+        .map(|(chosen, _)| chosen)
+        .collect();
     finals.sort_unstable();
     finals.dedup();
     let mut adjudications = Vec::with_capacity(finals.len());
@@ -194,10 +202,10 @@ mod tests {
     fn a_policy_s_final_draft_is_its_best_or_its_last() {
         let scores: Vec<RoundScore> = [6.0, 7.5, 7.0].map(RoundScore::new).to_vec();
         let best = Policy { stall: false, max_revisions: 2, ..Policy::default() };
-        assert_eq!(final_round(&scores, &best, false), Some((1, 2)));
+        assert_eq!(final_round(&scores, &best, Drafting::Revisions, false), Some((1, 2)));
         let last = Policy { final_draft: FinalDraft::Last, ..best.clone() };
-        assert_eq!(final_round(&scores, &last, false), Some((2, 2)));
+        assert_eq!(final_round(&scores, &last, Drafting::Revisions, false), Some((2, 2)));
         let longer = Policy { max_revisions: 5, ..best };
-        assert_eq!(final_round(&scores, &longer, false), None);
+        assert_eq!(final_round(&scores, &longer, Drafting::Revisions, false), None);
     }
 }

@@ -2,7 +2,7 @@
 //! its best draft. Runs (direct or replayed) and `critbench replay` all write through here, so
 //! the tables look the same however they were made.
 
-use critbench_core::{Arm, BestDraft, Decision, ExitReason, FinalDraft, Policy, RoundScore, decide};
+use critbench_core::{Arm, BestDraft, Decision, Drafting, ExitReason, FinalDraft, Policy, RoundScore, decide};
 use critbench_storage::recorded::RecordedRound;
 
 use crate::run::adjudicate::Adjudication;
@@ -53,12 +53,17 @@ pub fn round_score(round: &RecordedRound) -> RoundScore {
     round.critique.round_score(round.critic_error.is_some())
 }
 
-/// Where `policy` stops on a recording (`rounds` and their `scores`) and why: where the decision
-/// rule stops it, or — when it would revise after the last recorded round and the writer wrote
+/// Where `policy` stops on a recording (`rounds` and their `scores`, drafted as `drafting` says:
+/// see [`Arm::drafting`]) and why: where the decision rule stops it, or — when it would revise after the last recorded round and the writer wrote
 /// no next draft there — on that round, with `writer_error`. `None`: the recording ends before
 /// the policy stops (a rescoring's censored loop).
-pub fn stop_of(rounds: &[RecordedRound], scores: &[RoundScore], policy: &Policy) -> Option<(usize, ExitReason)> {
-    critbench_core::stop_point_or_writer(scores, policy, writer_ended(rounds))
+pub fn stop_of(
+    rounds: &[RecordedRound],
+    scores: &[RoundScore],
+    policy: &Policy,
+    drafting: Drafting,
+) -> Option<(usize, ExitReason)> {
+    critbench_core::stop_point_or_writer(scores, policy, drafting, writer_ended(rounds))
 }
 
 /// Whether a recording ended because the writer wrote no draft after its last round.
@@ -100,7 +105,8 @@ pub fn emit_loop(
     outcomes: &mut impl PushOutcome,
 ) -> Result<Option<(bool, usize, ExitReason)>, StorageError> {
     let policy = effective_policy(grid_policy, labels.arm);
-    let Some((stop, exit)) = stop_of(rounds, scores, &policy) else { return Ok(None) };
+    let drafting = labels.arm.drafting();
+    let Some((stop, exit)) = stop_of(rounds, scores, &policy, drafting) else { return Ok(None) };
     let best = critbench_core::best_round(&scores[..=stop]).expect("a stopped loop has a round");
     let mut running_best: Option<BestDraft> = None;
     let mut last_row = None;
@@ -115,7 +121,8 @@ pub fn emit_loop(
         let decision = if index == stop { Decision::Stop(exit) } else { Decision::Revise };
         // The rule's own decision, but where the writer stopped the loop.
         debug_assert!(
-            exit == ExitReason::WriterError && index == stop || decide(&scores[..=index], &policy) == decision
+            exit == ExitReason::WriterError && index == stop
+                || decide(&scores[..=index], &policy, drafting) == decision
         );
         let writer_error =
             if exit == ExitReason::WriterError && index == stop { round.writer_error.as_deref() } else { None };

@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use critbench_core::author::Truth;
-use critbench_core::{Policy, RoundScore, Task};
+use critbench_core::{Drafting, Policy, RoundScore, Task};
 use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, evaluation_request};
 use critbench_plugin_host::services::CallScope;
@@ -45,9 +45,19 @@ pub struct Evaluation {
 
 /// The rounds a loop's evaluators judge: the first draft and every final answer of `policies`,
 /// each once, in order.
-pub fn evaluated_rounds(scores: &[RoundScore], policies: &[Policy], writer_ended: bool) -> Vec<usize> {
+pub fn evaluated_rounds(
+    scores: &[RoundScore],
+    policies: &[Policy],
+    drafting: Drafting,
+    writer_ended: bool,
+) -> Vec<usize> {
     let mut rounds: Vec<usize> = std::iter::once(0)
-        .chain(policies.iter().filter_map(|policy| final_round(scores, policy, writer_ended)).map(|(chosen, _)| chosen))
+        .chain(
+            policies
+                .iter()
+                .filter_map(|policy| final_round(scores, policy, drafting, writer_ended))
+                .map(|(chosen, _)| chosen),
+        )
         .collect();
     rounds.sort_unstable();
     rounds.dedup();
@@ -79,7 +89,7 @@ pub fn evaluate_loop(
 ) -> Vec<Evaluation> {
     let LoopDrafts { texts, truths, .. } = drafts;
     let experiment = plan.experiment;
-    let answers = evaluated_rounds(scores, policies, drafts.writer_ended);
+    let answers = evaluated_rounds(scores, policies, unit.arm.drafting(), drafts.writer_ended);
     let every: Vec<usize> = (0..texts.len()).collect();
     let mut evaluations = Vec::new();
     for evaluator in plan.evaluators_for(task.kind.as_deref()) {
@@ -119,11 +129,12 @@ pub fn evaluate_loop(
 pub fn judged_answers(
     scores: &[RoundScore],
     policy: &Policy,
+    drafting: Drafting,
     all_rounds: bool,
     passed: bool,
     writer_ended: bool,
 ) -> Vec<(&'static str, usize, bool)> {
-    let Some((final_answer, stop)) = final_round(scores, policy, writer_ended) else { return Vec::new() };
+    let Some((final_answer, stop)) = final_round(scores, policy, drafting, writer_ended) else { return Vec::new() };
     // The rounds this config used: up to where it stopped.
     let used = stop + 1;
     let mut answers = vec![(FIRST, 0, scores[0].meets_pass_rule(policy)), (FINAL, final_answer, passed)];
@@ -160,7 +171,10 @@ pub fn emit_evaluations(
     }
     for (index, spec) in plan.experiment.evaluators.iter().enumerate() {
         let rule = spec.pass_rule();
-        for (answer, round, steering_passed) in judged_answers(scores, policy, spec.all_rounds, passed, writer_ended) {
+        let drafting = labels.arm.drafting();
+        for (answer, round, steering_passed) in
+            judged_answers(scores, policy, drafting, spec.all_rounds, passed, writer_ended)
+        {
             let Some(evaluation) = evaluations.iter().find(|e| e.evaluator == index && e.round == round) else {
                 continue;
             };
@@ -211,7 +225,10 @@ mod tests {
             ..Policy::default()
         };
         let policies = [pass(8.0, FinalDraft::Best), pass(10.0, FinalDraft::Best), pass(10.0, FinalDraft::Last)];
-        assert_eq!(evaluated_rounds(&recorded, &policies, false), vec![0, 2, 3]);
-        assert_eq!(evaluated_rounds(&recorded[..1], &[pass(1.0, FinalDraft::Best)], false), vec![0]);
+        assert_eq!(evaluated_rounds(&recorded, &policies, Drafting::Revisions, false), vec![0, 2, 3]);
+        assert_eq!(
+            evaluated_rounds(&recorded[..1], &[pass(1.0, FinalDraft::Best)], Drafting::Revisions, false),
+            vec![0]
+        );
     }
 }

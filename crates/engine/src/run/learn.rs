@@ -86,8 +86,9 @@ impl Consumer for LearnSink<'_, '_> {
             for (unit, result) in task.loops {
                 self.loops += 1;
                 let fixed = result.and_then(|result| {
-                    let (stop, exit) = crate::run::emit::stop_of(&result.rounds, &result.scores, &policy)
-                        .ok_or(crate::run::loops::LoopError::Unfinished)?;
+                    let (stop, exit) =
+                        crate::run::emit::stop_of(&result.rounds, &result.scores, &policy, Arm::Feedback.drafting())
+                            .ok_or(crate::run::loops::LoopError::Unfinished)?;
                     let passed = exit == ExitReason::Pass;
                     self.passed += u64::from(passed);
                     Ok(fixed_types(&result.rounds, &result.scores, stop, passed))

@@ -68,7 +68,7 @@ pub fn run_loop<C: CriticPlugin>(task: &Task, arm: Arm, critic: &C, seed: u64, e
         rounds.push(critique.round_score(false));
         outcome.scores.push(critique.score);
         outcome.drafts.push(draft.clone());
-        let decision = decide(&rounds, &policy);
+        let decision = decide(&rounds, &policy, arm.drafting());
         if let Decision::Revise = decision {
             let shown = arm.shows_critique().then_some(&critique);
             draft = critbench_sim::revise(task, &draft, shown, &mut rng(seed, task, epoch, round + 1, "revise")).text;

@@ -198,7 +198,7 @@ pub(super) fn write_loop(
     let scores: Vec<RoundScore> = one.rounds.iter().map(round_score).collect();
     for (policy, config_id) in grid.policies.iter().zip(&grid.config_ids) {
         let policy = effective_policy(policy, arm);
-        let (row, censored) = match crate::run::emit::stop_of(&one.rounds, &scores, &policy) {
+        let (row, censored) = match crate::run::emit::stop_of(&one.rounds, &scores, &policy, arm.drafting()) {
             Some((stop, exit)) => {
                 let best = critbench_core::best_round(&scores[..=stop]).expect("a stopped loop has a round");
                 let final_round = match policy.final_draft {

@@ -219,7 +219,7 @@ pub(super) async fn record_loop_in(
         let critic_ms = laps.lap();
         scores.push(call.critique.round_score(call.failed()));
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
-            if *running && decide(&scores, policy) != Decision::Revise {
+            if *running && decide(&scores, policy, unit.arm.drafting()) != Decision::Revise {
                 *running = false;
             }
         }

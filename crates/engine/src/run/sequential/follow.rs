@@ -230,7 +230,9 @@ impl Pairing {
             for config in unit.policies(self.policies.len()) {
                 let policy = effective_policy(&self.policies[config], unit.arm);
                 // A recording that ended before the config stopped is refused by the sink.
-                let Some((_, exit)) = crate::run::emit::stop_of(&result.rounds, &result.scores, &policy) else {
+                let Some((_, exit)) =
+                    crate::run::emit::stop_of(&result.rounds, &result.scores, &policy, unit.arm.drafting())
+                else {
                     continue;
                 };
                 let Some(&comparison) = self.index.get(&(config, unit.critic)) else { continue };
