@@ -299,26 +299,16 @@ pub fn summary_table(report: &Report) -> String {
 
 fn comparison_table(report: &Report) -> String {
     let readings = crate::judges::readings(report);
-    let mut out = String::from("| config | critic | A − B | pairs |");
-    for (judge, _) in &readings {
-        let _ = write!(out, " {} (95% CI) | p |", crate::judges::column(judge));
-    }
-    out.push_str(" rounds A / B |\n|---|---|---|---:|");
-    out.push_str(&"---|---:|".repeat(readings.len()));
-    out.push_str("---|\n");
+    let (heads, alignment) = judge_columns(&readings);
+    let mut out =
+        format!("| config | critic | A − B | pairs |{heads} rounds A / B |\n|---|---|---|---:|{alignment}---|\n");
     for row in &report.summary.comparisons {
         let _ = write!(out, "| {} | {} | {} − {} | {} |", row.config_id, row.critic, row.arm_a, row.arm_b, row.n_pairs);
         for (_, summary) in &readings {
             let same = summary.comparisons.iter().find(|c| {
                 (&c.config_id, &c.critic, &c.arm_a, &c.arm_b) == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b)
             });
-            match same {
-                Some(c) => {
-                    let p = c.p_value.map_or_else(|| "–".to_string(), crate::format::format_p);
-                    let _ = write!(out, " {} | {p} |", crate::format::difference_cell(c.diff, c.diff_lo, c.diff_hi));
-                }
-                None => out.push_str(" – | – |"),
-            }
+            out.push_str(&judged_cells(same.map(|c| (c.diff, c.diff_lo, c.diff_hi, c.p_value))));
         }
         let _ = writeln!(out, " {:.2} / {:.2} |", row.mean_rounds_a, row.mean_rounds_b);
     }
@@ -659,14 +649,11 @@ fn equal_cost_section(report: &Report) -> String {
     if chosen.is_empty() {
         return String::new();
     }
-    let mut out =
-        format!("\n## At equal cost\n\n{}\n\n| config | critic | A − B | budget per loop |", crate::spend::SENTENCE);
-    for (judge, _) in &readings {
-        let _ = write!(out, " {} (95% CI) | p |", crate::judges::column(judge));
-    }
-    out.push_str("\n|---|---|---|---:|");
-    out.push_str(&"---|---:|".repeat(readings.len()));
-    out.push('\n');
+    let (heads, alignment) = judge_columns(&readings);
+    let mut out = format!(
+        "\n## At equal cost\n\n{}\n\n| config | critic | A − B | budget per loop |{heads}\n|---|---|---|---:|{alignment}\n",
+        crate::spend::SENTENCE
+    );
     for row in chosen {
         let _ = write!(
             out,
@@ -682,17 +669,30 @@ fn equal_cost_section(report: &Report) -> String {
                 (&c.config_id, &c.critic, &c.arm_a, &c.arm_b, &c.unit, &c.budget_from)
                     == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b, &row.unit, &row.budget_from)
             });
-            match same {
-                Some(c) => {
-                    let p = c.p_value.map_or_else(|| "–".to_string(), crate::format::format_p);
-                    let _ = write!(out, " {} | {p} |", crate::format::difference_cell(c.diff, c.diff_lo, c.diff_hi));
-                }
-                None => out.push_str(" – | – |"),
-            }
+            out.push_str(&judged_cells(same.map(|c| (c.diff, c.diff_lo, c.diff_hi, c.p_value))));
         }
         out.push('\n');
     }
     out
+}
+
+/// A table's head cells for a difference and its p per judge, and their alignment row.
+fn judge_columns(readings: &[(&str, &crate::Summary)]) -> (String, String) {
+    let heads: String =
+        readings.iter().map(|(judge, _)| format!(" {} (95% CI) | p |", crate::judges::column(judge))).collect();
+    (heads, "---|---:|".repeat(readings.len()))
+}
+
+/// One judge's cells of a difference, (diff, lo, hi, p): "+3.1 pp (+1.0 to +5.2) | 0.0030 |", or
+/// dashes where that judge has no such comparison.
+fn judged_cells(found: Option<(f64, Option<f64>, Option<f64>, Option<f64>)>) -> String {
+    match found {
+        Some((diff, lo, hi, p)) => {
+            let p = p.map_or_else(|| "–".to_string(), crate::format::format_p);
+            format!(" {} | {p} |", crate::format::difference_cell(diff, lo, hi))
+        }
+        None => " – | – |".to_string(),
+    }
 }
 
 /// The sentence above the money tables.

@@ -70,6 +70,6 @@ fn summaries_are_the_same_bytes_whatever_the_number_of_threads() {
         assert!(comparisons == &files[0].2, "comparisons.csv of `{name}` differs from `--jobs 1`");
     }
     let text = String::from_utf8(files[0].2.clone()).unwrap();
-    // 12 tasks of several epochs: the small-sample methods, on what the tasks are worth.
-    assert!(text.contains("clopper-pearson, effective sample size"), "demo.toml has several epochs:\n{text}");
+    // 12 tasks of several epochs: the small-sample method, exact over the tasks' differences.
+    assert!(text.contains("exact sign-flip test of tasks"), "demo.toml has several epochs:\n{text}");
 }
