@@ -683,9 +683,12 @@ fn judge_columns(readings: &[(&str, &crate::Summary)]) -> (String, String) {
     (heads, "---|---:|".repeat(readings.len()))
 }
 
-/// One judge's cells of a difference, (diff, lo, hi, p): "+3.1 pp (+1.0 to +5.2) | 0.0030 |", or
-/// dashes where that judge has no such comparison.
-fn judged_cells(found: Option<(f64, Option<f64>, Option<f64>, Option<f64>)>) -> String {
+/// A difference as a judge's cells show it: (diff, lo, hi, p).
+type JudgedDifference = (f64, Option<f64>, Option<f64>, Option<f64>);
+
+/// One judge's cells of a difference: "+3.1 pp (+1.0 to +5.2) | 0.0030 |", or dashes where that
+/// judge has no such comparison.
+fn judged_cells(found: Option<JudgedDifference>) -> String {
     match found {
         Some((diff, lo, hi, p)) => {
             let p = p.map_or_else(|| "–".to_string(), crate::format::format_p);
