@@ -115,4 +115,13 @@ fn the_demo_answers_first_by_the_truth_on_one_screen() {
     let first_section = report.find("\n## ").unwrap() + 1;
     assert_eq!(answer, first_section, "the answer is report.md's first section");
     assert!(report[answer..].contains("The answer, by `sim-truth`"), "{}", &report[answer..answer + 400]);
+    // report.html opens with the same answer, before any table of the steering critic's.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let section = page.find("<section id=\"answer\">").expect("report.html has the answer");
+    assert!(section < page.find("id=\"table-summary\"").unwrap(), "the answer comes first");
+    let answer = &page[section..page[section..].find("</section>").unwrap() + section];
+    assert!(answer.contains("The answer, by <code>sim-truth</code>"), "{answer}");
+    assert!(answer.contains(&format!("ship {} with {}", best["config_id"], best["arm"])), "{answer}");
+    // The line saying how many configs were left out spans the table rather than widening a column.
+    assert!(answer.contains("<td colspan=\"7\">rubric: 3 more configs"), "{answer}");
 }

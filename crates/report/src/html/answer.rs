@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::escape;
+use super::svg::with_code_spans;
 use crate::Report;
 
 /// The answer as `report.html` opens with it: the answer's lines as paragraphs, lists and a table.
@@ -10,6 +10,9 @@ pub(crate) fn section(report: &Report) -> String {
     let mut out = String::from("<section id=\"answer\">\n<h2>The answer</h2>\n");
     let mut in_list = false;
     let mut in_table = false;
+    // The table's columns: a shorter row (the line saying how many configs were left out) spans
+    // the rest, so that its sentence does not widen a column.
+    let mut columns = 0;
     for line in crate::answer::lines(report) {
         if in_list && !line.starts_with("  ") {
             out.push_str("</ul>\n");
@@ -24,7 +27,7 @@ pub(crate) fn section(report: &Report) -> String {
                 out.push_str("<ul>\n");
                 in_list = true;
             }
-            let _ = writeln!(out, "<li>{}</li>", escape(item));
+            let _ = writeln!(out, "<li>{}</li>", with_code_spans(item));
         } else if line.starts_with("|---") {
             continue;
         } else if let Some(row) = line.strip_prefix('|') {
@@ -33,14 +36,21 @@ pub(crate) fn section(report: &Report) -> String {
             if !in_table {
                 out.push_str("<div class=\"table-wrap\"><table id=\"table-answer\">\n");
                 in_table = true;
+                columns = cells.len();
             }
             out.push_str("<tr>");
-            for cell in cells {
-                let _ = write!(out, "<{tag}>{}</{tag}>", escape(cell));
+            let last = cells.len().saturating_sub(1);
+            for (index, cell) in cells.iter().enumerate() {
+                let span = if index == last && cells.len() < columns {
+                    format!(" colspan=\"{}\"", columns - last)
+                } else {
+                    String::new()
+                };
+                let _ = write!(out, "<{tag}{span}>{}</{tag}>", with_code_spans(cell));
             }
             out.push_str("</tr>\n");
         } else if !line.is_empty() {
-            let _ = writeln!(out, "<p>{}</p>", escape(&line));
+            let _ = writeln!(out, "<p>{}</p>", with_code_spans(&line));
         }
     }
     if in_list {
