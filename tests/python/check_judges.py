@@ -44,8 +44,12 @@ def verdicts(run: Path, judge: str) -> pd.DataFrame:
     return final.merge(outcomes, on=keys, how="inner")
 
 
-def paired(left: pd.DataFrame, right: pd.DataFrame, on: list) -> dict:
-    both = left.merge(right, on=on, suffixes=("_a", "_b"))
+UNIT = ["task_id", "epoch"]
+
+
+def paired(left: pd.DataFrame, right: pd.DataFrame) -> dict:
+    """Two sides' loops paired on the units both have: counts, rates and their difference."""
+    both = left[UNIT + ["passed"]].merge(right[UNIT + ["passed"]], on=UNIT, suffixes=("_a", "_b"))
     a, b = both["passed_a"], both["passed_b"]
     return {
         "n_pairs": len(both),
@@ -83,27 +87,24 @@ def main() -> int:
         expect(where, "passed", int(of["passed"].sum()), row["passed"])
     checked["summary.csv"] = len(summary)
 
-    unit = ["task_id", "epoch"]
+    def expect_pairs(where: str, computed: dict, row, columns=None) -> None:
+        for column in columns or computed:
+            expect(where, column, computed[column], row[column])
+
     comparisons = pd.read_csv(run / "comparisons.csv")
     comparisons = comparisons[comparisons["judge"] == judge]
     for _, row in comparisons.iterrows():
         group = loops[(loops.config_id == row.config_id) & (loops.critic == row.critic)]
-        a, b = group[group.arm == row.arm_a], group[group.arm == row.arm_b]
-        computed = paired(a[unit + ["passed"]], b[unit + ["passed"]], unit)
-        where = f"comparisons.csv {row.config_id} {row.critic} {row.arm_a} − {row.arm_b}"
-        for column, value in computed.items():
-            expect(where, column, value, row[column])
+        computed = paired(group[group.arm == row.arm_a], group[group.arm == row.arm_b])
+        expect_pairs(f"comparisons.csv {row.config_id} {row.critic} {row.arm_a} − {row.arm_b}", computed, row)
     checked["comparisons.csv"] = len(comparisons)
 
     configs = pd.read_csv(run / "config_comparisons.csv")
     configs = configs[configs["judge"] == judge]
     for _, row in configs.iterrows():
         group = loops[(loops.arm == row.arm) & (loops.critic == row.critic)]
-        a, b = group[group.config_id == row.config_a], group[group.config_id == row.config_b]
-        computed = paired(a[unit + ["passed"]], b[unit + ["passed"]], unit)
-        where = f"config_comparisons.csv {row.config_a} vs {row.config_b} {row.arm} {row.critic}"
-        for column, value in computed.items():
-            expect(where, column, value, row[column])
+        computed = paired(group[group.config_id == row.config_a], group[group.config_id == row.config_b])
+        expect_pairs(f"config_comparisons.csv {row.config_a} vs {row.config_b} {row.arm} {row.critic}", computed, row)
     checked["config_comparisons.csv"] = len(configs)
 
     costs = pd.read_csv(run / "cost_comparisons.csv")
@@ -111,10 +112,9 @@ def main() -> int:
     for _, row in costs.iterrows():
         group = loops[(loops.config_id == row.config_id) & (loops.critic == row.critic)].copy()
         group["passed"] = group["passed"] & (group["rounds"] <= row.budget)
-        a, b = group[group.arm == row.arm_a], group[group.arm == row.arm_b]
-        computed = paired(a[unit + ["passed"]], b[unit + ["passed"]], unit)
+        computed = paired(group[group.arm == row.arm_a], group[group.arm == row.arm_b])
         where = f"cost_comparisons.csv {row.config_id} {row.critic} {row.arm_a} − {row.arm_b} at {row.budget}"
-        expect(where, "diff", computed["diff"], row["diff"])
+        expect_pairs(where, computed, row, ["diff"])
     checked["cost_comparisons.csv"] = len(costs)
 
     empty = [name for name, count in checked.items() if count == 0]

@@ -11,52 +11,13 @@ use critbench_core::Arm;
 use crate::Report;
 use crate::format::{difference_cell, format_p};
 use crate::headline::{Headline, critic_errors_of, error_rate, headline_cells};
-use crate::judges::{CRITIC, describe, lead};
-use crate::rows::{ComparisonRow, SummaryRow};
+use crate::judges::{CRITIC, Reading, describe};
+use crate::rows::SummaryRow;
 use crate::spend::CostComparisonRow;
-use crate::summary::Summary;
 
 /// The most config × critic rows the terminal's table lists, shared among the critics; each
 /// critic's best configs by the lead judge's first arm are shown.
 pub(crate) const TABLE_ROWS: usize = 12;
-
-/// One judge's reading, as the answer reads it.
-#[derive(Clone, Copy)]
-struct Reading<'a> {
-    judge: &'a str,
-    summary: &'a Summary,
-}
-
-impl<'a> Reading<'a> {
-    fn critic(report: &'a Report) -> Reading<'a> {
-        Reading { judge: CRITIC, summary: &report.summary }
-    }
-
-    /// The judge that leads what is said of `critic`'s loops: its first config's lead.
-    fn lead(report: &'a Report, critic: &str) -> Reading<'a> {
-        let config = report.summary.rows.iter().find(|r| r.critic == critic).map(|r| r.config_id.as_str());
-        match config.and_then(|config| lead(&report.held_out, config, critic)) {
-            Some(judged) => Reading { judge: &judged.judge, summary: &judged.summary },
-            None => Reading::critic(report),
-        }
-    }
-
-    fn row(&self, config: &str, critic: &str, arm: &str) -> Option<&'a SummaryRow> {
-        self.summary.rows.iter().find(|r| r.config_id == config && r.critic == critic && r.arm == arm)
-    }
-
-    fn comparison(&self, config: &str, critic: &str, a: &str, b: &str) -> Option<&'a ComparisonRow> {
-        self.summary
-            .comparisons
-            .iter()
-            .find(|c| c.config_id == config && c.critic == critic && c.arm_a == a && c.arm_b == b)
-    }
-
-    /// The judge's name as a table or line says it: `sim-truth`, or `the critic`.
-    fn short(&self) -> &'a str {
-        if self.judge == CRITIC { "the critic" } else { self.judge }
-    }
-}
 
 /// The arms of `critic`'s rows in `reading`, in reading order (adjudicated twins left out).
 fn arms_of<'a>(reading: Reading<'a>, critic: &str) -> Vec<&'a str> {
@@ -69,8 +30,8 @@ fn arms_of<'a>(reading: Reading<'a>, critic: &str) -> Vec<&'a str> {
     arms
 }
 
-/// The config to ship for `critic` by `reading`: the config × arm whose pass rate is highest (a
-/// revising arm before `single` on a tie, then the fewer mean rounds), as (config, arm).
+/// The config to ship for `critic` by `reading`: the row of the config × arm whose pass rate is
+/// highest, the fewer mean rounds on a tie.
 fn best<'a>(reading: Reading<'a>, critic: &str) -> Option<&'a SummaryRow> {
     reading
         .summary

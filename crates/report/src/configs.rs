@@ -252,10 +252,7 @@ fn compare_pairs(
                 (0, _) => (!row.censored).then(|| Loop::of(row, config)),
                 (_, None) => continue,
                 (_, Some(loop_key)) => {
-                    // A loop the evaluator did not judge, or failed on, is no unit of its reading.
-                    let Some(last) = verdicts.of(judge - 1, loop_key).filter(|v| !v.error).and_then(|v| v.last) else {
-                        continue;
-                    };
+                    let Some((_, last)) = verdicts.judged(judge - 1, loop_key) else { continue };
                     Some(Loop { passed: last, ..Loop::of(row, config) })
                 }
             };

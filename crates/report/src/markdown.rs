@@ -304,10 +304,8 @@ fn comparison_table(report: &Report) -> String {
         format!("| config | critic | A − B | pairs |{heads} rounds A / B |\n|---|---|---|---:|{alignment}---|\n");
     for row in &report.summary.comparisons {
         let _ = write!(out, "| {} | {} | {} − {} | {} |", row.config_id, row.critic, row.arm_a, row.arm_b, row.n_pairs);
-        for (_, summary) in &readings {
-            let same = summary.comparisons.iter().find(|c| {
-                (&c.config_id, &c.critic, &c.arm_a, &c.arm_b) == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b)
-            });
+        for reading in &readings {
+            let same = reading.comparison(&row.config_id, &row.critic, &row.arm_a, &row.arm_b);
             out.push_str(&judged_cells(same.map(|c| (c.diff, c.diff_lo, c.diff_hi, c.p_value))));
         }
         let _ = writeln!(out, " {:.2} / {:.2} |", row.mean_rounds_a, row.mean_rounds_b);
@@ -664,8 +662,8 @@ fn equal_cost_section(report: &Report) -> String {
             row.arm_b,
             crate::spend::budget_text(row, currency)
         );
-        for (_, summary) in &readings {
-            let same = summary.spend.comparisons.iter().find(|c| {
+        for reading in &readings {
+            let same = reading.summary.spend.comparisons.iter().find(|c| {
                 (&c.config_id, &c.critic, &c.arm_a, &c.arm_b, &c.unit, &c.budget_from)
                     == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b, &row.unit, &row.budget_from)
             });
@@ -677,9 +675,9 @@ fn equal_cost_section(report: &Report) -> String {
 }
 
 /// A table's head cells for a difference and its p per judge, and their alignment row.
-fn judge_columns(readings: &[(&str, &crate::Summary)]) -> (String, String) {
+fn judge_columns(readings: &[crate::judges::Reading<'_>]) -> (String, String) {
     let heads: String =
-        readings.iter().map(|(judge, _)| format!(" {} (95% CI) | p |", crate::judges::column(judge))).collect();
+        readings.iter().map(|r| format!(" {} (95% CI) | p |", crate::judges::column(r.judge))).collect();
     (heads, "---|---:|".repeat(readings.len()))
 }
 

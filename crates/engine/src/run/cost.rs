@@ -73,10 +73,11 @@ pub fn spent_before(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn round(writer: Option<(u64, u64)>, critic: Option<(u64, u64)>) -> RecordedRound {
+    /// A recorded round whose writer and critic counted these tokens (in, out).
+    pub(crate) fn round(writer: Option<(u64, u64)>, critic: Option<(u64, u64)>) -> RecordedRound {
         RecordedRound {
             tokens_in: writer.map(|w| w.0),
             tokens_out: writer.map(|w| w.1),

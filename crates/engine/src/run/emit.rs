@@ -54,8 +54,9 @@ pub fn round_score(round: &RecordedRound) -> RoundScore {
 }
 
 /// Where `policy` stops on a recording (`rounds` and their `scores`, drafted as `drafting` says:
-/// see [`Arm::drafting`]) and why: where the decision rule stops it, or — when it would revise after the last recorded round and the writer wrote
-/// no next draft there — on that round, with `writer_error`. `None`: the recording ends before
+/// see [`Arm::drafting`]) and why: where the decision rule stops it, or — when it would revise
+/// after the last recorded round and the writer wrote no next draft there — on that round, with
+/// `writer_error`. `None`: the recording ends before
 /// the policy stops (a rescoring's censored loop).
 pub fn stop_of(
     rounds: &[RecordedRound],
@@ -254,15 +255,7 @@ mod tests {
     use crate::run::cost::RolePrices;
     use critbench_openai::Price;
 
-    fn round(writer: Option<(u64, u64)>, critic: Option<(u64, u64)>) -> RecordedRound {
-        RecordedRound {
-            tokens_in: writer.map(|w| w.0),
-            tokens_out: writer.map(|w| w.1),
-            critic_tokens_in: critic.map(|c| c.0),
-            critic_tokens_out: critic.map(|c| c.1),
-            ..RecordedRound::default()
-        }
-    }
+    use crate::run::cost::tests::round;
 
     /// The outcome of a loop that used `rounds` and ran out of revisions there.
     fn outcome(rounds: &[RecordedRound], prices: &RolePrices) -> OutcomeRow {

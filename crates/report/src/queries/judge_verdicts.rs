@@ -80,6 +80,13 @@ impl JudgeVerdicts {
     pub fn of(&self, index: usize, key: u128) -> Option<LoopVerdicts> {
         self.loops.get(index)?.get(&key).copied()
     }
+
+    /// The verdicts (on the first draft, on the final answer) of evaluator `index` on the loop
+    /// `key`, when it gave both: a loop it did not judge, or failed on, is no loop of its reading.
+    pub fn judged(&self, index: usize, key: u128) -> Option<(bool, bool)> {
+        let verdicts = self.of(index, key).filter(|v| !v.error)?;
+        Some((verdicts.first?, verdicts.last?))
+    }
 }
 
 #[cfg(test)]
@@ -139,5 +146,7 @@ mod tests {
         assert_eq!(verdicts.of(1, key("t1")), Some(LoopVerdicts { first: Some(true), last: None, error: true }));
         assert_eq!(verdicts.of(0, key("t2")).and_then(|v| v.last), Some(true));
         assert_eq!(verdicts.of(1, key("t2")), None, "the checker never judged t2");
+        assert_eq!(verdicts.judged(0, key("t1")), Some((false, true)));
+        assert_eq!(verdicts.judged(1, key("t1")), None, "an error is no verdict");
     }
 }

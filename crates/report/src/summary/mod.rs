@@ -94,11 +94,6 @@ impl Judged {
         power.iter_mut().for_each(|r| r.judge = name());
         Judged { judge: name(), summary, power }
     }
-
-    /// Whether this is the steering critic's reading.
-    pub fn is_critic(&self) -> bool {
-        self.judge == crate::rows::CRITIC_JUDGE
-    }
 }
 
 /// A run that did not run all its tasks, as its reports say at the top.
@@ -266,8 +261,7 @@ pub(crate) fn summarize_judged(
         }
         let key = loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch);
         for (index, summarizer) in held_out.iter_mut().enumerate() {
-            let Some(judged) = verdicts.of(index, key).filter(|v| !v.error) else { continue };
-            let (Some(first), Some(last)) = (judged.first, judged.last) else { continue };
+            let Some((first, last)) = verdicts.judged(index, key) else { continue };
             let row = OutcomeStats { passed: last, adjudicated_passed: None, adjudicated_score: None, ..*row };
             summarizer.add_judged(&row, first)?;
         }
