@@ -12,8 +12,11 @@ evaluations.parquet (and each loop's rounds in outcomes.parquet):
   verdict on, each arm's pass rate over them, the difference and the discordant counts;
 - config_comparisons.csv: per pair of configs × arm × critic, the same over the units both configs
   have;
-- cost_comparisons.csv, in rounds: a loop passes within a budget of B rounds when the judge passed
-  its final answer and it used at most B rounds;
+- cost_comparisons.csv, in rounds, at the points where both arms are held to one whole cap: a loop
+  capped at k rounds answers with its final answer when it used at most k rounds, else with the
+  draft its `final` rule picks among its first k (the best-scored, a draft with no fatal issue
+  first and the earliest on ties; or the k-th), and passes when the judge passed that draft (its
+  verdicts on every round); an arm with a loop the judge did not read so has no rows;
 - summary.csv: each arm's loops and passes.
 
 A loop whose evaluator failed (no verdict) is in no unit. Prints what it checked and exits 0, or
@@ -38,13 +41,50 @@ def verdicts(run: Path, judge: str) -> pd.DataFrame:
     final = final.merge(errored[keys].drop_duplicates(), on=keys, how="left", indicator=True)
     final = final[final["_merge"] == "left_only"].drop(columns="_merge")
     final["passed"] = final["passed"].astype(bool)
-    outcomes = pd.read_parquet(run / "outcomes.parquet")[keys + ["rounds"]]
+    outcomes = pd.read_parquet(run / "outcomes.parquet")[keys + ["rounds", "final"]]
     outcomes["arm"] = outcomes["arm"].astype(str)
     final["arm"] = final["arm"].astype(str)
     return final.merge(outcomes, on=keys, how="inner")
 
 
 UNIT = ["task_id", "epoch"]
+KEYS = ["config_id", "arm", "critic", "task_id", "epoch"]
+
+
+def capped_answers(run: Path, judge: str, loops: pd.DataFrame) -> dict:
+    """Per loop key, the judge's verdict on what the loop answers capped at k, for k = 1 ..
+    rounds − 1 (None where it has no verdict on that draft)."""
+    evaluations = pd.read_parquet(run / "evaluations.parquet")
+    evaluations = evaluations[evaluations["evaluator"] == judge]
+    by_round = {}
+    for row in evaluations.itertuples(index=False):
+        key = (row.config_id, str(row.arm), row.critic, row.task_id, row.epoch, row.round)
+        if not pd.isna(row.passed):
+            by_round[key] = bool(row.passed)
+    trajectories = pd.read_parquet(
+        run / "trajectories.parquet", columns=KEYS + ["round", "score", "fatal_issues", "decision"]
+    )
+    trajectories = trajectories[trajectories["decision"] != "adjudicate"]
+    scores = {}
+    for row in trajectories.itertuples(index=False):
+        key = (row.config_id, str(row.arm), row.critic, row.task_id, row.epoch)
+        scores.setdefault(key, {})[row.round] = (len(row.fatal_issues) > 0, row.score)
+    answers = {}
+    for row in loops.itertuples(index=False):
+        key = (row.config_id, row.arm, row.critic, row.task_id, row.epoch)
+        capped = []
+        for cap in range(1, row.rounds):
+            if row.final == "last":
+                answer = cap - 1
+            else:
+                answer = 0
+                for r in range(1, cap):
+                    (fatal, score), (best_fatal, best_score) = scores[key][r], scores[key][answer]
+                    if (best_fatal and not fatal) or (fatal == best_fatal and score > best_score):
+                        answer = r
+            capped.append(by_round.get(key + (answer,)))
+        answers[key] = capped
+    return answers
 
 
 def paired(left: pd.DataFrame, right: pd.DataFrame) -> dict:
@@ -109,13 +149,31 @@ def main() -> int:
 
     costs = pd.read_csv(run / "cost_comparisons.csv")
     costs = costs[(costs["judge"] == judge) & (costs["unit"] == "rounds")]
-    for _, row in costs.iterrows():
-        group = loops[(loops.config_id == row.config_id) & (loops.critic == row.critic)].copy()
-        group["passed"] = group["passed"] & (group["rounds"] <= row.budget)
-        computed = paired(group[group.arm == row.arm_a], group[group.arm == row.arm_b])
-        where = f"cost_comparisons.csv {row.config_id} {row.critic} {row.arm_a} − {row.arm_b} at {row.budget}"
-        expect_pairs(where, computed, row, ["diff"])
-    checked["cost_comparisons.csv"] = len(costs)
+    answers = capped_answers(run, judge, loops)
+
+    def capped(group: pd.DataFrame, cap: int) -> pd.DataFrame:
+        group = group.copy()
+        verdicts = []
+        for row in group.itertuples(index=False):
+            if cap >= row.rounds:
+                verdicts.append(row.passed)
+            else:
+                verdicts.append(answers[(row.config_id, row.arm, row.critic, row.task_id, row.epoch)][cap - 1])
+        group["passed"] = verdicts
+        return group
+
+    whole = costs[(costs.cap_a % 1 == 0) & (costs.cap_b % 1 == 0)]
+    for _, row in whole.iterrows():
+        group = loops[(loops.config_id == row.config_id) & (loops.critic == row.critic)]
+        a = capped(group[group.arm == row.arm_a], int(row.cap_a))
+        b = capped(group[group.arm == row.arm_b], int(row.cap_b))
+        where = f"cost_comparisons.csv {row.config_id} {row.critic} {row.arm_a} − {row.arm_b} at {row.matched_to}"
+        if a["passed"].isna().any() or b["passed"].isna().any():
+            failures.append(f"{where}: the judge has no verdict on some capped answer, yet the row is there")
+            continue
+        a["passed"], b["passed"] = a["passed"].astype(bool), b["passed"].astype(bool)
+        expect_pairs(where, paired(a, b), row, ["diff"])
+    checked["cost_comparisons.csv"] = len(whole)
 
     empty = [name for name, count in checked.items() if count == 0]
     if empty:

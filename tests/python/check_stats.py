@@ -101,7 +101,7 @@ SCHEMA = pa.schema(
     ],
     # The footer of a table critbench writes: which table, and its schema version (readers refuse
     # a table of another version).
-    metadata={"critbench.table": "outcomes", "critbench.schema_version": "9"},
+    metadata={"critbench.table": "outcomes", "critbench.schema_version": "10"},
 )
 
 

@@ -116,21 +116,10 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
     }
     if let (Some(_), Some(c)) = (&measured, equal_cost(reading, config, critic, feedback, resample)) {
         let currency = report.summary.currency.as_deref();
-        // Each arm's own mean spend per loop, uncut, in the budget's unit where the rows have it.
-        let spend = |row: &SummaryRow| match c.unit.as_str() {
-            crate::spend::COST => row.cost_per_loop.map(|v| crate::format::money(v, currency)),
-            crate::spend::ROUNDS => Some(format!("{:.1} rounds", row.mean_rounds)),
-            _ => None,
-        };
-        let spends: Vec<String> = [feedback, resample]
-            .iter()
-            .filter_map(|arm| Some(format!("{arm} {}", spend(reading.row(config, critic, arm)?)?)))
-            .collect();
-        let uncut = if spends.len() == 2 { format!("; uncut: {}", spends.join(", ")) } else { String::new() };
         out.push(format!(
-            "  feedback − resample at equal cost (≤ {} a loop{uncut}): {}",
-            crate::spend::budget_text(c, currency),
-            comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value)
+            "  feedback − resample at equal spend: {}; per loop {}",
+            comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value),
+            crate::spend::spends_text(c, currency)
         ));
     }
     if reading.judge != CRITIC {
@@ -195,14 +184,11 @@ fn cost_per_pass(row: &SummaryRow, currency: Option<&str>) -> String {
     }
 }
 
-/// The comparison of `a` and `b` at `a`'s mean spend per loop, in money, else tokens, else rounds.
+/// The comparison of `a` and `b` at the mean spend per loop of the one cheaper uncut, in money,
+/// else tokens, else rounds.
 fn equal_cost<'a>(reading: Reading<'a>, config: &str, critic: &str, a: &str, b: &str) -> Option<&'a CostComparisonRow> {
     let rows = reading.summary.spend.comparisons.iter().filter(|c| {
-        c.config_id == config
-            && c.critic == critic
-            && c.arm_a == a
-            && c.arm_b == b
-            && c.budget_from == format!("mean of {a}")
+        c.config_id == config && c.critic == critic && c.arm_a == a && c.arm_b == b && crate::spend::is_uncut(c)
     });
     rows.min_by_key(|c| crate::spend::preference(&c.unit))
 }

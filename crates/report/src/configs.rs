@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::csv_files::write_csv;
 use crate::keys::{KeyMap, task_hash};
 use crate::queries::judge_verdicts::JudgeVerdicts;
-use crate::queries::loop_tokens::loop_key;
+use crate::queries::round_spend::loop_key;
 use crate::totals::{Design, Loop, PairTotals, matched_epochs};
 use crate::{QueryError, ReportError, RowError};
 

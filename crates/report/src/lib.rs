@@ -203,18 +203,19 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
             .as_ref()
             .map(|(a, b)| scope.spawn(move || (a, b, show::ListedPairs::read_unordered(outcomes, a, b))));
         // Tokens are counted only where a model wrote or judged: an offline run has none to read.
+        // A held-out judge reads what a capped loop answers by the critic's scores of every loop.
         let counted = manifest.as_ref().is_some_and(|m| m.openai.is_some());
         let verdicts = &verdicts;
         let summarized = (|| {
-            let tokens = if counted {
+            let spends = if counted || !verdicts.is_empty() {
                 let files = critbench_storage::shards::table_files(run_dir, "trajectories");
-                let tokens = queries::loop_tokens::read_loop_tokens(&files)
+                let spends = queries::round_spend::read_round_spends(&files, !verdicts.is_empty())
                     .map_err(|source| ReportError::Table { path: files.first().cloned().unwrap_or_default(), source });
-                Some(tokens?)
+                Some(spends?)
             } else {
                 None
             };
-            summary::summarize_judged(outcomes, manifest.as_ref(), tokens, verdicts)
+            summary::summarize_judged(outcomes, manifest.as_ref(), spends, verdicts)
         })();
         (summarized, joined(trajectories), pairs.map(joined))
     });

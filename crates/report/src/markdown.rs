@@ -627,14 +627,14 @@ fn revisions_section(report: &Report) -> String {
     crate::format::table_under(&intro, &REVISIONS_HEADER, "|---|---|---|---:|---:|---:|", &revision_rows(report))
 }
 
-/// "At equal cost": arms compared with their loops cut at the same budget; empty when no
-/// comparison was measured.
+/// "At equal cost": arms compared at the same mean spend per loop; empty when no comparison was
+/// measured.
 fn equal_cost_section(report: &Report) -> String {
     let readings = crate::judges::readings(report);
     let currency = report.summary.currency.as_deref();
-    // Each pair at A's mean spend per loop, in the unit the reports prefer (money, tokens, rounds).
+    // Each pair at the cheaper arm's own spend, in the unit the reports prefer (money, tokens, rounds).
     let mut chosen: Vec<&crate::spend::CostComparisonRow> = Vec::new();
-    for c in report.summary.spend.comparisons.iter().filter(|c| c.budget_from == format!("mean of {}", c.arm_a)) {
+    for c in report.summary.spend.comparisons.iter().filter(|c| crate::spend::is_uncut(c)) {
         let same = |l: &&crate::spend::CostComparisonRow| {
             (&l.config_id, &l.critic, &l.arm_a, &l.arm_b) == (&c.config_id, &c.critic, &c.arm_a, &c.arm_b)
         };
@@ -649,23 +649,23 @@ fn equal_cost_section(report: &Report) -> String {
     }
     let (heads, alignment) = judge_columns(&readings);
     let mut out = format!(
-        "\n## At equal cost\n\n{}\n\n| config | critic | A − B | budget per loop |{heads}\n|---|---|---|---:|{alignment}\n",
+        "\n## At equal cost\n\n{}\n\n| config | critic | A − B | spend per loop (cap) |{heads}\n|---|---|---|---|{alignment}\n",
         crate::spend::SENTENCE
     );
     for row in chosen {
         let _ = write!(
             out,
-            "| {} | {} | {} − {} | ≤ {} |",
+            "| {} | {} | {} − {} | {} |",
             row.config_id,
             row.critic,
             row.arm_a,
             row.arm_b,
-            crate::spend::budget_text(row, currency)
+            crate::spend::spends_text(row, currency)
         );
         for reading in &readings {
             let same = reading.summary.spend.comparisons.iter().find(|c| {
-                (&c.config_id, &c.critic, &c.arm_a, &c.arm_b, &c.unit, &c.budget_from)
-                    == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b, &row.unit, &row.budget_from)
+                (&c.config_id, &c.critic, &c.arm_a, &c.arm_b, &c.unit, &c.matched_to)
+                    == (&row.config_id, &row.critic, &row.arm_a, &row.arm_b, &row.unit, &row.matched_to)
             });
             out.push_str(&judged_cells(same.map(|c| (c.diff, c.diff_lo, c.diff_hi, c.p_value))));
         }

@@ -1,43 +1,45 @@
-//! Pass rate against spend, to compare arms at equal cost: `cost_curves.csv` and
+//! Pass rate against realized spend, to compare arms at equal cost: `cost_curves.csv` and
 //! `cost_comparisons.csv`.
 //!
-//! A loop stops at its first draft that passes, so a loop cut at budget B passes exactly when it
-//! passed having spent at most B: in rounds, when it passed within its first B rounds; in money,
-//! when it passed at a `cost` of at most B; in tokens, when its rounds' tokens (the writer's and
-//! the critic's) came to at most B. The summary hands each task's loops over when it closes the
-//! task (`SpendTotals::add_task`); they are kept as per-task histograms (in rounds) and, for loops
-//! measured in money or tokens, as per-task lists, so the curves depend only on the outcomes,
+//! An arm can run under a cap of k rounds (draws, for `resample`) for every k up to its longest
+//! loop, and its recorded loops say what each cap does, as `critbench replay` cuts them: a loop
+//! capped at k spends its first min(rounds, k) rounds and passes when it passed within them. Each
+//! cap is one point of the arm's curve: its loops' **mean realized spend** against their pass
+//! rate. Two arms are compared at the same mean spend: the one cheaper uncut at each of its caps,
+//! the other at the mix of its two neighbouring caps that spends as much, the larger cap given to
+//! loops drawn at random, one at a time, while that brings the mean nearer (a policy one could
+//! run; the task-clustered interval carries it). So a comparison row's `spend_a` and `spend_b`
+//! differ by at most one loop's extra round over the loops compared, and a point where that is
+//! more than 5% of the spend (a handful of loops) is not compared. In rounds, in money (each
+//! round's `cost` in trajectories.parquet) and in tokens (each round's writer and critic tokens),
+//! for the arms whose every loop was measured in the unit. The summary hands each task's loops
+//! over when it closes the task (`SpendTotals::add_task`); the rows depend only on the outcomes,
 //! never on their order. Every interval is the one valid at its number of tasks, as in the summary.
 
 use std::collections::BTreeMap;
 
-use critbench_stats::bootstrap::Cluster;
 use critbench_stats::descriptive::ExactSum;
-use critbench_stats::difference::{Difference, paired_difference};
+use critbench_stats::difference::paired_difference;
 use critbench_stats::rate::pass_rate;
 use serde::Serialize;
 
+use crate::queries::round_spend::{RoundSpends, loop_key};
 use crate::rows::{ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES};
-use crate::totals::{Design, Loop, Paired, matched_epochs, one_statistic};
+use crate::totals::{Design, Loop, Paired, one_statistic};
 
-/// The unit of a budget in rounds.
+/// The unit of spend in rounds (draws, for `resample`).
 pub const ROUNDS: &str = "rounds";
-/// The unit of a budget in money (the run's currency).
+/// The unit of spend in money (the run's currency).
 pub const COST: &str = "cost";
-/// The unit of a budget in model tokens, the writer's and the critic's, in and out.
+/// The unit of spend in model tokens, the writer's and the critic's, in and out.
 pub const TOKENS: &str = "tokens";
 
-/// The units measured per loop beyond rounds, in the order the reports prefer them.
-const MEASURED: [&str; 2] = [COST, TOKENS];
+/// How far apart two arms' realized mean spends may be, as a share of the larger, for a comparison
+/// at equal spend; a point the loops cannot be mixed to within it is left out.
+const MATCHED: f64 = 0.05;
 
-/// What a loop spent in `MEASURED[unit]`, when it was measured.
-fn spent(l: &Loop, unit: usize) -> Option<f64> {
-    if unit == 0 { l.cost } else { l.tokens.map(|t| t as f64) }
-}
-
-/// The budgets in money or tokens a curve is drawn at: this many equal steps up to the loop of the
-/// config × critic that spent most.
-const COST_STEPS: usize = 10;
+/// Every unit, in the order the rows come in: rounds, then those measured per round.
+const UNITS: [&str; 3] = [ROUNDS, COST, TOKENS];
 
 /// The curves and comparisons of a run, in the summary's order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -48,7 +50,7 @@ pub struct Spend {
     pub comparisons: Vec<CostComparisonRow>,
 }
 
-/// One point of an arm's curve: the pass rate of its loops cut at `budget` (`cost_curves.csv`).
+/// One point of an arm's curve: its loops capped at `cap` rounds (`cost_curves.csv`).
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct CostCurveRow {
     /// The config (policy).
@@ -60,14 +62,16 @@ pub struct CostCurveRow {
     pub judge: String,
     /// The arm.
     pub arm: String,
-    /// `rounds`; `cost` when every loop of the arm was priced; `tokens` when every loop counted
-    /// its tokens (the writer's and the critic's, in and out).
+    /// What `spend` counts: `rounds`; `cost` when every loop of the arm was priced; `tokens` when
+    /// every loop counted its tokens (the writer's and the critic's, in and out).
     pub unit: String,
-    /// The budget per loop, in `unit`.
-    pub budget: f64,
+    /// The cap: the most rounds (draws) a loop may use.
+    pub cap: u32,
+    /// The loops' mean realized spend per loop under the cap, in `unit`.
+    pub spend: f64,
     /// The arm's loops.
     pub loops: u64,
-    /// The share of them that passed within the budget.
+    /// The share of them that passed within the cap.
     pub pass_rate: f64,
     /// Its 95% interval, task-clustered.
     pub lo: f64,
@@ -75,8 +79,8 @@ pub struct CostCurveRow {
     pub hi: f64,
 }
 
-/// Two arms' pass rates at one budget, paired on the same task × epoch units
-/// (`cost_comparisons.csv`).
+/// Two arms' pass rates at the same mean realized spend per loop, paired on the same task × epoch
+/// units (`cost_comparisons.csv`).
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct CostComparisonRow {
     /// The config (policy).
@@ -92,13 +96,23 @@ pub struct CostComparisonRow {
     pub arm_b: String,
     /// `rounds`, `cost` or `tokens`.
     pub unit: String,
-    /// The budget per loop both arms are cut at.
-    pub budget: f64,
-    /// A's pass rate within the budget minus B's, over the pairs.
+    /// Where the spend is matched: `ARM uncut` (the arm cheaper uncut, at its own policy) or
+    /// `ARM capped at K`.
+    pub matched_to: String,
+    /// A's mean realized spend per loop over the pairs, in `unit`.
+    pub spend_a: f64,
+    /// B's.
+    pub spend_b: f64,
+    /// A's cap in rounds: a whole number, or between two whole numbers for a mix (2.4: 40% of the
+    /// loops that reach round 3 may use it, the rest stop at 2).
+    pub cap_a: f64,
+    /// B's.
+    pub cap_b: f64,
+    /// A's pass rate minus B's, over the pairs.
     pub diff: f64,
     /// Its 95% interval, task-clustered, valid at its number of tasks; empty when the two sides
-    /// are the same verdicts by design at this budget (the first draft both share, within one
-    /// round; loops the backend makes the same).
+    /// are the same verdicts by design (the first draft both share, within one round; loops the
+    /// backend makes the same).
     pub diff_lo: Option<f64>,
     /// Its upper end.
     pub diff_hi: Option<f64>,
@@ -107,145 +121,184 @@ pub struct CostComparisonRow {
     pub p_value: Option<f64>,
     /// How the interval was computed (as in `comparisons.csv`), or `identical by design`.
     pub interval: String,
-    /// Where the budget comes from: `mean of ARM` (the feedback arm's mean spend per loop, or A's
-    /// when the run has no feedback arm) or `plateau of ARM` (the least budget at which the arm
-    /// passes as often as with no cut).
-    pub budget_from: String,
+}
+
+/// Whether a loop passes when capped at fewer rounds than it used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Capped {
+    /// The steering critic's reading: the loop stops at its first draft the critic passes, so
+    /// capped at k it passes when it passed within k rounds.
+    #[default]
+    ByRule,
+    /// A held-out judge's verdicts on the answer the loop gives capped at k (bit k − 1) for each
+    /// k below its rounds: its best-scored draft within k rounds, or its k-th with `final =
+    /// "last"`.
+    Judged(u64),
+    /// A held-out judge without a verdict on some such answer (it judged final answers only).
+    Unknown,
+}
+
+/// What a loop of `rounds` answers capped at each k below `rounds`, as a held-out judge reads it:
+/// `verdicts` is the judge's verdict on each round's draft, `scores` the critic's score of each
+/// round (which picks the best draft), `last` whether the loop answers with its last draft.
+pub(crate) fn judged_caps(
+    rounds: u32,
+    verdicts: &[Option<bool>],
+    scores: &[critbench_core::RoundScore],
+    last: bool,
+) -> Capped {
+    if rounds <= 1 {
+        return Capped::Judged(0);
+    }
+    if rounds > 64 || (!last && scores.len() < rounds as usize) {
+        return Capped::Unknown;
+    }
+    let mut bits = 0;
+    for cap in 1..rounds as usize {
+        let answer = if last { cap - 1 } else { critbench_core::best_round(&scores[..cap]).map_or(0, |b| b.round) };
+        match verdicts.get(answer).copied().flatten() {
+            Some(passed) => bits |= u64::from(passed) << (cap - 1),
+            None => return Capped::Unknown,
+        }
+    }
+    Capped::Judged(bits)
+}
+
+/// One loop, as spend needs it.
+struct LoopSpend {
+    arm: u16,
+    epoch: u32,
+    rounds: u32,
+    /// The round (from 1) within which it passed, or 0.
+    passed_at: u32,
+    /// Where it falls in a random draw of loops: from its task, epoch and arm.
+    draw: u64,
+    /// Its spend after each round, cumulative: in money for its first `rounds` entries, then in
+    /// tokens, each unit present when `measured` says so.
+    spent: Box<[f64]>,
+    /// Whether it was measured in money and in tokens.
+    measured: [bool; 2],
+    /// Whether it passes capped below its rounds.
+    capped: Capped,
+}
+
+impl LoopSpend {
+    /// What it spends capped at `cap` rounds, in `UNITS[unit]`.
+    fn spent(&self, unit: usize, cap: u32) -> f64 {
+        let used = self.rounds.min(cap).max(1);
+        match unit {
+            0 => f64::from(used),
+            _ => {
+                let offset = if unit == 2 && self.measured[0] { self.rounds as usize } else { 0 };
+                self.spent[offset + used as usize - 1]
+            }
+        }
+    }
+
+    /// Whether it passes capped at `cap` rounds.
+    fn passes(&self, cap: u32) -> bool {
+        if cap >= self.rounds {
+            return self.passed_at > 0;
+        }
+        match self.capped {
+            Capped::ByRule => self.passed_at > 0 && self.passed_at <= cap,
+            Capped::Judged(bits) => bits >> (cap - 1) & 1 == 1,
+            Capped::Unknown => false,
+        }
+    }
+
+    fn is_measured(&self, unit: usize) -> bool {
+        unit == 0 || self.measured[unit - 1]
+    }
 }
 
 /// One config × critic's loops, as spend needs them.
 #[derive(Default)]
 pub(crate) struct SpendTotals {
-    /// Per arm index (the summary group's): its totals; `None` for an adjudicated twin, whose
-    /// answer is another draft and whose spend is not the loop's.
-    arms: Vec<Option<ArmSpend>>,
-    /// (A, B) arm indices, A reading first → their pairs.
-    pairs: BTreeMap<(u16, u16), PairSpend>,
+    /// Per arm index (the summary group's): whether every loop so far was measured in money and
+    /// in tokens, and whether the judge has a verdict on what each loop answers under every cap;
+    /// `None` for an adjudicated twin, whose answer is another draft and whose spend is not the
+    /// loop's.
+    arms: Vec<Option<([bool; 2], bool)>>,
+    /// Each task's loops, by arm then epoch.
+    tasks: Vec<Vec<LoopSpend>>,
     /// The most rounds a loop of the group used.
     max_rounds: u32,
 }
 
-/// One task's loops of an arm, each as (cost, passed).
-type TaskCosts = Vec<(f64, bool)>;
-
-/// One task's pairs, each as (A's cost, A passed, B's cost, B passed).
-type PairCosts = Vec<(f64, bool, f64, bool)>;
-
-#[derive(Default)]
-struct ArmSpend {
-    loops: u64,
-    rounds: u64,
-    /// (loops, passes by the rounds they took: index r − 1) of a task → how many tasks had it.
-    by_rounds: BTreeMap<(u64, Vec<u64>), u64>,
-    /// Per unit of `MEASURED`: each task's loops as (spent, passed), while every loop so far was
-    /// measured in it.
-    measured: [Option<Vec<TaskCosts>>; 2],
-    /// What the measured loops spent, summed exactly (the same whatever order the tasks close in).
-    spent: [ExactSum; 2],
-}
-
-#[derive(Default)]
-struct PairSpend {
-    /// (pairs, each pair's rounds at its pass or 0, for A and B, sorted) of a task → tasks.
-    by_rounds: BTreeMap<Vec<(u32, u32)>, u64>,
-    /// Per unit of `MEASURED`: each task's pairs as (A's spend, passed, B's, passed), while every
-    /// loop was measured in it.
-    measured: [Option<Vec<PairCosts>>; 2],
-}
-
-/// The rounds a loop took to pass, or 0 when it did not.
-fn pass_round(l: &Loop) -> u32 {
-    if l.passed { l.rounds.max(1) } else { 0 }
+/// Which loops of a task [`SpendTotals::add_task`] is given: its names, and each round's spend.
+pub(crate) struct TaskLoops<'a> {
+    pub config_id: &'a str,
+    pub critic: &'a str,
+    pub task_id: &'a str,
+    /// Each loop's rounds' tokens and cost, when the run counted any.
+    pub spends: Option<&'a RoundSpends>,
 }
 
 impl SpendTotals {
     /// Folds one task's loops: `runs` is each arm's run of loops (arm index, its loops sorted by
-    /// epoch), `rank` the reading order of an arm index, `name` its label.
-    pub(crate) fn add_task<R: Ord>(
-        &mut self,
-        runs: &[(u16, &[Loop])],
-        rank: impl Fn(u16) -> R,
-        name: impl Fn(u16) -> String,
-    ) {
+    /// epoch), `name` an arm index's label.
+    pub(crate) fn add_task(&mut self, runs: &[(u16, &[Loop])], name: impl Fn(u16) -> String, task: TaskLoops<'_>) {
+        let mut kept = Vec::new();
         for (arm, loops) in runs {
             let slot = *arm as usize;
             if self.arms.len() <= slot {
-                self.arms.resize_with(slot + 1, || None);
+                self.arms.resize(slot + 1, None);
             }
-            if self.arms[slot].is_none() {
-                if name(*arm).ends_with(ADJUDICATED_SUFFIX) {
-                    continue;
-                }
-                self.arms[slot] =
-                    Some(ArmSpend { measured: [Some(Vec::new()), Some(Vec::new())], ..ArmSpend::default() });
+            let arm_name = name(*arm);
+            if arm_name.ends_with(ADJUDICATED_SUFFIX) {
+                continue;
             }
-            let Some(spend) = self.arms[slot].as_mut() else { continue };
-            let mut passes: Vec<u64> = Vec::new();
+            let (measured, cuttable) = self.arms[slot].get_or_insert(([true, true], true));
             for l in loops.iter() {
-                spend.loops += 1;
-                spend.rounds += u64::from(l.rounds);
                 self.max_rounds = self.max_rounds.max(l.rounds);
-                let round = pass_round(l) as usize;
-                if round > 0 {
-                    if passes.len() < round {
-                        passes.resize(round, 0);
-                    }
-                    passes[round - 1] += 1;
+                let rounds = l.rounds.max(1);
+                let key = loop_key(task.config_id, &arm_name, task.critic, task.task_id, l.epoch);
+                let per_round = task.spends.and_then(|spends| spends.get(&key));
+                let counted = |value: fn(&crate::queries::round_spend::Spent) -> Option<f64>| {
+                    let per_round = per_round?;
+                    per_round.iter().any(|r| value(r).is_some()).then(|| {
+                        let mut total = 0.0;
+                        (0..rounds as usize)
+                            .map(|round| {
+                                total += per_round.get(round).and_then(value).unwrap_or(0.0);
+                                total
+                            })
+                            .collect::<Vec<f64>>()
+                    })
+                };
+                // A loop is measured in money when its outcome was priced, and in tokens when a
+                // round counted any.
+                let cost = counted(|r| r.cost).filter(|_| l.cost.is_some());
+                let tokens = counted(|r| r.tokens.map(|t| t as f64));
+                let loop_measured = [cost.is_some(), tokens.is_some()];
+                for (all, this) in measured.iter_mut().zip(loop_measured) {
+                    *all &= this;
                 }
-            }
-            *spend.by_rounds.entry((loops.len() as u64, passes)).or_default() += 1;
-            for unit in 0..MEASURED.len() {
-                spend.measured[unit] = spend.measured[unit].take().and_then(|mut tasks| {
-                    let costs: Option<TaskCosts> = loops.iter().map(|l| Some((spent(l, unit)?, l.passed))).collect();
-                    tasks.push(costs?);
-                    Some(tasks)
+                let spent: Box<[f64]> = cost.into_iter().chain(tokens).flatten().collect();
+                let draw = critbench_storage::hash128(&(task.task_id, l.epoch, arm_name.as_str())) as u64;
+                *cuttable &= l.capped != Capped::Unknown;
+                kept.push(LoopSpend {
+                    arm: *arm,
+                    epoch: l.epoch,
+                    rounds,
+                    passed_at: if l.passed { rounds } else { 0 },
+                    draw,
+                    spent,
+                    measured: loop_measured,
+                    capped: l.capped,
                 });
-                for value in loops.iter().filter_map(|l| spent(l, unit)) {
-                    spend.spent[unit].add(value);
-                }
             }
         }
-        let counted = |arm: u16| self.arms.get(arm as usize).is_some_and(Option::is_some);
-        for (i, (arm_i, loops_i)) in runs.iter().enumerate() {
-            for (arm_j, loops_j) in &runs[i + 1..] {
-                if !counted(*arm_i) || !counted(*arm_j) {
-                    continue;
-                }
-                let (a, b, loops_a, loops_b) = if rank(*arm_i) <= rank(*arm_j) {
-                    (*arm_i, *arm_j, loops_i, loops_j)
-                } else {
-                    (*arm_j, *arm_i, loops_j, loops_i)
-                };
-                let pairs: Vec<(&Loop, &Loop)> = matched_epochs(loops_a, loops_b).collect();
-                if pairs.is_empty() {
-                    continue;
-                }
-                let spend = self.pairs.entry((a, b)).or_insert_with(|| PairSpend {
-                    measured: [Some(Vec::new()), Some(Vec::new())],
-                    ..PairSpend::default()
-                });
-                let mut rounds: Vec<(u32, u32)> = pairs.iter().map(|(x, y)| (pass_round(x), pass_round(y))).collect();
-                rounds.sort_unstable();
-                *spend.by_rounds.entry(rounds).or_default() += 1;
-                for unit in 0..MEASURED.len() {
-                    spend.measured[unit] = spend.measured[unit].take().and_then(|mut tasks| {
-                        let costs: Option<PairCosts> = pairs
-                            .iter()
-                            .map(|(x, y)| Some((spent(x, unit)?, x.passed, spent(y, unit)?, y.passed)))
-                            .collect();
-                        tasks.push(costs?);
-                        Some(tasks)
-                    });
-                }
-            }
+        if !kept.is_empty() {
+            self.tasks.push(kept);
         }
     }
 
-    /// The group's curves and comparisons, appended to `out`: each arm's curve in rounds at every
-    /// whole number of rounds up to the most a loop used, and in money and in tokens at
-    /// [`COST_STEPS`] steps when every loop of the arm was measured in the unit; each pair of arms
-    /// (in `order`, a list of arm indices in reading order) compared at the feedback arm's mean
-    /// spend per loop and at each arm's plateau.
+    /// The group's curves and comparisons, appended to `out`: each arm's curve at every cap up to
+    /// the most rounds a loop used, in rounds and in each unit every loop of the arm was measured
+    /// in; each pair of arms (in `order`, a list of arm indices in reading order) compared at
+    /// equal mean spend, at every cap of the arm cheaper uncut.
     pub(crate) fn rows(
         &self,
         (config_id, critic): (&str, &str),
@@ -256,89 +309,93 @@ impl SpendTotals {
         out: &mut Spend,
     ) {
         let Spend { curves, comparisons } = out;
-        let arms: Vec<(u16, &ArmSpend)> =
-            order.iter().filter_map(|&arm| Some((arm, self.arms.get(arm as usize)?.as_ref()?))).collect();
+        // An arm some of whose capped answers the judge did not read has no curve in its reading.
+        let arms: Vec<(u16, [bool; 2])> = order
+            .iter()
+            .filter_map(|&arm| Some((arm, (*self.arms.get(arm as usize)?)?)))
+            .filter(|(_, (_, cuttable))| *cuttable)
+            .map(|(arm, (measured, _))| (arm, measured))
+            .collect();
         if arms.is_empty() {
             return;
         }
-        let feedback = arms.iter().find(|(arm, _)| name(*arm) == critbench_core::Arm::Feedback.as_str()).copied();
-        let curve = |unit: &str, arm: u16, budget: f64, rate: (u64, f64, f64, f64)| CostCurveRow {
-            judge: crate::rows::CRITIC_JUDGE.to_string(),
-            config_id: config_id.to_string(),
-            critic: critic.to_string(),
-            arm: name(arm),
-            unit: unit.to_string(),
-            budget,
-            loops: rate.0,
-            pass_rate: rate.1,
-            lo: rate.2,
-            hi: rate.3,
-        };
-
-        // In rounds.
-        for &(arm, spend) in &arms {
-            for budget in 1..=self.max_rounds {
-                curves.push(curve(ROUNDS, arm, f64::from(budget), spend.rate_in_rounds(budget, seed)));
-            }
-        }
-        // A cap is a whole number of rounds: the feedback arm's mean, rounded.
-        let mean_rounds = |spend: &ArmSpend| (spend.rounds as f64 / spend.loops as f64).round().max(1.0);
-        for (i, &(a, spend_a)) in arms.iter().enumerate() {
-            for &(b, spend_b) in &arms[i + 1..] {
-                let Some(pair) = self.pairs.get(&(a, b)) else { continue };
-                let (reference, spend_ref) = feedback.unwrap_or((a, spend_a));
-                let mut budgets: Vec<(u32, String)> =
-                    vec![(mean_rounds(spend_ref) as u32, format!("mean of {}", name(reference)))];
-                for (arm, spend) in [(a, spend_a), (b, spend_b)] {
-                    budgets.push((spend.plateau_in_rounds(), format!("plateau of {}", name(arm))));
-                }
-                let design = design(a, b);
-                for (budget, from) in dedup(budgets) {
-                    let (difference, untied) = pair.difference_in_rounds(budget, seed);
-                    // Within one round both sides answer with the first draft they share.
-                    let identical = design.last || (design.first && budget == 1);
-                    let difference = paired_or_identical(difference, identical, untied);
-                    let (labels, at) = ((name(a), name(b)), (ROUNDS, f64::from(budget)));
-                    comparisons.push(comparison((config_id, critic), (&labels.0, &labels.1), at, difference, from));
-                }
-            }
-        }
-
-        // In money and in tokens, for the arms whose every loop was measured in the unit.
-        for (unit, unit_name) in MEASURED.iter().enumerate() {
-            let measured: Vec<(u16, &ArmSpend, &Vec<TaskCosts>)> =
-                arms.iter().filter_map(|&(arm, spend)| Some((arm, spend, spend.measured[unit].as_ref()?))).collect();
-            let most = measured
+        let in_unit = |measured: [bool; 2], unit: usize| unit == 0 || measured[unit - 1];
+        for (unit, unit_name) in UNITS.iter().enumerate() {
+            // A unit no loop spent anything in (a model priced at zero) matches nothing.
+            let most = self
+                .tasks
                 .iter()
-                .flat_map(|(_, _, tasks)| tasks.iter().flatten().map(|(value, _)| *value))
+                .flatten()
+                .filter(|l| l.is_measured(unit))
+                .map(|l| l.spent(unit, l.rounds))
                 .fold(0.0, f64::max);
-            if measured.is_empty() || most <= 0.0 {
+            if most <= 0.0 {
                 continue;
             }
-            for &(arm, spend, _) in &measured {
-                for step in 1..=COST_STEPS {
-                    let budget = most * step as f64 / COST_STEPS as f64;
-                    curves.push(curve(unit_name, arm, budget, spend.rate_within(unit, budget, seed)));
+            let measured: Vec<u16> = arms.iter().filter(|(_, m)| in_unit(*m, unit)).map(|(arm, _)| *arm).collect();
+            for &arm in &measured {
+                let tasks: Vec<&[LoopSpend]> =
+                    self.tasks.iter().map(|task| run_of(task, arm)).filter(|run| !run.is_empty()).collect();
+                for cap in 1..=self.max_rounds {
+                    let mut spend = ExactSum::default();
+                    let mut counts: BTreeMap<(u64, i64), u64> = BTreeMap::new();
+                    for loops in &tasks {
+                        loops.iter().for_each(|l| spend.add(l.spent(unit, cap)));
+                        let passes = loops.iter().filter(|l| l.passes(cap)).count() as i64;
+                        *counts.entry((loops.len() as u64, passes)).or_default() += 1;
+                    }
+                    let clusters = one_statistic(counts);
+                    let loops: u64 = clusters.iter().map(|c| c.denominator * c.tasks).sum();
+                    let rate = pass_rate(&clusters, BOOTSTRAP_RESAMPLES, seed);
+                    curves.push(CostCurveRow {
+                        config_id: config_id.to_string(),
+                        critic: critic.to_string(),
+                        judge: crate::rows::CRITIC_JUDGE.to_string(),
+                        arm: name(arm),
+                        unit: unit_name.to_string(),
+                        cap,
+                        spend: spend.sum() / loops as f64,
+                        loops,
+                        pass_rate: rate.estimate,
+                        lo: rate.low,
+                        hi: rate.high,
+                    });
                 }
             }
-            for (i, &(a, spend_a, _)) in measured.iter().enumerate() {
-                for &(b, spend_b, _) in &measured[i + 1..] {
-                    let Some(pair_costs) = self.pairs.get(&(a, b)).and_then(|p| p.measured[unit].as_ref()) else {
+            for (i, &a) in measured.iter().enumerate() {
+                for &b in &measured[i + 1..] {
+                    let pairs: Vec<TaskPairs<'_>> = self
+                        .tasks
+                        .iter()
+                        .map(|task| pair_epochs(run_of(task, a), run_of(task, b)))
+                        .filter(|pairs| !pairs.is_empty())
+                        .collect();
+                    if pairs.is_empty() {
                         continue;
-                    };
-                    let (reference, spend_ref) =
-                        feedback.filter(|(_, s)| s.measured[unit].is_some()).unwrap_or((a, spend_a));
-                    let mean = spend_ref.spent[unit].sum() / spend_ref.loops as f64;
-                    let mut budgets: Vec<(f64, String)> = vec![(mean, format!("mean of {}", name(reference)))];
-                    for (arm, spend) in [(a, spend_a), (b, spend_b)] {
-                        budgets.push((spend.plateau_within(unit), format!("plateau of {}", name(arm))));
                     }
-                    let identical = design(a, b).last;
-                    for (budget, from) in dedup(budgets) {
-                        let (difference, untied) = difference_within(pair_costs, budget, seed);
-                        let difference = paired_or_identical(difference, identical, untied);
-                        let (labels, at) = ((name(a), name(b)), (*unit_name, budget));
-                        comparisons.push(comparison((config_id, critic), (&labels.0, &labels.1), at, difference, from));
+                    let labels = [name(a), name(b)];
+                    for matched in equal_spend(&pairs, unit) {
+                        let cheaper = &labels[matched.cheaper];
+                        let matched_to = if matched.uncut {
+                            format!("{cheaper} uncut")
+                        } else {
+                            format!("{cheaper} capped at {}", matched.caps[matched.cheaper].low)
+                        };
+                        let row = compare(&pairs, unit, &matched, design(a, b), seed);
+                        // Too few loops to mix to the same spend: no comparison at equal cost.
+                        if (row.spend_a - row.spend_b).abs() > MATCHED * row.spend_a.max(row.spend_b) {
+                            continue;
+                        }
+                        comparisons.push(CostComparisonRow {
+                            config_id: config_id.to_string(),
+                            critic: critic.to_string(),
+                            judge: crate::rows::CRITIC_JUDGE.to_string(),
+                            arm_a: labels[0].clone(),
+                            arm_b: labels[1].clone(),
+                            unit: unit_name.to_string(),
+                            matched_to,
+                            ..row
+                        });
                     }
                 }
             }
@@ -346,112 +403,141 @@ impl SpendTotals {
     }
 }
 
-impl ArmSpend {
-    /// (loops, pass rate, interval) of the loops cut at `budget` rounds.
-    fn rate_in_rounds(&self, budget: u32, seed: u64) -> (u64, f64, f64, f64) {
-        let clusters: Vec<Cluster<1>> = self
-            .by_rounds
-            .iter()
-            .map(|((loops, passes), &tasks)| {
-                let within: u64 = passes.iter().take(budget as usize).sum();
-                Cluster { denominator: *loops, numerators: [within as i64], tasks }
-            })
-            .collect();
-        rate_of(&clusters, seed)
-    }
-
-    /// The least whole number of rounds within which the arm passes as often as uncut.
-    fn plateau_in_rounds(&self) -> u32 {
-        let longest = self.by_rounds.keys().map(|(_, passes)| passes.len()).max().unwrap_or(0);
-        longest.max(1) as u32
-    }
-
-    /// (loops, pass rate, interval) of the loops cut at `budget` in `MEASURED[unit]`.
-    fn rate_within(&self, unit: usize, budget: f64, seed: u64) -> (u64, f64, f64, f64) {
-        let tasks = self.measured[unit].as_deref().unwrap_or_default();
-        let clusters = histogram(tasks.iter().map(|loops| {
-            let within = loops.iter().filter(|(cost, passed)| *passed && *cost <= budget).count();
-            (loops.len() as u64, within as i64)
-        }));
-        rate_of(&clusters, seed)
-    }
-
-    /// The least spend in `MEASURED[unit]` at which the arm passes as often as uncut: that of its
-    /// passed loop that spent most.
-    fn plateau_within(&self, unit: usize) -> f64 {
-        let tasks = self.measured[unit].as_deref().unwrap_or_default();
-        tasks.iter().flatten().filter(|(_, passed)| *passed).map(|(cost, _)| *cost).fold(0.0, f64::max)
-    }
+/// The loops of `arm` in a task's loops (sorted by arm), or none.
+fn run_of(task: &[LoopSpend], arm: u16) -> &[LoopSpend] {
+    let from = task.partition_point(|l| l.arm < arm);
+    let to = task.partition_point(|l| l.arm <= arm);
+    &task[from..to]
 }
 
-impl PairSpend {
-    /// A − B within `budget` rounds, and whether a pair's verdicts differ.
-    fn difference_in_rounds(&self, budget: u32, seed: u64) -> (Difference, bool) {
-        let within = |round: u32| i64::from(round > 0 && round <= budget);
-        let mut counts: BTreeMap<(u64, i64), u64> = BTreeMap::new();
-        let mut untied = false;
-        for (pairs, &tasks) in &self.by_rounds {
-            untied |= pairs.iter().any(|&(a, b)| within(a) != within(b));
-            let net: i64 = pairs.iter().map(|&(a, b)| within(a) - within(b)).sum();
-            *counts.entry((pairs.len() as u64, net)).or_default() += tasks;
+/// One task's pairs of two arms' loops that share an epoch, as (A's, B's).
+type TaskPairs<'a> = Vec<[&'a LoopSpend; 2]>;
+
+/// The pairs of two arms' loops of a task (each sorted by epoch) that share an epoch.
+fn pair_epochs<'a>(a: &'a [LoopSpend], b: &'a [LoopSpend]) -> TaskPairs<'a> {
+    let (mut i, mut j, mut pairs) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        match a[i].epoch.cmp(&b[j].epoch) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                pairs.push([&a[i], &b[j]]);
+                i += 1;
+                j += 1;
+            }
         }
-        (paired_difference(&one_statistic(counts), BOOTSTRAP_RESAMPLES, seed), untied)
+    }
+    pairs
+}
+
+/// A side's cap over a comparison's pairs: `low` rounds, and `low + 1` for the pairs `raised`.
+struct Cap {
+    low: u32,
+    /// Per pair, in the order of the pairs flattened, whether its loop may use `low + 1`.
+    raised: Vec<bool>,
+    /// The share of the loops that reach round `low + 1` given it.
+    share: f64,
+}
+
+impl Cap {
+    fn of(&self, pair: usize) -> u32 {
+        self.low + u32::from(self.raised.get(pair).copied().unwrap_or(false))
     }
 }
 
-/// A − B within `budget` over each task's measured pairs, and whether a pair's verdicts differ.
-fn difference_within(tasks: &[PairCosts], budget: f64, seed: u64) -> (Difference, bool) {
-    let within = |cost: f64, passed: bool| i64::from(passed && cost <= budget);
-    let untied = tasks.iter().flatten().any(|&(ca, pa, cb, pb)| within(ca, pa) != within(cb, pb));
-    let net =
-        |pairs: &PairCosts| -> i64 { pairs.iter().map(|&(ca, pa, cb, pb)| within(ca, pa) - within(cb, pb)).sum() };
-    let clusters = histogram(tasks.iter().map(|pairs| (pairs.len() as u64, net(pairs))));
-    (paired_difference(&clusters, BOOTSTRAP_RESAMPLES, seed), untied)
+/// Where two arms are compared: the cheaper one uncut (index into the pair) at one of its caps,
+/// the other at the caps that spend as much.
+struct Matched {
+    cheaper: usize,
+    /// Whether the cheaper arm's cap is its longest loop: the arm as it ran.
+    uncut: bool,
+    caps: [Cap; 2],
 }
 
-/// Per-task (denominator, numerator) pairs as the clusters the statistics take.
-fn histogram(tasks: impl Iterator<Item = (u64, i64)>) -> Vec<Cluster<1>> {
+/// The points two arms are compared at in `UNITS[unit]`: at each cap of the arm whose loops spend
+/// less uncut, the other at the one cap, or the mix of two neighbouring caps, whose mean spend
+/// over the pairs is nearest; a cap spending less than the other arm's first round is left out.
+fn equal_spend(pairs: &[TaskPairs<'_>], unit: usize) -> Vec<Matched> {
+    let flat: Vec<[&LoopSpend; 2]> = pairs.iter().flatten().copied().collect();
+    let total = |side: usize, cap: u32| {
+        let mut sum = ExactSum::default();
+        flat.iter().for_each(|pair| sum.add(pair[side].spent(unit, cap)));
+        sum.sum()
+    };
+    let longest = |side: usize| flat.iter().map(|pair| pair[side].rounds).max().unwrap_or(1);
+    let cheaper = usize::from(total(1, longest(1)) < total(0, longest(0)));
+    let other = 1 - cheaper;
+    let mut points = Vec::new();
+    for cap in 1..=longest(cheaper) {
+        let target = total(cheaper, cap);
+        let near = |value: f64| (value - target).abs() <= 1e-9 * target.abs();
+        if total(other, 1) > target && !near(total(other, 1)) {
+            continue;
+        }
+        let mut low = 1;
+        while low < longest(other) && (total(other, low + 1) <= target || near(total(other, low + 1))) {
+            low += 1;
+        }
+        let mut raised = vec![false; flat.len()];
+        let mut share = 0.0;
+        let below = total(other, low);
+        if low < longest(other) && !near(below) {
+            // The loops that would use one more round, in a random order: each is given it while
+            // that brings the mean spend nearer the target.
+            let mut reach: Vec<usize> = (0..flat.len()).filter(|&i| flat[i][other].rounds > low).collect();
+            reach.sort_by_key(|&i| (flat[i][other].draw, flat[i][other].epoch));
+            let mut short = target - below;
+            let mut given = 0;
+            for &i in &reach {
+                let more = flat[i][other].spent(unit, low + 1) - flat[i][other].spent(unit, low);
+                if more < 2.0 * short {
+                    raised[i] = true;
+                    short -= more;
+                    given += 1;
+                }
+            }
+            share = given as f64 / reach.len() as f64;
+        }
+        let exact = Cap { low: cap, raised: Vec::new(), share: 0.0 };
+        let mixed = Cap { low, raised, share };
+        let caps = if cheaper == 0 { [exact, mixed] } else { [mixed, exact] };
+        points.push(Matched { cheaper, uncut: cap == longest(cheaper), caps });
+    }
+    points
+}
+
+/// A comparison row's numbers: both sides' realized spend and caps, and A − B over the pairs
+/// with each side held to its caps.
+fn compare(pairs: &[TaskPairs<'_>], unit: usize, matched: &Matched, design: Design, seed: u64) -> CostComparisonRow {
     let mut counts: BTreeMap<(u64, i64), u64> = BTreeMap::new();
-    for task in tasks {
-        *counts.entry(task).or_default() += 1;
-    }
-    one_statistic(counts)
-}
-
-fn rate_of(clusters: &[Cluster<1>], seed: u64) -> (u64, f64, f64, f64) {
-    let loops: u64 = clusters.iter().map(|c| c.denominator * c.tasks).sum();
-    let rate = pass_rate(clusters, BOOTSTRAP_RESAMPLES, seed);
-    (loops, rate.estimate, rate.low, rate.high)
-}
-
-/// Budgets in order, each once (the first reason kept).
-fn dedup<T: PartialOrd + Copy>(mut budgets: Vec<(T, String)>) -> Vec<(T, String)> {
-    let mut kept: Vec<(T, String)> = Vec::new();
-    for (budget, from) in budgets.drain(..) {
-        if !kept.iter().any(|(b, _)| *b == budget) {
-            kept.push((budget, from));
+    let mut spent = [ExactSum::default(), ExactSum::default()];
+    let (mut untied, mut index) = (false, 0);
+    for task in pairs {
+        let mut net = 0;
+        for pair in task {
+            let caps = [matched.caps[0].of(index), matched.caps[1].of(index)];
+            let passes = [pair[0].passes(caps[0]), pair[1].passes(caps[1])];
+            untied |= passes[0] != passes[1];
+            net += i64::from(passes[0]) - i64::from(passes[1]);
+            for side in 0..2 {
+                spent[side].add(pair[side].spent(unit, caps[side]));
+            }
+            index += 1;
         }
+        *counts.entry((task.len() as u64, net)).or_default() += 1;
     }
-    kept.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
-    kept
-}
-
-fn comparison(
-    (config_id, critic): (&str, &str),
-    (arm_a, arm_b): (&str, &str),
-    (unit, budget): (&str, f64),
-    difference: Paired,
-    budget_from: String,
-) -> CostComparisonRow {
+    let difference = paired_difference(&one_statistic(counts), BOOTSTRAP_RESAMPLES, seed);
+    // Within one round both sides answer with the first draft they share.
+    let one_round = matched.caps.iter().all(|cap| cap.low == 1 && cap.share == 0.0);
+    let identical = (design.last || (design.first && one_round)) && !untied;
+    let difference = if identical { Paired::Identical } else { Paired::Measured(difference) };
     let (diff_lo, diff_hi) = difference.bounds();
+    let n = index as f64;
     CostComparisonRow {
-        judge: crate::rows::CRITIC_JUDGE.to_string(),
-        config_id: config_id.to_string(),
-        critic: critic.to_string(),
-        arm_a: arm_a.to_string(),
-        arm_b: arm_b.to_string(),
-        unit: unit.to_string(),
-        budget,
+        spend_a: spent[0].sum() / n,
+        spend_b: spent[1].sum() / n,
+        cap_a: f64::from(matched.caps[0].low) + matched.caps[0].share,
+        cap_b: f64::from(matched.caps[1].low) + matched.caps[1].share,
         diff: match difference {
             Paired::Identical => 0.0,
             Paired::Measured(d) => d.estimate,
@@ -460,29 +546,46 @@ fn comparison(
         diff_hi,
         p_value: difference.p_value(),
         interval: difference.interval(),
-        budget_from,
+        ..CostComparisonRow::default()
     }
-}
-
-/// `difference`, or identical by design when `identical` says the design makes the two sides
-/// the same verdicts and every pair agrees.
-fn paired_or_identical(difference: Difference, identical: bool, untied: bool) -> Paired {
-    if identical && !untied { Paired::Identical } else { Paired::Measured(difference) }
 }
 
 /// Which unit the reports show a comparison in first: money, then tokens, then rounds.
 pub(crate) fn preference(unit: &str) -> usize {
-    MEASURED.iter().position(|u| *u == unit).unwrap_or(MEASURED.len())
+    [COST, TOKENS].iter().position(|u| *u == unit).unwrap_or(2)
 }
 
-/// A comparison's budget as the reports say it: `0.0123 USD`, `1,840 tokens`, `3 rounds`.
-pub(crate) fn budget_text(row: &CostComparisonRow, currency: Option<&str>) -> String {
-    match row.unit.as_str() {
-        COST => crate::format::money(row.budget, currency),
-        TOKENS => format!("{} tokens", thousands(row.budget.floor() as u64)),
-        _ if row.budget == 1.0 => "1 round".to_string(),
-        _ => format!("{} rounds", row.budget),
+/// A spend per loop as the reports say it: `0.0123 USD`, `1,840 tokens`, `2.31 rounds`.
+pub(crate) fn spend_text(unit: &str, value: f64, currency: Option<&str>) -> String {
+    match unit {
+        COST => crate::format::money(value, currency),
+        TOKENS => format!("{} tokens", thousands(value.round() as u64)),
+        _ => format!("{value:.2} rounds"),
     }
+}
+
+/// A cap as the reports say it: `cap 3`, or `cap 2.4` for a mix of 2 and 3.
+pub(crate) fn cap_text(cap: f64) -> String {
+    let text = format!("{cap:.2}");
+    format!("cap {}", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// Both arms' realized spend per loop and caps: `feedback 2.31 rounds (cap 4), resample 2.30 rounds (cap 2.4)`.
+pub(crate) fn spends_text(row: &CostComparisonRow, currency: Option<&str>) -> String {
+    format!(
+        "{} {} ({}), {} {} ({})",
+        row.arm_a,
+        spend_text(&row.unit, row.spend_a, currency),
+        cap_text(row.cap_a),
+        row.arm_b,
+        spend_text(&row.unit, row.spend_b, currency),
+        cap_text(row.cap_b)
+    )
+}
+
+/// Whether a comparison is the one the reports show: at the cheaper arm's own spend, uncut.
+pub(crate) fn is_uncut(row: &CostComparisonRow) -> bool {
+    row.matched_to.ends_with(" uncut")
 }
 
 /// `1840` as `1,840`.
@@ -499,21 +602,22 @@ fn thousands(value: u64) -> String {
 }
 
 /// The sentence above the reports' table of arms at equal cost.
-pub(crate) const SENTENCE: &str = "Both arms' loops cut at the same budget per loop, A's mean spend (in money when \
-     priced, else in tokens when counted, else in rounds), and paired on the same task × epoch units: a loop cut at B \
-     passes when it ended within B and the judge passed its answer. `cost_curves.csv` has every arm's pass rate at every \
-     budget and `cost_comparisons.csv` the comparisons at each arm's plateau too, by every judge.";
+pub(crate) const SENTENCE: &str = "Both arms at the same mean spend per loop, the one that spends less as it ran and the \
+     other capped at fewer rounds (draws) until it spends as much, mixing two neighbouring caps at random per loop where \
+     one cap does not match; paired on the same task × epoch units, in money when priced, else in tokens when counted, \
+     else in rounds. A loop capped at k passes when it ended within k rounds and the judge passed its answer. \
+     `cost_curves.csv` has every arm's pass rate at every cap and `cost_comparisons.csv` the comparisons at every cap of \
+     the cheaper arm, by every judge.";
 
-/// The reports' rows of arms at equal cost: each measured comparison at the feedback arm's (or
-/// A's) mean spend, as (config, critic, `A − B`, budget, difference with interval, p, who is ahead).
+/// The reports' rows of arms at equal cost: each measured comparison at the cheaper arm's own
+/// spend, as (config, critic, `A − B`, both spends, difference with interval, p, who is ahead).
 pub(crate) fn table_rows(spend: &Spend, currency: Option<&str>) -> Vec<[String; 7]> {
     spend
         .comparisons
         .iter()
-        .filter(|c| c.budget_from.starts_with("mean of "))
+        .filter(|c| is_uncut(c))
         .filter_map(|c| {
             let (lo, hi, p) = (c.diff_lo?, c.diff_hi?, c.p_value?);
-            let budget = budget_text(c, currency);
             let ahead = if lo > 0.0 {
                 c.arm_a.clone()
             } else if hi < 0.0 {
@@ -525,7 +629,7 @@ pub(crate) fn table_rows(spend: &Spend, currency: Option<&str>) -> Vec<[String; 
                 c.config_id.clone(),
                 c.critic.clone(),
                 format!("{} − {}", c.arm_a, c.arm_b),
-                format!("≤ {budget}"),
+                spends_text(c, currency),
                 crate::format::difference_cell(c.diff, Some(lo), Some(hi)),
                 crate::format::format_p(p),
                 ahead,
@@ -536,22 +640,115 @@ pub(crate) fn table_rows(spend: &Spend, currency: Option<&str>) -> Vec<[String; 
 
 /// The table's header.
 pub(crate) const TABLE_HEADER: [&str; 7] =
-    ["config", "critic", "A − B", "budget per loop", "difference (95% CI)", "p", "ahead"];
+    ["config", "critic", "A − B", "spend per loop (cap)", "difference (95% CI)", "p", "ahead"];
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn budgets_read_in_their_units() {
-        let row =
-            |unit: &str, budget: f64| CostComparisonRow { unit: unit.into(), budget, ..CostComparisonRow::default() };
-        assert_eq!(budget_text(&row(TOKENS, 1840.6), None), "1,840 tokens");
-        assert_eq!(budget_text(&row(TOKENS, 999.0), None), "999 tokens");
-        assert_eq!(budget_text(&row(TOKENS, 1_234_567.0), None), "1,234,567 tokens");
-        assert_eq!(budget_text(&row(COST, 0.25), Some("USD")), "0.250 USD");
-        assert_eq!(budget_text(&row(ROUNDS, 1.0), None), "1 round");
-        assert_eq!(budget_text(&row(ROUNDS, 3.0), None), "3 rounds");
+    fn spends_read_in_their_units() {
+        assert_eq!(spend_text(TOKENS, 1840.4, None), "1,840 tokens");
+        assert_eq!(spend_text(TOKENS, 999.0, None), "999 tokens");
+        assert_eq!(spend_text(TOKENS, 1_234_567.0, None), "1,234,567 tokens");
+        assert_eq!(spend_text(COST, 0.25, Some("USD")), "0.250 USD");
+        assert_eq!(spend_text(ROUNDS, 2.0, None), "2.00 rounds");
+        assert_eq!(
+            (cap_text(3.0), cap_text(2.4), cap_text(2.126)),
+            ("cap 3".into(), "cap 2.4".into(), "cap 2.13".into())
+        );
         assert!(preference(COST) < preference(TOKENS) && preference(TOKENS) < preference(ROUNDS));
+    }
+
+    /// A loop of `arm` in task `t` that used `rounds` and passed on its last round or not.
+    fn loop_of(arm: u16, rounds: u32, passed: bool) -> Loop {
+        Loop {
+            arm,
+            epoch: 0,
+            passed,
+            first: passed && rounds == 1,
+            rounds,
+            best_score: 0.0,
+            cost: None,
+            capped: Capped::ByRule,
+        }
+    }
+
+    /// Four tasks of `feedback` (arm 0) and `resample` (arm 1), one loop each, as (rounds, passed).
+    fn four_tasks() -> SpendTotals {
+        let feedback = [(1, true), (2, true), (2, false), (3, true)];
+        let resample = [(3, false), (3, true), (1, true), (3, false)];
+        let mut totals = SpendTotals::default();
+        for task in 0..4 {
+            let a = [loop_of(0, feedback[task].0, feedback[task].1)];
+            let b = [loop_of(1, resample[task].0, resample[task].1)];
+            let task_id = format!("t{task}");
+            let loops = TaskLoops { config_id: "p8", critic: "rubric", task_id: &task_id, spends: None };
+            totals.add_task(&[(0, &a), (1, &b)], name, loops);
+        }
+        totals
+    }
+
+    fn name(arm: u16) -> String {
+        ["feedback", "resample"][arm as usize].to_string()
+    }
+
+    #[test]
+    fn an_arms_curve_is_its_pass_rate_against_its_mean_spend_at_each_cap() {
+        let mut out = Spend::default();
+        four_tasks().rows(("p8", "rubric"), &[0, 1], name, |_, _| Design::default(), 7, &mut out);
+        let points: Vec<(&str, u32, f64, f64)> =
+            out.curves.iter().map(|c| (c.arm.as_str(), c.cap, c.spend, c.pass_rate)).collect();
+        // Capped at 2, feedback's loops spend 1, 2, 2, 2 rounds and two of them pass within 2.
+        assert_eq!(
+            points,
+            [
+                ("feedback", 1, 1.0, 0.25),
+                ("feedback", 2, 1.75, 0.5),
+                ("feedback", 3, 2.0, 0.75),
+                ("resample", 1, 1.0, 0.25),
+                ("resample", 2, 1.75, 0.25),
+                ("resample", 3, 2.5, 0.5),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_dearer_arm_is_compared_at_the_mix_of_its_caps_that_spends_as_much() {
+        let mut out = Spend::default();
+        four_tasks().rows(("p8", "rubric"), &[0, 1], name, |_, _| Design::default(), 7, &mut out);
+        let uncut = out.comparisons.iter().find(|c| c.matched_to == "feedback uncut").expect("matched uncut");
+        // feedback spends 8 rounds over 4 loops uncut; resample 7 capped at 2 and 10 at 3. Of the
+        // three resample loops that reach round 3, the first in the random draw is let use it: 7 + 1
+        // = 8 rounds.
+        let draw = |task: &str| critbench_storage::hash128(&(task, 0_u32, "resample")) as u64;
+        let raised = ["t0", "t1", "t3"].into_iter().min_by_key(|t| draw(t)).unwrap();
+        assert_eq!((uncut.spend_a, uncut.spend_b), (2.0, 2.0));
+        assert_eq!((uncut.cap_a, uncut.cap_b), (3.0, 2.0 + 1.0 / 3.0));
+        // Feedback passes 3 of 4; resample passes t2 within 2, and t1 only if it was let use 3.
+        let resample_passes = 1.0 + f64::from(raised == "t1");
+        assert_eq!(uncut.diff, 0.75 - resample_passes / 4.0);
+        // At feedback's cap 2 (1.75 rounds a loop), resample's cap 2 spends the same: no mix.
+        let at_two = out.comparisons.iter().find(|c| c.matched_to == "feedback capped at 2").unwrap();
+        assert_eq!((at_two.spend_a, at_two.spend_b, at_two.cap_b), (1.75, 1.75, 2.0));
+        assert_eq!(at_two.diff, 0.5 - 0.25);
+        for row in &out.comparisons {
+            assert!((row.spend_a - row.spend_b).abs() <= 0.05 * row.spend_a, "{row:?}");
+        }
+    }
+
+    #[test]
+    fn a_held_out_judge_reads_the_answer_a_capped_loop_gives() {
+        use critbench_core::RoundScore;
+        // Four rounds scored 6, 4, 7, 5; the judge passes rounds 1 and 2 only.
+        let scores = [RoundScore::new(6.0), RoundScore::new(4.0), RoundScore::new(7.0), RoundScore::new(5.0)];
+        let verdicts = [Some(false), Some(true), Some(true), Some(false)];
+        // Best within 1, 2, 3 rounds: round 0, round 0 (6 > 4), round 2 → fail, fail, pass.
+        assert_eq!(judged_caps(4, &verdicts, &scores, false), Capped::Judged(0b100));
+        // The last draft within 1, 2, 3 rounds: rounds 0, 1, 2 → fail, pass, pass.
+        assert_eq!(judged_caps(4, &verdicts, &scores, true), Capped::Judged(0b110));
+        // No verdict on a draft a cap answers with: unknown.
+        assert_eq!(judged_caps(4, &[Some(false), None, Some(true)], &scores, true), Capped::Unknown);
+        assert_eq!(judged_caps(1, &[], &[], false), Capped::Judged(0), "one round: nothing to cap");
     }
 }

@@ -28,8 +28,8 @@ pub(crate) struct Loop {
     pub rounds: u32,
     pub best_score: f64,
     pub cost: Option<f64>,
-    /// Every model token the loop spent, writer's and critic's, when its rounds counted them.
-    pub tokens: Option<u64>,
+    /// Whether it passes capped at fewer rounds than it used.
+    pub capped: crate::spend::Capped,
 }
 
 impl Loop {
@@ -42,7 +42,7 @@ impl Loop {
             rounds: row.rounds,
             best_score: row.best_score,
             cost: row.cost,
-            tokens: None,
+            capped: crate::spend::Capped::ByRule,
         }
     }
 }

@@ -780,7 +780,7 @@ mod tests {
         std::fs::write(dir.path().join(MANIFEST_FILE), "{\"run_id\": 3").unwrap();
         let error = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(error.contains("is not a critbench manifest") && error.contains("hint:"), "{error}");
-        let wrong_shape = serde_json::json!({"manifest_version": 1, "schema_version": 9, "run_id": 3});
+        let wrong_shape = serde_json::json!({"manifest_version": 1, "schema_version": 10, "run_id": 3});
         std::fs::write(dir.path().join(MANIFEST_FILE), wrong_shape.to_string()).unwrap();
         let error = Manifest::read(dir.path()).unwrap_err();
         assert!(matches!(error, ManifestError::Corrupt { .. }), "{error:?}");
@@ -804,7 +804,7 @@ mod tests {
             Manifest::read(dir.path())
         };
         assert_eq!(
-            written(serde_json::json!({"manifest_version": 1, "schema_version": 9})).unwrap().unwrap().run_id,
+            written(serde_json::json!({"manifest_version": 1, "schema_version": 10})).unwrap().unwrap().run_id,
             "r"
         );
         for (versions, shown) in [
@@ -818,8 +818,8 @@ mod tests {
                 "manifest version 1, table schema version 8",
             ),
             (
-                serde_json::json!({"manifest_version": 2, "schema_version": 9}),
-                "manifest version 2, table schema version 9",
+                serde_json::json!({"manifest_version": 2, "schema_version": 10}),
+                "manifest version 2, table schema version 10",
             ),
         ] {
             let error = written(versions).unwrap_err();
@@ -828,7 +828,7 @@ mod tests {
                 error.to_string(),
                 format!(
                     "{} was written by critbench 0.0.7, {shown}; this critbench reads manifest version 1 with table \
-                     schema version 9 only\n  hint: run the experiment again with this critbench (with --overwrite), \
+                     schema version 10 only\n  hint: run the experiment again with this critbench (with --overwrite), \
                      or read the run with the critbench that wrote it; docs/FORMAT.md's changelog says what changed",
                     path.display()
                 )

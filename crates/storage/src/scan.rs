@@ -373,7 +373,7 @@ mod tests {
         for (version, what) in [
             (Some("6"), "written by a critbench whose tables are schema version 6"),
             (Some("8"), "written by a critbench whose tables are schema version 8"),
-            (Some("10"), "written by a critbench whose tables are schema version 10"),
+            (Some("11"), "written by a critbench whose tables are schema version 11"),
             (None, "not a table critbench wrote (its footer has no critbench.schema_version)"),
         ] {
             outcomes_of_version(&path, version);
@@ -382,7 +382,7 @@ mod tests {
             assert_eq!(
                 error.to_string(),
                 format!(
-                    "{}: {what}; this critbench reads tables of schema version 9 only\n  hint: run the experiment again \
+                    "{}: {what}; this critbench reads tables of schema version 10 only\n  hint: run the experiment again \
                      with this critbench (docs/FORMAT.md's changelog says what changed)",
                     path.display()
                 )

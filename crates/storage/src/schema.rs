@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field};
 
 /// The version of the output tables' schema; see `docs/FORMAT.md` for the changelog.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// The key of a table's footer metadata that holds [`SCHEMA_VERSION`], which every reader checks.
 pub(crate) const SCHEMA_VERSION_KEY: &str = "critbench.schema_version";

@@ -57,6 +57,11 @@ declare_columns! {
         /// Model tokens the critic spent on this round, when it is a model judge.
         pub critic_tokens_in: Option<u64> = "critic_tokens_in",
         pub critic_tokens_out: Option<u64> = "critic_tokens_out",
+        /// What this round's model calls cost in the run's currency: its writer tokens and critic
+        /// tokens at their roles' prices (`[pricing]`); null when it asked no model, when a role
+        /// it used has no price, and on the adjudication row. A loop's `cost` in
+        /// `outcomes.parquet` is the sum of its rounds'.
+        pub cost: Option<f64> = "cost",
         /// Whether the writer of this round's draft acted on the critique it was shown (the
         /// offline writer says; null for a first draft, a blind revision or a model).
         pub acted_on_critique: Option<bool> = "acted_on_critique",
@@ -105,6 +110,7 @@ impl<'a> TrajectoryRow<'a> {
             tokens_out: None,
             critic_tokens_in: None,
             critic_tokens_out: None,
+            cost: None,
             acted_on_critique: None,
             draft_truncated: None,
             critic_truncated: None,
@@ -1017,6 +1023,7 @@ pub(crate) mod tests {
                     tokens_out: None,
                     critic_tokens_in: None,
                     critic_tokens_out: None,
+                    cost: None,
                     acted_on_critique: (round > 0).then_some(round % 2 == 0),
                     draft_truncated: None,
                     critic_truncated: None,
@@ -1157,6 +1164,7 @@ pub(crate) mod tests {
                     writer_error: i.is_multiple_of(11).then_some("round 2 (revise): the writer exited with status 3"),
                     tokens_in: i.is_multiple_of(2).then_some(u64::from(i) * 3),
                     critic_tokens_out: i.is_multiple_of(4).then_some(9),
+                    cost: i.is_multiple_of(4).then_some(f64::from(i) * 1e-6),
                     acted_on_critique: (i % 3 != 0).then_some(i.is_multiple_of(2)),
                     draft_truncated: (i % 5 != 0).then_some(i.is_multiple_of(11)),
                     critic_truncated: i.is_multiple_of(6).then_some(u64::from(i % 3)),

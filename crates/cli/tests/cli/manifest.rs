@@ -66,7 +66,7 @@ fn a_run_of_an_earlier_build_is_refused_naming_what_wrote_it() {
             let message = usage_error(critbench(&args), dir.path());
             let expected = format!(
                 "DIR/run/manifest.json was written by critbench 0.0.9, {shown}; this critbench reads manifest version 1 \
-                 with table schema version 9 only\n  hint: run the experiment again with this critbench"
+                 with table schema version 10 only\n  hint: run the experiment again with this critbench"
             );
             assert!(message.contains(&expected), "critbench {}: {message}", args[0]);
         }
@@ -95,7 +95,7 @@ fn a_run_of_an_earlier_build_is_refused_naming_what_wrote_it() {
     assert!(
         message.contains(
             "DIR/run/outcomes.parquet: written by a critbench whose tables are schema version 5; this critbench reads \
-             tables of schema version 9 only\n  hint: run the experiment again with this critbench"
+             tables of schema version 10 only\n  hint: run the experiment again with this critbench"
         ),
         "{message}"
     );

@@ -415,9 +415,9 @@ fn the_resample_arm_asks_the_generator_afresh_every_round_at_its_price() {
     }
 }
 
-/// A priced run's curves in money: each arm's pass rate at a budget is the share of its loops that
-/// passed at a `cost` within it, and arms compared at the feedback arm's mean cost per loop differ
-/// by the mean of their pairs' differences, all recomputed here from `outcomes.parquet`.
+/// A priced run's curves in money and tokens: at each cap, each arm's mean spend per loop over the
+/// rounds its loops use under the cap and its pass rate within the cap; arms compared at equal
+/// mean spend, both realized spends printed — all recomputed here from the recorded rounds.
 #[test]
 fn a_priced_runs_cost_curves_and_comparisons_are_its_outcomes() {
     let dir = tempfile::tempdir().unwrap();
@@ -433,65 +433,74 @@ fn a_priced_runs_cost_curves_and_comparisons_are_its_outcomes() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let printed = ok(run(&file, &out, &["--limit", "2"]));
+    let printed = ok(run(&file, &out, &[]));
     let rows = outcomes(&out);
-    let loops = |arm: &str| -> Vec<&critbench_storage::tables::OutcomeRow> {
-        rows.iter().filter(|r| r.arm.as_str() == arm).collect()
-    };
-    let within = |arm: &str, budget: f64| {
-        let of = loops(arm);
-        of.iter().filter(|r| r.passed && r.cost.unwrap() <= budget).count() as f64 / of.len() as f64
-    };
-    assert!(loops("feedback").iter().any(|r| r.passed), "the fixed drafts pass: {rows:#?}");
-    let curves = csv_rows(&out.join("cost_curves.csv"));
-    let in_money: Vec<_> = curves.iter().filter(|r| r["unit"] == "cost").collect();
-    assert_eq!(in_money.len(), 2 * 10, "ten budgets per arm: {curves:#?}");
-    for point in &in_money {
-        let budget: f64 = point["budget"].parse().unwrap();
-        assert_eq!(point["pass_rate"].parse::<f64>().unwrap(), within(&point["arm"], budget), "{point:?}");
-    }
-    // In tokens, the writer's and the critic's of every round the loop used.
+    assert!(rows.iter().any(|r| r.arm.as_str() == "feedback" && r.passed), "the fixed drafts pass: {rows:#?}");
+    // Each loop's spend after each round: in money, a generator's input token (round 0, and every
+    // resampled round) or a reviser's output token costs 1, the judge nothing; in tokens, the
+    // writer's and the critic's, in and out.
     let recorded = read_recorded_loops(&out.join("trajectories.parquet")).unwrap();
-    let spent: std::collections::HashMap<(String, String, u32), u64> = recorded
-        .iter()
-        .map(|l| {
-            let tokens = l.rounds.iter().map(|r| {
-                [r.tokens_in, r.tokens_out, r.critic_tokens_in, r.critic_tokens_out].iter().flatten().sum::<u64>()
-            });
-            ((l.arm.to_string(), l.task_id.clone(), l.epoch), tokens.sum())
-        })
-        .collect();
-    let in_tokens: Vec<_> = curves.iter().filter(|r| r["unit"] == "tokens").collect();
-    assert_eq!(in_tokens.len(), 2 * 10, "{curves:#?}");
-    for point in &in_tokens {
-        let budget: f64 = point["budget"].parse().unwrap();
-        let of = loops(&point["arm"]);
-        let within = of
-            .iter()
-            .filter(|r| r.passed && spent[&(r.arm.to_string(), r.task_id.clone(), r.epoch)] as f64 <= budget)
-            .count() as f64
-            / of.len() as f64;
-        assert_eq!(point["pass_rate"].parse::<f64>().unwrap(), within, "{point:?}");
+    let mut cumulative: std::collections::HashMap<(String, String, u32), [Vec<f64>; 2]> = Default::default();
+    for l in &recorded {
+        let (mut money, mut tokens) = (Vec::new(), Vec::new());
+        for (index, r) in l.rounds.iter().enumerate() {
+            let fresh = index == 0 || l.arm.as_str() == "resample";
+            let cost = if fresh { r.tokens_in.unwrap() } else { r.tokens_out.unwrap() } as f64;
+            let counted =
+                [r.tokens_in, r.tokens_out, r.critic_tokens_in, r.critic_tokens_out].iter().flatten().sum::<u64>();
+            money.push(money.last().copied().unwrap_or(0.0) + cost);
+            tokens.push(tokens.last().copied().unwrap_or(0.0) + counted as f64);
+        }
+        cumulative.insert((l.arm.to_string(), l.task_id.clone(), l.epoch), [money, tokens]);
     }
-    let most = rows.iter().map(|r| r.cost.unwrap()).fold(0.0, f64::max);
-    assert!(in_money.iter().any(|r| r["budget"].parse::<f64>().unwrap() == most));
+    for row in &rows {
+        let spent = &cumulative[&(row.arm.to_string(), row.task_id.clone(), row.epoch)][0];
+        assert_eq!(row.cost, spent.last().copied(), "a loop's cost is its rounds': {row:?}");
+    }
+    let curves = csv_rows(&out.join("cost_curves.csv"));
+    let most_rounds = rows.iter().map(|r| r.rounds).max().unwrap();
+    for (unit, index) in [("cost", 0), ("tokens", 1)] {
+        let points: Vec<_> = curves.iter().filter(|r| r["unit"] == unit && r["judge"] == "critic").collect();
+        assert_eq!(points.len(), 2 * most_rounds as usize, "a point per arm and cap: {curves:#?}");
+        for point in points {
+            let cap: u32 = point["cap"].parse().unwrap();
+            let of: Vec<_> = rows.iter().filter(|r| r.arm.as_str() == point["arm"]).collect();
+            let spend = of
+                .iter()
+                .map(|r| {
+                    cumulative[&(r.arm.to_string(), r.task_id.clone(), r.epoch)][index]
+                        [(r.rounds.min(cap) - 1) as usize]
+                })
+                .sum::<f64>()
+                / of.len() as f64;
+            let passed = of.iter().filter(|r| r.passed && r.rounds <= cap).count() as f64 / of.len() as f64;
+            assert!((point["spend"].parse::<f64>().unwrap() - spend).abs() < 1e-9, "{point:?}: {spend}");
+            assert_eq!(point["pass_rate"].parse::<f64>().unwrap(), passed, "{point:?}");
+        }
+    }
     let compared = csv_rows(&out.join("cost_comparisons.csv"));
-    let at_mean = compared
+    let money: Vec<_> = compared.iter().filter(|r| r["unit"] == "cost").collect();
+    assert!(!money.is_empty(), "{compared:#?}");
+    for row in &compared {
+        let (a, b): (f64, f64) = (row["spend_a"].parse().unwrap(), row["spend_b"].parse().unwrap());
+        assert!((a - b).abs() <= 0.05 * a.max(b), "equal spend within 5%: {row:?}");
+    }
+    let uncut = money
         .iter()
-        .find(|r| r["unit"] == "cost" && r["budget_from"] == "mean of feedback")
+        .find(|r| r["judge"] == "critic" && r["matched_to"].ends_with(" uncut"))
         .unwrap_or_else(|| panic!("{compared:#?}"));
-    let feedback = loops("feedback");
-    let mean = feedback.iter().map(|r| r.cost.unwrap()).sum::<f64>() / feedback.len() as f64;
-    let budget: f64 = at_mean["budget"].parse().unwrap();
-    assert!((budget - mean).abs() < 1e-9, "{budget} against {mean}");
-    let diff: f64 = at_mean["diff"].parse().unwrap();
-    assert!((diff - (within("feedback", budget) - within("resample", budget))).abs() < 1e-12, "{at_mean:?}");
-    let budget = critbench_report::format_money(budget, None);
+    // Feedback costs less uncut and passes more, so resample is capped to feedback's spend and
+    // feedback is ahead: a per-loop cut at feedback's mean spend had it behind.
+    assert_eq!(uncut["matched_to"], "feedback uncut", "{uncut:?}");
+    assert!(uncut["diff"].parse::<f64>().unwrap() > 0.0, "{uncut:?}");
     let line = printed
         .lines()
-        .find(|l| l.contains("feedback − resample at equal cost"))
+        .find(|l| l.contains("feedback − resample at equal spend"))
         .unwrap_or_else(|| panic!("{printed}"));
-    assert!(line.contains(&format!("(≤ {budget}")), "{line}");
+    for side in ["spend_a", "spend_b"] {
+        let spend = critbench_report::format_money(uncut[side].parse().unwrap(), None);
+        assert!(line.contains(&spend), "{line} names {spend}");
+    }
 }
 
 #[test]

@@ -99,55 +99,56 @@ fn resample_passes_as_independent_draws_of_a_first_draft() {
         assert_eq!(first_drafts[&(id.clone(), "resample")], first_drafts[&(id, "single")], "paired first drafts");
     }
 
-    // The curve over budgets in rounds is the formula's, and every point is the outcomes' own:
-    // a loop cut at B rounds passes when it passed within B rounds.
+    // The curve over caps in rounds is the formula's, and every point is the outcomes' own: a loop
+    // capped at k rounds spends min(rounds, k) and passes when it passed within k rounds.
     let curves = csv_rows(&out.join("cost_curves.csv"));
     let config = "p8-r3-nostall-e0";
-    for budget in 1..=4u32 {
+    let loops: Vec<_> = rows.iter().filter(|r| r.arm.as_str() == "resample" && r.config_id == config).collect();
+    for cap in 1..=4u32 {
         let point = curves
             .iter()
             .find(|r| {
                 r["config_id"] == config
+                    && r["judge"] == "critic"
                     && r["arm"] == "resample"
                     && r["unit"] == "rounds"
-                    && r["budget"] == format!("{budget}.0")
+                    && r["cap"] == cap.to_string()
             })
-            .unwrap_or_else(|| panic!("no point at {budget} rounds"));
-        let loops: Vec<_> = rows.iter().filter(|r| r.arm.as_str() == "resample" && r.config_id == config).collect();
-        let within = loops.iter().filter(|r| r.passed && r.rounds <= budget).count() as f64 / loops.len() as f64;
+            .unwrap_or_else(|| panic!("no point at cap {cap}"));
+        let within = loops.iter().filter(|r| r.passed && r.rounds <= cap).count() as f64 / loops.len() as f64;
+        let spend = loops.iter().map(|r| f64::from(r.rounds.min(cap))).sum::<f64>() / loops.len() as f64;
         let rate: f64 = point["pass_rate"].parse().unwrap();
         assert_eq!(rate, within, "{point:?}");
+        assert!((point["spend"].parse::<f64>().unwrap() - spend).abs() < 1e-12, "{point:?}");
         assert_eq!(point["loops"], tasks.to_string());
         let (lo, hi): (f64, f64) = (point["lo"].parse().unwrap(), point["hi"].parse().unwrap());
         assert!(lo < rate && rate < hi, "{point:?}");
-        let expected = 1.0 - 0.8f64.powi(budget as i32);
-        assert!((rate - expected).abs() < tolerance, "{budget} rounds: {rate} against {expected}");
+        let expected = 1.0 - 0.8f64.powi(cap as i32);
+        assert!((rate - expected).abs() < tolerance, "cap {cap}: {rate} against {expected}");
     }
-    // Paired at equal budget, resample − single is exactly the mean of the pairs' differences, and
-    // within one round, where both answer with the same first draft, identical by design.
+    // Against `single` (one round a loop), resample is held to one round: both answer with the
+    // first draft they share, identical by design.
     let compared = csv_rows(&out.join("cost_comparisons.csv"));
-    let pair = |budget: &str| {
-        compared
-            .iter()
-            .find(|r| {
-                r["config_id"] == config && r["arm_a"] == "resample" && r["arm_b"] == "single" && r["budget"] == budget
-            })
-            .unwrap_or_else(|| panic!("no comparison at {budget}: {compared:#?}"))
-    };
-    assert_eq!(pair("1.0")["interval"], "identical by design");
-    assert_eq!((pair("1.0")["diff_lo"].as_str(), pair("1.0")["p_value"].as_str()), ("", ""));
-    let at_plateau = pair("4.0");
-    assert_eq!(at_plateau["budget_from"], "plateau of resample");
-    let of = |arm: &str| -> BTreeMap<String, bool> {
-        rows.iter()
-            .filter(|r| r.arm.as_str() == arm && r.config_id == config)
-            .map(|r| (r.task_id.clone(), r.passed && r.rounds <= 4))
-            .collect()
-    };
-    let (resampled, single) = (of("resample"), of("single"));
-    let net: i64 = resampled.iter().map(|(task, &passed)| i64::from(passed) - i64::from(single[task])).sum();
-    assert_eq!(at_plateau["diff"].parse::<f64>().unwrap(), net as f64 / tasks as f64);
-    assert!(at_plateau["p_value"].parse::<f64>().unwrap() < 0.0001, "{at_plateau:?}");
+    let pair = compared
+        .iter()
+        .find(|r| {
+            r["config_id"] == config
+                && r["judge"] == "critic"
+                && r["arm_a"] == "resample"
+                && r["arm_b"] == "single"
+                && r["unit"] == "rounds"
+        })
+        .unwrap_or_else(|| panic!("no comparison: {compared:#?}"));
+    assert_eq!(
+        (pair["matched_to"].as_str(), pair["cap_a"].as_str(), pair["spend_a"].as_str()),
+        ("single uncut", "1.0", "1.0")
+    );
+    assert_eq!(pair["interval"], "identical by design");
+    assert_eq!((pair["diff_lo"].as_str(), pair["p_value"].as_str()), ("", ""));
+    for row in &compared {
+        let (a, b): (f64, f64) = (row["spend_a"].parse().unwrap(), row["spend_b"].parse().unwrap());
+        assert!((a - b).abs() <= 0.05 * a.max(b), "equal spend within 5%: {row:?}");
+    }
 
     // `show` reads a resampled loop as draws: each draft whole, never a diff from the one before.
     let drawn =

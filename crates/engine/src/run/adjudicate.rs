@@ -114,6 +114,8 @@ pub fn trajectory_row<'a>(
         tokens_out: round.tokens_out,
         critic_tokens_in: round.critic_tokens_in,
         critic_tokens_out: round.critic_tokens_out,
+        // The adjudicator's call is not priced, nor is it one of the loop's rounds.
+        cost: None,
         acted_on_critique: None,
         draft_truncated: round.draft_truncated,
         critic_truncated: round.critic_truncated,

@@ -35,29 +35,44 @@ impl RolePrices {
         RolePrices { generator: price(Role::Generator), reviser: price(Role::Reviser), judge: price(Role::Judge) }
     }
 
-    /// The cost of `rounds` of a loop of `arm`, in order: `None` when a round spent tokens of a
-    /// role without a price (never a cost that leaves them out), or when no round spent any (no
-    /// model was asked).
+    /// What round `index` of a loop of `arm` cost (trajectories.parquet's `cost`): `Ok(None)` when
+    /// it asked no model, `Err(Unpriced)` when it spent tokens of a role without a price.
+    pub fn round_cost(&self, index: usize, round: &RecordedRound, arm: Arm) -> Result<Option<f64>, Unpriced> {
+        let writer = if index == 0 || arm.resamples() { self.generator } else { self.reviser };
+        let spends = [
+            (round.tokens_in, round.tokens_out, writer),
+            (round.critic_tokens_in, round.critic_tokens_out, self.judge),
+        ];
+        let mut cost = None;
+        for (tokens_in, tokens_out, price) in spends {
+            if tokens_in.is_none() && tokens_out.is_none() {
+                continue;
+            }
+            let spent = price.ok_or(Unpriced)?.cost(tokens_in.unwrap_or(0), 0, tokens_out.unwrap_or(0));
+            cost = Some(cost.unwrap_or(0.0) + spent);
+        }
+        Ok(cost)
+    }
+
+    /// The cost of `rounds` of a loop of `arm`, in order: the sum of their [`round_cost`]s;
+    /// `None` when a round spent tokens of a role without a price (never a cost that leaves them
+    /// out), or when no round spent any (no model was asked).
+    ///
+    /// [`round_cost`]: RolePrices::round_cost
     pub fn loop_cost(&self, rounds: &[RecordedRound], arm: Arm) -> Option<f64> {
-        let mut total = 0.0;
-        let mut counted = false;
+        let mut total = None;
         for (index, round) in rounds.iter().enumerate() {
-            let writer = if index == 0 || arm.resamples() { self.generator } else { self.reviser };
-            let spends = [
-                (round.tokens_in, round.tokens_out, writer),
-                (round.critic_tokens_in, round.critic_tokens_out, self.judge),
-            ];
-            for (tokens_in, tokens_out, price) in spends {
-                if tokens_in.is_none() && tokens_out.is_none() {
-                    continue;
-                }
-                total += price?.cost(tokens_in.unwrap_or(0), 0, tokens_out.unwrap_or(0));
-                counted = true;
+            if let Some(cost) = self.round_cost(index, round, arm).ok()? {
+                total = Some(total.unwrap_or(0.0) + cost);
             }
         }
-        counted.then_some(total)
+        total
     }
 }
+
+/// A round spent tokens of a role that has no price, so it has no cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unpriced;
 
 /// What the interrupted run in `dir` had spent, per role (its manifest's
 /// `openai.cost.by_role.ROLE.spent`, which counts what it carried over itself): nothing when it
@@ -105,6 +120,19 @@ pub(crate) mod tests {
         );
         // A resampled round 1 is a first draft: 9 generator tokens in (9.0), none out at its price.
         assert_eq!(prices.loop_cost(&rounds, Arm::Resample), Some(2.0 + 6.0 + 9.0 + 6.0));
+    }
+
+    #[test]
+    fn a_loops_cost_is_the_sum_of_its_rounds_costs() {
+        let prices = RolePrices { generator: price(1e6, 0.0), reviser: price(0.0, 2e6), judge: price(3e6, 3e6) };
+        let rounds = [round(Some((2, 5)), Some((1, 1))), round(Some((9, 4)), None), round(None, None)];
+        let each: Vec<Option<f64>> =
+            rounds.iter().enumerate().map(|(i, r)| prices.round_cost(i, r, Arm::Feedback).unwrap()).collect();
+        assert_eq!(each, [Some(2.0 + 6.0), Some(8.0), None], "a round that asked no model cost nothing");
+        assert_eq!(prices.loop_cost(&rounds, Arm::Feedback), Some(16.0));
+        let unpriced = RolePrices { judge: None, ..prices };
+        assert_eq!(unpriced.round_cost(0, &rounds[0], Arm::Feedback), Err(Unpriced));
+        assert_eq!(unpriced.round_cost(1, &rounds[1], Arm::Feedback), Ok(Some(8.0)));
     }
 
     #[test]

@@ -153,6 +153,7 @@ pub fn emit_loop(
             tokens_out: round.tokens_out,
             critic_tokens_in: round.critic_tokens_in,
             critic_tokens_out: round.critic_tokens_out,
+            cost: labels.prices.round_cost(index, round, labels.arm).ok().flatten(),
             acted_on_critique: round.acted_on_critique,
             draft_truncated: round.draft_truncated,
             critic_truncated: round.critic_truncated,

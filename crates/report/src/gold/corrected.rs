@@ -634,7 +634,7 @@ mod tests {
         let rows = loops();
         let labels = labels(&rows);
         let manifest: Manifest = serde_json::from_value(serde_json::json!({
-            "manifest_version": 1, "schema_version": 9, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+            "manifest_version": 1, "schema_version": 10, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
             "wall_seconds": 0.0, "loops": 240, "critiques": 240, "sweep": "direct",
             "experiment": {"name": "n", "epochs": EPOCHS, "arms": ["feedback", "no-feedback"]},
         }))

@@ -347,7 +347,8 @@ fn the_spend_charts_money_reads_at_a_ten_thousandth_of_a_unit() {
             critic: "rubric".into(),
             arm: "feedback".into(),
             unit: crate::spend::COST.into(),
-            budget: 0.00002 * f64::from(step),
+            cap: step + 1,
+            spend: 0.00002 * f64::from(step),
             loops: 100,
             pass_rate: 0.1 * f64::from(step),
             ..Default::default()
@@ -364,6 +365,6 @@ fn the_spend_charts_money_reads_at_a_ten_thousandth_of_a_unit() {
         .collect();
     // Four ticks at a step of 0.000025 (were "0.0 0.0 0.0 0.0").
     assert_eq!(labels, ["0.000025", "0.00005", "0.000075", "0.0001"], "{chart}");
-    assert!(chart.contains(">budget per loop (EUR)</text>"), "{chart}");
-    assert!(chart.contains("p7 · rubric · feedback, within 0.0000400 EUR: 20.0%"), "{chart}");
+    assert!(chart.contains(">mean spend per loop (EUR)</text>"), "{chart}");
+    assert!(chart.contains("p7 · rubric · feedback, cap 3, 0.0000400 EUR a loop: 20.0%"), "{chart}");
 }

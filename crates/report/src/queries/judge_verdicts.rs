@@ -2,8 +2,9 @@
 //! `evaluations.parquet`: what every rate and comparison reads when that evaluator is the judge.
 //!
 //! The scan goes through [`for_each_verdict`] (a projection of the verdict columns, a batch at a
-//! time); the result holds two verdicts per judged loop and evaluator, keyed by [`loop_key`].
-//! Verdicts on other rounds (an evaluator with `rounds = "all"`) are not kept.
+//! time); the result holds two verdicts per judged loop and evaluator, keyed by [`loop_key`], and
+//! for an evaluator with `rounds = "all"` its verdict on every round, which says what a loop capped
+//! at fewer rounds would have answered (the cost curves).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use critbench_storage::evaluations::{Answer, for_each_verdict};
 use critbench_storage::tables::StorageError;
 
-use super::loop_tokens::loop_key;
+use super::round_spend::loop_key;
 
 /// One evaluator's verdicts on one loop: `None` where it gave none (it failed every attempt, or
 /// the file has no row for that answer).
@@ -33,6 +34,9 @@ pub struct JudgeVerdicts {
     pub evaluators: Vec<String>,
     /// Per evaluator (indexed as `evaluators`): each judged loop's verdicts, by [`loop_key`].
     loops: Vec<HashMap<u128, LoopVerdicts>>,
+    /// Per evaluator: each loop's verdict on each round's draft, by round, when it judged every
+    /// round; empty for an evaluator that judged first drafts and final answers only.
+    rounds: Vec<HashMap<u128, Vec<Option<bool>>>>,
 }
 
 impl JudgeVerdicts {
@@ -48,18 +52,25 @@ impl JudgeVerdicts {
 
     fn read_file(&mut self, path: &Path) -> Result<(), StorageError> {
         for_each_verdict(path, |v| {
-            if v.answer == Answer::Round {
-                return Ok::<(), std::convert::Infallible>(());
-            }
             let index = match self.evaluators.iter().position(|e| e == v.evaluator) {
                 Some(index) => index,
                 None => {
                     self.evaluators.push(v.evaluator.to_string());
                     self.loops.push(HashMap::new());
+                    self.rounds.push(HashMap::new());
                     self.evaluators.len() - 1
                 }
             };
             let key = loop_key(v.config_id, v.arm, v.critic, v.task_id, v.epoch);
+            let rounds = self.rounds[index].entry(key).or_default();
+            let round = v.round as usize;
+            if rounds.len() <= round {
+                rounds.resize(round + 1, None);
+            }
+            rounds[round] = rounds[round].or(v.passed);
+            if v.answer == Answer::Round {
+                return Ok::<(), std::convert::Infallible>(());
+            }
             let verdicts = self.loops[index].entry(key).or_default();
             verdicts.error |= v.passed.is_none();
             match v.answer {
@@ -68,6 +79,12 @@ impl JudgeVerdicts {
             }
             Ok(())
         })
+    }
+
+    /// Evaluator `index`'s verdict on each round's draft of the loop `key`, by round: `None` where
+    /// it gave none (a round it did not judge, or failed on).
+    pub fn rounds(&self, index: usize, key: u128) -> &[Option<bool>] {
+        self.rounds.get(index).and_then(|loops| loops.get(&key)).map_or(&[], Vec::as_slice)
     }
 
     /// Whether no evaluator judged anything.

@@ -7,9 +7,9 @@
 pub mod feedback_use;
 pub mod final_answers;
 pub mod judge_verdicts;
-pub mod loop_tokens;
 pub mod revision_sizes;
 pub mod round_scores;
+pub mod round_spend;
 pub mod task_rounds;
 pub mod truth_relation;
 

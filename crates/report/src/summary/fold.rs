@@ -24,7 +24,7 @@ use crate::experiment::{run_currency, run_seed};
 use crate::keys::{KeyMap, task_hash};
 use crate::power::PowerRow;
 use crate::rows::{ADJUDICATED_SUFFIX, ComparisonRow, SummaryRow};
-use crate::spend::{Spend, SpendTotals};
+use crate::spend::{Spend, SpendTotals, TaskLoops};
 use crate::totals::{ArmTotals, Design, Loop, PairTotals, matched_epochs};
 
 /// One config × critic: its arms (in order of first appearance) and their pairs.
@@ -152,8 +152,8 @@ pub(crate) struct Summarizer {
     /// A rescoring's censored loops per (config, critic, arm): left out of every number, and
     /// said so in the notes.
     censored: HashMap<(String, String, String), u64>,
-    /// Each loop's tokens, writer's and critic's, when the run counted them (`with_tokens`).
-    tokens: Option<std::sync::Arc<crate::queries::loop_tokens::LoopTokens>>,
+    /// Each loop's rounds' tokens and cost, when the run counted them (`with_spends`).
+    spends: Option<std::sync::Arc<crate::queries::round_spend::RoundSpends>>,
 }
 
 impl Summarizer {
@@ -177,14 +177,17 @@ impl Summarizer {
             run_id: None,
             peak_open: 0,
             censored: HashMap::new(),
-            tokens: None,
+            spends: None,
         }
     }
 
-    /// Gives each loop its tokens, writer's and critic's (from `trajectories.parquet`), for the
-    /// cost curves in tokens.
-    pub(crate) fn with_tokens(mut self, tokens: std::sync::Arc<crate::queries::loop_tokens::LoopTokens>) -> Summarizer {
-        self.tokens = Some(tokens).filter(|t| !t.is_empty());
+    /// Gives each loop its rounds' tokens and cost (from `trajectories.parquet`), for the cost
+    /// curves in money and in tokens.
+    pub(crate) fn with_spends(
+        mut self,
+        spends: std::sync::Arc<crate::queries::round_spend::RoundSpends>,
+    ) -> Summarizer {
+        self.spends = Some(spends).filter(|s| !s.is_empty());
         self
     }
 
@@ -233,7 +236,7 @@ impl Summarizer {
         if row.censored {
             return self.add_censored(row);
         }
-        self.add_loop(row, row.passed && row.revisions == 0)?;
+        self.add_loop(row, row.passed && row.revisions == 0, crate::spend::Capped::ByRule)?;
         if let Some(passed) = row.adjudicated_passed {
             let arm = format!("{}{ADJUDICATED_SUFFIX}", row.arm);
             let adjudicated = OutcomeStats {
@@ -243,19 +246,24 @@ impl Summarizer {
                 rounds: row.rounds + 1,
                 ..*row
             };
-            self.add_loop(&adjudicated, passed && row.revisions == 0)?;
+            self.add_loop(&adjudicated, passed && row.revisions == 0, crate::spend::Capped::ByRule)?;
         }
         Ok(())
     }
 
     /// Adds one loop as a held-out judge read it: `row.passed` is the judge's verdict on its final
     /// answer, `first` on its first draft (an adjudicated draft is the steering critic's alone).
-    pub(crate) fn add_judged(&mut self, row: &OutcomeStats<'_>, first: bool) -> Result<(), RowError> {
-        self.add_loop(row, first)
+    pub(crate) fn add_judged(
+        &mut self,
+        row: &OutcomeStats<'_>,
+        first: bool,
+        capped: crate::spend::Capped,
+    ) -> Result<(), RowError> {
+        self.add_loop(row, first, capped)
     }
 
     /// Adds one loop; `first` is whether its first draft passed the judge.
-    fn add_loop(&mut self, row: &OutcomeStats<'_>, first: bool) -> Result<(), RowError> {
+    fn add_loop(&mut self, row: &OutcomeStats<'_>, first: bool, capped: crate::spend::Capped) -> Result<(), RowError> {
         if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
             self.run_id = Some(row.run_id.to_string());
         }
@@ -273,11 +281,7 @@ impl Summarizer {
         let arm = u16::try_from(arm).map_err(|_| RowError::TooManyArms)?;
         let kind = group.kind(row.kind);
         group.kind_arm(kind, arm).add(row, first);
-        let mut recorded = Loop { first, ..Loop::of(row, arm) };
-        if let Some(tokens) = &self.tokens {
-            let key = crate::queries::loop_tokens::loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch);
-            recorded.tokens = tokens.get(&key).copied();
-        }
+        let recorded = Loop { first, capped, ..Loop::of(row, arm) };
         let key = (slot, task_hash(row.task_id));
         let task = self.open_task(key, row.task_id);
         if task.loops.is_empty() {
@@ -342,7 +346,13 @@ impl Summarizer {
         }
         fold_task(&mut group.arms, &mut group.pairs, &runs);
         let arms = &group.arms;
-        group.spend.add_task(&runs, |arm| arms[arm as usize].rank.clone(), |arm| arms[arm as usize].name.clone());
+        let loops = TaskLoops {
+            config_id: &group.config_id,
+            critic: &group.critic,
+            task_id: &task.task_id,
+            spends: self.spends.as_deref(),
+        };
+        group.spend.add_task(&runs, |arm| arms[arm as usize].name.clone(), loops);
         // The task counts once more among the tasks of its kind.
         if let Some(&(last, _)) = runs.iter().max_by_key(|(arm, _)| *arm) {
             group.kind_arm(task.kind, last);

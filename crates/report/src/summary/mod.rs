@@ -20,7 +20,7 @@ pub(crate) use fold::Summarizer;
 use crate::csv_files::write_csv;
 use crate::power::PowerRow;
 use crate::queries::judge_verdicts::JudgeVerdicts;
-use crate::queries::loop_tokens::loop_key;
+use crate::queries::round_spend::loop_key;
 use crate::rows::{ADJUDICATED_SUFFIX, ComparisonRow, SummaryRow};
 use crate::{ReportError, RowError};
 
@@ -227,14 +227,14 @@ pub(crate) fn summarize_files(
     summarize_files_with(paths, manifest, None)
 }
 
-/// [`summarize_files`] with each loop's tokens, writer's and critic's, for the cost curves in
-/// tokens.
+/// [`summarize_files`] with each loop's rounds' tokens and cost, for the cost curves in money
+/// and in tokens.
 pub(crate) fn summarize_files_with(
     paths: &[PathBuf],
     manifest: Option<&Manifest>,
-    tokens: Option<crate::queries::loop_tokens::LoopTokens>,
+    spends: Option<crate::queries::round_spend::RoundSpends>,
 ) -> Result<(Summary, Vec<PowerRow>), ReportError> {
-    let (summary, power, _) = summarize_judged(paths, manifest, tokens, &JudgeVerdicts::default())?;
+    let (summary, power, _) = summarize_judged(paths, manifest, spends, &JudgeVerdicts::default())?;
     Ok((summary, power))
 }
 
@@ -243,27 +243,41 @@ pub(crate) fn summarize_files_with(
 pub(crate) fn summarize_judged(
     paths: &[PathBuf],
     manifest: Option<&Manifest>,
-    tokens: Option<crate::queries::loop_tokens::LoopTokens>,
+    spends: Option<crate::queries::round_spend::RoundSpends>,
     verdicts: &JudgeVerdicts,
 ) -> Result<(Summary, Vec<PowerRow>, Vec<Judged>), ReportError> {
-    let tokens = tokens.map(std::sync::Arc::new);
-    let with_tokens = |summarizer: Summarizer| match &tokens {
-        Some(tokens) => summarizer.with_tokens(tokens.clone()),
+    let spends = spends.map(std::sync::Arc::new);
+    let with_spends = |summarizer: Summarizer| match &spends {
+        Some(spends) => summarizer.with_spends(spends.clone()),
         None => summarizer,
     };
-    let mut critic = with_tokens(Summarizer::new(manifest));
+    let mut critic = with_spends(Summarizer::new(manifest));
+    // The configs whose loops answer with their last draft rather than their best.
+    let answers_last: std::collections::HashSet<&str> = manifest
+        .into_iter()
+        .flat_map(|m| &m.experiment.policies)
+        .filter(|p| p.rest.get("final_draft").and_then(|v| v.as_str()) == Some("last"))
+        .map(|p| p.config_id.as_str())
+        .collect();
     let mut held_out: Vec<Summarizer> =
-        verdicts.evaluators.iter().map(|_| with_tokens(Summarizer::for_judge(manifest))).collect();
+        verdicts.evaluators.iter().map(|_| with_spends(Summarizer::for_judge(manifest))).collect();
     critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| {
         critic.add(row)?;
         if held_out.is_empty() || row.censored {
             return Ok::<(), RowError>(());
         }
         let key = loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch);
+        let scores: Vec<critbench_core::RoundScore> = spends
+            .as_ref()
+            .and_then(|s| s.get(&key))
+            .map(|rounds| rounds.iter().map(|r| r.score).collect())
+            .unwrap_or_default();
         for (index, summarizer) in held_out.iter_mut().enumerate() {
             let Some((first, last)) = verdicts.judged(index, key) else { continue };
             let row = OutcomeStats { passed: last, adjudicated_passed: None, adjudicated_score: None, ..*row };
-            summarizer.add_judged(&row, first)?;
+            let final_last = answers_last.contains(row.config_id);
+            let capped = crate::spend::judged_caps(row.rounds, verdicts.rounds(index, key), &scores, final_last);
+            summarizer.add_judged(&row, first, capped)?;
         }
         Ok(())
     })?;

@@ -53,7 +53,7 @@ fn an_adjudicated_arm_is_paired_with_its_twin_and_flips_are_counted() {
     ];
     // The manifest says two arms, one adjudicated: three loops per task close it.
     let manifest: Manifest = serde_json::from_value(serde_json::json!({
-        "manifest_version": 1, "schema_version": 9, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+        "manifest_version": 1, "schema_version": 10, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
         "wall_seconds": 0.0, "loops": 8, "critiques": 8, "sweep": "direct",
         "experiment": {"name": "n", "epochs": 1, "arms": ["feedback", "single"], "adjudicate": ["feedback"]},
     }))
@@ -242,7 +242,7 @@ fn money_per_loop_and_per_pass_only_when_every_loop_has_a_cost() {
 #[test]
 fn a_run_stopped_by_its_budget_says_so_first() {
     let manifest: Manifest = serde_json::from_value(serde_json::json!({
-        "manifest_version": 1, "schema_version": 9, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+        "manifest_version": 1, "schema_version": 10, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
         "wall_seconds": 10.0, "jobs": 2, "loops": 4, "critiques": 4, "sweep": "direct", "status": "interrupted",
         "tasks_run": 3,
         "experiment": {"name": "n", "pricing": {"currency": "USD", "models": {}}},
@@ -343,7 +343,7 @@ fn the_method_follows_the_number_of_tasks_and_a_tasks_epochs_count_once() {
 fn differences_zero_by_construction_are_identical_by_design_and_no_other() {
     // Config r0 never revises: every arm answers with the first draft. Config r2 revises.
     let manifest: Manifest = serde_json::from_value(serde_json::json!({
-        "manifest_version": 1, "schema_version": 9, "critbench_version": "t", "run_id": "r", "started_at": "",
+        "manifest_version": 1, "schema_version": 10, "critbench_version": "t", "run_id": "r", "started_at": "",
         "finished_at": "", "wall_seconds": 0.0, "loops": 0, "critiques": 0, "sweep": "replay",
         "experiment": {"name": "n", "epochs": 1, "arms": ["feedback", "no-feedback", "single"],
             "policies": [
@@ -466,7 +466,7 @@ fn the_calls_note_says_what_the_manifest_records() {
 #[test]
 fn a_censored_loop_closes_its_task_but_counts_nowhere_and_the_notes_say_so() {
     let manifest: Manifest = serde_json::from_value(serde_json::json!({
-        "manifest_version": 1, "schema_version": 9, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+        "manifest_version": 1, "schema_version": 10, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
         "wall_seconds": 0.0, "loops": 0, "critiques": 0, "sweep": "replay",
         "experiment": {"name": "t", "epochs": 1, "arms": ["feedback", "no-feedback"]}
     }))
@@ -503,7 +503,7 @@ fn a_censored_loop_closes_its_task_but_counts_nowhere_and_the_notes_say_so() {
 #[test]
 fn a_task_is_dropped_as_soon_as_its_loops_have_arrived() {
     let manifest: Manifest = serde_json::from_value(serde_json::json!({
-        "manifest_version": 1, "schema_version": 9, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
+        "manifest_version": 1, "schema_version": 10, "critbench_version": "t", "run_id": "r", "started_at": "", "finished_at": "",
         "wall_seconds": 0.0, "loops": 0, "critiques": 0, "sweep": "direct",
         "experiment": {"name": "t", "epochs": 2, "arms": ["feedback", "no-feedback"]}
     }))

@@ -43,7 +43,7 @@ fn a_thousand_config_grid_gives_a_small_page_and_a_short_terminal_table() {
     }
     writer.close().unwrap();
     let manifest = serde_json::json!({
-        "manifest_version": 1, "schema_version": 9, "run_id": "large-grid",
+        "manifest_version": 1, "schema_version": 10, "run_id": "large-grid",
         "experiment": {"name": "large", "epochs": 1, "arms": ["feedback", "no-feedback"],
             "policies": policies, "critics": [{"name": "rubric"}]},
     });

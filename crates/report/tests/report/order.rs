@@ -64,7 +64,7 @@ fn rows(tasks: usize) -> Vec<OutcomeRow> {
     rows
 }
 
-const MANIFEST: &str = r#"{"manifest_version": 1, "schema_version": 9, "run_id": "order-test", "experiment": {"name": "order", "epochs": 3,
+const MANIFEST: &str = r#"{"manifest_version": 1, "schema_version": 10, "run_id": "order-test", "experiment": {"name": "order", "epochs": 3,
   "arms": ["feedback", "no-feedback", "single"],
   "policies": [{"config_id": "p7-r3", "pass_score": 7, "max_revisions": 3},
     {"config_id": "p8-r3", "pass_score": 8, "max_revisions": 3}],

@@ -185,6 +185,7 @@ pub(super) fn write_loop(
                 tokens_out: round.tokens_out,
                 critic_tokens_in: round.critic_tokens_in,
                 critic_tokens_out: round.critic_tokens_out,
+                cost: grid.prices.round_cost(row.round as usize, round, arm).ok().flatten(),
                 // The writer acted (or not) on the steering critic's critique: the run's.
                 acted_on_critique: round.acted_on_critique,
                 draft_truncated: round.draft_truncated,

@@ -1,6 +1,6 @@
-//! Pass rate against spend: each arm's pass rate with its loops cut at a budget per loop, one
-//! panel per config × critic, in money when the config × critic was priced, else in tokens when
-//! counted, else in rounds.
+//! Pass rate against spend: each arm's pass rate at each cap on its rounds against its loops' mean
+//! realized spend per loop there, one panel per config × critic, in money when the config × critic
+//! was priced, else in tokens when counted, else in rounds.
 
 use std::fmt::Write;
 
@@ -17,18 +17,13 @@ fn panel_curves<'r>(report: &'r Report, config: &str, critic: &str) -> Vec<&'r C
     curves.into_iter().filter(|c| c.unit == unit).collect()
 }
 
-/// A budget as the chart's descriptions say it: money in the run's currency (`0.000120 USD`), else
-/// tokens or rounds (`1840 tokens`).
-fn budget_text(report: &Report, curve: &CostCurveRow) -> String {
-    if curve.unit == COST {
-        crate::format::money(curve.budget, Some(report.summary.currency.as_deref().unwrap_or(COST)))
-    } else {
-        format!("{} {}", curve.budget, curve.unit)
-    }
+/// A point's cap and spend as the chart's descriptions say them: `cap 2, 1.84 rounds a loop`.
+fn point_text(report: &Report, curve: &CostCurveRow) -> String {
+    let currency = Some(report.summary.currency.as_deref().unwrap_or(COST));
+    format!("cap {}, {} a loop", curve.cap, crate::spend::spend_text(&curve.unit, curve.spend, currency))
 }
 
-/// Whether the chart has anything to say: some arm of some config × critic spends more than one
-/// budget step.
+/// Whether the chart has anything to say: some arm of some config × critic has more than one cap.
 pub(crate) fn has_cost_chart(report: &Report) -> bool {
     groups(report).iter().any(|(config, critic, _)| panel_curves(report, config, critic).len() > 1)
 }
@@ -48,7 +43,7 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
         .iter()
         .flat_map(|(_, _, curves)| curves.iter())
         .map(|c| {
-            format!("{} {} {} at {}: {:.1}%", c.config_id, c.critic, c.arm, budget_text(report, c), 100.0 * c.pass_rate)
+            format!("{} {} {} at {}: {:.1}%", c.config_id, c.critic, c.arm, point_text(report, c), 100.0 * c.pass_rate)
         })
         .collect();
     open_svg(
@@ -57,7 +52,7 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
         height,
         "Pass rate against spend, per arm",
         &format!(
-            "Line charts, one per config and critic, of each arm's pass rate within a budget: {}.",
+            "Line charts, one per config and critic, of each arm's pass rate against its mean spend per loop, one point per cap on its rounds: {}.",
             described.join("; ")
         ),
     );
@@ -72,7 +67,7 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
         // Money and tokens from nothing spent; rounds from the first draft, a whole round a step.
         let continuous = unit != crate::spend::ROUNDS;
         let least = if continuous { 0.0 } else { 1.0 };
-        let most = curves.iter().map(|c| c.budget).fold(least, f64::max);
+        let most = curves.iter().map(|c| c.spend).fold(least, f64::max);
         let span = if most > least { most - least } else { 1.0 };
         let x_of = |budget: f64| x0 + (budget - least) / span * (x1 - x0);
         let y_of = |rate: f64| y1 - rate * (y1 - y0);
@@ -89,7 +84,7 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
             tick += step;
         }
         let axis = format!(
-            "budget per loop ({})",
+            "mean spend per loop ({})",
             if unit == COST { report.summary.currency.as_deref().unwrap_or("money") } else { unit }
         );
         text(out, (x0 + x1) / 2.0, y1 + 31.0, "middle", "axis", &axis);
@@ -99,7 +94,7 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
                 continue;
             }
             let points: Vec<String> =
-                series.iter().map(|c| format!("{},{}", px(x_of(c.budget)), px(y_of(c.pass_rate)))).collect();
+                series.iter().map(|c| format!("{},{}", px(x_of(c.spend)), px(y_of(c.pass_rate)))).collect();
             let _ = write!(
                 out,
                 "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2.5\" \
@@ -111,14 +106,14 @@ pub(crate) fn cost_chart(out: &mut String, report: &Report, arms: &[(String, &'s
                     out,
                     "<circle cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{color}\" stroke=\"#ffffff\" stroke-width=\"1.5\">\
                      <title>{}</title></circle>",
-                    px(x_of(c.budget)),
+                    px(x_of(c.spend)),
                     px(y_of(c.pass_rate)),
                     escape(&format!(
-                        "{} · {} · {}, within {}: {:.1}% ({:.1}% to {:.1}%) of {} loops",
+                        "{} · {} · {}, {}: {:.1}% ({:.1}% to {:.1}%) of {} loops",
                         c.config_id,
                         c.critic,
                         c.arm,
-                        budget_text(report, c),
+                        point_text(report, c),
                         100.0 * c.pass_rate,
                         100.0 * c.lo,
                         100.0 * c.hi,
