@@ -173,16 +173,20 @@ fn order_of<'m>(names: impl Iterator<Item = &'m str>) -> HashMap<String, usize> 
 }
 
 /// Arms in reading order: the memory arm first (it is compared with plain feedback), then
-/// feedback, no-feedback, placebo, resample and single, each followed by its adjudicated twin;
-/// unknown names last. Feedback against no-feedback stays the first comparison when both ran.
+/// feedback, oracle (what a perfect critique would add to feedback), no-feedback, placebo,
+/// resample and single, each followed by its adjudicated twin; unknown names last. Each comparison
+/// reads A − B with A the arm that reads first, so feedback is A against every arm but memory, and
+/// feedback against no-feedback is the first comparison when both ran without the oracle (after
+/// feedback against oracle with it).
 fn arm_rank(arm: &str) -> usize {
     match Arm::parse(arm.strip_suffix(ADJUDICATED_SUFFIX).unwrap_or(arm)) {
         Some(Arm::FeedbackMemory) => 0,
         Some(Arm::Feedback) => 1,
-        Some(Arm::NoFeedback) => 2,
-        Some(Arm::Placebo) => 3,
-        Some(Arm::Resample) => 4,
-        Some(Arm::Single) => 5,
+        Some(Arm::Oracle) => 2,
+        Some(Arm::NoFeedback) => 3,
+        Some(Arm::Placebo) => 4,
+        Some(Arm::Resample) => 5,
+        Some(Arm::Single) => 6,
         None => usize::MAX,
     }
 }
