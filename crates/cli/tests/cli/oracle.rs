@@ -10,8 +10,9 @@ use critbench_storage::recorded::{RecordedLoop, read_recorded_loops};
 
 use crate::common::*;
 
-/// The demo's papers under the rubric, every arm the oracle is read against, on the simulator.
-fn papers_run(dir: &Path, extra: &str, limit: Option<&str>) -> PathBuf {
+/// The demo's papers under the rubric, every arm the oracle is read against, on the simulator:
+/// the run directory and what the run printed.
+fn papers_run(dir: &Path, extra: &str, limit: Option<&str>) -> (PathBuf, String) {
     let file = experiment(
         dir,
         "oracle.toml",
@@ -26,8 +27,8 @@ fn papers_run(dir: &Path, extra: &str, limit: Option<&str>) -> PathBuf {
     let out = dir.join("oracle");
     let mut args = vec!["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"];
     args.extend(limit.iter().flat_map(|limit| ["--limit", limit]));
-    ok(critbench(&args));
-    out
+    let printed = ok(critbench(&args));
+    (out, printed)
 }
 
 /// The recorded loops of `run`, by (arm, task), without the critic's timings.
@@ -50,7 +51,7 @@ fn arm_loops(all: &BTreeMap<(String, String), RecordedLoop>, arm: &str) -> Vec<R
 #[test]
 fn the_oracle_arm_passes_the_truth_more_than_feedback_and_records_the_steering_critics_critiques() {
     let dir = tempfile::tempdir().unwrap();
-    let run = papers_run(dir.path(), "", None);
+    let (run, printed) = papers_run(dir.path(), "", None);
 
     // By sim-truth, the final answers: the oracle's critique helps beyond the critic's.
     let evaluations = critbench_storage::evaluations::read_evaluations(&run.join("evaluations.parquet")).unwrap();
@@ -96,6 +97,8 @@ fn the_oracle_arm_passes_the_truth_more_than_feedback_and_records_the_steering_c
     assert_eq!(arms, ["feedback", "oracle", "no-feedback", "placebo", "single"]);
     let comparisons = csv_rows(&run.join("comparisons.csv"));
     assert_eq!((comparisons[0]["arm_a"].as_str(), comparisons[0]["arm_b"].as_str()), ("feedback", "oracle"));
+    // The answer ships what can be shipped: the oracle passes most, but reads the answer.
+    assert!(printed.contains("ship p8-r3-stall-e0 with feedback ("), "{printed}");
 
     // A replay under another cap stops the recorded rounds: no oracle critique is needed.
     let replayed = dir.path().join("replayed");
@@ -126,7 +129,7 @@ fn the_evaluator_oracle_names_plays_the_oracle() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("silent.py"), SILENT_ORACLE).unwrap();
     let silent = "oracle = \"silent\"\n[[evaluators]]\nname = \"silent\"\ncommand = [\"python3\", \"silent.py\"]\n";
-    let run = papers_run(dir.path(), silent, Some("30"));
+    let (run, _) = papers_run(dir.path(), silent, Some("30"));
     assert_eq!(manifest(&run)["experiment"]["oracle"], "silent");
     let all = loops(&run);
     let (oracle, blind) = (arm_loops(&all, "oracle"), arm_loops(&all, "no-feedback"));

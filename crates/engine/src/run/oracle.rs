@@ -110,3 +110,19 @@ pub fn oracle_critique(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::tests::load;
+
+    #[test]
+    fn the_truth_plays_the_oracle_unless_the_experiment_names_an_evaluator() {
+        let base = "name = \"t\"\ndataset = \"d.jsonl\"\narms = [\"feedback\", \"oracle\"]\n";
+        let critic = "[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[[evaluators]]\nname = \"gold\"\nplugin = \"rubric\"\n";
+        assert_eq!(Oracle::of(&load(&format!("{base}{critic}")).unwrap()), Oracle::Truth);
+        // The evaluators in order: `gold`, then the `sim-truth` a sim run adds.
+        let named = |name: &str| Oracle::of(&load(&format!("{base}oracle = \"{name}\"\n{critic}")).unwrap());
+        assert_eq!((named("gold"), named("sim-truth")), (Oracle::Evaluator(0), Oracle::Evaluator(1)));
+    }
+}
