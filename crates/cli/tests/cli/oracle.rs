@@ -135,7 +135,10 @@ fn the_evaluator_oracle_names_plays_the_oracle() {
     let (oracle, blind) = (arm_loops(&all, "oracle"), arm_loops(&all, "no-feedback"));
     assert_eq!(oracle.len(), 30);
     assert!(oracle.iter().any(|recorded| recorded.rounds.len() > 1), "the oracle arm revised");
-    assert_eq!(oracle.iter().map(|l| &l.rounds).collect::<Vec<_>>(), blind.iter().map(|l| &l.rounds).collect::<Vec<_>>());
+    assert_eq!(
+        oracle.iter().map(|l| &l.rounds).collect::<Vec<_>>(),
+        blind.iter().map(|l| &l.rounds).collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -263,7 +263,7 @@ pub use sequential::{Decides, SequentialError, SequentialSettings};
 
 pub use grid::PolicyError;
 pub use pricing::{DEFAULT_CURRENCY, Pricing, PricingError, pricing_warnings};
-pub use resolve::{AdjudicateError, CriticProblem, ResolveError, SIM_TRUTH};
+pub use resolve::{AdjudicateError, CriticProblem, OracleKinds, ResolveError, SIM_TRUTH};
 
 pub use crate::experiment::limits::MAX_JUDGE_REPEATS;
 

@@ -108,20 +108,8 @@ pub enum ResolveError {
     #[error("`oracle` = {0:?} is unused: `arms` has no \"oracle\"; add \"oracle\" to `arms`, or remove `oracle`")]
     UnusedOracle(String),
     /// An oracle evaluator whose `kinds` leave out tasks a critic takes.
-    #[error(
-        "`oracle` = {name:?}: the evaluator takes only `kinds` = [{kinds}], but critic `{critic}` takes {takes}; the \
-         oracle critiques every draft of the `oracle` arm, so give it every kind the critics take (or no `kinds`)"
-    )]
-    OracleKinds {
-        /// The evaluator's name.
-        name: String,
-        /// The kinds it takes.
-        kinds: String,
-        /// A critic that takes a task it does not.
-        critic: String,
-        /// What that critic takes: `(any)` or its kinds.
-        takes: String,
-    },
+    #[error(transparent)]
+    OracleKinds(Box<OracleKinds>),
 
     /// An arm twice in `arms`.
     #[error("`arms`: \"{0}\" is listed twice")]
@@ -191,6 +179,24 @@ pub enum ResolveError {
     /// The `[sequential]` table.
     #[error(transparent)]
     Sequential(#[from] SequentialError),
+}
+
+/// The evaluator `oracle` names takes only some kinds of task, and a critic takes others: the
+/// `oracle` arm's drafts of those would have no oracle.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`oracle` = {name:?}: the evaluator takes only `kinds` = [{kinds}], but critic `{critic}` takes {takes}; the \
+     oracle critiques every draft of the `oracle` arm, so give it every kind the critics take (or no `kinds`)"
+)]
+pub struct OracleKinds {
+    /// The evaluator's name.
+    pub name: String,
+    /// The kinds it takes.
+    pub kinds: String,
+    /// A critic that takes a task it does not.
+    pub critic: String,
+    /// What that critic takes: `(any)` or its kinds.
+    pub takes: String,
 }
 
 /// What is wrong with one `[[critics]]` or `[[evaluators]]` table (its place is the
@@ -789,12 +795,9 @@ fn oracle_evaluator(
         });
         if let Some(critic) = uncovered {
             let takes = critic.kinds.as_ref().map_or("(any)".to_string(), |k| format!("[{}]", k.join(", ")));
-            return Err(ResolveError::OracleKinds {
-                name,
-                kinds: kinds.join(", "),
-                critic: critic.name.clone(),
-                takes,
-            });
+            let kinds = kinds.join(", ");
+            let uncovered = OracleKinds { name, kinds, critic: critic.name.clone(), takes };
+            return Err(ResolveError::OracleKinds(Box::new(uncovered)));
         }
     }
     Ok(Some(name))

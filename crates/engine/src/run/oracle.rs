@@ -31,9 +31,10 @@ impl Oracle {
     /// The oracle of `experiment`'s `oracle` arm: the evaluator `oracle = "NAME"` names, else the
     /// simulator's truth (the experiment file refuses the arm where neither exists).
     pub fn of(experiment: &Experiment) -> Oracle {
-        let named = experiment.oracle.as_ref().and_then(|name| {
-            experiment.evaluators.iter().position(|evaluator| &evaluator.spec.name == name)
-        });
+        let named = experiment
+            .oracle
+            .as_ref()
+            .and_then(|name| experiment.evaluators.iter().position(|evaluator| &evaluator.spec.name == name));
         named.map_or(Oracle::Truth, Oracle::Evaluator)
     }
 }
@@ -119,7 +120,8 @@ mod tests {
     #[test]
     fn the_truth_plays_the_oracle_unless_the_experiment_names_an_evaluator() {
         let base = "name = \"t\"\ndataset = \"d.jsonl\"\narms = [\"feedback\", \"oracle\"]\n";
-        let critic = "[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[[evaluators]]\nname = \"gold\"\nplugin = \"rubric\"\n";
+        let critic =
+            "[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[[evaluators]]\nname = \"gold\"\nplugin = \"rubric\"\n";
         assert_eq!(Oracle::of(&load(&format!("{base}{critic}")).unwrap()), Oracle::Truth);
         // The evaluators in order: `gold`, then the `sim-truth` a sim run adds.
         let named = |name: &str| Oracle::of(&load(&format!("{base}oracle = \"{name}\"\n{critic}")).unwrap());
