@@ -197,9 +197,9 @@ pub enum Arm {
     Single,
     /// Feedback, plus strategy hints learned from earlier tasks given to the writer from round 0.
     FeedbackMemory,
-    /// The reviser gets [`Critique::placebo`](crate::Critique::placebo) in place of the critique: its shape with no content,
-    /// the same for every task. Against `feedback` it asks whether the critique's content matters,
-    /// or only the "try again".
+    /// The reviser gets [`Critique::placebo`](crate::Critique::placebo) in place of the critique:
+    /// its shape with no content, the same for every task. Against `feedback` it asks whether the
+    /// critique's content matters, or only the "try again".
     Placebo,
     /// Every round is a fresh first draft (the generator with the round's seed, shown no draft
     /// and no critique), scored by the critic and stopped by the policy on a pass or at its cap
