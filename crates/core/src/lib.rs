@@ -36,4 +36,4 @@ pub use policy::{
     stop_point_or_writer,
 };
 pub use seed::{Rng, SeedKey, derive_seed};
-pub use task::{Arm, JsonText, Task};
+pub use task::{Arm, JsonText, Shown, Task};

@@ -7,7 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Critique, Drafting};
+use crate::Drafting;
 
 /// One task: what to write, and what the offline backends and critics may need (docs/REFERENCE.md, Dataset).
 ///
@@ -189,7 +189,7 @@ impl Serialize for JsonText {
 /// A loop variant. Every arm of a task uses the same seed, so arms are paired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Arm {
-    /// The reviser sees the critique.
+    /// The reviser sees the steering critic's critique.
     Feedback,
     /// The reviser improves the draft without seeing the critique.
     NoFeedback,
@@ -197,9 +197,9 @@ pub enum Arm {
     Single,
     /// Feedback, plus strategy hints learned from earlier tasks given to the writer from round 0.
     FeedbackMemory,
-    /// The reviser gets [`Critique::placebo`] in place of the critique: its shape with no content,
-    /// the same for every task. Against `feedback` it asks whether the critique's content matters,
-    /// or only the "try again".
+    /// The reviser gets [`Critique::placebo`](crate::Critique::placebo) in place of the critique:
+    /// its shape with no content, the same for every task. Against `feedback` it asks whether the
+    /// critique's content matters, or only the "try again".
     Placebo,
     /// Every round is a fresh first draft (the generator with the round's seed, shown no draft
     /// and no critique), scored by the critic and stopped by the policy on a pass or at its cap
@@ -207,12 +207,31 @@ pub enum Arm {
     /// default `final = "best"` its answer is the best-scored draft: best-of-N with the critic as
     /// selector and early stop. Against `feedback` it asks whether revising beats sampling again.
     Resample,
+    /// `feedback`'s loop (the steering critic scores every round and the policy stops it), but the
+    /// reviser is shown the oracle's critique of the draft in place of the critic's: a critique by
+    /// one who knows what is really wrong with it (the simulator's hidden truth, or a held-out
+    /// evaluator the experiment names). Against `feedback` it asks what a perfect critique would add.
+    Oracle,
+}
+
+/// What an arm's reviser is shown after a round's critique ([`Arm::reviser_sees`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// The steering critic's critique.
+    Critique,
+    /// [`Critique::placebo`](crate::Critique::placebo) in its place.
+    Placebo,
+    /// The oracle's critique of the draft in its place, which the loop asks of whoever plays the
+    /// oracle: nothing about the arm can produce it.
+    Oracle,
+    /// Nothing: the reviser revises blind, or the arm never revises (`single`, `resample`).
+    Nothing,
 }
 
 impl Arm {
     /// Every arm, in the order of the output contract.
-    pub const ALL: [Arm; 6] =
-        [Arm::Feedback, Arm::NoFeedback, Arm::Single, Arm::FeedbackMemory, Arm::Placebo, Arm::Resample];
+    pub const ALL: [Arm; 7] =
+        [Arm::Feedback, Arm::NoFeedback, Arm::Single, Arm::FeedbackMemory, Arm::Placebo, Arm::Resample, Arm::Oracle];
     /// The arms an experiment runs when it names none.
     pub const DEFAULT: [Arm; 3] = [Arm::Feedback, Arm::NoFeedback, Arm::Single];
 
@@ -225,6 +244,7 @@ impl Arm {
             Arm::FeedbackMemory => "feedback+memory",
             Arm::Placebo => "placebo",
             Arm::Resample => "resample",
+            Arm::Oracle => "oracle",
         }
     }
 
@@ -233,18 +253,19 @@ impl Arm {
         Arm::ALL.into_iter().find(|arm| arm.as_str() == text)
     }
 
-    /// Whether the reviser is shown the critique.
+    /// Whether the reviser is shown the steering critic's critique.
     pub fn shows_critique(self) -> bool {
-        matches!(self, Arm::Feedback | Arm::FeedbackMemory)
+        self.reviser_sees() == Shown::Critique
     }
 
-    /// What the reviser is shown of `critique`: the critique itself, the placebo in its place, or
-    /// nothing.
-    pub fn reviser_sees(self, critique: &Critique) -> Option<&Critique> {
+    /// What the reviser is shown after a round's critique: the steering critic's critique, the
+    /// placebo or the oracle's critique in its place, or nothing.
+    pub fn reviser_sees(self) -> Shown {
         match self {
-            Arm::Feedback | Arm::FeedbackMemory => Some(critique),
-            Arm::Placebo => Some(Critique::placebo()),
-            Arm::NoFeedback | Arm::Single | Arm::Resample => None,
+            Arm::Feedback | Arm::FeedbackMemory => Shown::Critique,
+            Arm::Placebo => Shown::Placebo,
+            Arm::Oracle => Shown::Oracle,
+            Arm::NoFeedback | Arm::Single | Arm::Resample => Shown::Nothing,
         }
     }
 
@@ -321,5 +342,29 @@ mod tests {
             assert_eq!(Arm::parse(arm.as_str()), Some(arm));
         }
         assert_eq!(Arm::parse("blind"), None);
+    }
+
+    #[test]
+    fn only_feedback_and_memory_show_the_steering_critics_critique() {
+        let shown: Vec<(Arm, Shown)> = Arm::ALL.into_iter().map(|arm| (arm, arm.reviser_sees())).collect();
+        assert_eq!(
+            shown,
+            [
+                (Arm::Feedback, Shown::Critique),
+                (Arm::NoFeedback, Shown::Nothing),
+                (Arm::Single, Shown::Nothing),
+                (Arm::FeedbackMemory, Shown::Critique),
+                (Arm::Placebo, Shown::Placebo),
+                (Arm::Resample, Shown::Nothing),
+                (Arm::Oracle, Shown::Oracle),
+            ]
+        );
+        let shows: Vec<Arm> = Arm::ALL.into_iter().filter(|arm| arm.shows_critique()).collect();
+        assert_eq!(shows, [Arm::Feedback, Arm::FeedbackMemory]);
+        // The oracle's loop is feedback's: revisions, no memory, the critic's policy.
+        assert_eq!(
+            (Arm::Oracle.drafting(), Arm::Oracle.resamples(), Arm::Oracle.uses_memory()),
+            (Drafting::Revisions, false, false)
+        );
     }
 }

@@ -23,11 +23,12 @@
 //!   [`merge`](run_dir::merge) joins a sharded run's shards.
 //! - [`run`]: a run, stage by stage: `plan` (critics, grid, the loops of a task) → `source`
 //!   (datasets streamed and admitted in file order) → `loops` on the `workers` (each round's
-//!   critique in `round`, the loop's end in [`adjudicate`](run::adjudicate) and
-//!   [`evaluate`](run::evaluate)) → `sink` (rows built on the workers by `emit`, written in order,
-//!   committed to the journal) → `summarize` (`manifest.json`, the reports). Strategy memory
-//!   learns first (`learn`, [`memory`](run::memory)); a `sequential` run admits tasks in its own
-//!   order, one look ahead of its stopping rule. Every pass over the datasets is driven by the one
+//!   critique in `round`, the `oracle` arm's oracle in `oracle`, the loop's end in
+//!   [`adjudicate`](run::adjudicate) and [`evaluate`](run::evaluate)) → `sink` (rows built on
+//!   the workers by `emit`, written in order, committed to the journal) → `summarize`
+//!   (`manifest.json`, the reports). Strategy memory learns first (`learn`,
+//!   [`memory`](run::memory)); a `sequential` run admits tasks in its own order, one look ahead
+//!   of its stopping rule. Every pass over the datasets is driven by the one
 //!   `pipeline` (a reader thread, workers, the reorder window, the grace period after a signal,
 //!   the join), which a rescoring drives too. Beside the stages: the offline authors
 //!   ([`backend`](run::backend)), the model client offered to plugins as `chat`

@@ -31,13 +31,15 @@ fn arms_of<'a>(reading: Reading<'a>, critic: &str) -> Vec<&'a str> {
 }
 
 /// The config to ship for `critic` by `reading`: the row of the config × arm whose pass rate is
-/// highest, the fewer mean rounds on a tie.
+/// highest, the fewer mean rounds on a tie. Not an `oracle` row: that arm's reviser reads a critique
+/// by one who knows the answer, which nothing shipped has.
 fn best<'a>(reading: Reading<'a>, critic: &str) -> Option<&'a SummaryRow> {
+    let shippable = |arm: &str| Arm::parse(arm).is_some_and(|arm| arm != Arm::Oracle);
     reading
         .summary
         .rows
         .iter()
-        .filter(|r| r.critic == critic && Arm::parse(&r.arm).is_some() && r.n > 0)
+        .filter(|r| r.critic == critic && shippable(&r.arm) && r.n > 0)
         .max_by(|a, b| a.pass_rate.total_cmp(&b.pass_rate).then(b.mean_rounds.total_cmp(&a.mean_rounds)))
 }
 

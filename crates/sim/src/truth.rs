@@ -15,11 +15,13 @@
 //! - a defect the revision brings into the text (a section lost, an id dropped) is added.
 //!
 //! The built-in `sim-truth` evaluator judges this truth: a draft passes when it has no defect.
+//! The `oracle` arm's reviser is shown [`oracle_critique`], a critique naming exactly those
+//! defects, in the terms the writer acts on.
 
 use std::collections::BTreeSet;
 
 use critbench_core::author::Truth;
-use critbench_core::{Critique, Task};
+use critbench_core::{Critique, Suggestion, Task};
 
 use crate::{Revision, Shape, code, paper, prose, rag};
 
@@ -54,6 +56,48 @@ pub fn revised_truth(
     let kept = before.defects.iter().map(String::as_str).filter(|d| now.contains(d) || !(blind || pointed(d)));
     let brought = now.difference(&was).copied();
     Truth::of(kept.chain(brought))
+}
+
+/// The score the oracle's critique gives a draft with no defect; each defect costs
+/// [`ORACLE_PER_DEFECT`] of it, never below 0 (the `sim-truth` evaluator's scale).
+pub const ORACLE_FULL_SCORE: f64 = 10.0;
+
+/// What each defect costs of the oracle's score.
+pub const ORACLE_PER_DEFECT: f64 = 2.5;
+
+/// The critique of a draft whose hidden truth is `truth` by one who knows it (the `oracle` arm's,
+/// docs/REFERENCE.md, Arms): one issue per real defect, typed with the defect's name (the issue
+/// types the writer fixes specifically), and for a paper's `weak_<dimension>` defect a suggestion
+/// on that rubric dimension, as the `rubric` critic gives one, with no target (the writer's fix
+/// then finds the section itself). Nothing else: a draft with no defect gets a critique with no
+/// issue. The score is [`ORACLE_FULL_SCORE`] less [`ORACLE_PER_DEFECT`] per defect, and
+/// `critic_passed` is whether there is none.
+pub fn oracle_critique(truth: &Truth) -> Critique {
+    let defects = &truth.defects;
+    let suggestions = defects
+        .iter()
+        .filter_map(|defect| defect.strip_prefix("weak_"))
+        .map(|dimension| Suggestion {
+            dimension: Some(dimension.to_string()),
+            target: None,
+            edit: format!("Strengthen the paper's {}.", dimension.replace('_', " ")),
+        })
+        .collect();
+    let rationale = if defects.is_empty() {
+        "the draft has no defect".to_string()
+    } else {
+        format!("the draft has {} defect(s)", defects.len())
+    };
+    Critique {
+        score: (ORACLE_FULL_SCORE - ORACLE_PER_DEFECT * defects.len() as f64).max(0.0),
+        dimensions: Default::default(),
+        issues: defects.iter().map(|defect| format!("the draft has the defect `{defect}`")).collect(),
+        fatal_issues: Vec::new(),
+        issue_types: defects.clone(),
+        suggestions,
+        critic_passed: Some(defects.is_empty()),
+        rationale: Some(rationale),
+    }
 }
 
 /// The defects the writer finds in `text` by its own reading.
@@ -170,9 +214,9 @@ mod tests {
         assert!(!points_at(&asked, "methodology"));
     }
 
-    #[test]
-    fn every_kind_of_draft_reports_only_defects_it_documents() {
-        let tasks = [
+    /// A task of every kind the writer knows.
+    fn every_kind() -> [Task; 4] {
+        [
             rag_task(),
             Task {
                 id: "p".into(),
@@ -192,18 +236,86 @@ mod tests {
                 context: Some("Yeast makes gas. Heat expands it.".into()),
                 ..Task::default()
             },
-        ];
-        for task in &tasks {
+        ]
+    }
+
+    /// The first draft of `task` under `seed`.
+    fn first_draft(task: &Task, seed: u64) -> String {
+        let key = SeedKey { seed, task_id: &task.id, epoch: 0, round: 0, purpose: "generate" };
+        crate::generate(task, &mut Rng::from_key(&key))
+    }
+
+    #[test]
+    fn every_kind_of_draft_reports_only_defects_it_documents() {
+        for task in &every_kind() {
             let mut seen = BTreeSet::new();
             for seed in 0..40 {
-                let key = SeedKey { seed, task_id: &task.id, epoch: 0, round: 0, purpose: "generate" };
-                let text = crate::generate(task, &mut Rng::from_key(&key));
-                for defect in first_truth(task, &text).defects {
+                for defect in first_truth(task, &first_draft(task, seed)).defects {
                     assert!(defect_types(task).contains(&defect.as_str()), "{}: {defect}", task.id);
                     seen.insert(defect);
                 }
             }
             assert!(!seen.is_empty(), "{}: first drafts have defects", task.id);
+        }
+    }
+
+    #[test]
+    fn the_oracle_names_exactly_the_drafts_defects_and_nothing_else() {
+        let clean = oracle_critique(&Truth::default());
+        assert!(clean.issues.is_empty() && clean.issue_types.is_empty() && clean.suggestions.is_empty());
+        assert!(clean.fatal_issues.is_empty() && clean.dimensions.is_empty());
+        assert_eq!((clean.score, clean.critic_passed), (ORACLE_FULL_SCORE, Some(true)));
+
+        let paper = oracle_critique(&Truth::of(["weak_related_work", "no_sections", "weak_clarity"]));
+        assert_eq!(paper.issue_types, ["no_sections", "weak_clarity", "weak_related_work"]);
+        assert_eq!(paper.issues.len(), 3);
+        let dimensions: Vec<Option<&str>> = paper.suggestions.iter().map(|s| s.dimension.as_deref()).collect();
+        assert_eq!(dimensions, [Some("clarity"), Some("related_work")], "one suggestion per weak dimension");
+        assert!(paper.suggestions.iter().all(|s| s.target.is_none()));
+        assert_eq!((paper.score, paper.critic_passed), (2.5, Some(false)));
+
+        let mut drafts_with_defects = 0;
+        for task in &every_kind() {
+            for seed in 0..40 {
+                let truth = first_truth(task, &first_draft(task, seed));
+                let critique = oracle_critique(&truth);
+                assert_eq!(critique.issue_types, truth.defects, "{}: exactly the truth's defects", task.id);
+                assert_eq!(critique.issues.len(), truth.defects.len());
+                for defect in &truth.defects {
+                    assert!(points_at(&critique, defect), "{}: names {defect}", task.id);
+                }
+                for other in defect_types(task).iter().filter(|d| !truth.has(d)) {
+                    assert!(!points_at(&critique, other), "{}: names {other}, which the draft has not", task.id);
+                }
+                assert_eq!(critique.critic_passed, Some(truth.defects.is_empty()));
+                assert!(critique.score < ORACLE_FULL_SCORE || truth.defects.is_empty());
+                drafts_with_defects += usize::from(!truth.defects.is_empty());
+            }
+        }
+        assert!(drafts_with_defects > 40, "the check saw drafts with defects: {drafts_with_defects}");
+    }
+
+    /// The writer acts on the oracle's critique as on a critic's that names the defects: on every
+    /// draft with one it tries a fix, and its revisions keep fewer defects than blind ones.
+    #[test]
+    fn the_writer_acts_on_the_oracles_critique_and_it_fixes_more_than_revising_blind() {
+        for task in &every_kind() {
+            let (mut after_oracle, mut after_blind) = (0, 0);
+            for seed in 0..60 {
+                let before = first_draft(task, seed);
+                let truth = first_truth(task, &before);
+                if truth.defects.is_empty() {
+                    continue;
+                }
+                let critique = oracle_critique(&truth);
+                let key = SeedKey { seed, task_id: &task.id, epoch: 0, round: 1, purpose: "revise" };
+                let revision = crate::revise(task, &before, Some(&critique), &mut Rng::from_key(&key));
+                assert_eq!(revision.acted_on_critique, Some(true), "{}: seed {seed}", task.id);
+                after_oracle += revised_truth(task, &before, &truth, Some(&critique), &revision).defects.len();
+                let blind = crate::revise(task, &before, None, &mut Rng::from_key(&key));
+                after_blind += revised_truth(task, &before, &truth, None, &blind).defects.len();
+            }
+            assert!(after_oracle < after_blind, "{}: {after_oracle} defects left against {after_blind}", task.id);
         }
     }
 }

@@ -431,7 +431,7 @@ mod tests {
         assert_eq!(parse_label::<Arm>("no-feedback", "arm", 0).unwrap(), Arm::NoFeedback);
         assert_eq!(
             parse_label::<Arm>("feedbak", "arm", 41).unwrap_err().to_string(),
-            "row 41: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, feedback+memory, placebo, resample)"
+            "row 41: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, feedback+memory, placebo, resample, oracle)"
         );
         assert!(
             parse_label::<ExitReason>("", "exit_reason", 0).unwrap_err().to_string().contains("not an exit reason")

@@ -459,7 +459,7 @@ mod tests {
 
         let expected = format!(
             "{}: row 2: column `arm` holds `feedbak`, which is not an arm (feedback, no-feedback, single, \
-             feedback+memory, placebo, resample)",
+             feedback+memory, placebo, resample, oracle)",
             path.display()
         );
         // Replay's reader and rescore's (with the rows) both refuse it before handing over a loop.

@@ -36,6 +36,7 @@ mod module_cycles;
 mod notebook;
 mod offline_honesty;
 mod openai;
+mod oracle;
 mod plugin_info;
 mod plugins;
 mod power;

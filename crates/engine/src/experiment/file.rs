@@ -55,6 +55,9 @@ pub(super) struct ExperimentFile {
     pub(super) writer: Option<WriterSection>,
     #[serde(default)]
     pub(super) sim_truth: Option<bool>,
+    /// The evaluator that plays the `oracle` arm's oracle: see `resolve::oracle_evaluator`.
+    #[serde(default)]
+    pub(super) oracle: Option<String>,
 }
 
 /// `[writer]`: the programs of `backend = "command"` (see `resolve::writer_spec`).

@@ -86,6 +86,11 @@ pub struct Experiment {
     /// task's gold labels in view, and never steer it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evaluators: Vec<EvaluatorSpec>,
+    /// The held-out evaluator that plays the `oracle` arm's oracle (`oracle = "NAME"`, one of
+    /// `evaluators`, taking every task a critic takes); `None` without that arm, or on the
+    /// simulator, whose hidden truth then plays it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<String>,
     /// The thresholds and caps swept.
     pub sweep: Sweep,
     /// Strategy memory, for the `feedback+memory` arm.
@@ -258,7 +263,7 @@ pub use sequential::{Decides, SequentialError, SequentialSettings};
 
 pub use grid::PolicyError;
 pub use pricing::{DEFAULT_CURRENCY, Pricing, PricingError, pricing_warnings};
-pub use resolve::{AdjudicateError, CriticProblem, ResolveError, SIM_TRUTH};
+pub use resolve::{AdjudicateError, CriticProblem, OracleKinds, ResolveError, SIM_TRUTH};
 
 pub use crate::experiment::limits::MAX_JUDGE_REPEATS;
 

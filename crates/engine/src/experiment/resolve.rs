@@ -86,9 +86,30 @@ pub enum ResolveError {
     /// An entry of `arms` that is not an arm.
     #[error(
         "`arms`: \"{0}\" is not an arm; use \"feedback\", \"no-feedback\", \"single\", \"feedback+memory\", \
-         \"placebo\" or \"resample\""
+         \"placebo\", \"resample\" or \"oracle\""
     )]
     UnknownArm(String),
+    /// The `oracle` arm where nothing knows the answer: no simulator truth and no `oracle` key.
+    #[error(
+        "`arms`: \"oracle\" needs an oracle, a critic that knows the answer, and `backend` = \"{0}\" keeps no hidden \
+         truth to play it; set `oracle` = \"NAME\" to the name of the [[evaluators]] table that plays it, or remove \
+         \"oracle\" from `arms`"
+    )]
+    NoOracle(&'static str),
+    /// `oracle = "NAME"` naming no evaluator.
+    #[error("`oracle` = {name:?} names no [[evaluators]] table; give the `name` of one: {known}")]
+    UnknownOracle {
+        /// The name given.
+        name: String,
+        /// The evaluators' names, for the message (or that there is none).
+        known: String,
+    },
+    /// `oracle = "NAME"` without the `oracle` arm.
+    #[error("`oracle` = {0:?} is unused: `arms` has no \"oracle\"; add \"oracle\" to `arms`, or remove `oracle`")]
+    UnusedOracle(String),
+    /// An oracle evaluator whose `kinds` leave out tasks a critic takes.
+    #[error(transparent)]
+    OracleKinds(Box<OracleKinds>),
 
     /// An arm twice in `arms`.
     #[error("`arms`: \"{0}\" is listed twice")]
@@ -158,6 +179,24 @@ pub enum ResolveError {
     /// The `[sequential]` table.
     #[error(transparent)]
     Sequential(#[from] SequentialError),
+}
+
+/// The evaluator `oracle` names takes only some kinds of task, and a critic takes others: the
+/// `oracle` arm's drafts of those would have no oracle.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`oracle` = {name:?}: the evaluator takes only `kinds` = [{kinds}], but critic `{critic}` takes {takes}; the \
+     oracle critiques every draft of the `oracle` arm, so give it every kind the critics take (or no `kinds`)"
+)]
+pub struct OracleKinds {
+    /// The evaluator's name.
+    pub name: String,
+    /// The kinds it takes.
+    pub kinds: String,
+    /// A critic that takes a task it does not.
+    pub critic: String,
+    /// What that critic takes: `(any)` or its kinds.
+    pub takes: String,
 }
 
 /// What is wrong with one `[[critics]]` or `[[evaluators]]` table (its place is the
@@ -461,6 +500,7 @@ impl Experiment {
             }
             evaluators.push(sim_truth_evaluator());
         }
+        let oracle = oracle_evaluator(file.oracle, &arms, backend, &critics, &evaluators)?;
         let policies = policy_grid(&file.policy)?;
         let judge = match file.judge {
             None => JudgeSettings { repeats: 1, datasets: None, out: None },
@@ -558,6 +598,7 @@ impl Experiment {
             out,
             critics,
             evaluators,
+            oracle,
             sweep,
             memory,
             policies,
@@ -717,6 +758,49 @@ fn adjudicated_arms(
         _ if chosen.is_empty() && has_model => Err(AdjudicateError::Unused),
         _ => Ok(chosen),
     }
+}
+
+/// The evaluator `oracle = "NAME"` names, checked: the key is given exactly when the `oracle` arm
+/// runs without the simulator's hidden truth to play the oracle (on the simulator it may be given,
+/// and the evaluator then plays it instead); it names one of `evaluators`, and that evaluator takes
+/// every task a critic takes, so that every draft of the arm has its oracle's critique.
+fn oracle_evaluator(
+    name: Option<String>,
+    arms: &[Arm],
+    backend: BackendKind,
+    critics: &[CriticSpec],
+    evaluators: &[EvaluatorSpec],
+) -> Result<Option<String>, ResolveError> {
+    let Some(name) = name else {
+        return match backend {
+            BackendKind::Sim => Ok(None),
+            _ if !arms.contains(&Arm::Oracle) => Ok(None),
+            BackendKind::Scripted => Err(ResolveError::NoOracle("scripted")),
+            BackendKind::Openai => Err(ResolveError::NoOracle("openai")),
+            BackendKind::Command => Err(ResolveError::NoOracle("command")),
+        };
+    };
+    if !arms.contains(&Arm::Oracle) {
+        return Err(ResolveError::UnusedOracle(name));
+    }
+    let Some(evaluator) = evaluators.iter().find(|e| e.spec.name == name) else {
+        let names: Vec<String> = evaluators.iter().map(|e| format!("{:?}", e.spec.name)).collect();
+        let known = if names.is_empty() { "the experiment has none".to_string() } else { names.join(", ") };
+        return Err(ResolveError::UnknownOracle { name, known });
+    };
+    if let Some(kinds) = &evaluator.spec.kinds {
+        let uncovered = critics.iter().find(|critic| match &critic.kinds {
+            None => true,
+            Some(taken) => taken.iter().any(|kind| !kinds.contains(kind)),
+        });
+        if let Some(critic) = uncovered {
+            let takes = critic.kinds.as_ref().map_or("(any)".to_string(), |k| format!("[{}]", k.join(", ")));
+            let kinds = kinds.join(", ");
+            let uncovered = OracleKinds { name, kinds, critic: critic.name.clone(), takes };
+            return Err(ResolveError::OracleKinds(Box::new(uncovered)));
+        }
+    }
+    Ok(Some(name))
 }
 
 /// The built-in evaluator of the simulator's hidden truth, by its plugin name and the name a

@@ -325,6 +325,57 @@ fn bad_files_name_the_key() {
     assert!(load(&format!("epochs = \"two\"\n{MINIMAL}")).unwrap_err().contains("line 1"));
 }
 
+/// The `oracle` arm's oracle: on the simulator its hidden truth, unless `oracle` names a held-out
+/// evaluator; elsewhere the evaluator `oracle` must name. Each way the key can be wrong is refused
+/// naming the file and the key.
+#[test]
+fn the_oracle_arm_needs_an_oracle_and_the_oracle_key_names_an_evaluator_of_that_arm() {
+    let arms = "arms = [\"feedback\", \"oracle\"]\n";
+    let sim = load(&format!("{arms}{MINIMAL}")).unwrap();
+    assert_eq!((sim.arms.as_slice(), sim.oracle.as_deref()), (&[Arm::Feedback, Arm::Oracle][..], None));
+    assert!(serde_json::to_value(&sim).unwrap().get("oracle").is_none());
+    let named = load(&format!("{arms}oracle = \"sim-truth\"\n{MINIMAL}")).unwrap();
+    assert_eq!(named.oracle.as_deref(), Some("sim-truth"));
+    assert_eq!(serde_json::to_value(&named).unwrap()["oracle"], "sim-truth", "the manifest records it");
+    let gold = "[[evaluators]]\nname = \"gold\"\nplugin = \"evidence\"\n";
+    let openai = load(&format!("{arms}oracle = \"gold\"\n{OPENAI}{gold}")).unwrap();
+    assert_eq!(openai.oracle.as_deref(), Some("gold"));
+
+    let error = |text: String| load(&text).unwrap_err();
+    let without = error(format!("{arms}{OPENAI}{gold}"));
+    assert!(
+        without.starts_with(
+            "DIR/x.toml: `arms`: \"oracle\" needs an oracle, a critic that knows the answer, and `backend` = \"openai\" \
+             keeps no hidden truth to play it; set `oracle` = \"NAME\""
+        ),
+        "{without}"
+    );
+    let scripted = error(format!("{arms}backend = \"scripted\"\n{MINIMAL}"));
+    assert!(scripted.contains("`backend` = \"scripted\" keeps no hidden truth"), "{scripted}");
+    let unknown = error(format!("{arms}oracle = \"gld\"\n{MINIMAL}{gold}"));
+    assert_eq!(
+        unknown,
+        "DIR/x.toml: `oracle` = \"gld\" names no [[evaluators]] table; give the `name` of one: \"gold\", \"sim-truth\""
+    );
+    let none = error(format!("{arms}oracle = \"gold\"\nsim_truth = false\n{MINIMAL}"));
+    assert!(none.ends_with("names no [[evaluators]] table; give the `name` of one: the experiment has none"), "{none}");
+    let unused = error(format!("oracle = \"sim-truth\"\n{MINIMAL}"));
+    assert_eq!(
+        unused,
+        "DIR/x.toml: `oracle` = \"sim-truth\" is unused: `arms` has no \"oracle\"; add \"oracle\" to `arms`, or \
+         remove `oracle`"
+    );
+    let narrow = error(format!("{arms}oracle = \"gold\"\n{MINIMAL}{gold}kinds = [\"rag\"]\n"));
+    assert!(
+        narrow.starts_with(
+            "DIR/x.toml: `oracle` = \"gold\": the evaluator takes only `kinds` = [rag], but critic `r` takes (any)"
+        ),
+        "{narrow}"
+    );
+    let covered = format!("{arms}oracle = \"gold\"\n{MINIMAL}kinds = [\"rag\"]\n{gold}kinds = [\"rag\", \"paper\"]\n");
+    assert_eq!(load(&covered).unwrap().oracle.as_deref(), Some("gold"));
+}
+
 /// Two arms, two configs, one critic: what a `[sequential]` table is checked against.
 const SEQUENTIAL: &str = "name = \"t\"\ndataset = \"d.jsonl\"\narms = [\"feedback\", \"no-feedback\"]\n\
     [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = [7, 8]\n[sequential]\n";

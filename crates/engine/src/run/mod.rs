@@ -1,6 +1,6 @@
 //! A run, stage by stage (this room's modules of those names): `plan` what runs, stream tasks from
-//! the `source`, record their `loops` on the `workers` (each loop's critiques in `round`, its end
-//! in `adjudicate` and `evaluate`), build and write rows in order through the `sink` (`emit`, one
+//! the `source`, record their `loops` on the `workers` (each loop's critiques in `round`, the
+//! `oracle` arm's reviser's in `oracle`, its end in `adjudicate` and `evaluate`), build and write rows in order through the `sink` (`emit`, one
 //! recorded loop's rows for every config it serves), then `summarize` (the `manifest`, the
 //! reports). Every pass over the datasets — strategy memory's learning pass (`learn`, `memory`),
 //! then the run proper, in a `sequential` run's own order when it has one — is driven by the one
@@ -24,6 +24,7 @@ mod learn;
 pub(crate) mod loops;
 pub(crate) mod manifest;
 pub mod memory;
+pub(crate) mod oracle;
 pub(crate) mod pipeline;
 pub(crate) mod plan;
 pub(crate) mod round;

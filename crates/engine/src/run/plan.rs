@@ -16,6 +16,7 @@ use critbench_storage::manifest::ProcessTrouble;
 use crate::EngineError;
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
 use crate::run::backend::{ScriptedAuthor, SimAuthor};
+use crate::run::oracle::Oracle;
 use critbench_core::author::Author;
 use critbench_core::author::Hint;
 
@@ -137,6 +138,8 @@ pub struct Plan<'a> {
     pub warnings: Vec<String>,
     /// The writer programs of `backend = "command"` (set by the run that started them).
     pub writers: Vec<LoadedWriter>,
+    /// Who plays the `oracle` arm's oracle.
+    pub oracle: Oracle,
 }
 
 impl<'a> Plan<'a> {
@@ -181,6 +184,7 @@ impl<'a> Plan<'a> {
             hints: HashMap::new(),
             warnings,
             writers: Vec::new(),
+            oracle: Oracle::of(experiment),
         })
     }
 

@@ -173,8 +173,10 @@ fn order_of<'m>(names: impl Iterator<Item = &'m str>) -> HashMap<String, usize> 
 }
 
 /// Arms in reading order: the memory arm first (it is compared with plain feedback), then
-/// feedback, no-feedback, placebo, resample and single, each followed by its adjudicated twin;
-/// unknown names last. Feedback against no-feedback stays the first comparison when both ran.
+/// feedback, no-feedback, placebo, resample, single and the oracle (a bound, not a loop to ship),
+/// each followed by its adjudicated twin; unknown names last. Each comparison reads A − B with A
+/// the arm that reads first, so feedback is A against every arm but memory, and feedback against
+/// no-feedback is the first comparison when both ran.
 fn arm_rank(arm: &str) -> usize {
     match Arm::parse(arm.strip_suffix(ADJUDICATED_SUFFIX).unwrap_or(arm)) {
         Some(Arm::FeedbackMemory) => 0,
@@ -183,6 +185,7 @@ fn arm_rank(arm: &str) -> usize {
         Some(Arm::Placebo) => 3,
         Some(Arm::Resample) => 4,
         Some(Arm::Single) => 5,
+        Some(Arm::Oracle) => 6,
         None => usize::MAX,
     }
 }

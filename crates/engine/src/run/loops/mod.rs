@@ -1,6 +1,7 @@
 //! Stage 3 of a run: the loops. A worker takes a chunk of admitted tasks and records every loop
-//! of each (generate, critique with retries, ask the pure policy, revise — or, in the `resample`
-//! arm, generate afresh), in the plan's unit order. A loop that fails (a backend error, a panic)
+//! of each (generate, critique with retries, ask the pure policy, revise — shown what the arm
+//! shows: the critique, the placebo, the oracle's critique or nothing — or, in the `resample` arm,
+//! generate afresh), in the plan's unit order. A loop that fails (a backend error, a panic)
 //! fails alone: it is reported, and every other loop of the chunk is still recorded.
 //!
 //! When a critic takes several requests at once (a child process speaking the pipelined form), a worker
@@ -26,11 +27,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use critbench_core::{Arm, Decision, Policy, RoundScore, Task, decide};
+use critbench_core::{Critique, Decision, Policy, RoundScore, Shown, Task, decide};
 use critbench_plugin_host::request::TaskJson;
 use critbench_storage::recorded::RecordedRound;
 
 use crate::run::emit::effective_policy;
+use crate::run::oracle::oracle_critique;
 use crate::run::pipeline::{Recorded, panic_text};
 use crate::run::plan::{Plan, Scope, Unit};
 use crate::run::round::{Batch, Laps, critique_round, recorded_round};
@@ -236,7 +238,18 @@ pub(super) async fn record_loop_in(
                     plan.author.generate(task, &[], &key(round + 1))
                 }
             } else {
-                let shown = unit.arm.reviser_sees(&call.critique);
+                // What the reviser reads of the round: the critic's critique, or in its place the
+                // placebo or the oracle's critique of the draft, or nothing.
+                let oracle;
+                let shown = match unit.arm.reviser_sees() {
+                    Shown::Critique => Some(&call.critique),
+                    Shown::Placebo => Some(Critique::placebo()),
+                    Shown::Oracle => {
+                        oracle = oracle_critique(plan, task, labelled, unit, &draft, round)?;
+                        Some(&oracle)
+                    }
+                    Shown::Nothing => None,
+                };
                 if driver.awaiting {
                     plan.author.revise_async(task, &draft, shown, key(round + 1)).await
                 } else {
@@ -245,8 +258,10 @@ pub(super) async fn record_loop_in(
             };
             match written {
                 Ok(mut next) => {
-                    if unit.arm == Arm::Placebo {
-                        // The placebo has nothing to act on by design: not feedback the writer ignored.
+                    if !unit.arm.shows_critique() {
+                        // `acted_on_critique` is about the steering critic's critique: a reviser
+                        // shown the placebo (nothing to act on by design) or the oracle's critique
+                        // did nothing with the critic's feedback.
                         next.acted_on_critique = None;
                     }
                     // A revision's size against the draft it revised; a fresh draft revised nothing.
@@ -308,6 +323,9 @@ pub enum LoopError {
     /// The loop's final draft could not be adjudicated.
     #[error(transparent)]
     Adjudicate(#[from] crate::run::adjudicate::AdjudicateError),
+    /// The `oracle` arm's oracle gave no critique of a draft to revise.
+    #[error(transparent)]
+    Oracle(#[from] crate::run::oracle::OracleError),
     /// Strategy memory's learning loop ended before its policy stopped (a bug).
     #[error("the learning loop ended before its policy stopped")]
     Unfinished,

@@ -28,7 +28,8 @@ pub(crate) fn arm_color(arm: &str, index: usize) -> &'static str {
         "feedback+memory" => "#009e73",
         "resample" => "#cc79a7",
         "placebo" => "#56b4e9",
-        _ => ["#d55e00", "#000000", "#f0e442"][index % 3],
+        "oracle" => "#000000",
+        _ => ["#d55e00", "#f0e442"][index % 2],
     }
 }
 
