@@ -1,7 +1,7 @@
 //! The answer of a run, first and on one screen: per critic, at the best config by the lead judge
 //! (the most independent one the run has, [`crate::judges::lead`]), whether feedback beats blind
-//! revision, whether it is ahead of resampling at equal cost, where the steering critic and the
-//! judge disagree, what one passed answer costs in each arm, and which config to ship; then every
+//! revision, whether it is ahead of resampling at equal cost, where the gain comes from (the
+//! ladder of arms, [`crate::ladder`]), where the steering critic and the judge disagree, what one passed answer costs in each arm, and which config to ship; then every
 //! config by that judge. The terminal prints it; `report.md` opens with it.
 
 use std::fmt::Write as _;
@@ -123,6 +123,21 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
             comparison_text(c.diff, c.diff_lo, c.diff_hi, c.p_value),
             crate::spend::spends_text(c, currency)
         ));
+    }
+    let steps: Vec<crate::ladder::LadderRow> = crate::ladder::of_summary(reading.summary)
+        .into_iter()
+        .filter(|s| s.config_id == config && s.critic == critic)
+        .collect();
+    if let Some(first) = steps.first() {
+        let mut line = format!("  where the gain comes from, by {}, pp: {}", reading.short(), first.from_arm);
+        for step in &steps {
+            let _ = write!(line, " → {} {:+.1}", step.to_arm, 100.0 * step.diff);
+            if let Some(p) = step.p_value.filter(|p| *p >= 0.05) {
+                let _ = write!(line, " (p = {})", format_p(p));
+            }
+        }
+        line.push_str("; p < 0.05 unless shown");
+        out.push(line);
     }
     if reading.judge != CRITIC {
         let inflation: Vec<String> = arms

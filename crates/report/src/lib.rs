@@ -50,6 +50,7 @@ mod headline;
 mod html;
 pub mod judges;
 mod keys;
+pub mod ladder;
 mod markdown;
 pub mod outputs;
 pub mod power;
@@ -235,6 +236,7 @@ fn write_all(run_dir: &Path, labels: Option<&Path>) -> Result<Report, ReportErro
     report.evaluators = evaluators::read(run_dir, manifest.as_ref())?;
     report.config_comparisons = configs::neighbour_comparisons(&outcomes, manifest.as_ref(), &verdicts)?;
     summary::write_files(run_dir, &report)?;
+    csv_files::write_csv(&run_dir.join(outputs::LADDER_CSV), &ladder::rows(&report))?;
     report.write_json(run_dir)?;
     if let Some(evaluated) = &report.evaluators {
         evaluators::write_files(run_dir, evaluated)?;

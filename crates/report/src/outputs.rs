@@ -13,6 +13,8 @@ pub const COMPARISONS_CSV: &str = "comparisons.csv";
 pub const COST_CURVES_CSV: &str = "cost_curves.csv";
 /// Arms compared at equal spend.
 pub const COST_COMPARISONS_CSV: &str = "cost_comparisons.csv";
+/// Where a gain comes from: single → no-feedback → placebo → feedback → oracle.
+pub const LADDER_CSV: &str = "ladder.csv";
 /// Grid neighbours compared on the same units.
 pub const CONFIG_COMPARISONS_CSV: &str = "config_comparisons.csv";
 /// Each comparison's power.
@@ -41,6 +43,7 @@ pub const FILES: &[&str] = &[
     COMPARISONS_CSV,
     COST_CURVES_CSV,
     COST_COMPARISONS_CSV,
+    LADDER_CSV,
     CONFIG_COMPARISONS_CSV,
     POWER_CSV,
     SEQUENTIAL_CSV,
