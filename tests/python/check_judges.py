@@ -17,7 +17,10 @@ evaluations.parquet (and each loop's rounds in outcomes.parquet):
   draft its `final` rule picks among its first k (the best-scored, a draft with no fatal issue
   first and the earliest on ties; or the k-th), and passes when the judge passed that draft (its
   verdicts on every round); an arm with a loop the judge did not read so has no rows;
-- summary.csv: each arm's loops and passes.
+- summary.csv: each arm's loops and passes;
+- evaluators.csv: `pleasing_gap`, per loop the steering critic's change from first draft to final
+  answer (its verdict on the first draft from evaluations.parquet's `steering_passed`, on the final
+  answer whether the loop passed in outcomes.parquet) less the judge's, over the loops.
 
 A loop whose evaluator failed (no verdict) is in no unit. Prints what it checked and exits 0, or
 prints every mismatch and exits 1 (2 for bad usage). Requirements: tests/python/requirements.txt.
@@ -85,6 +88,25 @@ def capped_answers(run: Path, judge: str, loops: pd.DataFrame) -> dict:
             capped.append(by_round.get(key + (answer,)))
         answers[key] = capped
     return answers
+
+
+def pleasing_gaps(run: Path, judge: str) -> pd.DataFrame:
+    """One row per loop the judge gave both verdicts: (critic final − first) − (judge final − first)."""
+    evaluations = pd.read_parquet(run / "evaluations.parquet")
+    evaluations = evaluations[evaluations["evaluator"] == judge]
+    keys = ["config_id", "arm", "critic", "task_id", "epoch"]
+    first = evaluations[evaluations["answer"] == "first"][keys + ["passed", "steering_passed"]]
+    final = evaluations[evaluations["answer"] == "final"][keys + ["passed"]]
+    loops = first.merge(final, on=keys, suffixes=("_first", "_final"))
+    loops = loops[loops["passed_first"].notna() & loops["passed_final"].notna()]
+    outcomes = pd.read_parquet(run / "outcomes.parquet")[keys + ["passed"]]
+    outcomes["arm"] = outcomes["arm"].astype(str)
+    loops["arm"] = loops["arm"].astype(str)
+    loops = loops.merge(outcomes.rename(columns={"passed": "critic_final"}), on=keys, how="inner")
+    as_int = lambda column: loops[column].astype(bool).astype(int)
+    critic = as_int("critic_final") - as_int("steering_passed")
+    loops["gap"] = critic - (as_int("passed_final") - as_int("passed_first"))
+    return loops
 
 
 def paired(left: pd.DataFrame, right: pd.DataFrame) -> dict:
@@ -174,6 +196,16 @@ def main() -> int:
         a["passed"], b["passed"] = a["passed"].astype(bool), b["passed"].astype(bool)
         expect_pairs(where, paired(a, b), row, ["diff"])
     checked["cost_comparisons.csv"] = len(whole)
+
+    gaps = pleasing_gaps(run, judge)
+    evaluators = pd.read_csv(run / "evaluators.csv")
+    evaluators = evaluators[evaluators["evaluator"] == judge]
+    for _, row in evaluators.iterrows():
+        of = gaps[(gaps.config_id == row.config_id) & (gaps.critic == row.critic) & (gaps.arm == row.arm)]
+        where = f"evaluators.csv {row.config_id} {row.critic} {row.arm}"
+        expect(where, "n", len(of), row["n"])
+        expect(where, "pleasing_gap", of["gap"].mean(), row["pleasing_gap"])
+    checked["evaluators.csv"] = len(evaluators)
 
     empty = [name for name, count in checked.items() if count == 0]
     if empty:

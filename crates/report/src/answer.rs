@@ -148,20 +148,16 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
             })
             .collect();
         let mut line = format!("  critic − {} pass rate, pp: {}", reading.short(), inflation.join(" · "));
-        if let Some(evaluated) = &report.evaluators {
-            let flagged = evaluated.rows.iter().any(|r| {
-                r.config_id == config
-                    && r.critic == critic
-                    && r.evaluator == reading.judge
-                    && r.critic_pleasing == Some(true)
-            });
-            line.push_str(if flagged {
-                "; critic-pleasing flagged: the critic rose, the judge did not"
-            } else {
-                "; critic-pleasing not flagged (no evidence either way)"
-            });
+        let pleasing = report
+            .evaluators
+            .as_ref()
+            .map(|evaluated| crate::evaluators::pleasing_answer(evaluated, config, critic, reading.judge));
+        if let Some((suffix, _)) = &pleasing {
+            line.push_str(suffix);
         }
         out.push(line);
+        // The pleasing gaps significant at this config, flagged or not.
+        out.extend(pleasing.and_then(|(_, gaps)| gaps));
     }
     if let Some(evaluated) = report.evaluators.as_ref().filter(|_| reading.judge != CRITIC) {
         let of_group = |r: &&crate::evaluators::EvaluatorRow| {

@@ -5,7 +5,9 @@
 //! Per config × critic × evaluator × arm: the evaluator's pass rate on the final answers and on
 //! the first drafts, the steering critic's pass rate of the same final answers, the
 //! **critic–evaluator gap** (critic − evaluator, paired by loop), the evaluator's **lift** from
-//! first draft to final answer (paired by loop), and the agreement counts. Per config × critic ×
+//! first draft to final answer (paired by loop), the agreement counts, and the **pleasing gap**:
+//! the critic's change from first draft to final answer less the evaluator's, paired by loop, with
+//! the critic-pleasing flag it raises (see [`EvaluatorRow::critic_pleasing`]). Per config × critic ×
 //! evaluator and pair of arms: the paired difference under the evaluator, on the task × epoch units
 //! both arms ran. A task's epochs stay together, and each interval is the one valid at the number
 //! of tasks it rests on, as in the summaries (`stats`' `rate` and `difference`); an arm comparison
@@ -135,8 +137,23 @@ pub struct EvaluatorRow {
     pub evaluator_change_lo: Option<f64>,
     /// Upper end of the 95% interval of `evaluator_change`.
     pub evaluator_change_hi: Option<f64>,
-    /// With `rounds = "all"`: whether the loop pleased its critic, the critic's verdicts rising
-    /// from the first draft to the last while the evaluator's fell, each interval excluding 0.
+    /// The pleasing gap: per loop, the steering critic's verdict on the final answer minus on the
+    /// first draft, less the evaluator's (each verdict 0 or 1), over the loops. 0, without an
+    /// interval, when the loops never revise (`pleasing_interval` is then `identical by design`).
+    pub pleasing_gap: f64,
+    /// Lower end of the 95% interval of `pleasing_gap`, task-clustered; empty when identical by design.
+    pub pleasing_gap_lo: Option<f64>,
+    /// Upper end of the 95% interval of `pleasing_gap`.
+    pub pleasing_gap_hi: Option<f64>,
+    /// The two-sided p-value of a pleasing gap of 0, by the test dual to its interval; empty when
+    /// identical by design.
+    pub pleasing_p: Option<f64>,
+    /// How the interval of `pleasing_gap` was computed (as `gap_interval`), or `identical by design`.
+    pub pleasing_interval: String,
+    /// Whether the loop is flagged as pleasing its critic: the pleasing gap's interval lies above
+    /// 0 while the evaluator's lift is not significantly positive (its interval does not lie
+    /// above 0). Empty when the loops never revise. An unflagged row is no evidence against
+    /// pleasing.
     pub critic_pleasing: Option<bool>,
     /// The critic's false-pass rate by this evaluator: of the first drafts the evaluator failed,
     /// the share the critic passed under the config's pass rule. Empty when it failed none.
@@ -165,6 +182,26 @@ pub struct EvaluatorRow {
 fn ceiling(p: f64, t: f64, f: f64) -> Option<f64> {
     let passed = p * t + (1.0 - p) * f;
     (passed > 0.0).then(|| p * t / passed)
+}
+
+/// The pleasing gap of a group's task clusters (numerator 7: each task's sum over its loops of the
+/// critic's change from first draft to final answer less the evaluator's), with its interval, or
+/// identical by design (`still`: loops that never revise). A loop's gap lies in [−2, 2]: it is the
+/// sum of two paired differences of 0/1 verdicts, the critic's final against its first and the
+/// evaluator's first against its final, so it is tested as a paired difference on two pairs per
+/// loop, every task's difference in [−1, 1] as the small-sample bounds assume; the interval's ends
+/// are doubled back to the gap's scale, and the test is unchanged by the scale.
+fn pleasing_gap(clusters: &[Cluster<8>], still: bool, seed: u64) -> (crate::totals::Paired, Option<(f64, f64)>) {
+    let mut counts: BTreeMap<(u64, i64), u64> = BTreeMap::new();
+    for c in clusters {
+        *counts.entry((2 * c.denominator, c.numerators[7])).or_default() += c.tasks;
+    }
+    let [difference] = paired(&crate::totals::one_statistic(counts), [still], seed);
+    let bounds = match difference {
+        crate::totals::Paired::Measured(d) => Some((2.0 * d.low, 2.0 * d.high)),
+        crate::totals::Paired::Identical => None,
+    };
+    (difference, bounds)
 }
 
 /// One row of `evaluator_rounds.csv` (an evaluator with `rounds = "all"`): the steering critic's
@@ -276,28 +313,37 @@ pub const LISTED: usize = 100;
 /// `(config, critic, evaluator, arm)`.
 type Group = (String, String, String, String);
 
-/// One loop's two verdicts, while its task is being read (`Some(None)`: the evaluator failed on
-/// that answer).
+/// One loop's verdicts on its first draft and its final answer, while its task is being read:
+/// each the evaluator's (`None`: it failed on that answer) and the steering critic's.
 #[derive(Clone, Copy, Default)]
 struct LoopVerdicts {
-    first: Option<Option<bool>>,
-    /// Evaluator's (`None` on an error) and critic's verdicts on the final answer.
+    first: Option<(Option<bool>, bool)>,
     final_: Option<(Option<bool>, bool)>,
 }
 
+/// A loop both judges gave a verdict on, on its first draft and on its final answer.
+#[derive(Clone, Copy)]
+struct Counted {
+    evaluator_first: bool,
+    evaluator_final: bool,
+    critic_first: bool,
+    critic_final: bool,
+}
+
 impl LoopVerdicts {
-    /// The evaluator's verdicts on the first draft and the final answer, and the critic's on the
-    /// final answer, when the loop has both and the evaluator failed on neither.
-    fn counted(&self) -> Option<(bool, bool, bool)> {
+    /// The loop's four verdicts, when it has both answers and the evaluator failed on neither.
+    fn counted(&self) -> Option<Counted> {
         match (self.first, self.final_) {
-            (Some(Some(first)), Some((Some(evaluator), critic))) => Some((first, evaluator, critic)),
+            (Some((Some(evaluator_first), critic_first)), Some((Some(evaluator_final), critic_final))) => {
+                Some(Counted { evaluator_first, evaluator_final, critic_first, critic_final })
+            }
             _ => None,
         }
     }
 
     /// Whether the evaluator failed on one of the loop's answers.
     fn failed(&self) -> bool {
-        matches!(self.first, Some(None)) || matches!(self.final_, Some((None, _)))
+        matches!(self.first, Some((None, _))) || matches!(self.final_, Some((None, _)))
     }
 }
 
@@ -312,12 +358,15 @@ struct Reader {
     groups: Vec<Group>,
     index: HashMap<Group, usize>,
     /// Per group: how many tasks had each vector `[eval final, critic, gap, eval first, lift,
-    /// fixed, broken]` over `denominator` loops.
-    clusters: Vec<BTreeMap<(u64, [i64; 7]), u64>>,
+    /// fixed, broken, pleasing gap]` over `denominator` loops.
+    clusters: Vec<BTreeMap<(u64, [i64; 8]), u64>>,
     agreement: Vec<[u64; 5]>,
     /// Per group: whether some loop's evaluator verdict on its final answer differs from that on
     /// its first draft.
     lifted: Vec<bool>,
+    /// Per group: whether some loop's critic verdict on its final answer differs from that on its
+    /// first draft.
+    critic_moved: Vec<bool>,
     /// Per (config, critic, evaluator, arm A, arm B): tasks with each (pairs, A − B) vector, and the
     /// A and B passes summed.
     pairs: BTreeMap<(usize, usize), BTreeMap<(u64, i64), u64>>,
@@ -363,6 +412,7 @@ impl Reader {
         self.clusters.push(BTreeMap::new());
         self.agreement.push([0; 5]);
         self.lifted.push(false);
+        self.critic_moved.push(false);
         self.all_rounds.push(self.every_round.contains(v.evaluator));
         self.by_round.push(BTreeMap::new());
         self.drift.push(BTreeMap::new());
@@ -420,7 +470,7 @@ impl Reader {
                     which: "first-draft",
                 });
             }
-            verdicts.first = Some(v.passed);
+            verdicts.first = Some((v.passed, v.steering_passed));
             if let Some(evaluator) = v.passed {
                 let counts = self.task_firsts.entry(group).or_default();
                 counts[0].0 += 1;
@@ -450,19 +500,23 @@ impl Reader {
                 self.disagreements.push(disagreement);
             }
         }
-        let mut vectors: BTreeMap<usize, (u64, [i64; 7])> = BTreeMap::new();
+        let mut vectors: BTreeMap<usize, (u64, [i64; 8])> = BTreeMap::new();
         for (&(group, _), verdicts) in &loops {
             if verdicts.failed() {
                 self.agreement[group][4] += 1;
                 continue;
             }
-            let Some((first, evaluator, critic)) = verdicts.counted() else { continue };
+            let Some(counted) = verdicts.counted() else { continue };
+            let (first, evaluator, critic) = (counted.evaluator_first, counted.evaluator_final, counted.critic_final);
             let (e, c, f) = (i64::from(evaluator), i64::from(critic), i64::from(first));
             self.lifted[group] |= evaluator != first;
+            self.critic_moved[group] |= critic != counted.critic_first;
             let (denominator, sums) = vectors.entry(group).or_default();
             *denominator += 1;
             let (fixed, broken) = (i64::from(!first && evaluator), i64::from(first && !evaluator));
-            for (sum, value) in sums.iter_mut().zip([e, c, c - e, f, e - f, fixed, broken]) {
+            // The critic's change from the first draft to the final answer less the evaluator's.
+            let pleasing = (c - i64::from(counted.critic_first)) - (e - f);
+            for (sum, value) in sums.iter_mut().zip([e, c, c - e, f, e - f, fixed, broken, pleasing]) {
                 *sum += value;
             }
             let agreement = &mut self.agreement[group];
@@ -479,8 +533,8 @@ impl Reader {
         // Pairs of arms of one config × critic × evaluator, epoch by epoch.
         let mut by_unit: BTreeMap<(usize, u32), bool> = BTreeMap::new();
         for (&(group, epoch), verdicts) in &loops {
-            if let Some((_, evaluator, _)) = verdicts.counted() {
-                by_unit.insert((group, epoch), evaluator);
+            if let Some(counted) = verdicts.counted() {
+                by_unit.insert((group, epoch), counted.evaluator_final);
             }
         }
         let mut pair_vectors: BTreeMap<(usize, usize), (u64, i64)> = BTreeMap::new();
@@ -598,7 +652,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
     let mut rounds = Vec::new();
     for &index in &order {
         let (config_id, critic, evaluator, arm) = reader.groups[index].clone();
-        let clusters: Vec<Cluster<7>> = reader.clusters[index]
+        let clusters: Vec<Cluster<8>> = reader.clusters[index]
             .iter()
             .map(|(&(denominator, numerators), &tasks)| Cluster { denominator, numerators, tasks })
             .collect();
@@ -660,6 +714,8 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             }
         };
         let [both, critic_only, evaluator_only, neither, evaluator_errors] = reader.agreement[index];
+        let still = never_revises && !reader.lifted[index] && !reader.critic_moved[index];
+        let (pleasing_difference, pleasing) = pleasing_gap(&clusters, still, seed);
         // From the first draft to the last one written, both judges paired by loop.
         let drift = reader.all_rounds[index].then(|| {
             let clusters: Vec<Cluster<2>> = reader.drift[index]
@@ -743,9 +799,12 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             evaluator_change: drift.map(|d| d.1.0),
             evaluator_change_lo: drift.and_then(|d| d.1.1),
             evaluator_change_hi: drift.and_then(|d| d.1.2),
-            critic_pleasing: drift.map(|((_, critic_lo, _), (_, _, evaluator_hi))| {
-                critic_lo.is_some_and(|lo| lo > 0.0) && evaluator_hi.is_some_and(|hi| hi < 0.0)
-            }),
+            pleasing_gap: rate(7),
+            pleasing_gap_lo: pleasing.map(|(lo, _)| lo),
+            pleasing_gap_hi: pleasing.map(|(_, hi)| hi),
+            pleasing_p: pleasing_difference.p_value(),
+            pleasing_interval: pleasing_difference.interval(),
+            critic_pleasing: pleasing.map(|(lo, _)| lo > 0.0 && !lift_lo.is_some_and(|lo| lo > 0.0)),
             config_id,
             critic,
             evaluator,
@@ -894,29 +953,116 @@ pub fn truth_lead(report: &EvaluatorReport) -> String {
     out
 }
 
-/// A sentence per config × critic × evaluator × arm flagged critic-pleasing: the critic's verdicts
-/// rose from the first draft to the last while the evaluator's fell, each interval excluding 0.
-pub(crate) fn pleasing_lines(report: &EvaluatorReport) -> Vec<String> {
+/// The sentence above the table of the pleasing gaps.
+pub(crate) const PLEASING_SENTENCE: &str = "Is the loop pleasing its critic? The pleasing gap is, per loop, the steering \
+     critic's verdict on the final answer minus on the first draft, less the evaluator's (each verdict 0 or 1), over \
+     the loops: how much more the critic's pass rate rose than the evaluator's, paired by loop, with its 95% interval \
+     (task-clustered) and the p-value of the test dual to it. A row is flagged critic-pleasing when the gap's interval \
+     lies above 0 while the evaluator's own change (its lift) is not significantly positive. An unflagged row is no \
+     evidence against pleasing: its gap may be too uncertain to tell, or the answers got better by less than the \
+     critic says. A loop pleases its critic by rewriting toward it, and by selection too: it stops at the first draft \
+     the critic passes and returns the draft the critic scored best.";
+
+/// The header of [`pleasing_rows`].
+pub(crate) const PLEASING_HEADER: [&str; 9] = [
+    "config",
+    "critic",
+    "evaluator",
+    "arm",
+    "critic's change",
+    "evaluator's change (95% CI)",
+    "pleasing gap (95% CI)",
+    "p",
+    "critic-pleasing",
+];
+
+/// The pleasing gaps, a row per config × critic × evaluator × arm that revises: config, critic,
+/// evaluator, arm, each judge's change from first draft to final answer (the critic's is the gap
+/// plus the evaluator's lift), the gap with its interval, its p-value and the flag.
+pub(crate) fn pleasing_rows(report: &EvaluatorReport) -> Vec<[String; 9]> {
     report
         .rows
         .iter()
-        .filter(|r| r.critic_pleasing == Some(true))
+        .filter(|r| r.pleasing_gap_lo.is_some())
         .map(|r| {
-            format!(
-                "critic-pleasing: {} · {} · {} · {}: from the first draft to the last, the critic's verdicts rose {} ({}) \
-                 while {}'s fell {} ({})",
-                r.config_id,
-                r.critic,
-                r.evaluator,
-                r.arm,
-                points(r.critic_change.unwrap_or(0.0)),
-                interval(r.critic_change_lo, r.critic_change_hi),
-                r.evaluator,
-                points(r.evaluator_change.unwrap_or(0.0)),
-                interval(r.evaluator_change_lo, r.evaluator_change_hi),
-            )
+            [
+                r.config_id.clone(),
+                r.critic.clone(),
+                r.evaluator.clone(),
+                r.arm.clone(),
+                points(r.pleasing_gap + r.lift),
+                format!("{} ({})", points(r.lift), interval(r.lift_lo, r.lift_hi)),
+                format!("{} ({})", points(r.pleasing_gap), interval(r.pleasing_gap_lo, r.pleasing_gap_hi)),
+                r.pleasing_p.map_or_else(|| "–".to_string(), crate::format::format_p),
+                if r.critic_pleasing == Some(true) { "yes" } else { "no" }.to_string(),
+            ]
         })
         .collect()
+}
+
+/// The pleasing gaps in Markdown; empty when no arm revises.
+fn pleasing_table(report: &EvaluatorReport) -> String {
+    crate::format::table_under(
+        PLEASING_SENTENCE,
+        &PLEASING_HEADER,
+        "|---|---|---|---|---:|---|---|---:|---|",
+        &pleasing_rows(report),
+    )
+}
+
+/// What the answer says of critic-pleasing for `critic`'s loops by `judge` at `config`: the end of
+/// its line of critic inflation (how many of the judge's rows of this critic are flagged, or that
+/// none is), and a line of every arm whose pleasing gap at `config` is significant, with its
+/// interval and p-value, flagged or not (`None` when none is). Each line stays within 160
+/// characters: arms that do not fit are counted.
+pub(crate) fn pleasing_answer(
+    report: &EvaluatorReport,
+    config: &str,
+    critic: &str,
+    judge: &str,
+) -> (String, Option<String>) {
+    let measured: Vec<&EvaluatorRow> = report
+        .rows
+        .iter()
+        .filter(|r| r.critic == critic && r.evaluator == judge && r.pleasing_gap_lo.is_some())
+        .collect();
+    let flagged = measured.iter().filter(|r| r.critic_pleasing == Some(true)).count();
+    let significant: Vec<&EvaluatorRow> = measured
+        .iter()
+        .copied()
+        .filter(|r| r.config_id == config)
+        .filter(|r| r.pleasing_gap_lo.is_some_and(|lo| lo > 0.0) || r.pleasing_gap_hi.is_some_and(|hi| hi < 0.0))
+        .collect();
+    let suffix = match (flagged, significant.is_empty()) {
+        (0, true) => "; critic-pleasing not flagged (no evidence either way)".to_string(),
+        (0, false) => "; critic-pleasing not flagged".to_string(),
+        (flagged, _) => format!("; critic-pleasing flagged in {flagged} of {} config × arm rows", measured.len()),
+    };
+    if significant.is_empty() {
+        return (suffix, None);
+    }
+    let mut line = format!("  critic's gain − {judge}'s, first draft → answer:");
+    for (shown, r) in significant.iter().enumerate() {
+        let p = crate::format::format_p(r.pleasing_p.unwrap_or(1.0));
+        let entry = format!(
+            "{} {}, p {}{}",
+            r.arm,
+            crate::format::difference_cell(r.pleasing_gap, r.pleasing_gap_lo, r.pleasing_gap_hi),
+            if p.starts_with('<') { p } else { format!("= {p}") },
+            if r.critic_pleasing == Some(true) { ", flagged" } else { "" }
+        );
+        let separator = if shown == 0 { " " } else { " · " };
+        let left = significant.len() - shown - 1;
+        let more = if left > 0 { format!(" · {left} more") } else { String::new() };
+        let width = [line.as_str(), separator, &entry, &more].iter().map(|s| s.chars().count()).sum::<usize>();
+        if shown > 0 && width > 160 {
+            let _ = write!(line, " · {} more", left + 1);
+            break;
+        }
+        line.push_str(separator);
+        line.push_str(&entry);
+    }
+    (suffix, Some(line))
 }
 
 /// Every round judged, in Markdown: the critic's and the evaluator's pass rates by round; empty
@@ -928,14 +1074,10 @@ fn rounds_table(report: &EvaluatorReport) -> String {
     let mut out = String::from(
         "\nEvery round judged (`rounds = \"all\"`): the steering critic's and the evaluator's pass rates of each round's \
          drafts, over the loops that wrote one (loops that stopped earlier are not in a later round, so later rounds \
-         hold the harder tasks). A loop is flagged critic-pleasing when, from its first draft to its last, the \
-         critic's verdicts rose while the evaluator's fell, each interval excluding 0.\n\n",
+         hold the harder tasks).\n\n",
     );
-    for line in pleasing_lines(report) {
-        let _ = writeln!(out, "- **{line}**");
-    }
     out.push_str(
-        "\n| config | critic | evaluator | arm | round | loops | critic pass (95% CI) | evaluator pass (95% CI) |\n",
+        "| config | critic | evaluator | arm | round | loops | critic pass (95% CI) | evaluator pass (95% CI) |\n",
     );
     out.push_str("|---|---|---|---|---:|---:|---|---|\n");
     for r in &report.rounds {
@@ -1108,6 +1250,7 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
         );
     }
     out.push_str(&flips_table(report));
+    out.push_str(&pleasing_table(report));
     out.push_str(&ceiling_table(report));
     out.push_str(&rounds_table(report));
     if !report.disagreements.is_empty() {
@@ -1150,6 +1293,9 @@ pub(crate) fn markdown_section(report: &EvaluatorReport) -> String {
 
 /// The most disagreements `report.md` lists (`report.html` lists up to [`LISTED`]).
 const LISTED_IN_REPORT: usize = 20;
+
+#[cfg(test)]
+mod pleasing_power;
 
 #[cfg(test)]
 mod tests {
@@ -1225,7 +1371,7 @@ mod tests {
             reader.add(&verdict(task, "feedback", 0, false, first, false)).unwrap();
             reader.add(&verdict(task, "feedback", 0, true, last, true)).unwrap();
             reader.add(&verdict(task, "single", 0, false, first, false)).unwrap();
-            reader.add(&verdict(task, "single", 0, true, first, first)).unwrap();
+            reader.add(&verdict(task, "single", 0, true, first, false)).unwrap();
         }
         reader.flush();
         let report = build(reader, None);
@@ -1237,11 +1383,24 @@ mod tests {
         assert!(lo < 0.25 && 0.25 < hi, "an interval around a flip rate of 1 in 4: {lo} to {hi}");
         assert!(feedback.harm_lo.unwrap() < 0.5 && feedback.harm_hi.unwrap() > 0.5);
         assert_ne!(feedback.fixed_interval, crate::rows::IDENTICAL_BY_DESIGN);
+        // The critic passed every final answer and no first draft: its gain of 1 a loop less the
+        // evaluator's (+1, −1, 0, 0) is a pleasing gap of 0, 2, 1 and 1, 1 on average; on four
+        // tasks, exactly tested, that excludes nothing.
+        assert_eq!(feedback.pleasing_gap, 1.0);
+        assert_eq!(feedback.pleasing_interval, "exact sign-flip test inverted");
+        assert!(feedback.pleasing_gap_lo.unwrap() < 0.0 && feedback.pleasing_p.unwrap() > 0.05, "{feedback:?}");
+        assert_eq!(feedback.critic_pleasing, Some(false));
         // The single arm never revises: nothing fixed or broken, by construction.
         let single = report.rows.iter().find(|r| r.arm == "single").unwrap();
         assert_eq!((single.fixed, single.broken, single.harm_rate), (0.0, 0.0, Some(0.0)));
         assert_eq!((single.fixed_lo, single.harm_lo), (None, None));
         assert_eq!(single.broken_interval, crate::rows::IDENTICAL_BY_DESIGN);
+        // Nor any gap, and so no flag.
+        assert_eq!((single.pleasing_gap, single.pleasing_gap_lo, single.pleasing_p), (0.0, None, None));
+        assert_eq!(
+            (single.pleasing_interval.as_str(), single.critic_pleasing),
+            (crate::rows::IDENTICAL_BY_DESIGN, None)
+        );
     }
 
     #[test]

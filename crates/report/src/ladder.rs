@@ -133,26 +133,19 @@ mod tests {
             ],
             ..Summary::default()
         };
-        let steps: Vec<(String, String, f64, Option<f64>, Option<f64>)> = of_summary(&summary)
+        let cents = |x: f64| (x * 100.0).round() / 100.0;
+        let steps: Vec<_> = of_summary(&summary)
             .into_iter()
-            .map(|r| {
-                (
-                    r.from_arm,
-                    r.to_arm,
-                    (r.diff * 100.0).round() / 100.0,
-                    r.lo.map(|l| (l * 100.0).round() / 100.0),
-                    r.hi.map(|h| (h * 100.0).round() / 100.0),
-                )
-            })
+            .map(|r| (r.from_arm, r.to_arm, cents(r.diff), r.lo.map(cents), r.hi.map(cents)))
             .collect();
         // No placebo: no-feedback steps straight to feedback; feedback → oracle is the comparison
         // feedback − oracle turned round, its interval with it.
         assert_eq!(
             steps,
             [
-                ("single".into(), "no-feedback".into(), 0.05, Some(-0.05), Some(0.15)),
-                ("no-feedback".into(), "feedback".into(), 0.30, Some(0.2), Some(0.4)),
-                ("feedback".into(), "oracle".into(), 0.08, Some(-0.02), Some(0.18)),
+                ("single".to_string(), "no-feedback".to_string(), 0.05, Some(-0.05), Some(0.15)),
+                ("no-feedback".to_string(), "feedback".to_string(), 0.30, Some(0.2), Some(0.4)),
+                ("feedback".to_string(), "oracle".to_string(), 0.08, Some(-0.02), Some(0.18)),
             ]
         );
     }

@@ -132,15 +132,12 @@ pub const GLANCE_HEADER: &str = "Pass rates per arm: the share of each arm's loo
 
 /// Everything `critbench run` and `critbench report` print of a run's report: first, for a critic
 /// that never pointed at what was really wrong, what the simulator's hidden truth says
-/// ([`crate::evaluators::truth_lead`]), and every row flagged critic-pleasing; then the answer by
-/// the lead judge (`answer`), the notes the rates do not show, and [`glance_legend`].
+/// ([`crate::evaluators::truth_lead`]); then the answer by the lead judge (`answer`, with the
+/// critic-pleasing gaps it measured), the notes the rates do not show, and [`glance_legend`].
 pub fn terminal(report: &Report, run_dir: &std::path::Path) -> String {
     let mut out = String::new();
     if let Some(evaluated) = &report.evaluators {
         out.push_str(&crate::evaluators::truth_lead(evaluated));
-        for line in crate::evaluators::pleasing_lines(evaluated) {
-            let _ = writeln!(out, "{line}");
-        }
     }
     for line in crate::answer::lines(report) {
         out.push_str(&line);

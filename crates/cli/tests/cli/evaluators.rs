@@ -322,8 +322,8 @@ for line in sys.stdin:
 
 /// With `rounds = "all"` an evaluator judges every draft a config used (`answer = "round"` beside
 /// `first` and `final`); `evaluator_rounds.csv` is each round's pass rates recomputed from those
-/// rows, and a loop whose critic's verdicts rise while the evaluator's fall is flagged
-/// critic-pleasing, in evaluators.csv, the terminal and report.md.
+/// rows. Loops whose critic's verdicts rise while the evaluator's fall have a pleasing gap and are
+/// flagged critic-pleasing, in evaluators.csv, the terminal's answer, report.md and report.html.
 #[test]
 fn every_round_judged_shows_a_loop_pleasing_its_critic() {
     let dir = tempfile::tempdir().unwrap();
@@ -343,8 +343,11 @@ fn every_round_judged_shows_a_loop_pleasing_its_critic() {
     );
     let out = dir.path().join("out");
     let printed = ok(critbench(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
-    assert!(printed.contains("critic-pleasing: p8-r3-nostall-e0 · pleased · truth · feedback"), "{printed}");
-    assert!(!printed.contains("· no-feedback: from the first draft"), "{printed}");
+    // A feedback loop that writes the sentence gains the critic's pass and loses the evaluator's: a
+    // gap of 2 (+200 pp); nearly every one does.
+    assert!(printed.contains("; critic-pleasing flagged in 1 of 2 config × arm rows"), "{printed}");
+    assert!(printed.contains("  critic's gain − truth's, first draft → answer: feedback +19"), "{printed}");
+    assert!(printed.contains(", p < 0.0001, flagged\n"), "blind revision moves neither judge:\n{printed}");
 
     let evaluations = read_evaluations(&out.join("evaluations.parquet")).unwrap();
     // Blind revision never writes the sentence: every round scores 0 and the best draft is the
@@ -371,10 +374,17 @@ fn every_round_judged_shows_a_loop_pleasing_its_critic() {
     let rows = csv_rows(&out.join("evaluators.csv"));
     let of = |arm: &str| rows.iter().find(|r| r["arm"] == arm).unwrap().clone();
     assert_eq!(of("feedback")["critic_pleasing"], "true");
+    assert!(of("feedback")["pleasing_gap"].parse::<f64>().unwrap() > 1.9);
+    assert!(of("feedback")["pleasing_gap_lo"].parse::<f64>().unwrap() > 0.0);
     assert!(of("feedback")["evaluator_change"].parse::<f64>().unwrap() < -0.5);
-    assert_eq!(of("no-feedback")["critic_pleasing"], "false");
+    assert_eq!(
+        (of("no-feedback")["critic_pleasing"].as_str(), of("no-feedback")["pleasing_gap"].as_str()),
+        ("false", "0.0")
+    );
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(report.contains("Every round judged") && report.contains("**critic-pleasing:"), "{report}");
+    assert!(report.contains("Every round judged"), "{report}");
+    assert!(report.contains("| p8-r3-nostall-e0 | pleased | truth | feedback | +98.3 pp | -98.3 pp"), "{report}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("id=\"chart-rounds-judged\""), "the page draws both judges by round");
+    assert!(html.contains("id=\"table-pleasing\""), "the page has the pleasing gaps");
 }

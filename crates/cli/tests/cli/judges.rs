@@ -1,5 +1,6 @@
 //! Judges as a dimension of every table: each rate and comparison file has a full set of rows per
-//! judge, a held-out judge's rows recompute from `evaluations.parquet` alone, and the terminal and
+//! judge, a held-out judge's rows (and its pleasing gaps) recompute from `evaluations.parquet` and
+//! `outcomes.parquet`, and the terminal and
 //! `report.md` open with the answer by the most independent judge, on one screen.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -73,7 +74,7 @@ fn every_file_has_each_judges_rows_and_a_held_out_judges_rows_recompute_from_its
             .expect("python runs");
         let printed = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{judge}:\n{printed}{}", String::from_utf8_lossy(&output.stderr));
-        assert!(printed.contains("rows of comparisons.csv"), "{printed}");
+        assert!(printed.contains("rows of comparisons.csv") && printed.contains("rows of evaluators.csv"), "{printed}");
     }
 }
 

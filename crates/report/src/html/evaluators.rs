@@ -1,6 +1,7 @@
 //! The section of report.html on the held-out evaluators (`table-evaluators`): each arm's steering
-//! pass rate beside the evaluator's of the same final answers and their gap, the arms compared
-//! under each evaluator, and the answers the critic passed and the evaluator failed.
+//! pass rate beside the evaluator's of the same final answers and their gap, what the loops fixed
+//! and broke, the critic-pleasing gaps, the arms compared under each evaluator, and the answers
+//! the critic passed and the evaluator failed.
 
 use std::fmt::Write;
 
@@ -91,6 +92,17 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
             escape(crate::evaluators::FLIPS_SENTENCE)
         );
         super::tables::cells_table(out, "table-flips", &crate::evaluators::FLIPS_HEADER, &flips, |i| i >= 4);
+    }
+    let pleasing = crate::evaluators::pleasing_rows(report);
+    if !pleasing.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h3 id=\"critic-pleasing\">Is the loop pleasing its critic?</h3>\n<p>{}</p>",
+            escape(crate::evaluators::PLEASING_SENTENCE)
+        );
+        super::tables::cells_table(out, "table-pleasing", &crate::evaluators::PLEASING_HEADER, &pleasing, |i| {
+            (4..8).contains(&i)
+        });
     }
     let ceilings = crate::evaluators::ceiling_rows(report);
     if !ceilings.is_empty() {

@@ -281,8 +281,9 @@ pub(crate) fn render_page(
                 out.push_str(
                     "<figcaption>The steering critic's (solid) and the held-out evaluator's (dashed) pass rate of \
                      each round's drafts, over the loops that wrote one: loops that stopped earlier drop out, so \
-                     later rounds hold the harder tasks. Where the critic's line rises and the evaluator's falls, \
-                     the loop is pleasing its critic; <code>evaluators.csv</code> flags it with the intervals, \
+                     later rounds hold the harder tasks. Where the critic's line rises and the evaluator's does \
+                     not, the loop is pleasing its critic; <code>evaluators.csv</code> measures it from first draft \
+                     to final answer (<code>pleasing_gap</code>, with its interval), \
                      <code>evaluator_rounds.csv</code> has every point.</figcaption>\n</figure>\n</section>\n",
                 );
             }
