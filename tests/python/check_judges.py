@@ -17,6 +17,8 @@ evaluations.parquet (and each loop's rounds in outcomes.parquet):
   draft its `final` rule picks among its first k (the best-scored, a draft with no fatal issue
   first and the earliest on ties; or the k-th), and passes when the judge passed that draft (its
   verdicts on every round); an arm with a loop the judge did not read so has no rows;
+- ladder.csv: each step from one arm to the next, the later arm's pass rate minus the earlier's
+  over the units both have, and the tasks compared;
 - summary.csv: each arm's loops and passes;
 - evaluators.csv: `pleasing_gap`, per loop the steering critic's change from first draft to final
   answer (its verdict on the first draft from evaluations.parquet's `steering_passed`, on the final
@@ -207,6 +209,21 @@ def main() -> int:
         expect(where, "pleasing_gap", of["gap"].mean(), row["pleasing_gap"])
     checked["evaluators.csv"] = len(evaluators)
 
+    ladder = pd.read_csv(run / "ladder.csv")
+    ladder = ladder[ladder["judge"] == judge]
+    for _, row in ladder.iterrows():
+        group = loops[(loops.config_id == row.config_id) & (loops.critic == row.critic)]
+        to, from_ = group[group.arm == row.to_arm], group[group.arm == row.from_arm]
+        computed = paired(to, from_)
+        where = f"ladder.csv {row.config_id} {row.critic} {row.from_arm} → {row.to_arm}"
+        expect(where, "diff", computed["diff"], row["diff"])
+        tasks = to[UNIT].merge(from_[UNIT], on=UNIT)["task_id"].nunique()
+        expect(where, "n_tasks", tasks, row["n_tasks"])
+    checked["ladder.csv"] = len(ladder)
+
+    # A run of one config has no config comparisons to check.
+    if loops["config_id"].nunique() < 2:
+        checked.pop("config_comparisons.csv")
     empty = [name for name, count in checked.items() if count == 0]
     if empty:
         failures.append(f"no {judge} rows in {', '.join(empty)}")

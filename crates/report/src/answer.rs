@@ -128,7 +128,9 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
         .into_iter()
         .filter(|s| s.config_id == config && s.critic == critic)
         .collect();
-    if let Some(first) = steps.first() {
+    // With single, no-feedback and feedback alone the lines above already say each step.
+    let beyond = steps.iter().any(|s| [Arm::Placebo.as_str(), Arm::Oracle.as_str()].contains(&s.to_arm.as_str()));
+    if let Some(first) = steps.first().filter(|_| beyond) {
         let mut line = format!("  where the gain comes from, by {}, pp: {}", reading.short(), first.from_arm);
         for step in &steps {
             let _ = write!(line, " → {} {:+.1}", step.to_arm, 100.0 * step.diff);

@@ -91,6 +91,27 @@ fn the_oracle_arm_passes_the_truth_more_than_feedback_and_records_the_steering_c
     let rescored = loops(&run.join("rescored").join("rubric"));
     assert_eq!(arm_loops(&rescored, "oracle"), oracle_loops, "the oracle arm's rounds are the rubric's critiques");
 
+    // The ladder, by the truth: every step recomputes from evaluations.parquet, and a perfect
+    // critique adds to the critic's.
+    let ladder = csv_rows(&run.join("ladder.csv"));
+    let steps: Vec<(&str, &str)> = ladder
+        .iter()
+        .filter(|r| r["judge"] == "sim-truth")
+        .map(|r| (r["from_arm"].as_str(), r["to_arm"].as_str()))
+        .collect();
+    assert_eq!(
+        steps,
+        [("single", "no-feedback"), ("no-feedback", "placebo"), ("placebo", "feedback"), ("feedback", "oracle")]
+    );
+    let to_oracle = ladder.iter().find(|r| r["judge"] == "sim-truth" && r["to_arm"] == "oracle").unwrap();
+    assert!(to_oracle["diff"].parse::<f64>().unwrap() > 0.0, "{to_oracle:?}");
+    let output = python().arg(repo().join("tests/python/check_judges.py")).arg(&run).arg("sim-truth").output().unwrap();
+    let checked = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{checked}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(checked.contains("4 rows of ladder.csv"), "{checked}");
+    let line = printed.lines().find(|l| l.contains("where the gain comes from")).unwrap_or_else(|| panic!("{printed}"));
+    assert!(line.contains("single → no-feedback") && line.contains("→ oracle +"), "{line}");
+
     // The reports read the oracle last, a bound rather than a loop to ship: feedback against
     // no-feedback stays the first comparison.
     let summary = csv_rows(&run.join("summary.csv"));
