@@ -168,18 +168,15 @@ pub mod glue {
         if QUIET {
             quiet_panics();
         }
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            let config = text(config).map_err(|e| message(&e))?;
-            P::create(config, Host { raw: host }).map_err(|e| message(&*e))
-        }));
+        let result = catch_unwind(AssertUnwindSafe(|| P::create(text(config)?, Host { raw: host })));
         match result {
             Ok(Ok(plugin)) => {
                 // SAFETY: `instance` is a valid out-pointer from the host.
                 unsafe { *instance = Box::into_raw(Box::new(plugin)) as *mut c_void };
                 STATUS_OK
             }
-            Ok(Err(message)) => {
-                write(error, message);
+            Ok(Err(refused)) => {
+                write(error, message(&*refused));
                 STATUS_ERROR
             }
             Err(payload) => {
@@ -190,14 +187,14 @@ pub mod glue {
     }
 
     /// What a critique call hands the host: the answer, or the error or panic as a message.
-    fn answer(result: std::thread::Result<Result<String, String>>, out: *mut Buffer) -> i32 {
+    fn answer(result: std::thread::Result<Result<String, CriticError>>, out: *mut Buffer) -> i32 {
         match result {
             Ok(Ok(json)) => {
                 write(out, json);
                 STATUS_OK
             }
-            Ok(Err(message)) => {
-                write(out, message);
+            Ok(Err(error)) => {
+                write(out, message(&*error));
                 STATUS_ERROR
             }
             Err(payload) => {
@@ -213,7 +210,7 @@ pub mod glue {
         let result = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: the host only passes instances made by `create::<P>`.
             let plugin = unsafe { &*(instance as *const P) };
-            plugin.critique(text(request).map_err(|e| message(&e))?).map_err(|e| message(&*e))
+            plugin.critique(text(request)?)
         }));
         answer(result, out)
     }
@@ -229,7 +226,7 @@ pub mod glue {
         let result = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: the host only passes instances made by `create::<P>`.
             let plugin = unsafe { &*(instance as *const P) };
-            plugin.open_task(text(task).map_err(|e| message(&e))?).map_err(|e| message(&*e))
+            plugin.open_task(text(task)?)
         }));
         match result {
             Ok(Ok(task)) => {
@@ -245,8 +242,8 @@ pub mod glue {
                 }
                 STATUS_OK
             }
-            Ok(Err(message)) => {
-                write(error, message);
+            Ok(Err(refused)) => {
+                write(error, message(&*refused));
                 STATUS_ERROR
             }
             Err(payload) => {
@@ -270,7 +267,7 @@ pub mod glue {
             let plugin = unsafe { &*(instance as *const P) };
             // SAFETY: the host only passes handles made by `open_task::<P>`, one thread at a time.
             let task = unsafe { &*(task_handle as *const P::Task) };
-            plugin.critique_task(task, text(request).map_err(|e| message(&e))?).map_err(|e| message(&*e))
+            plugin.critique_task(task, text(request)?)
         }));
         answer(result, out)
     }

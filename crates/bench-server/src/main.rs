@@ -103,27 +103,52 @@ struct Options {
     latency: Duration,
 }
 
-fn parse_options() -> Result<Options, String> {
+/// Why the command line gives no options to serve with: printed, and the server exits 2.
+#[derive(Debug)]
+enum OptionsError {
+    /// A flag (named) at the end, without its value.
+    NoValue(&'static str),
+    /// `--port` given something else than a port number.
+    NotAPort(String),
+    /// `--latency-ms` given something else than a whole number.
+    NotMilliseconds(String),
+    /// `--help`: the usage is all there is to say.
+    Help,
+    /// An argument that is no flag of the server's.
+    Unknown(String),
+}
+
+impl std::fmt::Display for OptionsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OptionsError::NoValue(name) => write!(f, "{name} needs a value"),
+            OptionsError::NotAPort(text) => write!(f, "--port {text}: not a port number"),
+            OptionsError::NotMilliseconds(text) => write!(f, "--latency-ms {text}: not a whole number"),
+            OptionsError::Help => {
+                write!(f, "usage: critbench-bench-server [--port N (0: any free port)] [--latency-ms MS (20)]")
+            }
+            OptionsError::Unknown(other) => write!(f, "unknown argument `{other}`; see --help"),
+        }
+    }
+}
+
+fn parse_options() -> Result<Options, OptionsError> {
     let mut options = Options { port: 0, latency: Duration::from_millis(20) };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        let mut value = |name: &'static str| args.next().ok_or(OptionsError::NoValue(name));
         match arg.as_str() {
             "--port" => {
                 let text = value("--port")?;
-                options.port = text.parse().map_err(|_| format!("--port {text}: not a port number"))?;
+                options.port = text.parse().map_err(|_| OptionsError::NotAPort(text))?;
             }
             "--latency-ms" => {
                 let text = value("--latency-ms")?;
-                let ms: u64 = text.parse().map_err(|_| format!("--latency-ms {text}: not a whole number"))?;
+                let ms: u64 = text.parse().map_err(|_| OptionsError::NotMilliseconds(text))?;
                 options.latency = Duration::from_millis(ms);
             }
-            "-h" | "--help" => {
-                return Err(
-                    "usage: critbench-bench-server [--port N (0: any free port)] [--latency-ms MS (20)]".to_string()
-                );
-            }
-            other => return Err(format!("unknown argument `{other}`; see --help")),
+            "-h" | "--help" => return Err(OptionsError::Help),
+            other => return Err(OptionsError::Unknown(other.to_string())),
         }
     }
     Ok(options)

@@ -250,9 +250,9 @@ impl State {
         };
         let chat = match chat_request(&body) {
             Ok(chat) => chat,
-            Err(message) => {
+            Err(refused) => {
                 self.counts.refused_requests.fetch_add(1, Ordering::Relaxed);
-                return refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &message);
+                return refusal(StatusCode::BAD_REQUEST, "invalid_request_error", &refused.to_string());
             }
         };
         let attempt = {
@@ -306,56 +306,91 @@ impl State {
     }
 }
 
+/// Why a call's body is refused (HTTP 400, this message).
+#[derive(Debug, thiserror::Error)]
+enum BadRequest {
+    #[error("the body is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("the body is not a JSON object")]
+    NotAnObject,
+    #[error("streaming is not served by critbench's metered endpoint: ask with stream = false")]
+    Streaming,
+    #[error("critbench's metered endpoint answers one choice per call: n must be 1")]
+    Choices,
+    #[error("`messages` must be a non-empty list of messages")]
+    NoMessages,
+    /// A field the endpoint does not serve.
+    #[error(
+        "critbench's metered endpoint does not serve `{0}`: a call carries `messages` and `response_format` \
+         (the experiment's [openai] role sets the model and sampling)"
+    )]
+    Field(String),
+    /// Message `index` is not one the endpoint serves.
+    #[error("messages[{index}]: {problem}")]
+    Message { index: usize, problem: BadMessage },
+}
+
+/// What is wrong with one message of a call.
+#[derive(Debug, thiserror::Error)]
+enum BadMessage {
+    #[error("not an object")]
+    NotAnObject,
+    #[error("needs a `role` string")]
+    NoRole,
+    #[error("a content part that is not text")]
+    NotText,
+    #[error("needs `content`, a string or a list of text parts")]
+    NoContent,
+    /// A field of a message the endpoint does not serve.
+    #[error("`{0}` is not served (a message carries `role` and `content`)")]
+    Field(String),
+}
+
 /// A call's body as the run's client asks it, or why it is refused.
-fn chat_request(body: &[u8]) -> Result<ChatRequest, String> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let Value::Object(mut fields) = value else { return Err("the body is not a JSON object".into()) };
+fn chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
+    let value: Value = serde_json::from_slice(body).map_err(BadRequest::NotJson)?;
+    let Value::Object(mut fields) = value else { return Err(BadRequest::NotAnObject) };
     if fields.get("stream").is_some_and(|s| s != &Value::Bool(false)) {
-        return Err("streaming is not served by critbench's metered endpoint: ask with stream = false".into());
+        return Err(BadRequest::Streaming);
     }
     fields.remove("stream");
     if fields.get("n").is_some_and(|n| n.as_u64() != Some(1)) {
-        return Err("critbench's metered endpoint answers one choice per call: n must be 1".into());
+        return Err(BadRequest::Choices);
     }
     fields.remove("n");
     for taken in TAKEN_NOT_USED {
         fields.remove(taken);
     }
     let messages = match fields.remove("messages") {
-        Some(Value::Array(messages)) if !messages.is_empty() => {
-            messages.into_iter().enumerate().map(|(i, m)| message(i, m)).collect::<Result<Vec<_>, _>>()?
-        }
-        _ => return Err("`messages` must be a non-empty list of messages".into()),
+        Some(Value::Array(messages)) if !messages.is_empty() => (messages.into_iter().enumerate())
+            .map(|(index, m)| message(m).map_err(|problem| BadRequest::Message { index, problem }))
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err(BadRequest::NoMessages),
     };
     let response_format = fields.remove("response_format").filter(|f| !f.is_null());
     if let Some(field) = fields.keys().next() {
-        return Err(format!(
-            "critbench's metered endpoint does not serve `{field}`: a call carries `messages` and `response_format` \
-             (the experiment's [openai] role sets the model and sampling)"
-        ));
+        return Err(BadRequest::Field(field.clone()));
     }
     Ok(ChatRequest { messages, response_format })
 }
 
-/// Message `i` of a call: a role and its text (a list of text parts is joined).
-fn message(i: usize, value: Value) -> Result<Message, String> {
-    let bad = |what: &str| format!("messages[{i}]: {what}");
-    let Value::Object(mut fields) = value else { return Err(bad("not an object")) };
+/// A message of a call: a role and its text (a list of text parts is joined).
+fn message(value: Value) -> Result<Message, BadMessage> {
+    let Value::Object(mut fields) = value else { return Err(BadMessage::NotAnObject) };
     let role = match fields.remove("role") {
         Some(Value::String(role)) => role,
-        _ => return Err(bad("needs a `role` string")),
+        _ => return Err(BadMessage::NoRole),
     };
     let content = match fields.remove("content") {
         Some(Value::String(text)) => text,
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .map(|p| text_part(p).ok_or_else(|| bad("a content part that is not text")))
-            .collect::<Result<String, _>>()?,
-        _ => return Err(bad("needs `content`, a string or a list of text parts")),
+        Some(Value::Array(parts)) => {
+            parts.iter().map(|p| text_part(p).ok_or(BadMessage::NotText)).collect::<Result<String, _>>()?
+        }
+        _ => return Err(BadMessage::NoContent),
     };
     fields.remove("name");
     if let Some(field) = fields.keys().next() {
-        return Err(bad(&format!("`{field}` is not served (a message carries `role` and `content`)")));
+        return Err(BadMessage::Field(field.clone()));
     }
     Ok(Message { role, content })
 }
@@ -414,7 +449,7 @@ mod tests {
         .unwrap();
         assert_eq!(chat.messages, vec![Message::system("be brief"), Message::user("ab")]);
         assert_eq!(chat.response_format, Some(json!({"type": "json_object"})));
-        let refused = |body: Value| read(body).unwrap_err();
+        let refused = |body: Value| read(body).unwrap_err().to_string();
         assert!(refused(json!({"messages": [{"role": "user", "content": "x"}], "stream": true})).contains("streaming"));
         assert!(refused(json!({"messages": [{"role": "user", "content": "x"}], "n": 2})).contains("n must be 1"));
         assert!(refused(json!({"messages": [{"role": "user", "content": "x"}], "tools": []})).contains("`tools`"));

@@ -237,7 +237,7 @@ impl PluginLibrary {
         if name.is_empty() {
             return Err(bad("name is empty"));
         }
-        let functions = functions(descriptor, &name).map_err(|message| bad(&message))?;
+        let functions = functions(descriptor, &name).map_err(|null| bad(&null.to_string()))?;
         let range = ScoreRange { min: descriptor.score_min, max: descriptor.score_max };
         if !(range.min.is_finite() && range.max.is_finite() && range.min < range.max) {
             return Err(bad(&format!("score range {range} is not a finite, non-empty interval")));
@@ -504,9 +504,30 @@ impl Drop for InProcessCritic {
     }
 }
 
-/// The descriptor's functions, or why they cannot be called: the first four must all be set
-/// (the message names the NULL ones, in the header's order), the three task functions all or none.
-fn functions(descriptor: &CriticDescriptor, name: &str) -> Result<Functions, String> {
+/// Functions of a descriptor that are NULL where critbench needs them (`missing`, in the header's
+/// order), in the critic `name`.
+#[derive(Debug, thiserror::Error)]
+enum NullFunctions {
+    /// One or more of the four functions every critic has.
+    #[error(
+        "{} in `{name}`; critbench calls all four of create, critique, destroy and free_buffer, so the \
+         descriptor must set each one",
+        null_names(missing)
+    )]
+    Required { name: String, missing: Vec<&'static str> },
+    /// Some of the three task functions, but not all.
+    #[error(
+        "{} in `{name}`, but not all three task functions; set open_task, critique_task and close_task \
+         together (the plugin reads a task once per loop) or leave all three NULL (every request carries \
+         its task)",
+        null_names(missing)
+    )]
+    SomeTaskFunctions { name: String, missing: Vec<&'static str> },
+}
+
+/// The descriptor's functions, or why they cannot be called: the first four must all be set, the
+/// three task functions all or none.
+fn functions(descriptor: &CriticDescriptor, name: &str) -> Result<Functions, NullFunctions> {
     let d = descriptor;
     let (Some(create), Some(critique), Some(destroy), Some(free_buffer)) =
         (d.create, d.critique, d.destroy, d.free_buffer)
@@ -517,12 +538,8 @@ fn functions(descriptor: &CriticDescriptor, name: &str) -> Result<Functions, Str
             ("destroy", d.destroy.is_some()),
             ("free_buffer", d.free_buffer.is_some()),
         ];
-        let missing: Vec<&str> = set.iter().filter(|(_, set)| !set).map(|&(name, _)| name).collect();
-        return Err(format!(
-            "{} in `{name}`; critbench calls all four of create, critique, destroy and free_buffer, so the \
-             descriptor must set each one",
-            null_names(&missing)
-        ));
+        let missing = set.iter().filter(|(_, set)| !set).map(|&(name, _)| name).collect();
+        return Err(NullFunctions::Required { name: name.to_string(), missing });
     };
     let tasks = match (d.open_task, d.critique_task, d.close_task) {
         (Some(open_task), Some(critique_task), Some(close_task)) => {
@@ -535,13 +552,8 @@ fn functions(descriptor: &CriticDescriptor, name: &str) -> Result<Functions, Str
                 ("critique_task", d.critique_task.is_some()),
                 ("close_task", d.close_task.is_some()),
             ];
-            let missing: Vec<&str> = set.iter().filter(|(_, set)| !set).map(|&(name, _)| name).collect();
-            return Err(format!(
-                "{} in `{name}`, but not all three task functions; set open_task, critique_task and close_task \
-                 together (the plugin reads a task once per loop) or leave all three NULL (every request carries \
-                 its task)",
-                null_names(&missing)
-            ));
+            let missing = set.iter().filter(|(_, set)| !set).map(|&(name, _)| name).collect();
+            return Err(NullFunctions::SomeTaskFunctions { name: name.to_string(), missing });
         }
     };
     Ok(Functions { create, critique, destroy, free_buffer, tasks })

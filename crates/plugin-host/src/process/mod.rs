@@ -212,7 +212,9 @@ impl ProcessCritic {
                 config: config_json.to_string(),
                 message,
             },
-            StartFailure::Broken(message) => PluginError::Protocol { critic: critic.launch.label.clone(), message },
+            StartFailure::Broken(error) => {
+                PluginError::Protocol { critic: critic.launch.label.clone(), message: error.to_string() }
+            }
         })?;
         let info = Arc::make_mut(&mut critic.info);
         info.name = hello.name;
@@ -442,7 +444,7 @@ impl ProcessCritic {
                     },
                     Err(failure) => {
                         self.release(None);
-                        Err(CallError::Restart(failure.message().to_string()))
+                        Err(CallError::Restart(failure.to_string()))
                     }
                 };
             }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use super::{Child, ProcessCritic};
-use crate::program::{Broken, MIN_STARTUP, Program};
+use crate::program::{Broken, MIN_STARTUP, Program, StartError};
 use crate::protocol::{self, ConfigRefused, Form};
 
 /// The first line a critic writes.
@@ -47,29 +47,22 @@ impl From<BadHello> for Broken {
 }
 
 /// Why a child did not start.
+#[derive(Debug, thiserror::Error)]
 pub(super) enum StartFailure {
     /// The critic refused its config.
-    Rejected {
-        message: String,
-    },
-    Broken(String),
-}
-
-impl StartFailure {
-    pub(super) fn message(&self) -> &str {
-        match self {
-            StartFailure::Rejected { message } => message,
-            StartFailure::Broken(message) => message,
-        }
-    }
+    #[error("{message}")]
+    Rejected { message: String },
+    /// It did not start, or broke the protocol while starting and was stopped.
+    #[error(transparent)]
+    Broken(#[from] StartError),
 }
 
 impl ProcessCritic {
     /// Spawns a child, reads its hello and sends the config.
     pub(super) fn start(&self) -> Result<(Child, Hello), StartFailure> {
-        let (program, hello) =
-            Program::start(&self.launch, self.memory_mb, self.timeout).map_err(StartFailure::Broken)?;
-        let fail = |program: Program, broken: Broken| StartFailure::Broken(program.finish(Some(broken)));
+        let (program, hello) = Program::start(&self.launch, self.memory_mb, self.timeout)?;
+        let fail =
+            |program: Program, broken: Broken| StartFailure::Broken(StartError::Stopped(program.finish(Some(broken))));
         let hello: Hello = match serde_json::from_value(hello) {
             Ok(hello) => hello,
             Err(e) => return Err(fail(program, BadHello::Json(e).into())),

@@ -16,6 +16,23 @@ use std::time::{Duration, Instant};
 use super::lines::{Delivery, Line, Lines, Nudge, read_lines};
 use super::{Broken, EXIT_CHECK, parse_message, process_group};
 
+/// Why a program did not start ([`Program::spawn`], [`Program::start`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartError {
+    /// The process could not be spawned (`label`: how it is named, its command line or library).
+    #[error("cannot start `{label}`: {source}")]
+    Spawn { label: String, source: std::io::Error },
+    /// The thread that reads its output did not start; the process was stopped.
+    #[error("cannot start a reader thread: {0}")]
+    ReaderThread(std::io::Error),
+    /// It broke before its hello came and was stopped: what [`Program::finish`] says of it.
+    #[error("{0}")]
+    Stopped(String),
+    /// Its hello was `{"error": ...}`: it refuses to start, in its own words.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// A write that did not go through whole ([`Program::write_within`]).
 #[derive(Debug)]
 pub(crate) struct Unwritten {
@@ -54,15 +71,15 @@ pub(crate) struct Program {
 
 impl Program {
     /// Starts `launch` as the leader of a process group of its own that dies with critbench (with
-    /// an address space of at most `memory_mb` MiB), and its reader thread. The error is in words.
-    pub(crate) fn spawn(launch: &Launch, memory_mb: Option<u64>) -> Result<Program, String> {
+    /// an address space of at most `memory_mb` MiB), and its reader thread.
+    pub(crate) fn spawn(launch: &Launch, memory_mb: Option<u64>) -> Result<Program, StartError> {
         let mut command = Command::new(&launch.program);
         command.args(&launch.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         if let Some(cwd) = &launch.cwd {
             command.current_dir(cwd);
         }
         let mut process = process_group::spawn(command, memory_mb)
-            .map_err(|source| Broken::Spawn { label: launch.label.clone(), source }.describe(launch.role))?;
+            .map_err(|source| StartError::Spawn { label: launch.label.clone(), source })?;
         let stdout = process.stdout.take().expect("stdout is piped");
         let stdin = process.stdin.take();
         if let Some(stdin) = &stdin {
@@ -83,7 +100,10 @@ impl Program {
         let program = Program { process, stdin, lines: Lines::new(lines), several, nudge, role: launch.role };
         match reader {
             Ok(_) => Ok(program),
-            Err(e) => Err(program.finish(Some(Broken::ReaderThread(e)))),
+            Err(e) => {
+                program.finish(None);
+                Err(StartError::ReaderThread(e))
+            }
         }
     }
 
@@ -220,17 +240,17 @@ impl Program {
         launch: &Launch,
         memory_mb: Option<u64>,
         timeout: Duration,
-    ) -> Result<(Program, serde_json::Value), String> {
+    ) -> Result<(Program, serde_json::Value), StartError> {
         let program = Program::spawn(launch, memory_mb)?;
         let startup = timeout.max(MIN_STARTUP);
         let hello = match program.next_message(Instant::now() + startup, startup) {
             Ok((hello, _)) => hello,
-            Err(broken) => return Err(program.finish(Some(broken))),
+            Err(broken) => return Err(StartError::Stopped(program.finish(Some(broken)))),
         };
         if let Some(message) = hello.get("error") {
             let message = super::text_of(message);
             program.finish(None);
-            return Err(message);
+            return Err(StartError::Refused(message));
         }
         Ok((program, hello))
     }

@@ -12,12 +12,6 @@ const SEND_FAILED: &str = "cannot send";
 /// records, unless the program died, when how it ended says more ([`super::Program::finish`]).
 #[derive(Debug)]
 pub(crate) enum Broken {
-    /// The program could not be started (`label`: how it is named, its command line or library).
-    Spawn {
-        label: String,
-        source: std::io::Error,
-    },
-    ReaderThread(std::io::Error),
     /// Writing to the program failed: it died or closed its input.
     Send {
         what: &'static str,
@@ -55,7 +49,7 @@ pub(crate) enum Cause {
     Timeout,
     /// It died: exited, was killed or closed its output.
     Died,
-    /// Critbench's side failed (a thread, a write of a service's answer).
+    /// Critbench's side failed (a write of a service's answer).
     Other,
 }
 
@@ -72,7 +66,7 @@ impl Broken {
             | Broken::Protocol(_) => Cause::Protocol,
             Broken::Timeout(_) => Cause::Timeout,
             Broken::Closed | Broken::Send { .. } => Cause::Died,
-            Broken::Spawn { .. } | Broken::ReaderThread(_) | Broken::AnswerService(_) => Cause::Other,
+            Broken::AnswerService(_) => Cause::Other,
         }
     }
 
@@ -89,8 +83,6 @@ impl Broken {
     /// What went wrong, naming the program by its `role` ("the critic wrote …").
     pub(crate) fn describe(&self, role: &str) -> String {
         match self {
-            Broken::Spawn { label, source } => format!("cannot start `{label}`: {source}"),
-            Broken::ReaderThread(source) => format!("cannot start a reader thread: {source}"),
             Broken::Send { what, source } => format!("{SEND_FAILED} {what}: {source}"),
             Broken::AnswerService(source) => format!("cannot answer a service call: {source}"),
             Broken::Closed => format!("the {role} process closed its output"),

@@ -14,7 +14,7 @@ pub(crate) mod flight;
 pub(crate) mod lines;
 pub(crate) mod process_group;
 
-pub(crate) use child::{CommandProblem, Launch, MIN_STARTUP, Program, command_launch, sha256_of};
+pub(crate) use child::{CommandProblem, Launch, MIN_STARTUP, Program, StartError, command_launch, sha256_of};
 pub(crate) use failure::{Broken, Cause};
 pub(crate) use flight::Flight;
 pub use lines::Nudge;

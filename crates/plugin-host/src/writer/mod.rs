@@ -23,7 +23,9 @@ use serde_json::Value;
 
 use crate::model::{ModelAccess, ModelField, ModelPass, ModelRole, ModelUse};
 use crate::process::ChildCounters;
-use crate::program::{Broken, CommandProblem, Launch, MIN_STARTUP, Program, command_launch, excerpt, text_of};
+use crate::program::{
+    Broken, CommandProblem, Launch, MIN_STARTUP, Program, StartError, command_launch, excerpt, text_of,
+};
 use crate::protocol::{ConfigRefused, PROTOCOL_VERSION, config_answer, config_line};
 use crate::request::TaskJson;
 
@@ -58,12 +60,73 @@ pub const DEFAULT_IN_FLIGHT: usize = 256;
 
 /// A writer program that could not be started, or broke the protocol before any loop.
 #[derive(Debug, thiserror::Error)]
-#[error("writer `{command}`: {message}")]
+#[error("writer `{command}`: {problem}")]
 pub struct WriterStartError {
     /// The command line.
     pub command: String,
     /// Why.
-    pub message: String,
+    pub problem: WriterStartProblem,
+}
+
+/// Why a writer program could not be started ([`WriterStartError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum WriterStartProblem {
+    /// The command line is empty.
+    #[error("the command is empty")]
+    Empty,
+    /// Its program is nowhere: a path relative to the experiment file, or a bare name on `PATH`.
+    #[error("no program `{0}` (a path is taken relative to the experiment file, a bare name is looked up on PATH)")]
+    NoProgram(String),
+    /// The file hashed for the manifest could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// Its first process did not start, or broke the protocol before it was ready.
+    #[error(transparent)]
+    Process(#[from] NotStarted),
+}
+
+/// Why a writer process did not start; the message a loop's `writer_error` holds when a fresh
+/// process for its request cannot be started.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct NotStarted(Start);
+
+/// [`NotStarted`]'s cases.
+#[derive(Debug, thiserror::Error)]
+enum Start {
+    /// The program did not start, or broke before its hello.
+    #[error(transparent)]
+    Program(#[from] StartError),
+    /// Its hello, or its answer to the config, broke the protocol, and it was stopped: what
+    /// [`Program::finish`] says of it.
+    #[error("{0}")]
+    Stopped(String),
+    /// It refused its config, in its own words.
+    #[error("rejected its config: {0}")]
+    ConfigRejected(String),
+}
+
+/// Why a request to a writer program brought no draft. Its message is the loop's `writer_error`
+/// (docs/FORMAT.md).
+#[derive(Clone, Debug, thiserror::Error)]
+pub(crate) enum WriteError {
+    /// The writer answered the request with an error, in its own words.
+    #[error("{0}")]
+    Answered(String),
+    /// No process could be started to serve the request (shared by the requests it was to serve).
+    #[error(transparent)]
+    NotStarted(Arc<NotStarted>),
+    /// The process broke down serving it and was stopped: what [`Program::finish`] says of it.
+    #[error("{0}; the writer process was stopped and will be restarted")]
+    Stopped(String),
+    /// The thread that drove the request's process failed.
+    #[error("the writer's driver thread failed (a bug in critbench); see stderr")]
+    DriverFailed,
 }
 
 /// Who a writer program said it is, and the file its hash was taken of, for the manifest.
@@ -178,15 +241,12 @@ impl Served {
         base_dir: Option<&Path>,
         most: usize,
     ) -> Result<Served, WriterStartError> {
-        let refuse = |message: String| WriterStartError { command: command.join(" "), message };
+        let refuse = |problem: WriterStartProblem| WriterStartError { command: command.join(" "), problem };
         let (launch, _, sha256) = command_launch(command, base_dir, ROLE).map_err(|problem| {
             refuse(match problem {
-                CommandProblem::Empty => "the command is empty".into(),
-                CommandProblem::NoProgram(program) => format!(
-                    "no program `{program}` (a path is taken relative to the experiment file, a bare name is looked \
-                     up on PATH)"
-                ),
-                CommandProblem::Unreadable(path, e) => format!("cannot read {}: {e}", path.display()),
+                CommandProblem::Empty => WriterStartProblem::Empty,
+                CommandProblem::NoProgram(program) => WriterStartProblem::NoProgram(program),
+                CommandProblem::Unreadable(path, source) => WriterStartProblem::Unreadable { path, source },
             })
         })?;
         let mut starter = Starter {
@@ -197,7 +257,7 @@ impl Served {
             memory_mb: Some(spec.memory_mb),
             trouble: Arc::default(),
         };
-        let (first, hello) = starter.start().map_err(refuse)?;
+        let (first, hello) = starter.start().map_err(|error| refuse(error.into()))?;
         starter.info.name = hello.name;
         starter.info.version = hello.version;
         Ok(if hello.pipelined {
@@ -216,7 +276,7 @@ impl Served {
 
     /// One draft, awaited (a simple-form program's is written on this thread, which waits).
     /// `request` is the write request's JSON, with its task for the simple form; `task` the task's.
-    async fn write_async(&self, request: String, task: Arc<str>) -> Result<String, String> {
+    async fn write_async(&self, request: String, task: Arc<str>) -> Result<String, WriteError> {
         match self {
             Served::Simple(processes) => processes.write(&request),
             Served::Pipelined(lanes) => lanes.submit(request, task).await,
@@ -242,13 +302,14 @@ struct Child {
 }
 
 impl Starter {
-    /// Spawns a process, reads its hello and hands it the config; the error in words.
-    fn start(&self) -> Result<(Child, Hello), String> {
-        let (program, hello) = Program::start(&self.launch, self.memory_mb, self.timeout)?;
-        let fail = |program: Program, broken: Broken| program.finish(Some(broken));
+    /// Spawns a process, reads its hello and hands it the config.
+    fn start(&self) -> Result<(Child, Hello), NotStarted> {
+        let (program, hello) =
+            Program::start(&self.launch, self.memory_mb, self.timeout).map_err(|e| NotStarted(e.into()))?;
+        let fail = |program: Program, broken: Broken| NotStarted(Start::Stopped(program.finish(Some(broken))));
         let hello = match read_hello(hello) {
             Ok(hello) => hello,
-            Err(message) => return Err(fail(program, Broken::Protocol(message))),
+            Err(bad) => return Err(fail(program, Broken::Protocol(bad.to_string()))),
         };
         let mut program = program;
         let startup = self.timeout.max(MIN_STARTUP);
@@ -263,17 +324,16 @@ impl Starter {
             Ok(Ok(())) => Ok((Child { program, next_id: 1 }, hello)),
             Ok(Err(ConfigRefused(message))) => {
                 program.finish(None);
-                Err(format!("rejected its config: {message}"))
+                Err(NotStarted(Start::ConfigRejected(message)))
             }
             Err(broken) => Err(fail(program, broken)),
         }
     }
 
     /// Stops a process that broke down, counted, and says why for the loop it costs.
-    fn stop(&self, child: Child, broken: Broken) -> String {
+    fn stop(&self, child: Child, broken: Broken) -> WriteError {
         self.trouble.stopped(&broken);
-        let message = child.program.finish(Some(broken));
-        format!("{message}; the writer process was stopped and will be restarted")
+        WriteError::Stopped(child.program.finish(Some(broken)))
     }
 }
 
@@ -347,10 +407,11 @@ impl ProgramWriter {
             None => write_request(whole, None, None, hints, key, model),
             Some((draft, critique)) => write_request(whole, Some(&draft.text), critique, &[], key, model),
         };
-        let text = program.write_async(request, task_json).await.map_err(|message| AuthorError::Writer {
+        // The loop records the error as its `writer_error`, in these words.
+        let text = program.write_async(request, task_json).await.map_err(|error| AuthorError::Writer {
             round: key.round,
             step,
-            message,
+            message: error.to_string(),
         })?;
         Ok(written(text, pass.map(|p| p.close())))
     }
@@ -424,56 +485,77 @@ fn written(text: String, used: Option<ModelUse>) -> Draft {
     }
 }
 
+/// A hello that is not a writer's.
+#[derive(Debug, thiserror::Error)]
+enum BadHello {
+    /// A critic's hello (`hello`: its start).
+    #[error(
+        "the hello line is a critic's (it gives a `score_range`): a writer says {{\"protocol\": {PROTOCOL_VERSION}, \
+         \"name\": ..., \"version\": ...}}; got {hello}"
+    )]
+    Critic { hello: String },
+    #[error("the hello line is not valid: {0}")]
+    Json(serde_json::Error),
+    /// Another protocol version than this critbench's.
+    #[error(
+        "the hello says protocol {0}; a writer speaks protocol {PROTOCOL_VERSION}: say \"protocol\": {PROTOCOL_VERSION}"
+    )]
+    Protocol(u32),
+    #[error("the hello line needs a non-empty name")]
+    NoName,
+}
+
 /// A writer's hello, or what is wrong with it.
-fn read_hello(hello: Value) -> Result<Hello, String> {
+fn read_hello(hello: Value) -> Result<Hello, BadHello> {
     if hello.get("score_range").is_some() {
-        return Err(format!(
-            "the hello line is a critic's (it gives a `score_range`): a writer says {{\"protocol\": {PROTOCOL_VERSION}, \
-             \"name\": ..., \"version\": ...}}; got {}",
-            excerpt(&hello.to_string())
-        ));
+        return Err(BadHello::Critic { hello: excerpt(&hello.to_string()) });
     }
-    let hello: Hello = serde_json::from_value(hello).map_err(|e| format!("the hello line is not valid: {e}"))?;
+    let hello: Hello = serde_json::from_value(hello).map_err(BadHello::Json)?;
     if hello.protocol != PROTOCOL_VERSION {
-        return Err(format!(
-            "the hello says protocol {}; a writer speaks protocol {PROTOCOL_VERSION}: say \"protocol\": {PROTOCOL_VERSION}",
-            hello.protocol
-        ));
+        return Err(BadHello::Protocol(hello.protocol));
     }
     if hello.name.is_empty() {
-        return Err("the hello line needs a non-empty name".into());
+        return Err(BadHello::NoName);
     }
     Ok(hello)
 }
 
+/// A message that does not answer the request the writer was asked (`message`: the message's
+/// start).
+#[derive(Debug, thiserror::Error)]
+enum BadAnswer {
+    #[error("the writer wrote a message without an id while critbench waited for request {id}: {message}")]
+    NoId { id: u64, message: String },
+    /// An answer to request `got`.
+    #[error("the writer wrote a message for request {got} while critbench waited for request {id}: {message}")]
+    OtherId { got: Value, id: u64, message: String },
+    #[error(
+        "the writer wrote a line that is not an answer (an answer is {{\"id\": N, \"draft\": \"...\"}} or {{\"id\": N, \
+         \"error\": \"...\"}}): {message}"
+    )]
+    NotAnAnswer { message: String },
+}
+
+impl From<BadAnswer> for Broken {
+    fn from(bad: BadAnswer) -> Broken {
+        Broken::Protocol(bad.to_string())
+    }
+}
+
 /// The writer's answer to request `id`: exactly `id` and `draft` (a string), or `id` and `error`.
-fn answer(message: &Value, id: u64) -> Result<Result<String, String>, String> {
+fn answer(message: &Value, id: u64) -> Result<Result<String, WriteError>, BadAnswer> {
     let text = || excerpt(&message.to_string());
     match message.get("id") {
         Some(got) if got.as_u64() == Some(id) => {}
-        None => {
-            return Err(format!(
-                "the writer wrote a message without an id while critbench waited for request {id}: {}",
-                text()
-            ));
-        }
-        Some(got) => {
-            return Err(format!(
-                "the writer wrote a message for request {got} while critbench waited for request {id}: {}",
-                text()
-            ));
-        }
+        None => return Err(BadAnswer::NoId { id, message: text() }),
+        Some(got) => return Err(BadAnswer::OtherId { got: got.clone(), id, message: text() }),
     }
     let object = message.as_object().expect("a message with an id is an object");
     let keys: Vec<&str> = object.keys().map(String::as_str).filter(|k| *k != "id").collect();
     match (keys.as_slice(), object.get("draft")) {
         (["draft"], Some(Value::String(draft))) => Ok(Ok(draft.clone())),
-        (["error"], _) => Ok(Err(text_of(&object["error"]))),
-        _ => Err(format!(
-            "the writer wrote a line that is not an answer (an answer is {{\"id\": N, \"draft\": \"...\"}} or {{\"id\": N, \
-             \"error\": \"...\"}}): {}",
-            text()
-        )),
+        (["error"], _) => Ok(Err(WriteError::Answered(text_of(&object["error"])))),
+        _ => Err(BadAnswer::NotAnAnswer { message: text() }),
     }
 }
 
@@ -484,27 +566,27 @@ mod tests {
     #[test]
     fn an_answer_is_a_draft_or_an_error_for_the_request_asked() {
         let read = |line: &str| answer(&serde_json::from_str(line).unwrap(), 4);
-        assert_eq!(read(r#"{"id": 4, "draft": "text"}"#), Ok(Ok("text".into())));
-        assert_eq!(read(r#"{"id": 4, "error": "no"}"#), Ok(Err("no".into())));
+        let refused = |line: &str| read(line).unwrap_err().to_string();
+        assert_eq!(read(r#"{"id": 4, "draft": "text"}"#).unwrap().unwrap(), "text");
+        assert_eq!(read(r#"{"id": 4, "error": "no"}"#).unwrap().unwrap_err().to_string(), "no");
         assert!(
-            read(r#"{"id": 3, "draft": "text"}"#)
-                .unwrap_err()
-                .contains("for request 3 while critbench waited for request 4")
+            refused(r#"{"id": 3, "draft": "text"}"#).contains("for request 3 while critbench waited for request 4")
         );
-        assert!(read(r#"{"draft": "text"}"#).unwrap_err().contains("without an id"));
-        assert!(read(r#"{"id": 4, "draft": 7}"#).unwrap_err().contains("not an answer"));
-        assert!(read(r#"{"id": 4, "draft": "a", "error": "b"}"#).unwrap_err().contains("not an answer"));
+        assert!(refused(r#"{"draft": "text"}"#).contains("without an id"));
+        assert!(refused(r#"{"id": 4, "draft": 7}"#).contains("not an answer"));
+        assert!(refused(r#"{"id": 4, "draft": "a", "error": "b"}"#).contains("not an answer"));
     }
 
     #[test]
     fn a_critic_or_another_version_is_refused_with_what_to_change() {
         let read = |line: &str| read_hello(serde_json::from_str(line).unwrap());
+        let refused = |line: &str| read(line).unwrap_err().to_string();
         assert!(read(r#"{"protocol": 2, "name": "w", "version": "1"}"#).is_ok());
-        let critic = read(r#"{"protocol": 2, "name": "c", "version": "1", "score_range": [0, 10]}"#).unwrap_err();
+        let critic = refused(r#"{"protocol": 2, "name": "c", "version": "1", "score_range": [0, 10]}"#);
         assert!(critic.contains("is a critic's"), "{critic}");
-        assert!(read(r#"{"protocol": 1, "name": "w", "version": "1"}"#).unwrap_err().contains("say \"protocol\": 2"));
+        assert!(refused(r#"{"protocol": 1, "name": "w", "version": "1"}"#).contains("say \"protocol\": 2"));
         assert!(read(r#"{"protocol": 2, "name": "w", "version": "1", "pipelined": true}"#).unwrap().pipelined);
-        assert!(read(r#"{"protocol": 2, "name": "", "version": "1"}"#).unwrap_err().contains("non-empty name"));
+        assert!(refused(r#"{"protocol": 2, "name": "", "version": "1"}"#).contains("non-empty name"));
     }
 
     #[test]

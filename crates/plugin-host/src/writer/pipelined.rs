@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{Child, Starter, answer};
+use super::{Child, Starter, WriteError, answer};
 use crate::program::{Broken, Nudge, excerpt, parse_message};
 
 /// The processes of one writer program of the pipelined form, and the requests queued for them.
@@ -62,10 +62,10 @@ pub(super) struct Answer {
 }
 
 /// A request's draft or error once it came, and the waker of the loop awaiting it meanwhile.
-type Answering = (Option<Result<String, String>>, Option<Waker>);
+type Answering = (Option<Result<String, WriteError>>, Option<Waker>);
 
 impl Answer {
-    fn give(&self, result: Result<String, String>) {
+    fn give(&self, result: Result<String, WriteError>) {
         let mut state = lock(&self.state);
         state.0 = Some(result);
         if let Some(waker) = state.1.take() {
@@ -78,7 +78,7 @@ impl Answer {
 pub(super) struct Awaiting(Arc<Answer>);
 
 impl Future for Awaiting {
-    type Output = Result<String, String>;
+    type Output = Result<String, WriteError>;
 
     fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = lock(&self.0.state);
@@ -209,7 +209,7 @@ fn drive(shared: &Shared, index: usize, child: Option<Child>) {
         lock(&shared.queue).nudges[index] = None;
         for sent in std::mem::take(&mut waiting).into_values() {
             if let Some(job) = sent.job {
-                job.answer.give(Err("the writer's driver thread failed (a bug in critbench); see stderr".into()));
+                job.answer.give(Err(WriteError::DriverFailed));
             }
         }
         let mut queue = lock(&shared.queue);
@@ -240,10 +240,11 @@ fn serve(shared: &Shared, index: usize, mut child: Option<Child>, waiting: &mut 
                         lock(&shared.queue).nudges[index] = Some(program.program.nudge());
                         program
                     }
-                    Err(message) => {
+                    Err(error) => {
                         // A writer that cannot start costs the requests it was to serve.
+                        let error = Arc::new(error);
                         for job in jobs {
-                            job.answer.give(Err(message.clone()));
+                            job.answer.give(Err(WriteError::NotStarted(Arc::clone(&error))));
                         }
                         continue;
                     }
@@ -368,11 +369,11 @@ fn take(shared: &Shared, idle: bool, room: usize) -> Option<Vec<Job>> {
 /// go back to the front of the queue, in order, for a fresh process.
 fn break_down(shared: &Shared, index: usize, program: Child, broken: Broken, waiting: &mut BTreeMap<u64, Sent>) {
     lock(&shared.queue).nudges[index] = None;
-    let message = shared.starter.stop(program, broken);
+    let error = shared.starter.stop(program, broken);
     // The opens waiting go with the process: a fresh one is sent each task again.
     let mut sent = std::mem::take(waiting).into_values().filter_map(|sent| sent.job);
     if let Some(oldest) = sent.next() {
-        oldest.answer.give(Err(message));
+        oldest.answer.give(Err(error));
     }
     let mut queue = lock(&shared.queue);
     for (place, rest) in sent.enumerate() {
@@ -391,7 +392,7 @@ struct Drafted {
 }
 
 /// The request a line answers, among those `waiting`, and its draft or error.
-fn read_answer(line: &[u8], waiting: &BTreeMap<u64, Sent>) -> Result<(u64, Result<String, String>), Broken> {
+fn read_answer(line: &[u8], waiting: &BTreeMap<u64, Sent>) -> Result<(u64, Result<String, WriteError>), Broken> {
     if let Ok(Drafted { id, draft }) = serde_json::from_slice::<Drafted>(line)
         && waiting.get(&id).is_some_and(|sent| sent.job.is_some())
     {
@@ -411,7 +412,7 @@ fn read_answer(line: &[u8], waiting: &BTreeMap<u64, Sent>) -> Result<(u64, Resul
                 excerpt(&message.to_string())
             ))),
         },
-        Some((id, _)) => Ok((id, answer(&message, id).map_err(Broken::Protocol)?)),
+        Some((id, _)) => Ok((id, answer(&message, id)?)),
         _ => {
             let first = waiting.keys().next().copied().unwrap_or_default();
             let last = waiting.keys().next_back().copied().unwrap_or_default();
@@ -426,11 +427,11 @@ fn read_answer(line: &[u8], waiting: &BTreeMap<u64, Sent>) -> Result<(u64, Resul
 }
 
 /// An open's answer: `{"id", "ok": true}` (`Ok`) or `{"id", "error"}`; `None` for anything else.
-fn opened(message: &Value) -> Option<Result<String, String>> {
+fn opened(message: &Value) -> Option<Result<String, WriteError>> {
     let object = message.as_object()?;
     match (object.len(), object.get("ok"), object.get("error")) {
         (2, Some(Value::Bool(true)), None) => Some(Ok(String::new())),
-        (2, None, Some(error)) => Some(Err(crate::program::text_of(error))),
+        (2, None, Some(error)) => Some(Err(WriteError::Answered(crate::program::text_of(error)))),
         _ => None,
     }
 }

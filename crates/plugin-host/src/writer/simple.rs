@@ -4,7 +4,7 @@
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
-use super::{Child, Starter, answer};
+use super::{Child, Starter, WriteError, answer};
 use crate::program::{Broken, parse_message};
 
 /// The processes of one writer program of the simple form.
@@ -34,14 +34,14 @@ impl Processes {
 
     /// One draft: `request` (a write request's JSON) to a free process, its answer back. A
     /// process that broke down is stopped, counted and replaced at the next request.
-    pub(super) fn write(&self, request: &str) -> Result<String, String> {
+    pub(super) fn write(&self, request: &str) -> Result<String, WriteError> {
         let mut child = match self.take() {
             Some(child) => child,
             None => match self.starter.start() {
                 Ok((child, _)) => child,
-                Err(message) => {
+                Err(error) => {
                     self.release(None);
-                    return Err(message);
+                    return Err(WriteError::NotStarted(error.into()));
                 }
             },
         };
@@ -51,9 +51,9 @@ impl Processes {
                 answer
             }
             Err(broken) => {
-                let message = self.starter.stop(child, broken);
+                let error = self.starter.stop(child, broken);
                 self.release(None);
-                Err(message)
+                Err(error)
             }
         }
     }
@@ -87,7 +87,7 @@ impl Processes {
 
     /// One request and its answer: `Ok(Ok(draft))`, `Ok(Err(the writer's error))`, or why the
     /// process can no longer be used.
-    fn exchange(&self, child: &mut Child, request: &str) -> Result<Result<String, String>, Broken> {
+    fn exchange(&self, child: &mut Child, request: &str) -> Result<Result<String, WriteError>, Broken> {
         child.program.refuse_unasked()?;
         let id = child.next_id;
         child.next_id += 1;
@@ -101,6 +101,6 @@ impl Processes {
         if arrived < asked {
             return Err(Broken::unasked(&line));
         }
-        answer(&parse_message(&line)?, id).map_err(Broken::Protocol)
+        Ok(answer(&parse_message(&line)?, id)?)
     }
 }
