@@ -59,25 +59,108 @@ impl Failure {
     }
 }
 
-impl From<critbench_engine::EngineError> for Failure {
-    fn from(error: critbench_engine::EngineError) -> Failure {
-        use critbench_engine::EngineError;
-        use critbench_engine::commands::rescore::RescoreError;
-        let status = match &error {
-            EngineError::Interrupted { signal, .. }
-            | EngineError::Rescore(RescoreError::Interrupted { signal, .. }) => ExitStatus::Signal(*signal),
-            EngineError::BudgetReached { .. } => ExitStatus::Budget,
-            error if error.is_usage() => ExitStatus::Usage,
-            _ => ExitStatus::Failed,
-        };
-        Failure { status, message: error.to_string() }
+/// How a library's error ends a command: its exit status. The one place an error is mapped to
+/// one: the user's mistakes exit 2, internal failures 1, a run stopped by its budget 3 and one
+/// stopped by a signal 128 + its number, wherever in the command's error they are.
+pub trait Exit: std::fmt::Display {
+    /// The status the command exits with.
+    fn status(&self) -> ExitStatus;
+}
+
+impl<E: Exit> From<E> for Failure {
+    fn from(error: E) -> Failure {
+        Failure { status: error.status(), message: error.to_string() }
     }
 }
 
-impl From<critbench_report::ReportError> for Failure {
-    fn from(error: critbench_report::ReportError) -> Failure {
-        let status = if error.is_usage() { ExitStatus::Usage } else { ExitStatus::Failed };
-        Failure { status, message: error.to_string() }
+/// [`ExitStatus::Usage`] when the user can fix it, else [`ExitStatus::Failed`].
+fn usage_or_failed(is_usage: bool) -> ExitStatus {
+    if is_usage { ExitStatus::Usage } else { ExitStatus::Failed }
+}
+
+impl Exit for critbench_engine::EngineError {
+    fn status(&self) -> ExitStatus {
+        usage_or_failed(self.is_usage())
+    }
+}
+
+impl Exit for critbench_engine::experiment::ExperimentError {
+    fn status(&self) -> ExitStatus {
+        usage_or_failed(self.is_usage())
+    }
+}
+
+impl Exit for critbench_engine::run_dir::RunDirError {
+    fn status(&self) -> ExitStatus {
+        usage_or_failed(self.is_usage())
+    }
+}
+
+impl Exit for critbench_engine::run::RunError {
+    fn status(&self) -> ExitStatus {
+        use critbench_engine::run::RunError;
+        match self {
+            RunError::Interrupted { signal, .. } => ExitStatus::Signal(*signal),
+            RunError::BudgetReached { .. } => ExitStatus::Budget,
+            error => usage_or_failed(error.is_usage()),
+        }
+    }
+}
+
+impl Exit for critbench_engine::commands::estimate::EstimateError {
+    fn status(&self) -> ExitStatus {
+        use critbench_engine::commands::estimate::EstimateError;
+        match self {
+            // The pilot is a run: a signal stops it as it stops one.
+            EstimateError::Pilot(error) => error.status(),
+            error => usage_or_failed(error.is_usage()),
+        }
+    }
+}
+
+impl Exit for critbench_engine::commands::rescore::RescoreError {
+    fn status(&self) -> ExitStatus {
+        use critbench_engine::commands::rescore::RescoreError;
+        match self {
+            RescoreError::Interrupted { signal, .. } => ExitStatus::Signal(*signal),
+            error => usage_or_failed(error.is_usage()),
+        }
+    }
+}
+
+impl Exit for critbench_engine::commands::replay::ReplayError {
+    fn status(&self) -> ExitStatus {
+        usage_or_failed(self.is_usage())
+    }
+}
+
+impl Exit for critbench_engine::run_dir::merge::MergeError {
+    fn status(&self) -> ExitStatus {
+        usage_or_failed(self.is_usage())
+    }
+}
+
+impl Exit for critbench_engine::commands::judge::JudgeSetupError {
+    fn status(&self) -> ExitStatus {
+        ExitStatus::Usage
+    }
+}
+
+impl Exit for critbench_engine::commands::judge::JudgeRunError {
+    fn status(&self) -> ExitStatus {
+        usage_or_failed(self.is_usage())
+    }
+}
+
+impl Exit for crate::run::ShardError {
+    fn status(&self) -> ExitStatus {
+        ExitStatus::Usage
+    }
+}
+
+impl Exit for critbench_report::ReportError {
+    fn status(&self) -> ExitStatus {
+        usage_or_failed(self.is_usage())
     }
 }
 

@@ -1,8 +1,6 @@
 //! `critbench judge`: critics benchmarked on labeled drafts, their verdicts against the gold
 //! labels.
 
-use critbench_critic_benchmark::JudgeError;
-use critbench_engine::EngineError;
 use critbench_engine::commands::judge::{JudgeOverrides, judge_experiment, judge_setup};
 use critbench_engine::experiment::{Experiment, Overrides};
 use critbench_storage::dataset::OnBadRow;
@@ -13,12 +11,6 @@ use crate::output::{Stderr, Stdout};
 
 /// The experiment `critbench judge` runs when given none.
 pub const DEFAULT_JUDGE_EXPERIMENT: &str = "experiments/judge-demo.toml";
-
-fn failure(error: JudgeError) -> Failure {
-    // A plugin that is not built says how to build it (its `not_found` hint), in the error.
-    let message = error.to_string();
-    if error.is_usage() { Failure::usage(message) } else { Failure::failed(message) }
-}
 
 pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
     let path = experiment_file(args.experiment, &[DEFAULT_JUDGE_EXPERIMENT], "judge")?;
@@ -40,10 +32,7 @@ pub fn judge(args: JudgeArgs) -> Result<(), Failure> {
     let judge_overrides =
         JudgeOverrides { datasets: args.datasets, out: args.out, repeats: args.repeats, overwrite: args.overwrite };
     let setup = judge_setup(&experiment, &judge_overrides)?;
-    let run = judge_experiment(&experiment, setup.spec, setup.overwrite).map_err(|error| match error {
-        EngineError::Judge(error) => failure(error),
-        other => Failure::from(other),
-    })?;
+    let run = judge_experiment(&experiment, setup.spec, setup.overwrite)?;
     let (outcome, report) = (&run.outcome, &run.outcome.report);
     for note in &report.notes {
         writeln!(Stderr, "warning: {note}");

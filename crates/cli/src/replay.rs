@@ -25,7 +25,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), Failure> {
     };
     // What the flags leave out keeps the run's own values.
     let grid = replay_grid(&args.run_dir, &flags)?;
-    let policies = replay_policies(&grid).map_err(critbench_engine::EngineError::from)?;
+    let policies = replay_policies(&grid)?;
     let out = args.out.unwrap_or_else(|| {
         let mut name = args.run_dir.clone().into_os_string();
         name.push("-replay");

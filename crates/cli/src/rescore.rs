@@ -1,7 +1,7 @@
 //! `critbench rescore RUN`: a finished run's recorded drafts critiqued again by another critic.
 
 use critbench_engine::EngineError;
-use critbench_engine::commands::rescore::{CriticChoice, RescoreOptions, rescore_run};
+use critbench_engine::commands::rescore::{CriticChoice, RescoreError, RescoreOptions, rescore_run};
 use critbench_engine::run_dir::RunDirError;
 
 use crate::args::RescoreArgs;
@@ -40,7 +40,7 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
     let summary = match rescore_run(&args.run_dir, &options) {
         Ok(summary) => summary,
         // `--resume` of a finished rescoring: nothing left to do, and not a failure.
-        Err(EngineError::RunDir(finished @ RunDirError::Finished { .. })) => {
+        Err(RescoreError::Engine(EngineError::RunDir(finished @ RunDirError::Finished { .. }))) => {
             writeln!(Stdout::lock(), "{finished}")?;
             return Ok(());
         }
@@ -90,8 +90,5 @@ pub fn rescore(args: RescoreArgs) -> Result<(), Failure> {
 }
 
 fn config_error(text: &str, problem: &str) -> Failure {
-    Failure::from(critbench_engine::EngineError::from(critbench_engine::commands::rescore::RescoreError::Config {
-        text: text.to_string(),
-        problem: problem.to_string(),
-    }))
+    Failure::from(RescoreError::Config { text: text.to_string(), problem: problem.to_string() })
 }

@@ -39,8 +39,10 @@
 //!   [`estimate`](commands::estimate) (a pilot run and its projection) and
 //!   [`judge`](commands::judge) (a critic benchmark set up from an experiment).
 //!
-//! [`EngineError`] is what a run, or any command, fails with: the run-wide cases, and each
-//! operation's own refusals, a type kept beside the operation, wrapped.
+//! Each command fails with a type of its own, beside it ([`run::RunError`],
+//! [`commands::rescore::RescoreError`], [`commands::replay::ReplayError`],
+//! [`run_dir::merge::MergeError`], …): its own refusals, and [`EngineError`], the failures every
+//! command shares, wrapped.
 //!
 //! ```no_run
 //! use critbench_engine::{experiment::{Experiment, Overrides}, run::run_experiment};
@@ -61,32 +63,48 @@ macro_rules! note {
     }};
 }
 
+/// `From` each failure [`EngineError`] wraps, for a command's error that wraps [`EngineError`]
+/// (`Engine(#[from] EngineError)`), so that `?` takes them there through it.
+macro_rules! from_common_failures {
+    ($error:ty) => {
+        from_common_failures!(
+            $error: critbench_storage::dataset::DatasetError,
+            critbench_storage::tables::StorageError,
+            crate::run_dir::RunDirError,
+            critbench_report::ReportError,
+            critbench_openai::ClientError,
+            critbench_plugin_host::OpenCriticError
+        );
+    };
+    ($error:ty: $($failure:ty),*) => {
+        $(
+            impl From<$failure> for $error {
+                fn from(failure: $failure) -> $error {
+                    <$error>::from(crate::EngineError::from(failure))
+                }
+            }
+        )*
+    };
+}
+
 pub mod commands;
 pub mod experiment;
 pub mod run;
 pub mod run_dir;
 pub mod stop;
 
-use std::path::PathBuf;
-
 pub use experiment::ExperimentProblem;
 
-// The error of the whole engine lives at its root, above the rooms: each room raises its own
-// refusals (a type beside the operation) and returns them wrapped in this one, so no room imports
-// another through it.
+// The failures every command shares live at the root, above the rooms; each command's own
+// refusals are a type beside the command, which wraps these.
 
-/// Everything that can stop a run. [`EngineError::is_usage`] tells the user's mistakes (exit 2)
-/// from internal failures (exit 1).
+/// What any command can fail with: the failures of what the commands share (datasets, plugins,
+/// the run directory and its tables, the reports, the model client, the pipeline's threads). Each
+/// command's error wraps it beside the command's own refusals ([`RunError`](run::RunError),
+/// [`RescoreError`](commands::rescore::RescoreError), …). [`EngineError::is_usage`] tells the
+/// user's mistakes (exit 2) from internal failures (exit 1).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    /// The experiment file cannot be read or its settings do not fit together.
-    #[error("{}: {problem}", path.display())]
-    Experiment {
-        /// The experiment file.
-        path: PathBuf,
-        /// What is wrong with it.
-        problem: ExperimentProblem,
-    },
     /// A dataset file cannot be read or holds a bad task.
     #[error(transparent)]
     Dataset(#[from] critbench_storage::dataset::DatasetError),
@@ -98,15 +116,10 @@ pub enum EngineError {
         /// Why the plugin host refused it.
         source: critbench_plugin_host::PluginError,
     },
-    /// The run directory cannot take this run: see [`RunDirError`](crate::run_dir::RunDirError).
+    /// The run directory cannot take what the command writes: see
+    /// [`RunDirError`](crate::run_dir::RunDirError).
     #[error(transparent)]
     RunDir(#[from] crate::run_dir::RunDirError),
-    /// `--limit 0`: no task would run.
-    #[error("--limit 0 leaves no task to run; give a positive number of tasks per file")]
-    LimitZero,
-    /// `critbench merge` refused: a shard missing, unfinished or different.
-    #[error(transparent)]
-    Merge(#[from] crate::run_dir::merge::MergeError),
     /// Writing a table of the run directory failed.
     #[error(
         "writing the run directory failed: {0}\n  hint: every loop committed before this is kept; fix the cause (disk space, permissions) and run the same command with --resume"
@@ -123,87 +136,10 @@ pub enum EngineError {
     /// The reports could not be computed or written.
     #[error(transparent)]
     Report(#[from] critbench_report::ReportError),
-    /// `critbench judge` could not benchmark the critic.
-    #[error(transparent)]
-    Judge(#[from] critbench_critic_benchmark::JudgeError),
-    /// `critbench replay` cannot run.
-    #[error(transparent)]
-    Replay(#[from] crate::commands::replay::ReplayError),
-    /// `critbench rescore` cannot run, or stopped.
-    #[error(transparent)]
-    Rescore(#[from] crate::commands::rescore::RescoreError),
     /// The model client could not be made from the `[openai]` table.
     #[error(transparent)]
     ModelClient(#[from] critbench_openai::ClientError),
-    /// No task's kind is one a critic takes, so no loop would run.
-    #[error("no task reaches any critic: the critics take kinds {critic_kinds} but the dataset's tasks have kinds [{}]", task_kinds.join(", "))]
-    NoTaskForAnyCritic {
-        /// The kinds the critics take, listed.
-        critic_kinds: String,
-        /// The kinds of the dataset's tasks.
-        task_kinds: Vec<String>,
-    },
-    /// A recorded sweep with a critic whose critiques depend on the policy.
-    #[error(
-        "critic `{critic}` ({plugin}) says its critiques depend on the loop policy, so one recording cannot serve \
-         every config; set sweep = \"direct\" in the experiment"
-    )]
-    PolicyDependentSweep {
-        /// The critic's name in the experiment.
-        critic: String,
-        /// The plugin that says so.
-        plugin: String,
-    },
-    /// Strategy memory's split left every task to learning.
-    #[error(
-        "the memory split left no evaluation tasks; lower [memory] learn_fraction or mark some tasks meta.split = \"eval\""
-    )]
-    NoEvaluationTasks,
-    /// Loops of strategy memory's learning pass failed.
-    #[error("{count} learning loop(s) failed; first: {first}")]
-    LearningFailed {
-        /// How many failed.
-        count: usize,
-        /// The first failure's message.
-        first: String,
-    },
-    /// `critbench judge` cannot be set up from the experiment.
-    #[error(transparent)]
-    JudgeSetup(#[from] crate::commands::judge::JudgeSetupError),
-    /// The model client's report (`manifest.json`'s `openai`) did not read back: a key missing,
-    /// renamed or of the wrong type.
-    #[error(transparent)]
-    ModelReport(#[from] critbench_openai::usage::UsageReportError),
-    /// A writer program (`backend = "command"`) that did not start or broke the protocol at
-    /// its start.
-    #[error(transparent)]
-    Writer(#[from] critbench_plugin_host::writer::WriterStartError),
-    /// The openai backend was asked for outside `run_experiment`, which makes its client.
-    #[error("the openai backend is made from the experiment's [openai] table; run the experiment with run_experiment")]
-    NoModelClient,
-    /// A thread of the run panicked; the payload's text.
-    #[error("{0}")]
-    Panicked(String),
-    /// A chunk of loops was lost between the workers and the writer (a bug).
-    #[error("a chunk of loops never reached the writer")]
-    LostChunk,
-    /// The open-file limit is below what `concurrency` connections need, and cannot be raised.
-    #[error(
-        "[openai] concurrency = {concurrency} needs about {needed} open files, but this process may open at most \
-         {hard} (RLIMIT_NOFILE, hard limit): lower concurrency to at most {fits}, or raise the hard limit \
-         (`ulimit -Hn {needed}` as root, `nofile` in /etc/security/limits.conf, `LimitNOFILE=` for a systemd unit)"
-    )]
-    OpenFiles {
-        /// The `[openai] concurrency` asked for.
-        concurrency: u64,
-        /// The open files it needs.
-        needed: u64,
-        /// The process's hard limit.
-        hard: u64,
-        /// The largest concurrency that fits the limit.
-        fits: u64,
-    },
-    /// The operating system refused a thread the run needs.
+    /// The operating system refused a thread a pass needs.
     #[error("cannot start {what}: {source}")]
     Threads {
         /// The thread or pool that did not start.
@@ -211,57 +147,12 @@ pub enum EngineError {
         /// What the system said.
         source: std::io::Error,
     },
-    /// A recorded loop ended before a config of the grid stopped: a bug in the loop recorder.
-    #[error("the recording of task `{task_id}` ended before config {config_id} stopped")]
-    RecordingEndedEarly {
-        /// The task whose recording ended.
-        task_id: String,
-        /// The config that had not stopped.
-        config_id: String,
-    },
-    /// A sequential run that cannot start or go on.
-    #[error(transparent)]
-    Sequential(#[from] crate::run::sequential::SequentialError),
-    /// A signal stopped the run; the loops finished before it are written.
-    #[error("interrupted by {signal}: the rows of the {loops} loop(s) finished before it are in {} (readable; manifest.json says status \"interrupted\"); run the same command with --resume to finish the run", out.display())]
-    Interrupted {
-        /// The signal received.
-        signal: crate::stop::StopSignal,
-        /// Loops finished and written before it.
-        loops: u64,
-        /// The run directory.
-        out: PathBuf,
-    },
-    /// The run's `[budget]` was reached: no loop started after it; the loops finished are written.
-    #[error(
-        "stopped by its budget: {}; the rows of the {loops} loop(s) finished by then are in {} (readable; \
-         manifest.json's openai.budget says which budget); raise [budget] and run the same command with --resume to \
-         finish the run (answers already paid for come from the response cache)",
-        reached.as_ref().map_or_else(
-            || "a budget was reached".to_string(),
-            |r| format!(
-                "[budget] {} = {} {currency} was reached, and {} spent by the end (the loops in flight then \
-                 finished)",
-                r.budget,
-                r.limit,
-                critbench_report::format_money(r.spent, Some(currency))
-            )
-        ),
-        out.display()
-    )]
-    BudgetReached {
-        /// Which budget was reached and what was spent when the run ended, when the client says.
-        reached: Option<critbench_openai::BudgetStop>,
-        /// The currency of the budget.
-        currency: String,
-        /// Loops finished and written by then.
-        loops: u64,
-        /// The run directory.
-        out: PathBuf,
-    },
-    /// `critbench estimate` cannot run its pilot, or a run is refused on its estimate.
-    #[error(transparent)]
-    Estimate(#[from] crate::commands::estimate::EstimateError),
+    /// A thread of a pass panicked; the payload's text.
+    #[error("{0}")]
+    Panicked(String),
+    /// A chunk was lost between a pass's workers and its writer (a bug).
+    #[error("a chunk of loops never reached the writer")]
+    LostChunk,
 }
 
 impl From<critbench_plugin_host::OpenCriticError> for EngineError {
@@ -274,37 +165,16 @@ impl EngineError {
     /// Whether the user can fix this by changing their input (exit status 2).
     pub fn is_usage(&self) -> bool {
         match self {
-            EngineError::Experiment { .. }
-            | EngineError::Dataset(_)
-            | EngineError::Plugin { .. }
-            | EngineError::Writer(_)
-            | EngineError::LimitZero
-            | EngineError::Merge(_)
-            | EngineError::OpenFiles { .. } => true,
+            EngineError::Dataset(_) | EngineError::Plugin { .. } => true,
             EngineError::RunDir(error) => error.is_usage(),
             EngineError::Report(error) => error.is_usage(),
-            EngineError::Rescore(error) => error.is_usage(),
-            EngineError::Judge(error) => error.is_usage(),
-            EngineError::Sequential(error) => error.is_usage(),
-            EngineError::Replay(_)
-            | EngineError::NoTaskForAnyCritic { .. }
-            | EngineError::PolicyDependentSweep { .. }
-            | EngineError::NoEvaluationTasks
-            | EngineError::JudgeSetup(_)
-            | EngineError::Estimate(_) => true,
-            EngineError::LearningFailed { .. }
-            | EngineError::ModelReport(_)
-            | EngineError::NoModelClient
-            | EngineError::Panicked(_)
-            | EngineError::LostChunk => false,
             // Bad settings or a missing key are the user's; an HTTP stack that will not start is not.
             EngineError::ModelClient(error) => !matches!(error, critbench_openai::ClientError::Http(_)),
-            EngineError::Threads { .. } => false,
             EngineError::Storage(_)
             | EngineError::Io { .. }
-            | EngineError::RecordingEndedEarly { .. }
-            | EngineError::Interrupted { .. }
-            | EngineError::BudgetReached { .. } => false,
+            | EngineError::Threads { .. }
+            | EngineError::Panicked(_)
+            | EngineError::LostChunk => false,
         }
     }
 }

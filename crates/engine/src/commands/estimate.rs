@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::EngineError;
 use crate::experiment::{BackendKind, Experiment};
-use crate::run::{RunOptions, run_experiment};
+use crate::run::{RunError, RunOptions, run_experiment};
 use critbench_storage::shards::{OUTCOMES, TRAJECTORIES, table_file};
 
 /// The format version of `estimate.json`.
@@ -148,14 +148,12 @@ pub struct Estimate {
 }
 
 /// Runs the pilot of `experiment` into `options.out` and projects the whole run.
-pub fn estimate(experiment: &Experiment, options: &EstimateOptions) -> Result<Estimate, EngineError> {
+pub fn estimate(experiment: &Experiment, options: &EstimateOptions) -> Result<Estimate, EstimateError> {
     if options.pilot < 2 {
-        return Err(EstimateError::PilotTooSmall { pilot: options.pilot }.into());
+        return Err(EstimateError::PilotTooSmall { pilot: options.pilot });
     }
     if same_dir(&options.out, &experiment.out) {
-        return Err(
-            EstimateError::OwnRunDirectory { out: options.out.clone(), default: default_dir(experiment) }.into()
-        );
+        return Err(EstimateError::OwnRunDirectory { out: options.out.clone(), default: default_dir(experiment) });
     }
     let sample = sample_tasks(experiment, options.pilot)?;
     let scratch = ScratchFile::write(&sample.tasks)?;
@@ -192,7 +190,7 @@ pub fn estimate(experiment: &Experiment, options: &EstimateOptions) -> Result<Es
 
 /// Refuses a run whose own estimate (in [`default_dir`]) already exceeds its budget, before any
 /// call; an estimate of another experiment, or none, says nothing.
-pub fn check_budget(experiment: &Experiment) -> Result<(), EngineError> {
+pub fn check_budget(experiment: &Experiment) -> Result<(), EstimateError> {
     if experiment.budget.is_none() {
         return Ok(());
     }
@@ -207,7 +205,7 @@ pub fn check_budget(experiment: &Experiment) -> Result<(), EngineError> {
     if exceeds.is_empty() {
         return Ok(());
     }
-    Err(EstimateError::OverBudget { estimate: path, exceeds }.into())
+    Err(EstimateError::OverBudget { estimate: path, exceeds })
 }
 
 /// Each budget the estimate's projected cost exceeds, described.
@@ -266,7 +264,7 @@ struct Sample {
 
 /// The `n` tasks with the smallest hash of (seed, id) among those a critic takes: a uniform
 /// sample that depends on the seed and the ids alone. Every row is read and parsed.
-fn sample_tasks(experiment: &Experiment, n: usize) -> Result<Sample, EngineError> {
+fn sample_tasks(experiment: &Experiment, n: usize) -> Result<Sample, EstimateError> {
     // Largest rank on top, so the heap keeps the `n` smallest.
     let mut heap: BinaryHeap<(u64, usize, usize, String)> = BinaryHeap::new();
     let mut kept: BTreeMap<(usize, usize), Task> = BTreeMap::new();
@@ -303,7 +301,7 @@ fn sample_tasks(experiment: &Experiment, n: usize) -> Result<Sample, EngineError
         }
     }
     if total == 0 {
-        return Err(EstimateError::NothingToEstimate.into());
+        return Err(EstimateError::NothingToEstimate);
     }
     Ok(Sample { tasks: kept.into_values().collect(), total })
 }
@@ -567,8 +565,8 @@ pub fn t_quantile(p: f64, df: u64) -> f64 {
     if p < 0.5 { -0.5 * (lo + hi) } else { 0.5 * (lo + hi) }
 }
 
-/// Why `critbench estimate` cannot run its pilot, or why a run is refused on its estimate
-/// (exit status 2).
+/// Why `critbench estimate` cannot run its pilot, or why a run is refused on its estimate (exit
+/// status 2); or how its pilot run failed or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum EstimateError {
     /// Fewer than two pilot tasks.
@@ -605,6 +603,28 @@ pub enum EstimateError {
         /// Each budget it exceeds, as a sentence.
         exceeds: Vec<String>,
     },
+    /// The pilot run failed or stopped.
+    #[error(transparent)]
+    Pilot(#[from] RunError),
+    /// What any command can fail with.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+from_common_failures!(EstimateError);
+
+impl EstimateError {
+    /// Whether the user can fix this by changing their input (exit status 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            EstimateError::Pilot(error) => error.is_usage(),
+            EstimateError::Engine(error) => error.is_usage(),
+            EstimateError::PilotTooSmall { .. }
+            | EstimateError::OwnRunDirectory { .. }
+            | EstimateError::NothingToEstimate
+            | EstimateError::OverBudget { .. } => true,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -45,11 +45,11 @@ pub struct JudgeRun {
 /// Resolves the judge of `experiment`: the command line first, then the `[judge]` table, then the
 /// experiment's own settings. The critics are opened as a run opens them: in this process, in
 /// child processes (`isolation = "process"`, `--isolate-plugins`) or as command programs.
-pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Result<JudgeSetup, EngineError> {
+pub fn judge_setup(experiment: &Experiment, overrides: &JudgeOverrides) -> Result<JudgeSetup, JudgeSetupError> {
     if let Some(repeats) = overrides.repeats
         && !(1..=MAX_JUDGE_REPEATS).contains(&repeats)
     {
-        return Err(JudgeSetupError::Repeats { max: MAX_JUDGE_REPEATS }.into());
+        return Err(JudgeSetupError::Repeats { max: MAX_JUDGE_REPEATS });
     }
     let critics = experiment.critics.clone();
     let datasets = if !overrides.datasets.is_empty() {
@@ -84,7 +84,7 @@ pub fn judge_experiment(
     experiment: &Experiment,
     mut spec: JudgeSpec,
     overwrite: bool,
-) -> Result<JudgeRun, EngineError> {
+) -> Result<JudgeRun, JudgeRunError> {
     let layout = crate::run_dir::Layout::new(&spec.out, None);
     let _lock = crate::run_dir::claim(&layout, crate::run_dir::Claim::Judge { overwrite })?;
     let session = crate::run::start_session(experiment)?;
@@ -103,4 +103,27 @@ pub enum JudgeSetupError {
         /// The largest number allowed.
         max: u32,
     },
+}
+
+/// Why the judge run of an experiment failed ([`judge_experiment`]).
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeRunError {
+    /// The critic benchmark could not benchmark the critics.
+    #[error(transparent)]
+    Benchmark(#[from] critbench_critic_benchmark::JudgeError),
+    /// What any command can fail with.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+from_common_failures!(JudgeRunError: crate::run_dir::RunDirError);
+
+impl JudgeRunError {
+    /// Whether the user can fix this by changing their input (exit status 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            JudgeRunError::Benchmark(error) => error.is_usage(),
+            JudgeRunError::Engine(error) => error.is_usage(),
+        }
+    }
 }

@@ -12,6 +12,7 @@ use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
 use critbench_storage::tables::{OutcomeWriter, StorageError, TrajectoryWriter, read_outcome_metas};
 
 use crate::EngineError;
+use crate::commands::KeptAside;
 use crate::experiment::limits;
 use crate::run::emit::{LoopLabels, effective_policy, emit_loop, round_score, writer_ended};
 use crate::run::plan::{ThresholdNames, threshold_warnings};
@@ -57,8 +58,8 @@ pub struct ReplayFlags {
 /// first appear), so that `--max-revisions 5` on a run made at `pass_score = [7, 9]` replays
 /// `p7-r5` and `p9-r5`. A run without a manifest falls back to the built-in defaults. Values
 /// outside what the run recorded are refused when the grid is replayed ([`replay_run`]).
-pub fn replay_grid(run_dir: &Path, flags: &ReplayFlags) -> Result<PolicyGrid, EngineError> {
-    let manifest = Manifest::read(run_dir).map_err(ReplayError::from)?;
+pub fn replay_grid(run_dir: &Path, flags: &ReplayFlags) -> Result<PolicyGrid, ReplayError> {
+    let manifest = Manifest::read(run_dir)?;
     let recorded = manifest.as_ref().map_or(&[][..], |m| &m.experiment.policies[..]);
     let defaults = Policy::default();
     // The distinct values of one key over the run's configs; the default when it recorded none.
@@ -173,12 +174,12 @@ pub fn replay_run(
     policies: &[Policy],
     out: &Path,
     overwrite: bool,
-) -> Result<ReplaySummary, EngineError> {
+) -> Result<ReplaySummary, ReplayError> {
     let started = Instant::now();
     let (started_iso, started_compact) = clock::utc_stamps(SystemTime::now());
     let not_a_run = |reason: NotARun| ReplayError::NotARun { dir: run_dir.to_path_buf(), reason };
     if let Some(message) = critbench_storage::manifest::unmerged(run_dir) {
-        return Err(not_a_run(NotARun::Unmerged(message)).into());
+        return Err(not_a_run(NotARun::Unmerged(message)));
     }
     // Every recorded round is read: the tables must be the ones the run wrote.
     critbench_report::check_tables(run_dir)?;
@@ -186,14 +187,14 @@ pub fn replay_run(
     let outcomes_files = shards::table_files(run_dir, shards::OUTCOMES);
     for (table, files) in [(shards::TRAJECTORIES, &trajectories_files), (shards::OUTCOMES, &outcomes_files)] {
         if files.is_empty() {
-            return Err(not_a_run(NotARun::Missing(shards::table_file(table))).into());
+            return Err(not_a_run(NotARun::Missing(shards::table_file(table))));
         }
     }
     let mut metas: HashMap<(String, String), String> = HashMap::new();
     for path in &outcomes_files {
         metas.extend(read_outcome_metas(path).map_err(|e| not_a_run(e.into()))?);
     }
-    let manifest = Manifest::read(run_dir).map_err(ReplayError::from)?;
+    let manifest = Manifest::read(run_dir)?;
     let dependent: Vec<String> = manifest
         .iter()
         .flat_map(|m| m.plugins.iter())
@@ -201,7 +202,7 @@ pub fn replay_run(
         .map(|p| p.critic.clone())
         .collect();
     if !dependent.is_empty() {
-        return Err(ReplayError::PolicyDependent { dir: run_dir.to_path_buf(), critics: dependent }.into());
+        return Err(ReplayError::PolicyDependent { dir: run_dir.to_path_buf(), critics: dependent });
     }
     let name = manifest.as_ref().map_or_else(|| "run".to_string(), |m| m.experiment.name.clone());
     // The same rule as a run's: a threshold outside a critic's range is replayed, with a warning.
@@ -231,11 +232,11 @@ pub fn replay_run(
 
     // Every loop must reach each policy's stop inside what was recorded: a first pass over the
     // recording checks that before anything is written. Both passes stream loop by loop.
-    let check = |recorded: &RecordedLoop| -> Result<(Arm, Vec<RoundScore>), EngineError> {
+    let check = |recorded: &RecordedLoop| -> Result<(Arm, Vec<RoundScore>), ReplayError> {
         let arm = recorded.arm;
         if recorded.adjudicated {
             // The adjudicator is a model: a new policy's final draft may be one it never saw.
-            return Err(ReplayError::Adjudicated { dir: run_dir.to_path_buf(), arm: recorded.arm }.into());
+            return Err(ReplayError::Adjudicated { dir: run_dir.to_path_buf(), arm: recorded.arm });
         }
         let loop_scores: Vec<RoundScore> = recorded.rounds.iter().map(round_score).collect();
         for policy in policies {
@@ -250,21 +251,19 @@ pub fn replay_run(
                     epoch: recorded.epoch,
                     rounds: recorded.rounds.len(),
                     fix: beyond_recording_fix(policy, recorded.rounds.len(), recorded_grid),
-                }
-                .into());
+                });
             }
         }
         Ok((arm, loop_scores))
     };
-    // The first error of a pass, kept aside: the reader's callback speaks strings.
-    let mut failure: Option<EngineError> = None;
+    // The first error of a pass, kept aside: the reader's callback is handed only `KeptAside`.
+    let mut failure: Option<ReplayError> = None;
     let read = trajectories_files.iter().try_for_each(|path| {
         for_each_recorded_loop(path, |recorded| match check(&recorded) {
             Ok(_) => Ok(()),
             Err(error) => {
-                let message = error.to_string();
                 failure = Some(error);
-                Err(message)
+                Err(KeptAside)
             }
         })
     });
@@ -293,7 +292,7 @@ pub fn replay_run(
     let prices =
         crate::run::cost::RolePrices::recorded(manifest.as_ref().and_then(|m| m.experiment.rest.get("openai")));
     let mut each = |recorded: RecordedLoop| {
-        let result = (|| -> Result<(), EngineError> {
+        let result = (|| -> Result<(), ReplayError> {
             let (arm, loop_scores) = check(&recorded)?;
             meta_key.0.clone_from(&recorded.critic);
             meta_key.1.clone_from(&recorded.task_id);
@@ -341,9 +340,8 @@ pub fn replay_run(
             Ok(())
         })();
         result.map_err(|error| {
-            let message = error.to_string();
             failure = Some(error);
-            message
+            KeptAside
         })
     };
     let read = trajectories_files.iter().try_for_each(|path| for_each_recorded_loop(path, &mut each));
@@ -478,7 +476,7 @@ impl LoopVerdicts {
     }
 }
 
-/// Why a replay cannot run. Every one is the user's to fix (exit status 2).
+/// Why a replay cannot run (the user's to fix, exit status 2), or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// A negative or not-a-number `--plateau-eps`.
@@ -556,6 +554,22 @@ pub enum ReplayError {
         /// What to run instead, from why the recording stopped where it did.
         fix: String,
     },
+    /// What any command can fail with.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+from_common_failures!(ReplayError);
+
+impl ReplayError {
+    /// Whether the user can fix this by changing their input (exit status 2): every refusal of
+    /// the replay's own.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            ReplayError::Engine(error) => error.is_usage(),
+            _ => true,
+        }
+    }
 }
 
 /// What is wrong with a directory given to replay.

@@ -11,8 +11,6 @@ use critbench_plugin_host::IsolationMode;
 use critbench_storage::dataset::OnBadRow;
 use serde::{Deserialize, Serialize};
 
-use crate::EngineError;
-
 /// The experiment run when `critbench run` is given none.
 pub const DEFAULT_EXPERIMENT: &str = "experiments/demo.toml";
 
@@ -294,6 +292,25 @@ impl Experiment {
 
 pub(crate) use resolve::available_cores;
 pub(crate) use resolve::normalize as normalize_path;
+
+/// Why an experiment file cannot be loaded ([`Experiment::load`]): the file, and what is wrong
+/// with it. The user's to fix (exit status 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", path.display())]
+pub struct ExperimentError {
+    /// The experiment file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub problem: ExperimentProblem,
+}
+
+impl ExperimentError {
+    /// Whether the user can fix this by changing their input (exit status 2): always, the file is
+    /// theirs.
+    pub fn is_usage(&self) -> bool {
+        true
+    }
+}
 
 /// What is wrong with an experiment file.
 #[derive(Debug, thiserror::Error)]

@@ -379,8 +379,8 @@ pub enum AdjudicateError {
 
 impl Experiment {
     /// Reads, validates and resolves an experiment file.
-    pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, EngineError> {
-        let fail = |problem: ExperimentProblem| EngineError::Experiment { path: path.to_path_buf(), problem };
+    pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
+        let fail = |problem: ExperimentProblem| ExperimentError { path: path.to_path_buf(), problem };
         let text = std::fs::read_to_string(path).map_err(|e| fail(ExperimentProblem::Unreadable(e)))?;
         let file: ExperimentFile = toml::from_str(&text).map_err(|error| {
             let line = error.span().map(|span| text[..span.start].lines().count().max(1));

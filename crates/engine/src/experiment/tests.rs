@@ -615,7 +615,7 @@ fn a_resolution_error_keeps_its_typed_cause() {
     let path = dir.path().join("x.toml");
     std::fs::write(&path, format!("{MINIMAL}[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n")).unwrap();
     let error = Experiment::load(&path, &Overrides::default()).unwrap_err();
-    let EngineError::Experiment { problem, .. } = error else { panic!("not an experiment error: {error}") };
+    let ExperimentError { problem, .. } = error;
     let ExperimentProblem::Invalid(ResolveError::Critic { at, problem }) = problem else {
         panic!("not a critic's problem: {problem}")
     };
@@ -649,11 +649,11 @@ fn a_toml_error_keeps_its_line_and_cause() {
     let path = dir.path().join("x.toml");
     std::fs::write(&path, "name = \"x\"\n\nbackend = = \"sim\"\n").unwrap();
     let error = Experiment::load(&path, &Overrides::default()).unwrap_err();
-    let EngineError::Experiment { problem, .. } = &error else { panic!("{error}") };
+    let ExperimentError { problem, .. } = &error;
     assert_eq!(problem.line(), Some(3), "{error}");
     assert!(matches!(problem, ExperimentProblem::Toml { .. }));
     assert!(error.to_string().contains("line 3"), "{error}");
     let missing = Experiment::load(&dir.path().join("none.toml"), &Overrides::default()).unwrap_err();
-    let EngineError::Experiment { problem, .. } = &missing else { panic!("{missing}") };
+    let ExperimentError { problem, .. } = &missing;
     assert!(std::error::Error::source(problem).is_some(), "the io::Error is kept");
 }

@@ -10,6 +10,7 @@ use critbench_core::{Arm, ExitReason};
 
 use crate::EngineError;
 use crate::run::emit::effective_policy;
+use crate::run::error::RunError;
 use crate::run::loops::ChunkResult;
 use crate::run::memory::{Namespace, fixed_types, freeze};
 use crate::run::pipeline::{AsRecorded, Consumer};
@@ -37,13 +38,13 @@ impl<'p, 'a> LearnSink<'p, 'a> {
 
     /// Freezes the hints, writes `memory.json` into `out` and returns what the manifest records
     /// with the hints per (critic, task kind).
-    pub fn finish(self, learning: &SourceReport, out: &Path) -> Result<(serde_json::Value, Hints), EngineError> {
+    pub fn finish(self, learning: &SourceReport, out: &Path) -> Result<(serde_json::Value, Hints), RunError> {
         let experiment = self.plan.experiment;
         if let Some(first) = self.failures.first() {
-            return Err(EngineError::LearningFailed { count: self.failures.len(), first: first.clone() });
+            return Err(RunError::LearningFailed { count: self.failures.len(), first: first.clone() });
         }
         if learning.other_split == 0 {
-            return Err(EngineError::NoEvaluationTasks);
+            return Err(RunError::NoEvaluationTasks);
         }
         let mut namespaces = self.namespaces;
         for ((critic, _), namespace) in namespaces.iter_mut() {
@@ -74,12 +75,13 @@ impl<'p, 'a> LearnSink<'p, 'a> {
 
 impl Consumer for LearnSink<'_, '_> {
     type Prepare = AsRecorded<ChunkResult>;
+    type Error = RunError;
 
     fn preparer(&self) -> AsRecorded<ChunkResult> {
         AsRecorded::new()
     }
 
-    fn accept(&mut self, chunk: ChunkResult) -> Result<(), EngineError> {
+    fn accept(&mut self, chunk: ChunkResult) -> Result<(), RunError> {
         let plan = self.plan;
         let policy = effective_policy(&plan.experiment.policies[0], Arm::Feedback);
         for task in chunk.tasks {

@@ -18,6 +18,7 @@ pub mod backend;
 pub mod chat;
 pub mod cost;
 pub(crate) mod emit;
+mod error;
 pub mod evaluate;
 mod fingerprint;
 mod learn;
@@ -58,6 +59,7 @@ use critbench_core::author::Author;
 use critbench_openai::author::OpenAiAuthor;
 use critbench_plugin_host::writer::ProgramWriter;
 
+pub use crate::run::error::RunError;
 pub use crate::run::summarize::RunSummary;
 
 /// How a run reports while it works.
@@ -71,7 +73,7 @@ pub struct RunOptions {
     /// rest are run, and the tables end as an uninterrupted run's.
     pub resume: bool,
     /// The caller's signal handling: when its flag is raised the run stops new work, writes the
-    /// loops already finished and ends with [`EngineError::Interrupted`].
+    /// loops already finished and ends with [`RunError::Interrupted`].
     pub interrupt: Option<Interrupt>,
     /// Run only this shard's tasks, into the shard's files of the run directory.
     pub shard: Option<Shard>,
@@ -79,7 +81,7 @@ pub struct RunOptions {
 
 /// Runs the whole experiment with the author its `backend` names and writes the run directory
 /// (docs/FORMAT.md).
-pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, EngineError> {
+pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<RunSummary, RunError> {
     let session = start_session(experiment)?;
     match (experiment.backend, &session) {
         (BackendKind::Openai, Some(session)) => {
@@ -99,7 +101,7 @@ pub fn run_experiment(experiment: &Experiment, options: &RunOptions) -> Result<R
             run_inner(experiment, &writer, session.as_ref(), options, writers)
         }
         _ => {
-            let author = offline_author(experiment).ok_or(EngineError::NoModelClient)?;
+            let author = offline_author(experiment).ok_or(RunError::NoModelClient)?;
             run_inner(experiment, author.as_ref(), session.as_ref(), options, Vec::new())
         }
     }
@@ -111,7 +113,7 @@ pub fn run_experiment_with(
     experiment: &Experiment,
     author: &dyn Author,
     options: &RunOptions,
-) -> Result<RunSummary, EngineError> {
+) -> Result<RunSummary, RunError> {
     let session = start_session(experiment)?;
     run_inner(experiment, author, session.as_ref(), options, Vec::new())
 }
@@ -129,7 +131,7 @@ fn run_inner(
     session: Option<&OpenAiSession>,
     options: &RunOptions,
     writers: Vec<LoadedWriter>,
-) -> Result<RunSummary, EngineError> {
+) -> Result<RunSummary, RunError> {
     if experiment.sequential.is_some() && options.shard.is_some() {
         return Err(crate::run::sequential::SequentialError::Sharded.into());
     }
@@ -199,7 +201,7 @@ struct SetUp<'a, 's> {
 }
 
 /// The run's passes over the datasets, in the directory it holds, and its summary.
-fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, EngineError> {
+fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, RunError> {
     let SetUp {
         experiment,
         session,
@@ -232,11 +234,11 @@ fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, EngineError> {
         None => None,
     };
     let stopped_error = |stopped: Stopped, loops: u64, out: &std::path::Path| match stopped {
-        Stopped::Signal(signal) => EngineError::Interrupted { signal, loops, out: out.to_path_buf() },
+        Stopped::Signal(signal) => RunError::Interrupted { signal, loops, out: out.to_path_buf() },
         Stopped::Budget => {
             let reached = session.and_then(|s| s.client.budget_stop());
             let currency = experiment.pricing.as_ref().map_or_else(String::new, |p| p.currency.clone());
-            EngineError::BudgetReached { reached, currency, loops, out: out.to_path_buf() }
+            RunError::BudgetReached { reached, currency, loops, out: out.to_path_buf() }
         }
     };
 
@@ -372,11 +374,11 @@ fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, EngineError> {
 }
 
 /// A pass in which no admitted task reached a critic is a mistake in the experiment.
-fn check_routed(experiment: &Experiment, report: &SourceReport) -> Result<(), EngineError> {
+fn check_routed(experiment: &Experiment, report: &SourceReport) -> Result<(), RunError> {
     if report.tasks_run + report.other_split + report.other_shards > 0 {
         return Ok(());
     }
-    Err(EngineError::NoTaskForAnyCritic {
+    Err(RunError::NoTaskForAnyCritic {
         critic_kinds: describe_kinds(&experiment.critics),
         task_kinds: report.kinds.iter().cloned().collect(),
     })

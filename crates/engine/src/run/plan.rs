@@ -13,9 +13,9 @@ use critbench_plugin_host::services::Host;
 use critbench_plugin_host::{ChildCounters, CriticInfo, CriticInstance, open_critics};
 use critbench_storage::manifest::ProcessTrouble;
 
-use crate::EngineError;
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
 use crate::run::backend::{ScriptedAuthor, SimAuthor};
+use crate::run::error::RunError;
 use crate::run::oracle::Oracle;
 use critbench_core::author::Author;
 use critbench_core::author::Hint;
@@ -146,7 +146,7 @@ impl<'a> Plan<'a> {
     /// Loads every critic's plugin and creates its instance with the run's `host` (a critic that
     /// requires a service the host does not offer is refused), and checks the sweep can be
     /// replayed.
-    pub fn load(experiment: &'a Experiment, author: &'a dyn Author, host: &Arc<Host>) -> Result<Plan<'a>, EngineError> {
+    pub fn load(experiment: &'a Experiment, author: &'a dyn Author, host: &Arc<Host>) -> Result<Plan<'a>, RunError> {
         let base_dir = experiment.path.as_ref().and_then(|p| p.parent());
         let critics = open_critics(&experiment.critics, &experiment.plugin_dirs, base_dir, experiment.jobs, host)?;
         let mut plugins = Vec::new();
@@ -167,7 +167,7 @@ impl<'a> Plan<'a> {
         }
         let replay = experiment.sweep == Sweep::Replay && experiment.policies.len() > 1;
         if replay && let Some(plugin) = plugins.iter().find(|p| p.library.policy_dependent) {
-            return Err(EngineError::PolicyDependentSweep {
+            return Err(RunError::PolicyDependentSweep {
                 critic: plugin.critic.clone(),
                 plugin: plugin.library.name.clone(),
             });

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use critbench_storage::Batches;
 use critbench_storage::evaluations::{EvaluationBatches, EvaluationWriter};
-use critbench_storage::tables::{OutcomeBatches, OutcomeWriter, TrajectoryBatches, TrajectoryWriter};
+use critbench_storage::tables::{OutcomeBatches, OutcomeWriter, StorageError, TrajectoryBatches, TrajectoryWriter};
 
-use crate::EngineError;
 use crate::run::emit::{LoopLabels, emit_loop};
+use crate::run::error::RunError;
 use crate::run::loops::{ChunkResult, TaskLoops};
 use crate::run::pipeline::{Consumer, Prepare};
 use crate::run::plan::Plan;
@@ -36,7 +36,7 @@ pub(crate) struct RunParts {
 impl PartWriters for RunParts {
     const TABLES: &'static [&'static str] = &ALL_TABLES;
 
-    fn create(paths: &[PathBuf]) -> Result<RunParts, EngineError> {
+    fn create(paths: &[PathBuf]) -> Result<RunParts, StorageError> {
         let [trajectories, outcomes, evaluations] = paths else { unreachable!("a file per table") };
         Ok(RunParts {
             trajectories: TrajectoryWriter::create(trajectories)?,
@@ -45,7 +45,7 @@ impl PartWriters for RunParts {
         })
     }
 
-    fn close(self) -> Result<(), EngineError> {
+    fn close(self) -> Result<(), StorageError> {
         self.trajectories.close()?;
         self.outcomes.close()?;
         self.evaluations.close()?;
@@ -92,7 +92,7 @@ pub struct ResumePoint {
 
 impl<'p, 'a> RowSink<'p, 'a> {
     /// Starts the run's progress in `in-progress/` of the run's (or shard's) own folder.
-    pub fn create(plan: &'p Plan<'a>, layout: &Layout, fingerprint: &Fingerprint) -> Result<Self, EngineError> {
+    pub fn create(plan: &'p Plan<'a>, layout: &Layout, fingerprint: &Fingerprint) -> Result<Self, RunError> {
         let parts = Parts::start(&progress_dir(&layout.own_dir()), fingerprint)?;
         Ok(RowSink::with(plan, &fingerprint.run_id, layout, parts, Written::default()))
     }
@@ -103,7 +103,7 @@ impl<'p, 'a> RowSink<'p, 'a> {
         plan: &'p Plan<'a>,
         layout: &Layout,
         fingerprint: &Fingerprint,
-    ) -> Result<(Self, ResumePoint), EngineError> {
+    ) -> Result<(Self, ResumePoint), RunError> {
         let out = &layout.own_dir();
         let dir = progress_dir(out);
         let Some(progress) = SavedProgress::<Fingerprint>::read(&dir, ALL_TABLES.len())? else {
@@ -156,16 +156,16 @@ impl<'p, 'a> RowSink<'p, 'a> {
 
     /// Closes the current part (footers, on disk), renames it into place and appends it to the
     /// journal: from then on it survives any kill.
-    fn commit(&mut self) -> Result<(), EngineError> {
+    fn commit(&mut self) -> Result<(), RunError> {
         let failed = std::mem::take(&mut self.new_failures);
         let sequential = std::mem::take(&mut self.new_sequential);
-        self.parts.commit(&self.written.counts, failed, sequential)
+        Ok(self.parts.commit(&self.written.counts, failed, sequential)?)
     }
 
     /// Commits what is left and joins every committed part into `trajectories.parquet` and
     /// `outcomes.parquet` (each written aside, then renamed into place). The progress folder
     /// stays until the run is summarized, so that an interrupted run can be resumed.
-    pub fn close(mut self) -> Result<Written, EngineError> {
+    pub fn close(mut self) -> Result<Written, RunError> {
         self.parts.at_least_one()?;
         self.commit()?;
         // The evaluations table is a run's only when it has evaluators.
@@ -190,12 +190,13 @@ impl<'p, 'a> RowSink<'p, 'a> {
 
 impl<'p, 'a> Consumer for RowSink<'p, 'a> {
     type Prepare = RowBuilder<'p, 'a>;
+    type Error = RunError;
 
     fn preparer(&self) -> RowBuilder<'p, 'a> {
         RowBuilder { plan: self.plan, run_id: self.run_id.clone(), prices: self.prices }
     }
 
-    fn accept(&mut self, chunk: ChunkRows) -> Result<(), EngineError> {
+    fn accept(&mut self, chunk: ChunkRows) -> Result<(), RunError> {
         let ChunkRows { seq, counts, failures, tables } = chunk;
         let part = self.parts.current()?;
         let written = &mut self.written;
@@ -221,7 +222,7 @@ impl<'p, 'a> Consumer for RowSink<'p, 'a> {
         (self.written.counts.loops + self.written.counts.failed_count, self.written.counts.passed)
     }
 
-    fn commit(&mut self) -> Result<(), EngineError> {
+    fn commit(&mut self) -> Result<(), RunError> {
         RowSink::commit(self)
     }
 }
@@ -235,7 +236,7 @@ pub struct ChunkRows {
     /// Every failed loop of the chunk, described (the sink lists the run's first ones).
     failures: Vec<String>,
     /// Trajectories, outcomes, evaluations; or why the chunk cannot be written.
-    tables: Result<[Batches; 3], EngineError>,
+    tables: Result<[Batches; 3], RunError>,
 }
 
 /// The row sink's work on a recorded chunk that needs no order: every loop turned into the rows
@@ -267,7 +268,7 @@ impl RowBuilder<'_, '_> {
         tasks: Vec<TaskLoops>,
         counts: &mut Counts,
         failures: &mut Vec<String>,
-    ) -> Result<[Batches; 3], EngineError> {
+    ) -> Result<[Batches; 3], RunError> {
         let plan = self.plan;
         let experiment = plan.experiment;
         let configs = plan.config_ids.len();
@@ -336,7 +337,7 @@ impl RowBuilder<'_, '_> {
                         &mut trajectories,
                         &mut outcomes,
                     )?;
-                    let (passed, rounds, exit) = emitted.ok_or_else(|| EngineError::RecordingEndedEarly {
+                    let (passed, rounds, exit) = emitted.ok_or_else(|| RunError::RecordingEndedEarly {
                         task_id: task.task.id.clone(),
                         config_id: plan.config_ids[index].clone(),
                     })?;

@@ -22,7 +22,7 @@ use critbench_storage::manifest::DatasetRecord;
 use critbench_storage::shards::Shard;
 use critbench_storage::task_ids::TaskIds;
 
-use crate::EngineError;
+use crate::run::error::RunError;
 use crate::run::memory::{Split, split_of};
 use crate::run::plan::{Plan, Scope};
 
@@ -134,14 +134,14 @@ pub trait TaskOrder: Send {
         plan: &Plan<'_>,
         first_chunk: u64,
         emit: &mut dyn FnMut(Sourced) -> bool,
-    ) -> Result<SourceReport, EngineError>;
+    ) -> Result<SourceReport, RunError>;
 }
 
 impl Source {
-    pub fn open(plan: &Plan<'_>, rows_per_chunk: usize) -> Result<Source, EngineError> {
+    pub fn open(plan: &Plan<'_>, rows_per_chunk: usize) -> Result<Source, RunError> {
         let experiment = plan.experiment;
         if experiment.limit == Some(0) {
-            return Err(EngineError::LimitZero);
+            return Err(RunError::LimitZero);
         }
         let mut streams = Vec::new();
         for path in &experiment.datasets {
@@ -193,7 +193,7 @@ impl Source {
         plan: &Plan<'_>,
         scope: Scope,
         mut emit: impl FnMut(Sourced) -> bool,
-    ) -> Result<SourceReport, EngineError> {
+    ) -> Result<SourceReport, RunError> {
         if let Some(order) = self.order {
             return order.run(plan, self.first_chunk, &mut emit);
         }

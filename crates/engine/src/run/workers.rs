@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use crate::EngineError;
 use crate::experiment::Experiment;
+use crate::run::error::RunError;
 use crate::run::loops::{ChunkResult, CriticBatches, run_chunk, work_together};
 use crate::run::pipeline::{self, Consumer, Intake, Names, Pass, Prepare, Progress, Stopped};
 use crate::run::plan::{Plan, Scope};
@@ -118,7 +118,7 @@ const OPEN_FILES_BESIDE_CONNECTIONS: u64 = 256;
 
 /// Raises the soft open-file limit to what `concurrency` connections need (toward the hard
 /// limit), or says which limit to raise when the hard limit is too low.
-pub(crate) fn raise_open_files(concurrency: u32) -> Result<(), EngineError> {
+pub(crate) fn raise_open_files(concurrency: u32) -> Result<(), RunError> {
     let needed = u64::from(concurrency) + OPEN_FILES_BESIDE_CONNECTIONS;
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes the struct it is given and nothing else.
@@ -131,7 +131,7 @@ pub(crate) fn raise_open_files(concurrency: u32) -> Result<(), EngineError> {
     if soft >= needed || limit.rlim_cur == libc::RLIM_INFINITY {
         return Ok(());
     }
-    let refused = || EngineError::OpenFiles {
+    let refused = || RunError::OpenFiles {
         concurrency: u64::from(concurrency),
         needed,
         hard,
@@ -163,9 +163,9 @@ pub(crate) fn pass<C>(
     progress: &Progress,
     interrupt: Option<&Interrupt>,
     budget: Option<&Arc<AtomicBool>>,
-) -> Result<(SourceReport, Option<Stopped>), EngineError>
+) -> Result<(SourceReport, Option<Stopped>), RunError>
 where
-    C: Consumer,
+    C: Consumer<Error = RunError>,
     C::Prepare: Prepare<Recorded = ChunkResult>,
 {
     let driven = Pass {

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use critbench_storage::manifest::{MANIFEST_FILE, Manifest, RunStatus};
 use critbench_storage::shards::{ALL_TABLES, PARTITION_FILE, SHARDS_DIR, Shard, TABLES, table_file};
 
-use crate::EngineError;
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::{
     canonical, enclosing_run, entries, identity, is_judge_result, is_within, judge_result_only, listed, only_leftovers,
@@ -64,27 +63,27 @@ pub enum Claim<'a> {
 /// committed anything leaves (files being written, a progress folder of nothing else) is
 /// critbench's own: it is removed, and the directory taken as empty — a new pass starts there,
 /// with `--resume` too. [`RunLock::resumes`] says whether there is a pass to finish.
-pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> {
+pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, RunDirError> {
     let root = &layout.root;
     if let Claim::Run { overwrite: true, resume: true } | Claim::Rescore { overwrite: true, resume: true, .. } = claim {
-        return Err(RunDirError::OverwriteAndResume.into());
+        return Err(RunDirError::OverwriteAndResume);
     }
     if let Claim::Rescore { run, .. } = claim {
         rescore_place(root, run)?;
     }
     if std::fs::metadata(root).is_ok_and(|m| !m.is_dir()) {
-        return Err(RunDirError::NotADirectory { path: root.clone() }.into());
+        return Err(RunDirError::NotADirectory { path: root.clone() });
     }
     let out = canonical(root);
     if !matches!(claim, Claim::Rebuild | Claim::Rescore { .. })
         && let Some(run) = enclosing_run(&out)
     {
-        return Err(RunDirError::InsideRun { dir: root.clone(), run }.into());
+        return Err(RunDirError::InsideRun { dir: root.clone(), run });
     }
     if let Claim::Replay { source, .. } = claim {
         // By device and inode: a link or a bind mount of the source is the source.
         if is_within(root, source) || is_within(source, root) {
-            return Err(RunDirError::OwnSource { out: root.clone(), replayed: source.to_path_buf() }.into());
+            return Err(RunDirError::OwnSource { out: root.clone(), replayed: source.to_path_buf() });
         }
     }
     // Folders the lock and the progress go into must not be links: refused before they are made.
@@ -93,13 +92,13 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
     }
     let own = layout.own_dir();
     if matches!(claim, Claim::Rebuild) && !own.is_dir() {
-        return Err(EngineError::Io {
+        return Err(RunDirError::Io {
             context: format!("cannot rebuild the reports of {}", own.display()),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         });
     }
     let created: Vec<PathBuf> = own.ancestors().take_while(|dir| !dir.exists()).map(Path::to_path_buf).collect();
-    std::fs::create_dir_all(&own).map_err(|source| EngineError::Io {
+    std::fs::create_dir_all(&own).map_err(|source| RunDirError::Io {
         context: format!("cannot create the run directory {}", own.display()),
         source,
     })?;
@@ -129,7 +128,7 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, EngineError> 
 /// Refuses a rescoring's folder `root` that is not `RUN/rescored/NAME` of the finished run in
 /// `run`, or is (or lies under) a link, or is a file; and a run another process is writing.
 /// Nothing is created.
-fn rescore_place(root: &Path, run: &Path) -> Result<(), EngineError> {
+fn rescore_place(root: &Path, run: &Path) -> Result<(), RunDirError> {
     let rescored = run.join(RESCORED_DIR);
     refuse_links(&[rescored.clone(), root.to_path_buf()])?;
     let place = canonical(root);
@@ -138,33 +137,33 @@ fn rescore_place(root: &Path, run: &Path) -> Result<(), EngineError> {
     let rescored = place.parent().filter(|parent| parent.file_name() == Some(RESCORED_DIR.as_ref()));
     let of_the_run = rescored.and_then(Path::parent).is_some_and(|folder| identity(folder) == identity(run));
     if !of_the_run || identity(run).is_none() || place.file_name().is_none() {
-        return Err(refused().into());
+        return Err(refused());
     }
     match enclosing_run(&place) {
         Some(found) if identity(&found) == identity(run) => {}
         // A manifest planted in `rescored/`, say: that is the run the folder is inside.
-        Some(other) => return Err(RunDirError::InsideRun { dir: root.to_path_buf(), run: other }.into()),
-        None => return Err(RunDirError::NotFinished { run: run.to_path_buf() }.into()),
+        Some(other) => return Err(RunDirError::InsideRun { dir: root.to_path_buf(), run: other }),
+        None => return Err(RunDirError::NotFinished { run: run.to_path_buf() }),
     }
     let finished = Manifest::read(run)
         .ok()
         .flatten()
         .is_some_and(|m| m.status == RunStatus::Finished && m.shard.is_none() && m.rescore.is_none());
     if !finished || run.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
-        return Err(RunDirError::NotFinished { run: run.to_path_buf() }.into());
+        return Err(RunDirError::NotFinished { run: run.to_path_buf() });
     }
     if let Some(in_use) = held_lock(run) {
         return Err(in_use);
     }
     if std::fs::symlink_metadata(root).is_ok_and(|m| !m.is_dir()) {
-        return Err(RunDirError::NotARescoringFolder { path: root.to_path_buf() }.into());
+        return Err(RunDirError::NotARescoringFolder { path: root.to_path_buf() });
     }
     Ok(())
 }
 
 /// A rescoring's folder: refused, kept (resume: whether there is one to finish) or cleared
 /// (overwrite), as a run's is.
-fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<bool, EngineError> {
+fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<bool, RunDirError> {
     let (owned, foreign): (Vec<String>, Vec<String>) = entries(root)?.into_iter().partition(|name| rescore_owned(name));
     refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
     if foreign.is_empty() && only_leftovers(root, &owned) {
@@ -172,7 +171,7 @@ fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: boo
         return Ok(false);
     }
     let Some(state) = rescore_state(root, taken_over) else {
-        return Err(RunDirError::HoldsNoRescoring { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
+        return Err(RunDirError::HoldsNoRescoring { dir: root.to_path_buf(), found: listed(&owned, &foreign) });
     };
     if resume {
         if root.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
@@ -180,15 +179,13 @@ fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: boo
         }
         if let Some(manifest) = Manifest::read(root).ok().flatten().filter(|m| m.rescore.is_some()) {
             let what = format!("the finished rescoring {}", manifest.run_id);
-            return Err(RunDirError::Finished { dir: root.to_path_buf(), what }.into());
+            return Err(RunDirError::Finished { dir: root.to_path_buf(), what });
         }
-        return Err(RunDirError::NoRescoringToResume { dir: root.to_path_buf() }.into());
+        return Err(RunDirError::NoRescoringToResume { dir: root.to_path_buf() });
     }
     if !overwrite {
         let resumable = root.join(PROGRESS_DIR).join(RUN_JSON).is_file();
-        return Err(
-            RunDirError::HoldsARescoring { dir: root.to_path_buf(), what: state, files: owned, resumable }.into()
-        );
+        return Err(RunDirError::HoldsARescoring { dir: root.to_path_buf(), what: state, files: owned, resumable });
     }
     let mut removals = Removals::default();
     removals.folder(&root.join(PROGRESS_DIR), is_progress_file)?;
@@ -201,7 +198,7 @@ fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: boo
 
 /// A run in one piece: refused, kept (resume: whether there is a run to finish) or cleared
 /// (overwrite).
-fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<bool, EngineError> {
+fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<bool, RunDirError> {
     let names = entries(root)?;
     let sharded: Vec<String> = std::iter::once(SHARDS_DIR)
         .chain(ALL_TABLES)
@@ -214,8 +211,7 @@ fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -
             holds: "a sharded run",
             this: "a run in one piece".into(),
             found: sharded,
-        }
-        .into());
+        });
     }
     let (owned, foreign): (Vec<String>, Vec<String>) = names.into_iter().partition(|name| run_owned(name));
     refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
@@ -224,7 +220,7 @@ fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -
         return Ok(false);
     }
     let Some(state) = run_state(root, taken_over)? else {
-        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
+        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&owned, &foreign) });
     };
     if resume {
         return resumable(root);
@@ -236,8 +232,7 @@ fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -
             what: format!("{state} run"),
             files: owned,
             resumable,
-        }
-        .into());
+        });
     }
     let progress = root.join(PROGRESS_DIR);
     let mut removals = Removals::default();
@@ -262,7 +257,7 @@ fn claim_shard(
     overwrite: bool,
     resume: bool,
     taken_over: bool,
-) -> Result<bool, EngineError> {
+) -> Result<bool, RunDirError> {
     let in_one_piece: Vec<String> =
         TABLES.iter().map(|table| table_file(table)).filter(|name| root.join(name).exists()).collect();
     if !in_one_piece.is_empty() {
@@ -271,13 +266,12 @@ fn claim_shard(
             holds: "a run in one piece",
             this: format!("shard {shard}"),
             found: in_one_piece,
-        }
-        .into());
+        });
     }
     // The run directory holds shards' folders and what merge writes, nothing a user put there.
     let foreign: Vec<String> = entries(root)?.into_iter().filter(|name| !sharded_run_owned(name)).collect();
     if !foreign.is_empty() && !sharded_run_present(root) && !judge_result_only(root, &foreign) {
-        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) }.into());
+        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) });
     }
     let own = shard.dir(root);
     let partitions: Vec<PathBuf> = ALL_TABLES
@@ -315,7 +309,7 @@ fn claim_shard(
     let label = |path: &Path| path.strip_prefix(root).unwrap_or(path).display().to_string();
     let Some(state) = shard_state(&own, shard, taken_over)? else {
         let found = own_names.iter().map(|name| label(&own.join(name))).chain(partition_files.iter().map(|p| label(p)));
-        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: found.collect() }.into());
+        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: found.collect() });
     };
     if resume {
         return resumable(&own);
@@ -332,8 +326,7 @@ fn claim_shard(
             what: format!("{state} run of shard {shard}"),
             files: present,
             resumable,
-        }
-        .into());
+        });
     }
     let mut removals = Removals::default();
     removals.folder(&own.join(PROGRESS_DIR), is_progress_file)?;
@@ -361,7 +354,7 @@ fn claim_shard(
 }
 
 /// `critbench judge`'s directory: empty, beside a run, or an earlier judge result to replace.
-fn claim_judge_dir(root: &Path, overwrite: bool) -> Result<(), EngineError> {
+fn claim_judge_dir(root: &Path, overwrite: bool) -> Result<(), RunDirError> {
     let (owned, foreign): (Vec<String>, Vec<String>) =
         entries(root)?.into_iter().partition(|name| owned_with_temporary(name, JUDGE_FILES));
     refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
@@ -370,14 +363,14 @@ fn claim_judge_dir(root: &Path, overwrite: bool) -> Result<(), EngineError> {
         return if beside_a_run {
             Ok(())
         } else {
-            Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) }.into())
+            Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) })
         };
     }
     if !is_judge_result(root) {
-        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&owned, &foreign) }.into());
+        return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&owned, &foreign) });
     }
     if !overwrite {
-        return Err(RunDirError::HoldsAJudgeResult { dir: root.to_path_buf(), files: owned }.into());
+        return Err(RunDirError::HoldsAJudgeResult { dir: root.to_path_buf(), files: owned });
     }
     let mut removals = Removals::default();
     for name in owned {
@@ -390,7 +383,7 @@ fn claim_judge_dir(root: &Path, overwrite: bool) -> Result<(), EngineError> {
 /// finished (a run killed while it wrote its summaries still has it); a finished run is refused
 /// as finished (the caller says so and succeeds: a requeued job that had finished has nothing
 /// left to do), a run without its progress as one that cannot be finished.
-fn resumable(own: &Path) -> Result<bool, EngineError> {
+fn resumable(own: &Path) -> Result<bool, RunDirError> {
     if own.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
         return Ok(true);
     }
@@ -402,16 +395,15 @@ fn resumable(own: &Path) -> Result<bool, EngineError> {
             crate::run_dir::remove_progress(&progress);
         }
         let what = format!("the finished run {}", manifest.run_id);
-        return Err(RunDirError::Finished { dir: own.to_path_buf(), what }.into());
+        return Err(RunDirError::Finished { dir: own.to_path_buf(), what });
     }
-    Err(RunDirError::NothingToResume { dir: own.to_path_buf(), progress: Path::new(PROGRESS_DIR).join(RUN_JSON) }
-        .into())
+    Err(RunDirError::NothingToResume { dir: own.to_path_buf(), progress: Path::new(PROGRESS_DIR).join(RUN_JSON) })
 }
 
 /// Removes what a killed pass left in `dir` before it committed anything ([`only_leftovers`]):
 /// its files being written and its progress folder; a lock another live process is writing is
 /// left to it.
-fn clear_leftovers(dir: &Path, names: &[String]) -> Result<(), EngineError> {
+fn clear_leftovers(dir: &Path, names: &[String]) -> Result<(), RunDirError> {
     let mut removals = Removals::default();
     for name in names {
         if name == PROGRESS_DIR {
@@ -427,7 +419,7 @@ fn clear_leftovers(dir: &Path, names: &[String]) -> Result<(), EngineError> {
 mod tests {
     use super::*;
 
-    fn run(out: &Path, overwrite: bool) -> Result<RunLock, EngineError> {
+    fn run(out: &Path, overwrite: bool) -> Result<RunLock, RunDirError> {
         claim(&Layout::new(out, None), Claim::Run { overwrite, resume: false })
     }
 
@@ -489,7 +481,7 @@ mod tests {
         finished_run(&out);
         let resume = |out: &Path| claim(&Layout::new(out, None), Claim::Run { overwrite: false, resume: true });
         let finished = resume(&out).unwrap_err();
-        assert!(matches!(finished, EngineError::RunDir(RunDirError::Finished { .. })), "{finished}");
+        assert!(matches!(finished, RunDirError::Finished { .. }), "{finished}");
         assert!(finished.to_string().contains("holds the finished run demo-1: there is nothing to resume"));
         // Killed while it wrote its summaries: its manifest says finished, its progress is there.
         std::fs::create_dir_all(out.join(PROGRESS_DIR)).unwrap();

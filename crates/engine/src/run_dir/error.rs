@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-/// Why a run directory cannot take a run (exit status 2, but for a lock race lost twice): each says
-/// what to do instead.
+/// Why a run directory cannot take a run (exit status 2, but for a lock race lost twice and a file
+/// operation that failed): each says what to do instead.
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
     /// Both `--overwrite` and `--resume` were given.
@@ -310,6 +310,14 @@ pub enum RunDirError {
         /// The lock file.
         path: PathBuf,
     },
+    /// A file or folder of the directory could not be read, written or removed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, and on which path.
+        context: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
     /// An earlier critic benchmark is there and `--overwrite` was not given.
     #[error(
         "{} already holds a critic benchmark ({}); pass --overwrite to replace it (its files are removed first), or \
@@ -326,8 +334,9 @@ pub enum RunDirError {
 }
 
 impl RunDirError {
-    /// Whether the user can fix this (exit status 2): all but a lock race lost twice.
+    /// Whether the user can fix this (exit status 2): all but a lock race lost twice and a file
+    /// operation that failed.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, RunDirError::LockNotTaken { .. })
+        !matches!(self, RunDirError::LockNotTaken { .. } | RunDirError::Io { .. })
     }
 }

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use critbench_storage::manifest::{Manifest, RunStatus};
 use critbench_storage::shards::{Shard, TABLES, table_file};
 
-use crate::EngineError;
 use crate::run_dir::RunDirError;
 use crate::run_dir::journal::{PROGRESS_DIR, RUN_JSON};
 use crate::run_dir::layout::{JUDGE_FILES, LOCK_FILE, owned_with_temporary};
@@ -29,10 +28,10 @@ pub(crate) fn rescore_state(dir: &Path, taken_over: bool) -> Option<&'static str
 
 /// What kind of run `root` (a run in one piece) holds, in words, or `None` when it holds none:
 /// a manifest, a run's progress, a table critbench wrote, or a lock whose process is gone.
-pub(crate) fn run_state(root: &Path, taken_over: bool) -> Result<Option<&'static str>, EngineError> {
+pub(crate) fn run_state(root: &Path, taken_over: bool) -> Result<Option<&'static str>, RunDirError> {
     match Manifest::read(root) {
         Ok(Some(manifest)) if manifest.shard.is_some() => {
-            return Err(RunDirError::ShardFolder { dir: root.to_path_buf() }.into());
+            return Err(RunDirError::ShardFolder { dir: root.to_path_buf() });
         }
         Ok(Some(manifest)) if !manifest.run_id.is_empty() => {
             return Ok(Some(match manifest.status {
@@ -48,7 +47,7 @@ pub(crate) fn run_state(root: &Path, taken_over: bool) -> Result<Option<&'static
 }
 
 /// Like [`run_state`], for shard `shard`'s own folder.
-pub(crate) fn shard_state(own: &Path, shard: Shard, taken_over: bool) -> Result<Option<&'static str>, EngineError> {
+pub(crate) fn shard_state(own: &Path, shard: Shard, taken_over: bool) -> Result<Option<&'static str>, RunDirError> {
     if let Ok(Some(manifest)) = Manifest::read(own)
         && manifest.shard == Some(shard)
     {
@@ -122,11 +121,11 @@ pub(crate) fn enclosing_run(dir: &Path) -> Option<PathBuf> {
 }
 
 /// The names in `dir`, sorted; none when it does not exist. The lock is the claimer's own.
-pub(crate) fn entries(dir: &Path) -> Result<Vec<String>, EngineError> {
+pub(crate) fn entries(dir: &Path) -> Result<Vec<String>, RunDirError> {
     let read = match std::fs::read_dir(dir) {
         Ok(read) => read,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(EngineError::Io { context: format!("cannot read {}", dir.display()), source }),
+        Err(source) => return Err(RunDirError::Io { context: format!("cannot read {}", dir.display()), source }),
     };
     let mut names: Vec<String> = read
         .flatten()
@@ -149,11 +148,11 @@ pub(crate) fn listed(owned: &[String], foreign: &[String]) -> Vec<String> {
 }
 
 /// Refuses the first of `paths` that is a symbolic link.
-pub(crate) fn refuse_links(paths: &[PathBuf]) -> Result<(), EngineError> {
+pub(crate) fn refuse_links(paths: &[PathBuf]) -> Result<(), RunDirError> {
     for path in paths {
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
             let target = std::fs::read_link(path).unwrap_or_default();
-            return Err(RunDirError::Link { path: path.clone(), target }.into());
+            return Err(RunDirError::Link { path: path.clone(), target });
         }
     }
     Ok(())

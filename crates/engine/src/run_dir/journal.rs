@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 use critbench_storage::shards::ALL_TABLES;
 use serde::{Deserialize, Serialize};
 
-use crate::EngineError;
 use crate::run_dir::RunDirError;
 
 /// The folder of a run's progress; removed when the run finishes.
@@ -75,15 +74,17 @@ impl Fingerprint {
     /// Checks that a pass over the datasets (`read`, in the run's order) read the bytes hashed
     /// here before the run began; the error names the first file that differs. A pass that
     /// stopped early has no hash for the file it stopped in: that file is not compared.
-    pub fn check_read(&self, read: &[critbench_storage::manifest::DatasetRecord]) -> Result<(), EngineError> {
+    pub fn check_read(
+        &self,
+        read: &[critbench_storage::manifest::DatasetRecord],
+    ) -> Result<(), critbench_storage::dataset::DatasetError> {
         for (stamp, record) in self.datasets.iter().zip(read) {
             if !record.sha256.is_empty() && record.sha256 != stamp.sha256 {
-                let error = critbench_storage::dataset::DatasetError::changed_while_read(
+                return Err(critbench_storage::dataset::DatasetError::changed_while_read(
                     &record.path,
                     &stamp.sha256,
                     &record.sha256,
-                );
-                return Err(error.into());
+                ));
             }
         }
         Ok(())
@@ -325,7 +326,7 @@ pub struct Journal {
 
 impl Journal {
     /// Starts a run's (or a rescoring's) progress: `run.json` and an empty journal.
-    pub fn create(dir: &Path, fingerprint: &impl Serialize) -> Result<Journal, EngineError> {
+    pub fn create(dir: &Path, fingerprint: &impl Serialize) -> Result<Journal, RunDirError> {
         std::fs::create_dir_all(dir).map_err(|source| io(dir, source))?;
         write_atomically(
             &dir.join(RUN_JSON),
@@ -336,7 +337,7 @@ impl Journal {
 
     /// Opens the journal holding `commits` and nothing else: written aside and renamed into
     /// place, so that a kill while a resumed run rewrites it leaves the old journal or the new.
-    fn open(dir: &Path, commits: &[Commit]) -> Result<Journal, EngineError> {
+    fn open(dir: &Path, commits: &[Commit]) -> Result<Journal, RunDirError> {
         let path = dir.join(JOURNAL_FILE);
         let text: String = commits.iter().map(journal_line).collect();
         critbench_storage::files::write_atomically(&path, text.as_bytes()).map_err(|source| io(&path, source))?;
@@ -349,7 +350,7 @@ impl Journal {
         Ok(Journal { file, path })
     }
 
-    pub fn append(&mut self, commit: &Commit) -> Result<(), EngineError> {
+    pub fn append(&mut self, commit: &Commit) -> Result<(), RunDirError> {
         self.file.write_all(journal_line(commit).as_bytes()).map_err(|source| io(&self.path, source))?;
         self.file.sync_data().map_err(|source| io(&self.path, source))
     }
@@ -376,7 +377,7 @@ impl<F: serde::de::DeserializeOwned> SavedProgress<F> {
     /// Reads the progress folder `dir`, whose parts hold `files_per_part` files each; `None` when
     /// there is no progress to resume. Progress another critbench wrote is refused, naming it: a
     /// progress folder is read only by the critbench that wrote it.
-    pub fn read(dir: &Path, files_per_part: usize) -> Result<Option<SavedProgress<F>>, EngineError> {
+    pub fn read(dir: &Path, files_per_part: usize) -> Result<Option<SavedProgress<F>>, RunDirError> {
         let run = dir.join(RUN_JSON);
         let text = match std::fs::read_to_string(&run) {
             Ok(text) => text,
@@ -386,7 +387,7 @@ impl<F: serde::de::DeserializeOwned> SavedProgress<F> {
         let not_progress = |source| RunDirError::NotProgress { path: run.clone(), source };
         let written_by: WrittenBy = serde_json::from_str(&text).map_err(not_progress)?;
         if written_by.critbench_version != env!("CARGO_PKG_VERSION") {
-            return Err(RunDirError::OtherCritbench { path: run, version: written_by.critbench_version }.into());
+            return Err(RunDirError::OtherCritbench { path: run, version: written_by.critbench_version });
         }
         let fingerprint: F = serde_json::from_str(&text).map_err(not_progress)?;
         let (commits, dropped) = read_journal(dir, files_per_part);
@@ -476,7 +477,7 @@ fn loops_and_tasks(path: &Path) -> Result<(u64, u64), critbench_storage::tables:
 }
 
 /// Reopens the journal of `dir` holding `commits` only, removing every part file they do not name.
-pub(crate) fn reopen_journal(dir: &Path, commits: &[Commit]) -> Result<Journal, EngineError> {
+pub(crate) fn reopen_journal(dir: &Path, commits: &[Commit]) -> Result<Journal, RunDirError> {
     let journal = Journal::open(dir, commits)?;
     let committed = commits.len() as u32;
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -498,14 +499,14 @@ pub(crate) fn reopen_journal(dir: &Path, commits: &[Commit]) -> Result<Journal, 
 
 /// Writes `text` to `path` by way of a temporary file and a rename, so that `path` is always
 /// either the old file or the new one.
-pub fn write_atomically(path: &Path, text: &str) -> Result<(), EngineError> {
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), RunDirError> {
     critbench_storage::files::write_atomically(path, text.as_bytes()).map_err(|source| io(path, source))
 }
 
 pub use critbench_storage::files::sync_dir;
 
-fn io(path: &Path, source: std::io::Error) -> EngineError {
-    EngineError::Io { context: format!("cannot write {}", path.display()), source }
+fn io(path: &Path, source: std::io::Error) -> RunDirError {
+    RunDirError::Io { context: format!("cannot write {}", path.display()), source }
 }
 
 /// The run's progress folder.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use critbench_storage::manifest::{MANIFEST_FILE, TableRecord};
 use critbench_storage::shards::{ALL_TABLES, EVALUATIONS, SHARDS_DIR, Shard, TABLES, table_file};
 
-use crate::EngineError;
+use crate::run_dir::RunDirError;
 use crate::run_dir::journal::PROGRESS_DIR;
 
 /// The folder of a run that holds its rescorings, one folder each: `RUN/rescored/NAME/`.
@@ -86,7 +86,7 @@ impl Layout {
 
 /// The table files `layout` says the run writes, as they are on disk, by path relative to the
 /// run directory: what readers check them against (the manifest's `tables`).
-pub(crate) fn table_records(layout: &Layout) -> Result<BTreeMap<String, TableRecord>, EngineError> {
+pub(crate) fn table_records(layout: &Layout) -> Result<BTreeMap<String, TableRecord>, RunDirError> {
     let mut records = BTreeMap::new();
     for table in ALL_TABLES {
         let path = layout.table(table);
@@ -95,7 +95,7 @@ pub(crate) fn table_records(layout: &Layout) -> Result<BTreeMap<String, TableRec
             continue;
         }
         let record = TableRecord::of(&path)
-            .map_err(|source| EngineError::Io { context: format!("cannot read {}", path.display()), source })?;
+            .map_err(|source| RunDirError::Io { context: format!("cannot read {}", path.display()), source })?;
         let name = path.strip_prefix(&layout.root).unwrap_or(&path).to_string_lossy().into_owned();
         records.insert(name, record);
     }

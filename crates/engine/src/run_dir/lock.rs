@@ -6,7 +6,6 @@
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use crate::EngineError;
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::refuse_links;
 use crate::run_dir::layout::LOCK_FILE;
@@ -47,12 +46,12 @@ impl Drop for RunLock {
 /// Takes `dir/run.lock`: a new lock is written aside and linked into place whole, then held with
 /// `flock`; an existing one no process holds is taken over, with a warning saying what it was.
 /// The flag says whether one was taken over (a run that died left it).
-pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), EngineError> {
+pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), RunDirError> {
     let path = dir.join(LOCK_FILE);
     refuse_links(std::slice::from_ref(&path))?;
     let host = host_name();
     let holder = format!("{}\n", serde_json::json!({ "pid": std::process::id(), "host": host }));
-    let io = |path: &Path, source: std::io::Error| EngineError::Io {
+    let io = |path: &Path, source: std::io::Error| RunDirError::Io {
         context: format!("cannot write the lock {}", path.display()),
         source,
     };
@@ -93,14 +92,13 @@ pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), EngineError> {
             serde_json::from_str(&text).ok().filter(|value: &serde_json::Value| value.get("pid").is_some());
         let pid = recorded.as_ref().and_then(|value| value["pid"].as_u64());
         let recorded_host = recorded.as_ref().and_then(|value| value["host"].as_str().map(str::to_string));
-        let in_use = |host: Option<String>| -> EngineError {
+        let in_use = |host: Option<String>| -> RunDirError {
             RunDirError::InUse {
                 dir: dir.to_path_buf(),
                 pid,
                 host: host.unwrap_or_else(|| "an unknown host".into()),
                 lock: path.clone(),
             }
-            .into()
         };
         match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
             Ok(()) => {}
@@ -134,7 +132,7 @@ pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), EngineError> {
         rewritten.map_err(|source| io(&path, source))?;
         return Ok((RunLock { path, _file: file, created: Vec::new(), resumes: false }, true));
     }
-    Err(RunDirError::LockNotTaken { path }.into())
+    Err(RunDirError::LockNotTaken { path })
 }
 
 /// Whether the lock temporary `name` (`run.lock.PID.tmp`) is being written by a live process.
@@ -145,7 +143,7 @@ pub(crate) fn lock_being_written(name: &str) -> bool {
 
 /// The refusal of `dir` when a live process holds its `run.lock`, naming the holder; `None` when
 /// no process does (a missing or abandoned lock).
-pub(crate) fn held_lock(dir: &Path) -> Option<EngineError> {
+pub(crate) fn held_lock(dir: &Path) -> Option<RunDirError> {
     let lock = dir.join(LOCK_FILE);
     let mut file = open_no_follow(&lock).ok()?;
     match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
@@ -154,7 +152,7 @@ pub(crate) fn held_lock(dir: &Path) -> Option<EngineError> {
             let _ = file.read_to_string(&mut text);
             let holder: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
             let host = holder["host"].as_str().unwrap_or("an unknown host").to_string();
-            Some(RunDirError::InUse { dir: dir.to_path_buf(), pid: holder["pid"].as_u64(), host, lock }.into())
+            Some(RunDirError::InUse { dir: dir.to_path_buf(), pid: holder["pid"].as_u64(), host, lock })
         }
         _ => None,
     }

@@ -35,10 +35,8 @@ pub struct MergeSummary {
 const LOCAL_FIELDS: [&str; 5] = ["path", "out", "datasets", "plugin_dirs", "jobs"];
 
 /// Checks the shards of the run in `run_dir` and writes its manifest and summaries.
-pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, EngineError> {
-    let usage = |problem: MergeProblem| -> EngineError {
-        MergeError { dir: run_dir.to_path_buf(), problem: Box::new(problem) }.into()
-    };
+pub fn merge_run(run_dir: &Path) -> Result<MergeSummary, MergeError> {
+    let usage = |problem: MergeProblem| MergeError::Refused { dir: run_dir.to_path_buf(), problem: Box::new(problem) };
     if !run_dir.is_dir() {
         return Err(usage(MergeProblem::NoSuchDirectory));
     }
@@ -306,16 +304,34 @@ fn add_counts(a: Value, b: &Value) -> Value {
     }
 }
 
-/// `critbench merge` refused (exit status 2): the run's directory and which shard is missing,
-/// unfinished or different, and how.
+/// Why `critbench merge` refused a run's shards, or failed.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot merge {}: {problem}", dir.display())]
-pub struct MergeError {
-    /// The merged run's directory.
-    pub dir: PathBuf,
-    /// Which shard is missing, unfinished or different, and how.
-    #[source]
-    pub problem: Box<MergeProblem>,
+pub enum MergeError {
+    /// Refused (exit status 2): the run's directory and which shard is missing, unfinished or
+    /// different, and how.
+    #[error("cannot merge {}: {problem}", dir.display())]
+    Refused {
+        /// The merged run's directory.
+        dir: PathBuf,
+        /// Which shard is missing, unfinished or different, and how.
+        #[source]
+        problem: Box<MergeProblem>,
+    },
+    /// What any command can fail with.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+from_common_failures!(MergeError);
+
+impl MergeError {
+    /// Whether the user can fix this by changing their input (exit status 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            MergeError::Refused { .. } => true,
+            MergeError::Engine(error) => error.is_usage(),
+        }
+    }
 }
 
 /// Why `critbench merge` refuses a run's shards (exit status 2): each says which shard and what
@@ -525,7 +541,7 @@ mod tests {
         std::fs::create_dir_all(&shard).unwrap();
         std::fs::write(shard.join("manifest.json"), "{").unwrap();
         let error = merge_run(dir.path()).unwrap_err();
-        let EngineError::Merge(MergeError { problem, .. }) = &error else { panic!("{error:?}") };
+        let MergeError::Refused { problem, .. } = &error else { panic!("{error:?}") };
         let MergeProblem::Manifest { index: 0, source } = &**problem else { panic!("{problem:?}") };
         assert_eq!(error.to_string(), format!("cannot merge {}: shard 0: {source}", dir.path().display()));
         let problem = std::error::Error::source(&error).expect("the problem is the error's source");

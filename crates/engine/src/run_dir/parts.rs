@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use critbench_storage::tables::StorageError;
 use serde::Serialize;
 
 use crate::EngineError;
@@ -18,10 +19,10 @@ pub(crate) trait PartWriters: Sized {
 
     /// Writers of a new part's files at `paths` (the `*.tmp` files, in the order of
     /// [`Self::TABLES`]).
-    fn create(paths: &[PathBuf]) -> Result<Self, EngineError>;
+    fn create(paths: &[PathBuf]) -> Result<Self, StorageError>;
 
     /// Closes every file: footers written, on disk.
-    fn close(self) -> Result<(), EngineError>;
+    fn close(self) -> Result<(), StorageError>;
 }
 
 /// Rows are committed at least this often, so that a failing disk stops a pass within seconds

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use critbench_storage::manifest::MANIFEST_FILE;
 use critbench_storage::shards::{ALL_TABLES, PARTITION_FILE};
 
-use crate::EngineError;
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::{entries, refuse_links, rescore_state};
 use crate::run_dir::journal::{PROGRESS_DIR, is_progress_file};
@@ -32,14 +31,14 @@ impl Removals {
 
     /// Every entry of `dir` for removal, and `dir` itself; refused when `dir` holds anything
     /// `known` does not name.
-    pub(crate) fn folder(&mut self, dir: &Path, known: impl Fn(&str) -> bool) -> Result<(), EngineError> {
+    pub(crate) fn folder(&mut self, dir: &Path, known: impl Fn(&str) -> bool) -> Result<(), RunDirError> {
         if !dir.is_dir() {
             return Ok(());
         }
         self.contents(dir, &known)?;
         let unknown: Vec<String> = entries(dir)?.into_iter().filter(|name| !known(name)).collect();
         if !unknown.is_empty() {
-            return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: unknown }.into());
+            return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: unknown });
         }
         self.folders.push(dir.to_path_buf());
         Ok(())
@@ -47,16 +46,14 @@ impl Removals {
 
     /// The entries of `dir` that `known` names, for removal; `dir` stays. A folder among them is
     /// refused: nothing a run writes there is one.
-    pub(crate) fn contents(&mut self, dir: &Path, known: impl Fn(&str) -> bool) -> Result<(), EngineError> {
+    pub(crate) fn contents(&mut self, dir: &Path, known: impl Fn(&str) -> bool) -> Result<(), RunDirError> {
         for name in entries(dir)? {
             if !known(&name) {
                 continue;
             }
             let path = dir.join(&name);
             if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-                return Err(
-                    RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![format!("{name}/")] }.into()
-                );
+                return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![format!("{name}/")] });
             }
             self.files.push(path);
         }
@@ -66,13 +63,13 @@ impl Removals {
     /// Every rescoring in `dir` (a run's `rescored/`) for removal: each one's own files and
     /// folders, and `dir` itself. Refused when `dir` holds anything but rescorings, a rescoring's
     /// folder holds anything it did not write, or a rescoring is being written.
-    pub(crate) fn rescorings(&mut self, dir: &Path) -> Result<(), EngineError> {
+    pub(crate) fn rescorings(&mut self, dir: &Path) -> Result<(), RunDirError> {
         if std::fs::symlink_metadata(dir).is_err() {
             return Ok(());
         }
         if !dir.is_dir() {
             let parent = dir.parent().unwrap_or(dir).to_path_buf();
-            return Err(RunDirError::UnknownEntries { dir: parent, entries: vec![RESCORED_DIR.into()] }.into());
+            return Err(RunDirError::UnknownEntries { dir: parent, entries: vec![RESCORED_DIR.into()] });
         }
         self.folders.push(dir.to_path_buf());
         let names = entries(dir)?;
@@ -80,14 +77,14 @@ impl Removals {
         for name in names {
             let folder = dir.join(&name);
             if !folder.is_dir() || rescore_state(&folder, false).is_none() {
-                return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![name] }.into());
+                return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![name] });
             }
             if let Some(in_use) = held_lock(&folder) {
                 return Err(in_use);
             }
             let unknown: Vec<String> = entries(&folder)?.into_iter().filter(|name| !rescore_owned(name)).collect();
             if !unknown.is_empty() {
-                return Err(RunDirError::UnknownEntries { dir: folder, entries: unknown }.into());
+                return Err(RunDirError::UnknownEntries { dir: folder, entries: unknown });
             }
             self.folders.push(folder.clone());
             self.folder(&folder.join(PROGRESS_DIR), is_progress_file)?;
@@ -98,14 +95,14 @@ impl Removals {
         Ok(())
     }
 
-    pub(crate) fn carry_out(self) -> Result<(), EngineError> {
+    pub(crate) fn carry_out(self) -> Result<(), RunDirError> {
         for path in &self.files {
             std::fs::remove_file(path)
-                .map_err(|source| EngineError::Io { context: format!("cannot remove {}", path.display()), source })?;
+                .map_err(|source| RunDirError::Io { context: format!("cannot remove {}", path.display()), source })?;
         }
         for dir in self.folders.iter().rev() {
             std::fs::remove_dir(dir)
-                .map_err(|source| EngineError::Io { context: format!("cannot remove {}", dir.display()), source })?;
+                .map_err(|source| RunDirError::Io { context: format!("cannot remove {}", dir.display()), source })?;
         }
         Ok(())
     }
@@ -158,7 +155,7 @@ pub(crate) fn discard_rescoring(dir: &Path) {
     finish_discarding(removals, collected, dir);
 }
 
-fn finish_discarding(removals: Removals, collected: Result<(), EngineError>, dir: &Path) {
+fn finish_discarding(removals: Removals, collected: Result<(), RunDirError>, dir: &Path) {
     match collected.and_then(|()| removals.carry_out()) {
         Ok(()) => {}
         Err(error) => note!("warning: what the refused command wrote in {} is left in place: {error}", dir.display()),

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use crate::EngineError;
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::{canonical, critbench_output};
 use crate::run_dir::layout::critbench_owned;
@@ -15,9 +14,9 @@ use crate::run_dir::layout::critbench_owned;
 /// when it would be — or be written by way of — a file critbench writes in the folder holding
 /// such output. Folders are compared by what they hold, not by how the path spells them, so a
 /// link or a bind mount of a run is that run.
-pub fn claim_file(path: &Path) -> Result<(), EngineError> {
+pub fn claim_file(path: &Path) -> Result<(), RunDirError> {
     if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        return Err(RunDirError::FileIsAFolder { path: path.to_path_buf() }.into());
+        return Err(RunDirError::FileIsAFolder { path: path.to_path_buf() });
     }
     let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let parent = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -35,8 +34,7 @@ pub fn claim_file(path: &Path) -> Result<(), EngineError> {
             holder: holder.to_path_buf(),
             holds,
             inside: depth > 0,
-        }
-        .into());
+        });
     }
     Ok(())
 }

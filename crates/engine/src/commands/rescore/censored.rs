@@ -96,7 +96,7 @@ pub fn write(dir: &Path, rows: &[CensoredRow]) -> Result<(), EngineError> {
             row.pass_rate().map(|rate| format!("{rate:?}")).unwrap_or_default(),
         ));
     }
-    crate::run_dir::journal::write_atomically(&dir.join(CENSORED_FILE), &text)
+    Ok(crate::run_dir::journal::write_atomically(&dir.join(CENSORED_FILE), &text)?)
 }
 
 /// A CSV field: quoted when it holds a comma, a quote or a line break.

@@ -75,7 +75,7 @@ struct RecordedCritic {
 /// The critic `settings` name, opened with no host service (a rescoring calls no model), and
 /// checked against the run's grid: a critic whose critiques depend on the policy, or whose score
 /// range does not hold every `pass_score` of `policies`, is refused.
-pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Policy]) -> Result<Opened, EngineError> {
+pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Policy]) -> Result<Opened, RescoreError> {
     let experiment = &manifest.experiment;
     // A command critic of the run runs in the experiment file's directory, as in the run.
     let experiment_dir = experiment.rest.get("path").and_then(|p| p.as_str()).and_then(|p| Path::new(p).parent());
@@ -85,8 +85,7 @@ pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Pol
                 return Err(RescoreError::UnknownCritic {
                     name: settings.name.to_string(),
                     critics: experiment.critics.iter().map(|c| c.name.clone()).collect(),
-                }
-                .into());
+                });
             };
             let recorded: RecordedCritic = serde_json::from_value(serde_json::Value::Object(record.rest.clone()))
                 .map_err(|e| RescoreError::NotARun {
@@ -152,10 +151,10 @@ pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Pol
     .map_err(|source| EngineError::Plugin { critic: spec.name.clone(), source })?;
     let info = Arc::clone(instance.info());
     if info.policy_dependent {
-        return Err(RescoreError::PolicyDependent { critic: spec.name.clone(), plugin: info.name.clone() }.into());
+        return Err(RescoreError::PolicyDependent { critic: spec.name.clone(), plugin: info.name.clone() });
     }
     if info.name == crate::experiment::SIM_TRUTH {
-        return Err(RescoreError::SimTruth { critic: spec.name.clone() }.into());
+        return Err(RescoreError::SimTruth { critic: spec.name.clone() });
     }
     // The same rule as a run's: a threshold outside the critic's range is replayed, with a warning.
     let warnings = threshold_warnings(&spec.name, info.range, policies, &POLICY_KEYS);

@@ -1,8 +1,10 @@
-//! Why a rescoring cannot run, or stopped.
+//! Why a rescoring cannot run, failed, or stopped.
 
 use std::path::PathBuf;
 
-/// Why a rescoring cannot run, or stopped.
+use crate::EngineError;
+
+/// Why a rescoring cannot run (the user's to fix, exit status 2), failed, or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum RescoreError {
     /// A `--critic` name that cannot be a folder's name.
@@ -269,11 +271,21 @@ pub enum RescoreError {
         /// The folder of the rescoring's progress.
         progress: PathBuf,
     },
+    /// What any command can fail with.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
 }
 
+from_common_failures!(RescoreError);
+
 impl RescoreError {
-    /// Whether the user can fix this by changing their input (exit status 2).
+    /// Whether the user can fix this by changing their input (exit status 2): every refusal of
+    /// the rescoring's own.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, RescoreError::Interrupted { .. })
+        match self {
+            RescoreError::Interrupted { .. } => false,
+            RescoreError::Engine(error) => error.is_usage(),
+            _ => true,
+        }
     }
 }

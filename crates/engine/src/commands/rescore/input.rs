@@ -19,7 +19,7 @@ use critbench_storage::dataset::DatasetStream;
 use critbench_storage::recorded::{LoopWithRows, for_each_loop_with_rows};
 
 use super::error::RescoreError;
-use crate::EngineError;
+use crate::commands::KeptAside;
 use crate::run_dir::journal::DatasetStamp;
 
 /// A chunk closes at the first task boundary after this many critiques to make: enough that a
@@ -98,20 +98,20 @@ impl<'a> Tasks<'a> {
 
     /// Ends the stream of the file being read, if one is open: the rest of the file is hashed
     /// and the whole compared with the run's hash of it.
-    fn end_stream(&mut self) -> Result<(), EngineError> {
+    fn end_stream(&mut self) -> Result<(), RescoreError> {
         let Some(stream) = self.stream.take() else { return Ok(()) };
         let read = stream.finish()?;
         let (path, stamp) = &self.datasets[self.file];
         if read != stamp.sha256 {
             let (path, recorded) = (path.clone(), stamp.sha256.clone());
-            return Err(RescoreError::DatasetChangedWhileRead { path, recorded, read }.into());
+            return Err(RescoreError::DatasetChangedWhileRead { path, recorded, read });
         }
         Ok(())
     }
 
     /// The tasks of the next block of rows, the next file's once a file ends; `None` once every
     /// file is read. A row that does not parse was never a task of the run.
-    fn next_tasks(&mut self) -> Result<Option<Vec<Task>>, EngineError> {
+    fn next_tasks(&mut self) -> Result<Option<Vec<Task>>, RescoreError> {
         while let Some((path, _)) = self.datasets.get(self.file) {
             if self.stream.is_none() {
                 self.stream = Some(DatasetStream::open(path)?);
@@ -131,7 +131,7 @@ impl<'a> Tasks<'a> {
     /// The task `id`: the one of the last loop, or the next of that id in the datasets (rows the
     /// run did not admit, or admitted without a loop here, are passed over). `None` when the
     /// datasets end first.
-    fn find(&mut self, id: &str) -> Result<Option<Arc<TaskEntry>>, EngineError> {
+    fn find(&mut self, id: &str) -> Result<Option<Arc<TaskEntry>>, RescoreError> {
         if let Some((current, entry)) = &self.current
             && current == id
         {
@@ -157,7 +157,7 @@ impl<'a> Tasks<'a> {
 fn find_all(
     datasets: &[(PathBuf, DatasetStamp)],
     ids: &HashSet<&str>,
-) -> Result<HashMap<String, Arc<TaskEntry>>, EngineError> {
+) -> Result<HashMap<String, Arc<TaskEntry>>, RescoreError> {
     let mut found: HashMap<String, Arc<TaskEntry>> = HashMap::with_capacity(ids.len());
     let mut tasks = Tasks::new(datasets);
     while found.len() < ids.len() {
@@ -185,14 +185,14 @@ pub(super) fn read(
     takes: impl Fn(Option<&str>) -> bool,
     first_chunk: u64,
     mut emit: impl FnMut(Chunk) -> bool,
-) -> Result<InputReport, EngineError> {
+) -> Result<InputReport, RescoreError> {
     let mut report = InputReport::default();
     let mut chunk = Chunk { seq: 0, loops: Vec::new(), rows: 0, position: 0, tasks: 0 };
     let mut rows_read = 0u64;
     let mut critiques = 0usize;
     let mut stopped = false;
-    // The first error, kept aside: the table reader's callback speaks strings.
-    let mut failure: Option<EngineError> = None;
+    // The first error, kept aside: the table reader's callback is handed only `KeptAside`.
+    let mut failure: Option<RescoreError> = None;
     let mut hand_on = |chunk: &mut Chunk, critiques: &mut usize| -> bool {
         let next = Chunk { seq: chunk.seq + 1, loops: Vec::new(), rows: 0, position: 0, tasks: 0 };
         let mut full = std::mem::replace(chunk, next);
@@ -206,11 +206,10 @@ pub(super) fn read(
         let mut tasks = Tasks::new(datasets);
         let mut last_task: Option<String> = None;
         // A loop with its task, found by `find`, into the chunk.
-        let mut accept = |recorded: LoopWithRows, find: &mut Find<'_>| -> Result<(), String> {
-            let fail = |error: EngineError, failure: &mut Option<EngineError>| {
-                let message = error.to_string();
+        let mut accept = |recorded: LoopWithRows, find: &mut Find<'_>| -> Result<(), KeptAside> {
+            let fail = |error: RescoreError, failure: &mut Option<RescoreError>| {
                 *failure = Some(error);
-                Err(message)
+                Err(KeptAside)
             };
             let one = &recorded.recorded;
             let rows = recorded.rows.len() as u64;
@@ -223,7 +222,7 @@ pub(super) fn read(
             let new_task = last_task.as_deref() != Some(one.task_id.as_str());
             if new_task && critiques >= CHUNK_CRITIQUES && !hand_on(&mut chunk, &mut critiques) {
                 stopped = true;
-                return Err("stopping".into());
+                return Err(KeptAside);
             }
             let task = match find(&one.task_id) {
                 Ok(Some(task)) => task,
@@ -235,7 +234,7 @@ pub(super) fn read(
                         critic: one.critic.clone(),
                         epoch: one.epoch,
                     };
-                    return fail(error.into(), &mut failure);
+                    return fail(error, &mut failure);
                 }
                 Err(error) => return fail(error, &mut failure),
             };
@@ -283,15 +282,15 @@ pub(super) fn read(
 }
 
 /// How a loop's task is found: by id, `None` when the datasets do not hold it.
-type Find<'f> = dyn FnMut(&str) -> Result<Option<Arc<TaskEntry>>, EngineError> + 'f;
+type Find<'f> = dyn FnMut(&str) -> Result<Option<Arc<TaskEntry>>, RescoreError> + 'f;
 
 /// Hands the `held` loops to `accept` in order, their tasks found in one pass over the datasets.
 fn release(
     held: &mut Vec<LoopWithRows>,
     datasets: &[(PathBuf, DatasetStamp)],
     takes: &impl Fn(Option<&str>) -> bool,
-    accept: &mut impl FnMut(LoopWithRows, &mut Find<'_>) -> Result<(), String>,
-) -> Result<(), String> {
+    accept: &mut impl FnMut(LoopWithRows, &mut Find<'_>) -> Result<(), KeptAside>,
+) -> Result<(), KeptAside> {
     let ids: HashSet<&str> = (held.iter().map(|l| &l.recorded))
         .filter(|one| takes(one.kind.as_deref()))
         .map(|one| one.task_id.as_str())
@@ -309,7 +308,7 @@ fn release(
 }
 
 /// A table of the run that does not read as one.
-fn table_error(table: &Path, error: critbench_storage::tables::StorageError) -> EngineError {
+fn table_error(table: &Path, error: critbench_storage::tables::StorageError) -> RescoreError {
     let dir = table.parent().unwrap_or(table).to_path_buf();
-    RescoreError::NotARun { dir, reason: error.to_string() }.into()
+    RescoreError::NotARun { dir, reason: error.to_string() }
 }

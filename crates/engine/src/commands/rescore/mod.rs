@@ -109,15 +109,15 @@ pub struct RescoreSummary {
 }
 
 /// Rescores the finished run in `run_dir` as `options` say, into `run_dir/rescored/NAME/`.
-pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSummary, EngineError> {
+pub fn rescore_run(run_dir: &Path, options: &RescoreOptions) -> Result<RescoreSummary, RescoreError> {
     let started = Instant::now();
     let (started_at, _) = critbench_storage::clock::utc_stamps(SystemTime::now());
     let name = &options.name;
     if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
-        return Err(RescoreError::BadName(name.clone()).into());
+        return Err(RescoreError::BadName(name.clone()));
     }
     if let Some(problem) = crate::experiment::name_problem(name) {
-        return Err(RescoreError::UnprintableName { name: name.clone(), problem }.into());
+        return Err(RescoreError::UnprintableName { name: name.clone(), problem });
     }
     let run = read_run(run_dir)?;
     let tables = critbench_storage::shards::table_files(run_dir, TRAJECTORIES);
@@ -196,7 +196,7 @@ struct SetUp<'a> {
 }
 
 /// The rescoring's pass, in the folder it holds, and its summary.
-fn rescore_claimed(set_up: SetUp<'_>) -> Result<RescoreSummary, EngineError> {
+fn rescore_claimed(set_up: SetUp<'_>) -> Result<RescoreSummary, RescoreError> {
     let SetUp {
         run_dir,
         options,
@@ -356,46 +356,46 @@ fn rescore_claimed(set_up: SetUp<'_>) -> Result<RescoreSummary, EngineError> {
 /// The manifest of the finished run in `run_dir`, once it is checked to be one a rescoring can
 /// read: in one piece or merged, finished, its tables the ones it wrote, with stored drafts,
 /// critics whose critiques do not depend on the policy, and no adjudicated arm.
-fn read_run(run_dir: &Path) -> Result<Manifest, EngineError> {
+fn read_run(run_dir: &Path) -> Result<Manifest, RescoreError> {
     let not_a_run = |reason: String| RescoreError::NotARun { dir: run_dir.to_path_buf(), reason };
     if !run_dir.is_dir() {
-        return Err(not_a_run("no such directory".into()).into());
+        return Err(not_a_run("no such directory".into()));
     }
     if let Some(reason) = critbench_storage::manifest::unmerged(run_dir) {
-        return Err(not_a_run(reason).into());
+        return Err(not_a_run(reason));
     }
     let manifest = match critbench_storage::manifest::Manifest::read(run_dir) {
         Ok(Some(manifest)) => manifest,
-        Ok(None) => return Err(not_a_run("it has no manifest.json".into()).into()),
-        Err(error) => return Err(not_a_run(error.to_string()).into()),
+        Ok(None) => return Err(not_a_run("it has no manifest.json".into())),
+        Err(error) => return Err(not_a_run(error.to_string())),
     };
     if manifest.rescore.is_some() {
-        return Err(not_a_run("it is itself a rescoring; rescore the run it was made from".into()).into());
+        return Err(not_a_run("it is itself a rescoring; rescore the run it was made from".into()));
     }
     if manifest.shard.is_some() {
-        return Err(not_a_run("it is one shard's folder; rescore the run directory once it is merged".into()).into());
+        return Err(not_a_run("it is one shard's folder; rescore the run directory once it is merged".into()));
     }
     if manifest.status != critbench_storage::manifest::RunStatus::Finished {
         return Err(RunDirError::NotFinished { run: run_dir.to_path_buf() }.into());
     }
     critbench_report::check_tables(run_dir)?;
     if critbench_storage::shards::table_files(run_dir, TRAJECTORIES).is_empty() {
-        return Err(not_a_run("trajectories.parquet is missing".into()).into());
+        return Err(not_a_run("trajectories.parquet is missing".into()));
     }
     if manifest.datasets.is_empty() {
-        return Err(not_a_run("manifest.json lists no dataset: the tasks a critic is shown are unknown".into()).into());
+        return Err(not_a_run("manifest.json lists no dataset: the tasks a critic is shown are unknown".into()));
     }
     if manifest.experiment.rest.get("store_drafts").and_then(serde_json::Value::as_bool) != Some(true) {
-        return Err(RescoreError::NoDrafts { dir: run_dir.to_path_buf() }.into());
+        return Err(RescoreError::NoDrafts { dir: run_dir.to_path_buf() });
     }
     let dependent: Vec<String> =
         manifest.plugins.iter().filter(|p| p.policy_dependent).map(|p| p.critic.clone()).collect();
     if !dependent.is_empty() {
-        return Err(RescoreError::RunPolicyDependent { dir: run_dir.to_path_buf(), critics: dependent }.into());
+        return Err(RescoreError::RunPolicyDependent { dir: run_dir.to_path_buf(), critics: dependent });
     }
     if !manifest.experiment.adjudicate.is_empty() {
         let arms = manifest.experiment.adjudicate.clone();
-        return Err(RescoreError::Adjudicated { dir: run_dir.to_path_buf(), arms }.into());
+        return Err(RescoreError::Adjudicated { dir: run_dir.to_path_buf(), arms });
     }
     Ok(manifest)
 }
@@ -434,7 +434,7 @@ fn grid_of(manifest: &Manifest) -> Result<Vec<Policy>, RescoreError> {
 }
 
 /// Refuses a critic that takes none of the run's loops, before anything is written.
-fn check_kinds(run_dir: &Path, spec: &critbench_plugin_host::CriticSpec) -> Result<(), EngineError> {
+fn check_kinds(run_dir: &Path, spec: &critbench_plugin_host::CriticSpec) -> Result<(), RescoreError> {
     let Some(takes) = &spec.kinds else { return Ok(()) };
     let mut kinds = std::collections::BTreeSet::new();
     for path in critbench_storage::shards::table_files(run_dir, OUTCOMES) {
@@ -448,16 +448,15 @@ fn check_kinds(run_dir: &Path, spec: &critbench_plugin_host::CriticSpec) -> Resu
         critic: spec.name.clone(),
         takes: takes.clone(),
         kinds: kinds.into_iter().map(|kind| kind.unwrap_or_else(|| "(none)".into())).collect(),
-    }
-    .into())
+    })
 }
 
 /// The run's dataset files (where `given` says, else where its manifest does), each checked to
 /// be the file the run read (its SHA-256), with its stamp for the fingerprint.
-fn datasets_of(manifest: &Manifest, given: &[PathBuf]) -> Result<Vec<(PathBuf, DatasetStamp)>, EngineError> {
+fn datasets_of(manifest: &Manifest, given: &[PathBuf]) -> Result<Vec<(PathBuf, DatasetStamp)>, RescoreError> {
     let recorded = &manifest.datasets;
     if !given.is_empty() && given.len() != recorded.len() {
-        return Err(RescoreError::DatasetCount { recorded: recorded.len(), given: given.len() }.into());
+        return Err(RescoreError::DatasetCount { recorded: recorded.len(), given: given.len() });
     }
     let mut datasets = Vec::new();
     for (index, record) in recorded.iter().enumerate() {
@@ -473,8 +472,7 @@ fn datasets_of(manifest: &Manifest, given: &[PathBuf]) -> Result<Vec<(PathBuf, D
                 path: path.clone(),
                 recorded: record.sha256.clone(),
                 now: sha256,
-            }
-            .into());
+            });
         }
         let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
         datasets.push((path.clone(), DatasetStamp { path: canonical, bytes, sha256 }));
@@ -501,10 +499,10 @@ struct Work<'a> {
 /// the workers finished within the grace period too) and the rescoring ends interrupted, to be
 /// resumed; otherwise what the reader saw, and the sink to close.
 fn settle<'g, R>(
-    driven: Result<(R, Option<Stopped>), EngineError>,
+    driven: Result<(R, Option<Stopped>), RescoreError>,
     mut sink: Sink<'g>,
     out: &Path,
-) -> Result<(R, Sink<'g>), EngineError> {
+) -> Result<(R, Sink<'g>), RescoreError> {
     let (read, stopped) = match driven {
         Ok(done) => done,
         Err(error) => {
@@ -516,7 +514,7 @@ fn settle<'g, R>(
     let Stopped::Signal(signal) = stopped else { unreachable!("a rescoring calls no model: no budget stops it") };
     sink.commit()?;
     let tasks = sink.counts.tasks;
-    Err(RescoreError::Interrupted { signal, tasks, progress: out.join(PROGRESS_DIR) }.into())
+    Err(RescoreError::Interrupted { signal, tasks, progress: out.join(PROGRESS_DIR) })
 }
 
 /// Re-critiques a chunk, leaving it unfinished once `stop` is raised.
@@ -530,7 +528,7 @@ fn rescore_chunk(work: &Work<'_>, chunk: Chunk, stop: &AtomicBool) -> Rescored {
         let rescored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             rows::rescore_loop(work.critic, input, work.label)
         }))
-        .unwrap_or_else(|payload| Err(EngineError::Panicked(panic_text(payload))));
+        .unwrap_or_else(|payload| Err(EngineError::Panicked(panic_text(payload)).into()));
         match rescored {
             Ok(done) => loops.push(done),
             Err(error) => return Rescored { seq, position, tasks, complete: true, loops: Err(error) },
@@ -557,7 +555,7 @@ fn drive(
     sink: &mut Sink<'_>,
     progress: &Progress,
     interrupt: Option<&Interrupt>,
-) -> Result<(InputReport, Option<Stopped>), EngineError> {
+) -> Result<(InputReport, Option<Stopped>), RescoreError> {
     let pass = Pass {
         workers: jobs,
         window: 2 * jobs + 2,
@@ -621,7 +619,7 @@ mod tests {
         });
         // What the rescoring does after its pass.
         let error = settle(Ok(((), stopped)), sink, &out).err().expect("an interrupted rescoring");
-        let EngineError::Rescore(RescoreError::Interrupted { .. }) = &error else { panic!("{error}") };
+        let RescoreError::Interrupted { .. } = &error else { panic!("{error}") };
         let saved = SavedProgress::<Fingerprint>::read(&out.join(PROGRESS_DIR), TABLES.len()).unwrap();
         let last = saved.expect("the rescoring's progress").commits.last().cloned().expect("committed parts");
         assert_eq!(last.next_chunk, 3, "chunks 0, 1 and 2 (finished after the signal) committed; 3 left unfinished");

@@ -11,7 +11,6 @@ use critbench_storage::tables::{RescoredOutcome, RescoredOutcomeWriter, Trajecto
 
 use super::error::RescoreError;
 use super::input::{LoopInput, TaskEntry};
-use crate::EngineError;
 use crate::run::emit::{LoopLabels, effective_policy, outcome_row, round_score};
 use crate::run::pipeline::Recorded;
 use crate::run::round::{Critic, critique_text};
@@ -34,7 +33,7 @@ pub(super) struct Rescored {
     /// False when the rescoring stopped before every loop of the chunk was re-critiqued.
     pub complete: bool,
     /// The chunk's loops, or the first that could not be re-critiqued.
-    pub loops: Result<Vec<RescoredLoop>, EngineError>,
+    pub loops: Result<Vec<RescoredLoop>, RescoreError>,
 }
 
 impl Recorded for Rescored {
@@ -54,7 +53,7 @@ impl Recorded for Rescored {
 /// Re-critiques every draft of `input` with `critic`, as the run critiqued it: the same request
 /// (task, draft, round), retries and conservative failure. `table` names the run's file in
 /// messages.
-pub(super) fn rescore_loop(critic: &Critic<'_>, input: LoopInput, table: &Path) -> Result<RescoredLoop, EngineError> {
+pub(super) fn rescore_loop(critic: &Critic<'_>, input: LoopInput, table: &Path) -> Result<RescoredLoop, RescoreError> {
     let LoopInput { mut recorded, task } = input;
     let one = &recorded.recorded;
     let (task_id, epoch) = (one.task_id.clone(), one.epoch);
@@ -122,7 +121,7 @@ pub(super) fn write_loop(
     trajectories: &mut TrajectoryWriter,
     outcomes: &mut RescoredOutcomeWriter,
     counts: &mut Counts,
-) -> Result<(), EngineError> {
+) -> Result<(), RescoreError> {
     let one = &done.recorded.recorded;
     let arm = one.arm;
     let labels = LoopLabels {
@@ -143,8 +142,7 @@ pub(super) fn write_loop(
                 table: table.into(),
                 config_id: config_id.clone(),
                 task_id: one.task_id.clone(),
-            }
-            .into());
+            });
         };
         let policy = effective_policy(&grid.policies[index], arm);
         let rounds: Vec<&RecordedRound> =

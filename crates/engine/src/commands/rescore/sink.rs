@@ -8,12 +8,11 @@ use std::path::{Path, PathBuf};
 
 use critbench_storage::manifest::TableRecord;
 use critbench_storage::shards::{TABLES, table_file};
-use critbench_storage::tables::{RescoredOutcomeWriter, TrajectoryWriter};
+use critbench_storage::tables::{RescoredOutcomeWriter, StorageError, TrajectoryWriter};
 use serde::{Deserialize, Serialize};
 
 use super::error::RescoreError;
 use super::rows::{Grid, Rescored, write_loop};
-use crate::EngineError;
 use crate::run::pipeline::{AsRecorded, Consumer};
 use crate::run_dir::RunDirError;
 use crate::run_dir::journal::{Counts, DatasetStamp, JOURNAL_FILE, PROGRESS_DIR, SavedProgress, changed_keys, short};
@@ -28,7 +27,7 @@ pub(super) struct RescoredParts {
 impl PartWriters for RescoredParts {
     const TABLES: &'static [&'static str] = &TABLES;
 
-    fn create(paths: &[PathBuf]) -> Result<RescoredParts, EngineError> {
+    fn create(paths: &[PathBuf]) -> Result<RescoredParts, StorageError> {
         let [trajectories, outcomes] = paths else { unreachable!("a file per table") };
         Ok(RescoredParts {
             trajectories: TrajectoryWriter::create(trajectories)?,
@@ -36,7 +35,7 @@ impl PartWriters for RescoredParts {
         })
     }
 
-    fn close(self) -> Result<(), EngineError> {
+    fn close(self) -> Result<(), StorageError> {
         self.trajectories.close()?;
         self.outcomes.close()?;
         Ok(())
@@ -113,7 +112,7 @@ pub(super) struct ResumePoint {
 
 impl<'g> Sink<'g> {
     /// Starts the rescoring's progress in `out/in-progress/`.
-    pub fn create(out: &Path, fingerprint: &Fingerprint, grid: &'g Grid, table: &Path) -> Result<Self, EngineError> {
+    pub fn create(out: &Path, fingerprint: &Fingerprint, grid: &'g Grid, table: &Path) -> Result<Self, RescoreError> {
         let parts = Parts::start(&out.join(PROGRESS_DIR), fingerprint)?;
         Ok(Sink::with(out, parts, Counts::default(), fingerprint, grid, table))
     }
@@ -126,14 +125,14 @@ impl<'g> Sink<'g> {
         fingerprint: &Fingerprint,
         grid: &'g Grid,
         table: &Path,
-    ) -> Result<(Self, ResumePoint), EngineError> {
+    ) -> Result<(Self, ResumePoint), RescoreError> {
         let dir = out.join(PROGRESS_DIR);
         let Some(saved) = SavedProgress::<Fingerprint>::read(&dir, TABLES.len())? else {
             return Err(RunDirError::NoRescoringToResume { dir: out.to_path_buf() }.into());
         };
         let changed = saved.fingerprint.differences(fingerprint);
         if !changed.is_empty() {
-            return Err(RescoreError::Changed { dir: out.to_path_buf(), changed }.into());
+            return Err(RescoreError::Changed { dir: out.to_path_buf(), changed });
         }
         if let Some(dropped) = &saved.dropped {
             note!(
@@ -172,13 +171,13 @@ impl<'g> Sink<'g> {
 
     /// Closes the current part, renames it into place and appends it to the journal: from then
     /// on it survives any kill.
-    pub fn commit(&mut self) -> Result<(), EngineError> {
-        self.parts.commit(&self.counts, Vec::new(), Vec::new())
+    pub fn commit(&mut self) -> Result<(), RescoreError> {
+        Ok(self.parts.commit(&self.counts, Vec::new(), Vec::new())?)
     }
 
     /// Commits what is left and joins every committed part into the tables (each written aside,
     /// then renamed into place). The progress folder stays until the rescoring is summarized.
-    pub fn close(mut self) -> Result<Counts, EngineError> {
+    pub fn close(mut self) -> Result<Counts, RescoreError> {
         self.parts.at_least_one()?;
         self.commit()?;
         self.parts.join(&self.tables)?;
@@ -196,13 +195,14 @@ impl<'g> Sink<'g> {
 
 impl Consumer for Sink<'_> {
     type Prepare = AsRecorded<Rescored>;
+    type Error = RescoreError;
 
     fn preparer(&self) -> AsRecorded<Rescored> {
         AsRecorded::new()
     }
 
     /// Writes the chunk's loops (chunks arrive in order) and commits when it is time.
-    fn accept(&mut self, chunk: Rescored) -> Result<(), EngineError> {
+    fn accept(&mut self, chunk: Rescored) -> Result<(), RescoreError> {
         let loops = chunk.loops?;
         let part = self.parts.current()?;
         for done in &loops {
@@ -228,7 +228,7 @@ impl Consumer for Sink<'_> {
         (self.counts.loops, self.counts.passed)
     }
 
-    fn commit(&mut self) -> Result<(), EngineError> {
+    fn commit(&mut self) -> Result<(), RescoreError> {
         Sink::commit(self)
     }
 }

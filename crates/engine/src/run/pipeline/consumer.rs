@@ -22,18 +22,22 @@ pub(crate) trait Consumer {
     /// The consumer's work on a chunk that needs no order.
     type Prepare: Prepare;
 
+    /// What the pass fails with: its command's error, which holds the pipeline's own failures
+    /// (threads, panics, a chunk lost) as it holds every command's.
+    type Error: From<EngineError> + Send;
+
     /// That work, shared by the workers: each does it on the chunks it finishes, before the
     /// chunks wait for their turn.
     fn preparer(&self) -> Self::Prepare;
 
     /// Takes the next chunk in order, as the worker prepared it.
-    fn accept(&mut self, chunk: Ready<Self>) -> Result<(), EngineError>;
+    fn accept(&mut self, chunk: Ready<Self>) -> Result<(), Self::Error>;
 
     /// Loops taken and loops passed so far, for the progress bar.
     fn counts(&self) -> (u64, u64);
 
     /// Makes what was taken so far durable, when the consumer keeps anything.
-    fn commit(&mut self) -> Result<(), EngineError> {
+    fn commit(&mut self) -> Result<(), Self::Error> {
         Ok(())
     }
 }

@@ -88,8 +88,8 @@ struct Delivered<R> {
     position: u64,
     complete: bool,
     /// The consumer's preparation of a complete chunk (an unfinished one is never taken), or
-    /// the panic that stopped it.
-    ready: Result<Option<R>, String>,
+    /// the panic that stopped it ([`EngineError::Panicked`]).
+    ready: Result<Option<R>, EngineError>,
 }
 
 /// Drives one pass: `read` on its own thread (handing each chunk to the function it is given,
@@ -97,13 +97,14 @@ struct Delivered<R> {
 /// `work` on each of `pass.workers` threads (taking chunks from its [`Intake`] and handing each
 /// one it finished to the function it is given, which says `false` once no more is wanted), and
 /// `consumer` taking the finished chunks in the reader's order on this thread. Returns what the
-/// reader returned and what stopped the pass early, if anything did.
+/// reader returned and what stopped the pass early, if anything did; a failure is the consumer's
+/// error (the pipeline's own are [`EngineError`]'s `Threads`, `Panicked` and `LostChunk`).
 pub(crate) fn drive<T, R, C>(
     pass: &Pass<'_>,
-    read: impl FnOnce(&mut dyn FnMut(T) -> bool, &AtomicBool) -> Result<R, EngineError> + Send,
+    read: impl FnOnce(&mut dyn FnMut(T) -> bool, &AtomicBool) -> Result<R, C::Error> + Send,
     work: impl Fn(&Intake<'_, T>, &mut dyn FnMut(<C::Prepare as Prepare>::Recorded) -> bool) + Sync,
     consumer: &mut C,
-) -> Result<(R, Option<Stopped>), EngineError>
+) -> Result<(R, Option<Stopped>), C::Error>
 where
     T: Send,
     R: Send,
@@ -148,7 +149,7 @@ where
                 // The reader stops at its next chunk; nothing has been taken yet.
                 window.stop();
                 let _ = reader.join();
-                return Err(error);
+                return Err(error.into());
             }
         };
         drop(result_sender);
@@ -156,7 +157,7 @@ where
         // The consumer: chunks in the reader's order, whatever order they finish in.
         let mut waiting = BTreeMap::new();
         let mut next = pass.first_chunk;
-        let mut failure: Option<EngineError> = None;
+        let mut failure: Option<C::Error> = None;
         let mut stopped: Option<Stopped> = None;
         // Once stopped, nothing is taken from the first chunk a worker left unfinished on, so
         // that what is written is every piece of a prefix of the chunks.
@@ -232,7 +233,7 @@ where
                 }
                 let accepted = match chunk.ready {
                     Ok(ready) => consumer.accept(ready.expect("a complete chunk is prepared")),
-                    Err(panic) => Err(EngineError::Panicked(panic)),
+                    Err(panic) => Err(panic.into()),
                 };
                 if let Err(error) = accepted {
                     failure = Some(error);
@@ -251,19 +252,19 @@ where
                 worker_panic = Some(panic_text(payload));
             }
         }
-        let read = reader.join().unwrap_or_else(|payload| Err(EngineError::Panicked(panic_text(payload))));
+        let read = reader.join().unwrap_or_else(|payload| Err(EngineError::Panicked(panic_text(payload)).into()));
         if let Some(error) = failure {
             return Err(error);
         }
         if let Some(panic) = worker_panic {
-            return Err(EngineError::Panicked(panic));
+            return Err(EngineError::Panicked(panic).into());
         }
         if stopped.is_some() {
             // Chunks the workers left leave gaps after `next`: what was taken stands.
             return read.map(|report| (report, stopped));
         }
         if !waiting.is_empty() {
-            return Err(EngineError::LostChunk);
+            return Err(EngineError::LostChunk.into());
         }
         read.map(|report| (report, None))
     })
@@ -273,7 +274,8 @@ where
 fn prepared<P: Prepare>(preparer: &P, chunk: P::Recorded) -> Delivered<P::Ready> {
     let (seq, position, complete) = (chunk.seq(), chunk.position(), chunk.complete());
     // A panic here must still reach the consumer, which waits for every chunk in order.
-    let ready = catch_unwind(AssertUnwindSafe(|| complete.then(|| preparer.prepare(chunk)))).map_err(panic_text);
+    let ready = catch_unwind(AssertUnwindSafe(|| complete.then(|| preparer.prepare(chunk))))
+        .map_err(|payload| EngineError::Panicked(panic_text(payload)));
     Delivered { seq, position, complete, ready }
 }
 

@@ -19,10 +19,14 @@ const NAMES: Names = Names {
 /// 0 and 1 are done at once; the worker of chunk 2 raises SIGINT, waits until the pass stops, and
 /// finishes the chunk 300 ms later, within the grace period; the worker of chunk 3 leaves it
 /// unfinished once the pass stops. What the pass returns: how it stopped.
-pub(crate) fn signal_while_two_chunks_are_in_flight<C: Consumer>(
+pub(crate) fn signal_while_two_chunks_are_in_flight<C>(
     consumer: &mut C,
     chunk: impl Fn(u64, bool) -> <C::Prepare as Prepare>::Recorded + Sync,
-) -> Option<Stopped> {
+) -> Option<Stopped>
+where
+    C: Consumer,
+    C::Error: std::fmt::Debug,
+{
     let interrupt = Interrupt::new();
     let progress = Progress::new(true, "the test", "testing", || 6);
     let pass = Pass {

@@ -41,6 +41,7 @@ struct Taking {
 
 impl Consumer for Taking {
     type Prepare = AsRecorded<Done>;
+    type Error = EngineError;
 
     fn preparer(&self) -> AsRecorded<Done> {
         AsRecorded::new()

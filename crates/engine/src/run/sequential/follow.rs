@@ -11,9 +11,9 @@ use critbench_storage::manifest::{
 };
 
 use super::Order;
-use crate::EngineError;
 use crate::experiment::SequentialSettings;
 use crate::run::emit::effective_policy;
+use crate::run::error::RunError;
 use crate::run::loops::{ChunkResult, TaskLoops};
 use crate::run::pipeline::{Consumer, Prepare};
 use crate::run::plan::Plan;
@@ -54,7 +54,7 @@ impl Follower {
         order: &Order,
         replayed: &[TaskValues],
         written: u64,
-    ) -> Result<Follower, EngineError> {
+    ) -> Result<Follower, RunError> {
         let experiment = plan.experiment;
         let critic_names: Vec<String> = experiment.critics.iter().map(|c| c.name.clone()).collect();
         let decides = settings.decides.as_ref().map(|decides| {
@@ -129,7 +129,7 @@ impl Follower {
     }
 
     /// The next task in admission order.
-    fn take(&mut self, values: &TaskValues) -> Result<(), EngineError> {
+    fn take(&mut self, values: &TaskValues) -> Result<(), RunError> {
         let values: Vec<Option<f64>> = values.iter().map(|v| v.map(Paired::value)).collect();
         if let Some(look) = self.monitor.add_task(&values).map_err(SequentialError::from)? {
             self.gate.decide(look.look, look.decision != Decision::Continue);
@@ -285,12 +285,13 @@ pub(crate) struct Followed<'f, 's, 'p, 'a> {
 
 impl<'p, 'a> Consumer for Followed<'_, '_, 'p, 'a> {
     type Prepare = FollowedRows<'p, 'a>;
+    type Error = RunError;
 
     fn preparer(&self) -> FollowedRows<'p, 'a> {
         FollowedRows { pairing: self.follower.pairing(), rows: self.sink.preparer() }
     }
 
-    fn accept(&mut self, (values, chunk): (Vec<TaskValues>, ChunkRows)) -> Result<(), EngineError> {
+    fn accept(&mut self, (values, chunk): (Vec<TaskValues>, ChunkRows)) -> Result<(), RunError> {
         // Committed with the rows, so that a resumed run replays exactly the tasks it keeps.
         self.sink.record_sequential(values.iter().cloned());
         self.sink.accept(chunk)?;
@@ -304,7 +305,7 @@ impl<'p, 'a> Consumer for Followed<'_, '_, 'p, 'a> {
         self.sink.counts()
     }
 
-    fn commit(&mut self) -> Result<(), EngineError> {
+    fn commit(&mut self) -> Result<(), RunError> {
         Consumer::commit(self.sink)
     }
 }

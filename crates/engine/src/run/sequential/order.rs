@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use critbench_storage::dataset::DatasetStream;
 
-use crate::EngineError;
 use crate::experiment::SequentialSettings;
+use crate::run::error::RunError;
 use crate::run::plan::{Plan, Scope};
 use crate::run::sequential::{Gate, SequentialError, look_of, order_key};
 use crate::run::source::{Source, SourceReport, Sourced, SourcedTask, TaskOrder};
@@ -64,7 +64,7 @@ impl Order {
         source: Source,
         settings: &SequentialSettings,
         chunk_tasks: usize,
-    ) -> Result<Order, EngineError> {
+    ) -> Result<Order, RunError> {
         let experiment = plan.experiment;
         let total_bytes = source.total_bytes();
         let mut entries = Vec::new();
@@ -139,7 +139,7 @@ impl Order {
     /// The tasks of `range` of the order, read again from the datasets (one pass over each file
     /// that holds one) and checked against their keys, and each file against the first pass's
     /// hash of it.
-    fn read_again(&self, plan: &Plan<'_>, range: std::ops::Range<usize>) -> Result<Vec<SourcedTask>, EngineError> {
+    fn read_again(&self, plan: &Plan<'_>, range: std::ops::Range<usize>) -> Result<Vec<SourcedTask>, RunError> {
         let seed = plan.experiment.seed;
         // file → (row → (slot, key)), rows ascending.
         let mut wanted: BTreeMap<u32, BTreeMap<u64, (usize, u128)>> = BTreeMap::new();
@@ -199,7 +199,7 @@ impl TaskOrder for Order {
         plan: &Plan<'_>,
         first_chunk: u64,
         emit: &mut dyn FnMut(Sourced) -> bool,
-    ) -> Result<SourceReport, EngineError> {
+    ) -> Result<SourceReport, RunError> {
         let spans = self.spans();
         let budget = self.entries.len().max(1) as f64;
         let first = (first_chunk as usize).min(spans.len());
