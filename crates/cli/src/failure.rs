@@ -152,7 +152,7 @@ impl Exit for critbench_engine::commands::judge::JudgeRunError {
     }
 }
 
-impl Exit for crate::run::ShardError {
+impl Exit for crate::shard::ShardError {
     fn status(&self) -> ExitStatus {
         ExitStatus::Usage
     }

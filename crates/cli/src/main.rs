@@ -15,6 +15,7 @@ mod report;
 mod rescore;
 mod run;
 mod sample;
+mod shard;
 mod show;
 mod signals;
 
