@@ -59,9 +59,9 @@ impl Failure {
     }
 }
 
-/// How a library's error ends a command: its exit status. The one place an error is mapped to
-/// one: the user's mistakes exit 2, internal failures 1, a run stopped by its budget 3 and one
-/// stopped by a signal 128 + its number, wherever in the command's error they are.
+/// The exit status an error ends its command with. Every error a command returns is mapped here
+/// and nowhere else: the user's mistakes exit 2, internal failures 1, a run stopped by its budget
+/// 3 and one stopped by a signal 128 + its number, wherever in the command's error they are.
 pub trait Exit: std::fmt::Display {
     /// The status the command exits with.
     fn status(&self) -> ExitStatus;

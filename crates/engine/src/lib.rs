@@ -66,17 +66,7 @@ macro_rules! note {
 /// `From` each failure [`EngineError`] wraps, for a command's error that wraps [`EngineError`]
 /// (`Engine(#[from] EngineError)`), so that `?` takes them there through it.
 macro_rules! from_common_failures {
-    ($error:ty) => {
-        from_common_failures!(
-            $error: critbench_storage::dataset::DatasetError,
-            critbench_storage::tables::StorageError,
-            crate::run_dir::RunDirError,
-            critbench_report::ReportError,
-            critbench_openai::ClientError,
-            critbench_plugin_host::OpenCriticError
-        );
-    };
-    ($error:ty: $($failure:ty),*) => {
+    (@each $error:ty: $($failure:ty),*) => {
         $(
             impl From<$failure> for $error {
                 fn from(failure: $failure) -> $error {
@@ -84,6 +74,16 @@ macro_rules! from_common_failures {
                 }
             }
         )*
+    };
+    ($error:ty) => {
+        from_common_failures!(@each $error:
+            critbench_storage::dataset::DatasetError,
+            critbench_storage::tables::StorageError,
+            crate::run_dir::RunDirError,
+            critbench_report::ReportError,
+            critbench_openai::ClientError,
+            critbench_plugin_host::OpenCriticError
+        );
     };
 }
 

@@ -116,7 +116,7 @@ pub enum JudgeRunError {
     Engine(#[from] EngineError),
 }
 
-from_common_failures!(JudgeRunError: crate::run_dir::RunDirError);
+from_common_failures!(JudgeRunError);
 
 impl JudgeRunError {
     /// Whether the user can fix this by changing their input (exit status 2).
