@@ -236,7 +236,7 @@ impl Summarizer {
         if row.censored {
             return self.add_censored(row);
         }
-        self.add_loop(row, row.passed && row.revisions == 0, crate::spend::Capped::ByRule)?;
+        self.add_loop(row, row.passed && row.revisions == 0, crate::totals::Capped::ByRule)?;
         if let Some(passed) = row.adjudicated_passed {
             let arm = format!("{}{ADJUDICATED_SUFFIX}", row.arm);
             let adjudicated = OutcomeStats {
@@ -246,7 +246,7 @@ impl Summarizer {
                 rounds: row.rounds + 1,
                 ..*row
             };
-            self.add_loop(&adjudicated, passed && row.revisions == 0, crate::spend::Capped::ByRule)?;
+            self.add_loop(&adjudicated, passed && row.revisions == 0, crate::totals::Capped::ByRule)?;
         }
         Ok(())
     }
@@ -257,13 +257,13 @@ impl Summarizer {
         &mut self,
         row: &OutcomeStats<'_>,
         first: bool,
-        capped: crate::spend::Capped,
+        capped: crate::totals::Capped,
     ) -> Result<(), RowError> {
         self.add_loop(row, first, capped)
     }
 
     /// Adds one loop; `first` is whether its first draft passed the judge.
-    fn add_loop(&mut self, row: &OutcomeStats<'_>, first: bool, capped: crate::spend::Capped) -> Result<(), RowError> {
+    fn add_loop(&mut self, row: &OutcomeStats<'_>, first: bool, capped: crate::totals::Capped) -> Result<(), RowError> {
         if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
             self.run_id = Some(row.run_id.to_string());
         }
