@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use critbench_critic_benchmark::{JudgeOutcome, JudgeSpec};
 
+pub use super::error::JudgeSetupError;
 use crate::EngineError;
 use crate::experiment::{Experiment, MAX_JUDGE_REPEATS};
 use crate::run::chat::plugin_host;
@@ -92,15 +93,4 @@ pub fn judge_experiment(
     let outcome = critbench_critic_benchmark::judge(&spec)?;
     let model_usage = session.map(|s| s.report());
     Ok(JudgeRun { outcome, model_usage })
-}
-
-/// Why `critbench judge` cannot be set up from an experiment (exit status 2).
-#[derive(Debug, thiserror::Error)]
-pub enum JudgeSetupError {
-    /// `--repeats` out of range.
-    #[error("--repeats must be from 1 to {max}")]
-    Repeats {
-        /// The largest number allowed.
-        max: u32,
-    },
 }

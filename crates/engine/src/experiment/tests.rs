@@ -7,6 +7,7 @@ use critbench_plugin_host::CriticSource;
 
 use super::resolve::normalize;
 use super::*;
+use crate::EngineError;
 
 /// An experiment read from `text`, as a file of its own; errors name the folder `DIR`.
 pub(crate) fn load(text: &str) -> Result<Experiment, String> {

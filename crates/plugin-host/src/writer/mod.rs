@@ -11,21 +11,23 @@
 
 mod pipelined;
 mod simple;
+mod start;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use critbench_core::author::{Author, AuthorError, Draft, DraftKey, Hint, Writing};
 use critbench_core::{Critique, SeedKey, Task};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::{ModelAccess, ModelField, ModelPass, ModelRole, ModelUse};
 use crate::process::ChildCounters;
-use crate::program::{Broken, CommandProblem, Launch, MIN_STARTUP, Program, command_launch, excerpt, text_of};
-use crate::protocol::{ConfigRefused, PROTOCOL_VERSION, config_answer, config_line};
+use crate::program::{CommandProblem, command_launch};
 use crate::request::TaskJson;
+use start::Starter;
+pub use start::WriterInfo;
 
 /// What a writer's child process is named by in messages ("the writer wrote …").
 const ROLE: &str = "writer";
@@ -64,32 +66,6 @@ pub struct WriterStartError {
     pub command: String,
     /// Why.
     pub message: String,
-}
-
-/// Who a writer program said it is, and the file its hash was taken of, for the manifest.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct WriterInfo {
-    /// `generate` (both roles when it is the only program) or `revise`.
-    pub role: &'static str,
-    /// The hello's `name`.
-    pub name: String,
-    /// The hello's `version`.
-    pub version: String,
-    /// The command line as the experiment gives it.
-    pub command: Vec<String>,
-    /// The sha256 of the first argument that names a file (the script), else of the program.
-    pub sha256: String,
-}
-
-/// The first line a writer writes.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Hello {
-    protocol: u32,
-    name: String,
-    version: String,
-    #[serde(default)]
-    pipelined: bool,
 }
 
 /// The writer programs of a run: one for both roles, or a generator and a reviser.
@@ -222,64 +198,6 @@ impl Served {
             Served::Pipelined(lanes) => lanes.submit(request, task).await,
         }
     }
-}
-
-/// How a writer program's processes are started: its command, its config and its limits; and
-/// what the manifest records of it.
-struct Starter {
-    info: WriterInfo,
-    launch: Launch,
-    config: Value,
-    timeout: Duration,
-    memory_mb: Option<u64>,
-    trouble: Arc<ChildCounters>,
-}
-
-/// A writer's process and the id of its next request (the config's is 0).
-struct Child {
-    program: Program,
-    next_id: u64,
-}
-
-impl Starter {
-    /// Spawns a process, reads its hello and hands it the config; the error in words.
-    fn start(&self) -> Result<(Child, Hello), String> {
-        let (program, hello) = Program::start(&self.launch, self.memory_mb, self.timeout)?;
-        let fail = |program: Program, broken: Broken| program.finish(Some(broken));
-        let hello = match read_hello(hello) {
-            Ok(hello) => hello,
-            Err(message) => return Err(fail(program, Broken::Protocol(message))),
-        };
-        let mut program = program;
-        let startup = self.timeout.max(MIN_STARTUP);
-        if let Err(source) = program.send(&config_line(&self.config)) {
-            return Err(fail(program, Broken::Send { what: "the config", source }));
-        }
-        let answer = match program.next_message(Instant::now() + startup, startup) {
-            Ok((answer, _)) => config_answer(&answer).map_err(|e| Broken::Protocol(e.to_string())),
-            Err(broken) => Err(broken),
-        };
-        match answer {
-            Ok(Ok(())) => Ok((Child { program, next_id: 1 }, hello)),
-            Ok(Err(ConfigRefused(message))) => {
-                program.finish(None);
-                Err(format!("rejected its config: {message}"))
-            }
-            Err(broken) => Err(fail(program, broken)),
-        }
-    }
-
-    /// Stops a process that broke down, counted, and says why for the loop it costs.
-    fn stop(&self, child: Child, broken: Broken) -> String {
-        self.trouble.stopped(&broken);
-        let message = child.program.finish(Some(broken));
-        format!("{message}; the writer process was stopped and will be restarted")
-    }
-}
-
-/// Request `id`'s line: `request` (a write request's JSON) as its `write`.
-fn write_line(id: u64, request: &str) -> String {
-    format!("{{\"id\":{id},\"write\":{request}}}")
 }
 
 /// The seed a writer is given for a draft: the same for every arm of a task's round, below 2^53
@@ -424,88 +342,9 @@ fn written(text: String, used: Option<ModelUse>) -> Draft {
     }
 }
 
-/// A writer's hello, or what is wrong with it.
-fn read_hello(hello: Value) -> Result<Hello, String> {
-    if hello.get("score_range").is_some() {
-        return Err(format!(
-            "the hello line is a critic's (it gives a `score_range`): a writer says {{\"protocol\": {PROTOCOL_VERSION}, \
-             \"name\": ..., \"version\": ...}}; got {}",
-            excerpt(&hello.to_string())
-        ));
-    }
-    let hello: Hello = serde_json::from_value(hello).map_err(|e| format!("the hello line is not valid: {e}"))?;
-    if hello.protocol != PROTOCOL_VERSION {
-        return Err(format!(
-            "the hello says protocol {}; a writer speaks protocol {PROTOCOL_VERSION}: say \"protocol\": {PROTOCOL_VERSION}",
-            hello.protocol
-        ));
-    }
-    if hello.name.is_empty() {
-        return Err("the hello line needs a non-empty name".into());
-    }
-    Ok(hello)
-}
-
-/// The writer's answer to request `id`: exactly `id` and `draft` (a string), or `id` and `error`.
-fn answer(message: &Value, id: u64) -> Result<Result<String, String>, String> {
-    let text = || excerpt(&message.to_string());
-    match message.get("id") {
-        Some(got) if got.as_u64() == Some(id) => {}
-        None => {
-            return Err(format!(
-                "the writer wrote a message without an id while critbench waited for request {id}: {}",
-                text()
-            ));
-        }
-        Some(got) => {
-            return Err(format!(
-                "the writer wrote a message for request {got} while critbench waited for request {id}: {}",
-                text()
-            ));
-        }
-    }
-    let object = message.as_object().expect("a message with an id is an object");
-    let keys: Vec<&str> = object.keys().map(String::as_str).filter(|k| *k != "id").collect();
-    match (keys.as_slice(), object.get("draft")) {
-        (["draft"], Some(Value::String(draft))) => Ok(Ok(draft.clone())),
-        (["error"], _) => Ok(Err(text_of(&object["error"]))),
-        _ => Err(format!(
-            "the writer wrote a line that is not an answer (an answer is {{\"id\": N, \"draft\": \"...\"}} or {{\"id\": N, \
-             \"error\": \"...\"}}): {}",
-            text()
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_answer_is_a_draft_or_an_error_for_the_request_asked() {
-        let read = |line: &str| answer(&serde_json::from_str(line).unwrap(), 4);
-        assert_eq!(read(r#"{"id": 4, "draft": "text"}"#), Ok(Ok("text".into())));
-        assert_eq!(read(r#"{"id": 4, "error": "no"}"#), Ok(Err("no".into())));
-        assert!(
-            read(r#"{"id": 3, "draft": "text"}"#)
-                .unwrap_err()
-                .contains("for request 3 while critbench waited for request 4")
-        );
-        assert!(read(r#"{"draft": "text"}"#).unwrap_err().contains("without an id"));
-        assert!(read(r#"{"id": 4, "draft": 7}"#).unwrap_err().contains("not an answer"));
-        assert!(read(r#"{"id": 4, "draft": "a", "error": "b"}"#).unwrap_err().contains("not an answer"));
-    }
-
-    #[test]
-    fn a_critic_or_another_version_is_refused_with_what_to_change() {
-        let read = |line: &str| read_hello(serde_json::from_str(line).unwrap());
-        assert!(read(r#"{"protocol": 2, "name": "w", "version": "1"}"#).is_ok());
-        let critic = read(r#"{"protocol": 2, "name": "c", "version": "1", "score_range": [0, 10]}"#).unwrap_err();
-        assert!(critic.contains("is a critic's"), "{critic}");
-        assert!(read(r#"{"protocol": 1, "name": "w", "version": "1"}"#).unwrap_err().contains("say \"protocol\": 2"));
-        assert!(read(r#"{"protocol": 2, "name": "w", "version": "1", "pipelined": true}"#).unwrap().pipelined);
-        assert!(read(r#"{"protocol": 2, "name": "", "version": "1"}"#).unwrap_err().contains("non-empty name"));
-    }
 
     #[test]
     fn a_request_shows_what_the_arm_allows_and_the_task_as_a_critic_sees_it() {
