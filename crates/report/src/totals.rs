@@ -28,7 +28,7 @@ pub(crate) enum Capped {
     /// k below its rounds: its best-scored draft within k rounds, or its k-th with `final =
     /// "last"`.
     Judged(u64),
-    /// A held-out judge without a verdict on some such answer (it judged final answers only).
+    /// A held-out judge without a verdict on some such answer.
     Unknown,
 }
 
@@ -60,21 +60,6 @@ impl Loop {
             capped: Capped::ByRule,
         }
     }
-}
-
-/// Whether a loop passes when capped at fewer rounds than it used.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Capped {
-    /// The steering critic's reading: the loop stops at its first draft the critic passes, so
-    /// capped at k it passes when it passed within k rounds.
-    #[default]
-    ByRule,
-    /// A held-out judge's verdicts on the answer the loop gives capped at k (bit k − 1) for each
-    /// k below its rounds: its best-scored draft within k rounds, or its k-th with `final =
-    /// "last"`.
-    Judged(u64),
-    /// A held-out judge without a verdict on some such answer (it judged final answers only).
-    Unknown,
 }
 
 /// Running sums of one config × critic × arm.
