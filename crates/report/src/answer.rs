@@ -131,11 +131,16 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
     // With single, no-feedback and feedback alone the lines above already say each step.
     let beyond = steps.iter().any(|s| [Arm::Placebo.as_str(), Arm::Oracle.as_str()].contains(&s.to_arm.as_str()));
     if let Some(first) = steps.first().filter(|_| beyond) {
-        let mut line = format!("  where the gain comes from, by {}, pp: {}", reading.short(), first.from_arm);
+        let mut line = format!("  where the gain comes from (pp, {}): {}", reading.short(), first.from_arm);
         for step in &steps {
-            let _ = write!(line, " → {} {:+.1}", step.to_arm, 100.0 * step.diff);
-            if let Some(p) = step.p_value.filter(|p| *p >= 0.05) {
-                let _ = write!(line, " (p = {})", format_p(p));
+            // Rounded before it is signed: `+0.0`, never `-0.0`.
+            let _ = write!(line, " → {} {:+.1}", step.to_arm, (1000.0 * step.diff).round() / 10.0 + 0.0);
+            match step.p_value {
+                None => line.push_str(" (by design)"),
+                Some(p) if p >= 0.05 => {
+                    let _ = write!(line, " (p = {})", format_p(p));
+                }
+                Some(_) => {}
             }
         }
         line.push_str("; p < 0.05 unless shown");
@@ -149,13 +154,19 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
                 Some(format!("{arm} {:+.1}", 100.0 * (by_critic.pass_rate - judged.pass_rate)))
             })
             .collect();
-        let mut line = format!("  critic − {} pass rate, pp: {}", reading.short(), inflation.join(" · "));
+        let head = format!("  critic − {} pass rate, pp: ", reading.short());
+        let mut line = crate::format::fit_line(&head, &inflation);
         let pleasing = report
             .evaluators
             .as_ref()
             .map(|evaluated| crate::evaluators::pleasing_answer(evaluated, config, critic, reading.judge));
         if let Some((suffix, _)) = &pleasing {
-            line.push_str(suffix);
+            // On a line of its own when the two do not fit on one.
+            if line.chars().count() + suffix.chars().count() <= crate::format::LINE_WIDTH {
+                line.push_str(suffix);
+            } else {
+                out.push(std::mem::replace(&mut line, format!("  {}", suffix.trim_start_matches("; "))));
+            }
         }
         out.push(line);
         // The pleasing gaps significant at this config, flagged or not.
@@ -177,25 +188,24 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
             ));
         }
     }
-    let costs: Vec<String> = arms
-        .iter()
-        .filter_map(|arm| {
-            let row = reading.row(config, critic, arm)?;
-            Some(format!("{arm} {}", cost_per_pass(row, report.summary.currency.as_deref())))
-        })
-        .collect();
-    out.push(format!("  spend per answer {} passes: {}", reading.short(), costs.join(" · ")));
+    let rows: Vec<(&str, &SummaryRow)> =
+        arms.iter().filter_map(|arm| Some((*arm, reading.row(config, critic, arm)?))).collect();
+    // In money when every arm's loops were priced, else in rounds; the unit said once.
+    let priced = rows.iter().all(|(_, row)| row.cost_total.is_some());
+    let unit = if priced { report.summary.currency.as_deref().unwrap_or("money") } else { "rounds" };
+    let costs: Vec<String> = rows.iter().map(|(arm, row)| format!("{arm} {}", cost_per_pass(row, priced))).collect();
+    out.push(crate::format::fit_line(&format!("  spend per answer {} passes, {unit}: ", reading.short()), &costs));
 }
 
-/// What a passed answer costs in an arm: its spend over the answers the judge passed (money when
-/// every loop was priced, else rounds); `none passed` when the judge passed none.
-fn cost_per_pass(row: &SummaryRow, currency: Option<&str>) -> String {
+/// What a passed answer costs in an arm: its spend over the answers the judge passed, in money
+/// (`priced`) or rounds; `none passed` when the judge passed none.
+fn cost_per_pass(row: &SummaryRow, priced: bool) -> String {
     if row.passed == 0 {
         return "none passed".to_string();
     }
-    match row.cost_total {
-        Some(total) => crate::format::money(total / row.passed as f64, currency),
-        None => format!("{:.1} rounds", row.rounds_total as f64 / row.passed as f64),
+    match row.cost_total.filter(|_| priced) {
+        Some(total) => crate::format::money(total / row.passed as f64, None),
+        None => format!("{:.1}", row.rounds_total as f64 / row.passed as f64),
     }
 }
 

@@ -114,7 +114,7 @@ impl Waiting {
             best_score: self.best_score,
             // Kept small: the money of two runs is not compared (each run's summary has its own).
             cost: None,
-            capped: crate::spend::Capped::ByRule,
+            capped: crate::totals::Capped::ByRule,
         }
     }
 }

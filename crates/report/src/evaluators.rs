@@ -1041,27 +1041,20 @@ pub(crate) fn pleasing_answer(
     if significant.is_empty() {
         return (suffix, None);
     }
-    let mut line = format!("  critic's gain − {judge}'s, first draft → answer:");
-    for (shown, r) in significant.iter().enumerate() {
-        let p = crate::format::format_p(r.pleasing_p.unwrap_or(1.0));
-        let entry = format!(
-            "{} {}, p {}{}",
-            r.arm,
-            crate::format::difference_cell(r.pleasing_gap, r.pleasing_gap_lo, r.pleasing_gap_hi),
-            if p.starts_with('<') { p } else { format!("= {p}") },
-            if r.critic_pleasing == Some(true) { ", flagged" } else { "" }
-        );
-        let separator = if shown == 0 { " " } else { " · " };
-        let left = significant.len() - shown - 1;
-        let more = if left > 0 { format!(" · {left} more") } else { String::new() };
-        let width = [line.as_str(), separator, &entry, &more].iter().map(|s| s.chars().count()).sum::<usize>();
-        if shown > 0 && width > 160 {
-            let _ = write!(line, " · {} more", left + 1);
-            break;
-        }
-        line.push_str(separator);
-        line.push_str(&entry);
-    }
+    let entries: Vec<String> = significant
+        .iter()
+        .map(|r| {
+            let p = crate::format::format_p(r.pleasing_p.unwrap_or(1.0));
+            format!(
+                "{} {}, p {}{}",
+                r.arm,
+                crate::format::difference_cell(r.pleasing_gap, r.pleasing_gap_lo, r.pleasing_gap_hi),
+                if p.starts_with('<') { p } else { format!("= {p}") },
+                if r.critic_pleasing == Some(true) { ", flagged" } else { "" }
+            )
+        })
+        .collect();
+    let line = crate::format::fit_line(&format!("  critic's gain − {judge}'s, first draft → answer: "), &entries);
     (suffix, Some(line))
 }
 

@@ -96,6 +96,24 @@ pub(crate) fn markdown_table<const N: usize>(header: &[&str; N], alignment: &str
     out
 }
 
+/// The widest line the terminal's answer prints, in characters.
+pub(crate) const LINE_WIDTH: usize = 160;
+
+/// `head` then as many of `entries` as fit in [`LINE_WIDTH`] characters, joined by ` · `, and
+/// ` · N more` for those left out (at least the first entry is always shown).
+pub(crate) fn fit_line(head: &str, entries: &[String]) -> String {
+    let width = |text: &str| text.chars().count();
+    let mut shown = entries.len();
+    loop {
+        let more = if shown < entries.len() { format!(" · {} more", entries.len() - shown) } else { String::new() };
+        let line = format!("{head}{}{more}", entries[..shown].join(" · "));
+        if shown <= 1 || width(&line) <= LINE_WIDTH {
+            return line;
+        }
+        shown -= 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +160,15 @@ mod tests {
                 assert!(digits <= 3 || parsed >= 1000.0, "{value} printed as {printed}: {digits} digits");
             }
         }
+    }
+
+    #[test]
+    fn a_line_keeps_the_entries_that_fit_and_counts_the_rest() {
+        let entries: Vec<String> = (0..30).map(|i| format!("arm{i} +1.0")).collect();
+        let line = fit_line("  head: ", &entries);
+        assert!(line.chars().count() <= LINE_WIDTH, "{line}");
+        let shown = line.matches(" +1.0").count();
+        assert!(line.ends_with(&format!(" · {} more", 30 - shown)), "{line}");
+        assert_eq!(fit_line("  head: ", &entries[..2]), "  head: arm0 +1.0 · arm1 +1.0");
     }
 }

@@ -59,7 +59,8 @@ fn step(comparisons: &[ComparisonRow], (config_id, critic): (&str, &str), from: 
         judge: row.judge.clone(),
         from_arm: from.to_string(),
         to_arm: to.to_string(),
-        diff: sign * row.diff,
+        // `0.0`, never `-0.0`, when the two are the same.
+        diff: sign * row.diff + 0.0,
         lo,
         hi,
         p_value: row.p_value,

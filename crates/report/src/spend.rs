@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::queries::round_spend::{RoundSpends, loop_key};
 use crate::rows::{ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES};
-use crate::totals::{Design, Loop, Paired, one_statistic};
+use crate::totals::{Capped, Design, Loop, Paired, one_statistic};
 
 /// The unit of spend in rounds (draws, for `resample`).
 pub const ROUNDS: &str = "rounds";
@@ -121,21 +121,6 @@ pub struct CostComparisonRow {
     pub p_value: Option<f64>,
     /// How the interval was computed (as in `comparisons.csv`), or `identical by design`.
     pub interval: String,
-}
-
-/// Whether a loop passes when capped at fewer rounds than it used.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Capped {
-    /// The steering critic's reading: the loop stops at its first draft the critic passes, so
-    /// capped at k it passes when it passed within k rounds.
-    #[default]
-    ByRule,
-    /// A held-out judge's verdicts on the answer the loop gives capped at k (bit k − 1) for each
-    /// k below its rounds: its best-scored draft within k rounds, or its k-th with `final =
-    /// "last"`.
-    Judged(u64),
-    /// A held-out judge without a verdict on some such answer (it judged final answers only).
-    Unknown,
 }
 
 /// What a loop of `rounds` answers capped at each k below `rounds`, as a held-out judge reads it:
@@ -605,7 +590,7 @@ fn thousands(value: u64) -> String {
 pub(crate) const SENTENCE: &str = "Both arms at the same mean spend per loop, the one that spends less as it ran and the \
      other capped at fewer rounds (draws) until it spends as much, mixing two neighbouring caps at random per loop where \
      one cap does not match; paired on the same task × epoch units, in money when priced, else in tokens when counted, \
-     else in rounds. A loop capped at k passes when it ended within k rounds and the judge passed its answer. \
+     else in rounds. A loop capped at k answers with the draft its rule picks among its first k rounds. \
      `cost_curves.csv` has every arm's pass rate at every cap and `cost_comparisons.csv` the comparisons at every cap of \
      the cheaper arm, by every judge.";
 

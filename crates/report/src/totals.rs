@@ -17,6 +17,21 @@ use crate::RowError;
 use crate::power::{Histogram, PowerRow};
 use crate::rows::{BOOTSTRAP_RESAMPLES, ComparisonRow, IDENTICAL_BY_DESIGN, SummaryRow};
 
+/// Whether a loop passes when capped at fewer rounds than it used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Capped {
+    /// The steering critic's reading: the loop stops at its first draft the critic passes, so
+    /// capped at k it passes when it passed within k rounds.
+    #[default]
+    ByRule,
+    /// A held-out judge's verdicts on the answer the loop gives capped at k (bit k − 1) for each
+    /// k below its rounds: its best-scored draft within k rounds, or its k-th with `final =
+    /// "last"`.
+    Judged(u64),
+    /// A held-out judge without a verdict on some such answer.
+    Unknown,
+}
+
 /// One loop of an open task: what the per-task statistics need of it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Loop {
@@ -29,7 +44,7 @@ pub(crate) struct Loop {
     pub best_score: f64,
     pub cost: Option<f64>,
     /// Whether it passes capped at fewer rounds than it used.
-    pub capped: crate::spend::Capped,
+    pub capped: Capped,
 }
 
 impl Loop {
@@ -42,7 +57,7 @@ impl Loop {
             rounds: row.rounds,
             best_score: row.best_score,
             cost: row.cost,
-            capped: crate::spend::Capped::ByRule,
+            capped: Capped::ByRule,
         }
     }
 }

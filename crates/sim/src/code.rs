@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use critbench_core::{Critique, Rng, Task};
 
-use crate::difficulty;
+use crate::odds::difficulty;
 use crate::request::{Generic, Requests};
 use crate::text::{capitalize, strip_final_stop};
 

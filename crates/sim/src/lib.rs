@@ -58,12 +58,15 @@
 use critbench_core::{Critique, Rng, Task};
 
 mod code;
+mod odds;
 mod paper;
 mod prose;
 mod rag;
 mod request;
 mod text;
 pub mod truth;
+
+pub use odds::OVER_EDIT_CHANCE;
 
 /// What kind of draft a task asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,18 +194,7 @@ pub fn adjudicate(task: &Task, draft: &str, concerns: Option<&Critique>, rng: &m
     text
 }
 
-/// How often the adjudicator over-edits a draft.
-pub const OVER_EDIT_CHANCE: f64 = 0.15;
-
 const PREAMBLES: [&str; 3] =
     ["Here is the final version:", "Sure! Here is the polished draft:", "Certainly, here is the revised document:"];
 const CLOSINGS: [&str; 3] =
     ["I hope this helps.", "Let me know if you would like any further changes.", "No contradictions were found."];
-
-/// `meta.difficulty`, clamped to 0..=1; 0.5 when absent.
-fn difficulty(task: &Task) -> f64 {
-    match task.meta_number("difficulty") {
-        Some(value) if value.is_finite() => value.clamp(0.0, 1.0),
-        _ => 0.5,
-    }
-}

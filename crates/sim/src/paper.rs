@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use critbench_core::{Critique, Rng, Suggestion, Task};
 
-use crate::difficulty;
+use crate::odds::difficulty;
 use crate::request::{Generic, Requests};
 use crate::text::{capitalize, decapitalize, split_sentences, strip_final_stop, word_count};
 

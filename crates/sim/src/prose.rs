@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use critbench_core::{Critique, Rng, Task};
 
-use crate::difficulty;
+use crate::odds::difficulty;
 use crate::request::{Generic, Requests};
 use crate::text::{capitalize, decapitalize, split_sentences, strip_final_stop};
 

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use critbench_core::{Critique, Rng, Suggestion, Task};
 use serde_json::Value;
 
-use crate::difficulty;
+use crate::odds::difficulty;
 use crate::request::Requests;
 use crate::text::{content_words, split_sentences, strip_final_stop};
 

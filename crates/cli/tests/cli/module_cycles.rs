@@ -1,9 +1,9 @@
-//! No module of a crate imports one that imports it back: each crate's top-level modules form a
-//! graph without cycles, read off the sources' `crate::` paths — a module's, a group's, or a name
-//! the crate root re-exports from a module — (test modules and comments aside), so a layer can be
-//! read without the ones above it.
+//! No source file of a crate imports one that imports it back: each crate's files form a graph
+//! without cycles, read off the paths their code names (`crate::`, `super::`, `self::`, in a `use`
+//! or in code, followed through the names modules re-export; test modules and comments aside), so
+//! a file can be read without the ones that use it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
@@ -245,143 +245,505 @@ fn test_module_files(src: &Path, files: &[PathBuf]) -> BTreeSet<PathBuf> {
     tests
 }
 
-/// Top-level module → the top-level modules of the same crate its code names: by a path
-/// (`crate::module::…`), in a group (`use crate::{module, other::Item}`), or by a name the crate
-/// root re-exports from a module (`crate::Item` after `pub use module::Item;` in `lib.rs`).
-fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    let tests = test_module_files(src, &files);
-    let root = ["lib.rs", "main.rs"].iter().map(|name| src.join(name)).find(|path| path.is_file());
-    let reexports = root.map_or_else(BTreeMap::new, |root| {
-        root_reexports(&without_test_modules(&std::fs::read_to_string(root).unwrap()).0)
-    });
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in files {
-        if tests.iter().any(|test| file.starts_with(test)) {
-            continue;
+/// The code of a source text: comments, strings and character literals blanked (their newlines
+/// kept), so that no path written in them reads as one the code names.
+fn code_only(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut code = bytes.to_vec();
+    let blank = |code: &mut Vec<u8>, from: usize, to: usize| {
+        for byte in &mut code[from..to.min(bytes.len())] {
+            if *byte != b'\n' {
+                *byte = b' ';
+            }
         }
-        let relative = file.strip_prefix(src).unwrap();
-        let top =
-            relative.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
-        if top == "lib" || top == "main" {
-            continue;
+    };
+    let mut at = 0;
+    while at < bytes.len() {
+        let end = match bytes[at] {
+            b'/' if bytes[at..].starts_with(b"//") => at + text[at..].find('\n').unwrap_or(text.len() - at),
+            b'/' if bytes[at..].starts_with(b"/*") => block_comment_end(text, at),
+            b'"' => string_end(bytes, at + 1, 0),
+            b'r' if opens_raw_string(bytes, at) && raw_string_hashes(bytes, at).is_some() => {
+                let hashes = raw_string_hashes(bytes, at).expect("just matched");
+                raw_string_end(bytes, at + 2 + hashes, hashes)
+            }
+            b'\'' if bytes.get(at + 1) == Some(&b'\\') => string_end(bytes, at + 1, b'\''),
+            b'\'' => {
+                // A character literal (`'{'`), not a lifetime (`'a`).
+                let width = text[at + 1..].chars().next().map_or(1, char::len_utf8);
+                if bytes.get(at + 1 + width) == Some(&b'\'') { at + width + 2 } else { at + 1 }
+            }
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        if end > at + 1 || bytes[at] != b'\'' {
+            blank(&mut code, at, end);
         }
-        let (code, _) = without_test_modules(&std::fs::read_to_string(&file).unwrap());
-        let code: String = code.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
-        let names = graph.entry(top.clone()).or_default();
-        for first in crate_paths(&code) {
-            let module = reexports.get(&first).cloned().unwrap_or(first);
-            if module != top {
-                names.insert(module);
+        at = end.max(at + 1);
+    }
+    String::from_utf8(code).expect("only ASCII bytes and whole characters were replaced")
+}
+
+/// A token of code: a word (`$crate` reads as `crate`), `::`, or any other character.
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Word(String),
+    PathSep,
+    Mark(char),
+}
+
+/// The tokens of `code` (from [`code_only`]); numbers are left out.
+fn tokens(code: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    let mut chars = code.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c.is_alphanumeric() || c == '_' || c == '$' {
+            let mut end = at + c.len_utf8();
+            while let Some(&(next, d)) = chars.peek() {
+                if !(d.is_alphanumeric() || d == '_') {
+                    break;
+                }
+                end = next + d.len_utf8();
+                chars.next();
+            }
+            let word = code[at..end].trim_start_matches('$');
+            if !c.is_ascii_digit() && !word.is_empty() {
+                tokens.push(Token::Word(word.to_string()));
+            }
+        } else if c == ':' && chars.peek().is_some_and(|&(_, d)| d == ':') {
+            chars.next();
+            tokens.push(Token::PathSep);
+        } else if !c.is_whitespace() {
+            tokens.push(Token::Mark(c));
+        }
+    }
+    tokens
+}
+
+fn word(token: Option<&Token>) -> Option<&str> {
+    match token {
+        Some(Token::Word(word)) => Some(word),
+        _ => None,
+    }
+}
+
+/// The token index of the bracket that closes the one at `open`, or the end.
+fn closing(tokens: &[Token], open: usize, (left, right): (char, char)) -> usize {
+    let mut depth = 0usize;
+    for (at, token) in tokens.iter().enumerate().skip(open) {
+        if *token == Token::Mark(left) {
+            depth += 1;
+        } else if *token == Token::Mark(right) {
+            depth -= 1;
+            if depth == 0 {
+                return at;
             }
         }
     }
-    let modules: BTreeSet<String> = graph.keys().cloned().collect();
-    graph.values_mut().for_each(|names| names.retain(|n| modules.contains(n)));
+    tokens.len()
+}
+
+/// One name a `use` brings in: the path as written (`self` dropped), the name it is known by
+/// (its alias, else its last segment; none for a glob or `as _`), and whether it is a glob.
+#[derive(Debug)]
+struct UseLeaf {
+    path: Vec<String>,
+    name: Option<String>,
+    glob: bool,
+}
+
+/// Reads the use tree at `at` under `prefix` into `leaves`: `a::b`, `a::b as c`, `a::*`,
+/// `a::{b, c::{self, d}}`. Returns the index past it.
+fn use_tree(tokens: &[Token], mut at: usize, prefix: Vec<String>, leaves: &mut Vec<UseLeaf>) -> usize {
+    let mut path = prefix;
+    if tokens.get(at) == Some(&Token::PathSep) {
+        at += 1;
+    }
+    loop {
+        match tokens.get(at) {
+            Some(Token::Mark('{')) => {
+                at += 1;
+                loop {
+                    match tokens.get(at) {
+                        None => return at,
+                        Some(Token::Mark('}')) => return at + 1,
+                        Some(Token::Mark(',')) => at += 1,
+                        Some(_) => at = use_tree(tokens, at, path.clone(), leaves).max(at + 1),
+                    }
+                }
+            }
+            Some(Token::Mark('*')) => {
+                leaves.push(UseLeaf { path, name: None, glob: true });
+                return at + 1;
+            }
+            Some(Token::Word(segment)) => {
+                at += 1;
+                if tokens.get(at) == Some(&Token::PathSep) {
+                    path.push(segment.clone());
+                    at += 1;
+                    continue;
+                }
+                let mut name = if segment == "self" { path.last().cloned() } else { Some(segment.clone()) };
+                if segment != "self" {
+                    path.push(segment.clone());
+                }
+                if word(tokens.get(at)) == Some("as") {
+                    name = word(tokens.get(at + 1)).filter(|alias| *alias != "_").map(str::to_string);
+                    at += 2;
+                }
+                leaves.push(UseLeaf { path, name, glob: false });
+                return at;
+            }
+            _ => return at,
+        }
+    }
+}
+
+/// What one file's code names, each in the module it is written in (the file's, or an inline
+/// module's within it).
+#[derive(Debug, Default)]
+struct FileCode {
+    /// The inline modules (`mod NAME { … }`), by module path.
+    inline_modules: Vec<Vec<String>>,
+    /// The items each module of the file defines (`struct`, `enum`, `fn`, `const`, `static`,
+    /// `type`, `trait`, `union`, `mod`), by module path.
+    defines: BTreeMap<Vec<String>, BTreeSet<String>>,
+    /// Each `use`: its module, whether it is a re-export (`pub`, `pub(…)`), and its leaves.
+    uses: Vec<(Vec<String>, bool, Vec<UseLeaf>)>,
+    /// Each path written in code outside a `use` (`crate::run::cost::RolePrices`,
+    /// `chunk::record_chunk`): its module and its segments.
+    paths: Vec<(Vec<String>, Vec<String>)>,
+    /// Each name the code uses outside a `use` (a word, or the first segment of a path; not a
+    /// field or method after `.`), with its module.
+    names: BTreeSet<(Vec<String>, String)>,
+}
+
+/// The keywords that open an item whose name follows.
+const ITEMS: [&str; 9] = ["struct", "enum", "fn", "const", "static", "type", "trait", "union", "mod"];
+
+/// Reads the code of the file whose module is `module`.
+fn file_code(module: &[String], code: &str) -> FileCode {
+    let tokens = tokens(code);
+    // The depth of braces each token is in.
+    let mut depths = Vec::with_capacity(tokens.len());
+    let mut depth = 0usize;
+    for token in &tokens {
+        if *token == Token::Mark('}') {
+            depth = depth.saturating_sub(1);
+        }
+        depths.push(depth);
+        if *token == Token::Mark('{') {
+            depth += 1;
+        }
+    }
+    let mut spans = Vec::new();
+    for at in 0..tokens.len() {
+        if word(tokens.get(at)) == Some("mod")
+            && let Some(name) = word(tokens.get(at + 1))
+            && tokens.get(at + 2) == Some(&Token::Mark('{'))
+        {
+            spans.push((at + 2, closing(&tokens, at + 2, ('{', '}')), name.to_string()));
+        }
+    }
+    // A token's module, and whether it is at that module's top level (outside any body).
+    let scope_at = |at: usize| -> (Vec<String>, bool) {
+        let inner: Vec<_> = spans.iter().filter(|(open, close, _)| *open < at && at < *close).collect();
+        let top = inner.last().map_or(0, |(open, ..)| depths[*open] + 1) == depths[at];
+        (module.iter().cloned().chain(inner.iter().map(|(.., name)| name.clone())).collect(), top)
+    };
+    let mut file = FileCode {
+        inline_modules: spans.iter().map(|(open, ..)| scope_at(open + 1).0).collect(),
+        ..FileCode::default()
+    };
+    let mut at = 0;
+    while at < tokens.len() {
+        let (scope, top) = scope_at(at);
+        let Some(first) = word(tokens.get(at)) else {
+            at += 1;
+            continue;
+        };
+        if first == "use" {
+            let public = match at.checked_sub(1).map(|before| &tokens[before]) {
+                Some(Token::Word(before)) => before == "pub",
+                // `pub(crate)`, `pub(in crate::run)`: the word before the parenthesis.
+                Some(Token::Mark(')')) => {
+                    let open = tokens[..at].iter().rposition(|token| *token == Token::Mark('('));
+                    word(open.and_then(|open| open.checked_sub(1)).map(|before| &tokens[before])) == Some("pub")
+                }
+                _ => false,
+            };
+            let mut leaves = Vec::new();
+            let end = use_tree(&tokens, at + 1, Vec::new(), &mut leaves);
+            file.uses.push((scope, public, leaves));
+            at = end.max(at + 1);
+            continue;
+        }
+        if top
+            && ITEMS.contains(&first)
+            && let Some(name) = word(tokens.get(at + 1)).filter(|name| !ITEMS.contains(name) && *name != "mut")
+        {
+            file.defines.entry(scope.clone()).or_default().insert(name.to_string());
+        }
+        let before = at.checked_sub(1).map(|before| &tokens[before]);
+        if before == Some(&Token::PathSep) || before == Some(&Token::Mark('.')) {
+            at += 1;
+            continue;
+        }
+        file.names.insert((scope.clone(), first.to_string()));
+        let mut segments = vec![first.to_string()];
+        let mut next = at + 1;
+        while tokens.get(next) == Some(&Token::PathSep)
+            && let Some(segment) = word(tokens.get(next + 1))
+        {
+            segments.push(segment.to_string());
+            next += 2;
+        }
+        if segments.len() > 1 {
+            file.paths.push((scope, segments));
+        }
+        at = next;
+    }
+    file
+}
+
+/// A crate's source files and the modules they hold, to resolve the paths its code writes.
+#[derive(Default)]
+struct Crate {
+    /// Each file, relative to the source folder (`run/loops/chunk.rs`).
+    files: Vec<String>,
+    /// Module path (`["run", "loops"]`) → the file holding it: each file's own module (`mod.rs`
+    /// and `lib.rs` are their folder's), and each inline module.
+    modules: BTreeMap<Vec<String>, usize>,
+    /// Module path → the items it defines.
+    defines: BTreeMap<Vec<String>, BTreeSet<String>>,
+    /// Module path → the names its `use`s bring in, each to the path it was written as.
+    imports: BTreeMap<Vec<String>, BTreeMap<String, Vec<String>>>,
+    /// Module path → the paths its glob imports (`use super::*`) were written as.
+    globs: BTreeMap<Vec<String>, Vec<Vec<String>>>,
+}
+
+/// How many names a path may pass through (`use` after `use`) before it is given up.
+const DEPTH: usize = 16;
+
+impl Crate {
+    fn defines(&self, module: &[String], name: &str) -> bool {
+        self.defines.get(module).is_some_and(|names| names.contains(name))
+    }
+
+    /// The absolute module path `name` stands for in `module`, when it is the crate's: a child
+    /// module, an item defined there, a name a `use` brings in, or one a glob import does.
+    fn lookup(&self, module: &[String], name: &str, depth: usize) -> Option<Vec<String>> {
+        let here = [module, &[name.to_string()]].concat();
+        if self.modules.contains_key(&here) || self.defines(module, name) {
+            return Some(here);
+        }
+        if depth >= DEPTH {
+            return None;
+        }
+        if let Some(target) = self.imports.get(module).and_then(|names| names.get(name)) {
+            return self.absolute(module, target, depth + 1);
+        }
+        self.through_globs(module, name, depth)
+    }
+
+    /// What `name` stands for in `module` through its glob imports alone.
+    fn through_globs(&self, module: &[String], name: &str, depth: usize) -> Option<Vec<String>> {
+        let globs = self.globs.get(module)?;
+        globs.iter().filter_map(|glob| self.absolute(module, glob, depth + 1)).find_map(|glob| {
+            let named = self.lookup(&glob, name, depth + 1)?;
+            // A glob brings in what the module defines or imports, not what reaches it by a glob.
+            (self.defines(&glob, name)
+                || self.modules.contains_key(&named)
+                || self.imports.get(&glob).is_some_and(|names| names.contains_key(name)))
+            .then_some(named)
+        })
+    }
+
+    /// The absolute module path of `path` as written in module `scope`, or `None` when it leads
+    /// out of the crate (another crate, a local type's associated item).
+    fn absolute(&self, scope: &[String], path: &[String], depth: usize) -> Option<Vec<String>> {
+        let (first, mut rest) = path.split_first()?;
+        let mut base = match first.as_str() {
+            "crate" => Vec::new(),
+            "self" => scope.to_vec(),
+            "super" => scope.split_last()?.1.to_vec(),
+            name => self.lookup(scope, name, depth)?,
+        };
+        while let Some((segment, after)) = rest.split_first()
+            && segment == "super"
+        {
+            base.pop()?;
+            rest = after;
+        }
+        Some([base, rest.to_vec()].concat())
+    }
+
+    /// The file that defines what the absolute `path` names: the file of its longest prefix that
+    /// is a module, past every `use` there that brings the next segment in (a re-export, or a
+    /// private import a child names through `super::`). `None` when such a `use` leads out of the
+    /// crate.
+    fn defining_file(&self, path: &[String], depth: usize) -> Option<usize> {
+        let known = (0..=path.len()).rev().find(|&k| self.modules.contains_key(&path[..k]))?;
+        if known < path.len() && !self.defines(&path[..known], &path[known]) && depth < DEPTH {
+            let target = self.lookup(&path[..known], &path[known], 0);
+            // A name the module brings in from another crate.
+            let brought_in = self.imports.get(&path[..known]).is_some_and(|names| names.contains_key(&path[known]));
+            match target {
+                Some(target) if target != path[..=known] => {
+                    return self.defining_file(&[target, path[known + 1..].to_vec()].concat(), depth + 1);
+                }
+                None if brought_in => return None,
+                _ => {}
+            }
+        }
+        Some(self.modules[&path[..known]])
+    }
+}
+
+/// The module path of a source file, from its place under the source folder.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut path: Vec<String> = relative.iter().map(|part| part.to_string_lossy().into_owned()).collect();
+    let last = path.pop().expect("a file").trim_end_matches(".rs").to_string();
+    if !(last == "mod" || path.is_empty() && (last == "lib" || last == "main")) {
+        path.push(last);
+    }
+    path
+}
+
+/// A crate's files, each → the files its code names → how (each path as written).
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// The graph between a crate's source files (test modules and comments aside). A file names
+/// another by a path to an item the other defines: in a `use` (`use crate::a::{b, c::d}`,
+/// `use super::Item`) or written in code (`crate::run::cost::RolePrices`, `child::function()`
+/// after `mod child;`), or by a name a glob import (`use super::*`) brings in. A name a module's
+/// `use` brings in is followed to the file that defines it. A path to a module itself names none
+/// of its items, and `mod child;` is how a parent holds its children, not an import; so is a
+/// re-export (`pub use child::Item;`) of a name the file's own code does not use.
+fn file_graph(src: &Path) -> Graph {
+    let mut paths = Vec::new();
+    rust_files(src, &mut paths);
+    paths.sort();
+    let tests = test_module_files(src, &paths);
+    paths.retain(|path| !tests.iter().any(|test| path.starts_with(test)));
+    let mut krate = Crate::default();
+    let mut codes = Vec::new();
+    for (index, path) in paths.iter().enumerate() {
+        let relative = path.strip_prefix(src).unwrap();
+        krate.files.push(relative.to_string_lossy().replace('\\', "/"));
+        let (code, _) = without_test_modules(&std::fs::read_to_string(path).unwrap());
+        let code = file_code(&module_path(relative), &code_only(&code));
+        krate.modules.insert(module_path(relative), index);
+        for inline in &code.inline_modules {
+            krate.modules.insert(inline.clone(), index);
+        }
+        for (module, names) in &code.defines {
+            krate.defines.entry(module.clone()).or_default().extend(names.iter().cloned());
+        }
+        for (scope, _, leaves) in &code.uses {
+            for leaf in leaves {
+                if leaf.glob {
+                    krate.globs.entry(scope.clone()).or_default().push(leaf.path.clone());
+                } else if let Some(name) = &leaf.name {
+                    let names = krate.imports.entry(scope.clone()).or_default();
+                    names.entry(name.clone()).or_insert(leaf.path.clone());
+                }
+            }
+        }
+        codes.push(code);
+    }
+    let mut graph: Graph = krate.files.iter().map(|file| (file.clone(), BTreeMap::new())).collect();
+    for (index, code) in codes.iter().enumerate() {
+        let mut names = |absolute: Option<Vec<String>>, text: String| {
+            let Some(absolute) = absolute.filter(|absolute| !krate.modules.contains_key(absolute)) else { return };
+            if let Some(target) = krate.defining_file(&absolute, 0)
+                && target != index
+            {
+                let edges = graph.entry(krate.files[index].clone()).or_default();
+                edges.entry(krate.files[target].clone()).or_default().insert(text);
+            }
+        };
+        let used = |name: &String| code.names.iter().any(|(_, used)| used == name);
+        for (scope, reexport, leaves) in &code.uses {
+            for leaf in leaves.iter().filter(|leaf| !leaf.glob) {
+                if *reexport && !leaf.name.as_ref().is_some_and(used) {
+                    continue;
+                }
+                names(krate.absolute(scope, &leaf.path, 0), format!("use {}", leaf.path.join("::")));
+            }
+        }
+        for (scope, path) in &code.paths {
+            names(krate.absolute(scope, path, 0), path.join("::"));
+        }
+        // Names only a glob import brings in.
+        for (scope, name) in &code.names {
+            let explicit = krate.imports.get(scope).is_some_and(|names| names.contains_key(name));
+            if !explicit && !krate.defines(scope, name) {
+                names(krate.through_globs(scope, name, 0), format!("{name} (by a glob import)"));
+            }
+        }
+    }
     graph
 }
 
-/// The first segment after every `crate::` of `code`: of the path, or of each path of a group
-/// `crate::{a, b::C}`.
-fn crate_paths(code: &str) -> Vec<String> {
-    let mut firsts = Vec::new();
-    for (i, _) in code.match_indices("crate::") {
-        let preceded_by_word = code[..i].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_');
-        if preceded_by_word {
-            continue;
-        }
-        let rest = &code[i + "crate::".len()..];
-        if rest.starts_with('{') {
-            if let Some(close) = matching(rest, 0) {
-                firsts.extend(group_items(&rest[1..close]).iter().map(|item| first_segment(item)));
-            }
-        } else {
-            firsts.push(first_segment(rest));
-        }
-    }
-    firsts.retain(|name| !name.is_empty() && name != "self");
-    firsts
-}
-
-/// The items of a use group's inside (`a, b::{C, D}, E as F`), split at its top-level commas.
-fn group_items(inside: &str) -> Vec<&str> {
-    let mut items = Vec::new();
-    let (mut depth, mut start) = (0usize, 0);
-    for (at, c) in inside.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                items.push(inside[start..at].trim());
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    items.push(inside[start..].trim());
-    items.retain(|item| !item.is_empty());
-    items
-}
-
-fn first_segment(path: &str) -> String {
-    path.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
-}
-
-/// Name → the module it comes from, for every name the crate root re-exports from one of its
-/// modules (`pub use module::Name;`, `pub use module::{A, b::C as D};`); globs name nothing.
-fn root_reexports(root: &str) -> BTreeMap<String, String> {
-    let mut names = BTreeMap::new();
-    for (at, _) in root.match_indices("use ") {
-        let line_start = root[..at].rfind('\n').map_or(0, |n| n + 1);
-        let before = root[line_start..at].trim();
-        if !before.starts_with("pub") {
-            continue;
-        }
-        let Some(end) = root[at..].find(';') else { continue };
-        let tree = root[at + "use ".len()..at + end].trim();
-        let tree = tree.strip_prefix("crate::").or_else(|| tree.strip_prefix("self::")).unwrap_or(tree);
-        let module = first_segment(tree);
-        for leaf in use_leaves(tree) {
-            names.insert(leaf, module.clone());
-        }
-    }
-    names
-}
-
-/// The names a use tree brings in: each leaf's alias, else its last segment.
-fn use_leaves(tree: &str) -> Vec<String> {
-    match (tree.find('{'), tree.rfind('}')) {
-        (Some(open), Some(close)) if open < close => {
-            group_items(&tree[open + 1..close]).into_iter().flat_map(use_leaves).collect()
-        }
-        _ => {
-            let leaf = tree.rsplit(" as ").next().unwrap_or(tree);
-            let name = leaf.rsplit("::").next().unwrap_or(leaf).trim();
-            if name == "*" || name == "self" || name.is_empty() { Vec::new() } else { vec![name.to_string()] }
-        }
-    }
-}
-
-/// A cycle through `start`, if there is one (depth-first search for a path back to it).
-fn cycle_through(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
-    let mut stack = vec![(start.to_string(), vec![start.to_string()])];
-    let mut seen = BTreeSet::new();
-    while let Some((module, path)) = stack.pop() {
-        for next in &graph[&module] {
-            if next == start {
-                return Some([path.clone(), vec![start.to_string()]].concat());
-            }
-            if seen.insert(next.clone()) {
-                stack.push((next.clone(), [path.clone(), vec![next.clone()]].concat()));
+/// Every cycle of the graph once: for each file on one, the shortest way back to it, unless a
+/// cycle through the same files is already listed.
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    let mut seen: BTreeSet<BTreeSet<String>> = BTreeSet::new();
+    for start in graph.keys() {
+        // Breadth-first from `start`, each file reached → the file it was reached from.
+        let mut from: BTreeMap<&String, &String> = BTreeMap::new();
+        let mut queue = VecDeque::from([start]);
+        let mut last = None;
+        'search: while let Some(file) = queue.pop_front() {
+            for next in graph.get(file).into_iter().flat_map(BTreeMap::keys) {
+                if next == start {
+                    last = Some(file);
+                    break 'search;
+                }
+                if !from.contains_key(next) {
+                    from.insert(next, file);
+                    queue.push_back(next);
+                }
             }
         }
+        let Some(mut file) = last else { continue };
+        let mut cycle = vec![start.clone()];
+        while file != start {
+            cycle.push(file.clone());
+            file = from[file];
+        }
+        cycle.push(start.clone());
+        cycle.reverse();
+        if seen.insert(cycle.iter().cloned().collect()) {
+            found.push(cycle);
+        }
     }
-    None
+    found
+}
+
+/// A cycle as the test reports it: `a.rs → b.rs → a.rs`, then each edge with the paths that make
+/// it.
+fn describe(cycle: &[String], graph: &Graph) -> String {
+    let mut text = cycle.join(" → ");
+    for pair in cycle.windows(2) {
+        let paths: Vec<&str> = graph[&pair[0]][&pair[1]].iter().map(String::as_str).collect();
+        text.push_str(&format!("\n    {} → {}: {}", pair[0], pair[1], paths.join(", ")));
+    }
+    text
+}
+
+/// The cycles of the crate whose source folder is `src`, described.
+fn crate_cycles(src: &Path) -> Vec<String> {
+    let graph = file_graph(src);
+    cycles(&graph).iter().map(|cycle| describe(cycle, &graph)).collect()
 }
 
 #[test]
-fn no_module_imports_one_that_imports_it_back() {
+fn no_file_imports_one_that_imports_it_back() {
     let mut crates: Vec<PathBuf> = std::fs::read_dir(repo().join("crates"))
         .unwrap()
         .map(|e| e.unwrap().path().join("src"))
@@ -389,34 +751,149 @@ fn no_module_imports_one_that_imports_it_back() {
         .collect();
     crates.sort();
     assert!(crates.len() >= 10, "found the crates: {crates:?}");
-    let mut cycles = Vec::new();
+    let mut found = Vec::new();
     for src in &crates {
-        let graph = module_graph(src);
-        // Every cycle once, whichever of its modules it was found through.
-        let mut seen: BTreeSet<BTreeSet<String>> = BTreeSet::new();
-        for module in graph.keys() {
-            if let Some(cycle) = cycle_through(&graph, module)
-                && seen.insert(cycle.iter().cloned().collect())
-            {
-                let name = src.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
-                cycles.push(format!("{name}: {}", cycle.join(" → ")));
-            }
-        }
+        let name = src.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
+        found.extend(crate_cycles(src).into_iter().map(|cycle| format!("{name}: {cycle}")));
     }
-    assert!(cycles.is_empty(), "module cycles:\n{}", cycles.join("\n"));
+    assert!(
+        found.is_empty(),
+        "{} file cycles (each file may import only from files that do not import it back: move what two files \
+         both need into one of them, or down into a file of its own):\n{}",
+        found.len(),
+        found.join("\n")
+    );
 }
 
-#[test]
-fn the_cycle_check_finds_a_cycle() {
+/// Writes `files` (path, text) under a new folder, a crate's source folder.
+fn crate_of(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("lib.rs"), "mod a;\nmod b;\nmod c;\n").unwrap();
-    std::fs::write(dir.path().join("a.rs"), "use crate::b::B;\n// crate::c in a comment is no import\n").unwrap();
-    std::fs::write(dir.path().join("b.rs"), "pub struct B;\nfn f() { crate::a::g() }\n").unwrap();
-    std::fs::write(dir.path().join("c.rs"), "use crate::a;\n#[cfg(test)]\nmod tests { use crate::c; }\n").unwrap();
-    let graph = module_graph(dir.path());
-    assert_eq!(graph["a"], BTreeSet::from(["b".to_string()]));
-    assert_eq!(cycle_through(&graph, "a"), Some(vec!["a".into(), "b".into(), "a".into()]));
-    assert_eq!(cycle_through(&graph, "c"), None);
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+fn edges(graph: &Graph, file: &str) -> BTreeSet<String> {
+    graph.get(file).map(|edges| edges.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// Two files of one folder importing each other fail the check, naming both and each import;
+/// the same files importing one way pass.
+#[test]
+fn a_planted_cycle_of_two_files_is_reported() {
+    let lib = "mod run;\n";
+    let run = "mod chunk;\nmod together;\n";
+    let chunk = "use super::together::Room;\npub const IN_FLIGHT: usize = 4;\npub fn f(_: Room) {}\n";
+    let together = "use super::chunk::{IN_FLIGHT, f};\npub struct Room;\n";
+    let dir = crate_of(&[("lib.rs", lib), ("run/mod.rs", run), ("run/chunk.rs", chunk), ("run/together.rs", together)]);
+    assert_eq!(
+        crate_cycles(dir.path()),
+        vec![
+            "run/chunk.rs → run/together.rs → run/chunk.rs\n    \
+             run/chunk.rs → run/together.rs: use super::together::Room\n    \
+             run/together.rs → run/chunk.rs: use super::chunk::IN_FLIGHT, use super::chunk::f"
+        ]
+    );
+
+    let together = "use super::chunk::{IN_FLIGHT, f};\nuse crate::run::room::Room;\n";
+    let chunk = "use super::room::Room;\npub const IN_FLIGHT: usize = 4;\npub fn f(_: Room) {}\n";
+    let run = "mod chunk;\nmod room;\nmod together;\n";
+    let room = "pub struct Room;\n";
+    let dir = crate_of(&[
+        ("lib.rs", lib),
+        ("run/mod.rs", run),
+        ("run/chunk.rs", chunk),
+        ("run/room.rs", room),
+        ("run/together.rs", together),
+    ]);
+    let graph = file_graph(dir.path());
+    assert_eq!(edges(&graph, "run/together.rs"), BTreeSet::from(["run/chunk.rs".into(), "run/room.rs".into()]));
+    assert_eq!(edges(&graph, "run/chunk.rs"), BTreeSet::from(["run/room.rs".into()]));
+    assert!(crate_cycles(dir.path()).is_empty(), "{graph:?}");
+}
+
+/// A parent declaring its children and re-exporting their items holds them; a child naming an
+/// item its parent defines while the parent names one of the child's is a cycle.
+#[test]
+fn the_cycle_check_tells_holding_a_child_from_importing_from_it() {
+    let lib = "mod a;\npub use a::b::Deep;\n";
+    let a = "mod b;\npub use b::Deep;\npub(crate) use self::b::Other as Renamed;\npub struct Shared;\n";
+    let b = "use super::Shared;\npub struct Deep;\npub struct Other;\n";
+    let dir = crate_of(&[("lib.rs", lib), ("a/mod.rs", a), ("a/b.rs", b)]);
+    let graph = file_graph(dir.path());
+    assert_eq!(edges(&graph, "a/b.rs"), BTreeSet::from(["a/mod.rs".into()]));
+    assert!(edges(&graph, "a/mod.rs").is_empty() && edges(&graph, "lib.rs").is_empty(), "{graph:?}");
+    assert!(crate_cycles(dir.path()).is_empty());
+
+    // The parent using the child's item itself, by a path in code or a private `use`.
+    for a in ["mod b;\npub struct Shared;\nfn f() { b::Deep; }\n", "mod b;\nuse b::Deep;\npub struct Shared;\n"] {
+        let dir = crate_of(&[("lib.rs", lib), ("a/mod.rs", a), ("a/b.rs", b)]);
+        let cycles = crate_cycles(dir.path());
+        assert_eq!(cycles.len(), 1, "{a}");
+        assert!(
+            cycles[0].starts_with("a/b.rs → a/mod.rs → a/b.rs\n    a/b.rs → a/mod.rs: use super::Shared"),
+            "{cycles:?}"
+        );
+    }
+}
+
+/// Paths resolve from the module they are written in: `self::`, `super::super::`, an inline
+/// module's `super::`, a name brought in by a `use` (`use crate::run; run::cost::Price`), and
+/// names a module re-exports or imports, followed to the file that defines them.
+#[test]
+fn the_cycle_check_resolves_paths_where_they_are_written() {
+    let dir = crate_of(&[
+        ("lib.rs", "mod run;\nmod report;\nmod stop;\npub use stop::Stop;\n"),
+        ("run/mod.rs", "mod cost;\nmod loops;\npub use cost::Price;\nuse crate::stop::Signal;\n"),
+        ("run/cost.rs", "pub struct Price;\npub mod inner { use super::Price; pub struct In; }\n"),
+        ("run/loops/mod.rs", "mod chunk;\n"),
+        ("run/loops/chunk.rs", "fn f() -> super::super::Price { todo!() }\nfn g(_: crate::Stop) {}\n"),
+        (
+            "report.rs",
+            "use crate::run;\nuse self::local::*;\nmod local { pub fn h(_: super::run::Signal) {} }\nfn p(_: run::cost::inner::In) {}\n",
+        ),
+        (
+            "stop.rs",
+            "pub struct Stop;\npub struct Signal;\n/* crate::run::Price */\nconst S: &str = \"crate::report::x\";\n",
+        ),
+    ]);
+    let graph = file_graph(dir.path());
+    assert_eq!(edges(&graph, "run/loops/chunk.rs"), BTreeSet::from(["run/cost.rs".into(), "stop.rs".into()]));
+    assert_eq!(edges(&graph, "run/mod.rs"), BTreeSet::from(["stop.rs".into()]));
+    assert_eq!(edges(&graph, "report.rs"), BTreeSet::from(["run/cost.rs".into(), "stop.rs".into()]), "{graph:?}");
+    assert!(edges(&graph, "run/cost.rs").is_empty(), "an inline module's `super` is its file");
+    assert!(edges(&graph, "stop.rs").is_empty(), "comments and strings name nothing");
+    assert!(edges(&graph, "lib.rs").is_empty());
+    assert!(crate_cycles(dir.path()).is_empty());
+}
+
+/// A glob import (`use super::*`) names what the globbed module defines or imports from the crate,
+/// and only the names the file's code uses; a name it imports from another crate names no file.
+#[test]
+fn the_cycle_check_follows_glob_imports_to_the_names_used() {
+    let dir = crate_of(&[
+        ("lib.rs", "mod a;\nmod b;\nmod c;\nmod d;\nuse std::collections::BTreeMap;\nuse d::Deep;\npub struct Root;\n"),
+        ("a.rs", "use super::*;\nfn f(_: BTreeMap<u8, u8>) {}\n"),
+        ("b.rs", "use super::*;\npub fn g(_: Root) {}\n"),
+        ("c.rs", "use crate::b::*;\nuse super::*;\nfn h(deep: Deep) { g(Root); deep.Root; }\n"),
+        ("d.rs", "pub struct Deep;\n"),
+    ]);
+    let graph = file_graph(dir.path());
+    assert!(edges(&graph, "a.rs").is_empty(), "BTreeMap is std's: {graph:?}");
+    assert_eq!(edges(&graph, "b.rs"), BTreeSet::from(["lib.rs".into()]));
+    assert_eq!(edges(&graph, "c.rs"), BTreeSet::from(["b.rs".into(), "d.rs".into(), "lib.rs".into()]));
+    assert_eq!(graph["c.rs"]["d.rs"], BTreeSet::from(["Deep (by a glob import)".into()]));
+}
+
+/// Comments, strings and character literals name nothing; lifetimes are not literals.
+#[test]
+fn the_cycle_check_reads_code_only() {
+    let text = "a('\\'', \"b::c\", '{', b'x') /* d::e */ // f::g\nfn h<'a>(x: &'a str) {}\n";
+    assert_eq!(code_only(text).split_whitespace().collect::<String>(), "a(,,,b)fnh<'a>(x:&'astr){}");
+    assert_eq!(code_only(text).lines().count(), 2);
 }
 
 /// A `#[cfg(test)] use` is code of its file, and so is everything after it; only test modules
@@ -450,17 +927,19 @@ pub fn h() -> u8 { crate::c::k() }
     std::fs::write(dir.path().join("b.rs"), b).unwrap();
     std::fs::write(dir.path().join("c.rs"), "pub fn k() -> u8 { 2 }\n#[cfg(test)]\nmod tests;\n").unwrap();
     std::fs::create_dir(dir.path().join("c")).unwrap();
-    std::fs::write(dir.path().join("c/tests.rs"), "use crate::a;\n").unwrap();
+    std::fs::write(dir.path().join("c/tests.rs"), "use crate::a::f;\n").unwrap();
     std::fs::write(dir.path().join("d.rs"), "pub fn m() {}\n").unwrap();
-    std::fs::write(dir.path().join("fixtures.rs"), "use crate::a;\n").unwrap();
+    std::fs::write(dir.path().join("fixtures.rs"), "use crate::a::f;\n").unwrap();
     std::fs::create_dir(dir.path().join("helpers")).unwrap();
-    std::fs::write(dir.path().join("helpers/mod.rs"), "use crate::a;\n").unwrap();
-    let graph = module_graph(dir.path());
-    assert_eq!(graph["a"], BTreeSet::from(["b".to_string(), "c".to_string()]), "the line after the test import");
-    assert_eq!(graph["b"], BTreeSet::from(["c".to_string()]), "not the test module's, but the line after it");
-    assert!(graph["c"].is_empty(), "c/tests.rs is c's test module: {graph:?}");
-    assert!(!graph.contains_key("fixtures") && !graph.contains_key("helpers"), "{graph:?}");
-    assert_eq!(cycle_through(&graph, "a"), None);
+    std::fs::write(dir.path().join("helpers/mod.rs"), "use crate::a::f;\n").unwrap();
+    let graph = file_graph(dir.path());
+    assert_eq!(edges(&graph, "a.rs"), BTreeSet::from(["b.rs".into(), "c.rs".into()]), "the line after the test import");
+    assert_eq!(edges(&graph, "b.rs"), BTreeSet::from(["c.rs".into()]), "not the test module's, but the line after it");
+    assert!(edges(&graph, "c.rs").is_empty(), "{graph:?}");
+    for test in ["c/tests.rs", "fixtures.rs", "helpers/mod.rs"] {
+        assert!(!graph.contains_key(test), "{test} is a test module: {graph:?}");
+    }
+    assert!(cycles(&graph).is_empty());
 
     // The old reading stopped at the first `#[cfg(test)]`, and saw nothing of `a` past it.
     let (code, modules) = without_test_modules(a);
@@ -475,28 +954,24 @@ pub fn h() -> u8 { crate::c::k() }
     );
 }
 
-/// A name re-exported by the crate root (`crate::Error`), or a module named in a group
-/// (`use crate::{a, b::C}`), is an import of the module it comes from.
+/// A name the crate root re-exports (`crate::Renamed`), or an item named in a group
+/// (`use crate::{a::Alpha, d::D}`), is an import of the file that defines it.
 #[test]
 fn the_cycle_check_follows_root_reexports_and_groups() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("lib.rs"),
-        "mod a;\nmod b;\nmod c;\nmod d;\npub use a::{Alpha, inner::Deep as Renamed};\npub(crate) use b::Beta;\npub use c::*;\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("a.rs"),
-        "pub struct Alpha;\npub mod inner { pub struct Deep; }\nuse crate::Beta;\n",
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("b.rs"), "pub struct Beta;\nfn f(_: crate::Renamed) {}\n").unwrap();
-    std::fs::write(dir.path().join("c.rs"), "use crate::{\n    d,\n    a::Alpha,\n};\n").unwrap();
-    std::fs::write(dir.path().join("d.rs"), "use crate::{self as root};\n").unwrap();
-    let graph = module_graph(dir.path());
-    assert_eq!(graph["a"], BTreeSet::from(["b".to_string()]), "crate::Beta is b's");
-    assert_eq!(graph["b"], BTreeSet::from(["a".to_string()]), "crate::Renamed is a's");
-    assert_eq!(graph["c"], BTreeSet::from(["a".to_string(), "d".to_string()]), "both paths of the group");
-    assert!(graph["d"].is_empty(), "{graph:?}");
-    assert_eq!(cycle_through(&graph, "a"), Some(vec!["a".into(), "b".into(), "a".into()]));
+    let dir = crate_of(&[
+        (
+            "lib.rs",
+            "mod a;\nmod b;\nmod c;\nmod d;\npub use a::{Alpha, inner::Deep as Renamed};\npub(crate) use b::Beta;\npub use c::*;\n",
+        ),
+        ("a.rs", "pub struct Alpha;\npub mod inner { pub struct Deep; }\nuse crate::Beta;\n"),
+        ("b.rs", "pub struct Beta;\nfn f(_: crate::Renamed) {}\n"),
+        ("c.rs", "use crate::{\n    d::D,\n    a::Alpha,\n};\n"),
+        ("d.rs", "pub struct D;\nuse crate::{self as root};\n"),
+    ]);
+    let graph = file_graph(dir.path());
+    assert_eq!(edges(&graph, "a.rs"), BTreeSet::from(["b.rs".into()]), "crate::Beta is b's");
+    assert_eq!(edges(&graph, "b.rs"), BTreeSet::from(["a.rs".into()]), "crate::Renamed is a's");
+    assert_eq!(edges(&graph, "c.rs"), BTreeSet::from(["a.rs".into(), "d.rs".into()]), "both paths of the group");
+    assert!(edges(&graph, "d.rs").is_empty() && edges(&graph, "lib.rs").is_empty(), "{graph:?}");
+    assert_eq!(cycles(&graph), vec![vec!["a.rs".to_string(), "b.rs".into(), "a.rs".into()]]);
 }

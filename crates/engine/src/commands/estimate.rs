@@ -18,9 +18,10 @@ use critbench_storage::dataset::{DatasetStream, OnBadRow};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use super::error::EstimateError;
 use crate::EngineError;
 use crate::experiment::{BackendKind, Experiment};
-use crate::run::{RunError, RunOptions, run_experiment};
+use crate::run::{RunOptions, run_experiment};
 use critbench_storage::shards::{OUTCOMES, TRAJECTORIES, table_file};
 
 /// The format version of `estimate.json`.
@@ -563,68 +564,6 @@ pub fn t_quantile(p: f64, df: u64) -> f64 {
         }
     }
     if p < 0.5 { -0.5 * (lo + hi) } else { 0.5 * (lo + hi) }
-}
-
-/// Why `critbench estimate` cannot run its pilot, or why a run is refused on its estimate (exit
-/// status 2); or how its pilot run failed or stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum EstimateError {
-    /// Fewer than two pilot tasks.
-    #[error("--pilot {pilot} leaves no spread to project a range from; give 2 tasks or more")]
-    PilotTooSmall {
-        /// The `--pilot` given.
-        pilot: usize,
-    },
-    /// The pilot's directory is the experiment's own run directory.
-    #[error(
-        "--out {} is the experiment's own run directory; a pilot writes elsewhere (by default {})",
-        out.display(),
-        default.display()
-    )]
-    OwnRunDirectory {
-        /// The `--out` given.
-        out: PathBuf,
-        /// Where a pilot goes by default.
-        default: PathBuf,
-    },
-    /// No task of the datasets reaches a critic.
-    #[error("no task of the datasets reaches a critic: nothing to estimate")]
-    NothingToEstimate,
-    /// The experiment's own estimate already exceeds its budget: refused before any call.
-    #[error(
-        "the estimate in {} already exceeds the budget: {}; raise [budget], or pass --force to run anyway (the \
-         budget still stops the run when it is reached)",
-        estimate.display(),
-        exceeds.join("; ")
-    )]
-    OverBudget {
-        /// The estimate file.
-        estimate: PathBuf,
-        /// Each budget it exceeds, as a sentence.
-        exceeds: Vec<String>,
-    },
-    /// The pilot run failed or stopped.
-    #[error(transparent)]
-    Pilot(#[from] RunError),
-    /// What any command can fail with.
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-}
-
-from_common_failures!(EstimateError);
-
-impl EstimateError {
-    /// Whether the user can fix this by changing their input (exit status 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            EstimateError::Pilot(error) => error.is_usage(),
-            EstimateError::Engine(error) => error.is_usage(),
-            EstimateError::PilotTooSmall { .. }
-            | EstimateError::OwnRunDirectory { .. }
-            | EstimateError::NothingToEstimate
-            | EstimateError::OverBudget { .. } => true,
-        }
-    }
 }
 
 #[cfg(test)]

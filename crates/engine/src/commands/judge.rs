@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use critbench_critic_benchmark::{JudgeOutcome, JudgeSpec};
 
-use crate::EngineError;
+pub use super::error::{JudgeRunError, JudgeSetupError};
 use crate::experiment::{Experiment, MAX_JUDGE_REPEATS};
 use crate::run::chat::plugin_host;
 use critbench_openai::usage::UsageReport;
@@ -92,38 +92,4 @@ pub fn judge_experiment(
     let outcome = critbench_critic_benchmark::judge(&spec)?;
     let model_usage = session.map(|s| s.report());
     Ok(JudgeRun { outcome, model_usage })
-}
-
-/// Why `critbench judge` cannot be set up from an experiment (exit status 2).
-#[derive(Debug, thiserror::Error)]
-pub enum JudgeSetupError {
-    /// `--repeats` out of range.
-    #[error("--repeats must be from 1 to {max}")]
-    Repeats {
-        /// The largest number allowed.
-        max: u32,
-    },
-}
-
-/// Why the judge run of an experiment failed ([`judge_experiment`]).
-#[derive(Debug, thiserror::Error)]
-pub enum JudgeRunError {
-    /// The critic benchmark could not benchmark the critics.
-    #[error(transparent)]
-    Benchmark(#[from] critbench_critic_benchmark::JudgeError),
-    /// What any command can fail with.
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-}
-
-from_common_failures!(JudgeRunError);
-
-impl JudgeRunError {
-    /// Whether the user can fix this by changing their input (exit status 2).
-    pub fn is_usage(&self) -> bool {
-        match self {
-            JudgeRunError::Benchmark(error) => error.is_usage(),
-            JudgeRunError::Engine(error) => error.is_usage(),
-        }
-    }
 }

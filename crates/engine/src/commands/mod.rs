@@ -2,6 +2,7 @@
 //! another critic or another policy grid), `estimate` (a pilot run and its projection) and `judge`
 //! (a critic benchmark set up from an experiment file).
 
+mod error;
 pub mod estimate;
 pub mod judge;
 pub mod replay;

@@ -11,6 +11,7 @@ use critbench_storage::evaluations::{EvaluationRow, EvaluationWriter, read_evalu
 use critbench_storage::recorded::{RecordedLoop, for_each_recorded_loop};
 use critbench_storage::tables::{OutcomeWriter, StorageError, TrajectoryWriter, read_outcome_metas};
 
+pub use super::error::{NotARun, ReplayError};
 use crate::EngineError;
 use crate::commands::KeptAside;
 use crate::experiment::limits;
@@ -474,114 +475,4 @@ impl LoopVerdicts {
         }
         rows
     }
-}
-
-/// Why a replay cannot run (the user's to fix, exit status 2), or failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    /// A negative or not-a-number `--plateau-eps`.
-    #[error("--plateau-eps {0}: must be a number ≥ 0")]
-    PlateauEps(f64),
-    /// A `--pass-score` or `--dim-target` that is infinite or not a number.
-    #[error("{0} is not a finite number")]
-    NotFinite(f64),
-    /// Two configs of the replayed grid are the same.
-    #[error("config {} is listed twice", .0.config_id)]
-    Repeated(critbench_core::RepeatedConfig),
-    /// A flag past the bounds the experiment file has too.
-    #[error(transparent)]
-    Limit(#[from] crate::experiment::limits::LimitError),
-    /// The directory is not a run that can be replayed.
-    #[error(
-        "{} is not a run directory that can be replayed: {reason}\n  hint: pass a directory written by `critbench run`",
-        dir.display()
-    )]
-    NotARun {
-        /// The directory given.
-        dir: PathBuf,
-        /// What is missing or wrong in it.
-        reason: NotARun,
-    },
-    /// The run's `manifest.json` cannot be read.
-    #[error(transparent)]
-    Manifest(#[from] critbench_storage::manifest::ManifestError),
-    /// The run's critics' critiques depend on the policy, so its rounds cannot be replayed.
-    #[error(
-        "cannot replay {}: critic(s) {} say their critiques depend on the loop policy, so the recorded \
-         rounds would not be what another policy sees; run the experiment again with the new policy",
-        dir.display(),
-        critics.join(", ")
-    )]
-    PolicyDependent {
-        /// The run directory.
-        dir: PathBuf,
-        /// The critics that say so.
-        critics: Vec<String>,
-    },
-    /// The run's loops end with an adjudicator's pass, which replay cannot redo.
-    #[error(
-        "cannot replay {}: its {arm} loops end with the adjudicator's pass (`adjudicate` in the experiment), \
-         and replay calls no model to adjudicate the final draft a new policy would return; run the \
-         experiment again with the new policy grid in [policy] (a grid in one run is replayed exactly, \
-         adjudication included)",
-        dir.display()
-    )]
-    Adjudicated {
-        /// The run directory.
-        dir: PathBuf,
-        /// An adjudicated arm.
-        arm: critbench_core::Arm,
-    },
-    /// A replayed policy would revise past the rounds the run recorded.
-    #[error(
-        "config {config_id} goes beyond what the run recorded: task `{task_id}` ({arm} × {critic} × epoch {epoch}) \
-         was recorded for {rounds} round(s) only, and this policy would still revise after the last of them. \
-         Replay evaluates policies that stop within the recording; {fix}"
-    )]
-    BeyondRecording {
-        /// The replayed config.
-        config_id: String,
-        /// The loop's task.
-        task_id: String,
-        /// The loop's arm.
-        arm: critbench_core::Arm,
-        /// The loop's critic.
-        critic: String,
-        /// The loop's epoch.
-        epoch: u32,
-        /// How many rounds were recorded.
-        rounds: usize,
-        /// What to run instead, from why the recording stopped where it did.
-        fix: String,
-    },
-    /// What any command can fail with.
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-}
-
-from_common_failures!(ReplayError);
-
-impl ReplayError {
-    /// Whether the user can fix this by changing their input (exit status 2): every refusal of
-    /// the replay's own.
-    pub fn is_usage(&self) -> bool {
-        match self {
-            ReplayError::Engine(error) => error.is_usage(),
-            _ => true,
-        }
-    }
-}
-
-/// What is wrong with a directory given to replay.
-#[derive(Debug, thiserror::Error)]
-pub enum NotARun {
-    /// A file of the run is missing (its name).
-    #[error("{0} is missing")]
-    Missing(String),
-    /// A sharded run whose shards are not merged yet: the text says what to run.
-    #[error("{0}")]
-    Unmerged(String),
-    /// A table of the run cannot be read.
-    #[error(transparent)]
-    Unreadable(#[from] critbench_storage::tables::StorageError),
 }

@@ -1,7 +1,7 @@
 //! The experiment file (docs/REFERENCE.md), validated and resolved against command-line overrides:
-//! the resolved [`Experiment`] here, the file as written in `file`, its resolution in `resolve`,
-//! the `[policy]` grid in `grid`. Every path inside the file is relative to the file; every path
-//! on the command line is relative to the current directory. Unknown keys are errors.
+//! the resolved [`Experiment`] here, the file as written in `file`, read in `load`, its resolution
+//! in `resolve`, the `[policy]` grid in `grid`. Every path inside the file is relative to the file;
+//! every path on the command line is relative to the current directory. Unknown keys are errors.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -251,6 +251,7 @@ pub const CACHE_FILE: &str = ".critbench-cache.sqlite";
 mod file;
 mod grid;
 pub mod limits;
+mod load;
 mod memory;
 mod pricing;
 mod resolve;
@@ -260,8 +261,10 @@ pub use memory::MemoryConfig;
 pub use sequential::{Decides, SequentialError, SequentialSettings};
 
 pub use grid::PolicyError;
-pub use pricing::{DEFAULT_CURRENCY, Pricing, PricingError, pricing_warnings};
-pub use resolve::{AdjudicateError, CriticProblem, OracleKinds, ResolveError, SIM_TRUTH};
+pub use pricing::{DEFAULT_CURRENCY, Pricing, PricingError};
+pub use resolve::{
+    AdjudicateError, CriticProblem, ExperimentError, ExperimentProblem, OracleKinds, ResolveError, SIM_TRUTH,
+};
 
 pub use crate::experiment::limits::MAX_JUDGE_REPEATS;
 
@@ -290,55 +293,29 @@ impl Experiment {
     }
 }
 
-pub(crate) use resolve::available_cores;
+/// The cores this process may use (1 when the system does not say).
+pub(crate) fn available_cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
 pub(crate) use resolve::normalize as normalize_path;
 
-/// Why an experiment file cannot be loaded ([`Experiment::load`]): the file, and what is wrong
-/// with it. The user's to fix (exit status 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {problem}", path.display())]
-pub struct ExperimentError {
-    /// The experiment file.
-    pub path: PathBuf,
-    /// What is wrong with it.
-    pub problem: ExperimentProblem,
-}
-
-impl ExperimentError {
-    /// Whether the user can fix this by changing their input (exit status 2): always, the file is
-    /// theirs.
-    pub fn is_usage(&self) -> bool {
-        true
-    }
-}
-
-/// What is wrong with an experiment file.
-#[derive(Debug, thiserror::Error)]
-pub enum ExperimentProblem {
-    /// The file cannot be read.
-    #[error("cannot read the experiment file: {0}")]
-    Unreadable(#[source] std::io::Error),
-    /// Not TOML, or a key or value the file format does not allow; `line` is 1-based.
-    #[error("{}", error.to_string().trim_end())]
-    Toml {
-        /// Where the parser stopped, when it says.
-        line: Option<usize>,
-        /// The parser's error.
-        error: Box<toml::de::Error>,
-    },
-    /// Valid TOML whose settings do not fit together.
-    #[error(transparent)]
-    Invalid(#[from] ResolveError),
-}
-
-impl ExperimentProblem {
-    /// The line of the file at fault, when known.
-    pub fn line(&self) -> Option<usize> {
-        match self {
-            ExperimentProblem::Toml { line, .. } => *line,
-            _ => None,
-        }
-    }
+/// What the user is told before a priced run: each role whose model has no price, whose loops
+/// will have no cost.
+pub fn pricing_warnings(experiment: &Experiment) -> Vec<String> {
+    let (Some(_), Some(openai)) = (&experiment.pricing, &experiment.openai) else { return Vec::new() };
+    openai
+        .roles
+        .iter()
+        .filter(|(_, settings)| settings.price.is_none())
+        .map(|(role, settings)| {
+            format!(
+                "[pricing] has no price for the {role} model `{}`: the `cost` of every loop that uses it stays empty \
+                 (price a local server at 0 to count it)",
+                settings.model
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -277,21 +277,3 @@ pub(super) fn resolve_budget(
     }
     Ok(Some(Budget { max_cost, roles }))
 }
-
-/// What the user is told before a priced run: each role whose model has no price, whose loops
-/// will have no cost.
-pub fn pricing_warnings(experiment: &Experiment) -> Vec<String> {
-    let (Some(_), Some(openai)) = (&experiment.pricing, &experiment.openai) else { return Vec::new() };
-    openai
-        .roles
-        .iter()
-        .filter(|(_, settings)| settings.price.is_none())
-        .map(|(role, settings)| {
-            format!(
-                "[pricing] has no price for the {role} model `{}`: the `cost` of every loop that uses it stays empty \
-                 (price a local server at 0 to count it)",
-                settings.model
-            )
-        })
-        .collect()
-}

@@ -377,27 +377,60 @@ pub enum AdjudicateError {
     Unused,
 }
 
-impl Experiment {
-    /// Reads, validates and resolves an experiment file.
-    pub fn load(path: &Path, overrides: &Overrides) -> Result<Experiment, ExperimentError> {
-        let fail = |problem: ExperimentProblem| ExperimentError { path: path.to_path_buf(), problem };
-        let text = std::fs::read_to_string(path).map_err(|e| fail(ExperimentProblem::Unreadable(e)))?;
-        let file: ExperimentFile = toml::from_str(&text).map_err(|error| {
-            let line = error.span().map(|span| text[..span.start].lines().count().max(1));
-            fail(ExperimentProblem::Toml { line, error: Box::new(error) })
-        })?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Self::resolve(file, &base, overrides)
-            .map(|mut experiment| {
-                // Absolute: what is resolved against its folder later (a command critic's
-                // program, the folder it runs in) is then the same from any working directory.
-                experiment.path = Some(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
-                experiment
-            })
-            .map_err(|error| fail(ExperimentProblem::Invalid(error)))
-    }
+/// Why an experiment file cannot be loaded ([`Experiment::load`]): the file, and what is wrong
+/// with it. The user's to fix (exit status 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", path.display())]
+pub struct ExperimentError {
+    /// The experiment file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub problem: ExperimentProblem,
+}
 
-    fn resolve(file: ExperimentFile, base: &Path, overrides: &Overrides) -> Result<Experiment, ResolveError> {
+impl ExperimentError {
+    /// Whether the user can fix this by changing their input (exit status 2): always, the file is
+    /// theirs.
+    pub fn is_usage(&self) -> bool {
+        true
+    }
+}
+
+/// What is wrong with an experiment file.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentProblem {
+    /// The file cannot be read.
+    #[error("cannot read the experiment file: {0}")]
+    Unreadable(#[source] std::io::Error),
+    /// Not TOML, or a key or value the file format does not allow; `line` is 1-based.
+    #[error("{}", error.to_string().trim_end())]
+    Toml {
+        /// Where the parser stopped, when it says.
+        line: Option<usize>,
+        /// The parser's error.
+        error: Box<toml::de::Error>,
+    },
+    /// Valid TOML whose settings do not fit together.
+    #[error(transparent)]
+    Invalid(#[from] ResolveError),
+}
+
+impl ExperimentProblem {
+    /// The line of the file at fault, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ExperimentProblem::Toml { line, .. } => *line,
+            _ => None,
+        }
+    }
+}
+
+impl Experiment {
+    pub(super) fn resolve(
+        file: ExperimentFile,
+        base: &Path,
+        overrides: &Overrides,
+    ) -> Result<Experiment, ResolveError> {
         let relative = |p: &str| -> PathBuf {
             let path = PathBuf::from(p);
             if path.is_absolute() { path } else { normalize(&base.join(path)) }
@@ -700,10 +733,6 @@ fn critic_spec(
         config,
         weights: entry.weights,
     })
-}
-
-pub(crate) fn available_cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// Removes `.` and `name/..` pairs without touching the file system, so the manifest records

@@ -1,6 +1,6 @@
-//! The `oracle` arm's oracle: who critiques the arm's drafts knowing what is really wrong with
-//! them, and that critique, which its reviser is shown in place of the steering critic's
-//! (docs/REFERENCE.md, Arms).
+//! The `oracle` arm's critique: the oracle the plan names ([`Oracle`]) critiques the arm's drafts
+//! knowing what is really wrong with them, and the arm's reviser is shown that critique in place of
+//! the steering critic's (docs/REFERENCE.md, Arms).
 //!
 //! The steering critic still critiques every round and the policy still stops the loop on its
 //! scores, as in `feedback`: the oracle changes only what the reviser reads. Its critique is not
@@ -13,31 +13,7 @@ use critbench_plugin_host::critique_with_retry;
 use critbench_plugin_host::request::{TaskJson, evaluation_request};
 use critbench_plugin_host::services::CallScope;
 
-use crate::experiment::Experiment;
-use crate::run::plan::{Plan, Unit};
-
-/// Who plays the oracle of a run's `oracle` arm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Oracle {
-    /// The simulated writer's hidden truth ([`critbench_sim::truth::oracle_critique`]).
-    Truth,
-    /// The held-out evaluator of this index into the experiment's `evaluators`
-    /// (`oracle = "NAME"`), asked as when it evaluates: the task with its labels, and the
-    /// draft's truth when it has one.
-    Evaluator(usize),
-}
-
-impl Oracle {
-    /// The oracle of `experiment`'s `oracle` arm: the evaluator `oracle = "NAME"` names, else the
-    /// simulator's truth (the experiment file refuses the arm where neither exists).
-    pub fn of(experiment: &Experiment) -> Oracle {
-        let named = experiment
-            .oracle
-            .as_ref()
-            .and_then(|name| experiment.evaluators.iter().position(|evaluator| &evaluator.spec.name == name));
-        named.map_or(Oracle::Truth, Oracle::Evaluator)
-    }
-}
+use crate::run::plan::{Oracle, Plan, Unit};
 
 /// Why the oracle gave no critique: the loop fails with it (its text is what `failed_loops`
 /// records), since revising without the oracle's critique would not be the arm's loop.
@@ -109,22 +85,5 @@ pub fn oracle_critique(
                 None => Ok(call.critique),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::experiment::tests::load;
-
-    #[test]
-    fn the_truth_plays_the_oracle_unless_the_experiment_names_an_evaluator() {
-        let base = "name = \"t\"\ndataset = \"d.jsonl\"\narms = [\"feedback\", \"oracle\"]\n";
-        let critic =
-            "[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[[evaluators]]\nname = \"gold\"\nplugin = \"rubric\"\n";
-        assert_eq!(Oracle::of(&load(&format!("{base}{critic}")).unwrap()), Oracle::Truth);
-        // The evaluators in order: `gold`, then the `sim-truth` a sim run adds.
-        let named = |name: &str| Oracle::of(&load(&format!("{base}oracle = \"{name}\"\n{critic}")).unwrap());
-        assert_eq!((named("gold"), named("sim-truth")), (Oracle::Evaluator(0), Oracle::Evaluator(1)));
     }
 }

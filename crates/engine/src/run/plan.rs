@@ -16,7 +16,6 @@ use critbench_storage::manifest::ProcessTrouble;
 use crate::experiment::{BackendKind, CriticSpec, Experiment, Sweep};
 use crate::run::backend::{ScriptedAuthor, SimAuthor};
 use crate::run::error::RunError;
-use crate::run::oracle::Oracle;
 use critbench_core::author::Author;
 use critbench_core::author::Hint;
 
@@ -317,4 +316,44 @@ pub fn threshold_warnings_of(
         warnings.push(format!("{role} `{who}`: {name} = {value} is {side} the {role}'s score range {range}: {what}"));
     }
     warnings
+}
+
+/// Who plays the oracle of a run's `oracle` arm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Oracle {
+    /// The simulated writer's hidden truth ([`critbench_sim::truth::oracle_critique`]).
+    Truth,
+    /// The held-out evaluator of this index into the experiment's `evaluators`
+    /// (`oracle = "NAME"`), asked as when it evaluates: the task with its labels, and the
+    /// draft's truth when it has one.
+    Evaluator(usize),
+}
+
+impl Oracle {
+    /// The oracle of `experiment`'s `oracle` arm: the evaluator `oracle = "NAME"` names, else the
+    /// simulator's truth (the experiment file refuses the arm where neither exists).
+    pub fn of(experiment: &Experiment) -> Oracle {
+        let named = experiment
+            .oracle
+            .as_ref()
+            .and_then(|name| experiment.evaluators.iter().position(|evaluator| &evaluator.spec.name == name));
+        named.map_or(Oracle::Truth, Oracle::Evaluator)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::tests::load;
+
+    #[test]
+    fn the_truth_plays_the_oracle_unless_the_experiment_names_an_evaluator() {
+        let base = "name = \"t\"\ndataset = \"d.jsonl\"\narms = [\"feedback\", \"oracle\"]\n";
+        let critic =
+            "[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[[evaluators]]\nname = \"gold\"\nplugin = \"rubric\"\n";
+        assert_eq!(Oracle::of(&load(&format!("{base}{critic}")).unwrap()), Oracle::Truth);
+        // The evaluators in order: `gold`, then the `sim-truth` a sim run adds.
+        let named = |name: &str| Oracle::of(&load(&format!("{base}oracle = \"{name}\"\n{critic}")).unwrap());
+        assert_eq!((named("gold"), named("sim-truth")), (Oracle::Evaluator(0), Oracle::Evaluator(1)));
+    }
 }

@@ -1,4 +1,6 @@
-//! Why a directory cannot take what a command would write into it ([`RunDirError`]).
+//! Why a directory cannot take what a command would write into it ([`RunDirError`]), and why a
+//! sharded run's shards cannot be merged ([`MergeProblem`], refused in
+//! [`MergeError`](crate::run_dir::merge::MergeError)).
 
 use std::path::PathBuf;
 
@@ -339,4 +341,195 @@ impl RunDirError {
     pub fn is_usage(&self) -> bool {
         !matches!(self, RunDirError::LockNotTaken { .. } | RunDirError::Io { .. })
     }
+}
+
+/// Why `critbench merge` refuses a run's shards (exit status 2): each says which shard and what
+/// to do.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeProblem {
+    /// The run directory is not there.
+    #[error("no such directory")]
+    NoSuchDirectory,
+    /// The directory holds no shards.
+    #[error(
+        "it holds no shards ({}/ is missing or empty); merge is for runs made with --shard I/N",
+        critbench_storage::shards::SHARDS_DIR
+    )]
+    NoShards,
+    /// A shard's lock file is there: it runs, or was killed.
+    #[error(
+        "shard {index} is still running or was killed ({} exists); wait for it, or run it again with --resume",
+        lock.display()
+    )]
+    StillRunning {
+        /// The shard.
+        index: u32,
+        /// Its lock file.
+        lock: PathBuf,
+    },
+    /// A shard's manifest does not read.
+    #[error("shard {index}: {source}")]
+    Manifest {
+        /// The shard.
+        index: u32,
+        /// Why its manifest does not read.
+        source: critbench_storage::manifest::ManifestError,
+    },
+    /// A shard wrote no manifest yet.
+    #[error("shard {index} has not finished (no {}); run it again with --resume", manifest.display())]
+    Unfinished {
+        /// The shard.
+        index: u32,
+        /// The manifest it has not written.
+        manifest: PathBuf,
+    },
+    /// A shard's manifest says it was interrupted.
+    #[error(
+        "shard {index} was interrupted before it finished ({} says status \"interrupted\"); run it again with \
+         --resume",
+        manifest.display()
+    )]
+    Interrupted {
+        /// The shard.
+        index: u32,
+        /// Its manifest.
+        manifest: PathBuf,
+    },
+    /// A manifest under `shards/` that is not a shard's.
+    #[error("{} is not a shard's manifest (it has no `shard`)", dir.display())]
+    NotAShard {
+        /// The shard's directory.
+        dir: PathBuf,
+    },
+    /// A shard's manifest names another shard than its directory.
+    #[error("{} says it is shard {says}, not shard {index}", dir.display())]
+    OtherIndex {
+        /// The shard's directory.
+        dir: PathBuf,
+        /// The shard its manifest says it is.
+        says: critbench_storage::shards::Shard,
+        /// The shard its directory says it is.
+        index: u32,
+    },
+    /// Two shards disagree on the number of shards.
+    #[error("the shards disagree on how many there are: shard {first} is one of {count}, shard {index} one of {other}")]
+    CountsDisagree {
+        /// The first shard.
+        first: u32,
+        /// Its number of shards.
+        count: u32,
+        /// A shard that disagrees.
+        index: u32,
+        /// Its number of shards.
+        other: u32,
+    },
+    /// Shards of the run are not there.
+    #[error(
+        "shard(s) {} of {count} missing (no {}); run them with --shard I/{count} into this directory",
+        missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        manifest.display()
+    )]
+    Missing {
+        /// The shards missing.
+        missing: Vec<u32>,
+        /// The run's number of shards.
+        count: u32,
+        /// The first missing shard's manifest.
+        manifest: PathBuf,
+    },
+    /// A shard's table is not there.
+    #[error("shard {index}'s {table} table is missing ({})", path.display())]
+    TableMissing {
+        /// The shard.
+        index: u32,
+        /// The table.
+        table: &'static str,
+        /// Where it should be.
+        path: PathBuf,
+    },
+    /// A shard's tables are not the ones it wrote, or not its own.
+    #[error("shard {index}: {source}")]
+    Tables {
+        /// The shard.
+        index: u32,
+        /// What is wrong with them.
+        source: ShardProblem,
+    },
+    /// A shard's model client report does not read back.
+    #[error("shard {index}: {source}")]
+    ModelReport {
+        /// The shard.
+        index: u32,
+        /// Why it does not.
+        source: critbench_openai::usage::UsageReportError,
+    },
+    /// A shard is not the same run as the first.
+    #[error("shard {index} is not the same run as shard {first}: {difference}")]
+    NotTheSameRun {
+        /// The shard.
+        index: u32,
+        /// The first shard.
+        first: u32,
+        /// How it differs, one sentence.
+        difference: String,
+    },
+}
+
+/// Why a shard's tables cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardProblem {
+    /// Its manifest has no record of its tables.
+    #[error("its manifest records no tables (written by an older critbench); run the shard again")]
+    NoTables,
+    /// A table is not the file the shard wrote.
+    #[error(transparent)]
+    Tables(#[from] critbench_storage::manifest::TableMismatch),
+    /// Its outcomes do not read, or hold another shard's task or a loop twice.
+    #[error("{}: {source}", path.display())]
+    Outcomes {
+        /// The outcomes table.
+        path: PathBuf,
+        /// Why it does not read, or the row that is not the shard's ([`ForeignRow`]).
+        source: critbench_storage::tables::StorageError,
+    },
+    /// An outcome row contradicts itself or its config's policy.
+    #[error(transparent)]
+    Verdicts(#[from] crate::run_dir::verdicts::VerdictError),
+    /// Its outcomes hold another number of loops than its manifest counts.
+    #[error("{} has {rows} loops, but its manifest says {recorded}", path.display())]
+    LoopCount {
+        /// The outcomes table.
+        path: PathBuf,
+        /// Its rows.
+        rows: u64,
+        /// The loops its manifest counts.
+        recorded: u64,
+    },
+}
+
+/// An outcome row a shard's table must not hold.
+#[derive(Debug, thiserror::Error)]
+pub enum ForeignRow {
+    /// A task the split of task ids gives another shard.
+    #[error("it holds task `{task_id}`, which is shard {owner}'s: the table is not this shard's")]
+    OtherShards {
+        /// The task.
+        task_id: String,
+        /// The shard it belongs to.
+        owner: u32,
+    },
+    /// A loop a second time.
+    #[error("it holds the loop {config_id} × {arm} × {critic} × task `{task_id}` × epoch {epoch} twice")]
+    Twice {
+        /// The loop's config.
+        config_id: String,
+        /// Its arm.
+        arm: String,
+        /// Its critic.
+        critic: String,
+        /// Its task.
+        task_id: String,
+        /// Its epoch.
+        epoch: u32,
+    },
 }

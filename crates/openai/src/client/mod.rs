@@ -6,10 +6,12 @@ mod answer;
 mod attempt;
 mod counters;
 mod endpoint;
+mod error;
 mod headers;
 mod report;
 mod request;
 mod slots;
+mod waiters;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -28,32 +30,10 @@ use crate::settings::{Budget, ClientSettings, Role};
 use crate::usage::BudgetStop;
 use counters::{HttpCounters, RoleCounters, TaskUsage};
 use endpoint::{Endpoint, detect_servers, open_endpoint, url_secrets};
+pub use error::ClientError;
 pub use request::request_seed;
 use request::{cache_key, request_body};
-use slots::Waiters;
-
-/// Why a client could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error(
-        "[openai] api_key_env names the environment variable `{0}`, but it is not set (or empty); \
-         export it, or remove api_key_env for a server that needs no key"
-    )]
-    /// The environment variable `api_key_env` names is not set.
-    MissingKey(String),
-    #[error("[openai] base_url `{0}` is not an http:// or https:// URL")]
-    /// A `base_url` that is not http(s).
-    BadUrl(String),
-    #[error("[openai] no endpoint: give `base_url`")]
-    /// No endpoint is configured.
-    NoEndpoint,
-    #[error(transparent)]
-    /// The response cache cannot be opened.
-    Cache(#[from] crate::cache::CacheError),
-    #[error("cannot start the HTTP client: {0}")]
-    /// The HTTP client cannot be built (its TLS setup).
-    Http(String),
-}
+use waiters::Waiters;
 
 /// The OpenAI-compatible client. Safe to share between threads (workers call [`Client::chat`]
 /// directly, or poll [`Client::chat_async`]); it owns a small tokio runtime for the HTTP side.

@@ -1,7 +1,6 @@
 //! Waiting for an endpoint that can take a request: the rotation picks one, callers without one
 //! queue in the order they came and are woken as requests finish or a pause ends.
 
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::MutexGuard;
 use std::task::{Poll, Waker};
@@ -69,50 +68,7 @@ impl Client {
     }
 }
 
-/// Callers waiting for a free slot, in the order they came.
-#[derive(Default)]
-pub(super) struct Waiters {
-    next: u64,
-    /// Each waiter's id, whether it may take any endpoint, and its waker.
-    queue: VecDeque<(u64, bool, Waker)>,
-}
-
-impl Waiters {
-    fn next_id(&mut self) -> u64 {
-        self.next += 1;
-        self.next
-    }
-
-    fn join(&mut self, id: u64, any: bool, waker: &Waker) {
-        match self.queue.iter_mut().find(|(queued, ..)| *queued == id) {
-            Some((_, _, queued)) => queued.clone_from(waker),
-            None => self.queue.push_back((id, any, waker.clone())),
-        }
-    }
-
-    /// Whether `id` was still queued.
-    fn leave(&mut self, id: u64) -> bool {
-        let before = self.queue.len();
-        self.queue.retain(|(queued, ..)| *queued != id);
-        self.queue.len() < before
-    }
-
-    fn take_next(&mut self) -> Vec<Waker> {
-        let mut woken = Vec::new();
-        let mut first = true;
-        self.queue.retain(|(_, any, waker)| {
-            if *any && !first {
-                return true;
-            }
-            first &= !*any;
-            woken.push(waker.clone());
-            false
-        });
-        woken
-    }
-}
-
-/// A caller's place among the [`Waiters`]: given up when its future is dropped, and a wake it
+/// A caller's place among the [`Waiters`](super::Waiters): given up when its future is dropped, and a wake it
 /// was given but did not use passed on.
 struct Queued<'a> {
     client: &'a Client,

@@ -7,9 +7,10 @@
 //! A child that crashes, hangs past the timeout, runs out of its memory limit or writes anything
 //! but protocol JSON is killed with its whole process group; the call is an error (the caller
 //! retries it, `docs/REFERENCE.md`, Critique) and the next call starts a fresh child. A
-//! thread-safe critic gets up to [`Isolation::children`] children, one per concurrent call; any
-//! other exactly one. Children die with critbench however it ends
-//! ([`crate::program::process_group`]), and they see their stdin close when the critic is dropped.
+//! thread-safe critic gets up to [`Isolation::children`](crate::info::Isolation::children)
+//! children, one per concurrent call; any other exactly one. Children die with critbench however
+//! it ends ([`crate::program::process_group`]), and they see their stdin close when the critic is
+//! dropped.
 //!
 //! A child of the simple form answers one request at a time, and an answer is taken only when
 //! its id says it answers the request being asked ([`crate::protocol::reply`]).
@@ -30,21 +31,19 @@
 
 use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use critbench_core::ScoreRange;
 use serde::Deserialize;
 
-use crate::info::{CriticInfo, Isolation, IsolationMode};
+use crate::CallError;
+use crate::info::CriticInfo;
 use crate::model::{ModelPass, ModelRole, ModelUse};
 use crate::program::{Broken, Flight, Launch, Program};
 use crate::protocol::{Form, ProtocolError};
 use crate::request::Asked;
 use crate::services::{CallScope, Host};
-use crate::{CallError, PluginError};
 
 mod pipelined;
 mod simple;
@@ -52,8 +51,6 @@ mod start;
 mod trouble;
 
 pub use pipelined::Batches;
-use pipelined::{Fed, Feed, NoMore};
-use start::{Hello, StartFailure};
 pub use trouble::{ChildCounters, ChildTrouble};
 
 /// What a critic's child process is named by in messages ("the critic wrote …").
@@ -164,77 +161,6 @@ enum Answer {
 }
 
 impl ProcessCritic {
-    /// Starts the first child, reads its hello and hands it the config. `path` and `sha256` are
-    /// what the manifest records as the critic's file; `command` its command line, if any.
-    pub(crate) fn open(
-        launch: Launch,
-        config_json: &str,
-        isolation: &Isolation,
-        path: PathBuf,
-        command: Option<Vec<String>>,
-        sha256: String,
-        host: &Arc<Host>,
-    ) -> Result<ProcessCritic, PluginError> {
-        let config: serde_json::Value = serde_json::from_str(config_json).map_err(|e| PluginError::ConfigRejected {
-            plugin: launch.label.clone(),
-            config: config_json.to_string(),
-            message: format!("the config is not JSON: {e}"),
-        })?;
-        let mut critic = ProcessCritic {
-            info: Arc::new(CriticInfo {
-                name: String::new(),
-                version: String::new(),
-                path,
-                command,
-                sha256,
-                range: ScoreRange { min: 0.0, max: 1.0 },
-                thread_safe: false,
-                policy_dependent: false,
-                declared: Default::default(),
-                isolation: IsolationMode::Process,
-                builtin: false,
-            }),
-            launch,
-            config,
-            timeout: isolation.timeout,
-            memory_mb: isolation.memory_mb,
-            max_children: 1,
-            pipelined: false,
-            next_key: AtomicU64::new(1),
-            pool: Box::default(),
-            freed: Condvar::new(),
-            host: Arc::clone(host),
-            trouble: Arc::default(),
-        };
-        let (child, hello) = critic.start().map_err(|failure| match failure {
-            StartFailure::Rejected { message, .. } => PluginError::ConfigRejected {
-                plugin: critic.launch.label.clone(),
-                config: config_json.to_string(),
-                message,
-            },
-            StartFailure::Broken(error) => {
-                PluginError::Protocol { critic: critic.launch.label.clone(), message: error.to_string() }
-            }
-        })?;
-        let info = Arc::make_mut(&mut critic.info);
-        info.name = hello.name;
-        info.version = hello.version;
-        info.range = ScoreRange { min: hello.score_range[0], max: hello.score_range[1] };
-        info.thread_safe = hello.thread_safe;
-        info.policy_dependent = hello.policy_dependent;
-        if let Some(declared) = &hello.info {
-            info.declared =
-                critbench_abi::PluginInfo::parse(&declared.to_string()).map_err(|message| PluginError::BadInfo {
-                    plugin: info.name.clone(),
-                    message: format!("the hello line's `info`: {message}"),
-                })?;
-        }
-        critic.max_children = if hello.thread_safe { isolation.children.max(1) } else { 1 };
-        critic.pipelined = child.form == Form::Pipelined;
-        critic.pool = Box::new(Mutex::new(Pool { idle: vec![child], live: 1, ..Pool::default() }));
-        Ok(critic)
-    }
-
     /// A key for the request of `scope`'s critique when the run meters model access and the
     /// critic is a command (a plugin library's host is never handed one).
     fn model_pass(&self, scope: &CallScope) -> Option<Box<dyn ModelPass + '_>> {
@@ -315,81 +241,6 @@ impl ProcessCritic {
         self.call_on(child, request, scope)
     }
 
-    /// Sends every request, each for its critique scope, and returns their answers in order, as
-    /// [`ProcessCritic::call`] would one by one: to a child of the pipelined form all at once, to
-    /// one of the simple form one at a time. A child that fails costs the request charged with it
-    /// (the oldest waiting) its answer; the rest go to a fresh child.
-    pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
-        let mut asks = Asks::default();
-        asks.push_batch(requests.iter().copied().zip(scopes.iter_mut().map(std::mem::take)));
-        self.drive(&mut asks, &mut NoMore);
-        let (answers, done): (Vec<_>, Vec<_>) =
-            asks.take_answered().expect("every request has its answer").into_iter().unzip();
-        for (scope, (_, done)) in scopes.iter_mut().zip(done) {
-            *scope = done;
-        }
-        answers
-    }
-
-    /// Sends the batches `batches` hands over, one after another, each answered as
-    /// [`ProcessCritic::call_many`] would answer it, and hands back each batch's answers as soon
-    /// as it has them all, in the order the batches came. To a critic of the pipelined form, a batch
-    /// that comes while earlier ones wait for answers is written to the same process at once, so
-    /// the process goes from one batch to the next without waiting for critbench to read its
-    /// answers. Returns when every batch handed over is answered and none is ready.
-    pub fn call_batches(&self, batches: &mut dyn Batches) {
-        let Some(first) = batches.next() else { return };
-        let mut asks = Asks::default();
-        asks.push_batch(first);
-        self.drive(&mut asks, &mut Fed { batches, critic: self });
-    }
-
-    /// Answers every request of `flight`, and those `feed` adds while it does.
-    fn drive<R: Borrow<Asked>>(&self, flight: &mut Asks<R>, feed: &mut dyn Feed<R>) {
-        loop {
-            feed.deliver(flight);
-            let left = flight.unanswered();
-            let Some(&first) = left.first() else {
-                if feed.more(flight) {
-                    continue;
-                }
-                return;
-            };
-            let mut child = match self.acquire() {
-                Ok(child) => child,
-                Err(error) => {
-                    for index in left {
-                        flight.answer(index, Err(error.clone()));
-                    }
-                    continue;
-                }
-            };
-            if child.form == Form::Simple {
-                // Only a critic of the pipelined form is asked by rounds; one of the simple form is
-                // sent the whole request.
-                let whole = asked(flight, first).whole().into_owned();
-                let answer = self.call_on(child, &whole, Some(scope(flight, first)));
-                flight.answer(first, answer);
-                continue;
-            }
-            match self.pipeline(&mut child, flight, &left, feed) {
-                Ok(None) => self.release(Some(child)),
-                Ok(Some(broken)) => {
-                    let failure = self.discard(child, Some(broken));
-                    // A child that answered nothing before it failed costs the oldest its
-                    // answer, so that a critic failing that way every time cannot loop.
-                    if left.iter().all(|&index| !flight.is_answered(index)) {
-                        flight.answer(first, Err(CallError::ChildStopped { failure }));
-                    }
-                }
-                Err((charged, broken)) => {
-                    let failure = self.discard(child, Some(broken));
-                    flight.answer(charged, Err(CallError::ChildStopped { failure }));
-                }
-            }
-        }
-    }
-
     /// One request on `child`, which goes back to the pool unless it failed.
     fn call_on(&self, mut child: Child, request: &str, scope: Option<&mut CallScope>) -> Result<String, CallError> {
         match self.exchange(&mut child, request, scope) {
@@ -463,24 +314,6 @@ impl ProcessCritic {
         }
         drop(pool);
         self.freed.notify_one();
-    }
-
-    /// A restarted child must be the critic the run started with.
-    fn same_critic(&self, hello: &Hello) -> Result<(), CallError> {
-        let info = &self.info;
-        if hello.name != info.name
-            || hello.version != info.version
-            || hello.score_range != [info.range.min, info.range.max]
-        {
-            return Err(CallError::OtherCritic {
-                found: format!(
-                    "{} {} with range {}–{}",
-                    hello.name, hello.version, hello.score_range[0], hello.score_range[1]
-                ),
-                expected: format!("{} {} with range {}", info.name, info.version, info.range),
-            });
-        }
-        Ok(())
     }
 }
 

@@ -1,7 +1,8 @@
-//! Many requests in flight on a critic's child: the pipelined form of the protocol. A batch of
-//! requests goes out in one write, the answers are taken by id as they come, each task is opened
-//! once per child for the loops that share its key (the rounds right behind the open), and the
-//! batches made ready meanwhile go to the same child at once.
+//! Many requests at once ([`ProcessCritic::call_many`], [`ProcessCritic::call_batches`]): one at a
+//! time to a child of the simple form, in flight together on a child of the pipelined form, where a
+//! batch of requests goes out in one write, the answers are taken by id as they come, each task is
+//! opened once per child for the loops that share its key (the rounds right behind the open), and
+//! the batches made ready meanwhile go to the same child at once.
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -12,7 +13,7 @@ use super::{Asks, Child, ProcessCritic, asked, scope, written_critique};
 use crate::CallError;
 use crate::model::ModelPass;
 use crate::program::{Broken, Nudge, excerpt, parse_message};
-use crate::protocol::{self, ProtocolError, Reply};
+use crate::protocol::{self, Form, ProtocolError, Reply};
 use crate::request::Asked;
 use crate::services::CallScope;
 
@@ -140,6 +141,81 @@ impl Feed<Asked> for Fed<'_> {
 }
 
 impl ProcessCritic {
+    /// Sends every request, each for its critique scope, and returns their answers in order, as
+    /// [`ProcessCritic::call`] would one by one: to a child of the pipelined form all at once, to
+    /// one of the simple form one at a time. A child that fails costs the request charged with it
+    /// (the oldest waiting) its answer; the rest go to a fresh child.
+    pub fn call_many(&self, requests: &[&Asked], scopes: &mut [CallScope]) -> Vec<Result<String, CallError>> {
+        let mut asks = Asks::default();
+        asks.push_batch(requests.iter().copied().zip(scopes.iter_mut().map(std::mem::take)));
+        self.drive(&mut asks, &mut NoMore);
+        let (answers, done): (Vec<_>, Vec<_>) =
+            asks.take_answered().expect("every request has its answer").into_iter().unzip();
+        for (scope, (_, done)) in scopes.iter_mut().zip(done) {
+            *scope = done;
+        }
+        answers
+    }
+
+    /// Sends the batches `batches` hands over, one after another, each answered as
+    /// [`ProcessCritic::call_many`] would answer it, and hands back each batch's answers as soon
+    /// as it has them all, in the order the batches came. To a critic of the pipelined form, a batch
+    /// that comes while earlier ones wait for answers is written to the same process at once, so
+    /// the process goes from one batch to the next without waiting for critbench to read its
+    /// answers. Returns when every batch handed over is answered and none is ready.
+    pub fn call_batches(&self, batches: &mut dyn Batches) {
+        let Some(first) = batches.next() else { return };
+        let mut asks = Asks::default();
+        asks.push_batch(first);
+        self.drive(&mut asks, &mut Fed { batches, critic: self });
+    }
+
+    /// Answers every request of `flight`, and those `feed` adds while it does.
+    fn drive<R: Borrow<Asked>>(&self, flight: &mut Asks<R>, feed: &mut dyn Feed<R>) {
+        loop {
+            feed.deliver(flight);
+            let left = flight.unanswered();
+            let Some(&first) = left.first() else {
+                if feed.more(flight) {
+                    continue;
+                }
+                return;
+            };
+            let mut child = match self.acquire() {
+                Ok(child) => child,
+                Err(error) => {
+                    for index in left {
+                        flight.answer(index, Err(error.clone()));
+                    }
+                    continue;
+                }
+            };
+            if child.form == Form::Simple {
+                // Only a critic of the pipelined form is asked by rounds; one of the simple form is
+                // sent the whole request.
+                let whole = asked(flight, first).whole().into_owned();
+                let answer = self.call_on(child, &whole, Some(scope(flight, first)));
+                flight.answer(first, answer);
+                continue;
+            }
+            match self.pipeline(&mut child, flight, &left, feed) {
+                Ok(None) => self.release(Some(child)),
+                Ok(Some(broken)) => {
+                    let failure = self.discard(child, Some(broken));
+                    // A child that answered nothing before it failed costs the oldest its
+                    // answer, so that a critic failing that way every time cannot loop.
+                    if left.iter().all(|&index| !flight.is_answered(index)) {
+                        flight.answer(first, Err(CallError::ChildStopped { failure }));
+                    }
+                }
+                Err((charged, broken)) => {
+                    let failure = self.discard(child, Some(broken));
+                    flight.answer(charged, Err(CallError::ChildStopped { failure }));
+                }
+            }
+        }
+    }
+
     /// The requests `left` (indices into `flight`) on a child of the pipelined form, written at
     /// once (after the closes of ended tasks this child holds, and the opens of tasks it does not
     /// hold, each round right behind its task's open); each answer is stored as it comes, and the

@@ -3,10 +3,12 @@
 use std::time::Duration;
 
 use super::excerpt;
-use super::lines::MAX_LINE;
 
 /// How the message starts when a line could not be written to the program (usually: it died).
 const SEND_FAILED: &str = "cannot send";
+
+/// The longest line read from a program; a longer one is garbage ([`Broken::LineTooLong`]).
+pub(crate) const MAX_LINE: usize = 64 << 20;
 
 /// Why a program can no longer be used. Its words ([`Broken::describe`]) are the failure a caller
 /// records, unless the program died, when how it ended says more ([`super::Program::finish`]).

@@ -9,10 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use super::failure::MAX_LINE;
 use super::{Broken, excerpt};
-
-/// The longest line read from a program; a longer one is garbage.
-pub(crate) const MAX_LINE: usize = 64 << 20;
 
 /// A line from the program (or why reading stopped), and when the reader took it from the pipe.
 pub(super) struct Line {

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{Child, Starter, WriteError, answer};
+use super::start::{Child, Starter, WriteError, answer};
 use crate::program::{Broken, Nudge, excerpt, parse_message};
 
 /// The processes of one writer program of the pipelined form, and the requests queued for them.

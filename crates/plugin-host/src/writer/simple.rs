@@ -4,7 +4,7 @@
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
-use super::{Child, Starter, WriteError, answer};
+use super::start::{Child, Starter, WriteError, answer};
 use crate::program::{Broken, parse_message};
 
 /// The processes of one writer program of the simple form.
@@ -95,7 +95,7 @@ impl Processes {
         let timeout = self.starter.timeout;
         child
             .program
-            .send(&super::write_line(id, request))
+            .send(&super::start::write_line(id, request))
             .map_err(|source| Broken::Send { what: "the request", source })?;
         let (line, arrived) = child.program.next_line(asked + timeout, timeout)?;
         if arrived < asked {

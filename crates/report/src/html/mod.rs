@@ -319,10 +319,11 @@ pub(crate) fn render_page(
             out.push_str("<section>\n<h2 id=\"pass-rate-against-spend\">Pass rate against spend</h2>\n<figure>\n");
             charts::cost_chart(&mut out, report, &arms);
             out.push_str(
-                "<figcaption>Each arm's pass rate with its loops cut at a budget per loop: a loop cut at B passes \
-                 when it passed having spent at most B (in money when the config and critic were priced, else in \
-                 tokens when counted, else in rounds). Where one curve is above another at a budget, that arm passes more often for the same \
-                 spend; hover a point for its 95% interval. <code>cost_curves.csv</code> has every point, \
+                "<figcaption>Each arm's pass rate against its loops' mean spend per loop, one point per cap on its \
+                 rounds: capped at k, a loop spends its first k rounds and answers with the draft its rule picks \
+                 among them (in money when the config and critic were priced, else in tokens when counted, else in \
+                 rounds). Where one curve is above another at the same spend, that arm passes more often for it; \
+                 hover a point for its 95% interval. <code>cost_curves.csv</code> has every point, \
                  <code>cost_comparisons.csv</code> the paired differences.</figcaption>\n</figure>\n</section>\n",
             );
         }

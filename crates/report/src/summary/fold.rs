@@ -10,22 +10,28 @@
 //!
 //! Each group keeps the same totals once more per task kind (a task's kind is that of its first
 //! row), so the reports can give the headline per kind from the same single pass.
+//!
+//! The pass is made over the rows in memory ([`summarize_rows`]), or over the tables streamed, for
+//! the steering critic and every held-out judge at once ([`summarize_judged`]).
 
 use crate::backend::SameByConstruction;
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use critbench_storage::manifest::Manifest;
-use critbench_storage::tables::OutcomeStats;
+use critbench_storage::tables::{OutcomeRow, OutcomeStats};
 
 use super::notes::{censored_note, notes, time_note};
-use super::{KindReport, Partial, Summary, arm_order, order_of};
-use crate::RowError;
+use super::{Judged, KindReport, Partial, Summary, arm_order, order_of};
 use crate::experiment::{run_currency, run_seed};
 use crate::keys::{KeyMap, task_hash};
 use crate::power::PowerRow;
+use crate::queries::judge_verdicts::JudgeVerdicts;
+use crate::queries::round_spend::loop_key;
 use crate::rows::{ADJUDICATED_SUFFIX, ComparisonRow, SummaryRow};
 use crate::spend::{Spend, SpendTotals, TaskLoops};
 use crate::totals::{ArmTotals, Design, Loop, PairTotals, matched_epochs};
+use crate::{ReportError, RowError};
 
 /// One config × critic: its arms (in order of first appearance) and their pairs.
 struct Group {
@@ -236,7 +242,7 @@ impl Summarizer {
         if row.censored {
             return self.add_censored(row);
         }
-        self.add_loop(row, row.passed && row.revisions == 0, crate::spend::Capped::ByRule)?;
+        self.add_loop(row, row.passed && row.revisions == 0, crate::totals::Capped::ByRule)?;
         if let Some(passed) = row.adjudicated_passed {
             let arm = format!("{}{ADJUDICATED_SUFFIX}", row.arm);
             let adjudicated = OutcomeStats {
@@ -246,7 +252,7 @@ impl Summarizer {
                 rounds: row.rounds + 1,
                 ..*row
             };
-            self.add_loop(&adjudicated, passed && row.revisions == 0, crate::spend::Capped::ByRule)?;
+            self.add_loop(&adjudicated, passed && row.revisions == 0, crate::totals::Capped::ByRule)?;
         }
         Ok(())
     }
@@ -257,13 +263,13 @@ impl Summarizer {
         &mut self,
         row: &OutcomeStats<'_>,
         first: bool,
-        capped: crate::spend::Capped,
+        capped: crate::totals::Capped,
     ) -> Result<(), RowError> {
         self.add_loop(row, first, capped)
     }
 
     /// Adds one loop; `first` is whether its first draft passed the judge.
-    fn add_loop(&mut self, row: &OutcomeStats<'_>, first: bool, capped: crate::spend::Capped) -> Result<(), RowError> {
+    fn add_loop(&mut self, row: &OutcomeStats<'_>, first: bool, capped: crate::totals::Capped) -> Result<(), RowError> {
         if self.run_id.as_deref().is_none_or(|id| row.run_id < id) {
             self.run_id = Some(row.run_id.to_string());
         }
@@ -486,4 +492,95 @@ fn comparable_arms(a: &str, b: &str) -> bool {
         (Some(base), None) => base == b,
         (None, Some(base)) => base == a,
     }
+}
+
+/// Folds outcomes (the rows in memory; the streaming path is [`summarize_files`]) into the summary
+/// and the power rows of its comparisons.
+pub(crate) fn summarize_rows(
+    outcomes: &[OutcomeRow],
+    manifest: Option<&Manifest>,
+) -> Result<(Summary, Vec<PowerRow>), RowError> {
+    let mut summarizer = Summarizer::new(manifest);
+    for row in outcomes {
+        summarizer.add(&OutcomeStats::from(row))?;
+    }
+    summarizer.finish(manifest)
+}
+
+/// Streams one outcomes table kept in `paths` (one file, or a sharded run's partitions, one after
+/// the other; a projection of the columns summaries need, a batch at a time) into the summary and
+/// the power rows of its comparisons.
+pub(crate) fn summarize_files(
+    paths: &[PathBuf],
+    manifest: Option<&Manifest>,
+) -> Result<(Summary, Vec<PowerRow>), ReportError> {
+    summarize_files_with(paths, manifest, None)
+}
+
+/// [`summarize_files`] with each loop's rounds' tokens and cost, for the cost curves in money
+/// and in tokens.
+pub(crate) fn summarize_files_with(
+    paths: &[PathBuf],
+    manifest: Option<&Manifest>,
+    spends: Option<crate::queries::round_spend::RoundSpends>,
+) -> Result<(Summary, Vec<PowerRow>), ReportError> {
+    let (summary, power, _) = summarize_judged(paths, manifest, spends, &JudgeVerdicts::default())?;
+    Ok((summary, power))
+}
+
+/// The steering critic's summary and power rows, and the same rows as each held-out evaluator of
+/// `verdicts` reads them ([`crate::judges`]), in one pass over the outcomes.
+pub(crate) fn summarize_judged(
+    paths: &[PathBuf],
+    manifest: Option<&Manifest>,
+    spends: Option<crate::queries::round_spend::RoundSpends>,
+    verdicts: &JudgeVerdicts,
+) -> Result<(Summary, Vec<PowerRow>, Vec<Judged>), ReportError> {
+    let spends = spends.map(std::sync::Arc::new);
+    let with_spends = |summarizer: Summarizer| match &spends {
+        Some(spends) => summarizer.with_spends(spends.clone()),
+        None => summarizer,
+    };
+    let mut critic = with_spends(Summarizer::new(manifest));
+    // The configs whose loops answer with their last draft rather than their best.
+    let answers_last: std::collections::HashSet<&str> = manifest
+        .into_iter()
+        .flat_map(|m| &m.experiment.policies)
+        .filter(|p| p.rest.get("final_draft").and_then(|v| v.as_str()) == Some("last"))
+        .map(|p| p.config_id.as_str())
+        .collect();
+    let mut held_out: Vec<Summarizer> =
+        verdicts.evaluators.iter().map(|_| with_spends(Summarizer::for_judge(manifest))).collect();
+    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| {
+        critic.add(row)?;
+        if held_out.is_empty() || row.censored {
+            return Ok::<(), RowError>(());
+        }
+        let key = loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch);
+        let scores: Vec<critbench_core::RoundScore> = spends
+            .as_ref()
+            .and_then(|s| s.get(&key))
+            .map(|rounds| rounds.iter().map(|r| r.score).collect())
+            .unwrap_or_default();
+        for (index, summarizer) in held_out.iter_mut().enumerate() {
+            let Some((first, last)) = verdicts.judged(index, key) else { continue };
+            let row = OutcomeStats { passed: last, adjudicated_passed: None, adjudicated_score: None, ..*row };
+            let final_last = answers_last.contains(row.config_id);
+            let capped = crate::spend::judged_caps(row.rounds, verdicts.rounds(index, key), &scores, final_last);
+            summarizer.add_judged(&row, first, capped)?;
+        }
+        Ok(())
+    })?;
+    let name = match paths {
+        [one] => one.display().to_string(),
+        _ => paths.first().and_then(|p| p.parent()?.parent()).map_or_else(String::new, |d| d.display().to_string()),
+    };
+    let rows_error = |source| ReportError::Rows { name: name.clone(), source: Box::new(source) };
+    let (summary, power) = critic.finish(manifest).map_err(rows_error)?;
+    let mut judged = Vec::new();
+    for (summarizer, evaluator) in held_out.into_iter().zip(&verdicts.evaluators) {
+        let (rows, power) = summarizer.finish(manifest).map_err(rows_error)?;
+        judged.push(Judged::new(evaluator, Summary { notes: Vec::new(), timing: None, ..rows }, power));
+    }
+    Ok((summary, power, judged))
 }

@@ -8,21 +8,18 @@ mod notes;
 mod tests;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use critbench_core::Arm;
 use critbench_storage::manifest::Manifest;
-use critbench_storage::tables::{OutcomeRow, OutcomeStats};
 use serde::Serialize;
 
-pub(crate) use fold::Summarizer;
+pub(crate) use fold::{summarize_files, summarize_judged, summarize_rows};
 
+use crate::ReportError;
 use crate::csv_files::write_csv;
 use crate::power::PowerRow;
-use crate::queries::judge_verdicts::JudgeVerdicts;
-use crate::queries::round_spend::loop_key;
 use crate::rows::{ADJUDICATED_SUFFIX, ComparisonRow, SummaryRow};
-use crate::{ReportError, RowError};
 
 /// What the summary files say of the run: who it is, how far it ran, its rows and comparisons,
 /// and what a reader should know beside them. Serialized, it is `summary.json` but for a
@@ -207,102 +204,10 @@ pub(crate) fn first_compared_arms(manifest: Option<&Manifest>) -> Option<(String
     }
 }
 
-/// Folds outcomes (the rows in memory; the streaming path is [`summarize_files`]) into the summary
-/// and the power rows of its comparisons.
-pub(crate) fn summarize_rows(
-    outcomes: &[OutcomeRow],
-    manifest: Option<&Manifest>,
-) -> Result<(Summary, Vec<PowerRow>), RowError> {
-    let mut summarizer = Summarizer::new(manifest);
-    for row in outcomes {
-        summarizer.add(&OutcomeStats::from(row))?;
-    }
-    summarizer.finish(manifest)
-}
-
-/// Streams one outcomes table kept in `paths` (one file, or a sharded run's partitions, one after
-/// the other; a projection of the columns summaries need, a batch at a time) into the summary and
-/// the power rows of its comparisons.
-pub(crate) fn summarize_files(
-    paths: &[PathBuf],
-    manifest: Option<&Manifest>,
-) -> Result<(Summary, Vec<PowerRow>), ReportError> {
-    summarize_files_with(paths, manifest, None)
-}
-
-/// [`summarize_files`] with each loop's rounds' tokens and cost, for the cost curves in money
-/// and in tokens.
-pub(crate) fn summarize_files_with(
-    paths: &[PathBuf],
-    manifest: Option<&Manifest>,
-    spends: Option<crate::queries::round_spend::RoundSpends>,
-) -> Result<(Summary, Vec<PowerRow>), ReportError> {
-    let (summary, power, _) = summarize_judged(paths, manifest, spends, &JudgeVerdicts::default())?;
-    Ok((summary, power))
-}
-
-/// The steering critic's summary and power rows, and the same rows as each held-out evaluator of
-/// `verdicts` reads them ([`crate::judges`]), in one pass over the outcomes.
-pub(crate) fn summarize_judged(
-    paths: &[PathBuf],
-    manifest: Option<&Manifest>,
-    spends: Option<crate::queries::round_spend::RoundSpends>,
-    verdicts: &JudgeVerdicts,
-) -> Result<(Summary, Vec<PowerRow>, Vec<Judged>), ReportError> {
-    let spends = spends.map(std::sync::Arc::new);
-    let with_spends = |summarizer: Summarizer| match &spends {
-        Some(spends) => summarizer.with_spends(spends.clone()),
-        None => summarizer,
-    };
-    let mut critic = with_spends(Summarizer::new(manifest));
-    // The configs whose loops answer with their last draft rather than their best.
-    let answers_last: std::collections::HashSet<&str> = manifest
-        .into_iter()
-        .flat_map(|m| &m.experiment.policies)
-        .filter(|p| p.rest.get("final_draft").and_then(|v| v.as_str()) == Some("last"))
-        .map(|p| p.config_id.as_str())
-        .collect();
-    let mut held_out: Vec<Summarizer> =
-        verdicts.evaluators.iter().map(|_| with_spends(Summarizer::for_judge(manifest))).collect();
-    critbench_storage::tables::for_each_outcome_stats_with_censored_in(paths, |row| {
-        critic.add(row)?;
-        if held_out.is_empty() || row.censored {
-            return Ok::<(), RowError>(());
-        }
-        let key = loop_key(row.config_id, row.arm, row.critic, row.task_id, row.epoch);
-        let scores: Vec<critbench_core::RoundScore> = spends
-            .as_ref()
-            .and_then(|s| s.get(&key))
-            .map(|rounds| rounds.iter().map(|r| r.score).collect())
-            .unwrap_or_default();
-        for (index, summarizer) in held_out.iter_mut().enumerate() {
-            let Some((first, last)) = verdicts.judged(index, key) else { continue };
-            let row = OutcomeStats { passed: last, adjudicated_passed: None, adjudicated_score: None, ..*row };
-            let final_last = answers_last.contains(row.config_id);
-            let capped = crate::spend::judged_caps(row.rounds, verdicts.rounds(index, key), &scores, final_last);
-            summarizer.add_judged(&row, first, capped)?;
-        }
-        Ok(())
-    })?;
-    let name = match paths {
-        [one] => one.display().to_string(),
-        _ => paths.first().and_then(|p| p.parent()?.parent()).map_or_else(String::new, |d| d.display().to_string()),
-    };
-    let rows_error = |source| ReportError::Rows { name: name.clone(), source: Box::new(source) };
-    let (summary, power) = critic.finish(manifest).map_err(rows_error)?;
-    let mut judged = Vec::new();
-    for (summarizer, evaluator) in held_out.into_iter().zip(&verdicts.evaluators) {
-        let (rows, power) = summarizer.finish(manifest).map_err(rows_error)?;
-        judged.push(Judged::new(evaluator, Summary { notes: Vec::new(), timing: None, ..rows }, power));
-    }
-    Ok((summary, power, judged))
-}
-
 /// Writes `summary.csv`, `comparisons.csv`, `cost_curves.csv` and `cost_comparisons.csv`: the
 /// steering critic's rows, then each held-out judge's.
-pub(crate) fn write_files(run_dir: &Path, report: &crate::Report) -> Result<(), ReportError> {
-    let summaries: Vec<&Summary> =
-        std::iter::once(&report.summary).chain(report.held_out.iter().map(|j| &j.summary)).collect();
+pub(crate) fn write_files(run_dir: &Path, summary: &Summary, held_out: &[Judged]) -> Result<(), ReportError> {
+    let summaries: Vec<&Summary> = std::iter::once(summary).chain(held_out.iter().map(|j| &j.summary)).collect();
     write_csv(&run_dir.join(crate::outputs::SUMMARY_CSV), &all_rows(&summaries, |s| &s.rows))?;
     write_csv(&run_dir.join(crate::outputs::COMPARISONS_CSV), &all_rows(&summaries, |s| &s.comparisons))?;
     write_csv(&run_dir.join(crate::outputs::COST_CURVES_CSV), &all_rows(&summaries, |s| &s.spend.curves))?;

@@ -7,8 +7,9 @@ use critbench_stats::rate::RateMethod;
 use critbench_storage::manifest::Manifest;
 use critbench_storage::tables::{OutcomeRow, OutcomeStats};
 
+use super::Partial;
+use super::fold::Summarizer;
 use super::notes::{calls_note, notes};
-use super::{Partial, Summarizer};
 use crate::csv_files::headers;
 use crate::rows::{ComparisonRow, IDENTICAL_BY_DESIGN, SummaryRow};
 use crate::{Report, build_report};

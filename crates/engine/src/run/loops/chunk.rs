@@ -1,6 +1,7 @@
-//! A chunk's loops in flight together ([`record_chunk`]): each polled until it waits (for its
-//! group's batch of critiques, or for its author), the batch sent, and again, until every loop is
-//! recorded; a loop is polled again only when there is news for it.
+//! A chunk's loops ([`run_chunk`]): one after another, or in flight together ([`record_chunk`]),
+//! each polled until it waits (for its group's batch of critiques, or for its author), the batch
+//! sent, and again, until every loop is recorded; a loop is polled again only when there is news
+//! for it.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -10,20 +11,66 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use super::together::Room;
-use super::{ChunkResult, CriticBatches, Driver, LoopError, LoopResult, TaskLoops, record_loop_in};
+use super::in_flight::{IN_FLIGHT, Room};
+use super::{ChunkResult, CriticBatches, Driver, LoopError, LoopResult, TaskLoops, record_loop, record_loop_in};
 use crate::run::pipeline::panic_text;
 use crate::run::plan::{Plan, Scope, Unit};
 use crate::run::round::Batch;
 use crate::run::source::Chunk;
 
-/// The loops a worker advances together when a critic takes several requests at once, in each
-/// group of loops whose critiques go out in one batch. A batch costs a pipe write, a read and
-/// the wakes of two threads and a process, whatever its size: larger groups pay that less often
-/// (docs/performance.md has the measurement), and a loop in flight costs only its own state.
-pub const IN_FLIGHT: usize = 256;
-
 pub(super) type Recording<'a> = Pin<Box<dyn Future<Output = Result<LoopResult, LoopError>> + 'a>>;
+
+/// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
+/// abandoned (the run is ending and the result will not be written). `batches` is the worker's
+/// batch thread ([`CriticBatches::start`]), if it has one.
+///
+/// When a critic takes several requests at once, the loops are in flight in groups of up to
+/// [`IN_FLIGHT`]: every loop of a group is polled until it waits for a critique, the group's batch
+/// goes out, and again, until each is recorded ([`record_chunk`]). With `batches`, two groups take
+/// turns: one group's batch is out on the batch thread while the other's loops advance, so a
+/// critic's process works on one group's requests while the worker records the other's answers
+/// and builds its next requests, where with one batch the two would take turns. The batch thread
+/// writes a group's batch to the process as soon as it is handed over, even while the other's
+/// answers are still coming, so the process goes from one batch to the next without waiting for
+/// critbench. Without, one group, whose batch the worker sends itself.
+pub fn run_chunk(
+    plan: &Plan<'_>,
+    chunk: Chunk,
+    scope: Scope,
+    stop: &AtomicBool,
+    batches: Option<&CriticBatches>,
+) -> ChunkResult {
+    if plan.critics.iter().any(|critic| critic.pipelined()) {
+        let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false, batches, None));
+        // The loops never wait on anything but their batch, so the recording is done in one poll.
+        return match recording.poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => result,
+            Poll::Pending => unreachable!("loops that do not await their author only wait for the batch"),
+        };
+    }
+    let mut tasks = Vec::with_capacity(chunk.tasks.len());
+    let mut complete = true;
+    'tasks: for admitted in chunk.tasks {
+        let task = &admitted.task;
+        let mut results = Vec::new();
+        for &critic in &admitted.critics {
+            for unit in plan.units(critic, scope) {
+                // Checked before every loop, not only every task: one task may hold thousands.
+                if stop.load(Ordering::Relaxed) {
+                    complete = false;
+                    break 'tasks;
+                }
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    record_loop(plan, task, &admitted.json, admitted.labelled.as_ref(), unit, scope)
+                }))
+                .unwrap_or_else(|payload| Err(LoopError::Panicked(panic_text(payload))));
+                results.push((unit, result));
+            }
+        }
+        tasks.push(TaskLoops { task: admitted.task, meta: admitted.meta, loops: results });
+    }
+    ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
+}
 
 /// The loops of a chunk in units of a loop at a time, up to [`IN_FLIGHT`] of them in flight per
 /// group of loops: each is polled until it waits (for a critique of its group's batch, or for its

@@ -5,7 +5,7 @@
 //! fails alone: it is reported, and every other loop of the chunk is still recorded.
 //!
 //! When a critic takes several requests at once (a child process speaking the pipelined form), a worker
-//! advances up to [`IN_FLIGHT`](chunk::IN_FLIGHT) loops of its chunk together: each runs until it asks for a
+//! advances up to [`IN_FLIGHT`](in_flight::IN_FLIGHT) loops of its chunk together: each runs until it asks for a
 //! critique, then the critiques asked go out in one batch ([`Batch`]). A loop's rounds depend only
 //! on its own critiques, so the recording is the same as one loop after another.
 //!
@@ -17,14 +17,14 @@
 
 mod batches;
 mod chunk;
+mod in_flight;
 mod together;
 
 pub use batches::CriticBatches;
+pub use chunk::run_chunk;
 pub use together::work_together;
 
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use critbench_core::{Critique, Decision, Policy, RoundScore, Shown, Task, decide};
@@ -33,11 +33,9 @@ use critbench_storage::recorded::RecordedRound;
 
 use crate::run::emit::effective_policy;
 use crate::run::oracle::oracle_critique;
-use crate::run::pipeline::{Recorded, panic_text};
+use crate::run::pipeline::Recorded;
 use crate::run::plan::{Plan, Scope, Unit};
 use crate::run::round::{Batch, Laps, critique_round, recorded_round};
-use crate::run::source::Chunk;
-use chunk::record_chunk;
 use critbench_core::author::Hint;
 use critbench_core::author::{AuthorError, Draft, DraftKey, Truth};
 
@@ -84,58 +82,6 @@ impl Recorded for ChunkResult {
     fn complete(&self) -> bool {
         self.complete
     }
-}
-
-/// Records every loop of a chunk's tasks. When `stop` is raised the rest of the chunk is
-/// abandoned (the run is ending and the result will not be written). `batches` is the worker's
-/// batch thread ([`CriticBatches::start`]), if it has one.
-///
-/// When a critic takes several requests at once, the loops are in flight in groups of up to
-/// [`IN_FLIGHT`](chunk::IN_FLIGHT): every loop of a group is polled until it waits for a critique, the group's batch
-/// goes out, and again, until each is recorded ([`record_chunk`]). With `batches`, two groups take
-/// turns: one group's batch is out on the batch thread while the other's loops advance, so a
-/// critic's process works on one group's requests while the worker records the other's answers
-/// and builds its next requests, where with one batch the two would take turns. The batch thread
-/// writes a group's batch to the process as soon as it is handed over, even while the other's
-/// answers are still coming, so the process goes from one batch to the next without waiting for
-/// critbench. Without, one group, whose batch the worker sends itself.
-pub fn run_chunk(
-    plan: &Plan<'_>,
-    chunk: Chunk,
-    scope: Scope,
-    stop: &AtomicBool,
-    batches: Option<&CriticBatches>,
-) -> ChunkResult {
-    if plan.critics.iter().any(|critic| critic.pipelined()) {
-        let recording = std::pin::pin!(record_chunk(plan, chunk, scope, stop, false, batches, None));
-        // The loops never wait on anything but their batch, so the recording is done in one poll.
-        return match recording.poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(result) => result,
-            Poll::Pending => unreachable!("loops that do not await their author only wait for the batch"),
-        };
-    }
-    let mut tasks = Vec::with_capacity(chunk.tasks.len());
-    let mut complete = true;
-    'tasks: for admitted in chunk.tasks {
-        let task = &admitted.task;
-        let mut results = Vec::new();
-        for &critic in &admitted.critics {
-            for unit in plan.units(critic, scope) {
-                // Checked before every loop, not only every task: one task may hold thousands.
-                if stop.load(Ordering::Relaxed) {
-                    complete = false;
-                    break 'tasks;
-                }
-                let result = catch_unwind(AssertUnwindSafe(|| {
-                    record_loop(plan, task, &admitted.json, admitted.labelled.as_ref(), unit, scope)
-                }))
-                .unwrap_or_else(|payload| Err(LoopError::Panicked(panic_text(payload))));
-                results.push((unit, result));
-            }
-        }
-        tasks.push(TaskLoops { task: admitted.task, meta: admitted.meta, loops: results });
-    }
-    ChunkResult { seq: chunk.seq, progress: chunk.progress, tasks, complete }
 }
 
 /// Records one loop: generate, then critique → revise until every policy the unit serves has

@@ -2,7 +2,6 @@
 //! a future woken by the answers its loops await, within the worker's room for loops in flight
 //! ([`Room`]).
 
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
@@ -11,7 +10,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use super::ChunkResult;
-use super::chunk::{IN_FLIGHT, loops_of, record_chunk};
+use super::chunk::{loops_of, record_chunk};
+use super::in_flight::Room;
 use crate::run::pipeline::Taken;
 use crate::run::plan::{Plan, Scope};
 use crate::run::source::Chunk;
@@ -20,43 +20,6 @@ use crate::run::source::Chunk;
 struct Slot<'a> {
     recording: Pin<Box<dyn Future<Output = ChunkResult> + 'a>>,
     waker: Waker,
-}
-
-/// A worker's room for loops in flight, shared by its chunks: a chunk holds room for as many
-/// loops as it may still have in flight at once, and gives it back as its loops are recorded, so
-/// that a chunk waiting for its last loop holds room for that loop alone and the worker starts
-/// other chunks' loops in the room the finished ones left.
-pub(crate) struct Room {
-    at_most: usize,
-    held: Cell<usize>,
-}
-
-impl Room {
-    fn new(at_most: usize) -> Room {
-        Room { at_most: at_most.max(1), held: Cell::new(0) }
-    }
-
-    /// The most loops of one chunk in flight at once.
-    pub(super) fn most_per_chunk(&self) -> usize {
-        IN_FLIGHT.min(self.at_most)
-    }
-
-    /// How many of a chunk's `loops` are in flight at once.
-    fn per_chunk(&self, loops: usize) -> usize {
-        loops.min(self.most_per_chunk())
-    }
-
-    fn has_room(&self) -> bool {
-        self.held.get() < self.at_most
-    }
-
-    fn take(&self, loops: usize) {
-        self.held.set(self.held.get() + self.per_chunk(loops));
-    }
-
-    pub(super) fn give_back(&self, loops: usize) {
-        self.held.set(self.held.get() - loops);
-    }
 }
 
 /// The chunk futures woken since the worker last looked, and the worker to unpark.
