@@ -74,15 +74,14 @@ impl RolePrices {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unpriced;
 
-/// What the interrupted run in `dir` had spent, per role (its manifest's
+/// What the interrupted run whose manifest is `manifest` had spent, per role (its
 /// `openai.cost.by_role.ROLE.spent`, which counts what it carried over itself): nothing when it
 /// left no manifest (a run killed outright), whose calls then count again only if they are not
 /// in the response cache. A manifest whose report lacks a key is an error naming it.
 pub fn spent_before(
-    dir: &std::path::Path,
+    manifest: Option<&critbench_storage::manifest::Manifest>,
 ) -> Result<std::collections::BTreeMap<Role, f64>, critbench_openai::usage::UsageReportError> {
-    let manifest = critbench_storage::manifest::Manifest::read(dir).ok().flatten();
-    let Some(openai) = manifest.as_ref().and_then(|m| m.openai.as_ref()) else { return Ok(Default::default()) };
+    let Some(openai) = manifest.and_then(|m| m.openai.as_ref()) else { return Ok(Default::default()) };
     let report = critbench_openai::usage::UsageReport::from_manifest(openai)?;
     Ok(report.cost.by_role.iter().filter_map(|(role, cost)| Some((Role::parse(role)?, cost.spent?))).collect())
 }

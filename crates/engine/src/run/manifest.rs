@@ -49,10 +49,11 @@ pub fn experiment_record(experiment: &Experiment) -> ExperimentRecord {
         .expect("a resolved experiment has the fields of a manifest's")
 }
 
-/// Gives each critic and evaluator of `plan` what an interrupted run's manifest in `dir` counted
-/// of its children stopped after a failure, so that the resumed run reports the whole run's.
-pub fn carry_trouble(plan: &mut crate::run::plan::Plan<'_>, dir: &std::path::Path) {
-    let Some(earlier) = Manifest::read(dir).ok().flatten() else { return };
+/// Gives each critic and evaluator of `plan` what an interrupted run's manifest (`earlier`)
+/// counted of its children stopped after a failure, so that the resumed run reports the whole
+/// run's.
+pub fn carry_trouble(plan: &mut crate::run::plan::Plan<'_>, earlier: Option<&Manifest>) {
+    let Some(earlier) = earlier else { return };
     let carry = |loaded: &mut [LoadedPlugin], recorded: &[PluginRecord]| {
         for plugin in loaded {
             let found = recorded.iter().find(|r| r.critic == plugin.critic).and_then(|r| r.process);

@@ -171,6 +171,7 @@ fn run_inner(
         started,
         started_at,
         resume,
+        earlier: lock.manifest(),
     };
     let ran = run_claimed(set_up);
     // A pass refused by its input (exit status 2) leaves nothing behind that would block the
@@ -198,6 +199,8 @@ struct SetUp<'a, 's> {
     started_at: String,
     /// Whether the claim found an interrupted run to finish.
     resume: bool,
+    /// The manifest of that run, as the claim read it (the run holds the lock since).
+    earlier: Option<&'s critbench_storage::manifest::Manifest>,
 }
 
 /// The run's passes over the datasets, in the directory it holds, and its summary.
@@ -217,17 +220,18 @@ fn run_claimed(set_up: SetUp<'_, '_>) -> Result<RunSummary, RunError> {
         started,
         started_at,
         resume,
+        earlier,
     } = set_up;
     let interrupt = options.interrupt.as_ref();
     if options.resume {
         // The critics' children stopped before the interruption count with this session's.
-        crate::run::manifest::carry_trouble(&mut plan, &layout.own_dir());
+        crate::run::manifest::carry_trouble(&mut plan, earlier);
     }
     // A budget counts what the whole run spent, before an interruption too.
     let budget = match session.filter(|_| experiment.budget.is_some()) {
         Some(s) => {
             if resume {
-                s.client.carry_spend(&crate::run::cost::spent_before(&layout.own_dir())?);
+                s.client.carry_spend(&crate::run::cost::spent_before(earlier)?);
             }
             Some(s.client.budget_flag())
         }

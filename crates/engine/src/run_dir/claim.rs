@@ -9,8 +9,8 @@ use critbench_storage::shards::{ALL_TABLES, PARTITION_FILE, SHARDS_DIR, Shard, T
 
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::{
-    canonical, enclosing_run, entries, identity, is_judge_result, is_within, judge_result_only, listed, only_leftovers,
-    refuse_links, rescore_state, run_state, shard_state, sharded_run_present,
+    Holds, canonical, enclosing_run, entries, identity, is_judge_result, is_within, judge_result_only, listed,
+    only_leftovers, refuse_links, rescore_state, run_state, shard_state, sharded_run_present,
 };
 use crate::run_dir::journal::{PROGRESS_DIR, RUN_JSON, is_progress_file};
 use crate::run_dir::layout::{
@@ -104,26 +104,36 @@ pub fn claim(layout: &Layout, claim: Claim<'_>) -> Result<RunLock, RunDirError> 
     })?;
     let (mut lock, taken_over) = take_lock(&own)?;
     lock.created = created;
-    lock.resumes = match claim {
+    // The directory is examined once, under the lock ([`Holds`]): each claim decides from that.
+    let unfinished = match claim {
         Claim::Rebuild => {
             let derived: Vec<PathBuf> =
                 DERIVED_FILES.iter().chain(&[MANIFEST_FILE, MEMORY_FILE]).map(|name| root.join(name)).collect();
             refuse_links(&derived)?;
-            false
+            None
         }
         Claim::Judge { overwrite } => {
-            claim_judge_dir(root, overwrite)?;
-            false
+            claim_judge_dir(root, Holds::read(root)?, overwrite)?;
+            None
         }
         Claim::Run { overwrite, resume } => match layout.shard {
-            None => claim_run_dir(root, overwrite, resume, taken_over)?,
+            None => claim_run_dir(root, Holds::read(root)?, overwrite, resume, taken_over)?,
             Some(shard) => claim_shard(root, shard, overwrite, resume, taken_over)?,
         },
-        Claim::Replay { overwrite, .. } => claim_run_dir(root, overwrite, false, taken_over)?,
-        Claim::Rescore { overwrite, resume, .. } => claim_rescore_dir(root, overwrite, resume, taken_over)?,
+        Claim::Replay { overwrite, .. } => claim_run_dir(root, Holds::read(root)?, overwrite, false, taken_over)?,
+        Claim::Rescore { overwrite, resume, .. } => {
+            claim_rescore_dir(root, Holds::read(root)?, overwrite, resume, taken_over)?
+        }
     };
+    if let Some(Unfinished(manifest)) = unfinished {
+        lock.resumes = true;
+        lock.manifest = manifest;
+    }
     Ok(lock)
 }
+
+/// A pass a claim found to finish (`--resume`), with the manifest its folder holds, if any.
+struct Unfinished(Option<Manifest>);
 
 /// Refuses a rescoring's folder `root` that is not `RUN/rescored/NAME` of the finished run in
 /// `run`, or is (or lies under) a link, or is a file; and a run another process is writing.
@@ -163,21 +173,28 @@ fn rescore_place(root: &Path, run: &Path) -> Result<(), RunDirError> {
 
 /// A rescoring's folder: refused, kept (resume: whether there is one to finish) or cleared
 /// (overwrite), as a run's is.
-fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<bool, RunDirError> {
-    let (owned, foreign): (Vec<String>, Vec<String>) = entries(root)?.into_iter().partition(|name| rescore_owned(name));
+fn claim_rescore_dir(
+    root: &Path,
+    holds: Holds,
+    overwrite: bool,
+    resume: bool,
+    taken_over: bool,
+) -> Result<Option<Unfinished>, RunDirError> {
+    let Holds { names, manifest } = holds;
+    let (owned, foreign): (Vec<String>, Vec<String>) = names.into_iter().partition(|name| rescore_owned(name));
     refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
     if foreign.is_empty() && only_leftovers(root, &owned) {
         clear_leftovers(root, &owned)?;
-        return Ok(false);
+        return Ok(None);
     }
-    let Some(state) = rescore_state(root, taken_over) else {
+    let Some(state) = rescore_state(root, manifest.as_ref(), taken_over) else {
         return Err(RunDirError::HoldsNoRescoring { dir: root.to_path_buf(), found: listed(&owned, &foreign) });
     };
     if resume {
         if root.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
-            return Ok(true);
+            return Ok(Some(Unfinished(manifest)));
         }
-        if let Some(manifest) = Manifest::read(root).ok().flatten().filter(|m| m.rescore.is_some()) {
+        if let Some(manifest) = manifest.filter(|m| m.rescore.is_some()) {
             let what = format!("the finished rescoring {}", manifest.run_id);
             return Err(RunDirError::Finished { dir: root.to_path_buf(), what });
         }
@@ -193,13 +210,19 @@ fn claim_rescore_dir(root: &Path, overwrite: bool, resume: bool, taken_over: boo
         removals.file(root.join(name));
     }
     removals.carry_out()?;
-    Ok(false)
+    Ok(None)
 }
 
 /// A run in one piece: refused, kept (resume: whether there is a run to finish) or cleared
 /// (overwrite).
-fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -> Result<bool, RunDirError> {
-    let names = entries(root)?;
+fn claim_run_dir(
+    root: &Path,
+    holds: Holds,
+    overwrite: bool,
+    resume: bool,
+    taken_over: bool,
+) -> Result<Option<Unfinished>, RunDirError> {
+    let Holds { names, manifest } = holds;
     let sharded: Vec<String> = std::iter::once(SHARDS_DIR)
         .chain(ALL_TABLES)
         .filter(|name| root.join(name).is_dir())
@@ -217,13 +240,13 @@ fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -
     refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
     if (foreign.is_empty() || judge_result_only(root, &foreign)) && only_leftovers(root, &owned) {
         clear_leftovers(root, &owned)?;
-        return Ok(false);
+        return Ok(None);
     }
-    let Some(state) = run_state(root, taken_over)? else {
+    let Some(state) = run_state(root, manifest.as_ref(), taken_over)? else {
         return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&owned, &foreign) });
     };
     if resume {
-        return resumable(root);
+        return resumable(root, manifest).map(Some);
     }
     if !overwrite {
         let resumable = root.join(PROGRESS_DIR).join(RUN_JSON).is_file();
@@ -246,7 +269,7 @@ fn claim_run_dir(root: &Path, overwrite: bool, resume: bool, taken_over: bool) -
         }
     }
     removals.carry_out()?;
-    Ok(false)
+    Ok(None)
 }
 
 /// Shard `shard` of a sharded run in `root`: its own folder and partitions only. Replacing a
@@ -257,7 +280,7 @@ fn claim_shard(
     overwrite: bool,
     resume: bool,
     taken_over: bool,
-) -> Result<bool, RunDirError> {
+) -> Result<Option<Unfinished>, RunDirError> {
     let in_one_piece: Vec<String> =
         TABLES.iter().map(|table| table_file(table)).filter(|name| root.join(name).exists()).collect();
     if !in_one_piece.is_empty() {
@@ -269,8 +292,10 @@ fn claim_shard(
         });
     }
     // The run directory holds shards' folders and what merge writes, nothing a user put there.
-    let foreign: Vec<String> = entries(root)?.into_iter().filter(|name| !sharded_run_owned(name)).collect();
-    if !foreign.is_empty() && !sharded_run_present(root) && !judge_result_only(root, &foreign) {
+    // The run directory and the shard's own folder are each examined once.
+    let run = Holds::read(root)?;
+    let foreign: Vec<String> = run.names.iter().filter(|name| !sharded_run_owned(name)).cloned().collect();
+    if !foreign.is_empty() && !sharded_run_present(root, run.manifest.as_ref()) && !judge_result_only(root, &foreign) {
         return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: listed(&[], &foreign) });
     }
     let own = shard.dir(root);
@@ -284,7 +309,7 @@ fn claim_shard(
     links.extend(DERIVED_FILES.iter().chain(&[MANIFEST_FILE, MEMORY_FILE]).map(|name| root.join(name)));
     refuse_links(&links)?;
 
-    let own_names: Vec<String> = entries(&own)?.into_iter().filter(|name| name != LOCK_FILE).collect();
+    let Holds { names: own_names, manifest } = Holds::read(&own)?;
     let partition_files: Vec<PathBuf> = partitions
         .iter()
         .flat_map(|dir| entries(dir).unwrap_or_default().into_iter().map(move |name| dir.join(name)))
@@ -304,15 +329,15 @@ fn claim_shard(
         let mut removals = Removals::default();
         partition_files.into_iter().for_each(|path| removals.file(path));
         removals.carry_out()?;
-        return Ok(false);
+        return Ok(None);
     }
     let label = |path: &Path| path.strip_prefix(root).unwrap_or(path).display().to_string();
-    let Some(state) = shard_state(&own, shard, taken_over)? else {
+    let Some(state) = shard_state(&own, manifest.as_ref(), shard, taken_over)? else {
         let found = own_names.iter().map(|name| label(&own.join(name))).chain(partition_files.iter().map(|p| label(p)));
         return Err(RunDirError::NotARun { dir: root.to_path_buf(), found: found.collect() });
     };
     if resume {
-        return resumable(&own);
+        return resumable(&own, manifest).map(Some);
     }
     let present: Vec<String> = own_names
         .iter()
@@ -336,7 +361,7 @@ fn claim_shard(
     for dir in &partitions {
         removals.folder(dir, |name| owned_with_temporary(name, &[PARTITION_FILE]))?;
     }
-    let merged = Manifest::read(root).ok().flatten().is_some_and(|m| m.shards.is_some());
+    let merged = run.manifest.is_some_and(|m| m.shards.is_some());
     if merged {
         note!(
             "note: removing the merged manifest and reports of {}: they are stale once shard {shard} is run again; run \
@@ -350,15 +375,18 @@ fn claim_shard(
         removals.rescorings(&root.join(RESCORED_DIR))?;
     }
     removals.carry_out()?;
-    Ok(false)
+    Ok(None)
 }
 
 /// `critbench judge`'s directory: empty, beside a run, or an earlier judge result to replace.
-fn claim_judge_dir(root: &Path, overwrite: bool) -> Result<(), RunDirError> {
+fn claim_judge_dir(root: &Path, holds: Holds, overwrite: bool) -> Result<(), RunDirError> {
+    let Holds { names, manifest } = holds;
     let (owned, foreign): (Vec<String>, Vec<String>) =
-        entries(root)?.into_iter().partition(|name| owned_with_temporary(name, JUDGE_FILES));
+        names.into_iter().partition(|name| owned_with_temporary(name, JUDGE_FILES));
     refuse_links(&owned.iter().map(|name| root.join(name)).collect::<Vec<_>>())?;
-    let beside_a_run = foreign.is_empty() || run_state(root, false)?.is_some() || sharded_run_present(root);
+    let beside_a_run = foreign.is_empty()
+        || run_state(root, manifest.as_ref(), false)?.is_some()
+        || sharded_run_present(root, manifest.as_ref());
     if owned.is_empty() {
         return if beside_a_run {
             Ok(())
@@ -379,15 +407,15 @@ fn claim_judge_dir(root: &Path, overwrite: bool) -> Result<(), RunDirError> {
     removals.carry_out()
 }
 
-/// `--resume` of the run (or shard) whose own folder is `own`, which holds one: its progress is
-/// finished (a run killed while it wrote its summaries still has it); a finished run is refused
-/// as finished (the caller says so and succeeds: a requeued job that had finished has nothing
-/// left to do), a run without its progress as one that cannot be finished.
-fn resumable(own: &Path) -> Result<bool, RunDirError> {
+/// `--resume` of the run (or shard) whose own folder is `own`, which holds one (and `manifest`):
+/// its progress is finished (a run killed while it wrote its summaries still has it); a finished
+/// run is refused as finished (the caller says so and succeeds: a requeued job that had finished
+/// has nothing left to do), a run without its progress as one that cannot be finished.
+fn resumable(own: &Path, manifest: Option<Manifest>) -> Result<Unfinished, RunDirError> {
     if own.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
-        return Ok(true);
+        return Ok(Unfinished(manifest));
     }
-    if let Some(manifest) = Manifest::read(own).ok().flatten().filter(|m| m.status == RunStatus::Finished) {
+    if let Some(manifest) = manifest.filter(|m| m.status == RunStatus::Finished) {
         // A run killed after it finished, while it removed its progress (its `run.json` goes
         // first), leaves the rest of the folder: the finished run's, cleared now.
         let progress = own.join(PROGRESS_DIR);

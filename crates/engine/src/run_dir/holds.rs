@@ -11,11 +11,29 @@ use crate::run_dir::RunDirError;
 use crate::run_dir::journal::{PROGRESS_DIR, RUN_JSON};
 use crate::run_dir::layout::{JUDGE_FILES, LOCK_FILE, owned_with_temporary};
 
+/// A directory as a claim finds it, examined once under its lock: every decision of the claim is
+/// made from its names and its manifest, neither read again.
+pub(crate) struct Holds {
+    /// The names in the directory, sorted, the lock left out; none when it does not exist.
+    pub(crate) names: Vec<String>,
+    /// Its manifest, when it has one that reads.
+    pub(crate) manifest: Option<Manifest>,
+}
+
+impl Holds {
+    /// Lists `dir` and reads its manifest; a directory that cannot be listed is an error, a
+    /// manifest that cannot be read counts as none.
+    pub(crate) fn read(dir: &Path) -> Result<Holds, RunDirError> {
+        let names = entries(dir)?;
+        Ok(Holds { names, manifest: Manifest::read(dir).ok().flatten() })
+    }
+}
+
 /// What `dir` holds of a rescoring, in words, or `None` when it holds none: a rescoring's
-/// manifest, its progress (a `run.json` that says it is a rescoring's), a table critbench wrote,
-/// or a lock whose process is gone.
-pub(crate) fn rescore_state(dir: &Path, taken_over: bool) -> Option<&'static str> {
-    if Manifest::read(dir).ok().flatten().is_some_and(|m| m.rescore.is_some()) {
+/// manifest (`manifest`, the one `dir` holds), its progress (a `run.json` that says it is a
+/// rescoring's), a table critbench wrote, or a lock whose process is gone.
+pub(crate) fn rescore_state(dir: &Path, manifest: Option<&Manifest>, taken_over: bool) -> Option<&'static str> {
+    if manifest.is_some_and(|m| m.rescore.is_some()) {
         return Some("a finished rescoring");
     }
     let progress = std::fs::read_to_string(dir.join(PROGRESS_DIR).join(RUN_JSON))
@@ -27,13 +45,18 @@ pub(crate) fn rescore_state(dir: &Path, taken_over: bool) -> Option<&'static str
 }
 
 /// What kind of run `root` (a run in one piece) holds, in words, or `None` when it holds none:
-/// a manifest, a run's progress, a table critbench wrote, or a lock whose process is gone.
-pub(crate) fn run_state(root: &Path, taken_over: bool) -> Result<Option<&'static str>, RunDirError> {
-    match Manifest::read(root) {
-        Ok(Some(manifest)) if manifest.shard.is_some() => {
+/// a manifest (`manifest`, the one `root` holds), a run's progress, a table critbench wrote, or a
+/// lock whose process is gone.
+pub(crate) fn run_state(
+    root: &Path,
+    manifest: Option<&Manifest>,
+    taken_over: bool,
+) -> Result<Option<&'static str>, RunDirError> {
+    match manifest {
+        Some(manifest) if manifest.shard.is_some() => {
             return Err(RunDirError::ShardFolder { dir: root.to_path_buf() });
         }
-        Ok(Some(manifest)) if !manifest.run_id.is_empty() => {
+        Some(manifest) if !manifest.run_id.is_empty() => {
             return Ok(Some(match manifest.status {
                 RunStatus::Interrupted => "an interrupted",
                 RunStatus::Finished => "a finished",
@@ -46,9 +69,14 @@ pub(crate) fn run_state(root: &Path, taken_over: bool) -> Result<Option<&'static
     Ok((tables || progress || taken_over).then_some("an unfinished"))
 }
 
-/// Like [`run_state`], for shard `shard`'s own folder.
-pub(crate) fn shard_state(own: &Path, shard: Shard, taken_over: bool) -> Result<Option<&'static str>, RunDirError> {
-    if let Ok(Some(manifest)) = Manifest::read(own)
+/// Like [`run_state`], for shard `shard`'s own folder and the manifest it holds.
+pub(crate) fn shard_state(
+    own: &Path,
+    manifest: Option<&Manifest>,
+    shard: Shard,
+    taken_over: bool,
+) -> Result<Option<&'static str>, RunDirError> {
+    if let Some(manifest) = manifest
         && manifest.shard == Some(shard)
     {
         return Ok(Some(match manifest.status {
@@ -79,9 +107,10 @@ pub(crate) fn only_leftovers(dir: &Path, names: &[String]) -> bool {
     })
 }
 
-/// Whether any shard of a sharded run has left its mark in `root`, or merge has.
-pub(crate) fn sharded_run_present(root: &Path) -> bool {
-    let merged = Manifest::read(root).ok().flatten().is_some_and(|m| m.shards.is_some());
+/// Whether any shard of a sharded run has left its mark in `root`, or merge has (in `manifest`,
+/// the one `root` holds).
+pub(crate) fn sharded_run_present(root: &Path, manifest: Option<&Manifest>) -> bool {
+    let merged = manifest.is_some_and(|m| m.shards.is_some());
     merged
         || critbench_storage::shards::shard_indices(root).into_iter().any(|index| {
             let dir = critbench_storage::shards::shard_dir(root, index);
@@ -175,7 +204,8 @@ pub(crate) fn is_within(inner: &Path, outer: &Path) -> bool {
 /// What of critbench's `dir` holds, in words, if anything: a run (in one piece, a shard's, or
 /// its progress), a rescoring, a sharded run, a critic benchmark, or a run's lock.
 pub(crate) fn critbench_output(dir: &Path) -> Option<&'static str> {
-    if let Ok(Some(manifest)) = Manifest::read(dir) {
+    let manifest = Manifest::read(dir).ok().flatten();
+    if let Some(manifest) = &manifest {
         return Some(if manifest.rescore.is_some() { "a rescoring" } else { "a run" });
     }
     if dir.join(PROGRESS_DIR).join(RUN_JSON).is_file() {
@@ -184,7 +214,7 @@ pub(crate) fn critbench_output(dir: &Path) -> Option<&'static str> {
     if TABLES.iter().any(|table| is_critbench_table(&dir.join(table_file(table)))) {
         return Some("a run's tables");
     }
-    if sharded_run_present(dir) {
+    if sharded_run_present(dir, manifest.as_ref()) {
         return Some("a sharded run");
     }
     if is_judge_result(dir) {

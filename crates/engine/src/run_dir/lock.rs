@@ -6,6 +6,8 @@
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use critbench_storage::manifest::Manifest;
+
 use crate::run_dir::RunDirError;
 use crate::run_dir::holds::refuse_links;
 use crate::run_dir::layout::LOCK_FILE;
@@ -21,6 +23,8 @@ pub struct RunLock {
     pub(crate) created: Vec<PathBuf>,
     /// Whether the claim found an interrupted pass to finish (`--resume`).
     pub(crate) resumes: bool,
+    /// The manifest of the pass to finish, as the claim read it under this lock.
+    pub(crate) manifest: Option<Manifest>,
 }
 
 impl RunLock {
@@ -28,6 +32,12 @@ impl RunLock {
     /// nothing was committed (a new pass starts then).
     pub fn resumes(&self) -> bool {
         self.resumes
+    }
+
+    /// The manifest the interrupted pass to finish left in its folder, if it left one that reads
+    /// (none for a new pass): what the claim read, unchanged while the lock is held.
+    pub fn manifest(&self) -> Option<&Manifest> {
+        self.manifest.as_ref()
     }
 }
 
@@ -75,7 +85,9 @@ pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), RunDirError> {
         let linked = std::fs::hard_link(&aside, &path);
         let _ = std::fs::remove_file(&aside);
         match linked {
-            Ok(()) => return Ok((RunLock { path, _file: file, created: Vec::new(), resumes: false }, false)),
+            Ok(()) => {
+                return Ok((RunLock { path, _file: file, created: Vec::new(), resumes: false, manifest: None }, false));
+            }
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(source) => return Err(io(&path, source)),
         }
@@ -130,7 +142,7 @@ pub(crate) fn take_lock(dir: &Path) -> Result<(RunLock, bool), RunDirError> {
             file.sync_all()
         })();
         rewritten.map_err(|source| io(&path, source))?;
-        return Ok((RunLock { path, _file: file, created: Vec::new(), resumes: false }, true));
+        return Ok((RunLock { path, _file: file, created: Vec::new(), resumes: false, manifest: None }, true));
     }
     Err(RunDirError::LockNotTaken { path })
 }

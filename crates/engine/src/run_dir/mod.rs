@@ -26,8 +26,10 @@
 //! directory as empty, `--resume` included. A pass refused by its input once it has written
 //! (`discard_run`, `discard_rescoring`) removes what it wrote.
 //!
-//! The claim takes `run.lock` in the directory a run (or shard) owns, and holds it until it is
-//! dropped ([`RunLock`], which says whether there is a pass to resume).
+//! The claim takes `run.lock` in the directory a run (or shard) owns, examines the directory once
+//! under it (its names and its manifest), decides from that, and holds the lock until it is
+//! dropped ([`RunLock`], which says whether there is a pass to resume and carries the manifest
+//! that pass left, read no more).
 
 mod claim;
 mod error;

@@ -35,8 +35,9 @@ impl Removals {
         if !dir.is_dir() {
             return Ok(());
         }
-        self.contents(dir, &known)?;
-        let unknown: Vec<String> = entries(dir)?.into_iter().filter(|name| !known(name)).collect();
+        let names = entries(dir)?;
+        self.listed_contents(dir, &names, &known)?;
+        let unknown: Vec<String> = names.into_iter().filter(|name| !known(name)).collect();
         if !unknown.is_empty() {
             return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: unknown });
         }
@@ -47,11 +48,21 @@ impl Removals {
     /// The entries of `dir` that `known` names, for removal; `dir` stays. A folder among them is
     /// refused: nothing a run writes there is one.
     pub(crate) fn contents(&mut self, dir: &Path, known: impl Fn(&str) -> bool) -> Result<(), RunDirError> {
-        for name in entries(dir)? {
-            if !known(&name) {
+        self.listed_contents(dir, &entries(dir)?, known)
+    }
+
+    /// [`Removals::contents`] of `dir` whose entries are `names`, already listed.
+    fn listed_contents(
+        &mut self,
+        dir: &Path,
+        names: &[String],
+        known: impl Fn(&str) -> bool,
+    ) -> Result<(), RunDirError> {
+        for name in names {
+            if !known(name) {
                 continue;
             }
-            let path = dir.join(&name);
+            let path = dir.join(name);
             if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
                 return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![format!("{name}/")] });
             }
@@ -76,19 +87,21 @@ impl Removals {
         refuse_links(&names.iter().map(|name| dir.join(name)).collect::<Vec<_>>())?;
         for name in names {
             let folder = dir.join(&name);
-            if !folder.is_dir() || rescore_state(&folder, false).is_none() {
+            let manifest = critbench_storage::manifest::Manifest::read(&folder).ok().flatten();
+            if !folder.is_dir() || rescore_state(&folder, manifest.as_ref(), false).is_none() {
                 return Err(RunDirError::UnknownEntries { dir: dir.to_path_buf(), entries: vec![name] });
             }
             if let Some(in_use) = held_lock(&folder) {
                 return Err(in_use);
             }
-            let unknown: Vec<String> = entries(&folder)?.into_iter().filter(|name| !rescore_owned(name)).collect();
+            let inside = entries(&folder)?;
+            let unknown: Vec<String> = inside.iter().filter(|name| !rescore_owned(name)).cloned().collect();
             if !unknown.is_empty() {
                 return Err(RunDirError::UnknownEntries { dir: folder, entries: unknown });
             }
             self.folders.push(folder.clone());
             self.folder(&folder.join(PROGRESS_DIR), is_progress_file)?;
-            self.contents(&folder, |name| name != PROGRESS_DIR && rescore_owned(name))?;
+            self.listed_contents(&folder, &inside, |name| name != PROGRESS_DIR && rescore_owned(name))?;
             // A lock its rescoring left behind (no process holds it: checked above).
             self.file(folder.join(LOCK_FILE));
         }
