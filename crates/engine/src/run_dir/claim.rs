@@ -514,7 +514,9 @@ mod tests {
         // Killed while it wrote its summaries: its manifest says finished, its progress is there.
         std::fs::create_dir_all(out.join(PROGRESS_DIR)).unwrap();
         std::fs::write(out.join(PROGRESS_DIR).join(RUN_JSON), "{}").unwrap();
-        assert!(resume(&out).unwrap().resumes());
+        let lock = resume(&out).unwrap();
+        assert!(lock.resumes());
+        assert_eq!(lock.manifest().map(|m| m.run_id.as_str()), Some("demo-1"), "the manifest the claim read");
     }
 
     #[test]
