@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::queries::round_spend::{RoundSpends, loop_key};
 use crate::rows::{ADJUDICATED_SUFFIX, BOOTSTRAP_RESAMPLES};
-use crate::totals::{Capped, Design, Loop, Paired, one_statistic};
+use crate::totals::{Capped, Design, Epoch, Loop, Paired, matched_epochs, one_statistic};
 
 /// The unit of spend in rounds (draws, for `resample`).
 pub const ROUNDS: &str = "rounds";
@@ -139,8 +139,20 @@ pub(crate) fn judged_caps(
         return Capped::Unknown;
     }
     let mut bits = 0;
+    let mut best: Option<critbench_core::BestDraft> = None;
     for cap in 1..rounds as usize {
-        let answer = if last { cap - 1 } else { critbench_core::best_round(&scores[..cap]).map_or(0, |b| b.round) };
+        // The best draft of the first `cap` rounds, updated by the round the cap adds.
+        let answer = if last {
+            cap - 1
+        } else {
+            match &mut best {
+                None => best = Some(critbench_core::BestDraft::first(&scores[0])),
+                Some(b) => {
+                    b.observe(cap - 1, &scores[cap - 1]);
+                }
+            }
+            best.map_or(0, |b| b.round)
+        };
         match verdicts.get(answer).copied().flatten() {
             Some(passed) => bits |= u64::from(passed) << (cap - 1),
             None => return Capped::Unknown,
@@ -400,19 +412,13 @@ type TaskPairs<'a> = Vec<[&'a LoopSpend; 2]>;
 
 /// The pairs of two arms' loops of a task (each sorted by epoch) that share an epoch.
 fn pair_epochs<'a>(a: &'a [LoopSpend], b: &'a [LoopSpend]) -> TaskPairs<'a> {
-    let (mut i, mut j, mut pairs) = (0, 0, Vec::new());
-    while i < a.len() && j < b.len() {
-        match a[i].epoch.cmp(&b[j].epoch) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                pairs.push([&a[i], &b[j]]);
-                i += 1;
-                j += 1;
-            }
-        }
+    matched_epochs(a, b).map(|(a, b)| [a, b]).collect()
+}
+
+impl Epoch for LoopSpend {
+    fn epoch(&self) -> u32 {
+        self.epoch
     }
-    pairs
 }
 
 /// A side's cap over a comparison's pairs: `low` rounds, and `low + 1` for the pairs `raised`.

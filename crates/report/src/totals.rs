@@ -475,11 +475,11 @@ impl PairTotals {
 }
 
 /// The pairs of two arms' loops (each sorted by epoch) that share an epoch.
-pub(crate) fn matched_epochs<'a>(a: &'a [Loop], b: &'a [Loop]) -> impl Iterator<Item = (&'a Loop, &'a Loop)> {
+pub(crate) fn matched_epochs<'a, L: Epoch>(a: &'a [L], b: &'a [L]) -> impl Iterator<Item = (&'a L, &'a L)> {
     let (mut i, mut j) = (0, 0);
     std::iter::from_fn(move || {
         while i < a.len() && j < b.len() {
-            match a[i].epoch.cmp(&b[j].epoch) {
+            match a[i].epoch().cmp(&b[j].epoch()) {
                 std::cmp::Ordering::Less => i += 1,
                 std::cmp::Ordering::Greater => j += 1,
                 std::cmp::Ordering::Equal => {
@@ -491,6 +491,17 @@ pub(crate) fn matched_epochs<'a>(a: &'a [Loop], b: &'a [Loop]) -> impl Iterator<
         }
         None
     })
+}
+
+/// A loop as [`matched_epochs`] pairs it: by its epoch.
+pub(crate) trait Epoch {
+    fn epoch(&self) -> u32;
+}
+
+impl Epoch for Loop {
+    fn epoch(&self) -> u32 {
+        self.epoch
+    }
 }
 
 /// Sorts one task's loops of a config × critic by `(arm, epoch)` (`key`) and refuses a loop given

@@ -143,6 +143,13 @@ impl<'a> Columns<'a> {
             .collect()
     }
 
+    /// How many items each row of a list column holds (a null list holds none), read off the
+    /// list's offsets: no item is copied.
+    pub fn list_lengths(&self, name: &str) -> Result<Vec<usize>, TableError> {
+        let array = self.column(name)?.as_list_opt::<i32>().ok_or_else(|| not_of_type(name, "a list"))?;
+        Ok((0..array.len()).map(|i| if array.is_null(i) { 0 } else { array.value_length(i) as usize }).collect())
+    }
+
     /// A `map<utf8, float64>` column; a null map reads as empty.
     pub fn float_maps(&self, name: &str) -> Result<Vec<BTreeMap<String, f64>>, TableError> {
         let array = self.column(name)?.as_map_opt().ok_or_else(|| not_of_type(name, "a map"))?;

@@ -2,7 +2,7 @@
 //! ([`critbench_storage::scan::Scan`]): the final answers of chosen tasks (for `critbench sample`),
 //! the rounds of one task (`critbench show`), the mean score by round (the trajectory chart) and
 //! what the writer did with the critiques (the backend's notices), how much each revision changed,
-//! and every token a loop spent (the cost curves in tokens). Each decodes only the columns it needs, a batch at a time.
+//! and each round's spend and score (the cost curves). Each decodes only the columns it needs, a batch at a time.
 
 pub mod feedback_use;
 pub mod final_answers;

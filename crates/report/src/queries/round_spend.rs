@@ -85,9 +85,9 @@ fn add_batch(spends: &mut RoundSpends, scanned: &ScanBatch<'_>, every_loop: bool
     ];
     let cost: &Float64Array = c.nullable_float_array(T.cost)?;
     let score = c.float_array(critbench_storage::critique_columns::CritiqueColumns::COLUMNS.score)?;
-    let fatal = c.string_lists(critbench_storage::critique_columns::CritiqueColumns::COLUMNS.fatal_issues)?;
+    let fatal = c.list_lengths(critbench_storage::critique_columns::CritiqueColumns::COLUMNS.fatal_issues)?;
     let (decision, exit_reason) = (c.text_array(DECISION)?, c.nullable_text_array(EXIT_REASON)?);
-    for (row, fatal) in fatal.iter().enumerate() {
+    for (row, &fatal) in fatal.iter().enumerate() {
         // The adjudicator's call is not one of the loop's rounds.
         let exit = exit_reason.is_valid(row).then(|| exit_reason.value(row));
         if RowDecision::parse(decision.value(row), exit, scanned.row(row))? == RowDecision::Adjudicate {
@@ -98,10 +98,8 @@ fn add_batch(spends: &mut RoundSpends, scanned: &ScanBatch<'_>, every_loop: bool
             continue;
         }
         let tokens: u64 = counted.iter().filter(|c| c.is_valid(row)).map(|c| c.value(row).max(0) as u64).sum();
-        let score = critbench_core::RoundScore {
-            fatal: !fatal.is_empty(),
-            ..critbench_core::RoundScore::new(score.value(row))
-        };
+        let score =
+            critbench_core::RoundScore { fatal: fatal > 0, ..critbench_core::RoundScore::new(score.value(row)) };
         let spent =
             Spent { tokens: (!untokened).then_some(tokens), cost: cost.is_valid(row).then(|| cost.value(row)), score };
         let epoch = u32::try_from(epoch.value(row)).unwrap_or(0);
