@@ -153,7 +153,7 @@ THREAD_SAMPLE_S = 0.05
 CHILDREN = "child processes (critics, writers)"
 STAGES = [("critbench-sourc", "dataset reader"), ("critbench-loops", "loop workers"),
           ("critbench-http", "model client (tokio)"), ("critbench-criti", "critic pipes"),
-          ("critbench-rescore", "rescore")]
+          ("critbench-write", "writer pipes"), ("critbench-rescore", "rescore")]
 
 
 class ThreadClock:
@@ -1059,7 +1059,7 @@ def cpu_by_stage(results):
         f" {THREAD_SAMPLE_S * 1000:.0f} ms while it ran (medians over the runs, CPU s, then µs per critique or per"
         " request). critbench names its threads: the dataset reader, the loop workers (`--jobs` of them: the"
         " loops, critiques and policy), the model client's tokio threads, the critic pipes (their readers, and the"
-        " loop workers' batch threads, which write a batch of requests to a critic's process and read its"
+        " drivers, which write the requests queued for a critic's process and hand out its"
         " answers); the main thread is the sink (rows into Parquet columns, encoding, writing) and, after the loops, the summaries"
         " and reports; child processes are the critics and writers run apart. Only the loop workers' share is split by"
         " `--jobs`: the rest bounds what a second core can gain.",

@@ -15,6 +15,10 @@
 //! hosted by `critbench plugin-worker` ([`worker`]), or any executable (`command`). A crash,
 //! hang or garbage in a child is a critique error and the child is restarted.
 //!
+//! Programs in child processes, critics and writers alike ([`writer`]: a user's own generator and
+//! reviser), are served by one host: one place per form of the protocol, a role saying what a
+//! request and an answer are.
+//!
 //! Libraries are loaded once per process and never unloaded: thread-local destructors inside a
 //! plugin would otherwise run into unmapped code.
 //!
@@ -41,13 +45,13 @@ macro_rules! note {
     }};
 }
 
+mod critic;
 mod critics;
 mod error;
 mod info;
 mod library;
 pub mod model;
 mod open;
-mod process;
 mod program;
 mod protocol;
 pub mod request;
@@ -58,6 +62,7 @@ mod watchdog;
 pub mod worker;
 pub mod writer;
 
+pub use critic::{CRITIC_IN_FLIGHT, ProcessCritic};
 pub use critics::{CriticSpec, OpenCriticError, open_critics};
 pub use error::{CallError, PluginError};
 pub use info::{
@@ -65,12 +70,8 @@ pub use info::{
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
 pub use open::{CriticInstance, CriticTask, open_critic};
-pub use process::{Batches, ChildCounters, ChildTrouble, ProcessCritic};
-pub use program::Nudge;
+pub use program::{ChildCounters, ChildTrouble, block_on};
 pub use protocol::PROTOCOL_VERSION;
-pub use request::{Asked, TaskRound, task_request};
-pub use retry::{
-    CritiqueCall, DEFAULT_ATTEMPTS, critique_after_first, critique_task_after_first, critique_task_with_retry,
-    critique_with_retry,
-};
+pub use request::task_request;
+pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_task_with_retry, critique_with_retry};
 pub use search::{SearchPath, user_plugin_dir};

@@ -1,18 +1,20 @@
-//! The messages of the JSON-lines critic protocol (`docs/PROTOCOL.md`) as the host writes them
-//! and checks the critic's, in both of its forms.
+//! The messages of the program protocol (`docs/PROTOCOL.md`) as the host writes them and checks a
+//! program's, in both of its forms and for both roles ([`Role`]: a critic is asked `request`s and
+//! answers `critique`s, a writer is asked `write`s and answers `draft`s).
 //!
 //! Every message carries an `id`: the host numbers each line it sends that wants an answer (the
-//! config, every request), and every message of the critic carries the id of the request it
+//! config, every request), and every message of the program carries the id of the request it
 //! answers or serves. A message for any other request is an error, never an answer, so an answer
-//! can only land on its own request. The critic's hello chooses the form ([`Form`]): *simple*, one
-//! request in flight per process; or *pipelined*, many requests in flight, an answer's id saying
-//! which it answers, and each task sent once per process for the loops in flight that share it
-//! (`{"id":N,"open":K,"task":T}`, answered `{"id":N,"ok":true}`), each round a small request about
-//! key `K`, and `{"close":[K]}` when the task's loops are done.
+//! can only land on its own request. The hello chooses the form ([`Form`]): *simple*, one request
+//! in flight per process; or *pipelined*, many requests in flight, an answer's id saying which it
+//! answers, and each task sent once per process (`{"id":N,"open":K,"task":T}`, answered
+//! `{"id":N,"ok":true}`), each request about it naming key `K`, and `{"close":[K]}` once the
+//! process holds more tasks than it has requests in flight.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::program::{excerpt, text_of};
+use crate::program::{Broken, excerpt, parse_message, text_of};
 use crate::services::ServiceError;
 
 /// The version of the protocol this host speaks, in both forms.
@@ -21,22 +23,49 @@ pub const PROTOCOL_VERSION: u32 = 2;
 /// The id of the config message; requests count up from 1.
 pub(crate) const CONFIG_ID: u64 = 0;
 
-/// The form of the protocol a critic's hello chooses.
+/// What a program is to critbench: the noun of its messages, the key its requests go under and the
+/// key of its answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Role {
+    /// "the critic wrote …".
+    pub(crate) name: &'static str,
+    /// The key of a request: `request`, `write`.
+    pub(crate) asks: &'static str,
+    /// The key of an answer: `critique`, `draft`.
+    pub(crate) answers: &'static str,
+    /// Whether an answer may be any JSON (a critique: an object, or its text as a string), not only
+    /// a string (a draft).
+    pub(crate) any_json: bool,
+    /// Whether an open must be answered before the requests written behind it (a critic's answer to
+    /// the open says whether there is a task to critique; a writer may answer in any order).
+    pub(crate) open_first: bool,
+}
+
+/// A critic, or a held-out evaluator: asked to critique drafts.
+pub(crate) const CRITIC: Role =
+    Role { name: "critic", asks: "request", answers: "critique", any_json: true, open_first: true };
+
+/// A writer program: asked to write first drafts and revisions.
+pub(crate) const WRITER: Role =
+    Role { name: "writer", asks: "write", answers: "draft", any_json: false, open_first: false };
+
+/// The form of the protocol a hello chooses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Form {
     /// One request in flight per process: the host waits for its answer before the next.
     Simple,
-    /// Many requests in flight per process, answered by id in any order; a loop's task is opened
-    /// once per process under a key its loops in flight share, and each round asks about the key.
+    /// Many requests in flight per process, answered by id in any order; a task is opened once
+    /// per process under a key, and each request about it names the key.
     Pipelined,
 }
 
-/// What a critic's message is, once it is known to be about the request being asked.
+/// What a program's message is, once it is known to be about a request in flight.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Reply {
-    /// The critique's JSON text (an object, or the text of a JSON string).
-    Critique(String),
-    /// No critique this time.
+    /// The answer's text: a draft, or a critique's JSON (an object's text as the program wrote it,
+    /// or the text of a JSON string).
+    Answer(String),
+    /// No answer this time.
     Error(String),
     /// A host-service call made while working on the request.
     Service { name: String, request: String },
@@ -44,10 +73,10 @@ pub(crate) enum Reply {
     Opened,
 }
 
-/// A critic's message that breaks the protocol. The child is then no longer trusted.
+/// A program's message that breaks the protocol. The process is then no longer trusted.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub(crate) enum ProtocolError {
-    /// A hello naming another version than [`PROTOCOL_VERSION`]: what to change.
+    /// A critic's hello naming another version than [`PROTOCOL_VERSION`]: what to change.
     #[error(
         "critbench speaks protocol {PROTOCOL_VERSION} in two forms: simple, whose hello says \"protocol\": 2 (one \
          request in flight per process), and pipelined, whose hello says \"protocol\": 2, \"pipelined\": true (many \
@@ -58,42 +87,55 @@ pub(crate) enum ProtocolError {
     Version { found: u32 },
     /// A message without an id while the request `expected` is waiting (the simple form).
     #[error(
-        "the critic wrote a message without an id (protocol 2: every message carries the id of the request it \
+        "the {role} wrote a message without an id (protocol 2: every message carries the id of the request it \
          answers, here {expected}): {message}"
     )]
-    NoId { expected: u64, message: String },
+    NoId { role: &'static str, expected: u64, message: String },
     #[error(
-        "the critic wrote a message for request {got} while critbench waited for request {expected} (an answer to \
+        "the {role} wrote a message for request {got} while critbench waited for request {expected} (an answer to \
          another request, or a second answer, is never taken for this one): {message}"
     )]
-    OtherId { got: Value, expected: u64, message: String },
+    OtherId { role: &'static str, got: Value, expected: u64, message: String },
     /// A message without an id, while `first..=last` are in flight (the pipelined form).
     #[error(
-        "the critic wrote a message without an id (every message carries the id of the request it answers, here \
+        "the {role} wrote a message without an id (every message carries the id of the request it answers, here \
          one of {first}–{last}): {message}"
     )]
-    NoIdInFlight { first: u64, last: u64, message: String },
+    NoIdInFlight { role: &'static str, first: u64, last: u64, message: String },
     #[error(
-        "the critic wrote a message for request {got}, which is not one of the requests waiting for an answer \
+        "the {role} wrote a message for request {got}, which is not one of the requests waiting for an answer \
          ({first}–{last}; an answer to another request, or a second answer, is never taken for one of them): \
          {message}"
     )]
-    NotInFlight { got: Value, first: u64, last: u64, message: String },
+    NotInFlight { role: &'static str, got: Value, first: u64, last: u64, message: String },
     #[error("expected {{\"ok\": true}} after the config, got {0}")]
     ConfigNotOk(String),
-    #[error("the critic wrote a line that is not a protocol message: {0}")]
-    NotAMessage(String),
-    /// An open answered with a critique, or a request with `ok`.
+    #[error("the {role} wrote a line that is not a protocol message: {message} ({expected})")]
+    NotAMessage { role: &'static str, expected: String, message: String },
+    /// An open answered with an answer, or a request with `ok`.
     #[error(
-        "the critic answered {what} {id} with {wrong} (an open is answered {{\"id\": N, \"ok\": true}} or an error, a request with a critique or an error): {message}"
+        "the {role} answered {what} {id} with {wrong} (an open is answered {{\"id\": N, \"ok\": true}} or an error, a request with a {answers} or an error): {message}"
     )]
-    WrongAnswer { what: &'static str, id: u64, wrong: &'static str, message: String },
-    /// A round answered before the open of its task.
+    WrongAnswer {
+        role: &'static str,
+        answers: &'static str,
+        what: &'static str,
+        id: u64,
+        wrong: &'static str,
+        message: String,
+    },
+    /// A request answered before the open of its task.
     #[error(
-        "the critic answered request {id} about task key {key} before the open of that task (the pipelined form: an \
-         open is answered before the rounds written after it): {message}"
+        "the {role} answered request {id} about task key {key} before the open of that task (the pipelined form: an \
+         open is answered before the requests written after it): {message}"
     )]
-    BeforeOpen { id: u64, key: u64, message: String },
+    BeforeOpen { role: &'static str, id: u64, key: u64, message: String },
+}
+
+impl From<ProtocolError> for Broken {
+    fn from(error: ProtocolError) -> Broken {
+        Broken::Protocol(error.to_string())
+    }
 }
 
 /// What a critic whose hello says protocol `found` changes to speak one of the two forms.
@@ -132,22 +174,6 @@ pub(crate) fn config_line(config: &Value) -> String {
     format!("{{\"id\":{CONFIG_ID},\"config\":{config}}}")
 }
 
-/// The line carrying the whole critique request `request` (JSON text, the C ABI's request) as
-/// request `id`. The request goes in verbatim, so a critic sees exactly the C ABI's bytes.
-pub(crate) fn request_line(id: u64, request: &str) -> String {
-    format!("{{\"id\":{id},\"request\":{request}}}")
-}
-
-/// `line` (a request's) with the key its critic may call the run's model with, beside the request.
-pub(crate) fn with_model(mut line: String, model: crate::model::ModelField<'_>) -> String {
-    let closing = line.pop();
-    debug_assert_eq!(closing, Some('}'));
-    line.push_str(",\"model\":");
-    line.push_str(&serde_json::to_string(&model).expect("a model field serializes"));
-    line.push('}');
-    line
-}
-
 /// The host's answer to a service call made for request `id`.
 pub(crate) fn service_answer_line(id: u64, answer: Result<String, ServiceError>) -> String {
     let (key, text) = match answer {
@@ -170,88 +196,139 @@ pub(crate) fn open_line(id: u64, key: u64, task: &str) -> String {
     line
 }
 
-/// Request `id` about the task open as `key`: `request` is the ABI's task request,
-/// `{"request_version":2,"round":R,"draft":"..."}`, verbatim.
-pub(crate) fn round_line(id: u64, key: u64, request: &str) -> String {
-    let mut line = String::with_capacity(48 + request.len());
-    line.push_str("{\"id\":");
-    line.push_str(&id.to_string());
-    line.push_str(",\"task_key\":");
-    line.push_str(&key.to_string());
-    line.push_str(",\"request\":");
-    line.push_str(request);
-    line.push('}');
-    line
-}
-
 /// The close of the task keys `keys` (not answered).
 pub(crate) fn close_line(keys: &[u64]) -> String {
     let keys: Vec<String> = keys.iter().map(u64::to_string).collect();
     format!("{{\"close\":[{}]}}", keys.join(","))
 }
 
-/// Reads `message`, written while the host waits for the answer to request `id` alone.
-pub(crate) fn reply(message: &Value, id: u64) -> Result<Reply, ProtocolError> {
-    check_id(message, id)?;
-    reply_to_request(message)
+/// A critic's refusal of its config: its own message (data, kept as it wrote it).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ConfigRefused(pub(crate) String);
+
+/// Request `id`'s line: the body `body` (JSON text, verbatim) under the role's key; about the task
+/// open as `key` when given.
+pub(crate) fn request_line(role: Role, id: u64, key: Option<u64>, body: &str) -> String {
+    let mut line = String::with_capacity(48 + body.len());
+    line.push_str("{\"id\":");
+    line.push_str(&id.to_string());
+    if let Some(key) = key {
+        line.push_str(",\"task_key\":");
+        line.push_str(&key.to_string());
+    }
+    line.push_str(",\"");
+    line.push_str(role.asks);
+    line.push_str("\":");
+    line.push_str(body);
+    line.push('}');
+    line
 }
 
-/// Reads `message` (the pipelined form), written while the requests `first..next` are in flight and
+/// Reads `line`, written while the host waits for the answer to request `id` alone.
+pub(crate) fn reply(role: Role, line: &[u8], id: u64) -> Result<Reply, Broken> {
+    let reply = match fast_reply(role, line, |got| got == id) {
+        Some((_, reply)) => reply,
+        None => {
+            let message = parse_message(line)?;
+            check_id(role, &message, id)?;
+            reply_to_request(role, &message, line)?
+        }
+    };
+    if reply == Reply::Opened {
+        // The simple form opens no task: an `ok` answers no request.
+        let message = excerpt(String::from_utf8_lossy(line).trim_end());
+        let wrong = ProtocolError::WrongAnswer {
+            role: role.name,
+            answers: role.answers,
+            what: "request",
+            id,
+            wrong: "`ok`",
+            message,
+        };
+        return Err(wrong.into());
+    }
+    Ok(reply)
+}
+
+/// Reads `line` (the pipelined form), written while the requests `first..next` are in flight and
 /// `in_flight` says which of them still wait for an answer: the request it is for, and what it
 /// says. A message for any other id answers nothing.
 pub(crate) fn pipelined_reply(
-    message: &Value,
+    role: Role,
+    line: &[u8],
     (first, next): (u64, u64),
     in_flight: impl Fn(u64) -> bool,
-) -> Result<(u64, Reply), ProtocolError> {
-    let (last, text) = (next - 1, || excerpt(&message.to_string()));
+) -> Result<(u64, Reply), Broken> {
+    if let Some(read) = fast_reply(role, line, &in_flight) {
+        return Ok(read);
+    }
+    let message = parse_message(line)?;
+    let (last, text) = (next.saturating_sub(1), || excerpt(&message.to_string()));
     match message.get("id") {
         Some(got) if got.as_u64().is_some_and(&in_flight) => {
             let opened = message.as_object().is_some_and(|o| o.len() == 2 && o.get("ok") == Some(&Value::Bool(true)));
-            let reply = if opened { Reply::Opened } else { reply_to_request(message)? };
+            let reply = if opened { Reply::Opened } else { reply_to_request(role, &message, line)? };
             Ok((got.as_u64().unwrap_or_default(), reply))
         }
-        None => Err(ProtocolError::NoIdInFlight { first, last, message: text() }),
-        Some(got) => Err(ProtocolError::NotInFlight { got: got.clone(), first, last, message: text() }),
+        None => Err(ProtocolError::NoIdInFlight { role: role.name, first, last, message: text() }.into()),
+        Some(got) => {
+            Err(ProtocolError::NotInFlight { role: role.name, got: got.clone(), first, last, message: text() }.into())
+        }
     }
 }
 
-/// [`pipelined_reply`] for the messages a pipelined critic writes most, read without building a
-/// JSON tree: `{"id":N,"critique":{...}}`, `{"id":N,"critique":"..."}` (the critique's text as a
-/// string, as `critbench plugin-worker` passes on a plugin's) and `{"id":N,"ok":true}`, with `N` in
-/// flight. `None` for any other line, which then takes the full path: this one only saves the work,
-/// it never decides anything the full path would decide otherwise. (A critique's text is then the
-/// critic's own, not re-serialized; it is read as a plugin's is.)
-pub(crate) fn fast_pipelined_reply(line: &[u8], in_flight: impl Fn(u64) -> bool) -> Option<(u64, Reply)> {
+/// The answers a program writes most, read without building a JSON tree: `{"id":N,ANSWER:...}`
+/// (the role's answer key; a string's text, escapes undone, or a critique object as written) and
+/// `{"id":N,"ok":true}`, with `N` in flight. `None` for any other line, which then takes the full
+/// path: this one only saves the work, it never decides anything the full path would decide
+/// otherwise.
+fn fast_reply(role: Role, line: &[u8], in_flight: impl Fn(u64) -> bool) -> Option<(u64, Reply)> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Common<'a> {
         id: u64,
         #[serde(borrow, default)]
-        critique: Option<&'a serde_json::value::RawValue>,
+        critique: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        draft: Option<&'a RawValue>,
         #[serde(default)]
         ok: Option<bool>,
     }
     let text = std::str::from_utf8(line).ok()?;
+    // A struct reads from a JSON array too (`[1, {...}]`): a message is an object.
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
     let message: Common<'_> = serde_json::from_str(text).ok()?;
     if !in_flight(message.id) {
         return None;
     }
-    match (message.critique, message.ok) {
-        (Some(critique), None) if critique.get().starts_with('{') => {
-            Some((message.id, Reply::Critique(critique.get().to_string())))
-        }
-        (Some(critique), None) if critique.get().starts_with('"') => {
-            Some((message.id, Reply::Critique(serde_json::from_str(critique.get()).ok()?)))
-        }
-        (None, Some(true)) => Some((message.id, Reply::Opened)),
+    let answer =
+        if role.answers == "critique" { (message.critique, message.draft) } else { (message.draft, message.critique) };
+    match (answer, message.ok) {
+        ((Some(answer), None), None) => Some((message.id, Reply::Answer(answer_text(role, answer)?))),
+        ((None, None), Some(true)) => Some((message.id, Reply::Opened)),
         _ => None,
     }
 }
 
-/// Reads the critic's answer to its config: `Ok(Err(refusal))` when it refuses the config.
-pub(crate) fn config_answer(message: &Value) -> Result<Result<(), ConfigRefused>, ProtocolError> {
-    check_id(message, CONFIG_ID)?;
+/// An answer's text: a string's, or (for a role whose answers may be any JSON) the JSON as the
+/// program wrote it. `None` for a value the role does not take.
+fn answer_text(role: Role, answer: &RawValue) -> Option<String> {
+    let raw = answer.get();
+    if raw.starts_with('"') {
+        serde_json::from_str(raw).ok()
+    } else if role.any_json && raw != "null" {
+        Some(raw.to_string())
+    } else {
+        None
+    }
+}
+
+/// Reads the answer to the config: `Ok(Err(refusal))` when the program refuses the config.
+pub(crate) fn config_answer(role: Role, message: &Value) -> Result<Result<(), ConfigRefused>, ProtocolError> {
+    check_id(role, message, CONFIG_ID)?;
     if let Some(error) = message.get("error") {
         return Ok(Err(ConfigRefused(text_of(error))));
     }
@@ -262,44 +339,50 @@ pub(crate) fn config_answer(message: &Value) -> Result<Result<(), ConfigRefused>
 }
 
 /// A message must carry the id of the request the host waits for.
-fn check_id(message: &Value, id: u64) -> Result<(), ProtocolError> {
+fn check_id(role: Role, message: &Value, id: u64) -> Result<(), ProtocolError> {
     let text = || excerpt(&message.to_string());
     match message.get("id") {
         Some(got) if got.as_u64() == Some(id) => Ok(()),
-        None => Err(ProtocolError::NoId { expected: id, message: text() }),
-        Some(got) => Err(ProtocolError::OtherId { got: got.clone(), expected: id, message: text() }),
+        None => Err(ProtocolError::NoId { role: role.name, expected: id, message: text() }),
+        Some(got) => Err(ProtocolError::OtherId { role: role.name, got: got.clone(), expected: id, message: text() }),
     }
 }
 
-/// A critic's refusal of its config: its own message (data, kept as it wrote it).
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct ConfigRefused(pub(crate) String);
-
-/// An answer to a request is exactly one kind of message: `id` and `critique`, `id` and `error`,
-/// or `id`, `service` and `request`.
-fn reply_to_request(message: &Value) -> Result<Reply, ProtocolError> {
-    let Some(object) = message.as_object() else { return Err(not_a_message(message)) };
+/// An answer to a request is exactly one kind of message: `id` and the role's answer, `id` and
+/// `error`, or `id`, `service` and `request` (`line`: the message as written, whose answer is
+/// taken as written).
+fn reply_to_request(role: Role, message: &Value, line: &[u8]) -> Result<Reply, ProtocolError> {
+    let Some(object) = message.as_object() else { return Err(not_a_message(role, message)) };
     let keys: Vec<&str> = object.keys().map(String::as_str).filter(|k| *k != "id").collect();
     match (keys.as_slice(), object.get("service"), object.get("request")) {
-        (["critique"], ..) => Ok(Reply::Critique(critique_text(&object["critique"]))),
+        ([answer], ..) if *answer == role.answers => {
+            written_answer(role, line).map(Reply::Answer).ok_or_else(|| not_a_message(role, message))
+        }
         (["error"], ..) => Ok(Reply::Error(text_of(&object["error"]))),
         (["request", "service"] | ["service", "request"], Some(Value::String(name)), Some(Value::String(request))) => {
             Ok(Reply::Service { name: name.clone(), request: request.clone() })
         }
-        _ => Err(not_a_message(message)),
+        _ => Err(not_a_message(role, message)),
     }
 }
 
-fn not_a_message(message: &Value) -> ProtocolError {
-    ProtocolError::NotAMessage(excerpt(&message.to_string()))
+/// The answer of a message line as the program wrote it ([`answer_text`]), so that an answer reads
+/// the same on every path: a critique's own repeated keys, say, are then refused as a plugin's are,
+/// not resolved by a JSON tree.
+fn written_answer(role: Role, line: &[u8]) -> Option<String> {
+    let fields: std::collections::HashMap<&str, &RawValue> = serde_json::from_slice(line).ok()?;
+    answer_text(role, fields.get(role.answers)?)
 }
 
-/// A critique is an object, or a JSON string holding the critique's text (as a library returned it).
-fn critique_text(critique: &Value) -> String {
-    match critique {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
+fn not_a_message(role: Role, message: &Value) -> ProtocolError {
+    let answer = if role.any_json { "{...}" } else { "\"...\"" };
+    ProtocolError::NotAMessage {
+        role: role.name,
+        expected: format!(
+            "an answer is {{\"id\": N, \"{}\": {answer}}} or {{\"id\": N, \"error\": \"...\"}}",
+            role.answers
+        ),
+        message: excerpt(&message.to_string()),
     }
 }
 
@@ -308,29 +391,57 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// `message` read as a critic's answer to request `id`, or the error's words.
+    fn simple(message: &Value, id: u64) -> Result<Reply, String> {
+        reply(CRITIC, message.to_string().as_bytes(), id).map_err(|broken| broken.describe("critic"))
+    }
+
+    /// `message` read as a critic's answer while `first..next` are in flight.
+    fn pipelined(message: &Value, ids: (u64, u64), in_flight: impl Fn(u64) -> bool) -> Result<(u64, Reply), String> {
+        pipelined_reply(CRITIC, message.to_string().as_bytes(), ids, in_flight)
+            .map_err(|broken| broken.describe("critic"))
+    }
+
     #[test]
     fn an_answer_must_carry_the_id_of_the_request_it_answers() {
-        assert_eq!(reply(&json!({"id": 4, "critique": {"score": 3}}), 4), Ok(Reply::Critique("{\"score\":3}".into())));
-        assert_eq!(reply(&json!({"id": 4, "error": "no"}), 4), Ok(Reply::Error("no".into())));
-        let wrong = reply(&json!({"id": 3, "critique": {"score": 3}}), 4).unwrap_err().to_string();
+        assert_eq!(simple(&json!({"id": 4, "critique": {"score": 3}}), 4), Ok(Reply::Answer("{\"score\":3}".into())));
+        assert_eq!(simple(&json!({"id": 4, "error": "no"}), 4), Ok(Reply::Error("no".into())));
+        let wrong = simple(&json!({"id": 3, "critique": {"score": 3}}), 4).unwrap_err();
         assert!(
             wrong.starts_with("the critic wrote a message for request 3 while critbench waited for request 4"),
             "{wrong}"
         );
-        let missing = reply(&json!({"critique": {"score": 3}}), 4).unwrap_err().to_string();
+        let missing = simple(&json!({"critique": {"score": 3}}), 4).unwrap_err();
         assert!(missing.starts_with("the critic wrote a message without an id"), "{missing}");
         // An id is a number: the text "4" is another id.
-        let text = reply(&json!({"id": "4", "critique": {"score": 3}}), 4).unwrap_err().to_string();
+        let text = simple(&json!({"id": "4", "critique": {"score": 3}}), 4).unwrap_err();
         assert!(text.contains("for request \"4\""), "{text}");
+        // The simple form opens no task.
+        let opened = simple(&json!({"id": 4, "ok": true}), 4).unwrap_err();
+        assert!(opened.starts_with("the critic answered request 4 with `ok`"), "{opened}");
+    }
+
+    #[test]
+    fn a_writer_answers_with_a_draft_that_is_a_string() {
+        let read = |line: &str| reply(WRITER, line.as_bytes(), 4).map_err(|broken| broken.describe("writer"));
+        assert_eq!(read(r#"{"id": 4, "draft": "text"}"#), Ok(Reply::Answer("text".into())));
+        assert_eq!(read(r#"{"id": 4, "error": "no"}"#), Ok(Reply::Error("no".into())));
+        assert!(read(r#"{"id": 3, "draft": "t"}"#).unwrap_err().contains("for request 3 while critbench waited"));
+        for line in
+            [r#"{"id": 4, "draft": 7}"#, r#"{"id": 4, "critique": {}}"#, r#"{"id": 4, "draft": "a", "error": "b"}"#]
+        {
+            let error = read(line).unwrap_err();
+            assert!(error.starts_with("the writer wrote a line that is not a protocol message"), "{line}: {error}");
+            assert!(error.contains(r#"{"id": N, "draft": "..."}"#), "{error}");
+        }
+        assert_eq!(request_line(WRITER, 5, Some(2), "{}"), r#"{"id":5,"task_key":2,"write":{}}"#);
     }
 
     #[test]
     fn a_service_call_is_tied_to_the_request_it_serves() {
         let call = json!({"id": 7, "service": "chat", "request": "{}"});
-        assert_eq!(reply(&call, 7), Ok(Reply::Service { name: "chat".into(), request: "{}".into() }));
-        assert!(
-            reply(&call, 8).unwrap_err().to_string().contains("for request 7 while critbench waited for request 8")
-        );
+        assert_eq!(simple(&call, 7), Ok(Reply::Service { name: "chat".into(), request: "{}".into() }));
+        assert!(simple(&call, 8).unwrap_err().contains("for request 7 while critbench waited for request 8"));
         assert_eq!(
             service_answer_line(7, Ok("{\"content\":\"x\"}".into())),
             r#"{"id":7,"answer":"{\"content\":\"x\"}"}"#
@@ -347,7 +458,7 @@ mod tests {
             json!({"id": 1, "service": "chat", "request": {"not": "text"}}),
             json!({"id": 1}),
         ] {
-            let error = reply(&message, 1).unwrap_err().to_string();
+            let error = simple(&message, 1).unwrap_err();
             assert!(error.starts_with("the critic wrote a line that is not a protocol message"), "{message}: {error}");
         }
     }
@@ -356,23 +467,21 @@ mod tests {
     fn a_pipelined_answer_lands_on_the_request_in_flight_its_id_names() {
         let waiting = |id: u64| id == 4 || id == 6;
         assert_eq!(
-            pipelined_reply(&json!({"id": 6, "critique": {"score": 3}}), (4, 7), waiting),
-            Ok((6, Reply::Critique("{\"score\":3}".into())))
+            pipelined(&json!({"id": 6, "critique": {"score": 3}}), (4, 7), waiting),
+            Ok((6, Reply::Answer("{\"score\":3}".into())))
         );
         // Request 5 was answered already: a second answer is refused, and so is an id never sent.
         for id in [5, 7, 0] {
-            let error =
-                pipelined_reply(&json!({"id": id, "critique": {"score": 3}}), (4, 7), waiting).unwrap_err().to_string();
+            let error = pipelined(&json!({"id": id, "critique": {"score": 3}}), (4, 7), waiting).unwrap_err();
             assert!(
                 error.starts_with(&format!("the critic wrote a message for request {id}, which is not one")),
                 "{error}"
             );
             assert!(error.contains("(4–6;"), "{error}");
         }
-        let missing = pipelined_reply(&json!({"critique": {"score": 3}}), (4, 7), waiting).unwrap_err().to_string();
+        let missing = pipelined(&json!({"critique": {"score": 3}}), (4, 7), waiting).unwrap_err();
         assert!(missing.starts_with("the critic wrote a message without an id"), "{missing}");
-        let extra =
-            pipelined_reply(&json!({"id": 4, "critique": {}, "x": 1}), (4, 7), waiting).unwrap_err().to_string();
+        let extra = pipelined(&json!({"id": 4, "critique": {}, "x": 1}), (4, 7), waiting).unwrap_err();
         assert!(extra.starts_with("the critic wrote a line that is not a protocol message"), "{extra}");
     }
 
@@ -384,21 +493,30 @@ mod tests {
         let parsed: Value = serde_json::from_str(&open).unwrap();
         assert_eq!((parsed["id"].as_u64(), parsed["open"].as_u64()), (Some(3), Some(7)));
         let request = r#"{"request_version":2,"round":1,"draft":"d"}"#;
-        assert_eq!(round_line(4, 7, request), format!("{{\"id\":4,\"task_key\":7,\"request\":{request}}}"));
+        assert_eq!(
+            request_line(CRITIC, 4, Some(7), request),
+            format!("{{\"id\":4,\"task_key\":7,\"request\":{request}}}")
+        );
         assert_eq!(close_line(&[7, 9]), r#"{"close":[7,9]}"#);
         let waiting = |id: u64| id == 3;
-        assert_eq!(pipelined_reply(&json!({"id": 3, "ok": true}), (3, 4), waiting), Ok((3, Reply::Opened)));
+        assert_eq!(pipelined(&json!({"id": 3, "ok": true}), (3, 4), waiting), Ok((3, Reply::Opened)));
         // `ok` must be true and alone.
         for message in [json!({"id": 3, "ok": false}), json!({"id": 3, "ok": true, "critique": {}})] {
-            assert!(pipelined_reply(&message, (3, 4), waiting).is_err(), "{message}");
+            assert!(pipelined(&message, (3, 4), waiting).is_err(), "{message}");
         }
     }
 
     #[test]
-    fn the_fast_read_of_a_pipelined_answer_agrees_with_the_full_read_or_leaves_it_to_it() {
+    fn the_fast_read_of_an_answer_agrees_with_the_full_read_or_leaves_it_to_it() {
         let in_flight = |id: u64| (3..=5).contains(&id);
+        let full = |line: &str| {
+            let message = parse_message(line.as_bytes()).unwrap();
+            let id = message["id"].as_u64().unwrap();
+            let opened = message.as_object().is_some_and(|o| o.len() == 2 && o.get("ok") == Some(&Value::Bool(true)));
+            (id, if opened { Reply::Opened } else { reply_to_request(CRITIC, &message, line.as_bytes()).unwrap() })
+        };
         // Read without a JSON tree: the same request and reply as the full path, the critique as
-        // the critic wrote it (the same meaning as the full path's re-serialized text).
+        // the critic wrote it.
         for line in [
             r#"{"id": 3, "critique": {"score": 7.25, "issues": ["a \u00e9"], "rationale": "r"}}"#,
             r#"{"critique":{"score":1e1},"id":5}"#,
@@ -407,26 +525,11 @@ mod tests {
             r#"{"id": 3, "critique": "{\"score\": 1, \"issues\": [\"a \\\"b\\\" \\u00e9\"]}"}"#,
             r#"{"id": 4, "critique": "not a critique"}"#,
         ] {
-            let fast = fast_pipelined_reply(line.as_bytes(), in_flight).expect(line);
-            let full = pipelined_reply(&serde_json::from_str(line).unwrap(), (3, 6), in_flight).unwrap();
-            assert_eq!(fast.0, full.0, "{line}");
+            let fast = fast_reply(CRITIC, line.as_bytes(), in_flight).expect(line);
+            assert_eq!(fast, full(line), "{line}");
             let given = &serde_json::from_str::<Value>(line).unwrap()["critique"];
-            match (fast.1, full.1) {
-                (Reply::Critique(fast), Reply::Critique(full)) if given.is_string() => {
-                    assert_eq!(fast, full, "{line}");
-                    assert_eq!(Some(fast.as_str()), given.as_str(), "{line}");
-                }
-                (Reply::Critique(fast), Reply::Critique(full)) => {
-                    assert_eq!(
-                        serde_json::from_str::<Value>(&fast).unwrap(),
-                        serde_json::from_str::<Value>(&full).unwrap()
-                    );
-                    assert_eq!(
-                        serde_json::from_str::<Value>(&fast).unwrap(),
-                        serde_json::from_str::<Value>(line).unwrap()["critique"]
-                    );
-                }
-                (fast, full) => assert_eq!(fast, full, "{line}"),
+            if let (Reply::Answer(text), Some(string)) = (&fast.1, given.as_str()) {
+                assert_eq!(text, string, "{line}");
             }
         }
         // Everything else is left to the full path, which decides what it is.
@@ -435,6 +538,7 @@ mod tests {
             r#"{"id": 3.0, "critique": {"score": 1}}"#, // not an integer id
             r#"{"critique": {"score": 1}}"#,            // no id
             r#"{"id": 3, "critique": null}"#,
+            r#"{"id": 3, "draft": "a critic's answer is a critique"}"#,
             r#"{"id": 3, "critique": {"score": 1}, "x": 1}"#, // another key
             r#"{"id": 3, "critique": {}, "critique": {"score": 1}}"#, // a key twice
             r#"{"id": 3, "ok": true, "critique": {}}"#,
@@ -442,25 +546,26 @@ mod tests {
             r#"{"id": 3, "error": "no"}"#,
             r#"{"id": 3, "service": "chat", "request": "r"}"#,
             r#"[3]"#,
+            r#"[3, {"score": 1}]"#,
             "{\"id\": 3, \"critique\": {\"score\": 1}} trailing",
         ] {
-            assert_eq!(fast_pipelined_reply(line.as_bytes(), in_flight), None, "{line}");
+            assert_eq!(fast_reply(CRITIC, line.as_bytes(), in_flight), None, "{line}");
         }
         // Not UTF-8.
-        assert_eq!(fast_pipelined_reply(b"{\"id\":3,\"critique\":{\"rationale\":\"\xff\"}}", in_flight), None);
+        assert_eq!(fast_reply(CRITIC, b"{\"id\":3,\"critique\":{\"rationale\":\"\xff\"}}", in_flight), None);
     }
 
     #[test]
     fn a_request_is_wrapped_verbatim_and_the_config_numbered() {
         let request = r#"{"request_version":1,"round":0,"draft":"1e5","task":{"id":"t","meta":{"x":1e5}}}"#;
-        let line = request_line(3, request);
+        let line = request_line(CRITIC, 3, None, request);
         assert_eq!(line, format!("{{\"id\":3,\"request\":{request}}}"));
         let parsed: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(parsed["id"], 3);
         assert_eq!(config_line(&json!({})), r#"{"id":0,"config":{}}"#);
-        assert_eq!(config_answer(&json!({"id": 0, "ok": true})), Ok(Ok(())));
-        assert_eq!(config_answer(&json!({"id": 0, "error": "no"})), Ok(Err(ConfigRefused("no".into()))));
-        assert!(config_answer(&json!({"ok": true})).unwrap_err().to_string().contains("without an id"));
+        assert_eq!(config_answer(CRITIC, &json!({"id": 0, "ok": true})), Ok(Ok(())));
+        assert_eq!(config_answer(CRITIC, &json!({"id": 0, "error": "no"})), Ok(Err(ConfigRefused("no".into()))));
+        assert!(config_answer(CRITIC, &json!({"ok": true})).unwrap_err().to_string().contains("without an id"));
     }
 
     #[test]

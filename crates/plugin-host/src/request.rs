@@ -7,8 +7,9 @@ use critbench_abi::REQUEST_VERSION;
 use critbench_core::Task;
 use critbench_core::author::Truth;
 
-/// A task as critics see it, serialized once and reused for every request about it.
-pub struct TaskJson(String);
+/// A task as critics see it, serialized once and shared by every request about it (a critic of the
+/// pipelined form opens it once per process for the loops that share this text).
+pub struct TaskJson(Arc<str>);
 
 impl TaskJson {
     /// Leaves out what a critic must not see: the scripted backend's future `drafts` and
@@ -26,6 +27,11 @@ impl TaskJson {
     /// The JSON text, what a request holds as `task`.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The JSON text, shared.
+    pub(crate) fn shared(&self) -> Arc<str> {
+        Arc::clone(&self.0)
     }
 
     fn visible(task: &Task, labels: Option<&serde_json::Value>) -> TaskJson {
@@ -70,7 +76,7 @@ impl TaskJson {
             serde_json::to_writer(&mut json, labels).expect("a value always serializes");
         }
         json.push(b'}');
-        TaskJson(String::from_utf8(json).expect("serde_json and JSON text are UTF-8"))
+        TaskJson(Arc::from(String::from_utf8(json).expect("serde_json and JSON text are UTF-8")))
     }
 }
 
@@ -116,42 +122,6 @@ fn request(version: u32, round: u32, draft: &str, truth: Option<&Truth>, task: O
     }
     request.push(b'}');
     String::from_utf8(request).expect("serde_json and JSON text are UTF-8")
-}
-
-/// A critique asked among many in flight ([`crate::CriticInstance::call_many`]).
-pub enum Asked {
-    /// The whole request, task included.
-    Whole(String),
-    /// A round of a loop whose task the critic reads once per process (the pipelined form), made by
-    /// [`crate::CriticTask::first_request`].
-    Round(TaskRound),
-}
-
-impl Asked {
-    /// The whole request, task included: what a critic that does not read tasks once is sent.
-    pub(crate) fn whole(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            Asked::Whole(request) => request.into(),
-            Asked::Round(round) => critique_request_text(&round.task, &round.draft, round.round).into(),
-        }
-    }
-}
-
-/// A round of a loop as a child of the pipelined form is asked it: the task's key and, for the
-/// process that does not hold it open yet, the task.
-pub struct TaskRound {
-    pub(crate) key: u64,
-    /// The task's JSON text.
-    pub(crate) task: Arc<str>,
-    pub(crate) draft: String,
-    pub(crate) round: u32,
-}
-
-impl TaskRound {
-    /// `{"request_version":2,"round":R,"draft":"..."}`.
-    pub(crate) fn request(&self) -> String {
-        task_request(&self.draft, self.round)
-    }
 }
 
 /// `{"request_version":2,"round":R,"draft":"..."}`: a request about a task opened before.
@@ -212,8 +182,8 @@ mod tests {
             meta: Some(JsonText::from_value(&serde_json::json!({"k": 1}))),
         };
         let expected = Task { drafts: Vec::new(), samples: Vec::new(), labels: None, ..task.clone() };
-        assert_eq!(TaskJson::new(&task).0, serde_json::to_string(&expected).unwrap());
+        assert_eq!(TaskJson::new(&task).as_str(), serde_json::to_string(&expected).unwrap());
         let bare = Task { id: "b".into(), prompt: "q".into(), ..Task::default() };
-        assert_eq!(TaskJson::new(&bare).0, serde_json::to_string(&bare).unwrap());
+        assert_eq!(TaskJson::new(&bare).as_str(), serde_json::to_string(&bare).unwrap());
     }
 }

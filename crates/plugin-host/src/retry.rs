@@ -39,26 +39,14 @@ pub fn critique_with_retry(
     attempts: u32,
     scope: &mut CallScope,
 ) -> CritiqueCall {
-    retry_from(critic, request, weights, attempts, scope, None)
-}
-
-/// [`critique_with_retry`] when the first attempt was already made (with `scope.attempt` 1, e.g.
-/// among many requests in flight, [`CriticInstance::call_many`]) and answered `first`: the
-/// retries, if any, follow as they would have.
-pub fn critique_after_first(
-    critic: &CriticInstance,
-    request: &str,
-    weights: Option<&BTreeMap<String, f64>>,
-    attempts: u32,
-    scope: &mut CallScope,
-    first: Result<String, CallError>,
-) -> CritiqueCall {
-    retry_from(critic, request, weights, attempts, scope, Some(first))
+    let call = async |scope: &mut CallScope| critic.call_in(request, scope);
+    crate::program::block_on(retry(critic.info().range, call, weights, attempts, scope))
 }
 
 /// [`critique_with_retry`] of `draft` at `round` through a critic with the loop's task open:
-/// every attempt goes through `task`, which reads the task once where the critic can.
-pub fn critique_task_with_retry(
+/// every attempt goes through `task`, which reads the task once where the critic can, and is
+/// awaited where the critic's answers are.
+pub async fn critique_task_with_retry(
     task: &mut CriticTask<'_>,
     draft: &str,
     round: u32,
@@ -67,55 +55,23 @@ pub fn critique_task_with_retry(
     scope: &mut CallScope,
 ) -> CritiqueCall {
     let range = task.critic().info().range;
-    retry(range, |scope| task.call_in(draft, round, scope), weights, attempts, scope, None)
+    retry(range, async |scope: &mut CallScope| task.ask(draft, round, scope).await, weights, attempts, scope).await
 }
 
-/// [`critique_after_first`] through a critic with the loop's task open: the first attempt (of
-/// [`CriticTask::first_request`], among many in flight) answered `first`; the retries go through
-/// `task`.
-pub fn critique_task_after_first(
-    task: &mut CriticTask<'_>,
-    draft: &str,
-    round: u32,
-    weights: Option<&BTreeMap<String, f64>>,
-    attempts: u32,
-    scope: &mut CallScope,
-    first: Result<String, CallError>,
-) -> CritiqueCall {
-    let range = task.critic().info().range;
-    retry(range, |scope| task.call_in(draft, round, scope), weights, attempts, scope, Some(first))
-}
-
-fn retry_from(
-    critic: &CriticInstance,
-    request: &str,
-    weights: Option<&BTreeMap<String, f64>>,
-    attempts: u32,
-    scope: &mut CallScope,
-    first: Option<Result<String, CallError>>,
-) -> CritiqueCall {
-    retry(critic.info().range, |scope| critic.call_in(request, scope), weights, attempts, scope, first)
-}
-
-/// Up to `attempts` calls of `call` (the first one's answer given as `first`, when made already)
-/// until one answers a valid critique of `range`; else the conservative stand-in.
-fn retry(
+/// Up to `attempts` calls of `call` until one answers a valid critique of `range`; else the
+/// conservative stand-in.
+async fn retry(
     range: critbench_core::ScoreRange,
-    mut call: impl FnMut(&mut CallScope) -> Result<String, CallError>,
+    mut call: impl AsyncFnMut(&mut CallScope) -> Result<String, CallError>,
     weights: Option<&BTreeMap<String, f64>>,
     attempts: u32,
     scope: &mut CallScope,
-    mut first: Option<Result<String, CallError>>,
 ) -> CritiqueCall {
     let attempts = attempts.max(1);
     let mut last_error = String::new();
     for attempt in 1..=attempts {
         scope.attempt = attempt;
-        let answer = match first.take() {
-            Some(answer) => answer,
-            None => call(scope),
-        };
-        match answer {
+        match call(scope).await {
             Ok(json) => match Critique::parse(&json, range, weights) {
                 Ok(critique) => return CritiqueCall { critique, attempts: attempt, error: None },
                 Err(e) => last_error = e.to_string(),

@@ -490,8 +490,11 @@ mod tests {
     #[test]
     fn a_request_framed_by_the_host_is_taken_without_a_second_parse() {
         let request = r#"{"request_version":1,"round":0,"draft":"}","task":{"id":"t","prompt":"p"}}"#;
-        assert_eq!(framed_request(&protocol::request_line(7, request)), Some((7, request)));
-        assert_eq!(framed_request(&format!("{}\n", protocol::request_line(8, request))), Some((8, request)));
+        assert_eq!(framed_request(&protocol::request_line(protocol::CRITIC, 7, None, request)), Some((7, request)));
+        assert_eq!(
+            framed_request(&format!("{}\n", protocol::request_line(protocol::CRITIC, 8, None, request))),
+            Some((8, request))
+        );
         // Any other shape goes through the full parse.
         for line in [
             format!(r#"{{"request":{request},"id":7}}"#),
@@ -503,7 +506,7 @@ mod tests {
         }
         // Rounds and opens too.
         let round = r#"{"request_version":2,"round":1,"draft":"}"}"#;
-        assert_eq!(framed_round(&protocol::round_line(9, 4, round)), Some((9, 4, round)));
+        assert_eq!(framed_round(&protocol::request_line(protocol::CRITIC, 9, Some(4), round)), Some((9, 4, round)));
         let task = r#"{"id":"t","prompt":"p"}"#;
         assert_eq!(framed_open(&format!("{}\n", protocol::open_line(10, 4, task))), Some((10, 4, task)));
         assert!(matches!(asked(&protocol::close_line(&[4, 5])), Ok(Asked::Close(keys)) if keys == [4, 5]));

@@ -87,8 +87,8 @@ fn sigint_writes_the_finished_loops_and_exits_130() {
 
 #[test]
 fn sigint_with_the_critic_in_child_processes_writes_the_finished_loops_and_exits_130() {
-    // Each worker then has a batch of critiques out on its batch thread while it advances other
-    // loops: the stop must wait for it, and write whole tasks only.
+    // Each worker then has many loops awaiting their critiques from the critic's process while it
+    // advances others: the stop must end them, and write whole tasks only.
     let (code, message, dir) = interrupt_run_with("INT", &["--isolate-plugins"]);
     assert_eq!(code, Some(130), "{message}");
     assert!(message.contains("interrupted by SIGINT"), "{message}");

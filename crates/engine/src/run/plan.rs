@@ -202,6 +202,12 @@ impl<'a> Plan<'a> {
             && self.critics.iter().chain(&self.evaluators).all(|critic| critic.info().declared.requires.is_empty())
     }
 
+    /// Whether the loops' critiques are awaited, many loops to a worker thread: a critic takes many
+    /// requests at once (a child process of the pipelined form).
+    pub fn awaits_critics(&self) -> bool {
+        self.critics.iter().any(|critic| critic.pipelined())
+    }
+
     /// The critics that take a task of `kind`, by index.
     pub fn critics_for<'k>(&'k self, kind: Option<&'k str>) -> impl Iterator<Item = usize> + 'k {
         self.experiment.critics.iter().enumerate().filter(move |(_, spec)| spec.takes(kind)).map(|(index, _)| index)

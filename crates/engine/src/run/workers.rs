@@ -1,10 +1,11 @@
 //! The loop workers of a run: how many, how many loops each keeps in flight, how many tasks go to
 //! a chunk, and what each does with the chunks of a pass ([`pass`], on the one pipeline).
 //!
-//! When the loops await a model server (`Plan::awaits_author`), each worker drives many chunks
-//! at once ([`work_together`]), so that `concurrency` requests are in flight on `jobs` threads;
-//! otherwise a loop blocks its worker while it waits, and there are as many workers as requests
-//! in flight ([`Experiment::blocking_jobs`]). What needs no order is done on the workers, so that
+//! When the loops await a model server or a writer program (`Plan::awaits_author`), each worker
+//! drives many chunks at once ([`work_together`]), so that `concurrency` requests are in flight on
+//! `jobs` threads; so it does when they await a critic of the pipelined form (`Plan::awaits_critics`),
+//! [`IN_FLIGHT`] loops a worker. Otherwise a loop blocks its worker while it waits, and there are as
+//! many workers as requests in flight ([`Experiment::blocking_jobs`]). What needs no order is done on the workers, so that
 //! `--jobs` spreads it: a chunk's tasks are serialized for the critics before its first loop, and
 //! once it is recorded the consumer's preparation runs there too.
 
@@ -13,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::experiment::Experiment;
 use crate::run::error::RunError;
-use crate::run::loops::{ChunkResult, CriticBatches, run_chunk, work_together};
+use crate::run::loops::{ChunkResult, IN_FLIGHT, run_chunk, work_together};
 use crate::run::pipeline::{self, Consumer, Intake, Names, Pass, Prepare, Progress, Stopped};
 use crate::run::plan::{Plan, Scope};
 use crate::run::sequential::Gate;
@@ -67,10 +68,10 @@ fn loops_in_flight(concurrency: u32) -> usize {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Workers {
     pub(crate) threads: usize,
-    /// When the loops await their author: how many each worker keeps in flight at most, and the
-    /// requests the author takes in flight at once (the model server's `concurrency`, a pipelined
-    /// writer's `in_flight`).
-    awaiting: Option<(usize, u32)>,
+    /// When the loops await their answers: how many each worker keeps in flight at most, and, when
+    /// they await their author, the requests it takes in flight at once (the model server's
+    /// `concurrency`, a pipelined writer's `in_flight`).
+    awaiting: Option<(usize, Option<u32>)>,
 }
 
 impl Workers {
@@ -85,7 +86,10 @@ impl Workers {
             Some(concurrency) => {
                 let threads = if experiment.jobs > 0 { experiment.jobs } else { crate::experiment::available_cores() };
                 let loops = loops_in_flight(concurrency);
-                Workers { threads, awaiting: Some((loops.div_ceil(threads).max(1), concurrency)) }
+                Workers { threads, awaiting: Some((loops.div_ceil(threads).max(1), Some(concurrency))) }
+            }
+            None if plan.awaits_critics() => {
+                Workers { threads: experiment.blocking_jobs(), awaiting: Some((IN_FLIGHT, None)) }
             }
             None => Workers { threads: experiment.blocking_jobs(), awaiting: None },
         }
@@ -96,9 +100,9 @@ impl Workers {
     /// flight stay small.
     pub(crate) fn chunk_tasks(self, experiment: &Experiment) -> usize {
         match (self.awaiting, &experiment.openai) {
-            (Some((_, concurrency)), _) => awaiting_chunk_tasks(experiment, concurrency),
-            (None, Some(_)) => 1,
-            (None, None) => experiment.task_shape().tasks_per_chunk(OFFLINE_CHUNK_TASKS),
+            (Some((_, Some(concurrency))), _) => awaiting_chunk_tasks(experiment, concurrency),
+            (_, Some(_)) => 1,
+            (_, None) => experiment.task_shape().tasks_per_chunk(OFFLINE_CHUNK_TASKS),
         }
     }
 
@@ -106,7 +110,9 @@ impl Workers {
     /// many again finished and waiting for the chunks before them, and a few on their way.
     fn window(self) -> usize {
         match self.awaiting {
-            Some((loops, _)) => 2 * self.threads * (loops + 1) + 2,
+            Some((loops, Some(_))) => 2 * self.threads * (loops + 1) + 2,
+            // A worker holds up to two chunks of its room's loops: one ending, the next starting.
+            Some((_, None)) => 4 * self.threads + 2,
             None => 2 * self.threads + 2,
         }
     }
@@ -189,14 +195,13 @@ where
             |wait| intake.take(wait).map(Sourced::serialize),
             deliver,
         ),
-        None => std::thread::scope(|threads| {
-            let batches = CriticBatches::start(threads, &plan.critics);
+        None => {
             while let Some(chunk) = intake.next() {
-                if !deliver(run_chunk(plan, chunk.serialize(), scope, intake.stop(), batches.as_ref())) {
+                if !deliver(run_chunk(plan, chunk.serialize(), scope, intake.stop())) {
                     break;
                 }
             }
-        }),
+        }
     };
     pipeline::drive(&driven, read, work, consumer)
 }

@@ -14,7 +14,8 @@ use std::sync::mpsc::{RecvTimeoutError, Sender, TryRecvError, channel};
 use std::time::{Duration, Instant};
 
 use super::lines::{Delivery, Line, Lines, Nudge, read_lines};
-use super::{Broken, EXIT_CHECK, parse_message, process_group};
+use super::{Broken, parse_message, process_group};
+use crate::protocol::Role;
 
 /// Why a program did not start ([`Program::spawn`], [`Program::start`]).
 #[derive(Debug, thiserror::Error)]
@@ -33,13 +34,8 @@ pub(crate) enum StartError {
     Refused(String),
 }
 
-/// A write that did not go through whole ([`Program::write_within`]).
-#[derive(Debug)]
-pub(crate) struct Unwritten {
-    /// How many of the bytes went out: the lines they end are with the program.
-    pub(crate) written: usize,
-    pub(crate) source: std::io::Error,
-}
+/// How often a program that is silent, or does not read, is checked for having died.
+const EXIT_CHECK: Duration = Duration::from_millis(100);
 
 /// How to start a program.
 #[derive(Clone, Debug)]
@@ -49,8 +45,8 @@ pub(crate) struct Launch {
     pub cwd: Option<PathBuf>,
     /// How the program is named in messages: its command line or library path.
     pub label: String,
-    /// What the program is to critbench, the noun of its messages ("the critic wrote …").
-    pub role: &'static str,
+    /// What the program is to critbench: its messages' noun ("the critic wrote …") and keys.
+    pub role: Role,
 }
 
 /// A running program: its process, the write end of its stdin and the lines of its stdout.
@@ -95,9 +91,9 @@ impl Program {
         let several = Arc::new(AtomicBool::new(false));
         let reading = Arc::clone(&several);
         let reader = std::thread::Builder::new()
-            .name(format!("critbench-{}-reader", launch.role))
+            .name(format!("critbench-{}-reader", launch.role.name))
             .spawn(move || read_lines(stdout, sender, &reading));
-        let program = Program { process, stdin, lines: Lines::new(lines), several, nudge, role: launch.role };
+        let program = Program { process, stdin, lines: Lines::new(lines), several, nudge, role: launch.role.name };
         match reader {
             Ok(_) => Ok(program),
             Err(e) => {
@@ -123,26 +119,23 @@ impl Program {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        self.write_within(&bytes, None).map_err(|unwritten| unwritten.source)
+        self.write_within(&bytes, None)
     }
 
     /// Writes all of `bytes` to the program's stdin (non-blocking), waiting for room in the pipe
     /// for as long as it takes, or with `stall` until no byte could go out for that long
     /// (`ErrorKind::TimedOut`: the program stopped reading). A program working through a long
     /// batch reads as it goes, so only one that stopped reading is timed out.
-    pub(crate) fn write_within(&mut self, mut bytes: &[u8], stall: Option<Duration>) -> Result<(), Unwritten> {
-        let mut written = 0;
-        let failed = |written, source| Unwritten { written, source };
+    pub(crate) fn write_within(&mut self, mut bytes: &[u8], stall: Option<Duration>) -> std::io::Result<()> {
         let Some(stdin) = self.stdin.as_mut() else {
-            return Err(failed(0, std::io::Error::other("stdin is closed")));
+            return Err(std::io::Error::other("stdin is closed"));
         };
         let mut progress = Instant::now();
         while !bytes.is_empty() {
             match stdin.write(bytes) {
-                Ok(0) => return Err(failed(written, std::io::Error::from(ErrorKind::WriteZero))),
+                Ok(0) => return Err(std::io::Error::from(ErrorKind::WriteZero)),
                 Ok(n) => {
                     bytes = &bytes[n..];
-                    written += n;
                     progress = Instant::now();
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -152,7 +145,7 @@ impl Program {
                             let left = (progress + stall).saturating_duration_since(Instant::now());
                             if left.is_zero() {
                                 let stopped = format!("the {} stopped reading its input", self.role);
-                                return Err(failed(written, std::io::Error::new(ErrorKind::TimedOut, stopped)));
+                                return Err(std::io::Error::new(ErrorKind::TimedOut, stopped));
                             }
                             left.min(EXIT_CHECK)
                         }
@@ -162,7 +155,7 @@ impl Program {
                     // SAFETY: one valid pollfd; a failed or interrupted poll just loops.
                     unsafe { libc::poll(&mut ready, 1, wait.as_millis().max(1) as libc::c_int) };
                 }
-                Err(e) => return Err(failed(written, e)),
+                Err(e) => return Err(e),
             }
         }
         Ok(())
@@ -340,7 +333,7 @@ pub(crate) enum CommandProblem {
 pub(crate) fn command_launch(
     command: &[String],
     base_dir: Option<&Path>,
-    role: &'static str,
+    role: Role,
 ) -> Result<(Launch, PathBuf, String), CommandProblem> {
     let program = command.first().ok_or(CommandProblem::Empty)?;
     let path = resolve_program(program, base_dir)

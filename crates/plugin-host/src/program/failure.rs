@@ -2,13 +2,20 @@
 
 use std::time::Duration;
 
-use super::excerpt;
-
 /// How the message starts when a line could not be written to the program (usually: it died).
 const SEND_FAILED: &str = "cannot send";
 
 /// The longest line read from a program; a longer one is garbage ([`Broken::LineTooLong`]).
 pub(crate) const MAX_LINE: usize = 64 << 20;
+
+/// The start of `text`, for messages: its first 120 characters, and `…` when there is more.
+pub(crate) fn excerpt(text: &str) -> String {
+    const LIMIT: usize = 120;
+    match text.char_indices().nth(LIMIT) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
 
 /// Why a program can no longer be used. Its words ([`Broken::describe`]) are the failure a caller
 /// records, unless the program died, when how it ended says more ([`super::Program::finish`]).

@@ -1,35 +1,33 @@
-//! A child program speaking JSON lines on its stdin and stdout, whatever it is for: its lifecycle
-//! ([`child`]: spawned as the leader of a process group that dies with critbench, killed with
-//! everything it started, its end told in words), the line reader ([`lines`]: a thread that hands
-//! over every line one read brought, each refused when it is no message), and the in-flight table
-//! ([`flight`]: the requests written to it and not yet answered, in batches). What the lines say is
-//! the caller's: [`crate::process`] speaks the critic protocol (`docs/PROTOCOL.md`) over it.
+//! A program speaking the protocol (`docs/PROTOCOL.md`) in child processes, whatever its role: a
+//! critic or evaluator asked for critiques, a writer asked for drafts ([`crate::protocol::Role`]).
+//! Its lifecycle ([`child`]: spawned as the leader of a process group that dies with critbench,
+//! killed with everything it started, its end told in words), the line reader ([`lines`]), the
+//! start ([`start`]: hello read by the role, config handed over, stopped and counted when it
+//! breaks), and the two forms, each in one place: one request in flight per process, asked on the
+//! caller's thread ([`simple`]), or many, queued for driver threads and awaited ([`pipelined`]).
+//! [`Served`] is either ([`served`]); a role asks it with [`Served::ask`] and reads the answer.
 //!
-//! The program is named in messages by its role (`critic`): "the critic process exited with
-//! status 3", "the critic wrote a line that is not protocol JSON".
+//! The program is named in messages by its role: "the critic process exited with status 3", "the
+//! writer wrote a line that is not protocol JSON".
 
+mod ask;
 pub(crate) mod child;
 mod failure;
-pub(crate) mod flight;
 pub(crate) mod lines;
+mod pipelined;
 pub(crate) mod process_group;
+mod served;
+mod simple;
+pub(crate) mod start;
+mod trouble;
 
+pub(crate) use ask::{Answered, Ask};
 pub(crate) use child::{CommandProblem, Launch, MIN_STARTUP, Program, StartError, command_launch, sha256_of};
-pub(crate) use failure::{Broken, Cause};
-pub(crate) use flight::Flight;
+pub(crate) use failure::{Broken, Cause, excerpt};
 pub use lines::Nudge;
 pub(crate) use lines::{parse_message, text_of};
-
-use std::time::Duration;
-
-/// How often a program that is silent, or does not read, is checked for having died.
-const EXIT_CHECK: Duration = Duration::from_millis(100);
-
-/// The start of `text`, for messages: its first 120 characters, and `…` when there is more.
-pub(crate) fn excerpt(text: &str) -> String {
-    const LIMIT: usize = 120;
-    match text.char_indices().nth(LIMIT) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
-    }
-}
+pub(crate) use served::Served;
+pub use served::block_on;
+pub use start::NotStarted;
+pub(crate) use start::{Failure, HelloRefused, Starter};
+pub use trouble::{ChildCounters, ChildTrouble};

@@ -1,17 +1,15 @@
 //! Writer programs: a user's own generator and reviser in child processes, speaking the program
-//! protocol's writer messages (`docs/PROTOCOL.md`, Writer programs): one request in flight per
-//! process (the simple form), or many (the pipelined form, chosen by the hello). [`ProgramWriter`] is an
-//! [`Author`] like the simulator: the loops ask it for a first draft or a revision and never tell
-//! it the arm, only what the arm lets it see. A pipelined writer is awaited: many loops to a worker
-//! thread, each waiting on its answer without holding the thread.
+//! protocol's writer messages (`docs/PROTOCOL.md`, Writer programs), served by the program host
+//! (the crate's `program` module) in the form the hello chose. [`ProgramWriter`] is an [`Author`] like the
+//! simulator: the loops ask it for a first draft or a revision and never tell it the arm, only
+//! what the arm lets it see. A pipelined writer is awaited: many loops to a worker thread, each
+//! waiting on its answer without holding the thread.
 //!
 //! A writer that answers with an error costs that round's loop; one that dies, hangs past its
 //! `timeout_s` or writes anything but its answer is stopped with its process group, counted
 //! ([`ChildCounters`]), and a fresh process serves the next request.
 
-mod pipelined;
-mod simple;
-mod start;
+mod hello;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,14 +21,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::{ModelAccess, ModelField, ModelPass, ModelRole, ModelUse};
-use crate::process::ChildCounters;
-use crate::program::{CommandProblem, command_launch};
+pub use crate::program::NotStarted;
+use crate::program::{Ask, ChildCounters, CommandProblem, Failure, Served, Starter, block_on, command_launch};
+use crate::protocol::WRITER;
 use crate::request::TaskJson;
-pub use start::{NotStarted, WriterInfo};
-use start::{Starter, WriteError};
-
-/// What a writer's child process is named by in messages ("the writer wrote …").
-const ROLE: &str = "writer";
+pub use hello::WriterInfo;
 
 /// The `[writer]` table resolved: the programs that write the drafts of `backend = "command"`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -92,8 +87,8 @@ pub enum WriterStartProblem {
 
 /// The writer programs of a run: one for both roles, or a generator and a reviser.
 pub struct ProgramWriter {
-    generator: Served,
-    reviser: Option<Served>,
+    generator: WriterProgram,
+    reviser: Option<WriterProgram>,
     model: Option<Arc<dyn ModelAccess>>,
     /// Each task's JSON as a writer sees it, by task id, made once for the task's rounds and
     /// arms (a task's every request carries it); cleared when it holds [`TASKS_KEPT`].
@@ -110,9 +105,9 @@ impl ProgramWriter {
     pub fn open(spec: &WriterSpec, base_dir: Option<&Path>, threads: usize) -> Result<ProgramWriter, WriterStartError> {
         let processes = spec.processes.unwrap_or(threads).max(1);
         let role = if spec.reviser.is_some() { "generate" } else { "generate and revise" };
-        let generator = Served::open(&spec.generator, role, spec, base_dir, processes)?;
+        let generator = WriterProgram::open(&spec.generator, role, spec, base_dir, processes)?;
         let reviser = match &spec.reviser {
-            Some(command) => Some(Served::open(command, "revise", spec, base_dir, processes)?),
+            Some(command) => Some(WriterProgram::open(command, "revise", spec, base_dir, processes)?),
             None => None,
         };
         Ok(ProgramWriter { generator, reviser, model: None, tasks: Default::default() })
@@ -132,18 +127,15 @@ impl ProgramWriter {
 
     /// Each program, as the manifest records it.
     pub fn programs(&self) -> Vec<(&WriterInfo, &Arc<ChildCounters>)> {
-        std::iter::once(&self.generator)
-            .chain(&self.reviser)
-            .map(|p| (&p.starter().info, &p.starter().trouble))
-            .collect()
+        std::iter::once(&self.generator).chain(&self.reviser).map(|p| (&p.info, &p.served.starter().trouble)).collect()
     }
 
     /// Whether every program speaks the pipelined form: the loops then await their drafts.
     pub fn pipelined(&self) -> bool {
-        std::iter::once(&self.generator).chain(&self.reviser).all(|p| matches!(p, Served::Pipelined(_)))
+        std::iter::once(&self.generator).chain(&self.reviser).all(|p| p.served.pipelined())
     }
 
-    fn reviser(&self) -> &Served {
+    fn reviser(&self) -> &WriterProgram {
         self.reviser.as_ref().unwrap_or(&self.generator)
     }
 
@@ -162,60 +154,53 @@ impl ProgramWriter {
     }
 }
 
-/// One writer program's processes, in the form its hello chose.
-enum Served {
-    Simple(Box<simple::Processes>),
-    Pipelined(pipelined::Lanes),
+/// One writer program: what the manifest records of it, and its processes.
+struct WriterProgram {
+    info: WriterInfo,
+    served: Served,
 }
 
-impl Served {
+impl WriterProgram {
+    /// Starts the program's first process (`role` says what the manifest calls it), up to `most`.
     fn open(
         command: &[String],
         role: &'static str,
         spec: &WriterSpec,
         base_dir: Option<&Path>,
         most: usize,
-    ) -> Result<Served, WriterStartError> {
+    ) -> Result<WriterProgram, WriterStartError> {
         let refuse = |problem: WriterStartProblem| WriterStartError { command: command.join(" "), problem };
-        let (launch, _, sha256) = command_launch(command, base_dir, ROLE).map_err(|problem| {
+        let (launch, _, sha256) = command_launch(command, base_dir, WRITER).map_err(|problem| {
             refuse(match problem {
                 CommandProblem::Empty => WriterStartProblem::Empty,
                 CommandProblem::NoProgram(program) => WriterStartProblem::NoProgram(program),
                 CommandProblem::Unreadable(path, source) => WriterStartProblem::Unreadable { path, source },
             })
         })?;
-        let mut starter = Starter {
-            info: WriterInfo { role, name: String::new(), version: String::new(), command: command.to_vec(), sha256 },
+        let starter = Starter {
             launch,
             config: spec.config.clone(),
             timeout: Duration::from_secs_f64(spec.timeout_s),
             memory_mb: Some(spec.memory_mb),
+            host: None,
             trouble: Arc::default(),
+            hello: Box::new(|hello| hello::read_hello(hello).map(|(form, _)| form)),
         };
-        let (first, hello) = starter.start().map_err(|error| refuse(error.into()))?;
-        starter.info.name = hello.name;
-        starter.info.version = hello.version;
-        Ok(if hello.pipelined {
-            Served::Pipelined(pipelined::Lanes::new(starter, first, most, spec.in_flight))
-        } else {
-            Served::Simple(Box::new(simple::Processes::new(starter, first, most)))
-        })
-    }
-
-    fn starter(&self) -> &Starter {
-        match self {
-            Served::Simple(processes) => processes.starter(),
-            Served::Pipelined(lanes) => lanes.starter(),
-        }
+        let (first, hello) = starter.start_with(hello::read_hello).map_err(|error| refuse(error.into()))?;
+        let info = WriterInfo { role, name: hello.name, version: hello.version, command: command.to_vec(), sha256 };
+        Ok(WriterProgram { info, served: Served::new(starter, first, most, spec.in_flight) })
     }
 
     /// One draft, awaited (a simple-form program's is written on this thread, which waits).
     /// `request` is the write request's JSON, with its task for the simple form; `task` the task's.
-    async fn write_async(&self, request: String, task: Arc<str>) -> Result<String, WriteError> {
-        match self {
-            Served::Simple(processes) => processes.write(&request),
-            Served::Pipelined(lanes) => lanes.submit(request, task).await,
-        }
+    async fn write(&self, request: String, task: Arc<str>) -> Result<String, String> {
+        let task = self.served.pipelined().then_some(task);
+        let (answer, _) = self.served.ask(Ask { body: request, model: None, task, scope: None }).await;
+        answer.map_err(|failure| match failure {
+            Failure::Stopped(failure) => format!("{failure}; the writer process was stopped and will be restarted"),
+            Failure::DriverFailed => "the writer's driver thread failed (a bug in critbench); see stderr".to_string(),
+            other => other.to_string(),
+        })
     }
 }
 
@@ -279,16 +264,16 @@ impl ProgramWriter {
         let model = pass.as_ref().map(|p| p.model());
         let task_json = self.task_json(task);
         // A pipelined writer is sent the task once, by key; a simple one in every request.
-        let whole = matches!(program, Served::Simple(_)).then_some(&*task_json);
+        let whole = (!program.served.pipelined()).then_some(&*task_json);
         let request = match revised {
             None => write_request(whole, None, None, hints, key, model),
             Some((draft, critique)) => write_request(whole, Some(&draft.text), critique, &[], key, model),
         };
         // The loop records the error as its `writer_error`, in these words.
-        let text = program.write_async(request, task_json).await.map_err(|error| AuthorError::Writer {
+        let text = program.write(request, task_json).await.map_err(|message| AuthorError::Writer {
             round: key.round,
             step,
-            message: error.to_string(),
+            message,
         })?;
         Ok(written(text, pass.map(|p| p.close())))
     }
@@ -325,26 +310,6 @@ impl Author for ProgramWriter {
         key: DraftKey<'a>,
     ) -> Writing<'a> {
         Box::pin(async move { self.draft(task, Some((draft, critique)), &[], &key).await })
-    }
-}
-
-/// Runs `future` on this thread to its end: a writer's blocking calls, whose futures are ready
-/// at once (the simple form) or woken by a driver thread (the pipelined form).
-fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = std::task::Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let std::task::Poll::Ready(value) = future.as_mut().poll(&mut context) {
-            return value;
-        }
-        std::thread::park();
     }
 }
 

@@ -1,13 +1,13 @@
-//! How many loops are in flight at once: at most [`IN_FLIGHT`] of a chunk's in each group whose
-//! critiques go out in one batch, and, for a worker whose loops await their author, the room its
-//! chunks share ([`Room`]).
+//! How many loops a worker keeps in flight at once: the room its chunks share ([`Room`]), and at
+//! most [`IN_FLIGHT`] of one chunk's.
 
 use std::cell::Cell;
 
-/// The loops a worker advances together when a critic takes several requests at once, in each
-/// group of loops whose critiques go out in one batch. A batch costs a pipe write, a read and
-/// the wakes of two threads and a process, whatever its size: larger groups pay that less often
-/// (docs/performance.md has the measurement), and a loop in flight costs only its own state.
+/// The loops of one chunk a worker keeps in flight at most, and the room of a worker whose loops
+/// await a critic of the pipelined form: the requests of many loops go out to the critic's process
+/// in one write and their answers come back in one read, so a pipe write, a read and the wakes of
+/// two threads and a process are paid per many critiques (docs/performance.md has the
+/// measurement), and a loop in flight costs only its own state.
 pub const IN_FLIGHT: usize = 256;
 
 /// A worker's room for loops in flight, shared by its chunks: a chunk holds room for as many

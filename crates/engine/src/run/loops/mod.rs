@@ -4,28 +4,24 @@
 //! generate afresh), in the plan's unit order. A loop that fails (a backend error, a panic)
 //! fails alone: it is reported, and every other loop of the chunk is still recorded.
 //!
-//! When a critic takes several requests at once (a child process speaking the pipelined form), a worker
-//! advances up to [`IN_FLIGHT`](in_flight::IN_FLIGHT) loops of its chunk together: each runs until it asks for a
-//! critique, then the critiques asked go out in one batch ([`Batch`]). A loop's rounds depend only
-//! on its own critiques, so the recording is the same as one loop after another.
-//!
-//! When the author waits on a model server ([`Author::awaits`](critbench_core::author::Author::awaits)),
-//! a worker drives many chunks at once ([`work_together`]): each loop is a future that waits on
-//! the model without a thread, and is polled again on the worker when its answer is in. The
-//! critiques and the policy still run on the worker, so `--jobs` bounds the CPU work, and the
-//! model client's limit bounds the requests in flight.
+//! A loop is one future ([`record_loop_in`]): it awaits its drafts and its critiques, which are
+//! ready at once from an author or critic in this process, and wait without a thread for a model
+//! server, a writer program or a critic of the pipelined form. When nothing a loop awaits waits, a
+//! worker records a chunk's loops one after another ([`run_chunk`]); when something does (the
+//! author [`awaits`](critbench_core::author::Author::awaits), or a critic takes many requests at
+//! once), a worker drives many chunks at once ([`work_together`]), each loop polled again on the
+//! worker when its answer is in. The critiques' retries and the policy still run on the worker, so
+//! `--jobs` bounds the CPU work, and the model client's or the program's limit bounds the requests
+//! in flight. A loop's rounds depend only on its own answers, so the recording is the same either
+//! way.
 
-mod batches;
 mod chunk;
 mod in_flight;
 mod together;
 
-pub use batches::CriticBatches;
 pub use chunk::run_chunk;
+pub use in_flight::IN_FLIGHT;
 pub use together::work_together;
-
-use std::future::Future;
-use std::task::{Context, Poll, Waker};
 
 use critbench_core::{Critique, Decision, Policy, RoundScore, Shown, Task, decide};
 use critbench_plugin_host::request::TaskJson;
@@ -35,7 +31,7 @@ use crate::run::emit::effective_policy;
 use crate::run::oracle::oracle_critique;
 use crate::run::pipeline::Recorded;
 use crate::run::plan::{Plan, Scope, Unit};
-use crate::run::round::{Batch, Laps, critique_round, recorded_round};
+use crate::run::round::{Laps, critique_round, recorded_round};
 use critbench_core::author::Hint;
 use critbench_core::author::{AuthorError, Draft, DraftKey, Truth};
 
@@ -95,25 +91,10 @@ pub fn record_loop(
     unit: Unit,
     scope: Scope,
 ) -> Result<LoopResult, LoopError> {
-    // Without a batch, no critique waits: the recording is done in one poll.
-    let driver = Driver { batch: None, awaiting: false };
-    let recording = std::pin::pin!(record_loop_in(plan, task, task_json, labelled, unit, scope, driver));
-    match recording.poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(result) => result,
-        Poll::Pending => unreachable!("a loop without a batch never waits"),
-    }
+    critbench_plugin_host::block_on(record_loop_in(plan, task, task_json, labelled, unit, scope))
 }
 
-/// How a loop is driven: its critiques asked through `batch` when given; its drafts awaited from
-/// the author when `awaiting` (the driver has a waker the author's answers wake), else asked of
-/// it on the spot.
-#[derive(Clone, Copy)]
-pub(super) struct Driver<'b> {
-    pub(super) batch: Option<&'b Batch>,
-    pub(super) awaiting: bool,
-}
-
-/// [`record_loop`], driven as `driver` says.
+/// [`record_loop`] as a future.
 pub(super) async fn record_loop_in(
     plan: &Plan<'_>,
     task: &Task,
@@ -121,7 +102,6 @@ pub(super) async fn record_loop_in(
     labelled: Option<&TaskJson>,
     unit: Unit,
     scope: Scope,
-    driver: Driver<'_>,
 ) -> Result<LoopResult, LoopError> {
     let experiment = plan.experiment;
     let policies: Vec<Policy> = unit
@@ -138,11 +118,7 @@ pub(super) async fn record_loop_in(
     } else {
         &[]
     };
-    let mut draft = if driver.awaiting {
-        plan.author.generate_async(task, hints, key(0)).await?
-    } else {
-        plan.author.generate(task, hints, &key(0))?
-    };
+    let mut draft = plan.author.generate_async(task, hints, key(0)).await?;
     let mut gen_ms = laps.lap();
     // How much the draft about to be critiqued changed the one before it: none for the first.
     let mut edit: Option<f64> = None;
@@ -160,10 +136,7 @@ pub(super) async fn record_loop_in(
     let mut critic = plan.critics[unit.critic].open_task(task_json);
     loop {
         let round = rounds.len() as u32;
-        let (call, scope) = match driver.batch {
-            Some(batch) => batch.critique_round(plan, unit, &task.id, &mut critic, &draft.text, round).await,
-            None => critique_round(plan, unit, &task.id, &mut critic, &draft.text, round),
-        };
+        let (call, scope) = critique_round(plan, unit, &task.id, &mut critic, &draft.text, round).await;
         let critic_ms = laps.lap();
         scores.push(call.critique.round_score(call.failed()));
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
@@ -178,11 +151,7 @@ pub(super) async fn record_loop_in(
         let next = if running.contains(&true) {
             let written = if unit.arm.resamples() {
                 // A fresh first draft under the next round's seed: no draft, critique or hint.
-                if driver.awaiting {
-                    plan.author.generate_async(task, &[], key(round + 1)).await
-                } else {
-                    plan.author.generate(task, &[], &key(round + 1))
-                }
+                plan.author.generate_async(task, &[], key(round + 1)).await
             } else {
                 // What the reviser reads of the round: the critic's critique, or in its place the
                 // placebo or the oracle's critique of the draft, or nothing.
@@ -196,11 +165,7 @@ pub(super) async fn record_loop_in(
                     }
                     Shown::Nothing => None,
                 };
-                if driver.awaiting {
-                    plan.author.revise_async(task, &draft, shown, key(round + 1)).await
-                } else {
-                    plan.author.revise(task, &draft, shown, &key(round + 1))
-                }
+                plan.author.revise_async(task, &draft, shown, key(round + 1)).await
             };
             match written {
                 Ok(mut next) => {

@@ -1,6 +1,6 @@
-//! A worker whose loops await their author drives many chunks at once ([`work_together`]), each
-//! a future woken by the answers its loops await, within the worker's room for loops in flight
-//! ([`Room`]).
+//! A worker whose loops await their answers (from a model server, a writer program or a critic of
+//! the pipelined form) drives many chunks at once ([`work_together`]), each a future woken by the
+//! answers its loops await, within the worker's room for loops in flight ([`Room`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -55,7 +55,7 @@ impl Wake for SlotWaker {
 /// being woken: a chunk the source hands on wakes no one. A full worker sleeps until woken.
 const INTAKE_POLL: Duration = Duration::from_millis(1);
 
-/// A worker whose loops await their author: takes chunks from `intake` (waiting there only when
+/// A worker whose loops await their answers: takes chunks from `intake` (waiting there only when
 /// it has nothing in flight) while its chunks hold room ([`Room`]) for fewer than `loops_at_most`
 /// loops in flight, drives them all on this thread, and hands each recorded chunk to `deliver`
 /// (which says whether to go on). A chunk's loops in flight are at most `loops_at_most`, so with
@@ -83,7 +83,7 @@ pub fn work_together<'a>(
                     });
                     room.take(loops_of(plan, &chunk, scope));
                     let waker = Waker::from(Arc::new(SlotWaker { slot, woken: Arc::clone(&woken) }));
-                    let recording = Box::pin(record_chunk(plan, chunk, scope, stop, true, None, Some(&room)));
+                    let recording = Box::pin(record_chunk(plan, chunk, scope, stop, &room));
                     slots[slot] = Some(Slot { recording, waker });
                     woken.slots.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
                     live += 1;

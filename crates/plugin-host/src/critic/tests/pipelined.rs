@@ -1,13 +1,14 @@
-//! The pipelined form: many requests in flight, answered by id in any order, batches that come
-//! while others are out, and tasks opened once for the loops that share their key.
+//! The pipelined form: many requests in flight, answered by id in any order, requests that come
+//! while others are out going to the same process at once, and tasks opened once per process for
+//! the loops that share them.
 
 use super::*;
-use crate::{CriticInstance, CriticTask, Nudge};
+use crate::{CriticInstance, CriticTask};
 
 /// A critic of the pipelined form answering each request in order (score 1, its task id as rationale),
 /// except that on the task named `bad` it does `misbehave` instead.
 fn pipelined(misbehave: &str) -> (tempfile::TempDir, ProcessCritic) {
-    open(
+    open_with(
         Form::Pipelined,
         &format!(
             r#"
@@ -19,6 +20,8 @@ while True:
     send({{"id": message["id"], "critique": {{"score": 1, "rationale": task}}}})
 "#
         ),
+        Duration::from_secs(2),
+        CRITIC_IN_FLIGHT,
     )
 }
 
@@ -57,67 +60,50 @@ fn a_pipelined_critic_that_fails_on_one_request_in_flight_loses_that_request_onl
         ),
         ("        send({\"critique\": {\"score\": 1}})", "the critic wrote a message without an id"),
     ] {
-        let (_dir, mut critic) = pipelined(misbehave);
-        critic.timeout = Duration::from_secs(2);
+        let (_dir, critic) = pipelined(misbehave);
         let answers = call_many(&critic, &["a", "b", "bad", "c", "d"]);
         for (task, answer) in ["a", "b", "c", "d"].iter().zip(answers.iter().take(2).chain(answers.iter().skip(3))) {
             assert_eq!(answer.as_deref().map(meaning), Ok(json!({"rationale": task, "score": 1})), "{expected}");
         }
         assert_refused(answers[2].clone(), expected);
-        // The next batch goes to the fresh child as well.
+        // The next requests go to the fresh child as well.
         assert!(call_many(&critic, &["e", "f"]).iter().all(Result::is_ok), "{expected}");
     }
 }
 
-/// Batches of task ids for `call_batches`: the first ready at once, each next one when the
-/// test sends it, with a nudge.
-struct Sent {
-    ready: std::sync::mpsc::Receiver<Vec<&'static str>>,
-    nudge: Arc<Mutex<Option<Nudge>>>,
-    answered: Vec<Vec<Result<String, CallError>>>,
-}
-
-impl Batches for Sent {
-    fn next(&mut self) -> Option<Vec<(Asked, CallScope)>> {
-        let tasks = self.ready.try_recv().ok()?;
-        Some(tasks.into_iter().map(|task| (Asked::Whole(request(task)), CallScope::new(task, 0, 0))).collect())
-    }
-
-    fn answered(&mut self, answers: Vec<(Result<String, CallError>, CallScope)>) {
-        self.answered.push(answers.into_iter().map(|(answer, _)| answer).collect());
-    }
-
-    fn nudge_with(&mut self, nudge: Nudge) {
-        *self.nudge.lock().unwrap() = Some(nudge);
-    }
-}
-
-/// `batches` through `call_batches`, each sent `after` the one before, and the answers of
-/// each batch.
-fn call_batches(
+/// `batches` of tasks' requests in flight, each asked `after` the one before (while those before
+/// wait for their answers), and the answers of each.
+fn ask_batches(
     critic: &ProcessCritic,
     batches: &[&[&'static str]],
     after: Duration,
 ) -> Vec<Vec<Result<String, CallError>>> {
-    let (send, ready) = std::sync::mpsc::channel();
-    let nudge = Arc::new(Mutex::new(None::<Nudge>));
-    send.send(batches[0].to_vec()).unwrap();
-    let mut sent = Sent { ready, nudge: Arc::clone(&nudge), answered: Vec::new() };
-    std::thread::scope(|threads| {
-        threads.spawn(|| {
-            for batch in &batches[1..] {
-                std::thread::sleep(after);
-                send.send(batch.to_vec()).unwrap();
-                if let Some(nudge) = &*nudge.lock().unwrap() {
-                    nudge.nudge();
+    let mut asked = Vec::new();
+    for (at, batch) in batches.iter().enumerate() {
+        if at > 0 {
+            std::thread::sleep(after);
+        }
+        // Asked now: queued for the process's driver, which writes them as it takes them.
+        for task in *batch {
+            let mut future = Box::pin(critic.ask(request(task), None, Some(CallScope::new(task, 0, 0))));
+            let first = future.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+            asked.push((future, first));
+        }
+    }
+    let mut answers = join_all(
+        asked
+            .into_iter()
+            .map(|(future, first)| async move {
+                match first {
+                    std::task::Poll::Ready(answered) => answered,
+                    std::task::Poll::Pending => future.await,
                 }
-            }
-        });
-        // Every batch is sent before the first is answered (the critic below waits for all
-        // four requests), so one call takes them all.
-        critic.call_batches(&mut sent);
-    });
-    sent.answered
+            })
+            .collect(),
+    )
+    .into_iter()
+    .map(|(answer, _)| answer);
+    batches.iter().map(|batch| answers.by_ref().take(batch.len()).collect()).collect()
 }
 
 /// A critic of the pipelined form that answers nothing until it has read four requests (or, with
@@ -169,11 +155,11 @@ fn task_and_pid(answer: &Result<String, CallError>) -> (String, u64) {
 }
 
 #[test]
-fn a_batch_made_ready_while_another_is_out_goes_to_the_same_process_at_once() {
+fn requests_asked_while_others_are_out_go_to_the_same_process_at_once() {
     let (_dir, critic) = four_at_once(false);
-    // The second batch comes while the thread waits for the first one's answers: only the
-    // nudge makes it write the batch (the critic answers nothing before it has both).
-    let answered = call_batches(&critic, &[&["a", "b"], &["c", "d"]], Duration::from_millis(300));
+    // The second two come while the driver waits for the first two's answers: only the nudge
+    // makes it write them (the critic answers nothing before it has all four).
+    let answered = ask_batches(&critic, &[&["a", "b"], &["c", "d"]], Duration::from_millis(300));
     let answered: Vec<Vec<(String, u64)>> =
         answered.iter().map(|batch| batch.iter().map(task_and_pid).collect()).collect();
     let pid = answered[0][0].1;
@@ -185,11 +171,11 @@ fn a_batch_made_ready_while_another_is_out_goes_to_the_same_process_at_once() {
 }
 
 #[test]
-fn a_process_that_dies_with_two_batches_out_costs_the_oldest_request_waiting_only() {
+fn a_process_that_dies_with_four_requests_out_costs_the_oldest_request_waiting_only() {
     let (dir, critic) = four_at_once(true);
-    let answered = call_batches(&critic, &[&["a", "b"], &["c", "d"]], Duration::ZERO);
+    let answered = ask_batches(&critic, &[&["a", "b"], &["c", "d"]], Duration::ZERO);
     let read = std::fs::read_to_string(dir.path().join("crashed")).unwrap();
-    assert_eq!(read, "4", "both batches were out on the process that died");
+    assert_eq!(read, "4", "all four were out on the process that died");
     assert_eq!(answered.len(), 2);
     let (first, second) = (&answered[0], &answered[1]);
     assert_eq!(first.len(), 2);
@@ -235,8 +221,8 @@ while True:
 /// this process; KEYS: the keys closed on it so far), or with an error for a key not open on
 /// it. On the task named `bad` it does `at_open` when opening it and `at_round` at its rounds;
 /// `message` is the line read.
-fn by_task(at_open: &str, at_round: &str) -> (tempfile::TempDir, ProcessCritic) {
-    open(
+fn by_task(at_open: &str, at_round: &str, in_flight: usize) -> (tempfile::TempDir, ProcessCritic) {
+    open_with(
         Form::Pipelined,
         &format!(
             r#"
@@ -267,6 +253,8 @@ while True:
     send({{"id": message["id"], "critique": {{"score": 1, "rationale": rationale}}}})
 "#
         ),
+        Duration::from_secs(20),
+        in_flight,
     )
 }
 
@@ -276,12 +264,10 @@ fn task_json(id: &str) -> crate::request::TaskJson {
 }
 
 /// Round `round` of each loop, all in flight at once; each answer's rationale, or its error.
-fn rounds(instance: &CriticInstance, loops: &[&CriticTask<'_>], round: u32) -> Vec<Result<String, String>> {
-    let asked: Vec<Asked> = loops.iter().map(|task| task.first_request("d", round)).collect();
-    let asked: Vec<&Asked> = asked.iter().collect();
+fn rounds(loops: &mut [CriticTask<'_>], round: u32) -> Vec<Result<String, String>> {
     let mut scopes: Vec<CallScope> = loops.iter().map(|_| CallScope::new("t", 0, round)).collect();
-    let answers = instance.call_many(&asked, &mut scopes);
-    answers
+    let asked = loops.iter_mut().zip(scopes.iter_mut()).map(|(task, scope)| task.ask("d", round, scope));
+    join_all(asked.collect())
         .into_iter()
         .map(|answer| match answer {
             Ok(text) => {
@@ -294,59 +280,55 @@ fn rounds(instance: &CriticInstance, loops: &[&CriticTask<'_>], round: u32) -> V
 }
 
 #[test]
-fn a_task_is_opened_once_per_process_for_its_loops_and_closed_when_they_end() {
-    let (_dir, critic) = by_task("        pass", "        os._exit(3)");
+fn a_task_is_opened_once_per_process_for_its_loops_and_the_oldest_closed_past_the_requests_in_flight() {
+    // Two requests in flight at most: the process keeps the tasks of the requests in flight open,
+    // and closes the oldest beyond.
+    let (_dir, critic) = by_task("        pass", "        os._exit(3)", 2);
     let instance = CriticInstance::Process(critic);
-    let (a, b, bad) = (task_json("a"), task_json("b"), task_json("bad"));
-    // Two loops of `a` (its two arms, say) and one of `b`.
-    let (first, twin, second) = (instance.open_task(&a), instance.open_task(&a), instance.open_task(&b));
-    assert!(first.reads_task_once());
+    let tasks: Vec<_> = ["a", "b", "c", "d", "bad"].iter().map(|id| task_json(id)).collect();
     let ok = |text: &str| Ok(text.to_string());
+    // Two loops of `a` (its two arms, say) and one of `b`.
+    let mut loops = vec![instance.open_task(&tasks[0]), instance.open_task(&tasks[0]), instance.open_task(&tasks[1])];
     assert_eq!(
-        rounds(&instance, &[&first, &twin, &second], 0),
+        rounds(&mut loops, 0),
         [ok("a r0 opens=1 closed=[]"), ok("a r0 opens=1 closed=[]"), ok("b r0 opens=1 closed=[]")],
         "the loops of `a` share its one open"
     );
-    // Asked again, neither is opened again; a retry alone goes through the same key.
-    assert_eq!(rounds(&instance, &[&first, &second], 1), [ok("a r1 opens=1 closed=[]"), ok("b r1 opens=1 closed=[]")]);
-    let mut retried = instance.open_task(&a);
-    let mut scope = CallScope::new("a", 0, 0);
-    let alone = retried.call_in("d", 0, &mut scope).unwrap();
-    assert!(alone.contains("a r0 opens=1 closed=[]"), "{alone}");
-    // `a`'s loops end: its key (1) is closed with the next batch, once the last one has.
-    drop(first);
-    drop(twin);
-    assert_eq!(rounds(&instance, &[&second], 2), [ok("b r2 opens=1 closed=[]")], "a loop of `a` is in flight");
-    drop(retried);
-    assert_eq!(rounds(&instance, &[&second], 3), [ok("b r3 opens=1 closed=[1]")]);
-    // The child crashes on a round: that round fails, and the fresh child, which holds nothing
+    // Asked again, neither is opened again.
+    assert_eq!(rounds(&mut loops[1..], 1), [ok("a r1 opens=1 closed=[]"), ok("b r1 opens=1 closed=[]")]);
+    // Tasks `c` and `d` come: the process holds more tasks than it has requests in flight, and the
+    // oldest, `a` (key 1), is closed; a later round of `a` opens it again under a new key.
+    let mut later = vec![instance.open_task(&tasks[2])];
+    assert_eq!(rounds(&mut later, 0), [ok("c r0 opens=1 closed=[]")]);
+    let mut later = vec![instance.open_task(&tasks[3])];
+    assert_eq!(rounds(&mut later, 0), [ok("d r0 opens=1 closed=[]")]);
+    assert_eq!(rounds(&mut later, 1), [ok("d r1 opens=1 closed=[1]")]);
+    assert_eq!(rounds(&mut loops[..1], 2), [ok("a r2 opens=1 closed=[1]")], "`a` opened again, under key 5");
+    // The process crashes on a round: that round fails, and the fresh process, which holds nothing
     // open, is sent the task again before the next round.
-    let crashing = instance.open_task(&bad);
-    let answers = rounds(&instance, &[&crashing, &second], 4);
+    let mut crashing = vec![instance.open_task(&tasks[4]), instance.open_task(&tasks[1])];
+    let answers = rounds(&mut crashing, 0);
     assert!(answers[0].as_ref().unwrap_err().contains("the critic process exited with status 3"), "{answers:?}");
-    // `b`'s round, behind `bad`'s, went to the fresh child, not counted as an attempt.
-    assert_eq!(answers[1], ok("b r4 opens=1 closed=[]"), "re-opened on the fresh child");
-    // A key that ended on a child that died is not closed on the fresh one.
-    drop(crashing);
-    assert_eq!(rounds(&instance, &[&second], 5), [ok("b r5 opens=1 closed=[]")]);
-    let CriticInstance::Process(critic) = &instance else { unreachable!() };
-    let pool = critic.pool.lock().unwrap();
-    assert_eq!((pool.closing.len(), pool.held.len()), (0, 1), "only the open loop's key is held");
+    // `b`'s round, behind `bad`'s, went to the fresh process, not counted as an attempt.
+    assert_eq!(answers[1], ok("b r0 opens=1 closed=[]"), "opened again on the fresh process");
 }
 
 #[test]
 fn a_refused_open_costs_its_tasks_rounds_only_and_the_next_round_opens_it_again() {
-    let (_dir, critic) =
-        by_task(r#"        send({"id": message["id"], "error": "no such task"}); continue"#, "        pass");
+    let (_dir, critic) = by_task(
+        r#"        send({"id": message["id"], "error": "no such task"}); continue"#,
+        "        pass",
+        CRITIC_IN_FLIGHT,
+    );
     let instance = CriticInstance::Process(critic);
     let (a, bad, c) = (task_json("a"), task_json("bad"), task_json("c"));
-    let loops = [instance.open_task(&a), instance.open_task(&bad), instance.open_task(&c)];
-    let loops: Vec<&CriticTask<'_>> = loops.iter().collect();
+    let mut loops = [instance.open_task(&a), instance.open_task(&bad), instance.open_task(&c)];
     for round in 0..2 {
-        let answers = rounds(&instance, &loops, round);
+        let answers = rounds(&mut loops, round);
         assert_eq!(answers[0], Ok(format!("a r{round} opens=1 closed=[]")));
-        // The round written behind the refused open is the critic's to answer: it holds no task.
-        assert_eq!(answers[1], Err("key 2 is not open here".to_string()));
+        // The round written behind the refused open is the critic's to answer: it holds no task,
+        // and the next round opens it again (under a new key).
+        assert_eq!(answers[1], Err(format!("key {} is not open here", 2 + 2 * round)));
         assert_eq!(answers[2], Ok(format!("c r{round} opens=1 closed=[]")), "the same process goes on");
     }
 }
@@ -376,12 +358,11 @@ fn a_critic_that_breaks_the_pipelined_form_loses_that_round_only() {
             2,
         ),
     ] {
-        let (_dir, critic) = by_task(at_open, at_round);
+        let (_dir, critic) = by_task(at_open, at_round, CRITIC_IN_FLIGHT);
         let instance = CriticInstance::Process(critic);
         let tasks: Vec<_> = ["a", "b", "bad", "c", "d"].iter().map(|id| task_json(id)).collect();
-        let loops: Vec<CriticTask<'_>> = tasks.iter().map(|task| instance.open_task(task)).collect();
-        let loops: Vec<&CriticTask<'_>> = loops.iter().collect();
-        let answers = rounds(&instance, &loops, 0);
+        let mut loops: Vec<CriticTask<'_>> = tasks.iter().map(|task| instance.open_task(task)).collect();
+        let answers = rounds(&mut loops, 0);
         let error = answers[charged].as_ref().expect_err(expected);
         assert!(error.contains(expected), "{expected}: {error}");
         assert!(error.ends_with("the critic process was stopped and will be restarted"), "{error}");
@@ -391,8 +372,8 @@ fn a_critic_that_breaks_the_pipelined_form_loses_that_round_only() {
                 "{expected}: {answers:?}"
             );
         }
-        let good = [loops[0], loops[1], loops[3], loops[4]];
-        let next = rounds(&instance, &good, 1);
+        loops.remove(2);
+        let next = rounds(&mut loops, 1);
         assert!(next.iter().all(Result::is_ok), "{expected}: {next:?}");
     }
 }

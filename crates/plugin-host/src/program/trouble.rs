@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::program::{Broken, Cause};
+use super::{Broken, Cause};
 
 /// A critic's child processes stopped after a failure, by cause: each was replaced by a fresh child
 /// for the next request (a restart), and the request it failed on was retried (or recorded as the

@@ -3,14 +3,16 @@
 //! its whole process group. The forms have a file each.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use super::*;
+use crate::ChildTrouble;
 use crate::info::{Isolation, IsolationMode};
 use crate::program::child::resolve_program;
+use crate::protocol::CRITIC;
 use crate::services::{HostService, Reply as ServiceReply};
 
 mod pipelined;
@@ -50,6 +52,11 @@ impl HostService for Echo {
 
 /// A critic running `body` after the prelude and the hello, with a host offering `echo`.
 fn open(form: Form, body: &str) -> (tempfile::TempDir, ProcessCritic) {
+    open_with(form, body, Duration::from_secs(20), CRITIC_IN_FLIGHT)
+}
+
+/// [`open`] with a timeout and a most of requests in flight of the test's.
+fn open_with(form: Form, body: &str, timeout: Duration, in_flight: usize) -> (tempfile::TempDir, ProcessCritic) {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("critic.py");
     std::fs::write(&script, format!("{PRELUDE}{}{body}", hello(form))).unwrap();
@@ -58,18 +65,13 @@ fn open(form: Form, body: &str) -> (tempfile::TempDir, ProcessCritic) {
         args: vec![script.clone().into_os_string()],
         cwd: Some(dir.path().to_path_buf()),
         label: "test critic".into(),
-        role: ROLE,
+        role: CRITIC,
     };
-    let isolation = Isolation {
-        mode: IsolationMode::Process,
-        timeout: Duration::from_secs(20),
-        memory_mb: None,
-        children: 1,
-        worker: None,
-    };
+    let isolation = Isolation { mode: IsolationMode::Process, timeout, memory_mb: None, children: 1, worker: None };
     let host = Arc::new(Host::new().offer("echo", Arc::new(Echo)));
-    let critic = ProcessCritic::open(launch, "{}", &isolation, script, None, "0".repeat(64), &host)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let critic =
+        ProcessCritic::open_serving(launch, "{}", &isolation, (script, None, "0".repeat(64)), &host, in_flight)
+            .unwrap_or_else(|e| panic!("{e}"));
     (dir, critic)
 }
 
@@ -91,12 +93,27 @@ fn meaning(critique: &str) -> serde_json::Value {
     serde_json::from_str(critique).expect("a critique is JSON")
 }
 
-/// `tasks` all in flight at once through `call_many`.
+/// `tasks` all in flight at once.
 fn call_many(critic: &ProcessCritic, tasks: &[&str]) -> Vec<Result<String, CallError>> {
-    let requests: Vec<Asked> = tasks.iter().map(|task| Asked::Whole(request(task))).collect();
-    let requests: Vec<&Asked> = requests.iter().collect();
-    let mut scopes: Vec<CallScope> = tasks.iter().map(|task| CallScope::new(task, 0, 0)).collect();
-    critic.call_many(&requests, &mut scopes)
+    let asked = tasks.iter().map(|task| critic.ask(request(task), None, Some(CallScope::new(task, 0, 0))));
+    join_all(asked.collect()).into_iter().map(|(answer, _)| answer).collect()
+}
+
+/// Every future's output, in order, all polled together on this thread.
+fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    block_on(std::future::poll_fn(|context| {
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none()
+                && let std::task::Poll::Ready(done) = future.as_mut().poll(context)
+            {
+                *output = Some(done);
+            }
+        }
+        if outputs.iter().all(Option::is_some) { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    }));
+    outputs.into_iter().map(|output| output.expect("every future is done")).collect()
 }
 
 #[test]
@@ -195,8 +212,7 @@ fn group_of(dir: &Path) -> u32 {
 
 #[test]
 fn a_critic_that_times_out_is_killed_with_everything_it_started() {
-    let (dir, mut critic) = open(Form::Simple, &forking("read()\ntime.sleep(600)"));
-    critic.timeout = Duration::from_secs(2);
+    let (dir, critic) = open_with(Form::Simple, &forking("read()\ntime.sleep(600)"), Duration::from_secs(2), 1);
     let group = group_of(dir.path());
     assert_refused(critic.call(&request("a"), None), "no answer within 2 s");
     assert_group_gone(group);
