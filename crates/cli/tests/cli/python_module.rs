@@ -492,3 +492,98 @@ fn open_run_says_when_a_run_is_partial() {
     assert_eq!(seen["outcomes"], loops);
     assert!(seen["repr"].as_str().unwrap().ends_with(", partial)"), "{seen}");
 }
+
+/// What the module installed alone does: finds the binary on PATH (or says how to name one), runs
+/// a critic written with it in a run it starts, and reads the run's manifest without pyarrow.
+const PURE_DRIVER: &str = r#"
+import json, os, sys, sysconfig
+import critbench
+
+exp, out, expected = sys.argv[1], sys.argv[2], sys.argv[3]
+found = critbench.binary()
+run = critbench.run(exp, out=out, limit=4)
+try:
+    run.outcomes
+    tables = "read"
+except ImportError as error:
+    tables = str(error)
+path = os.environ["PATH"]
+os.environ["PATH"] = ""
+try:
+    critbench.binary()
+    missing = None
+except FileNotFoundError as error:
+    missing = str(error)
+print(json.dumps({
+    "module": critbench.__file__, "found": found, "loops": run.manifest["loops"], "finished": run.finished,
+    "tables": tables, "missing": missing,
+    "beside": os.path.exists(os.path.join(sysconfig.get_path("scripts"), "critbench")),
+}))
+"#;
+
+/// `pip install ./python` installs the module alone, pure Python, in seconds and without a Rust
+/// build; the version it says is the binary's.
+#[test]
+fn the_module_installs_alone_from_python_and_runs_the_binary_on_path() {
+    let pyproject = std::fs::read_to_string(repo().join("python/pyproject.toml")).unwrap();
+    assert!(
+        pyproject.lines().any(|l| l == format!("version = \"{}\"", env!("CARGO_PKG_VERSION"))),
+        "python/pyproject.toml's version is not the workspace's {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let venv = dir.path().join("venv");
+    let made = python().args(["-m", "venv"]).arg(&venv).output().expect("the tests' Python runs");
+    assert!(made.status.success(), "python -m venv: {}", stderr(&made));
+    let started = std::time::Instant::now();
+    let installed = std::process::Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .arg(repo().join("python"))
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "pip install ./python: {}", stderr(&installed));
+    // A pure package: no compiler ran (a Rust build of the binary takes minutes).
+    assert!(started.elapsed() < std::time::Duration::from_secs(120), "{:?}", started.elapsed());
+
+    std::fs::write(dir.path().join("length.py"), LENGTH_CRITIC).unwrap();
+    std::fs::write(dir.path().join("driver.py"), PURE_DRIVER).unwrap();
+    let tasks: String =
+        (1..=4).map(|i| format!("{{\"id\": \"t{i}\", \"prompt\": \"Explain topic {i}.\"}}\n")).collect();
+    std::fs::write(dir.path().join("tasks.jsonl"), tasks).unwrap();
+    let venv_python = venv.join("bin/python");
+    let file = experiment(
+        dir.path(),
+        "exp.toml",
+        &format!(
+            "name = \"pure\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\ncritic_attempts = 1\n\
+             [[critics]]\nname = \"length\"\ncommand = [\"{}\", \"length.py\"]\n",
+            venv_python.display()
+        ),
+    );
+    let bin_dir = binary().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let driven = std::process::Command::new(&venv_python)
+        .arg(dir.path().join("driver.py"))
+        .args([&file, &out, &binary()])
+        .env("PATH", path)
+        .env_remove("PYTHONPATH")
+        .env_remove("CRITBENCH_BINARY")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(driven.status.success(), "{}\n{}", stdout(&driven), stderr(&driven));
+    let seen: serde_json::Value = serde_json::from_str(stdout(&driven).trim()).unwrap();
+    assert!(seen["module"].as_str().unwrap().starts_with(venv.to_str().unwrap()), "the installed module: {seen}");
+    assert_eq!(seen["found"], binary().to_str().unwrap(), "{seen}");
+    assert_eq!(seen["beside"], false, "the pure package installs no binary: {seen}");
+    assert_eq!(seen["loops"], 4 * 3, "{seen}");
+    assert_eq!(seen["finished"], true, "{seen}");
+    assert_eq!(seen["tables"], "reading a run's tables needs pyarrow: pip install pyarrow", "{seen}");
+    let missing = seen["missing"].as_str().unwrap();
+    assert!(missing.contains("CRITBENCH_BINARY") && missing.contains("PATH"), "{missing}");
+}
