@@ -18,7 +18,8 @@ test:
 install:
     cargo install --locked --path crates/cli
 
-# Check every install route (pip install ., the wheel, cargo install) from an empty directory.
+# Check every install route (pip install ., the wheel, cargo install, pip install ./python) from an
+# empty directory; `just install-check --module` checks the pure Python module alone, in a minute.
 install-check *ARGS:
     bash tests/install/check.sh {{ARGS}}
 

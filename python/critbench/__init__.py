@@ -1,6 +1,7 @@
 """critbench from Python: serve a critic or a writer over critbench's program protocol, run an
-experiment with the critbench binary installed beside this module, and read a run's tables and
-summary.
+experiment with the critbench binary (`binary()`: `CRITBENCH_BINARY`, the one installed beside this
+module, or `critbench` on PATH), and read a run's tables, CSV files and summary, checked against
+its manifest.
 
     import critbench
 
@@ -15,7 +16,16 @@ Pure Python with no required dependency; reading a run's tables needs `pyarrow`.
 """
 
 from ._critic import serve_critic
-from ._runs import CritbenchError, Run, binary, open_run, run
+from ._runs import CritbenchError, PartialRunWarning, Run, binary, open_run, run
 from ._writer import serve_writer
 
-__all__ = ["CritbenchError", "Run", "binary", "open_run", "run", "serve_critic", "serve_writer"]
+__all__ = [
+    "CritbenchError",
+    "PartialRunWarning",
+    "Run",
+    "binary",
+    "open_run",
+    "run",
+    "serve_critic",
+    "serve_writer",
+]
