@@ -480,7 +480,9 @@ fn take(shared: &Shared, idle: bool, room: usize) -> Option<Vec<Job>> {
             return None;
         }
     }
-    let count = room.min(queue.jobs.len());
+    // A driver waits idle for work: half the queue is left to it, so that every process works.
+    let share = if queue.idle > 0 { queue.jobs.len().div_ceil(2) } else { queue.jobs.len() };
+    let count = room.min(share);
     let jobs: Vec<Job> = queue.jobs.drain(..count).collect();
     let more = !queue.jobs.is_empty();
     drop(queue);
