@@ -32,10 +32,15 @@
 //! requested fix lands. Targeted fixes make the feedback arm improve quickly; blind edits make
 //! the no-feedback arm drift, sometimes for the worse.
 //!
+//! **How it acts on a critique** ([`odds`]): per issue. A named defect the draft has is fixed
+//! with a seeded chance, higher when the issue locates it than when it only names its type; an
+//! issue naming a defect the draft does not have makes it change something that was right,
+//! sometimes into a real defect; many issues spread its effort.
+//!
 //! **What is really wrong** ([`truth`]): beside each draft the writer keeps its hidden truth, the
-//! defects it knows the draft has. A pasted sentence can please a critic; only a fix of a defect
-//! the critique named (or a blind revision that happens to remove it) changes the truth. No critic
-//! reads it; the `sim-truth` evaluator judges it.
+//! defects the text has by the writer's own reading, whatever the critique said. A pasted
+//! sentence can please a critic and leave the truth as it was. No critic reads it; the
+//! `sim-truth` evaluator judges it.
 //!
 //! ```
 //! use critbench_core::{Rng, SeedKey, Task};
@@ -58,7 +63,7 @@
 use critbench_core::{Critique, Rng, Task};
 
 mod code;
-mod odds;
+pub mod odds;
 mod paper;
 mod prose;
 mod rag;
@@ -115,8 +120,8 @@ pub fn generate(task: &Task, rng: &mut Rng) -> String {
 }
 
 /// The first draft, written with strategy hints learned from earlier tasks (issue types such as
-/// `missing_evidence` or `weak_methodology`). The writer addresses each hinted issue up front
-/// with the same chance a requested fix has of landing, as a model told "list the evidence
+/// `missing_evidence` or `weak_methodology`). The writer addresses each hinted issue up front as
+/// it acts on a critique naming those types ([`odds`]), as a model told "list the evidence
 /// first, then answer" usually, not always, does. Without hints this is [`generate`], draw for
 /// draw, so the memory arm stays paired with the others.
 pub fn generate_with_hints(task: &Task, hint_types: &[&str], rng: &mut Rng) -> String {
