@@ -143,6 +143,7 @@ fn hints_as_critique(hint_types: &[&str]) -> Critique {
         suggestions: Vec::new(),
         critic_passed: None,
         rationale: None,
+        unread_keys: Vec::new(),
     }
 }
 

@@ -333,12 +333,10 @@ pub(crate) fn location(defect: &str, draft: &str) -> Option<String> {
     let paper = Paper::parse(draft);
     let dimension = Dimension::named(defect.strip_prefix("weak_")?)?;
     let heading = match dimension {
-        Dimension::Clarity => {
-            match paper.sections.iter().find(|section| section.sentences.len() < 2) {
-                Some(section) => return Some(section.name.clone()),
-                None => SectionKind::Introduction,
-            }
-        }
+        Dimension::Clarity => match paper.sections.iter().find(|section| section.sentences.len() < 2) {
+            Some(section) => return Some(section.name.clone()),
+            None => SectionKind::Introduction,
+        },
         Dimension::Novelty => SectionKind::Introduction,
         Dimension::Evidence => SectionKind::Results,
         Dimension::Methodology => SectionKind::Method,
@@ -355,7 +353,8 @@ fn harm(paper: &mut Paper, dimension: Dimension, rng: &mut Rng) -> Option<usize>
     let cut_to_first = |paper: &mut Paper, index: usize| paper.sections[index].sentences.truncate(1);
     match dimension {
         Dimension::Clarity => {
-            let long: Vec<usize> = (0..paper.sections.len()).filter(|i| paper.sections[*i].sentences.len() >= 2).collect();
+            let long: Vec<usize> =
+                (0..paper.sections.len()).filter(|i| paper.sections[*i].sentences.len() >= 2).collect();
             let index = *rng.pick(&long)?;
             cut_to_first(paper, index);
             Some(index)

@@ -37,6 +37,18 @@ pub fn defect_types(task: &Task) -> &'static [&'static str] {
     }
 }
 
+/// Every defect the writer documents, for every kind of draft, each once: the issue types a
+/// critic can name that the truth can hold.
+pub fn documented_defects() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = Vec::new();
+    for defect in rag::DEFECTS.iter().chain(&paper::DEFECTS).chain(&code::DEFECTS).chain(&prose::DEFECTS) {
+        if !all.contains(defect) {
+            all.push(defect);
+        }
+    }
+    all
+}
+
 /// The truth of a draft written for `task`: the defects the writer finds in `text`, first draft
 /// or revision alike.
 pub fn of(task: &Task, text: &str) -> Truth {
@@ -85,6 +97,7 @@ pub fn oracle_critique(task: &Task, truth: &Truth, draft: &str) -> Critique {
         suggestions,
         critic_passed: Some(defects.is_empty()),
         rationale: Some(rationale),
+        unread_keys: Vec::new(),
     }
 }
 
@@ -141,6 +154,7 @@ mod tests {
                 .collect(),
             critic_passed: None,
             rationale: None,
+            unread_keys: Vec::new(),
         }
     }
 
@@ -249,7 +263,8 @@ mod tests {
         assert_eq!((clean.score, clean.critic_passed), (ORACLE_FULL_SCORE, Some(true)));
 
         let draft = "# T\n\n## Introduction\n\nOne. Two.\n\n## Results\n\nOnly one.\n";
-        let paper = oracle_critique(&paper_task, &Truth::of(["weak_related_work", "no_sections", "weak_clarity"]), draft);
+        let paper =
+            oracle_critique(&paper_task, &Truth::of(["weak_related_work", "no_sections", "weak_clarity"]), draft);
         assert_eq!(paper.issue_types, ["no_sections", "weak_clarity", "weak_related_work"]);
         assert_eq!(paper.issues.len(), 3);
         let dimensions: Vec<Option<&str>> = paper.suggestions.iter().map(|s| s.dimension.as_deref()).collect();
