@@ -394,6 +394,23 @@ mod tests {
     const RANGE: ScoreRange = ScoreRange { min: 0.0, max: 10.0 };
 
     #[test]
+    fn keys_critbench_does_not_read_are_kept_by_name_and_say_where_they_belong() {
+        let read =
+            Critique::parse(r#"{"score": 3, "issues": [{"text": "t", "type": "x"}], "passed": false}"#, RANGE, None);
+        assert!(read.unwrap().unread_keys.is_empty());
+        let json = r#"{"score": 3, "issue_types": ["missing_evidence"], "notes": {"a": [1, 2]}, "issues": ["a"],
+                       "issue_types_again": null}"#;
+        let critique = Critique::parse(json, RANGE, None).unwrap();
+        assert_eq!(critique.unread_keys, ["issue_types", "notes", "issue_types_again"]);
+        assert!(critique.issue_types.is_empty(), "a top-level list of types is not read as the issues' types");
+        assert!(unread_key_hint("issue_types").contains("`issues` entries `{\"text\", \"type\"}`"));
+        assert_eq!(unread_key_hint("explanation"), "perhaps `rationale`");
+        assert!(unread_key_hint("notes").starts_with("critbench reads only `critique_version`, `score`"));
+        // The keys are read once more only to be named: a critique that is not an object fails as before.
+        assert!(Critique::parse("[1]", RANGE, None).is_err());
+    }
+
+    #[test]
     fn a_critique_version_this_crate_does_not_read_is_refused() {
         assert_eq!(Critique::parse(r#"{"critique_version": 1, "score": 3}"#, RANGE, None).unwrap().score, 3.0);
         let error = Critique::parse(r#"{"critique_version": 2, "score": 3}"#, RANGE, None).unwrap_err();
