@@ -25,7 +25,8 @@ use std::collections::BTreeSet;
 use critbench_core::author::Truth;
 use critbench_core::{Critique, Suggestion, Task};
 
-use crate::{Shape, code, paper, prose, rag};
+use crate::shape::Shape;
+use crate::{code, paper, prose, rag};
 
 /// Every defect the writer documents for the kind of draft `task` asks for.
 pub fn defect_types(task: &Task) -> &'static [&'static str] {
