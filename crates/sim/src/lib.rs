@@ -32,10 +32,10 @@
 //! requested fix lands. Targeted fixes make the feedback arm improve quickly; blind edits make
 //! the no-feedback arm drift, sometimes for the worse.
 //!
-//! **How it acts on a critique** ([`odds`]): per issue. A named defect the draft has is fixed
-//! with a seeded chance, higher when the issue locates it than when it only names its type; an
-//! issue naming a defect the draft does not have makes it change something that was right,
-//! sometimes into a real defect; many issues spread its effort.
+//! **How it acts on a critique** ([`odds`]): the paper writer acts per issue. A named defect the
+//! draft has is fixed with a seeded chance, higher when the issue locates it than when it only
+//! names its type; an issue naming a defect the draft does not have makes it change something
+//! that was right, sometimes into a real defect; many issues spread its effort.
 //!
 //! **What is really wrong** ([`truth`]): beside each draft the writer keeps its hidden truth, the
 //! defects the text has by the writer's own reading, whatever the critique said. A pasted

@@ -2,7 +2,9 @@
 //! fixes; how a reviser acting on a critique spends its effort over the issues; and how often the
 //! adjudicator over-edits.
 //!
-//! A reviser shown a critique acts on each issue in it, as models do:
+//! The paper writer, shown a critique, acts on each issue in it as models do (the RAG, code and
+//! prose writers fix each issue type they know with their chance of landing a fix, and write
+//! anything else into the draft):
 //!
 //! - an issue naming a defect the draft really has is fixed with the writer's chance of landing a
 //!   fix (which falls with `meta.difficulty`), times [`LOCATED_FIX`] when the issue locates the
