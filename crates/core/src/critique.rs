@@ -60,6 +60,34 @@ pub struct Critique {
     pub critic_passed: Option<bool>,
     /// The critic's explanation of its scores, if any.
     pub rationale: Option<String>,
+    /// The keys of the critic's answer critbench does not read, in the order given: what it
+    /// carried is dropped, and the run warns of it ([`unread_key_hint`] says where it belongs).
+    #[serde(skip)]
+    pub unread_keys: Vec<String>,
+}
+
+/// The top-level keys of a critique answer critbench reads.
+pub const CRITIQUE_KEYS: [&str; 8] =
+    ["critique_version", "score", "dimensions", "issues", "fatal_issues", "suggestions", "passed", "rationale"];
+
+/// Where what a critique answer's unread `key` seems to carry goes, as a warning says it:
+/// `issue_types` → "issue types go on each issue, `{"text", "type"}`".
+pub fn unread_key_hint(key: &str) -> String {
+    let field = match key.to_ascii_lowercase().replace('-', "_").as_str() {
+        "issue_types" | "issue_type" | "types" | "type" | "categories" | "labels" | "tags" => {
+            return "an issue's type goes on the issue: `issues` entries `{\"text\", \"type\"}`".to_string();
+        }
+        "issue" | "problems" | "errors" | "weaknesses" | "concerns" | "comments" => "issues",
+        "fatal" | "fatal_issue" | "blocking" | "blockers" => "fatal_issues",
+        "suggestion" | "edits" | "fixes" | "recommendations" => "suggestions",
+        "dims" | "scores" | "dimension" | "dimension_scores" | "rubric" => "dimensions",
+        "pass" | "verdict" | "ok" | "accept" | "accepted" => "passed",
+        "explanation" | "reasoning" | "reason" | "summary" | "comment" | "feedback" => "rationale",
+        "version" => "critique_version",
+        "overall" | "overall_score" | "rating" | "grade" => "score",
+        _ => return format!("critbench reads only {}", CRITIQUE_KEYS.map(|k| format!("`{k}`")).join(", ")),
+    };
+    format!("perhaps `{field}`")
 }
 
 /// The newest critique answer version this crate reads (`critique_version`; an answer without
@@ -241,6 +269,7 @@ impl Critique {
             suggestions: Vec::new(),
             critic_passed: None,
             rationale: Some(PLACEBO_INSTRUCTION.to_string()),
+            unread_keys: Vec::new(),
         });
         &PLACEBO
     }
@@ -285,6 +314,7 @@ impl Critique {
             suggestions: wire.suggestions,
             critic_passed: wire.passed,
             rationale: wire.rationale,
+            unread_keys: unread_keys(json),
         })
     }
 
@@ -300,6 +330,7 @@ impl Critique {
             suggestions: Vec::new(),
             critic_passed: None,
             rationale: None,
+            unread_keys: Vec::new(),
         }
     }
 
@@ -314,6 +345,36 @@ impl Critique {
     pub fn round_score(&self, failed: bool) -> crate::RoundScore {
         crate::RoundScore::of(self.score, &self.dimensions, &self.fatal_issues, failed)
     }
+}
+
+/// The top-level keys of `json`, a critique already read, that are not [`CRITIQUE_KEYS`]. The
+/// keys alone are read again (their values skipped): most answers have none to report.
+fn unread_keys(json: &str) -> Vec<String> {
+    key_names(&mut serde_json::Deserializer::from_str(json)).unwrap_or_default()
+}
+
+/// The keys of a JSON object that are not [`CRITIQUE_KEYS`], each once, values skipped.
+fn key_names<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    struct Names;
+    impl<'de> serde::de::Visitor<'de> for Names {
+        type Value = Vec<String>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("a critique object")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+            let mut unread: Vec<String> = Vec::new();
+            while let Some(key) = access.next_key::<std::borrow::Cow<'de, str>>()? {
+                access.next_value::<serde::de::IgnoredAny>()?;
+                if !CRITIQUE_KEYS.contains(&key.as_ref()) && !unread.iter().any(|k| *k == key) {
+                    unread.push(key.into_owned());
+                }
+            }
+            Ok(unread)
+        }
+    }
+    deserializer.deserialize_map(Names)
 }
 
 fn weighted_mean(dimensions: &BTreeMap<String, f64>, weights: Option<&BTreeMap<String, f64>>) -> f64 {
@@ -331,6 +392,23 @@ mod tests {
     use super::*;
 
     const RANGE: ScoreRange = ScoreRange { min: 0.0, max: 10.0 };
+
+    #[test]
+    fn keys_critbench_does_not_read_are_kept_by_name_and_say_where_they_belong() {
+        let read =
+            Critique::parse(r#"{"score": 3, "issues": [{"text": "t", "type": "x"}], "passed": false}"#, RANGE, None);
+        assert!(read.unwrap().unread_keys.is_empty());
+        let json = r#"{"score": 3, "issue_types": ["missing_evidence"], "notes": {"a": [1, 2]}, "issues": ["a"],
+                       "issue_types_again": null}"#;
+        let critique = Critique::parse(json, RANGE, None).unwrap();
+        assert_eq!(critique.unread_keys, ["issue_types", "notes", "issue_types_again"]);
+        assert!(critique.issue_types.is_empty(), "a top-level list of types is not read as the issues' types");
+        assert!(unread_key_hint("issue_types").contains("`issues` entries `{\"text\", \"type\"}`"));
+        assert_eq!(unread_key_hint("explanation"), "perhaps `rationale`");
+        assert!(unread_key_hint("notes").starts_with("critbench reads only `critique_version`, `score`"));
+        // The keys are read once more only to be named: a critique that is not an object fails as before.
+        assert!(Critique::parse("[1]", RANGE, None).is_err());
+    }
 
     #[test]
     fn a_critique_version_this_crate_does_not_read_is_refused() {

@@ -27,7 +27,8 @@ mod task;
 
 pub use best::{BestDraft, best_round};
 pub use critique::{
-    CRITIQUE_UNAVAILABLE, CRITIQUE_VERSION, Critique, CritiqueError, PLACEBO_INSTRUCTION, ScoreRange, Suggestion,
+    CRITIQUE_KEYS, CRITIQUE_UNAVAILABLE, CRITIQUE_VERSION, Critique, CritiqueError, PLACEBO_INSTRUCTION, ScoreRange,
+    Suggestion, unread_key_hint,
 };
 pub use edit::edit_share;
 pub use hex::hex;

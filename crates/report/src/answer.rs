@@ -17,7 +17,7 @@ use crate::spend::CostComparisonRow;
 
 /// The most config × critic rows the terminal's table lists, shared among the critics; each
 /// critic's best configs by the lead judge's first arm are shown.
-pub(crate) const TABLE_ROWS: usize = 12;
+pub(crate) const TABLE_ROWS: usize = 10;
 
 /// The arms of `critic`'s rows in `reading`, in reading order (adjudicated twins left out).
 fn arms_of<'a>(reading: Reading<'a>, critic: &str) -> Vec<&'a str> {
@@ -171,6 +171,11 @@ fn critic_lines(out: &mut Vec<String>, report: &Report, critic: &str, reading: R
         out.push(line);
         // The pleasing gaps significant at this config, flagged or not.
         out.extend(pleasing.and_then(|(_, gaps)| gaps));
+    }
+    if let Some(line) =
+        report.evaluators.as_ref().and_then(|evaluated| crate::evaluators::names_line(evaluated, config, critic))
+    {
+        out.push(line);
     }
     if let Some(evaluated) = report.evaluators.as_ref().filter(|_| reading.judge != CRITIC) {
         let of_group = |r: &&crate::evaluators::EvaluatorRow| {

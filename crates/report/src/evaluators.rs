@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::csv_files::write_csv;
 use crate::experiment::run_seed;
-use crate::queries::truth_relation::{SIM_TRUTH, TruthRelation, read_truth_relation};
+use crate::queries::truth_relation::{NameCounts, SIM_TRUTH, TruthRelation, read_truth_relation};
 use crate::rows::BOOTSTRAP_RESAMPLES;
 use crate::totals::{Design, never_revises, paired};
 use crate::{ReportError, RowError};
@@ -175,6 +175,25 @@ pub struct EvaluatorRow {
     pub resample_ceiling_lo: Option<f64>,
     /// The ceiling at the ends that make it highest.
     pub resample_ceiling_hi: Option<f64>,
+    /// On a `sim-truth` row: of the issue types the critic named in its critiques of the loops'
+    /// drafts, the share the draft really had (a type the simulator does not document as a
+    /// defect is never one). Empty on other evaluators' rows, and when the critic named none.
+    pub precision: Option<f64>,
+    /// Lower end of the 95% interval of `precision`, task-clustered.
+    pub precision_lo: Option<f64>,
+    /// Upper end of the 95% interval of `precision`.
+    pub precision_hi: Option<f64>,
+    /// How the interval of `precision` was computed, as `evaluator_interval`.
+    pub precision_interval: String,
+    /// On a `sim-truth` row: of the defects the loops' drafts really had, the share the critic
+    /// named in its critique of the draft. Empty on other evaluators' rows, and when no draft had one.
+    pub recall: Option<f64>,
+    /// Lower end of the 95% interval of `recall`, task-clustered.
+    pub recall_lo: Option<f64>,
+    /// Upper end of the 95% interval of `recall`.
+    pub recall_hi: Option<f64>,
+    /// How the interval of `recall` was computed, as `evaluator_interval`.
+    pub recall_interval: String,
 }
 
 /// The evaluator's pass rate that a draw-until-the-critic-passes loop approaches: the share of
@@ -233,6 +252,22 @@ pub struct EvaluatorRoundRow {
     pub evaluator_lo: f64,
     /// Upper end.
     pub evaluator_hi: f64,
+    /// On a `sim-truth` row: the critic's precision in this round's critiques (as `evaluators.csv`'s).
+    pub precision: Option<f64>,
+    /// Lower end of its 95% interval.
+    pub precision_lo: Option<f64>,
+    /// Upper end.
+    pub precision_hi: Option<f64>,
+    /// How its interval was computed.
+    pub precision_interval: String,
+    /// On a `sim-truth` row: the critic's recall in this round's critiques.
+    pub recall: Option<f64>,
+    /// Lower end of its 95% interval.
+    pub recall_lo: Option<f64>,
+    /// Upper end.
+    pub recall_hi: Option<f64>,
+    /// How its interval was computed.
+    pub recall_interval: String,
 }
 
 /// One row of `evaluator_comparisons.csv`: two arms under one evaluator.
@@ -615,9 +650,67 @@ pub fn read(run_dir: &Path, manifest: Option<&Manifest>) -> Result<Option<Evalua
     reader.flush();
     let mut report = build(reader, manifest);
     let trajectories = critbench_storage::shards::table_files(run_dir, "trajectories");
-    report.truth = read_truth_relation(&trajectories, &files)
+    // The defect types the simulator documents, as the run's `sim-truth` evaluator names them.
+    let defect_types: Option<HashSet<String>> = manifest.and_then(|m| {
+        m.experiment
+            .evaluators()
+            .find_map(|(entry, _)| entry.get("defect_types")?.as_array())
+            .map(|types| types.iter().filter_map(|t| t.as_str().map(String::from)).collect())
+    });
+    let truth = read_truth_relation(&trajectories, &files, defect_types.as_ref())
         .map_err(|source| ReportError::Table { path: files.first().cloned().unwrap_or_default(), source })?;
+    let seed = run_seed(manifest);
+    let rates =
+        |group: &(String, String, String, Option<u32>)| truth.names.get(group).map(|tasks| name_rates(tasks, seed));
+    for row in report.rows.iter_mut().filter(|r| r.evaluator == SIM_TRUTH) {
+        let Some(rates) = rates(&(row.config_id.clone(), row.critic.clone(), row.arm.clone(), None)) else { continue };
+        (row.precision, row.precision_lo, row.precision_hi, row.precision_interval) = rates.precision.parts();
+        (row.recall, row.recall_lo, row.recall_hi, row.recall_interval) = rates.recall.parts();
+    }
+    for row in report.rounds.iter_mut().filter(|r| r.evaluator == SIM_TRUTH) {
+        let group = (row.config_id.clone(), row.critic.clone(), row.arm.clone(), Some(row.round));
+        let Some(rates) = rates(&group) else { continue };
+        (row.precision, row.precision_lo, row.precision_hi, row.precision_interval) = rates.precision.parts();
+        (row.recall, row.recall_lo, row.recall_hi, row.recall_interval) = rates.recall.parts();
+    }
+    report.truth = truth.relations;
     Ok(Some(report))
+}
+
+/// A critic's precision and recall against the truth over a group's tasks, each with its 95%
+/// interval, task-clustered (`stats`' `rate`: a task's names are one cluster); `None` when there
+/// is nothing to divide by.
+#[derive(Clone, Copy, Debug)]
+struct NameRates {
+    precision: MaybeRate,
+    recall: MaybeRate,
+}
+
+/// A rate, or none when its denominator is 0.
+#[derive(Clone, Copy, Debug)]
+struct MaybeRate(Option<critbench_stats::rate::Rate>);
+
+impl MaybeRate {
+    /// The estimate, the interval's ends and its method, as the CSV columns hold them.
+    fn parts(self) -> (Option<f64>, Option<f64>, Option<f64>, String) {
+        match self.0 {
+            Some(rate) => (Some(rate.estimate), Some(rate.low), Some(rate.high), rate.method.as_str().to_string()),
+            None => (None, None, None, String::new()),
+        }
+    }
+}
+
+fn name_rates(tasks: &[NameCounts], seed: u64) -> NameRates {
+    let rate = |denominator: fn(&NameCounts) -> u64| {
+        let mut counts: BTreeMap<(u64, i64), u64> = BTreeMap::new();
+        for task in tasks.iter().filter(|t| denominator(t) > 0) {
+            *counts.entry((denominator(task), task.hits as i64)).or_default() += 1;
+        }
+        MaybeRate(
+            (!counts.is_empty()).then(|| pass_rate(&crate::totals::one_statistic(counts), BOOTSTRAP_RESAMPLES, seed)),
+        )
+    };
+    NameRates { precision: rate(|t| t.named), recall: rate(|t| t.real) }
 }
 
 fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
@@ -761,6 +854,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
                 evaluator_pass_rate: evaluator_rate.estimate,
                 evaluator_lo: evaluator_rate.low,
                 evaluator_hi: evaluator_rate.high,
+                ..EvaluatorRoundRow::default()
             });
         }
         // The first drafts' rates by the evaluator and the critic: the false-pass rate, and what
@@ -842,6 +936,7 @@ fn build(reader: Reader, manifest: Option<&Manifest>) -> EvaluatorReport {
             fixed_interval: flip_interval(&fixed_rate),
             broken_interval: flip_interval(&broken_rate),
             harm_interval: if first_passed > 0 { flip_interval(&harm_rate) } else { String::new() },
+            ..EvaluatorRow::default()
         });
     }
 
@@ -912,20 +1007,84 @@ fn interval(lo: impl Into<Option<f64>>, hi: impl Into<Option<f64>>) -> String {
     }
 }
 
+/// Whether most issue types `critic` names are not defects its drafts have: on every `sim-truth`
+/// row of the critic with a precision, the interval of the precision lies below ½. `None` without
+/// such a row; the rows' lowest precision with its interval otherwise.
+fn mostly_wrong<'a>(report: &'a EvaluatorReport, critic: &str) -> Option<(bool, &'a EvaluatorRow)> {
+    let rows: Vec<&EvaluatorRow> = report
+        .rows
+        .iter()
+        .filter(|r| r.critic == critic && r.evaluator == SIM_TRUTH && r.precision.is_some())
+        .collect();
+    let lowest =
+        rows.iter().copied().min_by(|a, b| a.precision.unwrap_or(0.0).total_cmp(&b.precision.unwrap_or(0.0)))?;
+    Some((rows.iter().all(|r| r.precision_hi.is_some_and(|hi| hi < 0.5)), lowest))
+}
+
+/// A share with its interval: "38.2% (35.1 to 41.0)".
+fn share_with_interval(value: Option<f64>, lo: Option<f64>, hi: Option<f64>) -> String {
+    match (value, lo, hi) {
+        (Some(value), Some(lo), Some(hi)) => format!("{} ({:.1} to {:.1})", percent(value), 100.0 * lo, 100.0 * hi),
+        (Some(value), _, _) => percent(value),
+        _ => "–".to_string(),
+    }
+}
+
+/// The line of `critic`'s block at `config` that says how its issue types compare with the truth
+/// in the `feedback` arm (else its first arm with a `sim-truth` row): precision and recall with
+/// their intervals, flagged when it never names a real defect or when most of its names are not
+/// defects the draft has. `None` without a `sim-truth` row of the critic at the config.
+pub fn names_line(report: &EvaluatorReport, config: &str, critic: &str) -> Option<String> {
+    let rows =
+        || report.rows.iter().filter(|r| r.config_id == config && r.critic == critic && r.evaluator == SIM_TRUTH);
+    let row = rows().find(|r| r.arm == critbench_core::Arm::Feedback.as_str()).or_else(|| rows().next())?;
+    row.precision.or(row.recall)?;
+    let mut line = format!(
+        "  its issue types by {SIM_TRUTH}, {}: precision {} · recall {}",
+        row.arm,
+        share_with_interval(row.precision, row.precision_lo, row.precision_hi),
+        share_with_interval(row.recall, row.recall_lo, row.recall_hi)
+    );
+    let never = report.truth.iter().any(|r| r.critic == critic && r.critiques > 0 && r.naming == 0);
+    if never {
+        line.push_str("; flagged: names no real defect");
+    } else if mostly_wrong(report, critic).is_some_and(|(flagged, _)| flagged) {
+        line.push_str("; flagged: most names are not defects the draft has");
+    }
+    Some(line)
+}
+
 /// What the terminal says first of a critic that never named a defect its drafts really had (see
-/// [`crate::queries::truth_relation`]): that its own table measures how well the writer pleases it,
-/// and, per config, the feedback comparison by the hidden truth beside the same by the critic.
-/// Empty when every critic named a real defect at least once, or without `sim-truth`.
+/// [`crate::queries::truth_relation`]), or whose names are mostly not defects the draft has (the
+/// interval of its precision below ½ on every `sim-truth` row): that its own table measures how
+/// well the writer pleases it, or that acting on it makes the writer change what was right; and,
+/// per config, the feedback comparison by the hidden truth beside the same by the critic. Empty
+/// when neither is so of any critic, or without `sim-truth`.
 pub fn truth_lead(report: &EvaluatorReport) -> String {
     let mut out = String::new();
-    for relation in report.truth.iter().filter(|r| r.critiques > 0 && r.naming == 0) {
-        let _ = writeln!(
-            out,
-            "{}: none of its {} critiques of drafts with a real defect names one (the simulated writer's hidden truth, \
-             judged by the `{SIM_TRUTH}` evaluator), so acting on them changes the text and not the truth: its pass \
-             rates below measure how well the writer pleases it, not how good its answers are. By the truth:",
-            relation.critic, relation.critiques
-        );
+    for relation in report.truth.iter().filter(|r| r.critiques > 0) {
+        if relation.naming == 0 {
+            let _ = writeln!(
+                out,
+                "{}: none of its {} critiques of drafts with a real defect names one (the simulated writer's hidden \
+                 truth, judged by the `{SIM_TRUTH}` evaluator), so acting on them changes the text and not the truth: its \
+                 pass rates below measure how well the writer pleases it, not how good its answers are. By the truth:",
+                relation.critic, relation.critiques
+            );
+        } else if let Some((true, lowest)) = mostly_wrong(report, &relation.critic) {
+            let _ = writeln!(
+                out,
+                "{}: most issue types it names are not defects the draft has (precision {} in {} at {}, by the \
+                 simulated writer's hidden truth, judged by the `{SIM_TRUTH}` evaluator), so acting on them makes the \
+                 writer change what was right. By the truth:",
+                relation.critic,
+                share_with_interval(lowest.precision, lowest.precision_lo, lowest.precision_hi),
+                lowest.arm,
+                lowest.config_id
+            );
+        } else {
+            continue;
+        }
         for c in report.comparisons.iter().filter(|c| c.critic == relation.critic && c.evaluator == SIM_TRUTH) {
             let rate = |arm: &str| {
                 report

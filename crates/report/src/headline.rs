@@ -17,7 +17,8 @@ pub(crate) fn notices(report: &Report) -> String {
         let _ = write!(out, "\n{level}: {notice}\n");
     }
     for notice in &report.trouble {
-        let _ = write!(out, "\nnote: {notice}\n");
+        let level = if notice.contains(crate::trouble::UNREAD_KEYS) { "warning" } else { "note" };
+        let _ = write!(out, "\n{level}: {notice}\n");
     }
     out
 }

@@ -28,8 +28,37 @@ pub fn notices(manifest: &Manifest) -> Vec<String> {
         let counts = manifest.evaluations_by_evaluator.get(&plugin.critic);
         notices.extend(critic_notice("evaluator", plugin, counts, "answers"));
     }
+    notices.extend(unread_key_notices(manifest));
     notices.extend(cut_notices(manifest));
     notices
+}
+
+/// The start of every notice of critique keys critbench does not read: the terminal prints
+/// these as warnings.
+pub const UNREAD_KEYS: &str = "critbench does not read";
+
+/// Per critic whose answers carried keys critbench does not read (`unread_critique_keys`): each
+/// key, the critiques that carried it, and where what it carries goes.
+fn unread_key_notices(manifest: &Manifest) -> Vec<String> {
+    manifest
+        .unread_critique_keys
+        .iter()
+        .filter(|(_, keys)| !keys.is_empty())
+        .map(|(critic, keys)| {
+            let total = manifest.critiques_by_critic.get(critic).map(|c| c.recorded);
+            let listed: Vec<String> = keys
+                .iter()
+                .map(|(key, count)| {
+                    let of = total.map_or_else(String::new, |total| format!(" of {total}"));
+                    format!("`{key}` in {count}{of} critiques ({})", critbench_core::unread_key_hint(key))
+                })
+                .collect();
+            format!(
+                "critic `{critic}`'s answers carry keys {UNREAD_KEYS}, and what they hold was dropped: {}",
+                listed.join("; ")
+            )
+        })
+        .collect()
 }
 
 /// What the critic column of a rescoring by a critic the run did not have names: the critic that

@@ -32,10 +32,15 @@
 //! requested fix lands. Targeted fixes make the feedback arm improve quickly; blind edits make
 //! the no-feedback arm drift, sometimes for the worse.
 //!
+//! **How it acts on a critique** ([`odds`]): the paper writer acts per issue. A named defect the
+//! draft has is fixed with a seeded chance, higher when the issue locates it than when it only
+//! names its type; an issue naming a defect the draft does not have makes it change something
+//! that was right, sometimes into a real defect; many issues spread its effort.
+//!
 //! **What is really wrong** ([`truth`]): beside each draft the writer keeps its hidden truth, the
-//! defects it knows the draft has. A pasted sentence can please a critic; only a fix of a defect
-//! the critique named (or a blind revision that happens to remove it) changes the truth. No critic
-//! reads it; the `sim-truth` evaluator judges it.
+//! defects the text has by the writer's own reading, whatever the critique said. A pasted
+//! sentence can please a critic and leave the truth as it was. No critic reads it; the
+//! `sim-truth` evaluator judges it.
 //!
 //! ```
 //! use critbench_core::{Rng, SeedKey, Task};
@@ -58,50 +63,17 @@
 use critbench_core::{Critique, Rng, Task};
 
 mod code;
-mod odds;
+pub mod odds;
 mod paper;
 mod prose;
 mod rag;
 mod request;
+mod shape;
 mod text;
 pub mod truth;
 
 pub use odds::OVER_EDIT_CHANCE;
-
-/// What kind of draft a task asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
-    Rag,
-    Paper,
-    Code,
-    Essay,
-    Answer,
-}
-
-impl Shape {
-    /// The task's `kind` when it is one the writer knows, else what the task looks like.
-    fn of(task: &Task) -> Shape {
-        match task.kind.as_deref() {
-            Some("rag") => return Shape::Rag,
-            Some("paper") => return Shape::Paper,
-            Some("code") => return Shape::Code,
-            Some("essay") => return Shape::Essay,
-            _ => {}
-        }
-        let prompt = task.prompt.to_lowercase();
-        if !task.evidence.is_empty() {
-            Shape::Rag
-        } else if prompt.contains("paper") {
-            Shape::Paper
-        } else if code::asks_for_code(&task.prompt) || task.meta_str("function").is_some() {
-            Shape::Code
-        } else if prompt.contains("essay") || prompt.contains("paragraph") {
-            Shape::Essay
-        } else {
-            Shape::Answer
-        }
-    }
-}
+use shape::Shape;
 
 /// The first draft for a task.
 pub fn generate(task: &Task, rng: &mut Rng) -> String {
@@ -115,30 +87,43 @@ pub fn generate(task: &Task, rng: &mut Rng) -> String {
 }
 
 /// The first draft, written with strategy hints learned from earlier tasks (issue types such as
-/// `missing_evidence` or `weak_methodology`). The writer addresses each hinted issue up front
-/// with the same chance a requested fix has of landing, as a model told "list the evidence
-/// first, then answer" usually, not always, does. Without hints this is [`generate`], draw for
-/// draw, so the memory arm stays paired with the others.
+/// `missing_evidence` or `weak_methodology`). The writer addresses each hinted issue up front as
+/// it acts on a critique that names it and points at where the fix goes ([`odds`]), as a model
+/// told "list the evidence first, then answer" usually, not always, does; a hinted defect its
+/// draft does not have it leaves alone (a hint is advice, not a charge against the draft). Without
+/// a hint the draft needs this is [`generate`], draw for draw, so the memory arm stays paired with
+/// the others.
 pub fn generate_with_hints(task: &Task, hint_types: &[&str], rng: &mut Rng) -> String {
     let draft = generate(task, rng);
-    if hint_types.is_empty() {
-        return draft;
+    match hints_as_critique(task, &draft, hint_types) {
+        Some(hints) => revise(task, &draft, Some(&hints), rng).text,
+        None => draft,
     }
-    revise(task, &draft, Some(&hints_as_critique(hint_types)), rng).text
 }
 
-/// What the writer understands from hint types: a critique tagging those issue types.
-fn hints_as_critique(hint_types: &[&str]) -> Critique {
-    Critique {
+/// What the writer understands from hint types for `draft`: a critique tagging those it needs
+/// (a documented defect the draft does not have is left out; a type it does not document is kept),
+/// with a paper's weak dimension located as the oracle locates it. `None` when none is left.
+fn hints_as_critique(task: &Task, draft: &str, hint_types: &[&str]) -> Option<Critique> {
+    let documented = truth::defect_types(task);
+    let has = truth::of(task, draft);
+    let needed: Vec<String> =
+        hint_types.iter().filter(|t| !documented.contains(t) || has.has(t)).map(|t| t.to_string()).collect();
+    if needed.is_empty() {
+        return None;
+    }
+    let located = truth::oracle_critique(task, &critbench_core::author::Truth::of(needed.iter().cloned()), draft);
+    Some(Critique {
         score: 0.0,
         dimensions: Default::default(),
         issues: Vec::new(),
         fatal_issues: Vec::new(),
-        issue_types: hint_types.iter().map(|t| t.to_string()).collect(),
-        suggestions: Vec::new(),
+        issue_types: needed,
+        suggestions: located.suggestions,
         critic_passed: None,
         rationale: None,
-    }
+        unread_keys: Vec::new(),
+    })
 }
 
 /// A revised draft, and whether the writer acted on the critique it was shown.

@@ -8,13 +8,15 @@
 //! It knows the rubric's issue types (`weak_<dimension>` for its five dimensions, `no_sections`,
 //! `empty_draft`) and fixes each specifically, at the section the matching suggestion targets;
 //! anything else a critique asks for is a generic request ([`crate::request`]), written into the
-//! section its target names.
+//! section its target names. How likely each fix is, and what an issue naming a defect the paper
+//! does not have costs, is [`crate::odds`]'s: an issue locates a defect when a suggestion on its
+//! dimension targets the part of the paper that has it ([`locates`]).
 
 use std::collections::BTreeSet;
 
 use critbench_core::{Critique, Rng, Suggestion, Task};
 
-use crate::odds::difficulty;
+use crate::odds::{LOCATED_FIX, TYPED_FIX, WRONG_ISSUE_HARM, difficulty, focus};
 use crate::request::{Generic, Requests};
 use crate::text::{capitalize, decapitalize, split_sentences, strip_final_stop, word_count};
 
@@ -119,7 +121,7 @@ pub(crate) fn revise(task: &Task, draft: &str, feedback: Option<&Critique>, rng:
     }
     let acted = match feedback.map(read_requests) {
         Some(requests) if requests.can_act_on(draft) => {
-            act_on_critique(&mut paper, &requests, &material, rng);
+            act_on_critique(&mut paper, &requests, &defects(draft), &material, rng);
             Some(true)
         }
         Some(_) => {
@@ -221,6 +223,20 @@ enum Dimension {
 }
 
 impl Dimension {
+    const ALL: [Dimension; 5] =
+        [Dimension::Clarity, Dimension::Novelty, Dimension::Evidence, Dimension::Methodology, Dimension::RelatedWork];
+
+    /// The defect of a paper weak on this dimension.
+    fn defect(self) -> &'static str {
+        match self {
+            Dimension::Clarity => "weak_clarity",
+            Dimension::Novelty => "weak_novelty",
+            Dimension::Evidence => "weak_evidence",
+            Dimension::Methodology => "weak_methodology",
+            Dimension::RelatedWork => "weak_related_work",
+        }
+    }
+
     /// The dimension of the rubric called `name`.
     fn named(name: &str) -> Option<Dimension> {
         match name {
@@ -234,29 +250,144 @@ impl Dimension {
     }
 }
 
-/// Applies each requested fix with a probability that falls with difficulty, so not every fix
-/// lands; a rewrite may also damage another part of the paper.
-fn act_on_critique(paper: &mut Paper, requests: &Requests<'_>, material: &Material, rng: &mut Rng) {
+/// Acts on each issue of the critique ([`crate::odds`]): a named defect the paper has (`had`) is
+/// fixed with a chance that falls with difficulty, higher when the issue locates it and lower the
+/// more issues the critique raises; a named defect it does not have brings in a real one with
+/// [`WRONG_ISSUE_HARM`]. A rewrite may also damage another part of the paper.
+fn act_on_critique(
+    paper: &mut Paper,
+    requests: &Requests<'_>,
+    had: &BTreeSet<&'static str>,
+    material: &Material,
+    rng: &mut Rng,
+) {
     let lands = (0.8 - 0.55 * material.difficulty).clamp(0.25, 0.9);
-    let unstructured = requests.has("no_sections") || requests.has("empty_draft");
-    if paper.sections.is_empty() && unstructured && rng.chance(lands.max(0.8)) {
-        restructure(paper, material, rng);
-    }
+    let focus = focus(requests.issues());
     let mut touched = BTreeSet::new();
+    for structural in ["no_sections", "empty_draft"] {
+        if !requests.has(structural) {
+            continue;
+        }
+        if !had.contains(structural) {
+            // Told the paper is unstructured when it is not, the reviser reshuffles what was right.
+            if rng.chance(WRONG_ISSUE_HARM) {
+                let sound: Vec<Dimension> = Dimension::ALL.into_iter().filter(|d| !had.contains(d.defect())).collect();
+                if let Some(&dimension) = rng.pick(&sound) {
+                    touched.extend(harm(paper, dimension, rng));
+                }
+            }
+        } else if paper.sections.is_empty() && rng.chance(lands.max(0.8)) {
+            restructure(paper, material, rng);
+        }
+    }
     for (dimension, target) in specific_requests(requests) {
-        if !rng.chance(lands) {
+        if !had.contains(dimension.defect()) {
+            if rng.chance(WRONG_ISSUE_HARM) {
+                touched.extend(harm(paper, dimension, rng));
+            }
+            continue;
+        }
+        let located = target.is_some_and(|target| locates(paper, dimension, target));
+        if !rng.chance(lands * focus * if located { LOCATED_FIX } else { TYPED_FIX }) {
             continue;
         }
         let index = apply_fix(paper, dimension, target, material, rng);
         touched.extend(index);
     }
     for request in &requests.generic {
-        if rng.chance(lands) {
+        if rng.chance(lands * focus) {
             touched.extend(apply_generic(paper, request));
         }
     }
     if rng.chance(0.15 + 0.25 * material.difficulty) {
         regress(paper, &touched, rng);
+    }
+}
+
+/// Whether a suggestion on `dimension` whose target is `target` points at the part of `paper`
+/// that has the dimension's defect: for clarity a section of fewer than two sentences (or the
+/// Introduction, when there is none); for novelty the Introduction, where the claim is made; for
+/// evidence the Results or a section citing nothing; for methodology and related work their
+/// section.
+fn locates(paper: &Paper, dimension: Dimension, target: &str) -> bool {
+    let kind = SectionKind::of(target);
+    let named = paper.find(target).map(|index| &paper.sections[index]);
+    match dimension {
+        Dimension::Clarity => {
+            named.is_some_and(|section| section.sentences.len() < 2)
+                || (kind == SectionKind::Introduction && paper.find_kind(SectionKind::Introduction).is_none())
+        }
+        Dimension::Novelty => kind == SectionKind::Introduction,
+        Dimension::Evidence => {
+            kind == SectionKind::Results
+                || named.is_some_and(|section| section.sentences.iter().all(|s| citation_numbers(s).is_empty()))
+        }
+        Dimension::Methodology => kind == SectionKind::Method,
+        Dimension::RelatedWork => kind == SectionKind::RelatedWork,
+    }
+}
+
+/// The part of `draft` that has `defect`, as a suggestion's target locates it ([`locates`]): the
+/// section to change; `None` for a defect of the whole paper (no sections, no text).
+pub(crate) fn location(defect: &str, draft: &str) -> Option<String> {
+    let paper = Paper::parse(draft);
+    let dimension = Dimension::named(defect.strip_prefix("weak_")?)?;
+    let heading = match dimension {
+        Dimension::Clarity => match paper.sections.iter().find(|section| section.sentences.len() < 2) {
+            Some(section) => return Some(section.name.clone()),
+            None => SectionKind::Introduction,
+        },
+        Dimension::Novelty => SectionKind::Introduction,
+        Dimension::Evidence => SectionKind::Results,
+        Dimension::Methodology => SectionKind::Method,
+        Dimension::RelatedWork => SectionKind::RelatedWork,
+    };
+    Some(paper.find_kind(heading).map_or_else(|| heading.heading().to_string(), |i| paper.sections[i].name.clone()))
+}
+
+/// What "fixing" a dimension that was sound does: it brings in that dimension's defect. Clarity: a
+/// section cut to its first sentence; novelty: the claim lowered to low; evidence: the sentences
+/// referring to a figure cut; methodology: the Method section cut to its first sentence; related
+/// work: its citations dropped. Returns the section it changed.
+fn harm(paper: &mut Paper, dimension: Dimension, rng: &mut Rng) -> Option<usize> {
+    let cut_to_first = |paper: &mut Paper, index: usize| paper.sections[index].sentences.truncate(1);
+    match dimension {
+        Dimension::Clarity => {
+            let long: Vec<usize> =
+                (0..paper.sections.len()).filter(|i| paper.sections[*i].sentences.len() >= 2).collect();
+            let index = *rng.pick(&long)?;
+            cut_to_first(paper, index);
+            Some(index)
+        }
+        Dimension::Novelty => {
+            paper.originality = Some(Originality::Low);
+            paper.find_kind(SectionKind::Introduction)
+        }
+        Dimension::Evidence => {
+            for section in &mut paper.sections {
+                section.sentences.retain(|sentence| figure_numbers(sentence).is_empty());
+            }
+            paper.unsectioned.retain(|sentence| figure_numbers(sentence).is_empty());
+            paper.find_kind(SectionKind::Results)
+        }
+        Dimension::Methodology => {
+            let index = paper.find_kind(SectionKind::Method)?;
+            cut_to_first(paper, index);
+            Some(index)
+        }
+        Dimension::RelatedWork => {
+            let index = paper.find_kind(SectionKind::RelatedWork)?;
+            for sentence in &mut paper.sections[index].sentences {
+                while !citation_numbers(sentence).is_empty() {
+                    let without = remove_last_citation(sentence);
+                    if without == *sentence {
+                        break;
+                    }
+                    *sentence = without;
+                }
+            }
+            Some(index)
+        }
     }
 }
 

@@ -107,6 +107,12 @@ impl<'c> Requests<'c> {
         requests
     }
 
+    /// How many things the critique asks for: its known types and its generic requests. The
+    /// reviser's effort is spread over them ([`crate::odds::focus`]).
+    pub(crate) fn issues(&self) -> usize {
+        self.known.len() + self.generic.len()
+    }
+
     /// Whether the critique carries the issue type `name` and this writer knows it.
     pub(crate) fn has(&self, name: &str) -> bool {
         self.known.contains(&name)

@@ -149,6 +149,7 @@ impl From<&CritiqueColumns> for Critique {
             suggestions: c.suggestions.as_deref().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default(),
             critic_passed: c.critic_passed,
             rationale: c.rationale.clone(),
+            unread_keys: Vec::new(),
         }
     }
 }

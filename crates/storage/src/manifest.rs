@@ -113,6 +113,10 @@ pub struct Manifest {
     /// Per held-out evaluator: critiques asked and critiques that failed every attempt.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evaluations_by_evaluator: BTreeMap<String, CritiqueCounts>,
+    /// Per critic: the keys of its critique answers critbench does not read (what they carried
+    /// was dropped), each with the critiques that carried it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unread_critique_keys: BTreeMap<String, BTreeMap<String, u64>>,
     /// Loops that failed (their task's error is in `failed_loops`).
     #[serde(default)]
     pub failed_loop_count: u64,
@@ -405,6 +409,7 @@ impl Default for Manifest {
             loops_with_writer_errors: 0,
             critiques_by_critic: BTreeMap::new(),
             evaluations_by_evaluator: BTreeMap::new(),
+            unread_critique_keys: BTreeMap::new(),
             failed_loop_count: 0,
             failed_loops: Vec::new(),
             warnings: Vec::new(),
@@ -611,6 +616,19 @@ impl CritiqueCounts {
                     into.insert(name.clone(), *counts);
                 }
             }
+        }
+    }
+}
+
+/// Adds `more`'s counts of unread critique keys (per critic, per key) to `into`'s.
+pub fn add_unread_keys(
+    into: &mut BTreeMap<String, BTreeMap<String, u64>>,
+    more: &BTreeMap<String, BTreeMap<String, u64>>,
+) {
+    for (critic, keys) in more {
+        let total = into.entry(critic.clone()).or_default();
+        for (key, count) in keys {
+            *total.entry(key.clone()).or_default() += count;
         }
     }
 }

@@ -87,7 +87,7 @@ fn the_demo_question_asked_sequentially_settles_early_on_the_full_runs_own_rows(
     let (loops, full_loops) = (manifest_json["loops"].as_u64().unwrap(), manifest(&full)["loops"].as_u64().unwrap());
     assert_eq!(full_loops, 480 * 81);
     assert_eq!(loops, ran * 81, "whole tasks: 9 configs × the sequential experiment's 3 arms × 3 epochs each");
-    assert!(loops * 10 < full_loops * 8, "{loops} loops of {full_loops}");
+    assert!(loops * 100 < full_loops * 95, "{loops} loops of {full_loops}");
     assert_eq!(record["cost"]["loops"]["used"].as_u64(), Some(loops));
     assert_eq!(record["cost"]["loops"]["full"].as_u64(), Some(full_loops), "projected from the run's own means");
     same_rows(&sequential, &full, true);

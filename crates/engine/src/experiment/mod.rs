@@ -145,6 +145,10 @@ pub struct EvaluatorSpec {
     /// the final answers.
     #[serde(skip_serializing_if = "std::ops::Not::not", rename = "all_rounds")]
     pub all_rounds: bool,
+    /// For the `sim-truth` evaluator: every defect the simulated writer documents, the issue types
+    /// a critic can name that the truth can hold (what a critic's precision is counted over).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub defect_types: Vec<String>,
 }
 
 impl EvaluatorSpec {

@@ -521,7 +521,8 @@ impl Experiment {
             if spec.plugin == SIM_TRUTH && backend != BackendKind::Sim {
                 return Err(ResolveError::SimTruthBackend { at });
             }
-            evaluators.push(EvaluatorSpec { spec, pass_score, dim_target, all_rounds });
+            let defect_types = if spec.plugin == SIM_TRUTH { documented_defects() } else { Vec::new() };
+            evaluators.push(EvaluatorSpec { spec, pass_score, dim_target, all_rounds, defect_types });
         }
         let sim_truth = file.sim_truth.unwrap_or(backend == BackendKind::Sim);
         if sim_truth && backend != BackendKind::Sim {
@@ -844,5 +845,12 @@ fn sim_truth_evaluator() -> EvaluatorSpec {
         pass_score: 10.0,
         dim_target: None,
         all_rounds: true,
+        defect_types: documented_defects(),
     }
+}
+
+/// The defects the simulated writer documents, as the `sim-truth` evaluator's manifest entry
+/// names them.
+fn documented_defects() -> Vec<String> {
+    critbench_sim::truth::documented_defects().into_iter().map(str::to_string).collect()
 }

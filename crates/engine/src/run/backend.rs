@@ -12,7 +12,7 @@ impl Author for SimAuthor {
     fn generate(&self, task: &Task, hints: &[Hint], key: &DraftKey<'_>) -> Result<Draft, AuthorError> {
         let types: Vec<&str> = hints.iter().map(|h| h.issue_type.as_str()).collect();
         let text = critbench_sim::generate_with_hints(task, &types, &mut key.rng("generate"));
-        let truth = critbench_sim::truth::first_truth(task, &text);
+        let truth = critbench_sim::truth::of(task, &text);
         Ok(Draft { truth: Some(truth), ..Draft::offline(text) })
     }
 
@@ -24,10 +24,8 @@ impl Author for SimAuthor {
         key: &DraftKey<'_>,
     ) -> Result<Draft, AuthorError> {
         let revision = critbench_sim::revise(task, &draft.text, critique, &mut key.rng("revise"));
-        let truth = match &draft.truth {
-            Some(before) => critbench_sim::truth::revised_truth(task, &draft.text, before, critique, &revision),
-            None => critbench_sim::truth::first_truth(task, &revision.text),
-        };
+        // The truth is the text's alone, whatever the critique said.
+        let truth = critbench_sim::truth::of(task, &revision.text);
         Ok(Draft { acted_on_critique: revision.acted_on_critique, truth: Some(truth), ..Draft::offline(revision.text) })
     }
 

@@ -130,6 +130,7 @@ pub fn write(input: &ManifestInput<'_>) -> Result<(), EngineError> {
         loops_with_writer_errors: written.counts.loops_with_writer_errors,
         critiques_by_critic: written.counts.critiques_by_critic.clone(),
         evaluations_by_evaluator: written.counts.evaluations_by_evaluator.clone(),
+        unread_critique_keys: written.counts.unread_critique_keys.clone(),
         failed_loop_count: written.counts.failed_count,
         failed_loops: written.failed.clone(),
         warnings: input.warnings.to_vec(),

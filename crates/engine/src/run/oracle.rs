@@ -62,7 +62,7 @@ pub fn oracle_critique(
 ) -> Result<Critique, OracleError> {
     match plan.oracle {
         Oracle::Truth => match &draft.truth {
-            Some(truth) => Ok(critbench_sim::truth::oracle_critique(truth)),
+            Some(truth) => Ok(critbench_sim::truth::oracle_critique(task, truth, &draft.text)),
             None => Err(OracleError::NoTruth { round }),
         },
         Oracle::Evaluator(index) => {

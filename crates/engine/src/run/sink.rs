@@ -319,6 +319,12 @@ impl RowBuilder<'_, '_> {
                     by_critic.retried += u64::from(round.critic_attempts > 1);
                     by_critic.failed += u64::from(round.critic_error.is_some());
                 }
+                if !result.unread_keys.is_empty() {
+                    let unread = counts.unread_critique_keys.entry(critic.clone()).or_default();
+                    for key in &result.unread_keys {
+                        *unread.entry(key.clone()).or_default() += 1;
+                    }
+                }
                 for evaluation in &result.evaluations {
                     let name = &experiment.evaluators[evaluation.evaluator].spec.name;
                     let counts = counts.evaluations_by_evaluator.entry(name.clone()).or_default();

@@ -537,6 +537,10 @@ pub struct Counts {
     /// Per held-out evaluator: its critiques, and those that failed every attempt.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evaluations_by_evaluator: BTreeMap<String, CritiqueCounts>,
+    /// Per critic: the keys of its answers critbench does not read, with the critiques that
+    /// carried each.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unread_critique_keys: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 use critbench_storage::manifest::CritiqueCounts;
@@ -554,6 +558,7 @@ impl Counts {
         self.loops_with_writer_errors += more.loops_with_writer_errors;
         CritiqueCounts::add_all(&mut self.critiques_by_critic, &more.critiques_by_critic);
         CritiqueCounts::add_all(&mut self.evaluations_by_evaluator, &more.evaluations_by_evaluator);
+        critbench_storage::manifest::add_unread_keys(&mut self.unread_critique_keys, &more.unread_critique_keys);
     }
 }
 

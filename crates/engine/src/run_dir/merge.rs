@@ -240,6 +240,7 @@ fn merged_manifest(manifests: Vec<Manifest>, count: u32) -> Manifest {
         merged.loops_with_critic_errors += m.loops_with_critic_errors;
         merged.loops_with_writer_errors += m.loops_with_writer_errors;
         merged.failed_loop_count += m.failed_loop_count;
+        critbench_storage::manifest::add_unread_keys(&mut merged.unread_critique_keys, &m.unread_critique_keys);
         for failure in &m.failed_loops {
             if merged.failed_loops.len() < MAX_LISTED_FAILURES {
                 merged.failed_loops.push(failure.clone());

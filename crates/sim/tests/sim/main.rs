@@ -10,4 +10,5 @@ mod any_critic;
 mod determinism;
 mod papers;
 mod rag;
+mod reviser;
 mod shapes;

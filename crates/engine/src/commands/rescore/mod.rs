@@ -320,6 +320,7 @@ fn rescore_claimed(set_up: SetUp<'_>) -> Result<RescoreSummary, RescoreError> {
         loops_with_critic_errors: counts.loops_with_critic_errors,
         critiques_by_critic: counts.critiques_by_critic.clone(),
         // The run's failed loops have no rows here either: the summaries' notes say so.
+        unread_critique_keys: Default::default(),
         failed_loop_count: run.failed_loop_count,
         failed_loops: run.failed_loops.clone(),
         rows_skipped: run.rows_skipped,

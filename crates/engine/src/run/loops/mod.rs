@@ -45,6 +45,8 @@ pub struct LoopResult {
     /// The held-out evaluators' critiques of the loop's first draft and final answers (none when
     /// no evaluator takes the task).
     pub evaluations: Vec<crate::run::evaluate::Evaluation>,
+    /// The keys of the critic's answers it does not read, once per critique that carried each.
+    pub unread_keys: Vec<String>,
 }
 
 /// The loops of one task, in unit order. The task travels on to the sink, which drops it: the
@@ -129,6 +131,7 @@ pub(super) async fn record_loop_in(
     // The task with its labels when an evaluator takes it: evaluators judge the drafts afterwards.
     let evaluating = labelled.filter(|_| scope == Scope::Evaluate);
     let mut texts: Vec<String> = Vec::new();
+    let mut unread_keys: Vec<String> = Vec::new();
     // Each of those drafts' hidden truth, when the author keeps one (the simulator).
     let mut truths: Vec<Option<Truth>> = Vec::new();
     // The task is shown to the critic once for the loop's rounds (when its descriptor sets the task functions) and closed when
@@ -138,6 +141,7 @@ pub(super) async fn record_loop_in(
         let round = rounds.len() as u32;
         let (call, scope) = critique_round(plan, unit, &task.id, &mut critic, &draft.text, round).await;
         let critic_ms = laps.lap();
+        unread_keys.extend(call.critique.unread_keys.iter().cloned());
         scores.push(call.critique.round_score(call.failed()));
         for (policy, running) in policies.iter().zip(running.iter_mut()) {
             if *running && decide(&scores, policy, unit.arm.drafting()) != Decision::Revise {
@@ -221,7 +225,7 @@ pub(super) async fn record_loop_in(
         }
         None => Vec::new(),
     };
-    Ok(LoopResult { rounds, scores, adjudications, evaluations })
+    Ok(LoopResult { rounds, scores, adjudications, evaluations, unread_keys })
 }
 
 /// Why a loop has no rows. Its text is recorded in `failed_loops` (`manifest.json`), after
