@@ -26,6 +26,7 @@ pub(crate) use child::{CommandProblem, Launch, MIN_STARTUP, Program, StartError,
 pub(crate) use failure::{Broken, Cause, excerpt};
 pub use lines::Nudge;
 pub(crate) use lines::{parse_message, text_of};
+pub use pipelined::{Held, hold_requests};
 pub(crate) use served::Served;
 pub use served::block_on;
 pub use start::NotStarted;

@@ -132,16 +132,67 @@ impl Lanes {
             let driver = spawn_driver(self.shared.starter.launch.role.name, move || drive(&shared, index, None));
             lock(&self.drivers).push(driver);
         }
-        if was_empty {
-            // A driver waiting on its process's answers takes the request now, not at its next answer.
-            for nudge in queue.nudges.iter().flatten() {
-                nudge.nudge();
-            }
-        }
         drop(queue);
-        self.shared.work.notify_one();
+        if was_empty && !held(&self.shared) {
+            wake(&self.shared);
+        }
         Awaiting(answer)
     }
+}
+
+/// Wakes the drivers for the requests queued: one waiting for work, and those waiting on their
+/// process's answers, which take the requests now, not at their next answer.
+fn wake(shared: &Shared) {
+    for nudge in lock(&shared.queue).nudges.iter().flatten() {
+        nudge.nudge();
+    }
+    shared.work.notify_one();
+}
+
+thread_local! {
+    /// The programs whose drivers are to be woken when this thread's [`Held`] ends, while one lives.
+    static HELD: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Whether this thread holds its requests ([`hold_requests`]); if so, `shared`'s drivers are woken
+/// when the hold ends.
+fn held(shared: &Arc<Shared>) -> bool {
+    HELD.with_borrow_mut(|held| match held {
+        Some(programs) => {
+            if !programs.iter().any(|program| Arc::ptr_eq(program, shared)) {
+                programs.push(Arc::clone(shared));
+            }
+            true
+        }
+        None => false,
+    })
+}
+
+/// Holds the requests this thread asks of programs of the pipelined form until the value is
+/// dropped: a caller about to ask many at once (a worker polling its loops) wakes each program's
+/// drivers once, so that they go out together, in one write per process, instead of one by one.
+/// Waiting for an answer on this thread ([`super::block_on`]) lets them go first.
+pub struct Held(());
+
+/// See [`Held`]. A hold that ends lets go of every request this thread held.
+pub fn hold_requests() -> Held {
+    HELD.with_borrow_mut(|held| {
+        held.get_or_insert_with(Vec::new);
+    });
+    Held(())
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let programs = HELD.with_borrow_mut(Option::take);
+        programs.into_iter().flatten().for_each(|program| wake(&program));
+    }
+}
+
+/// Wakes the drivers of every program this thread holds requests for (the hold goes on).
+pub(super) fn release_held() {
+    let programs = HELD.with_borrow_mut(|held| held.as_mut().map(std::mem::take));
+    programs.into_iter().flatten().for_each(|program| wake(&program));
 }
 
 impl Drop for Lanes {
@@ -480,8 +531,9 @@ fn take(shared: &Shared, idle: bool, room: usize) -> Option<Vec<Job>> {
             return None;
         }
     }
-    // A driver waits idle for work: half the queue is left to it, so that every process works.
-    let share = if queue.idle > 0 { queue.jobs.len().div_ceil(2) } else { queue.jobs.len() };
+    // Each driver takes its share of what is queued (every driver is woken for it), so that
+    // every process works.
+    let share = queue.jobs.len().div_ceil(queue.drivers.max(1));
     let count = room.min(share);
     let jobs: Vec<Job> = queue.jobs.drain(..count).collect();
     let more = !queue.jobs.is_empty();

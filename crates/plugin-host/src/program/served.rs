@@ -83,6 +83,8 @@ pub fn block_on<T>(future: impl Future<Output = T>) -> T {
         if let Poll::Ready(value) = future.as_mut().poll(&mut context) {
             return value;
         }
+        // The answer may wait on requests this thread holds.
+        super::pipelined::release_held();
         std::thread::park();
     }
 }

@@ -105,6 +105,8 @@ pub fn work_together<'a>(
             }
             continue;
         }
+        // The requests the loops ask in this pass go out together, in one write per process.
+        let _held = critbench_plugin_host::hold_requests();
         for slot in ready {
             // A slot woken twice, or after its chunk was done, is looked at once.
             let Some(chunk) = slots[slot].as_mut() else { continue };
