@@ -259,6 +259,15 @@ fn view_leads_from_the_answer_to_the_loops_and_rounds_behind_it() {
     assert!(page.contains("→ stop: "), "the decision and why the loop stopped");
     let (status, page) = view.get("/task/no-such-task");
     assert_eq!((status, page.contains("No task <code>no-such-task</code>")), (404, true));
+    // report.html leaves the answers to the viewer: a count and the way there, no list, and
+    // commands that run as written in the report's folder.
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    let count = format!(
+        "<p id=\"list-critic-only\">{pleased} final answers in all. To read them round by round, run <code>critbench view .</code>"
+    );
+    assert!(html.contains(&count), "report.html says how many and how to read them");
+    assert!(!html.contains("<ul id=\"list-critic-only\">") && !html.contains("critbench show RUN"));
+    assert!(html.contains("<code>critbench show . --task "), "the discordant pairs' commands name the run `.`");
     // Nothing of the run was written.
     let mut after: Vec<String> =
         std::fs::read_dir(&run).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -304,7 +313,12 @@ fn view_saves_each_label_so_report_labels_reads_the_file() {
     assert_eq!((status, body.contains("not in the sample")), (404, true));
     let (status, _) = http("POST", &format!("{}/api/label", view.url), &format!("answer_id={}&gold=maybe", answers[0]));
     assert_eq!(status, 400);
-    drop(view);
+    // Ctrl-C stops it; the file is whole, as the last label left it.
+    let mut view = view;
+    let stopped = std::process::Command::new("kill").args(["-INT", &view.child.id().to_string()]).status().unwrap();
+    assert!(stopped.success());
+    let status = view.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(2), "ended by SIGINT: {status:?}");
     ok(critbench(&["report", run.to_str().unwrap(), "--labels", labels.to_str().unwrap()]));
     assert!(run.join("corrected.csv").is_file());
 }

@@ -243,6 +243,9 @@ pub fn render_sets(index: &LoopIndex) -> String {
     }
     let mut out = String::from("<ul class=\"sets\">\n");
     for ((name, text), count) in SETS.iter().zip(counts) {
+        if super::loops::needs_evaluators(name) && index.evaluators.is_empty() {
+            continue;
+        }
         let _ = writeln!(
             out,
             "<li><a href=\"{}\">{}</a>: <span class=\"count\" data-set=\"{name}\">{count}</span> loops</li>",
