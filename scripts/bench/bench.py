@@ -989,6 +989,8 @@ def bench_view(args, work, results):
     run_bytes = sum(os.path.getsize(os.path.join(out, name)) for name in os.listdir(out)
                     if os.path.isfile(os.path.join(out, name)))
     trajectories = pq.ParquetFile(os.path.join(out, "trajectories.parquet"))
+    draft_chars = pq.read_table(os.path.join(out, "trajectories.parquet"), columns=["draft_chars"]).column(0)
+    mean_draft_chars = pc.mean(draft_chars).as_py()
     ids = pq.read_table(os.path.join(out, "outcomes.parquet"), columns=["task_id"]).column(0).to_pylist()
     distinct = sorted(set(ids))
     step = max(1, len(distinct) // 20)
@@ -1033,6 +1035,7 @@ def bench_view(args, work, results):
     results["view"] = {
         "tasks": args.view_tasks, "dataset_bytes": size, "loops": run["loops"], "rounds": run["critiques"],
         "run_wall_s": run["wall_s"], "run_bytes": run_bytes, "row_groups": trajectories.metadata.num_row_groups,
+        "mean_draft_chars": mean_draft_chars,
         "listening_s": listening_s, "index_s": index_s, "front_page_s": [t for _, _, t in front],
         "task_page_s": [t for _, _, t in task_pages], "list_page_s": {q: t for q, (_, _, t) in lists.items()},
         "peak_rss_mb": rss,
@@ -1054,9 +1057,10 @@ def view_section(results):
         "",
         f"`experiments/bench-distinct.toml` with `--store-drafts` on {view['tasks']:,} generated scripted tasks"
         f" ({view['dataset_bytes'] / 1e6:,.0f} MB of JSONL, deleted once run): {view['loops']:,} loops,"
-        f" {view['rounds']:,} rounds with their drafts, written in {view['run_wall_s']:.1f} s"
-        f" ({view['run_bytes'] / 1e6:,.0f} MB of run directory, `trajectories.parquet` in {view['row_groups']:,}"
-        " row groups). Then `critbench view RUN --port 0`, asked over HTTP on 127.0.0.1 by the bench (urllib, one"
+        f" {view['rounds']:,} rounds with their drafts (of {view.get('mean_draft_chars', 0):,.0f} characters on"
+        " average, drawn from a few per task, so they compress well), written in"
+        f" {view['run_wall_s']:.1f} s ({view['run_bytes'] / 1e6:,.0f} MB of run directory, `trajectories.parquet`"
+        f" in {view['row_groups']:,} row groups). Then `critbench view RUN --port 0`, asked over HTTP on 127.0.0.1 by the bench (urllib, one"
         " request at a time, each timed from the request to the last byte): the front page at once, while the"
         " loop index is still being read, and four times after; the pages of 20 tasks spread over the run; and"
         " four lists. Peak RSS is critbench's VmHWM after every request."
@@ -1361,6 +1365,8 @@ def markdown(results, args):
         digits = 2 if unit == "×" and row["value"] is not None and row["value"] < 10 else 0
         if row["key"] == "rss_large_vs_small" or unit == "ms":
             digits = 2
+        if unit == "s":
+            digits = 3
         wanted = f"{row['op'].replace('>=', '≥').replace('<=', '≤')} {row['target']:,} {unit}"
         measured = f"{number(row['value'], digits)} {unit}" if row["value"] is not None else "not measured"
         met = "—" if row["met"] is None else ("**met**" if row["met"] else "not met")
