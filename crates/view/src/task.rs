@@ -140,12 +140,12 @@ pub fn read_task(trajectories: &[PathBuf], evaluations: &[PathBuf], task: &str) 
             let at = verdicts.entry((key, u32::try_from(round.value(i)).unwrap_or(0))).or_default();
             // One verdict per evaluator and round: the first draft's and the answer's rows may be
             // the same draft judged once under each name.
-            if !at.iter().any(|v| v.evaluator == verdict.evaluator && v.passed == verdict.passed) {
-                at.push(verdict);
-            } else if let Some(same) = at.iter_mut().find(|v| v.evaluator == verdict.evaluator) {
-                if verdict.answer != "round" && !same.answer.contains(&verdict.answer) {
+            match at.iter_mut().find(|v| v.evaluator == verdict.evaluator && v.passed == verdict.passed) {
+                None => at.push(verdict),
+                Some(same) if verdict.answer != "round" && !same.answer.contains(&verdict.answer) => {
                     same.answer = format!("{}, {}", same.answer, verdict.answer);
                 }
+                Some(_) => {}
             }
         }
         Ok(())

@@ -149,8 +149,11 @@ fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-/// Each loop (config, arm, critic, task, epoch) with sim-truth's verdicts on its rounds, in order.
-fn truth_rounds(run: &Path) -> BTreeMap<(String, String, String, String, u32), BTreeMap<u32, bool>> {
+/// A loop: config, arm, critic, task, epoch.
+type LoopKey = (String, String, String, String, u32);
+
+/// Each loop with sim-truth's verdicts on its rounds, in order.
+fn truth_rounds(run: &Path) -> BTreeMap<LoopKey, BTreeMap<u32, bool>> {
     let rows = critbench_storage::evaluations::read_evaluations(&run.join("evaluations.parquet")).unwrap();
     let mut loops: BTreeMap<_, BTreeMap<u32, bool>> = BTreeMap::new();
     for row in rows.iter().filter(|r| r.evaluator == "sim-truth") {

@@ -302,10 +302,10 @@ pub fn render(query: &Query, index: &LoopIndex) -> Result<String, Unknown> {
     select(&mut out, "verdict", "verdict", &query.verdict, &verdicts);
     let sets: Vec<(String, String)> = SETS.iter().map(|(v, t)| (v.to_string(), t.to_string())).collect();
     select(&mut out, "set", "set", &query.set, &sets);
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<label>task id holds<input name=\"task\" value=\"{}\" size=\"12\"></label><button>filter</button> <a \
-         href=\"/loops\">clear</a></form>\n",
+         href=\"/loops\">clear</a></form>",
         escape(&query.task)
     );
     out.push_str("<p class=\"sets\">");
