@@ -24,11 +24,14 @@ import platform
 from pathlib import Path
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 
 import pyarrow.compute as pc
@@ -71,6 +74,12 @@ TARGETS = [
     ("sweep_1024_rss_mb", "model server, 1,024 in flight: peak RSS of critbench", "MB", "<", 300),
     ("sweep_1024_cpu_ms_per_request", "model server, 1,024 in flight: client CPU per request", "ms", "<=", 0.1),
     ("sweep_4096_runs", "model server, 4,096 in flight: the run finishes (1 = yes)", "runs", ">=", 1),
+    # critbench view.
+    ("view_front_page_s", "`critbench view`, {view_tasks:,} tasks × 2 arms with drafts: the front page, slowest answer", "s",
+     "<", 2),
+    ("view_task_page_s", "`critbench view`, {view_tasks:,} tasks × 2 arms with drafts: a task's page, slowest answer", "s",
+     "<", 1),
+    ("view_rss_mb", "`critbench view`, {view_tasks:,} tasks × 2 arms with drafts: peak RSS", "MB", "<", 300),
 ]
 
 STARTED = time.monotonic()
@@ -947,6 +956,130 @@ def bench_repeated(args, work, results):
     progress(f"  36 tasks × 1,000 epochs: {results['repeated']['median_rate']:,.0f} critiques/s whole process")
 
 
+def http_get(url, timeout=300):
+    """GETs `url`: status, body and seconds from the request to the last byte."""
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            status, body = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read()
+    return status, body.decode("utf-8", "replace"), time.perf_counter() - started
+
+
+def peak_rss_mb(pid):
+    """The peak resident set size of a running process (VmHWM), in MB."""
+    with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise BenchError(f"/proc/{pid}/status has no VmHWM")
+
+
+def bench_view(args, work, results):
+    """8: `critbench view` on a run of `--view-tasks` scripted tasks × 2 arms with drafts stored: the
+    front page, task pages and lists answered over HTTP, and the viewer's peak RSS."""
+    tasks_file = os.path.join(work, f"scripted-view-{args.view_tasks}.jsonl")
+    size = make_tasks("scripted", args.view_tasks, tasks_file, args.seed)
+    out = fresh(work, "view-run")
+    run = critbench_run(args, os.path.join(EXPERIMENTS, "bench-distinct.toml"), tasks_file, out, "view run",
+                        extra=("--store-drafts",))
+    os.unlink(tasks_file)
+    progress(f"  the run: {run['loops']:,} loops, {run['critiques']:,} rounds with drafts in {run['wall_s']:.1f} s")
+    run_bytes = sum(os.path.getsize(os.path.join(out, name)) for name in os.listdir(out)
+                    if os.path.isfile(os.path.join(out, name)))
+    trajectories = pq.ParquetFile(os.path.join(out, "trajectories.parquet"))
+    draft_chars = pq.read_table(os.path.join(out, "trajectories.parquet"), columns=["draft_chars"]).column(0)
+    mean_draft_chars = pc.mean(draft_chars).as_py()
+    ids = pq.read_table(os.path.join(out, "outcomes.parquet"), columns=["task_id"]).column(0).to_pylist()
+    distinct = sorted(set(ids))
+    step = max(1, len(distinct) // 20)
+    tasks = distinct[step // 2::step][:20]
+    process = subprocess.Popen([args.critbench, "view", out, "--port", "0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        started = time.perf_counter()
+        line = process.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        if not match:
+            raise BenchError(f"critbench view printed no URL: {line!r} {process.stderr.read()[-2000:]}")
+        url = match.group(0)
+        listening_s = time.perf_counter() - started
+        # The front page at once (the loop index may still be building), then the index awaited.
+        front = [http_get(url)]
+        while True:
+            status, _, _ = http_get(url + "loops")
+            if status != 503:
+                break
+            time.sleep(0.05)
+        index_s = time.perf_counter() - started
+        front += [http_get(url) for _ in range(4)]
+        task_pages = [http_get(f"{url}task/{urllib.parse.quote(task)}") for task in tasks]
+        lists = {query: http_get(f"{url}loops?{query}") for query in
+                 ["", "set=near-empty", "set=critic-passed-evaluator-failed", "arm=feedback&exit=budget&page=100"]}
+        for status, body, _ in front + task_pages + list(lists.values()):
+            if status != 200:
+                raise BenchError(f"critbench view answered {status}: {body[:500]}")
+        if not all('class="loop"' in body for _, body, _ in task_pages):
+            raise BenchError("a task page shows no loop")
+        if not any("<ins>" in body for _, body, _ in task_pages):
+            raise BenchError("no task page shows a revision's word changes")
+        rss = peak_rss_mb(process.pid)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    shutil.rmtree(out)
+    results["view"] = {
+        "tasks": args.view_tasks, "dataset_bytes": size, "loops": run["loops"], "rounds": run["critiques"],
+        "run_wall_s": run["wall_s"], "run_bytes": run_bytes, "row_groups": trajectories.metadata.num_row_groups,
+        "mean_draft_chars": mean_draft_chars,
+        "listening_s": listening_s, "index_s": index_s, "front_page_s": [t for _, _, t in front],
+        "task_page_s": [t for _, _, t in task_pages], "list_page_s": {q: t for q, (_, _, t) in lists.items()},
+        "peak_rss_mb": rss,
+    }
+    progress(f"  front page {max(results['view']['front_page_s']):.3f} s (slowest), task page "
+             f"{max(results['view']['task_page_s']):.3f} s (slowest of {len(tasks)}), peak RSS {rss:.0f} MB")
+
+
+def view_section(results):
+    """The markdown of section 8, `critbench view`."""
+    view = results.get("view")
+    if not view:
+        return []
+    front, task = view["front_page_s"], view["task_page_s"]
+    lists = view["list_page_s"]
+    return [
+        "",
+        f"## 8. `critbench view` on {view['loops']:,} loops",
+        "",
+        f"`experiments/bench-distinct.toml` with `--store-drafts` on {view['tasks']:,} generated scripted tasks"
+        f" ({view['dataset_bytes'] / 1e6:,.0f} MB of JSONL, deleted once run): {view['loops']:,} loops,"
+        f" {view['rounds']:,} rounds with their drafts (of {view.get('mean_draft_chars', 0):,.0f} characters on"
+        " average, drawn from a few per task, so they compress well), written in"
+        f" {view['run_wall_s']:.1f} s ({view['run_bytes'] / 1e6:,.0f} MB of run directory, `trajectories.parquet`"
+        f" in {view['row_groups']:,} row groups). Then `critbench view RUN --port 0`, asked over HTTP on 127.0.0.1 by the bench (urllib, one"
+        " request at a time, each timed from the request to the last byte): the front page at once, while the"
+        " loop index is still being read, and four times after; the pages of 20 tasks spread over the run; and"
+        " four lists. Peak RSS is critbench's VmHWM after every request."
+        + (f" Measured {view['measured']['at']} on commit `{view['measured']['commit']}`, apart from the sections"
+           " above." if view.get("measured") else ""),
+        "",
+        "| | |",
+        "|---|---:|",
+        f"| listening (the URL printed) | {view['listening_s']:.2f} s |",
+        f"| the front page, first answer (index still building) | {front[0]:.3f} s |",
+        f"| the front page, slowest of {len(front)} | {max(front):.3f} s |",
+        f"| the loop index read (the lists answer) | {view['index_s']:.1f} s after start |",
+        f"| a task's page, median of {len(task)} | {statistics.median(task):.3f} s |",
+        f"| a task's page, slowest of {len(task)} | {max(task):.3f} s |",
+        *[f"| `/loops{'?' + q if q else ''}` | {t:.3f} s |" for q, t in lists.items()],
+        f"| peak RSS of critbench | {view['peak_rss_mb']:.0f} MB |",
+    ]
+
+
 # ------------------------------------------------------------------------------------------------
 # Targets and the report
 
@@ -1001,6 +1134,11 @@ def measured_targets(results, args):
         values["sweep_1024_cpu_ms_per_request"] = sweep[1024]["cpu_ms_per_request"]
     if results.get("sweep"):
         values["sweep_4096_runs"] = 1 if 4096 in sweep else 0
+    view = results.get("view")
+    if view:
+        values["view_front_page_s"] = max(view["front_page_s"])
+        values["view_task_page_s"] = max(view["task_page_s"])
+        values["view_rss_mb"] = view["peak_rss_mb"]
     table = []
     for key, what, unit, op, threshold in TARGETS:
         value = values.get(key)
@@ -1227,6 +1365,8 @@ def markdown(results, args):
         digits = 2 if unit == "×" and row["value"] is not None and row["value"] < 10 else 0
         if row["key"] == "rss_large_vs_small" or unit == "ms":
             digits = 2
+        if unit == "s":
+            digits = 3
         wanted = f"{row['op'].replace('>=', '≥').replace('<=', '≤')} {row['target']:,} {unit}"
         measured = f"{number(row['value'], digits)} {unit}" if row["value"] is not None else "not measured"
         met = "—" if row["met"] is None else ("**met**" if row["met"] else "not met")
@@ -1526,6 +1666,7 @@ def markdown(results, args):
         ]
 
     lines += cpu_by_stage(results)
+    lines += view_section(results)
     lines += unmet_bounds(results)
 
     r = results.get("repeated")
@@ -1595,10 +1736,15 @@ def main():
                         help="runs at 1,024 in flight, whose CPU per request is a target; the median is reported")
     parser.add_argument("--baseline-critbench", default=None,
                         help="another critbench binary (e.g. a build of main) timed isolated beside this one")
+    parser.add_argument("--view-tasks", type=int, default=500_000,
+                        help="scripted tasks of the run `critbench view` serves (two arms: twice as many loops)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--only", default="distinct,sim,server,sweep,isolation,writer,metered,repeated,memory",
+    parser.add_argument("--only", default="distinct,sim,server,sweep,isolation,writer,metered,repeated,memory,view",
                         help="comma-separated sections to run (default: all): distinct, sim, server, sweep, isolation,"
-                             " writer, metered, repeated, memory")
+                             " writer, metered, repeated, memory, view")
+    parser.add_argument("--merge-into", default=None, metavar="JSON",
+                        help="keep the results of an earlier run (its --json) and replace only the sections run now;"
+                             " writes --json and --md from the merged results")
     parser.add_argument("--render", default=None, metavar="JSON",
                         help="write --md again from the results of an earlier run (its --json), measuring nothing")
     parser.add_argument("--work", default=None, help="directory for the generated files (default: a new temporary one)")
@@ -1624,7 +1770,7 @@ def main():
     try:
         sections = set(args.only.split(","))
         unknown = sections - {"distinct", "sim", "server", "sweep", "isolation", "writer", "metered", "repeated",
-                              "memory"}
+                              "memory", "view"}
         if unknown:
             raise BenchError(f"--only: unknown section(s) {', '.join(sorted(unknown))}")
         tasks_file = os.path.join(work, f"scripted-{args.tasks}.jsonl")
@@ -1644,6 +1790,7 @@ def main():
             ("metered", "6c. the metered endpoint", lambda: bench_metered(args, work, tasks_file, results)),
             ("repeated", "the earlier benchmark (36 tasks × 1,000 epochs)", lambda: bench_repeated(args, work, results)),
             ("memory", "4. peak memory", lambda: bench_memory(args, work, tasks_file, results)),
+            ("view", "8. critbench view", lambda: bench_view(args, work, results)),
         ]:
             if section in sections:
                 progress(title)
@@ -1657,8 +1804,24 @@ def main():
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results["bench_seconds"] = time.monotonic() - STARTED
-    results["finished_at"] = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    if args.merge_into:
+        # An earlier run's figures, the sections measured now in their place; its date, commit and
+        # duration stay those of the earlier run, and each section measured now says when it was.
+        with open(args.merge_into, encoding="utf-8") as handle:
+            earlier = json.load(handle)
+        for section in sections:
+            if section in results:
+                results[section]["measured"] = {"at": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()),
+                                                "commit": results["machine"]["git_commit"]}
+                earlier[section] = results[section]
+        earlier["settings"].update({k: v for k, v in results["settings"].items() if k not in earlier["settings"]})
+        earlier["failures"] = [f for f in earlier.get("failures", []) if f["section"] not in sections] + results["failures"]
+        args = argparse.Namespace(**{**earlier["settings"], **{k: getattr(args, k) for k in ("md", "json")}})
+        results = earlier
+        results["targets"] = measured_targets(results, args)
+    else:
+        results["bench_seconds"] = time.monotonic() - STARTED
+        results["finished_at"] = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
     results["targets"] = measured_targets(results, args)
     loads = [run["load_average_before"] for run in all_runs(results)]
     results["load_range"] = [min(loads), max(loads)] if loads else [0.0, 0.0]

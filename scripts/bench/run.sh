@@ -39,7 +39,8 @@ for arg in "$@"; do
         md="$quick/benchmarks.md"
         json="$quick/benchmarks.json"
         args+=(--runs 1 --tasks 4000 --langgraph-tasks 1000 --check-tasks 500 --sim-tasks 2000 --rss-small 2000 --rss-large 20000
-               --server-tasks 300 --isolation-tasks 2000 --writer-tasks 1000 --metered-tasks 3000 --sweep-tasks-per-slot 1)
+               --server-tasks 300 --isolation-tasks 2000 --writer-tasks 1000 --metered-tasks 3000 --sweep-tasks-per-slot 1
+               --view-tasks 2000)
     else
         args+=("$arg")
     fi

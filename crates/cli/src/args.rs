@@ -32,6 +32,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Read one loop of a run round by round (--task), or list where two arms disagree (--pairs).
     Show(ShowArgs),
+    /// Serve a run on 127.0.0.1 to look at in a browser: its answer, its loops filtered, each task's
+    /// rounds side by side, and (--labels FILE) a sample of its answers to label.
+    View(ViewArgs),
     /// Evaluate new policies on a finished run's recorded loops, without calling any model or critic.
     Replay(ReplayArgs),
     /// Critique every stored draft of a finished run again under another critic, calling no model,
@@ -240,6 +243,19 @@ pub struct SampleArgs {
     /// Replace --out if it exists (it is refused otherwise).
     #[arg(long)]
     pub overwrite: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    /// A finished run directory.
+    pub run_dir: PathBuf,
+    /// The port on 127.0.0.1 (default: a free one).
+    #[arg(long, value_name = "P")]
+    pub port: Option<u16>,
+    /// A labels file `critbench sample` drew from this run: the front page lists its answers to
+    /// label, and each label is saved to it at once.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

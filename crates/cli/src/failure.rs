@@ -158,6 +158,12 @@ impl Exit for crate::shard::ShardError {
     }
 }
 
+impl Exit for critbench_view::ViewError {
+    fn status(&self) -> ExitStatus {
+        usage_or_failed(self.is_usage())
+    }
+}
+
 impl Exit for critbench_report::ReportError {
     fn status(&self) -> ExitStatus {
         usage_or_failed(self.is_usage())

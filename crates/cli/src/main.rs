@@ -18,6 +18,7 @@ mod sample;
 mod shard;
 mod show;
 mod signals;
+mod view;
 
 use std::process::ExitCode;
 
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         args::Command::Rescore(options) => rescore::rescore(options),
         args::Command::Compare(options) => compare::compare(options),
         args::Command::Show(options) => show::show(options),
+        args::Command::View(options) => view::view(options),
         args::Command::Judge(options) => judge::judge(options),
         args::Command::Estimate(options) => estimate::estimate(options),
         args::Command::Init(options) => init::init(options),

@@ -81,7 +81,7 @@ fn html_report_is_self_contained_with_every_chart() {
     assert!(html.contains(&format!("<p>{discordant} of ")), "the page does not count {discordant} pairs");
     let pairs = html.split("<table id=\"table-discordant-pairs\">").nth(1).unwrap().split("</table>").next().unwrap();
     assert_eq!(pairs.matches("<tr><td>").count(), discordant.min(100));
-    assert_eq!(pairs.matches("<td><code>critbench show RUN --task ").count(), discordant.min(100));
+    assert_eq!(pairs.matches("<td><code>critbench show . --task ").count(), discordant.min(100));
     // Self-contained: nothing is fetched, nothing runs.
     for forbidden in ["http://", "https://", "<script", "<link", "@import", "url("] {
         assert!(!html.contains(forbidden), "report.html contains `{forbidden}`");
@@ -150,7 +150,7 @@ fn html_report_renders_in_chromium() {
     let pairs = pairs.split("</table>").next().unwrap();
     let rows = pairs.matches("<tr><td>").count();
     assert!((1..=100).contains(&rows), "{rows} discordant pairs listed");
-    assert_eq!(pairs.matches("critbench show RUN --task ").count(), rows);
+    assert_eq!(pairs.matches("critbench show . --task ").count(), rows);
     for anchor in ["#table-kinds", "#discordant-pairs"] {
         assert!(dom.contains(&format!("<a href=\"{anchor}\">")), "no link to {anchor}");
     }

@@ -7,6 +7,7 @@
 mod common;
 
 mod adjudicate;
+mod cdp;
 mod chaos;
 mod command_critics;
 mod compare;
@@ -54,5 +55,6 @@ mod sim_truth;
 mod slurm;
 mod stats;
 mod task_handles;
+mod view;
 mod write_failure;
 mod writer_programs;

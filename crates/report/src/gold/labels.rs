@@ -18,7 +18,9 @@ use critbench_core::Arm;
 use serde::Deserialize;
 
 use super::GoldError;
-use super::sample::{AnsweredLoop, SAMPLE_VERSION, SampleHeader, SampleRequest, answer_id, draw_sample, loop_key};
+use super::sample::{
+    AnsweredLoop, SAMPLE_VERSION, Sample, SampleHeader, SampleRequest, answer_id, draw_sample, loop_key,
+};
 use crate::ReportError;
 
 /// A labelled sample, checked against the run.
@@ -58,6 +60,78 @@ struct LineLoop {
 
 /// Reads the labels file at `path` and checks it against the run in `run_dir`.
 pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
+    let checked = check_file(run_dir, path, false)?;
+    let mut gold = BTreeMap::new();
+    for answer in &checked.sample.answers {
+        for l in &answer.loops {
+            gold.insert(loop_key(&answer.task_id, l), answer.gold.unwrap_or_default());
+        }
+    }
+    Ok(Labels { path: path.into(), header: checked.header, gold, tasks: checked.sample.tasks })
+}
+
+/// A labels file being filled in: the sample drawn again from the run, each answer's `gold` as the
+/// file has it (`None` where it is still empty), and the file's header line as it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Labelling {
+    /// The file.
+    pub path: PathBuf,
+    /// The sample, every answer's `gold` read from the file.
+    pub sample: Sample,
+    /// The file's header line, kept byte for byte when the file is written again.
+    header_line: String,
+}
+
+impl Labelling {
+    /// Reads the labels file at `path`, some or every `gold` still empty, with every check of
+    /// [`read_labels`] but the one that each answer is labelled: a file of another run, another
+    /// sample, or with an answer or verdict that is not the run's is refused naming the line.
+    pub fn read(run_dir: &Path, path: &Path) -> Result<Labelling, ReportError> {
+        let checked = check_file(run_dir, path, true)?;
+        Ok(Labelling { path: path.into(), sample: checked.sample, header_line: checked.header_line })
+    }
+
+    /// Sets the `gold` of the answer `answer_id` (`None` empties it); false when the sample has no
+    /// such answer.
+    pub fn set(&mut self, answer_id: &str, gold: Option<bool>) -> bool {
+        match self.sample.answers.iter_mut().find(|a| a.answer_id == answer_id) {
+            Some(answer) => {
+                answer.gold = gold;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Answers whose `gold` is filled.
+    pub fn labelled(&self) -> usize {
+        self.sample.answers.iter().filter(|a| a.gold.is_some()).count()
+    }
+
+    /// The file's text: its header line as read, then every answer of the sample with its `gold`,
+    /// one a line, as `critbench sample` writes them.
+    pub fn text(&self) -> String {
+        let mut text = self.header_line.clone();
+        text.push('\n');
+        for answer in &self.sample.answers {
+            text.push_str(&serde_json::to_string(answer).expect("an answer serializes"));
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// A labels file checked against the run: the sample drawn again, each answer's `gold` as the file
+/// has it, and the header line.
+struct Checked {
+    header: SampleHeader,
+    sample: Sample,
+    header_line: String,
+}
+
+/// The checks of a labels file; with `partial`, an empty `gold` (or an answer without its line) is
+/// not refused but left `None`.
+fn check_file(run_dir: &Path, path: &Path, partial: bool) -> Result<Checked, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|source| GoldError::Read { path: path.into(), source })?;
     let at = |line: usize, message: String| GoldError::Line { path: path.into(), line, message };
     let whole = |message: String| GoldError::File { path: path.into(), message };
@@ -115,7 +189,7 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
     let loops_by_key = drawn.loops_by_key();
     let answers: HashMap<&str, &super::Answer> = drawn.answers.iter().map(|a| (a.answer_id.as_str(), a)).collect();
     let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut gold = BTreeMap::new();
+    let mut gold: HashMap<String, bool> = HashMap::new();
     for (number, text) in lines {
         let line: Line = serde_json::from_str(text).map_err(|e| at(number, format!("is not an answer line: {e}")))?;
         for l in &line.loops {
@@ -208,6 +282,7 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
         }
         let label = match &line.gold {
             serde_json::Value::Bool(label) => *label,
+            serde_json::Value::Null if partial => continue,
             serde_json::Value::Null => {
                 return Err(at(
                     number,
@@ -229,12 +304,10 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
                 .into());
             }
         };
-        for l in &answer.loops {
-            gold.insert(loop_key(&answer.task_id, l), label);
-        }
+        gold.insert(line.answer_id.clone(), label);
     }
     let unlabelled: Vec<&super::Answer> = drawn.answers.iter().filter(|a| !seen.contains_key(&a.answer_id)).collect();
-    if let Some(first) = unlabelled.first() {
+    if let (Some(first), false) = (unlabelled.first(), partial) {
         return Err(whole(format!(
             "{} of the sample's {} answers have no line, the first answer {} of task `{}`: every answer needs its gold",
             unlabelled.len(),
@@ -244,7 +317,11 @@ pub fn read_labels(run_dir: &Path, path: &Path) -> Result<Labels, ReportError> {
         ))
         .into());
     }
-    Ok(Labels { path: path.into(), header, gold, tasks: drawn.tasks })
+    let mut sample = drawn;
+    for answer in &mut sample.answers {
+        answer.gold = gold.get(&answer.answer_id).copied();
+    }
+    Ok(Checked { header, sample, header_line: header_line.to_string() })
 }
 
 /// Whether a line's verdict on a loop is the run's. The score is compared to within one part in

@@ -34,7 +34,7 @@ pub(crate) mod render;
 mod sample;
 
 pub use corrected::{Corrected, CorrectedComparison, CorrectedRow};
-pub use labels::{Labels, read_labels};
+pub use labels::{Labelling, Labels, read_labels};
 pub use sample::{
     Answer, AnsweredLoop, SAMPLE_VERSION, Sample, SampleHeader, SampleRequest, draw_sample, write_sample,
 };

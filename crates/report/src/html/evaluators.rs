@@ -142,35 +142,15 @@ pub(crate) fn section(out: &mut String, report: &EvaluatorReport) {
         }
         out.push_str("</tbody></table></div>\n");
     }
-    if !report.disagreements.is_empty() {
-        let total: u64 = report.rows.iter().map(|r| r.critic_only).sum();
+    let critic_only: u64 = report.rows.iter().map(|r| r.critic_only).sum();
+    if critic_only > 0 {
+        // The answers themselves are read in `critbench view`, each task's rounds beside them.
         let _ = writeln!(
             out,
-            "<h3 id=\"critic-only\">Passed by the critic, failed by the evaluator</h3>\n<p>{total} final answers in all; \
-             the first {} below, each with the command that shows its loop round by round.</p>\n<ul \
-             id=\"list-critic-only\">",
-            report.disagreements.len()
+            "<h3 id=\"critic-only\">Passed by the critic, failed by the evaluator</h3>\n<p id=\"list-critic-only\">\
+             {critic_only} final answers in all. To read them round by round, run <code>critbench view .</code> in \
+             this report's folder and open “critic passed, an evaluator failed”.</p>"
         );
-        for d in &report.disagreements {
-            let _ = writeln!(
-                out,
-                "<li><code>{}</code> epoch {} · {} · {} · {} (round {}, {}): <code>critbench show RUN --task {} \
-                 --config {} --critic {} --arm {} --epoch {}</code></li>",
-                escape(&d.task_id),
-                d.epoch,
-                escape(&d.config_id),
-                escape(&d.critic),
-                escape(&d.arm),
-                d.round,
-                escape(&d.evaluator),
-                escape(&d.task_id),
-                escape(&d.config_id),
-                escape(&d.critic),
-                escape(&d.arm),
-                d.epoch,
-            );
-        }
-        out.push_str("</ul>\n");
     }
     out.push_str("</section>\n");
 }

@@ -8,14 +8,25 @@ pub(crate) const TEXT: &str = "#1f2328";
 pub(crate) const MUTED: &str = "#57606a";
 pub(crate) const GRID: &str = "#d8dee4";
 
-/// Escapes `text` and renders its `backticked` spans as `<code>`, as in the markdown report.
+/// Escapes `text` and renders its Markdown as the markdown report reads it: `backticked` spans as
+/// `<code>`, and `**bold**` outside them as `<strong>` (an unclosed `**` is left as it is).
 pub(crate) fn with_code_spans(text: &str) -> String {
     let mut out = String::new();
     for (index, part) in text.split('`').enumerate() {
         if index % 2 == 1 {
             let _ = write!(out, "<code>{}</code>", escape(part));
-        } else {
-            out.push_str(&escape(part));
+            continue;
+        }
+        let pieces: Vec<&str> = part.split("**").collect();
+        for (i, piece) in pieces.iter().enumerate() {
+            let opens = i % 2 == 1;
+            // A `**` whose partner is not in this stretch of text stays literal.
+            if opens && i == pieces.len() - 1 {
+                out.push_str("**");
+            } else if i > 0 {
+                out.push_str(if opens { "<strong>" } else { "</strong>" });
+            }
+            out.push_str(&escape(piece));
         }
     }
     out

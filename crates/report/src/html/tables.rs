@@ -469,11 +469,12 @@ pub(crate) fn pairs_table(out: &mut String, pairs: &ListedPairs) {
         out,
         "<p>{} of {units} task × epoch units had one arm pass and the other not: only {a} passed {a_only}, only {b} \
          passed {b_only}. These are the pairs behind the paired test; open one to see why the arms parted.{} \
-         <code>RUN</code> is this report's directory.</p>",
+         The commands run in this report's folder, where <code>critbench view .</code> shows each task's loops \
+         side by side, round by round.</p>",
         a_only + b_only,
         if a_only + b_only > LISTED_PAIRS {
             format!(
-                " The first {LISTED_PAIRS} are listed; <code>critbench show RUN --pairs {},{}</code> lists them all.",
+                " The first {LISTED_PAIRS} are listed; <code>critbench show . --pairs {},{}</code> lists them all.",
                 escape(&pairs.arm_a),
                 escape(&pairs.arm_b)
             )
@@ -499,7 +500,7 @@ pub(crate) fn pairs_table(out: &mut String, pairs: &ListedPairs) {
             escape(&pair.task_id),
             pair.epoch,
             escape(won),
-            escape(&show_command("RUN", group, pair, lost))
+            escape(&show_command(".", group, pair, lost))
         );
     }
     out.push_str("</tbody></table></div>\n");

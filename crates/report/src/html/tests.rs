@@ -60,10 +60,21 @@ fn round(config_id: &str, critic: &str, arm: &str, round: u32, mean_score: f64) 
 #[test]
 fn notes_are_shown_with_code_spans_and_escaped() {
     let mut with_notes = report(&["p8"], "rubric");
-    with_notes.summary.notes = vec!["2 loop(s) failed; `failed_loops` in manifest.json says why <b>".into()];
+    with_notes.summary.notes = vec![
+        "2 loop(s) failed; `failed_loops` in manifest.json says why <b>".into(),
+        "**Spent 0.0256 USD** on model calls (`writer` **2** x**y `a**b`).".into(),
+    ];
     let page = render_html(&with_notes, None, &HashMap::new(), &[], None);
     assert!(page.contains("<section id=\"notes\">"));
     assert!(page.contains("<li>2 loop(s) failed; <code>failed_loops</code> in manifest.json says why &lt;b&gt;</li>"));
+    // Bold as the markdown report reads it, never inside a code span, an unclosed `**` kept.
+    assert!(
+        page.contains(
+            "<li><strong>Spent 0.0256 USD</strong> on model calls (<code>writer</code> <strong>2</strong> x**y \
+             <code>a**b</code>).</li>"
+        ),
+        "{page}"
+    );
     let page = render_html(&report(&["p8"], "rubric"), None, &HashMap::new(), &[], None);
     assert!(!page.contains("id=\"notes\""), "no notes, no section");
 }
@@ -287,7 +298,7 @@ fn discordant_pairs_are_counted_and_the_first_hundred_listed_with_their_command(
         "<p>120 of 400 task × epoch units had one arm pass and the other not: only feedback passed 80, only \
          no-feedback passed 40."
     ));
-    assert!(page.contains("The first 100 are listed; <code>critbench show RUN --pairs feedback,no-feedback</code>"));
+    assert!(page.contains("The first 100 are listed; <code>critbench show . --pairs feedback,no-feedback</code>"));
     let table = &page[page.find("<table id=\"table-discordant-pairs\">").unwrap()..];
     let table = &table[..table.find("</table>").unwrap()];
     assert_eq!(table.matches("<tr><td>").count(), 100);
@@ -295,7 +306,7 @@ fn discordant_pairs_are_counted_and_the_first_hundred_listed_with_their_command(
     // Task ids are escaped; the command opens the arm that did not pass.
     assert!(table.contains(
         "<tr><td>p7</td><td>rubric</td><td>t&lt;000&gt;</td><td class=\"num\">0</td><td>no-feedback</td>\
-         <td><code>critbench show RUN --task t&lt;000&gt; --config p7 --critic rubric --epoch 0 --arm feedback</code></td></tr>"
+         <td><code>critbench show . --task t&lt;000&gt; --config p7 --critic rubric --epoch 0 --arm feedback</code></td></tr>"
     ), "{table}");
     // No discordant pairs: the counts, no table.
     let none = crate::show::ListedPairs { groups: vec![pair_group("p7", 0, 200)], ..pairs };
