@@ -37,6 +37,10 @@ pub struct CriticSpec {
     pub config: serde_json::Value,
     /// Weights for the mean of dimensions when a critique has no score.
     pub weights: Option<BTreeMap<String, f64>>,
+    /// The variables of critbench's environment a command critic is given besides
+    /// [`BASE_ENV`](crate::BASE_ENV): names, never values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 /// A critic that could not be opened, and why.
@@ -63,6 +67,7 @@ impl CriticSpec {
             kinds: None,
             config: serde_json::json!({}),
             weights: None,
+            env: Vec::new(),
         }
     }
 
@@ -82,6 +87,7 @@ impl CriticSpec {
             memory_mb: Some(self.memory_mb),
             children: if jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { jobs },
             worker: None,
+            env: self.env.clone(),
         }
     }
 

@@ -69,6 +69,9 @@ pub struct Isolation {
     /// The program (and its first arguments) that hosts a plugin library in a child process; the
     /// library's path is appended (`--builtin NAME` for a built-in critic). `None`: `critbench plugin-worker`, found by [`default_worker`].
     pub worker: Option<Vec<OsString>>,
+    /// The variables of critbench's environment a command critic is given besides
+    /// [`BASE_ENV`](crate::BASE_ENV) (a plugin library's worker is given all of them).
+    pub env: Vec<String>,
 }
 
 impl Default for Isolation {
@@ -79,6 +82,7 @@ impl Default for Isolation {
             memory_mb: Some(DEFAULT_MEMORY_MB),
             children: 1,
             worker: None,
+            env: Vec::new(),
         }
     }
 }

@@ -70,7 +70,7 @@ pub use info::{
 };
 pub use library::{InProcessCritic, Located, PluginLibrary, builtin_names};
 pub use open::{CriticInstance, CriticTask, open_critic};
-pub use program::{ChildCounters, ChildTrouble, Held, block_on, hold_requests};
+pub use program::{BASE_ENV, ChildCounters, ChildTrouble, Held, block_on, hold_requests};
 pub use protocol::PROTOCOL_VERSION;
 pub use request::task_request;
 pub use retry::{CritiqueCall, DEFAULT_ATTEMPTS, critique_task_with_retry, critique_with_retry};

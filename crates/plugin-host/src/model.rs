@@ -1,7 +1,8 @@
 //! Model access for the programs a run starts: the `model` a writer's request carries (a base URL
 //! and a key valid for that request alone, docs/PROTOCOL.md, Model access), and what the calls
-//! made with it cost. The run's metered endpoint implements [`ModelAccess`]; this crate only hands
-//! the key over and takes the tally back.
+//! made with it cost, and the redaction of the run's secrets from what a program writes
+//! ([`Redact`]). The run's metered endpoint implements [`ModelAccess`]; this crate only hands the
+//! key over, takes the tally back and has what a program wrote redacted before it is stored.
 
 use serde::Serialize;
 
@@ -16,8 +17,16 @@ pub enum ModelRole {
     Judge,
 }
 
-/// Keys for the requests of a run's programs.
-pub trait ModelAccess: Send + Sync {
+/// What takes the run's secrets (its upstream model key, and every key, password or query of its
+/// model URLs) out of what a program wrote, before it is stored.
+pub trait Redact: Send + Sync {
+    /// `text` with every secret replaced by `[REDACTED]`, each replacement counted in the run's
+    /// `openai.redacted`.
+    fn redact(&self, text: String) -> String;
+}
+
+/// Keys for the requests of a run's programs, and the redaction of what they write.
+pub trait ModelAccess: Redact {
     /// A key for one request of `role`, whose calls count on round `round` of `task_id`'s loop in
     /// `epoch`.
     fn open(&self, role: ModelRole, task_id: &str, epoch: u32, round: u32) -> Box<dyn ModelPass + '_>;

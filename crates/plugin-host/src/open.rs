@@ -171,7 +171,7 @@ pub fn open_critic(
                     let path = path.canonicalize().unwrap_or(path);
                     args.extend([OsString::from("--builtin"), OsString::from(builtin.name)]);
                     let label = format!("built-in {}", builtin.name);
-                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label, role: CRITIC };
+                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label, role: CRITIC, env: None };
                     let sha256 = builtin.source_sha256.to_string();
                     let mut critic = ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?;
                     critic.mark_builtin();
@@ -183,14 +183,14 @@ pub fn open_critic(
                         .map_err(|e| PluginError::Load { path: path.clone(), message: e.to_string() })?;
                     args.push(path.clone().into_os_string());
                     let label = path.display().to_string();
-                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label, role: CRITIC };
+                    let launch = Launch { program: worker[0].clone(), args, cwd: None, label, role: CRITIC, env: None };
                     ProcessCritic::open(launch, config_json, isolation, path, None, sha256, host)?
                 }
             }
         }
         CriticSource::Command(command) => {
             let (launch, path, sha256) =
-                command_launch(command, base_dir, CRITIC).map_err(|problem| match problem {
+                command_launch(command, base_dir, CRITIC, &isolation.env).map_err(|problem| match problem {
                     CommandProblem::Empty => {
                         PluginError::Protocol { critic: "command".into(), message: "the command is empty".into() }
                     }

@@ -198,6 +198,8 @@ pub struct Host {
     services: BTreeMap<String, Arc<dyn HostService>>,
     /// Model access for command critics: each request's line carries a key of its own.
     model: Option<Arc<dyn crate::model::ModelAccess>>,
+    /// What takes the run's secrets out of what its critic processes write.
+    redaction: Option<Arc<dyn crate::model::Redact>>,
     /// Services this run does not offer, with what would offer them.
     withheld: BTreeMap<String, String>,
     forward: Option<Forward>,
@@ -243,6 +245,21 @@ impl Host {
     pub fn with_model(mut self, access: Arc<dyn crate::model::ModelAccess>) -> Host {
         self.model = Some(access);
         self
+    }
+
+    /// Takes the run's secrets out of every critique and error a critic process writes
+    /// ([`Redact`](crate::model::Redact)), before it is stored.
+    pub fn with_redaction(mut self, redaction: Arc<dyn crate::model::Redact>) -> Host {
+        self.redaction = Some(redaction);
+        self
+    }
+
+    /// `text` with the run's secrets taken out, when the run has any.
+    pub(crate) fn redact(&self, text: String) -> String {
+        match &self.redaction {
+            Some(redaction) => redaction.redact(text),
+            None => text,
+        }
     }
 
     /// The model access command critics are handed, when the run has one.

@@ -183,7 +183,10 @@ fn the_documented_defaults_are_the_codes() {
     let priced = load(&format!("{MINIMAL}[pricing]\n")).unwrap();
     code.insert(("pricing", "currency"), priced.pricing.as_ref().unwrap().currency.clone().into());
     // Defaults the code leaves unset: the reference must say "none" for them.
-    let unset: [(&str, &str, bool); 14] = [
+    let unset: [(&str, &str, bool); 17] = [
+        ("writer", "env", written.get("env").is_none()),
+        ("critics", "env", plain["critics"][0].get("env").is_none()),
+        ("evaluators", "env", evaluator.get("env").is_none()),
         ("critics", "kinds", plain["critics"][0]["kinds"].is_null()),
         ("evaluators", "kinds", evaluator["kinds"].is_null()),
         ("evaluators", "weights", evaluator["weights"].is_null()),

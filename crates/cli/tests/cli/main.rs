@@ -42,6 +42,7 @@ mod plugin_info;
 mod plugins;
 mod power;
 mod pricing;
+mod program_env;
 mod python_module;
 mod replay;
 mod resample;

@@ -105,8 +105,8 @@ fn a_writers_model_calls_are_metered_on_their_own_round_and_a_rerun_pays_for_non
         "exp.toml",
         &format!(
             "name = \"m\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\nstore_drafts = true\n\
-             arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 3\n\
-             [[critics]]\nname = \"fix\"\ncommand = [\"python3\", \"critic.py\"]\n\
+             arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 3\nenv = [\"PYTHONPATH\"]\n\
+             [[critics]]\nname = \"fix\"\ncommand = [\"python3\", \"critic.py\"]\nenv = [\"PYTHONPATH\"]\n\
              [policy]\npass_score = 8\nmax_revisions = 2\n\
              [openai]\nbase_url = \"{}\"\nmodels = {{ generator = \"gen-m\", reviser = \"rev-m\" }}\n",
             server.base_url()
@@ -282,8 +282,8 @@ fn a_command_critics_judge_calls_are_metered_on_the_critique_in_both_forms() {
         &format!(
             "name = \"j\"\ndataset = \"tasks.jsonl\"\nbackend = \"scripted\"\nstore_drafts = true\n\
              arms = [\"feedback\", \"no-feedback\"]\n\
-             [[critics]]\nname = \"simple\"\ncommand = [\"python3\", \"judge.py\"]\n\
-             [[critics]]\nname = \"pipelined\"\ncommand = [\"python3\", \"pipelined_judge.py\"]\n\
+             [[critics]]\nname = \"simple\"\ncommand = [\"python3\", \"judge.py\"]\nenv = [\"PYTHONPATH\"]\n\
+             [[critics]]\nname = \"pipelined\"\ncommand = [\"python3\", \"pipelined_judge.py\"]\nenv = [\"PYTHONPATH\"]\n\
              [policy]\npass_score = 8\nmax_revisions = 2\n\
              [openai]\nbase_url = \"{}\"\nmodels = {{ judge = \"judge-m\" }}\n",
             server.base_url()

@@ -61,7 +61,7 @@ fn a_serve_critic_critic_runs_and_open_run_reads_the_tables() {
         dir.path(),
         "exp.toml",
         "name = \"py\"\ndataset = \"tasks.jsonl\"\nbackend = \"sim\"\ncritic_attempts = 1\n\
-         [[critics]]\nname = \"length\"\ncommand = [\"python3\", \"length.py\"]\n",
+         [[critics]]\nname = \"length\"\ncommand = [\"python3\", \"length.py\"]\nenv = [\"PYTHONPATH\"]\n",
     );
     let out = dir.path().join("run");
     let module = repo().join("python");
@@ -125,7 +125,7 @@ fn a_served_function_that_exits_answers_its_request_at_once_and_the_run_does_not
         dir.path(),
         "exp.toml",
         "name = \"exits\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\narms = [\"feedback\", \"no-feedback\"]\n\
-         [writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 1\ntimeout_s = 60\n\
+         [writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 1\ntimeout_s = 60\nenv = [\"PYTHONPATH\"]\n\
          [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 10\nmax_revisions = 1\n",
     );
     let out = dir.path().join("run");

@@ -57,8 +57,8 @@ fn a_python_writer_writes_every_draft_sees_only_what_the_arm_allows_and_a_refuse
         "exp.toml",
         &format!(
             "name = \"w\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\nstore_drafts = true\n\
-             arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = [\"{python}\", \"writer.py\"]\n\
-             [[critics]]\nname = \"fix\"\ncommand = [\"{python}\", \"critic.py\"]\n[policy]\npass_score = 8\nmax_revisions = 2\n"
+             arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = [\"{python}\", \"writer.py\"]\nenv = [\"PYTHONPATH\"]\n\
+             [[critics]]\nname = \"fix\"\ncommand = [\"{python}\", \"critic.py\"]\nenv = [\"PYTHONPATH\"]\n[policy]\npass_score = 8\nmax_revisions = 2\n"
         ),
     );
     let out = dir.path().join("run");
@@ -308,7 +308,7 @@ fn a_python_and_a_node_writer_each_write_ten_thousand_tasks_and_every_recorded_d
             &format!("{name}.toml"),
             &format!(
                 "name = \"{name}\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\nstore_drafts = true\n\
-                 arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = {command}\n\
+                 arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = {command}\nenv = [\"PYTHONPATH\"]\n\
                  [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 10\nmax_revisions = 1\n"
             ),
         );
@@ -368,7 +368,7 @@ fn a_writer_killed_from_outside_mid_run_loses_only_the_loop_it_was_writing() {
         dir.path(),
         "slow.toml",
         "name = \"slow\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\narms = [\"feedback\"]\n\
-         [writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 1\n\
+         [writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 1\nenv = [\"PYTHONPATH\"]\n\
          [[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 10\nmax_revisions = 1\n",
     );
     let out = dir.path().join("run");
@@ -451,7 +451,7 @@ fn a_pipelined_writer_answers_out_of_order_and_every_recorded_draft_is_the_one_i
         dir.path(),
         "exp.toml",
         "name = \"p\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\nstore_drafts = true\n\
-         arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 2\n\
+         arms = [\"feedback\", \"no-feedback\"]\n[writer]\ncommand = [\"python3\", \"writer.py\"]\nprocesses = 2\nenv = [\"PYTHONPATH\"]\n\
          in_flight = 64\n[[critics]]\nname = \"r\"\nplugin = \"rubric\"\n[policy]\npass_score = 10\nmax_revisions = 1\n",
     );
     let out = dir.path().join("run");
@@ -618,8 +618,8 @@ fn a_refused_revision_ends_only_the_configs_that_ask_for_it_and_a_replay_agrees(
         dir.path(),
         "exp.toml",
         "name = \"g\"\ndataset = \"tasks.jsonl\"\nbackend = \"command\"\narms = [\"feedback\"]\n\
-         [writer]\ncommand = [\"python3\", \"writer.py\"]\n\
-         [[critics]]\nname = \"counts\"\ncommand = [\"python3\", \"critic.py\"]\n\
+         [writer]\ncommand = [\"python3\", \"writer.py\"]\nenv = [\"PYTHONPATH\"]\n\
+         [[critics]]\nname = \"counts\"\ncommand = [\"python3\", \"critic.py\"]\nenv = [\"PYTHONPATH\"]\n\
          [policy]\npass_score = 9\nmax_revisions = [1, 3]\nstall = false\n",
     );
     let out = dir.path().join("run");

@@ -80,6 +80,8 @@ pub(super) struct WriterSection {
     pub(super) in_flight: Option<usize>,
     #[serde(default)]
     pub(super) config: Option<toml::Value>,
+    #[serde(default)]
+    pub(super) env: Vec<String>,
 }
 
 /// `[sequential]`: see `super::sequential`.
@@ -170,6 +172,8 @@ pub(super) struct CriticEntry {
     pub(super) config: Option<toml::Value>,
     #[serde(default)]
     pub(super) weights: Option<BTreeMap<String, f64>>,
+    #[serde(default)]
+    pub(super) env: Vec<String>,
 }
 
 /// An `[[evaluators]]` table: a critic's keys, and the pass rule its verdicts are read with (a
@@ -200,6 +204,8 @@ pub(super) struct EvaluatorEntry {
     pub(super) dim_target: Option<f64>,
     #[serde(default)]
     pub(super) rounds: Option<String>,
+    #[serde(default)]
+    pub(super) env: Vec<String>,
 }
 
 impl EvaluatorEntry {
@@ -215,6 +221,7 @@ impl EvaluatorEntry {
             kinds: self.kinds,
             config: self.config,
             weights: self.weights,
+            env: self.env,
         };
         (critic, self.pass_score, self.dim_target)
     }

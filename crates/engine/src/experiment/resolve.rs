@@ -261,6 +261,29 @@ pub enum CriticProblem {
     /// A `config` that has no JSON form.
     #[error("`config`: {0}")]
     Config(#[source] serde_json::Error),
+    /// An `env` entry that is no variable name.
+    #[error("{0}")]
+    Env(EnvNameProblem),
+}
+
+/// An `env` entry that is not the name of an environment variable.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`env`: {0:?} is not a variable name (letters, digits and `_`, not starting with a digit); `env` lists the \
+     names of critbench's environment variables the program is given"
+)]
+pub struct EnvNameProblem(pub String);
+
+/// `env` checked: every entry a variable name.
+fn env_names(env: Vec<String>) -> Result<Vec<String>, EnvNameProblem> {
+    let valid = |name: &str| {
+        name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    match env.iter().find(|name| !valid(name)) {
+        Some(name) => Err(EnvNameProblem(name.clone())),
+        None => Ok(env),
+    }
 }
 
 /// What is wrong with a `[writer]` table.
@@ -293,6 +316,9 @@ pub enum WriterProblem {
     /// An `in_flight` out of range.
     #[error("`in_flight` = {0} must be from 1 to {max}", max = MAX_WRITER_IN_FLIGHT)]
     InFlight(usize),
+    /// An `env` entry that is no variable name.
+    #[error("{0}")]
+    Env(EnvNameProblem),
 }
 
 /// The most requests a pipelined writer may have in flight at once.
@@ -331,6 +357,7 @@ fn writer_spec(section: super::file::WriterSection) -> Result<WriterSpec, Writer
         None => serde_json::json!({}),
         Some(value) => serde_json::to_value(value).map_err(WriterProblem::Config)?,
     };
+    let env = env_names(section.env).map_err(WriterProblem::Env)?;
     Ok(WriterSpec {
         generator: generator.1,
         reviser: reviser.map(|(_, command)| command),
@@ -339,6 +366,7 @@ fn writer_spec(section: super::file::WriterSection) -> Result<WriterSpec, Writer
         memory_mb,
         in_flight,
         config,
+        env,
     })
 }
 
@@ -723,6 +751,7 @@ fn critic_spec(
         None => serde_json::json!({}),
         Some(value) => serde_json::to_value(value).map_err(CriticProblem::Config)?,
     };
+    let env = env_names(entry.env).map_err(CriticProblem::Env)?;
     Ok(CriticSpec {
         name: entry.name,
         plugin,
@@ -733,6 +762,7 @@ fn critic_spec(
         kinds: entry.kinds,
         config,
         weights: entry.weights,
+        env,
     })
 }
 

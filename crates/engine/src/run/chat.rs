@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use critbench_openai::metered::MeteredEndpoint;
 use critbench_openai::usage::UsageReport;
 use critbench_openai::{CallIdentity, ChatRequest, Client, ClientSettings, Message, Role};
-use critbench_plugin_host::model::{ModelAccess, ModelField, ModelPass, ModelRole, ModelUse};
+use critbench_plugin_host::model::{ModelAccess, ModelField, ModelPass, ModelRole, ModelUse, Redact};
 use critbench_plugin_host::services::{CallScope, Host, HostService, Reply, ServiceError};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -40,14 +40,20 @@ impl OpenAiSession {
     /// the client's runtime).
     pub fn model_access(&self) -> Result<Arc<dyn ModelAccess>, crate::EngineError> {
         if let Some(endpoint) = self.metered.get() {
-            return Ok(Arc::new(Metering(Arc::clone(endpoint))));
+            return Ok(Arc::new(Metering(Arc::clone(endpoint), Redaction(Arc::clone(&self.client)))));
         }
         let endpoint = MeteredEndpoint::start(Arc::clone(&self.client)).map_err(|source| crate::EngineError::Io {
             context: "cannot serve the metered endpoint on 127.0.0.1".into(),
             source,
         })?;
         let endpoint = Arc::clone(self.metered.get_or_init(|| Arc::new(endpoint)));
-        Ok(Arc::new(Metering(endpoint)))
+        Ok(Arc::new(Metering(endpoint, Redaction(Arc::clone(&self.client)))))
+    }
+
+    /// What takes the run's secrets out of what its programs write: the client's redaction,
+    /// counted in its `redacted`.
+    pub fn redaction(&self) -> Arc<dyn Redact> {
+        Arc::new(Redaction(Arc::clone(&self.client)))
     }
 
     /// The client's report, with what the metered endpoint served when a program used it.
@@ -58,8 +64,23 @@ impl OpenAiSession {
     }
 }
 
-/// The metered endpoint as the programs' model access.
-struct Metering(Arc<MeteredEndpoint>);
+/// The metered endpoint as the programs' model access, and the client's redaction.
+struct Metering(Arc<MeteredEndpoint>, Redaction);
+
+/// The client's redaction of what a program wrote ([`Client::redact_output`]).
+struct Redaction(Arc<Client>);
+
+impl Redact for Redaction {
+    fn redact(&self, text: String) -> String {
+        self.0.redact_output(text)
+    }
+}
+
+impl Redact for Metering {
+    fn redact(&self, text: String) -> String {
+        self.1.redact(text)
+    }
+}
 
 impl ModelAccess for Metering {
     fn open(&self, role: ModelRole, task_id: &str, epoch: u32, round: u32) -> Box<dyn ModelPass + '_> {
@@ -93,9 +114,13 @@ impl ModelPass for MeteredPass<'_> {
 
 /// The services a run (or `critbench judge`) offers its plugins: `chat`, the judge model, when
 /// the experiment names one, and then model access for its command critics through the metered
-/// endpoint. Each run has its own; open the run's critics with it.
+/// endpoint; with any `[openai]` table, the client's redaction of what critic processes write.
+/// Each run has its own; open the run's critics with it.
 pub fn plugin_host(session: Option<&OpenAiSession>) -> Result<Arc<Host>, crate::EngineError> {
-    let host = Host::new();
+    let mut host = Host::new();
+    if let Some(session) = session {
+        host = host.with_redaction(session.redaction());
+    }
     let host = match session {
         Some(session) if session.client.has_role(Role::Judge) => host
             .offer(CHAT_SERVICE, Arc::new(ChatService { client: Arc::clone(&session.client) }))

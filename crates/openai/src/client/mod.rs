@@ -221,6 +221,13 @@ impl Client {
         text
     }
 
+    /// `text`, written by a program the run started (a draft, a critique), with every secret of
+    /// [`MIN_REDACTED_CHARS`] or more replaced by [`REDACTED`] as in a model's answer, each
+    /// replacement counted in the report's `redacted`.
+    pub fn redact_output(&self, text: String) -> String {
+        self.redact(text, MIN_REDACTED_CHARS)
+    }
+
     /// A model's answer with every secret long enough to be one taken out: what is cached,
     /// stored as a draft or a critique, and shown.
     fn redact_answer(&self, mut answer: CachedAnswer) -> CachedAnswer {

@@ -216,6 +216,13 @@ impl ProcessCritic {
         if let (Some(pass), Some(scope)) = (pass, scope.as_mut()) {
             add_use(scope, pass.close());
         }
+        // Nothing a critic process wrote is stored with the run's secrets in it.
+        let answer = match answer {
+            Ok(critique) => Ok(self.host.redact(critique)),
+            Err(Failure::Answered(message)) => Err(Failure::Answered(self.host.redact(message))),
+            Err(Failure::Stopped(failure)) => Err(Failure::Stopped(self.host.redact(failure))),
+            Err(other) => Err(other),
+        };
         (answer.map_err(call_error), scope)
     }
 

@@ -47,7 +47,14 @@ pub(crate) struct Launch {
     pub label: String,
     /// What the program is to critbench: its messages' noun ("the critic wrote …") and keys.
     pub role: Role,
+    /// The variables of critbench's environment the program is given, those set ([`BASE_ENV`]
+    /// and the ones the experiment names); `None`: all of them.
+    pub env: Option<Vec<String>>,
 }
+
+/// The variables of critbench's environment every program a run starts is given, when set: what
+/// a program needs to run. Any other is given only when the experiment names it (`env`).
+pub const BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
 
 /// A running program: its process, the write end of its stdin and the lines of its stdout.
 /// The least time a program gets to say hello: starting an interpreter or loading a library can
@@ -73,6 +80,14 @@ impl Program {
         command.args(&launch.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         if let Some(cwd) = &launch.cwd {
             command.current_dir(cwd);
+        }
+        if let Some(names) = &launch.env {
+            command.env_clear();
+            for name in names {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
         }
         let mut process = process_group::spawn(command, memory_mb)
             .map_err(|source| StartError::Spawn { label: launch.label.clone(), source })?;
@@ -334,6 +349,7 @@ pub(crate) fn command_launch(
     command: &[String],
     base_dir: Option<&Path>,
     role: Role,
+    env: &[String],
 ) -> Result<(Launch, PathBuf, String), CommandProblem> {
     let program = command.first().ok_or(CommandProblem::Empty)?;
     let path = resolve_program(program, base_dir)
@@ -349,8 +365,20 @@ pub(crate) fn command_launch(
         cwd,
         label: command.join(" "),
         role,
+        env: Some(clean_env(env)),
     };
     Ok((launch, path, sha256))
+}
+
+/// The variables a command is given: [`BASE_ENV`] and `named`, each once.
+fn clean_env(named: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = BASE_ENV.iter().map(|name| name.to_string()).collect();
+    for name in named {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    names
 }
 
 /// The hex sha256 of a file's bytes.

@@ -22,6 +22,7 @@ pub(crate) mod start;
 mod trouble;
 
 pub(crate) use ask::{Answered, Ask};
+pub use child::BASE_ENV;
 pub(crate) use child::{CommandProblem, Launch, MIN_STARTUP, Program, StartError, command_launch, sha256_of};
 pub(crate) use failure::{Broken, Cause, excerpt};
 pub use lines::Nudge;

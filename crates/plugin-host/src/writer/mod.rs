@@ -48,6 +48,10 @@ pub struct WriterSpec {
     pub in_flight: usize,
     /// JSON handed to each process after its hello.
     pub config: Value,
+    /// The variables of critbench's environment the programs are given besides
+    /// [`BASE_ENV`](crate::BASE_ENV): names, never values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 /// `in_flight` unless the `[writer]` table says otherwise.
@@ -114,7 +118,8 @@ impl ProgramWriter {
     }
 
     /// The same writer handing each request a key of `access` (its `model`), the calls made with
-    /// it counted on the request's round.
+    /// it counted on the request's round, and every draft and error it writes redacted by
+    /// `access` before the loop has it.
     pub fn with_model(mut self, access: Arc<dyn ModelAccess>) -> ProgramWriter {
         self.model = Some(access);
         self
@@ -170,7 +175,7 @@ impl WriterProgram {
         most: usize,
     ) -> Result<WriterProgram, WriterStartError> {
         let refuse = |problem: WriterStartProblem| WriterStartError { command: command.join(" "), problem };
-        let (launch, _, sha256) = command_launch(command, base_dir, WRITER).map_err(|problem| {
+        let (launch, _, sha256) = command_launch(command, base_dir, WRITER, &spec.env).map_err(|problem| {
             refuse(match problem {
                 CommandProblem::Empty => WriterStartProblem::Empty,
                 CommandProblem::NoProgram(program) => WriterStartProblem::NoProgram(program),
@@ -269,13 +274,18 @@ impl ProgramWriter {
             None => write_request(whole, None, None, hints, key, model),
             Some((draft, critique)) => write_request(whole, Some(&draft.text), critique, &[], key, model),
         };
-        // The loop records the error as its `writer_error`, in these words.
+        // The loop records the error as its `writer_error`, in these words; neither it nor the
+        // draft is stored with the run's secrets in it.
+        let redact = |text: String| match &self.model {
+            Some(access) => access.redact(text),
+            None => text,
+        };
         let text = program.write(request, task_json).await.map_err(|message| AuthorError::Writer {
             round: key.round,
             step,
-            message,
+            message: redact(message),
         })?;
-        Ok(written(text, pass.map(|p| p.close())))
+        Ok(written(redact(text), pass.map(|p| p.close())))
     }
 }
 

@@ -53,6 +53,7 @@ fn open_with(
         memory_mb: Some(1024),
         children,
         worker: None,
+        env: Vec::new(),
     };
     let source = CriticSource::Command(vec!["python3".into(), file.into()]);
     open_critic(&source, config, &SearchPath::default(), Some(dir), &isolation, host)

@@ -38,6 +38,7 @@ fn open(dir: &Path) -> CriticInstance {
         memory_mb: Some(1024),
         children: 1,
         worker: None,
+        env: Vec::new(),
     };
     let source = CriticSource::Command(vec!["python3".into(), "echo.py".into()]);
     let host = std::sync::Arc::new(critbench_plugin_host::services::Host::new());

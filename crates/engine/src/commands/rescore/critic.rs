@@ -70,6 +70,9 @@ struct RecordedCritic {
     config: Option<serde_json::Value>,
     #[serde(default)]
     weights: Option<BTreeMap<String, f64>>,
+    /// The variables of the environment the run gave it besides the base.
+    #[serde(default)]
+    env: Vec<String>,
 }
 
 /// The critic `settings` name, opened with no host service (a rescoring calls no model), and
@@ -109,6 +112,7 @@ pub(super) fn open(manifest: &Manifest, settings: &Settings<'_>, policies: &[Pol
                 kinds: recorded.kinds,
                 config: recorded.config.unwrap_or_else(|| serde_json::json!({})),
                 weights: recorded.weights,
+                env: recorded.env,
             };
             (spec, experiment_dir.map(Path::to_path_buf), loaded.map(|p| p.sha256.clone()))
         }

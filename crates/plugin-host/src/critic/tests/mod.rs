@@ -66,8 +66,16 @@ fn open_with(form: Form, body: &str, timeout: Duration, in_flight: usize) -> (te
         cwd: Some(dir.path().to_path_buf()),
         label: "test critic".into(),
         role: CRITIC,
+        env: None,
     };
-    let isolation = Isolation { mode: IsolationMode::Process, timeout, memory_mb: None, children: 1, worker: None };
+    let isolation = Isolation {
+        mode: IsolationMode::Process,
+        timeout,
+        memory_mb: None,
+        children: 1,
+        worker: None,
+        env: Vec::new(),
+    };
     let host = Arc::new(Host::new().offer("echo", Arc::new(Echo)));
     let critic =
         ProcessCritic::open_serving(launch, "{}", &isolation, (script, None, "0".repeat(64)), &host, in_flight)
