@@ -235,24 +235,30 @@ fn list(out: &mut String, label: &str, items: &[String]) {
 /// Suggestions are stored as JSON text (a list of `{target, edit}` objects or strings); shown one
 /// per line when they parse, verbatim otherwise.
 fn suggestions_text(json: &str) -> String {
+    match suggestion_items(json) {
+        Some(items) => items.iter().map(|item| format!("\n    - {item}")).collect(),
+        None => format!(" {json}"),
+    }
+}
+
+/// The suggestions of a critique's stored JSON text, one per item (`target: edit`, or the edit
+/// alone); `None` when the text is not a list.
+pub fn suggestion_items(json: &str) -> Option<Vec<String>> {
     let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(json) else {
-        return format!(" {json}");
+        return None;
     };
-    let lines: Vec<String> = items
-        .iter()
-        .map(|item| match item {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Object(map) => {
-                let field = |k: &str| map.get(k).and_then(|v| v.as_str()).unwrap_or("");
-                match (field("target"), field("edit")) {
-                    ("", edit) => edit.to_string(),
-                    (target, edit) => format!("{target}: {edit}"),
-                }
+    let item = |item: &serde_json::Value| match item {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(map) => {
+            let field = |k: &str| map.get(k).and_then(|v| v.as_str()).unwrap_or("");
+            match (field("target"), field("edit")) {
+                ("", edit) => edit.to_string(),
+                (target, edit) => format!("{target}: {edit}"),
             }
-            other => other.to_string(),
-        })
-        .collect();
-    lines.iter().map(|l| format!("\n    - {l}")).collect()
+        }
+        other => other.to_string(),
+    };
+    Some(items.iter().map(item).collect())
 }
 
 fn indent(out: &mut String, text: &str) {

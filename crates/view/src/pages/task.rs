@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use critbench_core::{Arm, Decision};
 use critbench_report::queries::task_rounds::TaskRound;
+use critbench_report::show::suggestion_items;
 use critbench_storage::tables::RowDecision;
 
 use crate::html::{escape, number};
@@ -138,7 +139,7 @@ fn critique(out: &mut String, round: &TaskRound) {
         let _ = write!(out, "<div>issue types: {}</div>", escape(&c.issue_types.join(", ")));
     }
     if let Some(suggestions) = &c.suggestions {
-        list(out, "suggestions", &suggestion_items(suggestions));
+        list(out, "suggestions", &suggestion_items(suggestions).unwrap_or_else(|| vec![suggestions.to_string()]));
     }
     if let Some(rationale) = &c.rationale {
         let _ = write!(out, "<div class=\"rationale\"><em>rationale</em>: {}</div>", escape(rationale));
@@ -158,28 +159,6 @@ fn list(out: &mut String, label: &str, items: &[String]) {
         let _ = write!(out, "<li>{}</li>", escape(item));
     }
     out.push_str("</ul>");
-}
-
-/// Suggestions are stored as JSON text (a list of `{target, edit}` objects or strings): one item
-/// each when it parses, the text whole otherwise.
-fn suggestion_items(json: &str) -> Vec<String> {
-    let Ok(serde_json::Value::Array(items)) = serde_json::from_str::<serde_json::Value>(json) else {
-        return vec![json.to_string()];
-    };
-    items
-        .iter()
-        .map(|item| match item {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Object(map) => {
-                let field = |k: &str| map.get(k).and_then(|v| v.as_str()).unwrap_or("");
-                match (field("target"), field("edit")) {
-                    ("", edit) => edit.to_string(),
-                    (target, edit) => format!("{target}: {edit}"),
-                }
-            }
-            other => other.to_string(),
-        })
-        .collect()
 }
 
 fn facts(out: &mut String, round: &TaskRound, extra: Option<&crate::task::RoundExtra>, verdicts: &[RoundVerdict]) {
